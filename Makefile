@@ -1,0 +1,84 @@
+# memdump — checkpoint and restore the memory of a running Linux process.
+#
+#   make            build build/memdump
+#   make demo       install what is missing, build, dump and restore a demo process
+#   make test       install what is missing, build (plain and ASan/UBSan), run the tests
+#   make deps       install the Debian packages the build and the tests need
+
+CC       ?= gcc
+BUILD    ?= build
+PKGS     := libnl-3.0 libprotobuf-c
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -I$(BUILD)/images \
+            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcap -lpthread
+
+# Freestanding blobs: position-independent, no libc, no startup files.
+BLOB_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -Iinclude -ffreestanding -fno-builtin \
+               -fPIE -fno-stack-protector -fno-asynchronous-unwind-tables -fno-unwind-tables \
+               -fcf-protection=none -mno-sse -mno-mmx -mno-avx -nostdlib -fno-jump-tables
+BLOB_LDFLAGS := -nostdlib -static -Wl,--build-id=none -Wl,-z,noexecstack -Wl,--no-warn-rwx-segments
+
+PROTOS   := $(wildcard images/*.proto)
+PB_SRCS  := $(patsubst images/%.proto,$(BUILD)/images/%.pb-c.c,$(PROTOS))
+PB_HDRS  := $(PB_SRCS:.c=.h)
+SRCS     := $(wildcard src/*.c)
+OBJS     := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS)) $(PB_SRCS:.c=.o) \
+            $(BUILD)/blobs.o
+BLOBS    := parasite restorer
+TEST_SRCS := $(wildcard test/*.c)
+TEST_BINS := $(patsubst test/%.c,$(BUILD)/test/%,$(TEST_SRCS))
+
+all: $(BUILD)/memdump $(TEST_BINS)
+
+$(BUILD)/memdump: $(OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/images/%.pb-c.c $(BUILD)/images/%.pb-c.h: images/%.proto
+	@mkdir -p $(BUILD)/images
+	protoc-c --proto_path=images --c_out=$(BUILD)/images $<
+
+$(BUILD)/images/%.pb-c.o: $(BUILD)/images/%.pb-c.c $(PB_HDRS)
+	$(CC) $(filter-out -Wextra,$(CFLAGS)) -c -o $@ $<
+
+$(BUILD)/src/%.o: src/%.c $(PB_HDRS) $(wildcard include/*.h)
+	@mkdir -p $(BUILD)/src
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Each blob: parasite/NAME*.c + parasite/blob-entry.S, linked by parasite/blob.lds
+# into a flat binary whose first byte is the entry point, then embedded.
+$(BUILD)/blob/%.elf: parasite/blob.lds parasite/blob-entry.S $(wildcard parasite/*.c parasite/*.h include/*.h)
+	@mkdir -p $(BUILD)/blob
+	$(CC) $(BLOB_CFLAGS) $(BLOB_LDFLAGS) -Wl,-T,parasite/blob.lds -o $@ \
+		parasite/blob-entry.S $(wildcard parasite/$*.c parasite/$*-*.c)
+	@if readelf -r $@ | grep -q R_X86; then echo "$@: blob needs relocations"; exit 1; fi
+
+$(BUILD)/blob/%.bin: $(BUILD)/blob/%.elf
+	objcopy -O binary $< $@
+
+$(BUILD)/blobs.o: src/blobs.S $(patsubst %,$(BUILD)/blob/%.bin,$(BLOBS))
+	$(CC) -c -DPARASITE_BIN='"$(BUILD)/blob/parasite.bin"' \
+		-DRESTORER_BIN='"$(BUILD)/blob/restorer.bin"' -o $@ $<
+
+$(BUILD)/test/%: test/%.c $(wildcard test/*.h)
+	@mkdir -p $(BUILD)/test
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpthread
+
+deps:
+	@scripts/install-deps
+
+demo: deps
+	$(MAKE) all
+	scripts/demo
+
+test: deps
+	$(MAKE) all
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" build-asan/memdump
+	MEMDUMP=$(CURDIR)/build-asan/memdump TESTBIN=$(CURDIR)/build/test test/run.sh
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all deps demo test clean
+.SECONDARY:

@@ -1,0 +1,43 @@
+/*
+ * Open files of the target: every file description gets an id in files.img;
+ * fds (fdinfo-1.img), file mappings, the exe file, cwd and root refer to
+ * them by id.
+ */
+#ifndef MEMDUMP_FILES_H
+#define MEMDUMP_FILES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct dump_ctx;
+
+enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY };
+
+struct file_desc {
+	int id;
+	enum file_kind kind;
+	char *path;		/* REG, FIFO, TTY */
+	uint32_t flags;		/* open flags */
+	uint64_t pos;
+	struct stat st;
+	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode */
+	int fifo_reg_id;	/* FIFO: REG entry with its path */
+};
+
+struct fd_entry {
+	int fd;
+	int id;
+	bool cloexec;
+};
+
+/* A REG entry for a path (deduplicated by device and inode); returns its id. */
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags);
+/* Every fd of the target; unsupported kinds are refused by name. */
+int collect_fds(struct dump_ctx *d);
+/* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
+int write_files(struct dump_ctx *d);
+int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
+void files_free(void);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * Image files in CRIU's on-disk format.
+ *
+ * A framed image starts with IMG_COMMON_MAGIC (IMG_SERVICE_MAGIC for stats)
+ * and the image's own magic; inventory.img has only its own magic. Then come
+ * entries: a little-endian u32 length and a protobuf message of that length.
+ * pages-N.img is raw page data with no header.
+ */
+#ifndef MEMDUMP_IMAGE_H
+#define MEMDUMP_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <protobuf-c/protobuf-c.h>
+
+#define IMG_COMMON_MAGIC	0x54564319
+#define IMG_SERVICE_MAGIC	0x55105940
+
+enum img_type {
+	IMG_INVENTORY,	/* inventory.img */
+	IMG_PSTREE,	/* pstree.img */
+	IMG_CORE,	/* core-TID.img */
+	IMG_IDS,	/* ids-PID.img */
+	IMG_MM,		/* mm-PID.img */
+	IMG_PAGEMAP,	/* pagemap-PID.img */
+	IMG_PAGES,	/* pages-ID.img (raw) */
+	IMG_FILES,	/* files.img */
+	IMG_FDINFO,	/* fdinfo-ID.img */
+	IMG_FS,		/* fs-PID.img */
+	IMG_PIPES_DATA,	/* pipes-data.img */
+	IMG_FIFO_DATA,	/* fifo-data.img */
+	IMG_STATS,	/* stats-dump */
+	IMG_NR_TYPES
+};
+
+/* File name of an image ("core-%u.img" with id). */
+void img_name(enum img_type t, unsigned id, char *buf, size_t len);
+
+struct image {
+	enum img_type type;
+	int fd;
+	FILE *f;		/* framed images are buffered */
+	char name[64];
+};
+
+/*
+ * Writing. Images are created O_EXCL in the dump directory; every created name
+ * is remembered so that a failed dump can remove what it wrote.
+ * img_close() flushes and fsyncs and reports ENOSPC and friends.
+ */
+int img_create(int dirfd, enum img_type t, unsigned id, struct image **out);
+int img_write_msg(struct image *img, const ProtobufCMessage *msg);
+int img_write_raw(struct image *img, const void *buf, size_t len);
+int img_close(struct image *img);
+void img_abort(struct image *img);	/* close without reporting */
+void img_remove_created(int dirfd);	/* after a failure */
+void img_forget_created(void);		/* after success */
+
+/*
+ * Reading. img_open() checks the magic. img_read_msg() returns 1 and a message
+ * to free with protobuf_c_message_free_unpacked(), 0 at a clean end of file,
+ * or -EIO (with fail() naming the image) when an entry is truncated or does not
+ * unpack.
+ */
+int img_open(int dirfd, enum img_type t, unsigned id, struct image **out);
+int img_read_msg(struct image *img, const ProtobufCMessageDescriptor *desc, void **msg);
+int img_read_one(int dirfd, enum img_type t, unsigned id,
+		 const ProtobufCMessageDescriptor *desc, void **msg);
+int img_read_raw(struct image *img, void *buf, size_t len);	/* exactly len or -EIO */
+void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
+
+/* inventory.img: written through a temporary name and renamed, last. */
+int img_write_inventory(int dirfd, const ProtobufCMessage *msg);
+
+#endif

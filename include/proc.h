@@ -1,0 +1,30 @@
+/* Small readers of /proc/PID files. */
+#ifndef MEMDUMP_PROC_H
+#define MEMDUMP_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_stat {
+	char comm[32];
+	char state;
+	pid_t ppid, pgid, sid;
+	unsigned long flags;
+	uint64_t start_code, end_code, start_stack;
+	uint64_t start_data, end_data, start_brk;
+	uint64_t arg_start, arg_end, env_start, env_end;
+	int exit_signal;
+};
+
+int proc_read_stat(pid_t pid, struct proc_stat *st);
+pid_t proc_ppid(pid_t pid);
+pid_t proc_tgid(pid_t pid);
+pid_t proc_tracer(pid_t pid);
+int proc_comm(pid_t pid, char *buf, size_t len);
+int proc_tasks(pid_t pid, pid_t **tids);
+/* Value of "Key:" in /proc/PID/status as text; 0 or -ENOENT. */
+int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+/* Whole small file into a malloc'ed, NUL-terminated buffer; returns length. */
+ssize_t proc_read_file(const char *path, char **out);
+
+#endif

@@ -1,0 +1,42 @@
+/* Process-wide state of the target: what core, mm, pstree and fs images hold. */
+#ifndef MEMDUMP_TASK_H
+#define MEMDUMP_TASK_H
+
+#include <stdint.h>
+
+#include "proc.h"
+
+#define NR_SIGS		64
+#define NR_RLIMITS	16
+
+struct ksigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+struct creds {
+	uint32_t uid[4], gid[4];	/* real, effective, saved, fs */
+	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
+	uint32_t secbits;
+	uint32_t groups[64];
+	int nr_groups;
+	uint32_t no_new_privs;
+};
+
+struct task_state {
+	struct proc_stat stat;
+	uint64_t brk;
+	uint64_t auxv[128];
+	int nr_auxv;
+	int exe_id, cwd_id, root_id;
+	int dumpable;
+	uint32_t personality, umask;
+	bool thp_disabled;
+	struct ksigaction sa[NR_SIGS];
+	struct { uint64_t cur, max; } rlim[NR_RLIMITS];
+	struct creds creds;
+};
+
+struct dump_ctx;
+int collect_task(struct dump_ctx *d, struct task_state *ts);
+
+#endif

@@ -1,0 +1,21 @@
+/* vma_entry.status bits and pagemap_entry.flags, with CRIU's values. */
+#ifndef MEMDUMP_VMA_STATUS_H
+#define MEMDUMP_VMA_STATUS_H
+
+#define VMA_AREA_REGULAR	(1u << 0)	/* its pages are dumped */
+#define VMA_AREA_STACK		(1u << 1)
+#define VMA_AREA_VSYSCALL	(1u << 2)
+#define VMA_AREA_VDSO		(1u << 3)
+#define VMA_AREA_HEAP		(1u << 5)
+#define VMA_FILE_PRIVATE	(1u << 6)
+#define VMA_FILE_SHARED		(1u << 7)
+#define VMA_ANON_SHARED		(1u << 8)
+#define VMA_ANON_PRIVATE	(1u << 9)
+#define VMA_AREA_VVAR		(1u << 12)
+#define VMA_AREA_MEMFD		(1u << 14)
+
+#define PE_PRESENT		(1u << 2)	/* pagemap entry: pages are in pages-N.img */
+
+/* vma_entry.madv: bit N set means madvise(N) applies to the whole VMA. */
+
+#endif

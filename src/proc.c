@@ -1,0 +1,199 @@
+/* Readers of /proc/PID/{stat,status,task,comm}. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+ssize_t proc_read_file(const char *path, char **out)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0 || !buf) {
+		int err = fd < 0 ? -errno : -ENOMEM;
+
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return err;
+	}
+	while ((n = read(fd, buf + len, cap - len)) > 0) {
+		len += n;
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2 + 1);
+
+			if (!nb) {
+				n = -1;
+				errno = ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (n < 0) {
+		int err = -errno;
+
+		free(buf);
+		return err;
+	}
+	buf[len] = 0;
+	*out = buf;
+	return len;
+}
+
+int proc_read_stat(pid_t pid, struct proc_stat *st)
+{
+	char path[64], *buf, *p;
+	unsigned long long v[52];
+	ssize_t len;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	len = proc_read_file(path, &buf);
+	if (len < 0)
+		return len;
+	/* comm may hold spaces and parentheses: it ends at the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || !strchr(buf, '(')) {
+		free(buf);
+		return -EINVAL;
+	}
+	*p = 0;
+	snprintf(st->comm, sizeof(st->comm), "%s", strchr(buf, '(') + 1);
+	p += 2;
+	st->state = *p;
+	p += 1;
+	memset(v, 0, sizeof(v));
+	/* v[i] holds field i+4 of proc(5) (fields 1-3 are pid, comm, state). */
+	for (i = 0; i < 49 && *p; i++)
+		v[i] = strtoull(p, &p, 10);
+	free(buf);
+	st->ppid = v[0];
+	st->pgid = v[1];
+	st->sid = v[2];
+	st->flags = v[5];
+	st->start_code = v[22];
+	st->end_code = v[23];
+	st->start_stack = v[24];
+	st->exit_signal = v[34];
+	st->start_data = v[41];
+	st->end_data = v[42];
+	st->start_brk = v[43];
+	st->arg_start = v[44];
+	st->arg_end = v[45];
+	st->env_start = v[46];
+	st->env_end = v[47];
+	return 0;
+}
+
+int proc_status_field(pid_t pid, const char *key, char *out, size_t outlen)
+{
+	char path[64], *buf, *p;
+	size_t klen = strlen(key);
+	ssize_t len;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	len = proc_read_file(path, &buf);
+	if (len < 0)
+		return len;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, klen) && p[klen] == ':') {
+			char *v = p + klen + 1, *e;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			e = strchr(v, '\n');
+			if (e)
+				*e = 0;
+			snprintf(out, outlen, "%s", v);
+			ret = 0;
+			break;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+static pid_t status_pid(pid_t pid, const char *key)
+{
+	char v[32];
+	int ret = proc_status_field(pid, key, v, sizeof(v));
+
+	return ret ? ret : (pid_t)atoi(v);
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	return status_pid(pid, "PPid");
+}
+
+pid_t proc_tgid(pid_t pid)
+{
+	return status_pid(pid, "Tgid");
+}
+
+pid_t proc_tracer(pid_t pid)
+{
+	return status_pid(pid, "TracerPid");
+}
+
+int proc_comm(pid_t pid, char *buf, size_t len)
+{
+	return proc_status_field(pid, "Name", buf, len);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	return *(const pid_t *)a - *(const pid_t *)b;
+}
+
+/* TIDs of pid, the leader first, the rest in increasing order. */
+int proc_tasks(pid_t pid, pid_t **tids)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t *v = NULL;
+	int n = 0, cap = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				closedir(dir);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = atoi(de->d_name);
+	}
+	closedir(dir);
+	qsort(v, n, sizeof(*v), cmp_pid);
+	for (int i = 0; i < n; i++) {
+		if (v[i] == pid) {
+			memmove(&v[1], &v[0], i * sizeof(*v));
+			v[0] = pid;
+			break;
+		}
+	}
+	*tids = v;
+	return n;
+}
