@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,7 +36,8 @@ static void on_signal(int sig)
 	dump_interrupted = 1;
 }
 
-/* SIGINT, SIGTERM, SIGHUP and our parent dying stop the dump cleanly. */
+/* SIGINT, SIGTERM, SIGHUP (also sent when memdump's parent process dies,
+ * see worker.c) stop the dump cleanly. */
 static void catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -166,7 +166,6 @@ int cmd_dump(void)
 		return fail(-EINVAL, "dump needs -t PID and -D DIR");
 	}
 	catch_signals();
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	ret = target_check(d.pid);
 	if (!ret)
 		ret = d.dirfd = open_dir(opts.dir);

@@ -1,6 +1,7 @@
 /* memdump: command-line parsing and dispatch. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "common.h"
 #include "log.h"
 #include "options.h"
+#include "worker.h"
 
 struct options opts = { .verbosity = LOG_WARN };
 
@@ -30,13 +32,14 @@ static const char usage[] =
 static const struct command {
 	const char *name;
 	int (*run)(void);
-	const char *failure;	/* "dump of PID 12 failed" style prefix */
+	const char *failure;	/* prefix of the one-line error */
+	bool in_worker;		/* see worker.c */
 } commands[] = {
-	{ "dump", cmd_dump, "dump failed" },
-	{ "restore", cmd_restore, "restore failed" },
-	{ "show", cmd_show, "show failed" },
-	{ "read-mem", cmd_read_mem, "read-mem failed" },
-	{ "check", cmd_check, "check failed" },
+	{ "dump", cmd_dump, "dump failed", true },
+	{ "restore", cmd_restore, "restore failed", false },
+	{ "show", cmd_show, "show failed", false },
+	{ "read-mem", cmd_read_mem, "read-mem failed", false },
+	{ "check", cmd_check, "check failed", false },
 };
 
 const char *mode_name(enum dump_mode m)
@@ -160,7 +163,7 @@ int main(int argc, char **argv)
 		log_report_failure(cmd->failure, -EINVAL);
 		return 1;
 	}
-	ret = cmd->run();
+	ret = cmd->in_worker ? run_in_worker(cmd->run, cmd->failure) : cmd->run();
 	if (ret < 0) {
 		log_report_failure(cmd->failure, ret);
 		ret = 1;

@@ -72,6 +72,8 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 		size_t len = MIN(left, BUF_SIZE);
 		ssize_t n;
 
+		if (dump_interrupted)
+			return fail(-EINTR, "interrupted");
 		if (use_mem) {
 			n = pread(d->mem_fd, o->buf, len, addr);
 		} else {

@@ -351,7 +351,7 @@ void parasite_cure(struct dump_ctx *d)
 	if (!p)
 		return;
 	if (p->running && stop_blob(d))
-		pr_warn("cannot stop the parasite in process %d", d->pid);
+		pr_debug("cannot stop the parasite in process %d", d->pid);
 	p->running = false;
 	if (p->pipe_wr_remote >= 0)
 		rsys(d, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);

@@ -223,29 +223,54 @@ int seize_all(struct dump_ctx *d)
 	return 0;
 }
 
+/* Reap every seized thread after SIGKILL; a tracer must, or the leader
+ * is never reported and the process lingers as a zombie. */
+static void kill_all(struct dump_ctx *d)
+{
+	kill(d->pid, SIGKILL);
+	for (int i = d->nr_threads - 1; i >= 0; i--) {
+		struct thread *t = &d->threads[i];
+		int status;
+
+		if (!t->seized)
+			continue;
+		while (waitpid(t->tid, &status, __WALL) >= 0 || errno == EINTR) {
+			if (WIFEXITED(status) || WIFSIGNALED(status))
+				break;
+		}
+		t->seized = false;
+	}
+}
+
+static bool process_alive(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_read_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}
+
 /*
- * Let the target go: put back registers we changed, detach every thread
- * (each resumes from its stop as if nothing happened) or kill the process.
+ * Let the target go: put back registers we changed and detach every thread
+ * (each resumes from its stop as if nothing happened), or kill the process.
  */
 void release_all(struct dump_ctx *d, bool kill_target)
 {
-	if (kill_target)
-		kill(d->pid, SIGKILL);
+	bool alive;
+
+	if (kill_target) {
+		kill_all(d);
+		return;
+	}
+	alive = process_alive(d->pid);
 	for (int i = 0; i < d->nr_threads; i++) {
 		struct thread *t = &d->threads[i];
 
 		if (!t->seized)
 			continue;
-		if (!kill_target && t->regs_dirty && put_thread_regs(t))
+		if (t->regs_dirty && put_thread_regs(t) && alive)
 			pr_warn("thread %d: cannot restore its registers", t->tid);
-		if (ptrace(PTRACE_DETACH, t->tid, 0, 0) && errno != ESRCH)
+		if (ptrace(PTRACE_DETACH, t->tid, 0, 0) && errno != ESRCH && alive)
 			pr_warn("cannot detach thread %d: %s", t->tid, strerror(errno));
 		t->seized = false;
-	}
-	if (kill_target) {
-		int status;
-
-		while (waitpid(d->pid, &status, __WALL) < 0 && errno == EINTR)
-			;
 	}
 }

@@ -1,0 +1,8 @@
+/* Run a command in a child that outlives a killed memdump long enough to clean up. */
+#ifndef MEMDUMP_WORKER_H
+#define MEMDUMP_WORKER_H
+
+/* Returns the exit status for main(), or <0 (after fail()) if no worker started. */
+int run_in_worker(int (*fn)(void), const char *failure);
+
+#endif
