@@ -12,7 +12,7 @@
 
 struct dump_ctx;
 
-enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY };
+enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD };
 
 struct file_desc {
 	int id;
@@ -21,7 +21,7 @@ struct file_desc {
 	uint32_t flags;		/* open flags */
 	uint64_t pos;
 	struct stat st;
-	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode */
+	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 };
 

@@ -32,6 +32,8 @@ enum img_type {
 	IMG_PIPES_DATA,	/* pipes-data.img */
 	IMG_FIFO_DATA,	/* fifo-data.img */
 	IMG_STATS,	/* stats-dump */
+	IMG_SHMEM_PAGEMAP, /* pagemap-shmem-SHMID.img: content of a shmem object */
+	IMG_MEMFD_INODE, /* memfd.img */
 	IMG_NR_TYPES
 };
 

@@ -26,6 +26,7 @@
 #include "image.h"
 #include "kernel_uapi.h"
 #include "log.h"
+#include "shmem.h"
 #include "task.h"
 
 volatile sig_atomic_t dump_interrupted;
@@ -112,6 +113,8 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 
 	parasite_cure(d);	/* every page is on disk: the parasite can go */
 	if (!ret)
+		ret = write_shmem(d);	/* still frozen: one instant */
+	if (!ret)
 		ret = write_task_images(d, ts);
 	if (!ret)
 		ret = write_files(d);
@@ -150,6 +153,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	if (d->mem_fd >= 0)
 		close(d->mem_fd);
 	files_free();
+	shmem_free();
 }
 
 int cmd_dump(void)

@@ -21,6 +21,7 @@
 #include "files.h"
 #include "image.h"
 #include "log.h"
+#include "shmem.h"
 
 #include "files.pb-c.h"
 
@@ -138,17 +139,22 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		kind = FK_REG;
 	else
 		return refuse_fd(d->pid, fd, link, "a block device or unknown file");
-	if (kind == FK_REG && strstr(link, " (deleted)"))
+	if (kind == FK_REG && strstr(link, " (deleted)") && strncmp(link, "/memfd:", 7))
 		return refuse_fd(d->pid, fd, link, "a deleted file");
-	if (!strncmp(link, "/memfd:", 7))
-		return refuse_fd(d->pid, fd, link, "a memfd");
+	if (!strncmp(link, "/memfd:", 7)) {
+		int ret = shmem_add_memfd_fd(d, fd, link);
+
+		if (ret)
+			return ret;
+		kind = FK_MEMFD;
+	}
 	f = new_desc(kind);
 	if (!f)
 		return -ENOMEM;
 	f->st = *st;
 	f->flags = flags & ~O_CLOEXEC;
 	f->pos = pos;
-	if (kind == FK_PIPE || kind == FK_FIFO)
+	if (kind == FK_PIPE || kind == FK_FIFO || kind == FK_MEMFD)
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
@@ -238,6 +244,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	PipeEntry pipe = PIPE_ENTRY__INIT;
 	FifoEntry fifo = FIFO_ENTRY__INIT;
 	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
+	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
 
 	fe.id = f->id;
 	switch (f->kind) {
@@ -270,6 +277,15 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		tty.name = f->path;
 		fe.tty = &tty;
 		break;
+	case FK_MEMFD:
+		fe.type = FD_TYPES__MEMFD;
+		memfd.id = f->id;
+		memfd.flags = f->flags;
+		memfd.pos = f->pos;
+		memfd.fown = &fown_zero;
+		memfd.inode_id = f->pipe_id;
+		fe.memfd = &memfd;
+		break;
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -277,7 +293,8 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 static FdTypes fd_type(const struct file_desc *f)
 {
 	static const FdTypes t[] = { [FK_REG] = FD_TYPES__REG, [FK_PIPE] = FD_TYPES__PIPE,
-				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY };
+				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY,
+				     [FK_MEMFD] = FD_TYPES__MEMFD };
 	return t[f->kind];
 }
 

@@ -29,6 +29,8 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_PIPES_DATA] = { "pipes-data.img",  0x56453709, IMG_COMMON_MAGIC },
 	[IMG_FIFO_DATA]  = { "fifo-data.img",   0x59333054, IMG_COMMON_MAGIC },
 	[IMG_STATS]      = { "stats-dump",      0x57093306, IMG_SERVICE_MAGIC },
+	[IMG_SHMEM_PAGEMAP] = { "pagemap-shmem-%u.img", 0x56084025, IMG_COMMON_MAGIC },
+	[IMG_MEMFD_INODE] = { "memfd.img",      0x48453499, IMG_COMMON_MAGIC },
 };
 
 #define MAX_CREATED 4096

@@ -18,6 +18,7 @@
 #include "files.h"
 #include "log.h"
 #include "proc.h"
+#include "shmem.h"
 #include "vma_status.h"
 
 static bool has_flag(const struct vma *v, const char *f)
@@ -110,6 +111,10 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		v->status |= shared ? VMA_ANON_SHARED : VMA_ANON_PRIVATE;
 		if (v->name[1] == 'm')
 			v->status |= VMA_AREA_MEMFD;
+		if (shared) {
+			v->dump = false;	/* dumped by content: shmem.c */
+			return shmem_add_vma(d, v);
+		}
 	} else if (v->name[0] == '/') {
 		return classify_file(d, v, shared);
 	} else {
