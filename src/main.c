@@ -65,7 +65,7 @@ static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n%s", usage);
+	fprintf(stderr, " (memdump --help for usage)\n");
 	return 2;
 }
 

@@ -9,6 +9,8 @@
  *           in the image before the target runs again.
  *   read    process_vm_readv into a buffer, then write.
  *   mem     pread of /proc/PID/mem into a buffer, then write.
+ * In read and mem modes a writer thread writes one buffer while the next is
+ * read: the copy and the disk overlap.
  *
  * Runs in VMAs without PROT_READ always go through /proc/PID/mem (the only
  * way that may read them). When vmsplice is refused (EPERM, EOPNOTSUPP, a
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -31,11 +34,21 @@
 
 #define BUF_SIZE	(8UL << 20)
 
+#define NR_BUFS		2
+
 struct pages_out {
 	int fd;
 	bool direct;
-	uint8_t *buf;		/* aligned, for read and mem */
 	uint64_t written;
+	/* read and mem modes: buffers handed between reader and writer thread */
+	uint8_t *buf[NR_BUFS];	/* aligned for O_DIRECT */
+	size_t len[NR_BUFS];	/* bytes queued in buf[i], 0 = free */
+	int next_fill, next_write;
+	int err;		/* first write error */
+	bool stop;
+	pthread_t writer;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
 };
 
 static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
@@ -62,6 +75,71 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 	return 0;
 }
 
+static void *writer_main(void *arg)
+{
+	struct pages_out *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		int i = o->next_write;
+
+		while (!o->len[i] && !o->stop)
+			pthread_cond_wait(&o->cond, &o->lock);
+		if (!o->len[i])
+			break;
+		pthread_mutex_unlock(&o->lock);
+		int err = o->err ? 0 : write_buf(o, o->buf[i], o->len[i]);
+		pthread_mutex_lock(&o->lock);
+		if (err && !o->err)
+			o->err = err;
+		o->len[i] = 0;
+		o->next_write = (i + 1) % NR_BUFS;
+		pthread_cond_broadcast(&o->cond);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+/* The next free buffer for the reader. */
+static uint8_t *fill_buffer(struct pages_out *o)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&o->lock);
+	while (o->len[o->next_fill])
+		pthread_cond_wait(&o->cond, &o->lock);
+	b = o->buf[o->next_fill];
+	pthread_mutex_unlock(&o->lock);
+	return b;
+}
+
+static int submit_buffer(struct pages_out *o, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	o->len[o->next_fill] = len;
+	o->next_fill = (o->next_fill + 1) % NR_BUFS;
+	err = o->err;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+/* Wait until everything submitted is written; the first write error. */
+static int flush_buffers(struct pages_out *o)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	for (int i = 0; i < NR_BUFS; i++)
+		while (o->len[i])
+			pthread_cond_wait(&o->cond, &o->lock);
+	err = o->err;
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
 /* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
 static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		    bool use_mem)
@@ -70,14 +148,16 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 
 	while (left) {
 		size_t len = MIN(left, BUF_SIZE);
+		uint8_t *buf = fill_buffer(o);
 		ssize_t n;
+		int ret;
 
 		if (dump_interrupted)
 			return fail(-EINTR, "interrupted");
 		if (use_mem) {
-			n = pread(d->mem_fd, o->buf, len, addr);
+			n = pread(d->mem_fd, buf, len, addr);
 		} else {
-			struct iovec local = { o->buf, len }, remote = { (void *)addr, len };
+			struct iovec local = { buf, len }, remote = { (void *)addr, len };
 
 			n = process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
 		}
@@ -85,8 +165,7 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 			return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
 				    d->pid, addr, n < 0 ? strerror(errno) : "short read");
 		/* A short read ends on a page boundary; go on from there. */
-		int ret = write_buf(o, o->buf, n);
-
+		ret = submit_buffer(o, n);
 		if (ret)
 			return ret;
 		addr += n;
@@ -110,7 +189,9 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 
 	for (size_t i = 0; i < nr; i++)
 		bytes += r[i].nr_pages * PAGE_SIZE;
-	ret = parasite_vmsplice(d, r, nr, o->fd, bytes);
+	ret = flush_buffers(o);		/* the image keeps address order */
+	if (!ret)
+		ret = parasite_vmsplice(d, r, nr, o->fd, bytes);
 	if (ret)
 		return ret;
 	o->written += bytes;
@@ -162,28 +243,56 @@ static int open_pages(struct dump_ctx *d, struct pages_out *o)
 	return 0;
 }
 
+static int start_writer(struct pages_out *o)
+{
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		if (posix_memalign((void **)&o->buf[i], PAGE_SIZE, BUF_SIZE))
+			return -ENOMEM;
+	if (pthread_create(&o->writer, NULL, writer_main, o))
+		return -EAGAIN;
+	return 0;
+}
+
+static int stop_writer(struct pages_out *o)
+{
+	int err = flush_buffers(o);
+
+	pthread_mutex_lock(&o->lock);
+	o->stop = true;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(o->writer, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		free(o->buf[i]);
+	return err;
+}
+
 int write_pages(struct dump_ctx *d)
 {
 	struct pages_out o = { .fd = -1 };
-	int ret;
+	int ret, err;
 
 	ret = open_pages(d, &o);
 	if (ret)
 		return ret;
-	if (posix_memalign((void **)&o.buf, PAGE_SIZE, BUF_SIZE)) {
+	ret = start_writer(&o);
+	if (ret) {
 		close(o.fd);
-		return -ENOMEM;
+		return ret;
 	}
 	progress_start("dumping memory", d->nr_pages * PAGE_SIZE);
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
+	err = stop_writer(&o);
+	ret = ret ?: err;
 	if (!ret && fdatasync(o.fd) && errno != EINVAL)
 		ret = fail(-errno, "cannot sync the pages image: %s", strerror(errno));
 	d->stats.mem_end = now_us();
 	progress_end();
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
-	free(o.buf);
 	if (close(o.fd) && !ret)
 		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
 	return ret;
