@@ -232,7 +232,7 @@ static int drain(struct dump_ctx *d, int out_fd, uint64_t bytes)
 		ssize_t n;
 		int err;
 
-		if (poll(&pfd, 1, 100) <= 0) {
+		if (poll(&pfd, 1, 10) <= 0) {
 			err = check_target(d);
 			if (err)
 				return err;
