@@ -8,8 +8,8 @@
 CC       ?= gcc
 BUILD    ?= build
 PKGS     := libnl-3.0 libprotobuf-c
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -I$(BUILD)/images \
+OPT      ?= -O2 -g
+CFLAGS   := $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -I$(BUILD)/images \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcap -lpthread
 
@@ -73,7 +73,7 @@ demo: deps
 
 test: deps
 	$(MAKE) all
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/memdump
 	MEMDUMP=$(CURDIR)/build-asan/memdump TESTBIN=$(CURDIR)/build/test test/run.sh
 
