@@ -267,8 +267,12 @@ void release_all(struct dump_ctx *d, bool kill_target)
 
 		if (!t->seized)
 			continue;
-		if (t->regs_dirty && put_thread_regs(t) != -ESRCH && t->regs_dirty && alive)
-			pr_warn("thread %d: cannot restore its registers", t->tid);
+		if (t->regs_dirty) {
+			int err = put_thread_regs(t);
+
+			if (err && err != -ESRCH && alive)
+				pr_warn("thread %d: cannot restore its registers", t->tid);
+		}
 		if (ptrace(PTRACE_DETACH, t->tid, 0, 0) && errno != ESRCH && alive)
 			pr_warn("cannot detach thread %d: %s", t->tid, strerror(errno));
 		t->seized = false;
