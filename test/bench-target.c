@@ -1,0 +1,107 @@
+/*
+ * bench-target: the process the dump and restore benchmarks use.
+ *
+ *   bench-target MiB [DONEFILE]
+ *
+ * Maps MiB of anonymous memory, fills every page with a pattern unique to it,
+ * prints "READY <pid>" and sleeps. On SIGUSR1 it reads all of that memory
+ * once, checks it, and writes "done <CLOCK_REALTIME ns> ok|bad" to DONEFILE
+ * (written to a temporary name and renamed, so readers see it whole).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1 = 1;
+}
+
+static inline uint64_t pattern(size_t i)
+{
+	return (i + 1) * 0x9e3779b97f4a7c15ULL;
+}
+
+static void fill(uint64_t *mem, size_t words)
+{
+	for (size_t i = 0; i < words; i++)
+		mem[i] = pattern(i);
+}
+
+static int check(const uint64_t *mem, size_t words)
+{
+	for (size_t i = 0; i < words; i++)
+		if (mem[i] != pattern(i))
+			return -1;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int report(const char *path, uint64_t ns, int ok)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "done %llu %s\n", (unsigned long long)ns, ok ? "ok" : "bad");
+	if (fclose(f))
+		return -1;
+	return rename(tmp, path);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 0) : 0;
+	const char *done = argc > 2 ? argv[2] : NULL;
+	size_t words = (mib << 20) / sizeof(uint64_t);
+	uint64_t *mem;
+
+	if (!mib) {
+		fprintf(stderr, "usage: bench-target MiB [DONEFILE]\n");
+		return 2;
+	}
+	mem = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("bench-target: mmap");
+		return 2;
+	}
+	signal(SIGUSR1, on_usr1);
+	fill(mem, words);
+	printf("READY %d\n", getpid());
+	fflush(stdout);
+	for (;;) {
+		while (!usr1)
+			sleep_ms(2);
+		usr1 = 0;
+		int ok = check(mem, words) == 0;
+
+		if (done && report(done, now_ns(), ok))
+			perror("bench-target: cannot write the done file");
+	}
+}
