@@ -31,6 +31,8 @@ struct thread {
 	uint64_t ss_sp, ss_size;	/* sigaltstack */
 	uint32_t ss_flags;
 	char comm[32];
+	siginfo_t *sigpending;		/* queued for this thread only */
+	int nr_sigpending;
 };
 
 struct vma {
@@ -79,6 +81,8 @@ struct dump_ctx {
 	uint64_t nr_pages;
 	struct parasite *parasite;
 	struct dump_stats stats;
+	siginfo_t *sigpending;		/* queued for the whole process */
+	int nr_sigpending;
 };
 
 /* seize.c */
@@ -91,6 +95,7 @@ int wait_stop(pid_t tid, int *status);
 /* threads.c */
 int collect_thread_regs(struct dump_ctx *d, struct thread *t);
 int collect_thread_inside(struct dump_ctx *d, struct thread *t);
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
 int put_thread_regs(struct thread *t);
 
 /* vma.c */

@@ -11,7 +11,6 @@ struct options {
 	pid_t pid;			/* -t */
 	const char *dir;		/* -D */
 	enum dump_mode mode;		/* --mode */
-	bool mode_forced;		/* --mode given: no automatic fallback */
 	bool leave_running;		/* --leave-running */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */

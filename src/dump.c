@@ -91,6 +91,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_regs(d, &d->threads[i]);
 	if (!ret)
+		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
+	if (!ret)
 		ret = collect_vmas(d);
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
@@ -143,8 +145,11 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 
 static void dump_ctx_free(struct dump_ctx *d)
 {
-	for (int i = 0; i < d->nr_threads; i++)
+	for (int i = 0; i < d->nr_threads; i++) {
 		free(d->threads[i].xsave);
+		free(d->threads[i].sigpending);
+	}
+	free(d->sigpending);
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);

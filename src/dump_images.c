@@ -105,12 +105,37 @@ static void fill_creds(CredsEntry *c, const struct creds *cr, uint32_t caps[5][2
 	c->no_new_privs = cr->no_new_privs;
 }
 
+/* Queued signals as CRIU keeps them: raw siginfo_t bytes. One allocation:
+ * the queue, then n pointers, then n entries. */
+static SignalQueueEntry *signal_queue(const siginfo_t *v, int n)
+{
+	SignalQueueEntry *q = calloc(1, sizeof(*q) + n * (sizeof(SiginfoEntry *) + sizeof(SiginfoEntry)));
+	SiginfoEntry **p;
+	SiginfoEntry *e;
+
+	if (!q)
+		return NULL;
+	signal_queue_entry__init(q);
+	p = (SiginfoEntry **)(q + 1);
+	e = (SiginfoEntry *)(p + n);
+	for (int i = 0; i < n; i++) {
+		siginfo_entry__init(&e[i]);
+		e[i].siginfo.data = (uint8_t *)&v[i];
+		e[i].siginfo.len = sizeof(v[i]);
+		p[i] = &e[i];
+	}
+	q->n_signals = n;
+	q->signals = p;
+	return q;
+}
+
 static int write_task_core(struct dump_ctx *d, const struct task_state *ts, CoreEntry *core)
 {
 	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
 	TaskRlimitsEntry rl = TASK_RLIMITS_ENTRY__INIT;
 	RlimitEntry rle[NR_RLIMITS], *rlp[NR_RLIMITS];
 	SaEntry sae[NR_SIGS], *sap[NR_SIGS];
+	int ret;
 
 	tc.task_state = 1;	/* alive */
 	tc.personality = ts->personality;
@@ -139,8 +164,13 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	tc.umask = ts->umask;
 	tc.has_thp_disabled = true;
 	tc.thp_disabled = ts->thp_disabled;
+	tc.signals_s = signal_queue(d->sigpending, d->nr_sigpending);
+	if (!tc.signals_s)
+		return -ENOMEM;
 	core->tc = &tc;
-	return write_one(d->dirfd, IMG_CORE, d->threads[0].tid, &core->base);
+	ret = write_one(d->dirfd, IMG_CORE, d->threads[0].tid, &core->base);
+	free(tc.signals_s);
+	return ret;
 }
 
 static int write_core(struct dump_ctx *d, const struct task_state *ts, const struct thread *t)
@@ -156,6 +186,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 	CredsEntry cr = CREDS_ENTRY__INIT;
 	struct user_regs_struct regs = t->regs;
 	uint32_t caps[5][2];
+	int ret;
 
 	regs_for_image(&regs);
 	fill_gpregs(&gp, &regs);
@@ -185,10 +216,16 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 	fill_creds(&cr, &ts->creds, caps);
 	thc.creds = &cr;
 	thc.comm = (char *)t->comm;
+	thc.signals_p = signal_queue(t->sigpending, t->nr_sigpending);
+	if (!thc.signals_p)
+		return -ENOMEM;
 	core.thread_core = &thc;
 	if (t == &d->threads[0])
-		return write_task_core(d, ts, &core);
-	return write_one(d->dirfd, IMG_CORE, t->tid, &core.base);
+		ret = write_task_core(d, ts, &core);
+	else
+		ret = write_one(d->dirfd, IMG_CORE, t->tid, &core.base);
+	free(thc.signals_p);
+	return ret;
 }
 
 static void fill_vma(VmaEntry *e, const struct vma *v)

@@ -131,6 +131,8 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	if (!strncmp(link, "anon_inode:", 11))
 		return refuse_fd(d->pid, fd, link, "an anonymous-inode file (eventfd, epoll, "
 				 "signalfd, timerfd, inotify, io_uring, pidfd...)");
+	if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
+		return refuse_fd(d->pid, fd, link, "a pseudo-terminal master");
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))

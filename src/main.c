@@ -54,7 +54,6 @@ static int parse_mode(const char *s)
 	for (int m = MODE_SPLICE; m <= MODE_MEM; m++) {
 		if (!strcmp(s, mode_name(m))) {
 			opts.mode = m;
-			opts.mode_forced = true;
 			return 0;
 		}
 	}

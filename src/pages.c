@@ -215,7 +215,7 @@ static int dump_runs(struct dump_ctx *d, struct pages_out *o)
 		while (j < d->nr_runs && !d->runs[j].unreadable)
 			j++;
 		ret = splice_runs(d, o, &d->runs[i], j - i);
-		if (ret && vmsplice_refused(ret) && o->written == 0 && !opts.mode_forced) {
+		if (ret && vmsplice_refused(ret) && o->written == 0) {
 			pr_warn("vmsplice refused in process %d (%s): using read mode", d->pid,
 				strerror(-ret));
 			fail_clear();

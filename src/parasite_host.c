@@ -298,9 +298,11 @@ static int vmsplice_batch(struct dump_ctx *d, const struct page_run *runs, size_
 	__atomic_store_n(&a->cmd_seq, seq, __ATOMIC_RELEASE);
 	futex_wake(&a->cmd_seq);
 	err = drain(d, out_fd, bytes);
-	if (err)
-		return err;
-	return wait_ack(d, seq);
+	if (!err)
+		err = wait_ack(d, seq);
+	if (err && a->ret)
+		return fail(err, "vmsplice in process %d failed: %s", d->pid, strerror(-err));
+	return err;
 }
 
 int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,

@@ -73,6 +73,46 @@ static void get_comm(struct dump_ctx *d, struct thread *t)
 	fclose(f);
 }
 
+/*
+ * Signals queued but not delivered (blocked, or arrived during the freeze),
+ * read without dequeuing them: PTRACE_PEEKSIGINFO, per thread or, with
+ * shared, for the whole process.
+ */
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr)
+{
+	struct {
+		uint64_t off;
+		uint32_t flags;
+		int32_t nr;
+	} arg = { 0, shared ? 1 : 0, 32 };
+	siginfo_t *v = NULL;
+	int n = 0;
+
+	for (;;) {
+		siginfo_t *nv = realloc(v, (n + 32) * sizeof(*v));
+		long got;
+
+		if (!nv) {
+			free(v);
+			return -ENOMEM;
+		}
+		v = nv;
+		arg.off = n;
+		got = ptrace(PTRACE_PEEKSIGINFO, tid, &arg, &v[n]);
+		if (got < 0) {
+			free(v);
+			return fail(-errno, "thread %d: cannot read pending signals: %s", tid,
+				    strerror(errno));
+		}
+		n += got;
+		if (got < 32)
+			break;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
 /* set_tid_address and sigaltstack can only be asked by the thread itself. */
 static int get_inside_state(struct dump_ctx *d, struct thread *t)
 {
@@ -119,7 +159,7 @@ int collect_thread_regs(struct dump_ctx *d, struct thread *t)
 	}
 	get_rseq(t);
 	get_comm(d, t);
-	return 0;
+	return collect_pending_signals(t->tid, false, &t->sigpending, &t->nr_sigpending);
 }
 
 int collect_thread_inside(struct dump_ctx *d, struct thread *t)

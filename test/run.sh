@@ -27,7 +27,7 @@ MD_DUMP_OPTS=${MD_DUMP_OPTS:-}
 KEEP=${KEEP:-0}
 MODES=(splice read mem)
 PROGS=(t-pattern t-threads t-filemap t-protnone t-hugepage t-sparse t-shared
-       t-sleeper t-piperead t-spinner t-writer t-fds t-tty t-sigpending)
+       t-sleeper t-piperead t-spinner t-writer t-fds t-sigpending t-seccomp)
 
 LIST_ONLY=0
 if [[ ${1:-} == -l ]]; then LIST_ONLY=1; shift; fi
@@ -529,6 +529,17 @@ case_err_dir_has_dump() {
 	check_child_pass
 }
 
+# a pty pair held by the target is refused, naming the fd (not restorable yet)
+case_err_pty() {
+	start_prog t-tty
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -q "pseudo-terminal" "$MD_ERR" || fail "the error does not name the pty"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
 case_err_enospc() {
 	start_prog t-pattern
 	mkdir -p "$T/small"
@@ -726,6 +737,7 @@ add err-traced-ptrace case_err_traced ptrace
 add err-dir-readonly case_err_dir_ro
 add err-dir-is-file case_err_dir_file
 add err-dir-has-dump case_err_dir_has_dump
+add err-pty case_err_pty
 add err-enospc case_err_enospc
 for c in pages-trunc pages-missing core-magic core-size core-trunc mm-garbage no-inventory; do
 	add "err-restore-$c" case_err_corrupt "$c"
