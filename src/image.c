@@ -254,9 +254,9 @@ int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
 	img_name(t, id, img->name, sizeof(img->name));
 	img->fd = openat(dirfd, img->name, O_RDONLY | O_CLOEXEC);
 	if (img->fd < 0) {
-		ret = -errno;
+		ret = fail(-errno, "cannot open image %s: %s", img->name, strerror(errno));
 		free(img);
-		return fail(ret, "cannot open image %s: %s", img->name, strerror(-ret));
+		return ret;
 	}
 	if (d->head) {
 		ret = read_exact(img->fd, &m, sizeof(m));
