@@ -1,7 +1,7 @@
 /*
- * A whole image set loaded into memory, for the commands that only read a
- * dump (show, read-mem). Page data stays on disk: pages_fd is open on
- * pages-N.img and every pagemap entry knows its offset there.
+ * A whole image set loaded into memory, for the commands that read a dump
+ * (show, read-mem, restore). Page data stays on disk: pages_fd is open on
+ * pages-N.img and every pagemap run knows its offset there.
  */
 #ifndef MEMDUMP_DUMPSET_H
 #define MEMDUMP_DUMPSET_H
@@ -26,6 +26,25 @@ struct dump_run {
 	uint64_t off;		/* ... at this offset */
 };
 
+/*
+ * A shared memory object (MAP_SHARED|MAP_ANONYMOUS, memfd): its runs from
+ * pagemap-shmem-SHMID.img are keyed by offset in the object.
+ */
+struct dump_shmem {
+	uint64_t shmid;
+	int pages_fd;
+	struct dump_run *runs;
+	size_t nr_runs;
+};
+
+/* Where the bytes of one VMA are: runs keyed by base + (addr - vma start). */
+struct vma_src {
+	const struct dump_run *runs;
+	size_t nr_runs;
+	int pages_fd;
+	uint64_t base;
+};
+
 struct dumpset {
 	int dirfd;
 	int pages_fd;			/* pages-N.img, -1 without pagemap */
@@ -42,6 +61,10 @@ struct dumpset {
 	size_t nr_fds;
 	FsEntry *fs;			/* NULL when absent */
 	StatsEntry *stats;		/* NULL when absent */
+	struct dump_shmem *shmems;	/* one per shared object the VMAs map */
+	size_t nr_shmems;
+	MemfdInodeEntry **memfds;	/* memfd.img, when present */
+	size_t nr_memfds;
 };
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
@@ -53,10 +76,19 @@ const char *dumpset_comm(const struct dumpset *ds);
 const FileEntry *dumpset_file(const struct dumpset *ds, uint32_t id);
 /* Path of a file entry (regular file, tty); NULL for pipes and others. */
 const char *dumpset_file_path(const FileEntry *fe);
-/* Index of the first run that ends after addr (nr_runs if none). */
+/* The memfd inode of that id, or NULL. */
+const MemfdInodeEntry *dumpset_memfd(const struct dumpset *ds, uint64_t inode_id);
+/* Index of the first run that ends after key (nr if none). */
+size_t runs_after(const struct dump_run *runs, size_t nr, uint64_t key);
+/* Pages of [start, end) whose bytes the runs hold. */
+uint64_t runs_pages_in(const struct dump_run *runs, size_t nr, uint64_t start, uint64_t end);
+/* The same on the process's own pagemap (addresses). */
 size_t dumpset_run_after(const struct dumpset *ds, uint64_t addr);
-/* Pages of [start, end) whose bytes the dump holds. */
 uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end);
+/* Where v's bytes are: the process pagemap, or its shared object's. */
+void dumpset_vma_src(const struct dumpset *ds, const VmaEntry *v, struct vma_src *src);
+/* Pages of v whose bytes the dump holds. */
+uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v);
 /* The VMA that holds addr, or NULL. */
 const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr);
 

@@ -495,7 +495,8 @@ static int probe_map_vdso(const struct probe *p, char *note)
 	int ret = in_child(map_vdso);
 
 	(void)p;
-	snprintf(note, NOTE_LEN, ret == 0 ? "report only" : "arch_prctl refuses it");
+	snprintf(note, NOTE_LEN, ret == 0 ? "available; restore maps the vDSO with it" :
+		 "arch_prctl refuses it");
 	return ret == 0;
 }
 
@@ -549,7 +550,7 @@ static const struct probe probes[] = {
 	{ "root or CAP_SYS_PTRACE", true, probe_ptrace_priv, 0 },
 	{ "CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN", true, probe_cr_priv, 0 },
 	{ "ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT)", true, probe_ptrace, 0 },
-	{ "PAGEMAP_SCAN ioctl", true, probe_pagemap_scan, 0 },
+	{ "PAGEMAP_SCAN ioctl (else /proc/PID/pagemap, slower)", false, probe_pagemap_scan, 0 },
 	{ "soft-dirty page tracking", false, probe_soft_dirty, 0 },
 	{ "vmsplice with SPLICE_F_GIFT (--mode splice)", false, probe_gift, 0 },
 	{ "vmsplice zero-copy", false, probe_zero_copy, 0 },
@@ -565,9 +566,9 @@ static const struct probe probes[] = {
 	{ "MADV_POPULATE_WRITE", false, probe_populate_write, 0 },
 	{ "clone3 with set_tid", true, probe_clone3, 0 },
 	{ "prctl PR_SET_MM_MAP", true, probe_mm_map, 0 },
-	{ "arch_prctl ARCH_MAP_VDSO_64", false, probe_map_vdso, 0 },
-	{ "pidfd_open", false, probe_pidfd_open, 0 },
-	{ "pidfd_getfd", false, probe_pidfd_getfd, 0 },
+	{ "arch_prctl ARCH_MAP_VDSO_64", true, probe_map_vdso, 0 },
+	{ "pidfd_open", true, probe_pidfd_open, 0 },
+	{ "pidfd_getfd", true, probe_pidfd_getfd, 0 },
 };
 
 static void add_missing(char *list, size_t len, const char *what)

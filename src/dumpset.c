@@ -1,5 +1,6 @@
-/* Load a whole image set into memory for show and read-mem. */
+/* Load a whole image set into memory for the commands that read a dump. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,17 @@ static bool img_exists(int dirfd, enum img_type t, unsigned id)
 	return faccessat(dirfd, name, F_OK, 0) == 0;
 }
 
+/* A required image: missing is "incomplete dump", said before img_open would. */
+static int need_img(const struct dumpset *ds, enum img_type t, unsigned id)
+{
+	char name[64];
+
+	img_name(t, id, name, sizeof(name));
+	if (faccessat(ds->dirfd, name, F_OK, 0))
+		return fail(-errno, "the dump is incomplete: %s: %s", name, strerror(errno));
+	return 0;
+}
+
 static int open_dir(const char *dir, struct dumpset *ds)
 {
 	if (!dir)
@@ -78,8 +90,11 @@ static int load_cores(struct dumpset *ds)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		unsigned tid = pe->n_threads ? pe->threads[i] : pe->pid;
-		int ret = img_read_one(ds->dirfd, IMG_CORE, tid, &core_entry__descriptor,
-				       (void **)&ds->cores[i]);
+		int ret = need_img(ds, IMG_CORE, tid);
+
+		if (!ret)
+			ret = img_read_one(ds->dirfd, IMG_CORE, tid, &core_entry__descriptor,
+					   (void **)&ds->cores[i]);
 
 		if (ret)
 			return ret;
@@ -95,65 +110,125 @@ static int cmp_run(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int add_run(struct dumpset *ds, const PagemapEntry *pe, uint64_t *off, size_t *cap)
+/* A growing run list. */
+struct run_list {
+	struct dump_run *runs;
+	size_t nr, cap;
+	uint64_t off;		/* where the next present run's bytes start */
+};
+
+static int add_run(struct run_list *l, const PagemapEntry *pe)
 {
 	uint64_t nr = pe->has_nr_pages ? pe->nr_pages : pe->compat_nr_pages;
 	struct dump_run *r;
 
-	if (ds->nr_runs == *cap) {
-		r = realloc(ds->runs, (*cap = *cap ? *cap * 2 : 64) * sizeof(*r));
+	if (l->nr == l->cap) {
+		r = realloc(l->runs, (l->cap = l->cap ? l->cap * 2 : 64) * sizeof(*r));
 		if (!r)
 			return -ENOMEM;
-		ds->runs = r;
+		l->runs = r;
 	}
-	r = &ds->runs[ds->nr_runs++];
+	r = &l->runs[l->nr++];
 	r->start = pe->vaddr;
 	r->end = pe->vaddr + nr * PAGE_SIZE;
 	r->present = pe->has_flags ? !!(pe->flags & PE_PRESENT) : !pe->in_parent;
-	r->off = *off;
+	r->off = l->off;
 	if (r->present)
-		*off += nr * PAGE_SIZE;
+		l->off += nr * PAGE_SIZE;
 	return 0;
 }
 
-static int open_pages(struct dumpset *ds, unsigned pages_id)
+static int open_pages(const struct dumpset *ds, unsigned pages_id, int *fd)
 {
 	char name[64];
 
 	img_name(IMG_PAGES, pages_id, name, sizeof(name));
-	ds->pages_fd = openat(ds->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (ds->pages_fd < 0)
+	*fd = openat(ds->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
 		return fail(-errno, "cannot open image %s: %s", name, strerror(errno));
 	return 0;
 }
 
-/* pagemap-PID.img: a head naming pages-N.img, then the runs in file order. */
-static int load_pagemap(struct dumpset *ds, unsigned pid)
+/* A pagemap image: a head naming pages-N.img, then the runs in file order. */
+static int read_runs(const struct dumpset *ds, struct image *img, struct run_list *l,
+		     int *pages_fd)
 {
-	struct image *img;
 	PagemapHead *head = NULL;
-	size_t cap = 0;
-	uint64_t off = 0;
 	void *msg;
-	int ret = img_open(ds->dirfd, IMG_PAGEMAP, pid, &img);
+	int ret = img_read_msg(img, &pagemap_head__descriptor, (void **)&head);
 
-	if (ret)
-		return ret;
-	ret = img_read_msg(img, &pagemap_head__descriptor, (void **)&head);
 	if (ret == 0)
 		ret = fail(-EIO, "image %s is empty", img->name);
 	if (ret > 0)
-		ret = open_pages(ds, head->pages_id);
+		ret = open_pages(ds, head->pages_id, pages_fd);
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
-		ret = add_run(ds, msg, &off, &cap);
+		ret = add_run(l, msg);
 		img_free(&pagemap_entry__descriptor, msg);
 	}
 	img_free(&pagemap_head__descriptor, head);
+	return ret;
+}
+
+static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
+		     size_t *nr, int *pages_fd)
+{
+	struct run_list l = { 0 };
+	struct image *img;
+	int ret = need_img(ds, t, id);
+
+	if (!ret)
+		ret = img_open(ds->dirfd, t, id, &img);
+	if (ret)
+		return ret;
+	ret = read_runs(ds, img, &l, pages_fd);
 	img_abort(img);
+	*runs = l.runs;
+	*nr = l.nr;
 	if (ret < 0)
 		return ret;
-	qsort(ds->runs, ds->nr_runs, sizeof(*ds->runs), cmp_run);
+	qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
 	return 0;
+}
+
+static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t shmid)
+{
+	for (size_t i = 0; i < ds->nr_shmems; i++)
+		if (ds->shmems[i].shmid == shmid)
+			return &ds->shmems[i];
+	return NULL;
+}
+
+/* The content of the shared object v maps, once per object. */
+static int load_shmem(struct dumpset *ds, const VmaEntry *v)
+{
+	struct dump_shmem *s;
+
+	if (find_shmem(ds, v->shmid))
+		return 0;
+	if (!img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, v->shmid)) {
+		pr_warn("no content for the shared memory at %#" PRIx64 ": it reads as zeros",
+			v->start);
+		return 0;
+	}
+	s = realloc(ds->shmems, (ds->nr_shmems + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ds->shmems = s;
+	s = &s[ds->nr_shmems++];
+	memset(s, 0, sizeof(*s));
+	s->shmid = v->shmid;
+	s->pages_fd = -1;
+	return load_runs(ds, IMG_SHMEM_PAGEMAP, v->shmid, &s->runs, &s->nr_runs, &s->pages_fd);
+}
+
+static int load_shmems(struct dumpset *ds)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ds->mm->n_vmas; i++)
+		if (ds->mm->vmas[i]->status & VMA_ANON_SHARED)
+			ret = load_shmem(ds, ds->mm->vmas[i]);
+	return ret;
 }
 
 static unsigned files_id(const struct dumpset *ds)
@@ -184,6 +259,9 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 
 	if (img_exists(ds->dirfd, IMG_FS, pid))
 		ret = img_read_one(ds->dirfd, IMG_FS, pid, &fs_entry__descriptor, (void **)&ds->fs);
+	if (!ret && img_exists(ds->dirfd, IMG_MEMFD_INODE, 0))
+		ret = read_all(ds->dirfd, IMG_MEMFD_INODE, 0, &memfd_inode_entry__descriptor,
+			       (void ***)&ds->memfds, &ds->nr_memfds);
 	if (!ret && img_exists(ds->dirfd, IMG_STATS, 0))
 		ret = img_read_one(ds->dirfd, IMG_STATS, 0, &stats_entry__descriptor,
 				   (void **)&ds->stats);
@@ -196,15 +274,22 @@ static int load_images(struct dumpset *ds)
 			       (void **)&ds->inv);
 
 	if (!ret)
+		ret = need_img(ds, IMG_PSTREE, 0);
+	if (!ret)
 		ret = img_read_one(ds->dirfd, IMG_PSTREE, 0, &pstree_entry__descriptor,
 				   (void **)&ds->pstree);
 	if (!ret)
 		ret = load_cores(ds);
 	if (!ret)
+		ret = need_img(ds, IMG_MM, ds->pstree->pid);
+	if (!ret)
 		ret = img_read_one(ds->dirfd, IMG_MM, ds->pstree->pid, &mm_entry__descriptor,
 				   (void **)&ds->mm);
 	if (!ret)
-		ret = load_pagemap(ds, ds->pstree->pid);
+		ret = load_runs(ds, IMG_PAGEMAP, ds->pstree->pid, &ds->runs, &ds->nr_runs,
+				&ds->pages_fd);
+	if (!ret)
+		ret = load_shmems(ds);
 	if (!ret)
 		ret = load_files(ds);
 	if (!ret)
@@ -240,6 +325,13 @@ void dumpset_free(struct dumpset *ds)
 	img_free(&stats_entry__descriptor, ds->stats);
 	if (ds->pages_fd >= 0)
 		close(ds->pages_fd);
+	for (size_t i = 0; i < ds->nr_shmems; i++) {
+		free(ds->shmems[i].runs);
+		if (ds->shmems[i].pages_fd >= 0)
+			close(ds->shmems[i].pages_fd);
+	}
+	free(ds->shmems);
+	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
 	if (ds->dirfd >= 0)
 		close(ds->dirfd);
 	memset(ds, 0, sizeof(*ds));
@@ -282,14 +374,22 @@ const char *dumpset_file_path(const FileEntry *fe)
 	return NULL;
 }
 
-size_t dumpset_run_after(const struct dumpset *ds, uint64_t addr)
+const MemfdInodeEntry *dumpset_memfd(const struct dumpset *ds, uint64_t inode_id)
 {
-	size_t lo = 0, hi = ds->nr_runs;
+	for (size_t i = 0; i < ds->nr_memfds; i++)
+		if (ds->memfds[i]->inode_id == inode_id)
+			return ds->memfds[i];
+	return NULL;
+}
+
+size_t runs_after(const struct dump_run *runs, size_t nr, uint64_t key)
+{
+	size_t lo = 0, hi = nr;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ds->runs[mid].end <= addr)
+		if (runs[mid].end <= key)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -297,12 +397,12 @@ size_t dumpset_run_after(const struct dumpset *ds, uint64_t addr)
 	return lo;
 }
 
-uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end)
+uint64_t runs_pages_in(const struct dump_run *runs, size_t nr, uint64_t start, uint64_t end)
 {
 	uint64_t bytes = 0;
 
-	for (size_t i = dumpset_run_after(ds, start); i < ds->nr_runs; i++) {
-		const struct dump_run *r = &ds->runs[i];
+	for (size_t i = runs_after(runs, nr, start); i < nr; i++) {
+		const struct dump_run *r = &runs[i];
 
 		if (r->start >= end)
 			break;
@@ -310,6 +410,38 @@ uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end
 			bytes += MIN(r->end, end) - MAX(r->start, start);
 	}
 	return bytes / PAGE_SIZE;
+}
+
+size_t dumpset_run_after(const struct dumpset *ds, uint64_t addr)
+{
+	return runs_after(ds->runs, ds->nr_runs, addr);
+}
+
+uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end)
+{
+	return runs_pages_in(ds->runs, ds->nr_runs, start, end);
+}
+
+void dumpset_vma_src(const struct dumpset *ds, const VmaEntry *v, struct vma_src *src)
+{
+	const struct dump_shmem *s = find_shmem(ds, v->shmid);
+
+	if (!(v->status & VMA_ANON_SHARED)) {
+		*src = (struct vma_src){ ds->runs, ds->nr_runs, ds->pages_fd, v->start };
+		return;
+	}
+	if (s)
+		*src = (struct vma_src){ s->runs, s->nr_runs, s->pages_fd, v->pgoff };
+	else
+		*src = (struct vma_src){ NULL, 0, -1, v->pgoff };
+}
+
+uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v)
+{
+	struct vma_src src;
+
+	dumpset_vma_src(ds, v, &src);
+	return runs_pages_in(src.runs, src.nr_runs, src.base, src.base + (v->end - v->start));
 }
 
 const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr)

@@ -1,9 +1,11 @@
 /*
  * memdump read-mem: the dumped memory at ADDR, LEN bytes, to stdout.
  *
- * Bytes come from pages-N.img where the pagemap has them; file-backed pages
- * the dump did not store come from the mapped file (zeros past its end or
- * when it is gone); any other page of a dumped VMA reads as zeros.
+ * Bytes come from pages-N.img where the pagemap has them (for shared
+ * anonymous memory and memfds: the object's pagemap-shmem image, by offset);
+ * file-backed pages the dump did not store come from the mapped file (zeros
+ * past its end or when it is gone); any other page of a dumped VMA reads as
+ * zeros.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -103,16 +105,16 @@ static int write_full(const void *buf, size_t len)
 	return 0;
 }
 
-static int read_pages(const struct dumpset *ds, const struct dump_run *r, uint64_t a,
+static int read_pages(const struct vma_src *src, const struct dump_run *r, uint64_t key,
 		      void *buf, size_t n)
 {
 	size_t got;
-	int ret = pread_full(ds->pages_fd, buf, n, r->off + (a - r->start), &got);
+	int ret = pread_full(src->pages_fd, buf, n, r->off + (key - r->start), &got);
 
 	if (ret)
 		return fail(ret, "cannot read pages image: %s", strerror(-ret));
 	if (got != n)
-		return fail(-EIO, "pages image is truncated at 0x%" PRIx64, a);
+		return fail(-EIO, "a pages image is truncated (run at %#" PRIx64 ")", r->start);
 	return 0;
 }
 
@@ -172,18 +174,23 @@ static int read_chunk(const struct dumpset *ds, struct backing *b, uint64_t a, u
 		      void *buf, size_t *n)
 {
 	const VmaEntry *v = dumpset_vma_at(ds, a);
-	size_t i = dumpset_run_after(ds, a);
-	const struct dump_run *r = i < ds->nr_runs ? &ds->runs[i] : NULL;
-	uint64_t lim = MIN(max, v->end - a);
+	struct vma_src src;
+	uint64_t key, lim = MIN(max, v->end - a);
+	const struct dump_run *r;
+	size_t i;
 
-	if (r && r->start <= a) {
-		*n = MIN(lim, r->end - a);
+	dumpset_vma_src(ds, v, &src);
+	key = src.base + (a - v->start);
+	i = runs_after(src.runs, src.nr_runs, key);
+	r = i < src.nr_runs ? &src.runs[i] : NULL;
+	if (r && r->start <= key) {
+		*n = MIN(lim, r->end - key);
 		if (r->present)
-			return read_pages(ds, r, a, buf, *n);
+			return read_pages(&src, r, key, buf, *n);
 		memset(buf, 0, *n);
 		return 0;
 	}
-	*n = r ? MIN(lim, r->start - a) : lim;
+	*n = r ? MIN(lim, r->start - key) : lim;
 	return read_unstored(ds, v, b, a, buf, *n);
 }
 

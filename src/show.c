@@ -84,7 +84,7 @@ static void vma_row(const struct dumpset *ds, const VmaEntry *v, struct vma_row 
 	r->start = v->start;
 	r->end = v->end;
 	r->status = v->status;
-	r->pages = dumpset_pages_in(ds, v->start, v->end);
+	r->pages = dumpset_vma_pages(ds, v);
 	r->name = vma_name(ds, v);
 	prot_str(v, r->prot);
 	kind_str(v->status, r->kind, sizeof(r->kind));
@@ -137,6 +137,14 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 			 fe->fifo->pipe_id);
 		if (reg && reg->reg)
 			flags = reg->reg->flags;
+	} else if (fe->type == FD_TYPES__MEMFD && fe->memfd) {
+		const MemfdInodeEntry *m = dumpset_memfd(ds, fe->memfd->inode_id);
+
+		snprintf(r->path, sizeof(r->path), "memfd:%s (shmem %u)", m ? m->name : "?",
+			 fe->memfd->inode_id);
+		flags = fe->memfd->flags;
+		r->pos = fe->memfd->pos;
+		r->has_pos = true;
 	} else if (fe->type == FD_TYPES__TTY && fe->tty) {
 		snprintf(r->path, sizeof(r->path), "%s", fe->tty->name ? fe->tty->name : "tty");
 		flags = fe->tty->flags;
@@ -157,13 +165,18 @@ static void fd_row(const struct dumpset *ds, const FdinfoEntry *fi, struct fd_ro
 		snprintf(r->path, sizeof(r->path), "(file %u not in files.img)", fi->id);
 }
 
+static uint64_t run_pages(const struct dump_run *runs, size_t nr)
+{
+	return runs_pages_in(runs, nr, 0, UINT64_MAX);
+}
+
+/* Pages of the process's pagemap and of each shared object, once. */
 static void count_totals(const struct dumpset *ds, struct totals *t)
 {
 	t->vmas = ds->mm->n_vmas;
-	t->pages = 0;
-	for (size_t i = 0; i < ds->nr_runs; i++)
-		if (ds->runs[i].present)
-			t->pages += (ds->runs[i].end - ds->runs[i].start) / PAGE_SIZE;
+	t->pages = run_pages(ds->runs, ds->nr_runs);
+	for (size_t i = 0; i < ds->nr_shmems; i++)
+		t->pages += run_pages(ds->shmems[i].runs, ds->shmems[i].nr_runs);
 	t->bytes = t->pages * PAGE_SIZE;
 }
 
@@ -174,10 +187,15 @@ static const char *fs_path(const struct dumpset *ds, uint32_t id)
 	return p ? p : "?";
 }
 
-/* Dump rate: bytes per microsecond frozen is MB/s (MB = 10^6 bytes). */
-static double mb_per_s(const DumpStatsEntry *d)
+static uint64_t bytes_written(const DumpStatsEntry *d)
 {
-	return d->frozen_time ? (double)d->bytes_written / d->frozen_time : 0;
+	return d->has_bytes_written ? d->bytes_written : d->pages_written * PAGE_SIZE;
+}
+
+/* MB/s (10^6 bytes/s) over us microseconds: bytes per microsecond. */
+static double rate(const DumpStatsEntry *d, uint32_t us)
+{
+	return us ? (double)bytes_written(d) / us : 0;
 }
 
 /* ---- the table ---- */
@@ -247,21 +265,20 @@ static void text_totals(const struct dumpset *ds)
 {
 	const DumpStatsEntry *d = ds->stats ? ds->stats->dump : NULL;
 	struct totals t;
-	char size[16];
 
 	count_totals(ds, &t);
-	human(t.bytes, size, sizeof(size));
-	printf("\ntotal      %zu VMAs, %" PRIu64 " pages dumped (%sB)\n", t.vmas, t.pages, size);
+	printf("\ntotal      %zu VMAs, %" PRIu64 " pages dumped, %" PRIu64 " bytes (%.1f MiB)\n",
+	       t.vmas, t.pages, t.bytes, t.bytes / 1048576.0);
 	if (!d) {
 		printf("stats      none (no stats-dump)\n");
 		return;
 	}
-	human(d->has_bytes_written ? d->bytes_written : d->pages_written * PAGE_SIZE, size,
-	      sizeof(size));
-	printf("dump       mode %s, frozen %.3f ms, %sB written, %.1f MB/s, "
-	       "%" PRIu64 " pages scanned, %" PRIu64 " written\n",
-	       d->mode ? d->mode : "?", d->frozen_time / 1000.0, size, mb_per_s(d),
-	       d->pages_scanned, d->pages_written);
+	printf("dump       mode %s, frozen %.1f ms, %.1f MB written in %.1f ms: %.0f MB/s "
+	       "(%.0f MB/s over the frozen time)\n", d->mode ? d->mode : "?",
+	       d->frozen_time / 1000.0, bytes_written(d) / 1e6, d->memdump_time / 1000.0,
+	       rate(d, d->memdump_time), rate(d, d->frozen_time));
+	printf("pages      %" PRIu64 " scanned, %" PRIu64 " written\n", d->pages_scanned,
+	       d->pages_written);
 }
 
 static void show_text(const struct dumpset *ds)
@@ -359,11 +376,11 @@ static void json_stats(const DumpStatsEntry *d)
 	json_key_str("mode", d->mode ? d->mode : "", ", ");
 	printf("\"freezing_time_us\": %u, \"frozen_time_us\": %u, \"memdump_time_us\": %u, "
 	       "\"memwrite_time_us\": %u, \"pages_scanned\": %" PRIu64 ", \"pages_written\": %"
-	       PRIu64 ", \"bytes_written\": %" PRIu64 ", \"mb_per_s\": %.1f}\n",
+	       PRIu64 ", \"bytes_written\": %" PRIu64 ", \"mb_per_s\": %.1f, "
+	       "\"frozen_mb_per_s\": %.1f}\n",
 	       d->freezing_time, d->frozen_time, d->memdump_time, d->memwrite_time,
-	       d->pages_scanned, d->pages_written,
-	       d->has_bytes_written ? d->bytes_written : d->pages_written * PAGE_SIZE,
-	       mb_per_s(d));
+	       d->pages_scanned, d->pages_written, bytes_written(d), rate(d, d->memdump_time),
+	       rate(d, d->frozen_time));
 }
 
 static void json_totals(const struct dumpset *ds)
