@@ -1,0 +1,150 @@
+/*
+ * What `memdump restore` and the restorer blob share: the layout of the
+ * restorer area, one memfd mapped MAP_SHARED at the same address in memdump
+ * (which fills it) and in the restored process (which runs it):
+ *
+ *   [ blob code | struct rst_args | vmas | runs | threads | groups,
+ *     auxv, fds to close, xsave images ... | thread stacks ]
+ *
+ * Offsets are from the start of the area. Everything is plain data: the blob
+ * runs with no libc, in an address space that has nothing else left in it.
+ * Only fixed-size types, no pointers into memdump's own memory.
+ *
+ * Synchronisation words (stage, counters) are futexes in the shared memfd:
+ * memdump waits on them (non-private futexes work across processes on a
+ * shared mapping).
+ */
+#ifndef MEMDUMP_RESTORER_H
+#define MEMDUMP_RESTORER_H
+
+#define RST_MAGIC		0x52535452u
+#define RST_STACK_SIZE		(64UL << 10)	/* per thread, xsave frame included */
+#define RST_NR_SIGS		64
+#define RST_NR_RLIMITS		16
+#define RST_MAX_GROUPS		256
+#define RST_MAX_AUXV		128		/* u64 words */
+#define RST_HUGE_SIZE		(2UL << 20)
+
+/* rst_vma.how: how the blob creates the mapping */
+enum {
+	RST_MAP_SKIP = 0,	/* vsyscall, vdso, vvar: not mapped by mmap */
+	RST_MAP_ANON,		/* MAP_PRIVATE|MAP_ANONYMOUS */
+	RST_MAP_FD,		/* mmap of fd (file, or the shmem object of anon shared/memfd) */
+};
+
+struct rst_vma {
+	unsigned long start, end, pgoff;
+	unsigned long madv;	/* bit N: madvise(N) */
+	unsigned int prot, flags, status, how;
+	int fd;			/* RST_MAP_FD: fd in the restored process while the blob runs */
+	unsigned int locked;
+	unsigned long first_run, nr_runs;	/* its page runs in the run array */
+};
+
+/* A run of dumped pages, in pages-1.img order. */
+struct rst_run {
+	unsigned long vaddr, nr_pages;
+	unsigned long file_off;	/* offset in pages-1.img */
+};
+
+struct rst_sigact {
+	unsigned long handler, flags, restorer, mask;
+};
+
+struct rst_rlimit {
+	unsigned long cur, max;
+};
+
+struct rst_creds {
+	unsigned int uid, gid, euid, egid, suid, sgid, fsuid, fsgid;
+	unsigned int cap_inh[2], cap_prm[2], cap_eff[2], cap_bnd[2], cap_amb[2];
+	unsigned int secbits, no_new_privs, has_amb;
+	unsigned int nr_groups;
+	unsigned int groups[RST_MAX_GROUPS];
+};
+
+/* Registers in struct sigcontext order (r8 first). */
+struct rst_gpregs {
+	unsigned long r8, r9, r10, r11, r12, r13, r14, r15;
+	unsigned long di, si, bp, bx, dx, ax, cx, sp, ip, flags;
+	unsigned long cs, ss, fs_base, gs_base;
+};
+
+struct rst_thread {
+	unsigned int tid;
+	unsigned int has_sas, has_rseq, has_creds, has_robust;
+	struct rst_gpregs regs;
+	unsigned long clear_tid;
+	unsigned long blk_sigset;
+	unsigned long sas_sp, sas_size;
+	unsigned int sas_flags;
+	unsigned long robust, robust_len;
+	unsigned long rseq_ptr;
+	unsigned int rseq_size, rseq_sig;
+	unsigned long xsave_off;	/* raw NT_X86_XSTATE image in the area */
+	unsigned int xsave_size;
+	unsigned long stack_top;	/* offset of this thread's stack top */
+	char comm[16];
+	struct rst_creds creds;
+};
+
+/* prctl(PR_SET_MM, PR_SET_MM_MAP) argument, as the kernel wants it. */
+struct rst_mm_map {
+	unsigned long start_code, end_code, start_data, end_data;
+	unsigned long start_brk, brk, start_stack;
+	unsigned long arg_start, arg_end, env_start, env_end;
+	unsigned long auxv;		/* pointer: filled in by the blob */
+	unsigned int auxv_size;
+	unsigned int exe_fd;
+};
+
+/* how the blob fills 2 MiB aligned runs of anonymous memory */
+enum {
+	RST_FILL_COLLAPSE = 0,	/* one page per PMD, MADV_COLLAPSE, read: THP, VMA flags kept */
+	RST_FILL_PLAIN,		/* MADV_POPULATE_WRITE + read, 4K pages */
+	RST_FILL_HUGEPAGE,	/* MADV_HUGEPAGE + populate + read (benchmark only: leaves VM_HUGEPAGE) */
+};
+
+/* stages, in rst_args.stage */
+enum {
+	RST_STAGE_DRIVER = 0,	/* the forked memdump prepares fds, fs, ... */
+	RST_STAGE_BLOB,		/* the blob rebuilds memory and threads */
+	RST_STAGE_PARKED,	/* every thread is ready for its rt_sigreturn, waiting for go */
+	RST_STAGE_FAILED,	/* err/msg tell why; the process exits */
+};
+
+struct rst_args {
+	unsigned int magic;
+	unsigned int nr_vmas, nr_runs, nr_threads;
+	unsigned long area_start, area_size;
+	unsigned long blob_size;
+	unsigned long vmas_off, runs_off, threads_off, auxv_off;
+	unsigned long close_off;	/* int array of fds the blob closes */
+	unsigned int nr_close;
+
+	int pages_fd;
+	int has_mm_map, has_vdso, has_rlimits;
+	unsigned long vdso_start;	/* dumped [vvar] (first vdso-related VMA) start */
+	unsigned long vdso_len;		/* from vdso_start to the end of [vdso] */
+	int dumpable, thp_disabled;
+	int fill_mode;			/* RST_FILL_* */
+	struct rst_mm_map mm;
+	struct rst_sigact sigacts[RST_NR_SIGS];	/* [i] is signal i+1 */
+	struct rst_rlimit rlimits[RST_NR_RLIMITS];
+
+	/* filled by the blob */
+	unsigned long syscall_insn;	/* address of a `syscall` instruction */
+	unsigned long pages_restored, huge_chunks;
+	unsigned long fill_us;		/* time the blob spent on memory */
+	unsigned long prep_us, read_us;	/* of which populating, reading */
+
+	/* synchronisation (futex words) */
+	volatile unsigned int stage;
+	volatile unsigned int nr_parked;	/* threads at their final barrier */
+	volatile unsigned int go;		/* memdump lets the threads run */
+	volatile unsigned int nr_creds;		/* threads done with creds */
+	int err;			/* -errno */
+	char msg[200];			/* what failed */
+};
+
+#endif

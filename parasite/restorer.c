@@ -1,0 +1,605 @@
+/*
+ * The restorer blob: runs inside the process being restored, with the PID it
+ * had, after memdump has put its fds, cwd, ... in place. It owns nothing but
+ * the restorer area (see include/restorer.h) and does, with raw syscalls:
+ *
+ *   1. unmap everything else (memdump's code, heap, stacks, vdso, ...);
+ *   2. map every dumped VMA at its address and fill the dumped pages from
+ *      pages-1.img (2 MiB aligned runs as transparent huge pages: populate
+ *      one page per PMD, MADV_COLLAPSE, then read; everything else populated
+ *      first, then read in large chunks);
+ *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
+ *      final protections, signal actions, rlimits;
+ *   4. create the other threads with their TIDs (clone3 set_tid); every
+ *      thread restores its own fs/gs base, clear_tid, robust list, rseq,
+ *      name and credentials;
+ *   5. all threads park on a futex; memdump (the parent) attaches with ptrace
+ *      and lets them go; each thread rt_sigreturn()s into its dumped context
+ *      with a hand-built frame. memdump then unmaps this area from outside
+ *      (a munmap injected with ptrace), so nothing of the restorer remains.
+ */
+#include "sys.h"
+#include "restorer.h"
+
+#define __nr_setresuid		117
+#define __nr_setresgid		119
+#define __nr_setfsuid		122
+#define __nr_setfsgid		123
+#define __nr_setgroups		116
+#define __nr_capget		125
+#define __nr_capset		126
+#define __nr_mlock		149
+#define __nr_prlimit64		302
+#define __nr_rt_sigaction_	13
+
+#define PROT_READ	1
+#define PROT_WRITE	2
+#define MAP_SHARED	0x01
+#define MAP_PRIVATE	0x02
+#define MAP_FIXED	0x10
+#define MAP_ANONYMOUS	0x20
+#define MAP_GROWSDOWN	0x100
+#define MAP_NORESERVE	0x4000
+
+#define MADV_HUGEPAGE		14
+#define MADV_NOHUGEPAGE		15
+#define MADV_POPULATE_WRITE	23
+#define MADV_COLLAPSE		25
+
+#define ARCH_SET_GS		0x1001
+#define ARCH_SET_FS		0x1002
+#define ARCH_MAP_VDSO_64	0x2003
+
+#define PR_SET_NAME		15
+#define PR_SET_DUMPABLE		4
+#define PR_SET_SECUREBITS	28
+#define PR_GET_SECUREBITS	27
+#define PR_CAPBSET_DROP		24
+#define PR_SET_NO_NEW_PRIVS	38
+#define PR_SET_THP_DISABLE	41
+#define PR_CAP_AMBIENT		47
+#define PR_CAP_AMBIENT_RAISE	2
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#define PR_SET_MM		35
+#define PR_SET_MM_MAP		14
+#define SECURE_NO_SETUID_FIXUP	2
+
+#define CLONE_VM		0x00000100
+#define CLONE_FS		0x00000200
+#define CLONE_FILES		0x00000400
+#define CLONE_SIGHAND		0x00000800
+#define CLONE_THREAD		0x00010000
+#define CLONE_SYSVSEM		0x00040000
+
+#define SA_RESTORER		0x04000000
+#define SS_DISABLE		2
+
+#define UC_FP_XSTATE		0x1
+#define UC_SIGCONTEXT_SS	0x2
+#define UC_STRICT_RESTORE_SS	0x4
+#define FP_XSTATE_MAGIC1	0x46505853U
+#define FP_XSTATE_MAGIC2	0x46505845U
+
+#define TASK_SIZE_47		0x7ffffffff000UL
+#define PAGE			4096UL
+#define CAP_LAST_GUESS		63
+
+struct clone_args {
+	u64 flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	u64 set_tid, set_tid_size, cgroup;
+};
+
+struct k_sigaction {
+	u64 handler, flags, restorer, mask;
+};
+
+struct rst_sigcontext {
+	u64 r8, r9, r10, r11, r12, r13, r14, r15;
+	u64 di, si, bp, bx, dx, ax, cx, sp, ip, flags;
+	unsigned short cs, gs, fs, ss;
+	u64 err, trapno, oldmask, cr2, fpstate;
+	u64 reserved1[8];
+};
+
+struct rst_ucontext {
+	u64 uc_flags;
+	u64 uc_link;
+	u64 ss_sp;
+	s32 ss_flags;
+	s32 ss_pad;
+	u64 ss_size;
+	struct rst_sigcontext mc;
+	u64 sigmask;
+};
+
+struct rst_frame {
+	u64 pretcode;
+	struct rst_ucontext uc;
+	u8 info[128];
+};
+
+struct cap_header {
+	u32 version;
+	s32 pid;
+};
+
+struct cap_data {
+	u32 effective, permitted, inheritable;
+};
+
+/* clone3 starting fn(arg) on the new stack in the child. */
+long rst_clone3(struct clone_args *ca, u64 size, void (*fn)(void *), void *arg)
+	__attribute__((visibility("hidden")));
+extern char rst_syscall_insn[] __attribute__((visibility("hidden")));
+
+__asm__(
+	"	.text\n"
+	"	.globl	rst_clone3\n"
+	"	.hidden	rst_clone3\n"
+	"rst_clone3:\n"
+	"	mov	%rdx, %r8\n"
+	"	mov	%rcx, %r9\n"
+	"	mov	$435, %eax\n"
+	"	syscall\n"
+	"	test	%rax, %rax\n"
+	"	jnz	1f\n"
+	"	xor	%ebp, %ebp\n"
+	"	mov	%r9, %rdi\n"
+	"	and	$-16, %rsp\n"
+	"	call	*%r8\n"
+	"	ud2\n"
+	"1:	ret\n"
+	/* memdump injects its final munmap here through ptrace */
+	"	.globl	rst_syscall_insn\n"
+	"	.hidden	rst_syscall_insn\n"
+	"rst_syscall_insn:\n"
+	"	syscall\n"
+	"	int3\n");
+
+static struct rst_args *A;
+
+#define __nr_clock_gettime	228
+
+static u64 now_us(void)
+{
+	struct { long sec, nsec; } ts = { 0, 0 };
+
+	sys_call2(__nr_clock_gettime, 1 /* CLOCK_MONOTONIC */, &ts);
+	return ts.sec * 1000000UL + ts.nsec / 1000;
+}
+
+static inline char *area(u64 off)
+{
+	return (char *)A->area_start + off;
+}
+
+static void str_append(char **p, char *end, const char *s)
+{
+	while (*s && *p < end - 1)
+		*(*p)++ = *s++;
+	**p = 0;
+}
+
+static void hex_append(char **p, char *end, u64 v)
+{
+	char buf[19];
+	int i = 18;
+
+	buf[i] = 0;
+	do {
+		buf[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v && i > 2);
+	buf[--i] = 'x';
+	buf[--i] = '0';
+	str_append(p, end, buf + i);
+}
+
+static void dec_append(char **p, char *end, long v)
+{
+	char buf[24];
+	int i = 23;
+	int neg = v < 0;
+
+	if (neg)
+		v = -v;
+	buf[i] = 0;
+	do {
+		buf[--i] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	if (neg)
+		buf[--i] = '-';
+	str_append(p, end, buf + i);
+}
+
+/* Record why, wake memdump, and end the half-restored process. */
+static void __attribute__((noreturn)) rst_fail(long err, const char *what, u64 addr)
+{
+	char *p = A->msg, *end = A->msg + sizeof(A->msg);
+
+	/* first failure wins, other threads just die */
+	if (__sync_bool_compare_and_swap(&A->err, 0, (int)(err ? err : -1))) {
+		str_append(&p, end, what);
+		if (addr != (u64)-1) {
+			str_append(&p, end, " ");
+			hex_append(&p, end, addr);
+		}
+		str_append(&p, end, ": error ");
+		dec_append(&p, end, err);
+		WRITE_ONCE(A->stage, RST_STAGE_FAILED);
+		sys_futex_wake((u32 *)&A->stage);
+	}
+	for (;;)
+		sys_call1(__nr_exit_group, 127);
+}
+
+static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
+{
+	return sys_call6(__nr_mmap, addr, len, prot, flags, fd, off);
+}
+
+static void fill_run(struct rst_vma *v, struct rst_run *r)
+{
+	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
+	u64 h0 = (a + RST_HUGE_SIZE - 1) & ~(RST_HUGE_SIZE - 1);
+	u64 h1 = b & ~(RST_HUGE_SIZE - 1);
+	int huge = v->how == RST_MAP_ANON && !(v->madv & (1UL << MADV_NOHUGEPAGE)) &&
+		   !A->thp_disabled;
+	long ret;
+	u64 t0 = now_us();
+
+	if (huge && h0 < h1 && A->fill_mode != RST_FILL_PLAIN) {
+		if (A->fill_mode == RST_FILL_HUGEPAGE) {
+			sys_call3(__nr_madvise, h0, h1 - h0, MADV_HUGEPAGE);
+			sys_call3(__nr_madvise, h0, h1 - h0, MADV_POPULATE_WRITE);
+		} else if (v->madv & (1UL << MADV_HUGEPAGE)) {
+			/* a THP VMA: the populate faults in huge pages directly */
+			sys_call3(__nr_madvise, h0, h1 - h0, MADV_POPULATE_WRITE);
+		} else {
+			/*
+			 * Not a MADV_HUGEPAGE VMA (THP "madvise" mode): one page per
+			 * PMD, then MADV_COLLAPSE turns each into a huge page without
+			 * changing the VMA's flags. Failure is fine: 4K pages follow.
+			 */
+			for (u64 c = h0; c < h1; c += RST_HUGE_SIZE)
+				sys_call3(__nr_madvise, c, PAGE, MADV_POPULATE_WRITE);
+			if (sys_call3(__nr_madvise, h0, h1 - h0, MADV_COLLAPSE) == 0)
+				A->huge_chunks += (h1 - h0) / RST_HUGE_SIZE;
+		}
+	}
+	/* the rest (and anything not collapsed) as 4K pages, without user faults */
+	ret = sys_call3(__nr_madvise, a, b - a, MADV_POPULATE_WRITE);
+	if (ret < 0 && ret != -22)
+		rst_fail(ret, "cannot populate memory at", a);
+	A->prep_us += now_us() - t0;
+	t0 = now_us();
+	while (a < b) {
+		u64 chunk = b - a > (1UL << 30) ? (1UL << 30) : b - a;
+
+		ret = sys_call4(__nr_pread64, A->pages_fd, a, chunk, off);
+		if (ret <= 0)
+			rst_fail(ret ? ret : -5, "cannot read pages-1.img for", a);
+		a += ret;
+		off += ret;
+	}
+	A->read_us += now_us() - t0;
+	A->pages_restored += r->nr_pages;
+}
+
+static const unsigned int madv_after[] = { 1, 2, 10, 12, 15, 16, 18 };
+
+static void restore_memory(void)
+{
+	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
+	struct rst_run *runs = (struct rst_run *)area(A->runs_off);
+	long ret;
+
+	for (u32 i = 0; i < A->nr_vmas; i++) {
+		struct rst_vma *v = &vmas[i];
+		u64 len = v->end - v->start;
+		long prot = v->prot, flags;
+
+		if (v->how == RST_MAP_SKIP)
+			continue;
+		if (v->nr_runs)
+			prot |= PROT_READ | PROT_WRITE;
+		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_GROWSDOWN |
+						 MAP_NORESERVE));
+		if (v->how == RST_MAP_ANON)
+			ret = mmap6(v->start, len, prot, flags | MAP_ANONYMOUS, -1, 0);
+		else
+			ret = mmap6(v->start, len, prot, flags & ~MAP_ANONYMOUS, v->fd, v->pgoff);
+		if (ret != (long)v->start)
+			rst_fail(ret, "cannot map VMA at", v->start);
+		if (v->madv & (1UL << MADV_HUGEPAGE))
+			sys_call3(__nr_madvise, v->start, len, MADV_HUGEPAGE);
+		for (u64 k = 0; k < v->nr_runs; k++)
+			fill_run(v, &runs[v->first_run + k]);
+	}
+
+	for (u32 i = 0; i < A->nr_vmas; i++) {
+		struct rst_vma *v = &vmas[i];
+		u64 len = v->end - v->start;
+
+		if (v->how == RST_MAP_SKIP)
+			continue;
+		for (u32 k = 0; k < sizeof(madv_after) / sizeof(madv_after[0]); k++) {
+			if (!(v->madv & (1UL << madv_after[k])))
+				continue;
+			ret = sys_call3(__nr_madvise, v->start, len, madv_after[k]);
+			if (ret < 0)
+				rst_fail(ret, "cannot madvise VMA at", v->start);
+		}
+		if (v->nr_runs && (v->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE)) {
+			ret = sys_call3(__nr_mprotect, v->start, len, v->prot);
+			if (ret < 0)
+				rst_fail(ret, "cannot mprotect VMA at", v->start);
+		}
+		if (v->locked) {
+			ret = sys_call2(__nr_mlock, v->start, len);
+			if (ret < 0)
+				rst_fail(ret, "cannot mlock VMA at", v->start);
+		}
+	}
+}
+
+static void restore_process(void)
+{
+	long ret;
+
+	if (A->has_vdso) {
+		ret = sys_call2(__nr_arch_prctl, ARCH_MAP_VDSO_64, A->vdso_start);
+		if (ret < 0)
+			rst_fail(ret, "cannot map the vdso at", A->vdso_start);
+	}
+	if (A->has_mm_map) {
+		A->mm.auxv = (u64)area(A->auxv_off);
+		ret = sys_call5(__nr_prctl, PR_SET_MM, PR_SET_MM_MAP, &A->mm, sizeof(A->mm), 0);
+		if (ret < 0)
+			rst_fail(ret, "prctl(PR_SET_MM_MAP) failed", (u64)-1);
+	}
+	for (int sig = 1; sig <= RST_NR_SIGS; sig++) {
+		struct rst_sigact *s = &A->sigacts[sig - 1];
+		struct k_sigaction ka = { s->handler, s->flags, s->restorer, s->mask };
+
+		if (sig == 9 || sig == 19)
+			continue;
+		ret = sys_call4(__nr_rt_sigaction, sig, &ka, 0, 8);
+		if (ret < 0 && !(ret == -22 && (sig == 32 || sig == 33)))
+			rst_fail(ret, "cannot restore the action of signal", sig);
+	}
+	if (A->thp_disabled)
+		sys_call5(__nr_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	if (A->has_rlimits) {
+		for (int i = 0; i < RST_NR_RLIMITS; i++) {
+			ret = sys_call4(__nr_prlimit64, 0, i, &A->rlimits[i], 0);
+			if (ret < 0)
+				rst_fail(ret, "cannot restore rlimit", i);
+		}
+	}
+	/* the fds the blob needed: file mappings, exe, pages */
+	int *fds = (int *)area(A->close_off);
+	for (u32 i = 0; i < A->nr_close; i++)
+		sys_call1(__nr_close, fds[i]);
+}
+
+static void restore_creds(struct rst_thread *t)
+{
+	struct rst_creds *c = &t->creds;
+	struct cap_header hdr = { 0x20080522, 0 };
+	struct cap_data data[2];
+	long ret;
+
+	if (!t->has_creds)
+		return;
+	ret = sys_call2(__nr_setgroups, c->nr_groups, c->groups);
+	if (ret < 0)
+		rst_fail(ret, "setgroups failed for thread", t->tid);
+	/* keep the capabilities across the uid change */
+	sys_call5(__nr_prctl, PR_SET_SECUREBITS, 1 << SECURE_NO_SETUID_FIXUP, 0, 0, 0);
+	ret = sys_call3(__nr_setresgid, c->gid, c->egid, c->sgid);
+	if (ret < 0)
+		rst_fail(ret, "setresgid failed for thread", t->tid);
+	sys_call1(__nr_setfsgid, c->fsgid);
+	ret = sys_call3(__nr_setresuid, c->uid, c->euid, c->suid);
+	if (ret < 0)
+		rst_fail(ret, "setresuid failed for thread", t->tid);
+	sys_call1(__nr_setfsuid, c->fsuid);
+	if (sys_call5(__nr_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0) != (long)c->secbits) {
+		ret = sys_call5(__nr_prctl, PR_SET_SECUREBITS, c->secbits, 0, 0, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot restore securebits of thread", t->tid);
+	}
+	for (int b = 0; b <= CAP_LAST_GUESS; b++) {
+		if (c->cap_bnd[b / 32] & (1u << (b % 32)))
+			continue;
+		ret = sys_call5(__nr_prctl, PR_CAPBSET_DROP, b, 0, 0, 0);
+		if (ret < 0 && ret != -22)
+			rst_fail(ret, "cannot drop bounding capability", b);
+	}
+	for (int i = 0; i < 2; i++) {
+		data[i].effective = c->cap_eff[i];
+		data[i].permitted = c->cap_prm[i];
+		data[i].inheritable = c->cap_inh[i];
+	}
+	ret = sys_call2(__nr_capset, &hdr, data);
+	if (ret < 0)
+		rst_fail(ret, "capset failed for thread", t->tid);
+	if (c->has_amb) {
+		sys_call5(__nr_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+		for (int b = 0; b <= CAP_LAST_GUESS; b++) {
+			if (!(c->cap_amb[b / 32] & (1u << (b % 32))))
+				continue;
+			ret = sys_call5(__nr_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, b, 0, 0);
+			if (ret < 0)
+				rst_fail(ret, "cannot raise ambient capability", b);
+		}
+	}
+	if (c->no_new_privs)
+		sys_call5(__nr_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+static inline u64 xgetbv0(void)
+{
+	u32 lo, hi;
+
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((u64)hi << 32) | lo;
+}
+
+/* Build the rt_sigframe at the bottom of the thread's stack. */
+static struct rst_frame *build_frame(struct rst_thread *t)
+{
+	u64 base = (u64)area(t->stack_top) - RST_STACK_SIZE;
+	struct rst_frame *f = (struct rst_frame *)((base + 63) & ~63UL);
+	u8 *fp = (u8 *)(((u64)(f + 1) + 63) & ~63UL);
+	struct rst_sigcontext *mc = &f->uc.mc;
+	struct rst_gpregs *r = &t->regs;
+
+	blob_memset(f, 0, sizeof(*f));
+	f->uc.uc_flags = UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
+	if (t->has_sas) {
+		f->uc.ss_sp = t->sas_sp;
+		f->uc.ss_size = t->sas_size;
+		f->uc.ss_flags = (s32)t->sas_flags;
+	} else {
+		f->uc.ss_flags = SS_DISABLE;
+	}
+	mc->r8 = r->r8; mc->r9 = r->r9; mc->r10 = r->r10; mc->r11 = r->r11;
+	mc->r12 = r->r12; mc->r13 = r->r13; mc->r14 = r->r14; mc->r15 = r->r15;
+	mc->di = r->di; mc->si = r->si; mc->bp = r->bp; mc->bx = r->bx;
+	mc->dx = r->dx; mc->ax = r->ax; mc->cx = r->cx; mc->sp = r->sp;
+	mc->ip = r->ip; mc->flags = r->flags;
+	mc->cs = (unsigned short)r->cs;
+	mc->ss = (unsigned short)r->ss;
+	f->uc.sigmask = t->blk_sigset;
+
+	if (t->xsave_size >= 576) {
+		u8 *x = (u8 *)area(t->xsave_off);
+		u32 *sw;
+
+		blob_memcpy(fp, x, t->xsave_size);
+		sw = (u32 *)(fp + 464);
+		sw[0] = FP_XSTATE_MAGIC1;
+		sw[1] = t->xsave_size + 4;
+		*(u64 *)&sw[2] = xgetbv0();
+		sw[4] = t->xsave_size;
+		for (int i = 5; i < 12; i++)
+			sw[i] = 0;
+		*(u32 *)(fp + t->xsave_size) = FP_XSTATE_MAGIC2;
+		mc->fpstate = (u64)fp;
+		f->uc.uc_flags |= UC_FP_XSTATE;
+	}
+	return f;
+}
+
+static void restore_thread(struct rst_thread *t)
+{
+	long ret;
+
+	sys_call5(__nr_prctl, PR_SET_NAME, t->comm, 0, 0, 0);
+	ret = sys_call1(__nr_set_tid_address, t->clear_tid);
+	(void)ret;
+	if (t->has_robust) {
+		ret = sys_call2(__nr_set_robust_list, t->robust, t->robust_len);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the robust list of thread", t->tid);
+	}
+	if (t->has_rseq) {
+		ret = sys_call4(__nr_rseq, t->rseq_ptr, t->rseq_size, 0, t->rseq_sig);
+		if (ret < 0)
+			rst_fail(ret, "cannot register rseq of thread", t->tid);
+	}
+	restore_creds(t);
+	__sync_fetch_and_add(&A->nr_creds, 1);
+}
+
+static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int leader)
+{
+	struct rst_frame *f;
+	long ret;
+
+	if (leader) {
+		/* creds of other threads reset dumpable: set it after all of them */
+		while (READ_ONCE(A->nr_creds) < A->nr_threads)
+			sys_call0(__nr_sched_yield);
+		sys_call5(__nr_prctl, PR_SET_DUMPABLE, A->dumpable, 0, 0, 0);
+	}
+	f = build_frame(t);
+	if (__sync_add_and_fetch(&A->nr_parked, 1) == A->nr_threads) {
+		WRITE_ONCE(A->stage, RST_STAGE_PARKED);
+		sys_futex_wake((u32 *)&A->stage);
+	}
+	while (!READ_ONCE(A->go))
+		sys_futex_wait((u32 *)&A->go, 0);
+	if (READ_ONCE(A->go) != 1)
+		sys_call1(__nr_exit, 0);	/* memdump gave up: it kills us */
+
+	ret = sys_call2(__nr_arch_prctl, ARCH_SET_FS, t->regs.fs_base);
+	if (ret < 0)
+		rst_fail(ret, "cannot set fs_base of thread", t->tid);
+	ret = sys_call2(__nr_arch_prctl, ARCH_SET_GS, t->regs.gs_base);
+	if (ret < 0)
+		rst_fail(ret, "cannot set gs_base of thread", t->tid);
+	__asm__ volatile(
+		"mov	%0, %%rsp\n"
+		"mov	$15, %%eax\n"
+		"syscall\n"
+		"ud2\n"
+		: : "r"((u64)f + 8) : "memory");
+	__builtin_unreachable();
+}
+
+static void thread_main(void *arg)
+{
+	struct rst_thread *t = arg;
+
+	restore_thread(t);
+	finish_thread(t, 0);
+}
+
+void blob_main(void *arg);
+void blob_main(void *arg)
+{
+	struct rst_thread *threads;
+	long ret;
+
+	A = arg;
+	threads = (struct rst_thread *)area(A->threads_off);
+	A->syscall_insn = (u64)rst_syscall_insn;
+	WRITE_ONCE(A->stage, RST_STAGE_BLOB);
+
+	/* Nothing of memdump is needed any more. */
+	ret = sys_call2(__nr_munmap, 0, A->area_start);
+	if (ret < 0)
+		rst_fail(ret, "cannot unmap memdump below", A->area_start);
+	ret = sys_call2(__nr_munmap, A->area_start + A->area_size,
+			TASK_SIZE_47 - (A->area_start + A->area_size));
+	if (ret < 0)
+		rst_fail(ret, "cannot unmap memdump above", A->area_start + A->area_size);
+
+	A->fill_us = now_us();
+	restore_memory();
+	A->fill_us = now_us() - A->fill_us;
+	restore_process();
+
+	for (u32 i = 1; i < A->nr_threads; i++) {
+		struct rst_thread *t = &threads[i];
+		u64 tid = t->tid;
+		struct clone_args ca;
+
+		blob_memset(&ca, 0, sizeof(ca));
+		ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+			   CLONE_SYSVSEM;
+		ca.stack = (u64)area(t->stack_top) - RST_STACK_SIZE;
+		ca.stack_size = RST_STACK_SIZE;
+		ca.set_tid = (u64)&tid;
+		ca.set_tid_size = 1;
+		ret = rst_clone3(&ca, sizeof(ca), thread_main, t);
+		if (ret < 0)
+			rst_fail(ret, "cannot create thread", t->tid);
+	}
+	restore_thread(&threads[0]);
+	finish_thread(&threads[0], 1);
+}
