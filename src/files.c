@@ -344,6 +344,15 @@ static int write_pipe_data(struct dump_ctx *d, struct image *img, const struct f
 	return ret;
 }
 
+/* Both ends of a pipe are two descriptions of one pipe: its data once. */
+static bool pipe_seen_before(int i)
+{
+	for (int k = 0; k < i; k++)
+		if (descs[k].kind == descs[i].kind && descs[k].pipe_id == descs[i].pipe_id)
+			return true;
+	return false;
+}
+
 static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_kind kind)
 {
 	struct image *img;
@@ -352,7 +361,7 @@ static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_ki
 	if (ret)
 		return ret;
 	for (int i = 0; i < nr_descs && !ret; i++) {
-		if (descs[i].kind != kind)
+		if (descs[i].kind != kind || pipe_seen_before(i))
 			continue;
 		for (int j = 0; j < nr_fds; j++) {
 			if (fds[j].id == descs[i].id) {
