@@ -91,6 +91,7 @@ int seize_all(struct dump_ctx *d);
 void release_all(struct dump_ctx *d, bool kill_target);
 struct thread *thread_of(struct dump_ctx *d, pid_t tid);
 int wait_stop(pid_t tid, int *status);
+int interrupt_thread(pid_t tid, bool pass_signal);
 
 /* threads.c */
 int collect_thread_regs(struct dump_ctx *d, struct thread *t);

@@ -325,26 +325,6 @@ int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr
 	return 0;
 }
 
-/* Stop the blob: interrupt the leader's futex wait back into a ptrace stop. */
-static int stop_blob(struct dump_ctx *d)
-{
-	struct thread *t = &d->threads[0];
-	int status, err;
-
-	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
-		return -errno;
-	for (;;) {
-		err = wait_stop(t->tid, &status);
-		if (err)
-			return err;
-		if (WIFSTOPPED(status) && status >> 16 == PTRACE_EVENT_STOP)
-			return 0;
-		/* Signals are blocked; only a fault of the blob lands here. */
-		if (ptrace(PTRACE_CONT, t->tid, 0, 0))
-			return -errno;
-	}
-}
-
 void parasite_cure(struct dump_ctx *d)
 {
 	struct parasite *p = d->parasite;
@@ -352,7 +332,9 @@ void parasite_cure(struct dump_ctx *d)
 
 	if (!p)
 		return;
-	if (p->running && stop_blob(d))
+	/* Out of the blob's futex wait into a ptrace stop; signals are blocked,
+	 * so only a fault of the blob could come first. */
+	if (p->running && interrupt_thread(d->threads[0].tid, false))
 		pr_debug("cannot stop the parasite in process %d", d->pid);
 	p->running = false;
 	if (p->pipe_wr_remote >= 0)

@@ -98,32 +98,29 @@ int wait_stop(pid_t tid, int *status)
 }
 
 /*
- * Bring a freshly seized thread to a ptrace stop. The interrupt trap is taken
+ * PTRACE_INTERRUPT tid and wait for the interrupt trap. The trap is taken
  * before any pending signal is dequeued; a signal-delivery stop seen first
- * (one already being delivered) is let through unchanged, as if it had come
- * just before the freeze, and we wait on for the trap.
+ * (a signal already being delivered) is let through, with its signal when
+ * pass_signal, as if it had come just before the stop.
  */
-static int interrupt_thread(struct thread *t)
+int interrupt_thread(pid_t tid, bool pass_signal)
 {
 	int status, ret;
 
-	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0))
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
 		return -errno;
 	for (;;) {
-		ret = wait_stop(t->tid, &status);
+		ret = wait_stop(tid, &status);
 		if (ret)
 			return ret;
 		if (!WIFSTOPPED(status))
 			continue;
 		if (status >> 16 == PTRACE_EVENT_STOP)
-			break;
-		pr_debug("thread %d: signal %d delivered while freezing", t->tid,
-			 WSTOPSIG(status));
-		if (ptrace(PTRACE_CONT, t->tid, 0, WSTOPSIG(status)))
+			return 0;
+		pr_debug("thread %d: signal %d on the way to a stop", tid, WSTOPSIG(status));
+		if (ptrace(PTRACE_CONT, tid, 0, pass_signal ? WSTOPSIG(status) : 0))
 			return -errno;
 	}
-	t->stopped = true;
-	return 0;
 }
 
 static int add_thread(struct dump_ctx *d, pid_t tid)
@@ -160,7 +157,8 @@ static int seize_thread(struct dump_ctx *d, pid_t tid)
 			    strerror(-ret));
 	}
 	t->seized = true;
-	ret = interrupt_thread(t);
+	ret = interrupt_thread(tid, true);
+	t->stopped = !ret;
 	if (ret == -ESRCH) {		/* exited while we stopped it */
 		d->nr_threads--;
 		return 0;
