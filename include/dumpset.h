@@ -89,6 +89,13 @@ uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end
 void dumpset_vma_src(const struct dumpset *ds, const VmaEntry *v, struct vma_src *src);
 /* Pages of v whose bytes the dump holds. */
 uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v);
+/* The loaded content of shared object shmid, or NULL. */
+const struct dump_shmem *dumpset_shmem(const struct dumpset *ds, uint64_t shmid);
+/*
+ * Load pagemap-shmem-SHMID.img when dumpset_load() did not (an object only
+ * open as an fd, like a memfd that nothing maps); no image: no content.
+ */
+int dumpset_load_shmem(struct dumpset *ds, uint64_t shmid);
 /* The VMA that holds addr, or NULL. */
 const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr);
 

@@ -4,7 +4,8 @@
  * (which fills it) and in the restored process (which runs it):
  *
  *   [ blob code | struct rst_args | vmas | runs | threads | groups,
- *     auxv, fds to close, xsave images ... | thread stacks ]
+ *     auxv, fds to close, seals, xsave images, pending signals |
+ *     thread stacks ]
  *
  * Offsets are from the start of the area. Everything is plain data: the blob
  * runs with no libc, in an address space that has nothing else left in it.
@@ -45,6 +46,29 @@ struct rst_vma {
 struct rst_run {
 	unsigned long vaddr, nr_pages;
 	unsigned long file_off;	/* offset in pages-1.img */
+};
+
+/*
+ * A pending signal, as the raw siginfo the dump saved. tid 0: queued for the
+ * process (rt_sigqueueinfo by the leader); otherwise for that thread only
+ * (rt_tgsigqueueinfo by the thread itself: the kernel lets only the target
+ * queue a siginfo with si_code >= 0 or SI_TKILL).
+ */
+#define RST_SIGINFO_SIZE	128
+
+struct rst_siginfo {
+	unsigned int tid;
+	unsigned int pad;
+	unsigned char info[RST_SIGINFO_SIZE];
+};
+
+/*
+ * Seals the blob adds to a memfd once its VMAs are mapped: F_SEAL_FUTURE_WRITE
+ * (and F_SEAL_SEAL after it) would forbid mapping it writable.
+ */
+struct rst_seal {
+	int fd;
+	unsigned int seals;
 };
 
 struct rst_sigact {
@@ -121,6 +145,10 @@ struct rst_args {
 	unsigned long vmas_off, runs_off, threads_off, auxv_off;
 	unsigned long close_off;	/* int array of fds the blob closes */
 	unsigned int nr_close;
+	unsigned long sigs_off;		/* struct rst_siginfo array */
+	unsigned int nr_sigs;
+	unsigned long seals_off;	/* struct rst_seal array */
+	unsigned int nr_seals;
 
 	int pages_fd;
 	int has_mm_map, has_vdso, has_rlimits;

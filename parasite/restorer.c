@@ -7,13 +7,17 @@
  *   2. map every dumped VMA at its address and fill the dumped pages from
  *      pages-1.img (2 MiB aligned runs as transparent huge pages: populate
  *      one page per PMD, MADV_COLLAPSE, then read; everything else populated
- *      first, then read in large chunks);
+ *      first, then read in large chunks); shared memory maps its object,
+ *      which memdump created and filled, then gets its late memfd seals;
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, signal actions, rlimits;
  *   4. create the other threads with their TIDs (clone3 set_tid); every
  *      thread restores its own fs/gs base, clear_tid, robust list, rseq,
  *      name and credentials;
- *   5. all threads park on a futex; memdump (the parent) attaches with ptrace
+ *   5. every thread queues its pending signals again (the leader also the
+ *      process-wide ones), all signals still blocked, so that the mask
+ *      rt_sigreturn restores decides their delivery;
+ *   6. all threads park on a futex; memdump (the parent) attaches with ptrace
  *      and lets them go; each thread rt_sigreturn()s into its dumped context
  *      with a hand-built frame. memdump then unmaps this area from outside
  *      (a munmap injected with ptrace), so nothing of the restorer remains.
@@ -31,6 +35,8 @@
 #define __nr_mlock		149
 #define __nr_prlimit64		302
 #define __nr_rt_sigaction_	13
+#define __nr_rt_sigqueueinfo	129
+#define __nr_rt_tgsigqueueinfo	297
 
 #define PROT_READ	1
 #define PROT_WRITE	2
@@ -344,6 +350,20 @@ static void restore_memory(void)
 	}
 }
 
+#define F_ADD_SEALS	1033
+
+static void add_seals(void)
+{
+	struct rst_seal *s = (struct rst_seal *)area(A->seals_off);
+
+	for (u32 i = 0; i < A->nr_seals; i++) {
+		long ret = sys_call3(__nr_fcntl, s[i].fd, F_ADD_SEALS, s[i].seals);
+
+		if (ret < 0)
+			rst_fail(ret, "cannot seal memfd with", s[i].seals);
+	}
+}
+
 static void restore_process(void)
 {
 	long ret;
@@ -515,11 +535,37 @@ static void restore_thread(struct rst_thread *t)
 	__sync_fetch_and_add(&A->nr_creds, 1);
 }
 
+/*
+ * Queue the pending signals this thread owns: its own, and the process-wide
+ * ones for the leader. Every signal is blocked here (memdump forked us so):
+ * they are delivered, or stay pending, as the mask rt_sigreturn restores says.
+ */
+static void queue_signals(struct rst_thread *t, int leader)
+{
+	struct rst_siginfo *s = (struct rst_siginfo *)area(A->sigs_off);
+	u64 pid = ((struct rst_thread *)area(A->threads_off))[0].tid;
+	long ret;
+
+	for (u32 i = 0; i < A->nr_sigs; i++) {
+		int sig = *(int *)s[i].info;	/* si_signo */
+
+		if (s[i].tid == 0 && leader)
+			ret = sys_call3(__nr_rt_sigqueueinfo, pid, sig, s[i].info);
+		else if (s[i].tid == t->tid)
+			ret = sys_call4(__nr_rt_tgsigqueueinfo, pid, t->tid, sig, s[i].info);
+		else
+			continue;
+		if (ret < 0)
+			rst_fail(ret, "cannot queue pending signal", sig);
+	}
+}
+
 static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int leader)
 {
 	struct rst_frame *f;
 	long ret;
 
+	queue_signals(t, leader);
 	if (leader) {
 		/* creds of other threads reset dumpable: set it after all of them */
 		while (READ_ONCE(A->nr_creds) < A->nr_threads)
@@ -581,6 +627,7 @@ void blob_main(void *arg)
 
 	A->fill_us = now_us();
 	restore_memory();
+	add_seals();
 	A->fill_us = now_us() - A->fill_us;
 	restore_process();
 

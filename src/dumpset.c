@@ -461,3 +461,25 @@ const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr)
 	}
 	return NULL;
 }
+
+const struct dump_shmem *dumpset_shmem(const struct dumpset *ds, uint64_t shmid)
+{
+	return find_shmem(ds, shmid);
+}
+
+int dumpset_load_shmem(struct dumpset *ds, uint64_t shmid)
+{
+	struct dump_shmem *s;
+
+	if (find_shmem(ds, shmid) || !img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, shmid))
+		return 0;
+	s = realloc(ds->shmems, (ds->nr_shmems + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ds->shmems = s;
+	s = &s[ds->nr_shmems++];
+	memset(s, 0, sizeof(*s));
+	s->shmid = shmid;
+	s->pages_fd = -1;
+	return load_runs(ds, IMG_SHMEM_PAGEMAP, shmid, &s->runs, &s->nr_runs, &s->pages_fd);
+}
