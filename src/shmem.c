@@ -103,8 +103,12 @@ static int copy_range(int src, int dst, uint64_t off, uint64_t len, uint8_t *buf
 	while (len) {
 		ssize_t n = pread(src, buf, MIN(len, COPY_BUF), off);
 
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {	/* the last page past the object's end: zeros */
+			n = MIN(len, COPY_BUF);
+			memset(buf, 0, n);
+		}
 		for (ssize_t done = 0; done < n;) {
 			ssize_t w = write(dst, buf + done, n - done);
 
