@@ -22,6 +22,7 @@
 #include "image.h"
 #include "log.h"
 #include "shmem.h"
+#include "sockets.h"
 
 #include "files.pb-c.h"
 
@@ -126,8 +127,12 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	struct file_desc *f;
 	enum file_kind kind;
 
-	if (S_ISSOCK(st->st_mode))
-		return refuse_fd(d->pid, fd, link, "a socket");
+	if (S_ISSOCK(st->st_mode)) {
+		char what[256];
+
+		socket_describe(st->st_ino, what, sizeof(what));
+		return refuse_fd(d->pid, fd, link, what);
+	}
 	if (!strncmp(link, "anon_inode:", 11))
 		return refuse_fd(d->pid, fd, link, "an anonymous-inode file (eventfd, epoll, "
 				 "signalfd, timerfd, inotify, io_uring, pidfd...)");

@@ -540,6 +540,17 @@ case_err_pty() {
 	check_child_pass
 }
 
+# a socket is refused, and the error says what kind of socket (sock_diag)
+case_err_socket() {
+	start_prog t-socket
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -q "TCP socket 127.0.0.1:" "$MD_ERR" || fail "the error does not describe the socket"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
 case_err_enospc() {
 	start_prog t-pattern
 	mkdir -p "$T/small"
@@ -738,6 +749,7 @@ add err-dir-readonly case_err_dir_ro
 add err-dir-is-file case_err_dir_file
 add err-dir-has-dump case_err_dir_has_dump
 add err-pty case_err_pty
+add err-socket case_err_socket
 add err-enospc case_err_enospc
 for c in pages-trunc pages-missing core-magic core-size core-trunc mm-garbage no-inventory; do
 	add "err-restore-$c" case_err_corrupt "$c"
