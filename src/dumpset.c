@@ -201,24 +201,12 @@ static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t sh
 /* The content of the shared object v maps, once per object. */
 static int load_shmem(struct dumpset *ds, const VmaEntry *v)
 {
-	struct dump_shmem *s;
-
-	if (find_shmem(ds, v->shmid))
-		return 0;
-	if (!img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, v->shmid)) {
+	if (!find_shmem(ds, v->shmid) && !img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, v->shmid)) {
 		pr_warn("no content for the shared memory at %#" PRIx64 ": it reads as zeros",
 			v->start);
 		return 0;
 	}
-	s = realloc(ds->shmems, (ds->nr_shmems + 1) * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	ds->shmems = s;
-	s = &s[ds->nr_shmems++];
-	memset(s, 0, sizeof(*s));
-	s->shmid = v->shmid;
-	s->pages_fd = -1;
-	return load_runs(ds, IMG_SHMEM_PAGEMAP, v->shmid, &s->runs, &s->nr_runs, &s->pages_fd);
+	return dumpset_load_shmem(ds, v->shmid);
 }
 
 static int load_shmems(struct dumpset *ds)
