@@ -17,7 +17,6 @@
 struct thread {
 	pid_t tid;
 	bool seized;			/* PTRACE_SEIZE done */
-	bool stopped;			/* in a ptrace stop we caused */
 	bool regs_dirty;		/* regs changed by remote execution */
 	struct user_regs_struct regs;	/* as at the freeze */
 	uint8_t *xsave;			/* NT_X86_XSTATE */
@@ -116,7 +115,7 @@ int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
 /* parasite_host.c */
 int parasite_infect(struct dump_ctx *d);
 int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
-		      int out_fd, uint64_t bytes);
+		      int out_fd);
 uint64_t parasite_scratch(struct dump_ctx *d, void **local);
 void parasite_cure(struct dump_ctx *d);
 

@@ -191,7 +191,7 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 		bytes += r[i].nr_pages * PAGE_SIZE;
 	ret = flush_buffers(o);		/* the image keeps address order */
 	if (!ret)
-		ret = parasite_vmsplice(d, r, nr, o->fd, bytes);
+		ret = parasite_vmsplice(d, r, nr, o->fd);
 	if (ret)
 		return ret;
 	o->written += bytes;

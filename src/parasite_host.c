@@ -306,11 +306,10 @@ static int vmsplice_batch(struct dump_ctx *d, const struct page_run *runs, size_
 }
 
 int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
-		      int out_fd, uint64_t bytes)
+		      int out_fd)
 {
 	int err = parasite_start(d);
 
-	(void)bytes;
 	if (err)
 		return err;
 	while (nr) {

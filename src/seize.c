@@ -158,7 +158,6 @@ static int seize_thread(struct dump_ctx *d, pid_t tid)
 	}
 	t->seized = true;
 	ret = interrupt_thread(tid, true);
-	t->stopped = !ret;
 	if (ret == -ESRCH) {		/* exited while we stopped it */
 		d->nr_threads--;
 		return 0;
