@@ -651,6 +651,16 @@ case_err_memdump_killed() {
 
 # ---- real programs
 
+# restore_to_completion NAME STDERR_FILE: restore $T/d, wait until the
+# restored real program finishes by itself, and require a clean exit
+restore_to_completion() {
+	restore_bg "$T/d" 1
+	wait_until $((OP_TIMEOUT * 2)) eval '! kill -0 '"$RPID"' 2>/dev/null' || fail "restored $1 did not finish"
+	wait_restore_exit
+	show_file "$1 stderr" "$2"
+	(( MD_RC == 0 )) || fail "restore exited $MD_RC"
+}
+
 case_real_python() {
 	local py; py=$(python3 -c 'import sys; print(sys.executable)')
 	local steps=80
@@ -664,11 +674,7 @@ case_real_python() {
 	local n; n=$(wc -l < "$T/run.txt")
 	note "dumped after $n of $steps lines"
 	(( n < steps )) || fail "python finished before the dump"
-	restore_bg "$T/d" 1
-	wait_until $((OP_TIMEOUT * 2)) eval '! kill -0 '"$RPID"' 2>/dev/null' || fail "restored python did not finish"
-	wait_restore_exit
-	show_file "python stderr" "$T/py.err"
-	(( MD_RC == 0 )) || fail "restore exited $MD_RC"
+	restore_to_completion "python" "$T/py.err"
 	cmp -s "$T/ref.txt" "$T/run.txt" || { diff "$T/ref.txt" "$T/run.txt" | head -n 10 | sed 's/^/#   /'; fail "output differs from an uninterrupted run"; }
 	grep -q '^DONE' "$T/py.out" || fail "python did not print DONE"
 }
@@ -684,11 +690,7 @@ case_real_mtseq() {
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	note "dumped after $(cat "$T"/run/mtseq.* | wc -l) of $((4 * steps)) lines"
-	restore_bg "$T/d" 1
-	wait_until $((OP_TIMEOUT * 2)) eval '! kill -0 '"$RPID"' 2>/dev/null' || fail "restored t-mtseq did not finish"
-	wait_restore_exit
-	show_file "t-mtseq stderr" "$T/run.err"
-	(( MD_RC == 0 )) || fail "restore exited $MD_RC"
+	restore_to_completion "t-mtseq" "$T/run.err"
 	for i in 0 1 2 3; do
 		cmp -s "$T/ref/mtseq.$i" "$T/run/mtseq.$i" || fail "thread $i output differs from an uninterrupted run"
 	done
@@ -705,11 +707,7 @@ case_real_perl() {
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	note "dumped after $(cat "$T"/run.[012] | wc -l) of $((3 * steps)) lines"
-	restore_bg "$T/d" 1
-	wait_until $((OP_TIMEOUT * 2)) eval '! kill -0 '"$RPID"' 2>/dev/null' || fail "restored perl did not finish"
-	wait_restore_exit
-	show_file "perl stderr" "$T/run.err"
-	(( MD_RC == 0 )) || fail "restore exited $MD_RC"
+	restore_to_completion "perl" "$T/run.err"
 	for i in 0 1 2; do
 		cmp -s "$T/ref.$i" "$T/run.$i" || fail "thread $i output differs from an uninterrupted run"
 	done
