@@ -22,6 +22,22 @@ struct th {
 };
 static struct th th[NTH + 1];
 
+/* The values a thread keeps in registers, out of in[] and into out[]. */
+#define LOAD_R13_TO_XMM9			\
+	"mov 16(%[in]), %%r13\n\t"		\
+	"mov 24(%[in]), %%r14\n\t"		\
+	"mov 32(%[in]), %%r15\n\t"		\
+	"movq 40(%[in]), %%xmm8\n\t"		\
+	"movq 48(%[in]), %%xmm9\n\t"
+#define STORE_REGS				\
+	"mov %%rbx, 0(%[out])\n\t"		\
+	"mov %%r12, 8(%[out])\n\t"		\
+	"mov %%r13, 16(%[out])\n\t"		\
+	"mov %%r14, 24(%[out])\n\t"		\
+	"mov %%r15, 32(%[out])\n\t"		\
+	"movq %%xmm8, 40(%[out])\n\t"		\
+	"movq %%xmm9, 48(%[out])\n\t"
+
 /* Load registers from in[], loop until *flag != 0, store them to out[].
  * spin=0: each iteration is a 5 ms nanosleep syscall (rax, rcx, r11,
  * rdi, rsi clobbered); spin=1: pure user mode, r12 counts iterations and
@@ -34,11 +50,7 @@ static void reg_loop(const uint64_t *in, uint64_t *out, volatile int *flag, int 
 		asm volatile(
 			"mov 0(%[in]), %%rbx\n\t"
 			"mov 8(%[in]), %%r12\n\t"
-			"mov 16(%[in]), %%r13\n\t"
-			"mov 24(%[in]), %%r14\n\t"
-			"mov 32(%[in]), %%r15\n\t"
-			"movq 40(%[in]), %%xmm8\n\t"
-			"movq 48(%[in]), %%xmm9\n\t"
+			LOAD_R13_TO_XMM9
 			"1:\n\t"
 			"mov $35, %%eax\n\t"         /* SYS_nanosleep */
 			"mov %[ts], %%rdi\n\t"
@@ -46,13 +58,7 @@ static void reg_loop(const uint64_t *in, uint64_t *out, volatile int *flag, int 
 			"syscall\n\t"
 			"cmpl $0, (%[flag])\n\t"
 			"je 1b\n\t"
-			"mov %%rbx, 0(%[out])\n\t"
-			"mov %%r12, 8(%[out])\n\t"
-			"mov %%r13, 16(%[out])\n\t"
-			"mov %%r14, 24(%[out])\n\t"
-			"mov %%r15, 32(%[out])\n\t"
-			"movq %%xmm8, 40(%[out])\n\t"
-			"movq %%xmm9, 48(%[out])\n\t"
+			STORE_REGS
 			:
 			: [in] "r"(in), [out] "r"(out), [flag] "r"(flag), [ts] "r"(&ts)
 			: "rax", "rcx", "rdi", "rsi", "r11", "rbx", "r12", "r13", "r14",
@@ -61,24 +67,14 @@ static void reg_loop(const uint64_t *in, uint64_t *out, volatile int *flag, int 
 		asm volatile(
 			"mov 0(%[in]), %%rbx\n\t"
 			"xor %%r12, %%r12\n\t"
-			"mov 16(%[in]), %%r13\n\t"
-			"mov 24(%[in]), %%r14\n\t"
-			"mov 32(%[in]), %%r15\n\t"
-			"movq 40(%[in]), %%xmm8\n\t"
-			"movq 48(%[in]), %%xmm9\n\t"
+			LOAD_R13_TO_XMM9
 			"1:\n\t"
 			"add $1, %%r12\n\t"
 			"add %%r13, %%rbx\n\t"
 			"pause\n\t"
 			"cmpl $0, (%[flag])\n\t"
 			"je 1b\n\t"
-			"mov %%rbx, 0(%[out])\n\t"
-			"mov %%r12, 8(%[out])\n\t"
-			"mov %%r13, 16(%[out])\n\t"
-			"mov %%r14, 24(%[out])\n\t"
-			"mov %%r15, 32(%[out])\n\t"
-			"movq %%xmm8, 40(%[out])\n\t"
-			"movq %%xmm9, 48(%[out])\n\t"
+			STORE_REGS
 			:
 			: [in] "r"(in), [out] "r"(out), [flag] "r"(flag)
 			: "rbx", "r12", "r13", "r14", "r15", "xmm8", "xmm9", "memory", "cc");
