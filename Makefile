@@ -9,7 +9,7 @@ CC       ?= gcc
 BUILD    ?= build
 PKGS     := libnl-3.0 libprotobuf-c
 OPT      ?= -O2 -g
-CFLAGS   := $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -I$(BUILD)/images \
+CFLAGS   := $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/images \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcap -lpthread
 
@@ -22,7 +22,7 @@ BLOB_LDFLAGS := -nostdlib -static -Wl,--build-id=none -Wl,-z,noexecstack -Wl,--n
 PROTOS   := $(wildcard images/*.proto)
 PB_SRCS  := $(patsubst images/%.proto,$(BUILD)/images/%.pb-c.c,$(PROTOS))
 PB_HDRS  := $(PB_SRCS:.c=.h)
-SRCS     := $(wildcard src/*.c)
+SRCS     := $(wildcard src/*/*.c)
 OBJS     := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS)) $(PB_SRCS:.c=.o) \
             $(BUILD)/blobs.o
 BLOBS    := parasite restorer
@@ -41,8 +41,8 @@ $(BUILD)/images/%.pb-c.c $(BUILD)/images/%.pb-c.h: images/%.proto
 $(BUILD)/images/%.pb-c.o: $(BUILD)/images/%.pb-c.c $(PB_HDRS)
 	$(CC) $(filter-out -Wextra,$(CFLAGS)) -c -o $@ $<
 
-$(BUILD)/src/%.o: src/%.c $(PB_HDRS) $(wildcard include/*.h)
-	@mkdir -p $(BUILD)/src
+$(BUILD)/src/%.o: src/%.c $(PB_HDRS) $(wildcard include/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # Each blob: parasite/NAME*.c + parasite/blob-entry.S, linked by parasite/blob.lds
@@ -56,7 +56,7 @@ $(BUILD)/blob/%.elf: parasite/blob.lds parasite/blob-entry.S $(wildcard parasite
 $(BUILD)/blob/%.bin: $(BUILD)/blob/%.elf
 	objcopy -O binary $< $@
 
-$(BUILD)/blobs.o: src/blobs.S $(patsubst %,$(BUILD)/blob/%.bin,$(BLOBS))
+$(BUILD)/blobs.o: src/lib/blobs.S $(patsubst %,$(BUILD)/blob/%.bin,$(BLOBS))
 	$(CC) -c -DPARASITE_BIN='"$(BUILD)/blob/parasite.bin"' \
 		-DRESTORER_BIN='"$(BUILD)/blob/restorer.bin"' -o $@ $<
 

@@ -1,0 +1,172 @@
+/* memdump: command-line parsing and dispatch. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "cli/options.h"
+#include "cli/worker.h"
+
+struct options opts = { .verbosity = LOG_WARN };
+
+static const char usage[] =
+	"usage: memdump COMMAND [options]\n"
+	"\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running]\n"
+	"        checkpoint process PID into DIR; the process is killed afterwards\n"
+	"        unless --leave-running is given\n"
+	"  restore -D DIR [-d] [--pidfile FILE]\n"
+	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
+	"        with its status, or with -d print its PID and return\n"
+	"  show -D DIR [--json]      what a dump holds\n"
+	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
+	"  check                     kernel features and capabilities memdump needs\n"
+	"\n"
+	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n";
+
+static const struct command {
+	const char *name;
+	int (*run)(void);
+	const char *failure;	/* prefix of the one-line error */
+	bool in_worker;		/* see worker.c */
+} commands[] = {
+	{ "dump", cmd_dump, "dump failed", true },
+	{ "restore", cmd_restore, "restore failed", false },
+	{ "show", cmd_show, "show failed", false },
+	{ "read-mem", cmd_read_mem, "read-mem failed", false },
+	{ "check", cmd_check, "check failed", false },
+};
+
+const char *mode_name(enum dump_mode m)
+{
+	static const char *names[] = { "splice", "read", "mem" };
+
+	return names[m];
+}
+
+static int parse_mode(const char *s)
+{
+	for (int m = MODE_SPLICE; m <= MODE_MEM; m++) {
+		if (!strcmp(s, mode_name(m))) {
+			opts.mode = m;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "memdump: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (memdump --help for usage)\n");
+	return 2;
+}
+
+static int parse_options(int argc, char **argv)
+{
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
+	static const struct option longopts[] = {
+		{ "tree", required_argument, NULL, 't' },
+		{ "images-dir", required_argument, NULL, 'D' },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "leave-running", no_argument, NULL, OPT_LEAVE },
+		{ "detach", no_argument, NULL, 'd' },
+		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "log-file", required_argument, NULL, OPT_LOGFILE },
+		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ "verbose", required_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+
+	opts.progress = isatty(STDERR_FILENO);
+	while ((c = getopt_long(argc, argv, "+t:D:dv:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			opts.pid = strtol(optarg, &end, 10);
+			if (*end || opts.pid <= 0)
+				return bad_usage("bad PID '%s'", optarg);
+			break;
+		case 'D':
+			opts.dir = optarg;
+			break;
+		case OPT_MODE:
+			if (parse_mode(optarg))
+				return bad_usage("unknown mode '%s' (splice, read or mem)", optarg);
+			break;
+		case OPT_LEAVE:
+			opts.leave_running = true;
+			break;
+		case 'd':
+			opts.detach = true;
+			break;
+		case OPT_PIDFILE:
+			opts.pidfile = optarg;
+			break;
+		case OPT_JSON:
+			opts.json = true;
+			break;
+		case OPT_LOGFILE:
+			opts.log_file = optarg;
+			break;
+		case OPT_NOPROGRESS:
+			opts.progress = false;
+			break;
+		case 'v':
+			opts.verbosity = strtol(optarg, &end, 10);
+			if (*end || opts.verbosity < 0 || opts.verbosity > 4)
+				return bad_usage("bad verbosity '%s' (0-4)", optarg);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			return bad_usage("%s", "bad option");
+		}
+	}
+	opts.argc = argc - optind;
+	opts.argv = argv + optind;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd = NULL;
+	int ret;
+
+	if (argc < 2)
+		return bad_usage("%s", "no command");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			cmd = &commands[i];
+	if (!cmd) {
+		if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		return bad_usage("unknown command '%s'", argv[1]);
+	}
+	ret = parse_options(argc - 1, argv + 1);
+	if (ret)
+		return ret;
+	if (log_init(opts.verbosity, opts.log_file)) {
+		log_report_failure(cmd->failure, -EINVAL);
+		return 1;
+	}
+	ret = cmd->in_worker ? run_in_worker(cmd->run, cmd->failure) : cmd->run();
+	if (ret < 0) {
+		log_report_failure(cmd->failure, ret);
+		ret = 1;
+	}
+	log_close();
+	return ret;
+}

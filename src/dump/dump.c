@@ -1,0 +1,209 @@
+/*
+ * memdump dump: the pipeline.
+ *
+ *   check the target, freeze every thread, read VMAs and fds, infect,
+ *   collect per-thread and process state, select pages, write pages (the
+ *   target stays frozen until all of them are on disk), cure, write the
+ *   other images, write inventory.img last, then kill or resume the target.
+ *
+ * Any failure: the images written so far are removed, the target is cured
+ * and resumed untraced, and the reason is reported once by main().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/images.h"
+#include "dump/files.h"
+#include "image/image.h"
+#include "kernel_uapi.h"
+#include "log.h"
+#include "dump/shmem.h"
+#include "dump/task.h"
+
+volatile sig_atomic_t dump_interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	dump_interrupted = 1;
+}
+
+/* SIGINT, SIGTERM, SIGHUP (also sent when memdump's parent process dies,
+ * see worker.c) stop the dump cleanly. */
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int open_dir(const char *dir)
+{
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return fail(-errno, "cannot create directory %s: %s", dir, strerror(errno));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "cannot open directory %s: %s", dir, strerror(errno));
+	if (faccessat(fd, ".", W_OK, AT_EACCESS)) {
+		close(fd);
+		return fail(-EACCES, "directory %s is not writable", dir);
+	}
+	if (!faccessat(fd, "inventory.img", F_OK, 0)) {
+		close(fd);
+		return fail(-EEXIST, "directory %s already holds a dump (inventory.img)", dir);
+	}
+	return fd;
+}
+
+static int open_target(struct dump_ctx *d)
+{
+	char path[64];
+
+	d->pidfd = syscall(SYS_pidfd_open, d->pid, 0);
+	if (d->pidfd < 0)
+		return fail(-errno, "cannot open process %d: %s", d->pid, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d/mem", d->pid);
+	d->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->mem_fd < 0)
+		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Everything read while the target is frozen, before its pages. */
+static int collect(struct dump_ctx *d, struct task_state *ts)
+{
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_threads && !ret; i++)
+		ret = collect_thread_regs(d, &d->threads[i]);
+	if (!ret)
+		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
+	if (!ret)
+		ret = collect_vmas(d);
+	if (!ret)
+		ret = collect_fds(d);	/* before the parasite adds its own */
+	if (!ret)
+		ret = remote_init(d);
+	if (!ret)
+		ret = parasite_infect(d);
+	for (int i = 0; i < d->nr_threads && !ret; i++)
+		ret = collect_thread_inside(d, &d->threads[i]);
+	if (!ret)
+		ret = collect_task(d, ts);
+	if (!ret)
+		ret = select_pages(d);
+	return ret;
+}
+
+static int write_images(struct dump_ctx *d, const struct task_state *ts)
+{
+	int ret = write_pages(d);
+
+	parasite_cure(d);	/* every page is on disk: the parasite can go */
+	if (!ret)
+		ret = write_shmem(d);	/* still frozen: one instant */
+	if (!ret)
+		ret = write_task_images(d, ts);
+	if (!ret)
+		ret = write_files(d);
+	if (!ret)
+		ret = write_stats(d);
+	if (!ret && dump_interrupted)
+		ret = fail(-EINTR, "interrupted");
+	if (!ret)
+		ret = write_inventory(d);
+	return ret;
+}
+
+static void summary(const struct dump_ctx *d, uint64_t frozen_us)
+{
+	double mb = d->stats.bytes_written / 1e6;
+	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
+
+	if (log_level() == LOG_NONE)
+		return;
+	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
+	       "frozen, %s mode, %.0f MB/s\n", d->pid, d->nr_threads, d->nr_vmas,
+	       d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
+	       mem_s > 0 ? mb / mem_s : 0);
+	fflush(stdout);
+}
+
+static void dump_ctx_free(struct dump_ctx *d)
+{
+	for (int i = 0; i < d->nr_threads; i++) {
+		free(d->threads[i].xsave);
+		free(d->threads[i].sigpending);
+	}
+	free(d->sigpending);
+	free(d->threads);
+	free(d->vmas);
+	free(d->runs);
+	if (d->pidfd >= 0)
+		close(d->pidfd);
+	if (d->mem_fd >= 0)
+		close(d->mem_fd);
+	files_free();
+	shmem_free();
+}
+
+int cmd_dump(void)
+{
+	struct dump_ctx d = { .pid = opts.pid, .pidfd = -1, .mem_fd = -1, .mode = opts.mode };
+	struct task_state *ts = calloc(1, sizeof(*ts));
+	uint64_t frozen_us;
+	int ret;
+
+	if (!ts)
+		return -ENOMEM;
+	if (!opts.pid || !opts.dir) {
+		free(ts);
+		return fail(-EINVAL, "dump needs -t PID and -D DIR");
+	}
+	catch_signals();
+	ret = target_check(d.pid);
+	if (!ret)
+		ret = d.dirfd = open_dir(opts.dir);
+	if (ret < 0) {
+		free(ts);
+		return ret;
+	}
+	ret = open_target(&d);
+	d.stats.freeze_start = now_us();
+	if (!ret)
+		ret = seize_all(&d);
+	d.stats.frozen_at = now_us();
+	if (!ret)
+		ret = collect(&d, ts);
+	if (!ret)
+		ret = write_images(&d, ts);
+	if (ret) {
+		parasite_cure(&d);
+		img_remove_created(d.dirfd);
+		release_all(&d, false);
+	} else {
+		img_forget_created();
+		release_all(&d, !opts.leave_running);
+	}
+	frozen_us = now_us() - d.stats.frozen_at;
+	if (!ret)
+		summary(&d, frozen_us);
+	close(d.dirfd);
+	dump_ctx_free(&d);
+	free(ts);
+	return ret;
+}

@@ -1,0 +1,125 @@
+/*
+ * The dumper's picture of its target, filled step by step by the dump
+ * pipeline (dump.c) and written out as images at the end.
+ */
+#ifndef MEMDUMP_DUMP_H
+#define MEMDUMP_DUMP_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "cli/options.h"
+
+struct thread {
+	pid_t tid;
+	bool seized;			/* PTRACE_SEIZE done */
+	bool regs_dirty;		/* regs changed by remote execution */
+	struct user_regs_struct regs;	/* as at the freeze */
+	uint8_t *xsave;			/* NT_X86_XSTATE */
+	size_t xsave_len;
+	uint64_t sigmask;		/* blocked signals at the freeze */
+	uint64_t tid_address;		/* set_tid_address() */
+	uint64_t robust_head;
+	uint64_t robust_len;
+	uint64_t rseq_abi, rseq_sig;
+	uint32_t rseq_len;
+	uint64_t ss_sp, ss_size;	/* sigaltstack */
+	uint32_t ss_flags;
+	char comm[32];
+	siginfo_t *sigpending;		/* queued for this thread only */
+	int nr_sigpending;
+};
+
+struct vma {
+	uint64_t start, end;
+	uint64_t pgoff;			/* bytes */
+	uint32_t prot, flags, status;
+	uint64_t shmid;			/* file id (file maps) or shmem inode */
+	uint64_t dev, ino;
+	uint64_t madv;
+	bool locked;
+	bool dump;			/* its pages go to the image */
+	bool anon_only;			/* dump only anonymous (COW) pages */
+	uint64_t nr_pages;		/* dumped */
+	char vmflags[128];
+	char name[PATH_MAX];
+};
+
+/* A run of pages to dump: [start, start + nr_pages * PAGE_SIZE). */
+struct page_run {
+	uint64_t start;
+	uint64_t nr_pages;
+	bool unreadable;		/* in a VMA without PROT_READ: via /proc/PID/mem */
+};
+
+struct dump_stats {
+	uint64_t freeze_start, frozen_at, unfrozen_at;
+	uint64_t mem_start, mem_end;
+	uint64_t pages_scanned, pages_written;
+	uint64_t bytes_written;
+};
+
+struct parasite;
+
+struct dump_ctx {
+	pid_t pid;
+	int dirfd;
+	int pidfd;
+	int mem_fd;			/* /proc/PID/mem */
+	enum dump_mode mode;
+	struct thread *threads;		/* leader first */
+	int nr_threads;
+	struct vma *vmas;
+	int nr_vmas;
+	struct page_run *runs;
+	size_t nr_runs;
+	uint64_t nr_pages;
+	struct parasite *parasite;
+	struct dump_stats stats;
+	siginfo_t *sigpending;		/* queued for the whole process */
+	int nr_sigpending;
+};
+
+/* seize.c */
+int target_check(pid_t pid);
+int seize_all(struct dump_ctx *d);
+void release_all(struct dump_ctx *d, bool kill_target);
+struct thread *thread_of(struct dump_ctx *d, pid_t tid);
+int wait_stop(pid_t tid, int *status);
+int interrupt_thread(pid_t tid, bool pass_signal);
+
+/* threads.c */
+int collect_thread_regs(struct dump_ctx *d, struct thread *t);
+int collect_thread_inside(struct dump_ctx *d, struct thread *t);
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
+int put_thread_regs(struct thread *t);
+
+/* vma.c */
+int collect_vmas(struct dump_ctx *d);
+
+/* pagescan.c */
+int select_pages(struct dump_ctx *d);
+
+/* pages.c */
+int write_pages(struct dump_ctx *d);
+
+/* remote.c: system calls executed by a stopped thread of the target */
+int remote_init(struct dump_ctx *d);
+int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
+		   long a1, long a2, long a3, long a4, long a5, long a6);
+
+/* infect/parasite.c */
+int parasite_infect(struct dump_ctx *d);
+int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
+		      int out_fd);
+uint64_t parasite_scratch(struct dump_ctx *d, void **local);
+void parasite_cure(struct dump_ctx *d);
+
+/* Signals that ask a dump to stop (SIGINT, SIGTERM, memdump's parent gone). */
+extern volatile sig_atomic_t dump_interrupted;
+
+#endif

@@ -1,0 +1,440 @@
+/*
+ * Open files: the target's fds and the files its mappings, exe, cwd and root
+ * name. Kinds memdump cannot restore yet (sockets, eventfd, epoll, ...) are
+ * refused at dump time, naming the fd, so that no dump is made that cannot be
+ * restored.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/files.h"
+#include "image/image.h"
+#include "log.h"
+#include "dump/shmem.h"
+#include "dump/sockets.h"
+
+#include "files.pb-c.h"
+
+static struct file_desc *descs;
+static int nr_descs;
+static struct fd_entry *fds;
+static int nr_fds;
+
+static struct file_desc *new_desc(enum file_kind kind)
+{
+	struct file_desc *n = realloc(descs, (nr_descs + 1) * sizeof(*n));
+
+	if (!n)
+		return NULL;
+	descs = n;
+	n = &descs[nr_descs++];
+	memset(n, 0, sizeof(*n));
+	n->id = nr_descs;
+	n->kind = kind;
+	return n;
+}
+
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags)
+{
+	struct file_desc *f;
+
+	(void)d;
+	for (int i = 0; i < nr_descs; i++) {
+		f = &descs[i];
+		if (f->kind == FK_REG && f->st.st_dev == st->st_dev && f->st.st_ino == st->st_ino &&
+		    !strcmp(f->path, path))
+			return f->id;
+	}
+	f = new_desc(FK_REG);
+	if (!f || !(f->path = strdup(path)))
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags;
+	return f->id;
+}
+
+int files_id_of_proc_link(struct dump_ctx *d, const char *link)
+{
+	char proc[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/%s", d->pid, link);
+	n = readlink(proc, path, sizeof(path) - 1);
+	if (n < 0 || stat(proc, &st))
+		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
+	path[n] = 0;
+	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+}
+
+static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "pos: %llu", &v) == 1)
+			*pos = v;
+		else if (sscanf(line, "flags: %llo", &v) == 1)
+			*flags = v;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* An earlier fd of the same open file description (dup), by kcmp. */
+static int same_description(struct dump_ctx *d, int fd)
+{
+	for (int i = 0; i < nr_fds; i++)
+		if (syscall(SYS_kcmp, d->pid, d->pid, KCMP_FILE, fds[i].fd, fd) == 0)
+			return fds[i].id;
+	return 0;
+}
+
+static bool is_tty(const struct stat *st)
+{
+	unsigned maj = major(st->st_rdev);
+
+	return S_ISCHR(st->st_mode) && (maj == 136 || maj == 4 || maj == 5);
+}
+
+static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
+{
+	return fail(-EOPNOTSUPP, "process %d: fd %d (%s) is %s, which memdump cannot dump yet",
+		    pid, fd, link, what);
+}
+
+static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
+		       uint32_t flags, uint64_t pos)
+{
+	struct file_desc *f;
+	enum file_kind kind;
+
+	if (S_ISSOCK(st->st_mode)) {
+		char what[256];
+
+		socket_describe(st->st_ino, what, sizeof(what));
+		return refuse_fd(d->pid, fd, link, what);
+	}
+	if (!strncmp(link, "anon_inode:", 11))
+		return refuse_fd(d->pid, fd, link, "an anonymous-inode file (eventfd, epoll, "
+				 "signalfd, timerfd, inotify, io_uring, pidfd...)");
+	if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
+		return refuse_fd(d->pid, fd, link, "a pseudo-terminal master");
+	if (S_ISFIFO(st->st_mode))
+		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
+	else if (is_tty(st))
+		kind = FK_TTY;
+	else if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode))
+		kind = FK_REG;
+	else
+		return refuse_fd(d->pid, fd, link, "a block device or unknown file");
+	if (kind == FK_REG && strstr(link, " (deleted)") && strncmp(link, "/memfd:", 7))
+		return refuse_fd(d->pid, fd, link, "a deleted file");
+	if (!strncmp(link, "/memfd:", 7)) {
+		int ret = shmem_add_memfd_fd(d, fd, link);
+
+		if (ret)
+			return ret;
+		kind = FK_MEMFD;
+	}
+	f = new_desc(kind);
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	f->pos = pos;
+	if (kind == FK_PIPE || kind == FK_FIFO || kind == FK_MEMFD)
+		f->pipe_id = st->st_ino;
+	if (kind != FK_PIPE && !(f->path = strdup(link)))
+		return -ENOMEM;
+	if (kind == FK_FIFO) {
+		int idx = f - descs, id = files_add_path(d, link, st, flags);
+
+		if (id < 0)
+			return id;
+		descs[idx].fifo_reg_id = id;
+		return descs[idx].id;
+	}
+	return f->id;
+}
+
+static int collect_fd(struct dump_ctx *d, int fd)
+{
+	char proc[64], link[PATH_MAX];
+	uint32_t flags = 0;
+	uint64_t pos = 0;
+	struct fd_entry *e;
+	struct stat st;
+	ssize_t n;
+	int id;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	if (n < 0 || stat(proc, &st) || read_fdinfo(d->pid, fd, &pos, &flags))
+		return errno == ENOENT ? 0 : fail(-errno, "cannot inspect fd %d of process %d: %s",
+						  fd, d->pid, strerror(errno));
+	link[n] = 0;
+	id = same_description(d, fd);
+	if (!id)
+		id = describe_fd(d, fd, link, &st, flags, pos);
+	if (id < 0)
+		return id;
+	e = realloc(fds, (nr_fds + 1) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	fds = e;
+	fds[nr_fds++] = (struct fd_entry){ .fd = fd, .id = id, .cloexec = flags & O_CLOEXEC };
+	pr_debug("fd %d: %s (id %d)", fd, link, id);
+	return 0;
+}
+
+int collect_fds(struct dump_ctx *d)
+{
+	char path[64];
+	struct dirent *de;
+	int ret = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", d->pid);
+	dir = opendir(path);
+	if (!dir)
+		return fail(-errno, "cannot list %s: %s", path, strerror(errno));
+	while (!ret && (de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			ret = collect_fd(d, atoi(de->d_name));
+	closedir(dir);
+	return ret;
+}
+
+static FownEntry fown_zero = FOWN_ENTRY__INIT;
+
+static void fill_reg(RegFileEntry *r, const struct file_desc *f)
+{
+	r->id = f->id;
+	r->flags = f->flags;
+	r->pos = f->pos;
+	r->fown = &fown_zero;
+	r->name = f->path;
+	r->has_size = true;
+	r->size = f->st.st_size;
+	r->has_mode = true;
+	r->mode = f->st.st_mode;
+	r->has_dev = r->has_ino = r->has_mtime_ns = r->has_rdev = true;
+	r->dev = f->st.st_dev;
+	r->ino = f->st.st_ino;
+	r->mtime_ns = f->st.st_mtim.tv_sec * 1000000000ULL + f->st.st_mtim.tv_nsec;
+	r->rdev = f->st.st_rdev;
+}
+
+static int write_file_entry(struct image *img, const struct file_desc *f)
+{
+	FileEntry fe = FILE_ENTRY__INIT;
+	RegFileEntry reg = REG_FILE_ENTRY__INIT;
+	PipeEntry pipe = PIPE_ENTRY__INIT;
+	FifoEntry fifo = FIFO_ENTRY__INIT;
+	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
+	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
+
+	fe.id = f->id;
+	switch (f->kind) {
+	case FK_REG:
+		fe.type = FD_TYPES__REG;
+		fill_reg(&reg, f);
+		fe.reg = &reg;
+		break;
+	case FK_PIPE:
+		fe.type = FD_TYPES__PIPE;
+		pipe.id = f->id;
+		pipe.pipe_id = f->pipe_id;
+		pipe.flags = f->flags;
+		pipe.fown = &fown_zero;
+		fe.pipe = &pipe;
+		break;
+	case FK_FIFO:
+		fe.type = FD_TYPES__FIFO;
+		fifo.id = f->id;
+		fifo.pipe_id = f->pipe_id;
+		fifo.has_regf_id = true;
+		fifo.regf_id = f->fifo_reg_id;
+		fe.fifo = &fifo;
+		break;
+	case FK_TTY:
+		fe.type = FD_TYPES__TTY;
+		tty.id = f->id;
+		tty.flags = f->flags;
+		tty.fown = &fown_zero;
+		tty.name = f->path;
+		fe.tty = &tty;
+		break;
+	case FK_MEMFD:
+		fe.type = FD_TYPES__MEMFD;
+		memfd.id = f->id;
+		memfd.flags = f->flags;
+		memfd.pos = f->pos;
+		memfd.fown = &fown_zero;
+		memfd.inode_id = f->pipe_id;
+		fe.memfd = &memfd;
+		break;
+	}
+	return img_write_msg(img, &fe.base);
+}
+
+static FdTypes fd_type(const struct file_desc *f)
+{
+	static const FdTypes t[] = { [FK_REG] = FD_TYPES__REG, [FK_PIPE] = FD_TYPES__PIPE,
+				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY,
+				     [FK_MEMFD] = FD_TYPES__MEMFD };
+	return t[f->kind];
+}
+
+/* Copy a pipe's unread bytes without consuming them: tee, then splice. */
+static int write_pipe_data(struct dump_ctx *d, struct image *img, const struct file_desc *f,
+			   int fd)
+{
+	PipeDataEntry pde = PIPE_DATA_ENTRY__INIT;
+	char proc[64];
+	int src, tmp[2], ret = 0;
+	ssize_t n = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	src = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (src < 0)
+		return fail(-errno, "cannot open pipe fd %d of process %d: %s", fd, d->pid,
+			    strerror(errno));
+	if (pipe2(tmp, O_CLOEXEC)) {
+		close(src);
+		return -errno;
+	}
+	fcntl(tmp[1], F_SETPIPE_SZ, fcntl(src, F_GETPIPE_SZ));
+	n = tee(src, tmp[1], 1 << 30, SPLICE_F_NONBLOCK);
+	if (n < 0)
+		n = 0;		/* EAGAIN: empty */
+	pde.pipe_id = f->pipe_id;
+	pde.bytes = n;
+	pde.has_size = true;
+	pde.size = fcntl(src, F_GETPIPE_SZ);
+	ret = img_write_msg(img, &pde.base);
+	while (!ret && n > 0) {
+		char buf[65536];
+		ssize_t r = read(tmp[0], buf, MIN((size_t)n, sizeof(buf)));
+
+		if (r <= 0) {
+			ret = -EIO;
+			break;
+		}
+		ret = img_write_raw(img, buf, r);
+		n -= r;
+	}
+	close(src);
+	close(tmp[0]);
+	close(tmp[1]);
+	return ret;
+}
+
+/* Both ends of a pipe are two descriptions of one pipe: its data once. */
+static bool pipe_seen_before(int i)
+{
+	for (int k = 0; k < i; k++)
+		if (descs[k].kind == descs[i].kind && descs[k].pipe_id == descs[i].pipe_id)
+			return true;
+	return false;
+}
+
+static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_kind kind)
+{
+	struct image *img;
+	int ret = img_create(d->dirfd, type, 0, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < nr_descs && !ret; i++) {
+		if (descs[i].kind != kind || pipe_seen_before(i))
+			continue;
+		for (int j = 0; j < nr_fds; j++) {
+			if (fds[j].id == descs[i].id) {
+				ret = write_pipe_data(d, img, &descs[i], fds[j].fd);
+				break;
+			}
+		}
+	}
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+static int write_fdinfo(struct dump_ctx *d)
+{
+	struct image *img;
+	int ret = img_create(d->dirfd, IMG_FDINFO, 1, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < nr_fds && !ret; i++) {
+		FdinfoEntry fe = FDINFO_ENTRY__INIT;
+
+		fe.id = fds[i].id;
+		fe.fd = fds[i].fd;
+		fe.flags = fds[i].cloexec ? FD_CLOEXEC : 0;
+		fe.type = fd_type(&descs[fds[i].id - 1]);
+		ret = img_write_msg(img, &fe.base);
+	}
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+int write_files(struct dump_ctx *d)
+{
+	struct image *img;
+	int ret = img_create(d->dirfd, IMG_FILES, 0, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < nr_descs && !ret; i++)
+		ret = write_file_entry(img, &descs[i]);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	ret = img_close(img);
+	if (!ret)
+		ret = write_fdinfo(d);
+	if (!ret)
+		ret = write_pipes_data(d, IMG_PIPES_DATA, FK_PIPE);
+	if (!ret)
+		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
+	return ret;
+}
+
+void files_free(void)
+{
+	for (int i = 0; i < nr_descs; i++)
+		free(descs[i].path);
+	free(descs);
+	free(fds);
+	descs = NULL;
+	fds = NULL;
+	nr_descs = nr_fds = 0;
+}

@@ -1,0 +1,417 @@
+/*
+ * Turning the collected state into CRIU-format images: core-TID, mm,
+ * pagemap, pstree, ids, fs, stats, inventory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/images.h"
+#include "image/image.h"
+#include "log.h"
+#include "dump/restart.h"
+#include "dump/task.h"
+#include "vma_status.h"
+
+#include "core.pb-c.h"
+#include "fs.pb-c.h"
+#include "inventory.pb-c.h"
+#include "mm.pb-c.h"
+#include "pagemap.pb-c.h"
+#include "pstree.pb-c.h"
+#include "stats.pb-c.h"
+
+static int write_one(int dirfd, enum img_type t, unsigned id, const ProtobufCMessage *m)
+{
+	struct image *img;
+	int ret = img_create(dirfd, t, id, &img);
+
+	if (ret)
+		return ret;
+	ret = img_write_msg(img, m);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+static void fill_gpregs(UserX86RegsEntry *g, const struct user_regs_struct *r)
+{
+	g->r15 = r->r15; g->r14 = r->r14; g->r13 = r->r13; g->r12 = r->r12;
+	g->bp = r->rbp; g->bx = r->rbx; g->r11 = r->r11; g->r10 = r->r10;
+	g->r9 = r->r9; g->r8 = r->r8; g->ax = r->rax; g->cx = r->rcx;
+	g->dx = r->rdx; g->si = r->rsi; g->di = r->rdi; g->orig_ax = r->orig_rax;
+	g->ip = r->rip; g->cs = r->cs; g->flags = r->eflags; g->sp = r->rsp;
+	g->ss = r->ss; g->fs_base = r->fs_base; g->gs_base = r->gs_base;
+	g->ds = r->ds; g->es = r->es; g->fs = r->fs; g->gs = r->gs;
+	g->has_mode = true;
+	g->mode = 1;
+}
+
+/* CRIU's split fpregs fields come from the legacy area of the XSAVE image. */
+static void fill_fpregs(UserX86FpregsEntry *f, UserX86XsaveEntry *x, const struct thread *t)
+{
+	const uint8_t *a = t->xsave;
+
+	f->cwd = *(uint16_t *)(a + 0);
+	f->swd = *(uint16_t *)(a + 2);
+	f->twd = *(uint16_t *)(a + 4);
+	f->fop = *(uint16_t *)(a + 6);
+	f->rip = *(uint64_t *)(a + 8);
+	f->rdp = *(uint64_t *)(a + 16);
+	f->mxcsr = *(uint32_t *)(a + 24);
+	f->mxcsr_mask = *(uint32_t *)(a + 28);
+	f->n_st_space = 32;
+	f->st_space = (uint32_t *)(a + 32);
+	f->n_xmm_space = 64;
+	f->xmm_space = (uint32_t *)(a + 160);
+	f->n_padding = 24;
+	f->padding = (uint32_t *)(a + 416);
+	if (t->xsave_len >= 576 + 256) {
+		x->xstate_bv = *(uint64_t *)(a + 512);
+		x->n_ymmh_space = 64;
+		x->ymmh_space = (uint32_t *)(a + 576);
+		f->xsave = x;
+	}
+	f->has_xsave_raw = true;
+	f->xsave_raw.data = t->xsave;
+	f->xsave_raw.len = t->xsave_len;
+}
+
+static void fill_creds(CredsEntry *c, const struct creds *cr, uint32_t caps[5][2])
+{
+	const uint64_t *sets[5] = { &cr->cap_inh, &cr->cap_prm, &cr->cap_eff, &cr->cap_bnd,
+				    &cr->cap_amb };
+
+	c->uid = cr->uid[0]; c->euid = cr->uid[1]; c->suid = cr->uid[2]; c->fsuid = cr->uid[3];
+	c->gid = cr->gid[0]; c->egid = cr->gid[1]; c->sgid = cr->gid[2]; c->fsgid = cr->gid[3];
+	for (int i = 0; i < 5; i++) {
+		caps[i][0] = (uint32_t)*sets[i];
+		caps[i][1] = (uint32_t)(*sets[i] >> 32);
+	}
+	c->n_cap_inh = c->n_cap_prm = c->n_cap_eff = c->n_cap_bnd = c->n_cap_amb = 2;
+	c->cap_inh = caps[0]; c->cap_prm = caps[1]; c->cap_eff = caps[2];
+	c->cap_bnd = caps[3]; c->cap_amb = caps[4];
+	c->secbits = cr->secbits;
+	c->n_groups = cr->nr_groups;
+	c->groups = (uint32_t *)cr->groups;
+	c->has_no_new_privs = true;
+	c->no_new_privs = cr->no_new_privs;
+}
+
+/* Queued signals as CRIU keeps them: raw siginfo_t bytes. One allocation:
+ * the queue, then n pointers, then n entries. */
+static SignalQueueEntry *signal_queue(const siginfo_t *v, int n)
+{
+	SignalQueueEntry *q = calloc(1, sizeof(*q) + n * (sizeof(SiginfoEntry *) + sizeof(SiginfoEntry)));
+	SiginfoEntry **p;
+	SiginfoEntry *e;
+
+	if (!q)
+		return NULL;
+	signal_queue_entry__init(q);
+	p = (SiginfoEntry **)(q + 1);
+	e = (SiginfoEntry *)(p + n);
+	for (int i = 0; i < n; i++) {
+		siginfo_entry__init(&e[i]);
+		e[i].siginfo.data = (uint8_t *)&v[i];
+		e[i].siginfo.len = sizeof(v[i]);
+		p[i] = &e[i];
+	}
+	q->n_signals = n;
+	q->signals = p;
+	return q;
+}
+
+static int write_task_core(struct dump_ctx *d, const struct task_state *ts, CoreEntry *core)
+{
+	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
+	TaskRlimitsEntry rl = TASK_RLIMITS_ENTRY__INIT;
+	RlimitEntry rle[NR_RLIMITS], *rlp[NR_RLIMITS];
+	SaEntry sae[NR_SIGS], *sap[NR_SIGS];
+	int ret;
+
+	tc.task_state = 1;	/* alive */
+	tc.personality = ts->personality;
+	tc.blk_sigset = d->threads[0].sigmask;
+	tc.comm = (char *)ts->stat.comm;
+	for (int i = 0; i < NR_RLIMITS; i++) {
+		rlimit_entry__init(&rle[i]);
+		rle[i].cur = ts->rlim[i].cur;
+		rle[i].max = ts->rlim[i].max;
+		rlp[i] = &rle[i];
+	}
+	rl.n_rlimits = NR_RLIMITS;
+	rl.rlimits = rlp;
+	tc.rlimits = &rl;
+	for (int i = 0; i < NR_SIGS; i++) {
+		sa_entry__init(&sae[i]);
+		sae[i].sigaction = ts->sa[i].handler;
+		sae[i].flags = ts->sa[i].flags;
+		sae[i].restorer = ts->sa[i].restorer;
+		sae[i].mask = ts->sa[i].mask;
+		sap[i] = &sae[i];
+	}
+	tc.n_sigactions = NR_SIGS;
+	tc.sigactions = sap;
+	tc.has_umask = true;
+	tc.umask = ts->umask;
+	tc.has_thp_disabled = true;
+	tc.thp_disabled = ts->thp_disabled;
+	tc.signals_s = signal_queue(d->sigpending, d->nr_sigpending);
+	if (!tc.signals_s)
+		return -ENOMEM;
+	core->tc = &tc;
+	ret = write_one(d->dirfd, IMG_CORE, d->threads[0].tid, &core->base);
+	free(tc.signals_s);
+	return ret;
+}
+
+static int write_core(struct dump_ctx *d, const struct task_state *ts, const struct thread *t)
+{
+	CoreEntry core = CORE_ENTRY__INIT;
+	ThreadInfoX86 ti = THREAD_INFO_X86__INIT;
+	UserX86RegsEntry gp = USER_X86_REGS_ENTRY__INIT;
+	UserX86FpregsEntry fp = USER_X86_FPREGS_ENTRY__INIT;
+	UserX86XsaveEntry xs = USER_X86_XSAVE_ENTRY__INIT;
+	ThreadCoreEntry thc = THREAD_CORE_ENTRY__INIT;
+	ThreadSasEntry sas = THREAD_SAS_ENTRY__INIT;
+	RseqEntry rseq = RSEQ_ENTRY__INIT;
+	CredsEntry cr = CREDS_ENTRY__INIT;
+	struct user_regs_struct regs = t->regs;
+	uint32_t caps[5][2];
+	int ret;
+
+	regs_for_image(&regs);
+	fill_gpregs(&gp, &regs);
+	fill_fpregs(&fp, &xs, t);
+	ti.clear_tid_addr = t->tid_address;
+	ti.gpregs = &gp;
+	ti.fpregs = &fp;
+	core.mtype = CORE_ENTRY__MARCH__X86_64;
+	core.thread_info = &ti;
+
+	thc.futex_rla = t->robust_head;
+	thc.futex_rla_len = t->robust_len;
+	thc.has_blk_sigset = true;
+	thc.blk_sigset = t->sigmask;
+	if (t->ss_size) {
+		sas.ss_sp = t->ss_sp;
+		sas.ss_size = t->ss_size;
+		sas.ss_flags = t->ss_flags;
+		thc.sas = &sas;
+	}
+	if (t->rseq_abi) {
+		rseq.rseq_abi_pointer = t->rseq_abi;
+		rseq.rseq_abi_size = t->rseq_len;
+		rseq.signature = t->rseq_sig;
+		thc.rseq_entry = &rseq;
+	}
+	fill_creds(&cr, &ts->creds, caps);
+	thc.creds = &cr;
+	thc.comm = (char *)t->comm;
+	thc.signals_p = signal_queue(t->sigpending, t->nr_sigpending);
+	if (!thc.signals_p)
+		return -ENOMEM;
+	core.thread_core = &thc;
+	if (t == &d->threads[0])
+		ret = write_task_core(d, ts, &core);
+	else
+		ret = write_one(d->dirfd, IMG_CORE, t->tid, &core.base);
+	free(thc.signals_p);
+	return ret;
+}
+
+static void fill_vma(VmaEntry *e, const struct vma *v)
+{
+	e->start = v->start;
+	e->end = v->end;
+	e->pgoff = v->pgoff;
+	e->shmid = v->shmid;
+	e->prot = v->prot;
+	e->flags = v->flags;
+	e->status = v->status;
+	e->fd = -1;
+	e->has_madv = v->madv != 0;
+	e->madv = v->madv;
+	e->name = (char *)v->name;
+	e->has_locked = true;
+	e->locked = v->locked;
+}
+
+static int write_mm(struct dump_ctx *d, const struct task_state *ts)
+{
+	MmEntry mm = MM_ENTRY__INIT;
+	VmaEntry *ve = calloc(d->nr_vmas, sizeof(*ve));
+	VmaEntry **vp = calloc(d->nr_vmas, sizeof(*vp));
+	const struct proc_stat *s = &ts->stat;
+	int ret;
+
+	if (!ve || !vp) {
+		free(ve);
+		free(vp);
+		return -ENOMEM;
+	}
+	mm.mm_start_code = s->start_code;
+	mm.mm_end_code = s->end_code;
+	mm.mm_start_data = s->start_data;
+	mm.mm_end_data = s->end_data;
+	mm.mm_start_stack = s->start_stack;
+	mm.mm_start_brk = s->start_brk;
+	mm.mm_brk = ts->brk;
+	mm.mm_arg_start = s->arg_start;
+	mm.mm_arg_end = s->arg_end;
+	mm.mm_env_start = s->env_start;
+	mm.mm_env_end = s->env_end;
+	mm.exe_file_id = ts->exe_id;
+	mm.n_mm_saved_auxv = ts->nr_auxv;
+	mm.mm_saved_auxv = (uint64_t *)ts->auxv;
+	mm.has_dumpable = true;
+	mm.dumpable = ts->dumpable;
+	mm.has_thp_disabled = true;
+	mm.thp_disabled = ts->thp_disabled;
+	for (int i = 0; i < d->nr_vmas; i++) {
+		vma_entry__init(&ve[i]);
+		fill_vma(&ve[i], &d->vmas[i]);
+		vp[i] = &ve[i];
+	}
+	mm.n_vmas = d->nr_vmas;
+	mm.vmas = vp;
+	ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
+	free(ve);
+	free(vp);
+	return ret;
+}
+
+static int write_pagemap(struct dump_ctx *d)
+{
+	PagemapHead head = PAGEMAP_HEAD__INIT;
+	struct image *img;
+	int ret = img_create(d->dirfd, IMG_PAGEMAP, d->pid, &img);
+
+	if (ret)
+		return ret;
+	head.pages_id = 1;
+	ret = img_write_msg(img, &head.base);
+	for (size_t i = 0; i < d->nr_runs && !ret; i++) {
+		PagemapEntry pe = PAGEMAP_ENTRY__INIT;
+
+		pe.vaddr = d->runs[i].start;
+		pe.compat_nr_pages = d->runs[i].nr_pages;
+		pe.has_nr_pages = true;
+		pe.nr_pages = d->runs[i].nr_pages;
+		pe.has_flags = true;
+		pe.flags = PE_PRESENT;
+		ret = img_write_msg(img, &pe.base);
+	}
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
+{
+	PstreeEntry pe = PSTREE_ENTRY__INIT;
+	uint32_t *tids = calloc(d->nr_threads, sizeof(*tids));
+	int ret;
+
+	if (!tids)
+		return -ENOMEM;
+	pe.pid = d->pid;
+	pe.ppid = ts->stat.ppid;
+	pe.pgid = ts->stat.pgid;
+	pe.sid = ts->stat.sid;
+	for (int i = 0; i < d->nr_threads; i++)
+		tids[i] = d->threads[i].tid;
+	pe.n_threads = d->nr_threads;
+	pe.threads = tids;
+	ret = write_one(d->dirfd, IMG_PSTREE, 0, &pe.base);
+	free(tids);
+	return ret;
+}
+
+static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
+{
+	TaskKobjIdsEntry ids = TASK_KOBJ_IDS_ENTRY__INIT;
+	FsEntry fs = FS_ENTRY__INIT;
+	int ret;
+
+	ids.vm_id = ids.files_id = ids.fs_id = ids.sighand_id = 1;
+	ret = write_one(d->dirfd, IMG_IDS, d->pid, &ids.base);
+	if (ret)
+		return ret;
+	fs.cwd_id = ts->cwd_id;
+	fs.root_id = ts->root_id;
+	fs.has_umask = true;
+	fs.umask = ts->umask;
+	return write_one(d->dirfd, IMG_FS, d->pid, &fs.base);
+}
+
+int write_task_images(struct dump_ctx *d, const struct task_state *ts)
+{
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_threads && !ret; i++)
+		ret = write_core(d, ts, &d->threads[i]);
+	if (!ret)
+		ret = write_mm(d, ts);
+	if (!ret)
+		ret = write_pagemap(d);
+	if (!ret)
+		ret = write_pstree(d, ts);
+	if (!ret)
+		ret = write_ids_fs(d, ts);
+	return ret;
+}
+
+int write_stats(struct dump_ctx *d)
+{
+	StatsEntry se = STATS_ENTRY__INIT;
+	DumpStatsEntry ds = DUMP_STATS_ENTRY__INIT;
+	const struct dump_stats *s = &d->stats;
+
+	ds.freezing_time = s->frozen_at - s->freeze_start;
+	ds.frozen_time = now_us() - s->frozen_at;
+	ds.memdump_time = s->mem_end - s->mem_start;
+	ds.memwrite_time = ds.memdump_time;
+	ds.pages_scanned = s->pages_scanned;
+	ds.pages_written = s->pages_written;
+	ds.mode = (char *)mode_name(d->mode);
+	ds.has_bytes_written = true;
+	ds.bytes_written = s->bytes_written;
+	se.dump = &ds;
+	return write_one(d->dirfd, IMG_STATS, 0, &se.base);
+}
+
+int write_inventory(struct dump_ctx *d)
+{
+	InventoryEntry inv = INVENTORY_ENTRY__INIT;
+	TaskKobjIdsEntry ids = TASK_KOBJ_IDS_ENTRY__INIT;
+	struct utsname u;
+	struct timespec ts;
+	char tool[32];
+
+	uname(&u);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	ids.vm_id = ids.files_id = ids.fs_id = ids.sighand_id = 1;
+	inv.img_version = 2;	/* CRIU's CRTOOLS_IMAGES_V1_1 */
+	inv.has_fdinfo_per_id = true;
+	inv.fdinfo_per_id = true;
+	inv.root_ids = &ids;
+	inv.has_dump_uptime = true;
+	inv.dump_uptime = ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+	snprintf(tool, sizeof(tool), "memdump %s", MEMDUMP_VERSION);
+	inv.tool = tool;
+	inv.kernel = u.release;
+	inv.has_pages_bytes = true;
+	inv.pages_bytes = d->stats.bytes_written;
+	return img_write_inventory(d->dirfd, &inv.base);
+}

@@ -1,0 +1,299 @@
+/*
+ * Page data: the selected runs, in address order, into pages-1.img.
+ *
+ *   splice  the parasite vmsplices the pages into a pipe (SPLICE_F_GIFT: page
+ *           references, no copy) and we splice the pipe into the image; with
+ *           O_DIRECT the pages go from the target's memory to the disk without
+ *           a copy. SPLICE_F_GIFT does not copy-on-write: a page in the pipe
+ *           shows what the target writes after it resumes, so every byte is
+ *           in the image before the target runs again.
+ *   read    process_vm_readv into a buffer, then write.
+ *   mem     pread of /proc/PID/mem into a buffer, then write.
+ * In read and mem modes a writer thread writes one buffer while the next is
+ * read: the copy and the disk overlap.
+ *
+ * Runs in VMAs without PROT_READ always go through /proc/PID/mem (the only
+ * way that may read them). When vmsplice is refused (EPERM, EOPNOTSUPP, a
+ * seccomp filter, ...) before any byte was moved, splice mode falls back to
+ * read mode, and says so.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "image/image.h"
+#include "log.h"
+#include "progress.h"
+
+#define BUF_SIZE	(8UL << 20)
+
+#define NR_BUFS		2
+
+struct pages_out {
+	int fd;
+	bool direct;
+	uint64_t written;
+	/* read and mem modes: buffers handed between reader and writer thread */
+	uint8_t *buf[NR_BUFS];	/* aligned for O_DIRECT */
+	size_t len[NR_BUFS];	/* bytes queued in buf[i], 0 = free */
+	int next_fill, next_write;
+	int err;		/* first write error */
+	bool stop;
+	pthread_t writer;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(o->fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && o->direct) {
+			/* This filesystem takes no O_DIRECT writes: buffered then. */
+			fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_DIRECT);
+			o->direct = false;
+			continue;
+		}
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -ENOSPC, "cannot write the pages image: %s",
+				    strerror(n < 0 ? errno : ENOSPC));
+		buf += n;
+		len -= n;
+		o->written += n;
+		progress_update(o->written);
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct pages_out *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		int i = o->next_write;
+
+		while (!o->len[i] && !o->stop)
+			pthread_cond_wait(&o->cond, &o->lock);
+		if (!o->len[i])
+			break;
+		pthread_mutex_unlock(&o->lock);
+		int err = o->err ? 0 : write_buf(o, o->buf[i], o->len[i]);
+		pthread_mutex_lock(&o->lock);
+		if (err && !o->err)
+			o->err = err;
+		o->len[i] = 0;
+		o->next_write = (i + 1) % NR_BUFS;
+		pthread_cond_broadcast(&o->cond);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+/* The next free buffer for the reader. */
+static uint8_t *fill_buffer(struct pages_out *o)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&o->lock);
+	while (o->len[o->next_fill])
+		pthread_cond_wait(&o->cond, &o->lock);
+	b = o->buf[o->next_fill];
+	pthread_mutex_unlock(&o->lock);
+	return b;
+}
+
+static int submit_buffer(struct pages_out *o, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	o->len[o->next_fill] = len;
+	o->next_fill = (o->next_fill + 1) % NR_BUFS;
+	err = o->err;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+/* Wait until everything submitted is written; the first write error. */
+static int flush_buffers(struct pages_out *o)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	for (int i = 0; i < NR_BUFS; i++)
+		while (o->len[i])
+			pthread_cond_wait(&o->cond, &o->lock);
+	err = o->err;
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+/* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
+static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+		    bool use_mem)
+{
+	uint64_t addr = r->start, left = r->nr_pages * PAGE_SIZE;
+
+	while (left) {
+		size_t len = MIN(left, BUF_SIZE);
+		uint8_t *buf = fill_buffer(o);
+		ssize_t n;
+		int ret;
+
+		if (dump_interrupted)
+			return fail(-EINTR, "interrupted");
+		if (use_mem) {
+			n = pread(d->mem_fd, buf, len, addr);
+		} else {
+			struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+			n = process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
+		}
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
+				    d->pid, addr, n < 0 ? strerror(errno) : "short read");
+		/* A short read ends on a page boundary; go on from there. */
+		ret = submit_buffer(o, n);
+		if (ret)
+			return ret;
+		addr += n;
+		left -= n;
+	}
+	return 0;
+}
+
+static bool vmsplice_refused(int err)
+{
+	return err == -EPERM || err == -EOPNOTSUPP || err == -ENOSYS || err == -EINVAL ||
+	       err == -EACCES;
+}
+
+/* A stretch of readable runs through the parasite. */
+static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+		       size_t nr)
+{
+	uint64_t bytes = 0;
+	int ret;
+
+	for (size_t i = 0; i < nr; i++)
+		bytes += r[i].nr_pages * PAGE_SIZE;
+	ret = flush_buffers(o);		/* the image keeps address order */
+	if (!ret)
+		ret = parasite_vmsplice(d, r, nr, o->fd);
+	if (ret)
+		return ret;
+	o->written += bytes;
+	progress_update(o->written);
+	return 0;
+}
+
+static int dump_runs(struct dump_ctx *d, struct pages_out *o)
+{
+	size_t i = 0;
+	int ret = 0;
+
+	while (i < d->nr_runs && !ret) {
+		size_t j = i;
+
+		if (d->runs[i].unreadable || d->mode != MODE_SPLICE) {
+			ret = copy_run(d, o, &d->runs[i], d->runs[i].unreadable || d->mode == MODE_MEM);
+			i++;
+			continue;
+		}
+		while (j < d->nr_runs && !d->runs[j].unreadable)
+			j++;
+		ret = splice_runs(d, o, &d->runs[i], j - i);
+		if (ret && vmsplice_refused(ret) && o->written == 0) {
+			pr_warn("vmsplice refused in process %d (%s): using read mode", d->pid,
+				strerror(-ret));
+			fail_clear();
+			d->mode = MODE_READ;
+			ret = 0;
+			continue;
+		}
+		i = j;
+	}
+	return ret;
+}
+
+static int open_pages(struct dump_ctx *d, struct pages_out *o)
+{
+	struct image *img;
+	int ret = img_create(d->dirfd, IMG_PAGES, 1, &img);
+
+	if (ret)
+		return ret;
+	o->fd = dup(img->fd);
+	img_abort(img);
+	if (o->fd < 0)
+		return -errno;
+	o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	return 0;
+}
+
+static int start_writer(struct pages_out *o)
+{
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		if (posix_memalign((void **)&o->buf[i], PAGE_SIZE, BUF_SIZE))
+			return -ENOMEM;
+	if (pthread_create(&o->writer, NULL, writer_main, o))
+		return -EAGAIN;
+	return 0;
+}
+
+static int stop_writer(struct pages_out *o)
+{
+	int err = flush_buffers(o);
+
+	pthread_mutex_lock(&o->lock);
+	o->stop = true;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(o->writer, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		free(o->buf[i]);
+	return err;
+}
+
+int write_pages(struct dump_ctx *d)
+{
+	struct pages_out o = { .fd = -1 };
+	int ret, err;
+
+	ret = open_pages(d, &o);
+	if (ret)
+		return ret;
+	ret = start_writer(&o);
+	if (ret) {
+		close(o.fd);
+		return ret;
+	}
+	progress_start("dumping memory", d->nr_pages * PAGE_SIZE);
+	d->stats.mem_start = now_us();
+	ret = dump_runs(d, &o);
+	err = stop_writer(&o);
+	ret = ret ?: err;
+	if (!ret && fdatasync(o.fd) && errno != EINVAL)
+		ret = fail(-errno, "cannot sync the pages image: %s", strerror(errno));
+	d->stats.mem_end = now_us();
+	progress_end();
+	d->stats.pages_written = o.written / PAGE_SIZE;
+	d->stats.bytes_written = o.written;
+	if (close(o.fd) && !ret)
+		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
+	return ret;
+}

@@ -1,0 +1,155 @@
+/*
+ * Which pages to dump. For each dumped VMA, the PAGEMAP_SCAN ioctl returns
+ * runs of present or swapped pages, leaving out the shared zero page and,
+ * for private file mappings, the page-cache pages (only their COW copies
+ * are the process's own data). Kernels without PAGEMAP_SCAN: the same from
+ * /proc/PID/pagemap, one u64 per page. Untouched memory costs nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "kernel_uapi.h"
+#include "log.h"
+
+#define VEC_LEN		4096
+#define PM_PRESENT	(1ULL << 63)
+#define PM_SWAPPED	(1ULL << 62)
+#define PM_FILE		(1ULL << 61)
+
+static int add_run(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end,
+		   size_t *cap)
+{
+	struct page_run *last = d->nr_runs ? &d->runs[d->nr_runs - 1] : NULL;
+	uint64_t nr = (end - start) >> PAGE_SHIFT;
+
+	d->nr_pages += nr;
+	if (last && last->start + last->nr_pages * PAGE_SIZE == start &&
+	    last->unreadable == !(v->prot & PROT_READ) && start != v->start) {
+		last->nr_pages += nr;
+		return 0;
+	}
+	if (d->nr_runs == *cap) {
+		struct page_run *n = realloc(d->runs, (*cap = *cap ? *cap * 2 : 1024) * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->runs = n;
+	}
+	d->runs[d->nr_runs++] = (struct page_run){ start, nr, !(v->prot & PROT_READ) };
+	return 0;
+}
+
+static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_region *vec,
+		    size_t *cap)
+{
+	uint64_t skip = PAGE_IS_PFNZERO | (v->anon_only ? PAGE_IS_FILE : 0);
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg),
+		.start = v->start,
+		.end = v->end,
+		.vec = (uint64_t)vec,
+		.vec_len = VEC_LEN,
+		.category_inverted = skip,
+		.category_mask = skip,
+		.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+	};
+	uint64_t before = d->nr_pages;
+
+	while (arg.start < v->end) {
+		long n = ioctl(pm_fd, PAGEMAP_SCAN, &arg);
+
+		if (n < 0)
+			return -errno;
+		for (long i = 0; i < n; i++) {
+			int ret = add_run(d, v, vec[i].start, vec[i].end, cap);
+
+			if (ret)
+				return ret;
+		}
+		arg.start = arg.walk_end;
+		if (n < VEC_LEN && arg.walk_end >= v->end)
+			break;
+	}
+	v->nr_pages = d->nr_pages - before;
+	d->stats.pages_scanned += (v->end - v->start) >> PAGE_SHIFT;
+	return 0;
+}
+
+/* The same from /proc/PID/pagemap entries. */
+static int read_vma_pagemap(struct dump_ctx *d, int pm_fd, struct vma *v, size_t *cap)
+{
+	uint64_t buf[4096], before = d->nr_pages;
+
+	for (uint64_t a = v->start; a < v->end;) {
+		size_t n = MIN((v->end - a) >> PAGE_SHIFT, ARRAY_SIZE(buf));
+		ssize_t r = pread(pm_fd, buf, n * 8, (a >> PAGE_SHIFT) * 8);
+
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		n = r / 8;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t e = buf[i];
+			bool take = (e & (PM_PRESENT | PM_SWAPPED)) &&
+				    !(v->anon_only && (e & PM_FILE));
+			int ret;
+
+			if (!take)
+				continue;
+			ret = add_run(d, v, a + i * PAGE_SIZE, a + (i + 1) * PAGE_SIZE, cap);
+			if (ret)
+				return ret;
+		}
+		a += n * PAGE_SIZE;
+	}
+	v->nr_pages = d->nr_pages - before;
+	d->stats.pages_scanned += (v->end - v->start) >> PAGE_SHIFT;
+	return 0;
+}
+
+int select_pages(struct dump_ctx *d)
+{
+	struct page_region *vec = malloc(VEC_LEN * sizeof(*vec));
+	bool scan = true;
+	size_t cap = 0;
+	char path[64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !vec) {
+		free(vec);
+		if (fd >= 0)
+			close(fd);
+		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	for (int i = 0; i < d->nr_vmas && !ret; i++) {
+		struct vma *v = &d->vmas[i];
+
+		if (!v->dump)
+			continue;
+		if (scan) {
+			ret = scan_vma(d, fd, v, vec, &cap);
+			if (ret == -ENOTTY || ret == -EINVAL) {
+				pr_info("no PAGEMAP_SCAN here: reading pagemap entries");
+				scan = false;
+				ret = 0;
+			}
+		}
+		if (!scan)
+			ret = read_vma_pagemap(d, fd, v, &cap);
+	}
+	free(vec);
+	close(fd);
+	if (ret)
+		return fail(ret, "cannot scan the pages of process %d: %s", d->pid, strerror(-ret));
+	pr_info("%lu pages to dump in %zu runs", d->nr_pages, d->nr_runs);
+	return 0;
+}

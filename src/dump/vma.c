@@ -1,0 +1,211 @@
+/*
+ * The target's VMAs, from /proc/PID/smaps: what each one is (status bits as
+ * CRIU names them), whether its pages are dumped, and the madvise/mlock
+ * state to restore. Mappings memdump cannot restore are refused here, by
+ * name.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/files.h"
+#include "log.h"
+#include "proc.h"
+#include "dump/shmem.h"
+#include "vma_status.h"
+
+static bool has_flag(const struct vma *v, const char *f)
+{
+	for (const char *p = v->vmflags; (p = strstr(p, f)); p += 2)
+		if ((p == v->vmflags || p[-1] == ' ') && (p[2] == ' ' || p[2] == 0))
+			return true;
+	return false;
+}
+
+static void madvise_bits(struct vma *v)
+{
+	static const struct { const char *flag; int advice; } map[] = {
+		{ "hg", MADV_HUGEPAGE }, { "nh", MADV_NOHUGEPAGE }, { "dc", MADV_DONTFORK },
+		{ "dd", MADV_DONTDUMP }, { "mg", MADV_MERGEABLE }, { "wf", MADV_WIPEONFORK },
+		{ "sr", MADV_SEQUENTIAL }, { "rr", MADV_RANDOM },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		if (has_flag(v, map[i].flag))
+			v->madv |= 1ULL << map[i].advice;
+	v->locked = has_flag(v, "lo");
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static int refuse(pid_t pid, const struct vma *v, const char *what)
+{
+	return fail(-EOPNOTSUPP, "process %d has an unsupported mapping %#lx-%#lx %s: %s", pid,
+		    v->start, v->end, v->name[0] ? v->name : "(anonymous)", what);
+}
+
+static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
+{
+	char path[128];
+	struct stat st;
+	int id;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", d->pid, v->start, v->end);
+	if (stat(path, &st))
+		return fail(-errno, "cannot stat the file of mapping %#lx-%#lx (%s): %s", v->start,
+			    v->end, v->name, strerror(errno));
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return refuse(d->pid, v, "a mapping of a device");
+	if (ends_with(v->name, " (deleted)"))
+		return refuse(d->pid, v, "its file was deleted");
+	id = files_add_path(d, v->name, &st, shared ? O_RDWR : O_RDONLY);
+	if (id < 0)
+		return id;
+	v->shmid = id;
+	v->status |= shared ? VMA_FILE_SHARED : VMA_FILE_PRIVATE;
+	v->flags |= shared ? MAP_SHARED : MAP_PRIVATE;
+	v->dump = !shared;
+	v->anon_only = true;
+	return 0;
+}
+
+static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
+{
+	v->status = VMA_AREA_REGULAR;
+	v->dump = true;
+	if (!strcmp(v->name, "[vsyscall]")) {
+		v->status = VMA_AREA_VSYSCALL;
+		v->dump = false;
+	} else if (!strcmp(v->name, "[vdso]")) {
+		v->status |= VMA_AREA_VDSO;
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->dump = false;
+	} else if (!strncmp(v->name, "[vvar", 5)) {
+		v->status |= VMA_AREA_VVAR;
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->dump = false;
+	} else if (has_flag(v, "io") || has_flag(v, "pf")) {
+		return refuse(d->pid, v, "VM_IO/VM_PFNMAP (device memory)");
+	} else if (!strcmp(v->name, "[uprobes]") || !strncmp(v->name, "/[aio]", 6)) {
+		return refuse(d->pid, v, "a kernel-owned mapping");
+	} else if (!strncmp(v->name, "/secretmem", 10) || !strncmp(v->name, "/SYSV", 5)) {
+		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
+			      "System V shared memory");
+	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
+		   (!v->name[0] && shared)) {
+		/* Shared anonymous memory is shmem: its content is dumped. */
+		v->shmid = ino;
+		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
+		v->status |= shared ? VMA_ANON_SHARED : VMA_ANON_PRIVATE;
+		if (v->name[1] == 'm')
+			v->status |= VMA_AREA_MEMFD;
+		if (shared) {
+			v->dump = false;	/* dumped by content: shmem.c */
+			return shmem_add_vma(d, v);
+		}
+	} else if (v->name[0] == '/') {
+		return classify_file(d, v, shared);
+	} else {
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->status |= VMA_ANON_PRIVATE;
+		if (!strcmp(v->name, "[heap]"))
+			v->status |= VMA_AREA_HEAP;
+		if (!strcmp(v->name, "[stack]"))
+			v->status |= VMA_AREA_STACK;
+	}
+	if (has_flag(v, "gd"))
+		v->flags |= MAP_GROWSDOWN;
+	return 0;
+}
+
+static int parse_header(const char *line, struct vma *v, bool *shared, uint64_t *ino)
+{
+	char perms[8];
+	unsigned long long start, end, off, inode;
+	unsigned maj, min;
+	int pos = 0;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+		   &min, &inode, &pos) < 7)
+		return -EINVAL;
+	memset(v, 0, sizeof(*v));
+	v->start = start;
+	v->end = end;
+	v->pgoff = off;
+	v->dev = makedev(maj, min);
+	v->ino = inode;
+	*ino = inode;
+	v->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	*shared = perms[3] == 's';
+	snprintf(v->name, sizeof(v->name), "%s", line + pos);
+	v->name[strcspn(v->name, "\n")] = 0;
+	return 0;
+}
+
+int collect_vmas(struct dump_ctx *d)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, nalloc = 0;
+	struct vma *cur = NULL;
+	bool shared = false;
+	uint64_t ino = 0;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", d->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
+	while (getline(&line, &cap, f) > 0 && !ret) {
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (!cur)
+				continue;
+			snprintf(cur->vmflags, sizeof(cur->vmflags), "%s", line + 9);
+			cur->vmflags[strcspn(cur->vmflags, "\n")] = 0;
+			madvise_bits(cur);
+			ret = classify(d, cur, shared, ino);
+			continue;
+		}
+		/* A header line starts with a hex range; field lines with "Name:". */
+		if (line[strcspn(line, " ")] == ' ' && strchr(line, '-') &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			if ((size_t)d->nr_vmas == nalloc) {
+				struct vma *nv = realloc(d->vmas, (nalloc = nalloc ? nalloc * 2 : 64) *
+								  sizeof(*nv));
+
+				if (!nv) {
+					ret = -ENOMEM;
+					break;
+				}
+				d->vmas = nv;
+			}
+			cur = &d->vmas[d->nr_vmas];
+			if (parse_header(line, cur, &shared, &ino)) {
+				cur = NULL;
+				continue;
+			}
+			d->nr_vmas++;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (ret)
+		return ret;
+	if (!d->nr_vmas)
+		return fail(-ESRCH, "process %d has no memory (exited?)", d->pid);
+	pr_info("process %d: %d VMAs", d->pid, d->nr_vmas);
+	return 0;
+}

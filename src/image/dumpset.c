@@ -1,0 +1,473 @@
+/* Load a whole image set into memory for the commands that read a dump. */
+#include <errno.h>
+#include <inttypes.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image/dumpset.h"
+#include "image/image.h"
+#include "log.h"
+#include "vma_status.h"
+
+/* Every entry of a framed image into a growing array. */
+static int read_all(int dirfd, enum img_type t, unsigned id,
+		    const ProtobufCMessageDescriptor *desc, void ***arr, size_t *nr)
+{
+	struct image *img;
+	size_t cap = 0;
+	void *msg;
+	int ret = img_open(dirfd, t, id, &img);
+
+	*arr = NULL;
+	*nr = 0;
+	if (ret)
+		return ret;
+	while ((ret = img_read_msg(img, desc, &msg)) == 1) {
+		if (*nr == cap) {
+			void **n = realloc(*arr, (cap = cap ? cap * 2 : 16) * sizeof(*n));
+
+			if (!n) {
+				img_free(desc, msg);
+				ret = -ENOMEM;
+				break;
+			}
+			*arr = n;
+		}
+		(*arr)[(*nr)++] = msg;
+	}
+	img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+static void free_all(const ProtobufCMessageDescriptor *desc, void **arr, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		img_free(desc, arr[i]);
+	free(arr);
+}
+
+static bool img_exists(int dirfd, enum img_type t, unsigned id)
+{
+	char name[64];
+
+	img_name(t, id, name, sizeof(name));
+	return faccessat(dirfd, name, F_OK, 0) == 0;
+}
+
+/* A required image: missing is "incomplete dump", said before img_open would. */
+static int need_img(const struct dumpset *ds, enum img_type t, unsigned id)
+{
+	char name[64];
+
+	img_name(t, id, name, sizeof(name));
+	if (faccessat(ds->dirfd, name, F_OK, 0))
+		return fail(-errno, "the dump is incomplete: %s: %s", name, strerror(errno));
+	return 0;
+}
+
+static int open_dir(const char *dir, struct dumpset *ds)
+{
+	if (!dir)
+		return fail(-EINVAL, "no dump directory given (-D DIR)");
+	ds->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ds->dirfd < 0)
+		return fail(-errno, "cannot open %s: %s", dir, strerror(errno));
+	if (!img_exists(ds->dirfd, IMG_INVENTORY, 0))
+		return fail(-ENOENT, "%s holds no complete dump (no inventory.img)", dir);
+	return 0;
+}
+
+static int load_cores(struct dumpset *ds)
+{
+	PstreeEntry *pe = ds->pstree;
+	size_t n = pe->n_threads ? pe->n_threads : 1;
+
+	ds->cores = calloc(n, sizeof(*ds->cores));
+	if (!ds->cores)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		unsigned tid = pe->n_threads ? pe->threads[i] : pe->pid;
+		int ret = need_img(ds, IMG_CORE, tid);
+
+		if (!ret)
+			ret = img_read_one(ds->dirfd, IMG_CORE, tid, &core_entry__descriptor,
+					   (void **)&ds->cores[i]);
+
+		if (ret)
+			return ret;
+		ds->nr_cores++;
+	}
+	return 0;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct dump_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* A growing run list. */
+struct run_list {
+	struct dump_run *runs;
+	size_t nr, cap;
+	uint64_t off;		/* where the next present run's bytes start */
+};
+
+static int add_run(struct run_list *l, const PagemapEntry *pe)
+{
+	uint64_t nr = pe->has_nr_pages ? pe->nr_pages : pe->compat_nr_pages;
+	struct dump_run *r;
+
+	if (l->nr == l->cap) {
+		r = realloc(l->runs, (l->cap = l->cap ? l->cap * 2 : 64) * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		l->runs = r;
+	}
+	r = &l->runs[l->nr++];
+	r->start = pe->vaddr;
+	r->end = pe->vaddr + nr * PAGE_SIZE;
+	r->present = pe->has_flags ? !!(pe->flags & PE_PRESENT) : !pe->in_parent;
+	r->off = l->off;
+	if (r->present)
+		l->off += nr * PAGE_SIZE;
+	return 0;
+}
+
+static int open_pages(const struct dumpset *ds, unsigned pages_id, int *fd)
+{
+	char name[64];
+
+	img_name(IMG_PAGES, pages_id, name, sizeof(name));
+	*fd = openat(ds->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return fail(-errno, "cannot open image %s: %s", name, strerror(errno));
+	return 0;
+}
+
+/* A pagemap image: a head naming pages-N.img, then the runs in file order. */
+static int read_runs(const struct dumpset *ds, struct image *img, struct run_list *l,
+		     int *pages_fd)
+{
+	PagemapHead *head = NULL;
+	void *msg;
+	int ret = img_read_msg(img, &pagemap_head__descriptor, (void **)&head);
+
+	if (ret == 0)
+		ret = fail(-EIO, "image %s is empty", img->name);
+	if (ret > 0)
+		ret = open_pages(ds, head->pages_id, pages_fd);
+	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
+		ret = add_run(l, msg);
+		img_free(&pagemap_entry__descriptor, msg);
+	}
+	img_free(&pagemap_head__descriptor, head);
+	return ret;
+}
+
+static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
+		     size_t *nr, int *pages_fd)
+{
+	struct run_list l = { 0 };
+	struct image *img;
+	int ret = need_img(ds, t, id);
+
+	if (!ret)
+		ret = img_open(ds->dirfd, t, id, &img);
+	if (ret)
+		return ret;
+	ret = read_runs(ds, img, &l, pages_fd);
+	img_abort(img);
+	*runs = l.runs;
+	*nr = l.nr;
+	if (ret < 0)
+		return ret;
+	qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
+	return 0;
+}
+
+static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t shmid)
+{
+	for (size_t i = 0; i < ds->nr_shmems; i++)
+		if (ds->shmems[i].shmid == shmid)
+			return &ds->shmems[i];
+	return NULL;
+}
+
+/* The content of the shared object v maps, once per object. */
+static int load_shmem(struct dumpset *ds, const VmaEntry *v)
+{
+	if (!find_shmem(ds, v->shmid) && !img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, v->shmid)) {
+		pr_warn("no content for the shared memory at %#" PRIx64 ": it reads as zeros",
+			v->start);
+		return 0;
+	}
+	return dumpset_load_shmem(ds, v->shmid);
+}
+
+static int load_shmems(struct dumpset *ds)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ds->mm->n_vmas; i++)
+		if (ds->mm->vmas[i]->status & VMA_ANON_SHARED)
+			ret = load_shmem(ds, ds->mm->vmas[i]);
+	return ret;
+}
+
+static unsigned files_id(const struct dumpset *ds)
+{
+	const TaskKobjIdsEntry *ids = ds->inv->root_ids;
+
+	if (ids && img_exists(ds->dirfd, IMG_FDINFO, ids->files_id))
+		return ids->files_id;
+	return 1;
+}
+
+static int load_files(struct dumpset *ds)
+{
+	int ret = 0;
+
+	if (img_exists(ds->dirfd, IMG_FILES, 0))
+		ret = read_all(ds->dirfd, IMG_FILES, 0, &file_entry__descriptor,
+			       (void ***)&ds->files, &ds->nr_files);
+	if (!ret && img_exists(ds->dirfd, IMG_FDINFO, files_id(ds)))
+		ret = read_all(ds->dirfd, IMG_FDINFO, files_id(ds), &fdinfo_entry__descriptor,
+			       (void ***)&ds->fds, &ds->nr_fds);
+	return ret;
+}
+
+static int load_optional(struct dumpset *ds, unsigned pid)
+{
+	int ret = 0;
+
+	if (img_exists(ds->dirfd, IMG_FS, pid))
+		ret = img_read_one(ds->dirfd, IMG_FS, pid, &fs_entry__descriptor, (void **)&ds->fs);
+	if (!ret && img_exists(ds->dirfd, IMG_MEMFD_INODE, 0))
+		ret = read_all(ds->dirfd, IMG_MEMFD_INODE, 0, &memfd_inode_entry__descriptor,
+			       (void ***)&ds->memfds, &ds->nr_memfds);
+	if (!ret && img_exists(ds->dirfd, IMG_STATS, 0))
+		ret = img_read_one(ds->dirfd, IMG_STATS, 0, &stats_entry__descriptor,
+				   (void **)&ds->stats);
+	return ret;
+}
+
+static int load_images(struct dumpset *ds)
+{
+	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
+			       (void **)&ds->inv);
+
+	if (!ret)
+		ret = need_img(ds, IMG_PSTREE, 0);
+	if (!ret)
+		ret = img_read_one(ds->dirfd, IMG_PSTREE, 0, &pstree_entry__descriptor,
+				   (void **)&ds->pstree);
+	if (!ret)
+		ret = load_cores(ds);
+	if (!ret)
+		ret = need_img(ds, IMG_MM, ds->pstree->pid);
+	if (!ret)
+		ret = img_read_one(ds->dirfd, IMG_MM, ds->pstree->pid, &mm_entry__descriptor,
+				   (void **)&ds->mm);
+	if (!ret)
+		ret = load_runs(ds, IMG_PAGEMAP, ds->pstree->pid, &ds->runs, &ds->nr_runs,
+				&ds->pages_fd);
+	if (!ret)
+		ret = load_shmems(ds);
+	if (!ret)
+		ret = load_files(ds);
+	if (!ret)
+		ret = load_optional(ds, ds->pstree->pid);
+	return ret;
+}
+
+int dumpset_load(const char *dir, struct dumpset *ds)
+{
+	int ret;
+
+	memset(ds, 0, sizeof(*ds));
+	ds->pages_fd = -1;
+	ds->dirfd = -1;
+	ret = open_dir(dir, ds);
+	if (!ret)
+		ret = load_images(ds);
+	if (ret)
+		dumpset_free(ds);
+	return ret;
+}
+
+void dumpset_free(struct dumpset *ds)
+{
+	img_free(&inventory_entry__descriptor, ds->inv);
+	img_free(&pstree_entry__descriptor, ds->pstree);
+	free_all(&core_entry__descriptor, (void **)ds->cores, ds->nr_cores);
+	img_free(&mm_entry__descriptor, ds->mm);
+	free(ds->runs);
+	free_all(&file_entry__descriptor, (void **)ds->files, ds->nr_files);
+	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);
+	img_free(&fs_entry__descriptor, ds->fs);
+	img_free(&stats_entry__descriptor, ds->stats);
+	if (ds->pages_fd >= 0)
+		close(ds->pages_fd);
+	for (size_t i = 0; i < ds->nr_shmems; i++) {
+		free(ds->shmems[i].runs);
+		if (ds->shmems[i].pages_fd >= 0)
+			close(ds->shmems[i].pages_fd);
+	}
+	free(ds->shmems);
+	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
+	if (ds->dirfd >= 0)
+		close(ds->dirfd);
+	memset(ds, 0, sizeof(*ds));
+	ds->pages_fd = -1;
+	ds->dirfd = -1;
+}
+
+pid_t dumpset_pid(const struct dumpset *ds)
+{
+	return ds->pstree->pid;
+}
+
+const char *dumpset_comm(const struct dumpset *ds)
+{
+	const CoreEntry *c = ds->nr_cores ? ds->cores[0] : NULL;
+
+	if (c && c->tc && c->tc->comm)
+		return c->tc->comm;
+	if (c && c->thread_core && c->thread_core->comm)
+		return c->thread_core->comm;
+	return "?";
+}
+
+const FileEntry *dumpset_file(const struct dumpset *ds, uint32_t id)
+{
+	for (size_t i = 0; i < ds->nr_files; i++)
+		if (ds->files[i]->id == id)
+			return ds->files[i];
+	return NULL;
+}
+
+const char *dumpset_file_path(const FileEntry *fe)
+{
+	if (!fe)
+		return NULL;
+	if (fe->type == FD_TYPES__REG && fe->reg)
+		return fe->reg->name;
+	if (fe->type == FD_TYPES__TTY && fe->tty && fe->tty->name)
+		return fe->tty->name;
+	return NULL;
+}
+
+const MemfdInodeEntry *dumpset_memfd(const struct dumpset *ds, uint64_t inode_id)
+{
+	for (size_t i = 0; i < ds->nr_memfds; i++)
+		if (ds->memfds[i]->inode_id == inode_id)
+			return ds->memfds[i];
+	return NULL;
+}
+
+size_t runs_after(const struct dump_run *runs, size_t nr, uint64_t key)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (runs[mid].end <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t runs_pages_in(const struct dump_run *runs, size_t nr, uint64_t start, uint64_t end)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = runs_after(runs, nr, start); i < nr; i++) {
+		const struct dump_run *r = &runs[i];
+
+		if (r->start >= end)
+			break;
+		if (r->present)
+			bytes += MIN(r->end, end) - MAX(r->start, start);
+	}
+	return bytes / PAGE_SIZE;
+}
+
+size_t dumpset_run_after(const struct dumpset *ds, uint64_t addr)
+{
+	return runs_after(ds->runs, ds->nr_runs, addr);
+}
+
+uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end)
+{
+	return runs_pages_in(ds->runs, ds->nr_runs, start, end);
+}
+
+void dumpset_vma_src(const struct dumpset *ds, const VmaEntry *v, struct vma_src *src)
+{
+	const struct dump_shmem *s = find_shmem(ds, v->shmid);
+
+	if (!(v->status & VMA_ANON_SHARED)) {
+		*src = (struct vma_src){ ds->runs, ds->nr_runs, ds->pages_fd, v->start };
+		return;
+	}
+	if (s)
+		*src = (struct vma_src){ s->runs, s->nr_runs, s->pages_fd, v->pgoff };
+	else
+		*src = (struct vma_src){ NULL, 0, -1, v->pgoff };
+}
+
+uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v)
+{
+	struct vma_src src;
+
+	dumpset_vma_src(ds, v, &src);
+	return runs_pages_in(src.runs, src.nr_runs, src.base, src.base + (v->end - v->start));
+}
+
+const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr)
+{
+	size_t lo = 0, hi = ds->mm->n_vmas;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const VmaEntry *v = ds->mm->vmas[mid];
+
+		if (addr < v->start)
+			hi = mid;
+		else if (addr >= v->end)
+			lo = mid + 1;
+		else
+			return v;
+	}
+	return NULL;
+}
+
+const struct dump_shmem *dumpset_shmem(const struct dumpset *ds, uint64_t shmid)
+{
+	return find_shmem(ds, shmid);
+}
+
+int dumpset_load_shmem(struct dumpset *ds, uint64_t shmid)
+{
+	struct dump_shmem *s;
+
+	if (find_shmem(ds, shmid) || !img_exists(ds->dirfd, IMG_SHMEM_PAGEMAP, shmid))
+		return 0;
+	s = realloc(ds->shmems, (ds->nr_shmems + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ds->shmems = s;
+	s = &s[ds->nr_shmems++];
+	memset(s, 0, sizeof(*s));
+	s->shmid = shmid;
+	s->pages_fd = -1;
+	return load_runs(ds, IMG_SHMEM_PAGEMAP, shmid, &s->runs, &s->nr_runs, &s->pages_fd);
+}

@@ -1,0 +1,340 @@
+/* Reading and writing CRIU-format image files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image/image.h"
+#include "log.h"
+
+struct img_desc {
+	const char *fmt;	/* file name, %u is the id */
+	uint32_t magic;		/* 0: raw image, no header */
+	uint32_t head;		/* IMG_COMMON_MAGIC, IMG_SERVICE_MAGIC or 0 */
+};
+
+static const struct img_desc descs[IMG_NR_TYPES] = {
+	[IMG_INVENTORY]  = { "inventory.img",   0x58313116, 0 },
+	[IMG_PSTREE]     = { "pstree.img",      0x50273030, IMG_COMMON_MAGIC },
+	[IMG_CORE]       = { "core-%u.img",     0x55053847, IMG_COMMON_MAGIC },
+	[IMG_IDS]        = { "ids-%u.img",      0x54432030, IMG_COMMON_MAGIC },
+	[IMG_MM]         = { "mm-%u.img",       0x57492820, IMG_COMMON_MAGIC },
+	[IMG_PAGEMAP]    = { "pagemap-%u.img",  0x56084025, IMG_COMMON_MAGIC },
+	[IMG_PAGES]      = { "pages-%u.img",    0, 0 },
+	[IMG_FILES]      = { "files.img",       0x56303138, IMG_COMMON_MAGIC },
+	[IMG_FDINFO]     = { "fdinfo-%u.img",   0x56213732, IMG_COMMON_MAGIC },
+	[IMG_FS]         = { "fs-%u.img",       0x51403912, IMG_COMMON_MAGIC },
+	[IMG_PIPES_DATA] = { "pipes-data.img",  0x56453709, IMG_COMMON_MAGIC },
+	[IMG_FIFO_DATA]  = { "fifo-data.img",   0x59333054, IMG_COMMON_MAGIC },
+	[IMG_STATS]      = { "stats-dump",      0x57093306, IMG_SERVICE_MAGIC },
+	[IMG_SHMEM_PAGEMAP] = { "pagemap-shmem-%u.img", 0x56084025, IMG_COMMON_MAGIC },
+	[IMG_MEMFD_INODE] = { "memfd.img",      0x48453499, IMG_COMMON_MAGIC },
+};
+
+#define MAX_CREATED 4096
+static char *created[MAX_CREATED];
+static int nr_created;
+
+void img_name(enum img_type t, unsigned id, char *buf, size_t len)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	snprintf(buf, len, descs[t].fmt, id);
+#pragma GCC diagnostic pop
+}
+
+static void remember(const char *name)
+{
+	if (nr_created < MAX_CREATED)
+		created[nr_created++] = strdup(name);
+}
+
+void img_remove_created(int dirfd)
+{
+	for (int i = 0; i < nr_created; i++) {
+		if (created[i])
+			unlinkat(dirfd, created[i], 0);
+	}
+	img_forget_created();
+}
+
+void img_forget_created(void)
+{
+	for (int i = 0; i < nr_created; i++)
+		free(created[i]);
+	nr_created = 0;
+}
+
+static int write_header(struct image *img)
+{
+	const struct img_desc *d = &descs[img->type];
+	uint32_t hdr[2];
+	int n = 0;
+
+	if (d->head)
+		hdr[n++] = d->head;
+	if (d->magic)
+		hdr[n++] = d->magic;
+	return n ? img_write_raw(img, hdr, n * sizeof(hdr[0])) : 0;
+}
+
+static int create_named(int dirfd, enum img_type t, const char *name, struct image **out)
+{
+	struct image *img = calloc(1, sizeof(*img));
+	int ret;
+
+	if (!img)
+		return -ENOMEM;
+	img->type = t;
+	snprintf(img->name, sizeof(img->name), "%s", name);
+	img->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (img->fd < 0) {
+		ret = -errno;
+		free(img);
+		return fail(ret, "cannot create image %s: %s", name, strerror(-ret));
+	}
+	remember(name);
+	if (t != IMG_PAGES) {
+		img->f = fdopen(img->fd, "w");
+		if (!img->f) {
+			ret = -errno;
+			close(img->fd);
+			free(img);
+			return ret;
+		}
+		setvbuf(img->f, NULL, _IOFBF, 1 << 16);
+	}
+	ret = write_header(img);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	*out = img;
+	return 0;
+}
+
+int img_create(int dirfd, enum img_type t, unsigned id, struct image **out)
+{
+	char name[64];
+
+	img_name(t, id, name, sizeof(name));
+	return create_named(dirfd, t, name, out);
+}
+
+int img_write_raw(struct image *img, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	if (img->f) {
+		if (fwrite(buf, 1, len, img->f) != len)
+			return fail(-errno ?: -EIO, "cannot write image %s: %s", img->name,
+				    strerror(errno ?: EIO));
+		return 0;
+	}
+	while (len) {
+		ssize_t n = write(img->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -ENOSPC, "cannot write image %s: %s", img->name,
+				    strerror(n < 0 ? errno : ENOSPC));
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int img_write_msg(struct image *img, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t stackbuf[4096], *buf = stackbuf;
+	uint32_t len32 = len;
+	int ret;
+
+	if (len > sizeof(stackbuf)) {
+		buf = malloc(len);
+		if (!buf)
+			return -ENOMEM;
+	}
+	protobuf_c_message_pack(msg, buf);
+	ret = img_write_raw(img, &len32, sizeof(len32));
+	if (!ret)
+		ret = img_write_raw(img, buf, len);
+	if (buf != stackbuf)
+		free(buf);
+	return ret;
+}
+
+int img_close(struct image *img)
+{
+	int ret = 0;
+
+	if (img->f && fflush(img->f))
+		ret = fail(-errno, "cannot write image %s: %s", img->name, strerror(errno));
+	if (!ret && fsync(img->fd) && errno != EINVAL)
+		ret = fail(-errno, "cannot sync image %s: %s", img->name, strerror(errno));
+	if (img->f) {
+		if (fclose(img->f) && !ret)
+			ret = fail(-errno, "cannot close image %s: %s", img->name, strerror(errno));
+	} else if (img->fd >= 0) {
+		close(img->fd);
+	}
+	free(img);
+	return ret;
+}
+
+void img_abort(struct image *img)
+{
+	if (!img)
+		return;
+	if (img->f)
+		fclose(img->f);
+	else if (img->fd >= 0)
+		close(img->fd);
+	free(img);
+}
+
+int img_write_inventory(int dirfd, const ProtobufCMessage *msg)
+{
+	static const char tmp[] = ".inventory.img.tmp";
+	struct image *img;
+	int ret;
+
+	unlinkat(dirfd, tmp, 0);
+	ret = create_named(dirfd, IMG_INVENTORY, tmp, &img);
+	if (ret)
+		return ret;
+	ret = img_write_msg(img, msg);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	ret = img_close(img);
+	if (ret)
+		return ret;
+	if (renameat(dirfd, tmp, dirfd, "inventory.img"))
+		return fail(-errno, "cannot rename inventory image: %s", strerror(errno));
+	if (fsync(dirfd))
+		return fail(-errno, "cannot sync dump directory: %s", strerror(errno));
+	return 0;
+}
+
+static int read_exact(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
+{
+	const struct img_desc *d = &descs[t];
+	struct image *img = calloc(1, sizeof(*img));
+	uint32_t m;
+	int ret;
+
+	if (!img)
+		return -ENOMEM;
+	img->type = t;
+	img_name(t, id, img->name, sizeof(img->name));
+	img->fd = openat(dirfd, img->name, O_RDONLY | O_CLOEXEC);
+	if (img->fd < 0) {
+		ret = fail(-errno, "cannot open image %s: %s", img->name, strerror(errno));
+		free(img);
+		return ret;
+	}
+	if (d->head) {
+		ret = read_exact(img->fd, &m, sizeof(m));
+		if (ret != sizeof(m) || m != d->head)
+			goto bad_magic;
+	}
+	if (d->magic) {
+		ret = read_exact(img->fd, &m, sizeof(m));
+		if (ret != sizeof(m) || m != d->magic)
+			goto bad_magic;
+	}
+	*out = img;
+	return 0;
+bad_magic:
+	ret = fail(-EIO, "image %s is corrupt: bad magic", img->name);
+	close(img->fd);
+	free(img);
+	return ret;
+}
+
+int img_read_msg(struct image *img, const ProtobufCMessageDescriptor *desc, void **msg)
+{
+	uint8_t stackbuf[4096], *buf = stackbuf;
+	uint32_t len;
+	int ret;
+
+	ret = read_exact(img->fd, &len, sizeof(len));
+	if (ret == 0)
+		return 0;
+	if (ret != sizeof(len))
+		return fail(-EIO, "image %s is truncated", img->name);
+	if (len > (64u << 20))
+		return fail(-EIO, "image %s is corrupt: entry of %u bytes", img->name, len);
+	if (len > sizeof(stackbuf) && !(buf = malloc(len)))
+		return -ENOMEM;
+	ret = read_exact(img->fd, buf, len);
+	if (ret != (int)len) {
+		ret = fail(-EIO, "image %s is truncated", img->name);
+		goto out;
+	}
+	*msg = protobuf_c_message_unpack(desc, NULL, len, buf);
+	ret = *msg ? 1 : fail(-EIO, "image %s is corrupt: %s does not unpack", img->name,
+			      desc->name);
+out:
+	if (buf != stackbuf)
+		free(buf);
+	return ret;
+}
+
+int img_read_one(int dirfd, enum img_type t, unsigned id,
+		 const ProtobufCMessageDescriptor *desc, void **msg)
+{
+	struct image *img;
+	int ret = img_open(dirfd, t, id, &img);
+
+	if (ret)
+		return ret;
+	ret = img_read_msg(img, desc, msg);
+	if (ret == 0)
+		ret = fail(-EIO, "image %s is empty", img->name);
+	img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+int img_read_raw(struct image *img, void *buf, size_t len)
+{
+	int ret = read_exact(img->fd, buf, len);
+
+	if (ret < 0)
+		return fail(ret, "cannot read image %s: %s", img->name, strerror(-ret));
+	if ((size_t)ret != len)
+		return fail(-EIO, "image %s is truncated", img->name);
+	return 0;
+}
+
+void img_free(const ProtobufCMessageDescriptor *desc, void *msg)
+{
+	(void)desc;
+	if (msg)
+		protobuf_c_message_free_unpacked(msg, NULL);
+}

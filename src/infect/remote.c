@@ -1,0 +1,142 @@
+/*
+ * Remote system calls: make a frozen thread of the target execute one system
+ * call for us. The thread's instruction pointer is moved onto a `syscall`
+ * instruction that already exists in the target (in its vDSO, else in any
+ * executable mapping), so nothing in the target is written; PTRACE_SYSCALL
+ * stops on entry and exit of that call, and its result is read from rax.
+ * No breakpoints are involved (hardware ones do not work in every VM).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "log.h"
+
+static uint64_t syscall_insn;	/* address of 0f 05 in the target */
+
+static uint64_t find_insn_in(struct dump_ctx *d, uint64_t start, uint64_t end)
+{
+	size_t len = MIN(end - start, (uint64_t)(1 << 20));
+	uint8_t *buf = malloc(len);
+	uint64_t found = 0;
+	ssize_t n;
+
+	if (!buf)
+		return 0;
+	n = pread(d->mem_fd, buf, len, start);
+	for (ssize_t i = 0; i + 1 < n; i++) {
+		if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+			found = start + i;
+			break;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/* Look in [vdso] first, then in every other executable mapping. */
+static uint64_t find_syscall_insn(struct dump_ctx *d)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < d->nr_vmas; i++) {
+			struct vma *v = &d->vmas[i];
+			bool is_vdso = !strcmp(v->name, "[vdso]");
+			uint64_t a;
+
+			if (!(v->prot & PROT_EXEC) || (pass == 0) != is_vdso ||
+			    !strcmp(v->name, "[vsyscall]"))
+				continue;
+			a = find_insn_in(d, v->start, v->end);
+			if (a)
+				return a;
+		}
+	}
+	return 0;
+}
+
+int remote_init(struct dump_ctx *d)
+{
+	syscall_insn = find_syscall_insn(d);
+	if (!syscall_insn)
+		return fail(-ENOEXEC, "no syscall instruction found in process %d's code", d->pid);
+	pr_debug("remote syscalls through the instruction at %#lx", syscall_insn);
+	return 0;
+}
+
+/* Resume t with PTRACE_SYSCALL until its next syscall stop. */
+static int step_to_syscall_stop(struct thread *t)
+{
+	int status, ret;
+
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
+			return -errno;
+		ret = wait_stop(t->tid, &status);
+		if (ret)
+			return ret;
+		if (WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80))
+			return 0;
+		/* Signals are blocked while we run code in the thread; a fault is ours. */
+		if (WIFSTOPPED(status) && status >> 16 == 0 && WSTOPSIG(status) != SIGTRAP) {
+			pr_warn("thread %d: signal %d during a remote syscall", t->tid,
+				WSTOPSIG(status));
+			return -EFAULT;
+		}
+	}
+}
+
+static int block_all_signals(struct thread *t)
+{
+	uint64_t all = ~0ULL;
+
+	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(all), &all))
+		return -errno;
+	return 0;
+}
+
+int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
+		   long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	struct user_regs_struct r = t->regs;
+	int err;
+
+	(void)d;
+	if (!t->regs_dirty) {
+		err = block_all_signals(t);
+		if (err)
+			return err;
+		t->regs_dirty = true;
+	}
+	r.rip = syscall_insn;
+	r.rax = nr;
+	r.orig_rax = -1;	/* no restart handling of the frozen call */
+	r.rdi = a1;
+	r.rsi = a2;
+	r.rdx = a3;
+	r.r10 = a4;
+	r.r8 = a5;
+	r.r9 = a6;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
+		return -errno;
+	t->regs_dirty = true;
+	err = step_to_syscall_stop(t);		/* entry */
+	if (!err)
+		err = step_to_syscall_stop(t);	/* exit */
+	if (err)
+		return fail(err, "thread %d: remote syscall %ld failed: %s", t->tid, nr,
+			    err == -ESRCH ? "the process died" : strerror(-err));
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r))
+		return -errno;
+	*ret = r.rax;
+	pr_debug("thread %d: remote syscall %ld = %ld", t->tid, nr, *ret);
+	return 0;
+}

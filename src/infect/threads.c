@@ -1,0 +1,182 @@
+/*
+ * Per-thread state read from outside with ptrace: registers, XSAVE area,
+ * signal mask, robust futex list, rseq; and from inside with remote system
+ * calls: set_tid_address value and sigaltstack.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "log.h"
+#include "dump/restart.h"
+
+#define PTRACE_GET_RSEQ	0x420f	/* PTRACE_GET_RSEQ_CONFIGURATION, Linux 5.13 */
+
+struct rseq_config {
+	uint64_t rseq_abi_pointer;
+	uint32_t rseq_abi_size;
+	uint32_t signature;
+	uint32_t flags;
+	uint32_t pad;
+};
+
+#define XSAVE_MAX	(16 << 10)
+
+static int get_xsave(struct thread *t)
+{
+	struct iovec iov;
+
+	t->xsave = calloc(1, XSAVE_MAX);
+	if (!t->xsave)
+		return -ENOMEM;
+	iov.iov_base = t->xsave;
+	iov.iov_len = XSAVE_MAX;
+	if (ptrace(PTRACE_GETREGSET, t->tid, NT_X86_XSTATE, &iov))
+		return fail(-errno, "thread %d: cannot read XSAVE state: %s", t->tid,
+			    strerror(errno));
+	t->xsave_len = iov.iov_len;
+	return 0;
+}
+
+static void get_rseq(struct thread *t)
+{
+	struct rseq_config rc;
+
+	if (ptrace(PTRACE_GET_RSEQ, t->tid, sizeof(rc), &rc) != sizeof(rc))
+		return;
+	t->rseq_abi = rc.rseq_abi_pointer;
+	t->rseq_len = rc.rseq_abi_size;
+	t->rseq_sig = rc.signature;
+}
+
+static void get_comm(struct dump_ctx *d, struct thread *t)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", d->pid, t->tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(t->comm, sizeof(t->comm), f))
+		t->comm[strcspn(t->comm, "\n")] = 0;
+	fclose(f);
+}
+
+/*
+ * Signals queued but not delivered (blocked, or arrived during the freeze),
+ * read without dequeuing them: PTRACE_PEEKSIGINFO, per thread or, with
+ * shared, for the whole process.
+ */
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr)
+{
+	struct {
+		uint64_t off;
+		uint32_t flags;
+		int32_t nr;
+	} arg = { 0, shared ? 1 : 0, 32 };
+	siginfo_t *v = NULL;
+	int n = 0;
+
+	for (;;) {
+		siginfo_t *nv = realloc(v, (n + 32) * sizeof(*v));
+		long got;
+
+		if (!nv) {
+			free(v);
+			return -ENOMEM;
+		}
+		v = nv;
+		arg.off = n;
+		got = ptrace(PTRACE_PEEKSIGINFO, tid, &arg, &v[n]);
+		if (got < 0) {
+			free(v);
+			return fail(-errno, "thread %d: cannot read pending signals: %s", tid,
+				    strerror(errno));
+		}
+		n += got;
+		if (got < 32)
+			break;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+/* set_tid_address and sigaltstack can only be asked by the thread itself. */
+static int get_inside_state(struct dump_ctx *d, struct thread *t)
+{
+	void *local;
+	uint64_t remote = parasite_scratch(d, &local);
+	stack_t *ss = local;
+	long ret;
+	int err;
+
+	err = remote_syscall(d, t, SYS_prctl, &ret, PR_GET_TID_ADDRESS, remote, 0, 0, 0, 0);
+	if (err)
+		return err;
+	if (ret == 0)
+		t->tid_address = *(uint64_t *)local;
+	err = remote_syscall(d, t, SYS_sigaltstack, &ret, 0, remote, 0, 0, 0, 0);
+	if (err)
+		return err;
+	if (ret == 0 && !(ss->ss_flags & SS_DISABLE)) {
+		t->ss_sp = (uint64_t)ss->ss_sp;
+		t->ss_size = ss->ss_size;
+		t->ss_flags = ss->ss_flags & ~SS_ONSTACK;
+	}
+	return 0;
+}
+
+/* What ptrace tells from outside; must come before any remote execution. */
+int collect_thread_regs(struct dump_ctx *d, struct thread *t)
+{
+	long head_len;
+	void *head;
+	int ret;
+
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
+		return fail(-errno, "thread %d: cannot read registers: %s", t->tid, strerror(errno));
+	ret = get_xsave(t);
+	if (ret)
+		return ret;
+	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return fail(-errno, "thread %d: cannot read signal mask: %s", t->tid,
+			    strerror(errno));
+	if (syscall(SYS_get_robust_list, t->tid, &head, &head_len) == 0) {
+		t->robust_head = (uint64_t)head;
+		t->robust_len = head_len;
+	}
+	get_rseq(t);
+	get_comm(d, t);
+	return collect_pending_signals(t->tid, false, &t->sigpending, &t->nr_sigpending);
+}
+
+int collect_thread_inside(struct dump_ctx *d, struct thread *t)
+{
+	return get_inside_state(d, t);
+}
+
+/* Put back the registers and signal mask the thread had at the freeze. */
+int put_thread_regs(struct thread *t)
+{
+	struct user_regs_struct r = t->regs;
+
+	regs_for_resume(&r);
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
+		return -errno;
+	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return -errno;
+	t->regs_dirty = false;
+	return 0;
+}

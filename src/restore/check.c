@@ -1,0 +1,424 @@
+/*
+ * Restore, step 1: everything is checked before anything starts. Nothing is
+ * created when a file changed since the dump, a PID or TID is taken, the
+ * vdso or the CPU's FPU state differ, or an image is inconsistent (a pages
+ * image that does not match its pagemap, a VMA with no file, ...).
+ */
+#include <cpuid.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+#include "vma_status.h"
+
+static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
+{
+	snprintf(buf, len, "VMA %#" PRIx64 "-%#" PRIx64 " (%s)", v->start, v->end,
+		 v->name && v->name[0] ? v->name : "anonymous");
+	return buf;
+}
+
+/*
+ * How strictly a file must match the dump: CHECK_CONTENT for files memory
+ * comes from (private mappings and the exe: their clean pages are not in the
+ * image), CHECK_SIZE for files open as fds (their data may have changed, a
+ * log truncated back to its size, as CRIU allows), CHECK_INODE for files only
+ * mapped shared (the file is the memory: it legitimately changes between two
+ * restores of the same images).
+ */
+enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
+
+/*
+ * A file must be the one dumped: same inode, type and size. Its mtime must
+ * match too when memory comes from it (file mappings, the exe): their pages
+ * that were not written are not in the image. Files only open as fds may
+ * have been touched (a log truncated back to its size), like CRIU allows.
+ */
+static int check_file_unchanged(const RegFileEntry *re, int level)
+{
+	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
+	struct stat st;
+
+	if (stat(re->name, &st))
+		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
+	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino))
+		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
+			    re->name);
+	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))
+		return fail(-ESTALE, "%s %s changed type since the dump", why, re->name);
+	if (S_ISREG(st.st_mode)) {
+		uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+
+		if (level >= CHECK_SIZE && re->has_size && (uint64_t)st.st_size != re->size)
+			return fail(-ESTALE, "%s %s changed since the dump (size %lld, was %" PRIu64 ")",
+				    why, re->name, (long long)st.st_size, re->size);
+		if (level >= CHECK_CONTENT && re->has_mtime_ns && mt != re->mtime_ns)
+			return fail(-ESTALE, "%s %s changed since the dump (modified)", why, re->name);
+	}
+	if (S_ISCHR(st.st_mode) && re->has_rdev && st.st_rdev != re->rdev)
+		return fail(-ESTALE, "%s %s is another device than at dump time", why, re->name);
+	return 0;
+}
+
+static int check_id_free(pid_t id, bool leader)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", id);
+	if (access(path, F_OK) == 0)
+		return leader ? fail(-EEXIST, "PID %d is in use", id)
+			      : fail(-EEXIST, "TID %d (a thread of the dump) is in use", id);
+	return 0;
+}
+
+static uint32_t cpu_xstate_size(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid_count(0xd, 0, &a, &b, &c, &d))
+		return 0;
+	return b;
+}
+
+/* Pending signals are raw siginfo_t images: they must be one each. */
+static int check_sigqueue(const SignalQueueEntry *q, unsigned tid)
+{
+	for (size_t i = 0; q && i < q->n_signals; i++) {
+		const SiginfoEntry *si = q->signals[i];
+		int sig;
+
+		if (!si || si->siginfo.len != RST_SIGINFO_SIZE)
+			return fail(-EIO, "core-%u.img: pending signal %zu is not a siginfo", tid, i);
+		memcpy(&sig, si->siginfo.data, sizeof(sig));
+		if (sig < 1 || sig > RST_NR_SIGS)
+			return fail(-EIO, "core-%u.img: pending signal %d is out of range", tid, sig);
+	}
+	return 0;
+}
+
+static int check_threads(struct rst *r)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	uint32_t xsize = cpu_xstate_size();
+	int ret;
+
+	if (!r->ds.nr_cores || !r->ds.cores[0]->tc)
+		return fail(-EIO, "core-%u.img has no task state", pe->pid);
+	if (pe->n_threads && pe->threads[0] != pe->pid)
+		return fail(-EIO, "pstree.img: the first thread is not the leader");
+	if (pe->n_threads > 4096)
+		return fail(-E2BIG, "too many threads (%zu)", pe->n_threads);
+	for (size_t i = 0; i < r->ds.nr_cores; i++) {
+		const CoreEntry *c = r->ds.cores[i];
+		unsigned tid = pe->n_threads ? pe->threads[i] : pe->pid;
+
+		if (c->mtype != CORE_ENTRY__MARCH__X86_64 || !c->thread_info ||
+		    !c->thread_info->gpregs || !c->thread_core)
+			return fail(-EIO, "core-%u.img is not an x86-64 thread image", tid);
+		if (c->thread_info->gpregs->has_mode && c->thread_info->gpregs->mode != 1)
+			return fail(-EOPNOTSUPP, "thread %u is a 32-bit (compat) thread", tid);
+		if (c->thread_info->fpregs && c->thread_info->fpregs->has_xsave_raw) {
+			size_t n = c->thread_info->fpregs->xsave_raw.len;
+
+			if (n < 576 || (xsize && n > xsize))
+				return fail(-EINVAL, "thread %u: its FPU state (%zu bytes) does not fit "
+					    "this CPU (%u bytes of XSAVE state)", tid, n, xsize);
+		}
+		ret = check_sigqueue(c->thread_core->signals_p, tid);
+		if (ret)
+			return ret;
+		if (c->thread_core->creds && c->thread_core->creds->n_groups > RST_MAX_GROUPS)
+			return fail(-E2BIG, "thread %u has too many groups", tid);
+		ret = check_id_free(tid, i == 0);
+		if (ret)
+			return ret;
+	}
+	ret = check_sigqueue(r->ds.cores[0]->tc->signals_s, pe->pid);
+	if (ret)
+		return ret;
+	if (r->ds.mm->n_mm_saved_auxv > RST_MAX_AUXV)
+		return fail(-E2BIG, "mm-%u.img: auxv too long", pe->pid);
+	return 0;
+}
+
+/* The running kernel's vdso layout: names, offsets and sizes from the start. */
+struct vdso_part {
+	char name[64];
+	unsigned long off, len;
+};
+
+static int own_vdso_layout(struct vdso_part *parts, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned long base = 0;
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char name[64] = "";
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %63s", &s, &e, name) < 2)
+			continue;
+		if (strcmp(name, "[vdso]") && strncmp(name, "[vvar", 5))
+			continue;
+		if (n == max)
+			break;
+		if (!n)
+			base = s;
+		snprintf(parts[n].name, sizeof(parts[n].name), "%s", name);
+		parts[n].off = s - base;
+		parts[n].len = e - s;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static int check_vdso(struct rst *r)
+{
+	const MmEntry *mm = r->ds.mm;
+	struct vdso_part own[8];
+	int n_own = own_vdso_layout(own, 8), k = 0;
+
+	for (size_t i = 0; i < mm->n_vmas; i++) {
+		const VmaEntry *v = mm->vmas[i];
+		const char *name = v->name ? v->name : "";
+
+		if (!(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR)))
+			continue;
+		if (!k) {
+			r->vdso_start = v->start;
+			r->has_vdso = true;
+		}
+		if (k >= n_own || strcmp(own[k].name, name) || own[k].off != v->start - r->vdso_start ||
+		    own[k].len != v->end - v->start)
+			return fail(-EINVAL, "the dumped vdso layout (%s at +%#lx, %#lx bytes) differs "
+				    "from this kernel's: dumped on another kernel?", name,
+				    (unsigned long)(v->start - r->vdso_start),
+				    (unsigned long)(v->end - v->start));
+		r->vdso_len = v->end - r->vdso_start;
+		k++;
+	}
+	if (k && k != n_own)
+		return fail(-EINVAL, "the dumped vdso has %d parts, this kernel's has %d", k, n_own);
+	return 0;
+}
+
+int vma_how(const VmaEntry *v)
+{
+	if (v->status & (VMA_AREA_VSYSCALL | VMA_AREA_VDSO | VMA_AREA_VVAR))
+		return RST_MAP_SKIP;
+	if (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED | VMA_ANON_SHARED))
+		return RST_MAP_FD;
+	return RST_MAP_ANON;
+}
+
+static int check_vmas(struct rst *r)
+{
+	const MmEntry *mm = r->ds.mm;
+	uint64_t prev_end = 0;
+	char buf[256];
+
+	for (size_t i = 0; i < mm->n_vmas; i++) {
+		const VmaEntry *v = mm->vmas[i];
+		bool file = v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED);
+
+		if (v->start >= v->end || (v->start | v->end) & (PAGE_SIZE - 1) || v->start < prev_end)
+			return fail(-EIO, "mm-%u.img: %s is bad or out of order", r->pid,
+				    vma_desc(v, buf, sizeof(buf)));
+		if (file && !rst_reg_path(r, v->shmid))
+			return fail(-EIO, "mm-%u.img: %s names no file in files.img", r->pid,
+				    vma_desc(v, buf, sizeof(buf)));
+		if (file && (v->pgoff & (PAGE_SIZE - 1)))
+			return fail(-EIO, "mm-%u.img: %s has an unaligned file offset", r->pid,
+				    vma_desc(v, buf, sizeof(buf)));
+		if (!(v->status & VMA_AREA_VSYSCALL))
+			prev_end = v->end;
+	}
+	return 0;
+}
+
+/*
+ * The runs of pagemap-PID.img: present, in order, each inside a VMA that
+ * takes them (shared memory has its own pagemap-shmem images); *total: bytes.
+ */
+static int check_runs(struct rst *r, uint64_t *total)
+{
+	const MmEntry *mm = r->ds.mm;
+	struct dumpset *ds = &r->ds;
+	size_t vi = 0;
+	char buf[256];
+
+	*total = 0;
+	for (size_t i = 0; i < ds->nr_runs; i++) {
+		const struct dump_run *run = &ds->runs[i];
+		const VmaEntry *v;
+
+		if (!run->present)
+			return fail(-EIO, "pagemap-%u.img: pages at %#" PRIx64 " are not in the image "
+				    "(incremental dumps are not supported)", r->pid, run->start);
+		if (i && run->start < ds->runs[i - 1].end)
+			return fail(-EIO, "pagemap-%u.img: overlapping runs at %#" PRIx64, r->pid,
+				    run->start);
+		while (vi < mm->n_vmas && mm->vmas[vi]->end <= run->start)
+			vi++;
+		v = vi < mm->n_vmas ? mm->vmas[vi] : NULL;
+		if (!v || run->start < v->start || run->end > v->end)
+			return fail(-EIO, "pagemap-%u.img: pages %#" PRIx64 "-%#" PRIx64 " are outside "
+				    "every VMA", r->pid, run->start, run->end);
+		if (vma_how(v) == RST_MAP_SKIP || (v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED)))
+			return fail(-EIO, "pagemap-%u.img: pages dumped for %s, which cannot take "
+				    "them", r->pid, vma_desc(v, buf, sizeof(buf)));
+		*total += run->end - run->start;
+	}
+	return 0;
+}
+
+static int check_memory(struct rst *r)
+{
+	struct dumpset *ds = &r->ds;
+	uint64_t total;
+	struct stat st;
+	int ret = check_vmas(r);
+
+	if (!ret)
+		ret = check_runs(r, &total);
+	if (ret)
+		return ret;
+	if (fstat(ds->pages_fd, &st))
+		return fail(-errno, "cannot stat pages-1.img: %s", strerror(errno));
+	if ((uint64_t)st.st_size != total)
+		return fail(-EIO, "pages-1.img holds %lld bytes, the pagemap lists %" PRIu64,
+			    (long long)st.st_size, total);
+	if (ds->inv->has_pages_bytes && ds->inv->pages_bytes != total)
+		return fail(-EIO, "inventory.img says %" PRIu64 " bytes of pages, the pagemap lists %"
+			    PRIu64, ds->inv->pages_bytes, total);
+	return check_vdso(r);
+}
+
+static int check_level(struct rst *r, uint32_t id)
+{
+	const MmEntry *mm = r->ds.mm;
+	int level = CHECK_INODE;
+
+	if (mm->exe_file_id == id)
+		return CHECK_CONTENT;
+	for (size_t i = 0; i < mm->n_vmas; i++)
+		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && mm->vmas[i]->shmid == id)
+			return CHECK_CONTENT;
+	for (size_t i = 0; i < r->ds.nr_fds; i++)
+		if (r->ds.fds[i]->id == id)
+			level = CHECK_SIZE;
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__FIFO && fe->fifo && fe->fifo->regf_id == id)
+			level = CHECK_SIZE;
+	}
+	if (r->ds.fs && (r->ds.fs->cwd_id == id || r->ds.fs->root_id == id))
+		level = MAX(level, CHECK_INODE);
+	for (size_t i = 0; i < mm->n_vmas; i++)
+		if ((mm->vmas[i]->status & VMA_FILE_SHARED) && mm->vmas[i]->shmid == id)
+			return CHECK_INODE;
+	return level;
+}
+
+static int check_file_entry(struct rst *r, const FileEntry *fe)
+{
+	switch (fe->type) {
+	case FD_TYPES__REG:
+		if (!fe->reg || !fe->reg->name || fe->reg->name[0] != '/')
+			return fail(-EIO, "files.img: file %u has no path", fe->id);
+		return check_file_unchanged(fe->reg, check_level(r, fe->id));
+	case FD_TYPES__PIPE:
+		if (!fe->pipe)
+			return fail(-EIO, "files.img: pipe %u has no pipe entry", fe->id);
+		return 0;
+	case FD_TYPES__FIFO:
+		if (!fe->fifo || !fe->fifo->has_regf_id || !rst_reg_path(r, fe->fifo->regf_id))
+			return fail(-EIO, "files.img: FIFO %u names no path", fe->id);
+		return 0;
+	case FD_TYPES__TTY:
+		if (!fe->tty)
+			return fail(-EIO, "files.img: terminal %u has no tty entry", fe->id);
+		return 0;
+	case FD_TYPES__MEMFD:
+		if (!shm_of_memfd(r, fe->memfd))
+			return fail(-EIO, "files.img: memfd %u has no inode in memfd.img", fe->id);
+		return 0;
+	default:
+		return fail(-EOPNOTSUPP, "files.img: file %u has a type (%d) restore does not "
+			    "support", fe->id, fe->type);
+	}
+}
+
+static int check_fdinfo(struct rst *r)
+{
+	struct dumpset *ds = &r->ds;
+
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		const FdinfoEntry *fd = ds->fds[i];
+
+		if (!rst_file(r, fd->id))
+			return fail(-EIO, "fdinfo: fd %u names file %u, not in files.img", fd->fd,
+				    fd->id);
+		if (fd->fd > 1u << 20)
+			return fail(-EIO, "fdinfo: fd %u is out of range", fd->fd);
+		for (size_t j = 0; j < i; j++)
+			if (ds->fds[j]->fd == fd->fd)
+				return fail(-EIO, "fdinfo: fd %u is listed twice", fd->fd);
+		r->max_target_fd = MAX(r->max_target_fd, (int)fd->fd);
+	}
+	return 0;
+}
+
+static int check_files(struct rst *r)
+{
+	struct dumpset *ds = &r->ds;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ds->nr_files; i++)
+		ret = check_file_entry(r, ds->files[i]);
+	if (!ret)
+		ret = check_fdinfo(r);
+	if (ret)
+		return ret;
+	if (!rst_reg_path(r, r->ds.mm->exe_file_id))
+		return fail(-EIO, "mm-%u.img: the exe file %u is not in files.img", r->pid,
+			    r->ds.mm->exe_file_id);
+	if (ds->fs) {
+		r->cwd = rst_reg_path(r, ds->fs->cwd_id);
+		r->root = rst_reg_path(r, ds->fs->root_id);
+		if (!r->cwd || !r->root)
+			return fail(-EIO, "fs-%u.img names no cwd or root in files.img", r->pid);
+	}
+	return 0;
+}
+
+int check_images(struct rst *r)
+{
+	int ret;
+
+	if (!r->ds.mm)
+		return fail(-EIO, "no mm image");
+	if (r->ds.pages_fd < 0)
+		return fail(-EIO, "no pages image");
+	ret = check_threads(r);
+	if (!ret)
+		ret = check_files(r);
+	if (!ret)
+		ret = check_memory(r);
+	if (!ret)
+		ret = shm_check(r);
+	return ret;
+}

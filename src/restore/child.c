@@ -1,0 +1,161 @@
+/*
+ * Restore, step 4: the process forked with the dumped PID (clone3 set_tid),
+ * still memdump's code: it moves the prepared fds to their numbers and the
+ * blob's fds right above them, sets root, cwd, umask and personality, and
+ * jumps into the restorer blob on the leader's stack in the restorer area.
+ * A failure is told through the area (err, msg, stage) before exiting.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/futex.h>
+
+#include "common.h"
+#include "restore/restore.h"
+
+static void __attribute__((noreturn)) child_fail(struct rst *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void child_fail(struct rst *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->a->msg, sizeof(r->a->msg), fmt, ap);
+	va_end(ap);
+	r->a->err = err ? err : -EINVAL;
+	__atomic_store_n(&r->a->stage, RST_STAGE_FAILED, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &r->a->stage, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	_exit(127);
+}
+
+static void unregister_rseq(void)
+{
+#ifdef RSEQ_SIG
+#else
+#define RSEQ_SIG 0x53053053
+#endif
+	extern const ptrdiff_t __rseq_offset __attribute__((weak));
+	extern const unsigned int __rseq_size __attribute__((weak));
+	char *tp;
+
+	if (!&__rseq_offset || !&__rseq_size || !__rseq_size)
+		return;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	if (syscall(SYS_rseq, tp + __rseq_offset, 32, 1, RSEQ_SIG) &&
+	    syscall(SYS_rseq, tp + __rseq_offset, __rseq_size, 1, RSEQ_SIG))
+		return;
+}
+
+/* Room for fds up to top. */
+static void raise_nofile(struct rst *r, rlim_t top)
+{
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur >= top)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (rl.rlim_cur < top)
+		rl.rlim_cur = rl.rlim_max = top;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		child_fail(r, -errno, "cannot raise RLIMIT_NOFILE to %lu: %m", (unsigned long)top);
+}
+
+/* A copy of fd from base up, out of the way of the final numbers. */
+static int move_up(struct rst *r, int fd, int base)
+{
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, base);
+
+	if (n < 0)
+		child_fail(r, -errno, "cannot move fd %d: %m", fd);
+	return n;
+}
+
+/* Indexes into the blob's fd list become fd numbers: the list starts at high. */
+static void number_blob_fds(struct rst *r, int high)
+{
+	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
+	struct rst_seal *seals = (struct rst_seal *)(r->area + r->a->seals_off);
+
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		if (rv[i].how == RST_MAP_FD)
+			rv[i].fd += high;
+	for (size_t i = 0; i < r->a->nr_seals; i++)
+		seals[i].fd += high;
+	r->a->pages_fd += high;
+	r->a->mm.exe_fd += high;
+}
+
+/* Install the fds at their numbers, the blob's fds right above them. */
+static void child_fds(struct rst *r)
+{
+	int high = r->max_target_fd + 1;
+	int base2 = high + (int)r->nr_blob_fds + 64;
+	int *close_fds = (int *)((char *)r->area + r->a->close_off);
+	int *tmp_fd, *tmp_blob;
+
+	if (r->nr_blob_fds > r->ds.mm->n_vmas + 8)	/* the room build_area() made */
+		child_fail(r, -E2BIG, "too many fds for the restorer (%zu)", r->nr_blob_fds);
+	raise_nofile(r, (rlim_t)base2 + r->nr_fds + r->nr_blob_fds + 64);
+	tmp_fd = calloc(r->nr_fds + 1, sizeof(int));
+	tmp_blob = calloc(r->nr_blob_fds + 1, sizeof(int));
+	if (!tmp_fd || !tmp_blob)
+		child_fail(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < r->nr_fds; i++)
+		tmp_fd[i] = move_up(r, r->fds[i].src, base2);
+	for (size_t i = 0; i < r->nr_blob_fds; i++)
+		tmp_blob[i] = move_up(r, r->blob_fds[i], base2);
+	syscall(SYS_close_range, 0, base2 - 1, 0);
+	for (size_t i = 0; i < r->nr_fds; i++) {
+		if (dup3(tmp_fd[i], r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0)
+			child_fail(r, -errno, "cannot install fd %d: %m", r->fds[i].target);
+	}
+	for (size_t i = 0; i < r->nr_blob_fds; i++) {
+		if (dup3(tmp_blob[i], high + (int)i, O_CLOEXEC) < 0)
+			child_fail(r, -errno, "cannot install fd %d: %m", high + (int)i);
+		close_fds[i] = high + (int)i;
+	}
+	r->a->nr_close = r->nr_blob_fds;
+	syscall(SYS_close_range, high + r->nr_blob_fds, ~0U, 0);
+	number_blob_fds(r, high);
+}
+
+void child_main(struct rst *r)
+{
+	const TaskCoreEntry *tc = r->leader->tc;
+	unsigned long sp = r->a->area_start + ((struct rst_thread *)(r->area + r->a->threads_off))[0].stack_top;
+	unsigned long entry = r->a->area_start;
+
+	unregister_rseq();
+	child_fds(r);
+	if (r->root && strcmp(r->root, "/") && chroot(r->root))
+		child_fail(r, -errno, "cannot chroot to %s: %m", r->root);
+	if (r->cwd && chdir(r->cwd))
+		child_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
+	if (r->ds.fs && r->ds.fs->has_umask)
+		umask(r->ds.fs->umask);
+	else if (tc->has_umask)
+		umask(tc->umask);
+	if (personality(tc->personality) < 0)
+		child_fail(r, -errno, "cannot set personality %#x: %m", tc->personality);
+	prctl(PR_SET_PDEATHSIG, 0);
+
+	__asm__ volatile(
+		"mov	%0, %%rsp\n"
+		"xor	%%ebp, %%ebp\n"
+		"jmp	*%1\n"
+		: : "r"(sp), "r"(entry), "D"(r->a) : "memory");
+	__builtin_unreachable();
+}

@@ -1,0 +1,397 @@
+/*
+ * Restore, step 2: the open file descriptions of the restored process,
+ * opened here in memdump (the forked child moves them to their numbers):
+ * regular files at their position, pipes recreated and refilled with their
+ * unread data, FIFOs, terminals (memdump's own, like criu --shell-job) and
+ * memfds (reopened from their restored object, see restore_shmem.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image/image.h"
+#include "log.h"
+#include "restore/restore.h"
+
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ	1031
+#endif
+
+static struct rdesc *desc_of(struct rst *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nr_descs; i++)
+		if (r->descs[i].id == id)
+			return &r->descs[i];
+	return NULL;
+}
+
+static int open_reg(const RegFileEntry *re)
+{
+	int flags = re->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+	int fd = open(re->name, flags | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
+	if (re->pos && lseek(fd, re->pos, SEEK_SET) < 0 && errno != ESPIPE) {
+		int err = -errno;
+
+		close(fd);
+		return fail(err, "cannot seek %s to %" PRIu64 ": %s", re->name, re->pos,
+			    strerror(-err));
+	}
+	return fd;
+}
+
+/* Unread data of pipe/FIFO pipe_id: written into wfd. */
+static int refill(struct rst *r, enum img_type t, uint32_t pipe_id, int wfd)
+{
+	struct image *img;
+	PipeDataEntry *pde;
+	char name[64];
+	int ret;
+
+	img_name(t, 0, name, sizeof(name));
+	if (faccessat(r->ds.dirfd, name, F_OK, 0))
+		return 0;
+	ret = img_open(r->ds.dirfd, t, 0, &img);
+	if (ret)
+		return ret;
+	/* one entry per pipe; a repeated entry (one per end) is the same data */
+	bool done = false;
+
+	while ((ret = img_read_msg(img, &pipe_data_entry__descriptor, (void **)&pde)) == 1) {
+		uint32_t n = pde->bytes, id = pde->pipe_id;
+		uint32_t size = pde->has_size ? pde->size : 0;
+		char *buf;
+
+		img_free(&pipe_data_entry__descriptor, pde);
+		buf = malloc(n ? n : 1);
+		if (!buf) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = img_read_raw(img, buf, n);
+		if (!ret && id == pipe_id && !done) {
+			int fl = fcntl(wfd, F_GETFL);
+
+			done = true;
+			if (size || n > 65536)
+				fcntl(wfd, F_SETPIPE_SZ, MAX(n, size));
+
+			fcntl(wfd, F_SETFL, fl | O_NONBLOCK);
+			if (write(wfd, buf, n) != (ssize_t)n)
+				ret = fail(-errno ?: -EIO, "cannot refill pipe %u with %u bytes: %s",
+					   pipe_id, n, strerror(errno ?: EIO));
+			fcntl(wfd, F_SETFL, fl);
+		}
+		free(buf);
+		if (ret)
+			break;
+	}
+	img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+static int reopen_as(int fd, int flags)
+{
+	char path[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = open(path, (flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * The pipes memdump was started with on fds above 2, kept (as a copy) before
+ * memdump opens anything: one may stand for a one-ended pipe of the dump.
+ */
+int scan_inherited(struct rst *r)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *de;
+	int ret = 0;
+
+	if (!dir)
+		return fail(-errno, "cannot list memdump's fds: %s", strerror(errno));
+	while (!ret && (de = readdir(dir))) {
+		int n = atoi(de->d_name);
+		struct inherited *x;
+		struct stat st;
+
+		if (n <= 2 || n == dirfd(dir) || fstat(n, &st) || !S_ISFIFO(st.st_mode))
+			continue;
+		x = realloc(r->inh, (r->nr_inh + 1) * sizeof(*x));
+		if (!x) {
+			ret = -ENOMEM;
+			break;
+		}
+		r->inh = x;
+		x[r->nr_inh].n = n;
+		x[r->nr_inh].fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+		x[r->nr_inh].flags = fcntl(n, F_GETFL);
+		if (x[r->nr_inh].fd >= 0)
+			r->nr_inh++;
+	}
+	closedir(dir);
+	return ret;
+}
+
+void close_inherited(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_inh; i++)
+		close(r->inh[i].fd);
+	free(r->inh);
+	r->inh = NULL;
+	r->nr_inh = 0;
+}
+
+/* memdump's copy of the pipe it inherited as fd n, if it goes the way rd says. */
+static int inherited_pipe(struct rst *r, int n, bool rd)
+{
+	for (size_t i = 0; i < r->nr_inh; i++) {
+		int acc = r->inh[i].flags & O_ACCMODE;
+
+		if (r->inh[i].n == n && (acc == O_RDWR || acc == (rd ? O_RDONLY : O_WRONLY)))
+			return r->inh[i].fd;
+	}
+	return -1;
+}
+
+/* Which ends of pipe_id the process has, and on which fds. */
+struct pipe_ends {
+	bool rd, wr;
+	bool low;		/* one of its fds is 0, 1 or 2 */
+	int inherited;		/* memdump's inherited pipe standing for it, or -1 */
+};
+
+static bool is_pipe(const FileEntry *fe, uint32_t pipe_id)
+{
+	return fe && fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == pipe_id;
+}
+
+static void find_ends(struct rst *r, uint32_t pipe_id, struct pipe_ends *pe)
+{
+	struct dumpset *ds = &r->ds;
+
+	memset(pe, 0, sizeof(*pe));
+	pe->inherited = -1;
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
+		bool rd;
+
+		if (!is_pipe(fe, pipe_id))
+			continue;
+		rd = (fe->pipe->flags & O_ACCMODE) == O_RDONLY;
+		pe->rd |= rd;
+		pe->wr |= !rd;
+		pe->low |= ds->fds[i]->fd <= 2;
+		if (pe->inherited < 0)
+			pe->inherited = inherited_pipe(r, ds->fds[i]->fd, rd);
+	}
+}
+
+/* The memdump fd that becomes target fd n of a one-ended pipe. */
+static int own_end(struct rst *r, const struct pipe_ends *pe, int n)
+{
+	int fd;
+
+	if (n <= 2)
+		return n;
+	fd = inherited_pipe(r, n, pe->rd);
+	if (fd >= 0)
+		return fd;
+	return pe->inherited >= 0 ? pe->inherited : pe->rd ? 0 : 1;
+}
+
+/*
+ * One end only: the other end was outside the process (a shell pipeline, a
+ * test harness). On a standard fd, like a terminal, it becomes memdump's own
+ * fd of that number; above 2, the pipe memdump inherited on that number
+ * (memdump ... 3<&- 3>&...), when it has one of the same direction.
+ */
+static int give_own_ends(struct rst *r, uint32_t pipe_id, const struct pipe_ends *pe)
+{
+	struct dumpset *ds = &r->ds;
+
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
+		struct rdesc *d = desc_of(r, fe->id);
+		int n;
+
+		if (!is_pipe(fe, pipe_id) || d->fd >= 0)
+			continue;
+		n = own_end(r, pe, ds->fds[i]->fd);
+		d->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+		if (d->fd < 0)
+			return fail(-errno, "pipe %u: memdump has no fd %d to give: %s", pipe_id, n,
+				    strerror(errno));
+		pr_info("pipe %u of fd %u: memdump's fd %d\n", pipe_id, ds->fds[i]->fd, n);
+	}
+	return 0;
+}
+
+/* One description of a new pipe p: the first of each end is p's, the others reopen it. */
+static int open_end(const FileEntry *fe, int p[2], bool used[2])
+{
+	bool rd = (fe->pipe->flags & O_ACCMODE) == O_RDONLY;
+	int fd, k = rd ? 0 : 1;
+
+	if (!used[k]) {
+		fd = fcntl(p[k], F_DUPFD_CLOEXEC, 3);
+		fd = fd < 0 ? -errno : fd;
+	} else {
+		fd = reopen_as(p[k], rd ? O_RDONLY : O_WRONLY);
+	}
+	used[k] = true;
+	if (fd < 0)
+		return fail(fd, "cannot open pipe %u: %s", fe->pipe->pipe_id, strerror(-fd));
+	if (fcntl(fd, F_SETFL, fe->pipe->flags & (O_NONBLOCK | O_DIRECT)) < 0) {
+		int err = errno;
+
+		close(fd);
+		return fail(-err, "cannot set the flags of pipe %u: %s", fe->pipe->pipe_id,
+			    strerror(err));
+	}
+	return fd;
+}
+
+/*
+ * Both ends of pipe_id: a new pipe, refilled, for every description of it.
+ * A one-ended pipe on fds above 2 with nothing inherited is a new pipe too:
+ * its other end is nowhere (a reader sees the saved data then EOF, a writer
+ * gets EPIPE).
+ */
+static int open_pipe(struct rst *r, uint32_t pipe_id)
+{
+	struct dumpset *ds = &r->ds;
+	struct pipe_ends pe;
+	int p[2] = { -1, -1 }, ret;
+	bool used[2] = { false, false };
+
+	find_ends(r, pipe_id, &pe);
+	if (pe.rd != pe.wr && (pe.low || pe.inherited >= 0))
+		return give_own_ends(r, pipe_id, &pe);
+	if (pe.rd != pe.wr)
+		pr_warn("pipe %u: its other end was outside the process; it is now nowhere "
+			"(%s)\n", pipe_id, pe.rd ? "reads end after the saved data" : "writes fail");
+	if (pipe2(p, O_CLOEXEC))
+		return fail(-errno, "cannot create a pipe: %s", strerror(errno));
+	ret = refill(r, IMG_PIPES_DATA, pipe_id, p[1]);
+	for (size_t i = 0; !ret && i < ds->nr_files; i++) {
+		const FileEntry *fe = ds->files[i];
+		struct rdesc *d = is_pipe(fe, pipe_id) ? desc_of(r, fe->id) : NULL;
+
+		if (!d)
+			continue;	/* another file, or no fd uses it */
+		d->fd = open_end(fe, p, used);
+		ret = d->fd < 0 ? d->fd : 0;
+	}
+	close(p[0]);
+	close(p[1]);
+	return ret;
+}
+
+static int open_fifo(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	const char *path = rst_reg_path(r, fe->fifo->regf_id);
+	const FileEntry *re = rst_file(r, fe->fifo->regf_id);
+	int helper, ret;
+
+	/* O_RDWR never blocks: with it open, the real open does not block either */
+	helper = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (helper < 0)
+		return fail(-errno, "cannot open FIFO %s: %s", path, strerror(errno));
+	ret = refill(r, IMG_FIFO_DATA, fe->fifo->pipe_id, helper);
+	if (!ret) {
+		d->fd = open(path, (re->reg->flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC |
+				       O_NONBLOCK);
+		if (d->fd < 0)
+			ret = fail(-errno, "cannot open FIFO %s: %s", path, strerror(errno));
+		else if (fcntl(d->fd, F_SETFL, re->reg->flags & O_NONBLOCK) < 0)
+			ret = fail(-errno, "cannot set the flags of FIFO %s: %s", path,
+				   strerror(errno));
+	}
+	close(helper);
+	return ret;
+}
+
+static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	int n = -1;
+
+	/* like criu --shell-job: memdump's own terminal, same direction */
+	for (size_t i = 0; i < r->ds.nr_fds; i++)
+		if (r->ds.fds[i]->id == fe->id && r->ds.fds[i]->fd <= 2) {
+			n = r->ds.fds[i]->fd;
+			break;
+		}
+	if (n < 0)
+		n = (fe->tty->flags & O_ACCMODE) == O_RDONLY ? 0 : 1;
+	d->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+	if (d->fd < 0)
+		return fail(-errno, "terminal %s: memdump has no fd %d to give: %s",
+			    fe->tty->name ? fe->tty->name : "?", n, strerror(errno));
+	return 0;
+}
+
+/* One open file description (a pipe: all of its descriptions at once). */
+static int open_desc(struct rst *r, struct rdesc *d)
+{
+	const FileEntry *fe = rst_file(r, d->id);
+
+	switch (fe->type) {
+	case FD_TYPES__REG:
+		d->fd = open_reg(fe->reg);
+		return d->fd < 0 ? d->fd : 0;
+	case FD_TYPES__PIPE:
+		return open_pipe(r, fe->pipe->pipe_id);
+	case FD_TYPES__FIFO:
+		return open_fifo(r, fe, d);
+	case FD_TYPES__TTY:
+		return open_tty(r, fe, d);
+	case FD_TYPES__MEMFD:
+		d->fd = shm_open_memfd(r, fe);
+		return d->fd < 0 ? d->fd : 0;
+	default:
+		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
+	}
+}
+
+int open_fds(struct rst *r)
+{
+	struct dumpset *ds = &r->ds;
+	int ret = 0;
+
+	r->descs = calloc(ds->nr_files + 1, sizeof(*r->descs));
+	r->fds = calloc(ds->nr_fds + 1, sizeof(*r->fds));
+	if (!r->descs || !r->fds)
+		return -ENOMEM;
+	/* descriptions that some fd uses */
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		if (desc_of(r, ds->fds[i]->id))
+			continue;
+		r->descs[r->nr_descs].id = ds->fds[i]->id;
+		r->descs[r->nr_descs++].fd = -1;
+	}
+	for (size_t i = 0; !ret && i < r->nr_descs; i++)
+		if (r->descs[i].fd < 0)
+			ret = open_desc(r, &r->descs[i]);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		struct rfd *f = &r->fds[r->nr_fds++];
+
+		f->src = desc_of(r, ds->fds[i]->id)->fd;
+		f->target = ds->fds[i]->fd;
+		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
+	}
+	return 0;
+}

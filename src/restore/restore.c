@@ -1,0 +1,250 @@
+/*
+ * memdump restore: recreate a dumped process with its PID, threads, memory
+ * and files, so that it runs on as if it had never stopped. This file is the
+ * driver; each step has its own file (private interface: restore.h):
+ *
+ *  1. restore_check.c: the whole image set is loaded and checked first:
+ *     nothing is started when a file changed, a PID is taken or an image is
+ *     inconsistent.
+ *  2. restore_shmem.c, restore_files.c: shared memory objects are created
+ *     and filled, every fd the process needs is opened here, in memdump.
+ *  3. restore_area.c, restore_task.c: the restorer area (restorer.h), a
+ *     memfd mapped at an address free in memdump and in the target: blob
+ *     code, its arguments (VMAs, threads, pending signals ...), stacks.
+ *  4. restore_child.c: clone3(set_tid = PID) forks memdump; the child moves
+ *     the fds to their numbers, sets cwd, umask, personality and jumps into
+ *     the blob, which rebuilds memory and threads (parasite/restorer.c).
+ *  5. restore_resume.c: when every thread is parked before its final
+ *     rt_sigreturn, memdump attaches with ptrace, lets them go, stops each
+ *     right after its rt_sigreturn, injects one munmap of the restorer area
+ *     and detaches: nothing of the restorer remains in the process.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <linux/sched.h>
+
+#include "common.h"
+#include "log.h"
+#include "cli/options.h"
+#include "restore/restore.h"
+
+const FileEntry *rst_file(struct rst *r, uint32_t id)
+{
+	return dumpset_file(&r->ds, id);
+}
+
+const char *rst_reg_path(struct rst *r, uint32_t id)
+{
+	const FileEntry *fe = rst_file(r, id);
+
+	return fe && fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
+}
+
+void rst_close_prepared(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_descs; i++)
+		if (r->descs[i].fd >= 0)
+			close(r->descs[i].fd);
+	for (size_t i = 0; i < r->nr_blob_fds; i++)
+		close(r->blob_fds[i]);
+	r->nr_blob_fds = 0;
+	for (size_t i = 0; i < r->nr_descs; i++)
+		r->descs[i].fd = -1;
+	shm_close_all(r);
+	close_inherited(r);
+}
+
+static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static int child_gone(struct rst *r, int status)
+{
+	if (r->a->err)
+		return fail(r->a->err, "%s", r->a->msg);
+	if (WIFSIGNALED(status))
+		return fail(-ECHILD, "the restored process was killed by signal %d during restore%s",
+			    WTERMSIG(status), WCOREDUMP(status) ? " (core dumped)" : "");
+	return fail(-ECHILD, "the restored process exited with %d during restore",
+		    WEXITSTATUS(status));
+}
+
+/* Wait until every thread is parked, or the restore failed. */
+static int wait_parked(struct rst *r)
+{
+	for (;;) {
+		unsigned int st = __atomic_load_n(&r->a->stage, __ATOMIC_SEQ_CST);
+		int status;
+		pid_t w;
+
+		if (st == RST_STAGE_PARKED)
+			return 0;
+		if (st == RST_STAGE_FAILED) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, &status, __WALL);
+			return fail(r->a->err ? r->a->err : -EIO, "%s", r->a->msg);
+		}
+		w = waitpid(r->pid, &status, WNOHANG | __WALL);
+		if (w == r->pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+			return child_gone(r, status);
+		futex_wait_ms(&r->a->stage, st, 20);
+	}
+}
+
+static int write_pidfile(pid_t pid)
+{
+	FILE *f;
+
+	if (!opts.pidfile)
+		return 0;
+	f = fopen(opts.pidfile, "we");
+	if (!f || fprintf(f, "%d\n", pid) < 0 || fclose(f))
+		return fail(-errno, "cannot write the pid file %s: %s", opts.pidfile, strerror(errno));
+	return 0;
+}
+
+static int wait_restored(pid_t pid)
+{
+	int status;
+
+	for (;;) {
+		pid_t w = waitpid(pid, &status, 0);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return fail(-errno, "cannot wait for %d: %s", pid, strerror(errno));
+		if (WIFEXITED(status))
+			return WEXITSTATUS(status);
+		if (WIFSIGNALED(status))
+			return 128 + WTERMSIG(status);
+	}
+}
+
+/* Everything the process needs, opened or built here before the fork. */
+static int prepare(struct rst *r)
+{
+	int ret = shm_create_all(r);
+
+	if (!ret)
+		ret = open_fds(r);
+	if (!ret)
+		ret = build_area(r);
+	return ret;
+}
+
+/* The process, with its PID: it runs child_main() (restore_child.c). */
+static int fork_target(struct rst *r)
+{
+	struct clone_args ca;
+	sigset_t all, old;
+	pid_t set_tid = r->pid, child;
+	int ret;
+
+	/* every signal blocked: the blob runs so until the final rt_sigreturn */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	memset(&ca, 0, sizeof(ca));
+	ca.exit_signal = SIGCHLD;
+	ca.set_tid = (uintptr_t)&set_tid;
+	ca.set_tid_size = 1;
+	child = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (child == 0)
+		child_main(r);
+	ret = child < 0 ? -errno : 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	rst_close_prepared(r);
+	if (ret == -EEXIST)
+		return fail(ret, "PID %d is in use", r->pid);
+	if (ret)
+		return fail(ret, "cannot create process %d: %s", r->pid, strerror(-ret));
+	return 0;
+}
+
+static void report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
+{
+	const struct rst_args *a = r->a;
+
+	pr_info("restored %d in %.3f s: prepare %.3f s, rebuild %.3f s (memory: %lu pages, %lu as "
+		"huge pages, in %.3f s, %.0f MB/s; populate %.3f s, read %.3f s), resume %.3f s\n",
+		r->pid, (now_us() - t0) / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+		a->pages_restored, a->huge_chunks * 512, a->fill_us / 1e6,
+		a->fill_us ? a->pages_restored * 4096.0 / a->fill_us : 0.0,
+		a->prep_us / 1e6, a->read_us / 1e6, (now_us() - t2) / 1e6);
+}
+
+static int restore(struct rst *r)
+{
+	uint64_t t0 = now_us(), t1, t2;
+	int ret;
+
+	ret = prepare(r);
+	if (!ret)
+		ret = fork_target(r);
+	if (ret)
+		return ret;
+	t1 = now_us();
+	ret = wait_parked(r);
+	t2 = now_us();
+	if (!ret)
+		ret = resume_threads(r);
+	if (ret)
+		return ret;
+	report(r, t0, t1, t2);
+	ret = write_pidfile(r->pid);
+	if (ret)
+		return ret;
+	if (opts.detach) {
+		printf("%d\n", r->pid);
+		fflush(stdout);
+		return 0;
+	}
+	return wait_restored(r->pid);
+}
+
+int cmd_restore(void)
+{
+	struct rst r;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.area_fd = -1;
+	r.exe_fd = -1;
+	ret = scan_inherited(&r);
+	if (!ret)
+		ret = dumpset_load(opts.dir, &r.ds);
+	if (ret) {
+		close_inherited(&r);
+		return ret;
+	}
+	r.pid = dumpset_pid(&r.ds);
+	r.leader = r.ds.cores[0];
+	ret = shm_collect(&r);
+	if (!ret)
+		ret = check_images(&r);
+	if (!ret)
+		ret = restore(&r);
+	rst_close_prepared(&r);
+	if (r.area)
+		munmap(r.area, r.area_size);
+	free(r.descs);
+	free(r.fds);
+	free(r.blob_fds);
+	free(r.shms);
+	close_inherited(&r);
+	dumpset_free(&r.ds);
+	return ret;
+}

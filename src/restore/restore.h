@@ -1,0 +1,124 @@
+/*
+ * memdump restore, private to src/restore*.c: the state of one restore and
+ * what its parts (check, files, shmem, area, driver) give each other.
+ * The restorer area layout shared with the blob is in restorer.h.
+ */
+#ifndef MEMDUMP_RESTORE_H
+#define MEMDUMP_RESTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "image/dumpset.h"
+#include "restorer.h"
+
+/* One fd number of the restored process. */
+struct rfd {
+	int src;		/* memdump's fd with the open file description */
+	int target;		/* its number in the restored process */
+	bool cloexec;
+};
+
+/* An open file description prepared for the target, by file id. */
+struct rdesc {
+	uint32_t id;
+	int fd;			/* in memdump, -1 until opened */
+};
+
+/* A shared memory object: MAP_SHARED|MAP_ANONYMOUS memory or a memfd. */
+struct shm_obj {
+	uint64_t shmid;			/* inode at dump time: vma.shmid, memfd inode_id */
+	uint64_t size;
+	const MemfdInodeEntry *memfd;	/* NULL: anonymous shared memory */
+	const struct dump_shmem *content; /* NULL: all zeros */
+	int fd;				/* memdump's fd on the object, -1 */
+	int blob;			/* index in the blob's fds, -1 until a VMA maps it */
+	unsigned int late_seals;	/* for the blob to add, after mapping */
+};
+
+/* A pipe memdump inherited on an fd above 2 (see restore_files.c). */
+struct inherited {
+	int n;			/* its number in memdump at start */
+	int fd;			/* memdump's copy */
+	int flags;		/* F_GETFL */
+};
+
+struct rst {
+	struct dumpset ds;
+	pid_t pid;
+	const CoreEntry *leader;
+
+	struct rdesc *descs;
+	size_t nr_descs;
+	struct rfd *fds;	/* target fds */
+	size_t nr_fds;
+	int *blob_fds;		/* memdump fds handed to the blob (closed by it) */
+	size_t nr_blob_fds;
+	int max_target_fd;
+
+	struct shm_obj *shms;
+	size_t nr_shms;
+
+	struct inherited *inh;
+	size_t nr_inh;
+
+	int exe_fd;
+	const char *cwd, *root;
+
+	/* the restorer area */
+	int area_fd;
+	char *area;
+	size_t area_size;
+	struct rst_args *a;
+	unsigned long vdso_start, vdso_len;
+	bool has_vdso;
+};
+
+/* restore.c: lookups and cleanup */
+const FileEntry *rst_file(struct rst *r, uint32_t id);
+/* Path of a regular file entry, NULL for other types. */
+const char *rst_reg_path(struct rst *r, uint32_t id);
+/* Close every fd prepared for the target (after the fork, or on failure). */
+void rst_close_prepared(struct rst *r);
+
+/* restore_check.c */
+int check_images(struct rst *r);
+/* RST_MAP_*: how the blob maps v */
+int vma_how(const VmaEntry *v);
+
+/* restore_files.c: r->descs and r->fds */
+int scan_inherited(struct rst *r);
+void close_inherited(struct rst *r);
+int open_fds(struct rst *r);
+
+/* restore_area.c */
+/* Hand fd to the blob: returns its index in the blob's fd list. */
+int add_blob_fd(struct rst *r, int fd);
+int build_area(struct rst *r);
+
+/* restore_task.c */
+size_t pending_sigs_count(struct rst *r);
+size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
+void fill_process(struct rst *r);
+void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
+
+/* restore_child.c */
+void __attribute__((noreturn)) child_main(struct rst *r);
+
+/* restore_resume.c: let the parked threads run into their dumped contexts */
+int resume_threads(struct rst *r);
+
+/* restore_shmem.c: r->shms */
+int shm_collect(struct rst *r);
+int shm_check(struct rst *r);
+int shm_create_all(struct rst *r);
+struct shm_obj *shm_find(struct rst *r, uint64_t shmid);
+int shm_blob_fd(struct rst *r, struct shm_obj *s);
+/* The seals left for the blob to add once mapped; returns how many. */
+size_t shm_blob_seals(struct rst *r, struct rst_seal *d);
+struct shm_obj *shm_of_memfd(struct rst *r, const MemfdFileEntry *mf);
+int shm_open_memfd(struct rst *r, const FileEntry *fe);
+void shm_close_all(struct rst *r);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * Restore, step 5: when every thread is parked before its final
+ * rt_sigreturn, memdump attaches with ptrace, lets them go, stops each right
+ * after its rt_sigreturn, injects one munmap of the restorer area into the
+ * leader (every signal blocked meanwhile) and detaches: nothing of the
+ * restorer remains in the process.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/futex.h>
+
+/* sys/user.h has its own PAGE_SIZE */
+#undef PAGE_SIZE
+#undef PAGE_MASK
+#undef PAGE_SHIFT
+
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+
+#ifndef PTRACE_GET_SYSCALL_INFO
+#define PTRACE_GET_SYSCALL_INFO	0x420e
+#define PTRACE_SYSCALL_INFO_ENTRY	1
+#define PTRACE_SYSCALL_INFO_EXIT	2
+#endif
+#ifndef PTRACE_GETSIGMASK
+#define PTRACE_GETSIGMASK	0x420a
+#define PTRACE_SETSIGMASK	0x420b
+#endif
+
+struct ptrace_syscall_info_min {
+	uint8_t op;
+	uint8_t pad[3];
+	uint32_t arch;
+	uint64_t instruction_pointer;
+	uint64_t stack_pointer;
+	union {
+		struct { uint64_t nr; uint64_t args[6]; } entry;
+		struct { int64_t rval; uint8_t is_error; } exit;
+	};
+};
+
+/* Run tid until it has returned from rt_sigreturn; leave it stopped there. */
+static int run_to_sigreturn(pid_t tid)
+{
+	bool in_sigreturn = false;
+	int status;
+
+	for (;;) {
+		struct ptrace_syscall_info_min info;
+		int sig = 0;
+
+		if (waitpid(tid, &status, __WALL) != tid)
+			return -errno;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return -ECHILD;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			memset(&info, 0, sizeof(info));
+			if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof(info), &info) <= 0)
+				return -errno;
+			if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+				in_sigreturn = info.entry.nr == SYS_rt_sigreturn;
+			else if (info.op == PTRACE_SYSCALL_INFO_EXIT && in_sigreturn)
+				return 0;
+		} else if (status >> 16) {
+			/* PTRACE_EVENT_STOP and friends */
+		} else if (WSTOPSIG(status) != SIGTRAP) {
+			sig = WSTOPSIG(status);
+		}
+		if (ptrace(PTRACE_SYSCALL, tid, 0, sig))
+			return -errno;
+	}
+}
+
+/*
+ * In tid, stopped after its rt_sigreturn: munmap the restorer area. Every
+ * signal stays blocked meanwhile: a pending signal the restored mask lets
+ * through is delivered after the detach, not into the injected syscall.
+ */
+static int inject_munmap(struct rst *r, pid_t tid)
+{
+	uint64_t mask, all = ~0ULL;
+	struct user_regs_struct saved, regs;
+	int status, ret = 0;
+
+	if (ptrace(PTRACE_GETSIGMASK, tid, sizeof(mask), &mask) ||
+	    ptrace(PTRACE_SETSIGMASK, tid, sizeof(all), &all))
+		return -errno;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &saved))
+		return -errno;
+	regs = saved;
+	regs.rax = SYS_munmap;
+	regs.orig_rax = -1;
+	regs.rdi = r->a->area_start;
+	regs.rsi = r->a->area_size;
+	regs.rip = r->a->syscall_insn;
+	if (ptrace(PTRACE_SETREGS, tid, 0, &regs))
+		return -errno;
+	for (int stops = 0; stops < 2; stops++) {
+		if (ptrace(PTRACE_SYSCALL, tid, 0, 0) || waitpid(tid, &status, __WALL) != tid)
+			return -errno;
+		if (!WIFSTOPPED(status) || WSTOPSIG(status) != (SIGTRAP | 0x80))
+			return -EIO;
+	}
+	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
+		return -errno;
+	if ((long)regs.rax < 0)
+		ret = (int)regs.rax;
+	if (ptrace(PTRACE_SETREGS, tid, 0, &saved) ||
+	    ptrace(PTRACE_SETSIGMASK, tid, sizeof(mask), &mask))
+		return -errno;
+	return ret;
+}
+
+static void release(struct rst *r, unsigned int go)
+{
+	__atomic_store_n(&r->a->go, go, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &r->a->go, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Let the parked threads run into their dumped contexts. */
+int resume_threads(struct rst *r)
+{
+	const struct rst_thread *rt = (const struct rst_thread *)(r->area + r->a->threads_off);
+	size_t n = r->a->nr_threads, seized = 0;
+	int ret = 0, status;
+
+	for (; seized < n; seized++) {
+		pid_t tid = rt[seized].tid;
+
+		if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL) ||
+		    ptrace(PTRACE_INTERRUPT, tid, 0, 0) || waitpid(tid, &status, __WALL) != tid) {
+			ret = -errno;
+			break;
+		}
+	}
+	if (ret) {
+		/* no ptrace: the threads run, the restorer area stays mapped */
+		pr_warn("cannot trace the restored threads (%s): the restorer area stays mapped at "
+			"%#lx\n", strerror(-ret), r->a->area_start);
+		for (size_t i = 0; i < seized; i++)
+			ptrace(PTRACE_DETACH, rt[i].tid, 0, 0);
+		release(r, 1);
+		return 0;
+	}
+	release(r, 1);
+	for (size_t i = 0; i < n && !ret; i++) {
+		if (ptrace(PTRACE_SYSCALL, rt[i].tid, 0, 0))
+			ret = -errno;
+	}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = run_to_sigreturn(rt[i].tid);
+	if (!ret)
+		ret = inject_munmap(r, rt[0].tid);
+	if (ret) {
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, &status, __WALL);
+		return r->a->err ? fail(r->a->err, "%s", r->a->msg)
+				 : fail(ret, "the restored threads did not resume: %s", strerror(-ret));
+	}
+	/* MEMDUMP_RESTORE_STOP=1: leave it group-stopped, to attach a debugger */
+	for (size_t i = 0; i < n; i++)
+		ptrace(PTRACE_DETACH, rt[i].tid, 0,
+		       i == 0 && getenv("MEMDUMP_RESTORE_STOP") ? SIGSTOP : 0);
+	return 0;
+}
