@@ -756,6 +756,12 @@ add real-python case_real_python
 add real-mtseq case_real_mtseq
 perl -Mthreads -e 1 2> /dev/null && add real-perl case_real_perl
 
+# More cases, one file per topic: test/cases-TOPIC.sh defines case_* functions
+# with the helpers above and registers them with add.
+for f in "$TESTSRC"/cases-*.sh; do
+	[[ -e $f ]] && source "$f"
+done
+
 # ------------------------------------------------------------------ driver
 
 if (( LIST_ONLY )); then
