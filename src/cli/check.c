@@ -578,7 +578,7 @@ static void add_missing(char *list, size_t len, const char *what)
 	snprintf(list + n, len - n, "%s%s", n ? ", " : "", what);
 }
 
-int cmd_check(void)
+int cmd_check(const struct options *o __attribute__((unused)))
 {
 	char missing[1024] = "", note[NOTE_LEN];
 

@@ -11,8 +11,8 @@
 #include "log.h"
 #include "cli/options.h"
 #include "cli/worker.h"
+#include "restore/restore.h"
 
-struct options opts = { .verbosity = LOG_WARN };
 
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
@@ -29,9 +29,26 @@ static const char usage[] =
 	"\n"
 	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n";
 
+int cmd_dump(const struct options *o)
+{
+	struct dump_opts d = {
+		.pid = o->pid, .dir = o->dir, .mode = o->mode,
+		.leave_running = o->leave_running, .progress = o->progress,
+	};
+
+	return dump_run(&d);
+}
+
+int cmd_restore(const struct options *o)
+{
+	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile };
+
+	return restore_run(&r);
+}
+
 static const struct command {
 	const char *name;
-	int (*run)(void);
+	int (*run)(const struct options *o);
 	const char *failure;	/* prefix of the one-line error */
 	bool in_worker;		/* see worker.c */
 } commands[] = {
@@ -42,18 +59,11 @@ static const struct command {
 	{ "check", cmd_check, "check failed", false },
 };
 
-const char *mode_name(enum dump_mode m)
-{
-	static const char *names[] = { "splice", "read", "mem" };
-
-	return names[m];
-}
-
-static int parse_mode(const char *s)
+static int parse_mode(struct options *opts, const char *s)
 {
 	for (int m = MODE_SPLICE; m <= MODE_MEM; m++) {
 		if (!strcmp(s, mode_name(m))) {
-			opts.mode = m;
+			opts->mode = m;
 			return 0;
 		}
 	}
@@ -68,7 +78,7 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 2;
 }
 
-static int parse_options(int argc, char **argv)
+static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
 	static const struct option longopts[] = {
@@ -88,42 +98,42 @@ static int parse_options(int argc, char **argv)
 	char *end;
 	int c;
 
-	opts.progress = isatty(STDERR_FILENO);
+	opts->progress = isatty(STDERR_FILENO);
 	while ((c = getopt_long(argc, argv, "+t:D:dv:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			opts.pid = strtol(optarg, &end, 10);
-			if (*end || opts.pid <= 0)
+			opts->pid = strtol(optarg, &end, 10);
+			if (*end || opts->pid <= 0)
 				return bad_usage("bad PID '%s'", optarg);
 			break;
 		case 'D':
-			opts.dir = optarg;
+			opts->dir = optarg;
 			break;
 		case OPT_MODE:
-			if (parse_mode(optarg))
+			if (parse_mode(opts, optarg))
 				return bad_usage("unknown mode '%s' (splice, read or mem)", optarg);
 			break;
 		case OPT_LEAVE:
-			opts.leave_running = true;
+			opts->leave_running = true;
 			break;
 		case 'd':
-			opts.detach = true;
+			opts->detach = true;
 			break;
 		case OPT_PIDFILE:
-			opts.pidfile = optarg;
+			opts->pidfile = optarg;
 			break;
 		case OPT_JSON:
-			opts.json = true;
+			opts->json = true;
 			break;
 		case OPT_LOGFILE:
-			opts.log_file = optarg;
+			opts->log_file = optarg;
 			break;
 		case OPT_NOPROGRESS:
-			opts.progress = false;
+			opts->progress = false;
 			break;
 		case 'v':
-			opts.verbosity = strtol(optarg, &end, 10);
-			if (*end || opts.verbosity < 0 || opts.verbosity > 4)
+			opts->verbosity = strtol(optarg, &end, 10);
+			if (*end || opts->verbosity < 0 || opts->verbosity > 4)
 				return bad_usage("bad verbosity '%s' (0-4)", optarg);
 			break;
 		case 'h':
@@ -133,13 +143,14 @@ static int parse_options(int argc, char **argv)
 			return bad_usage("%s", "bad option");
 		}
 	}
-	opts.argc = argc - optind;
-	opts.argv = argv + optind;
+	opts->argc = argc - optind;
+	opts->argv = argv + optind;
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	struct options opts = { .verbosity = LOG_WARN };
 	const struct command *cmd = NULL;
 	int ret;
 
@@ -155,14 +166,14 @@ int main(int argc, char **argv)
 		}
 		return bad_usage("unknown command '%s'", argv[1]);
 	}
-	ret = parse_options(argc - 1, argv + 1);
+	ret = parse_options(&opts, argc - 1, argv + 1);
 	if (ret)
 		return ret;
 	if (log_init(opts.verbosity, opts.log_file)) {
 		log_report_failure(cmd->failure, -EINVAL);
 		return 1;
 	}
-	ret = cmd->in_worker ? run_in_worker(cmd->run, cmd->failure) : cmd->run();
+	ret = cmd->in_worker ? run_in_worker(cmd->run, &opts, cmd->failure) : cmd->run(&opts);
 	if (ret < 0) {
 		log_report_failure(cmd->failure, ret);
 		ret = 1;

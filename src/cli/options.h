@@ -1,11 +1,16 @@
-/* Command-line options, parsed once in main.c, read by every command. */
+/*
+ * The command-line layer: main.c parses argv into struct options once and
+ * hands it to the command it runs; dump and restore get their own option
+ * structs (dump/dump.h, restore/restore.h) built from it, so nothing below
+ * src/cli/ knows about the command line. cli may call every layer.
+ */
 #ifndef MEMDUMP_OPTIONS_H
 #define MEMDUMP_OPTIONS_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
-enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
+#include "dump/dump.h"
 
 struct options {
 	pid_t pid;			/* -t */
@@ -22,14 +27,10 @@ struct options {
 	char **argv;
 };
 
-extern struct options opts;
-
-int cmd_dump(void);
-int cmd_restore(void);
-int cmd_show(void);
-int cmd_read_mem(void);
-int cmd_check(void);
-
-const char *mode_name(enum dump_mode m);
+int cmd_dump(const struct options *o);
+int cmd_restore(const struct options *o);
+int cmd_show(const struct options *o);
+int cmd_read_mem(const struct options *o);
+int cmd_check(const struct options *o);
 
 #endif

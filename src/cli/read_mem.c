@@ -40,15 +40,15 @@ static int parse_num(const char *s, const char *what, uint64_t *out)
 	return 0;
 }
 
-static int parse_args(uint64_t *addr, uint64_t *len)
+static int parse_args(const struct options *o, uint64_t *addr, uint64_t *len)
 {
 	int ret;
 
-	if (opts.argc != 2)
+	if (o->argc != 2)
 		return fail(-EINVAL, "usage: memdump read-mem -D DIR ADDR LEN");
-	ret = parse_num(opts.argv[0], "address", addr);
+	ret = parse_num(o->argv[0], "address", addr);
 	if (!ret)
-		ret = parse_num(opts.argv[1], "length", len);
+		ret = parse_num(o->argv[1], "length", len);
 	if (!ret && *addr + *len < *addr)
 		ret = fail(-EINVAL, "range 0x%" PRIx64 " + 0x%" PRIx64 " overflows", *addr, *len);
 	return ret;
@@ -214,15 +214,15 @@ static int copy_range(const struct dumpset *ds, uint64_t addr, uint64_t len)
 	return ret;
 }
 
-int cmd_read_mem(void)
+int cmd_read_mem(const struct options *o)
 {
 	struct dumpset ds;
 	uint64_t addr, len;
-	int ret = parse_args(&addr, &len);
+	int ret = parse_args(o, &addr, &len);
 
 	if (ret)
 		return ret;
-	ret = dumpset_load(opts.dir, &ds);
+	ret = dumpset_load(o->dir, &ds);
 	if (ret)
 		return ret;
 	ret = check_range(&ds, addr, len);

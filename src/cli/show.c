@@ -213,12 +213,12 @@ static void human(uint64_t bytes, char *buf, size_t len)
 	snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
-static void text_process(const struct dumpset *ds)
+static void text_process(const struct dumpset *ds, const char *dir)
 {
 	const PstreeEntry *p = ds->pstree;
 	const InventoryEntry *inv = ds->inv;
 
-	printf("image set  %s (%s, kernel %s)\n", opts.dir, inv->tool ? inv->tool : "?",
+	printf("image set  %s (%s, kernel %s)\n", dir, inv->tool ? inv->tool : "?",
 	       inv->kernel ? inv->kernel : "?");
 	printf("process    %u \"%s\"  ppid %u  pgid %u  sid %u\n", p->pid, dumpset_comm(ds),
 	       p->ppid, p->pgid, p->sid);
@@ -281,9 +281,9 @@ static void text_totals(const struct dumpset *ds)
 	       d->pages_written);
 }
 
-static void show_text(const struct dumpset *ds)
+static void show_text(const struct dumpset *ds, const char *dir)
 {
-	text_process(ds);
+	text_process(ds, dir);
 	text_vmas(ds);
 	text_fds(ds);
 	text_totals(ds);
@@ -396,10 +396,10 @@ static void json_totals(const struct dumpset *ds)
 		printf("\"stats\": null\n");
 }
 
-static void show_json(const struct dumpset *ds)
+static void show_json(const struct dumpset *ds, const char *dir)
 {
 	printf("{\n");
-	json_key_str("dir", opts.dir, ",\n");
+	json_key_str("dir", dir, ",\n");
 	json_key_str("tool", ds->inv->tool, ",\n");
 	json_key_str("kernel", ds->inv->kernel, ",\n");
 	json_process(ds);
@@ -409,17 +409,17 @@ static void show_json(const struct dumpset *ds)
 	printf("}\n");
 }
 
-int cmd_show(void)
+int cmd_show(const struct options *o)
 {
 	struct dumpset ds;
-	int ret = dumpset_load(opts.dir, &ds);
+	int ret = dumpset_load(o->dir, &ds);
 
 	if (ret)
 		return ret;
-	if (opts.json)
-		show_json(&ds);
+	if (o->json)
+		show_json(&ds, o->dir);
 	else
-		show_text(&ds);
+		show_text(&ds, o->dir);
 	dumpset_free(&ds);
 	if (fflush(stdout) || ferror(stdout))
 		return fail(-EIO, "cannot write to stdout: %s", strerror(errno));

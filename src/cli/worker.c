@@ -40,7 +40,8 @@ static int wait_worker(void)
 	return 128 + WTERMSIG(status);
 }
 
-int run_in_worker(int (*fn)(void), const char *failure)
+int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
+		  const char *failure)
 {
 	pid_t parent = getpid();
 	int ret;
@@ -53,7 +54,7 @@ int run_in_worker(int (*fn)(void), const char *failure)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(1);
-	ret = fn();
+	ret = fn(o);
 	if (ret < 0) {
 		log_report_failure(failure, ret);
 		ret = 1;

@@ -3,6 +3,8 @@
 #define MEMDUMP_WORKER_H
 
 /* Returns the exit status for main(), or <0 (after fail()) if no worker started. */
-int run_in_worker(int (*fn)(void), const char *failure);
+struct options;
+int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
+		  const char *failure);
 
 #endif

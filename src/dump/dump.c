@@ -161,23 +161,31 @@ static void dump_ctx_free(struct dump_ctx *d)
 	shmem_free();
 }
 
-int cmd_dump(void)
+const char *mode_name(enum dump_mode m)
 {
-	struct dump_ctx d = { .pid = opts.pid, .pidfd = -1, .mem_fd = -1, .mode = opts.mode };
+	static const char *names[] = { "splice", "read", "mem" };
+
+	return names[m];
+}
+
+int dump_run(const struct dump_opts *o)
+{
+	struct dump_ctx d = { .pid = o->pid, .pidfd = -1, .mem_fd = -1, .mode = o->mode,
+			      .progress = o->progress };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
 	int ret;
 
 	if (!ts)
 		return -ENOMEM;
-	if (!opts.pid || !opts.dir) {
+	if (!o->pid || !o->dir) {
 		free(ts);
 		return fail(-EINVAL, "dump needs -t PID and -D DIR");
 	}
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = d.dirfd = open_dir(opts.dir);
+		ret = d.dirfd = open_dir(o->dir);
 	if (ret < 0) {
 		free(ts);
 		return ret;
@@ -197,7 +205,7 @@ int cmd_dump(void)
 		release_all(&d, false);
 	} else {
 		img_forget_created();
-		release_all(&d, !opts.leave_running);
+		release_all(&d, !o->leave_running);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
 	if (!ret)

@@ -12,7 +12,6 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "cli/options.h"
 
 struct thread {
 	pid_t tid;
@@ -63,6 +62,21 @@ struct dump_stats {
 	uint64_t bytes_written;
 };
 
+enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
+
+/* What the caller (the CLI, later an RPC server) asks of one dump. */
+struct dump_opts {
+	pid_t pid;			/* -t */
+	const char *dir;		/* -D */
+	enum dump_mode mode;		/* --mode */
+	bool leave_running;		/* --leave-running */
+	bool progress;			/* draw a progress bar on stderr */
+};
+
+/* dump.c: the pipeline; <0 after fail() */
+int dump_run(const struct dump_opts *o);
+const char *mode_name(enum dump_mode m);
+
 struct parasite;
 
 struct dump_ctx {
@@ -71,6 +85,7 @@ struct dump_ctx {
 	int pidfd;
 	int mem_fd;			/* /proc/PID/mem */
 	enum dump_mode mode;
+	bool progress;
 	struct thread *threads;		/* leader first */
 	int nr_threads;
 	struct vma *vmas;

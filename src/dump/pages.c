@@ -40,6 +40,7 @@ struct pages_out {
 	int fd;
 	bool direct;
 	uint64_t written;
+	struct progress bar;
 	/* read and mem modes: buffers handed between reader and writer thread */
 	uint8_t *buf[NR_BUFS];	/* aligned for O_DIRECT */
 	size_t len[NR_BUFS];	/* bytes queued in buf[i], 0 = free */
@@ -70,7 +71,7 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 		buf += n;
 		len -= n;
 		o->written += n;
-		progress_update(o->written);
+		progress_update(&o->bar, o->written);
 	}
 	return 0;
 }
@@ -195,7 +196,7 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 	if (ret)
 		return ret;
 	o->written += bytes;
-	progress_update(o->written);
+	progress_update(&o->bar, o->written);
 	return 0;
 }
 
@@ -282,7 +283,7 @@ int write_pages(struct dump_ctx *d)
 		close(o.fd);
 		return ret;
 	}
-	progress_start("dumping memory", d->nr_pages * PAGE_SIZE);
+	progress_start(&o.bar, "dumping memory", d->nr_pages * PAGE_SIZE, d->progress);
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
@@ -290,7 +291,7 @@ int write_pages(struct dump_ctx *d)
 	if (!ret && fdatasync(o.fd) && errno != EINVAL)
 		ret = fail(-errno, "cannot sync the pages image: %s", strerror(errno));
 	d->stats.mem_end = now_us();
-	progress_end();
+	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
 	if (close(o.fd) && !ret)

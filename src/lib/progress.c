@@ -5,47 +5,41 @@
 #include <stdio.h>
 
 #include "common.h"
-#include "cli/options.h"
 #include "progress.h"
 
-static struct {
-	const char *what;
-	uint64_t total, start, last_draw;
-	bool shown;
-} bar;
-
-void progress_start(const char *what, uint64_t total)
+void progress_start(struct progress *p, const char *what, uint64_t total, bool enabled)
 {
-	bar.what = what;
-	bar.total = total;
-	bar.start = now_us();
-	bar.last_draw = 0;
-	bar.shown = false;
+	p->what = what;
+	p->total = total;
+	p->start = now_us();
+	p->last_draw = 0;
+	p->enabled = enabled;
+	p->shown = false;
 }
 
-void progress_update(uint64_t done)
+void progress_update(struct progress *p, uint64_t done)
 {
 	uint64_t now, elapsed;
 	int width = 40, fill;
 
-	if (!opts.progress || !bar.total)
+	if (!p->enabled || !p->total)
 		return;
 	now = now_us();
-	elapsed = now - bar.start;
-	if (elapsed < 1000000 || now - bar.last_draw < 100000)
+	elapsed = now - p->start;
+	if (elapsed < 1000000 || now - p->last_draw < 100000)
 		return;
-	bar.last_draw = now;
-	bar.shown = true;
-	fill = (int)(width * MIN(done, bar.total) / bar.total);
-	fprintf(stderr, "\r%s [%-*.*s] %3d%% %6.0f MB/s", bar.what, width, fill,
-		"========================================", (int)(100 * done / bar.total),
+	p->last_draw = now;
+	p->shown = true;
+	fill = (int)(width * MIN(done, p->total) / p->total);
+	fprintf(stderr, "\r%s [%-*.*s] %3d%% %6.0f MB/s", p->what, width, fill,
+		"========================================", (int)(100 * done / p->total),
 		done / (double)elapsed);
 	fflush(stderr);
 }
 
-void progress_end(void)
+void progress_end(struct progress *p)
 {
-	if (bar.shown)
+	if (p->shown)
 		fputs("\r\033[K", stderr);
-	bar.shown = false;
+	p->shown = false;
 }

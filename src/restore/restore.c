@@ -35,7 +35,6 @@
 
 #include "common.h"
 #include "log.h"
-#include "cli/options.h"
 #include "restore/restore.h"
 
 const FileEntry *rst_file(struct rst *r, uint32_t id)
@@ -104,15 +103,15 @@ static int wait_parked(struct rst *r)
 	}
 }
 
-static int write_pidfile(pid_t pid)
+static int write_pidfile(const char *pidfile, pid_t pid)
 {
 	FILE *f;
 
-	if (!opts.pidfile)
+	if (!pidfile)
 		return 0;
-	f = fopen(opts.pidfile, "we");
+	f = fopen(pidfile, "we");
 	if (!f || fprintf(f, "%d\n", pid) < 0 || fclose(f))
-		return fail(-errno, "cannot write the pid file %s: %s", opts.pidfile, strerror(errno));
+		return fail(-errno, "cannot write the pid file %s: %s", pidfile, strerror(errno));
 	return 0;
 }
 
@@ -204,10 +203,10 @@ static int restore(struct rst *r)
 	if (ret)
 		return ret;
 	report(r, t0, t1, t2);
-	ret = write_pidfile(r->pid);
+	ret = write_pidfile(r->o->pidfile, r->pid);
 	if (ret)
 		return ret;
-	if (opts.detach) {
+	if (r->o->detach) {
 		printf("%d\n", r->pid);
 		fflush(stdout);
 		return 0;
@@ -215,17 +214,18 @@ static int restore(struct rst *r)
 	return wait_restored(r->pid);
 }
 
-int cmd_restore(void)
+int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
 	int ret;
 
 	memset(&r, 0, sizeof(r));
+	r.o = o;
 	r.area_fd = -1;
 	r.exe_fd = -1;
 	ret = scan_inherited(&r);
 	if (!ret)
-		ret = dumpset_load(opts.dir, &r.ds);
+		ret = dumpset_load(o->dir, &r.ds);
 	if (ret) {
 		close_inherited(&r);
 		return ret;

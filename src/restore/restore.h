@@ -13,6 +13,16 @@
 #include "image/dumpset.h"
 #include "restorer.h"
 
+/* What the caller asks of one restore. */
+struct restore_opts {
+	const char *dir;		/* -D */
+	bool detach;			/* -d: print the PID and return */
+	const char *pidfile;		/* --pidfile */
+};
+
+/* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
+int restore_run(const struct restore_opts *o);
+
 /* One fd number of the restored process. */
 struct rfd {
 	int src;		/* memdump's fd with the open file description */
@@ -45,6 +55,7 @@ struct inherited {
 };
 
 struct rst {
+	const struct restore_opts *o;
 	struct dumpset ds;
 	pid_t pid;
 	const CoreEntry *leader;
