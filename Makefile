@@ -71,14 +71,17 @@ demo: deps
 	$(MAKE) all
 	scripts/demo
 
-test: deps
+test: deps check-layers
 	$(MAKE) all
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/memdump
 	MEMDUMP=$(CURDIR)/build-asan/memdump TESTBIN=$(CURDIR)/build/test test/run.sh
 
+check-layers:
+	@scripts/check-layers
+
 clean:
 	rm -rf build build-asan
 
-.PHONY: all deps demo test clean
+.PHONY: all deps demo test check-layers clean
 .SECONDARY:

@@ -1,4 +1,8 @@
-/* Small helpers shared by every host-side file. */
+/*
+ * Small helpers shared by every host-side file. include/ is the bottom
+ * layer, with src/lib (log, proc, progress, the embedded blobs): what every
+ * layer and the blobs share, calling nothing above it.
+ */
 #ifndef MEMDUMP_COMMON_H
 #define MEMDUMP_COMMON_H
 

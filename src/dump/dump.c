@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "dump/images.h"
 #include "dump/files.h"
 #include "image/image.h"

@@ -1,6 +1,10 @@
 /*
- * The dumper's picture of its target, filled step by step by the dump
- * pipeline (dump.c) and written out as images at the end.
+ * The dump layer: the pipeline that turns a live process into an image set
+ * (dump.c drives it: what to collect, which pages, writing pages and images).
+ * It owns struct dump_ctx, the dumper's picture of its target, filled step
+ * by step and written out at the end. It may call infect/ (freeze, remote
+ * syscalls, the parasite), image/ (writing images) and lib (include/); never
+ * restore/ or cli/.
  */
 #ifndef MEMDUMP_DUMP_H
 #define MEMDUMP_DUMP_H
@@ -99,20 +103,6 @@ struct dump_ctx {
 	int nr_sigpending;
 };
 
-/* seize.c */
-int target_check(pid_t pid);
-int seize_all(struct dump_ctx *d);
-void release_all(struct dump_ctx *d, bool kill_target);
-struct thread *thread_of(struct dump_ctx *d, pid_t tid);
-int wait_stop(pid_t tid, int *status);
-int interrupt_thread(pid_t tid, bool pass_signal);
-
-/* threads.c */
-int collect_thread_regs(struct dump_ctx *d, struct thread *t);
-int collect_thread_inside(struct dump_ctx *d, struct thread *t);
-int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
-int put_thread_regs(struct thread *t);
-
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);
 
@@ -122,17 +112,10 @@ int select_pages(struct dump_ctx *d);
 /* pages.c */
 int write_pages(struct dump_ctx *d);
 
-/* remote.c: system calls executed by a stopped thread of the target */
-int remote_init(struct dump_ctx *d);
-int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
-		   long a1, long a2, long a3, long a4, long a5, long a6);
-
-/* infect/parasite.c */
-int parasite_infect(struct dump_ctx *d);
-int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
-		      int out_fd);
-uint64_t parasite_scratch(struct dump_ctx *d, void **local);
-void parasite_cure(struct dump_ctx *d);
+/* infect/threads.c (to move here: it is collection, not infection) */
+int collect_thread_regs(struct dump_ctx *d, struct thread *t);
+int collect_thread_inside(struct dump_ctx *d, struct thread *t);
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
 
 /* Signals that ask a dump to stop (SIGINT, SIGTERM, memdump's parent gone). */
 extern volatile sig_atomic_t dump_interrupted;

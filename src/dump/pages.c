@@ -28,6 +28,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "image/image.h"
 #include "log.h"
 #include "progress.h"

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "dump/files.h"
 #include "log.h"
 #include "dump/task.h"

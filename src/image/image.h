@@ -1,5 +1,8 @@
 /*
- * Image files in CRIU's on-disk format.
+ * The image layer: reading and writing image files in CRIU's on-disk format
+ * (image.c) and loading a whole image set (dumpset.c). Used by dump,
+ * restore, show and read-mem; it may call only lib (include/).
+ *
  *
  * A framed image starts with IMG_COMMON_MAGIC (IMG_SERVICE_MAGIC for stats)
  * and the image's own magic; inventory.img has only its own magic. Then come

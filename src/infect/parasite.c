@@ -29,6 +29,7 @@
 #include "blobs.h"
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "kernel_uapi.h"
 #include "log.h"
 #include "parasite_abi.h"

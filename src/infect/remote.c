@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "log.h"
 
 static uint64_t syscall_insn;	/* address of 0f 05 in the target */

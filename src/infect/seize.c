@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "log.h"
 #include "proc.h"
 

@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "infect/infect.h"
 #include "log.h"
 #include "dump/restart.h"
 

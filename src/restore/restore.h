@@ -1,7 +1,9 @@
 /*
- * memdump restore, private to src/restore*.c: the state of one restore and
- * what its parts (check, files, shmem, area, driver) give each other.
- * The restorer area layout shared with the blob is in restorer.h.
+ * The restore layer: recreate the process of an image set (restore.c drives
+ * it: check, files, shmem, area, fork, resume) and hand it the restorer
+ * blob. It may call image/ (loading the set) and lib (include/); never
+ * dump/, infect/ or cli/. Below: the state of one restore and what its parts
+ * give each other; the area layout shared with the blob is in restorer.h.
  */
 #ifndef MEMDUMP_RESTORE_H
 #define MEMDUMP_RESTORE_H
