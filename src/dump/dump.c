@@ -23,6 +23,7 @@
 #include "dump/dump.h"
 #include "infect/infect.h"
 #include "dump/images.h"
+#include "dump/refuse.h"
 #include "dump/files.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
@@ -186,6 +187,8 @@ int dump_run(const struct dump_opts *o)
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
+		ret = refuse_check(d.pid);
+	if (!ret)
 		ret = d.dirfd = open_dir(o->dir);
 	if (ret < 0) {
 		free(ts);
@@ -195,6 +198,8 @@ int dump_run(const struct dump_opts *o)
 	d.stats.freeze_start = now_us();
 	if (!ret)
 		ret = seize_all(&d);
+	if (!ret)
+		ret = refuse_check(d.pid);	/* again, frozen: no fork in between */
 	d.stats.frozen_at = now_us();
 	if (!ret)
 		ret = collect(&d, ts);
