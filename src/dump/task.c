@@ -125,14 +125,54 @@ static void get_misc(pid_t pid, struct task_state *ts)
 		ts->umask = strtoul(v, NULL, 8);
 	if (!proc_status_field(pid, "THP_enabled", v, sizeof(v)))
 		ts->thp_disabled = atoi(v) == 0;
+}
+
+static uint64_t limit_value(const char *s)
+{
+	return !strcmp(s, "unlimited") ? RLIM_INFINITY : strtoull(s, NULL, 10);
+}
+
+/*
+ * /proc/PID/limits, one line per resource in RLIMIT_* order: a name padded
+ * to 25 columns, then the soft and hard limits. Readable where prlimit() on
+ * another user's process is not (no CAP_SYS_RESOURCE).
+ */
+static int read_proc_limits(pid_t pid, struct task_state *ts)
+{
+	char path[64], *text = NULL, *line, *save = NULL;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+	if (proc_read_file(path, &text) < 0)
+		return fail(-EIO, "cannot read %s", path);
+	line = strtok_r(text, "\n", &save);		/* the header */
+	while ((line = strtok_r(NULL, "\n", &save)) && n < NR_RLIMITS) {
+		char soft[32], hard[32];
+
+		if (strlen(line) < 26 || sscanf(line + 25, "%31s %31s", soft, hard) != 2)
+			break;
+		ts->rlim[n].cur = limit_value(soft);
+		ts->rlim[n].max = limit_value(hard);
+		n++;
+	}
+	free(text);
+	if (n != NR_RLIMITS)
+		return fail(-EIO, "cannot parse %s: %d of %d limits", path, n, NR_RLIMITS);
+	return 0;
+}
+
+/* Every resource limit as read, never a value that was not: prlimit, else /proc. */
+static int get_rlimits(pid_t pid, struct task_state *ts)
+{
 	for (int r = 0; r < NR_RLIMITS; r++) {
 		struct rlimit rl;
 
-		if (prlimit(pid, r, NULL, &rl) == 0) {
-			ts->rlim[r].cur = rl.rlim_cur;
-			ts->rlim[r].max = rl.rlim_max;
-		}
+		if (prlimit(pid, r, NULL, &rl))
+			return read_proc_limits(pid, ts);
+		ts->rlim[r].cur = rl.rlim_cur;
+		ts->rlim[r].max = rl.rlim_max;
 	}
+	return 0;
 }
 
 int collect_task(struct dump_ctx *d, struct task_state *ts)
@@ -147,6 +187,9 @@ int collect_task(struct dump_ctx *d, struct task_state *ts)
 		return ret;
 	get_creds(d->pid, &ts->creds);
 	get_misc(d->pid, ts);
+	ret = get_rlimits(d->pid, ts);
+	if (ret)
+		return ret;
 	ts->exe_id = files_id_of_proc_link(d, "exe");
 	ts->cwd_id = files_id_of_proc_link(d, "cwd");
 	ts->root_id = files_id_of_proc_link(d, "root");

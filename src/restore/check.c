@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -405,6 +407,73 @@ static int check_files(struct rst *r)
 	return 0;
 }
 
+static bool have_sys_resource(void)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (caps) {
+		cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
+		cap_free(caps);
+	}
+	return v == CAP_SET;
+}
+
+static uint64_t nr_open(void)
+{
+	unsigned long long n = 1024 * 1024;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu", &n) != 1)
+			n = 1024 * 1024;
+		fclose(f);
+	}
+	return n;
+}
+
+static const char *limit_str(uint64_t v, char buf[32])
+{
+	if (v == RLIM_INFINITY)
+		return "unlimited";
+	snprintf(buf, 32, "%" PRIu64, v);
+	return buf;
+}
+
+/*
+ * The blob sets every limit as dumped. Raising a hard limit above memdump's
+ * own takes CAP_SYS_RESOURCE, and RLIMIT_NOFILE above fs.nr_open is never
+ * possible: such a set is refused here, before anything starts, rather than
+ * restored with other limits than the process had.
+ */
+static int check_rlimits(struct rst *r)
+{
+	static const char *const names[] = { "CPU", "FSIZE", "DATA", "STACK", "CORE", "RSS",
+		"NPROC", "NOFILE", "MEMLOCK", "AS", "LOCKS", "SIGPENDING", "MSGQUEUE", "NICE",
+		"RTPRIO", "RTTIME" };
+	const TaskRlimitsEntry *rl = r->leader->tc ? r->leader->tc->rlimits : NULL;
+	bool capable = have_sys_resource();
+	char a[32], b[32];
+
+	for (size_t i = 0; rl && i < rl->n_rlimits && i < ARRAY_SIZE(names); i++) {
+		uint64_t max = rl->rlimits[i]->max;
+		struct rlimit own;
+
+		if (rl->rlimits[i]->cur > max)
+			return fail(-EINVAL, "RLIMIT_%s in the image: soft limit above the hard one",
+				    names[i]);
+		if (i == RLIMIT_NOFILE && max > nr_open())
+			return fail(-EPERM, "RLIMIT_NOFILE hard limit %" PRIu64 " is above this "
+				    "host's fs.nr_open (%" PRIu64 ")", max, nr_open());
+		if (getrlimit(i, &own) || max <= own.rlim_max || capable)
+			continue;
+		return fail(-EPERM, "RLIMIT_%s hard limit %s is above memdump's own (%s) and "
+			    "raising it needs CAP_SYS_RESOURCE", names[i], limit_str(max, a),
+			    limit_str(own.rlim_max, b));
+	}
+	return 0;
+}
+
 int check_images(struct rst *r)
 {
 	int ret;
@@ -414,6 +483,8 @@ int check_images(struct rst *r)
 	if (r->ds.pages_fd < 0)
 		return fail(-EIO, "no pages image");
 	ret = check_threads(r);
+	if (!ret)
+		ret = check_rlimits(r);
 	if (!ret)
 		ret = check_files(r);
 	if (!ret)
