@@ -56,6 +56,54 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
 		    v->start, v->end, v->name[0] ? v->name : "(anonymous)", what);
 }
 
+/*
+ * Every VmFlags mnemonic is either restored (from the VMA's prot, flags,
+ * madvise bits and mlock state) or refused by name: nothing is dropped.
+ */
+static const char *const restored_flags[] = {
+	"rd", "wr", "ex", "sh", "mr", "mw", "me", "ms",	/* prot and sharing */
+	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb */
+	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
+	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
+};
+
+static const struct { const char *flag, *what; } refused_flags[] = {
+	{ "lf", "mlock2(MLOCK_ONFAULT) (VmFlags lf)" },
+	{ "um", "a userfaultfd registration (VmFlags um)" },
+	{ "uw", "a userfaultfd write-protect registration (VmFlags uw)" },
+	{ "ui", "a userfaultfd minor-fault registration (VmFlags ui)" },
+	{ "ss", "a shadow stack (VmFlags ss)" },
+	{ "sl", "a sealed mapping, mseal() (VmFlags sl)" },
+	{ "mm", "a mixed PFN mapping (VmFlags mm)" },
+	{ "sf", "synchronous page faults, DAX (VmFlags sf)" },
+};
+
+static bool flag_in(const char *f, const char *const *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(f, set[i], 2))
+			return true;
+	return false;
+}
+
+static int check_vmflags(pid_t pid, const struct vma *v)
+{
+	char what[64];
+
+	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
+		if (has_flag(v, refused_flags[i].flag))
+			return refuse(pid, v, refused_flags[i].what);
+	for (const char *p = v->vmflags; *p; p++) {
+		if (*p == ' ' || flag_in(p, restored_flags, ARRAY_SIZE(restored_flags))) {
+			p += *p != ' ';
+			continue;
+		}
+		snprintf(what, sizeof(what), "VmFlags %.2s, which memdump cannot restore", p);
+		return refuse(pid, v, what);
+	}
+	return 0;
+}
+
 static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 {
 	char path[128];
@@ -83,6 +131,10 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
+	int ret = check_vmflags(d->pid, v);
+
+	if (ret)
+		return ret;
 	v->status = VMA_AREA_REGULAR;
 	v->dump = true;
 	if (!strcmp(v->name, "[vsyscall]")) {
@@ -127,6 +179,8 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 	}
 	if (has_flag(v, "gd"))
 		v->flags |= MAP_GROWSDOWN;
+	if (has_flag(v, "nr"))
+		v->flags |= MAP_NORESERVE;
 	return 0;
 }
 
