@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -241,6 +242,22 @@ static int read_exact(int fd, void *buf, size_t len)
 	return done;
 }
 
+int img_open_file(int dirfd, const char *name, int flags)
+{
+	struct stat st;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags);
+
+	if (fd < 0)
+		return fail(-errno, "cannot open image %s: %s", name,
+			    errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(-EIO, "image %s is not a regular file", name);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
 {
 	const struct img_desc *d = &descs[t];
@@ -252,9 +269,9 @@ int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
 		return -ENOMEM;
 	img->type = t;
 	img_name(t, id, img->name, sizeof(img->name));
-	img->fd = openat(dirfd, img->name, O_RDONLY | O_CLOEXEC);
+	img->fd = img_open_file(dirfd, img->name, 0);
 	if (img->fd < 0) {
-		ret = fail(-errno, "cannot open image %s: %s", img->name, strerror(errno));
+		ret = img->fd;
 		free(img);
 		return ret;
 	}

@@ -66,6 +66,11 @@ void img_forget_created(void);		/* after success */
  * or -EIO (with fail() naming the image) when an entry is truncated or does not
  * unpack.
  */
+/*
+ * An image file of the dump directory for reading: never through a symbolic
+ * link, and only a regular file (a FIFO would block forever). Returns the fd.
+ */
+int img_open_file(int dirfd, const char *name, int flags);
 int img_open(int dirfd, enum img_type t, unsigned id, struct image **out);
 int img_read_msg(struct image *img, const ProtobufCMessageDescriptor *desc, void **msg);
 int img_read_one(int dirfd, enum img_type t, unsigned id,
