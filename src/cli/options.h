@@ -29,6 +29,7 @@ int cmd_restore(void);
 int cmd_show(void);
 int cmd_read_mem(void);
 int cmd_check(void);
+int cmd_verify(void);
 
 const char *mode_name(enum dump_mode m);
 

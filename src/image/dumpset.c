@@ -10,6 +10,7 @@
 #include "common.h"
 #include "image/dumpset.h"
 #include "image/image.h"
+#include "image/verify.h"
 #include "log.h"
 #include "vma_status.h"
 
@@ -321,6 +322,8 @@ static int load_images(struct dumpset *ds)
 	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
 			       (void **)&ds->inv);
 
+	if (!ret)
+		ret = imgset_verify(ds->dirfd, ds->inv);
 	if (!ret)
 		ret = need_img(ds, IMG_PSTREE, 0);
 	if (!ret)
