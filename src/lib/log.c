@@ -1,5 +1,6 @@
 /* Logging with levels, and the single recorded reason a command failed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +18,11 @@ int log_init(int level, const char *path)
 	cur_level = level;
 	if (!path)
 		return 0;
-	log_file = fopen(path, "a");
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	log_file = fd >= 0 ? fdopen(fd, "a") : NULL;
+	if (fd >= 0 && !log_file)
+		close(fd);
 	if (!log_file)
 		return fail(-errno, "cannot open log file %s: %s", path, strerror(errno));
 	setvbuf(log_file, NULL, _IOLBF, 0);
