@@ -88,3 +88,26 @@ case_img_planted_links() {
 	[[ $(stat -c %a "$T/newlog") == 600 ]] || fail "log file mode $(stat -c %a "$T/newlog")"
 }
 add img-planted-links case_img_planted_links
+
+# A file name with a control byte, a quote, a backslash, a byte that is not
+# UTF-8 and a UTF-8 letter: show --json stays valid JSON, error lines carry
+# no raw bytes.
+case_img_weird_name() {
+	local w; w=$(printf '%s/we\001ird"\\\xff\xc3\xa9' "$T")
+	echo data > "$w"
+	sleep 1000 7< "$w" > /dev/null 2>&1 < /dev/null &
+	local pid=$!
+	track "$pid"
+	sleep 0.2
+	dump "$pid" "$T/d"
+	md show show -D "$T/d" --json || fail "show --json failed: $(cat "$MD_ERR")"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("\u00e9" in f["path"] for f in d["fds"])' \
+		"$MD_OUT" 2> "$T/json.err" || fail "show --json is not valid JSON: $(tail -n1 "$T/json.err")"
+	rm -f "$w"
+	wait_until 5 bash -c "! kill -0 $pid 2>/dev/null" || fail "target still alive"
+	md restore restore -D "$T/d"
+	expect_refused "restore without the file" "$pid"
+	LC_ALL=C grep -q $'[\x01\xff\xc3]' "$MD_ERR" && fail "raw bytes in the error line: $(cat -v "$MD_ERR")"
+	grep -q 'we\\x01ird' "$MD_ERR" || fail "error does not name the file escaped: $(cat "$MD_ERR")"
+}
+add img-weird-name case_img_weird_name
