@@ -25,6 +25,7 @@ static const char usage[] =
 	"        with its status, or with -d print its PID and return\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
+	"  verify -D DIR             check every image against the inventory's checksums\n"
 	"  check                     kernel features and capabilities memdump needs\n"
 	"\n"
 	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n";
@@ -57,6 +58,7 @@ static const struct command {
 	{ "show", cmd_show, "show failed", false },
 	{ "read-mem", cmd_read_mem, "read-mem failed", false },
 	{ "check", cmd_check, "check failed", false },
+	{ "verify", cmd_verify, "verify failed", false },
 };
 
 static int parse_mode(struct options *opts, const char *s)

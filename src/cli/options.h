@@ -32,5 +32,6 @@ int cmd_restore(const struct options *o);
 int cmd_show(const struct options *o);
 int cmd_read_mem(const struct options *o);
 int cmd_check(const struct options *o);
+int cmd_verify(const struct options *o);
 
 #endif

@@ -3,9 +3,8 @@
  *
  * Bytes come from pages-N.img where the pagemap has them (for shared
  * anonymous memory and memfds: the object's pagemap-shmem image, by offset);
- * file-backed pages the dump did not store come from the mapped file (zeros
- * past its end or when it is gone); any other page of a dumped VMA reads as
- * zeros.
+ * other anonymous pages of a dumped VMA read as zeros; file-backed pages the
+ * dump did not store are refused (no path named in an image is opened).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,12 +20,6 @@
 #include "vma_status.h"
 
 #define CHUNK	(1UL << 20)
-
-/* The file behind the VMA being read, opened once per VMA. */
-struct backing {
-	const VmaEntry *vma;
-	int fd;
-};
 
 static int parse_num(const char *s, const char *what, uint64_t *out)
 {
@@ -118,59 +111,22 @@ static int read_pages(const struct vma_src *src, const struct dump_run *r, uint6
 	return 0;
 }
 
-static const char *backing_path(const struct dumpset *ds, const VmaEntry *v)
+/*
+ * Pages not in the dump: zeros for anonymous memory. The pages of a file
+ * mapping the dump did not store are the file's; read-mem never opens a path
+ * named inside an image (a crafted mm image would make it print any file).
+ */
+static int read_unstored(const VmaEntry *v, uint64_t a, void *buf, size_t n)
 {
-	const char *p;
-
-	if (!(v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED)))
-		return NULL;
-	p = dumpset_file_path(dumpset_file(ds, v->shmid));
-	if (!p && v->fd >= 0)
-		p = dumpset_file_path(dumpset_file(ds, v->fd));
-	if (!p && v->name && v->name[0] == '/')
-		p = v->name;
-	return p;
-}
-
-/* The fd of the file mapped by v, -1 for anonymous memory or a vanished file. */
-static int backing_fd(const struct dumpset *ds, const VmaEntry *v, struct backing *b)
-{
-	const char *path;
-
-	if (v == b->vma)
-		return b->fd;
-	if (b->fd >= 0)
-		close(b->fd);
-	b->vma = v;
-	b->fd = -1;
-	path = backing_path(ds, v);
-	if (path)
-		b->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (path && b->fd < 0)
-		pr_warn("%s: %s; its pages read as zeros", path, strerror(errno));
-	return b->fd;
-}
-
-/* Pages not in the dump: from the mapped file, zeros past its end or without one. */
-static int read_unstored(const struct dumpset *ds, const VmaEntry *v, struct backing *b,
-			 uint64_t a, void *buf, size_t n)
-{
-	int fd = backing_fd(ds, v, b);
-	size_t got = 0;
-	int ret;
-
-	if (fd >= 0) {
-		ret = pread_full(fd, buf, n, v->pgoff + (a - v->start), &got);
-		if (ret)
-			return fail(ret, "cannot read the file mapped at 0x%" PRIx64 ": %s", a,
-				    strerror(-ret));
-	}
-	memset((char *)buf + got, 0, n - got);
+	if (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED))
+		return fail(-ENODATA, "the bytes at 0x%" PRIx64 " are not in the dump: they are "
+			    "the content of the file mapped there", a);
+	memset(buf, 0, n);
 	return 0;
 }
 
 /* Fill buf with the bytes at a, at most max; *n says how many. */
-static int read_chunk(const struct dumpset *ds, struct backing *b, uint64_t a, uint64_t max,
+static int read_chunk(const struct dumpset *ds, uint64_t a, uint64_t max,
 		      void *buf, size_t *n)
 {
 	const VmaEntry *v = dumpset_vma_at(ds, a);
@@ -191,25 +147,22 @@ static int read_chunk(const struct dumpset *ds, struct backing *b, uint64_t a, u
 		return 0;
 	}
 	*n = r ? MIN(lim, r->start - key) : lim;
-	return read_unstored(ds, v, b, a, buf, *n);
+	return read_unstored(v, a, buf, *n);
 }
 
 static int copy_range(const struct dumpset *ds, uint64_t addr, uint64_t len)
 {
-	struct backing b = { .vma = NULL, .fd = -1 };
 	char *buf = malloc(CHUNK);
 	uint64_t a = addr, end = addr + len;
 	size_t n;
 	int ret = buf ? 0 : -ENOMEM;
 
 	while (!ret && a < end) {
-		ret = read_chunk(ds, &b, a, MIN(end - a, CHUNK), buf, &n);
+		ret = read_chunk(ds, a, MIN(end - a, CHUNK), buf, &n);
 		if (!ret)
 			ret = write_full(buf, n);
 		a += n;
 	}
-	if (b.fd >= 0)
-		close(b.fd);
 	free(buf);
 	return ret;
 }

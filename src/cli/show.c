@@ -291,16 +291,45 @@ static void show_text(const struct dumpset *ds, const char *dir)
 
 /* ---- JSON ---- */
 
+/* Length of the well-formed UTF-8 sequence at p (2-4 bytes), 0 if none. */
+static int utf8_len(const unsigned char *p)
+{
+	int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+	uint32_t cp;
+
+	if (!n || p[0] > 0xf4)
+		return 0;
+	cp = p[0] & (0x7f >> n);
+	for (int i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string: quotes, backslash and controls escaped, bytes that are not UTF-8 as \u00XX. */
 static void json_str(const char *s)
 {
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	int n;
+
 	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+	for (; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			printf("\\%c", *p);
 		else if (*p < 0x20 || *p == 0x7f)
 			printf("\\u%04x", *p);
-		else
+		else if (*p < 0x80)
 			putchar(*p);
+		else if ((n = utf8_len(p)) > 0) {
+			fwrite(p, 1, n, stdout);
+			p += n - 1;
+		} else
+			printf("\\u%04x", *p);
 	}
 	putchar('"');
 }

@@ -4,7 +4,7 @@
  *   check the target, freeze every thread, read VMAs and fds, infect,
  *   collect per-thread and process state, select pages, write pages (the
  *   target stays frozen until all of them are on disk), cure, write the
- *   other images, write inventory.img last, then kill or resume the target.
+ *   other images, kill or resume the target, then write inventory.img last.
  *
  * Any failure: the images written so far are removed, the target is cured
  * and resumed untraced, and the reason is reported once by main().
@@ -126,8 +126,6 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 		ret = write_stats(d);
 	if (!ret && dump_interrupted)
 		ret = fail(-EINTR, "interrupted");
-	if (!ret)
-		ret = write_inventory(d);
 	return ret;
 }
 
@@ -210,10 +208,20 @@ int dump_run(const struct dump_opts *o)
 		img_remove_created(d.dirfd);
 		release_all(&d, false);
 	} else {
-		img_forget_created();
 		release_all(&d, !o->leave_running);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
+	/*
+	 * inventory.img lists every image's checksum; the pages images are read
+	 * back for it, which the target need not wait for: it is done after the
+	 * target is resumed or killed (every image is complete on disk).
+	 */
+	if (!ret)
+		ret = write_inventory(&d);
+	if (ret)
+		img_remove_created(d.dirfd);
+	else
+		img_forget_created();
 	if (!ret)
 		summary(&d, frozen_us);
 	close(d.dirfd);

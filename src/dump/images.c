@@ -413,5 +413,5 @@ int write_inventory(struct dump_ctx *d)
 	inv.kernel = u.release;
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
-	return img_write_inventory(d->dirfd, &inv.base);
+	return img_write_inventory(d->dirfd, &inv);
 }

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "image/dumpset.h"
 #include "image/image.h"
+#include "image/verify.h"
 #include "log.h"
 #include "vma_status.h"
 
@@ -128,6 +130,10 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 			return -ENOMEM;
 		l->runs = r;
 	}
+	if (!nr || nr > (1ULL << 36) || pe->vaddr % PAGE_SIZE ||
+	    pe->vaddr + nr * PAGE_SIZE < pe->vaddr)
+		return fail(-EIO, "image corrupt: pagemap run at %#" PRIx64 " of %" PRIu64
+			    " pages", pe->vaddr, nr);
 	r = &l->runs[l->nr++];
 	r->start = pe->vaddr;
 	r->end = pe->vaddr + nr * PAGE_SIZE;
@@ -143,10 +149,8 @@ static int open_pages(const struct dumpset *ds, unsigned pages_id, int *fd)
 	char name[64];
 
 	img_name(IMG_PAGES, pages_id, name, sizeof(name));
-	*fd = openat(ds->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return fail(-errno, "cannot open image %s: %s", name, strerror(errno));
-	return 0;
+	*fd = img_open_file(ds->dirfd, name, 0);
+	return *fd < 0 ? *fd : 0;
 }
 
 /* A pagemap image: a head naming pages-N.img, then the runs in file order. */
@@ -169,6 +173,34 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 	return ret;
 }
 
+struct name64 {
+	char s[64];
+};
+
+static struct name64 img_name_of(enum img_type t, unsigned id)
+{
+	struct name64 n;
+
+	img_name(t, id, n.s, sizeof(n.s));
+	return n;
+}
+
+/* Sorted runs must not overlap, and the pages image must hold their bytes. */
+static int check_runs(const char *name, const struct dump_run *runs, size_t nr,
+		      uint64_t bytes, int pages_fd)
+{
+	struct stat st;
+
+	for (size_t i = 1; i < nr; i++)
+		if (runs[i].start < runs[i - 1].end)
+			return fail(-EIO, "image %s is corrupt: runs at %#" PRIx64 " and %#" PRIx64
+				    " overlap", name, runs[i - 1].start, runs[i].start);
+	if (pages_fd >= 0 && !fstat(pages_fd, &st) && (uint64_t)st.st_size != bytes)
+		return fail(-EIO, "image %s is corrupt: it lists %" PRIu64 " bytes of pages, "
+			    "its pages image holds %" PRIu64, name, bytes, (uint64_t)st.st_size);
+	return 0;
+}
+
 static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
 		     size_t *nr, int *pages_fd)
 {
@@ -186,8 +218,9 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	*nr = l.nr;
 	if (ret < 0)
 		return ret;
-	qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
-	return 0;
+	if (l.nr)
+		qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
+	return check_runs(img_name_of(t, id).s, l.runs, l.nr, l.off, *pages_fd);
 }
 
 static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t shmid)
@@ -256,11 +289,41 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	return ret;
 }
 
+/* VMAs sorted, page-aligned, not empty and not overlapping. */
+static int check_vmas(const MmEntry *mm, pid_t pid)
+{
+	for (size_t i = 0; i < mm->n_vmas; i++) {
+		const VmaEntry *v = mm->vmas[i];
+
+		if (v->start >= v->end || v->start % PAGE_SIZE || v->end % PAGE_SIZE ||
+		    (i && v->start < mm->vmas[i - 1]->end))
+			return fail(-EIO, "image mm-%d.img is corrupt: VMA %zu %#" PRIx64 "-%#"
+				    PRIx64 " is empty, unaligned, unsorted or overlapping",
+				    pid, i, v->start, v->end);
+	}
+	return 0;
+}
+
+/* Every run of the process's own pagemap lies inside one of its VMAs. */
+static int check_runs_in_vmas(const struct dumpset *ds)
+{
+	for (size_t i = 0; i < ds->nr_runs; i++) {
+		const VmaEntry *v = dumpset_vma_at(ds, ds->runs[i].start);
+
+		if (!v || ds->runs[i].end > v->end)
+			return fail(-EIO, "image pagemap-%d.img is corrupt: run at %#" PRIx64
+				    " is not inside one VMA", ds->pstree->pid, ds->runs[i].start);
+	}
+	return 0;
+}
+
 static int load_images(struct dumpset *ds)
 {
 	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
 			       (void **)&ds->inv);
 
+	if (!ret)
+		ret = imgset_verify(ds->dirfd, ds->inv);
 	if (!ret)
 		ret = need_img(ds, IMG_PSTREE, 0);
 	if (!ret)
@@ -274,8 +337,12 @@ static int load_images(struct dumpset *ds)
 		ret = img_read_one(ds->dirfd, IMG_MM, ds->pstree->pid, &mm_entry__descriptor,
 				   (void **)&ds->mm);
 	if (!ret)
+		ret = check_vmas(ds->mm, ds->pstree->pid);
+	if (!ret)
 		ret = load_runs(ds, IMG_PAGEMAP, ds->pstree->pid, &ds->runs, &ds->nr_runs,
 				&ds->pages_fd);
+	if (!ret)
+		ret = check_runs_in_vmas(ds);
 	if (!ret)
 		ret = load_shmems(ds);
 	if (!ret)

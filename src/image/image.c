@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "image/hash.h"
 #include "image/image.h"
+#include "inventory.pb-c.h"
 #include "log.h"
 
 struct img_desc {
@@ -33,8 +36,15 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_MEMFD_INODE] = { "memfd.img",      0x48453499, IMG_COMMON_MAGIC },
 };
 
+/* Every image a dump created, with its checksum once it is closed. */
+struct created_img {
+	char *name;
+	bool summed;		/* size and hash known (pages images: read back) */
+	uint64_t size, hash;
+};
+
 #define MAX_CREATED 4096
-static char *created[MAX_CREATED];
+static struct created_img created[MAX_CREATED];
 static int nr_created;
 
 void img_name(enum img_type t, unsigned id, char *buf, size_t len)
@@ -45,17 +55,19 @@ void img_name(enum img_type t, unsigned id, char *buf, size_t len)
 #pragma GCC diagnostic pop
 }
 
-static void remember(const char *name)
+static int remember(const char *name)
 {
-	if (nr_created < MAX_CREATED)
-		created[nr_created++] = strdup(name);
+	if (nr_created >= MAX_CREATED)
+		return fail(-E2BIG, "more than %d images", MAX_CREATED);
+	created[nr_created] = (struct created_img){ .name = strdup(name) };
+	return created[nr_created].name ? nr_created++ : -ENOMEM;
 }
 
 void img_remove_created(int dirfd)
 {
 	for (int i = 0; i < nr_created; i++) {
-		if (created[i])
-			unlinkat(dirfd, created[i], 0);
+		if (created[i].name)
+			unlinkat(dirfd, created[i].name, 0);
 	}
 	img_forget_created();
 }
@@ -63,7 +75,7 @@ void img_remove_created(int dirfd)
 void img_forget_created(void)
 {
 	for (int i = 0; i < nr_created; i++)
-		free(created[i]);
+		free(created[i].name);
 	nr_created = 0;
 }
 
@@ -95,7 +107,15 @@ static int create_named(int dirfd, enum img_type t, const char *name, struct ima
 		free(img);
 		return fail(ret, "cannot create image %s: %s", name, strerror(-ret));
 	}
-	remember(name);
+	img->idx = remember(name);
+	if (img->idx < 0) {
+		ret = img->idx;
+		close(img->fd);
+		unlinkat(dirfd, name, 0);
+		free(img);
+		return ret;
+	}
+	hash64_init(&img->hash);
 	if (t != IMG_PAGES) {
 		img->f = fdopen(img->fd, "w");
 		if (!img->f) {
@@ -127,6 +147,7 @@ int img_write_raw(struct image *img, const void *buf, size_t len)
 {
 	const char *p = buf;
 
+	hash64_update(&img->hash, buf, len);
 	if (img->f) {
 		if (fwrite(buf, 1, len, img->f) != len)
 			return fail(-errno ?: -EIO, "cannot write image %s: %s", img->name,
@@ -182,6 +203,9 @@ int img_close(struct image *img)
 	} else if (img->fd >= 0) {
 		close(img->fd);
 	}
+	if (!ret && img->type != IMG_PAGES)	/* pages may bypass img_write_raw */
+		created[img->idx] = (struct created_img){ created[img->idx].name, true,
+							  img->hash.total, hash64_final(&img->hash) };
 	free(img);
 	return ret;
 }
@@ -197,7 +221,83 @@ void img_abort(struct image *img)
 	free(img);
 }
 
-int img_write_inventory(int dirfd, const ProtobufCMessage *msg)
+int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
+{
+	size_t len = 1 << 20;
+	char *buf = malloc(len);
+	struct hash64 h;
+	int fd, ret = 0;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = img_open_file(dirfd, name, 0);
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
+	hash64_init(&h);
+	while ((n = read(fd, buf, len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = fail(-errno, "cannot read image %s: %s", name, strerror(errno));
+			break;
+		}
+		hash64_update(&h, buf, n);
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	free(buf);
+	*size = h.total;
+	*hash = hash64_final(&h);
+	return ret;
+}
+
+/* The list of images with their checksums, into inv->images. */
+static int list_images(int dirfd, InventoryEntry *inv, ImageSumEntry *sums,
+		       ImageSumEntry **ptrs)
+{
+	int ret = 0;
+
+	inv->n_images = 0;
+	inv->images = ptrs;
+	for (int i = 0; i < nr_created && !ret; i++) {
+		struct created_img *c = &created[i];
+
+		if (!c->name || c->name[0] == '.')
+			continue;
+		if (!c->summed)
+			ret = img_sum_file(dirfd, c->name, &c->size, &c->hash);
+		c->summed = !ret;
+		image_sum_entry__init(&sums[inv->n_images]);
+		sums[inv->n_images].name = c->name;
+		sums[inv->n_images].size = c->size;
+		sums[inv->n_images].hash = c->hash;
+		ptrs[inv->n_images] = &sums[inv->n_images];
+		inv->n_images++;
+	}
+	return ret;
+}
+
+static int write_inventory_file(int dirfd, const ProtobufCMessage *msg);
+
+int img_write_inventory(int dirfd, InventoryEntry *inv)
+{
+	ImageSumEntry *sums = calloc(nr_created + 1, sizeof(*sums));
+	ImageSumEntry **ptrs = calloc(nr_created + 1, sizeof(*ptrs));
+	int ret = sums && ptrs ? list_images(dirfd, inv, sums, ptrs) : -ENOMEM;
+
+	if (!ret)
+		ret = write_inventory_file(dirfd, &inv->base);
+	inv->images = NULL;
+	inv->n_images = 0;
+	free(sums);
+	free(ptrs);
+	return ret;
+}
+
+static int write_inventory_file(int dirfd, const ProtobufCMessage *msg)
 {
 	static const char tmp[] = ".inventory.img.tmp";
 	struct image *img;
@@ -241,6 +341,22 @@ static int read_exact(int fd, void *buf, size_t len)
 	return done;
 }
 
+int img_open_file(int dirfd, const char *name, int flags)
+{
+	struct stat st;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags);
+
+	if (fd < 0)
+		return fail(-errno, "cannot open image %s: %s", name,
+			    errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(-EIO, "image %s is not a regular file", name);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
 {
 	const struct img_desc *d = &descs[t];
@@ -252,9 +368,9 @@ int img_open(int dirfd, enum img_type t, unsigned id, struct image **out)
 		return -ENOMEM;
 	img->type = t;
 	img_name(t, id, img->name, sizeof(img->name));
-	img->fd = openat(dirfd, img->name, O_RDONLY | O_CLOEXEC);
+	img->fd = img_open_file(dirfd, img->name, 0);
 	if (img->fd < 0) {
-		ret = fail(-errno, "cannot open image %s: %s", img->name, strerror(errno));
+		ret = img->fd;
 		free(img);
 		return ret;
 	}

@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "image/hash.h"
+#include "inventory.pb-c.h"
+
 #define IMG_COMMON_MAGIC	0x54564319
 #define IMG_SERVICE_MAGIC	0x55105940
 
@@ -48,6 +51,8 @@ struct image {
 	int fd;
 	FILE *f;		/* framed images are buffered */
 	char name[64];
+	int idx;		/* in the list of created images */
+	struct hash64 hash;	/* of what was written through img_write_raw */
 };
 
 /*
@@ -69,6 +74,11 @@ void img_forget_created(void);		/* after success */
  * or -EIO (with fail() naming the image) when an entry is truncated or does not
  * unpack.
  */
+/*
+ * An image file of the dump directory for reading: never through a symbolic
+ * link, and only a regular file (a FIFO would block forever). Returns the fd.
+ */
+int img_open_file(int dirfd, const char *name, int flags);
 int img_open(int dirfd, enum img_type t, unsigned id, struct image **out);
 int img_read_msg(struct image *img, const ProtobufCMessageDescriptor *desc, void **msg);
 int img_read_one(int dirfd, enum img_type t, unsigned id,
@@ -76,7 +86,14 @@ int img_read_one(int dirfd, enum img_type t, unsigned id,
 int img_read_raw(struct image *img, void *buf, size_t len);	/* exactly len or -EIO */
 void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
 
-/* inventory.img: written through a temporary name and renamed, last. */
-int img_write_inventory(int dirfd, const ProtobufCMessage *msg);
+/*
+ * inventory.img: written through a temporary name and renamed, last. It lists
+ * every image created, with size and checksum: framed images are summed as
+ * written, pages images (written by splice, the bytes never pass through
+ * memdump) are read back here.
+ */
+int img_write_inventory(int dirfd, InventoryEntry *inv);
+/* Size and checksum of an image file as it is on disk. */
+int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 
 #endif

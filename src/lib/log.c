@@ -1,5 +1,6 @@
 /* Logging with levels, and the single recorded reason a command failed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +18,11 @@ int log_init(int level, const char *path)
 	cur_level = level;
 	if (!path)
 		return 0;
-	log_file = fopen(path, "a");
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	log_file = fd >= 0 ? fdopen(fd, "a") : NULL;
+	if (fd >= 0 && !log_file)
+		close(fd);
 	if (!log_file)
 		return fail(-errno, "cannot open log file %s: %s", path, strerror(errno));
 	setvbuf(log_file, NULL, _IOLBF, 0);
@@ -60,15 +65,34 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * A reason may quote names and paths from an image: non-printable bytes and
+ * bytes outside ASCII become \xNN, so an error line is always one clean line.
+ */
+static void escape_into(char *dst, size_t len, const char *src)
+{
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)src; *p && o + 5 < len; p++) {
+		if (*p >= 0x20 && *p < 0x7f)
+			dst[o++] = *p;
+		else
+			o += snprintf(dst + o, len - o, "\\x%02x", *p);
+	}
+	dst[o] = 0;
+}
+
 int fail(int err, const char *fmt, ...)
 {
+	char raw[sizeof(reason)];
 	va_list ap;
 
 	if (reason[0])
 		return err;
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	escape_into(reason, sizeof(reason), raw);
 	pr_debug("failure recorded: %s", reason);
 	return err;
 }
@@ -81,8 +105,9 @@ void fail_context(const char *fmt, ...)
 	if (!reason[0])
 		return;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	vsnprintf(old, sizeof(old), fmt, ap);
 	va_end(ap);
+	escape_into(prefix, sizeof(prefix), old);
 	memcpy(old, reason, sizeof(old));
 	size_t n = strlen(prefix);
 

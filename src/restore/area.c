@@ -276,7 +276,7 @@ static void fill_memory(struct rst *r)
  */
 static int open_pages_for_blob(struct rst *r)
 {
-	int fd = openat(r->ds.dirfd, "pages-1.img", O_RDONLY | O_DIRECT | O_CLOEXEC);
+	int fd = openat(r->ds.dirfd, "pages-1.img", O_RDONLY | O_NOFOLLOW | O_DIRECT | O_CLOEXEC);
 
 	if (fd >= 0 && fd < 3) {
 		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);

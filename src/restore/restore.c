@@ -20,6 +20,8 @@
  *     and detaches: nothing of the restorer remains in the process.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,15 +105,31 @@ static int wait_parked(struct rst *r)
 	}
 }
 
+/*
+ * The pid file is written to a new temporary (O_EXCL, so a planted symlink
+ * is never followed) and renamed over the name: a symlink there is replaced,
+ * not written through.
+ */
 static int write_pidfile(const char *pidfile, pid_t pid)
 {
-	FILE *f;
+	char tmp[PATH_MAX], line[32];
+	int fd, len, ok;
 
 	if (!pidfile)
 		return 0;
-	f = fopen(pidfile, "we");
-	if (!f || fprintf(f, "%d\n", pid) < 0 || fclose(f))
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", pidfile, getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
 		return fail(-errno, "cannot write the pid file %s: %s", pidfile, strerror(errno));
+	len = snprintf(line, sizeof(line), "%d\n", pid);
+	ok = write(fd, line, len) == len;
+	ok = !close(fd) && ok && !rename(tmp, pidfile);
+	if (!ok) {
+		int err = errno ?: EIO;
+
+		unlink(tmp);
+		return fail(-err, "cannot write the pid file %s: %s", pidfile, strerror(err));
+	}
 	return 0;
 }
 

@@ -1,0 +1,109 @@
+/*
+ * An image set is evidence: before anything reads it, every file the
+ * inventory lists must be there with its size and checksum, and nothing else
+ * may be in the directory.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "image/verify.h"
+#include "log.h"
+
+void img_escape(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s && o + 5 < len; s++) {
+		unsigned char c = *s;
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[o++] = c;
+		else
+			o += snprintf(out + o, len - o, "\\x%02x", c);
+	}
+	out[o] = 0;
+}
+
+/* A listed name must be a plain file name of the directory. */
+static bool plain_name(const char *s)
+{
+	if (!s || !s[0] || s[0] == '.' || strlen(s) > 63 || !strcmp(s, "inventory.img"))
+		return false;
+	for (; *s; s++)
+		if (*s == '/' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			return false;
+	return true;
+}
+
+static int check_one(int dirfd, const ImageSumEntry *e)
+{
+	uint64_t size, hash;
+	char esc[256];
+	int ret;
+
+	img_escape(e->name ? e->name : "", esc, sizeof(esc));
+	if (!plain_name(e->name))
+		return fail(-EIO, "inventory.img is corrupt: it lists an image named \"%s\"", esc);
+	if (faccessat(dirfd, e->name, F_OK, AT_SYMLINK_NOFOLLOW))
+		return fail(-ENOENT, "image %s is missing: %s", esc, strerror(errno));
+	ret = img_sum_file(dirfd, e->name, &size, &hash);
+	if (ret)
+		return ret;
+	if (size != e->size)
+		return fail(-EIO, "image %s is corrupt: %" PRIu64 " bytes, the inventory says %"
+			    PRIu64, esc, size, e->size);
+	if (hash != e->hash)
+		return fail(-EIO, "image %s is corrupt: its checksum does not match the inventory",
+			    esc);
+	return 0;
+}
+
+static bool listed(const InventoryEntry *inv, const char *name)
+{
+	for (size_t i = 0; i < inv->n_images; i++)
+		if (inv->images[i]->name && !strcmp(inv->images[i]->name, name))
+			return true;
+	return false;
+}
+
+/* Nothing in the directory that the inventory does not list. */
+static int check_unlisted(int dirfd, const InventoryEntry *inv)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	char esc[256];
+	int ret = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fail(-errno, "cannot list the dump directory: %s", strerror(errno));
+	}
+	while (!ret && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "inventory.img") || listed(inv, de->d_name))
+			continue;
+		img_escape(de->d_name, esc, sizeof(esc));
+		ret = fail(-EIO, "image %s is not listed in inventory.img", esc);
+	}
+	closedir(d);
+	return ret;
+}
+
+int imgset_verify(int dirfd, const InventoryEntry *inv)
+{
+	int ret = 0;
+
+	if (!inv->n_images)
+		return fail(-EIO, "inventory.img lists no images: not a verifiable image set");
+	for (size_t i = 0; i < inv->n_images && !ret; i++)
+		ret = check_one(dirfd, inv->images[i]);
+	return ret ? ret : check_unlisted(dirfd, inv);
+}
