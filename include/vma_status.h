@@ -1,6 +1,10 @@
-/* vma_entry.status bits and pagemap_entry.flags, with CRIU's values. */
+/* vma_entry.status bits, pagemap_entry.flags and task_core_entry.task_state, with CRIU's values. */
 #ifndef MEMDUMP_VMA_STATUS_H
 #define MEMDUMP_VMA_STATUS_H
+
+/* task_core_entry.task_state */
+#define TASK_ALIVE		1
+#define TASK_STOPPED		3
 
 #define VMA_AREA_REGULAR	(1u << 0)	/* its pages are dumped */
 #define VMA_AREA_STACK		(1u << 1)

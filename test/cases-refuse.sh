@@ -55,3 +55,28 @@ case_refuse_namespaces() {
 add err-refuse-child case_refuse_child
 add err-refuse-pid1 case_refuse_pid1
 add err-refuse-namespaces case_refuse_namespaces
+
+# A SIGSTOPped target stays stopped with --leave-running and comes back stopped.
+case_rst_stopped() {
+	start_prog t-pattern
+	kill -STOP "$PID"
+	wait_until 5 eval '[[ $(proc_state '"$PID"') == T ]]' || fail "target did not stop"
+	dump "$PID" "$T/lr" --leave-running
+	[[ $(proc_state "$PID") == T ]] || fail "stopped target is $(proc_field "$PID" State) after --leave-running"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	# not through md: timeout's own process group would be left orphaned
+	# with a stopped member, which the kernel sends SIGHUP
+	timeout --foreground -k 5 "$OP_TIMEOUT" "$MEMDUMP" restore -D "$T/d" -d > "$T/r.out" 2>&1 ||
+		fail "restore -d failed: $(tail -n1 "$T/r.out")"
+	track "$PID"
+	wait_until 5 eval '[[ $(proc_state '"$PID"') == T ]]' ||
+		fail "restored process is $(proc_field "$PID" State), not stopped"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "restored process is still traced"
+	kill -CONT "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+
+add rst-stopped case_rst_stopped

@@ -28,6 +28,7 @@
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"
+#include "proc.h"
 #include "dump/shmem.h"
 #include "dump/task.h"
 
@@ -69,6 +70,14 @@ static int open_dir(const char *dir)
 		return fail(-EEXIST, "directory %s already holds a dump (inventory.img)", dir);
 	}
 	return fd;
+}
+
+/* A SIGSTOPped target stays so with --leave-running and is restored stopped. */
+static bool target_stopped(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_read_stat(pid, &st) == 0 && st.state == 'T';
 }
 
 static int open_target(struct dump_ctx *d)
@@ -186,6 +195,8 @@ int dump_run(const struct dump_opts *o)
 	ret = target_check(d.pid);
 	if (!ret)
 		ret = refuse_check(d.pid);
+	if (!ret)
+		d.stopped = target_stopped(d.pid);
 	if (!ret)
 		ret = d.dirfd = open_dir(o->dir);
 	if (ret < 0) {

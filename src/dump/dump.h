@@ -90,6 +90,7 @@ struct dump_ctx {
 	int mem_fd;			/* /proc/PID/mem */
 	enum dump_mode mode;
 	bool progress;
+	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
 	int nr_threads;
 	struct vma *vmas;

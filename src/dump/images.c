@@ -137,7 +137,7 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	SaEntry sae[NR_SIGS], *sap[NR_SIGS];
 	int ret;
 
-	tc.task_state = 1;	/* alive */
+	tc.task_state = d->stopped ? TASK_STOPPED : TASK_ALIVE;
 	tc.personality = ts->personality;
 	tc.blk_sigset = d->threads[0].sigmask;
 	tc.comm = (char *)ts->stat.comm;

@@ -26,6 +26,7 @@
 #include "common.h"
 #include "log.h"
 #include "restore/restore.h"
+#include "vma_status.h"
 
 #ifndef PTRACE_GET_SYSCALL_INFO
 #define PTRACE_GET_SYSCALL_INFO	0x420e
@@ -167,9 +168,15 @@ int resume_threads(struct rst *r)
 		return r->a->err ? fail(r->a->err, "%s", r->a->msg)
 				 : fail(ret, "the restored threads did not resume: %s", strerror(-ret));
 	}
-	/* MEMDUMP_RESTORE_STOP=1: leave it group-stopped, to attach a debugger */
+	/*
+	 * A process dumped stopped is left group-stopped, as it was; so is any
+	 * with MEMDUMP_RESTORE_STOP=1, to attach a debugger. The SIGSTOP is
+	 * delivered on detach, before any instruction of the process runs.
+	 */
+	bool stop = r->leader->tc && r->leader->tc->task_state == TASK_STOPPED;
+
 	for (size_t i = 0; i < n; i++)
 		ptrace(PTRACE_DETACH, rt[i].tid, 0,
-		       i == 0 && getenv("MEMDUMP_RESTORE_STOP") ? SIGSTOP : 0);
+		       i == 0 && (stop || getenv("MEMDUMP_RESTORE_STOP")) ? SIGSTOP : 0);
 	return 0;
 }
