@@ -23,6 +23,7 @@
 #include "dump/dump.h"
 #include "dump/images.h"
 #include "dump/files.h"
+#include "dump/refuse.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"
@@ -176,6 +177,8 @@ int cmd_dump(void)
 	}
 	catch_signals();
 	ret = target_check(d.pid);
+	if (!ret)
+		ret = refuse_check(d.pid);	/* before anything touches the target */
 	if (!ret)
 		ret = d.dirfd = open_dir(opts.dir);
 	if (ret < 0) {
