@@ -1,0 +1,59 @@
+# Dump-time refusals (src/dump/refuse.c): found before the target is seized,
+# all listed in one error line, the target left running and untraced.
+
+# first_child PID: the PID of a child of PID, once it has one
+first_child() { cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{print $1}'; }
+has_child() { [[ -n $(first_child "$1") ]]; }
+
+# expect_refused PID REGEX...: dump of PID fails once, naming every REGEX
+expect_refused() {
+	local pid=$1; shift
+	md dump dump -t "$pid" -D "$T/d" --leave-running
+	expect_md_error
+	for re in "$@"; do
+		grep -qE "$re" "$MD_ERR" || fail "the error does not say '$re'"
+	done
+	no_inventory "$T/d"
+}
+
+case_refuse_children() {
+	bash -c 'sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 has_child "$PID" || fail "no child appeared"
+	local child; child=$(first_child "$PID"); track "$child"
+	expect_refused "$PID" "process $PID holds state" "child process $child \(sleep\)"
+	expect_untraced "$PID"
+	alive "$child" || fail "child $child is gone"
+}
+
+case_refuse_two() {
+	mkdir "$T/gone"
+	(cd "$T/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 has_child "$PID" || fail "no child appeared"
+	track "$(first_child "$PID")"
+	rmdir "$T/gone"
+	expect_refused "$PID" "child process [0-9]+ \(sleep\)" "a deleted cwd \(.*gone \(deleted\)\)"
+	expect_untraced "$PID"
+}
+
+case_refuse_init() {
+	local t0; t0=$(now_ms)
+	expect_refused 1 "process 1 holds state .*init \(PID 1\)"
+	(( $(now_ms) - t0 < 5000 )) || fail "refusing PID 1 took more than 5 s"
+	[[ $(proc_field 1 TracerPid) == 0 ]] || fail "init is traced"
+}
+
+case_refuse_pidns() {
+	unshare --pid --fork sleep 300 < /dev/null > /dev/null 2>&1 &
+	local u=$!; track "$u"
+	wait_until 5 has_child "$u" || fail "unshare started no child"
+	PID=$(first_child "$u"); track "$PID"
+	expect_refused "$PID" "init of a PID namespace" "its own pid namespace"
+	expect_untraced "$PID"
+}
+
+add refuse-children case_refuse_children
+add refuse-two-at-once case_refuse_two
+add refuse-init case_refuse_init
+add refuse-pidns case_refuse_pidns
