@@ -57,3 +57,22 @@ add refuse-children case_refuse_children
 add refuse-two-at-once case_refuse_two
 add refuse-init case_refuse_init
 add refuse-pidns case_refuse_pidns
+
+# Rlimits come from /proc/PID/limits and are restored exactly.
+case_rst_rlimits() {
+	OUT=$T/t-pattern.out
+	prlimit --core=4096:8192 --nofile=100:200 --nproc=500:600 "$TESTBIN/t-pattern" "$T" 1 \
+		> "$OUT" 2> /dev/null < /dev/null &
+	track $!
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-pattern did not become READY"
+	PID=$(awk '/^READY/{print $2; exit}' "$OUT"); track "$PID"
+	cp "/proc/$PID/limits" "$T/limits.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	diff "$T/limits.before" "/proc/$PID/limits" > "$T/limits.diff" ||
+		{ show_file "limits diff" "$T/limits.diff"; fail "rlimits differ after restore"; }
+	grep -q "^Max open files  *100  *200 " "$T/limits.before" || fail "prlimit did not apply"
+}
+add rst-rlimits case_rst_rlimits

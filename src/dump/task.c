@@ -1,6 +1,6 @@
 /*
  * Process-wide state: from /proc (stat, status, auxv, personality, links),
- * from prlimit, and from inside the leader by remote system calls
+ * from /proc/PID/limits, and from inside the leader by remote system calls
  * (rt_sigaction, brk, securebits, dumpable).
  */
 #include <errno.h>
@@ -124,14 +124,54 @@ static void get_misc(pid_t pid, struct task_state *ts)
 		ts->umask = strtoul(v, NULL, 8);
 	if (!proc_status_field(pid, "THP_enabled", v, sizeof(v)))
 		ts->thp_disabled = atoi(v) == 0;
-	for (int r = 0; r < NR_RLIMITS; r++) {
-		struct rlimit rl;
+}
 
-		if (prlimit(pid, r, NULL, &rl) == 0) {
-			ts->rlim[r].cur = rl.rlim_cur;
-			ts->rlim[r].max = rl.rlim_max;
-		}
+static int parse_limit(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!strcmp(s, "unlimited")) {
+		*v = RLIM_INFINITY;
+		return 0;
 	}
+	*v = strtoull(s, &end, 10);
+	return end == s || *end ? -EINVAL : 0;
+}
+
+/*
+ * Rlimits from /proc/PID/limits (prlimit(pid) needs CAP_SYS_RESOURCE over
+ * another user's process): one row per RLIMIT_* in order, the name in 26
+ * columns, then soft and hard. A value that was not read is never written.
+ */
+static int parse_limit_row(const char *line, uint64_t *cur, uint64_t *max)
+{
+	char soft[32], hard[32];
+
+	if (strlen(line) < 27 || sscanf(line + 26, "%31s %31s", soft, hard) != 2)
+		return -EINVAL;
+	return parse_limit(soft, cur) ?: parse_limit(hard, max);
+}
+
+static int get_rlimits(pid_t pid, struct task_state *ts)
+{
+	char path[64], line[256];
+	int r, ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
+	if (!fgets(line, sizeof(line), f))	/* the header */
+		ret = -EINVAL;
+	for (r = 0; !ret && r < NR_RLIMITS; r++)
+		if (!fgets(line, sizeof(line), f) ||
+		    parse_limit_row(line, &ts->rlim[r].cur, &ts->rlim[r].max))
+			ret = -EINVAL;
+	fclose(f);
+	if (ret)
+		return fail(ret, "cannot parse %s (row %d)", path, r);
+	return 0;
 }
 
 int collect_task(struct dump_ctx *d, struct task_state *ts)
@@ -146,6 +186,9 @@ int collect_task(struct dump_ctx *d, struct task_state *ts)
 		return ret;
 	get_creds(d->pid, &ts->creds);
 	get_misc(d->pid, ts);
+	ret = get_rlimits(d->pid, ts);
+	if (ret)
+		return ret;
 	ts->exe_id = files_id_of_proc_link(d, "exe");
 	ts->cwd_id = files_id_of_proc_link(d, "cwd");
 	ts->root_id = files_id_of_proc_link(d, "root");
