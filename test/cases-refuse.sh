@@ -76,3 +76,12 @@ case_rst_rlimits() {
 	grep -q "^Max open files  *100  *200 " "$T/limits.before" || fail "prlimit did not apply"
 }
 add rst-rlimits case_rst_rlimits
+
+case_refuse_lock() {
+	bash -c 'exec 9> "$1/lockfile"; flock 9; exec sleep 300' _ "$T" < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 grep -q '^lock:' "/proc/$PID/fdinfo/9" || fail "no lock on fd 9"
+	expect_refused "$PID" "fd 9 holds a file lock FLOCK"
+	expect_untraced "$PID"
+}
+add refuse-lock case_refuse_lock
