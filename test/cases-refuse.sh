@@ -1,60 +1,90 @@
-# Refused before the target is touched: PID 1, a PID namespace's init, child
-# processes, namespaces of its own; one error line naming every reason, and
-# every process left running untraced.
+# Dump-time refusals (src/dump/refuse.c): found before the target is seized,
+# all listed in one error line, the target left running and untraced.
 
-# start_shell CMD...: start CMD in the background; sets PID
-start_shell() {
-	"$@" > "$T/shell.out" 2>&1 < /dev/null &
-	PID=$!
-	track "$PID"
-}
+# first_child PID: the PID of a child of PID, once it has one
+first_child() { cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{print $1}'; }
+has_child() { [[ -n $(first_child "$1") ]]; }
 
-# child_of PID -> its first child's PID, once it has one
-first_child() { sed 's/ .*//' "/proc/$1/task/$1/children" 2>/dev/null | grep .; }
-
-expect_refusal() { # expect_refusal PID ERE...: dump PID fails naming each ERE
+# expect_refused PID REGEX...: dump of PID fails once, naming every REGEX
+expect_refused() {
 	local pid=$1; shift
 	md dump dump -t "$pid" -D "$T/d" --leave-running
 	expect_md_error
 	for re in "$@"; do
-		grep -Eq -- "$re" "$MD_ERR" || fail "the error does not say '$re'"
+		grep -qE "$re" "$MD_ERR" || fail "the error does not say '$re'"
 	done
 	no_inventory "$T/d"
 }
 
-case_refuse_child() {
-	start_shell sh -c 'sleep 300 & wait'
-	local child
-	wait_until 5 first_child "$PID" > /dev/null || fail "sh started no child"
-	child=$(first_child "$PID")
-	expect_refusal "$PID" "child process $child \\(sleep\\)"
+case_refuse_children() {
+	bash -c 'sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 has_child "$PID" || fail "no child appeared"
+	local child; child=$(first_child "$PID"); track "$child"
+	expect_refused "$PID" "process $PID holds state" "child process $child \(sleep\)"
 	expect_untraced "$PID"
-	expect_untraced "$child"
+	alive "$child" || fail "child $child is gone"
 }
 
-case_refuse_pid1() {
-	md dump dump -t 1 -D "$T/d" --leave-running
-	expect_md_error
-	grep -q "PID 1" "$MD_ERR" || fail "the error does not name PID 1"
-	expect_untraced 1
+case_refuse_two() {
+	mkdir "$T/gone"
+	(cd "$T/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 has_child "$PID" || fail "no child appeared"
+	track "$(first_child "$PID")"
+	rmdir "$T/gone"
+	expect_refused "$PID" "child process [0-9]+ \(sleep\)" "a deleted cwd \(.*gone \(deleted\)\)"
+	expect_untraced "$PID"
 }
 
-# unshare's child is the init of a new PID (and UTS) namespace with a child of its own
-case_refuse_namespaces() {
-	command -v unshare > /dev/null || fail "unshare missing"
-	start_shell unshare --pid --uts --fork sh -c 'sleep 300 & wait'
-	local init
-	wait_until 5 first_child "$PID" > /dev/null || fail "unshare started nothing"
-	init=$(first_child "$PID")
-	wait_until 5 first_child "$init" > /dev/null || fail "the namespace init has no child"
-	expect_refusal "$init" "init \\(PID 1\\) of its PID namespace" \
-		"namespaces of its own \\(pid, uts\\)" "child process [0-9]+ \\(sleep\\)"
-	expect_untraced "$init"
+case_refuse_init() {
+	local t0; t0=$(now_ms)
+	expect_refused 1 "process 1 holds state .*init \(PID 1\)"
+	(( $(now_ms) - t0 < 5000 )) || fail "refusing PID 1 took more than 5 s"
+	[[ $(proc_field 1 TracerPid) == 0 ]] || fail "init is traced"
 }
 
-add err-refuse-child case_refuse_child
-add err-refuse-pid1 case_refuse_pid1
-add err-refuse-namespaces case_refuse_namespaces
+case_refuse_pidns() {
+	unshare --pid --fork sleep 300 < /dev/null > /dev/null 2>&1 &
+	local u=$!; track "$u"
+	wait_until 5 has_child "$u" || fail "unshare started no child"
+	PID=$(first_child "$u"); track "$PID"
+	expect_refused "$PID" "init of a PID namespace" "its own pid namespace"
+	expect_untraced "$PID"
+}
+
+add refuse-children case_refuse_children
+add refuse-two-at-once case_refuse_two
+add refuse-init case_refuse_init
+add refuse-pidns case_refuse_pidns
+
+# Rlimits come from /proc/PID/limits and are restored exactly.
+case_rst_rlimits() {
+	OUT=$T/t-pattern.out
+	prlimit --core=4096:8192 --nofile=100:200 --nproc=500:600 "$TESTBIN/t-pattern" "$T" 1 \
+		> "$OUT" 2> /dev/null < /dev/null &
+	track $!
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-pattern did not become READY"
+	PID=$(awk '/^READY/{print $2; exit}' "$OUT"); track "$PID"
+	cp "/proc/$PID/limits" "$T/limits.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	diff "$T/limits.before" "/proc/$PID/limits" > "$T/limits.diff" ||
+		{ show_file "limits diff" "$T/limits.diff"; fail "rlimits differ after restore"; }
+	grep -q "^Max open files  *100  *200 " "$T/limits.before" || fail "prlimit did not apply"
+}
+add rst-rlimits case_rst_rlimits
+
+case_refuse_lock() {
+	bash -c 'exec 9> "$1/lockfile"; flock 9; exec sleep 300' _ "$T" < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 grep -q '^lock:' "/proc/$PID/fdinfo/9" || fail "no lock on fd 9"
+	expect_refused "$PID" "fd 9 holds a file lock FLOCK"
+	expect_untraced "$PID"
+}
+add refuse-lock case_refuse_lock
 
 # A SIGSTOPped target stays stopped with --leave-running and comes back stopped.
 case_rst_stopped() {

@@ -25,6 +25,7 @@
 #include "dump/images.h"
 #include "dump/refuse.h"
 #include "dump/files.h"
+#include "dump/refuse.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"

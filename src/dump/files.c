@@ -115,6 +115,54 @@ static bool is_tty(const struct stat *st)
 	return S_ISCHR(st->st_mode) && (maj == 136 || maj == 4 || maj == 5);
 }
 
+static bool is_other_proc_file(pid_t pid, const char *link)
+{
+	char self[32];
+	int n = snprintf(self, sizeof(self), "/proc/%d/", pid);
+
+	return !strncmp(link, "/proc/", 6) && link[6] >= '0' && link[6] <= '9' &&
+	       strncmp(link, self, n);
+}
+
+static bool is_deleted(const char *link)
+{
+	size_t n = strlen(link);
+
+	return n > 10 && !strcmp(link + n - 10, " (deleted)") && strncmp(link, "/memfd:", 7);
+}
+
+/*
+ * Whether an fd is of a kind memdump cannot dump; if so, what it is, in
+ * why. Used before the freeze (refuse.c, to list every refused fd at once)
+ * and again while frozen.
+ */
+bool fd_unsupported(pid_t pid, const char *link, const struct stat *st, char *why, size_t len)
+{
+	const char *w = NULL;
+
+	if (S_ISSOCK(st->st_mode)) {
+		socket_describe(st->st_ino, why, len);
+		return true;
+	}
+	if (!strncmp(link, "anon_inode:", 11))
+		w = "an anonymous-inode file (eventfd, epoll, signalfd, timerfd, inotify, "
+		    "io_uring, pidfd...)";
+	else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
+		w = "a pseudo-terminal master";
+	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
+					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
+		w = "a block device or unknown file";
+	else if (is_deleted(link) && S_ISFIFO(st->st_mode) && strncmp(link, "pipe:", 5))
+		w = "a deleted FIFO";
+	else if (is_deleted(link))
+		w = "a deleted file";
+	else if (is_other_proc_file(pid, link))
+		w = "a /proc file of another process";
+	if (w)
+		snprintf(why, len, "%s", w);
+	return w != NULL;
+}
+
 static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
 {
 	return fail(-EOPNOTSUPP, "process %d: fd %d (%s) is %s, which memdump cannot dump yet",
@@ -126,28 +174,16 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 {
 	struct file_desc *f;
 	enum file_kind kind;
+	char why[512];
 
-	if (S_ISSOCK(st->st_mode)) {
-		char what[256];
-
-		socket_describe(st->st_ino, what, sizeof(what));
-		return refuse_fd(d->pid, fd, link, what);
-	}
-	if (!strncmp(link, "anon_inode:", 11))
-		return refuse_fd(d->pid, fd, link, "an anonymous-inode file (eventfd, epoll, "
-				 "signalfd, timerfd, inotify, io_uring, pidfd...)");
-	if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
-		return refuse_fd(d->pid, fd, link, "a pseudo-terminal master");
+	if (fd_unsupported(d->pid, link, st, why, sizeof(why)))
+		return refuse_fd(d->pid, fd, link, why);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
 		kind = FK_TTY;
-	else if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode))
-		kind = FK_REG;
 	else
-		return refuse_fd(d->pid, fd, link, "a block device or unknown file");
-	if (kind == FK_REG && strstr(link, " (deleted)") && strncmp(link, "/memfd:", 7))
-		return refuse_fd(d->pid, fd, link, "a deleted file");
+		kind = FK_REG;
 	if (!strncmp(link, "/memfd:", 7)) {
 		int ret = shmem_add_memfd_fd(d, fd, link);
 

@@ -8,7 +8,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 struct dump_ctx;
 
@@ -35,6 +37,8 @@ struct fd_entry {
 int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags);
 /* Every fd of the target; unsupported kinds are refused by name. */
 int collect_fds(struct dump_ctx *d);
+/* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
+bool fd_unsupported(pid_t pid, const char *link, const struct stat *st, char *why, size_t len);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */

@@ -1,98 +1,201 @@
 /*
- * Refusals found from /proc before the target is seized (and again once it
- * is frozen, when it can no longer fork): each reason is collected, and the
- * dump fails once with all of them, so the user sees everything at once.
+ * Dump-time refusals, checked from /proc before the target is seized: a
+ * refused target is never traced nor changed. Each check adds what it finds
+ * to one list; refuse_check() fails once with all of it, so that the user
+ * learns everything that stands in the way from a single attempt.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "dump/files.h"
 #include "dump/refuse.h"
 #include "log.h"
 #include "proc.h"
 
-struct refusals {
-	char text[2048];
-	size_t len;
-	int nr;
-};
-
-static void refuse(struct refusals *r, const char *fmt, ...)
+void refuse_add(struct refusals *r, const char *fmt, ...)
 {
+	size_t room = sizeof(r->text) - r->len;
 	va_list ap;
 	int n;
 
-	if (r->len >= sizeof(r->text) - 8)
+	if (room < 8)
 		return;
-	if (r->nr++)
-		r->len += snprintf(r->text + r->len, sizeof(r->text) - r->len, "; ");
+	n = snprintf(r->text + r->len, room, "%s", r->n ? ", " : "");
 	va_start(ap, fmt);
-	n = vsnprintf(r->text + r->len, sizeof(r->text) - r->len, fmt, ap);
+	n += vsnprintf(r->text + r->len + n, room - n, fmt, ap);
 	va_end(ap);
-	if (n > 0)
-		r->len = MIN(r->len + n, sizeof(r->text) - 1);
+	r->len = MIN(r->len + n, sizeof(r->text) - 1);
+	r->n++;
 }
 
-/* PID 1 of any PID namespace: the last NSpid field is 1. */
+/* PID 1, or the init of a nested PID namespace (last NSpid value 1). */
 static void check_init(pid_t pid, struct refusals *r)
 {
-	char nspid[128];
-	const char *last;
+	char v[256] = "", *last;
 
 	if (pid == 1) {
-		refuse(r, "it is PID 1, the init of this system");
+		refuse_add(r, "it is init (PID 1)");
 		return;
 	}
-	if (proc_status_field(pid, "NSpid", nspid, sizeof(nspid)))
+	if (proc_status_field(pid, "NSpid", v, sizeof(v)))
 		return;
-	last = strrchr(nspid, '\t') ? strrchr(nspid, '\t') + 1 : nspid;
+	last = strrchr(v, '\t') ? strrchr(v, '\t') + 1 : strrchr(v, ' ') ? strrchr(v, ' ') + 1 : v;
 	if (atoi(last) == 1)
-		refuse(r, "it is the init (PID 1) of its PID namespace");
+		refuse_add(r, "it is the init of a PID namespace");
 }
 
-static void child_comm(pid_t child, char *comm, size_t len)
+static void children_of_task(pid_t pid, const char *tid, struct refusals *r)
 {
-	if (proc_comm(child, comm, len))
-		snprintf(comm, len, "?");
+	char path[320], *buf = NULL, *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/children", pid, tid);
+	if (proc_read_file(path, &buf) < 0)
+		return;
+	for (p = buf;; p = end) {
+		long child = strtol(p, &end, 10);
+		char comm[32] = "?";
+
+		if (end == p)
+			break;
+		proc_comm(child, comm, sizeof(comm));
+		refuse_add(r, "child process %ld (%s); process trees are not supported yet",
+			   child, comm);
+	}
+	free(buf);
 }
 
-/* Children of every thread (/proc/PID/task/TID/children), the first few by name. */
 static void check_children(pid_t pid, struct refusals *r)
 {
-	pid_t *tids = NULL;
-	int nr = proc_tasks(pid, &tids), count = 0;
-	char names[256] = "", comm[32];
-	size_t len = 0;
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
 
-	for (int i = 0; i < nr; i++) {
-		char path[64], *list = NULL, *p, *end;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			children_of_task(pid, de->d_name, r);
+	closedir(dir);
+}
 
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tids[i]);
-		if (proc_read_file(path, &list) < 0)
+static const char *const ns_names[] = {
+	"pid", "pid_for_children", "mnt", "net", "uts", "ipc", "cgroup", "user", "time",
+	"time_for_children",
+};
+
+/* Namespaces other than memdump's own: restore would create it in memdump's. */
+static void check_namespaces(pid_t pid, struct refusals *r)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++) {
+		char path[96], self[64];
+		struct stat a, b;
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns_names[i]);
+		snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_names[i]);
+		if (stat(path, &a) || stat(self, &b))
 			continue;
-		for (p = list; *p; p = end) {
-			long child = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (count++ < 3 && len < sizeof(names)) {
-				child_comm(child, comm, sizeof(comm));
-				len += snprintf(names + len, sizeof(names) - len, "%s%ld (%s)",
-						len ? ", " : "", child, comm);
-			}
-		}
-		free(list);
+		if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+			refuse_add(r, "its own %s namespace", ns_names[i]);
 	}
-	free(tids);
-	if (count)
-		refuse(r, "child process%s %s%s: process trees are not supported yet",
-		       count > 1 ? "es" : "", names, count > 3 ? " and more" : "");
+}
+
+/* /proc/PID/timers lists POSIX timers, one "ID: n" line each. */
+static void check_posix_timers(pid_t pid, struct refusals *r)
+{
+	char path[64], *buf = NULL, *p;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/timers", pid);
+	if (proc_read_file(path, &buf) < 0)
+		return;
+	for (p = buf; (p = strstr(p, "ID:")); p += 3)
+		n++;
+	free(buf);
+	if (n)
+		refuse_add(r, "%d POSIX timer%s (timer_create)", n, n > 1 ? "s" : "");
+}
+
+static void check_cwd_root(pid_t pid, struct refusals *r)
+{
+	static const char *const links[] = { "cwd", "root" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+		char path[64], target[PATH_MAX];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, links[i]);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0) {
+			refuse_add(r, "an unreachable %s", links[i]);
+			continue;
+		}
+		target[n] = 0;
+		if (n > 10 && !strcmp(target + n - 10, " (deleted)"))
+			refuse_add(r, "a deleted %s (%s)", links[i], target);
+	}
+}
+
+/* "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks, leases. */
+static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char kind[16] = "", mode[16] = "";
+
+		if (sscanf(line, "lock: %*d: %15s %*s %15s", kind, mode) == 2) {
+			refuse_add(r, "fd %d holds a %s %s %s", fd, !strcmp(kind, "LEASE") ?
+				   "file" : "file lock", kind, mode);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void check_fd(pid_t pid, int fd, struct refusals *r)
+{
+	char path[64], link[PATH_MAX], why[512];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || stat(path, &st))
+		return;		/* closed meanwhile; collect_fds looks again when frozen */
+	link[n] = 0;
+	if (fd_unsupported(pid, link, &st, why, sizeof(why)))
+		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
+	check_fd_locks(pid, fd, r);
+}
+
+static void check_fds(pid_t pid, struct refusals *r)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.')
+			check_fd(pid, atoi(de->d_name), r);
+	closedir(dir);
 }
 
 /* Another live process in the target's group or session keeps that ID in use. */
@@ -112,54 +215,25 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 			continue;
 		if (st.state == 'Z' || (st.pgid != pid && st.sid != pid))
 			continue;
-		refuse(r, "process %d (%s) is in its %s, which restore could not recreate", other,
-		       st.comm, st.sid == pid ? "session" : "process group");
+		refuse_add(r, "process %d (%s) in its %s, which restore could not recreate",
+			   other, st.comm, st.sid == pid ? "session" : "process group");
 		shown++;
 	}
 	closedir(dir);
 }
 
-static bool same_ns(pid_t pid, const char *ns)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
-	if (stat(path, &a))
-		return true;	/* the kernel has no such namespace, or it is gone */
-	snprintf(path, sizeof(path), "/proc/self/ns/%s", ns);
-	if (stat(path, &b))
-		return true;
-	return a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-}
-
-static void check_namespaces(pid_t pid, struct refusals *r)
-{
-	static const char *const kinds[] = { "pid", "mnt", "net", "uts", "ipc", "cgroup", "user",
-					     "time" };
-	char names[128] = "";
-	size_t len = 0;
-
-	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
-		if (!same_ns(pid, kinds[i]))
-			len += snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
-					kinds[i]);
-	if (len)
-		refuse(r, "it is in namespaces of its own (%s): namespaces are not supported yet",
-		       names);
-}
-
 int refuse_check(pid_t pid)
 {
 	struct refusals r = { .len = 0 };
-	char comm[32] = "?";
 
 	check_init(pid, &r);
-	check_namespaces(pid, &r);
 	check_children(pid, &r);
 	check_group_holders(pid, &r);
-	if (!r.nr)
+	check_namespaces(pid, &r);
+	check_posix_timers(pid, &r);
+	check_cwd_root(pid, &r);
+	check_fds(pid, &r);
+	if (!r.n)
 		return 0;
-	proc_comm(pid, comm, sizeof(comm));
-	return fail(-EOPNOTSUPP, "process %d (%s) cannot be dumped: %s", pid, comm, r.text);
+	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", pid, r.text);
 }

@@ -1,14 +1,23 @@
-/* What memdump cannot dump yet, found before the target is touched. */
+/*
+ * Process state memdump cannot dump, found before the target is seized:
+ * every such thing is collected into one list and the dump fails once,
+ * naming all of them, with the target untouched.
+ */
 #ifndef MEMDUMP_REFUSE_H
 #define MEMDUMP_REFUSE_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
-/*
- * 0, or -EOPNOTSUPP after one fail() line that names every reason at once:
- * PID 1 or a PID namespace's init, child processes, a process group or
- * session held by other processes, namespaces other than memdump's.
- */
+struct refusals {
+	char text[3072];
+	size_t len;
+	int n;
+};
+
+/* Append one item ("fd 5 (eventfd)") to the list. */
+void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0, or fail() once with everything the target holds that cannot be dumped. */
 int refuse_check(pid_t pid);
 
 #endif
