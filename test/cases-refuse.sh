@@ -110,3 +110,22 @@ case_rst_stopped() {
 }
 
 add rst-stopped case_rst_stopped
+
+# Another process in the target's session (not its child) keeps the SID in use.
+case_refuse_session_holder() {
+	setsid sh -c '(sleep 300 < /dev/null > /dev/null 2>&1 &); exec sleep 301' < /dev/null > /dev/null 2>&1 &
+	PID=$!
+	track "$PID"
+	local holder=""
+	wait_until 5 eval 'holder=$(pgrep -s '"$PID"' -x sleep | grep -vx '"$PID"' | head -n1); [[ -n $holder ]]' ||
+		fail "no second process in the session"
+	track "$holder"
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -q "process $holder (sleep) in its session" "$MD_ERR" || fail "the error does not name the holder $holder"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -9 "$holder"
+}
+
+add refuse-session-holder case_refuse_session_holder
