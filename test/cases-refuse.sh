@@ -5,8 +5,8 @@
 first_child() { cat "/proc/$1/task/$1/children" 2>/dev/null | awk '{print $1}'; }
 has_child() { [[ -n $(first_child "$1") ]]; }
 
-# expect_refused PID REGEX...: dump of PID fails once, naming every REGEX
-expect_refused() {
+# expect_dump_refused PID REGEX...: dump of PID fails once, naming every REGEX
+expect_dump_refused() {
 	local pid=$1; shift
 	md dump dump -t "$pid" -D "$T/d" --leave-running
 	expect_md_error
@@ -21,7 +21,7 @@ case_refuse_children() {
 	PID=$!; track "$PID"
 	wait_until 5 has_child "$PID" || fail "no child appeared"
 	local child; child=$(first_child "$PID"); track "$child"
-	expect_refused "$PID" "process $PID holds state" "child process $child \(sleep\)"
+	expect_dump_refused "$PID" "process $PID holds state" "child process $child \(sleep\)"
 	expect_untraced "$PID"
 	alive "$child" || fail "child $child is gone"
 }
@@ -33,13 +33,13 @@ case_refuse_two() {
 	wait_until 5 has_child "$PID" || fail "no child appeared"
 	track "$(first_child "$PID")"
 	rmdir "$T/gone"
-	expect_refused "$PID" "child process [0-9]+ \(sleep\)" "a deleted cwd \(.*gone \(deleted\)\)"
+	expect_dump_refused "$PID" "child process [0-9]+ \(sleep\)" "a deleted cwd \(.*gone \(deleted\)\)"
 	expect_untraced "$PID"
 }
 
 case_refuse_init() {
 	local t0; t0=$(now_ms)
-	expect_refused 1 "process 1 holds state .*init \(PID 1\)"
+	expect_dump_refused 1 "process 1 holds state .*init \(PID 1\)"
 	(( $(now_ms) - t0 < 5000 )) || fail "refusing PID 1 took more than 5 s"
 	[[ $(proc_field 1 TracerPid) == 0 ]] || fail "init is traced"
 }
@@ -49,7 +49,7 @@ case_refuse_pidns() {
 	local u=$!; track "$u"
 	wait_until 5 has_child "$u" || fail "unshare started no child"
 	PID=$(first_child "$u"); track "$PID"
-	expect_refused "$PID" "init of a PID namespace" "its own pid namespace"
+	expect_dump_refused "$PID" "init of a PID namespace" "its own pid namespace"
 	expect_untraced "$PID"
 }
 
@@ -81,7 +81,7 @@ case_refuse_lock() {
 	bash -c 'exec 9> "$1/lockfile"; flock 9; exec sleep 300' _ "$T" < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 grep -q '^lock:' "/proc/$PID/fdinfo/9" || fail "no lock on fd 9"
-	expect_refused "$PID" "fd 9 holds a file lock FLOCK"
+	expect_dump_refused "$PID" "fd 9 holds a file lock FLOCK"
 	expect_untraced "$PID"
 }
 add refuse-lock case_refuse_lock
