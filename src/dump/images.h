@@ -1,4 +1,4 @@
-/* Writing the dump's images (dump_images.c); files.img and friends: files.h. */
+/* Writing the dump's images (images.c); files.img and friends: files.h. */
 #ifndef MEMDUMP_DUMP_IMAGES_H
 #define MEMDUMP_DUMP_IMAGES_H
 

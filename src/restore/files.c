@@ -3,7 +3,7 @@
  * opened here in memdump (the forked child moves them to their numbers):
  * regular files at their position, pipes recreated and refilled with their
  * unread data, FIFOs, terminals (memdump's own, like criu --shell-job) and
- * memfds (reopened from their restored object, see restore_shmem.c).
+ * memfds (reopened from their restored object, see shmem.c).
  */
 #include <dirent.h>
 #include <errno.h>

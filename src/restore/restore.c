@@ -3,18 +3,18 @@
  * and files, so that it runs on as if it had never stopped. This file is the
  * driver; each step has its own file (private interface: restore.h):
  *
- *  1. restore_check.c: the whole image set is loaded and checked first:
+ *  1. check.c: the whole image set is loaded and checked first:
  *     nothing is started when a file changed, a PID is taken or an image is
  *     inconsistent.
- *  2. restore_shmem.c, restore_files.c: shared memory objects are created
+ *  2. shmem.c, files.c: shared memory objects are created
  *     and filled, every fd the process needs is opened here, in memdump.
- *  3. restore_area.c, restore_task.c: the restorer area (restorer.h), a
+ *  3. area.c, task.c: the restorer area (restorer.h), a
  *     memfd mapped at an address free in memdump and in the target: blob
  *     code, its arguments (VMAs, threads, pending signals ...), stacks.
- *  4. restore_child.c: clone3(set_tid = PID) forks memdump; the child moves
+ *  4. child.c: clone3(set_tid = PID) forks memdump; the child moves
  *     the fds to their numbers, sets cwd, umask, personality and jumps into
  *     the blob, which rebuilds memory and threads (parasite/restorer.c).
- *  5. restore_resume.c: when every thread is parked before its final
+ *  5. resume.c: when every thread is parked before its final
  *     rt_sigreturn, memdump attaches with ptrace, lets them go, stops each
  *     right after its rt_sigreturn, injects one munmap of the restorer area
  *     and detaches: nothing of the restorer remains in the process.
@@ -163,7 +163,7 @@ static int prepare(struct rst *r)
 	return ret;
 }
 
-/* The process, with its PID: it runs child_main() (restore_child.c). */
+/* The process, with its PID: it runs child_main() (child.c). */
 static int fork_target(struct rst *r)
 {
 	struct clone_args ca;

@@ -49,7 +49,7 @@ struct shm_obj {
 	unsigned int late_seals;	/* for the blob to add, after mapping */
 };
 
-/* A pipe memdump inherited on an fd above 2 (see restore_files.c). */
+/* A pipe memdump inherited on an fd above 2 (see files.c). */
 struct inherited {
 	int n;			/* its number in memdump at start */
 	int fd;			/* memdump's copy */
@@ -95,34 +95,34 @@ const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
 
-/* restore_check.c */
+/* check.c */
 int check_images(struct rst *r);
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v);
 
-/* restore_files.c: r->descs and r->fds */
+/* files.c: r->descs and r->fds */
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
 
-/* restore_area.c */
+/* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);
 int build_area(struct rst *r);
 
-/* restore_task.c */
+/* task.c */
 size_t pending_sigs_count(struct rst *r);
 size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
 void fill_process(struct rst *r);
 void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
 
-/* restore_child.c */
+/* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);
 
-/* restore_resume.c: let the parked threads run into their dumped contexts */
+/* resume.c: let the parked threads run into their dumped contexts */
 int resume_threads(struct rst *r);
 
-/* restore_shmem.c: r->shms */
+/* shmem.c: r->shms */
 int shm_collect(struct rst *r);
 int shm_check(struct rst *r);
 int shm_create_all(struct rst *r);
