@@ -209,7 +209,7 @@ int dump_run(const struct dump_opts *o)
 	if (!ret)
 		ret = seize_all(&d);
 	if (!ret)
-		ret = refuse_check(d.pid);	/* again, frozen: no fork in between */
+		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
 	if (!ret)
 		ret = collect(&d, ts);

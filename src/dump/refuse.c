@@ -222,6 +222,17 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 	closedir(dir);
 }
 
+/* Once frozen, only a child forked since refuse_check() can have appeared. */
+int refuse_check_frozen(pid_t pid)
+{
+	struct refusals r = { .len = 0 };
+
+	check_children(pid, &r);
+	if (!r.n)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", pid, r.text);
+}
+
 int refuse_check(pid_t pid)
 {
 	struct refusals r = { .len = 0 };

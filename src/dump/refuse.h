@@ -19,5 +19,7 @@ struct refusals {
 void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 0, or fail() once with everything the target holds that cannot be dumped. */
 int refuse_check(pid_t pid);
+/* The same for what can change until the target is frozen: its children. */
+int refuse_check_frozen(pid_t pid);
 
 #endif
