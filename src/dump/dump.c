@@ -215,6 +215,9 @@ int dump_run(const struct dump_opts *o)
 		ret = collect(&d, ts);
 	if (!ret)
 		ret = write_images(&d, ts);
+	/* a killing dump writes the inventory first: a failure leaves the target running */
+	if (!ret && !o->leave_running)
+		ret = write_inventory(&d);
 	if (ret) {
 		parasite_cure(&d);
 		img_remove_created(d.dirfd);
@@ -226,9 +229,10 @@ int dump_run(const struct dump_opts *o)
 	/*
 	 * inventory.img lists every image's checksum; the pages images are read
 	 * back for it, which the target need not wait for: it is done after the
-	 * target is resumed or killed (every image is complete on disk).
+	 * target is resumed (every image is complete on disk). A failure then
+	 * only removes the images: the target runs on.
 	 */
-	if (!ret)
+	if (!ret && o->leave_running)
 		ret = write_inventory(&d);
 	if (ret)
 		img_remove_created(d.dirfd);
