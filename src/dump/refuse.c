@@ -222,15 +222,21 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 	closedir(dir);
 }
 
+/* 0, or one fail() line with every refusal found. */
+static int report(pid_t pid, const struct refusals *r)
+{
+	if (!r->n)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", pid, r->text);
+}
+
 /* Once frozen, only a child forked since refuse_check() can have appeared. */
 int refuse_check_frozen(pid_t pid)
 {
 	struct refusals r = { .len = 0 };
 
 	check_children(pid, &r);
-	if (!r.n)
-		return 0;
-	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", pid, r.text);
+	return report(pid, &r);
 }
 
 int refuse_check(pid_t pid)
@@ -244,7 +250,5 @@ int refuse_check(pid_t pid)
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
 	check_fds(pid, &r);
-	if (!r.n)
-		return 0;
-	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", pid, r.text);
+	return report(pid, &r);
 }
