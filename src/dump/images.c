@@ -14,7 +14,7 @@
 #include "dump/images.h"
 #include "image/image.h"
 #include "log.h"
-#include "dump/restart.h"
+#include "restart.h"
 #include "dump/task.h"
 #include "vma_status.h"
 

@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "kernel_uapi.h"
-#include "dump/restart.h"
+#include "restart.h"
 
 #define SYSCALL_INSN_LEN	2
 

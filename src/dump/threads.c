@@ -19,7 +19,7 @@
 #include "dump/dump.h"
 #include "infect/infect.h"
 #include "log.h"
-#include "dump/restart.h"
+#include "restart.h"
 
 #define PTRACE_GET_RSEQ	0x420f	/* PTRACE_GET_RSEQ_CONFIGURATION, Linux 5.13 */
 
