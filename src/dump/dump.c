@@ -25,7 +25,6 @@
 #include "dump/images.h"
 #include "dump/refuse.h"
 #include "dump/files.h"
-#include "dump/refuse.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"
@@ -81,27 +80,12 @@ static bool target_stopped(pid_t pid)
 	return proc_read_stat(pid, &st) == 0 && st.state == 'T';
 }
 
-static int open_target(struct dump_ctx *d)
-{
-	char path[64];
-
-	d->pidfd = syscall(SYS_pidfd_open, d->pid, 0);
-	if (d->pidfd < 0)
-		return fail(-errno, "cannot open process %d: %s", d->pid, strerror(errno));
-	snprintf(path, sizeof(path), "/proc/%d/mem", d->pid);
-	d->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->mem_fd < 0)
-		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
-	return 0;
-}
-
 /* Everything read while the target is frozen, before its pages. */
 static int collect(struct dump_ctx *d, struct task_state *ts)
 {
 	int ret = 0;
 
-	for (int i = 0; i < d->nr_threads && !ret; i++)
-		ret = collect_thread_regs(d, &d->threads[i]);
+	ret = collect_threads(d);
 	if (!ret)
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
@@ -109,11 +93,9 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)
-		ret = remote_init(d);
-	if (!ret)
-		ret = parasite_infect(d);
+		ret = infect_parasite(&d->in);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
-		ret = collect_thread_inside(d, &d->threads[i]);
+		ret = collect_thread_inside(d, i);
 	if (!ret)
 		ret = collect_task(d, ts);
 	if (!ret)
@@ -125,7 +107,7 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 {
 	int ret = write_pages(d);
 
-	parasite_cure(d);	/* every page is on disk: the parasite can go */
+	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
 	if (!ret)
 		ret = write_shmem(d);	/* still frozen: one instant */
 	if (!ret)
@@ -163,10 +145,6 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
-	if (d->pidfd >= 0)
-		close(d->pidfd);
-	if (d->mem_fd >= 0)
-		close(d->mem_fd);
 	files_free();
 	shmem_free();
 }
@@ -180,8 +158,8 @@ const char *mode_name(enum dump_mode m)
 
 int dump_run(const struct dump_opts *o)
 {
-	struct dump_ctx d = { .pid = o->pid, .pidfd = -1, .mem_fd = -1, .mode = o->mode,
-			      .progress = o->progress };
+	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
+			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
 	int ret;
@@ -204,10 +182,8 @@ int dump_run(const struct dump_opts *o)
 		free(ts);
 		return ret;
 	}
-	ret = open_target(&d);
 	d.stats.freeze_start = now_us();
-	if (!ret)
-		ret = seize_all(&d);
+	ret = infect_prepare(&d.in, d.pid, &dump_interrupted);
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
@@ -219,11 +195,11 @@ int dump_run(const struct dump_opts *o)
 	if (!ret && !o->leave_running)
 		ret = write_inventory(&d);
 	if (ret) {
-		parasite_cure(&d);
+		infect_cure(&d.in);
 		img_remove_created(d.dirfd);
-		release_all(&d, false);
+		infect_release(&d.in, false);
 	} else {
-		release_all(&d, !o->leave_running);
+		infect_release(&d.in, !o->leave_running);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
 	/*

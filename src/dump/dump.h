@@ -16,11 +16,11 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "infect/infect.h"
 
+/* A thread as the images describe it; threads[i] is infect's threads[i]. */
 struct thread {
 	pid_t tid;
-	bool seized;			/* PTRACE_SEIZE done */
-	bool regs_dirty;		/* regs changed by remote execution */
 	struct user_regs_struct regs;	/* as at the freeze */
 	uint8_t *xsave;			/* NT_X86_XSTATE */
 	size_t xsave_len;
@@ -81,13 +81,10 @@ struct dump_opts {
 int dump_run(const struct dump_opts *o);
 const char *mode_name(enum dump_mode m);
 
-struct parasite;
-
 struct dump_ctx {
 	pid_t pid;
 	int dirfd;
-	int pidfd;
-	int mem_fd;			/* /proc/PID/mem */
+	struct infect_ctx in;		/* the frozen, infected process */
 	enum dump_mode mode;
 	bool progress;
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
@@ -98,7 +95,6 @@ struct dump_ctx {
 	struct page_run *runs;
 	size_t nr_runs;
 	uint64_t nr_pages;
-	struct parasite *parasite;
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;
@@ -113,10 +109,13 @@ int select_pages(struct dump_ctx *d);
 /* pages.c */
 int write_pages(struct dump_ctx *d);
 
-/* infect/threads.c (to move here: it is collection, not infection) */
-int collect_thread_regs(struct dump_ctx *d, struct thread *t);
-int collect_thread_inside(struct dump_ctx *d, struct thread *t);
+/* threads.c */
+int collect_threads(struct dump_ctx *d);
+int collect_thread_inside(struct dump_ctx *d, int i);
 int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
+/* a remote syscall in thread i (0: the leader) */
+int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
+		 long a4);
 
 /* Signals that ask a dump to stop (SIGINT, SIGTERM, memdump's parent gone). */
 extern volatile sig_atomic_t dump_interrupted;

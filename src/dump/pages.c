@@ -157,7 +157,7 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 		if (dump_interrupted)
 			return fail(-EINTR, "interrupted");
 		if (use_mem) {
-			n = pread(d->mem_fd, buf, len, addr);
+			n = pread(d->in.mem_fd, buf, len, addr);
 		} else {
 			struct iovec local = { buf, len }, remote = { (void *)addr, len };
 
@@ -186,14 +186,21 @@ static bool vmsplice_refused(int err)
 static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		       size_t nr)
 {
+	struct iovec *iov = calloc(nr, sizeof(*iov));
 	uint64_t bytes = 0;
 	int ret;
 
-	for (size_t i = 0; i < nr; i++)
-		bytes += r[i].nr_pages * PAGE_SIZE;
+	if (!iov)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		iov[i].iov_base = (void *)r[i].start;
+		iov[i].iov_len = r[i].nr_pages * PAGE_SIZE;
+		bytes += iov[i].iov_len;
+	}
 	ret = flush_buffers(o);		/* the image keeps address order */
 	if (!ret)
-		ret = parasite_vmsplice(d, r, nr, o->fd);
+		ret = parasite_vmsplice(&d->in, iov, nr, o->fd);
+	free(iov);
 	if (ret)
 		return ret;
 	o->written += bytes;

@@ -22,4 +22,7 @@ int refuse_check(pid_t pid);
 /* The same for what can change until the target is frozen: its children. */
 int refuse_check_frozen(pid_t pid);
 
+/* target.c: 0, or fail() when pid is no process memdump may trace. */
+int target_check(pid_t pid);
+
 #endif

@@ -24,7 +24,7 @@
 static int get_sigactions(struct dump_ctx *d, struct task_state *ts)
 {
 	void *local;
-	uint64_t remote = parasite_scratch(d, &local);
+	uint64_t remote = parasite_scratch(&d->in, &local);
 
 	for (int sig = 1; sig <= NR_SIGS; sig++) {
 		long ret;
@@ -32,8 +32,7 @@ static int get_sigactions(struct dump_ctx *d, struct task_state *ts)
 
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		err = remote_syscall(d, &d->threads[0], SYS_rt_sigaction, &ret, sig, 0, remote, 8,
-				     0, 0);
+		err = dump_syscall(d, 0, SYS_rt_sigaction, &ret, sig, 0, remote, 8);
 		if (err)
 			return err;
 		if (ret == 0)
@@ -46,7 +45,7 @@ static long remote_value(struct dump_ctx *d, long nr, long a1, long a2)
 {
 	long ret = -1;
 
-	if (remote_syscall(d, &d->threads[0], nr, &ret, a1, a2, 0, 0, 0, 0))
+	if (dump_syscall(d, 0, nr, &ret, a1, a2, 0, 0))
 		return -1;
 	return ret;
 }

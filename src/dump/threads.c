@@ -1,7 +1,7 @@
 /*
- * Per-thread state read from outside with ptrace: registers, XSAVE area,
- * signal mask, robust futex list, rseq; and from inside with remote system
- * calls: set_tid_address value and sigaltstack.
+ * Per-thread state for the images, read from outside with ptrace:
+ * registers, XSAVE area, signal mask, robust futex list, rseq; and from
+ * inside with remote system calls: set_tid_address value and sigaltstack.
  */
 #include <elf.h>
 #include <errno.h>
@@ -19,7 +19,6 @@
 #include "dump/dump.h"
 #include "infect/infect.h"
 #include "log.h"
-#include "restart.h"
 
 #define PTRACE_GET_RSEQ	0x420f	/* PTRACE_GET_RSEQ_CONFIGURATION, Linux 5.13 */
 
@@ -114,21 +113,28 @@ int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr)
 	return 0;
 }
 
-/* set_tid_address and sigaltstack can only be asked by the thread itself. */
-static int get_inside_state(struct dump_ctx *d, struct thread *t)
+int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
+		 long a4)
 {
+	return infect_syscall(&d->in, i, nr, ret, a1, a2, a3, a4, 0, 0);
+}
+
+/* set_tid_address and sigaltstack can only be asked by the thread itself. */
+int collect_thread_inside(struct dump_ctx *d, int i)
+{
+	struct thread *t = &d->threads[i];
 	void *local;
-	uint64_t remote = parasite_scratch(d, &local);
+	uint64_t remote = parasite_scratch(&d->in, &local);
 	stack_t *ss = local;
 	long ret;
 	int err;
 
-	err = remote_syscall(d, t, SYS_prctl, &ret, PR_GET_TID_ADDRESS, remote, 0, 0, 0, 0);
+	err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_TID_ADDRESS, remote, 0, 0);
 	if (err)
 		return err;
 	if (ret == 0)
 		t->tid_address = *(uint64_t *)local;
-	err = remote_syscall(d, t, SYS_sigaltstack, &ret, 0, remote, 0, 0, 0, 0);
+	err = dump_syscall(d, i, SYS_sigaltstack, &ret, 0, remote, 0, 0);
 	if (err)
 		return err;
 	if (ret == 0 && !(ss->ss_flags & SS_DISABLE)) {
@@ -140,7 +146,7 @@ static int get_inside_state(struct dump_ctx *d, struct thread *t)
 }
 
 /* What ptrace tells from outside; must come before any remote execution. */
-int collect_thread_regs(struct dump_ctx *d, struct thread *t)
+static int collect_thread_regs(struct dump_ctx *d, struct thread *t)
 {
 	long head_len;
 	void *head;
@@ -163,21 +169,18 @@ int collect_thread_regs(struct dump_ctx *d, struct thread *t)
 	return collect_pending_signals(t->tid, false, &t->sigpending, &t->nr_sigpending);
 }
 
-int collect_thread_inside(struct dump_ctx *d, struct thread *t)
+/* One struct thread for each frozen thread, in infect's order (leader first). */
+int collect_threads(struct dump_ctx *d)
 {
-	return get_inside_state(d, t);
-}
+	int ret = 0;
 
-/* Put back the registers and signal mask the thread had at the freeze. */
-int put_thread_regs(struct thread *t)
-{
-	struct user_regs_struct r = t->regs;
-
-	regs_for_resume(&r);
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
-		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
-		return -errno;
-	t->regs_dirty = false;
-	return 0;
+	d->threads = calloc(d->in.nr_threads, sizeof(*d->threads));
+	if (!d->threads)
+		return -ENOMEM;
+	d->nr_threads = d->in.nr_threads;
+	for (int i = 0; i < d->nr_threads && !ret; i++) {
+		d->threads[i].tid = d->in.threads[i].tid;
+		ret = collect_thread_regs(d, &d->threads[i]);
+	}
+	return ret;
 }

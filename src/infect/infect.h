@@ -1,38 +1,69 @@
 /*
- * The infect layer, after CRIU's compel: take hold of a process's threads
- * (seize, interrupt, release), run system calls inside it (remote.c), load
- * the parasite blob into it, run parasite commands and cure it again. It
- * holds no dump policy: what to collect and what to write is dump/'s. It may
- * call only lib (include/).
+ * The infect layer, after CRIU's compel: take hold of a process's threads,
+ * run system calls inside it, load the parasite blob into it, run parasite
+ * commands and cure it again. It holds no dump policy: what to collect and
+ * what to write is dump/'s. It may call only lib (include/).
  *
- * Still to do: the verbs work on dump's struct dump_ctx; they are to get an
- * infect-owned context that dump_ctx embeds (scripts/check-layers lists the
- * edge).
+ * The verbs, in the order a user calls them:
+ *
+ *   infect_prepare  open the process, PTRACE_SEIZE + interrupt every thread
+ *                   until the thread list is stable, save each one's
+ *                   registers and signal mask
+ *   infect_syscall  run one system call in a frozen thread
+ *   infect_parasite map the parasite area into the process
+ *   parasite_*      the parasite's commands (vmsplice pages into a pipe)
+ *   infect_cure     remove the parasite: area, pipe, registers as they were
+ *   infect_release  detach every thread (or kill the process), free the context
  */
 #ifndef MEMDUMP_INFECT_H
 #define MEMDUMP_INFECT_H
 
-#include "dump/dump.h"
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+
+struct infect_thread {
+	pid_t tid;
+	bool seized;			/* PTRACE_SEIZE done */
+	bool regs_dirty;		/* changed by remote execution */
+	bool exited;			/* reaped by us: gone */
+	struct user_regs_struct regs;	/* as at the freeze */
+	uint64_t sigmask;		/* as at the freeze */
+};
+
+struct parasite;
+
+struct infect_ctx {
+	pid_t pid;
+	int pidfd;			/* pidfd_open(pid) */
+	int mem_fd;			/* /proc/PID/mem, read-only */
+	struct infect_thread *threads;	/* leader first */
+	int nr_threads;
+	uint64_t syscall_insn;		/* a `syscall` instruction in the process */
+	uint64_t vdso;			/* start of its [vdso] */
+	struct parasite *parasite;
+	/* Set by the caller's signal handler: waits give up with -EINTR. */
+	const volatile sig_atomic_t *stop;
+};
 
 /* seize.c */
-int target_check(pid_t pid);
-int seize_all(struct dump_ctx *d);
-void release_all(struct dump_ctx *d, bool kill_target);
-struct thread *thread_of(struct dump_ctx *d, pid_t tid);
-int wait_stop(pid_t tid, int *status);
-int interrupt_thread(pid_t tid, bool pass_signal);
+int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t *stop);
+void infect_release(struct infect_ctx *c, bool kill_process);
 
-/* remote.c: system calls executed by a stopped thread of the target */
-int remote_init(struct dump_ctx *d);
-int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
+/* remote.c: system calls executed by frozen thread number `thread` */
+int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6);
 
-/* infect/parasite.c */
-int parasite_infect(struct dump_ctx *d);
-int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
-		      int out_fd);
-uint64_t parasite_scratch(struct dump_ctx *d, void **local);
-void parasite_cure(struct dump_ctx *d);
-int put_thread_regs(struct thread *t);
+/* parasite.c */
+int infect_parasite(struct infect_ctx *c);
+/* A scratch buffer of 2 KiB shared with the process: *local here, the
+ * returned address there (for remote syscalls' in and out arguments). */
+uint64_t parasite_scratch(struct infect_ctx *c, void **local);
+/* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
+int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
+void infect_cure(struct infect_ctx *c);
 
 #endif

@@ -28,8 +28,8 @@
 
 #include "blobs.h"
 #include "common.h"
-#include "dump/dump.h"
 #include "infect/infect.h"
+#include "infect/seize.h"
 #include "kernel_uapi.h"
 #include "log.h"
 #include "parasite_abi.h"
@@ -51,62 +51,62 @@ static struct parasite_args *args_of(struct parasite *p)
 	return (struct parasite_args *)(p->local + PARASITE_ARGS_OFF);
 }
 
-uint64_t parasite_scratch(struct dump_ctx *d, void **local)
+uint64_t parasite_scratch(struct infect_ctx *c, void **local)
 {
-	*local = d->parasite->local + SCRATCH_OFF;
-	return d->parasite->remote + SCRATCH_OFF;
+	*local = c->parasite->local + SCRATCH_OFF;
+	return c->parasite->remote + SCRATCH_OFF;
 }
 
-static int rsys(struct dump_ctx *d, long nr, long *ret, long a1, long a2, long a3, long a4,
+static int rsys(struct infect_ctx *c, long nr, long *ret, long a1, long a2, long a3, long a4,
 		long a5, long a6)
 {
-	int err = remote_syscall(d, &d->threads[0], nr, ret, a1, a2, a3, a4, a5, a6);
+	int err = infect_syscall(c, 0, nr, ret, a1, a2, a3, a4, a5, a6);
 
 	if (!err && *ret < 0 && *ret > -4096)
-		return fail(*ret, "remote syscall %ld in process %d failed: %s", nr, d->pid,
+		return fail(*ret, "remote syscall %ld in process %d failed: %s", nr, c->pid,
 			    strerror(-*ret));
 	return err;
 }
 
-static int take_fd(struct dump_ctx *d, int remote_fd)
+static int take_fd(struct infect_ctx *c, int remote_fd)
 {
-	int fd = syscall(SYS_pidfd_getfd, d->pidfd, remote_fd, 0);
+	int fd = syscall(SYS_pidfd_getfd, c->pidfd, remote_fd, 0);
 
 	if (fd < 0)
-		return fail(-errno, "cannot take fd %d from process %d: %s", remote_fd, d->pid,
+		return fail(-errno, "cannot take fd %d from process %d: %s", remote_fd, c->pid,
 			    strerror(errno));
 	return fd;
 }
 
 /* A NUL byte in the target to serve as the memfd's (empty) name. */
-static uint64_t empty_string(struct dump_ctx *d)
+static uint64_t empty_string(struct infect_ctx *c)
 {
-	for (int i = 0; i < d->nr_vmas; i++) {
-		if (!strcmp(d->vmas[i].name, "[vdso]"))
-			return d->vmas[i].start + 7;	/* ELF ident: EI_OSABI = 0 */
-	}
-	return 0;
+	return c->vdso ? c->vdso + 7 : 0;	/* ELF ident: EI_OSABI = 0 */
 }
 
-static int map_area(struct dump_ctx *d, struct parasite *p)
+static int map_area(struct infect_ctx *c, struct parasite *p)
 {
 	long memfd, addr, ret;
-	uint64_t name = empty_string(d);
+	uint64_t name;
 	int err, fd;
 
-	if (!name)
-		return fail(-ENOEXEC, "process %d has no vDSO", d->pid);
-	err = rsys(d, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
+	err = infect_syscall(c, 0, SYS_getpid, &ret, 0, 0, 0, 0, 0, 0);	/* finds the vDSO */
 	if (err)
 		return err;
-	err = rsys(d, SYS_ftruncate, &ret, memfd, PARASITE_AREA_SIZE, 0, 0, 0, 0);
+	name = empty_string(c);
+	if (!name)
+		return fail(-ENOEXEC, "process %d has no vDSO", c->pid);
+	err = rsys(c, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
+	if (err)
+		return err;
+	err = rsys(c, SYS_ftruncate, &ret, memfd, PARASITE_AREA_SIZE, 0, 0, 0, 0);
 	if (!err)
-		err = rsys(d, SYS_mmap, &addr, 0, PARASITE_AREA_SIZE,
+		err = rsys(c, SYS_mmap, &addr, 0, PARASITE_AREA_SIZE,
 			   PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, memfd, 0);
 	if (err)
 		goto close_remote;
 	p->remote = addr;
-	fd = take_fd(d, memfd);
+	fd = take_fd(c, memfd);
 	if (fd < 0) {
 		err = fd;
 		goto close_remote;
@@ -118,22 +118,22 @@ static int map_area(struct dump_ctx *d, struct parasite *p)
 		err = fail(-errno, "cannot map the parasite area: %s", strerror(errno));
 	}
 close_remote:
-	rsys(d, SYS_close, &ret, memfd, 0, 0, 0, 0, 0);
+	rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0);
 	return err;
 }
 
-static int make_pipe(struct dump_ctx *d, struct parasite *p)
+static int make_pipe(struct infect_ctx *c, struct parasite *p)
 {
 	int *fds = (int *)(p->local + SCRATCH_OFF);
 	long ret;
 	int err;
 
-	err = rsys(d, SYS_pipe2, &ret, p->remote + SCRATCH_OFF, O_CLOEXEC, 0, 0, 0, 0);
+	err = rsys(c, SYS_pipe2, &ret, p->remote + SCRATCH_OFF, O_CLOEXEC, 0, 0, 0, 0);
 	if (err)
 		return err;
 	p->pipe_wr_remote = fds[1];
-	p->pipe_rd = take_fd(d, fds[0]);
-	rsys(d, SYS_close, &ret, fds[0], 0, 0, 0, 0, 0);
+	p->pipe_rd = take_fd(c, fds[0]);
+	rsys(c, SYS_close, &ret, fds[0], 0, 0, 0, 0, 0);
 	if (p->pipe_rd < 0)
 		return p->pipe_rd;
 	/* Resized from here: the limits are the dumper's, not the target's. */
@@ -147,10 +147,10 @@ static int make_pipe(struct dump_ctx *d, struct parasite *p)
 	return 0;
 }
 
-static int start_blob(struct dump_ctx *d, struct parasite *p)
+static int start_blob(struct infect_ctx *c, struct parasite *p)
 {
 	size_t len = parasite_blob_end - parasite_blob;
-	struct thread *t = &d->threads[0];
+	struct infect_thread *t = &c->threads[0];
 	struct user_regs_struct r = t->regs;
 
 	if (len > PARASITE_ARGS_OFF)
@@ -169,7 +169,7 @@ static int start_blob(struct dump_ctx *d, struct parasite *p)
 	return 0;
 }
 
-int parasite_infect(struct dump_ctx *d)
+int infect_parasite(struct infect_ctx *c)
 {
 	struct parasite *p = calloc(1, sizeof(*p));
 	int err;
@@ -178,25 +178,25 @@ int parasite_infect(struct dump_ctx *d)
 		return -ENOMEM;
 	p->pipe_rd = -1;
 	p->pipe_wr_remote = -1;
-	d->parasite = p;
-	err = map_area(d, p);
+	c->parasite = p;
+	err = map_area(c, p);
 	if (err)
 		return err;
 	return 0;
 }
 
 /* The pipe and the running blob are only needed by splice mode. */
-static int parasite_start(struct dump_ctx *d)
+static int parasite_start(struct infect_ctx *c)
 {
-	struct parasite *p = d->parasite;
+	struct parasite *p = c->parasite;
 	int err;
 
 	if (p->running)
 		return 0;
-	err = make_pipe(d, p);
+	err = make_pipe(c, p);
 	if (err)
 		return err;
-	return start_blob(d, p);
+	return start_blob(c, p);
 }
 
 static void futex_wake(unsigned int *addr)
@@ -204,28 +204,34 @@ static void futex_wake(unsigned int *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-/* Did the parasite stop (a fault) or the target die? */
-static int check_target(struct dump_ctx *d)
+/*
+ * Did the parasite stop (a fault) or the process die? Only the leader runs;
+ * every other thread sits in a ptrace stop, so any exit means SIGKILL. All
+ * tracees are polled: a killed leader is reported only after the others.
+ */
+static int check_target(struct infect_ctx *c)
 {
 	int status;
-	pid_t r = waitpid(d->pid, &status, WNOHANG | __WALL);
+	pid_t r;
 
-	if (r == 0)
-		return dump_interrupted ? fail(-EINTR, "interrupted") : 0;
-	if (r > 0 && (WIFEXITED(status) || WIFSIGNALED(status)))
-		return fail(-ESRCH, "process %d died during the dump", d->pid);
-	if (r > 0 && WIFSTOPPED(status)) {
-		d->parasite->running = false;
-		return fail(-EFAULT, "the parasite stopped with signal %d in process %d",
-			    WSTOPSIG(status), d->pid);
+	while ((r = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return fail(-ESRCH, "process %d died during the dump", c->pid);
+		if (r == c->pid && WIFSTOPPED(status)) {
+			c->parasite->running = false;
+			return fail(-EFAULT, "the parasite stopped with signal %d in process %d",
+				    WSTOPSIG(status), c->pid);
+		}
 	}
-	return fail(-ESRCH, "process %d is gone", d->pid);
+	if (r < 0 && errno != EINTR)
+		return fail(-ESRCH, "process %d is gone", c->pid);
+	return c->stop && *c->stop ? fail(-EINTR, "interrupted") : 0;
 }
 
 /* Move `bytes` from the page pipe into out_fd. */
-static int drain(struct dump_ctx *d, int out_fd, uint64_t bytes)
+static int drain(struct infect_ctx *c, int out_fd, uint64_t bytes)
 {
-	struct parasite *p = d->parasite;
+	struct parasite *p = c->parasite;
 	struct parasite_args *a = args_of(p);
 
 	while (bytes) {
@@ -234,7 +240,7 @@ static int drain(struct dump_ctx *d, int out_fd, uint64_t bytes)
 		int err;
 
 		if (poll(&pfd, 1, 10) <= 0) {
-			err = check_target(d);
+			err = check_target(c);
 			if (err)
 				return err;
 			if (__atomic_load_n(&a->ack_seq, __ATOMIC_ACQUIRE) == a->cmd_seq && a->ret)
@@ -253,22 +259,22 @@ static int drain(struct dump_ctx *d, int out_fd, uint64_t bytes)
 		if (n < 0)
 			return fail(-errno, "cannot write the pages image: %s", strerror(errno));
 		if (n == 0)
-			return fail(-ESRCH, "process %d died during the dump", d->pid);
+			return fail(-ESRCH, "process %d died during the dump", c->pid);
 		bytes -= n;
 	}
 	return 0;
 }
 
-static int wait_ack(struct dump_ctx *d, unsigned int seq)
+static int wait_ack(struct infect_ctx *c, unsigned int seq)
 {
-	struct parasite_args *a = args_of(d->parasite);
+	struct parasite_args *a = args_of(c->parasite);
 
 	while (__atomic_load_n(&a->ack_seq, __ATOMIC_ACQUIRE) != seq) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		int err;
 
 		syscall(SYS_futex, &a->ack_seq, FUTEX_WAIT, a->ack_seq, &ts, NULL, 0);
-		err = check_target(d);
+		err = check_target(c);
 		if (err)
 			return err;
 	}
@@ -276,10 +282,10 @@ static int wait_ack(struct dump_ctx *d, unsigned int seq)
 }
 
 /* One command: vmsplice nr runs (at most PARASITE_IOV_MAX) and drain them. */
-static int vmsplice_batch(struct dump_ctx *d, const struct page_run *runs, size_t nr,
+static int vmsplice_batch(struct infect_ctx *c, const struct iovec *runs, size_t nr,
 			  int out_fd)
 {
-	struct parasite *p = d->parasite;
+	struct parasite *p = c->parasite;
 	struct parasite_args *a = args_of(p);
 	uint64_t *iov = (uint64_t *)(p->local + PARASITE_IOV_OFF);
 	uint64_t bytes = 0;
@@ -287,9 +293,9 @@ static int vmsplice_batch(struct dump_ctx *d, const struct page_run *runs, size_
 	int err;
 
 	for (size_t i = 0; i < nr; i++) {
-		iov[2 * i] = runs[i].start;
-		iov[2 * i + 1] = runs[i].nr_pages * PAGE_SIZE;
-		bytes += runs[i].nr_pages * PAGE_SIZE;
+		iov[2 * i] = (uint64_t)runs[i].iov_base;
+		iov[2 * i + 1] = runs[i].iov_len;
+		bytes += runs[i].iov_len;
 	}
 	a->cmd = PARASITE_CMD_VMSPLICE;
 	a->nr_iov = nr;
@@ -298,25 +304,24 @@ static int vmsplice_batch(struct dump_ctx *d, const struct page_run *runs, size_
 	seq = a->cmd_seq + 1;
 	__atomic_store_n(&a->cmd_seq, seq, __ATOMIC_RELEASE);
 	futex_wake(&a->cmd_seq);
-	err = drain(d, out_fd, bytes);
+	err = drain(c, out_fd, bytes);
 	if (!err)
-		err = wait_ack(d, seq);
+		err = wait_ack(c, seq);
 	if (err && a->ret)
-		return fail(err, "vmsplice in process %d failed: %s", d->pid, strerror(-err));
+		return fail(err, "vmsplice in process %d failed: %s", c->pid, strerror(-err));
 	return err;
 }
 
-int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr,
-		      int out_fd)
+int parasite_vmsplice(struct infect_ctx *c, const struct iovec *runs, size_t nr, int out_fd)
 {
-	int err = parasite_start(d);
+	int err = parasite_start(c);
 
 	if (err)
 		return err;
 	while (nr) {
 		size_t batch = MIN(nr, (size_t)PARASITE_IOV_MAX);
 
-		err = vmsplice_batch(d, runs, batch, out_fd);
+		err = vmsplice_batch(c, runs, batch, out_fd);
 		if (err)
 			return err;
 		runs += batch;
@@ -325,26 +330,26 @@ int parasite_vmsplice(struct dump_ctx *d, const struct page_run *runs, size_t nr
 	return 0;
 }
 
-void parasite_cure(struct dump_ctx *d)
+void infect_cure(struct infect_ctx *c)
 {
-	struct parasite *p = d->parasite;
+	struct parasite *p = c->parasite;
 	long ret;
 
 	if (!p)
 		return;
 	/* Out of the blob's futex wait into a ptrace stop; signals are blocked,
 	 * so only a fault of the blob could come first. */
-	if (p->running && interrupt_thread(d->threads[0].tid, false))
-		pr_debug("cannot stop the parasite in process %d", d->pid);
+	if (p->running && interrupt_thread(c, c->threads[0].tid, false))
+		pr_debug("cannot stop the parasite in process %d", c->pid);
 	p->running = false;
 	if (p->pipe_wr_remote >= 0)
-		rsys(d, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);
+		rsys(c, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);
 	if (p->remote)
-		rsys(d, SYS_munmap, &ret, p->remote, PARASITE_AREA_SIZE, 0, 0, 0, 0);
+		rsys(c, SYS_munmap, &ret, p->remote, PARASITE_AREA_SIZE, 0, 0, 0, 0);
 	if (p->pipe_rd >= 0)
 		close(p->pipe_rd);
 	if (p->local)
 		munmap(p->local, PARASITE_AREA_SIZE);
 	free(p);
-	d->parasite = NULL;
+	c->parasite = NULL;
 }

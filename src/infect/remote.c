@@ -18,13 +18,12 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
 #include "infect/infect.h"
+#include "infect/seize.h"
 #include "log.h"
+#include "proc.h"
 
-static uint64_t syscall_insn;	/* address of 0f 05 in the target */
-
-static uint64_t find_insn_in(struct dump_ctx *d, uint64_t start, uint64_t end)
+static uint64_t find_insn_in(struct infect_ctx *c, uint64_t start, uint64_t end)
 {
 	size_t len = MIN(end - start, (uint64_t)(1 << 20));
 	uint8_t *buf = malloc(len);
@@ -33,7 +32,7 @@ static uint64_t find_insn_in(struct dump_ctx *d, uint64_t start, uint64_t end)
 
 	if (!buf)
 		return 0;
-	n = pread(d->mem_fd, buf, len, start);
+	n = pread(c->mem_fd, buf, len, start);
 	for (ssize_t i = 0; i + 1 < n; i++) {
 		if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
 			found = start + i;
@@ -44,44 +43,71 @@ static uint64_t find_insn_in(struct dump_ctx *d, uint64_t start, uint64_t end)
 	return found;
 }
 
-/* Look in [vdso] first, then in every other executable mapping. */
-static uint64_t find_syscall_insn(struct dump_ctx *d)
+/* One line of /proc/PID/maps: is it executable, is it the vDSO? */
+static bool exec_range(const char *line, uint64_t *start, uint64_t *end, bool *vdso)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < d->nr_vmas; i++) {
-			struct vma *v = &d->vmas[i];
-			bool is_vdso = !strcmp(v->name, "[vdso]");
-			uint64_t a;
+	char perms[8] = "";
 
-			if (!(v->prot & PROT_EXEC) || (pass == 0) != is_vdso ||
-			    !strcmp(v->name, "[vsyscall]"))
+	if (sscanf(line, "%lx-%lx %7s", start, end, perms) != 3)
+		return false;
+	*vdso = strstr(line, "[vdso]") != NULL;
+	return perms[2] == 'x' && !strstr(line, "[vsyscall]");
+}
+
+/* Look in [vdso] first, then in every other executable mapping. */
+static int find_syscall_insn(struct infect_ctx *c)
+{
+	char path[64], *maps, *line, *save;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
+	n = proc_read_file(path, &maps);
+	if (n < 0)
+		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
+	for (int pass = 0; pass < 2 && !c->syscall_insn; pass++) {
+		char *copy = strdup(maps);
+
+		if (!copy)
+			break;
+		for (line = strtok_r(copy, "\n", &save); line && !c->syscall_insn;
+		     line = strtok_r(NULL, "\n", &save)) {
+			uint64_t start, end;
+			bool vdso;
+
+			if (!exec_range(line, &start, &end, &vdso))
 				continue;
-			a = find_insn_in(d, v->start, v->end);
-			if (a)
-				return a;
+			if (vdso)
+				c->vdso = start;
+			if ((pass == 0) == vdso)
+				c->syscall_insn = find_insn_in(c, start, end);
 		}
+		free(copy);
 	}
+	free(maps);
 	return 0;
 }
 
-int remote_init(struct dump_ctx *d)
+static int remote_init(struct infect_ctx *c)
 {
-	syscall_insn = find_syscall_insn(d);
-	if (!syscall_insn)
-		return fail(-ENOEXEC, "no syscall instruction found in process %d's code", d->pid);
-	pr_debug("remote syscalls through the instruction at %#lx", syscall_insn);
+	int ret = find_syscall_insn(c);
+
+	if (ret)
+		return ret;
+	if (!c->syscall_insn)
+		return fail(-ENOEXEC, "no syscall instruction found in process %d's code", c->pid);
+	pr_debug("remote syscalls through the instruction at %#lx", c->syscall_insn);
 	return 0;
 }
 
 /* Resume t with PTRACE_SYSCALL until its next syscall stop. */
-static int step_to_syscall_stop(struct thread *t)
+static int step_to_syscall_stop(struct infect_ctx *c, struct infect_thread *t)
 {
 	int status, ret;
 
 	for (;;) {
 		if (ptrace(PTRACE_SYSCALL, t->tid, 0, 0))
 			return -errno;
-		ret = wait_stop(t->tid, &status);
+		ret = wait_stop(c, t->tid, &status);
 		if (ret)
 			return ret;
 		if (WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80))
@@ -95,7 +121,7 @@ static int step_to_syscall_stop(struct thread *t)
 	}
 }
 
-static int block_all_signals(struct thread *t)
+static int block_all_signals(struct infect_thread *t)
 {
 	uint64_t all = ~0ULL;
 
@@ -104,20 +130,25 @@ static int block_all_signals(struct thread *t)
 	return 0;
 }
 
-int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
+int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6)
 {
+	struct infect_thread *t = &c->threads[thread];
 	struct user_regs_struct r = t->regs;
 	int err;
 
-	(void)d;
+	if (!c->syscall_insn) {
+		err = remote_init(c);
+		if (err)
+			return err;
+	}
 	if (!t->regs_dirty) {
 		err = block_all_signals(t);
 		if (err)
 			return err;
 		t->regs_dirty = true;
 	}
-	r.rip = syscall_insn;
+	r.rip = c->syscall_insn;
 	r.rax = nr;
 	r.orig_rax = -1;	/* no restart handling of the frozen call */
 	r.rdi = a1;
@@ -129,9 +160,9 @@ int remote_syscall(struct dump_ctx *d, struct thread *t, long nr, long *ret,
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
 		return -errno;
 	t->regs_dirty = true;
-	err = step_to_syscall_stop(t);		/* entry */
+	err = step_to_syscall_stop(c, t);		/* entry */
 	if (!err)
-		err = step_to_syscall_stop(t);	/* exit */
+		err = step_to_syscall_stop(c, t);	/* exit */
 	if (err)
 		return fail(err, "thread %d: remote syscall %ld failed: %s", t->tid, nr,
 			    err == -ESRCH ? "the process died" : strerror(-err));

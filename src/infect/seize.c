@@ -1,7 +1,6 @@
 /*
- * Freezing the target: check that it may be dumped, PTRACE_SEIZE and
- * PTRACE_INTERRUPT every thread until the thread list is stable, and at the
- * end let it go again (or kill it).
+ * Freezing the process: PTRACE_SEIZE and PTRACE_INTERRUPT every thread until
+ * the thread list is stable, and at the end let it go again (or kill it).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,90 +10,63 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
 #include "infect/infect.h"
+#include "infect/seize.h"
 #include "log.h"
 #include "proc.h"
+#include "restart.h"
 
-#define PF_KTHREAD	0x00200000
-
-static int check_not_ancestor(pid_t pid)
+static struct infect_thread *thread_of(struct infect_ctx *c, pid_t tid)
 {
-	pid_t p = getpid();
-
-	while (p > 1) {
-		if (p == pid)
-			return fail(-EINVAL, p == getpid() ?
-				    "process %d is memdump itself" :
-				    "process %d is an ancestor of memdump", pid);
-		p = proc_ppid(p);
-		if (p < 0)
-			break;
-	}
-	return 0;
-}
-
-/* Everything that makes a PID undumpable and can be told before touching it. */
-int target_check(pid_t pid)
-{
-	struct proc_stat st;
-	pid_t tracer;
-	int ret;
-
-	ret = proc_read_stat(pid, &st);
-	if (ret == -ENOENT)
-		return fail(ret, "no process with PID %d", pid);
-	if (ret)
-		return fail(ret, "cannot read /proc/%d/stat: %s", pid, strerror(-ret));
-	if (st.flags & PF_KTHREAD)
-		return fail(-EINVAL, "process %d (%s) is a kernel thread", pid, st.comm);
-	if (st.state == 'Z' || st.state == 'X')
-		return fail(-EINVAL, "process %d (%s) is a zombie", pid, st.comm);
-	if (proc_tgid(pid) != pid)
-		return fail(-EINVAL, "%d is a thread of process %d, not a process", pid,
-			    proc_tgid(pid));
-	ret = check_not_ancestor(pid);
-	if (ret)
-		return ret;
-	tracer = proc_tracer(pid);
-	if (tracer > 0) {
-		char comm[32] = "?";
-
-		proc_comm(tracer, comm, sizeof(comm));
-		return fail(-EBUSY, "process %d (%s) is already traced by %d (%s)", pid, st.comm,
-			    tracer, comm);
-	}
-	return 0;
-}
-
-struct thread *thread_of(struct dump_ctx *d, pid_t tid)
-{
-	for (int i = 0; i < d->nr_threads; i++)
-		if (d->threads[i].tid == tid)
-			return &d->threads[i];
+	for (int i = 0; i < c->nr_threads; i++)
+		if (c->threads[i].tid == tid)
+			return &c->threads[i];
 	return NULL;
 }
 
-/* Wait for tid to report a stop; returns 0, or -ESRCH when it died. */
-int wait_stop(pid_t tid, int *status)
+/* A thread of ours that exited is no longer traced: it needs no release. */
+static void note_exit(struct infect_ctx *c, pid_t tid)
+{
+	struct infect_thread *t = thread_of(c, tid);
+
+	if (t) {
+		t->seized = false;
+		t->exited = true;
+	}
+}
+
+/*
+ * Wait for tid to report a stop; returns 0, or -ESRCH when it died. Every
+ * tracee is waited for, not only tid: when the process is killed, its
+ * leader is reported only after all other threads have been reaped, and a
+ * wait on the leader alone would never end.
+ */
+int wait_stop(struct infect_ctx *c, pid_t tid, int *status)
 {
 	for (;;) {
-		pid_t r = waitpid(tid, status, __WALL);
+		pid_t r = waitpid(-1, status, __WALL);
 
 		if (r < 0 && errno == EINTR) {
-			if (dump_interrupted)
+			if (c->stop && *c->stop)
 				return -EINTR;
 			continue;
 		}
 		if (r < 0)
-			return -errno;
-		if (WIFEXITED(*status) || WIFSIGNALED(*status))
-			return -ESRCH;
-		return 0;
+			return errno == ECHILD ? -ESRCH : -errno;
+		if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+			note_exit(c, r);
+			if (r == tid)
+				return -ESRCH;
+			continue;
+		}
+		if (r == tid)
+			return 0;
+		pr_debug("thread %d: stop %#x while waiting for %d", r, *status, tid);
 	}
 }
 
@@ -104,14 +76,14 @@ int wait_stop(pid_t tid, int *status)
  * (a signal already being delivered) is let through, with its signal when
  * pass_signal, as if it had come just before the stop.
  */
-int interrupt_thread(pid_t tid, bool pass_signal)
+int interrupt_thread(struct infect_ctx *c, pid_t tid, bool pass_signal)
 {
 	int status, ret;
 
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0))
 		return -errno;
 	for (;;) {
-		ret = wait_stop(tid, &status);
+		ret = wait_stop(c, tid, &status);
 		if (ret)
 			return ret;
 		if (!WIFSTOPPED(status))
@@ -124,43 +96,43 @@ int interrupt_thread(pid_t tid, bool pass_signal)
 	}
 }
 
-static int add_thread(struct dump_ctx *d, pid_t tid)
+static int add_thread(struct infect_ctx *c, pid_t tid)
 {
-	struct thread *t;
+	struct infect_thread *t;
 
-	t = realloc(d->threads, (d->nr_threads + 1) * sizeof(*t));
+	t = realloc(c->threads, (c->nr_threads + 1) * sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	d->threads = t;
-	t = &d->threads[d->nr_threads++];
+	c->threads = t;
+	t = &c->threads[c->nr_threads++];
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	return 0;
 }
 
-static int seize_thread(struct dump_ctx *d, pid_t tid)
+static int seize_thread(struct infect_ctx *c, pid_t tid)
 {
-	struct thread *t;
-	int ret = add_thread(d, tid);
+	struct infect_thread *t;
+	int ret = add_thread(c, tid);
 
 	if (ret)
 		return ret;
-	t = &d->threads[d->nr_threads - 1];
+	t = &c->threads[c->nr_threads - 1];
 	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD)) {
 		ret = -errno;
-		d->nr_threads--;
+		c->nr_threads--;
 		if (ret == -ESRCH)	/* it exited meanwhile */
 			return 0;
 		if (ret == -EPERM && proc_tracer(tid) > 0)
-			return fail(-EBUSY, "process %d is already traced by %d", d->pid,
+			return fail(-EBUSY, "process %d is already traced by %d", c->pid,
 				    proc_tracer(tid));
-		return fail(ret, "cannot seize thread %d of process %d: %s", tid, d->pid,
+		return fail(ret, "cannot seize thread %d of process %d: %s", tid, c->pid,
 			    strerror(-ret));
 	}
 	t->seized = true;
-	ret = interrupt_thread(tid, true);
+	ret = interrupt_thread(c, tid, true);
 	if (ret == -ESRCH) {		/* exited while we stopped it */
-		d->nr_threads--;
+		c->nr_threads--;
 		return 0;
 	}
 	if (ret)
@@ -170,54 +142,54 @@ static int seize_thread(struct dump_ctx *d, pid_t tid)
 }
 
 /* One pass over /proc/PID/task; returns how many new threads were seized. */
-static int seize_pass(struct dump_ctx *d)
+static int seize_pass(struct infect_ctx *c)
 {
 	pid_t *tids;
 	int n, added = 0, ret = 0;
 
-	n = proc_tasks(d->pid, &tids);
+	n = proc_tasks(c->pid, &tids);
 	if (n < 0)
-		return n == -ENOENT ? fail(-ESRCH, "process %d exited", d->pid) : n;
+		return n == -ENOENT ? fail(-ESRCH, "process %d exited", c->pid) : n;
 	/* The leader goes first so that threads[0] is it. */
 	for (int i = 0; i < n && !ret; i++) {
-		if (thread_of(d, tids[i]))
+		if (thread_of(c, tids[i]))
 			continue;
-		int before = d->nr_threads;
+		int before = c->nr_threads;
 
-		ret = seize_thread(d, tids[i]);
-		added += d->nr_threads > before;
+		ret = seize_thread(c, tids[i]);
+		added += c->nr_threads > before;
 	}
 	free(tids);
 	return ret ? ret : added;
 }
 
-int seize_all(struct dump_ctx *d)
+static int seize_all(struct infect_ctx *c)
 {
 	int ret;
 
-	ret = seize_thread(d, d->pid);
+	ret = seize_thread(c, c->pid);
 	if (ret)
 		return ret;
-	if (d->nr_threads == 0 || d->threads[0].tid != d->pid)
-		return fail(-ESRCH, "process %d exited", d->pid);
+	if (c->nr_threads == 0 || c->threads[0].tid != c->pid)
+		return fail(-ESRCH, "process %d exited", c->pid);
 	/* New threads can appear until every existing one is stopped. */
 	do {
-		ret = seize_pass(d);
+		ret = seize_pass(c);
 	} while (ret > 0);
 	if (ret < 0)
 		return ret;
 	/* Threads that exited after being seized are gone from /proc: drop them. */
-	for (int i = d->nr_threads - 1; i > 0; i--) {
+	for (int i = c->nr_threads - 1; i > 0; i--) {
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/task/%d", d->pid, d->threads[i].tid);
-		if (access(path, F_OK)) {
-			memmove(&d->threads[i], &d->threads[i + 1],
-				(d->nr_threads - i - 1) * sizeof(d->threads[0]));
-			d->nr_threads--;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", c->pid, c->threads[i].tid);
+		if (c->threads[i].exited || access(path, F_OK)) {
+			memmove(&c->threads[i], &c->threads[i + 1],
+				(c->nr_threads - i - 1) * sizeof(c->threads[0]));
+			c->nr_threads--;
 		}
 	}
-	pr_info("process %d frozen: %d thread(s)", d->pid, d->nr_threads);
+	pr_info("process %d frozen: %d thread(s)", c->pid, c->nr_threads);
 	return 0;
 }
 
@@ -246,11 +218,11 @@ static void wait_pid_free(pid_t pid)
 
 /* Reap every seized thread after SIGKILL; a tracer must, or the leader
  * is never reported and the process lingers as a zombie. */
-static void kill_all(struct dump_ctx *d)
+static void kill_all(struct infect_ctx *c)
 {
-	kill(d->pid, SIGKILL);
-	for (int i = d->nr_threads - 1; i >= 0; i--) {
-		struct thread *t = &d->threads[i];
+	kill(c->pid, SIGKILL);
+	for (int i = c->nr_threads - 1; i >= 0; i--) {
+		struct infect_thread *t = &c->threads[i];
 		int status;
 
 		if (!t->seized)
@@ -261,7 +233,7 @@ static void kill_all(struct dump_ctx *d)
 		}
 		t->seized = false;
 	}
-	wait_pid_free(d->pid);
+	wait_pid_free(c->pid);
 }
 
 static bool process_alive(pid_t pid)
@@ -271,21 +243,26 @@ static bool process_alive(pid_t pid)
 	return proc_read_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
 }
 
-/*
- * Let the target go: put back registers we changed and detach every thread
- * (each resumes from its stop as if nothing happened), or kill the process.
- */
-void release_all(struct dump_ctx *d, bool kill_target)
+/* Put back the registers and signal mask the thread had at the freeze. */
+static int put_thread_regs(struct infect_thread *t)
 {
-	bool alive;
+	struct user_regs_struct r = t->regs;
 
-	if (kill_target) {
-		kill_all(d);
-		return;
-	}
-	alive = process_alive(d->pid);
-	for (int i = 0; i < d->nr_threads; i++) {
-		struct thread *t = &d->threads[i];
+	regs_for_resume(&r);
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
+		return -errno;
+	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return -errno;
+	t->regs_dirty = false;
+	return 0;
+}
+
+static void detach_all(struct infect_ctx *c)
+{
+	bool alive = process_alive(c->pid);
+
+	for (int i = 0; i < c->nr_threads; i++) {
+		struct infect_thread *t = &c->threads[i];
 
 		if (!t->seized)
 			continue;
@@ -299,4 +276,70 @@ void release_all(struct dump_ctx *d, bool kill_target)
 			pr_warn("cannot detach thread %d: %s", t->tid, strerror(errno));
 		t->seized = false;
 	}
+}
+
+/*
+ * Let the process go: put back registers we changed and detach every thread
+ * (each resumes from its stop as if nothing happened), or kill the process.
+ * The parasite must have been cured first.
+ */
+void infect_release(struct infect_ctx *c, bool kill_process)
+{
+	if (kill_process)
+		kill_all(c);
+	else
+		detach_all(c);
+	free(c->threads);
+	c->threads = NULL;
+	c->nr_threads = 0;
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	if (c->mem_fd >= 0)
+		close(c->mem_fd);
+	c->pidfd = c->mem_fd = -1;
+}
+
+/* What a thread's cure puts back: read before any remote execution. */
+static int save_thread(struct infect_thread *t)
+{
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
+		return fail(-errno, "thread %d: cannot read registers: %s", t->tid, strerror(errno));
+	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return fail(-errno, "thread %d: cannot read signal mask: %s", t->tid,
+			    strerror(errno));
+	return 0;
+}
+
+static int open_process(struct infect_ctx *c)
+{
+	char path[64];
+
+	c->pidfd = syscall(SYS_pidfd_open, c->pid, 0);
+	if (c->pidfd < 0)
+		return fail(-errno, "cannot open process %d: %s", c->pid, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d/mem", c->pid);
+	c->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->mem_fd < 0)
+		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/*
+ * Take hold of process pid: every thread seized and stopped, with what its
+ * cure needs saved. On failure, what was done is undone by infect_release().
+ */
+int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t *stop)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->pidfd = c->mem_fd = -1;
+	c->stop = stop;
+	ret = open_process(c);
+	if (!ret)
+		ret = seize_all(c);
+	for (int i = 0; i < c->nr_threads && !ret; i++)
+		ret = save_thread(&c->threads[i]);
+	return ret;
 }
