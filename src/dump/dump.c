@@ -146,7 +146,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->vmas);
 	free(d->runs);
 	files_free();
-	shmem_free();
+	shmem_free(&d->shmem);
 }
 
 const char *mode_name(enum dump_mode m)

@@ -81,6 +81,12 @@ struct dump_opts {
 int dump_run(const struct dump_opts *o);
 const char *mode_name(enum dump_mode m);
 
+/* Shared memory objects met in VMAs and fds (shmem.c). */
+struct shmem_set {
+	struct shmem *objs;
+	int nr;
+};
+
 struct dump_ctx {
 	pid_t pid;
 	int dirfd;
@@ -98,6 +104,7 @@ struct dump_ctx {
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;
+	struct shmem_set shmem;
 };
 
 /* vma.c */

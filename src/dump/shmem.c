@@ -26,28 +26,25 @@ struct shmem {
 	bool memfd;
 };
 
-static struct shmem *objs;
-static int nr_objs;
-
-static struct shmem *find(uint64_t ino)
+static struct shmem *find(struct shmem_set *set, uint64_t ino)
 {
-	for (int i = 0; i < nr_objs; i++)
-		if (objs[i].ino == ino)
-			return &objs[i];
+	for (int i = 0; i < set->nr; i++)
+		if (set->objs[i].ino == ino)
+			return &set->objs[i];
 	return NULL;
 }
 
-static struct shmem *add(uint64_t ino)
+static struct shmem *add(struct shmem_set *set, uint64_t ino)
 {
-	struct shmem *s = find(ino);
+	struct shmem *s = find(set, ino);
 
 	if (s)
 		return s;
-	s = realloc(objs, (nr_objs + 1) * sizeof(*s));
+	s = realloc(set->objs, (set->nr + 1) * sizeof(*s));
 	if (!s)
 		return NULL;
-	objs = s;
-	s = &objs[nr_objs++];
+	set->objs = s;
+	s = &set->objs[set->nr++];
 	memset(s, 0, sizeof(*s));
 	s->ino = ino;
 	return s;
@@ -66,7 +63,7 @@ static void memfd_name(const char *link, char *out, size_t len)
 
 int shmem_add_vma(struct dump_ctx *d, const struct vma *v)
 {
-	struct shmem *s = add(v->shmid);
+	struct shmem *s = add(&d->shmem, v->shmid);
 
 	if (!s)
 		return -ENOMEM;
@@ -89,7 +86,7 @@ int shmem_add_memfd_fd(struct dump_ctx *d, int fd, const char *link)
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", d->pid, fd);
 	if (stat(path, &st))
 		return -errno;
-	s = add(st.st_ino);
+	s = add(&d->shmem, st.st_ino);
 	if (!s)
 		return -ENOMEM;
 	snprintf(s->path, sizeof(s->path), "%s", path);
@@ -223,12 +220,13 @@ int write_shmem(struct dump_ctx *d)
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < nr_objs && !ret; i++) {
+	for (int i = 0; i < d->shmem.nr && !ret; i++) {
+		struct shmem *s = &d->shmem.objs[i];
 		uint64_t size = 0;
 
-		ret = dump_one(d, &objs[i], 2 + i, &size);
-		if (!ret && objs[i].memfd)
-			ret = write_memfd_inode(memfds, &objs[i], size);
+		ret = dump_one(d, s, 2 + i, &size);
+		if (!ret && s->memfd)
+			ret = write_memfd_inode(memfds, s, size);
 	}
 	if (ret) {
 		img_abort(memfds);
@@ -237,9 +235,9 @@ int write_shmem(struct dump_ctx *d)
 	return img_close(memfds);
 }
 
-void shmem_free(void)
+void shmem_free(struct shmem_set *set)
 {
-	free(objs);
-	objs = NULL;
-	nr_objs = 0;
+	free(set->objs);
+	set->objs = NULL;
+	set->nr = 0;
 }

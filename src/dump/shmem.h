@@ -13,10 +13,11 @@
 
 struct dump_ctx;
 struct vma;
+struct shmem_set;
 
 int shmem_add_vma(struct dump_ctx *d, const struct vma *v);
 int shmem_add_memfd_fd(struct dump_ctx *d, int fd, const char *link);
 int write_shmem(struct dump_ctx *d);
-void shmem_free(void);
+void shmem_free(struct shmem_set *set);
 
 #endif
