@@ -24,6 +24,7 @@
  */
 #include "sys.h"
 #include "restorer.h"
+#include "sigframe.h"
 
 #define __nr_setresuid		117
 #define __nr_setresgid		119
@@ -78,13 +79,7 @@
 #define CLONE_SYSVSEM		0x00040000
 
 #define SA_RESTORER		0x04000000
-#define SS_DISABLE		2
 
-#define UC_FP_XSTATE		0x1
-#define UC_SIGCONTEXT_SS	0x2
-#define UC_STRICT_RESTORE_SS	0x4
-#define FP_XSTATE_MAGIC1	0x46505853U
-#define FP_XSTATE_MAGIC2	0x46505845U
 
 #define TASK_SIZE_47		0x7ffffffff000UL
 #define PAGE			4096UL
@@ -97,31 +92,6 @@ struct clone_args {
 
 struct k_sigaction {
 	u64 handler, flags, restorer, mask;
-};
-
-struct rst_sigcontext {
-	u64 r8, r9, r10, r11, r12, r13, r14, r15;
-	u64 di, si, bp, bx, dx, ax, cx, sp, ip, flags;
-	unsigned short cs, gs, fs, ss;
-	u64 err, trapno, oldmask, cr2, fpstate;
-	u64 reserved1[8];
-};
-
-struct rst_ucontext {
-	u64 uc_flags;
-	u64 uc_link;
-	u64 ss_sp;
-	s32 ss_flags;
-	s32 ss_pad;
-	u64 ss_size;
-	struct rst_sigcontext mc;
-	u64 sigmask;
-};
-
-struct rst_frame {
-	u64 pretcode;
-	struct rst_ucontext uc;
-	u8 info[128];
 };
 
 struct cap_header {
@@ -460,21 +430,13 @@ static void restore_creds(struct rst_thread *t)
 		sys_call5(__nr_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
-static inline u64 xgetbv0(void)
-{
-	u32 lo, hi;
-
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return ((u64)hi << 32) | lo;
-}
-
 /* Build the rt_sigframe at the bottom of the thread's stack. */
-static struct rst_frame *build_frame(struct rst_thread *t)
+static struct rt_sigframe *build_frame(struct rst_thread *t)
 {
 	u64 base = (u64)area(t->stack_top) - RST_STACK_SIZE;
-	struct rst_frame *f = (struct rst_frame *)((base + 63) & ~63UL);
+	struct rt_sigframe *f = (struct rt_sigframe *)((base + 63) & ~63UL);
 	u8 *fp = (u8 *)(((u64)(f + 1) + 63) & ~63UL);
-	struct rst_sigcontext *mc = &f->uc.mc;
+	struct frame_sigcontext *mc = &f->uc.mc;
 	struct rst_gpregs *r = &t->regs;
 
 	blob_memset(f, 0, sizeof(*f));
@@ -484,7 +446,7 @@ static struct rst_frame *build_frame(struct rst_thread *t)
 		f->uc.ss_size = t->sas_size;
 		f->uc.ss_flags = (s32)t->sas_flags;
 	} else {
-		f->uc.ss_flags = SS_DISABLE;
+		f->uc.ss_flags = SIGFRAME_SS_DISABLE;
 	}
 	mc->r8 = r->r8; mc->r9 = r->r9; mc->r10 = r->r10; mc->r11 = r->r11;
 	mc->r12 = r->r12; mc->r13 = r->r13; mc->r14 = r->r14; mc->r15 = r->r15;
@@ -495,19 +457,9 @@ static struct rst_frame *build_frame(struct rst_thread *t)
 	mc->ss = (unsigned short)r->ss;
 	f->uc.sigmask = t->blk_sigset;
 
-	if (t->xsave_size >= 576) {
-		u8 *x = (u8 *)area(t->xsave_off);
-		u32 *sw;
-
-		blob_memcpy(fp, x, t->xsave_size);
-		sw = (u32 *)(fp + 464);
-		sw[0] = FP_XSTATE_MAGIC1;
-		sw[1] = t->xsave_size + 4;
-		*(u64 *)&sw[2] = xgetbv0();
-		sw[4] = t->xsave_size;
-		for (int i = 5; i < 12; i++)
-			sw[i] = 0;
-		*(u32 *)(fp + t->xsave_size) = FP_XSTATE_MAGIC2;
+	if (t->xsave_size >= FP_XSTATE_MIN) {
+		blob_memcpy(fp, area(t->xsave_off), t->xsave_size);
+		sigframe_xstate_magic(fp, t->xsave_size, sigframe_xgetbv0());
 		mc->fpstate = (u64)fp;
 		f->uc.uc_flags |= UC_FP_XSTATE;
 	}
@@ -562,7 +514,7 @@ static void queue_signals(struct rst_thread *t, int leader)
 
 static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int leader)
 {
-	struct rst_frame *f;
+	struct rt_sigframe *f;
 	long ret;
 
 	queue_signals(t, leader);

@@ -1,6 +1,6 @@
 /*
  * Remote system calls: make a frozen thread of the target execute one system
- * call for us. The thread's instruction pointer is moved onto a `syscall`
+ * call for us. Between calls the thread holds its own registers again. The thread's instruction pointer is moved onto a `syscall`
  * instruction that already exists in the target (in its vDSO, else in any
  * executable mapping), so nothing in the target is written; PTRACE_SYSCALL
  * stops on entry and exit of that call, and its result is read from rax.
@@ -170,5 +170,14 @@ int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		return -errno;
 	*ret = r.rax;
 	pr_debug("thread %d: remote syscall %ld = %ld", t->tid, nr, *ret);
+	/*
+	 * Back to its own registers and signal mask at once: were memdump
+	 * killed now, the kernel would detach the thread and it would run on
+	 * from its own state, not from our syscall instruction.
+	 */
+	err = put_thread_regs(t);
+	if (err)
+		return fail(err, "thread %d: cannot put back its registers: %s", t->tid,
+			    strerror(-err));
 	return 0;
 }

@@ -244,7 +244,7 @@ static bool process_alive(pid_t pid)
 }
 
 /* Put back the registers and signal mask the thread had at the freeze. */
-static int put_thread_regs(struct infect_thread *t)
+int put_thread_regs(struct infect_thread *t)
 {
 	struct user_regs_struct r = t->regs;
 

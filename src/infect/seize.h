@@ -5,6 +5,8 @@
 #include "infect/infect.h"
 
 int wait_stop(struct infect_ctx *c, pid_t tid, int *status);
+/* registers and signal mask as at the freeze (restart rules applied) */
+int put_thread_regs(struct infect_thread *t);
 int interrupt_thread(struct infect_ctx *c, pid_t tid, bool pass_signal);
 
 #endif
