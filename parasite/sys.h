@@ -48,6 +48,9 @@ typedef unsigned char	u8;
 #define __nr_sched_yield	24
 #define __nr_nanosleep		35
 #define __nr_personality	135
+#define __nr_poll		7
+#define __nr_rt_sigpending	127
+#define __nr_rt_sigtimedwait	128
 
 static inline long sys_call6(long n, long a, long b, long c, long d, long e, long f)
 {
@@ -81,6 +84,19 @@ struct blob_iovec {
 static inline long sys_futex_wait(u32 *uaddr, u32 val)
 {
 	return sys_call4(__nr_futex, uaddr, FUTEX_WAIT, val, 0);
+}
+
+struct blob_timespec {
+	s64 sec;
+	s64 nsec;
+};
+
+/* As sys_futex_wait, giving up after ns nanoseconds. */
+static inline long sys_futex_wait_ns(u32 *uaddr, u32 val, u64 ns)
+{
+	struct blob_timespec ts = { (s64)(ns / 1000000000), (s64)(ns % 1000000000) };
+
+	return sys_call4(__nr_futex, uaddr, FUTEX_WAIT, val, &ts);
 }
 
 static inline long sys_futex_wake(u32 *uaddr)

@@ -28,3 +28,102 @@ p = subprocess.Popen(["sleep", "300"]); print(p.pid, flush=True); time.sleep(60)
 
 add rst-pid-free-after-dump case_pid_free_after_dump
 add dump-pid-held-by-parent case_pid_held_by_parent
+
+# SIGKILL of the dump's worker (the tracer) must leave the target as it was:
+# running, untraced, its registers (xmm too), signals and memory its own and
+# no parasite mapping left. The parasite notices the closed page pipe and
+# returns into the thread through a signal frame (infect/selfcure.c).
+
+# no_parasite_left PID: no memfd mapping, no pending signal in any thread
+no_parasite_left() {
+	! grep -q '/memfd: (deleted)' "/proc/$1/maps" ||
+		fail "a parasite mapping is left in $1: $(grep memfd "/proc/$1/maps")"
+	local t
+	for t in /proc/$1/task/*; do
+		[[ $(proc_field "$1/task/${t##*/}" SigPnd) == 0000000000000000 ]] ||
+			fail "thread ${t##*/} has signals pending: $(proc_field "$1/task/${t##*/}" SigPnd)"
+	done
+	[[ $(proc_field "$1" ShdPnd) == 0000000000000000 ]] ||
+		fail "process $1 has signals pending: $(proc_field "$1" ShdPnd)"
+}
+
+# kill_worker MDPID: SIGKILL the worker child of memdump MDPID
+kill_worker() {
+	local w
+	w=$(pgrep -P "$1" | head -n1)
+	[[ -n $w ]] || fail "memdump $1 has no worker process"
+	kill -9 "$w"
+	note "killed worker $w of memdump $1"
+	wait_until "$OP_TIMEOUT" eval '! kill -0 '"$1"' 2>/dev/null' || fail "memdump did not exit after its worker died"
+	wait "$1"; MD_RC=$?
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "memdump exited 0 after its worker was killed"
+	grep -q "worker process $w was killed by signal 9" "$MD_ERR" || fail "no error naming the killed worker"
+}
+
+# While the parasite serves (stalled there by MEMDUMP_FAULT): t-threads keeps
+# known values in general and xmm registers in every thread, the leader too.
+case_worker_killed_parasite() {
+	mkdir -p "$T/d"
+	start_prog t-threads
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=parasite-running "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point parasite-running' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
+	kill_worker "$mdpid"
+	expect_untraced "$PID"
+	sleep 0.2	# the parasite looks for its dumper every 50 ms
+	no_parasite_left "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+# While the area is mapped only for remote syscalls' buffers (no blob runs
+# yet): memdump's parent process unmaps it, told where by the worker.
+case_worker_killed_infected() {
+	mkdir -p "$T/d"
+	start_prog t-threads
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=infected "$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$1" -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point infected' "$OP_TIMEOUT" || fail "the dump never mapped the parasite area"
+	grep -q '/memfd: (deleted)' "/proc/$PID/maps" || fail "no parasite area in the target at the fault point"
+	kill_worker "$mdpid"
+	grep -q "removed the parasite area the dead worker left in process $PID" "$MD_ERR" ||
+		fail "memdump did not say it removed the parasite area"
+	expect_untraced "$PID"
+	no_parasite_left "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+# At a moment of a large dump, in each mode: in splice mode the parasite is
+# then in vmsplice or waiting for its next command.
+case_worker_killed_pages() {
+	mkdir -p "$T/d"
+	local mode=$1
+	BIG_MB=1024 start_big
+	MD_ERR=$T/md.dump.err
+	"$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$mode" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_seized "$PID" "$mdpid"
+	sleep "$2"
+	kill -0 "$mdpid" 2>/dev/null || fail "dump finished before its worker could be killed"
+	kill_worker "$mdpid"
+	expect_untraced "$PID"
+	sleep 0.2
+	no_parasite_left "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+add err-worker-killed-parasite case_worker_killed_parasite
+add err-worker-killed-infected-splice case_worker_killed_infected splice
+add err-worker-killed-infected-mem case_worker_killed_infected mem
+for m in splice read mem; do
+	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02
+	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" 0.4
+done

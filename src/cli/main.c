@@ -34,7 +34,7 @@ int cmd_dump(const struct options *o)
 {
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
-		.leave_running = o->leave_running, .progress = o->progress,
+		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
 	};
 
 	return dump_run(&d);

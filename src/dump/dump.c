@@ -184,6 +184,7 @@ int dump_run(const struct dump_opts *o)
 	}
 	d.stats.freeze_start = now_us();
 	ret = infect_prepare(&d.in, d.pid, &dump_interrupted);
+	d.in.trace = o->trace;
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();

@@ -75,6 +75,7 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool progress;			/* draw a progress bar on stderr */
+	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
 /* dump.c: the pipeline; <0 after fail() */

@@ -14,6 +14,8 @@
  *   parasite_*      the parasite's commands (vmsplice pages into a pipe)
  *   infect_cure     remove the parasite: area, pipe, registers as they were
  *   infect_release  detach every thread (or kill the process), free the context
+ *   infect_reclaim  for a supervisor, once the dumper is dead: unmap the area
+ *                   it left (struct infect_trace)
  */
 #ifndef MEMDUMP_INFECT_H
 #define MEMDUMP_INFECT_H
@@ -36,6 +38,18 @@ struct infect_thread {
 
 struct parasite;
 
+/*
+ * What a supervisor needs to undo an infection whose dumper was killed, kept
+ * up to date by the verbs in memory the caller shares with it (MAP_SHARED).
+ * A running blob cures itself; an area mapped only for remote syscalls'
+ * buffers is left for infect_reclaim().
+ */
+struct infect_trace {
+	volatile int64_t pid;
+	volatile uint64_t area;		/* the parasite area in the process, or 0 */
+	volatile int64_t blob_started;	/* the blob runs, or will on detach */
+};
+
 struct infect_ctx {
 	pid_t pid;
 	int pidfd;			/* pidfd_open(pid) */
@@ -47,6 +61,7 @@ struct infect_ctx {
 	struct parasite *parasite;
 	/* Set by the caller's signal handler: waits give up with -EINTR. */
 	const volatile sig_atomic_t *stop;
+	struct infect_trace *trace;	/* or NULL */
 };
 
 /* seize.c */
@@ -57,6 +72,10 @@ void infect_release(struct infect_ctx *c, bool kill_process);
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6);
 
+/* The address of the first copy of pat in the process's code (the vDSO
+ * first), or 0. */
+uint64_t infect_find_code(struct infect_ctx *c, const void *pat, size_t len);
+
 /* parasite.c */
 int infect_parasite(struct infect_ctx *c);
 /* A scratch buffer of 2 KiB shared with the process: *local here, the
@@ -65,5 +84,7 @@ uint64_t parasite_scratch(struct infect_ctx *c, void **local);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);
+/* After the dumper that kept tr died: unmap what it left in the process. */
+int infect_reclaim(const struct infect_trace *tr);
 
 #endif

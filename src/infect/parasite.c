@@ -11,6 +11,8 @@
  *
  * Cure: PTRACE_INTERRUPT the leader out of the parasite's futex wait, close
  * the pipe and unmap the area remotely; release_all() puts back registers.
+ * Should the dumper die while the blob runs, the blob cures itself through
+ * a frame built here before it starts (selfcure.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +30,10 @@
 
 #include "blobs.h"
 #include "common.h"
+#include "fault.h"
 #include "infect/infect.h"
 #include "infect/seize.h"
+#include "infect/selfcure.h"
 #include "kernel_uapi.h"
 #include "log.h"
 #include "parasite_abi.h"
@@ -106,6 +110,10 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	if (err)
 		goto close_remote;
 	p->remote = addr;
+	if (c->trace) {
+		c->trace->pid = c->pid;
+		c->trace->area = addr;
+	}
 	fd = take_fd(c, memfd);
 	if (fd < 0) {
 		err = fd;
@@ -147,24 +155,85 @@ static int make_pipe(struct infect_ctx *c, struct parasite *p)
 	return 0;
 }
 
+#define ALIVE_NS	(50 * 1000 * 1000)	/* the parasite looks for us this often */
+#define RED_ZONE	128
+
+/*
+ * Where the frame can go on the thread's stack, and the gadget the parasite
+ * jumps to, if the process's code has both gadgets (parasite_abi.h).
+ */
+static uint64_t find_gadgets(struct infect_ctx *c, uint64_t *syscall_ret)
+{
+	static const uint8_t sys_ret[] = { 0x0f, 0x05, 0xc3 };
+	static const uint8_t rt_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	static const uint8_t rt_eax[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	uint64_t restore_rt;
+
+	*syscall_ret = infect_find_code(c, sys_ret, sizeof(sys_ret));
+	restore_rt = infect_find_code(c, rt_rax, sizeof(rt_rax));
+	if (!restore_rt)
+		restore_rt = infect_find_code(c, rt_eax, sizeof(rt_eax));
+	return *syscall_ret ? restore_rt : 0;
+}
+
+/* What the parasite needs to cure itself, should we die (parasite_abi.h). */
+static int prepare_selfcure(struct infect_ctx *c, struct parasite *p)
+{
+	struct parasite_args *a = args_of(p);
+	struct infect_thread *t = &c->threads[0];
+	uint8_t *frame = p->local + PARASITE_FRAME_OFF;
+	uint64_t restore_rt, syscall_ret;
+	size_t len;
+	int err;
+
+	err = selfcure_frame(t, frame, PARASITE_ARGS_OFF - PARASITE_FRAME_OFF, &len);
+	if (err)
+		return fail(err, "cannot save thread %d's state for the parasite: %s", t->tid,
+			    strerror(-err));
+	a->area = p->remote;
+	a->frame_len = len;
+	a->alive_ns = ALIVE_NS;
+	restore_rt = find_gadgets(c, &syscall_ret);
+	if (restore_rt) {
+		a->stack_frame = (t->regs.rsp - RED_ZONE - len) & ~63UL;
+		a->syscall_ret = syscall_ret;
+		selfcure_place(frame, a->stack_frame, restore_rt);
+	} else {
+		pr_debug("no rt_sigreturn gadget in process %d: a dead dumper's parasite "
+			 "would leave its code mapped", c->pid);
+		selfcure_place(frame, p->remote + PARASITE_FRAME_OFF, 0);
+	}
+	return 0;
+}
+
+/* The blob runs with every signal blocked: none can interrupt it, and a
+ * SIGPIPE from a dead dumper's pipe stays pending for it to take back. */
 static int start_blob(struct infect_ctx *c, struct parasite *p)
 {
 	size_t len = parasite_blob_end - parasite_blob;
 	struct infect_thread *t = &c->threads[0];
 	struct user_regs_struct r = t->regs;
+	uint64_t all = ~0ULL;
+	int err;
 
-	if (len > PARASITE_ARGS_OFF)
+	if (len > PARASITE_FRAME_OFF)
 		return fail(-E2BIG, "parasite blob too large");
 	memcpy(p->local, parasite_blob, len);
 	memset(args_of(p), 0, sizeof(struct parasite_args));
 	args_of(p)->pipe_fd = p->pipe_wr_remote;
+	err = prepare_selfcure(c, p);
+	if (err)
+		return err;
 	r.rip = p->remote;
 	r.rsp = p->remote + PARASITE_AREA_SIZE;
 	r.rdi = p->remote + PARASITE_ARGS_OFF;
 	r.orig_rax = -1;
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
-		return fail(-errno, "cannot start the parasite: %s", strerror(errno));
 	t->regs_dirty = true;
+	if (c->trace)
+		c->trace->blob_started = 1;	/* from here the blob would run if we died */
+	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(all), &all) ||
+	    ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
+		return fail(-errno, "cannot start the parasite: %s", strerror(errno));
 	p->running = true;
 	return 0;
 }
@@ -180,9 +249,9 @@ int infect_parasite(struct infect_ctx *c)
 	p->pipe_wr_remote = -1;
 	c->parasite = p;
 	err = map_area(c, p);
-	if (err)
-		return err;
-	return 0;
+	if (!err)
+		fault_point("infected");
+	return err;
 }
 
 /* The pipe and the running blob are only needed by splice mode. */
@@ -194,9 +263,11 @@ static int parasite_start(struct infect_ctx *c)
 	if (p->running)
 		return 0;
 	err = make_pipe(c, p);
-	if (err)
-		return err;
-	return start_blob(c, p);
+	if (!err)
+		err = start_blob(c, p);
+	if (!err)
+		fault_point("parasite-running");
+	return err;
 }
 
 static void futex_wake(unsigned int *addr)
@@ -239,6 +310,8 @@ static int drain(struct infect_ctx *c, int out_fd, uint64_t bytes)
 		ssize_t n;
 		int err;
 
+		if (c->stop && *c->stop)
+			return fail(-EINTR, "interrupted");
 		if (poll(&pfd, 1, 10) <= 0) {
 			err = check_target(c);
 			if (err)
@@ -344,12 +417,54 @@ void infect_cure(struct infect_ctx *c)
 	p->running = false;
 	if (p->pipe_wr_remote >= 0)
 		rsys(c, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);
-	if (p->remote)
-		rsys(c, SYS_munmap, &ret, p->remote, PARASITE_AREA_SIZE, 0, 0, 0, 0);
+	if (p->remote && !rsys(c, SYS_munmap, &ret, p->remote, PARASITE_AREA_SIZE, 0, 0, 0, 0) &&
+	    c->trace)
+		c->trace->area = 0;
 	if (p->pipe_rd >= 0)
 		close(p->pipe_rd);
 	if (p->local)
 		munmap(p->local, PARASITE_AREA_SIZE);
 	free(p);
 	c->parasite = NULL;
+}
+
+/* Is the mapping at addr exactly a parasite area (a whole, deleted memfd)? */
+static bool is_area(pid_t pid, uint64_t addr)
+{
+	char path[64], line[512], want[64];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	snprintf(want, sizeof(want), "%lx-%lx rwxs ", addr, addr + PARASITE_AREA_SIZE);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, want, strlen(want)) && strstr(line, "/memfd: (deleted)");
+	fclose(f);
+	return found;
+}
+
+int infect_reclaim(const struct infect_trace *tr)
+{
+	struct infect_ctx c = { .pidfd = -1, .mem_fd = -1 };
+	pid_t pid = (pid_t)tr->pid;
+	uint64_t area = tr->area;
+	long ret;
+	int err;
+
+	if (!pid || !area || tr->blob_started)
+		return 0;
+	err = infect_prepare(&c, pid, NULL);
+	if (!err && is_area(pid, area)) {
+		err = infect_syscall(&c, 0, SYS_munmap, &ret, area, PARASITE_AREA_SIZE, 0, 0, 0, 0);
+		if (!err && ret)
+			err = fail(ret, "cannot unmap the parasite area in process %d: %s", pid,
+				   strerror(-ret));
+		if (!err)
+			pr_info("removed the parasite area the dead worker left in process %d", pid);
+	}
+	infect_release(&c, false);
+	return err;
 }

@@ -23,22 +23,20 @@
 #include "log.h"
 #include "proc.h"
 
-static uint64_t find_insn_in(struct infect_ctx *c, uint64_t start, uint64_t end)
+static uint64_t find_bytes_in(struct infect_ctx *c, uint64_t start, uint64_t end,
+			      const void *pat, size_t pat_len)
 {
-	size_t len = MIN(end - start, (uint64_t)(1 << 20));
-	uint8_t *buf = malloc(len);
+	size_t len = MIN(end - start, (uint64_t)(8 << 20));
+	uint8_t *buf = malloc(len), *hit;
 	uint64_t found = 0;
 	ssize_t n;
 
 	if (!buf)
 		return 0;
 	n = pread(c->mem_fd, buf, len, start);
-	for (ssize_t i = 0; i + 1 < n; i++) {
-		if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
-			found = start + i;
-			break;
-		}
-	}
+	hit = n > 0 ? memmem(buf, n, pat, pat_len) : NULL;
+	if (hit)
+		found = start + (hit - buf);
 	free(buf);
 	return found;
 }
@@ -54,22 +52,17 @@ static bool exec_range(const char *line, uint64_t *start, uint64_t *end, bool *v
 	return perms[2] == 'x' && !strstr(line, "[vsyscall]");
 }
 
-/* Look in [vdso] first, then in every other executable mapping. */
-static int find_syscall_insn(struct infect_ctx *c)
+/* Where pat is in the first executable mapping that holds it, the vDSO first. */
+static uint64_t find_in_maps(struct infect_ctx *c, char *maps, const void *pat, size_t len)
 {
-	char path[64], *maps, *line, *save;
-	ssize_t n;
+	uint64_t found = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
-	n = proc_read_file(path, &maps);
-	if (n < 0)
-		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
-	for (int pass = 0; pass < 2 && !c->syscall_insn; pass++) {
-		char *copy = strdup(maps);
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		char *copy = strdup(maps), *line, *save;
 
 		if (!copy)
 			break;
-		for (line = strtok_r(copy, "\n", &save); line && !c->syscall_insn;
+		for (line = strtok_r(copy, "\n", &save); line && !found;
 		     line = strtok_r(NULL, "\n", &save)) {
 			uint64_t start, end;
 			bool vdso;
@@ -79,10 +72,39 @@ static int find_syscall_insn(struct infect_ctx *c)
 			if (vdso)
 				c->vdso = start;
 			if ((pass == 0) == vdso)
-				c->syscall_insn = find_insn_in(c, start, end);
+				found = find_bytes_in(c, start, end, pat, len);
 		}
 		free(copy);
 	}
+	return found;
+}
+
+uint64_t infect_find_code(struct infect_ctx *c, const void *pat, size_t len)
+{
+	char path[64], *maps;
+	uint64_t found;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
+	n = proc_read_file(path, &maps);
+	if (n < 0)
+		return 0;
+	found = find_in_maps(c, maps, pat, len);
+	free(maps);
+	return found;
+}
+
+static int find_syscall_insn(struct infect_ctx *c)
+{
+	static const uint8_t syscall_insn[] = { 0x0f, 0x05 };
+	char path[64], *maps;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
+	n = proc_read_file(path, &maps);
+	if (n < 0)
+		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
+	c->syscall_insn = find_in_maps(c, maps, syscall_insn, sizeof(syscall_insn));
 	free(maps);
 	return 0;
 }

@@ -1,0 +1,19 @@
+/* Within infect/: the frame the parasite returns through if the dumper dies. */
+#ifndef MEMDUMP_INFECT_SELFCURE_H
+#define MEMDUMP_INFECT_SELFCURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "infect/infect.h"
+#include "sigframe.h"
+
+/* The FPU state follows the frame, 64-byte aligned as rt_sigreturn wants. */
+#define SELFCURE_FP_OFF	((sizeof(struct rt_sigframe) + 63) & ~63UL)
+
+/* Build thread t's frame at local (room bytes); *len: its size with the FPU state. */
+int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, size_t *len);
+/* The frame will be read at `at` (64-byte aligned), after a ret to pretcode. */
+void selfcure_place(uint8_t *local, uint64_t at, uint64_t pretcode);
+
+#endif

@@ -1,0 +1,19 @@
+/* Fault injection points (see fault.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fault.h"
+#include "log.h"
+
+void fault_point(const char *point)
+{
+	const char *want = getenv("MEMDUMP_FAULT");
+	struct timespec t = { 60, 0 };
+
+	if (!want || strcmp(want, point))
+		return;
+	pr_warn("fault point %s: stalling (MEMDUMP_FAULT)", point);
+	while (nanosleep(&t, &t))
+		;
+}
