@@ -7,7 +7,9 @@
 #define MEMDUMP_FAULT_H
 
 /* Points: "infected" (the parasite area is mapped, for remote syscalls),
- * "parasite-running" (the blob is serving, between commands). */
+ * "in-remote-syscall" (a thread is stopped at the entry of a remote syscall
+ * on the trampoline), "parasite-running" (the blob is serving, between
+ * commands). */
 void fault_point(const char *point);
 
 #endif

@@ -2,34 +2,45 @@
  * What the dumper and the parasite share: the layout of the parasite's area,
  * a memfd mapped both in the target and in the dumper.
  *
- *   [ blob code | cure frame | struct parasite_args | iovec array ... | stack ]
+ *   [ blob code ... trampoline | a cure frame per thread |
+ *     struct parasite_args + scratch | iovec array | stack ]
  *
- * The dumper writes a command and bumps cmd_seq (a futex); the parasite runs
- * it, stores ret, copies cmd_seq into ack_seq and wakes it. Addresses in the
- * iovec array are the target's own.
+ * The dumper writes a command, bumps cmd_seq and rings bell_fd (an eventfd);
+ * the parasite runs it, stores ret, copies cmd_seq into ack_seq and wakes it
+ * (a futex). Addresses in the iovec array are the target's own. The parasite
+ * sleeps in ppoll, not in a futex wait with a timeout, which would replace
+ * the thread's syscall restart block (a frozen nanosleep would resume
+ * wrong).
  *
- * Self-cure: the cure frame is an rt_sigframe holding the thread's own
- * registers, signal mask and FPU state. Should the dumper die, its end of the
- * page pipe closes; the parasite sees that, closes the pipe and returns into
- * the thread through rt_sigreturn. Where the process's code has the two
- * gadgets `syscall; ret` and `mov $15, %rax; syscall` (glibc and musl have
- * both), the frame is first copied to stack_frame, below the thread's red
- * zone as the kernel places a signal frame, and the parasite unmaps all of
- * its area by jumping to the first gadget with %rsp at the frame, whose
- * pretcode is the second. Without them, the first keep_len bytes (the code
- * running and the frame) stay mapped.
+ * Cure frames: an rt_sigframe per thread holding the thread's own registers
+ * (as at the freeze), signal mask and FPU state, so that a thread can always
+ * go home, whenever the dumper dies:
+ *  - A remote syscall runs on the trampoline: `syscall`, then rt_sigreturn
+ *    with %rsp at the frame (%r12 + 8). The dumper stops the thread at the
+ *    syscall's exit and never lets it reach the sigreturn; if the dumper
+ *    died, the kernel detaches the thread and it returns home.
+ *  - The blob waits for commands in ppoll on the bell and the page pipe, whose
+ *    read end closes when the dumper dies (POLLERR). The blob then closes the pipe, takes back
+ *    the SIGPIPE a write into it raised, unmaps the area but its head (code
+ *    and frames, which other threads may still be returning through) and
+ *    returns home through the leader's frame.
+ * What is left (the head) memdump's parent process unmaps once no thread
+ * runs in it (infect_reclaim).
  */
 #ifndef MEMDUMP_PARASITE_ABI_H
 #define MEMDUMP_PARASITE_ABI_H
 
 #define PARASITE_CMD_VMSPLICE	1	/* vmsplice iovecs into pipe_fd, GIFT */
 
-#define PARASITE_FRAME_OFF	4096UL		/* blob code fits below */
-#define PARASITE_ARGS_OFF	(64UL << 10)	/* the cure frame fits below */
-#define PARASITE_IOV_OFF	(PARASITE_ARGS_OFF + 4096)
+#define PARASITE_CODE_SIZE	4096UL		/* blob code and the trampoline */
+#define PARASITE_TRAMPOLINE_OFF	(PARASITE_CODE_SIZE - 16)
+#define PARASITE_FRAMES_OFF	PARASITE_CODE_SIZE
+#define PARASITE_ARGS_SIZE	4096UL		/* struct parasite_args, then scratch */
+#define PARASITE_SCRATCH_OFF	2048UL		/* from the args */
 #define PARASITE_IOV_MAX	(256UL << 10)	/* iovecs per command */
 #define PARASITE_STACK_SIZE	(64UL << 10)
-#define PARASITE_AREA_SIZE	(PARASITE_IOV_OFF + PARASITE_IOV_MAX * 16 + PARASITE_STACK_SIZE)
+/* The area's size past the frames (frames_len: page-rounded, see infect/). */
+#define PARASITE_TAIL_SIZE	(PARASITE_ARGS_SIZE + PARASITE_IOV_MAX * 16 + PARASITE_STACK_SIZE)
 
 struct parasite_args {
 	unsigned int	cmd_seq;
@@ -37,14 +48,14 @@ struct parasite_args {
 	unsigned int	cmd;
 	int		ret;		/* 0 or -errno */
 	int		pipe_fd;	/* in the target */
+	int		bell_fd;	/* in the target */
 	unsigned int	splice_flags;
-	unsigned long	nr_iov;		/* at PARASITE_IOV_OFF */
+	unsigned long	nr_iov;		/* at iov */
 	unsigned long	bytes_done;	/* progress of the current command */
-	unsigned long	alive_ns;	/* how often to look for the dumper */
-	unsigned long	area;		/* the area's address in the target */
-	unsigned long	frame_len;	/* of the cure frame, at PARASITE_FRAME_OFF */
-	unsigned long	stack_frame;	/* where it goes on the stack, or 0 */
-	unsigned long	syscall_ret;	/* gadget addresses in the target */
+	unsigned long	iov;		/* the iovec array, in the target */
+	unsigned long	tail;		/* args and what follows, in the target */
+	unsigned long	tail_len;	/* what self-cure unmaps */
+	unsigned long	cure_sp;	/* the leader's frame + 8 */
 };
 
 #endif

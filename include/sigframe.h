@@ -9,6 +9,9 @@
 #define MEMDUMP_SIGFRAME_H
 
 #define SIGFRAME_SS_DISABLE		2
+/* Not a valid sigaltstack mode: rt_sigreturn's sigaltstack() fails, which it
+ * ignores, and the thread keeps the alternate stack it has. */
+#define SIGFRAME_SS_KEEP		3
 #define UC_FP_XSTATE			0x1
 #define UC_SIGCONTEXT_SS		0x2
 #define UC_STRICT_RESTORE_SS		0x4

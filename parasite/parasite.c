@@ -8,7 +8,7 @@
  * the pages image while the target is still frozen.
  *
  * If the dumper dies (SIGKILL, say) the kernel detaches the thread, which
- * runs on here. The parasite looks at the pipe between commands; once no
+ * runs on here. The parasite watches the pipe while it waits; once no
  * reader is left it cures itself (see parasite_abi.h) and the thread goes on
  * from where the dump froze it.
  */
@@ -18,7 +18,7 @@
 
 #define UIO_MAXIOV	1024
 #define SIGPIPE		13
-#define POLLOUT		0x004
+#define POLLIN		0x001
 #define POLLERR		0x008
 
 struct blob_pollfd {
@@ -52,8 +52,7 @@ static long vmsplice_all(struct parasite_args *a, struct blob_iovec *iov, u64 nr
 
 static long run(struct parasite_args *a)
 {
-	struct blob_iovec *iov = (struct blob_iovec *)((char *)a - PARASITE_ARGS_OFF +
-						       PARASITE_IOV_OFF);
+	struct blob_iovec *iov = (struct blob_iovec *)a->iov;
 
 	switch (a->cmd) {
 	case PARASITE_CMD_VMSPLICE:
@@ -76,62 +75,30 @@ static u64 pending_signals(void)
 	return set;
 }
 
-/* The dumper holds the only read end of the page pipe. */
-static int dumper_gone(struct parasite_args *a)
+/*
+ * Sleep until the bell rings (a command) or the dumper is gone: it holds the
+ * only read end of the page pipe, whose write end then polls POLLERR. ppoll
+ * without a timeout leaves the thread's syscall restart block alone.
+ * Returns 1 if the dumper is gone.
+ */
+static int wait_bell(struct parasite_args *a)
 {
-	struct blob_pollfd p = { a->pipe_fd, POLLOUT, 0 };
+	struct blob_pollfd p[2] = { { a->bell_fd, POLLIN, 0 }, { a->pipe_fd, 0, 0 } };
+	u64 count;
 
-	return sys_call3(__nr_poll, &p, 1, 0) == 1 && (p.revents & POLLERR);
-}
-
-static struct rt_sigframe *cure_frame(struct parasite_args *a)
-{
-	return (struct rt_sigframe *)((char *)a - PARASITE_ARGS_OFF + PARASITE_FRAME_OFF);
-}
-
-/* Unmap the whole area through the syscall_ret gadget; its ret pops the
- * frame's pretcode, the rt_sigreturn gadget. */
-static __attribute__((noreturn)) void return_from_stack(struct parasite_args *a)
-{
-	blob_memcpy((void *)a->stack_frame, cure_frame(a), a->frame_len);
-	{
-		register long area asm("rdi") = (long)a->area;
-		register long len asm("rsi") = (long)PARASITE_AREA_SIZE;
-		register long sp asm("rdx") = (long)a->stack_frame;
-		register long gadget asm("r8") = (long)a->syscall_ret;
-
-		__asm__ volatile(
-			"mov	%%rdx, %%rsp\n"
-			"mov	$11, %%eax\n"	/* munmap(area, len) */
-			"jmp	*%%r8\n"
-			: : "r"(area), "r"(len), "r"(sp), "r"(gadget) : "memory");
-	}
-	__builtin_unreachable();
-}
-
-/* Unmap the area but its head, which holds this code and the frame. */
-static __attribute__((noreturn)) void return_from_area(struct parasite_args *a)
-{
-	u64 keep = (PARASITE_FRAME_OFF + a->frame_len + 4095) & ~4095UL;
-	register long rest asm("rdi") = (long)(a->area + keep);
-	register long len asm("rsi") = (long)(PARASITE_AREA_SIZE - keep);
-	register long sp asm("rdx") = (long)cure_frame(a) + 8;
-
-	__asm__ volatile(
-		"mov	$11, %%eax\n"	/* munmap(rest, len) */
-		"syscall\n"
-		"mov	%%rdx, %%rsp\n"
-		"mov	$15, %%eax\n"	/* rt_sigreturn */
-		"syscall\n"
-		"ud2\n"
-		: : "r"(rest), "r"(len), "r"(sp) : "memory", "rax", "rcx", "r11");
-	__builtin_unreachable();
+	if (sys_call5(__nr_ppoll, p, 2, 0, 0, 8) < 0)
+		return 0;
+	if (p[1].revents & POLLERR)
+		return 1;
+	if (p[0].revents & POLLIN)
+		sys_call3(__nr_read, a->bell_fd, &count, sizeof(count));
+	return 0;
 }
 
 /*
  * Close the pipe, take back the SIGPIPE a write into it raised (unless the
- * thread had one pending already) and return into the thread (see
- * parasite_abi.h). Nothing after the munmap touches the area.
+ * thread had one pending already), unmap the area's tail, which holds this
+ * stack, and return home through the leader's frame (parasite_abi.h).
  */
 static __attribute__((noreturn)) void self_cure(struct parasite_args *a, u64 pending_before)
 {
@@ -139,30 +106,35 @@ static __attribute__((noreturn)) void self_cure(struct parasite_args *a, u64 pen
 	struct blob_timespec now = { 0, 0 };
 
 	sys_call1(__nr_close, a->pipe_fd);
+	sys_call1(__nr_close, a->bell_fd);
 	if (!(pending_before & set) && (pending_signals() & set))
 		sys_call4(__nr_rt_sigtimedwait, &set, 0, &now, sizeof(set));
-	if (a->stack_frame)
-		return_from_stack(a);
-	return_from_area(a);
-}
+	{
+		register long tail asm("rdi") = (long)a->tail;
+		register long len asm("rsi") = (long)a->tail_len;
+		register long sp asm("rdx") = (long)a->cure_sp;
 
-/* The thread's alternate signal stack goes into the cure frame as it is. */
-static void frame_altstack(struct parasite_args *a)
-{
-	sys_call2(__nr_sigaltstack, 0, &cure_frame(a)->uc.ss_sp);
+		__asm__ volatile(
+			"mov	$11, %%eax\n"	/* munmap(tail, len) */
+			"syscall\n"
+			"mov	%%rdx, %%rsp\n"
+			"mov	$15, %%eax\n"	/* rt_sigreturn */
+			"syscall\n"
+			"ud2\n"
+			: : "r"(tail), "r"(len), "r"(sp) : "memory", "rax", "rcx", "r11");
+	}
+	__builtin_unreachable();
 }
 
 void blob_main(struct parasite_args *a)
 {
 	u64 pending_before = pending_signals();
 
-	frame_altstack(a);
 	for (;;) {
 		u32 seq = READ_ONCE(a->cmd_seq);
 
 		if (seq == READ_ONCE(a->ack_seq)) {
-			sys_futex_wait_ns(&a->cmd_seq, seq, a->alive_ns);
-			if (dumper_gone(a))
+			if (wait_bell(a))
 				self_cure(a, pending_before);
 			continue;
 		}

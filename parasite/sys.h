@@ -48,7 +48,7 @@ typedef unsigned char	u8;
 #define __nr_sched_yield	24
 #define __nr_nanosleep		35
 #define __nr_personality	135
-#define __nr_poll		7
+#define __nr_ppoll		271
 #define __nr_rt_sigpending	127
 #define __nr_rt_sigtimedwait	128
 
@@ -90,14 +90,6 @@ struct blob_timespec {
 	s64 sec;
 	s64 nsec;
 };
-
-/* As sys_futex_wait, giving up after ns nanoseconds. */
-static inline long sys_futex_wait_ns(u32 *uaddr, u32 val, u64 ns)
-{
-	struct blob_timespec ts = { (s64)(ns / 1000000000), (s64)(ns % 1000000000) };
-
-	return sys_call4(__nr_futex, uaddr, FUTEX_WAIT, val, &ts);
-}
 
 static inline long sys_futex_wake(u32 *uaddr)
 {

@@ -73,7 +73,7 @@ case_worker_killed_parasite() {
 	wait_line "$MD_ERR" 'fault point parasite-running' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
 	kill_worker "$mdpid"
 	expect_untraced "$PID"
-	sleep 0.2	# the parasite looks for its dumper every 50 ms
+	sleep 0.2	# the parasite wakes when its pipe loses its reader
 	no_parasite_left "$PID"
 	no_inventory "$T/d"
 	check_child_pass
@@ -81,14 +81,17 @@ case_worker_killed_parasite() {
 
 # While the area is mapped only for remote syscalls' buffers (no blob runs
 # yet): memdump's parent process unmaps it, told where by the worker.
+#   point in-remote-syscall: the leader is inside a remote syscall; it finishes
+#   it and returns home through its frame.
 case_worker_killed_infected() {
 	mkdir -p "$T/d"
+	local point=$2
 	start_prog t-threads
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=infected "$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$1" -v 3 2> "$MD_ERR" &
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$1" -v 3 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_line "$MD_ERR" 'fault point infected' "$OP_TIMEOUT" || fail "the dump never mapped the parasite area"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
 	grep -q '/memfd: (deleted)' "/proc/$PID/maps" || fail "no parasite area in the target at the fault point"
 	kill_worker "$mdpid"
 	grep -q "removed the parasite area the dead worker left in process $PID" "$MD_ERR" ||
@@ -121,8 +124,9 @@ case_worker_killed_pages() {
 }
 
 add err-worker-killed-parasite case_worker_killed_parasite
-add err-worker-killed-infected-splice case_worker_killed_infected splice
-add err-worker-killed-infected-mem case_worker_killed_infected mem
+add err-worker-killed-infected-splice case_worker_killed_infected splice infected
+add err-worker-killed-infected-mem case_worker_killed_infected mem infected
+add err-worker-killed-in-syscall case_worker_killed_infected read in-remote-syscall
 for m in splice read mem; do
 	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02
 	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" 0.4

@@ -1,8 +1,9 @@
 /* t-threads: main + 4 threads. Every thread keeps known values in the
  * callee-saved registers rbx, r12-r15 and in xmm8/xmm9 inside an asm loop
  * (either sleeping via raw nanosleep syscalls or spinning in user mode),
- * plus a patterned array on its stack and a __thread variable. After
- * SIGUSR1 each thread checks its registers, stack, TLS and TID.
+ * plus a patterned array on its stack, a __thread variable and an alternate
+ * signal stack of its own. After SIGUSR1 each thread checks its registers,
+ * stack, TLS, alternate stack and TID.
  * READY <pid> <tid1> <tid2> <tid3> <tid4> */
 #include "tlib.h"
 #include <pthread.h>
@@ -21,6 +22,7 @@ struct th {
 	char why[160];                 /* empty = ok */
 };
 static struct th th[NTH + 1];
+static char altstacks[NTH + 1][16384];
 
 /* The values a thread keeps in registers, out of in[] and into out[]. */
 #define LOAD_R13_TO_XMM9			\
@@ -90,6 +92,9 @@ static void run_and_check(struct th *t, volatile int *flag)
 		in[i] = t_mix(SEED + t->id * 100 + i);
 	t_fill(stk, sizeof(stk), SEED + t->id);
 	tls_val = t_mix(SEED ^ t->id);
+	stack_t ss = { .ss_sp = altstacks[t->id], .ss_size = sizeof(altstacks[0]) }, cur;
+	if (sigaltstack(&ss, NULL))
+		t_fail("sigaltstack");
 
 	if (t->id)
 		pthread_barrier_wait(&bar);
@@ -108,7 +113,11 @@ static void run_and_check(struct th *t, volatile int *flag)
 			return;
 		}
 	}
-	if (t_verify(stk, sizeof(stk), SEED + t->id))
+	if (sigaltstack(NULL, &cur) || cur.ss_sp != ss.ss_sp || cur.ss_size != ss.ss_size ||
+	    cur.ss_flags != 0)
+		snprintf(t->why, sizeof(t->why), "thread %d: alternate stack %p+%zu flags %d, want %p+%zu",
+			 t->id, cur.ss_sp, cur.ss_size, cur.ss_flags, ss.ss_sp, ss.ss_size);
+	else if (t_verify(stk, sizeof(stk), SEED + t->id))
 		snprintf(t->why, sizeof(t->why), "thread %d: stack array differs", t->id);
 	else if (tls_val != t_mix(SEED ^ t->id))
 		snprintf(t->why, sizeof(t->why), "thread %d: TLS value differs", t->id);

@@ -34,6 +34,7 @@ struct infect_thread {
 	bool exited;			/* reaped by us: gone */
 	struct user_regs_struct regs;	/* as at the freeze */
 	uint64_t sigmask;		/* as at the freeze */
+	uint64_t cure_sp;		/* its frame in the parasite area, + 8 */
 };
 
 struct parasite;
@@ -41,13 +42,13 @@ struct parasite;
 /*
  * What a supervisor needs to undo an infection whose dumper was killed, kept
  * up to date by the verbs in memory the caller shares with it (MAP_SHARED).
- * A running blob cures itself; an area mapped only for remote syscalls'
- * buffers is left for infect_reclaim().
+ * Threads go home by themselves (parasite_abi.h); the area's head they
+ * leave is for infect_reclaim().
  */
 struct infect_trace {
 	volatile int64_t pid;
 	volatile uint64_t area;		/* the parasite area in the process, or 0 */
-	volatile int64_t blob_started;	/* the blob runs, or will on detach */
+	volatile uint64_t area_len;
 };
 
 struct infect_ctx {
@@ -57,6 +58,7 @@ struct infect_ctx {
 	struct infect_thread *threads;	/* leader first */
 	int nr_threads;
 	uint64_t syscall_insn;		/* a `syscall` instruction in the process */
+	uint64_t tramp;			/* the parasite area's trampoline, or 0 */
 	uint64_t vdso;			/* start of its [vdso] */
 	struct parasite *parasite;
 	/* Set by the caller's signal handler: waits give up with -EINTR. */
@@ -72,10 +74,6 @@ void infect_release(struct infect_ctx *c, bool kill_process);
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6);
 
-/* The address of the first copy of pat in the process's code (the vDSO
- * first), or 0. */
-uint64_t infect_find_code(struct infect_ctx *c, const void *pat, size_t len);
-
 /* parasite.c */
 int infect_parasite(struct infect_ctx *c);
 /* A scratch buffer of 2 KiB shared with the process: *local here, the
@@ -84,7 +82,8 @@ uint64_t parasite_scratch(struct infect_ctx *c, void **local);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);
-/* After the dumper that kept tr died: unmap what it left in the process. */
+
+/* reclaim.c: after the dumper that kept tr died, unmap what it left. */
 int infect_reclaim(const struct infect_trace *tr);
 
 #endif

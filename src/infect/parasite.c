@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -38,27 +39,37 @@
 #include "log.h"
 #include "parasite_abi.h"
 
-#define SCRATCH_OFF	(PARASITE_ARGS_OFF + 2048)	/* remote syscall buffers */
 #define PIPE_SIZE	(32 << 20)
 
 struct parasite {
 	uint64_t remote;	/* area in the target */
 	uint8_t *local;		/* the same area here */
+	size_t len;
+	size_t frames_len;	/* page-rounded: the args follow */
 	int pipe_wr_remote;	/* page pipe's write end, in the target */
 	int pipe_rd;		/* its read end, here */
+	int bell_remote;	/* eventfd that wakes the blob for a command, there */
+	int bell;		/* the same, here */
 	size_t pipe_size;
 	bool running;		/* the leader executes the blob */
 };
 
+static size_t args_off(const struct parasite *p)
+{
+	return PARASITE_FRAMES_OFF + p->frames_len;
+}
+
 static struct parasite_args *args_of(struct parasite *p)
 {
-	return (struct parasite_args *)(p->local + PARASITE_ARGS_OFF);
+	return (struct parasite_args *)(p->local + args_off(p));
 }
 
 uint64_t parasite_scratch(struct infect_ctx *c, void **local)
 {
-	*local = c->parasite->local + SCRATCH_OFF;
-	return c->parasite->remote + SCRATCH_OFF;
+	struct parasite *p = c->parasite;
+
+	*local = p->local + args_off(p) + PARASITE_SCRATCH_OFF;
+	return p->remote + args_off(p) + PARASITE_SCRATCH_OFF;
 }
 
 static int rsys(struct infect_ctx *c, long nr, long *ret, long a1, long a2, long a3, long a4,
@@ -88,13 +99,79 @@ static uint64_t empty_string(struct infect_ctx *c)
 	return c->vdso ? c->vdso + 7 : 0;	/* ELF ident: EI_OSABI = 0 */
 }
 
+/*
+ * `syscall`, then rt_sigreturn through the frame at %r12 + 8: where remote
+ * syscalls run once the area is there (parasite_abi.h).
+ */
+static const uint8_t trampoline[] = {
+	0x0f, 0x05,			/* syscall */
+	0x4c, 0x89, 0xe4,		/* mov %r12, %rsp */
+	0xb8, 0x0f, 0x00, 0x00, 0x00,	/* mov $15, %eax */
+	0x0f, 0x05,			/* syscall */
+	0x0f, 0x0b,			/* ud2 */
+};
+
+/* A cure frame for every thread, then the trampoline that uses them. */
+static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
+{
+	for (int i = 0; i < c->nr_threads; i++) {
+		struct infect_thread *t = &c->threads[i];
+		size_t off = PARASITE_FRAMES_OFF + i * stride, len;
+		int err;
+
+		if (t->exited)
+			continue;
+		err = selfcure_frame(t, p->local + off, stride, &len);
+		if (err)
+			return fail(err, "cannot save thread %d's state in the parasite area: %s",
+				    t->tid, strerror(-err));
+		selfcure_place(p->local + off, p->remote + off, 0);
+		t->cure_sp = p->remote + off + 8;
+	}
+	memcpy(p->local + PARASITE_TRAMPOLINE_OFF, trampoline, sizeof(trampoline));
+	c->tramp = p->remote + PARASITE_TRAMPOLINE_OFF;
+	return 0;
+}
+
+static int map_local(struct infect_ctx *c, struct parasite *p, int remote_fd)
+{
+	int fd = take_fd(c, remote_fd);
+
+	if (fd < 0)
+		return fd;
+	p->local = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p->local == MAP_FAILED) {
+		p->local = NULL;
+		return fail(-errno, "cannot map the parasite area: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* The area's size: as many frames as threads, each as big as the FPU state wants. */
+static int area_size(struct infect_ctx *c, struct parasite *p, size_t *stride)
+{
+	int err = selfcure_frame_len(c->threads[0].tid, stride);
+
+	if (err)
+		return fail(err, "cannot read thread %d's FPU state: %s", c->threads[0].tid,
+			    strerror(-err));
+	*stride = (*stride + 63) & ~63UL;
+	p->frames_len = (c->nr_threads * *stride + PAGE_SIZE - 1) & PAGE_MASK;
+	p->len = PARASITE_CODE_SIZE + p->frames_len + PARASITE_TAIL_SIZE;
+	return 0;
+}
+
 static int map_area(struct infect_ctx *c, struct parasite *p)
 {
 	long memfd, addr, ret;
+	size_t stride;
 	uint64_t name;
-	int err, fd;
+	int err;
 
 	err = infect_syscall(c, 0, SYS_getpid, &ret, 0, 0, 0, 0, 0, 0);	/* finds the vDSO */
+	if (!err)
+		err = area_size(c, p, &stride);
 	if (err)
 		return err;
 	name = empty_string(c);
@@ -103,40 +180,34 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	err = rsys(c, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
 	if (err)
 		return err;
-	err = rsys(c, SYS_ftruncate, &ret, memfd, PARASITE_AREA_SIZE, 0, 0, 0, 0);
+	err = rsys(c, SYS_ftruncate, &ret, memfd, p->len, 0, 0, 0, 0);
 	if (!err)
-		err = rsys(c, SYS_mmap, &addr, 0, PARASITE_AREA_SIZE,
-			   PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, memfd, 0);
-	if (err)
-		goto close_remote;
-	p->remote = addr;
-	if (c->trace) {
-		c->trace->pid = c->pid;
-		c->trace->area = addr;
+		err = rsys(c, SYS_mmap, &addr, 0, p->len, PROT_READ | PROT_WRITE | PROT_EXEC,
+			   MAP_SHARED, memfd, 0);
+	if (!err) {
+		p->remote = addr;
+		if (c->trace) {
+			c->trace->pid = c->pid;
+			c->trace->area_len = p->len;
+			c->trace->area = addr;
+		}
+		err = map_local(c, p, memfd);
 	}
-	fd = take_fd(c, memfd);
-	if (fd < 0) {
-		err = fd;
-		goto close_remote;
-	}
-	p->local = mmap(NULL, PARASITE_AREA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p->local == MAP_FAILED) {
-		p->local = NULL;
-		err = fail(-errno, "cannot map the parasite area: %s", strerror(errno));
-	}
-close_remote:
+	if (!err)
+		err = write_frames(c, p, stride);
 	rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0);
 	return err;
 }
 
 static int make_pipe(struct infect_ctx *c, struct parasite *p)
 {
-	int *fds = (int *)(p->local + SCRATCH_OFF);
+	void *local;
+	uint64_t remote = parasite_scratch(c, &local);
+	int *fds = local;
 	long ret;
 	int err;
 
-	err = rsys(c, SYS_pipe2, &ret, p->remote + SCRATCH_OFF, O_CLOEXEC, 0, 0, 0, 0);
+	err = rsys(c, SYS_pipe2, &ret, remote, O_CLOEXEC, 0, 0, 0, 0);
 	if (err)
 		return err;
 	p->pipe_wr_remote = fds[1];
@@ -155,55 +226,17 @@ static int make_pipe(struct infect_ctx *c, struct parasite *p)
 	return 0;
 }
 
-#define ALIVE_NS	(50 * 1000 * 1000)	/* the parasite looks for us this often */
-#define RED_ZONE	128
-
-/*
- * Where the frame can go on the thread's stack, and the gadget the parasite
- * jumps to, if the process's code has both gadgets (parasite_abi.h).
- */
-static uint64_t find_gadgets(struct infect_ctx *c, uint64_t *syscall_ret)
+/* The blob sleeps in ppoll on this and on the pipe (parasite/parasite.c). */
+static int make_bell(struct infect_ctx *c, struct parasite *p)
 {
-	static const uint8_t sys_ret[] = { 0x0f, 0x05, 0xc3 };
-	static const uint8_t rt_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
-	static const uint8_t rt_eax[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
-	uint64_t restore_rt;
+	long fd;
+	int err = rsys(c, SYS_eventfd2, &fd, 0, EFD_CLOEXEC | EFD_NONBLOCK, 0, 0, 0, 0);
 
-	*syscall_ret = infect_find_code(c, sys_ret, sizeof(sys_ret));
-	restore_rt = infect_find_code(c, rt_rax, sizeof(rt_rax));
-	if (!restore_rt)
-		restore_rt = infect_find_code(c, rt_eax, sizeof(rt_eax));
-	return *syscall_ret ? restore_rt : 0;
-}
-
-/* What the parasite needs to cure itself, should we die (parasite_abi.h). */
-static int prepare_selfcure(struct infect_ctx *c, struct parasite *p)
-{
-	struct parasite_args *a = args_of(p);
-	struct infect_thread *t = &c->threads[0];
-	uint8_t *frame = p->local + PARASITE_FRAME_OFF;
-	uint64_t restore_rt, syscall_ret;
-	size_t len;
-	int err;
-
-	err = selfcure_frame(t, frame, PARASITE_ARGS_OFF - PARASITE_FRAME_OFF, &len);
 	if (err)
-		return fail(err, "cannot save thread %d's state for the parasite: %s", t->tid,
-			    strerror(-err));
-	a->area = p->remote;
-	a->frame_len = len;
-	a->alive_ns = ALIVE_NS;
-	restore_rt = find_gadgets(c, &syscall_ret);
-	if (restore_rt) {
-		a->stack_frame = (t->regs.rsp - RED_ZONE - len) & ~63UL;
-		a->syscall_ret = syscall_ret;
-		selfcure_place(frame, a->stack_frame, restore_rt);
-	} else {
-		pr_debug("no rt_sigreturn gadget in process %d: a dead dumper's parasite "
-			 "would leave its code mapped", c->pid);
-		selfcure_place(frame, p->remote + PARASITE_FRAME_OFF, 0);
-	}
-	return 0;
+		return err;
+	p->bell_remote = (int)fd;
+	p->bell = take_fd(c, p->bell_remote);
+	return p->bell < 0 ? p->bell : 0;
 }
 
 /* The blob runs with every signal blocked: none can interrupt it, and a
@@ -213,24 +246,24 @@ static int start_blob(struct infect_ctx *c, struct parasite *p)
 	size_t len = parasite_blob_end - parasite_blob;
 	struct infect_thread *t = &c->threads[0];
 	struct user_regs_struct r = t->regs;
-	uint64_t all = ~0ULL;
-	int err;
+	struct parasite_args *a = args_of(p);
+	uint64_t tail = p->remote + args_off(p), all = ~0ULL;
 
-	if (len > PARASITE_FRAME_OFF)
+	if (len > PARASITE_TRAMPOLINE_OFF)
 		return fail(-E2BIG, "parasite blob too large");
 	memcpy(p->local, parasite_blob, len);
-	memset(args_of(p), 0, sizeof(struct parasite_args));
-	args_of(p)->pipe_fd = p->pipe_wr_remote;
-	err = prepare_selfcure(c, p);
-	if (err)
-		return err;
+	memset(a, 0, sizeof(*a));
+	a->pipe_fd = p->pipe_wr_remote;
+	a->bell_fd = p->bell_remote;
+	a->iov = tail + PARASITE_ARGS_SIZE;
+	a->tail = tail;
+	a->tail_len = p->len - args_off(p);
+	a->cure_sp = t->cure_sp;
 	r.rip = p->remote;
-	r.rsp = p->remote + PARASITE_AREA_SIZE;
-	r.rdi = p->remote + PARASITE_ARGS_OFF;
+	r.rsp = p->remote + p->len;
+	r.rdi = tail;
 	r.orig_rax = -1;
 	t->regs_dirty = true;
-	if (c->trace)
-		c->trace->blob_started = 1;	/* from here the blob would run if we died */
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(all), &all) ||
 	    ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
 		return fail(-errno, "cannot start the parasite: %s", strerror(errno));
@@ -245,8 +278,8 @@ int infect_parasite(struct infect_ctx *c)
 
 	if (!p)
 		return -ENOMEM;
-	p->pipe_rd = -1;
-	p->pipe_wr_remote = -1;
+	p->pipe_rd = p->bell = -1;
+	p->pipe_wr_remote = p->bell_remote = -1;
 	c->parasite = p;
 	err = map_area(c, p);
 	if (!err)
@@ -264,15 +297,20 @@ static int parasite_start(struct infect_ctx *c)
 		return 0;
 	err = make_pipe(c, p);
 	if (!err)
+		err = make_bell(c, p);
+	if (!err)
 		err = start_blob(c, p);
 	if (!err)
 		fault_point("parasite-running");
 	return err;
 }
 
-static void futex_wake(unsigned int *addr)
+static void ring(struct parasite *p)
 {
-	syscall(SYS_futex, addr, FUTEX_WAKE, 1, NULL, NULL, 0);
+	uint64_t one = 1;
+
+	if (write(p->bell, &one, sizeof(one)) != sizeof(one))
+		pr_debug("cannot wake the parasite: %s", strerror(errno));
 }
 
 /*
@@ -360,7 +398,7 @@ static int vmsplice_batch(struct infect_ctx *c, const struct iovec *runs, size_t
 {
 	struct parasite *p = c->parasite;
 	struct parasite_args *a = args_of(p);
-	uint64_t *iov = (uint64_t *)(p->local + PARASITE_IOV_OFF);
+	uint64_t *iov = (uint64_t *)((uint8_t *)a + PARASITE_ARGS_SIZE);
 	uint64_t bytes = 0;
 	unsigned int seq;
 	int err;
@@ -376,7 +414,7 @@ static int vmsplice_batch(struct infect_ctx *c, const struct iovec *runs, size_t
 	a->ret = 0;
 	seq = a->cmd_seq + 1;
 	__atomic_store_n(&a->cmd_seq, seq, __ATOMIC_RELEASE);
-	futex_wake(&a->cmd_seq);
+	ring(p);
 	err = drain(c, out_fd, bytes);
 	if (!err)
 		err = wait_ack(c, seq);
@@ -417,54 +455,19 @@ void infect_cure(struct infect_ctx *c)
 	p->running = false;
 	if (p->pipe_wr_remote >= 0)
 		rsys(c, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);
-	if (p->remote && !rsys(c, SYS_munmap, &ret, p->remote, PARASITE_AREA_SIZE, 0, 0, 0, 0) &&
-	    c->trace)
+	if (p->bell_remote >= 0)
+		rsys(c, SYS_close, &ret, p->bell_remote, 0, 0, 0, 0, 0);
+	if (p->bell >= 0)
+		close(p->bell);
+	/* The last call cannot return into the area it removes: the vDSO's
+	 * syscall instruction it is, the one call a killed dumper can hurt. */
+	c->tramp = 0;
+	if (p->remote && !rsys(c, SYS_munmap, &ret, p->remote, p->len, 0, 0, 0, 0) && c->trace)
 		c->trace->area = 0;
 	if (p->pipe_rd >= 0)
 		close(p->pipe_rd);
 	if (p->local)
-		munmap(p->local, PARASITE_AREA_SIZE);
+		munmap(p->local, p->len);
 	free(p);
 	c->parasite = NULL;
-}
-
-/* Is the mapping at addr exactly a parasite area (a whole, deleted memfd)? */
-static bool is_area(pid_t pid, uint64_t addr)
-{
-	char path[64], line[512], want[64];
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	snprintf(want, sizeof(want), "%lx-%lx rwxs ", addr, addr + PARASITE_AREA_SIZE);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, want, strlen(want)) && strstr(line, "/memfd: (deleted)");
-	fclose(f);
-	return found;
-}
-
-int infect_reclaim(const struct infect_trace *tr)
-{
-	struct infect_ctx c = { .pidfd = -1, .mem_fd = -1 };
-	pid_t pid = (pid_t)tr->pid;
-	uint64_t area = tr->area;
-	long ret;
-	int err;
-
-	if (!pid || !area || tr->blob_started)
-		return 0;
-	err = infect_prepare(&c, pid, NULL);
-	if (!err && is_area(pid, area)) {
-		err = infect_syscall(&c, 0, SYS_munmap, &ret, area, PARASITE_AREA_SIZE, 0, 0, 0, 0);
-		if (!err && ret)
-			err = fail(ret, "cannot unmap the parasite area in process %d: %s", pid,
-				   strerror(-ret));
-		if (!err)
-			pr_info("removed the parasite area the dead worker left in process %d", pid);
-	}
-	infect_release(&c, false);
-	return err;
 }

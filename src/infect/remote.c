@@ -1,10 +1,13 @@
 /*
  * Remote system calls: make a frozen thread of the target execute one system
- * call for us. Between calls the thread holds its own registers again. The thread's instruction pointer is moved onto a `syscall`
- * instruction that already exists in the target (in its vDSO, else in any
- * executable mapping), so nothing in the target is written; PTRACE_SYSCALL
- * stops on entry and exit of that call, and its result is read from rax.
- * No breakpoints are involved (hardware ones do not work in every VM).
+ * call for us. The thread's instruction pointer is moved onto a `syscall`
+ * instruction: until the parasite area is mapped, one that already exists
+ * in the target (its vDSO, else any executable mapping), so nothing in the
+ * target is written; then the area's trampoline, after which the thread
+ * would return home through its cure frame, were we killed during the call.
+ * PTRACE_SYSCALL stops on entry and exit of that call, its result is read
+ * from rax, and the thread gets its own registers back at once. No
+ * breakpoints are involved (hardware ones do not work in every VM).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fault.h"
 #include "infect/infect.h"
 #include "infect/seize.h"
 #include "log.h"
@@ -76,21 +80,6 @@ static uint64_t find_in_maps(struct infect_ctx *c, char *maps, const void *pat, 
 		}
 		free(copy);
 	}
-	return found;
-}
-
-uint64_t infect_find_code(struct infect_ctx *c, const void *pat, size_t len)
-{
-	char path[64], *maps;
-	uint64_t found;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
-	n = proc_read_file(path, &maps);
-	if (n < 0)
-		return 0;
-	found = find_in_maps(c, maps, pat, len);
-	free(maps);
 	return found;
 }
 
@@ -171,6 +160,10 @@ int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		t->regs_dirty = true;
 	}
 	r.rip = c->syscall_insn;
+	if (c->tramp && t->cure_sp) {		/* home through its frame if we die */
+		r.rip = c->tramp;
+		r.r12 = t->cure_sp;
+	}
 	r.rax = nr;
 	r.orig_rax = -1;	/* no restart handling of the frozen call */
 	r.rdi = a1;
@@ -183,6 +176,8 @@ int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		return -errno;
 	t->regs_dirty = true;
 	err = step_to_syscall_stop(c, t);		/* entry */
+	if (!err && c->tramp)
+		fault_point("in-remote-syscall");
 	if (!err)
 		err = step_to_syscall_stop(c, t);	/* exit */
 	if (err)

@@ -1,12 +1,12 @@
 /*
- * The parasite's way home if the dumper dies: an rt_sigframe in the
- * parasite's area that holds the leader's own state as it was frozen, so
- * that the parasite can rt_sigreturn into it (see parasite_abi.h).
+ * A thread's way home if the dumper dies: an rt_sigframe in the parasite's
+ * area that holds the thread's own state as it was frozen, for the
+ * trampoline and the parasite to rt_sigreturn through (see parasite_abi.h).
  *
  * The registers are those a restored thread would get: rt_sigreturn drops
  * the kernel's restart block, so a sleep interrupted with one restarts on
  * what was left of it (lib/restart.c). The FPU state is the thread's XSAVE
- * image; the alternate signal stack is filled in by the parasite itself.
+ * image; the alternate signal stack is left as it is (SIGFRAME_SS_KEEP).
  */
 #include <elf.h>
 #include <errno.h>
@@ -44,6 +44,17 @@ static int frame_fpu(pid_t tid, uint8_t *fp, size_t room, size_t *len)
 	return 0;
 }
 
+int selfcure_frame_len(pid_t tid, size_t *len)
+{
+	static uint8_t probe[64 << 10] __attribute__((aligned(64)));	/* only its size is used */
+	struct iovec iov = { probe, sizeof(probe) };
+
+	if (ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov))
+		return -errno;
+	*len = SELFCURE_FP_OFF + iov.iov_len + 4;
+	return 0;
+}
+
 int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, size_t *len)
 {
 	struct rt_sigframe *f = (struct rt_sigframe *)local;
@@ -60,7 +71,7 @@ int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, s
 	regs_for_image(&r);
 	frame_regs(&f->uc.mc, &r);
 	f->uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
-	f->uc.ss_flags = SIGFRAME_SS_DISABLE;	/* the parasite reads the real one */
+	f->uc.ss_flags = SIGFRAME_SS_KEEP;
 	f->uc.sigmask = t->sigmask;
 	*len = SELFCURE_FP_OFF + fp_len;
 	return 0;

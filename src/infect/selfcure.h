@@ -1,4 +1,4 @@
-/* Within infect/: the frame the parasite returns through if the dumper dies. */
+/* Within infect/: the frames threads return home through if the dumper dies. */
 #ifndef MEMDUMP_INFECT_SELFCURE_H
 #define MEMDUMP_INFECT_SELFCURE_H
 
@@ -11,6 +11,8 @@
 /* The FPU state follows the frame, 64-byte aligned as rt_sigreturn wants. */
 #define SELFCURE_FP_OFF	((sizeof(struct rt_sigframe) + 63) & ~63UL)
 
+/* How many bytes thread tid's frame takes. */
+int selfcure_frame_len(pid_t tid, size_t *len);
 /* Build thread t's frame at local (room bytes); *len: its size with the FPU state. */
 int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, size_t *len);
 /* The frame will be read at `at` (64-byte aligned), after a ret to pretcode. */
