@@ -1,0 +1,71 @@
+# Event-loop fds (issue 8): eventfd, timerfd, signalfd, epoll. Each target
+# program checks its own fds after restore; the images must decode with crit
+# and `memdump show` must list them.
+
+# crit_decodes DIR: every framed image of DIR decodes
+crit_decodes() {
+	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
+	local f
+	for f in "$1"/*.img; do
+		[[ $(basename "$f") == pages-* ]] && continue
+		timeout 30 crit decode -i "$f" > "$T/crit.out" 2>&1 ||
+			fail "crit cannot decode $(basename "$f"): $(tail -n1 "$T/crit.out")"
+	done
+}
+
+# shows DIR REGEX...: `memdump show -D DIR` prints every REGEX
+shows() {
+	local dir=$1; shift
+	md show show -D "$dir" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	for re in "$@"; do
+		grep -qE "$re" "$MD_OUT" || { show_file "show" "$MD_OUT"; fail "show does not print '$re'"; }
+	done
+}
+
+# evloop_rst PROG SHOW_REGEX...: dump (killing), check images and show, restore twice
+case_evloop_rst() {
+	local prog=$1; shift
+	start_prog "$prog"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	shows "$T/d" "$@"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# evloop_lr PROG: --leave-running leaves every fd as it was
+case_evloop_lr() {
+	start_prog "$1"
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+
+add evloop-eventfd case_evloop_rst t-eventfd 'eventfd.count.5.semaphore' 'eventfd.count.4294967299'
+add evloop-eventfd-lr case_evloop_lr t-eventfd
+
+# An io_uring instance stays refused, by name, before the target is seized.
+case_evloop_refuse_iouring() {
+	command -v python3 > /dev/null || { note "no python3: skipped"; return 0; }
+	python3 -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+params = (ctypes.c_char * 120)()
+fd = libc.syscall(425, 4, params)   # io_uring_setup
+if fd < 0:
+    print("NOURING", ctypes.get_errno(), flush=True)
+    time.sleep(60); sys.exit(0)
+print("READY", os.getpid(), fd, flush=True)
+time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/u.out" '^(READY|NOURING)' 10 || fail "the io_uring program did not start"
+	grep -q NOURING "$T/u.out" && { note "io_uring_setup refused here: skipped"; return 0; }
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance\)" "$MD_ERR" ||
+		fail "the error does not name the io_uring instance"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add evloop-refuse-iouring case_evloop_refuse_iouring
