@@ -69,3 +69,26 @@ time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
 	expect_untraced "$PID"
 }
 add evloop-refuse-iouring case_evloop_refuse_iouring
+
+# t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
+case_evloop_timerfd() {
+	start_prog t-timerfd
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	shows "$T/d" 'TIMERFD.*clock.1.in.0[.][0-9]+.s,.every.0[.]100000000.s,.[2-9].tick' 'clock.0.in.*absolute' \
+		'clock.1.disarmed,.1.tick' 'clock.7.disarmed,.0.tick'
+	sleep 2.5
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+case_evloop_timerfd_lr() {
+	start_prog t-timerfd
+	dump "$PID" "$T/d" --leave-running
+	sleep 2.5
+	check_child_pass
+}
+add evloop-timerfd case_evloop_timerfd
+add evloop-timerfd-lr case_evloop_timerfd_lr

@@ -19,9 +19,14 @@ static void eventfd_text(const EventfdFileEntry *e, char *buf, size_t len)
 
 static void timerfd_text(const TimerfdEntry *t, char *buf, size_t len)
 {
-	if (!t->vsec && !t->vnsec) {
+	if (!t->vsec && !t->vnsec && !t->isec && !t->insec) {
 		snprintf(buf, len, "timerfd clock %u disarmed, %" PRIu64 " tick(s) unread",
 			 t->clockid, t->ticks);
+		return;
+	}
+	if (!t->vsec && !t->vnsec) {	/* periodic, expired, restarted when read */
+		snprintf(buf, len, "timerfd clock %u expired, every %" PRIu64 ".%09" PRIu64
+			 " s, %" PRIu64 " tick(s) unread", t->clockid, t->isec, t->insec, t->ticks);
 		return;
 	}
 	snprintf(buf, len, "timerfd clock %u in %" PRIu64 ".%09" PRIu64 " s, every %" PRIu64

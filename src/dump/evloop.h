@@ -50,7 +50,7 @@ int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s);
 int eventfd_write(struct image *img, const struct file_desc *f);
 
 /* timerfd.c */
-int timerfd_collect(pid_t pid, int fd, struct timerfd_state *s);
+int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s);
 int timerfd_write(struct image *img, const struct file_desc *f);
 
 /* signalfd.c */

@@ -136,7 +136,7 @@ static bool is_deleted(const char *link)
 static int evloop_kind(const char *link)
 {
 	static const struct { const char *link; enum file_kind kind; } kinds[] = {
-		{ "anon_inode:[eventfd]", FK_EVENTFD },
+		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -220,7 +220,7 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 		ret = eventfd_collect(d->pid, fd, &f->efd);
 		break;
 	case FK_TIMERFD:
-		ret = timerfd_collect(d->pid, fd, &f->tfd);
+		ret = timerfd_collect(d, fd, &f->tfd);
 		break;
 	case FK_SIGNALFD:
 		ret = signalfd_collect(d->pid, fd, &f->sigmask);

@@ -3,13 +3,23 @@
  * and interval, as fdinfo shows them (the remaining time is relative, even
  * for a TFD_TIMER_ABSTIME timer). The clock is read right after: restore
  * keeps an absolute timer's deadline, dump_ns + remaining.
+ *
+ * A periodic timer that expired and was not read is not running: the kernel
+ * counts the periods missed since and restarts it when it is read or asked
+ * for its time. memdump asks (timerfd_gettime on its own copy of the file),
+ * which the process cannot tell from its own next read doing it, so that
+ * fdinfo shows every expiration and the time to the next one.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "dump/dump.h"
 #include "dump/evloop.h"
 #include "dump/files.h"
 #include "image/image.h"
@@ -47,13 +57,32 @@ static int parse(const char *buf, struct timerfd_state *s)
 	return 0;
 }
 
-int timerfd_collect(pid_t pid, int fd, struct timerfd_state *s)
+/* Bring an expired periodic timer's ticks and next expiry up to date. */
+static int settle(struct dump_ctx *d, int fd)
+{
+	int copy = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
+	struct itimerspec its;
+	int ret = 0;
+
+	if (copy < 0)
+		return fail(-errno, "cannot take timerfd %d of process %d: %s", fd, d->pid,
+			    strerror(errno));
+	if (timerfd_gettime(copy, &its))
+		ret = fail(-errno, "timerfd_gettime on fd %d: %s", fd, strerror(errno));
+	close(copy);
+	return ret;
+}
+
+int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s)
 {
 	struct timespec now;
 	char *buf = NULL;
-	ssize_t n = proc_fdinfo(pid, fd, &buf);
-	int ret;
+	ssize_t n;
+	int ret = settle(d, fd);
 
+	if (ret)
+		return ret;
+	n = proc_fdinfo(d->pid, fd, &buf);
 	if (n < 0)
 		return fail(n, "cannot read the fdinfo of timerfd %d: %s", fd, strerror(-n));
 	ret = parse(buf, s);

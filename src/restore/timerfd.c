@@ -95,6 +95,16 @@ static uint64_t abs_deadline(const TimerfdEntry *t, uint64_t value, uint64_t int
 	return interval ? deadline + missed * interval : 0;
 }
 
+/*
+ * A periodic timer that expired and was not read since shows no remaining
+ * time: the kernel restarts it only when it is read. It goes on one period
+ * from now.
+ */
+static uint64_t restart_value(const TimerfdEntry *t, uint64_t interval)
+{
+	return interval + (t->settime_flags & TFD_TIMER_ABSTIME ? clock_ns(t->clockid) : 0);
+}
+
 static int arm(const struct rtimer *rt)
 {
 	const TimerfdEntry *t = rt->t;
@@ -105,6 +115,8 @@ static int arm(const struct rtimer *rt)
 
 	if (value && (t->settime_flags & TFD_TIMER_ABSTIME))
 		value = abs_deadline(t, value, interval, &ticks);
+	else if (!value && interval && ticks)
+		value = restart_value(t, interval);
 	its.it_value = ts_of(value);
 	if (value && timerfd_settime(rt->fd, t->settime_flags, &its, NULL))
 		return fail(-errno, "cannot arm timerfd %u: %s", t->id, strerror(errno));
