@@ -92,3 +92,6 @@ case_evloop_timerfd_lr() {
 }
 add evloop-timerfd case_evloop_timerfd
 add evloop-timerfd-lr case_evloop_timerfd_lr
+
+add evloop-signalfd case_evloop_rst t-signalfd 'SIGNALFD.*signalfd.mask.0x800000800' 'signalfd.mask.0x1$'
+add evloop-signalfd-lr case_evloop_lr t-signalfd
