@@ -95,3 +95,19 @@ add evloop-timerfd-lr case_evloop_timerfd_lr
 
 add evloop-signalfd case_evloop_rst t-signalfd 'SIGNALFD.*signalfd.mask.0x800000800' 'signalfd.mask.0x1$'
 add evloop-signalfd-lr case_evloop_lr t-signalfd
+
+add evloop-epoll case_evloop_rst t-epoll '20.*EVENTPOLL.*epoll,.3.target' '[:;].fd.10.events.0x19.data.0x1010(;|$)' 'fd.11.events.0x8000001c.data.0x1111.ET(;|$)' 'fd.21.events.0x19.data.0x2121' 'fd.12.events.0x80000019.data.0x1212.ET.\(edge.taken\)' 'fd.13.events.0x40000019.data.0x1313.ONESHOT(;|$)' 'fd.13.events.0x10000019.data.0x2213.EXCLUSIVE'
+add evloop-epoll-lr case_evloop_lr t-epoll
+
+# A registration whose fd the process closed (its file still open as another
+# fd) cannot be recreated: refused by name before the target is seized.
+case_evloop_epoll_closed() {
+	start_prog t-epoll closed
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd 20 \(anon_inode:\[eventpoll\]: an epoll set watching fd 30, a file the process no longer has open as fd 30" "$MD_ERR" ||
+		fail "the error does not name the closed registration"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add evloop-epoll-closed case_evloop_epoll_closed

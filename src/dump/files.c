@@ -137,7 +137,7 @@ static int evloop_kind(const char *link)
 {
 	static const struct { const char *link; enum file_kind kind; } kinds[] = {
 		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
-		{ "anon_inode:[signalfd]", FK_SIGNALFD },
+		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
