@@ -26,5 +26,9 @@ int proc_tasks(pid_t pid, pid_t **tids);
 int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
 /* Whole small file into a malloc'ed, NUL-terminated buffer; returns length. */
 ssize_t proc_read_file(const char *path, char **out);
+/* /proc/PID/fdinfo/FD the same way. */
+ssize_t proc_fdinfo(pid_t pid, int fd, char **out);
+/* In such a text, what follows "key" at the start of a line, or NULL. */
+const char *proc_line_after(const char *text, const char *key);
 
 #endif

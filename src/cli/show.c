@@ -11,6 +11,7 @@
 #include "image/dumpset.h"
 #include "log.h"
 #include "cli/options.h"
+#include "cli/show_evloop.h"
 #include "vma_status.h"
 
 /* One VMA, one fd, as both printers need them. */
@@ -148,6 +149,8 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 	} else if (fe->type == FD_TYPES__TTY && fe->tty) {
 		snprintf(r->path, sizeof(r->path), "%s", fe->tty->name ? fe->tty->name : "tty");
 		flags = fe->tty->flags;
+	} else {
+		show_evloop(fe, r->path, sizeof(r->path), &flags);
 	}
 	open_flags_str(flags, cloexec, r->flags, sizeof(r->flags));
 }
@@ -250,14 +253,14 @@ static void text_fds(const struct dumpset *ds)
 {
 	struct fd_row r;
 
-	printf("\n%4s  %-5s %-24s %10s  %s\n", "FD", "TYPE", "FLAGS", "POS", "PATH");
+	printf("\n%4s  %-9s %-24s %10s  %s\n", "FD", "TYPE", "FLAGS", "POS", "PATH");
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		fd_row(ds, ds->fds[i], &r);
 		if (r.has_pos)
-			printf("%4u  %-5s %-24s %10" PRIu64 "  %s\n", r.fd, r.type, r.flags, r.pos,
+			printf("%4u  %-9s %-24s %10" PRIu64 "  %s\n", r.fd, r.type, r.flags, r.pos,
 			       r.path);
 		else
-			printf("%4u  %-5s %-24s %10s  %s\n", r.fd, r.type, r.flags, "-", r.path);
+			printf("%4u  %-9s %-24s %10s  %s\n", r.fd, r.type, r.flags, "-", r.path);
 	}
 }
 

@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/evloop.h"
 #include "dump/files.h"
 #include "image/image.h"
 #include "log.h"
@@ -131,12 +132,48 @@ static bool is_deleted(const char *link)
 	return n > 10 && !strcmp(link + n - 10, " (deleted)") && strncmp(link, "/memfd:", 7);
 }
 
+/* The event-loop kind an anonymous-inode fd's link names, or -1. */
+static int evloop_kind(const char *link)
+{
+	static const struct { const char *link; enum file_kind kind; } kinds[] = {
+		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
+		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(link, kinds[i].link))
+			return kinds[i].kind;
+	return -1;
+}
+
+/* What an anonymous-inode file memdump cannot dump is, or NULL. */
+static const char *anon_unsupported(const char *link)
+{
+	static const struct { const char *link, *what; } names[] = {
+		{ "anon_inode:[io_uring]", "an io_uring instance" },
+		{ "anon_inode:[pidfd]", "a pidfd" },
+		{ "anon_inode:[fanotify]", "a fanotify group" },
+		{ "anon_inode:inotify", "an inotify instance" },
+		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
+		{ "anon_inode:bpf", "a BPF object" },
+		{ "anon_inode:[perf_event]", "a perf event" },
+	};
+
+	if (evloop_kind(link) >= 0)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strncmp(link, names[i].link, strlen(names[i].link)))
+			return names[i].what;
+	return "an anonymous-inode file of a kind memdump does not know";
+}
+
 /*
  * Whether an fd is of a kind memdump cannot dump; if so, what it is, in
  * why. Used before the freeze (refuse.c, to list every refused fd at once)
  * and again while frozen.
  */
-bool fd_unsupported(pid_t pid, const char *link, const struct stat *st, char *why, size_t len)
+bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, char *why,
+		    size_t len)
 {
 	const char *w = NULL;
 
@@ -144,9 +181,10 @@ bool fd_unsupported(pid_t pid, const char *link, const struct stat *st, char *wh
 		socket_describe(st->st_ino, why, len);
 		return true;
 	}
+	if (evloop_kind(link) == FK_EPOLL)
+		return epoll_target_gone(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
-		w = "an anonymous-inode file (eventfd, epoll, signalfd, timerfd, inotify, "
-		    "io_uring, pidfd...)";
+		w = anon_unsupported(link);
 	else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
 		w = "a pseudo-terminal master";
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
@@ -169,6 +207,34 @@ static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
 		    pid, fd, link, what);
 }
 
+/* An eventfd, timerfd, signalfd or epoll set: its state from fdinfo. */
+static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint32_t flags)
+{
+	struct file_desc *f = new_desc(kind);
+	int ret = -EINVAL;
+
+	if (!f)
+		return -ENOMEM;
+	f->flags = flags & ~O_CLOEXEC;
+	switch (kind) {
+	case FK_EVENTFD:
+		ret = eventfd_collect(d->pid, fd, &f->efd);
+		break;
+	case FK_TIMERFD:
+		ret = timerfd_collect(d, fd, &f->tfd);
+		break;
+	case FK_SIGNALFD:
+		ret = signalfd_collect(d->pid, fd, &f->sigmask);
+		break;
+	case FK_EPOLL:
+		ret = epoll_collect(d, fd, &f->ep);
+		break;
+	default:
+		break;
+	}
+	return ret ? ret : f->id;
+}
+
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
@@ -176,8 +242,10 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	enum file_kind kind;
 	char why[512];
 
-	if (fd_unsupported(d->pid, link, st, why, sizeof(why)))
+	if (fd_unsupported(d->pid, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
+	if (evloop_kind(link) >= 0)
+		return describe_evloop(d, fd, evloop_kind(link), flags);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
@@ -329,6 +397,14 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		memfd.inode_id = f->pipe_id;
 		fe.memfd = &memfd;
 		break;
+	case FK_EVENTFD:
+		return eventfd_write(img, f);
+	case FK_TIMERFD:
+		return timerfd_write(img, f);
+	case FK_SIGNALFD:
+		return signalfd_write(img, f);
+	case FK_EPOLL:
+		return epoll_write(img, f);
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -337,7 +413,10 @@ static FdTypes fd_type(const struct file_desc *f)
 {
 	static const FdTypes t[] = { [FK_REG] = FD_TYPES__REG, [FK_PIPE] = FD_TYPES__PIPE,
 				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY,
-				     [FK_MEMFD] = FD_TYPES__MEMFD };
+				     [FK_MEMFD] = FD_TYPES__MEMFD, [FK_EVENTFD] = FD_TYPES__EVENTFD,
+				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
+				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
+				     [FK_EPOLL] = FD_TYPES__EVENTPOLL };
 	return t[f->kind];
 }
 
@@ -466,8 +545,11 @@ int write_files(struct dump_ctx *d)
 
 void files_free(void)
 {
-	for (int i = 0; i < nr_descs; i++)
+	for (int i = 0; i < nr_descs; i++) {
 		free(descs[i].path);
+		if (descs[i].kind == FK_EPOLL)
+			epoll_state_free(&descs[i].ep);
+	}
 	free(descs);
 	free(fds);
 	descs = NULL;

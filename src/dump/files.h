@@ -12,9 +12,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "dump/evloop.h"
+
 struct dump_ctx;
 
-enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD };
+enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
+		 FK_SIGNALFD, FK_EPOLL };
 
 struct file_desc {
 	int id;
@@ -25,6 +28,12 @@ struct file_desc {
 	struct stat st;
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
+	union {			/* the event-loop kinds (evloop.h) */
+		struct eventfd_state efd;
+		struct timerfd_state tfd;
+		uint64_t sigmask;
+		struct epoll_state ep;
+	};
 };
 
 struct fd_entry {
@@ -38,7 +47,8 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 /* Every fd of the target; unsupported kinds are refused by name. */
 int collect_fds(struct dump_ctx *d);
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
-bool fd_unsupported(pid_t pid, const char *link, const struct stat *st, char *why, size_t len);
+bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, char *why,
+		    size_t len);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */

@@ -177,7 +177,7 @@ static void check_fd(pid_t pid, int fd, struct refusals *r)
 	if (n < 0 || stat(path, &st))
 		return;		/* closed meanwhile; collect_fds looks again when frozen */
 	link[n] = 0;
-	if (fd_unsupported(pid, link, &st, why, sizeof(why)))
+	if (fd_unsupported(pid, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }

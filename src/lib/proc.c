@@ -197,3 +197,21 @@ int proc_tasks(pid_t pid, pid_t **tids)
 	*tids = v;
 	return n;
 }
+
+ssize_t proc_fdinfo(pid_t pid, int fd, char **out)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	return proc_read_file(path, out);
+}
+
+const char *proc_line_after(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n))
+			return p + n;
+	return NULL;
+}

@@ -358,6 +358,16 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 		if (!shm_of_memfd(r, fe->memfd))
 			return fail(-EIO, "files.img: memfd %u has no inode in memfd.img", fe->id);
 		return 0;
+	case FD_TYPES__EVENTFD:
+		return fe->efd ? 0 : fail(-EIO, "files.img: eventfd %u has no entry", fe->id);
+	case FD_TYPES__SIGNALFD:
+		return fe->sgfd ? 0 : fail(-EIO, "files.img: signalfd %u has no entry", fe->id);
+	case FD_TYPES__TIMERFD:
+		return fe->tfd ? 0 : fail(-EIO, "files.img: timerfd %u has no entry", fe->id);
+	case FD_TYPES__EVENTPOLL:
+		if (!fe->epfd)
+			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);
+		return epoll_check(&r->ds, fe->epfd);
 	default:
 		return fail(-EOPNOTSUPP, "files.img: file %u has a type (%d) restore does not "
 			    "support", fe->id, fe->type);

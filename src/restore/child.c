@@ -1,7 +1,7 @@
 /*
  * Restore, step 4: the process forked with the dumped PID (clone3 set_tid),
  * still memdump's code: it moves the prepared fds to their numbers and the
- * blob's fds right above them, sets root, cwd, umask and personality, and
+ * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd, umask and personality, and
  * jumps into the restorer blob on the leader's stack in the restorer area.
  * A failure is told through the area (err, msg, stage) before exiting.
  */
@@ -137,9 +137,14 @@ void child_main(struct rst *r)
 	const TaskCoreEntry *tc = r->leader->tc;
 	unsigned long sp = r->a->area_start + ((struct rst_thread *)(r->area + r->a->threads_off))[0].stack_top;
 	unsigned long entry = r->a->area_start;
+	char msg[256];
+	int ret;
 
 	unregister_rseq();
 	child_fds(r);
+	ret = epoll_fill_all(&r->ds, msg, sizeof(msg));
+	if (ret)
+		child_fail(r, ret, "%s", msg);
 	if (r->root && strcmp(r->root, "/") && chroot(r->root))
 		child_fail(r, -errno, "cannot chroot to %s: %m", r->root);
 	if (r->cwd && chdir(r->cwd))

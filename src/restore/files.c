@@ -2,8 +2,11 @@
  * Restore, step 2: the open file descriptions of the restored process,
  * opened here in memdump (the forked child moves them to their numbers):
  * regular files at their position, pipes recreated and refilled with their
- * unread data, FIFOs, terminals (memdump's own, like criu --shell-job) and
- * memfds (reopened from their restored object, see shmem.c).
+ * unread data, FIFOs, terminals (memdump's own, like criu --shell-job),
+ * memfds (reopened from their restored object, see shmem.c) and the
+ * event-loop fds: eventfds, signalfds, timerfds (armed last, timerfd.c) and
+ * epoll sets (created here, filled in the child once every fd has its
+ * number: epoll.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -359,10 +362,23 @@ static int open_desc(struct rst *r, struct rdesc *d)
 		return open_tty(r, fe, d);
 	case FD_TYPES__MEMFD:
 		d->fd = shm_open_memfd(r, fe);
-		return d->fd < 0 ? d->fd : 0;
+		break;
+	case FD_TYPES__EVENTFD:
+		d->fd = eventfd_open(fe->efd);
+		break;
+	case FD_TYPES__SIGNALFD:
+		d->fd = signalfd_open(fe->sgfd);
+		break;
+	case FD_TYPES__TIMERFD:
+		d->fd = timerfd_open(r, fe->tfd);
+		break;
+	case FD_TYPES__EVENTPOLL:
+		d->fd = epoll_open(fe->epfd);
+		break;
 	default:
 		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
 	}
+	return d->fd < 0 ? d->fd : 0;
 }
 
 int open_fds(struct rst *r)

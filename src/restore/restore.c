@@ -217,6 +217,8 @@ static int restore(struct rst *r)
 	ret = wait_parked(r);
 	t2 = now_us();
 	if (!ret)
+		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
+	if (!ret)
 		ret = resume_threads(r);
 	if (ret)
 		return ret;
@@ -263,6 +265,7 @@ int restore_run(const struct restore_opts *o)
 	free(r.blob_fds);
 	free(r.shms);
 	close_inherited(&r);
+	timerfd_close_all(&r);
 	dumpset_free(&r.ds);
 	return ret;
 }

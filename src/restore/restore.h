@@ -56,6 +56,12 @@ struct inherited {
 	int flags;		/* F_GETFL */
 };
 
+/* A timerfd to arm right before the threads resume (timerfd.c). */
+struct rtimer {
+	int fd;			/* memdump's copy */
+	const TimerfdEntry *t;
+};
+
 struct rst {
 	const struct restore_opts *o;
 	struct dumpset ds;
@@ -75,6 +81,9 @@ struct rst {
 
 	struct inherited *inh;
 	size_t nr_inh;
+
+	struct rtimer *timers;
+	size_t nr_timers;
 
 	int exe_fd;
 	const char *cwd, *root;
@@ -104,6 +113,21 @@ int vma_how(const VmaEntry *v);
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
+
+/* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
+int eventfd_open(const EventfdFileEntry *e);
+int signalfd_open(const SignalfdEntry *s);
+
+/* timerfd.c: created disarmed, kept in r->timers; armed once the threads are parked */
+int timerfd_open(struct rst *r, const TimerfdEntry *t);
+int timerfd_arm_all(struct rst *r);
+void timerfd_close_all(struct rst *r);
+
+/* epoll.c: the set is created with the files, filled in the child (fds at their numbers) */
+int epoll_open(const EventpollFileEntry *e);
+int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
+/* In the child: every set's registrations; <0 with what failed in msg. */
+int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */

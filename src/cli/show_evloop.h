@@ -1,0 +1,14 @@
+/* memdump show: one line about an event-loop file (eventfd, timerfd, signalfd, epoll). */
+#ifndef MEMDUMP_SHOW_EVLOOP_H
+#define MEMDUMP_SHOW_EVLOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "files.pb-c.h"
+
+/* Describe fe into buf and set *flags; false when fe is not of these kinds. */
+bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags);
+
+#endif

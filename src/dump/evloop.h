@@ -1,0 +1,67 @@
+/*
+ * Event-loop fds of the target: eventfd, timerfd, signalfd, epoll (and
+ * inotify). Their whole state is in /proc/PID/fdinfo/FD, read host-side
+ * while the target is frozen; each kind has its file (eventfd.c, timerfd.c,
+ * signalfd.c, epoll.c) that reads it and writes its files.img entry.
+ */
+#ifndef MEMDUMP_EVLOOP_H
+#define MEMDUMP_EVLOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dump_ctx;
+struct file_desc;
+struct image;
+
+struct eventfd_state {
+	uint64_t count;
+	bool semaphore;		/* EFD_SEMAPHORE */
+};
+
+struct timerfd_state {
+	uint32_t clockid;
+	uint32_t settime_flags;	/* TFD_TIMER_ABSTIME, TFD_TIMER_CANCEL_ON_SET */
+	uint64_t ticks;		/* expirations not yet read */
+	uint64_t value_ns;	/* remaining time, 0: disarmed */
+	uint64_t interval_ns;
+	uint64_t dump_ns;	/* clockid's reading when value_ns was read */
+};
+
+/* One registration of an epoll set. */
+struct epoll_tfd {
+	uint32_t tfd;		/* the fd number it was added with */
+	uint32_t events;
+	uint64_t data;
+	uint64_t ino, pos;
+	uint32_t sdev;
+	bool edge_taken;	/* EPOLLET, ready, and its edge already reported */
+};
+
+struct epoll_state {
+	struct epoll_tfd *tfds;
+	size_t nr;
+};
+
+/* eventfd.c */
+int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s);
+int eventfd_write(struct image *img, const struct file_desc *f);
+
+/* timerfd.c */
+int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s);
+int timerfd_write(struct image *img, const struct file_desc *f);
+
+/* signalfd.c */
+int signalfd_collect(pid_t pid, int fd, uint64_t *sigmask);
+int signalfd_write(struct image *img, const struct file_desc *f);
+
+/* epoll.c */
+/* A registered target that is no longer open as its fd in the process: why. */
+bool epoll_target_gone(pid_t pid, int epfd, char *why, size_t len);
+int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s);
+int epoll_write(struct image *img, const struct file_desc *f);
+void epoll_state_free(struct epoll_state *s);
+
+#endif

@@ -1,0 +1,182 @@
+# Event-loop fds (issue 8): eventfd, timerfd, signalfd, epoll. Each target
+# program checks its own fds after restore; the images must decode with crit
+# and `memdump show` must list them.
+
+# crit_decodes DIR: every framed image of DIR decodes
+crit_decodes() {
+	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
+	local f
+	for f in "$1"/*.img; do
+		[[ $(basename "$f") == pages-* ]] && continue
+		timeout 30 crit decode -i "$f" > "$T/crit.out" 2>&1 ||
+			fail "crit cannot decode $(basename "$f"): $(tail -n1 "$T/crit.out")"
+	done
+}
+
+# shows DIR REGEX...: `memdump show -D DIR` prints every REGEX
+shows() {
+	local dir=$1; shift
+	md show show -D "$dir" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	for re in "$@"; do
+		grep -qE "$re" "$MD_OUT" || { show_file "show" "$MD_OUT"; fail "show does not print '$re'"; }
+	done
+}
+
+# evloop_rst PROG SHOW_REGEX...: dump (killing), check images and show, restore twice
+case_evloop_rst() {
+	local prog=$1; shift
+	start_prog "$prog"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	shows "$T/d" "$@"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# evloop_lr PROG: --leave-running leaves every fd as it was
+case_evloop_lr() {
+	start_prog "$1"
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+
+add evloop-eventfd case_evloop_rst t-eventfd 'eventfd.count.5.semaphore' 'eventfd.count.4294967299'
+add evloop-eventfd-lr case_evloop_lr t-eventfd
+
+# An io_uring instance stays refused, by name, before the target is seized.
+case_evloop_refuse_iouring() {
+	command -v python3 > /dev/null || { note "no python3: skipped"; return 0; }
+	python3 -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+params = (ctypes.c_char * 120)()
+fd = libc.syscall(425, 4, params)   # io_uring_setup
+if fd < 0:
+    print("NOURING", ctypes.get_errno(), flush=True)
+    time.sleep(60); sys.exit(0)
+print("READY", os.getpid(), fd, flush=True)
+time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/u.out" '^(READY|NOURING)' 10 || fail "the io_uring program did not start"
+	grep -q NOURING "$T/u.out" && { note "io_uring_setup refused here: skipped"; return 0; }
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance\)" "$MD_ERR" ||
+		fail "the error does not name the io_uring instance"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add evloop-refuse-iouring case_evloop_refuse_iouring
+
+# t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
+case_evloop_timerfd() {
+	start_prog t-timerfd
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	shows "$T/d" 'TIMERFD.*clock.1.in.0[.][0-9]+.s,.every.0[.]100000000.s,.[2-9].tick' 'clock.0.in.*absolute' \
+		'clock.1.disarmed,.1.tick' 'clock.7.disarmed,.0.tick'
+	sleep 2.5
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+case_evloop_timerfd_lr() {
+	start_prog t-timerfd
+	dump "$PID" "$T/d" --leave-running
+	sleep 2.5
+	check_child_pass
+}
+add evloop-timerfd case_evloop_timerfd
+add evloop-timerfd-lr case_evloop_timerfd_lr
+
+add evloop-signalfd case_evloop_rst t-signalfd 'SIGNALFD.*signalfd.mask.0x800000800' 'signalfd.mask.0x1$'
+add evloop-signalfd-lr case_evloop_lr t-signalfd
+
+add evloop-epoll case_evloop_rst t-epoll '20.*EVENTPOLL.*epoll,.3.target' '[:;].fd.10.events.0x19.data.0x1010(;|$)' 'fd.11.events.0x8000001c.data.0x1111.ET(;|$)' 'fd.21.events.0x19.data.0x2121' 'fd.12.events.0x80000019.data.0x1212.ET.\(edge.taken\)' 'fd.13.events.0x40000019.data.0x1313.ONESHOT(;|$)' 'fd.13.events.0x10000019.data.0x2213.EXCLUSIVE'
+add evloop-epoll-lr case_evloop_lr t-epoll
+
+# A registration whose fd the process closed (its file still open as another
+# fd) cannot be recreated: refused by name before the target is seized.
+case_evloop_epoll_closed() {
+	start_prog t-epoll closed
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd 20 \(anon_inode:\[eventpoll\]: an epoll set watching fd 30, a file the process no longer has open as fd 30" "$MD_ERR" ||
+		fail "the error does not name the closed registration"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add evloop-epoll-closed case_evloop_epoll_closed
+
+# ---- real event loops
+
+# real_loop_start NAME CMD...: start CMD OUT STEPS DELAY in the background
+# after a reference run (delay 0); waits for 15 lines. Sets PID.
+real_loop_start() {
+	local name=$1; shift
+	"$@" "$T/ref.txt" 60 0 > /dev/null 2>&1 || fail "$name: reference run failed"
+	"$@" "$T/run.txt" 60 "$REAL_DELAY" > "$T/real.out" 2> "$T/real.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 20 eval '(( $(wc -l 2>/dev/null < $T/run.txt || echo 0) >= 15 ))' ||
+		fail "$name did not start"
+}
+
+# real_loop_same NAME: the output is exactly an uninterrupted run's
+real_loop_same() {
+	cmp -s "$T/ref.txt" "$T/run.txt" || {
+		diff "$T/ref.txt" "$T/run.txt" | head -n 10 | sed 's/^/#   /'
+		fail "$1: output differs from an uninterrupted run"
+	}
+	grep -q '^DONE' "$T/real.out" || fail "$1 did not print DONE"
+}
+
+# node's setInterval on libuv: epoll, eventfds and pipes; killed mid-run,
+# restored, or dumped --leave-running, it finishes as if uninterrupted.
+case_real_node() {
+	local lr=$1
+	REAL_DELAY=50 real_loop_start node node "$TESTSRC/interval.js"
+	if [[ $lr == lr ]]; then
+		dump "$PID" "$T/d" --leave-running
+		wait_until 30 eval '! alive '"$PID" || fail "node did not finish"
+		wait "$PID" || fail "node exited with $?"
+	else
+		dump "$PID" "$T/d"
+		expect_killed "$PID"
+		(( $(wc -l < "$T/run.txt") < 60 )) || fail "node finished before the dump"
+		shows "$T/d" 'EVENTPOLL' 'EVENTFD'
+		restore_to_completion node "$T/real.err"
+	fi
+	real_loop_same node
+}
+
+# asyncio: its self-pipe is a UNIX socketpair, which memdump refuses (sockets
+# are not supported yet): the dump must name only those sockets, not the
+# epoll set. Once sockets are supported the loop is restored and compared.
+case_real_asyncio() {
+	local py; py=$(python3 -c 'import sys; print(sys.executable)')
+	REAL_DELAY=0.05 real_loop_start asyncio "$py" "$TESTSRC/aio.py"
+	md dump dump -t "$PID" -D "$T/d"
+	if (( MD_RC != 0 )); then
+		expect_md_error
+		grep -qE 'UNIX stream socket' "$MD_ERR" || fail "asyncio refused for another reason"
+		grep -q 'anon_inode' "$MD_ERR" && fail "asyncio's epoll set is refused"
+		note "asyncio's self-pipe is a UNIX socketpair, which memdump refuses: not restored"
+		expect_untraced "$PID"
+		return 0
+	fi
+	expect_killed "$PID"
+	restore_to_completion asyncio "$T/real.err"
+	real_loop_same asyncio
+}
+
+if command -v node > /dev/null; then
+	add real-node-interval case_real_node kill
+	add real-node-interval-lr case_real_node lr
+else
+	echo "# node not on PATH: real-node-* cases skipped"
+fi
+python3 -c 'import asyncio' 2> /dev/null && add real-python-asyncio case_real_asyncio
