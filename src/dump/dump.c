@@ -145,7 +145,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
-	files_free();
+	files_free(&d->files);
 	shmem_free(&d->shmem);
 }
 

@@ -82,6 +82,14 @@ struct dump_opts {
 int dump_run(const struct dump_opts *o);
 const char *mode_name(enum dump_mode m);
 
+/* The open files met in fds, mappings, exe, cwd and root (files.c). */
+struct file_set {
+	struct file_desc *descs;	/* id = index + 1 */
+	int nr_descs;
+	struct fd_entry *fds;
+	int nr_fds;
+};
+
 /* Shared memory objects met in VMAs and fds (shmem.c). */
 struct shmem_set {
 	struct shmem *objs;
@@ -92,6 +100,7 @@ struct dump_ctx {
 	pid_t pid;
 	int dirfd;
 	struct infect_ctx in;		/* the frozen, infected process */
+	struct file_set files;
 	enum dump_mode mode;
 	bool progress;
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */

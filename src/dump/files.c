@@ -27,37 +27,34 @@
 
 #include "files.pb-c.h"
 
-static struct file_desc *descs;
-static int nr_descs;
-static struct fd_entry *fds;
-static int nr_fds;
 
-static struct file_desc *new_desc(enum file_kind kind)
+static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)
 {
-	struct file_desc *n = realloc(descs, (nr_descs + 1) * sizeof(*n));
+	struct file_desc *n = realloc(fs->descs, (fs->nr_descs + 1) * sizeof(*n));
 
 	if (!n)
 		return NULL;
-	descs = n;
-	n = &descs[nr_descs++];
+	fs->descs = n;
+	n = &fs->descs[fs->nr_descs++];
 	memset(n, 0, sizeof(*n));
-	n->id = nr_descs;
+	n->id = fs->nr_descs;
 	n->kind = kind;
 	return n;
 }
 
 int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags)
 {
+	struct file_set *fs = &d->files;
 	struct file_desc *f;
 
 	(void)d;
-	for (int i = 0; i < nr_descs; i++) {
-		f = &descs[i];
+	for (int i = 0; i < fs->nr_descs; i++) {
+		f = &fs->descs[i];
 		if (f->kind == FK_REG && f->st.st_dev == st->st_dev && f->st.st_ino == st->st_ino &&
 		    !strcmp(f->path, path))
 			return f->id;
 	}
-	f = new_desc(FK_REG);
+	f = new_desc(&d->files, FK_REG);
 	if (!f || !(f->path = strdup(path)))
 		return -ENOMEM;
 	f->st = *st;
@@ -103,9 +100,11 @@ static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
 /* An earlier fd of the same open file description (dup), by kcmp. */
 static int same_description(struct dump_ctx *d, int fd)
 {
-	for (int i = 0; i < nr_fds; i++)
-		if (syscall(SYS_kcmp, d->pid, d->pid, KCMP_FILE, fds[i].fd, fd) == 0)
-			return fds[i].id;
+	struct file_set *fs = &d->files;
+
+	for (int i = 0; i < fs->nr_fds; i++)
+		if (syscall(SYS_kcmp, d->pid, d->pid, KCMP_FILE, fs->fds[i].fd, fd) == 0)
+			return fs->fds[i].id;
 	return 0;
 }
 
@@ -210,7 +209,7 @@ static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
 /* An eventfd, timerfd, signalfd or epoll set: its state from fdinfo. */
 static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint32_t flags)
 {
-	struct file_desc *f = new_desc(kind);
+	struct file_desc *f = new_desc(&d->files, kind);
 	int ret = -EINVAL;
 
 	if (!f)
@@ -238,6 +237,7 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
+	struct file_set *fs = &d->files;
 	struct file_desc *f;
 	enum file_kind kind;
 	char why[512];
@@ -259,7 +259,7 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 			return ret;
 		kind = FK_MEMFD;
 	}
-	f = new_desc(kind);
+	f = new_desc(&d->files, kind);
 	if (!f)
 		return -ENOMEM;
 	f->st = *st;
@@ -270,18 +270,19 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
 	if (kind == FK_FIFO) {
-		int idx = f - descs, id = files_add_path(d, link, st, flags);
+		int idx = f - fs->descs, id = files_add_path(d, link, st, flags);
 
 		if (id < 0)
 			return id;
-		descs[idx].fifo_reg_id = id;
-		return descs[idx].id;
+		fs->descs[idx].fifo_reg_id = id;
+		return fs->descs[idx].id;
 	}
 	return f->id;
 }
 
 static int collect_fd(struct dump_ctx *d, int fd)
 {
+	struct file_set *fs = &d->files;
 	char proc[64], link[PATH_MAX];
 	uint32_t flags = 0;
 	uint64_t pos = 0;
@@ -301,11 +302,11 @@ static int collect_fd(struct dump_ctx *d, int fd)
 		id = describe_fd(d, fd, link, &st, flags, pos);
 	if (id < 0)
 		return id;
-	e = realloc(fds, (nr_fds + 1) * sizeof(*e));
+	e = realloc(fs->fds, (fs->nr_fds + 1) * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	fds = e;
-	fds[nr_fds++] = (struct fd_entry){ .fd = fd, .id = id, .cloexec = flags & O_CLOEXEC };
+	fs->fds = e;
+	fs->fds[fs->nr_fds++] = (struct fd_entry){ .fd = fd, .id = id, .cloexec = flags & O_CLOEXEC };
 	pr_debug("fd %d: %s (id %d)", fd, link, id);
 	return 0;
 }
@@ -465,27 +466,28 @@ static int write_pipe_data(struct dump_ctx *d, struct image *img, const struct f
 }
 
 /* Both ends of a pipe are two descriptions of one pipe: its data once. */
-static bool pipe_seen_before(int i)
+static bool pipe_seen_before(const struct file_set *fs, int i)
 {
 	for (int k = 0; k < i; k++)
-		if (descs[k].kind == descs[i].kind && descs[k].pipe_id == descs[i].pipe_id)
+		if (fs->descs[k].kind == fs->descs[i].kind && fs->descs[k].pipe_id == fs->descs[i].pipe_id)
 			return true;
 	return false;
 }
 
 static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_kind kind)
 {
+	struct file_set *fs = &d->files;
 	struct image *img;
 	int ret = img_create(d->dirfd, type, 0, &img);
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < nr_descs && !ret; i++) {
-		if (descs[i].kind != kind || pipe_seen_before(i))
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		if (fs->descs[i].kind != kind || pipe_seen_before(fs, i))
 			continue;
-		for (int j = 0; j < nr_fds; j++) {
-			if (fds[j].id == descs[i].id) {
-				ret = write_pipe_data(d, img, &descs[i], fds[j].fd);
+		for (int j = 0; j < fs->nr_fds; j++) {
+			if (fs->fds[j].id == fs->descs[i].id) {
+				ret = write_pipe_data(d, img, &fs->descs[i], fs->fds[j].fd);
 				break;
 			}
 		}
@@ -499,18 +501,19 @@ static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_ki
 
 static int write_fdinfo(struct dump_ctx *d)
 {
+	struct file_set *fs = &d->files;
 	struct image *img;
 	int ret = img_create(d->dirfd, IMG_FDINFO, 1, &img);
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < nr_fds && !ret; i++) {
+	for (int i = 0; i < fs->nr_fds && !ret; i++) {
 		FdinfoEntry fe = FDINFO_ENTRY__INIT;
 
-		fe.id = fds[i].id;
-		fe.fd = fds[i].fd;
-		fe.flags = fds[i].cloexec ? FD_CLOEXEC : 0;
-		fe.type = fd_type(&descs[fds[i].id - 1]);
+		fe.id = fs->fds[i].id;
+		fe.fd = fs->fds[i].fd;
+		fe.flags = fs->fds[i].cloexec ? FD_CLOEXEC : 0;
+		fe.type = fd_type(&fs->descs[fs->fds[i].id - 1]);
 		ret = img_write_msg(img, &fe.base);
 	}
 	if (ret) {
@@ -522,13 +525,14 @@ static int write_fdinfo(struct dump_ctx *d)
 
 int write_files(struct dump_ctx *d)
 {
+	struct file_set *fs = &d->files;
 	struct image *img;
 	int ret = img_create(d->dirfd, IMG_FILES, 0, &img);
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < nr_descs && !ret; i++)
-		ret = write_file_entry(img, &descs[i]);
+	for (int i = 0; i < fs->nr_descs && !ret; i++)
+		ret = write_file_entry(img, &fs->descs[i]);
 	if (ret) {
 		img_abort(img);
 		return ret;
@@ -543,16 +547,16 @@ int write_files(struct dump_ctx *d)
 	return ret;
 }
 
-void files_free(void)
+void files_free(struct file_set *fs)
 {
-	for (int i = 0; i < nr_descs; i++) {
-		free(descs[i].path);
-		if (descs[i].kind == FK_EPOLL)
-			epoll_state_free(&descs[i].ep);
+	for (int i = 0; i < fs->nr_descs; i++) {
+		free(fs->descs[i].path);
+		if (fs->descs[i].kind == FK_EPOLL)
+			epoll_state_free(&fs->descs[i].ep);
 	}
-	free(descs);
-	free(fds);
-	descs = NULL;
-	fds = NULL;
-	nr_descs = nr_fds = 0;
+	free(fs->descs);
+	free(fs->fds);
+	fs->descs = NULL;
+	fs->fds = NULL;
+	fs->nr_descs = fs->nr_fds = 0;
 }

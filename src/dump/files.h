@@ -15,6 +15,7 @@
 #include "dump/evloop.h"
 
 struct dump_ctx;
+struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
 		 FK_SIGNALFD, FK_EPOLL };
@@ -52,6 +53,6 @@ bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, 
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
-void files_free(void);
+void files_free(struct file_set *fs);
 
 #endif
