@@ -288,6 +288,7 @@ case_rst() {
 	local mode=$1 prog=$2 opts=()
 	[[ $mode == default ]] || opts=(--mode "$mode")
 	start_prog "$prog"
+	state_snap "$PID"
 	local t0; t0=$(now_ms)
 	dump "$PID" "$T/d" "${opts[@]}"
 	expect_killed "$PID"

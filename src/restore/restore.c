@@ -262,6 +262,7 @@ int restore_run(const struct restore_opts *o)
 	free(r.fds);
 	free(r.blob_fds);
 	free(r.shms);
+	attrs_free(&r);
 	close_inherited(&r);
 	dumpset_free(&r.ds);
 	return ret;
