@@ -559,13 +559,18 @@ static void restore_seccomp(struct rst_thread *t)
 	}
 }
 
-/* ITIMER_REAL, VIRTUAL, PROF with what was left of them; signals are still blocked. */
+/*
+ * ITIMER_REAL, VIRTUAL, PROF with what was left of them; signals are still
+ * blocked. An interval with no time left is kept too: an ITIMER_REAL whose
+ * SIGALRM is pending is re-armed by the kernel when that signal is taken.
+ */
 static void restore_itimers(void)
 {
 	for (int w = 0; w < 3 && A->has_itimers; w++) {
 		long ret;
 
-		if (!A->itimers[w].vsec && !A->itimers[w].vusec)
+		if (!A->itimers[w].vsec && !A->itimers[w].vusec && !A->itimers[w].isec &&
+		    !A->itimers[w].iusec)
 			continue;
 		ret = sys_call3(__nr_setitimer, w, &A->itimers[w], 0);
 		if (ret < 0)

@@ -283,11 +283,12 @@ case_lr() {
 	return 0
 }
 
-# rst MODE PROG: dump (kill), restore twice; each time SIGUSR1 -> PASS
+# rst MODE PROG [ARGS]: dump (kill), restore twice; each time statecmp, SIGUSR1 -> PASS
 case_rst() {
 	local mode=$1 prog=$2 opts=()
+	shift 2
 	[[ $mode == default ]] || opts=(--mode "$mode")
-	start_prog "$prog"
+	start_prog "$prog" "$@"
 	state_snap "$PID"
 	local t0; t0=$(now_ms)
 	dump "$PID" "$T/d" "${opts[@]}"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "common.h"
 #include "proc.h"
 
 /* "ID:controllers:" of a line: the hierarchy it names */
@@ -44,7 +45,7 @@ static bool has_options(const char *opts, const char *want, size_t wlen)
 		return false;
 	snprintf(o, sizeof(o), ",%.512s,", opts);
 	for (const char *w = want; w < want + wlen;) {
-		size_t n = strcspn(w, ",");
+		size_t n = MIN(strcspn(w, ","), (size_t)(want + wlen - w));
 		char item[128];
 
 		if (n >= sizeof(item) - 2)

@@ -1,0 +1,88 @@
+# Process attributes beside memory (issue 7): scheduling, affinity, timer
+# slack, pdeath signal, seccomp filters, itimers, oom_score_adj, loginuid,
+# subreaper, personality, membarrier, cgroup. Each restored exactly (the
+# target checks itself, test/statecmp compares /proc before and after) or
+# refused by name.
+
+# the same as case_rst, and a --leave-running dump must change nothing either
+case_state_lr() {
+	start_prog t-state "$@"
+	state_snap "$PID"
+	dump "$PID" "$T/d" --leave-running
+	expect_untraced "$PID"
+	state_same "$PID" lr
+	check_child_pass
+}
+
+# crit decodes the new fields, with the values the target set
+case_state_crit() {
+	start_prog t-state
+	dump "$PID" "$T/d" --leave-running
+	crit show "$T/d/core-$PID.img" > "$T/core.json" || fail "crit cannot decode core-$PID.img"
+	crit show "$T/d/seccomp.img" > "$T/seccomp.json" || fail "crit cannot decode seccomp.img"
+	python3 - "$T/core.json" "$T/seccomp.json" > "$T/crit.check" 2>&1 <<'PY' || { show_file crit "$T/crit.check"; fail "crit shows other values: $(tail -n1 "$T/crit.check")"; }
+import json, sys
+core = json.load(open(sys.argv[1]))["entries"][0]
+tc, th = core["tc"], core["thread_core"]
+sc = json.load(open(sys.argv[2]))["entries"][0]
+assert tc["oom_score_adj"] == 345, tc.get("oom_score_adj")
+assert tc["loginuid"] == 4242, tc.get("loginuid")
+assert tc["child_subreaper"] is True
+assert tc["timers"]["virt"]["isec"] == 7200 and tc["timers"]["prof"]["isec"] == 9000
+assert tc["timers"]["real"]["isec"] == 0 and 0 < tc["timers"]["real"]["vsec"] * 10**6 + tc["timers"]["real"]["vusec"] <= 4 * 10**6
+assert th["sched_nice"] == 3 and th["sched_policy"] == 0
+assert th["seccomp_mode"] == "filter" and th["seccomp_filter"] == 0
+assert len(sc["seccomp_filters"]) == 1
+print("crit: ok")
+PY
+	check_child_pass
+}
+
+# a cgroup memdump is not in is joined again on restore; once gone, the
+# restore is refused before anything starts
+case_state_cgroup() {
+	local cg=/sys/fs/cgroup/pids/memdump-test.$$.$RANDOM
+	[[ -d /sys/fs/cgroup/pids ]] || fail "no pids cgroup hierarchy mounted"
+	mkdir "$cg" || fail "cannot create $cg"
+	trap 'kill -9 $PID 2> /dev/null; sleep 0.2; rmdir "'"$cg"'" 2> /dev/null' EXIT
+	start_prog t-pattern
+	echo "$PID" > "$cg/cgroup.procs" || fail "cannot move $PID into $cg"
+	state_snap "$PID"
+	grep -q "pids:/${cg##*/}\$" "$STATE_BEFORE" || fail "target not in ${cg##*/}"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	rmdir "$cg" || fail "cannot remove $cg"
+	md restore-gone restore -D "$T/d"
+	expect_md_error
+	grep -q "pids:/${cg##*/}, which memdump cannot join" "$MD_ERR" || fail "the error does not name the cgroup"
+	alive "$PID" && fail "a process $PID exists after a refused restore"
+	return 0
+}
+
+# refused by name before the seize, target unharmed
+case_state_refused() {
+	local what=$1
+	case $what in
+	deadline)
+		start_prog t-pattern
+		chrt -d --sched-runtime 1000000 --sched-deadline 10000000 --sched-period 10000000 \
+			-p 0 "$PID" || fail "cannot make $PID SCHED_DEADLINE"
+		local want="thread $PID runs SCHED_DEADLINE" ;;
+	esac
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qF "$want" "$MD_ERR" || fail "the error does not say '$want'"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	[[ $what == deadline ]] && chrt -o -p 0 "$PID"
+	check_child_pass
+}
+
+add rst-t-state case_rst default t-state
+add rst-t-state-noseccomp case_rst default t-state noseccomp
+add rst-read-t-state case_rst read t-state
+add lr-t-state case_state_lr
+add crit-t-state case_state_crit
+add rst-state-cgroup case_state_cgroup
+add err-state-deadline case_state_refused deadline
