@@ -69,6 +69,12 @@ case_state_refused() {
 		chrt -d --sched-runtime 1000000 --sched-deadline 10000000 --sched-period 10000000 \
 			-p 0 "$PID" || fail "cannot make $PID SCHED_DEADLINE"
 		local want="thread $PID runs SCHED_DEADLINE" ;;
+	strict)
+		start_prog t-seccomp strict
+		local want="thread $PID is in seccomp strict mode" ;;
+	notify)
+		start_prog t-seccomp notify
+		local want="thread $PID has a seccomp filter that notifies a supervisor (SECCOMP_RET_USER_NOTIF)" ;;
 	esac
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
@@ -79,7 +85,23 @@ case_state_refused() {
 	check_child_pass
 }
 
+# restored by a memdump whose own oom_score_adj (500) is above the target's
+# (345): lowering is allowed down to the floor memdump inherited, so it is done
+case_state_oom_lower() {
+	start_prog t-state noseccomp
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	printf '#!/bin/sh\necho 500 > /proc/self/oom_score_adj && exec %s "$@"\n' "$MEMDUMP" > "$T/md-oom"
+	chmod +x "$T/md-oom"
+	MEMDUMP=$T/md-oom restore_and_pass "$T/d" 1
+}
+
 add rst-t-state case_rst default t-state
+add rst-t-state-perthread case_rst default t-state perthread
+add rst-state-oom-lower case_state_oom_lower
+add err-seccomp-strict case_state_refused strict
+add err-seccomp-notify case_state_refused notify
 add rst-t-state-noseccomp case_rst default t-state noseccomp
 add rst-read-t-state case_rst read t-state
 add lr-t-state case_state_lr

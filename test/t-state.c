@@ -10,7 +10,9 @@
  *   (a r/w mapping must stay non-executable), membarrier private expedited
  *   registration, ITIMER_REAL due 4 s after the start (SIGALRM must come
  *   once) and ITIMER_VIRTUAL / ITIMER_PROF armed for hours.
- * usage: t-state DIR [noseccomp]
+ * "perthread": thread 3 adds a filter of its own (getcpu() fails with
+ * EXFULL there only), so the threads' filters differ.
+ * usage: t-state DIR [noseccomp|perthread]
  * READY <pid> */
 #include "tlib.h"
 
@@ -134,15 +136,44 @@ static const char *tsync_filter(void)
 	       "TSYNC failed";
 }
 
+static int per_thread;	/* "perthread": thread 3 adds a filter of its own */
+
+/* Thread 3's own filter: getcpu() fails with EXFULL. */
+static void deny_getcpu(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getcpu, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EXFULL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp getcpu");
+		exit(2);
+	}
+}
+
+static int getcpu_denied(void)
+{
+	return syscall(SYS_getcpu, NULL, NULL, NULL) == -1 && errno == EXFULL;
+}
+
 static void *thread_main(void *arg)
 {
 	int i = (int)(long)arg;
 
+	if (per_thread && i == 3)
+		deny_getcpu();
 	set_sched(i);
 	__sync_fetch_and_add(&nr_set, 1);
 	while (!t_usr1)
 		t_sleep_ms(10);
 	check_sched(i, failure[i], sizeof(failure[i]));
+	if (!failure[i][0] && per_thread && getcpu_denied() != (i == 3))
+		snprintf(failure[i], sizeof(failure[i]), "getcpu() %s", i == 3 ?
+			 "is not denied by the thread's own filter" : "is denied");
 	return NULL;
 }
 
@@ -248,6 +279,7 @@ int main(int argc, char **argv)
 			ncpu = CPU_COUNT(&s);
 	}
 	with_seccomp = !(argc > 2 && !strcmp(argv[2], "noseccomp"));
+	per_thread = argc > 2 && !strcmp(argv[2], "perthread");
 	set_process();
 	if (with_seccomp)
 		deny_syslog();
@@ -265,7 +297,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NR_THREADS; i++)
 		if (failure[i][0])
 			t_fail("thread %d: %s", i, failure[i]);
-	if ((why = check_process()) || (with_seccomp && (why = tsync_filter())))
+	if (per_thread && getcpu_denied())
+		t_fail("thread 0: getcpu() is denied");
+	if ((why = check_process()) || (with_seccomp && !per_thread && (why = tsync_filter())))
 		t_fail("%s", why);
 	t_pass(NULL);
 }

@@ -2,8 +2,9 @@
  * What the kernel keeps for a process beside its memory, threads and files:
  *
  *  - checked before anything starts: cgroups the process was in and memdump
- *    is not (each must be joinable here), an oom_score_adj below memdump's
- *    own (needs CAP_SYS_RESOURCE), another loginuid (CAP_AUDIT_CONTROL);
+ *    is not (each must be joinable here), an oom_score_adj a child of
+ *    memdump could not take (tried in a fork), another loginuid
+ *    (CAP_AUDIT_CONTROL);
  *  - done by the child before the blob: session and process group, cgroups,
  *    oom_score_adj, loginuid, child-subreaper flag;
  *  - handed to the blob (restorer.h): per thread its scheduling policy,
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -81,6 +83,27 @@ static int check_cgroups(struct rst *r, const char *dumped)
 	return ret;
 }
 
+/* A child of memdump may set adj: tried in a throwaway fork, which has memdump's floor. */
+static bool oom_settable(int adj)
+{
+	char v[16];
+	int n = snprintf(v, sizeof(v), "%d", adj), status = 0;
+	pid_t c = fork();
+
+	if (c == 0) {
+		int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+		_exit(fd >= 0 && write(fd, v, n) == n ? 0 : 1);
+	}
+	if (c < 0 || waitpid(c, &status, 0) != c)
+		return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * Below the floor memdump inherited (oom_score_adj_min, not shown in /proc)
+ * only CAP_SYS_RESOURCE may go: refused before anything starts.
+ */
 static int check_oom(const TaskCoreEntry *tc)
 {
 	char own[32] = "0";
@@ -90,9 +113,9 @@ static int check_oom(const TaskCoreEntry *tc)
 	if (tc->oom_score_adj < -1000 || tc->oom_score_adj > 1000)
 		return fail(-EIO, "oom_score_adj %d in the image is out of range", tc->oom_score_adj);
 	read_own("/proc/self/oom_score_adj", own, sizeof(own));
-	if (tc->oom_score_adj < atoi(own) && !rst_capable(CAP_SYS_RESOURCE))
-		return fail(-EPERM, "oom_score_adj %d is below memdump's own (%d) and lowering it "
-			    "needs CAP_SYS_RESOURCE", tc->oom_score_adj, atoi(own));
+	if (!oom_settable(tc->oom_score_adj))
+		return fail(-EPERM, "oom_score_adj %d cannot be set here (memdump's own is %d; "
+			    "going lower needs CAP_SYS_RESOURCE)", tc->oom_score_adj, atoi(own));
 	return 0;
 }
 
