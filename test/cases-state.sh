@@ -14,6 +14,23 @@ case_state_lr() {
 	check_child_pass
 }
 
+# per-thread filters: two in seccomp.img, the thread's own one on top of the
+# shared one (prev 0), and only that thread's core names it
+case_state_crit_perthread() {
+	start_prog t-state perthread
+	dump "$PID" "$T/d" --leave-running
+	crit show "$T/d/seccomp.img" > "$T/seccomp.json" || fail "crit cannot decode seccomp.img"
+	local f tops=()
+	for f in $(ls "$T"/d/core-*.img | sort -V); do
+		tops+=("$(crit show "$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)["entries"][0]["thread_core"].get("seccomp_filter"))')")
+	done
+	note "seccomp_filter of each thread: ${tops[*]}"
+	[[ ${tops[*]} == "0 0 0 1" ]] || fail "threads name filters ${tops[*]}, want 0 0 0 1"
+	python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["entries"][0]["seccomp_filters"]; sys.exit(not (len(f) == 2 and "prev" not in f[0] and f[1]["prev"] == 0))' \
+		"$T/seccomp.json" || fail "seccomp.img does not hold the shared filter then the thread's own"
+	check_child_pass
+}
+
 # crit decodes the new fields, with the values the target set
 case_state_crit() {
 	start_prog t-state
@@ -106,5 +123,6 @@ add rst-t-state-noseccomp case_rst default t-state noseccomp
 add rst-read-t-state case_rst read t-state
 add lr-t-state case_state_lr
 add crit-t-state case_state_crit
+add crit-t-state-perthread case_state_crit_perthread
 add rst-state-cgroup case_state_cgroup
 add err-state-deadline case_state_refused deadline

@@ -64,7 +64,7 @@ static bool user_notif(const struct sock_filter *f, size_t n)
 	return false;
 }
 
-/* Filter number idx of tid (0: the newest), into p. */
+/* Filter number idx of tid (0: the oldest, see get_nth_filter()), into p. */
 static int get_filter(pid_t tid, long idx, struct seccomp_prog *p)
 {
 	struct seccomp_md md = { .filter_off = idx };
@@ -153,8 +153,8 @@ static int thread_filters(struct dump_ctx *d, struct thread *t)
 		if (!ret)
 			n++;
 	}
-	/* oldest first: each one's prev is known when it is added */
-	for (int i = n - 1; i >= 0; i--) {
+	/* index 0 is the oldest (the kernel counts from the first installed) */
+	for (int i = 0; i < n; i++) {
 		if (ret) {
 			free(chain[i].insns);
 			continue;
