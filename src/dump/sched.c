@@ -5,6 +5,7 @@
  * SCHED_DEADLINE is refused before the seize (refuse.c).
  */
 #include <errno.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,8 @@ static int get_policy(pid_t tid, struct thread_sched *s)
 	if (policy < 0 || sched_getparam(tid, &p))
 		return fail(-errno, "thread %d: cannot read its scheduling policy: %s", tid,
 			    strerror(errno));
+	if ((policy & ~SCHED_RESET_ON_FORK) == SCHED_DEADLINE)	/* since refuse_check() */
+		return fail(-EOPNOTSUPP, "thread %d runs SCHED_DEADLINE", tid);
 	s->policy = policy;
 	s->prio = p.sched_priority;
 	errno = 0;
