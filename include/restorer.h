@@ -4,8 +4,8 @@
  * (which fills it) and in the restored process (which runs it):
  *
  *   [ blob code | struct rst_args | vmas | runs | threads | groups,
- *     auxv, fds to close, seals, xsave images, pending signals |
- *     thread stacks ]
+ *     auxv, fds to close, seals, xsave images, pending signals, seccomp
+ *     filters and each thread's chain of them | thread stacks ]
  *
  * Offsets are from the start of the area. Everything is plain data: the blob
  * runs with no libc, in an address space that has nothing else left in it.
@@ -94,8 +94,30 @@ struct rst_gpregs {
 	unsigned long cs, ss, fs_base, gs_base;
 };
 
+/* How a thread is scheduled; the blob sets it before the credentials (CAP_SYS_NICE). */
+#define RST_AFFINITY_WORDS	16
+struct rst_sched {
+	unsigned int policy, prio;	/* policy with SCHED_RESET_ON_FORK */
+	int nice;
+	unsigned int nr_affinity;	/* words of affinity, 0: leave it */
+	unsigned long affinity[RST_AFFINITY_WORDS];
+	unsigned long timer_slack;	/* 0: leave it */
+};
+
+/* A seccomp filter program in the area: nr struct sock_filter at insns_off. */
+struct rst_filter {
+	unsigned long insns_off;
+	unsigned int nr, flags;
+};
+
 struct rst_thread {
 	unsigned int tid;
+	unsigned int has_sched, pdeath_sig;
+	struct rst_sched sched;
+	/* seccomp filters to install, oldest first: indexes into the filter array */
+	unsigned long chain_off;
+	unsigned int nr_chain;
+	unsigned int seccomp_tsync;	/* the leader installs for every thread */
 	unsigned int has_sas, has_rseq, has_creds, has_robust;
 	struct rst_gpregs regs;
 	unsigned long clear_tid;
@@ -155,6 +177,12 @@ struct rst_args {
 	unsigned long vdso_start;	/* dumped [vvar] (first vdso-related VMA) start */
 	unsigned long vdso_len;		/* from vdso_start to the end of [vdso] */
 	int dumpable, thp_disabled;
+	unsigned int personality;
+	unsigned int membarrier_mask;	/* MEMBARRIER_CMD_REGISTER_* to issue */
+	int has_itimers;
+	struct { unsigned long isec, iusec, vsec, vusec; } itimers[3];	/* REAL, VIRTUAL, PROF */
+	unsigned long filters_off;	/* struct rst_filter array */
+	unsigned int nr_filters;
 	int fill_mode;			/* RST_FILL_* */
 	struct rst_mm_map mm;
 	struct rst_sigact sigacts[RST_NR_SIGS];	/* [i] is signal i+1 */

@@ -10,17 +10,21 @@
  *      first, then read in large chunks); shared memory maps its object,
  *      which memdump created and filled, then gets its late memfd seals;
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
- *      final protections, signal actions, rlimits;
+ *      final protections, personality, membarrier registrations, signal
+ *      actions, rlimits;
  *   4. create the other threads with their TIDs (clone3 set_tid); every
  *      thread restores its own fs/gs base, clear_tid, robust list, rseq,
- *      name and credentials;
+ *      name, scheduling (policy, nice, affinity, timer slack), credentials
+ *      and parent-death signal; the leader sets the interval timers;
  *   5. every thread queues its pending signals again (the leader also the
  *      process-wide ones), all signals still blocked, so that the mask
  *      rt_sigreturn restores decides their delivery;
  *   6. all threads park on a futex; memdump (the parent) attaches with ptrace
  *      and lets them go; each thread rt_sigreturn()s into its dumped context
- *      with a hand-built frame. memdump then unmaps this area from outside
- *      (a munmap injected with ptrace), so nothing of the restorer remains.
+ *      with a hand-built frame, its seccomp filters installed just before
+ *      (memdump traces it with PTRACE_O_SUSPEND_SECCOMP). memdump then
+ *      unmaps this area from outside (a munmap injected with ptrace), so
+ *      nothing of the restorer remains.
  */
 #include "sys.h"
 #include "restorer.h"
@@ -38,6 +42,12 @@
 #define __nr_rt_sigaction_	13
 #define __nr_rt_sigqueueinfo	129
 #define __nr_rt_tgsigqueueinfo	297
+#define __nr_setitimer		38
+#define __nr_setpriority	141
+#define __nr_sched_setscheduler	144
+#define __nr_sched_setaffinity	203
+#define __nr_seccomp		317
+#define __nr_membarrier		324
 
 #define PROT_READ	1
 #define PROT_WRITE	2
@@ -69,6 +79,16 @@
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #define PR_SET_MM		35
 #define PR_SET_MM_MAP		14
+#define PR_SET_PDEATHSIG	1
+#define PR_SET_TIMERSLACK	29
+
+#define SCHED_FIFO		1
+#define SCHED_RR		2
+#define SCHED_DEADLINE		6
+#define SCHED_RESET_ON_FORK	0x40000000
+
+#define SECCOMP_SET_MODE_FILTER	1
+#define SECCOMP_FILTER_FLAG_TSYNC 1
 #define SECURE_NO_SETUID_FIXUP	2
 
 #define CLONE_VM		0x00000100
@@ -334,9 +354,29 @@ static void add_seals(void)
 	}
 }
 
+/* membarrier(MEMBARRIER_CMD_REGISTER_*) for every registration the process had. */
+static void restore_membarrier(void)
+{
+	for (int bit = 0; bit < 32; bit++) {
+		long ret;
+
+		if (!(A->membarrier_mask & (1u << bit)))
+			continue;
+		ret = sys_call3(__nr_membarrier, 1UL << bit, 0, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot register membarrier command", 1UL << bit);
+	}
+}
+
 static void restore_process(void)
 {
 	long ret;
+
+	/* after the mappings: READ_IMPLIES_EXEC would have made them executable */
+	ret = sys_call1(__nr_personality, A->personality);
+	if (ret < 0)
+		rst_fail(ret, "cannot set personality", A->personality);
+	restore_membarrier();
 
 	if (A->has_vdso) {
 		ret = sys_call2(__nr_arch_prctl, ARCH_MAP_VDSO_64, A->vdso_start);
@@ -466,6 +506,78 @@ static struct rt_sigframe *build_frame(struct rst_thread *t)
 	return f;
 }
 
+/*
+ * Policy, priority and nice need CAP_SYS_NICE to go up: set before the
+ * credentials. Timer slack after the policy (real-time threads have none).
+ */
+static void restore_sched(struct rst_thread *t)
+{
+	struct rst_sched *s = &t->sched;
+	unsigned int policy = s->policy & ~SCHED_RESET_ON_FORK;
+	int prio = s->prio;
+	long ret;
+
+	if (t->has_sched) {
+		ret = sys_call3(__nr_setpriority, 0 /* PRIO_PROCESS */, 0, s->nice);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the nice value of thread", t->tid);
+		ret = sys_call3(__nr_sched_setscheduler, 0, s->policy, &prio);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the scheduling policy of thread", t->tid);
+	}
+	if (s->nr_affinity) {
+		ret = sys_call3(__nr_sched_setaffinity, 0, s->nr_affinity * 8, s->affinity);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the CPU affinity of thread", t->tid);
+	}
+	if (s->timer_slack && policy != SCHED_FIFO && policy != SCHED_RR &&
+	    policy != SCHED_DEADLINE) {
+		ret = sys_call5(__nr_prctl, PR_SET_TIMERSLACK, s->timer_slack, 0, 0, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the timer slack of thread", t->tid);
+	}
+}
+
+/* The thread's seccomp filters, oldest first; the very last thing before rt_sigreturn. */
+static void restore_seccomp(struct rst_thread *t)
+{
+	struct rst_filter *f = (struct rst_filter *)area(A->filters_off);
+	u32 *chain = (u32 *)area(t->chain_off);
+
+	for (u32 k = 0; k < t->nr_chain; k++) {
+		struct {
+			unsigned short len;
+			void *filter;
+		} prog = { (unsigned short)f[chain[k]].nr, area(f[chain[k]].insns_off) };
+		long flags = f[chain[k]].flags | (t->seccomp_tsync ? SECCOMP_FILTER_FLAG_TSYNC : 0);
+		long ret = sys_call3(__nr_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+
+		if (ret < 0)
+			rst_fail(ret, "cannot install a seccomp filter in thread", t->tid);
+		if (ret > 0)	/* TSYNC: the tid of a thread that could not take it */
+			rst_fail(-1, "seccomp TSYNC refused by thread", ret);
+	}
+}
+
+/*
+ * ITIMER_REAL, VIRTUAL, PROF with what was left of them; signals are still
+ * blocked. An interval with no time left is kept too: an ITIMER_REAL whose
+ * SIGALRM is pending is re-armed by the kernel when that signal is taken.
+ */
+static void restore_itimers(void)
+{
+	for (int w = 0; w < 3 && A->has_itimers; w++) {
+		long ret;
+
+		if (!A->itimers[w].vsec && !A->itimers[w].vusec && !A->itimers[w].isec &&
+		    !A->itimers[w].iusec)
+			continue;
+		ret = sys_call3(__nr_setitimer, w, &A->itimers[w], 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot set interval timer", w);
+	}
+}
+
 static void restore_thread(struct rst_thread *t)
 {
 	long ret;
@@ -483,7 +595,14 @@ static void restore_thread(struct rst_thread *t)
 		if (ret < 0)
 			rst_fail(ret, "cannot register rseq of thread", t->tid);
 	}
+	restore_sched(t);
 	restore_creds(t);
+	/* a credential change clears the parent-death signal: set it after */
+	if (t->pdeath_sig) {
+		ret = sys_call5(__nr_prctl, PR_SET_PDEATHSIG, t->pdeath_sig, 0, 0, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot set the parent-death signal of thread", t->tid);
+	}
 	__sync_fetch_and_add(&A->nr_creds, 1);
 }
 
@@ -523,6 +642,7 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 		while (READ_ONCE(A->nr_creds) < A->nr_threads)
 			sys_call0(__nr_sched_yield);
 		sys_call5(__nr_prctl, PR_SET_DUMPABLE, A->dumpable, 0, 0, 0);
+		restore_itimers();
 	}
 	f = build_frame(t);
 	if (__sync_add_and_fetch(&A->nr_parked, 1) == A->nr_threads) {
@@ -540,6 +660,7 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 	ret = sys_call2(__nr_arch_prctl, ARCH_SET_GS, t->regs.gs_base);
 	if (ret < 0)
 		rst_fail(ret, "cannot set gs_base of thread", t->tid);
+	restore_seccomp(t);
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
 		"mov	$15, %%eax\n"

@@ -221,15 +221,35 @@ wait_restore_exit() {
 	return 0
 }
 
+# state_snap PID: what the kernel shows about PID (test/statecmp), taken
+# before a dump; restore_and_pass then compares the restored process with it.
+# Sets STATE_BEFORE.
+state_snap() {
+	STATE_BEFORE=$T/state.before
+	"$TESTSRC/statecmp" snap "$1" "$STATE_BEFORE" || fail "statecmp snap $1 failed"
+}
+
+# state_same PID LABEL: PID shows what STATE_BEFORE recorded, else the diff fails the case
+state_same() {
+	local after=$T/state.after.$2
+	"$TESTSRC/statecmp" snap "$1" "$after" || fail "statecmp snap $1 failed"
+	if ! "$TESTSRC/statecmp" diff "$STATE_BEFORE" "$after" > "$T/state.diff.$2"; then
+		sed 's/^/#   /' "$T/state.diff.$2" | head -n 60
+		fail "restored process state differs: $(grep -m1 '^[-+][^-+]' "$T/state.diff.$2")"
+	fi
+	note "statecmp: restored state is the dumped one"
+}
+
 # restore_and_pass DIR LABEL: restore the dump of $PID (stdout going to
 # $OUT, truncated back to the READY line), SIGUSR1 it, expect PASS and
-# restore exit status 0.
+# restore exit status 0. After state_snap, the restored state must match.
 restore_and_pass() {
 	local dir=$1 label=$2
 	truncate -s "$READY_SIZE" "$OUT"
 	alive "$PID" && fail "pid $PID is in use before restore"
 	restore_bg "$dir" "$label"
 	wait_restored "$PID"
+	[[ -n ${STATE_BEFORE:-} ]] && state_same "$PID" "$label"
 	RESTORED_MS=$(now_ms)
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
@@ -263,11 +283,13 @@ case_lr() {
 	return 0
 }
 
-# rst MODE PROG: dump (kill), restore twice; each time SIGUSR1 -> PASS
+# rst MODE PROG [ARGS]: dump (kill), restore twice; each time statecmp, SIGUSR1 -> PASS
 case_rst() {
 	local mode=$1 prog=$2 opts=()
+	shift 2
 	[[ $mode == default ]] || opts=(--mode "$mode")
-	start_prog "$prog"
+	start_prog "$prog" "$@"
+	state_snap "$PID"
 	local t0; t0=$(now_ms)
 	dump "$PID" "$T/d" "${opts[@]}"
 	expect_killed "$PID"

@@ -1,6 +1,9 @@
 /* t-seccomp: a target whose seccomp filter makes vmsplice fail with EPERM,
  * so that splice mode must fall back to read mode; memory as t-pattern.
- * usage: t-seccomp DIR
+ * With "notify", a second filter sends getcpu() to a (missing) supervisor
+ * (SECCOMP_RET_USER_NOTIF); with "strict", the process is in seccomp strict
+ * mode instead, waiting in read() for SIGUSR1.
+ * usage: t-seccomp DIR [notify|strict]
  * READY <pid> <addr> <len> <seed> */
 #include "tlib.h"
 
@@ -27,16 +30,61 @@ static void deny_vmsplice(void)
 	}
 }
 
+/* A filter that hands getcpu() to a supervisor: the dump must refuse it by name. */
+static void notify_getcpu(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getcpu, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) {
+		perror("seccomp notify");
+		exit(2);
+	}
+}
+
+/*
+ * Strict mode: only read, write, exit and sigreturn are left. SIGUSR1 (no
+ * SA_RESTART) ends the blocking read; PASS, then exit, not exit_group.
+ */
+static void __attribute__((noreturn)) strict_wait(void)
+{
+	int p[2];
+	char c;
+
+	if (pipe(p) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT)) {
+		perror("strict");
+		exit(2);
+	}
+	while (read(p[0], &c, 1) < 0 && !t_usr1)
+		;
+	if (write(1, "PASS\n", 5) != 5)
+		syscall(SYS_exit, 1);
+	syscall(SYS_exit, 0);
+	__builtin_unreachable();
+}
+
 int main(int argc, char **argv)
 {
 	size_t len = 8 << 20;
 	uint8_t *big;
 	const void *bad;
 
+	if (argc > 2 && !strcmp(argv[2], "strict")) {
+		t_init(argc, argv, 0);
+		t_ready(NULL);
+		strict_wait();
+	}
 	t_init(argc, argv, SA_RESTART);
 	big = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE);
 	t_fill(big, len, SEED);
 	deny_vmsplice();
+	if (argc > 2 && !strcmp(argv[2], "notify"))
+		notify_getcpu();
 	t_ready("%p %zu %#llx", (void *)big, len, (unsigned long long)SEED);
 	t_wait_usr1();
 	t_check_common();

@@ -87,6 +87,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 
 	ret = collect_threads(d);
 	if (!ret)
+		ret = collect_seccomp(d);
+	if (!ret)
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
 		ret = collect_vmas(d);
@@ -96,8 +98,12 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 		ret = infect_parasite(&d->in);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_inside(d, i);
+	for (int i = 0; i < d->nr_threads && !ret; i++)
+		ret = collect_thread_sched(d, i);
 	if (!ret)
 		ret = collect_task(d, ts);
+	if (!ret)
+		ret = collect_task_attrs(d, &ts->attrs);
 	if (!ret)
 		ret = select_pages(d);
 	return ret;
@@ -147,6 +153,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->runs);
 	files_free(&d->files);
 	shmem_free(&d->shmem);
+	seccomp_free(d);
 }
 
 const char *mode_name(enum dump_mode m)

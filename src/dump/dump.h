@@ -18,6 +18,31 @@
 
 #include "infect/infect.h"
 
+#define AFFINITY_WORDS	16	/* 1024 CPUs */
+
+/* How a thread is scheduled: policy (with SCHED_RESET_ON_FORK), priority, nice, CPUs, slack. */
+struct thread_sched {
+	uint32_t policy, prio;
+	int32_t nice;
+	uint64_t affinity[AFFINITY_WORDS];
+	int nr_affinity;		/* words the kernel filled */
+	uint64_t timer_slack_ns;
+};
+
+/* A thread's seccomp mode and its filters, newest last (indexes into dump_ctx.seccomp). */
+struct thread_seccomp {
+	uint32_t mode;
+	int top;			/* index of its newest filter, -1: none */
+};
+
+/* One seccomp filter program; prev is the one installed before it (-1: none). */
+struct seccomp_prog {
+	void *insns;			/* struct sock_filter[] */
+	size_t len;			/* bytes */
+	uint32_t flags;
+	int prev;
+};
+
 /* A thread as the images describe it; threads[i] is infect's threads[i]. */
 struct thread {
 	pid_t tid;
@@ -35,6 +60,9 @@ struct thread {
 	char comm[32];
 	siginfo_t *sigpending;		/* queued for this thread only */
 	int nr_sigpending;
+	struct thread_sched sched;	/* sched.c */
+	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
+	struct thread_seccomp seccomp;	/* seccomp.c */
 };
 
 struct vma {
@@ -115,6 +143,8 @@ struct dump_ctx {
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;
 	struct shmem_set shmem;
+	struct seccomp_prog *filters;	/* every thread's filters, shared ones once */
+	int nr_filters;
 };
 
 /* vma.c */
@@ -125,6 +155,13 @@ int select_pages(struct dump_ctx *d);
 
 /* pages.c */
 int write_pages(struct dump_ctx *d);
+
+/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
+int collect_thread_sched(struct dump_ctx *d, int i);
+
+/* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
+int collect_seccomp(struct dump_ctx *d);
+void seccomp_free(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);

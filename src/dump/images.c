@@ -24,6 +24,7 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
 static int write_one(int dirfd, enum img_type t, unsigned id, const ProtobufCMessage *m)
@@ -129,9 +130,41 @@ static SignalQueueEntry *signal_queue(const siginfo_t *v, int n)
 	return q;
 }
 
+static void fill_itimer(ItimerEntry *e, const struct task_attrs *a, int which)
+{
+	itimer_entry__init(e);
+	e->isec = a->itimer[which].isec;
+	e->iusec = a->itimer[which].iusec;
+	e->vsec = a->itimer[which].vsec;
+	e->vusec = a->itimer[which].vusec;
+}
+
+/* oom_score_adj, loginuid, subreaper, interval timers, membarrier, cgroup. */
+static void fill_task_attrs(TaskCoreEntry *tc, const struct task_attrs *a, TaskTimersEntry *tt,
+			    ItimerEntry it[3])
+{
+	tc->has_oom_score_adj = true;
+	tc->oom_score_adj = a->oom_score_adj;
+	tc->has_loginuid = true;
+	tc->loginuid = a->loginuid;
+	tc->has_child_subreaper = true;
+	tc->child_subreaper = a->child_subreaper;
+	tc->has_membarrier_registration_mask = true;
+	tc->membarrier_registration_mask = a->membarrier_mask;
+	tc->cgroup = (char *)a->cgroup;
+	for (int w = 0; w < 3; w++)
+		fill_itimer(&it[w], a, w);
+	tt->real = &it[0];
+	tt->virt = &it[1];
+	tt->prof = &it[2];
+	tc->timers = tt;
+}
+
 static int write_task_core(struct dump_ctx *d, const struct task_state *ts, CoreEntry *core)
 {
 	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
+	TaskTimersEntry tt = TASK_TIMERS_ENTRY__INIT;
+	ItimerEntry it[3];
 	TaskRlimitsEntry rl = TASK_RLIMITS_ENTRY__INIT;
 	RlimitEntry rle[NR_RLIMITS], *rlp[NR_RLIMITS];
 	SaEntry sae[NR_SIGS], *sap[NR_SIGS];
@@ -164,6 +197,7 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	tc.umask = ts->umask;
 	tc.has_thp_disabled = true;
 	tc.thp_disabled = ts->thp_disabled;
+	fill_task_attrs(&tc, &ts->attrs, &tt, it);
 	tc.signals_s = signal_queue(d->sigpending, d->nr_sigpending);
 	if (!tc.signals_s)
 		return -ENOMEM;
@@ -171,6 +205,27 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	ret = write_one(d->dirfd, IMG_CORE, d->threads[0].tid, &core->base);
 	free(tc.signals_s);
 	return ret;
+}
+
+/* Scheduling, parent-death signal and seccomp of one thread. */
+static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
+{
+	thc->has_sched_policy = thc->has_sched_prio = thc->has_sched_nice = true;
+	thc->sched_policy = t->sched.policy;
+	thc->sched_prio = t->sched.prio;
+	thc->sched_nice = t->sched.nice;
+	thc->n_cpu_affinity = t->sched.nr_affinity;
+	thc->cpu_affinity = (uint64_t *)t->sched.affinity;
+	thc->has_timer_slack_ns = true;
+	thc->timer_slack_ns = t->sched.timer_slack_ns;
+	thc->has_pdeath_sig = true;
+	thc->pdeath_sig = t->pdeath_sig;
+	thc->has_seccomp_mode = true;
+	thc->seccomp_mode = t->seccomp.mode;
+	if (t->seccomp.top >= 0) {
+		thc->has_seccomp_filter = true;
+		thc->seccomp_filter = t->seccomp.top;
+	}
 }
 
 static int write_core(struct dump_ctx *d, const struct task_state *ts, const struct thread *t)
@@ -216,6 +271,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 	fill_creds(&cr, &ts->creds, caps);
 	thc.creds = &cr;
 	thc.comm = (char *)t->comm;
+	fill_thread_attrs(&thc, t);
 	thc.signals_p = signal_queue(t->sigpending, t->nr_sigpending);
 	if (!thc.signals_p)
 		return -ENOMEM;
@@ -355,6 +411,40 @@ static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
 	return write_one(d->dirfd, IMG_FS, d->pid, &fs.base);
 }
 
+/* seccomp.img, when a thread has filters: every filter once, prev links as in CRIU. */
+static int write_seccomp(struct dump_ctx *d)
+{
+	SeccompEntry se = SECCOMP_ENTRY__INIT;
+	SeccompFilter *f, **fp;
+	int ret;
+
+	if (!d->nr_filters)
+		return 0;
+	f = calloc(d->nr_filters, sizeof(*f));
+	fp = calloc(d->nr_filters, sizeof(*fp));
+	if (!f || !fp) {
+		free(f);
+		free(fp);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < d->nr_filters; i++) {
+		seccomp_filter__init(&f[i]);
+		f[i].filter.data = d->filters[i].insns;
+		f[i].filter.len = d->filters[i].len;
+		f[i].has_prev = d->filters[i].prev >= 0;
+		f[i].prev = d->filters[i].prev;
+		f[i].has_flags = true;
+		f[i].flags = d->filters[i].flags;
+		fp[i] = &f[i];
+	}
+	se.n_seccomp_filters = d->nr_filters;
+	se.seccomp_filters = fp;
+	ret = write_one(d->dirfd, IMG_SECCOMP, 0, &se.base);
+	free(f);
+	free(fp);
+	return ret;
+}
+
 int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 {
 	int ret = 0;
@@ -369,6 +459,8 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 		ret = write_pstree(d, ts);
 	if (!ret)
 		ret = write_ids_fs(d, ts);
+	if (!ret)
+		ret = write_seccomp(d);
 	return ret;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "common.h"
 #include "dump/files.h"
 #include "dump/refuse.h"
@@ -222,6 +223,58 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 	closedir(dir);
 }
 
+/*
+ * Per thread: SCHED_DEADLINE (its runtime/deadline/period are not kept) and
+ * seccomp strict mode (the dump's remote system calls would kill it).
+ */
+static void check_thread_modes(pid_t pid, struct refusals *r)
+{
+	pid_t *tids = NULL;
+	int n = proc_tasks(pid, &tids);
+
+	for (int i = 0; i < n; i++) {
+		char path[96], *stat = NULL, *p, v[16] = "";
+		int policy = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tids[i]);
+		if (proc_read_file(path, &stat) >= 0 && (p = strrchr(stat, ')'))) {
+			/* policy is field 41, the 39th after ") " */
+			for (int f = 0; f < 39 && p; f++)
+				p = strchr(p + 1, ' ');
+			policy = p ? atoi(p + 1) : 0;
+		}
+		free(stat);
+		if (policy == 6)
+			refuse_add(r, "thread %d runs SCHED_DEADLINE", tids[i]);
+		if (!proc_status_field(tids[i], "Seccomp", v, sizeof(v)) && atoi(v) == 1)
+			refuse_add(r, "thread %d is in seccomp strict mode", tids[i]);
+	}
+	free(tids);
+}
+
+/* A cgroup of the target that memdump is not in must be one a restore can join. */
+static void check_cgroups(pid_t pid, struct refusals *r)
+{
+	char path[64], *theirs = NULL, *own = NULL, *line, *save = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	if (proc_read_file(path, &theirs) < 0 || proc_read_file("/proc/self/cgroup", &own) < 0) {
+		free(theirs);
+		return;		/* collect_task_attrs reads it again, and fails */
+	}
+	for (line = strtok_r(theirs, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char mine[1024], procs[1024];
+
+		if (cgroup_own_line(own, line, mine, sizeof(mine)))
+			refuse_add(r, "cgroup %s, a hierarchy memdump is not in", line);
+		else if (strcmp(mine, line) && cgroup_procs_path(line, procs, sizeof(procs)))
+			refuse_add(r, "cgroup %s, which memdump cannot join (not mounted here)",
+				   line);
+	}
+	free(theirs);
+	free(own);
+}
+
 /* 0, or one fail() line with every refusal found. */
 static int report(pid_t pid, const struct refusals *r)
 {
@@ -250,5 +303,7 @@ int refuse_check(pid_t pid)
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
 	check_fds(pid, &r);
+	check_thread_modes(pid, &r);
+	check_cgroups(pid, &r);
 	return report(pid, &r);
 }

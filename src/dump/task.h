@@ -2,6 +2,7 @@
 #ifndef MEMDUMP_TASK_H
 #define MEMDUMP_TASK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proc.h"
@@ -22,6 +23,16 @@ struct creds {
 	uint32_t no_new_privs;
 };
 
+/* What the kernel keeps for the process beside its memory (procattr.c). */
+struct task_attrs {
+	int32_t oom_score_adj;
+	uint32_t loginuid;
+	bool child_subreaper;
+	struct { uint64_t isec, iusec, vsec, vusec; } itimer[3];	/* REAL, VIRTUAL, PROF */
+	uint32_t membarrier_mask;	/* MEMBARRIER_CMD_GET_REGISTRATIONS */
+	char cgroup[4096];		/* /proc/PID/cgroup */
+};
+
 struct task_state {
 	struct proc_stat stat;
 	uint64_t brk;
@@ -34,9 +45,12 @@ struct task_state {
 	struct ksigaction sa[NR_SIGS];
 	struct { uint64_t cur, max; } rlim[NR_RLIMITS];
 	struct creds creds;
+	struct task_attrs attrs;
 };
 
 struct dump_ctx;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
+/* procattr.c */
+int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
 
 #endif

@@ -119,7 +119,7 @@ int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2
 	return infect_syscall(&d->in, i, nr, ret, a1, a2, a3, a4, 0, 0);
 }
 
-/* set_tid_address and sigaltstack can only be asked by the thread itself. */
+/* set_tid_address, sigaltstack and the parent-death signal: only the thread itself can ask. */
 int collect_thread_inside(struct dump_ctx *d, int i)
 {
 	struct thread *t = &d->threads[i];
@@ -142,6 +142,13 @@ int collect_thread_inside(struct dump_ctx *d, int i)
 		t->ss_size = ss->ss_size;
 		t->ss_flags = ss->ss_flags & ~SS_ONSTACK;
 	}
+	err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_PDEATHSIG, remote, 0, 0);
+	if (err)
+		return err;
+	if (ret)
+		return fail((int)ret, "thread %d: cannot read its parent-death signal: %s", t->tid,
+			    strerror((int)-ret));
+	t->pdeath_sig = *(uint32_t *)local;
 	return 0;
 }
 

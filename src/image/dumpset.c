@@ -286,6 +286,9 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	if (!ret && img_exists(ds->dirfd, IMG_STATS, 0))
 		ret = img_read_one(ds->dirfd, IMG_STATS, 0, &stats_entry__descriptor,
 				   (void **)&ds->stats);
+	if (!ret && img_exists(ds->dirfd, IMG_SECCOMP, 0))
+		ret = img_read_one(ds->dirfd, IMG_SECCOMP, 0, &seccomp_entry__descriptor,
+				   (void **)&ds->seccomp);
 	return ret;
 }
 
@@ -378,6 +381,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);
 	img_free(&fs_entry__descriptor, ds->fs);
 	img_free(&stats_entry__descriptor, ds->stats);
+	img_free(&seccomp_entry__descriptor, ds->seccomp);
 	if (ds->pages_fd >= 0)
 		close(ds->pages_fd);
 	for (size_t i = 0; i < ds->nr_shmems; i++) {

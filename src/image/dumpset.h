@@ -17,6 +17,7 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
 /* One run of pages from pagemap-PID.img. */
@@ -61,6 +62,7 @@ struct dumpset {
 	size_t nr_fds;
 	FsEntry *fs;			/* NULL when absent */
 	StatsEntry *stats;		/* NULL when absent */
+	SeccompEntry *seccomp;		/* seccomp.img, NULL when absent */
 	struct dump_shmem *shmems;	/* one per shared object the VMAs map */
 	size_t nr_shmems;
 	MemfdInodeEntry **memfds;	/* memfd.img, when present */

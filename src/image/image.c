@@ -34,6 +34,7 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_STATS]      = { "stats-dump",      0x57093306, IMG_SERVICE_MAGIC },
 	[IMG_SHMEM_PAGEMAP] = { "pagemap-shmem-%u.img", 0x56084025, IMG_COMMON_MAGIC },
 	[IMG_MEMFD_INODE] = { "memfd.img",      0x48453499, IMG_COMMON_MAGIC },
+	[IMG_SECCOMP]    = { "seccomp.img",     0x64413049, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

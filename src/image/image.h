@@ -40,6 +40,7 @@ enum img_type {
 	IMG_STATS,	/* stats-dump */
 	IMG_SHMEM_PAGEMAP, /* pagemap-shmem-SHMID.img: content of a shmem object */
 	IMG_MEMFD_INODE, /* memfd.img */
+	IMG_SECCOMP,	/* seccomp.img */
 	IMG_NR_TYPES
 };
 

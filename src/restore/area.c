@@ -22,7 +22,7 @@
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {
-	size_t blob, vmas, runs, threads, auxv, close, seals, xsave, sigs, stacks, size;
+	size_t blob, vmas, runs, threads, auxv, close, seals, xsave, sigs, filters, stacks, size;
 };
 
 int add_blob_fd(struct rst *r, int fd)
@@ -186,6 +186,8 @@ static void plan_layout(struct rst *r, struct layout *l)
 	}
 	l->sigs = off;
 	off += pending_sigs_count(r) * sizeof(struct rst_siginfo);
+	l->filters = ALIGN_UP(off, 64);
+	off = l->filters + seccomp_area_size(r);
 	l->stacks = ALIGN_UP(off, PAGE_SIZE);
 	l->size = l->stacks + nt * RST_STACK_SIZE;
 }
@@ -335,5 +337,7 @@ int build_area(struct rst *r)
 	r->a->nr_seals = shm_blob_seals(r, (struct rst_seal *)(r->area + l.seals));
 	fill_process(r);
 	fill_threads(r, l.xsave, l.stacks);
+	seccomp_fill(r, l.filters);
+	attrs_fill(r);
 	return 0;
 }

@@ -417,13 +417,13 @@ static int check_files(struct rst *r)
 	return 0;
 }
 
-static bool have_sys_resource(void)
+bool rst_capable(int cap)
 {
 	cap_flag_value_t v = CAP_CLEAR;
 	cap_t caps = cap_get_proc();
 
 	if (caps) {
-		cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
+		cap_get_flag(caps, cap, CAP_EFFECTIVE, &v);
 		cap_free(caps);
 	}
 	return v == CAP_SET;
@@ -462,7 +462,7 @@ static int check_rlimits(struct rst *r)
 		"NPROC", "NOFILE", "MEMLOCK", "AS", "LOCKS", "SIGPENDING", "MSGQUEUE", "NICE",
 		"RTPRIO", "RTTIME" };
 	const TaskRlimitsEntry *rl = r->leader->tc ? r->leader->tc->rlimits : NULL;
-	bool capable = have_sys_resource();
+	bool capable = rst_capable(CAP_SYS_RESOURCE);
 	char a[32], b[32];
 
 	for (size_t i = 0; rl && i < rl->n_rlimits && i < ARRAY_SIZE(names); i++) {
@@ -495,6 +495,10 @@ int check_images(struct rst *r)
 	ret = check_threads(r);
 	if (!ret)
 		ret = check_rlimits(r);
+	if (!ret)
+		ret = seccomp_check(r);
+	if (!ret)
+		ret = attrs_check(r);
 	if (!ret)
 		ret = check_files(r);
 	if (!ret)

@@ -1,7 +1,9 @@
 /*
  * Restore, step 4: the process forked with the dumped PID (clone3 set_tid),
  * still memdump's code: it moves the prepared fds to their numbers and the
- * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd, umask and personality, and
+ * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd
+ * and umask, joins its session, group and cgroups, sets oom_score_adj,
+ * loginuid, subreaper (attrs.c), and
  * jumps into the restorer blob on the leader's stack in the restorer area.
  * A failure is told through the area (err, msg, stage) before exiting.
  */
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -153,9 +154,10 @@ void child_main(struct rst *r)
 		umask(r->ds.fs->umask);
 	else if (tc->has_umask)
 		umask(tc->umask);
-	if (personality(tc->personality) < 0)
-		child_fail(r, -errno, "cannot set personality %#x: %m", tc->personality);
 	prctl(PR_SET_PDEATHSIG, 0);
+	ret = attrs_apply_in_child(r, msg, sizeof(msg));
+	if (ret)
+		child_fail(r, ret, "%s", msg);
 
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"

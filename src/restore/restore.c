@@ -264,6 +264,7 @@ int restore_run(const struct restore_opts *o)
 	free(r.fds);
 	free(r.blob_fds);
 	free(r.shms);
+	attrs_free(&r);
 	close_inherited(&r);
 	timerfd_close_all(&r);
 	dumpset_free(&r.ds);

@@ -87,6 +87,8 @@ struct rst {
 
 	int exe_fd;
 	const char *cwd, *root;
+	char **cg_join;		/* cgroup.procs files the child joins (attrs.c) */
+	size_t nr_cg_join;
 
 	/* the restorer area */
 	int area_fd;
@@ -106,6 +108,8 @@ void rst_close_prepared(struct rst *r);
 
 /* check.c */
 int check_images(struct rst *r);
+/* memdump holds capability cap (CAP_*) in its effective set */
+bool rst_capable(int cap);
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v);
 
@@ -139,6 +143,18 @@ size_t pending_sigs_count(struct rst *r);
 size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
 void fill_process(struct rst *r);
 void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
+
+/* seccomp.c: seccomp.img checked, then its filters and each thread's chain in the area */
+int seccomp_check(struct rst *r);
+size_t seccomp_area_size(const struct rst *r);
+void seccomp_fill(struct rst *r, size_t off);
+
+/* attrs.c: what the kernel keeps beside memory (scheduling, oom, cgroup, timers ...) */
+int attrs_check(struct rst *r);
+void attrs_fill(struct rst *r);
+void attrs_free(struct rst *r);
+/* In the child, before the blob: 0, or -errno with why[] filled. */
+int attrs_apply_in_child(struct rst *r, char *why, size_t len);
 
 /* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);

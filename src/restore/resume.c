@@ -133,12 +133,16 @@ int resume_threads(struct rst *r)
 {
 	const struct rst_thread *rt = (const struct rst_thread *)(r->area + r->a->threads_off);
 	size_t n = r->a->nr_threads, seized = 0;
+	long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
 	int ret = 0, status;
 
+	/* the filters the threads install must not stop the munmap injected afterwards */
+	if (r->a->nr_filters)
+		opts |= PTRACE_O_SUSPEND_SECCOMP;
 	for (; seized < n; seized++) {
 		pid_t tid = rt[seized].tid;
 
-		if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL) ||
+		if (ptrace(PTRACE_SEIZE, tid, 0, opts) ||
 		    ptrace(PTRACE_INTERRUPT, tid, 0, 0) || waitpid(tid, &status, __WALL) != tid) {
 			ret = -errno;
 			break;

@@ -1,0 +1,19 @@
+/* Cgroup membership: the lines of /proc/PID/cgroup, and where to join one. */
+#ifndef MEMDUMP_CGROUP_H
+#define MEMDUMP_CGROUP_H
+
+#include <stddef.h>
+
+/*
+ * The line of own_text (memdump's /proc/self/cgroup) for the same hierarchy
+ * as line ("ID:controllers:path"), copied into out; -ENOENT if none.
+ */
+int cgroup_own_line(const char *own_text, const char *line, char *out, size_t len);
+/*
+ * The cgroup.procs file that puts a process into the cgroup of line, found
+ * through /proc/self/mountinfo (a mount of that hierarchy's root);
+ * -ENOENT when the hierarchy is not mounted here or the cgroup is gone.
+ */
+int cgroup_procs_path(const char *line, char *out, size_t len);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * Seccomp: each thread's mode (status "Seccomp:") and, in filter mode, its
+ * filter programs, read with PTRACE_SECCOMP_GET_FILTER while it is frozen.
+ * Filters that threads inherited from one another are kept once: a list
+ * where each filter names the one installed before it, as CRIU's
+ * seccomp.img. Refused, by name: a filter that hands syscalls to a user-space
+ * supervisor (SECCOMP_RET_USER_NOTIF: its listener cannot be recreated), and
+ * filters on a thread that could not install them again (neither
+ * no_new_privs nor CAP_SYS_ADMIN). Strict mode is refused before the seize
+ * (refuse.c): a remote system call would kill the target.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "log.h"
+#include "proc.h"
+
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER	0x420c
+#endif
+#ifndef PTRACE_SECCOMP_GET_METADATA
+#define PTRACE_SECCOMP_GET_METADATA	0x420d
+#endif
+#define CAP_SYS_ADMIN_BIT		21
+
+struct seccomp_md {
+	uint64_t filter_off;
+	uint64_t flags;
+};
+
+static int thread_status(pid_t pid, pid_t tid, const char *key, char *v, size_t len)
+{
+	char path[96], *text = NULL, *p;
+	size_t klen = strlen(key);
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	if (proc_read_file(path, &text) < 0)
+		return -EIO;
+	for (p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, klen) && p[klen] == ':') {
+			snprintf(v, len, "%.*s", (int)strcspn(p + klen + 1, "\n"), p + klen + 1);
+			ret = 0;
+			break;
+		}
+	}
+	free(text);
+	return ret;
+}
+
+static bool user_notif(const struct sock_filter *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].code == (BPF_RET | BPF_K) &&
+		    (f[i].k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF)
+			return true;
+	return false;
+}
+
+/* Filter number idx of tid (0: the oldest, see get_nth_filter()), into p. */
+static int get_filter(pid_t tid, long idx, struct seccomp_prog *p)
+{
+	struct seccomp_md md = { .filter_off = idx };
+	long n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, idx, NULL);
+
+	if (n < 0 && errno == ENOENT)
+		return -ENOENT;		/* past the oldest one */
+	if (n < 0)
+		return fail(-errno, "thread %d: cannot read seccomp filter %ld: %s", tid, idx,
+			    strerror(errno));
+	p->len = n * sizeof(struct sock_filter);
+	p->insns = malloc(p->len);
+	if (!p->insns)
+		return -ENOMEM;
+	if (ptrace(PTRACE_SECCOMP_GET_FILTER, tid, idx, p->insns) != n ||
+	    ptrace(PTRACE_SECCOMP_GET_METADATA, tid, sizeof(md), &md) < 0) {
+		free(p->insns);
+		return fail(-errno, "thread %d: cannot read seccomp filter %ld: %s", tid, idx,
+			    strerror(errno));
+	}
+	p->flags = md.flags;
+	if (user_notif(p->insns, n)) {
+		free(p->insns);
+		return fail(-EOPNOTSUPP, "thread %d has a seccomp filter that notifies a supervisor "
+			    "(SECCOMP_RET_USER_NOTIF); memdump cannot dump it", tid);
+	}
+	return 0;
+}
+
+/* The index of p with that prev in the shared list, adding it if new (p is taken). */
+static int intern(struct dump_ctx *d, struct seccomp_prog *p, int prev)
+{
+	struct seccomp_prog *nf;
+
+	for (int i = 0; i < d->nr_filters; i++) {
+		struct seccomp_prog *f = &d->filters[i];
+
+		if (f->prev == prev && f->len == p->len && f->flags == p->flags &&
+		    !memcmp(f->insns, p->insns, p->len)) {
+			free(p->insns);
+			return i;
+		}
+	}
+	nf = realloc(d->filters, (d->nr_filters + 1) * sizeof(*nf));
+	if (!nf) {
+		free(p->insns);
+		return -ENOMEM;
+	}
+	d->filters = nf;
+	p->prev = prev;
+	d->filters[d->nr_filters] = *p;
+	return d->nr_filters++;
+}
+
+/* The thread could install its filters again after its credentials are back. */
+static int check_installable(struct dump_ctx *d, pid_t tid)
+{
+	char nnp[16] = "0", capeff[32] = "0";
+
+	thread_status(d->pid, tid, "NoNewPrivs", nnp, sizeof(nnp));
+	thread_status(d->pid, tid, "CapEff", capeff, sizeof(capeff));
+	if (atoi(nnp) || (strtoull(capeff, NULL, 16) >> CAP_SYS_ADMIN_BIT & 1))
+		return 0;
+	return fail(-EOPNOTSUPP, "thread %d has seccomp filters but neither no_new_privs nor "
+		    "CAP_SYS_ADMIN to install them again; memdump cannot restore them", tid);
+}
+
+static int thread_filters(struct dump_ctx *d, struct thread *t)
+{
+	struct seccomp_prog *chain = NULL;
+	int n = 0, ret = check_installable(d, t->tid), prev = -1;
+
+	while (!ret) {
+		struct seccomp_prog *nc = realloc(chain, (n + 1) * sizeof(*nc));
+
+		if (!nc) {
+			ret = -ENOMEM;
+			break;
+		}
+		chain = nc;
+		ret = get_filter(t->tid, n, &chain[n]);
+		if (ret == -ENOENT) {
+			ret = 0;
+			break;
+		}
+		if (!ret)
+			n++;
+	}
+	/* index 0 is the oldest (the kernel counts from the first installed) */
+	for (int i = 0; i < n; i++) {
+		if (ret) {
+			free(chain[i].insns);
+			continue;
+		}
+		prev = intern(d, &chain[i], prev);
+		if (prev < 0)
+			ret = prev;
+	}
+	free(chain);
+	t->seccomp.top = prev;
+	if (!ret && prev < 0)
+		ret = fail(-EIO, "thread %d: seccomp filter mode without a filter", t->tid);
+	return ret;
+}
+
+int collect_seccomp(struct dump_ctx *d)
+{
+	for (int i = 0; i < d->nr_threads; i++) {
+		struct thread *t = &d->threads[i];
+		char v[16] = "";
+		int ret = thread_status(d->pid, t->tid, "Seccomp", v, sizeof(v));
+
+		if (ret)
+			return fail(ret, "thread %d: no Seccomp line in its status", t->tid);
+		t->seccomp.mode = atoi(v);
+		t->seccomp.top = -1;
+		if (t->seccomp.mode == SECCOMP_MODE_FILTER)
+			ret = thread_filters(d, t);
+		else if (t->seccomp.mode != SECCOMP_MODE_DISABLED)
+			ret = fail(-EOPNOTSUPP, "thread %d in seccomp mode %u", t->tid,
+				   t->seccomp.mode);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void seccomp_free(struct dump_ctx *d)
+{
+	for (int i = 0; i < d->nr_filters; i++)
+		free(d->filters[i].insns);
+	free(d->filters);
+	d->filters = NULL;
+	d->nr_filters = 0;
+}

@@ -1,0 +1,102 @@
+/*
+ * Cgroup membership, from /proc/PID/cgroup lines "ID:controllers:path"
+ * (v1 hierarchies by their controllers or name=, v2 as "0::path"), and the
+ * cgroup.procs file of the same cgroup under a mount of its hierarchy.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "proc.h"
+
+/* "ID:controllers:" of a line: the hierarchy it names */
+static size_t hierarchy_len(const char *line)
+{
+	const char *c = strchr(line, ':');
+
+	c = c ? strchr(c + 1, ':') : NULL;
+	return c ? (size_t)(c - line) + 1 : 0;
+}
+
+int cgroup_own_line(const char *own_text, const char *line, char *out, size_t len)
+{
+	size_t h = hierarchy_len(line);
+
+	for (const char *p = own_text; h && p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, line, h)) {
+			snprintf(out, len, "%.*s", (int)strcspn(p, "\n"), p);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Every comma-separated item of want is among the mount's super options. */
+static bool has_options(const char *opts, const char *want, size_t wlen)
+{
+	char o[600];
+
+	if (strlen(opts) > sizeof(o) - 3)
+		return false;
+	snprintf(o, sizeof(o), ",%.512s,", opts);
+	for (const char *w = want; w < want + wlen;) {
+		size_t n = MIN(strcspn(w, ","), (size_t)(want + wlen - w));
+		char item[128];
+
+		if (n >= sizeof(item) - 2)
+			return false;
+		snprintf(item, sizeof(item), ",%.*s,", (int)n, w);
+		if (!strstr(o, item))
+			return false;
+		w += n + 1;
+	}
+	return true;
+}
+
+/* The mount point of the hierarchy's root: cgroup2 for an empty controller list. */
+static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
+{
+	char *text = NULL, *line, *save = NULL;
+	int ret = -ENOENT;
+
+	if (proc_read_file("/proc/self/mountinfo", &text) < 0)
+		return -EIO;
+	for (line = strtok_r(text, "\n", &save); line && ret; line = strtok_r(NULL, "\n", &save)) {
+		char root[256], point[256], fstype[32], opts[512];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %255s %255s", root, point) != 2 ||
+		    sscanf(dash + 3, "%31s %*s %511s", fstype, opts) != 2 || strcmp(root, "/"))
+			continue;
+		if (clen ? !strcmp(fstype, "cgroup") && has_options(opts, ctl, clen)
+			 : !strcmp(fstype, "cgroup2")) {
+			snprintf(mnt, len, "%s", point);
+			ret = 0;
+		}
+	}
+	free(text);
+	return ret;
+}
+
+int cgroup_procs_path(const char *line, char *out, size_t len)
+{
+	const char *ctl = strchr(line, ':'), *path;
+	char mnt[256];
+	int ret;
+
+	path = ctl ? strchr(ctl + 1, ':') : NULL;
+	if (!path)
+		return -EINVAL;
+	ctl++;
+	ret = hierarchy_mount(ctl, path - ctl, mnt, sizeof(mnt));
+	if (ret)
+		return ret;
+	path++;
+	snprintf(out, len, "%s%.*s/cgroup.procs", mnt, (int)strcspn(path, "\n"), path);
+	return access(out, W_OK) ? -errno : 0;
+}

@@ -1,0 +1,253 @@
+/*
+ * What the kernel keeps for a process beside its memory, threads and files:
+ *
+ *  - checked before anything starts: cgroups the process was in and memdump
+ *    is not (each must be joinable here), an oom_score_adj a child of
+ *    memdump could not take (tried in a fork), another loginuid
+ *    (CAP_AUDIT_CONTROL);
+ *  - done by the child before the blob: session and process group, cgroups,
+ *    oom_score_adj, loginuid, child-subreaper flag;
+ *  - handed to the blob (restorer.h): per thread its scheduling policy,
+ *    priority, nice, CPU affinity, timer slack and parent-death signal; for
+ *    the process its personality, membarrier registrations, interval timers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "common.h"
+#include "log.h"
+#include "proc.h"
+#include "restore/restore.h"
+
+static int read_own(const char *name, char *buf, size_t len)
+{
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static int add_join(struct rst *r, const char *path)
+{
+	char **n = realloc(r->cg_join, (r->nr_cg_join + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	r->cg_join = n;
+	n[r->nr_cg_join] = strdup(path);
+	if (!n[r->nr_cg_join])
+		return -ENOMEM;
+	r->nr_cg_join++;
+	return 0;
+}
+
+/* Each hierarchy where the process was in another cgroup than memdump: joinable. */
+static int check_cgroups(struct rst *r, const char *dumped)
+{
+	char own[4096], *copy, *line, *save = NULL;
+	int ret = read_own("/proc/self/cgroup", own, sizeof(own));
+
+	if (ret)
+		return fail(ret, "cannot read /proc/self/cgroup: %s", strerror(-ret));
+	copy = strdup(dumped);
+	if (!copy)
+		return -ENOMEM;
+	for (line = strtok_r(copy, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save)) {
+		char mine[1024], procs[1024];
+
+		if (cgroup_own_line(own, line, mine, sizeof(mine)))
+			ret = fail(-ENOENT, "the process was in cgroup %s, a hierarchy this host "
+				   "does not have", line);
+		else if (strcmp(mine, line) && cgroup_procs_path(line, procs, sizeof(procs)))
+			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
+				   "join here (not mounted or gone)", line);
+		else if (strcmp(mine, line))
+			ret = add_join(r, procs);
+	}
+	free(copy);
+	return ret;
+}
+
+/* A child of memdump may set adj: tried in a throwaway fork, which has memdump's floor. */
+static bool oom_settable(int adj)
+{
+	char v[16];
+	int n = snprintf(v, sizeof(v), "%d", adj), status = 0;
+	pid_t c = fork();
+
+	if (c == 0) {
+		int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+		_exit(fd >= 0 && write(fd, v, n) == n ? 0 : 1);
+	}
+	if (c < 0 || waitpid(c, &status, 0) != c)
+		return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * Below the floor memdump inherited (oom_score_adj_min, not shown in /proc)
+ * only CAP_SYS_RESOURCE may go: refused before anything starts.
+ */
+static int check_oom(const TaskCoreEntry *tc)
+{
+	char own[32] = "0";
+
+	if (!tc->has_oom_score_adj)
+		return 0;
+	if (tc->oom_score_adj < -1000 || tc->oom_score_adj > 1000)
+		return fail(-EIO, "oom_score_adj %d in the image is out of range", tc->oom_score_adj);
+	read_own("/proc/self/oom_score_adj", own, sizeof(own));
+	if (!oom_settable(tc->oom_score_adj))
+		return fail(-EPERM, "oom_score_adj %d cannot be set here (memdump's own is %d; "
+			    "going lower needs CAP_SYS_RESOURCE)", tc->oom_score_adj, atoi(own));
+	return 0;
+}
+
+static uint32_t own_loginuid(void)
+{
+	char v[32] = "4294967295";
+
+	read_own("/proc/self/loginuid", v, sizeof(v));
+	return strtoul(v, NULL, 10);
+}
+
+int attrs_check(struct rst *r)
+{
+	const TaskCoreEntry *tc = r->leader->tc;
+	int ret = check_oom(tc);
+
+	if (!ret && tc->has_loginuid && tc->loginuid != own_loginuid() &&
+	    !rst_capable(CAP_AUDIT_CONTROL))
+		ret = fail(-EPERM, "loginuid %u differs from memdump's own (%u) and setting it "
+			   "needs CAP_AUDIT_CONTROL", tc->loginuid, own_loginuid());
+	if (!ret && tc->cgroup)
+		ret = check_cgroups(r, tc->cgroup);
+	return ret;
+}
+
+void attrs_free(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_cg_join; i++)
+		free(r->cg_join[i]);
+	free(r->cg_join);
+	r->cg_join = NULL;
+	r->nr_cg_join = 0;
+}
+
+static void fill_sched(struct rst_thread *t, const ThreadCoreEntry *th)
+{
+	if (th->has_sched_policy) {
+		t->has_sched = 1;
+		t->sched.policy = th->sched_policy;
+		t->sched.prio = th->sched_prio;
+		t->sched.nice = th->sched_nice;
+	}
+	t->sched.nr_affinity = MIN(th->n_cpu_affinity, (size_t)RST_AFFINITY_WORDS);
+	for (size_t k = 0; k < t->sched.nr_affinity; k++)
+		t->sched.affinity[k] = th->cpu_affinity[k];
+	t->sched.timer_slack = th->has_timer_slack_ns ? th->timer_slack_ns : 0;
+	t->pdeath_sig = th->has_pdeath_sig ? th->pdeath_sig : 0;
+}
+
+static void fill_itimer(struct rst_args *a, int w, const ItimerEntry *e)
+{
+	a->itimers[w].isec = e->isec;
+	a->itimers[w].iusec = e->iusec;
+	a->itimers[w].vsec = e->vsec;
+	a->itimers[w].vusec = e->vusec;
+}
+
+void attrs_fill(struct rst *r)
+{
+	const TaskCoreEntry *tc = r->leader->tc;
+	struct rst_thread *rt = (struct rst_thread *)(r->area + r->a->threads_off);
+	struct rst_args *a = r->a;
+
+	for (size_t i = 0; i < r->ds.nr_cores; i++)
+		fill_sched(&rt[i], r->ds.cores[i]->thread_core);
+	a->personality = tc->personality;
+	a->membarrier_mask = tc->has_membarrier_registration_mask ?
+			     tc->membarrier_registration_mask : 0;
+	if (tc->timers && tc->timers->real && tc->timers->virt && tc->timers->prof) {
+		a->has_itimers = 1;
+		fill_itimer(a, 0, tc->timers->real);
+		fill_itimer(a, 1, tc->timers->virt);
+		fill_itimer(a, 2, tc->timers->prof);
+	}
+}
+
+static int write_own(const char *path, const char *text, char *why, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		snprintf(why, len, "cannot write '%s' to %s: %s", text, path, strerror(-ret));
+	return ret;
+}
+
+/*
+ * Session and process group as dumped: a leader of its own session or group
+ * gets a new one; another group of memdump's session is joined. One that is
+ * gone, or in another session, cannot be entered: said, and memdump's kept.
+ */
+static void apply_groups(struct rst *r)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	pid_t pid = getpid();
+
+	if ((pid_t)pe->sid == pid)
+		setsid();
+	else if ((pid_t)pe->sid != getsid(0))
+		pr_warn("process %d was in session %u, which restore cannot enter: it is in %d\n",
+			pid, pe->sid, getsid(0));
+	if ((pid_t)pe->pgid == getpgid(0))
+		return;
+	if (setpgid(0, (pid_t)pe->pgid == pid ? 0 : (pid_t)pe->pgid))
+		pr_warn("process %d cannot join its process group %u (%m): it is in %d\n", pid,
+			pe->pgid, getpgid(0));
+}
+
+int attrs_apply_in_child(struct rst *r, char *why, size_t len)
+{
+	const TaskCoreEntry *tc = r->leader->tc;
+	char v[32];
+	int ret = 0;
+
+	apply_groups(r);
+	for (size_t i = 0; i < r->nr_cg_join && !ret; i++)
+		ret = write_own(r->cg_join[i], "0", why, len);
+	if (!ret && tc->has_oom_score_adj) {
+		snprintf(v, sizeof(v), "%d", tc->oom_score_adj);
+		ret = write_own("/proc/self/oom_score_adj", v, why, len);
+	}
+	if (!ret && tc->has_loginuid && tc->loginuid != own_loginuid()) {
+		snprintf(v, sizeof(v), "%u", tc->loginuid);
+		ret = write_own("/proc/self/loginuid", v, why, len);
+	}
+	if (!ret && tc->has_child_subreaper && prctl(PR_SET_CHILD_SUBREAPER, tc->child_subreaper)) {
+		ret = -errno;
+		snprintf(why, len, "cannot set the child-subreaper flag: %s", strerror(errno));
+	}
+	return ret;
+}
