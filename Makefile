@@ -90,6 +90,7 @@ demo: deps
 
 test: deps check-layers
 	$(MAKE) all
+	$(MAKE) fuzz
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/memdump
 	MEMDUMP=$(CURDIR)/build-asan/memdump TESTBIN=$(CURDIR)/build/test test/run.sh
