@@ -1,6 +1,7 @@
 /*
  * Turning the collected state into CRIU-format images: core-TID, mm,
- * pagemap, pstree, ids, fs, stats, inventory.
+ * pstree, ids, fs, stats; then pagemap (with the runs' checksums, once the
+ * pages are on disk) and inventory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -289,7 +290,8 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	return ret;
 }
 
-static int write_pagemap(struct dump_ctx *d)
+/* pagemap-PID.img, with each run's checksum (sums[i]). */
+static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
@@ -308,6 +310,8 @@ static int write_pagemap(struct dump_ctx *d)
 		pe.nr_pages = d->runs[i].nr_pages;
 		pe.has_flags = true;
 		pe.flags = PE_PRESENT;
+		pe.has_sum = true;
+		pe.sum = sums[i];
 		ret = img_write_msg(img, &pe.base);
 	}
 	if (ret) {
@@ -315,6 +319,28 @@ static int write_pagemap(struct dump_ctx *d)
 		return ret;
 	}
 	return img_close(img);
+}
+
+/*
+ * The pages image is read back once (in splice mode its bytes never passed
+ * through memdump): the checksum of every run for the pagemap, and the
+ * file's for the inventory.
+ */
+static int sum_and_write_pagemap(struct dump_ctx *d)
+{
+	uint64_t *lens = calloc(d->nr_runs + 1, sizeof(*lens));
+	uint64_t *sums = calloc(d->nr_runs + 1, sizeof(*sums));
+	int ret = lens && sums ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !ret && i < d->nr_runs; i++)
+		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
+	if (!ret)
+		ret = img_sum_runs(d->dirfd, 1, lens, d->nr_runs, sums);
+	if (!ret)
+		ret = write_pagemap(d, sums);
+	free(lens);
+	free(sums);
+	return ret;
 }
 
 static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
@@ -364,8 +390,6 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 	if (!ret)
 		ret = write_mm(d, ts);
 	if (!ret)
-		ret = write_pagemap(d);
-	if (!ret)
 		ret = write_pstree(d, ts);
 	if (!ret)
 		ret = write_ids_fs(d, ts);
@@ -398,6 +422,7 @@ int write_inventory(struct dump_ctx *d)
 	struct utsname u;
 	struct timespec ts;
 	char tool[32];
+	int ret;
 
 	uname(&u);
 	clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -413,5 +438,6 @@ int write_inventory(struct dump_ctx *d)
 	inv.kernel = u.release;
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
-	return img_write_inventory(d->dirfd, &inv);
+	ret = sum_and_write_pagemap(d);
+	return ret ? ret : img_write_inventory(d->dirfd, &inv);
 }
