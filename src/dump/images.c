@@ -246,12 +246,30 @@ static void fill_vma(VmaEntry *e, const struct vma *v)
 	e->locked = v->locked;
 }
 
+/* mm_entry.guards (field 50): the guard pages, which have no content. */
+static int fill_guards(MmEntry *mm, const struct dump_ctx *d, GuardRegionEntry **g)
+{
+	*g = calloc(d->nr_guards + 1, sizeof(**g));
+	mm->guards = calloc(d->nr_guards + 1, sizeof(*mm->guards));
+	if (!*g || !mm->guards)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nr_guards; i++) {
+		guard_region_entry__init(&(*g)[i]);
+		(*g)[i].start = d->guards[i].start;
+		(*g)[i].end = d->guards[i].end;
+		mm->guards[i] = &(*g)[i];
+	}
+	mm->n_guards = d->nr_guards;
+	return 0;
+}
+
 static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 {
 	MmEntry mm = MM_ENTRY__INIT;
 	VmaEntry *ve = calloc(d->nr_vmas, sizeof(*ve));
 	VmaEntry **vp = calloc(d->nr_vmas, sizeof(*vp));
 	const struct proc_stat *s = &ts->stat;
+	GuardRegionEntry *ge = NULL;
 	int ret;
 
 	if (!ve || !vp) {
@@ -284,9 +302,13 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	}
 	mm.n_vmas = d->nr_vmas;
 	mm.vmas = vp;
-	ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
+	ret = fill_guards(&mm, d, &ge);
+	if (!ret)
+		ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
 	free(ve);
 	free(vp);
+	free(ge);
+	free(mm.guards);
 	return ret;
 }
 

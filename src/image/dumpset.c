@@ -381,6 +381,30 @@ static int check_runs_in_vmas(const struct dumpset *ds)
 	return 0;
 }
 
+/*
+ * Guard regions (mm_entry.guards): sorted, page-aligned, each inside one VMA
+ * that restore maps, and holding no dumped page (a guard page has no content).
+ */
+static int check_guards(const struct dumpset *ds)
+{
+	const MmEntry *mm = ds->mm;
+
+	for (size_t i = 0; i < mm->n_guards; i++) {
+		const GuardRegionEntry *g = mm->guards[i];
+		const VmaEntry *v = dumpset_vma_at(ds, g->start);
+		size_t r = dumpset_run_after(ds, g->start);
+
+		if (g->start >= g->end || (g->start | g->end) % PAGE_SIZE ||
+		    (i && g->start < mm->guards[i - 1]->end) || !v || g->end > v->end ||
+		    (v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL)) ||
+		    (r < ds->nr_runs && ds->runs[r].start < g->end))
+			return fail(-EIO, "image mm-%d.img is corrupt: guard region %zu %#" PRIx64 "-%#"
+				    PRIx64 " is empty, unaligned, unsorted, outside one VMA or holds "
+				    "dumped pages", ds->pstree->pid, i, g->start, g->end);
+	}
+	return 0;
+}
+
 static int load_images(struct dumpset *ds)
 {
 	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
@@ -407,6 +431,8 @@ static int load_images(struct dumpset *ds)
 				&ds->pages_fd);
 	if (!ret)
 		ret = check_runs_in_vmas(ds);
+	if (!ret)
+		ret = check_guards(ds);
 	if (!ret)
 		ret = load_shmems(ds);
 	if (!ret)
