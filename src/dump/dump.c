@@ -151,6 +151,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
+	free(d->guards);
 	files_free(&d->files);
 	shmem_free(&d->shmem);
 	seccomp_free(d);

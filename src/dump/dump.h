@@ -80,6 +80,11 @@ struct vma {
 	char name[PATH_MAX];
 };
 
+/* Guard pages (MADV_GUARD_INSTALL): no content, installed again on restore. */
+struct guard_region {
+	uint64_t start, end;
+};
+
 /* A run of pages to dump: [start, start + nr_pages * PAGE_SIZE). */
 struct page_run {
 	uint64_t start;
@@ -139,6 +144,8 @@ struct dump_ctx {
 	struct page_run *runs;
 	size_t nr_runs;
 	uint64_t nr_pages;
+	struct guard_region *guards;	/* sorted */
+	size_t nr_guards;
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;

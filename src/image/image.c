@@ -9,6 +9,7 @@
 #include "common.h"
 #include "image/hash.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "inventory.pb-c.h"
 #include "log.h"
 
@@ -252,6 +253,33 @@ int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
 	free(buf);
 	*size = h.total;
 	*hash = hash64_final(&h);
+	return ret;
+}
+
+static struct created_img *find_created(const char *name)
+{
+	for (int i = 0; i < nr_created; i++)
+		if (created[i].name && !strcmp(created[i].name, name))
+			return &created[i];
+	return NULL;
+}
+
+int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums)
+{
+	struct created_img *c;
+	struct hash64 whole;
+	char name[64];
+	int fd, ret;
+
+	img_name(IMG_PAGES, pages_id, name, sizeof(name));
+	c = find_created(name);
+	fd = img_open_file(dirfd, name, 0);
+	if (fd < 0)
+		return fd;
+	ret = runsum_read(fd, name, lens, nr, sums, &whole);
+	close(fd);
+	if (!ret && c)
+		*c = (struct created_img){ c->name, true, whole.total, hash64_final(&whole) };
 	return ret;
 }
 

@@ -94,6 +94,11 @@ void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
  * memdump) are read back here.
  */
 int img_write_inventory(int dirfd, InventoryEntry *inv);
+/*
+ * A pages image this dump created, read back once: sums[i] gets the checksum
+ * of its i-th run of lens[i] bytes, and the inventory its size and checksum.
+ */
+int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums);
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 

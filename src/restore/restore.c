@@ -234,39 +234,61 @@ static int restore(struct rst *r)
 	return wait_restored(r->pid);
 }
 
+/* The set loaded and every check a restore makes before it starts anything. */
+static int load_and_check(struct rst *r, const struct restore_opts *o)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->o = o;
+	r->area_fd = -1;
+	r->exe_fd = -1;
+	r->ds.dirfd = -1;
+	r->ds.pages_fd = -1;
+	ret = scan_inherited(r);
+	if (!ret)
+		ret = dumpset_load(o->dir, &r->ds);
+	if (ret)
+		return ret;
+	r->pid = dumpset_pid(&r->ds);
+	r->leader = r->ds.cores[0];
+	ret = shm_collect(r);
+	if (!ret)
+		ret = check_images(r);
+	return ret;
+}
+
+static void rst_free(struct rst *r)
+{
+	rst_close_prepared(r);
+	if (r->area)
+		munmap(r->area, r->area_size);
+	free(r->descs);
+	free(r->fds);
+	free(r->blob_fds);
+	free(r->shms);
+	attrs_free(r);
+	close_inherited(r);
+	timerfd_close_all(r);
+	dumpset_free(&r->ds);
+}
+
 int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret;
+	int ret = load_and_check(&r, o);
 
-	memset(&r, 0, sizeof(r));
-	r.o = o;
-	r.area_fd = -1;
-	r.exe_fd = -1;
-	ret = scan_inherited(&r);
-	if (!ret)
-		ret = dumpset_load(o->dir, &r.ds);
-	if (ret) {
-		close_inherited(&r);
-		return ret;
-	}
-	r.pid = dumpset_pid(&r.ds);
-	r.leader = r.ds.cores[0];
-	ret = shm_collect(&r);
-	if (!ret)
-		ret = check_images(&r);
 	if (!ret)
 		ret = restore(&r);
-	rst_close_prepared(&r);
-	if (r.area)
-		munmap(r.area, r.area_size);
-	free(r.descs);
-	free(r.fds);
-	free(r.blob_fds);
-	free(r.shms);
-	attrs_free(&r);
-	close_inherited(&r);
-	timerfd_close_all(&r);
-	dumpset_free(&r.ds);
+	rst_free(&r);
+	return ret;
+}
+
+int restore_check(const struct restore_opts *o)
+{
+	struct rst r;
+	int ret = load_and_check(&r, o);
+
+	rst_free(&r);
 	return ret;
 }

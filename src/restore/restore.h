@@ -24,6 +24,8 @@ struct restore_opts {
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
 int restore_run(const struct restore_opts *o);
+/* Load the set and make every check restore_run() makes, start nothing (the fuzzer's). */
+int restore_check(const struct restore_opts *o);
 
 /* One fd number of the restored process. */
 struct rfd {
