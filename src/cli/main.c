@@ -18,6 +18,7 @@ static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running]\n"
+	"       [--pages-write auto|cache|direct]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given\n"
 	"  restore -D DIR [-d] [--pidfile FILE]\n"
@@ -35,6 +36,7 @@ int cmd_dump(const struct options *o)
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
+		.pages_write = o->pages_write,
 	};
 
 	return dump_run(&d);
@@ -72,6 +74,19 @@ static int parse_mode(struct options *opts, const char *s)
 	return -1;
 }
 
+static int parse_pages_write(struct options *opts, const char *s)
+{
+	static const char *const names[] = { "auto", "cache", "direct" };
+
+	for (int w = PAGES_AUTO; w <= PAGES_DIRECT; w++) {
+		if (!strcmp(s, names[w])) {
+			opts->pages_write = w;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -82,12 +97,14 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS,
+	       OPT_PAGES_WRITE };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
+		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -117,6 +134,11 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAVE:
 			opts->leave_running = true;
+			break;
+		case OPT_PAGES_WRITE:
+			if (parse_pages_write(opts, optarg))
+				return bad_usage("unknown --pages-write '%s' (auto, cache or direct)",
+						 optarg);
 			break;
 		case 'd':
 			opts->detach = true;

@@ -127,6 +127,24 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 	return ret;
 }
 
+/*
+ * Images were written into the page cache: to the disk with them, now that
+ * the target runs again or is gone. For a killing dump a failure here comes
+ * too late to save the process; the set loses its inventory, so that it is
+ * never taken for complete.
+ */
+static int make_durable(struct dump_ctx *d, bool leave_running)
+{
+	int ret = img_sync_all(d->dirfd);
+
+	if (ret && !leave_running) {
+		unlinkat(d->dirfd, "inventory.img", 0);
+		fsync(d->dirfd);
+		pr_err("process %d was killed, but its images are not on the disk", d->pid);
+	}
+	return ret;
+}
+
 static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 {
 	double mb = d->stats.bytes_written / 1e6;
@@ -135,9 +153,10 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 	if (log_level() == LOG_NONE)
 		return;
 	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode, %.0f MB/s\n", d->pid, d->nr_threads, d->nr_vmas,
-	       d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
-	       mem_s > 0 ? mb / mem_s : 0);
+	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n", d->pid, d->nr_threads,
+	       d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
+	       d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
+	       (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	fflush(stdout);
 }
 
@@ -151,6 +170,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
+	free(d->run_sums);
 	free(d->guards);
 	files_free(&d->files);
 	shmem_free(&d->shmem);
@@ -167,6 +187,7 @@ const char *mode_name(enum dump_mode m)
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
+			      .pages_write = o->pages_write,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
@@ -214,12 +235,15 @@ int dump_run(const struct dump_opts *o)
 	/*
 	 * inventory.img lists every image's checksum; the pages images are read
 	 * back for it, which the target need not wait for: it is done after the
-	 * target is resumed (every image is complete on disk). A failure then
+	 * target is resumed (every image is written). A failure then
 	 * only removes the images: the target runs on.
 	 */
 	if (!ret && o->leave_running)
 		ret = write_inventory(&d);
-	if (ret)
+	if (!ret)
+		ret = make_durable(&d, o->leave_running);
+	d.stats.durable_at = now_us();
+	if (ret && o->leave_running)
 		img_remove_created(d.dirfd);
 	else
 		img_forget_created();

@@ -93,13 +93,18 @@ struct page_run {
 };
 
 struct dump_stats {
-	uint64_t freeze_start, frozen_at, unfrozen_at;
+	uint64_t freeze_start, frozen_at, unfrozen_at, durable_at;
 	uint64_t mem_start, mem_end;
 	uint64_t pages_scanned, pages_written;
 	uint64_t bytes_written;
+	bool pages_cached;		/* written through the page cache */
 };
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
+
+/* How pages-1.img is written: through the page cache (the target waits for
+ * memory, not the disk) or O_DIRECT; auto: the cache when it has room. */
+enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {
@@ -108,6 +113,7 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool progress;			/* draw a progress bar on stderr */
+	enum pages_write pages_write;	/* --pages-write */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
@@ -135,6 +141,7 @@ struct dump_ctx {
 	struct infect_ctx in;		/* the frozen, infected process */
 	struct file_set files;
 	enum dump_mode mode;
+	enum pages_write pages_write;
 	bool progress;
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
@@ -143,6 +150,8 @@ struct dump_ctx {
 	int nr_vmas;
 	struct page_run *runs;
 	size_t nr_runs;
+	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;

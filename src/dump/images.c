@@ -412,8 +412,12 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 
 	for (size_t i = 0; !ret && i < d->nr_runs; i++)
 		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
-	if (!ret)
+	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
+		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
+		ret = img_set_sum(IMG_PAGES, 1, d->pages_size, d->pages_hash);
+	} else if (!ret) {
 		ret = img_sum_runs(d->dirfd, 1, lens, d->nr_runs, sums);
+	}
 	if (!ret)
 		ret = write_pagemap(d, sums);
 	free(lens);

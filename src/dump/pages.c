@@ -2,9 +2,10 @@
  * Page data: the selected runs, in address order, into pages-1.img.
  *
  *   splice  the parasite vmsplices the pages into a pipe (SPLICE_F_GIFT: page
- *           references, no copy) and we splice the pipe into the image; with
- *           O_DIRECT the pages go from the target's memory to the disk without
- *           a copy. SPLICE_F_GIFT does not copy-on-write: a page in the pipe
+ *           references, no copy) and we splice the pipe into the image: into
+ *           the page cache at memory speed, or with O_DIRECT from the target's
+ *           memory to the disk without a copy (use_page_cache() decides).
+ *           SPLICE_F_GIFT does not copy-on-write: a page in the pipe
  *           shows what the target writes after it resumes, so every byte is
  *           in the image before the target runs again.
  *   read    process_vm_readv into a buffer, then write.
@@ -23,14 +24,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/pagesum.h"
 #include "infect/infect.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "progress.h"
 
 #define BUF_SIZE	(8UL << 20)
@@ -48,6 +52,7 @@ struct pages_out {
 	int next_fill, next_write;
 	int err;		/* first write error */
 	bool stop;
+	struct pagesum *sum;	/* fed what is written, unless it reads memory */
 	pthread_t writer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -91,6 +96,9 @@ static void *writer_main(void *arg)
 			break;
 		pthread_mutex_unlock(&o->lock);
 		int err = o->err ? 0 : write_buf(o, o->buf[i], o->len[i]);
+
+		if (!err && o->sum)
+			pagesum_feed(o->sum, o->buf[i], o->len[i]);
 		pthread_mutex_lock(&o->lock);
 		if (err && !o->err)
 			o->err = err;
@@ -237,6 +245,68 @@ static int dump_runs(struct dump_ctx *d, struct pages_out *o)
 	return ret;
 }
 
+/* A /proc/meminfo or /proc/sys value, or 0. */
+static uint64_t meminfo_kb(const char *text, const char *key)
+{
+	const char *v = proc_line_after(text, key);
+
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
+static uint64_t sysctl_value(const char *path)
+{
+	char *text;
+	uint64_t v = 0;
+
+	if (proc_read_file(path, &text) > 0) {
+		v = strtoull(text, NULL, 10);
+		free(text);
+	}
+	return v;
+}
+
+/*
+ * Room for dirty pages before the kernel throttles writers to the disk's
+ * pace (balance_dirty_pages' free-run ceiling, halfway between the
+ * background and the foreground dirty limits), less what is dirty already.
+ */
+static uint64_t dirty_room(void)
+{
+	uint64_t avail, dirty, thresh, bg, ceiling;
+	char *mi;
+
+	if (proc_read_file("/proc/meminfo", &mi) <= 0)
+		return 0;
+	avail = meminfo_kb(mi, "MemAvailable:") << 10;
+	dirty = (meminfo_kb(mi, "Dirty:") + meminfo_kb(mi, "Writeback:")) << 10;
+	free(mi);
+	thresh = sysctl_value("/proc/sys/vm/dirty_bytes") ?:
+		 avail / 100 * sysctl_value("/proc/sys/vm/dirty_ratio");
+	bg = sysctl_value("/proc/sys/vm/dirty_background_bytes") ?:
+	     avail / 100 * sysctl_value("/proc/sys/vm/dirty_background_ratio");
+	ceiling = (thresh + bg) / 2;
+	return ceiling > dirty ? ceiling - dirty : 0;
+}
+
+/*
+ * Through the page cache, the target waits for memory, not for the disk;
+ * the image is made durable once it runs again (dump.c). Auto takes the
+ * cache when the whole image fits below the free-run ceiling and on the
+ * filesystem; past it the kernel would throttle to the disk's pace anyway,
+ * and O_DIRECT does not push the machine's other pages out.
+ */
+static bool use_page_cache(struct dump_ctx *d, int fd)
+{
+	uint64_t bytes = d->nr_pages * PAGE_SIZE;
+	struct statvfs fs;
+
+	if (d->pages_write != PAGES_AUTO)
+		return d->pages_write == PAGES_CACHE;
+	if (fstatvfs(fd, &fs) || (uint64_t)fs.f_bavail * fs.f_frsize < bytes + (64 << 20))
+		return false;
+	return bytes <= dirty_room();
+}
+
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
 	struct image *img;
@@ -248,7 +318,10 @@ static int open_pages(struct dump_ctx *d, struct pages_out *o)
 	img_abort(img);
 	if (o->fd < 0)
 		return -errno;
-	o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	d->stats.pages_cached = use_page_cache(d, o->fd);
+	if (!d->stats.pages_cached)
+		o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	pr_info("pages-1.img: %s", o->direct ? "O_DIRECT" : "through the page cache");
 	return 0;
 }
 
@@ -278,16 +351,43 @@ static int stop_writer(struct pages_out *o)
 	return err;
 }
 
+/* The checksums, if all went well, go to d (images.c writes them). */
+static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
+{
+	int err = pagesum_finish(ps, ret != 0);
+
+	ret = ret ?: err;
+	if (ret) {
+		free(ps->sums);
+		return ret;
+	}
+	d->run_sums = ps->sums;
+	d->pages_size = ps->rs.whole.total;
+	d->pages_hash = hash64_final(&ps->rs.whole);
+	return 0;
+}
+
 int write_pages(struct dump_ctx *d)
 {
 	struct pages_out o = { .fd = -1 };
+	struct pagesum ps;
 	int ret, err;
 
 	ret = open_pages(d, &o);
 	if (ret)
 		return ret;
-	ret = start_writer(&o);
+	o.sum = d->mode == MODE_SPLICE ? NULL : &ps;	/* splice: read from memory */
+	/* the blob's start writes memory (rseq): before the checksums read it */
+	ret = d->mode == MODE_SPLICE ? parasite_start(&d->in) : 0;
 	if (ret) {
+		close(o.fd);
+		return ret;
+	}
+	ret = pagesum_start(d, &ps, !o.sum);
+	if (!ret)
+		ret = start_writer(&o);
+	if (ret) {
+		keep_sums(d, &ps, ret);
 		close(o.fd);
 		return ret;
 	}
@@ -295,10 +395,8 @@ int write_pages(struct dump_ctx *d)
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
-	ret = ret ?: err;
-	if (!ret && fdatasync(o.fd) && errno != EINVAL)
-		ret = fail(-errno, "cannot sync the pages image: %s", strerror(errno));
-	d->stats.mem_end = now_us();
+	ret = keep_sums(d, &ps, ret ?: err);
+	d->stats.mem_end = now_us();	/* synced with every image, after the release */
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;

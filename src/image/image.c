@@ -197,8 +197,6 @@ int img_close(struct image *img)
 
 	if (img->f && fflush(img->f))
 		ret = fail(-errno, "cannot write image %s: %s", img->name, strerror(errno));
-	if (!ret && fsync(img->fd) && errno != EINVAL)
-		ret = fail(-errno, "cannot sync image %s: %s", img->name, strerror(errno));
 	if (img->f) {
 		if (fclose(img->f) && !ret)
 			ret = fail(-errno, "cannot close image %s: %s", img->name, strerror(errno));
@@ -262,6 +260,19 @@ static struct created_img *find_created(const char *name)
 		if (created[i].name && !strcmp(created[i].name, name))
 			return &created[i];
 	return NULL;
+}
+
+int img_set_sum(enum img_type type, unsigned id, uint64_t size, uint64_t hash)
+{
+	char name[64];
+	struct created_img *c;
+
+	img_name(type, id, name, sizeof(name));
+	c = find_created(name);
+	if (!c)
+		return fail(-ENOENT, "image %s was not created", name);
+	*c = (struct created_img){ c->name, true, size, hash };
+	return 0;
 }
 
 int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums)
@@ -346,9 +357,33 @@ static int write_inventory_file(int dirfd, const ProtobufCMessage *msg)
 		return ret;
 	if (renameat(dirfd, tmp, dirfd, "inventory.img"))
 		return fail(-errno, "cannot rename inventory image: %s", strerror(errno));
-	if (fsync(dirfd))
-		return fail(-errno, "cannot sync dump directory: %s", strerror(errno));
 	return 0;
+}
+
+static int sync_file(int dirfd, const char *name)
+{
+	int fd = img_open_file(dirfd, name, 0), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fdatasync(fd) && errno != EINVAL)
+		ret = fail(-errno, "cannot sync image %s: %s", name, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+int img_sync_all(int dirfd)
+{
+	int ret = 0;
+
+	for (int i = 0; i < nr_created && !ret; i++)
+		if (created[i].name && created[i].name[0] != '.')
+			ret = sync_file(dirfd, created[i].name);
+	if (!ret)
+		ret = sync_file(dirfd, "inventory.img");
+	if (!ret && fsync(dirfd))
+		ret = fail(-errno, "cannot sync the dump directory: %s", strerror(errno));
+	return ret;
 }
 
 static int read_exact(int fd, void *buf, size_t len)

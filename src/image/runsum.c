@@ -19,16 +19,7 @@ uint64_t runsum_buf(const void *buf, size_t len)
 	return hash64_final(&h);
 }
 
-/* Where the read is: which span, and how much of it is left. */
-struct span_pos {
-	const uint64_t *lens;
-	uint64_t *sums;
-	size_t nr, i;
-	uint64_t left;
-	struct hash64 h;
-};
-
-static void next_span(struct span_pos *p)
+static void next_span(struct runsum *p)
 {
 	while (p->i < p->nr && !p->left) {
 		p->sums[p->i] = hash64_final(&p->h);
@@ -38,8 +29,19 @@ static void next_span(struct span_pos *p)
 	}
 }
 
-static void feed_spans(struct span_pos *p, const uint8_t *buf, size_t n)
+void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr)
 {
+	*p = (struct runsum){ .lens = lens, .sums = sums, .nr = nr, .left = nr ? lens[0] : 0 };
+	hash64_init(&p->h);
+	hash64_init(&p->whole);
+	next_span(p);		/* empty spans first */
+}
+
+void runsum_feed(struct runsum *p, const void *data, size_t n)
+{
+	const uint8_t *buf = data;
+
+	hash64_update(&p->whole, buf, n);
 	while (n && p->i < p->nr) {
 		size_t k = n < p->left ? n : p->left;
 
@@ -51,20 +53,26 @@ static void feed_spans(struct span_pos *p, const uint8_t *buf, size_t n)
 	}
 }
 
+void runsum_end(struct runsum *p)
+{
+	for (; p->i < p->nr; p->i++) {	/* short data (the caller compares sizes) */
+		p->sums[p->i] = hash64_final(&p->h);
+		hash64_init(&p->h);
+	}
+}
+
 int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
 		struct hash64 *whole)
 {
-	struct span_pos p = { .lens = lens, .sums = sums, .nr = nr, .left = nr ? lens[0] : 0 };
 	uint8_t *buf = malloc(READ_BUF);
+	struct runsum p;
 	uint64_t off = 0;
 	int ret = 0;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
-	hash64_init(&p.h);
-	hash64_init(whole);
-	next_span(&p);		/* empty spans first */
+	runsum_init(&p, lens, sums, nr);
 	while ((n = pread(fd, buf, READ_BUF, off)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -72,14 +80,11 @@ int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint6
 			ret = fail(-errno, "cannot read image %s: %s", name, strerror(errno));
 			break;
 		}
-		hash64_update(whole, buf, n);
-		feed_spans(&p, buf, n);
+		runsum_feed(&p, buf, n);
 		off += n;
 	}
-	for (; p.i < p.nr; p.i++) {	/* a short file (the caller compares sizes) */
-		sums[p.i] = hash64_final(&p.h);
-		hash64_init(&p.h);
-	}
+	runsum_end(&p);
+	*whole = p.whole;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	free(buf);
 	return ret;

@@ -12,6 +12,20 @@
 
 #include "image/hash.h"
 
+/* The same, fed piece by piece: the spans' bytes in order. */
+struct runsum {
+	const uint64_t *lens;
+	uint64_t *sums;
+	size_t nr, i;		/* the span being fed */
+	uint64_t left;		/* of it */
+	struct hash64 h;	/* of it */
+	struct hash64 whole;
+};
+
+void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr);
+void runsum_feed(struct runsum *p, const void *buf, size_t n);
+void runsum_end(struct runsum *p);
+
 /*
  * Read fd from offset 0 to its end: sums[i] is the checksum of the i-th of
  * the nr consecutive spans of lens[i] bytes, *whole the whole file's (its
