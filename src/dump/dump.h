@@ -102,8 +102,8 @@ struct dump_stats {
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
 
-/* How pages-1.img is written: through the page cache (the target waits for
- * memory, not the disk) or O_DIRECT; auto: the cache when it has room. */
+/* How pages-1.img is written: O_DIRECT or through the page cache; auto:
+ * O_DIRECT where the filesystem takes it (see pages.c). */
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
