@@ -17,9 +17,10 @@
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
-	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running]\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
-	"        unless --leave-running is given\n"
+	"        unless --leave-running is given; --tcp-established dumps established\n"
+	"        TCP connections (TCP_REPAIR, the network locked until the restore)\n"
 	"  restore -D DIR [-d] [--pidfile FILE]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
@@ -34,7 +35,8 @@ int cmd_dump(const struct options *o)
 {
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
-		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
+		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
+		.progress = o->progress, .trace = o->trace,
 	};
 
 	return dump_run(&d);
@@ -82,12 +84,13 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
+		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -117,6 +120,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAVE:
 			opts->leave_running = true;
+			break;
+		case OPT_TCP_EST:
+			opts->tcp_established = true;
 			break;
 		case 'd':
 			opts->detach = true;

@@ -1,0 +1,72 @@
+# Sockets (issue 9): UNIX, TCP, UDP, netlink; what cannot be dumped is refused
+# by name, every such fd in one error line.
+
+# sk_py NAME CODE: run python CODE in the background (it prints READY <pid>
+# ... when set up and sleeps); sets PID, OUT, READY.
+sk_py() {
+	OUT=$T/$1.out ERR=$T/$1.err
+	python3 -c "$2" > "$OUT" 2> "$ERR" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file "$1 stderr" "$ERR"; fail "$1 did not become READY"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+}
+
+# Every socket fd memdump cannot dump is named, not only the first.
+case_sk_refuse_all() {
+	local peer
+	python3 -c '
+import socket, os, time
+s = socket.socket(socket.AF_UNIX); s.bind("'"$T"'/outside.sock"); s.listen()
+print("READY", os.getpid(), flush=True)
+c, _ = s.accept(); time.sleep(120)' > "$T/peer.out" 2>&1 < /dev/null &
+	peer=$!; track "$peer"
+	wait_line "$T/peer.out" '^READY' 10 || fail "the outside peer did not start"
+	sk_py refuse-all '
+import socket, os, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+u = socket.socket(socket.AF_UNIX); u.connect("'"$T"'/outside.sock")
+print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), flush=True)
+time.sleep(120)'
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	local fd
+	for fd in "${READY[@]:2}"; do
+		grep -qE "fd $fd \(socket:" "$MD_ERR" || fail "the error does not name fd $fd"
+	done
+	grep -qE 'TCP socket 127.0.0.1:[0-9]+ -> 127.0.0.1:[0-9]+ ESTABLISHED' "$MD_ERR" ||
+		fail "the established TCP socket is not described"
+	grep -q 'packet raw socket' "$MD_ERR" || fail "the packet socket is not described"
+	grep -q 'raw' "$MD_ERR" || fail "the raw socket is not described"
+	grep -q 'outside.sock' "$MD_ERR" || fail "the UNIX socket with an outside peer is not described"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add sk-refuse-all case_sk_refuse_all
+
+# sk_rst PROG [DUMP OPTS]: dump (killing), crit decodes, restore twice, the program checks itself
+case_sk_rst() {
+	local prog=$1; shift
+	start_prog "$prog"
+	state_snap "$PID"
+	dump "$PID" "$T/d" "$@"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# sk_lr PROG [DUMP OPTS]: --leave-running leaves every socket as it was
+case_sk_lr() {
+	local prog=$1; shift
+	start_prog "$prog"
+	dump "$PID" "$T/d" --leave-running "$@"
+	check_child_pass
+}
+
+add sk-unix case_sk_rst t-sockunix
+add sk-unix-lr case_sk_lr t-sockunix
+add sk-tcp-listen case_sk_rst t-socket
