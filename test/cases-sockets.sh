@@ -46,12 +46,16 @@ time.sleep(120)'
 }
 add sk-refuse-all case_sk_refuse_all
 
-# sk_rst PROG [DUMP OPTS]: dump (killing), crit decodes, restore twice, the program checks itself
+# sk_rst PROG [est]: dump (killing), crit decodes, restore twice, the program
+# checks itself; est: the program holds an established TCP connection, dumped
+# with --tcp-established
 case_sk_rst() {
-	local prog=$1; shift
-	start_prog "$prog"
+	local prog=$1 est=${2:-} opts=()
+	start_prog "$prog" $est
+	[[ $est == est ]] && opts=(--tcp-established)
 	state_snap "$PID"
-	dump "$PID" "$T/d" "$@"
+	dump "$PID" "$T/d" "${opts[@]}"
+	[[ $est != est ]] || ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
 	expect_killed "$PID"
 	crit_decodes "$T/d"
 	restore_and_pass "$T/d" 1
@@ -59,14 +63,54 @@ case_sk_rst() {
 	restore_and_pass "$T/d" 2
 }
 
-# sk_lr PROG [DUMP OPTS]: --leave-running leaves every socket as it was
+# sk_lr PROG [est]: --leave-running leaves every socket as it was
 case_sk_lr() {
-	local prog=$1; shift
-	start_prog "$prog"
-	dump "$PID" "$T/d" --leave-running "$@"
+	local prog=$1 est=${2:-} opts=()
+	start_prog "$prog" $est
+	[[ $est == est ]] && opts=(--tcp-established)
+	dump "$PID" "$T/d" --leave-running "${opts[@]}"
 	check_child_pass
 }
 
 add sk-unix case_sk_rst t-sockunix
 add sk-unix-lr case_sk_lr t-sockunix
 add sk-tcp-listen case_sk_rst t-socket
+add sk-inet case_sk_rst t-sockinet
+add sk-inet-lr case_sk_lr t-sockinet
+
+# An established connection is refused without --tcp-established.
+case_sk_tcp_refused() {
+	start_prog t-sockinet est
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q 'dumped only with --tcp-established' "$MD_ERR" || fail "the connection is not named"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add sk-tcp-refused case_sk_tcp_refused
+
+# sk_netns CASE ARGS: the case in a network namespace of its own, so the
+# network lock touches only it: memdump and the test programs are started
+# through wrappers that enter it (nsenter execs them: their PIDs stay).
+case_sk_netns() {
+	command -v nft > /dev/null || { note "nft not installed: skipped"; return 0; }
+	unshare -n sleep 600 < /dev/null > /dev/null 2>&1 &
+	local holder=$! p
+	track "$holder"
+	wait_until 5 eval '[[ $(readlink /proc/'"$holder"'/ns/net) != $(readlink /proc/self/ns/net) ]]' ||
+		fail "no network namespace"
+	nsenter -t "$holder" -n ip link set lo up || fail "cannot bring lo up in the namespace"
+	mkdir -p "$T/bin"
+	for p in "$TESTBIN"/t-* "$MEMDUMP"; do
+		printf '#!/bin/sh\nexec nsenter -t %s -n %s "$@"\n' "$holder" "$p" > "$T/bin/${p##*/}"
+		chmod +x "$T/bin/${p##*/}"
+	done
+	SK_NETNS=$holder TESTBIN=$T/bin MEMDUMP=$T/bin/${MEMDUMP##*/} "$@"
+	nft_tables=$(nsenter -t "$holder" -n nft list tables 2>&1)
+	[[ $nft_tables != *memdump-lock* ]] || fail "a network lock is left: $nft_tables"
+}
+
+if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
+	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
+fi

@@ -46,8 +46,13 @@ const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, s
 	struct tcp_info ti;
 	socklen_t l = sizeof(ti);
 
-	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
-		return NULL;
+	if (type == SOCK_DGRAM && proto == IPPROTO_UDP) {
+		char c;
+
+		if (recv(copy, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN)
+			return NULL;
+		return "it has datagrams queued, whose senders a restore could not be";
+	}
 	if (type != SOCK_STREAM || proto != IPPROTO_TCP)
 		return "memdump dumps TCP and UDP sockets only";
 	memset(&ti, 0, sizeof(ti));
@@ -133,7 +138,7 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	in->shutdown = s ? s->shutdown : 0;
 	read_ip_opts(copy, in);
 	if (in->proto == IPPROTO_TCP && in->state == TCP_ESTABLISHED)
-		return tcp_stream_collect(d, copy, in);
+		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
 	return 0;
 }
 

@@ -342,14 +342,13 @@ void sockets_finish(struct dump_ctx *d, bool killed)
 	if (set->locked && !killed)
 		netlock_remove(d->pid);
 	for (size_t i = 0; i < set->nr_repair; i++) {
-		if (!killed) {
-			int off = 0;
+		int fd = set->repair[i].fd, off = 0;
 
-			if (setsockopt(set->repair[i], SOL_TCP, TCP_REPAIR, &off, sizeof(off)))
-				pr_warn("cannot take a socket out of repair mode: %s\n",
-					strerror(errno));
-		}
-		close(set->repair[i]);
+		if (!killed && (setsockopt(fd, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
+				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &set->repair[i].reuseaddr,
+					   sizeof(int))))
+			pr_warn("cannot take a socket out of repair mode: %s\n", strerror(errno));
+		close(fd);
 	}
 	set->nr_repair = 0;
 	set->locked = false;

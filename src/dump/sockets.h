@@ -113,13 +113,19 @@ struct sk_state {
 	};
 };
 
+/* A copy of a TCP socket in repair mode; leaving it resets SO_REUSEADDR: put back. */
+struct sk_repaired {
+	int fd;
+	int reuseaddr;
+};
+
 /* What the dump knows of the target's sockets (dump_ctx.sockets). */
 struct sk_set {
 	struct sk_table diag;
 	uint64_t *inos;			/* every socket inode the target holds */
 	size_t nr_inos;
 	bool tcp_established;		/* --tcp-established */
-	int *repair;			/* copies of TCP sockets put in repair mode */
+	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */
 };
@@ -160,7 +166,7 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 int sk_inet_write(const struct file_desc *f, struct image *files);
 
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
-int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in);
+int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
 int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
 void tcp_stream_free(struct tcp_stream *t);
 

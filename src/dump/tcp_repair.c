@@ -97,20 +97,20 @@ static int read_options(int fd, struct tcp_stream *t)
 	return ret;
 }
 
-static int keep_repaired(struct sk_set *set, int copy)
+static int keep_repaired(struct sk_set *set, int copy, int reuseaddr)
 {
-	int *r = realloc(set->repair, (set->nr_repair + 1) * sizeof(*r));
+	struct sk_repaired *r = realloc(set->repair, (set->nr_repair + 1) * sizeof(*r));
 	int fd = r ? dup(copy) : -1;
 
 	if (r)
 		set->repair = r;
 	if (fd < 0)
 		return -ENOMEM;
-	set->repair[set->nr_repair++] = fd;
+	set->repair[set->nr_repair++] = (struct sk_repaired){ fd, reuseaddr };
 	return 0;
 }
 
-int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in)
+int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr)
 {
 	struct tcp_stream *t = calloc(1, sizeof(*t));
 	int ret;
@@ -123,7 +123,7 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in)
 	ret = set_int(copy, TCP_REPAIR, 1);
 	if (ret)
 		return fail(ret, "cannot put a TCP connection in repair mode: %s", strerror(-ret));
-	ret = keep_repaired(&d->sockets, copy);
+	ret = keep_repaired(&d->sockets, copy, reuseaddr);
 	if (!ret)
 		ret = queue_lengths(copy, t);
 	if (!ret)

@@ -95,6 +95,7 @@ struct rtcp {
 	int fd;				/* memdump's copy */
 	TcpStreamEntry *t;
 	uint8_t *data;			/* inq, then outq */
+	int reuseaddr;			/* as dumped: leaving repair mode clears it */
 };
 
 struct rst {

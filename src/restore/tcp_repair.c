@@ -150,7 +150,7 @@ static int rebuild(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const 
 	return ret ? inet_fail(e, ret, "cannot set its window") : 0;
 }
 
-static int keep(struct rst *r, int fd, TcpStreamEntry *t, uint8_t *data)
+static int keep(struct rst *r, int fd, const InetSkEntry *e, TcpStreamEntry *t, uint8_t *data)
 {
 	struct rtcp *k = realloc(r->tcp, (r->nr_tcp + 1) * sizeof(*k));
 	int copy = k ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
@@ -159,7 +159,8 @@ static int keep(struct rst *r, int fd, TcpStreamEntry *t, uint8_t *data)
 		r->tcp = k;
 	if (copy < 0)
 		return -ENOMEM;
-	r->tcp[r->nr_tcp++] = (struct rtcp){ .fd = copy, .t = t, .data = data };
+	r->tcp[r->nr_tcp++] = (struct rtcp){ .fd = copy, .t = t, .data = data,
+					     .reuseaddr = e->opts->has_reuseaddr && e->opts->reuseaddr };
 	return 0;
 }
 
@@ -172,7 +173,7 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e)
 	if (!ret)
 		ret = rebuild(fd, e, t, data);
 	if (!ret)
-		ret = keep(r, fd, t, data);
+		ret = keep(r, fd, e, t, data);
 	if (ret) {
 		if (t)
 			img_free(&tcp_stream_entry__descriptor, t);
@@ -186,7 +187,11 @@ static void release(const struct rtcp *k)
 	uint32_t unsent = k->t->has_unsq_len ? MIN(k->t->unsq_len, k->t->outq_len) : 0;
 	const uint8_t *p = k->data + k->t->inq_len + (k->t->outq_len - unsent);
 
-	if (tcp_int(k->fd, TCP_REPAIR, 0))
+	int reuse = k->reuseaddr;
+
+	/* leaving repair mode clears SO_REUSEADDR */
+	if (tcp_int(k->fd, TCP_REPAIR, 0) ||
+	    setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
 		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
 	while (unsent) {
 		ssize_t n = send(k->fd, p, unsent, MSG_DONTWAIT | MSG_NOSIGNAL);
