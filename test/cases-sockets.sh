@@ -46,6 +46,9 @@ time.sleep(120)'
 }
 add sk-refuse-all case_sk_refuse_all
 
+declare -A SK_SHOWS=([t-sockunix]='unix stream .*/l.sock LISTEN' [t-socket]='tcp 127.0.0.1:[0-9]+ -> 0.0.0.0:0 LISTEN'
+		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' )
+
 # sk_rst PROG [est]: dump (killing), crit decodes, restore twice, the program
 # checks itself; est: the program holds an established TCP connection, dumped
 # with --tcp-established
@@ -58,6 +61,8 @@ case_sk_rst() {
 	[[ $est != est ]] || ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
 	expect_killed "$PID"
 	crit_decodes "$T/d"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -qE "${SK_SHOWS[$prog]}" "$MD_OUT" || { show_file show "$MD_OUT"; fail "show does not list the sockets"; }
 	restore_and_pass "$T/d" 1
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2
