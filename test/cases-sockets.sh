@@ -119,3 +119,54 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
 fi
+
+# Real servers in the case's network namespace ($SK_NETNS), a client sending a
+# request every 5 ms on one connection through dump and restore (or
+# --leave-running): it must see every reply in order.
+# sk_real KIND PORT kill|lr CMD...
+case_sk_real() {
+	local kind=$1 port=$2 how=$3; shift 3
+	nsenter -t "$SK_NETNS" -n "$@" > "$T/server.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval 'nsenter -t '"$SK_NETNS"' -n bash -c "echo > /dev/tcp/127.0.0.1/'"$port"'" 2> /dev/null' ||
+		{ show_file server "$T/server.out"; fail "$kind did not start listening on $port"; }
+	[[ $kind == memcached ]] && { nsenter -t "$SK_NETNS" -n bash -c \
+		'exec 3<>/dev/tcp/127.0.0.1/'"$port"'; printf "set k 0 0 1\r\n0\r\n" >&3; head -n1 <&3' > /dev/null; }
+	nsenter -t "$SK_NETNS" -n python3 "$TESTSRC/sk-client.py" "$kind" "$port" 4 > "$T/client.out" 2>&1 &
+	local client=$!; track "$client"
+	sleep 1
+	if [[ $how == lr ]]; then
+		dump "$PID" "$T/d" --tcp-established --leave-running
+	else
+		dump "$PID" "$T/d" --tcp-established
+		expect_killed "$PID"
+		md restore restore -D "$T/d" -d || fail "restore failed: $(tail -n1 "$MD_ERR")"
+		track "$PID"
+	fi
+	wait "$client"
+	show_file client "$T/client.out"
+	grep -q '^PASS' "$T/client.out" || fail "the client saw: $(head -n1 "$T/client.out")"
+	kill "$PID" 2> /dev/null
+	return 0
+}
+
+if command -v redis-server > /dev/null; then
+	for how in kill lr; do
+		add "sk-real-redis-$how" case_sk_netns case_sk_real redis 16379 "$how" \
+			redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no
+	done
+else
+	echo "# redis-server not installed: sk-real-redis-* skipped"
+fi
+if command -v memcached > /dev/null; then
+	for how in kill lr; do
+		add "sk-real-memcached-$how" case_sk_netns case_sk_real memcached 11311 "$how" \
+			memcached -u root -l 127.0.0.1 -p 11311 -U 0 -t 1
+	done
+else
+	echo "# memcached not installed: sk-real-memcached-* skipped"
+fi
+for how in kill lr; do
+	add "sk-real-http-$how" case_sk_netns case_sk_real http 18080 "$how" \
+		python3 "$TESTSRC/sk-http.py" 18080
+done
