@@ -17,10 +17,11 @@
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
-	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running]\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"       [--pages-write auto|cache|direct]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
-	"        unless --leave-running is given\n"
+	"        unless --leave-running is given; --tcp-established dumps established\n"
+	"        TCP connections (TCP_REPAIR, the network locked until the restore)\n"
 	"  restore -D DIR [-d] [--pidfile FILE]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
@@ -35,8 +36,8 @@ int cmd_dump(const struct options *o)
 {
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
-		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
-		.pages_write = o->pages_write,
+		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
+		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 	};
 
 	return dump_run(&d);
@@ -97,14 +98,15 @@ static int bad_usage(const char *fmt, const char *arg)
 
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS,
-	       OPT_PAGES_WRITE };
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
+	       OPT_NOPROGRESS, OPT_PAGES_WRITE };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
+		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -139,6 +141,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_pages_write(opts, optarg))
 				return bad_usage("unknown --pages-write '%s' (auto, cache or direct)",
 						 optarg);
+			break;
+		case OPT_TCP_EST:
+			opts->tcp_established = true;
 			break;
 		case 'd':
 			opts->detach = true;

@@ -18,6 +18,7 @@ struct options {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	enum pages_write pages_write;	/* --pages-write */
+	bool tcp_established;		/* --tcp-established */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
 	bool json;			/* show --json */

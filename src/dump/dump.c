@@ -81,7 +81,7 @@ static bool target_stopped(pid_t pid)
 }
 
 /* Everything read while the target is frozen, before its pages. */
-static int collect(struct dump_ctx *d, struct task_state *ts)
+static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_established)
 {
 	int ret = 0;
 
@@ -92,6 +92,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
 		ret = collect_vmas(d);
+	if (!ret)
+		ret = sockets_prepare(d, tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)
@@ -173,6 +175,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->run_sums);
 	free(d->guards);
 	files_free(&d->files);
+	sk_set_free(&d->sockets);
 	shmem_free(&d->shmem);
 	seccomp_free(d);
 }
@@ -202,7 +205,7 @@ int dump_run(const struct dump_opts *o)
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = refuse_check(d.pid);
+		ret = refuse_check(d.pid, o->tcp_established);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
@@ -218,7 +221,7 @@ int dump_run(const struct dump_opts *o)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
 	if (!ret)
-		ret = collect(&d, ts);
+		ret = collect(&d, ts, o->tcp_established);
 	if (!ret)
 		ret = write_images(&d, ts);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
@@ -227,9 +230,14 @@ int dump_run(const struct dump_opts *o)
 	if (ret) {
 		infect_cure(&d.in);
 		img_remove_created(d.dirfd);
+		sockets_finish(&d, false);
 		infect_release(&d.in, false);
 	} else {
+		if (o->leave_running)
+			sockets_finish(&d, false);	/* before it runs again */
 		infect_release(&d.in, !o->leave_running);
+		if (!o->leave_running)
+			sockets_finish(&d, true);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
 	/*

@@ -17,6 +17,7 @@
 #include <sys/user.h>
 
 #include "infect/infect.h"
+#include "dump/sockets.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 
@@ -112,6 +113,7 @@ struct dump_opts {
 	const char *dir;		/* -D */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
+	bool tcp_established;		/* --tcp-established */
 	bool progress;			/* draw a progress bar on stderr */
 	enum pages_write pages_write;	/* --pages-write */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
@@ -161,6 +163,7 @@ struct dump_ctx {
 	struct shmem_set shmem;
 	struct seccomp_prog *filters;	/* every thread's filters, shared ones once */
 	int nr_filters;
+	struct sk_set sockets;		/* sockets.c */
 };
 
 /* vma.c */

@@ -176,10 +176,8 @@ bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, 
 {
 	const char *w = NULL;
 
-	if (S_ISSOCK(st->st_mode)) {
-		socket_describe(st->st_ino, why, len);
-		return true;
-	}
+	if (S_ISSOCK(st->st_mode))
+		return false;	/* sockets.c decides */
 	if (evloop_kind(link) == FK_EPOLL)
 		return epoll_target_gone(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
@@ -234,6 +232,19 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 	return ret ? ret : f->id;
 }
 
+static int describe_socket(struct dump_ctx *d, int fd, const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, FK_SOCKET);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	ret = sockets_collect(d, fd, f);
+	return ret ? ret : f->id;
+}
+
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
@@ -246,6 +257,8 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		return refuse_fd(d->pid, fd, link, why);
 	if (evloop_kind(link) >= 0)
 		return describe_evloop(d, fd, evloop_kind(link), flags);
+	if (S_ISSOCK(st->st_mode))
+		return describe_socket(d, fd, st, flags);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
@@ -406,6 +419,8 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		return signalfd_write(img, f);
 	case FK_EPOLL:
 		return epoll_write(img, f);
+	case FK_SOCKET:
+		return f->sk->family == AF_UNIX ? sk_unix_write(f, img) : sk_inet_write(f, img);
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -418,6 +433,9 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
 				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
 				     [FK_EPOLL] = FD_TYPES__EVENTPOLL };
+
+	if (f->kind == FK_SOCKET)
+		return f->sk->family == AF_UNIX ? FD_TYPES__UNIXSK : FD_TYPES__INETSK;
 	return t[f->kind];
 }
 
@@ -544,6 +562,8 @@ int write_files(struct dump_ctx *d)
 		ret = write_pipes_data(d, IMG_PIPES_DATA, FK_PIPE);
 	if (!ret)
 		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
+	if (!ret)
+		ret = sockets_write_data(d);
 	return ret;
 }
 
@@ -553,6 +573,7 @@ void files_free(struct file_set *fs)
 		free(fs->descs[i].path);
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
+		sk_state_free(fs->descs[i].sk);
 	}
 	free(fs->descs);
 	free(fs->fds);

@@ -18,7 +18,9 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL };
+		 FK_SIGNALFD, FK_EPOLL, FK_SOCKET };
+
+struct sk_state;
 
 struct file_desc {
 	int id;
@@ -29,6 +31,7 @@ struct file_desc {
 	struct stat st;
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
+	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	union {			/* the event-loop kinds (evloop.h) */
 		struct eventfd_state efd;
 		struct timerfd_state tfd;

@@ -17,6 +17,7 @@
 #include "common.h"
 #include "dump/files.h"
 #include "dump/refuse.h"
+#include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
 
@@ -292,7 +293,7 @@ int refuse_check_frozen(pid_t pid)
 	return report(pid, &r);
 }
 
-int refuse_check(pid_t pid)
+int refuse_check(pid_t pid, bool tcp_established)
 {
 	struct refusals r = { .len = 0 };
 
@@ -303,6 +304,7 @@ int refuse_check(pid_t pid)
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
 	check_fds(pid, &r);
+	sockets_refuse(pid, tcp_established, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);
 	return report(pid, &r);

@@ -6,6 +6,7 @@
 #ifndef MEMDUMP_REFUSE_H
 #define MEMDUMP_REFUSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -18,7 +19,7 @@ struct refusals {
 /* Append one item ("fd 5 (eventfd)") to the list. */
 void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 0, or fail() once with everything the target holds that cannot be dumped. */
-int refuse_check(pid_t pid);
+int refuse_check(pid_t pid, bool tcp_established);
 /* The same for what can change until the target is frozen: its children. */
 int refuse_check_frozen(pid_t pid);
 

@@ -41,6 +41,8 @@ enum img_type {
 	IMG_SHMEM_PAGEMAP, /* pagemap-shmem-SHMID.img: content of a shmem object */
 	IMG_MEMFD_INODE, /* memfd.img */
 	IMG_SECCOMP,	/* seccomp.img */
+	IMG_SK_QUEUES,	/* sk-queues.img: data queued on UNIX sockets */
+	IMG_TCP_STREAM,	/* tcp-stream-INO.img: an established connection */
 	IMG_NR_TYPES
 };
 

@@ -63,6 +63,7 @@ void rst_close_prepared(struct rst *r)
 		r->descs[i].fd = -1;
 	shm_close_all(r);
 	close_inherited(r);
+	sk_helpers_close(r);
 }
 
 static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
@@ -219,6 +220,8 @@ static int restore(struct rst *r)
 	if (!ret)
 		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
 	if (!ret)
+		tcp_release_all(r);		/* the lock off, then repair mode */
+	if (!ret)
 		ret = resume_threads(r);
 	if (ret)
 		return ret;
@@ -270,6 +273,8 @@ static void rst_free(struct rst *r)
 	attrs_free(r);
 	close_inherited(r);
 	timerfd_close_all(r);
+	tcp_close_all(r);
+	sk_queue_free(r);
 	dumpset_free(&r->ds);
 }
 
