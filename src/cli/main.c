@@ -18,7 +18,7 @@ static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
-	"       [--pages-write auto|cache|direct]\n"
+	"       [--pages-write auto|cache|direct] [--snapshot]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore)\n"
@@ -38,6 +38,7 @@ int cmd_dump(const struct options *o)
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
+		.snapshot = o->snapshot,
 	};
 
 	return dump_run(&d);
@@ -99,13 +100,14 @@ static int bad_usage(const char *fmt, const char *arg)
 static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
-	       OPT_NOPROGRESS, OPT_PAGES_WRITE };
+	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
+		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
@@ -141,6 +143,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_pages_write(opts, optarg))
 				return bad_usage("unknown --pages-write '%s' (auto, cache or direct)",
 						 optarg);
+			break;
+		case OPT_SNAPSHOT:
+			opts->snapshot = true;
 			break;
 		case OPT_TCP_EST:
 			opts->tcp_established = true;

@@ -17,6 +17,7 @@ struct options {
 	const char *dir;		/* -D */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
+	bool snapshot;			/* --snapshot */
 	enum pages_write pages_write;	/* --pages-write */
 	bool tcp_established;		/* --tcp-established */
 	bool detach;			/* restore -d */

@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
 #include "dump/refuse.h"
@@ -111,9 +112,13 @@ static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_establish
 	return ret;
 }
 
-static int write_images(struct dump_ctx *d, const struct task_state *ts)
+static int write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)
 {
-	int ret = write_pages(d);
+	/* the snapshot writes most pages once the target runs again */
+	int ret = snapshot ? snapshot_arm(d) : 1;
+
+	if (ret == 1)
+		ret = write_pages(d);
 
 	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
 	if (!ret)
@@ -202,6 +207,10 @@ int dump_run(const struct dump_opts *o)
 		free(ts);
 		return fail(-EINVAL, "dump needs -t PID and -D DIR");
 	}
+	if (o->snapshot && !o->leave_running) {
+		free(ts);
+		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
+	}
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
@@ -223,12 +232,13 @@ int dump_run(const struct dump_opts *o)
 	if (!ret)
 		ret = collect(&d, ts, o->tcp_established);
 	if (!ret)
-		ret = write_images(&d, ts);
+		ret = write_images(&d, ts, o->snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret && !o->leave_running)
 		ret = write_inventory(&d);
 	if (ret) {
 		infect_cure(&d.in);
+		snapshot_end(&d);
 		img_remove_created(d.dirfd);
 		sockets_finish(&d, false);
 		infect_release(&d.in, false);
@@ -240,6 +250,9 @@ int dump_run(const struct dump_opts *o)
 			sockets_finish(&d, true);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
+	if (!ret && d.snap)
+		ret = snapshot_copy(&d);	/* the target runs: its other pages */
+	snapshot_end(&d);
 	/*
 	 * inventory.img lists every image's checksum; the pages images are read
 	 * back for it, which the target need not wait for: it is done after the

@@ -116,6 +116,7 @@ struct dump_opts {
 	bool tcp_established;		/* --tcp-established */
 	bool progress;			/* draw a progress bar on stderr */
 	enum pages_write pages_write;	/* --pages-write */
+	bool snapshot;			/* --snapshot (with leave_running) */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
@@ -144,6 +145,7 @@ struct dump_ctx {
 	struct file_set files;
 	enum dump_mode mode;
 	enum pages_write pages_write;
+	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	bool progress;
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
