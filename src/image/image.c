@@ -193,6 +193,19 @@ int img_write_msg(struct image *img, const ProtobufCMessage *msg)
 	return ret;
 }
 
+int img_create_fd(int dirfd, enum img_type t, unsigned id)
+{
+	struct image *img;
+	int ret = img_create(dirfd, t, id, &img), fd;
+
+	if (ret)
+		return ret;
+	fd = dup(img->fd);
+	ret = fd < 0 ? -errno : fd;
+	img_abort(img);
+	return ret;
+}
+
 int img_close(struct image *img)
 {
 	int ret = 0;

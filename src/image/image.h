@@ -65,6 +65,8 @@ struct image {
  * the set durable.
  */
 int img_create(int dirfd, enum img_type t, unsigned id, struct image **out);
+/* The same, as a bare fd for raw data written by its own means (pages). */
+int img_create_fd(int dirfd, enum img_type t, unsigned id);
 int img_write_msg(struct image *img, const ProtobufCMessage *msg);
 int img_write_raw(struct image *img, const void *buf, size_t len);
 int img_close(struct image *img);
