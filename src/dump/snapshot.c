@@ -192,8 +192,10 @@ static int plan_runs(struct dump_ctx *d, struct snapshot *s)
 		const struct page_run *r = &d->runs[i];
 		uint64_t len = r->nr_pages * PAGE_SIZE;
 
+		/* unreadable runs need /proc/PID/mem, open only while frozen */
 		s->runs[i] = (struct snap_run){ r->start, r->start + len, off, bits,
-						coverable(vma_of(d, r->start)), r->unreadable };
+						!r->unreadable && coverable(vma_of(d, r->start)),
+						r->unreadable };
 		off += len;
 		bits += r->nr_pages;
 	}
