@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "image/image.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
 
@@ -140,7 +141,7 @@ struct shmem_set {
 
 struct dump_ctx {
 	pid_t pid;
-	int dirfd;
+	struct img_dir dir;		/* -D, and the images created in it */
 	struct infect_ctx in;		/* the frozen, infected process */
 	struct file_set files;
 	enum dump_mode mode;

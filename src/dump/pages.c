@@ -260,7 +260,7 @@ static bool use_page_cache(const struct dump_ctx *d)
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
-	o->fd = img_create_fd(d->dirfd, IMG_PAGES, 1);
+	o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
 	if (o->fd < 0)
 		return o->fd;
 	if (!use_page_cache(d))

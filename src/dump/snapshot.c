@@ -368,7 +368,7 @@ static int cover(struct dump_ctx *d, struct snapshot *s)
 
 static int start(struct dump_ctx *d, struct snapshot *s)
 {
-	s->fd = img_create_fd(d->dirfd, IMG_PAGES, 1);
+	s->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
 	if (s->fd < 0)
 		return s->fd;
 	s->stop_fd = eventfd(0, EFD_CLOEXEC);
