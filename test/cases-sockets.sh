@@ -123,7 +123,7 @@ fi
 # Real servers in the case's network namespace ($SK_NETNS), a client sending a
 # request every 5 ms on one connection through dump and restore (or
 # --leave-running): it must see every reply in order.
-# sk_real KIND PORT kill|lr CMD...
+# sk_real KIND PORT kill|lr|snap CMD...   (snap: --leave-running --snapshot)
 case_sk_real() {
 	local kind=$1 port=$2 how=$3; shift 3
 	nsenter -t "$SK_NETNS" -n "$@" > "$T/server.out" 2>&1 < /dev/null &
@@ -137,6 +137,9 @@ case_sk_real() {
 	sleep 1
 	if [[ $how == lr ]]; then
 		dump "$PID" "$T/d" --tcp-established --leave-running
+	elif [[ $how == snap ]]; then
+		dump "$PID" "$T/d" --tcp-established --leave-running --snapshot
+		! grep -q "no snapshot" "$MD_ERR" || fail "the dump fell back: $(grep "no snapshot" "$MD_ERR")"
 	else
 		dump "$PID" "$T/d" --tcp-established
 		expect_killed "$PID"
@@ -151,7 +154,7 @@ case_sk_real() {
 }
 
 if command -v redis-server > /dev/null; then
-	for how in kill lr; do
+	for how in kill lr snap; do
 		add "sk-real-redis-$how" case_sk_netns case_sk_real redis 16379 "$how" \
 			redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no
 	done
@@ -159,14 +162,14 @@ else
 	echo "# redis-server not installed: sk-real-redis-* skipped"
 fi
 if command -v memcached > /dev/null; then
-	for how in kill lr; do
+	for how in kill lr snap; do
 		add "sk-real-memcached-$how" case_sk_netns case_sk_real memcached 11311 "$how" \
 			memcached -u root -l 127.0.0.1 -p 11311 -U 0 -t 1
 	done
 else
 	echo "# memcached not installed: sk-real-memcached-* skipped"
 fi
-for how in kill lr; do
+for how in kill lr snap; do
 	add "sk-real-http-$how" case_sk_netns case_sk_real http 18080 "$how" \
 		python3 "$TESTSRC/sk-http.py" 18080
 done
