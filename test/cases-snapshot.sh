@@ -109,3 +109,25 @@ for p in "${PROGS[@]}"; do
 	[[ $p == t-sleeper ]] && continue	# its time is judged by the lr- cases
 	add "snap-rst-$p" case_snapshot_rst "$p"
 done
+
+# The target discards memory the snapshot has not saved yet (MADV_DONTNEED
+# while the copy is held back): the dump fails by name, the target runs on.
+case_snapshot_discard() {
+	mkdir -p "$T/d"
+	start_prog t-discard
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=snapshot-copy MEMDUMP_FAULT_SECS=2 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--leave-running --snapshot 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point snapshot-copy' "$OP_TIMEOUT" || fail "the dump never reached its copy"
+	kill -USR2 "$PID"
+	wait "$mdpid"; MD_RC=$?
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "the dump succeeded although the target discarded unsaved memory"
+	grep -q "process $PID discarded its memory at" "$MD_ERR" || fail "the error does not name the discard"
+	no_inventory "$T/d"
+	no_write_protection "$PID"
+	check_child_pass
+}
+add err-snap-discard case_snapshot_discard

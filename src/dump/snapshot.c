@@ -137,7 +137,9 @@ static int protect(struct snapshot *s, uint64_t start, uint64_t len, bool on)
 /* The process makes the userfaultfd (it is bound to its mm); we take it. */
 static int make_uffd(struct dump_ctx *d, struct snapshot *s)
 {
-	struct uffdio_api api = { .api = UFFD_API };
+	/* told of discarded, unmapped and moved memory: lost pages fail the dump */
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE |
+				  UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMAP };
 	long fd, ret;
 	int err;
 
@@ -291,6 +293,31 @@ static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *page)
 	return err;
 }
 
+/*
+ * The process discarded, unmapped or moved [start, end) (madvise, munmap,
+ * mremap): the kernel goes on with it once we have read the event, so pages
+ * not saved yet are lost. Such a dump cannot be the memory of its instant:
+ * it fails (the target runs on).
+ */
+static int check_lost(struct snapshot *s, uint64_t start, uint64_t end)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nr_runs && !err; i++) {
+		const struct snap_run *r = &s->runs[i];
+		uint64_t a = MAX(start, r->start), b = MIN(end, r->end);
+
+		for (; r->protected && a < b && !err; a += PAGE_SIZE)
+			if (!bit(s->saved, r->first_bit + (a - r->start) / PAGE_SIZE))
+				err = fail(-EAGAIN, "process %d discarded its memory at %#lx-%#lx "
+					   "before the snapshot had saved it; dump it frozen (without "
+					   "--snapshot)", s->d->pid, start, end);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
 static int handle_events(struct snapshot *s, uint8_t *page)
 {
 	struct uffd_msg msg[16];
@@ -300,10 +327,15 @@ static int handle_events(struct snapshot *s, uint8_t *page)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	for (size_t i = 0; i < n / sizeof(msg[0]); i++) {
-		if (msg[i].event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		int e = on_fault(s, msg[i].arg.pagefault.address & PAGE_MASK, page);
+		const struct uffd_msg *m = &msg[i];
+		int e = 0;
 
+		if (m->event == UFFD_EVENT_PAGEFAULT)
+			e = on_fault(s, m->arg.pagefault.address & PAGE_MASK, page);
+		else if (m->event == UFFD_EVENT_REMOVE || m->event == UFFD_EVENT_UNMAP)
+			e = check_lost(s, m->arg.remove.start, m->arg.remove.end);
+		else if (m->event == UFFD_EVENT_REMAP)
+			e = check_lost(s, m->arg.remap.from, m->arg.remap.from + m->arg.remap.len);
 		err = err ?: e;
 	}
 	return err;

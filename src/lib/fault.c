@@ -8,8 +8,8 @@
 
 void fault_point(const char *point)
 {
-	const char *want = getenv("MEMDUMP_FAULT");
-	struct timespec t = { 60, 0 };
+	const char *want = getenv("MEMDUMP_FAULT"), *secs = getenv("MEMDUMP_FAULT_SECS");
+	struct timespec t = { secs ? atoi(secs) : 60, 0 };
 
 	if (!want || strcmp(want, point))
 		return;
