@@ -17,9 +17,10 @@
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
-	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running]\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--ghost-limit SIZE]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
-	"        unless --leave-running is given\n"
+	"        unless --leave-running is given; deleted files it holds are saved up to\n"
+	"        --ghost-limit bytes each (default 1M)\n"
 	"  restore -D DIR [-d] [--pidfile FILE]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
@@ -35,6 +36,7 @@ int cmd_dump(const struct options *o)
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
+		.ghost_limit = o->ghost_limit,
 	};
 
 	return dump_run(&d);
@@ -80,14 +82,34 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* "4096", "64K", "1M", "2G" */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+
+	if (end == s || *s == '-')
+		return -1;
+	if (*end)
+		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+			*end == 'G' || *end == 'g' ? 30 : -1;
+	if (shift < 0 || (*end && end[1]) || v > (~0ULL >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS };
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS,
+	       OPT_GHOST };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
+		{ "ghost-limit", required_argument, NULL, OPT_GHOST },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -117,6 +139,10 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAVE:
 			opts->leave_running = true;
+			break;
+		case OPT_GHOST:
+			if (parse_size(optarg, &opts->ghost_limit))
+				return bad_usage("bad size '%s' (bytes, or with K, M, G)", optarg);
 			break;
 		case 'd':
 			opts->detach = true;
@@ -152,7 +178,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct options opts = { .verbosity = LOG_WARN };
+	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT };
 	const struct command *cmd = NULL;
 	int ret;
 

@@ -121,7 +121,13 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 {
 	uint32_t flags = 0;
 
-	if (fe->type == FD_TYPES__REG && fe->reg) {
+	if (fe->type == FD_TYPES__REG && fe->reg && dumpset_remap(ds, fe->id)) {
+		snprintf(r->path, sizeof(r->path), "%s (deleted, %" PRIu64 " bytes saved)",
+			 fe->reg->name, fe->reg->size);
+		flags = fe->reg->flags;
+		r->pos = fe->reg->pos;
+		r->has_pos = true;
+	} else if (fe->type == FD_TYPES__REG && fe->reg) {
 		snprintf(r->path, sizeof(r->path), "%s", fe->reg->name);
 		flags = fe->reg->flags;
 		r->pos = fe->reg->pos;
@@ -134,8 +140,8 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 			dumpset_file(ds, fe->fifo->regf_id) : NULL;
 		const char *p = dumpset_file_path(reg);
 
-		snprintf(r->path, sizeof(r->path), "%s (fifo:[%u])", p ? p : "?",
-			 fe->fifo->pipe_id);
+		snprintf(r->path, sizeof(r->path), "%s%s (fifo:[%u])", p ? p : "?",
+			 reg && dumpset_remap(ds, reg->id) ? " (deleted)" : "", fe->fifo->pipe_id);
 		if (reg && reg->reg)
 			flags = reg->reg->flags;
 	} else if (fe->type == FD_TYPES__MEMFD && fe->memfd) {

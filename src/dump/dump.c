@@ -166,6 +166,7 @@ const char *mode_name(enum dump_mode m)
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
+			      .ghost_limit = o->ghost_limit,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
@@ -180,7 +181,7 @@ int dump_run(const struct dump_opts *o)
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = refuse_check(d.pid);
+		ret = refuse_check(o);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "dump/ghost.h"
 #include "infect/infect.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
@@ -103,6 +104,7 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool progress;			/* draw a progress bar on stderr */
+	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
@@ -116,6 +118,7 @@ struct file_set {
 	int nr_descs;
 	struct fd_entry *fds;
 	int nr_fds;
+	struct ghost_set ghosts;	/* deleted files (ghost.c) */
 };
 
 /* Shared memory objects met in VMAs and fds (shmem.c). */
@@ -131,6 +134,7 @@ struct dump_ctx {
 	struct file_set files;
 	enum dump_mode mode;
 	bool progress;
+	uint64_t ghost_limit;		/* dump_opts.ghost_limit */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
 	int nr_threads;

@@ -20,6 +20,7 @@
 #include "dump/dump.h"
 #include "dump/evloop.h"
 #include "dump/files.h"
+#include "dump/ghost.h"
 #include "image/image.h"
 #include "log.h"
 #include "dump/shmem.h"
@@ -42,16 +43,19 @@ static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)
 	return n;
 }
 
-int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags)
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
+		   const char *src)
 {
 	struct file_set *fs = &d->files;
+	bool del = ghost_is_deleted(path);
+	size_t n = strlen(path) - (del ? strlen(" (deleted)") : 0);
 	struct file_desc *f;
+	int ret;
 
-	(void)d;
 	for (int i = 0; i < fs->nr_descs; i++) {
 		f = &fs->descs[i];
 		if (f->kind == FK_REG && f->st.st_dev == st->st_dev && f->st.st_ino == st->st_ino &&
-		    !strcmp(f->path, path))
+		    !strncmp(f->path, path, n) && !f->path[n] && !!f->ghost_id == del)
 			return f->id;
 	}
 	f = new_desc(&d->files, FK_REG);
@@ -59,7 +63,8 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 		return -ENOMEM;
 	f->st = *st;
 	f->flags = flags;
-	return f->id;
+	ret = del ? ghost_attach(d, f, src) : 0;
+	return ret ? ret : f->id;
 }
 
 int files_id_of_proc_link(struct dump_ctx *d, const char *link)
@@ -73,7 +78,8 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 	if (n < 0 || stat(proc, &st))
 		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
 	path[n] = 0;
-	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
+			      proc);
 }
 
 static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
@@ -124,13 +130,6 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
-static bool is_deleted(const char *link)
-{
-	size_t n = strlen(link);
-
-	return n > 10 && !strcmp(link + n - 10, " (deleted)") && strncmp(link, "/memfd:", 7);
-}
-
 /* The event-loop kind an anonymous-inode fd's link names, or -1. */
 static int evloop_kind(const char *link)
 {
@@ -171,8 +170,8 @@ static const char *anon_unsupported(const char *link)
  * why. Used before the freeze (refuse.c, to list every refused fd at once)
  * and again while frozen.
  */
-bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, char *why,
-		    size_t len)
+bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st,
+		    uint64_t ghost_limit, char *why, size_t len)
 {
 	const char *w = NULL;
 
@@ -189,10 +188,8 @@ bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, 
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
-	else if (is_deleted(link) && S_ISFIFO(st->st_mode) && strncmp(link, "pipe:", 5))
-		w = "a deleted FIFO";
-	else if (is_deleted(link))
-		w = "a deleted file";
+	else if (ghost_is_deleted(link))
+		return ghost_unsupported(st, ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
 		w = "a /proc file of another process";
 	if (w)
@@ -240,9 +237,9 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	struct file_set *fs = &d->files;
 	struct file_desc *f;
 	enum file_kind kind;
-	char why[512];
+	char why[512], proc[64];
 
-	if (fd_unsupported(d->pid, fd, link, st, why, sizeof(why)))
+	if (fd_unsupported(d->pid, fd, link, st, d->ghost_limit, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
 	if (evloop_kind(link) >= 0)
 		return describe_evloop(d, fd, evloop_kind(link), flags);
@@ -269,8 +266,14 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	if (kind == FK_REG && ghost_is_deleted(link)) {
+		int ret = ghost_attach(d, f, proc);
+
+		return ret ? ret : f->id;
+	}
 	if (kind == FK_FIFO) {
-		int idx = f - fs->descs, id = files_add_path(d, link, st, flags);
+		int idx = f - fs->descs, id = files_add_path(d, link, st, flags, proc);
 
 		if (id < 0)
 			return id;
@@ -544,6 +547,8 @@ int write_files(struct dump_ctx *d)
 		ret = write_pipes_data(d, IMG_PIPES_DATA, FK_PIPE);
 	if (!ret)
 		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
+	if (!ret)
+		ret = write_ghosts(d);
 	return ret;
 }
 
@@ -554,6 +559,7 @@ void files_free(struct file_set *fs)
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
 	}
+	ghosts_free(&fs->ghosts);
 	free(fs->descs);
 	free(fs->fds);
 	fs->descs = NULL;

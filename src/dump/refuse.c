@@ -15,7 +15,9 @@
 
 #include "cgroup.h"
 #include "common.h"
+#include "dump/dump.h"
 #include "dump/files.h"
+#include "dump/ghost.h"
 #include "dump/refuse.h"
 #include "log.h"
 #include "proc.h"
@@ -167,8 +169,9 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 	fclose(f);
 }
 
-static void check_fd(pid_t pid, int fd, struct refusals *r)
+static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
+	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;
 	ssize_t n;
@@ -178,25 +181,53 @@ static void check_fd(pid_t pid, int fd, struct refusals *r)
 	if (n < 0 || stat(path, &st))
 		return;		/* closed meanwhile; collect_fds looks again when frozen */
 	link[n] = 0;
-	if (fd_unsupported(pid, fd, link, &st, why, sizeof(why)))
+	if (fd_unsupported(pid, fd, link, &st, o->ghost_limit, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }
 
-static void check_fds(pid_t pid, struct refusals *r)
+static void check_fds(const struct dump_opts *o, struct refusals *r)
 {
 	char path[64];
 	struct dirent *de;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	snprintf(path, sizeof(path), "/proc/%d/fd", o->pid);
 	dir = opendir(path);
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.')
-			check_fd(pid, atoi(de->d_name), r);
+			check_fd(o, atoi(de->d_name), r);
 	closedir(dir);
+}
+
+/* Mappings of deleted files become ghosts: each must fit the ghost limit. */
+static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", o->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long s, e;
+		char mf[96], why[256], *name = strchr(line, '/');
+		struct stat st;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!name || !ghost_is_deleted(name) || !strncmp(name, "/dev/zero", 9) ||
+		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", o->pid, s, e);
+		if (!stat(mf, &st) && ghost_unsupported(&st, o->ghost_limit, why, sizeof(why)))
+			refuse_add(r, "a mapping %lx-%lx of %s: %s", s, e, name, why);
+	}
+	free(line);
+	fclose(f);
 }
 
 /* Another live process in the target's group or session keeps that ID in use. */
@@ -292,9 +323,10 @@ int refuse_check_frozen(pid_t pid)
 	return report(pid, &r);
 }
 
-int refuse_check(pid_t pid)
+int refuse_check(const struct dump_opts *o)
 {
 	struct refusals r = { .len = 0 };
+	pid_t pid = o->pid;
 
 	check_init(pid, &r);
 	check_children(pid, &r);
@@ -302,7 +334,8 @@ int refuse_check(pid_t pid)
 	check_namespaces(pid, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
-	check_fds(pid, &r);
+	check_fds(o, &r);
+	check_deleted_maps(o, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);
 	return report(pid, &r);

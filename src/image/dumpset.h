@@ -17,6 +17,7 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "remap-file-path.pb-c.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
@@ -67,6 +68,8 @@ struct dumpset {
 	size_t nr_shmems;
 	MemfdInodeEntry **memfds;	/* memfd.img, when present */
 	size_t nr_memfds;
+	RemapFilePathEntry **remaps;	/* remap-fpath.img: deleted files, when present */
+	size_t nr_remaps;
 };
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
@@ -78,6 +81,8 @@ const char *dumpset_comm(const struct dumpset *ds);
 const FileEntry *dumpset_file(const struct dumpset *ds, uint32_t id);
 /* Path of a file entry (regular file, tty); NULL for pipes and others. */
 const char *dumpset_file_path(const FileEntry *fe);
+/* The remap (ghost) of file entry id, or NULL: the file was not deleted. */
+const RemapFilePathEntry *dumpset_remap(const struct dumpset *ds, uint32_t id);
 /* The memfd inode of that id, or NULL. */
 const MemfdInodeEntry *dumpset_memfd(const struct dumpset *ds, uint64_t inode_id);
 /* Index of the first run that ends after key (nr if none). */

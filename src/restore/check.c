@@ -341,6 +341,8 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 	case FD_TYPES__REG:
 		if (!fe->reg || !fe->reg->name || fe->reg->name[0] != '/')
 			return fail(-EIO, "files.img: file %u has no path", fe->id);
+		if (dumpset_remap(&r->ds, fe->id))
+			return 0;	/* deleted: recreated from its ghost (ghost.c) */
 		return check_file_unchanged(fe->reg, check_level(r, fe->id));
 	case FD_TYPES__PIPE:
 		if (!fe->pipe)
@@ -499,6 +501,8 @@ int check_images(struct rst *r)
 		ret = seccomp_check(r);
 	if (!ret)
 		ret = attrs_check(r);
+	if (!ret)
+		ret = ghost_check(r);
 	if (!ret)
 		ret = check_files(r);
 	if (!ret)

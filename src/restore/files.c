@@ -35,10 +35,10 @@ static struct rdesc *desc_of(struct rst *r, uint32_t id)
 	return NULL;
 }
 
-static int open_reg(const RegFileEntry *re)
+static int open_reg(struct rst *r, const RegFileEntry *re)
 {
 	int flags = re->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-	int fd = open(re->name, flags | O_CLOEXEC);
+	int fd = open(rst_reg_path(r, re->id), flags | O_CLOEXEC);
 
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
@@ -352,7 +352,7 @@ static int open_desc(struct rst *r, struct rdesc *d)
 
 	switch (fe->type) {
 	case FD_TYPES__REG:
-		d->fd = open_reg(fe->reg);
+		d->fd = open_reg(r, fe->reg);
 		return d->fd < 0 ? d->fd : 0;
 	case FD_TYPES__PIPE:
 		return open_pipe(r, fe->pipe->pipe_id);

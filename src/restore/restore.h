@@ -56,6 +56,12 @@ struct inherited {
 	int flags;		/* F_GETFL */
 };
 
+/* A deleted file recreated for the restore, deleted again before the process runs. */
+struct rghost {
+	uint32_t id;		/* remap_id */
+	char *path;		/* where it was recreated */
+};
+
 /* A timerfd to arm right before the threads resume (timerfd.c). */
 struct rtimer {
 	int fd;			/* memdump's copy */
@@ -85,6 +91,9 @@ struct rst {
 	struct rtimer *timers;
 	size_t nr_timers;
 
+	struct rghost *ghosts;
+	size_t nr_ghosts;
+
 	int exe_fd;
 	const char *cwd, *root;
 	char **cg_join;		/* cgroup.procs files the child joins (attrs.c) */
@@ -101,7 +110,7 @@ struct rst {
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);
-/* Path of a regular file entry, NULL for other types. */
+/* Path of a regular file entry (a deleted one: where it is recreated), NULL for other types. */
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
@@ -132,6 +141,13 @@ int epoll_open(const EventpollFileEntry *e);
 int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
 /* In the child: every set's registrations; <0 with what failed in msg. */
 int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
+
+/* ghost.c: deleted files, recreated before the fds are opened, deleted once they are */
+int ghost_check(struct rst *r);
+int ghost_create_all(struct rst *r);
+void ghost_unlink_all(struct rst *r);
+/* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
+const char *ghost_path(struct rst *r, uint32_t file_id);
 
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */

@@ -1,0 +1,112 @@
+# Files (issues 7 and 8): deleted files and mappings (ghosts), inotify, file
+# locks, POSIX timers, terminals. Each target program checks itself after
+# restore; the images must decode with crit.
+
+# f2_crit DIR IMAGE...: crit decodes each IMAGE of DIR
+f2_crit() {
+	local dir=$1 f; shift
+	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
+	for f in "$@"; do
+		[[ -e $dir/$f ]] || fail "$f missing from the dump"
+		timeout 30 crit show "$dir/$f" > "$T/crit.$f.json" 2>&1 ||
+			fail "crit cannot decode $f: $(tail -n1 "$T/crit.$f.json")"
+	done
+}
+
+# f2_rst PROG [ARGS]: statecmp snapshot, killing dump, restore twice (each one PASSes)
+case_f2_rst() {
+	start_prog "$@"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+case_f2_lr() {
+	start_prog "$@"
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+
+# ---- deleted files (ghosts)
+
+case_ghost_rst() {
+	start_prog t-ghost
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	f2_crit "$T/d" remap-fpath.img ghost-file-1.img ghost-file-2.img
+	grep -q '"remap_type": "GHOST"' "$T/crit.remap-fpath.img.json" || fail "no GHOST remap in remap-fpath.img"
+	md show show -D "$T/d" || fail "show failed"
+	grep -qE '10 +REG .*ghost-rw \(deleted, 10000 bytes saved\)' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not tell fd 10 is a deleted file"; }
+	ls "$T"/ghost-* 2> /dev/null && fail "a ghost file is left in $T before the restore"
+	restore_and_pass "$T/d" 1
+	ls "$T"/ghost-* 2> /dev/null && fail "a recreated ghost file is left in $T"
+	ls /dev/shm | grep -q "t-ghost-$PID" && fail "the shm ghost is left in /dev/shm"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add ghost-rst case_ghost_rst
+add ghost-lr case_f2_lr t-ghost
+
+# The name of a deleted file was taken again: the ghost is made beside it.
+case_ghost_name_taken() {
+	start_prog t-ghost renamed
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	echo other > "$T/ghost-rw"
+	restore_and_pass "$T/d" 1
+	[[ $(cat "$T/ghost-rw") == other ]] || fail "restore changed the file that took the name"
+	ls "$T" | grep -q memdump-ghost && fail "the ghost made beside it is left"
+	return 0
+}
+add ghost-name-taken case_ghost_name_taken
+
+# Above --ghost-limit: refused by name before the target is seized.
+case_ghost_limit() {
+	start_prog t-ghost
+	md dump dump -t "$PID" -D "$T/d" --leave-running --ghost-limit 9K
+	expect_md_error
+	grep -qE "fd 10 \(.*ghost-rw \(deleted\): a deleted file of 10000 bytes, above the ghost limit of 9216 bytes \(--ghost-limit\)\)" "$MD_ERR" ||
+		fail "the error does not name fd 10 and the limit"
+	grep -q "fd 11 " "$MD_ERR" || fail "the error does not name fd 11"
+	grep -qE "ghost-shared \(deleted\): a deleted file of 12288 bytes" "$MD_ERR" ||
+		fail "the error does not name the shared mapping"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	dump "$PID" "$T/d2" --leave-running --ghost-limit 16K
+	check_child_pass
+}
+add ghost-limit case_ghost_limit
+
+# python multiprocessing: a Value (an unlinked /dev/shm arena, mapped and
+# open) and a Lock held (an unlinked POSIX semaphore). SharedMemory starts
+# a resource tracker process: a process tree, refused.
+case_ghost_python_mp() {
+	command -v python3 > /dev/null || { note "no python3: skipped"; return 0; }
+	OUT=$T/mp.out
+	python3 -c '
+import ctypes, multiprocessing as mp, os, signal, sys, time
+v = mp.Value("q", 0x1234567)
+lock = mp.Lock(); lock.acquire()
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+print("READY", os.getpid(), flush=True)
+while not got: time.sleep(0.01)
+ok = v.value == 0x1234567 and not lock.acquire(False)
+lock.release(); ok = ok and lock.acquire(False)
+with v.get_lock(): v.value += 1
+print("PASS" if ok and v.value == 0x1234568 else "FAIL state lost", flush=True)
+' > "$OUT" 2> "$T/mp.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY' 20 || { show_file stderr "$T/mp.err"; fail "python did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	grep -q ' (deleted)$' "/proc/$PID/maps" || fail "python holds no deleted mapping"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add ghost-python-mp case_ghost_python_mp
