@@ -110,3 +110,69 @@ print("PASS" if ok and v.value == 0x1234568 else "FAIL state lost", flush=True)
 	restore_and_pass "$T/d" 1
 }
 add ghost-python-mp case_ghost_python_mp
+
+# ---- inotify
+
+case_inotify_rst() {
+	start_prog t-inotify
+	grep -c '^inotify' "/proc/$PID/fdinfo/10" | grep -qx 3 || fail "fd 10 has not 3 watches"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	f2_crit "$T/d" files.img
+	grep -q '"wd": 4' "$T/crit.files.img.json" || fail "crit shows no wd 4"
+	md show show -D "$T/d" || fail "show failed"
+	grep -qE "10 +INOTIFY .*inotify, 3 watch\(es\): wd 1 mask 0x300 [^ ]*/w; wd 2 mask 0x2 [^ ]*/w/f; wd 4 mask 0x80000004 [^ ]*/y$" "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not list fd 10's watches"; }
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add inotify-rst case_inotify_rst
+add inotify-lr case_f2_lr t-inotify
+
+# A watched file deleted while open (the watch lives on, its path is gone):
+# refused by name.
+case_inotify_deleted() {
+	python3 -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]; p = d + "/watched"
+keep = open(p, "w")
+fd = libc.inotify_init1(0)
+wd = libc.inotify_add_watch(fd, p.encode(), 2)
+os.unlink(p)
+print("READY", os.getpid(), fd, wd, flush=True)
+time.sleep(60)' "$T" > "$T/i.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/i.out" '^READY' 10 || { show_file out "$T/i.out"; fail "python did not start"; }
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd [0-9]+ \(anon_inode:inotify: an inotify watch \(wd 1\) on a deleted or unreachable file" "$MD_ERR" ||
+		fail "the error does not name the watch"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add inotify-deleted case_inotify_deleted
+
+# fanotify stays refused, by name.
+case_fanotify_refused() {
+	python3 -c '
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.fanotify_init(0, 0)
+if fd < 0:
+    print("NOFAN", ctypes.get_errno(), flush=True); time.sleep(60)
+print("READY", os.getpid(), fd, flush=True)
+time.sleep(60)' > "$T/f.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/f.out" '^(READY|NOFAN)' 10 || fail "python did not start"
+	grep -q NOFAN "$T/f.out" && { note "fanotify_init refused here: skipped"; return 0; }
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd [0-9]+ \(anon_inode:\[fanotify\]: a fanotify group\)" "$MD_ERR" ||
+		fail "the error does not name the fanotify group"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add fanotify-refused case_fanotify_refused

@@ -136,6 +136,7 @@ static int evloop_kind(const char *link)
 	static const struct { const char *link; enum file_kind kind; } kinds[] = {
 		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
 		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
+		{ "anon_inode:inotify", FK_INOTIFY },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -151,7 +152,6 @@ static const char *anon_unsupported(const char *link)
 		{ "anon_inode:[io_uring]", "an io_uring instance" },
 		{ "anon_inode:[pidfd]", "a pidfd" },
 		{ "anon_inode:[fanotify]", "a fanotify group" },
-		{ "anon_inode:inotify", "an inotify instance" },
 		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },
 		{ "anon_inode:[perf_event]", "a perf event" },
@@ -181,6 +181,8 @@ bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st,
 	}
 	if (evloop_kind(link) == FK_EPOLL)
 		return epoll_target_gone(pid, fd, why, len);
+	if (evloop_kind(link) == FK_INOTIFY)
+		return inotify_unsupported(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
@@ -224,6 +226,9 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 		break;
 	case FK_EPOLL:
 		ret = epoll_collect(d, fd, &f->ep);
+		break;
+	case FK_INOTIFY:
+		ret = inotify_collect(d, fd, &f->ify);
 		break;
 	default:
 		break;
@@ -409,6 +414,8 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		return signalfd_write(img, f);
 	case FK_EPOLL:
 		return epoll_write(img, f);
+	case FK_INOTIFY:
+		return inotify_write(img, f);
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -420,7 +427,8 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_MEMFD] = FD_TYPES__MEMFD, [FK_EVENTFD] = FD_TYPES__EVENTFD,
 				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
 				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
-				     [FK_EPOLL] = FD_TYPES__EVENTPOLL };
+				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
+				     [FK_INOTIFY] = FD_TYPES__INOTIFY };
 	return t[f->kind];
 }
 
@@ -558,6 +566,8 @@ void files_free(struct file_set *fs)
 		free(fs->descs[i].path);
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
+		if (fs->descs[i].kind == FK_INOTIFY)
+			inotify_state_free(&fs->descs[i].ify);
 	}
 	ghosts_free(&fs->ghosts);
 	free(fs->descs);

@@ -18,7 +18,7 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL };
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY };
 
 struct file_desc {
 	int id;
@@ -35,6 +35,7 @@ struct file_desc {
 		struct timerfd_state tfd;
 		uint64_t sigmask;
 		struct epoll_state ep;
+		struct inotify_state ify;
 	};
 };
 

@@ -366,6 +366,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 		return fe->sgfd ? 0 : fail(-EIO, "files.img: signalfd %u has no entry", fe->id);
 	case FD_TYPES__TIMERFD:
 		return fe->tfd ? 0 : fail(-EIO, "files.img: timerfd %u has no entry", fe->id);
+	case FD_TYPES__INOTIFY:
+		if (!fe->ify)
+			return fail(-EIO, "files.img: inotify %u has no entry", fe->id);
+		return inotify_check(fe->ify);
 	case FD_TYPES__EVENTPOLL:
 		if (!fe->epfd)
 			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);

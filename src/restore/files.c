@@ -375,6 +375,9 @@ static int open_desc(struct rst *r, struct rdesc *d)
 	case FD_TYPES__EVENTPOLL:
 		d->fd = epoll_open(fe->epfd);
 		break;
+	case FD_TYPES__INOTIFY:
+		d->fd = inotify_open(fe->ify);
+		break;
 	default:
 		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
 	}

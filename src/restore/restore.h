@@ -149,6 +149,10 @@ void ghost_unlink_all(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
 
+/* inotify.c: every watch on its path, with its mask and wd */
+int inotify_check(const InotifyFileEntry *e);
+int inotify_open(const InotifyFileEntry *e);
+
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);
