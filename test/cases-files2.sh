@@ -176,3 +176,63 @@ time.sleep(60)' > "$T/f.out" 2>&1 < /dev/null &
 	expect_untraced "$PID"
 }
 add fanotify-refused case_fanotify_refused
+
+# ---- file locks
+
+case_locks_rst() {
+	start_prog t-locks
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	f2_crit "$T/d" filelocks.img
+	local n; n=$(grep -c '"flag"' "$T/crit.filelocks.img.json")
+	(( n == 5 )) || fail "filelocks.img holds $n locks, want 5"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add locks-rst case_locks_rst
+add locks-lr case_f2_lr t-locks
+
+# Another process took a lock of the dump since: the restore fails with one
+# line naming it, and succeeds once the lock is free.
+case_locks_held() {
+	start_prog t-locks
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	flock -n -o "$T/flock-ex" sleep 60 < /dev/null > /dev/null 2>&1 &
+	local holder=$!; track "$holder"
+	wait_until 5 grep -q FLOCK /proc/locks || fail "flock(1) took no lock"
+	md restore restore -D "$T/d"
+	expect_md_error
+	grep -q "cannot take the flock write lock of fd 10 (0+0): another process holds a conflicting lock" "$MD_ERR" ||
+		fail "the error does not name the lock"
+	alive "$PID" && fail "a failed restore left pid $PID running"
+	local sl; sl=$(cat "/proc/$holder/task/$holder/children"); track "$sl"
+	kill "$holder"; wait "$holder" 2> /dev/null; kill $sl 2> /dev/null
+	restore_and_pass "$T/d" 1
+}
+add locks-held case_locks_held
+
+# A POSIX lock on a file the process maps: the restorer's close of the
+# mapping's fd would drop it, so it is refused by name.
+case_locks_mapped() {
+	python3 -c '
+import fcntl, mmap, os, sys, time
+fd = os.open(sys.argv[1] + "/mapped", os.O_RDWR | os.O_CREAT, 0o600)
+os.ftruncate(fd, 4096)
+m = mmap.mmap(fd, 4096)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("READY", os.getpid(), fd, flush=True)
+time.sleep(300)' "$T" > "$T/m.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/m.out" '^READY' 10 || { show_file out "$T/m.out"; fail "python did not start"; }
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/m.out")
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -q "fd $fd holds a POSIX lock on a file the process also maps" "$MD_ERR" ||
+		fail "the error does not name the lock"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add locks-mapped case_locks_mapped

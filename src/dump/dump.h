@@ -17,6 +17,7 @@
 #include <sys/user.h>
 
 #include "dump/ghost.h"
+#include "dump/locks.h"
 #include "infect/infect.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
@@ -119,6 +120,7 @@ struct file_set {
 	struct fd_entry *fds;
 	int nr_fds;
 	struct ghost_set ghosts;	/* deleted files (ghost.c) */
+	struct lock_set locks;		/* flock, POSIX, OFD locks (locks.c) */
 };
 
 /* Shared memory objects met in VMAs and fds (shmem.c). */

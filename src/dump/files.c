@@ -306,8 +306,15 @@ static int collect_fd(struct dump_ctx *d, int fd)
 						  fd, d->pid, strerror(errno));
 	link[n] = 0;
 	id = same_description(d, fd);
-	if (!id)
+	if (!id) {
 		id = describe_fd(d, fd, link, &st, flags, pos);
+		if (id > 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+			int ret = locks_collect(d, fd);
+
+			if (ret)
+				return ret;
+		}
+	}
 	if (id < 0)
 		return id;
 	e = realloc(fs->fds, (fs->nr_fds + 1) * sizeof(*e));
@@ -557,6 +564,8 @@ int write_files(struct dump_ctx *d)
 		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
 	if (!ret)
 		ret = write_ghosts(d);
+	if (!ret)
+		ret = write_locks(d);
 	return ret;
 }
 
@@ -570,6 +579,7 @@ void files_free(struct file_set *fs)
 			inotify_state_free(&fs->descs[i].ify);
 	}
 	ghosts_free(&fs->ghosts);
+	locks_free(&fs->locks);
 	free(fs->descs);
 	free(fs->fds);
 	fs->descs = NULL;

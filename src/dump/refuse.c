@@ -18,6 +18,7 @@
 #include "dump/dump.h"
 #include "dump/files.h"
 #include "dump/ghost.h"
+#include "dump/locks.h"
 #include "dump/refuse.h"
 #include "log.h"
 #include "proc.h"
@@ -147,10 +148,34 @@ static void check_cwd_root(pid_t pid, struct refusals *r)
 	}
 }
 
-/* "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks, leases. */
+/* Whether the process maps the inode "maj:min:ino" (a lock line's). */
+static bool maps_inode(pid_t pid, const char *dev_ino)
+{
+	char path[64], line[1024], want[80];
+	const char *colon = strrchr(dev_ino, ':');
+	bool found = false;
+	FILE *f;
+
+	if (!colon)
+		return false;
+	snprintf(want, sizeof(want), "%.*s %s ", (int)(colon - dev_ino), dev_ino, colon + 1);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored;
+ * leases are not, nor a POSIX lock on a file the process maps (the
+ * restorer closes its mapping fds, which drops the process's POSIX locks).
+ */
 static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 {
-	char path[64], line[256];
+	char path[64], line[256], kind[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
@@ -158,13 +183,19 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		char kind[16] = "", mode[16] = "";
+		struct file_lock l;
+		int ret;
 
-		if (sscanf(line, "lock: %*d: %15s %*s %15s", kind, mode) == 2) {
-			refuse_add(r, "fd %d holds a %s %s %s", fd, !strcmp(kind, "LEASE") ?
-				   "file" : "file lock", kind, mode);
+		if (strncmp(line, "lock:", 5))
+			continue;
+		ret = lock_parse(line, &l, kind, sizeof(kind));
+		if (ret < 0)
+			refuse_add(r, "fd %d holds a %s %s", fd, !strncmp(kind, "LEASE", 5) ||
+				   !strncmp(kind, "DELEG", 5) ? "file lease" : "file lock", kind);
+		else if (ret > 0 && l.flag == FL_POSIX && maps_inode(pid, l.dev_ino))
+			refuse_add(r, "fd %d holds a POSIX lock on a file the process also maps", fd);
+		if (ret < 0)
 			break;
-		}
 	}
 	fclose(f);
 }

@@ -286,6 +286,9 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	if (!ret && img_exists(ds->dirfd, IMG_REMAP_FPATH, 0))
 		ret = read_all(ds->dirfd, IMG_REMAP_FPATH, 0, &remap_file_path_entry__descriptor,
 			       (void ***)&ds->remaps, &ds->nr_remaps);
+	if (!ret && img_exists(ds->dirfd, IMG_FILE_LOCKS, 0))
+		ret = read_all(ds->dirfd, IMG_FILE_LOCKS, 0, &file_lock_entry__descriptor,
+			       (void ***)&ds->locks, &ds->nr_locks);
 	if (!ret && img_exists(ds->dirfd, IMG_STATS, 0))
 		ret = img_read_one(ds->dirfd, IMG_STATS, 0, &stats_entry__descriptor,
 				   (void **)&ds->stats);
@@ -395,6 +398,7 @@ void dumpset_free(struct dumpset *ds)
 	free(ds->shmems);
 	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
 	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
+	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
 	if (ds->dirfd >= 0)
 		close(ds->dirfd);
 	memset(ds, 0, sizeof(*ds));

@@ -12,6 +12,7 @@
 
 #include "core.pb-c.h"
 #include "files.pb-c.h"
+#include "file-lock.pb-c.h"
 #include "fs.pb-c.h"
 #include "inventory.pb-c.h"
 #include "mm.pb-c.h"
@@ -70,6 +71,8 @@ struct dumpset {
 	size_t nr_memfds;
 	RemapFilePathEntry **remaps;	/* remap-fpath.img: deleted files, when present */
 	size_t nr_remaps;
+	FileLockEntry **locks;		/* filelocks.img, when present */
+	size_t nr_locks;
 };
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */

@@ -510,6 +510,8 @@ int check_images(struct rst *r)
 	if (!ret)
 		ret = check_files(r);
 	if (!ret)
+		ret = locks_check(r);
+	if (!ret)
 		ret = check_memory(r);
 	if (!ret)
 		ret = shm_check(r);

@@ -149,6 +149,10 @@ void ghost_unlink_all(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
 
+/* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
+int locks_check(struct rst *r);
+int locks_apply_in_child(struct rst *r, char *why, size_t len);
+
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);
 int inotify_open(const InotifyFileEntry *e);
