@@ -236,3 +236,21 @@ time.sleep(300)' "$T" > "$T/m.out" 2>&1 < /dev/null &
 	expect_untraced "$PID"
 }
 add locks-mapped case_locks_mapped
+
+# ---- POSIX timers
+
+case_ptimers_rst() {
+	start_prog t-ptimers
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	f2_crit "$T/d" "core-$PID.img"
+	local n; n=$(grep -c '"it_id"' "$T/crit.core-$PID.img.json")
+	(( n == 4 )) || fail "core-$PID.img holds $n POSIX timers, want 4"
+	grep -q '"notify_thread_id"' "$T/crit.core-$PID.img.json" || fail "crit shows no notify_thread_id"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add ptimers-rst case_ptimers_rst
+add ptimers-lr case_f2_lr t-ptimers

@@ -105,6 +105,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 	if (!ret)
 		ret = collect_task_attrs(d, &ts->attrs);
 	if (!ret)
+		ret = collect_posix_timers(d);
+	if (!ret)
 		ret = select_pages(d);
 	return ret;
 }
@@ -148,6 +150,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 		free(d->threads[i].sigpending);
 	}
 	free(d->sigpending);
+	free(d->ptimers);
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+#include <time.h>
 
 #include "dump/ghost.h"
 #include "dump/locks.h"
@@ -66,6 +67,20 @@ struct thread {
 	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
 	struct thread_seccomp seccomp;	/* seccomp.c */
 };
+
+/* A POSIX timer (ptimers.c). */
+struct posix_timer {
+	int id;
+	int clock;
+	int signo;
+	int notify;			/* SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID */
+	pid_t tid;			/* SIGEV_THREAD_ID: the thread */
+	uint64_t sival;
+	int overrun;			/* timer_getoverrun */
+	struct itimerspec its;		/* timer_gettime: interval, time left */
+};
+
+#define MAX_POSIX_TIMERS	64	/* as many as the restorer takes */
 
 struct vma {
 	uint64_t start, end;
@@ -151,6 +166,8 @@ struct dump_ctx {
 	struct shmem_set shmem;
 	struct seccomp_prog *filters;	/* every thread's filters, shared ones once */
 	int nr_filters;
+	struct posix_timer *ptimers;
+	int nr_ptimers;
 };
 
 /* vma.c */
@@ -168,6 +185,9 @@ int collect_thread_sched(struct dump_ctx *d, int i);
 /* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
 int collect_seccomp(struct dump_ctx *d);
 void seccomp_free(struct dump_ctx *d);
+
+/* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
+int collect_posix_timers(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);
