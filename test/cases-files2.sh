@@ -254,3 +254,59 @@ case_ptimers_rst() {
 }
 add ptimers-rst case_ptimers_rst
 add ptimers-lr case_f2_lr t-ptimers
+
+# ---- terminals
+
+# t-pattern run by script(1): its fds 0-2 are its controlling terminal.
+f2_start_on_tty() {
+	OUT=$T/script.out
+	script -qfec "exec $TESTBIN/t-pattern $T" /dev/null > "$OUT" 2>&1 < /dev/null &
+	track $!
+	wait_line "$OUT" '^READY ' "$OP_TIMEOUT" || { show_file out "$OUT"; fail "t-pattern on a tty did not start"; }
+	PID=$(awk '/^READY/ { print $2; exit }' "$OUT"); track "$PID"
+	[[ $(readlink "/proc/$PID/fd/0") == /dev/pts/* ]] || fail "fd 0 of $PID is no terminal"
+}
+
+case_tty_shell_job() {
+	f2_start_on_tty
+	md dump dump -t "$PID" -D "$T/d0" --leave-running
+	expect_md_error
+	grep -qE "fd 0 \(/dev/pts/[0-9]+: the job's controlling terminal: dump with --shell-job" "$MD_ERR" ||
+		fail "the error does not ask for --shell-job"
+	no_inventory "$T/d0"
+	expect_untraced "$PID"
+	dump "$PID" "$T/d" --shell-job
+	expect_killed "$PID"
+	md restore0 restore -D "$T/d"
+	expect_md_error
+	grep -q "restore with --shell-job" "$MD_ERR" || fail "restore does not ask for --shell-job"
+	restore_bg "$T/d" 1 --shell-job
+	wait_restored "$PID"
+	[[ $(readlink "/proc/$PID/fd/1") == "$MD_OUT" ]] || fail "fd 1 is $(readlink "/proc/$PID/fd/1"), not memdump's stdout"
+	[[ $(readlink "/proc/$PID/fd/0") == /dev/null ]] || fail "fd 0 is $(readlink "/proc/$PID/fd/0"), not memdump's stdin"
+	kill -USR1 "$PID"
+	get_result "$MD_OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add tty-shell-job case_tty_shell_job
+
+# A terminal that is not the job's own (a pty pair the process opened):
+# refused by name, with --shell-job too.
+case_tty_other() {
+	python3 -c '
+import os, time
+m, s = os.openpty()
+print("READY", os.getpid(), s, flush=True)
+time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/p.out" '^READY' 10 || { show_file out "$T/p.out"; fail "python did not start"; }
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/p.out")
+	md dump dump -t "$PID" -D "$T/d" --leave-running --shell-job
+	expect_md_error
+	grep -qE "fd $fd \(/dev/pts/[0-9]+: a terminal other than the job's controlling terminal" "$MD_ERR" ||
+		fail "the error does not name the terminal"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add tty-other case_tty_other

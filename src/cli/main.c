@@ -18,10 +18,12 @@ static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--ghost-limit SIZE]\n"
+	"       [--shell-job]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; deleted files it holds are saved up to\n"
-	"        --ghost-limit bytes each (default 1M)\n"
-	"  restore -D DIR [-d] [--pidfile FILE]\n"
+	"        --ghost-limit bytes each (default 1M); --shell-job: the job's controlling\n"
+	"        terminal is given back on restore (restore --shell-job: memdump's own)\n"
+	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
 	"  show -D DIR [--json]      what a dump holds\n"
@@ -36,7 +38,7 @@ int cmd_dump(const struct options *o)
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
-		.ghost_limit = o->ghost_limit,
+		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 	};
 
 	return dump_run(&d);
@@ -44,7 +46,8 @@ int cmd_dump(const struct options *o)
 
 int cmd_restore(const struct options *o)
 {
-	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile };
+	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile,
+				  .shell_job = o->shell_job };
 
 	return restore_run(&r);
 }
@@ -103,13 +106,14 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS,
-	       OPT_GHOST };
+	       OPT_GHOST, OPT_SHELL_JOB };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
 		{ "ghost-limit", required_argument, NULL, OPT_GHOST },
+		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -139,6 +143,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAVE:
 			opts->leave_running = true;
+			break;
+		case OPT_SHELL_JOB:
+			opts->shell_job = true;
 			break;
 		case OPT_GHOST:
 			if (parse_size(optarg, &opts->ghost_limit))

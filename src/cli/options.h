@@ -19,6 +19,7 @@ struct options {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	uint64_t ghost_limit;		/* --ghost-limit */
+	bool shell_job;			/* --shell-job */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
 	bool json;			/* show --json */

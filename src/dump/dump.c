@@ -169,7 +169,7 @@ const char *mode_name(enum dump_mode m)
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
-			      .ghost_limit = o->ghost_limit,
+			      .policy = { o->ghost_limit, o->shell_job, o->pid },
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;

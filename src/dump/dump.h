@@ -17,6 +17,7 @@
 #include <sys/user.h>
 #include <time.h>
 
+#include "dump/files.h"
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "infect/infect.h"
@@ -121,6 +122,7 @@ struct dump_opts {
 	bool leave_running;		/* --leave-running */
 	bool progress;			/* draw a progress bar on stderr */
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
+	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
@@ -151,7 +153,7 @@ struct dump_ctx {
 	struct file_set files;
 	enum dump_mode mode;
 	bool progress;
-	uint64_t ghost_limit;		/* dump_opts.ghost_limit */
+	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
 	int nr_threads;

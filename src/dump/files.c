@@ -23,6 +23,7 @@
 #include "dump/ghost.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "dump/shmem.h"
 #include "dump/sockets.h"
 
@@ -170,9 +171,36 @@ static const char *anon_unsupported(const char *link)
  * why. Used before the freeze (refuse.c, to list every refused fd at once)
  * and again while frozen.
  */
-bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st,
-		    uint64_t ghost_limit, char *why, size_t len)
+/*
+ * A terminal is the job's controlling terminal, given back on restore as
+ * the restoring shell's (--shell-job); any other one is refused.
+ */
+static const char *tty_unsupported(const struct fd_policy *p, const struct stat *st)
 {
+	struct proc_stat ps;
+	unsigned maj, min;
+	bool ctty;
+
+	if (major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
+		return "a pseudo-terminal master";
+	if (proc_read_stat(p->pid, &ps))
+		return "a terminal of a process memdump cannot read";
+	maj = (ps.tty_nr >> 8) & 0xfff;
+	min = (ps.tty_nr & 0xff) | ((ps.tty_nr >> 12) & 0xfff00);
+	ctty = ps.tty_nr && (st->st_rdev == makedev(maj, min) || st->st_rdev == makedev(5, 0));
+	if (!ctty)
+		return "a terminal other than the job's controlling terminal (pseudo-terminal "
+		       "pairs are not supported)";
+	if (!p->shell_job)
+		return "the job's controlling terminal: dump with --shell-job to have restore "
+		       "give it the restoring shell's";
+	return NULL;
+}
+
+bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		    char *why, size_t len)
+{
+	pid_t pid = p->pid;
 	const char *w = NULL;
 
 	if (S_ISSOCK(st->st_mode)) {
@@ -185,13 +213,13 @@ bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st,
 		return inotify_unsupported(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
-	else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
-		w = "a pseudo-terminal master";
+	else if (is_tty(st))
+		w = tty_unsupported(p, st);
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
 	else if (ghost_is_deleted(link))
-		return ghost_unsupported(st, ghost_limit, why, len);
+		return ghost_unsupported(st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
 		w = "a /proc file of another process";
 	if (w)
@@ -244,7 +272,7 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	enum file_kind kind;
 	char why[512], proc[64];
 
-	if (fd_unsupported(d->pid, fd, link, st, d->ghost_limit, why, sizeof(why)))
+	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
 	if (evloop_kind(link) >= 0)
 		return describe_evloop(d, fd, evloop_kind(link), flags);

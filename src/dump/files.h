@@ -45,6 +45,13 @@ struct fd_entry {
 	bool cloexec;
 };
 
+/* What the user allowed: --ghost-limit, --shell-job. */
+struct fd_policy {
+	uint64_t ghost_limit;
+	bool shell_job;
+	pid_t pid;		/* the target */
+};
+
 /*
  * A REG entry for a path (deduplicated by device and inode); returns its id.
  * A deleted file's path ends in " (deleted)": its content is read through
@@ -55,8 +62,8 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 /* Every fd of the target; unsupported kinds are refused by name. */
 int collect_fds(struct dump_ctx *d);
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
-bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st,
-		    uint64_t ghost_limit, char *why, size_t len);
+bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		    char *why, size_t len);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */

@@ -107,7 +107,7 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 	char why[256];
 	struct ghost *g;
 
-	if (ghost_unsupported(&f->st, d->ghost_limit, why, sizeof(why)))
+	if (ghost_unsupported(&f->st, d->policy.ghost_limit, why, sizeof(why)))
 		return fail(-EOPNOTSUPP, "process %d: %s is %s", d->pid, f->path, why);
 	f->path[strlen(f->path) - (sizeof(deleted) - 1)] = 0;
 	g = find(&d->files.ghosts, &f->st);

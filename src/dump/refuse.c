@@ -203,6 +203,7 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
+	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid };
 	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;
@@ -213,7 +214,7 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	if (n < 0 || stat(path, &st))
 		return;		/* closed meanwhile; collect_fds looks again when frozen */
 	link[n] = 0;
-	if (fd_unsupported(pid, fd, link, &st, o->ghost_limit, why, sizeof(why)))
+	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }

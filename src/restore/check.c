@@ -355,6 +355,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 	case FD_TYPES__TTY:
 		if (!fe->tty)
 			return fail(-EIO, "files.img: terminal %u has no tty entry", fe->id);
+		if (!r->o->shell_job)
+			return fail(-EOPNOTSUPP, "the process had its terminal (%s) open: restore "
+				    "with --shell-job to give it memdump's", fe->tty->name ?
+				    fe->tty->name : "?");
 		return 0;
 	case FD_TYPES__MEMFD:
 		if (!shm_of_memfd(r, fe->memfd))

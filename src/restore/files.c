@@ -2,7 +2,7 @@
  * Restore, step 2: the open file descriptions of the restored process,
  * opened here in memdump (the forked child moves them to their numbers):
  * regular files at their position, pipes recreated and refilled with their
- * unread data, FIFOs, terminals (memdump's own, like criu --shell-job),
+ * unread data, FIFOs, the job's terminal (memdump's own, --shell-job as in CRIU),
  * memfds (reopened from their restored object, see shmem.c) and the
  * event-loop fds: eventfds, signalfds, timerfds (armed last, timerfd.c) and
  * epoll sets (created here, filled in the child once every fd has its
@@ -407,8 +407,11 @@ int open_fds(struct rst *r)
 		return ret;
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		struct rfd *f = &r->fds[r->nr_fds++];
+		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
 
 		f->src = desc_of(r, ds->fds[i]->id)->fd;
+		if (fe->type == FD_TYPES__TTY && ds->fds[i]->fd <= 2)
+			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 	}

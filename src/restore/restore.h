@@ -20,6 +20,7 @@ struct restore_opts {
 	const char *dir;		/* -D */
 	bool detach;			/* -d: print the PID and return */
 	const char *pidfile;		/* --pidfile */
+	bool shell_job;			/* --shell-job: the dump's terminal becomes memdump's */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
