@@ -336,7 +336,7 @@ static int collect_fd(struct dump_ctx *d, int fd)
 	id = same_description(d, fd);
 	if (!id) {
 		id = describe_fd(d, fd, link, &st, flags, pos);
-		if (id > 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+		if (id > 0) {	/* any file can be flock()ed */
 			int ret = locks_collect(d, fd);
 
 			if (ret)
