@@ -187,6 +187,10 @@ case_locks_rst() {
 	f2_crit "$T/d" filelocks.img
 	local n; n=$(grep -c '"flag"' "$T/crit.filelocks.img.json")
 	(( n == 5 )) || fail "filelocks.img holds $n locks, want 5"
+	md show show -D "$T/d" || fail "show failed"
+	grep -qE '^locks +fd 10 flock write$' "$MD_OUT" && grep -qE '^ +fd 12 POSIX read from 200 to EOF$' "$MD_OUT" &&
+		grep -qE '^ +fd 13 OFD write from 10 for 10 bytes$' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not list the locks"; }
 	restore_and_pass "$T/d" 1
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2
@@ -248,6 +252,11 @@ case_ptimers_rst() {
 	local n; n=$(grep -c '"it_id"' "$T/crit.core-$PID.img.json")
 	(( n == 4 )) || fail "core-$PID.img holds $n POSIX timers, want 4"
 	grep -q '"notify_thread_id"' "$T/crit.core-$PID.img.json" || fail "crit shows no notify_thread_id"
+	md show show -D "$T/d" || fail "show failed"
+	grep -qE '^timers +id 0 clock 1, signal 35, in [0-9.]+ s every 50.000000000 s$' "$MD_OUT" &&
+		grep -qE '^ +id 3 clock 1, signal to thread 36 \(tid [0-9]+\), in' "$MD_OUT" &&
+		grep -qE '^ +id 4 clock 7, signal 37, disarmed$' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not list the POSIX timers"; }
 	restore_and_pass "$T/d" 1
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2

@@ -108,6 +108,13 @@ static int read_times(struct dump_ctx *d, struct posix_timer *t)
 	return 0;
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+	const struct posix_timer *x = a, *y = b;
+
+	return x->id - y->id;
+}
+
 int collect_posix_timers(struct dump_ctx *d)
 {
 	char path[64], *buf = NULL, *p, *next;
@@ -126,6 +133,8 @@ int collect_posix_timers(struct dump_ctx *d)
 		ret = add_timer(d, p);
 	}
 	free(buf);
+	if (d->nr_ptimers)	/* the kernel lists the newest first */
+		qsort(d->ptimers, d->nr_ptimers, sizeof(*d->ptimers), cmp_id);
 	for (int i = 0; i < d->nr_ptimers && !ret; i++)
 		ret = read_times(d, &d->ptimers[i]);
 	if (!ret && d->nr_ptimers)
