@@ -319,3 +319,54 @@ time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
 	expect_untraced "$PID"
 }
 add tty-other case_tty_other
+
+# The program's own binary deleted while it runs: its exe and text mappings
+# are ghosts, recreated and deleted again.
+case_ghost_exe() {
+	mkdir "$T/bin"
+	cp "$TESTBIN/t-pattern" "$T/bin/t-pattern"
+	OUT=$T/t-pattern.out
+	"$T/bin/t-pattern" "$T" > "$OUT" 2> /dev/null < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' "$OP_TIMEOUT" || fail "t-pattern did not start"
+	READY_SIZE=$(stat -c %s "$OUT")
+	rm "$T/bin/t-pattern"
+	[[ $(readlink "/proc/$PID/exe") == *" (deleted)" ]] || fail "the exe is not deleted"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	state_same "$PID" 1
+	[[ $(readlink "/proc/$PID/exe") == "$T/bin/t-pattern (deleted)" ]] ||
+		fail "the restored exe is '$(readlink "/proc/$PID/exe")'"
+	[[ -e $T/bin/t-pattern ]] && fail "the recreated exe is left"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add ghost-exe case_ghost_exe
+
+# A deleted file whose directory is gone too cannot be recreated: refused.
+case_ghost_dir_gone() {
+	mkdir "$T/gone"
+	python3 -c '
+import os, sys, time
+d = sys.argv[1]
+f = open(d + "/gone/x", "w"); f.write("data"); f.flush()
+os.unlink(d + "/gone/x"); os.rmdir(d + "/gone")
+print("READY", os.getpid(), f.fileno(), flush=True)
+time.sleep(60)' "$T" > "$T/g.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/g.out" '^READY' 10 || { show_file out "$T/g.out"; fail "python did not start"; }
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/g.out")
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd $fd \(.*/gone/x \(deleted\): a deleted file whose directory is gone too\)" "$MD_ERR" ||
+		fail "the error does not name the file"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add ghost-dir-gone case_ghost_dir_gone

@@ -219,7 +219,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
 	else if (ghost_is_deleted(link))
-		return ghost_unsupported(st, p->ghost_limit, why, len);
+		return ghost_unsupported(link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
 		w = "a /proc file of another process";
 	if (w)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,26 @@ bool ghost_is_deleted(const char *name)
 	return n > k && !strcmp(name + n - k, deleted) && strncmp(name, "/memfd:", 7);
 }
 
-bool ghost_unsupported(const struct stat *st, uint64_t limit, char *why, size_t len)
+/* The directory of a deleted file's name is still there: restore recreates it in it. */
+static bool dir_exists(const char *name)
 {
+	char dir[PATH_MAX];
+	const char *slash = strrchr(name, '/');
+	struct stat st;
+
+	if (!slash || name[0] != '/')
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - name), name);
+	return !stat(dir[0] ? dir : "/", &st) && S_ISDIR(st.st_mode);
+}
+
+bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
+		       size_t len)
+{
+	if (!dir_exists(name)) {
+		snprintf(why, len, "a deleted file whose directory is gone too");
+		return true;
+	}
 	if (S_ISFIFO(st->st_mode))
 		return false;
 	if (!S_ISREG(st->st_mode)) {
@@ -107,7 +126,7 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 	char why[256];
 	struct ghost *g;
 
-	if (ghost_unsupported(&f->st, d->policy.ghost_limit, why, sizeof(why)))
+	if (ghost_unsupported(f->path, &f->st, d->policy.ghost_limit, why, sizeof(why)))
 		return fail(-EOPNOTSUPP, "process %d: %s is %s", d->pid, f->path, why);
 	f->path[strlen(f->path) - (sizeof(deleted) - 1)] = 0;
 	g = find(&d->files.ghosts, &f->st);

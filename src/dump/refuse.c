@@ -256,7 +256,7 @@ static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
 			continue;
 		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", o->pid, s, e);
-		if (!stat(mf, &st) && ghost_unsupported(&st, o->ghost_limit, why, sizeof(why)))
+		if (!stat(mf, &st) && ghost_unsupported(name, &st, o->ghost_limit, why, sizeof(why)))
 			refuse_add(r, "a mapping %lx-%lx of %s: %s", s, e, name, why);
 	}
 	free(line);
