@@ -4,8 +4,10 @@
 #   make demo       install what is missing, build, dump and restore a demo process
 #   make test       install what is missing, build (plain and ASan/UBSan), run the tests
 #   make deps       install the Debian packages the build and the tests need
+#   make fuzz       build build-fuzz/fuzz-images, the libFuzzer target for the image loaders
 
 CC       ?= gcc
+BLOB_CC  ?= $(CC)
 BUILD    ?= build
 PKGS     := libnl-3.0 libprotobuf-c
 OPT      ?= -O2 -g
@@ -49,7 +51,7 @@ $(BUILD)/src/%.o: src/%.c $(PB_HDRS) $(wildcard include/*.h src/*/*.h)
 # into a flat binary whose first byte is the entry point, then embedded.
 $(BUILD)/blob/%.elf: parasite/blob.lds parasite/blob-entry.S $(wildcard parasite/*.c parasite/*.h include/*.h)
 	@mkdir -p $(BUILD)/blob
-	$(CC) $(BLOB_CFLAGS) $(BLOB_LDFLAGS) -Wl,-T,parasite/blob.lds -o $@ \
+	$(BLOB_CC) $(BLOB_CFLAGS) $(BLOB_LDFLAGS) -Wl,-T,parasite/blob.lds -o $@ \
 		parasite/blob-entry.S $(wildcard parasite/$*.c parasite/$*-*.c)
 	@if readelf -r $@ | grep -q R_X86; then echo "$@: blob needs relocations"; exit 1; fi
 
@@ -64,6 +66,21 @@ $(BUILD)/test/%: test/%.c $(wildcard test/*.h)
 	@mkdir -p $(BUILD)/test
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpthread
 
+# The libFuzzer target (fuzz/fuzz-images.c): every object but main.o, built by
+# clang with ASan/UBSan and libFuzzer's coverage; the blobs stay gcc's.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+fuzz: deps
+	$(MAKE) BUILD=build-fuzz CC=clang BLOB_CC=gcc FUZZ_NOCOV=-fno-sanitize=fuzzer-no-link \
+		OPT="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" build-fuzz/fuzz-images
+
+# The checksum runs over every byte of every image several times per input:
+# no coverage there (it has no branches on the data), or it is all the fuzzer does.
+$(BUILD)/src/image/hash.o: CFLAGS += $(FUZZ_NOCOV)
+
+$(BUILD)/fuzz-images: fuzz/fuzz-images.c $(filter-out $(BUILD)/src/cli/main.o,$(OBJS))
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
 deps:
 	@scripts/install-deps
 
@@ -73,6 +90,7 @@ demo: deps
 
 test: deps check-layers
 	$(MAKE) all
+	$(MAKE) fuzz
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/memdump
 	MEMDUMP=$(CURDIR)/build-asan/memdump TESTBIN=$(CURDIR)/build/test test/run.sh
@@ -81,7 +99,7 @@ check-layers:
 	@scripts/check-layers
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps demo test check-layers clean
+.PHONY: all deps demo test fuzz check-layers clean
 .SECONDARY:

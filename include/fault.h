@@ -9,7 +9,8 @@
 /* Points: "infected" (the parasite area is mapped, for remote syscalls),
  * "in-remote-syscall" (a thread is stopped at the entry of a remote syscall
  * on the trampoline), "parasite-running" (the blob is serving, between
- * commands). */
+ * commands), "snapshot-copy" (--snapshot: the target runs again, its pages
+ * are still write-protected). */
 void fault_point(const char *point);
 
 #endif

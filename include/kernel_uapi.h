@@ -18,6 +18,7 @@
 #define PAGE_IS_PFNZERO		(1 << 5)
 #define PAGE_IS_HUGE		(1 << 6)
 #define PAGE_IS_SOFT_DIRTY	(1 << 7)
+#define PAGE_IS_GUARD		(1 << 8)	/* MADV_GUARD_INSTALL marker (6.14+) */
 
 struct page_region {
 	uint64_t start;
@@ -42,6 +43,10 @@ struct pm_scan_arg {
 	uint64_t category_anyof_mask;
 	uint64_t return_mask;
 };
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL	102	/* 6.13+ */
+#endif
 
 #define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
 #endif

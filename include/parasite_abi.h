@@ -56,6 +56,9 @@ struct parasite_args {
 	unsigned long	tail;		/* args and what follows, in the target */
 	unsigned long	tail_len;	/* what self-cure unmaps */
 	unsigned long	cure_sp;	/* the leader's frame + 8 */
+	unsigned long	rseq;		/* the leader's rseq area, unregistered while */
+	unsigned int	rseq_len;	/* the blob runs (the kernel would write it), */
+	unsigned int	rseq_sig;	/* registered again on the way home */
 };
 
 #endif

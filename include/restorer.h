@@ -40,6 +40,12 @@ struct rst_vma {
 	int fd;			/* RST_MAP_FD: fd in the restored process while the blob runs */
 	unsigned int locked;
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
+	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */
+};
+
+/* Guard pages (MADV_GUARD_INSTALL) to install again once the memory is filled. */
+struct rst_guard {
+	unsigned long start, end;
 };
 
 /* A run of dumped pages, in pages-1.img order. */
@@ -179,6 +185,8 @@ struct rst_args {
 	unsigned int nr_sigs;
 	unsigned long seals_off;	/* struct rst_seal array */
 	unsigned int nr_seals;
+	unsigned long guards_off;	/* struct rst_guard array, sorted */
+	unsigned int nr_guards;
 
 	int pages_fd;
 	int has_mm_map, has_vdso, has_rlimits;

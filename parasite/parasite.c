@@ -107,6 +107,8 @@ static __attribute__((noreturn)) void self_cure(struct parasite_args *a, u64 pen
 
 	sys_call1(__nr_close, a->pipe_fd);
 	sys_call1(__nr_close, a->bell_fd);
+	if (a->rseq_len)
+		sys_call4(__nr_rseq, a->rseq, a->rseq_len, 0, a->rseq_sig);
 	if (!(pending_before & set) && (pending_signals() & set))
 		sys_call4(__nr_rt_sigtimedwait, &set, 0, &now, sizeof(set));
 	{

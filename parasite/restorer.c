@@ -65,6 +65,7 @@
 #define MADV_NOHUGEPAGE		15
 #define MADV_POPULATE_WRITE	23
 #define MADV_COLLAPSE		25
+#define MADV_GUARD_INSTALL	102
 
 #define ARCH_SET_GS		0x1001
 #define ARCH_SET_FS		0x1002
@@ -288,6 +289,20 @@ static void fill_run(struct rst_vma *v, struct rst_run *r)
 
 static const unsigned int madv_after[] = { 1, 2, 10, 12, 15, 16, 18 };
 
+/* Guard pages again, once the memory is filled and before mlock (which refuses them). */
+static void install_guards(const struct rst_vma *v)
+{
+	const struct rst_guard *g = (const struct rst_guard *)area(A->guards_off);
+
+	for (u64 k = 0; k < v->nr_guards; k++) {
+		const struct rst_guard *r = &g[v->first_guard + k];
+		long ret = sys_call3(__nr_madvise, r->start, r->end - r->start, MADV_GUARD_INSTALL);
+
+		if (ret < 0)
+			rst_fail(ret, "cannot install guard pages at", r->start);
+	}
+}
+
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
@@ -330,6 +345,7 @@ static void restore_memory(void)
 			if (ret < 0)
 				rst_fail(ret, "cannot madvise VMA at", v->start);
 		}
+		install_guards(v);
 		if (v->nr_runs && (v->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE)) {
 			ret = sys_call3(__nr_mprotect, v->start, len, v->prot);
 			if (ret < 0)

@@ -1,5 +1,5 @@
-/* t-socket: holds a listening TCP socket on 127.0.0.1 (fd 3): memdump must
- * refuse the dump, naming the socket, and leave the program unharmed.
+/* t-socket: holds a listening TCP socket on 127.0.0.1 (fd 3); after a restore
+ * it is bound to the same address and port and still listening.
  * usage: t-socket DIR
  * READY <pid> <port> */
 #include "tlib.h"

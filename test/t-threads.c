@@ -3,10 +3,11 @@
  * (either sleeping via raw nanosleep syscalls or spinning in user mode),
  * plus a patterned array on its stack, a __thread variable and an alternate
  * signal stack of its own. After SIGUSR1 each thread checks its registers,
- * stack, TLS, alternate stack and TID.
+ * stack, TLS, alternate stack, rseq registration (sched_getcpu) and TID.
  * READY <pid> <tid1> <tid2> <tid3> <tid4> */
 #include "tlib.h"
 #include <pthread.h>
+#include <stddef.h>
 
 #define NTH 4
 #define SEED 0x5eed0003ULL
@@ -82,6 +83,18 @@ static void reg_loop(const uint64_t *in, uint64_t *out, volatile int *flag, int 
 			: "rbx", "r12", "r13", "r14", "r15", "xmm8", "xmm9", "memory", "cc");
 }
 
+/* glibc registers each thread's rseq area (2.35+); the kernel keeps its
+ * cpu_id up to date, -1 once unregistered. 0 where glibc has none. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+static int rseq_cpu_id(void)
+{
+	if (!&__rseq_size || !__rseq_size)
+		return 0;
+	return *(volatile int32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+}
+
 /* Returns 0 or fills t->why. */
 static void run_and_check(struct th *t, volatile int *flag)
 {
@@ -117,6 +130,9 @@ static void run_and_check(struct th *t, volatile int *flag)
 	    cur.ss_flags != 0)
 		snprintf(t->why, sizeof(t->why), "thread %d: alternate stack %p+%zu flags %d, want %p+%zu",
 			 t->id, cur.ss_sp, cur.ss_size, cur.ss_flags, ss.ss_sp, ss.ss_size);
+	else if (rseq_cpu_id() < 0)
+		snprintf(t->why, sizeof(t->why), "thread %d: rseq cpu_id %d: not registered", t->id,
+			 rseq_cpu_id());
 	else if (t_verify(stk, sizeof(stk), SEED + t->id))
 		snprintf(t->why, sizeof(t->why), "thread %d: stack array differs", t->id);
 	else if (tls_val != t_mix(SEED ^ t->id))

@@ -17,12 +17,14 @@
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
-	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--ghost-limit SIZE]\n"
-	"       [--shell-job]\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
+	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
-	"        unless --leave-running is given; deleted files it holds are saved up to\n"
-	"        --ghost-limit bytes each (default 1M); --shell-job: the job's controlling\n"
-	"        terminal is given back on restore (restore --shell-job: memdump's own)\n"
+	"        unless --leave-running is given; --tcp-established dumps established\n"
+	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
+	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
+	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
+	"        back on restore (restore --shell-job: memdump's own)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
@@ -37,7 +39,9 @@ int cmd_dump(const struct options *o)
 {
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
-		.leave_running = o->leave_running, .progress = o->progress, .trace = o->trace,
+		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
+		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
+		.snapshot = o->snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 	};
 
@@ -77,6 +81,19 @@ static int parse_mode(struct options *opts, const char *s)
 	return -1;
 }
 
+static int parse_pages_write(struct options *opts, const char *s)
+{
+	static const char *const names[] = { "auto", "cache", "direct" };
+
+	for (int w = PAGES_AUTO; w <= PAGES_DIRECT; w++) {
+		if (!strcmp(s, names[w])) {
+			opts->pages_write = w;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -105,8 +122,8 @@ static int parse_size(const char *s, uint64_t *out)
 
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE, OPT_NOPROGRESS,
-	       OPT_GHOST, OPT_SHELL_JOB };
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
+	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -114,6 +131,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
 		{ "ghost-limit", required_argument, NULL, OPT_GHOST },
 		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
+		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
+		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
+		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -150,6 +170,17 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_GHOST:
 			if (parse_size(optarg, &opts->ghost_limit))
 				return bad_usage("bad size '%s' (bytes, or with K, M, G)", optarg);
+			break;
+		case OPT_PAGES_WRITE:
+			if (parse_pages_write(opts, optarg))
+				return bad_usage("unknown --pages-write '%s' (auto, cache or direct)",
+						 optarg);
+			break;
+		case OPT_SNAPSHOT:
+			opts->snapshot = true;
+			break;
+		case OPT_TCP_EST:
+			opts->tcp_established = true;
 			break;
 		case 'd':
 			opts->detach = true;

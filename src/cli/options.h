@@ -20,6 +20,9 @@ struct options {
 	bool leave_running;		/* --leave-running */
 	uint64_t ghost_limit;		/* --ghost-limit */
 	bool shell_job;			/* --shell-job */
+	bool snapshot;			/* --snapshot */
+	enum pages_write pages_write;	/* --pages-write */
+	bool tcp_established;		/* --tcp-established */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
 	bool json;			/* show --json */

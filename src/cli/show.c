@@ -12,6 +12,7 @@
 #include "log.h"
 #include "cli/options.h"
 #include "cli/show_evloop.h"
+#include "cli/show_sockets.h"
 #include "vma_status.h"
 
 /* One VMA, one fd, as both printers need them. */
@@ -155,7 +156,7 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 	} else if (fe->type == FD_TYPES__TTY && fe->tty) {
 		snprintf(r->path, sizeof(r->path), "%s", fe->tty->name ? fe->tty->name : "tty");
 		flags = fe->tty->flags;
-	} else {
+	} else if (!show_socket(fe, r->path, sizeof(r->path), &flags)) {
 		show_evloop(fe, r->path, sizeof(r->path), &flags);
 	}
 	open_flags_str(flags, cloexec, r->flags, sizeof(r->flags));

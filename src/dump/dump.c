@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
 #include "dump/refuse.h"
@@ -81,7 +82,7 @@ static bool target_stopped(pid_t pid)
 }
 
 /* Everything read while the target is frozen, before its pages. */
-static int collect(struct dump_ctx *d, struct task_state *ts)
+static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_established)
 {
 	int ret = 0;
 
@@ -92,6 +93,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
 		ret = collect_vmas(d);
+	if (!ret)
+		ret = sockets_prepare(d, tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)
@@ -111,9 +114,13 @@ static int collect(struct dump_ctx *d, struct task_state *ts)
 	return ret;
 }
 
-static int write_images(struct dump_ctx *d, const struct task_state *ts)
+static int write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)
 {
-	int ret = write_pages(d);
+	/* the snapshot writes most pages once the target runs again */
+	int ret = snapshot ? snapshot_arm(d) : 1;
+
+	if (ret == 1)
+		ret = write_pages(d);
 
 	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
 	if (!ret)
@@ -129,6 +136,24 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 	return ret;
 }
 
+/*
+ * Images were written into the page cache: to the disk with them, now that
+ * the target runs again or is gone. For a killing dump a failure here comes
+ * too late to save the process; the set loses its inventory, so that it is
+ * never taken for complete.
+ */
+static int make_durable(struct dump_ctx *d, bool leave_running)
+{
+	int ret = img_sync_all(d->dirfd);
+
+	if (ret && !leave_running) {
+		unlinkat(d->dirfd, "inventory.img", 0);
+		fsync(d->dirfd);
+		pr_err("process %d was killed, but its images are not on the disk", d->pid);
+	}
+	return ret;
+}
+
 static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 {
 	double mb = d->stats.bytes_written / 1e6;
@@ -137,9 +162,10 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 	if (log_level() == LOG_NONE)
 		return;
 	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode, %.0f MB/s\n", d->pid, d->nr_threads, d->nr_vmas,
-	       d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
-	       mem_s > 0 ? mb / mem_s : 0);
+	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n", d->pid, d->nr_threads,
+	       d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
+	       d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
+	       (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	fflush(stdout);
 }
 
@@ -154,7 +180,10 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
+	free(d->run_sums);
+	free(d->guards);
 	files_free(&d->files);
+	sk_set_free(&d->sockets);
 	shmem_free(&d->shmem);
 	seccomp_free(d);
 }
@@ -170,6 +199,7 @@ int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid },
+			      .pages_write = o->pages_write,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
@@ -180,6 +210,10 @@ int dump_run(const struct dump_opts *o)
 	if (!o->pid || !o->dir) {
 		free(ts);
 		return fail(-EINVAL, "dump needs -t PID and -D DIR");
+	}
+	if (o->snapshot && !o->leave_running) {
+		free(ts);
+		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
 	}
 	catch_signals();
 	ret = target_check(d.pid);
@@ -200,29 +234,41 @@ int dump_run(const struct dump_opts *o)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
 	if (!ret)
-		ret = collect(&d, ts);
+		ret = collect(&d, ts, o->tcp_established);
 	if (!ret)
-		ret = write_images(&d, ts);
+		ret = write_images(&d, ts, o->snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret && !o->leave_running)
 		ret = write_inventory(&d);
 	if (ret) {
 		infect_cure(&d.in);
+		snapshot_end(&d);
 		img_remove_created(d.dirfd);
+		sockets_finish(&d, false);
 		infect_release(&d.in, false);
 	} else {
+		if (o->leave_running)
+			sockets_finish(&d, false);	/* before it runs again */
 		infect_release(&d.in, !o->leave_running);
+		if (!o->leave_running)
+			sockets_finish(&d, true);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
+	if (!ret && d.snap)
+		ret = snapshot_copy(&d);	/* the target runs: its other pages */
+	snapshot_end(&d);
 	/*
 	 * inventory.img lists every image's checksum; the pages images are read
 	 * back for it, which the target need not wait for: it is done after the
-	 * target is resumed (every image is complete on disk). A failure then
+	 * target is resumed (every image is written). A failure then
 	 * only removes the images: the target runs on.
 	 */
 	if (!ret && o->leave_running)
 		ret = write_inventory(&d);
-	if (ret)
+	if (!ret)
+		ret = make_durable(&d, o->leave_running);
+	d.stats.durable_at = now_us();
+	if (ret && o->leave_running)
 		img_remove_created(d.dirfd);
 	else
 		img_forget_created();

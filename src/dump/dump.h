@@ -17,10 +17,10 @@
 #include <sys/user.h>
 #include <time.h>
 
-#include "dump/files.h"
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "infect/infect.h"
+#include "dump/sockets.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 
@@ -69,6 +69,13 @@ struct thread {
 	struct thread_seccomp seccomp;	/* seccomp.c */
 };
 
+/* What the user allowed for the target's fds (files.c): --ghost-limit, --shell-job. */
+struct fd_policy {
+	uint64_t ghost_limit;
+	bool shell_job;
+	pid_t pid;		/* the target */
+};
+
 /* A POSIX timer (ptimers.c). */
 struct posix_timer {
 	int id;
@@ -98,6 +105,11 @@ struct vma {
 	char name[PATH_MAX];
 };
 
+/* Guard pages (MADV_GUARD_INSTALL): no content, installed again on restore. */
+struct guard_region {
+	uint64_t start, end;
+};
+
 /* A run of pages to dump: [start, start + nr_pages * PAGE_SIZE). */
 struct page_run {
 	uint64_t start;
@@ -106,13 +118,18 @@ struct page_run {
 };
 
 struct dump_stats {
-	uint64_t freeze_start, frozen_at, unfrozen_at;
+	uint64_t freeze_start, frozen_at, unfrozen_at, durable_at;
 	uint64_t mem_start, mem_end;
 	uint64_t pages_scanned, pages_written;
 	uint64_t bytes_written;
+	bool pages_cached;		/* written through the page cache */
 };
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
+
+/* How pages-1.img is written: O_DIRECT or through the page cache; auto:
+ * O_DIRECT where the filesystem takes it (see pages.c). */
+enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {
@@ -120,9 +137,12 @@ struct dump_opts {
 	const char *dir;		/* -D */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
+	bool tcp_established;		/* --tcp-established */
 	bool progress;			/* draw a progress bar on stderr */
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
+	enum pages_write pages_write;	/* --pages-write */
+	bool snapshot;			/* --snapshot (with leave_running) */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
 };
 
@@ -152,6 +172,8 @@ struct dump_ctx {
 	struct infect_ctx in;		/* the frozen, infected process */
 	struct file_set files;
 	enum dump_mode mode;
+	enum pages_write pages_write;
+	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	bool progress;
 	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
@@ -161,7 +183,11 @@ struct dump_ctx {
 	int nr_vmas;
 	struct page_run *runs;
 	size_t nr_runs;
+	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
 	uint64_t nr_pages;
+	struct guard_region *guards;	/* sorted */
+	size_t nr_guards;
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;
@@ -170,6 +196,7 @@ struct dump_ctx {
 	int nr_filters;
 	struct posix_timer *ptimers;
 	int nr_ptimers;
+	struct sk_set sockets;		/* sockets.c */
 };
 
 /* vma.c */

@@ -203,10 +203,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	pid_t pid = p->pid;
 	const char *w = NULL;
 
-	if (S_ISSOCK(st->st_mode)) {
-		socket_describe(st->st_ino, why, len);
-		return true;
-	}
+	if (S_ISSOCK(st->st_mode))
+		return false;	/* sockets.c decides */
 	if (evloop_kind(link) == FK_EPOLL)
 		return epoll_target_gone(pid, fd, why, len);
 	if (evloop_kind(link) == FK_INOTIFY)
@@ -264,6 +262,19 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 	return ret ? ret : f->id;
 }
 
+static int describe_socket(struct dump_ctx *d, int fd, const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, FK_SOCKET);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	ret = sockets_collect(d, fd, f);
+	return ret ? ret : f->id;
+}
+
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
@@ -276,6 +287,8 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		return refuse_fd(d->pid, fd, link, why);
 	if (evloop_kind(link) >= 0)
 		return describe_evloop(d, fd, evloop_kind(link), flags);
+	if (S_ISSOCK(st->st_mode))
+		return describe_socket(d, fd, st, flags);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
@@ -451,6 +464,8 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		return epoll_write(img, f);
 	case FK_INOTIFY:
 		return inotify_write(img, f);
+	case FK_SOCKET:
+		return f->sk->family == AF_UNIX ? sk_unix_write(f, img) : sk_inet_write(f, img);
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -464,6 +479,9 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
 				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
 				     [FK_INOTIFY] = FD_TYPES__INOTIFY };
+
+	if (f->kind == FK_SOCKET)
+		return f->sk->family == AF_UNIX ? FD_TYPES__UNIXSK : FD_TYPES__INETSK;
 	return t[f->kind];
 }
 
@@ -594,6 +612,8 @@ int write_files(struct dump_ctx *d)
 		ret = write_ghosts(d);
 	if (!ret)
 		ret = write_locks(d);
+	if (!ret)
+		ret = sockets_write_data(d);
 	return ret;
 }
 
@@ -605,6 +625,7 @@ void files_free(struct file_set *fs)
 			epoll_state_free(&fs->descs[i].ep);
 		if (fs->descs[i].kind == FK_INOTIFY)
 			inotify_state_free(&fs->descs[i].ify);
+		sk_state_free(fs->descs[i].sk);
 	}
 	ghosts_free(&fs->ghosts);
 	locks_free(&fs->locks);

@@ -18,7 +18,9 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY };
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET };
+
+struct sk_state;
 
 struct file_desc {
 	int id;
@@ -30,6 +32,7 @@ struct file_desc {
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
+	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	union {			/* the event-loop kinds (evloop.h) */
 		struct eventfd_state efd;
 		struct timerfd_state tfd;
@@ -45,12 +48,7 @@ struct fd_entry {
 	bool cloexec;
 };
 
-/* What the user allowed: --ghost-limit, --shell-job. */
-struct fd_policy {
-	uint64_t ghost_limit;
-	bool shell_job;
-	pid_t pid;		/* the target */
-};
+struct fd_policy;	/* dump.h */
 
 /*
  * A REG entry for a path (deduplicated by device and inode); returns its id.

@@ -1,6 +1,7 @@
 /*
  * Turning the collected state into CRIU-format images: core-TID, mm,
- * pagemap, pstree, ids, fs, stats, inventory.
+ * pstree, ids, fs, stats; then pagemap (with the runs' checksums, once the
+ * pages are on disk) and inventory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -330,12 +331,30 @@ static void fill_vma(VmaEntry *e, const struct vma *v)
 	e->locked = v->locked;
 }
 
+/* mm_entry.guards (field 50): the guard pages, which have no content. */
+static int fill_guards(MmEntry *mm, const struct dump_ctx *d, GuardRegionEntry **g)
+{
+	*g = calloc(d->nr_guards + 1, sizeof(**g));
+	mm->guards = calloc(d->nr_guards + 1, sizeof(*mm->guards));
+	if (!*g || !mm->guards)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nr_guards; i++) {
+		guard_region_entry__init(&(*g)[i]);
+		(*g)[i].start = d->guards[i].start;
+		(*g)[i].end = d->guards[i].end;
+		mm->guards[i] = &(*g)[i];
+	}
+	mm->n_guards = d->nr_guards;
+	return 0;
+}
+
 static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 {
 	MmEntry mm = MM_ENTRY__INIT;
 	VmaEntry *ve = calloc(d->nr_vmas, sizeof(*ve));
 	VmaEntry **vp = calloc(d->nr_vmas, sizeof(*vp));
 	const struct proc_stat *s = &ts->stat;
+	GuardRegionEntry *ge = NULL;
 	int ret;
 
 	if (!ve || !vp) {
@@ -368,13 +387,18 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	}
 	mm.n_vmas = d->nr_vmas;
 	mm.vmas = vp;
-	ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
+	ret = fill_guards(&mm, d, &ge);
+	if (!ret)
+		ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
 	free(ve);
 	free(vp);
+	free(ge);
+	free(mm.guards);
 	return ret;
 }
 
-static int write_pagemap(struct dump_ctx *d)
+/* pagemap-PID.img, with each run's checksum (sums[i]). */
+static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
@@ -393,6 +417,8 @@ static int write_pagemap(struct dump_ctx *d)
 		pe.nr_pages = d->runs[i].nr_pages;
 		pe.has_flags = true;
 		pe.flags = PE_PRESENT;
+		pe.has_sum = true;
+		pe.sum = sums[i];
 		ret = img_write_msg(img, &pe.base);
 	}
 	if (ret) {
@@ -400,6 +426,32 @@ static int write_pagemap(struct dump_ctx *d)
 		return ret;
 	}
 	return img_close(img);
+}
+
+/*
+ * The pages image is read back once (in splice mode its bytes never passed
+ * through memdump): the checksum of every run for the pagemap, and the
+ * file's for the inventory.
+ */
+static int sum_and_write_pagemap(struct dump_ctx *d)
+{
+	uint64_t *lens = calloc(d->nr_runs + 1, sizeof(*lens));
+	uint64_t *sums = calloc(d->nr_runs + 1, sizeof(*sums));
+	int ret = lens && sums ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !ret && i < d->nr_runs; i++)
+		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
+	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
+		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
+		ret = img_set_sum(IMG_PAGES, 1, d->pages_size, d->pages_hash);
+	} else if (!ret) {
+		ret = img_sum_runs(d->dirfd, 1, lens, d->nr_runs, sums);
+	}
+	if (!ret)
+		ret = write_pagemap(d, sums);
+	free(lens);
+	free(sums);
+	return ret;
 }
 
 static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
@@ -483,8 +535,6 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 	if (!ret)
 		ret = write_mm(d, ts);
 	if (!ret)
-		ret = write_pagemap(d);
-	if (!ret)
 		ret = write_pstree(d, ts);
 	if (!ret)
 		ret = write_ids_fs(d, ts);
@@ -519,6 +569,7 @@ int write_inventory(struct dump_ctx *d)
 	struct utsname u;
 	struct timespec ts;
 	char tool[32];
+	int ret;
 
 	uname(&u);
 	clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -534,5 +585,6 @@ int write_inventory(struct dump_ctx *d)
 	inv.kernel = u.release;
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
-	return img_write_inventory(d->dirfd, &inv);
+	ret = sum_and_write_pagemap(d);
+	return ret ? ret : img_write_inventory(d->dirfd, &inv);
 }

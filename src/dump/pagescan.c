@@ -4,6 +4,8 @@
  * for private file mappings, the page-cache pages (only their COW copies
  * are the process's own data). Kernels without PAGEMAP_SCAN: the same from
  * /proc/PID/pagemap, one u64 per page. Untouched memory costs nothing.
+ * Guard pages (MADV_GUARD_INSTALL) have no content: they are recorded, not
+ * dumped (reading one faults), and installed again by the restorer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,10 +48,36 @@ static int add_run(struct dump_ctx *d, const struct vma *v, uint64_t start, uint
 	return 0;
 }
 
+static int add_guard(struct dump_ctx *d, uint64_t start, uint64_t end)
+{
+	struct guard_region *g = realloc(d->guards, (d->nr_guards + 1) * sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	d->guards = g;
+	g[d->nr_guards++] = (struct guard_region){ start, end };
+	pr_info("guard pages at %#lx-%#lx", (unsigned long)start, (unsigned long)end);
+	return 0;
+}
+
+/* One region the scan returned: guard pages, or pages to dump. */
+static int add_region(struct dump_ctx *d, const struct vma *v, const struct page_region *r,
+		      size_t *cap)
+{
+	if (r->categories & PAGE_IS_GUARD)
+		return add_guard(d, r->start, r->end);
+	return add_run(d, v, r->start, r->end, cap);
+}
+
+/*
+ * guard: the kernel knows PAGE_IS_GUARD (6.14+). Guard markers are also
+ * "swapped" entries, so they come back as regions of their own.
+ */
 static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_region *vec,
-		    size_t *cap)
+		    size_t *cap, bool guard)
 {
 	uint64_t skip = PAGE_IS_PFNZERO | (v->anon_only ? PAGE_IS_FILE : 0);
+	uint64_t want = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | (guard ? PAGE_IS_GUARD : 0);
 	struct pm_scan_arg arg = {
 		.size = sizeof(arg),
 		.start = v->start,
@@ -58,8 +86,8 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 		.vec_len = VEC_LEN,
 		.category_inverted = skip,
 		.category_mask = skip,
-		.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-		.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		.category_anyof_mask = want,
+		.return_mask = want,
 	};
 	uint64_t before = d->nr_pages;
 
@@ -69,7 +97,7 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 		if (n < 0)
 			return -errno;
 		for (long i = 0; i < n; i++) {
-			int ret = add_run(d, v, vec[i].start, vec[i].end, cap);
+			int ret = add_region(d, v, &vec[i], cap);
 
 			if (ret)
 				return ret;
@@ -117,7 +145,7 @@ static int read_vma_pagemap(struct dump_ctx *d, int pm_fd, struct vma *v, size_t
 int select_pages(struct dump_ctx *d)
 {
 	struct page_region *vec = malloc(VEC_LEN * sizeof(*vec));
-	bool scan = true;
+	bool scan = true, guard = true;
 	size_t cap = 0;
 	char path[64];
 	int fd, ret = 0;
@@ -135,15 +163,22 @@ int select_pages(struct dump_ctx *d)
 
 		if (!v->dump)
 			continue;
-		if (scan) {
-			ret = scan_vma(d, fd, v, vec, &cap);
+		if (scan && guard) {
+			ret = scan_vma(d, fd, v, vec, &cap, true);
+			if (ret == -EINVAL) {	/* no PAGE_IS_GUARD: no guard pages either */
+				guard = false;
+				ret = 0;
+			}
+		}
+		if (scan && !guard) {
+			ret = scan_vma(d, fd, v, vec, &cap, false);
 			if (ret == -ENOTTY || ret == -EINVAL) {
 				pr_info("no PAGEMAP_SCAN here: reading pagemap entries");
 				scan = false;
 				ret = 0;
 			}
 		}
-		if (!scan)
+		if (!scan && !ret)
 			ret = read_vma_pagemap(d, fd, v, &cap);
 	}
 	free(vec);

@@ -20,6 +20,7 @@
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "dump/refuse.h"
+#include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
 
@@ -369,6 +370,7 @@ int refuse_check(const struct dump_opts *o)
 	check_cwd_root(pid, &r);
 	check_fds(o, &r);
 	check_deleted_maps(o, &r);
+	sockets_refuse(pid, o->tcp_established, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);
 	return report(pid, &r);

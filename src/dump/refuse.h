@@ -6,6 +6,7 @@
 #ifndef MEMDUMP_REFUSE_H
 #define MEMDUMP_REFUSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 

@@ -95,8 +95,12 @@ int shmem_add_memfd_fd(struct dump_ctx *d, int fd, const char *link)
 	return 0;
 }
 
-static int copy_range(int src, int dst, uint64_t off, uint64_t len, uint8_t *buf)
+/* Copy [off, off + len) of src to dst; *sum: the checksum of what was written. */
+static int copy_range(int src, int dst, uint64_t off, uint64_t len, uint8_t *buf, uint64_t *sum)
 {
+	struct hash64 h;
+
+	hash64_init(&h);
 	while (len) {
 		ssize_t n = pread(src, buf, MIN(len, COPY_BUF), off);
 
@@ -106,6 +110,7 @@ static int copy_range(int src, int dst, uint64_t off, uint64_t len, uint8_t *buf
 			n = MIN(len, COPY_BUF);
 			memset(buf, 0, n);
 		}
+		hash64_update(&h, buf, n);
 		for (ssize_t done = 0; done < n;) {
 			ssize_t w = write(dst, buf + done, n - done);
 
@@ -117,6 +122,7 @@ static int copy_range(int src, int dst, uint64_t off, uint64_t len, uint8_t *buf
 		off += n;
 		len -= n;
 	}
+	*sum = hash64_final(&h);
 	return 0;
 }
 
@@ -145,9 +151,10 @@ static int dump_content(int src, uint64_t size, struct image *pm, struct image *
 		pe.nr_pages = pe.compat_nr_pages = (hole - data) / PAGE_SIZE;
 		pe.has_flags = true;
 		pe.flags = PE_PRESENT;
-		ret = img_write_msg(pm, &pe.base);
+		pe.has_sum = true;
+		ret = copy_range(src, pages->fd, data, hole - data, buf, &pe.sum);
 		if (!ret)
-			ret = copy_range(src, pages->fd, data, hole - data, buf);
+			ret = img_write_msg(pm, &pe.base);
 		off = hole;
 	}
 	free(buf);

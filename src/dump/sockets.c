@@ -1,25 +1,29 @@
-/* Describing sockets by inode with sock_diag (NETLINK_SOCK_DIAG) and libnl. */
+/*
+ * Which socket fds of the target memdump can dump, and the dispatch to each
+ * kind. The refusal (before the freeze) and the collection (frozen) ask the
+ * same questions: a socket is described by name in either case.
+ */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <linux/inet_diag.h>
-#include <linux/sock_diag.h>
-#include <linux/unix_diag.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <netinet/in.h>
-#include <netlink/netlink.h>
-#include <netlink/msg.h>
+#include <netinet/tcp.h>
 
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/files.h"
+#include "dump/refuse.h"
 #include "dump/sockets.h"
-
-struct query {
-	uint64_t ino;
-	char *buf;
-	size_t len;
-	const char *proto;	/* TCP, UDP: for inet answers */
-	int found;
-};
+#include "image/image.h"
+#include "log.h"
+#include "netlock.h"
 
 static const char *tcp_state(int s)
 {
@@ -27,94 +31,350 @@ static const char *tcp_state(int s)
 				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
 				       "LAST_ACK", "LISTEN", "CLOSING" };
 
-	return s > 0 && s < (int)(sizeof(names) / sizeof(names[0])) ? names[s] : "?";
+	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
 }
 
-static void inet_answer(struct query *q, const struct inet_diag_msg *m)
+static void unix_text(const struct sk_diag *s, char *buf, size_t len)
+{
+	const char *type = s->type == SOCK_STREAM ? "stream" :
+			   s->type == SOCK_DGRAM ? "datagram" : "seqpacket";
+	char name[sizeof(s->name) + 16] = "(unnamed)";
+
+	if (s->name_len && s->name[0])
+		snprintf(name, sizeof(name), "%.*s", s->name_len, s->name);
+	else if (s->name_len)
+		snprintf(name, sizeof(name), "@%.*s", s->name_len - 1, s->name + 1);
+	snprintf(buf, len, "a UNIX %s socket %s%s", type, name,
+		 s->state == 10 ? " LISTEN" : s->peer ? " connected" : "");
+}
+
+void sk_describe(const struct sk_diag *s, char *buf, size_t len)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	const char *proto = s->proto == IPPROTO_TCP ? "TCP" : "UDP";
 
-	inet_ntop(m->idiag_family, m->id.idiag_src, src, sizeof(src));
-	inet_ntop(m->idiag_family, m->id.idiag_dst, dst, sizeof(dst));
-	snprintf(q->buf, q->len, "a %s%s socket %s:%u -> %s:%u %s", q->proto,
-		 m->idiag_family == AF_INET6 ? "v6" : "", src, ntohs(m->id.idiag_sport), dst,
-		 ntohs(m->id.idiag_dport), q->proto[0] == 'T' ? tcp_state(m->idiag_state) : "");
-}
-
-static void unix_answer(struct query *q, const struct unix_diag_msg *m, int len)
-{
-	const char *type = m->udiag_type == SOCK_STREAM ? "stream" :
-			   m->udiag_type == SOCK_DGRAM ? "datagram" : "seqpacket";
-	struct rtattr *a = (struct rtattr *)(m + 1);
-	const char *name = "(unnamed)";
-
-	len -= sizeof(*m);
-	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
-		if (a->rta_type == UNIX_DIAG_NAME && RTA_PAYLOAD(a) > 0)
-			name = *(char *)RTA_DATA(a) ? (char *)RTA_DATA(a) : "(abstract)";
-	snprintf(q->buf, q->len, "a UNIX %s socket %s", type, name);
-}
-
-static int on_msg(struct nl_msg *msg, void *arg)
-{
-	struct nlmsghdr *h = nlmsg_hdr(msg);
-	struct query *q = arg;
-	int family = *(uint8_t *)nlmsg_data(h);
-
-	if (q->found)
-		return NL_OK;
-	if (family == AF_UNIX) {
-		const struct unix_diag_msg *m = nlmsg_data(h);
-
-		if (m->udiag_ino == q->ino) {
-			unix_answer(q, m, nlmsg_datalen(h));
-			q->found = 1;
-		}
-	} else {
-		const struct inet_diag_msg *m = nlmsg_data(h);
-
-		if (m->idiag_inode == q->ino) {
-			inet_answer(q, m);
-			q->found = 1;
-		}
-	}
-	return NL_OK;
-}
-
-static void ask(struct nl_sock *sk, struct query *q, const void *req, size_t len)
-{
-	if (q->found || nl_send_simple(sk, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, (void *)req, len) < 0)
+	if (s->family == AF_UNIX) {
+		unix_text(s, buf, len);
 		return;
-	nl_recvmsgs_default(sk);
+	}
+	inet_ntop(s->family, s->src, src, sizeof(src));
+	inet_ntop(s->family, s->dst, dst, sizeof(dst));
+	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
+		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
+		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
 }
 
-void socket_describe(uint64_t ino, char *buf, size_t len)
+/* A socket sock_diag does not list (packet, raw, netlink, unbound inet): from the fd. */
+static void describe_fd(int copy, char *buf, size_t len)
 {
-	struct query q = { .ino = ino, .buf = buf, .len = len };
-	struct unix_diag_req ureq = { .sdiag_family = AF_UNIX, .udiag_states = ~0U,
-				      .udiag_show = UDIAG_SHOW_NAME };
-	static const struct { int family, proto; const char *name; } inet[] = {
-		{ AF_INET, IPPROTO_TCP, "TCP" }, { AF_INET6, IPPROTO_TCP, "TCP" },
-		{ AF_INET, IPPROTO_UDP, "UDP" }, { AF_INET6, IPPROTO_UDP, "UDP" },
+	static const struct { int family; const char *name; } families[] = {
+		{ AF_UNIX, "a UNIX" }, { AF_INET, "an IPv4" }, { AF_INET6, "an IPv6" },
+		{ AF_NETLINK, "a netlink" }, { AF_PACKET, "a packet" },
 	};
-	struct nl_sock *sk = nl_socket_alloc();
+	static const char *types[] = { [SOCK_STREAM] = "stream", [SOCK_DGRAM] = "datagram",
+				       [SOCK_RAW] = "raw", [SOCK_SEQPACKET] = "seqpacket" };
+	int family = -1, type = -1, proto = -1;
+	socklen_t l = sizeof(int);
+	const char *fam = NULL, *ty = "other";
 
-	snprintf(buf, len, "a socket");
-	if (!sk)
-		return;
-	if (nl_connect(sk, NETLINK_SOCK_DIAG) < 0) {
-		nl_socket_free(sk);
+	getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &family, &l);
+	l = sizeof(int);
+	getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &l);
+	l = sizeof(int);
+	getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &proto, &l);
+	for (size_t i = 0; i < ARRAY_SIZE(families); i++)
+		if (families[i].family == family)
+			fam = families[i].name;
+	if (type > 0 && type < (int)ARRAY_SIZE(types) && types[type])
+		ty = types[type];
+	if (fam)
+		snprintf(buf, len, "%s %s socket (protocol %d)", fam, ty, proto);
+	else
+		snprintf(buf, len, "a socket of family %d", family);
+}
+
+/* Why the socket behind copy (inode ino) cannot be dumped, in buf; false when it can. */
+static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *buf, size_t len)
+{
+	const struct sk_diag *s = sk_table_find(&set->diag, ino);
+	char what[256];
+	const char *why;
+	int family = -1;
+	socklen_t l = sizeof(family);
+
+	getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &family, &l);
+	if (s)
+		sk_describe(s, what, sizeof(what));
+	else
+		describe_fd(copy, what, sizeof(what));
+	if (family == AF_UNIX)
+		why = s ? sk_unix_unsupported(s, set, buf, len) : "it is not in sock_diag";
+	else if (family == AF_INET || family == AF_INET6)
+		why = sk_inet_unsupported(copy, set, buf, len);
+	else
+		why = "memdump dumps UNIX, TCP and UDP sockets only";
+	if (!why)
+		return false;
+	if (why == buf) {
+		char tmp[256];
+
+		snprintf(tmp, sizeof(tmp), "%s", buf);
+		snprintf(buf, len, "%s: %s", what, tmp);
+	} else {
+		snprintf(buf, len, "%s: %s", what, why);
+	}
+	return true;
+}
+
+static int copy_fd(int pidfd, int fd)
+{
+	return syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+}
+
+/* Every socket inode of pid's fds. */
+static int list_inos(pid_t pid, struct sk_set *set)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return fail(-errno, "cannot list %s: %s", path, strerror(errno));
+	while ((de = readdir(dir))) {
+		char link[PATH_MAX];
+		struct stat st;
+		uint64_t *n;
+
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		if (de->d_name[0] == '.' || stat(link, &st) || !S_ISSOCK(st.st_mode))
+			continue;
+		n = realloc(set->inos, (set->nr_inos + 1) * sizeof(*n));
+		if (!n) {
+			closedir(dir);
+			return -ENOMEM;
+		}
+		set->inos = n;
+		set->inos[set->nr_inos++] = st.st_ino;
+	}
+	closedir(dir);
+	return 0;
+}
+
+static int load_set(pid_t pid, struct sk_set *set)
+{
+	int ret = list_inos(pid, set);
+
+	return ret ? ret : sk_table_load(&set->diag);
+}
+
+static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const struct sk_set *set,
+		      struct refusals *r)
+{
+	char why[600];
+	int copy = copy_fd(pidfd, fd);
+
+	if (copy < 0) {
+		refuse_add(r, "fd %d (a socket memdump cannot copy: %s)", fd, strerror(errno));
 		return;
 	}
-	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_msg, &q);
-	ask(sk, &q, &ureq, sizeof(ureq));
-	for (size_t i = 0; i < sizeof(inet) / sizeof(inet[0]); i++) {
-		struct inet_diag_req_v2 req = { .sdiag_family = inet[i].family,
-						.sdiag_protocol = inet[i].proto,
-						.idiag_states = ~0U };
+	if (unsupported(copy, st->st_ino, set, why, sizeof(why)))
+		refuse_add(r, "fd %d (socket:[%lu]: %s)", fd, (unsigned long)st->st_ino, why);
+	close(copy);
+	(void)pid;
+}
 
-		q.proto = inet[i].name;
-		ask(sk, &q, &req, sizeof(req));
+void sockets_refuse(pid_t pid, bool tcp_established, struct refusals *r)
+{
+	struct sk_set set = { .tcp_established = tcp_established };
+	int pidfd = syscall(SYS_pidfd_open, pid, 0);
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	if (pidfd < 0 || load_set(pid, &set) || !(dir = opendir(path))) {
+		if (pidfd >= 0)
+			close(pidfd);
+		sk_set_free(&set);
+		return;		/* collect_fds looks again, and fails */
 	}
-	nl_socket_free(sk);
+	while ((de = readdir(dir))) {
+		char link[PATH_MAX];
+		struct stat st;
+
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		if (de->d_name[0] != '.' && !stat(link, &st) && S_ISSOCK(st.st_mode))
+			refuse_fd(pid, pidfd, atoi(de->d_name), &st, &set, r);
+	}
+	closedir(dir);
+	close(pidfd);
+	sk_set_free(&set);
+}
+
+/* --tcp-established: lock the target's established connections before reading them. */
+static int lock_connections(struct dump_ctx *d)
+{
+	struct sk_set *set = &d->sockets;
+	struct netlock_conn *c = calloc(set->nr_inos + 1, sizeof(*c));
+	size_t n = 0;
+	int ret = 0;
+
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < set->nr_inos; i++) {
+		const struct sk_diag *s = sk_table_find(&set->diag, set->inos[i]);
+
+		if (!s || s->family == AF_UNIX || s->proto != IPPROTO_TCP || s->state != TCP_ESTABLISHED)
+			continue;
+		c[n].family = s->family;
+		memcpy(c[n].src, s->src, 16);
+		memcpy(c[n].dst, s->dst, 16);
+		c[n].sport = s->sport;
+		c[n++].dport = s->dport;
+	}
+	if (n)
+		ret = netlock_add(d->pid, c, n);
+	set->locked = n && !ret;
+	free(c);
+	return ret;
+}
+
+int sockets_prepare(struct dump_ctx *d, bool tcp_established)
+{
+	int ret = load_set(d->pid, &d->sockets);
+
+	d->sockets.tcp_established = tcp_established;
+	if (!ret && tcp_established)
+		ret = lock_connections(d);
+	return ret;
+}
+
+int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	struct sk_state *s = calloc(1, sizeof(*s));
+	int copy = copy_fd(d->in.pidfd, fd), ret;
+	const struct sk_diag *dg = sk_table_find(&d->sockets.diag, f->st.st_ino);
+	char why[600];
+
+	if (!s || copy < 0) {
+		ret = copy < 0 ? fail(-errno, "cannot copy socket fd %d: %s", fd, strerror(errno)) :
+				 -ENOMEM;
+		free(s);
+		if (copy >= 0)
+			close(copy);
+		return ret;
+	}
+	f->sk = s;
+	s->ino = f->st.st_ino;
+	if (unsupported(copy, s->ino, &d->sockets, why, sizeof(why))) {
+		close(copy);
+		return fail(-EOPNOTSUPP, "process %d: fd %d is %s", d->pid, fd, why);
+	}
+	ret = sk_opts_read(copy, &s->opts);
+	if (ret)
+		ret = fail(ret, "fd %d: cannot read the socket's options: %s", fd, strerror(-ret));
+	else if (dg && dg->family == AF_UNIX) {
+		s->family = AF_UNIX;
+		ret = sk_unix_collect(d, copy, dg, s);
+	} else {
+		socklen_t l = sizeof(s->family);
+
+		getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &s->family, &l);
+		ret = sk_inet_collect(d, copy, dg, s);
+	}
+	close(copy);
+	return ret;
+}
+
+int sockets_write(struct dump_ctx *d, struct image *files)
+{
+	struct file_set *fs = &d->files;
+	int ret = 0;
+
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		const struct file_desc *f = &fs->descs[i];
+
+		if (f->kind != FK_SOCKET)
+			continue;
+		ret = f->sk->family == AF_UNIX ? sk_unix_write(f, files) : sk_inet_write(f, files);
+	}
+	return ret;
+}
+
+int sockets_write_data(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct image *img = NULL;
+	int ret = 0;
+
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		const struct file_desc *f = &fs->descs[i];
+
+		if (f->kind != FK_SOCKET)
+			continue;
+		if (f->sk->family == AF_UNIX && f->sk->un.nr_queue) {
+			if (!img)
+				ret = img_create(d->dirfd, IMG_SK_QUEUES, 0, &img);
+			if (!ret)
+				ret = sk_unix_write_queue(f, img);
+		} else if (f->sk->family != AF_UNIX && f->sk->in.stream) {
+			ret = tcp_stream_write(d, f);
+		}
+	}
+	if (img && ret)
+		img_abort(img);
+	else if (img)
+		ret = img_close(img);
+	return ret;
+}
+
+void sockets_finish(struct dump_ctx *d, bool killed)
+{
+	struct sk_set *set = &d->sockets;
+
+	/*
+	 * Killed: the sockets stay in repair mode, so that closing them sends
+	 * nothing, and the lock stays until the restore takes it off. Resumed or
+	 * failed: the lock off, then repair mode (which sends a window probe).
+	 */
+	if (set->locked && !killed)
+		netlock_remove(d->pid);
+	for (size_t i = 0; i < set->nr_repair; i++) {
+		int fd = set->repair[i].fd, off = 0;
+
+		if (!killed && (setsockopt(fd, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
+				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &set->repair[i].reuseaddr,
+					   sizeof(int))))
+			pr_warn("cannot take a socket out of repair mode: %s\n", strerror(errno));
+		close(fd);
+	}
+	set->nr_repair = 0;
+	set->locked = false;
+}
+
+void sk_state_free(struct sk_state *s)
+{
+	if (!s)
+		return;
+	sk_opts_free(&s->opts);
+	if (s->family == AF_UNIX) {
+		for (size_t i = 0; i < s->un.nr_queue; i++)
+			free(s->un.queue[i].data);
+		free(s->un.queue);
+	} else {
+		tcp_stream_free(s->in.stream);
+	}
+	free(s);
+}
+
+void sk_set_free(struct sk_set *s)
+{
+	sk_table_free(&s->diag);
+	free(s->inos);
+	free(s->repair);
+	s->inos = NULL;
+	s->repair = NULL;
+	s->nr_inos = s->nr_repair = 0;
 }

@@ -1,15 +1,173 @@
 /*
- * Naming the target's sockets. memdump does not dump sockets yet; when it
- * refuses one it says what it is (TCP 127.0.0.1:8080 LISTEN, UNIX stream
- * /run/x.sock, ...), asked from the kernel with sock_diag over netlink.
+ * The target's sockets. sock_diag (NETLINK_SOCK_DIAG, through libnl) tells
+ * what only the kernel knows of a socket (a UNIX socket's peer, pending
+ * connections, shutdown bits); everything else is read from a pidfd_getfd
+ * copy of the fd (getsockopt, getsockname, MSG_PEEK of its queue, TCP_REPAIR).
+ *
+ *   sock_diag.c  the table of every socket of memdump's network namespace
+ *   sockets.c    which socket fds can be dumped (refusals name the others)
+ *   sk_opts.c    options common to all kinds (SO_*)
+ *   sk_unix.c    UNIX sockets and their queued data
+ *   sk_inet.c    TCP and UDP, IPv4 and IPv6; tcp_repair.c: established TCP
  */
 #ifndef MEMDUMP_SOCKETS_H
 #define MEMDUMP_SOCKETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/un.h>
 
-/* Describe the socket with inode ino into buf; "socket" when unknown. */
-void socket_describe(uint64_t ino, char *buf, size_t len);
+#include "sk-opts.pb-c.h"
+
+struct dump_ctx;
+struct file_desc;
+struct image;
+struct refusals;
+
+/* One socket as sock_diag shows it. */
+struct sk_diag {
+	uint64_t ino;
+	int family;
+	int type;			/* UNIX: SOCK_STREAM, ... */
+	int proto;			/* inet: IPPROTO_TCP, IPPROTO_UDP */
+	int state;			/* TCP_* numbering, UNIX too */
+	uint8_t shutdown;		/* RCV_SHUTDOWN 1 | SEND_SHUTDOWN 2 */
+	uint32_t rqueue, wqueue;	/* UNIX listener: pending, backlog */
+	uint64_t peer;			/* UNIX: the peer's ino, 0: none */
+	uint32_t nr_icons;		/* UNIX listener: connections not accepted */
+	uint32_t vfs_dev, vfs_ino;	/* UNIX bound to a path: its file */
+	bool has_vfs;
+	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int name_len;			/* 0: unnamed; name[0] == 0: abstract */
+	uint8_t src[16], dst[16];	/* inet */
+	uint16_t sport, dport;
+};
+
+struct sk_table {
+	struct sk_diag *v;
+	size_t n;
+};
+
+/* sock_diag.c: every UNIX, TCP and UDP socket of memdump's network namespace */
+int sk_table_load(struct sk_table *t);
+const struct sk_diag *sk_table_find(const struct sk_table *t, uint64_t ino);
+void sk_table_free(struct sk_table *t);
+
+/* The common options, read from and set on a copy of the fd (sk_opts.c). */
+struct sk_opts {
+	int sndbuf, rcvbuf, buf_lock;
+	struct timeval sndtmo, rcvtmo;
+	int reuseaddr, reuseport, passcred, passsec, keepalive, broadcast, dontroute, oobinline;
+	int priority, rcvlowat, mark, peek_off, no_check;
+	struct linger linger;
+	char bound_dev[16];
+	uint64_t *filter;		/* classic BPF, struct sock_filter[] */
+	size_t filter_len;		/* instructions */
+};
+
+/* One datagram (or a run of stream bytes) queued on a socket. */
+struct sk_packet {
+	uint8_t *data;
+	size_t len;
+	uint64_t sender;		/* UNIX: the sending socket's ino */
+	bool has_creds;
+	struct ucred creds;
+};
+
+struct sk_unix {
+	uint32_t type, state, backlog;
+	uint64_t ino, peer;
+	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int name_len;
+	uint8_t shutdown;
+	bool has_perms;
+	uint32_t mode, uid, gid;	/* the file of a path name */
+	struct sk_packet *queue;	/* its receive queue, oldest first */
+	size_t nr_queue;
+};
+
+struct tcp_stream;
+
+struct sk_inet {
+	int family, type, proto, state;
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint32_t backlog;
+	uint8_t shutdown;
+	int v6only, freebind, tos, ttl, nodelay, cork, keepcnt, keepidle, keepintvl;
+	struct tcp_stream *stream;	/* ESTABLISHED (tcp_repair.c) */
+};
+
+/* A socket file description of the target. */
+struct sk_state {
+	int family;
+	uint64_t ino;
+	struct sk_opts opts;
+	union {
+		struct sk_unix un;
+		struct sk_inet in;
+	};
+};
+
+/* A copy of a TCP socket in repair mode; leaving it resets SO_REUSEADDR: put back. */
+struct sk_repaired {
+	int fd;
+	int reuseaddr;
+};
+
+/* What the dump knows of the target's sockets (dump_ctx.sockets). */
+struct sk_set {
+	struct sk_table diag;
+	uint64_t *inos;			/* every socket inode the target holds */
+	size_t nr_inos;
+	bool tcp_established;		/* --tcp-established */
+	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
+	size_t nr_repair;
+	bool locked;			/* the network lock is on (netlock.h) */
+};
+
+/* sockets.c */
+/* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
+void sockets_refuse(pid_t pid, bool tcp_established, struct refusals *r);
+/* Frozen: the table and the target's socket inodes. */
+int sockets_prepare(struct dump_ctx *d, bool tcp_established);
+/* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
+int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+int sockets_write(struct dump_ctx *d, struct image *files);
+/* sk-queues.img and tcp-stream-INO.img */
+int sockets_write_data(struct dump_ctx *d);
+/* After the dump: keep (killed) or release (resumed, failed) repair mode and the lock. */
+void sockets_finish(struct dump_ctx *d, bool killed);
+void sk_state_free(struct sk_state *s);
+void sk_set_free(struct sk_set *s);
+/* "a UNIX stream socket /run/x.sock", "a TCP socket 1.2.3.4:5 -> ... LISTEN" */
+void sk_describe(const struct sk_diag *s, char *buf, size_t len);
+
+/* sk_opts.c */
+int sk_opts_read(int fd, struct sk_opts *o);
+void sk_opts_free(struct sk_opts *o);
+void sk_opts_fill(const struct sk_opts *o, SkOptsEntry *e);
+
+/* sk_unix.c */
+/* Why this UNIX socket cannot be dumped, or NULL (set: the target's inodes). */
+const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
+				size_t len);
+int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_unix_write(const struct file_desc *f, struct image *files);
+int sk_unix_write_queue(const struct file_desc *f, struct image *img);
+
+/* sk_inet.c */
+const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, size_t len);
+int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_inet_write(const struct file_desc *f, struct image *files);
+
+/* tcp_repair.c: an established connection, read in repair mode on a copy */
+int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
+int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
+void tcp_stream_free(struct tcp_stream *t);
 
 #endif

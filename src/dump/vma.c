@@ -58,6 +58,7 @@ static const char *const restored_flags[] = {
 	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb */
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
 	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
+	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
 };
 
 static const struct { const char *flag, *what; } refused_flags[] = {

@@ -139,6 +139,8 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	r->end = pe->vaddr + nr * PAGE_SIZE;
 	r->present = pe->has_flags ? !!(pe->flags & PE_PRESENT) : !pe->in_parent;
 	r->off = l->off;
+	r->has_sum = pe->has_sum;
+	r->sum = pe->sum;
 	if (r->present)
 		l->off += nr * PAGE_SIZE;
 	return 0;
@@ -155,7 +157,7 @@ static int open_pages(const struct dumpset *ds, unsigned pages_id, int *fd)
 
 /* A pagemap image: a head naming pages-N.img, then the runs in file order. */
 static int read_runs(const struct dumpset *ds, struct image *img, struct run_list *l,
-		     int *pages_fd)
+		     int *pages_fd, unsigned *pages_id)
 {
 	PagemapHead *head = NULL;
 	void *msg;
@@ -163,8 +165,10 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 
 	if (ret == 0)
 		ret = fail(-EIO, "image %s is empty", img->name);
-	if (ret > 0)
+	if (ret > 0) {
+		*pages_id = head->pages_id;
 		ret = open_pages(ds, head->pages_id, pages_fd);
+	}
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
 		ret = add_run(l, msg);
 		img_free(&pagemap_entry__descriptor, msg);
@@ -185,20 +189,74 @@ static struct name64 img_name_of(enum img_type t, unsigned id)
 	return n;
 }
 
-/* Sorted runs must not overlap, and the pages image must hold their bytes. */
-static int check_runs(const char *name, const struct dump_run *runs, size_t nr,
-		      uint64_t bytes, int pages_fd)
+/* Sorted runs must not overlap. */
+static int check_runs(const char *name, const struct dump_run *runs, size_t nr)
 {
-	struct stat st;
-
 	for (size_t i = 1; i < nr; i++)
 		if (runs[i].start < runs[i - 1].end)
 			return fail(-EIO, "image %s is corrupt: runs at %#" PRIx64 " and %#" PRIx64
 				    " overlap", name, runs[i - 1].start, runs[i].start);
+	return 0;
+}
+
+/* The pages image must hold the bytes of the runs, no more, no less. */
+static int check_pages_size(const char *name, uint64_t bytes, int pages_fd)
+{
+	struct stat st;
+
 	if (pages_fd >= 0 && !fstat(pages_fd, &st) && (uint64_t)st.st_size != bytes)
 		return fail(-EIO, "image %s is corrupt: it lists %" PRIu64 " bytes of pages, "
 			    "its pages image holds %" PRIu64, name, bytes, (uint64_t)st.st_size);
 	return 0;
+}
+
+static bool pages_checked(const struct dumpset *ds, unsigned id)
+{
+	for (size_t i = 0; i < ds->nr_pages_checked; i++)
+		if (ds->pages_checked[i] == id)
+			return true;
+	return false;
+}
+
+static int mark_pages_checked(struct dumpset *ds, unsigned id)
+{
+	unsigned *n = realloc(ds->pages_checked, (ds->nr_pages_checked + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	ds->pages_checked = n;
+	n[ds->nr_pages_checked++] = id;
+	return 0;
+}
+
+/* pages-ID.img read once: its runs' checksums (runs in file order) and the inventory's. */
+static int verify_pages(struct dumpset *ds, unsigned id, int fd, const struct dump_run *runs,
+			size_t nr)
+{
+	int ret;
+
+	if (pages_checked(ds, id))
+		return 0;
+	ret = imgset_verify_pages(ds->inv, img_name_of(IMG_PAGES, id).s, fd, runs, nr);
+	return ret ? ret : mark_pages_checked(ds, id);
+}
+
+/* The pages images no pagemap named: their bytes as the inventory says. */
+static int verify_other_pages(struct dumpset *ds)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ds->inv->n_images; i++) {
+		const char *name = ds->inv->images[i]->name;
+		unsigned id;
+
+		if (!img_is_pages(name, &id) || pages_checked(ds, id))
+			continue;
+		ret = imgset_verify_image(ds->dirfd, ds->inv, name);
+		if (!ret)
+			ret = mark_pages_checked(ds, id);
+	}
+	return ret;
 }
 
 static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
@@ -206,21 +264,27 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 {
 	struct run_list l = { 0 };
 	struct image *img;
+	unsigned pages_id = 0;
 	int ret = need_img(ds, t, id);
 
 	if (!ret)
 		ret = img_open(ds->dirfd, t, id, &img);
 	if (ret)
 		return ret;
-	ret = read_runs(ds, img, &l, pages_fd);
+	ret = read_runs(ds, img, &l, pages_fd, &pages_id);
 	img_abort(img);
 	*runs = l.runs;
 	*nr = l.nr;
 	if (ret < 0)
 		return ret;
+	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
+	if (!ret)
+		ret = verify_pages(ds, pages_id, *pages_fd, l.runs, l.nr);
+	if (ret)
+		return ret;
 	if (l.nr)
 		qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
-	return check_runs(img_name_of(t, id).s, l.runs, l.nr, l.off, *pages_fd);
+	return check_runs(img_name_of(t, id).s, l.runs, l.nr);
 }
 
 static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t shmid)
@@ -326,6 +390,30 @@ static int check_runs_in_vmas(const struct dumpset *ds)
 	return 0;
 }
 
+/*
+ * Guard regions (mm_entry.guards): sorted, page-aligned, each inside one VMA
+ * that restore maps, and holding no dumped page (a guard page has no content).
+ */
+static int check_guards(const struct dumpset *ds)
+{
+	const MmEntry *mm = ds->mm;
+
+	for (size_t i = 0; i < mm->n_guards; i++) {
+		const GuardRegionEntry *g = mm->guards[i];
+		const VmaEntry *v = dumpset_vma_at(ds, g->start);
+		size_t r = dumpset_run_after(ds, g->start);
+
+		if (g->start >= g->end || (g->start | g->end) % PAGE_SIZE ||
+		    (i && g->start < mm->guards[i - 1]->end) || !v || g->end > v->end ||
+		    (v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL)) ||
+		    (r < ds->nr_runs && ds->runs[r].start < g->end))
+			return fail(-EIO, "image mm-%d.img is corrupt: guard region %zu %#" PRIx64 "-%#"
+				    PRIx64 " is empty, unaligned, unsorted, outside one VMA or holds "
+				    "dumped pages", ds->pstree->pid, i, g->start, g->end);
+	}
+	return 0;
+}
+
 static int load_images(struct dumpset *ds)
 {
 	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
@@ -353,11 +441,15 @@ static int load_images(struct dumpset *ds)
 	if (!ret)
 		ret = check_runs_in_vmas(ds);
 	if (!ret)
+		ret = check_guards(ds);
+	if (!ret)
 		ret = load_shmems(ds);
 	if (!ret)
 		ret = load_files(ds);
 	if (!ret)
 		ret = load_optional(ds, ds->pstree->pid);
+	if (!ret)
+		ret = verify_other_pages(ds);
 	return ret;
 }
 
@@ -399,6 +491,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
 	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
 	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
+	free(ds->pages_checked);
 	if (ds->dirfd >= 0)
 		close(ds->dirfd);
 	memset(ds, 0, sizeof(*ds));

@@ -27,6 +27,8 @@ struct dump_run {
 	uint64_t start, end;	/* addresses */
 	bool present;		/* the bytes are in pages-N.img ... */
 	uint64_t off;		/* ... at this offset */
+	bool has_sum;		/* pagemap_entry.sum: the checksum of those bytes */
+	uint64_t sum;
 };
 
 /*
@@ -73,6 +75,8 @@ struct dumpset {
 	size_t nr_remaps;
 	FileLockEntry **locks;		/* filelocks.img, when present */
 	size_t nr_locks;
+	unsigned *pages_checked;	/* ids of the pages images verified so far */
+	size_t nr_pages_checked;
 };
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */

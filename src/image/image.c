@@ -9,6 +9,7 @@
 #include "common.h"
 #include "image/hash.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "inventory.pb-c.h"
 #include "log.h"
 
@@ -38,6 +39,8 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_REMAP_FPATH] = { "remap-fpath.img", 0x59133954, IMG_COMMON_MAGIC },
 	[IMG_GHOST_FILE] = { "ghost-file-%x.img", 0x52583605, IMG_COMMON_MAGIC },
 	[IMG_FILE_LOCKS] = { "filelocks.img",   0x54323616, IMG_COMMON_MAGIC },
+	[IMG_SK_QUEUES]  = { "sk-queues.img",   0x56264026, IMG_COMMON_MAGIC },
+	[IMG_TCP_STREAM] = { "tcp-stream-%u.img", 0x51465506, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */
@@ -199,8 +202,6 @@ int img_close(struct image *img)
 
 	if (img->f && fflush(img->f))
 		ret = fail(-errno, "cannot write image %s: %s", img->name, strerror(errno));
-	if (!ret && fsync(img->fd) && errno != EINVAL)
-		ret = fail(-errno, "cannot sync image %s: %s", img->name, strerror(errno));
 	if (img->f) {
 		if (fclose(img->f) && !ret)
 			ret = fail(-errno, "cannot close image %s: %s", img->name, strerror(errno));
@@ -255,6 +256,46 @@ int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
 	free(buf);
 	*size = h.total;
 	*hash = hash64_final(&h);
+	return ret;
+}
+
+static struct created_img *find_created(const char *name)
+{
+	for (int i = 0; i < nr_created; i++)
+		if (created[i].name && !strcmp(created[i].name, name))
+			return &created[i];
+	return NULL;
+}
+
+int img_set_sum(enum img_type type, unsigned id, uint64_t size, uint64_t hash)
+{
+	char name[64];
+	struct created_img *c;
+
+	img_name(type, id, name, sizeof(name));
+	c = find_created(name);
+	if (!c)
+		return fail(-ENOENT, "image %s was not created", name);
+	*c = (struct created_img){ c->name, true, size, hash };
+	return 0;
+}
+
+int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums)
+{
+	struct created_img *c;
+	struct hash64 whole;
+	char name[64];
+	int fd, ret;
+
+	img_name(IMG_PAGES, pages_id, name, sizeof(name));
+	c = find_created(name);
+	fd = img_open_file(dirfd, name, 0);
+	if (fd < 0)
+		return fd;
+	ret = runsum_read(fd, name, lens, nr, sums, &whole);
+	close(fd);
+	if (!ret && c)
+		*c = (struct created_img){ c->name, true, whole.total, hash64_final(&whole) };
 	return ret;
 }
 
@@ -321,9 +362,33 @@ static int write_inventory_file(int dirfd, const ProtobufCMessage *msg)
 		return ret;
 	if (renameat(dirfd, tmp, dirfd, "inventory.img"))
 		return fail(-errno, "cannot rename inventory image: %s", strerror(errno));
-	if (fsync(dirfd))
-		return fail(-errno, "cannot sync dump directory: %s", strerror(errno));
 	return 0;
+}
+
+static int sync_file(int dirfd, const char *name)
+{
+	int fd = img_open_file(dirfd, name, 0), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fdatasync(fd) && errno != EINVAL)
+		ret = fail(-errno, "cannot sync image %s: %s", name, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+int img_sync_all(int dirfd)
+{
+	int ret = 0;
+
+	for (int i = 0; i < nr_created && !ret; i++)
+		if (created[i].name && created[i].name[0] != '.')
+			ret = sync_file(dirfd, created[i].name);
+	if (!ret)
+		ret = sync_file(dirfd, "inventory.img");
+	if (!ret && fsync(dirfd))
+		ret = fail(-errno, "cannot sync the dump directory: %s", strerror(errno));
+	return ret;
 }
 
 static int read_exact(int fd, void *buf, size_t len)

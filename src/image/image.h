@@ -44,6 +44,8 @@ enum img_type {
 	IMG_REMAP_FPATH, /* remap-fpath.img: deleted files and their ghosts */
 	IMG_GHOST_FILE,	/* ghost-file-ID.img: a deleted file's content */
 	IMG_FILE_LOCKS,	/* filelocks.img */
+	IMG_SK_QUEUES,	/* sk-queues.img: data queued on UNIX sockets */
+	IMG_TCP_STREAM,	/* tcp-stream-INO.img: an established connection */
 	IMG_NR_TYPES
 };
 
@@ -62,7 +64,8 @@ struct image {
 /*
  * Writing. Images are created O_EXCL in the dump directory; every created name
  * is remembered so that a failed dump can remove what it wrote.
- * img_close() flushes and fsyncs and reports ENOSPC and friends.
+ * img_close() flushes and reports ENOSPC and friends; img_sync_all() makes
+ * the set durable.
  */
 int img_create(int dirfd, enum img_type t, unsigned id, struct image **out);
 int img_write_msg(struct image *img, const ProtobufCMessage *msg);
@@ -70,6 +73,9 @@ int img_write_raw(struct image *img, const void *buf, size_t len);
 int img_close(struct image *img);
 void img_abort(struct image *img);	/* close without reporting */
 void img_remove_created(int dirfd);	/* after a failure */
+/* Every created image, then inventory.img and the directory, to the disk:
+ * img_close() only writes into the page cache. */
+int img_sync_all(int dirfd);
 void img_forget_created(void);		/* after success */
 
 /*
@@ -97,6 +103,13 @@ void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
  * memdump) are read back here.
  */
 int img_write_inventory(int dirfd, InventoryEntry *inv);
+/*
+ * A pages image this dump created, read back once: sums[i] gets the checksum
+ * of its i-th run of lens[i] bytes, and the inventory its size and checksum.
+ */
+int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums);
+/* The checksum of a created image, known without reading it back. */
+int img_set_sum(enum img_type type, unsigned id, uint64_t size, uint64_t hash);
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 

@@ -7,11 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "image/verify.h"
 #include "log.h"
 
@@ -41,20 +44,22 @@ static bool plain_name(const char *s)
 	return true;
 }
 
-static int check_one(int dirfd, const ImageSumEntry *e)
+bool img_is_pages(const char *name, unsigned *id)
 {
-	uint64_t size, hash;
-	char esc[256];
-	int ret;
+	char again[64];
 
-	img_escape(e->name ? e->name : "", esc, sizeof(esc));
-	if (!plain_name(e->name))
-		return fail(-EIO, "inventory.img is corrupt: it lists an image named \"%s\"", esc);
-	if (faccessat(dirfd, e->name, F_OK, AT_SYMLINK_NOFOLLOW))
-		return fail(-ENOENT, "image %s is missing: %s", esc, strerror(errno));
-	ret = img_sum_file(dirfd, e->name, &size, &hash);
-	if (ret)
-		return ret;
+	if (sscanf(name, "pages-%u.img", id) != 1)
+		return false;
+	img_name(IMG_PAGES, *id, again, sizeof(again));
+	return !strcmp(again, name);
+}
+
+/* Size and checksum as found, against the inventory's entry e. */
+static int compare_sum(const ImageSumEntry *e, uint64_t size, uint64_t hash)
+{
+	char esc[256];
+
+	img_escape(e->name, esc, sizeof(esc));
 	if (size != e->size)
 		return fail(-EIO, "image %s is corrupt: %" PRIu64 " bytes, the inventory says %"
 			    PRIu64, esc, size, e->size);
@@ -64,12 +69,80 @@ static int check_one(int dirfd, const ImageSumEntry *e)
 	return 0;
 }
 
-static bool listed(const InventoryEntry *inv, const char *name)
+static int check_one(int dirfd, const ImageSumEntry *e)
+{
+	uint64_t size, hash;
+	char esc[256];
+	unsigned id;
+	int ret;
+
+	img_escape(e->name ? e->name : "", esc, sizeof(esc));
+	if (!plain_name(e->name))
+		return fail(-EIO, "inventory.img is corrupt: it lists an image named \"%s\"", esc);
+	if (faccessat(dirfd, e->name, F_OK, AT_SYMLINK_NOFOLLOW))
+		return fail(-ENOENT, "image %s is missing: %s", esc, strerror(errno));
+	if (img_is_pages(e->name, &id))
+		return 0;	/* read later, with its runs */
+	ret = img_sum_file(dirfd, e->name, &size, &hash);
+	return ret ? ret : compare_sum(e, size, hash);
+}
+
+static const ImageSumEntry *entry_of(const InventoryEntry *inv, const char *name)
 {
 	for (size_t i = 0; i < inv->n_images; i++)
 		if (inv->images[i]->name && !strcmp(inv->images[i]->name, name))
-			return true;
-	return false;
+			return inv->images[i];
+	return NULL;
+}
+
+int imgset_verify_image(int dirfd, const InventoryEntry *inv, const char *name)
+{
+	const ImageSumEntry *e = entry_of(inv, name);
+	uint64_t size, hash;
+	int ret;
+
+	if (!e)
+		return fail(-EIO, "image %s is not listed in inventory.img", name);
+	ret = img_sum_file(dirfd, name, &size, &hash);
+	return ret ? ret : compare_sum(e, size, hash);
+}
+
+int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
+			const struct dump_run *runs, size_t nr)
+{
+	const ImageSumEntry *e = entry_of(inv, name);
+	uint64_t *lens = calloc(nr + 1, sizeof(*lens)), *sums = calloc(nr + 1, sizeof(*sums));
+	const struct dump_run **present = calloc(nr + 1, sizeof(*present));
+	struct hash64 whole;
+	size_t n = 0;
+	int ret = lens && sums && present ? 0 : -ENOMEM;
+
+	if (!ret && !e)
+		ret = fail(-EIO, "image %s is not listed in inventory.img", name);
+	for (size_t i = 0; !ret && i < nr; i++) {
+		if (!runs[i].present)
+			continue;
+		present[n] = &runs[i];
+		lens[n++] = runs[i].end - runs[i].start;
+	}
+	if (!ret)
+		ret = runsum_read(fd, name, lens, n, sums, &whole);
+	for (size_t i = 0; !ret && i < n; i++)
+		if (present[i]->has_sum && present[i]->sum != sums[i])
+			ret = fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
+				   " (%" PRIu64 " pages) do not match their checksum", name,
+				   present[i]->start, lens[i] / PAGE_SIZE);
+	if (!ret)
+		ret = compare_sum(e, whole.total, hash64_final(&whole));
+	free(lens);
+	free(sums);
+	free(present);
+	return ret;
+}
+
+static bool listed(const InventoryEntry *inv, const char *name)
+{
+	return entry_of(inv, name) != NULL;
 }
 
 /* Nothing in the directory that the inventory does not list. */

@@ -4,10 +4,26 @@
 
 #include <stddef.h>
 
+#include "image/dumpset.h"
 #include "inventory.pb-c.h"
 
-/* Every listed image present with its size and checksum, none unlisted. */
+/*
+ * Every listed image present with its size and checksum, none unlisted. The
+ * pages images (pages-N.img) are only checked to be there: their bytes are
+ * read once, by imgset_verify_pages() with their runs, or
+ * imgset_verify_image() when no pagemap names them.
+ */
 int imgset_verify(int dirfd, const InventoryEntry *inv);
+/* Image name (a pages-N.img) as the inventory says it is. */
+int imgset_verify_image(int dirfd, const InventoryEntry *inv, const char *name);
+/*
+ * The pages image name, open on fd, against its runs' checksums (runs in
+ * file order; a damaged run is named by its address) and the inventory.
+ */
+int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
+			const struct dump_run *runs, size_t nr);
+/* name is a pages image's: pages-N.img, *id = N. */
+bool img_is_pages(const char *name, unsigned *id);
 /* s with non-printable bytes and backslashes as \xNN, for error lines. */
 void img_escape(const char *s, char *out, size_t len);
 

@@ -79,6 +79,9 @@ int infect_parasite(struct infect_ctx *c);
 /* A scratch buffer of 2 KiB shared with the process: *local here, the
  * returned address there (for remote syscalls' in and out arguments). */
 uint64_t parasite_scratch(struct infect_ctx *c, void **local);
+/* Start the blob (parasite_vmsplice does it if need be); from here on the
+ * process's memory does not change until infect_cure. */
+int parasite_start(struct infect_ctx *c);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);

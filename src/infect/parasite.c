@@ -41,6 +41,11 @@
 
 #define PIPE_SIZE	(32 << 20)
 
+struct infect_rseq {
+	uint64_t ptr;
+	uint32_t len, sig;
+};
+
 struct parasite {
 	uint64_t remote;	/* area in the target */
 	uint8_t *local;		/* the same area here */
@@ -50,6 +55,7 @@ struct parasite {
 	int pipe_rd;		/* its read end, here */
 	int bell_remote;	/* eventfd that wakes the blob for a command, there */
 	int bell;		/* the same, here */
+	struct infect_rseq rseq;	/* the leader's, unregistered while the blob runs */
 	size_t pipe_size;
 	bool running;		/* the leader executes the blob */
 };
@@ -239,6 +245,42 @@ static int make_bell(struct infect_ctx *c, struct parasite *p)
 	return p->bell < 0 ? p->bell : 0;
 }
 
+#define RSEQ_FLAG_UNREGISTER		1
+
+/*
+ * The kernel writes a thread's rseq area (cpu_id, ...) whenever it returns
+ * to user space after a move: the leader, running the blob, would change its
+ * own memory while its pages are written. Its registration is taken off for
+ * that time and put back by the cure (or the blob's self-cure).
+ */
+static int rseq_off(struct infect_ctx *c, struct parasite *p)
+{
+	struct { uint64_t ptr; uint32_t len, sig, flags, pad; } rc;	/* ptrace_rseq_configuration */
+	long ret;
+	int err;
+
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, c->threads[0].tid, sizeof(rc), &rc) != sizeof(rc)
+	    || !rc.len)
+		return 0;
+	err = rsys(c, SYS_rseq, &ret, rc.ptr, rc.len, RSEQ_FLAG_UNREGISTER, rc.sig, 0, 0);
+	if (!err)
+		p->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
+	return err;
+}
+
+static void rseq_on(struct infect_ctx *c, struct parasite *p)
+{
+	long ret;
+
+	int err = 0;
+
+	if (p->rseq.len)
+		err = rsys(c, SYS_rseq, &ret, p->rseq.ptr, p->rseq.len, 0, p->rseq.sig, 0, 0);
+	if (err && err != -ESRCH)
+		pr_warn("thread %d: cannot register its rseq area again", c->threads[0].tid);
+	p->rseq.len = 0;
+}
+
 /* The blob runs with every signal blocked: none can interrupt it, and a
  * SIGPIPE from a dead dumper's pipe stays pending for it to take back. */
 static int start_blob(struct infect_ctx *c, struct parasite *p)
@@ -259,6 +301,9 @@ static int start_blob(struct infect_ctx *c, struct parasite *p)
 	a->tail = tail;
 	a->tail_len = p->len - args_off(p);
 	a->cure_sp = t->cure_sp;
+	a->rseq = p->rseq.ptr;
+	a->rseq_len = p->rseq.len;
+	a->rseq_sig = p->rseq.sig;
 	r.rip = p->remote;
 	r.rsp = p->remote + p->len;
 	r.rdi = tail;
@@ -288,7 +333,7 @@ int infect_parasite(struct infect_ctx *c)
 }
 
 /* The pipe and the running blob are only needed by splice mode. */
-static int parasite_start(struct infect_ctx *c)
+int parasite_start(struct infect_ctx *c)
 {
 	struct parasite *p = c->parasite;
 	int err;
@@ -298,6 +343,8 @@ static int parasite_start(struct infect_ctx *c)
 	err = make_pipe(c, p);
 	if (!err)
 		err = make_bell(c, p);
+	if (!err)
+		err = rseq_off(c, p);
 	if (!err)
 		err = start_blob(c, p);
 	if (!err)
@@ -453,6 +500,7 @@ void infect_cure(struct infect_ctx *c)
 	if (p->running && interrupt_thread(c, c->threads[0].tid, false))
 		pr_debug("cannot stop the parasite in process %d", c->pid);
 	p->running = false;
+	rseq_on(c, p);
 	if (p->pipe_wr_remote >= 0)
 		rsys(c, SYS_close, &ret, p->pipe_wr_remote, 0, 0, 0, 0, 0);
 	if (p->bell_remote >= 0)

@@ -22,7 +22,8 @@
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {
-	size_t blob, vmas, runs, threads, auxv, close, seals, xsave, sigs, filters, stacks, size;
+	size_t blob, vmas, runs, guards, threads, auxv, close, seals, xsave, sigs, filters, stacks,
+	       size;
 };
 
 int add_blob_fd(struct rst *r, int fd)
@@ -168,6 +169,8 @@ static void plan_layout(struct rst *r, struct layout *l)
 	off += ALIGN_UP(ds->mm->n_vmas * sizeof(struct rst_vma), 64);
 	l->runs = off;
 	off += ALIGN_UP(ds->nr_runs * sizeof(struct rst_run), 64);
+	l->guards = off;
+	off += ALIGN_UP(ds->mm->n_guards * sizeof(struct rst_guard), 64);
 	l->threads = off;
 	off += ALIGN_UP(nt * sizeof(struct rst_thread), 64);
 	l->auxv = off;
@@ -225,6 +228,8 @@ static void fill_args(struct rst *r, const struct layout *l)
 	a->blob_size = l->blob;
 	a->vmas_off = l->vmas;
 	a->runs_off = l->runs;
+	a->guards_off = l->guards;
+	a->nr_guards = r->ds.mm->n_guards;
 	a->threads_off = l->threads;
 	a->auxv_off = l->auxv;
 	a->close_off = l->close;
@@ -235,14 +240,18 @@ static void fill_args(struct rst *r, const struct layout *l)
 	a->nr_threads = r->ds.nr_cores;
 }
 
-/* The VMAs and the page runs of pagemap-PID.img that fill them. */
+/* The VMAs, the page runs of pagemap-PID.img that fill them, their guard pages. */
 static void fill_memory(struct rst *r)
 {
 	struct dumpset *ds = &r->ds;
 	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
 	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
-	size_t vi = 0;
+	struct rst_guard *rg = (struct rst_guard *)(r->area + r->a->guards_off);
+	const MmEntry *mm = ds->mm;
+	size_t vi = 0, gi = 0;
 
+	for (size_t i = 0; i < mm->n_guards; i++)
+		rg[i] = (struct rst_guard){ mm->guards[i]->start, mm->guards[i]->end };
 	for (size_t i = 0; i < ds->nr_runs; i++) {
 		rr[i].vaddr = ds->runs[i].start;
 		rr[i].nr_pages = (ds->runs[i].end - ds->runs[i].start) / PAGE_SIZE;
@@ -266,6 +275,12 @@ static void fill_memory(struct rst *r)
 		while (vi < ds->nr_runs && ds->runs[vi].end <= v->end)
 			vi++;
 		rv[i].nr_runs = vi - rv[i].first_run;
+		while (gi < mm->n_guards && mm->guards[gi]->start < v->start)
+			gi++;
+		rv[i].first_guard = gi;
+		while (gi < mm->n_guards && mm->guards[gi]->end <= v->end)
+			gi++;
+		rv[i].nr_guards = gi - rv[i].first_guard;
 	}
 }
 

@@ -374,6 +374,15 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 		if (!fe->ify)
 			return fail(-EIO, "files.img: inotify %u has no entry", fe->id);
 		return inotify_check(fe->ify);
+	case FD_TYPES__UNIXSK:
+		if (!fe->usk || !fe->usk->opts)
+			return fail(-EIO, "files.img: UNIX socket %u has no entry", fe->id);
+		return 0;
+	case FD_TYPES__INETSK:
+		if (!fe->isk || !fe->isk->opts || (fe->isk->family != AF_INET &&
+						  fe->isk->family != AF_INET6))
+			return fail(-EIO, "files.img: inet socket %u has no entry", fe->id);
+		return 0;
 	case FD_TYPES__EVENTPOLL:
 		if (!fe->epfd)
 			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);

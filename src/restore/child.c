@@ -142,6 +142,9 @@ void child_main(struct rst *r)
 	int ret;
 
 	unregister_rseq();
+	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
+	if (ret)
+		child_fail(r, ret, "%s", msg);
 	child_fds(r);
 	ret = epoll_fill_all(&r->ds, msg, sizeof(msg));
 	if (ret)

@@ -27,7 +27,7 @@
 #define F_SETPIPE_SZ	1031
 #endif
 
-static struct rdesc *desc_of(struct rst *r, uint32_t id)
+struct rdesc *rst_desc(struct rst *r, uint32_t id)
 {
 	for (size_t i = 0; i < r->nr_descs; i++)
 		if (r->descs[i].id == id)
@@ -226,7 +226,7 @@ static int give_own_ends(struct rst *r, uint32_t pipe_id, const struct pipe_ends
 
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
-		struct rdesc *d = desc_of(r, fe->id);
+		struct rdesc *d = rst_desc(r, fe->id);
 		int n;
 
 		if (!is_pipe(fe, pipe_id) || d->fd >= 0)
@@ -290,7 +290,7 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 	ret = refill(r, IMG_PIPES_DATA, pipe_id, p[1]);
 	for (size_t i = 0; !ret && i < ds->nr_files; i++) {
 		const FileEntry *fe = ds->files[i];
-		struct rdesc *d = is_pipe(fe, pipe_id) ? desc_of(r, fe->id) : NULL;
+		struct rdesc *d = is_pipe(fe, pipe_id) ? rst_desc(r, fe->id) : NULL;
 
 		if (!d)
 			continue;	/* another file, or no fd uses it */
@@ -378,6 +378,11 @@ static int open_desc(struct rst *r, struct rdesc *d)
 	case FD_TYPES__INOTIFY:
 		d->fd = inotify_open(fe->ify);
 		break;
+	case FD_TYPES__UNIXSK:
+		return sk_unix_open_all(r);	/* every one at once */
+	case FD_TYPES__INETSK:
+		d->fd = sk_inet_open(r, fe->isk);
+		break;
 	default:
 		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
 	}
@@ -395,7 +400,7 @@ int open_fds(struct rst *r)
 		return -ENOMEM;
 	/* descriptions that some fd uses */
 	for (size_t i = 0; i < ds->nr_fds; i++) {
-		if (desc_of(r, ds->fds[i]->id))
+		if (rst_desc(r, ds->fds[i]->id))
 			continue;
 		r->descs[r->nr_descs].id = ds->fds[i]->id;
 		r->descs[r->nr_descs++].fd = -1;
@@ -409,7 +414,7 @@ int open_fds(struct rst *r)
 		struct rfd *f = &r->fds[r->nr_fds++];
 		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
 
-		f->src = desc_of(r, ds->fds[i]->id)->fd;
+		f->src = rst_desc(r, ds->fds[i]->id)->fd;
 		if (fe->type == FD_TYPES__TTY && ds->fds[i]->fd <= 2)
 			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;

@@ -66,6 +66,7 @@ void rst_close_prepared(struct rst *r)
 		r->descs[i].fd = -1;
 	shm_close_all(r);
 	close_inherited(r);
+	sk_helpers_close(r);
 }
 
 static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
@@ -225,6 +226,8 @@ static int restore(struct rst *r)
 	if (!ret)
 		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
 	if (!ret)
+		tcp_release_all(r);		/* the lock off, then repair mode */
+	if (!ret)
 		ret = resume_threads(r);
 	if (ret)
 		return ret;
@@ -240,40 +243,64 @@ static int restore(struct rst *r)
 	return wait_restored(r->pid);
 }
 
+/* The set loaded and every check a restore makes before it starts anything. */
+static int load_and_check(struct rst *r, const struct restore_opts *o)
+{
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->o = o;
+	r->area_fd = -1;
+	r->exe_fd = -1;
+	r->ds.dirfd = -1;
+	r->ds.pages_fd = -1;
+	ret = scan_inherited(r);
+	if (!ret)
+		ret = dumpset_load(o->dir, &r->ds);
+	if (ret)
+		return ret;
+	r->pid = dumpset_pid(&r->ds);
+	r->leader = r->ds.cores[0];
+	ret = shm_collect(r);
+	if (!ret)
+		ret = check_images(r);
+	return ret;
+}
+
+static void rst_free(struct rst *r)
+{
+	rst_close_prepared(r);
+	ghost_unlink_all(r);
+	if (r->area)
+		munmap(r->area, r->area_size);
+	free(r->descs);
+	free(r->fds);
+	free(r->blob_fds);
+	free(r->shms);
+	attrs_free(r);
+	close_inherited(r);
+	timerfd_close_all(r);
+	tcp_close_all(r);
+	sk_queue_free(r);
+	dumpset_free(&r->ds);
+}
+
 int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret;
+	int ret = load_and_check(&r, o);
 
-	memset(&r, 0, sizeof(r));
-	r.o = o;
-	r.area_fd = -1;
-	r.exe_fd = -1;
-	ret = scan_inherited(&r);
-	if (!ret)
-		ret = dumpset_load(o->dir, &r.ds);
-	if (ret) {
-		close_inherited(&r);
-		return ret;
-	}
-	r.pid = dumpset_pid(&r.ds);
-	r.leader = r.ds.cores[0];
-	ret = shm_collect(&r);
-	if (!ret)
-		ret = check_images(&r);
 	if (!ret)
 		ret = restore(&r);
-	rst_close_prepared(&r);
-	ghost_unlink_all(&r);
-	if (r.area)
-		munmap(r.area, r.area_size);
-	free(r.descs);
-	free(r.fds);
-	free(r.blob_fds);
-	free(r.shms);
-	attrs_free(&r);
-	close_inherited(&r);
-	timerfd_close_all(&r);
-	dumpset_free(&r.ds);
+	rst_free(&r);
+	return ret;
+}
+
+int restore_check(const struct restore_opts *o)
+{
+	struct rst r;
+	int ret = load_and_check(&r, o);
+
+	rst_free(&r);
 	return ret;
 }

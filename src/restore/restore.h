@@ -10,10 +10,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "image/dumpset.h"
 #include "restorer.h"
+#include "sk-packet.pb-c.h"
+#include "tcp-stream.pb-c.h"
 
 /* What the caller asks of one restore. */
 struct restore_opts {
@@ -25,6 +29,8 @@ struct restore_opts {
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
 int restore_run(const struct restore_opts *o);
+/* Load the set and make every check restore_run() makes, start nothing (the fuzzer's). */
+int restore_check(const struct restore_opts *o);
 
 /* One fd number of the restored process. */
 struct rfd {
@@ -69,6 +75,38 @@ struct rtimer {
 	const TimerfdEntry *t;
 };
 
+/* A message queued on a UNIX socket (sk-queues.img) and its bytes. */
+struct sk_msg {
+	SkPacketEntry *e;
+	uint8_t *data;
+};
+
+/* What the forked child does on UNIX sockets before its fds move (sk_queue.c). */
+enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF };
+struct sk_late {
+	int op;
+	int fd;				/* memdump's fd, inherited by the child */
+	int arg;			/* shutdown's how, the peek offset */
+	const struct sk_msg *msg;	/* SEND */
+	bool dgram;
+	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected) */
+	socklen_t tolen;
+};
+
+/* The stand-in for the closed peer of a stream socket: sends its data, then goes. */
+struct sk_helper {
+	uint32_t for_id;
+	int fd;
+};
+
+/* An established TCP connection in repair mode until the threads are parked. */
+struct rtcp {
+	int fd;				/* memdump's copy */
+	TcpStreamEntry *t;
+	uint8_t *data;			/* inq, then outq */
+	int reuseaddr;			/* as dumped: leaving repair mode clears it */
+};
+
 struct rst {
 	const struct restore_opts *o;
 	struct dumpset ds;
@@ -94,6 +132,14 @@ struct rst {
 
 	struct rghost *ghosts;
 	size_t nr_ghosts;
+	struct sk_msg *sk_msgs;
+	size_t nr_sk_msgs;
+	struct sk_late *sk_late;
+	size_t nr_sk_late;
+	struct sk_helper *sk_helpers;
+	size_t nr_sk_helpers;
+	struct rtcp *tcp;
+	size_t nr_tcp;
 
 	int exe_fd;
 	const char *cwd, *root;
@@ -124,6 +170,7 @@ bool rst_capable(int cap);
 int vma_how(const VmaEntry *v);
 
 /* files.c: r->descs and r->fds */
+struct rdesc *rst_desc(struct rst *r, uint32_t id);
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
@@ -157,6 +204,27 @@ int locks_apply_in_child(struct rst *r, char *why, size_t len);
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);
 int inotify_open(const InotifyFileEntry *e);
+
+/* sk_opts.c: the common options of a new socket; <0 with what failed in why */
+int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len);
+
+/* sk_unix.c: every UNIX socket, at once; sk_queue.c: their queued data */
+int sk_unix_open_all(struct rst *r);
+int sk_queue_plan(struct rst *r);
+/* In the child, before its fds move: the queues, shutdowns, peek offsets. */
+int sk_child_finish(struct rst *r, char *msg, size_t len);
+void sk_queue_free(struct rst *r);
+void sk_helpers_close(struct rst *r);
+
+/* sk_inet.c: a TCP or UDP socket (memdump's fd), or <0 after fail() */
+int sk_inet_open(struct rst *r, const InetSkEntry *e);
+int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
+int inet_fail(const InetSkEntry *e, int err, const char *what);
+
+/* tcp_repair.c: established connections, released once the threads are parked */
+int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
+void tcp_release_all(struct rst *r);
+void tcp_close_all(struct rst *r);
 
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */

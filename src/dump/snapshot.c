@@ -1,0 +1,454 @@
+/*
+ * --snapshot: a copy-on-write snapshot of the target's memory, so that a
+ * --leave-running dump keeps it frozen for a time that does not grow with
+ * its size.
+ *
+ * While the target is frozen, a userfaultfd is made in it (a remote
+ * syscall; memdump takes the fd and the target's copy is closed), every
+ * private anonymous VMA that holds dumped pages is registered in
+ * write-protect mode and those pages are write-protected. What the
+ * snapshot cannot cover (pages of file mappings, shared memory, which
+ * write_shmem() saves) is written at once. Then the target runs again.
+ *
+ * A write to a page not saved yet stops the writing thread in a
+ * write-protect fault; a handler thread reads the page (still as it was at
+ * the freeze), writes it to its place in pages-1.img, then lifts the
+ * protection, which lets the thread go on. Meanwhile the copier goes
+ * through every run in order, reads what is still protected, writes it and
+ * lifts the protection chunk by chunk. A per-page bit says which pages are
+ * saved: set under the lock before a protection is lifted, read by the
+ * copier after its read, so it never writes a page read after the target
+ * could change it.
+ *
+ * The image is exactly the memory at the freeze. Should memdump die, the
+ * userfaultfd is closed with it: the kernel unregisters the ranges, lifts
+ * the protection and wakes the waiting threads; the target runs on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/snapshot.h"
+#include "fault.h"
+#include "image/image.h"
+#include "infect/infect.h"
+#include "log.h"
+#include "vma_status.h"
+
+#define CHUNK_PAGES	256		/* the copier's unit: 1 MiB */
+
+struct snap_run {
+	uint64_t start, end;
+	uint64_t off;			/* in pages-1.img */
+	uint64_t first_bit;		/* its first page in saved[] */
+	bool protected;			/* else written while frozen */
+	bool unreadable;
+};
+
+struct snapshot {
+	int uffd;
+	int fd;				/* pages-1.img, through the page cache */
+	int stop_fd;			/* eventfd: the handler ends */
+	struct snap_run *runs;
+	size_t nr_runs;
+	uint8_t *saved;			/* a bit per page of every run */
+	pthread_mutex_t lock;
+	pthread_t handler;
+	bool handler_started;
+	int handler_err;
+	struct dump_ctx *d;
+	uint64_t faults;		/* pages saved by the handler */
+};
+
+static bool bit(const uint8_t *map, uint64_t i)
+{
+	return map[i / 8] & (1u << (i % 8));
+}
+
+static void set_bit(uint8_t *map, uint64_t i)
+{
+	map[i / 8] |= 1u << (i % 8);
+}
+
+static const struct vma *vma_of(const struct dump_ctx *d, uint64_t addr)
+{
+	for (int i = 0; i < d->nr_vmas; i++)
+		if (addr >= d->vmas[i].start && addr < d->vmas[i].end)
+			return &d->vmas[i];
+	return NULL;
+}
+
+static bool coverable(const struct vma *v)
+{
+	return v && (v->status & VMA_ANON_PRIVATE) &&
+	       !(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL));
+}
+
+static ssize_t read_pages(struct snapshot *s, const struct snap_run *r, uint64_t addr,
+			  void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	if (r->unreadable)
+		return pread(s->d->in.mem_fd, buf, len, addr);
+	return process_vm_readv(s->d->pid, &local, 1, &remote, 1, 0);
+}
+
+static int write_at(struct snapshot *s, const void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(s->fd, buf, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -EIO, "cannot write the pages image: %s",
+				    n < 0 ? strerror(errno) : "short write");
+		buf = (const uint8_t *)buf + n;
+		len -= n;
+		off += n;
+	}
+	return 0;
+}
+
+static int protect(struct snapshot *s, uint64_t start, uint64_t len, bool on)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = start, .len = len },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	if (ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp))
+		return -errno;
+	return 0;
+}
+
+/* The process makes the userfaultfd (it is bound to its mm); we take it. */
+static int make_uffd(struct dump_ctx *d, struct snapshot *s)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	long fd, ret;
+	int err;
+
+	err = dump_syscall(d, 0, SYS_userfaultfd, &fd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
+	if (err)
+		return err;
+	if (fd < 0)
+		return fail((int)fd, "process %d cannot make a userfaultfd: %s", d->pid,
+			    strerror((int)-fd));
+	s->uffd = syscall(SYS_pidfd_getfd, d->in.pidfd, (int)fd, 0);
+	err = s->uffd < 0 ? -errno : 0;
+	dump_syscall(d, 0, SYS_close, &ret, fd, 0, 0, 0);
+	if (err)
+		return fail(err, "cannot take process %d's userfaultfd: %s", d->pid, strerror(-err));
+	if (ioctl(s->uffd, UFFDIO_API, &api))
+		return fail(-errno, "userfaultfd API: %s", strerror(errno));
+	return 0;
+}
+
+/* Every VMA that holds a protected run, registered once. */
+static int register_vmas(struct snapshot *s)
+{
+	const struct vma *last = NULL;
+
+	for (size_t i = 0; i < s->nr_runs; i++) {
+		const struct vma *v = vma_of(s->d, s->runs[i].start);
+		struct uffdio_register reg;
+
+		if (!s->runs[i].protected || v == last)
+			continue;
+		reg = (struct uffdio_register){
+			.range = { .start = v->start, .len = v->end - v->start },
+			.mode = UFFDIO_REGISTER_MODE_WP,
+		};
+		if (ioctl(s->uffd, UFFDIO_REGISTER, &reg))
+			return fail(-errno, "cannot register %#lx-%#lx of process %d for the "
+				    "snapshot: %s", v->start, v->end, s->d->pid, strerror(errno));
+		last = v;
+	}
+	return 0;
+}
+
+static int plan_runs(struct dump_ctx *d, struct snapshot *s)
+{
+	uint64_t off = 0, bits = 0;
+
+	s->runs = calloc(d->nr_runs + 1, sizeof(*s->runs));
+	if (!s->runs)
+		return -ENOMEM;
+	s->nr_runs = d->nr_runs;
+	for (size_t i = 0; i < d->nr_runs; i++) {
+		const struct page_run *r = &d->runs[i];
+		uint64_t len = r->nr_pages * PAGE_SIZE;
+
+		s->runs[i] = (struct snap_run){ r->start, r->start + len, off, bits,
+						coverable(vma_of(d, r->start)), r->unreadable };
+		off += len;
+		bits += r->nr_pages;
+	}
+	s->saved = calloc(bits / 8 + 1, 1);
+	return s->saved ? 0 : -ENOMEM;
+}
+
+/* Copy [addr, addr + len) of run r to the image, skipping saved pages. */
+static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t addr,
+		      uint64_t len, uint8_t *buf)
+{
+	ssize_t n = read_pages(s, r, addr, buf, len);
+	uint64_t first = r->first_bit + (addr - r->start) / PAGE_SIZE;
+	int err = 0;
+
+	if (n != (ssize_t)len)
+		return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
+			    s->d->pid, addr, n < 0 ? strerror(errno) : "short read");
+	pthread_mutex_lock(&s->lock);
+	for (uint64_t p = 0; p < len / PAGE_SIZE && !err; p++) {
+		uint64_t b = first + p, q = p;
+
+		if (bit(s->saved, b))
+			continue;
+		while (q + 1 < len / PAGE_SIZE && !bit(s->saved, first + q + 1))
+			q++;
+		err = write_at(s, buf + p * PAGE_SIZE, (q - p + 1) * PAGE_SIZE,
+			       r->off + (addr - r->start) + p * PAGE_SIZE);
+		for (uint64_t k = p; k <= q; k++)
+			set_bit(s->saved, first + k);
+		p = q;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* What the snapshot cannot cover, written now, while frozen. */
+static int copy_unprotected(struct snapshot *s)
+{
+	uint8_t *buf = malloc(CHUNK_PAGES * PAGE_SIZE);
+	int err = buf ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < s->nr_runs && !err; i++) {
+		struct snap_run *r = &s->runs[i];
+
+		for (uint64_t a = r->start; a < r->end && !err && !r->protected;
+		     a += CHUNK_PAGES * PAGE_SIZE)
+			err = copy_range(s, r, a, MIN(r->end - a, CHUNK_PAGES * PAGE_SIZE), buf);
+	}
+	free(buf);
+	return err;
+}
+
+static struct snap_run *run_of(struct snapshot *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr_runs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (addr < s->runs[mid].start)
+			hi = mid;
+		else if (addr >= s->runs[mid].end)
+			lo = mid + 1;
+		else
+			return &s->runs[mid];
+	}
+	return NULL;
+}
+
+/* A thread waits to write the page at addr: save it, then let it go on. */
+static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *page)
+{
+	struct snap_run *r = run_of(s, addr);
+	int err = 0;
+
+	if (r && r->protected) {
+		uint64_t b = r->first_bit + (addr - r->start) / PAGE_SIZE;
+
+		pthread_mutex_lock(&s->lock);
+		if (!bit(s->saved, b)) {
+			ssize_t n = read_pages(s, r, addr, page, PAGE_SIZE);
+
+			err = n == PAGE_SIZE ? write_at(s, page, PAGE_SIZE, r->off + addr - r->start)
+					     : fail(-EIO, "cannot read the page at %#lx of process "
+						    "%d", addr, s->d->pid);
+			set_bit(s->saved, b);
+			s->faults++;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	protect(s, addr, PAGE_SIZE, false);	/* wakes the thread, whatever happened */
+	return err;
+}
+
+static int handle_events(struct snapshot *s, uint8_t *page)
+{
+	struct uffd_msg msg[16];
+	ssize_t n = read(s->uffd, msg, sizeof(msg));
+	int err = 0;
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	for (size_t i = 0; i < n / sizeof(msg[0]); i++) {
+		if (msg[i].event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		int e = on_fault(s, msg[i].arg.pagefault.address & PAGE_MASK, page);
+
+		err = err ?: e;
+	}
+	return err;
+}
+
+static void *handler_main(void *arg)
+{
+	struct snapshot *s = arg;
+	uint8_t *page = malloc(PAGE_SIZE);
+
+	for (;;) {
+		struct pollfd p[2] = { { s->uffd, POLLIN, 0 }, { s->stop_fd, POLLIN, 0 } };
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			int err = page ? handle_events(s, page) : -ENOMEM;
+
+			if (err && !s->handler_err)
+				s->handler_err = err;
+		}
+		if (p[1].revents & POLLIN)
+			break;
+	}
+	free(page);
+	return NULL;
+}
+
+static void snapshot_free(struct snapshot *s)
+{
+	if (s->handler_started) {
+		uint64_t one = 1;
+
+		if (write(s->stop_fd, &one, sizeof(one)) != sizeof(one))
+			pr_debug("cannot stop the snapshot handler");
+		pthread_join(s->handler, NULL);
+	}
+	if (s->uffd >= 0)
+		close(s->uffd);	/* unregisters, lifts every protection, wakes every thread */
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
+	if (s->fd >= 0)
+		close(s->fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->runs);
+	free(s->saved);
+	free(s);
+}
+
+static int open_image(struct dump_ctx *d, struct snapshot *s)
+{
+	struct image *img;
+	int ret = img_create(d->dirfd, IMG_PAGES, 1, &img);
+
+	if (ret)
+		return ret;
+	s->fd = dup(img->fd);
+	img_abort(img);
+	return s->fd < 0 ? -errno : 0;
+}
+
+/* Write-protect what the snapshot covers. */
+static int cover(struct dump_ctx *d, struct snapshot *s)
+{
+	int err = make_uffd(d, s);
+
+	if (!err)
+		err = register_vmas(s);
+	for (size_t i = 0; i < s->nr_runs && !err; i++)
+		if (s->runs[i].protected)
+			err = protect(s, s->runs[i].start, s->runs[i].end - s->runs[i].start, true);
+	return err;
+}
+
+static int start(struct dump_ctx *d, struct snapshot *s)
+{
+	int err = open_image(d, s);
+
+	if (err)
+		return err;
+	s->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (s->stop_fd < 0 || pthread_create(&s->handler, NULL, handler_main, s))
+		return fail(-errno, "cannot start the snapshot handler: %s", strerror(errno));
+	s->handler_started = true;
+	d->stats.pages_written = d->nr_pages;
+	d->stats.bytes_written = d->nr_pages * PAGE_SIZE;
+	d->stats.pages_cached = true;
+	return copy_unprotected(s);
+}
+
+int snapshot_arm(struct dump_ctx *d)
+{
+	struct snapshot *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->d = d;
+	s->uffd = s->fd = s->stop_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	d->snap = s;
+	err = plan_runs(d, s);
+	if (!err && cover(d, s)) {
+		/* no userfaultfd for this process (no CAP_SYS_PTRACE, a uffd of its own) */
+		pr_warn("no snapshot of process %d (%s): its pages are written while it is frozen",
+			d->pid, fail_reason());
+		fail_clear();
+		snapshot_end(d);
+		return 1;
+	}
+	if (!err)
+		err = start(d, s);
+	if (err)
+		snapshot_end(d);
+	return err;
+}
+
+int snapshot_copy(struct dump_ctx *d)
+{
+	struct snapshot *s = d->snap;
+	uint8_t *buf = malloc(CHUNK_PAGES * PAGE_SIZE);
+	int err = buf ? 0 : -ENOMEM;
+
+	fault_point("snapshot-copy");
+	for (size_t i = 0; i < s->nr_runs && !err; i++) {
+		struct snap_run *r = &s->runs[i];
+
+		for (uint64_t a = r->start; a < r->end && !err && r->protected;
+		     a += CHUNK_PAGES * PAGE_SIZE) {
+			uint64_t len = MIN(r->end - a, CHUNK_PAGES * PAGE_SIZE);
+
+			err = copy_range(s, r, a, len, buf);
+			if (!err)
+				protect(s, a, len, false);
+		}
+	}
+	free(buf);
+	err = err ?: s->handler_err;
+	if (!err) {
+		pr_info("snapshot: %lu of %lu pages saved on a write fault", s->faults, d->nr_pages);
+	}
+	return err;
+}
+
+void snapshot_end(struct dump_ctx *d)
+{
+	if (d->snap)
+		snapshot_free(d->snap);
+	d->snap = NULL;
+}

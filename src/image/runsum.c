@@ -1,0 +1,91 @@
+/* Per-run checksums of a pages image: see runsum.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image/runsum.h"
+#include "log.h"
+
+#define READ_BUF	(1u << 20)
+
+uint64_t runsum_buf(const void *buf, size_t len)
+{
+	struct hash64 h;
+
+	hash64_init(&h);
+	hash64_update(&h, buf, len);
+	return hash64_final(&h);
+}
+
+static void next_span(struct runsum *p)
+{
+	while (p->i < p->nr && !p->left) {
+		p->sums[p->i] = hash64_final(&p->h);
+		p->i++;
+		hash64_init(&p->h);
+		p->left = p->i < p->nr ? p->lens[p->i] : 0;
+	}
+}
+
+void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr)
+{
+	*p = (struct runsum){ .lens = lens, .sums = sums, .nr = nr, .left = nr ? lens[0] : 0 };
+	hash64_init(&p->h);
+	hash64_init(&p->whole);
+	next_span(p);		/* empty spans first */
+}
+
+void runsum_feed(struct runsum *p, const void *data, size_t n)
+{
+	const uint8_t *buf = data;
+
+	hash64_update(&p->whole, buf, n);
+	while (n && p->i < p->nr) {
+		size_t k = n < p->left ? n : p->left;
+
+		hash64_update(&p->h, buf, k);
+		p->left -= k;
+		buf += k;
+		n -= k;
+		next_span(p);
+	}
+}
+
+void runsum_end(struct runsum *p)
+{
+	for (; p->i < p->nr; p->i++) {	/* short data (the caller compares sizes) */
+		p->sums[p->i] = hash64_final(&p->h);
+		hash64_init(&p->h);
+	}
+}
+
+int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
+		struct hash64 *whole)
+{
+	uint8_t *buf = malloc(READ_BUF);
+	struct runsum p;
+	uint64_t off = 0;
+	int ret = 0;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	runsum_init(&p, lens, sums, nr);
+	while ((n = pread(fd, buf, READ_BUF, off)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = fail(-errno, "cannot read image %s: %s", name, strerror(errno));
+			break;
+		}
+		runsum_feed(&p, buf, n);
+		off += n;
+	}
+	runsum_end(&p);
+	*whole = p.whole;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	free(buf);
+	return ret;
+}

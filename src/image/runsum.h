@@ -1,0 +1,40 @@
+/*
+ * Per-run checksums of a pages image: every present run of a pagemap has the
+ * checksum of its bytes (pagemap_entry.sum, field 50, ignored by crit), so a
+ * damaged page is reported with the address of its run. One read of the
+ * pages image gives the runs' sums and the whole file's (the inventory's).
+ */
+#ifndef MEMDUMP_RUNSUM_H
+#define MEMDUMP_RUNSUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image/hash.h"
+
+/* The same, fed piece by piece: the spans' bytes in order. */
+struct runsum {
+	const uint64_t *lens;
+	uint64_t *sums;
+	size_t nr, i;		/* the span being fed */
+	uint64_t left;		/* of it */
+	struct hash64 h;	/* of it */
+	struct hash64 whole;
+};
+
+void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr);
+void runsum_feed(struct runsum *p, const void *buf, size_t n);
+void runsum_end(struct runsum *p);
+
+/*
+ * Read fd from offset 0 to its end: sums[i] is the checksum of the i-th of
+ * the nr consecutive spans of lens[i] bytes, *whole the whole file's (its
+ * total is the size: a file longer or shorter than the spans is the caller's
+ * to refuse). name is for the error line.
+ */
+int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
+		struct hash64 *whole);
+/* The checksum of one buffer (what runsum_read gives a span). */
+uint64_t runsum_buf(const void *buf, size_t len);
+
+#endif

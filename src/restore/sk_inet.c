@@ -1,0 +1,188 @@
+/*
+ * Restore of TCP and UDP sockets, IPv4 and IPv6: a new socket with its
+ * options, bound to its address (SO_REUSEADDR held on for the bind, then as
+ * dumped), listening with its backlog, or connected (UDP); an established
+ * TCP connection is rebuilt in repair mode (tcp_repair.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+
+int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
+{
+	const uint32_t *w = dst ? e->dst_addr : e->src_addr;
+	size_t n = dst ? e->n_dst_addr : e->n_src_addr;
+	uint16_t port = htons(dst ? e->dst_port : e->src_port);
+
+	memset(ss, 0, sizeof(*ss));
+	if (e->family == AF_INET) {
+		struct sockaddr_in *a = (void *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = port;
+		if (n >= 1)
+			memcpy(&a->sin_addr, w, 4);
+		return sizeof(*a);
+	}
+	struct sockaddr_in6 *a = (void *)ss;
+
+	a->sin6_family = AF_INET6;
+	a->sin6_port = port;
+	if (n >= 4)
+		memcpy(&a->sin6_addr, w, 16);
+	return sizeof(*a);
+}
+
+int inet_fail(const InetSkEntry *e, int err, const char *what)
+{
+	char a[INET6_ADDRSTRLEN] = "?", b[INET6_ADDRSTRLEN] = "?";
+	struct sockaddr_storage s, d;
+
+	inet_addr_of(e, false, &s);
+	inet_addr_of(e, true, &d);
+	inet_ntop(e->family, e->family == AF_INET ? (void *)&((struct sockaddr_in *)&s)->sin_addr :
+			     (void *)&((struct sockaddr_in6 *)&s)->sin6_addr, a, sizeof(a));
+	inet_ntop(e->family, e->family == AF_INET ? (void *)&((struct sockaddr_in *)&d)->sin_addr :
+			     (void *)&((struct sockaddr_in6 *)&d)->sin6_addr, b, sizeof(b));
+	return fail(err, "%s socket %u (%s:%u -> %s:%u): %s: %s",
+		    e->proto == IPPROTO_TCP ? "TCP" : "UDP", e->id, a, e->src_port, b, e->dst_port,
+		    what, strerror(-err));
+}
+
+/* Set opt to v unless the new socket has it already. */
+static int keep_opt(int fd, int level, int opt, int v)
+{
+	int cur = 0;
+	socklen_t l = sizeof(cur);
+
+	if (!getsockopt(fd, level, opt, &cur, &l) && cur == v)
+		return 0;
+	return setsockopt(fd, level, opt, &v, sizeof(v)) ? -errno : 0;
+}
+
+static int set_ip_opts(int fd, const InetSkEntry *e)
+{
+	const IpOptsEntry *ip = e->ip_opts;
+	bool v6 = e->family == AF_INET6;
+	int ret = 0;
+
+	if (v6 && e->has_v6only)
+		ret = keep_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, e->v6only);
+	if (!ret && ip && ip->has_freebind)
+		ret = keep_opt(fd, IPPROTO_IP, IP_FREEBIND, ip->freebind);
+	if (!ret && ip && ip->has_tos)
+		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_TCLASS, ip->tos) :
+			   keep_opt(fd, IPPROTO_IP, IP_TOS, ip->tos);
+	if (!ret && ip && ip->has_ttl)
+		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ip->ttl) :
+			   keep_opt(fd, IPPROTO_IP, IP_TTL, ip->ttl);
+	return ret;
+}
+
+static int set_tcp_opts(int fd, const InetSkEntry *e)
+{
+	const TcpOptsEntry *t = e->tcp_opts;
+	int ret = 0;
+
+	if (!t || e->proto != IPPROTO_TCP)
+		return 0;
+	if (t->has_nodelay)
+		ret = keep_opt(fd, SOL_TCP, TCP_NODELAY, t->nodelay);
+	if (!ret && t->has_cork)
+		ret = keep_opt(fd, SOL_TCP, TCP_CORK, t->cork);
+	if (!ret && t->has_keepcnt && t->keepcnt)
+		ret = keep_opt(fd, SOL_TCP, TCP_KEEPCNT, t->keepcnt);
+	if (!ret && t->has_keepidle && t->keepidle)
+		ret = keep_opt(fd, SOL_TCP, TCP_KEEPIDLE, t->keepidle);
+	if (!ret && t->has_keepintvl && t->keepintvl)
+		ret = keep_opt(fd, SOL_TCP, TCP_KEEPINTVL, t->keepintvl);
+	return ret;
+}
+
+static int set_options(int fd, const InetSkEntry *e)
+{
+	char why[160];
+	int one = 1, ret = sk_opts_apply(fd, e->opts, false, why, sizeof(why));
+
+	if (ret)
+		return inet_fail(e, ret, why);
+	ret = set_ip_opts(fd, e);
+	if (!ret)
+		ret = set_tcp_opts(fd, e);
+	if (ret)
+		return inet_fail(e, ret, "cannot set its IP or TCP options");
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		return inet_fail(e, -errno, "SO_REUSEADDR");
+	return 0;
+}
+
+static int bind_to(int fd, const InetSkEntry *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = inet_addr_of(e, false, &ss);
+
+	return bind(fd, (struct sockaddr *)&ss, l) ? inet_fail(e, -errno, "cannot bind") : 0;
+}
+
+/* Listening, bound, unbound, or a connected UDP socket. */
+static int open_plain(int fd, const InetSkEntry *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t l;
+	int ret = e->src_port ? bind_to(fd, e) : 0;
+
+	if (!ret && e->state == TCP_LISTEN && listen(fd, e->backlog))
+		ret = inet_fail(e, -errno, "cannot listen");
+	if (!ret && e->proto == IPPROTO_UDP && e->state == TCP_ESTABLISHED) {
+		l = inet_addr_of(e, true, &ss);
+		if (connect(fd, (struct sockaddr *)&ss, l))
+			ret = inet_fail(e, -errno, "cannot connect");
+	}
+	return ret;
+}
+
+static int finish(int fd, const InetSkEntry *e)
+{
+	int reuse = e->opts->has_reuseaddr && e->opts->reuseaddr;
+	static const int how[] = { -1, SHUT_RD, SHUT_WR, SHUT_RDWR };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
+		return inet_fail(e, -errno, "SO_REUSEADDR");
+	if (e->has_shutdown && e->shutdown > 0 && e->shutdown < 4 && e->state != TCP_LISTEN &&
+	    shutdown(fd, how[e->shutdown]))
+		return inet_fail(e, -errno, "cannot shut down");
+	if (fcntl(fd, F_SETFL, e->flags & (O_NONBLOCK | O_ASYNC)))
+		return inet_fail(e, -errno, "cannot set its file flags");
+	return 0;
+}
+
+int sk_inet_open(struct rst *r, const InetSkEntry *e)
+{
+	int fd = socket(e->family, e->type | SOCK_CLOEXEC, e->proto), ret;
+
+	if (fd < 0)
+		return inet_fail(e, -errno, "cannot create");
+	ret = set_options(fd, e);
+	if (!ret && e->proto == IPPROTO_TCP && e->state == TCP_ESTABLISHED)
+		ret = tcp_repair_open(r, fd, e);
+	else if (!ret)
+		ret = open_plain(fd, e);
+	if (!ret)
+		ret = finish(fd, e);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}

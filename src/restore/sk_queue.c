@@ -1,0 +1,224 @@
+/*
+ * The data queued on UNIX sockets (sk-queues.img), sent again on restore:
+ * sk_queue_plan() turns every message into a send from its sender's new
+ * socket (or the stand-in for a closed peer), then the shutdowns and peek
+ * offsets; the forked child runs the plan (sk_child_finish()) before its
+ * fds move, with the dumped PID.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+
+#include "sk-packet.pb-c.h"
+
+static int load_queues(struct rst *r)
+{
+	char name[64];
+	struct image *img;
+	SkPacketEntry *e;
+	int ret;
+
+	img_name(IMG_SK_QUEUES, 0, name, sizeof(name));
+	if (faccessat(r->ds.dirfd, name, F_OK, 0))
+		return 0;
+	ret = img_open(r->ds.dirfd, IMG_SK_QUEUES, 0, &img);
+	if (ret)
+		return ret;
+	while ((ret = img_read_msg(img, &sk_packet_entry__descriptor, (void **)&e)) == 1) {
+		struct sk_msg *m = realloc(r->sk_msgs, (r->nr_sk_msgs + 1) * sizeof(*m));
+
+		if (!m || e->length > (64u << 20)) {
+			img_free(&sk_packet_entry__descriptor, e);
+			ret = m ? fail(-EIO, "sk-queues.img: a message of %u bytes", e->length) :
+				  -ENOMEM;
+			break;
+		}
+		r->sk_msgs = m;
+		m = &m[r->nr_sk_msgs++];
+		m->e = e;
+		m->data = malloc(e->length ? e->length : 1);
+		ret = m->data ? img_read_raw(img, m->data, e->length) : -ENOMEM;
+		if (ret)
+			break;
+	}
+	img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+static const UnixSkEntry *usk_of(struct rst *r, uint32_t id, bool by_ino)
+{
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && (by_ino ? fe->usk->ino : fe->id) == id)
+			return fe->usk;
+	}
+	return NULL;
+}
+
+static struct sk_late *new_late(struct rst *r, int op, int fd)
+{
+	struct sk_late *l = realloc(r->sk_late, (r->nr_sk_late + 1) * sizeof(*l));
+
+	if (!l)
+		return NULL;
+	r->sk_late = l;
+	l = &l[r->nr_sk_late++];
+	memset(l, 0, sizeof(*l));
+	l->op = op;
+	l->fd = fd;
+	return l;
+}
+
+static int helper_for(struct rst *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nr_sk_helpers; i++)
+		if (r->sk_helpers[i].for_id == id)
+			return r->sk_helpers[i].fd;
+	return -1;
+}
+
+/* One message for rcv from its sender: the sender's fd and where to send. */
+static int plan_send(struct rst *r, const struct sk_msg *m)
+{
+	const UnixSkEntry *rcv = usk_of(r, m->e->id_for, false);
+	const UnixSkEntry *snd = m->e->has_sender && m->e->sender ?
+				 usk_of(r, m->e->sender, true) : NULL;
+	int fd = snd ? rst_desc(r, snd->id)->fd : rcv ? helper_for(r, rcv->id) : -1;
+	struct sk_late *l;
+
+	if (!rcv || fd < 0)
+		return fail(-EIO, "sk-queues.img: a message for socket %u has no sender to send it",
+			    m->e->id_for);
+	l = new_late(r, SK_LATE_SEND, fd);
+	if (!l)
+		return -ENOMEM;
+	l->msg = m;
+	l->dgram = rcv->type == SOCK_DGRAM;
+	if (l->dgram && snd && snd->peer != rcv->ino) {
+		l->to.sun_family = AF_UNIX;
+		memcpy(l->to.sun_path, rcv->name.data, MIN(rcv->name.len, sizeof(l->to.sun_path)));
+		l->tolen = offsetof(struct sockaddr_un, sun_path) +
+			   MIN(rcv->name.len, sizeof(l->to.sun_path));
+	}
+	return 0;
+}
+
+static int plan_after(struct rst *r, const UnixSkEntry *u)
+{
+	int fd = rst_desc(r, u->id)->fd;
+	struct sk_late *l;
+	static const int how[] = { -1, SHUT_RD, SHUT_WR, SHUT_RDWR };
+	bool closed_peer = helper_for(r, u->id) >= 0;
+
+	if (u->has_shutdown && u->shutdown > 0 && u->shutdown < 4 && !closed_peer) {
+		l = new_late(r, SK_LATE_SHUTDOWN, fd);
+		if (!l)
+			return -ENOMEM;
+		l->arg = how[u->shutdown];
+	}
+	if (u->opts->has_so_peek_off && u->opts->so_peek_off >= 0) {
+		l = new_late(r, SK_LATE_PEEK_OFF, fd);
+		if (!l)
+			return -ENOMEM;
+		l->arg = u->opts->so_peek_off;
+	}
+	return 0;
+}
+
+int sk_queue_plan(struct rst *r)
+{
+	int ret = load_queues(r);
+
+	for (size_t i = 0; !ret && i < r->nr_sk_msgs; i++)
+		ret = plan_send(r, &r->sk_msgs[i]);
+	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && rst_desc(r, fe->id))
+			ret = plan_after(r, fe->usk);
+	}
+	return ret;
+}
+
+static int send_all(const struct sk_late *l)
+{
+	const SkPacketEntry *e = l->msg->e;
+	char ctl[CMSG_SPACE(sizeof(struct ucred))];
+	size_t off = 0;
+
+	do {
+		struct iovec iov = { l->msg->data + off, e->length - off };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n;
+
+		if (l->tolen) {
+			m.msg_name = (void *)&l->to;
+			m.msg_namelen = l->tolen;
+		}
+		if (e->has_cred_pid) {
+			struct ucred c = { e->cred_pid, e->cred_uid, e->cred_gid };
+			struct cmsghdr *cm;
+
+			m.msg_control = ctl;
+			m.msg_controllen = sizeof(ctl);
+			cm = CMSG_FIRSTHDR(&m);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_CREDENTIALS;
+			cm->cmsg_len = CMSG_LEN(sizeof(c));
+			memcpy(CMSG_DATA(cm), &c, sizeof(c));
+		}
+		n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0)
+			return -errno;
+		off += n;
+	} while (off < e->length && !l->dgram);
+	return 0;
+}
+
+int sk_child_finish(struct rst *r, char *msg, size_t len)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++) {
+		const struct sk_late *l = &r->sk_late[i];
+		int ret = 0;
+
+		if (l->op == SK_LATE_SEND)
+			ret = send_all(l);
+		else if (l->op == SK_LATE_SHUTDOWN)
+			ret = shutdown(l->fd, l->arg) ? -errno : 0;
+		else
+			ret = setsockopt(l->fd, SOL_SOCKET, SO_PEEK_OFF, &l->arg, sizeof(l->arg)) ?
+			      -errno : 0;
+		if (ret) {
+			snprintf(msg, len, "UNIX socket queues: cannot %s: %s",
+				 l->op == SK_LATE_SEND ? "send queued data again" :
+				 l->op == SK_LATE_SHUTDOWN ? "shut down" : "set SO_PEEK_OFF",
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void sk_queue_free(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_sk_msgs; i++) {
+		img_free(&sk_packet_entry__descriptor, r->sk_msgs[i].e);
+		free(r->sk_msgs[i].data);
+	}
+	free(r->sk_msgs);
+	free(r->sk_late);
+	r->sk_msgs = NULL;
+	r->sk_late = NULL;
+	r->nr_sk_msgs = r->nr_sk_late = 0;
+}

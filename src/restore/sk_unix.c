@@ -1,0 +1,351 @@
+/*
+ * Restore of UNIX sockets, all at once when the first one is opened:
+ *
+ *  1. listeners: bound to their name (a stale socket file left by the dumped
+ *     process is removed first), file mode and owner, listen(backlog);
+ *  2. connected stream and seqpacket pairs: a socketpair, or, when one end
+ *     was accepted from a listener of the process (its name is the
+ *     listener's), connect() to that listener and accept(), so both names
+ *     are the dumped ones; an end whose peer was closed gets a peer that is
+ *     closed after the refill (EOF after the data, as before);
+ *  3. datagram sockets: mutual unnamed pairs as socketpairs, the others
+ *     bound, then connected to their peer's name;
+ *  4. options and file flags.
+ *
+ * The queued data is sent again, each message from its sender, by the
+ * forked child before the fds move (sk_child_finish()): it has the dumped
+ * PID, so credentials a receiver sees (SO_PASSCRED) are the process's own;
+ * other credentials are passed as SCM_CREDENTIALS. Shutdown bits and peek
+ * offsets follow, once the data is in.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+
+#include "sk-packet.pb-c.h"
+
+#define LISTEN_STATE	10
+#define ESTABLISHED	1
+
+/* The fd of file id (opened, or -1). */
+static int *fd_slot(struct rst *r, uint32_t id)
+{
+	struct rdesc *d = rst_desc(r, id);
+
+	return d ? &d->fd : NULL;
+}
+
+static const UnixSkEntry *by_ino(struct rst *r, uint32_t ino)
+{
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino)
+			return fe->usk;
+	}
+	return NULL;
+}
+
+static socklen_t addr_of(const UnixSkEntry *u, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path, u->name.data, MIN(u->name.len, sizeof(a->sun_path)));
+	return offsetof(struct sockaddr_un, sun_path) + MIN(u->name.len, sizeof(a->sun_path));
+}
+
+static bool named(const UnixSkEntry *u)
+{
+	return u->name.len > 0;
+}
+
+static bool same_name(const UnixSkEntry *a, const UnixSkEntry *b)
+{
+	return a->name.len && a->name.len == b->name.len &&
+	       !memcmp(a->name.data, b->name.data, a->name.len);
+}
+
+static const char *name_text(const UnixSkEntry *u, char *buf, size_t len)
+{
+	if (!named(u))
+		snprintf(buf, len, "(unnamed)");
+	else if (u->name.data[0])
+		snprintf(buf, len, "%.*s", (int)u->name.len, (const char *)u->name.data);
+	else
+		snprintf(buf, len, "@%.*s", (int)u->name.len - 1, (const char *)u->name.data + 1);
+	return buf;
+}
+
+static int sk_fail(const UnixSkEntry *u, int err, const char *what)
+{
+	char n[120];
+
+	return fail(err, "UNIX socket %u (%s): %s: %s", u->id, name_text(u, n, sizeof(n)), what,
+		    strerror(-err));
+}
+
+/* A path name's file: a stale socket file of the dumped process goes. */
+static int free_path(const UnixSkEntry *u)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	struct stat st;
+
+	if (!named(u) || !u->name.data[0])
+		return 0;
+	snprintf(path, sizeof(path), "%.*s", (int)u->name.len, (const char *)u->name.data);
+	if (lstat(path, &st))
+		return 0;
+	if (!S_ISSOCK(st.st_mode))
+		return sk_fail(u, -EEXIST, "its path is taken by a file that is not a socket");
+	return unlink(path) ? sk_fail(u, -errno, "cannot remove the stale socket file") : 0;
+}
+
+static int set_perms(const UnixSkEntry *u)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+
+	if (!u->file_perms || !named(u) || !u->name.data[0])
+		return 0;
+	snprintf(path, sizeof(path), "%.*s", (int)u->name.len, (const char *)u->name.data);
+	if (chmod(path, u->file_perms->mode) ||
+	    chown(path, u->file_perms->uid, u->file_perms->gid))
+		return sk_fail(u, -errno, "cannot set its file's mode and owner");
+	return 0;
+}
+
+static int bind_named(int fd, const UnixSkEntry *u)
+{
+	struct sockaddr_un a;
+	socklen_t l = addr_of(u, &a);
+	int ret = free_path(u);
+
+	if (ret || !named(u))
+		return ret;
+	if (bind(fd, (struct sockaddr *)&a, l))
+		return sk_fail(u, -errno, "cannot bind");
+	return set_perms(u);
+}
+
+static int new_socket(const UnixSkEntry *u)
+{
+	int fd = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
+
+	return fd < 0 ? sk_fail(u, -errno, "cannot create") : fd;
+}
+
+static int open_listener(struct rst *r, const UnixSkEntry *u)
+{
+	int fd = new_socket(u), ret;
+
+	if (fd < 0)
+		return fd;
+	*fd_slot(r, u->id) = fd;
+	ret = bind_named(fd, u);
+	if (!ret && listen(fd, u->backlog))
+		ret = sk_fail(u, -errno, "cannot listen");
+	return ret;
+}
+
+/* The listener of the process with u's name, opened already (pass 1). */
+static int listener_fd(struct rst *r, const UnixSkEntry *u)
+{
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->state == LISTEN_STATE &&
+		    same_name(fe->usk, u) && fd_slot(r, fe->id))
+			return *fd_slot(r, fe->id);
+	}
+	return -1;
+}
+
+/* The stand-in for u's closed peer: it sends u's data, then is closed. */
+static int keep_helper(struct rst *r, const UnixSkEntry *u, int fd)
+{
+	struct sk_helper *h = realloc(r->sk_helpers, (r->nr_sk_helpers + 1) * sizeof(*h));
+
+	if (!h) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->sk_helpers = h;
+	h[r->nr_sk_helpers++] = (struct sk_helper){ .for_id = u->id, .fd = fd };
+	return 0;
+}
+
+/* fd becomes peer p's, or the stand-in for u's closed peer. */
+static int give_peer(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p, int fd)
+{
+	int *slot = p ? fd_slot(r, p->id) : NULL;
+
+	if (slot) {
+		*slot = fd;
+		return 0;
+	}
+	return keep_helper(r, u, fd);
+}
+
+/* acc was accepted from the listener lfd; its peer p (NULL: closed) connected to it. */
+static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry *p, int lfd)
+{
+	struct sockaddr_un a;
+	socklen_t l = addr_of(acc, &a);
+	int c = new_socket(acc), s, ret;
+
+	if (c < 0)
+		return c;
+	ret = p ? bind_named(c, p) : 0;
+	if (!ret && connect(c, (struct sockaddr *)&a, l))
+		ret = sk_fail(acc, -errno, "cannot connect to its listener");
+	if (ret) {
+		close(c);
+		return ret;
+	}
+	s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (s < 0) {
+		close(c);
+		return sk_fail(acc, -errno, "cannot accept from its listener");
+	}
+	*fd_slot(r, acc->id) = s;
+	return give_peer(r, acc, p, c);
+}
+
+static int open_pair(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv))
+		return sk_fail(u, -errno, "cannot create a socketpair");
+	*fd_slot(r, u->id) = sv[0];
+	return give_peer(r, u, p, sv[1]);
+}
+
+static int open_connected_stream(struct rst *r, const UnixSkEntry *u)
+{
+	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
+	const UnixSkEntry *acc = named(u) ? u : p && named(p) ? p : NULL;
+	int lfd = acc ? listener_fd(r, acc) : -1;
+
+	if (!acc)
+		return open_pair(r, u, p);
+	if (lfd < 0)
+		return sk_fail(u, -ENOENT, "no listening socket of the process has its name");
+	return acc == u ? accept_pair(r, u, p, lfd) : accept_pair(r, p, u, lfd);
+}
+
+static int open_dgram(struct rst *r, const UnixSkEntry *u)
+{
+	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
+	int fd;
+
+	if (p && p->peer == u->ino) {	/* a pair: each end names the other */
+		int ret = open_pair(r, u, p);
+
+		if (!ret)
+			ret = bind_named(*fd_slot(r, u->id), u);
+		return ret ? ret : bind_named(*fd_slot(r, p->id), p);
+	}
+	fd = new_socket(u);
+	if (fd < 0)
+		return fd;
+	*fd_slot(r, u->id) = fd;
+	return bind_named(fd, u);
+}
+
+static int open_one(struct rst *r, const UnixSkEntry *u)
+{
+	int fd;
+
+	if (u->type == SOCK_DGRAM)
+		return open_dgram(r, u);
+	if (u->state == ESTABLISHED)
+		return open_connected_stream(r, u);
+	fd = new_socket(u);
+	if (fd < 0)
+		return fd;
+	*fd_slot(r, u->id) = fd;
+	return bind_named(fd, u);
+}
+
+/* A datagram socket connected to a peer that is not its socketpair twin. */
+static int connect_dgram(struct rst *r, const UnixSkEntry *u)
+{
+	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
+	struct sockaddr_un a;
+	socklen_t l;
+
+	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino))
+		return 0;
+	if (!p || !named(p))
+		return sk_fail(u, -EINVAL, "its peer has no name to connect to");
+	l = addr_of(p, &a);
+	if (connect(*fd_slot(r, u->id), (struct sockaddr *)&a, l))
+		return sk_fail(u, -errno, "cannot connect to its peer");
+	return 0;
+}
+
+static int set_flags(struct rst *r, const UnixSkEntry *u)
+{
+	char why[160];
+	int fd = *fd_slot(r, u->id), ret = sk_opts_apply(fd, u->opts, true, why, sizeof(why));
+
+	if (ret)
+		return sk_fail(u, ret, why);
+	if (fcntl(fd, F_SETFL, u->flags & (O_NONBLOCK | O_ASYNC)))
+		return sk_fail(u, -errno, "cannot set its file flags");
+	return 0;
+}
+
+typedef int (*usk_step)(struct rst *r, const UnixSkEntry *u);
+
+/* step on every UNIX socket that some fd uses and that is (open) or is not yet opened. */
+static int each(struct rst *r, usk_step step, bool open, bool listeners)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		int *slot = fe->type == FD_TYPES__UNIXSK && fe->usk ? fd_slot(r, fe->id) : NULL;
+
+		if (!slot || (open != (*slot >= 0)) ||
+		    (listeners != (fe->usk->state == LISTEN_STATE) && !open))
+			continue;
+		ret = step(r, fe->usk);
+	}
+	return ret;
+}
+
+int sk_unix_open_all(struct rst *r)
+{
+	int ret = each(r, open_listener, false, true);
+
+	if (!ret)
+		ret = each(r, open_one, false, false);
+	if (!ret)
+		ret = each(r, connect_dgram, true, false);
+	if (!ret)
+		ret = each(r, set_flags, true, false);
+	if (!ret)
+		ret = sk_queue_plan(r);
+	return ret;
+}
+
+void sk_helpers_close(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_sk_helpers; i++)
+		close(r->sk_helpers[i].fd);
+	free(r->sk_helpers);
+	r->sk_helpers = NULL;
+	r->nr_sk_helpers = 0;
+}

@@ -1,0 +1,93 @@
+# --snapshot: a copy-on-write snapshot (userfaultfd write-protection) lets a
+# --leave-running dump resume the target before its pages are written; the
+# image is still the memory of one instant (dump/snapshot.c).
+
+# t-writer's threads write their pages all the time: every image one instant.
+case_snapshot_writer() {
+	local i
+	start_prog t-writer
+	local addr=${READY[2]} len=${READY[3]} nth=${READY[4]}
+	for i in 1 2 3; do
+		dump "$PID" "$T/d$i" --leave-running --snapshot -v 3
+		grep -q "snapshot: [0-9]* of [0-9]* pages saved on a write fault" "$MD_ERR" ||
+			fail "dump $i did not go through the snapshot"
+		md readmem.$i read-mem -D "$T/d$i" "$addr" "$len" || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
+		"$TESTBIN/t-writer" --check "$MD_OUT" "$nth" > "$T/check.$i" 2>&1
+		grep -q '^PASS' "$T/check.$i" || fail "dump $i: image is not one instant: $(grep -m1 FAIL "$T/check.$i")"
+		expect_untraced "$PID"
+		no_write_protection "$PID"
+	done
+	check_child_pass
+}
+
+# no_write_protection PID: no userfaultfd and no uffd-wp VMA left in PID
+no_write_protection() {
+	! grep -qE '^VmFlags:.* (uw|um)( |$)' "/proc/$1/smaps" ||
+		fail "process $1 still has userfaultfd-registered VMAs"
+	! ls -l "/proc/$1/fd" 2>/dev/null | grep -q userfaultfd ||
+		fail "process $1 holds a userfaultfd"
+}
+
+# A snapshot dump restores byte-identical (t-pattern checks its memory).
+case_snapshot_restore() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d" --leave-running --snapshot
+	no_write_protection "$PID"
+	kill -9 "$PID"
+	wait "$PID" 2> /dev/null
+	wait_until 5 eval '! alive '"$PID"
+	restore_and_pass "$T/d" snap
+}
+
+# memdump killed while the target runs write-protected: the kernel lifts the
+# protection with the userfaultfd, and the writers go on.
+case_snapshot_killed() {
+	mkdir -p "$T/d"
+	start_prog t-writer
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=snapshot-copy "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --snapshot \
+		2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point snapshot-copy' "$OP_TIMEOUT" || fail "the dump never reached its copy"
+	expect_untraced "$PID"
+	pkill -9 -P "$mdpid"
+	kill -9 "$mdpid"
+	wait "$mdpid"
+	note "killed memdump $mdpid and its worker during the snapshot copy"
+	wait_until 5 eval '! grep -qE "^VmFlags:.* uw( |$)" /proc/'"$PID"'/smaps' ||
+		fail "write protection left in $PID after memdump died"
+	no_write_protection "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+case_snapshot_needs_leave_running() {
+	start_prog t-pattern
+	md dump dump -t "$PID" -D "$T/d" --snapshot
+	expect_md_error
+	grep -q "needs --leave-running" "$MD_ERR" || fail "the error does not say --snapshot needs --leave-running"
+	expect_untraced "$PID"
+}
+
+add snap-writer case_snapshot_writer
+add snap-restore case_snapshot_restore
+add snap-killed case_snapshot_killed
+add err-snap-killing case_snapshot_needs_leave_running
+
+# Another user's process cannot make a userfaultfd (no CAP_SYS_PTRACE,
+# vm.unprivileged_userfaultfd 0): the dump says so and is taken frozen.
+case_snapshot_fallback() {
+	[[ $(cat /proc/sys/vm/unprivileged_userfaultfd) == 0 ]] || { note "unprivileged userfaultfd allowed: skipped"; return 0; }
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 300 < /dev/null > /dev/null 2>&1 &
+	PID=$!
+	track "$PID"
+	wait_until 5 grep -q '^Uid:[[:space:]]*65534' "/proc/$PID/status" || fail "sleeper is not uid 65534"
+	dump "$PID" "$T/d" --leave-running --snapshot
+	grep -q "no snapshot of process $PID (.*userfaultfd.*): its pages are written while it is frozen" "$MD_ERR" ||
+		fail "no warning that the snapshot was not possible"
+	expect_untraced "$PID"
+	md verify verify -D "$T/d" || fail "the frozen fallback's image does not verify: $(tail -n1 "$MD_ERR")"
+}
+
+add snap-fallback case_snapshot_fallback

@@ -1,0 +1,172 @@
+# Sockets (issue 9): UNIX, TCP, UDP, netlink; what cannot be dumped is refused
+# by name, every such fd in one error line.
+
+# sk_py NAME CODE: run python CODE in the background (it prints READY <pid>
+# ... when set up and sleeps); sets PID, OUT, READY.
+sk_py() {
+	OUT=$T/$1.out ERR=$T/$1.err
+	python3 -c "$2" > "$OUT" 2> "$ERR" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file "$1 stderr" "$ERR"; fail "$1 did not become READY"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+}
+
+# Every socket fd memdump cannot dump is named, not only the first.
+case_sk_refuse_all() {
+	local peer
+	python3 -c '
+import socket, os, time
+s = socket.socket(socket.AF_UNIX); s.bind("'"$T"'/outside.sock"); s.listen()
+print("READY", os.getpid(), flush=True)
+c, _ = s.accept(); time.sleep(120)' > "$T/peer.out" 2>&1 < /dev/null &
+	peer=$!; track "$peer"
+	wait_line "$T/peer.out" '^READY' 10 || fail "the outside peer did not start"
+	sk_py refuse-all '
+import socket, os, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+u = socket.socket(socket.AF_UNIX); u.connect("'"$T"'/outside.sock")
+print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), flush=True)
+time.sleep(120)'
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	local fd
+	for fd in "${READY[@]:2}"; do
+		grep -qE "fd $fd \(socket:" "$MD_ERR" || fail "the error does not name fd $fd"
+	done
+	grep -qE 'TCP socket 127.0.0.1:[0-9]+ -> 127.0.0.1:[0-9]+ ESTABLISHED' "$MD_ERR" ||
+		fail "the established TCP socket is not described"
+	grep -q 'packet raw socket' "$MD_ERR" || fail "the packet socket is not described"
+	grep -q 'raw' "$MD_ERR" || fail "the raw socket is not described"
+	grep -q 'outside.sock' "$MD_ERR" || fail "the UNIX socket with an outside peer is not described"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add sk-refuse-all case_sk_refuse_all
+
+declare -A SK_SHOWS=([t-sockunix]='unix stream .*/l.sock LISTEN' [t-socket]='tcp 127.0.0.1:[0-9]+ -> 0.0.0.0:0 LISTEN'
+		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' )
+
+# sk_rst PROG [est]: dump (killing), crit decodes, restore twice, the program
+# checks itself; est: the program holds an established TCP connection, dumped
+# with --tcp-established
+case_sk_rst() {
+	local prog=$1 est=${2:-} opts=()
+	start_prog "$prog" $est
+	[[ $est == est ]] && opts=(--tcp-established)
+	state_snap "$PID"
+	dump "$PID" "$T/d" "${opts[@]}"
+	[[ $est != est ]] || ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -qE "${SK_SHOWS[$prog]}" "$MD_OUT" || { show_file show "$MD_OUT"; fail "show does not list the sockets"; }
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# sk_lr PROG [est]: --leave-running leaves every socket as it was
+case_sk_lr() {
+	local prog=$1 est=${2:-} opts=()
+	start_prog "$prog" $est
+	[[ $est == est ]] && opts=(--tcp-established)
+	dump "$PID" "$T/d" --leave-running "${opts[@]}"
+	check_child_pass
+}
+
+add sk-unix case_sk_rst t-sockunix
+add sk-unix-lr case_sk_lr t-sockunix
+add sk-tcp-listen case_sk_rst t-socket
+add sk-inet case_sk_rst t-sockinet
+add sk-inet-lr case_sk_lr t-sockinet
+
+# An established connection is refused without --tcp-established.
+case_sk_tcp_refused() {
+	start_prog t-sockinet est
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q 'dumped only with --tcp-established' "$MD_ERR" || fail "the connection is not named"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add sk-tcp-refused case_sk_tcp_refused
+
+# sk_netns CASE ARGS: the case in a network namespace of its own, so the
+# network lock touches only it: memdump and the test programs are started
+# through wrappers that enter it (nsenter execs them: their PIDs stay).
+case_sk_netns() {
+	command -v nft > /dev/null || { note "nft not installed: skipped"; return 0; }
+	unshare -n sleep 600 < /dev/null > /dev/null 2>&1 &
+	local holder=$! p
+	track "$holder"
+	wait_until 5 eval '[[ $(readlink /proc/'"$holder"'/ns/net) != $(readlink /proc/self/ns/net) ]]' ||
+		fail "no network namespace"
+	nsenter -t "$holder" -n ip link set lo up || fail "cannot bring lo up in the namespace"
+	mkdir -p "$T/bin"
+	for p in "$TESTBIN"/t-* "$MEMDUMP"; do
+		printf '#!/bin/sh\nexec nsenter -t %s -n %s "$@"\n' "$holder" "$p" > "$T/bin/${p##*/}"
+		chmod +x "$T/bin/${p##*/}"
+	done
+	SK_NETNS=$holder TESTBIN=$T/bin MEMDUMP=$T/bin/${MEMDUMP##*/} "$@"
+	nft_tables=$(nsenter -t "$holder" -n nft list tables 2>&1)
+	[[ $nft_tables != *memdump-lock* ]] || fail "a network lock is left: $nft_tables"
+}
+
+if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
+	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
+fi
+
+# Real servers in the case's network namespace ($SK_NETNS), a client sending a
+# request every 5 ms on one connection through dump and restore (or
+# --leave-running): it must see every reply in order.
+# sk_real KIND PORT kill|lr CMD...
+case_sk_real() {
+	local kind=$1 port=$2 how=$3; shift 3
+	nsenter -t "$SK_NETNS" -n "$@" > "$T/server.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval 'nsenter -t '"$SK_NETNS"' -n bash -c "echo > /dev/tcp/127.0.0.1/'"$port"'" 2> /dev/null' ||
+		{ show_file server "$T/server.out"; fail "$kind did not start listening on $port"; }
+	[[ $kind == memcached ]] && { nsenter -t "$SK_NETNS" -n bash -c \
+		'exec 3<>/dev/tcp/127.0.0.1/'"$port"'; printf "set k 0 0 1\r\n0\r\n" >&3; head -n1 <&3' > /dev/null; }
+	nsenter -t "$SK_NETNS" -n python3 "$TESTSRC/sk-client.py" "$kind" "$port" 4 > "$T/client.out" 2>&1 &
+	local client=$!; track "$client"
+	sleep 1
+	if [[ $how == lr ]]; then
+		dump "$PID" "$T/d" --tcp-established --leave-running
+	else
+		dump "$PID" "$T/d" --tcp-established
+		expect_killed "$PID"
+		md restore restore -D "$T/d" -d || fail "restore failed: $(tail -n1 "$MD_ERR")"
+		track "$PID"
+	fi
+	wait "$client"
+	show_file client "$T/client.out"
+	grep -q '^PASS' "$T/client.out" || fail "the client saw: $(head -n1 "$T/client.out")"
+	kill "$PID" 2> /dev/null
+	return 0
+}
+
+if command -v redis-server > /dev/null; then
+	for how in kill lr; do
+		add "sk-real-redis-$how" case_sk_netns case_sk_real redis 16379 "$how" \
+			redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no
+	done
+else
+	echo "# redis-server not installed: sk-real-redis-* skipped"
+fi
+if command -v memcached > /dev/null; then
+	for how in kill lr; do
+		add "sk-real-memcached-$how" case_sk_netns case_sk_real memcached 11311 "$how" \
+			memcached -u root -l 127.0.0.1 -p 11311 -U 0 -t 1
+	done
+else
+	echo "# memcached not installed: sk-real-memcached-* skipped"
+fi
+for how in kill lr; do
+	add "sk-real-http-$how" case_sk_netns case_sk_real http 18080 "$how" \
+		python3 "$TESTSRC/sk-http.py" 18080
+done
