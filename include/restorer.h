@@ -218,7 +218,8 @@ struct rst_args {
 	volatile unsigned int go;		/* memdump lets the threads run */
 	volatile unsigned int nr_creds;		/* threads done with creds */
 	int err;			/* -errno */
-	char msg[200];			/* what failed */
+	char msg[200];			/* what failed; the blob leaves the errno */
+	int msg_has_errno;		/* to memdump to name, the child does not */
 };
 
 #endif

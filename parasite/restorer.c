@@ -214,24 +214,40 @@ static void dec_append(char **p, char *end, long v)
 }
 
 /* Record why, wake memdump, and end the half-restored process. */
-static void __attribute__((noreturn)) rst_fail(long err, const char *what, u64 addr)
+/*
+ * Tell memdump what failed (A->msg: what, then the address or number) and
+ * the errno (A->err), which memdump names; then die. The first failure
+ * wins, other threads just die.
+ */
+static void __attribute__((noreturn)) rst_die(long err, const char *what, u64 v, int hex)
 {
 	char *p = A->msg, *end = A->msg + sizeof(A->msg);
 
-	/* first failure wins, other threads just die */
 	if (__sync_bool_compare_and_swap(&A->err, 0, (int)(err ? err : -1))) {
 		str_append(&p, end, what);
-		if (addr != (u64)-1) {
+		if (v != (u64)-1) {
 			str_append(&p, end, " ");
-			hex_append(&p, end, addr);
+			if (hex)
+				hex_append(&p, end, v);
+			else
+				dec_append(&p, end, (long)v);
 		}
-		str_append(&p, end, ": error ");
-		dec_append(&p, end, err);
 		WRITE_ONCE(A->stage, RST_STAGE_FAILED);
 		sys_futex_wake((u32 *)&A->stage);
 	}
 	for (;;)
 		sys_call1(__nr_exit_group, 127);
+}
+
+/* ... at an address (hex), or of a thread, signal, limit, ... (decimal) */
+static void __attribute__((noreturn)) rst_fail(long err, const char *what, u64 addr)
+{
+	rst_die(err, what, addr, 1);
+}
+
+static void __attribute__((noreturn)) rst_fail_n(long err, const char *what, long n)
+{
+	rst_die(err, what, (u64)n, 0);
 }
 
 static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
@@ -416,7 +432,7 @@ static void restore_process(void)
 			continue;
 		ret = sys_call4(__nr_rt_sigaction, sig, &ka, 0, 8);
 		if (ret < 0 && !(ret == -22 && (sig == 32 || sig == 33)))
-			rst_fail(ret, "cannot restore the action of signal", sig);
+			rst_fail_n(ret, "cannot restore the action of signal", sig);
 	}
 	if (A->thp_disabled)
 		sys_call5(__nr_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -424,7 +440,7 @@ static void restore_process(void)
 		for (int i = 0; i < RST_NR_RLIMITS; i++) {
 			ret = sys_call4(__nr_prlimit64, 0, i, &A->rlimits[i], 0);
 			if (ret < 0)
-				rst_fail(ret, "cannot restore rlimit", i);
+				rst_fail_n(ret, "cannot restore rlimit", i);
 		}
 	}
 	/* the fds the blob needed: file mappings, exe, pages */
@@ -444,28 +460,28 @@ static void restore_creds(struct rst_thread *t)
 		return;
 	ret = sys_call2(__nr_setgroups, c->nr_groups, c->groups);
 	if (ret < 0)
-		rst_fail(ret, "setgroups failed for thread", t->tid);
+		rst_fail_n(ret, "setgroups failed for thread", t->tid);
 	/* keep the capabilities across the uid change */
 	sys_call5(__nr_prctl, PR_SET_SECUREBITS, 1 << SECURE_NO_SETUID_FIXUP, 0, 0, 0);
 	ret = sys_call3(__nr_setresgid, c->gid, c->egid, c->sgid);
 	if (ret < 0)
-		rst_fail(ret, "setresgid failed for thread", t->tid);
+		rst_fail_n(ret, "setresgid failed for thread", t->tid);
 	sys_call1(__nr_setfsgid, c->fsgid);
 	ret = sys_call3(__nr_setresuid, c->uid, c->euid, c->suid);
 	if (ret < 0)
-		rst_fail(ret, "setresuid failed for thread", t->tid);
+		rst_fail_n(ret, "setresuid failed for thread", t->tid);
 	sys_call1(__nr_setfsuid, c->fsuid);
 	if (sys_call5(__nr_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0) != (long)c->secbits) {
 		ret = sys_call5(__nr_prctl, PR_SET_SECUREBITS, c->secbits, 0, 0, 0);
 		if (ret < 0)
-			rst_fail(ret, "cannot restore securebits of thread", t->tid);
+			rst_fail_n(ret, "cannot restore securebits of thread", t->tid);
 	}
 	for (int b = 0; b <= CAP_LAST_GUESS; b++) {
 		if (c->cap_bnd[b / 32] & (1u << (b % 32)))
 			continue;
 		ret = sys_call5(__nr_prctl, PR_CAPBSET_DROP, b, 0, 0, 0);
 		if (ret < 0 && ret != -22)
-			rst_fail(ret, "cannot drop bounding capability", b);
+			rst_fail_n(ret, "cannot drop bounding capability", b);
 	}
 	for (int i = 0; i < 2; i++) {
 		data[i].effective = c->cap_eff[i];
@@ -474,7 +490,7 @@ static void restore_creds(struct rst_thread *t)
 	}
 	ret = sys_call2(__nr_capset, &hdr, data);
 	if (ret < 0)
-		rst_fail(ret, "capset failed for thread", t->tid);
+		rst_fail_n(ret, "capset failed for thread", t->tid);
 	if (c->has_amb) {
 		sys_call5(__nr_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 		for (int b = 0; b <= CAP_LAST_GUESS; b++) {
@@ -482,7 +498,7 @@ static void restore_creds(struct rst_thread *t)
 				continue;
 			ret = sys_call5(__nr_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, b, 0, 0);
 			if (ret < 0)
-				rst_fail(ret, "cannot raise ambient capability", b);
+				rst_fail_n(ret, "cannot raise ambient capability", b);
 		}
 	}
 	if (c->no_new_privs)
@@ -539,21 +555,21 @@ static void restore_sched(struct rst_thread *t)
 	if (t->has_sched) {
 		ret = sys_call3(__nr_setpriority, 0 /* PRIO_PROCESS */, 0, s->nice);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the nice value of thread", t->tid);
+			rst_fail_n(ret, "cannot set the nice value of thread", t->tid);
 		ret = sys_call3(__nr_sched_setscheduler, 0, s->policy, &prio);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the scheduling policy of thread", t->tid);
+			rst_fail_n(ret, "cannot set the scheduling policy of thread", t->tid);
 	}
 	if (s->nr_affinity) {
 		ret = sys_call3(__nr_sched_setaffinity, 0, s->nr_affinity * 8, s->affinity);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the CPU affinity of thread", t->tid);
+			rst_fail_n(ret, "cannot set the CPU affinity of thread", t->tid);
 	}
 	if (s->timer_slack && policy != SCHED_FIFO && policy != SCHED_RR &&
 	    policy != SCHED_DEADLINE) {
 		ret = sys_call5(__nr_prctl, PR_SET_TIMERSLACK, s->timer_slack, 0, 0, 0);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the timer slack of thread", t->tid);
+			rst_fail_n(ret, "cannot set the timer slack of thread", t->tid);
 	}
 }
 
@@ -572,9 +588,9 @@ static void restore_seccomp(struct rst_thread *t)
 		long ret = sys_call3(__nr_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
 
 		if (ret < 0)
-			rst_fail(ret, "cannot install a seccomp filter in thread", t->tid);
+			rst_fail_n(ret, "cannot install a seccomp filter in thread", t->tid);
 		if (ret > 0)	/* TSYNC: the tid of a thread that could not take it */
-			rst_fail(-1, "seccomp TSYNC refused by thread", ret);
+			rst_fail_n(-1, "seccomp TSYNC refused by thread", ret);
 	}
 }
 
@@ -593,7 +609,7 @@ static void restore_itimers(void)
 			continue;
 		ret = sys_call3(__nr_setitimer, w, &A->itimers[w], 0);
 		if (ret < 0)
-			rst_fail(ret, "cannot set interval timer", w);
+			rst_fail_n(ret, "cannot set interval timer", w);
 	}
 }
 
@@ -626,18 +642,18 @@ static void restore_posix_timers(void)
 		for (;;) {
 			ret = sys_call3(__nr_timer_create, p->clock, &sev, &id);
 			if (ret < 0)
-				rst_fail(ret, "cannot create POSIX timer", p->id);
+				rst_fail_n(ret, "cannot create POSIX timer", p->id);
 			if (id == p->id)
 				break;
 			if (id > p->id || ++steps > (1 << 20))
-				rst_fail(-22, "POSIX timer ids went past timer", p->id);
+				rst_fail_n(-22, "POSIX timer ids went past timer", p->id);
 			sys_call1(__nr_timer_delete, id);
 		}
 		if (!p->its.vsec && !p->its.vnsec)
 			continue;	/* disarmed */
 		ret = sys_call4(__nr_timer_settime, id, 0, &p->its, 0);
 		if (ret < 0)
-			rst_fail(ret, "cannot arm POSIX timer", p->id);
+			rst_fail_n(ret, "cannot arm POSIX timer", p->id);
 	}
 }
 
@@ -651,12 +667,12 @@ static void restore_thread(struct rst_thread *t)
 	if (t->has_robust) {
 		ret = sys_call2(__nr_set_robust_list, t->robust, t->robust_len);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the robust list of thread", t->tid);
+			rst_fail_n(ret, "cannot set the robust list of thread", t->tid);
 	}
 	if (t->has_rseq) {
 		ret = sys_call4(__nr_rseq, t->rseq_ptr, t->rseq_size, 0, t->rseq_sig);
 		if (ret < 0)
-			rst_fail(ret, "cannot register rseq of thread", t->tid);
+			rst_fail_n(ret, "cannot register rseq of thread", t->tid);
 	}
 	restore_sched(t);
 	restore_creds(t);
@@ -664,7 +680,7 @@ static void restore_thread(struct rst_thread *t)
 	if (t->pdeath_sig) {
 		ret = sys_call5(__nr_prctl, PR_SET_PDEATHSIG, t->pdeath_sig, 0, 0, 0);
 		if (ret < 0)
-			rst_fail(ret, "cannot set the parent-death signal of thread", t->tid);
+			rst_fail_n(ret, "cannot set the parent-death signal of thread", t->tid);
 	}
 	__sync_fetch_and_add(&A->nr_creds, 1);
 }
@@ -690,7 +706,7 @@ static void queue_signals(struct rst_thread *t, int leader)
 		else
 			continue;
 		if (ret < 0)
-			rst_fail(ret, "cannot queue pending signal", sig);
+			rst_fail_n(ret, "cannot queue pending signal", sig);
 	}
 }
 
@@ -720,10 +736,10 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 
 	ret = sys_call2(__nr_arch_prctl, ARCH_SET_FS, t->regs.fs_base);
 	if (ret < 0)
-		rst_fail(ret, "cannot set fs_base of thread", t->tid);
+		rst_fail_n(ret, "cannot set fs_base of thread", t->tid);
 	ret = sys_call2(__nr_arch_prctl, ARCH_SET_GS, t->regs.gs_base);
 	if (ret < 0)
-		rst_fail(ret, "cannot set gs_base of thread", t->tid);
+		rst_fail_n(ret, "cannot set gs_base of thread", t->tid);
 	restore_seccomp(t);
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
@@ -782,7 +798,7 @@ void blob_main(void *arg)
 		ca.set_tid_size = 1;
 		ret = rst_clone3(&ca, sizeof(ca), thread_main, t);
 		if (ret < 0)
-			rst_fail(ret, "cannot create thread", t->tid);
+			rst_fail_n(ret, "cannot create thread", t->tid);
 	}
 	restore_thread(&threads[0]);
 	finish_thread(&threads[0], 1);

@@ -131,3 +131,15 @@ for m in splice read mem; do
 	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02
 	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" 0.4
 done
+
+# A seccomp filter that kills the process on the syscalls the parasite runs
+# (memfd_create, pipe2, eventfd2, ppoll, vmsplice, ...): memdump suspends the
+# filters while it traces the process, in every mode, and they are back after.
+case_seccomp_kill_filter() {
+	start_prog t-seccomp kill
+	dump "$PID" "$T/d" --mode "$1" --leave-running
+	expect_untraced "$PID"
+	[[ $(proc_field "$PID" Seccomp) == 2 ]] || fail "the filter is gone from $PID after the dump"
+	check_child_pass
+}
+for m in splice read mem; do add "dump-seccomp-kill-filter-$m" case_seccomp_kill_filter "$m"; done

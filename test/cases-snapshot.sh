@@ -91,3 +91,21 @@ case_snapshot_fallback() {
 }
 
 add snap-fallback case_snapshot_fallback
+
+# Every test program: a snapshot dump, the original killed, the image
+# restored: the program checks its memory, registers, fds... as after any
+# restore.
+case_snapshot_rst() {
+	start_prog "$1"
+	dump "$PID" "$T/d" --leave-running --snapshot
+	expect_untraced "$PID"
+	no_write_protection "$PID"
+	kill -9 "$PID"
+	wait "$PID" 2> /dev/null
+	wait_until 5 eval '! alive '"$PID" || fail "$PID did not die"
+	restore_and_pass "$T/d" snap
+}
+for p in "${PROGS[@]}"; do
+	[[ $p == t-sleeper ]] && continue	# its time is judged by the lr- cases
+	add "snap-rst-$p" case_snapshot_rst "$p"
+done

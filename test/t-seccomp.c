@@ -2,8 +2,11 @@
  * so that splice mode must fall back to read mode; memory as t-pattern.
  * With "notify", a second filter sends getcpu() to a (missing) supervisor
  * (SECCOMP_RET_USER_NOTIF); with "strict", the process is in seccomp strict
- * mode instead, waiting in read() for SIGUSR1.
- * usage: t-seccomp DIR [notify|strict]
+ * mode instead, waiting in read() for SIGUSR1; with "kill", a filter kills
+ * the process on the syscalls memdump's parasite makes it run (memfd_create,
+ * pipe2, eventfd2, ppoll, vmsplice, getitimer, membarrier): the dump must
+ * not be subject to it (PTRACE_O_SUSPEND_SECCOMP).
+ * usage: t-seccomp DIR [notify|strict|kill]
  * READY <pid> <addr> <len> <seed> */
 #include "tlib.h"
 
@@ -26,6 +29,28 @@ static void deny_vmsplice(void)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
 		perror("seccomp");
+		exit(2);
+	}
+}
+
+static void kill_on_parasite_syscalls(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 6, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pipe2, 5, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_eventfd2, 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ppoll, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_vmsplice, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getitimer, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp kill");
 		exit(2);
 	}
 }
@@ -82,7 +107,10 @@ int main(int argc, char **argv)
 	t_init(argc, argv, SA_RESTART);
 	big = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE);
 	t_fill(big, len, SEED);
-	deny_vmsplice();
+	if (argc > 2 && !strcmp(argv[2], "kill"))
+		kill_on_parasite_syscalls();
+	else
+		deny_vmsplice();
 	if (argc > 2 && !strcmp(argv[2], "notify"))
 		notify_getcpu();
 	t_ready("%p %zu %#llx", (void *)big, len, (unsigned long long)SEED);

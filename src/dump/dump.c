@@ -144,11 +144,11 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts, bool sn
  */
 static int make_durable(struct dump_ctx *d, bool leave_running)
 {
-	int ret = img_sync_all(d->dirfd);
+	int ret = img_sync_all(&d->dir);
 
 	if (ret && !leave_running) {
-		unlinkat(d->dirfd, "inventory.img", 0);
-		fsync(d->dirfd);
+		unlinkat(d->dir.fd, "inventory.img", 0);
+		fsync(d->dir.fd);
 		pr_err("process %d was killed, but its images are not on the disk", d->pid);
 	}
 	return ret;
@@ -222,7 +222,7 @@ int dump_run(const struct dump_opts *o)
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
-		ret = d.dirfd = open_dir(o->dir);
+		ret = d.dir.fd = open_dir(o->dir);
 	if (ret < 0) {
 		free(ts);
 		return ret;
@@ -243,7 +243,7 @@ int dump_run(const struct dump_opts *o)
 	if (ret) {
 		infect_cure(&d.in);
 		snapshot_end(&d);
-		img_remove_created(d.dirfd);
+		img_remove_created(&d.dir);
 		sockets_finish(&d, false);
 		infect_release(&d.in, false);
 	} else {
@@ -269,12 +269,12 @@ int dump_run(const struct dump_opts *o)
 		ret = make_durable(&d, o->leave_running);
 	d.stats.durable_at = now_us();
 	if (ret && o->leave_running)
-		img_remove_created(d.dirfd);
+		img_remove_created(&d.dir);
 	else
-		img_forget_created();
+		img_forget_created(&d.dir);
 	if (!ret)
 		summary(&d, frozen_us);
-	close(d.dirfd);
+	close(d.dir.fd);
 	dump_ctx_free(&d);
 	free(ts);
 	return ret;

@@ -19,6 +19,7 @@
 
 #include "dump/ghost.h"
 #include "dump/locks.h"
+#include "image/image.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
 
@@ -168,7 +169,7 @@ struct shmem_set {
 
 struct dump_ctx {
 	pid_t pid;
-	int dirfd;
+	struct img_dir dir;		/* -D, and the images created in it */
 	struct infect_ctx in;		/* the frozen, infected process */
 	struct file_set files;
 	enum dump_mode mode;

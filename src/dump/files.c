@@ -542,7 +542,7 @@ static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_ki
 {
 	struct file_set *fs = &d->files;
 	struct image *img;
-	int ret = img_create(d->dirfd, type, 0, &img);
+	int ret = img_create(&d->dir, type, 0, &img);
 
 	if (ret)
 		return ret;
@@ -567,7 +567,7 @@ static int write_fdinfo(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_FDINFO, 1, &img);
+	int ret = img_create(&d->dir, IMG_FDINFO, 1, &img);
 
 	if (ret)
 		return ret;
@@ -591,7 +591,7 @@ int write_files(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_FILES, 0, &img);
+	int ret = img_create(&d->dir, IMG_FILES, 0, &img);
 
 	if (ret)
 		return ret;

@@ -144,7 +144,7 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	GhostFileEntry ge = GHOST_FILE_ENTRY__INIT;
 	Timeval at = TIMEVAL__INIT, mt = TIMEVAL__INIT;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_GHOST_FILE, g->id, &img);
+	int ret = img_create(&d->dir, IMG_GHOST_FILE, g->id, &img);
 
 	if (ret)
 		return ret;
@@ -175,7 +175,7 @@ static int write_remaps(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_REMAP_FPATH, 0, &img);
+	int ret = img_create(&d->dir, IMG_REMAP_FPATH, 0, &img);
 
 	if (ret)
 		return ret;

@@ -28,10 +28,11 @@
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
-static int write_one(int dirfd, enum img_type t, unsigned id, const ProtobufCMessage *m)
+static int write_one(struct img_dir *dir, enum img_type t, unsigned id,
+		     const ProtobufCMessage *m)
 {
 	struct image *img;
-	int ret = img_create(dirfd, t, id, &img);
+	int ret = img_create(dir, t, id, &img);
 
 	if (ret)
 		return ret;
@@ -232,7 +233,7 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	if (!tc.signals_s)
 		return -ENOMEM;
 	core->tc = &tc;
-	ret = write_one(d->dirfd, IMG_CORE, d->threads[0].tid, &core->base);
+	ret = write_one(&d->dir, IMG_CORE, d->threads[0].tid, &core->base);
 	free(tc.signals_s);
 	return ret;
 }
@@ -309,7 +310,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 	if (t == &d->threads[0])
 		ret = write_task_core(d, ts, &core);
 	else
-		ret = write_one(d->dirfd, IMG_CORE, t->tid, &core.base);
+		ret = write_one(&d->dir, IMG_CORE, t->tid, &core.base);
 	free(thc.signals_p);
 	return ret;
 }
@@ -389,7 +390,7 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	mm.vmas = vp;
 	ret = fill_guards(&mm, d, &ge);
 	if (!ret)
-		ret = write_one(d->dirfd, IMG_MM, d->pid, &mm.base);
+		ret = write_one(&d->dir, IMG_MM, d->pid, &mm.base);
 	free(ve);
 	free(vp);
 	free(ge);
@@ -402,7 +403,7 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_PAGEMAP, d->pid, &img);
+	int ret = img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
 
 	if (ret)
 		return ret;
@@ -443,9 +444,9 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
 	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
 		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
-		ret = img_set_sum(IMG_PAGES, 1, d->pages_size, d->pages_hash);
+		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash);
 	} else if (!ret) {
-		ret = img_sum_runs(d->dirfd, 1, lens, d->nr_runs, sums);
+		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums);
 	}
 	if (!ret)
 		ret = write_pagemap(d, sums);
@@ -470,7 +471,7 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 		tids[i] = d->threads[i].tid;
 	pe.n_threads = d->nr_threads;
 	pe.threads = tids;
-	ret = write_one(d->dirfd, IMG_PSTREE, 0, &pe.base);
+	ret = write_one(&d->dir, IMG_PSTREE, 0, &pe.base);
 	free(tids);
 	return ret;
 }
@@ -482,14 +483,14 @@ static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
 	int ret;
 
 	ids.vm_id = ids.files_id = ids.fs_id = ids.sighand_id = 1;
-	ret = write_one(d->dirfd, IMG_IDS, d->pid, &ids.base);
+	ret = write_one(&d->dir, IMG_IDS, d->pid, &ids.base);
 	if (ret)
 		return ret;
 	fs.cwd_id = ts->cwd_id;
 	fs.root_id = ts->root_id;
 	fs.has_umask = true;
 	fs.umask = ts->umask;
-	return write_one(d->dirfd, IMG_FS, d->pid, &fs.base);
+	return write_one(&d->dir, IMG_FS, d->pid, &fs.base);
 }
 
 /* seccomp.img, when a thread has filters: every filter once, prev links as in CRIU. */
@@ -520,7 +521,7 @@ static int write_seccomp(struct dump_ctx *d)
 	}
 	se.n_seccomp_filters = d->nr_filters;
 	se.seccomp_filters = fp;
-	ret = write_one(d->dirfd, IMG_SECCOMP, 0, &se.base);
+	ret = write_one(&d->dir, IMG_SECCOMP, 0, &se.base);
 	free(f);
 	free(fp);
 	return ret;
@@ -559,7 +560,7 @@ int write_stats(struct dump_ctx *d)
 	ds.has_bytes_written = true;
 	ds.bytes_written = s->bytes_written;
 	se.dump = &ds;
-	return write_one(d->dirfd, IMG_STATS, 0, &se.base);
+	return write_one(&d->dir, IMG_STATS, 0, &se.base);
 }
 
 int write_inventory(struct dump_ctx *d)
@@ -586,5 +587,5 @@ int write_inventory(struct dump_ctx *d)
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
 	ret = sum_and_write_pagemap(d);
-	return ret ? ret : img_write_inventory(d->dirfd, &inv);
+	return ret ? ret : img_write_inventory(&d->dir, &inv);
 }

@@ -91,7 +91,7 @@ int write_locks(struct dump_ctx *d)
 
 	if (!ls->nr)
 		return 0;
-	ret = img_create(d->dirfd, IMG_FILE_LOCKS, 0, &img);
+	ret = img_create(&d->dir, IMG_FILE_LOCKS, 0, &img);
 	for (int i = 0; !ret && i < ls->nr; i++) {
 		FileLockEntry e = FILE_LOCK_ENTRY__INIT;
 

@@ -260,15 +260,9 @@ static bool use_page_cache(const struct dump_ctx *d)
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
-	struct image *img;
-	int ret = img_create(d->dirfd, IMG_PAGES, 1, &img);
-
-	if (ret)
-		return ret;
-	o->fd = dup(img->fd);
-	img_abort(img);
+	o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
 	if (o->fd < 0)
-		return -errno;
+		return o->fd;
 	if (!use_page_cache(d))
 		o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
 	d->stats.pages_cached = !o->direct;

@@ -178,11 +178,11 @@ static int dump_one(struct dump_ctx *d, struct shmem *s, unsigned pages_id, uint
 	}
 	*size = st.st_size;
 	head.pages_id = pages_id;
-	ret = img_create(d->dirfd, IMG_SHMEM_PAGEMAP, s->ino, &pm);
+	ret = img_create(&d->dir, IMG_SHMEM_PAGEMAP, s->ino, &pm);
 	if (!ret)
 		ret = img_write_msg(pm, &head.base);
 	if (!ret)
-		ret = img_create(d->dirfd, IMG_PAGES, pages_id, &pages);
+		ret = img_create(&d->dir, IMG_PAGES, pages_id, &pages);
 	if (!ret)
 		ret = dump_content(src, st.st_size, pm, pages);
 	if (!ret)
@@ -223,7 +223,7 @@ static int write_memfd_inode(struct image *img, const struct shmem *s, uint64_t 
 int write_shmem(struct dump_ctx *d)
 {
 	struct image *memfds;
-	int ret = img_create(d->dirfd, IMG_MEMFD_INODE, 0, &memfds);
+	int ret = img_create(&d->dir, IMG_MEMFD_INODE, 0, &memfds);
 
 	if (ret)
 		return ret;

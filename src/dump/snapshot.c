@@ -192,8 +192,10 @@ static int plan_runs(struct dump_ctx *d, struct snapshot *s)
 		const struct page_run *r = &d->runs[i];
 		uint64_t len = r->nr_pages * PAGE_SIZE;
 
+		/* unreadable runs need /proc/PID/mem, open only while frozen */
 		s->runs[i] = (struct snap_run){ r->start, r->start + len, off, bits,
-						coverable(vma_of(d, r->start)), r->unreadable };
+						!r->unreadable && coverable(vma_of(d, r->start)),
+						r->unreadable };
 		off += len;
 		bits += r->nr_pages;
 	}
@@ -351,18 +353,6 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
-static int open_image(struct dump_ctx *d, struct snapshot *s)
-{
-	struct image *img;
-	int ret = img_create(d->dirfd, IMG_PAGES, 1, &img);
-
-	if (ret)
-		return ret;
-	s->fd = dup(img->fd);
-	img_abort(img);
-	return s->fd < 0 ? -errno : 0;
-}
-
 /* Write-protect what the snapshot covers. */
 static int cover(struct dump_ctx *d, struct snapshot *s)
 {
@@ -378,10 +368,9 @@ static int cover(struct dump_ctx *d, struct snapshot *s)
 
 static int start(struct dump_ctx *d, struct snapshot *s)
 {
-	int err = open_image(d, s);
-
-	if (err)
-		return err;
+	s->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
+	if (s->fd < 0)
+		return s->fd;
 	s->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (s->stop_fd < 0 || pthread_create(&s->handler, NULL, handler_main, s))
 		return fail(-errno, "cannot start the snapshot handler: %s", strerror(errno));

@@ -316,7 +316,7 @@ int sockets_write_data(struct dump_ctx *d)
 			continue;
 		if (f->sk->family == AF_UNIX && f->sk->un.nr_queue) {
 			if (!img)
-				ret = img_create(d->dirfd, IMG_SK_QUEUES, 0, &img);
+				ret = img_create(&d->dir, IMG_SK_QUEUES, 0, &img);
 			if (!ret)
 				ret = sk_unix_write_queue(f, img);
 		} else if (f->sk->family != AF_UNIX && f->sk->in.stream) {

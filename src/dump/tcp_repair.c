@@ -143,7 +143,7 @@ int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f)
 	const struct tcp_stream *t = f->sk->in.stream;
 	TcpStreamEntry e = TCP_STREAM_ENTRY__INIT;
 	struct image *img;
-	int ret = img_create(d->dirfd, IMG_TCP_STREAM, f->sk->ino, &img);
+	int ret = img_create(&d->dir, IMG_TCP_STREAM, f->sk->ino, &img);
 
 	if (ret)
 		return ret;

@@ -50,10 +50,6 @@ struct created_img {
 	uint64_t size, hash;
 };
 
-#define MAX_CREATED 4096
-static struct created_img created[MAX_CREATED];
-static int nr_created;
-
 void img_name(enum img_type t, unsigned id, char *buf, size_t len)
 {
 #pragma GCC diagnostic push
@@ -62,28 +58,37 @@ void img_name(enum img_type t, unsigned id, char *buf, size_t len)
 #pragma GCC diagnostic pop
 }
 
-static int remember(const char *name)
+static int remember(struct img_dir *dir, const char *name)
 {
-	if (nr_created >= MAX_CREATED)
-		return fail(-E2BIG, "more than %d images", MAX_CREATED);
-	created[nr_created] = (struct created_img){ .name = strdup(name) };
-	return created[nr_created].name ? nr_created++ : -ENOMEM;
-}
+	if (dir->nr_created == dir->max_created) {
+		int max = dir->max_created ? 2 * dir->max_created : 64;
+		struct created_img *c = realloc(dir->created, max * sizeof(*c));
 
-void img_remove_created(int dirfd)
-{
-	for (int i = 0; i < nr_created; i++) {
-		if (created[i].name)
-			unlinkat(dirfd, created[i].name, 0);
+		if (!c)
+			return -ENOMEM;
+		dir->created = c;
+		dir->max_created = max;
 	}
-	img_forget_created();
+	dir->created[dir->nr_created] = (struct created_img){ .name = strdup(name) };
+	return dir->created[dir->nr_created].name ? dir->nr_created++ : -ENOMEM;
 }
 
-void img_forget_created(void)
+void img_remove_created(struct img_dir *dir)
 {
-	for (int i = 0; i < nr_created; i++)
-		free(created[i].name);
-	nr_created = 0;
+	for (int i = 0; i < dir->nr_created; i++) {
+		if (dir->created[i].name)
+			unlinkat(dir->fd, dir->created[i].name, 0);
+	}
+	img_forget_created(dir);
+}
+
+void img_forget_created(struct img_dir *dir)
+{
+	for (int i = 0; i < dir->nr_created; i++)
+		free(dir->created[i].name);
+	free(dir->created);
+	dir->created = NULL;
+	dir->nr_created = dir->max_created = 0;
 }
 
 static int write_header(struct image *img)
@@ -99,7 +104,8 @@ static int write_header(struct image *img)
 	return n ? img_write_raw(img, hdr, n * sizeof(hdr[0])) : 0;
 }
 
-static int create_named(int dirfd, enum img_type t, const char *name, struct image **out)
+static int create_named(struct img_dir *dir, enum img_type t, const char *name,
+			struct image **out)
 {
 	struct image *img = calloc(1, sizeof(*img));
 	int ret;
@@ -108,17 +114,18 @@ static int create_named(int dirfd, enum img_type t, const char *name, struct ima
 		return -ENOMEM;
 	img->type = t;
 	snprintf(img->name, sizeof(img->name), "%s", name);
-	img->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	img->dir = dir;
+	img->fd = openat(dir->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (img->fd < 0) {
 		ret = -errno;
 		free(img);
 		return fail(ret, "cannot create image %s: %s", name, strerror(-ret));
 	}
-	img->idx = remember(name);
+	img->idx = remember(dir, name);
 	if (img->idx < 0) {
 		ret = img->idx;
 		close(img->fd);
-		unlinkat(dirfd, name, 0);
+		unlinkat(dir->fd, name, 0);
 		free(img);
 		return ret;
 	}
@@ -142,12 +149,12 @@ static int create_named(int dirfd, enum img_type t, const char *name, struct ima
 	return 0;
 }
 
-int img_create(int dirfd, enum img_type t, unsigned id, struct image **out)
+int img_create(struct img_dir *dir, enum img_type t, unsigned id, struct image **out)
 {
 	char name[64];
 
 	img_name(t, id, name, sizeof(name));
-	return create_named(dirfd, t, name, out);
+	return create_named(dir, t, name, out);
 }
 
 int img_write_raw(struct image *img, const void *buf, size_t len)
@@ -196,6 +203,19 @@ int img_write_msg(struct image *img, const ProtobufCMessage *msg)
 	return ret;
 }
 
+int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id)
+{
+	struct image *img;
+	int ret = img_create(dir, t, id, &img), fd;
+
+	if (ret)
+		return ret;
+	fd = dup(img->fd);
+	ret = fd < 0 ? -errno : fd;
+	img_abort(img);
+	return ret;
+}
+
 int img_close(struct image *img)
 {
 	int ret = 0;
@@ -209,7 +229,7 @@ int img_close(struct image *img)
 		close(img->fd);
 	}
 	if (!ret && img->type != IMG_PAGES)	/* pages may bypass img_write_raw */
-		created[img->idx] = (struct created_img){ created[img->idx].name, true,
+		img->dir->created[img->idx] = (struct created_img){ img->dir->created[img->idx].name, true,
 							  img->hash.total, hash64_final(&img->hash) };
 	free(img);
 	return ret;
@@ -259,28 +279,30 @@ int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
 	return ret;
 }
 
-static struct created_img *find_created(const char *name)
+static struct created_img *find_created(struct img_dir *dir, const char *name)
 {
-	for (int i = 0; i < nr_created; i++)
-		if (created[i].name && !strcmp(created[i].name, name))
-			return &created[i];
+	for (int i = 0; i < dir->nr_created; i++)
+		if (dir->created[i].name && !strcmp(dir->created[i].name, name))
+			return &dir->created[i];
 	return NULL;
 }
 
-int img_set_sum(enum img_type type, unsigned id, uint64_t size, uint64_t hash)
+int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t size,
+		uint64_t hash)
 {
 	char name[64];
 	struct created_img *c;
 
 	img_name(type, id, name, sizeof(name));
-	c = find_created(name);
+	c = find_created(dir, name);
 	if (!c)
 		return fail(-ENOENT, "image %s was not created", name);
 	*c = (struct created_img){ c->name, true, size, hash };
 	return 0;
 }
 
-int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums)
+int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
+		 uint64_t *sums)
 {
 	struct created_img *c;
 	struct hash64 whole;
@@ -288,8 +310,8 @@ int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, 
 	int fd, ret;
 
 	img_name(IMG_PAGES, pages_id, name, sizeof(name));
-	c = find_created(name);
-	fd = img_open_file(dirfd, name, 0);
+	c = find_created(dir, name);
+	fd = img_open_file(dir->fd, name, 0);
 	if (fd < 0)
 		return fd;
 	ret = runsum_read(fd, name, lens, nr, sums, &whole);
@@ -300,20 +322,20 @@ int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, 
 }
 
 /* The list of images with their checksums, into inv->images. */
-static int list_images(int dirfd, InventoryEntry *inv, ImageSumEntry *sums,
+static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *sums,
 		       ImageSumEntry **ptrs)
 {
 	int ret = 0;
 
 	inv->n_images = 0;
 	inv->images = ptrs;
-	for (int i = 0; i < nr_created && !ret; i++) {
-		struct created_img *c = &created[i];
+	for (int i = 0; i < dir->nr_created && !ret; i++) {
+		struct created_img *c = &dir->created[i];
 
 		if (!c->name || c->name[0] == '.')
 			continue;
 		if (!c->summed)
-			ret = img_sum_file(dirfd, c->name, &c->size, &c->hash);
+			ret = img_sum_file(dir->fd, c->name, &c->size, &c->hash);
 		c->summed = !ret;
 		image_sum_entry__init(&sums[inv->n_images]);
 		sums[inv->n_images].name = c->name;
@@ -325,16 +347,16 @@ static int list_images(int dirfd, InventoryEntry *inv, ImageSumEntry *sums,
 	return ret;
 }
 
-static int write_inventory_file(int dirfd, const ProtobufCMessage *msg);
+static int write_inventory_file(struct img_dir *dir, const ProtobufCMessage *msg);
 
-int img_write_inventory(int dirfd, InventoryEntry *inv)
+int img_write_inventory(struct img_dir *dir, InventoryEntry *inv)
 {
-	ImageSumEntry *sums = calloc(nr_created + 1, sizeof(*sums));
-	ImageSumEntry **ptrs = calloc(nr_created + 1, sizeof(*ptrs));
-	int ret = sums && ptrs ? list_images(dirfd, inv, sums, ptrs) : -ENOMEM;
+	ImageSumEntry *sums = calloc(dir->nr_created + 1, sizeof(*sums));
+	ImageSumEntry **ptrs = calloc(dir->nr_created + 1, sizeof(*ptrs));
+	int ret = sums && ptrs ? list_images(dir, inv, sums, ptrs) : -ENOMEM;
 
 	if (!ret)
-		ret = write_inventory_file(dirfd, &inv->base);
+		ret = write_inventory_file(dir, &inv->base);
 	inv->images = NULL;
 	inv->n_images = 0;
 	free(sums);
@@ -342,14 +364,15 @@ int img_write_inventory(int dirfd, InventoryEntry *inv)
 	return ret;
 }
 
-static int write_inventory_file(int dirfd, const ProtobufCMessage *msg)
+static int write_inventory_file(struct img_dir *dir, const ProtobufCMessage *msg)
 {
 	static const char tmp[] = ".inventory.img.tmp";
+	int dirfd = dir->fd;
 	struct image *img;
 	int ret;
 
 	unlinkat(dirfd, tmp, 0);
-	ret = create_named(dirfd, IMG_INVENTORY, tmp, &img);
+	ret = create_named(dir, IMG_INVENTORY, tmp, &img);
 	if (ret)
 		return ret;
 	ret = img_write_msg(img, msg);
@@ -377,16 +400,16 @@ static int sync_file(int dirfd, const char *name)
 	return ret;
 }
 
-int img_sync_all(int dirfd)
+int img_sync_all(struct img_dir *dir)
 {
 	int ret = 0;
 
-	for (int i = 0; i < nr_created && !ret; i++)
-		if (created[i].name && created[i].name[0] != '.')
-			ret = sync_file(dirfd, created[i].name);
+	for (int i = 0; i < dir->nr_created && !ret; i++)
+		if (dir->created[i].name && dir->created[i].name[0] != '.')
+			ret = sync_file(dir->fd, dir->created[i].name);
 	if (!ret)
-		ret = sync_file(dirfd, "inventory.img");
-	if (!ret && fsync(dirfd))
+		ret = sync_file(dir->fd, "inventory.img");
+	if (!ret && fsync(dir->fd))
 		ret = fail(-errno, "cannot sync the dump directory: %s", strerror(errno));
 	return ret;
 }

@@ -52,7 +52,19 @@ enum img_type {
 /* File name of an image ("core-%u.img" with id). */
 void img_name(enum img_type t, unsigned id, char *buf, size_t len);
 
+/*
+ * A dump's image directory and every image created in it, with its checksum
+ * once known: inventory.img lists them, a failed dump removes them.
+ */
+struct created_img;
+struct img_dir {
+	int fd;
+	struct created_img *created;
+	int nr_created, max_created;
+};
+
 struct image {
+	struct img_dir *dir;	/* writing: where it was created */
 	enum img_type type;
 	int fd;
 	FILE *f;		/* framed images are buffered */
@@ -67,16 +79,18 @@ struct image {
  * img_close() flushes and reports ENOSPC and friends; img_sync_all() makes
  * the set durable.
  */
-int img_create(int dirfd, enum img_type t, unsigned id, struct image **out);
+int img_create(struct img_dir *dir, enum img_type t, unsigned id, struct image **out);
+/* The same, as a bare fd for raw data written by its own means (pages). */
+int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id);
 int img_write_msg(struct image *img, const ProtobufCMessage *msg);
 int img_write_raw(struct image *img, const void *buf, size_t len);
 int img_close(struct image *img);
 void img_abort(struct image *img);	/* close without reporting */
-void img_remove_created(int dirfd);	/* after a failure */
+void img_remove_created(struct img_dir *dir);	/* after a failure */
 /* Every created image, then inventory.img and the directory, to the disk:
  * img_close() only writes into the page cache. */
-int img_sync_all(int dirfd);
-void img_forget_created(void);		/* after success */
+int img_sync_all(struct img_dir *dir);
+void img_forget_created(struct img_dir *dir);		/* after success */
 
 /*
  * Reading. img_open() checks the magic. img_read_msg() returns 1 and a message
@@ -102,14 +116,16 @@ void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
  * written, pages images (written by splice, the bytes never pass through
  * memdump) are read back here.
  */
-int img_write_inventory(int dirfd, InventoryEntry *inv);
+int img_write_inventory(struct img_dir *dir, InventoryEntry *inv);
 /*
  * A pages image this dump created, read back once: sums[i] gets the checksum
  * of its i-th run of lens[i] bytes, and the inventory its size and checksum.
  */
-int img_sum_runs(int dirfd, unsigned pages_id, const uint64_t *lens, size_t nr, uint64_t *sums);
+int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
+		 uint64_t *sums);
 /* The checksum of a created image, known without reading it back. */
-int img_set_sum(enum img_type type, unsigned id, uint64_t size, uint64_t hash);
+int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t size,
+		uint64_t hash);
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 

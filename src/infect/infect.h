@@ -64,6 +64,7 @@ struct infect_ctx {
 	/* Set by the caller's signal handler: waits give up with -EINTR. */
 	const volatile sig_atomic_t *stop;
 	struct infect_trace *trace;	/* or NULL */
+	bool seccomp_unsuspended;	/* its filters apply to our syscalls */
 };
 
 /* seize.c */

@@ -110,6 +110,29 @@ static int add_thread(struct infect_ctx *c, pid_t tid)
 	return 0;
 }
 
+/*
+ * A thread under seccomp filters would have them judge our remote syscalls
+ * and the parasite's too: a filter that kills on memfd_create or vmsplice
+ * would kill the process. PTRACE_O_SUSPEND_SECCOMP (CAP_SYS_ADMIN) turns
+ * them off while we trace it; without it we say what is at stake.
+ */
+static int seize(struct infect_ctx *c, pid_t tid)
+{
+	char mode[16] = "";
+
+	if (!c->seccomp_unsuspended && !proc_status_field(tid, "Seccomp", mode, sizeof(mode)) &&
+	    strcmp(mode, "0")) {
+		if (!ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_SUSPEND_SECCOMP))
+			return 0;
+		if (errno != EPERM || proc_tracer(tid) > 0)
+			return -1;
+		pr_warn("process %d has seccomp filters and memdump cannot suspend them (no "
+			"CAP_SYS_ADMIN): they judge the dump's own system calls too", c->pid);
+		c->seccomp_unsuspended = true;
+	}
+	return ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD);
+}
+
 static int seize_thread(struct infect_ctx *c, pid_t tid)
 {
 	struct infect_thread *t;
@@ -118,7 +141,7 @@ static int seize_thread(struct infect_ctx *c, pid_t tid)
 	if (ret)
 		return ret;
 	t = &c->threads[c->nr_threads - 1];
-	if (ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD)) {
+	if (seize(c, tid)) {
 		ret = -errno;
 		c->nr_threads--;
 		if (ret == -ESRCH)	/* it exited meanwhile */

@@ -36,6 +36,7 @@ static void child_fail(struct rst *r, int err, const char *fmt, ...)
 	vsnprintf(r->a->msg, sizeof(r->a->msg), fmt, ap);
 	va_end(ap);
 	r->a->err = err ? err : -EINVAL;
+	r->a->msg_has_errno = 1;
 	__atomic_store_n(&r->a->stage, RST_STAGE_FAILED, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &r->a->stage, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 	_exit(127);

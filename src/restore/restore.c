@@ -76,10 +76,20 @@ static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
 	return syscall(SYS_futex, w, FUTEX_WAIT, val, &ts, NULL, 0);
 }
 
+int rst_area_error(const struct rst *r)
+{
+	int err = r->a->err ? r->a->err : -EIO;
+	const char *name = strerrorname_np(-err);
+
+	if (r->a->msg_has_errno)
+		return fail(err, "%s", r->a->msg);
+	return fail(err, "%s: %s (%s)", r->a->msg, name ? name : "unknown errno", strerror(-err));
+}
+
 static int child_gone(struct rst *r, int status)
 {
 	if (r->a->err)
-		return fail(r->a->err, "%s", r->a->msg);
+		return rst_area_error(r);
 	if (WIFSIGNALED(status))
 		return fail(-ECHILD, "the restored process was killed by signal %d during restore%s",
 			    WTERMSIG(status), WCOREDUMP(status) ? " (core dumped)" : "");
@@ -100,7 +110,7 @@ static int wait_parked(struct rst *r)
 		if (st == RST_STAGE_FAILED) {
 			kill(r->pid, SIGKILL);
 			waitpid(r->pid, &status, __WALL);
-			return fail(r->a->err ? r->a->err : -EIO, "%s", r->a->msg);
+			return rst_area_error(r);
 		}
 		w = waitpid(r->pid, &status, WNOHANG | __WALL);
 		if (w == r->pid && (WIFEXITED(status) || WIFSIGNALED(status)))

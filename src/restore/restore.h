@@ -267,4 +267,7 @@ struct shm_obj *shm_of_memfd(struct rst *r, const MemfdFileEntry *mf);
 int shm_open_memfd(struct rst *r, const FileEntry *fe);
 void shm_close_all(struct rst *r);
 
+/* restore.c: the failure the restorer blob or the child reported, named. */
+int rst_area_error(const struct rst *r);
+
 #endif

@@ -169,7 +169,7 @@ int resume_threads(struct rst *r)
 	if (ret) {
 		kill(r->pid, SIGKILL);
 		waitpid(r->pid, &status, __WALL);
-		return r->a->err ? fail(r->a->err, "%s", r->a->msg)
+		return r->a->err ? rst_area_error(r)
 				 : fail(ret, "the restored threads did not resume: %s", strerror(-ret));
 	}
 	/*
