@@ -77,6 +77,14 @@ struct rst_seal {
 	unsigned int seals;
 };
 
+/* A POSIX timer to create with its id and arm (the leader, after the other threads exist). */
+#define RST_MAX_PTIMERS	64
+struct rst_ptimer {
+	int id, clock, signo, notify, tid;
+	unsigned long sival;
+	struct { long isec, insec, vsec, vnsec; } its;	/* interval, then time left */
+};
+
 struct rst_sigact {
 	unsigned long handler, flags, restorer, mask;
 };
@@ -189,6 +197,8 @@ struct rst_args {
 	unsigned int membarrier_mask;	/* MEMBARRIER_CMD_REGISTER_* to issue */
 	int has_itimers;
 	struct { unsigned long isec, iusec, vsec, vusec; } itimers[3];	/* REAL, VIRTUAL, PROF */
+	unsigned int nr_ptimers;
+	struct rst_ptimer ptimers[RST_MAX_PTIMERS];	/* sorted by id */
 	unsigned long filters_off;	/* struct rst_filter array */
 	unsigned int nr_filters;
 	int fill_mode;			/* RST_FILL_* */

@@ -43,6 +43,9 @@
 #define __nr_rt_sigqueueinfo	129
 #define __nr_rt_tgsigqueueinfo	297
 #define __nr_setitimer		38
+#define __nr_timer_create	222
+#define __nr_timer_settime	223
+#define __nr_timer_delete	226
 #define __nr_setpriority	141
 #define __nr_sched_setscheduler	144
 #define __nr_sched_setaffinity	203
@@ -610,6 +613,50 @@ static void restore_itimers(void)
 	}
 }
 
+/* The kernel's struct sigevent (64 bytes). */
+struct k_sigevent {
+	u64 value;
+	int signo, notify;
+	int tid;
+	int pad[11];
+};
+
+/*
+ * POSIX timers, by id: the kernel hands ids out in increasing order, so a
+ * timer whose id is still ahead is reached by creating and deleting
+ * stand-ins, as CRIU does. Then each is armed with what was left of it.
+ */
+static void restore_posix_timers(void)
+{
+	for (u32 i = 0; i < A->nr_ptimers; i++) {
+		struct rst_ptimer *p = &A->ptimers[i];
+		struct k_sigevent sev;
+		int id = -1, steps = 0;
+		long ret;
+
+		blob_memset(&sev, 0, sizeof(sev));
+		sev.value = p->sival;
+		sev.signo = p->signo;
+		sev.notify = p->notify;
+		sev.tid = p->tid;
+		for (;;) {
+			ret = sys_call3(__nr_timer_create, p->clock, &sev, &id);
+			if (ret < 0)
+				rst_fail_n(ret, "cannot create POSIX timer", p->id);
+			if (id == p->id)
+				break;
+			if (id > p->id || ++steps > (1 << 20))
+				rst_fail_n(-22, "POSIX timer ids went past timer", p->id);
+			sys_call1(__nr_timer_delete, id);
+		}
+		if (!p->its.vsec && !p->its.vnsec)
+			continue;	/* disarmed */
+		ret = sys_call4(__nr_timer_settime, id, 0, &p->its, 0);
+		if (ret < 0)
+			rst_fail_n(ret, "cannot arm POSIX timer", p->id);
+	}
+}
+
 static void restore_thread(struct rst_thread *t)
 {
 	long ret;
@@ -675,6 +722,7 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 			sys_call0(__nr_sched_yield);
 		sys_call5(__nr_prctl, PR_SET_DUMPABLE, A->dumpable, 0, 0, 0);
 		restore_itimers();
+		restore_posix_timers();
 	}
 	f = build_frame(t);
 	if (__sync_add_and_fetch(&A->nr_parked, 1) == A->nr_threads) {

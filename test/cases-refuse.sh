@@ -77,14 +77,21 @@ case_rst_rlimits() {
 }
 add rst-rlimits case_rst_rlimits
 
-case_refuse_lock() {
-	bash -c 'exec 9> "$1/lockfile"; flock 9; exec sleep 300' _ "$T" < /dev/null > /dev/null 2>&1 &
+# File locks are restored (cases-files2.sh); leases stay refused.
+case_refuse_lease() {
+	python3 -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1] + "/leased", os.O_RDONLY | os.O_CREAT, 0o644)
+fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)   # F_SETLEASE
+print("READY", os.getpid(), fd, flush=True)
+time.sleep(300)' "$T" > "$T/l.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_until 5 grep -q '^lock:' "/proc/$PID/fdinfo/9" || fail "no lock on fd 9"
-	expect_dump_refused "$PID" "fd 9 holds a file lock FLOCK"
+	wait_line "$T/l.out" '^READY' 10 || { show_file out "$T/l.out"; fail "python did not take the lease"; }
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/l.out")
+	expect_dump_refused "$PID" "fd $fd holds a file lease LEASE"
 	expect_untraced "$PID"
 }
-add refuse-lock case_refuse_lock
+add refuse-lease case_refuse_lease
 
 # A SIGSTOPped target stays stopped with --leave-running and comes back stopped.
 case_rst_stopped() {

@@ -18,11 +18,14 @@ static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
-	"       [--pages-write auto|cache|direct] [--snapshot]\n"
+	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
-	"        TCP connections (TCP_REPAIR, the network locked until the restore)\n"
-	"  restore -D DIR [-d] [--pidfile FILE]\n"
+	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
+	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
+	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
+	"        back on restore (restore --shell-job: memdump's own)\n"
+	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
 	"  show -D DIR [--json]      what a dump holds\n"
@@ -39,6 +42,7 @@ int cmd_dump(const struct options *o)
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.snapshot = o->snapshot,
+		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 	};
 
 	return dump_run(&d);
@@ -46,7 +50,8 @@ int cmd_dump(const struct options *o)
 
 int cmd_restore(const struct options *o)
 {
-	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile };
+	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile,
+				  .shell_job = o->shell_job };
 
 	return restore_run(&r);
 }
@@ -97,15 +102,35 @@ static int bad_usage(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* "4096", "64K", "1M", "2G" */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+
+	if (end == s || *s == '-')
+		return -1;
+	if (*end)
+		shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+			*end == 'G' || *end == 'g' ? 30 : -1;
+	if (shift < 0 || (*end && end[1]) || v > (~0ULL >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
-	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT };
+	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "leave-running", no_argument, NULL, OPT_LEAVE },
+		{ "ghost-limit", required_argument, NULL, OPT_GHOST },
+		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
@@ -138,6 +163,13 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAVE:
 			opts->leave_running = true;
+			break;
+		case OPT_SHELL_JOB:
+			opts->shell_job = true;
+			break;
+		case OPT_GHOST:
+			if (parse_size(optarg, &opts->ghost_limit))
+				return bad_usage("bad size '%s' (bytes, or with K, M, G)", optarg);
 			break;
 		case OPT_PAGES_WRITE:
 			if (parse_pages_write(opts, optarg))
@@ -184,7 +216,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct options opts = { .verbosity = LOG_WARN };
+	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT };
 	const struct command *cmd = NULL;
 	int ret;
 

@@ -8,6 +8,7 @@
 #define MEMDUMP_OPTIONS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "dump/dump.h"
@@ -17,6 +18,8 @@ struct options {
 	const char *dir;		/* -D */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
+	uint64_t ghost_limit;		/* --ghost-limit */
+	bool shell_job;			/* --shell-job */
 	bool snapshot;			/* --snapshot */
 	enum pages_write pages_write;	/* --pages-write */
 	bool tcp_established;		/* --tcp-established */

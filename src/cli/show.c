@@ -122,7 +122,13 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 {
 	uint32_t flags = 0;
 
-	if (fe->type == FD_TYPES__REG && fe->reg) {
+	if (fe->type == FD_TYPES__REG && fe->reg && dumpset_remap(ds, fe->id)) {
+		snprintf(r->path, sizeof(r->path), "%s (deleted, %" PRIu64 " bytes saved)",
+			 fe->reg->name, fe->reg->size);
+		flags = fe->reg->flags;
+		r->pos = fe->reg->pos;
+		r->has_pos = true;
+	} else if (fe->type == FD_TYPES__REG && fe->reg) {
 		snprintf(r->path, sizeof(r->path), "%s", fe->reg->name);
 		flags = fe->reg->flags;
 		r->pos = fe->reg->pos;
@@ -135,8 +141,8 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 			dumpset_file(ds, fe->fifo->regf_id) : NULL;
 		const char *p = dumpset_file_path(reg);
 
-		snprintf(r->path, sizeof(r->path), "%s (fifo:[%u])", p ? p : "?",
-			 fe->fifo->pipe_id);
+		snprintf(r->path, sizeof(r->path), "%s%s (fifo:[%u])", p ? p : "?",
+			 reg && dumpset_remap(ds, reg->id) ? " (deleted)" : "", fe->fifo->pipe_id);
 		if (reg && reg->reg)
 			flags = reg->reg->flags;
 	} else if (fe->type == FD_TYPES__MEMFD && fe->memfd) {
@@ -217,6 +223,45 @@ static void human(uint64_t bytes, char *buf, size_t len)
 	snprintf(buf, len, v < 10 ? "%.1f%c" : "%.0f%c", v, units[u]);
 }
 
+/* POSIX timers: id, clock, how they notify, time left and interval. */
+static void text_ptimers(const struct dumpset *ds)
+{
+	const CoreEntry *c = ds->nr_cores ? ds->cores[0] : NULL;
+	const TaskTimersEntry *tt = c && c->tc ? c->tc->timers : NULL;
+
+	for (size_t i = 0; tt && i < tt->n_posix; i++) {
+		const PosixTimerEntry *e = tt->posix[i];
+		const char *how = e->it_sigev_notify == 1 ? "none" : e->it_sigev_notify == 4 ?
+				  "signal to thread" : "signal";
+
+		printf("%-10s id %u clock %u, %s %u", i ? "" : "timers", e->it_id, e->clock_id, how,
+		       e->si_signo);
+		if (e->has_notify_thread_id)
+			printf(" (tid %d)", e->notify_thread_id);
+		if (e->vsec || e->vnsec)
+			printf(", in %" PRIu64 ".%09" PRIu64 " s every %" PRIu64 ".%09" PRIu64 " s\n",
+			       e->vsec, e->vnsec, e->isec, e->insec);
+		else
+			printf(", disarmed\n");
+	}
+}
+
+/* File locks: kind, mode, fd and range. */
+static void text_locks(const struct dumpset *ds)
+{
+	for (size_t i = 0; i < ds->nr_locks; i++) {
+		const FileLockEntry *l = ds->locks[i];
+
+		printf("%-10s fd %d %s %s", i ? "" : "locks", l->fd, l->flag == 1 ? "POSIX" :
+		       l->flag == 2 ? "flock" : "OFD", l->type == 0 ? "read" : "write");
+		if (l->flag != 2 && l->len)
+			printf(" from %" PRId64 " for %" PRId64 " bytes", l->start, l->len);
+		else if (l->flag != 2)
+			printf(" from %" PRId64 " to EOF", l->start);
+		printf("\n");
+	}
+}
+
 static void text_process(const struct dumpset *ds, const char *dir)
 {
 	const PstreeEntry *p = ds->pstree;
@@ -233,6 +278,8 @@ static void text_process(const struct dumpset *ds, const char *dir)
 	if (ds->fs)
 		printf("cwd        %s  root %s\n", fs_path(ds, ds->fs->cwd_id),
 		       fs_path(ds, ds->fs->root_id));
+	text_ptimers(ds);
+	text_locks(ds);
 }
 
 static void text_vmas(const struct dumpset *ds)

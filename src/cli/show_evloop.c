@@ -1,7 +1,7 @@
 /*
- * memdump show: what an eventfd, timerfd, signalfd or epoll set of the dump
- * holds, in the PATH column: counter, clock and times, signal mask, and
- * every registration of an epoll set.
+ * memdump show: what an eventfd, timerfd, signalfd, epoll set or inotify
+ * instance of the dump holds, in the PATH column: counter, clock and times,
+ * signal mask, every registration of an epoll set, every inotify watch.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,6 +51,18 @@ static void epoll_text(const EventpollFileEntry *e, char *buf, size_t len)
 	}
 }
 
+static void inotify_text(const InotifyFileEntry *e, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "inotify, %zu watch(es)", e->n_wd);
+
+	for (size_t i = 0; i < e->n_wd && n < len; i++) {
+		const InotifyWdEntry *w = e->wd[i];
+
+		n += snprintf(buf + n, len - n, "%s wd %u mask %#x %s", i ? ";" : ":", w->wd, w->mask,
+			      w->f_handle && w->f_handle->path ? w->f_handle->path : "?");
+	}
+}
+
 bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 {
 	if (fe->type == FD_TYPES__EVENTFD && fe->efd) {
@@ -62,6 +74,9 @@ bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 	} else if (fe->type == FD_TYPES__SIGNALFD && fe->sgfd) {
 		snprintf(buf, len, "signalfd mask %#" PRIx64, fe->sgfd->sigmask);
 		*flags = fe->sgfd->flags;
+	} else if (fe->type == FD_TYPES__INOTIFY && fe->ify) {
+		inotify_text(fe->ify, buf, len);
+		*flags = fe->ify->flags;
 	} else if (fe->type == FD_TYPES__EVENTPOLL && fe->epfd) {
 		epoll_text(fe->epfd, buf, len);
 		*flags = fe->epfd->flags;

@@ -108,6 +108,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_establish
 	if (!ret)
 		ret = collect_task_attrs(d, &ts->attrs);
 	if (!ret)
+		ret = collect_posix_timers(d);
+	if (!ret)
 		ret = select_pages(d);
 	return ret;
 }
@@ -174,6 +176,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 		free(d->threads[i].sigpending);
 	}
 	free(d->sigpending);
+	free(d->ptimers);
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
@@ -195,6 +198,7 @@ const char *mode_name(enum dump_mode m)
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
+			      .policy = { o->ghost_limit, o->shell_job, o->pid },
 			      .pages_write = o->pages_write,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
@@ -214,7 +218,7 @@ int dump_run(const struct dump_opts *o)
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = refuse_check(d.pid, o->tcp_established);
+		ret = refuse_check(o);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)

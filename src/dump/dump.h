@@ -15,7 +15,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+#include <time.h>
 
+#include "dump/ghost.h"
+#include "dump/locks.h"
 #include "image/image.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
@@ -67,6 +70,27 @@ struct thread {
 	struct thread_seccomp seccomp;	/* seccomp.c */
 };
 
+/* What the user allowed for the target's fds (files.c): --ghost-limit, --shell-job. */
+struct fd_policy {
+	uint64_t ghost_limit;
+	bool shell_job;
+	pid_t pid;		/* the target */
+};
+
+/* A POSIX timer (ptimers.c). */
+struct posix_timer {
+	int id;
+	int clock;
+	int signo;
+	int notify;			/* SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID */
+	pid_t tid;			/* SIGEV_THREAD_ID: the thread */
+	uint64_t sival;
+	int overrun;			/* timer_getoverrun */
+	struct itimerspec its;		/* timer_gettime: interval, time left */
+};
+
+#define MAX_POSIX_TIMERS	64	/* as many as the restorer takes */
+
 struct vma {
 	uint64_t start, end;
 	uint64_t pgoff;			/* bytes */
@@ -116,6 +140,8 @@ struct dump_opts {
 	bool leave_running;		/* --leave-running */
 	bool tcp_established;		/* --tcp-established */
 	bool progress;			/* draw a progress bar on stderr */
+	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
+	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	enum pages_write pages_write;	/* --pages-write */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
@@ -131,6 +157,8 @@ struct file_set {
 	int nr_descs;
 	struct fd_entry *fds;
 	int nr_fds;
+	struct ghost_set ghosts;	/* deleted files (ghost.c) */
+	struct lock_set locks;		/* flock, POSIX, OFD locks (locks.c) */
 };
 
 /* Shared memory objects met in VMAs and fds (shmem.c). */
@@ -148,6 +176,7 @@ struct dump_ctx {
 	enum pages_write pages_write;
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	bool progress;
+	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
 	struct thread *threads;		/* leader first */
 	int nr_threads;
@@ -166,6 +195,8 @@ struct dump_ctx {
 	struct shmem_set shmem;
 	struct seccomp_prog *filters;	/* every thread's filters, shared ones once */
 	int nr_filters;
+	struct posix_timer *ptimers;
+	int nr_ptimers;
 	struct sk_set sockets;		/* sockets.c */
 };
 
@@ -184,6 +215,9 @@ int collect_thread_sched(struct dump_ctx *d, int i);
 /* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
 int collect_seccomp(struct dump_ctx *d);
 void seccomp_free(struct dump_ctx *d);
+
+/* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
+int collect_posix_timers(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);

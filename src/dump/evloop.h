@@ -1,8 +1,8 @@
 /*
- * Event-loop fds of the target: eventfd, timerfd, signalfd, epoll (and
- * inotify). Their whole state is in /proc/PID/fdinfo/FD, read host-side
+ * Event-loop fds of the target: eventfd, timerfd, signalfd, epoll and
+ * inotify. Their whole state is in /proc/PID/fdinfo/FD, read host-side
  * while the target is frozen; each kind has its file (eventfd.c, timerfd.c,
- * signalfd.c, epoll.c) that reads it and writes its files.img entry.
+ * signalfd.c, epoll.c, inotify.c) that reads it and writes its files.img entry.
  */
 #ifndef MEMDUMP_EVLOOP_H
 #define MEMDUMP_EVLOOP_H
@@ -45,6 +45,23 @@ struct epoll_state {
 	size_t nr;
 };
 
+#define MAX_HANDLE_BYTES	128	/* MAX_HANDLE_SZ */
+
+/* One inotify watch: its wd, mask and the inode by file handle and path. */
+struct inotify_watch {
+	uint32_t wd, mask, ignored_mask;
+	uint32_t sdev;		/* the kernel's encoding, MAJOR << 20 | MINOR */
+	uint64_t ino;
+	uint32_t fh_bytes, fh_type;
+	unsigned char fh[MAX_HANDLE_BYTES];
+	char *path;
+};
+
+struct inotify_state {
+	struct inotify_watch *w;
+	size_t nr;
+};
+
 /* eventfd.c */
 int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s);
 int eventfd_write(struct image *img, const struct file_desc *f);
@@ -63,5 +80,12 @@ bool epoll_target_gone(pid_t pid, int epfd, char *why, size_t len);
 int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s);
 int epoll_write(struct image *img, const struct file_desc *f);
 void epoll_state_free(struct epoll_state *s);
+
+/* inotify.c */
+/* A watch that cannot be restored (its file deleted or not found): why. */
+bool inotify_unsupported(pid_t pid, int fd, char *why, size_t len);
+int inotify_collect(struct dump_ctx *d, int fd, struct inotify_state *s);
+int inotify_write(struct image *img, const struct file_desc *f);
+void inotify_state_free(struct inotify_state *s);
 
 #endif

@@ -20,8 +20,10 @@
 #include "dump/dump.h"
 #include "dump/evloop.h"
 #include "dump/files.h"
+#include "dump/ghost.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "dump/shmem.h"
 #include "dump/sockets.h"
 
@@ -42,16 +44,19 @@ static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)
 	return n;
 }
 
-int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags)
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
+		   const char *src)
 {
 	struct file_set *fs = &d->files;
+	bool del = ghost_is_deleted(path);
+	size_t n = strlen(path) - (del ? strlen(" (deleted)") : 0);
 	struct file_desc *f;
+	int ret;
 
-	(void)d;
 	for (int i = 0; i < fs->nr_descs; i++) {
 		f = &fs->descs[i];
 		if (f->kind == FK_REG && f->st.st_dev == st->st_dev && f->st.st_ino == st->st_ino &&
-		    !strcmp(f->path, path))
+		    !strncmp(f->path, path, n) && !f->path[n] && !!f->ghost_id == del)
 			return f->id;
 	}
 	f = new_desc(&d->files, FK_REG);
@@ -59,7 +64,8 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 		return -ENOMEM;
 	f->st = *st;
 	f->flags = flags;
-	return f->id;
+	ret = del ? ghost_attach(d, f, src) : 0;
+	return ret ? ret : f->id;
 }
 
 int files_id_of_proc_link(struct dump_ctx *d, const char *link)
@@ -73,7 +79,8 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 	if (n < 0 || stat(proc, &st))
 		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
 	path[n] = 0;
-	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0));
+	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
+			      proc);
 }
 
 static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
@@ -124,19 +131,13 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
-static bool is_deleted(const char *link)
-{
-	size_t n = strlen(link);
-
-	return n > 10 && !strcmp(link + n - 10, " (deleted)") && strncmp(link, "/memfd:", 7);
-}
-
 /* The event-loop kind an anonymous-inode fd's link names, or -1. */
 static int evloop_kind(const char *link)
 {
 	static const struct { const char *link; enum file_kind kind; } kinds[] = {
 		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
 		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
+		{ "anon_inode:inotify", FK_INOTIFY },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
@@ -152,7 +153,6 @@ static const char *anon_unsupported(const char *link)
 		{ "anon_inode:[io_uring]", "an io_uring instance" },
 		{ "anon_inode:[pidfd]", "a pidfd" },
 		{ "anon_inode:[fanotify]", "a fanotify group" },
-		{ "anon_inode:inotify", "an inotify instance" },
 		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },
 		{ "anon_inode:[perf_event]", "a perf event" },
@@ -171,26 +171,53 @@ static const char *anon_unsupported(const char *link)
  * why. Used before the freeze (refuse.c, to list every refused fd at once)
  * and again while frozen.
  */
-bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, char *why,
-		    size_t len)
+/*
+ * A terminal is the job's controlling terminal, given back on restore as
+ * the restoring shell's (--shell-job); any other one is refused.
+ */
+static const char *tty_unsupported(const struct fd_policy *p, const struct stat *st)
 {
+	struct proc_stat ps;
+	unsigned maj, min;
+	bool ctty;
+
+	if (major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
+		return "a pseudo-terminal master";
+	if (proc_read_stat(p->pid, &ps))
+		return "a terminal of a process memdump cannot read";
+	maj = (ps.tty_nr >> 8) & 0xfff;
+	min = (ps.tty_nr & 0xff) | ((ps.tty_nr >> 12) & 0xfff00);
+	ctty = ps.tty_nr && (st->st_rdev == makedev(maj, min) || st->st_rdev == makedev(5, 0));
+	if (!ctty)
+		return "a terminal other than the job's controlling terminal (pseudo-terminal "
+		       "pairs are not supported)";
+	if (!p->shell_job)
+		return "the job's controlling terminal: dump with --shell-job to have restore "
+		       "give it the restoring shell's";
+	return NULL;
+}
+
+bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		    char *why, size_t len)
+{
+	pid_t pid = p->pid;
 	const char *w = NULL;
 
 	if (S_ISSOCK(st->st_mode))
 		return false;	/* sockets.c decides */
 	if (evloop_kind(link) == FK_EPOLL)
 		return epoll_target_gone(pid, fd, why, len);
+	if (evloop_kind(link) == FK_INOTIFY)
+		return inotify_unsupported(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
-	else if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
-		w = "a pseudo-terminal master";
+	else if (is_tty(st))
+		w = tty_unsupported(p, st);
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
-	else if (is_deleted(link) && S_ISFIFO(st->st_mode) && strncmp(link, "pipe:", 5))
-		w = "a deleted FIFO";
-	else if (is_deleted(link))
-		w = "a deleted file";
+	else if (ghost_is_deleted(link))
+		return ghost_unsupported(link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
 		w = "a /proc file of another process";
 	if (w)
@@ -226,6 +253,9 @@ static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint
 	case FK_EPOLL:
 		ret = epoll_collect(d, fd, &f->ep);
 		break;
+	case FK_INOTIFY:
+		ret = inotify_collect(d, fd, &f->ify);
+		break;
 	default:
 		break;
 	}
@@ -251,9 +281,9 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	struct file_set *fs = &d->files;
 	struct file_desc *f;
 	enum file_kind kind;
-	char why[512];
+	char why[512], proc[64];
 
-	if (fd_unsupported(d->pid, fd, link, st, why, sizeof(why)))
+	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
 	if (evloop_kind(link) >= 0)
 		return describe_evloop(d, fd, evloop_kind(link), flags);
@@ -282,8 +312,14 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	if (kind == FK_REG && ghost_is_deleted(link)) {
+		int ret = ghost_attach(d, f, proc);
+
+		return ret ? ret : f->id;
+	}
 	if (kind == FK_FIFO) {
-		int idx = f - fs->descs, id = files_add_path(d, link, st, flags);
+		int idx = f - fs->descs, id = files_add_path(d, link, st, flags, proc);
 
 		if (id < 0)
 			return id;
@@ -311,8 +347,15 @@ static int collect_fd(struct dump_ctx *d, int fd)
 						  fd, d->pid, strerror(errno));
 	link[n] = 0;
 	id = same_description(d, fd);
-	if (!id)
+	if (!id) {
 		id = describe_fd(d, fd, link, &st, flags, pos);
+		if (id > 0) {	/* any file can be flock()ed */
+			int ret = locks_collect(d, fd);
+
+			if (ret)
+				return ret;
+		}
+	}
 	if (id < 0)
 		return id;
 	e = realloc(fs->fds, (fs->nr_fds + 1) * sizeof(*e));
@@ -419,6 +462,8 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		return signalfd_write(img, f);
 	case FK_EPOLL:
 		return epoll_write(img, f);
+	case FK_INOTIFY:
+		return inotify_write(img, f);
 	case FK_SOCKET:
 		return f->sk->family == AF_UNIX ? sk_unix_write(f, img) : sk_inet_write(f, img);
 	}
@@ -432,7 +477,8 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_MEMFD] = FD_TYPES__MEMFD, [FK_EVENTFD] = FD_TYPES__EVENTFD,
 				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
 				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
-				     [FK_EPOLL] = FD_TYPES__EVENTPOLL };
+				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
+				     [FK_INOTIFY] = FD_TYPES__INOTIFY };
 
 	if (f->kind == FK_SOCKET)
 		return f->sk->family == AF_UNIX ? FD_TYPES__UNIXSK : FD_TYPES__INETSK;
@@ -563,6 +609,10 @@ int write_files(struct dump_ctx *d)
 	if (!ret)
 		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
 	if (!ret)
+		ret = write_ghosts(d);
+	if (!ret)
+		ret = write_locks(d);
+	if (!ret)
 		ret = sockets_write_data(d);
 	return ret;
 }
@@ -573,8 +623,12 @@ void files_free(struct file_set *fs)
 		free(fs->descs[i].path);
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
+		if (fs->descs[i].kind == FK_INOTIFY)
+			inotify_state_free(&fs->descs[i].ify);
 		sk_state_free(fs->descs[i].sk);
 	}
+	ghosts_free(&fs->ghosts);
+	locks_free(&fs->locks);
 	free(fs->descs);
 	free(fs->fds);
 	fs->descs = NULL;

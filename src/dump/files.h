@@ -18,7 +18,7 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL, FK_SOCKET };
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET };
 
 struct sk_state;
 
@@ -31,12 +31,14 @@ struct file_desc {
 	struct stat st;
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
+	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	union {			/* the event-loop kinds (evloop.h) */
 		struct eventfd_state efd;
 		struct timerfd_state tfd;
 		uint64_t sigmask;
 		struct epoll_state ep;
+		struct inotify_state ify;
 	};
 };
 
@@ -46,13 +48,20 @@ struct fd_entry {
 	bool cloexec;
 };
 
-/* A REG entry for a path (deduplicated by device and inode); returns its id. */
-int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags);
+struct fd_policy;	/* dump.h */
+
+/*
+ * A REG entry for a path (deduplicated by device and inode); returns its id.
+ * A deleted file's path ends in " (deleted)": its content is read through
+ * src (a /proc link to it) into a ghost.
+ */
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
+		   const char *src);
 /* Every fd of the target; unsupported kinds are refused by name. */
 int collect_fds(struct dump_ctx *d);
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
-bool fd_unsupported(pid_t pid, int fd, const char *link, const struct stat *st, char *why,
-		    size_t len);
+bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		    char *why, size_t len);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */

@@ -141,6 +141,25 @@ static void fill_itimer(ItimerEntry *e, const struct task_attrs *a, int which)
 	e->vusec = a->itimer[which].vusec;
 }
 
+static void fill_posix_timer(PosixTimerEntry *e, const struct posix_timer *t)
+{
+	posix_timer_entry__init(e);
+	e->it_id = t->id;
+	e->clock_id = t->clock;
+	e->si_signo = t->signo;
+	e->it_sigev_notify = t->notify;
+	e->sival_ptr = t->sival;
+	e->overrun = t->overrun;
+	e->isec = t->its.it_interval.tv_sec;
+	e->insec = t->its.it_interval.tv_nsec;
+	e->vsec = t->its.it_value.tv_sec;
+	e->vnsec = t->its.it_value.tv_nsec;
+	if (t->tid) {
+		e->has_notify_thread_id = true;
+		e->notify_thread_id = t->tid;
+	}
+}
+
 /* oom_score_adj, loginuid, subreaper, interval timers, membarrier, cgroup. */
 static void fill_task_attrs(TaskCoreEntry *tc, const struct task_attrs *a, TaskTimersEntry *tt,
 			    ItimerEntry it[3])
@@ -167,11 +186,21 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
 	TaskTimersEntry tt = TASK_TIMERS_ENTRY__INIT;
 	ItimerEntry it[3];
+	PosixTimerEntry pt[MAX_POSIX_TIMERS], *ptp[MAX_POSIX_TIMERS];
 	TaskRlimitsEntry rl = TASK_RLIMITS_ENTRY__INIT;
 	RlimitEntry rle[NR_RLIMITS], *rlp[NR_RLIMITS];
 	SaEntry sae[NR_SIGS], *sap[NR_SIGS];
 	int ret;
 
+	if (d->nr_ptimers > MAX_POSIX_TIMERS)
+		return fail(-E2BIG, "process %d has %d POSIX timers, more than the %d memdump "
+			    "restores", d->pid, d->nr_ptimers, MAX_POSIX_TIMERS);
+	for (int i = 0; i < d->nr_ptimers; i++) {
+		fill_posix_timer(&pt[i], &d->ptimers[i]);
+		ptp[i] = &pt[i];
+	}
+	tt.n_posix = d->nr_ptimers;
+	tt.posix = ptp;
 	tc.task_state = d->stopped ? TASK_STOPPED : TASK_ALIVE;
 	tc.personality = ts->personality;
 	tc.blk_sigset = d->threads[0].sigmask;

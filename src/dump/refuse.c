@@ -15,7 +15,10 @@
 
 #include "cgroup.h"
 #include "common.h"
+#include "dump/dump.h"
 #include "dump/files.h"
+#include "dump/ghost.h"
+#include "dump/locks.h"
 #include "dump/refuse.h"
 #include "dump/sockets.h"
 #include "log.h"
@@ -110,7 +113,7 @@ static void check_namespaces(pid_t pid, struct refusals *r)
 	}
 }
 
-/* /proc/PID/timers lists POSIX timers, one "ID: n" line each. */
+/* /proc/PID/timers lists POSIX timers, one "ID: n" line each: the restorer takes 64. */
 static void check_posix_timers(pid_t pid, struct refusals *r)
 {
 	char path[64], *buf = NULL, *p;
@@ -119,11 +122,12 @@ static void check_posix_timers(pid_t pid, struct refusals *r)
 	snprintf(path, sizeof(path), "/proc/%d/timers", pid);
 	if (proc_read_file(path, &buf) < 0)
 		return;
-	for (p = buf; (p = strstr(p, "ID:")); p += 3)
-		n++;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		n += !strncmp(p, "ID:", 3);
 	free(buf);
-	if (n)
-		refuse_add(r, "%d POSIX timer%s (timer_create)", n, n > 1 ? "s" : "");
+	if (n > MAX_POSIX_TIMERS)
+		refuse_add(r, "%d POSIX timers (timer_create), more than the %d memdump restores",
+			   n, MAX_POSIX_TIMERS);
 }
 
 static void check_cwd_root(pid_t pid, struct refusals *r)
@@ -146,10 +150,34 @@ static void check_cwd_root(pid_t pid, struct refusals *r)
 	}
 }
 
-/* "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks, leases. */
+/* Whether the process maps the inode "maj:min:ino" (a lock line's). */
+static bool maps_inode(pid_t pid, const char *dev_ino)
+{
+	char path[64], line[1024], want[80];
+	const char *colon = strrchr(dev_ino, ':');
+	bool found = false;
+	FILE *f;
+
+	if (!colon)
+		return false;
+	snprintf(want, sizeof(want), "%.*s %s ", (int)(colon - dev_ino), dev_ino, colon + 1);
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored;
+ * leases are not, nor a POSIX lock on a file the process maps (the
+ * restorer closes its mapping fds, which drops the process's POSIX locks).
+ */
 static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 {
-	char path[64], line[256];
+	char path[64], line[256], kind[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
@@ -157,19 +185,27 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		char kind[16] = "", mode[16] = "";
+		struct file_lock l;
+		int ret;
 
-		if (sscanf(line, "lock: %*d: %15s %*s %15s", kind, mode) == 2) {
-			refuse_add(r, "fd %d holds a %s %s %s", fd, !strcmp(kind, "LEASE") ?
-				   "file" : "file lock", kind, mode);
+		if (strncmp(line, "lock:", 5))
+			continue;
+		ret = lock_parse(line, &l, kind, sizeof(kind));
+		if (ret < 0)
+			refuse_add(r, "fd %d holds a %s %s", fd, !strncmp(kind, "LEASE", 5) ||
+				   !strncmp(kind, "DELEG", 5) ? "file lease" : "file lock", kind);
+		else if (ret > 0 && l.flag == FL_POSIX && maps_inode(pid, l.dev_ino))
+			refuse_add(r, "fd %d holds a POSIX lock on a file the process also maps", fd);
+		if (ret < 0)
 			break;
-		}
 	}
 	fclose(f);
 }
 
-static void check_fd(pid_t pid, int fd, struct refusals *r)
+static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
+	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid };
+	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;
 	ssize_t n;
@@ -179,25 +215,53 @@ static void check_fd(pid_t pid, int fd, struct refusals *r)
 	if (n < 0 || stat(path, &st))
 		return;		/* closed meanwhile; collect_fds looks again when frozen */
 	link[n] = 0;
-	if (fd_unsupported(pid, fd, link, &st, why, sizeof(why)))
+	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }
 
-static void check_fds(pid_t pid, struct refusals *r)
+static void check_fds(const struct dump_opts *o, struct refusals *r)
 {
 	char path[64];
 	struct dirent *de;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	snprintf(path, sizeof(path), "/proc/%d/fd", o->pid);
 	dir = opendir(path);
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.')
-			check_fd(pid, atoi(de->d_name), r);
+			check_fd(o, atoi(de->d_name), r);
 	closedir(dir);
+}
+
+/* Mappings of deleted files become ghosts: each must fit the ghost limit. */
+static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", o->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long s, e;
+		char mf[96], why[256], *name = strchr(line, '/');
+		struct stat st;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!name || !ghost_is_deleted(name) || !strncmp(name, "/dev/zero", 9) ||
+		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", o->pid, s, e);
+		if (!stat(mf, &st) && ghost_unsupported(name, &st, o->ghost_limit, why, sizeof(why)))
+			refuse_add(r, "a mapping %lx-%lx of %s: %s", s, e, name, why);
+	}
+	free(line);
+	fclose(f);
 }
 
 /* Another live process in the target's group or session keeps that ID in use. */
@@ -293,9 +357,10 @@ int refuse_check_frozen(pid_t pid)
 	return report(pid, &r);
 }
 
-int refuse_check(pid_t pid, bool tcp_established)
+int refuse_check(const struct dump_opts *o)
 {
 	struct refusals r = { .len = 0 };
+	pid_t pid = o->pid;
 
 	check_init(pid, &r);
 	check_children(pid, &r);
@@ -303,8 +368,9 @@ int refuse_check(pid_t pid, bool tcp_established)
 	check_namespaces(pid, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
-	check_fds(pid, &r);
-	sockets_refuse(pid, tcp_established, &r);
+	check_fds(o, &r);
+	check_deleted_maps(o, &r);
+	sockets_refuse(pid, o->tcp_established, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);
 	return report(pid, &r);

@@ -19,7 +19,8 @@ struct refusals {
 /* Append one item ("fd 5 (eventfd)") to the list. */
 void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 0, or fail() once with everything the target holds that cannot be dumped. */
-int refuse_check(pid_t pid, bool tcp_established);
+struct dump_opts;
+int refuse_check(const struct dump_opts *o);
 /* The same for what can change until the target is frozen: its children. */
 int refuse_check_frozen(pid_t pid);
 

@@ -43,13 +43,6 @@ static void madvise_bits(struct vma *v)
 	v->locked = has_flag(v, "lo");
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
 static int refuse(pid_t pid, const struct vma *v, const char *what)
 {
 	return fail(-EOPNOTSUPP, "process %d has an unsupported mapping %#lx-%#lx %s: %s", pid,
@@ -107,7 +100,7 @@ static int check_vmflags(pid_t pid, const struct vma *v)
 
 static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 {
-	char path[128];
+	char path[128], why[256];
 	struct stat st;
 	int id;
 
@@ -117,9 +110,10 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 			    v->end, v->name, strerror(errno));
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return refuse(d->pid, v, "a mapping of a device");
-	if (ends_with(v->name, " (deleted)"))
-		return refuse(d->pid, v, "its file was deleted");
-	id = files_add_path(d, v->name, &st, shared ? O_RDWR : O_RDONLY);
+	if (ghost_is_deleted(v->name) && ghost_unsupported(v->name, &st, d->policy.ghost_limit,
+						     why, sizeof(why)))
+		return refuse(d->pid, v, why);
+	id = files_add_path(d, v->name, &st, shared ? O_RDWR : O_RDONLY, path);
 	if (id < 0)
 		return id;
 	v->shmid = id;

@@ -347,6 +347,12 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	if (!ret && img_exists(ds->dirfd, IMG_MEMFD_INODE, 0))
 		ret = read_all(ds->dirfd, IMG_MEMFD_INODE, 0, &memfd_inode_entry__descriptor,
 			       (void ***)&ds->memfds, &ds->nr_memfds);
+	if (!ret && img_exists(ds->dirfd, IMG_REMAP_FPATH, 0))
+		ret = read_all(ds->dirfd, IMG_REMAP_FPATH, 0, &remap_file_path_entry__descriptor,
+			       (void ***)&ds->remaps, &ds->nr_remaps);
+	if (!ret && img_exists(ds->dirfd, IMG_FILE_LOCKS, 0))
+		ret = read_all(ds->dirfd, IMG_FILE_LOCKS, 0, &file_lock_entry__descriptor,
+			       (void ***)&ds->locks, &ds->nr_locks);
 	if (!ret && img_exists(ds->dirfd, IMG_STATS, 0))
 		ret = img_read_one(ds->dirfd, IMG_STATS, 0, &stats_entry__descriptor,
 				   (void **)&ds->stats);
@@ -483,6 +489,8 @@ void dumpset_free(struct dumpset *ds)
 	}
 	free(ds->shmems);
 	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
+	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
+	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
 	free(ds->pages_checked);
 	if (ds->dirfd >= 0)
 		close(ds->dirfd);
@@ -523,6 +531,14 @@ const char *dumpset_file_path(const FileEntry *fe)
 		return fe->reg->name;
 	if (fe->type == FD_TYPES__TTY && fe->tty && fe->tty->name)
 		return fe->tty->name;
+	return NULL;
+}
+
+const RemapFilePathEntry *dumpset_remap(const struct dumpset *ds, uint32_t id)
+{
+	for (size_t i = 0; i < ds->nr_remaps; i++)
+		if (ds->remaps[i]->orig_id == id)
+			return ds->remaps[i];
 	return NULL;
 }
 

@@ -12,11 +12,13 @@
 
 #include "core.pb-c.h"
 #include "files.pb-c.h"
+#include "file-lock.pb-c.h"
 #include "fs.pb-c.h"
 #include "inventory.pb-c.h"
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "remap-file-path.pb-c.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
@@ -69,6 +71,10 @@ struct dumpset {
 	size_t nr_shmems;
 	MemfdInodeEntry **memfds;	/* memfd.img, when present */
 	size_t nr_memfds;
+	RemapFilePathEntry **remaps;	/* remap-fpath.img: deleted files, when present */
+	size_t nr_remaps;
+	FileLockEntry **locks;		/* filelocks.img, when present */
+	size_t nr_locks;
 	unsigned *pages_checked;	/* ids of the pages images verified so far */
 	size_t nr_pages_checked;
 };
@@ -82,6 +88,8 @@ const char *dumpset_comm(const struct dumpset *ds);
 const FileEntry *dumpset_file(const struct dumpset *ds, uint32_t id);
 /* Path of a file entry (regular file, tty); NULL for pipes and others. */
 const char *dumpset_file_path(const FileEntry *fe);
+/* The remap (ghost) of file entry id, or NULL: the file was not deleted. */
+const RemapFilePathEntry *dumpset_remap(const struct dumpset *ds, uint32_t id);
 /* The memfd inode of that id, or NULL. */
 const MemfdInodeEntry *dumpset_memfd(const struct dumpset *ds, uint64_t inode_id);
 /* Index of the first run that ends after key (nr if none). */

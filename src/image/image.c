@@ -36,6 +36,9 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_SHMEM_PAGEMAP] = { "pagemap-shmem-%u.img", 0x56084025, IMG_COMMON_MAGIC },
 	[IMG_MEMFD_INODE] = { "memfd.img",      0x48453499, IMG_COMMON_MAGIC },
 	[IMG_SECCOMP]    = { "seccomp.img",     0x64413049, IMG_COMMON_MAGIC },
+	[IMG_REMAP_FPATH] = { "remap-fpath.img", 0x59133954, IMG_COMMON_MAGIC },
+	[IMG_GHOST_FILE] = { "ghost-file-%x.img", 0x52583605, IMG_COMMON_MAGIC },
+	[IMG_FILE_LOCKS] = { "filelocks.img",   0x54323616, IMG_COMMON_MAGIC },
 	[IMG_SK_QUEUES]  = { "sk-queues.img",   0x56264026, IMG_COMMON_MAGIC },
 	[IMG_TCP_STREAM] = { "tcp-stream-%u.img", 0x51465506, IMG_COMMON_MAGIC },
 };

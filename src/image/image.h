@@ -41,6 +41,9 @@ enum img_type {
 	IMG_SHMEM_PAGEMAP, /* pagemap-shmem-SHMID.img: content of a shmem object */
 	IMG_MEMFD_INODE, /* memfd.img */
 	IMG_SECCOMP,	/* seccomp.img */
+	IMG_REMAP_FPATH, /* remap-fpath.img: deleted files and their ghosts */
+	IMG_GHOST_FILE,	/* ghost-file-ID.img: a deleted file's content */
+	IMG_FILE_LOCKS,	/* filelocks.img */
 	IMG_SK_QUEUES,	/* sk-queues.img: data queued on UNIX sockets */
 	IMG_TCP_STREAM,	/* tcp-stream-INO.img: an established connection */
 	IMG_NR_TYPES

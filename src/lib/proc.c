@@ -80,6 +80,7 @@ int proc_read_stat(pid_t pid, struct proc_stat *st)
 	st->ppid = v[0];
 	st->pgid = v[1];
 	st->sid = v[2];
+	st->tty_nr = v[3];
 	st->flags = v[5];
 	st->start_code = v[22];
 	st->end_code = v[23];

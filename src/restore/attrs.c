@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,10 @@
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
+
+#ifndef SIGEV_THREAD_ID
+#define SIGEV_THREAD_ID	4
+#endif
 
 static int read_own(const char *name, char *buf, size_t len)
 {
@@ -127,6 +133,43 @@ static uint32_t own_loginuid(void)
 	return strtoul(v, NULL, 10);
 }
 
+static bool is_thread(struct rst *r, int32_t tid)
+{
+	for (size_t i = 0; i < r->ds.nr_cores; i++)
+		if ((r->ds.pstree->n_threads ? (int32_t)r->ds.pstree->threads[i] : r->pid) == tid)
+			return true;
+	return false;
+}
+
+/* POSIX timers: how many, their ids, notification kinds, signals and threads. */
+static int check_ptimers(struct rst *r, const TaskTimersEntry *tt)
+{
+	if (tt->n_posix > RST_MAX_PTIMERS)
+		return fail(-E2BIG, "core-%d.img: %zu POSIX timers, more than %d", r->pid,
+			    tt->n_posix, RST_MAX_PTIMERS);
+	for (size_t i = 0; i < tt->n_posix; i++) {
+		const PosixTimerEntry *e = tt->posix[i];
+		uint32_t how = e->it_sigev_notify;
+
+		if (e->it_id > INT32_MAX || (how != SIGEV_SIGNAL && how != SIGEV_NONE &&
+					     how != (SIGEV_SIGNAL | SIGEV_THREAD_ID)))
+			return fail(-EIO, "core-%d.img: POSIX timer %u is not one restore knows",
+				    r->pid, e->it_id);
+		if (how != SIGEV_NONE && (e->si_signo < 1 || e->si_signo > RST_NR_SIGS))
+			return fail(-EIO, "core-%d.img: POSIX timer %u has signal %u", r->pid,
+				    e->it_id, e->si_signo);
+		if (how & SIGEV_THREAD_ID && (!e->has_notify_thread_id ||
+					      !is_thread(r, e->notify_thread_id)))
+			return fail(-EIO, "core-%d.img: POSIX timer %u signals no thread of the dump",
+				    r->pid, e->it_id);
+		for (size_t j = 0; j < i; j++)
+			if (tt->posix[j]->it_id == e->it_id)
+				return fail(-EIO, "core-%d.img: POSIX timer %u is listed twice",
+					    r->pid, e->it_id);
+	}
+	return 0;
+}
+
 int attrs_check(struct rst *r)
 {
 	const TaskCoreEntry *tc = r->leader->tc;
@@ -138,6 +181,8 @@ int attrs_check(struct rst *r)
 			   "needs CAP_AUDIT_CONTROL", tc->loginuid, own_loginuid());
 	if (!ret && tc->cgroup)
 		ret = check_cgroups(r, tc->cgroup);
+	if (!ret && tc->timers)
+		ret = check_ptimers(r, tc->timers);
 	return ret;
 }
 
@@ -173,6 +218,34 @@ static void fill_itimer(struct rst_args *a, int w, const ItimerEntry *e)
 	a->itimers[w].vusec = e->vusec;
 }
 
+static int cmp_ptimer(const void *a, const void *b)
+{
+	const struct rst_ptimer *x = a, *y = b;
+
+	return x->id - y->id;
+}
+
+/* POSIX timers for the leader to create, sorted by id. */
+static void fill_ptimers(struct rst_args *a, const TaskTimersEntry *tt)
+{
+	for (size_t i = 0; i < tt->n_posix && i < RST_MAX_PTIMERS; i++) {
+		const PosixTimerEntry *e = tt->posix[i];
+		struct rst_ptimer *p = &a->ptimers[a->nr_ptimers++];
+
+		p->id = e->it_id;
+		p->clock = (int)e->clock_id;
+		p->signo = e->si_signo;
+		p->notify = e->it_sigev_notify;
+		p->tid = e->has_notify_thread_id ? e->notify_thread_id : 0;
+		p->sival = e->sival_ptr;
+		p->its.isec = e->isec;
+		p->its.insec = e->insec;
+		p->its.vsec = e->vsec;
+		p->its.vnsec = e->vnsec;
+	}
+	qsort(a->ptimers, a->nr_ptimers, sizeof(a->ptimers[0]), cmp_ptimer);
+}
+
 void attrs_fill(struct rst *r)
 {
 	const TaskCoreEntry *tc = r->leader->tc;
@@ -190,6 +263,8 @@ void attrs_fill(struct rst *r)
 		fill_itimer(a, 1, tc->timers->virt);
 		fill_itimer(a, 2, tc->timers->prof);
 	}
+	if (tc->timers)
+		fill_ptimers(a, tc->timers);
 }
 
 static int write_own(const char *path, const char *text, char *why, size_t len)

@@ -341,6 +341,8 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 	case FD_TYPES__REG:
 		if (!fe->reg || !fe->reg->name || fe->reg->name[0] != '/')
 			return fail(-EIO, "files.img: file %u has no path", fe->id);
+		if (dumpset_remap(&r->ds, fe->id))
+			return 0;	/* deleted: recreated from its ghost (ghost.c) */
 		return check_file_unchanged(fe->reg, check_level(r, fe->id));
 	case FD_TYPES__PIPE:
 		if (!fe->pipe)
@@ -353,6 +355,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 	case FD_TYPES__TTY:
 		if (!fe->tty)
 			return fail(-EIO, "files.img: terminal %u has no tty entry", fe->id);
+		if (!r->o->shell_job)
+			return fail(-EOPNOTSUPP, "the process had its terminal (%s) open: restore "
+				    "with --shell-job to give it memdump's", fe->tty->name ?
+				    fe->tty->name : "?");
 		return 0;
 	case FD_TYPES__MEMFD:
 		if (!shm_of_memfd(r, fe->memfd))
@@ -364,6 +370,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 		return fe->sgfd ? 0 : fail(-EIO, "files.img: signalfd %u has no entry", fe->id);
 	case FD_TYPES__TIMERFD:
 		return fe->tfd ? 0 : fail(-EIO, "files.img: timerfd %u has no entry", fe->id);
+	case FD_TYPES__INOTIFY:
+		if (!fe->ify)
+			return fail(-EIO, "files.img: inotify %u has no entry", fe->id);
+		return inotify_check(fe->ify);
 	case FD_TYPES__UNIXSK:
 		if (!fe->usk || !fe->usk->opts)
 			return fail(-EIO, "files.img: UNIX socket %u has no entry", fe->id);
@@ -509,7 +519,11 @@ int check_images(struct rst *r)
 	if (!ret)
 		ret = attrs_check(r);
 	if (!ret)
+		ret = ghost_check(r);
+	if (!ret)
 		ret = check_files(r);
+	if (!ret)
+		ret = locks_check(r);
 	if (!ret)
 		ret = check_memory(r);
 	if (!ret)

@@ -2,7 +2,7 @@
  * Restore, step 2: the open file descriptions of the restored process,
  * opened here in memdump (the forked child moves them to their numbers):
  * regular files at their position, pipes recreated and refilled with their
- * unread data, FIFOs, terminals (memdump's own, like criu --shell-job),
+ * unread data, FIFOs, the job's terminal (memdump's own, --shell-job as in CRIU),
  * memfds (reopened from their restored object, see shmem.c) and the
  * event-loop fds: eventfds, signalfds, timerfds (armed last, timerfd.c) and
  * epoll sets (created here, filled in the child once every fd has its
@@ -35,10 +35,10 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id)
 	return NULL;
 }
 
-static int open_reg(const RegFileEntry *re)
+static int open_reg(struct rst *r, const RegFileEntry *re)
 {
 	int flags = re->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-	int fd = open(re->name, flags | O_CLOEXEC);
+	int fd = open(rst_reg_path(r, re->id), flags | O_CLOEXEC);
 
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
@@ -352,7 +352,7 @@ static int open_desc(struct rst *r, struct rdesc *d)
 
 	switch (fe->type) {
 	case FD_TYPES__REG:
-		d->fd = open_reg(fe->reg);
+		d->fd = open_reg(r, fe->reg);
 		return d->fd < 0 ? d->fd : 0;
 	case FD_TYPES__PIPE:
 		return open_pipe(r, fe->pipe->pipe_id);
@@ -374,6 +374,9 @@ static int open_desc(struct rst *r, struct rdesc *d)
 		break;
 	case FD_TYPES__EVENTPOLL:
 		d->fd = epoll_open(fe->epfd);
+		break;
+	case FD_TYPES__INOTIFY:
+		d->fd = inotify_open(fe->ify);
 		break;
 	case FD_TYPES__UNIXSK:
 		return sk_unix_open_all(r);	/* every one at once */
@@ -409,8 +412,11 @@ int open_fds(struct rst *r)
 		return ret;
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		struct rfd *f = &r->fds[r->nr_fds++];
+		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
 
 		f->src = rst_desc(r, ds->fds[i]->id)->fd;
+		if (fe->type == FD_TYPES__TTY && ds->fds[i]->fd <= 2)
+			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 	}

@@ -47,7 +47,10 @@ const FileEntry *rst_file(struct rst *r, uint32_t id)
 const char *rst_reg_path(struct rst *r, uint32_t id)
 {
 	const FileEntry *fe = rst_file(r, id);
+	const char *ghost = ghost_path(r, id);
 
+	if (ghost)
+		return ghost;
 	return fe && fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
 }
 
@@ -165,12 +168,15 @@ static int wait_restored(pid_t pid)
 /* Everything the process needs, opened or built here before the fork. */
 static int prepare(struct rst *r)
 {
-	int ret = shm_create_all(r);
+	int ret = ghost_create_all(r);
 
+	if (!ret)
+		ret = shm_create_all(r);
 	if (!ret)
 		ret = open_fds(r);
 	if (!ret)
 		ret = build_area(r);
+	ghost_unlink_all(r);	/* every fd and mapping of them is open */
 	return ret;
 }
 
@@ -274,6 +280,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o)
 static void rst_free(struct rst *r)
 {
 	rst_close_prepared(r);
+	ghost_unlink_all(r);
 	if (r->area)
 		munmap(r->area, r->area_size);
 	free(r->descs);

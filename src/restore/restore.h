@@ -24,6 +24,7 @@ struct restore_opts {
 	const char *dir;		/* -D */
 	bool detach;			/* -d: print the PID and return */
 	const char *pidfile;		/* --pidfile */
+	bool shell_job;			/* --shell-job: the dump's terminal becomes memdump's */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -60,6 +61,12 @@ struct inherited {
 	int n;			/* its number in memdump at start */
 	int fd;			/* memdump's copy */
 	int flags;		/* F_GETFL */
+};
+
+/* A deleted file recreated for the restore, deleted again before the process runs. */
+struct rghost {
+	uint32_t id;		/* remap_id */
+	char *path;		/* where it was recreated */
 };
 
 /* A timerfd to arm right before the threads resume (timerfd.c). */
@@ -123,6 +130,8 @@ struct rst {
 	struct rtimer *timers;
 	size_t nr_timers;
 
+	struct rghost *ghosts;
+	size_t nr_ghosts;
 	struct sk_msg *sk_msgs;
 	size_t nr_sk_msgs;
 	struct sk_late *sk_late;
@@ -148,7 +157,7 @@ struct rst {
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);
-/* Path of a regular file entry, NULL for other types. */
+/* Path of a regular file entry (a deleted one: where it is recreated), NULL for other types. */
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
@@ -180,6 +189,21 @@ int epoll_open(const EventpollFileEntry *e);
 int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
 /* In the child: every set's registrations; <0 with what failed in msg. */
 int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
+
+/* ghost.c: deleted files, recreated before the fds are opened, deleted once they are */
+int ghost_check(struct rst *r);
+int ghost_create_all(struct rst *r);
+void ghost_unlink_all(struct rst *r);
+/* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
+const char *ghost_path(struct rst *r, uint32_t file_id);
+
+/* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
+int locks_check(struct rst *r);
+int locks_apply_in_child(struct rst *r, char *why, size_t len);
+
+/* inotify.c: every watch on its path, with its mask and wd */
+int inotify_check(const InotifyFileEntry *e);
+int inotify_open(const InotifyFileEntry *e);
 
 /* sk_opts.c: the common options of a new socket; <0 with what failed in why */
 int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len);

@@ -1,0 +1,51 @@
+/*
+ * Ghost files: files the target holds open or mapped after they were
+ * deleted. Their content (up to the ghost limit, --ghost-limit) is saved in
+ * ghost-file-ID.img and remap-fpath.img links every file entry of such a
+ * file to its ghost, as CRIU does; restore recreates the file, opens it for
+ * the process and deletes it again. Deleted FIFOs are ghosts without content.
+ */
+#ifndef MEMDUMP_GHOST_H
+#define MEMDUMP_GHOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+struct dump_ctx;
+struct file_desc;
+
+#define GHOST_LIMIT_DEFAULT	(1ULL << 20)
+
+/* One deleted inode: its attributes and content. */
+struct ghost {
+	int id;			/* remap_id, ghost-file-ID.img */
+	struct stat st;
+	char *data;		/* st.st_size bytes (regular files) */
+};
+
+struct ghost_set {
+	struct ghost *g;
+	int nr;
+};
+
+/* A /proc link or maps name ending in " (deleted)" (memfds excluded). */
+bool ghost_is_deleted(const char *name);
+/*
+ * Why the deleted file name (" (deleted)" at its end) cannot be a ghost: its
+ * kind, a size above limit, a directory that is gone too; in why. Else false.
+ */
+bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
+		       size_t len);
+/*
+ * f (a REG or the path entry of a FIFO, its path still with " (deleted)")
+ * becomes a deleted file: the suffix is dropped and its inode's ghost, read
+ * through src (a /proc/PID/fd, map_files or exe link), is attached.
+ */
+int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src);
+/* remap-fpath.img and one ghost-file-ID.img per ghost */
+int write_ghosts(struct dump_ctx *d);
+void ghosts_free(struct ghost_set *gs);
+
+#endif

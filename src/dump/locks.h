@@ -1,0 +1,45 @@
+/*
+ * File locks of the target (locks.c): flock, POSIX and OFD locks, from the
+ * "lock:" lines of /proc/PID/fdinfo, written to filelocks.img. Leases, and
+ * POSIX locks on a file the process also maps, are refused (refuse.c).
+ */
+#ifndef MEMDUMP_LOCKS_H
+#define MEMDUMP_LOCKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dump_ctx;
+
+#define FL_POSIX	1
+#define FL_FLOCK	2
+#define FL_OFDLCK	1024
+
+/* One lock line of fdinfo. */
+struct file_lock {
+	int fd;
+	uint32_t flag;		/* FL_* */
+	uint32_t type;		/* F_RDLCK, F_WRLCK */
+	int32_t pid;
+	int64_t start, len;	/* len 0: to EOF */
+	char dev_ino[64];	/* "maj:min:ino" as fdinfo prints it */
+};
+
+struct lock_set {
+	struct file_lock *l;
+	int nr;
+};
+
+/*
+ * One "lock:" line: 1 and *l when it is a lock memdump restores, 0 when it
+ * is a waiter ("->"), -EOPNOTSUPP with what in kind[] (LEASE, DELEG...).
+ */
+int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len);
+/* The locks fd shows (held through its open file description). */
+int locks_collect(struct dump_ctx *d, int fd);
+int write_locks(struct dump_ctx *d);
+void locks_free(struct lock_set *ls);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * Restore of deleted files (ghosts, see remap-fpath.img): each ghost is
+ * recreated from ghost-file-ID.img at the path the file had, or beside it
+ * when that name is taken again; every fd and mapping of it is opened from
+ * there (rst_reg_path gives the ghost's path), then the file is deleted
+ * again before the process runs, so that it shows "PATH (deleted)" as it did.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image/image.h"
+#include "log.h"
+#include "restore/restore.h"
+
+#include "ghost-file.pb-c.h"
+
+/* The ghost entry of ghost-file-ID.img, the image left open at its content. */
+static int open_ghost(struct rst *r, uint32_t id, struct image **img, GhostFileEntry **ge)
+{
+	int ret = img_open(r->ds.dirfd, IMG_GHOST_FILE, id, img);
+
+	if (ret)
+		return ret;
+	ret = img_read_msg(*img, &ghost_file_entry__descriptor, (void **)ge);
+	if (ret == 0)
+		ret = fail(-EIO, "image %s is empty", (*img)->name);
+	if (ret < 0) {
+		img_abort(*img);
+		return ret;
+	}
+	return 0;
+}
+
+static int check_one(struct rst *r, const RemapFilePathEntry *re)
+{
+	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
+	char dir[PATH_MAX];
+	GhostFileEntry *ge;
+	struct image *img;
+	struct stat st;
+	int ret;
+
+	if (!re->has_remap_type || re->remap_type != REMAP_TYPE__GHOST)
+		return fail(-EOPNOTSUPP, "remap-fpath.img: file %u is remapped in a way restore "
+			    "does not support", re->orig_id);
+	if (!name || name[0] != '/')
+		return fail(-EIO, "remap-fpath.img: file %u is no regular file entry", re->orig_id);
+	ret = open_ghost(r, re->remap_id, &img, &ge);
+	if (ret)
+		return ret;
+	if (!S_ISREG(ge->mode) && !S_ISFIFO(ge->mode))
+		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is neither a regular file nor "
+			   "a FIFO", re->remap_id, name);
+	else if (ge->chunks || (S_ISREG(ge->mode) && !ge->has_size))
+		ret = fail(-EOPNOTSUPP, "ghost-file-%x.img: chunked ghost files are not supported",
+			   re->remap_id);
+	else if (!fstat(img->fd, &st) && lseek(img->fd, 0, SEEK_CUR) + (off_t)ge->size != st.st_size)
+		ret = fail(-EIO, "ghost-file-%x.img is corrupt: it does not hold the %" PRIu64
+			   " bytes of %s", re->remap_id, ge->size, name);
+	img_free(&ghost_file_entry__descriptor, ge);
+	img_abort(img);
+	snprintf(dir, sizeof(dir), "%s", name);
+	if (!ret && stat(dirname(dir), &st))
+		ret = fail(-errno, "deleted file %s: its directory %s is gone: %s", name, dir,
+			   strerror(errno));
+	return ret;
+}
+
+int ghost_check(struct rst *r)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < r->ds.nr_remaps; i++)
+		ret = check_one(r, r->ds.remaps[i]);
+	return ret;
+}
+
+static struct rghost *find(struct rst *r, uint32_t remap_id)
+{
+	for (size_t i = 0; i < r->nr_ghosts; i++)
+		if (r->ghosts[i].id == remap_id)
+			return &r->ghosts[i];
+	return NULL;
+}
+
+const char *ghost_path(struct rst *r, uint32_t file_id)
+{
+	const RemapFilePathEntry *re = dumpset_remap(&r->ds, file_id);
+	struct rghost *g = re ? find(r, re->remap_id) : NULL;
+
+	return g ? g->path : NULL;
+}
+
+static int copy_content(struct image *img, int fd, uint64_t size, const char *path)
+{
+	char buf[65536];
+
+	while (size) {
+		size_t n = MIN(size, sizeof(buf));
+		int ret = img_read_raw(img, buf, n);
+
+		if (ret)
+			return ret;
+		if (write(fd, buf, n) != (ssize_t)n)
+			return fail(-errno ?: -EIO, "cannot write the deleted file %s: %s", path,
+				    strerror(errno ?: EIO));
+		size -= n;
+	}
+	return 0;
+}
+
+/* The file itself, with its content, owner, mode and times. */
+static int make_file(struct image *img, const GhostFileEntry *ge, const char *path)
+{
+	struct timespec ts[2] = {
+		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
+		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
+	};
+	int fd, ret = 0;
+
+	if (S_ISFIFO(ge->mode)) {
+		if (mknod(path, S_IFIFO | (ge->mode & 07777), 0))
+			return fail(-errno, "cannot recreate the deleted FIFO %s: %s", path,
+				    strerror(errno));
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	} else {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			  ge->mode & 07777);
+		if (fd >= 0)
+			ret = copy_content(img, fd, ge->size, path);
+	}
+	if (fd < 0)
+		return fail(-errno, "cannot recreate the deleted file %s: %s", path, strerror(errno));
+	if (!ret && (fchown(fd, ge->uid, ge->gid) || fchmod(fd, ge->mode & 07777) ||
+		     futimens(fd, ts)))
+		ret = fail(-errno, "cannot set the owner, mode or times of %s: %s", path,
+			   strerror(errno));
+	close(fd);
+	if (ret)
+		unlink(path);
+	return ret;
+}
+
+/* The dumped path when it is free again, else a name beside it. */
+static char *pick_path(const char *name, uint32_t id)
+{
+	struct stat st;
+	char *p;
+
+	if (lstat(name, &st) && errno == ENOENT)
+		return strdup(name);
+	if (asprintf(&p, "%s.memdump-ghost.%d.%u", name, getpid(), id) < 0)
+		return NULL;
+	pr_warn("deleted file %s: the name is taken again, recreated as %s\n", name, p);
+	return p;
+}
+
+static int create_one(struct rst *r, const RemapFilePathEntry *re)
+{
+	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
+	struct rghost *g = realloc(r->ghosts, (r->nr_ghosts + 1) * sizeof(*g));
+	GhostFileEntry *ge;
+	struct image *img;
+	int ret;
+
+	if (!g)
+		return -ENOMEM;
+	r->ghosts = g;
+	g = &g[r->nr_ghosts];
+	g->id = re->remap_id;
+	g->path = pick_path(name, re->remap_id);
+	if (!g->path)
+		return -ENOMEM;
+	ret = open_ghost(r, re->remap_id, &img, &ge);
+	if (!ret) {
+		ret = make_file(img, ge, g->path);
+		img_free(&ghost_file_entry__descriptor, ge);
+		img_abort(img);
+	}
+	if (ret) {
+		free(g->path);
+		return ret;
+	}
+	r->nr_ghosts++;
+	pr_info("deleted file %s recreated for the restore\n", g->path);
+	return 0;
+}
+
+int ghost_create_all(struct rst *r)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < r->ds.nr_remaps; i++)
+		if (!find(r, r->ds.remaps[i]->remap_id))
+			ret = create_one(r, r->ds.remaps[i]);
+	return ret;
+}
+
+void ghost_unlink_all(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_ghosts; i++) {
+		if (unlink(r->ghosts[i].path) && errno != ENOENT)
+			pr_warn("cannot delete %s again: %s\n", r->ghosts[i].path, strerror(errno));
+		free(r->ghosts[i].path);
+	}
+	free(r->ghosts);
+	r->ghosts = NULL;
+	r->nr_ghosts = 0;
+}

@@ -1,0 +1,126 @@
+/*
+ * Restore of an inotify instance: every watch added again on its path with
+ * its mask and the same wd. The kernel hands out wds in increasing order
+ * (cyclic, from 1): a watch whose wd is still ahead is added and removed
+ * until the next one is it, as CRIU does. The IN_IGNORED events those
+ * removals queue are read away before the process gets the fd; events
+ * queued at the dump are lost (README).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "restore/restore.h"
+
+#define MAX_WD_STEPS	(1 << 20)
+
+static const char *watch_path(const InotifyWdEntry *w)
+{
+	return w->f_handle && w->f_handle->path ? w->f_handle->path : NULL;
+}
+
+/* The watched file is the one dumped: same inode, same filesystem. */
+static int check_watch(uint32_t id, const InotifyWdEntry *w)
+{
+	const char *path = watch_path(w);
+	struct stat st;
+
+	if (!path || path[0] != '/')
+		return fail(-EIO, "files.img: inotify %u: watch %u has no path", id, w->wd);
+	if (lstat(path, &st))
+		return fail(-errno, "inotify %u: watched file %s: %s", id, path, strerror(errno));
+	if (st.st_ino != w->i_ino || ((major(st.st_dev) << 20) | minor(st.st_dev)) != w->s_dev)
+		return fail(-ESTALE, "inotify %u: watched file %s was replaced since the dump", id,
+			    path);
+	if (!w->wd || w->wd > MAX_WD_STEPS)
+		return fail(-EIO, "files.img: inotify %u: watch descriptor %u is out of range", id,
+			    w->wd);
+	return 0;
+}
+
+int inotify_check(const InotifyFileEntry *e)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < e->n_wd; i++) {
+		ret = check_watch(e->id, e->wd[i]);
+		for (size_t j = 0; !ret && j < i; j++)
+			if (e->wd[j]->wd == e->wd[i]->wd)
+				ret = fail(-EIO, "files.img: inotify %u: wd %u is listed twice",
+					   e->id, e->wd[i]->wd);
+	}
+	return ret;
+}
+
+static int cmp_wd(const void *a, const void *b)
+{
+	const InotifyWdEntry *x = *(InotifyWdEntry *const *)a, *y = *(InotifyWdEntry *const *)b;
+
+	return x->wd < y->wd ? -1 : x->wd > y->wd;
+}
+
+/* Add w on fd until the kernel gives it its dumped wd. */
+static int add_watch(int fd, uint32_t id, const InotifyWdEntry *w)
+{
+	const char *path = watch_path(w);
+	uint32_t mask = w->mask;
+	struct stat st;
+
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode))
+		mask |= IN_DONT_FOLLOW;		/* the watch was on the link itself */
+	for (int step = 0; step < MAX_WD_STEPS; step++) {
+		int wd = inotify_add_watch(fd, path, mask);
+
+		if (wd < 0)
+			return fail(-errno, "inotify %u: cannot watch %s: %s", id, path,
+				    strerror(errno));
+		if ((uint32_t)wd == w->wd)
+			return 0;
+		if ((uint32_t)wd > w->wd)
+			return fail(-EINVAL, "inotify %u: %s got wd %d, past its wd %u", id, path, wd,
+				    w->wd);
+		inotify_rm_watch(fd, wd);
+	}
+	return fail(-EINVAL, "inotify %u: cannot reach wd %u", id, w->wd);
+}
+
+/* The IN_IGNORED events of the removed stand-ins. */
+static void drain(int fd)
+{
+	char buf[4096];
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	fcntl(fd, F_SETFL, fl);
+}
+
+int inotify_open(const InotifyFileEntry *e)
+{
+	InotifyWdEntry **sorted = calloc(e->n_wd + 1, sizeof(*sorted));
+	int fd = inotify_init1(IN_CLOEXEC | (e->flags & O_NONBLOCK ? IN_NONBLOCK : 0)), ret = 0;
+
+	if (fd < 0 || !sorted) {
+		ret = fd < 0 ? fail(-errno, "cannot create inotify %u: %s", e->id, strerror(errno))
+			     : -ENOMEM;
+		goto out;
+	}
+	memcpy(sorted, e->wd, e->n_wd * sizeof(*sorted));
+	qsort(sorted, e->n_wd, sizeof(*sorted), cmp_wd);
+	for (size_t i = 0; !ret && i < e->n_wd; i++)
+		ret = add_watch(fd, e->id, sorted[i]);
+	drain(fd);
+out:
+	free(sorted);
+	if (ret && fd >= 0)
+		close(fd);
+	return ret ? ret : fd;
+}

@@ -1,0 +1,74 @@
+/*
+ * Restore of file locks (filelocks.img): taken by the restored process
+ * itself, in the child once every fd has its number and nothing more is
+ * closed before the blob (closing any fd of a file drops the process's
+ * POSIX locks on it), so that each lock shows its own PID as it did. flock
+ * and OFD locks belong to the open file description, POSIX locks to the
+ * process; all are taken non-blocking: a lock someone else holds now is a
+ * clear failure, not a hang.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "log.h"
+#include "restore/restore.h"
+
+#define FL_POSIX	1
+#define FL_FLOCK	2
+#define FL_OFDLCK	1024
+
+static const char *kind(const FileLockEntry *l)
+{
+	return l->flag == FL_POSIX ? "POSIX" : l->flag == FL_FLOCK ? "flock" : "OFD";
+}
+
+int locks_check(struct rst *r)
+{
+	for (size_t i = 0; i < r->ds.nr_locks; i++) {
+		const FileLockEntry *l = r->ds.locks[i];
+		bool found = false;
+
+		for (size_t j = 0; j < r->ds.nr_fds; j++)
+			found |= (int32_t)r->ds.fds[j]->fd == l->fd;
+		if (!found)
+			return fail(-EIO, "filelocks.img: a lock on fd %d, which the process has not",
+				    l->fd);
+		if ((l->flag != FL_POSIX && l->flag != FL_FLOCK && l->flag != FL_OFDLCK) ||
+		    (l->type != F_RDLCK && l->type != F_WRLCK) || l->start < 0 || l->len < 0)
+			return fail(-EIO, "filelocks.img: the lock on fd %d is not one restore knows",
+				    l->fd);
+	}
+	return 0;
+}
+
+static int take(const FileLockEntry *l)
+{
+	struct flock fl = { .l_type = l->type, .l_whence = SEEK_SET, .l_start = l->start,
+			    .l_len = l->len };
+
+	if (l->flag == FL_FLOCK)
+		return flock(l->fd, (l->type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB);
+	return fcntl(l->fd, l->flag == FL_POSIX ? F_SETLK : F_OFD_SETLK, &fl);
+}
+
+int locks_apply_in_child(struct rst *r, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->ds.nr_locks; i++) {
+		const FileLockEntry *l = r->ds.locks[i];
+
+		if (take(l)) {
+			int err = errno;
+
+			snprintf(why, len, "cannot take the %s %s lock of fd %d (%" PRId64 "+%" PRId64
+				 "): %s", kind(l), l->type == F_RDLCK ? "read" : "write", l->fd,
+				 l->start, l->len, err == EAGAIN || err == EWOULDBLOCK ?
+				 "another process holds a conflicting lock" : strerror(err));
+			return -err;
+		}
+	}
+	return 0;
+}
