@@ -115,7 +115,26 @@ case_sk_netns() {
 	[[ $nft_tables != *memdump-lock* ]] || fail "a network lock is left: $nft_tables"
 }
 
+# The worker killed while the connections are in repair mode behind the
+# network lock (--leave-running): memdump's parent takes both off.
+case_sk_worker_killed() {
+	start_prog t-sockinet est
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=infected "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established --leave-running \
+		-v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point infected' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock || fail "no network lock during the dump"
+	kill_worker "$mdpid"
+	grep -q "removed the network lock of process $PID" "$MD_ERR" || fail "the lock was not removed"
+	grep -q "out of repair mode" "$MD_ERR" || fail "no socket was taken out of repair mode"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-tcp-worker-killed case_sk_netns case_sk_worker_killed
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
 fi

@@ -29,7 +29,7 @@ struct options {
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */
 	const char *log_file;		/* --log-file */
-	struct infect_trace *trace;	/* dump: shared with the supervisor (worker.c) */
+	struct dump_trace *trace;	/* dump: shared with the supervisor (worker.c) */
 	int argc;			/* what is left after the options */
 	char **argv;
 };

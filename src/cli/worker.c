@@ -9,7 +9,8 @@
  * If the worker itself is killed, the kernel detaches the target: a running
  * parasite cures itself; a parasite area mapped for remote syscalls only is
  * unmapped by the parent, which the worker tells where it is through a
- * shared page (struct infect_trace).
+ * shared page (struct dump_trace), as are TCP connections left in repair mode
+ * behind the network lock.
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "infect/infect.h"
+#include "dump/dump.h"
 #include "log.h"
 #include "cli/options.h"
 #include "cli/worker.h"
@@ -33,7 +34,7 @@ static void forward(int sig)
 		kill(worker, sig);
 }
 
-static int wait_worker(struct infect_trace *trace)
+static int wait_worker(struct dump_trace *trace)
 {
 	struct sigaction sa = { .sa_handler = forward };
 	int status;
@@ -48,7 +49,7 @@ static int wait_worker(struct infect_trace *trace)
 		return WEXITSTATUS(status);
 	pr_err("the worker process %d was killed by signal %d (%s)", worker, WTERMSIG(status),
 	       strsignal(WTERMSIG(status)));
-	if (infect_reclaim(trace))
+	if (dump_reclaim(trace))
 		log_report_failure("cleaning up after the worker failed", -EIO);
 	return 128 + WTERMSIG(status);
 }

@@ -229,7 +229,10 @@ int dump_run(const struct dump_opts *o)
 	}
 	d.stats.freeze_start = now_us();
 	ret = infect_prepare(&d.in, d.pid, &dump_interrupted);
-	d.in.trace = o->trace;
+	d.trace = o->trace;
+	if (d.trace)
+		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */
+	d.in.trace = o->trace ? &o->trace->in : NULL;
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();

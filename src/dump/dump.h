@@ -144,8 +144,27 @@ struct dump_opts {
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	enum pages_write pages_write;	/* --pages-write */
 	bool snapshot;			/* --snapshot (with leave_running) */
-	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
+	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
 };
+
+/*
+ * What a supervisor (memdump's parent) needs to undo a dump whose worker was
+ * killed, kept up to date in memory shared with it: the infection, and TCP
+ * connections left in repair mode behind the network lock.
+ */
+#define DUMP_TRACE_REPAIRS	128
+struct dump_trace {
+	struct infect_trace in;
+	volatile int locked;			/* the network lock of in.pid is on */
+	volatile int nr_repair;			/* sockets in TCP repair mode */
+	struct {
+		volatile uint64_t ino;
+		volatile int reuseaddr;
+	} repair[DUMP_TRACE_REPAIRS];
+};
+
+/* reclaim.c: after the worker that kept t died, leave the target as it was. */
+int dump_reclaim(struct dump_trace *t);
 
 /* dump.c: the pipeline; <0 after fail() */
 int dump_run(const struct dump_opts *o);
@@ -175,6 +194,7 @@ struct dump_ctx {
 	enum dump_mode mode;
 	enum pages_write pages_write;
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
+	struct dump_trace *trace;	/* or NULL */
 	bool progress;
 	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */

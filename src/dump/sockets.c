@@ -234,6 +234,8 @@ static int lock_connections(struct dump_ctx *d)
 		c[n].sport = s->sport;
 		c[n++].dport = s->dport;
 	}
+	if (n && d->trace)
+		d->trace->locked = 1;	/* before: a half-made lock is removed too */
 	if (n)
 		ret = netlock_add(d->pid, c, n);
 	set->locked = n && !ret;
@@ -352,6 +354,10 @@ void sockets_finish(struct dump_ctx *d, bool killed)
 	}
 	set->nr_repair = 0;
 	set->locked = false;
+	if (d->trace) {		/* done: nothing for the supervisor to undo */
+		d->trace->nr_repair = 0;
+		d->trace->locked = 0;
+	}
 }
 
 void sk_state_free(struct sk_state *s)

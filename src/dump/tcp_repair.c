@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -97,8 +98,27 @@ static int read_options(int fd, struct tcp_stream *t)
 	return ret;
 }
 
-static int keep_repaired(struct sk_set *set, int copy, int reuseaddr)
+/* For the supervisor, should we die with the socket in repair mode. */
+static int trace_repaired(struct dump_trace *tr, int fd, int reuseaddr)
 {
+	struct stat st;
+	int n;
+
+	if (!tr)
+		return 0;
+	n = tr->nr_repair;
+	if (n == DUMP_TRACE_REPAIRS || fstat(fd, &st))
+		return fail(-E2BIG, "more than %d TCP connections in repair mode",
+			    DUMP_TRACE_REPAIRS);
+	tr->repair[n].ino = st.st_ino;
+	tr->repair[n].reuseaddr = reuseaddr;
+	__atomic_store_n(&tr->nr_repair, n + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int keep_repaired(struct dump_ctx *d, int copy, int reuseaddr)
+{
+	struct sk_set *set = &d->sockets;
 	struct sk_repaired *r = realloc(set->repair, (set->nr_repair + 1) * sizeof(*r));
 	int fd = r ? dup(copy) : -1;
 
@@ -107,7 +127,7 @@ static int keep_repaired(struct sk_set *set, int copy, int reuseaddr)
 	if (fd < 0)
 		return -ENOMEM;
 	set->repair[set->nr_repair++] = (struct sk_repaired){ fd, reuseaddr };
-	return 0;
+	return trace_repaired(d->trace, fd, reuseaddr);
 }
 
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr)
@@ -120,10 +140,11 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 	in->stream = t;
 	if (!d->sockets.locked)
 		return fail(-EIO, "an established connection without the network lock");
-	ret = set_int(copy, TCP_REPAIR, 1);
+	ret = keep_repaired(d, copy, reuseaddr);	/* traced before it is in repair mode */
+	if (!ret)
+		ret = set_int(copy, TCP_REPAIR, 1);
 	if (ret)
 		return fail(ret, "cannot put a TCP connection in repair mode: %s", strerror(-ret));
-	ret = keep_repaired(&d->sockets, copy, reuseaddr);
 	if (!ret)
 		ret = queue_lengths(copy, t);
 	if (!ret)
