@@ -1,7 +1,8 @@
 /*
  * Fault injection for the tests: MEMDUMP_FAULT=<point> makes memdump stall at
- * that point of a dump (for up to a minute), so that a test can kill one of
- * its processes exactly there. Without the variable nothing happens.
+ * that point of a dump (for up to a minute, or until a signal arrives), so
+ * that a test can kill one of its processes exactly there. Without the
+ * variable nothing happens.
  */
 #ifndef MEMDUMP_FAULT_H
 #define MEMDUMP_FAULT_H

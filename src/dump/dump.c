@@ -81,7 +81,7 @@ static bool target_stopped(pid_t pid)
 }
 
 /* Everything read while the target is frozen, before its pages. */
-static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_established)
+static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o)
 {
 	int ret = 0;
 
@@ -92,8 +92,10 @@ static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_establish
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
 		ret = collect_vmas(d);
+	if (!ret && o->tcp_established)
+		ret = hook_fire(o->hooks, HOOK_NETWORK_LOCK, d->pid);
 	if (!ret)
-		ret = sockets_prepare(d, tcp_established);	/* the network lock first */
+		ret = sockets_prepare(d, o->tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)
@@ -147,18 +149,24 @@ static int make_durable(struct dump_ctx *d, bool leave_running)
 	return ret;
 }
 
-static void summary(const struct dump_ctx *d, uint64_t frozen_us)
+static void summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 {
 	double mb = d->stats.bytes_written / 1e6;
 	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
+	char line[512];
 
 	if (log_level() == LOG_NONE)
 		return;
-	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n", d->pid, d->nr_threads,
-	       d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
-	       d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
-	       (d->stats.durable_at - d->stats.frozen_at) / 1e6);
+	snprintf(line, sizeof(line), "dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) "
+		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s", d->pid,
+		 d->nr_threads, d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6,
+		 mode_name(d->mode), d->stats.pages_cached ? " via the page cache" : "",
+		 mem_s > 0 ? mb / mem_s : 0, (d->stats.durable_at - d->stats.frozen_at) / 1e6);
+	if (quiet) {
+		pr_info("%s", line);
+		return;
+	}
+	printf("%s\n", line);
 	fflush(stdout);
 }
 
@@ -187,6 +195,29 @@ const char *mode_name(enum dump_mode m)
 	return names[m];
 }
 
+/* Once the target runs again after the network-lock hook: tell the hooks (it cannot fail the dump). */
+static void network_unlocked(const struct dump_opts *o, pid_t pid)
+{
+	if (o->tcp_established)
+		hook_fire_late(o->hooks, HOOK_NETWORK_UNLOCK, pid);
+}
+
+/*
+ * The images are complete, the target still frozen: post-dump. With hooks the
+ * inventory is written first, so that they see a complete set.
+ */
+static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool *inventory)
+{
+	int ret = 0;
+
+	*inventory = !o->leave_running || o->hooks;
+	if (*inventory)
+		ret = write_inventory(d);
+	if (!ret)
+		ret = hook_fire(o->hooks, HOOK_POST_DUMP, d->pid);
+	return ret;
+}
+
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
@@ -194,6 +225,7 @@ int dump_run(const struct dump_opts *o)
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
+	bool inventory = false;
 	int ret;
 
 	if (!ts)
@@ -210,6 +242,14 @@ int dump_run(const struct dump_opts *o)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
 		ret = d.dirfd = open_dir(o->dir);
+	if (ret >= 0) {
+		int h = hook_fire(o->hooks, HOOK_PRE_DUMP, d.pid);
+
+		if (h) {
+			close(d.dirfd);
+			ret = h;
+		}
+	}
 	if (ret < 0) {
 		free(ts);
 		return ret;
@@ -221,23 +261,26 @@ int dump_run(const struct dump_opts *o)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
 	if (!ret)
-		ret = collect(&d, ts, o->tcp_established);
+		ret = collect(&d, ts, o);
 	if (!ret)
 		ret = write_images(&d, ts);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
-	if (!ret && !o->leave_running)
-		ret = write_inventory(&d);
+	if (!ret)
+		ret = finish_images(&d, o, &inventory);
 	if (ret) {
 		infect_cure(&d.in);
 		img_remove_created(d.dirfd);
 		sockets_finish(&d, false);
 		infect_release(&d.in, false);
+		network_unlocked(o, d.pid);
 	} else {
 		if (o->leave_running)
 			sockets_finish(&d, false);	/* before it runs again */
 		infect_release(&d.in, !o->leave_running);
 		if (!o->leave_running)
 			sockets_finish(&d, true);
+		else
+			network_unlocked(o, d.pid);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
 	/*
@@ -246,7 +289,7 @@ int dump_run(const struct dump_opts *o)
 	 * target is resumed (every image is written). A failure then
 	 * only removes the images: the target runs on.
 	 */
-	if (!ret && o->leave_running)
+	if (!ret && !inventory)
 		ret = write_inventory(&d);
 	if (!ret)
 		ret = make_durable(&d, o->leave_running);
@@ -256,7 +299,7 @@ int dump_run(const struct dump_opts *o)
 	else
 		img_forget_created();
 	if (!ret)
-		summary(&d, frozen_us);
+		summary(&d, frozen_us, o->quiet);
 	close(d.dirfd);
 	dump_ctx_free(&d);
 	free(ts);

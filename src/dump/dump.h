@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "hooks.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
 
@@ -117,6 +118,8 @@ struct dump_opts {
 	bool progress;			/* draw a progress bar on stderr */
 	enum pages_write pages_write;	/* --pages-write */
 	struct infect_trace *trace;	/* shared with a supervisor, or NULL */
+	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
+	bool quiet;			/* the summary goes to the log, not to stdout */
 };
 
 /* dump.c: the pipeline; <0 after fail() */
