@@ -7,8 +7,8 @@ module (pycriu.rpc_pb2, Debian's criu package): what runc and go-criu send.
 Starts MEMDUMP swrk FD (as argv[0] --argv0) on a SOCK_SEQPACKET socketpair,
 sends one criu_req of TYPE (VERSION, CHECK, DUMP, ...) with criu_opts set
 from field=value (images_dir=PATH opens PATH here and passes images_dir_fd,
-work_dir=PATH likewise; ints and true/false as such; repeated string fields
-as a comma list), answers each NOTIFY, and prints one line per message:
+work_dir=PATH likewise; ints and true/false as such; repeated fields as a
+comma list, key:val for messages), answers each NOTIFY, and prints one line per message:
 
   NOTIFY <script> pid=<pid>
   RESP type=<type> success=<bool> errno=<n> pid=<pid> msg=<cr_errmsg>
@@ -19,7 +19,7 @@ as a comma list), answers each NOTIFY, and prints one line per message:
 Options:
   --fail-at NAME  answer the NOTIFY NAME with notify_success false
   --die-at NAME   on the NOTIFY NAME, exit at once without an answer
-  --die-after-send  exit right after sending the request
+  --die-after S   exit S seconds after sending the request
   --raw FILE      send FILE's bytes as the request instead
   --keep-open     set keep_open (then send a VERSION request too)
   --argv0 NAME    argv[0] for memdump (e.g. criu)
@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 from pycriu import rpc_pb2 as rpc
 
@@ -41,7 +42,12 @@ def set_opt(opts, kv):
         setattr(opts, name + "_fd", fd)
         return
     field = opts.DESCRIPTOR.fields_by_name[name]
-    if field.label == field.LABEL_REPEATED:
+    if field.label == field.LABEL_REPEATED and field.type == field.TYPE_MESSAGE:
+        for item in val.split(","):     # key:val, key:val ... into the first two fields
+            m = getattr(opts, name).add()
+            for f, v in zip(m.DESCRIPTOR.fields, item.split(":", 1)):
+                setattr(m, f.name, int(v) if f.type == f.TYPE_INT32 else v)
+    elif field.label == field.LABEL_REPEATED:
         getattr(opts, name).extend(val.split(","))
     elif field.type == field.TYPE_BOOL:
         setattr(opts, name, val == "true")
@@ -74,15 +80,16 @@ def show(resp):
 
 def main(argv):
     fail_at = die_at = raw = argv0 = None
-    die_after_send = keep_open = False
+    die_after = None
+    keep_open = False
     while argv and argv[0].startswith("--"):
         o = argv.pop(0)
         if o == "--fail-at":
             fail_at = argv.pop(0)
         elif o == "--die-at":
             die_at = argv.pop(0)
-        elif o == "--die-after-send":
-            die_after_send = True
+        elif o == "--die-after":
+            die_after = float(argv.pop(0))
         elif o == "--raw":
             raw = open(argv.pop(0), "rb").read()
         elif o == "--keep-open":
@@ -107,8 +114,9 @@ def main(argv):
                             executable=memdump, pass_fds=[theirs.fileno()])
     theirs.close()
     ours.send(raw if raw is not None else req.SerializeToString())
-    if die_after_send:
-        os._exit(0)
+    if die_after is not None:
+        time.sleep(die_after)
+        os.kill(os.getpid(), signal.SIGKILL)
     ok = False
     while True:
         data = ours.recv(1 << 20)

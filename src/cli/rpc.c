@@ -37,7 +37,6 @@ static int respond(const struct rpc_conn *c, CriuResp *resp, int ret)
 		resp->has_cr_errno = true;
 		resp->cr_errno = -ret;
 		resp->cr_errmsg = (char *)fail_reason();
-		pr_err("%s request failed: %s", rpc_type_name(resp->type), fail_reason());
 	}
 	sent = rpc_send(c, resp);
 	return ret < 0 ? ret : sent;
@@ -126,9 +125,8 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req)
 		job.dump.hooks = rpc_notifier_init(&n, c);
 	if (!ret)
 		ret = worker_call(dump_in_worker, &job, c->sk, &res);
-	if (!ret && res.ret < 0) {
+	if (!ret && res.ret < 0)
 		ret = fail(res.ret, "%s", res.reason);
-	}
 	resp.type = CRIU_REQ_TYPE__DUMP;
 	dr.has_restored = true;		/* CRIU's: false, the target was not restored by memdump */
 	resp.dump = &dr;

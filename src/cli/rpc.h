@@ -19,8 +19,9 @@
 /* The CRIU version reported to VERSION: the interface level memdump speaks. */
 #define RPC_CRIU_MAJOR	4
 #define RPC_CRIU_MINOR	0
-/* A request above this size is refused (runc's are a few hundred bytes). */
-#define RPC_MAX_MSG	(1 << 20)
+/* A request above this size is refused (runc's are a few hundred bytes; a
+ * SOCK_SEQPACKET packet cannot be much larger than net.core.wmem_max). */
+#define RPC_MAX_MSG	(128 << 10)
 
 struct rpc_conn {
 	int sk;

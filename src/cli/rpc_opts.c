@@ -32,7 +32,7 @@ struct opt_rule {
 	const char *why;	/* why the others refuse it */
 };
 
-#define NEEDS_NS	"needs namespaces (issue 10)"
+#define NEEDS_NS	"needs namespaces, issue 10"
 
 static const struct opt_rule rules[] = {
 	{ "images_dir_fd", K_ALL, NULL },
@@ -54,9 +54,9 @@ static const struct opt_rule rules[] = {
 	{ "root", K_DUMP | K_RESTORE, NULL },
 	{ "ps", 0, "memdump has no page server" },
 	{ "parent_img", 0, "no incremental dumps yet" },
-	{ "track_mem", 0, "no memory tracking yet (mem_track is false)" },
+	{ "track_mem", 0, "no memory tracking yet: mem_track is false" },
 	{ "auto_dedup", 0, "no incremental dumps yet" },
-	{ "lazy_pages", 0, "no lazy pages (lazy_pages is false)" },
+	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
 	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
 	{ "rst_sibling", 0, "the restored process is memdump's child" },
 	{ "inherit_fd", 0, "memdump gives one-ended pipes its own fds of the same numbers" },

@@ -269,6 +269,8 @@ int dump_run(const struct dump_opts *o)
 		ret = finish_images(&d, o, &inventory);
 	if (ret) {
 		infect_cure(&d.in);
+		if (inventory)		/* a post-dump hook failed: the set is not complete */
+			unlinkat(d.dirfd, "inventory.img", 0);
 		img_remove_created(d.dirfd);
 		sockets_finish(&d, false);
 		infect_release(&d.in, false);
