@@ -18,15 +18,14 @@ comma list, key:val for messages), answers each NOTIFY, and prints one line per 
 
 Options:
   --fail-at NAME  answer the NOTIFY NAME with notify_success false
-  --die-at NAME   on the NOTIFY NAME, exit at once without an answer
-  --die-after S   exit S seconds after sending the request
+  --die-at NAME   on the NOTIFY NAME, exit (99) at once without an answer
+  --die-after S   exit (99) S seconds after sending the request
   --raw FILE      send FILE's bytes as the request instead
   --keep-open     set keep_open (then send a VERSION request too)
   --argv0 NAME    argv[0] for memdump (e.g. criu)
 Exit status 0 when the last response says success.
 """
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -116,10 +115,13 @@ def main(argv):
     ours.send(raw if raw is not None else req.SerializeToString())
     if die_after is not None:
         time.sleep(die_after)
-        os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(99)
     ok = False
     while True:
-        data = ours.recv(1 << 20)
+        try:
+            data = ours.recv(1 << 20)
+        except ConnectionResetError:
+            data = b""
         if not data:
             say("EOF")
             break
@@ -128,7 +130,7 @@ def main(argv):
         if resp.type == rpc.NOTIFY:
             say(f"NOTIFY {resp.notify.script} pid={resp.notify.pid}")
             if resp.notify.script == die_at:
-                os.kill(os.getpid(), signal.SIGKILL)
+                os._exit(99)
             ack = rpc.criu_req()
             ack.type = rpc.NOTIFY
             ack.notify_success = resp.notify.script != fail_at
@@ -136,7 +138,7 @@ def main(argv):
             continue
         show(resp)
         ok = resp.success
-        if keep_open and resp.type != rpc.VERSION:
+        if keep_open and resp.success and resp.type != rpc.VERSION:
             nxt = rpc.criu_req()
             nxt.type = rpc.VERSION
             ours.send(nxt.SerializeToString())

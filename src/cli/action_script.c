@@ -49,12 +49,6 @@ static int run_script(const char *path, enum hook_point p, const char *dir, pid_
 				    strerror(errno));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	if (WIFSIGNALED(status))
-		pr_err("the %s action script %s was killed by signal %d", hook_name(p), path,
-		       WTERMSIG(status));
-	else
-		pr_err("the %s action script %s exited with %d", hook_name(p), path,
-		       WEXITSTATUS(status));
 	return fail(-ECANCELED, "the %s action script %s %s %d", hook_name(p), path,
 		    WIFSIGNALED(status) ? "was killed by signal" : "exited with",
 		    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));

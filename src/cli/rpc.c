@@ -169,8 +169,8 @@ static int serve(const struct rpc_conn *c, const CriuReq *req)
 	case CRIU_REQ_TYPE__RESTORE:
 		return serve_restore(c, req);
 	case CRIU_REQ_TYPE__NOTIFY:
-		return respond_error(c, req->type, fail(-EPROTO, "a NOTIFY request outside a "
-							"notification"));
+		return respond_error(c, CRIU_REQ_TYPE__EMPTY, fail(-EPROTO, "a NOTIFY request "
+								  "outside a notification"));
 	default:
 		return respond_error(c, req->type, fail(-EOPNOTSUPP,
 			"request type %s (%d) is not supported by memdump", rpc_type_name(req->type),
