@@ -299,3 +299,21 @@ add rpc-client-dies case_rpc_client_dies
 add rpc-notify-fail case_rpc_notify_fail
 add action-script case_action_script
 add action-script-fail case_action_script_fail
+
+# scripts/oci-hook: the runtime's state on stdin, a --leave-running dump of its pid
+case_oci_hook() {
+	start_prog t-pattern
+	printf '{"ociVersion": "1.0.2", "id": "ctr1", "status": "running", "pid": %d, "bundle": "%s"}' \
+		"$PID" "$T" > "$T/state.json"
+	"$TESTSRC/../scripts/oci-hook" --memdump "$MEMDUMP" "$T/ckpt" < "$T/state.json" \
+		> "$T/hook.out" 2> "$T/hook.err" || fail "oci-hook failed: $(tail -n1 "$T/hook.err")"
+	local d; d=$(ls -d "$T"/ckpt/ctr1-*) || fail "oci-hook made no ctr1-* directory"
+	md verify verify -D "$d" || fail "the hook's dump does not verify: $(tail -n1 "$MD_ERR")"
+	echo '{"id": "../x", "pid": 1}' | "$TESTSRC/../scripts/oci-hook" "$T/ckpt" 2> "$T/bad.err" &&
+		fail "oci-hook took the id ../x"
+	grep -q "bad container id" "$T/bad.err" || fail "oci-hook: $(cat "$T/bad.err")"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
+add oci-hook case_oci_hook
