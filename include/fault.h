@@ -1,7 +1,8 @@
 /*
  * Fault injection for the tests: MEMDUMP_FAULT=<point> makes memdump stall at
- * that point of a dump (for a minute, or MEMDUMP_FAULT_SECS), so that a test
- * can kill one of its processes, or act on the target, exactly there. Without the variable nothing happens.
+ * that point of a dump (for a minute, or MEMDUMP_FAULT_SECS, or until a signal
+ * arrives), so that a test can kill one of its processes, or act on the
+ * target, exactly there. Without the variable nothing happens.
  */
 #ifndef MEMDUMP_FAULT_H
 #define MEMDUMP_FAULT_H

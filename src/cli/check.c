@@ -578,23 +578,34 @@ static void add_missing(char *list, size_t len, const char *what)
 	snprintf(list + n, len - n, "%s%s", n ? ", " : "", what);
 }
 
-int cmd_check(const struct options *o __attribute__((unused)))
+int check_features(FILE *out)
 {
 	char missing[1024] = "", note[NOTE_LEN];
 
 	for (size_t i = 0; i < ARRAY_SIZE(probes); i++) {
 		const struct probe *p = &probes[i];
+		const char *state;
 		int ok;
 
 		note[0] = 0;
 		ok = p->run(p, note);
-		printf("%-8s %s%s%s%s\n", ok ? "ok" : p->required ? "MISSING" : "no", p->what,
-		       note[0] ? " (" : "", note, note[0] ? ")" : "");
-		fflush(stdout);
+		state = ok ? "ok" : p->required ? "MISSING" : "no";
+		if (out) {
+			fprintf(out, "%-8s %s%s%s%s\n", state, p->what, note[0] ? " (" : "", note,
+				note[0] ? ")" : "");
+			fflush(out);
+		} else {
+			pr_info("check: %s %s %s", state, p->what, note);
+		}
 		if (!ok && p->required)
 			add_missing(missing, sizeof(missing), p->what);
 	}
 	if (missing[0])
 		return fail(-EOPNOTSUPP, "missing: %s", missing);
 	return 0;
+}
+
+int cmd_check(const struct options *o __attribute__((unused)))
+{
+	return check_features(stdout);
 }

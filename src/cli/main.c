@@ -9,7 +9,9 @@
 
 #include "common.h"
 #include "log.h"
+#include "cli/action_script.h"
 #include "cli/options.h"
+#include "cli/rpc.h"
 #include "cli/worker.h"
 #include "restore/restore.h"
 
@@ -32,17 +34,22 @@ static const char usage[] =
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
 	"  check                     kernel features and capabilities memdump needs\n"
+	"  swrk FD                   serve CRIU's RPC on the SOCK_SEQPACKET socket FD\n"
+	"                            (also when run as 'criu', for runc --criu)\n"
 	"\n"
-	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n";
+	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n"
+	"dump, restore: --action-script FILE (run at each hook point, as CRIU's)\n";
 
 int cmd_dump(const struct options *o)
 {
+	struct action_scripts as;
 	struct dump_opts d = {
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.snapshot = o->snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
+		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
 	};
 
 	return dump_run(&d);
@@ -50,8 +57,11 @@ int cmd_dump(const struct options *o)
 
 int cmd_restore(const struct options *o)
 {
-	struct restore_opts r = { .dir = o->dir, .detach = o->detach, .pidfile = o->pidfile,
-				  .shell_job = o->shell_job };
+	struct action_scripts as;
+	struct restore_opts r = {
+		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
+		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
+	};
 
 	return restore_run(&r);
 }
@@ -68,6 +78,7 @@ static const struct command {
 	{ "read-mem", cmd_read_mem, "read-mem failed", false },
 	{ "check", cmd_check, "check failed", false },
 	{ "verify", cmd_verify, "verify failed", false },
+	{ "swrk", cmd_swrk, "swrk failed", false },
 };
 
 static int parse_mode(struct options *opts, const char *s)
@@ -123,7 +134,8 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
-	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB };
+	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
+	       OPT_ACTION_SCRIPT };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -139,6 +151,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ "action-script", required_argument, NULL, OPT_ACTION_SCRIPT },
 		{ "verbose", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -197,6 +210,11 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_NOPROGRESS:
 			opts->progress = false;
 			break;
+		case OPT_ACTION_SCRIPT:
+			if (opts->nr_action_scripts == (int)ARRAY_SIZE(opts->action_scripts))
+				return bad_usage("more than %s --action-script", "8");
+			opts->action_scripts[opts->nr_action_scripts++] = optarg;
+			break;
 		case 'v':
 			opts->verbosity = strtol(optarg, &end, 10);
 			if (*end || opts->verbosity < 0 || opts->verbosity > 4)
@@ -214,12 +232,27 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	return 0;
 }
 
+/* Run as "criu" (runc --criu, a symlink): what runtimes ask of criu besides swrk. */
+static bool criu_version_asked(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+
+	base = base ? base + 1 : argv[0];
+	if (strcmp(base, "criu") || argc != 2 || (strcmp(argv[1], "-V") && strcmp(argv[1], "--version")))
+		return false;
+	printf("Version: %d.%d\nGitID: memdump-%s\n", RPC_CRIU_MAJOR, RPC_CRIU_MINOR,
+	       MEMDUMP_VERSION);
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT };
 	const struct command *cmd = NULL;
 	int ret;
 
+	if (argc >= 1 && criu_version_asked(argc, argv))
+		return 0;
 	if (argc < 2)
 		return bad_usage("%s", "no command");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "dump/dump.h"
@@ -29,6 +30,8 @@ struct options {
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */
 	const char *log_file;		/* --log-file */
+	const char *action_scripts[8];	/* --action-script, in order */
+	int nr_action_scripts;
 	struct dump_trace *trace;	/* dump: shared with the supervisor (worker.c) */
 	int argc;			/* what is left after the options */
 	char **argv;
@@ -40,5 +43,9 @@ int cmd_show(const struct options *o);
 int cmd_read_mem(const struct options *o);
 int cmd_check(const struct options *o);
 int cmd_verify(const struct options *o);
+int cmd_swrk(const struct options *o);		/* rpc.c: CRIU's RPC on fd argv[0] */
+
+/* check.c: every probe, one line each on out (NULL: the log); <0 when a required one is missing */
+int check_features(FILE *out);
 
 #endif

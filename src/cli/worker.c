@@ -13,11 +13,15 @@
  * behind the network lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,19 +38,18 @@ static void forward(int sig)
 		kill(worker, sig);
 }
 
-static int wait_worker(struct dump_trace *trace)
+static void forward_signals(void)
 {
 	struct sigaction sa = { .sa_handler = forward };
-	int status;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	while (waitpid(worker, &status, 0) < 0)
-		if (errno != EINTR)
-			return 1;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
+}
+
+/* A worker that was killed left the target to the kernel: reclaim what it mapped there. */
+static int worker_killed(struct dump_trace *trace, int status)
+{
 	pr_err("the worker process %d was killed by signal %d (%s)", worker, WTERMSIG(status),
 	       strsignal(WTERMSIG(status)));
 	if (dump_reclaim(trace))
@@ -54,25 +57,50 @@ static int wait_worker(struct dump_trace *trace)
 	return 128 + WTERMSIG(status);
 }
 
-int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
-		  const char *failure)
+static int wait_worker(struct dump_trace *trace)
 {
-	struct options wo = *o;
-	pid_t parent = getpid();
-	int ret;
+	int status;
 
-	wo.trace = mmap(NULL, sizeof(*wo.trace), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (wo.trace == MAP_FAILED)
+	forward_signals();
+	while (waitpid(worker, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return worker_killed(trace, status);
+}
+
+/* Fork the worker: 0 in the worker, its PID in the parent, <0 after fail(). */
+static pid_t fork_worker(struct dump_trace **trace)
+{
+	pid_t parent = getpid();
+
+	*trace = mmap(NULL, sizeof(**trace), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		      -1, 0);
+	if (*trace == MAP_FAILED)
 		return fail(-errno, "cannot map a page to share with the worker: %m");
 	worker = fork();
 	if (worker < 0)
 		return fail(-errno, "cannot fork: %m");
 	if (worker > 0)
-		return wait_worker(wo.trace);
+		return worker;
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(1);
+	return 0;
+}
+
+int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
+		  const char *failure)
+{
+	struct options wo = *o;
+	pid_t pid = fork_worker(&wo.trace);
+	int ret;
+
+	if (pid < 0)
+		return pid;
+	if (pid > 0)
+		return wait_worker(wo.trace);
 	ret = fn(&wo);
 	if (ret < 0) {
 		log_report_failure(failure, ret);
@@ -80,4 +108,69 @@ int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
 	}
 	log_close();
 	exit(ret);
+}
+
+/* Wait for the worker, stopping it once hangup_fd hangs up; its wait status. */
+static int watch_worker(int hangup_fd, int *status)
+{
+	int pidfd = syscall(SYS_pidfd_open, worker, 0);
+	bool told = false;
+
+	if (pidfd < 0)
+		return fail(-errno, "cannot watch the worker %d: %m", worker);
+	forward_signals();
+	for (;;) {
+		struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
+				       { .fd = told ? -1 : hangup_fd, .events = 0 } };
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents & (POLLHUP | POLLERR)) {
+			pr_warn("the client hung up: stopping the worker %d", worker);
+			kill(worker, SIGTERM);
+			told = true;
+		}
+	}
+	close(pidfd);
+	while (waitpid(worker, status, 0) < 0)
+		if (errno != EINTR)
+			return fail(-errno, "cannot wait for the worker %d: %m", worker);
+	return 0;
+}
+
+int worker_call(int (*fn)(void *arg, struct dump_trace *trace), void *arg, int hangup_fd,
+		struct worker_result *res)
+{
+	struct worker_result *shared;
+	struct dump_trace *trace;
+	pid_t pid;
+	int status, ret;
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		      -1, 0);
+	if (shared == MAP_FAILED)
+		return fail(-errno, "cannot map a page to share with the worker: %m");
+	shared->ret = -ECHILD;
+	snprintf(shared->reason, sizeof(shared->reason), "the worker exited without a result");
+	pid = fork_worker(&trace);
+	if (pid == 0) {
+		shared->ret = fn(arg, trace);
+		if (shared->ret < 0)
+			snprintf(shared->reason, sizeof(shared->reason), "%s", fail_reason());
+		log_close();
+		_exit(shared->ret < 0);
+	}
+	ret = pid < 0 ? pid : watch_worker(hangup_fd, &status);
+	if (!ret && WIFSIGNALED(status)) {
+		worker_killed(trace, status);
+		ret = fail(-ECHILD, "the worker process %d was killed by signal %d (%s)", pid,
+			   WTERMSIG(status), strsignal(WTERMSIG(status)));
+	}
+	*res = *shared;
+	munmap(shared, sizeof(*shared));
+	if (trace != MAP_FAILED)
+		munmap(trace, sizeof(*trace));
+	return ret;
 }

@@ -82,7 +82,7 @@ static bool target_stopped(pid_t pid)
 }
 
 /* Everything read while the target is frozen, before its pages. */
-static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_established)
+static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o)
 {
 	int ret = 0;
 
@@ -93,8 +93,10 @@ static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_establish
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
 		ret = collect_vmas(d);
+	if (!ret && o->tcp_established)
+		ret = hook_fire(o->hooks, HOOK_NETWORK_LOCK, d->pid);
 	if (!ret)
-		ret = sockets_prepare(d, tcp_established);	/* the network lock first */
+		ret = sockets_prepare(d, o->tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)
@@ -154,18 +156,24 @@ static int make_durable(struct dump_ctx *d, bool leave_running)
 	return ret;
 }
 
-static void summary(const struct dump_ctx *d, uint64_t frozen_us)
+static void summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 {
 	double mb = d->stats.bytes_written / 1e6;
 	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
+	char line[512];
 
 	if (log_level() == LOG_NONE)
 		return;
-	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n", d->pid, d->nr_threads,
-	       d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
-	       d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
-	       (d->stats.durable_at - d->stats.frozen_at) / 1e6);
+	snprintf(line, sizeof(line), "dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) "
+		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s", d->pid,
+		 d->nr_threads, d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6,
+		 mode_name(d->mode), d->stats.pages_cached ? " via the page cache" : "",
+		 mem_s > 0 ? mb / mem_s : 0, (d->stats.durable_at - d->stats.frozen_at) / 1e6);
+	if (quiet) {
+		pr_info("%s", line);
+		return;
+	}
+	printf("%s\n", line);
 	fflush(stdout);
 }
 
@@ -195,6 +203,29 @@ const char *mode_name(enum dump_mode m)
 	return names[m];
 }
 
+/* Once the target runs again after the network-lock hook: tell the hooks (it cannot fail the dump). */
+static void network_unlocked(const struct dump_opts *o, pid_t pid)
+{
+	if (o->tcp_established)
+		hook_fire_late(o->hooks, HOOK_NETWORK_UNLOCK, pid);
+}
+
+/*
+ * The images are complete, the target still frozen: post-dump. With hooks the
+ * inventory is written first, so that they see a complete set.
+ */
+static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool *inventory)
+{
+	int ret = 0;
+
+	*inventory = !o->leave_running || o->hooks;
+	if (*inventory)
+		ret = write_inventory(d);
+	if (!ret)
+		ret = hook_fire(o->hooks, HOOK_POST_DUMP, d->pid);
+	return ret;
+}
+
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
@@ -203,6 +234,7 @@ int dump_run(const struct dump_opts *o)
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
+	bool inventory = false;
 	int ret;
 
 	if (!ts)
@@ -223,6 +255,14 @@ int dump_run(const struct dump_opts *o)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
 		ret = d.dir.fd = open_dir(o->dir);
+	if (ret >= 0) {
+		int h = hook_fire(o->hooks, HOOK_PRE_DUMP, d.pid);
+
+		if (h) {
+			close(d.dir.fd);
+			ret = h;
+		}
+	}
 	if (ret < 0) {
 		free(ts);
 		return ret;
@@ -237,24 +277,29 @@ int dump_run(const struct dump_opts *o)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
 	if (!ret)
-		ret = collect(&d, ts, o->tcp_established);
+		ret = collect(&d, ts, o);
 	if (!ret)
 		ret = write_images(&d, ts, o->snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
-	if (!ret && !o->leave_running)
-		ret = write_inventory(&d);
+	if (!ret)
+		ret = finish_images(&d, o, &inventory);
 	if (ret) {
 		infect_cure(&d.in);
 		snapshot_end(&d);
+		if (inventory)		/* a post-dump hook failed: the set is not complete */
+			unlinkat(d.dir.fd, "inventory.img", 0);
 		img_remove_created(&d.dir);
 		sockets_finish(&d, false);
 		infect_release(&d.in, false);
+		network_unlocked(o, d.pid);
 	} else {
 		if (o->leave_running)
 			sockets_finish(&d, false);	/* before it runs again */
 		infect_release(&d.in, !o->leave_running);
 		if (!o->leave_running)
 			sockets_finish(&d, true);
+		else
+			network_unlocked(o, d.pid);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
 	if (!ret && d.snap)
@@ -266,7 +311,7 @@ int dump_run(const struct dump_opts *o)
 	 * target is resumed (every image is written). A failure then
 	 * only removes the images: the target runs on.
 	 */
-	if (!ret && o->leave_running)
+	if (!ret && !inventory)
 		ret = write_inventory(&d);
 	if (!ret)
 		ret = make_durable(&d, o->leave_running);
@@ -276,7 +321,7 @@ int dump_run(const struct dump_opts *o)
 	else
 		img_forget_created(&d.dir);
 	if (!ret)
-		summary(&d, frozen_us);
+		summary(&d, frozen_us, o->quiet);
 	close(d.dir.fd);
 	dump_ctx_free(&d);
 	free(ts);

@@ -20,6 +20,7 @@
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "image/image.h"
+#include "hooks.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
 
@@ -145,6 +146,8 @@ struct dump_opts {
 	enum pages_write pages_write;	/* --pages-write */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
+	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
+	bool quiet;			/* the summary goes to the log, not to stdout */
 };
 
 /*

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -145,7 +146,15 @@ static bool listed(const InventoryEntry *inv, const char *name)
 	return entry_of(inv, name) != NULL;
 }
 
-/* Nothing in the directory that the inventory does not list. */
+/* A log a runtime had written beside the images (runc: dump.log, restore.log): never an image. */
+static bool is_log(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 4 && !strcmp(name + n - 4, ".log");
+}
+
+/* Nothing in the directory that the inventory does not list, but logs. */
 static int check_unlisted(int dirfd, const InventoryEntry *inv)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -161,7 +170,8 @@ static int check_unlisted(int dirfd, const InventoryEntry *inv)
 	}
 	while (!ret && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strcmp(de->d_name, "inventory.img") || listed(inv, de->d_name))
+		    !strcmp(de->d_name, "inventory.img") || listed(inv, de->d_name) ||
+		    is_log(de->d_name))
 			continue;
 		img_escape(de->d_name, esc, sizeof(esc));
 		ret = fail(-EIO, "image %s is not listed in inventory.img", esc);

@@ -220,12 +220,58 @@ static void report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 		a->prep_us / 1e6, a->read_us / 1e6, (now_us() - t2) / 1e6);
 }
 
+/* A hook refused the parked process: it goes, before any of its code ran. */
+static int abort_parked(struct rst *r, int ret)
+{
+	int status;
+
+	kill(r->pid, SIGKILL);
+	while (waitpid(r->pid, &status, __WALL) < 0 && errno == EINTR)
+		;
+	return ret;
+}
+
+/* The threads parked: post-restore, timers, the network, pre-resume, then they run. */
+static int release(struct rst *r)
+{
+	const struct hooks *h = r->o->hooks;
+	int ret = hook_fire(h, HOOK_POST_RESTORE, r->pid);
+
+	if (!ret)
+		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
+	if (ret)
+		return abort_parked(r, ret);
+	if (r->nr_tcp)
+		hook_fire_late(h, HOOK_NETWORK_UNLOCK, r->pid);
+	tcp_release_all(r);			/* the lock off, then repair mode */
+	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
+	if (ret)
+		return abort_parked(r, ret);
+	ret = resume_threads(r);
+	if (!ret)
+		hook_fire_late(h, HOOK_POST_RESUME, r->pid);
+	return ret;
+}
+
+static int detached(struct rst *r)
+{
+	if (r->o->pid_out) {
+		*r->o->pid_out = r->pid;
+		return 0;
+	}
+	printf("%d\n", r->pid);
+	fflush(stdout);
+	return 0;
+}
+
 static int restore(struct rst *r)
 {
 	uint64_t t0 = now_us(), t1, t2;
 	int ret;
 
-	ret = prepare(r);
+	ret = hook_fire(r->o->hooks, HOOK_PRE_RESTORE, r->pid);
+	if (!ret)
+		ret = prepare(r);
 	if (!ret)
 		ret = fork_target(r);
 	if (ret)
@@ -234,22 +280,15 @@ static int restore(struct rst *r)
 	ret = wait_parked(r);
 	t2 = now_us();
 	if (!ret)
-		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
-	if (!ret)
-		tcp_release_all(r);		/* the lock off, then repair mode */
-	if (!ret)
-		ret = resume_threads(r);
+		ret = release(r);
 	if (ret)
 		return ret;
 	report(r, t0, t1, t2);
 	ret = write_pidfile(r->o->pidfile, r->pid);
 	if (ret)
 		return ret;
-	if (r->o->detach) {
-		printf("%d\n", r->pid);
-		fflush(stdout);
-		return 0;
-	}
+	if (r->o->detach)
+		return detached(r);
 	return wait_restored(r->pid);
 }
 

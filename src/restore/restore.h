@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "hooks.h"
 #include "image/dumpset.h"
 #include "restorer.h"
 #include "sk-packet.pb-c.h"
@@ -25,6 +26,8 @@ struct restore_opts {
 	bool detach;			/* -d: print the PID and return */
 	const char *pidfile;		/* --pidfile */
 	bool shell_job;			/* --shell-job: the dump's terminal becomes memdump's */
+	const struct hooks *hooks;	/* pre-restore, post-restore ... (hooks.h), or NULL */
+	pid_t *pid_out;			/* -d: the PID goes here instead of stdout */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */

@@ -1,0 +1,236 @@
+/*
+ * memdump swrk FD: CRIU's RPC server, as runc, crun, go-criu and pycriu
+ * start it (criu swrk FD). One request, then another only while the
+ * request asks keep_open (VERSION, FEATURE_CHECK and CHECK, as CRIU);
+ * the exit status is 0 when the last request succeeded.
+ *
+ *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
+ *   FEATURE_CHECK  mem_track, lazy_pages, pidfd_store: all false (not built yet)
+ *   CHECK          memdump check's probes, quietly
+ *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
+ *                  and the target runs on
+ *   RESTORE        restore_run() detached: the response carries the restored PID
+ *
+ * Any failure, a malformed or unknown request included, is answered with
+ * success false and the one-line reason in cr_errmsg (its errno in cr_errno).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "cli/options.h"
+#include "cli/rpc.h"
+#include "cli/worker.h"
+
+static int respond(const struct rpc_conn *c, CriuResp *resp, int ret)
+{
+	int sent;
+
+	resp->success = ret >= 0;
+	if (ret < 0) {
+		resp->has_cr_errno = true;
+		resp->cr_errno = -ret;
+		resp->cr_errmsg = (char *)fail_reason();
+	}
+	sent = rpc_send(c, resp);
+	return ret < 0 ? ret : sent;
+}
+
+static int respond_error(const struct rpc_conn *c, CriuReqType type, int ret)
+{
+	CriuResp resp = CRIU_RESP__INIT;
+
+	resp.type = type;
+	return respond(c, &resp, ret);
+}
+
+static int serve_version(const struct rpc_conn *c)
+{
+	CriuResp resp = CRIU_RESP__INIT;
+	CriuVersion v = CRIU_VERSION__INIT;
+
+	v.major_number = RPC_CRIU_MAJOR;
+	v.minor_number = RPC_CRIU_MINOR;
+	v.has_sublevel = true;
+	v.sublevel = 0;
+	v.name = "memdump";
+	v.gitid = "memdump-" MEMDUMP_VERSION;
+	resp.type = CRIU_REQ_TYPE__VERSION;
+	resp.version = &v;
+	return respond(c, &resp, 0);
+}
+
+/* Truthful: no memory tracking, no lazy pages, no pidfd store in memdump yet. */
+static int serve_features(const struct rpc_conn *c)
+{
+	CriuResp resp = CRIU_RESP__INIT;
+	CriuFeatures f = CRIU_FEATURES__INIT;
+
+	f.has_mem_track = f.has_lazy_pages = f.has_pidfd_store = true;
+	resp.type = CRIU_REQ_TYPE__FEATURE_CHECK;
+	resp.features = &f;
+	return respond(c, &resp, 0);
+}
+
+/* The request's log level and file (in its work directory) from now on. */
+static int apply_log(const struct rpc_job *job)
+{
+	log_close();
+	return log_init(job->log_level, job->log_path[0] ? job->log_path : NULL);
+}
+
+static int prepare_job(const struct rpc_conn *c, const CriuReq *req, struct rpc_job *job)
+{
+	int ret = rpc_opts_map(req->opts, req->type, c, job);
+
+	if (!ret)
+		ret = apply_log(job);
+	return ret;
+}
+
+static int serve_check(const struct rpc_conn *c, const CriuReq *req)
+{
+	struct rpc_job job;
+	int ret = prepare_job(c, req, &job);
+
+	if (!ret)
+		ret = check_features(NULL);
+	return respond_error(c, CRIU_REQ_TYPE__CHECK, ret);
+}
+
+static int dump_in_worker(void *arg, struct dump_trace *trace)
+{
+	struct rpc_job *job = arg;
+
+	job->dump.trace = trace;
+	return dump_run(&job->dump);
+}
+
+static int serve_dump(const struct rpc_conn *c, const CriuReq *req)
+{
+	CriuResp resp = CRIU_RESP__INIT;
+	CriuDumpResp dr = CRIU_DUMP_RESP__INIT;
+	struct rpc_notifier n;
+	struct worker_result res;
+	struct rpc_job job;
+	int ret = prepare_job(c, req, &job);
+
+	if (!ret && job.notify)
+		job.dump.hooks = rpc_notifier_init(&n, c);
+	if (!ret)
+		ret = worker_call(dump_in_worker, &job, c->sk, &res);
+	if (!ret && res.ret < 0)
+		ret = fail(res.ret, "%s", res.reason);
+	resp.type = CRIU_REQ_TYPE__DUMP;
+	dr.has_restored = true;		/* CRIU's: false, the target was not restored by memdump */
+	resp.dump = &dr;
+	return respond(c, &resp, ret);
+}
+
+static int serve_restore(const struct rpc_conn *c, const CriuReq *req)
+{
+	CriuResp resp = CRIU_RESP__INIT;
+	CriuRestoreResp rr = CRIU_RESTORE_RESP__INIT;
+	struct rpc_notifier n;
+	struct rpc_job job;
+	int ret = prepare_job(c, req, &job);
+
+	if (!ret && job.notify)
+		job.restore.hooks = rpc_notifier_init(&n, c);
+	if (!ret)
+		ret = restore_run(&job.restore);
+	resp.type = CRIU_REQ_TYPE__RESTORE;
+	if (!ret) {
+		rr.pid = job.restored_pid;
+		resp.restore = &rr;
+	}
+	return respond(c, &resp, ret);
+}
+
+static int serve(const struct rpc_conn *c, const CriuReq *req)
+{
+	pr_info("RPC request %s (%d)%s", rpc_type_name(req->type), req->type,
+		req->keep_open ? ", keep_open" : "");
+	switch (req->type) {
+	case CRIU_REQ_TYPE__VERSION:
+		return serve_version(c);
+	case CRIU_REQ_TYPE__FEATURE_CHECK:
+		return serve_features(c);
+	case CRIU_REQ_TYPE__CHECK:
+		return serve_check(c, req);
+	case CRIU_REQ_TYPE__DUMP:
+		return serve_dump(c, req);
+	case CRIU_REQ_TYPE__RESTORE:
+		return serve_restore(c, req);
+	case CRIU_REQ_TYPE__NOTIFY:
+		return respond_error(c, CRIU_REQ_TYPE__EMPTY, fail(-EPROTO, "a NOTIFY request "
+								  "outside a notification"));
+	default:
+		return respond_error(c, req->type, fail(-EOPNOTSUPP,
+			"request type %s (%d) is not supported by memdump", rpc_type_name(req->type),
+			req->type));
+	}
+}
+
+static bool keep_open_ok(CriuReqType t)
+{
+	return t == CRIU_REQ_TYPE__VERSION || t == CRIU_REQ_TYPE__FEATURE_CHECK ||
+	       t == CRIU_REQ_TYPE__CHECK;
+}
+
+/* fd argv[0]: a connected SOCK_SEQPACKET socket; its peer is the client. */
+static int open_conn(const struct options *o, struct rpc_conn *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(int);
+	int type = 0;
+	char *end;
+
+	if (o->argc != 1)
+		return fail(-EINVAL, "usage: swrk FD (a SOCK_SEQPACKET socket)");
+	c->sk = strtol(o->argv[0], &end, 10);
+	if (*end || c->sk < 0)
+		return fail(-EINVAL, "swrk: bad fd '%s'", o->argv[0]);
+	if (getsockopt(c->sk, SOL_SOCKET, SO_TYPE, &type, &len) || type != SOCK_SEQPACKET)
+		return fail(-ENOTSOCK, "swrk: fd %d is not a SOCK_SEQPACKET socket", c->sk);
+	len = sizeof(cred);
+	if (getsockopt(c->sk, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0)
+		return fail(-ENOTCONN, "swrk: fd %d has no peer", c->sk);
+	c->peer = cred.pid;
+	return 0;
+}
+
+int cmd_swrk(const struct options *o)
+{
+	struct rpc_conn c;
+	CriuReq *req;
+	bool keep;
+	int ret = open_conn(o, &c);
+
+	if (ret)
+		return ret;
+	signal(SIGPIPE, SIG_IGN);
+	pr_info("serving CRIU RPC on fd %d for process %d", c.sk, c.peer);
+	do {
+		fail_clear();
+		ret = rpc_recv(&c, &req);
+		if (ret == 1)
+			return 0;	/* the client is done */
+		if (ret < 0)
+			return respond_error(&c, CRIU_REQ_TYPE__EMPTY, ret);
+		if (req->keep_open && !keep_open_ok(req->type))
+			ret = respond_error(&c, req->type, fail(-EINVAL, "keep_open is only for VERSION, "
+						"FEATURE_CHECK and CHECK requests"));
+		else
+			ret = serve(&c, req);
+		keep = req->keep_open && keep_open_ok(req->type);
+		criu_req__free_unpacked(req, NULL);
+	} while (keep);
+	return ret;
+}

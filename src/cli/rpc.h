@@ -1,0 +1,59 @@
+/*
+ * CRIU's RPC (criu swrk FD), served by memdump: criu_req in, criu_resp out,
+ * one message per SOCK_SEQPACKET packet (images/rpc.proto). rpc.c serves the
+ * requests, rpc_msg.c moves the messages, rpc_opts.c turns criu_opts into
+ * dump_opts/restore_opts (or refuses them by name), rpc_notify.c sends the
+ * NOTIFY messages of the hook points and waits for their answers.
+ */
+#ifndef MEMDUMP_RPC_H
+#define MEMDUMP_RPC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "dump/dump.h"
+#include "restore/restore.h"
+#include "rpc.pb-c.h"
+
+/* The CRIU version reported to VERSION: the interface level memdump speaks. */
+#define RPC_CRIU_MAJOR	4
+#define RPC_CRIU_MINOR	0
+/* A request above this size is refused (runc's are a few hundred bytes; a
+ * SOCK_SEQPACKET packet cannot be much larger than net.core.wmem_max). */
+#define RPC_MAX_MSG	(128 << 10)
+
+struct rpc_conn {
+	int sk;
+	pid_t peer;			/* the client (SO_PEERCRED): its fds are named in requests */
+};
+
+/* rpc_msg.c: 0 with *req, 1 when the client closed the socket, <0 after fail() */
+int rpc_recv(const struct rpc_conn *c, CriuReq **req);
+int rpc_send(const struct rpc_conn *c, const CriuResp *resp);
+const char *rpc_type_name(int type);
+
+/* rpc_notify.c: the hooks (hooks.h) as NOTIFY messages on c */
+struct rpc_notifier {
+	const struct rpc_conn *c;
+	struct hooks hooks;
+};
+const struct hooks *rpc_notifier_init(struct rpc_notifier *n, const struct rpc_conn *c);
+
+/* rpc_opts.c: what one DUMP, RESTORE or CHECK asks of memdump */
+struct rpc_job {
+	struct dump_opts dump;
+	struct restore_opts restore;
+	pid_t restored_pid;		/* restore.pid_out */
+	char dir[PATH_MAX];		/* the images directory */
+	char log_path[PATH_MAX];	/* "": stderr */
+	int log_level;
+	bool notify;			/* notify_scripts */
+};
+
+/* Fills job from co (NULL: all defaults) for a request of type; <0 after fail() naming
+ * every option memdump cannot honour. */
+int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
+		 struct rpc_job *job);
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * criu_opts -> struct dump_opts / struct restore_opts.
+ *
+ * Every field of criu_opts (and any field this file's rpc.proto does not
+ * know) that a request sets to a value other than its default is looked up
+ * in rules[]: honoured for this request type, or refused, and every refused
+ * one is named in the one error of the response. An honoured option is one
+ * memdump does exactly, or whose state it refuses at dump time by name:
+ * file_locks asks CRIU to dump file locks, which memdump always does;
+ * ext_unix_sk and orphan_pts_master ask CRIU to accept a process with UNIX
+ * peers outside it or a pty whose master is outside it; memdump's dump
+ * refuses such a process naming the thing, so the option changes nothing it
+ * could get wrong. shell_job and ghost_limit are memdump's --shell-job and
+ * --ghost-limit.
+ *
+ * The client names its directories by fd (images_dir_fd, work_dir_fd):
+ * numbers in its own fd table, reached through /proc/PEER/fd/N as CRIU does.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+#include "log.h"
+#include "cli/rpc.h"
+
+enum { K_DUMP = 1, K_RESTORE = 2, K_CHECK = 4, K_ALL = 7 };
+
+struct opt_rule {
+	const char *name;	/* the criu_opts field */
+	unsigned int ok;	/* K_*: the requests that honour it */
+	const char *why;	/* why the others refuse it */
+};
+
+#define NEEDS_NS	"needs namespaces, issue 10"
+
+static const struct opt_rule rules[] = {
+	{ "images_dir_fd", K_ALL, NULL },
+	{ "images_dir", K_ALL, NULL },
+	{ "work_dir_fd", K_ALL, NULL },
+	{ "log_level", K_ALL, NULL },
+	{ "log_file", K_ALL, NULL },
+	{ "notify_scripts", K_DUMP | K_RESTORE, NULL },
+	{ "pid", K_DUMP, "a restore takes its PID from the images" },
+	{ "leave_running", K_DUMP, "only a dump leaves its target running" },
+	{ "tcp_established", K_DUMP | K_RESTORE, NULL },
+	{ "shell_job", K_DUMP | K_RESTORE, NULL },
+	{ "ghost_limit", K_DUMP, "only a dump saves deleted files" },
+	{ "file_locks", K_DUMP | K_RESTORE, NULL },
+	{ "ext_unix_sk", K_DUMP | K_RESTORE, NULL },
+	{ "orphan_pts_master", K_DUMP | K_RESTORE, NULL },
+	{ "evasive_devices", K_RESTORE, "only for a restore" },
+	{ "manage_cgroups", K_DUMP | K_RESTORE, NULL },
+	{ "manage_cgroups_mode", K_DUMP | K_RESTORE, NULL },
+	{ "root", K_DUMP | K_RESTORE, NULL },
+	{ "ps", 0, "memdump has no page server" },
+	{ "parent_img", 0, "no incremental dumps yet" },
+	{ "track_mem", 0, "no memory tracking yet: mem_track is false" },
+	{ "auto_dedup", 0, "no incremental dumps yet" },
+	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
+	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
+	{ "rst_sibling", 0, "the restored process is memdump's child" },
+	{ "inherit_fd", 0, "memdump gives one-ended pipes its own fds of the same numbers" },
+	{ "freeze_cgroup", 0, "memdump freezes with ptrace, not the cgroup freezer" },
+	{ "cg_root", 0, "memdump restores the cgroups recorded in the images" },
+	{ "ext_mnt", 0, NEEDS_NS },
+	{ "external", 0, NEEDS_NS },
+	{ "join_ns", 0, NEEDS_NS },
+	{ "empty_ns", 0, NEEDS_NS },
+	{ "veths", 0, NEEDS_NS },
+	{ "auto_ext_mnt", 0, NEEDS_NS },
+	{ "ext_sharing", 0, NEEDS_NS },
+	{ "ext_masters", 0, NEEDS_NS },
+	{ "skip_mnt", 0, NEEDS_NS },
+	{ "enable_fs", 0, NEEDS_NS },
+	{ "mntns_compat_mode", 0, NEEDS_NS },
+	{ "unix_sk_ino", 0, "a UNIX peer outside the process is refused" },
+	{ "link_remap", 0, "deleted files are refused" },
+	{ "exec_cmd", 0, "memdump restore waits for or detaches from the process" },
+	{ "leave_stopped", 0, "memdump resumes or kills the target" },
+	{ "tcp_close", 0, "established connections are restored or refused" },
+	{ "tcp_skip_in_flight", 0, "in-flight connections are refused" },
+	{ "network_lock", 0, "memdump locks with nftables" },
+	{ "pre_dump_mode", 0, "no pre-dumps yet" },
+};
+
+static const struct opt_rule *rule_of(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
+		if (!strcmp(rules[i].name, name))
+			return &rules[i];
+	return NULL;
+}
+
+/* A scalar field's value, widened (bools, enums and 32-bit integers are all criu_opts has). */
+static int64_t scalar_at(const void *p, ProtobufCType t)
+{
+	switch (t) {
+	case PROTOBUF_C_TYPE_BOOL:
+		return *(const protobuf_c_boolean *)p;
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_FIXED32:
+		return *(const uint32_t *)p;
+	case PROTOBUF_C_TYPE_INT64:
+	case PROTOBUF_C_TYPE_SINT64:
+	case PROTOBUF_C_TYPE_SFIXED64:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		return *(const int64_t *)p;
+	default:
+		return *(const int32_t *)p;
+	}
+}
+
+/* Is field f of m set to something other than its default? */
+static bool field_set(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f)
+{
+	const char *base = (const char *)m;
+	const void *v = base + f->offset;
+
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return *(const size_t *)(base + f->quantifier_offset) > 0;
+	if (f->type == PROTOBUF_C_TYPE_STRING) {
+		const char *s = *(char *const *)v;
+
+		return s && s[0] && (!f->default_value || strcmp(s, f->default_value));
+	}
+	if (f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_BYTES)
+		return f->type == PROTOBUF_C_TYPE_MESSAGE ? *(void *const *)v != NULL
+							  : ((const ProtobufCBinaryData *)v)->len;
+	if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
+	    !*(const protobuf_c_boolean *)(base + f->quantifier_offset))
+		return false;
+	return scalar_at(v, f->type) != (f->default_value ? scalar_at(f->default_value, f->type) : 0);
+}
+
+static void add_refusal(char *list, size_t len, const char *name, const char *why)
+{
+	size_t n = strlen(list);
+
+	snprintf(list + n, len - n, "%s%s (%s)", n ? ", " : "", name, why);
+}
+
+static unsigned int kind_of(CriuReqType type)
+{
+	return type == CRIU_REQ_TYPE__DUMP ? K_DUMP : type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE
+										    : K_CHECK;
+}
+
+/* The values of honoured options that memdump cannot take: cgroup modes other than soft. */
+static void check_values(const CriuOpts *co, char *list, size_t len)
+{
+	if (co->has_manage_cgroups_mode && co->manage_cgroups_mode != CRIU_CG_MODE__SOFT &&
+	    co->manage_cgroups_mode != CRIU_CG_MODE__DEFAULT)
+		add_refusal(list, len, "manage_cgroups_mode",
+			    "only soft: memdump joins the recorded cgroups, never creates them or "
+			    "sets their properties");
+	if (co->has_manage_cgroups && !co->manage_cgroups && !co->has_manage_cgroups_mode)
+		add_refusal(list, len, "manage_cgroups=false",
+			    "memdump always puts the process back into its recorded cgroups");
+	if (co->log_file && strchr(co->log_file, '/'))
+		add_refusal(list, len, "log_file", "a name in the work directory, no '/'");
+}
+
+/* Every option set that this request cannot honour, in one fail(). */
+static int refuse_unhonoured(const CriuOpts *co, CriuReqType type)
+{
+	const ProtobufCMessageDescriptor *d = &criu_opts__descriptor;
+	char list[1024] = "";
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const struct opt_rule *r;
+
+		if (!field_set(&co->base, f))
+			continue;
+		r = rule_of(f->name);
+		if (!r || !(r->ok & kind_of(type)))
+			add_refusal(list, sizeof(list), f->name,
+				    r && r->why ? r->why : "not supported by memdump");
+	}
+	for (unsigned int i = 0; i < co->base.n_unknown_fields; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "field %u", co->base.unknown_fields[i].tag);
+		add_refusal(list, sizeof(list), name, "unknown to memdump");
+	}
+	check_values(co, list, sizeof(list));
+	if (list[0])
+		return fail(-EOPNOTSUPP, "%s: options memdump cannot honour: %s",
+			    rpc_type_name(type), list);
+	return 0;
+}
+
+static bool same_dir(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* root: the target's own root on a dump, memdump's on a restore (else a mount namespace). */
+static int check_root(const CriuOpts *co, CriuReqType type)
+{
+	char own[64];
+
+	if (!co->root || !co->root[0])
+		return 0;
+	if (type == CRIU_REQ_TYPE__DUMP)
+		snprintf(own, sizeof(own), "/proc/%d/root", co->pid);
+	else
+		snprintf(own, sizeof(own), "/");
+	if (same_dir(co->root, own))
+		return 0;
+	return fail(-EOPNOTSUPP, "%s: options memdump cannot honour: root (%s is not %s; another "
+		    "root directory %s)", rpc_type_name(type), co->root,
+		    type == CRIU_REQ_TYPE__DUMP ? "the root of the target" : "memdump's root",
+		    NEEDS_NS);
+}
+
+static int fd_path(char *buf, size_t len, const struct rpc_conn *c, int fd, const char *what)
+{
+	struct stat st;
+
+	snprintf(buf, len, "/proc/%d/fd/%d", c->peer, fd);
+	if (stat(buf, &st))
+		return fail(-errno, "%s %d: no such fd in the client (process %d): %s", what, fd,
+			    c->peer, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(-ENOTDIR, "%s %d of the client is not a directory", what, fd);
+	return 0;
+}
+
+/* images_dir_fd (or images_dir), work_dir_fd, log_file, log_level */
+static int map_dirs_and_log(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
+			    struct rpc_job *job)
+{
+	char work[PATH_MAX];
+	int ret = 0;
+
+	job->log_level = co->log_level < 0 ? 0 : co->log_level > 4 ? 4 : co->log_level;
+	if (co->images_dir_fd >= 0)
+		ret = fd_path(job->dir, sizeof(job->dir), c, co->images_dir_fd, "images_dir_fd");
+	else if (co->images_dir && co->images_dir[0])
+		snprintf(job->dir, sizeof(job->dir), "%s", co->images_dir);
+	else if (type != CRIU_REQ_TYPE__CHECK)
+		ret = fail(-EINVAL, "%s: no images directory (images_dir_fd or images_dir)",
+			   rpc_type_name(type));
+	if (ret)
+		return ret;
+	if (co->has_work_dir_fd)
+		ret = fd_path(work, sizeof(work), c, co->work_dir_fd, "work_dir_fd");
+	else
+		snprintf(work, sizeof(work), "%s", job->dir);
+	if (!ret && co->log_file && co->log_file[0]) {
+		if (!work[0])
+			return fail(-EINVAL, "log_file %s: no work or images directory to put it in",
+				    co->log_file);
+		if ((size_t)snprintf(job->log_path, sizeof(job->log_path), "%s/%s", work,
+				     co->log_file) >= sizeof(job->log_path))
+			return fail(-ENAMETOOLONG, "log_file %s: name too long", co->log_file);
+	}
+	return ret;
+}
+
+static int map_dump(const CriuOpts *co, struct rpc_job *job)
+{
+	if (!co->has_pid || co->pid <= 0)
+		return fail(-EINVAL, "DUMP: no pid (memdump does not dump the requesting process)");
+	job->dump = (struct dump_opts){
+		.pid = co->pid, .dir = job->dir, .mode = MODE_SPLICE,
+		.leave_running = co->has_leave_running && co->leave_running,
+		.tcp_established = co->has_tcp_established && co->tcp_established,
+		.pages_write = PAGES_AUTO, .quiet = true,
+		.shell_job = co->has_shell_job && co->shell_job,
+		.ghost_limit = co->has_ghost_limit ? co->ghost_limit : GHOST_LIMIT_DEFAULT,
+	};
+	return 0;
+}
+
+static void map_restore(const CriuOpts *co, struct rpc_job *job)
+{
+	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
+					      .pid_out = &job->restored_pid,
+					      .shell_job = co->has_shell_job && co->shell_job };
+}
+
+int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
+		 struct rpc_job *job)
+{
+	static const CriuOpts none = CRIU_OPTS__INIT;
+	int ret;
+
+	memset(job, 0, sizeof(*job));
+	if (!co)
+		co = &none;
+	ret = refuse_unhonoured(co, type);
+	if (!ret)
+		ret = check_root(co, type);
+	if (!ret)
+		ret = map_dirs_and_log(co, type, c, job);
+	if (ret)
+		return ret;
+	job->notify = co->has_notify_scripts && co->notify_scripts;
+	if (type == CRIU_REQ_TYPE__DUMP)
+		return map_dump(co, job);
+	if (type == CRIU_REQ_TYPE__RESTORE)
+		map_restore(co, job);
+	return 0;
+}
