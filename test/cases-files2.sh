@@ -243,9 +243,10 @@ add locks-mapped case_locks_mapped
 
 # ---- POSIX timers
 
+# No statecmp here: timer 3 signals a thread every 50 ms, so a signal may be
+# pending in any snapshot (t-ptimers checks its timers itself).
 case_ptimers_rst() {
 	start_prog t-ptimers
-	state_snap "$PID"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	f2_crit "$T/d" "core-$PID.img"
