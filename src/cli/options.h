@@ -19,6 +19,9 @@ struct options {
 	bool leave_running;		/* --leave-running */
 	enum pages_write pages_write;	/* --pages-write */
 	bool tcp_established;		/* --tcp-established */
+	const char *prev_dir;		/* --prev-images-dir */
+	bool track_mem;			/* --track-mem */
+	bool stop;			/* track --stop */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
 	bool json;			/* show --json */
@@ -31,6 +34,8 @@ struct options {
 };
 
 int cmd_dump(const struct options *o);
+int cmd_pre_dump(const struct options *o);
+int cmd_track(const struct options *o);
 int cmd_restore(const struct options *o);
 int cmd_show(const struct options *o);
 int cmd_read_mem(const struct options *o);

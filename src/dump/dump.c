@@ -6,6 +6,11 @@
  *   target stays frozen until all of them are on disk), cure, write the
  *   other images, kill or resume the target, then write inventory.img last.
  *
+ * memdump pre-dump is the same with memory only (VMAs, pages, pagemap,
+ * stats, inventory), the target left running and its memory tracked from
+ * then on (track.c); a dump with --prev-images-dir then writes only the
+ * pages written since (pagescan.c, parent.c).
+ *
  * Any failure: the images written so far are removed, the target is cured
  * and resumed untraced, and the reason is reported once by main().
  */
@@ -80,11 +85,72 @@ static bool target_stopped(pid_t pid)
 	return proc_read_stat(pid, &st) == 0 && st.state == 'T';
 }
 
+/*
+ * The tracker, when the target has one or is to get one: taken (or
+ * created), and every trackable VMA registered with it.
+ */
+static int track_start(struct dump_ctx *d)
+{
+	int ret;
+
+	if (d->track.fd < 0 && d->track.tmp_fd < 0 && !d->keep_tracking)
+		return 0;
+	ret = track_attach(d);
+	return ret ? ret : track_register(d);
+}
+
+/*
+ * Every page is in the image: the tracker goes, or protects the memory again
+ * for the next iteration. Until the new set is complete (track_commit) the
+ * record says nothing is known: a dump that fails from here on leaves the
+ * next one dumping every page, never trusting protections it reset.
+ */
+static int track_finish(struct dump_ctx *d)
+{
+	int ret;
+
+	if (d->track.local < 0)
+		return 0;
+	if (!d->keep_tracking)
+		return track_remove(&d->in, &d->track);
+	d->track.base = 0;
+	ret = track_state_save(&d->track);
+	return ret ? ret : track_protect(d);
+}
+
+/* The new set is complete: pages not written from now on are its own. */
+static int track_commit(struct dump_ctx *d)
+{
+	uint64_t size;
+	int ret;
+
+	if (d->track.local < 0 || !d->keep_tracking)
+		return 0;
+	ret = img_sum_file(d->dirfd, "inventory.img", &size, &d->track.base);
+	return ret ? ret : track_state_save(&d->track);
+}
+
+/* A pre-dump reads memory only. */
+static int collect_memory(struct dump_ctx *d)
+{
+	int ret = collect_vmas(d);
+
+	if (!ret)
+		ret = track_start(d);
+	if (!ret)
+		ret = infect_parasite(&d->in);
+	if (!ret)
+		ret = select_pages(d);
+	return ret;
+}
+
 /* Everything read while the target is frozen, before its pages. */
 static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_established)
 {
 	int ret = 0;
 
+	if (d->pre_dump)
+		return collect_memory(d);
 	ret = collect_threads(d);
 	if (!ret)
 		ret = collect_seccomp(d);
@@ -96,6 +162,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts, bool tcp_establish
 		ret = sockets_prepare(d, tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
+	if (!ret)
+		ret = track_start(d);
 	if (!ret)
 		ret = infect_parasite(&d->in);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
@@ -116,6 +184,12 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts)
 	int ret = write_pages(d);
 
 	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
+	if (!ret)
+		ret = track_finish(d);	/* remote syscalls: not while the blob runs */
+	if (!ret && d->nr_parent_runs)
+		ret = parent_link(d);
+	if (!ret && d->pre_dump)
+		return write_stats(d);
 	if (!ret)
 		ret = write_shmem(d);	/* still frozen: one instant */
 	if (!ret)
@@ -152,11 +226,17 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us)
 	double mb = d->stats.bytes_written / 1e6;
 	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
 
+	char parent[64] = "";
+
 	if (log_level() == LOG_NONE)
 		return;
-	printf("dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n", d->pid, d->nr_threads,
-	       d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6, mode_name(d->mode),
+	if (d->nr_parent_runs)
+		snprintf(parent, sizeof(parent), " (%lu more in the parent's)",
+			 d->stats.pages_in_parent);
+	printf("%s process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB)%s in %.3f s "
+	       "frozen, %s mode%s, %.0f MB/s; on disk after %.3f s\n",
+	       d->pre_dump ? "pre-dumped" : "dumped", d->pid, d->stats.threads, d->nr_vmas,
+	       d->stats.pages_written, mb, parent, frozen_us / 1e6, mode_name(d->mode),
 	       d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
 	       (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	fflush(stdout);
@@ -172,7 +252,10 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
+	free(d->parent_runs);
 	free(d->run_sums);
+	parent_free(d);
+	track_close(&d->track);
 	free(d->guards);
 	files_free(&d->files);
 	sk_set_free(&d->sockets);
@@ -187,30 +270,71 @@ const char *mode_name(enum dump_mode m)
 	return names[m];
 }
 
+/* Before the freeze: the tracker the target holds, the previous images. */
+static int prepare_incremental(struct dump_ctx *d, const struct dump_opts *o)
+{
+	int ret = 0;
+
+	if (o->prev_dir)
+		ret = parent_open(d, o->prev_dir);
+	if (ret || !o->prev_dir)
+		return ret;
+	d->incremental = d->track.fd >= 0 && d->track.base &&
+			 d->track.base == d->parent.inventory_hash;
+	if (!d->incremental)
+		pr_warn("no memory tracking of process %d since %s was dumped: every page is "
+			"written", d->pid, o->prev_dir);
+	return 0;
+}
+
+/* A failed dump leaves the target as it was: a tracker it just got goes again. */
+static void undo(struct dump_ctx *d)
+{
+	if (d->track.created && track_remove(&d->in, &d->track))
+		fail_clear();	/* the first error is the one reported */
+	infect_cure(&d->in);
+	img_remove_created(d->dirfd);
+	if (d->parent.linked)
+		parent_unlink(d);
+	sockets_finish(d, false);
+	infect_release(&d->in, false);
+}
+
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
-			      .pages_write = o->pages_write,
+			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
+			      .parent = { .dirfd = -1 },
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
+	bool leave_running = o->leave_running || o->pre_dump;
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
 	int ret;
 
 	if (!ts)
 		return -ENOMEM;
+	track_init(&d.track, o->pid);
 	if (!o->pid || !o->dir) {
 		free(ts);
-		return fail(-EINVAL, "dump needs -t PID and -D DIR");
+		return fail(-EINVAL, "%s needs -t PID and -D DIR", o->pre_dump ? "pre-dump" : "dump");
 	}
+	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = refuse_check(d.pid, o->tcp_established);
+		ret = track_find(&d.track, d.pid);
+	if (!ret)
+		ret = refuse_check(d.pid, o->tcp_established, &d.track);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
 		ret = d.dirfd = open_dir(o->dir);
+	if (ret >= 0)
+		ret = prepare_incremental(&d, o);
 	if (ret < 0) {
+		if (d.dirfd > 0)
+			close(d.dirfd);
+		dump_ctx_free(&d);
 		free(ts);
 		return ret;
 	}
@@ -220,23 +344,21 @@ int dump_run(const struct dump_opts *o)
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
+	d.stats.threads = d.in.nr_threads;
 	if (!ret)
 		ret = collect(&d, ts, o->tcp_established);
 	if (!ret)
 		ret = write_images(&d, ts);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
-	if (!ret && !o->leave_running)
+	if (!ret && !leave_running)
 		ret = write_inventory(&d);
 	if (ret) {
-		infect_cure(&d.in);
-		img_remove_created(d.dirfd);
-		sockets_finish(&d, false);
-		infect_release(&d.in, false);
+		undo(&d);
 	} else {
-		if (o->leave_running)
+		if (leave_running)
 			sockets_finish(&d, false);	/* before it runs again */
-		infect_release(&d.in, !o->leave_running);
-		if (!o->leave_running)
+		infect_release(&d.in, !leave_running);
+		if (!leave_running)
 			sockets_finish(&d, true);
 	}
 	frozen_us = now_us() - d.stats.frozen_at;
@@ -246,15 +368,20 @@ int dump_run(const struct dump_opts *o)
 	 * target is resumed (every image is written). A failure then
 	 * only removes the images: the target runs on.
 	 */
-	if (!ret && o->leave_running)
+	if (!ret && leave_running)
 		ret = write_inventory(&d);
 	if (!ret)
-		ret = make_durable(&d, o->leave_running);
+		ret = track_commit(&d);
+	if (!ret)
+		ret = make_durable(&d, leave_running);
 	d.stats.durable_at = now_us();
-	if (ret && o->leave_running)
+	if (ret && leave_running) {
 		img_remove_created(d.dirfd);
-	else
+		if (d.parent.linked)
+			parent_unlink(&d);
+	} else {
 		img_forget_created();
+	}
 	if (!ret)
 		summary(&d, frozen_us);
 	close(d.dirfd);

@@ -6,6 +6,11 @@
  * /proc/PID/pagemap, one u64 per page. Untouched memory costs nothing.
  * Guard pages (MADV_GUARD_INSTALL) have no content: they are recorded, not
  * dumped (reading one faults), and installed again by the restorer.
+ *
+ * An incremental dump (a tracker and the set it is relative to, track.c)
+ * asks for PAGE_IS_WPALLOWED and PAGE_IS_WRITTEN too: a page still
+ * write-protected was not written since the previous iteration, and where
+ * that set lists it, it is listed with PE_PARENT and not written again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,12 +65,54 @@ static int add_guard(struct dump_ctx *d, uint64_t start, uint64_t end)
 	return 0;
 }
 
-/* One region the scan returned: guard pages, or pages to dump. */
+/* Pages the parent set holds: a PE_PARENT entry (capacity: the next power of two). */
+static int add_parent_run(struct dump_ctx *d, uint64_t start, uint64_t end)
+{
+	size_t n = d->nr_parent_runs;
+	struct page_run *last = n ? &d->parent_runs[n - 1] : NULL;
+	uint64_t nr = (end - start) >> PAGE_SHIFT;
+
+	d->stats.pages_in_parent += nr;
+	if (last && last->start + last->nr_pages * PAGE_SIZE == start) {
+		last->nr_pages += nr;
+		return 0;
+	}
+	if (!(n & (n - 1))) {	/* 0, 1, 2, 4, ...: full */
+		struct page_run *r = realloc(d->parent_runs, (n ? n * 2 : 1) * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		d->parent_runs = r;
+	}
+	d->parent_runs[d->nr_parent_runs++] = (struct page_run){ start, nr, false };
+	return 0;
+}
+
+/* Pages not written since the parent: its own where it lists them, else dumped. */
+static int add_unwritten(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end,
+			 size_t *cap)
+{
+	int ret = 0;
+
+	while (start < end && !ret) {
+		bool held;
+		uint64_t to = parent_stretch(&d->parent, start, end, &held);
+
+		ret = held ? add_parent_run(d, start, to) : add_run(d, v, start, to, cap);
+		start = to;
+	}
+	return ret;
+}
+
+/* One region the scan returned: guard pages, pages to dump, or pages of the parent. */
 static int add_region(struct dump_ctx *d, const struct vma *v, const struct page_region *r,
 		      size_t *cap)
 {
 	if (r->categories & PAGE_IS_GUARD)
 		return add_guard(d, r->start, r->end);
+	if (d->incremental && v->tracked && (r->categories & PAGE_IS_WPALLOWED) &&
+	    !(r->categories & PAGE_IS_WRITTEN))
+		return add_unwritten(d, v, r->start, r->end, cap);
 	return add_run(d, v, r->start, r->end, cap);
 }
 
@@ -78,6 +125,7 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 {
 	uint64_t skip = PAGE_IS_PFNZERO | (v->anon_only ? PAGE_IS_FILE : 0);
 	uint64_t want = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | (guard ? PAGE_IS_GUARD : 0);
+	uint64_t track = d->incremental && v->tracked ? PAGE_IS_WPALLOWED | PAGE_IS_WRITTEN : 0;
 	struct pm_scan_arg arg = {
 		.size = sizeof(arg),
 		.start = v->start,
@@ -87,7 +135,7 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 		.category_inverted = skip,
 		.category_mask = skip,
 		.category_anyof_mask = want,
-		.return_mask = want,
+		.return_mask = want | track,
 	};
 	uint64_t before = d->nr_pages;
 
@@ -185,6 +233,7 @@ int select_pages(struct dump_ctx *d)
 	close(fd);
 	if (ret)
 		return fail(ret, "cannot scan the pages of process %d: %s", d->pid, strerror(-ret));
-	pr_info("%lu pages to dump in %zu runs", d->nr_pages, d->nr_runs);
+	pr_info("%lu pages to dump in %zu runs, %lu in the parent's", d->nr_pages, d->nr_runs,
+		d->stats.pages_in_parent);
 	return 0;
 }

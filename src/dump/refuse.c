@@ -17,6 +17,7 @@
 #include "common.h"
 #include "dump/files.h"
 #include "dump/refuse.h"
+#include "dump/track.h"
 #include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
@@ -184,7 +185,7 @@ static void check_fd(pid_t pid, int fd, struct refusals *r)
 	check_fd_locks(pid, fd, r);
 }
 
-static void check_fds(pid_t pid, struct refusals *r)
+static void check_fds(pid_t pid, const struct tracker *t, struct refusals *r)
 {
 	char path[64];
 	struct dirent *de;
@@ -195,7 +196,7 @@ static void check_fds(pid_t pid, struct refusals *r)
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
+		if (de->d_name[0] != '.' && !track_owns_fd(t, atoi(de->d_name)))
 			check_fd(pid, atoi(de->d_name), r);
 	closedir(dir);
 }
@@ -293,7 +294,7 @@ int refuse_check_frozen(pid_t pid)
 	return report(pid, &r);
 }
 
-int refuse_check(pid_t pid, bool tcp_established)
+int refuse_check(pid_t pid, bool tcp_established, const struct tracker *t)
 {
 	struct refusals r = { .len = 0 };
 
@@ -303,7 +304,7 @@ int refuse_check(pid_t pid, bool tcp_established)
 	check_namespaces(pid, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
-	check_fds(pid, &r);
+	check_fds(pid, t, &r);
 	sockets_refuse(pid, tcp_established, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);

@@ -18,8 +18,10 @@ struct refusals {
 
 /* Append one item ("fd 5 (eventfd)") to the list. */
 void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* 0, or fail() once with everything the target holds that cannot be dumped. */
-int refuse_check(pid_t pid, bool tcp_established);
+struct tracker;
+/* 0, or fail() once with everything the target holds that cannot be dumped
+ * (the fds of memdump's own tracker t left out). */
+int refuse_check(pid_t pid, bool tcp_established, const struct tracker *t);
 /* The same for what can change until the target is frozen: its children. */
 int refuse_check_frozen(pid_t pid);
 
