@@ -274,9 +274,9 @@ static void fill_run(struct rst_vma *v, struct rst_run *r)
 	while (a < b) {
 		u64 chunk = b - a > (1UL << 30) ? (1UL << 30) : b - a;
 
-		ret = sys_call4(__nr_pread64, A->pages_fd, a, chunk, off);
+		ret = sys_call4(__nr_pread64, r->fd, a, chunk, off);
 		if (ret <= 0)
-			rst_fail(ret ? ret : -5, "cannot read pages-1.img for", a);
+			rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
 		a += ret;
 		off += ret;
 	}

@@ -292,7 +292,12 @@ int track_register(struct dump_ctx *d)
 	return ret;
 }
 
-/* Present pages written since the last protection become protected again. */
+/*
+ * Present pages written since the last protection become protected again.
+ * Not page-cache pages of a private file mapping: the process's writes to
+ * them make new anonymous pages (unprotected: written), and a protected one
+ * the kernel reclaimed would leave a marker behind.
+ */
 static int protect_vma(int pm_fd, const struct vma *v)
 {
 	struct pm_scan_arg arg = {
@@ -300,7 +305,8 @@ static int protect_vma(int pm_fd, const struct vma *v)
 		.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
 		.start = v->start,
 		.end = v->end,
-		.category_mask = PAGE_IS_WRITTEN,
+		.category_inverted = PAGE_IS_FILE,
+		.category_mask = PAGE_IS_WRITTEN | PAGE_IS_FILE,
 		.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 	};
 
