@@ -198,8 +198,10 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 			if (ret)
 				return ret;
 		}
-		arg.start = arg.walk_end;
-		if (n < VEC_LEN && arg.walk_end >= v->end)
+		/* walk_end can lag behind the regions returned (seen with
+		 * WPALLOWED/WRITTEN asked for): never scan a page twice */
+		arg.start = n > 0 ? MAX(arg.walk_end, vec[n - 1].end) : arg.walk_end;
+		if (n < VEC_LEN && arg.start >= v->end)
 			break;
 	}
 	v->nr_pages = d->nr_pages - before;
