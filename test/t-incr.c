@@ -1,5 +1,5 @@
 /* t-incr: memory for incremental dumps.
- * usage: t-incr DIR MB STRIDE [uffd]
+ * usage: t-incr DIR MB STRIDE [uffd|keep]
  * A private anonymous region of MB MiB filled with a pattern (seed SEED),
  * and a 64 MiB reservation with one page touched. Each SIGUSR2 is a step g
  * (1, 2, ...): the pages p of the region with p % STRIDE == g - 1 are
@@ -7,11 +7,13 @@
  * and at step 1 the pages with p % STRIDE == STRIDE - 1 are dropped
  * (MADV_DONTNEED: zeros from then on); then "STEP g" is printed.
  * SIGUSR1 checks every byte against what the steps made.
- * "uffd": the program also holds a userfaultfd of its own.
+ * "uffd": the program also holds a userfaultfd of its own; "keep": no page
+ * is dropped (for scripts/bench-incremental).
  * READY <pid> <addr> <len> <stride> */
 #include "tlib.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/userfaultfd.h>
 
 #define SEED	0x1acc0001ULL
@@ -23,11 +25,12 @@ static void on_usr2(int sig) { (void)sig; t_usr2 = 1; }
 static uint8_t *big, *sparse;
 static size_t len, stride;
 static int steps;
+static bool keep;
 
 /* The seed page p holds after the steps so far; 0: zeros. */
 static uint64_t page_seed(size_t p)
 {
-	if (steps >= 1 && p % stride == stride - 1 && (size_t)steps < stride)
+	if (!keep && steps >= 1 && p % stride == stride - 1 && (size_t)steps < stride)
 		return 0;
 	if (p % stride < (size_t)steps)
 		return SEED + p % stride + 1;
@@ -41,7 +44,7 @@ static void step(void)
 	steps++;
 	for (size_t p = steps - 1; p < pages; p += stride)
 		t_fill(big + p * T_PAGE, T_PAGE, SEED + steps);
-	if (steps == 1)
+	if (steps == 1 && !keep)
 		for (size_t p = stride - 1; p < pages; p += stride)
 			madvise(big + p * T_PAGE, T_PAGE, MADV_DONTNEED);
 	t_fill(sparse + steps * (1UL << 20), T_PAGE, SEED + 100 + steps);
@@ -87,6 +90,7 @@ int main(int argc, char **argv)
 	if (argc > 4 && !strcmp(argv[4], "uffd") &&
 	    syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY) < 0)
 		t_fail("userfaultfd: %s", strerror(errno));
+	keep = argc > 4 && !strcmp(argv[4], "keep");
 	sigaction(SIGUSR2, &sa, NULL);
 	big = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE);
 	sparse = t_mmap(SPARSE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE);
