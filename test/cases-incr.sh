@@ -81,6 +81,14 @@ case_incr_chain() {
 	pages_between "$T/d2" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
 	expect_parent_entries "$T/d2"
 	md verify verify -D "$T/d2" || fail "verify of the chain failed: $(cat "$MD_ERR")"
+	# page 0 was rewritten (in d2's own pages), page 1 not (in p1's)
+	local a=$(( READY[2] )) p
+	for p in 0:0x1acc0002 1:0x1acc0001; do
+		md read-mem read-mem -D "$T/d2" $(( a + ${p%%:*} * 4096 )) 4096 ||
+			fail "read-mem of the chain failed: $(cat "$MD_ERR")"
+		"$TESTBIN/t-incr" --gen $(( a + ${p%%:*} * 4096 )) 4096 "${p#*:}" | cmp -s - "$MD_OUT" ||
+			fail "read-mem of page ${p%%:*} through the chain differs"
+	done
 	restore_and_pass "$T/d2" 1
 	note "the same chain restores again"
 	restore_and_pass "$T/d2" 2
