@@ -232,14 +232,44 @@ case_incr_foreign_uffd() {
 }
 add incr-foreign-uffd case_incr_foreign_uffd
 
+# One it creates while tracked: the dump is refused naming it, and the
+# target keeps memdump's tracker, as it was, for the next try or track --stop.
+case_incr_foreign_uffd_late() {
+	start_prog t-incr "$INCR_MB" "$INCR_STRIDE" uffd-late
+	pre_dump "$T/p1"
+	local fd; fd=$(tracker_fd "$PID")
+	incr_step
+	mkdir -p "$T/d2"
+	md dump dump -t "$PID" -D "$T/d2" --prev-images-dir ../p1
+	expect_md_error
+	grep -q 'fd 3 (anon_inode:\[userfaultfd\]: a userfaultfd)' "$MD_ERR" ||
+		fail "the refusal does not name the process's userfaultfd"
+	grep -q "fd $fd " "$MD_ERR" && fail "memdump's own tracker was refused"
+	expect_untraced "$PID"
+	expect_tracked "$PID"
+	no_inventory "$T/d2"
+	md track track --stop -t "$PID" || fail "track --stop failed: $(tail -n1 "$MD_ERR")"
+	[[ -z $(tracker_fd "$PID" | grep -vx 3) ]] || fail "memdump's tracker is left"
+	! grep -q '^VmFlags:.* uw' "/proc/$PID/smaps" || fail "registrations are left"
+	check_child_pass
+}
+add incr-foreign-uffd-late case_incr_foreign_uffd_late
+
 # A broken chain is one line and starts nothing: the parent gone, another
 # set in its place, a damaged parent; put back, the chain restores.
 case_incr_broken_chain() {
 	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
+	pre_dump "$T/p0"
 	pre_dump "$T/p1"
 	incr_step
 	dump "$PID" "$T/d2" --prev-images-dir ../p1
 	expect_killed "$PID"
+	ln -sfn ../p0 "$T/d2/parent"	# a valid set of the same process, not the one
+	md restore restore -D "$T/d2"
+	expect_md_error
+	grep -q 'parent set 1 is not the set this one was dumped against' "$MD_ERR" ||
+		fail "another parent set not refused"
+	ln -sfn ../p1 "$T/d2/parent"
 	mv "$T/p1" "$T/p1.real"
 	md restore restore -D "$T/d2"
 	expect_md_error

@@ -1,5 +1,5 @@
 /* t-incr: memory for incremental dumps.
- * usage: t-incr DIR MB STRIDE [uffd|keep]
+ * usage: t-incr DIR MB STRIDE [uffd|uffd-late|keep]
  * A private anonymous region of MB MiB filled with a pattern (seed SEED),
  * and a 64 MiB reservation with one page touched. Each SIGUSR2 is a step g
  * (1, 2, ...): the pages p of the region with p % STRIDE == g - 1 are
@@ -7,7 +7,8 @@
  * and at step 1 the pages with p % STRIDE == STRIDE - 1 are dropped
  * (MADV_DONTNEED: zeros from then on); then "STEP g" is printed.
  * SIGUSR1 checks every byte against what the steps made.
- * "uffd": the program also holds a userfaultfd of its own; "keep": no page
+ * "uffd": the program also holds a userfaultfd of its own (uffd-late: from
+ * step 1 on); "keep": no page
  * is dropped (for scripts/bench-incremental).
  * READY <pid> <addr> <len> <stride> */
 #include "tlib.h"
@@ -25,7 +26,7 @@ static void on_usr2(int sig) { (void)sig; t_usr2 = 1; }
 static uint8_t *big, *sparse;
 static size_t len, stride;
 static int steps;
-static bool keep;
+static bool keep, uffd_late;
 
 /* The seed page p holds after the steps so far; 0: zeros. */
 static uint64_t page_seed(size_t p)
@@ -48,6 +49,8 @@ static void step(void)
 		for (size_t p = stride - 1; p < pages; p += stride)
 			madvise(big + p * T_PAGE, T_PAGE, MADV_DONTNEED);
 	t_fill(sparse + steps * (1UL << 20), T_PAGE, SEED + 100 + steps);
+	if (uffd_late && steps == 1 && syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY) < 0)
+		t_fail("userfaultfd: %s", strerror(errno));
 	printf("STEP %d\n", steps);
 	fflush(stdout);
 }
@@ -91,6 +94,7 @@ int main(int argc, char **argv)
 	    syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY) < 0)
 		t_fail("userfaultfd: %s", strerror(errno));
 	keep = argc > 4 && !strcmp(argv[4], "keep");
+	uffd_late = argc > 4 && !strcmp(argv[4], "uffd-late");
 	sigaction(SIGUSR2, &sa, NULL);
 	big = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE);
 	sparse = t_mmap(SPARSE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE);
