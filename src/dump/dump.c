@@ -319,6 +319,8 @@ int dump_run(const struct dump_opts *o)
 		return fail(-EINVAL, "%s needs -t PID and -D DIR", o->pre_dump ? "pre-dump" : "dump");
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
+	if (o->track_mem && !leave_running)
+		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
