@@ -72,6 +72,16 @@ struct pm_scan_arg {
 #define UFFD_FEATURE_WP_ASYNC	(1 << 15)
 #endif
 
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED	(1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM	(1 << 12)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY	1
+#endif
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open		434
 #endif

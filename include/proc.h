@@ -10,6 +10,7 @@ struct proc_stat {
 	char state;
 	pid_t ppid, pgid, sid;
 	unsigned long flags;
+	uint64_t start_time;		/* clock ticks after boot: tells a reused PID apart */
 	uint64_t start_code, end_code, start_stack;
 	uint64_t start_data, end_data, start_brk;
 	uint64_t arg_start, arg_end, env_start, env_end;

@@ -48,10 +48,12 @@ struct rst_guard {
 	unsigned long start, end;
 };
 
-/* A run of dumped pages, in pages-1.img order. */
+/* A run of dumped pages: in pages-1.img, or in a parent set's pages image. */
 struct rst_run {
 	unsigned long vaddr, nr_pages;
-	unsigned long file_off;	/* offset in pages-1.img */
+	unsigned long file_off;	/* offset in that pages image */
+	int fd;			/* the pages image, an fd while the blob runs */
+	unsigned int pad;
 };
 
 /*

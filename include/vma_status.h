@@ -18,6 +18,7 @@
 #define VMA_AREA_VVAR		(1u << 12)
 #define VMA_AREA_MEMFD		(1u << 14)
 
+#define PE_PARENT		(1u << 0)	/* pagemap entry: pages are in the parent set */
 #define PE_PRESENT		(1u << 2)	/* pagemap entry: pages are in pages-N.img */
 
 /* vma_entry.madv: bit N set means madvise(N) applies to the whole VMA. */

@@ -255,9 +255,13 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 	return sys_call6(__nr_mmap, addr, len, prot, flags, fd, off);
 }
 
-static void fill_run(struct rst_vma *v, struct rst_run *r)
+/*
+ * The memory of [a, b), a span of adjacent runs (one run, or the pieces of an
+ * incremental chain from several pages images), made present: huge pages
+ * where 2 MiB fit, 4K pages for the rest.
+ */
+static void prep_span(struct rst_vma *v, u64 a, u64 b)
 {
-	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
 	u64 h0 = (a + RST_HUGE_SIZE - 1) & ~(RST_HUGE_SIZE - 1);
 	u64 h1 = b & ~(RST_HUGE_SIZE - 1);
 	int huge = v->how == RST_MAP_ANON && !(v->madv & (1UL << MADV_NOHUGEPAGE)) &&
@@ -289,13 +293,21 @@ static void fill_run(struct rst_vma *v, struct rst_run *r)
 	if (ret < 0 && ret != -22)
 		rst_fail(ret, "cannot populate memory at", a);
 	A->prep_us += now_us() - t0;
-	t0 = now_us();
+}
+
+/* The bytes of one run from its pages image, into memory made present. */
+static void read_run(struct rst_run *r)
+{
+	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
+	u64 t0 = now_us();
+	long ret;
+
 	while (a < b) {
 		u64 chunk = b - a > (1UL << 30) ? (1UL << 30) : b - a;
 
-		ret = sys_call4(__nr_pread64, A->pages_fd, a, chunk, off);
+		ret = sys_call4(__nr_pread64, r->fd, a, chunk, off);
 		if (ret <= 0)
-			rst_fail(ret ? ret : -5, "cannot read pages-1.img for", a);
+			rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
 		a += ret;
 		off += ret;
 	}
@@ -344,8 +356,16 @@ static void restore_memory(void)
 			rst_fail(ret, "cannot map VMA at", v->start);
 		if (v->madv & (1UL << MADV_HUGEPAGE))
 			sys_call3(__nr_madvise, v->start, len, MADV_HUGEPAGE);
-		for (u64 k = 0; k < v->nr_runs; k++)
-			fill_run(v, &runs[v->first_run + k]);
+		for (u64 k = 0; k < v->nr_runs;) {
+			struct rst_run *r = &runs[v->first_run + k];
+			u64 end = r->vaddr + r->nr_pages * PAGE, j = k + 1;
+
+			while (j < v->nr_runs && runs[v->first_run + j].vaddr == end)
+				end += runs[v->first_run + j++].nr_pages * PAGE;
+			prep_span(v, r->vaddr, end);
+			for (; k < j; k++)
+				read_run(&runs[v->first_run + k]);
+		}
 	}
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {

@@ -12,6 +12,7 @@
 #include "cli/action_script.h"
 #include "cli/options.h"
 #include "cli/rpc.h"
+#include "dump/dump.h"
 #include "cli/worker.h"
 #include "restore/restore.h"
 
@@ -21,12 +22,18 @@ static const char usage[] =
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
+	"       [--prev-images-dir PDIR [--track-mem]]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
 	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
 	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
-	"        back on restore (restore --shell-job: memdump's own)\n"
+	"        back on restore (restore --shell-job: memdump's own);\n"
+	"        --prev-images-dir (relative to DIR): write only the pages written since\n"
+	"        PDIR was dumped; --track-mem: go on tracking them (with --leave-running)\n"
+	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
+	"        dump the memory of PID, leave it running and track the pages it writes\n"
+	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return\n"
@@ -40,19 +47,42 @@ static const char usage[] =
 	"common options: -v N (0-4, default 2), --log-file FILE, --no-progress\n"
 	"dump, restore: --action-script FILE (run at each hook point, as CRIU's)\n";
 
-int cmd_dump(const struct options *o)
+/* What a dump is asked for; as holds the action scripts while it runs. */
+static struct dump_opts dump_opts_of(const struct options *o, struct action_scripts *as)
 {
-	struct action_scripts as;
-	struct dump_opts d = {
+	return (struct dump_opts){
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.snapshot = o->snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
-		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
+		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
+		.hooks = action_scripts_init(as, o->action_scripts, o->nr_action_scripts, o->dir),
 	};
+}
+
+int cmd_dump(const struct options *o)
+{
+	struct action_scripts as;
+	struct dump_opts d = dump_opts_of(o, &as);
 
 	return dump_run(&d);
+}
+
+int cmd_pre_dump(const struct options *o)
+{
+	struct action_scripts as;
+	struct dump_opts d = dump_opts_of(o, &as);
+
+	d.pre_dump = true;
+	return dump_run(&d);
+}
+
+int cmd_track(const struct options *o)
+{
+	if (!o->stop || !o->pid)
+		return fail(-EINVAL, "usage: memdump track --stop -t PID");
+	return track_stop_run(o->pid);
 }
 
 int cmd_restore(const struct options *o)
@@ -73,6 +103,8 @@ static const struct command {
 	bool in_worker;		/* see worker.c */
 } commands[] = {
 	{ "dump", cmd_dump, "dump failed", true },
+	{ "pre-dump", cmd_pre_dump, "pre-dump failed", true },
+	{ "track", cmd_track, "track failed", true },
 	{ "restore", cmd_restore, "restore failed", false },
 	{ "show", cmd_show, "show failed", false },
 	{ "read-mem", cmd_read_mem, "read-mem failed", false },
@@ -135,7 +167,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
-	       OPT_ACTION_SCRIPT };
+	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -146,6 +178,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
+		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
+		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
+		{ "stop", no_argument, NULL, OPT_STOP },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -194,6 +229,15 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_TCP_EST:
 			opts->tcp_established = true;
+			break;
+		case OPT_PREV:
+			opts->prev_dir = optarg;
+			break;
+		case OPT_TRACK_MEM:
+			opts->track_mem = true;
+			break;
+		case OPT_STOP:
+			opts->stop = true;
 			break;
 		case 'd':
 			opts->detach = true;

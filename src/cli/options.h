@@ -24,6 +24,9 @@ struct options {
 	bool snapshot;			/* --snapshot */
 	enum pages_write pages_write;	/* --pages-write */
 	bool tcp_established;		/* --tcp-established */
+	const char *prev_dir;		/* --prev-images-dir */
+	bool track_mem;			/* --track-mem */
+	bool stop;			/* track --stop */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
 	bool json;			/* show --json */
@@ -38,6 +41,8 @@ struct options {
 };
 
 int cmd_dump(const struct options *o);
+int cmd_pre_dump(const struct options *o);
+int cmd_track(const struct options *o);
 int cmd_restore(const struct options *o);
 int cmd_show(const struct options *o);
 int cmd_read_mem(const struct options *o);

@@ -98,11 +98,11 @@ static int write_full(const void *buf, size_t len)
 	return 0;
 }
 
-static int read_pages(const struct vma_src *src, const struct dump_run *r, uint64_t key,
+static int read_pages(const struct dump_run *r, uint64_t key,
 		      void *buf, size_t n)
 {
 	size_t got;
-	int ret = pread_full(src->pages_fd, buf, n, r->off + (key - r->start), &got);
+	int ret = pread_full(r->fd, buf, n, r->off + (key - r->start), &got);
 
 	if (ret)
 		return fail(ret, "cannot read pages image: %s", strerror(-ret));
@@ -142,7 +142,7 @@ static int read_chunk(const struct dumpset *ds, uint64_t a, uint64_t max,
 	if (r && r->start <= key) {
 		*n = MIN(lim, r->end - key);
 		if (r->present)
-			return read_pages(&src, r, key, buf, *n);
+			return read_pages(r, key, buf, *n);
 		memset(buf, 0, *n);
 		return 0;
 	}

@@ -6,6 +6,11 @@
  *   target stays frozen until all of them are on disk), cure, write the
  *   other images, kill or resume the target, then write inventory.img last.
  *
+ * memdump pre-dump is the same with memory only (VMAs, pages, pagemap,
+ * stats, inventory), the target left running and its memory tracked from
+ * then on (track.c); a dump with --prev-images-dir then writes only the
+ * pages written since (pagescan.c, parent.c).
+ *
  * Any failure: the images written so far are removed, the target is cured
  * and resumed untraced, and the reason is reported once by main().
  */
@@ -81,11 +86,72 @@ static bool target_stopped(pid_t pid)
 	return proc_read_stat(pid, &st) == 0 && st.state == 'T';
 }
 
+/*
+ * The tracker, when the target has one or is to get one: taken (or
+ * created), and every trackable VMA registered with it.
+ */
+static int track_start(struct dump_ctx *d)
+{
+	int ret;
+
+	if (d->track.fd < 0 && d->track.tmp_fd < 0 && !d->keep_tracking)
+		return 0;
+	ret = track_attach(d);
+	return ret ? ret : track_register(d);
+}
+
+/*
+ * Every page is in the image: the tracker goes, or protects the memory again
+ * for the next iteration. Until the new set is complete (track_commit) the
+ * record says nothing is known: a dump that fails from here on leaves the
+ * next one dumping every page, never trusting protections it reset.
+ */
+static int track_finish(struct dump_ctx *d)
+{
+	int ret;
+
+	if (d->track.local < 0)
+		return 0;
+	if (!d->keep_tracking)
+		return track_remove(&d->in, &d->track);
+	d->track.base = 0;
+	ret = track_state_save(&d->track);
+	return ret ? ret : track_protect(d);
+}
+
+/* The new set is complete: pages not written from now on are its own. */
+static int track_commit(struct dump_ctx *d)
+{
+	uint64_t size;
+	int ret;
+
+	if (d->track.local < 0 || !d->keep_tracking)
+		return 0;
+	ret = img_sum_file(d->dir.fd, "inventory.img", &size, &d->track.base);
+	return ret ? ret : track_state_save(&d->track);
+}
+
+/* A pre-dump reads memory only. */
+static int collect_memory(struct dump_ctx *d)
+{
+	int ret = collect_vmas(d);
+
+	if (!ret)
+		ret = track_start(d);
+	if (!ret)
+		ret = infect_parasite(&d->in);
+	if (!ret)
+		ret = select_pages(d);
+	return ret;
+}
+
 /* Everything read while the target is frozen, before its pages. */
 static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o)
 {
 	int ret = 0;
 
+	if (d->pre_dump)
+		return collect_memory(d);
 	ret = collect_threads(d);
 	if (!ret)
 		ret = collect_seccomp(d);
@@ -99,6 +165,8 @@ static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_
 		ret = sockets_prepare(d, o->tcp_established);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
+	if (!ret)
+		ret = track_start(d);
 	if (!ret)
 		ret = infect_parasite(&d->in);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
@@ -125,6 +193,12 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts, bool sn
 		ret = write_pages(d);
 
 	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
+	if (!ret)
+		ret = track_finish(d);	/* remote syscalls: not while the blob runs */
+	if (!ret && d->nr_parent_runs)
+		ret = parent_link(d);
+	if (!ret && d->pre_dump)
+		return write_stats(d);
 	if (!ret)
 		ret = write_shmem(d);	/* still frozen: one instant */
 	if (!ret)
@@ -162,13 +236,19 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
 	char line[512];
 
+	char parent[64] = "";
+
 	if (log_level() == LOG_NONE)
 		return;
-	snprintf(line, sizeof(line), "dumped process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB) "
-		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s", d->pid,
-		 d->nr_threads, d->nr_vmas, d->stats.pages_written, mb, frozen_us / 1e6,
-		 mode_name(d->mode), d->stats.pages_cached ? " via the page cache" : "",
-		 mem_s > 0 ? mb / mem_s : 0, (d->stats.durable_at - d->stats.frozen_at) / 1e6);
+	if (d->nr_parent_runs)
+		snprintf(parent, sizeof(parent), " (%lu more in the parent's)",
+			 d->stats.pages_in_parent);
+	snprintf(line, sizeof(line), "%s process %d: %d thread(s), %d VMAs, %lu pages (%.1f MB)%s "
+		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s",
+		 d->pre_dump ? "pre-dumped" : "dumped", d->pid, d->stats.threads, d->nr_vmas,
+		 d->stats.pages_written, mb, parent, frozen_us / 1e6, mode_name(d->mode),
+		 d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
+		 (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	if (quiet) {
 		pr_info("%s", line);
 		return;
@@ -188,7 +268,10 @@ static void dump_ctx_free(struct dump_ctx *d)
 	free(d->threads);
 	free(d->vmas);
 	free(d->runs);
+	free(d->parent_runs);
 	free(d->run_sums);
+	parent_free(d);
+	track_close(&d->track);
 	free(d->guards);
 	files_free(&d->files);
 	sk_set_free(&d->sockets);
@@ -214,11 +297,12 @@ static void network_unlocked(const struct dump_opts *o, pid_t pid)
  * The images are complete, the target still frozen: post-dump. With hooks the
  * inventory is written first, so that they see a complete set.
  */
-static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool *inventory)
+static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
+			 bool *inventory)
 {
 	int ret = 0;
 
-	*inventory = !o->leave_running || o->hooks;
+	*inventory = !leave_running || o->hooks;
 	if (*inventory)
 		ret = write_inventory(d);
 	if (!ret)
@@ -226,12 +310,44 @@ static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool *in
 	return ret;
 }
 
+/* Before the freeze: the tracker the target holds, the previous images. */
+static int prepare_incremental(struct dump_ctx *d, const struct dump_opts *o)
+{
+	int ret = 0;
+
+	if (o->prev_dir)
+		ret = parent_open(d, o->prev_dir);
+	if (ret || !o->prev_dir)
+		return ret;
+	d->incremental = d->track.fd >= 0 && d->track.base &&
+			 d->track.base == d->parent.inventory_hash;
+	if (!d->incremental)
+		pr_warn("no memory tracking of process %d since %s was dumped: every page is "
+			"written", d->pid, o->prev_dir);
+	return 0;
+}
+
+/* A failed dump leaves the target as it was: a tracker it just got goes again. */
+static void undo(struct dump_ctx *d)
+{
+	if (d->track.created && track_remove(&d->in, &d->track))
+		fail_clear();	/* the first error is the one reported */
+	infect_cure(&d->in);
+	img_remove_created(&d->dir);
+	if (d->parent.linked)
+		parent_unlink(d);
+	sockets_finish(d, false);
+	infect_release(&d->in, false);
+}
+
 int dump_run(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid },
-			      .pages_write = o->pages_write,
+			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
+			      .parent = { .dirfd = -1 },
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
+	bool leave_running = o->leave_running || o->pre_dump;
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
 	bool inventory = false;
@@ -239,31 +355,40 @@ int dump_run(const struct dump_opts *o)
 
 	if (!ts)
 		return -ENOMEM;
+	track_init(&d.track, o->pid);
 	if (!o->pid || !o->dir) {
 		free(ts);
-		return fail(-EINVAL, "dump needs -t PID and -D DIR");
+		return fail(-EINVAL, "%s needs -t PID and -D DIR", o->pre_dump ? "pre-dump" : "dump");
 	}
 	if (o->snapshot && !o->leave_running) {
 		free(ts);
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
 	}
+	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
+	if (o->track_mem && !leave_running)
+		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
 	catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
-		ret = refuse_check(o);
+		ret = track_find(&d.track, d.pid);
+	if (!ret)
+		ret = refuse_check(o, &d.track);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
 	if (!ret)
 		ret = d.dir.fd = open_dir(o->dir);
+	if (ret >= 0)
+		ret = prepare_incremental(&d, o);
 	if (ret >= 0) {
 		int h = hook_fire(o->hooks, HOOK_PRE_DUMP, d.pid);
 
-		if (h) {
-			close(d.dir.fd);
+		if (h)
 			ret = h;
-		}
 	}
 	if (ret < 0) {
+		if (d.dir.fd > 0)
+			close(d.dir.fd);
+		dump_ctx_free(&d);
 		free(ts);
 		return ret;
 	}
@@ -276,27 +401,25 @@ int dump_run(const struct dump_opts *o)
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	d.stats.frozen_at = now_us();
+	d.stats.threads = d.in.nr_threads;
 	if (!ret)
 		ret = collect(&d, ts, o);
 	if (!ret)
 		ret = write_images(&d, ts, o->snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret)
-		ret = finish_images(&d, o, &inventory);
+		ret = finish_images(&d, o, leave_running, &inventory);
 	if (ret) {
-		infect_cure(&d.in);
 		snapshot_end(&d);
 		if (inventory)		/* a post-dump hook failed: the set is not complete */
 			unlinkat(d.dir.fd, "inventory.img", 0);
-		img_remove_created(&d.dir);
-		sockets_finish(&d, false);
-		infect_release(&d.in, false);
+		undo(&d);
 		network_unlocked(o, d.pid);
 	} else {
-		if (o->leave_running)
+		if (leave_running)
 			sockets_finish(&d, false);	/* before it runs again */
-		infect_release(&d.in, !o->leave_running);
-		if (!o->leave_running)
+		infect_release(&d.in, !leave_running);
+		if (!leave_running)
 			sockets_finish(&d, true);
 		else
 			network_unlocked(o, d.pid);
@@ -314,12 +437,17 @@ int dump_run(const struct dump_opts *o)
 	if (!ret && !inventory)
 		ret = write_inventory(&d);
 	if (!ret)
-		ret = make_durable(&d, o->leave_running);
+		ret = track_commit(&d);
+	if (!ret)
+		ret = make_durable(&d, leave_running);
 	d.stats.durable_at = now_us();
-	if (ret && o->leave_running)
+	if (ret && leave_running) {
 		img_remove_created(&d.dir);
-	else
+		if (d.parent.linked)
+			parent_unlink(&d);
+	} else {
 		img_forget_created(&d.dir);
+	}
 	if (!ret)
 		summary(&d, frozen_us, o->quiet);
 	close(d.dir.fd);

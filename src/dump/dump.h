@@ -23,6 +23,7 @@
 #include "hooks.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
+#include "dump/track.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 
@@ -102,6 +103,8 @@ struct vma {
 	bool locked;
 	bool dump;			/* its pages go to the image */
 	bool anon_only;			/* dump only anonymous (COW) pages */
+	bool uffd_wp;			/* VmFlags uw: registered with the tracker, or refused */
+	bool tracked;			/* registered with the tracker (track.c) */
 	uint64_t nr_pages;		/* dumped */
 	char vmflags[128];
 	char name[PATH_MAX];
@@ -123,6 +126,8 @@ struct dump_stats {
 	uint64_t freeze_start, frozen_at, unfrozen_at, durable_at;
 	uint64_t mem_start, mem_end;
 	uint64_t pages_scanned, pages_written;
+	uint64_t pages_in_parent;	/* listed, their bytes in the parent set */
+	int threads;			/* frozen */
 	uint64_t bytes_written;
 	bool pages_cached;		/* written through the page cache */
 };
@@ -148,6 +153,9 @@ struct dump_opts {
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
 	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
 	bool quiet;			/* the summary goes to the log, not to stdout */
+	bool pre_dump;			/* memdump pre-dump: memory only, left running, tracked */
+	bool track_mem;			/* --track-mem: keep tracking after this dump */
+	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
 };
 
 /*
@@ -171,6 +179,8 @@ int dump_reclaim(struct dump_trace *t);
 
 /* dump.c: the pipeline; <0 after fail() */
 int dump_run(const struct dump_opts *o);
+/* track.c: memdump track --stop -t PID */
+int track_stop_run(pid_t pid);
 const char *mode_name(enum dump_mode m);
 
 /* The open files met in fds, mappings, exe, cwd and root (files.c). */
@@ -189,9 +199,26 @@ struct shmem_set {
 	int nr;
 };
 
+/* The image set of the previous iteration (parent.c). */
+struct parent_set {
+	const char *path;		/* as given: the `parent` link's target */
+	int dirfd;			/* -1: no parent */
+	uint64_t inventory_hash;	/* of its inventory.img */
+	struct page_run *cover;		/* the pages its pagemap lists, sorted */
+	size_t nr_cover;
+	bool linked;			/* this dump made the `parent` link */
+};
+
 struct dump_ctx {
 	pid_t pid;
 	struct img_dir dir;		/* -D, and the images created in it */
+	bool pre_dump;
+	bool keep_tracking;		/* the tracker stays after this dump */
+	struct tracker track;		/* track.c */
+	struct parent_set parent;
+	bool incremental;		/* unwritten pages go to parent_runs */
+	struct page_run *parent_runs;	/* listed with PE_PARENT, sorted */
+	size_t nr_parent_runs;
 	struct infect_ctx in;		/* the frozen, infected process */
 	struct file_set files;
 	enum dump_mode mode;
@@ -228,6 +255,14 @@ int collect_vmas(struct dump_ctx *d);
 
 /* pagescan.c */
 int select_pages(struct dump_ctx *d);
+
+/* parent.c: --prev-images-dir */
+int parent_open(struct dump_ctx *d, const char *path);
+/* From addr, the end (<= end) of the stretch the parent holds (*held) or not. */
+uint64_t parent_stretch(const struct parent_set *p, uint64_t addr, uint64_t end, bool *held);
+int parent_link(struct dump_ctx *d);
+void parent_unlink(struct dump_ctx *d);
+void parent_free(struct dump_ctx *d);
 
 /* pages.c */
 int write_pages(struct dump_ctx *d);

@@ -379,8 +379,8 @@ int collect_fds(struct dump_ctx *d)
 	if (!dir)
 		return fail(-errno, "cannot list %s: %s", path, strerror(errno));
 	while (!ret && (de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			ret = collect_fd(d, atoi(de->d_name));
+		if (de->d_name[0] != '.' && !track_owns_fd(&d->track, atoi(de->d_name)))
+			ret = collect_fd(d, atoi(de->d_name));	/* memdump's tracker: not the process's */
 	closedir(dir);
 	return ret;
 }

@@ -398,29 +398,49 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	return ret;
 }
 
-/* pagemap-PID.img, with each run's checksum (sums[i]). */
+static int write_pagemap_entry(struct image *img, const struct page_run *r, bool in_parent,
+			       uint64_t sum)
+{
+	PagemapEntry pe = PAGEMAP_ENTRY__INIT;
+
+	pe.vaddr = r->start;
+	pe.compat_nr_pages = r->nr_pages;
+	pe.has_nr_pages = true;
+	pe.nr_pages = r->nr_pages;
+	pe.has_flags = true;
+	pe.flags = in_parent ? PE_PARENT : PE_PRESENT;
+	pe.has_in_parent = in_parent;
+	pe.in_parent = in_parent;
+	pe.has_sum = !in_parent;	/* the parent's own pagemap has those */
+	pe.sum = sum;
+	return img_write_msg(img, &pe.base);
+}
+
+/*
+ * pagemap-PID.img, with each run's checksum (sums[i]): the runs of pages-1.img
+ * and the runs of the parent set, merged in address order as CRIU lists them.
+ */
 static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
+	size_t i = 0, j = 0;
 	int ret = img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
 
 	if (ret)
 		return ret;
 	head.pages_id = 1;
 	ret = img_write_msg(img, &head.base);
-	for (size_t i = 0; i < d->nr_runs && !ret; i++) {
-		PagemapEntry pe = PAGEMAP_ENTRY__INIT;
+	while (!ret && (i < d->nr_runs || j < d->nr_parent_runs)) {
+		bool own = j == d->nr_parent_runs ||
+			   (i < d->nr_runs && d->runs[i].start < d->parent_runs[j].start);
 
-		pe.vaddr = d->runs[i].start;
-		pe.compat_nr_pages = d->runs[i].nr_pages;
-		pe.has_nr_pages = true;
-		pe.nr_pages = d->runs[i].nr_pages;
-		pe.has_flags = true;
-		pe.flags = PE_PRESENT;
-		pe.has_sum = true;
-		pe.sum = sums[i];
-		ret = img_write_msg(img, &pe.base);
+		if (own) {
+			ret = write_pagemap_entry(img, &d->runs[i], false, sums[i]);
+			i++;
+		} else {
+			ret = write_pagemap_entry(img, &d->parent_runs[j++], true, 0);
+		}
 	}
 	if (ret) {
 		img_abort(img);
@@ -556,6 +576,7 @@ int write_stats(struct dump_ctx *d)
 	ds.memwrite_time = ds.memdump_time;
 	ds.pages_scanned = s->pages_scanned;
 	ds.pages_written = s->pages_written;
+	ds.pages_skipped_parent = s->pages_in_parent;
 	ds.mode = (char *)mode_name(d->mode);
 	ds.has_bytes_written = true;
 	ds.bytes_written = s->bytes_written;
@@ -586,6 +607,10 @@ int write_inventory(struct dump_ctx *d)
 	inv.kernel = u.release;
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
+	inv.has_pre_dump_mode = d->pre_dump;
+	inv.pre_dump_mode = d->mode == MODE_SPLICE ? 1 : 2;	/* CRIU: SPLICE, READ */
+	inv.has_parent_inventory = d->nr_parent_runs > 0;
+	inv.parent_inventory = d->parent.inventory_hash;
 	ret = sum_and_write_pagemap(d);
 	return ret ? ret : img_write_inventory(&d->dir, &inv);
 }

@@ -6,6 +6,11 @@
  * /proc/PID/pagemap, one u64 per page. Untouched memory costs nothing.
  * Guard pages (MADV_GUARD_INSTALL) have no content: they are recorded, not
  * dumped (reading one faults), and installed again by the restorer.
+ *
+ * An incremental dump (a tracker and the set it is relative to, track.c)
+ * asks for PAGE_IS_WPALLOWED and PAGE_IS_WRITTEN too: a page still
+ * write-protected was not written since the previous iteration, and where
+ * that set lists it, it is listed with PE_PARENT and not written again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +29,7 @@
 #define PM_PRESENT	(1ULL << 63)
 #define PM_SWAPPED	(1ULL << 62)
 #define PM_FILE		(1ULL << 61)
+#define PM_SWAP_TYPE	0x1fULL		/* bits 0-4 of a swap entry; all set: a PTE marker */
 
 static int add_run(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end,
 		   size_t *cap)
@@ -60,13 +66,102 @@ static int add_guard(struct dump_ctx *d, uint64_t start, uint64_t end)
 	return 0;
 }
 
-/* One region the scan returned: guard pages, or pages to dump. */
-static int add_region(struct dump_ctx *d, const struct vma *v, const struct page_region *r,
-		      size_t *cap)
+/* Pages the parent set holds: a PE_PARENT entry (capacity: the next power of two). */
+static int add_parent_run(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end)
+{
+	size_t n = d->nr_parent_runs;
+	struct page_run *last = n ? &d->parent_runs[n - 1] : NULL;
+	uint64_t nr = (end - start) >> PAGE_SHIFT;
+
+	d->stats.pages_in_parent += nr;
+	if (last && last->start + last->nr_pages * PAGE_SIZE == start && start != v->start) {
+		last->nr_pages += nr;	/* one VMA's: a run never spans two */
+		return 0;
+	}
+	if (!(n & (n - 1))) {	/* 0, 1, 2, 4, ...: full */
+		struct page_run *r = realloc(d->parent_runs, (n ? n * 2 : 1) * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		d->parent_runs = r;
+	}
+	d->parent_runs[d->nr_parent_runs++] = (struct page_run){ start, nr, false };
+	return 0;
+}
+
+/* Pages not written since the parent: its own where it lists them, else dumped. */
+static int add_unwritten(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end,
+			 size_t *cap)
+{
+	int ret = 0;
+
+	while (start < end && !ret) {
+		bool held;
+		uint64_t to = parent_stretch(&d->parent, start, end, &held);
+
+		ret = held ? add_parent_run(d, v, start, to) : add_run(d, v, start, to, cap);
+		start = to;
+	}
+	return ret;
+}
+
+/* Pages that are there: dumped, or the parent's. */
+static int add_pages(struct dump_ctx *d, const struct vma *v, uint64_t categories,
+		     uint64_t start, uint64_t end, size_t *cap)
+{
+	if (d->incremental && v->tracked && (categories & PAGE_IS_WPALLOWED) &&
+	    !(categories & PAGE_IS_WRITTEN))
+		return add_unwritten(d, v, start, end, cap);
+	return add_run(d, v, start, end, cap);
+}
+
+/*
+ * "Swapped" in a tracked VMA may be a userfaultfd-wp marker: a protected
+ * page the kernel dropped (a private file page reclaimed, a COW copy zapped),
+ * which holds nothing and reads as the file or zeros, as a hole does. The
+ * pagemap entry tells: a swap entry of the last type (SWP_PTE_MARKER).
+ */
+static int add_swapped(struct dump_ctx *d, int pm_fd, const struct vma *v,
+		       const struct page_region *r, size_t *cap)
+{
+	uint64_t buf[512];
+
+	for (uint64_t a = r->start; a < r->end;) {
+		size_t n = MIN((r->end - a) >> PAGE_SHIFT, ARRAY_SIZE(buf)), i = 0;
+		ssize_t got = pread(pm_fd, buf, n * 8, (a >> PAGE_SHIFT) * 8);
+
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		n = got / 8;
+		while (i < n) {
+			bool marker = (buf[i] & PM_SWAPPED) && (buf[i] & PM_SWAP_TYPE) == PM_SWAP_TYPE;
+			size_t j = i + 1;
+			int ret = 0;
+
+			while (j < n && marker == ((buf[j] & PM_SWAPPED) &&
+						   (buf[j] & PM_SWAP_TYPE) == PM_SWAP_TYPE))
+				j++;
+			if (!marker)
+				ret = add_pages(d, v, r->categories, a + i * PAGE_SIZE,
+						a + j * PAGE_SIZE, cap);
+			if (ret)
+				return ret;
+			i = j;
+		}
+		a += n * PAGE_SIZE;
+	}
+	return 0;
+}
+
+/* One region the scan returned: guard pages, pages to dump, or pages of the parent. */
+static int add_region(struct dump_ctx *d, int pm_fd, const struct vma *v,
+		      const struct page_region *r, size_t *cap)
 {
 	if (r->categories & PAGE_IS_GUARD)
 		return add_guard(d, r->start, r->end);
-	return add_run(d, v, r->start, r->end, cap);
+	if (v->tracked && !(r->categories & PAGE_IS_PRESENT))
+		return add_swapped(d, pm_fd, v, r, cap);
+	return add_pages(d, v, r->categories, r->start, r->end, cap);
 }
 
 /*
@@ -78,6 +173,7 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 {
 	uint64_t skip = PAGE_IS_PFNZERO | (v->anon_only ? PAGE_IS_FILE : 0);
 	uint64_t want = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | (guard ? PAGE_IS_GUARD : 0);
+	uint64_t track = v->tracked ? PAGE_IS_WPALLOWED | PAGE_IS_WRITTEN : 0;
 	struct pm_scan_arg arg = {
 		.size = sizeof(arg),
 		.start = v->start,
@@ -87,7 +183,7 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 		.category_inverted = skip,
 		.category_mask = skip,
 		.category_anyof_mask = want,
-		.return_mask = want,
+		.return_mask = want | track,
 	};
 	uint64_t before = d->nr_pages;
 
@@ -97,13 +193,15 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 		if (n < 0)
 			return -errno;
 		for (long i = 0; i < n; i++) {
-			int ret = add_region(d, v, &vec[i], cap);
+			int ret = add_region(d, pm_fd, v, &vec[i], cap);
 
 			if (ret)
 				return ret;
 		}
-		arg.start = arg.walk_end;
-		if (n < VEC_LEN && arg.walk_end >= v->end)
+		/* walk_end can lag behind the regions returned (seen with
+		 * WPALLOWED/WRITTEN asked for): never scan a page twice */
+		arg.start = n > 0 ? MAX(arg.walk_end, vec[n - 1].end) : arg.walk_end;
+		if (n < VEC_LEN && arg.start >= v->end)
 			break;
 	}
 	v->nr_pages = d->nr_pages - before;
@@ -185,6 +283,7 @@ int select_pages(struct dump_ctx *d)
 	close(fd);
 	if (ret)
 		return fail(ret, "cannot scan the pages of process %d: %s", d->pid, strerror(-ret));
-	pr_info("%lu pages to dump in %zu runs", d->nr_pages, d->nr_runs);
+	pr_info("%lu pages to dump in %zu runs, %lu in the parent's", d->nr_pages, d->nr_runs,
+		d->stats.pages_in_parent);
 	return 0;
 }

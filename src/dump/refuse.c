@@ -20,6 +20,7 @@
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "dump/refuse.h"
+#include "dump/track.h"
 #include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
@@ -220,7 +221,7 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	check_fd_locks(pid, fd, r);
 }
 
-static void check_fds(const struct dump_opts *o, struct refusals *r)
+static void check_fds(const struct dump_opts *o, const struct tracker *t, struct refusals *r)
 {
 	char path[64];
 	struct dirent *de;
@@ -231,7 +232,7 @@ static void check_fds(const struct dump_opts *o, struct refusals *r)
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
+		if (de->d_name[0] != '.' && !track_owns_fd(t, atoi(de->d_name)))
 			check_fd(o, atoi(de->d_name), r);
 	closedir(dir);
 }
@@ -357,7 +358,7 @@ int refuse_check_frozen(pid_t pid)
 	return report(pid, &r);
 }
 
-int refuse_check(const struct dump_opts *o)
+int refuse_check(const struct dump_opts *o, const struct tracker *t)
 {
 	struct refusals r = { .len = 0 };
 	pid_t pid = o->pid;
@@ -368,7 +369,7 @@ int refuse_check(const struct dump_opts *o)
 	check_namespaces(pid, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
-	check_fds(o, &r);
+	check_fds(o, t, &r);
 	check_deleted_maps(o, &r);
 	sockets_refuse(pid, o->tcp_established, &r);
 	check_thread_modes(pid, &r);

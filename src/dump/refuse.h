@@ -18,9 +18,11 @@ struct refusals {
 
 /* Append one item ("fd 5 (eventfd)") to the list. */
 void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* 0, or fail() once with everything the target holds that cannot be dumped. */
 struct dump_opts;
-int refuse_check(const struct dump_opts *o);
+struct tracker;
+/* 0, or fail() once with everything the target holds that cannot be dumped
+ * (the fds of memdump's own tracker t left out). */
+int refuse_check(const struct dump_opts *o, const struct tracker *t);
 /* The same for what can change until the target is frozen: its children. */
 int refuse_check_frozen(pid_t pid);
 

@@ -80,15 +80,19 @@ static bool flag_in(const char *f, const char *const *set, size_t n)
 	return false;
 }
 
-static int check_vmflags(pid_t pid, const struct vma *v)
+/* tracked: memdump's tracker is in the process; track_register() decides on uw. */
+static int check_vmflags(pid_t pid, struct vma *v, bool tracked)
 {
 	char what[64];
 
+	v->uffd_wp = tracked && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
-		if (has_flag(v, refused_flags[i].flag))
+		if (has_flag(v, refused_flags[i].flag) &&
+		    !(v->uffd_wp && !strcmp(refused_flags[i].flag, "uw")))
 			return refuse(pid, v, refused_flags[i].what);
 	for (const char *p = v->vmflags; *p; p++) {
-		if (*p == ' ' || flag_in(p, restored_flags, ARRAY_SIZE(restored_flags))) {
+		if (*p == ' ' || flag_in(p, restored_flags, ARRAY_SIZE(restored_flags)) ||
+		    (v->uffd_wp && !strncmp(p, "uw", 2))) {
 			p += *p != ' ';
 			continue;
 		}
@@ -126,7 +130,7 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
-	int ret = check_vmflags(d->pid, v);
+	int ret = check_vmflags(d->pid, v, d->track.fd >= 0);
 
 	if (ret)
 		return ret;

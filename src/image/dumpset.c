@@ -242,7 +242,7 @@ static int verify_pages(struct dumpset *ds, unsigned id, int fd, const struct du
 }
 
 /* The pages images no pagemap named: their bytes as the inventory says. */
-static int verify_other_pages(struct dumpset *ds)
+int dumpset_verify_other_pages(struct dumpset *ds)
 {
 	int ret = 0;
 
@@ -275,6 +275,8 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	img_abort(img);
 	*runs = l.runs;
 	*nr = l.nr;
+	for (size_t i = 0; i < l.nr; i++)
+		l.runs[i].fd = *pages_fd;
 	if (ret < 0)
 		return ret;
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
@@ -285,6 +287,11 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	if (l.nr)
 		qsort(l.runs, l.nr, sizeof(*l.runs), cmp_run);
 	return check_runs(img_name_of(t, id).s, l.runs, l.nr);
+}
+
+int dumpset_load_pagemap(struct dumpset *ds, unsigned pid)
+{
+	return load_runs(ds, IMG_PAGEMAP, pid, &ds->runs, &ds->nr_runs, &ds->pages_fd);
 }
 
 static const struct dump_shmem *find_shmem(const struct dumpset *ds, uint64_t shmid)
@@ -421,6 +428,9 @@ static int load_images(struct dumpset *ds)
 
 	if (!ret)
 		ret = imgset_verify(ds->dirfd, ds->inv);
+	if (!ret && ds->inv->has_pre_dump_mode)
+		ret = fail(-EINVAL, "this is a pre-dump (memory only): use the dump made after it "
+			   "(--prev-images-dir)");
 	if (!ret)
 		ret = need_img(ds, IMG_PSTREE, 0);
 	if (!ret)
@@ -436,12 +446,13 @@ static int load_images(struct dumpset *ds)
 	if (!ret)
 		ret = check_vmas(ds->mm, ds->pstree->pid);
 	if (!ret)
-		ret = load_runs(ds, IMG_PAGEMAP, ds->pstree->pid, &ds->runs, &ds->nr_runs,
-				&ds->pages_fd);
+		ret = dumpset_load_pagemap(ds, ds->pstree->pid);
 	if (!ret)
 		ret = check_runs_in_vmas(ds);
 	if (!ret)
 		ret = check_guards(ds);
+	if (!ret)
+		ret = chain_resolve(ds);
 	if (!ret)
 		ret = load_shmems(ds);
 	if (!ret)
@@ -449,7 +460,7 @@ static int load_images(struct dumpset *ds)
 	if (!ret)
 		ret = load_optional(ds, ds->pstree->pid);
 	if (!ret)
-		ret = verify_other_pages(ds);
+		ret = dumpset_verify_other_pages(ds);
 	return ret;
 }
 
@@ -492,6 +503,11 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
 	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
 	free(ds->pages_checked);
+	for (size_t i = 0; i < ds->nr_chain; i++) {
+		dumpset_free(ds->chain[i]);
+		free(ds->chain[i]);
+	}
+	free(ds->chain);
 	if (ds->dirfd >= 0)
 		close(ds->dirfd);
 	memset(ds, 0, sizeof(*ds));

@@ -27,6 +27,7 @@ struct dump_run {
 	uint64_t start, end;	/* addresses */
 	bool present;		/* the bytes are in pages-N.img ... */
 	uint64_t off;		/* ... at this offset */
+	int fd;			/* that pages image (of this set or of one it is based on) */
 	bool has_sum;		/* pagemap_entry.sum: the checksum of those bytes */
 	uint64_t sum;
 };
@@ -77,7 +78,20 @@ struct dumpset {
 	size_t nr_locks;
 	unsigned *pages_checked;	/* ids of the pages images verified so far */
 	size_t nr_pages_checked;
+	/*
+	 * The sets of an incremental chain (chain.c): chain[0] is `parent`,
+	 * chain[1] its parent, ... Each is verified whole; runs that pointed into
+	 * them (PE_PARENT) now name their pages images.
+	 */
+	struct dumpset **chain;
+	size_t nr_chain;
 };
+
+/* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */
+int dumpset_load_pagemap(struct dumpset *ds, unsigned pid);
+int dumpset_verify_other_pages(struct dumpset *ds);
+/* chain.c: runs in parent sets resolved to the parents' pages images. */
+int chain_resolve(struct dumpset *ds);
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
 int dumpset_load(const char *dir, struct dumpset *ds);

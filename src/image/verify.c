@@ -171,8 +171,9 @@ static int check_unlisted(int dirfd, const InventoryEntry *inv)
 	while (!ret && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, "inventory.img") || listed(inv, de->d_name) ||
-		    is_log(de->d_name))
-			continue;
+		    is_log(de->d_name) ||
+		    (inv->has_parent_inventory && !strcmp(de->d_name, "parent")))
+			continue;	/* parent: the set it is based on, checked by chain.c */
 		img_escape(de->d_name, esc, sizeof(esc));
 		ret = fail(-EIO, "image %s is not listed in inventory.img", esc);
 	}

@@ -82,6 +82,7 @@ int proc_read_stat(pid_t pid, struct proc_stat *st)
 	st->sid = v[2];
 	st->tty_nr = v[3];
 	st->flags = v[5];
+	st->start_time = v[18];
 	st->start_code = v[22];
 	st->end_code = v[23];
 	st->start_stack = v[24];

@@ -267,8 +267,8 @@ static int check_runs(struct rst *r, uint64_t *total)
 		const VmaEntry *v;
 
 		if (!run->present)
-			return fail(-EIO, "pagemap-%u.img: pages at %#" PRIx64 " are not in the image "
-				    "(incremental dumps are not supported)", r->pid, run->start);
+			return fail(-EIO, "pagemap-%u.img: pages at %#" PRIx64 " are in no image of "
+				    "the chain", r->pid, run->start);
 		if (i && run->start < ds->runs[i - 1].end)
 			return fail(-EIO, "pagemap-%u.img: overlapping runs at %#" PRIx64, r->pid,
 				    run->start);
@@ -281,7 +281,8 @@ static int check_runs(struct rst *r, uint64_t *total)
 		if (vma_how(v) == RST_MAP_SKIP || (v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED)))
 			return fail(-EIO, "pagemap-%u.img: pages dumped for %s, which cannot take "
 				    "them", r->pid, vma_desc(v, buf, sizeof(buf)));
-		*total += run->end - run->start;
+		if (run->fd == ds->pages_fd)	/* not a parent set's */
+			*total += run->end - run->start;
 	}
 	return 0;
 }

@@ -90,12 +90,15 @@ static void number_blob_fds(struct rst *r, int high)
 {
 	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
 	struct rst_seal *seals = (struct rst_seal *)(r->area + r->a->seals_off);
+	struct rst_run *runs = (struct rst_run *)(r->area + r->a->runs_off);
 
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
 		if (rv[i].how == RST_MAP_FD)
 			rv[i].fd += high;
 	for (size_t i = 0; i < r->a->nr_seals; i++)
 		seals[i].fd += high;
+	for (size_t i = 0; i < r->a->nr_runs; i++)
+		runs[i].fd += high;
 	r->a->pages_fd += high;
 	r->a->mm.exe_fd += high;
 }
@@ -108,7 +111,7 @@ static void child_fds(struct rst *r)
 	int *close_fds = (int *)((char *)r->area + r->a->close_off);
 	int *tmp_fd, *tmp_blob;
 
-	if (r->nr_blob_fds > r->ds.mm->n_vmas + 8)	/* the room build_area() made */
+	if (r->nr_blob_fds > r->ds.mm->n_vmas + r->ds.nr_chain + 8)	/* the room build_area() made */
 		child_fail(r, -E2BIG, "too many fds for the restorer (%zu)", r->nr_blob_fds);
 	raise_nofile(r, (rlim_t)base2 + r->nr_fds + r->nr_blob_fds + 64);
 	tmp_fd = calloc(r->nr_fds + 1, sizeof(int));
