@@ -5,7 +5,8 @@
  * the exit status is 0 when the last request succeeded.
  *
  *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
- *   FEATURE_CHECK  mem_track, lazy_pages, pidfd_store: all false (not built yet)
+ *   FEATURE_CHECK  mem_track, lazy_pages, pidfd_store: all false (memory tracking
+ *                  exists as memdump pre-dump, not over RPC yet)
  *   CHECK          memdump check's probes, quietly
  *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
  *                  and the target runs on
@@ -66,7 +67,7 @@ static int serve_version(const struct rpc_conn *c)
 	return respond(c, &resp, 0);
 }
 
-/* Truthful: no memory tracking, no lazy pages, no pidfd store in memdump yet. */
+/* Truthful: no memory tracking over RPC, no lazy pages, no pidfd store yet. */
 static int serve_features(const struct rpc_conn *c)
 {
 	CriuResp resp = CRIU_RESP__INIT;
