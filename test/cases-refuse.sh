@@ -136,3 +136,12 @@ case_refuse_session_holder() {
 }
 
 add refuse-session-holder case_refuse_session_holder
+
+# A program run from a memfd (fexecve): its text is a private memfd mapping.
+case_refuse_memfd_exec() {
+	start_prog t-memfdexec
+	expect_dump_refused "$PID" "a private mapping of /memfd:t-memfdexec \\(deleted\\) \\(a program run from a memfd"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add refuse-memfd-exec case_refuse_memfd_exec

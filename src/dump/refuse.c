@@ -265,6 +265,38 @@ static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 	fclose(f);
 }
 
+/*
+ * A private mapping of a memfd: what a process started with fexecve() from a
+ * memfd maps (its text and data). Restore has no file to map it from, so
+ * such a dump would kill a process it cannot bring back. Named once per
+ * memfd.
+ */
+static void check_memfd_private_maps(pid_t pid, struct refusals *r)
+{
+	char path[64], *line = NULL, last[256] = "";
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		char perms[8] = "", *name = strstr(line, " /memfd:");
+		unsigned long s, e;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!name || sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3 || perms[3] != 'p' ||
+		    !strcmp(name + 1, last))
+			continue;
+		snprintf(last, sizeof(last), "%s", name + 1);
+		refuse_add(r, "a private mapping of %s (a program run from a memfd, fexecve), "
+			   "which restore has no file to map from", last);
+	}
+	free(line);
+	fclose(f);
+}
+
 /* Another live process in the target's group or session keeps that ID in use. */
 static void check_group_holders(pid_t pid, struct refusals *r)
 {
@@ -371,6 +403,7 @@ int refuse_check(const struct dump_opts *o, const struct tracker *t)
 	check_cwd_root(pid, &r);
 	check_fds(o, t, &r);
 	check_deleted_maps(o, &r);
+	check_memfd_private_maps(pid, &r);
 	sockets_refuse(pid, o->tcp_established, &r);
 	check_thread_modes(pid, &r);
 	check_cgroups(pid, &r);
