@@ -59,7 +59,7 @@ case_rpc_version() {
 case_rpc_features() {
 	rpc f "$MEMDUMP" FEATURE_CHECK
 	rpc_ok
-	grep -qx 'FEATURES mem_track=False lazy_pages=False pidfd_store=False' "$RPC_OUT" ||
+	grep -qx 'FEATURES mem_track=True lazy_pages=False pidfd_store=False' "$RPC_OUT" ||
 		fail "FEATURE_CHECK answer: $(grep '^FEATURES' "$RPC_OUT")"
 	# keep_open: a VERSION request on the same connection
 	rpc keep --keep-open "$MEMDUMP" FEATURE_CHECK
@@ -127,8 +127,8 @@ case_rpc_refuse_options() {
 	rpc_refused "RESTORE: options memdump cannot honour" "rst_sibling \(" "leave_running \("
 	rpc nopid "$MEMDUMP" DUMP images_dir="$T/d"
 	rpc_refused "no pid"
-	rpc pdump "$MEMDUMP" PRE_DUMP images_dir="$T/d" pid="$PID"
-	rpc_refused "PRE_DUMP \(4\) is not supported"
+	rpc psrv "$MEMDUMP" PAGE_SERVER images_dir="$T/d" pid="$PID"
+	rpc_refused "PAGE_SERVER \(5\) is not supported"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 	check_child_pass
@@ -288,7 +288,28 @@ case_action_script_fail() {
 	restore_and_pass "$T/d" 1
 }
 
+# PRE_DUMP, then DUMP with parent_img (as runc checkpoint --pre-dump, then
+# checkpoint --parent-path): the second set holds only what was written, and
+# the chain restores.
+case_rpc_predump() {
+	start_prog t-pattern 32
+	mkdir "$T/d1" "$T/d2"
+	rpc p "$MEMDUMP" PRE_DUMP images_dir="$T/d1" pid="$PID"
+	rpc_ok
+	grep -q '^RESP type=PRE_DUMP success=True' "$RPC_OUT" || fail "no PRE_DUMP response"
+	expect_untraced "$PID"
+	rpc d "$MEMDUMP" DUMP images_dir="$T/d2" pid="$PID" parent_img=../d1
+	rpc_ok
+	expect_killed "$PID"
+	local full part
+	full=$(stat -c %s "$T/d1/pages-1.img") part=$(stat -c %s "$T/d2/pages-1.img")
+	(( part * 4 < full )) || fail "the dump after the pre-dump wrote $part bytes of pages, the pre-dump $full"
+	[[ -L $T/d2/parent ]] || fail "no parent link in the second set"
+	restore_and_pass "$T/d2" rpc
+}
+
 add rpc-version case_rpc_version
+add rpc-predump case_rpc_predump
 add rpc-features case_rpc_features
 add rpc-check case_rpc_check
 add rpc-dump-leave-running case_rpc_dump_lr

@@ -5,8 +5,9 @@
  * the exit status is 0 when the last request succeeded.
  *
  *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
- *   FEATURE_CHECK  mem_track, lazy_pages, pidfd_store: all false (memory tracking
- *                  exists as memdump pre-dump, not over RPC yet)
+ *   FEATURE_CHECK  mem_track true (a userfaultfd the target keeps, not soft-dirty),
+ *                  lazy_pages and pidfd_store false
+ *   PRE_DUMP       as DUMP, pre_dump: memory only, left running and tracked
  *   CHECK          memdump check's probes, quietly
  *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
  *                  and the target runs on
@@ -67,13 +68,14 @@ static int serve_version(const struct rpc_conn *c)
 	return respond(c, &resp, 0);
 }
 
-/* Truthful: no memory tracking over RPC, no lazy pages, no pidfd store yet. */
+/* Truthful: memory tracking (pre-dump), no lazy pages, no pidfd store yet. */
 static int serve_features(const struct rpc_conn *c)
 {
 	CriuResp resp = CRIU_RESP__INIT;
 	CriuFeatures f = CRIU_FEATURES__INIT;
 
 	f.has_mem_track = f.has_lazy_pages = f.has_pidfd_store = true;
+	f.mem_track = true;
 	resp.type = CRIU_REQ_TYPE__FEATURE_CHECK;
 	resp.features = &f;
 	return respond(c, &resp, 0);
@@ -113,7 +115,7 @@ static int dump_in_worker(void *arg, struct dump_trace *trace)
 	return dump_run(&job->dump);
 }
 
-static int serve_dump(const struct rpc_conn *c, const CriuReq *req)
+static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType type)
 {
 	CriuResp resp = CRIU_RESP__INIT;
 	CriuDumpResp dr = CRIU_DUMP_RESP__INIT;
@@ -128,7 +130,7 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req)
 		ret = worker_call(dump_in_worker, &job, c->sk, &res);
 	if (!ret && res.ret < 0)
 		ret = fail(res.ret, "%s", res.reason);
-	resp.type = CRIU_REQ_TYPE__DUMP;
+	resp.type = type;
 	dr.has_restored = true;		/* CRIU's: false, the target was not restored by memdump */
 	resp.dump = &dr;
 	return respond(c, &resp, ret);
@@ -166,7 +168,8 @@ static int serve(const struct rpc_conn *c, const CriuReq *req)
 	case CRIU_REQ_TYPE__CHECK:
 		return serve_check(c, req);
 	case CRIU_REQ_TYPE__DUMP:
-		return serve_dump(c, req);
+	case CRIU_REQ_TYPE__PRE_DUMP:
+		return serve_dump(c, req, req->type);
 	case CRIU_REQ_TYPE__RESTORE:
 		return serve_restore(c, req);
 	case CRIU_REQ_TYPE__NOTIFY:

@@ -55,8 +55,8 @@ static const struct opt_rule rules[] = {
 	{ "manage_cgroups_mode", K_DUMP | K_RESTORE, NULL },
 	{ "root", K_DUMP | K_RESTORE, NULL },
 	{ "ps", 0, "memdump has no page server" },
-	{ "parent_img", 0, "incremental dumps are not served over RPC yet (memdump dump --prev-images-dir)" },
-	{ "track_mem", 0, "memory tracking is not served over RPC yet (memdump pre-dump; mem_track is false)" },
+	{ "parent_img", K_DUMP, "only a dump or pre-dump has a parent" },
+	{ "track_mem", K_DUMP, "only a dump or pre-dump tracks memory" },
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
 	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
 	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
@@ -144,8 +144,9 @@ static void add_refusal(char *list, size_t len, const char *name, const char *wh
 
 static unsigned int kind_of(CriuReqType type)
 {
-	return type == CRIU_REQ_TYPE__DUMP ? K_DUMP : type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE
-										    : K_CHECK;
+	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
+		return K_DUMP;
+	return type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE : K_CHECK;
 }
 
 /* The values of honoured options that memdump cannot take: cgroup modes other than soft. */
@@ -264,7 +265,8 @@ static int map_dirs_and_log(const CriuOpts *co, CriuReqType type, const struct r
 	return ret;
 }
 
-static int map_dump(const CriuOpts *co, struct rpc_job *job)
+/* parent_img: the previous set, relative to the images directory (as CRIU). */
+static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 {
 	if (!co->has_pid || co->pid <= 0)
 		return fail(-EINVAL, "DUMP: no pid (memdump does not dump the requesting process)");
@@ -275,6 +277,8 @@ static int map_dump(const CriuOpts *co, struct rpc_job *job)
 		.pages_write = PAGES_AUTO, .quiet = true,
 		.shell_job = co->has_shell_job && co->shell_job,
 		.ghost_limit = co->has_ghost_limit ? co->ghost_limit : GHOST_LIMIT_DEFAULT,
+		.prev_dir = co->parent_img, .pre_dump = type == CRIU_REQ_TYPE__PRE_DUMP,
+		.track_mem = co->has_track_mem && co->track_mem,
 	};
 	return 0;
 }
@@ -303,8 +307,8 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 	if (ret)
 		return ret;
 	job->notify = co->has_notify_scripts && co->notify_scripts;
-	if (type == CRIU_REQ_TYPE__DUMP)
-		return map_dump(co, job);
+	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
+		return map_dump(co, type, job);
 	if (type == CRIU_REQ_TYPE__RESTORE)
 		map_restore(co, job);
 	return 0;
