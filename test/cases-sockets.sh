@@ -188,6 +188,14 @@ if command -v memcached > /dev/null; then
 else
 	echo "# memcached not installed: sk-real-memcached-* skipped"
 fi
+if command -v node > /dev/null; then
+	for how in kill lr snap; do
+		add "sk-real-node-$how" case_sk_netns case_sk_real http 18081 "$how" \
+			node "$TESTSRC/sk-http.js" 18081
+	done
+else
+	echo "# node not installed: sk-real-node-* skipped"
+fi
 for how in kill lr snap; do
 	add "sk-real-http-$how" case_sk_netns case_sk_real http 18080 "$how" \
 		python3 "$TESTSRC/sk-http.py" 18080
