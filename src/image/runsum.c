@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "image/runsum.h"
+#include "image/streamread.h"
 #include "log.h"
 
 #define READ_BUF	(1u << 20)
@@ -87,5 +88,23 @@ int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint6
 	*whole = p.whole;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	free(buf);
+	return ret;
+}
+
+static void feed_cb(void *arg, const void *buf, size_t n)
+{
+	runsum_feed(arg, buf, n);
+}
+
+int runsum_stream(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
+		  struct hash64 *whole)
+{
+	struct runsum p;
+	int ret;
+
+	runsum_init(&p, lens, sums, nr);
+	ret = stream_read(fd, name, feed_cb, &p);
+	runsum_end(&p);
+	*whole = p.whole;
 	return ret;
 }

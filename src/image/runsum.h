@@ -34,6 +34,13 @@ void runsum_end(struct runsum *p);
  */
 int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
 		struct hash64 *whole);
+/*
+ * The same for a cold image about to be used once: read with O_DIRECT
+ * where the file allows it, by a second thread while this one hashes
+ * (streamread.h); the page cache is left as it was.
+ */
+int runsum_stream(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
+		  struct hash64 *whole);
 /* The checksum of one buffer (what runsum_read gives a span). */
 uint64_t runsum_buf(const void *buf, size_t len);
 

@@ -126,7 +126,7 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 		lens[n++] = runs[i].end - runs[i].start;
 	}
 	if (!ret)
-		ret = runsum_read(fd, name, lens, n, sums, &whole);
+		ret = runsum_stream(fd, name, lens, n, sums, &whole);
 	for (size_t i = 0; !ret && i < n; i++)
 		if (present[i]->has_sum && present[i]->sum != sums[i])
 			ret = fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
