@@ -255,7 +255,15 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 	return sys_call6(__nr_mmap, addr, len, prot, flags, fd, off);
 }
 
-static void fill_run(struct rst_vma *v, struct rst_run *r)
+/* Tell memdump how far the memory is filled (rst_args.fill_pos). */
+static void publish_fill(u64 pos)
+{
+	WRITE_ONCE(A->fill_pos, pos);
+	__sync_fetch_and_add(&A->fill_gen, 1);
+	sys_futex_wake((u32 *)&A->fill_gen);
+}
+
+static void fill_run(struct rst_vma *v, struct rst_run *r, u64 idx)
 {
 	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
 	u64 h0 = (a + RST_HUGE_SIZE - 1) & ~(RST_HUGE_SIZE - 1);
@@ -291,13 +299,14 @@ static void fill_run(struct rst_vma *v, struct rst_run *r)
 	A->prep_us += now_us() - t0;
 	t0 = now_us();
 	while (a < b) {
-		u64 chunk = b - a > (1UL << 30) ? (1UL << 30) : b - a;
+		u64 chunk = b - a > RST_READ_CHUNK ? RST_READ_CHUNK : b - a;
 
 		ret = sys_call4(__nr_pread64, A->pages_fd, a, chunk, off);
 		if (ret <= 0)
 			rst_fail(ret ? ret : -5, "cannot read pages-1.img for", a);
 		a += ret;
 		off += ret;
+		publish_fill((idx << RST_FILL_RUN_SHIFT) | (a - r->vaddr));
 	}
 	A->read_us += now_us() - t0;
 	A->pages_restored += r->nr_pages;
@@ -345,8 +354,11 @@ static void restore_memory(void)
 		if (v->madv & (1UL << MADV_HUGEPAGE))
 			sys_call3(__nr_madvise, v->start, len, MADV_HUGEPAGE);
 		for (u64 k = 0; k < v->nr_runs; k++)
-			fill_run(v, &runs[v->first_run + k]);
+			fill_run(v, &runs[v->first_run + k], v->first_run + k);
 	}
+	publish_fill(RST_FILL_DONE);
+	while (A->check_pages && !READ_ONCE(A->pages_read))
+		sys_futex_wait((u32 *)&A->pages_read, 0);
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];

@@ -77,10 +77,22 @@ struct dumpset {
 	size_t nr_locks;
 	unsigned *pages_checked;	/* ids of the pages images verified so far */
 	size_t nr_pages_checked;
+	/*
+	 * Set by dumpset_load_for_restore(): the checksums of the process's own
+	 * pages image (pages_fd) were not read; the restore checks them from
+	 * the memory it filled, before the process runs.
+	 */
+	bool pages_sums_deferred;
 };
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
 int dumpset_load(const char *dir, struct dumpset *ds);
+/*
+ * The same, but everything about the process's pages image except its bytes'
+ * checksums (its size, its runs): ds->pages_sums_deferred is set and the
+ * caller must check them with imgset_check_run_sums() before using the pages.
+ */
+int dumpset_load_for_restore(const char *dir, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
 
 pid_t dumpset_pid(const struct dumpset *ds);
