@@ -25,6 +25,9 @@
 #define RST_MAX_GROUPS		256
 #define RST_MAX_AUXV		128		/* u64 words */
 #define RST_HUGE_SIZE		(2UL << 20)
+#define RST_FILL_RUN_SHIFT	40
+#define RST_FILL_DONE		(~0UL)
+#define RST_READ_CHUNK		(64UL << 20)	/* the blob publishes its progress this often */
 
 /* rst_vma.how: how the blob creates the mapping */
 enum {
@@ -213,6 +216,23 @@ struct rst_args {
 	unsigned long pages_restored, huge_chunks;
 	unsigned long fill_us;		/* time the blob spent on memory */
 	unsigned long prep_us, read_us;	/* of which populating, reading */
+
+	/*
+	 * How far the pages are filled, for memdump, which checks their sums
+	 * from the memory meanwhile (pagecheck.c): runs before run
+	 * fill_pos >> RST_FILL_RUN_SHIFT are filled, and the low bits' bytes of
+	 * that one; RST_FILL_DONE once every run is. fill_gen (a futex word)
+	 * counts the updates.
+	 */
+	volatile unsigned long fill_pos;
+	volatile unsigned int fill_gen;
+	/*
+	 * check_pages: memdump reads the pages back; the blob then waits, once
+	 * memory is filled, for pages_read (a futex word) before anything
+	 * (rseq, creds ...) lets the kernel write the process's memory.
+	 */
+	int check_pages;
+	volatile unsigned int pages_read;
 
 	/* synchronisation (futex words) */
 	volatile unsigned int stage;

@@ -255,6 +255,14 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 	return sys_call6(__nr_mmap, addr, len, prot, flags, fd, off);
 }
 
+/* Tell memdump how far the memory is filled (rst_args.fill_pos). */
+static void publish_fill(u64 pos)
+{
+	WRITE_ONCE(A->fill_pos, pos);
+	__sync_fetch_and_add(&A->fill_gen, 1);
+	sys_futex_wake((u32 *)&A->fill_gen);
+}
+
 /*
  * The memory of [a, b), a span of adjacent runs (one run, or the pieces of an
  * incremental chain from several pages images), made present: huge pages
@@ -295,21 +303,22 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 	A->prep_us += now_us() - t0;
 }
 
-/* The bytes of one run from its pages image, into memory made present. */
-static void read_run(struct rst_run *r)
+/* The bytes of run idx from its pages image, into memory made present. */
+static void read_run(struct rst_run *r, u64 idx)
 {
 	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
 	u64 t0 = now_us();
 	long ret;
 
 	while (a < b) {
-		u64 chunk = b - a > (1UL << 30) ? (1UL << 30) : b - a;
+		u64 chunk = b - a > RST_READ_CHUNK ? RST_READ_CHUNK : b - a;
 
 		ret = sys_call4(__nr_pread64, r->fd, a, chunk, off);
 		if (ret <= 0)
 			rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
 		a += ret;
 		off += ret;
+		publish_fill((idx << RST_FILL_RUN_SHIFT) | (a - r->vaddr));
 	}
 	A->read_us += now_us() - t0;
 	A->pages_restored += r->nr_pages;
@@ -364,9 +373,12 @@ static void restore_memory(void)
 				end += runs[v->first_run + j++].nr_pages * PAGE;
 			prep_span(v, r->vaddr, end);
 			for (; k < j; k++)
-				read_run(&runs[v->first_run + k]);
+				read_run(&runs[v->first_run + k], v->first_run + k);
 		}
 	}
+	publish_fill(RST_FILL_DONE);
+	while (A->check_pages && !READ_ONCE(A->pages_read))
+		sys_futex_wait((u32 *)&A->pages_read, 0);
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];

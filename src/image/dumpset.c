@@ -280,7 +280,11 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	if (ret < 0)
 		return ret;
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
-	if (!ret)
+	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
+		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
+	if (!ret && t == IMG_PAGEMAP && ds->pages_sums_deferred)
+		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
+	else if (!ret)
 		ret = verify_pages(ds, pages_id, *pages_fd, l.runs, l.nr);
 	if (ret)
 		return ret;
@@ -464,19 +468,30 @@ static int load_images(struct dumpset *ds)
 	return ret;
 }
 
-int dumpset_load(const char *dir, struct dumpset *ds)
+static int load_set(const char *dir, struct dumpset *ds, bool defer_sums)
 {
 	int ret;
 
 	memset(ds, 0, sizeof(*ds));
 	ds->pages_fd = -1;
 	ds->dirfd = -1;
+	ds->pages_sums_deferred = defer_sums;
 	ret = open_dir(dir, ds);
 	if (!ret)
 		ret = load_images(ds);
 	if (ret)
 		dumpset_free(ds);
 	return ret;
+}
+
+int dumpset_load(const char *dir, struct dumpset *ds)
+{
+	return load_set(dir, ds, false);
+}
+
+int dumpset_load_for_restore(const char *dir, struct dumpset *ds)
+{
+	return load_set(dir, ds, true);
 }
 
 void dumpset_free(struct dumpset *ds)

@@ -85,6 +85,13 @@ struct dumpset {
 	 */
 	struct dumpset **chain;
 	size_t nr_chain;
+	/*
+	 * Set by dumpset_load_for_restore() for a set without a parent: the
+	 * checksums of the process's own pages image (pages_fd) were not read;
+	 * the restore checks them from the memory it filled, before the process
+	 * runs (restore/pagecheck.c).
+	 */
+	bool pages_sums_deferred;
 };
 
 /* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */
@@ -95,6 +102,12 @@ int chain_resolve(struct dumpset *ds);
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
 int dumpset_load(const char *dir, struct dumpset *ds);
+/*
+ * The same, but everything about the process's pages image except its bytes'
+ * checksums (its size, its runs): ds->pages_sums_deferred is set and the
+ * caller must check them with imgset_check_run_sums() before using the pages.
+ */
+int dumpset_load_for_restore(const char *dir, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
 
 pid_t dumpset_pid(const struct dumpset *ds);

@@ -108,17 +108,32 @@ int imgset_verify_image(int dirfd, const InventoryEntry *inv, const char *name)
 	return ret ? ret : compare_sum(e, size, hash);
 }
 
+int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
+			  const struct dump_run *const *present, size_t n, const uint64_t *sums,
+			  const struct hash64 *whole)
+{
+	const ImageSumEntry *e = entry_of(inv, name);
+
+	if (!e)
+		return fail(-EIO, "image %s is not listed in inventory.img", name);
+	for (size_t i = 0; i < n; i++)
+		if (present[i]->has_sum && present[i]->sum != sums[i])
+			return fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
+				    " (%" PRIu64 " pages) do not match their checksum", name,
+				    present[i]->start, (present[i]->end - present[i]->start) / PAGE_SIZE);
+	return compare_sum(e, whole->total, hash64_final(whole));
+}
+
 int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 			const struct dump_run *runs, size_t nr)
 {
-	const ImageSumEntry *e = entry_of(inv, name);
 	uint64_t *lens = calloc(nr + 1, sizeof(*lens)), *sums = calloc(nr + 1, sizeof(*sums));
 	const struct dump_run **present = calloc(nr + 1, sizeof(*present));
 	struct hash64 whole;
 	size_t n = 0;
 	int ret = lens && sums && present ? 0 : -ENOMEM;
 
-	if (!ret && !e)
+	if (!ret && !entry_of(inv, name))
 		ret = fail(-EIO, "image %s is not listed in inventory.img", name);
 	for (size_t i = 0; !ret && i < nr; i++) {
 		if (!runs[i].present)
@@ -128,13 +143,8 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 	}
 	if (!ret)
 		ret = runsum_stream(fd, name, lens, n, sums, &whole);
-	for (size_t i = 0; !ret && i < n; i++)
-		if (present[i]->has_sum && present[i]->sum != sums[i])
-			ret = fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
-				   " (%" PRIu64 " pages) do not match their checksum", name,
-				   present[i]->start, lens[i] / PAGE_SIZE);
 	if (!ret)
-		ret = compare_sum(e, whole.total, hash64_final(&whole));
+		ret = imgset_check_run_sums(inv, name, present, n, sums, &whole);
 	free(lens);
 	free(sums);
 	free(present);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "image/dumpset.h"
+#include "image/hash.h"
 #include "inventory.pb-c.h"
 
 /*
@@ -22,6 +23,14 @@ int imgset_verify_image(int dirfd, const InventoryEntry *inv, const char *name);
  */
 int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 			const struct dump_run *runs, size_t nr);
+/*
+ * The sums of the n present runs (file order) and of the whole pages image
+ * name, computed by the caller (from the restored memory: restore's
+ * pagecheck.c), against the runs' checksums and the inventory.
+ */
+int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
+			  const struct dump_run *const *present, size_t n, const uint64_t *sums,
+			  const struct hash64 *whole);
 /* name is a pages image's: pages-N.img, *id = N. */
 bool img_is_pages(const char *name, unsigned *id);
 /* s with non-printable bytes and backslashes as \xNN, for error lines. */

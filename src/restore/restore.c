@@ -272,13 +272,27 @@ static int restore(struct rst *r)
 	ret = hook_fire(r->o->hooks, HOOK_PRE_RESTORE, r->pid);
 	if (!ret)
 		ret = prepare(r);
-	if (!ret)
+	if (!ret) {
+		r->a->check_pages = r->ds.pages_sums_deferred;	/* pagecheck.c */
 		ret = fork_target(r);
+	}
 	if (ret)
 		return ret;
 	t1 = now_us();
+	ret = pagecheck_start(r);
+	if (ret) {
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, __WALL);
+		return ret;
+	}
 	ret = wait_parked(r);
+	ret = pagecheck_finish(r, !ret) ?: ret;
 	t2 = now_us();
+	if (ret && r->a->stage == RST_STAGE_PARKED) {	/* damaged pages: it never runs */
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, __WALL);
+		return ret;
+	}
 	if (!ret)
 		ret = release(r);
 	if (ret)
@@ -293,7 +307,7 @@ static int restore(struct rst *r)
 }
 
 /* The set loaded and every check a restore makes before it starts anything. */
-static int load_and_check(struct rst *r, const struct restore_opts *o)
+static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums)
 {
 	int ret;
 
@@ -301,11 +315,13 @@ static int load_and_check(struct rst *r, const struct restore_opts *o)
 	r->o = o;
 	r->area_fd = -1;
 	r->exe_fd = -1;
+	r->pagecheck.mem_fd = -1;
 	r->ds.dirfd = -1;
 	r->ds.pages_fd = -1;
 	ret = scan_inherited(r);
 	if (!ret)
-		ret = dumpset_load(o->dir, &r->ds);
+		ret = defer_sums ? dumpset_load_for_restore(o->dir, &r->ds)
+				 : dumpset_load(o->dir, &r->ds);
 	if (ret)
 		return ret;
 	r->pid = dumpset_pid(&r->ds);
@@ -318,6 +334,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o)
 
 static void rst_free(struct rst *r)
 {
+	pagecheck_free(r);
 	rst_close_prepared(r);
 	ghost_unlink_all(r);
 	if (r->area)
@@ -337,7 +354,7 @@ static void rst_free(struct rst *r)
 int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o);
+	int ret = load_and_check(&r, o, true);
 
 	if (!ret)
 		ret = restore(&r);
@@ -348,7 +365,7 @@ int restore_run(const struct restore_opts *o)
 int restore_check(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o);
+	int ret = load_and_check(&r, o, false);
 
 	rst_free(&r);
 	return ret;

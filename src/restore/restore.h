@@ -8,6 +8,7 @@
 #ifndef MEMDUMP_RESTORE_H
 #define MEMDUMP_RESTORE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 
 #include "hooks.h"
 #include "image/dumpset.h"
+#include "image/hash.h"
 #include "restorer.h"
 #include "sk-packet.pb-c.h"
 #include "tcp-stream.pb-c.h"
@@ -110,6 +112,20 @@ struct rtcp {
 	int reuseaddr;			/* as dumped: leaving repair mode clears it */
 };
 
+/* pagecheck.c: the checksums of the pages, from the memory the blob fills */
+struct pagecheck {
+	struct rst_args *a;
+	const struct dump_run *runs;		/* ds->runs: the blob's run indexes */
+	const struct dump_run **present;	/* the runs with bytes, in file order */
+	uint64_t *lens, *sums;
+	size_t nr_present;
+	struct hash64 whole;
+	int mem_fd;				/* /proc/PID/mem */
+	pthread_t thread;
+	bool running, stop;
+	int ret;
+};
+
 struct rst {
 	const struct restore_opts *o;
 	struct dumpset ds;
@@ -156,6 +172,7 @@ struct rst {
 	struct rst_args *a;
 	unsigned long vdso_start, vdso_len;
 	bool has_vdso;
+	struct pagecheck pagecheck;
 };
 
 /* restore.c: lookups and cleanup */
@@ -233,6 +250,15 @@ void tcp_close_all(struct rst *r);
 /* Hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);
 int build_area(struct rst *r);
+
+/*
+ * pagecheck.c: once the process exists, a thread hashes its pages as the
+ * blob fills them (when the set was loaded with its pages' sums deferred);
+ * finish (ok: the process is parked) gives the verdict, or just stops it.
+ */
+int pagecheck_start(struct rst *r);
+int pagecheck_finish(struct rst *r, bool ok);
+void pagecheck_free(struct rst *r);
 
 /* task.c */
 size_t pending_sigs_count(struct rst *r);
