@@ -7,6 +7,10 @@
  * prints "READY <pid>" and sleeps. On SIGUSR1 it reads all of that memory
  * once, checks it, and writes "done <CLOCK_REALTIME ns> ok|bad" to DONEFILE
  * (written to a temporary name and renamed, so readers see it whole).
+ *
+ * Its main loop is a heartbeat, every 2 ms: on SIGUSR2 it prints "GAP <us>",
+ * the longest time between two beats since the last report, which is how
+ * long the process itself saw it was stopped (a dump's freeze).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -18,12 +22,42 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t usr1;
+static volatile sig_atomic_t usr1, usr2;
 
 static void on_usr1(int sig)
 {
 	(void)sig;
 	usr1 = 1;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	usr2 = 1;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* One beat: the longest gap so far, reported and reset on SIGUSR2. */
+static void beat(uint64_t *last, uint64_t *longest)
+{
+	uint64_t t = mono_us();
+
+	if (t - *last > *longest)
+		*longest = t - *last;
+	*last = t;
+	if (usr2) {
+		usr2 = 0;
+		printf("GAP %llu\n", (unsigned long long)*longest);
+		fflush(stdout);
+		*longest = 0;
+	}
 }
 
 static inline uint64_t pattern(size_t i)
@@ -92,12 +126,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
 	fill(mem, words);
 	printf("READY %d\n", getpid());
 	fflush(stdout);
+	uint64_t last = mono_us(), longest = 0;
+
 	for (;;) {
-		while (!usr1)
+		while (!usr1) {
 			sleep_ms(2);
+			beat(&last, &longest);
+		}
 		usr1 = 0;
 		int ok = check(mem, words) == 0;
 
