@@ -127,11 +127,10 @@ static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
 
 		if (t->exited)
 			continue;
-		err = selfcure_frame(t, p->local + off, stride, &len);
+		err = selfcure_frame(t, p->local + off, p->remote + off, stride, &len);
 		if (err)
 			return fail(err, "cannot save thread %d's state in the parasite area: %s",
 				    t->tid, strerror(-err));
-		selfcure_place(p->local + off, p->remote + off, 0);
 		t->cure_sp = p->remote + off + 8;
 	}
 	memcpy(p->local + PARASITE_TRAMPOLINE_OFF, trampoline, sizeof(trampoline));

@@ -10,6 +10,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -46,23 +47,29 @@ static int frame_fpu(pid_t tid, uint8_t *fp, size_t room, size_t *len)
 
 int selfcure_frame_len(pid_t tid, size_t *len)
 {
-	static uint8_t probe[64 << 10] __attribute__((aligned(64)));	/* only its size is used */
-	struct iovec iov = { probe, sizeof(probe) };
+	size_t max = 64 << 10;
+	void *probe = malloc(max);	/* only its size is used */
+	struct iovec iov = { probe, max };
+	int err = 0;
 
+	if (!probe)
+		return -ENOMEM;
 	if (ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov))
-		return -errno;
+		err = -errno;
+	free(probe);
 	*len = SELFCURE_FP_OFF + iov.iov_len + 4;
-	return 0;
+	return err;
 }
 
-int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, size_t *len)
+int selfcure_frame(const struct infect_thread *t, uint8_t *local, uint64_t remote, size_t room,
+		   size_t *len)
 {
 	struct rt_sigframe *f = (struct rt_sigframe *)local;
 	size_t fp_len = 0;
 	struct user_regs_struct r = t->regs;
 	int err;
 
-	if (room < SELFCURE_FP_OFF + FP_XSTATE_MIN + 4)
+	if (remote % 64 || room < SELFCURE_FP_OFF + FP_XSTATE_MIN + 4)
 		return -EINVAL;
 	memset(f, 0, sizeof(*f));
 	err = frame_fpu(t->tid, local + SELFCURE_FP_OFF, room - SELFCURE_FP_OFF, &fp_len);
@@ -73,14 +80,7 @@ int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, s
 	f->uc.uc_flags = UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS;
 	f->uc.ss_flags = SIGFRAME_SS_KEEP;
 	f->uc.sigmask = t->sigmask;
+	f->uc.mc.fpstate = remote + SELFCURE_FP_OFF;
 	*len = SELFCURE_FP_OFF + fp_len;
 	return 0;
-}
-
-void selfcure_place(uint8_t *local, uint64_t at, uint64_t pretcode)
-{
-	struct rt_sigframe *f = (struct rt_sigframe *)local;
-
-	f->pretcode = pretcode;
-	f->uc.mc.fpstate = at + SELFCURE_FP_OFF;
 }

@@ -13,9 +13,9 @@
 
 /* How many bytes thread tid's frame takes. */
 int selfcure_frame_len(pid_t tid, size_t *len);
-/* Build thread t's frame at local (room bytes); *len: its size with the FPU state. */
-int selfcure_frame(const struct infect_thread *t, uint8_t *local, size_t room, size_t *len);
-/* The frame will be read at `at` (64-byte aligned), after a ret to pretcode. */
-void selfcure_place(uint8_t *local, uint64_t at, uint64_t pretcode);
+/* Build thread t's frame at local (room bytes), read there at remote (64-byte
+ * aligned); *len: its size with the FPU state. */
+int selfcure_frame(const struct infect_thread *t, uint8_t *local, uint64_t remote, size_t room,
+		   size_t *len);
 
 #endif
