@@ -266,6 +266,10 @@ void parent_free(struct dump_ctx *d);
 
 /* pages.c */
 int write_pages(struct dump_ctx *d);
+/* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,
+ * which reads pages without PROT_READ too). */
+ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
+			size_t len);
 
 /* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
 int collect_thread_sched(struct dump_ctx *d, int i);

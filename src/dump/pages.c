@@ -148,6 +148,16 @@ static int flush_buffers(struct pages_out *o)
 	return err;
 }
 
+ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	if (use_mem)
+		return pread(d->in.mem_fd, buf, len, addr);
+	return process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
+}
+
 /* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
 static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		    bool use_mem)
@@ -162,13 +172,7 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 
 		if (dump_interrupted)
 			return fail(-EINTR, "interrupted");
-		if (use_mem) {
-			n = pread(d->in.mem_fd, buf, len, addr);
-		} else {
-			struct iovec local = { buf, len }, remote = { (void *)addr, len };
-
-			n = process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
-		}
+		n = read_target_mem(d, use_mem, addr, buf, len);
 		if (n <= 0)
 			return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
 				    d->pid, addr, n < 0 ? strerror(errno) : "short read");

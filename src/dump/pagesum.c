@@ -21,22 +21,12 @@
 
 #define CHUNK	(1UL << 20)
 
-static ssize_t read_target(struct dump_ctx *d, const struct page_run *r, uint64_t addr,
-			   void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)addr, len };
-
-	if (r->unreadable)
-		return pread(d->in.mem_fd, buf, len, addr);
-	return process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
-}
-
 static int sum_run(struct pagesum *ps, const struct page_run *r, uint8_t *buf)
 {
 	uint64_t addr = r->start, left = r->nr_pages * PAGE_SIZE;
 
 	while (left && !ps->stop) {
-		ssize_t n = read_target(ps->d, r, addr, buf, MIN(left, CHUNK));
+		ssize_t n = read_target_mem(ps->d, r->unreadable, addr, buf, MIN(left, CHUNK));
 
 		if (n < 0 && errno == ESRCH)
 			return fail(-ESRCH, "process %d died during the dump", ps->d->pid);

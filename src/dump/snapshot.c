@@ -95,16 +95,6 @@ static bool coverable(const struct vma *v)
 	       !(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL));
 }
 
-static ssize_t read_pages(struct snapshot *s, const struct snap_run *r, uint64_t addr,
-			  void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)addr, len };
-
-	if (r->unreadable)
-		return pread(s->d->in.mem_fd, buf, len, addr);
-	return process_vm_readv(s->d->pid, &local, 1, &remote, 1, 0);
-}
-
 static int write_at(struct snapshot *s, const void *buf, size_t len, uint64_t off)
 {
 	while (len) {
@@ -209,7 +199,7 @@ static int plan_runs(struct dump_ctx *d, struct snapshot *s)
 static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t addr,
 		      uint64_t len, uint8_t *buf)
 {
-	ssize_t n = read_pages(s, r, addr, buf, len);
+	ssize_t n = read_target_mem(s->d, r->unreadable, addr, buf, len);
 	uint64_t first = r->first_bit + (addr - r->start) / PAGE_SIZE;
 	int err = 0;
 
@@ -279,7 +269,7 @@ static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *page)
 
 		pthread_mutex_lock(&s->lock);
 		if (!bit(s->saved, b)) {
-			ssize_t n = read_pages(s, r, addr, page, PAGE_SIZE);
+			ssize_t n = read_target_mem(s->d, r->unreadable, addr, page, PAGE_SIZE);
 
 			err = n == PAGE_SIZE ? write_at(s, page, PAGE_SIZE, r->off + addr - r->start)
 					     : fail(-EIO, "cannot read the page at %#lx of process "
