@@ -20,16 +20,6 @@
 #include "infect/infect.h"
 #include "log.h"
 
-#define PTRACE_GET_RSEQ	0x420f	/* PTRACE_GET_RSEQ_CONFIGURATION, Linux 5.13 */
-
-struct rseq_config {
-	uint64_t rseq_abi_pointer;
-	uint32_t rseq_abi_size;
-	uint32_t signature;
-	uint32_t flags;
-	uint32_t pad;
-};
-
 #define XSAVE_MAX	(16 << 10)
 
 static int get_xsave(struct thread *t)
@@ -46,17 +36,6 @@ static int get_xsave(struct thread *t)
 			    strerror(errno));
 	t->xsave_len = iov.iov_len;
 	return 0;
-}
-
-static void get_rseq(struct thread *t)
-{
-	struct rseq_config rc;
-
-	if (ptrace(PTRACE_GET_RSEQ, t->tid, sizeof(rc), &rc) != sizeof(rc))
-		return;
-	t->rseq_abi = rc.rseq_abi_pointer;
-	t->rseq_len = rc.rseq_abi_size;
-	t->rseq_sig = rc.signature;
 }
 
 static void get_comm(struct dump_ctx *d, struct thread *t)
@@ -152,26 +131,30 @@ int collect_thread_inside(struct dump_ctx *d, int i)
 	return 0;
 }
 
-/* What ptrace tells from outside; must come before any remote execution. */
-static int collect_thread_regs(struct dump_ctx *d, struct thread *t)
+/*
+ * What ptrace tells from outside, before any remote execution: registers,
+ * signal mask and rseq as infect saved them at the freeze, then XSAVE and
+ * the robust list.
+ */
+static int collect_thread_regs(struct dump_ctx *d, struct thread *t,
+			       const struct infect_thread *it)
 {
 	long head_len;
 	void *head;
 	int ret;
 
-	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
-		return fail(-errno, "thread %d: cannot read registers: %s", t->tid, strerror(errno));
+	t->regs = it->regs;
+	t->sigmask = it->sigmask;
+	t->rseq_abi = it->rseq.ptr;
+	t->rseq_len = it->rseq.len;
+	t->rseq_sig = it->rseq.sig;
 	ret = get_xsave(t);
 	if (ret)
 		return ret;
-	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
-		return fail(-errno, "thread %d: cannot read signal mask: %s", t->tid,
-			    strerror(errno));
 	if (syscall(SYS_get_robust_list, t->tid, &head, &head_len) == 0) {
 		t->robust_head = (uint64_t)head;
 		t->robust_len = head_len;
 	}
-	get_rseq(t);
 	get_comm(d, t);
 	return collect_pending_signals(t->tid, false, &t->sigpending, &t->nr_sigpending);
 }
@@ -187,7 +170,7 @@ int collect_threads(struct dump_ctx *d)
 	d->nr_threads = d->in.nr_threads;
 	for (int i = 0; i < d->nr_threads && !ret; i++) {
 		d->threads[i].tid = d->in.threads[i].tid;
-		ret = collect_thread_regs(d, &d->threads[i]);
+		ret = collect_thread_regs(d, &d->threads[i], &d->in.threads[i]);
 	}
 	return ret;
 }

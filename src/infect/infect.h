@@ -27,6 +27,12 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 
+/* PTRACE_GET_RSEQ_CONFIGURATION: the thread's registered rseq area (len 0: none). */
+struct infect_rseq {
+	uint64_t ptr;
+	uint32_t len, sig;
+};
+
 struct infect_thread {
 	pid_t tid;
 	bool seized;			/* PTRACE_SEIZE done */
@@ -34,6 +40,7 @@ struct infect_thread {
 	bool exited;			/* reaped by us: gone */
 	struct user_regs_struct regs;	/* as at the freeze */
 	uint64_t sigmask;		/* as at the freeze */
+	struct infect_rseq rseq;	/* as at the freeze */
 	uint64_t cure_sp;		/* its frame in the parasite area, + 8 */
 };
 

@@ -41,11 +41,6 @@
 
 #define PIPE_SIZE	(32 << 20)
 
-struct infect_rseq {
-	uint64_t ptr;
-	uint32_t len, sig;
-};
-
 struct parasite {
 	uint64_t remote;	/* area in the target */
 	uint8_t *local;		/* the same area here */
@@ -254,16 +249,15 @@ static int make_bell(struct infect_ctx *c, struct parasite *p)
  */
 static int rseq_off(struct infect_ctx *c, struct parasite *p)
 {
-	struct { uint64_t ptr; uint32_t len, sig, flags, pad; } rc;	/* ptrace_rseq_configuration */
+	const struct infect_rseq *rs = &c->threads[0].rseq;
 	long ret;
 	int err;
 
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, c->threads[0].tid, sizeof(rc), &rc) != sizeof(rc)
-	    || !rc.len)
+	if (!rs->len)
 		return 0;
-	err = rsys(c, SYS_rseq, &ret, rc.ptr, rc.len, RSEQ_FLAG_UNREGISTER, rc.sig, 0, 0);
+	err = rsys(c, SYS_rseq, &ret, rs->ptr, rs->len, RSEQ_FLAG_UNREGISTER, rs->sig, 0, 0);
 	if (!err)
-		p->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
+		p->rseq = *rs;
 	return err;
 }
 

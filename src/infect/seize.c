@@ -323,6 +323,18 @@ void infect_release(struct infect_ctx *c, bool kill_process)
 }
 
 /* What a thread's cure puts back: read before any remote execution. */
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION	0x420f	/* Linux 5.13 */
+#endif
+
+static void save_rseq(struct infect_thread *t)
+{
+	struct { uint64_t ptr; uint32_t len, sig, flags, pad; } rc;	/* ptrace_rseq_configuration */
+
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, t->tid, sizeof(rc), &rc) == sizeof(rc))
+		t->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
+}
+
 static int save_thread(struct infect_thread *t)
 {
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
@@ -330,6 +342,7 @@ static int save_thread(struct infect_thread *t)
 	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
 		return fail(-errno, "thread %d: cannot read signal mask: %s", t->tid,
 			    strerror(errno));
+	save_rseq(t);
 	return 0;
 }
 
