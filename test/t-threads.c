@@ -3,7 +3,9 @@
  * (either sleeping via raw nanosleep syscalls or spinning in user mode),
  * plus a patterned array on its stack, a __thread variable and an alternate
  * signal stack of its own. After SIGUSR1 each thread checks its registers,
- * stack, TLS, alternate stack, rseq registration (sched_getcpu) and TID.
+ * stack, TLS, alternate stack, rseq registration (sched_getcpu) and TID;
+ * where the CPU has protection keys, every thread's PKRU (a key allocated
+ * write-disabled makes it non-default: it lives at the end of the XSAVE area).
  * READY <pid> <tid1> <tid2> <tid3> <tid4> */
 #include "tlib.h"
 #include <pthread.h>
@@ -24,6 +26,16 @@ struct th {
 };
 static struct th th[NTH + 1];
 static char altstacks[NTH + 1][16384];
+static int has_pku;
+static unsigned int pkru_want;
+
+static unsigned int rdpkru(void)
+{
+	unsigned int eax, edx;
+
+	__asm__ volatile(".byte 0x0f, 0x01, 0xee" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
 
 /* The values a thread keeps in registers, out of in[] and into out[]. */
 #define LOAD_R13_TO_XMM9			\
@@ -140,6 +152,9 @@ static void run_and_check(struct th *t, volatile int *flag)
 	else if ((pid_t)syscall(SYS_gettid) != t->tid)
 		snprintf(t->why, sizeof(t->why), "thread %d: tid %ld != %d", t->id,
 			 (long)syscall(SYS_gettid), (int)t->tid);
+	else if (has_pku && rdpkru() != pkru_want)
+		snprintf(t->why, sizeof(t->why), "thread %d: PKRU %#x, want %#x", t->id, rdpkru(),
+			 pkru_want);
 }
 
 static void *worker(void *arg)
@@ -156,6 +171,10 @@ int main(int argc, char **argv)
 	pthread_barrier_init(&bar, NULL, NTH + 1);
 	th[0].id = 0;
 	th[0].tid = t_pid;
+	if (pkey_alloc(0, PKEY_DISABLE_WRITE) >= 0) {	/* threads inherit the PKRU */
+		has_pku = 1;
+		pkru_want = rdpkru();
+	}
 	for (int i = 1; i <= NTH; i++) {
 		th[i].id = i;
 		if (pthread_create(&th[i].pt, NULL, worker, &th[i]))

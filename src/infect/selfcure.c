@@ -34,7 +34,7 @@ static void frame_regs(struct frame_sigcontext *mc, const struct user_regs_struc
 /* The thread's XSAVE image at fp (room bytes), made a valid frame FPU state. */
 static int frame_fpu(pid_t tid, uint8_t *fp, size_t room, size_t *len)
 {
-	struct iovec iov = { fp, (room - 4) & ~63UL };	/* whole u64s, says ptrace */
+	struct iovec iov = { fp, (room - 4) & ~7UL };	/* whole u64s, says ptrace */
 
 	if (ptrace(PTRACE_GETREGSET, tid, NT_X86_XSTATE, &iov))
 		return -errno;
