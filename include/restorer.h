@@ -34,13 +34,15 @@ enum {
 	RST_MAP_SKIP = 0,	/* vsyscall, vdso, vvar: not mapped by mmap */
 	RST_MAP_ANON,		/* MAP_PRIVATE|MAP_ANONYMOUS */
 	RST_MAP_FD,		/* mmap of fd (file, or the shmem object of anon shared/memfd) */
+	RST_MAP_SYSV,		/* shmat of the System V segment whose id is in fd */
 };
 
 struct rst_vma {
 	unsigned long start, end, pgoff;
 	unsigned long madv;	/* bit N: madvise(N) */
 	unsigned int prot, flags, status, how;
-	int fd;			/* RST_MAP_FD: fd in the restored process while the blob runs */
+	int fd;			/* RST_MAP_FD: fd in the restored process while the blob runs;
+				 * RST_MAP_SYSV: the segment's id */
 	unsigned int locked;
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
 	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */

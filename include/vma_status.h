@@ -15,6 +15,7 @@
 #define VMA_FILE_SHARED		(1u << 7)
 #define VMA_ANON_SHARED		(1u << 8)
 #define VMA_ANON_PRIVATE	(1u << 9)
+#define VMA_AREA_SYSVIPC	(1u << 10)	/* a System V shm attach (shmid: its id) */
 #define VMA_AREA_VVAR		(1u << 12)
 #define VMA_AREA_MEMFD		(1u << 14)
 

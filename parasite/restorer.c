@@ -54,6 +54,7 @@
 
 #define PROT_READ	1
 #define PROT_WRITE	2
+#define PROT_EXEC	4
 #define MAP_SHARED	0x01
 #define MAP_PRIVATE	0x02
 #define MAP_FIXED	0x10
@@ -340,6 +341,27 @@ static void install_guards(const struct rst_vma *v)
 	}
 }
 
+#define SHM_RDONLY	010000
+#define SHM_REMAP	040000
+#define SHM_EXEC	0100000
+
+/* A System V attach, whole (the dump refuses a part), then its protection. */
+static void map_sysv(const struct rst_vma *v)
+{
+	long natural = PROT_READ | (v->prot & (PROT_WRITE | PROT_EXEC));
+	long fl = SHM_REMAP | (v->prot & PROT_WRITE ? 0 : SHM_RDONLY) |
+		  (v->prot & PROT_EXEC ? SHM_EXEC : 0);
+	long ret = sys_call3(__nr_shmat, v->fd, v->start, fl);
+
+	if (ret != (long)v->start)
+		rst_fail(ret, "cannot attach System V shm at", v->start);
+	if (natural != (long)v->prot) {
+		ret = sys_call3(__nr_mprotect, v->start, v->end - v->start, v->prot);
+		if (ret < 0)
+			rst_fail(ret, "cannot mprotect System V shm at", v->start);
+	}
+}
+
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
@@ -357,6 +379,10 @@ static void restore_memory(void)
 			prot |= PROT_READ | PROT_WRITE;
 		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_GROWSDOWN |
 						 MAP_NORESERVE));
+		if (v->how == RST_MAP_SYSV) {
+			map_sysv(v);
+			continue;
+		}
 		if (v->how == RST_MAP_ANON)
 			ret = mmap6(v->start, len, prot, flags | MAP_ANONYMOUS, -1, 0);
 		else

@@ -84,7 +84,8 @@ start_prog() {
 	local name=$1; shift
 	[[ -x $TESTBIN/$name ]] || fail "test program $TESTBIN/$name missing (run make)"
 	OUT=$T/$name.out ERR=$T/$name.err
-	"$TESTBIN/$name" "$T" "$@" > "$OUT" 2> "$ERR" < /dev/null &
+	# START_WRAP: a command that execs the program (unshare ...), the PID unchanged
+	${START_WRAP:+$START_WRAP} "$TESTBIN/$name" "$T" "$@" > "$OUT" 2> "$ERR" < /dev/null &
 	PID=$!
 	track "$PID"
 	if ! wait_line "$OUT" "^READY " "$OP_TIMEOUT"; then

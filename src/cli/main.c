@@ -34,9 +34,10 @@ static const char usage[] =
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
-	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job]\n"
+	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc:PATH]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
-	"        with its status, or with -d print its PID and return\n"
+	"        with its status, or with -d print its PID and return; --join-ns: into\n"
+	"        that existing namespace instead of a new one\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -91,8 +92,10 @@ int cmd_restore(const struct options *o)
 	struct restore_opts r = {
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
+		.nr_join_ns = o->nr_join_ns,
 	};
 
+	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
 	return restore_run(&r);
 }
 
@@ -137,6 +140,18 @@ static int parse_pages_write(struct options *opts, const char *s)
 	return -1;
 }
 
+/* KIND:PATH, split in place (argv is ours). */
+static int parse_join_ns(struct options *opts, char *s)
+{
+	char *colon = strchr(s, ':');
+
+	if (!colon || colon == s || !colon[1] || opts->nr_join_ns == (int)ARRAY_SIZE(opts->join_ns))
+		return -1;
+	*colon = '\0';
+	opts->join_ns[opts->nr_join_ns++] = (struct ns_join){ s, colon + 1 };
+	return 0;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -167,7 +182,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
-	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP };
+	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -183,6 +198,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "stop", no_argument, NULL, OPT_STOP },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+		{ "join-ns", required_argument, NULL, OPT_JOIN_NS },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
@@ -244,6 +260,11 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_PIDFILE:
 			opts->pidfile = optarg;
+			break;
+		case OPT_JOIN_NS:
+			if (parse_join_ns(opts, optarg))
+				return bad_usage("--join-ns wants KIND:PATH (at most 4), not '%s'",
+						 optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "restore/restore.h"
 
 struct options {
 	pid_t pid;			/* -t */
@@ -29,6 +30,8 @@ struct options {
 	bool stop;			/* track --stop */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
+	struct ns_join join_ns[4];	/* restore --join-ns KIND:PATH */
+	int nr_join_ns;
 	bool json;			/* show --json */
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */

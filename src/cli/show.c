@@ -12,6 +12,7 @@
 #include "log.h"
 #include "cli/options.h"
 #include "cli/show_evloop.h"
+#include "cli/show_ns.h"
 #include "cli/show_sockets.h"
 #include "vma_status.h"
 
@@ -58,6 +59,7 @@ static void kind_str(uint32_t status, char *buf, size_t len)
 		{ VMA_AREA_MEMFD, "memfd" }, { VMA_AREA_HEAP, "heap" },
 		{ VMA_AREA_STACK, "stack" }, { VMA_AREA_VDSO, "vdso" },
 		{ VMA_AREA_VVAR, "vvar" }, { VMA_AREA_VSYSCALL, "vsyscall" },
+		{ VMA_AREA_SYSVIPC, "sysv-shm" },
 	};
 	size_t n = 0;
 
@@ -280,6 +282,7 @@ static void text_process(const struct dumpset *ds, const char *dir)
 		       fs_path(ds, ds->fs->root_id));
 	text_ptimers(ds);
 	text_locks(ds);
+	show_namespaces(ds);
 }
 
 static void text_vmas(const struct dumpset *ds)

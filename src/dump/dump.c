@@ -29,6 +29,7 @@
 #include "dump/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
+#include "dump/ns.h"
 #include "dump/refuse.h"
 #include "dump/files.h"
 #include "image/image.h"
@@ -201,6 +202,8 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts, bool sn
 		return write_stats(d);
 	if (!ret)
 		ret = write_shmem(d);	/* still frozen: one instant */
+	if (!ret)
+		ret = ns_dump(d);	/* System V objects too */
 	if (!ret)
 		ret = write_task_images(d, ts);
 	if (!ret)
@@ -375,6 +378,7 @@ int dump_run(const struct dump_opts *o)
 		ret = refuse_check(o, &d.track);
 	if (!ret)
 		d.stopped = target_stopped(d.pid);
+	d.own_ns = ns_own_mask(d.pid);
 	if (!ret)
 		ret = d.dir.fd = open_dir(o->dir);
 	if (ret >= 0)

@@ -248,6 +248,7 @@ struct dump_ctx {
 	struct posix_timer *ptimers;
 	int nr_ptimers;
 	struct sk_set sockets;		/* sockets.c */
+	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
 };
 
 /* vma.c */

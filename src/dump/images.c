@@ -13,6 +13,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/images.h"
+#include "dump/ns.h"
 #include "image/image.h"
 #include "log.h"
 #include "restart.h"
@@ -503,6 +504,7 @@ static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
 	int ret;
 
 	ids.vm_id = ids.files_id = ids.fs_id = ids.sighand_id = 1;
+	ns_fill_ids(d->own_ns, &ids);
 	ret = write_one(&d->dir, IMG_IDS, d->pid, &ids.base);
 	if (ret)
 		return ret;
@@ -599,7 +601,10 @@ int write_inventory(struct dump_ctx *d)
 	inv.img_version = 2;	/* CRIU's CRTOOLS_IMAGES_V1_1 */
 	inv.has_fdinfo_per_id = true;
 	inv.fdinfo_per_id = true;
+	ns_fill_ids(d->own_ns, &ids);
 	inv.root_ids = &ids;
+	inv.has_own_ns = d->own_ns != 0;
+	inv.own_ns = d->own_ns;
 	inv.has_dump_uptime = true;
 	inv.dump_uptime = ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 	snprintf(tool, sizeof(tool), "memdump %s", MEMDUMP_VERSION);

@@ -19,7 +19,9 @@
 #include "dump/files.h"
 #include "dump/ghost.h"
 #include "dump/locks.h"
+#include "dump/ns.h"
 #include "dump/refuse.h"
+#include "nsswitch.h"
 #include "dump/track.h"
 #include "dump/sockets.h"
 #include "log.h"
@@ -98,7 +100,8 @@ static const char *const ns_names[] = {
 	"time_for_children",
 };
 
-/* Namespaces other than memdump's own: restore would create it in memdump's. */
+/* Namespaces other than memdump's own that memdump cannot save: restore would
+ * create the process in memdump's. */
 static void check_namespaces(pid_t pid, struct refusals *r)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++) {
@@ -107,8 +110,8 @@ static void check_namespaces(pid_t pid, struct refusals *r)
 
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns_names[i]);
 		snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_names[i]);
-		if (stat(path, &a) || stat(self, &b))
-			continue;
+		if (ns_kind_by_name(ns_names[i]) || stat(path, &a) || stat(self, &b))
+			continue;	/* the kinds ns.c saves are checked there */
 		if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 			refuse_add(r, "its own %s namespace", ns_names[i]);
 	}
@@ -399,6 +402,7 @@ int refuse_check(const struct dump_opts *o, const struct tracker *t)
 	check_children(pid, &r);
 	check_group_holders(pid, &r);
 	check_namespaces(pid, &r);
+	ns_refuse(pid, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
 	check_fds(o, t, &r);

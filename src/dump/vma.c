@@ -5,6 +5,7 @@
  * name.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,9 +152,15 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		return refuse(d->pid, v, "VM_IO/VM_PFNMAP (device memory)");
 	} else if (!strcmp(v->name, "[uprobes]") || !strncmp(v->name, "/[aio]", 6)) {
 		return refuse(d->pid, v, "a kernel-owned mapping");
+	} else if (!strncmp(v->name, "/SYSV", 5) && (d->own_ns & CLONE_NEWIPC)) {
+		/* the segment is saved with its namespace (ns.c); the inode is its id */
+		v->shmid = ino;
+		v->flags = MAP_SHARED;
+		v->status |= VMA_AREA_SYSVIPC;
+		v->dump = false;
 	} else if (!strncmp(v->name, "/secretmem", 10) || !strncmp(v->name, "/SYSV", 5)) {
 		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
-			      "System V shared memory");
+			      "System V shared memory outside an IPC namespace of its own");
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */

@@ -41,6 +41,11 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_FILE_LOCKS] = { "filelocks.img",   0x54323616, IMG_COMMON_MAGIC },
 	[IMG_SK_QUEUES]  = { "sk-queues.img",   0x56264026, IMG_COMMON_MAGIC },
 	[IMG_TCP_STREAM] = { "tcp-stream-%u.img", 0x51465506, IMG_COMMON_MAGIC },
+	[IMG_UTSNS]      = { "utsns-%u.img",    0x54473203, IMG_COMMON_MAGIC },
+	[IMG_IPC_VAR]    = { "ipcns-var-%u.img", 0x53115007, IMG_COMMON_MAGIC },
+	[IMG_IPCNS_SHM]  = { "ipcns-shm-%u.img", 0x46283044, IMG_COMMON_MAGIC },
+	[IMG_IPCNS_SEM]  = { "ipcns-sem-%u.img", 0x59573019, IMG_COMMON_MAGIC },
+	[IMG_IPCNS_MSG]  = { "ipcns-msg-%u.img", 0x55453737, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

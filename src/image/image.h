@@ -46,6 +46,11 @@ enum img_type {
 	IMG_FILE_LOCKS,	/* filelocks.img */
 	IMG_SK_QUEUES,	/* sk-queues.img: data queued on UNIX sockets */
 	IMG_TCP_STREAM,	/* tcp-stream-INO.img: an established connection */
+	IMG_UTSNS,	/* utsns-ID.img: host and domain name */
+	IMG_IPC_VAR,	/* ipcns-var-ID.img: IPC sysctls */
+	IMG_IPCNS_SHM,	/* ipcns-shm-ID.img: System V shm segments and content */
+	IMG_IPCNS_SEM,	/* ipcns-sem-ID.img: System V semaphore sets */
+	IMG_IPCNS_MSG,	/* ipcns-msg-ID.img: System V message queues */
 	IMG_NR_TYPES
 };
 

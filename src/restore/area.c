@@ -47,6 +47,13 @@ static int open_blob_files(struct rst *r, struct rst_vma *rv)
 		const VmaEntry *v = mm->vmas[i];
 
 		rv[i].fd = -1;
+		if (vma_how(v) == RST_MAP_SYSV) {
+			if (v->shmid > INT32_MAX)
+				return fail(-EIO, "mm-%u.img: System V shm id %" PRIu64, r->pid,
+					    v->shmid);
+			rv[i].fd = (int)v->shmid;	/* ns.c made it in the namespace */
+			continue;
+		}
 		if (vma_how(v) != RST_MAP_FD)
 			continue;
 		if (v->status & VMA_ANON_SHARED) {

@@ -220,6 +220,8 @@ int vma_how(const VmaEntry *v)
 {
 	if (v->status & (VMA_AREA_VSYSCALL | VMA_AREA_VDSO | VMA_AREA_VVAR))
 		return RST_MAP_SKIP;
+	if (v->status & VMA_AREA_SYSVIPC)
+		return RST_MAP_SYSV;
 	if (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED | VMA_ANON_SHARED))
 		return RST_MAP_FD;
 	return RST_MAP_ANON;
@@ -278,7 +280,7 @@ static int check_runs(struct rst *r, uint64_t *total)
 		if (!v || run->start < v->start || run->end > v->end)
 			return fail(-EIO, "pagemap-%u.img: pages %#" PRIx64 "-%#" PRIx64 " are outside "
 				    "every VMA", r->pid, run->start, run->end);
-		if (vma_how(v) == RST_MAP_SKIP || (v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED)))
+		if (vma_how(v) == RST_MAP_SKIP || vma_how(v) == RST_MAP_SYSV || (v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED)))
 			return fail(-EIO, "pagemap-%u.img: pages dumped for %s, which cannot take "
 				    "them", r->pid, vma_desc(v, buf, sizeof(buf)));
 		if (run->fd == ds->pages_fd)	/* not a parent set's */

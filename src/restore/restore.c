@@ -271,11 +271,14 @@ static int restore(struct rst *r)
 
 	ret = hook_fire(r->o->hooks, HOOK_PRE_RESTORE, r->pid);
 	if (!ret)
+		ret = ns_restore_enter(r);
+	if (!ret)
 		ret = prepare(r);
 	if (!ret) {
 		r->a->check_pages = r->ds.pages_sums_deferred;	/* pagecheck.c */
 		ret = fork_target(r);
 	}
+	ns_restore_leave(r);
 	if (ret)
 		return ret;
 	t1 = now_us();
@@ -318,7 +321,10 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	r->pagecheck.mem_fd = -1;
 	r->ds.dirfd = -1;
 	r->ds.pages_fd = -1;
-	ret = scan_inherited(r);
+	r->ns_back[0] = r->ns_back[1] = -1;
+	ret = ns_check_join(o);
+	if (!ret)
+		ret = scan_inherited(r);
 	if (!ret)
 		ret = defer_sums ? dumpset_load_for_restore(o->dir, &r->ds)
 				 : dumpset_load(o->dir, &r->ds);

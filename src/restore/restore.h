@@ -30,6 +30,10 @@ struct restore_opts {
 	bool shell_job;			/* --shell-job: the dump's terminal becomes memdump's */
 	const struct hooks *hooks;	/* pre-restore, post-restore ... (hooks.h), or NULL */
 	pid_t *pid_out;			/* -d: the PID goes here instead of stdout */
+	struct ns_join {		/* --join-ns KIND:PATH */
+		const char *kind, *path;
+	} join_ns[4];
+	int nr_join_ns;
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -173,6 +177,7 @@ struct rst {
 	unsigned long vdso_start, vdso_len;
 	bool has_vdso;
 	struct pagecheck pagecheck;
+	int ns_back[2];		/* memdump's own uts, ipc namespaces while in the target's */
 };
 
 /* restore.c: lookups and cleanup */
@@ -181,6 +186,12 @@ const FileEntry *rst_file(struct rst *r, uint32_t id);
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
+
+/* ns.c: the UTS and IPC namespaces, new (from the images) or joined; this
+ * thread is in them from enter to leave, the process is forked between. */
+int ns_restore_enter(struct rst *r);
+void ns_restore_leave(struct rst *r);
+int ns_check_join(const struct restore_opts *o);
 
 /* check.c */
 int check_images(struct rst *r);
