@@ -66,7 +66,7 @@ static const struct opt_rule rules[] = {
 	{ "cg_root", 0, "memdump restores the cgroups recorded in the images" },
 	{ "ext_mnt", 0, NEEDS_NS },
 	{ "external", 0, NEEDS_NS },
-	{ "join_ns", 0, NEEDS_NS },
+	{ "join_ns", K_RESTORE, "only a restore joins namespaces" },
 	{ "empty_ns", 0, NEEDS_NS },
 	{ "veths", 0, NEEDS_NS },
 	{ "auto_ext_mnt", 0, NEEDS_NS },
@@ -283,11 +283,19 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 	return 0;
 }
 
-static void map_restore(const CriuOpts *co, struct rpc_job *job)
+static int map_restore(const CriuOpts *co, struct rpc_job *job)
 {
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
 					      .shell_job = co->has_shell_job && co->shell_job };
+	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))
+		return fail(-EINVAL, "RESTORE: %zu join_ns, at most %zu", co->n_join_ns,
+			    ARRAY_SIZE(job->restore.join_ns));
+	for (size_t i = 0; i < co->n_join_ns; i++)
+		job->restore.join_ns[i] = (struct ns_join){ co->join_ns[i]->ns,
+							    co->join_ns[i]->ns_file };
+	job->restore.nr_join_ns = (int)co->n_join_ns;
+	return 0;
 }
 
 int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
@@ -310,6 +318,6 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
 		return map_dump(co, type, job);
 	if (type == CRIU_REQ_TYPE__RESTORE)
-		map_restore(co, job);
+		return map_restore(co, job);
 	return 0;
 }
