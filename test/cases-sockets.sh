@@ -1,4 +1,4 @@
-# Sockets (issue 9): UNIX, TCP, UDP, netlink; what cannot be dumped is refused
+# Sockets (issue 9): UNIX, TCP, UDP, UDP-lite, netlink; what cannot be dumped is refused
 # by name, every such fd in one error line.
 
 # sk_py NAME CODE: run python CODE in the background (it prints READY <pid>
@@ -28,7 +28,11 @@ c = socket.create_connection(l.getsockname()); a, _ = l.accept()
 p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 u = socket.socket(socket.AF_UNIX); u.connect("'"$T"'/outside.sock")
-print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), flush=True)
+import struct
+n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); n.bind((0, 0))
+n.send(struct.pack("=LHHLLBxHiII", 32, 18, 1, 1, 0, 0, 0, 1, 0, 0))  # RTM_GETLINK lo: a reply queued
+time.sleep(0.2)
+print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), n.fileno(), flush=True)
 time.sleep(120)'
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
@@ -38,8 +42,12 @@ time.sleep(120)'
 	done
 	grep -qE 'TCP socket 127.0.0.1:[0-9]+ -> 127.0.0.1:[0-9]+ ESTABLISHED' "$MD_ERR" ||
 		fail "the established TCP socket is not described"
-	grep -q 'packet raw socket' "$MD_ERR" || fail "the packet socket is not described"
-	grep -q 'raw' "$MD_ERR" || fail "the raw socket is not described"
+	grep -q 'a packet raw socket (protocol [0-9]*): memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only' \
+		"$MD_ERR" || fail "the packet socket is not described"
+	grep -q 'an IPv4 raw socket (protocol 1): memdump dumps TCP, UDP and UDP-lite sockets only' "$MD_ERR" ||
+		fail "the raw socket is not described"
+	grep -qE 'a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued' "$MD_ERR" ||
+		fail "the netlink socket with a queued reply is not described"
 	grep -q 'outside.sock' "$MD_ERR" || fail "the UNIX socket with an outside peer is not described"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
@@ -47,7 +55,7 @@ time.sleep(120)'
 add sk-refuse-all case_sk_refuse_all
 
 declare -A SK_SHOWS=([t-sockunix]='unix stream .*/l.sock LISTEN' [t-socket]='tcp 127.0.0.1:[0-9]+ -> 0.0.0.0:0 LISTEN'
-		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' )
+		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' [t-socknl]='netlink 0 port [0-9]+ groups 5,36$' )
 
 # sk_rst PROG [est]: dump (killing), crit decodes, restore twice, the program
 # checks itself; est: the program holds an established TCP connection, dumped
@@ -115,6 +123,20 @@ case_sk_netns() {
 	[[ $nft_tables != *memdump-lock* ]] || fail "a network lock is left: $nft_tables"
 }
 
+# Netlink sockets (t-socknl, in a network namespace of the case's own: it adds
+# an address on lo): port ids, groups, destinations, options after a restore
+# and after --leave-running; a socket with a reply queued is refused by name.
+case_sk_nl_queued() {
+	start_prog t-socknl queued
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd ${READY[5]} \(socket:\[[0-9]+\]: a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued" \
+		"$MD_ERR" || fail "the queued netlink socket is not named"
+	(( $(grep -o 'fd [0-9]* (socket:' "$MD_ERR" | wc -l) == 1 )) || fail "other sockets are refused too"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
 # The worker killed while the connections are in repair mode behind the
 # network lock (--leave-running): memdump's parent takes both off.
 case_sk_worker_killed() {
@@ -137,6 +159,9 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-tcp-worker-killed case_sk_netns case_sk_worker_killed
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
+	add sk-netlink case_sk_netns case_sk_rst t-socknl
+	add sk-netlink-lr case_sk_netns case_sk_lr t-socknl
+	add sk-netlink-queued case_sk_netns case_sk_nl_queued
 fi
 
 # Real servers in the case's network namespace ($SK_NETNS), a client sending a
