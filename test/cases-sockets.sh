@@ -137,6 +137,28 @@ case_sk_nl_queued() {
 	check_child_pass
 }
 
+# A notification reaching a netlink socket after the dump looked at it (an
+# address added while a killing dump is stalled with its images written): the
+# dump fails naming the socket, and the target runs on with the message.
+case_sk_nl_arrived() {
+	start_prog t-socknl
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=images-written MEMDUMP_FAULT_SECS=3 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point images-written' "$OP_TIMEOUT" || fail "the dump never reached images-written"
+	nsenter -t "$SK_NETNS" -n ip addr add 127.0.0.78/8 dev lo || fail "cannot add an address"
+	wait "$mdpid"; MD_RC=$?
+	nsenter -t "$SK_NETNS" -n ip addr del 127.0.0.78/8 dev lo
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "the dump succeeded"
+	tail -n1 "$MD_ERR" | grep -qE "^memdump: dump failed: process $PID: socket:\[[0-9]+\] \(a netlink route socket \(protocol 0\) port $PID\) received [0-9]+ bytes during the dump" ||
+		fail "the socket is not named"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
 # The worker killed while the connections are in repair mode behind the
 # network lock (--leave-running): memdump's parent takes both off.
 case_sk_worker_killed() {
@@ -162,6 +184,7 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-netlink case_sk_netns case_sk_rst t-socknl
 	add sk-netlink-lr case_sk_netns case_sk_lr t-socknl
 	add sk-netlink-queued case_sk_netns case_sk_nl_queued
+	add sk-netlink-arrived case_sk_netns case_sk_nl_arrived
 fi
 
 # Real servers in the case's network namespace ($SK_NETNS), a client sending a

@@ -323,6 +323,43 @@ int sockets_fd_type(const struct file_desc *f)
 	return FD_TYPES__INETSK;
 }
 
+/* A socket whose queue is not dumped: datagram (UDP, UDP-lite) and netlink. */
+static bool queue_refused(const struct sk_state *s)
+{
+	if (s->family == AF_NETLINK)
+		return true;
+	return (s->family == AF_INET || s->family == AF_INET6) && s->in.type == SOCK_DGRAM;
+}
+
+int sockets_check_queues(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct sk_table now = { 0 };
+	bool loaded = false;
+	int ret = 0;
+
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		const struct file_desc *f = &fs->descs[i];
+		const struct sk_diag *s;
+		char what[256];
+
+		if (f->kind != FK_SOCKET || !queue_refused(f->sk))
+			continue;
+		if (!loaded && (ret = sk_table_load(&now)))
+			return ret;
+		loaded = true;
+		s = sk_table_find(&now, f->sk->ino);
+		if (!s || !s->rqueue)
+			continue;
+		sk_describe(s, what, sizeof(what));
+		ret = fail(-EAGAIN, "process %d: socket:[%lu] (%s) received %u bytes during the "
+			   "dump, which memdump does not dump", d->pid, (unsigned long)s->ino, what,
+			   s->rqueue);
+	}
+	sk_table_free(&now);
+	return ret;
+}
+
 int sockets_write_data(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;

@@ -156,6 +156,11 @@ int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
 /* Its entry in files.img, and the FD_TYPES__* of that entry. */
 int sockets_write(const struct file_desc *f, struct image *files);
 int sockets_fd_type(const struct file_desc *f);
+/*
+ * A killing dump, before its inventory: the datagram and netlink sockets
+ * found empty are still empty (what arrived since would die with the target).
+ */
+int sockets_check_queues(struct dump_ctx *d);
 /* sk-queues.img and tcp-stream-INO.img */
 int sockets_write_data(struct dump_ctx *d);
 /* After the dump: keep (killed) or release (resumed, failed) repair mode and the lock. */
