@@ -32,7 +32,9 @@ import struct
 n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); n.bind((0, 0))
 n.send(struct.pack("=LHHLLBxHiII", 32, 18, 1, 1, 0, 0, 0, 1, 0, 0))  # RTM_GETLINK lo: a reply queued
 time.sleep(0.2)
-print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), n.fileno(), flush=True)
+nf = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)  # NETLINK_NETFILTER, unbound
+print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), n.fileno(),
+      nf.fileno(), flush=True)
 time.sleep(120)'
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
@@ -48,6 +50,8 @@ time.sleep(120)'
 		fail "the raw socket is not described"
 	grep -qE 'a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued' "$MD_ERR" ||
 		fail "the netlink socket with a queued reply is not described"
+	grep -q 'a netlink netfilter socket (protocol 12) port 0: the kernel keeps state for its port id' "$MD_ERR" ||
+		fail "the netfilter netlink socket is not described"
 	grep -q 'outside.sock' "$MD_ERR" || fail "the UNIX socket with an outside peer is not described"
 	no_inventory "$T/d"
 	expect_untraced "$PID"

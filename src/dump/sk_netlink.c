@@ -4,13 +4,23 @@
  * is running; the SOL_NETLINK options are read from the copy of the fd. A
  * socket with messages queued, or with a netlink dump in progress (its state
  * is the kernel's), is refused. CRIU's netlink_sk_entry.
+ *
+ * Only protocols whose kernel side keeps nothing per port id beyond the
+ * socket are dumped: route, uevent, generic (but what a family keeps for a
+ * port id, see README), sock_diag, xfrm, usersock. Netfilter (queue and log
+ * bindings), audit (the daemon's port id), the connector and the others keep
+ * state memdump cannot see, which the target's death releases: refused.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <linux/netlink.h>
+#include <linux/sockios.h>
+#include <unistd.h>
 #include <linux/netlink_diag.h>
 
 #include "common.h"
@@ -53,6 +63,29 @@ void sk_netlink_describe(const struct sk_diag *s, char *buf, size_t len)
 		 s->proto, (int)s->portid, s->state == 1 ? " connected" : "");
 }
 
+static bool protocol_dumped(int proto)
+{
+	return proto == NETLINK_ROUTE || proto == NETLINK_KOBJECT_UEVENT ||
+	       proto == NETLINK_GENERIC || proto == NETLINK_SOCK_DIAG || proto == NETLINK_XFRM ||
+	       proto == NETLINK_USERSOCK;
+}
+
+/* 1: the socket is of memdump's network namespace, 0: of another, <0: unknown. */
+static int own_netns(int copy)
+{
+	struct stat mine, its;
+	int ns = ioctl(copy, SIOCGSKNS);
+
+	if (ns < 0)
+		return -errno;
+	if (fstat(ns, &its) || stat("/proc/self/ns/net", &mine)) {
+		close(ns);
+		return -errno;
+	}
+	close(ns);
+	return its.st_ino == mine.st_ino && its.st_dev == mine.st_dev;
+}
+
 static uint32_t bound_portid(int copy)
 {
 	struct sockaddr_nl a = { 0 };
@@ -61,8 +94,29 @@ static uint32_t bound_portid(int copy)
 	return getsockname(copy, (struct sockaddr *)&a, &l) ? ~0u : a.nl_pid;
 }
 
+void sk_netlink_describe_fd(int copy, char *buf, size_t len)
+{
+	struct sk_diag s = { .family = AF_NETLINK, .portid = bound_portid(copy) };
+	socklen_t l = sizeof(s.proto);
+
+	getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &s.proto, &l);
+	sk_netlink_describe(&s, buf, len);
+}
+
 const char *sk_netlink_unsupported(int copy, const struct sk_diag *s, char *buf, size_t len)
 {
+	int proto = -1, own = own_netns(copy);
+	socklen_t l = sizeof(proto);
+
+	getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &proto, &l);
+	if (!protocol_dumped(proto)) {
+		return "the kernel keeps state for its port id that memdump cannot see (it dumps "
+		       "netlink route, uevent, generic, sock_diag, xfrm and usersock sockets)";
+	}
+	if (own < 0)
+		return "its network namespace cannot be read (SIOCGSKNS)";
+	if (!own)
+		return "it belongs to another network namespace";
 	if (!s)		/* sock_diag lists bound sockets only: an unbound one has no state */
 		return bound_portid(copy) == 0 ? NULL : "it is not in sock_diag (netlink_diag)";
 	if (s->nl_flags & NDIAG_FLAG_CB_RUNNING)

@@ -94,7 +94,9 @@ static void describe_fd(int copy, char *buf, size_t len)
 			fam = families[i].name;
 	if (type > 0 && type < (int)ARRAY_SIZE(types) && types[type])
 		ty = types[type];
-	if (fam)
+	if (family == AF_NETLINK)
+		sk_netlink_describe_fd(copy, buf, len);
+	else if (fam)
 		snprintf(buf, len, "%s %s socket (protocol %d)", fam, ty, proto);
 	else
 		snprintf(buf, len, "a socket of family %d", family);

@@ -193,6 +193,8 @@ const char *sk_netlink_unsupported(int copy, const struct sk_diag *s, char *buf,
 int sk_netlink_collect(int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_netlink_write(const struct file_desc *f, struct image *files);
 void sk_netlink_describe(const struct sk_diag *s, char *buf, size_t len);
+/* One sock_diag does not list (unbound): from the fd. */
+void sk_netlink_describe_fd(int copy, char *buf, size_t len);
 
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
