@@ -11,7 +11,8 @@
  * "in-remote-syscall" (a thread is stopped at the entry of a remote syscall
  * on the trampoline), "parasite-running" (the blob is serving, between
  * commands), "snapshot-copy" (--snapshot: the target runs again, its pages
- * are still write-protected). */
+ * are still write-protected), "images-written" (a killing dump, its images
+ * written, before the last look at the sockets' queues and the inventory). */
 void fault_point(const char *point);
 
 #endif

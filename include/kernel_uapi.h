@@ -98,4 +98,13 @@ struct pm_scan_arg {
 #define ERESTARTNOHAND		514
 #define ERESTART_RESTARTBLOCK	516
 
+/* UDP-lite's options (linux/udp.h; glibc's headers have neither) */
+#ifndef SOL_UDPLITE
+#define SOL_UDPLITE		136
+#endif
+#ifndef UDPLITE_SEND_CSCOV
+#define UDPLITE_SEND_CSCOV	10
+#define UDPLITE_RECV_CSCOV	11
+#endif
+
 #endif

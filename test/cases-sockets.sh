@@ -1,4 +1,4 @@
-# Sockets (issue 9): UNIX, TCP, UDP, netlink; what cannot be dumped is refused
+# Sockets (issue 9): UNIX, TCP, UDP, UDP-lite, netlink; what cannot be dumped is refused
 # by name, every such fd in one error line.
 
 # sk_py NAME CODE: run python CODE in the background (it prints READY <pid>
@@ -28,7 +28,13 @@ c = socket.create_connection(l.getsockname()); a, _ = l.accept()
 p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 u = socket.socket(socket.AF_UNIX); u.connect("'"$T"'/outside.sock")
-print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), flush=True)
+import struct
+n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); n.bind((0, 0))
+n.send(struct.pack("=LHHLLBxHiII", 32, 18, 1, 1, 0, 0, 0, 1, 0, 0))  # RTM_GETLINK lo: a reply queued
+time.sleep(0.2)
+nf = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)  # NETLINK_NETFILTER, unbound
+print("READY", os.getpid(), c.fileno(), a.fileno(), p.fileno(), r.fileno(), u.fileno(), n.fileno(),
+      nf.fileno(), flush=True)
 time.sleep(120)'
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
@@ -38,8 +44,14 @@ time.sleep(120)'
 	done
 	grep -qE 'TCP socket 127.0.0.1:[0-9]+ -> 127.0.0.1:[0-9]+ ESTABLISHED' "$MD_ERR" ||
 		fail "the established TCP socket is not described"
-	grep -q 'packet raw socket' "$MD_ERR" || fail "the packet socket is not described"
-	grep -q 'raw' "$MD_ERR" || fail "the raw socket is not described"
+	grep -q 'a packet raw socket (protocol [0-9]*): memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only' \
+		"$MD_ERR" || fail "the packet socket is not described"
+	grep -q 'an IPv4 raw socket (protocol 1): memdump dumps TCP, UDP and UDP-lite sockets only' "$MD_ERR" ||
+		fail "the raw socket is not described"
+	grep -qE 'a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued' "$MD_ERR" ||
+		fail "the netlink socket with a queued reply is not described"
+	grep -q 'a netlink netfilter socket (protocol 12) port 0: the kernel keeps state for its port id' "$MD_ERR" ||
+		fail "the netfilter netlink socket is not described"
 	grep -q 'outside.sock' "$MD_ERR" || fail "the UNIX socket with an outside peer is not described"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
@@ -47,7 +59,7 @@ time.sleep(120)'
 add sk-refuse-all case_sk_refuse_all
 
 declare -A SK_SHOWS=([t-sockunix]='unix stream .*/l.sock LISTEN' [t-socket]='tcp 127.0.0.1:[0-9]+ -> 0.0.0.0:0 LISTEN'
-		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' )
+		    [t-sockinet]='tcp6 ::1:[0-9]+ -> ::' [t-socknl]='netlink 0 port [0-9]+ groups 5,36$' )
 
 # sk_rst PROG [est]: dump (killing), crit decodes, restore twice, the program
 # checks itself; est: the program holds an established TCP connection, dumped
@@ -115,6 +127,42 @@ case_sk_netns() {
 	[[ $nft_tables != *memdump-lock* ]] || fail "a network lock is left: $nft_tables"
 }
 
+# Netlink sockets (t-socknl, in a network namespace of the case's own: it adds
+# an address on lo): port ids, groups, destinations, options after a restore
+# and after --leave-running; a socket with a reply queued is refused by name.
+case_sk_nl_queued() {
+	start_prog t-socknl queued
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd ${READY[5]} \(socket:\[[0-9]+\]: a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued" \
+		"$MD_ERR" || fail "the queued netlink socket is not named"
+	(( $(grep -o 'fd [0-9]* (socket:' "$MD_ERR" | wc -l) == 1 )) || fail "other sockets are refused too"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+# A notification reaching a netlink socket after the dump looked at it (an
+# address added while a killing dump is stalled with its images written): the
+# dump fails naming the socket, and the target runs on with the message.
+case_sk_nl_arrived() {
+	start_prog t-socknl
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=images-written MEMDUMP_FAULT_SECS=3 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point images-written' "$OP_TIMEOUT" || fail "the dump never reached images-written"
+	nsenter -t "$SK_NETNS" -n ip addr add 127.0.0.78/8 dev lo || fail "cannot add an address"
+	wait "$mdpid"; MD_RC=$?
+	nsenter -t "$SK_NETNS" -n ip addr del 127.0.0.78/8 dev lo
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "the dump succeeded"
+	tail -n1 "$MD_ERR" | grep -qE "^memdump: dump failed: process $PID: socket:\[[0-9]+\] \(a netlink route socket \(protocol 0\) port $PID\) received [0-9]+ bytes during the dump" ||
+		fail "the socket is not named"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
 # The worker killed while the connections are in repair mode behind the
 # network lock (--leave-running): memdump's parent takes both off.
 case_sk_worker_killed() {
@@ -137,6 +185,10 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-tcp-worker-killed case_sk_netns case_sk_worker_killed
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
+	add sk-netlink case_sk_netns case_sk_rst t-socknl
+	add sk-netlink-lr case_sk_netns case_sk_lr t-socknl
+	add sk-netlink-queued case_sk_netns case_sk_nl_queued
+	add sk-netlink-arrived case_sk_netns case_sk_nl_arrived
 fi
 
 # Real servers in the case's network namespace ($SK_NETNS), a client sending a

@@ -1,6 +1,8 @@
 /* t-sockinet: TCP and UDP sockets on loopback, IPv4 and IPv6, checked after a
  * restore: listeners with SO_REUSEADDR/SO_REUSEPORT and their backlog, a
- * bound UDP socket and a connected one, and (argument "est") an established
+ * bound UDP socket and a connected one, UDP-lite pairs (v4 and v6: a bound
+ * socket with UDPLITE_RECV_CSCOV, a connected one with UDPLITE_SEND_CSCOV,
+ * which must still reach it), and (argument "est") an established
  * TCP connection to itself with data queued both ways, unread and unsent.
  * usage: t-sockinet DIR [est]
  * READY <pid> <tcp4 port> <tcp6 port> */
@@ -13,7 +15,11 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#define UDPLITE_SEND_CSCOV	10
+#define UDPLITE_RECV_CSCOV	11
+
 static int l4, l6, u4, uc, cli, srv;
+static int ul[2], ulc[2];	/* UDP-lite: v4, v6 */
 static struct sockaddr_in a4 = { .sin_family = AF_INET };
 static struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
 static bool est;
@@ -21,6 +27,40 @@ static bool est;
 static void must(int ok, const char *what) { if (!ok) t_fail("%s: %s", what, strerror(errno)); }
 
 static int opt(int s, int level, int o) { int v = -1; socklen_t l = sizeof(v); getsockopt(s, level, o, &v, &l); return v; }
+
+/* A UDP-lite socket bound to loopback (covering at least 8 bytes), and one connected to it sending 12. */
+static void setup_lite(int i, int family)
+{
+	struct sockaddr_storage ss = { .ss_family = family };
+	socklen_t l = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int eight = 8, twelve = 12;
+
+	if (family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+	ul[i] = socket(family, SOCK_DGRAM, IPPROTO_UDPLITE);
+	ulc[i] = socket(family, SOCK_DGRAM, IPPROTO_UDPLITE);
+	must(ul[i] >= 0 && ulc[i] >= 0, "socket udplite");
+	must(!setsockopt(ul[i], IPPROTO_UDPLITE, UDPLITE_RECV_CSCOV, &eight, sizeof(eight)), "RECV_CSCOV");
+	must(!setsockopt(ulc[i], IPPROTO_UDPLITE, UDPLITE_SEND_CSCOV, &twelve, sizeof(twelve)), "SEND_CSCOV");
+	must(!bind(ul[i], (struct sockaddr *)&ss, l), "bind udplite");
+	getsockname(ul[i], (struct sockaddr *)&ss, &l);
+	must(!connect(ulc[i], (struct sockaddr *)&ss, l), "connect udplite");
+}
+
+static void check_lite(int i)
+{
+	char buf[16];
+
+	if (opt(ul[i], IPPROTO_UDPLITE, UDPLITE_RECV_CSCOV) != 8 ||
+	    opt(ulc[i], IPPROTO_UDPLITE, UDPLITE_SEND_CSCOV) != 12 ||
+	    opt(ul[i], SOL_SOCKET, SO_PROTOCOL) != IPPROTO_UDPLITE)
+		t_fail("UDP-lite %s: checksum coverage or protocol differs", i ? "v6" : "v4");
+	must(send(ulc[i], "lite", 4, 0) == 4, "send on the connected UDP-lite socket");
+	if (recv(ul[i], buf, sizeof(buf), 0) != 4 || memcmp(buf, "lite", 4))
+		t_fail("UDP-lite %s datagram not received", i ? "v6" : "v4");
+}
 
 static void setup(void)
 {
@@ -47,6 +87,8 @@ static void setup(void)
 	getsockname(u4, (struct sockaddr *)&u, &l);
 	uc = socket(AF_INET, SOCK_DGRAM, 0);
 	must(!connect(uc, (struct sockaddr *)&u, sizeof(u)), "connect udp");
+	setup_lite(0, AF_INET);
+	setup_lite(1, AF_INET6);
 	if (!est)
 		return;
 	cli = socket(AF_INET, SOCK_STREAM, 0);
@@ -110,6 +152,8 @@ static void check(void)
 	must(send(uc, "udp", 3, 0) == 3, "send on the connected UDP socket");
 	if (recv(u4, buf, sizeof(buf), 0) != 3 || memcmp(buf, "udp", 3))
 		t_fail("UDP datagram not received by the bound socket");
+	check_lite(0);
+	check_lite(1);
 	if (!est)
 		return;
 	expect_tcp(srv, "request one;", "server side, queued at dump");

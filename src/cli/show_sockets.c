@@ -1,6 +1,7 @@
 /*
  * memdump show: what a socket of the dump is, in the PATH column: UNIX
- * type, name, state, peer inode, shutdown; TCP/UDP addresses and state.
+ * type, name, state, peer inode, shutdown; TCP/UDP/UDP-lite addresses and
+ * state; netlink protocol, port id, groups and destination.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -53,9 +54,28 @@ static void inet_text(const InetSkEntry *e, char *buf, size_t len)
 
 	addr_text(e->family, e->src_addr, e->n_src_addr, src, sizeof(src));
 	addr_text(e->family, e->dst_addr, e->n_dst_addr, dst, sizeof(dst));
-	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s", e->proto == IPPROTO_TCP ? "tcp" : "udp",
+	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s", e->proto == IPPROTO_TCP ? "tcp" :
+		 e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
 		 e->family == AF_INET6 ? "6" : "", src, e->src_port, dst, e->dst_port,
 		 state_name(e->state));
+}
+
+/* "netlink 0 port 1234 groups 5,36 -> 0/0" (groups as numbers, then the destination) */
+static void netlink_text(const NetlinkSkEntry *e, char *buf, size_t len)
+{
+	size_t off = snprintf(buf, len, "netlink %u port %d groups ", e->protocol, (int)e->portid);
+	const char *sep = "";
+
+	for (size_t w = 0; w < e->n_groups; w++)
+		for (int b = 0; b < 32; b++)
+			if ((e->groups[w] & (1u << b)) && off < len) {
+				off += snprintf(buf + off, len - off, "%s%zu", sep, w * 32 + b + 1);
+				sep = ",";
+			}
+	if (!*sep && off < len)
+		off += snprintf(buf + off, len - off, "-");
+	if (e->state == 1 && off < len)
+		snprintf(buf + off, len - off, " -> %d/%u", (int)e->dst_portid, e->dst_group);
 }
 
 bool show_socket(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
@@ -66,6 +86,9 @@ bool show_socket(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 	} else if (fe->type == FD_TYPES__INETSK && fe->isk) {
 		inet_text(fe->isk, buf, len);
 		*flags = fe->isk->flags;
+	} else if (fe->type == FD_TYPES__NETLINKSK && fe->nlsk) {
+		netlink_text(fe->nlsk, buf, len);
+		*flags = fe->nlsk->flags;
 	} else {
 		return false;
 	}

@@ -34,6 +34,7 @@
 #include "dump/files.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
+#include "fault.h"
 #include "log.h"
 #include "proc.h"
 #include "dump/shmem.h"
@@ -306,7 +307,11 @@ static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool lea
 	int ret = 0;
 
 	*inventory = !leave_running || o->hooks;
-	if (*inventory)
+	if (!leave_running) {
+		fault_point("images-written");
+		ret = sockets_check_queues(d);
+	}
+	if (!ret && *inventory)
 		ret = write_inventory(d);
 	if (!ret)
 		ret = hook_fire(o->hooks, HOOK_POST_DUMP, d->pid);

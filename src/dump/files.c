@@ -465,7 +465,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	case FK_INOTIFY:
 		return inotify_write(img, f);
 	case FK_SOCKET:
-		return f->sk->family == AF_UNIX ? sk_unix_write(f, img) : sk_inet_write(f, img);
+		return sockets_write(f, img);
 	}
 	return img_write_msg(img, &fe.base);
 }
@@ -481,7 +481,7 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_INOTIFY] = FD_TYPES__INOTIFY };
 
 	if (f->kind == FK_SOCKET)
-		return f->sk->family == AF_UNIX ? FD_TYPES__UNIXSK : FD_TYPES__INETSK;
+		return sockets_fd_type(f);
 	return t[f->kind];
 }
 

@@ -1,5 +1,6 @@
 /*
- * TCP and UDP sockets, IPv4 and IPv6: family, addresses and ports from
+ * TCP, UDP and UDP-lite sockets, IPv4 and IPv6 (UDP-lite: UDP's, with its
+ * checksum coverage): family, addresses and ports from
  * getsockname/getpeername, the state from TCP_INFO (a listener's backlog and
  * accept queue too), IP and TCP options, shutdown bits from sock_diag.
  * Listening, bound and unbound sockets are re-created; an established
@@ -19,6 +20,7 @@
 #include "dump/files.h"
 #include "dump/sockets.h"
 #include "image/image.h"
+#include "kernel_uapi.h"
 #include "log.h"
 
 #include "files.pb-c.h"
@@ -46,7 +48,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, s
 	struct tcp_info ti;
 	socklen_t l = sizeof(ti);
 
-	if (type == SOCK_DGRAM && proto == IPPROTO_UDP) {
+	if (type == SOCK_DGRAM && (proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE)) {
 		char c;
 
 		if (recv(copy, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN)
@@ -54,7 +56,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, s
 		return "it has datagrams queued, whose senders a restore could not be";
 	}
 	if (type != SOCK_STREAM || proto != IPPROTO_TCP)
-		return "memdump dumps TCP and UDP sockets only";
+		return "memdump dumps TCP, UDP and UDP-lite sockets only";
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(copy, SOL_TCP, TCP_INFO, &ti, &l))
 		return "its TCP_INFO cannot be read";
@@ -101,6 +103,10 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 	in->tos = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TCLASS) : opt_int(copy, IPPROTO_IP, IP_TOS);
 	in->ttl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_UNICAST_HOPS) :
 		       opt_int(copy, IPPROTO_IP, IP_TTL);
+	if (in->proto == IPPROTO_UDPLITE) {
+		in->send_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_SEND_CSCOV);
+		in->recv_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_RECV_CSCOV);
+	}
 	if (in->proto != IPPROTO_TCP)
 		return;
 	in->nodelay = opt_int(copy, SOL_TCP, TCP_NODELAY);
@@ -187,6 +193,11 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	e.ip_opts = &ip;
 	e.has_shutdown = true;
 	e.shutdown = in->shutdown;
+	if (in->proto == IPPROTO_UDPLITE) {
+		e.has_udplite_send_cscov = e.has_udplite_recv_cscov = true;
+		e.udplite_send_cscov = in->send_cscov;
+		e.udplite_recv_cscov = in->recv_cscov;
+	}
 	if (in->proto == IPPROTO_TCP) {
 		tcp.has_nodelay = tcp.has_cork = true;
 		tcp.nodelay = in->nodelay > 0;

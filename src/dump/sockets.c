@@ -25,6 +25,8 @@
 #include "log.h"
 #include "netlock.h"
 
+#include "files.pb-c.h"
+
 static const char *tcp_state(int s)
 {
 	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
@@ -51,10 +53,15 @@ static void unix_text(const struct sk_diag *s, char *buf, size_t len)
 void sk_describe(const struct sk_diag *s, char *buf, size_t len)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	const char *proto = s->proto == IPPROTO_TCP ? "TCP" : "UDP";
+	const char *proto = s->proto == IPPROTO_TCP ? "TCP" :
+			    s->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
 
 	if (s->family == AF_UNIX) {
 		unix_text(s, buf, len);
+		return;
+	}
+	if (s->family == AF_NETLINK) {
+		sk_netlink_describe(s, buf, len);
 		return;
 	}
 	inet_ntop(s->family, s->src, src, sizeof(src));
@@ -87,7 +94,9 @@ static void describe_fd(int copy, char *buf, size_t len)
 			fam = families[i].name;
 	if (type > 0 && type < (int)ARRAY_SIZE(types) && types[type])
 		ty = types[type];
-	if (fam)
+	if (family == AF_NETLINK)
+		sk_netlink_describe_fd(copy, buf, len);
+	else if (fam)
 		snprintf(buf, len, "%s %s socket (protocol %d)", fam, ty, proto);
 	else
 		snprintf(buf, len, "a socket of family %d", family);
@@ -111,8 +120,10 @@ static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *
 		why = s ? sk_unix_unsupported(s, set, buf, len) : "it is not in sock_diag";
 	else if (family == AF_INET || family == AF_INET6)
 		why = sk_inet_unsupported(copy, set, buf, len);
+	else if (family == AF_NETLINK)
+		why = sk_netlink_unsupported(copy, s, buf, len);
 	else
-		why = "memdump dumps UNIX, TCP and UDP sockets only";
+		why = "memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only";
 	if (!why)
 		return false;
 	if (why == buf) {
@@ -226,7 +237,8 @@ static int lock_connections(struct dump_ctx *d)
 	for (size_t i = 0; i < set->nr_inos; i++) {
 		const struct sk_diag *s = sk_table_find(&set->diag, set->inos[i]);
 
-		if (!s || s->family == AF_UNIX || s->proto != IPPROTO_TCP || s->state != TCP_ESTABLISHED)
+		if (!s || (s->family != AF_INET && s->family != AF_INET6) || s->proto != IPPROTO_TCP ||
+		    s->state != TCP_ESTABLISHED)
 			continue;
 		c[n].family = s->family;
 		memcpy(c[n].src, s->src, 16);
@@ -284,24 +296,69 @@ int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 		socklen_t l = sizeof(s->family);
 
 		getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &s->family, &l);
-		ret = sk_inet_collect(d, copy, dg, s);
+		ret = s->family == AF_NETLINK ? sk_netlink_collect(copy, dg, s) :
+						sk_inet_collect(d, copy, dg, s);
 	}
 	close(copy);
 	return ret;
 }
 
-int sockets_write(struct dump_ctx *d, struct image *files)
+int sockets_write(const struct file_desc *f, struct image *files)
+{
+	switch (f->sk->family) {
+	case AF_UNIX:
+		return sk_unix_write(f, files);
+	case AF_NETLINK:
+		return sk_netlink_write(f, files);
+	}
+	return sk_inet_write(f, files);
+}
+
+int sockets_fd_type(const struct file_desc *f)
+{
+	switch (f->sk->family) {
+	case AF_UNIX:
+		return FD_TYPES__UNIXSK;
+	case AF_NETLINK:
+		return FD_TYPES__NETLINKSK;
+	}
+	return FD_TYPES__INETSK;
+}
+
+/* A socket whose queue is not dumped: datagram (UDP, UDP-lite) and netlink. */
+static bool queue_refused(const struct sk_state *s)
+{
+	if (s->family == AF_NETLINK)
+		return true;
+	return (s->family == AF_INET || s->family == AF_INET6) && s->in.type == SOCK_DGRAM;
+}
+
+int sockets_check_queues(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
+	struct sk_table now = { 0 };
+	bool loaded = false;
 	int ret = 0;
 
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		const struct file_desc *f = &fs->descs[i];
+		const struct sk_diag *s;
+		char what[256];
 
-		if (f->kind != FK_SOCKET)
+		if (f->kind != FK_SOCKET || !queue_refused(f->sk))
 			continue;
-		ret = f->sk->family == AF_UNIX ? sk_unix_write(f, files) : sk_inet_write(f, files);
+		if (!loaded && (ret = sk_table_load(&now)))
+			return ret;
+		loaded = true;
+		s = sk_table_find(&now, f->sk->ino);
+		if (!s || !s->rqueue)
+			continue;
+		sk_describe(s, what, sizeof(what));
+		ret = fail(-EAGAIN, "process %d: socket:[%lu] (%s) received %u bytes during the "
+			   "dump, which memdump does not dump", d->pid, (unsigned long)s->ino, what,
+			   s->rqueue);
 	}
+	sk_table_free(&now);
 	return ret;
 }
 
@@ -321,7 +378,8 @@ int sockets_write_data(struct dump_ctx *d)
 				ret = img_create(&d->dir, IMG_SK_QUEUES, 0, &img);
 			if (!ret)
 				ret = sk_unix_write_queue(f, img);
-		} else if (f->sk->family != AF_UNIX && f->sk->in.stream) {
+		} else if ((f->sk->family == AF_INET || f->sk->family == AF_INET6) &&
+			   f->sk->in.stream) {
 			ret = tcp_stream_write(d, f);
 		}
 	}
@@ -369,6 +427,8 @@ void sk_state_free(struct sk_state *s)
 		for (size_t i = 0; i < s->un.nr_queue; i++)
 			free(s->un.queue[i].data);
 		free(s->un.queue);
+	} else if (s->family == AF_NETLINK) {
+		free(s->nl.groups);
 	} else {
 		tcp_stream_free(s->in.stream);
 	}

@@ -8,7 +8,8 @@
  *   sockets.c    which socket fds can be dumped (refusals name the others)
  *   sk_opts.c    options common to all kinds (SO_*)
  *   sk_unix.c    UNIX sockets and their queued data
- *   sk_inet.c    TCP and UDP, IPv4 and IPv6; tcp_repair.c: established TCP
+ *   sk_inet.c    TCP, UDP and UDP-lite, IPv4 and IPv6; tcp_repair.c: established TCP
+ *   sk_netlink.c netlink sockets: protocol, port id, groups, destination
  */
 #ifndef MEMDUMP_SOCKETS_H
 #define MEMDUMP_SOCKETS_H
@@ -45,6 +46,11 @@ struct sk_diag {
 	int name_len;			/* 0: unnamed; name[0] == 0: abstract */
 	uint8_t src[16], dst[16];	/* inet */
 	uint16_t sport, dport;
+	uint32_t portid, dst_portid;	/* netlink; state: 1 connected */
+	uint32_t dst_group, nl_flags;	/* nl_flags: NDIAG_FLAG_* */
+	uint32_t *groups;		/* netlink: the group bitmap, nr_groups words */
+	size_t nr_groups;
+	bool has_rmem;			/* netlink: rqueue is the receive queue's memory */
 };
 
 struct sk_table {
@@ -52,7 +58,7 @@ struct sk_table {
 	size_t n;
 };
 
-/* sock_diag.c: every UNIX, TCP and UDP socket of memdump's network namespace */
+/* sock_diag.c: every UNIX, TCP, UDP, UDP-lite and netlink socket of memdump's network namespace */
 int sk_table_load(struct sk_table *t);
 const struct sk_diag *sk_table_find(const struct sk_table *t, uint64_t ino);
 void sk_table_free(struct sk_table *t);
@@ -99,7 +105,16 @@ struct sk_inet {
 	uint32_t backlog;
 	uint8_t shutdown;
 	int v6only, freebind, tos, ttl, nodelay, cork, keepcnt, keepidle, keepintvl;
+	int send_cscov, recv_cscov;	/* UDP-lite */
 	struct tcp_stream *stream;	/* ESTABLISHED (tcp_repair.c) */
+};
+
+struct sk_netlink {
+	int type, proto, state;
+	uint32_t portid, dst_portid, dst_group;
+	uint32_t *groups;		/* bitmap, group g is bit g - 1 */
+	size_t nr_groups;		/* words */
+	uint32_t opts;			/* bit n: the NETLINK_* option n is on */
 };
 
 /* A socket file description of the target. */
@@ -110,6 +125,7 @@ struct sk_state {
 	union {
 		struct sk_unix un;
 		struct sk_inet in;
+		struct sk_netlink nl;
 	};
 };
 
@@ -137,7 +153,14 @@ void sockets_refuse(pid_t pid, bool tcp_established, struct refusals *r);
 int sockets_prepare(struct dump_ctx *d, bool tcp_established);
 /* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
 int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
-int sockets_write(struct dump_ctx *d, struct image *files);
+/* Its entry in files.img, and the FD_TYPES__* of that entry. */
+int sockets_write(const struct file_desc *f, struct image *files);
+int sockets_fd_type(const struct file_desc *f);
+/*
+ * A killing dump, before its inventory: the datagram and netlink sockets
+ * found empty are still empty (what arrived since would die with the target).
+ */
+int sockets_check_queues(struct dump_ctx *d);
 /* sk-queues.img and tcp-stream-INO.img */
 int sockets_write_data(struct dump_ctx *d);
 /* After the dump: keep (killed) or release (resumed, failed) repair mode and the lock. */
@@ -164,6 +187,14 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img);
 const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, size_t len);
 int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_inet_write(const struct file_desc *f, struct image *files);
+
+/* sk_netlink.c */
+const char *sk_netlink_unsupported(int copy, const struct sk_diag *s, char *buf, size_t len);
+int sk_netlink_collect(int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_netlink_write(const struct file_desc *f, struct image *files);
+void sk_netlink_describe(const struct sk_diag *s, char *buf, size_t len);
+/* One sock_diag does not list (unbound): from the fd. */
+void sk_netlink_describe_fd(int copy, char *buf, size_t len);
 
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);

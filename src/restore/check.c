@@ -386,6 +386,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 						  fe->isk->family != AF_INET6))
 			return fail(-EIO, "files.img: inet socket %u has no entry", fe->id);
 		return 0;
+	case FD_TYPES__NETLINKSK:
+		if (!fe->nlsk || !fe->nlsk->opts)
+			return fail(-EIO, "files.img: netlink socket %u has no entry", fe->id);
+		return 0;
 	case FD_TYPES__EVENTPOLL:
 		if (!fe->epfd)
 			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);

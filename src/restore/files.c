@@ -383,6 +383,9 @@ static int open_desc(struct rst *r, struct rdesc *d)
 	case FD_TYPES__INETSK:
 		d->fd = sk_inet_open(r, fe->isk);
 		break;
+	case FD_TYPES__NETLINKSK:
+		d->fd = sk_netlink_open(fe->nlsk);
+		break;
 	default:
 		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
 	}

@@ -247,10 +247,13 @@ int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
 
-/* sk_inet.c: a TCP or UDP socket (memdump's fd), or <0 after fail() */
+/* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
 int sk_inet_open(struct rst *r, const InetSkEntry *e);
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
 int inet_fail(const InetSkEntry *e, int err, const char *what);
+
+/* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
+int sk_netlink_open(const NetlinkSkEntry *e);
 
 /* tcp_repair.c: established connections, released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);

@@ -1,5 +1,6 @@
 /*
- * Restore of TCP and UDP sockets, IPv4 and IPv6: a new socket with its
+ * Restore of TCP, UDP and UDP-lite sockets, IPv4 and IPv6 (UDP-lite: its
+ * checksum coverage too): a new socket with its
  * options, bound to its address (SO_REUSEADDR held on for the bind, then as
  * dumped), listening with its backlog, or connected (UDP); an established
  * TCP connection is rebuilt in repair mode (tcp_repair.c).
@@ -16,6 +17,7 @@
 #include <netinet/tcp.h>
 
 #include "common.h"
+#include "kernel_uapi.h"
 #include "log.h"
 #include "restore/restore.h"
 
@@ -47,6 +49,8 @@ int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 int inet_fail(const InetSkEntry *e, int err, const char *what)
 {
 	char a[INET6_ADDRSTRLEN] = "?", b[INET6_ADDRSTRLEN] = "?";
+	const char *proto = e->proto == IPPROTO_TCP ? "TCP" :
+			    e->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
 	struct sockaddr_storage s, d;
 
 	inet_addr_of(e, false, &s);
@@ -55,9 +59,8 @@ int inet_fail(const InetSkEntry *e, int err, const char *what)
 			     (void *)&((struct sockaddr_in6 *)&s)->sin6_addr, a, sizeof(a));
 	inet_ntop(e->family, e->family == AF_INET ? (void *)&((struct sockaddr_in *)&d)->sin_addr :
 			     (void *)&((struct sockaddr_in6 *)&d)->sin6_addr, b, sizeof(b));
-	return fail(err, "%s socket %u (%s:%u -> %s:%u): %s: %s",
-		    e->proto == IPPROTO_TCP ? "TCP" : "UDP", e->id, a, e->src_port, b, e->dst_port,
-		    what, strerror(-err));
+	return fail(err, "%s socket %u (%s:%u -> %s:%u): %s: %s", proto, e->id, a, e->src_port,
+		    b, e->dst_port, what, strerror(-err));
 }
 
 /* Set opt to v unless the new socket has it already. */
@@ -87,6 +90,19 @@ static int set_ip_opts(int fd, const InetSkEntry *e)
 	if (!ret && ip && ip->has_ttl)
 		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ip->ttl) :
 			   keep_opt(fd, IPPROTO_IP, IP_TTL, ip->ttl);
+	return ret;
+}
+
+static int set_udplite_opts(int fd, const InetSkEntry *e)
+{
+	int ret = 0;
+
+	if (e->proto != IPPROTO_UDPLITE)
+		return 0;
+	if (e->has_udplite_send_cscov)
+		ret = keep_opt(fd, SOL_UDPLITE, UDPLITE_SEND_CSCOV, e->udplite_send_cscov);
+	if (!ret && e->has_udplite_recv_cscov)
+		ret = keep_opt(fd, SOL_UDPLITE, UDPLITE_RECV_CSCOV, e->udplite_recv_cscov);
 	return ret;
 }
 
@@ -120,8 +136,10 @@ static int set_options(int fd, const InetSkEntry *e)
 	ret = set_ip_opts(fd, e);
 	if (!ret)
 		ret = set_tcp_opts(fd, e);
+	if (!ret)
+		ret = set_udplite_opts(fd, e);
 	if (ret)
-		return inet_fail(e, ret, "cannot set its IP or TCP options");
+		return inet_fail(e, ret, "cannot set its IP, TCP or UDP-lite options");
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
 		return inet_fail(e, -errno, "SO_REUSEADDR");
 	return 0;
@@ -144,7 +162,7 @@ static int open_plain(int fd, const InetSkEntry *e)
 
 	if (!ret && e->state == TCP_LISTEN && listen(fd, e->backlog))
 		ret = inet_fail(e, -errno, "cannot listen");
-	if (!ret && e->proto == IPPROTO_UDP && e->state == TCP_ESTABLISHED) {
+	if (!ret && e->proto != IPPROTO_TCP && e->state == TCP_ESTABLISHED) {
 		l = inet_addr_of(e, true, &ss);
 		if (connect(fd, (struct sockaddr *)&ss, l))
 			ret = inet_fail(e, -errno, "cannot connect");
