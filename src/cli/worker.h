@@ -14,7 +14,7 @@ int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
 /* What a worker's function returned, and why it failed, for its parent (the RPC server). */
 struct worker_result {
 	int ret;			/* fn's return: 0, or -errno */
-	char reason[1024];		/* fail_reason() when ret < 0 */
+	char reason[8192];		/* fail_reason() when ret < 0 */
 };
 
 /*

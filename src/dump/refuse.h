@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 struct refusals {
-	char text[3072];
+	char text[8000];
 	size_t len;
 	int n;
 };

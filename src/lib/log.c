@@ -11,7 +11,7 @@
 
 static int cur_level = LOG_WARN;
 static FILE *log_file;
-static char reason[1024];
+static char reason[8192];	/* a refusal lists every reason: room for many */
 
 int log_init(int level, const char *path)
 {
