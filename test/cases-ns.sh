@@ -110,3 +110,33 @@ add ns-ipc-lr case_ns_ipc_lr
 add ns-refuse-shared case_ns_refuse_shared
 add ns-join case_ns_join
 add ns-join-bad case_ns_join_bad
+
+# A cgroup namespace of its own, rooted at a cgroup the case makes (on the
+# cgroup2 mount), the process one level below: restored with the same root,
+# so it sees the same path from inside.
+cg2_mount() { awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts; }
+
+case_ns_cgroup_rst() {
+	local m; m=$(cg2_mount)
+	[[ -n $m ]] || { note "no cgroup2 mount: skipped"; return 0; }
+	local root=$m/memdump-test-$$-$RANDOM
+	mkdir -p "$root/sub" || fail "cannot make cgroup $root/sub"
+	START_WRAP="$TESTSRC/cgns-wrap $root sub" start_prog t-eventfd
+	local inside; inside=$(nsenter -t "$PID" -C cat "/proc/$PID/cgroup")
+	grep -qx '0::/sub' <<< "$inside" || fail "the target does not see 0::/sub inside: $inside"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	same_ns "$PID" cgroup self && fail "restored pid $PID is in memdump's cgroup namespace"
+	[[ $(nsenter -t "$PID" -C cat "/proc/$PID/cgroup") == "$inside" ]] ||
+		fail "inside its namespace the process sees $(nsenter -t "$PID" -C cat /proc/$PID/cgroup | grep ^0::), want 0::/sub"
+	grep -qx "0::${root#$m}/sub" "/proc/$PID/cgroup" || fail "restored pid $PID is not in $root/sub"
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	rmdir "$root/sub" "$root"
+}
+
+add ns-cgroup-rst case_ns_cgroup_rst

@@ -174,6 +174,7 @@ static void fill_task_attrs(TaskCoreEntry *tc, const struct task_attrs *a, TaskT
 	tc->has_membarrier_registration_mask = true;
 	tc->membarrier_registration_mask = a->membarrier_mask;
 	tc->cgroup = (char *)a->cgroup;
+	tc->cgroup_ns = a->cgroup_ns[0] ? (char *)a->cgroup_ns : NULL;
 	for (int w = 0; w < 3; w++)
 		fill_itimer(&it[w], a, w);
 	tt->real = &it[0];

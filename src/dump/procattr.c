@@ -5,6 +5,7 @@
  * registrations). Every value is one that was read: a failure fails the dump.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "dump/dump.h"
 #include "dump/task.h"
 #include "log.h"
+#include "nsswitch.h"
 
 #define MEMBARRIER_CMD_GET_REGISTRATIONS	(1 << 9)
 
@@ -35,6 +37,30 @@ static int read_proc_text(pid_t pid, const char *name, char *buf, size_t len)
 	memcpy(buf, text, n + 1);
 	free(text);
 	return 0;
+}
+
+/*
+ * A cgroup namespace of its own: /proc/PID/cgroup read from inside it gives
+ * each path below the namespace's root, which restore makes the root again.
+ * A process moved out from under its root (a path with "/..") is refused.
+ */
+static int get_cgroup_ns(struct dump_ctx *d, struct task_attrs *a)
+{
+	const struct ns_kind k = { "cgroup", CLONE_NEWCGROUP };
+	int back, ret;
+
+	a->cgroup_ns[0] = 0;
+	if (!ns_is_own(d->pid, &k))
+		return 0;
+	ret = ns_enter_pid(d->pid, &k, &back);
+	if (ret)
+		return ret;
+	ret = read_proc_text(d->pid, "cgroup", a->cgroup_ns, sizeof(a->cgroup_ns));
+	ns_return(back, &k);
+	if (!ret && strstr(a->cgroup_ns, ":/.."))
+		ret = fail(-EOPNOTSUPP, "process %d is in a cgroup outside its cgroup namespace's "
+			   "root: not supported", d->pid);
+	return ret;
 }
 
 static int read_proc_long(pid_t pid, const char *name, long long *v)
@@ -127,6 +153,8 @@ int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a)
 		return ret;
 	a->loginuid = v;
 	ret = read_proc_text(d->pid, "cgroup", a->cgroup, sizeof(a->cgroup));
+	if (!ret)
+		ret = get_cgroup_ns(d, a);
 	if (!ret)
 		ret = get_itimers(d, a);
 	if (!ret)

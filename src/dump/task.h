@@ -31,6 +31,7 @@ struct task_attrs {
 	struct { uint64_t isec, iusec, vsec, vusec; } itimer[3];	/* REAL, VIRTUAL, PROF */
 	uint32_t membarrier_mask;	/* MEMBARRIER_CMD_GET_REGISTRATIONS */
 	char cgroup[4096];		/* /proc/PID/cgroup */
+	char cgroup_ns[4096];		/* the same from inside its cgroup namespace, or "" */
 };
 
 struct task_state {

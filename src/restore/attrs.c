@@ -12,6 +12,7 @@
  *    the process its personality, membarrier registrations, interval timers.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -48,18 +49,69 @@ static int read_own(const char *name, char *buf, size_t len)
 	return 0;
 }
 
-static int add_join(struct rst *r, const char *path)
+static int add_join(char ***list, size_t *nr, const char *path)
 {
-	char **n = realloc(r->cg_join, (r->nr_cg_join + 1) * sizeof(*n));
+	char **n = realloc(*list, (*nr + 1) * sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
-	r->cg_join = n;
-	n[r->nr_cg_join] = strdup(path);
-	if (!n[r->nr_cg_join])
+	*list = n;
+	n[*nr] = strdup(path);
+	if (!n[*nr])
 		return -ENOMEM;
-	r->nr_cg_join++;
+	(*nr)++;
 	return 0;
+}
+
+/*
+ * The root of the process's cgroup namespace in the hierarchy of line: its
+ * path with what it saw from inside (the same hierarchy's line of inside)
+ * taken off the end, as a line "ID:controllers:root".
+ */
+static int cgns_root_line(const char *line, const char *inside, char *out, size_t len)
+{
+	char in[1024];
+	const char *full = strrchr(line, ':'), *rel;
+	size_t nf, nr;
+
+	if (!full || cgroup_own_line(inside, line, in, sizeof(in)) || !(rel = strrchr(in, ':')))
+		return fail(-EIO, "core image: cgroup %s has no line in the namespace's view", line);
+	full++;
+	rel++;
+	nf = strlen(full);
+	nr = strcmp(rel, "/") ? strlen(rel) : 0;
+	if (nr > nf || (nr && (strcmp(full + nf - nr, rel) || (nf > nr && full[nf - nr - 1] == '/'))))
+		return fail(-EIO, "core image: cgroup %s does not end in %s (its namespace's view)",
+			    line, rel);
+	snprintf(out, len, "%.*s%.*s", (int)(full - line), line, (int)(nf - nr ? nf - nr : 1),
+		 nf - nr ? full : "/");
+	return 0;
+}
+
+/* A cgroup namespace of its own: its root joined first, every cgroup after the unshare. */
+static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside)
+{
+	char *copy = strdup(dumped), *line, *save = NULL;
+	int ret = copy ? 0 : -ENOMEM;
+
+	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line && !ret;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char root[1100], procs[1024];
+
+		ret = cgns_root_line(line, inside, root, sizeof(root));
+		if (!ret && cgroup_procs_path(root, procs, sizeof(procs)))
+			ret = fail(-ENOENT, "the root of the process's cgroup namespace, %s, cannot be "
+				   "joined here (not mounted or gone)", root);
+		if (!ret)
+			ret = add_join(&r->cg_root, &r->nr_cg_root, procs);
+		if (!ret && cgroup_procs_path(line, procs, sizeof(procs)))
+			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
+				   "join here (not mounted or gone)", line);
+		if (!ret)
+			ret = add_join(&r->cg_join, &r->nr_cg_join, procs);
+	}
+	free(copy);
+	return ret;
 }
 
 /* Each hierarchy where the process was in another cgroup than memdump: joinable. */
@@ -83,7 +135,7 @@ static int check_cgroups(struct rst *r, const char *dumped)
 			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
 				   "join here (not mounted or gone)", line);
 		else if (strcmp(mine, line))
-			ret = add_join(r, procs);
+			ret = add_join(&r->cg_join, &r->nr_cg_join, procs);
 	}
 	free(copy);
 	return ret;
@@ -179,7 +231,9 @@ int attrs_check(struct rst *r)
 	    !rst_capable(CAP_AUDIT_CONTROL))
 		ret = fail(-EPERM, "loginuid %u differs from memdump's own (%u) and setting it "
 			   "needs CAP_AUDIT_CONTROL", tc->loginuid, own_loginuid());
-	if (!ret && tc->cgroup)
+	if (!ret && tc->cgroup && tc->cgroup_ns)
+		ret = check_cgroup_ns(r, tc->cgroup, tc->cgroup_ns);
+	else if (!ret && tc->cgroup)
 		ret = check_cgroups(r, tc->cgroup);
 	if (!ret && tc->timers)
 		ret = check_ptimers(r, tc->timers);
@@ -193,6 +247,11 @@ void attrs_free(struct rst *r)
 	free(r->cg_join);
 	r->cg_join = NULL;
 	r->nr_cg_join = 0;
+	for (size_t i = 0; i < r->nr_cg_root; i++)
+		free(r->cg_root[i]);
+	free(r->cg_root);
+	r->cg_root = NULL;
+	r->nr_cg_root = 0;
 }
 
 static void fill_sched(struct rst_thread *t, const ThreadCoreEntry *th)
@@ -310,6 +369,12 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	int ret = 0;
 
 	apply_groups(r);
+	for (size_t i = 0; i < r->nr_cg_root && !ret; i++)
+		ret = write_own(r->cg_root[i], "0", why, len);
+	if (!ret && r->nr_cg_root && unshare(CLONE_NEWCGROUP)) {
+		ret = -errno;
+		snprintf(why, len, "cannot create a cgroup namespace: %s", strerror(errno));
+	}
 	for (size_t i = 0; i < r->nr_cg_join && !ret; i++)
 		ret = write_own(r->cg_join[i], "0", why, len);
 	if (!ret && tc->has_oom_score_adj) {

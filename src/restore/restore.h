@@ -168,6 +168,8 @@ struct rst {
 	const char *cwd, *root;
 	char **cg_join;		/* cgroup.procs files the child joins (attrs.c) */
 	size_t nr_cg_join;
+	char **cg_root;		/* a cgroup namespace's root: joined before the unshare */
+	size_t nr_cg_root;
 
 	/* the restorer area */
 	int area_fd;
