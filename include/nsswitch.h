@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* The kinds memdump saves and restores, with their /proc/PID/ns names. */
+/* The kinds memdump saves and restores (enters to read, unshares or joins to
+ * restore), with their /proc/PID/ns names: uts, ipc, net. */
 struct ns_kind {
 	const char *name;	/* "uts" */
 	int flag;		/* CLONE_NEWUTS */

@@ -95,9 +95,9 @@ case_ns_join() {
 case_ns_join_bad() {
 	start_ns_prog t-ipcns
 	dump "$PID" "$T/d" --leave-running
-	md badkind restore -D "$T/d" --join-ns net:/proc/self/ns/net
+	md badkind restore -D "$T/d" --join-ns pid:/proc/self/ns/pid
 	expect_md_error
-	grep -q -- "--join-ns net: memdump joins uts and ipc namespaces only" "$MD_ERR" ||
+	grep -q -- "--join-ns pid: memdump joins uts, ipc and net namespaces only" "$MD_ERR" ||
 		fail "no clear error for a kind memdump does not join"
 	md badpath restore -D "$T/d" --join-ns uts
 	expect_md_error
@@ -140,3 +140,45 @@ case_ns_cgroup_rst() {
 }
 
 add ns-cgroup-rst case_ns_cgroup_rst
+
+# A network namespace of its own with lo only: sockets (TCP listeners, UDP,
+# UDP-lite, v4 and v6) come back in a new namespace whose lo is up.
+case_ns_net_rst() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	[[ -f $T/d/netdev-1.img ]] || fail "netdev-1.img missing"
+	crit_decodes "$T/d"
+	shows "$T/d" 'net namespace: lo up'
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	same_ns "$PID" net self && fail "restored pid $PID is in memdump's network namespace"
+	nsenter -t "$PID" -n ip link show lo | grep -q 'state UNKNOWN\|,UP' ||
+		fail "lo is not up in the restored namespace"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+
+# What a network namespace holds besides lo is refused by name, all at once.
+case_ns_net_refuse() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	NETNS_SETUP='ip link add md-br0 type bridge && ip addr add 127.0.0.77/8 dev lo' \
+		START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	md refuse dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	local want
+	for want in "network interface md-br0 in its network namespace" \
+		    "address 127.0.0.77 on lo in its network namespace" \
+		    "--tcp-established in a network namespace of its own"; do
+		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
+	done
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+add ns-net-rst case_ns_net_rst
+add ns-net-refuse case_ns_net_refuse

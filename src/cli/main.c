@@ -34,7 +34,7 @@ static const char usage[] =
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
-	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc:PATH]\n"
+	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return; --join-ns: into\n"
 	"        that existing namespace instead of a new one\n"

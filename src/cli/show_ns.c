@@ -9,6 +9,7 @@
 #include "ipc-msg.pb-c.h"
 #include "ipc-sem.pb-c.h"
 #include "ipc-shm.pb-c.h"
+#include "netdev.pb-c.h"
 #include "utsns.pb-c.h"
 
 static int skip(struct image *img, uint64_t len)
@@ -81,6 +82,18 @@ void show_namespaces(const struct dumpset *ds)
 		else {
 			printf("uts namespace: host %s, domain %s\n", u->nodename, u->domainname);
 			img_free(&utsns_entry__descriptor, u);
+		}
+	}
+	if (own & CLONE_NEWNET) {
+		NetDeviceEntry *n;
+
+		if (img_read_one(ds->dirfd, IMG_NETDEV, 1, &net_device_entry__descriptor,
+				 (void **)&n))
+			printf("net namespace: (unreadable netdev-1.img)\n");
+		else {
+			printf("net namespace: %s %s, mtu %u\n", n->name,
+			       n->flags & 1 ? "up" : "down", n->mtu);
+			img_free(&net_device_entry__descriptor, n);
 		}
 	}
 	if (own & CLONE_NEWIPC) {

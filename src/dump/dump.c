@@ -348,7 +348,23 @@ static void undo(struct dump_ctx *d)
 	infect_release(&d->in, false);
 }
 
+static int dump_pipeline(const struct dump_opts *o);
+
+/*
+ * The dump, on a thread inside the target's own network namespace if it has
+ * one (sock_diag, the network lock and sockets see what the target sees).
+ */
 int dump_run(const struct dump_opts *o)
+{
+	int back, ret = ns_enter_net(o->pid, &back);
+
+	if (!ret)
+		ret = dump_pipeline(o);
+	ns_leave_net(back);
+	return ret;
+}
+
+static int dump_pipeline(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid },

@@ -22,9 +22,11 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/netns.h"
 #include "dump/ns.h"
 #include "dump/refuse.h"
 #include "image/image.h"
@@ -53,7 +55,8 @@ uint32_t ns_own_mask(pid_t pid)
 
 void ns_fill_ids(uint32_t own, TaskKobjIdsEntry *ids)
 {
-	ids->has_uts_ns_id = ids->has_ipc_ns_id = true;
+	ids->has_uts_ns_id = ids->has_ipc_ns_id = ids->has_net_ns_id = true;
+	ids->net_ns_id = own & CLONE_NEWNET ? NS_ID : 0;
 	ids->uts_ns_id = own & CLONE_NEWUTS ? NS_ID : 0;
 	ids->ipc_ns_id = own & CLONE_NEWIPC ? NS_ID : 0;
 }
@@ -75,7 +78,8 @@ static void refuse_sharers(pid_t pid, const struct ns_kind *k, struct refusals *
 		pid_t p = atoi(e->d_name);
 		char comm[32] = "?";
 
-		if (p <= 0 || p == pid || ns_inode(p, k->name) != ino)
+		/* memdump itself is in it while it dumps (ns_enter_net) */
+		if (p <= 0 || p == pid || p == getpid() || ns_inode(p, k->name) != ino)
 			continue;
 		proc_comm(p, comm, sizeof(comm));
 		refuse_add(r, "its %s namespace, shared with process %d (%s) outside the dump",
@@ -109,7 +113,7 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 	ns_return(back, k);
 }
 
-void ns_refuse(pid_t pid, struct refusals *r)
+void ns_refuse(pid_t pid, bool tcp_established, struct refusals *r)
 {
 	uint32_t own = ns_own_mask(pid);
 
@@ -118,6 +122,21 @@ void ns_refuse(pid_t pid, struct refusals *r)
 			refuse_sharers(pid, &ns_kinds[i], r);
 	if (own & CLONE_NEWIPC)
 		refuse_shm(pid, r);
+	if (own & CLONE_NEWNET)
+		netns_refuse(tcp_established, r);	/* this thread is in it: ns_enter_net */
+}
+
+int ns_enter_net(pid_t pid, int *back)
+{
+	const struct ns_kind *k = ns_kind_by_name("net");
+
+	*back = -1;
+	return ns_is_own(pid, k) ? ns_enter_pid(pid, k, back) : 0;
+}
+
+void ns_leave_net(int back)
+{
+	ns_return(back, ns_kind_by_name("net"));
 }
 
 static int write_entry(struct image *img, const ProtobufCMessage *m)
@@ -416,5 +435,7 @@ int ns_dump(struct dump_ctx *d)
 		ret = dump_uts(d);
 	if (!ret && (d->own_ns & CLONE_NEWIPC))
 		ret = dump_ipc(d);
+	if (!ret && (d->own_ns & CLONE_NEWNET))
+		ret = netns_dump(d);	/* this thread is in it (ns_enter_net) */
 	return ret;
 }

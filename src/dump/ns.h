@@ -6,6 +6,7 @@
 #ifndef MEMDUMP_DUMP_NS_H
 #define MEMDUMP_DUMP_NS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -14,11 +15,15 @@
 struct dump_ctx;
 struct refusals;
 
-/* CLONE_NEWUTS | CLONE_NEWIPC: which of them pid has of its own. */
+/* CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET: which of them pid has of its own. */
 uint32_t ns_own_mask(pid_t pid);
 /* What cannot be saved: a namespace shared with a process outside the dump,
- * System V objects memdump cannot recreate exactly. */
-void ns_refuse(pid_t pid, struct refusals *r);
+ * System V objects memdump cannot recreate exactly, network devices. */
+void ns_refuse(pid_t pid, bool tcp_established, struct refusals *r);
+/* The dumping thread into pid's own network namespace for the whole dump
+ * (*back: -1 when it has none), so that its sockets are found. */
+int ns_enter_net(pid_t pid, int *back);
+void ns_leave_net(int back);
 /* The images, while frozen. */
 int ns_dump(struct dump_ctx *d);
 /* The namespace ids of the ids and inventory images: 1 for a saved one. */

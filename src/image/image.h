@@ -51,6 +51,7 @@ enum img_type {
 	IMG_IPCNS_SHM,	/* ipcns-shm-ID.img: System V shm segments and content */
 	IMG_IPCNS_SEM,	/* ipcns-sem-ID.img: System V semaphore sets */
 	IMG_IPCNS_MSG,	/* ipcns-msg-ID.img: System V message queues */
+	IMG_NETDEV,	/* netdev-ID.img: a network namespace's devices */
 	IMG_NR_TYPES
 };
 

@@ -13,6 +13,7 @@
 const struct ns_kind ns_kinds[] = {
 	{ "uts", CLONE_NEWUTS },
 	{ "ipc", CLONE_NEWIPC },
+	{ "net", CLONE_NEWNET },
 };
 const int nr_ns_kinds = sizeof(ns_kinds) / sizeof(ns_kinds[0]);
 
@@ -36,17 +37,37 @@ unsigned long ns_inode(pid_t pid, const char *name)
 	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
 }
 
+/*
+ * memdump's own namespaces, as they were before any thread entered another:
+ * read on the first question, which every entering path asks first. A fact
+ * about the process, like the logger, not pipeline state.
+ */
+static unsigned long home[8];
+
+static unsigned long home_inode(const struct ns_kind *k)
+{
+	int i = (int)(k - ns_kinds);
+
+	if (i < 0 || i >= nr_ns_kinds)
+		return ns_inode(0, k->name);	/* a kind not entered (cgroup) */
+	if (!home[i])
+		for (int j = 0; j < nr_ns_kinds; j++)
+			home[j] = ns_inode(0, ns_kinds[j].name);
+	return home[i];
+}
+
 bool ns_is_own(pid_t pid, const struct ns_kind *k)
 {
 	unsigned long a = ns_inode(pid, k->name);
 
-	return a && a != ns_inode(0, k->name);
+	return a && a != home_inode(k);
 }
 
 int ns_enter_fd(int fd, const struct ns_kind *k, int *back)
 {
 	char self[64];
 
+	home_inode(k);	/* known before this thread leaves home */
 	snprintf(self, sizeof(self), "/proc/thread-self/ns/%s", k->name);
 	*back = open(self, O_RDONLY | O_CLOEXEC);
 	if (*back < 0)

@@ -321,7 +321,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	r->pagecheck.mem_fd = -1;
 	r->ds.dirfd = -1;
 	r->ds.pages_fd = -1;
-	r->ns_back[0] = r->ns_back[1] = -1;
+	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
 	ret = ns_check_join(o);
 	if (!ret)
 		ret = scan_inherited(r);

@@ -179,7 +179,7 @@ struct rst {
 	unsigned long vdso_start, vdso_len;
 	bool has_vdso;
 	struct pagecheck pagecheck;
-	int ns_back[2];		/* memdump's own uts, ipc namespaces while in the target's */
+	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
 };
 
 /* restore.c: lookups and cleanup */
