@@ -42,8 +42,11 @@ int pty_open_peer(int master, int flags)
 		return -errno;
 	if (locked && ioctl(master, TIOCSPTLCK, &unlock))
 		return -errno;
-	fd = ioctl(master, TIOCGPTPEER, flags | O_NOCTTY | O_CLOEXEC);
+	/* O_CLOEXEC given here would stay in the file's flags (fdinfo shows it) */
+	fd = ioctl(master, TIOCGPTPEER, (flags & ~O_CLOEXEC) | O_NOCTTY);
 	fd = fd < 0 ? -errno : fd;
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
 	if (locked && ioctl(master, TIOCSPTLCK, &locked) && fd >= 0) {
 		close(fd);
 		return -errno;
