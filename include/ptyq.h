@@ -34,12 +34,26 @@ int kterm_set_locked(int fd, const struct kterm *t);
 int pty_open_peer(int master, int flags);
 
 /*
- * Put back in (for the slave's reader) and out (for the master's) into the
- * pair of master, whose slave has termios t: returns 0 or -errno with why.
- * Packet mode is off meanwhile (no status byte is made by the termios
- * changes) and the locked termios cleared; both are as before after.
+ * The bytes queued in a pair. in: for the slave's reader; in canonical
+ * mode its complete lines, each lines[i] = end << 1 | eof (end: the offset
+ * after its last byte, its newline, EOL or EOL2 byte included; eof: ended
+ * by an end-of-file, which no read returns), the bytes after the last one
+ * the line being typed. out: for the master's reader.
  */
-int pty_put_back(int master, const struct kterm *t, const void *in, size_t in_len,
-		 const void *out, size_t out_len, char *why, size_t len);
+struct pty_queue {
+	const uint8_t *in, *out;
+	size_t in_len, out_len;
+	const uint32_t *lines;
+	size_t nr_lines;
+};
+
+/*
+ * Put q back into the pair of master, whose slave has termios t: returns 0
+ * or -errno with why. Packet mode is off meanwhile (no status byte is made
+ * by the termios changes) and the locked termios cleared; both are as
+ * before after. A quoted newline in a line goes back quoted (VLNEXT).
+ */
+int pty_put_back(int master, const struct kterm *t, const struct pty_queue *q, char *why,
+		 size_t len);
 
 #endif

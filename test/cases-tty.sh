@@ -31,7 +31,7 @@ case_tty_lr() {
 	check_child_pass
 }
 
-for m in default raw pkt ctty; do
+for m in default raw eof pkt ctty; do
 	add "tty-rst-$m" case_tty_rst "${m#default}"
 	add "tty-lr-$m" case_tty_lr "${m#default}"
 done

@@ -9,6 +9,8 @@
  * raw: the slave in raw mode, input with bytes a canonical or ISIG terminal
  *      would interpret (^C, ^D, DEL, CR, NUL);
  * pkt: the master in packet mode (reads start with TIOCPKT_DATA);
+ * eof: canonical input with lines ended by EOF (^E here), a bare EOF, an EOL
+ *      byte ('!') and a quoted (^V) newline inside a line;
  * ctty: the process leads a session whose controlling terminal is the slave;
  * lone: the slave is closed (a master alone, which memdump refuses).
  * READY <pid> <pts-path> */
@@ -19,7 +21,29 @@
 
 static const char line_in[] = "typed\n", part_in[] = "par", raw_in[] = "a\003b\004\177\r\n\0z";
 static const char out_pending[] = "pend\n", out_seen[] = "pend\r\n";
+static const char eof_in[] = "l1\nab\005\005x\026\ny\nc!";
+static const char *const eof_reads[] = { "l1\n", "ab", "", "x\ny\n", "c!" };
 static const char *mode = "";
+
+static void put(int fd, const char *buf, size_t n)
+{
+	if (write(fd, buf, n) != (ssize_t)n)
+		t_fail("write fd %d: %s", fd, strerror(errno));
+}
+
+/* What the slave's reader has not read yet, as typed on the master. */
+static void queue_input(void)
+{
+	if (!strcmp(mode, "raw")) {
+		put(20, raw_in, sizeof(raw_in) - 1);
+		return;
+	}
+	if (!strcmp(mode, "eof"))
+		put(20, eof_in, sizeof(eof_in) - 1);
+	else
+		put(20, line_in, strlen(line_in));
+	put(20, part_in, strlen(part_in));
+}
 
 static void check_input(void)
 {
@@ -33,9 +57,18 @@ static void check_input(void)
 			t_fail("raw input changed (read %zd)", n);
 		return;
 	}
-	n = read(21, buf, sizeof(buf));
-	if (n != (ssize_t)strlen(line_in) || memcmp(buf, line_in, n))
-		t_fail("pending line lost (read %zd)", n);
+	if (!strcmp(mode, "eof")) {
+		for (size_t i = 0; i < sizeof(eof_reads) / sizeof(eof_reads[0]); i++) {
+			n = read(21, buf, sizeof(buf));
+			if (n != (ssize_t)strlen(eof_reads[i]) || memcmp(buf, eof_reads[i], n))
+				t_fail("read %zu of the pending lines: %zd bytes (%.*s)", i, n,
+				       (int)(n > 0 ? n : 0), buf);
+		}
+	} else {
+		n = read(21, buf, sizeof(buf));
+		if (n != (ssize_t)strlen(line_in) || memcmp(buf, line_in, n))
+			t_fail("pending line lost (read %zd)", n);
+	}
 	n = read(21, buf, sizeof(buf));
 	if (n >= 0 || errno != EAGAIN)
 		t_fail("the line being typed became readable (read %zd)", n);
@@ -111,6 +144,8 @@ int main(int argc, char **argv)
 		tio.c_lflag &= ~(ECHO | ECHOE);         /* no echo, keep ICANON */
 	tio.c_cc[VINTR] = 0x07;                 /* ^G */
 	tio.c_cc[VEOF] = 0x05;                  /* ^E */
+	if (!strcmp(mode, "eof"))
+		tio.c_cc[VEOL] = '!';
 	cfsetospeed(&tio, B9600);
 	cfsetispeed(&tio, B9600);
 	tio.c_oflag |= OPOST | ONLCR;
@@ -123,13 +158,7 @@ int main(int argc, char **argv)
 	int one = 1;
 	if (!strcmp(mode, "pkt") && ioctl(20, TIOCPKT, &one))
 		t_fail("TIOCPKT: %s", strerror(errno));
-	if (!strcmp(mode, "raw")) {
-		if (write(20, raw_in, sizeof(raw_in) - 1) != (ssize_t)sizeof(raw_in) - 1)
-			t_fail("write master");
-	} else if (write(20, line_in, strlen(line_in)) != (ssize_t)strlen(line_in) ||
-		   write(20, part_in, strlen(part_in)) != (ssize_t)strlen(part_in)) {
-		t_fail("write master");
-	}
+	queue_input();
 	if (write(21, out_pending, strlen(out_pending)) != (ssize_t)strlen(out_pending))
 		t_fail("write slave");
 	t_sleep_ms(50);

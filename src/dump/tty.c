@@ -285,13 +285,31 @@ static int append_in(struct tty_state *t, const char *buf, size_t n)
 	return 0;
 }
 
+static bool ends_line(const struct kterm *t, const char *buf, ssize_t n)
+{
+	uint8_t c = buf[n - 1];
+
+	return c == '\n' || (t->cc[VEOL] && c == t->cc[VEOL]) ||
+	       ((t->lflag & IEXTEN) && t->cc[VEOL2] && c == t->cc[VEOL2]);
+}
+
+static int add_line(struct tty_state *t, bool eof)
+{
+	uint32_t *l = realloc(t->lines, (t->nr_lines + 1) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	t->lines = l;
+	l[t->nr_lines++] = (uint32_t)t->in_len << 1 | eof;
+	return 0;
+}
+
 /*
  * Every byte the slave's reader would get. Canonical: whole lines, one read
- * each, then (ICANON off a moment) the line being typed; a line that ends
- * other than in its only newline (EOF, EOL, a quoted newline) could not be
- * put back as it was: *inexact.
+ * each (one ending in no newline or EOL byte, or a read of 0, was ended by
+ * an end-of-file), then, ICANON off a moment, the line being typed.
  */
-static int read_input(int slave, struct tty_state *t, bool *inexact)
+static int read_input(int slave, struct tty_state *t)
 {
 	bool canon = t->t.lflag & ICANON;
 	struct kterm raw = t->t, none = { 0 };
@@ -299,13 +317,14 @@ static int read_input(int slave, struct tty_state *t, bool *inexact)
 	ssize_t n;
 	int ret = 0;
 
-	while (!ret && (n = read(slave, buf, sizeof(buf))) > 0) {
-		if (canon && (buf[n - 1] != '\n' || memchr(buf, '\n', n - 1)))
-			*inexact = true;
+	for (int i = 0; i < QUEUE_MAX / 16 && !ret; i++) {
+		n = read(slave, buf, sizeof(buf));
+		if (n < 0 || (n == 0 && !canon))
+			break;
 		ret = append_in(t, buf, n);
+		if (!ret && canon)
+			ret = add_line(t, !n || !ends_line(&t->t, buf, n));
 	}
-	if (canon && n == 0)
-		*inexact = true;	/* a bare end-of-file */
 	if (ret || !canon)
 		return ret;
 	raw.lflag &= ~ICANON;
@@ -323,7 +342,6 @@ static int read_input(int slave, struct tty_state *t, bool *inexact)
 
 static int read_queues(struct dump_ctx *d, struct tty_state *t)
 {
-	bool inexact = false;
 	int slave, ret;
 
 	t->taken = true;
@@ -334,14 +352,11 @@ static int read_queues(struct dump_ctx *d, struct tty_state *t)
 	if (slave < 0)
 		return fail(slave, "process %d: cannot open the slave of pty master fd %d: %s",
 			    d->pid, t->fd, strerror(-slave));
-	ret = read_input(slave, t, &inexact);
+	ret = read_input(slave, t);
 	close(slave);
 	if (ret)
 		return fail(ret, "process %d: cannot read the input queued on /dev/pts/%u: %s",
 			    d->pid, t->index, strerror(-ret));
-	if (inexact)
-		return refuse(d, t->fd, t, "has unread input with a line ended by EOF or EOL, or "
-			      "a quoted newline, which cannot be put back exactly");
 	return 0;
 }
 
@@ -406,13 +421,16 @@ static int write_info(struct image *img, const struct file_desc *f)
 	return img_write_msg(img, &e.base);
 }
 
-static int write_data(struct image *img, uint32_t id, const char *buf, size_t len)
+static int write_data(struct image *img, uint32_t id, const char *buf, size_t len,
+		      uint32_t *lines, size_t nr_lines)
 {
 	TtyDataEntry e = TTY_DATA_ENTRY__INIT;
 
-	if (!len)
+	if (!len && !nr_lines)
 		return 0;
 	e.tty_id = id;
+	e.n_lines = nr_lines;
+	e.lines = lines;
 	e.data.data = (uint8_t *)buf;
 	e.data.len = len;
 	return img_write_msg(img, &e.base);
@@ -446,9 +464,10 @@ static int write_images(struct dump_ctx *d)
 			continue;
 		ret = write_info(info, &fs->descs[i]);
 		if (!ret && t->master)	/* the slave's reader: tty_id is the slave's */
-			ret = write_data(data, t->info_id - 1, t->in, t->in_len);
+			ret = write_data(data, t->info_id - 1, t->in, t->in_len, t->lines,
+					 t->nr_lines);
 		if (!ret && t->master)
-			ret = write_data(data, t->info_id, t->out, t->out_len);
+			ret = write_data(data, t->info_id, t->out, t->out_len, NULL, 0);
 	}
 	if (ret) {
 		img_abort(info);
@@ -489,8 +508,11 @@ int tty_put_back(struct dump_ctx *d)
 		if (!t || !t->taken)
 			continue;
 		t->taken = false;
-		err = pty_put_back(t->local, &t->t, t->in, t->in_len, t->out, t->out_len, why,
-				   sizeof(why));
+		struct pty_queue q = { .in = (uint8_t *)t->in, .in_len = t->in_len,
+				       .out = (uint8_t *)t->out, .out_len = t->out_len,
+				       .lines = t->lines, .nr_lines = t->nr_lines };
+
+		err = pty_put_back(t->local, &t->t, &q, why, sizeof(why));
 		if (err && !ret)
 			ret = fail(err, "process %d: pty /dev/pts/%u: %s", d->pid, t->index, why);
 	}
@@ -505,5 +527,6 @@ void tty_state_free(struct tty_state *t)
 		close(t->local);
 	free(t->in);
 	free(t->out);
+	free(t->lines);
 	free(t);
 }

@@ -33,6 +33,8 @@ struct tty_state {
 	int local;		/* master: memdump's copy (pidfd_getfd), -1 */
 	char *in, *out;		/* master: queued for the slave's reader, the master's */
 	size_t in_len, out_len;
+	uint32_t *lines;	/* master, canonical input: its lines (ptyq.h) */
+	size_t nr_lines;
 	bool taken;		/* master: the queues were read, not yet put back */
 };
 

@@ -1,6 +1,7 @@
 /* Pseudo-terminal termios and queued bytes put back (include/ptyq.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -11,6 +12,8 @@
 
 #define K_TCGETS2	_IOR('T', 0x2A, struct kterm)
 #define K_TCSETS2	_IOW('T', 0x2B, struct kterm)
+#define PTY_LNEXT	0x16	/* ^V quotes a byte while lines are put back */
+#define PTY_EOF		0x04
 
 int kterm_get(int fd, struct kterm *t)
 {
@@ -67,6 +70,10 @@ static void put_back_mode(const struct kterm *t, struct kterm *w)
 		      EXTPROC | TOSTOP | FLUSHO | PENDIN);
 	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
 		w->cc[specials[i]] = 0;	/* _POSIX_VDISABLE */
+	if (w->lflag & ICANON) {	/* quoting only: no other special character */
+		w->lflag |= IEXTEN;
+		w->cc[VLNEXT] = PTY_LNEXT;
+	}
 }
 
 static int inject(int slave, const unsigned char *in, size_t n, char *why, size_t len)
@@ -79,6 +86,59 @@ static int inject(int slave, const unsigned char *in, size_t n, char *why, size_
 		}
 	}
 	return 0;
+}
+
+/* A line's end: a newline, an EOL byte c (VEOL set to it a moment), or an end-of-file (c 0). */
+static int terminate(int slave, struct kterm *w, uint8_t c, char *why, size_t len)
+{
+	int slot = !c ? VEOF : c == '\n' ? -1 : VEOL, ret = 0;
+	uint8_t ch = c ? c : PTY_EOF;
+
+	if (slot >= 0) {
+		w->cc[slot] = ch;
+		ret = kterm_set(slave, w);
+	}
+	if (!ret)
+		ret = inject(slave, &ch, 1, why, len);
+	if (slot >= 0) {
+		w->cc[slot] = 0;
+		if (kterm_set(slave, w) && !ret)
+			ret = -errno;
+	}
+	if (ret && !why[0])
+		snprintf(why, len, "cannot end a line of its input: %s", strerror(-ret));
+	return ret;
+}
+
+/* Canonical input: each line's bytes (a newline or ^V in it quoted), then its end. */
+static int inject_lines(int slave, struct kterm *w, const struct pty_queue *q, char *why,
+			size_t len)
+{
+	static const uint8_t lnext = PTY_LNEXT;
+	size_t start = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i <= q->nr_lines && !ret; i++) {
+		bool tail = i == q->nr_lines, eof = !tail && (q->lines[i] & 1);
+		size_t end = tail ? q->in_len : q->lines[i] >> 1;
+		size_t body = tail || eof ? end : end - 1;
+
+		if (end > q->in_len || body < start) {
+			snprintf(why, len, "line %zu of its input ends at %zu, outside its %zu bytes",
+				 i, end, q->in_len);
+			return -EINVAL;
+		}
+		for (size_t k = start; k < body && !ret; k++) {
+			if (q->in[k] == '\n' || q->in[k] == PTY_LNEXT)
+				ret = inject(slave, &lnext, 1, why, len);
+			if (!ret)
+				ret = inject(slave, &q->in[k], 1, why, len);
+		}
+		if (!ret && !tail)
+			ret = terminate(slave, w, eof ? 0 : q->in[end - 1], why, len);
+		start = end;
+	}
+	return ret;
 }
 
 static int write_out(int slave, const char *out, size_t n, char *why, size_t len)
@@ -98,8 +158,8 @@ static int write_out(int slave, const char *out, size_t n, char *why, size_t len
 	return 0;
 }
 
-static int put_back_on(int slave, const struct kterm *t, const void *in, size_t in_len,
-		       const void *out, size_t out_len, char *why, size_t len)
+static int put_back_on(int slave, const struct kterm *t, const struct pty_queue *q, char *why,
+		       size_t len)
 {
 	struct kterm w, locked, none = { 0 };
 	int ret = kterm_get_locked(slave, &locked);
@@ -115,9 +175,10 @@ static int put_back_on(int slave, const struct kterm *t, const void *in, size_t 
 	if (ret)
 		snprintf(why, len, "cannot set its termios: %s", strerror(-ret));
 	if (!ret)
-		ret = inject(slave, in, in_len, why, len);
+		ret = w.lflag & ICANON ? inject_lines(slave, &w, q, why, len) :
+					 inject(slave, q->in, q->in_len, why, len);
 	if (!ret)
-		ret = write_out(slave, out, out_len, why, len);
+		ret = write_out(slave, (const char *)q->out, q->out_len, why, len);
 	if (kterm_set(slave, t) && !ret) {
 		ret = -errno;
 		snprintf(why, len, "cannot set its termios back: %s", strerror(errno));
@@ -129,12 +190,13 @@ static int put_back_on(int slave, const struct kterm *t, const void *in, size_t 
 	return ret;
 }
 
-int pty_put_back(int master, const struct kterm *t, const void *in, size_t in_len,
-		 const void *out, size_t out_len, char *why, size_t len)
+int pty_put_back(int master, const struct kterm *t, const struct pty_queue *q, char *why,
+		 size_t len)
 {
 	int pkt = 0, off = 0, slave, ret;
 
-	if (!in_len && !out_len)
+	why[0] = 0;
+	if (!q->in_len && !q->out_len && !q->nr_lines)
 		return 0;
 	if (ioctl(master, TIOCGPKT, &pkt) || (pkt && ioctl(master, TIOCPKT, &off))) {
 		snprintf(why, len, "cannot read or clear its packet mode: %s", strerror(errno));
@@ -145,7 +207,7 @@ int pty_put_back(int master, const struct kterm *t, const void *in, size_t in_le
 		snprintf(why, len, "cannot open its slave: %s", strerror(-slave));
 		ret = slave;
 	} else {
-		ret = put_back_on(slave, t, in, in_len, out, out_len, why, len);
+		ret = put_back_on(slave, t, q, why, len);
 		close(slave);
 	}
 	if (pkt && ioctl(master, TIOCPKT, &pkt) && !ret) {

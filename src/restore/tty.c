@@ -44,8 +44,22 @@ static TtyInfoEntry *info_of(struct rst *r, uint32_t id)
 	return e;
 }
 
-/* The bytes queued for the reader of tty id (tty-data.img): *buf to free. */
-static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len)
+/* Copy the lines of e (ptyq.h) into *lines (to free). */
+static int copy_lines(const TtyDataEntry *e, uint32_t **lines, size_t *nr)
+{
+	if (!e->n_lines)
+		return 0;
+	*lines = malloc(e->n_lines * sizeof(**lines));
+	if (!*lines)
+		return -ENOMEM;
+	memcpy(*lines, e->lines, e->n_lines * sizeof(**lines));
+	*nr = e->n_lines;
+	return 0;
+}
+
+/* The bytes (and lines) queued for the reader of tty id (tty-data.img): to free. */
+static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len, uint32_t **lines,
+		   size_t *nr)
 {
 	TtyDataEntry *e;
 	struct image *img;
@@ -54,6 +68,8 @@ static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
+	*lines = NULL;
+	*nr = 0;
 	img_name(IMG_TTY_DATA, 0, name, sizeof(name));
 	if (faccessat(r->ds.dirfd, name, F_OK, 0))
 		return 0;
@@ -68,6 +84,8 @@ static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len)
 				ret = -ENOMEM;
 			else
 				memcpy(*buf, e->data.data, (*len = e->data.len));
+			if (!ret)
+				ret = copy_lines(e, lines, nr);
 		}
 		img_free(&tty_data_entry__descriptor, e);
 		if (ret)
@@ -126,7 +144,8 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 	struct kterm t, locked;
 	struct winsize ws = { 0 };
 	uint8_t *in = NULL, *out = NULL;
-	size_t in_len, out_len;
+	uint32_t *lines = NULL, *none = NULL;
+	size_t in_len, out_len, nr_lines, nr_none;
 	int unlock = 0, pkt = mi->packet_mode, ret;
 	char why[256] = "";
 
@@ -138,20 +157,26 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 		ws.ws_xpixel = si->winsize->ws_xpixel;
 		ws.ws_ypixel = si->winsize->ws_ypixel;
 	}
-	ret = data_of(r, si->id, &in, &in_len);
+	ret = data_of(r, si->id, &in, &in_len, &lines, &nr_lines);
 	if (!ret)
-		ret = data_of(r, mi->id, &out, &out_len);
+		ret = data_of(r, mi->id, &out, &out_len, &none, &nr_none);
 	if (!ret && (ioctl(m, TIOCSPTLCK, &unlock) || kterm_set(m, &t) ||
 		     ioctl(m, TIOCSWINSZ, &ws) || ioctl(m, TIOCPKT, &pkt)))
 		ret = -errno;
-	if (!ret)
-		ret = pty_put_back(m, &t, in, in_len, out, out_len, why, sizeof(why));
+	if (!ret) {
+		struct pty_queue q = { .in = in, .in_len = in_len, .out = out, .out_len = out_len,
+				       .lines = lines, .nr_lines = nr_lines };
+
+		ret = pty_put_back(m, &t, &q, why, sizeof(why));
+	}
 	if (!ret && kterm_set_locked(m, &locked))
 		ret = -errno;
 	if (!ret && mi->exclusive && ioctl(m, TIOCEXCL))
 		ret = -errno;
 	free(in);
 	free(out);
+	free(lines);
+	free(none);
 	if (ret)
 		return fail(ret, "pty /dev/pts/%u: %s", mi->pty->index, why[0] ? why : strerror(-ret));
 	return 0;
