@@ -113,3 +113,37 @@ case_tty_real_python() {
 	cmp -s "$T/ref.txt" "$T/run.txt" || fail "output differs from an uninterrupted run: $(diff "$T/ref.txt" "$T/run.txt" | head -n 3 | tr '\n' ' ')"
 }
 add tty-real-python case_tty_real_python
+
+# script(1) runs a python3 loop on a pty of its own: script itself forks
+# (a process tree, refused by name until issue 10); the loop, whose
+# controlling terminal is script's pty, is dumped as a shell job and
+# restored with --shell-job onto memdump's stdout, where it counts on.
+PYLOOP='import time
+i = 0
+while True:
+    print(i, flush=True); i += 1; time.sleep(0.05)'
+
+case_tty_real_script() {
+	command -v script > /dev/null || { note "no script(1): skipped"; return 0; }
+	script -qfc "python3 -u -c '$PYLOOP'" /dev/null > "$T/script.out" 2>&1 < /dev/null &
+	local sp=$!
+	track "$sp"
+	wait_until 20 eval '(( $(grep -c . $T/script.out) >= 10 ))' || fail "script did not start"
+	PID=$(pgrep -P "$sp" | head -n1)
+	[[ -n $PID ]] || fail "script has no child"
+	track "$PID"
+	md dump-script dump -t "$sp" -D "$T/ds" --leave-running
+	expect_md_error
+	grep -q "child process $PID" "$MD_ERR" || fail "the refusal of script does not name its child"
+	dump "$PID" "$T/d" --shell-job
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the loop is still alive after the dump"
+	local last; last=$(tr -d '\r' < "$T/script.out" | grep -E '^[0-9]+$' | tail -n1)
+	note "dumped after $last"
+	restore_bg "$T/d" 1 --shell-job
+	wait_line "$MD_OUT" "^$((last + 20))\$" "$OP_TIMEOUT" || fail "the restored loop does not count on: $(head -c 200 "$MD_OUT")"
+	kill "$PID"
+	wait_restore_exit
+	seq $((last + 1)) $((last + 20)) | cmp -s - <(head -n 20 "$MD_OUT") ||
+		fail "after $last the restored loop printed $(head -n 3 "$MD_OUT" | tr '\n' ' ')"
+}
+add tty-real-script case_tty_real_script
