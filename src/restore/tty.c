@@ -120,7 +120,11 @@ static int open_at_index(const char *path, int flags, uint32_t idx)
 	while (nr < PTY_MAX_INDEX) {
 		fd = open(path, (flags & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
 		if (fd < 0 || ioctl(fd, TIOCGPTN, &n)) {
-			fd = fail(-errno, "cannot open %s: %s", path, strerror(errno));
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			fd = fail(-err, "cannot open %s: %s", path, strerror(err));
 			break;
 		}
 		if (n == idx)
@@ -133,6 +137,8 @@ static int open_at_index(const char *path, int flags, uint32_t idx)
 		}
 		held[nr++] = fd;
 	}
+	if (nr == PTY_MAX_INDEX)
+		fd = fail(-EBUSY, "/dev/ptmx gave %d ptys below /dev/pts/%u", nr, idx);
 	while (nr)
 		close(held[--nr]);
 	return fd;
