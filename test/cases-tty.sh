@@ -48,6 +48,18 @@ case_tty_err_lone() {
 }
 add tty-err-lone case_tty_err_lone
 
+# A packet-mode status byte waiting for the master's reader would be taken
+# with the queue: refused by name before anything is read; the byte stays.
+case_tty_err_pktstatus() {
+	start_prog t-tty pktstatus
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "has a packet-mode status byte waiting" "$MD_ERR" || fail "the error does not name the status byte"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add tty-err-pktstatus case_tty_err_pktstatus
+
 # Restore refuses, before anything starts, when the pty index is taken.
 case_tty_err_index() {
 	start_prog t-tty

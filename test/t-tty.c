@@ -12,7 +12,8 @@
  * eof: canonical input with lines ended by EOF (^E here), a bare EOF, an EOL
  *      byte ('!') and a quoted (^V) newline inside a line;
  * ctty: the process leads a session whose controlling terminal is the slave;
- * lone: the slave is closed (a master alone, which memdump refuses).
+ * lone: the slave is closed (a master alone, which memdump refuses);
+ * pktstatus: packet mode with a status byte waiting (refused, kept).
  * READY <pid> <pts-path> */
 #include "tlib.h"
 #include <fcntl.h>
@@ -156,7 +157,7 @@ int main(int argc, char **argv)
 	struct winsize ws = { .ws_row = 33, .ws_col = 111, .ws_xpixel = 7 };
 	ioctl(21, TIOCSWINSZ, &ws);
 	int one = 1;
-	if (!strcmp(mode, "pkt") && ioctl(20, TIOCPKT, &one))
+	if ((!strcmp(mode, "pkt") || !strcmp(mode, "pktstatus")) && ioctl(20, TIOCPKT, &one))
 		t_fail("TIOCPKT: %s", strerror(errno));
 	queue_input();
 	if (write(21, out_pending, strlen(out_pending)) != (ssize_t)strlen(out_pending))
@@ -165,9 +166,19 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "lone"))
 		close(21);
+	if (!strcmp(mode, "pktstatus"))
+		tcflush(21, TCIFLUSH);	/* TIOCPKT_FLUSHREAD for the master's reader */
 	t_ready("%s", pts);
 	t_wait_usr1();
 	t_check_common();
+	if (!strcmp(mode, "pktstatus")) {
+		char st[8];
+
+		fcntl(20, F_SETFL, O_RDWR | O_NONBLOCK);
+		if (read(20, st, sizeof(st)) != 1 || !(st[0] & TIOCPKT_FLUSHREAD))
+			t_fail("the packet status byte was lost");
+		t_pass(mode);
+	}
 	if (!strcmp(mode, "lone")) {
 		if (!isatty(20) || strcmp(ptsname(20), pts))
 			t_fail("the master changed");
