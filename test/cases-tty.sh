@@ -48,6 +48,22 @@ case_tty_err_lone() {
 }
 add tty-err-lone case_tty_err_lone
 
+# A pair another process holds an end of too could not be given back to it.
+case_tty_err_shared() {
+	start_prog t-tty
+	sleep 60 < "${READY[2]}" &
+	local other=$!
+	track "$other"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "a pseudo-terminal (${READY[2]}) that process $other (sleep) holds too" "$MD_ERR" ||
+		fail "the error does not name the other holder"
+	no_inventory "$T/d"
+	kill "$other"
+	check_child_pass
+}
+add tty-err-shared case_tty_err_shared
+
 # A packet-mode status byte waiting for the master's reader would be taken
 # with the queue: refused by name before anything is read; the byte stays.
 case_tty_err_pktstatus() {

@@ -113,6 +113,42 @@ static int find_end(pid_t pid, bool master, uint32_t idx)
 	return found;
 }
 
+/* A process other than pid with an fd on pty idx (its slave, or master), or 0. */
+static pid_t other_holder(pid_t pid, uint32_t idx)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+
+	while (proc && !found && (de = readdir(proc))) {
+		pid_t other = atoi(de->d_name);
+		int fd;
+
+		if (other <= 0 || other == pid)
+			continue;
+		fd = find_end(other, false, idx);
+		if (fd < 0)
+			fd = find_end(other, true, idx);
+		if (fd >= 0)
+			found = other;
+	}
+	if (proc)
+		closedir(proc);
+	return found;
+}
+
+static const char *shared_unsupported(pid_t pid, uint32_t idx, char *buf, size_t len)
+{
+	pid_t other = other_holder(pid, idx);
+	struct proc_stat ps;
+
+	if (!other)
+		return NULL;
+	snprintf(buf, len, "a pseudo-terminal (/dev/pts/%u) that process %d (%s) holds too", idx,
+		 other, proc_read_stat(other, &ps) ? "?" : ps.comm);
+	return buf;
+}
+
 static dev_t ctty_of(const struct proc_stat *ps)
 {
 	return makedev((ps->tty_nr >> 8) & 0xfff, (ps->tty_nr & 0xff) | ((ps->tty_nr >> 12) & 0xfff00));
@@ -153,7 +189,7 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 		if (master_index(p->pid, fd, &idx))
 			return "a pseudo-terminal master memdump cannot read (TIOCGPTN)";
 		if (find_end(p->pid, false, idx) >= 0)
-			return NULL;
+			return shared_unsupported(p->pid, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
 			 "does not hold", idx);
 		return buf;
