@@ -175,3 +175,7 @@ case_tty_real_script() {
 		fail "after $last the restored loop printed $(head -n 3 "$MD_OUT" | tr '\n' ' ')"
 }
 add tty-real-script case_tty_real_script
+
+# --leave-running --snapshot: the queues are put back before the target runs
+# on; the original killed, the image restored (cases-snapshot.sh).
+add tty-snap-rst case_snapshot_rst t-tty
