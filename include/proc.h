@@ -16,6 +16,7 @@ struct proc_stat {
 	uint64_t arg_start, arg_end, env_start, env_end;
 	int exit_signal;
 	unsigned int tty_nr;		/* controlling terminal, the kernel's dev encoding */
+	pid_t tpgid;			/* its foreground process group, -1: none */
 };
 
 int proc_read_stat(pid_t pid, struct proc_stat *st);

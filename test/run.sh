@@ -761,7 +761,6 @@ add err-traced-ptrace case_err_traced ptrace
 add err-dir-readonly case_err_dir_ro
 add err-dir-is-file case_err_dir_file
 add err-dir-has-dump case_err_dir_has_dump
-add err-pty case_err_refused t-tty pseudo-terminal
 add err-enospc case_err_enospc
 for c in pages-trunc pages-missing core-magic core-size core-trunc mm-garbage no-inventory; do
 	add "err-restore-$c" case_err_corrupt "$c"

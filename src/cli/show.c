@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "cli/show_evloop.h"
 #include "cli/show_ns.h"
+#include "cli/show_tty.h"
 #include "cli/show_sockets.h"
 #include "vma_status.h"
 
@@ -156,7 +157,9 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 		r->pos = fe->memfd->pos;
 		r->has_pos = true;
 	} else if (fe->type == FD_TYPES__TTY && fe->tty) {
-		snprintf(r->path, sizeof(r->path), "%s", fe->tty->name ? fe->tty->name : "tty");
+		snprintf(r->path, sizeof(r->path), "%s%s", fe->tty->name ? fe->tty->name : "tty",
+			 !fe->tty->tty_info_id ? " (the job's terminal)" :
+			 fe->tty->tty_info_id % 2 ? " (pty slave)" : " (pty master)");
 		flags = fe->tty->flags;
 	} else if (!show_socket(fe, r->path, sizeof(r->path), &flags)) {
 		show_evloop(fe, r->path, sizeof(r->path), &flags);
@@ -283,6 +286,7 @@ static void text_process(const struct dumpset *ds, const char *dir)
 	text_ptimers(ds);
 	text_locks(ds);
 	show_namespaces(ds);
+	show_ttys(ds);
 }
 
 static void text_vmas(const struct dumpset *ds)

@@ -39,6 +39,7 @@
 #include "proc.h"
 #include "dump/shmem.h"
 #include "dump/task.h"
+#include "dump/tty.h"
 
 volatile sig_atomic_t dump_interrupted;
 
@@ -304,7 +305,7 @@ static void network_unlocked(const struct dump_opts *o, pid_t pid)
 static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
 			 bool *inventory)
 {
-	int ret = 0;
+	int ret = leave_running ? tty_put_back(d) : 0;	/* the bytes queued in its ptys */
 
 	*inventory = !leave_running || o->hooks;
 	if (!leave_running) {
@@ -341,6 +342,8 @@ static void undo(struct dump_ctx *d)
 	if (d->track.created && track_remove(&d->in, &d->track))
 		fail_clear();	/* the first error is the one reported */
 	infect_cure(&d->in);
+	if (tty_put_back(d))
+		pr_warn("%s", "the bytes queued in a pty of the process could not all be put back");
 	img_remove_created(&d->dir);
 	if (d->parent.linked)
 		parent_unlink(d);

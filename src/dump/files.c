@@ -26,6 +26,7 @@
 #include "proc.h"
 #include "dump/shmem.h"
 #include "dump/sockets.h"
+#include "dump/tty.h"
 
 #include "files.pb-c.h"
 
@@ -175,22 +176,27 @@ static const char *anon_unsupported(const char *link)
  * A terminal is the job's controlling terminal, given back on restore as
  * the restoring shell's (--shell-job); any other one is refused.
  */
-static const char *tty_unsupported(const struct fd_policy *p, const struct stat *st)
+static const char *tty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				   char *buf, size_t len)
 {
 	struct proc_stat ps;
 	unsigned maj, min;
-	bool ctty;
+	bool ctty, external = false;
 
-	if (major(st->st_rdev) == 5 && minor(st->st_rdev) == 2)
-		return "a pseudo-terminal master";
+	if (tty_is_pty(st)) {
+		const char *w = tty_pty_unsupported(p, fd, st, &external, buf, len);
+
+		if (w || !external)
+			return w;	/* a pair in the process (tty.c) */
+	}
 	if (proc_read_stat(p->pid, &ps))
 		return "a terminal of a process memdump cannot read";
 	maj = (ps.tty_nr >> 8) & 0xfff;
 	min = (ps.tty_nr & 0xff) | ((ps.tty_nr >> 12) & 0xfff00);
 	ctty = ps.tty_nr && (st->st_rdev == makedev(maj, min) || st->st_rdev == makedev(5, 0));
 	if (!ctty)
-		return "a terminal other than the job's controlling terminal (pseudo-terminal "
-		       "pairs are not supported)";
+		return "a terminal other than the job's controlling terminal (a pseudo-terminal "
+		       "slave is dumped with its master only)";
 	if (!p->shell_job)
 		return "the job's controlling terminal: dump with --shell-job to have restore "
 		       "give it the restoring shell's";
@@ -202,6 +208,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 {
 	pid_t pid = p->pid;
 	const char *w = NULL;
+	char buf[256];
 
 	if (S_ISSOCK(st->st_mode))
 		return false;	/* sockets.c decides */
@@ -212,7 +219,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (is_tty(st))
-		w = tty_unsupported(p, st);
+		w = tty_unsupported(p, fd, st, buf, sizeof(buf));
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
@@ -312,6 +319,11 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
+	if (kind == FK_TTY && tty_is_pty(st) && !tty_external(&d->policy, st)) {
+		int ret = tty_collect(d, fd, f);
+
+		return ret ? ret : f->id;
+	}
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	if (kind == FK_REG && ghost_is_deleted(link)) {
 		int ret = ghost_attach(d, f, proc);
@@ -440,6 +452,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	case FK_TTY:
 		fe.type = FD_TYPES__TTY;
 		tty.id = f->id;
+		tty.tty_info_id = f->tty ? f->tty->info_id : 0;
 		tty.flags = f->flags;
 		tty.fown = &fown_zero;
 		tty.name = f->path;
@@ -614,6 +627,8 @@ int write_files(struct dump_ctx *d)
 		ret = write_locks(d);
 	if (!ret)
 		ret = sockets_write_data(d);
+	if (!ret)
+		ret = tty_write(d);	/* last: the queued bytes are taken */
 	return ret;
 }
 
@@ -626,6 +641,7 @@ void files_free(struct file_set *fs)
 		if (fs->descs[i].kind == FK_INOTIFY)
 			inotify_state_free(&fs->descs[i].ify);
 		sk_state_free(fs->descs[i].sk);
+		tty_state_free(fs->descs[i].tty);
 	}
 	ghosts_free(&fs->ghosts);
 	locks_free(&fs->locks);

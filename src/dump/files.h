@@ -21,6 +21,7 @@ enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIME
 		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET };
 
 struct sk_state;
+struct tty_state;
 
 struct file_desc {
 	int id;
@@ -33,6 +34,7 @@ struct file_desc {
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
+	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
 	union {			/* the event-loop kinds (evloop.h) */
 		struct eventfd_state efd;
 		struct timerfd_state tfd;

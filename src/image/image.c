@@ -47,6 +47,8 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_IPCNS_SEM]  = { "ipcns-sem-%u.img", 0x59573019, IMG_COMMON_MAGIC },
 	[IMG_IPCNS_MSG]  = { "ipcns-msg-%u.img", 0x55453737, IMG_COMMON_MAGIC },
 	[IMG_NETDEV]     = { "netdev-%u.img",   0x57373951, IMG_COMMON_MAGIC },
+	[IMG_TTY_INFO]   = { "tty-info.img",    0x59453036, IMG_COMMON_MAGIC },
+	[IMG_TTY_DATA]   = { "tty-data.img",    0x59413026, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

@@ -52,6 +52,8 @@ enum img_type {
 	IMG_IPCNS_SEM,	/* ipcns-sem-ID.img: System V semaphore sets */
 	IMG_IPCNS_MSG,	/* ipcns-msg-ID.img: System V message queues */
 	IMG_NETDEV,	/* netdev-ID.img: a network namespace's devices */
+	IMG_TTY_INFO,	/* tty-info.img: terminals (pty master and slave) */
+	IMG_TTY_DATA,	/* tty-data.img: bytes queued in a pty */
 	IMG_NR_TYPES
 };
 

@@ -81,6 +81,7 @@ int proc_read_stat(pid_t pid, struct proc_stat *st)
 	st->pgid = v[1];
 	st->sid = v[2];
 	st->tty_nr = v[3];
+	st->tpgid = (pid_t)v[4];
 	st->flags = v[5];
 	st->start_time = v[18];
 	st->start_code = v[22];

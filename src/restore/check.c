@@ -358,6 +358,8 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 	case FD_TYPES__TTY:
 		if (!fe->tty)
 			return fail(-EIO, "files.img: terminal %u has no tty entry", fe->id);
+		if (fe->tty->tty_info_id)
+			return tty_check(r, fe);	/* a pty pair of the process */
 		if (!r->o->shell_job)
 			return fail(-EOPNOTSUPP, "the process had its terminal (%s) open: restore "
 				    "with --shell-job to give it memdump's", fe->tty->name ?

@@ -163,6 +163,8 @@ void child_main(struct rst *r)
 		umask(tc->umask);
 	prctl(PR_SET_PDEATHSIG, 0);
 	ret = attrs_apply_in_child(r, msg, sizeof(msg));
+	if (!ret)
+		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
 	if (ret)
 		child_fail(r, ret, "%s", msg);
 	ret = locks_apply_in_child(r, msg, sizeof(msg));	/* no fd is closed after this */

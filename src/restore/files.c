@@ -2,7 +2,8 @@
  * Restore, step 2: the open file descriptions of the restored process,
  * opened here in memdump (the forked child moves them to their numbers):
  * regular files at their position, pipes recreated and refilled with their
- * unread data, FIFOs, the job's terminal (memdump's own, --shell-job as in CRIU),
+ * unread data, FIFOs, pty pairs (tty.c), the job's terminal (memdump's own,
+ * --shell-job as in CRIU),
  * memfds (reopened from their restored object, see shmem.c) and the
  * event-loop fds: eventfds, signalfds, timerfds (armed last, timerfd.c) and
  * epoll sets (created here, filled in the child once every fd has its
@@ -359,7 +360,7 @@ static int open_desc(struct rst *r, struct rdesc *d)
 	case FD_TYPES__FIFO:
 		return open_fifo(r, fe, d);
 	case FD_TYPES__TTY:
-		return open_tty(r, fe, d);
+		return fe->tty->tty_info_id ? tty_open(r, fe, d) : open_tty(r, fe, d);
 	case FD_TYPES__MEMFD:
 		d->fd = shm_open_memfd(r, fe);
 		break;
@@ -418,7 +419,7 @@ int open_fds(struct rst *r)
 		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
 
 		f->src = rst_desc(r, ds->fds[i]->id)->fd;
-		if (fe->type == FD_TYPES__TTY && ds->fds[i]->fd <= 2)
+		if (fe->type == FD_TYPES__TTY && !fe->tty->tty_info_id && ds->fds[i]->fd <= 2)
 			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;

@@ -180,6 +180,7 @@ struct rst {
 	bool has_vdso;
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
+	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (tty.c) */
 };
 
 /* restore.c: lookups and cleanup */
@@ -207,6 +208,15 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id);
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
+
+/*
+ * tty.c: a pty end (tty_info_id set): its pair opened at its index with
+ * every setting and queued byte; checked before anything starts; the
+ * controlling terminal taken again in the child, once it leads its session.
+ */
+int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int tty_check(struct rst *r, const FileEntry *fe);
+int tty_ctty_in_child(struct rst *r, char *why, size_t len);
 
 /* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
 int eventfd_open(const EventfdFileEntry *e);

@@ -1,0 +1,61 @@
+/*
+ * Pseudo-terminal pairs the target holds, both ends (tty.c): each end's
+ * termios, locked termios, window size, packet mode, lock and exclusive
+ * state, the pty index, whether the slave is the process's controlling
+ * terminal, and the bytes queued in either direction, in CRIU's
+ * tty-info.img and tty-data.img.
+ */
+#ifndef MEMDUMP_DUMP_TTY_H
+#define MEMDUMP_DUMP_TTY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "ptyq.h"
+
+struct dump_ctx;
+struct file_desc;
+struct fd_policy;
+
+struct tty_state {
+	bool master;
+	uint32_t index;		/* /dev/pts/INDEX */
+	uint32_t info_id;	/* its tty-info.img entry (one per end) */
+	struct kterm t, locked;	/* the slave's (a master shows its slave's) */
+	struct winsize ws;
+	int pkt, lock, excl;
+	bool ctty;		/* slave: the process's controlling terminal */
+	uint32_t sid, pgrp;
+	int fd;			/* a target fd of it */
+	int local;		/* master: memdump's copy (pidfd_getfd), -1 */
+	char *in, *out;		/* master: queued for the slave's reader, the master's */
+	size_t in_len, out_len;
+	uint32_t *lines;	/* master, canonical input: its lines (ptyq.h) */
+	size_t nr_lines;
+	bool taken;		/* master: the queues were read, not yet put back */
+};
+
+/* A /dev/ptmx master or a /dev/pts/N slave. */
+bool tty_is_pty(const struct stat *st);
+/*
+ * Why a pty end cannot be dumped (its other end outside the process, a slave
+ * of another devpts, a controlling terminal of a session it does not lead),
+ * or NULL. A pty slave with no master in the process goes to the caller's
+ * terminal rules (--shell-job): *external is set.
+ */
+const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				bool *external, char *buf, size_t len);
+/* A pty slave whose master is not in the process (the job's terminal). */
+bool tty_external(const struct fd_policy *p, const struct stat *st);
+/* The frozen target's pty end on fd: its state (refusing what cannot be kept). */
+int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+/* tty-info.img and tty-data.img; the queues are read (and kept until put back). */
+int tty_write(struct dump_ctx *d);
+/* The target runs on (--leave-running, or a failed dump): its queued bytes go back. */
+int tty_put_back(struct dump_ctx *d);
+void tty_state_free(struct tty_state *t);
+
+#endif
