@@ -23,6 +23,7 @@
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "dump/track.h"
+#include "dump/tree.h"
 #include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
@@ -59,40 +60,46 @@ static void check_init(pid_t pid, struct refusals *r)
 		refuse_add(r, "it is the init of a PID namespace");
 }
 
-static void children_of_task(pid_t pid, const char *tid, struct refusals *r)
+/* One descendant: who it is, whose child, and what else the tree's dump will need of it. */
+static void refuse_descendant(const struct tree_proc *p, struct refusals *r)
 {
-	char path[320], *buf = NULL, *p, *end;
+	char extra[64] = "";
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/children", pid, tid);
-	if (proc_read_file(path, &buf) < 0)
-		return;
-	for (p = buf;; p = end) {
-		long child = strtol(p, &end, 10);
-		char comm[32] = "?";
-
-		if (end == p)
-			break;
-		proc_comm(child, comm, sizeof(comm));
-		refuse_add(r, "child process %ld (%s); process trees are not supported yet",
-			   child, comm);
-	}
-	free(buf);
+	if (p->state == 'Z')
+		snprintf(extra, sizeof(extra), ", a zombie");
+	else if (p->tracer)
+		snprintf(extra, sizeof(extra), ", traced by %d", p->tracer);
+	refuse_add(r, "child process %d (%s) of %d%s", p->pid, p->comm, p->ppid, extra);
 }
 
+static void refuse_tree_error(int err, struct refusals *r)
+{
+	if (err == -EAGAIN)
+		refuse_add(r, "a process tree that kept changing over %d scans", TREE_MAX_PASSES);
+	else if (err == -E2BIG)
+		refuse_add(r, "a process tree of more than %d processes", TREE_MAX_PROCS);
+	else
+		refuse_add(r, "a process tree that cannot be read (%s)", strerror(-err));
+}
+
+/* Every descendant, grandchildren included, then why they stop the dump. */
 static void check_children(pid_t pid, struct refusals *r)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
+	struct proc_tree t;
+	int ret = tree_collect(pid, &t);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
+	if (ret == -ESRCH)
+		return;		/* target_check() and the freeze tell */
+	if (ret) {
+		refuse_tree_error(ret, r);
 		return;
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			children_of_task(pid, de->d_name, r);
-	closedir(dir);
+	}
+	for (int i = 1; i < t.n; i++)
+		refuse_descendant(&t.procs[i], r);
+	if (t.n > 1)
+		refuse_add(r, "process trees are not supported yet (%d process(es) below %d)",
+			   t.n - 1, pid);
+	tree_free(&t);
 }
 
 static const char *const ns_names[] = {
