@@ -40,7 +40,7 @@ case_tree_refuse_jobs() {
 		for g in $(tree_children "$c"); do all+=("$g"); track "$g"; done
 	done
 	local res=("process $PID holds state memdump cannot dump" \
-		   "process trees are not supported yet \(4 process\(es\) below $PID\)")
+		   "process trees are not supported yet \(4 live process\(es\) below $PID\)")
 	for c in $(tree_children "$PID"); do
 		res+=("child process $c \((sleep|bash)\) of $PID")
 		for g in $(tree_children "$c"); do res+=("child process $g \(sleep\) of $c"); done
@@ -49,19 +49,43 @@ case_tree_refuse_jobs() {
 	tree_untouched "$PID" "${all[@]}"
 }
 
+# a zombie that left its parent's group cannot be made by the restored parent
 case_tree_refuse_zombie() {
 	python3 -c 'import os, time
 pid = os.fork()
 if pid == 0:
+    os.setpgid(0, 0)
     os._exit(3)
 time.sleep(300)' < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
 		fail "no zombie child appeared"
 	local z; z=$(tree_children "$PID")
-	tree_refused "$PID" "child process $z \(python3\) of $PID, a zombie"
+	tree_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
+	grep -q "process trees are not supported" "$MD_ERR" && fail "a zombie is no live tree"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
+}
+
+# zombies restored as zombies: t-zombie checks them and their status
+case_tree_zombie_rst() {
+	start_prog t-zombie
+	local a=${READY[2]} b=${READY[3]}
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' ]]' ||
+		fail "zombies $a $b outlived their killed parent"
+	crit show "$T/d/pstree.img" > "$T/pstree.json" 2> /dev/null ||
+		{ command -v crit > /dev/null && fail "crit cannot decode pstree.img"; }
+	if [[ -s $T/pstree.json ]]; then
+		grep -q "\"pid\": $b" "$T/pstree.json" || fail "pstree.img has no entry for $b"
+		crit show "$T/d/core-$a.img" | grep -q '"exit_code": 768' ||
+			fail "core-$a.img does not hold exit code 768 (3 << 8)"
+	fi
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
 }
 
 case_tree_refuse_traced() {
@@ -82,3 +106,4 @@ case_tree_refuse_traced() {
 add tree-refuse-jobs case_tree_refuse_jobs
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
+add tree-zombie-rst case_tree_zombie_rst

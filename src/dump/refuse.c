@@ -60,16 +60,26 @@ static void check_init(pid_t pid, struct refusals *r)
 		refuse_add(r, "it is the init of a PID namespace");
 }
 
-/* One descendant: who it is, whose child, and what else the tree's dump will need of it. */
-static void refuse_descendant(const struct tree_proc *p, struct refusals *r)
+/*
+ * One descendant: who it is, whose child, and what else the tree's dump will
+ * need of it; true when it is alive (a process tree proper).
+ */
+static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc *root,
+			      struct refusals *r)
 {
-	char extra[64] = "";
+	char extra[160] = "";
 
-	if (p->state == 'Z')
-		snprintf(extra, sizeof(extra), ", a zombie");
-	else if (p->tracer)
+	if (p->state == 'Z') {
+		if (!zombie_refused(p, root, extra + 2, sizeof(extra) - 2))
+			return false;	/* dumped, zombies.c */
+		refuse_add(r, "child process %d (%s) of %d, a zombie %s", p->pid, p->comm,
+			   p->ppid, extra + 2);
+		return false;
+	}
+	if (p->tracer)
 		snprintf(extra, sizeof(extra), ", traced by %d", p->tracer);
 	refuse_add(r, "child process %d (%s) of %d%s", p->pid, p->comm, p->ppid, extra);
+	return true;
 }
 
 static void refuse_tree_error(int err, struct refusals *r)
@@ -86,7 +96,7 @@ static void refuse_tree_error(int err, struct refusals *r)
 static void check_children(pid_t pid, struct refusals *r)
 {
 	struct proc_tree t;
-	int ret = tree_collect(pid, &t);
+	int ret = tree_collect(pid, &t), alive = 0;
 
 	if (ret == -ESRCH)
 		return;		/* target_check() and the freeze tell */
@@ -95,10 +105,10 @@ static void check_children(pid_t pid, struct refusals *r)
 		return;
 	}
 	for (int i = 1; i < t.n; i++)
-		refuse_descendant(&t.procs[i], r);
-	if (t.n > 1)
-		refuse_add(r, "process trees are not supported yet (%d process(es) below %d)",
-			   t.n - 1, pid);
+		alive += refuse_descendant(&t.procs[i], &t.procs[0], r);
+	if (alive)
+		refuse_add(r, "process trees are not supported yet (%d live process(es) below %d)",
+			   alive, pid);
 	tree_free(&t);
 }
 

@@ -15,6 +15,24 @@
 #include "dump/tree.h"
 #include "proc.h"
 
+/* Field 52 of /proc/PID/stat: the wait status a zombie holds. */
+static int exit_code_of(pid_t pid)
+{
+	char path[64], *buf = NULL, *p;
+	int code = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc_read_file(path, &buf) < 0)
+		return 0;
+	p = strrchr(buf, ')');
+	for (int f = 2; f < 52 && p; f++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		code = atoi(p + 1);
+	free(buf);
+	return code;
+}
+
 static int tree_add(struct proc_tree *t, pid_t pid, pid_t ppid)
 {
 	struct tree_proc *p;
@@ -33,7 +51,9 @@ static int tree_add(struct proc_tree *t, pid_t pid, pid_t ppid)
 	t->procs = p;
 	p += t->n++;
 	*p = (struct tree_proc){ .pid = pid, .ppid = ppid, .pgid = st.pgid, .sid = st.sid,
-				 .state = st.state, .tracer = proc_tracer(pid) };
+				 .state = st.state, .tracer = proc_tracer(pid),
+				 .exit_signal = st.exit_signal,
+				 .exit_code = st.state == 'Z' ? exit_code_of(pid) : 0 };
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	return 0;
 }
