@@ -103,7 +103,51 @@ case_tree_refuse_traced() {
 	alive "$c" || fail "the traced child $c is gone"
 }
 
+# a zombie of another user than its parent: the restored parent could not make it
+case_tree_refuse_zombie_creds() {
+	python3 -c 'import os, time
+pid = os.fork()
+if pid == 0:
+    os.setresuid(65534, 65534, 65534)
+    os._exit(0)
+time.sleep(300)' < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
+		fail "no zombie child appeared"
+	local z; z=$(tree_children "$PID")
+	tree_refused "$PID" "child process $z \(python3\) of $PID, a zombie whose credentials \(Uid\) are not its parent's"
+	tree_untouched "$PID"
+}
+
+# a non-root parent's zombies come back with its credentials, not memdump's
+case_tree_zombie_user() {
+	START_WRAP="setpriv --reuid=65534 --regid=65534 --clear-groups" start_prog t-zombie
+	local a=${READY[2]} b=${READY[3]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' ]]' ||
+		fail "zombies $a $b outlived their killed parent"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	local z
+	for z in "$a" "$b"; do
+		[[ $(proc_state "$z") == Z ]] || fail "$z is no zombie after the restore"
+		[[ $(proc_field "$z" Uid) == "$(proc_field "$PID" Uid)" &&
+		   $(proc_field "$z" Gid) == "$(proc_field "$PID" Gid)" &&
+		   $(proc_field "$z" CapEff) == "$(proc_field "$PID" CapEff)" ]] ||
+			fail "zombie $z: Uid $(proc_field "$z" Uid), CapEff $(proc_field "$z" CapEff); parent's $(proc_field "$PID" Uid), $(proc_field "$PID" CapEff)"
+	done
+	[[ $(proc_field "$a" Uid) == 65534* ]] || fail "zombie $a is not nobody's"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+
 add tree-refuse-jobs case_tree_refuse_jobs
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
 add tree-zombie-rst case_tree_zombie_rst
+add tree-refuse-zombie-creds case_tree_refuse_zombie_creds
+add tree-zombie-user case_tree_zombie_user

@@ -17,14 +17,33 @@
 #include "dump/tree.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "core.pb-c.h"
 #include "pstree.pb-c.h"
 
 #define TASK_DEAD 2	/* CRIU's task_state of a zombie */
 
+/* The restored zombie gets its parent's credentials: the first /proc status line that differs. */
+static const char *creds_differ(pid_t z, pid_t parent)
+{
+	static const char *const keys[] = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff",
+					    "CapBnd", "CapAmb", "NoNewPrivs" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		char a[512] = "", b[512] = "";
+
+		if (proc_status_field(z, keys[i], a, sizeof(a)) ||
+		    proc_status_field(parent, keys[i], b, sizeof(b)) || strcmp(a, b))
+			return keys[i];
+	}
+	return NULL;
+}
+
 bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
 		    size_t len)
 {
+	const char *key;
+
 	if (z->ppid != root->pid)
 		snprintf(why, len, "not a child of %d", root->pid);
 	else if (z->pgid != root->pgid || z->sid != root->sid)
@@ -36,6 +55,8 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 		snprintf(why, len, "it dumped core (signal %d)", WTERMSIG(z->exit_code));
 	else if (!WIFEXITED(z->exit_code) && !WIFSIGNALED(z->exit_code))
 		snprintf(why, len, "its wait status %#x is no exit", (unsigned)z->exit_code);
+	else if ((key = creds_differ(z->pid, root->pid)))
+		snprintf(why, len, "whose credentials (%s) are not its parent's", key);
 	else
 		return false;
 	return true;

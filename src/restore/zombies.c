@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
+#include <linux/prctl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 
 #include "common.h"
 #include "log.h"
@@ -47,14 +50,55 @@ int zombies_check(struct rst *r)
 	return 0;
 }
 
-/* In the zombie: end with the dumped status, no core, no atexit handler. */
-static void __attribute__((noreturn)) zombie_exit(const TaskCoreEntry *tc)
+/*
+ * The parent's dumped credentials, which the dump checked the zombie had too
+ * (dump/zombies.c), set as the blob sets a thread's (restorer.c,
+ * restore_creds); -errno on what the kernel refused.
+ */
+static int zombie_creds(const struct rst_creds *c)
 {
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_setgroups, c->nr_groups, c->groups) ||
+	    prctl(PR_SET_SECUREBITS, 1 << SECURE_NO_SETUID_FIXUP) ||
+	    syscall(SYS_setresgid, c->gid, c->egid, c->sgid))
+		return -errno;
+	syscall(SYS_setfsgid, c->fsgid);
+	if (syscall(SYS_setresuid, c->uid, c->euid, c->suid))
+		return -errno;
+	syscall(SYS_setfsuid, c->fsuid);
+	if (prctl(PR_SET_SECUREBITS, c->secbits))
+		return -errno;
+	for (int b = 0; b < 64; b++)
+		if (!(c->cap_bnd[b / 32] & (1u << (b % 32))) && prctl(PR_CAPBSET_DROP, b) &&
+		    errno != EINVAL)
+			return -errno;
+	for (int i = 0; i < 2; i++)
+		data[i] = (struct __user_cap_data_struct){ .effective = c->cap_eff[i],
+			.permitted = c->cap_prm[i], .inheritable = c->cap_inh[i] };
+	if (syscall(SYS_capset, &hdr, data))
+		return -errno;
+	for (int b = 0; c->has_amb && b < 64; b++)
+		if ((c->cap_amb[b / 32] & (1u << (b % 32))) &&
+		    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, b, 0, 0))
+			return -errno;
+	if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
+/* In the zombie: end with the dumped status, no core, no atexit handler. */
+static void __attribute__((noreturn)) zombie_exit(const struct rst *r, const TaskCoreEntry *tc)
+{
+	const struct rst_thread *leader = (const struct rst_thread *)(r->area + r->a->threads_off);
 	int code = (int)tc->exit_code;
 	struct rlimit none = { 0, 0 };
 	sigset_t only;
 
 	prctl(PR_SET_NAME, tc->comm);
+	if (leader->has_creds && zombie_creds(&leader->creds))
+		syscall(SYS_exit_group, 127);	/* the parent sees another status: fails */
 	if (WIFSIGNALED(code)) {
 		prctl(PR_SET_DUMPABLE, 0);
 		setrlimit(RLIMIT_CORE, &none);
@@ -80,6 +124,12 @@ static void drop_sigchld(void)
 		;
 }
 
+/* The wait status waitpid would give for what waitid tells. */
+static int status_of(const siginfo_t *si)
+{
+	return si->si_code == CLD_EXITED ? (si->si_status & 0xff) << 8 : si->si_status & 0x7f;
+}
+
 static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 {
 	pid_t set_tid = (pid_t)r->ds.procs[i]->pid, z;
@@ -92,7 +142,7 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 	ca.set_tid_size = 1;
 	z = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (z == 0)
-		zombie_exit(r->ds.zombie_cores[i - 1]->tc);
+		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
 	if (z < 0) {
 		snprintf(why, len, "cannot create zombie %d: %s", set_tid, strerror(errno));
 		return -errno;
@@ -103,6 +153,11 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 			return -errno;
 		}
 	drop_sigchld();
+	if (status_of(&si) != (int)r->ds.zombie_cores[i - 1]->tc->exit_code) {
+		snprintf(why, len, "zombie %d could not take its credentials (it exited with "
+			 "%#x)", z, (unsigned)status_of(&si));
+		return -EPERM;
+	}
 	return 0;
 }
 
