@@ -83,6 +83,10 @@ case_tree_zombie_rst() {
 		crit show "$T/d/core-$a.img" | grep -q '"exit_code": 768' ||
 			fail "core-$a.img does not hold exit code 768 (3 << 8)"
 	fi
+	md show show -D "$T/d" || fail "show failed"
+	grep -q "^zombie     $a \"zexit3\"  exit status 3$" "$MD_OUT" || fail "show does not list zombie $a"
+	grep -q "^zombie     $b \"zterm\"  killed by signal 15$" "$MD_OUT" || fail "show does not list zombie $b"
+	md verify verify -D "$T/d" || fail "verify failed"
 	restore_and_pass "$T/d" 1
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2
