@@ -149,9 +149,22 @@ case_tree_zombie_user() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 
+# --leave-running: the zombies are left as they were, and the set restores them
+case_tree_zombie_lr() {
+	start_prog t-zombie
+	local a=${READY[2]} b=${READY[3]}
+	dump "$PID" "$T/d" --leave-running
+	[[ $(proc_state "$a") == Z && $(proc_state "$b") == Z ]] || fail "a zombie changed"
+	check_child_pass
+	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' ]]' ||
+		fail "zombies $a $b are still there"
+	restore_and_pass "$T/d" 1
+}
+
 add tree-refuse-jobs case_tree_refuse_jobs
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
 add tree-zombie-rst case_tree_zombie_rst
+add tree-zombie-lr case_tree_zombie_lr
 add tree-refuse-zombie-creds case_tree_refuse_zombie_creds
 add tree-zombie-user case_tree_zombie_user
