@@ -161,9 +161,24 @@ case_tree_zombie_lr() {
 	restore_and_pass "$T/d" 1
 }
 
+# a child whose main thread exited shows 'Z' in /proc but runs on: no zombie
+case_tree_refuse_leader_exited() {
+	bash -c "$TESTBIN/h-leaderexit & wait" < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 1 "$PID" || fail "no child appeared"
+	local c; c=$(tree_children "$PID"); track "$c"
+	wait_until 5 eval '[[ $(proc_state '"$c"') == Z ]]' || fail "the leader of $c did not exit"
+	tree_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
+		"process trees are not supported yet \(1 live process\(es\) below $PID\)"
+	grep -q "a zombie" "$MD_ERR" && fail "$c, alive, was taken for a zombie"
+	tree_untouched "$PID"
+	[[ $(ls /proc/"$c"/task | wc -l) == 2 ]] || fail "$c lost its live thread"
+}
+
 add tree-refuse-jobs case_tree_refuse_jobs
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
+add tree-refuse-leader-exited case_tree_refuse_leader_exited
 add tree-zombie-rst case_tree_zombie_rst
 add tree-zombie-lr case_tree_zombie_lr
 add tree-refuse-zombie-creds case_tree_refuse_zombie_creds

@@ -69,7 +69,7 @@ static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc 
 {
 	char extra[160] = "";
 
-	if (p->state == 'Z') {
+	if (tree_is_zombie(p)) {
 		if (!zombie_refused(p, root, extra + 2, sizeof(extra) - 2))
 			return false;	/* dumped, zombies.c */
 		refuse_add(r, "child process %d (%s) of %d, a zombie %s", p->pid, p->comm,
@@ -318,6 +318,16 @@ static void check_memfd_private_maps(pid_t pid, struct refusals *r)
 	fclose(f);
 }
 
+/* A 'Z' process whose leader exited alone still runs its other threads. */
+static bool live_threads(pid_t pid)
+{
+	pid_t *tids = NULL;
+	int n = proc_tasks(pid, &tids);
+
+	free(tids);
+	return n > 1;
+}
+
 /* Another live process in the target's group or session keeps that ID in use. */
 static void check_group_holders(pid_t pid, struct refusals *r)
 {
@@ -333,7 +343,7 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 
 		if (other <= 0 || other == pid || proc_read_stat(other, &st))
 			continue;
-		if (st.state == 'Z' || (st.pgid != pid && st.sid != pid))
+		if ((st.pgid != pid && st.sid != pid) || (st.state == 'Z' && !live_threads(other)))
 			continue;
 		refuse_add(r, "process %d (%s) in its %s, which restore could not recreate",
 			   other, st.comm, st.sid == pid ? "session" : "process group");

@@ -37,6 +37,8 @@ static int tree_add(struct proc_tree *t, pid_t pid, pid_t ppid)
 {
 	struct tree_proc *p;
 	struct proc_stat st;
+	pid_t *tids = NULL;
+	int nt;
 
 	for (int i = 0; i < t->n; i++)
 		if (t->procs[i].pid == pid)
@@ -45,6 +47,8 @@ static int tree_add(struct proc_tree *t, pid_t pid, pid_t ppid)
 		return -E2BIG;
 	if (proc_read_stat(pid, &st))
 		return 0;	/* gone since its parent listed it: the next pass tells */
+	nt = proc_tasks(pid, &tids);
+	free(tids);
 	p = realloc(t->procs, (t->n + 1) * sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -52,7 +56,7 @@ static int tree_add(struct proc_tree *t, pid_t pid, pid_t ppid)
 	p += t->n++;
 	*p = (struct tree_proc){ .pid = pid, .ppid = ppid, .pgid = st.pgid, .sid = st.sid,
 				 .state = st.state, .tracer = proc_tracer(pid),
-				 .exit_signal = st.exit_signal,
+				 .exit_signal = st.exit_signal, .nr_threads = nt,
 				 .exit_code = st.state == 'Z' ? exit_code_of(pid) : 0 };
 	snprintf(p->comm, sizeof(p->comm), "%s", st.comm);
 	return 0;
@@ -90,7 +94,7 @@ static int tree_pass(pid_t root, struct proc_tree *t)
 	if (!ret && !t->n)
 		return -ESRCH;
 	for (int i = 0; i < t->n && !ret; i++)
-		if (t->procs[i].state != 'Z')
+		if (!tree_is_zombie(&t->procs[i]))
 			ret = add_children(t, t->procs[i].pid);
 	return ret;
 }

@@ -15,6 +15,7 @@ struct tree_proc {
 	char state;		/* /proc/PID/stat state ('Z': zombie) */
 	int exit_signal;	/* what its parent gets when it exits */
 	int exit_code;		/* a zombie's wait status, else 0 */
+	int nr_threads;		/* in /proc/PID/task: a dead leader's live threads too */
 	char comm[32];
 };
 
@@ -25,6 +26,12 @@ struct proc_tree {
 
 #define TREE_MAX_PROCS	4096
 #define TREE_MAX_PASSES	16
+
+/* A zombie proper: 'Z', and no thread of it alive (a leader that exited alone shows 'Z'). */
+static inline bool tree_is_zombie(const struct tree_proc *p)
+{
+	return p->state == 'Z' && p->nr_threads <= 1;
+}
 
 /*
  * 0 with the tree under root (root alone when it has no child), or -errno,

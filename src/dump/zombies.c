@@ -77,7 +77,7 @@ int collect_zombies(struct dump_ctx *d)
 	for (int i = 1; i < t.n; i++) {
 		char why[128];
 
-		if (t.procs[i].state != 'Z' || zombie_refused(&t.procs[i], &t.procs[0], why,
+		if (!tree_is_zombie(&t.procs[i]) || zombie_refused(&t.procs[i], &t.procs[0], why,
 							       sizeof(why)))
 			ret = fail(-EOPNOTSUPP, "child process %d (%s) of %d cannot be dumped "
 				   "once frozen", t.procs[i].pid, t.procs[i].comm, d->pid);
