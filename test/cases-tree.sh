@@ -167,6 +167,8 @@ case_tree_refuse_leader_exited() {
 	PID=$!; track "$PID"
 	wait_until 5 tree_has 1 "$PID" || fail "no child appeared"
 	local c; c=$(tree_children "$PID"); track "$c"
+	# its cmdline and environ are gone with the leader: cleanup_case cannot tell it is ours
+	trap 'kill -9 '"$c"' 2> /dev/null' EXIT
 	wait_until 5 eval '[[ $(proc_state '"$c"') == Z ]]' || fail "the leader of $c did not exit"
 	tree_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
 		"process trees are not supported yet \(1 live process\(es\) below $PID\)"
