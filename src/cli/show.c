@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -267,6 +268,21 @@ static void text_locks(const struct dumpset *ds)
 	}
 }
 
+/* pstree.img's entries after the process: its zombie children. */
+static void text_zombies(const struct dumpset *ds)
+{
+	for (size_t i = 1; i < ds->nr_procs; i++) {
+		const TaskCoreEntry *tc = ds->zombie_cores[i - 1]->tc;
+		int st = (int)tc->exit_code;
+
+		printf("zombie     %u \"%s\"  ", ds->procs[i]->pid, tc->comm);
+		if (WIFSIGNALED(st))
+			printf("killed by signal %d\n", WTERMSIG(st));
+		else
+			printf("exit status %d\n", WEXITSTATUS(st));
+	}
+}
+
 static void text_process(const struct dumpset *ds, const char *dir)
 {
 	const PstreeEntry *p = ds->pstree;
@@ -280,6 +296,7 @@ static void text_process(const struct dumpset *ds, const char *dir)
 	for (size_t i = 0; i < p->n_threads; i++)
 		printf(" %u", p->threads[i]);
 	printf("\n");
+	text_zombies(ds);
 	if (ds->fs)
 		printf("cwd        %s  root %s\n", fs_path(ds, ds->fs->cwd_id),
 		       fs_path(ds, ds->fs->root_id));
@@ -408,6 +425,12 @@ static void json_process(const struct dumpset *ds)
 	json_key_str("comm", dumpset_comm(ds), ", \"threads\": [");
 	for (size_t i = 0; i < p->n_threads; i++)
 		printf("%s%u", i ? ", " : "", p->threads[i]);
+	printf("], \"zombies\": [");
+	for (size_t i = 1; i < ds->nr_procs; i++) {
+		printf("%s{\"pid\": %u, ", i > 1 ? ", " : "", ds->procs[i]->pid);
+		json_key_str("comm", ds->zombie_cores[i - 1]->tc->comm, "");
+		printf(", \"wait_status\": %u}", ds->zombie_cores[i - 1]->tc->exit_code);
+	}
 	printf("]");
 	if (ds->fs) {
 		printf(", ");

@@ -39,6 +39,7 @@
 #include "proc.h"
 #include "dump/shmem.h"
 #include "dump/task.h"
+#include "dump/tree.h"
 #include "dump/tty.h"
 
 volatile sig_atomic_t dump_interrupted;
@@ -278,6 +279,7 @@ static void dump_ctx_free(struct dump_ctx *d)
 	parent_free(d);
 	track_close(&d->track);
 	free(d->guards);
+	free(d->zombies);
 	files_free(&d->files);
 	sk_set_free(&d->sockets);
 	shmem_free(&d->shmem);
@@ -428,6 +430,8 @@ static int dump_pipeline(const struct dump_opts *o)
 	d.in.trace = o->trace ? &o->trace->in : NULL;
 	if (!ret)
 		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
+	if (!ret && !d.pre_dump)
+		ret = collect_zombies(&d);
 	d.stats.frozen_at = now_us();
 	d.stats.threads = d.in.nr_threads;
 	if (!ret)

@@ -249,6 +249,8 @@ struct dump_ctx {
 	int nr_ptimers;
 	struct sk_set sockets;		/* sockets.c */
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
+	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
+	int nr_zombies;
 };
 
 /* vma.c */

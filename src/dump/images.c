@@ -26,6 +26,7 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "dump/tree.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
@@ -481,6 +482,7 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 {
 	PstreeEntry pe = PSTREE_ENTRY__INIT;
 	uint32_t *tids = calloc(d->nr_threads, sizeof(*tids));
+	struct image *img = NULL;
 	int ret;
 
 	if (!tids)
@@ -493,7 +495,15 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 		tids[i] = d->threads[i].tid;
 	pe.n_threads = d->nr_threads;
 	pe.threads = tids;
-	ret = write_one(&d->dir, IMG_PSTREE, 0, &pe.base);
+	ret = img_create(&d->dir, IMG_PSTREE, 0, &img);
+	if (!ret)
+		ret = img_write_msg(img, &pe.base);
+	if (!ret)
+		ret = write_zombies(d, img);	/* after their parent, as CRIU orders them */
+	if (img && ret)
+		img_abort(img);
+	else if (img)
+		ret = img_close(img);
 	free(tids);
 	return ret;
 }

@@ -23,6 +23,7 @@
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "dump/track.h"
+#include "dump/tree.h"
 #include "dump/sockets.h"
 #include "log.h"
 #include "proc.h"
@@ -59,40 +60,56 @@ static void check_init(pid_t pid, struct refusals *r)
 		refuse_add(r, "it is the init of a PID namespace");
 }
 
-static void children_of_task(pid_t pid, const char *tid, struct refusals *r)
+/*
+ * One descendant: who it is, whose child, and what else the tree's dump will
+ * need of it; true when it is alive (a process tree proper).
+ */
+static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc *root,
+			      struct refusals *r)
 {
-	char path[320], *buf = NULL, *p, *end;
+	char extra[160] = "";
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/children", pid, tid);
-	if (proc_read_file(path, &buf) < 0)
-		return;
-	for (p = buf;; p = end) {
-		long child = strtol(p, &end, 10);
-		char comm[32] = "?";
-
-		if (end == p)
-			break;
-		proc_comm(child, comm, sizeof(comm));
-		refuse_add(r, "child process %ld (%s); process trees are not supported yet",
-			   child, comm);
+	if (tree_is_zombie(p)) {
+		if (!zombie_refused(p, root, extra + 2, sizeof(extra) - 2))
+			return false;	/* dumped, zombies.c */
+		refuse_add(r, "child process %d (%s) of %d, a zombie %s", p->pid, p->comm,
+			   p->ppid, extra + 2);
+		return false;
 	}
-	free(buf);
+	if (p->tracer)
+		snprintf(extra, sizeof(extra), ", traced by %d", p->tracer);
+	refuse_add(r, "child process %d (%s) of %d%s", p->pid, p->comm, p->ppid, extra);
+	return true;
 }
 
+static void refuse_tree_error(int err, struct refusals *r)
+{
+	if (err == -EAGAIN)
+		refuse_add(r, "a process tree that kept changing over %d scans", TREE_MAX_PASSES);
+	else if (err == -E2BIG)
+		refuse_add(r, "a process tree of more than %d processes", TREE_MAX_PROCS);
+	else
+		refuse_add(r, "a process tree that cannot be read (%s)", strerror(-err));
+}
+
+/* Every descendant, grandchildren included, then why they stop the dump. */
 static void check_children(pid_t pid, struct refusals *r)
 {
-	char path[64];
-	struct dirent *de;
-	DIR *dir;
+	struct proc_tree t;
+	int ret = tree_collect(pid, &t), alive = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	dir = opendir(path);
-	if (!dir)
+	if (ret == -ESRCH)
+		return;		/* target_check() and the freeze tell */
+	if (ret) {
+		refuse_tree_error(ret, r);
 		return;
-	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.')
-			children_of_task(pid, de->d_name, r);
-	closedir(dir);
+	}
+	for (int i = 1; i < t.n; i++)
+		alive += refuse_descendant(&t.procs[i], &t.procs[0], r);
+	if (alive)
+		refuse_add(r, "process trees are not supported yet (%d live process(es) below %d)",
+			   alive, pid);
+	tree_free(&t);
 }
 
 static const char *const ns_names[] = {
@@ -301,6 +318,16 @@ static void check_memfd_private_maps(pid_t pid, struct refusals *r)
 	fclose(f);
 }
 
+/* A 'Z' process whose leader exited alone still runs its other threads. */
+static bool live_threads(pid_t pid)
+{
+	pid_t *tids = NULL;
+	int n = proc_tasks(pid, &tids);
+
+	free(tids);
+	return n > 1;
+}
+
 /* Another live process in the target's group or session keeps that ID in use. */
 static void check_group_holders(pid_t pid, struct refusals *r)
 {
@@ -316,7 +343,7 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 
 		if (other <= 0 || other == pid || proc_read_stat(other, &st))
 			continue;
-		if (st.state == 'Z' || (st.pgid != pid && st.sid != pid))
+		if ((st.pgid != pid && st.sid != pid) || (st.state == 'Z' && !live_threads(other)))
 			continue;
 		refuse_add(r, "process %d (%s) in its %s, which restore could not recreate",
 			   other, st.comm, st.sid == pid ? "session" : "process group");

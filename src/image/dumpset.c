@@ -82,6 +82,51 @@ static int open_dir(const char *dir, struct dumpset *ds)
 	return 0;
 }
 
+#define TASK_DEAD 2	/* CRIU's task_state of a zombie */
+
+/* procs[i], i > 0: a zombie child of the root, with its core. */
+static int load_zombie(struct dumpset *ds, size_t i)
+{
+	const PstreeEntry *z = ds->procs[i];
+	const CoreEntry *c;
+	int ret;
+
+	if (z->ppid != ds->pstree->pid || z->n_threads > 1 ||
+	    (z->n_threads && z->threads[0] != z->pid))
+		return fail(-EOPNOTSUPP, "pstree.img: process %u is not a zombie child of %u "
+			    "(process trees are not restored yet)", z->pid, ds->pstree->pid);
+	ret = need_img(ds, IMG_CORE, z->pid);
+	if (!ret)
+		ret = img_read_one(ds->dirfd, IMG_CORE, z->pid, &core_entry__descriptor,
+				   (void **)&ds->zombie_cores[i - 1]);
+	if (ret)
+		return ret;
+	c = ds->zombie_cores[i - 1];
+	if (!c->tc || c->tc->task_state != TASK_DEAD)
+		return fail(-EOPNOTSUPP, "pstree.img: process %u is not a zombie "
+			    "(process trees are not restored yet)", z->pid);
+	return 0;
+}
+
+/* pstree.img: the root first, then the zombie children it had. */
+static int load_pstree(struct dumpset *ds)
+{
+	int ret = read_all(ds->dirfd, IMG_PSTREE, 0, &pstree_entry__descriptor,
+			   (void ***)&ds->procs, &ds->nr_procs);
+
+	if (!ret && !ds->nr_procs)
+		ret = fail(-EIO, "image pstree.img is empty");
+	if (ret)
+		return ret;
+	ds->pstree = ds->procs[0];
+	ds->zombie_cores = calloc(ds->nr_procs, sizeof(*ds->zombie_cores));
+	if (!ds->zombie_cores)
+		return -ENOMEM;
+	for (size_t i = 1; i < ds->nr_procs && !ret; i++)
+		ret = load_zombie(ds, i);
+	return ret;
+}
+
 static int load_cores(struct dumpset *ds)
 {
 	PstreeEntry *pe = ds->pstree;
@@ -438,8 +483,7 @@ static int load_images(struct dumpset *ds)
 	if (!ret)
 		ret = need_img(ds, IMG_PSTREE, 0);
 	if (!ret)
-		ret = img_read_one(ds->dirfd, IMG_PSTREE, 0, &pstree_entry__descriptor,
-				   (void **)&ds->pstree);
+		ret = load_pstree(ds);
 	if (!ret)
 		ret = load_cores(ds);
 	if (!ret)
@@ -497,7 +541,9 @@ int dumpset_load_for_restore(const char *dir, struct dumpset *ds)
 void dumpset_free(struct dumpset *ds)
 {
 	img_free(&inventory_entry__descriptor, ds->inv);
-	img_free(&pstree_entry__descriptor, ds->pstree);
+	free_all(&pstree_entry__descriptor, (void **)ds->procs, ds->nr_procs);
+	if (ds->zombie_cores)
+		free_all(&core_entry__descriptor, (void **)ds->zombie_cores, ds->nr_procs - 1);
 	free_all(&core_entry__descriptor, (void **)ds->cores, ds->nr_cores);
 	img_free(&mm_entry__descriptor, ds->mm);
 	free(ds->runs);

@@ -55,7 +55,10 @@ struct dumpset {
 	int dirfd;
 	int pages_fd;			/* pages-N.img, -1 without pagemap */
 	InventoryEntry *inv;
-	PstreeEntry *pstree;
+	PstreeEntry *pstree;		/* the root: procs[0] */
+	PstreeEntry **procs;		/* pstree.img: the root, then its zombie children */
+	size_t nr_procs;
+	CoreEntry **zombie_cores;	/* procs[i + 1]'s core (TASK_DEAD, exit_code) */
 	CoreEntry **cores;		/* one per pstree thread, leader first */
 	size_t nr_cores;
 	MmEntry *mm;

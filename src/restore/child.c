@@ -3,7 +3,7 @@
  * still memdump's code: it moves the prepared fds to their numbers and the
  * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd
  * and umask, joins its session, group and cgroups, sets oom_score_adj,
- * loginuid, subreaper (attrs.c), takes the file locks (locks.c), and
+ * loginuid, subreaper (attrs.c), forks its zombie children (zombies.c), takes the file locks (locks.c), and
  * jumps into the restorer blob on the leader's stack in the restorer area.
  * A failure is told through the area (err, msg, stage) before exiting.
  */
@@ -165,6 +165,9 @@ void child_main(struct rst *r)
 	ret = attrs_apply_in_child(r, msg, sizeof(msg));
 	if (!ret)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
+	if (ret)
+		child_fail(r, ret, "%s", msg);
+	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */
 	if (ret)
 		child_fail(r, ret, "%s", msg);
 	ret = locks_apply_in_child(r, msg, sizeof(msg));	/* no fd is closed after this */

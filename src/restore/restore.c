@@ -335,6 +335,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	ret = shm_collect(r);
 	if (!ret)
 		ret = check_images(r);
+	if (!ret)
+		ret = zombies_check(r);
 	return ret;
 }
 

@@ -304,6 +304,11 @@ void attrs_free(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
 
+/* zombies.c: the zombie children pstree.img lists after the process */
+int zombies_check(struct rst *r);
+/* In the child, once in its session and group: 0, or -errno with why[] filled. */
+int zombies_make_in_child(struct rst *r, char *why, size_t len);
+
 /* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);
 

@@ -1,0 +1,61 @@
+/*
+ * The process tree under a dump's target: the target and every descendant,
+ * read from /proc/PID/task/TID/children until two passes agree.
+ */
+#ifndef MEMDUMP_TREE_H
+#define MEMDUMP_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct tree_proc {
+	pid_t pid, ppid, pgid, sid;
+	pid_t tracer;		/* TracerPid, 0: untraced */
+	char state;		/* /proc/PID/stat state ('Z': zombie) */
+	int exit_signal;	/* what its parent gets when it exits */
+	int exit_code;		/* a zombie's wait status, else 0 */
+	int nr_threads;		/* in /proc/PID/task: a dead leader's live threads too */
+	char comm[32];
+};
+
+struct proc_tree {
+	struct tree_proc *procs;	/* the root first, every parent before its children */
+	int n;
+};
+
+#define TREE_MAX_PROCS	4096
+#define TREE_MAX_PASSES	16
+
+/* A zombie proper: 'Z', and no thread of it alive (a leader that exited alone shows 'Z'). */
+static inline bool tree_is_zombie(const struct tree_proc *p)
+{
+	return p->state == 'Z' && p->nr_threads <= 1;
+}
+
+/*
+ * 0 with the tree under root (root alone when it has no child), or -errno,
+ * nothing recorded with fail() (the caller words it): -ESRCH root is gone,
+ * -E2BIG more than TREE_MAX_PROCS, -EAGAIN still changing after
+ * TREE_MAX_PASSES passes, -ENOMEM.
+ */
+int tree_collect(pid_t root, struct proc_tree *t);
+void tree_free(struct proc_tree *t);
+
+#endif
+
+/*
+ * zombies.c: zombie children of the target, dumped as CRIU does (a pstree
+ * entry and a core with TASK_DEAD and the exit code) and recreated by the
+ * restored process, which never reaps them.
+ */
+struct dump_ctx;
+struct image;
+struct refusals;
+/* Why zombie z, a child of root, cannot be recreated, into why; false: it can. */
+bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
+		    size_t len);
+/* Once frozen: the target's zombie children into d. */
+int collect_zombies(struct dump_ctx *d);
+/* Their pstree entries into the open pstree.img, and their core images. */
+int write_zombies(struct dump_ctx *d, struct image *pstree);

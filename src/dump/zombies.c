@@ -1,0 +1,134 @@
+/*
+ * Zombie children of the target (issue 10's first tree piece). A zombie has
+ * no memory, fds or threads left: its PID, its parent, group, session and
+ * wait status are all there is. They go into pstree.img after the target's
+ * entry and into core-ZPID.img (task_state TASK_DEAD, exit_code), as CRIU
+ * writes them; restore/zombies.c makes them again.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/tree.h"
+#include "image/image.h"
+#include "log.h"
+#include "proc.h"
+#include "core.pb-c.h"
+#include "pstree.pb-c.h"
+
+#define TASK_DEAD 2	/* CRIU's task_state of a zombie */
+
+/* The restored zombie gets its parent's credentials: the first /proc status line that differs. */
+static const char *creds_differ(pid_t z, pid_t parent)
+{
+	static const char *const keys[] = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff",
+					    "CapBnd", "CapAmb", "NoNewPrivs" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		char a[512] = "", b[512] = "";
+
+		if (proc_status_field(z, keys[i], a, sizeof(a)) ||
+		    proc_status_field(parent, keys[i], b, sizeof(b)) || strcmp(a, b))
+			return keys[i];
+	}
+	return NULL;
+}
+
+bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
+		    size_t len)
+{
+	const char *key;
+
+	if (z->ppid != root->pid)
+		snprintf(why, len, "not a child of %d", root->pid);
+	else if (z->pgid != root->pgid || z->sid != root->sid)
+		snprintf(why, len, "in process group %d, session %d, not its parent's", z->pgid,
+			 z->sid);
+	else if (z->exit_signal != SIGCHLD)
+		snprintf(why, len, "its exit signal is %d, not SIGCHLD", z->exit_signal);
+	else if (WIFSIGNALED(z->exit_code) && WCOREDUMP(z->exit_code))
+		snprintf(why, len, "it dumped core (signal %d)", WTERMSIG(z->exit_code));
+	else if (!WIFEXITED(z->exit_code) && !WIFSIGNALED(z->exit_code))
+		snprintf(why, len, "its wait status %#x is no exit", (unsigned)z->exit_code);
+	else if ((key = creds_differ(z->pid, root->pid)))
+		snprintf(why, len, "whose credentials (%s) are not its parent's", key);
+	else
+		return false;
+	return true;
+}
+
+int collect_zombies(struct dump_ctx *d)
+{
+	struct proc_tree t;
+	int ret = tree_collect(d->pid, &t);
+
+	if (ret)
+		return fail(ret, "cannot read the process tree of %d: %s", d->pid, strerror(-ret));
+	d->zombies = calloc(t.n, sizeof(*d->zombies));
+	if (!d->zombies) {
+		tree_free(&t);
+		return -ENOMEM;
+	}
+	for (int i = 1; i < t.n; i++) {
+		char why[128];
+
+		if (!tree_is_zombie(&t.procs[i]) || zombie_refused(&t.procs[i], &t.procs[0], why,
+							       sizeof(why)))
+			ret = fail(-EOPNOTSUPP, "child process %d (%s) of %d cannot be dumped "
+				   "once frozen", t.procs[i].pid, t.procs[i].comm, d->pid);
+		else
+			d->zombies[d->nr_zombies++] = t.procs[i];
+	}
+	tree_free(&t);
+	return ret;
+}
+
+static int write_zombie_core(struct dump_ctx *d, const struct tree_proc *z)
+{
+	CoreEntry core = CORE_ENTRY__INIT;
+	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
+	struct image *img;
+	int ret;
+
+	core.mtype = CORE_ENTRY__MARCH__X86_64;
+	core.tc = &tc;
+	tc.task_state = TASK_DEAD;
+	tc.exit_code = (uint32_t)z->exit_code;
+	tc.comm = (char *)z->comm;
+	ret = img_create(&d->dir, IMG_CORE, (unsigned)z->pid, &img);
+	if (ret)
+		return ret;
+	ret = img_write_msg(img, &core.base);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+int write_zombies(struct dump_ctx *d, struct image *pstree)
+{
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_zombies && !ret; i++) {
+		const struct tree_proc *z = &d->zombies[i];
+		PstreeEntry pe = PSTREE_ENTRY__INIT;
+		uint32_t tid = (uint32_t)z->pid;
+
+		pe.pid = z->pid;
+		pe.ppid = z->ppid;
+		pe.pgid = z->pgid;
+		pe.sid = z->sid;
+		pe.n_threads = 1;
+		pe.threads = &tid;
+		ret = img_write_msg(pstree, &pe.base);
+		if (!ret)
+			ret = write_zombie_core(d, z);
+	}
+	return ret;
+}
