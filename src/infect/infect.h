@@ -14,6 +14,7 @@
  *   parasite_*      the parasite's commands (vmsplice pages into a pipe)
  *   infect_cure     remove the parasite: area, pipe, registers as they were
  *   infect_release  detach every thread (or kill the process), free the context
+ *   infect_wait_pid_free  after a kill: wait (up to 5 s) until its parent reaped it
  *   infect_reclaim  for a supervisor, once the dumper is dead: unmap the area
  *                   it left (struct infect_trace)
  */
@@ -77,6 +78,7 @@ struct infect_ctx {
 /* seize.c */
 int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t *stop);
 void infect_release(struct infect_ctx *c, bool kill_process);
+void infect_wait_pid_free(pid_t pid);
 
 /* remote.c: system calls executed by frozen thread number `thread` */
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,

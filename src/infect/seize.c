@@ -220,8 +220,10 @@ static int seize_all(struct infect_ctx *c)
  * The killed process's PID is free once its parent has reaped it. Waiting
  * for that (PID 1 of some systems reaps orphans seconds late) lets a
  * restore follow the dump at once; past 5 s the holder is named instead.
+ * The process is dead before this: the caller waits here after it has
+ * counted the frozen time and made the images durable.
  */
-static void wait_pid_free(pid_t pid)
+void infect_wait_pid_free(pid_t pid)
 {
 	char path[32], comm[32] = "?";
 	struct proc_stat st;
@@ -256,7 +258,6 @@ static void kill_all(struct infect_ctx *c)
 		}
 		t->seized = false;
 	}
-	wait_pid_free(c->pid);
 }
 
 static bool process_alive(pid_t pid)
