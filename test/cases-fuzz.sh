@@ -17,7 +17,9 @@ case_fuzz_images() {
 	(( rc == 0 )) || fail "fuzz-images exited $rc: a finding is in $T/fz"
 	runs=$(sed -n 's/^no crash, sanitizer report, leak or hang: \([0-9]*\) runs$/\1/p' "$T/fz.out")
 	[[ -n $runs ]] || fail "fuzz-images did not report its runs"
-	(( runs >= 500 )) || fail "only $runs inputs tried in ${FUZZ_TIME}s"
+	# that it ran, not how fast (speed goals live in scripts/bench-*): this
+	# shared machine gave 408-441 runs in 45 s at load 1.5-3, with the old build too
+	(( runs >= 100 )) || fail "only $runs inputs tried in ${FUZZ_TIME}s"
 	note "$runs inputs, none made the loaders fail badly"
 }
 add fuzz-images case_fuzz_images
