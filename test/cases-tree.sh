@@ -12,16 +12,6 @@ tree_count() {
 }
 tree_has() { [[ $(tree_count "$2") == "$1" ]]; }
 
-# tree_refused PID REGEX...: a dump of PID fails in one line naming every REGEX
-tree_refused() {
-	local pid=$1; shift
-	md dump dump -t "$pid" -D "$T/d" --leave-running
-	expect_md_error
-	for re in "$@"; do
-		grep -qE "$re" "$MD_ERR" || fail "the error does not say '$re'"
-	done
-	no_inventory "$T/d"
-}
 
 # tree_untouched PID...: each one still running, untraced
 tree_untouched() {
@@ -45,7 +35,7 @@ case_tree_refuse_jobs() {
 		res+=("child process $c \((sleep|bash)\) of $PID")
 		for g in $(tree_children "$c"); do res+=("child process $g \(sleep\) of $c"); done
 	done
-	tree_refused "$PID" "${res[@]}"
+	expect_dump_refused "$PID" "${res[@]}"
 	tree_untouched "$PID" "${all[@]}"
 }
 
@@ -61,7 +51,7 @@ time.sleep(300)' < /dev/null > /dev/null 2>&1 &
 	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
 		fail "no zombie child appeared"
 	local z; z=$(tree_children "$PID")
-	tree_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
 	grep -q "process trees are not supported" "$MD_ERR" && fail "a zombie is no live tree"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
@@ -101,7 +91,7 @@ case_tree_refuse_traced() {
 	hpid=$!; track "$hpid"
 	wait_until 10 eval '[[ $(proc_field '"$c"' TracerPid) == '"$hpid"' ]]' ||
 		fail "h-ptrace-hold did not attach to $c"
-	tree_refused "$PID" "child process $c \(sleep\) of $PID, traced by $hpid"
+	expect_dump_refused "$PID" "child process $c \(sleep\) of $PID, traced by $hpid"
 	tree_untouched "$PID"
 	[[ $(proc_field "$c" TracerPid) == "$hpid" ]] || fail "the existing tracer lost $c"
 	alive "$c" || fail "the traced child $c is gone"
@@ -119,7 +109,7 @@ time.sleep(300)' < /dev/null > /dev/null 2>&1 &
 	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
 		fail "no zombie child appeared"
 	local z; z=$(tree_children "$PID")
-	tree_refused "$PID" "child process $z \(python3\) of $PID, a zombie whose credentials \(Uid\) are not its parent's"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie whose credentials \(Uid\) are not its parent's"
 	tree_untouched "$PID"
 }
 
@@ -170,7 +160,7 @@ case_tree_refuse_leader_exited() {
 	# its cmdline and environ are gone with the leader: cleanup_case cannot tell it is ours
 	trap 'kill -9 '"$c"' 2> /dev/null' EXIT
 	wait_until 5 eval '[[ $(proc_state '"$c"') == Z ]]' || fail "the leader of $c did not exit"
-	tree_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
+	expect_dump_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
 		"process trees are not supported yet \(1 live process\(es\) below $PID\)"
 	grep -q "a zombie" "$MD_ERR" && fail "$c, alive, was taken for a zombie"
 	tree_untouched "$PID"
