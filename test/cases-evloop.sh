@@ -180,3 +180,70 @@ else
 	echo "# node not on PATH: real-node-* cases skipped"
 fi
 python3 -c 'import asyncio' 2> /dev/null && add real-python-asyncio case_real_asyncio
+
+# case_real_loop NAME DELAY kill|lr CMD...: a real program's loop (CMD OUT
+# STEPS DELAY) dumped mid-run, killed and restored or left running, finishes
+# with exactly the output of an uninterrupted run.
+case_real_loop() {
+	local name=$1 delay=$2 how=$3; shift 3
+	REAL_DELAY=$delay real_loop_start "$name" "$@"
+	if [[ $how == lr ]]; then
+		dump "$PID" "$T/d" --leave-running
+		wait_until 30 eval '! alive '"$PID" || fail "$name did not finish"
+		wait "$PID" || fail "$name exited with $?"
+	else
+		dump "$PID" "$T/d"
+		expect_killed "$PID"
+		(( $(wc -l < "$T/run.txt") < 60 )) || fail "$name finished before the dump"
+		restore_to_completion "$name" "$T/real.err"
+	fi
+	real_loop_same "$name"
+}
+
+# ruby: a worker thread fed through Queues (condition variables, ruby's timer thread)
+if command -v ruby > /dev/null; then
+	add real-ruby case_real_loop ruby 0.05 kill ruby "$TESTSRC/tick.rb"
+	add real-ruby-lr case_real_loop ruby 0.05 lr ruby "$TESTSRC/tick.rb"
+else
+	echo "# ruby not on PATH: real-ruby cases skipped"
+fi
+
+# Go: a time.Ticker and a goroutine (the runtime's threads, netpoller, signals)
+case_real_go() {
+	command -v go > /dev/null || fail "go is not installed"
+	HOME=$T GOCACHE=$T/gocache GOPATH=$T/gopath \
+		go build -o "$T/ticker" "$TESTSRC/ticker.go" > "$T/go.out" 2>&1 ||
+		{ show_file "go build" "$T/go.out"; fail "go build failed"; }
+	case_real_loop go 50 "$1" "$T/ticker"
+}
+if command -v go > /dev/null; then
+	add real-go-ticker case_real_go kill
+	add real-go-ticker-lr case_real_go lr
+else
+	echo "# go not on PATH: real-go cases skipped"
+fi
+
+# tail -f on a file a writer appends to: dumped mid-run and restored, it
+# prints every line once. The writer pauses while tail is down: a file that
+# grew between dump and restore is refused by restore (as CRIU does: the size
+# of every open file must be the dumped one).
+case_real_tail() {
+	: > "$T/grow.txt"
+	tail -n +1 -f "$T/grow.txt" > "$T/tail.out" 2> "$T/tail.err" < /dev/null &
+	PID=$!; track "$PID"
+	local i
+	for i in $(seq 0 49); do echo "line $i" >> "$T/grow.txt"; sleep 0.01; done
+	wait_until 10 eval '(( $(wc -l < "$T/tail.out") == 50 ))' || fail "tail did not follow"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ -s $RPIDFILE ]]' || fail "tail was not restored"
+	for i in $(seq 50 99); do echo "line $i" >> "$T/grow.txt"; sleep 0.01; done
+	wait_until 10 eval '(( $(wc -l < "$T/tail.out") >= 100 ))' ||
+		fail "the restored tail printed $(wc -l < "$T/tail.out") of 100 lines"
+	kill "$PID"
+	wait_restore_exit
+	seq 0 99 | sed 's/^/line /' | cmp -s - "$T/tail.out" ||
+		fail "tail's output is not every line once, in order"
+}
+add real-tail-f case_real_tail
