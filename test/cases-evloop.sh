@@ -176,6 +176,8 @@ case_real_asyncio() {
 if command -v node > /dev/null; then
 	add real-node-interval case_real_node kill
 	add real-node-interval-lr case_real_node lr
+	add real-node-compute case_real_loop node-compute 50 kill node "$TESTSRC/compute.js"
+	add real-node-compute-lr case_real_loop node-compute 50 lr node "$TESTSRC/compute.js"
 else
 	echo "# node not on PATH: real-node-* cases skipped"
 fi
