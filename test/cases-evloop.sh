@@ -26,11 +26,13 @@ shows() {
 case_evloop_rst() {
 	local prog=$1; shift
 	start_prog "$prog"
+	state_snap "$PID"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	crit_decodes "$T/d"
 	shows "$T/d" "$@"
 	restore_and_pass "$T/d" 1
+	STATE_BEFORE=
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2
 }
