@@ -139,20 +139,7 @@ real_loop_same() {
 # node's setInterval on libuv: epoll, eventfds and pipes; killed mid-run,
 # restored, or dumped --leave-running, it finishes as if uninterrupted.
 case_real_node() {
-	local lr=$1
-	REAL_DELAY=50 real_loop_start node node "$TESTSRC/interval.js"
-	if [[ $lr == lr ]]; then
-		dump "$PID" "$T/d" --leave-running
-		wait_until 30 eval '! alive '"$PID" || fail "node did not finish"
-		wait "$PID" || fail "node exited with $?"
-	else
-		dump "$PID" "$T/d"
-		expect_killed "$PID"
-		(( $(wc -l < "$T/run.txt") < 60 )) || fail "node finished before the dump"
-		shows "$T/d" 'EVENTPOLL' 'EVENTFD'
-		restore_to_completion node "$T/real.err"
-	fi
-	real_loop_same node
+	REAL_SHOWS='EVENTPOLL EVENTFD' case_real_loop node 50 "$1" node "$TESTSRC/interval.js"
 }
 
 # asyncio: epoll, and a UNIX socketpair as its self-pipe; killed mid-run and
@@ -178,7 +165,8 @@ python3 -c 'import asyncio' 2> /dev/null && add real-python-asyncio case_real_as
 
 # case_real_loop NAME DELAY kill|lr CMD...: a real program's loop (CMD OUT
 # STEPS DELAY) dumped mid-run, killed and restored or left running, finishes
-# with exactly the output of an uninterrupted run.
+# with exactly the output of an uninterrupted run; $REAL_SHOWS: words `show`
+# must print for the killing dump's images.
 case_real_loop() {
 	local name=$1 delay=$2 how=$3; shift 3
 	REAL_DELAY=$delay real_loop_start "$name" "$@"
@@ -190,6 +178,8 @@ case_real_loop() {
 		dump "$PID" "$T/d"
 		expect_killed "$PID"
 		(( $(wc -l < "$T/run.txt") < 60 )) || fail "$name finished before the dump"
+		# shellcheck disable=SC2086
+		[[ -z ${REAL_SHOWS:-} ]] || shows "$T/d" $REAL_SHOWS
 		restore_to_completion "$name" "$T/real.err"
 	fi
 	real_loop_same "$name"
