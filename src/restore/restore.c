@@ -283,6 +283,19 @@ static int restore(struct rst *r)
 		return ret;
 	t1 = now_us();
 	ret = pagecheck_start(r);
+	if (ret == -ESRCH ||
+	    (ret && __atomic_load_n(&r->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED)) {
+		/* the process failed before its pages could be checked: its reason first */
+		int why;
+
+		fail_clear();
+		why = wait_parked(r);
+		if (why)
+			return why;
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, __WALL);
+		return fail(ret, "cannot check the restored pages of process %d", r->pid);
+	}
 	if (ret) {
 		kill(r->pid, SIGKILL);
 		waitpid(r->pid, NULL, __WALL);
