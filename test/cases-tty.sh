@@ -126,19 +126,7 @@ f.write(rest)
 print("DONE", flush=True)'
 
 case_tty_real_python() {
-	local steps=60
-	python3 -c "$PTYSEQ" "$T/ref.txt" "$steps" 0 > /dev/null || fail "reference run failed"
-	python3 -c "$PTYSEQ" "$T/run.txt" "$steps" 0.05 > "$T/py.out" 2> "$T/py.err" < /dev/null &
-	PID=$!
-	track "$PID"
-	wait_until 20 eval '(( $(wc -l 2>/dev/null < $T/run.txt || echo 0) >= 15 ))' || fail "python did not start"
-	dump "$PID" "$T/d"
-	expect_killed "$PID"
-	local n; n=$(wc -l < "$T/run.txt")
-	note "dumped after $n of $steps lines"
-	(( n < steps )) || fail "python finished before the dump"
-	restore_to_completion "python3" "$T/py.err"
-	cmp -s "$T/ref.txt" "$T/run.txt" || fail "output differs from an uninterrupted run: $(diff "$T/ref.txt" "$T/run.txt" | head -n 3 | tr '\n' ' ')"
+	case_real_loop python-pty 0.05 kill python3 -c "$PTYSEQ"
 }
 add tty-real-python case_tty_real_python
 
