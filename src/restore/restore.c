@@ -180,22 +180,28 @@ static int prepare(struct rst *r)
 	return ret;
 }
 
+pid_t rst_fork_pid(pid_t pid)
+{
+	struct clone_args ca;
+
+	memset(&ca, 0, sizeof(ca));
+	ca.exit_signal = SIGCHLD;
+	ca.set_tid = (uintptr_t)&pid;
+	ca.set_tid_size = 1;
+	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
 /* The process, with its PID: it runs child_main() (child.c). */
 static int fork_target(struct rst *r)
 {
-	struct clone_args ca;
 	sigset_t all, old;
-	pid_t set_tid = r->pid, child;
+	pid_t child;
 	int ret;
 
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	memset(&ca, 0, sizeof(ca));
-	ca.exit_signal = SIGCHLD;
-	ca.set_tid = (uintptr_t)&set_tid;
-	ca.set_tid_size = 1;
-	child = syscall(SYS_clone3, &ca, sizeof(ca));
+	child = rst_fork_pid(r->pid);
 	if (child == 0)
 		child_main(r);
 	ret = child < 0 ? -errno : 0;

@@ -311,6 +311,8 @@ int zombies_make_in_child(struct rst *r, char *why, size_t len);
 
 /* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);
+/* restore.c: fork with this PID (clone3 set_tid); 0 in the child, -1 and errno */
+pid_t rst_fork_pid(pid_t pid);
 
 /* resume.c: let the parked threads run into their dumped contexts */
 int resume_threads(struct rst *r);

@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/prctl.h>
-#include <linux/sched.h>
 #include <linux/securebits.h>
 
 #include "common.h"
@@ -133,14 +132,9 @@ static int status_of(const siginfo_t *si)
 static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 {
 	pid_t set_tid = (pid_t)r->ds.procs[i]->pid, z;
-	struct clone_args ca;
 	siginfo_t si;
 
-	memset(&ca, 0, sizeof(ca));
-	ca.exit_signal = SIGCHLD;
-	ca.set_tid = (uintptr_t)&set_tid;
-	ca.set_tid_size = 1;
-	z = syscall(SYS_clone3, &ca, sizeof(ca));
+	z = rst_fork_pid(set_tid);
 	if (z == 0)
 		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
 	if (z < 0) {
