@@ -141,7 +141,7 @@ while True:
 
 case_tty_real_script() {
 	command -v script > /dev/null || { note "no script(1): skipped"; return 0; }
-	script -qfc "python3 -u -c '$PYLOOP'" /dev/null > "$T/script.out" 2>&1 < /dev/null &
+	script -qfc "exec python3 -u -c '$PYLOOP'" /dev/null > "$T/script.out" 2>&1 < /dev/null &
 	local sp=$!
 	track "$sp"
 	wait_until 20 eval '(( $(grep -c . $T/script.out) >= 10 ))' || fail "script did not start"
