@@ -1,6 +1,7 @@
-# Process trees (src/dump/tree.c): today refused, every descendant named in
-# the one error line (grandchildren, zombies and traced ones included), and
-# every process of the tree left running and untraced.
+# Process trees (src/dump/tree.c, treedump.c, src/restore/tree.c): PID and
+# every live process below it dumped at one instant and restored with the
+# same PIDs, parents, groups and sessions; what a tree dump cannot take is
+# refused in one line naming each process, every process left running.
 
 # tree_children PID: the PIDs of PID's children, one a line
 tree_children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep .; }
@@ -19,24 +20,47 @@ tree_untouched() {
 	for p in "$@"; do expect_untraced "$p"; done
 }
 
-case_tree_refuse_jobs() {
-	bash -c 'sleep 300 & bash -c "sleep 301 & sleep 302 & wait" & wait' \
-		< /dev/null > /dev/null 2>&1 &
+# tree_pids PID: PID and every process below it, parents first
+tree_pids() {
+	local c
+	echo "$1"
+	for c in $(tree_children "$1"); do tree_pids "$c"; done
+}
+
+# a shell's jobs: bash -c 'sleep & bash -c "sleep & sleep & wait" & wait', dumped
+# (killed) and restored: same PIDs and parents; the shells reap their jobs
+case_tree_jobs_rst() {
+	bash -c 'sleep 300 & bash -c "sleep 301 & sleep 302 & wait; echo inner done" & wait; echo outer done' \
+		< /dev/null > "$T/jobs.out" 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 tree_has 4 "$PID" || fail "the job tree did not appear (4 processes below $PID)"
-	local all=() c g
-	for c in $(tree_children "$PID"); do
-		all+=("$c"); track "$c"
-		for g in $(tree_children "$c"); do all+=("$g"); track "$g"; done
+	local before after p
+	before=$(for p in $(tree_pids "$PID"); do echo "$p $(proc_field "$p" PPid)"; done | sort)
+	for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	grep -q "dumped process tree of $PID: 5 processes" "$MD_OUT" || fail "no tree summary: $(head -c 300 "$MD_OUT")"
+	for p in $(echo "$before" | cut -d' ' -f1); do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
 	done
-	local res=("process $PID holds state memdump cannot dump" \
-		   "process trees are not supported yet \(4 live process\(es\) below $PID\)")
-	for c in $(tree_children "$PID"); do
-		res+=("child process $c \((sleep|bash)\) of $PID")
-		for g in $(tree_children "$c"); do res+=("child process $g \(sleep\) of $c"); done
+	[[ $(ls -d "$T"/d/proc-* | wc -l) == 4 ]] || fail "not 4 process sets in $T/d: $(ls "$T/d")"
+	md verify verify -D "$T/d" || fail "verify failed: $(cat "$MD_ERR")"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 4 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	after=$(for p in $(tree_pids "$PID"); do echo "$p $(proc_field "$p" PPid)"; done | sort)
+	# the root's parent is memdump now
+	[[ $(echo "$before" | grep -v "^$PID ") == $(echo "$after" | grep -v "^$PID ") ]] ||
+		fail "processes and parents differ: before [$before] after [$after]"
+	for p in $(tree_pids "$PID"); do
+		[[ $p == "$PID" ]] || [[ $(proc_field "$p" TracerPid) == 0 ]] || fail "$p is still traced"
 	done
-	expect_dump_refused "$PID" "${res[@]}"
-	tree_untouched "$PID" "${all[@]}"
+	for p in $(tree_pids "$PID"); do
+		[[ $(cat /proc/"$p"/comm) == sleep ]] && kill "$p"
+	done
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want the outer shell's 0"
+	grep -q "inner done" "$T/jobs.out" && grep -q "outer done" "$T/jobs.out" ||
+		fail "the restored shells did not finish their wait: $(cat "$T/jobs.out")"
 }
 
 # a zombie that left its parent's group cannot be made by the restored parent
@@ -52,7 +76,6 @@ time.sleep(300)' < /dev/null > /dev/null 2>&1 &
 		fail "no zombie child appeared"
 	local z; z=$(tree_children "$PID")
 	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
-	grep -q "process trees are not supported" "$MD_ERR" && fail "a zombie is no live tree"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
 }
@@ -160,14 +183,152 @@ case_tree_refuse_leader_exited() {
 	# its cmdline and environ are gone with the leader: cleanup_case cannot tell it is ours
 	trap 'kill -9 '"$c"' 2> /dev/null' EXIT
 	wait_until 5 eval '[[ $(proc_state '"$c"') == Z ]]' || fail "the leader of $c did not exit"
-	expect_dump_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
-		"process trees are not supported yet \(1 live process\(es\) below $PID\)"
+	expect_dump_refused "$PID" "child process $c \(h-leaderexit\) of $PID, whose main thread has exited"
 	grep -q "a zombie" "$MD_ERR" && fail "$c, alive, was taken for a zombie"
 	tree_untouched "$PID"
 	[[ $(ls /proc/"$c"/task | wc -l) == 2 ]] || fail "$c lost its live thread"
 }
 
-add tree-refuse-jobs case_tree_refuse_jobs
+# tree_snap PID...: the state of each process (statecmp), to compare after the restore
+tree_snap() {
+	local p
+	for p in "$@"; do
+		STATECMP_MERGE_ANON=1 "$TESTSRC/statecmp" snap "$p" "$T/state.before.$p" ||
+			fail "statecmp snap $p failed"
+	done
+}
+
+# tree_same LABEL PID...: each process shows what tree_snap recorded
+tree_same() {
+	local label=$1 p; shift
+	for p in "$@"; do
+		STATECMP_MERGE_ANON=1 "$TESTSRC/statecmp" snap "$p" "$T/state.after.$label.$p" ||
+			fail "statecmp snap $p failed"
+		if ! "$TESTSRC/statecmp" diff "$T/state.before.$p" "$T/state.after.$label.$p" \
+			> "$T/state.diff.$label.$p"; then
+			sed 's/^/#   /' "$T/state.diff.$label.$p" | head -n 40
+			fail "restored state of $p differs: $(grep -m1 '^[-+][^-+]' "$T/state.diff.$label.$p")"
+		fi
+	done
+	note "statecmp: $* as dumped"
+}
+
+# t-tree's processes after a restore: P A B G with their parents, B its own group
+tree_shape_ok() {
+	local p=$1 a=$2 b=$3 g=$4
+	[[ $(proc_field "$a" PPid) == "$p" && $(proc_field "$b" PPid) == "$p" &&
+	   $(proc_field "$g" PPid) == "$a" ]] ||
+		fail "parents: A $(proc_field "$a" PPid) B $(proc_field "$b" PPid) G $(proc_field "$g" PPid)"
+	[[ $(ps -o pgid= -p "$b" | tr -d ' ') == "$b" ]] || fail "B ($b) does not lead its group"
+	[[ $(ps -o pgid= -p "$g" | tr -d ' ') == $(ps -o pgid= -p "$p" | tr -d ' ') ]] ||
+		fail "G ($g) is not in P's group"
+}
+
+# the restored tree ends as t-tree says: every process "ok", then PASS, one after the other
+tree_pass() {
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	local n
+	for n in A B G; do
+		grep -q "^ok $n" "$OUT" || fail "no 'ok $n' line: $(tail -c 300 "$OUT" | tr '\n' '|')"
+	done
+	[[ $(tail -n 5 "$OUT" | grep -c -E '^(ok [ABG]|PASS )') == 4 ]] ||
+		fail "the lines of the shared stdout are garbled: $(tail -c 300 "$OUT" | tr '\n' '|')"
+}
+
+# case_tree_prog MODE: t-tree dumped (killed) in MODE and restored twice
+case_tree_prog() {
+	local opts=()
+	[[ $1 == default ]] || opts=(--mode "$1")
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	tree_snap "$PID" "$a" "$b" "$g"
+	dump "$PID" "$T/d" "${opts[@]}"
+	local p
+	for p in "$PID" "$a" "$b" "$g"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	local label
+	for label in 1 2; do
+		truncate -s "$READY_SIZE" "$OUT"
+		restore_bg "$T/d" "$label"
+		wait_restored "$PID"
+		tree_shape_ok "$PID" "$a" "$b" "$g"
+		tree_same "$label" "$PID" "$a" "$b" "$g"
+		tree_pass
+		wait_restore_exit
+		(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+		wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$g"' ]]' || fail "A or G is left"
+	done
+}
+
+# --leave-running: the tree runs on untouched, and its image restores
+case_tree_prog_lr() {
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d" --leave-running
+	tree_untouched "$PID" "$a" "$b" "$g"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	timeout_wait "$PID" || fail "t-tree exited with $? after PASS"
+	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' && ! -d /proc/'"$g"' ]]' ||
+		fail "a child of t-tree is left"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+
+# a damaged image of a child: nothing of the tree starts
+case_tree_corrupt() {
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$g"' ]]' || fail "G outlived the killing dump"
+	printf 'X' | dd of="$T/d/proc-$g/core-$g.img" bs=1 seek=20 conv=notrunc status=none
+	md rst-corrupt restore -D "$T/d"
+	expect_md_error
+	grep -q "proc-$g.*corrupt\|corrupt.*proc-$g" "$MD_ERR" || fail "the error does not name proc-$g: $(cat "$MD_ERR")"
+	for p in "$PID" "$a" "$b" "$g"; do alive "$p" && fail "process $p was started"; done
+	rm -rf "$T/d/proc-$b"
+	md rst-missing restore -D "$T/d"
+	expect_md_error
+	grep -q "proc-$b" "$MD_ERR" || fail "the error does not name proc-$b: $(cat "$MD_ERR")"
+	return 0
+}
+
+# memory shared between processes of the tree: refused by name, all left running
+case_tree_refuse_shared_mem() {
+	command -p python3 -c 'import mmap, os, time
+m = mmap.mmap(-1, 4096, mmap.MAP_SHARED)
+if os.fork() == 0:
+    time.sleep(300)
+time.sleep(300)' < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 1 "$PID" || fail "no child appeared"
+	local c; c=$(tree_children "$PID"); track "$c"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "process $c of the tree of $PID: it maps shared memory at 0x[0-9a-f]* that process $PID maps too" "$MD_ERR" ||
+		fail "the refusal does not name the shared memory: $(cat "$MD_ERR")"
+	[[ ! -e $T/d/inventory.img && ! -e $T/d/proc-$c ]] || fail "a failed tree dump left images"
+	tree_untouched "$PID" "$c"
+}
+
+
+add tree-jobs-rst case_tree_jobs_rst
+add tree-rst-default case_tree_prog default
+add tree-rst-read case_tree_prog read
+add tree-rst-mem case_tree_prog mem
+add tree-lr case_tree_prog_lr
+add tree-corrupt case_tree_corrupt
+add tree-refuse-shared-mem case_tree_refuse_shared_mem
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
 add tree-refuse-leader-exited case_tree_refuse_leader_exited

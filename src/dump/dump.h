@@ -156,6 +156,7 @@ struct dump_opts {
 	bool pre_dump;			/* memdump pre-dump: memory only, left running, tracked */
 	bool track_mem;			/* --track-mem: keep tracking after this dump */
 	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
+	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
 };
 
 /*
@@ -251,7 +252,30 @@ struct dump_ctx {
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
 	int nr_zombies;
+	const struct proc_tree *tree;	/* a tree dump: the whole tree (treedump.c), or NULL */
+	struct tree_pstree *below;	/* the root of a tree dump: the live processes below */
+	int nr_below;
 };
+
+/*
+ * dump.c's steps, which the dump of a process tree (treedump.c) takes for
+ * each of its processes; dump_run() dumps one process, or the tree below it.
+ */
+struct task_state;
+void dump_catch_signals(void);
+int dump_open_dir(const char *dir);
+bool dump_target_stopped(pid_t pid);
+int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o);
+int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot);
+int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
+		       bool *inventory);
+void dump_undo(struct dump_ctx *d);
+int dump_make_durable(struct dump_ctx *d, bool leave_running);
+void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet);
+void dump_ctx_free(struct dump_ctx *d);
+struct proc_tree;
+/* treedump.c: PID and the live processes below it (t, from tree_live_below()). */
+int dump_tree(const struct dump_opts *o, struct proc_tree *t);
 
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);

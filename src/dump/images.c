@@ -500,6 +500,17 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 		ret = img_write_msg(img, &pe.base);
 	if (!ret)
 		ret = write_zombies(d, img);	/* after their parent, as CRIU orders them */
+	for (int i = 0; i < d->nr_below && !ret; i++) {
+		PstreeEntry be = PSTREE_ENTRY__INIT;
+
+		be.pid = d->below[i].pid;
+		be.ppid = d->below[i].ppid;
+		be.pgid = d->below[i].pgid;
+		be.sid = d->below[i].sid;
+		be.n_threads = d->below[i].nr_tids;
+		be.threads = (uint32_t *)d->below[i].tids;
+		ret = img_write_msg(img, &be.base);	/* the tree's live processes (treedump.c) */
+	}
 	if (img && ret)
 		img_abort(img);
 	else if (img)

@@ -136,3 +136,13 @@ void tree_free(struct proc_tree *t)
 	free(t->procs);
 	*t = (struct proc_tree){ 0 };
 }
+
+bool tree_live_below(pid_t pid, struct proc_tree *t)
+{
+	if (tree_collect(pid, t))
+		return false;	/* the dump of pid alone says why */
+	for (int i = 1; i < t->n; i++)
+		if (!tree_is_zombie(&t->procs[i]))
+			return true;
+	return false;
+}

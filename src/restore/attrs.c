@@ -345,7 +345,7 @@ static int write_own(const char *path, const char *text, char *why, size_t len)
  * gets a new one; another group of memdump's session is joined. One that is
  * gone, or in another session, cannot be entered: said, and memdump's kept.
  */
-static void apply_groups(struct rst *r)
+void attrs_apply_groups(struct rst *r)
 {
 	const PstreeEntry *pe = r->ds.pstree;
 	pid_t pid = getpid();
@@ -368,7 +368,7 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	char v[32];
 	int ret = 0;
 
-	apply_groups(r);
+	attrs_apply_groups(r);
 	for (size_t i = 0; i < r->nr_cg_root && !ret; i++)
 		ret = write_own(r->cg_root[i], "0", why, len);
 	if (!ret && r->nr_cg_root && unshare(CLONE_NEWCGROUP)) {
