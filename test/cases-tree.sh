@@ -303,24 +303,127 @@ case_tree_corrupt() {
 	return 0
 }
 
-# memory shared between processes of the tree: refused by name, all left running
-case_tree_refuse_shared_mem() {
-	command -p python3 -c 'import mmap, os, time
+# memory shared between processes of the tree (MAP_SHARED|MAP_ANONYMOUS before
+# a fork): one object again after the restore, its content kept
+SHM_TREE='import mmap, os, signal, struct, sys, time
 m = mmap.mmap(-1, 4096, mmap.MAP_SHARED)
-if os.fork() == 0:
-    time.sleep(300)
-time.sleep(300)' < /dev/null > /dev/null 2>&1 &
+m[0:8] = struct.pack("Q", 0)
+m[100:105] = b"hello"
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *a: usr1.append(1))
+c = os.fork()
+if c == 0:
+    n = 0
+    while struct.unpack("Q", m[8:16])[0] != 77:
+        n += 1
+        m[0:8] = struct.pack("Q", n)
+        time.sleep(0.002)
+    os._exit(0 if m[100:105] == b"hello" else 5)
+while struct.unpack("Q", m[0:8])[0] < 10:
+    time.sleep(0.01)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+a = struct.unpack("Q", m[0:8])[0]
+time.sleep(0.1)
+b = struct.unpack("Q", m[0:8])[0]
+m[8:16] = struct.pack("Q", 77)
+_, st = os.waitpid(c, 0)
+print("PASS" if b > a and st == 0 else "FAIL counter %d -> %d, child status %d" % (a, b, st), flush=True)'
+
+case_tree_shared_mem() {
+	OUT=$T/shm.out
+	command -p python3 -c "$SHM_TREE" < /dev/null > "$OUT" 2> "$T/shm.err" &
 	PID=$!; track "$PID"
-	wait_until 5 tree_has 1 "$PID" || fail "no child appeared"
-	local c; c=$(tree_children "$PID"); track "$c"
-	md refuse dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "process $c of the tree of $PID: it maps shared memory at 0x[0-9a-f]* that process $PID maps too" "$MD_ERR" ||
-		fail "the refusal does not name the shared memory: $(cat "$MD_ERR")"
-	[[ ! -e $T/d/inventory.img && ! -e $T/d/proc-$c ]] || fail "a failed tree dump left images"
-	tree_untouched "$PID" "$c"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/shm.err")"
+	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
+		fail "the child was not restored: $(cat "$MD_ERR")"
+	local ino_p ino_c
+	ino_p=$(grep -m1 "/dev/zero (deleted)" /proc/"$PID"/maps | awk '{ print $5 }')
+	ino_c=$(grep -m1 "/dev/zero (deleted)" /proc/"$c"/maps | awk '{ print $5 }')
+	[[ -n $ino_p && $ino_p == "$ino_c" ]] || fail "not one object: inode $ino_p in $PID, $ino_c in $c"
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
 }
 
+# ns_pids PID: "host-pid ns-pid" of PID and every process below it
+ns_pids() {
+	local p
+	for p in $(tree_pids "$1"); do echo "$p $(proc_field "$p" NSpid | awk '{ print $NF }')"; done | sort
+}
+
+# case_tree_pidns [UNSHARE OPTIONS]: t-tree as the init of a PID namespace of its
+# own (unshare --pid --fork), dumped and restored: every process keeps the PID
+# it sees and the one memdump sees, the namespaces the options made kept too
+case_tree_pidns() {
+	OUT=$T/pidns.out
+	# the inner unshare (no --fork) execs: the namespaces it makes are t-tree's alone
+	unshare --pid --fork --kill-child sh -c 'exec unshare "$@"' sh "$@" sh -c \
+		'hostname tree-ns 2> /dev/null; exec "$0" "$1"' "$TESTBIN/t-tree" "$T" \
+		> "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-tree did not start"
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	[[ ${READY[1]} == 1 ]] || fail "t-tree is not the init of its namespace: ${READY[*]}"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	local before after p uts
+	before=$(ns_pids "$PID")
+	[[ $(echo "$before" | wc -l) == 4 ]] || fail "not 4 processes: $before"
+	for p in $(tree_pids "$PID"); do track "$p"; done
+	uts=$(readlink /proc/"$PID"/ns/uts)
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	for p in $(echo "$before" | cut -d' ' -f1); do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 3 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	after=$(ns_pids "$PID")
+	[[ $before == "$after" ]] || fail "PIDs differ: before [$before] after [$after]"
+	[[ $(readlink /proc/"$PID"/ns/pid) != "$(readlink /proc/self/ns/pid)" ]] ||
+		fail "the restored tree is in memdump's PID namespace"
+	if [[ " $* " == *" --uts "* ]]; then
+		[[ $(nsenter -u -t "$PID" hostname) == tree-ns ]] ||
+			fail "the host name is $(nsenter -u -t "$PID" hostname), not tree-ns"
+		[[ $(readlink /proc/"$PID"/ns/uts) != "$(readlink /proc/self/ns/uts)" ]] ||
+			fail "the restored tree is in memdump's UTS namespace"
+	fi
+	for p in $(tree_pids "$PID"); do
+		[[ $(readlink /proc/"$p"/ns/pid) == "$(readlink /proc/"$PID"/ns/pid)" ]] ||
+			fail "process $p is in another PID namespace than the init"
+	done
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+	note "uts namespace at the dump: $uts"
+}
+
+# a process of a PID namespace that is not its init: refused by name
+case_tree_pidns_refuse() {
+	unshare --pid --fork --kill-child sh -c 'sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
+	local u=$!; track "$u"
+	wait_until 5 tree_has 2 "$u" || fail "the namespace's processes did not appear"
+	local init sl; init=$(tree_children "$u"); sl=$(tree_children "$init")
+	track "$init"; track "$sl"
+	PID=$sl
+	md refuse dump -t "$sl" -D "$T/d"
+	expect_md_error
+	grep -q "process $sl is in a PID namespace of which it is not the init" "$MD_ERR" ||
+		fail "the refusal does not say why: $(cat "$MD_ERR")"
+	tree_untouched "$init" "$sl"
+}
 
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
@@ -328,7 +431,10 @@ add tree-rst-read case_tree_prog read
 add tree-rst-mem case_tree_prog mem
 add tree-lr case_tree_prog_lr
 add tree-corrupt case_tree_corrupt
-add tree-refuse-shared-mem case_tree_refuse_shared_mem
+add tree-shared-mem case_tree_shared_mem
+add tree-pidns case_tree_pidns
+add tree-pidns-ns case_tree_pidns --uts --ipc --net
+add tree-pidns-refuse case_tree_pidns_refuse
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
 add tree-refuse-leader-exited case_tree_refuse_leader_exited

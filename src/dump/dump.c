@@ -30,6 +30,7 @@
 #include "infect/infect.h"
 #include "dump/images.h"
 #include "dump/ns.h"
+#include "dump/pidns.h"
 #include "dump/refuse.h"
 #include "dump/files.h"
 #include "image/image.h"
@@ -364,8 +365,8 @@ int dump_run(const struct dump_opts *o)
 	int back, ret = ns_enter_net(o->pid, &back);
 	struct proc_tree t = { 0 };
 
-	if (!ret && tree_live_below(o->pid, &t))
-		ret = dump_tree(o, &t);		/* treedump.c */
+	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid))))
+		ret = dump_tree(o, &t);		/* treedump.c: a tree, or a PID namespace's init */
 	else if (!ret)
 		ret = dump_pipeline(o);
 	tree_free(&t);

@@ -20,6 +20,7 @@
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "dump/ns.h"
+#include "dump/pidns.h"
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "dump/track.h"
@@ -44,8 +45,8 @@ void refuse_add(struct refusals *r, const char *fmt, ...)
 	r->n++;
 }
 
-/* PID 1, or the init of a nested PID namespace (last NSpid value 1). */
-static void check_init(pid_t pid, struct refusals *r)
+/* PID 1, or the init of a nested PID namespace (last NSpid value 1) but as a tree's root. */
+static void check_init(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	char v[256] = "", *last;
 
@@ -56,7 +57,7 @@ static void check_init(pid_t pid, struct refusals *r)
 	if (proc_status_field(pid, "NSpid", v, sizeof(v)))
 		return;
 	last = strrchr(v, '\t') ? strrchr(v, '\t') + 1 : strrchr(v, ' ') ? strrchr(v, ' ') + 1 : v;
-	if (atoi(last) == 1)
+	if (atoi(last) == 1 && !(tree && tree->procs[0].pid == pid))
 		refuse_add(r, "it is the init of a PID namespace");
 }
 
@@ -145,9 +146,13 @@ static const char *const ns_names[] = {
 
 /* Namespaces other than memdump's own that memdump cannot save: restore would
  * create the process in memdump's. */
-static void check_namespaces(pid_t pid, struct refusals *r)
+static void check_namespaces(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
+	bool pid_tree = tree && pidns_own(tree->procs[0].pid);
+
 	for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++) {
+		if (pid_tree && !strncmp(ns_names[i], "pid", 3))
+			continue;	/* the tree's PID namespace: pidns.c */
 		char path[96], self[64];
 		struct stat a, b;
 
@@ -452,11 +457,12 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 {
 	pid_t pid = o->pid;
 
-	check_init(pid, r);
+	check_init(pid, o->tree, r);
 	check_children(pid, o->tree, r);
 	check_group_holders(pid, o->tree, r);
-	check_namespaces(pid, r);
-	ns_refuse(pid, o->tcp_established, r);
+	check_namespaces(pid, o->tree, r);
+	if (!o->tree || o->tree->procs[0].pid == pid)
+		ns_refuse(pid, o->tree, o->tcp_established, r);	/* the others are in its own */
 	check_posix_timers(pid, r);
 	check_cwd_root(pid, r);
 	check_fds(o, t, r);
@@ -493,12 +499,21 @@ int refuse_check_tree(const struct dump_opts *o)
 		one.pid = o->tree->procs[i].pid;
 		track_init(&t, one.pid);
 		refuse_collect(&one, &t, &r);
-		if (r.n)
+		if (r.n && i == 0)
+			refuse_add(&all, "%s", r.text);
+		else if (r.n)
 			refuse_add(&all, "process %d (%s): %s", one.pid, o->tree->procs[i].comm,
 				   r.text);
 	}
+	if (pidns_own(o->pid)) {
+		struct refusals r = { .len = 0 };
+
+		pidns_refuse(o->tree, &r);
+		if (r.n)
+			refuse_add(&all, "%s", r.text);
+	}
 	if (!all.n)
 		return 0;
-	return fail(-EOPNOTSUPP, "process tree of %d holds state memdump cannot dump: %s", o->pid,
+	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", o->pid,
 		    all.text);
 }

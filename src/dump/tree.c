@@ -139,8 +139,10 @@ void tree_free(struct proc_tree *t)
 
 bool tree_live_below(pid_t pid, struct proc_tree *t)
 {
-	if (tree_collect(pid, t))
+	if (tree_collect(pid, t)) {
+		*t = (struct proc_tree){ 0 };
 		return false;	/* the dump of pid alone says why */
+	}
 	for (int i = 1; i < t->n; i++)
 		if (!tree_is_zombie(&t->procs[i]))
 			return true;

@@ -14,9 +14,11 @@
  *
  * Each process goes through dump.c's steps in turn (the parasite is in one
  * process at a time); all of them stay frozen until every set is written,
- * then all are resumed, or killed, children first. What the sets cannot
- * express between processes (memory or UNIX sockets shared between them,
- * shared fd tables, another namespace than the root's) is refused by name.
+ * then all are resumed, or killed, children first. Shared memory two
+ * processes map is the same object (its inode) in both sets: restore makes
+ * it once. What the sets cannot express between processes (UNIX sockets,
+ * epoll sets shared between them, shared fd tables, another namespace than
+ * the root's) is refused by name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -189,28 +191,6 @@ static int check_shared_tables(const struct tree_dump *td, int k)
 	return 0;
 }
 
-/* Shared memory two processes of the tree map: each set would restore its own copy. */
-static int check_shared_memory(const struct tree_dump *td, int k)
-{
-	const struct dump_ctx *d = &td->m[k].d;
-
-	for (int v = 0; v < d->nr_vmas; v++) {
-		if (!(d->vmas[v].status & VMA_ANON_SHARED) || (d->vmas[v].status & VMA_AREA_SYSVIPC))
-			continue;
-		for (int j = 0; j < k; j++)
-			for (int w = 0; w < td->m[j].d.nr_vmas; w++) {
-				const struct vma *o = &td->m[j].d.vmas[w];
-
-				if ((o->status & VMA_ANON_SHARED) && o->shmid == d->vmas[v].shmid)
-					return fail(-EOPNOTSUPP, "it maps shared memory at %#lx "
-						    "that process %d maps too, which restore does "
-						    "not share yet", (unsigned long)d->vmas[v].start,
-						    td->m[j].d.pid);
-			}
-	}
-	return 0;
-}
-
 static const struct file_desc *desc_of(const struct dump_ctx *d, int id)
 {
 	return id > 0 && id <= d->files.nr_descs ? &d->files.descs[id - 1] : NULL;
@@ -337,8 +317,6 @@ static int dump_member(struct tree_dump *td, int k)
 		ret = dump_collect(&m->d, &m->ts, &m->o);
 	if (!ret)
 		ret = check_shared_tables(td, k);
-	if (!ret)
-		ret = check_shared_memory(td, k);
 	if (!ret && k)
 		ret = share_fds(td, k);
 	if (!ret)

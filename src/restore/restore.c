@@ -213,13 +213,25 @@ int rst_prepare(struct rst *r)
 
 pid_t rst_fork_pid(pid_t pid)
 {
+	return rst_fork_pid_ns(pid, 0, false);
+}
+
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns)
+{
+	pid_t tids[2] = { ns_pid, pid };	/* the innermost namespace first */
 	struct clone_args ca;
 
 	memset(&ca, 0, sizeof(ca));
 	ca.exit_signal = SIGCHLD;
-	ca.set_tid = (uintptr_t)&pid;
-	ca.set_tid_size = 1;
+	ca.flags = new_ns ? CLONE_NEWPID : 0;
+	ca.set_tid = (uintptr_t)(ns_pid ? &tids[0] : &tids[1]);
+	ca.set_tid_size = ns_pid ? 2 : 1;
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
+pid_t rst_ns_pid(const PstreeEntry *pe)
+{
+	return pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : 0;
 }
 
 /* The process, with its PID: it runs child_main() (child.c). */
@@ -232,7 +244,7 @@ int rst_fork_target(struct rst *r)
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	child = rst_fork_pid(r->pid);
+	child = rst_fork_pid_ns(r->pid, rst_ns_pid(r->ds.pstree), rst_ns_pid(r->ds.pstree) == 1);
 	if (child == 0)
 		child_main(r);
 	ret = child < 0 ? -errno : 0;

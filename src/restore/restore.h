@@ -225,6 +225,9 @@ void tree_fork_children(struct rst *r);
 /* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
 bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
+/* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
+int tree_shm_get(struct rst *r, uint64_t shmid);
+int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
 /* Does another process of r's tree hold an end of pipe id? */
 bool tree_has_pipe(struct rst *r, uint32_t id);
 /* memdump's copy of the description fd shares with an earlier process, or -1 */
@@ -366,6 +369,12 @@ void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst 
 								       const char *fmt, ...);
 /* restore.c: fork with this PID (clone3 set_tid); 0 in the child, -1 and errno */
 pid_t rst_fork_pid(pid_t pid);
+/* The same in a PID namespace: ns_pid there too (0: none); new_ns: as its init (CLONE_NEWPID). */
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns);
+/* The PID the process sees of itself in its tree's PID namespace, 0: none. */
+pid_t rst_ns_pid(const PstreeEntry *pe);
+/* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */
+unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid);
 
 /* resume.c: let the parked threads run into their dumped contexts */
 int resume_threads(struct rst *r);

@@ -8,7 +8,8 @@
  *      fd-share.img says which fds take an earlier process's description.
  *   2. Every process is prepared in memdump, in tree order: its files (a
  *      shared description is a copy of its first holder's fd; a pipe met in
- *      several processes is created once, its data put back once), its
+ *      several processes is created once, its data put back once, and so
+ *      is a shared memory object several processes map), its
  *      restorer area (each at an address free in memdump beside the others).
  *   3. memdump forks the root; each process, still memdump's code, takes its
  *      session and group, then forks its children with their PIDs (waiting
@@ -35,11 +36,19 @@ struct rst_pipe {
 	int fd[2];		/* memdump's copies of both ends */
 };
 
+/* A shared memory object (MAP_SHARED|MAP_ANONYMOUS memory, a memfd) of several processes. */
+struct rst_shm {
+	uint64_t shmid;		/* its inode at the dump */
+	int fd;			/* memdump's copy */
+};
+
 struct rst_tree {
 	struct rst *m;		/* the processes but the root, in pstree order */
 	size_t n;
 	struct rst_pipe *pipes;
 	size_t nr_pipes;
+	struct rst_shm *shms;
+	size_t nr_shms;
 };
 
 static struct rst *proc_of(struct rst *root, pid_t pid, size_t before)
@@ -126,8 +135,45 @@ int tree_load(struct rst *root)
 	return ret;
 }
 
-static void close_pipes(struct rst_tree *t)
+int tree_shm_get(struct rst *r, uint64_t shmid)
 {
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_shms; i++)
+		if (t->shms[i].shmid == shmid) {
+			int fd = fcntl(t->shms[i].fd, F_DUPFD_CLOEXEC, 3);
+
+			return fd >= 0 ? fd : -1;
+		}
+	return -1;
+}
+
+int tree_shm_put(struct rst *r, uint64_t shmid, int fd)
+{
+	struct rst_tree *t = r->tree;
+	struct rst_shm *n;
+
+	if (!t)
+		return 0;
+	n = realloc(t->shms, (t->nr_shms + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->shms = n;
+	n[t->nr_shms].shmid = shmid;
+	n[t->nr_shms].fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (n[t->nr_shms].fd < 0)
+		return fail(-errno, "cannot keep shared memory for the tree: %s", strerror(errno));
+	t->nr_shms++;
+	return 0;
+}
+
+static void close_shared(struct rst_tree *t)
+{
+	for (size_t i = 0; i < t->nr_shms; i++)
+		close(t->shms[i].fd);
+	free(t->shms);
+	t->shms = NULL;
+	t->nr_shms = 0;
 	for (size_t i = 0; i < t->nr_pipes; i++) {
 		close(t->pipes[i].fd[0]);
 		close(t->pipes[i].fd[1]);
@@ -148,7 +194,7 @@ void tree_free_members(struct rst *r)
 		free(t->m[i].shares);
 		rst_free(&t->m[i]);
 	}
-	close_pipes(t);
+	close_shared(t);
 	free(t->m);
 	free(t);
 	r->tree = NULL;
@@ -277,7 +323,7 @@ void tree_fork_children(struct rst *r)
 			continue;
 		if (pipe2(p, O_CLOEXEC))
 			child_exit_fail(r, -errno, "cannot create a pipe: %m");
-		pid = rst_fork_pid(k->pid);
+		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), false);
 		if (pid == 0) {
 			close(p[0]);
 			k->tree_sync_fd = p[1];
@@ -342,7 +388,7 @@ static int fork_all(struct rst *root)
 		rst_close_prepared(&root->tree->m[i]);
 		rst_close_shares(&root->tree->m[i]);
 	}
-	close_pipes(root->tree);	/* a copy here would keep a reader from its EOF */
+	close_shared(root->tree);	/* a copy here would keep a reader from its EOF */
 	return ret;
 }
 
