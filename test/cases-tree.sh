@@ -65,7 +65,7 @@ case_tree_jobs_rst() {
 
 # a zombie that left its parent's group cannot be made by the restored parent
 case_tree_refuse_zombie() {
-	python3 -c 'import os, time
+	command -p python3 -c 'import os, time
 pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
@@ -122,7 +122,7 @@ case_tree_refuse_traced() {
 
 # a zombie of another user than its parent: the restored parent could not make it
 case_tree_refuse_zombie_creds() {
-	python3 -c 'import os, time
+	command -p python3 -c 'import os, time
 pid = os.fork()
 if pid == 0:
     os.setresuid(65534, 65534, 65534)
@@ -425,6 +425,57 @@ case_tree_pidns_refuse() {
 	tree_untouched "$init" "$sl"
 }
 
+# real programs' trees, dumped mid-run (killed) and restored: they finish with
+# the output of an uninterrupted run
+# make -j2 on 30 targets (sleep, echo): make, its shells and their sleeps
+case_tree_real_make() {
+	mkdir -p "$T/mk"
+	cat > "$T/mk/Makefile" <<'MK'
+N := $(shell seq 1 30)
+all: $(addprefix a,$(N))
+	@echo all done
+a%:
+	@sleep 0.2; echo $@ > $@
+MK
+	(cd "$T/mk" && exec make -j2) > "$T/make.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval '(( $(ls '"$T"'/mk/a* 2> /dev/null | wc -l) >= 6 ))' || fail "make did not start"
+	wait_until 5 tree_has 4 "$PID" || fail "make has not two jobs running"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local made; made=$(ls "$T"/mk/a* | wc -l)
+	(( made < 30 )) || fail "make had finished before the dump"
+	note "dumped after $made targets"
+	restore_bg "$T/d" 1
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "the restored make exited with $MD_RC: $(cat "$T/make.out")"
+	[[ $(ls "$T"/mk/a* | wc -l) == 30 ]] || fail "not every target was made"
+	for p in $(seq 1 30); do
+		[[ $(cat "$T/mk/a$p") == "a$p" ]] || fail "target a$p holds $(cat "$T/mk/a$p")"
+	done
+	[[ $(cat "$T/make.out") == "all done" ]] || fail "make printed: $(cat "$T/make.out")"
+}
+
+# python's subprocess.run on a shell loop: the parent waits, the child counts on
+case_tree_real_subprocess() {
+	command -p python3 -u -c 'import subprocess, sys
+r = subprocess.run(["sh", "-c", "i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo $i; sleep 0.05; done"])
+print("exit", r.returncode)' > "$T/sub.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval '(( $(grep -c . '"$T"'/sub.out) >= 5 ))' || fail "the loop did not start"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local last; last=$(tail -n1 "$T/sub.out")
+	note "dumped after $last"
+	restore_bg "$T/d" 1
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "the restored python exited with $MD_RC"
+	[[ $(cat "$T/sub.out") == "$(seq 1 40; echo exit 0)" ]] ||
+		fail "the output is not an uninterrupted run's: $(tr '\n' ' ' < "$T/sub.out")"
+}
+
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
 add tree-rst-read case_tree_prog read
@@ -433,6 +484,8 @@ add tree-lr case_tree_prog_lr
 add tree-corrupt case_tree_corrupt
 add tree-shared-mem case_tree_shared_mem
 add tree-pidns case_tree_pidns
+add tree-real-make case_tree_real_make
+add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-refuse case_tree_pidns_refuse
 add tree-refuse-zombie case_tree_refuse_zombie

@@ -148,3 +148,13 @@ bool tree_live_below(pid_t pid, struct proc_tree *t)
 			return true;
 	return false;
 }
+
+bool tree_same(const struct proc_tree *a, const struct proc_tree *b)
+{
+	if (!same_pids(a, b))
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (tree_is_zombie(&a->procs[i]) != tree_is_zombie(&b->procs[i]))
+			return false;
+	return true;
+}

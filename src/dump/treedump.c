@@ -76,8 +76,8 @@ static int refuse_options(const struct dump_opts *o, int n)
 
 	if (!what)
 		return 0;
-	return fail(-EOPNOTSUPP, "process %d has %d live process(es) below it: a process tree is "
-		    "not dumped with %s yet", o->pid, n - 1, what);
+	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with %s yet",
+		    n, o->pid, what);
 }
 
 static int members_init(struct tree_dump *td)
@@ -156,7 +156,7 @@ static int open_dirs(struct tree_dump *td)
 	return 0;
 }
 
-/* Parents first: a frozen parent forks no more; a child it forked before is caught below. */
+/* Parents first: a frozen parent forks no more; a child it forked before is caught after. */
 static int freeze_all(struct tree_dump *td)
 {
 	int ret = 0;
@@ -168,9 +168,65 @@ static int freeze_all(struct tree_dump *td)
 		ret = infect_prepare(&m->d.in, m->d.pid, &dump_interrupted);
 		m->seized = !ret;
 	}
-	for (int i = 0; i < td->n && !ret; i++)
-		ret = refuse_check_frozen(td->m[i].d.pid, td->t);
 	return ret;
+}
+
+static void unfreeze_all(struct tree_dump *td)
+{
+	for (int i = td->n - 1; i >= 0; i--)
+		if (td->m[i].seized || td->m[i].d.in.nr_threads)
+			infect_release(&td->m[i].d.in, false);
+}
+
+/* Has the tree changed since td->t was read (a fork, an exit)? */
+static bool tree_changed(const struct tree_dump *td)
+{
+	struct proc_tree now;
+	bool changed = tree_collect(td->o->pid, &now) || !tree_same(td->t, &now);
+
+	tree_free(&now);
+	return changed;
+}
+
+static void members_reset(struct tree_dump *td);
+
+/*
+ * Read the tree, check it, freeze it, parents first; read it again: a child
+ * forked, or a process that exited, meanwhile makes it go round again (every
+ * process resumed), as the freeze of threads does. A refusal of a tree that
+ * changed under the checks is looked at again too: the process it named may
+ * be gone.
+ */
+static int freeze_stable(struct tree_dump *td)
+{
+	for (int pass = 0; pass < TREE_MAX_PASSES; pass++) {
+		int ret = tree_collect(td->o->pid, td->t);
+
+		if (ret)
+			return fail(ret, "cannot read the process tree of %d: %s", td->o->pid,
+				    strerror(-ret));
+		ret = members_init(td);
+		if (!ret)
+			ret = refuse_check_tree(&td->m[0].o);
+		if (!ret)
+			ret = check_same_ns(td);
+		if (ret && ret != -ENOMEM && tree_changed(td)) {
+			fail_clear();
+			members_reset(td);
+			continue;
+		}
+		if (!ret)
+			ret = freeze_all(td);
+		if (!ret && !tree_changed(td))
+			return 0;
+		if (ret && ret != -ESRCH && !tree_changed(td))
+			return ret;
+		fail_clear();
+		unfreeze_all(td);
+		members_reset(td);
+	}
+	return fail(-EAGAIN, "the process tree of %d kept changing over %d freezes", td->o->pid,
+		    TREE_MAX_PASSES);
 }
 
 /* Two processes of the tree with one fd table, fs or signal handlers: not restored shared. */
@@ -409,6 +465,17 @@ static void undo_all(struct tree_dump *td)
 	remove_subsets(td);
 }
 
+static void members_free(struct tree_dump *td);
+
+/* Back to no member: the tree is read again. */
+static void members_reset(struct tree_dump *td)
+{
+	members_free(td);
+	td->m = NULL;
+	td->n = 0;
+	tree_free(td->t);
+}
+
 static void members_free(struct tree_dump *td)
 {
 	for (int i = 0; td->m && i < td->n; i++) {
@@ -450,21 +517,20 @@ static void tree_summary(const struct tree_dump *td, uint64_t frozen_us)
 
 static int run(struct tree_dump *td)
 {
-	struct dump_ctx *root = &td->m[0].d;
-	uint64_t frozen_us;
-	int ret = refuse_check_tree(&td->m[0].o);
+	struct dump_ctx *root;
+	uint64_t frozen_us, start = now_us();
+	int ret = hook_fire(td->o->hooks, HOOK_PRE_DUMP, td->o->pid);
 
 	if (!ret)
-		ret = check_same_ns(td);
-	if (!ret)
-		ret = open_dirs(td);
-	if (!ret)
-		ret = hook_fire(td->o->hooks, HOOK_PRE_DUMP, td->o->pid);
-	if (ret)
+		ret = freeze_stable(td);
+	if (ret) {
+		unfreeze_all(td);
 		return ret;
-	root->stats.freeze_start = now_us();
-	ret = freeze_all(td);
+	}
+	root = &td->m[0].d;
+	root->stats.freeze_start = start;
 	root->stats.frozen_at = now_us();
+	ret = open_dirs(td);
 	if (!ret)
 		ret = list_members(td);
 	for (int i = 0; i < td->n && !ret; i++)
@@ -499,9 +565,8 @@ int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 
 	if (!o->pid || !o->dir)
 		return fail(-EINVAL, "dump needs -t PID and -D DIR");
-	ret = members_init(&td);
-	if (!ret)
-		ret = refuse_options(o, td.n);
+	ret = refuse_options(o, t->n);
+	tree_free(t);	/* read again at the freeze */
 	if (!ret) {
 		dump_catch_signals();
 		ret = target_check(o->pid);
