@@ -44,6 +44,7 @@ case_tree_jobs_rst() {
 	done
 	[[ $(ls -d "$T"/d/proc-* | wc -l) == 4 ]] || fail "not 4 process sets in $T/d: $(ls "$T/d")"
 	md verify verify -D "$T/d" || fail "verify failed: $(cat "$MD_ERR")"
+	grep -q "verified: 5 processes" "$MD_OUT" || fail "verify: $(cat "$MD_OUT")"
 	restore_bg "$T/d" 1
 	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 4 ]]' ||
 		fail "the restored tree is not there: $(cat "$MD_ERR")"
