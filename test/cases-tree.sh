@@ -368,8 +368,8 @@ case_tree_pidns() {
 	OUT=$T/pidns.out
 	# the inner unshare (no --fork) execs: the namespaces it makes are t-tree's alone
 	unshare --pid --fork --kill-child sh -c 'exec unshare "$@"' sh "$@" sh -c \
-		'hostname tree-ns 2> /dev/null; exec "$0" "$1"' "$TESTBIN/t-tree" "$T" \
-		> "$OUT" 2> /dev/null < /dev/null &
+		'hostname tree-ns 2> /dev/null; ipcmk -M 8192 > /dev/null 2>&1; exec "$0" "$1"' \
+		"$TESTBIN/t-tree" "$T" > "$OUT" 2> /dev/null < /dev/null &
 	local u=$!; track "$u"
 	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-tree did not start"
 	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
@@ -404,6 +404,16 @@ case_tree_pidns() {
 		[[ $(readlink /proc/"$p"/ns/pid) == "$(readlink /proc/"$PID"/ns/pid)" ]] ||
 			fail "process $p is in another PID namespace than the init"
 	done
+	if [[ " $* " == *" --mount-proc"* ]]; then
+		local seen; seen=$(nsenter -t "$PID" -m ls /proc | grep -c '^[0-9]')
+		(( seen == 4 )) || fail "the restored tree sees $seen processes in its /proc, not its 4"
+		[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
+			fail "the restored tree is in memdump's mount namespace"
+	fi
+	if [[ " $* " == *" --ipc "* ]]; then
+		nsenter -t "$PID" -i ipcs -m | grep -q " 8192 " ||
+			fail "the System V segment is gone: $(nsenter -t "$PID" -i ipcs -m)"
+	fi
 	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
 	tree_pass
 	wait_restore_exit
@@ -488,6 +498,7 @@ add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
 add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
+add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net
 add tree-pidns-refuse case_tree_pidns_refuse
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced

@@ -27,6 +27,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/netns.h"
+#include "dump/mntns.h"
 #include "dump/ns.h"
 #include "dump/tree.h"
 #include "dump/refuse.h"
@@ -51,6 +52,8 @@ uint32_t ns_own_mask(pid_t pid)
 	for (int i = 0; i < nr_ns_kinds; i++)
 		if (ns_is_own(pid, &ns_kinds[i]))
 			m |= ns_kinds[i].flag;
+	if (mntns_own(pid))
+		m |= CLONE_NEWNS;	/* mntns.c */
 	return m;
 }
 
@@ -137,6 +140,12 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
 		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
 		netns_refuse(tcp_established, r);	/* this thread is in it: ns_enter_net */
+	if (own & CLONE_NEWNS) {
+		static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
+
+		refuse_sharers(pid, tree, &mnt, r);
+		mntns_refuse(pid, r);
+	}
 }
 
 int ns_enter_net(pid_t pid, int *back)
@@ -450,5 +459,7 @@ int ns_dump(struct dump_ctx *d)
 		ret = dump_ipc(d);
 	if (!ret && (d->own_ns & CLONE_NEWNET))
 		ret = netns_dump(d);	/* this thread is in it (ns_enter_net) */
+	if (!ret && (d->own_ns & CLONE_NEWNS) && (!d->tree || d->tree->procs[0].pid == d->pid))
+		ret = mntns_dump(d);	/* the tree's root holds it for all */
 	return ret;
 }

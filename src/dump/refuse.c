@@ -153,6 +153,8 @@ static void check_namespaces(pid_t pid, const struct proc_tree *tree, struct ref
 	for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++) {
 		if (pid_tree && !strncmp(ns_names[i], "pid", 3))
 			continue;	/* the tree's PID namespace: pidns.c */
+		if (!strcmp(ns_names[i], "mnt"))
+			continue;	/* mntns.c, through ns_refuse() */
 		char path[96], self[64];
 		struct stat a, b;
 

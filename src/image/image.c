@@ -50,6 +50,8 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_TTY_INFO]   = { "tty-info.img",    0x59453036, IMG_COMMON_MAGIC },
 	[IMG_TTY_DATA]   = { "tty-data.img",    0x59413026, IMG_COMMON_MAGIC },
 	[IMG_FD_SHARE]   = { "fd-share.img",    0x58524843, IMG_COMMON_MAGIC },
+	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
+	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

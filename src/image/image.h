@@ -55,6 +55,8 @@ enum img_type {
 	IMG_TTY_INFO,	/* tty-info.img: terminals (pty master and slave) */
 	IMG_TTY_DATA,	/* tty-data.img: bytes queued in a pty */
 	IMG_FD_SHARE,	/* fd-share.img: fds sharing another process's description */
+	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
+	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
 	IMG_NR_TYPES
 };
 

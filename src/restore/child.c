@@ -143,6 +143,9 @@ void child_main(struct rst *r)
 	int ret;
 
 	unregister_rseq();
+	ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its PID namespace's proc */
+	if (ret)
+		child_exit_fail(r, ret, "%s", msg);
 	if (r->tree)
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */

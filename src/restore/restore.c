@@ -318,11 +318,14 @@ static int restore(struct rst *r)
 	if (!ret)
 		ret = ns_restore_enter(r);
 	if (!ret)
+		ret = mntns_restore_enter(r);
+	if (!ret)
 		ret = rst_prepare(r);
 	if (!ret) {
 		r->a->check_pages = r->ds.pages_sums_deferred;	/* pagecheck.c */
 		ret = rst_fork_target(r);
 	}
+	mntns_restore_leave(r);
 	ns_restore_leave(r);
 	if (ret)
 		return ret;
@@ -378,6 +381,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->ds.pages_fd = -1;
 	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
 	r->tree_sync_fd = -1;
+	r->mnt_back = r->mnt_cwd = -1;
 }
 
 int rst_check_loaded(struct rst *r)
@@ -409,6 +413,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	if (ret)
 		return ret;
 	ret = rst_check_loaded(r);
+	if (!ret)
+		ret = mntns_check(r);	/* the root's set holds the tree's mount namespace */
 	if (!ret && r->ds.nr_members)
 		ret = tree_load(r);	/* the tree's other processes (tree.c) */
 	return ret;
@@ -417,6 +423,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 void rst_free(struct rst *r)
 {
 	tree_free_members(r);
+	mntns_restore_leave(r);
+	mntns_free(r);
 	pagecheck_free(r);
 	rst_close_prepared(r);
 	ghost_unlink_all(r);

@@ -21,6 +21,7 @@
 #include "restorer.h"
 #include "sk-packet.pb-c.h"
 #include "tcp-stream.pb-c.h"
+#include "mnt.pb-c.h"
 
 /* What the caller asks of one restore. */
 struct restore_opts {
@@ -198,6 +199,11 @@ struct rst {
 	int tree_sync_fd;		/* in the forked child: tells its parent it is grouped */
 	struct rst_share *shares;
 	size_t nr_shares;
+
+	/* a mount namespace of its own (mntns.c): mountpoints-1.img, memdump's own kept */
+	MntEntry **mnts;
+	size_t nr_mnts;
+	int mnt_back, mnt_cwd;
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */
@@ -240,6 +246,17 @@ const FileEntry *rst_file(struct rst *r, uint32_t id);
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
+
+/*
+ * mntns.c: the mount namespace, made from memdump's copy: checked at load,
+ * entered (built) before anything is opened, left after the fork; its PID
+ * namespace's proc mounted by the restored init (child.c).
+ */
+int mntns_check(struct rst *r);
+int mntns_restore_enter(struct rst *r);
+void mntns_restore_leave(struct rst *r);
+int mntns_mount_in_child(struct rst *r, char *why, size_t len);
+void mntns_free(struct rst *r);
 
 /* ns.c: the UTS and IPC namespaces, new (from the images) or joined; this
  * thread is in them from enter to leave, the process is forked between. */

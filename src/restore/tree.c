@@ -474,9 +474,12 @@ int restore_tree(struct rst *root)
 	if (!ret)
 		ret = ns_restore_enter(root);
 	if (!ret)
+		ret = mntns_restore_enter(root);
+	if (!ret)
 		ret = prepare_all(root);
 	if (!ret)
 		ret = fork_all(root);
+	mntns_restore_leave(root);
 	ns_restore_leave(root);
 	if (ret)
 		return ret;
