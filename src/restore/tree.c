@@ -101,6 +101,9 @@ static int load_member(struct rst *root, size_t i)
 
 	rst_init(m, root->o);
 	m->tree = root->tree;
+	m->mnt_stage = root->mnt_stage;		/* its files are under the tree's root */
+	m->mnt_devs = root->mnt_devs;
+	m->nr_mnt_devs = root->nr_mnt_devs;
 	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
 	if (ret)
 		return ret;
@@ -469,14 +472,8 @@ static int release_all(struct rst *root)
 int restore_tree(struct rst *root)
 {
 	uint64_t t0 = now_us(), t1, t2;
-	int ret = hook_fire(root->o->hooks, HOOK_PRE_RESTORE, root->pid);
+	int ret = prepare_all(root);	/* in its namespaces since load_and_check() */
 
-	if (!ret)
-		ret = ns_restore_enter(root);
-	if (!ret)
-		ret = mntns_restore_enter(root);
-	if (!ret)
-		ret = prepare_all(root);
 	if (!ret)
 		ret = fork_all(root);
 	mntns_restore_leave(root);
