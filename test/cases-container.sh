@@ -47,6 +47,7 @@ case_runc_busybox() {
 	dump "$PID" "$T/d"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
 	n=$(count_of "$b/rootfs/tmp/count")
+	local size; size=$(stat -c %s "$b/rootfs/tmp/count")
 	sleep 0.5
 	[[ $(count_of "$b/rootfs/tmp/count") == "$n" ]] || fail "the container counts on after the dump"
 	md verify verify -D "$T/d" || fail "verify failed"
@@ -66,6 +67,18 @@ case_runc_busybox() {
 	local last; last=$(count_of "$b/rootfs/tmp/count")
 	[[ $(head -n "$last" "$b/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
 		fail "the count has a gap or a repeat: $(uniq -d "$b/rootfs/tmp/count" | head -3)"
+	# again, with its rootfs given at another place (restore --root, CRIU's root)
+	local p; for p in $(cat /sys/fs/cgroup/pids/"$id"/cgroup.procs); do kill -9 "$p"; done
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the restored init did not die"
+	mkdir "$T/root2"
+	mount --bind "$b/rootfs" "$T/root2" || fail "cannot bind the rootfs"
+	trap 'umount -l '"$T/root2"'; runc_cleanup '"$id" EXIT
+	truncate -s "$size" "$b/rootfs/tmp/count"	# the file as it was dumped
+	md rst2 restore -D "$T/d" -d --root "$T/root2" || fail "restore --root failed: $(cat "$MD_ERR")"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 5))"' ))' ||
+		fail "the container restored on --root does not count on from $n"
+	[[ $(head -n "$((n + 5))" "$b/rootfs/tmp/count") == "$(seq 1 "$((n + 5))")" ]] ||
+		fail "the count restored on --root has a gap or a repeat"
 }
 
 add runc-busybox case_runc_busybox

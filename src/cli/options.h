@@ -32,6 +32,7 @@ struct options {
 	const char *pidfile;		/* restore --pidfile */
 	struct ns_join join_ns[4];	/* restore --join-ns KIND:PATH */
 	int nr_join_ns;
+	const char *root;		/* restore --root */
 	bool json;			/* show --json */
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */

@@ -146,12 +146,16 @@ int mntns_load(struct rst *r)
 	bool *taken = NULL;
 
 	if (!own_mntns(r))
-		return 0;
+		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
+					 "its own", r->o->root) : 0;
 	ret = load_entries(r);
 	if (!ret && own_root(r) && (!own_root(r)->bind_from || !own_root(r)->bind_host))
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
+	if (!ret && r->o->root && !own_root(r))
+		ret = fail(-EINVAL, "--root %s: the dump has no root of its own to put there",
+			   r->o->root);
 	mounts_free(&ms);
 	free(match);
 	free(taken);
@@ -372,7 +376,7 @@ static int build_root(struct rst *r, const MntEntry *root)
 {
 	char why[512];
 
-	r->mnt_stage = strdup(root->bind_from);
+	r->mnt_stage = strdup(r->o->root ? r->o->root : root->bind_from);	/* --root */
 	if (!r->mnt_stage)
 		return -ENOMEM;
 	if (pipe2(r->mnt_go, O_CLOEXEC))

@@ -35,6 +35,7 @@ struct restore_opts {
 		const char *kind, *path;
 	} join_ns[4];
 	int nr_join_ns;
+	const char *root;		/* --root: where a dumped mount namespace's root is */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
