@@ -487,6 +487,55 @@ print("exit", r.returncode)' > "$T/sub.out" 2>&1 < /dev/null &
 		fail "the output is not an uninterrupted run's: $(tr '\n' ' ' < "$T/sub.out")"
 }
 
+# a socketpair made before a fork, one end in each process (stream and
+# datagram): one pair again after the restore, talking
+SKP_TREE='import os, signal, socket, sys, time
+kind = socket.SOCK_DGRAM if sys.argv[1] == "dgram" else socket.SOCK_STREAM
+a, b = socket.socketpair(socket.AF_UNIX, kind)
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+c = os.fork()
+if c == 0:
+    a.close()
+    while True:
+        d = b.recv(100)
+        if not d or d == b"end":
+            os._exit(0)
+        b.send(d.upper())
+b.close()
+def ping(m):
+    a.send(m)
+    return a.recv(100)
+if ping(b"x") != b"X":
+    sys.exit(2)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+r = ping(b"after")
+a.send(b"end")
+_, st = os.waitpid(c, 0)
+print("PASS" if r == b"AFTER" and st == 0 else "FAIL %r %d" % (r, st), flush=True)'
+
+case_tree_socketpair() {
+	OUT=$T/skp.out
+	command -p python3 -c "$SKP_TREE" "$1" < /dev/null > "$OUT" 2> "$T/skp.err" &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/skp.err")"
+	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
+		fail "the child was not restored: $(cat "$MD_ERR")"
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
 add tree-rst-read case_tree_prog read
@@ -494,6 +543,8 @@ add tree-rst-mem case_tree_prog mem
 add tree-lr case_tree_prog_lr
 add tree-corrupt case_tree_corrupt
 add tree-shared-mem case_tree_shared_mem
+add tree-socketpair-stream case_tree_socketpair stream
+add tree-socketpair-dgram case_tree_socketpair dgram
 add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
 add tree-real-subprocess case_tree_real_subprocess

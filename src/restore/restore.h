@@ -241,6 +241,11 @@ int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
 int tree_shm_get(struct rst *r, uint64_t shmid);
 int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
+/* sk_unix.c's pairs across processes: does another process of r's tree hold socket ino? */
+bool tree_has_sock(struct rst *r, uint32_t ino);
+/* The end made for socket ino by the process holding its peer (-1: none yet); or keep it. */
+int tree_sock_get(struct rst *r, uint32_t ino);
+int tree_sock_put(struct rst *r, uint32_t ino, int fd);
 /* Does another process of r's tree hold an end of pipe id? */
 bool tree_has_pipe(struct rst *r, uint32_t id);
 /* memdump's copy of the description fd shares with an earlier process, or -1 */
