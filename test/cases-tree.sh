@@ -536,6 +536,54 @@ case_tree_socketpair() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 
+# nginx with a master and two workers (a listening socket, shared memory and a
+# socketpair channel each between them): dumped (killed), restored, serving,
+# and its master still reloads (new workers through the restored channels)
+case_tree_real_nginx() {
+	command -v nginx > /dev/null || { note "no nginx: skipped"; return 0; }
+	local port=$((20000 + $$ % 20000)) d=$T/ngx i
+	mkdir -p "$d/logs" "$d/html"
+	echo "hello from memdump" > "$d/html/index.html"
+	cat > "$d/nginx.conf" <<NGX
+user root;
+worker_processes 2;
+daemon off;
+master_process on;
+pid $d/nginx.pid;
+error_log $d/logs/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	server { listen 127.0.0.1:$port; root $d/html; }
+}
+NGX
+	nginx -c "$d/nginx.conf" -p "$d" < /dev/null > "$d/out" 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 2 "$PID" || fail "nginx has not two workers"
+	local before; before=$(tree_pids "$PID" | sort)
+	for i in $before; do track "$i"; done
+	wait_until 10 eval 'curl -sf -m 1 http://127.0.0.1:'"$port"'/ > /dev/null' || fail "nginx does not serve"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	curl -sf -m 1 "http://127.0.0.1:$port/" > /dev/null && fail "nginx still serves after the dump"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval 'curl -sf -m 1 http://127.0.0.1:'"$port"'/ > /dev/null' ||
+		fail "the restored nginx does not serve: $(cat "$MD_ERR")"
+	[[ $(tree_pids "$PID" | sort) == "$before" ]] || fail "not the same processes: $(tree_pids "$PID")"
+	for i in 1 2 3 4 5 6; do
+		[[ $(curl -sf -m 2 "http://127.0.0.1:$port/") == "hello from memdump" ]] ||
+			fail "request $i to the restored nginx failed"
+	done
+	kill -HUP "$PID"
+	wait_until 10 eval '[[ $(tree_pids '"$PID"' | sort) != "$before" ]] && tree_has 2 '"$PID" ||
+		fail "the restored master did not reload its workers: $(tail -n3 "$d/logs/error.log")"
+	[[ $(curl -sf -m 2 "http://127.0.0.1:$port/") == "hello from memdump" ]] ||
+		fail "the reloaded nginx does not serve"
+	kill -QUIT "$PID"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "nginx exited with $MD_RC"
+}
+
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
 add tree-rst-read case_tree_prog read
@@ -547,6 +595,7 @@ add tree-socketpair-stream case_tree_socketpair stream
 add tree-socketpair-dgram case_tree_socketpair dgram
 add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
+add tree-real-nginx case_tree_real_nginx
 add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net
