@@ -584,6 +584,34 @@ NGX
 	(( MD_RC == 0 )) || fail "nginx exited with $MD_RC"
 }
 
+# python multiprocessing: its Queue's semaphores are an unlinked /dev/shm file
+# both processes map; restore would make one for each: refused by name, and
+# the program finishes as if nothing happened
+case_tree_refuse_semaphore() {
+	command -p python3 -c 'import multiprocessing as mp, time
+def work(q):
+    for i in range(100):
+        q.put(i); time.sleep(0.02)
+if __name__ == "__main__":
+    mp.set_start_method("fork")
+    q = mp.Queue()
+    p = mp.Process(target=work, args=(q,)); p.start()
+    got = [q.get() for _ in range(100)]
+    p.join()
+    print("ok" if got == list(range(100)) else "bad", flush=True)' < /dev/null > "$T/mp.out" 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 1 "$PID" || fail "no worker process appeared"
+	local c; c=$(tree_children "$PID"); track "$c"
+	sleep 0.2
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "it holds a deleted file (inode [0-9]*) that process $PID holds too" "$MD_ERR" ||
+		fail "the refusal does not name the shared deleted file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	wait_until 10 eval '! alive '"$PID" || fail "the program did not finish"
+	[[ $(cat "$T/mp.out") == ok ]] || fail "the program was harmed: $(cat "$T/mp.out")"
+}
+
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
 add tree-rst-read case_tree_prog read
@@ -596,6 +624,7 @@ add tree-socketpair-dgram case_tree_socketpair dgram
 add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
 add tree-real-nginx case_tree_real_nginx
+add tree-refuse-semaphore case_tree_refuse_semaphore
 add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net

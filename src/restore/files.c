@@ -323,7 +323,9 @@ static int open_fifo(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	helper = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (helper < 0)
 		return fail(-errno, "cannot open FIFO %s: %s", path, strerror(errno));
-	ret = refill(r, IMG_FIFO_DATA, fe->fifo->pipe_id, helper);
+	/* one FIFO of several processes of a tree: its data goes in once */
+	ret = tree_fifo_first(r, fe->fifo->pipe_id) ? refill(r, IMG_FIFO_DATA, fe->fifo->pipe_id,
+							      helper) : 0;
 	if (!ret) {
 		d->fd = open(path, (re->reg->flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC |
 				       O_NONBLOCK);

@@ -53,6 +53,8 @@ struct rst_tree {
 	size_t n;
 	struct rst_sock *socks;
 	size_t nr_socks;
+	uint32_t *fifos;	/* FIFOs whose data an earlier process put back */
+	size_t nr_fifos;
 	struct rst_pipe *pipes;
 	size_t nr_pipes;
 	struct rst_shm *shms;
@@ -196,6 +198,24 @@ static bool holds_sock(const struct dumpset *ds, uint32_t ino)
 	return false;
 }
 
+bool tree_fifo_first(struct rst *r, uint32_t id)
+{
+	struct rst_tree *t = r->tree;
+	uint32_t *n;
+
+	if (!t)
+		return true;
+	for (size_t i = 0; i < t->nr_fifos; i++)
+		if (t->fifos[i] == id)
+			return false;
+	n = realloc(t->fifos, (t->nr_fifos + 1) * sizeof(*n));
+	if (n) {
+		t->fifos = n;
+		t->fifos[t->nr_fifos++] = id;
+	}
+	return true;
+}
+
 bool tree_has_sock(struct rst *r, uint32_t ino)
 {
 	struct rst *root;
@@ -249,6 +269,9 @@ static void close_shared(struct rst_tree *t)
 	free(t->socks);
 	t->socks = NULL;
 	t->nr_socks = 0;
+	free(t->fifos);
+	t->fifos = NULL;
+	t->nr_fifos = 0;
 	for (size_t i = 0; i < t->nr_shms; i++)
 		close(t->shms[i].fd);
 	free(t->shms);
