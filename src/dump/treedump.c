@@ -354,30 +354,6 @@ static int list_members(struct tree_dump *td)
 	return 0;
 }
 
-/*
- * A deleted file two processes of the tree hold (a POSIX semaphore's
- * unlinked /dev/shm file, a deleted log both write): each set would make a
- * ghost of its own, two files where there was one.
- */
-static int check_shared_ghosts(const struct tree_dump *td, int k)
-{
-	const struct ghost_set *gs = &td->m[k].d.files.ghosts;
-
-	for (int g = 0; g < gs->nr; g++)
-		for (int j = 0; j < k; j++) {
-			const struct ghost_set *os = &td->m[j].d.files.ghosts;
-
-			for (int h = 0; h < os->nr; h++)
-				if (os->g[h].st.st_dev == gs->g[g].st.st_dev &&
-				    os->g[h].st.st_ino == gs->g[g].st.st_ino)
-					return fail(-EOPNOTSUPP, "it holds a deleted file (inode %lu) "
-						    "that process %d holds too, which restore does not "
-						    "share yet", (unsigned long)gs->g[g].st.st_ino,
-						    td->m[j].d.pid);
-		}
-	return 0;
-}
-
 /* One process: read, its pages and images written, its parasite gone again. */
 static int dump_member(struct tree_dump *td, int k)
 {
@@ -397,8 +373,6 @@ static int dump_member(struct tree_dump *td, int k)
 		ret = dump_collect(&m->d, &m->ts, &m->o);
 	if (!ret)
 		ret = check_shared_tables(td, k);
-	if (!ret)
-		ret = check_shared_ghosts(td, k);
 	if (!ret && k)
 		ret = share_fds(td, k);
 	if (!ret)

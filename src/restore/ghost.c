@@ -166,10 +166,11 @@ static char *pick_path(const char *name, uint32_t id)
 
 static int create_one(struct rst *r, const RemapFilePathEntry *re)
 {
-	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
+	const char *name = dumpset_file_path(rst_file(r, re->orig_id)), *made;
 	struct rghost *g = realloc(r->ghosts, (r->nr_ghosts + 1) * sizeof(*g));
 	GhostFileEntry *ge;
 	struct image *img;
+	char buf[PATH_MAX];
 	int ret;
 
 	if (!g)
@@ -177,21 +178,27 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	r->ghosts = g;
 	g = &g[r->nr_ghosts];
 	g->id = re->remap_id;
-	g->path = pick_path(name, re->remap_id);
-	if (!g->path)
-		return -ENOMEM;
 	ret = open_ghost(r, re->remap_id, &img, &ge);
-	if (!ret) {
+	if (ret)
+		return ret;
+	/* a deleted file another process of the tree holds too: one file for both */
+	made = ge->has_dev && ge->has_ino ? tree_ghost_get(r, ge->dev, ge->ino) : NULL;
+	g->path = made ? strdup(made) : pick_path(rst_path(r, name, buf, sizeof(buf)),
+						  re->remap_id);
+	if (!g->path)
+		ret = -ENOMEM;
+	if (!ret && !made)
 		ret = make_file(img, ge, g->path);
-		img_free(&ghost_file_entry__descriptor, ge);
-		img_abort(img);
-	}
+	if (!ret && !made && ge->has_dev && ge->has_ino)
+		ret = tree_ghost_put(r, ge->dev, ge->ino, g->path);
+	img_free(&ghost_file_entry__descriptor, ge);
+	img_abort(img);
 	if (ret) {
 		free(g->path);
 		return ret;
 	}
 	r->nr_ghosts++;
-	pr_info("deleted file %s recreated for the restore\n", g->path);
+	pr_info("deleted file %s %s for the restore\n", g->path, made ? "shared" : "recreated");
 	return 0;
 }
 

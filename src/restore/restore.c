@@ -218,7 +218,8 @@ int rst_prepare(struct rst *r)
 		ret = open_fds(r);
 	if (!ret)
 		ret = build_area(r);
-	ghost_unlink_all(r);	/* every fd and mapping of them is open */
+	if (!r->tree)
+		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
 	return ret;
 }
 

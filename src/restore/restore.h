@@ -246,6 +246,9 @@ bool tree_has_sock(struct rst *r, uint32_t ino);
 /* The end made for socket ino by the process holding its peer (-1: none yet); or keep it. */
 int tree_sock_get(struct rst *r, uint32_t ino);
 int tree_sock_put(struct rst *r, uint32_t ino, int fd);
+/* ghost.c's files: where an earlier process of the tree recreated deleted file dev:ino */
+const char *tree_ghost_get(struct rst *r, uint32_t dev, uint64_t ino);
+int tree_ghost_put(struct rst *r, uint32_t dev, uint64_t ino, const char *path);
 /* Is r the first process of its tree to open FIFO id (its data goes in then)? Marks it. */
 bool tree_fifo_first(struct rst *r, uint32_t id);
 /* Does another process of r's tree hold an end of pipe id? */

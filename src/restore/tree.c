@@ -55,6 +55,12 @@ struct rst_tree {
 	size_t nr_socks;
 	uint32_t *fifos;	/* FIFOs whose data an earlier process put back */
 	size_t nr_fifos;
+	struct rst_ghost {	/* deleted files recreated for an earlier process */
+		uint32_t dev;
+		uint64_t ino;
+		const char *path;	/* its rghost's, until the tree's ghosts are deleted */
+	} *ghosts;
+	size_t nr_ghosts;
 	struct rst_pipe *pipes;
 	size_t nr_pipes;
 	struct rst_shm *shms;
@@ -196,6 +202,31 @@ static bool holds_sock(const struct dumpset *ds, uint32_t ino)
 			return true;
 	}
 	return false;
+}
+
+const char *tree_ghost_get(struct rst *r, uint32_t dev, uint64_t ino)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_ghosts; i++)
+		if (t->ghosts[i].dev == dev && t->ghosts[i].ino == ino)
+			return t->ghosts[i].path;
+	return NULL;
+}
+
+int tree_ghost_put(struct rst *r, uint32_t dev, uint64_t ino, const char *path)
+{
+	struct rst_tree *t = r->tree;
+	struct rst_ghost *n;
+
+	if (!t)
+		return 0;
+	n = realloc(t->ghosts, (t->nr_ghosts + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->ghosts = n;
+	n[t->nr_ghosts++] = (struct rst_ghost){ dev, ino, path };
+	return 0;
 }
 
 bool tree_fifo_first(struct rst *r, uint32_t id)
@@ -464,6 +495,17 @@ static int first_failure(struct rst *root, int ret)
 	return ret;
 }
 
+/* Every process's files open: the deleted files recreated for them go again. */
+static void unlink_ghosts(struct rst *root)
+{
+	ghost_unlink_all(root);
+	for (size_t i = 0; i < root->tree->n; i++)
+		ghost_unlink_all(&root->tree->m[i]);
+	free(root->tree->ghosts);
+	root->tree->ghosts = NULL;
+	root->tree->nr_ghosts = 0;
+}
+
 static int prepare_all(struct rst *root)
 {
 	int ret = rst_prepare(root);
@@ -480,6 +522,7 @@ static int prepare_all(struct rst *root)
 		if (ret)
 			fail_context("process %d: ", m->pid);
 	}
+	unlink_ghosts(root);
 	return ret;
 }
 
