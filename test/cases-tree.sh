@@ -636,3 +636,34 @@ add tree-zombie-rst case_tree_zombie_rst
 add tree-zombie-lr case_tree_zombie_lr
 add tree-refuse-zombie-creds case_tree_refuse_zombie_creds
 add tree-zombie-user case_tree_zombie_user
+
+# --restore-sibling (CRIU's rst_sibling, as runc asks): the restored process is
+# the child of memdump's parent, which reaps it; memdump prints its PID, returns
+case_tree_rst_sibling() {
+	start_prog t-pattern
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	command -p python3 -c 'import os, subprocess, sys
+t, md = sys.argv[1], sys.argv[2]
+open(t + "/shell.pid", "w").write("%d" % os.getpid())
+r = subprocess.run([md, "restore", "-D", t + "/d", "--restore-sibling"], capture_output=True, text=True)
+out = open(t + "/sib.out", "w")
+out.write(r.stdout + "rc %d\n" % r.returncode); out.flush()
+sys.stderr.write(r.stderr)
+if r.returncode == 0:
+    pid, st = os.waitpid(int(r.stdout.split()[0]), 0)
+    out.write("reaped %d %d\n" % (pid, os.waitstatus_to_exitcode(st)))' "$T" "$MEMDUMP" \
+		< /dev/null 2> "$T/sib.err" &
+	local sh=$!; track "$sh"
+	wait_until "$OP_TIMEOUT" eval 'grep -q "^rc " '"$T"'/sib.out' || fail "restore did not return: $(cat "$T/sib.err")"
+	grep -q "^rc 0" "$T/sib.out" || fail "restore failed: $(cat "$T/sib.err")"
+	[[ $(head -n1 "$T/sib.out") == "$PID" ]] || fail "restore printed $(head -n1 "$T/sib.out"), not $PID"
+	[[ $(proc_field "$PID" PPid) == "$(cat "$T/shell.pid")" ]] ||
+		fail "the restored process's parent is $(proc_field "$PID" PPid), not memdump's parent"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_until 10 eval 'grep -q "^reaped" '"$T"'/sib.out' || fail "memdump's parent did not reap it"
+	grep -q "^reaped $PID 0" "$T/sib.out" || fail "memdump's parent got: $(tail -n1 "$T/sib.out")"
+}
+add tree-rst-sibling case_tree_rst_sibling

@@ -33,6 +33,7 @@ struct options {
 	struct ns_join join_ns[4];	/* restore --join-ns KIND:PATH */
 	int nr_join_ns;
 	const char *root;		/* restore --root */
+	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */

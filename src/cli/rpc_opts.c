@@ -60,7 +60,7 @@ static const struct opt_rule rules[] = {
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
 	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
 	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
-	{ "rst_sibling", 0, "the restored process is memdump's child" },
+	{ "rst_sibling", K_RESTORE, NULL },
 	{ "inherit_fd", 0, "memdump gives one-ended pipes its own fds of the same numbers" },
 	{ "freeze_cgroup", 0, "memdump freezes with ptrace, not the cgroup freezer" },
 	{ "cg_root", 0, "memdump restores the cgroups recorded in the images" },
@@ -290,7 +290,8 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 {
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
-					      .shell_job = co->has_shell_job && co->shell_job };
+					      .shell_job = co->has_shell_job && co->shell_job,
+					      .sibling = co->has_rst_sibling && co->rst_sibling };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))
 		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))

@@ -136,7 +136,7 @@ int rst_wait_parked(struct rst *r)
 			rst_kill(r);
 			return rst_area_error(r);
 		}
-		if (r->tree_parent) {	/* forked by its parent in the tree (tree.c) */
+		if (rst_not_child(r)) {	/* forked by its parent in the tree, or a sibling */
 			if (member_gone(r->pid))
 				return fail(-ECHILD, "the restored process %d died during restore",
 					    r->pid);
@@ -154,7 +154,7 @@ void rst_kill(struct rst *r)
 	int status;
 
 	kill(r->pid, SIGKILL);
-	if (!r->tree_parent)
+	if (!rst_not_child(r))
 		while (waitpid(r->pid, &status, __WALL) < 0 && errno == EINTR)
 			;
 }
@@ -223,19 +223,24 @@ int rst_prepare(struct rst *r)
 	return ret;
 }
 
-pid_t rst_fork_pid(pid_t pid)
+bool rst_not_child(const struct rst *r)
 {
-	return rst_fork_pid_ns(pid, 0, false);
+	return r->tree_parent || r->o->sibling;
 }
 
-pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns)
+pid_t rst_fork_pid(pid_t pid)
+{
+	return rst_fork_pid_ns(pid, 0, 0);
+}
+
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, unsigned long flags)
 {
 	pid_t tids[2] = { ns_pid, pid };	/* the innermost namespace first */
 	struct clone_args ca;
 
 	memset(&ca, 0, sizeof(ca));
-	ca.exit_signal = SIGCHLD;
-	ca.flags = new_ns ? CLONE_NEWPID : 0;
+	ca.exit_signal = flags & CLONE_PARENT ? 0 : SIGCHLD;	/* CLONE_PARENT: memdump's own */
+	ca.flags = flags;
 	ca.set_tid = (uintptr_t)(ns_pid ? &tids[0] : &tids[1]);
 	ca.set_tid_size = ns_pid ? 2 : 1;
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
@@ -256,7 +261,10 @@ int rst_fork_target(struct rst *r)
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	child = rst_fork_pid_ns(r->pid, rst_ns_pid(r->ds.pstree), rst_ns_pid(r->ds.pstree) == 1);
+	/* its PID namespace's init: a new one; --restore-sibling: memdump's parent's child */
+	child = rst_fork_pid_ns(r->pid, rst_ns_pid(r->ds.pstree),
+				(rst_ns_pid(r->ds.pstree) == 1 ? CLONE_NEWPID : 0) |
+				(r->o->sibling ? CLONE_PARENT : 0));
 	if (child == 0)
 		child_main(r);
 	ret = child < 0 ? -errno : 0;
@@ -371,8 +379,8 @@ static int restore(struct rst *r)
 	ret = rst_write_pidfile(r->o->pidfile, r->pid);
 	if (ret)
 		return ret;
-	if (r->o->detach)
-		return rst_detached(r);
+	if (r->o->detach || r->o->sibling)
+		return rst_detached(r);	/* a sibling is its parent's to wait for */
 	return rst_wait_restored(r->pid);
 }
 

@@ -36,6 +36,7 @@ struct restore_opts {
 	} join_ns[4];
 	int nr_join_ns;
 	const char *root;		/* --root: where a dumped mount namespace's root is */
+	bool sibling;			/* --restore-sibling: memdump's parent's child (detached) */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -412,8 +413,10 @@ void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst 
 								       const char *fmt, ...);
 /* restore.c: fork with this PID (clone3 set_tid); 0 in the child, -1 and errno */
 pid_t rst_fork_pid(pid_t pid);
-/* The same in a PID namespace: ns_pid there too (0: none); new_ns: as its init (CLONE_NEWPID). */
-pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns);
+/* The same in a PID namespace (ns_pid there too, 0: none), with clone flags (CLONE_NEWPID, CLONE_PARENT). */
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, unsigned long flags);
+/* Is the restored process not memdump's child (a tree's, or --restore-sibling)? */
+bool rst_not_child(const struct rst *r);
 /* The PID the process sees of itself in its tree's PID namespace, 0: none. */
 pid_t rst_ns_pid(const PstreeEntry *pe);
 /* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */

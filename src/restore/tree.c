@@ -457,7 +457,7 @@ void tree_fork_children(struct rst *r)
 			continue;
 		if (pipe2(p, O_CLOEXEC))
 			child_exit_fail(r, -errno, "cannot create a pipe: %m");
-		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), false);
+		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), 0);
 		if (pid == 0) {
 			close(p[0]);
 			k->tree_sync_fd = p[1];
@@ -635,7 +635,7 @@ int restore_tree(struct rst *root)
 	ret = rst_write_pidfile(root->o->pidfile, root->pid);
 	if (ret)
 		return ret;
-	if (root->o->detach)
+	if (root->o->detach || root->o->sibling)
 		return rst_detached(root);
 	return rst_wait_restored(root->pid);
 }
