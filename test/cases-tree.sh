@@ -332,27 +332,39 @@ m[8:16] = struct.pack("Q", 77)
 _, st = os.waitpid(c, 0)
 print("PASS" if b > a and st == 0 else "FAIL counter %d -> %d, child status %d" % (a, b, st), flush=True)'
 
-case_tree_shared_mem() {
-	OUT=$T/shm.out
-	command -p python3 -c "$SHM_TREE" < /dev/null > "$OUT" 2> "$T/shm.err" &
+# py_pair_rst SCRIPT [ARG]: a python parent that prints "READY PID CHILD" once its
+# child runs, dumped (killed) and restored; CHILD is its child again. Sets CHILD.
+py_pair_rst() {
+	OUT=$T/pair.out
+	command -p python3 -c "$1" "${@:2}" < /dev/null > "$OUT" 2> "$T/pair.err" &
 	PID=$!; track "$PID"
-	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/shm.err")"
-	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/pair.err")"
+	CHILD=$(awk '/^READY/ { print $3 }' "$OUT"); track "$CHILD"
 	READY_SIZE=$(stat -c %s "$OUT")
 	dump "$PID" "$T/d"
-	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
+	wait_until 5 eval '[[ ! -d /proc/'"$CHILD"' ]]' || fail "the child outlived the killing dump"
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$T/d" 1
-	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$CHILD"' PPid) == '"$PID"' ]]' ||
 		fail "the child was not restored: $(cat "$MD_ERR")"
-	local ino_p ino_c
-	ino_p=$(grep -m1 "/dev/zero (deleted)" /proc/"$PID"/maps | awk '{ print $5 }')
-	ino_c=$(grep -m1 "/dev/zero (deleted)" /proc/"$c"/maps | awk '{ print $5 }')
-	[[ -n $ino_p && $ino_p == "$ino_c" ]] || fail "not one object: inode $ino_p in $PID, $ino_c in $c"
 	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+}
+
+# py_pair_pass: SIGUSR1, PASS, restore exits 0
+py_pair_pass() {
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+case_tree_shared_mem() {
+	py_pair_rst "$SHM_TREE"
+	local ino_p ino_c
+	ino_p=$(grep -m1 "/dev/zero (deleted)" /proc/"$PID"/maps | awk '{ print $5 }')
+	ino_c=$(grep -m1 "/dev/zero (deleted)" /proc/"$CHILD"/maps | awk '{ print $5 }')
+	[[ -n $ino_p && $ino_p == "$ino_c" ]] || fail "not one object: inode $ino_p in $PID, $ino_c in $CHILD"
+	py_pair_pass
 }
 
 # ns_pids PID: "host-pid ns-pid" of PID and every process below it
@@ -517,23 +529,8 @@ _, st = os.waitpid(c, 0)
 print("PASS" if r == b"AFTER" and st == 0 else "FAIL %r %d" % (r, st), flush=True)'
 
 case_tree_socketpair() {
-	OUT=$T/skp.out
-	command -p python3 -c "$SKP_TREE" "$1" < /dev/null > "$OUT" 2> "$T/skp.err" &
-	PID=$!; track "$PID"
-	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/skp.err")"
-	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
-	READY_SIZE=$(stat -c %s "$OUT")
-	dump "$PID" "$T/d"
-	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
-		fail "the child was not restored: $(cat "$MD_ERR")"
-	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	py_pair_rst "$SKP_TREE" "$1"
+	py_pair_pass
 }
 
 # nginx with a master and two workers (a listening socket, shared memory and a

@@ -193,17 +193,6 @@ static struct rst *tree_root(struct rst *r)
 	return r;
 }
 
-static bool holds_sock(const struct dumpset *ds, uint32_t ino)
-{
-	for (size_t i = 0; i < ds->nr_fds; i++) {
-		const FileEntry *fe = dumpset_file(ds, ds->fds[i]->id);
-
-		if (fe && fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino)
-			return true;
-	}
-	return false;
-}
-
 const char *tree_ghost_get(struct rst *r, uint32_t dev, uint64_t ino)
 {
 	struct rst_tree *t = r->tree;
@@ -245,21 +234,6 @@ bool tree_fifo_first(struct rst *r, uint32_t id)
 		t->fifos[t->nr_fifos++] = id;
 	}
 	return true;
-}
-
-bool tree_has_sock(struct rst *r, uint32_t ino)
-{
-	struct rst *root;
-
-	if (!r->tree)
-		return false;
-	root = tree_root(r);
-	if (root != r && holds_sock(&root->ds, ino))
-		return true;
-	for (size_t i = 0; i < root->tree->n; i++)
-		if (&root->tree->m[i] != r && holds_sock(&root->tree->m[i].ds, ino))
-			return true;
-	return false;
 }
 
 int tree_sock_get(struct rst *r, uint32_t ino)
@@ -349,31 +323,54 @@ bool tree_pipe_get(struct rst *r, uint32_t id, int p[2])
 	return false;
 }
 
-static bool uses_pipe(const struct dumpset *ds, uint32_t id)
+typedef bool (*file_is)(const FileEntry *fe, uint32_t id);
+
+static bool is_pipe_end(const FileEntry *fe, uint32_t id)
+{
+	return fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == id;
+}
+
+static bool is_unix_socket(const FileEntry *fe, uint32_t ino)
+{
+	return fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino;
+}
+
+/* Does some fd of the set open a file that is(id)? */
+static bool holds(const struct dumpset *ds, file_is is, uint32_t id)
 {
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		const FileEntry *fe = dumpset_file(ds, ds->fds[i]->id);
 
-		if (fe && fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == id)
+		if (fe && is(fe, id))
 			return true;
 	}
 	return false;
 }
 
-bool tree_has_pipe(struct rst *r, uint32_t id)
+/* Does another process of r's tree hold such a file? */
+static bool others_hold(struct rst *r, file_is is, uint32_t id)
 {
-	struct rst *root = r;
+	struct rst *root;
 
 	if (!r->tree)
 		return false;
-	while (root->tree_parent)
-		root = root->tree_parent;
-	if (root != r && uses_pipe(&root->ds, id))
+	root = tree_root(r);
+	if (root != r && holds(&root->ds, is, id))
 		return true;
 	for (size_t i = 0; i < root->tree->n; i++)
-		if (&root->tree->m[i] != r && uses_pipe(&root->tree->m[i].ds, id))
+		if (&root->tree->m[i] != r && holds(&root->tree->m[i].ds, is, id))
 			return true;
 	return false;
+}
+
+bool tree_has_pipe(struct rst *r, uint32_t id)
+{
+	return others_hold(r, is_pipe_end, id);
+}
+
+bool tree_has_sock(struct rst *r, uint32_t ino)
+{
+	return others_hold(r, is_unix_socket, ino);
 }
 
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2])
