@@ -664,3 +664,21 @@ if r.returncode == 0:
 	grep -q "^reaped $PID 0" "$T/sib.out" || fail "memdump's parent got: $(tail -n1 "$T/sib.out")"
 }
 add tree-rst-sibling case_tree_rst_sibling
+
+# a tree whose child is in a user namespace of its own: refused in one line
+# naming it, every process left running
+case_tree_refuse_userns() {
+	bash -c 'unshare --user --map-root-user sleep 300 & sleep 301 & wait' < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 2 "$PID" || fail "the tree did not appear"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	wait_until 5 eval '[[ $(for p in $(tree_children '"$PID"'); do readlink /proc/$p/ns/user; done | sort -u | wc -l) == 2 ]]' ||
+		fail "no child in a user namespace of its own"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "process [0-9]+ \((sleep|unshare)\).*(own user namespace|another user namespace)" "$MD_ERR" ||
+		fail "the refusal does not name the user namespace: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	tree_untouched $(tree_pids "$PID")
+}
+add tree-refuse-userns case_tree_refuse_userns
