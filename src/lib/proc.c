@@ -189,7 +189,8 @@ int proc_tasks(pid_t pid, pid_t **tids)
 		v[n++] = atoi(de->d_name);
 	}
 	closedir(dir);
-	qsort(v, n, sizeof(*v), cmp_pid);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_pid);	/* v is NULL for none: its process just exited */
 	for (int i = 0; i < n; i++) {
 		if (v[i] == pid) {
 			memmove(&v[1], &v[0], i * sizeof(*v));
