@@ -1,6 +1,7 @@
 /* memdump: command-line parsing and dispatch. */
 #include <errno.h>
 #include <getopt.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +36,11 @@ static const char usage[] =
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
+	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
 	"        with its status, or with -d print its PID and return; --join-ns: into\n"
-	"        that existing namespace instead of a new one\n"
+	"        that existing namespace instead of a new one; --external: the veth IN's\n"
+	"        other end is made as OUT (attached to BRIDGE) in memdump's namespace\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -96,6 +99,8 @@ int cmd_restore(const struct options *o)
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
+	memcpy(r.veth_ext, o->veth_ext, sizeof(r.veth_ext));
+	r.nr_veth_ext = o->nr_veth_ext;
 	return restore_run(&r);
 }
 
@@ -152,6 +157,26 @@ static int parse_join_ns(struct options *opts, char *s)
 	return 0;
 }
 
+/* veth[IN]:OUT[@BRIDGE] (CRIU's --external form), split in place. */
+static int parse_external(struct options *opts, char *s)
+{
+	char *in = s + 5, *close = strchr(s, ']'), *at;
+
+	if (strncmp(s, "veth[", 5) || !close || close == in || close[1] != ':' || !close[2] ||
+	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
+		return -1;
+	*close = '\0';
+	at = strchr(close + 2, '@');
+	if (at && !at[1])
+		return -1;
+	if (at)
+		*at = '\0';
+	if (strlen(in) >= IF_NAMESIZE || strlen(close + 2) >= IF_NAMESIZE || !close[2])
+		return -1;
+	opts->veth_ext[opts->nr_veth_ext++] = (struct veth_ext){ in, close + 2, at ? at + 1 : NULL };
+	return 0;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -182,7 +207,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
-	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS };
+	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS,
+	       OPT_EXTERNAL };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -199,6 +225,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "join-ns", required_argument, NULL, OPT_JOIN_NS },
+		{ "external", required_argument, NULL, OPT_EXTERNAL },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
@@ -265,6 +292,11 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_join_ns(opts, optarg))
 				return bad_usage("--join-ns wants KIND:PATH (at most 4), not '%s'",
 						 optarg);
+			break;
+		case OPT_EXTERNAL:
+			if (parse_external(opts, optarg))
+				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
+						 "not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

@@ -113,7 +113,7 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 	ns_return(back, k);
 }
 
-void ns_refuse(pid_t pid, bool tcp_established, struct refusals *r)
+void ns_refuse(pid_t pid, bool tcp_established, int host_netns, struct refusals *r)
 {
 	uint32_t own = ns_own_mask(pid);
 
@@ -123,7 +123,7 @@ void ns_refuse(pid_t pid, bool tcp_established, struct refusals *r)
 	if (own & CLONE_NEWIPC)
 		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
-		netns_refuse(tcp_established, r);	/* this thread is in it: ns_enter_net */
+		netns_refuse(tcp_established, host_netns, r);	/* this thread is in it */
 }
 
 int ns_enter_net(pid_t pid, int *back)
@@ -436,6 +436,6 @@ int ns_dump(struct dump_ctx *d)
 	if (!ret && (d->own_ns & CLONE_NEWIPC))
 		ret = dump_ipc(d);
 	if (!ret && (d->own_ns & CLONE_NEWNET))
-		ret = netns_dump(d);	/* this thread is in it (ns_enter_net) */
+		ret = netns_dump(d, d->host_netns);	/* this thread is in it */
 	return ret;
 }

@@ -19,7 +19,7 @@ struct refusals;
 uint32_t ns_own_mask(pid_t pid);
 /* What cannot be saved: a namespace shared with a process outside the dump,
  * System V objects memdump cannot recreate exactly, network devices. */
-void ns_refuse(pid_t pid, bool tcp_established, struct refusals *r);
+void ns_refuse(pid_t pid, bool tcp_established, int host_netns, struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */
 int ns_enter_net(pid_t pid, int *back);

@@ -430,7 +430,7 @@ int refuse_check(const struct dump_opts *o, const struct tracker *t)
 	check_children(pid, &r);
 	check_group_holders(pid, &r);
 	check_namespaces(pid, &r);
-	ns_refuse(pid, o->tcp_established, &r);
+	ns_refuse(pid, o->tcp_established, o->host_netns, &r);
 	check_posix_timers(pid, &r);
 	check_cwd_root(pid, &r);
 	check_fds(o, t, &r);

@@ -49,6 +49,9 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_NETDEV]     = { "netdev-%u.img",   0x57373951, IMG_COMMON_MAGIC },
 	[IMG_TTY_INFO]   = { "tty-info.img",    0x59453036, IMG_COMMON_MAGIC },
 	[IMG_TTY_DATA]   = { "tty-data.img",    0x59413026, IMG_COMMON_MAGIC },
+	[IMG_IFADDR]     = { "ifaddr-%u.img",   0, 0 },
+	[IMG_ROUTE]      = { "route-%u.img",    0, 0 },
+	[IMG_ROUTE6]     = { "route6-%u.img",   0, 0 },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */
