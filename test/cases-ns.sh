@@ -296,18 +296,27 @@ case_ns_net_veth() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 
-# A veth whose both ends are inside: refused by name.
+# A veth with both ends inside, and one whose other end is in a third
+# namespace (neither the target's nor memdump's): refused by name.
 case_ns_net_veth_refuse() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
 	veth_names
-	NETNS_SETUP="ip link add $VIN type veth peer name $VOUT" START_WRAP="$TESTSRC/netns-wrap" \
-		start_prog t-vethsrv 7001
+	unshare --net sleep 60 < /dev/null > /dev/null 2>&1 &
+	local third=$!
+	track "$third"
+	wait_until 5 eval '! same_ns $third net self' || fail "no third namespace"
+	local s="ip link add $VIN type veth peer name $VOUT"
+	s+=" && ip link add ${VIN:0:13}t type veth peer name ${VOUT:0:13}t netns $third"
+	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7001
 	md refuse dump -t "$PID" -D "$T/d"
 	expect_md_error
 	grep -qF "veth $VIN whose other end is in its network namespace too" "$MD_ERR" ||
 		fail "the refusal does not name $VIN (both ends inside)"
+	grep -qF "veth ${VIN:0:13}t whose other end is in another network namespace than memdump's" \
+		"$MD_ERR" || fail "the refusal does not name ${VIN:0:13}t (other end in a third namespace)"
 	no_inventory "$T/d"
 	check_child_pass
+	kill "$third"
 }
 
 add ns-net-rst case_ns_net_rst

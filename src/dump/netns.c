@@ -312,7 +312,7 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 	const struct ifinfomsg *ifi = NLMSG_DATA(h);
 	struct rtattr *tb[IFLA_MAX + 1];
 	struct nslink *l;
-	char name[IF_NAMESIZE + 1] = "?";
+	char name[IF_NAMESIZE] = "?";
 
 	if (h->nlmsg_type != RTM_NEWLINK)
 		return 0;
