@@ -169,6 +169,7 @@ case_ns_net_refuse() {
 	local setup='ip link add md-br0 type bridge && ip link add md-ifb0 type ifb'
 	setup+=' && ip rule add pref 100 table 100 && ip route add 10.9.0.0/16 dev lo table 100'
 	command -v nft > /dev/null && setup+=' && nft add table inet mdtest'
+	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
 	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
 	md refuse dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
@@ -182,6 +183,9 @@ case_ns_net_refuse() {
 	done
 	if command -v nft > /dev/null; then
 		grep -qF "nftables table mdtest" "$MD_ERR" || fail "the refusal does not name the nftables table"
+	fi
+	if command -v tc > /dev/null; then
+		grep -qF "traffic control qdisc pfifo on lo" "$MD_ERR" || fail "the refusal does not name the qdisc"
 	fi
 	no_inventory "$T/d"
 	check_child_pass
@@ -288,6 +292,17 @@ case_ns_net_veth() {
 	wait_restored "$PID"
 	ip -o link show "$other" | grep -q "master $VBR" || fail "$other is not attached to $VBR"
 	ip -o addr show dev "$other" | grep -q "inet $V4" && fail "$other got $V4.1 while in a bridge"
+	veth_ping "$V4.2"
+
+	note "dumped as a bridge port, the other end comes back in its bridge"
+	dump "$PID" "$T/d2"
+	wait "$RPID"	# the restore that waited for it: the status of a SIGKILLed process
+	MD_RC=$?
+	(( MD_RC == 128 + 9 )) || fail "restore exited with $MD_RC, want 137 (its process killed by the dump)"
+	wait_until 5 eval '! ip link show $other > /dev/null 2>&1' || fail "$other outlived the namespace"
+	restore_bg "$T/d2" 3
+	wait_restored "$PID"
+	ip -o link show "$other" | grep -q "master $VBR" || fail "$other did not come back in $VBR"
 	veth_ping "$V4.2"
 	truncate -s "$READY_SIZE" "$OUT"
 	kill -USR1 "$PID"

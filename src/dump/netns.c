@@ -28,6 +28,7 @@
 #include <linux/if_link.h>
 #include <linux/fib_rules.h>
 #include <linux/net_namespace.h>
+#include <linux/pkt_sched.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <sched.h>
@@ -176,6 +177,7 @@ static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rt
 struct peer {
 	NetDeviceEntry *e;
 	int index;
+	int master;			/* the outside end's bridge, or 0 */
 	ProtobufCBinaryData addrs[16];
 };
 
@@ -201,7 +203,23 @@ static int on_peer_link(const struct nlmsghdr *h, void *arg)
 	e->has_peer_mtu = e->has_peer_flags = true;
 	e->peer_mtu = u32_of(tb[IFLA_MTU], 1500);
 	e->peer_flags = ifi->ifi_flags;
+	p->master = (int)u32_of(tb[IFLA_MASTER], 0);
 	return 0;
+}
+
+/* The name of the bridge the outside end is a port of. */
+static int on_peer_master(const struct nlmsghdr *h, void *arg)
+{
+	struct peer *p = arg;
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	struct rtattr *tb[IFLA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWLINK || ifi->ifi_index != p->master)
+		return 0;
+	rtnl_parse_msg(tb, IFLA_MAX, h, sizeof(*ifi));
+	if (tb[IFLA_IFNAME])
+		p->e->peer_master = strndup(RTA_DATA(tb[IFLA_IFNAME]), RTA_PAYLOAD(tb[IFLA_IFNAME]));
+	return p->e->peer_master ? 0 : -ENOMEM;
 }
 
 /* The outside end's own addresses, but the link-local one the kernel makes. */
@@ -230,7 +248,7 @@ static int on_peer_addr(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-/* The outside end of a veth, in memdump's namespace: name, MAC, MTU, flags, addresses. */
+/* The outside end of a veth, in memdump's namespace: name, MAC, MTU, flags, bridge, addresses. */
 static int read_peer(struct netns_read *n, NetDeviceEntry *e, struct peer *p)
 {
 	struct rtnl host;
@@ -252,6 +270,10 @@ static int read_peer(struct netns_read *n, NetDeviceEntry *e, struct peer *p)
 	if (ret)
 		ret = fail(ret, "cannot read the other end (index %u) of veth %s in memdump's "
 			   "network namespace: %s", e->peer_ifindex, e->name, strerror(-ret));
+	ifi = rtnl_req_init(&q, RTM_GETLINK, 0, sizeof(*ifi));
+	ifi->ifi_index = p->master;
+	if (!ret && p->master)
+		ret = rtnl_ask(&host, &q.h, on_peer_master, p);
 	ifa = rtnl_req_init(&q, RTM_GETADDR, 0, sizeof(*ifa));
 	ifa->ifa_family = AF_UNSPEC;
 	if (!ret)
@@ -265,6 +287,7 @@ static void free_entry(NetDeviceEntry *e, struct peer *p)
 	free(e->name);
 	free(e->address.data);
 	free(e->peer_name);
+	free(e->peer_master);
 	free(e->peer_address.data);
 	for (size_t i = 0; i < e->n_peer_ifaddr; i++)
 		free(p->addrs[i].data);
@@ -521,6 +544,31 @@ static int check_rules(struct netns_read *n, int family)
 	return rtnl_dump(&n->nl, &q.h, on_rule, n);
 }
 
+/* The kernel's default qdiscs have no handle; any the user added has one. */
+static int on_qdisc(const struct nlmsghdr *h, void *arg)
+{
+	struct netns_read *n = arg;
+	const struct tcmsg *tc = NLMSG_DATA(h);
+	struct rtattr *tb[TCA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWQDISC || !tc->tcm_handle)
+		return 0;
+	rtnl_parse_msg(tb, TCA_MAX, h, sizeof(*tc));
+	refuse_add(n->r, "traffic control qdisc %s on %s (not saved)",
+		   tb[TCA_KIND] ? (const char *)RTA_DATA(tb[TCA_KIND]) : "?",
+		   link_name(n, tc->tcm_ifindex));
+	return 0;
+}
+
+static int check_qdiscs(struct netns_read *n)
+{
+	struct rtnl_req q;
+	struct tcmsg *tc = rtnl_req_init(&q, RTM_GETQDISC, 0, sizeof(*tc));
+
+	tc->tcm_family = AF_UNSPEC;
+	return rtnl_dump(&n->nl, &q.h, on_qdisc, n);
+}
+
 static int on_nft_table(const struct nlmsghdr *h, void *arg)
 {
 	struct netns_read *n = arg;
@@ -609,6 +657,8 @@ void netns_refuse(bool tcp_established, int host_netns, struct refusals *r)
 		ret = check_rules(n, AF_INET);
 	if (!ret)
 		ret = check_rules(n, AF_INET6);
+	if (!ret)
+		ret = check_qdiscs(n);
 	if (ret)
 		refuse_add(r, "its network namespace (unreadable: %s)", strerror(-ret));
 	check_nftables(n);

@@ -3,8 +3,8 @@
  * the restoring thread, then calls netns_restore()): lo, then every veth
  * pair with its inside end here (same name, index, MAC, MTU) and its other
  * end in memdump's namespace under the dumped name (or the one --external
- * veth[IN]:OUT gives), with its MAC, MTU and addresses, or attached to a
- * bridge (veth[IN]:OUT@BRIDGE); then the devices' flags (up), the addresses
+ * veth[IN]:OUT gives), with its MAC, MTU and addresses, or attached to the
+ * bridge it was a port of (or veth[IN]:OUT@BRIDGE's); then the devices' flags (up), the addresses
  * of ifaddr-1.img and the routes of route-1.img and route6-1.img, sent as
  * they were dumped. Last, IPv6 addresses (the kernel's link-local ones too)
  * are waited for until their duplicate address detection is over, so that
@@ -204,14 +204,15 @@ static int add_msg(struct rtnl *nl, const void *msg, size_t len, int type, int i
 static int setup_outside(struct netns_rst *n, const NetDeviceEntry *e, const char *out)
 {
 	const struct veth_ext *x = external_of(n, e->name);
+	const char *bridge = x && x->bridge ? x->bridge : e->peer_master;
 	int index, master = 0, ret = index_of(&n->host, out, &index);
 
 	if (ret)
 		return fail(ret, "veth %s: its other end %s is not in memdump's network namespace",
 			    e->name, out);
-	if (x && x->bridge && (ret = index_of(&n->host, x->bridge, &master)))
+	if (bridge && (ret = index_of(&n->host, bridge, &master)))
 		return fail(ret, "veth %s: no bridge %s in memdump's network namespace to attach %s "
-			    "to", e->name, x->bridge, out);
+			    "to", e->name, bridge, out);
 	for (size_t i = 0; !ret && !master && i < e->n_peer_ifaddr; i++) {
 		ret = add_msg(&n->host, e->peer_ifaddr[i].data, e->peer_ifaddr[i].len,
 			      RTM_NEWADDR, index, "netdev-1.img");
