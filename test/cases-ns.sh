@@ -263,6 +263,22 @@ case_ns_net_veth() {
 	ip route showdump < "$T/d/route-1.img" | grep -q "10.232.0.0/16 via $V4.1" ||
 		fail "ip route showdump does not read the route from route-1.img"
 	shows "$T/d" "net namespace: lo up, mtu 65536; $VIN \\(veth, other end $VOUT\\) up, mtu 1400"
+	note "refused: a device of the other end's name in the way, bad --external"
+	ip link add "$VOUT" type bridge || fail "cannot make bridge $VOUT"
+	md exists restore -D "$T/d"
+	expect_md_error
+	grep -qF "a device $VOUT exists in memdump's network namespace" "$MD_ERR" ||
+		fail "no clear error for $VOUT in the way"
+	ip link del "$VOUT"
+	alive "$PID" && fail "pid $PID runs after a failed restore"
+	md ext-join restore -D "$T/d" --external "veth[$VIN]:x" --join-ns net:/proc/self/ns/net
+	expect_md_error
+	grep -qF -- "--external veth[$VIN] with --join-ns net" "$MD_ERR" || fail "no clear error for --external with --join-ns"
+	md ext-none restore -D "$T/d" --external "veth[nosuch]:x"
+	expect_md_error
+	grep -qF "the dump has no veth nosuch" "$MD_ERR" || fail "no clear error for --external of an unknown veth"
+	md ext-syntax restore -D "$T/d" --external "veth[$VIN]"
+	(( MD_RC == 2 )) || fail "--external without :OUT exited with $MD_RC, want 2 (usage)"
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
 	same_ns "$PID" net self && fail "restored pid $PID is in memdump's network namespace"

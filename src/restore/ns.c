@@ -372,10 +372,30 @@ static int fresh(struct rst *r, const struct ns_kind *k, int *back)
 	return k->flag == CLONE_NEWIPC ? restore_ipc(r) : netns_restore(r, *back);
 }
 
+/* --external veth[...] names devices memdump makes: in a fresh network namespace only. */
+static int check_external(const struct rst *r, uint32_t own)
+{
+	if (!r->o->nr_veth_ext)
+		return 0;
+	if (join_path(r->o, ns_kind_by_name("net")))
+		return fail(-EINVAL, "--external veth[%s] with --join-ns net: the devices of a joined "
+			    "namespace are there already", r->o->veth_ext[0].in);
+	if (!(own & CLONE_NEWNET))
+		return fail(-EINVAL, "--external veth[%s]: the dump has no network namespace of its "
+			    "own", r->o->veth_ext[0].in);
+	return 0;
+}
+
 int ns_restore_enter(struct rst *r)
 {
 	uint32_t own = r->ds.inv->has_own_ns ? r->ds.inv->own_ns : 0;
+	int err;
 
+	for (int i = 0; i < nr_ns_kinds; i++)
+		r->ns_back[i] = -1;
+	err = check_external(r, own);
+	if (err)
+		return err;
 	for (int i = 0; i < nr_ns_kinds; i++) {
 		const struct ns_kind *k = &ns_kinds[i];
 		const char *path = join_path(r->o, k);
