@@ -282,6 +282,9 @@ case_ns_net_veth() {
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
 	same_ns "$PID" net self && fail "restored pid $PID is in memdump's network namespace"
+	# the kernel's link-local address ends its duplicate address detection by itself
+	wait_until 5 eval '! nsenter -t $PID -n ip -6 addr show dev $VIN | grep -q tentative' ||
+		fail "IPv6 on $VIN still tentative 5 s after the restore"
 	local after; after=$(veth_state "$PID")
 	if [[ $after != "$before" ]]; then
 		diff <(echo "$before") <(echo "$after") | sed 's/^/#   /'

@@ -6,11 +6,12 @@
  * veth[IN]:OUT gives), with its MAC, MTU and addresses, or attached to the
  * bridge it was a port of (or veth[IN]:OUT@BRIDGE's); then the devices' flags (up), the addresses
  * of ifaddr-1.img and the routes of route-1.img and route6-1.img, sent as
- * they were dumped. Last, IPv6 addresses (the kernel's link-local ones too)
- * are waited for until their duplicate address detection is over, so that
- * a socket bound to one can be bound again and ip shows them as they were:
- * up to 2 s after a device comes up (a random delay up to a second, then
- * one probe, the kernel's defaults).
+ * they were dumped. Last, the IPv6 addresses made are waited for until their
+ * duplicate address detection is over, so that a socket bound to one can be
+ * bound again; the kernel's link-local ones only when a dumped socket is
+ * bound to a link-local address: their detection takes up to 2 s after the
+ * device comes up (a random delay up to a second, then one probe, the
+ * kernel's defaults), and ends by itself after the restore otherwise.
  *
  * A failure leaves nothing behind: the namespace dies with the thread's
  * reference to it, and the veth pair with it.
@@ -34,6 +35,7 @@
 #include "restore/restore.h"
 #include "rtnl.h"
 
+#include "files.pb-c.h"
 #include "netdev.pb-c.h"
 
 #define NS_ID		1
@@ -298,6 +300,7 @@ static int replay(struct netns_rst *n, enum img_type t, uint32_t magic, int type
 }
 
 struct dad {
+	bool kernel_ll;			/* the kernel's link-local addresses too */
 	int tentative;
 	char failed[80];
 };
@@ -313,6 +316,9 @@ static int on_dad(const struct nlmsghdr *h, void *arg)
 		return 0;
 	rtnl_parse_msg(tb, IFA_MAX, h, sizeof(*ifa));
 	flags = tb[IFA_FLAGS] ? *(uint32_t *)RTA_DATA(tb[IFA_FLAGS]) : ifa->ifa_flags;
+	if (!d->kernel_ll && tb[IFA_PROTO] &&
+	    *(uint8_t *)RTA_DATA(tb[IFA_PROTO]) == IFAPROT_KERNEL_LL)
+		return 0;
 	if ((flags & IFA_F_DADFAILED) && tb[IFA_ADDRESS])
 		inet_ntop(AF_INET6, RTA_DATA(tb[IFA_ADDRESS]), d->failed, sizeof(d->failed));
 	else if (flags & IFA_F_TENTATIVE)
@@ -320,14 +326,29 @@ static int on_dad(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+/* Whether a dumped socket is bound to an IPv6 link-local address (fe80::/10). */
+static bool binds_link_local(const struct netns_rst *n)
+{
+	for (size_t i = 0; i < n->r->ds.nr_files; i++) {
+		const InetSkEntry *sk = n->r->ds.files[i]->isk;
+
+		if (sk && sk->family == AF_INET6 && sk->n_src_addr == 4 &&
+		    (ntohl(sk->src_addr[0]) & 0xffc00000) == 0xfe800000)
+			return true;
+	}
+	return false;
+}
+
 static int wait_dad(struct netns_rst *n)
 {
+	bool kernel_ll = binds_link_local(n);
+
 	struct timespec tick = { 0, 20 * 1000 * 1000 };
 
 	for (int waited = 0;; waited += 20) {
 		struct rtnl_req q;
 		struct ifaddrmsg *ifa = rtnl_req_init(&q, RTM_GETADDR, 0, sizeof(*ifa));
-		struct dad d = { 0, "" };
+		struct dad d = { kernel_ll, 0, "" };
 		int ret;
 
 		ifa->ifa_family = AF_INET6;
