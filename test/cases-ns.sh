@@ -328,6 +328,20 @@ case_ns_net_veth() {
 	get_result "$OUT"
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+
+	note "the first dump again, its other end renamed, no bridge: it gets the addresses"
+	ip link del "$VBR"
+	wait_until 5 eval '! ip link show $other > /dev/null 2>&1' || fail "$other outlived the namespace"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 4 --external "veth[$VIN]:$other"
+	wait_restored "$PID"
+	ip -o addr show dev "$other" | grep -q "inet $V4.1/24 .*$other" || fail "$other did not get $V4.1"
+	veth_ping "$V4.2"
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 
 # A veth with both ends inside, and one whose other end is in a third

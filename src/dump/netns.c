@@ -126,18 +126,17 @@ static int host_nsid(struct netns_read *n)
 
 /* ------------------------------------------------------------------ devices */
 
-static int link_kind(const struct rtattr *linkinfo, char *kind, size_t len)
+static void link_kind(const struct rtattr *linkinfo, char *kind, size_t len)
 {
 	struct rtattr *li[IFLA_INFO_MAX + 1];
 
 	snprintf(kind, len, "%s", "no kind");
 	if (!linkinfo)
-		return 0;
+		return;
 	rtnl_parse(li, IFLA_INFO_MAX, RTA_DATA(linkinfo), RTA_PAYLOAD(linkinfo));
 	if (li[IFLA_INFO_KIND])
 		snprintf(kind, len, "%.*s", (int)RTA_PAYLOAD(li[IFLA_INFO_KIND]),
 			 (const char *)RTA_DATA(li[IFLA_INFO_KIND]));
-	return 0;
 }
 
 static uint32_t u32_of(const struct rtattr *a, uint32_t dflt)

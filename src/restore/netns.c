@@ -184,22 +184,42 @@ static int create_veth(struct netns_rst *n, const NetDeviceEntry *e, const char 
 			  e->name, e->ifindex, out, strerror(-ret)) : 0;
 }
 
+/* msg into q with type and creation flags; the IFA_LABEL of an address dropped if drop_label. */
+static int copy_msg(struct rtnl_req *q, const void *msg, size_t len, int type, bool drop_label)
+{
+	const struct nlmsghdr *h = msg;
+	const size_t head = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+	const struct rtattr *a = (const void *)((const char *)msg + NLMSG_ALIGN(head));
+	size_t left = len - NLMSG_ALIGN(head);
+
+	if (len < head || len > sizeof(*q) || h->nlmsg_len != len)
+		return -EIO;
+	memcpy(q, msg, drop_label ? NLMSG_ALIGN(head) : len);
+	q->h.nlmsg_len = drop_label ? NLMSG_ALIGN(head) : len;
+	q->h.nlmsg_type = type;
+	q->h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	for (; drop_label && RTA_OK(a, left); a = RTA_NEXT(a, left))
+		if (a->rta_type != IFA_LABEL && rtnl_add(q, a->rta_type, RTA_DATA(a), RTA_PAYLOAD(a)))
+			return -EIO;
+	return 0;
+}
+
+/*
+ * One address or route as dumped (into device index if not 0). One that is
+ * there already was made by the kernel with the device or the address: the same.
+ */
 static int add_msg(struct rtnl *nl, const void *msg, size_t len, int type, int index,
-		   const char *what)
+		   bool drop_label)
 {
 	struct rtnl_req q;
-	int ret;
+	int ret = copy_msg(&q, msg, len, type, drop_label);
 
-	if (len < NLMSG_LENGTH(sizeof(struct ifaddrmsg)) || len > sizeof(q))
-		return fail(-EIO, "%s: a message of %zu bytes", what, len);
-	memcpy(&q, msg, len);
-	q.h.nlmsg_len = len;
-	q.h.nlmsg_type = type;
-	q.h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	if (ret)
+		return ret;
 	if (index)
 		((struct ifaddrmsg *)NLMSG_DATA(&q.h))->ifa_index = index;
 	ret = rtnl_talk(nl, &q.h);
-	return ret == -EEXIST ? 0 : ret;	/* lo's 127.0.0.1, a route the kernel made */
+	return ret == -EEXIST ? 0 : ret;
 }
 
 /* The other end: found by name, into its bridge or given its addresses, then up. */
@@ -216,8 +236,9 @@ static int setup_outside(struct netns_rst *n, const NetDeviceEntry *e, const cha
 		return fail(ret, "veth %s: no bridge %s in memdump's network namespace to attach %s "
 			    "to", e->name, bridge, out);
 	for (size_t i = 0; !ret && !master && i < e->n_peer_ifaddr; i++) {
+		/* renamed (--external): its IPv4 addresses' label is the old name */
 		ret = add_msg(&n->host, e->peer_ifaddr[i].data, e->peer_ifaddr[i].len,
-			      RTM_NEWADDR, index, "netdev-1.img");
+			      RTM_NEWADDR, index, strcmp(out, e->peer_name ? e->peer_name : ""));
 		if (ret)
 			return fail(ret, "cannot give %s (the other end of veth %s) its address: %s",
 				    out, e->name, strerror(-ret));
@@ -290,7 +311,7 @@ static int replay(struct netns_rst *n, enum img_type t, uint32_t magic, int type
 		if (ret == -EIO)
 			ret = fail(ret, "%s is truncated or corrupt at byte %lld", name,
 				   (long long)pos);
-		if (!ret && (ret = add_msg(&n->in, &q, q.h.nlmsg_len, type, 0, name)))
+		if (!ret && (ret = add_msg(&n->in, &q, q.h.nlmsg_len, type, 0, false)))
 			ret = fail(ret, "%s: cannot add %s %lld: %s", name,
 				   type == RTM_NEWADDR ? "the address at byte" : "the route at byte",
 				   (long long)pos, strerror(-ret));
