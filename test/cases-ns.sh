@@ -226,13 +226,16 @@ veth_state() {
 		sed -E 's/\\ +valid_lft.*//; s/@if[0-9]+//; s/ link-netnsid [0-9]+//; s/ (state|qlen) [A-Z0-9]+//g'
 }
 
-# veth_ping HOST: the server answers over the veth
+# veth_ping HOST: the server answers over the veth, TCP and UDP
 veth_ping() {
 	local line
 	line=$(timeout 5 bash -c "exec 3<>/dev/tcp/$1/7000 && head -n1 <&3") ||
 		fail "no answer from $1 port 7000 over $VOUT"
 	[[ $line == "pong $PID "* ]] || fail "answer from $1: '$line', want pong $PID"
-	note "$1 answers: $line"
+	line=$(timeout 5 bash -c "exec 3<>/dev/udp/$1/7000 && echo udp$$ >&3 && head -n1 <&3") ||
+		fail "no UDP answer from $1 port 7000 over $VOUT"
+	[[ $line == "pong udp$$" ]] || fail "UDP answer from $1: '$line', want pong udp$$"
+	note "$1 answers over TCP and UDP: $line"
 }
 
 case_ns_net_veth() {
