@@ -370,7 +370,32 @@ case_ns_net_veth_refuse() {
 	kill "$third"
 }
 
+# CRIU's RPC: RESTORE with veths (if_in, if_out@bridge, as runtimes send them)
+case_ns_net_veth_rpc() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	/usr/bin/python3 -c 'import pycriu' 2> /dev/null || { note "no pycriu (Debian's criu package): skipped"; return 0; }
+	veth_names
+	trap veth_cleanup EXIT
+	veth_start
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
+	ip link add "$VBR" type bridge && ip addr add "$V4.1/24" dev "$VBR" && ip link set "$VBR" up ||
+		fail "cannot make bridge $VBR"
+	local other=${VOUT:0:13}r
+	truncate -s "$READY_SIZE" "$OUT"
+	rpc r "$MEMDUMP" RESTORE images_dir="$T/d" veths="$VIN:$other@$VBR"
+	rpc_ok
+	track "$PID"
+	expect_untraced "$PID"
+	ip -o link show "$other" | grep -q "master $VBR" || fail "$other is not attached to $VBR"
+	veth_ping "$V4.2"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+
 add ns-net-rst case_ns_net_rst
 add ns-net-refuse case_ns_net_refuse
 add ns-net-veth case_ns_net_veth
 add ns-net-veth-refuse case_ns_net_veth_refuse
+add ns-net-veth-rpc case_ns_net_veth_rpc
