@@ -347,8 +347,9 @@ case_ns_net_veth() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 
-# A veth with both ends inside, and one whose other end is in a third
-# namespace (neither the target's nor memdump's): refused by name.
+# A veth with both ends inside (with a random link-local address, which a
+# new namespace would not give it again), and one whose other end is in a
+# third namespace (neither the target's nor memdump's): refused by name.
 case_ns_net_veth_refuse() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
 	veth_names
@@ -357,6 +358,7 @@ case_ns_net_veth_refuse() {
 	track "$third"
 	wait_until 5 eval '! same_ns $third net self' || fail "no third namespace"
 	local s="ip link add $VIN type veth peer name $VOUT"
+	s+=" && ip link set $VIN addrgenmode random && ip link set $VIN up && ip link set $VOUT up"
 	s+=" && ip link add ${VIN:0:13}t type veth peer name ${VOUT:0:13}t netns $third"
 	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7001
 	md refuse dump -t "$PID" -D "$T/d"
@@ -365,6 +367,8 @@ case_ns_net_veth_refuse() {
 		fail "the refusal does not name $VIN (both ends inside)"
 	grep -qF "veth ${VIN:0:13}t whose other end is in another network namespace than memdump's" \
 		"$MD_ERR" || fail "the refusal does not name ${VIN:0:13}t (other end in a third namespace)"
+	grep -qE "IPv6 link-local address fe80:[0-9a-f:]*/64 on $VIN, not the one its MAC gives" "$MD_ERR" ||
+		fail "the refusal does not name the random link-local address of $VIN"
 	no_inventory "$T/d"
 	check_child_pass
 	kill "$third"
