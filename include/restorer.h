@@ -133,6 +133,7 @@ struct rst_filter {
 
 struct rst_thread {
 	unsigned int tid;
+	unsigned int ns_tid;		/* as the process sees it, in its PID namespace; 0: tid */
 	unsigned int has_sched, pdeath_sig;
 	struct rst_sched sched;
 	/* seccomp filters to install, oldest first: indexes into the filter array */

@@ -751,7 +751,9 @@ static void restore_thread(struct rst_thread *t)
 static void queue_signals(struct rst_thread *t, int leader)
 {
 	struct rst_siginfo *s = (struct rst_siginfo *)area(A->sigs_off);
-	u64 pid = ((struct rst_thread *)area(A->threads_off))[0].tid;
+	struct rst_thread *l = (struct rst_thread *)area(A->threads_off);
+	u64 pid = l->ns_tid ? l->ns_tid : l->tid;	/* as the process sees itself */
+	u64 self = t->ns_tid ? t->ns_tid : t->tid;
 	long ret;
 
 	for (u32 i = 0; i < A->nr_sigs; i++) {
@@ -760,7 +762,7 @@ static void queue_signals(struct rst_thread *t, int leader)
 		if (s[i].tid == 0 && leader)
 			ret = sys_call3(__nr_rt_sigqueueinfo, pid, sig, s[i].info);
 		else if (s[i].tid == t->tid)
-			ret = sys_call4(__nr_rt_tgsigqueueinfo, pid, t->tid, sig, s[i].info);
+			ret = sys_call4(__nr_rt_tgsigqueueinfo, pid, self, sig, s[i].info);
 		else
 			continue;
 		if (ret < 0)
@@ -844,7 +846,7 @@ void blob_main(void *arg)
 
 	for (u32 i = 1; i < A->nr_threads; i++) {
 		struct rst_thread *t = &threads[i];
-		u64 tid = t->tid;
+		u32 tid[2] = { t->ns_tid ? t->ns_tid : t->tid, t->tid };	/* pid_t, innermost first */
 		struct clone_args ca;
 
 		blob_memset(&ca, 0, sizeof(ca));
@@ -853,7 +855,7 @@ void blob_main(void *arg)
 		ca.stack = (u64)area(t->stack_top) - RST_STACK_SIZE;
 		ca.stack_size = RST_STACK_SIZE;
 		ca.set_tid = (u64)&tid;
-		ca.set_tid_size = 1;
+		ca.set_tid_size = t->ns_tid ? 2 : 1;
 		ret = rst_clone3(&ca, sizeof(ca), thread_main, t);
 		if (ret < 0)
 			rst_fail_n(ret, "cannot create thread", t->tid);

@@ -143,3 +143,31 @@ case_seccomp_kill_filter() {
 	check_child_pass
 }
 for m in splice read mem; do add "dump-seccomp-kill-filter-$m" case_seccomp_kill_filter "$m"; done
+
+# A tree's dump whose worker is killed while the parasite is in its root (every
+# process frozen): every process runs on, untraced, with no parasite left,
+# and the tree finishes as it would have.
+case_worker_killed_tree() {
+	mkdir -p "$T/d"
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]} p
+	track "$a"; track "$b"; track "$g"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=$1 "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point $1" "$OP_TIMEOUT" || fail "the dump never reached $1"
+	for p in "$a" "$b" "$g"; do
+		[[ $(proc_field "$p" TracerPid) != 0 ]] || fail "process $p of the tree is not frozen"
+	done
+	kill_worker "$mdpid"
+	for p in "$PID" "$a" "$b" "$g"; do expect_untraced "$p"; done
+	sleep 0.2
+	for p in "$PID" "$a" "$b" "$g"; do no_parasite_left "$p"; done
+	no_inventory "$T/d"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	timeout_wait "$PID" || fail "t-tree exited with $? after PASS"
+}
+add err-worker-killed-tree-parasite case_worker_killed_tree parasite-running
+add err-worker-killed-tree-infected case_worker_killed_tree infected

@@ -16,25 +16,34 @@ expect_dump_refused() {
 	no_inventory "$T/d"
 }
 
+# a child in a namespace of its own: the tree's restore would put it in its parent's
 case_refuse_children() {
-	bash -c 'sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
+	bash -c 'unshare --uts sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
-	wait_until 5 has_child "$PID" || fail "no child appeared"
+	wait_until 5 eval '[[ $(cat /proc/$(first_child '"$PID"')/comm 2> /dev/null) == sleep ]]' ||
+		fail "no child appeared"
 	local child; child=$(first_child "$PID"); track "$child"
-	expect_dump_refused "$PID" "process $PID holds state" "child process $child \(sleep\)"
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "process $child \(sleep\) of the tree of $PID is in another uts namespace than it" \
+		"$MD_ERR" || fail "the error does not name the child's namespace"
+	no_inventory "$T/d"
 	expect_untraced "$PID"
-	alive "$child" || fail "child $child is gone"
+	expect_untraced "$child"
 }
 
+# everything the tree holds, in one line: the root's reasons, then each child's
 case_refuse_two() {
 	mkdir "$T/gone"
 	(cd "$T/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 has_child "$PID" || fail "no child appeared"
-	track "$(first_child "$PID")"
+	local child; child=$(first_child "$PID"); track "$child"
 	rmdir "$T/gone"
-	expect_dump_refused "$PID" "child process [0-9]+ \(sleep\)" "a deleted cwd \(.*gone \(deleted\)\)"
+	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: a deleted cwd \(.*gone \(deleted\)\)" \
+		"process $child \(sleep\): a deleted cwd \(.*gone \(deleted\)\)"
 	expect_untraced "$PID"
+	expect_untraced "$child"
 }
 
 case_refuse_init() {
@@ -44,12 +53,13 @@ case_refuse_init() {
 	[[ $(proc_field 1 TracerPid) == 0 ]] || fail "init is traced"
 }
 
+# the init of a PID namespace two levels below memdump's: refused by name
 case_refuse_pidns() {
-	unshare --pid --fork sleep 300 < /dev/null > /dev/null 2>&1 &
+	unshare --pid --fork unshare --pid --fork sleep 300 < /dev/null > /dev/null 2>&1 &
 	local u=$!; track "$u"
-	wait_until 5 has_child "$u" || fail "unshare started no child"
-	PID=$(first_child "$u"); track "$PID"
-	expect_dump_refused "$PID" "init of a PID namespace" "its own pid namespace"
+	wait_until 5 eval '[[ -n $(first_child $(first_child '"$u"')) ]]' || fail "unshare started no child"
+	PID=$(first_child "$(first_child "$u")"); track "$PID"
+	expect_dump_refused "$PID" "in a PID namespace of which it is not the init \(NSpid of more than two levels\)"
 	expect_untraced "$PID"
 }
 

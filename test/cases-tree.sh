@@ -1,6 +1,7 @@
-# Process trees (src/dump/tree.c): today refused, every descendant named in
-# the one error line (grandchildren, zombies and traced ones included), and
-# every process of the tree left running and untraced.
+# Process trees (src/dump/tree.c, treedump.c, src/restore/tree.c): PID and
+# every live process below it dumped at one instant and restored with the
+# same PIDs, parents, groups and sessions; what a tree dump cannot take is
+# refused in one line naming each process, every process left running.
 
 # tree_children PID: the PIDs of PID's children, one a line
 tree_children() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep .; }
@@ -19,29 +20,53 @@ tree_untouched() {
 	for p in "$@"; do expect_untraced "$p"; done
 }
 
-case_tree_refuse_jobs() {
-	bash -c 'sleep 300 & bash -c "sleep 301 & sleep 302 & wait" & wait' \
-		< /dev/null > /dev/null 2>&1 &
+# tree_pids PID: PID and every process below it, parents first
+tree_pids() {
+	local c
+	echo "$1"
+	for c in $(tree_children "$1"); do tree_pids "$c"; done
+}
+
+# a shell's jobs: bash -c 'sleep & bash -c "sleep & sleep & wait" & wait', dumped
+# (killed) and restored: same PIDs and parents; the shells reap their jobs
+case_tree_jobs_rst() {
+	bash -c 'sleep 300 & bash -c "sleep 301 & sleep 302 & wait; echo inner done" & wait; echo outer done' \
+		< /dev/null > "$T/jobs.out" 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 tree_has 4 "$PID" || fail "the job tree did not appear (4 processes below $PID)"
-	local all=() c g
-	for c in $(tree_children "$PID"); do
-		all+=("$c"); track "$c"
-		for g in $(tree_children "$c"); do all+=("$g"); track "$g"; done
+	local before after p
+	before=$(for p in $(tree_pids "$PID"); do echo "$p $(proc_field "$p" PPid)"; done | sort)
+	for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	grep -q "dumped process tree of $PID: 5 processes" "$MD_OUT" || fail "no tree summary: $(head -c 300 "$MD_OUT")"
+	for p in $(echo "$before" | cut -d' ' -f1); do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
 	done
-	local res=("process $PID holds state memdump cannot dump" \
-		   "process trees are not supported yet \(4 live process\(es\) below $PID\)")
-	for c in $(tree_children "$PID"); do
-		res+=("child process $c \((sleep|bash)\) of $PID")
-		for g in $(tree_children "$c"); do res+=("child process $g \(sleep\) of $c"); done
+	[[ $(ls -d "$T"/d/proc-* | wc -l) == 4 ]] || fail "not 4 process sets in $T/d: $(ls "$T/d")"
+	md verify verify -D "$T/d" || fail "verify failed: $(cat "$MD_ERR")"
+	grep -q "verified: 5 processes" "$MD_OUT" || fail "verify: $(cat "$MD_OUT")"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 4 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	after=$(for p in $(tree_pids "$PID"); do echo "$p $(proc_field "$p" PPid)"; done | sort)
+	# the root's parent is memdump now
+	[[ $(echo "$before" | grep -v "^$PID ") == $(echo "$after" | grep -v "^$PID ") ]] ||
+		fail "processes and parents differ: before [$before] after [$after]"
+	for p in $(tree_pids "$PID"); do
+		[[ $p == "$PID" ]] || [[ $(proc_field "$p" TracerPid) == 0 ]] || fail "$p is still traced"
 	done
-	expect_dump_refused "$PID" "${res[@]}"
-	tree_untouched "$PID" "${all[@]}"
+	for p in $(tree_pids "$PID"); do
+		[[ $(cat /proc/"$p"/comm) == sleep ]] && kill "$p"
+	done
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want the outer shell's 0"
+	grep -q "inner done" "$T/jobs.out" && grep -q "outer done" "$T/jobs.out" ||
+		fail "the restored shells did not finish their wait: $(cat "$T/jobs.out")"
 }
 
 # a zombie that left its parent's group cannot be made by the restored parent
 case_tree_refuse_zombie() {
-	python3 -c 'import os, time
+	command -p python3 -c 'import os, time
 pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
@@ -52,7 +77,6 @@ time.sleep(300)' < /dev/null > /dev/null 2>&1 &
 		fail "no zombie child appeared"
 	local z; z=$(tree_children "$PID")
 	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
-	grep -q "process trees are not supported" "$MD_ERR" && fail "a zombie is no live tree"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
 }
@@ -99,7 +123,7 @@ case_tree_refuse_traced() {
 
 # a zombie of another user than its parent: the restored parent could not make it
 case_tree_refuse_zombie_creds() {
-	python3 -c 'import os, time
+	command -p python3 -c 'import os, time
 pid = os.fork()
 if pid == 0:
     os.setresuid(65534, 65534, 65534)
@@ -160,14 +184,322 @@ case_tree_refuse_leader_exited() {
 	# its cmdline and environ are gone with the leader: cleanup_case cannot tell it is ours
 	trap 'kill -9 '"$c"' 2> /dev/null' EXIT
 	wait_until 5 eval '[[ $(proc_state '"$c"') == Z ]]' || fail "the leader of $c did not exit"
-	expect_dump_refused "$PID" "child process $c \(h-leaderexit\) of $PID" \
-		"process trees are not supported yet \(1 live process\(es\) below $PID\)"
+	expect_dump_refused "$PID" "child process $c \(h-leaderexit\) of $PID, whose main thread has exited"
 	grep -q "a zombie" "$MD_ERR" && fail "$c, alive, was taken for a zombie"
 	tree_untouched "$PID"
 	[[ $(ls /proc/"$c"/task | wc -l) == 2 ]] || fail "$c lost its live thread"
 }
 
-add tree-refuse-jobs case_tree_refuse_jobs
+# tree_snap PID...: the state of each process (statecmp), to compare after the restore
+tree_snap() {
+	local p
+	for p in "$@"; do
+		STATECMP_MERGE_ANON=1 "$TESTSRC/statecmp" snap "$p" "$T/state.before.$p" ||
+			fail "statecmp snap $p failed"
+	done
+}
+
+# tree_same LABEL PID...: each process shows what tree_snap recorded
+tree_same() {
+	local label=$1 p; shift
+	for p in "$@"; do
+		STATECMP_MERGE_ANON=1 "$TESTSRC/statecmp" snap "$p" "$T/state.after.$label.$p" ||
+			fail "statecmp snap $p failed"
+		if ! "$TESTSRC/statecmp" diff "$T/state.before.$p" "$T/state.after.$label.$p" \
+			> "$T/state.diff.$label.$p"; then
+			sed 's/^/#   /' "$T/state.diff.$label.$p" | head -n 40
+			fail "restored state of $p differs: $(grep -m1 '^[-+][^-+]' "$T/state.diff.$label.$p")"
+		fi
+	done
+	note "statecmp: $* as dumped"
+}
+
+# t-tree's processes after a restore: P A B G with their parents, B its own group
+tree_shape_ok() {
+	local p=$1 a=$2 b=$3 g=$4
+	[[ $(proc_field "$a" PPid) == "$p" && $(proc_field "$b" PPid) == "$p" &&
+	   $(proc_field "$g" PPid) == "$a" ]] ||
+		fail "parents: A $(proc_field "$a" PPid) B $(proc_field "$b" PPid) G $(proc_field "$g" PPid)"
+	[[ $(ps -o pgid= -p "$b" | tr -d ' ') == "$b" ]] || fail "B ($b) does not lead its group"
+	[[ $(ps -o pgid= -p "$g" | tr -d ' ') == $(ps -o pgid= -p "$p" | tr -d ' ') ]] ||
+		fail "G ($g) is not in P's group"
+}
+
+# the restored tree ends as t-tree says: every process "ok", then PASS, one after the other
+tree_pass() {
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	local n
+	for n in A B G; do
+		grep -q "^ok $n" "$OUT" || fail "no 'ok $n' line: $(tail -c 300 "$OUT" | tr '\n' '|')"
+	done
+	[[ $(tail -n 5 "$OUT" | grep -c -E '^(ok [ABG]|PASS )') == 4 ]] ||
+		fail "the lines of the shared stdout are garbled: $(tail -c 300 "$OUT" | tr '\n' '|')"
+}
+
+# case_tree_prog MODE: t-tree dumped (killed) in MODE and restored twice
+case_tree_prog() {
+	local opts=()
+	[[ $1 == default ]] || opts=(--mode "$1")
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	tree_snap "$PID" "$a" "$b" "$g"
+	dump "$PID" "$T/d" "${opts[@]}"
+	local p
+	for p in "$PID" "$a" "$b" "$g"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	local label
+	for label in 1 2; do
+		truncate -s "$READY_SIZE" "$OUT"
+		restore_bg "$T/d" "$label"
+		wait_restored "$PID"
+		tree_shape_ok "$PID" "$a" "$b" "$g"
+		tree_same "$label" "$PID" "$a" "$b" "$g"
+		tree_pass
+		wait_restore_exit
+		(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+		wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$g"' ]]' || fail "A or G is left"
+	done
+}
+
+# --leave-running: the tree runs on untouched, and its image restores
+case_tree_prog_lr() {
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d" --leave-running
+	tree_untouched "$PID" "$a" "$b" "$g"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	timeout_wait "$PID" || fail "t-tree exited with $? after PASS"
+	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' && ! -d /proc/'"$g"' ]]' ||
+		fail "a child of t-tree is left"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+
+# a damaged image of a child: nothing of the tree starts
+case_tree_corrupt() {
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$g"' ]]' || fail "G outlived the killing dump"
+	printf 'X' | dd of="$T/d/proc-$g/core-$g.img" bs=1 seek=20 conv=notrunc status=none
+	md rst-corrupt restore -D "$T/d"
+	expect_md_error
+	grep -q "proc-$g.*corrupt\|corrupt.*proc-$g" "$MD_ERR" || fail "the error does not name proc-$g: $(cat "$MD_ERR")"
+	for p in "$PID" "$a" "$b" "$g"; do alive "$p" && fail "process $p was started"; done
+	rm -rf "$T/d/proc-$b"
+	md rst-missing restore -D "$T/d"
+	expect_md_error
+	grep -q "proc-$b" "$MD_ERR" || fail "the error does not name proc-$b: $(cat "$MD_ERR")"
+	return 0
+}
+
+# memory shared between processes of the tree (MAP_SHARED|MAP_ANONYMOUS before
+# a fork): one object again after the restore, its content kept
+SHM_TREE='import mmap, os, signal, struct, sys, time
+m = mmap.mmap(-1, 4096, mmap.MAP_SHARED)
+m[0:8] = struct.pack("Q", 0)
+m[100:105] = b"hello"
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *a: usr1.append(1))
+c = os.fork()
+if c == 0:
+    n = 0
+    while struct.unpack("Q", m[8:16])[0] != 77:
+        n += 1
+        m[0:8] = struct.pack("Q", n)
+        time.sleep(0.002)
+    os._exit(0 if m[100:105] == b"hello" else 5)
+while struct.unpack("Q", m[0:8])[0] < 10:
+    time.sleep(0.01)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+a = struct.unpack("Q", m[0:8])[0]
+time.sleep(0.1)
+b = struct.unpack("Q", m[0:8])[0]
+m[8:16] = struct.pack("Q", 77)
+_, st = os.waitpid(c, 0)
+print("PASS" if b > a and st == 0 else "FAIL counter %d -> %d, child status %d" % (a, b, st), flush=True)'
+
+case_tree_shared_mem() {
+	OUT=$T/shm.out
+	command -p python3 -c "$SHM_TREE" < /dev/null > "$OUT" 2> "$T/shm.err" &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/shm.err")"
+	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
+		fail "the child was not restored: $(cat "$MD_ERR")"
+	local ino_p ino_c
+	ino_p=$(grep -m1 "/dev/zero (deleted)" /proc/"$PID"/maps | awk '{ print $5 }')
+	ino_c=$(grep -m1 "/dev/zero (deleted)" /proc/"$c"/maps | awk '{ print $5 }')
+	[[ -n $ino_p && $ino_p == "$ino_c" ]] || fail "not one object: inode $ino_p in $PID, $ino_c in $c"
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+
+# ns_pids PID: "host-pid ns-pid" of PID and every process below it
+ns_pids() {
+	local p
+	for p in $(tree_pids "$1"); do echo "$p $(proc_field "$p" NSpid | awk '{ print $NF }')"; done | sort
+}
+
+# case_tree_pidns [UNSHARE OPTIONS]: t-tree as the init of a PID namespace of its
+# own (unshare --pid --fork), dumped and restored: every process keeps the PID
+# it sees and the one memdump sees, the namespaces the options made kept too
+case_tree_pidns() {
+	OUT=$T/pidns.out
+	# the inner unshare (no --fork) execs: the namespaces it makes are t-tree's alone
+	unshare --pid --fork --kill-child sh -c 'exec unshare "$@"' sh "$@" sh -c \
+		'hostname tree-ns 2> /dev/null; ipcmk -M 8192 > /dev/null 2>&1; exec "$0" "$1"' \
+		"$TESTBIN/t-tree" "$T" > "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-tree did not start"
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	[[ ${READY[1]} == 1 ]] || fail "t-tree is not the init of its namespace: ${READY[*]}"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	local before after p uts
+	before=$(ns_pids "$PID")
+	[[ $(echo "$before" | wc -l) == 4 ]] || fail "not 4 processes: $before"
+	for p in $(tree_pids "$PID"); do track "$p"; done
+	uts=$(readlink /proc/"$PID"/ns/uts)
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	for p in $(echo "$before" | cut -d' ' -f1); do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 3 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	after=$(ns_pids "$PID")
+	[[ $before == "$after" ]] || fail "PIDs differ: before [$before] after [$after]"
+	[[ $(readlink /proc/"$PID"/ns/pid) != "$(readlink /proc/self/ns/pid)" ]] ||
+		fail "the restored tree is in memdump's PID namespace"
+	if [[ " $* " == *" --uts "* ]]; then
+		[[ $(nsenter -u -t "$PID" hostname) == tree-ns ]] ||
+			fail "the host name is $(nsenter -u -t "$PID" hostname), not tree-ns"
+		[[ $(readlink /proc/"$PID"/ns/uts) != "$(readlink /proc/self/ns/uts)" ]] ||
+			fail "the restored tree is in memdump's UTS namespace"
+	fi
+	for p in $(tree_pids "$PID"); do
+		[[ $(readlink /proc/"$p"/ns/pid) == "$(readlink /proc/"$PID"/ns/pid)" ]] ||
+			fail "process $p is in another PID namespace than the init"
+	done
+	if [[ " $* " == *" --mount-proc"* ]]; then
+		local seen; seen=$(nsenter -t "$PID" -m ls /proc | grep -c '^[0-9]')
+		(( seen == 4 )) || fail "the restored tree sees $seen processes in its /proc, not its 4"
+		[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
+			fail "the restored tree is in memdump's mount namespace"
+	fi
+	if [[ " $* " == *" --ipc "* ]]; then
+		nsenter -t "$PID" -i ipcs -m | grep -q " 8192 " ||
+			fail "the System V segment is gone: $(nsenter -t "$PID" -i ipcs -m)"
+	fi
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+	note "uts namespace at the dump: $uts"
+}
+
+# a process of a PID namespace that is not its init: refused by name
+case_tree_pidns_refuse() {
+	unshare --pid --fork --kill-child sh -c 'sleep 300 & wait' < /dev/null > /dev/null 2>&1 &
+	local u=$!; track "$u"
+	wait_until 5 tree_has 2 "$u" || fail "the namespace's processes did not appear"
+	local init sl; init=$(tree_children "$u"); sl=$(tree_children "$init")
+	track "$init"; track "$sl"
+	PID=$sl
+	md refuse dump -t "$sl" -D "$T/d"
+	expect_md_error
+	grep -q "process $sl is in a PID namespace of which it is not the init" "$MD_ERR" ||
+		fail "the refusal does not say why: $(cat "$MD_ERR")"
+	tree_untouched "$init" "$sl"
+}
+
+# real programs' trees, dumped mid-run (killed) and restored: they finish with
+# the output of an uninterrupted run
+# make -j2 on 30 targets (sleep, echo): make, its shells and their sleeps
+case_tree_real_make() {
+	mkdir -p "$T/mk"
+	cat > "$T/mk/Makefile" <<'MK'
+N := $(shell seq 1 30)
+all: $(addprefix a,$(N))
+	@echo all done
+a%:
+	@sleep 0.2; echo $@ > $@
+MK
+	(cd "$T/mk" && exec make -j2) > "$T/make.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval '(( $(ls '"$T"'/mk/a* 2> /dev/null | wc -l) >= 6 ))' || fail "make did not start"
+	wait_until 5 tree_has 4 "$PID" || fail "make has not two jobs running"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local made; made=$(ls "$T"/mk/a* | wc -l)
+	(( made < 30 )) || fail "make had finished before the dump"
+	note "dumped after $made targets"
+	restore_bg "$T/d" 1
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "the restored make exited with $MD_RC: $(cat "$T/make.out")"
+	[[ $(ls "$T"/mk/a* | wc -l) == 30 ]] || fail "not every target was made"
+	for p in $(seq 1 30); do
+		[[ $(cat "$T/mk/a$p") == "a$p" ]] || fail "target a$p holds $(cat "$T/mk/a$p")"
+	done
+	[[ $(cat "$T/make.out") == "all done" ]] || fail "make printed: $(cat "$T/make.out")"
+}
+
+# python's subprocess.run on a shell loop: the parent waits, the child counts on
+case_tree_real_subprocess() {
+	command -p python3 -u -c 'import subprocess, sys
+r = subprocess.run(["sh", "-c", "i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo $i; sleep 0.05; done"])
+print("exit", r.returncode)' > "$T/sub.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_until 10 eval '(( $(grep -c . '"$T"'/sub.out) >= 5 ))' || fail "the loop did not start"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local last; last=$(tail -n1 "$T/sub.out")
+	note "dumped after $last"
+	restore_bg "$T/d" 1
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "the restored python exited with $MD_RC"
+	[[ $(cat "$T/sub.out") == "$(seq 1 40; echo exit 0)" ]] ||
+		fail "the output is not an uninterrupted run's: $(tr '\n' ' ' < "$T/sub.out")"
+}
+
+add tree-jobs-rst case_tree_jobs_rst
+add tree-rst-default case_tree_prog default
+add tree-rst-read case_tree_prog read
+add tree-rst-mem case_tree_prog mem
+add tree-lr case_tree_prog_lr
+add tree-corrupt case_tree_corrupt
+add tree-shared-mem case_tree_shared_mem
+add tree-pidns case_tree_pidns
+add tree-real-make case_tree_real_make
+add tree-real-subprocess case_tree_real_subprocess
+add tree-pidns-ns case_tree_pidns --uts --ipc --net
+add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net
+add tree-pidns-refuse case_tree_pidns_refuse
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-refuse-traced case_tree_refuse_traced
 add tree-refuse-leader-exited case_tree_refuse_leader_exited

@@ -150,7 +150,7 @@ case_tty_real_script() {
 	track "$PID"
 	md dump-script dump -t "$sp" -D "$T/ds" --leave-running
 	expect_md_error
-	grep -q "child process $PID" "$MD_ERR" || fail "the refusal of script does not name its child"
+	grep -q "that process $PID (python3) holds too" "$MD_ERR" || fail "the refusal of script does not name its child"
 	dump "$PID" "$T/d" --shell-job
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the loop is still alive after the dump"
 	local last; last=$(tr -d '\r' < "$T/script.out" | grep -E '^[0-9]+$' | tail -n1)

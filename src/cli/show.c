@@ -297,6 +297,10 @@ static void text_process(const struct dumpset *ds, const char *dir)
 		printf(" %u", p->threads[i]);
 	printf("\n");
 	text_zombies(ds);
+	for (size_t i = 0; i < ds->nr_members; i++)	/* a tree's other processes */
+		printf("process    %u  ppid %u  pgid %u  sid %u  %zu thread(s)  (in %s/proc-%u)\n",
+		       ds->members[i]->pid, ds->members[i]->ppid, ds->members[i]->pgid,
+		       ds->members[i]->sid, ds->members[i]->n_threads, dir, ds->members[i]->pid);
 	if (ds->fs)
 		printf("cwd        %s  root %s\n", fs_path(ds, ds->fs->cwd_id),
 		       fs_path(ds, ds->fs->root_id));

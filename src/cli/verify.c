@@ -1,4 +1,7 @@
-/* memdump verify -D DIR: check an image set against its inventory. */
+/*
+ * memdump verify -D DIR: check an image set against its inventory; a
+ * process tree's: every process's set (DIR/proc-PID) as well.
+ */
 #include <stdio.h>
 
 #include "cli/options.h"
@@ -17,12 +20,28 @@ static size_t nr_page_runs(const struct dumpset *ds)
 int cmd_verify(const struct options *o)
 {
 	struct dumpset ds;
+	size_t images, runs;
 	int ret = dumpset_load(o->dir, &ds);
 
 	if (ret)
 		return ret;
-	printf("image set %s verified: %zu images, %zu page runs\n", o->dir,
-	       ds.inv->n_images + 1, nr_page_runs(&ds));
+	images = ds.inv->n_images + 1;
+	runs = nr_page_runs(&ds);
+	for (size_t i = 0; i < ds.nr_members && !ret; i++) {
+		struct dumpset m;
+
+		ret = dumpset_load_member(&ds, (pid_t)ds.members[i]->pid, &m);
+		if (ret)
+			break;
+		images += m.inv->n_images + 1;
+		runs += nr_page_runs(&m);
+		dumpset_free(&m);
+	}
+	if (!ret && ds.nr_members)
+		printf("image set %s verified: %zu processes, %zu images, %zu page runs\n", o->dir,
+		       ds.nr_members + 1, images, runs);
+	else if (!ret)
+		printf("image set %s verified: %zu images, %zu page runs\n", o->dir, images, runs);
 	dumpset_free(&ds);
-	return 0;
+	return ret;
 }

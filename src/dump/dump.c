@@ -30,6 +30,7 @@
 #include "infect/infect.h"
 #include "dump/images.h"
 #include "dump/ns.h"
+#include "dump/pidns.h"
 #include "dump/refuse.h"
 #include "dump/files.h"
 #include "image/image.h"
@@ -52,7 +53,7 @@ static void on_signal(int sig)
 
 /* SIGINT, SIGTERM, SIGHUP (also sent when memdump's parent process dies,
  * see worker.c) stop the dump cleanly. */
-static void catch_signals(void)
+void dump_catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
@@ -62,7 +63,7 @@ static void catch_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int open_dir(const char *dir)
+int dump_open_dir(const char *dir)
 {
 	int fd;
 
@@ -83,7 +84,7 @@ static int open_dir(const char *dir)
 }
 
 /* A SIGSTOPped target stays so with --leave-running and is restored stopped. */
-static bool target_stopped(pid_t pid)
+bool dump_target_stopped(pid_t pid)
 {
 	struct proc_stat st;
 
@@ -150,7 +151,7 @@ static int collect_memory(struct dump_ctx *d)
 }
 
 /* Everything read while the target is frozen, before its pages. */
-static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o)
+int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o)
 {
 	int ret = 0;
 
@@ -188,7 +189,7 @@ static int collect(struct dump_ctx *d, struct task_state *ts, const struct dump_
 	return ret;
 }
 
-static int write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)
+int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)
 {
 	/* the snapshot writes most pages once the target runs again */
 	int ret = snapshot ? snapshot_arm(d) : 1;
@@ -224,7 +225,7 @@ static int write_images(struct dump_ctx *d, const struct task_state *ts, bool sn
  * too late to save the process; the set loses its inventory, so that it is
  * never taken for complete.
  */
-static int make_durable(struct dump_ctx *d, bool leave_running)
+int dump_make_durable(struct dump_ctx *d, bool leave_running)
 {
 	int ret = img_sync_all(&d->dir);
 
@@ -236,7 +237,7 @@ static int make_durable(struct dump_ctx *d, bool leave_running)
 	return ret;
 }
 
-static void summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
+void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 {
 	double mb = d->stats.bytes_written / 1e6;
 	double mem_s = (d->stats.mem_end - d->stats.mem_start) / 1e6;
@@ -263,7 +264,7 @@ static void summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 	fflush(stdout);
 }
 
-static void dump_ctx_free(struct dump_ctx *d)
+void dump_ctx_free(struct dump_ctx *d)
 {
 	for (int i = 0; i < d->nr_threads; i++) {
 		free(d->threads[i].xsave);
@@ -304,8 +305,8 @@ static void network_unlocked(const struct dump_opts *o, pid_t pid)
  * The images are complete, the target still frozen: post-dump. With hooks the
  * inventory is written first, so that they see a complete set.
  */
-static int finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
-			 bool *inventory)
+int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
+		       bool *inventory)
 {
 	int ret = leave_running ? tty_put_back(d) : 0;	/* the bytes queued in its ptys */
 
@@ -339,7 +340,7 @@ static int prepare_incremental(struct dump_ctx *d, const struct dump_opts *o)
 }
 
 /* A failed dump leaves the target as it was: a tracker it just got goes again. */
-static void undo(struct dump_ctx *d)
+void dump_undo(struct dump_ctx *d)
 {
 	if (d->track.created && track_remove(&d->in, &d->track))
 		fail_clear();	/* the first error is the one reported */
@@ -363,10 +364,14 @@ int dump_run(const struct dump_opts *o)
 {
 	struct dump_opts in_ns = *o;
 	int back, ret = ns_enter_net(o->pid, &back);
+	struct proc_tree t = { 0 };
 
 	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
-	if (!ret)
+	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid))))
+		ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, or a PID namespace's init */
+	else if (!ret)
 		ret = dump_pipeline(&in_ns);
+	tree_free(&t);
 	ns_leave_net(back);
 	return ret;
 }
@@ -399,17 +404,17 @@ static int dump_pipeline(const struct dump_opts *o)
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	if (o->track_mem && !leave_running)
 		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
-	catch_signals();
+	dump_catch_signals();
 	ret = target_check(d.pid);
 	if (!ret)
 		ret = track_find(&d.track, d.pid);
 	if (!ret)
 		ret = refuse_check(o, &d.track);
 	if (!ret)
-		d.stopped = target_stopped(d.pid);
+		d.stopped = dump_target_stopped(d.pid);
 	d.own_ns = ns_own_mask(d.pid);
 	if (!ret)
-		ret = d.dir.fd = open_dir(o->dir);
+		ret = d.dir.fd = dump_open_dir(o->dir);
 	if (ret >= 0)
 		ret = prepare_incremental(&d, o);
 	if (ret >= 0) {
@@ -432,23 +437,23 @@ static int dump_pipeline(const struct dump_opts *o)
 		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */
 	d.in.trace = o->trace ? &o->trace->in : NULL;
 	if (!ret)
-		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
+		ret = refuse_check_frozen(d.pid, NULL);	/* a child forked before the freeze */
 	if (!ret && !d.pre_dump)
 		ret = collect_zombies(&d);
 	d.stats.frozen_at = now_us();
 	d.stats.threads = d.in.nr_threads;
 	if (!ret)
-		ret = collect(&d, ts, o);
+		ret = dump_collect(&d, ts, o);
 	if (!ret)
-		ret = write_images(&d, ts, o->snapshot);
+		ret = dump_write_images(&d, ts, o->snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret)
-		ret = finish_images(&d, o, leave_running, &inventory);
+		ret = dump_finish_images(&d, o, leave_running, &inventory);
 	if (ret) {
 		snapshot_end(&d);
 		if (inventory)		/* a post-dump hook failed: the set is not complete */
 			unlinkat(d.dir.fd, "inventory.img", 0);
-		undo(&d);
+		dump_undo(&d);
 		network_unlocked(o, d.pid);
 	} else {
 		if (leave_running)
@@ -474,7 +479,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (!ret)
 		ret = track_commit(&d);
 	if (!ret)
-		ret = make_durable(&d, leave_running);
+		ret = dump_make_durable(&d, leave_running);
 	d.stats.durable_at = now_us();
 	if (ret && leave_running) {
 		img_remove_created(&d.dir);
@@ -484,7 +489,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		img_forget_created(&d.dir);
 	}
 	if (!ret)
-		summary(&d, frozen_us, o->quiet);
+		dump_summary(&d, frozen_us, o->quiet);
 	if (!ret && !leave_running)
 		infect_wait_pid_free(d.pid);	/* its parent reaps it: a restore may follow */
 	close(d.dir.fd);

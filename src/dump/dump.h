@@ -157,6 +157,7 @@ struct dump_opts {
 	bool track_mem;			/* --track-mem: keep tracking after this dump */
 	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
 	int host_netns;			/* dump_run(): memdump's network namespace, open, or -1 */
+	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
 };
 
 /*
@@ -253,7 +254,30 @@ struct dump_ctx {
 	int host_netns;			/* memdump's network namespace (dump_opts) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
 	int nr_zombies;
+	const struct proc_tree *tree;	/* a tree dump: the whole tree (treedump.c), or NULL */
+	struct tree_pstree *below;	/* the root of a tree dump: the live processes below */
+	int nr_below;
 };
+
+/*
+ * dump.c's steps, which the dump of a process tree (treedump.c) takes for
+ * each of its processes; dump_run() dumps one process, or the tree below it.
+ */
+struct task_state;
+void dump_catch_signals(void);
+int dump_open_dir(const char *dir);
+bool dump_target_stopped(pid_t pid);
+int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o);
+int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot);
+int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
+		       bool *inventory);
+void dump_undo(struct dump_ctx *d);
+int dump_make_durable(struct dump_ctx *d, bool leave_running);
+void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet);
+void dump_ctx_free(struct dump_ctx *d);
+struct proc_tree;
+/* treedump.c: PID and the live processes below it (t, from tree_live_below()). */
+int dump_tree(const struct dump_opts *o, struct proc_tree *t);
 
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);

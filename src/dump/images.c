@@ -27,6 +27,7 @@
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
 #include "dump/tree.h"
+#include "dump/pidns.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
@@ -478,15 +479,60 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 	return ret;
 }
 
+/* A process in the PID namespace of its tree (pidns.c): the IDs it sees there, into pe. */
+static int fill_ns_ids(PstreeEntry *pe, uint32_t *ns_tids)
+{
+	int ret = pidns_ids((pid_t)pe->pid, (const pid_t *)pe->threads, (int)pe->n_threads, ns_tids,
+			    &pe->ns_pgid, &pe->ns_sid);
+
+	if (ret)
+		return fail(ret, "cannot read the PID namespace IDs of process %u", pe->pid);
+	pe->n_ns_threads = pe->n_threads;
+	pe->ns_threads = ns_tids;
+	pe->has_ns_pgid = pe->has_ns_sid = true;
+	return 0;
+}
+
+/* The tree's other live processes after the root's zombies (treedump.c). */
+static int write_below(struct dump_ctx *d, struct image *img, bool pid_ns)
+{
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_below && !ret; i++) {
+		PstreeEntry be = PSTREE_ENTRY__INIT;
+		uint32_t *ns_tids = calloc(d->below[i].nr_tids + 1, sizeof(*ns_tids));
+
+		if (!ns_tids)
+			return -ENOMEM;
+		be.pid = d->below[i].pid;
+		be.ppid = d->below[i].ppid;
+		be.pgid = d->below[i].pgid;
+		be.sid = d->below[i].sid;
+		be.n_threads = d->below[i].nr_tids;
+		be.threads = (uint32_t *)d->below[i].tids;
+		if (pid_ns)
+			ret = fill_ns_ids(&be, ns_tids);
+		if (!ret)
+			ret = img_write_msg(img, &be.base);
+		free(ns_tids);
+	}
+	return ret;
+}
+
 static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 {
 	PstreeEntry pe = PSTREE_ENTRY__INIT;
 	uint32_t *tids = calloc(d->nr_threads, sizeof(*tids));
+	uint32_t *ns_tids = calloc(d->nr_threads, sizeof(*ns_tids));
+	bool pid_ns = d->tree && pidns_own(d->pid);
 	struct image *img = NULL;
-	int ret;
+	int ret = 0;
 
-	if (!tids)
+	if (!tids || !ns_tids) {
+		free(tids);
+		free(ns_tids);
 		return -ENOMEM;
+	}
 	pe.pid = d->pid;
 	pe.ppid = ts->stat.ppid;
 	pe.pgid = ts->stat.pgid;
@@ -495,16 +541,22 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 		tids[i] = d->threads[i].tid;
 	pe.n_threads = d->nr_threads;
 	pe.threads = tids;
-	ret = img_create(&d->dir, IMG_PSTREE, 0, &img);
+	if (pid_ns)
+		ret = fill_ns_ids(&pe, ns_tids);
+	if (!ret)
+		ret = img_create(&d->dir, IMG_PSTREE, 0, &img);
 	if (!ret)
 		ret = img_write_msg(img, &pe.base);
 	if (!ret)
 		ret = write_zombies(d, img);	/* after their parent, as CRIU orders them */
+	if (!ret)
+		ret = write_below(d, img, pid_ns);
 	if (img && ret)
 		img_abort(img);
 	else if (img)
 		ret = img_close(img);
 	free(tids);
+	free(ns_tids);
 	return ret;
 }
 

@@ -27,7 +27,9 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/netns.h"
+#include "dump/mntns.h"
 #include "dump/ns.h"
+#include "dump/tree.h"
 #include "dump/refuse.h"
 #include "image/image.h"
 #include "log.h"
@@ -50,6 +52,8 @@ uint32_t ns_own_mask(pid_t pid)
 	for (int i = 0; i < nr_ns_kinds; i++)
 		if (ns_is_own(pid, &ns_kinds[i]))
 			m |= ns_kinds[i].flag;
+	if (mntns_own(pid))
+		m |= CLONE_NEWNS;	/* mntns.c */
 	return m;
 }
 
@@ -61,8 +65,18 @@ void ns_fill_ids(uint32_t own, TaskKobjIdsEntry *ids)
 	ids->ipc_ns_id = own & CLONE_NEWIPC ? NS_ID : 0;
 }
 
-/* Processes outside the dump in pid's namespace of kind k. */
-static void refuse_sharers(pid_t pid, const struct ns_kind *k, struct refusals *r)
+/* Is p a live process of the tree being dumped? */
+static bool in_tree(const struct proc_tree *tree, pid_t p)
+{
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == p && !tree_is_zombie(&tree->procs[i]))
+			return true;
+	return false;
+}
+
+/* Processes outside the dump (pid, or its tree) in pid's namespace of kind k. */
+static void refuse_sharers(pid_t pid, const struct proc_tree *tree, const struct ns_kind *k,
+			   struct refusals *r)
 {
 	unsigned long ino = ns_inode(pid, k->name);
 	DIR *d = opendir("/proc");
@@ -79,7 +93,8 @@ static void refuse_sharers(pid_t pid, const struct ns_kind *k, struct refusals *
 		char comm[32] = "?";
 
 		/* memdump itself is in it while it dumps (ns_enter_net) */
-		if (p <= 0 || p == pid || p == getpid() || ns_inode(p, k->name) != ino)
+		if (p <= 0 || p == pid || p == getpid() || in_tree(tree, p) ||
+		    ns_inode(p, k->name) != ino)
 			continue;
 		proc_comm(p, comm, sizeof(comm));
 		refuse_add(r, "its %s namespace, shared with process %d (%s) outside the dump",
@@ -113,17 +128,24 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 	ns_return(back, k);
 }
 
-void ns_refuse(pid_t pid, bool tcp_established, int host_netns, struct refusals *r)
+void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
+	       struct refusals *r)
 {
 	uint32_t own = ns_own_mask(pid);
 
 	for (int i = 0; i < nr_ns_kinds; i++)
 		if (own & ns_kinds[i].flag)
-			refuse_sharers(pid, &ns_kinds[i], r);
+			refuse_sharers(pid, tree, &ns_kinds[i], r);
 	if (own & CLONE_NEWIPC)
 		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
 		netns_refuse(tcp_established, host_netns, r);	/* this thread is in it */
+	if (own & CLONE_NEWNS) {
+		static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
+
+		refuse_sharers(pid, tree, &mnt, r);
+		mntns_refuse(pid, r);
+	}
 }
 
 int ns_enter_net(pid_t pid, int *back)
@@ -437,5 +459,7 @@ int ns_dump(struct dump_ctx *d)
 		ret = dump_ipc(d);
 	if (!ret && (d->own_ns & CLONE_NEWNET))
 		ret = netns_dump(d, d->host_netns);	/* this thread is in it */
+	if (!ret && (d->own_ns & CLONE_NEWNS) && (!d->tree || d->tree->procs[0].pid == d->pid))
+		ret = mntns_dump(d);	/* the tree's root holds it for all */
 	return ret;
 }

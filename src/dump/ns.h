@@ -19,7 +19,10 @@ struct refusals;
 uint32_t ns_own_mask(pid_t pid);
 /* What cannot be saved: a namespace shared with a process outside the dump,
  * System V objects memdump cannot recreate exactly, network devices. */
-void ns_refuse(pid_t pid, bool tcp_established, int host_netns, struct refusals *r);
+struct proc_tree;
+/* tree: a tree dump's processes, which share pid's namespaces (or NULL) */
+void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
+	       struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */
 int ns_enter_net(pid_t pid, int *back);

@@ -20,6 +20,7 @@
 #include "dump/ghost.h"
 #include "dump/locks.h"
 #include "dump/ns.h"
+#include "dump/pidns.h"
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "dump/track.h"
@@ -44,8 +45,8 @@ void refuse_add(struct refusals *r, const char *fmt, ...)
 	r->n++;
 }
 
-/* PID 1, or the init of a nested PID namespace (last NSpid value 1). */
-static void check_init(pid_t pid, struct refusals *r)
+/* PID 1, or the init of a nested PID namespace (last NSpid value 1) but as a tree's root. */
+static void check_init(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	char v[256] = "", *last;
 
@@ -56,16 +57,26 @@ static void check_init(pid_t pid, struct refusals *r)
 	if (proc_status_field(pid, "NSpid", v, sizeof(v)))
 		return;
 	last = strrchr(v, '\t') ? strrchr(v, '\t') + 1 : strrchr(v, ' ') ? strrchr(v, ' ') + 1 : v;
-	if (atoi(last) == 1)
+	if (atoi(last) == 1 && !(tree && tree->procs[0].pid == pid))
 		refuse_add(r, "it is the init of a PID namespace");
+}
+
+/* Is pid a live process of the tree being dumped (a tree dump; NULL: one process)? */
+static bool in_tree(const struct proc_tree *tree, pid_t pid)
+{
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == pid && !tree_is_zombie(&tree->procs[i]))
+			return true;
+	return false;
 }
 
 /*
  * One descendant: who it is, whose child, and what else the tree's dump will
- * need of it; true when it is alive (a process tree proper).
+ * need of it; true when it is alive and stops the dump (a process tree proper
+ * when one process is dumped; in a tree dump, what the tree cannot take).
  */
 static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc *root,
-			      struct refusals *r)
+			      const struct proc_tree *tree, struct refusals *r)
 {
 	char extra[160] = "";
 
@@ -76,8 +87,18 @@ static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc 
 			   p->ppid, extra + 2);
 		return false;
 	}
-	if (p->tracer)
+	if (tree && in_tree(tree, p->pid) && (!p->tracer || p->tracer == getpid()) &&
+	    p->exit_signal == SIGCHLD && p->state != 'Z')
+		return false;	/* dumped with the tree (treedump.c), frozen by this dump */
+	if (p->tracer && p->tracer != getpid())
 		snprintf(extra, sizeof(extra), ", traced by %d", p->tracer);
+	else if (tree && p->state == 'Z')
+		snprintf(extra, sizeof(extra), ", whose main thread has exited");
+	else if (tree && p->exit_signal != SIGCHLD)
+		snprintf(extra, sizeof(extra), ", whose exit signal is %d, not SIGCHLD",
+			 p->exit_signal);
+	else if (tree)
+		snprintf(extra, sizeof(extra), ", born during the dump");
 	refuse_add(r, "child process %d (%s) of %d%s", p->pid, p->comm, p->ppid, extra);
 	return true;
 }
@@ -92,8 +113,13 @@ static void refuse_tree_error(int err, struct refusals *r)
 		refuse_add(r, "a process tree that cannot be read (%s)", strerror(-err));
 }
 
-/* Every descendant, grandchildren included, then why they stop the dump. */
-static void check_children(pid_t pid, struct refusals *r)
+/*
+ * Every descendant, grandchildren included, then why they stop the dump: any
+ * live one when one process is dumped; in a tree dump (tree), only those it
+ * cannot take. Only the direct children of pid are looked at then: the
+ * grandchildren are their own parents' to check.
+ */
+static void check_children(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	struct proc_tree t;
 	int ret = tree_collect(pid, &t), alive = 0;
@@ -105,8 +131,9 @@ static void check_children(pid_t pid, struct refusals *r)
 		return;
 	}
 	for (int i = 1; i < t.n; i++)
-		alive += refuse_descendant(&t.procs[i], &t.procs[0], r);
-	if (alive)
+		if (!tree || t.procs[i].ppid == pid)
+			alive += refuse_descendant(&t.procs[i], &t.procs[0], tree, r);
+	if (alive && !tree)
 		refuse_add(r, "process trees are not supported yet (%d live process(es) below %d)",
 			   alive, pid);
 	tree_free(&t);
@@ -119,9 +146,15 @@ static const char *const ns_names[] = {
 
 /* Namespaces other than memdump's own that memdump cannot save: restore would
  * create the process in memdump's. */
-static void check_namespaces(pid_t pid, struct refusals *r)
+static void check_namespaces(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
+	bool pid_tree = tree && pidns_own(tree->procs[0].pid);
+
 	for (size_t i = 0; i < ARRAY_SIZE(ns_names); i++) {
+		if (pid_tree && !strncmp(ns_names[i], "pid", 3))
+			continue;	/* the tree's PID namespace: pidns.c */
+		if (!strcmp(ns_names[i], "mnt"))
+			continue;	/* mntns.c, through ns_refuse() */
 		char path[96], self[64];
 		struct stat a, b;
 
@@ -329,7 +362,7 @@ static bool live_threads(pid_t pid)
 }
 
 /* Another live process in the target's group or session keeps that ID in use. */
-static void check_group_holders(pid_t pid, struct refusals *r)
+static void check_group_holders(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	DIR *dir = opendir("/proc");
 	struct dirent *de;
@@ -341,7 +374,7 @@ static void check_group_holders(pid_t pid, struct refusals *r)
 	while ((de = readdir(dir)) && shown < 3) {
 		pid_t other = atoi(de->d_name);
 
-		if (other <= 0 || other == pid || proc_read_stat(other, &st))
+		if (other <= 0 || other == pid || in_tree(tree, other) || proc_read_stat(other, &st))
 			continue;
 		if ((st.pgid != pid && st.sid != pid) || (st.state == 'Z' && !live_threads(other)))
 			continue;
@@ -413,31 +446,76 @@ static int report(pid_t pid, const struct refusals *r)
 }
 
 /* Once frozen, only a child forked since refuse_check() can have appeared. */
-int refuse_check_frozen(pid_t pid)
+int refuse_check_frozen(pid_t pid, const struct proc_tree *tree)
 {
 	struct refusals r = { .len = 0 };
 
-	check_children(pid, &r);
+	check_children(pid, tree, &r);
 	return report(pid, &r);
+}
+
+static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
+			   struct refusals *r)
+{
+	pid_t pid = o->pid;
+
+	check_init(pid, o->tree, r);
+	check_children(pid, o->tree, r);
+	check_group_holders(pid, o->tree, r);
+	check_namespaces(pid, o->tree, r);
+	if (!o->tree || o->tree->procs[0].pid == pid)
+		ns_refuse(pid, o->tree, o->tcp_established, o->host_netns, r);	/* the others are in its own */
+	check_posix_timers(pid, r);
+	check_cwd_root(pid, r);
+	check_fds(o, t, r);
+	check_deleted_maps(o, r);
+	check_memfd_private_maps(pid, r);
+	sockets_refuse(pid, o->tcp_established, r);
+	check_thread_modes(pid, r);
+	check_cgroups(pid, r);
 }
 
 int refuse_check(const struct dump_opts *o, const struct tracker *t)
 {
 	struct refusals r = { .len = 0 };
-	pid_t pid = o->pid;
 
-	check_init(pid, &r);
-	check_children(pid, &r);
-	check_group_holders(pid, &r);
-	check_namespaces(pid, &r);
-	ns_refuse(pid, o->tcp_established, o->host_netns, &r);
-	check_posix_timers(pid, &r);
-	check_cwd_root(pid, &r);
-	check_fds(o, t, &r);
-	check_deleted_maps(o, &r);
-	check_memfd_private_maps(pid, &r);
-	sockets_refuse(pid, o->tcp_established, &r);
-	check_thread_modes(pid, &r);
-	check_cgroups(pid, &r);
-	return report(pid, &r);
+	refuse_collect(o, t, &r);
+	return report(o->pid, &r);
+}
+
+/*
+ * A tree dump: every live process of o->tree looked at as refuse_check()
+ * looks at one, the findings of all in one line, each after its process.
+ */
+int refuse_check_tree(const struct dump_opts *o)
+{
+	struct refusals all = { .len = 0 };
+
+	for (int i = 0; i < o->tree->n; i++) {
+		struct dump_opts one = *o;
+		struct refusals r = { .len = 0 };
+		struct tracker t;
+
+		if (tree_is_zombie(&o->tree->procs[i]))
+			continue;
+		one.pid = o->tree->procs[i].pid;
+		track_init(&t, one.pid);
+		refuse_collect(&one, &t, &r);
+		if (r.n && i == 0)
+			refuse_add(&all, "%s", r.text);
+		else if (r.n)
+			refuse_add(&all, "process %d (%s): %s", one.pid, o->tree->procs[i].comm,
+				   r.text);
+	}
+	if (pidns_own(o->pid)) {
+		struct refusals r = { .len = 0 };
+
+		pidns_refuse(o->tree, &r);
+		if (r.n)
+			refuse_add(&all, "%s", r.text);
+	}
+	if (!all.n)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds state memdump cannot dump: %s", o->pid,
+		    all.text);
 }

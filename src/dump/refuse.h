@@ -23,8 +23,12 @@ struct tracker;
 /* 0, or fail() once with everything the target holds that cannot be dumped
  * (the fds of memdump's own tracker t left out). */
 int refuse_check(const struct dump_opts *o, const struct tracker *t);
-/* The same for what can change until the target is frozen: its children. */
-int refuse_check_frozen(pid_t pid);
+/* A tree dump (o->tree): the same for every live process of it, in one line. */
+int refuse_check_tree(const struct dump_opts *o);
+struct proc_tree;
+/* The same for what can change until the target is frozen: its children
+ * (tree: the tree being dumped, whose live processes are not refused; or NULL). */
+int refuse_check_frozen(pid_t pid, const struct proc_tree *tree);
 
 /* target.c: 0, or fail() when pid is no process memdump may trace. */
 int target_check(pid_t pid);

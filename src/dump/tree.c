@@ -136,3 +136,25 @@ void tree_free(struct proc_tree *t)
 	free(t->procs);
 	*t = (struct proc_tree){ 0 };
 }
+
+bool tree_live_below(pid_t pid, struct proc_tree *t)
+{
+	if (tree_collect(pid, t)) {
+		*t = (struct proc_tree){ 0 };
+		return false;	/* the dump of pid alone says why */
+	}
+	for (int i = 1; i < t->n; i++)
+		if (!tree_is_zombie(&t->procs[i]))
+			return true;
+	return false;
+}
+
+bool tree_same(const struct proc_tree *a, const struct proc_tree *b)
+{
+	if (!same_pids(a, b))
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (tree_is_zombie(&a->procs[i]) != tree_is_zombie(&b->procs[i]))
+			return false;
+	return true;
+}

@@ -24,6 +24,13 @@ struct proc_tree {
 	int n;
 };
 
+/* A live process of a dumped tree as the root's pstree.img lists it (treedump.c). */
+struct tree_pstree {
+	pid_t pid, ppid, pgid, sid;
+	pid_t *tids;
+	int nr_tids;
+};
+
 #define TREE_MAX_PROCS	4096
 #define TREE_MAX_PASSES	16
 
@@ -41,6 +48,10 @@ static inline bool tree_is_zombie(const struct tree_proc *p)
  */
 int tree_collect(pid_t root, struct proc_tree *t);
 void tree_free(struct proc_tree *t);
+/* The same processes, parents and zombies in both? */
+bool tree_same(const struct proc_tree *a, const struct proc_tree *b);
+/* True, with the tree in t, when pid has a live process below it (a tree dump). */
+bool tree_live_below(pid_t pid, struct proc_tree *t);
 
 #endif
 

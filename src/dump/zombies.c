@@ -77,6 +77,8 @@ int collect_zombies(struct dump_ctx *d)
 	for (int i = 1; i < t.n; i++) {
 		char why[128];
 
+		if (d->tree && (t.procs[i].ppid != d->pid || !tree_is_zombie(&t.procs[i])))
+			continue;	/* a tree dump: the live ones are its processes */
 		if (!tree_is_zombie(&t.procs[i]) || zombie_refused(&t.procs[i], &t.procs[0], why,
 							       sizeof(why)))
 			ret = fail(-EOPNOTSUPP, "child process %d (%s) of %d cannot be dumped "

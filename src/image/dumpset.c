@@ -108,7 +108,47 @@ static int load_zombie(struct dumpset *ds, size_t i)
 	return 0;
 }
 
-/* pstree.img: the root first, then the zombie children it had. */
+/* Does the inventory list the set of process pid of a dumped tree (proc-PID)? */
+static bool lists_subset(const InventoryEntry *inv, unsigned pid)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "proc-%u", pid);
+	for (size_t i = 0; i < inv->n_images; i++)
+		if (inv->images[i]->name && !strcmp(inv->images[i]->name, name))
+			return true;
+	return false;
+}
+
+/*
+ * The entries of a tree's other live processes (their sets listed as
+ * proc-PID) move from procs to members: procs keeps the root and its zombies.
+ */
+static int split_members(struct dumpset *ds)
+{
+	size_t z = 1;
+
+	ds->members = calloc(ds->nr_procs, sizeof(*ds->members));
+	if (!ds->members)
+		return -ENOMEM;
+	for (size_t i = 1; i < ds->nr_procs; i++) {
+		PstreeEntry *pe = ds->procs[i];
+
+		if (pe->pid == ds->procs[0]->pid)
+			return fail(-EIO, "pstree.img is corrupt: process %u is listed twice", pe->pid);
+		if (lists_subset(ds->inv, pe->pid))
+			ds->members[ds->nr_members++] = pe;
+		else
+			ds->procs[z++] = pe;
+	}
+	for (size_t i = 0; i < ds->nr_members; i++)
+		ds->procs[z + i] = ds->members[i];	/* freed with procs */
+	ds->nr_procs = z;
+	ds->nr_pstree = z + ds->nr_members;
+	return 0;
+}
+
+/* pstree.img: the root first, then the zombie children it had, then a tree's other processes. */
 static int load_pstree(struct dumpset *ds)
 {
 	int ret = read_all(ds->dirfd, IMG_PSTREE, 0, &pstree_entry__descriptor,
@@ -116,6 +156,9 @@ static int load_pstree(struct dumpset *ds)
 
 	if (!ret && !ds->nr_procs)
 		ret = fail(-EIO, "image pstree.img is empty");
+	ds->nr_pstree = ds->nr_procs;
+	if (!ret)
+		ret = split_members(ds);
 	if (ret)
 		return ret;
 	ds->pstree = ds->procs[0];
@@ -415,6 +458,9 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	if (!ret && img_exists(ds->dirfd, IMG_SECCOMP, 0))
 		ret = img_read_one(ds->dirfd, IMG_SECCOMP, 0, &seccomp_entry__descriptor,
 				   (void **)&ds->seccomp);
+	if (!ret && img_exists(ds->dirfd, IMG_FD_SHARE, 0))
+		ret = read_all(ds->dirfd, IMG_FD_SHARE, 0, &fd_share_entry__descriptor,
+			       (void ***)&ds->fd_shares, &ds->nr_fd_shares);
 	return ret;
 }
 
@@ -528,6 +574,50 @@ static int load_set(const char *dir, struct dumpset *ds, bool defer_sums)
 	return ret;
 }
 
+/* The listed size and checksum of a tree's process set against its inventory.img now. */
+static int check_subset_inventory(const struct dumpset *root, const char *name, int dirfd)
+{
+	uint64_t size, hash;
+	int ret = img_sum_file(dirfd, "inventory.img", &size, &hash);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < root->inv->n_images; i++) {
+		const ImageSumEntry *e = root->inv->images[i];
+
+		if (e->name && !strcmp(e->name, name))
+			return e->size == size && e->hash == hash ? 0 :
+			       fail(-EIO, "image set %s is corrupt: its inventory.img does not "
+				    "match the inventory", name);
+	}
+	return fail(-EIO, "image set %s is not listed in inventory.img", name);
+}
+
+int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds)
+{
+	char name[32];
+	int ret;
+
+	snprintf(name, sizeof(name), "proc-%d", pid);
+	memset(ds, 0, sizeof(*ds));
+	ds->pages_fd = -1;
+	ds->pages_sums_deferred = root->pages_sums_deferred;
+	ds->dirfd = img_open_subset(root->dirfd, name);
+	if (ds->dirfd < 0)
+		return ds->dirfd;
+	ret = check_subset_inventory(root, name, ds->dirfd);
+	if (!ret)
+		ret = load_images(ds);
+	if (!ret && (ds->pstree->pid != (uint32_t)pid || ds->nr_members))
+		ret = fail(-EIO, "image set %s is corrupt: it is not the set of process %d alone",
+			   name, pid);
+	if (ret) {
+		fail_context("image set %s: ", name);
+		dumpset_free(ds);
+	}
+	return ret;
+}
+
 int dumpset_load(const char *dir, struct dumpset *ds)
 {
 	return load_set(dir, ds, false);
@@ -541,7 +631,9 @@ int dumpset_load_for_restore(const char *dir, struct dumpset *ds)
 void dumpset_free(struct dumpset *ds)
 {
 	img_free(&inventory_entry__descriptor, ds->inv);
-	free_all(&pstree_entry__descriptor, (void **)ds->procs, ds->nr_procs);
+	free_all(&pstree_entry__descriptor, (void **)ds->procs,
+		 ds->nr_pstree > ds->nr_procs ? ds->nr_pstree : ds->nr_procs);
+	free(ds->members);
 	if (ds->zombie_cores)
 		free_all(&core_entry__descriptor, (void **)ds->zombie_cores, ds->nr_procs - 1);
 	free_all(&core_entry__descriptor, (void **)ds->cores, ds->nr_cores);
@@ -563,6 +655,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
 	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
 	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
+	free_all(&fd_share_entry__descriptor, (void **)ds->fd_shares, ds->nr_fd_shares);
 	free(ds->pages_checked);
 	for (size_t i = 0; i < ds->nr_chain; i++) {
 		dumpset_free(ds->chain[i]);

@@ -18,6 +18,7 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
+#include "fd-share.pb-c.h"
 #include "remap-file-path.pb-c.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
@@ -58,6 +59,9 @@ struct dumpset {
 	PstreeEntry *pstree;		/* the root: procs[0] */
 	PstreeEntry **procs;		/* pstree.img: the root, then its zombie children */
 	size_t nr_procs;
+	PstreeEntry **members;		/* a dumped tree's other live processes (proc-PID/) */
+	size_t nr_members;
+	size_t nr_pstree;		/* entries read: procs and members */
 	CoreEntry **zombie_cores;	/* procs[i + 1]'s core (TASK_DEAD, exit_code) */
 	CoreEntry **cores;		/* one per pstree thread, leader first */
 	size_t nr_cores;
@@ -79,6 +83,8 @@ struct dumpset {
 	size_t nr_remaps;
 	FileLockEntry **locks;		/* filelocks.img, when present */
 	size_t nr_locks;
+	FdShareEntry **fd_shares;	/* fd-share.img (a tree's process), when present */
+	size_t nr_fd_shares;
 	unsigned *pages_checked;	/* ids of the pages images verified so far */
 	size_t nr_pages_checked;
 	/*
@@ -111,6 +117,12 @@ int dumpset_load(const char *dir, struct dumpset *ds);
  * caller must check them with imgset_check_run_sums() before using the pages.
  */
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds);
+/*
+ * The set of process pid of the tree whose root set is root (proc-PID/,
+ * never through a symlink), checked against root's inventory, loaded as
+ * dumpset_load()/dumpset_load_for_restore() (as root was) load a set.
+ */
+int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
 
 pid_t dumpset_pid(const struct dumpset *ds);

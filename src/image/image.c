@@ -52,6 +52,9 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_IFADDR]     = { "ifaddr-%u.img",   0, 0 },
 	[IMG_ROUTE]      = { "route-%u.img",    0, 0 },
 	[IMG_ROUTE6]     = { "route6-%u.img",   0, 0 },
+	[IMG_FD_SHARE]   = { "fd-share.img",    0x58524843, IMG_COMMON_MAGIC },
+	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
+	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */
@@ -95,6 +98,11 @@ void img_remove_created(struct img_dir *dir)
 
 void img_forget_created(struct img_dir *dir)
 {
+	for (int i = 0; i < dir->nr_subsets; i++)
+		free(dir->subsets[i].name);
+	free(dir->subsets);
+	dir->subsets = NULL;
+	dir->nr_subsets = 0;
 	for (int i = 0; i < dir->nr_created; i++)
 		free(dir->created[i].name);
 	free(dir->created);
@@ -355,15 +363,67 @@ static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *
 		ptrs[inv->n_images] = &sums[inv->n_images];
 		inv->n_images++;
 	}
+	for (int i = 0; i < dir->nr_subsets && !ret; i++) {
+		image_sum_entry__init(&sums[inv->n_images]);
+		sums[inv->n_images].name = dir->subsets[i].name;
+		sums[inv->n_images].size = dir->subsets[i].size;
+		sums[inv->n_images].hash = dir->subsets[i].hash;
+		ptrs[inv->n_images] = &sums[inv->n_images];
+		inv->n_images++;
+	}
 	return ret;
+}
+
+bool img_is_subset(const char *name, unsigned *pid)
+{
+	char again[32];
+
+	if (sscanf(name, "proc-%u", pid) != 1 || !*pid)
+		return false;
+	snprintf(again, sizeof(again), "proc-%u", *pid);
+	return !strcmp(again, name);
+}
+
+int img_open_subset(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail(-errno, "image set %s: %s", name,
+			    errno == ENOTDIR || errno == ELOOP ? "not a directory" : strerror(errno));
+	return fd;
+}
+
+int img_add_subset(struct img_dir *dir, const char *name)
+{
+	struct created_img *c = realloc(dir->subsets, (dir->nr_subsets + 1) * sizeof(*c));
+	int fd, ret;
+
+	if (!c)
+		return -ENOMEM;
+	dir->subsets = c;
+	c += dir->nr_subsets;
+	*c = (struct created_img){ .name = strdup(name), .summed = true };
+	if (!c->name)
+		return -ENOMEM;
+	fd = img_open_subset(dir->fd, name);
+	ret = fd < 0 ? fd : img_sum_file(fd, "inventory.img", &c->size, &c->hash);
+	if (fd >= 0)
+		close(fd);
+	if (ret) {
+		free(c->name);
+		return ret;
+	}
+	dir->nr_subsets++;
+	return 0;
 }
 
 static int write_inventory_file(struct img_dir *dir, const ProtobufCMessage *msg);
 
 int img_write_inventory(struct img_dir *dir, InventoryEntry *inv)
 {
-	ImageSumEntry *sums = calloc(dir->nr_created + 1, sizeof(*sums));
-	ImageSumEntry **ptrs = calloc(dir->nr_created + 1, sizeof(*ptrs));
+	ImageSumEntry *sums = calloc(dir->nr_created + dir->nr_subsets + 1, sizeof(*sums));
+	ImageSumEntry **ptrs = calloc(dir->nr_created + dir->nr_subsets + 1, sizeof(*ptrs));
 	int ret = sums && ptrs ? list_images(dir, inv, sums, ptrs) : -ENOMEM;
 
 	if (!ret)

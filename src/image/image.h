@@ -60,6 +60,9 @@ enum img_type {
 	IMG_IFADDR,	/* ifaddr-ID.img (raw, `ip addr save`): a network namespace's addresses */
 	IMG_ROUTE,	/* route-ID.img (raw, `ip route save`): its IPv4 routes */
 	IMG_ROUTE6,	/* route6-ID.img (raw, `ip -6 route save`): its IPv6 routes */
+	IMG_FD_SHARE,	/* fd-share.img: fds sharing another process's description */
+	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
+	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
 	IMG_NR_TYPES
 };
 
@@ -75,6 +78,8 @@ struct img_dir {
 	int fd;
 	struct created_img *created;
 	int nr_created, max_created;
+	struct created_img *subsets;	/* proc-PID/: a tree's other processes' sets */
+	int nr_subsets;
 };
 
 struct image {
@@ -137,6 +142,16 @@ int img_write_inventory(struct img_dir *dir, InventoryEntry *inv);
  */
 int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
 		 uint64_t *sums);
+/*
+ * A tree dump: the set of one of its other processes, in the directory name
+ * (proc-PID) of dir, is listed by dir's inventory with the size and checksum
+ * of its own inventory.img, which binds every image of it.
+ */
+int img_add_subset(struct img_dir *dir, const char *name);
+/* The directory of a sub-set listed as name: opened never through a symlink. */
+int img_open_subset(int dirfd, const char *name);
+/* Is name one of a sub-set (proc-PID)? */
+bool img_is_subset(const char *name, unsigned *pid);
 /* The checksum of a created image, known without reading it back. */
 int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t size,
 		uint64_t hash);

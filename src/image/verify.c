@@ -70,6 +70,24 @@ static int compare_sum(const ImageSumEntry *e, uint64_t size, uint64_t hash)
 	return 0;
 }
 
+/* A tree's other process: its set is a directory whose inventory.img has the listed sum. */
+static int check_subset(int dirfd, const ImageSumEntry *e)
+{
+	int fd = img_open_subset(dirfd, e->name), ret;
+	uint64_t size, hash;
+
+	if (fd < 0)
+		return fd;
+	ret = img_sum_file(fd, "inventory.img", &size, &hash);
+	close(fd);
+	if (ret)
+		return ret;
+	if (size != e->size || hash != e->hash)
+		return fail(-EIO, "image set %s is corrupt: its inventory.img does not match the "
+			    "inventory", e->name);
+	return 0;
+}
+
 static int check_one(int dirfd, const ImageSumEntry *e)
 {
 	uint64_t size, hash;
@@ -78,6 +96,8 @@ static int check_one(int dirfd, const ImageSumEntry *e)
 	int ret;
 
 	img_escape(e->name ? e->name : "", esc, sizeof(esc));
+	if (e->name && img_is_subset(e->name, &id))
+		return check_subset(dirfd, e);
 	if (!plain_name(e->name))
 		return fail(-EIO, "inventory.img is corrupt: it lists an image named \"%s\"", esc);
 	if (faccessat(dirfd, e->name, F_OK, AT_SYMLINK_NOFOLLOW))

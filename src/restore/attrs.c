@@ -285,7 +285,7 @@ static int cmp_ptimer(const void *a, const void *b)
 }
 
 /* POSIX timers for the leader to create, sorted by id. */
-static void fill_ptimers(struct rst_args *a, const TaskTimersEntry *tt)
+static void fill_ptimers(struct rst_args *a, const TaskTimersEntry *tt, const PstreeEntry *pe)
 {
 	for (size_t i = 0; i < tt->n_posix && i < RST_MAX_PTIMERS; i++) {
 		const PosixTimerEntry *e = tt->posix[i];
@@ -295,7 +295,7 @@ static void fill_ptimers(struct rst_args *a, const TaskTimersEntry *tt)
 		p->clock = (int)e->clock_id;
 		p->signo = e->si_signo;
 		p->notify = e->it_sigev_notify;
-		p->tid = e->has_notify_thread_id ? e->notify_thread_id : 0;
+		p->tid = e->has_notify_thread_id ? rst_ns_tid(pe, e->notify_thread_id) : 0;
 		p->sival = e->sival_ptr;
 		p->its.isec = e->isec;
 		p->its.insec = e->insec;
@@ -323,7 +323,7 @@ void attrs_fill(struct rst *r)
 		fill_itimer(a, 2, tc->timers->prof);
 	}
 	if (tc->timers)
-		fill_ptimers(a, tc->timers);
+		fill_ptimers(a, tc->timers, r->ds.pstree);
 }
 
 static int write_own(const char *path, const char *text, char *why, size_t len)
@@ -345,21 +345,25 @@ static int write_own(const char *path, const char *text, char *why, size_t len)
  * gets a new one; another group of memdump's session is joined. One that is
  * gone, or in another session, cannot be entered: said, and memdump's kept.
  */
-static void apply_groups(struct rst *r)
+void attrs_apply_groups(struct rst *r)
 {
 	const PstreeEntry *pe = r->ds.pstree;
-	pid_t pid = getpid();
+	pid_t pid = getpid();	/* in a PID namespace: as the process sees itself */
+	pid_t sid = pe->has_ns_sid ? (pid_t)pe->ns_sid : (pid_t)pe->sid;
+	pid_t pgid = pe->has_ns_pgid ? (pid_t)pe->ns_pgid : (pid_t)pe->pgid;
 
-	if ((pid_t)pe->sid == pid)
+	if (pe->has_ns_sid && !sid)
+		;		/* its session is outside its PID namespace: memdump's */
+	else if (sid == pid)
 		setsid();
-	else if ((pid_t)pe->sid != getsid(0))
+	else if (sid != getsid(0))
 		pr_warn("process %d was in session %u, which restore cannot enter: it is in %d\n",
-			pid, pe->sid, getsid(0));
-	if ((pid_t)pe->pgid == getpgid(0))
+			pid, sid, getsid(0));
+	if (pgid == getpgid(0) || !pgid)
 		return;
-	if (setpgid(0, (pid_t)pe->pgid == pid ? 0 : (pid_t)pe->pgid))
+	if (setpgid(0, pgid == pid ? 0 : pgid))
 		pr_warn("process %d cannot join its process group %u (%m): it is in %d\n", pid,
-			pe->pgid, getpgid(0));
+			pgid, getpgid(0));
 }
 
 int attrs_apply_in_child(struct rst *r, char *why, size_t len)
@@ -368,7 +372,7 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	char v[32];
 	int ret = 0;
 
-	apply_groups(r);
+	attrs_apply_groups(r);
 	for (size_t i = 0; i < r->nr_cg_root && !ret; i++)
 		ret = write_own(r->cg_root[i], "0", why, len);
 	if (!ret && r->nr_cg_root && unshare(CLONE_NEWCGROUP)) {

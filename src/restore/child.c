@@ -25,10 +25,7 @@
 #include "common.h"
 #include "restore/restore.h"
 
-static void __attribute__((noreturn)) child_fail(struct rst *r, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void child_fail(struct rst *r, int err, const char *fmt, ...)
+void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -72,7 +69,7 @@ static void raise_nofile(struct rst *r, rlim_t top)
 	if (rl.rlim_cur < top)
 		rl.rlim_cur = rl.rlim_max = top;
 	if (setrlimit(RLIMIT_NOFILE, &rl))
-		child_fail(r, -errno, "cannot raise RLIMIT_NOFILE to %lu: %m", (unsigned long)top);
+		child_exit_fail(r, -errno, "cannot raise RLIMIT_NOFILE to %lu: %m", (unsigned long)top);
 }
 
 /* A copy of fd from base up, out of the way of the final numbers. */
@@ -81,7 +78,7 @@ static int move_up(struct rst *r, int fd, int base)
 	int n = fcntl(fd, F_DUPFD_CLOEXEC, base);
 
 	if (n < 0)
-		child_fail(r, -errno, "cannot move fd %d: %m", fd);
+		child_exit_fail(r, -errno, "cannot move fd %d: %m", fd);
 	return n;
 }
 
@@ -112,12 +109,12 @@ static void child_fds(struct rst *r)
 	int *tmp_fd, *tmp_blob;
 
 	if (r->nr_blob_fds > r->ds.mm->n_vmas + r->ds.nr_chain + 8)	/* the room build_area() made */
-		child_fail(r, -E2BIG, "too many fds for the restorer (%zu)", r->nr_blob_fds);
+		child_exit_fail(r, -E2BIG, "too many fds for the restorer (%zu)", r->nr_blob_fds);
 	raise_nofile(r, (rlim_t)base2 + r->nr_fds + r->nr_blob_fds + 64);
 	tmp_fd = calloc(r->nr_fds + 1, sizeof(int));
 	tmp_blob = calloc(r->nr_blob_fds + 1, sizeof(int));
 	if (!tmp_fd || !tmp_blob)
-		child_fail(r, -ENOMEM, "out of memory");
+		child_exit_fail(r, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < r->nr_fds; i++)
 		tmp_fd[i] = move_up(r, r->fds[i].src, base2);
 	for (size_t i = 0; i < r->nr_blob_fds; i++)
@@ -125,11 +122,11 @@ static void child_fds(struct rst *r)
 	syscall(SYS_close_range, 0, base2 - 1, 0);
 	for (size_t i = 0; i < r->nr_fds; i++) {
 		if (dup3(tmp_fd[i], r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0)
-			child_fail(r, -errno, "cannot install fd %d: %m", r->fds[i].target);
+			child_exit_fail(r, -errno, "cannot install fd %d: %m", r->fds[i].target);
 	}
 	for (size_t i = 0; i < r->nr_blob_fds; i++) {
 		if (dup3(tmp_blob[i], high + (int)i, O_CLOEXEC) < 0)
-			child_fail(r, -errno, "cannot install fd %d: %m", high + (int)i);
+			child_exit_fail(r, -errno, "cannot install fd %d: %m", high + (int)i);
 		close_fds[i] = high + (int)i;
 	}
 	r->a->nr_close = r->nr_blob_fds;
@@ -146,17 +143,22 @@ void child_main(struct rst *r)
 	int ret;
 
 	unregister_rseq();
+	ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its PID namespace's proc */
+	if (ret)
+		child_exit_fail(r, ret, "%s", msg);
+	if (r->tree)
+		tree_fork_children(r);	/* its group first, then its children (tree.c) */
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
-		child_fail(r, ret, "%s", msg);
+		child_exit_fail(r, ret, "%s", msg);
 	child_fds(r);
 	ret = epoll_fill_all(&r->ds, msg, sizeof(msg));
 	if (ret)
-		child_fail(r, ret, "%s", msg);
+		child_exit_fail(r, ret, "%s", msg);
 	if (r->root && strcmp(r->root, "/") && chroot(r->root))
-		child_fail(r, -errno, "cannot chroot to %s: %m", r->root);
+		child_exit_fail(r, -errno, "cannot chroot to %s: %m", r->root);
 	if (r->cwd && chdir(r->cwd))
-		child_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
+		child_exit_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
 	if (r->ds.fs && r->ds.fs->has_umask)
 		umask(r->ds.fs->umask);
 	else if (tc->has_umask)
@@ -166,13 +168,13 @@ void child_main(struct rst *r)
 	if (!ret)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
 	if (ret)
-		child_fail(r, ret, "%s", msg);
+		child_exit_fail(r, ret, "%s", msg);
 	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */
 	if (ret)
-		child_fail(r, ret, "%s", msg);
+		child_exit_fail(r, ret, "%s", msg);
 	ret = locks_apply_in_child(r, msg, sizeof(msg));	/* no fd is closed after this */
 	if (ret)
-		child_fail(r, ret, "%s", msg);
+		child_exit_fail(r, ret, "%s", msg);
 
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"

@@ -281,14 +281,22 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 	bool used[2] = { false, false };
 
 	find_ends(r, pipe_id, &pe);
+	if (pe.rd != pe.wr && tree_has_pipe(r, pipe_id))
+		pe.rd = pe.wr = true;	/* its other end is in another process of the tree */
 	if (pe.rd != pe.wr && (pe.low || pe.inherited >= 0))
 		return give_own_ends(r, pipe_id, &pe);
 	if (pe.rd != pe.wr)
 		pr_warn("pipe %u: its other end was outside the process; it is now nowhere "
 			"(%s)\n", pipe_id, pe.rd ? "reads end after the saved data" : "writes fail");
-	if (pipe2(p, O_CLOEXEC))
+	if (tree_pipe_get(r, pipe_id, p)) {	/* an earlier process of the tree made it */
+		ret = p[0] < 0 || p[1] < 0 ? fail(-errno, "cannot copy a pipe: %s", strerror(errno)) : 0;
+	} else if (pipe2(p, O_CLOEXEC)) {
 		return fail(-errno, "cannot create a pipe: %s", strerror(errno));
-	ret = refill(r, IMG_PIPES_DATA, pipe_id, p[1]);
+	} else {
+		ret = refill(r, IMG_PIPES_DATA, pipe_id, p[1]);
+		if (!ret)
+			ret = tree_pipe_put(r, pipe_id, p);
+	}
 	for (size_t i = 0; !ret && i < ds->nr_files; i++) {
 		const FileEntry *fe = ds->files[i];
 		struct rdesc *d = is_pipe(fe, pipe_id) ? rst_desc(r, fe->id) : NULL;
@@ -402,9 +410,9 @@ int open_fds(struct rst *r)
 	r->fds = calloc(ds->nr_fds + 1, sizeof(*r->fds));
 	if (!r->descs || !r->fds)
 		return -ENOMEM;
-	/* descriptions that some fd uses */
+	/* descriptions that some fd uses (not one shared with another process of the tree) */
 	for (size_t i = 0; i < ds->nr_fds; i++) {
-		if (rst_desc(r, ds->fds[i]->id))
+		if (rst_share_src(r, (int)ds->fds[i]->fd) >= 0 || rst_desc(r, ds->fds[i]->id))
 			continue;
 		r->descs[r->nr_descs].id = ds->fds[i]->id;
 		r->descs[r->nr_descs++].fd = -1;
@@ -418,8 +426,14 @@ int open_fds(struct rst *r)
 		struct rfd *f = &r->fds[r->nr_fds++];
 		const FileEntry *fe = rst_file(r, ds->fds[i]->id);
 
-		f->src = rst_desc(r, ds->fds[i]->id)->fd;
-		if (fe->type == FD_TYPES__TTY && !fe->tty->tty_info_id && ds->fds[i]->fd <= 2)
+		int shared = rst_share_src(r, (int)ds->fds[i]->fd);
+
+		if (shared >= 0)
+			f->src = shared;
+		else
+			f->src = rst_desc(r, ds->fds[i]->id)->fd;
+		if (shared < 0 && fe->type == FD_TYPES__TTY && !fe->tty->tty_info_id &&
+		    ds->fds[i]->fd <= 2)
 			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;

@@ -37,6 +37,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "proc.h"
 #include "restore/restore.h"
 
 const FileEntry *rst_file(struct rst *r, uint32_t id)
@@ -97,8 +98,23 @@ static int child_gone(struct rst *r, int status)
 		    WEXITSTATUS(status));
 }
 
+/* A process of a restored tree that is not memdump's child: gone, or a zombie? */
+static bool member_gone(pid_t pid)
+{
+	char path[64], *buf = NULL, *p;
+	bool gone;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc_read_file(path, &buf) < 0)
+		return true;
+	p = strrchr(buf, ')');
+	gone = !p || p[1] == 0 || p[2] == 'Z' || p[2] == 'X';
+	free(buf);
+	return gone;
+}
+
 /* Wait until every thread is parked, or the restore failed. */
-static int wait_parked(struct rst *r)
+int rst_wait_parked(struct rst *r)
 {
 	for (;;) {
 		unsigned int st = __atomic_load_n(&r->a->stage, __ATOMIC_SEQ_CST);
@@ -108,15 +124,30 @@ static int wait_parked(struct rst *r)
 		if (st == RST_STAGE_PARKED)
 			return 0;
 		if (st == RST_STAGE_FAILED) {
-			kill(r->pid, SIGKILL);
-			waitpid(r->pid, &status, __WALL);
+			rst_kill(r);
 			return rst_area_error(r);
 		}
-		w = waitpid(r->pid, &status, WNOHANG | __WALL);
-		if (w == r->pid && (WIFEXITED(status) || WIFSIGNALED(status)))
-			return child_gone(r, status);
+		if (r->tree_parent) {	/* forked by its parent in the tree (tree.c) */
+			if (member_gone(r->pid))
+				return fail(-ECHILD, "the restored process %d died during restore",
+					    r->pid);
+		} else {
+			w = waitpid(r->pid, &status, WNOHANG | __WALL);
+			if (w == r->pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+				return child_gone(r, status);
+		}
 		futex_wait_ms(&r->a->stage, st, 20);
 	}
+}
+
+void rst_kill(struct rst *r)
+{
+	int status;
+
+	kill(r->pid, SIGKILL);
+	if (!r->tree_parent)
+		while (waitpid(r->pid, &status, __WALL) < 0 && errno == EINTR)
+			;
 }
 
 /*
@@ -124,7 +155,7 @@ static int wait_parked(struct rst *r)
  * is never followed) and renamed over the name: a symlink there is replaced,
  * not written through.
  */
-static int write_pidfile(const char *pidfile, pid_t pid)
+int rst_write_pidfile(const char *pidfile, pid_t pid)
 {
 	char tmp[PATH_MAX], line[32];
 	int fd, len, ok;
@@ -147,7 +178,7 @@ static int write_pidfile(const char *pidfile, pid_t pid)
 	return 0;
 }
 
-static int wait_restored(pid_t pid)
+int rst_wait_restored(pid_t pid)
 {
 	int status;
 
@@ -166,7 +197,7 @@ static int wait_restored(pid_t pid)
 }
 
 /* Everything the process needs, opened or built here before the fork. */
-static int prepare(struct rst *r)
+int rst_prepare(struct rst *r)
 {
 	int ret = ghost_create_all(r);
 
@@ -182,17 +213,29 @@ static int prepare(struct rst *r)
 
 pid_t rst_fork_pid(pid_t pid)
 {
+	return rst_fork_pid_ns(pid, 0, false);
+}
+
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns)
+{
+	pid_t tids[2] = { ns_pid, pid };	/* the innermost namespace first */
 	struct clone_args ca;
 
 	memset(&ca, 0, sizeof(ca));
 	ca.exit_signal = SIGCHLD;
-	ca.set_tid = (uintptr_t)&pid;
-	ca.set_tid_size = 1;
+	ca.flags = new_ns ? CLONE_NEWPID : 0;
+	ca.set_tid = (uintptr_t)(ns_pid ? &tids[0] : &tids[1]);
+	ca.set_tid_size = ns_pid ? 2 : 1;
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
+pid_t rst_ns_pid(const PstreeEntry *pe)
+{
+	return pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : 0;
+}
+
 /* The process, with its PID: it runs child_main() (child.c). */
-static int fork_target(struct rst *r)
+int rst_fork_target(struct rst *r)
 {
 	sigset_t all, old;
 	pid_t child;
@@ -201,7 +244,7 @@ static int fork_target(struct rst *r)
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	child = rst_fork_pid(r->pid);
+	child = rst_fork_pid_ns(r->pid, rst_ns_pid(r->ds.pstree), rst_ns_pid(r->ds.pstree) == 1);
 	if (child == 0)
 		child_main(r);
 	ret = child < 0 ? -errno : 0;
@@ -214,7 +257,7 @@ static int fork_target(struct rst *r)
 	return 0;
 }
 
-static void report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
+void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 {
 	const struct rst_args *a = r->a;
 
@@ -229,11 +272,7 @@ static void report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 /* A hook refused the parked process: it goes, before any of its code ran. */
 static int abort_parked(struct rst *r, int ret)
 {
-	int status;
-
-	kill(r->pid, SIGKILL);
-	while (waitpid(r->pid, &status, __WALL) < 0 && errno == EINTR)
-		;
+	rst_kill(r);
 	return ret;
 }
 
@@ -259,7 +298,7 @@ static int release(struct rst *r)
 	return ret;
 }
 
-static int detached(struct rst *r)
+int rst_detached(struct rst *r)
 {
 	if (r->o->pid_out) {
 		*r->o->pid_out = r->pid;
@@ -279,11 +318,14 @@ static int restore(struct rst *r)
 	if (!ret)
 		ret = ns_restore_enter(r);
 	if (!ret)
-		ret = prepare(r);
+		ret = mntns_restore_enter(r);
+	if (!ret)
+		ret = rst_prepare(r);
 	if (!ret) {
 		r->a->check_pages = r->ds.pages_sums_deferred;	/* pagecheck.c */
-		ret = fork_target(r);
+		ret = rst_fork_target(r);
 	}
+	mntns_restore_leave(r);
 	ns_restore_leave(r);
 	if (ret)
 		return ret;
@@ -295,7 +337,7 @@ static int restore(struct rst *r)
 		int why;
 
 		fail_clear();
-		why = wait_parked(r);
+		why = rst_wait_parked(r);
 		if (why)
 			return why;
 		kill(r->pid, SIGKILL);
@@ -307,7 +349,7 @@ static int restore(struct rst *r)
 		waitpid(r->pid, NULL, __WALL);
 		return ret;
 	}
-	ret = wait_parked(r);
+	ret = rst_wait_parked(r);
 	ret = pagecheck_finish(r, !ret) ?: ret;
 	t2 = now_us();
 	if (ret && r->a->stage == RST_STAGE_PARKED) {	/* damaged pages: it never runs */
@@ -319,20 +361,17 @@ static int restore(struct rst *r)
 		ret = release(r);
 	if (ret)
 		return ret;
-	report(r, t0, t1, t2);
-	ret = write_pidfile(r->o->pidfile, r->pid);
+	rst_report(r, t0, t1, t2);
+	ret = rst_write_pidfile(r->o->pidfile, r->pid);
 	if (ret)
 		return ret;
 	if (r->o->detach)
-		return detached(r);
-	return wait_restored(r->pid);
+		return rst_detached(r);
+	return rst_wait_restored(r->pid);
 }
 
-/* The set loaded and every check a restore makes before it starts anything. */
-static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums)
+void rst_init(struct rst *r, const struct restore_opts *o)
 {
-	int ret;
-
 	memset(r, 0, sizeof(*r));
 	r->o = o;
 	r->area_fd = -1;
@@ -341,14 +380,14 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	r->ds.dirfd = -1;
 	r->ds.pages_fd = -1;
 	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
-	ret = ns_check_join(o);
-	if (!ret)
-		ret = scan_inherited(r);
-	if (!ret)
-		ret = defer_sums ? dumpset_load_for_restore(o->dir, &r->ds)
-				 : dumpset_load(o->dir, &r->ds);
-	if (ret)
-		return ret;
+	r->tree_sync_fd = -1;
+	r->mnt_back = r->mnt_cwd = -1;
+}
+
+int rst_check_loaded(struct rst *r)
+{
+	int ret;
+
 	r->pid = dumpset_pid(&r->ds);
 	r->leader = r->ds.cores[0];
 	ret = shm_collect(r);
@@ -359,8 +398,33 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	return ret;
 }
 
-static void rst_free(struct rst *r)
+/* The set loaded and every check a restore makes before it starts anything. */
+static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums)
 {
+	int ret;
+
+	rst_init(r, o);
+	ret = ns_check_join(o);
+	if (!ret)
+		ret = scan_inherited(r);
+	if (!ret)
+		ret = defer_sums ? dumpset_load_for_restore(o->dir, &r->ds)
+				 : dumpset_load(o->dir, &r->ds);
+	if (ret)
+		return ret;
+	ret = rst_check_loaded(r);
+	if (!ret)
+		ret = mntns_check(r);	/* the root's set holds the tree's mount namespace */
+	if (!ret && r->ds.nr_members)
+		ret = tree_load(r);	/* the tree's other processes (tree.c) */
+	return ret;
+}
+
+void rst_free(struct rst *r)
+{
+	tree_free_members(r);
+	mntns_restore_leave(r);
+	mntns_free(r);
 	pagecheck_free(r);
 	rst_close_prepared(r);
 	ghost_unlink_all(r);
@@ -384,7 +448,7 @@ int restore_run(const struct restore_opts *o)
 	int ret = load_and_check(&r, o, true);
 
 	if (!ret)
-		ret = restore(&r);
+		ret = r.tree ? restore_tree(&r) : restore(&r);
 	rst_free(&r);
 	return ret;
 }

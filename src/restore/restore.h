@@ -21,6 +21,7 @@
 #include "restorer.h"
 #include "sk-packet.pb-c.h"
 #include "tcp-stream.pb-c.h"
+#include "mnt.pb-c.h"
 
 /* What the caller asks of one restore. */
 struct restore_opts {
@@ -134,6 +135,16 @@ struct pagecheck {
 	int ret;
 };
 
+/* An fd of a tree's process whose description an earlier process holds (tree.c). */
+struct rst_share {
+	int fd;			/* its number */
+	struct rst *owner;	/* the process first restored with it */
+	int owner_fd;
+	int src;		/* memdump's copy of the owner's prepared fd, -1 */
+};
+
+struct rst_tree;
+
 struct rst {
 	const struct restore_opts *o;
 	struct dumpset ds;
@@ -185,7 +196,53 @@ struct rst {
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
 	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (tty.c) */
+
+	/* a dumped tree (tree.c): the root holds it, every process points to it */
+	struct rst_tree *tree;
+	struct rst *tree_parent;	/* the process that forks this one; NULL: memdump */
+	int tree_sync_fd;		/* in the forked child: tells its parent it is grouped */
+	struct rst_share *shares;
+	size_t nr_shares;
+
+	/* a mount namespace of its own (mntns.c): mountpoints-1.img, memdump's own kept */
+	MntEntry **mnts;
+	size_t nr_mnts;
+	int mnt_back, mnt_cwd;
 };
+
+/* restore.c: the steps of one process's restore, which tree.c takes for each */
+void rst_init(struct rst *r, const struct restore_opts *o);
+int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start */
+int rst_prepare(struct rst *r);
+int rst_fork_target(struct rst *r);
+int rst_wait_parked(struct rst *r);
+void rst_kill(struct rst *r);
+int rst_area_error(const struct rst *r);
+void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2);
+int rst_write_pidfile(const char *pidfile, pid_t pid);
+int rst_detached(struct rst *r);
+int rst_wait_restored(pid_t pid);
+void rst_free(struct rst *r);
+
+/*
+ * tree.c: a dumped tree's other processes (DIR/proc-PID), loaded and checked;
+ * restored with the root; in each forked process, its group then its children.
+ */
+int tree_load(struct rst *root);
+int restore_tree(struct rst *root);
+void tree_free_members(struct rst *r);
+void tree_fork_children(struct rst *r);
+/* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
+bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
+int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
+/* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
+int tree_shm_get(struct rst *r, uint64_t shmid);
+int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
+/* Does another process of r's tree hold an end of pipe id? */
+bool tree_has_pipe(struct rst *r, uint32_t id);
+/* memdump's copy of the description fd shares with an earlier process, or -1 */
+int rst_share_src(const struct rst *r, int fd);
+void rst_close_shares(struct rst *r);
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);
@@ -193,6 +250,17 @@ const FileEntry *rst_file(struct rst *r, uint32_t id);
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
+
+/*
+ * mntns.c: the mount namespace, made from memdump's copy: checked at load,
+ * entered (built) before anything is opened, left after the fork; its PID
+ * namespace's proc mounted by the restored init (child.c).
+ */
+int mntns_check(struct rst *r);
+int mntns_restore_enter(struct rst *r);
+void mntns_restore_leave(struct rst *r);
+int mntns_mount_in_child(struct rst *r, char *why, size_t len);
+void mntns_free(struct rst *r);
 
 /* ns.c: the UTS and IPC namespaces, new (from the images) or joined; this
  * thread is in them from enter to leave, the process is forked between. */
@@ -310,6 +378,8 @@ void attrs_fill(struct rst *r);
 void attrs_free(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
+/* In the child, first: its session and process group as dumped. */
+void attrs_apply_groups(struct rst *r);
 
 /* zombies.c: the zombie children pstree.img lists after the process */
 int zombies_check(struct rst *r);
@@ -318,8 +388,17 @@ int zombies_make_in_child(struct rst *r, char *why, size_t len);
 
 /* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);
+/* In the child: the failure told through its area, then _exit. */
+void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst *r, int err,
+								       const char *fmt, ...);
 /* restore.c: fork with this PID (clone3 set_tid); 0 in the child, -1 and errno */
 pid_t rst_fork_pid(pid_t pid);
+/* The same in a PID namespace: ns_pid there too (0: none); new_ns: as its init (CLONE_NEWPID). */
+pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, bool new_ns);
+/* The PID the process sees of itself in its tree's PID namespace, 0: none. */
+pid_t rst_ns_pid(const PstreeEntry *pe);
+/* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */
+unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid);
 
 /* resume.c: let the parked threads run into their dumped contexts */
 int resume_threads(struct rst *r);

@@ -266,12 +266,18 @@ int shm_create_all(struct rst *r)
 {
 	for (size_t k = 0; k < r->nr_shms; k++) {
 		struct shm_obj *s = &r->shms[k];
-		int ret = s->memfd ? create_memfd(s) : create_anon(s);
+		int ret;
 
+		s->fd = tree_shm_get(r, s->shmid);
+		if (s->fd >= 0)
+			continue;	/* an earlier process of the tree made and filled it */
+		ret = s->memfd ? create_memfd(s) : create_anon(s);
 		if (!ret)
 			ret = fill(s);
 		if (!ret)
 			ret = seal(r, s);
+		if (!ret)
+			ret = tree_shm_put(r, s->shmid, s->fd);
 		if (ret)
 			return ret;
 	}

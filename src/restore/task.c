@@ -181,6 +181,14 @@ static void fill_thread_core(struct rst_thread *t, const CoreEntry *c)
 	snprintf(t->comm, sizeof(t->comm), "%s", comm ? comm : "");
 }
 
+unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid)
+{
+	for (size_t i = 0; i < pe->n_threads && i < pe->n_ns_threads; i++)
+		if (pe->threads[i] == host_tid)
+			return pe->ns_threads[i];
+	return host_tid;
+}
+
 /* Every thread, its xsave image from xs_off on, its stack from stacks_off on. */
 void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off)
 {
@@ -192,6 +200,7 @@ void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off)
 		struct rst_thread *t = &rt[i];
 
 		t->tid = ds->pstree->n_threads ? ds->pstree->threads[i] : ds->pstree->pid;
+		t->ns_tid = ds->pstree->n_ns_threads > i ? ds->pstree->ns_threads[i] : 0;
 		fill_thread_core(t, ds->cores[i]);
 		if (fp && fp->has_xsave_raw) {
 			t->xsave_off = xs_off;

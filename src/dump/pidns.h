@@ -1,0 +1,22 @@
+/*
+ * pidns.c: the PID namespace of a dumped tree whose root is its init.
+ */
+#ifndef MEMDUMP_PIDNS_H
+#define MEMDUMP_PIDNS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_tree;
+struct refusals;
+
+/* Is pid in another PID namespace than memdump? */
+bool pidns_own(pid_t pid);
+/* What stops the dump of tree t, whose root is in a PID namespace of its own, into r. */
+void pidns_refuse(const struct proc_tree *t, struct refusals *r);
+/* The IDs process pid and its n threads tids see in their namespace; -ESRCH: gone. */
+int pidns_ids(pid_t pid, const pid_t *tids, int n, uint32_t *ns_tids, uint32_t *ns_pgid,
+	      uint32_t *ns_sid);
+
+#endif

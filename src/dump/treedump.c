@@ -1,0 +1,578 @@
+/*
+ * The dump of a process tree: PID and every live process below it, frozen
+ * all before any of them is read, so that the image set is one instant.
+ *
+ *   DIR/            the root's own set, as for one process; its pstree.img
+ *                   lists every process of the tree, its inventory.img
+ *                   every other process's set with the checksum of that
+ *                   set's inventory.img
+ *   DIR/proc-PID/   the set of each other process, complete by itself
+ *                   (`memdump show -D DIR/proc-PID` reads it), with
+ *                   fd-share.img: its fds whose open file description a
+ *                   process dumped before it holds too (kcmp), which
+ *                   restore gives it from that process
+ *
+ * Each process goes through dump.c's steps in turn (the parasite is in one
+ * process at a time); all of them stay frozen until every set is written,
+ * then all are resumed, or killed, children first. Shared memory two
+ * processes map is the same object (its inode) in both sets: restore makes
+ * it once. What the sets cannot express between processes (UNIX sockets,
+ * epoll sets shared between them, shared fd tables, another namespace than
+ * the root's) is refused by name.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "dump/files.h"
+#include "dump/images.h"
+#include "dump/ns.h"
+#include "dump/refuse.h"
+#include "dump/sockets.h"
+#include "dump/task.h"
+#include "dump/tree.h"
+#include "dump/tty.h"
+#include "image/image.h"
+#include "fault.h"
+#include "log.h"
+#include "proc.h"
+#include "vma_status.h"
+#include "fd-share.pb-c.h"
+
+/* One live process of the tree and its dump. */
+struct member {
+	struct dump_ctx d;
+	struct task_state ts;
+	struct dump_opts o;		/* o.pid: this process */
+	const struct tree_proc *tp;
+	char subdir[32];		/* proc-PID, "" for the root */
+	bool seized, inventory;
+};
+
+struct tree_dump {
+	const struct dump_opts *o;
+	struct proc_tree *t;
+	struct member *m;		/* the root first, parents before children */
+	int n;
+	int dirfd;			/* -D */
+	bool leave_running;
+};
+
+static int refuse_options(const struct dump_opts *o, int n)
+{
+	const char *what = o->pre_dump ? "pre-dump" : o->prev_dir ? "--prev-images-dir" :
+			   o->track_mem ? "--track-mem" : o->snapshot ? "--snapshot" :
+			   o->tcp_established ? "--tcp-established" : NULL;
+
+	if (!what)
+		return 0;
+	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with %s yet",
+		    n, o->pid, what);
+}
+
+static int members_init(struct tree_dump *td)
+{
+	int n = 0;
+
+	td->m = calloc(td->t->n, sizeof(*td->m));
+	if (!td->m)
+		return -ENOMEM;
+	for (int i = 0; i < td->t->n; i++) {
+		const struct tree_proc *p = &td->t->procs[i];
+		struct member *m = &td->m[n];
+
+		if (tree_is_zombie(p))
+			continue;	/* its parent's: zombies.c */
+		m->tp = p;
+		m->o = *td->o;
+		m->o.pid = p->pid;
+		m->o.tree = td->t;
+		if (n)
+			m->o.hooks = NULL;	/* the hooks see the tree's root */
+		if (n)
+			snprintf(m->subdir, sizeof(m->subdir), "proc-%d", p->pid);
+		m->d = (struct dump_ctx){ .pid = p->pid, .mode = td->o->mode,
+					  .progress = td->o->progress && !n,
+					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid },
+					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
+					  .parent = { .dirfd = -1 }, .tree = td->t,
+					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
+		track_init(&m->d.track, p->pid);
+		n++;
+	}
+	td->n = n;
+	return 0;
+}
+
+/* The namespaces every process must share with the root: restore makes them once. */
+static int check_same_ns(const struct tree_dump *td)
+{
+	static const char *const kinds[] = { "pid", "mnt", "net", "uts", "ipc", "cgroup", "user",
+					     "time" };
+
+	for (int i = 1; i < td->n; i++)
+		for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+			char a[64], b[64];
+			struct stat sa, sb;
+
+			snprintf(a, sizeof(a), "/proc/%d/ns/%s", td->m[0].d.pid, kinds[k]);
+			snprintf(b, sizeof(b), "/proc/%d/ns/%s", td->m[i].d.pid, kinds[k]);
+			if (stat(a, &sa) || stat(b, &sb))
+				continue;	/* gone: the freeze tells */
+			if (sa.st_ino != sb.st_ino)
+				return fail(-EOPNOTSUPP, "process %d (%s) of the tree of %d is in "
+					    "another %s namespace than it", td->m[i].d.pid,
+					    td->m[i].tp->comm, td->m[0].d.pid, kinds[k]);
+		}
+	return 0;
+}
+
+static int open_dirs(struct tree_dump *td)
+{
+	td->dirfd = dump_open_dir(td->o->dir);
+	if (td->dirfd < 0)
+		return td->dirfd;
+	td->m[0].d.dir.fd = td->dirfd;
+	for (int i = 1; i < td->n; i++) {
+		struct member *m = &td->m[i];
+
+		if (mkdirat(td->dirfd, m->subdir, 0700))
+			return fail(-errno, "cannot create directory %s/%s: %s", td->o->dir,
+				    m->subdir, strerror(errno));
+		m->d.dir.fd = img_open_subset(td->dirfd, m->subdir);
+		if (m->d.dir.fd < 0)
+			return m->d.dir.fd;
+	}
+	return 0;
+}
+
+/* Parents first: a frozen parent forks no more; a child it forked before is caught after. */
+static int freeze_all(struct tree_dump *td)
+{
+	int ret = 0;
+
+	for (int i = 0; i < td->n && !ret; i++) {
+		struct member *m = &td->m[i];
+
+		m->d.stopped = dump_target_stopped(m->d.pid);
+		ret = infect_prepare(&m->d.in, m->d.pid, &dump_interrupted);
+		m->seized = !ret;
+	}
+	return ret;
+}
+
+static void unfreeze_all(struct tree_dump *td)
+{
+	for (int i = td->n - 1; i >= 0; i--)
+		if (td->m[i].seized || td->m[i].d.in.nr_threads)
+			infect_release(&td->m[i].d.in, false);
+}
+
+/* Has the tree changed since td->t was read (a fork, an exit)? */
+static bool tree_changed(const struct tree_dump *td)
+{
+	struct proc_tree now;
+	bool changed = tree_collect(td->o->pid, &now) || !tree_same(td->t, &now);
+
+	tree_free(&now);
+	return changed;
+}
+
+static void members_reset(struct tree_dump *td);
+
+/*
+ * Read the tree, check it, freeze it, parents first; read it again: a child
+ * forked, or a process that exited, meanwhile makes it go round again (every
+ * process resumed), as the freeze of threads does. A refusal of a tree that
+ * changed under the checks is looked at again too: the process it named may
+ * be gone.
+ */
+static int freeze_stable(struct tree_dump *td)
+{
+	for (int pass = 0; pass < TREE_MAX_PASSES; pass++) {
+		int ret = tree_collect(td->o->pid, td->t);
+
+		if (ret)
+			return fail(ret, "cannot read the process tree of %d: %s", td->o->pid,
+				    strerror(-ret));
+		ret = members_init(td);
+		if (!ret)
+			ret = refuse_check_tree(&td->m[0].o);
+		if (!ret)
+			ret = check_same_ns(td);
+		if (ret && ret != -ENOMEM && tree_changed(td)) {
+			fail_clear();
+			members_reset(td);
+			continue;
+		}
+		if (!ret)
+			ret = freeze_all(td);
+		if (!ret && !tree_changed(td))
+			return 0;
+		if (ret && ret != -ESRCH && !tree_changed(td))
+			return ret;
+		fail_clear();
+		unfreeze_all(td);
+		members_reset(td);
+	}
+	return fail(-EAGAIN, "the process tree of %d kept changing over %d freezes", td->o->pid,
+		    TREE_MAX_PASSES);
+}
+
+/* Two processes of the tree with one fd table, fs or signal handlers: not restored shared. */
+static int check_shared_tables(const struct tree_dump *td, int k)
+{
+	static const struct { int type; const char *what; } tables[] = {
+		{ KCMP_VM, "memory (CLONE_VM)" }, { KCMP_FILES, "fd table (CLONE_FILES)" },
+		{ KCMP_FS, "fs information (CLONE_FS)" },
+		{ KCMP_SIGHAND, "signal handlers (CLONE_SIGHAND)" } };
+	pid_t a = td->m[k].d.pid;
+
+	for (int j = 0; j < k; j++)
+		for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+			if (syscall(SYS_kcmp, td->m[j].d.pid, a, tables[i].type, 0, 0) == 0)
+				return fail(-EOPNOTSUPP, "processes %d and %d of the tree share "
+					    "their %s, which restore does not recreate",
+					    td->m[j].d.pid, a, tables[i].what);
+	return 0;
+}
+
+static const struct file_desc *desc_of(const struct dump_ctx *d, int id)
+{
+	return id > 0 && id <= d->files.nr_descs ? &d->files.descs[id - 1] : NULL;
+}
+
+/* fd of process k and the earlier process's fd with the same description, or -1. */
+static int find_owner(const struct tree_dump *td, int k, const struct fd_entry *fe,
+		      int *owner_fd)
+{
+	const struct dump_ctx *d = &td->m[k].d;
+	const struct file_desc *f = desc_of(d, fe->id);
+
+	for (int j = 0; j < k; j++) {
+		const struct dump_ctx *o = &td->m[j].d;
+
+		for (int i = 0; i < o->files.nr_fds; i++) {
+			const struct file_desc *g = desc_of(o, o->files.fds[i].id);
+
+			if (!f || !g || g->kind != f->kind || g->st.st_dev != f->st.st_dev ||
+			    g->st.st_ino != f->st.st_ino)
+				continue;
+			if (syscall(SYS_kcmp, o->pid, d->pid, KCMP_FILE, o->files.fds[i].fd,
+				    fe->fd) == 0) {
+				*owner_fd = o->files.fds[i].fd;
+				return j;
+			}
+		}
+	}
+	return -1;
+}
+
+/* Kinds whose sharing between processes restore cannot give yet. */
+static const char *unshareable(const struct file_desc *f)
+{
+	if (f->kind == FK_EPOLL)
+		return "an epoll set";
+	if (f->kind == FK_INOTIFY)
+		return "an inotify instance";
+	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
+					       f->sk->family != AF_INET6)))
+		return "a socket other than TCP/UDP";
+	if (f->kind == FK_TTY && f->tty)
+		return "a pseudo-terminal pair";
+	return NULL;
+}
+
+static int write_share(struct image *img, const struct fd_entry *fe, pid_t owner, int owner_fd)
+{
+	FdShareEntry e = FD_SHARE_ENTRY__INIT;
+
+	e.fd = fe->fd;
+	e.owner_pid = owner;
+	e.owner_fd = owner_fd;
+	return img_write_msg(img, &e.base);
+}
+
+/* fd-share.img of process k: every fd whose description an earlier process holds. */
+static int share_fds(struct tree_dump *td, int k)
+{
+	struct dump_ctx *d = &td->m[k].d;
+	struct image *img = NULL;
+	int ret = img_create(&d->dir, IMG_FD_SHARE, 0, &img);
+
+	for (int i = 0; i < d->files.nr_fds && !ret; i++) {
+		const struct fd_entry *fe = &d->files.fds[i];
+		int owner_fd, j = find_owner(td, k, fe, &owner_fd);
+		const char *what;
+
+		if (j < 0)
+			continue;
+		what = unshareable(desc_of(d, fe->id));
+		if (what)
+			ret = fail(-EOPNOTSUPP, "its fd %d is %s that process %d holds too, which "
+				   "restore does not share yet", fe->fd, what, td->m[j].d.pid);
+		else
+			ret = write_share(img, fe, td->m[j].d.pid, owner_fd);
+	}
+	if (img && ret)
+		img_abort(img);
+	else if (img)
+		ret = img_close(img);
+	return ret;
+}
+
+/* The root's pstree.img lists every live process of the tree after its own zombies. */
+static int list_members(struct tree_dump *td)
+{
+	struct dump_ctx *root = &td->m[0].d;
+
+	root->below = calloc(td->n, sizeof(*root->below));
+	if (!root->below)
+		return -ENOMEM;
+	for (int i = 1; i < td->n; i++) {
+		const struct member *m = &td->m[i];
+		struct tree_pstree *e = &root->below[root->nr_below++];
+
+		*e = (struct tree_pstree){ .pid = m->tp->pid, .ppid = m->tp->ppid,
+					   .pgid = m->tp->pgid, .sid = m->tp->sid };
+		e->tids = calloc(m->d.in.nr_threads + 1, sizeof(*e->tids));
+		if (!e->tids)
+			return -ENOMEM;
+		for (int t = 0; t < m->d.in.nr_threads; t++)
+			e->tids[e->nr_tids++] = m->d.in.threads[t].tid;
+	}
+	return 0;
+}
+
+/* One process: read, its pages and images written, its parasite gone again. */
+static int dump_member(struct tree_dump *td, int k)
+{
+	struct member *m = &td->m[k];
+	int ret;
+
+	m->d.trace = td->o->trace;
+	if (m->d.trace)
+		m->d.trace->in.pid = m->d.pid;
+	m->d.in.trace = td->o->trace ? &td->o->trace->in : NULL;
+	m->d.stats.freeze_start = td->m[0].d.stats.freeze_start;
+	m->d.stats.frozen_at = td->m[0].d.stats.frozen_at;
+	m->d.stats.threads = m->d.in.nr_threads;
+	m->d.own_ns = ns_own_mask(m->d.pid);
+	ret = collect_zombies(&m->d);
+	if (!ret)
+		ret = dump_collect(&m->d, &m->ts, &m->o);
+	if (!ret)
+		ret = check_shared_tables(td, k);
+	if (!ret && k)
+		ret = share_fds(td, k);
+	if (!ret)
+		ret = dump_write_images(&m->d, &m->ts, false);
+	if (ret)
+		fail_context("process %d of the tree of %d: ", m->d.pid, td->o->pid);
+	return ret;
+}
+
+/* A process other than the root, its images written: what dump_finish_images() does for it. */
+static int finish_member(struct tree_dump *td, struct member *m)
+{
+	int ret = td->leave_running ? tty_put_back(&m->d) : sockets_check_queues(&m->d);
+
+	m->inventory = !td->leave_running || td->o->hooks;
+	if (!ret && m->inventory)
+		ret = write_inventory(&m->d);
+	if (!ret && m->inventory)
+		ret = img_add_subset(&td->m[0].d.dir, m->subdir);
+	return ret;
+}
+
+/* Children first: the root's inventory lists their sets. */
+static int finish_all(struct tree_dump *td)
+{
+	int ret = 0;
+
+	for (int i = td->n - 1; i > 0 && !ret; i--)
+		ret = finish_member(td, &td->m[i]);
+	if (!ret)
+		ret = dump_finish_images(&td->m[0].d, td->o, td->leave_running,
+					 &td->m[0].inventory);
+	return ret;
+}
+
+/* Resumed (or killed, children first), then what waited for that: inventories, the disk. */
+static int release_all(struct tree_dump *td)
+{
+	int ret = 0;
+
+	for (int i = td->n - 1; i >= 0; i--) {
+		if (td->leave_running)
+			sockets_finish(&td->m[i].d, false);
+		infect_release(&td->m[i].d.in, !td->leave_running);
+		td->m[i].seized = false;
+		if (!td->leave_running)
+			sockets_finish(&td->m[i].d, true);
+	}
+	for (int i = td->n - 1; i > 0 && !ret; i--) {
+		struct member *m = &td->m[i];
+
+		if (!m->inventory)
+			ret = write_inventory(&m->d);
+		if (!ret && !m->inventory)
+			ret = img_add_subset(&td->m[0].d.dir, m->subdir);
+		if (!ret)
+			ret = dump_make_durable(&m->d, td->leave_running);
+	}
+	if (!ret && !td->m[0].inventory)
+		ret = write_inventory(&td->m[0].d);
+	if (!ret)
+		ret = dump_make_durable(&td->m[0].d, td->leave_running);
+	return ret;
+}
+
+static void remove_subsets(struct tree_dump *td)
+{
+	for (int i = 1; i < td->n; i++) {
+		struct member *m = &td->m[i];
+
+		img_remove_created(&m->d.dir);
+		unlinkat(td->dirfd, m->subdir, AT_REMOVEDIR);
+	}
+}
+
+/* A failure before the release: every process as it was, nothing of the set left. */
+static void undo_all(struct tree_dump *td)
+{
+	for (int i = td->n - 1; i >= 0; i--) {
+		struct member *m = &td->m[i];
+
+		if (m->d.dir.fd >= 0 && i)
+			unlinkat(m->d.dir.fd, "inventory.img", 0);
+		if (m->seized || m->d.in.nr_threads)
+			dump_undo(&m->d);
+		m->seized = false;
+	}
+	if (td->dirfd >= 0)
+		unlinkat(td->dirfd, "inventory.img", 0);
+	remove_subsets(td);
+}
+
+static void members_free(struct tree_dump *td);
+
+/* Back to no member: the tree is read again. */
+static void members_reset(struct tree_dump *td)
+{
+	members_free(td);
+	td->m = NULL;
+	td->n = 0;
+	tree_free(td->t);
+}
+
+static void members_free(struct tree_dump *td)
+{
+	for (int i = 0; td->m && i < td->n; i++) {
+		struct dump_ctx *d = &td->m[i].d;
+
+		for (int b = 0; b < d->nr_below; b++)
+			free(d->below[b].tids);
+		free(d->below);
+		if (d->dir.fd >= 0)
+			close(d->dir.fd);
+		dump_ctx_free(d);
+	}
+	free(td->m);
+}
+
+static void tree_summary(const struct tree_dump *td, uint64_t frozen_us)
+{
+	int threads = 0;
+	uint64_t pages = 0;
+
+	for (int i = 0; i < td->n; i++) {
+		threads += td->m[i].d.stats.threads;
+		pages += td->m[i].d.stats.pages_written;
+		dump_summary(&td->m[i].d, frozen_us, true);
+	}
+	if (log_level() == LOG_NONE)
+		return;
+	if (td->o->quiet) {
+		pr_info("dumped process tree of %d: %d processes, %d threads, %lu pages in %.3f s "
+			"frozen", td->o->pid, td->n, threads, (unsigned long)pages, frozen_us / 1e6);
+		return;
+	}
+	printf("dumped process tree of %d: %d processes, %d threads, %lu pages (%.1f MB) in %.3f s "
+	       "frozen, %s mode; on disk after %.3f s\n", td->o->pid, td->n, threads,
+	       (unsigned long)pages, pages * 4096 / 1e6, frozen_us / 1e6, mode_name(td->o->mode),
+	       (td->m[0].d.stats.durable_at - td->m[0].d.stats.frozen_at) / 1e6);
+	fflush(stdout);
+}
+
+static int run(struct tree_dump *td)
+{
+	struct dump_ctx *root;
+	uint64_t frozen_us, start = now_us();
+	int ret = hook_fire(td->o->hooks, HOOK_PRE_DUMP, td->o->pid);
+
+	if (!ret)
+		ret = freeze_stable(td);
+	if (ret) {
+		unfreeze_all(td);
+		return ret;
+	}
+	root = &td->m[0].d;
+	root->stats.freeze_start = start;
+	root->stats.frozen_at = now_us();
+	ret = open_dirs(td);
+	if (!ret)
+		ret = list_members(td);
+	for (int i = 0; i < td->n && !ret; i++)
+		ret = dump_member(td, i);
+	if (!ret)
+		ret = finish_all(td);
+	if (ret) {
+		undo_all(td);
+		return ret;
+	}
+	ret = release_all(td);
+	frozen_us = now_us() - root->stats.frozen_at;
+	root->stats.durable_at = now_us();
+	if (ret && td->leave_running) {
+		remove_subsets(td);
+		img_remove_created(&root->dir);
+	}
+	for (int i = 0; i < td->n; i++)
+		img_forget_created(&td->m[i].d.dir);
+	if (!ret)
+		tree_summary(td, frozen_us);
+	for (int i = td->n - 1; i >= 0 && !ret && !td->leave_running; i--)
+		infect_wait_pid_free(td->m[i].d.pid);
+	return ret;
+}
+
+int dump_tree(const struct dump_opts *o, struct proc_tree *t)
+{
+	struct tree_dump td = { .o = o, .t = t, .dirfd = -1,
+				.leave_running = o->leave_running };
+	int ret;
+
+	if (!o->pid || !o->dir)
+		return fail(-EINVAL, "dump needs -t PID and -D DIR");
+	ret = refuse_options(o, t->n);
+	tree_free(t);	/* read again at the freeze */
+	if (!ret) {
+		dump_catch_signals();
+		ret = target_check(o->pid);
+	}
+	if (!ret)
+		ret = run(&td);
+	members_free(&td);
+	return ret;
+}

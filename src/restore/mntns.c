@@ -1,0 +1,372 @@
+/*
+ * The mount namespace of a dump (dump/mntns.c wrote mountpoints-1.img):
+ * the restoring thread makes a copy of memdump's (unshare), turns every
+ * mount of the copy into a slave first (nothing done in it reaches
+ * memdump's namespace), finds there every mount the process kept (the same
+ * mount on the same parent), unmounts what the copy has more, gives the
+ * kept ones their propagation and mounts the process's own (tmpfs with its
+ * files, proc, sysfs, mqueue, devpts, bind mounts) in their order. The
+ * files and mappings of the process are opened afterwards, in its view. A
+ * PID namespace's proc, and what follows it, is mounted by the restored
+ * init itself (child.c), the only one that sees that namespace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "image/image.h"
+#include "log.h"
+#include "mountinfo.h"
+#include "restore/restore.h"
+#include "mnt.pb-c.h"
+#include "tmpfs-file.pb-c.h"
+
+enum { HOW_KEPT, HOW_MOUNTED };
+
+static bool own_mntns(const struct rst *r)
+{
+	return r->ds.inv->has_own_ns && (r->ds.inv->own_ns & CLONE_NEWNS);
+}
+
+static int load_entries(struct rst *r)
+{
+	struct image *img;
+	void *msg;
+	int ret = img_open(r->ds.dirfd, IMG_MNTS, 1, &img);
+
+	if (ret)
+		return ret;
+	while ((ret = img_read_msg(img, &mnt_entry__descriptor, &msg)) == 1) {
+		MntEntry **n = realloc(r->mnts, (r->nr_mnts + 1) * sizeof(*n));
+
+		if (!n) {
+			img_free(&mnt_entry__descriptor, msg);
+			ret = -ENOMEM;
+			break;
+		}
+		r->mnts = n;
+		r->mnts[r->nr_mnts++] = msg;
+	}
+	img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+static int entry_index(const struct rst *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if (r->mnts[i]->mnt_id == id)
+			return (int)i;
+	return -1;
+}
+
+static int mount_index(const struct mounts *ms, int id)
+{
+	for (size_t k = 0; k < ms->n; k++)
+		if (ms->m[k].id == id)
+			return (int)k;
+	return -1;
+}
+
+static bool entry_is(const MntEntry *e, const struct mount *m)
+{
+	return major(e->root_dev) == m->major && minor(e->root_dev) == m->minor &&
+	       !strcmp(e->root, m->root) && !strcmp(e->mountpoint, m->mountpoint) &&
+	       e->fsname && !strcmp(e->fsname, m->fstype) && !strcmp(e->source, m->source);
+}
+
+/*
+ * Each kept entry's mount in ms (match[i], -1 for mounted ones); taken[k]: a
+ * mount of ms that some entry is. Fails naming the first kept mount missing.
+ */
+static int match_kept(const struct rst *r, const struct mounts *ms, int *match, bool *taken)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++) {
+		const MntEntry *e = r->mnts[i];
+		int ep = entry_index(r, e->parent_mnt_id);
+
+		match[i] = -1;
+		if (e->how != HOW_KEPT)
+			continue;
+		if (ep >= 0 && match[ep] < 0)
+			return fail(-ENOENT, "image mountpoints-1.img is corrupt: the kept mount at "
+				    "%s is on a mount of the process's own", e->mountpoint);
+		for (size_t k = 0; k < ms->n && match[i] < 0; k++) {
+			int mp = mount_index(ms, ms->m[k].parent);
+
+			if (taken[k] || !entry_is(e, &ms->m[k]) || (ep < 0) != (mp < 0) ||
+			    (ep >= 0 && match[ep] != mp))
+				continue;
+			match[i] = (int)k;
+			taken[k] = true;
+		}
+		if (match[i] < 0)
+			return fail(-ENOENT, "the mount at %s (%s %s) that the process's mount "
+				    "namespace had from memdump's is not in memdump's any more",
+				    e->mountpoint, e->fsname ? e->fsname : "?", e->source);
+	}
+	return 0;
+}
+
+/* Against the mounts of this thread's namespace now: every kept one is there. */
+static int check_kept(const struct rst *r, struct mounts *ms, int **match, bool **taken)
+{
+	int ret = mounts_read("/proc/thread-self/mountinfo", ms);
+
+	if (ret)
+		return fail(ret, "cannot read memdump's mounts: %s", strerror(-ret));
+	*match = calloc(r->nr_mnts + 1, sizeof(**match));
+	*taken = calloc(ms->n + 1, sizeof(**taken));
+	if (!*match || !*taken)
+		return -ENOMEM;
+	return match_kept(r, ms, *match, *taken);
+}
+
+int mntns_check(struct rst *r)
+{
+	struct mounts ms = { 0 };
+	int *match = NULL, ret;
+	bool *taken = NULL;
+
+	if (!own_mntns(r))
+		return 0;
+	ret = load_entries(r);
+	if (!ret)
+		ret = check_kept(r, &ms, &match, &taken);
+	mounts_free(&ms);
+	free(match);
+	free(taken);
+	return ret;
+}
+
+/* One file of a tmpfs, at dir + its path. */
+static int make_file(int dirfd, const TmpfsFileEntry *f, const char *mp)
+{
+	mode_t perm = f->mode & 07777;
+	int ret = 0, fd;
+
+	if (!f->path[0] || f->path[0] == '/' || strstr(f->path, ".."))
+		return fail(-EIO, "image tmpfs of %s is corrupt: a file named \"%s\"", mp, f->path);
+	if (S_ISDIR(f->mode)) {
+		if (mkdirat(dirfd, f->path, perm) && errno != EEXIST)
+			ret = -errno;
+	} else if (S_ISREG(f->mode)) {
+		fd = openat(dirfd, f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    perm);
+		if (fd < 0)
+			ret = -errno;
+		else if (f->has_data && write(fd, f->data.data, f->data.len) != (ssize_t)f->data.len)
+			ret = -EIO;
+		if (fd >= 0)
+			close(fd);
+	} else if (S_ISLNK(f->mode)) {
+		if (symlinkat(f->link ? f->link : "", dirfd, f->path))
+			ret = -errno;
+	} else if (mknodat(dirfd, f->path, f->mode, f->has_rdev ? (dev_t)f->rdev : 0)) {
+		ret = -errno;
+	}
+	if (!ret && fchownat(dirfd, f->path, f->uid, f->gid, AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	if (!ret && !S_ISLNK(f->mode) && fchmodat(dirfd, f->path, perm, 0))
+		ret = -errno;
+	if (ret)
+		return fail(ret, "cannot make %s/%s on the restored tmpfs: %s", mp, f->path,
+			    strerror(-ret));
+	return 0;
+}
+
+static void set_mtime(int dirfd, const TmpfsFileEntry *f)
+{
+	struct timespec ts[2] = { { 0, UTIME_OMIT },
+				  { (time_t)(f->mtime_ns / 1000000000ULL),
+				    (long)(f->mtime_ns % 1000000000ULL) } };
+
+	if (f->has_mtime_ns)
+		utimensat(dirfd, f->path, ts, AT_SYMLINK_NOFOLLOW);
+}
+
+/* The files of tmpfs e, from tmpfs-MNTID.img, into the mount at its point. */
+static int fill_tmpfs(const struct rst *r, const MntEntry *e)
+{
+	TmpfsFileEntry **files = NULL;
+	struct image *img;
+	size_t n = 0;
+	void *msg;
+	int dirfd, ret = img_open(r->ds.dirfd, IMG_TMPFS, e->mnt_id, &img);
+
+	if (ret)
+		return ret;
+	while ((ret = img_read_msg(img, &tmpfs_file_entry__descriptor, &msg)) == 1) {
+		TmpfsFileEntry **nf = realloc(files, (n + 1) * sizeof(*nf));
+
+		if (!nf) {
+			img_free(&tmpfs_file_entry__descriptor, msg);
+			ret = -ENOMEM;
+			break;
+		}
+		files = nf;
+		files[n++] = msg;
+	}
+	img_abort(img);
+	dirfd = ret < 0 ? -1 : open(e->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ret >= 0 && dirfd < 0)
+		ret = fail(-errno, "cannot open the restored tmpfs at %s: %s", e->mountpoint,
+			   strerror(errno));
+	for (size_t i = 0; ret >= 0 && i < n; i++)
+		ret = make_file(dirfd, files[i], e->mountpoint);
+	for (size_t i = n; ret >= 0 && i-- > 0;)
+		set_mtime(dirfd, files[i]);	/* children first: a directory's last */
+	if (dirfd >= 0)
+		close(dirfd);
+	for (size_t i = 0; i < n; i++)
+		img_free(&tmpfs_file_entry__descriptor, files[i]);
+	free(files);
+	return ret < 0 ? ret : 0;
+}
+
+#define MOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | \
+		     MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME | MS_NOSYMFOLLOW)
+
+/* One mount the process made, at its point; why into why/len on failure. */
+static int mount_one(const struct rst *r, const MntEntry *e, char *why, size_t len)
+{
+	unsigned long flags = e->flags & MOUNT_FLAGS;
+	int ret = 0;
+
+	if (e->bind_from) {
+		if (mount(e->bind_from, e->mountpoint, NULL, MS_BIND, NULL) ||
+		    (flags && mount(NULL, e->mountpoint, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
+			ret = -errno;
+	} else if (mount(e->source, e->mountpoint, e->fsname, flags,
+			 e->options[0] ? e->options : NULL)) {
+		ret = -errno;
+	}
+	if (!ret && e->fsname && !strcmp(e->fsname, "tmpfs") && !e->bind_from) {
+		ret = fill_tmpfs(r, e);
+		if (ret)
+			snprintf(why, len, "%s", fail_reason());
+		return ret;
+	}
+	if (ret)
+		snprintf(why, len, "cannot mount %s (%s%s%s) at %s: %s", e->fsname ? e->fsname : "?",
+			 e->bind_from ? "bound from " : "", e->bind_from ? e->bind_from : "",
+			 e->bind_from ? "" : e->source, e->mountpoint, strerror(-ret));
+	return ret;
+}
+
+/* The copy's mounts the process did not have, children first. */
+static int unmount_extra(const struct mounts *ms, const bool *taken)
+{
+	for (size_t k = ms->n; k-- > 0;)
+		if (!taken[k] && umount2(ms->m[k].mountpoint, MNT_DETACH) && errno != EINVAL &&
+		    errno != ENOENT)
+			return fail(-errno, "cannot unmount %s in the new mount namespace: %s",
+				    ms->m[k].mountpoint, strerror(errno));
+	return 0;
+}
+
+static int set_propagation(const struct rst *r, const int *match)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++) {
+		const MntEntry *e = r->mnts[i];
+
+		if (match[i] < 0 || !e->has_propagation || e->propagation != MS_PRIVATE)
+			continue;	/* a slave already (MS_SLAVE) or as memdump's */
+		if (mount(NULL, e->mountpoint, NULL, MS_PRIVATE, NULL))
+			return fail(-errno, "cannot make %s private: %s", e->mountpoint,
+				    strerror(errno));
+	}
+	return 0;
+}
+
+static int mount_own(const struct rst *r, bool in_child, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++) {
+		const MntEntry *e = r->mnts[i];
+		int ret;
+
+		if (e->how != HOW_MOUNTED || (e->has_in_child && e->in_child) != in_child)
+			continue;
+		ret = mount_one(r, e, why, len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int build(struct rst *r)
+{
+	struct mounts ms = { 0 };
+	int *match = NULL, ret;
+	bool *taken = NULL;
+	char why[512];
+
+	/* first of all: nothing done here propagates to memdump's namespace */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		return fail(-errno, "cannot make the new mount namespace a slave: %s", strerror(errno));
+	ret = check_kept(r, &ms, &match, &taken);
+	if (!ret)
+		ret = unmount_extra(&ms, taken);
+	if (!ret)
+		ret = set_propagation(r, match);
+	if (!ret && mount_own(r, false, why, sizeof(why)))
+		ret = fail(-EIO, "%s", why);
+	mounts_free(&ms);
+	free(match);
+	free(taken);
+	return ret;
+}
+
+int mntns_restore_enter(struct rst *r)
+{
+	int ret;
+
+	if (!own_mntns(r))
+		return 0;
+	r->mnt_back = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	r->mnt_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->mnt_back < 0 || r->mnt_cwd < 0)
+		return fail(-errno, "cannot keep memdump's mount namespace: %s", strerror(errno));
+	if (unshare(CLONE_NEWNS))
+		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
+	ret = build(r);
+	if (!ret)
+		pr_info("mount namespace: new, %zu mounts\n", r->nr_mnts);
+	return ret;
+}
+
+void mntns_restore_leave(struct rst *r)
+{
+	if (r->mnt_back >= 0) {
+		if (setns(r->mnt_back, CLONE_NEWNS))
+			pr_warn("cannot go back to memdump's mount namespace: %m\n");
+		close(r->mnt_back);
+	}
+	if (r->mnt_cwd >= 0) {
+		if (fchdir(r->mnt_cwd))
+			pr_warn("cannot go back to memdump's directory: %m\n");
+		close(r->mnt_cwd);
+	}
+	r->mnt_back = r->mnt_cwd = -1;
+}
+
+int mntns_mount_in_child(struct rst *r, char *why, size_t len)
+{
+	return own_mntns(r) && !r->tree_parent ? mount_own(r, true, why, len) : 0;
+}
+
+void mntns_free(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		img_free(&mnt_entry__descriptor, r->mnts[i]);
+	free(r->mnts);
+	r->mnts = NULL;
+	r->nr_mnts = 0;
+}

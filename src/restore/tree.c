@@ -1,0 +1,501 @@
+/*
+ * The restore of a dumped process tree (dump/treedump.c wrote it): the
+ * root's set is DIR, each other process's set DIR/proc-PID, listed by the
+ * root's inventory and pstree.img.
+ *
+ *   1. Every set is loaded and checked as the root's is, and its place in
+ *      the tree (its parent is the root or a process listed before it);
+ *      fd-share.img says which fds take an earlier process's description.
+ *   2. Every process is prepared in memdump, in tree order: its files (a
+ *      shared description is a copy of its first holder's fd; a pipe met in
+ *      several processes is created once, its data put back once, and so
+ *      is a shared memory object several processes map), its
+ *      restorer area (each at an address free in memdump beside the others).
+ *   3. memdump forks the root; each process, still memdump's code, takes its
+ *      session and group, then forks its children with their PIDs (waiting
+ *      for each to take its own, which a later sibling may join), then goes
+ *      on as one process's restore does (child.c).
+ *   4. Once every process is parked and its pages checked, all are resumed;
+ *      a failure anywhere kills every one of them before any has run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "restore/restore.h"
+
+struct rst_pipe {
+	uint32_t id;		/* pipe_id: the dumped pipe's inode */
+	int fd[2];		/* memdump's copies of both ends */
+};
+
+/* A shared memory object (MAP_SHARED|MAP_ANONYMOUS memory, a memfd) of several processes. */
+struct rst_shm {
+	uint64_t shmid;		/* its inode at the dump */
+	int fd;			/* memdump's copy */
+};
+
+struct rst_tree {
+	struct rst *m;		/* the processes but the root, in pstree order */
+	size_t n;
+	struct rst_pipe *pipes;
+	size_t nr_pipes;
+	struct rst_shm *shms;
+	size_t nr_shms;
+};
+
+static struct rst *proc_of(struct rst *root, pid_t pid, size_t before)
+{
+	if (root->pid == pid)
+		return root;
+	for (size_t i = 0; i < before && i < root->tree->n; i++)
+		if (root->tree->m[i].pid == pid)
+			return &root->tree->m[i];
+	return NULL;
+}
+
+static bool has_fd(const struct dumpset *ds, uint32_t fd)
+{
+	for (size_t i = 0; i < ds->nr_fds; i++)
+		if (ds->fds[i]->fd == fd)
+			return true;
+	return false;
+}
+
+/* fd-share.img of member i: each fd and the earlier process it shares with. */
+static int load_shares(struct rst *root, size_t i)
+{
+	struct rst *m = &root->tree->m[i];
+	FdShareEntry **e = m->ds.fd_shares;
+	size_t n = m->ds.nr_fd_shares;
+
+	m->shares = calloc(n + 1, sizeof(*m->shares));
+	if (!m->shares)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		struct rst *o = proc_of(root, (pid_t)e[k]->owner_pid, i);
+
+		if (!o || !has_fd(&m->ds, e[k]->fd) || !has_fd(&o->ds, e[k]->owner_fd))
+			return fail(-EIO, "image fd-share.img of process %d is corrupt: fd %u "
+				    "shares with fd %u of process %u, which the images do not hold",
+				    m->pid, e[k]->fd, e[k]->owner_fd, e[k]->owner_pid);
+		m->shares[m->nr_shares++] = (struct rst_share){ .fd = (int)e[k]->fd, .owner = o,
+			.owner_fd = (int)e[k]->owner_fd, .src = -1 };
+	}
+	return 0;
+}
+
+/* Member i: its set, its checks, its parent already in the tree. */
+static int load_member(struct rst *root, size_t i)
+{
+	struct rst *m = &root->tree->m[i];
+	const PstreeEntry *pe = root->ds.members[i];
+	int ret;
+
+	rst_init(m, root->o);
+	m->tree = root->tree;
+	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
+	if (ret)
+		return ret;
+	ret = rst_check_loaded(m);
+	if (ret)
+		return ret;
+	m->tree_parent = proc_of(root, (pid_t)pe->ppid, i);
+	if (!m->tree_parent || m->ds.pstree->ppid != pe->ppid)
+		return fail(-EIO, "pstree.img is corrupt: the parent %u of process %u is not "
+			    "listed before it", pe->ppid, pe->pid);
+	if (m->ds.pstree->pgid != pe->pgid || m->ds.pstree->sid != pe->sid)
+		return fail(-EIO, "image set proc-%u is corrupt: its group or session is not "
+			    "the one pstree.img lists", pe->pid);
+	return load_shares(root, i);
+}
+
+int tree_load(struct rst *root)
+{
+	struct rst_tree *t = calloc(1, sizeof(*t));
+	int ret = 0;
+
+	if (!t)
+		return -ENOMEM;
+	root->tree = t;
+	t->m = calloc(root->ds.nr_members, sizeof(*t->m));
+	if (!t->m)
+		return -ENOMEM;
+	for (size_t i = 0; i < root->ds.nr_members && !ret; i++) {
+		t->n = i + 1;
+		ret = load_member(root, i);
+	}
+	return ret;
+}
+
+int tree_shm_get(struct rst *r, uint64_t shmid)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_shms; i++)
+		if (t->shms[i].shmid == shmid) {
+			int fd = fcntl(t->shms[i].fd, F_DUPFD_CLOEXEC, 3);
+
+			return fd >= 0 ? fd : -1;
+		}
+	return -1;
+}
+
+int tree_shm_put(struct rst *r, uint64_t shmid, int fd)
+{
+	struct rst_tree *t = r->tree;
+	struct rst_shm *n;
+
+	if (!t)
+		return 0;
+	n = realloc(t->shms, (t->nr_shms + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->shms = n;
+	n[t->nr_shms].shmid = shmid;
+	n[t->nr_shms].fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (n[t->nr_shms].fd < 0)
+		return fail(-errno, "cannot keep shared memory for the tree: %s", strerror(errno));
+	t->nr_shms++;
+	return 0;
+}
+
+static void close_shared(struct rst_tree *t)
+{
+	for (size_t i = 0; i < t->nr_shms; i++)
+		close(t->shms[i].fd);
+	free(t->shms);
+	t->shms = NULL;
+	t->nr_shms = 0;
+	for (size_t i = 0; i < t->nr_pipes; i++) {
+		close(t->pipes[i].fd[0]);
+		close(t->pipes[i].fd[1]);
+	}
+	free(t->pipes);
+	t->pipes = NULL;
+	t->nr_pipes = 0;
+}
+
+void tree_free_members(struct rst *r)
+{
+	struct rst_tree *t = r->tree;
+
+	if (!t || (r >= t->m && r < t->m + t->n))
+		return;		/* a member: its root frees the tree */
+	for (size_t i = 0; i < t->n; i++) {
+		rst_close_shares(&t->m[i]);
+		free(t->m[i].shares);
+		rst_free(&t->m[i]);
+	}
+	close_shared(t);
+	free(t->m);
+	free(t);
+	r->tree = NULL;
+}
+
+/* files.c: a pipe of the tree already made for an earlier process (copies of its ends). */
+bool tree_pipe_get(struct rst *r, uint32_t id, int p[2])
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_pipes; i++) {
+		if (t->pipes[i].id != id)
+			continue;
+		p[0] = fcntl(t->pipes[i].fd[0], F_DUPFD_CLOEXEC, 3);
+		p[1] = fcntl(t->pipes[i].fd[1], F_DUPFD_CLOEXEC, 3);
+		return true;
+	}
+	return false;
+}
+
+static bool uses_pipe(const struct dumpset *ds, uint32_t id)
+{
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		const FileEntry *fe = dumpset_file(ds, ds->fds[i]->id);
+
+		if (fe && fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == id)
+			return true;
+	}
+	return false;
+}
+
+bool tree_has_pipe(struct rst *r, uint32_t id)
+{
+	struct rst *root = r;
+
+	if (!r->tree)
+		return false;
+	while (root->tree_parent)
+		root = root->tree_parent;
+	if (root != r && uses_pipe(&root->ds, id))
+		return true;
+	for (size_t i = 0; i < root->tree->n; i++)
+		if (&root->tree->m[i] != r && uses_pipe(&root->tree->m[i].ds, id))
+			return true;
+	return false;
+}
+
+int tree_pipe_put(struct rst *r, uint32_t id, const int p[2])
+{
+	struct rst_tree *t = r->tree;
+	struct rst_pipe *np;
+
+	if (!t)
+		return 0;
+	np = realloc(t->pipes, (t->nr_pipes + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	t->pipes = np;
+	np[t->nr_pipes].id = id;
+	np[t->nr_pipes].fd[0] = fcntl(p[0], F_DUPFD_CLOEXEC, 3);
+	np[t->nr_pipes].fd[1] = fcntl(p[1], F_DUPFD_CLOEXEC, 3);
+	if (np[t->nr_pipes].fd[0] < 0 || np[t->nr_pipes].fd[1] < 0)
+		return fail(-errno, "cannot keep a pipe for the tree: %s", strerror(errno));
+	t->nr_pipes++;
+	return 0;
+}
+
+/* The shared fds of m: copies of their owners' prepared descriptions. */
+static int resolve_shares(struct rst *m)
+{
+	for (size_t i = 0; i < m->nr_shares; i++) {
+		struct rst_share *s = &m->shares[i];
+		const struct rst *o = s->owner;
+
+		for (size_t k = 0; k < o->nr_fds && s->src < 0; k++)
+			if (o->fds[k].target == s->owner_fd)
+				s->src = fcntl(o->fds[k].src, F_DUPFD_CLOEXEC, 3);
+		if (s->src < 0)
+			return fail(-EIO, "fd %d of process %d: the fd %d of process %d it shares "
+				    "was not prepared", s->fd, m->pid, s->owner_fd, o->pid);
+	}
+	return 0;
+}
+
+int rst_share_src(const struct rst *r, int fd)
+{
+	for (size_t i = 0; i < r->nr_shares; i++)
+		if (r->shares[i].fd == fd)
+			return r->shares[i].src;
+	return -1;
+}
+
+void rst_close_shares(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_shares; i++) {
+		if (r->shares[i].src >= 0)
+			close(r->shares[i].src);
+		r->shares[i].src = -1;
+	}
+}
+
+/*
+ * In a forked process of the tree (child.c), still memdump's code: its session
+ * and group, told to its parent, then its children, each with its PID.
+ */
+void tree_fork_children(struct rst *r)
+{
+	struct rst *root = r;
+	char c = 1;
+
+	attrs_apply_groups(r);
+	if (r->tree_sync_fd >= 0) {
+		if (write(r->tree_sync_fd, &c, 1) != 1)
+			child_exit_fail(r, -errno, "cannot tell its parent it is in its group: %m");
+		close(r->tree_sync_fd);
+		r->tree_sync_fd = -1;
+	}
+	while (root->tree_parent)
+		root = root->tree_parent;
+	for (size_t i = 0; i < root->tree->n; i++) {
+		struct rst *k = &root->tree->m[i];
+		int p[2];
+		pid_t pid;
+
+		if (k->tree_parent != r)
+			continue;
+		if (pipe2(p, O_CLOEXEC))
+			child_exit_fail(r, -errno, "cannot create a pipe: %m");
+		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), false);
+		if (pid == 0) {
+			close(p[0]);
+			k->tree_sync_fd = p[1];
+			child_main(k);
+		}
+		if (pid < 0)
+			child_exit_fail(r, -errno, errno == EEXIST ? "PID %d is in use" :
+					"cannot create process %d: %m", k->pid);
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)	/* it failed: its own area says why */
+			pr_debug("process %d stopped before its group was set\n", k->pid);
+		close(p[0]);
+	}
+}
+
+static void kill_all(struct rst *root)
+{
+	for (size_t i = root->tree->n; i-- > 0;)
+		kill(root->tree->m[i].pid, SIGKILL);
+	rst_kill(root);
+}
+
+/* Why the restore failed: a process's own reason first, then the one given. */
+static int first_failure(struct rst *root, int ret)
+{
+	if (root->a && root->a->stage == RST_STAGE_FAILED) {
+		fail_clear();
+		return rst_area_error(root);
+	}
+	for (size_t i = 0; i < root->tree->n; i++)
+		if (root->tree->m[i].a && root->tree->m[i].a->stage == RST_STAGE_FAILED) {
+			fail_clear();
+			return rst_area_error(&root->tree->m[i]);
+		}
+	return ret;
+}
+
+static int prepare_all(struct rst *root)
+{
+	int ret = rst_prepare(root);
+
+	root->a->check_pages = root->ds.pages_sums_deferred;
+	for (size_t i = 0; i < root->tree->n && !ret; i++) {
+		struct rst *m = &root->tree->m[i];
+
+		ret = resolve_shares(m);
+		if (!ret)
+			ret = rst_prepare(m);
+		if (!ret)
+			m->a->check_pages = m->ds.pages_sums_deferred;
+		if (ret)
+			fail_context("process %d: ", m->pid);
+	}
+	return ret;
+}
+
+static int fork_all(struct rst *root)
+{
+	int ret = rst_fork_target(root);	/* it forks the others (tree_fork_children) */
+
+	for (size_t i = 0; i < root->tree->n; i++) {
+		rst_close_prepared(&root->tree->m[i]);
+		rst_close_shares(&root->tree->m[i]);
+	}
+	close_shared(root->tree);	/* a copy here would keep a reader from its EOF */
+	return ret;
+}
+
+/*
+ * Its parent forks m (tree_fork_children): it exists, or why it never will
+ * (its parent failed or is gone, each told by its own area).
+ */
+static int wait_born(struct rst *m)
+{
+	for (int i = 0; i < 30000; i++) {
+		const struct rst *p = m->tree_parent;
+
+		if (kill(m->pid, 0) == 0)
+			return 0;
+		if (__atomic_load_n(&p->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED ||
+		    (p->tree_parent && kill(p->pid, 0)))
+			return fail(-ECHILD, "process %d was not created: its parent %d failed",
+				    m->pid, p->pid);
+		usleep(1000);
+	}
+	return fail(-ETIMEDOUT, "process %d was not created within 30 s", m->pid);
+}
+
+/* Every process parked and its pages checked, or why not (all killed then). */
+static int wait_all(struct rst *root)
+{
+	struct rst *all[root->tree->n + 1];
+	size_t n = 0;
+	int ret = 0;
+
+	all[n++] = root;
+	for (size_t i = 0; i < root->tree->n; i++)
+		all[n++] = &root->tree->m[i];
+	for (size_t i = 0; i < n && !ret; i++) {
+		ret = i ? wait_born(all[i]) : 0;
+		if (!ret)
+			ret = pagecheck_start(all[i]);
+	}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = rst_wait_parked(all[i]);
+	for (size_t i = 0; i < n; i++)
+		ret = pagecheck_finish(all[i], !ret) ?: ret;
+	if (ret) {
+		ret = first_failure(root, ret);
+		kill_all(root);
+	}
+	return ret;
+}
+
+/* Every process parked: timers, the network, the hooks, then all run. */
+static int release_all(struct rst *root)
+{
+	const struct hooks *h = root->o->hooks;
+	int ret = hook_fire(h, HOOK_POST_RESTORE, root->pid);
+
+	for (size_t i = 0; i <= root->tree->n && !ret; i++)
+		ret = timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
+	if (!ret) {
+		for (size_t i = 0; i <= root->tree->n; i++)
+			tcp_release_all(i ? &root->tree->m[i - 1] : root);
+		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
+	}
+	if (ret) {
+		kill_all(root);
+		return ret;
+	}
+	for (size_t i = root->tree->n; i-- > 0 && !ret;)
+		ret = resume_threads(&root->tree->m[i]);
+	if (!ret)
+		ret = resume_threads(root);
+	if (ret)
+		kill_all(root);
+	else
+		hook_fire_late(h, HOOK_POST_RESUME, root->pid);
+	return ret;
+}
+
+int restore_tree(struct rst *root)
+{
+	uint64_t t0 = now_us(), t1, t2;
+	int ret = hook_fire(root->o->hooks, HOOK_PRE_RESTORE, root->pid);
+
+	if (!ret)
+		ret = ns_restore_enter(root);
+	if (!ret)
+		ret = mntns_restore_enter(root);
+	if (!ret)
+		ret = prepare_all(root);
+	if (!ret)
+		ret = fork_all(root);
+	mntns_restore_leave(root);
+	ns_restore_leave(root);
+	if (ret)
+		return ret;
+	t1 = now_us();
+	ret = wait_all(root);
+	t2 = now_us();
+	if (!ret)
+		ret = release_all(root);
+	if (ret)
+		return ret;
+	rst_report(root, t0, t1, t2);
+	pr_info("restored process tree of %d: %zu processes\n", root->pid, root->tree->n + 1);
+	ret = rst_write_pidfile(root->o->pidfile, root->pid);
+	if (ret)
+		return ret;
+	if (root->o->detach)
+		return rst_detached(root);
+	return rst_wait_restored(root->pid);
+}

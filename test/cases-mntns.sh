@@ -1,0 +1,82 @@
+# Mount namespaces (src/dump/mntns.c, src/restore/mntns.c): a process in a
+# mount namespace of its own, made from memdump's: what it mounted (tmpfs
+# with its files, bind mounts) and unmounted comes back, in a new namespace;
+# memdump's own is never touched.
+
+# mnt_start SETUP: t-pattern in a mount namespace of its own after the shell SETUP
+mnt_start() {
+	printf '#!/bin/sh\nset -e\n%s\nexec "$@"\n' "$1" > "$T/mnt-setup"
+	chmod +x "$T/mnt-setup"
+	START_WRAP="unshare --mount --propagation private $T/mnt-setup" start_prog t-pattern
+}
+
+MNT_SETUP='mount -t tmpfs -o size=2m,mode=0750 memdump-t /mnt && echo hello > /mnt/f && mkdir /mnt/d /mnt/e && ln -s f /mnt/l && mknod /mnt/null c 1 3 && chmod 640 /mnt/f && mount --bind /etc /mnt/d && mount -o ro --bind /usr /mnt/e'
+
+# mnt_check PID: the namespace holds what MNT_SETUP made
+mnt_check() {
+	local p=$1
+	[[ $(nsenter -t "$p" -m cat /mnt/f) == hello ]] || fail "/mnt/f lost its content"
+	[[ $(nsenter -t "$p" -m stat -c %a /mnt/f) == 640 ]] || fail "/mnt/f lost its mode"
+	[[ $(nsenter -t "$p" -m readlink /mnt/l) == f ]] || fail "the symlink /mnt/l is gone"
+	[[ $(nsenter -t "$p" -m stat -c %t,%T /mnt/null) == 1,3 ]] || fail "the device node is gone"
+	[[ $(nsenter -t "$p" -m stat -c %a /mnt) == 750 ]] || fail "the tmpfs root lost its mode"
+	nsenter -t "$p" -m grep -q "memdump-t /mnt tmpfs rw,relatime,size=2048k,mode=750" /proc/mounts ||
+		fail "the tmpfs mount is not as it was: $(nsenter -t "$p" -m grep /mnt /proc/mounts)"
+	nsenter -t "$p" -m test -f /mnt/d/passwd || fail "the bind mount of /etc is gone"
+	nsenter -t "$p" -m grep -qE " /mnt/e [a-z0-9]+ ro[, ]" /proc/mounts ||
+		fail "the read-only bind mount of /usr is not read-only"
+	! grep -q " /mnt/d \| memdump-t " /proc/self/mounts || fail "memdump's own namespace got the mounts"
+}
+
+case_mntns_rst() {
+	mnt_start "$MNT_SETUP"
+	mnt_check "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit show "$T/d/mountpoints-1.img" > /dev/null 2>&1 ||
+		{ command -v crit > /dev/null && fail "crit cannot decode mountpoints-1.img"; }
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	mnt_check "$PID"
+	[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
+		fail "the restored process is in memdump's mount namespace"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# a host mount the namespace unmounted stays unmounted
+case_mntns_umount() {
+	mountpoint -q /run/netns 2> /dev/null || ip netns add memdump-mnt-$$ 2> /dev/null
+	mountpoint -q /run/netns || { note "no /run/netns mount to unmount: skipped"; return 0; }
+	ip netns del memdump-mnt-$$ 2> /dev/null
+	mnt_start "umount -l /run/netns"
+	nsenter -t "$PID" -m mountpoint -q /run/netns && fail "the namespace still has /run/netns"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	nsenter -t "$PID" -m mountpoint -q /run/netns && fail "the restored namespace has /run/netns again"
+	mountpoint -q /run/netns || fail "memdump's namespace lost /run/netns"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+
+# a mount memdump cannot make: refused by name, the process left running
+case_mntns_refuse() {
+	mnt_start "mount -t ramfs memdump-r /mnt"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the ramfs mount at /mnt (memdump-r), which memdump cannot make" "$MD_ERR" ||
+		fail "the refusal does not name the ramfs: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+add mntns-rst case_mntns_rst
+add mntns-umount case_mntns_umount
+add mntns-refuse case_mntns_refuse
