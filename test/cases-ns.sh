@@ -205,13 +205,15 @@ veth_names() {
 veth_cleanup() { ip link del "$VBR" 2> /dev/null; ip link del "$VOUT" 2> /dev/null; return 0; }
 
 # veth_start: t-vethsrv on port 7000 in a namespace with $VIN (addresses,
-# MTU 1400, a MAC, a route each way, an extra lo address), $VOUT outside.
+# MTU 1400, a MAC, a route each way, an extra lo address), $VOUT outside;
+# $VETH_EXTRA: more shell for the setup inside.
 veth_start() {
 	local s="ip link add $VIN type veth peer name $VOUT netns $$"
 	s+=" && ip addr add 127.0.0.77/8 dev lo"
 	s+=" && ip link set $VIN mtu 1400 address 02:00:00:e7:$(printf %02x "$VN"):02 up"
 	s+=" && ip addr add $V4.2/24 dev $VIN && ip addr add $V6::2/64 dev $VIN"
 	s+=" && ip route add 10.232.0.0/16 via $V4.1 && ip -6 route add fd99:$VN::/64 via $V6::1 dev $VIN"
+	s+=${VETH_EXTRA:-}
 	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7000
 	ip addr add "$V4.1/24" dev "$VOUT" && ip addr add "$V6::1/64" dev "$VOUT" nodad &&
 		ip link set "$VOUT" up || fail "cannot set up $VOUT"
@@ -398,8 +400,32 @@ case_ns_net_veth_rpc() {
 	get_result "$OUT"
 }
 
+# A process tree in the namespace (the server and a child): dumped and
+# restored whole, the veth made once.
+case_ns_net_veth_tree() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	veth_names
+	trap veth_cleanup EXIT
+	VETH_EXTRA=' && { sleep 1000 & }' veth_start
+	local child; child=$(pgrep -P "$PID" -x sleep) || fail "no child of $PID"
+	veth_ping "$V4.2"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(pgrep -P "$PID" -x sleep) == "$child" ]] || fail "child $child of $PID did not come back"
+	same_ns "$child" net "$PID" || fail "child $child is not in its parent's network namespace"
+	veth_ping "$V4.2"
+	kill -9 "$child"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+
 add ns-net-rst case_ns_net_rst
 add ns-net-refuse case_ns_net_refuse
 add ns-net-veth case_ns_net_veth
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
+add ns-net-veth-tree case_ns_net_veth_tree
