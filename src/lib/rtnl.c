@@ -210,7 +210,7 @@ void rtnl_parse(struct rtattr **tb, int max, const struct rtattr *rta, size_t le
 void rtnl_parse_msg(struct rtattr **tb, int max, const struct nlmsghdr *h, size_t hlen)
 {
 	const struct rtattr *a = (const void *)((const char *)NLMSG_DATA(h) + NLMSG_ALIGN(hlen));
-	ssize_t len = (ssize_t)h->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(hlen));
+	ssize_t len = (ssize_t)h->nlmsg_len - (ssize_t)NLMSG_LENGTH(NLMSG_ALIGN(hlen));
 
 	rtnl_parse(tb, max, a, len > 0 ? (size_t)len : 0);
 }

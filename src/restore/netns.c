@@ -49,7 +49,6 @@ struct netns_rst {
 	int host_netns;
 	NetDeviceEntry *devs[NS_MAX_DEVS];
 	int nr_devs;
-	int found;			/* a device looked up by name: its index */
 };
 
 static int load_devices(struct netns_rst *n)
