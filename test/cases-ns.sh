@@ -170,6 +170,7 @@ case_ns_net_refuse() {
 	setup+=' && ip rule add pref 100 table 100 && ip route add 10.9.0.0/16 dev lo table 100'
 	command -v nft > /dev/null && setup+=' && nft add table inet mdtest'
 	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
+	setup+=' && ip neigh add 127.0.0.9 lladdr 02:00:00:00:00:09 dev md-br0 nud permanent'
 	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
 	md refuse dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
@@ -178,6 +179,7 @@ case_ns_net_refuse() {
 		    "network interface md-ifb0 (ifb) in its network namespace" \
 		    "IPv4 policy routing rule 100 (table 100)" \
 		    "route 10.9.0.0/16 in routing table 100" \
+		    "permanent neighbour entry 127.0.0.9/32 on md-br0" \
 		    "--tcp-established in a network namespace of its own"; do
 		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
 	done

@@ -16,9 +16,9 @@
  * kernel's routes (connected and local ones). Refused by name: other device
  * kinds, a veth whose other end is anywhere but memdump's namespace,
  * addresses and routes from router advertisements, routes of other tables
- * or through nexthop objects, policy routing rules, nftables tables and
- * legacy iptables tables. The namespace's sysctls and traffic control are
- * not saved (README).
+ * or through nexthop objects, policy routing rules, qdiscs, permanent
+ * neighbour entries, nftables tables and legacy iptables tables. The
+ * namespace's sysctls are not saved (README).
  */
 #include <errno.h>
 #include <net/if.h>
@@ -27,6 +27,7 @@
 #include <linux/if_arp.h>
 #include <linux/if_link.h>
 #include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <linux/net_namespace.h>
 #include <linux/pkt_sched.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -543,6 +544,33 @@ static int check_rules(struct netns_read *n, int family)
 	return rtnl_dump(&n->nl, &q.h, on_rule, n);
 }
 
+/* Permanent neighbour entries were added by hand (the others are a cache). */
+static int on_neigh(const struct nlmsghdr *h, void *arg)
+{
+	struct netns_read *n = arg;
+	const struct ndmsg *nd = NLMSG_DATA(h);
+	struct rtattr *tb[NDA_MAX + 1];
+	char a[64];
+
+	if (h->nlmsg_type != RTM_NEWNEIGH || !(nd->ndm_state & NUD_PERMANENT) ||
+	    (nd->ndm_family != AF_INET && nd->ndm_family != AF_INET6))
+		return 0;
+	rtnl_parse_msg(tb, NDA_MAX, h, sizeof(*nd));
+	addr_text(nd->ndm_family, tb[NDA_DST], nd->ndm_family == AF_INET ? 32 : 128, a, sizeof(a));
+	refuse_add(n->r, "permanent neighbour entry %s on %s (not saved)", a,
+		   link_name(n, nd->ndm_ifindex));
+	return 0;
+}
+
+static int check_neighbours(struct netns_read *n)
+{
+	struct rtnl_req q;
+	struct ndmsg *nd = rtnl_req_init(&q, RTM_GETNEIGH, 0, sizeof(*nd));
+
+	nd->ndm_family = AF_UNSPEC;
+	return rtnl_dump(&n->nl, &q.h, on_neigh, n);
+}
+
 /* The kernel's default qdiscs have no handle; any the user added has one. */
 static int on_qdisc(const struct nlmsghdr *h, void *arg)
 {
@@ -658,6 +686,8 @@ void netns_refuse(bool tcp_established, int host_netns, struct refusals *r)
 		ret = check_rules(n, AF_INET6);
 	if (!ret)
 		ret = check_qdiscs(n);
+	if (!ret)
+		ret = check_neighbours(n);
 	if (ret)
 		refuse_add(r, "its network namespace (unreadable: %s)", strerror(-ret));
 	check_nftables(n);
