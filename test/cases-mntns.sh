@@ -80,3 +80,17 @@ case_mntns_refuse() {
 add mntns-rst case_mntns_rst
 add mntns-umount case_mntns_umount
 add mntns-refuse case_mntns_refuse
+
+# --root is for a dump whose mount namespace has a root of its own
+case_mntns_root_bad() {
+	start_prog t-pattern
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md rst restore -D "$T/d" --root /tmp
+	expect_md_error
+	grep -q -- "--root /tmp: the dump has no mount namespace of its own" "$MD_ERR" ||
+		fail "the error does not say why: $(cat "$MD_ERR")"
+	alive "$PID" && fail "process $PID was started"
+	return 0
+}
+add mntns-root-bad case_mntns_root_bad

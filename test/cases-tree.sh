@@ -487,6 +487,103 @@ print("exit", r.returncode)' > "$T/sub.out" 2>&1 < /dev/null &
 		fail "the output is not an uninterrupted run's: $(tr '\n' ' ' < "$T/sub.out")"
 }
 
+# a socketpair made before a fork, one end in each process (stream and
+# datagram): one pair again after the restore, talking
+SKP_TREE='import os, signal, socket, sys, time
+kind = socket.SOCK_DGRAM if sys.argv[1] == "dgram" else socket.SOCK_STREAM
+a, b = socket.socketpair(socket.AF_UNIX, kind)
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+c = os.fork()
+if c == 0:
+    a.close()
+    while True:
+        d = b.recv(100)
+        if not d or d == b"end":
+            os._exit(0)
+        b.send(d.upper())
+b.close()
+def ping(m):
+    a.send(m)
+    return a.recv(100)
+if ping(b"x") != b"X":
+    sys.exit(2)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+r = ping(b"after")
+a.send(b"end")
+_, st = os.waitpid(c, 0)
+print("PASS" if r == b"AFTER" and st == 0 else "FAIL %r %d" % (r, st), flush=True)'
+
+case_tree_socketpair() {
+	OUT=$T/skp.out
+	command -p python3 -c "$SKP_TREE" "$1" < /dev/null > "$OUT" 2> "$T/skp.err" &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/skp.err")"
+	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "the child outlived the killing dump"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$c"' PPid) == '"$PID"' ]]' ||
+		fail "the child was not restored: $(cat "$MD_ERR")"
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# nginx with a master and two workers (a listening socket, shared memory and a
+# socketpair channel each between them): dumped (killed), restored, serving,
+# and its master still reloads (new workers through the restored channels)
+case_tree_real_nginx() {
+	command -v nginx > /dev/null || { note "no nginx: skipped"; return 0; }
+	local port=$((20000 + $$ % 20000)) d=$T/ngx i
+	mkdir -p "$d/logs" "$d/html"
+	echo "hello from memdump" > "$d/html/index.html"
+	cat > "$d/nginx.conf" <<NGX
+user root;
+worker_processes 2;
+daemon off;
+master_process on;
+pid $d/nginx.pid;
+error_log $d/logs/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	server { listen 127.0.0.1:$port; root $d/html; }
+}
+NGX
+	nginx -c "$d/nginx.conf" -p "$d" < /dev/null > "$d/out" 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 tree_has 2 "$PID" || fail "nginx has not two workers"
+	local before; before=$(tree_pids "$PID" | sort)
+	for i in $before; do track "$i"; done
+	wait_until 10 eval 'curl -sf -m 1 http://127.0.0.1:'"$port"'/ > /dev/null' || fail "nginx does not serve"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	curl -sf -m 1 "http://127.0.0.1:$port/" > /dev/null && fail "nginx still serves after the dump"
+	restore_bg "$T/d" 1
+	wait_until "$OP_TIMEOUT" eval 'curl -sf -m 1 http://127.0.0.1:'"$port"'/ > /dev/null' ||
+		fail "the restored nginx does not serve: $(cat "$MD_ERR")"
+	[[ $(tree_pids "$PID" | sort) == "$before" ]] || fail "not the same processes: $(tree_pids "$PID")"
+	for i in 1 2 3 4 5 6; do
+		[[ $(curl -sf -m 2 "http://127.0.0.1:$port/") == "hello from memdump" ]] ||
+			fail "request $i to the restored nginx failed"
+	done
+	kill -HUP "$PID"
+	wait_until 10 eval '[[ $(tree_pids '"$PID"' | sort) != "$before" ]] && tree_has 2 '"$PID" ||
+		fail "the restored master did not reload its workers: $(tail -n3 "$d/logs/error.log")"
+	[[ $(curl -sf -m 2 "http://127.0.0.1:$port/") == "hello from memdump" ]] ||
+		fail "the reloaded nginx does not serve"
+	kill -QUIT "$PID"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "nginx exited with $MD_RC"
+}
+
 add tree-jobs-rst case_tree_jobs_rst
 add tree-rst-default case_tree_prog default
 add tree-rst-read case_tree_prog read
@@ -494,8 +591,11 @@ add tree-rst-mem case_tree_prog mem
 add tree-lr case_tree_prog_lr
 add tree-corrupt case_tree_corrupt
 add tree-shared-mem case_tree_shared_mem
+add tree-socketpair-stream case_tree_socketpair stream
+add tree-socketpair-dgram case_tree_socketpair dgram
 add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
+add tree-real-nginx case_tree_real_nginx
 add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net

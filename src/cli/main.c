@@ -36,11 +36,13 @@ static const char usage[] =
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
-	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
-	"        recreate the process dumped in DIR with its PID; wait for it and exit\n"
-	"        with its status, or with -d print its PID and return; --join-ns: into\n"
-	"        that existing namespace instead of a new one; --external: the veth IN's\n"
-	"        other end is made as OUT (attached to BRIDGE) in memdump's namespace\n"
+	"          [--root DIR] [--external veth[IN]:OUT[@BRIDGE]]\n"
+	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
+	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
+	"        into that existing namespace instead of a new one; --root: the root of\n"
+	"        a dumped mount namespace (a container's rootfs) is DIR; --external: the\n"
+	"        veth IN's other end is made as OUT (attached to BRIDGE) in memdump's\n"
+	"        network namespace\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -95,7 +97,7 @@ int cmd_restore(const struct options *o)
 	struct restore_opts r = {
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
-		.nr_join_ns = o->nr_join_ns,
+		.nr_join_ns = o->nr_join_ns, .root = o->root,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -207,7 +209,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
-	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS,
+	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_EXTERNAL };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
@@ -226,6 +228,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "join-ns", required_argument, NULL, OPT_JOIN_NS },
 		{ "external", required_argument, NULL, OPT_EXTERNAL },
+		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
@@ -287,6 +290,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_PIDFILE:
 			opts->pidfile = optarg;
+			break;
+		case OPT_ROOT:
+			opts->root = optarg;
 			break;
 		case OPT_JOIN_NS:
 			if (parse_join_ns(opts, optarg))

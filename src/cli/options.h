@@ -34,6 +34,7 @@ struct options {
 	int nr_join_ns;
 	struct veth_ext veth_ext[8];	/* restore --external veth[IN]:OUT[@BRIDGE] */
 	int nr_veth_ext;
+	const char *root;		/* restore --root */
 	bool json;			/* show --json */
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */

@@ -201,12 +201,15 @@ static bool same_dir(const char *a, const char *b)
 	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* root: the target's own root on a dump, memdump's on a restore (else a mount namespace). */
+/*
+ * root: the target's own root on a dump; on a restore memdump's, or the
+ * root a dump with a mount namespace of its own is given (restore --root).
+ */
 static int check_root(const CriuOpts *co, CriuReqType type)
 {
 	char own[64];
 
-	if (!co->root || !co->root[0])
+	if (!co->root || !co->root[0] || type == CRIU_REQ_TYPE__RESTORE)
 		return 0;
 	if (type == CRIU_REQ_TYPE__DUMP)
 		snprintf(own, sizeof(own), "/proc/%d/root", co->pid);
@@ -308,6 +311,8 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
 					      .shell_job = co->has_shell_job && co->shell_job };
+	if (co->root && co->root[0] && !same_dir(co->root, "/"))
+		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))
 		return fail(-EINVAL, "RESTORE: %zu join_ns, at most %zu", co->n_join_ns,
 			    ARRAY_SIZE(job->restore.join_ns));

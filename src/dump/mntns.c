@@ -6,8 +6,10 @@
  * (CRIU's mnt_entry) with how restore makes it from memdump's copy: kept
  * (with its propagation: private, slave, or as memdump's), unmounted, or
  * mounted: proc, sysfs, mqueue, devpts, tmpfs (its files in
- * tmpfs-MNTID.img), and bind mounts of a path the namespace sees. A root of
- * its own (pivot_root, chroot) and any other mount are refused by name.
+ * tmpfs-MNTID.img), and bind mounts of a path the namespace sees. A root
+ * of its own (pivot_root, a container) is a bind mount of a path memdump
+ * sees, and so is every mount from outside it (a cgroup hierarchy); any
+ * other mount is refused by name.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +39,7 @@ enum { HOW_KEPT, HOW_MOUNTED };
 
 struct mnt_plan {
 	struct mounts own, theirs;
+	bool own_root;		/* the process has a root of its own (pivot_root) */
 	int *how;		/* per theirs[]: HOW_KEPT or HOW_MOUNTED */
 	int *kept_as;		/* per theirs[]: its own[] index when kept */
 	bool *gone;		/* per own[]: unmounted by the process */
@@ -70,7 +73,12 @@ static int plan_make(pid_t pid, struct mnt_plan *p)
 	char path[64];
 	int ret;
 
+	struct stat a, b;
+
 	memset(p, 0, sizeof(*p));
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	p->own_root = stat(path, &a) || stat("/", &b) || a.st_dev != b.st_dev ||
+		      a.st_ino != b.st_ino;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
 	ret = mounts_read("/proc/thread-self/mountinfo", &p->own);
 	if (!ret)
@@ -115,35 +123,70 @@ static bool is_kind(const struct mount *m, const char *const *kinds)
 
 static const char *const made_kinds[] = { "proc", "sysfs", "mqueue", "devpts", "tmpfs", NULL };
 
-/* A path under an earlier mount of the same device that m's root is bound from, or NULL. */
-static char *bind_source(const struct mnt_plan *p, size_t i)
+/* Where bind mount m comes from: a path under mount s of the same device. */
+static char *path_under(const struct mount *s, const struct mount *m)
+{
+	size_t rl = strlen(s->root);
+	const char *rest;
+	char *out;
+
+	if (s->major != m->major || s->minor != m->minor || strcmp(s->fstype, m->fstype))
+		return NULL;
+	if (!strcmp(s->root, "/"))
+		rest = m->root;
+	else if (!strncmp(m->root, s->root, rl) && (m->root[rl] == '/' || !m->root[rl]))
+		rest = m->root + rl;
+	else
+		return NULL;
+	if (asprintf(&out, "%s%s", strcmp(s->mountpoint, "/") ? s->mountpoint : "", rest) < 0)
+		return NULL;
+	if (!*out) {
+		free(out);
+		out = strdup("/");
+	}
+	return out;
+}
+
+/*
+ * The path mount i is bound from: under an earlier mount of the process's
+ * (*from its index), or, for a root of its own, under one of memdump's
+ * (*from -1: a path memdump sees, to bind before the process's root is
+ * entered). NULL: nowhere memdump can reach.
+ */
+static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 {
 	const struct mount *m = &p->theirs.m[i];
+	char *out;
 
-	for (size_t k = i; k-- > 0;) {
-		const struct mount *s = &p->theirs.m[k];
-		size_t rl = strlen(s->root);
-		const char *rest;
-		char *out;
-
-		if (s->major != m->major || s->minor != m->minor || strcmp(s->fstype, m->fstype))
-			continue;
-		if (!strcmp(s->root, "/"))
-			rest = m->root;
-		else if (!strncmp(m->root, s->root, rl) && (m->root[rl] == '/' || !m->root[rl]))
-			rest = m->root + rl;
-		else
-			continue;
-		if (asprintf(&out, "%s%s", strcmp(s->mountpoint, "/") ? s->mountpoint : "",
-			     rest) < 0)
-			return NULL;
-		if (!*out) {
-			free(out);
-			out = strdup("/");
+	for (size_t k = i; k-- > 0;)
+		if ((out = path_under(&p->theirs.m[k], m))) {
+			*from = (int)k;
+			return out;
 		}
-		return out;
-	}
+	if (!p->own_root)
+		return NULL;
+	for (size_t k = p->own.n; k-- > 0;)
+		if ((out = path_under(&p->own.m[k], m))) {
+			*from = -1;
+			return out;
+		}
 	return NULL;
+}
+
+/*
+ * Mounted by the restored init rather than memdump: its PID namespace's
+ * proc, what is mounted on it or bound from it (in[] so far).
+ */
+static bool by_init(const struct mnt_plan *p, size_t i, const bool *in, bool pid_ns, int from)
+{
+	const struct mount *m = &p->theirs.m[i];
+	int parent = index_of(&p->theirs, m->parent);
+
+	if (p->how[i] != HOW_MOUNTED)
+		return false;
+	if (pid_ns && !strcmp(m->fstype, "proc") && from == -2)
+		return true;
+	return (parent >= 0 && in[parent]) || (from >= 0 && in[from]);
 }
 
 /* How the propagation of kept mount i differs from memdump's; -1: it cannot be made. */
@@ -168,19 +211,54 @@ static bool covered(const struct mounts *ms, size_t i)
 	return false;
 }
 
+/* A root of its own: what memdump restores there only without it (rst_path). */
+static void refuse_in_own_root(pid_t pid, struct refusals *r)
+{
+	char dir[64], link[4200], path[4300];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct stat in, at;
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || stat(path, &at))
+			continue;
+		link[n] = 0;
+		if (link[0] != '/') {
+			if (!strncmp(link, "socket:", 7) || !strcmp(link, "anon_inode:inotify"))
+				refuse_add(r, "fd %s (%s) in a root of its own", de->d_name, link);
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
+		if (strstr(link, " (deleted)") || !strncmp(link, "/dev/pts/", 9))
+			refuse_add(r, "fd %s (%s) in a root of its own", de->d_name, link);
+		else if (stat(path, &in) || (!(S_ISCHR(at.st_mode) && S_ISCHR(in.st_mode) &&
+					    at.st_rdev == in.st_rdev) &&
+					  (in.st_dev != at.st_dev || in.st_ino != at.st_ino)))
+			refuse_add(r, "fd %s (%s), a file outside its root", de->d_name, link);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void refuse_plan(pid_t pid, const struct mnt_plan *p, struct refusals *r)
 {
-	struct stat a, b;
-	char root[64];
+	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	if (stat(root, &a) || stat("/", &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-		refuse_add(r, "a root of its own in its mount namespace (pivot_root, chroot)");
-		return;
-	}
-	for (size_t i = 0; i < p->theirs.n; i++) {
+	if (p->own_root)
+		refuse_in_own_root(pid, r);
+	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
-		char *src;
+		bool made = is_kind(m, made_kinds) && !strcmp(m->root, "/");
+		int from = -2;
+		char *src = NULL;
 
 		if (p->how[i] == HOW_KEPT) {
 			if (kept_propagation(p, i) < 0)
@@ -188,20 +266,27 @@ static void refuse_plan(pid_t pid, const struct mnt_plan *p, struct refusals *r)
 					   "restore cannot give it", m->mountpoint, m->shared, m->master);
 			continue;
 		}
-		if (m->shared || m->master)
+		if (!made)
+			src = bind_source(p, i, &from);
+		in[i] = by_init(p, i, in, pid_ns, from);
+		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
-		else if (is_kind(m, made_kinds) && !strcmp(m->root, "/"))
-			;
-		else if ((src = bind_source(p, i)))
-			free(src);
-		else
+		else if (!made && !src)
 			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
 				   m->mountpoint, m->source);
-		if (!strcmp(m->fstype, "tmpfs") && !strcmp(m->root, "/") && covered(&p->theirs, i))
+		else if (in[i] && from == -1)
+			refuse_add(r, "the mount at %s, bound from outside its root onto its proc",
+				   m->mountpoint);
+		if (!strcmp(m->fstype, "tmpfs") && made && covered(&p->theirs, i))
 			refuse_add(r, "the tmpfs at %s, under another mount at the same place",
 				   m->mountpoint);
+		free(src);
 	}
+	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
+			    p->how[0] != HOW_MOUNTED))
+		refuse_add(r, "a root of its own that is not its first mount");
+	free(in);
 }
 
 bool mntns_own(pid_t pid)
@@ -406,13 +491,13 @@ static int dump_tmpfs(struct dump_ctx *d, const struct mount *m)
 	return img_close(w.img);
 }
 
-static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bool *in_child,
+static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bool *in,
 		       bool pid_ns)
 {
 	const struct mount *m = &p->theirs.m[i];
 	MntEntry e = MNT_ENTRY__INIT;
 	char *data = data_of(m->super), *src = NULL;
-	int ret;
+	int ret, from = -2;
 
 	e.fstype = criu_fstype(m->fstype);
 	e.mnt_id = (uint32_t)m->id;
@@ -435,11 +520,12 @@ static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bo
 		e.propagation = (uint32_t)kept_propagation(p, i);
 	} else {
 		if (!(is_kind(m, made_kinds) && !strcmp(m->root, "/")))
-			e.bind_from = src = bind_source(p, i);
-		/* the PID namespace's proc, and all that follows it, by its init */
-		*in_child |= pid_ns && !strcmp(m->fstype, "proc") && !src;
+			e.bind_from = src = bind_source(p, i, &from);
+		e.has_bind_host = from == -1;
+		e.bind_host = from == -1;
+		in[i] = by_init(p, i, in, pid_ns, from);
 		e.has_in_child = true;
-		e.in_child = *in_child;
+		e.in_child = in[i];
 	}
 	ret = img_write_msg(img, &e.base);
 	free(data);
@@ -449,18 +535,21 @@ static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bo
 
 int mntns_dump(struct dump_ctx *d)
 {
-	bool in_child = false, pid_ns = pidns_own(d->pid);
+	bool pid_ns = pidns_own(d->pid), *in = NULL;
 	struct image *img = NULL;
 	struct mnt_plan p;
 	int ret = plan_make(d->pid, &p);
 
+	if (!ret && !(in = calloc(p.theirs.n + 1, sizeof(*in))))
+		ret = -ENOMEM;
 	if (ret) {
+		free(in);
 		plan_free(&p);
 		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
 	}
 	ret = img_create(&d->dir, IMG_MNTS, 1, &img);
 	for (size_t i = 0; i < p.theirs.n && !ret; i++)
-		ret = write_mount(img, &p, i, &in_child, pid_ns);
+		ret = write_mount(img, &p, i, in, pid_ns);
 	if (img && ret)
 		img_abort(img);
 	else if (img)
@@ -470,5 +559,6 @@ int mntns_dump(struct dump_ctx *d)
 		    !strcmp(p.theirs.m[i].root, "/"))
 			ret = dump_tmpfs(d, &p.theirs.m[i]);
 	plan_free(&p);
+	free(in);
 	return ret;
 }

@@ -470,7 +470,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_fds(o, t, r);
 	check_deleted_maps(o, r);
 	check_memfd_private_maps(pid, r);
-	sockets_refuse(pid, o->tcp_established, r);
+	sockets_refuse(pid, o->tree, o->tcp_established, r);
 	check_thread_modes(pid, r);
 	check_cgroups(pid, r);
 }

@@ -36,6 +36,30 @@ static bool in_process(const struct sk_set *set, uint64_t ino)
 	return false;
 }
 
+static bool in_tree(const struct sk_set *set, uint64_t ino)
+{
+	for (size_t i = 0; i < set->nr_tree_inos; i++)
+		if (set->tree_inos[i] == ino)
+			return true;
+	return false;
+}
+
+/*
+ * A peer held by another process of the tree: an unnamed pair (a socketpair
+ * made before a fork) with nothing queued either way is made again across
+ * the two; anything else, why not.
+ */
+static const char *tree_pair_problem(const struct sk_diag *s, const struct sk_diag *peer)
+{
+	if (!peer || peer->peer != s->ino)
+		return "its peer, in another process of the tree, is not its pair";
+	if (s->name_len || peer->name_len)
+		return "it is named and connected to another process of the tree";
+	if (s->rqueue || peer->rqueue)
+		return "data is queued between it and its peer in another process of the tree";
+	return NULL;
+}
+
 static bool same_name(const struct sk_diag *a, const struct sk_diag *b)
 {
 	return a->name_len && a->name_len == b->name_len && !memcmp(a->name, b->name, a->name_len);
@@ -79,6 +103,8 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 		return why;
 	if (s->state == LISTEN_STATE && s->nr_icons)
 		return "it has connections not yet accepted";
+	if (s->peer && !in_process(set, s->peer) && in_tree(set, s->peer))
+		return tree_pair_problem(s, peer);
 	if (s->peer && !in_process(set, s->peer)) {
 		char what[256] = "socket";
 

@@ -21,6 +21,7 @@
 #include "dump/files.h"
 #include "dump/refuse.h"
 #include "dump/sockets.h"
+#include "dump/tree.h"
 #include "image/image.h"
 #include "log.h"
 #include "netlock.h"
@@ -143,7 +144,7 @@ static int copy_fd(int pidfd, int fd)
 }
 
 /* Every socket inode of pid's fds. */
-static int list_inos(pid_t pid, struct sk_set *set)
+static int list_inos_into(pid_t pid, uint64_t **inos, size_t *nr)
 {
 	char path[64];
 	struct dirent *de;
@@ -161,22 +162,38 @@ static int list_inos(pid_t pid, struct sk_set *set)
 		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
 		if (de->d_name[0] == '.' || stat(link, &st) || !S_ISSOCK(st.st_mode))
 			continue;
-		n = realloc(set->inos, (set->nr_inos + 1) * sizeof(*n));
+		n = realloc(*inos, (*nr + 1) * sizeof(*n));
 		if (!n) {
 			closedir(dir);
 			return -ENOMEM;
 		}
-		set->inos = n;
-		set->inos[set->nr_inos++] = st.st_ino;
+		*inos = n;
+		(*inos)[(*nr)++] = st.st_ino;
 	}
 	closedir(dir);
 	return 0;
 }
 
+/* The sockets the tree's other processes hold (a tree dump): a peer there is no outsider. */
+static int list_tree_inos(pid_t pid, struct sk_set *set)
+{
+	for (int i = 0; set->tree && i < set->tree->n; i++) {
+		const struct tree_proc *p = &set->tree->procs[i];
+
+		if (p->pid != pid && !tree_is_zombie(p) &&
+		    list_inos_into(p->pid, &set->tree_inos, &set->nr_tree_inos) == -ENOMEM)
+			return -ENOMEM;
+	}
+	fail_clear();	/* one that exited meanwhile: the tree's freeze tells */
+	return 0;
+}
+
 static int load_set(pid_t pid, struct sk_set *set)
 {
-	int ret = list_inos(pid, set);
+	int ret = list_inos_into(pid, &set->inos, &set->nr_inos);
 
+	if (!ret)
+		ret = list_tree_inos(pid, set);
 	return ret ? ret : sk_table_load(&set->diag);
 }
 
@@ -196,9 +213,10 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 	(void)pid;
 }
 
-void sockets_refuse(pid_t pid, bool tcp_established, struct refusals *r)
+void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
+		     struct refusals *r)
 {
-	struct sk_set set = { .tcp_established = tcp_established };
+	struct sk_set set = { .tcp_established = tcp_established, .tree = tree };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *de;
@@ -257,7 +275,10 @@ static int lock_connections(struct dump_ctx *d)
 
 int sockets_prepare(struct dump_ctx *d, bool tcp_established)
 {
-	int ret = load_set(d->pid, &d->sockets);
+	int ret;
+
+	d->sockets.tree = d->tree;
+	ret = load_set(d->pid, &d->sockets);
 
 	d->sockets.tcp_established = tcp_established;
 	if (!ret && tcp_established)
@@ -439,7 +460,10 @@ void sk_set_free(struct sk_set *s)
 {
 	sk_table_free(&s->diag);
 	free(s->inos);
+	free(s->tree_inos);
 	free(s->repair);
+	s->tree_inos = NULL;
+	s->nr_tree_inos = 0;
 	s->inos = NULL;
 	s->repair = NULL;
 	s->nr_inos = s->nr_repair = 0;

@@ -136,10 +136,15 @@ struct sk_repaired {
 };
 
 /* What the dump knows of the target's sockets (dump_ctx.sockets). */
+struct proc_tree;
+
 struct sk_set {
 	struct sk_table diag;
 	uint64_t *inos;			/* every socket inode the target holds */
 	size_t nr_inos;
+	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
+	uint64_t *tree_inos;		/* the sockets the tree's other processes hold */
+	size_t nr_tree_inos;
 	bool tcp_established;		/* --tcp-established */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
@@ -148,7 +153,8 @@ struct sk_set {
 
 /* sockets.c */
 /* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
-void sockets_refuse(pid_t pid, bool tcp_established, struct refusals *r);
+void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
+		     struct refusals *r);
 /* Frozen: the table and the target's socket inodes. */
 int sockets_prepare(struct dump_ctx *d, bool tcp_established);
 /* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */

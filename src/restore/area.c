@@ -65,7 +65,8 @@ static int open_blob_files(struct rst *r, struct rst_vma *rv)
 		}
 		/* a file: one fd per mapping is simple and fine (closed by the blob) */
 		{
-			const char *path = rst_reg_path(r, v->shmid);
+			char buf[PATH_MAX];
+			const char *path = rst_path(r, rst_reg_path(r, v->shmid), buf, sizeof(buf));
 			int fl = O_RDONLY;
 
 			if (v->status & VMA_FILE_SHARED)
@@ -388,7 +389,8 @@ static int open_pages(struct rst *r)
 /* The pages images and the exe file, for the blob. */
 static int open_pages_exe(struct rst *r)
 {
-	const char *exe = rst_reg_path(r, r->ds.mm->exe_file_id);
+	char buf[PATH_MAX];
+	const char *exe = rst_path(r, rst_reg_path(r, r->ds.mm->exe_file_id), buf, sizeof(buf));
 	int ret = open_pages(r), idx;
 
 	if (ret)

@@ -242,6 +242,7 @@ int attrs_check(struct rst *r)
 
 void attrs_free(struct rst *r)
 {
+	attrs_close_cgroups(r);
 	for (size_t i = 0; i < r->nr_cg_join; i++)
 		free(r->cg_join[i]);
 	free(r->cg_join);
@@ -366,6 +367,63 @@ void attrs_apply_groups(struct rst *r)
 			pgid, getpgid(0));
 }
 
+/* Its cgroup.procs files, opened before the fork: its root of its own may hide them after. */
+int attrs_open_cgroups(struct rst *r)
+{
+	size_t n = r->nr_cg_root + r->nr_cg_join;
+
+	r->cg_fds = calloc(n + 1, sizeof(*r->cg_fds));
+	if (!r->cg_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *path = i < r->nr_cg_root ? r->cg_root[i] : r->cg_join[i - r->nr_cg_root];
+
+		r->cg_fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (r->cg_fds[i] < 0) {
+			int err = -errno;
+
+			r->nr_cg_fds = i;
+			return fail(err, "cannot open %s: %s", path, strerror(-err));
+		}
+	}
+	r->nr_cg_fds = n;
+	return 0;
+}
+
+void attrs_close_cgroups(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_cg_fds; i++)
+		close(r->cg_fds[i]);
+	free(r->cg_fds);
+	r->cg_fds = NULL;
+	r->nr_cg_fds = 0;
+}
+
+static int join_fd(int fd, const char *path, char *why, size_t len)
+{
+	if (write(fd, "0", 1) == 1)
+		return 0;
+	snprintf(why, len, "cannot write '0' to %s: %s", path, strerror(errno));
+	return -errno;
+}
+
+int attrs_join_cgroups(struct rst *r, char *why, size_t len)
+{
+	int ret = 0;
+
+	if (r->nr_cg_fds != r->nr_cg_root + r->nr_cg_join)
+		return 0;	/* not opened: nothing to join */
+	for (size_t i = 0; i < r->nr_cg_root && !ret; i++)
+		ret = join_fd(r->cg_fds[i], r->cg_root[i], why, len);
+	if (!ret && r->nr_cg_root && unshare(CLONE_NEWCGROUP)) {
+		ret = -errno;
+		snprintf(why, len, "cannot create a cgroup namespace: %s", strerror(errno));
+	}
+	for (size_t i = 0; i < r->nr_cg_join && !ret; i++)
+		ret = join_fd(r->cg_fds[r->nr_cg_root + i], r->cg_join[i], why, len);
+	return ret;
+}
+
 int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 {
 	const TaskCoreEntry *tc = r->leader->tc;
@@ -373,14 +431,6 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	int ret = 0;
 
 	attrs_apply_groups(r);
-	for (size_t i = 0; i < r->nr_cg_root && !ret; i++)
-		ret = write_own(r->cg_root[i], "0", why, len);
-	if (!ret && r->nr_cg_root && unshare(CLONE_NEWCGROUP)) {
-		ret = -errno;
-		snprintf(why, len, "cannot create a cgroup namespace: %s", strerror(errno));
-	}
-	for (size_t i = 0; i < r->nr_cg_join && !ret; i++)
-		ret = write_own(r->cg_join[i], "0", why, len);
 	if (!ret && tc->has_oom_score_adj) {
 		snprintf(v, sizeof(v), "%d", tc->oom_score_adj);
 		ret = write_own("/proc/self/oom_score_adj", v, why, len);

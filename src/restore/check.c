@@ -43,14 +43,17 @@ enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
  * that were not written are not in the image. Files only open as fds may
  * have been touched (a log truncated back to its size), like CRIU allows.
  */
-static int check_file_unchanged(const RegFileEntry *re, int level)
+static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int level)
 {
 	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
+	char buf[PATH_MAX];
 	struct stat st;
 
-	if (stat(re->name, &st))
+	if (stat(rst_path(r, re->name, buf, sizeof(buf)), &st))
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
-	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino))
+	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
+	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) &&
+	    (st.st_dev != re->dev || st.st_ino != re->ino))
 		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
 			    re->name);
 	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))
@@ -346,7 +349,7 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 			return fail(-EIO, "files.img: file %u has no path", fe->id);
 		if (dumpset_remap(&r->ds, fe->id))
 			return 0;	/* deleted: recreated from its ghost (ghost.c) */
-		return check_file_unchanged(fe->reg, check_level(r, fe->id));
+		return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
 	case FD_TYPES__PIPE:
 		if (!fe->pipe)
 			return fail(-EIO, "files.img: pipe %u has no pipe entry", fe->id);

@@ -143,7 +143,9 @@ void child_main(struct rst *r)
 	int ret;
 
 	unregister_rseq();
-	ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its PID namespace's proc */
+	ret = attrs_join_cgroups(r, msg, sizeof(msg));	/* while memdump's mounts are there */
+	if (!ret)
+		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	if (r->tree)

@@ -39,7 +39,8 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id)
 static int open_reg(struct rst *r, const RegFileEntry *re)
 {
 	int flags = re->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-	int fd = open(rst_reg_path(r, re->id), flags | O_CLOEXEC);
+	char buf[PATH_MAX];
+	int fd = open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)), flags | O_CLOEXEC);
 
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
@@ -313,7 +314,8 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 
 static int open_fifo(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
-	const char *path = rst_reg_path(r, fe->fifo->regf_id);
+	char buf[PATH_MAX];
+	const char *path = rst_path(r, rst_reg_path(r, fe->fifo->regf_id), buf, sizeof(buf));
 	const FileEntry *re = rst_file(r, fe->fifo->regf_id);
 	int helper, ret;
 

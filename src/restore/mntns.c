@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -129,17 +130,32 @@ static int check_kept(const struct rst *r, struct mounts *ms, int **match, bool 
 	return match_kept(r, ms, *match, *taken);
 }
 
-int mntns_check(struct rst *r)
+/* The mount at "/" when the process had a root of its own (pivot_root): its entry, or NULL. */
+static const MntEntry *own_root(const struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if (r->mnts[i]->how == HOW_MOUNTED && !strcmp(r->mnts[i]->mountpoint, "/"))
+			return r->mnts[i];
+	return NULL;
+}
+
+int mntns_load(struct rst *r)
 {
 	struct mounts ms = { 0 };
 	int *match = NULL, ret;
 	bool *taken = NULL;
 
 	if (!own_mntns(r))
-		return 0;
+		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
+					 "its own", r->o->root) : 0;
 	ret = load_entries(r);
-	if (!ret)
+	if (!ret && own_root(r) && (!own_root(r)->bind_from || !own_root(r)->bind_host))
+		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
+	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
+	if (!ret && r->o->root && !own_root(r))
+		ret = fail(-EINVAL, "--root %s: the dump has no root of its own to put there",
+			   r->o->root);
 	mounts_free(&ms);
 	free(match);
 	free(taken);
@@ -192,8 +208,8 @@ static void set_mtime(int dirfd, const TmpfsFileEntry *f)
 		utimensat(dirfd, f->path, ts, AT_SYMLINK_NOFOLLOW);
 }
 
-/* The files of tmpfs e, from tmpfs-MNTID.img, into the mount at its point. */
-static int fill_tmpfs(const struct rst *r, const MntEntry *e)
+/* The files of tmpfs e, from tmpfs-MNTID.img, into the mount at at. */
+static int fill_tmpfs(const struct rst *r, const MntEntry *e, const char *at)
 {
 	TmpfsFileEntry **files = NULL;
 	struct image *img;
@@ -215,7 +231,7 @@ static int fill_tmpfs(const struct rst *r, const MntEntry *e)
 		files[n++] = msg;
 	}
 	img_abort(img);
-	dirfd = ret < 0 ? -1 : open(e->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dirfd = ret < 0 ? -1 : open(at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ret >= 0 && dirfd < 0)
 		ret = fail(-errno, "cannot open the restored tmpfs at %s: %s", e->mountpoint,
 			   strerror(errno));
@@ -234,29 +250,58 @@ static int fill_tmpfs(const struct rst *r, const MntEntry *e)
 #define MOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | \
 		     MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME | MS_NOSYMFOLLOW)
 
-/* One mount the process made, at its point; why into why/len on failure. */
-static int mount_one(const struct rst *r, const MntEntry *e, char *why, size_t len)
+static void note_dev(struct rst *r, const char *at)
+{
+	struct stat st;
+	dev_t *n;
+
+	if (stat(at, &st) || !(n = realloc(r->mnt_devs, (r->nr_mnt_devs + 1) * sizeof(*n))))
+		return;
+	r->mnt_devs = n;
+	n[r->nr_mnt_devs++] = st.st_dev;
+}
+
+bool mntns_new_dev(const struct rst *r, dev_t dev)
+{
+	for (size_t i = 0; i < r->nr_mnt_devs; i++)
+		if (r->mnt_devs[i] == dev)
+			return true;
+	return false;
+}
+
+/*
+ * One mount the process made, at its point (under stage, where memdump
+ * builds a root of the process's own; "" once the init is in it); why into
+ * why/len on failure.
+ */
+static int mount_one(struct rst *r, const MntEntry *e, const char *stage, char *why, size_t len)
 {
 	unsigned long flags = e->flags & MOUNT_FLAGS;
+	char at[PATH_MAX], from[PATH_MAX];
 	int ret = 0;
 
+	snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
+		 e->mountpoint : "");
+	if (e->bind_from)
+		snprintf(from, sizeof(from), "%s%s", e->bind_host ? "" : stage, e->bind_from);
 	if (e->bind_from) {
-		if (mount(e->bind_from, e->mountpoint, NULL, MS_BIND, NULL) ||
-		    (flags && mount(NULL, e->mountpoint, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
+		if (mount(from, at, NULL, MS_BIND, NULL) ||
+		    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
 			ret = -errno;
-	} else if (mount(e->source, e->mountpoint, e->fsname, flags,
-			 e->options[0] ? e->options : NULL)) {
+	} else if (mount(e->source, at, e->fsname, flags, e->options[0] ? e->options : NULL)) {
 		ret = -errno;
 	}
+	if (!ret && !e->bind_from)
+		note_dev(r, at);
 	if (!ret && e->fsname && !strcmp(e->fsname, "tmpfs") && !e->bind_from) {
-		ret = fill_tmpfs(r, e);
+		ret = fill_tmpfs(r, e, at);
 		if (ret)
 			snprintf(why, len, "%s", fail_reason());
 		return ret;
 	}
 	if (ret)
 		snprintf(why, len, "cannot mount %s (%s%s%s) at %s: %s", e->fsname ? e->fsname : "?",
-			 e->bind_from ? "bound from " : "", e->bind_from ? e->bind_from : "",
+			 e->bind_from ? "bound from " : "", e->bind_from ? from : "",
 			 e->bind_from ? "" : e->source, e->mountpoint, strerror(-ret));
 	return ret;
 }
@@ -286,7 +331,7 @@ static int set_propagation(const struct rst *r, const int *match)
 	return 0;
 }
 
-static int mount_own(const struct rst *r, bool in_child, char *why, size_t len)
+static int mount_own(struct rst *r, bool in_child, const char *stage, char *why, size_t len)
 {
 	for (size_t i = 0; i < r->nr_mnts; i++) {
 		const MntEntry *e = r->mnts[i];
@@ -294,34 +339,61 @@ static int mount_own(const struct rst *r, bool in_child, char *why, size_t len)
 
 		if (e->how != HOW_MOUNTED || (e->has_in_child && e->in_child) != in_child)
 			continue;
-		ret = mount_one(r, e, why, len);
+		ret = mount_one(r, e, stage, why, len);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int build(struct rst *r)
+/* From memdump's copy: its kept mounts, the rest unmounted, its own mounted. */
+static int build_from_copy(struct rst *r)
 {
 	struct mounts ms = { 0 };
 	int *match = NULL, ret;
 	bool *taken = NULL;
 	char why[512];
 
-	/* first of all: nothing done here propagates to memdump's namespace */
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
-		return fail(-errno, "cannot make the new mount namespace a slave: %s", strerror(errno));
 	ret = check_kept(r, &ms, &match, &taken);
 	if (!ret)
 		ret = unmount_extra(&ms, taken);
 	if (!ret)
 		ret = set_propagation(r, match);
-	if (!ret && mount_own(r, false, why, sizeof(why)))
+	if (!ret && mount_own(r, false, "", why, sizeof(why)))
 		ret = fail(-EIO, "%s", why);
 	mounts_free(&ms);
 	free(match);
 	free(taken);
 	return ret;
+}
+
+/*
+ * A root of its own (pivot_root): built where its root is bound from, every
+ * mount under it; the restored init pivots into it (mntns_mount_in_child)
+ * once memdump has left the namespace, which the pivot would move too.
+ */
+static int build_root(struct rst *r, const MntEntry *root)
+{
+	char why[512];
+
+	r->mnt_stage = strdup(r->o->root ? r->o->root : root->bind_from);	/* --root */
+	if (!r->mnt_stage)
+		return -ENOMEM;
+	if (pipe2(r->mnt_go, O_CLOEXEC))
+		return fail(-errno, "cannot create a pipe: %s", strerror(errno));
+	if (mount_own(r, false, r->mnt_stage, why, sizeof(why)))
+		return fail(-EIO, "%s", why);
+	return 0;
+}
+
+static int build(struct rst *r)
+{
+	const MntEntry *root = own_root(r);
+
+	/* first of all: nothing done here propagates to memdump's namespace */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		return fail(-errno, "cannot make the new mount namespace a slave: %s", strerror(errno));
+	return root ? build_root(r, root) : build_from_copy(r);
 }
 
 int mntns_restore_enter(struct rst *r)
@@ -338,12 +410,15 @@ int mntns_restore_enter(struct rst *r)
 		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
 	ret = build(r);
 	if (!ret)
-		pr_info("mount namespace: new, %zu mounts\n", r->nr_mnts);
+		pr_info("mount namespace: new, %zu mounts%s%s\n", r->nr_mnts,
+			r->mnt_stage ? ", its root built at " : "", r->mnt_stage ? r->mnt_stage : "");
 	return ret;
 }
 
 void mntns_restore_leave(struct rst *r)
 {
+	char go = 1;
+
 	if (r->mnt_back >= 0) {
 		if (setns(r->mnt_back, CLONE_NEWNS))
 			pr_warn("cannot go back to memdump's mount namespace: %m\n");
@@ -355,15 +430,55 @@ void mntns_restore_leave(struct rst *r)
 		close(r->mnt_cwd);
 	}
 	r->mnt_back = r->mnt_cwd = -1;
+	if (r->mnt_go[1] >= 0 && write(r->mnt_go[1], &go, 1) != 1)
+		pr_warn("cannot tell the restored init to enter its root: %m\n");
+	if (r->mnt_go[1] >= 0)
+		close(r->mnt_go[1]);
+	if (r->mnt_go[0] >= 0)
+		close(r->mnt_go[0]);
+	r->mnt_go[0] = r->mnt_go[1] = -1;
+}
+
+/* In the restored init: memdump gone from the namespace, into the root built for it. */
+static int enter_root(struct rst *r, char *why, size_t len)
+{
+	char go;
+
+	close(r->mnt_go[1]);
+	if (read(r->mnt_go[0], &go, 1) != 1) {
+		snprintf(why, len, "memdump did not leave the new mount namespace");
+		return -EIO;
+	}
+	close(r->mnt_go[0]);
+	if (chdir(r->mnt_stage) || syscall(SYS_pivot_root, ".", ".") ||
+	    umount2(".", MNT_DETACH) || chdir("/")) {
+		snprintf(why, len, "cannot make %s the process's root (pivot_root): %s",
+			 r->mnt_stage, strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
 int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 {
-	return own_mntns(r) && !r->tree_parent ? mount_own(r, true, why, len) : 0;
+	int ret = 0;
+
+	if (!own_mntns(r) || r->tree_parent)
+		return 0;
+	if (r->mnt_stage)
+		ret = enter_root(r, why, len);
+	return ret ? ret : mount_own(r, true, "", why, len);
 }
 
 void mntns_free(struct rst *r)
 {
+	if (r->mnts) {		/* the root's: the tree's other processes point to them */
+		free(r->mnt_stage);
+		free(r->mnt_devs);
+	}
+	r->mnt_stage = NULL;
+	r->mnt_devs = NULL;
+	r->nr_mnt_devs = 0;
 	for (size_t i = 0; i < r->nr_mnts; i++)
 		img_free(&mnt_entry__descriptor, r->mnts[i]);
 	free(r->mnts);

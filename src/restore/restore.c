@@ -45,6 +45,14 @@ const FileEntry *rst_file(struct rst *r, uint32_t id)
 	return dumpset_file(&r->ds, id);
 }
 
+const char *rst_path(const struct rst *r, const char *path, char *buf, size_t len)
+{
+	if (!r->mnt_stage || !path || path[0] != '/')
+		return path;
+	snprintf(buf, len, "%s%s", r->mnt_stage, path);
+	return buf;
+}
+
 const char *rst_reg_path(struct rst *r, uint32_t id)
 {
 	const FileEntry *fe = rst_file(r, id);
@@ -68,6 +76,7 @@ void rst_close_prepared(struct rst *r)
 	shm_close_all(r);
 	close_inherited(r);
 	sk_helpers_close(r);
+	attrs_close_cgroups(r);
 }
 
 static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
@@ -199,8 +208,10 @@ int rst_wait_restored(pid_t pid)
 /* Everything the process needs, opened or built here before the fork. */
 int rst_prepare(struct rst *r)
 {
-	int ret = ghost_create_all(r);
+	int ret = attrs_open_cgroups(r);
 
+	if (!ret)
+		ret = ghost_create_all(r);
 	if (!ret)
 		ret = shm_create_all(r);
 	if (!ret)
@@ -314,13 +325,7 @@ static int restore(struct rst *r)
 	uint64_t t0 = now_us(), t1, t2;
 	int ret;
 
-	ret = hook_fire(r->o->hooks, HOOK_PRE_RESTORE, r->pid);
-	if (!ret)
-		ret = ns_restore_enter(r);
-	if (!ret)
-		ret = mntns_restore_enter(r);
-	if (!ret)
-		ret = rst_prepare(r);
+	ret = rst_prepare(r);	/* in its namespaces since load_and_check() */
 	if (!ret) {
 		r->a->check_pages = r->ds.pages_sums_deferred;	/* pagecheck.c */
 		ret = rst_fork_target(r);
@@ -382,6 +387,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
 	r->tree_sync_fd = -1;
 	r->mnt_back = r->mnt_cwd = -1;
+	r->mnt_go[0] = r->mnt_go[1] = -1;
 }
 
 int rst_check_loaded(struct rst *r)
@@ -398,8 +404,14 @@ int rst_check_loaded(struct rst *r)
 	return ret;
 }
 
-/* The set loaded and every check a restore makes before it starts anything. */
-static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums)
+/*
+ * The set loaded and every check a restore makes before it starts anything.
+ * enter (a restore, not a check): the pre-restore hook, then this thread
+ * goes into the process's new namespaces first (ns.c, mntns.c: nothing runs
+ * in them yet), so that its files are checked where it will find them.
+ */
+static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums,
+			  bool enter)
 {
 	int ret;
 
@@ -412,9 +424,16 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 				 : dumpset_load(o->dir, &r->ds);
 	if (ret)
 		return ret;
-	ret = rst_check_loaded(r);
+	r->pid = dumpset_pid(&r->ds);
+	ret = mntns_load(r);	/* the root's set holds the tree's mount namespace */
+	if (!ret && enter)
+		ret = hook_fire(o->hooks, HOOK_PRE_RESTORE, r->pid);
+	if (!ret && enter)
+		ret = ns_restore_enter(r);
+	if (!ret && enter)
+		ret = mntns_restore_enter(r);
 	if (!ret)
-		ret = mntns_check(r);	/* the root's set holds the tree's mount namespace */
+		ret = rst_check_loaded(r);
 	if (!ret && r->ds.nr_members)
 		ret = tree_load(r);	/* the tree's other processes (tree.c) */
 	return ret;
@@ -424,6 +443,7 @@ void rst_free(struct rst *r)
 {
 	tree_free_members(r);
 	mntns_restore_leave(r);
+	ns_restore_leave(r);
 	mntns_free(r);
 	pagecheck_free(r);
 	rst_close_prepared(r);
@@ -445,7 +465,7 @@ void rst_free(struct rst *r)
 int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o, true);
+	int ret = load_and_check(&r, o, true, true);
 
 	if (!ret)
 		ret = r.tree ? restore_tree(&r) : restore(&r);
@@ -456,7 +476,7 @@ int restore_run(const struct restore_opts *o)
 int restore_check(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o, false);
+	int ret = load_and_check(&r, o, false, false);
 
 	rst_free(&r);
 	return ret;

@@ -39,6 +39,7 @@ struct restore_opts {
 		const char *in, *out, *bridge;
 	} veth_ext[8];
 	int nr_veth_ext;
+	const char *root;		/* --root: where a dumped mount namespace's root is */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -185,6 +186,8 @@ struct rst {
 	size_t nr_cg_join;
 	char **cg_root;		/* a cgroup namespace's root: joined before the unshare */
 	size_t nr_cg_root;
+	int *cg_fds;		/* cg_root's then cg_join's cgroup.procs, open (attrs.c) */
+	size_t nr_cg_fds;
 
 	/* the restorer area */
 	int area_fd;
@@ -208,6 +211,10 @@ struct rst {
 	MntEntry **mnts;
 	size_t nr_mnts;
 	int mnt_back, mnt_cwd;
+	char *mnt_stage;	/* a root of its own: where memdump built it (rst_path), or NULL */
+	int mnt_go[2];		/* a root of its own: memdump left, the init may pivot_root */
+	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
+	size_t nr_mnt_devs;
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */
@@ -238,6 +245,11 @@ int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
 int tree_shm_get(struct rst *r, uint64_t shmid);
 int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
+/* sk_unix.c's pairs across processes: does another process of r's tree hold socket ino? */
+bool tree_has_sock(struct rst *r, uint32_t ino);
+/* The end made for socket ino by the process holding its peer (-1: none yet); or keep it. */
+int tree_sock_get(struct rst *r, uint32_t ino);
+int tree_sock_put(struct rst *r, uint32_t ino, int fd);
 /* Does another process of r's tree hold an end of pipe id? */
 bool tree_has_pipe(struct rst *r, uint32_t id);
 /* memdump's copy of the description fd shares with an earlier process, or -1 */
@@ -248,6 +260,8 @@ void rst_close_shares(struct rst *r);
 const FileEntry *rst_file(struct rst *r, uint32_t id);
 /* Path of a regular file entry (a deleted one: where it is recreated), NULL for other types. */
 const char *rst_reg_path(struct rst *r, uint32_t id);
+/* A path of the process as memdump opens it: under the root memdump built for it (mntns.c). */
+const char *rst_path(const struct rst *r, const char *path, char *buf, size_t len);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);
 
@@ -256,8 +270,10 @@ void rst_close_prepared(struct rst *r);
  * entered (built) before anything is opened, left after the fork; its PID
  * namespace's proc mounted by the restored init (child.c).
  */
-int mntns_check(struct rst *r);
+int mntns_load(struct rst *r);
 int mntns_restore_enter(struct rst *r);
+/* Is dev a filesystem the restore mounted anew (a tmpfs, a devpts)? */
+bool mntns_new_dev(const struct rst *r, dev_t dev);
 void mntns_restore_leave(struct rst *r);
 int mntns_mount_in_child(struct rst *r, char *why, size_t len);
 void mntns_free(struct rst *r);
@@ -378,6 +394,11 @@ void attrs_fill(struct rst *r);
 void attrs_free(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
+/* Before the fork: its cgroup.procs files opened, for the child to join them by fd. */
+int attrs_open_cgroups(struct rst *r);
+void attrs_close_cgroups(struct rst *r);
+/* In the child, first: its cgroups, its cgroup namespace. */
+int attrs_join_cgroups(struct rst *r, char *why, size_t len);
 /* In the child, first: its session and process group as dumped. */
 void attrs_apply_groups(struct rst *r);
 

@@ -221,10 +221,32 @@ static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry 
 	return give_peer(r, acc, p, c);
 }
 
+/*
+ * u's peer is in another process of the tree: the end an earlier process
+ * made for u, or a socketpair whose other end waits for that process.
+ */
+static int open_tree_pair(struct rst *r, const UnixSkEntry *u)
+{
+	int sv[2], fd = tree_sock_get(r, u->ino), ret;
+
+	if (fd >= 0) {
+		*fd_slot(r, u->id) = fd;
+		return 0;
+	}
+	if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv))
+		return sk_fail(u, -errno, "cannot create a socketpair");
+	*fd_slot(r, u->id) = sv[0];
+	ret = tree_sock_put(r, u->peer, sv[1]);
+	close(sv[1]);
+	return ret;
+}
+
 static int open_pair(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 {
 	int sv[2];
 
+	if (!p && u->peer && tree_has_sock(r, u->peer))
+		return open_tree_pair(r, u);
 	if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv))
 		return sk_fail(u, -errno, "cannot create a socketpair");
 	*fd_slot(r, u->id) = sv[0];
@@ -249,6 +271,8 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
 	int fd;
 
+	if (!p && u->peer && tree_has_sock(r, u->peer))
+		return open_tree_pair(r, u);	/* a pair across two processes, unnamed */
 	if (p && p->peer == u->ino) {	/* a pair: each end names the other */
 		int ret = open_pair(r, u, p);
 
@@ -285,7 +309,8 @@ static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 	struct sockaddr_un a;
 	socklen_t l;
 
-	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino))
+	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino) ||
+	    (!p && tree_has_sock(r, u->peer)))
 		return 0;
 	if (!p || !named(p))
 		return sk_fail(u, -EINVAL, "its peer has no name to connect to");

@@ -42,9 +42,17 @@ struct rst_shm {
 	int fd;			/* memdump's copy */
 };
 
+/* One end of a UNIX socketpair across two processes, for the one holding it. */
+struct rst_sock {
+	uint32_t ino;		/* the dumped socket this fd is */
+	int fd;
+};
+
 struct rst_tree {
 	struct rst *m;		/* the processes but the root, in pstree order */
 	size_t n;
+	struct rst_sock *socks;
+	size_t nr_socks;
 	struct rst_pipe *pipes;
 	size_t nr_pipes;
 	struct rst_shm *shms;
@@ -101,6 +109,9 @@ static int load_member(struct rst *root, size_t i)
 
 	rst_init(m, root->o);
 	m->tree = root->tree;
+	m->mnt_stage = root->mnt_stage;		/* its files are under the tree's root */
+	m->mnt_devs = root->mnt_devs;
+	m->nr_mnt_devs = root->nr_mnt_devs;
 	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
 	if (ret)
 		return ret;
@@ -167,8 +178,77 @@ int tree_shm_put(struct rst *r, uint64_t shmid, int fd)
 	return 0;
 }
 
+static struct rst *tree_root(struct rst *r)
+{
+	while (r->tree_parent)
+		r = r->tree_parent;
+	return r;
+}
+
+static bool holds_sock(const struct dumpset *ds, uint32_t ino)
+{
+	for (size_t i = 0; i < ds->nr_fds; i++) {
+		const FileEntry *fe = dumpset_file(ds, ds->fds[i]->id);
+
+		if (fe && fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino)
+			return true;
+	}
+	return false;
+}
+
+bool tree_has_sock(struct rst *r, uint32_t ino)
+{
+	struct rst *root;
+
+	if (!r->tree)
+		return false;
+	root = tree_root(r);
+	if (root != r && holds_sock(&root->ds, ino))
+		return true;
+	for (size_t i = 0; i < root->tree->n; i++)
+		if (&root->tree->m[i] != r && holds_sock(&root->tree->m[i].ds, ino))
+			return true;
+	return false;
+}
+
+int tree_sock_get(struct rst *r, uint32_t ino)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_socks; i++)
+		if (t->socks[i].ino == ino && t->socks[i].fd >= 0) {
+			int fd = t->socks[i].fd;
+
+			t->socks[i].fd = -1;	/* one process holds it */
+			return fd;
+		}
+	return -1;
+}
+
+int tree_sock_put(struct rst *r, uint32_t ino, int fd)
+{
+	struct rst_tree *t = r->tree;
+	struct rst_sock *n = t ? realloc(t->socks, (t->nr_socks + 1) * sizeof(*n)) : NULL;
+
+	if (!n)
+		return -ENOMEM;
+	t->socks = n;
+	n[t->nr_socks].ino = ino;
+	n[t->nr_socks].fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (n[t->nr_socks].fd < 0)
+		return fail(-errno, "cannot keep a socket for the tree: %s", strerror(errno));
+	t->nr_socks++;
+	return 0;
+}
+
 static void close_shared(struct rst_tree *t)
 {
+	for (size_t i = 0; i < t->nr_socks; i++)
+		if (t->socks[i].fd >= 0)
+			close(t->socks[i].fd);
+	free(t->socks);
+	t->socks = NULL;
+	t->nr_socks = 0;
 	for (size_t i = 0; i < t->nr_shms; i++)
 		close(t->shms[i].fd);
 	free(t->shms);
@@ -469,14 +549,8 @@ static int release_all(struct rst *root)
 int restore_tree(struct rst *root)
 {
 	uint64_t t0 = now_us(), t1, t2;
-	int ret = hook_fire(root->o->hooks, HOOK_PRE_RESTORE, root->pid);
+	int ret = prepare_all(root);	/* in its namespaces since load_and_check() */
 
-	if (!ret)
-		ret = ns_restore_enter(root);
-	if (!ret)
-		ret = mntns_restore_enter(root);
-	if (!ret)
-		ret = prepare_all(root);
 	if (!ret)
 		ret = fork_all(root);
 	mntns_restore_leave(root);
