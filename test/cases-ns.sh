@@ -163,22 +163,271 @@ case_ns_net_rst() {
 	wait_restore_exit
 }
 
-# What a network namespace holds besides lo is refused by name, all at once.
+# What memdump does not save in a network namespace is refused by name, all at once.
 case_ns_net_refuse() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
-	NETNS_SETUP='ip link add md-br0 type bridge && ip addr add 127.0.0.77/8 dev lo' \
-		START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	local setup='ip link add md-br0 type bridge && ip link add md-ifb0 type ifb'
+	setup+=' && ip rule add pref 100 table 100 && ip route add 10.9.0.0/16 dev lo table 100'
+	command -v nft > /dev/null && setup+=' && nft add table inet mdtest'
+	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
+	setup+=' && ip neigh add 127.0.0.9 lladdr 02:00:00:00:00:09 dev md-br0 nud permanent'
+	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
 	md refuse dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
 	local want
-	for want in "network interface md-br0 in its network namespace" \
-		    "address 127.0.0.77 on lo in its network namespace" \
+	for want in "network interface md-br0 (bridge) in its network namespace" \
+		    "network interface md-ifb0 (ifb) in its network namespace" \
+		    "IPv4 policy routing rule 100 (table 100)" \
+		    "route 10.9.0.0/16 in routing table 100" \
+		    "permanent neighbour entry 127.0.0.9/32 on md-br0" \
 		    "--tcp-established in a network namespace of its own"; do
 		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
 	done
+	if command -v nft > /dev/null; then
+		grep -qF "nftables table mdtest" "$MD_ERR" || fail "the refusal does not name the nftables table"
+	fi
+	if command -v tc > /dev/null; then
+		grep -qF "traffic control qdisc pfifo on lo" "$MD_ERR" || fail "the refusal does not name the qdisc"
+	fi
 	no_inventory "$T/d"
 	check_child_pass
 }
 
+# veth pairs (issue 10). The case's names and subnet are its own: N from its
+# PID. The inside end is made from inside the target's namespace with its
+# other end in the case's (the host's), so both die with the namespace, that
+# is with the target: nothing is left behind whatever happens to the case.
+veth_names() {
+	VN=$(( $$ % 200 + 20 ))
+	VIN=mdvi$$ VOUT=mdvo$$ VBR=mdbr$$
+	VIN=${VIN:0:15} VOUT=${VOUT:0:15} VBR=${VBR:0:15}
+	V4=10.231.$VN V6=fd00:231:$VN
+}
+
+veth_cleanup() { ip link del "$VBR" 2> /dev/null; ip link del "$VOUT" 2> /dev/null; return 0; }
+
+# veth_start: t-vethsrv on port 7000 in a namespace with $VIN (addresses,
+# MTU 1400, a MAC, a route each way, an extra lo address), $VOUT outside;
+# $VETH_EXTRA: more shell for the setup inside.
+veth_start() {
+	local s="ip link add $VIN type veth peer name $VOUT netns $$"
+	s+=" && ip addr add 127.0.0.77/8 dev lo"
+	s+=" && ip link set $VIN mtu 1400 address 02:00:00:e7:$(printf %02x "$VN"):02 up"
+	s+=" && ip addr add $V4.2/24 dev $VIN && ip addr add $V6::2/64 dev $VIN"
+	s+=" && ip route add 10.232.0.0/16 via $V4.1 && ip -6 route add fd99:$VN::/64 via $V6::1 dev $VIN"
+	s+=${VETH_EXTRA:-}
+	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7000
+	ip addr add "$V4.1/24" dev "$VOUT" && ip addr add "$V6::1/64" dev "$VOUT" nodad &&
+		ip link set "$VOUT" up || fail "cannot set up $VOUT"
+	wait_until 5 eval '! nsenter -t $PID -n ip -6 addr show dev $VIN | grep -q tentative' ||
+		fail "IPv6 on $VIN still tentative"
+}
+
+# veth_state PID: what ip shows of its namespace, without what may differ
+# (lifetimes, the other end's index)
+veth_state() {
+	nsenter -t "$1" -n sh -c 'ip -o addr show; ip route show; ip -6 route show; ip -o link show' |
+		sed -E 's/\\ +valid_lft.*//; s/@if[0-9]+//; s/ link-netnsid [0-9]+//; s/ (state|qlen) [A-Z0-9]+//g'
+}
+
+# veth_ping HOST: the server answers over the veth, TCP and UDP
+veth_ping() {
+	local line
+	line=$(timeout 5 bash -c "exec 3<>/dev/tcp/$1/7000 && head -n1 <&3") ||
+		fail "no answer from $1 port 7000 over $VOUT"
+	[[ $line == "pong $PID "* ]] || fail "answer from $1: '$line', want pong $PID"
+	line=$(timeout 5 bash -c "exec 3<>/dev/udp/$1/7000 && echo udp$$ >&3 && head -n1 <&3") ||
+		fail "no UDP answer from $1 port 7000 over $VOUT"
+	[[ $line == "pong udp$$" ]] || fail "UDP answer from $1: '$line', want pong udp$$"
+	note "$1 answers over TCP and UDP: $line"
+}
+
+case_ns_net_veth() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	veth_names
+	trap veth_cleanup EXIT
+	veth_start
+	veth_ping "$V4.2"
+	veth_ping "$V6::2"
+	local before; before=$(veth_state "$PID")
+	local mac; mac=$(ip -o link show "$VOUT" | grep -o 'link/ether [0-9a-f:]*')
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
+	local f
+	for f in netdev-1 ifaddr-1 route-1 route6-1; do
+		[[ -f $T/d/$f.img ]] || fail "$f.img missing"
+	done
+	crit_decodes "$T/d"
+	if command -v crit > /dev/null; then
+		crit show "$T/d/netdev-1.img" | grep -q "\"name\": \"$VIN\"" ||
+			fail "crit does not show $VIN in netdev-1.img"
+	fi
+	ip addr showdump < "$T/d/ifaddr-1.img" | grep -q "inet $V4.2/24" ||
+		fail "ip addr showdump does not read $V4.2 from ifaddr-1.img"
+	ip addr showdump < "$T/d/ifaddr-1.img" | grep -q "inet 127.0.0.77/8" ||
+		fail "ip addr showdump does not read lo's 127.0.0.77 from ifaddr-1.img"
+	ip route showdump < "$T/d/route-1.img" | grep -q "10.232.0.0/16 via $V4.1" ||
+		fail "ip route showdump does not read the route from route-1.img"
+	shows "$T/d" "net namespace: lo up, mtu 65536; $VIN \\(veth, other end $VOUT\\) up, mtu 1400"
+	note "refused: a device of the other end's name in the way, bad --external"
+	ip link add "$VOUT" type bridge || fail "cannot make bridge $VOUT"
+	md exists restore -D "$T/d"
+	expect_md_error
+	grep -qF "a device $VOUT exists in memdump's network namespace" "$MD_ERR" ||
+		fail "no clear error for $VOUT in the way"
+	ip link del "$VOUT"
+	alive "$PID" && fail "pid $PID runs after a failed restore"
+	md ext-join restore -D "$T/d" --external "veth[$VIN]:x" --join-ns net:/proc/self/ns/net
+	expect_md_error
+	grep -qF -- "--external veth[$VIN] with --join-ns net" "$MD_ERR" || fail "no clear error for --external with --join-ns"
+	md ext-none restore -D "$T/d" --external "veth[nosuch]:x"
+	expect_md_error
+	grep -qF "the dump has no veth nosuch" "$MD_ERR" || fail "no clear error for --external of an unknown veth"
+	md ext-syntax restore -D "$T/d" --external "veth[$VIN]"
+	(( MD_RC == 2 )) || fail "--external without :OUT exited with $MD_RC, want 2 (usage)"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	same_ns "$PID" net self && fail "restored pid $PID is in memdump's network namespace"
+	# the kernel's link-local address ends its duplicate address detection by itself
+	wait_until 5 eval '! nsenter -t $PID -n ip -6 addr show dev $VIN | grep -q tentative' ||
+		fail "IPv6 on $VIN still tentative 5 s after the restore"
+	local after; after=$(veth_state "$PID")
+	if [[ $after != "$before" ]]; then
+		diff <(echo "$before") <(echo "$after") | sed 's/^/#   /'
+		fail "the restored namespace differs from the dumped one"
+	fi
+	note "ip shows the same addresses, routes, MACs and MTUs"
+	ip -o link show "$VOUT" | grep -qF "$mac" || fail "$VOUT came back without its MAC ($mac)"
+	ip -o addr show dev "$VOUT" | grep -q "inet $V4.1/24" || fail "$VOUT came back without $V4.1"
+	veth_ping "$V4.2"
+	veth_ping "$V6::2"
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the restored namespace"
+
+	note "again, the other end named and attached to a bridge (--external)"
+	ip link add "$VBR" type bridge && ip addr add "$V4.1/24" dev "$VBR" && ip link set "$VBR" up ||
+		fail "cannot make bridge $VBR"
+	local other=${VOUT:0:13}x
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 2 --external "veth[$VIN]:$other@$VBR"
+	wait_restored "$PID"
+	ip -o link show "$other" | grep -q "master $VBR" || fail "$other is not attached to $VBR"
+	ip -o addr show dev "$other" | grep -q "inet $V4" && fail "$other got $V4.1 while in a bridge"
+	veth_ping "$V4.2"
+
+	note "dumped as a bridge port, the other end comes back in its bridge"
+	dump "$PID" "$T/d2"
+	wait "$RPID"	# the restore that waited for it: the status of a SIGKILLed process
+	MD_RC=$?
+	(( MD_RC == 128 + 9 )) || fail "restore exited with $MD_RC, want 137 (its process killed by the dump)"
+	wait_until 5 eval '! ip link show $other > /dev/null 2>&1' || fail "$other outlived the namespace"
+	restore_bg "$T/d2" 3
+	wait_restored "$PID"
+	ip -o link show "$other" | grep -q "master $VBR" || fail "$other did not come back in $VBR"
+	veth_ping "$V4.2"
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+
+	note "the first dump again, its other end renamed, no bridge: it gets the addresses"
+	ip link del "$VBR"
+	wait_until 5 eval '! ip link show $other > /dev/null 2>&1' || fail "$other outlived the namespace"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 4 --external "veth[$VIN]:$other"
+	wait_restored "$PID"
+	ip -o addr show dev "$other" | grep -q "inet $V4.1/24 .*$other" || fail "$other did not get $V4.1"
+	veth_ping "$V4.2"
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# A veth with both ends inside (with a random link-local address, which a
+# new namespace would not give it again), and one whose other end is in a
+# third namespace (neither the target's nor memdump's): refused by name.
+case_ns_net_veth_refuse() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	veth_names
+	unshare --net sleep 60 < /dev/null > /dev/null 2>&1 &
+	local third=$!
+	track "$third"
+	wait_until 5 eval '! same_ns $third net self' || fail "no third namespace"
+	local s="ip link add $VIN type veth peer name $VOUT"
+	s+=" && ip link set $VIN addrgenmode random && ip link set $VIN up && ip link set $VOUT up"
+	s+=" && ip link add ${VIN:0:13}t type veth peer name ${VOUT:0:13}t netns $third"
+	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7001
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF "veth $VIN whose other end is in its network namespace too" "$MD_ERR" ||
+		fail "the refusal does not name $VIN (both ends inside)"
+	grep -qF "veth ${VIN:0:13}t whose other end is in another network namespace than memdump's" \
+		"$MD_ERR" || fail "the refusal does not name ${VIN:0:13}t (other end in a third namespace)"
+	grep -qE "IPv6 link-local address fe80:[0-9a-f:]*/64 on $VIN, not the one its MAC gives" "$MD_ERR" ||
+		fail "the refusal does not name the random link-local address of $VIN"
+	no_inventory "$T/d"
+	check_child_pass
+	kill "$third"
+}
+
+# CRIU's RPC: RESTORE with veths (if_in, if_out@bridge, as runtimes send them)
+case_ns_net_veth_rpc() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	/usr/bin/python3 -c 'import pycriu' 2> /dev/null || { note "no pycriu (Debian's criu package): skipped"; return 0; }
+	veth_names
+	trap veth_cleanup EXIT
+	veth_start
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
+	ip link add "$VBR" type bridge && ip addr add "$V4.1/24" dev "$VBR" && ip link set "$VBR" up ||
+		fail "cannot make bridge $VBR"
+	local other=${VOUT:0:13}r
+	truncate -s "$READY_SIZE" "$OUT"
+	rpc r "$MEMDUMP" RESTORE images_dir="$T/d" veths="$VIN:$other@$VBR"
+	rpc_ok
+	track "$PID"
+	expect_untraced "$PID"
+	ip -o link show "$other" | grep -q "master $VBR" || fail "$other is not attached to $VBR"
+	veth_ping "$V4.2"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+
+# A process tree in the namespace (the server and a child): dumped and
+# restored whole, the veth made once.
+case_ns_net_veth_tree() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	veth_names
+	trap veth_cleanup EXIT
+	VETH_EXTRA=' && { sleep 1000 & }' veth_start
+	local child; child=$(pgrep -P "$PID" -x sleep) || fail "no child of $PID"
+	veth_ping "$V4.2"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(pgrep -P "$PID" -x sleep) == "$child" ]] || fail "child $child of $PID did not come back"
+	same_ns "$child" net "$PID" || fail "child $child is not in its parent's network namespace"
+	veth_ping "$V4.2"
+	kill -9 "$child"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+
 add ns-net-rst case_ns_net_rst
 add ns-net-refuse case_ns_net_refuse
+add ns-net-veth case_ns_net_veth
+add ns-net-veth-refuse case_ns_net_veth_refuse
+add ns-net-veth-rpc case_ns_net_veth_rpc
+add ns-net-veth-tree case_ns_net_veth_tree

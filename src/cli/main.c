@@ -1,6 +1,7 @@
 /* memdump: command-line parsing and dispatch. */
 #include <errno.h>
 #include <getopt.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,12 +36,14 @@ static const char usage[] =
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
-	"          [--root DIR] [--restore-sibling]\n"
+	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
 	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
 	"        into that existing namespace instead of a new one; --root: the root of\n"
 	"        a dumped mount namespace (a container's rootfs) is DIR; --restore-sibling:\n"
-	"        the process is memdump's parent's child (memdump prints its PID, returns)\n"
+	"        the process is memdump's parent's child (memdump prints its PID, returns);\n"
+	"        --external: the veth IN's other end is made as OUT (attached to BRIDGE)\n"
+	"        in memdump's network namespace\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -99,6 +102,8 @@ int cmd_restore(const struct options *o)
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
+	memcpy(r.veth_ext, o->veth_ext, sizeof(r.veth_ext));
+	r.nr_veth_ext = o->nr_veth_ext;
 	return restore_run(&r);
 }
 
@@ -155,6 +160,26 @@ static int parse_join_ns(struct options *opts, char *s)
 	return 0;
 }
 
+/* veth[IN]:OUT[@BRIDGE] (CRIU's --external form), split in place. */
+static int parse_external(struct options *opts, char *s)
+{
+	char *in = s + 5, *close = strchr(s, ']'), *at;
+
+	if (strncmp(s, "veth[", 5) || !close || close == in || close[1] != ':' || !close[2] ||
+	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
+		return -1;
+	*close = '\0';
+	at = strchr(close + 2, '@');
+	if (at && !at[1])
+		return -1;
+	if (at)
+		*at = '\0';
+	if (strlen(in) >= IF_NAMESIZE || strlen(close + 2) >= IF_NAMESIZE || !close[2])
+		return -1;
+	opts->veth_ext[opts->nr_veth_ext++] = (struct veth_ext){ in, close + 2, at ? at + 1 : NULL };
+	return 0;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -185,7 +210,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 {
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
-	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT, OPT_SIBLING };
+	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
+	       OPT_SIBLING, OPT_EXTERNAL };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -202,6 +228,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 		{ "join-ns", required_argument, NULL, OPT_JOIN_NS },
+		{ "external", required_argument, NULL, OPT_EXTERNAL },
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -276,6 +303,11 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_join_ns(opts, optarg))
 				return bad_usage("--join-ns wants KIND:PATH (at most 4), not '%s'",
 						 optarg);
+			break;
+		case OPT_EXTERNAL:
+			if (parse_external(opts, optarg))
+				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
+						 "not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

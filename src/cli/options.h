@@ -32,6 +32,8 @@ struct options {
 	const char *pidfile;		/* restore --pidfile */
 	struct ns_join join_ns[4];	/* restore --join-ns KIND:PATH */
 	int nr_join_ns;
+	struct veth_ext veth_ext[8];	/* restore --external veth[IN]:OUT[@BRIDGE] */
+	int nr_veth_ext;
 	const char *root;		/* restore --root */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */

@@ -68,7 +68,7 @@ static const struct opt_rule rules[] = {
 	{ "external", 0, NEEDS_NS },
 	{ "join_ns", K_RESTORE, "only a restore joins namespaces" },
 	{ "empty_ns", 0, NEEDS_NS },
-	{ "veths", 0, NEEDS_NS },
+	{ "veths", K_RESTORE, "only a restore makes veth pairs" },
 	{ "auto_ext_mnt", 0, NEEDS_NS },
 	{ "ext_sharing", 0, NEEDS_NS },
 	{ "ext_masters", 0, NEEDS_NS },
@@ -286,6 +286,26 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 	return 0;
 }
 
+/* veths: if_in and if_out[@bridge] (as CRIU splits it), --external veth[IN]:OUT[@BRIDGE]. */
+static int map_veths(const CriuOpts *co, struct restore_opts *r)
+{
+	if (co->n_veths > ARRAY_SIZE(r->veth_ext))
+		return fail(-EINVAL, "RESTORE: %zu veths, at most %zu", co->n_veths,
+			    ARRAY_SIZE(r->veth_ext));
+	for (size_t i = 0; i < co->n_veths; i++) {
+		char *out = co->veths[i]->if_out, *at = strchr(out, '@');
+
+		if (!*co->veths[i]->if_in || !*out || out == at || (at && !at[1]))
+			return fail(-EINVAL, "RESTORE: veths %s:%s: want an inside name and an "
+				    "outside one[@bridge]", co->veths[i]->if_in, out);
+		if (at)
+			*at = '\0';	/* the request's own string, alive as long as the job */
+		r->veth_ext[i] = (struct veth_ext){ co->veths[i]->if_in, out, at ? at + 1 : NULL };
+	}
+	r->nr_veth_ext = (int)co->n_veths;
+	return 0;
+}
+
 static int map_restore(const CriuOpts *co, struct rpc_job *job)
 {
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
@@ -301,7 +321,7 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 		job->restore.join_ns[i] = (struct ns_join){ co->join_ns[i]->ns,
 							    co->join_ns[i]->ns_file };
 	job->restore.nr_join_ns = (int)co->n_join_ns;
-	return 0;
+	return map_veths(co, &job->restore);
 }
 
 int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,

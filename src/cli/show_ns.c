@@ -70,6 +70,29 @@ static long count(int dirfd, enum img_type t, const ProtobufCMessageDescriptor *
 
 static const char *plural(long n) { return n == 1 ? "" : "s"; }
 
+/* "net namespace: lo up, mtu 65536; veth0 (veth, other end vh0) up, mtu 1500" */
+static void show_netdevs(int dirfd)
+{
+	struct image *img;
+	NetDeviceEntry *n;
+	int i = 0, ret;
+
+	if (img_open(dirfd, IMG_NETDEV, 1, &img)) {
+		printf("net namespace: (unreadable netdev-1.img)\n");
+		return;
+	}
+	printf("net namespace:");
+	while ((ret = img_read_msg(img, &net_device_entry__descriptor, (void **)&n)) == 1) {
+		printf("%s %s", i++ ? ";" : "", n->name);
+		if (n->type == ND_TYPE__VETH)
+			printf(" (veth, other end %s)", n->peer_name ? n->peer_name : "?");
+		printf(" %s, mtu %u", n->flags & 1 ? "up" : "down", n->mtu);
+		img_free(&net_device_entry__descriptor, n);
+	}
+	printf("%s\n", ret < 0 ? " (netdev-1.img unreadable from here)" : "");
+	img_abort(img);
+}
+
 void show_namespaces(const struct dumpset *ds)
 {
 	uint32_t own = ds->inv->has_own_ns ? ds->inv->own_ns : 0;
@@ -84,18 +107,8 @@ void show_namespaces(const struct dumpset *ds)
 			img_free(&utsns_entry__descriptor, u);
 		}
 	}
-	if (own & CLONE_NEWNET) {
-		NetDeviceEntry *n;
-
-		if (img_read_one(ds->dirfd, IMG_NETDEV, 1, &net_device_entry__descriptor,
-				 (void **)&n))
-			printf("net namespace: (unreadable netdev-1.img)\n");
-		else {
-			printf("net namespace: %s %s, mtu %u\n", n->name,
-			       n->flags & 1 ? "up" : "down", n->mtu);
-			img_free(&net_device_entry__descriptor, n);
-		}
-	}
+	if (own & CLONE_NEWNET)
+		show_netdevs(ds->dirfd);
 	if (own & CLONE_NEWIPC) {
 		long shm = count(ds->dirfd, IMG_IPCNS_SHM, &ipc_shm_entry__descriptor);
 		long sem = count(ds->dirfd, IMG_IPCNS_SEM, &ipc_sem_entry__descriptor);

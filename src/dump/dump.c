@@ -362,13 +362,15 @@ static int dump_pipeline(const struct dump_opts *o);
  */
 int dump_run(const struct dump_opts *o)
 {
+	struct dump_opts in_ns = *o;
 	int back, ret = ns_enter_net(o->pid, &back);
 	struct proc_tree t = { 0 };
 
+	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
 	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid))))
-		ret = dump_tree(o, &t);		/* treedump.c: a tree, or a PID namespace's init */
+		ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, or a PID namespace's init */
 	else if (!ret)
-		ret = dump_pipeline(o);
+		ret = dump_pipeline(&in_ns);
 	tree_free(&t);
 	ns_leave_net(back);
 	return ret;
@@ -379,6 +381,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
+			      .host_netns = o->host_netns,
 			      .parent = { .dirfd = -1 },
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	bool leave_running = o->leave_running || o->pre_dump;

@@ -156,6 +156,7 @@ struct dump_opts {
 	bool pre_dump;			/* memdump pre-dump: memory only, left running, tracked */
 	bool track_mem;			/* --track-mem: keep tracking after this dump */
 	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
+	int host_netns;			/* dump_run(): memdump's network namespace, open, or -1 */
 	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
 };
 
@@ -250,6 +251,7 @@ struct dump_ctx {
 	int nr_ptimers;
 	struct sk_set sockets;		/* sockets.c */
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
+	int host_netns;			/* memdump's network namespace (dump_opts) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
 	int nr_zombies;
 	const struct proc_tree *tree;	/* a tree dump: the whole tree (treedump.c), or NULL */

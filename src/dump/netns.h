@@ -1,4 +1,4 @@
-/* A network namespace of the target's own: loopback only (netns.c). */
+/* A network namespace of the target's own: lo and veth devices, addresses, routes (netns.c). */
 #ifndef MEMDUMP_DUMP_NETNS_H
 #define MEMDUMP_DUMP_NETNS_H
 
@@ -7,9 +7,12 @@
 struct dump_ctx;
 struct refusals;
 
-/* Run inside the namespace: other interfaces, other addresses on lo. */
-void netns_refuse(bool tcp_established, struct refusals *r);
-/* netdev-1.img: lo's flags and MTU (inside the namespace, while frozen). */
-int netns_dump(struct dump_ctx *d);
+/*
+ * Run inside the namespace (host_netns: memdump's own, open): what of it
+ * cannot be saved, each by name.
+ */
+void netns_refuse(bool tcp_established, int host_netns, struct refusals *r);
+/* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img (inside, while frozen). */
+int netns_dump(struct dump_ctx *d, int host_netns);
 
 #endif

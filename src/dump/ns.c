@@ -128,7 +128,7 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 	ns_return(back, k);
 }
 
-void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
+void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
 	       struct refusals *r)
 {
 	uint32_t own = ns_own_mask(pid);
@@ -139,7 +139,7 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
 	if (own & CLONE_NEWIPC)
 		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
-		netns_refuse(tcp_established, r);	/* this thread is in it: ns_enter_net */
+		netns_refuse(tcp_established, host_netns, r);	/* this thread is in it */
 	if (own & CLONE_NEWNS) {
 		static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
 
@@ -458,7 +458,7 @@ int ns_dump(struct dump_ctx *d)
 	if (!ret && (d->own_ns & CLONE_NEWIPC))
 		ret = dump_ipc(d);
 	if (!ret && (d->own_ns & CLONE_NEWNET))
-		ret = netns_dump(d);	/* this thread is in it (ns_enter_net) */
+		ret = netns_dump(d, d->host_netns);	/* this thread is in it */
 	if (!ret && (d->own_ns & CLONE_NEWNS) && (!d->tree || d->tree->procs[0].pid == d->pid))
 		ret = mntns_dump(d);	/* the tree's root holds it for all */
 	return ret;

@@ -21,7 +21,7 @@ uint32_t ns_own_mask(pid_t pid);
  * System V objects memdump cannot recreate exactly, network devices. */
 struct proc_tree;
 /* tree: a tree dump's processes, which share pid's namespaces (or NULL) */
-void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
+void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
 	       struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */

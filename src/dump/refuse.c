@@ -464,7 +464,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_group_holders(pid, o->tree, r);
 	check_namespaces(pid, o->tree, r);
 	if (!o->tree || o->tree->procs[0].pid == pid)
-		ns_refuse(pid, o->tree, o->tcp_established, r);	/* the others are in its own */
+		ns_refuse(pid, o->tree, o->tcp_established, o->host_netns, r);	/* the others are in its own */
 	check_posix_timers(pid, r);
 	check_cwd_root(pid, r);
 	check_fds(o, t, r);

@@ -104,7 +104,7 @@ static int members_init(struct tree_dump *td)
 		m->d = (struct dump_ctx){ .pid = p->pid, .mode = td->o->mode,
 					  .progress = td->o->progress && !n,
 					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid },
-					  .pages_write = td->o->pages_write,
+					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
 					  .parent = { .dirfd = -1 }, .tree = td->t,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
 		track_init(&m->d.track, p->pid);

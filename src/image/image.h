@@ -23,6 +23,9 @@
 
 #define IMG_COMMON_MAGIC	0x54564319
 #define IMG_SERVICE_MAGIC	0x55105940
+/* What iproute2 puts first in `ip addr save` and `ip route save` (ifaddr, route images). */
+#define IPROUTE_ADDR_MAGIC	0x47361222
+#define IPROUTE_ROUTE_MAGIC	0x45311224
 
 enum img_type {
 	IMG_INVENTORY,	/* inventory.img */
@@ -54,6 +57,9 @@ enum img_type {
 	IMG_NETDEV,	/* netdev-ID.img: a network namespace's devices */
 	IMG_TTY_INFO,	/* tty-info.img: terminals (pty master and slave) */
 	IMG_TTY_DATA,	/* tty-data.img: bytes queued in a pty */
+	IMG_IFADDR,	/* ifaddr-ID.img (raw, `ip addr save`): a network namespace's addresses */
+	IMG_ROUTE,	/* route-ID.img (raw, `ip route save`): its IPv4 routes */
+	IMG_ROUTE6,	/* route6-ID.img (raw, `ip -6 route save`): its IPv6 routes */
 	IMG_FD_SHARE,	/* fd-share.img: fds sharing another process's description */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */

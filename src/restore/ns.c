@@ -1,5 +1,5 @@
 /*
- * The namespaces a dump saved (UTS, IPC) made again, or joined
+ * The namespaces a dump saved (UTS, IPC, network: netns.c) made again, or joined
  * (--join-ns KIND:PATH). memdump's restoring thread moves into them before it
  * prepares anything, so the process it forks is born inside, and the System V
  * objects the process maps exist when the restorer blob attaches them (shmat
@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/socket.h>
 #include <sys/msg.h>
@@ -35,7 +33,6 @@
 #include "ipc-sem.pb-c.h"
 #include "ipc-shm.pb-c.h"
 #include "ipc-var.pb-c.h"
-#include "netdev.pb-c.h"
 #include "utsns.pb-c.h"
 
 #define NS_ID		1
@@ -340,35 +337,6 @@ static int restore_ipc(struct rst *r)
 	return ret;
 }
 
-/* A new network namespace's lo, as it was: its MTU, up or down. */
-static int restore_net(struct rst *r)
-{
-	NetDeviceEntry *e;
-	struct ifreq ifr = { .ifr_name = "lo" };
-	int s, ret = img_read_one(r->ds.dirfd, IMG_NETDEV, NS_ID, &net_device_entry__descriptor,
-				  (void **)&e);
-
-	if (ret)
-		return ret;
-	if (e->type != ND_TYPE__LOOPBACK || strcmp(e->name, "lo")) {
-		ret = fail(-EOPNOTSUPP, "netdev-1.img: device %s of type %d (memdump makes lo only)",
-			   e->name, e->type);
-		img_free(&net_device_entry__descriptor, e);
-		return ret;
-	}
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	ifr.ifr_mtu = (int)e->mtu;
-	if (s < 0 || ioctl(s, SIOCSIFMTU, &ifr) < 0)
-		ret = fail(-errno, "cannot set lo's MTU to %u: %s", e->mtu, strerror(errno));
-	ifr.ifr_flags = (short)(e->flags & (IFF_UP | IFF_NOARP | IFF_PROMISC | IFF_ALLMULTI));
-	if (!ret && ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		ret = fail(-errno, "cannot set lo's flags to %#x: %s", e->flags, strerror(errno));
-	if (s >= 0)
-		close(s);
-	img_free(&net_device_entry__descriptor, e);
-	return ret;
-}
-
 static const char *join_path(const struct restore_opts *o, const struct ns_kind *k)
 {
 	for (int i = 0; i < o->nr_join_ns; i++)
@@ -401,13 +369,33 @@ static int fresh(struct rst *r, const struct ns_kind *k, int *back)
 		return fail(-errno, "cannot create a %s namespace: %s", k->name, strerror(errno));
 	if (k->flag == CLONE_NEWUTS)
 		return restore_uts(r);
-	return k->flag == CLONE_NEWIPC ? restore_ipc(r) : restore_net(r);
+	return k->flag == CLONE_NEWIPC ? restore_ipc(r) : netns_restore(r, *back);
+}
+
+/* --external veth[...] names devices memdump makes: in a fresh network namespace only. */
+static int check_external(const struct rst *r, uint32_t own)
+{
+	if (!r->o->nr_veth_ext)
+		return 0;
+	if (join_path(r->o, ns_kind_by_name("net")))
+		return fail(-EINVAL, "--external veth[%s] with --join-ns net: the devices of a joined "
+			    "namespace are there already", r->o->veth_ext[0].in);
+	if (!(own & CLONE_NEWNET))
+		return fail(-EINVAL, "--external veth[%s]: the dump has no network namespace of its "
+			    "own", r->o->veth_ext[0].in);
+	return 0;
 }
 
 int ns_restore_enter(struct rst *r)
 {
 	uint32_t own = r->ds.inv->has_own_ns ? r->ds.inv->own_ns : 0;
+	int err;
 
+	for (int i = 0; i < nr_ns_kinds; i++)
+		r->ns_back[i] = -1;
+	err = check_external(r, own);
+	if (err)
+		return err;
 	for (int i = 0; i < nr_ns_kinds; i++) {
 		const struct ns_kind *k = &ns_kinds[i];
 		const char *path = join_path(r->o, k);

@@ -35,6 +35,10 @@ struct restore_opts {
 		const char *kind, *path;
 	} join_ns[4];
 	int nr_join_ns;
+	struct veth_ext {		/* --external veth[IN]:OUT[@BRIDGE] */
+		const char *in, *out, *bridge;
+	} veth_ext[8];
+	int nr_veth_ext;
 	const char *root;		/* --root: where a dumped mount namespace's root is */
 	bool sibling;			/* --restore-sibling: memdump's parent's child (detached) */
 };
@@ -285,6 +289,9 @@ void mntns_free(struct rst *r);
 int ns_restore_enter(struct rst *r);
 void ns_restore_leave(struct rst *r);
 int ns_check_join(const struct restore_opts *o);
+/* netns.c: the dumped devices, addresses and routes in the new network namespace this
+ * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
+int netns_restore(struct rst *r, int host_netns);
 
 /* check.c */
 int check_images(struct rst *r);

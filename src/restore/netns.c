@@ -1,0 +1,446 @@
+/*
+ * A fresh network namespace made as the dump found it (ns.c unshares it on
+ * the restoring thread, then calls netns_restore()): lo, then every veth
+ * pair with its inside end here (same name, index, MAC, MTU) and its other
+ * end in memdump's namespace under the dumped name (or the one --external
+ * veth[IN]:OUT gives), with its MAC, MTU and addresses, or attached to the
+ * bridge it was a port of (or veth[IN]:OUT@BRIDGE's); then the devices' flags (up), the addresses
+ * of ifaddr-1.img and the routes of route-1.img and route6-1.img, sent as
+ * they were dumped. Last, the IPv6 addresses made are waited for until their
+ * duplicate address detection is over, so that a socket bound to one can be
+ * bound again; the kernel's link-local ones only when a dumped socket is
+ * bound to a link-local address: their detection takes up to 2 s after the
+ * device comes up (a random delay up to a second, then one probe, the
+ * kernel's defaults), and ends by itself after the restore otherwise.
+ *
+ * A failure leaves nothing behind: the namespace dies with the thread's
+ * reference to it, and the veth pair with it.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
+#include <linux/veth.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "log.h"
+#include "restore/restore.h"
+#include "rtnl.h"
+
+#include "files.pb-c.h"
+#include "netdev.pb-c.h"
+
+#define NS_ID		1
+#define NS_MAX_DEVS	64
+#define DAD_WAIT_MS	5000
+
+struct netns_rst {
+	struct rst *r;
+	struct rtnl in;			/* the new namespace */
+	struct rtnl host;		/* memdump's */
+	int host_netns;
+	NetDeviceEntry *devs[NS_MAX_DEVS];
+	int nr_devs;
+};
+
+static int load_devices(struct netns_rst *n)
+{
+	struct image *img;
+	void *e;
+	int ret = img_open(n->r->ds.dirfd, IMG_NETDEV, NS_ID, &img);
+
+	if (ret)
+		return ret;
+	while ((ret = img_read_msg(img, &net_device_entry__descriptor, &e)) == 1) {
+		if (n->nr_devs == NS_MAX_DEVS) {
+			img_free(&net_device_entry__descriptor, e);
+			ret = fail(-E2BIG, "netdev-1.img: more than %d devices", NS_MAX_DEVS);
+			break;
+		}
+		n->devs[n->nr_devs++] = e;
+	}
+	img_abort(img);
+	return ret;
+}
+
+static const struct veth_ext *external_of(const struct netns_rst *n, const char *name)
+{
+	for (int i = 0; i < n->r->o->nr_veth_ext; i++)
+		if (!strcmp(n->r->o->veth_ext[i].in, name))
+			return &n->r->o->veth_ext[i];
+	return NULL;
+}
+
+static const char *outside_name(const struct netns_rst *n, const NetDeviceEntry *e)
+{
+	const struct veth_ext *x = external_of(n, e->name);
+
+	return x ? x->out : e->peer_name;
+}
+
+/* ifi_flags and ifi_change for the flags memdump gives back. */
+static void want_flags(struct ifinfomsg *ifi, uint32_t flags)
+{
+	ifi->ifi_change = IFF_UP | IFF_NOARP | IFF_PROMISC | IFF_ALLMULTI;
+	ifi->ifi_flags = flags & ifi->ifi_change;
+}
+
+static int set_link(struct rtnl *nl, int index, uint32_t flags, uint32_t mtu, int master,
+		    const char *name)
+{
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, 0, sizeof(*ifi));
+	int ret;
+
+	ifi->ifi_index = index;
+	want_flags(ifi, flags);
+	ret = mtu ? rtnl_add(&q, IFLA_MTU, &mtu, sizeof(mtu)) : 0;
+	if (!ret && master)
+		ret = rtnl_add(&q, IFLA_MASTER, &master, sizeof(master));
+	if (!ret)
+		ret = rtnl_talk(nl, &q.h);
+	return ret ? fail(ret, "cannot set up network interface %s (flags %#x, mtu %u): %s", name,
+			  flags, mtu, strerror(-ret)) : 0;
+}
+
+static int on_found(const struct nlmsghdr *h, void *arg)
+{
+	if (h->nlmsg_type == RTM_NEWLINK)
+		*(int *)arg = ((const struct ifinfomsg *)NLMSG_DATA(h))->ifi_index;
+	return 0;
+}
+
+static int index_of(struct rtnl *nl, const char *name, int *index)
+{
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_GETLINK, 0, sizeof(*ifi));
+	int ret = rtnl_add(&q, IFLA_IFNAME, name, strlen(name) + 1);
+
+	*index = 0;
+	if (!ret)
+		ret = rtnl_ask(nl, &q.h, on_found, index);
+	if (!ret && !*index)
+		ret = -ENODEV;
+	return ret;
+}
+
+/* The inside end of e's pair, its other end made in memdump's namespace. */
+static int add_peer_attrs(struct netns_rst *n, struct rtnl_req *q, const NetDeviceEntry *e,
+			  const char *out)
+{
+	struct ifinfomsg *ifi;
+	int ret = 0;
+
+	if (!rtnl_reserve(q, sizeof(*ifi)))
+		return -ENOSPC;
+	ret = rtnl_add(q, IFLA_IFNAME, out, strlen(out) + 1);
+	if (!ret)
+		ret = rtnl_add(q, IFLA_NET_NS_FD, &n->host_netns, sizeof(n->host_netns));
+	if (!ret && e->has_peer_mtu)
+		ret = rtnl_add(q, IFLA_MTU, &e->peer_mtu, sizeof(e->peer_mtu));
+	if (!ret && e->has_peer_address && e->peer_address.len == 6)
+		ret = rtnl_add(q, IFLA_ADDRESS, e->peer_address.data, 6);
+	return ret;
+}
+
+static int create_veth(struct netns_rst *n, const NetDeviceEntry *e, const char *out)
+{
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
+					      sizeof(*ifi));
+	struct rtattr *info, *data, *peer;
+	int ret;
+
+	ifi->ifi_index = (int)e->ifindex;
+	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
+	if (!ret)
+		ret = rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
+	if (!ret && e->has_address && e->address.len == 6)
+		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
+	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
+	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "veth", 5) : -ENOSPC;
+	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
+	peer = data ? rtnl_nest(&q, VETH_INFO_PEER) : NULL;
+	ret = peer ? add_peer_attrs(n, &q, e, out) : -ENOSPC;
+	if (ret)
+		return fail(ret, "veth %s: request too large", e->name);
+	rtnl_nest_end(&q, peer);
+	rtnl_nest_end(&q, data);
+	rtnl_nest_end(&q, info);
+	ret = rtnl_talk(&n->in, &q.h);
+	if (ret == -EEXIST)
+		return fail(ret, "cannot create veth %s (index %u) with its other end %s: a device %s "
+			    "exists in memdump's network namespace", e->name, e->ifindex, out, out);
+	return ret ? fail(ret, "cannot create veth %s (index %u) with its other end %s: %s",
+			  e->name, e->ifindex, out, strerror(-ret)) : 0;
+}
+
+/* msg into q with type and creation flags; the IFA_LABEL of an address dropped if drop_label. */
+static int copy_msg(struct rtnl_req *q, const void *msg, size_t len, int type, bool drop_label)
+{
+	const struct nlmsghdr *h = msg;
+	const size_t head = NLMSG_LENGTH(sizeof(struct ifaddrmsg));
+	const struct rtattr *a = (const void *)((const char *)msg + NLMSG_ALIGN(head));
+	size_t left = len - NLMSG_ALIGN(head);
+
+	if (len < head || len > sizeof(*q) || h->nlmsg_len != len)
+		return -EIO;
+	memcpy(q, msg, drop_label ? NLMSG_ALIGN(head) : len);
+	q->h.nlmsg_len = drop_label ? NLMSG_ALIGN(head) : len;
+	q->h.nlmsg_type = type;
+	q->h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	for (; drop_label && RTA_OK(a, left); a = RTA_NEXT(a, left))
+		if (a->rta_type != IFA_LABEL && rtnl_add(q, a->rta_type, RTA_DATA(a), RTA_PAYLOAD(a)))
+			return -EIO;
+	return 0;
+}
+
+/*
+ * One address or route as dumped (into device index if not 0). One that is
+ * there already was made by the kernel with the device or the address: the same.
+ */
+static int add_msg(struct rtnl *nl, const void *msg, size_t len, int type, int index,
+		   bool drop_label)
+{
+	struct rtnl_req q;
+	int ret = copy_msg(&q, msg, len, type, drop_label);
+
+	if (ret)
+		return ret;
+	if (index)
+		((struct ifaddrmsg *)NLMSG_DATA(&q.h))->ifa_index = index;
+	ret = rtnl_talk(nl, &q.h);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+/* The other end: found by name, into its bridge or given its addresses, then up. */
+static int setup_outside(struct netns_rst *n, const NetDeviceEntry *e, const char *out)
+{
+	const struct veth_ext *x = external_of(n, e->name);
+	const char *bridge = x && x->bridge ? x->bridge : e->peer_master;
+	int index, master = 0, ret = index_of(&n->host, out, &index);
+
+	if (ret)
+		return fail(ret, "veth %s: its other end %s is not in memdump's network namespace",
+			    e->name, out);
+	if (bridge && (ret = index_of(&n->host, bridge, &master)))
+		return fail(ret, "veth %s: no bridge %s in memdump's network namespace to attach %s "
+			    "to", e->name, bridge, out);
+	for (size_t i = 0; !ret && !master && i < e->n_peer_ifaddr; i++) {
+		/* renamed (--external): its IPv4 addresses' label is the old name */
+		ret = add_msg(&n->host, e->peer_ifaddr[i].data, e->peer_ifaddr[i].len,
+			      RTM_NEWADDR, index, strcmp(out, e->peer_name ? e->peer_name : ""));
+		if (ret)
+			return fail(ret, "cannot give %s (the other end of veth %s) its address: %s",
+				    out, e->name, strerror(-ret));
+	}
+	return set_link(&n->host, index, e->has_peer_flags ? e->peer_flags : IFF_UP, 0, master,
+			out);
+}
+
+static int make_device(struct netns_rst *n, const NetDeviceEntry *e)
+{
+	const char *out = outside_name(n, e);
+	int ret;
+
+	if (e->type == ND_TYPE__LOOPBACK && !strcmp(e->name, "lo"))
+		return set_link(&n->in, (int)e->ifindex, e->flags, e->mtu, 0, "lo");
+	if (e->type != ND_TYPE__VETH)
+		return fail(-EOPNOTSUPP, "netdev-1.img: device %s of type %d (memdump makes lo and "
+			    "veth devices only)", e->name, e->type);
+	if (!out || !*out)
+		return fail(-EIO, "netdev-1.img: veth %s without its other end's name", e->name);
+	ret = create_veth(n, e, out);
+	if (!ret)
+		ret = setup_outside(n, e, out);
+	if (!ret)
+		ret = set_link(&n->in, (int)e->ifindex, e->flags, 0, 0, e->name);
+	if (!ret)
+		pr_info("net namespace: veth %s (index %u), other end %s\n", e->name, e->ifindex,
+			out);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ addresses and routes */
+
+static int read_at(int fd, void *buf, size_t len, off_t *pos)
+{
+	ssize_t got = pread(fd, buf, len, *pos);
+
+	if (got != (ssize_t)len)
+		return got < 0 ? -errno : -EIO;
+	*pos += len;
+	return 0;
+}
+
+/* Every message of an `ip addr save` / `ip route save` image, sent as type. */
+static int replay(struct netns_rst *n, enum img_type t, uint32_t magic, int type)
+{
+	struct rtnl_req q;
+	struct stat st;
+	char name[64];
+	off_t pos = 0;
+	uint32_t m = 0;
+	int fd, ret;
+
+	img_name(t, NS_ID, name, sizeof(name));
+	if (faccessat(n->r->ds.dirfd, name, F_OK, 0))
+		return 0;	/* a dump of lo alone by an older memdump */
+	fd = img_open_file(n->r->ds.dirfd, name, 0);
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, &st) ? -errno : read_at(fd, &m, sizeof(m), &pos);
+	if (!ret && m != magic)
+		ret = fail(-EIO, "%s: magic %#x, not iproute2's %#x", name, m, magic);
+	while (!ret && pos < st.st_size) {
+		ret = read_at(fd, &q.h, sizeof(q.h), &pos);
+		if (!ret && (q.h.nlmsg_len < NLMSG_LENGTH(sizeof(struct ifaddrmsg)) ||
+			     q.h.nlmsg_len > sizeof(q)))
+			ret = -EIO;
+		if (!ret)
+			ret = read_at(fd, q.body, NLMSG_ALIGN(q.h.nlmsg_len) - sizeof(q.h), &pos);
+		if (ret == -EIO)
+			ret = fail(ret, "%s is truncated or corrupt at byte %lld", name,
+				   (long long)pos);
+		if (!ret && (ret = add_msg(&n->in, &q, q.h.nlmsg_len, type, 0, false)))
+			ret = fail(ret, "%s: cannot add %s %lld: %s", name,
+				   type == RTM_NEWADDR ? "the address at byte" : "the route at byte",
+				   (long long)pos, strerror(-ret));
+	}
+	close(fd);
+	return ret;
+}
+
+struct dad {
+	bool kernel_ll;			/* the kernel's link-local addresses too */
+	int tentative;
+	char failed[80];
+};
+
+static int on_dad(const struct nlmsghdr *h, void *arg)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	struct rtattr *tb[IFA_MAX + 1];
+	struct dad *d = arg;
+	uint32_t flags;
+
+	if (h->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET6)
+		return 0;
+	rtnl_parse_msg(tb, IFA_MAX, h, sizeof(*ifa));
+	flags = tb[IFA_FLAGS] ? *(uint32_t *)RTA_DATA(tb[IFA_FLAGS]) : ifa->ifa_flags;
+	if (!d->kernel_ll && tb[IFA_PROTO] &&
+	    *(uint8_t *)RTA_DATA(tb[IFA_PROTO]) == IFAPROT_KERNEL_LL)
+		return 0;
+	if ((flags & IFA_F_DADFAILED) && tb[IFA_ADDRESS])
+		inet_ntop(AF_INET6, RTA_DATA(tb[IFA_ADDRESS]), d->failed, sizeof(d->failed));
+	else if (flags & IFA_F_TENTATIVE)
+		d->tentative++;
+	return 0;
+}
+
+/* Whether a dumped socket is bound to an IPv6 link-local address (fe80::/10). */
+static bool binds_link_local(const struct netns_rst *n)
+{
+	for (size_t i = 0; i < n->r->ds.nr_files; i++) {
+		const InetSkEntry *sk = n->r->ds.files[i]->isk;
+
+		if (sk && sk->family == AF_INET6 && sk->n_src_addr == 4 &&
+		    (ntohl(sk->src_addr[0]) & 0xffc00000) == 0xfe800000)
+			return true;
+	}
+	return false;
+}
+
+static int wait_dad(struct netns_rst *n)
+{
+	bool kernel_ll = binds_link_local(n);
+
+	struct timespec tick = { 0, 20 * 1000 * 1000 };
+
+	for (int waited = 0;; waited += 20) {
+		struct rtnl_req q;
+		struct ifaddrmsg *ifa = rtnl_req_init(&q, RTM_GETADDR, 0, sizeof(*ifa));
+		struct dad d = { kernel_ll, 0, "" };
+		int ret;
+
+		ifa->ifa_family = AF_INET6;
+		ret = rtnl_dump(&n->in, &q.h, on_dad, &d);
+		if (ret)
+			return fail(ret, "cannot list the restored addresses: %s", strerror(-ret));
+		if (d.failed[0])
+			return fail(-EADDRINUSE, "IPv6 address %s failed duplicate address detection "
+				    "in the restored network namespace", d.failed);
+		if (!d.tentative)
+			return 0;
+		if (waited >= DAD_WAIT_MS)
+			return fail(-ETIMEDOUT, "%d IPv6 address(es) still tentative after %d ms",
+				    d.tentative, waited);
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* ------------------------------------------------------------------ the whole namespace */
+
+static int check_externals(const struct netns_rst *n)
+{
+	for (int i = 0; i < n->r->o->nr_veth_ext; i++) {
+		const char *in = n->r->o->veth_ext[i].in;
+		bool found = false;
+
+		for (int j = 0; j < n->nr_devs; j++)
+			found |= n->devs[j]->type == ND_TYPE__VETH && !strcmp(n->devs[j]->name, in);
+		if (!found)
+			return fail(-ENOENT, "--external veth[%s]: the dump has no veth %s", in, in);
+	}
+	return 0;
+}
+
+static int restore_all(struct netns_rst *n)
+{
+	int ret = load_devices(n);
+
+	if (!ret)
+		ret = check_externals(n);
+	if (!ret)
+		ret = rtnl_open(&n->in);
+	if (!ret)
+		ret = rtnl_open_in(&n->host, n->host_netns);
+	for (int i = 0; !ret && i < n->nr_devs; i++)
+		ret = make_device(n, n->devs[i]);
+	if (!ret)
+		ret = replay(n, IMG_IFADDR, IPROUTE_ADDR_MAGIC, RTM_NEWADDR);
+	if (!ret)
+		ret = replay(n, IMG_ROUTE, IPROUTE_ROUTE_MAGIC, RTM_NEWROUTE);
+	if (!ret)
+		ret = replay(n, IMG_ROUTE6, IPROUTE_ROUTE_MAGIC, RTM_NEWROUTE);
+	if (!ret)
+		ret = wait_dad(n);
+	return ret;
+}
+
+int netns_restore(struct rst *r, int host_netns)
+{
+	struct netns_rst *n = calloc(1, sizeof(*n));
+	int ret;
+
+	if (!n)
+		return -ENOMEM;
+	n->r = r;
+	n->host_netns = host_netns;
+	n->in.fd = n->host.fd = -1;
+	ret = restore_all(n);
+	rtnl_close(&n->in);
+	rtnl_close(&n->host);
+	for (int i = 0; i < n->nr_devs; i++)
+		img_free(&net_device_entry__descriptor, n->devs[i]);
+	free(n);
+	return ret;
+}
