@@ -382,6 +382,7 @@ int write_pages(struct dump_ctx *d)
 	struct pages_out o = { .fd = -1 };
 	struct pagesum ps;
 	enum pagesum_src src;
+	uint64_t t_written;
 	int ret, err;
 
 	ret = open_pages(d, &o);
@@ -413,7 +414,10 @@ int write_pages(struct dump_ctx *d)
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
+	t_written = now_us();
 	ret = keep_sums(d, &ps, ret ?: err);
+	pr_debug("pages written in %.3f s, their checksums %.3f s after",
+		 (t_written - d->stats.mem_start) / 1e6, (now_us() - t_written) / 1e6);
 	d->stats.mem_end = now_us();	/* synced with every image, after the release */
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
