@@ -27,7 +27,7 @@
 #define RST_MAX_GROUPS		256
 #define RST_MAX_AUXV		128		/* u64 words */
 #define RST_HUGE_SIZE		(2UL << 20)
-#define RST_READ_CHUNK		(4UL << 20)	/* read, then summed, at a time */
+#define RST_READ_CHUNK		(64UL << 20)	/* read, then summed, at a time */
 
 /* rst_vma.how: how the blob creates the mapping */
 enum {
