@@ -18,6 +18,8 @@
 #ifndef MEMDUMP_RESTORER_H
 #define MEMDUMP_RESTORER_H
 
+#include "hash64.h"
+
 #define RST_MAGIC		0x52535452u
 #define RST_STACK_SIZE		(64UL << 10)	/* per thread, xsave frame included */
 #define RST_NR_SIGS		64
@@ -25,9 +27,7 @@
 #define RST_MAX_GROUPS		256
 #define RST_MAX_AUXV		128		/* u64 words */
 #define RST_HUGE_SIZE		(2UL << 20)
-#define RST_FILL_RUN_SHIFT	40
-#define RST_FILL_DONE		(~0UL)
-#define RST_READ_CHUNK		(64UL << 20)	/* the blob publishes its progress this often */
+#define RST_READ_CHUNK		(64UL << 20)	/* read, then summed, at a time */
 
 /* rst_vma.how: how the blob creates the mapping */
 enum {
@@ -58,6 +58,7 @@ struct rst_run {
 	unsigned long vaddr, nr_pages;
 	unsigned long file_off;	/* offset in that pages image */
 	int fd;			/* the pages image, an fd while the blob runs */
+	unsigned long sum;	/* sum_pages, a run of pages_fd: the checksum of its bytes */
 	unsigned int pad;
 };
 
@@ -173,6 +174,13 @@ enum {
 	RST_FILL_HUGEPAGE,	/* MADV_HUGEPAGE + populate + read (benchmark only: leaves VM_HUGEPAGE) */
 };
 
+/* rst_args.sum_pages */
+enum {
+	RST_SUM_NONE = 0,	/* the pages were checked before the restore */
+	RST_SUM_RUNS,		/* each run's checksum (every run has one in the pagemap) */
+	RST_SUM_WHOLE,		/* and the whole file's (some run has none) */
+};
+
 /* stages, in rst_args.stage */
 enum {
 	RST_STAGE_DRIVER = 0,	/* the forked memdump prepares fds, fs, ... */
@@ -219,23 +227,15 @@ struct rst_args {
 	unsigned long pages_restored, huge_chunks;
 	unsigned long fill_us;		/* time the blob spent on memory */
 	unsigned long prep_us, read_us;	/* of which populating, reading */
+	unsigned long sum_us;		/* and summing (sum_pages) */
 
 	/*
-	 * How far the pages are filled, for memdump, which checks their sums
-	 * from the memory meanwhile (pagecheck.c): runs before run
-	 * fill_pos >> RST_FILL_RUN_SHIFT are filled, and the low bits' bytes of
-	 * that one; RST_FILL_DONE once every run is. fill_gen (a futex word)
-	 * counts the updates.
+	 * sum_pages (RST_SUM_*): the blob hashes each run of pages_fd as it
+	 * reads it into memory, into its rst_run.sum and (RST_SUM_WHOLE, whose
+	 * runs are in file order) into pages_whole (pagecheck.c compares).
 	 */
-	volatile unsigned long fill_pos;
-	volatile unsigned int fill_gen;
-	/*
-	 * check_pages: memdump reads the pages back; the blob then waits, once
-	 * memory is filled, for pages_read (a futex word) before anything
-	 * (rseq, creds ...) lets the kernel write the process's memory.
-	 */
-	int check_pages;
-	volatile unsigned int pages_read;
+	int sum_pages;
+	struct hash64 pages_whole;
 
 	/* synchronisation (futex words) */
 	volatile unsigned int stage;

@@ -256,13 +256,6 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 	return sys_call6(__nr_mmap, addr, len, prot, flags, fd, off);
 }
 
-/* Tell memdump how far the memory is filled (rst_args.fill_pos). */
-static void publish_fill(u64 pos)
-{
-	WRITE_ONCE(A->fill_pos, pos);
-	__sync_fetch_and_add(&A->fill_gen, 1);
-	sys_futex_wake((u32 *)&A->fill_gen);
-}
 
 /*
  * The memory of [a, b), a span of adjacent runs (one run, or the pieces of an
@@ -304,23 +297,40 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 	A->prep_us += now_us() - t0;
 }
 
-/* The bytes of run idx from its pages image, into memory made present. */
-static void read_run(struct rst_run *r, u64 idx)
+/*
+ * The bytes of a run from its pages image, into memory made present; a run
+ * of pages-1.img summed too (sum_pages), each piece right after it is read,
+ * into the run's checksum and the whole file's in one pass (memdump compares
+ * them once the process is parked: pagecheck.c).
+ */
+static void read_run(struct rst_run *r)
 {
 	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
-	u64 t0 = now_us();
+	int sum = A->sum_pages && r->fd == A->pages_fd;
+	struct hash64 h;
+	u64 t0 = now_us(), t1;
 	long ret;
 
+	h64_init(&h);
 	while (a < b) {
 		u64 chunk = b - a > RST_READ_CHUNK ? RST_READ_CHUNK : b - a;
 
 		ret = sys_call4(__nr_pread64, r->fd, a, chunk, off);
 		if (ret <= 0)
 			rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
+		t1 = now_us();
+		A->read_us += t1 - t0;
+		if (sum && A->sum_pages == RST_SUM_WHOLE)
+			h64_update2(&h, &A->pages_whole, (const void *)a, (u64)ret);
+		else if (sum)
+			h64_update(&h, (const void *)a, (u64)ret);
+		t0 = now_us();
+		A->sum_us += t0 - t1;
 		a += ret;
 		off += ret;
-		publish_fill((idx << RST_FILL_RUN_SHIFT) | (a - r->vaddr));
 	}
+	if (sum)
+		r->sum = h64_final(&h);
 	A->read_us += now_us() - t0;
 	A->pages_restored += r->nr_pages;
 }
@@ -368,6 +378,7 @@ static void restore_memory(void)
 	struct rst_run *runs = (struct rst_run *)area(A->runs_off);
 	long ret;
 
+	h64_init(&A->pages_whole);
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];
 		u64 len = v->end - v->start;
@@ -399,12 +410,9 @@ static void restore_memory(void)
 				end += runs[v->first_run + j++].nr_pages * PAGE;
 			prep_span(v, r->vaddr, end);
 			for (; k < j; k++)
-				read_run(&runs[v->first_run + k], v->first_run + k);
+				read_run(&runs[v->first_run + k]);
 		}
 	}
-	publish_fill(RST_FILL_DONE);
-	while (A->check_pages && !READ_ONCE(A->pages_read))
-		sys_futex_wait((u32 *)&A->pages_read, 0);
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];

@@ -69,3 +69,26 @@ case_pagesum_flip_shmem() {
 	expect_run_named verify "$img" "$addr"
 }
 add pagesum-flip-shmem case_pagesum_flip_shmem
+
+# Both ways of writing pages-1.img sum it right: through the page cache (a
+# thread hashes the image's cache pages behind the splice) and O_DIRECT (a
+# thread reads the frozen target's memory); t-protnone mixes spliced runs
+# with runs read through /proc/PID/mem.
+case_pagesum_pages_write() {
+	local how=$1 want
+	start_prog t-protnone
+	dump "$PID" "$T/d" --pages-write "$how" -v 3
+	expect_killed "$PID"
+	want="through the page cache"
+	if [[ $how == direct ]]; then
+		want=O_DIRECT
+		dd if=/dev/zero of="$T/d/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null ||
+			want="through the page cache"	# this filesystem refuses O_DIRECT
+		rm -f "$T/d/probe"
+	fi
+	grep -q "pages-1.img: $want" "$MD_ERR" || fail "pages-1.img not written $want: $(grep pages-1 "$MD_ERR")"
+	md verify verify -D "$T/d" || fail "the set does not verify: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" good
+}
+add pagesum-pages-write-direct case_pagesum_pages_write direct
+add pagesum-pages-write-cache case_pagesum_pages_write cache

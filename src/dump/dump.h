@@ -135,8 +135,10 @@ struct dump_stats {
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
 
 /* How pages-1.img is written: O_DIRECT or through the page cache; auto:
- * O_DIRECT where the filesystem takes it (see pages.c). */
+ * the page cache when the image fits under the dirty limit (pagecache.c). */
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
+/* pagecache.c: an image of that many bytes fits in the page cache unthrottled */
+bool pages_fit_cache(uint64_t bytes);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {

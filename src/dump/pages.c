@@ -50,7 +50,8 @@ struct pages_out {
 	int next_fill, next_write;
 	int err;		/* first write error */
 	bool stop;
-	struct pagesum *sum;	/* fed what is written, unless it reads memory */
+	struct pagesum *sum;	/* read and mem modes: fed what is written */
+	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
 	pthread_t writer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -75,6 +76,7 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 		buf += n;
 		len -= n;
 		o->written += n;
+		pagesum_written(o->follow, o->written);
 		progress_update(&o->bar, o->written);
 	}
 	return 0;
@@ -192,6 +194,60 @@ static bool vmsplice_refused(int err)
 	       err == -EACCES;
 }
 
+/*
+ * Through the page cache the runs are spliced in chunks of SUM_CHUNK bytes:
+ * the checksum thread hashes each from the image's page cache once it is
+ * written, on the other CPU, while this one splices the next (pagesum.c).
+ */
+#define SUM_CHUNK	(2UL << 20)
+
+/* The next chunk of r[*i..nr), from byte *pos of r[*i], into iov: its iovec count. */
+static size_t next_chunk(const struct page_run *r, size_t nr, size_t *i, uint64_t *pos,
+			 struct iovec *iov, uint64_t *bytes)
+{
+	size_t n = 0;
+
+	*bytes = 0;
+	while (*i < nr && *bytes < SUM_CHUNK) {
+		uint64_t run_len = r[*i].nr_pages * PAGE_SIZE;
+		uint64_t take = MIN(run_len - *pos, SUM_CHUNK - *bytes);
+
+		iov[n].iov_base = (void *)(r[*i].start + *pos);
+		iov[n++].iov_len = take;
+		*bytes += take;
+		*pos += take;
+		if (*pos == run_len) {
+			(*i)++;
+			*pos = 0;
+		}
+	}
+	return n;
+}
+
+/* A stretch of readable runs through the parasite, chunk by chunk for the checksums. */
+static int splice_runs_chunked(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+			      size_t nr)
+{
+	struct iovec *iov = calloc(SUM_CHUNK / PAGE_SIZE, sizeof(*iov));
+	uint64_t pos = 0;
+	size_t i = 0;
+	int ret = iov ? flush_buffers(o) : -ENOMEM;	/* the image keeps address order */
+
+	while (!ret && i < nr) {
+		uint64_t bytes;
+		size_t n = next_chunk(r, nr, &i, &pos, iov, &bytes);
+
+		ret = parasite_vmsplice(&d->in, iov, n, o->fd);
+		if (ret)
+			break;
+		o->written += bytes;
+		pagesum_written(o->follow, o->written);
+		progress_update(&o->bar, o->written);
+	}
+	free(iov);
+	return ret;
+}
+
 /* A stretch of readable runs through the parasite. */
 static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		       size_t nr)
@@ -200,6 +256,10 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 	uint64_t bytes = 0;
 	int ret;
 
+	if (o->follow) {
+		free(iov);
+		return splice_runs_chunked(d, o, r, nr);
+	}
 	if (!iov)
 		return -ENOMEM;
 	for (size_t i = 0; i < nr; i++) {
@@ -248,17 +308,18 @@ static int dump_runs(struct dump_ctx *d, struct pages_out *o)
 }
 
 /*
- * O_DIRECT moves the pages from the target's memory to the disk by DMA;
- * through the page cache they are copied into pages allocated for it, and
- * here (a VM on a fast disk) that is the slower of the two: 1 GiB frozen
- * 0.76-0.96 s with O_DIRECT, 1.6-2.3 s through the cache (splice mode,
- * caches dropped, three runs each). Auto therefore takes O_DIRECT, and the
- * cache where the filesystem refuses O_DIRECT (tmpfs); --pages-write cache
- * is for disks slower than memory. Either way the image is made durable
- * after the target runs again or is gone (dump.c).
+ * O_DIRECT moves the pages from the target's memory to the disk by DMA, at
+ * the disk's rate; through the page cache they are copied at memory speed
+ * until the dirty limit throttles the copy to the disk's rate. Auto takes
+ * the page cache when the image fits under that limit (pagecache.c),
+ * O_DIRECT otherwise; the cache too where the filesystem refuses O_DIRECT
+ * (tmpfs). Either way the image is made durable after the target runs
+ * again or is gone (dump.c).
  */
 static bool use_page_cache(const struct dump_ctx *d)
 {
+	if (d->pages_write == PAGES_AUTO)
+		return pages_fit_cache(d->nr_pages * PAGE_SIZE);
 	return d->pages_write == PAGES_CACHE;
 }
 
@@ -320,19 +381,28 @@ int write_pages(struct dump_ctx *d)
 {
 	struct pages_out o = { .fd = -1 };
 	struct pagesum ps;
+	enum pagesum_src src;
+	uint64_t t_written;
 	int ret, err;
 
 	ret = open_pages(d, &o);
 	if (ret)
 		return ret;
-	o.sum = d->mode == MODE_SPLICE ? NULL : &ps;	/* splice: read from memory */
+	/*
+	 * read, mem: the writer feeds what it writes. splice: a thread hashes
+	 * the image's page cache behind the splice, or with O_DIRECT (no page
+	 * cache) reads the frozen target's memory.
+	 */
+	src = d->mode != MODE_SPLICE ? PAGESUM_FED : o.direct ? PAGESUM_MEMORY : PAGESUM_FILE;
+	o.sum = src == PAGESUM_FED ? &ps : NULL;
+	o.follow = src == PAGESUM_FILE ? &ps : NULL;
 	/* the blob's start writes memory (rseq): before the checksums read it */
 	ret = d->mode == MODE_SPLICE ? parasite_start(&d->in) : 0;
 	if (ret) {
 		close(o.fd);
 		return ret;
 	}
-	ret = pagesum_start(d, &ps, !o.sum);
+	ret = pagesum_start(d, &ps, src, o.fd);
 	if (!ret)
 		ret = start_writer(&o);
 	if (ret) {
@@ -344,7 +414,10 @@ int write_pages(struct dump_ctx *d)
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
+	t_written = now_us();
 	ret = keep_sums(d, &ps, ret ?: err);
+	pr_debug("pages written in %.3f s, their checksums %.3f s after",
+		 (t_written - d->stats.mem_start) / 1e6, (now_us() - t_written) / 1e6);
 	d->stats.mem_end = now_us();	/* synced with every image, after the release */
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;

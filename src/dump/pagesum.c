@@ -4,13 +4,24 @@
  * a killing dump need not read the image back before the kill.
  *
  * In read and mem modes the writer feeds every buffer it writes. In splice
- * mode the bytes never pass through memdump: a thread reads them from the
- * target's memory beside the splice, on the other CPU. The target is frozen,
- * so its memory is the image's content.
+ * mode the bytes never pass through memdump. Through the page cache a
+ * thread follows the splice on the other CPU and hashes the image's
+ * page-cache pages as each chunk is written (PAGESUM_FILE): mapped, not
+ * copied, the bytes the file really holds, read while still in the shared
+ * cache. With O_DIRECT there is no page cache: the thread reads the
+ * target's memory beside the splice (the target is frozen, so its memory is
+ * the image's content; the disk is the bottleneck there, not the CPUs).
+ *
+ * Hashing from the page cache inline, after each chunk on the splicing
+ * thread, was measured too: 1 GiB frozen 2.5 / 1.4 / 1.7 s against
+ * 1.7 / 1.5 / 0.6 s with the follower (alternating, load 2-5).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -56,10 +67,101 @@ static void *pagesum_main(void *arg)
 	return NULL;
 }
 
-int pagesum_start(struct dump_ctx *d, struct pagesum *ps, bool from_memory)
+/* Without a mapping (mmap refused): through a buffer. */
+static int feed_file_read(struct pagesum *ps, int fd, uint64_t off, size_t len)
+{
+	uint8_t buf[64 << 10];
+
+	while (len) {
+		ssize_t n = pread(fd, buf, MIN(len, sizeof(buf)), (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -EIO, "cannot read back the pages image for its "
+				    "checksum: %s", n < 0 ? strerror(errno) : "short read");
+		runsum_feed(&ps->rs, buf, (size_t)n);
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The image is open write-only: a readable fd of the same file, once. */
+static int reader_fd(struct pagesum *ps, int fd)
+{
+	char path[64];
+
+	if (ps->rfd >= 0)
+		return ps->rfd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ps->rfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (ps->rfd < 0)
+		return fail(-errno, "cannot read back the pages image for its checksum: %s",
+			    strerror(errno));
+	return ps->rfd;
+}
+
+/* The len bytes of the image at off (page-aligned): its page-cache pages, mapped, not copied. */
+static int feed_file(struct pagesum *ps, int wfd, uint64_t off, size_t len)
+{
+	int fd = len ? reader_fd(ps, wfd) : 0;
+	void *p;
+
+	if (fd < 0 || !len)
+		return fd < 0 ? fd : 0;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
+	if (p == MAP_FAILED)
+		return feed_file_read(ps, fd, off, len);
+	runsum_feed(&ps->rs, p, len);
+	munmap(p, len);
+	return 0;
+}
+
+/* PAGESUM_FILE: the image from offset `done` up to what is written, then wait for more. */
+static void *follow_main(void *arg)
+{
+	struct pagesum *ps = arg;
+	uint64_t done = 0;
+
+	pthread_mutex_lock(&ps->lock);
+	while (!ps->stop && !ps->err) {
+		uint64_t end = ps->avail;
+
+		if (done == end && ps->closed)
+			break;
+		if (done == end) {
+			pthread_cond_wait(&ps->cond, &ps->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&ps->lock);
+		for (uint64_t len; done < end && !ps->stop && !ps->err; done += len) {
+			len = MIN(end - done, CHUNK);
+			ps->err = feed_file(ps, ps->wfd, done, len);
+		}
+		pthread_mutex_lock(&ps->lock);
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return NULL;
+}
+
+void pagesum_written(struct pagesum *ps, uint64_t end)
+{
+	if (!ps || ps->src != PAGESUM_FILE)
+		return;
+	pthread_mutex_lock(&ps->lock);
+	ps->avail = end;
+	pthread_cond_signal(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, int fd)
 {
 	memset(ps, 0, sizeof(*ps));
 	ps->d = d;
+	ps->rfd = -1;
+	pthread_mutex_init(&ps->lock, NULL);
+	pthread_cond_init(&ps->cond, NULL);
 	ps->lens = calloc(d->nr_runs + 1, sizeof(*ps->lens));
 	ps->sums = calloc(d->nr_runs + 1, sizeof(*ps->sums));
 	if (!ps->lens || !ps->sums)
@@ -67,9 +169,11 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, bool from_memory)
 	for (size_t i = 0; i < d->nr_runs; i++)
 		ps->lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
 	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs);
-	if (!from_memory)
+	ps->src = src;
+	ps->wfd = fd;
+	if (src == PAGESUM_FED)
 		return 0;
-	if (pthread_create(&ps->thread, NULL, pagesum_main, ps))
+	if (pthread_create(&ps->thread, NULL, src == PAGESUM_MEMORY ? pagesum_main : follow_main, ps))
 		return fail(-EAGAIN, "cannot start the checksum thread");
 	ps->started = true;
 	return 0;
@@ -77,11 +181,20 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, bool from_memory)
 
 int pagesum_finish(struct pagesum *ps, bool abort)
 {
+	pthread_mutex_lock(&ps->lock);
 	ps->stop = abort;
+	ps->closed = true;
+	pthread_cond_signal(&ps->cond);
+	pthread_mutex_unlock(&ps->lock);
 	if (ps->started)
 		pthread_join(ps->thread, NULL);
 	ps->started = false;
 	runsum_end(&ps->rs);
+	if (ps->rfd >= 0)
+		close(ps->rfd);
+	ps->rfd = -1;
+	pthread_mutex_destroy(&ps->lock);
+	pthread_cond_destroy(&ps->cond);
 	free(ps->lens);
 	ps->lens = NULL;
 	return ps->err;

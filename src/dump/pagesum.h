@@ -10,19 +10,35 @@
 
 struct dump_ctx;
 
+/* Where the bytes to hash come from. */
+enum pagesum_src {
+	PAGESUM_FED,		/* pagesum_feed() by the caller */
+	PAGESUM_MEMORY,		/* a thread reads the runs from the frozen target */
+	PAGESUM_FILE,		/* a thread hashes the image as pagesum_written() says it grows */
+};
+
 struct pagesum {
 	struct dump_ctx *d;
+	enum pagesum_src src;
+	int wfd;		/* PAGESUM_FILE: the image */
+	pthread_mutex_t lock;	/* PAGESUM_FILE: avail, closed */
+	pthread_cond_t cond;
+	uint64_t avail;		/* bytes of the image written */
+	bool closed;		/* no more come */
 	pthread_t thread;	/* from_memory: reads the target */
 	bool started;
 	volatile bool stop;
 	int err;
+	int rfd;		/* PAGESUM_FILE: the image, opened for reading */
 	uint64_t *lens;		/* of each run of d->runs */
 	uint64_t *sums;		/* their checksums */
 	struct runsum rs;	/* rs.whole: the whole image's */
 };
 
-/* from_memory: a thread reads the runs from the target; else feed them. */
-int pagesum_start(struct dump_ctx *d, struct pagesum *ps, bool from_memory);
+/* fd: the image, for PAGESUM_FILE. */
+int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, int fd);
+/* PAGESUM_FILE: the image holds its first `end` bytes (else nothing). */
+void pagesum_written(struct pagesum *ps, uint64_t end);
 static inline void pagesum_feed(struct pagesum *ps, const void *buf, size_t len)
 {
 	runsum_feed(&ps->rs, buf, len);

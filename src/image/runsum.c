@@ -42,16 +42,16 @@ void runsum_feed(struct runsum *p, const void *data, size_t n)
 {
 	const uint8_t *buf = data;
 
-	hash64_update(&p->whole, buf, n);
 	while (n && p->i < p->nr) {
 		size_t k = n < p->left ? n : p->left;
 
-		hash64_update(&p->h, buf, k);
+		hash64_update2(&p->h, &p->whole, buf, k);	/* each byte read once */
 		p->left -= k;
 		buf += k;
 		n -= k;
 		next_span(p);
 	}
+	hash64_update(&p->whole, buf, n);	/* past the spans (the caller refuses it) */
 }
 
 void runsum_end(struct runsum *p)

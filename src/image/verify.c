@@ -133,6 +133,7 @@ int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
 			  const struct hash64 *whole)
 {
 	const ImageSumEntry *e = entry_of(inv, name);
+	uint64_t total = 0;
 
 	if (!e)
 		return fail(-EIO, "image %s is not listed in inventory.img", name);
@@ -141,7 +142,15 @@ int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
 			return fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
 				    " (%" PRIu64 " pages) do not match their checksum", name,
 				    present[i]->start, (present[i]->end - present[i]->start) / PAGE_SIZE);
-	return compare_sum(e, whole->total, hash64_final(whole));
+	if (whole)
+		return compare_sum(e, whole->total, hash64_final(whole));
+	for (size_t i = 0; i < n; i++) {	/* the runs' sums cover every byte: the size */
+		if (!present[i]->has_sum)
+			return fail(-EIO, "image %s: the run at 0x%" PRIx64 " has no checksum", name,
+				    present[i]->start);
+		total += present[i]->end - present[i]->start;
+	}
+	return total == e->size ? 0 : compare_sum(e, total, 0);
 }
 
 int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,

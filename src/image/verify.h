@@ -26,7 +26,10 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 /*
  * The sums of the n present runs (file order) and of the whole pages image
  * name, computed by the caller (from the restored memory: restore's
- * pagecheck.c), against the runs' checksums and the inventory.
+ * pagecheck.c), against the runs' checksums and the inventory. whole NULL:
+ * every run has its own checksum, and those cover every byte of the image
+ * (its size is the runs' total, checked at load): the inventory's size is
+ * compared, its checksum adds nothing.
  */
 int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
 			  const struct dump_run *const *present, size_t n, const uint64_t *sums,

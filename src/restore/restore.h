@@ -125,16 +125,11 @@ struct rtcp {
 
 /* pagecheck.c: the checksums of the pages, from the memory the blob fills */
 struct pagecheck {
-	struct rst_args *a;
 	const struct dump_run *runs;		/* ds->runs: the blob's run indexes */
 	const struct dump_run **present;	/* the runs with bytes, in file order */
-	uint64_t *lens, *sums;
+	uint64_t *sums;				/* theirs, as the blob summed them */
 	size_t nr_present;
-	struct hash64 whole;
-	int mem_fd;				/* /proc/PID/mem */
-	pthread_t thread;
-	bool running, stop;
-	int ret;
+	bool running;				/* the blob sums: compare once parked */
 };
 
 /* An fd of a tree's process whose description an earlier process holds (tree.c). */
@@ -375,10 +370,11 @@ int add_blob_fd(struct rst *r, int fd);
 int build_area(struct rst *r);
 
 /*
- * pagecheck.c: once the process exists, a thread hashes its pages as the
- * blob fills them (when the set was loaded with its pages' sums deferred);
- * finish (ok: the process is parked) gives the verdict, or just stops it.
+ * pagecheck.c: the blob hashes the pages as it fills them (when the set was
+ * loaded with its pages' sums deferred: rst_args.sum_pages); finish (ok: the
+ * process is parked) compares its sums with the set's and gives the verdict.
  */
+int pagecheck_mode(const struct dumpset *ds);	/* rst_args.sum_pages, before the fork */
 int pagecheck_start(struct rst *r);
 int pagecheck_finish(struct rst *r, bool ok);
 void pagecheck_free(struct rst *r);

@@ -507,7 +507,7 @@ static int prepare_all(struct rst *root)
 {
 	int ret = rst_prepare(root);
 
-	root->a->check_pages = root->ds.pages_sums_deferred;
+	root->a->sum_pages = pagecheck_mode(&root->ds);
 	for (size_t i = 0; i < root->tree->n && !ret; i++) {
 		struct rst *m = &root->tree->m[i];
 
@@ -515,7 +515,7 @@ static int prepare_all(struct rst *root)
 		if (!ret)
 			ret = rst_prepare(m);
 		if (!ret)
-			m->a->check_pages = m->ds.pages_sums_deferred;
+			m->a->sum_pages = pagecheck_mode(&m->ds);
 		if (ret)
 			fail_context("process %d: ", m->pid);
 	}
