@@ -94,3 +94,32 @@ case_mntns_root_bad() {
 	return 0
 }
 add mntns-root-bad case_mntns_root_bad
+
+# an external bind mount (CRIU's --external mnt[POINT]:KEY on the dump,
+# mnt[KEY]:PATH on the restore): bound back from another path
+case_mntns_external() {
+	mkdir -p "$T/vol1" "$T/vol2"
+	echo one > "$T/vol1/f"
+	echo two > "$T/vol2/f"
+	mnt_start "mount --bind $T/vol1 /mnt"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == one ]] || fail "the bind mount is not there"
+	md dump-bad dump -t "$PID" -D "$T/dx" --external "mnt[/nowhere]:vol" --leave-running
+	expect_md_error
+	grep -q "mnt\[/nowhere\]: the process's mount namespace mounted nothing there" "$MD_ERR" ||
+		fail "a key for no mount was not refused: $(cat "$MD_ERR")"
+	dump "$PID" "$T/d" --external "mnt[/mnt]:vol"
+	expect_killed "$PID"
+	md rst-bad restore -D "$T/d" --external "mnt[other]:$T/vol2"
+	expect_md_error
+	grep -q "mnt\[other\]: the dump has no bind mount with that key" "$MD_ERR" ||
+		fail "an unknown key was not refused: $(cat "$MD_ERR")"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --external "mnt[vol]:$T/vol2"
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == two ]] ||
+		fail "the external mount is not bound from the path given: $(nsenter -t "$PID" -m cat /mnt/f)"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-external case_mntns_external

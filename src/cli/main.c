@@ -31,7 +31,9 @@ static const char usage[] =
 	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
 	"        back on restore (restore --shell-job: memdump's own);\n"
 	"        --prev-images-dir (relative to DIR): write only the pages written since\n"
-	"        PDIR was dumped; --track-mem: go on tracking them (with --leave-running)\n"
+	"        PDIR was dumped; --track-mem: go on tracking them (with --leave-running);\n"
+	"        --external mnt[POINT]:KEY: the bind mount at POINT is restored from the\n"
+	"        path restore's --external mnt[KEY]:PATH gives\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
@@ -42,8 +44,9 @@ static const char usage[] =
 	"        into that existing namespace instead of a new one; --root: the root of\n"
 	"        a dumped mount namespace (a container's rootfs) is DIR; --restore-sibling:\n"
 	"        the process is memdump's parent's child (memdump prints its PID, returns);\n"
-	"        --external: the veth IN's other end is made as OUT (attached to BRIDGE)\n"
-	"        in memdump's network namespace\n"
+	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
+	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
+	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -65,6 +68,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
 		.hooks = action_scripts_init(as, o->action_scripts, o->nr_action_scripts, o->dir),
+		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 }
 
@@ -99,6 +103,7 @@ int cmd_restore(const struct options *o)
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
+		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -160,11 +165,26 @@ static int parse_join_ns(struct options *opts, char *s)
 	return 0;
 }
 
-/* veth[IN]:OUT[@BRIDGE] (CRIU's --external form), split in place. */
+/* mnt[KEY]:VALUE (CRIU's --external form for bind mounts), split in place. */
+static int parse_external_mnt(struct options *opts, char *s)
+{
+	char *key = s + 4, *close = strrchr(s, ']');
+
+	if (!close || close == key || close[1] != ':' || !close[2] ||
+	    opts->nr_mnt_ext == MNT_EXT_MAX)
+		return -1;
+	*close = '\0';
+	opts->mnt_ext[opts->nr_mnt_ext++] = (struct mnt_ext){ key, close + 2 };
+	return 0;
+}
+
+/* veth[IN]:OUT[@BRIDGE] or mnt[KEY]:VALUE (CRIU's --external forms), split in place. */
 static int parse_external(struct options *opts, char *s)
 {
 	char *in = s + 5, *close = strchr(s, ']'), *at;
 
+	if (!strncmp(s, "mnt[", 4))
+		return parse_external_mnt(opts, s);
 	if (strncmp(s, "veth[", 5) || !close || close == in || close[1] != ':' || !close[2] ||
 	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
 		return -1;
@@ -306,8 +326,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_EXTERNAL:
 			if (parse_external(opts, optarg))
-				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
-						 "not '%s'", optarg);
+				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8) "
+						 "or mnt[KEY]:VALUE (at most 16), not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "mntext.h"
 #include "restore/restore.h"
 
 struct options {
@@ -34,6 +35,8 @@ struct options {
 	int nr_join_ns;
 	struct veth_ext veth_ext[8];	/* restore --external veth[IN]:OUT[@BRIDGE] */
 	int nr_veth_ext;
+	struct mnt_ext mnt_ext[MNT_EXT_MAX];	/* --external mnt[KEY]:VALUE */
+	int nr_mnt_ext;
 	const char *root;		/* restore --root */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "mntext.h"
 #include "restore/restore.h"
 #include "rpc.pb-c.h"
 
@@ -49,6 +50,8 @@ struct rpc_job {
 	char log_path[PATH_MAX];	/* "": stderr */
 	int log_level;
 	bool notify;			/* notify_scripts */
+	struct mnt_ext mnt_ext[MNT_EXT_MAX];	/* ext_mnt (its strings are the request's) */
+	int nr_mnt_ext;
 };
 
 /* Fills job from co (NULL: all defaults) for a request of type; <0 after fail() naming

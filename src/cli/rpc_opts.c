@@ -64,7 +64,7 @@ static const struct opt_rule rules[] = {
 	{ "inherit_fd", 0, "memdump gives one-ended pipes its own fds of the same numbers" },
 	{ "freeze_cgroup", 0, "memdump freezes with ptrace, not the cgroup freezer" },
 	{ "cg_root", 0, "memdump restores the cgroups recorded in the images" },
-	{ "ext_mnt", 0, NEEDS_NS },
+	{ "ext_mnt", K_DUMP | K_RESTORE, NULL },
 	{ "external", 0, NEEDS_NS },
 	{ "join_ns", K_RESTORE, "only a restore joins namespaces" },
 	{ "empty_ns", 0, NEEDS_NS },
@@ -269,6 +269,17 @@ static int map_dirs_and_log(const CriuOpts *co, CriuReqType type, const struct r
 }
 
 /* parent_img: the previous set, relative to the images directory (as CRIU). */
+/* ext_mnt: CRIU's key and value, as --external mnt[KEY]:VALUE. */
+static int map_ext_mnt(const CriuOpts *co, struct rpc_job *job)
+{
+	if (co->n_ext_mnt > MNT_EXT_MAX)
+		return fail(-EINVAL, "%zu ext_mnt, at most %d", co->n_ext_mnt, MNT_EXT_MAX);
+	for (size_t i = 0; i < co->n_ext_mnt; i++)
+		job->mnt_ext[i] = (struct mnt_ext){ co->ext_mnt[i]->key, co->ext_mnt[i]->val };
+	job->nr_mnt_ext = (int)co->n_ext_mnt;
+	return 0;
+}
+
 static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 {
 	if (!co->has_pid || co->pid <= 0)
@@ -282,8 +293,12 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.ghost_limit = co->has_ghost_limit ? co->ghost_limit : GHOST_LIMIT_DEFAULT,
 		.prev_dir = co->parent_img, .pre_dump = type == CRIU_REQ_TYPE__PRE_DUMP,
 		.track_mem = co->has_track_mem && co->track_mem,
+		.mnt_ext = job->mnt_ext,
 	};
-	return 0;
+	int ret = map_ext_mnt(co, job);
+
+	job->dump.nr_mnt_ext = job->nr_mnt_ext;
+	return ret;
 }
 
 /* veths: if_in and if_out[@bridge] (as CRIU splits it), --external veth[IN]:OUT[@BRIDGE]. */
@@ -308,6 +323,8 @@ static int map_veths(const CriuOpts *co, struct restore_opts *r)
 
 static int map_restore(const CriuOpts *co, struct rpc_job *job)
 {
+	int ret;
+
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
 					      .shell_job = co->has_shell_job && co->shell_job,
@@ -321,7 +338,10 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 		job->restore.join_ns[i] = (struct ns_join){ co->join_ns[i]->ns,
 							    co->join_ns[i]->ns_file };
 	job->restore.nr_join_ns = (int)co->n_join_ns;
-	return map_veths(co, &job->restore);
+	ret = map_ext_mnt(co, job);
+	job->restore.mnt_ext = job->mnt_ext;
+	job->restore.nr_mnt_ext = job->nr_mnt_ext;
+	return ret ? ret : map_veths(co, &job->restore);
 }
 
 int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,

@@ -382,6 +382,7 @@ static int dump_pipeline(const struct dump_opts *o)
 			      .policy = { o->ghost_limit, o->shell_job, o->pid },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .host_netns = o->host_netns,
+			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 			      .parent = { .dirfd = -1 },
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	bool leave_running = o->leave_running || o->pre_dump;

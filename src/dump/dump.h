@@ -21,6 +21,7 @@
 #include "dump/locks.h"
 #include "image/image.h"
 #include "hooks.h"
+#include "mntext.h"
 #include "infect/infect.h"
 #include "dump/sockets.h"
 #include "dump/track.h"
@@ -160,6 +161,8 @@ struct dump_opts {
 	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
 	int host_netns;			/* dump_run(): memdump's network namespace, open, or -1 */
 	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
+	const struct mnt_ext *mnt_ext;	/* --external mnt[POINT]:KEY (mntext.h) */
+	int nr_mnt_ext;
 };
 
 /*
@@ -259,6 +262,8 @@ struct dump_ctx {
 	const struct proc_tree *tree;	/* a tree dump: the whole tree (treedump.c), or NULL */
 	struct tree_pstree *below;	/* the root of a tree dump: the live processes below */
 	int nr_below;
+	const struct mnt_ext *mnt_ext;	/* from dump_opts: keys of external bind mounts */
+	int nr_mnt_ext;
 };
 
 /*

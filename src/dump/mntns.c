@@ -491,8 +491,17 @@ static int dump_tmpfs(struct dump_ctx *d, const struct mount *m)
 	return img_close(w.img);
 }
 
-static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bool *in,
-		       bool pid_ns)
+/* The key --external mnt[POINT]:KEY gives the bind mount at m's point, or NULL. */
+static const char *ext_key_of(const struct dump_ctx *d, const struct mount *m)
+{
+	for (int i = 0; i < d->nr_mnt_ext; i++)
+		if (!strcmp(d->mnt_ext[i].key, m->mountpoint))
+			return d->mnt_ext[i].val;
+	return NULL;
+}
+
+static int write_mount(const struct dump_ctx *d, struct image *img, const struct mnt_plan *p,
+		       size_t i, bool *in, bool pid_ns)
 {
 	const struct mount *m = &p->theirs.m[i];
 	MntEntry e = MNT_ENTRY__INIT;
@@ -523,6 +532,8 @@ static int write_mount(struct image *img, const struct mnt_plan *p, size_t i, bo
 			e.bind_from = src = bind_source(p, i, &from);
 		e.has_bind_host = from == -1;
 		e.bind_host = from == -1;
+		if (e.bind_from)
+			e.ext_key = (char *)ext_key_of(d, m);	/* an external mount */
 		in[i] = by_init(p, i, in, pid_ns, from);
 		e.has_in_child = true;
 		e.in_child = in[i];
@@ -547,9 +558,20 @@ int mntns_dump(struct dump_ctx *d)
 		plan_free(&p);
 		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
 	}
-	ret = img_create(&d->dir, IMG_MNTS, 1, &img);
+	for (int k = 0; k < d->nr_mnt_ext && !ret; k++) {
+		bool found = false;
+
+		for (size_t i = 0; i < p.theirs.n && !found; i++)
+			found = p.how[i] == HOW_MOUNTED && !strcmp(p.theirs.m[i].mountpoint,
+								   d->mnt_ext[k].key);
+		if (!found)
+			ret = fail(-ENOENT, "--external mnt[%s]: the process's mount namespace "
+				   "mounted nothing there", d->mnt_ext[k].key);
+	}
+	if (!ret)
+		ret = img_create(&d->dir, IMG_MNTS, 1, &img);
 	for (size_t i = 0; i < p.theirs.n && !ret; i++)
-		ret = write_mount(img, &p, i, in, pid_ns);
+		ret = write_mount(d, img, &p, i, in, pid_ns);
 	if (img && ret)
 		img_abort(img);
 	else if (img)

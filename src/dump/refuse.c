@@ -19,6 +19,7 @@
 #include "dump/files.h"
 #include "dump/ghost.h"
 #include "dump/locks.h"
+#include "dump/mntns.h"
 #include "dump/ns.h"
 #include "dump/pidns.h"
 #include "dump/refuse.h"
@@ -465,6 +466,9 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_namespaces(pid, o->tree, r);
 	if (!o->tree || o->tree->procs[0].pid == pid)
 		ns_refuse(pid, o->tree, o->tcp_established, o->host_netns, r);	/* the others are in its own */
+	if (o->nr_mnt_ext && !mntns_own(pid))
+		refuse_add(r, "--external mnt[%s] given, but no mount namespace of its own",
+			   o->mnt_ext[0].key);
 	check_posix_timers(pid, r);
 	check_cwd_root(pid, r);
 	check_fds(o, t, r);

@@ -145,6 +145,9 @@ int mntns_load(struct rst *r)
 	int *match = NULL, ret;
 	bool *taken = NULL;
 
+	if (!own_mntns(r) && r->o->nr_mnt_ext)
+		return fail(-EINVAL, "--external mnt[%s]: the dump has no mount namespace of its "
+			    "own", r->o->mnt_ext[0].key);
 	if (!own_mntns(r))
 		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
 					 "its own", r->o->root) : 0;
@@ -153,6 +156,18 @@ int mntns_load(struct rst *r)
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
+	for (int k = 0; !ret && k < r->o->nr_mnt_ext; k++) {
+		bool found = false;
+
+		for (size_t i = 0; i < r->nr_mnts && !found; i++)
+			found = r->mnts[i]->bind_from &&
+				((r->mnts[i]->ext_key && !strcmp(r->mnts[i]->ext_key,
+								 r->o->mnt_ext[k].key)) ||
+				 !strcmp(r->mnts[i]->mountpoint, r->o->mnt_ext[k].key));
+		if (!found)
+			ret = fail(-ENOENT, "--external mnt[%s]: the dump has no bind mount with "
+				   "that key or at that point", r->o->mnt_ext[k].key);
+	}
 	if (!ret && r->o->root && !own_root(r))
 		ret = fail(-EINVAL, "--root %s: the dump has no root of its own to put there",
 			   r->o->root);
@@ -250,6 +265,16 @@ static int fill_tmpfs(const struct rst *r, const MntEntry *e, const char *at)
 #define MOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | \
 		     MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME | MS_NOSYMFOLLOW)
 
+/* The path --external mnt[KEY]:PATH gives bind mount e (KEY: its key, or its point), or NULL. */
+static const char *ext_path(const struct rst *r, const MntEntry *e)
+{
+	for (int i = 0; i < r->o->nr_mnt_ext; i++)
+		if ((e->ext_key && !strcmp(r->o->mnt_ext[i].key, e->ext_key)) ||
+		    !strcmp(r->o->mnt_ext[i].key, e->mountpoint))
+			return r->o->mnt_ext[i].val;
+	return NULL;
+}
+
 static void note_dev(struct rst *r, const char *at)
 {
 	struct stat st;
@@ -282,7 +307,9 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, char *
 
 	snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
 		 e->mountpoint : "");
-	if (e->bind_from)
+	if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
+		snprintf(from, sizeof(from), "%s", ext_path(r, e));
+	else if (e->bind_from)
 		snprintf(from, sizeof(from), "%s%s", e->bind_host ? "" : stage, e->bind_from);
 	if (e->bind_from) {
 		if (mount(from, at, NULL, MS_BIND, NULL) ||

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 
 #include "hooks.h"
+#include "mntext.h"
 #include "image/dumpset.h"
 #include "image/hash.h"
 #include "restorer.h"
@@ -41,6 +42,8 @@ struct restore_opts {
 	int nr_veth_ext;
 	const char *root;		/* --root: where a dumped mount namespace's root is */
 	bool sibling;			/* --restore-sibling: memdump's parent's child (detached) */
+	const struct mnt_ext *mnt_ext;	/* --external mnt[KEY]:PATH (mntext.h) */
+	int nr_mnt_ext;
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
