@@ -64,7 +64,7 @@ $(BUILD)/blobs.o: src/lib/blobs.S $(patsubst %,$(BUILD)/blob/%.bin,$(BLOBS))
 
 $(BUILD)/test/%: test/%.c $(wildcard test/*.h)
 	@mkdir -p $(BUILD)/test
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpthread
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpthread -lrt
 
 # The libFuzzer target (fuzz/fuzz-images.c): every object but main.o, built by
 # clang with ASan/UBSan and libFuzzer's coverage; the blobs stay gcc's.

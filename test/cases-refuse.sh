@@ -155,3 +155,11 @@ case_refuse_memfd_exec() {
 	check_child_pass
 }
 add refuse-memfd-exec case_refuse_memfd_exec
+
+# a POSIX message queue fd is no path to open again: refused by name
+case_refuse_mqueue() {
+	start_prog t-mqueue
+	expect_dump_refused "$PID" "fd ${READY[2]} \(/memdump-t$PID( \(deleted\))?: a POSIX message queue \(mq_open\)\)"
+	check_child_pass
+}
+add refuse-mqueue case_refuse_mqueue

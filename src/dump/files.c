@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -203,6 +204,28 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 	return NULL;
 }
 
+/* Filesystems whose files are no paths to open again: what they are, or NULL. */
+static const char *special_fs(pid_t pid, int fd)
+{
+	static const struct { long magic; const char *what; } kinds[] = {
+		{ 0x19800202, "a POSIX message queue (mq_open)" },	/* MQUEUE_MAGIC */
+		{ 0x42494e4d, "a binfmt_misc file" },			/* BINFMTFS_MAGIC */
+		{ 0x64626720, "a debugfs file" },			/* DEBUGFS_MAGIC */
+		{ 0x74726163, "a tracefs file" },			/* TRACEFS_MAGIC */
+		{ 0xcafe4a11, "a BPF filesystem object" },		/* BPF_FS_MAGIC */
+	};
+	char path[64];
+	struct statfs sf;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	if (statfs(path, &sf))
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if ((long)sf.f_type == kinds[i].magic)
+			return kinds[i].what;
+	return NULL;
+}
+
 bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		    char *why, size_t len)
 {
@@ -223,6 +246,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
+	else if ((w = special_fs(pid, fd)))
+		;
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
