@@ -118,13 +118,13 @@ case_rpc_refuse_options() {
 	start_prog t-pattern
 	mkdir "$T/d"
 	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" freeze_cgroup=/sys/fs/cgroup/x \
-		ext_mnt=/a:/b lazy_pages=true status_fd=1 manage_cgroups_mode=FULL external=net:x
-	rpc_refused "DUMP: options memdump cannot honour" "freeze_cgroup \(" "ext_mnt \(" \
+		lazy_pages=true status_fd=1 manage_cgroups_mode=FULL external=net:x
+	rpc_refused "DUMP: options memdump cannot honour" "freeze_cgroup \(" \
 		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \("
 	rpc root "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" root=/tmp
 	rpc_refused "root \(/tmp is not the root of the target"
-	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" rst_sibling=true leave_running=true
-	rpc_refused "RESTORE: options memdump cannot honour" "rst_sibling \(" "leave_running \("
+	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true
+	rpc_refused "RESTORE: options memdump cannot honour" "lazy_pages \(" "leave_running \("
 	rpc nopid "$MEMDUMP" DUMP images_dir="$T/d"
 	rpc_refused "no pid"
 	rpc psrv "$MEMDUMP" PAGE_SERVER images_dir="$T/d" pid="$PID"

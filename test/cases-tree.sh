@@ -460,7 +460,9 @@ all: $(addprefix a,$(N))
 a%:
 	@sleep 0.2; echo $@ > $@
 MK
-	(cd "$T/mk" && exec make -j2) > "$T/make.out" 2>&1 < /dev/null &
+	# not a sub-make of the one that may run the tests (make test): its own jobserver
+	(cd "$T/mk" && exec env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -j2) \
+		> "$T/make.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
 	wait_until 10 eval '(( $(ls '"$T"'/mk/a* 2> /dev/null | wc -l) >= 6 ))' || fail "make did not start"
 	wait_until 5 tree_has 4 "$PID" || fail "make has not two jobs running"
