@@ -66,6 +66,7 @@ struct tree_dump {
 	int n;
 	int dirfd;			/* -D */
 	bool leave_running;
+	uint64_t frozen_at;		/* the freeze that held: its first process's */
 };
 
 static int refuse_options(const struct dump_opts *o, int n)
@@ -216,6 +217,7 @@ static int freeze_stable(struct tree_dump *td)
 			members_reset(td);
 			continue;
 		}
+		td->frozen_at = now_us();
 		if (!ret)
 			ret = freeze_all(td);
 		if (!ret && !tree_changed(td))
@@ -530,7 +532,7 @@ static int run(struct tree_dump *td)
 	}
 	root = &td->m[0].d;
 	root->stats.freeze_start = start;
-	root->stats.frozen_at = now_us();
+	root->stats.frozen_at = td->frozen_at;	/* the root froze first */
 	ret = open_dirs(td);
 	if (!ret)
 		ret = list_members(td);
