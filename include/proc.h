@@ -27,6 +27,8 @@ int proc_comm(pid_t pid, char *buf, size_t len);
 int proc_tasks(pid_t pid, pid_t **tids);
 /* Value of "Key:" in /proc/PID/status as text; 0 or -ENOENT. */
 int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+/* The same from the status of thread tid of pid. */
+int proc_task_status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t len);
 /* Whole small file into a malloc'ed, NUL-terminated buffer; returns length. */
 ssize_t proc_read_file(const char *path, char **out);
 /* /proc/PID/fdinfo/FD the same way. */

@@ -24,27 +24,16 @@
 /* The values of a status line (NSpid, NSpgid, NSsid) of a thread: count, or <0. */
 static int ns_values(pid_t pid, pid_t tid, const char *key, long v[4])
 {
-	char path[96], *buf = NULL, *p;
-	size_t klen = strlen(key);
-	int n = -ENOENT;
+	char line[128], *p = line, *e;
+	int n;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	if (proc_read_file(path, &buf) < 0)
+	if (proc_task_status_field(pid, tid, key, line, sizeof(line)))
 		return -ESRCH;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		char *e;
-
-		if (strncmp(p, key, klen) || p[klen] != ':')
-			continue;
-		p += klen + 1;
-		for (n = 0; n < 4; n++, p = e) {
-			v[n] = strtol(p, &e, 10);
-			if (e == p)
-				break;
-		}
-		break;
+	for (n = 0; n < 4; n++, p = e) {
+		v[n] = strtol(p, &e, 10);
+		if (e == p)
+			break;
 	}
-	free(buf);
 	return n;
 }
 

@@ -35,26 +35,6 @@ struct seccomp_md {
 	uint64_t flags;
 };
 
-static int thread_status(pid_t pid, pid_t tid, const char *key, char *v, size_t len)
-{
-	char path[96], *text = NULL, *p;
-	size_t klen = strlen(key);
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	if (proc_read_file(path, &text) < 0)
-		return -EIO;
-	for (p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		if (!strncmp(p, key, klen) && p[klen] == ':') {
-			snprintf(v, len, "%.*s", (int)strcspn(p + klen + 1, "\n"), p + klen + 1);
-			ret = 0;
-			break;
-		}
-	}
-	free(text);
-	return ret;
-}
-
 static bool user_notif(const struct sock_filter *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -124,8 +104,8 @@ static int check_installable(struct dump_ctx *d, pid_t tid)
 {
 	char nnp[16] = "0", capeff[32] = "0";
 
-	thread_status(d->pid, tid, "NoNewPrivs", nnp, sizeof(nnp));
-	thread_status(d->pid, tid, "CapEff", capeff, sizeof(capeff));
+	proc_task_status_field(d->pid, tid, "NoNewPrivs", nnp, sizeof(nnp));
+	proc_task_status_field(d->pid, tid, "CapEff", capeff, sizeof(capeff));
 	if (atoi(nnp) || (strtoull(capeff, NULL, 16) >> CAP_SYS_ADMIN_BIT & 1))
 		return 0;
 	return fail(-EOPNOTSUPP, "thread %d has seccomp filters but neither no_new_privs nor "
@@ -175,7 +155,7 @@ int collect_seccomp(struct dump_ctx *d)
 	for (int i = 0; i < d->nr_threads; i++) {
 		struct thread *t = &d->threads[i];
 		char v[16] = "";
-		int ret = thread_status(d->pid, t->tid, "Seccomp", v, sizeof(v));
+		int ret = proc_task_status_field(d->pid, t->tid, "Seccomp", v, sizeof(v));
 
 		if (ret)
 			return fail(ret, "thread %d: no Seccomp line in its status", t->tid);

@@ -98,14 +98,14 @@ int proc_read_stat(pid_t pid, struct proc_stat *st)
 	return 0;
 }
 
-int proc_status_field(pid_t pid, const char *key, char *out, size_t outlen)
+/* The value of line key of the status file at path, blanks before it left out. */
+static int status_field_at(const char *path, const char *key, char *out, size_t outlen)
 {
-	char path[64], *buf, *p;
+	char *buf, *p;
 	size_t klen = strlen(key);
 	ssize_t len;
 	int ret = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	len = proc_read_file(path, &buf);
 	if (len < 0)
 		return len;
@@ -125,6 +125,22 @@ int proc_status_field(pid_t pid, const char *key, char *out, size_t outlen)
 	}
 	free(buf);
 	return ret;
+}
+
+int proc_status_field(pid_t pid, const char *key, char *out, size_t outlen)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	return status_field_at(path, key, out, outlen);
+}
+
+int proc_task_status_field(pid_t pid, pid_t tid, const char *key, char *out, size_t outlen)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	return status_field_at(path, key, out, outlen);
 }
 
 static pid_t status_pid(pid_t pid, const char *key)
