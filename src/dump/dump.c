@@ -438,7 +438,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */
 	d.in.trace = o->trace ? &o->trace->in : NULL;
 	if (!ret)
-		ret = refuse_check_frozen(d.pid, NULL);	/* a child forked before the freeze */
+		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
 	if (!ret && !d.pre_dump)
 		ret = collect_zombies(&d);
 	d.stats.frozen_at = now_us();

@@ -447,11 +447,11 @@ static int report(pid_t pid, const struct refusals *r)
 }
 
 /* Once frozen, only a child forked since refuse_check() can have appeared. */
-int refuse_check_frozen(pid_t pid, const struct proc_tree *tree)
+int refuse_check_frozen(pid_t pid)
 {
 	struct refusals r = { .len = 0 };
 
-	check_children(pid, tree, &r);
+	check_children(pid, NULL, &r);
 	return report(pid, &r);
 }
 

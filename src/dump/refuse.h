@@ -25,10 +25,9 @@ struct tracker;
 int refuse_check(const struct dump_opts *o, const struct tracker *t);
 /* A tree dump (o->tree): the same for every live process of it, in one line. */
 int refuse_check_tree(const struct dump_opts *o);
-struct proc_tree;
-/* The same for what can change until the target is frozen: its children
- * (tree: the tree being dumped, whose live processes are not refused; or NULL). */
-int refuse_check_frozen(pid_t pid, const struct proc_tree *tree);
+/* The same for what can change until one process is frozen: its children (a tree's
+ * dump reads its tree again instead, treedump.c). */
+int refuse_check_frozen(pid_t pid);
 
 /* target.c: 0, or fail() when pid is no process memdump may trace. */
 int target_check(pid_t pid);
