@@ -11,17 +11,22 @@ start_ns_prog() {
 # same_ns PID KIND OTHER: PID's KIND namespace is OTHER's (a pid or "self")
 same_ns() { [[ $(stat -Lc %i "/proc/$1/ns/$2") == $(stat -Lc %i "/proc/$3/ns/$2") ]]; }
 
+# images_decoded DIR NAME...: DIR holds NAME.img for each, and crit decodes the set
+images_decoded() {
+	local d=$1 f; shift
+	for f in "$@"; do
+		[[ -f $d/$f.img ]] || fail "$f.img missing from the dump"
+	done
+	crit_decodes "$d"
+}
+
 case_ns_ipc_rst() {
 	local host; host=$(hostname)
 	start_ns_prog t-ipcns
 	state_snap "$PID"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	local f
-	for f in utsns-1 ipcns-var-1 ipcns-shm-1 ipcns-sem-1 ipcns-msg-1; do
-		[[ -f $T/d/$f.img ]] || fail "$f.img missing from the dump"
-	done
-	crit_decodes "$T/d"
+	images_decoded "$T/d" utsns-1 ipcns-var-1 ipcns-shm-1 ipcns-sem-1 ipcns-msg-1
 	if command -v crit > /dev/null; then
 		crit show "$T/d/utsns-1.img" | grep -q '"nodename": "ipcns-host"' ||
 			fail "crit does not show the host name in utsns-1.img"
@@ -254,11 +259,7 @@ case_ns_net_veth() {
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	wait_until 5 eval '! ip link show $VOUT > /dev/null 2>&1' || fail "$VOUT outlived the namespace"
-	local f
-	for f in netdev-1 ifaddr-1 route-1 route6-1; do
-		[[ -f $T/d/$f.img ]] || fail "$f.img missing"
-	done
-	crit_decodes "$T/d"
+	images_decoded "$T/d" netdev-1 ifaddr-1 route-1 route6-1
 	if command -v crit > /dev/null; then
 		crit show "$T/d/netdev-1.img" | grep -q "\"name\": \"$VIN\"" ||
 			fail "crit does not show $VIN in netdev-1.img"

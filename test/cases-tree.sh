@@ -64,17 +64,22 @@ case_tree_jobs_rst() {
 		fail "the restored shells did not finish their wait: $(cat "$T/jobs.out")"
 }
 
-# a zombie that left its parent's group cannot be made by the restored parent
-case_tree_refuse_zombie() {
-	command -p python3 -c 'import os, time
-pid = os.fork()
-if pid == 0:
-    os.setpgid(0, 0)
-    os._exit(3)
-time.sleep(300)' < /dev/null > /dev/null 2>&1 &
+# zombie_parent STMT EXIT: a python parent whose child runs STMT, exits with EXIT
+# and stays its zombie; PID is the parent
+zombie_parent() {
+	command -p python3 -c 'import os, sys, time
+if os.fork() == 0:
+    exec(sys.argv[1])
+    os._exit(int(sys.argv[2]))
+time.sleep(300)' "$1" "$2" < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
 		fail "no zombie child appeared"
+}
+
+# a zombie that left its parent's group cannot be made by the restored parent
+case_tree_refuse_zombie() {
+	zombie_parent "os.setpgid(0, 0)" 3
 	local z; z=$(tree_children "$PID")
 	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
 	tree_untouched "$PID"
@@ -123,15 +128,7 @@ case_tree_refuse_traced() {
 
 # a zombie of another user than its parent: the restored parent could not make it
 case_tree_refuse_zombie_creds() {
-	command -p python3 -c 'import os, time
-pid = os.fork()
-if pid == 0:
-    os.setresuid(65534, 65534, 65534)
-    os._exit(0)
-time.sleep(300)' < /dev/null > /dev/null 2>&1 &
-	PID=$!; track "$PID"
-	wait_until 5 eval '[[ $(proc_state "$(tree_children '"$PID"')") == Z ]]' ||
-		fail "no zombie child appeared"
+	zombie_parent "os.setresuid(65534, 65534, 65534)" 0
 	local z; z=$(tree_children "$PID")
 	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie whose credentials \(Uid\) are not its parent's"
 	tree_untouched "$PID"
