@@ -28,6 +28,9 @@ struct mounts {
 	size_t n;
 };
 
+/* mnt_entry.how in mountpoints-ID.img (dump/mntns.c writes it, restore/mntns.c reads it). */
+enum { HOW_KEPT, HOW_MOUNTED };
+
 /* Parse path (e.g. /proc/PID/mountinfo); 0 or -errno. */
 int mounts_read(const char *path, struct mounts *out);
 void mounts_free(struct mounts *ms);

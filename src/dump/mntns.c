@@ -35,8 +35,6 @@
 
 #define TMPFS_LIMIT	(64ULL << 20)	/* bytes of tmpfs content saved, at most */
 
-enum { HOW_KEPT, HOW_MOUNTED };
-
 struct mnt_plan {
 	struct mounts own, theirs;
 	bool own_root;		/* the process has a root of its own (pivot_root) */

@@ -30,8 +30,6 @@
 #include "mnt.pb-c.h"
 #include "tmpfs-file.pb-c.h"
 
-enum { HOW_KEPT, HOW_MOUNTED };
-
 static bool own_mntns(const struct rst *r)
 {
 	return r->ds.inv->has_own_ns && (r->ds.inv->own_ns & CLONE_NEWNS);
