@@ -527,6 +527,35 @@ a.send(b"end")
 _, st = os.waitpid(c, 0)
 print("PASS" if r == b"AFTER" and st == 0 else "FAIL %r %d" % (r, st), flush=True)'
 
+# a FIFO two processes opened each on their own, bytes queued in it: the same
+# FIFO after the restore, its bytes there once
+FIFO_TREE='import os, signal, sys, time
+p = sys.argv[1]
+os.mkfifo(p)
+fd = os.open(p, os.O_RDWR | os.O_NONBLOCK)
+os.write(fd, b"abc")
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+c = os.fork()
+if c == 0:
+    os.close(fd)
+    mine = os.open(p, os.O_RDWR | os.O_NONBLOCK)
+    while True:
+        time.sleep(1)
+time.sleep(0.2)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+got = os.read(fd, 100)
+os.kill(c, 9)
+os.waitpid(c, 0)
+print("PASS" if got == b"abc" else "FAIL the FIFO holds %r" % got, flush=True)'
+
+case_tree_fifo() {
+	py_pair_rst "$FIFO_TREE" "$T/fifo"
+	py_pair_pass
+}
+
 case_tree_socketpair() {
 	py_pair_rst "$SKP_TREE" "$1"
 	py_pair_pass
@@ -617,6 +646,7 @@ add tree-corrupt case_tree_corrupt
 add tree-shared-mem case_tree_shared_mem
 add tree-socketpair-stream case_tree_socketpair stream
 add tree-socketpair-dgram case_tree_socketpair dgram
+add tree-fifo case_tree_fifo
 add tree-pidns case_tree_pidns
 add tree-real-make case_tree_real_make
 add tree-real-nginx case_tree_real_nginx
