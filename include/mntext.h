@@ -7,10 +7,14 @@
 #ifndef MEMDUMP_MNTEXT_H
 #define MEMDUMP_MNTEXT_H
 
-#define MNT_EXT_MAX	16
+#include <stdbool.h>
+
+#define MNT_EXT_MAX	64
 
 struct mnt_ext {
 	const char *key, *val;
+	bool optional;		/* a runtime's map (RPC ext_mnt, as CRIU's): a key that names
+				 * no mount is passed over; the command line's must name one */
 };
 
 #endif

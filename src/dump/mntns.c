@@ -562,7 +562,9 @@ int mntns_dump(struct dump_ctx *d)
 		for (size_t i = 0; i < p.theirs.n && !found; i++)
 			found = p.how[i] == HOW_MOUNTED && !strcmp(p.theirs.m[i].mountpoint,
 								   d->mnt_ext[k].key);
-		if (!found)
+		if (!found && d->mnt_ext[k].optional)
+			pr_debug("ext_mnt %s: no bind mount there, passed over", d->mnt_ext[k].key);
+		else if (!found)
 			ret = fail(-ENOENT, "--external mnt[%s]: the process's mount namespace "
 				   "mounted nothing there", d->mnt_ext[k].key);
 	}

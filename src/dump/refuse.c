@@ -466,7 +466,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_namespaces(pid, o->tree, r);
 	if (!o->tree || o->tree->procs[0].pid == pid)
 		ns_refuse(pid, o->tree, o->tcp_established, o->host_netns, r);	/* the others are in its own */
-	if (o->nr_mnt_ext && !mntns_own(pid))
+	if (o->nr_mnt_ext && !o->mnt_ext[0].optional && !mntns_own(pid))
 		refuse_add(r, "--external mnt[%s] given, but no mount namespace of its own",
 			   o->mnt_ext[0].key);
 	check_posix_timers(pid, r);

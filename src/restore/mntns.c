@@ -162,7 +162,10 @@ int mntns_load(struct rst *r)
 				((r->mnts[i]->ext_key && !strcmp(r->mnts[i]->ext_key,
 								 r->o->mnt_ext[k].key)) ||
 				 !strcmp(r->mnts[i]->mountpoint, r->o->mnt_ext[k].key));
-		if (!found)
+		if (!found && r->o->mnt_ext[k].optional)
+			pr_debug("ext_mnt %s: no bind mount of the dump, passed over",
+				 r->o->mnt_ext[k].key);
+		else if (!found)
 			ret = fail(-ENOENT, "--external mnt[%s]: the dump has no bind mount with "
 				   "that key or at that point", r->o->mnt_ext[k].key);
 	}
