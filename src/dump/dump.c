@@ -367,8 +367,10 @@ int dump_run(const struct dump_opts *o)
 	struct proc_tree t = { 0 };
 
 	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
-	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid))))
-		ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, or a PID namespace's init */
+	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid)) ||
+				   (t.n && o->freeze_cgroup)))
+		ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's init, or
+						 * frozen by its cgroup */
 	else if (!ret)
 		ret = dump_pipeline(&in_ns);
 	tree_free(&t);

@@ -163,6 +163,7 @@ struct dump_opts {
 	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
 	const struct mnt_ext *mnt_ext;	/* --external mnt[POINT]:KEY (mntext.h) */
 	int nr_mnt_ext;
+	const char *freeze_cgroup;	/* --freeze-cgroup: frozen by it while seized (freezer.c) */
 };
 
 /*

@@ -35,6 +35,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/files.h"
+#include "dump/freezer.h"
 #include "dump/images.h"
 #include "dump/ns.h"
 #include "dump/refuse.h"
@@ -67,6 +68,7 @@ struct tree_dump {
 	int dirfd;			/* -D */
 	bool leave_running;
 	uint64_t frozen_at;		/* the freeze that held: its first process's */
+	struct freezer fz;		/* --freeze-cgroup */
 };
 
 static int refuse_options(const struct dump_opts *o, int n)
@@ -158,10 +160,30 @@ static int open_dirs(struct tree_dump *td)
 	return 0;
 }
 
+/*
+ * Under the cgroup freezer every thread of the tree is seized and asked to
+ * stop while the cgroup is frozen (the tree cannot change), then the cgroup
+ * is thawed into those stops; infect_prepare() below waits for them.
+ */
+static int preseize_all(struct tree_dump *td)
+{
+	struct preseized ps = { 0 };
+	int ret = 0;
+
+	for (int i = 0; i < td->n && !ret; i++)
+		ret = infect_preseize(td->m[i].d.pid, &ps);
+	if (!ret)
+		ret = freezer_thaw(&td->fz);
+	if (!ret)
+		ret = infect_preseize_wait(&ps);
+	infect_preseized_free(&ps);
+	return ret;
+}
+
 /* Parents first: a frozen parent forks no more; a child it forked before is caught after. */
 static int freeze_all(struct tree_dump *td)
 {
-	int ret = 0;
+	int ret = td->fz.dirfd >= 0 ? preseize_all(td) : 0;
 
 	for (int i = 0; i < td->n && !ret; i++) {
 		struct member *m = &td->m[i];
@@ -202,8 +224,12 @@ static void members_reset(struct tree_dump *td);
 static int freeze_stable(struct tree_dump *td)
 {
 	for (int pass = 0; pass < TREE_MAX_PASSES; pass++) {
-		int ret = tree_collect(td->o->pid, td->t);
+		int ret = td->o->freeze_cgroup ? freezer_freeze(&td->fz, td->o->freeze_cgroup,
+								td->o->pid) : 0;
 
+		if (ret)
+			return ret;
+		ret = tree_collect(td->o->pid, td->t);
 		if (ret)
 			return fail(ret, "cannot read the process tree of %d: %s", td->o->pid,
 				    strerror(-ret));
@@ -544,9 +570,15 @@ static int run(struct tree_dump *td)
 		undo_all(td);
 		return ret;
 	}
+	if (td->leave_running && freezer_refreeze(&td->fz))
+		pr_warn("%s: the paused tree runs on", fail_reason());
 	ret = release_all(td);
 	frozen_us = now_us() - root->stats.frozen_at;
 	root->stats.durable_at = now_us();
+	for (int i = 1; i < td->n; i++) {	/* one freeze and one sync for the whole tree */
+		td->m[i].d.stats.frozen_at = root->stats.frozen_at;
+		td->m[i].d.stats.durable_at = root->stats.durable_at;
+	}
 	if (ret && td->leave_running) {
 		remove_subsets(td);
 		img_remove_created(&root->dir);
@@ -563,7 +595,7 @@ static int run(struct tree_dump *td)
 int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 {
 	struct tree_dump td = { .o = o, .t = t, .dirfd = -1,
-				.leave_running = o->leave_running };
+				.leave_running = o->leave_running, .fz = { .dirfd = -1 } };
 	int ret;
 
 	if (!o->pid || !o->dir)
@@ -576,6 +608,7 @@ int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 	}
 	if (!ret)
 		ret = run(&td);
+	freezer_end(&td.fz);	/* the tree released: its cgroup as it was */
 	members_free(&td);
 	return ret;
 }

@@ -77,6 +77,18 @@ struct infect_ctx {
 
 /* seize.c */
 int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t *stop);
+/*
+ * Under a frozen cgroup (seize.c): every thread of pid seized and asked to
+ * stop, not waiting (it stops once thawed, before it runs its own code);
+ * after the thaw, every stop taken. infect_prepare() then finds them ours.
+ */
+struct preseized {
+	pid_t *tids;
+	int n;
+};
+int infect_preseize(pid_t pid, struct preseized *ps);
+int infect_preseize_wait(struct preseized *ps);
+void infect_preseized_free(struct preseized *ps);
 void infect_release(struct infect_ctx *c, bool kill_process);
 void infect_wait_pid_free(pid_t pid);
 

@@ -116,7 +116,7 @@ static int add_thread(struct infect_ctx *c, pid_t tid)
  * would kill the process. PTRACE_O_SUSPEND_SECCOMP (CAP_SYS_ADMIN) turns
  * them off while we trace it; without it we say what is at stake.
  */
-static int seize(struct infect_ctx *c, pid_t tid)
+static int seize_once(struct infect_ctx *c, pid_t tid)
 {
 	char mode[16] = "";
 
@@ -133,6 +133,81 @@ static int seize(struct infect_ctx *c, pid_t tid)
 	return ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD);
 }
 
+/* 0, or 1 for a thread infect_preseize() took (stopped already), or -1 with errno. */
+static int seize(struct infect_ctx *c, pid_t tid)
+{
+	if (!seize_once(c, tid))
+		return 0;
+	if (errno == EPERM && proc_tracer(tid) == getpid())
+		return 1;
+	return -1;
+}
+
+int infect_preseize(pid_t pid, struct preseized *ps)
+{
+	struct infect_ctx c = { .pid = pid };
+	pid_t *tids, *all;
+	int n = proc_tasks(pid, &tids), ret = 0;
+
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : n;
+	all = realloc(ps->tids, (ps->n + n) * sizeof(*all));
+	if (!all) {
+		free(tids);
+		return -ENOMEM;
+	}
+	ps->tids = all;
+	for (int i = 0; i < n && !ret; i++) {
+		if (seize(&c, tids[i]) < 0 || ptrace(PTRACE_INTERRUPT, tids[i], 0, 0))
+			ret = errno == ESRCH ? 0 : -errno;
+		else
+			ps->tids[ps->n++] = tids[i];
+		if (ret)
+			fail(ret, "cannot seize thread %d of process %d in its frozen cgroup: %s",
+			     tids[i], pid, strerror(-ret));
+	}
+	free(tids);
+	return ret;
+}
+
+/*
+ * The stops come in any order once the cgroup is thawed: each is taken here
+ * (a signal on its way first is let through, as interrupt_thread() does),
+ * so that infect_prepare() finds every thread stopped.
+ */
+int infect_preseize_wait(struct preseized *ps)
+{
+	int left = ps->n;
+
+	while (left > 0) {
+		int status;
+		pid_t r = waitpid(-1, &status, __WALL);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return fail(-errno, "waiting for the threads of the frozen cgroup: %s",
+				    strerror(errno));
+		for (int i = 0; i < ps->n; i++) {
+			if (ps->tids[i] != r)
+				continue;
+			if (WIFSTOPPED(status) && status >> 16 != PTRACE_EVENT_STOP) {
+				ptrace(PTRACE_CONT, r, 0, WSTOPSIG(status));
+				break;
+			}
+			ps->tids[i] = -r;	/* stopped, or gone */
+			left--;
+		}
+	}
+	return 0;
+}
+
+void infect_preseized_free(struct preseized *ps)
+{
+	free(ps->tids);
+	*ps = (struct preseized){ 0 };
+}
+
 static int seize_thread(struct infect_ctx *c, pid_t tid)
 {
 	struct infect_thread *t;
@@ -141,7 +216,13 @@ static int seize_thread(struct infect_ctx *c, pid_t tid)
 	if (ret)
 		return ret;
 	t = &c->threads[c->nr_threads - 1];
-	if (seize(c, tid)) {
+	ret = seize(c, tid);
+	if (ret == 1) {		/* infect_preseize_wait() saw it stop */
+		t->seized = true;
+		pr_debug("thread %d frozen (under its cgroup's freeze)", tid);
+		return 0;
+	}
+	if (ret) {
 		ret = -errno;
 		c->nr_threads--;
 		if (ret == -ESRCH)	/* it exited meanwhile */
