@@ -2,6 +2,7 @@
 #ifndef MEMDUMP_CGROUP_H
 #define MEMDUMP_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -15,5 +16,14 @@ int cgroup_own_line(const char *own_text, const char *line, char *out, size_t le
  * -ENOENT when the hierarchy is not mounted here or the cgroup is gone.
  */
 int cgroup_procs_path(const char *line, char *out, size_t len);
+/* Is ctrl one of line's controllers? "" names the v2 hierarchy (no controllers). */
+bool cgroup_line_has(const char *line, const char *ctrl);
+/*
+ * line with its path moved from under base (the path of the same hierarchy
+ * in base_text, another process's /proc/PID/cgroup) to under newroot, into
+ * out; -EINVAL when line's path is not base's or below it.
+ */
+int cgroup_rebase(const char *line, const char *base_text, const char *newroot, char *out,
+		  size_t len);
 
 #endif

@@ -100,3 +100,44 @@ int cgroup_procs_path(const char *line, char *out, size_t len)
 	snprintf(out, len, "%s%.*s/cgroup.procs", mnt, (int)strcspn(path, "\n"), path);
 	return access(out, W_OK) ? -errno : 0;
 }
+
+bool cgroup_line_has(const char *line, const char *ctrl)
+{
+	const char *ctl = strchr(line, ':'), *end;
+	size_t n = strlen(ctrl);
+
+	end = ctl ? strchr(ctl + 1, ':') : NULL;
+	if (!end)
+		return false;
+	ctl++;
+	if (!n)
+		return ctl == end;
+	for (const char *c = ctl; c < end; c += strcspn(c, ",:") + 1)
+		if ((size_t)(MIN(strcspn(c, ",:"), (size_t)(end - c))) == n && !strncmp(c, ctrl, n))
+			return true;
+	return false;
+}
+
+int cgroup_rebase(const char *line, const char *base_text, const char *newroot, char *out,
+		  size_t len)
+{
+	char base[1024];
+	size_t h = hierarchy_len(line), nb;
+	const char *path, *bpath, *rest;
+
+	if (!h || cgroup_own_line(base_text, line, base, sizeof(base)))
+		return -EINVAL;
+	path = line + h;
+	bpath = base + h;
+	nb = strcmp(bpath, "/") ? strlen(bpath) : 0;
+	if (strncmp(path, bpath, nb) || (path[nb] && path[nb] != '/' && path[nb] != '\n'))
+		return -EINVAL;
+	rest = path + nb;
+	if (!*rest || *rest == '\n')
+		rest = "";
+	if ((size_t)snprintf(out, len, "%.*s%s%.*s", (int)h, line,
+			     strcmp(newroot, "/") || !*rest ? newroot : "", (int)strcspn(rest, "\n"),
+			     rest) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -88,6 +88,40 @@ static int cgns_root_line(const char *line, const char *inside, char *out, size_
 	return 0;
 }
 
+/* The --cgroup-root for line's hierarchy: one naming its controller, else one naming none. */
+static const struct cg_root_map *cg_root_for(const struct restore_opts *o, const char *line)
+{
+	const struct cg_root_map *any = NULL;
+
+	for (int i = 0; i < o->nr_cg_root_map; i++) {
+		if (!o->cg_root_map[i].ctrl)
+			any = &o->cg_root_map[i];
+		else if (cgroup_line_has(line, o->cg_root_map[i].ctrl))
+			return &o->cg_root_map[i];
+	}
+	return any;
+}
+
+/* line, moved under its --cgroup-root if one is given (the tree's root's cgroup becomes it). */
+static int map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
+{
+	const struct cg_root_map *m = cg_root_for(r->o, line);
+	const char *base = r->tree_cgroup ? r->tree_cgroup : r->leader->tc->cgroup;
+	int ret;
+
+	if (!m) {
+		snprintf(out, len, "%s", line);
+		return 0;
+	}
+	ret = cgroup_rebase(line, base, m->path, out, len);
+	if (ret)
+		return fail(ret, "the process was in cgroup %s, not below the tree's root's: "
+			    "--cgroup-root %s%s%s cannot place it", line, m->ctrl ? m->ctrl : "",
+			    m->ctrl ? ":" : "", m->path);
+	pr_info("cgroup %s restored as %s (--cgroup-root)", line, out);
+	return 0;
+}
+
 /* A cgroup namespace of its own: its root joined first, every cgroup after the unshare. */
 static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside)
 {
@@ -96,9 +130,12 @@ static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside
 
 	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line && !ret;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char root[1100], procs[1024];
+		char root[1100], procs[1024], mapped[1100];
 
-		ret = cgns_root_line(line, inside, root, sizeof(root));
+		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		line = mapped;
+		if (!ret)
+			ret = cgns_root_line(line, inside, root, sizeof(root));
 		if (!ret && cgroup_procs_path(root, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the root of the process's cgroup namespace, %s, cannot be "
 				   "joined here (not mounted or gone)", root);
@@ -126,8 +163,12 @@ static int check_cgroups(struct rst *r, const char *dumped)
 	if (!copy)
 		return -ENOMEM;
 	for (line = strtok_r(copy, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save)) {
-		char mine[1024], procs[1024];
+		char mine[1024], procs[1024], mapped[1100];
 
+		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		line = mapped;
+		if (ret)
+			break;
 		if (cgroup_own_line(own, line, mine, sizeof(mine)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, a hierarchy this host "
 				   "does not have", line);

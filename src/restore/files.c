@@ -243,6 +243,47 @@ static int give_own_ends(struct rst *r, uint32_t pipe_id, const struct pipe_ends
 	return 0;
 }
 
+/* --inherit-fd fd[N]:pipe:[INO] (runc's for a container's stdio): N for pipe INO, or -1. */
+static int inherit_fd_of(const struct rst *r, uint32_t pipe_id)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "pipe:[%u]", pipe_id);
+	for (int i = 0; i < r->o->nr_inherit_fd; i++)
+		if (!strcmp(r->o->inherit_fd[i].key, key))
+			return r->o->inherit_fd[i].fd;
+	return -1;
+}
+
+/* Every description of pipe_id the process holds is memdump's fd n, which goes the same way. */
+static int give_inherited(struct rst *r, uint32_t pipe_id, int n)
+{
+	struct dumpset *ds = &r->ds;
+	int acc = fcntl(n, F_GETFL);
+
+	if (acc < 0)
+		return fail(-errno, "--inherit-fd fd[%d]:pipe:[%u]: memdump has no fd %d: %s", n,
+			    pipe_id, n, strerror(errno));
+	acc &= O_ACCMODE;
+	for (size_t i = 0; i < ds->nr_files; i++) {
+		const FileEntry *fe = ds->files[i];
+		struct rdesc *d = is_pipe(fe, pipe_id) ? rst_desc(r, fe->id) : NULL;
+		int want = d ? fe->pipe->flags & O_ACCMODE : 0;
+
+		if (!d)
+			continue;
+		if (acc != O_RDWR && acc != want)
+			return fail(-EINVAL, "--inherit-fd fd[%d]:pipe:[%u]: fd %d is not open for "
+				    "%s as the dumped pipe end was", n, pipe_id, n,
+				    want == O_RDONLY ? "reading" : "writing");
+		d->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+		if (d->fd < 0)
+			return fail(-errno, "cannot copy fd %d: %s", n, strerror(errno));
+	}
+	pr_info("pipe %u: memdump's fd %d (--inherit-fd)", pipe_id, n);
+	return 0;
+}
+
 /* One description of a new pipe p: the first of each end is p's, the others reopen it. */
 static int open_end(const FileEntry *fe, int p[2], bool used[2])
 {
@@ -281,6 +322,8 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 	int p[2] = { -1, -1 }, ret;
 	bool used[2] = { false, false };
 
+	if (inherit_fd_of(r, pipe_id) >= 0)
+		return give_inherited(r, pipe_id, inherit_fd_of(r, pipe_id));
 	find_ends(r, pipe_id, &pe);
 	if (pe.rd != pe.wr && tree_has_pipe(r, pipe_id))
 		pe.rd = pe.wr = true;	/* its other end is in another process of the tree */

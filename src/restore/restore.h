@@ -44,6 +44,16 @@ struct restore_opts {
 	bool sibling;			/* --restore-sibling: memdump's parent's child (detached) */
 	const struct mnt_ext *mnt_ext;	/* --external mnt[KEY]:PATH (mntext.h) */
 	int nr_mnt_ext;
+	struct cg_root_map {		/* --cgroup-root [CTRL:]PATH (RPC cg_root, as CRIU's) */
+		const char *ctrl;	/* a controller, "" the v2 hierarchy, NULL every other */
+		const char *path;	/* where the tree's root cgroup goes, the rest below it */
+	} cg_root_map[16];
+	int nr_cg_root_map;
+	struct inherit_fd {		/* --inherit-fd fd[N]:KEY (RPC inherit_fd, as CRIU's) */
+		const char *key;	/* pipe:[INO]: that pipe of the dump is memdump's fd N */
+		int fd;
+	} inherit_fd[8];
+	int nr_inherit_fd;
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -202,6 +212,7 @@ struct rst {
 	/* a dumped tree (tree.c): the root holds it, every process points to it */
 	struct rst_tree *tree;
 	struct rst *tree_parent;	/* the process that forks this one; NULL: memdump */
+	const char *tree_cgroup;	/* the tree's root's cgroups (core), NULL: r is the root */
 	int tree_sync_fd;		/* in the forked child: tells its parent it is grouped */
 	struct rst_share *shares;
 	size_t nr_shares;

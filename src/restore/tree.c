@@ -117,6 +117,7 @@ static int load_member(struct rst *root, size_t i)
 
 	rst_init(m, root->o);
 	m->tree = root->tree;
+	m->tree_cgroup = root->leader->tc->cgroup;	/* --cgroup-root places it below that */
 	m->mnt_stage = root->mnt_stage;		/* its files are under the tree's root */
 	m->mnt_devs = root->mnt_devs;
 	m->nr_mnt_devs = root->nr_mnt_devs;
