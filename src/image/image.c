@@ -340,11 +340,28 @@ int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, s
 	return ret;
 }
 
-/* The list of images with their checksums, into inv->images. */
-static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *sums,
-		       ImageSumEntry **ptrs)
+static bool created_here(void *dir, const char *name)
 {
-	int ret = 0;
+	return find_created(dir, name) != NULL;
+}
+
+static void add_sum(InventoryEntry *inv, ImageSumEntry *sums, ImageSumEntry **ptrs,
+		    const char *name, uint64_t size, uint64_t hash)
+{
+	ImageSumEntry *e = &sums[inv->n_images];
+
+	image_sum_entry__init(e);
+	e->name = (char *)name;
+	e->size = size;
+	e->hash = hash;
+	ptrs[inv->n_images++] = e;
+}
+
+/* The list of images with their checksums, into inv->images; then a runtime's files. */
+static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *sums,
+		       ImageSumEntry **ptrs, struct runtime_file *rt)
+{
+	int ret = 0, nrt;
 
 	inv->n_images = 0;
 	inv->images = ptrs;
@@ -356,22 +373,15 @@ static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *
 		if (!c->summed)
 			ret = img_sum_file(dir->fd, c->name, &c->size, &c->hash);
 		c->summed = !ret;
-		image_sum_entry__init(&sums[inv->n_images]);
-		sums[inv->n_images].name = c->name;
-		sums[inv->n_images].size = c->size;
-		sums[inv->n_images].hash = c->hash;
-		ptrs[inv->n_images] = &sums[inv->n_images];
-		inv->n_images++;
+		add_sum(inv, sums, ptrs, c->name, c->size, c->hash);
 	}
-	for (int i = 0; i < dir->nr_subsets && !ret; i++) {
-		image_sum_entry__init(&sums[inv->n_images]);
-		sums[inv->n_images].name = dir->subsets[i].name;
-		sums[inv->n_images].size = dir->subsets[i].size;
-		sums[inv->n_images].hash = dir->subsets[i].hash;
-		ptrs[inv->n_images] = &sums[inv->n_images];
-		inv->n_images++;
-	}
-	return ret;
+	for (int i = 0; i < dir->nr_subsets && !ret; i++)
+		add_sum(inv, sums, ptrs, dir->subsets[i].name, dir->subsets[i].size,
+			dir->subsets[i].hash);
+	nrt = ret ? 0 : img_runtime_files(dir->fd, created_here, dir, rt, RUNTIME_FILES_MAX);
+	for (int i = 0; i < nrt; i++)
+		add_sum(inv, sums, ptrs, rt[i].name, rt[i].size, rt[i].hash);
+	return ret ? ret : nrt < 0 ? nrt : 0;
 }
 
 bool img_is_subset(const char *name, unsigned *pid)
@@ -422,9 +432,11 @@ static int write_inventory_file(struct img_dir *dir, const ProtobufCMessage *msg
 
 int img_write_inventory(struct img_dir *dir, InventoryEntry *inv)
 {
-	ImageSumEntry *sums = calloc(dir->nr_created + dir->nr_subsets + 1, sizeof(*sums));
-	ImageSumEntry **ptrs = calloc(dir->nr_created + dir->nr_subsets + 1, sizeof(*ptrs));
-	int ret = sums && ptrs ? list_images(dir, inv, sums, ptrs) : -ENOMEM;
+	size_t max = dir->nr_created + dir->nr_subsets + RUNTIME_FILES_MAX + 1;
+	ImageSumEntry *sums = calloc(max, sizeof(*sums));
+	ImageSumEntry **ptrs = calloc(max, sizeof(*ptrs));
+	struct runtime_file rt[RUNTIME_FILES_MAX];
+	int ret = sums && ptrs ? list_images(dir, inv, sums, ptrs, rt) : -ENOMEM;
 
 	if (!ret)
 		ret = write_inventory_file(dir, &inv->base);

@@ -158,4 +158,18 @@ int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t s
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 
+/*
+ * runtime_files.c: the files a runtime put in the dump directory (runc's
+ * descriptors.json) that ours(arg, name) does not claim, with their sums:
+ * how many (at most max), or <0 after fail().
+ */
+#define RUNTIME_FILES_MAX	8
+#define RUNTIME_FILE_SIZE	(1 << 20)
+struct runtime_file {
+	char name[64];
+	uint64_t size, hash;
+};
+int img_runtime_files(int dirfd, bool (*ours)(void *arg, const char *name), void *arg,
+		      struct runtime_file *out, int max);
+
 #endif
