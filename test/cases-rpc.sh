@@ -117,10 +117,20 @@ case_rpc_dump_restore() {
 case_rpc_refuse_options() {
 	start_prog t-pattern
 	mkdir "$T/d"
-	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" freeze_cgroup=/sys/fs/cgroup/x \
-		lazy_pages=true status_fd=1 manage_cgroups_mode=FULL external=net:x
-	rpc_refused "DUMP: options memdump cannot honour" "freeze_cgroup \(" \
-		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \("
+	echo "tcp-close" > "$T/criu.conf"
+	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" auto_dedup=true \
+		lazy_pages=true status_fd=1 manage_cgroups_mode=FULL external=net:x \
+		cg_root=cpu:/x empty_ns=$((0x20000 | 0x40000000)) config_file="$T/criu.conf" \
+		log_file=rpc.log
+	rpc_refused "DUMP: options memdump cannot honour" "auto_dedup \(" \
+		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \(" \
+		"cg_root \(" "empty_ns \(only CLONE_NEWNET" "config_file \(.*criu.conf exists"
+	grep -q "DUMP failed: .*config_file" "$T/d/rpc.log" ||
+		fail "the refusal is not in the request's log file (where runc points)"
+	rpc inh "$MEMDUMP" RESTORE images_dir="$T/d" inherit_fd=extRootNetNS:5
+	rpc_refused "inherit_fd \(only pipe:\[INO\] keys"
+	rpc fz "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" freeze_cgroup=/sys/fs/cgroup/x
+	rpc_refused "freeze cgroup /sys/fs/cgroup/x: No such file"
 	rpc root "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" root=/tmp
 	rpc_refused "root \(/tmp is not the root of the target"
 	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true

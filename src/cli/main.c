@@ -23,7 +23,7 @@ static const char usage[] =
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
-	"       [--prev-images-dir PDIR [--track-mem]]\n"
+	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
@@ -33,12 +33,14 @@ static const char usage[] =
 	"        --prev-images-dir (relative to DIR): write only the pages written since\n"
 	"        PDIR was dumped; --track-mem: go on tracking them (with --leave-running);\n"
 	"        --external mnt[POINT]:KEY: the bind mount at POINT is restored from the\n"
-	"        path restore's --external mnt[KEY]:PATH gives\n"
+	"        path restore's --external mnt[KEY]:PATH gives; --freeze-cgroup: the\n"
+	"        tree is held by that cgroup's freezer while it is seized (as CRIU's)\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
+	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
 	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
 	"        into that existing namespace instead of a new one; --root: the root of\n"
@@ -46,7 +48,10 @@ static const char usage[] =
 	"        the process is memdump's parent's child (memdump prints its PID, returns);\n"
 	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
 	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
-	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH\n"
+	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
+	"        --cgroup-root: the root's cgroup (of CTRL's hierarchy, or of every other)\n"
+	"        is PATH, the others' below it; --inherit-fd: the dumped pipe INO is\n"
+	"        memdump's fd N (as CRIU's, runc's for a container's stdio)\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -69,6 +74,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
 		.hooks = action_scripts_init(as, o->action_scripts, o->nr_action_scripts, o->dir),
 		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.freeze_cgroup = o->freeze_cgroup,
 	};
 }
 
@@ -108,6 +114,10 @@ int cmd_restore(const struct options *o)
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
 	memcpy(r.veth_ext, o->veth_ext, sizeof(r.veth_ext));
+	memcpy(r.cg_root_map, o->cg_root_map, sizeof(r.cg_root_map));
+	r.nr_cg_root_map = o->nr_cg_root_map;
+	memcpy(r.inherit_fd, o->inherit_fd, sizeof(r.inherit_fd));
+	r.nr_inherit_fd = o->nr_inherit_fd;
 	r.nr_veth_ext = o->nr_veth_ext;
 	return restore_run(&r);
 }
@@ -165,6 +175,35 @@ static int parse_join_ns(struct options *opts, char *s)
 	return 0;
 }
 
+/* [CTRL:]PATH (CRIU's --cgroup-root), split in place: no controller, every other hierarchy. */
+static int parse_cgroup_root(struct options *opts, char *s)
+{
+	char *slash = strchr(s, '/'), *colon = strchr(s, ':');
+	struct cg_root_map *m = &opts->cg_root_map[opts->nr_cg_root_map];
+
+	if (!slash || opts->nr_cg_root_map == (int)ARRAY_SIZE(opts->cg_root_map) ||
+	    (colon && colon > slash) || (!colon && slash != s) || (colon && colon + 1 != slash))
+		return -1;
+	if (colon)
+		*colon = '\0';
+	*m = (struct cg_root_map){ colon ? s : NULL, slash };
+	opts->nr_cg_root_map++;
+	return 0;
+}
+
+/* fd[N]:pipe:[INO] (CRIU's --inherit-fd), split in place. */
+static int parse_inherit_fd(struct options *opts, char *s)
+{
+	char *end;
+	long n = strncmp(s, "fd[", 3) ? -1 : strtol(s + 3, &end, 10);
+
+	if (n < 0 || n > INT32_MAX || end == s + 3 || strncmp(end, "]:", 2) || !end[2] ||
+	    opts->nr_inherit_fd == (int)ARRAY_SIZE(opts->inherit_fd))
+		return -1;
+	opts->inherit_fd[opts->nr_inherit_fd++] = (struct inherit_fd){ end + 2, (int)n };
+	return 0;
+}
+
 /* mnt[KEY]:VALUE (CRIU's --external form for bind mounts), split in place. */
 static int parse_external_mnt(struct options *opts, char *s)
 {
@@ -174,7 +213,7 @@ static int parse_external_mnt(struct options *opts, char *s)
 	    opts->nr_mnt_ext == MNT_EXT_MAX)
 		return -1;
 	*close = '\0';
-	opts->mnt_ext[opts->nr_mnt_ext++] = (struct mnt_ext){ key, close + 2 };
+	opts->mnt_ext[opts->nr_mnt_ext++] = (struct mnt_ext){ key, close + 2, false };
 	return 0;
 }
 
@@ -231,7 +270,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
-	       OPT_SIBLING, OPT_EXTERNAL };
+	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -250,6 +289,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "join-ns", required_argument, NULL, OPT_JOIN_NS },
 		{ "external", required_argument, NULL, OPT_EXTERNAL },
 		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "freeze-cgroup", required_argument, NULL, OPT_FREEZE_CG },
+		{ "cgroup-root", required_argument, NULL, OPT_CG_ROOT },
+		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
@@ -319,6 +361,22 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_SIBLING:
 			opts->sibling = true;
 			break;
+		case OPT_FREEZE_CG:
+			opts->freeze_cgroup = optarg;
+			break;
+		case OPT_CG_ROOT:
+			if (parse_cgroup_root(opts, optarg))
+				return bad_usage("--cgroup-root wants [CONTROLLER:]/PATH (at most 16), "
+						 "not '%s'", optarg);
+			break;
+		case OPT_INHERIT_FD:
+			if (parse_inherit_fd(opts, optarg))
+				return bad_usage("--inherit-fd wants fd[N]:KEY (at most 8), not '%s'",
+						 optarg);
+			if (strncmp(opts->inherit_fd[opts->nr_inherit_fd - 1].key, "pipe:[", 6))
+				return bad_usage("--inherit-fd %s: only pipe:[INO] keys (memdump "
+						 "inherits no other file)", optarg);
+			break;
 		case OPT_JOIN_NS:
 			if (parse_join_ns(opts, optarg))
 				return bad_usage("--join-ns wants KIND:PATH (at most 4), not '%s'",
@@ -327,7 +385,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_EXTERNAL:
 			if (parse_external(opts, optarg))
 				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8) "
-						 "or mnt[KEY]:VALUE (at most 16), not '%s'", optarg);
+						 "or mnt[KEY]:VALUE (at most 64), not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

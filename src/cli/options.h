@@ -37,6 +37,11 @@ struct options {
 	int nr_veth_ext;
 	struct mnt_ext mnt_ext[MNT_EXT_MAX];	/* --external mnt[KEY]:VALUE */
 	int nr_mnt_ext;
+	const char *freeze_cgroup;	/* dump --freeze-cgroup */
+	struct cg_root_map cg_root_map[16];	/* restore --cgroup-root [CTRL:]PATH */
+	int nr_cg_root_map;
+	struct inherit_fd inherit_fd[8];	/* restore --inherit-fd fd[N]:KEY */
+	int nr_inherit_fd;
 	const char *root;		/* restore --root */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */

@@ -35,6 +35,8 @@ static int respond(const struct rpc_conn *c, CriuResp *resp, int ret)
 	int sent;
 
 	resp->success = ret >= 0;
+	if (ret < 0)	/* the log a runtime names (stderr without one) */
+		pr_err("%s failed: %s", rpc_type_name(resp->type), fail_reason());
 	if (ret < 0) {
 		resp->has_cr_errno = true;
 		resp->cr_errno = -ret;
@@ -88,13 +90,16 @@ static int apply_log(const struct rpc_job *job)
 	return log_init(job->log_level, job->log_path[0] ? job->log_path : NULL);
 }
 
+/*
+ * The job's options, and its log open: a refusal or a failure is written
+ * there too (runtimes point their users at that file, not at cr_errmsg).
+ */
 static int prepare_job(const struct rpc_conn *c, const CriuReq *req, struct rpc_job *job)
 {
 	int ret = rpc_opts_map(req->opts, req->type, c, job);
+	int log = job->log_path[0] ? apply_log(job) : 0;
 
-	if (!ret)
-		ret = apply_log(job);
-	return ret;
+	return ret ? ret : log;
 }
 
 static int serve_check(const struct rpc_conn *c, const CriuReq *req)

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "common.h"
@@ -33,7 +34,7 @@ struct opt_rule {
 	const char *why;	/* why the others refuse it */
 };
 
-#define NEEDS_NS	"needs namespaces, issue 10"
+#define NEEDS_NS	"external namespaces and mount sharing are not supported"
 
 static const struct opt_rule rules[] = {
 	{ "images_dir_fd", K_ALL, NULL },
@@ -61,13 +62,14 @@ static const struct opt_rule rules[] = {
 	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
 	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
 	{ "rst_sibling", K_RESTORE, NULL },
-	{ "inherit_fd", 0, "memdump gives one-ended pipes its own fds of the same numbers" },
-	{ "freeze_cgroup", 0, "memdump freezes with ptrace, not the cgroup freezer" },
-	{ "cg_root", 0, "memdump restores the cgroups recorded in the images" },
+	{ "inherit_fd", K_RESTORE, "only a restore inherits fds" },
+	{ "freeze_cgroup", K_DUMP, "only a dump freezes" },
+	{ "cg_root", K_RESTORE, "only a restore puts processes into cgroups" },
+	{ "config_file", K_ALL, NULL },
 	{ "ext_mnt", K_DUMP | K_RESTORE, NULL },
 	{ "external", 0, NEEDS_NS },
 	{ "join_ns", K_RESTORE, "only a restore joins namespaces" },
-	{ "empty_ns", 0, NEEDS_NS },
+	{ "empty_ns", K_DUMP | K_RESTORE, NULL },
 	{ "veths", K_RESTORE, "only a restore makes veth pairs" },
 	{ "auto_ext_mnt", 0, NEEDS_NS },
 	{ "ext_sharing", 0, NEEDS_NS },
@@ -149,6 +151,24 @@ static unsigned int kind_of(CriuReqType type)
 	return type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE : K_CHECK;
 }
 
+/*
+ * config_file: CRIU reads options from it, and takes a missing file as
+ * none (runc always names /etc/criu/runc.conf). memdump reads no CRIU
+ * configuration: a file that is there and says something is refused.
+ */
+static void check_config_file(const CriuOpts *co, char *list, size_t len)
+{
+	struct stat st;
+	char why[320];
+
+	if (!co->config_file || !co->config_file[0] || stat(co->config_file, &st) ||
+	    !st.st_size)
+		return;
+	snprintf(why, sizeof(why), "%.256s exists: memdump reads no CRIU configuration file",
+		 co->config_file);
+	add_refusal(list, len, "config_file", why);
+}
+
 /* The values of honoured options that memdump cannot take: cgroup modes other than soft. */
 static void check_values(const CriuOpts *co, char *list, size_t len)
 {
@@ -162,6 +182,14 @@ static void check_values(const CriuOpts *co, char *list, size_t len)
 			    "memdump always puts the process back into its recorded cgroups");
 	if (co->log_file && strchr(co->log_file, '/'))
 		add_refusal(list, len, "log_file", "a name in the work directory, no '/'");
+	if (co->has_empty_ns && (co->empty_ns & ~(uint32_t)CLONE_NEWNET))
+		add_refusal(list, len, "empty_ns", "only CLONE_NEWNET: memdump restores every "
+			    "other namespace as dumped");
+	for (size_t i = 0; i < co->n_inherit_fd; i++)
+		if (strncmp(co->inherit_fd[i]->key, "pipe:[", 6))
+			add_refusal(list, len, "inherit_fd",
+				    "only pipe:[INO] keys: memdump inherits no other file");
+	check_config_file(co, list, len);
 }
 
 /* Every option set that this request cannot honour, in one fail(). */
@@ -275,7 +303,7 @@ static int map_ext_mnt(const CriuOpts *co, struct rpc_job *job)
 	if (co->n_ext_mnt > MNT_EXT_MAX)
 		return fail(-EINVAL, "%zu ext_mnt, at most %d", co->n_ext_mnt, MNT_EXT_MAX);
 	for (size_t i = 0; i < co->n_ext_mnt; i++)
-		job->mnt_ext[i] = (struct mnt_ext){ co->ext_mnt[i]->key, co->ext_mnt[i]->val };
+		job->mnt_ext[i] = (struct mnt_ext){ co->ext_mnt[i]->key, co->ext_mnt[i]->val, true };
 	job->nr_mnt_ext = (int)co->n_ext_mnt;
 	return 0;
 }
@@ -294,6 +322,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.prev_dir = co->parent_img, .pre_dump = type == CRIU_REQ_TYPE__PRE_DUMP,
 		.track_mem = co->has_track_mem && co->track_mem,
 		.mnt_ext = job->mnt_ext,
+		.freeze_cgroup = co->freeze_cgroup && co->freeze_cgroup[0] ? co->freeze_cgroup : NULL,
 	};
 	int ret = map_ext_mnt(co, job);
 
@@ -321,6 +350,30 @@ static int map_veths(const CriuOpts *co, struct restore_opts *r)
 	return 0;
 }
 
+/* cg_root (ctrl absent: every hierarchy not named) and inherit_fd (pipe keys). */
+static int map_cg_root_and_inherit(const CriuOpts *co, struct restore_opts *r)
+{
+	if (co->n_cg_root > ARRAY_SIZE(r->cg_root_map))
+		return fail(-EINVAL, "RESTORE: %zu cg_root, at most %zu", co->n_cg_root,
+			    ARRAY_SIZE(r->cg_root_map));
+	if (co->n_inherit_fd > ARRAY_SIZE(r->inherit_fd))
+		return fail(-EINVAL, "RESTORE: %zu inherit_fd, at most %zu", co->n_inherit_fd,
+			    ARRAY_SIZE(r->inherit_fd));
+	for (size_t i = 0; i < co->n_cg_root; i++) {
+		if (co->cg_root[i]->path[0] != '/')
+			return fail(-EINVAL, "RESTORE: cg_root %s: not an absolute cgroup path",
+				    co->cg_root[i]->path);
+		r->cg_root_map[i] = (struct cg_root_map){ co->cg_root[i]->ctrl,
+							  co->cg_root[i]->path };
+	}
+	r->nr_cg_root_map = (int)co->n_cg_root;
+	for (size_t i = 0; i < co->n_inherit_fd; i++)
+		r->inherit_fd[i] = (struct inherit_fd){ co->inherit_fd[i]->key,
+							co->inherit_fd[i]->fd };
+	r->nr_inherit_fd = (int)co->n_inherit_fd;
+	return 0;
+}
+
 static int map_restore(const CriuOpts *co, struct rpc_job *job)
 {
 	int ret;
@@ -341,6 +394,8 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 	ret = map_ext_mnt(co, job);
 	job->restore.mnt_ext = job->mnt_ext;
 	job->restore.nr_mnt_ext = job->nr_mnt_ext;
+	if (!ret)
+		ret = map_cg_root_and_inherit(co, &job->restore);
 	return ret ? ret : map_veths(co, &job->restore);
 }
 
@@ -353,11 +408,11 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 	memset(job, 0, sizeof(*job));
 	if (!co)
 		co = &none;
-	ret = refuse_unhonoured(co, type);
+	ret = map_dirs_and_log(co, type, c, job);	/* first: a refusal goes to the log too */
+	if (!ret)
+		ret = refuse_unhonoured(co, type);
 	if (!ret)
 		ret = check_root(co, type);
-	if (!ret)
-		ret = map_dirs_and_log(co, type, c, job);
 	if (ret)
 		return ret;
 	job->notify = co->has_notify_scripts && co->notify_scripts;
