@@ -3,18 +3,19 @@
 # rootfs (its process tree, PID, mount with a root of its own, UTS, IPC and
 # network namespaces, its cgroups), still counting.
 
-# runc_bundle DIR: a bundle whose init counts into /tmp/count of its rootfs
+# runc_bundle DIR [SCRIPT]: a bundle whose init runs SCRIPT (default: counts into
+# /tmp/count of its rootfs)
 runc_bundle() {
-	local b=$1 c
+	local b=$1 c script=${2:-'exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done'}
 	mkdir -p "$b/rootfs/bin" "$b/rootfs/proc" "$b/rootfs/sys" "$b/rootfs/dev" "$b/rootfs/tmp"
 	cp "$(command -v busybox)" "$b/rootfs/bin/"
 	for c in sh sleep echo cat ls; do ln -sf busybox "$b/rootfs/bin/$c"; done
 	(cd "$b" && runc spec) || fail "runc spec failed"
-	python3 - "$b/config.json" <<'PY'
+	python3 - "$b/config.json" "$script" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c['process']['terminal'] = False
-c['process']['args'] = ['sh', '-c', 'exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done']
+c['process']['args'] = ['sh', '-c', sys.argv[2]]
 c['root']['readonly'] = False
 c['hostname'] = 'memdump-ct'
 json.dump(c, open(sys.argv[1], 'w'))
@@ -82,3 +83,103 @@ case_runc_busybox() {
 }
 
 add runc-busybox case_runc_busybox
+
+# runc_ctr_state ID FIELD: a field of `runc state`
+runc_ctr_state() {
+	runc state "$1" 2> /dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["'"$2"'"])'
+}
+
+# the NSpid of a process and of its children running 'sleep 100000', on one line
+nspids_of() {
+	local p
+	for p in "$1" $(cat /proc/"$1"/task/"$1"/children 2> /dev/null); do
+		[[ $p == "$1" ]] || tr '\0' ' ' < /proc/"$p"/cmdline | grep -q 'sleep 100000' || continue
+		printf '%s; ' "$(proc_field "$p" NSpid | tr '\t' ' ')"
+	done
+}
+
+# numbers_run FILE: the numbers of FILE (lines of digits only) run up by one each
+numbers_run() {
+	grep -E '^[0-9]+$' "$1" | awk 'NR > 1 && $1 != prev + 1 { bad = 1 } { prev = $1 } END { exit bad }'
+}
+
+# runc drives memdump through CRIU's RPC (runc --criu, memdump under the name criu):
+# a container with a child process, its stderr a pipe, checkpointed (runc sends
+# freeze_cgroup, ext_mnt, empty_ns, config_file, notify_scripts, and writes
+# descriptors.json into the images directory) and gone; restored by runc (cg_root,
+# inherit_fd for the stderr pipe, rst_sibling, root): running with the same PIDs in
+# and out, counting on without a gap into its file and into its new stderr pipe.
+# Then checkpoints with --leave-running, paused (it stays paused) and running.
+case_runc_criu() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-c$$ n before after
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b" 'sleep 100000 & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; echo $i >&2; sleep 0.1; done'
+	trap 'runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2> >(cat > "$T/err1") ||
+		fail "runc run failed"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
+	before=$(nspids_of "$PID")
+	[[ $before == *\;*\;* ]] || fail "the init has no child: $before"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--image-path "$T/img" "$id") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
+	grep -q "cgroup /sys/fs/cgroup/.*freezer.* frozen" "$T/img/dump.log" ||
+		fail "the dump did not freeze the container's freezer cgroup"
+	runc state "$id" > /dev/null 2>&1 && fail "the container outlived its checkpoint"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	n=$(count_of "$b/rootfs/tmp/count")
+	[[ -f $T/img/descriptors.json ]] || fail "runc wrote no descriptors.json"
+	md verify verify -D "$T/img" || fail "verify failed with runc's descriptors.json beside"
+	cp -a "$T/img" "$T/bad" && echo '["x"]' > "$T/bad/descriptors.json"
+	md verify-bad verify -D "$T/bad"
+	expect_md_error
+	grep -q "descriptors.json" "$MD_ERR" || fail "a changed descriptors.json is not named"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d \
+		--image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2> >(cat > "$T/err2") ||
+		{ show_file restore.log "$T/img/restore.log"; fail "runc restore failed: $(tail -n2 "$T/err2")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
+	after=$(nspids_of "$PID")
+	[[ $after == "$before" ]] || fail "the PIDs in and out differ: [$before] [$after]"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 5))"' ))' ||
+		fail "the restored container does not count on from $n"
+	local last; last=$(count_of "$b/rootfs/tmp/count")
+	[[ $(head -n "$last" "$b/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
+		fail "the count has a gap or a repeat"
+	wait_until 5 eval '(( $(grep -cE "^[0-9]+$" '"$T"'/err2) >= 3 ))' ||
+		fail "the restored container writes nothing into its new stderr pipe (inherit_fd)"
+	numbers_run "$T/err2" || fail "its stderr skips: $(head -c 200 "$T/err2")"
+	(( $(grep -m1 -E '^[0-9]+$' "$T/err2") > $(grep -E '^[0-9]+$' "$T/err1" | tail -n1) )) ||
+		fail "its stderr goes back: $(grep -E '^[0-9]+$' "$T/err1" | tail -n1), then $(head -n1 "$T/err2")"
+	grep -q "/$id\$" /proc/"$PID"/cgroup || fail "the container is not in its cgroups"
+	# paused: a --leave-running checkpoint leaves it paused
+	runc pause "$id" || fail "runc pause failed"
+	n=$(count_of "$b/rootfs/tmp/count")
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --leave-running \
+		--image-path "$T/img2" "$id") > "$T/ckpt2.out" 2>&1 ||
+		fail "runc checkpoint --leave-running (paused) failed: $(tail -n2 "$T/ckpt2.out")"
+	[[ $(runc_ctr_state "$id" status) == paused ]] || fail "the paused container is $(runc_ctr_state "$id" status) after its checkpoint"
+	sleep 0.3
+	[[ $(count_of "$b/rootfs/tmp/count") == "$n" ]] || fail "the paused container counted on"
+	runc resume "$id" || fail "runc resume failed"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the resumed container does not count on"
+	# running: a --leave-running checkpoint leaves it running, its set complete
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --leave-running \
+		--image-path "$T/img3" "$id") > "$T/ckpt3.out" 2>&1 ||
+		fail "runc checkpoint --leave-running failed: $(tail -n2 "$T/ckpt3.out")"
+	n=$(count_of "$b/rootfs/tmp/count")
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the container left running does not count on"
+	[[ $(cat /sys/fs/cgroup/freezer/"$id"/freezer.state 2> /dev/null || echo THAWED) == THAWED ]] ||
+		fail "the container's freezer is left $(cat /sys/fs/cgroup/freezer/"$id"/freezer.state)"
+	md verify3 verify -D "$T/img3" || fail "verify of the --leave-running set failed"
+	[[ $(nspids_of "$PID") == "$before" ]] || fail "the PIDs changed after the checkpoints"
+}
+
+add runc-criu case_runc_criu
