@@ -106,31 +106,33 @@ numbers_run() {
 # runc drives memdump through CRIU's RPC (runc --criu, memdump under the name criu):
 # a container with a child process, its stderr a pipe, checkpointed (runc sends
 # freeze_cgroup, ext_mnt, empty_ns, config_file, notify_scripts, and writes
-# descriptors.json into the images directory) and gone; restored by runc (cg_root,
-# inherit_fd for the stderr pipe, rst_sibling, root): running with the same PIDs in
-# and out, counting on without a gap into its file and into its new stderr pipe.
-# Then checkpoints with --leave-running, paused (it stays paused) and running.
+# descriptors.json into the images directory) and gone; restored by runc under
+# another name, so in other cgroups (cg_root; inherit_fd for the stderr pipe,
+# rst_sibling, root): running with the same PIDs in and out, counting on without a
+# gap into its file and into its new stderr pipe. Then checkpoints with
+# --leave-running, paused (it stays paused) and running.
 case_runc_criu() {
 	command -v runc > /dev/null && command -v busybox > /dev/null ||
 		{ note "no runc or busybox: skipped"; return 0; }
-	local b=$T/bundle id=memdump-c$$ n before after
+	local b=$T/bundle id0=memdump-c$$ id=memdump-r$$ n before after
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
 	runc_bundle "$b" 'sleep 100000 & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; echo $i >&2; sleep 0.1; done'
-	trap 'runc_cleanup '"$id" EXIT
-	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2> >(cat > "$T/err1") ||
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id0") < /dev/null > /dev/null 2> >(cat > "$T/err1") ||
 		fail "runc run failed"
-	PID=$(runc_ctr_state "$id" pid)
+	PID=$(runc_ctr_state "$id0" pid)
 	[[ $PID -gt 1 ]] || fail "no container init"
 	track "$PID"
 	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
 	before=$(nspids_of "$PID")
 	[[ $before == *\;*\;* ]] || fail "the init has no child: $before"
 	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
-		--image-path "$T/img" "$id") > "$T/ckpt.out" 2>&1 ||
+		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
 		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
 	grep -q "cgroup /sys/fs/cgroup/.*freezer.* frozen" "$T/img/dump.log" ||
 		fail "the dump did not freeze the container's freezer cgroup"
-	runc state "$id" > /dev/null 2>&1 && fail "the container outlived its checkpoint"
+	runc state "$id0" > /dev/null 2>&1 && fail "the container outlived its checkpoint"
+	[[ -d /sys/fs/cgroup/pids/$id0 ]] && fail "runc left the container's cgroup"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
 	n=$(count_of "$b/rootfs/tmp/count")
 	[[ -f $T/img/descriptors.json ]] || fail "runc wrote no descriptors.json"
@@ -156,7 +158,10 @@ case_runc_criu() {
 	numbers_run "$T/err2" || fail "its stderr skips: $(head -c 200 "$T/err2")"
 	(( $(grep -m1 -E '^[0-9]+$' "$T/err2") > $(grep -E '^[0-9]+$' "$T/err1" | tail -n1) )) ||
 		fail "its stderr goes back: $(grep -E '^[0-9]+$' "$T/err1" | tail -n1), then $(head -n1 "$T/err2")"
-	grep -q "/$id\$" /proc/"$PID"/cgroup || fail "the container is not in its cgroups"
+	grep -q ":/$id\$" /proc/"$PID"/cgroup && ! grep -q "$id0" /proc/"$PID"/cgroup ||
+		fail "the container is not in its new cgroups: $(tr '\n' ' ' < /proc/"$PID"/cgroup)"
+	grep -q "restored as .*/$id (--cgroup-root)" "$T/img/restore.log" ||
+		fail "the restore log does not say the cgroups were moved"
 	# paused: a --leave-running checkpoint leaves it paused
 	runc pause "$id" || fail "runc pause failed"
 	n=$(count_of "$b/rootfs/tmp/count")
