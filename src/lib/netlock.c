@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "netlock.h"
+#include "nsswitch.h"
 
 static void rule(FILE *f, const struct netlock_conn *c, bool reverse)
 {
@@ -26,16 +27,25 @@ static void rule(FILE *f, const struct netlock_conn *c, bool reverse)
 		reverse ? c->dport : c->sport, ip, b, reverse ? c->sport : c->dport);
 }
 
-static int run_nft(const char *script)
+/*
+ * nft, run in pid's network namespace (where its connections are): memdump
+ * may be elsewhere, as a restore or a supervisor of a container is.
+ */
+static int run_nft(pid_t pid, const char *script)
 {
-	FILE *p = popen("nft -f - >/dev/null 2>&1", "w");
-	int st;
+	const struct ns_kind *k = ns_kind_by_name("net");
+	int back, ret = ns_enter_pid(pid, k, &back), st;
+	FILE *p = ret ? NULL : popen("nft -f - >/dev/null 2>&1", "w");
 
-	if (!p)
-		return -errno;
-	fputs(script, p);
-	st = pclose(p);
-	return st == 0 ? 0 : -EIO;
+	if (!ret && !p)
+		ret = -errno;
+	if (p) {
+		fputs(script, p);
+		st = pclose(p);
+		ret = st == 0 ? 0 : -EIO;
+	}
+	ns_return(back, k);
+	return ret;
 }
 
 int netlock_add(pid_t pid, const struct netlock_conn *conns, size_t n)
@@ -55,7 +65,7 @@ int netlock_add(pid_t pid, const struct netlock_conn *conns, size_t n)
 	}
 	fprintf(f, "\t}\n}\n");
 	fclose(f);
-	ret = run_nft(script);
+	ret = run_nft(pid, script);
 	free(script);
 	if (ret)
 		return fail(ret, "cannot lock the network of %zu TCP connection(s) with nftables "
@@ -68,7 +78,7 @@ void netlock_remove(pid_t pid)
 {
 	char cmd[96];
 
-	snprintf(cmd, sizeof(cmd), "nft delete table inet memdump-lock-%d 2>/dev/null", pid);
-	if (system(cmd) == 0)
+	snprintf(cmd, sizeof(cmd), "delete table inet memdump-lock-%d\n", pid);
+	if (run_nft(pid, cmd) == 0)
 		pr_info("network unlocked: table inet memdump-lock-%d removed\n", pid);
 }
