@@ -123,12 +123,10 @@ case_rpc_refuse_options() {
 		cg_root=cpu:/x empty_ns=$((0x20000 | 0x40000000)) config_file="$T/criu.conf" \
 		log_file=rpc.log
 	rpc_refused "DUMP: options memdump cannot honour" "auto_dedup \(" \
-		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \(" \
+		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \(only one net" \
 		"cg_root \(" "empty_ns \(only CLONE_NEWNET" "config_file \(.*criu.conf exists"
 	grep -q "DUMP failed: .*config_file" "$T/d/rpc.log" ||
 		fail "the refusal is not in the request's log file (where runc points)"
-	rpc inh "$MEMDUMP" RESTORE images_dir="$T/d" inherit_fd=extRootNetNS:5
-	rpc_refused "inherit_fd \(only pipe:\[INO\] keys"
 	rpc fz "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" freeze_cgroup=/sys/fs/cgroup/x
 	rpc_refused "freeze cgroup /sys/fs/cgroup/x: No such file"
 	rpc root "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" root=/tmp

@@ -75,6 +75,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.hooks = action_scripts_init(as, o->action_scripts, o->nr_action_scripts, o->dir),
 		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 		.freeze_cgroup = o->freeze_cgroup,
+		.ext_net_ino = o->ext_net_ino, .ext_net_key = o->ext_net_key,
 	};
 }
 
@@ -217,13 +218,29 @@ static int parse_external_mnt(struct options *opts, char *s)
 	return 0;
 }
 
-/* veth[IN]:OUT[@BRIDGE] or mnt[KEY]:VALUE (CRIU's --external forms), split in place. */
+/* net[INO]:KEY: an external network namespace (a runtime's). */
+static int parse_external_net(struct options *opts, char *s)
+{
+	char *end;
+	unsigned long long ino = strtoull(s + 4, &end, 10);
+
+	if (!ino || end == s + 4 || strncmp(end, "]:", 2) || !end[2] || opts->ext_net_ino)
+		return -1;
+	opts->ext_net_ino = ino;
+	opts->ext_net_key = end + 2;
+	return 0;
+}
+
+/* veth[IN]:OUT[@BRIDGE], mnt[KEY]:VALUE or net[INO]:KEY (CRIU's --external forms), split
+ * in place. */
 static int parse_external(struct options *opts, char *s)
 {
 	char *in = s + 5, *close = strchr(s, ']'), *at;
 
 	if (!strncmp(s, "mnt[", 4))
 		return parse_external_mnt(opts, s);
+	if (!strncmp(s, "net[", 4))
+		return parse_external_net(opts, s);
 	if (strncmp(s, "veth[", 5) || !close || close == in || close[1] != ':' || !close[2] ||
 	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
 		return -1;
@@ -373,9 +390,6 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_inherit_fd(opts, optarg))
 				return bad_usage("--inherit-fd wants fd[N]:KEY (at most 8), not '%s'",
 						 optarg);
-			if (strncmp(opts->inherit_fd[opts->nr_inherit_fd - 1].key, "pipe:[", 6))
-				return bad_usage("--inherit-fd %s: only pipe:[INO] keys (memdump "
-						 "inherits no other file)", optarg);
 			break;
 		case OPT_JOIN_NS:
 			if (parse_join_ns(opts, optarg))
@@ -384,8 +398,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_EXTERNAL:
 			if (parse_external(opts, optarg))
-				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8) "
-						 "or mnt[KEY]:VALUE (at most 64), not '%s'", optarg);
+				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
+						 "mnt[KEY]:VALUE (at most 64) or net[INO]:KEY (one), "
+						 "not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

@@ -38,6 +38,8 @@ struct options {
 	struct mnt_ext mnt_ext[MNT_EXT_MAX];	/* --external mnt[KEY]:VALUE */
 	int nr_mnt_ext;
 	const char *freeze_cgroup;	/* dump --freeze-cgroup */
+	uint64_t ext_net_ino;		/* dump --external net[INO]:KEY */
+	const char *ext_net_key;
 	struct cg_root_map cg_root_map[16];	/* restore --cgroup-root [CTRL:]PATH */
 	int nr_cg_root_map;
 	struct inherit_fd inherit_fd[8];	/* restore --inherit-fd fd[N]:KEY */

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -67,7 +68,7 @@ static const struct opt_rule rules[] = {
 	{ "cg_root", K_RESTORE, "only a restore puts processes into cgroups" },
 	{ "config_file", K_ALL, NULL },
 	{ "ext_mnt", K_DUMP | K_RESTORE, NULL },
-	{ "external", 0, NEEDS_NS },
+	{ "external", K_DUMP, "a restore takes external namespaces by inherit_fd" },
 	{ "join_ns", K_RESTORE, "only a restore joins namespaces" },
 	{ "empty_ns", K_DUMP | K_RESTORE, NULL },
 	{ "veths", K_RESTORE, "only a restore makes veth pairs" },
@@ -151,6 +152,21 @@ static unsigned int kind_of(CriuReqType type)
 	return type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE : K_CHECK;
 }
 
+/* net[INO]:KEY (CRIU's external network namespace, which runc sends for a netns path). */
+static int parse_ext_net(const char *s, uint64_t *ino, const char **key)
+{
+	char *end;
+	unsigned long long n = strncmp(s, "net[", 4) ? 0 : strtoull(s + 4, &end, 10);
+
+	if (!n || strncmp(end, "]:", 2) || !end[2])
+		return -EINVAL;
+	if (ino)
+		*ino = n;
+	if (key)
+		*key = end + 2;
+	return 0;
+}
+
 /*
  * config_file: CRIU reads options from it, and takes a missing file as
  * none (runc always names /etc/criu/runc.conf). memdump reads no CRIU
@@ -185,10 +201,10 @@ static void check_values(const CriuOpts *co, char *list, size_t len)
 	if (co->has_empty_ns && (co->empty_ns & ~(uint32_t)CLONE_NEWNET))
 		add_refusal(list, len, "empty_ns", "only CLONE_NEWNET: memdump restores every "
 			    "other namespace as dumped");
-	for (size_t i = 0; i < co->n_inherit_fd; i++)
-		if (strncmp(co->inherit_fd[i]->key, "pipe:[", 6))
-			add_refusal(list, len, "inherit_fd",
-				    "only pipe:[INO] keys: memdump inherits no other file");
+	for (size_t i = 0; i < co->n_external; i++)
+		if (parse_ext_net(co->external[i], NULL, NULL) || co->n_external > 1)
+			add_refusal(list, len, "external", "only one net[INO]:KEY: memdump takes "
+				    "no other external object");
 	check_config_file(co, list, len);
 }
 
@@ -326,6 +342,8 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 	};
 	int ret = map_ext_mnt(co, job);
 
+	if (co->n_external)
+		parse_ext_net(co->external[0], &job->dump.ext_net_ino, &job->dump.ext_net_key);
 	job->dump.nr_mnt_ext = job->nr_mnt_ext;
 	return ret;
 }

@@ -415,7 +415,8 @@ static int dump_pipeline(const struct dump_opts *o)
 		ret = refuse_check(o, &d.track);
 	if (!ret)
 		d.stopped = dump_target_stopped(d.pid);
-	d.own_ns = ns_own_mask(d.pid);
+	d.own_ns = ns_saved_mask(d.pid, o->ext_net_ino);
+	d.ext_net_key = ns_own_mask(d.pid) != d.own_ns ? o->ext_net_key : NULL;
 	if (!ret)
 		ret = d.dir.fd = dump_open_dir(o->dir);
 	if (ret >= 0)

@@ -164,6 +164,8 @@ struct dump_opts {
 	const struct mnt_ext *mnt_ext;	/* --external mnt[POINT]:KEY (mntext.h) */
 	int nr_mnt_ext;
 	const char *freeze_cgroup;	/* --freeze-cgroup: frozen by it while seized (freezer.c) */
+	uint64_t ext_net_ino;		/* --external net[INO]:KEY: that network namespace is */
+	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
 };
 
 /*
@@ -174,7 +176,9 @@ struct dump_opts {
 #define DUMP_TRACE_REPAIRS	128
 struct dump_trace {
 	struct infect_trace in;
-	volatile int locked;			/* the network lock of in.pid is on */
+	volatile int locked;			/* the network lock of net_pid is on */
+	volatile int64_t net_pid;		/* whose connections are locked and repaired: in a
+						 * tree, one process's (treedump.c) */
 	volatile int nr_repair;			/* sockets in TCP repair mode */
 	struct {
 		volatile uint64_t ino;
@@ -257,6 +261,7 @@ struct dump_ctx {
 	int nr_ptimers;
 	struct sk_set sockets;		/* sockets.c */
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
+	const char *ext_net_key;	/* its network namespace is external (dump_opts) */
 	int host_netns;			/* memdump's network namespace (dump_opts) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
 	int nr_zombies;

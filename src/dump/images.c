@@ -668,6 +668,7 @@ int write_inventory(struct dump_ctx *d)
 	inv.root_ids = &ids;
 	inv.has_own_ns = d->own_ns != 0;
 	inv.own_ns = d->own_ns;
+	inv.ext_net_key = (char *)d->ext_net_key;
 	inv.has_dump_uptime = true;
 	inv.dump_uptime = ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 	snprintf(tool, sizeof(tool), "memdump %s", MEMDUMP_VERSION);

@@ -21,6 +21,7 @@
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -54,6 +55,18 @@ uint32_t ns_own_mask(pid_t pid)
 			m |= ns_kinds[i].flag;
 	if (mntns_own(pid))
 		m |= CLONE_NEWNS;	/* mntns.c */
+	return m;
+}
+
+uint32_t ns_saved_mask(pid_t pid, uint64_t ext_net_ino)
+{
+	uint32_t m = ns_own_mask(pid);
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if ((m & CLONE_NEWNET) && ext_net_ino && !stat(path, &st) && st.st_ino == ext_net_ino)
+		m &= ~CLONE_NEWNET;
 	return m;
 }
 
@@ -129,9 +142,9 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 }
 
 void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
-	       struct refusals *r)
+	       uint64_t ext_net_ino, struct refusals *r)
 {
-	uint32_t own = ns_own_mask(pid);
+	uint32_t own = ns_saved_mask(pid, ext_net_ino);
 
 	for (int i = 0; i < nr_ns_kinds; i++)
 		if (own & ns_kinds[i].flag)

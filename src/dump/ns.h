@@ -17,12 +17,15 @@ struct refusals;
 
 /* CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET: which of them pid has of its own. */
 uint32_t ns_own_mask(pid_t pid);
+/* The same, less CLONE_NEWNET when pid's network namespace has inode ext_net_ino (an
+ * external one, --external net[INO]:KEY): the namespaces the dump saves. */
+uint32_t ns_saved_mask(pid_t pid, uint64_t ext_net_ino);
 /* What cannot be saved: a namespace shared with a process outside the dump,
  * System V objects memdump cannot recreate exactly, network devices. */
 struct proc_tree;
 /* tree: a tree dump's processes, which share pid's namespaces (or NULL) */
 void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
-	       struct refusals *r);
+	       uint64_t ext_net_ino, struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */
 int ns_enter_net(pid_t pid, int *back);

@@ -386,19 +386,61 @@ static int check_external(const struct rst *r, uint32_t own)
 	return 0;
 }
 
+/* --inherit-fd fd[N]:KEY of a key other than a pipe's: the fd of that key, or -1. */
+static int inherited_by_key(const struct restore_opts *o, const char *key)
+{
+	for (int i = 0; key && i < o->nr_inherit_fd; i++)
+		if (!strcmp(o->inherit_fd[i].key, key))
+			return o->inherit_fd[i].fd;
+	return -1;
+}
+
+/*
+ * An external network namespace (the dump's ext_net_key, a runtime's): the
+ * process goes into the one given for its key (--inherit-fd fd[N]:KEY, as
+ * runc sends it, or --join-ns net:PATH), never into memdump's own. Every
+ * --inherit-fd key must name something of the dump: a pipe, or this.
+ */
+static int ext_net_path(const struct rst *r, char *buf, size_t len, const char **path)
+{
+	const char *key = r->ds.inv->ext_net_key;
+	int fd = inherited_by_key(r->o, key);
+
+	for (int i = 0; i < r->o->nr_inherit_fd; i++) {
+		const char *k = r->o->inherit_fd[i].key;
+
+		if (strncmp(k, "pipe:[", 6) && (!key || strcmp(k, key)))
+			return fail(-EINVAL, "--inherit-fd fd[%d]:%s: the dump has nothing of that key",
+				    r->o->inherit_fd[i].fd, k);
+	}
+	*path = join_path(r->o, ns_kind_by_name("net"));
+	if (!key || *path)
+		return 0;
+	if (fd < 0)
+		return fail(-EINVAL, "the dump's network namespace is external (key %s): give it "
+			    "with --inherit-fd fd[N]:%s or --join-ns net:PATH", key, key);
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+	*path = buf;
+	return 0;
+}
+
 int ns_restore_enter(struct rst *r)
 {
 	uint32_t own = r->ds.inv->has_own_ns ? r->ds.inv->own_ns : 0;
+	const char *ext_net;
+	char ext_buf[64];
 	int err;
 
 	for (int i = 0; i < nr_ns_kinds; i++)
 		r->ns_back[i] = -1;
 	err = check_external(r, own);
+	if (!err)
+		err = ext_net_path(r, ext_buf, sizeof(ext_buf), &ext_net);
 	if (err)
 		return err;
 	for (int i = 0; i < nr_ns_kinds; i++) {
 		const struct ns_kind *k = &ns_kinds[i];
-		const char *path = join_path(r->o, k);
+		const char *path = k->flag == CLONE_NEWNET && ext_net ? ext_net : join_path(r->o, k);
 		int ret;
 
 		r->ns_back[i] = -1;
