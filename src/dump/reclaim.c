@@ -43,16 +43,15 @@ static void unrepair_fd(const struct dump_trace *t, int pidfd, int fd)
 		if (setsockopt(copy, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
 		    setsockopt(copy, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
 			pr_warn("process %d: cannot take fd %d out of repair mode: %s",
-				(int)t->in.pid, fd, strerror(errno));
+				(int)t->net_pid, fd, strerror(errno));
 		else
-			pr_info("process %d: fd %d out of repair mode", (int)t->in.pid, fd);
+			pr_info("process %d: fd %d out of repair mode", (int)t->net_pid, fd);
 	}
 	close(copy);
 }
 
-static void unrepair_all(const struct dump_trace *t)
+static void unrepair_all(const struct dump_trace *t, pid_t pid)
 {
-	pid_t pid = (pid_t)t->in.pid;
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *e;
@@ -71,16 +70,16 @@ static void unrepair_all(const struct dump_trace *t)
 
 int dump_reclaim(struct dump_trace *t)
 {
-	pid_t pid = (pid_t)t->in.pid;
+	pid_t npid = (pid_t)t->net_pid;
 	int ret = infect_reclaim(&t->in);
 
-	if (!pid || kill(pid, 0))
+	if (!npid || kill(npid, 0))	/* the connections' process, gone with them */
 		return ret;
 	if (t->locked) {
-		netlock_remove(pid);
-		pr_info("removed the network lock of process %d", pid);
+		netlock_remove(npid);
+		pr_info("removed the network lock of process %d", npid);
 	}
 	if (t->nr_repair)
-		unrepair_all(t);
+		unrepair_all(t, npid);
 	return ret;
 }

@@ -264,8 +264,10 @@ static int lock_connections(struct dump_ctx *d)
 		c[n].sport = s->sport;
 		c[n++].dport = s->dport;
 	}
-	if (n && d->trace)
-		d->trace->locked = 1;	/* before: a half-made lock is removed too */
+	if (n && d->trace) {	/* before: a half-made lock is removed too */
+		d->trace->net_pid = d->pid;
+		d->trace->locked = 1;
+	}
 	if (n)
 		ret = netlock_add(d->pid, c, n);
 	set->locked = n && !ret;

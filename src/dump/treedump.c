@@ -74,8 +74,7 @@ struct tree_dump {
 static int refuse_options(const struct dump_opts *o, int n)
 {
 	const char *what = o->pre_dump ? "pre-dump" : o->prev_dir ? "--prev-images-dir" :
-			   o->track_mem ? "--track-mem" : o->snapshot ? "--snapshot" :
-			   o->tcp_established ? "--tcp-established" : NULL;
+			   o->track_mem ? "--track-mem" : o->snapshot ? "--snapshot" : NULL;
 
 	if (!what)
 		return 0;
@@ -396,7 +395,8 @@ static int dump_member(struct tree_dump *td, int k)
 	m->d.stats.freeze_start = td->m[0].d.stats.freeze_start;
 	m->d.stats.frozen_at = td->m[0].d.stats.frozen_at;
 	m->d.stats.threads = m->d.in.nr_threads;
-	m->d.own_ns = ns_own_mask(m->d.pid);
+	m->d.own_ns = ns_saved_mask(m->d.pid, td->o->ext_net_ino);
+	m->d.ext_net_key = ns_own_mask(m->d.pid) != m->d.own_ns ? td->o->ext_net_key : NULL;
 	ret = collect_zombies(&m->d);
 	if (!ret)
 		ret = dump_collect(&m->d, &m->ts, &m->o);
@@ -412,6 +412,24 @@ static int dump_member(struct tree_dump *td, int k)
 }
 
 /* A process other than the root, its images written: what dump_finish_images() does for it. */
+/*
+ * --tcp-established: the connections of one process of the tree are locked
+ * and put in repair mode; a killed worker's supervisor undoes that for one
+ * process (dump_trace.net_pid), so a second process with established
+ * connections is refused by name (before the freeze is over: no harm).
+ */
+static int check_one_locker(const struct tree_dump *td, int k)
+{
+	if (!td->m[k].d.sockets.locked)
+		return 0;
+	for (int i = 0; i < k; i++)
+		if (td->m[i].d.sockets.locked)
+			return fail(-EOPNOTSUPP, "established TCP connections in processes %d and %d "
+				    "of the tree: --tcp-established dumps one process's only",
+				    td->m[i].d.pid, td->m[k].d.pid);
+	return 0;
+}
+
 static int finish_member(struct tree_dump *td, struct member *m)
 {
 	int ret = td->leave_running ? tty_put_back(&m->d) : sockets_check_queues(&m->d);
@@ -563,7 +581,7 @@ static int run(struct tree_dump *td)
 	if (!ret)
 		ret = list_members(td);
 	for (int i = 0; i < td->n && !ret; i++)
-		ret = dump_member(td, i);
+		ret = dump_member(td, i) ?: check_one_locker(td, i);
 	if (!ret)
 		ret = finish_all(td);
 	if (ret) {
