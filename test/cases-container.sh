@@ -188,3 +188,51 @@ case_runc_criu() {
 }
 
 add runc-criu case_runc_criu
+
+# runc --criu checkpoint --tcp-established of a container in a network namespace
+# of the runtime's (a netns path in config.json, as a pod sandbox): runc sends
+# external net[INO]:extRootNetNS, so the namespace is not saved; its server (busybox
+# nc -e cat, a process of the tree) keeps its connection to a client outside the
+# container, in that namespace, across the checkpoint and runc's restore
+# (inherit_fd extRootNetNS: the same namespace); every echo arrives, in order.
+case_runc_criu_tcp() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-t$$ ns=memdump-ct$$ cpid
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	ip netns add "$ns" && ip -n "$ns" link set lo up || fail "cannot make a network namespace"
+	trap 'runc_cleanup '"$id"'; ip netns del '"$ns" EXIT
+	runc_bundle "$b" 'nc -l -p 7000 -e /bin/cat & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done'
+	python3 - "$b/config.json" "/var/run/netns/$ns" <<'PY' || fail "cannot set the netns path"
+import json, sys
+c = json.load(open(sys.argv[1]))
+for n in c['linux']['namespaces']:
+    if n['type'] == 'network':
+        n['path'] = sys.argv[2]
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$id" pid)
+	track "$PID"
+	wait_until 10 eval 'ip netns exec '"$ns"' ss -ltn | grep -q ":7000 "' || fail "no server in the container"
+	ip netns exec "$ns" python3 "$TESTSRC/sk-client.py" echo 7000 8 > "$T/client.out" 2>&1 &
+	cpid=$!
+	sleep 1.5
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --tcp-established \
+		--image-path "$T/img" "$id") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
+	[[ ! -e $T/img/netdev-1.img ]] || fail "the runtime's network namespace was saved"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore --tcp-established -d \
+		--image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/img/restore.log"; fail "runc restore failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(readlink /proc/"$PID"/ns/net) == "$(ip netns exec "$ns" readlink /proc/self/ns/net)" ]] ||
+		fail "the restored container is not in the runtime's network namespace"
+	wait "$cpid"
+	show_file client "$T/client.out"
+	grep -q '^PASS' "$T/client.out" || fail "the client: $(cat "$T/client.out")"
+	ip netns exec "$ns" nft list tables > "$T/nft.out" 2>&1; grep -q memdump-lock "$T/nft.out" &&
+		fail "a network lock is left"
+	return 0
+}
+
+add runc-criu-tcp case_runc_criu_tcp

@@ -1,6 +1,6 @@
 # A client that sends a request every 5 ms on one connection and checks that
 # every reply comes, in order, on that connection (no reconnect).
-#   sk-client.py redis|memcached|http PORT SECONDS
+#   sk-client.py redis|memcached|http|echo PORT SECONDS
 # prints "PASS <n> replies, longest wait <s>" or "FAIL ...".
 import socket, sys, time
 
@@ -30,6 +30,9 @@ while time.time() < end:
     if kind == "redis":
         s.sendall(b"INCR k\r\n")
         ok = f.readline() == b":%d\r\n" % n
+    elif kind == "echo":
+        s.sendall(b"%d\n" % n)
+        ok = f.readline() == b"%d\n" % n
     elif kind == "memcached":
         s.sendall(b"incr k 1\r\n")
         ok = f.readline() == b"%d\r\n" % n
