@@ -17,6 +17,8 @@ enum hook_point {
 	HOOK_POST_DUMP,		/* every image written, the target still frozen */
 	HOOK_NETWORK_UNLOCK,	/* the connections unlocked (leave-running, failure, restore) */
 	HOOK_PRE_RESTORE,	/* the set checked, nothing started */
+	HOOK_SETUP_NS,		/* the process exists in its namespaces (not yet run) */
+	HOOK_POST_SETUP_NS,	/* and its mounts are made: a runtime's prestart hooks */
 	HOOK_POST_RESTORE,	/* the process rebuilt and parked, with its PID */
 	HOOK_PRE_RESUME,	/* just before its threads run on */
 	HOOK_POST_RESUME,	/* it runs */

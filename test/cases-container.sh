@@ -117,6 +117,13 @@ case_runc_criu() {
 	local b=$T/bundle id0=memdump-c$$ id=memdump-r$$ n before after
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
 	runc_bundle "$b" 'sleep 100000 & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; echo $i >&2; sleep 0.1; done'
+	# a prestart hook: runc runs it at the start, and at the restore's setup-namespaces
+	python3 - "$b/config.json" "$T/hook.log" <<'PY' || fail "cannot add the hook"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['hooks'] = {'prestart': [{'path': '/bin/sh', 'args': ['sh', '-c', 'cat >> ' + sys.argv[2] + '; echo >> ' + sys.argv[2]]}]}
+json.dump(c, open(sys.argv[1], 'w'))
+PY
 	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
 	(cd "$b" && runc run -d "$id0") < /dev/null > /dev/null 2> >(cat > "$T/err1") ||
 		fail "runc run failed"
@@ -145,6 +152,8 @@ case_runc_criu() {
 		--image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2> >(cat > "$T/err2") ||
 		{ show_file restore.log "$T/img/restore.log"; fail "runc restore failed: $(tail -n2 "$T/err2")"; }
 	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	[[ $(grep -c "\"pid\":$PID," "$T/hook.log") == 2 ]] ||
+		fail "the prestart hook did not run again at setup-namespaces: $(cat "$T/hook.log")"
 	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
 	after=$(nspids_of "$PID")
 	[[ $after == "$before" ]] || fail "the PIDs in and out differ: [$before] [$after]"

@@ -104,7 +104,7 @@ case_rpc_dump_restore() {
 		shell_job=true manage_cgroups=true manage_cgroups_mode=DEFAULT
 	rpc_ok
 	track "$PID"
-	notified "pre-restore pid=$PID post-restore pid=$PID pre-resume pid=$PID post-resume pid=$PID"
+	notified "pre-restore pid=$PID setup-namespaces pid=$PID post-setup-namespaces pid=$PID post-restore pid=$PID pre-resume pid=$PID post-resume pid=$PID"
 	grep -q "^RESP type=RESTORE success=True errno=0 pid=$PID " "$RPC_OUT" ||
 		fail "the RESTORE response does not carry pid $PID"
 	expect_untraced "$PID"
@@ -218,7 +218,7 @@ case_rpc_notify_fail() {
 	truncate -s "$READY_SIZE" "$OUT"
 	rpc r1 --fail-at post-restore "$MEMDUMP" RESTORE images_dir="$T/d" notify_scripts=true
 	rpc_refused "the RPC client failed the post-restore notification"
-	notified "pre-restore pid=$PID post-restore pid=$PID"
+	notified "pre-restore pid=$PID setup-namespaces pid=$PID post-setup-namespaces pid=$PID post-restore pid=$PID"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "pid $PID left after a failed post-restore"
 	rpc r2 "$MEMDUMP" RESTORE images_dir="$T/d"
 	rpc_ok
@@ -262,7 +262,7 @@ case_action_script() {
 		fail "restore with an action script failed: $(tail -n1 "$MD_ERR")"
 	track "$PID"
 	[[ $(tr -dc 0-9 < "$MD_OUT") == "$PID" ]] || fail "restore -d printed '$(cat "$MD_OUT")'"
-	actions_are "pre-restore post-restore pre-resume post-resume"
+	actions_are "pre-restore setup-namespaces post-setup-namespaces post-restore pre-resume post-resume"
 	expect_untraced "$PID"
 	kill -USR1 "$PID"
 	get_result "$OUT"
@@ -284,7 +284,7 @@ case_action_script_fail() {
 	expect_killed "$PID"
 	truncate -s "$READY_SIZE" "$OUT"
 	local at
-	for at in pre-restore post-restore; do
+	for at in pre-restore setup-namespaces post-restore; do
 		action_script "$T/fail-$at" "$at"
 		md "rst-$at" restore -D "$T/d" -d --action-script "$T/fail-$at"
 		expect_md_error

@@ -13,6 +13,8 @@ const char *hook_name(enum hook_point p)
 		[HOOK_POST_DUMP] = "post-dump",
 		[HOOK_NETWORK_UNLOCK] = "network-unlock",
 		[HOOK_PRE_RESTORE] = "pre-restore",
+		[HOOK_SETUP_NS] = "setup-namespaces",
+		[HOOK_POST_SETUP_NS] = "post-setup-namespaces",
 		[HOOK_POST_RESTORE] = "post-restore",
 		[HOOK_PRE_RESUME] = "pre-resume",
 		[HOOK_POST_RESUME] = "post-resume",

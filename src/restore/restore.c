@@ -277,6 +277,18 @@ int rst_fork_target(struct rst *r)
 	return 0;
 }
 
+/*
+ * setup-namespaces and post-setup-namespaces (runc runs its prestart hooks
+ * there, with the PID): the namespaces and mounts were made before the
+ * process; both are told once it is parked, before post-restore.
+ */
+int rst_fire_setup_ns(const struct rst *r)
+{
+	int ret = hook_fire(r->o->hooks, HOOK_SETUP_NS, r->pid);
+
+	return ret ? ret : hook_fire(r->o->hooks, HOOK_POST_SETUP_NS, r->pid);
+}
+
 void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 {
 	const struct rst_args *a = r->a;
@@ -300,7 +312,7 @@ static int abort_parked(struct rst *r, int ret)
 static int release(struct rst *r)
 {
 	const struct hooks *h = r->o->hooks;
-	int ret = hook_fire(h, HOOK_POST_RESTORE, r->pid);
+	int ret = rst_fire_setup_ns(r) ?: hook_fire(h, HOOK_POST_RESTORE, r->pid);
 
 	if (!ret)
 		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */

@@ -232,6 +232,7 @@ void rst_init(struct rst *r, const struct restore_opts *o);
 int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start */
 int rst_prepare(struct rst *r);
 int rst_fork_target(struct rst *r);
+int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, parked */
 int rst_wait_parked(struct rst *r);
 void rst_kill(struct rst *r);
 int rst_area_error(const struct rst *r);

@@ -586,7 +586,7 @@ static int wait_all(struct rst *root)
 static int release_all(struct rst *root)
 {
 	const struct hooks *h = root->o->hooks;
-	int ret = hook_fire(h, HOOK_POST_RESTORE, root->pid);
+	int ret = rst_fire_setup_ns(root) ?: hook_fire(h, HOOK_POST_RESTORE, root->pid);
 
 	for (size_t i = 0; i <= root->tree->n && !ret; i++)
 		ret = timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
