@@ -12,7 +12,9 @@
  * on the trampoline), "parasite-running" (the blob is serving, between
  * commands), "snapshot-copy" (--snapshot: the target runs again, its pages
  * are still write-protected), "images-written" (a killing dump, its images
- * written, before the last look at the sockets' queues and the inventory). */
+ * written, before the last look at the sockets' queues and the inventory),
+ * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
+ * seized). */
 void fault_point(const char *point);
 
 #endif

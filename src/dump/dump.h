@@ -184,6 +184,8 @@ struct dump_trace {
 		volatile uint64_t ino;
 		volatile int reuseaddr;
 	} repair[DUMP_TRACE_REPAIRS];
+	volatile int cg_frozen;			/* the dump froze the cgroup at cg_path */
+	char cg_path[256];			/* (freezer.c): thawed by the supervisor */
 };
 
 /* reclaim.c: after the worker that kept t died, leave the target as it was. */

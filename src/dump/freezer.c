@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "dump/dump.h"
 #include "dump/freezer.h"
+#include "fault.h"
 #include "log.h"
 
 #define FREEZE_WAIT_US	(10 * 1000 * 1000)
@@ -54,11 +56,30 @@ static int is_frozen(const struct freezer *f, bool *frozen)
 	return ret;
 }
 
+/*
+ * The trace (shared with memdump's parent) says the cgroup is frozen by
+ * the dump, set before the freeze and cleared after the thaw: a worker
+ * killed in between leaves it to the parent to thaw (freezer_reclaim).
+ */
+static void trace_frozen(struct freezer *f, bool on)
+{
+	if (!f->trace || f->was_frozen || strlen(f->path) >= sizeof(f->trace->cg_path))
+		return;
+	if (on)
+		snprintf(f->trace->cg_path, sizeof(f->trace->cg_path), "%s", f->path);
+	__atomic_store_n(&f->trace->cg_frozen, on, __ATOMIC_SEQ_CST);
+}
+
 static int set_frozen(struct freezer *f, bool on)
 {
-	int ret = f->v2 ? write_at(f->dirfd, "cgroup.freeze", on ? "1" : "0")
-			: write_at(f->dirfd, "freezer.state", on ? "FROZEN" : "THAWED");
+	int ret;
 
+	if (on)
+		trace_frozen(f, true);
+	ret = f->v2 ? write_at(f->dirfd, "cgroup.freeze", on ? "1" : "0")
+		    : write_at(f->dirfd, "freezer.state", on ? "FROZEN" : "THAWED");
+	if (!ret && !on)
+		trace_frozen(f, false);
 	if (ret)
 		return fail(ret, "cannot %s cgroup %s: %s", on ? "freeze" : "thaw", f->path,
 			    strerror(-ret));
@@ -127,6 +148,8 @@ int freezer_freeze(struct freezer *f, const char *path, int pid)
 		ret = wait_frozen(f);
 	if (!ret)
 		pr_info("cgroup %s frozen%s", path, f->was_frozen ? " (it was already)" : "");
+	if (!ret)
+		fault_point("cgroup-frozen");
 	return ret;
 }
 
@@ -153,6 +176,23 @@ int freezer_refreeze(struct freezer *f)
 	int ret = set_frozen(f, true);
 
 	return ret ? ret : wait_frozen(f);
+}
+
+void freezer_reclaim(struct dump_trace *t)
+{
+	int fd;
+
+	if (!t->cg_frozen)
+		return;
+	fd = open(t->cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || (write_at(fd, "freezer.state", "THAWED") &&
+		       write_at(fd, "cgroup.freeze", "0")))
+		pr_warn("cannot thaw cgroup %s, which the killed dump froze", t->cg_path);
+	else
+		pr_info("thawed cgroup %s, which the killed dump froze", t->cg_path);
+	if (fd >= 0)
+		close(fd);
+	t->cg_frozen = 0;
 }
 
 void freezer_end(struct freezer *f)

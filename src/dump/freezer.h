@@ -9,8 +9,10 @@
 
 #include <stdbool.h>
 
+struct dump_trace;
 struct freezer {
 	const char *path;	/* the cgroup directory, NULL: none asked for */
+	struct dump_trace *trace;	/* told while the dump holds it frozen, or NULL */
 	int dirfd;		/* open on it, -1 */
 	bool v2;		/* cgroup.freeze, else v1's freezer.state */
 	bool was_frozen;	/* frozen before the dump (a paused container) */
@@ -24,6 +26,8 @@ int freezer_freeze(struct freezer *f, const char *path, int pid);
 int freezer_thaw(struct freezer *f);
 /* Before a left-running tree is released: a cgroup frozen before the dump frozen again. */
 int freezer_refreeze(struct freezer *f);
+/* The supervisor of a killed worker: thaw the cgroup the trace says the dump froze. */
+void freezer_reclaim(struct dump_trace *t);
 /* The dump is over: the cgroup as it was before (frozen again if it was), then closed. */
 void freezer_end(struct freezer *f);
 

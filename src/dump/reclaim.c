@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "dump/dump.h"
+#include "dump/freezer.h"
 #include "log.h"
 #include "netlock.h"
 
@@ -72,6 +73,8 @@ int dump_reclaim(struct dump_trace *t)
 {
 	pid_t npid = (pid_t)t->net_pid;
 	int ret = infect_reclaim(&t->in);
+
+	freezer_reclaim(t);	/* a cgroup it froze runs again */
 
 	if (!npid || kill(npid, 0))	/* the connections' process, gone with them */
 		return ret;

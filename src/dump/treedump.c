@@ -223,8 +223,11 @@ static void members_reset(struct tree_dump *td);
 static int freeze_stable(struct tree_dump *td)
 {
 	for (int pass = 0; pass < TREE_MAX_PASSES; pass++) {
-		int ret = td->o->freeze_cgroup ? freezer_freeze(&td->fz, td->o->freeze_cgroup,
-								td->o->pid) : 0;
+		int ret;
+
+		td->fz.trace = td->o->trace;
+		ret = td->o->freeze_cgroup ? freezer_freeze(&td->fz, td->o->freeze_cgroup,
+							    td->o->pid) : 0;
 
 		if (ret)
 			return ret;
