@@ -55,10 +55,11 @@ int img_runtime_files(int dirfd, bool (*ours)(void *arg, const char *name), void
 	while (!ret && n < max && (de = readdir(d))) {
 		struct runtime_file *f = &out[n];
 
-		if (strlen(de->d_name) >= sizeof(f->name) || ours(arg, de->d_name) ||
-		    !candidate(dirfd, de->d_name))
+		size_t len = strlen(de->d_name);
+
+		if (len >= sizeof(f->name) || ours(arg, de->d_name) || !candidate(dirfd, de->d_name))
 			continue;
-		snprintf(f->name, sizeof(f->name), "%s", de->d_name);
+		memcpy(f->name, de->d_name, len + 1);
 		ret = img_sum_file(dirfd, f->name, &f->size, &f->hash);
 		if (!ret) {
 			pr_info("%s in the dump directory: listed in the inventory (a runtime's)",
