@@ -609,7 +609,7 @@ static int write_fdinfo(struct dump_ctx *d)
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < fs->nr_fds && !ret; i++) {
+	for (int i = 0; i < fs->nr_fds && !ret && !d->kobj.files_shared; i++) {	/* its parent's */
 		FdinfoEntry fe = FDINFO_ENTRY__INIT;
 
 		fe.id = fs->fds[i].id;

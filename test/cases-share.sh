@@ -1,0 +1,64 @@
+# Tables two processes of a tree share (src/dump/share.c, src/restore/share.c):
+# an fd table (CLONE_FILES) and fs information (CLONE_FS) come back shared,
+# which test/t-share checks by changing them in one process and looking in
+# the other after the restore; what restore cannot give is refused by name.
+
+# case_share_rst MODE: t-share MODE dumped (killed) and restored, then dumped
+# with --leave-running, both runs checked
+case_share_rst() {
+	start_prog t-share "$1"
+	local c=${READY[2]}
+	track "$c"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$c"' ]]' || fail "child $c outlived the killing dump"
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS $1" ]] || fail "program said $RESULT"
+}
+
+case_share_lr() {
+	start_prog t-share "$1"
+	local c=${READY[2]}
+	track "$c"
+	dump "$PID" "$T/d" --leave-running
+	tree_untouched "$PID" "$c"
+	check_child_pass
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS $1" ]] || fail "program said $RESULT"
+}
+
+# the ids-PID.img memdump writes are CRIU's: crit decodes them, the shared id the same
+case_share_ids() {
+	start_prog t-share files
+	local c=${READY[2]}
+	track "$c"
+	dump "$PID" "$T/d" --leave-running
+	local a b
+	a=$(crit decode -i "$T/d/ids-$PID.img" | python3 -c 'import json,sys; e=json.load(sys.stdin)["entries"][0]; print(e["files_id"], e["fs_id"], e["vm_id"])') ||
+		fail "crit cannot decode ids-$PID.img"
+	b=$(crit decode -i "$T/d/proc-$c/ids-$c.img" | python3 -c 'import json,sys; e=json.load(sys.stdin)["entries"][0]; print(e["files_id"], e["fs_id"], e["vm_id"])') ||
+		fail "crit cannot decode ids-$c.img"
+	note "ids: P $a, C $b"
+	[[ ${a%% *} == "${b%% *}" ]] || fail "the fd table ids differ: $a / $b"
+	[[ ${a##* } != "${b##* }" ]] || fail "the vm ids are the same: $a / $b"
+	read -r _ fa _ <<< "$a"; read -r _ fb _ <<< "$b"
+	[[ $fa != "$fb" ]] || fail "the fs ids are the same though fs is not shared: $a / $b"
+	check_child_pass
+}
+
+case_share_refuse() {
+	start_prog t-share "$1"
+	local c=${READY[2]} o=${READY[3]}
+	track "$c"; [[ $o == 0 ]] || track "$o"
+	expect_dump_refused "$PID" "$2"
+	tree_untouched "$PID" "$c"
+	check_child_pass
+}
+
+add tree-share-files case_share_rst files
+add tree-share-fs case_share_rst fs
+add tree-share-files-lr case_share_lr files
+add tree-share-fs-lr case_share_lr fs
+add tree-share-ids case_share_ids
+add tree-share-refuse-vm case_share_refuse vm "share their memory \(CLONE_VM without CLONE_THREAD\)"
+add tree-share-refuse-sib case_share_refuse sib "share their fd table \(CLONE_FILES\) but [0-9]+ does not share it with its parent [0-9]+"
