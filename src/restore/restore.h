@@ -305,6 +305,11 @@ void mntns_free(struct rst *r);
 int ns_restore_enter(struct rst *r);
 void ns_restore_leave(struct rst *r);
 int ns_check_join(const struct restore_opts *o);
+/* mqueue.c: an IPC namespace's POSIX message queues made in the fresh one this thread is in;
+ * an fd on one checked at load, opened (memdump's fd, or <0 after fail()). */
+int mqueue_restore_ns(struct rst *r);
+int mqueue_check(const struct rst *r, const MqueueFileEntry *m);
+int mqueue_open(const MqueueFileEntry *m);
 /* netns.c: the dumped devices, addresses and routes in the new network namespace this
  * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
 int netns_restore(struct rst *r, int host_netns);
