@@ -47,7 +47,12 @@ case_mqueue_lr() {
 	crit decode -i "$T/d/files.img" > "$T/files.json" || fail "crit cannot decode files.img"
 	[[ $(grep -o '"type": "UND"' "$T/files.json" | wc -l) == 2 ]] ||
 		fail "files.img does not hold the two queue fds as UND: $(cat "$T/files.json")"
-	crit decode -i "$T/d/ipcns-var-1.img" > /dev/null || fail "crit cannot decode ipcns-var-1.img"
+	crit_decodes "$T/d"	# every image but mqueues-1.img, memdump's own
+	md show show -D "$T/d" || fail "show failed"
+	grep -q '3 POSIX message queues' "$MD_OUT" || fail "show does not count 3 POSIX message queues"
+	grep -qE ' rdwr,nonblock,cloexec +- +/md-a \(POSIX message queue\)' "$MD_OUT" &&
+		grep -qE ' rdonly,cloexec +- +/md-b \(POSIX message queue\)' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not list the queue fds with their flags"; }
 	check_child_pass
 	[[ $RESULT == "PASS ns" ]] || fail "program said $RESULT"
 	restore_and_pass "$T/d" 1

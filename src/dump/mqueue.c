@@ -5,7 +5,8 @@
  * fsmount: the namespace's own superblock, nothing mounted anywhere); each
  * one is read whole while the target is frozen (mq_receive of every message)
  * and its messages sent back in the order they came, so the queue is as it
- * was, into mqueues-1.img (memdump's own image).
+ * was, into mqueues-1.img (memdump's own image, with a magic of its own that
+ * crit does not know; written only when there is a queue).
  *
  * Refused by name: a queue with an mq_notify registration (sending the
  * messages back could fire it, and restore could not register it again),
@@ -161,8 +162,14 @@ static int take_and_put_back(mqd_t mq, const char *name, const struct mq_attr *a
 	return ret;
 }
 
+struct mq_out {
+	struct img_dir *dir;
+	struct image *img;	/* made with the first queue: none, no image */
+};
+
 static int dump_one(int root, const char *name, void *arg)
 {
+	struct mq_out *out = arg;
 	MqueueEntry e = MQUEUE_ENTRY__INIT;
 	struct mq_msgs q = { 0 };
 	struct mq_attr a;
@@ -194,8 +201,10 @@ static int dump_one(int root, const char *name, void *arg)
 	e.msgsize = (uint64_t)a.mq_msgsize;
 	e.n_msgs = q.n;
 	e.msgs = q.pm;
+	if (!ret && !out->img)
+		ret = img_create(out->dir, IMG_MQUEUES, NS_ID, &out->img);
 	if (!ret)
-		ret = img_write_msg(arg, &e.base);
+		ret = img_write_msg(out->img, &e.base);
 	if (!ret)
 		pr_info("POSIX message queue %s: %zu messages\n", path, q.n);
 	msgs_free(&q);
@@ -204,15 +213,13 @@ static int dump_one(int root, const char *name, void *arg)
 
 int mqueue_dump(struct img_dir *dir)
 {
-	struct image *img = NULL;
-	int ret = img_create(dir, IMG_MQUEUES, NS_ID, &img);
+	struct mq_out out = { dir, NULL };
+	int ret = each_queue(dump_one, &out);
 
-	if (!ret)
-		ret = each_queue(dump_one, img);
-	if (img && ret)
-		img_abort(img);
-	else if (img)
-		ret = img_close(img);
+	if (out.img && ret)
+		img_abort(out.img);
+	else if (out.img)
+		ret = img_close(out.img);
 	return ret;
 }
 
