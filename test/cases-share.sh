@@ -55,10 +55,21 @@ case_share_refuse() {
 	check_child_pass
 }
 
+# the child alone: its fd table is its parent's, outside the dump
+case_share_outside() {
+	start_prog t-share files
+	local c=${READY[2]}
+	track "$c"
+	expect_dump_refused "$c" "^memdump: .*process $c holds state memdump cannot dump: its fd table \(CLONE_FILES\), shared with process $PID \(t-share\) outside the dump"
+	tree_untouched "$PID" "$c"
+	check_child_pass
+}
+
 add tree-share-files case_share_rst files
 add tree-share-fs case_share_rst fs
 add tree-share-files-lr case_share_lr files
 add tree-share-fs-lr case_share_lr fs
 add tree-share-ids case_share_ids
-add tree-share-refuse-vm case_share_refuse vm "share their memory \(CLONE_VM without CLONE_THREAD\)"
-add tree-share-refuse-sib case_share_refuse sib "share their fd table \(CLONE_FILES\) but [0-9]+ does not share it with its parent [0-9]+"
+add tree-share-refuse-vm case_share_refuse vm "its memory and signal handlers \(CLONE_VM without CLONE_THREAD\), shared with process [0-9]+ of the tree"
+add tree-share-refuse-sib case_share_refuse sib "its fd table \(CLONE_FILES\), shared with process [0-9]+ of the tree but not with its parent [0-9]+"
+add tree-share-refuse-outside case_share_outside

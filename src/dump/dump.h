@@ -230,6 +230,10 @@ struct kobj_ids {
 struct dump_ctx;
 /* Process k of a tree (prev: the k before it, its parent among them at ppid): its ids. */
 int share_ids(struct dump_ctx *d, const struct dump_ctx *const *prev, int k, pid_t ppid);
+struct proc_tree;
+struct refusals;
+/* Before the seize: pid's tables shared with a process outside the dump (tree, or NULL). */
+void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 
 struct dump_ctx {
 	pid_t pid;

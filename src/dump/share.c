@@ -8,9 +8,13 @@
  * with the parent (two siblings, their parent unshared since) is refused by
  * name. Shared memory between processes (CLONE_VM without CLONE_THREAD) and
  * shared signal handlers (CLONE_SIGHAND, which the kernel gives only with
- * CLONE_VM) are refused by name too.
+ * CLONE_VM) are refused by name too, and so is any of the four shared with a
+ * process outside the dump (a restore would give the process a table of its
+ * own), looked for before the target is seized.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/kcmp.h>
@@ -18,6 +22,9 @@
 #include "common.h"
 #include "log.h"
 #include "dump/dump.h"
+#include "dump/refuse.h"
+#include "dump/tree.h"
+#include "proc.h"
 
 static bool same(pid_t a, pid_t b, int type)
 {
@@ -86,4 +93,86 @@ int share_ids(struct dump_ctx *d, const struct dump_ctx *const *prev, int k, pid
 	if (!ret)
 		ret = table_id(d, prev, k, ppid, KCMP_FS, &d->kobj.fs, &fs_shared);
 	return ret;
+}
+
+static bool in_tree(const struct proc_tree *tree, pid_t p)
+{
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == p)
+			return true;
+	return false;
+}
+
+/* The first table of pid that process p shares, or NULL. */
+static const char *shared_with(pid_t pid, pid_t p)
+{
+	static const struct { int type; const char *what; } tables[] = {
+		{ KCMP_VM, "memory (CLONE_VM)" }, { KCMP_FILES, "fd table (CLONE_FILES)" },
+		{ KCMP_FS, "fs information (CLONE_FS)" },
+		{ KCMP_SIGHAND, "signal handlers (CLONE_SIGHAND)" } };
+
+	for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+		if (same(pid, p, tables[i].type))
+			return tables[i].what;
+	return NULL;
+}
+
+/* The same checks as share_ids(), from /proc, for pid of the tree: before anything is seized. */
+static void refuse_in_tree(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t ppid = 0;
+	int k = 0;
+
+	while (k < tree->n && tree->procs[k].pid != pid)
+		k++;
+	if (k < tree->n)
+		ppid = tree->procs[k].ppid;
+	for (int j = 0; j < k; j++) {
+		pid_t o = tree->procs[j].pid;
+
+		if (tree_is_zombie(&tree->procs[j]))
+			continue;
+		if (same(o, pid, KCMP_VM) || same(o, pid, KCMP_SIGHAND))
+			refuse_add(r, "its memory and signal handlers (CLONE_VM without "
+				   "CLONE_THREAD), shared with process %d of the tree, which restore "
+				   "does not recreate", o);
+		else if (same(o, pid, KCMP_FILES) && !same(ppid, pid, KCMP_FILES))
+			refuse_add(r, "its fd table (CLONE_FILES), shared with process %d of the "
+				   "tree but not with its parent %d: restore gives a process only its "
+				   "parent's", o, ppid);
+		else if (same(o, pid, KCMP_FS) && !same(ppid, pid, KCMP_FS))
+			refuse_add(r, "its fs information (CLONE_FS), shared with process %d of the "
+				   "tree but not with its parent %d: restore gives a process only its "
+				   "parent's", o, ppid);
+		else
+			continue;
+		return;	/* one is enough */
+	}
+}
+
+void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (tree)
+		refuse_in_tree(pid, tree, r);
+	while (d && (e = readdir(d)) && n < 3) {
+		pid_t p = atoi(e->d_name);
+		const char *what;
+		char comm[32] = "?";
+
+		if (p <= 0 || p == pid || p == getpid() || in_tree(tree, p))
+			continue;
+		what = shared_with(pid, p);
+		if (!what)
+			continue;
+		proc_comm(p, comm, sizeof(comm));
+		refuse_add(r, "its %s, shared with process %d (%s) outside the dump, which restore "
+			   "would not share", what, p, comm);
+		n++;
+	}
+	if (d)
+		closedir(d);
 }
