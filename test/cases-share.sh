@@ -65,6 +65,32 @@ case_share_outside() {
 	check_child_pass
 }
 
+# C shares P's table, G shares C's, D (C's fork) has a copy of its own
+case_share_deep() {
+	start_prog t-share deep
+	local c=${READY[2]} g=${READY[3]} d=${READY[4]} p
+	track "$c"; track "$g"; track "$d"
+	[[ $(tree_pids "$PID" | wc -l) == 4 ]] || fail "t-share deep is not 4 processes"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	for p in "$c" "$g" "$d"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the dump"
+	done
+	[[ ! -s $T/d/proc-$g/fdinfo-1.img || $(crit decode -i "$T/d/proc-$g/fdinfo-1.img" | grep -c '"fd"') == 0 ]] ||
+		fail "G, sharing its parent's fd table, has fds of its own in its set"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	for p in "$c" "$g" "$d"; do wait_until 5 untraced "$p" || fail "process $p not restored"; done
+	[[ $(readlink /proc/$c/fd/0) == $(readlink /proc/$PID/fd/0) ]] || fail "C has another stdin"
+	kill -USR1 "$PID" || fail "cannot signal $PID"
+	get_result "$OUT"
+	[[ $RESULT == "PASS deep" ]] || fail "program said $RESULT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+add tree-share-deep case_share_deep
 add tree-share-files case_share_rst files
 add tree-share-fs case_share_rst fs
 add tree-share-files-lr case_share_lr files

@@ -5,6 +5,9 @@
  *   fs:    CLONE_FS, cwd DIR/fs0 and umask 023 set before READY. On SIGUSR1
  *          both check those, P moves to DIR/fs1 with umask 027, C sees it,
  *          moves to DIR/fs2 with umask 077, P sees that.
+ *   deep:  C made with CLONE_FILES has a child G with CLONE_FILES too and a
+ *          child D of its own fork (a copy of the table). On SIGUSR1 P opens a
+ *          file: C and G find it open, D does not. READY <P> <C> <G> <D>
  *   vm:    CLONE_VM|CLONE_SIGHAND (refused by name).
  *   sib:   two children sharing one fd table, their parent not (refused).
  * Each side checks its PID and parent. READY <P> <C> */
@@ -156,6 +159,68 @@ static void parent_fs(void)
 	expect_fs("P", "fs2", 077);
 }
 
+static int dcmd[2], info[2];
+
+/* G (CLONE_FILES of C) and C: P's new fd is open in their table. */
+static void __attribute__((noreturn)) deep_sharer(void)
+{
+	int fd = get(cmd[0]);
+
+	expect_file(getpid() == child_pid ? "C" : "G", fd, "share-a");
+	put(reply[1], 1);
+	if (getpid() == child_pid) {
+		while (wait(NULL) > 0)
+			;
+	}
+	_exit(0);
+}
+
+/* D (a fork of C): its own copy of the table, without P's new fd. */
+static void __attribute__((noreturn)) deep_own(void)
+{
+	int fd = get(dcmd[0]);
+
+	if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+		t_fail("D: fd %d that P opened after D's fork is open in D (its table shared)", fd);
+	put(reply[1], 2);
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) child_deep(void)
+{
+	pid_t c = getpid(), g, d;
+
+	g = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, NULL, NULL, 0);
+	if (g == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		deep_sharer();
+	}
+	d = fork();
+	if (d == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		deep_own();
+	}
+	if (g < 0 || d < 0)
+		t_fail("clone: %s", strerror(errno));
+	put(info[1], g);
+	put(info[1], d);
+	(void)c;
+	deep_sharer();
+}
+
+static void parent_deep(void)
+{
+	int fd = open_in("share-a"), sum = 0;
+
+	put(cmd[1], fd);
+	put(cmd[1], fd);
+	put(dcmd[1], fd);
+	for (int i = 0; i < 3; i++)
+		sum += get(reply[0]);
+	if (sum != 4)
+		t_fail("P: replies add up to %d, not 4", sum);
+}
+
 static int idle(void *arg)
 {
 	(void)arg;
@@ -192,13 +257,17 @@ int main(int argc, char **argv)
 
 	t_init(argc, argv, 0);
 	parent_pid = getpid();
-	if (pipe(cmd) || pipe(reply))
+	if (pipe(cmd) || pipe(reply) || pipe(dcmd) || pipe(info))
 		t_fail("pipe: %s", strerror(errno));
 	if (!strcmp(mode, "files")) {
 		child_pid = clone_plain(CLONE_FILES, child_files);
 	} else if (!strcmp(mode, "fs")) {
 		goto_fs("fs0", 023);
 		child_pid = clone_plain(CLONE_FS, child_fs);
+	} else if (!strcmp(mode, "deep")) {
+		child_pid = clone_plain(CLONE_FILES, child_deep);
+		other = get(info[0]);
+		t_ready("%d %d %d", (int)child_pid, (int)other, get(info[0]));
 	} else if (!strcmp(mode, "vm")) {
 		char *stack = t_mmap(1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 
@@ -213,11 +282,14 @@ int main(int argc, char **argv)
 	}
 	if (child_pid < 0)
 		t_fail("clone: %s", strerror(errno));
-	t_ready("%d %d", (int)child_pid, (int)other);
+	if (strcmp(mode, "deep"))
+		t_ready("%d %d", (int)child_pid, (int)other);
 	t_wait_usr1();
 	t_check_common();
 	if (!strcmp(mode, "files"))
 		parent_files();
+	else if (!strcmp(mode, "deep"))
+		parent_deep();
 	else if (!strcmp(mode, "fs"))
 		parent_fs();
 	else {
@@ -229,7 +301,7 @@ int main(int argc, char **argv)
 		t_fail("waitpid: %s", strerror(errno));
 	if (strcmp(mode, "vm") && strcmp(mode, "sib") && st)
 		t_fail("C ended with status %#x", st);
-	if (other)
+	if (other && strcmp(mode, "deep"))
 		waitpid(other, NULL, 0);
 	t_pass(mode);
 }
