@@ -1,7 +1,8 @@
 /* t-share MODE: a parent P and a child C made with clone() sharing a table.
  *   files: CLONE_FILES. On SIGUSR1 P opens a file and tells C its number; C
  *          finds it open (the same file), opens another and closes P's; P
- *          finds its fd closed and C's open.
+ *          finds its fd closed and C's open; P's flock on share-lock still
+ *          holds.
  *   fs:    CLONE_FS, cwd DIR/fs0 and umask 023 set before READY. On SIGUSR1
  *          both check those, P moves to DIR/fs1 with umask 027, C sees it,
  *          moves to DIR/fs2 with umask 077, P sees that.
@@ -14,6 +15,7 @@
 #include "tlib.h"
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -141,7 +143,11 @@ static void __attribute__((noreturn)) child_fs(void)
 
 static void parent_files(void)
 {
-	int fd = open_in("share-a"), fd2;
+	int fd = open_in("share-a"), fd2, other = open_in("share-lock");
+
+	if (flock(other, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+		t_fail("P: the flock on share-lock is gone");
+	close(other);
 
 	put(cmd[1], fd);
 	fd2 = get(reply[0]);
@@ -260,6 +266,8 @@ int main(int argc, char **argv)
 	if (pipe(cmd) || pipe(reply) || pipe(dcmd) || pipe(info))
 		t_fail("pipe: %s", strerror(errno));
 	if (!strcmp(mode, "files")) {
+		if (flock(open_in("share-lock"), LOCK_EX))
+			t_fail("flock: %s", strerror(errno));
 		child_pid = clone_plain(CLONE_FILES, child_files);
 	} else if (!strcmp(mode, "fs")) {
 		goto_fs("fs0", 023);
