@@ -121,44 +121,59 @@ struct mq_msgs {
 	MqueueMsg *m;
 	MqueueMsg **pm;
 	size_t n;
-	char *bytes;
 };
 
 static void msgs_free(struct mq_msgs *q)
 {
+	for (size_t i = 0; q->m && i < q->n; i++)
+		free(q->m[i].data.data);
 	free(q->m);
 	free(q->pm);
-	free(q->bytes);
 }
 
-/* Every message out (highest priority first), then back in, in the same order. */
+/* The next message (highest priority first) into q; 0, 1: none left, or -ENOMEM (none taken). */
+static int take_one(mqd_t mq, size_t size, struct mq_msgs *q)
+{
+	MqueueMsg *m = &q->m[q->n];
+	uint8_t *buf = malloc(size + 1);	/* before the message leaves the queue */
+	unsigned prio;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = mq_receive(mq, (char *)buf, size, &prio);
+	if (n < 0) {
+		free(buf);
+		return 1;
+	}
+	mqueue_msg__init(m);
+	m->prio = prio;
+	m->data.len = (size_t)n;
+	m->data.data = buf;
+	q->pm[q->n++] = m;
+	return 0;
+}
+
+/* Every message out, then back in, in the same order; copies of them in q. */
 static int take_and_put_back(mqd_t mq, const char *name, const struct mq_attr *a,
 			     struct mq_msgs *q)
 {
 	size_t cur = (size_t)a->mq_curmsgs, size = (size_t)a->mq_msgsize;
-	int ret = 0;
+	int ret = 0, got = 0;
 
 	q->m = calloc(cur + 1, sizeof(*q->m));
 	q->pm = calloc(cur + 1, sizeof(*q->pm));
-	q->bytes = malloc(cur * size + 1);
-	if (!q->m || !q->pm || !q->bytes)
+	if (!q->m || !q->pm)
 		return -ENOMEM;
-	for (q->n = 0; q->n < cur; q->n++) {
-		unsigned prio;
-		ssize_t n = mq_receive(mq, q->bytes + q->n * size, size, &prio);
-
-		if (n < 0)
-			break;	/* fewer than it said: what came goes back */
-		mqueue_msg__init(&q->m[q->n]);
-		q->m[q->n].prio = prio;
-		q->m[q->n].data.data = (uint8_t *)q->bytes + q->n * size;
-		q->m[q->n].data.len = (size_t)n;
-		q->pm[q->n] = &q->m[q->n];
-	}
+	while (q->n < cur && !(got = take_one(mq, size, q)))
+		;	/* fewer than it said: what came goes back */
 	for (size_t i = 0; i < q->n; i++)
-		if (mq_send(mq, (char *)q->m[i].data.data, q->m[i].data.len, q->m[i].prio) && !ret)
-			ret = fail(-errno, "POSIX message queue /%s: cannot put message %zu of %zu "
-				   "back: %s", name, i + 1, q->n, strerror(errno));
+		if (mq_send(mq, (char *)q->m[i].data.data, q->m[i].data.len, q->m[i].prio))
+			ret = ret ?: fail(-errno, "POSIX message queue /%s: cannot put message %zu "
+					  "of %zu back: %s", name, i + 1, q->n, strerror(errno));
+	if (!ret && got < 0)	/* put back after the ones still in: their order may differ */
+		ret = fail(got, "POSIX message queue /%s: out of memory after %zu of %zu messages",
+			   name, q->n, cur);
 	return ret;
 }
 

@@ -16,10 +16,10 @@
  * process at a time); all of them stay frozen until every set is written,
  * then all are resumed, or killed, children first. Shared memory two
  * processes map is the same object (its inode) in both sets: restore makes
- * it once. What the sets cannot express between processes (UNIX sockets,
- * epoll sets shared between them, another namespace than
- * the root's) is refused by name. A process with its parent's fd table
- * (CLONE_FILES) writes no fds of its own (share.c).
+ * it once. A process with its parent's fd table (CLONE_FILES) writes no
+ * fds of its own (share.c). What the sets cannot express between processes
+ * (UNIX sockets, epoll sets shared between them, another namespace than the
+ * root's) is refused by name.
  */
 #include <errno.h>
 #include <fcntl.h>
