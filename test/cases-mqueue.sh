@@ -73,7 +73,20 @@ case_mqueue_unlinked() {
 	check_child_pass
 }
 
+# a parent and its child in the namespace, one description of a queue held by both
+case_mqueue_tree() {
+	START_WRAP="unshare --ipc" start_prog t-mqueue tree
+	local c=${READY[3]}
+	track "$c"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	[[ -s $T/d/proc-$c/fd-share.img ]] || fail "the child's queue fd is not its parent's description"
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS tree" ]] || fail "program said $RESULT"
+}
+
 add mqueue-ns-rst case_mqueue_rst
+add mqueue-ns-tree case_mqueue_tree
 add mqueue-ns-mount-rst case_mqueue_rst mount
 add mqueue-ns-lr case_mqueue_lr
 add mqueue-ns-notify-refuse case_mqueue_notify

@@ -10,13 +10,21 @@
  *           On SIGUSR1: the fds' flags, every queue's attributes, owner and
  *           mode, and the messages in priority order, then none (EAGAIN).
  *           READY <pid> <mqd a> <mqd b>
+ *   tree:   in its own IPC namespace, /md-a as in ns, and a child C holding the
+ *           same description (forked). On SIGUSR1 C takes the first two
+ *           messages and clears O_NONBLOCK (mq_setattr: on the description),
+ *           then the parent finds it clear and takes the other three, in
+ *           priority order.
+ *           READY <pid> <mqd> <C>
  *   notify: in its own IPC namespace, /md-n with an mq_notify registration
  *           (refused by name); on SIGUSR1 the registration still holds.
  */
 #include "tlib.h"
 #include <fcntl.h>
 #include <mqueue.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -121,6 +129,48 @@ static void run_ns(void)
 	t_pass("ns");
 }
 
+static void run_tree(void)
+{
+	mqd_t a = make("/md-a", O_RDWR | O_NONBLOCK, 0640, 8, 64);
+	int go[2], done[2];
+	char x = 0;
+	pid_t c;
+
+	for (size_t i = 0; i < ARRAY_LEN(sent); i++)
+		send_msg(a, &sent[i]);
+	if (pipe(go) || pipe(done))
+		t_fail("pipe: %s", strerror(errno));
+	c = fork();
+	if (c == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(go[1]);
+		close(done[0]);
+		while (read(go[0], &x, 1) < 0 && errno == EINTR)
+			;
+		expect_msg("/md-a in the child", a, &order[0], 64);
+		expect_msg("/md-a in the child", a, &order[1], 64);
+		if (mq_setattr(a, &(struct mq_attr){ .mq_flags = 0 }, NULL))
+			t_fail("mq_setattr: %s", strerror(errno));
+		if (write(done[1], "k", 1) != 1)
+			_exit(3);
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	t_ready("%d %d", (int)a, (int)c);
+	t_wait_usr1();
+	t_check_common();
+	if (write(go[1], "g", 1) != 1 || read(done[0], &x, 1) != 1)
+		t_fail("the child failed");
+	expect_flags("/md-a", a, O_RDWR);	/* the child's mq_setattr: one description */
+	expect_queue("/md-a", a, 8, 64, 3, 0640, 0, 0);
+	for (size_t i = 2; i < ARRAY_LEN(order); i++)
+		expect_msg("/md-a", a, &order[i], 64);
+	if (waitpid(c, NULL, 0) != c)
+		t_fail("waitpid: %s", strerror(errno));
+	t_pass("tree");
+}
+
 static void run_notify(void)
 {
 	mqd_t q = make("/md-n", O_RDWR | O_NONBLOCK, 0600, 4, 32);
@@ -144,6 +194,8 @@ int main(int argc, char **argv)
 	t_init(argc, argv, SA_RESTART);
 	if (argc > 2 && !strcmp(argv[2], "ns"))
 		run_ns();
+	if (argc > 2 && !strcmp(argv[2], "tree"))
+		run_tree();
 	if (argc > 2 && !strcmp(argv[2], "notify"))
 		run_notify();
 	snprintf(name, sizeof(name), "/memdump-t%d", (int)getpid());
