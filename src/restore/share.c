@@ -39,10 +39,23 @@ static uint32_t fs_id(const struct rst *r)
 	return r->ds.ids ? r->ds.ids->fs_id : 0;
 }
 
+/*
+ * Are the ids of m and its parent per process? Sets of memdump before this
+ * wrote 1 for every id of every process; vm_id is never shared in a set
+ * (dump/share.c refuses it), so the same vm_id says the ids mean nothing.
+ */
+static bool per_process(const struct rst *m, const struct rst *p)
+{
+	return m->ds.ids && p->ds.ids && m->ds.ids->vm_id != p->ds.ids->vm_id;
+}
+
 /* m's ids: its parent's tables, or its own (an earlier process's is not restorable). */
 static int load_one(struct rst *m, struct rst *const *prev, size_t n)
 {
 	const struct rst *p = m->tree_parent;
+
+	if (!per_process(m, p))
+		return 0;	/* an older set: nothing shared */
 
 	if (files_id(m) && files_id(m) == files_id(p)) {
 		m->share_flags |= CLONE_FILES;
@@ -54,7 +67,7 @@ static int load_one(struct rst *m, struct rst *const *prev, size_t n)
 	if (fs_id(m) && fs_id(m) == fs_id(p))
 		m->share_flags |= CLONE_FS;
 	for (size_t i = 0; i < n; i++) {
-		if (prev[i] == p)
+		if (prev[i] == p || !per_process(m, prev[i]))
 			continue;
 		if ((files_id(m) && files_id(m) == files_id(prev[i]) && !(m->share_flags & CLONE_FILES)) ||
 		    (fs_id(m) && fs_id(m) == fs_id(prev[i]) && !(m->share_flags & CLONE_FS)))
