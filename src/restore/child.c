@@ -1,7 +1,9 @@
 /*
  * Restore, step 4: the process forked with the dumped PID (clone3 set_tid),
  * still memdump's code: it moves the prepared fds to their numbers and the
- * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd
+ * blob's fds right above them (a process sharing its parent's fd table waits
+ * instead for the table's first process to do that for it: share.c), fills
+ * the epoll sets (epoll.c), sets root, cwd
  * and umask, joins its session, group and cgroups, sets oom_score_adj,
  * loginuid, subreaper (attrs.c), forks its zombie children (zombies.c), takes the file locks (locks.c), and
  * jumps into the restorer blob on the leader's stack in the restorer area.
