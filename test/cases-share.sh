@@ -93,6 +93,7 @@ case_share_deep() {
 add tree-share-deep case_share_deep
 add tree-share-files case_share_rst files
 add tree-share-fs case_share_rst fs
+add tree-share-both case_share_rst both
 add tree-share-files-lr case_share_lr files
 add tree-share-fs-lr case_share_lr fs
 add tree-share-ids case_share_ids

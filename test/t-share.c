@@ -6,6 +6,7 @@
  *   fs:    CLONE_FS, cwd DIR/fs0 and umask 023 set before READY. On SIGUSR1
  *          both check those, P moves to DIR/fs1 with umask 027, C sees it,
  *          moves to DIR/fs2 with umask 077, P sees that.
+ *   both:  CLONE_FILES|CLONE_FS: files, then fs.
  *   deep:  C made with CLONE_FILES has a child G with CLONE_FILES too and a
  *          child D of its own fork (a copy of the table). On SIGUSR1 P opens a
  *          file: C and G find it open, D does not. READY <P> <C> <G> <D>
@@ -119,7 +120,7 @@ static void check_child_self(void)
 		       (int)child_pid, (int)parent_pid);
 }
 
-static void __attribute__((noreturn)) child_files(void)
+static void files_side(void)
 {
 	int fd = get(cmd[0]), fd2;
 
@@ -128,16 +129,33 @@ static void __attribute__((noreturn)) child_files(void)
 	fd2 = open_in("share-b");
 	close(fd);
 	put(reply[1], fd2);
-	_exit(0);
 }
 
-static void __attribute__((noreturn)) child_fs(void)
+static void fs_side(void)
 {
 	get(cmd[0]);
 	check_child_self();
 	expect_fs("C", "fs1", 027);
 	goto_fs("fs2", 077);
 	put(reply[1], 0);
+}
+
+static void __attribute__((noreturn)) child_files(void)
+{
+	files_side();
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) child_fs(void)
+{
+	fs_side();
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) child_both(void)
+{
+	files_side();
+	fs_side();
 	_exit(0);
 }
 
@@ -272,6 +290,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "fs")) {
 		goto_fs("fs0", 023);
 		child_pid = clone_plain(CLONE_FS, child_fs);
+	} else if (!strcmp(mode, "both")) {
+		if (flock(open_in("share-lock"), LOCK_EX))
+			t_fail("flock: %s", strerror(errno));
+		goto_fs("fs0", 023);
+		child_pid = clone_plain(CLONE_FILES | CLONE_FS, child_both);
 	} else if (!strcmp(mode, "deep")) {
 		child_pid = clone_plain(CLONE_FILES, child_deep);
 		other = get(info[0]);
@@ -298,6 +321,10 @@ int main(int argc, char **argv)
 		parent_files();
 	else if (!strcmp(mode, "deep"))
 		parent_deep();
+	else if (!strcmp(mode, "both")) {
+		parent_files();
+		parent_fs();
+	}
 	else if (!strcmp(mode, "fs"))
 		parent_fs();
 	else {
