@@ -7,8 +7,9 @@ crit_decodes() {
 	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
 	local f
 	for f in "$1"/*.img; do
-		# pages: raw; ifaddr, route, route6: iproute2's dumps, which crit (as CRIU's) does not read
-		[[ $(basename "$f") == @(pages|ifaddr|route|route6)-* ]] && continue
+		# pages: raw; ifaddr, route, route6: iproute2's dumps, which crit (as CRIU's) does not
+		# read; mqueues: memdump's own (CRIU has no image for POSIX message queues)
+		[[ $(basename "$f") == @(pages|ifaddr|route|route6|mqueues)-* ]] && continue
 		timeout 30 crit decode -i "$f" > "$T/crit.out" 2>&1 ||
 			fail "crit cannot decode $(basename "$f"): $(tail -n1 "$T/crit.out")"
 	done

@@ -156,10 +156,11 @@ case_refuse_memfd_exec() {
 }
 add refuse-memfd-exec case_refuse_memfd_exec
 
-# a POSIX message queue fd is no path to open again: refused by name
+# a POSIX message queue fd of memdump's own IPC namespace: a restore would replace the host's
+# queue, refused by name (cases-mqueue.sh: a namespace of its own)
 case_refuse_mqueue() {
 	start_prog t-mqueue
-	expect_dump_refused "$PID" "fd ${READY[2]} \(/memdump-t$PID( \(deleted\))?: a POSIX message queue \(mq_open\)\)"
+	expect_dump_refused "$PID" "fd ${READY[2]} \(/memdump-t$PID( \(deleted\))?: a POSIX message queue \(mq_open\) of memdump's IPC namespace"
 	check_child_pass
 }
 add refuse-mqueue case_refuse_mqueue

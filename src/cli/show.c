@@ -162,6 +162,9 @@ static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 			 !fe->tty->tty_info_id ? " (the job's terminal)" :
 			 fe->tty->tty_info_id % 2 ? " (pty slave)" : " (pty master)");
 		flags = fe->tty->flags;
+	} else if (fe->type == FD_TYPES__UND && fe->mqf) {
+		snprintf(r->path, sizeof(r->path), "/%s (POSIX message queue)", fe->mqf->name);
+		flags = fe->mqf->flags;
 	} else if (!show_socket(fe, r->path, sizeof(r->path), &flags)) {
 		show_evloop(fe, r->path, sizeof(r->path), &flags);
 	}

@@ -1,12 +1,15 @@
 /* memdump show: the UTS and IPC namespaces of a set (images of dump/ns.c). */
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli/show_ns.h"
 #include "image/image.h"
 
 #include "ipc-msg.pb-c.h"
+#include "mqueue.pb-c.h"
 #include "ipc-sem.pb-c.h"
 #include "ipc-shm.pb-c.h"
 #include "netdev.pb-c.h"
@@ -29,6 +32,8 @@ static int skip(struct image *img, uint64_t len)
 /* Bytes that follow an entry: the segment, the semaphores, or the messages. */
 static int skip_data(struct image *img, enum img_type t, const void *e)
 {
+	if (t == IMG_MQUEUES)
+		return 0;	/* the messages are in the entry */
 	if (t == IMG_IPCNS_SHM)
 		return skip(img, (((const IpcShmEntry *)e)->size + 3) & ~3ULL);
 	if (t == IMG_IPCNS_SEM)
@@ -114,7 +119,14 @@ void show_namespaces(const struct dumpset *ds)
 		long sem = count(ds->dirfd, IMG_IPCNS_SEM, &ipc_sem_entry__descriptor);
 		long msg = count(ds->dirfd, IMG_IPCNS_MSG, &ipc_msg_entry__descriptor);
 
-		printf("ipc namespace: %ld shm segment%s, %ld semaphore set%s, %ld message queue%s\n",
-		       shm, plural(shm), sem, plural(sem), msg, plural(msg));
+		char name[64];
+		long mq = 0;
+
+		img_name(IMG_MQUEUES, 1, name, sizeof(name));
+		if (!faccessat(ds->dirfd, name, F_OK, 0))	/* older dumps have none */
+			mq = count(ds->dirfd, IMG_MQUEUES, &mqueue_entry__descriptor);
+		printf("ipc namespace: %ld shm segment%s, %ld semaphore set%s, %ld message queue%s, "
+		       "%ld POSIX message queue%s\n", shm, plural(shm), sem, plural(sem), msg,
+		       plural(msg), mq, plural(mq));
 	}
 }

@@ -223,6 +223,25 @@ struct parent_set {
 	bool linked;			/* this dump made the `parent` link */
 };
 
+/*
+ * share.c: the fd table and fs information a process of a tree shares with
+ * others (kcmp), as CRIU's ids-PID.img numbers them: the same id, the same
+ * table; 0: ids of its own (one process). Shared with its parent, restore
+ * forks it with CLONE_FILES / CLONE_FS; anything else is refused by name.
+ */
+struct kobj_ids {
+	uint32_t self;			/* its own number in the tree: vm and sighand ids */
+	uint32_t files, fs;
+	bool files_shared;		/* its parent's fd table: fdinfo written empty */
+};
+struct dump_ctx;
+/* Process k of a tree (prev: the k before it, its parent among them at ppid): its ids. */
+int share_ids(struct dump_ctx *d, const struct dump_ctx *const *prev, int k, pid_t ppid);
+struct proc_tree;
+struct refusals;
+/* Before the seize: pid's tables shared with a process outside the dump (tree, or NULL). */
+void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
+
 struct dump_ctx {
 	pid_t pid;
 	struct img_dir dir;		/* -D, and the images created in it */
@@ -264,6 +283,7 @@ struct dump_ctx {
 	struct sk_set sockets;		/* sockets.c */
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
 	const char *ext_net_key;	/* its network namespace is external (dump_opts) */
+	struct kobj_ids kobj;		/* the tables it shares in its tree (share.c) */
 	int host_netns;			/* memdump's network namespace (dump_opts) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
 	int nr_zombies;

@@ -22,6 +22,7 @@
 #include "dump/evloop.h"
 #include "dump/files.h"
 #include "dump/ghost.h"
+#include "dump/mqueue.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"
@@ -208,7 +209,6 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 static const char *special_fs(pid_t pid, int fd)
 {
 	static const struct { long magic; const char *what; } kinds[] = {
-		{ 0x19800202, "a POSIX message queue (mq_open)" },	/* MQUEUE_MAGIC */
 		{ 0x42494e4d, "a binfmt_misc file" },			/* BINFMTFS_MAGIC */
 		{ 0x64626720, "a debugfs file" },			/* DEBUGFS_MAGIC */
 		{ 0x74726163, "a tracefs file" },			/* TRACEFS_MAGIC */
@@ -246,6 +246,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
+	else if (mqueue_is_fd(pid, fd))
+		w = mqueue_unsupported(pid, link, st);
 	else if ((w = special_fs(pid, fd)))
 		;
 	else if (ghost_is_deleted(link))
@@ -307,6 +309,20 @@ static int describe_socket(struct dump_ctx *d, int fd, const struct stat *st, ui
 	return ret ? ret : f->id;
 }
 
+/* An fd on a POSIX message queue of the process's IPC namespace (mqueue.c checked it). */
+static int describe_mqueue(struct dump_ctx *d, const char *link, const struct stat *st,
+			   uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, FK_MQUEUE);
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & (O_ACCMODE | O_NONBLOCK);
+	f->path = strdup(link + 1);
+	return f->path ? f->id : -ENOMEM;
+}
+
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
@@ -321,6 +337,8 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		return describe_evloop(d, fd, evloop_kind(link), flags);
 	if (S_ISSOCK(st->st_mode))
 		return describe_socket(d, fd, st, flags);
+	if (mqueue_is_fd(d->pid, fd))
+		return describe_mqueue(d, link, st, flags);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
@@ -450,6 +468,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	FifoEntry fifo = FIFO_ENTRY__INIT;
 	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
 	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
+	MqueueFileEntry mqf = MQUEUE_FILE_ENTRY__INIT;
 
 	fe.id = f->id;
 	switch (f->kind) {
@@ -492,6 +511,13 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		memfd.inode_id = f->pipe_id;
 		fe.memfd = &memfd;
 		break;
+	case FK_MQUEUE:
+		fe.type = FD_TYPES__UND;	/* CRIU has no type for it */
+		mqf.id = f->id;
+		mqf.name = f->path;
+		mqf.flags = f->flags;
+		fe.mqf = &mqf;
+		break;
 	case FK_EVENTFD:
 		return eventfd_write(img, f);
 	case FK_TIMERFD:
@@ -516,7 +542,8 @@ static FdTypes fd_type(const struct file_desc *f)
 				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
 				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
 				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
-				     [FK_INOTIFY] = FD_TYPES__INOTIFY };
+				     [FK_INOTIFY] = FD_TYPES__INOTIFY,
+				     [FK_MQUEUE] = FD_TYPES__UND };
 
 	if (f->kind == FK_SOCKET)
 		return sockets_fd_type(f);
@@ -609,7 +636,7 @@ static int write_fdinfo(struct dump_ctx *d)
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < fs->nr_fds && !ret; i++) {
+	for (int i = 0; i < fs->nr_fds && !ret && !d->kobj.files_shared; i++) {	/* its parent's */
 		FdinfoEntry fe = FDINFO_ENTRY__INIT;
 
 		fe.id = fs->fds[i].id;

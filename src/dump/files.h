@@ -18,7 +18,7 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET };
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET, FK_MQUEUE };
 
 struct sk_state;
 struct tty_state;
@@ -26,7 +26,7 @@ struct tty_state;
 struct file_desc {
 	int id;
 	enum file_kind kind;
-	char *path;		/* REG, FIFO, TTY */
+	char *path;		/* REG, FIFO, TTY; MQUEUE: the queue's name */
 	uint32_t flags;		/* open flags */
 	uint64_t pos;
 	struct stat st;

@@ -567,6 +567,10 @@ static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
 	int ret;
 
 	ids.vm_id = ids.files_id = ids.fs_id = ids.sighand_id = 1;
+	if (d->kobj.self)	/* a tree's process: one id per table (share.c) */
+		ids.vm_id = ids.sighand_id = d->kobj.self;	/* never shared: its own */
+	ids.files_id = d->kobj.files ? d->kobj.files : 1;
+	ids.fs_id = d->kobj.fs ? d->kobj.fs : 1;
 	ns_fill_ids(d->own_ns, &ids);
 	ret = write_one(&d->dir, IMG_IDS, d->pid, &ids.base);
 	if (ret)

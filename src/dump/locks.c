@@ -89,8 +89,8 @@ int write_locks(struct dump_ctx *d)
 	struct image *img;
 	int ret;
 
-	if (!ls->nr)
-		return 0;
+	if (!ls->nr || d->kobj.files_shared)
+		return 0;	/* its parent's fd table: its parent's set holds them */
 	ret = img_create(&d->dir, IMG_FILE_LOCKS, 0, &img);
 	for (int i = 0; !ret && i < ls->nr; i++) {
 		FileLockEntry e = FILE_LOCK_ENTRY__INIT;

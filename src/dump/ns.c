@@ -8,7 +8,7 @@
  *
  * Not saved (documented in the README): SysV times and last PIDs
  * (shm_atime, sem_otime, msg_lspid ...), semaphore undo lists (SEM_UNDO
- * adjustments are lost), POSIX message queues (held ones are refused as fds).
+ * adjustments are lost). POSIX message queues: mqueue.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +29,7 @@
 #include "dump/dump.h"
 #include "dump/netns.h"
 #include "dump/mntns.h"
+#include "dump/mqueue.h"
 #include "dump/ns.h"
 #include "dump/tree.h"
 #include "dump/refuse.h"
@@ -138,6 +139,7 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 		if (ds.shm_perm.mode & SHM_HUGETLB)
 			refuse_add(r, "System V shm segment %d of huge pages", id);
 	}
+	mqueue_refuse(r);
 	ns_return(back, k);
 }
 
@@ -458,6 +460,8 @@ static int dump_ipc(struct dump_ctx *d)
 		ret = dump_sems(&d->dir);
 	if (!ret)
 		ret = dump_msqs(&d->dir);
+	if (!ret && (!d->tree || d->tree->procs[0].pid == d->pid))
+		ret = mqueue_dump(&d->dir);	/* the tree's root holds them for all */
 	ns_return(back, k);
 	return ret;
 }

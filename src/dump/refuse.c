@@ -464,6 +464,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_children(pid, o->tree, r);
 	check_group_holders(pid, o->tree, r);
 	check_namespaces(pid, o->tree, r);
+	share_refuse(pid, o->tree, r);
 	if (!o->tree || o->tree->procs[0].pid == pid)
 		ns_refuse(pid, o->tree, o->tcp_established, o->host_netns, o->ext_net_ino, r);	/* the others are in its own */
 	if (o->nr_mnt_ext && !o->mnt_ext[0].optional && !mntns_own(pid))

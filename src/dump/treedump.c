@@ -16,9 +16,10 @@
  * process at a time); all of them stay frozen until every set is written,
  * then all are resumed, or killed, children first. Shared memory two
  * processes map is the same object (its inode) in both sets: restore makes
- * it once. What the sets cannot express between processes (UNIX sockets,
- * epoll sets shared between them, shared fd tables, another namespace than
- * the root's) is refused by name.
+ * it once. A process with its parent's fd table (CLONE_FILES) writes no
+ * fds of its own (share.c). What the sets cannot express between processes
+ * (UNIX sockets, epoll sets shared between them, another namespace than the
+ * root's) is refused by name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -260,22 +261,14 @@ static int freeze_stable(struct tree_dump *td)
 		    TREE_MAX_PASSES);
 }
 
-/* Two processes of the tree with one fd table, fs or signal handlers: not restored shared. */
-static int check_shared_tables(const struct tree_dump *td, int k)
+/* Its fd table and fs ids (share.c): the earlier processes' tables compared with its own. */
+static int share_tables(struct tree_dump *td, int k)
 {
-	static const struct { int type; const char *what; } tables[] = {
-		{ KCMP_VM, "memory (CLONE_VM)" }, { KCMP_FILES, "fd table (CLONE_FILES)" },
-		{ KCMP_FS, "fs information (CLONE_FS)" },
-		{ KCMP_SIGHAND, "signal handlers (CLONE_SIGHAND)" } };
-	pid_t a = td->m[k].d.pid;
+	const struct dump_ctx *prev[td->n];
 
 	for (int j = 0; j < k; j++)
-		for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-			if (syscall(SYS_kcmp, td->m[j].d.pid, a, tables[i].type, 0, 0) == 0)
-				return fail(-EOPNOTSUPP, "processes %d and %d of the tree share "
-					    "their %s, which restore does not recreate",
-					    td->m[j].d.pid, a, tables[i].what);
-	return 0;
+		prev[j] = &td->m[j].d;
+	return share_ids(&td->m[k].d, prev, k, td->m[k].tp->ppid);
 }
 
 static const struct file_desc *desc_of(const struct dump_ctx *d, int id)
@@ -293,7 +286,7 @@ static int find_owner(const struct tree_dump *td, int k, const struct fd_entry *
 	for (int j = 0; j < k; j++) {
 		const struct dump_ctx *o = &td->m[j].d;
 
-		for (int i = 0; i < o->files.nr_fds; i++) {
+		for (int i = 0; i < o->files.nr_fds && !o->kobj.files_shared; i++) {
 			const struct file_desc *g = desc_of(o, o->files.fds[i].id);
 
 			if (!f || !g || g->kind != f->kind || g->st.st_dev != f->st.st_dev ||
@@ -404,8 +397,8 @@ static int dump_member(struct tree_dump *td, int k)
 	if (!ret)
 		ret = dump_collect(&m->d, &m->ts, &m->o);
 	if (!ret)
-		ret = check_shared_tables(td, k);
-	if (!ret && k)
+		ret = share_tables(td, k);
+	if (!ret && k && !m->d.kobj.files_shared)	/* its parent's table: its parent's fds */
 		ret = share_fds(td, k);
 	if (!ret)
 		ret = dump_write_images(&m->d, &m->ts, false);

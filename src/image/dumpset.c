@@ -443,6 +443,9 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 
 	if (img_exists(ds->dirfd, IMG_FS, pid))
 		ret = img_read_one(ds->dirfd, IMG_FS, pid, &fs_entry__descriptor, (void **)&ds->fs);
+	if (!ret && img_exists(ds->dirfd, IMG_IDS, pid))
+		ret = img_read_one(ds->dirfd, IMG_IDS, pid, &task_kobj_ids_entry__descriptor,
+				   (void **)&ds->ids);
 	if (!ret && img_exists(ds->dirfd, IMG_MEMFD_INODE, 0))
 		ret = read_all(ds->dirfd, IMG_MEMFD_INODE, 0, &memfd_inode_entry__descriptor,
 			       (void ***)&ds->memfds, &ds->nr_memfds);
@@ -642,6 +645,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&file_entry__descriptor, (void **)ds->files, ds->nr_files);
 	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);
 	img_free(&fs_entry__descriptor, ds->fs);
+	img_free(&task_kobj_ids_entry__descriptor, ds->ids);
 	img_free(&stats_entry__descriptor, ds->stats);
 	img_free(&seccomp_entry__descriptor, ds->seccomp);
 	if (ds->pages_fd >= 0)

@@ -73,6 +73,7 @@ struct dumpset {
 	FdinfoEntry **fds;
 	size_t nr_fds;
 	FsEntry *fs;			/* NULL when absent */
+	TaskKobjIdsEntry *ids;		/* ids-PID.img: which tables it shares (a tree), NULL when absent */
 	StatsEntry *stats;		/* NULL when absent */
 	SeccompEntry *seccomp;		/* seccomp.img, NULL when absent */
 	struct dump_shmem *shmems;	/* one per shared object the VMAs map */

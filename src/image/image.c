@@ -55,6 +55,7 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_FD_SHARE]   = { "fd-share.img",    0x58524843, IMG_COMMON_MAGIC },
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
 	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
+	[IMG_MQUEUES]    = { "mqueues-%u.img",  0x58524845, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

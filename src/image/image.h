@@ -63,6 +63,7 @@ enum img_type {
 	IMG_FD_SHARE,	/* fd-share.img: fds sharing another process's description */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
+	IMG_MQUEUES,	/* mqueues-ID.img: an IPC namespace's POSIX message queues */
 	IMG_NR_TYPES
 };
 

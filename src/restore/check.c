@@ -395,6 +395,10 @@ static int check_file_entry(struct rst *r, const FileEntry *fe)
 		if (!fe->nlsk || !fe->nlsk->opts)
 			return fail(-EIO, "files.img: netlink socket %u has no entry", fe->id);
 		return 0;
+	case FD_TYPES__UND:
+		if (fe->mqf)
+			return mqueue_check(r, fe->mqf);
+		return fail(-EOPNOTSUPP, "files.img: file %u has no type", fe->id);
 	case FD_TYPES__EVENTPOLL:
 		if (!fe->epfd)
 			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);

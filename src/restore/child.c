@@ -1,7 +1,9 @@
 /*
  * Restore, step 4: the process forked with the dumped PID (clone3 set_tid),
  * still memdump's code: it moves the prepared fds to their numbers and the
- * blob's fds right above them, fills the epoll sets (epoll.c), sets root, cwd
+ * blob's fds right above them (a process sharing its parent's fd table waits
+ * instead for the table's first process to do that for it: share.c), fills
+ * the epoll sets (epoll.c), sets root, cwd
  * and umask, joins its session, group and cgroups, sets oom_score_adj,
  * loginuid, subreaper (attrs.c), forks its zombie children (zombies.c), takes the file locks (locks.c), and
  * jumps into the restorer blob on the leader's stack in the restorer area.
@@ -100,38 +102,93 @@ static void number_blob_fds(struct rst *r, int high)
 	r->a->mm.exe_fd += high;
 }
 
-/* Install the fds at their numbers, the blob's fds right above them. */
-static void child_fds(struct rst *r)
+/* g's blob fds (g: r, then the followers of its fd table) moved up out of the way. */
+static int **move_blob_fds(struct rst *r, struct rst *const *g, size_t n, int base2)
+{
+	int **tmp = calloc(n, sizeof(*tmp));
+
+	for (size_t k = 0; tmp && k < n; k++) {
+		if (g[k]->nr_blob_fds > g[k]->ds.mm->n_vmas + g[k]->ds.nr_chain + 8)	/* build_area()'s room */
+			child_exit_fail(r, -E2BIG, "too many fds for the restorer of %d (%zu)",
+					g[k]->pid, g[k]->nr_blob_fds);
+		tmp[k] = calloc(g[k]->nr_blob_fds + 1, sizeof(int));
+		if (!tmp[k])
+			child_exit_fail(r, -ENOMEM, "out of memory");
+		for (size_t i = 0; i < g[k]->nr_blob_fds; i++)
+			tmp[k][i] = move_up(r, g[k]->blob_fds[i], base2);
+	}
+	if (!tmp)
+		child_exit_fail(r, -ENOMEM, "out of memory");
+	return tmp;
+}
+
+/* Each one's blob fds from high up, one after the other; the first free number after. */
+static int install_blob_fds(struct rst *r, struct rst *const *g, size_t n, int **tmp, int high)
+{
+	for (size_t k = 0; k < n; k++) {
+		int *close_fds = (int *)((char *)g[k]->area + g[k]->a->close_off);
+
+		for (size_t i = 0; i < g[k]->nr_blob_fds; i++) {
+			if (dup3(tmp[k][i], high + (int)i, O_CLOEXEC) < 0)
+				child_exit_fail(r, -errno, "cannot install fd %d: %m", high + (int)i);
+			close_fds[i] = high + (int)i;
+		}
+		g[k]->a->nr_close = g[k]->nr_blob_fds;
+		number_blob_fds(g[k], high);
+		high += (int)g[k]->nr_blob_fds;
+	}
+	return high;
+}
+
+/*
+ * Install the fds at their numbers, the blob's fds right above them; with a
+ * fd table its children share (share.c), their blobs' fds above those.
+ */
+static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 {
 	int high = r->max_target_fd + 1;
-	int base2 = high + (int)r->nr_blob_fds + 64;
-	int *close_fds = (int *)((char *)r->area + r->a->close_off);
-	int *tmp_fd, *tmp_blob;
+	size_t blobs = 0;
+	int base2, *tmp_fd, **tmp_blob;
 
-	if (r->nr_blob_fds > r->ds.mm->n_vmas + r->ds.nr_chain + 8)	/* the room build_area() made */
-		child_exit_fail(r, -E2BIG, "too many fds for the restorer (%zu)", r->nr_blob_fds);
-	raise_nofile(r, (rlim_t)base2 + r->nr_fds + r->nr_blob_fds + 64);
+	for (size_t k = 0; k < n; k++)
+		blobs += g[k]->nr_blob_fds;
+	base2 = high + (int)blobs + 64;
+	raise_nofile(r, (rlim_t)base2 + r->nr_fds + blobs + 64);
 	tmp_fd = calloc(r->nr_fds + 1, sizeof(int));
-	tmp_blob = calloc(r->nr_blob_fds + 1, sizeof(int));
-	if (!tmp_fd || !tmp_blob)
+	if (!tmp_fd)
 		child_exit_fail(r, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < r->nr_fds; i++)
 		tmp_fd[i] = move_up(r, r->fds[i].src, base2);
-	for (size_t i = 0; i < r->nr_blob_fds; i++)
-		tmp_blob[i] = move_up(r, r->blob_fds[i], base2);
+	tmp_blob = move_blob_fds(r, g, n, base2);
 	syscall(SYS_close_range, 0, base2 - 1, 0);
 	for (size_t i = 0; i < r->nr_fds; i++) {
 		if (dup3(tmp_fd[i], r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0)
 			child_exit_fail(r, -errno, "cannot install fd %d: %m", r->fds[i].target);
 	}
-	for (size_t i = 0; i < r->nr_blob_fds; i++) {
-		if (dup3(tmp_blob[i], high + (int)i, O_CLOEXEC) < 0)
-			child_exit_fail(r, -errno, "cannot install fd %d: %m", high + (int)i);
-		close_fds[i] = high + (int)i;
+	high = install_blob_fds(r, g, n, tmp_blob, high);
+	syscall(SYS_close_range, high, ~0U, 0);
+}
+
+/* Its fds, or, sharing its parent's fd table, the wait until their owner installed them. */
+static void child_table(struct rst *r)
+{
+	size_t n = r->tree ? share_followers(r, NULL, 0) : 0;
+	struct rst *g[n + 1];
+	char msg[256];
+	int ret;
+
+	if (r->fdt_owner) {
+		share_follower_wait(r);
+		return;
 	}
-	r->a->nr_close = r->nr_blob_fds;
-	syscall(SYS_close_range, high + r->nr_blob_fds, ~0U, 0);
-	number_blob_fds(r, high);
+	g[0] = r;
+	share_followers(r, g + 1, n);
+	share_owner_wait(r, g + 1, n);	/* every follower's children forked */
+	child_fds(r, g, n + 1);
+	share_owner_done(g + 1, n);
+	ret = epoll_fill_all(&r->ds, msg, sizeof(msg));
+	if (ret)
+		child_exit_fail(r, ret, "%s", msg);
 }
 
 void child_main(struct rst *r)
@@ -153,10 +210,7 @@ void child_main(struct rst *r)
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
-	child_fds(r);
-	ret = epoll_fill_all(&r->ds, msg, sizeof(msg));
-	if (ret)
-		child_exit_fail(r, ret, "%s", msg);
+	child_table(r);
 	if (r->root && strcmp(r->root, "/") && chroot(r->root))
 		child_exit_fail(r, -errno, "cannot chroot to %s: %m", r->root);
 	if (r->cwd && chdir(r->cwd))
@@ -174,7 +228,7 @@ void child_main(struct rst *r)
 	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
-	ret = locks_apply_in_child(r, msg, sizeof(msg));	/* no fd is closed after this */
+	ret = r->fdt_owner ? 0 : locks_apply_in_child(r, msg, sizeof(msg));	/* no fd closed after */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 

@@ -442,6 +442,11 @@ static int open_desc(struct rst *r, struct rdesc *d)
 	case FD_TYPES__NETLINKSK:
 		d->fd = sk_netlink_open(fe->nlsk);
 		break;
+	case FD_TYPES__UND:
+		if (!fe->mqf)
+			return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
+		d->fd = mqueue_open(fe->mqf);
+		break;
 	default:
 		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
 	}

@@ -7,7 +7,8 @@
  *
  * A fresh IPC namespace gets the dumped sysctls first, then every object with
  * its id (kernel.*_next_id before each create), key, owner, mode and content;
- * finally the *_next_id values the namespace had.
+ * finally the *_next_id values the namespace had; its POSIX message queues
+ * (mqueue.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -326,6 +327,8 @@ static int restore_ipc(struct rst *r)
 	if (!ret)
 		ret = restore_objects(r, IMG_IPCNS_MSG, &ipc_msg_entry__descriptor, one_msq,
 				      v->msg_ctlmax);
+	if (!ret)
+		ret = mqueue_restore_ns(r);
 	if (!ret && v->has_shm_next_id)
 		ret = next_id("shm", v->shm_next_id);
 	if (!ret && v->has_sem_next_id)

@@ -216,6 +216,9 @@ struct rst {
 	int tree_sync_fd;		/* in the forked child: tells its parent it is grouped */
 	struct rst_share *shares;
 	size_t nr_shares;
+	unsigned long share_flags;	/* CLONE_FILES, CLONE_FS: its parent's tables (share.c) */
+	struct rst *fdt_owner;		/* CLONE_FILES: the first process of its fd table */
+	struct share_sync *share_sync;	/* in memory the whole tree shares */
 
 	/* a mount namespace of its own (mntns.c): mountpoints-1.img, memdump's own kept */
 	MntEntry **mnts;
@@ -250,6 +253,21 @@ int tree_load(struct rst *root);
 int restore_tree(struct rst *root);
 void tree_free_members(struct rst *r);
 void tree_fork_children(struct rst *r);
+/* The member i of root's tree (pstree order, the root not counted), and how many. */
+struct rst *tree_member(struct rst *root, size_t i);
+size_t tree_size(const struct rst *root);
+/*
+ * share.c: the fd table and fs a process shares with its parent (ids-PID.img),
+ * loaded after tree_load(); its clone flags; in the forked processes, the
+ * owner of a shared fd table and its followers wait for each other.
+ */
+int share_load(struct rst *root);
+void share_free(struct rst *root);
+unsigned long share_clone_flags(const struct rst *m);
+size_t share_followers(struct rst *owner, struct rst **g, size_t max);
+void share_follower_wait(struct rst *m);
+void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n);
+void share_owner_done(struct rst *const *g, size_t n);
 /* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
 bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
@@ -299,6 +317,11 @@ void mntns_free(struct rst *r);
 int ns_restore_enter(struct rst *r);
 void ns_restore_leave(struct rst *r);
 int ns_check_join(const struct restore_opts *o);
+/* mqueue.c: an IPC namespace's POSIX message queues made in the fresh one this thread is in;
+ * an fd on one checked at load, opened (memdump's fd, or <0 after fail()). */
+int mqueue_restore_ns(struct rst *r);
+int mqueue_check(const struct rst *r, const MqueueFileEntry *m);
+int mqueue_open(const MqueueFileEntry *m);
 /* netns.c: the dumped devices, addresses and routes in the new network namespace this
  * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
 int netns_restore(struct rst *r, int host_netns);

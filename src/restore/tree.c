@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,16 @@ struct rst_tree {
 	struct rst_shm *shms;
 	size_t nr_shms;
 };
+
+struct rst *tree_member(struct rst *root, size_t i)
+{
+	return &root->tree->m[i];
+}
+
+size_t tree_size(const struct rst *root)
+{
+	return root->tree ? root->tree->n : 0;
+}
 
 static struct rst *proc_of(struct rst *root, pid_t pid, size_t before)
 {
@@ -152,7 +163,7 @@ int tree_load(struct rst *root)
 		t->n = i + 1;
 		ret = load_member(root, i);
 	}
-	return ret;
+	return ret ? ret : share_load(root);
 }
 
 int tree_shm_get(struct rst *r, uint64_t shmid)
@@ -304,6 +315,7 @@ void tree_free_members(struct rst *r)
 		rst_free(&t->m[i]);
 	}
 	close_shared(t);
+	share_free(r);
 	free(t->m);
 	free(t);
 	r->tree = NULL;
@@ -441,13 +453,15 @@ void tree_fork_children(struct rst *r)
 	if (r->tree_sync_fd >= 0) {
 		if (write(r->tree_sync_fd, &c, 1) != 1)
 			child_exit_fail(r, -errno, "cannot tell its parent it is in its group: %m");
-		close(r->tree_sync_fd);
+		if (!(r->share_flags & CLONE_FILES))	/* one table: its parent closes it */
+			close(r->tree_sync_fd);
 		r->tree_sync_fd = -1;
 	}
 	while (root->tree_parent)
 		root = root->tree_parent;
 	for (size_t i = 0; i < root->tree->n; i++) {
 		struct rst *k = &root->tree->m[i];
+		unsigned long flags;
 		int p[2];
 		pid_t pid;
 
@@ -455,19 +469,24 @@ void tree_fork_children(struct rst *r)
 			continue;
 		if (pipe2(p, O_CLOEXEC))
 			child_exit_fail(r, -errno, "cannot create a pipe: %m");
-		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), 0);
+		flags = share_clone_flags(k);	/* CLONE_FILES: one table, the parent closes */
+		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), flags);
 		if (pid == 0) {
-			close(p[0]);
+			if (!(flags & CLONE_FILES))
+				close(p[0]);
 			k->tree_sync_fd = p[1];
 			child_main(k);
 		}
 		if (pid < 0)
 			child_exit_fail(r, -errno, errno == EEXIST ? "PID %d is in use" :
 					"cannot create process %d: %m", k->pid);
-		close(p[1]);
+		if (!(flags & CLONE_FILES))
+			close(p[1]);
 		if (read(p[0], &c, 1) != 1)	/* it failed: its own area says why */
 			pr_debug("process %d stopped before its group was set\n", k->pid);
 		close(p[0]);
+		if (flags & CLONE_FILES)
+			close(p[1]);
 	}
 }
 
