@@ -48,3 +48,46 @@ case_tree_epoll() {
 	py_pair_pass
 }
 add tree-sk-epoll case_tree_epoll
+
+# an inotify instance made before a fork, a watch added by each process: one
+# instance after the restore, both watches delivering, wds as before and the
+# next wd the one it would have been
+IN_TREE='import ctypes, os, signal, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+os.makedirs(d + "/a"); os.makedirs(d + "/b")
+fd = libc.inotify_init1(os.O_NONBLOCK)
+wa = libc.inotify_add_watch(fd, (d + "/a").encode(), 0x100)
+ack_r, ack_w = os.pipe()
+ctl_r, ctl_w = os.pipe()
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+c = os.fork()
+if c == 0:
+    wb = libc.inotify_add_watch(fd, (d + "/b").encode(), 0x100)
+    os.write(ack_w, b"%d" % wb)
+    os.read(ctl_r, 1)
+    wc = libc.inotify_add_watch(fd, (d + "/b").encode(), 0x200)
+    os.write(ack_w, b"%d" % wc)
+    os._exit(0)
+wb = int(os.read(ack_r, 16))
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+open(d + "/a/x", "w").close(); open(d + "/b/y", "w").close()
+time.sleep(0.2)
+buf = os.read(fd, 4096)
+wds = []
+while buf:
+    w, m, k, l = struct.unpack("iIII", buf[:16]); wds.append(w); buf = buf[16 + l:]
+os.write(ctl_w, b"g")
+wc = int(os.read(ack_r, 16))
+_, st = os.waitpid(c, 0)
+ok = sorted(wds) == sorted([wa, wb]) and wc == wb and st == 0
+print("PASS" if ok else "FAIL events for %r (want %d %d), child re-add wd %d, status %d" % (wds, wa, wb, wc, st), flush=True)'
+
+case_tree_inotify() {
+	py_pair_rst "$IN_TREE" "$T/in"
+	py_pair_pass
+}
+add tree-sk-inotify case_tree_inotify
