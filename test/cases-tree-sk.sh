@@ -91,3 +91,43 @@ case_tree_inotify() {
 	py_pair_pass
 }
 add tree-sk-inotify case_tree_inotify
+
+# sk_tree_start ARGS...: test/tree_sk_unix.py started, READY P C W read (sets PID, C, W)
+sk_tree_start() {
+	OUT=$T/sk.out
+	mkdir -p "$T/s"
+	command -p python3 "$TESTSRC/tree_sk_unix.py" "$T/s" "$@" < /dev/null > "$OUT" 2> "$T/sk.err" &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/sk.err")"
+	read -r _ _ C W < <(grep -m1 '^READY' "$OUT")
+	track "$C"; track "$W"
+	READY_SIZE=$(stat -c %s "$OUT")
+}
+
+# sk_tree_pass: C and W are P's children again; SIGUSR1, PASS, the restore exits 0
+sk_tree_pass() {
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$C"' PPid) == '"$PID"' && $(proc_field '"$W"' PPid) == '"$PID"' ]]' ||
+		fail "C and W were not restored below P: $(cat "$MD_ERR")"
+	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# a named listener, connections accepted from it living in another process
+# than it, bytes queued both ways on each, datagrams queued from two other
+# processes of the tree: every byte once and in order, names and credentials
+case_tree_sk_unix() {
+	sk_tree_start
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local label
+	for label in 1 2; do
+		truncate -s "$READY_SIZE" "$OUT"
+		restore_bg "$T/d" "$label"
+		sk_tree_pass
+		[[ ! -S $T/s/srv.sock ]] || rm "$T/s/srv.sock" "$T/s/wdg.sock"
+	done
+}
+add tree-sk-unix case_tree_sk_unix
