@@ -131,3 +131,85 @@ case_tree_sk_unix() {
 	done
 }
 add tree-sk-unix case_tree_sk_unix
+
+# python multiprocessing with a Manager(): its server process listens on a
+# UNIX socket path, the parent and two workers each hold a connection accepted
+# there (requests and replies in flight at any instant); dumped mid-run and
+# restored, the output of an uninterrupted run
+case_tree_real_mp_manager() {
+	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 < /dev/null > "$T/ref.out" 2>&1 ||
+		fail "the reference run failed: $(cat "$T/ref.out")"
+	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 < /dev/null > "$T/mp.out" 2>&1 &
+	PID=$!; track "$PID"
+	wait_line "$T/mp.out" '^started' "$OP_TIMEOUT" || fail "the workers did not start"
+	sleep 0.3
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	tree_has 3 "$PID" || fail "not a manager and two workers below $PID: $(tree_pids "$PID")"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_bg "$T/d" 1
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "the restored program exited with $MD_RC: $(cat "$T/mp.out")"
+	cmp -s "$T/ref.out" "$T/mp.out" ||
+		fail "the output is not an uninterrupted run's: $(tr '\n' '|' < "$T/mp.out")"
+}
+add tree-real-mp-manager case_tree_real_mp_manager
+
+# what a tree still cannot take, each named in the one refusal, the tree left
+# running. "open" (seen before the freeze): a connection accepted from a
+# listener since closed (its name cannot be given again without one), an
+# epoll registration whose fd the child closed while its file stays open as
+# another fd, a UNIX socket whose peer is outside the tree. "queue" (seen
+# frozen): a datagram queued from a socket outside the tree.
+SK_REFUSE_TREE='import os, select, signal, socket, sys, time
+d = sys.argv[1]
+u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(d + "/u.sock")
+if sys.argv[2] == "open":
+    L = socket.socket(socket.AF_UNIX); L.bind(d + "/gone.sock"); L.listen(1)
+    c1 = socket.socket(socket.AF_UNIX); c1.connect(d + "/gone.sock")
+    a, _ = L.accept(); L.close()
+    o = socket.socket(socket.AF_UNIX); o.connect(d + "/outside.sock")
+ep = select.epoll()
+c = os.fork()
+if c == 0:
+    r, w = os.pipe()
+    ep.register(r, select.EPOLLIN)
+    if sys.argv[2] == "open":
+        r2 = os.dup(r); os.close(r)
+    while True:
+        time.sleep(1)
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while True:
+    time.sleep(1)'
+
+# case_tree_sk_refuse open|queue
+case_tree_sk_refuse() {
+	command -p python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + "/outside.sock"); s.listen(1)
+print("READY", flush=True); c, _ = s.accept(); time.sleep(300)' "$T" > "$T/outside.out" 2>&1 &
+	track $!
+	wait_line "$T/outside.out" '^READY' 10 || fail "the outside peer did not start"
+	OUT=$T/r.out
+	command -p python3 -c "$SK_REFUSE_TREE" "$T" "$1" < /dev/null > "$OUT" 2> "$T/r.err" &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY' "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/r.err")"
+	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
+	command -p python3 -c 'import socket, sys
+x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); x.sendto(b"o", sys.argv[1] + "/u.sock")' "$T" ||
+		fail "cannot send the outside datagram"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	local want=("datagram queued from a socket outside the tree")
+	[[ $1 == open ]] && want=(
+		"gone.sock connected: it is named and connected, and no listening socket of the tree has its name"
+		"watching fd [0-9]+, a file that no process of the tree holding the set has open as fd [0-9]+ any more"
+		"outside.sock connected, socket:\\[[0-9]+\\]\\) is outside the tree")
+	local w
+	for w in "${want[@]}"; do
+		grep -qE "$w" "$MD_ERR" || fail "the refusal does not say /$w/: $(cat "$MD_ERR")"
+	done
+	no_inventory "$T/d"
+	tree_untouched "$PID" "$c"
+}
+add tree-sk-refuse case_tree_sk_refuse open
+add tree-sk-refuse-queue case_tree_sk_refuse queue

@@ -80,10 +80,13 @@ bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *
 		if (r >= 0)
 			continue;
 		gone = true;
-		if (r == -EBADF)
-			snprintf(why, len, "an epoll set watching fd %u, a file %s no longer has "
-				 "open as fd %u (closed while still registered)", s.tfds[i].tfd,
-				 tree ? "no process of the tree holding the set" : "the process",
+		if (r == -EBADF && tree)
+			snprintf(why, len, "an epoll set watching fd %u, a file that no process of "
+				 "the tree holding the set has open as fd %u any more (closed while "
+				 "still registered)", s.tfds[i].tfd, s.tfds[i].tfd);
+		else if (r == -EBADF)
+			snprintf(why, len, "an epoll set watching fd %u, a file the process no longer "
+				 "has open as fd %u (closed while still registered)", s.tfds[i].tfd,
 				 s.tfds[i].tfd);
 		else
 			snprintf(why, len, "an epoll set whose target fd %u cannot be checked "
