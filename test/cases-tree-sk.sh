@@ -92,11 +92,11 @@ case_tree_inotify() {
 }
 add tree-sk-inotify case_tree_inotify
 
-# sk_tree_start ARGS...: test/tree_sk_unix.py started, READY P C W read (sets PID, C, W)
+# sk_tree_start SCRIPT: test/SCRIPT started, READY P C W read (sets PID, C, W)
 sk_tree_start() {
 	OUT=$T/sk.out
 	mkdir -p "$T/s"
-	command -p python3 "$TESTSRC/tree_sk_unix.py" "$T/s" "$@" < /dev/null > "$OUT" 2> "$T/sk.err" &
+	command -p python3 "$TESTSRC/$1" "$T/s" < /dev/null > "$OUT" 2> "$T/sk.err" &
 	PID=$!; track "$PID"
 	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/sk.err")"
 	read -r _ _ C W < <(grep -m1 '^READY' "$OUT")
@@ -104,9 +104,9 @@ sk_tree_start() {
 	READY_SIZE=$(stat -c %s "$OUT")
 }
 
-# sk_tree_pass: C and W are P's children again; SIGUSR1, PASS, the restore exits 0
+# sk_tree_pass WPARENT: C is P's child again, W WPARENT's; SIGUSR1, PASS, the restore exits 0
 sk_tree_pass() {
-	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$C"' PPid) == '"$PID"' && $(proc_field '"$W"' PPid) == '"$PID"' ]]' ||
+	wait_until "$OP_TIMEOUT" eval '[[ $(proc_field '"$C"' PPid) == '"$PID"' && $(proc_field '"$W"' PPid) == '"$1"' ]]' ||
 		fail "C and W were not restored below P: $(cat "$MD_ERR")"
 	wait_until 5 eval '(( 0x$(proc_field '"$PID"' SigCgt) & (1 << 9) ))' || fail "no SIGUSR1 handler"
 	kill -USR1 "$PID"
@@ -118,19 +118,24 @@ sk_tree_pass() {
 # a named listener, connections accepted from it living in another process
 # than it, bytes queued both ways on each, datagrams queued from two other
 # processes of the tree: every byte once and in order, names and credentials
+# (tree_sk_unix.py, W P's child); tree_sk_rev.py: the other order, the parent
+# a client of its child's listener, whose accepted end is in a grandchild W
+# (restore makes the listener and a datagram socket ahead for the child)
 case_tree_sk_unix() {
-	sk_tree_start
+	sk_tree_start "$1"
+	local wparent=$PID
+	[[ $1 == tree_sk_rev.py ]] && wparent=$C
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	local label
 	for label in 1 2; do
 		truncate -s "$READY_SIZE" "$OUT"
 		restore_bg "$T/d" "$label"
-		sk_tree_pass
-		[[ ! -S $T/s/srv.sock ]] || rm "$T/s/srv.sock" "$T/s/wdg.sock"
+		sk_tree_pass "$wparent"
 	done
 }
-add tree-sk-unix case_tree_sk_unix
+add tree-sk-unix case_tree_sk_unix tree_sk_unix.py
+add tree-sk-unix-rev case_tree_sk_unix tree_sk_rev.py
 
 # python multiprocessing with a Manager(): its server process listens on a
 # UNIX socket path, the parent and two workers each hold a connection accepted
