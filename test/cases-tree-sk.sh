@@ -135,6 +135,24 @@ case_tree_sk_unix() {
 	done
 }
 add tree-sk-unix case_tree_sk_unix tree_sk_unix.py
+
+# --leave-running: the tree finishes as if never dumped (the queues were only
+# peeked), then its image restores and finishes the same way
+case_tree_sk_unix_lr() {
+	sk_tree_start tree_sk_unix.py
+	dump "$PID" "$T/d" --leave-running
+	tree_untouched "$PID" "$C" "$W"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	local rc=0
+	timeout_wait "$PID" || rc=$?
+	(( rc == 0 )) || fail "the dumped tree exited with $rc"
+	wait_until 5 eval '[[ ! -d /proc/'"$C"' && ! -d /proc/'"$W"' ]]' || fail "C or W is left"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	sk_tree_pass "$PID"
+}
+add tree-sk-unix-lr case_tree_sk_unix_lr
 add tree-sk-unix-rev case_tree_sk_unix tree_sk_rev.py
 
 # python multiprocessing with a Manager(): its server process listens on a
