@@ -16,9 +16,11 @@
  * process at a time); all of them stay frozen until every set is written,
  * then all are resumed, or killed, children first. Shared memory two
  * processes map is the same object (its inode) in both sets: restore makes
- * it once. What the sets cannot express between processes (UNIX sockets,
- * epoll sets shared between them, shared fd tables, another namespace than
- * the root's) is refused by name.
+ * it once; so is a UNIX socket, epoll set or inotify instance each holder
+ * writes (restore's sk_unix_tree.c makes a socket and puts its queue back
+ * once; epoll_tree.c gives each registration to one holder). What the sets
+ * cannot express between processes (pty pairs, shared fd tables, another
+ * namespace than the root's) is refused by name.
  */
 #include <errno.h>
 #include <fcntl.h>

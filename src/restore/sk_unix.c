@@ -12,6 +12,9 @@
  *     bound, then connected to their peer's name;
  *  4. options and file flags.
  *
+ * In a tree, a socket another process made for this one is taken first, and
+ * one whose peer another process opens is connected by sk_unix_tree.c.
+ *
  * The queued data is sent again, each message from its sender, by the
  * forked child before the fds move (sk_child_finish()): it has the dumped
  * PID, so credentials a receiver sees (SO_PASSCRED) are the process's own;

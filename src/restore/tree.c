@@ -9,7 +9,8 @@
  *   2. Every process is prepared in memdump, in tree order: its files (a
  *      shared description is a copy of its first holder's fd; a pipe met in
  *      several processes is created once, its data put back once, and so
- *      is a shared memory object several processes map), its
+ *      is a shared memory object several processes map; a UNIX socket
+ *      connected to another process's is made with it, sk_unix_tree.c), its
  *      restorer area (each at an address free in memdump beside the others).
  *   3. memdump forks the root; each process, still memdump's code, takes its
  *      session and group, then forks its children with their PIDs (waiting
