@@ -239,6 +239,8 @@ void sk_tree_wait_pid(struct rst *r, pid_t pid)
 	struct rst *p;
 	bool ours = false;
 
+	if (getpid() != r->pid)
+		return;		/* in a PID namespace of its own: pid is not its number there */
 	for (size_t i = 0; r->tree && !ours && (p = tree_proc(r, i)); i++)
 		ours = p->pid == pid;
 	for (int i = 0; ours && i < 10000 && kill(pid, 0) && errno == ESRCH; i++)
