@@ -181,11 +181,15 @@ static bool take_from_tree(struct rst *r, const UnixSkEntry *u)
 
 static int open_listener(struct rst *r, const UnixSkEntry *u)
 {
-	int fd = take_from_tree(r, u) ? 0 : sk_unix_listen(u);
+	int fd;
 
-	if (fd > 0)
-		*fd_slot(r, u->id) = fd;
-	return fd < 0 ? fd : 0;
+	if (take_from_tree(r, u))
+		return 0;	/* made ahead by a process with a connection to it */
+	fd = sk_unix_listen(u);
+	if (fd < 0)
+		return fd;
+	*fd_slot(r, u->id) = fd;
+	return 0;
 }
 
 /* The listener of the process with u's name, opened already (pass 1). */
