@@ -78,6 +78,7 @@ struct fd_policy {
 	uint64_t ghost_limit;
 	bool shell_job;
 	pid_t pid;		/* the target */
+	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
 };
 
 /* A POSIX timer (ptimers.c). */

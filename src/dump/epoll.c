@@ -20,7 +20,6 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/kcmp.h>
 
 #include "dump/dump.h"
 #include "dump/evloop.h"
@@ -65,19 +64,8 @@ static int read_tfds(pid_t pid, int epfd, struct epoll_state *s)
 	return ret;
 }
 
-/* 0: registration i is fd tfd's file in the process; else kcmp's answer. */
-static long tfd_check(pid_t pid, int epfd, const struct epoll_state *s, size_t i)
-{
-	struct kcmp_epoll_slot slot = { .efd = epfd, .tfd = s->tfds[i].tfd, .toff = 0 };
-
-	for (size_t j = 0; j < i; j++)		/* the same number added before: toff */
-		slot.toff += s->tfds[j].tfd == s->tfds[i].tfd;
-	if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, s->tfds[i].tfd, &slot) == 0)
-		return 0;
-	return errno ? -errno : 1;
-}
-
-bool epoll_target_gone(pid_t pid, int epfd, char *why, size_t len)
+bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *why,
+		       size_t len)
 {
 	struct epoll_state s = { 0 };
 	bool gone = false;
@@ -87,15 +75,19 @@ bool epoll_target_gone(pid_t pid, int epfd, char *why, size_t len)
 		gone = true;
 	}
 	for (size_t i = 0; !gone && i < s.nr; i++) {
-		long r = tfd_check(pid, epfd, &s, i);
+		int r = epoll_tfd_owner(tree, pid, epfd, &s, i);
 
-		if (r == 0)
+		if (r >= 0)
 			continue;
 		gone = true;
-		if (r == -EBADF || r == 1)
-			snprintf(why, len, "an epoll set watching fd %u, a file the process no "
-				 "longer has open as fd %u (closed while still registered)",
-				 s.tfds[i].tfd, s.tfds[i].tfd);
+		if (r == -EBADF && tree)
+			snprintf(why, len, "an epoll set watching fd %u, a file that no process of "
+				 "the tree holding the set has open as fd %u any more (closed while "
+				 "still registered)", s.tfds[i].tfd, s.tfds[i].tfd);
+		else if (r == -EBADF)
+			snprintf(why, len, "an epoll set watching fd %u, a file the process no longer "
+				 "has open as fd %u (closed while still registered)", s.tfds[i].tfd,
+				 s.tfds[i].tfd);
 		else
 			snprintf(why, len, "an epoll set whose target fd %u cannot be checked "
 				 "(kcmp: %s)", s.tfds[i].tfd, strerror(-r));
@@ -133,6 +125,35 @@ static void mark_taken_edges(struct dump_ctx *d, int epfd, struct epoll_state *s
 	close(ep);
 }
 
+/* Only the registrations this process adds again (epoll_tree.c): the others are another's. */
+static int keep_own(struct dump_ctx *d, int fd, struct epoll_state *s)
+{
+	struct epoll_tfd *own = calloc(s->nr + 1, sizeof(*own));
+	size_t n = 0;
+
+	if (!own)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nr; i++) {
+		int r = epoll_tfd_owner(d->tree, d->pid, fd, s, i);
+
+		if (r < 0) {
+			free(own);
+			return fail(-EOPNOTSUPP, "fd %d: the epoll set watches fd %u, which no "
+				    "process holding the set has open as fd %u", fd, s->tfds[i].tfd,
+				    s->tfds[i].tfd);
+		}
+		if (r == 1)
+			own[n++] = s->tfds[i];
+		else
+			pr_debug("epoll fd %d: fd %u is another process's registration\n", fd,
+				 s->tfds[i].tfd);
+	}
+	free(s->tfds);
+	s->tfds = own;
+	s->nr = n;
+	return 0;
+}
+
 int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
 {
 	int ret = read_tfds(d->pid, fd, s);
@@ -140,6 +161,9 @@ int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
 	if (ret)
 		return fail(ret, "fd %d: cannot read the epoll set's registrations: %s", fd,
 			    strerror(-ret));
+	ret = keep_own(d, fd, s);
+	if (ret)
+		return ret;
 	mark_taken_edges(d, fd, s);
 	for (size_t i = 0; i < s->nr; i++)
 		pr_debug("epoll fd %d: fd %u events %#x data %#llx%s\n", fd, s->tfds[i].tfd,

@@ -15,6 +15,7 @@
 struct dump_ctx;
 struct file_desc;
 struct image;
+struct proc_tree;
 
 struct eventfd_state {
 	uint64_t count;
@@ -75,10 +76,22 @@ int signalfd_collect(pid_t pid, int fd, uint64_t *sigmask);
 int signalfd_write(struct image *img, const struct file_desc *f);
 
 /* epoll.c */
-/* A registered target that is no longer open as its fd in the process: why. */
-bool epoll_target_gone(pid_t pid, int epfd, char *why, size_t len);
+/*
+ * A registered target that no process adding it again has open as its fd:
+ * why. tree: the processes of a tree dump, any of which may hold the set, or NULL.
+ */
+bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *why,
+		       size_t len);
 int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s);
 int epoll_write(struct image *img, const struct file_desc *f);
+
+/*
+ * epoll_tree.c: who adds registration i of pid's set epfd again: 1 pid, 0
+ * another process of tree holding the set (NULL: none), -EBADF nobody (its
+ * fd was closed while registered), or kcmp's error.
+ */
+int epoll_tfd_owner(const struct proc_tree *tree, pid_t pid, int epfd,
+		    const struct epoll_state *s, size_t i);
 void epoll_state_free(struct epoll_state *s);
 
 /* inotify.c */

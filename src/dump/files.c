@@ -236,7 +236,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	if (S_ISSOCK(st->st_mode))
 		return false;	/* sockets.c decides */
 	if (evloop_kind(link) == FK_EPOLL)
-		return epoll_target_gone(pid, fd, why, len);
+		return epoll_target_gone(p->tree, pid, fd, why, len);
 	if (evloop_kind(link) == FK_INOTIFY)
 		return inotify_unsupported(pid, fd, why, len);
 	if (!strncmp(link, "anon_inode:", 11))

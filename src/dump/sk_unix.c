@@ -44,32 +44,27 @@ static bool in_tree(const struct sk_set *set, uint64_t ino)
 	return false;
 }
 
-/*
- * A peer held by another process of the tree: an unnamed pair (a socketpair
- * made before a fork) with nothing queued either way is made again across
- * the two; anything else, why not.
- */
-static const char *tree_pair_problem(const struct sk_diag *s, const struct sk_diag *peer)
-{
-	if (!peer || peer->peer != s->ino)
-		return "its peer, in another process of the tree, is not its pair";
-	if (s->name_len || peer->name_len)
-		return "it is named and connected to another process of the tree";
-	if (s->rqueue || peer->rqueue)
-		return "data is queued between it and its peer in another process of the tree";
-	return NULL;
-}
-
 static bool same_name(const struct sk_diag *a, const struct sk_diag *b)
 {
 	return a->name_len && a->name_len == b->name_len && !memcmp(a->name, b->name, a->name_len);
 }
 
-/* A listening socket of the process with s's name. */
+/* The socket inodes of the process, then (a tree dump) those of the tree's other processes. */
+static uint64_t nth_ino(const struct sk_set *set, size_t i)
+{
+	return i < set->nr_inos ? set->inos[i] : set->tree_inos[i - set->nr_inos];
+}
+
+static size_t nr_all(const struct sk_set *set)
+{
+	return set->nr_inos + set->nr_tree_inos;
+}
+
+/* A listening socket of the process (or of the tree) with s's name. */
 static bool has_listener(const struct sk_set *set, const struct sk_diag *s)
 {
-	for (size_t i = 0; i < set->nr_inos; i++) {
-		const struct sk_diag *l = sk_table_find(&set->diag, set->inos[i]);
+	for (size_t i = 0; i < nr_all(set); i++) {
+		const struct sk_diag *l = sk_table_find(&set->diag, nth_ino(set, i));
 
 		if (l && l->family == AF_UNIX && l->state == LISTEN_STATE && same_name(l, s))
 			return true;
@@ -103,25 +98,26 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 		return why;
 	if (s->state == LISTEN_STATE && s->nr_icons)
 		return "it has connections not yet accepted";
-	if (s->peer && !in_process(set, s->peer) && in_tree(set, s->peer))
-		return tree_pair_problem(s, peer);
-	if (s->peer && !in_process(set, s->peer)) {
+	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer)) {
 		char what[256] = "socket";
 
 		if (peer)
 			sk_describe(peer, what, sizeof(what));
-		snprintf(buf, len, "its peer (%s, socket:[%lu]) is outside the process", what + 2,
-			 (unsigned long)s->peer);
+		snprintf(buf, len, "its peer (%s, socket:[%lu]) is outside the %s", what + 2,
+			 (unsigned long)s->peer, set->tree ? "tree" : "process");
 		return buf;
 	}
 	if (stream && s->state == ESTABLISHED && s->name_len && !has_listener(set, s))
-		return "it is named and connected, and no listening socket of the process has its name";
+		return set->tree ? "it is named and connected, and no listening socket of the tree "
+				   "has its name" :
+				   "it is named and connected, and no listening socket of the process "
+				   "has its name";
 	if (!stream && peer && !peer->name_len && peer->peer != s->ino)
 		return "it is connected to an unnamed socket that is not its pair";
 	return NULL;
 }
 
-/* The process's socket that sent a datagram from name (empty: an unnamed one). */
+/* The socket of the process (or of the tree) that sent a datagram from name (empty: an unnamed one). */
 static uint64_t dgram_sender(const struct sk_set *set, const struct sk_diag *rcv,
 			     const struct sockaddr_un *from, socklen_t len)
 {
@@ -133,8 +129,8 @@ static uint64_t dgram_sender(const struct sk_set *set, const struct sk_diag *rcv
 		nlen = strnlen(from->sun_path, nlen);
 	if (!nlen && peer && !peer->name_len)
 		return peer->ino;
-	for (size_t i = 0; i < set->nr_inos; i++) {
-		const struct sk_diag *s = sk_table_find(&set->diag, set->inos[i]);
+	for (size_t i = 0; i < nr_all(set); i++) {
+		const struct sk_diag *s = sk_table_find(&set->diag, nth_ino(set, i));
 
 		if (!s || s->family != AF_UNIX || s->state == LISTEN_STATE || s->name_len != nlen)
 			continue;
@@ -247,7 +243,8 @@ static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 		p.sender = s->type == SOCK_DGRAM ? dgram_sender(&d->sockets, s, &from, flen) : s->peer;
 		if (s->type == SOCK_DGRAM && !p.sender)
 			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
-				    "socket outside the process", (unsigned long)s->ino);
+				    "socket outside the %s", (unsigned long)s->ino,
+				    d->tree ? "tree" : "process");
 		err = add_packet(u, buf, n, &p);
 		if (err)
 			return err;

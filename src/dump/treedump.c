@@ -16,10 +16,12 @@
  * process at a time); all of them stay frozen until every set is written,
  * then all are resumed, or killed, children first. Shared memory two
  * processes map is the same object (its inode) in both sets: restore makes
- * it once. A process with its parent's fd table (CLONE_FILES) writes no
- * fds of its own (share.c). What the sets cannot express between processes
- * (UNIX sockets, epoll sets shared between them, another namespace than the
- * root's) is refused by name.
+ * it once; so is a UNIX socket, epoll set or inotify instance each holder
+ * writes (restore's sk_unix_tree.c makes a socket and puts its queue back
+ * once; epoll_tree.c gives each registration to one holder). A process with
+ * its parent's fd table (CLONE_FILES) writes no fds of its own (share.c).
+ * What the sets cannot express between processes (pty pairs, another
+ * namespace than the root's) is refused by name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,7 +108,7 @@ static int members_init(struct tree_dump *td)
 			snprintf(m->subdir, sizeof(m->subdir), "proc-%d", p->pid);
 		m->d = (struct dump_ctx){ .pid = p->pid, .mode = td->o->mode,
 					  .progress = td->o->progress && !n,
-					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid },
+					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t },
 					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
 					  .parent = { .dirfd = -1 }, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
@@ -305,10 +307,6 @@ static int find_owner(const struct tree_dump *td, int k, const struct fd_entry *
 /* Kinds whose sharing between processes restore cannot give yet. */
 static const char *unshareable(const struct file_desc *f)
 {
-	if (f->kind == FK_EPOLL)
-		return "an epoll set";
-	if (f->kind == FK_INOTIFY)
-		return "an inotify instance";
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";

@@ -274,11 +274,14 @@ int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
 int tree_shm_get(struct rst *r, uint64_t shmid);
 int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
-/* sk_unix.c's pairs across processes: does another process of r's tree hold socket ino? */
-bool tree_has_sock(struct rst *r, uint32_t ino);
-/* The end made for socket ino by the process holding its peer (-1: none yet); or keep it. */
+/* sk_unix_tree.c's sockets made for the process of the tree that opens socket ino: taken
+ * by it (-1: none made), kept for it, looked at */
 int tree_sock_get(struct rst *r, uint32_t ino);
 int tree_sock_put(struct rst *r, uint32_t ino, int fd);
+/* the fd kept for socket ino, left for its process (sk_unix_tree.c), or -1 */
+int tree_sock_peek(struct rst *r, uint32_t ino);
+/* process i of r's tree: 0 the root, then the others in pstree order; NULL past them */
+struct rst *tree_proc(struct rst *r, size_t i);
 /* ghost.c's files: where an earlier process of the tree recreated deleted file dev:ino */
 const char *tree_ghost_get(struct rst *r, uint32_t dev, uint64_t ino);
 int tree_ghost_put(struct rst *r, uint32_t dev, uint64_t ino, const char *path);
@@ -388,6 +391,25 @@ int sk_queue_plan(struct rst *r);
 int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
+/* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
+int sk_unix_new(const UnixSkEntry *u);
+int sk_unix_bind(int fd, const UnixSkEntry *u);
+int sk_unix_listen(const UnixSkEntry *u);
+
+/*
+ * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the
+ * tree opens. u's connection to p (another process's), u's end for this one,
+ * p's kept for its process; the entry and memdump's fd of socket ino anywhere
+ * in the tree; the queues of every process planned once all are made; in the
+ * forked child, a sender's credentials' process of the tree waited for.
+ */
+int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
+const UnixSkEntry *sk_tree_entry(struct rst *r, uint32_t ino);
+int sk_tree_fd(struct rst *r, uint32_t ino);
+/* the tree's listener with u's name in *lfd (made ahead if need be): 0; 1 none; <0 */
+int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
+int sk_tree_plan_queues(struct rst *root);
+void sk_tree_wait_pid(struct rst *r, pid_t pid);
 
 /* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
 int sk_inet_open(struct rst *r, const InetSkEntry *e);

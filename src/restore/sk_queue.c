@@ -88,15 +88,32 @@ static int helper_for(struct rst *r, uint32_t id)
 	return -1;
 }
 
+/* The sender socket ino: this process's, or (a tree) another's; its fd in *fd. */
+static const UnixSkEntry *sender_of(struct rst *r, uint32_t ino, int *fd)
+{
+	const UnixSkEntry *snd = ino ? usk_of(r, ino, true) : NULL;
+	struct rdesc *d = snd ? rst_desc(r, snd->id) : NULL;
+
+	*fd = d ? d->fd : -1;
+	if (d || !ino || !r->tree)
+		return snd;
+	snd = sk_tree_entry(r, ino);
+	*fd = snd ? sk_tree_fd(r, ino) : -1;
+	return snd;
+}
+
 /* One message for rcv from its sender: the sender's fd and where to send. */
 static int plan_send(struct rst *r, const struct sk_msg *m)
 {
 	const UnixSkEntry *rcv = usk_of(r, m->e->id_for, false);
-	const UnixSkEntry *snd = m->e->has_sender && m->e->sender ?
-				 usk_of(r, m->e->sender, true) : NULL;
-	int fd = snd ? rst_desc(r, snd->id)->fd : rcv ? helper_for(r, rcv->id) : -1;
+	int fd;
+	const UnixSkEntry *snd = sender_of(r, m->e->has_sender ? m->e->sender : 0, &fd);
 	struct sk_late *l;
 
+	if (rcv && !rst_desc(r, rcv->id))
+		return 0;	/* a copy of another process's socket: that one refills it */
+	if (!snd && rcv)
+		fd = helper_for(r, rcv->id);
 	if (!rcv || fd < 0)
 		return fail(-EIO, "sk-queues.img: a message for socket %u has no sender to send it",
 			    m->e->id_for);
@@ -192,6 +209,8 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 		const struct sk_late *l = &r->sk_late[i];
 		int ret = 0;
 
+		if (l->op == SK_LATE_SEND && l->msg->e->has_cred_pid)
+			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
 		if (l->op == SK_LATE_SEND)
 			ret = send_all(l);
 		else if (l->op == SK_LATE_SHUTDOWN)

@@ -12,6 +12,9 @@
  *     bound, then connected to their peer's name;
  *  4. options and file flags.
  *
+ * In a tree, a socket another process made for this one is taken first, and
+ * one whose peer another process opens is connected by sk_unix_tree.c.
+ *
  * The queued data is sent again, each message from its sender, by the
  * forked child before the fds move (sk_child_finish()): it has the dumped
  * PID, so credentials a receiver sees (SO_PASSCRED) are the process's own;
@@ -46,15 +49,23 @@ static int *fd_slot(struct rst *r, uint32_t id)
 	return d ? &d->fd : NULL;
 }
 
+/* Socket ino when this process opens it (not a copy of another process's), or NULL. */
 static const UnixSkEntry *by_ino(struct rst *r, uint32_t ino)
 {
 	for (size_t i = 0; i < r->ds.nr_files; i++) {
 		const FileEntry *fe = r->ds.files[i];
 
-		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino)
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino &&
+		    fd_slot(r, fe->id))
 			return fe->usk;
 	}
 	return NULL;
+}
+
+/* u's peer when another process of the tree opens it, or NULL. */
+static const UnixSkEntry *remote_peer(struct rst *r, const UnixSkEntry *u)
+{
+	return r->tree && u->peer && !by_ino(r, u->peer) ? sk_tree_entry(r, u->peer) : NULL;
 }
 
 static socklen_t addr_of(const UnixSkEntry *u, struct sockaddr_un *a)
@@ -124,7 +135,7 @@ static int set_perms(const UnixSkEntry *u)
 	return 0;
 }
 
-static int bind_named(int fd, const UnixSkEntry *u)
+int sk_unix_bind(int fd, const UnixSkEntry *u)
 {
 	struct sockaddr_un a;
 	socklen_t l = addr_of(u, &a);
@@ -137,24 +148,48 @@ static int bind_named(int fd, const UnixSkEntry *u)
 	return set_perms(u);
 }
 
-static int new_socket(const UnixSkEntry *u)
+int sk_unix_new(const UnixSkEntry *u)
 {
 	int fd = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
 
 	return fd < 0 ? sk_fail(u, -errno, "cannot create") : fd;
 }
 
-static int open_listener(struct rst *r, const UnixSkEntry *u)
+int sk_unix_listen(const UnixSkEntry *u)
 {
-	int fd = new_socket(u), ret;
+	int fd = sk_unix_new(u), ret;
 
 	if (fd < 0)
 		return fd;
-	*fd_slot(r, u->id) = fd;
-	ret = bind_named(fd, u);
+	ret = sk_unix_bind(fd, u);
 	if (!ret && listen(fd, u->backlog))
 		ret = sk_fail(u, -errno, "cannot listen");
-	return ret;
+	if (ret)
+		close(fd);
+	return ret ? ret : fd;
+}
+
+/* Made already for this process by another of the tree (its peer's or a connection's). */
+static bool take_from_tree(struct rst *r, const UnixSkEntry *u)
+{
+	int fd = r->tree ? tree_sock_get(r, u->ino) : -1;
+
+	if (fd >= 0)
+		*fd_slot(r, u->id) = fd;
+	return fd >= 0;
+}
+
+static int open_listener(struct rst *r, const UnixSkEntry *u)
+{
+	int fd;
+
+	if (take_from_tree(r, u))
+		return 0;	/* made ahead by a process with a connection to it */
+	fd = sk_unix_listen(u);
+	if (fd < 0)
+		return fd;
+	*fd_slot(r, u->id) = fd;
+	return 0;
 }
 
 /* The listener of the process with u's name, opened already (pass 1). */
@@ -201,11 +236,11 @@ static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry 
 {
 	struct sockaddr_un a;
 	socklen_t l = addr_of(acc, &a);
-	int c = new_socket(acc), s, ret;
+	int c = sk_unix_new(acc), s, ret;
 
 	if (c < 0)
 		return c;
-	ret = p ? bind_named(c, p) : 0;
+	ret = p ? sk_unix_bind(c, p) : 0;
 	if (!ret && connect(c, (struct sockaddr *)&a, l))
 		ret = sk_fail(acc, -errno, "cannot connect to its listener");
 	if (ret) {
@@ -221,32 +256,10 @@ static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry 
 	return give_peer(r, acc, p, c);
 }
 
-/*
- * u's peer is in another process of the tree: the end an earlier process
- * made for u, or a socketpair whose other end waits for that process.
- */
-static int open_tree_pair(struct rst *r, const UnixSkEntry *u)
-{
-	int sv[2], fd = tree_sock_get(r, u->ino), ret;
-
-	if (fd >= 0) {
-		*fd_slot(r, u->id) = fd;
-		return 0;
-	}
-	if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv))
-		return sk_fail(u, -errno, "cannot create a socketpair");
-	*fd_slot(r, u->id) = sv[0];
-	ret = tree_sock_put(r, u->peer, sv[1]);
-	close(sv[1]);
-	return ret;
-}
-
 static int open_pair(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 {
 	int sv[2];
 
-	if (!p && u->peer && tree_has_sock(r, u->peer))
-		return open_tree_pair(r, u);
 	if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv))
 		return sk_fail(u, -errno, "cannot create a socketpair");
 	*fd_slot(r, u->id) = sv[0];
@@ -257,10 +270,12 @@ static int open_connected_stream(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
 	const UnixSkEntry *acc = named(u) ? u : p && named(p) ? p : NULL;
-	int lfd = acc ? listener_fd(r, acc) : -1;
+	int lfd = acc ? listener_fd(r, acc) : -1, ret;
 
 	if (!acc)
 		return open_pair(r, u, p);
+	if (lfd < 0 && r->tree && (ret = sk_tree_listener(r, acc, &lfd)) < 0)
+		return ret;	/* another process's listener */
 	if (lfd < 0)
 		return sk_fail(u, -ENOENT, "no listening socket of the process has its name");
 	return acc == u ? accept_pair(r, u, p, lfd) : accept_pair(r, p, u, lfd);
@@ -271,35 +286,38 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
 	int fd;
 
-	if (!p && u->peer && tree_has_sock(r, u->peer))
-		return open_tree_pair(r, u);	/* a pair across two processes, unnamed */
 	if (p && p->peer == u->ino) {	/* a pair: each end names the other */
 		int ret = open_pair(r, u, p);
 
 		if (!ret)
-			ret = bind_named(*fd_slot(r, u->id), u);
-		return ret ? ret : bind_named(*fd_slot(r, p->id), p);
+			ret = sk_unix_bind(*fd_slot(r, u->id), u);
+		return ret ? ret : sk_unix_bind(*fd_slot(r, p->id), p);
 	}
-	fd = new_socket(u);
+	fd = sk_unix_new(u);
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
-	return bind_named(fd, u);
+	return sk_unix_bind(fd, u);
 }
 
 static int open_one(struct rst *r, const UnixSkEntry *u)
 {
+	const UnixSkEntry *p = remote_peer(r, u);
 	int fd;
 
+	if (take_from_tree(r, u))
+		return 0;
+	if (p)
+		return sk_tree_connect(r, u, p);	/* its peer is another process's */
 	if (u->type == SOCK_DGRAM)
 		return open_dgram(r, u);
 	if (u->state == ESTABLISHED)
 		return open_connected_stream(r, u);
-	fd = new_socket(u);
+	fd = sk_unix_new(u);
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
-	return bind_named(fd, u);
+	return sk_unix_bind(fd, u);
 }
 
 /* A datagram socket connected to a peer that is not its socketpair twin. */
@@ -309,8 +327,9 @@ static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 	struct sockaddr_un a;
 	socklen_t l;
 
-	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino) ||
-	    (!p && tree_has_sock(r, u->peer)))
+	if (!p)
+		p = remote_peer(r, u);
+	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino))
 		return 0;
 	if (!p || !named(p))
 		return sk_fail(u, -EINVAL, "its peer has no name to connect to");
@@ -361,8 +380,8 @@ int sk_unix_open_all(struct rst *r)
 		ret = each(r, connect_dgram, true, false);
 	if (!ret)
 		ret = each(r, set_flags, true, false);
-	if (!ret)
-		ret = sk_queue_plan(r);
+	if (!ret && !r->tree)
+		ret = sk_queue_plan(r);	/* a tree's: once every process's sockets are made */
 	return ret;
 }
 

@@ -9,7 +9,8 @@
  *   2. Every process is prepared in memdump, in tree order: its files (a
  *      shared description is a copy of its first holder's fd; a pipe met in
  *      several processes is created once, its data put back once, and so
- *      is a shared memory object several processes map), its
+ *      is a shared memory object several processes map; a UNIX socket
+ *      connected to another process's is made with it, sk_unix_tree.c), its
  *      restorer area (each at an address free in memdump beside the others).
  *   3. memdump forks the root; each process, still memdump's code, takes its
  *      session and group, then forks its children with their PIDs (waiting
@@ -205,6 +206,15 @@ static struct rst *tree_root(struct rst *r)
 	return r;
 }
 
+struct rst *tree_proc(struct rst *r, size_t i)
+{
+	struct rst *root = tree_root(r);
+
+	if (!i)
+		return root;
+	return root->tree && i - 1 < root->tree->n ? &root->tree->m[i - 1] : NULL;
+}
+
 const char *tree_ghost_get(struct rst *r, uint32_t dev, uint64_t ino)
 {
 	struct rst_tree *t = r->tree;
@@ -259,6 +269,16 @@ int tree_sock_get(struct rst *r, uint32_t ino)
 			t->socks[i].fd = -1;	/* one process holds it */
 			return fd;
 		}
+	return -1;
+}
+
+int tree_sock_peek(struct rst *r, uint32_t ino)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_socks; i++)
+		if (t->socks[i].ino == ino && t->socks[i].fd >= 0)
+			return t->socks[i].fd;
 	return -1;
 }
 
@@ -343,11 +363,6 @@ static bool is_pipe_end(const FileEntry *fe, uint32_t id)
 	return fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == id;
 }
 
-static bool is_unix_socket(const FileEntry *fe, uint32_t ino)
-{
-	return fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino;
-}
-
 /* Does some fd of the set open a file that is(id)? */
 static bool holds(const struct dumpset *ds, file_is is, uint32_t id)
 {
@@ -379,11 +394,6 @@ static bool others_hold(struct rst *r, file_is is, uint32_t id)
 bool tree_has_pipe(struct rst *r, uint32_t id)
 {
 	return others_hold(r, is_pipe_end, id);
-}
-
-bool tree_has_sock(struct rst *r, uint32_t ino)
-{
-	return others_hold(r, is_unix_socket, ino);
 }
 
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2])
@@ -539,6 +549,8 @@ static int prepare_all(struct rst *root)
 		if (ret)
 			fail_context("process %d: ", m->pid);
 	}
+	if (!ret)
+		ret = sk_tree_plan_queues(root);	/* every socket made: senders anywhere */
 	unlink_ghosts(root);
 	return ret;
 }
