@@ -16,23 +16,9 @@
 #include "dump/freezer.h"
 #include "fault.h"
 #include "log.h"
+#include "proc.h"
 
 #define FREEZE_WAIT_US	(10 * 1000 * 1000)
-
-static int read_at(int dirfd, const char *name, char *buf, size_t len)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
 
 static int write_at(int dirfd, const char *name, const char *val)
 {
@@ -49,7 +35,7 @@ static int write_at(int dirfd, const char *name, const char *val)
 static int is_frozen(const struct freezer *f, bool *frozen)
 {
 	char buf[512];
-	int ret = read_at(f->dirfd, f->v2 ? "cgroup.events" : "freezer.state", buf, sizeof(buf));
+	int ret = read_small_at(f->dirfd, f->v2 ? "cgroup.events" : "freezer.state", buf, sizeof(buf));
 
 	if (!ret)
 		*frozen = f->v2 ? strstr(buf, "frozen 1") != NULL : !strncmp(buf, "FROZEN", 6);
@@ -112,7 +98,7 @@ static int wait_frozen(struct freezer *f)
 static int holds(const struct freezer *f, int pid)
 {
 	char buf[65536], want[16];
-	int ret = read_at(f->dirfd, "cgroup.procs", buf, sizeof(buf));
+	int ret = read_small_at(f->dirfd, "cgroup.procs", buf, sizeof(buf));
 
 	if (ret)
 		return fail(ret, "cannot read %s/cgroup.procs: %s", f->path, strerror(-ret));

@@ -9,6 +9,21 @@
 
 #include "proc.h"
 
+int read_small_at(int dirfd, const char *name, char *buf, size_t len)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
 ssize_t proc_read_file(const char *path, char **out)
 {
 	size_t cap = 4096, len = 0;

@@ -34,21 +34,6 @@
 #define SIGEV_THREAD_ID	4
 #endif
 
-static int read_own(const char *name, char *buf, size_t len)
-{
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
 static int add_join(char ***list, size_t *nr, const char *path)
 {
 	char **n = realloc(*list, (*nr + 1) * sizeof(*n));
@@ -155,7 +140,7 @@ static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside
 static int check_cgroups(struct rst *r, const char *dumped)
 {
 	char own[4096], *copy, *line, *save = NULL;
-	int ret = read_own("/proc/self/cgroup", own, sizeof(own));
+	int ret = read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own));
 
 	if (ret)
 		return fail(ret, "cannot read /proc/self/cgroup: %s", strerror(-ret));
@@ -211,7 +196,7 @@ static int check_oom(const TaskCoreEntry *tc)
 		return 0;
 	if (tc->oom_score_adj < -1000 || tc->oom_score_adj > 1000)
 		return fail(-EIO, "oom_score_adj %d in the image is out of range", tc->oom_score_adj);
-	read_own("/proc/self/oom_score_adj", own, sizeof(own));
+	read_small_at(AT_FDCWD, "/proc/self/oom_score_adj", own, sizeof(own));
 	if (!oom_settable(tc->oom_score_adj))
 		return fail(-EPERM, "oom_score_adj %d cannot be set here (memdump's own is %d; "
 			    "going lower needs CAP_SYS_RESOURCE)", tc->oom_score_adj, atoi(own));
@@ -222,7 +207,7 @@ static uint32_t own_loginuid(void)
 {
 	char v[32] = "4294967295";
 
-	read_own("/proc/self/loginuid", v, sizeof(v));
+	read_small_at(AT_FDCWD, "/proc/self/loginuid", v, sizeof(v));
 	return strtoul(v, NULL, 10);
 }
 
