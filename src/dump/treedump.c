@@ -216,12 +216,38 @@ static bool tree_changed(const struct tree_dump *td)
 
 static void members_reset(struct tree_dump *td);
 
+/* What memdump cannot dump in the tree: every process's refusals, in one. */
+static int check_tree(struct tree_dump *td)
+{
+	int ret = refuse_check_tree(&td->m[0].o);
+
+	return ret ? ret : check_same_ns(td);
+}
+
+/* After a failed freeze: the checks' whole refusal if they refuse, else the freeze's reason. */
+static int refuse_or(struct tree_dump *td, int ret)
+{
+	char why[1024];
+	int refused;
+
+	snprintf(why, sizeof(why), "%s", fail_reason());
+	fail_clear();
+	refused = check_tree(td);
+	if (refused)
+		return refused;
+	fail_clear();
+	return fail(ret, "%s", why);
+}
+
 /*
- * Read the tree, check it, freeze it, parents first; read it again: a child
- * forked, or a process that exited, meanwhile makes it go round again (every
- * process resumed), as the freeze of threads does. A refusal of a tree that
- * changed under the checks is looked at again too: the process it named may
- * be gone.
+ * Read the tree and freeze it, parents first; read it again: a child forked,
+ * or a process that exited, meanwhile makes it go round again (every process
+ * resumed), as the freeze of threads does. The window between the read and
+ * the freeze is kept short (a shell forking a `sleep` every 50 ms must be
+ * caught on a loaded machine): the tree is checked once it is frozen and
+ * can no longer change. A freeze that fails (a process traced by another)
+ * is followed by the checks on the running tree, so that the refusal names
+ * everything memdump cannot dump, not only the first.
  */
 static int freeze_stable(struct tree_dump *td)
 {
@@ -231,7 +257,6 @@ static int freeze_stable(struct tree_dump *td)
 		td->fz.trace = td->o->trace;
 		ret = td->o->freeze_cgroup ? freezer_freeze(&td->fz, td->o->freeze_cgroup,
 							    td->o->pid) : 0;
-
 		if (ret)
 			return ret;
 		ret = tree_collect(td->o->pid, td->t);
@@ -239,22 +264,19 @@ static int freeze_stable(struct tree_dump *td)
 			return fail(ret, "cannot read the process tree of %d: %s", td->o->pid,
 				    strerror(-ret));
 		ret = members_init(td);
-		if (!ret)
-			ret = refuse_check_tree(&td->m[0].o);
-		if (!ret)
-			ret = check_same_ns(td);
-		if (ret && ret != -ENOMEM && tree_changed(td)) {
-			fail_clear();
-			members_reset(td);
-			continue;
-		}
 		td->frozen_at = now_us();
 		if (!ret)
 			ret = freeze_all(td);
 		if (!ret && !tree_changed(td))
-			return 0;
-		if (ret && ret != -ESRCH && !tree_changed(td))
+			return check_tree(td);	/* frozen: on a refusal run() resumes it */
+		if (ret == -ENOMEM)
 			return ret;
+		if (ret && !tree_changed(td)) {
+			unfreeze_all(td);
+			ret = refuse_or(td, ret);
+			if (ret != -ESRCH)	/* a process that exited, nothing refused: again */
+				return ret;
+		}
 		fail_clear();
 		unfreeze_all(td);
 		members_reset(td);
