@@ -77,7 +77,19 @@ case_mntns_refuse() {
 	check_child_pass
 }
 
+# a tmpfs file with an extended attribute: refused by name (restore makes none)
+case_mntns_refuse_xattr() {
+	mnt_start "mount -t tmpfs memdump-x /mnt && echo a > /mnt/f && /usr/bin/python3 -c \"import os; os.setxattr('/mnt/f', 'user.k', b'v')\""
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "tmpfs at /mnt: f has extended attributes" "$MD_ERR" ||
+		fail "the refusal does not name the file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
 add mntns-rst case_mntns_rst
+add mntns-refuse-xattr case_mntns_refuse_xattr
 add mntns-umount case_mntns_umount
 add mntns-refuse case_mntns_refuse
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -367,6 +368,15 @@ static int read_all_fd(int fd, uint8_t **out, size_t len)
 }
 
 /* One entry of the tmpfs: written, and a directory walked. */
+/* Any extended attribute, an ACL's included (not followed through a symlink). */
+static bool has_xattrs(int dirfd, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, name);
+	return llistxattr(path, NULL, 0) > 0;
+}
+
 static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const char *rel)
 {
 	TmpfsFileEntry e = TMPFS_FILE_ENTRY__INIT;
@@ -392,6 +402,9 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 			    "not make", w->mp, rel, (unsigned long)st.st_nlink);
 	if (S_ISSOCK(st.st_mode))
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s is a UNIX socket file", w->mp, rel);
+	if (has_xattrs(dirfd, name))
+		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has extended attributes (or an ACL), "
+			    "which restore does not make", w->mp, rel);
 	if (S_ISREG(st.st_mode)) {
 		w->bytes += (uint64_t)st.st_size;
 		if (w->bytes > TMPFS_LIMIT)
