@@ -245,3 +245,32 @@ PY
 }
 
 add runc-criu-tcp case_runc_criu_tcp
+
+# A process of a container (not its init) with a UNIX socket bound to a path in the
+# container's root (busybox syslogd's /dev/log): restore would bind that path as
+# memdump sees it, outside the container, so the dump refuses it by name and the
+# container runs on.
+case_runc_refuse_unix_path() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-u$$ n
+	runc_bundle "$b" 'syslogd -n -O /tmp/log & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done'
+	ln -sf busybox "$b/rootfs/bin/syslogd"
+	trap 'runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$id" pid)
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+	wait_until 10 test -S "$b/rootfs/dev/log" -o -S /proc/"$PID"/root/dev/log || fail "no /dev/log in the container"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "a UNIX socket named /dev/log) in a root of its own" "$MD_ERR" ||
+		fail "the refusal does not name the socket: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	n=$(count_of "$b/rootfs/tmp/count")
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+}
+
+add runc-refuse-unix-path case_runc_refuse_unix_path

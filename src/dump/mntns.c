@@ -17,8 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -28,6 +32,7 @@
 #include "dump/mntns.h"
 #include "dump/pidns.h"
 #include "dump/refuse.h"
+#include "dump/tree.h"
 #include "image/image.h"
 #include "log.h"
 #include "mountinfo.h"
@@ -210,6 +215,37 @@ static bool covered(const struct mounts *ms, size_t i)
 	return false;
 }
 
+/*
+ * A UNIX socket bound to, or connected to, a path: restore binds and
+ * connects by that path as memdump sees it, not under the root of its own.
+ * Unnamed, abstract and internet sockets involve no path.
+ */
+static bool unix_socket_with_path(pid_t pid, int fd, char *path, size_t len)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int copy = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	struct sockaddr_un a[2];
+	bool found = false;
+
+	for (int k = 0; copy >= 0 && k < 2 && !found; k++) {
+		socklen_t l = sizeof(a[k]);
+
+		memset(&a[k], 0, sizeof(a[k]));
+		if ((k ? getpeername(copy, (struct sockaddr *)&a[k], &l)
+		       : getsockname(copy, (struct sockaddr *)&a[k], &l)) ||
+		    a[k].sun_family != AF_UNIX || l <= offsetof(struct sockaddr_un, sun_path) ||
+		    !a[k].sun_path[0])
+			continue;
+		snprintf(path, len, "%.*s", (int)sizeof(a[k].sun_path), a[k].sun_path);
+		found = true;
+	}
+	if (copy >= 0)
+		close(copy);
+	if (pidfd >= 0)
+		close(pidfd);
+	return found;
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
 static void refuse_in_own_root(pid_t pid, struct refusals *r)
 {
@@ -231,28 +267,41 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 			continue;
 		link[n] = 0;
 		if (link[0] != '/') {
-			if (!strncmp(link, "socket:", 7) || !strcmp(link, "anon_inode:inotify"))
-				refuse_add(r, "fd %s (%s) in a root of its own", de->d_name, link);
+			char sun[120];
+
+			if (!strncmp(link, "socket:", 7) &&
+			    unix_socket_with_path(pid, atoi(de->d_name), sun, sizeof(sun)))
+				refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a "
+					   "root of its own", pid, de->d_name, link, sun);
+			else if (!strcmp(link, "anon_inode:inotify"))
+				refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid,
+					   de->d_name, link);
 			continue;
 		}
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
 		if (strstr(link, " (deleted)") || !strncmp(link, "/dev/pts/", 9))
-			refuse_add(r, "fd %s (%s) in a root of its own", de->d_name, link);
+			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, de->d_name,
+				   link);
 		else if (stat(path, &in) || (!(S_ISCHR(at.st_mode) && S_ISCHR(in.st_mode) &&
 					    at.st_rdev == in.st_rdev) &&
 					  (in.st_dev != at.st_dev || in.st_ino != at.st_ino)))
-			refuse_add(r, "fd %s (%s), a file outside its root", de->d_name, link);
+			refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid,
+				   de->d_name, link);
 	}
 	if (d)
 		closedir(d);
 }
 
-static void refuse_plan(pid_t pid, const struct mnt_plan *p, struct refusals *r)
+static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
+			struct refusals *r)
 {
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
-	if (p->own_root)
+	if (p->own_root && !tree)
 		refuse_in_own_root(pid, r);
+	for (int i = 0; p->own_root && tree && i < tree->n; i++)	/* every process is in it */
+		if (!tree_is_zombie(&tree->procs[i]))
+			refuse_in_own_root(tree->procs[i].pid, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
 		bool made = is_kind(m, made_kinds) && !strcmp(m->root, "/");
@@ -297,7 +346,7 @@ bool mntns_own(pid_t pid)
 	return !stat(path, &a) && !stat("/proc/thread-self/ns/mnt", &b) && a.st_ino != b.st_ino;
 }
 
-void mntns_refuse(pid_t pid, struct refusals *r)
+void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	struct mnt_plan p;
 	int ret;
@@ -308,7 +357,7 @@ void mntns_refuse(pid_t pid, struct refusals *r)
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else
-		refuse_plan(pid, &p, r);
+		refuse_plan(pid, tree, &p, r);
 	plan_free(&p);
 }
 

@@ -14,7 +14,9 @@ struct refusals;
 /* Is pid in another mount namespace than memdump? */
 bool mntns_own(pid_t pid);
 /* What of it restore cannot make, into r. */
-void mntns_refuse(pid_t pid, struct refusals *r);
+struct proc_tree;
+/* tree: a tree dump's processes (or NULL), all in pid's mount namespace */
+void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 /* Its images, while the process is frozen. */
 int mntns_dump(struct dump_ctx *d);
 

@@ -159,7 +159,7 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, in
 		static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
 
 		refuse_sharers(pid, tree, &mnt, r);
-		mntns_refuse(pid, r);
+		mntns_refuse(pid, tree, r);
 	}
 }
 
