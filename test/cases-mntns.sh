@@ -47,6 +47,38 @@ case_mntns_rst() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 
+# --join-ns mnt:PATH: restored into another process's mount namespace (a holder
+# with a tmpfs of its own at /mnt), not into a new one built from the images;
+# --join-ns pid is refused by name
+case_mntns_join() {
+	mnt_start "$MNT_SETUP"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	unshare --mount --propagation private sh -c \
+		'mount -t tmpfs memdump-j /mnt && echo joined > /mnt/f && exec sleep 1000' &
+	local holder=$!
+	track "$holder"
+	wait_until 5 eval '[[ $(nsenter -t '"$holder"' -m cat /mnt/f 2> /dev/null) == joined ]]' ||
+		fail "the holder has no /mnt/f"
+	md pid restore -D "$T/d" -d --join-ns pid:/proc/"$holder"/ns/pid
+	expect_md_error
+	grep -q -- "--join-ns pid: memdump restores a process with its own PIDs" "$MD_ERR" ||
+		fail "--join-ns pid is not refused by name: $(cat "$MD_ERR")"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --join-ns mnt:/proc/"$holder"/ns/mnt
+	wait_restored "$PID"
+	[[ $(readlink /proc/"$PID"/ns/mnt) == "$(readlink /proc/"$holder"/ns/mnt)" ]] ||
+		fail "the restored process is not in the joined mount namespace"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == joined ]] || fail "it does not see the joined namespace's /mnt"
+	[[ $(readlink /proc/self/ns/mnt) != "$(readlink /proc/"$PID"/ns/mnt)" ]] ||
+		fail "the restored process is in memdump's mount namespace"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-join case_mntns_join
+
 # a host mount the namespace unmounted stays unmounted
 case_mntns_umount() {
 	mountpoint -q /run/netns 2> /dev/null || ip netns add memdump-mnt-$$ 2> /dev/null

@@ -100,9 +100,9 @@ case_ns_join() {
 case_ns_join_bad() {
 	start_ns_prog t-ipcns
 	dump "$PID" "$T/d" --leave-running
-	md badkind restore -D "$T/d" --join-ns pid:/proc/self/ns/pid
+	md badkind restore -D "$T/d" --join-ns time:/proc/self/ns/time
 	expect_md_error
-	grep -q -- "--join-ns pid: memdump joins uts, ipc and net namespaces only" "$MD_ERR" ||
+	grep -q -- "--join-ns time: memdump joins uts, ipc, net and mnt namespaces only" "$MD_ERR" ||
 		fail "no clear error for a kind memdump does not join"
 	md badpath restore -D "$T/d" --join-ns uts
 	expect_md_error

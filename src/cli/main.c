@@ -38,7 +38,7 @@ static const char usage[] =
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID, leave it running and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
-	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net:PATH]\n"
+	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"

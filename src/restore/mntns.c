@@ -30,9 +30,39 @@
 #include "mnt.pb-c.h"
 #include "tmpfs-file.pb-c.h"
 
+/* --join-ns mnt:PATH: the mount namespace the process goes into, or NULL. */
+static const char *join_path(const struct restore_opts *o)
+{
+	for (int i = 0; i < o->nr_join_ns; i++)
+		if (!strcmp(o->join_ns[i].kind, "mnt"))
+			return o->join_ns[i].path;
+	return NULL;
+}
+
+/* A mount namespace of its own to build (not when it joins one). */
 static bool own_mntns(const struct rst *r)
 {
-	return r->ds.inv->has_own_ns && (r->ds.inv->own_ns & CLONE_NEWNS);
+	return !join_path(r->o) && r->ds.inv->has_own_ns && (r->ds.inv->own_ns & CLONE_NEWNS);
+}
+
+/*
+ * --join-ns mnt:PATH: this thread (its fs information its own first, as
+ * setns requires) goes into that namespace, at its root; the process is
+ * forked there and its files are opened there. Its dumped mounts are not
+ * made: they are the namespace's owner's.
+ */
+static int join_mntns(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return fail(-errno, "--join-ns mnt:%s: %s", path, strerror(errno));
+	if (unshare(CLONE_FS) || setns(fd, CLONE_NEWNS) || chdir("/"))
+		ret = fail(-errno, "--join-ns mnt:%s: cannot enter it: %s", path, strerror(errno));
+	close(fd);
+	if (!ret)
+		pr_info("mount namespace: %s\n", path);
+	return ret;
 }
 
 static int load_entries(struct rst *r)
@@ -428,12 +458,14 @@ int mntns_restore_enter(struct rst *r)
 {
 	int ret;
 
-	if (!own_mntns(r))
+	if (!own_mntns(r) && !join_path(r->o))
 		return 0;
 	r->mnt_back = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	r->mnt_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->mnt_back < 0 || r->mnt_cwd < 0)
 		return fail(-errno, "cannot keep memdump's mount namespace: %s", strerror(errno));
+	if (join_path(r->o))
+		return join_mntns(join_path(r->o));
 	if (unshare(CLONE_NEWNS))
 		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
 	ret = build(r);

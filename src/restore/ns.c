@@ -472,9 +472,16 @@ void ns_restore_leave(struct rst *r)
 
 int ns_check_join(const struct restore_opts *o)
 {
-	for (int i = 0; i < o->nr_join_ns; i++)
-		if (!ns_kind_by_name(o->join_ns[i].kind))
-			return fail(-EINVAL, "--join-ns %s: memdump joins uts, ipc and net "
-				    "namespaces only", o->join_ns[i].kind);
+	for (int i = 0; i < o->nr_join_ns; i++) {
+		const char *k = o->join_ns[i].kind;
+
+		if (!strcmp(k, "pid"))
+			return fail(-EINVAL, "--join-ns pid: memdump restores a process with its "
+				    "own PIDs, in a new PID namespace or memdump's (as CRIU, it "
+				    "joins no other)");
+		if (!ns_kind_by_name(k) && strcmp(k, "mnt"))
+			return fail(-EINVAL, "--join-ns %s: memdump joins uts, ipc, net and mnt "
+				    "namespaces only", k);
+	}
 	return 0;
 }
