@@ -171,3 +171,32 @@ case_worker_killed_tree() {
 }
 add err-worker-killed-tree-parasite case_worker_killed_tree parasite-running
 add err-worker-killed-tree-infected case_worker_killed_tree infected
+
+# A process of the tree killed while the tree is being dumped (SIGKILL reaches a
+# frozen process): the dump fails with one line naming it, every other process
+# runs on untraced with no parasite left, and no image set looks complete.
+case_tree_child_killed_mid_dump() {
+	mkdir -p "$T/d"
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]} p
+	track "$a"; track "$b"; track "$g"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=parasite-running MEMDUMP_FAULT_SECS=2 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--leave-running 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point parasite-running" "$OP_TIMEOUT" || fail "the dump never reached its parasite"
+	kill -9 "$g"
+	wait "$mdpid"
+	MD_RC=$?
+	show_file "memdump stderr" "$MD_ERR"
+	(( MD_RC != 0 && MD_RC < 128 )) || fail "memdump exited $MD_RC"
+	[[ $(grep -c '^memdump: ' "$MD_ERR") == 1 ]] || fail "not one error line"
+	grep -q "^memdump: dump failed: process $g of the tree of $PID was killed during the dump" \
+		"$MD_ERR" || fail "the error does not say process $g was killed"
+	for p in "$PID" "$a" "$b"; do expect_untraced "$p"; done
+	sleep 0.2
+	for p in "$PID" "$a" "$b"; do no_parasite_left "$p"; done
+	no_inventory "$T/d"
+}
+add err-tree-child-killed case_tree_child_killed_mid_dump

@@ -399,6 +399,14 @@ static int list_members(struct tree_dump *td)
 }
 
 /* One process: read, its pages and images written, its parasite gone again. */
+/* Gone, or a zombie its frozen parent has not reaped. */
+static bool died(pid_t pid)
+{
+	struct proc_stat st;
+
+	return proc_read_stat(pid, &st) || st.state == 'Z' || st.state == 'X';
+}
+
 static int dump_member(struct tree_dump *td, int k)
 {
 	struct member *m = &td->m[k];
@@ -422,6 +430,11 @@ static int dump_member(struct tree_dump *td, int k)
 		ret = share_fds(td, k);
 	if (!ret)
 		ret = dump_write_images(&m->d, &m->ts, false);
+	if (ret && died(m->d.pid)) {	/* SIGKILL reaches a frozen process: say so */
+		fail_clear();
+		return fail(-ESRCH, "process %d of the tree of %d was killed during the dump",
+			    m->d.pid, td->o->pid);
+	}
 	if (ret)
 		fail_context("process %d of the tree of %d: ", m->d.pid, td->o->pid);
 	return ret;
