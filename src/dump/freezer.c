@@ -35,7 +35,8 @@ static int write_at(int dirfd, const char *name, const char *val)
 static int is_frozen(const struct freezer *f, bool *frozen)
 {
 	char buf[512];
-	int ret = read_small_at(f->dirfd, f->v2 ? "cgroup.events" : "freezer.state", buf, sizeof(buf));
+	int ret = read_small_at(f->dirfd, f->v2 ? "cgroup.events" : "freezer.state", buf,
+				sizeof(buf));
 
 	if (!ret)
 		*frozen = f->v2 ? strstr(buf, "frozen 1") != NULL : !strncmp(buf, "FROZEN", 6);
