@@ -199,7 +199,7 @@ case_sk_real() {
 	local kind=$1 port=$2 how=$3; shift 3
 	nsenter -t "$SK_NETNS" -n "$@" > "$T/server.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_until 10 eval 'nsenter -t '"$SK_NETNS"' -n bash -c "echo > /dev/tcp/127.0.0.1/'"$port"'" 2> /dev/null' ||
+	wait_until 30 eval 'nsenter -t '"$SK_NETNS"' -n bash -c "echo > /dev/tcp/127.0.0.1/'"$port"'" 2> /dev/null' ||
 		{ show_file server "$T/server.out"; fail "$kind did not start listening on $port"; }
 	[[ $kind == memcached ]] && { nsenter -t "$SK_NETNS" -n bash -c \
 		'exec 3<>/dev/tcp/127.0.0.1/'"$port"'; printf "set k 0 0 1\r\n0\r\n" >&3; head -n1 <&3' > /dev/null; }
