@@ -115,6 +115,23 @@ static int fill_mode(void)
 	return RST_FILL_COLLAPSE;
 }
 
+/*
+ * The blob fills memory with two helper threads (the leader reads, one
+ * populates ahead of it, one sums behind it) in a single process's restore;
+ * a tree's is left alone: a helper's TID could be one of a process created
+ * meanwhile. MEMDUMP_FILL_HELPER=0 turns them off (benchmarks).
+ */
+int fill_helper_wanted(void)
+{
+	const char *h = getenv("MEMDUMP_FILL_HELPER");
+
+	if (h && !strcmp(h, "0"))
+		return RST_HELP_NONE;
+	if (h && !strcmp(h, "sum"))
+		return RST_HELP_SUM;
+	return RST_HELP_BOTH;
+}
+
 static void fill_rlimits(struct rst_args *a, const TaskRlimitsEntry *rl)
 {
 	if (!rl || !rl->n_rlimits)
