@@ -174,7 +174,11 @@ enum {
 	RST_FILL_COLLAPSE = 0,	/* one page per PMD, MADV_COLLAPSE, read: THP, VMA flags kept */
 	RST_FILL_PLAIN,		/* MADV_POPULATE_WRITE + read, 4K pages */
 	RST_FILL_HUGEPAGE,	/* MADV_HUGEPAGE + populate + read (benchmark only: leaves VM_HUGEPAGE) */
+	RST_FILL_AUTO,		/* COLLAPSE, then PLAIN once collapsing runs slow */
 };
+
+#define RST_COLLAPSE_JUDGE_MIB	16	/* a collapse this large is timed */
+#define RST_COLLAPSE_SLOW_US	1500	/* per MiB: slower than 4K pages here */
 
 /* rst_args.fill_helper: the blob's helper threads for the fill */
 enum {

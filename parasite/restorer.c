@@ -260,6 +260,27 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 
 
 /*
+ * Not a MADV_HUGEPAGE VMA (THP "madvise" mode): one page per PMD, then
+ * MADV_COLLAPSE turns each into a huge page without changing the VMA's
+ * flags. Failure is fine: 4K pages follow. RST_FILL_AUTO goes on with 4K
+ * pages once a range took longer than RST_COLLAPSE_SLOW_US per MiB: on this
+ * VM a huge page often comes from memory the host took back, and each pays
+ * for that under the mmap lock (README, Figures).
+ */
+static void collapse_range(u64 h0, u64 h1)
+{
+	u64 t0 = now_us(), mib = (h1 - h0) >> 20;
+
+	for (u64 c = h0; c < h1; c += RST_HUGE_SIZE)
+		sys_call3(__nr_madvise, c, PAGE, MADV_POPULATE_WRITE);
+	if (sys_call3(__nr_madvise, h0, h1 - h0, MADV_COLLAPSE) == 0)
+		A->huge_chunks += (h1 - h0) / RST_HUGE_SIZE;
+	if (A->fill_mode == RST_FILL_AUTO && mib >= RST_COLLAPSE_JUDGE_MIB &&
+	    now_us() - t0 > mib * RST_COLLAPSE_SLOW_US)
+		A->fill_mode = RST_FILL_PLAIN;
+}
+
+/*
  * The memory of [a, b), a span of adjacent runs (one run, or the pieces of an
  * incremental chain from several pages images), made present: huge pages
  * where 2 MiB fit, 4K pages for the rest.
@@ -281,15 +302,7 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 			/* a THP VMA: the populate faults in huge pages directly */
 			sys_call3(__nr_madvise, h0, h1 - h0, MADV_POPULATE_WRITE);
 		} else {
-			/*
-			 * Not a MADV_HUGEPAGE VMA (THP "madvise" mode): one page per
-			 * PMD, then MADV_COLLAPSE turns each into a huge page without
-			 * changing the VMA's flags. Failure is fine: 4K pages follow.
-			 */
-			for (u64 c = h0; c < h1; c += RST_HUGE_SIZE)
-				sys_call3(__nr_madvise, c, PAGE, MADV_POPULATE_WRITE);
-			if (sys_call3(__nr_madvise, h0, h1 - h0, MADV_COLLAPSE) == 0)
-				A->huge_chunks += (h1 - h0) / RST_HUGE_SIZE;
+			collapse_range(h0, h1);
 		}
 	}
 	/* the rest (and anything not collapsed) as 4K pages, without user faults */

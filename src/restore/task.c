@@ -103,7 +103,7 @@ static void fill_mm(struct rst *r)
 	a->dumpable = mm->has_dumpable ? mm->dumpable : 1;
 }
 
-/* for benchmarks (scripts/bench-fill): MEMDUMP_FILL=collapse|plain|hugepage */
+/* for benchmarks (scripts/bench-fill): MEMDUMP_FILL=collapse|plain|hugepage (else auto) */
 static int fill_mode(void)
 {
 	const char *fm = getenv("MEMDUMP_FILL");
@@ -112,7 +112,9 @@ static int fill_mode(void)
 		return RST_FILL_PLAIN;
 	if (fm && !strcmp(fm, "hugepage"))
 		return RST_FILL_HUGEPAGE;
-	return RST_FILL_COLLAPSE;
+	if (fm && !strcmp(fm, "collapse"))
+		return RST_FILL_COLLAPSE;
+	return RST_FILL_AUTO;
 }
 
 /*
