@@ -5,7 +5,8 @@
  *
  *   [ blob code | struct rst_args | vmas | runs | threads | groups,
  *     auxv, fds to close, seals, xsave images, pending signals, seccomp
- *     filters and each thread's chain of them | thread stacks ]
+ *     filters and each thread's chain of them | thread stacks | the fill
+ *     helpers' two stacks ]
  *
  * Offsets are from the start of the area. Everything is plain data: the blob
  * runs with no libc, in an address space that has nothing else left in it.
@@ -28,6 +29,7 @@
 #define RST_MAX_AUXV		128		/* u64 words */
 #define RST_HUGE_SIZE		(2UL << 20)
 #define RST_READ_CHUNK		(64UL << 20)	/* read, then summed, at a time */
+#define RST_READ_MAX		(256UL << 20)	/* read at once when already present */
 
 /* rst_vma.how: how the blob creates the mapping */
 enum {
@@ -172,6 +174,17 @@ enum {
 	RST_FILL_COLLAPSE = 0,	/* one page per PMD, MADV_COLLAPSE, read: THP, VMA flags kept */
 	RST_FILL_PLAIN,		/* MADV_POPULATE_WRITE + read, 4K pages */
 	RST_FILL_HUGEPAGE,	/* MADV_HUGEPAGE + populate + read (benchmark only: leaves VM_HUGEPAGE) */
+	RST_FILL_AUTO,		/* COLLAPSE, then PLAIN once collapsing runs slow */
+};
+
+#define RST_COLLAPSE_JUDGE_MIB	16	/* a collapse this large is timed */
+#define RST_COLLAPSE_SLOW_US	1500	/* per MiB: slower than 4K pages here */
+
+/* rst_args.fill_helper: the blob's helper threads for the fill */
+enum {
+	RST_HELP_NONE = 0,	/* the leader does it all */
+	RST_HELP_SUM,		/* a thread sums behind the leader's reads */
+	RST_HELP_BOTH,		/* and one populates ahead of them */
 };
 
 /* rst_args.sum_pages */
@@ -218,6 +231,8 @@ struct rst_args {
 	unsigned long filters_off;	/* struct rst_filter array */
 	unsigned int nr_filters;
 	int fill_mode;			/* RST_FILL_* */
+	int fill_helper;		/* fill with helper threads (not in a tree: their TIDs) */
+	unsigned long fill_stack_top;	/* offset of the helpers' stacks' top */
 	struct rst_mm_map mm;
 	struct rst_sigact sigacts[RST_NR_SIGS];	/* [i] is signal i+1 */
 	struct rst_rlimit rlimits[RST_NR_RLIMITS];
@@ -228,6 +243,8 @@ struct rst_args {
 	unsigned long fill_us;		/* time the blob spent on memory */
 	unsigned long prep_us, read_us;	/* of which populating, reading */
 	unsigned long sum_us;		/* and summing (sum_pages) */
+	unsigned long wait_us;		/* the reader waiting for the helper */
+	unsigned int fill_threads;	/* with the helpers that ran */
 
 	/*
 	 * sum_pages (RST_SUM_*): the blob hashes each run of pages_fd as it
@@ -242,6 +259,9 @@ struct rst_args {
 	volatile unsigned int nr_parked;	/* threads at their final barrier */
 	volatile unsigned int go;		/* memdump lets the threads run */
 	volatile unsigned int nr_creds;		/* threads done with creds */
+	volatile unsigned int fill_prepped;	/* pieces the helper made present */
+	volatile unsigned int fill_read;	/* pieces the leader read */
+	volatile int fill_tid[2];		/* the fill helpers' TIDs while they run */
 	int err;			/* -errno */
 	char msg[200];			/* what failed; the blob leaves the errno */
 	int msg_has_errno;		/* to memdump to name, the child does not */

@@ -4,11 +4,13 @@
  * the restorer area (see include/restorer.h) and does, with raw syscalls:
  *
  *   1. unmap everything else (memdump's code, heap, stacks, vdso, ...);
- *   2. map every dumped VMA at its address and fill the dumped pages from
+ *   2. map every dumped VMA at its address, then fill the dumped pages from
  *      pages-1.img (2 MiB aligned runs as transparent huge pages: populate
  *      one page per PMD, MADV_COLLAPSE, then read; everything else populated
- *      first, then read in large chunks); shared memory maps its object,
- *      which memdump created and filled, then gets its late memfd seals;
+ *      first, then read in large chunks), with two helper threads that
+ *      populate ahead of the reads and sum behind them (fill_pages); shared
+ *      memory maps its object, which memdump created and filled, then gets
+ *      its late memfd seals;
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, personality, membarrier registrations, signal
  *      actions, rlimits;
@@ -258,6 +260,27 @@ static long mmap6(u64 addr, u64 len, long prot, long flags, long fd, u64 off)
 
 
 /*
+ * Not a MADV_HUGEPAGE VMA (THP "madvise" mode): one page per PMD, then
+ * MADV_COLLAPSE turns each into a huge page without changing the VMA's
+ * flags. Failure is fine: 4K pages follow. RST_FILL_AUTO goes on with 4K
+ * pages once a range took longer than RST_COLLAPSE_SLOW_US per MiB: on this
+ * VM a huge page often comes from memory the host took back, and each pays
+ * for that under the mmap lock (README, Figures).
+ */
+static void collapse_range(u64 h0, u64 h1)
+{
+	u64 t0 = now_us(), mib = (h1 - h0) >> 20;
+
+	for (u64 c = h0; c < h1; c += RST_HUGE_SIZE)
+		sys_call3(__nr_madvise, c, PAGE, MADV_POPULATE_WRITE);
+	if (sys_call3(__nr_madvise, h0, h1 - h0, MADV_COLLAPSE) == 0)
+		A->huge_chunks += (h1 - h0) / RST_HUGE_SIZE;
+	if (A->fill_mode == RST_FILL_AUTO && mib >= RST_COLLAPSE_JUDGE_MIB &&
+	    now_us() - t0 > mib * RST_COLLAPSE_SLOW_US)
+		A->fill_mode = RST_FILL_PLAIN;
+}
+
+/*
  * The memory of [a, b), a span of adjacent runs (one run, or the pieces of an
  * incremental chain from several pages images), made present: huge pages
  * where 2 MiB fit, 4K pages for the rest.
@@ -279,15 +302,7 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 			/* a THP VMA: the populate faults in huge pages directly */
 			sys_call3(__nr_madvise, h0, h1 - h0, MADV_POPULATE_WRITE);
 		} else {
-			/*
-			 * Not a MADV_HUGEPAGE VMA (THP "madvise" mode): one page per
-			 * PMD, then MADV_COLLAPSE turns each into a huge page without
-			 * changing the VMA's flags. Failure is fine: 4K pages follow.
-			 */
-			for (u64 c = h0; c < h1; c += RST_HUGE_SIZE)
-				sys_call3(__nr_madvise, c, PAGE, MADV_POPULATE_WRITE);
-			if (sys_call3(__nr_madvise, h0, h1 - h0, MADV_COLLAPSE) == 0)
-				A->huge_chunks += (h1 - h0) / RST_HUGE_SIZE;
+			collapse_range(h0, h1);
 		}
 	}
 	/* the rest (and anything not collapsed) as 4K pages, without user faults */
@@ -298,41 +313,324 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 }
 
 /*
- * The bytes of a run from its pages image, into memory made present; a run
- * of pages-1.img summed too (sum_pages), each piece right after it is read,
- * into the run's checksum and the whole file's in one pass (memdump compares
- * them once the process is parked: pagecheck.c).
+ * The dumped pages are filled in pieces: a VMA's runs grouped in spans of
+ * adjacent runs (one run, or the pieces of an incremental chain from several
+ * pages images), each span cut at RST_READ_CHUNK aligned addresses (so every
+ * 2 MiB stays in one piece). A piece is made present (prep_span), read
+ * (read_piece), then summed (sum_piece). With the fill helpers (two threads
+ * that exit before the process's own threads are created) the leader only
+ * reads, mostly waiting for the disk: one helper makes the pieces present
+ * ahead of it, the other sums those it has read. All walk the pieces in the
+ * same order (next_piece) and count them in futex words: A->fill_prepped,
+ * A->fill_read.
  */
-static void read_run(struct rst_run *r)
+struct piece {
+	struct rst_vma *v;
+	u64 a, b;		/* [a, b) */
+	u64 r0, r1;		/* the runs it overlaps: runs[r0 .. r1) */
+};
+
+struct cursor {
+	u32 vi;			/* the VMA */
+	u64 k, k_end;		/* its span: its runs [k, k_end), k the piece's first */
+	u64 addr, end;		/* the next piece starts at addr, the span ends at end */
+};
+
+static struct rst_run *run_at(u64 i)
 {
-	u64 a = r->vaddr, b = r->vaddr + r->nr_pages * PAGE, off = r->file_off;
-	int sum = A->sum_pages && r->fd == A->pages_fd;
-	struct hash64 h;
-	u64 t0 = now_us(), t1;
-	long ret;
+	return &((struct rst_run *)area(A->runs_off))[i];
+}
 
-	h64_init(&h);
-	while (a < b) {
-		u64 chunk = b - a > RST_READ_CHUNK ? RST_READ_CHUNK : b - a;
+static u64 run_end(const struct rst_run *r)
+{
+	return r->vaddr + r->nr_pages * PAGE;
+}
 
-		ret = sys_call4(__nr_pread64, r->fd, a, chunk, off);
-		if (ret <= 0)
-			rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
-		t1 = now_us();
-		A->read_us += t1 - t0;
-		if (sum && A->sum_pages == RST_SUM_WHOLE)
-			h64_update2(&h, &A->pages_whole, (const void *)a, (u64)ret);
-		else if (sum)
-			h64_update(&h, (const void *)a, (u64)ret);
-		t0 = now_us();
-		A->sum_us += t0 - t1;
-		a += ret;
-		off += ret;
+static int vma_filled(const struct rst_vma *v)
+{
+	return v->nr_runs && v->how != RST_MAP_SKIP && v->how != RST_MAP_SYSV;
+}
+
+/* The span of adjacent runs from run k of v. */
+static void start_span(struct cursor *c, const struct rst_vma *v)
+{
+	c->addr = run_at(v->first_run + c->k)->vaddr;
+	c->end = run_end(run_at(v->first_run + c->k));
+	for (c->k_end = c->k + 1; c->k_end < v->nr_runs; c->k_end++) {
+		const struct rst_run *r = run_at(v->first_run + c->k_end);
+
+		if (r->vaddr != c->end)
+			break;
+		c->end = run_end(r);
 	}
-	if (sum)
-		r->sum = h64_final(&h);
+}
+
+/* Move the cursor to the next span with pages; 0 when there is none. */
+static int next_span(struct cursor *c)
+{
+	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
+
+	if (c->vi < A->nr_vmas && c->k_end < vmas[c->vi].nr_runs) {
+		c->k = c->k_end;
+	} else {
+		do
+			c->vi++;
+		while (c->vi < A->nr_vmas && !vma_filled(&vmas[c->vi]));
+		if (c->vi >= A->nr_vmas)
+			return 0;
+		c->k = 0;
+	}
+	start_span(c, &vmas[c->vi]);
+	return 1;
+}
+
+static void cursor_init(struct cursor *c)
+{
+	blob_memset(c, 0, sizeof(*c));
+	c->vi = (u32)-1;
+}
+
+/* The next piece, in the order both threads take them; 0 at the end. */
+static int next_piece(struct cursor *c, struct piece *p)
+{
+	u64 j;
+
+	while (c->addr >= c->end)
+		if (!next_span(c))
+			return 0;
+	p->v = &((struct rst_vma *)area(A->vmas_off))[c->vi];
+	p->a = c->addr;
+	p->b = (c->addr & ~(RST_READ_CHUNK - 1)) + RST_READ_CHUNK;
+	if (p->b > c->end)
+		p->b = c->end;
+	while (run_end(run_at(p->v->first_run + c->k)) <= p->a)
+		c->k++;
+	for (j = c->k; j < c->k_end && run_at(p->v->first_run + j)->vaddr < p->b; j++)
+		;
+	p->r0 = p->v->first_run + c->k;
+	p->r1 = p->v->first_run + j;
+	c->addr = p->b;
+	return 1;
+}
+
+/* The part [*a, *b) of run r in piece p. */
+static void piece_part(const struct piece *p, const struct rst_run *r, u64 *a, u64 *b)
+{
+	*a = r->vaddr > p->a ? r->vaddr : p->a;
+	*b = run_end(r) < p->b ? run_end(r) : p->b;
+}
+
+/* The bytes of a piece from their pages images, into memory made present. */
+static void read_piece(const struct piece *p)
+{
+	u64 t0 = now_us();
+
+	for (u64 i = p->r0; i < p->r1; i++) {
+		const struct rst_run *r = run_at(i);
+		u64 a, b, off;
+
+		piece_part(p, r, &a, &b);
+		off = r->file_off + (a - r->vaddr);
+		A->pages_restored += (b - a) / PAGE;
+		while (a < b) {
+			long ret = sys_call4(__nr_pread64, r->fd, a, b - a, off);
+
+			if (ret <= 0)
+				rst_fail(ret ? ret : -5, "cannot read a pages image for", a);
+			a += ret;
+			off += ret;
+		}
+	}
 	A->read_us += now_us() - t0;
-	A->pages_restored += r->nr_pages;
+}
+
+/*
+ * A piece read, summed (sum_pages) into its runs of pages-1.img: each run's
+ * checksum, h carrying it from piece to piece, and the whole file's in the
+ * same pass (memdump compares them once the process is parked: pagecheck.c).
+ */
+static void sum_piece(const struct piece *p, struct hash64 *h)
+{
+	u64 t0 = now_us();
+
+	for (u64 i = p->r0; i < p->r1; i++) {
+		struct rst_run *r = run_at(i);
+		u64 a, b;
+
+		if (!A->sum_pages || r->fd != A->pages_fd)
+			continue;
+		piece_part(p, r, &a, &b);
+		if (a == r->vaddr)
+			h64_init(h);
+		if (A->sum_pages == RST_SUM_WHOLE)
+			h64_update2(h, &A->pages_whole, (const void *)a, b - a);
+		else
+			h64_update(h, (const void *)a, b - a);
+		if (b == run_end(r))
+			r->sum = h64_final(h);
+	}
+	A->sum_us += now_us() - t0;
+}
+
+static void fill_alone(void)
+{
+	struct cursor c;
+	struct piece p;
+	struct hash64 h;
+
+	cursor_init(&c);
+	while (next_piece(&c, &p)) {
+		prep_span(p.v, p.a, p.b);
+		read_piece(&p);
+		sum_piece(&p, &h);
+	}
+}
+
+static void publish(volatile u32 *word, u32 v)
+{
+	WRITE_ONCE(*word, v);
+	sys_futex_wake((u32 *)word);
+}
+
+/* Wait until *word > n; the time waited into *us. */
+static void wait_above(volatile u32 *word, u32 n, unsigned long *us)
+{
+	u64 t0 = now_us();
+	u32 v;
+
+	while ((v = READ_ONCE(*word)) <= n)
+		sys_futex_wait((u32 *)word, v);
+	*us += now_us() - t0;
+}
+
+/* The populate helper: every piece made present, ahead of the reader. */
+static void prep_helper(void *arg)
+{
+	struct cursor c;
+	struct piece p;
+	u32 n = 0;
+
+	(void)arg;
+	cursor_init(&c);
+	while (next_piece(&c, &p)) {
+		prep_span(p.v, p.a, p.b);
+		publish(&A->fill_prepped, ++n);
+	}
+	sys_call1(__nr_exit, 0);
+}
+
+/* The checksum helper: every piece summed once the reader has read it. */
+static void sum_helper(void *arg)
+{
+	struct cursor c;
+	struct piece p;
+	struct hash64 h;
+	unsigned long waited = 0;
+
+	(void)arg;
+	cursor_init(&c);
+	for (u32 n = 0; next_piece(&c, &p); n++) {
+		wait_above(&A->fill_read, n, &waited);
+		sum_piece(&p, &h);
+	}
+	sys_call1(__nr_exit, 0);
+}
+
+#define CLONE_PARENT_SETTID	0x00100000
+#define CLONE_CHILD_CLEARTID	0x00200000
+#define ESRCH			3
+
+/* A fill helper on the i-th helper stack at the top of the area; its TID or < 0. */
+static long start_helper(int i, void (*fn)(void *))
+{
+	struct clone_args ca;
+
+	blob_memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+		   CLONE_SYSVSEM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+	ca.parent_tid = ca.child_tid = (u64)&A->fill_tid[i];
+	ca.stack = (u64)area(A->fill_stack_top) - (i + 1) * RST_STACK_SIZE;
+	ca.stack_size = RST_STACK_SIZE;
+	return rst_clone3(&ca, sizeof(ca), fn, 0);
+}
+
+/*
+ * A helper gone, its TID free again (a thread to create may want it): the
+ * kernel clears fill_tid[i] before it releases the TID.
+ */
+static void join_helper(int i, long tid)
+{
+	long pid = sys_call0(__nr_getpid);
+	int t;
+
+	if (tid <= 0)
+		return;
+	while ((t = READ_ONCE(A->fill_tid[i])) != 0)
+		sys_futex_wait((u32 *)&A->fill_tid[i], (u32)t);
+	while (sys_call3(__nr_tgkill, pid, tid, 0) != -ESRCH)
+		sys_call0(__nr_sched_yield);
+}
+
+/*
+ * q, the piece after p, read with it: it continues p in the same VMA, is
+ * already present (the piece numbered idx) and the read stays within
+ * RST_READ_MAX (more requests in flight: the disk reads faster).
+ */
+static int joins(const struct piece *p, const struct piece *q, u32 idx)
+{
+	return q->v == p->v && q->a == p->b && q->b - p->a <= RST_READ_MAX &&
+	       READ_ONCE(A->fill_prepped) > idx;
+}
+
+/*
+ * The leader reads each piece once the populate helper has made it present
+ * (with the next ones when they are too), and sums it too when the checksum
+ * helper could not start.
+ */
+static void fill_with_helpers(long prep_tid, long sum_tid)
+{
+	struct cursor c;
+	struct piece p, q;
+	struct hash64 h;
+	u32 n = 0, k;
+	int more;
+
+	cursor_init(&c);
+	more = next_piece(&c, &p);
+	while (more) {
+		if (prep_tid > 0)
+			wait_above(&A->fill_prepped, n, &A->wait_us);
+		else
+			prep_span(p.v, p.a, p.b);
+		for (k = 1; (more = next_piece(&c, &q)) && prep_tid > 0 && joins(&p, &q, n + k); k++) {
+			p.b = q.b;
+			p.r1 = q.r1;
+		}
+		read_piece(&p);
+		if (sum_tid <= 0)
+			sum_piece(&p, &h);
+		n += k;
+		publish(&A->fill_read, n);
+		p = q;
+	}
+}
+
+static void fill_pages(void)
+{
+	long prep_tid = A->fill_helper == RST_HELP_BOTH ? start_helper(0, prep_helper) : -1;
+	long sum_tid = A->fill_helper ? start_helper(1, sum_helper) : -1;
+	u64 t0;
+
+	A->fill_threads = 1 + (prep_tid > 0) + (sum_tid > 0);
+	if (A->fill_threads == 1) {	/* no helper (or none could start): all here */
+		fill_alone();
+		return;
+	}
+	fill_with_helpers(prep_tid, sum_tid);
+	t0 = now_us();
+	join_helper(0, prep_tid);
+	join_helper(1, sum_tid);
+	A->wait_us += now_us() - t0;
 }
 
 static const unsigned int madv_after[] = { 1, 2, 10, 12, 15, 16, 18 };
@@ -375,7 +673,6 @@ static void map_sysv(const struct rst_vma *v)
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
-	struct rst_run *runs = (struct rst_run *)area(A->runs_off);
 	long ret;
 
 	h64_init(&A->pages_whole);
@@ -402,17 +699,8 @@ static void restore_memory(void)
 			rst_fail(ret, "cannot map VMA at", v->start);
 		if (v->madv & (1UL << MADV_HUGEPAGE))
 			sys_call3(__nr_madvise, v->start, len, MADV_HUGEPAGE);
-		for (u64 k = 0; k < v->nr_runs;) {
-			struct rst_run *r = &runs[v->first_run + k];
-			u64 end = r->vaddr + r->nr_pages * PAGE, j = k + 1;
-
-			while (j < v->nr_runs && runs[v->first_run + j].vaddr == end)
-				end += runs[v->first_run + j++].nr_pages * PAGE;
-			prep_span(v, r->vaddr, end);
-			for (; k < j; k++)
-				read_run(&runs[v->first_run + k]);
-		}
 	}
+	fill_pages();	/* every VMA is in place: nothing maps over the helper's work */
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];

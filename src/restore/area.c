@@ -200,7 +200,7 @@ static void plan_layout(struct rst *r, struct layout *l)
 	l->filters = ALIGN_UP(off, 64);
 	off = l->filters + seccomp_area_size(r);
 	l->stacks = ALIGN_UP(off, PAGE_SIZE);
-	l->size = l->stacks + nt * RST_STACK_SIZE;
+	l->size = l->stacks + (nt + 2) * RST_STACK_SIZE;	/* + the fill helpers' */
 }
 
 /* The memfd, mapped in the hole, with the blob's code copied in. */
@@ -428,6 +428,7 @@ int build_area(struct rst *r)
 	r->a->nr_seals = shm_blob_seals(r, (struct rst_seal *)(r->area + l.seals));
 	fill_process(r);
 	fill_threads(r, l.xsave, l.stacks);
+	r->a->fill_stack_top = l.size;
 	seccomp_fill(r, l.filters);
 	attrs_fill(r);
 	return 0;

@@ -294,11 +294,13 @@ void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 	const struct rst_args *a = r->a;
 
 	pr_info("restored %d in %.3f s: prepare %.3f s, rebuild %.3f s (memory: %lu pages, %lu as "
-		"huge pages, in %.3f s, %.0f MB/s; populate %.3f s, read %.3f s, sum %.3f s), resume %.3f s\n",
+		"huge pages, in %.3f s, %.0f MB/s; populate %.3f s, read %.3f s, sum %.3f s; %u thread%s, "
+		"the reader waited %.3f s), resume %.3f s\n",
 		r->pid, (now_us() - t0) / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
 		a->pages_restored, a->huge_chunks * 512, a->fill_us / 1e6,
 		a->fill_us ? a->pages_restored * 4096.0 / a->fill_us : 0.0,
-		a->prep_us / 1e6, a->read_us / 1e6, a->sum_us / 1e6, (now_us() - t2) / 1e6);
+		a->prep_us / 1e6, a->read_us / 1e6, a->sum_us / 1e6, a->fill_threads,
+		a->fill_threads == 1 ? "" : "s", a->wait_us / 1e6, (now_us() - t2) / 1e6);
 }
 
 /* A hook refused the parked process: it goes, before any of its code ran. */
@@ -349,6 +351,7 @@ static int restore(struct rst *r)
 	ret = rst_prepare(r);	/* in its namespaces since load_and_check() */
 	if (!ret) {
 		r->a->sum_pages = pagecheck_mode(&r->ds);	/* pagecheck.c */
+		r->a->fill_helper = fill_helper_wanted();
 		ret = rst_fork_target(r);
 	}
 	mntns_restore_leave(r);

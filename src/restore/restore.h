@@ -443,6 +443,7 @@ void pagecheck_free(struct rst *r);
 size_t pending_sigs_count(struct rst *r);
 size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
 void fill_process(struct rst *r);
+int fill_helper_wanted(void);
 void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
 
 /* seccomp.c: seccomp.img checked, then its filters and each thread's chain in the area */

@@ -103,7 +103,7 @@ static void fill_mm(struct rst *r)
 	a->dumpable = mm->has_dumpable ? mm->dumpable : 1;
 }
 
-/* for benchmarks (scripts/bench-fill): MEMDUMP_FILL=collapse|plain|hugepage */
+/* for benchmarks (scripts/bench-fill): MEMDUMP_FILL=collapse|plain|hugepage (else auto) */
 static int fill_mode(void)
 {
 	const char *fm = getenv("MEMDUMP_FILL");
@@ -112,7 +112,26 @@ static int fill_mode(void)
 		return RST_FILL_PLAIN;
 	if (fm && !strcmp(fm, "hugepage"))
 		return RST_FILL_HUGEPAGE;
-	return RST_FILL_COLLAPSE;
+	if (fm && !strcmp(fm, "collapse"))
+		return RST_FILL_COLLAPSE;
+	return RST_FILL_AUTO;
+}
+
+/*
+ * The blob fills memory with two helper threads (the leader reads, one
+ * populates ahead of it, one sums behind it) in a single process's restore;
+ * a tree's is left alone: a helper's TID could be one of a process created
+ * meanwhile. MEMDUMP_FILL_HELPER=0 turns them off (benchmarks).
+ */
+int fill_helper_wanted(void)
+{
+	const char *h = getenv("MEMDUMP_FILL_HELPER");
+
+	if (h && !strcmp(h, "0"))
+		return RST_HELP_NONE;
+	if (h && !strcmp(h, "sum"))
+		return RST_HELP_SUM;
+	return RST_HELP_BOTH;
 }
 
 static void fill_rlimits(struct rst_args *a, const TaskRlimitsEntry *rl)
