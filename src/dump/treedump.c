@@ -60,6 +60,7 @@ struct member {
 	struct dump_opts o;		/* o.pid: this process */
 	const struct tree_proc *tp;
 	char subdir[32];		/* proc-PID, "" for the root */
+	bool prepared;			/* infect_prepare() called: infect_release() undoes it */
 	bool seized, inventory;
 };
 
@@ -191,17 +192,22 @@ static int freeze_all(struct tree_dump *td)
 		struct member *m = &td->m[i];
 
 		m->d.stopped = dump_target_stopped(m->d.pid);
+		m->prepared = true;
 		ret = infect_prepare(&m->d.in, m->d.pid, &dump_interrupted);
 		m->seized = !ret;
 	}
 	return ret;
 }
 
+/* Every process infect_prepare() was called for, its failed one included, let go. */
 static void unfreeze_all(struct tree_dump *td)
 {
-	for (int i = td->n - 1; i >= 0; i--)
-		if (td->m[i].seized || td->m[i].d.in.nr_threads)
-			infect_release(&td->m[i].d.in, false);
+	for (int i = td->n - 1; i >= 0; i--) {
+		if (!td->m[i].prepared)
+			continue;
+		infect_release(&td->m[i].d.in, false);
+		td->m[i].prepared = td->m[i].seized = false;
+	}
 }
 
 /* Has the tree changed since td->t was read (a fork, an exit)? */
@@ -493,7 +499,7 @@ static int release_all(struct tree_dump *td)
 		if (td->leave_running)
 			sockets_finish(&td->m[i].d, false);
 		infect_release(&td->m[i].d.in, !td->leave_running);
-		td->m[i].seized = false;
+		td->m[i].prepared = td->m[i].seized = false;
 		if (!td->leave_running)
 			sockets_finish(&td->m[i].d, true);
 	}
@@ -534,7 +540,7 @@ static void undo_all(struct tree_dump *td)
 			unlinkat(m->d.dir.fd, "inventory.img", 0);
 		if (m->seized || m->d.in.nr_threads)
 			dump_undo(&m->d);
-		m->seized = false;
+		m->prepared = m->seized = false;
 	}
 	if (td->dirfd >= 0)
 		unlinkat(td->dirfd, "inventory.img", 0);
