@@ -218,19 +218,6 @@ static int parse_external_mnt(struct options *opts, char *s)
 	return 0;
 }
 
-/* net[INO]:KEY: an external network namespace (a runtime's). */
-static int parse_external_net(struct options *opts, char *s)
-{
-	char *end;
-	unsigned long long ino = strtoull(s + 4, &end, 10);
-
-	if (!ino || end == s + 4 || strncmp(end, "]:", 2) || !end[2] || opts->ext_net_ino)
-		return -1;
-	opts->ext_net_ino = ino;
-	opts->ext_net_key = end + 2;
-	return 0;
-}
-
 /* veth[IN]:OUT[@BRIDGE], mnt[KEY]:VALUE or net[INO]:KEY (CRIU's --external forms), split
  * in place. */
 static int parse_external(struct options *opts, char *s)
@@ -239,8 +226,9 @@ static int parse_external(struct options *opts, char *s)
 
 	if (!strncmp(s, "mnt[", 4))
 		return parse_external_mnt(opts, s);
-	if (!strncmp(s, "net[", 4))
-		return parse_external_net(opts, s);
+	if (!strncmp(s, "net[", 4))	/* one only */
+		return opts->ext_net_ino ? -1 : parse_ext_net(s, &opts->ext_net_ino,
+							       &opts->ext_net_key);
 	if (strncmp(s, "veth[", 5) || !close || close == in || close[1] != ':' || !close[2] ||
 	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
 		return -1;

@@ -54,6 +54,10 @@ struct rpc_job {
 	int nr_mnt_ext;
 };
 
+/* net[INO]:KEY (CRIU's external network namespace: runc's for a netns path, the command
+ * line's --external net[..]); 0, or -EINVAL for another form. ino, key may be NULL. */
+int parse_ext_net(const char *s, uint64_t *ino, const char **key);
+
 /* Fills job from co (NULL: all defaults) for a request of type; <0 after fail() naming
  * every option memdump cannot honour. */
 int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,

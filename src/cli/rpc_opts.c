@@ -152,13 +152,12 @@ static unsigned int kind_of(CriuReqType type)
 	return type == CRIU_REQ_TYPE__RESTORE ? K_RESTORE : K_CHECK;
 }
 
-/* net[INO]:KEY (CRIU's external network namespace, which runc sends for a netns path). */
-static int parse_ext_net(const char *s, uint64_t *ino, const char **key)
+int parse_ext_net(const char *s, uint64_t *ino, const char **key)
 {
-	char *end;
+	char *end = NULL;
 	unsigned long long n = strncmp(s, "net[", 4) ? 0 : strtoull(s + 4, &end, 10);
 
-	if (!n || strncmp(end, "]:", 2) || !end[2])
+	if (!n || end == s + 4 || strncmp(end, "]:", 2) || !end[2])
 		return -EINVAL;
 	if (ino)
 		*ino = n;
