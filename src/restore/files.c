@@ -249,10 +249,7 @@ static int inherit_fd_of(const struct rst *r, uint32_t pipe_id)
 	char key[32];
 
 	snprintf(key, sizeof(key), "pipe:[%u]", pipe_id);
-	for (int i = 0; i < r->o->nr_inherit_fd; i++)
-		if (!strcmp(r->o->inherit_fd[i].key, key))
-			return r->o->inherit_fd[i].fd;
-	return -1;
+	return rst_inherit_fd(r->o, key);
 }
 
 /* Every description of pipe_id the process holds is memdump's fd n, which goes the same way. */

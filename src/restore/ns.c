@@ -389,8 +389,7 @@ static int check_external(const struct rst *r, uint32_t own)
 	return 0;
 }
 
-/* --inherit-fd fd[N]:KEY of a key other than a pipe's: the fd of that key, or -1. */
-static int inherited_by_key(const struct restore_opts *o, const char *key)
+int rst_inherit_fd(const struct restore_opts *o, const char *key)
 {
 	for (int i = 0; key && i < o->nr_inherit_fd; i++)
 		if (!strcmp(o->inherit_fd[i].key, key))
@@ -407,7 +406,7 @@ static int inherited_by_key(const struct restore_opts *o, const char *key)
 static int ext_net_path(const struct rst *r, char *buf, size_t len, const char **path)
 {
 	const char *key = r->ds.inv->ext_net_key;
-	int fd = inherited_by_key(r->o, key);
+	int fd = rst_inherit_fd(r->o, key);
 
 	for (int i = 0; i < r->o->nr_inherit_fd; i++) {
 		const char *k = r->o->inherit_fd[i].key;

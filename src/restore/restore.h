@@ -236,6 +236,8 @@ int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start
 int rst_prepare(struct rst *r);
 int rst_fork_target(struct rst *r);
 int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, parked */
+/* ns.c: memdump's fd given for KEY by --inherit-fd fd[N]:KEY, or -1 */
+int rst_inherit_fd(const struct restore_opts *o, const char *key);
 int rst_wait_parked(struct rst *r);
 void rst_kill(struct rst *r);
 int rst_area_error(const struct rst *r);
