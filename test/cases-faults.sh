@@ -200,3 +200,20 @@ case_tree_child_killed_mid_dump() {
 	no_inventory "$T/d"
 }
 add err-tree-child-killed case_tree_child_killed_mid_dump
+
+# A restored process that makes no progress (here: stopped by SIGSTOP as
+# soon as it exists) fails the restore by name after the stall limit
+# (MEMDUMP_STALL_S), and is killed: memdump never waits for it forever.
+case_restore_stalled() {
+	start_prog t-pattern 256
+	dump "$PID" "$T/d"
+	( for _ in $(seq 2000); do kill -STOP "$PID" 2>/dev/null && exit 0; sleep 0.002; done ) &
+	local stopper=$!
+	MEMDUMP_STALL_S=2 md restore restore -D "$T/d"
+	wait "$stopper" || fail "the restored process never appeared to be stopped"
+	expect_md_error
+	grep -q "the restored process $PID made no progress for 2 s" "$MD_ERR" ||
+		fail "a stalled restore not named: $(tail -n1 "$MD_ERR")"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the stalled process $PID was left behind"
+}
+add err-restore-stalled case_restore_stalled

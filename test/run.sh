@@ -98,13 +98,46 @@ start_prog() {
 	note "started $name pid $PID: ${READY[*]}"
 }
 
-# md LABEL ARGS... : run memdump with a timeout; sets MD_RC, MD_ERR, MD_OUT
+# descendants PID: PID and every process below it
+descendants() {
+	local p
+	echo "$1"
+	for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; done
+}
+
+# hang_report PID: where PID and its descendants (threads too) are blocked,
+# and how busy the disk and memory are; for a command about to time out
+hang_report() {
+	local p t
+	echo "hang report at $(date +%T.%N), load $(cut -d' ' -f1-3 /proc/loadavg)"
+	sed 's/^/io pressure: /' /proc/pressure/io 2>/dev/null
+	grep -E '^(Dirty|Writeback|MemAvailable):' /proc/meminfo
+	for p in $(descendants "$1"); do
+		for t in /proc/"$p"/task/*; do
+			[[ -d $t ]] || continue
+			echo "task ${t##*/} of $p ($(cat "$t/comm" 2>/dev/null)): state $(cut -d' ' -f3 "$t/stat" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1-4 "$t/syscall" 2>/dev/null)"
+			sed 's/^/    /' "$t/stack" 2>/dev/null
+		done
+	done
+}
+
+# md LABEL ARGS... : run memdump with a timeout; sets MD_RC, MD_ERR, MD_OUT.
+# A memdump that times out leaves a hang report in the log first.
 md() {
 	local label=$1; shift
 	MD_OUT=$T/md.$label.out MD_ERR=$T/md.$label.err
-	local t0; t0=$(now_ms)
-	timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" "$@" > "$MD_OUT" 2> "$MD_ERR" < /dev/null
+	local t0 tpid watch hang=$T/md.$label.hang; t0=$(now_ms)
+	timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" "$@" > "$MD_OUT" 2> "$MD_ERR" < /dev/null &
+	tpid=$!
+	( sleep $(( OP_TIMEOUT - 1 )) && hang_report "$tpid" > "$hang" 2>&1 ) &
+	watch=$!
+	wait "$tpid"
 	MD_RC=$?
+	pkill -P "$watch" 2>/dev/null; kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null
+	if (( MD_RC == 124 || MD_RC == 137 )) && [[ -s $hang ]]; then
+		note "--- hang report:"
+		head -c 20000 "$hang" | sed 's/^/#   /'
+	fi
 	note "memdump $* -> exit $MD_RC in $(( $(now_ms) - t0 )) ms"
 	head -c 3000 "$MD_ERR" | sed 's/^/#   stderr: /'
 	(( MD_RC == 124 || MD_RC == 137 )) && fail "memdump $1 timed out after ${OP_TIMEOUT}s (or was SIGKILLed)"

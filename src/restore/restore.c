@@ -122,9 +122,17 @@ static bool member_gone(pid_t pid)
 	return gone;
 }
 
-/* Wait until every thread is parked, or the restore failed. */
+/*
+ * Wait until every thread is parked, or the restore failed, or the process
+ * made no progress for the stall limit (stall.c: then it is killed).
+ */
 int rst_wait_parked(struct rst *r)
 {
+	long limit = rst_stall_limit_ms();
+	struct rst_progress last, now;
+	uint64_t since = now_us();
+
+	rst_progress_take(r, &last);
 	for (;;) {
 		unsigned int st = __atomic_load_n(&r->a->stage, __ATOMIC_SEQ_CST);
 		int status;
@@ -144,6 +152,16 @@ int rst_wait_parked(struct rst *r)
 			w = waitpid(r->pid, &status, WNOHANG | __WALL);
 			if (w == r->pid && (WIFEXITED(status) || WIFSIGNALED(status)))
 				return child_gone(r, status);
+		}
+		rst_progress_take(r, &now);
+		if (!rst_progress_same(&now, &last)) {
+			last = now;
+			since = now_us();
+		} else if (now_us() - since >= (uint64_t)limit * 1000) {
+			int ret = rst_stall_fail(r, &now, limit);
+
+			rst_kill(r);
+			return ret;
 		}
 		futex_wait_ms(&r->a->stage, st, 20);
 	}

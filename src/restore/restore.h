@@ -239,6 +239,16 @@ int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, park
 /* ns.c: memdump's fd given for KEY by --inherit-fd fd[N]:KEY, or -1 */
 int rst_inherit_fd(const struct restore_opts *o, const char *key);
 int rst_wait_parked(struct rst *r);
+
+/* stall.c: what a restored process has done so far, as its area tells */
+struct rst_progress {
+	unsigned int stage, prepped, read, creds, parked;
+	unsigned long pages;
+};
+long rst_stall_limit_ms(void);
+void rst_progress_take(const struct rst *r, struct rst_progress *p);
+bool rst_progress_same(const struct rst_progress *x, const struct rst_progress *y);
+int  rst_stall_fail(const struct rst *r, const struct rst_progress *p, long ms);
 void rst_kill(struct rst *r);
 int rst_area_error(const struct rst *r);
 void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2);
