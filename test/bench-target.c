@@ -3,7 +3,8 @@
  *
  *   bench-target MiB [DONEFILE]
  *
- * Maps MiB of anonymous memory, fills every page with a pattern unique to it,
+ * Maps MiB of anonymous memory (2 MiB aligned and MADV_HUGEPAGE, transparent
+ * huge pages, when BENCH_THP is set), fills every page with a pattern unique to it,
  * prints "READY <pid>" and sleeps. On SIGUSR1 it reads all of that memory
  * once, checks it, and writes "done <CLOCK_REALTIME ns> ok|bad" to DONEFILE
  * (written to a temporary name and renamed, so readers see it whole).
@@ -109,22 +110,42 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* len bytes of anonymous memory; with thp, 2 MiB aligned and in huge pages */
+static uint64_t *map_memory(size_t len, int thp)
+{
+	const size_t huge = 2u << 20;
+	size_t extra = thp ? huge : 0;
+	char *p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("bench-target: mmap");
+		return NULL;
+	}
+	if (thp) {
+		p = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+		if (madvise(p, len, MADV_HUGEPAGE)) {
+			perror("bench-target: madvise(MADV_HUGEPAGE)");
+			return NULL;
+		}
+	}
+	return (uint64_t *)p;
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 0) : 0;
 	const char *done = argc > 2 ? argv[2] : NULL;
 	size_t words = (mib << 20) / sizeof(uint64_t);
+	const char *thp = getenv("BENCH_THP");
 	uint64_t *mem;
 
 	if (!mib) {
 		fprintf(stderr, "usage: bench-target MiB [DONEFILE]\n");
 		return 2;
 	}
-	mem = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		perror("bench-target: mmap");
+	mem = map_memory(mib << 20, thp && *thp);
+	if (!mem)
 		return 2;
-	}
 	signal(SIGUSR1, on_usr1);
 	signal(SIGUSR2, on_usr2);
 	fill(mem, words);

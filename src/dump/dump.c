@@ -494,8 +494,6 @@ static int dump_pipeline(const struct dump_opts *o)
 	}
 	if (!ret)
 		dump_summary(&d, frozen_us, o->quiet);
-	if (!ret && !leave_running)
-		infect_wait_pid_free(d.pid);	/* its parent reaps it: a restore may follow */
 	close(d.dir.fd);
 	dump_ctx_free(&d);
 	free(ts);

@@ -640,8 +640,6 @@ static int run(struct tree_dump *td)
 		img_forget_created(&td->m[i].d.dir);
 	if (!ret)
 		tree_summary(td, frozen_us);
-	for (int i = td->n - 1; i >= 0 && !ret && !td->leave_running; i--)
-		infect_wait_pid_free(td->m[i].d.pid);
 	return ret;
 }
 

@@ -14,7 +14,6 @@
  *   parasite_*      the parasite's commands (vmsplice pages into a pipe)
  *   infect_cure     remove the parasite: area, pipe, registers as they were
  *   infect_release  detach every thread (or kill the process), free the context
- *   infect_wait_pid_free  after a kill: wait (up to 5 s) until its parent reaped it
  *   infect_reclaim  for a supervisor, once the dumper is dead: unmap the area
  *                   it left (struct infect_trace)
  */
@@ -90,7 +89,6 @@ int infect_preseize(pid_t pid, struct preseized *ps);
 int infect_preseize_wait(struct preseized *ps);
 void infect_preseized_free(struct preseized *ps);
 void infect_release(struct infect_ctx *c, bool kill_process);
-void infect_wait_pid_free(pid_t pid);
 
 /* remote.c: system calls executed by frozen thread number `thread` */
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,

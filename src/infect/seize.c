@@ -297,31 +297,6 @@ static int seize_all(struct infect_ctx *c)
 	return 0;
 }
 
-/*
- * The killed process's PID is free once its parent has reaped it. Waiting
- * for that (PID 1 of some systems reaps orphans seconds late) lets a
- * restore follow the dump at once; past 5 s the holder is named instead.
- * The process is dead before this: the caller waits here after it has
- * counted the frozen time and made the images durable.
- */
-void infect_wait_pid_free(pid_t pid)
-{
-	char path[32], comm[32] = "?";
-	struct proc_stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	for (int i = 0; i < 500; i++) {
-		if (access(path, F_OK))
-			return;
-		usleep(10000);
-	}
-	if (proc_read_stat(pid, &st))
-		return;
-	proc_comm(st.ppid, comm, sizeof(comm));
-	pr_warn("killed process %d is still a zombie: its parent %d (%s) has not reaped it, "
-		"so its PID is not free yet", pid, st.ppid, comm);
-}
-
 /* Reap every seized thread after SIGKILL; a tracer must, or the leader
  * is never reported and the process lingers as a zombie. */
 static void kill_all(struct infect_ctx *c)

@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "proc.h"
 #include "restore/restore.h"
 #include "vma_status.h"
 
@@ -72,15 +73,47 @@ static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int
 	return 0;
 }
 
+#define ZOMBIE_WAIT_MS	5000
+
+/*
+ * A killing dump returns without waiting for the killed process's parent
+ * to reap it (on this VM, PID 1 takes 1-2 s for an orphan such as a
+ * container's init): a PID still held by a zombie is waited for here, up
+ * to ZOMBIE_WAIT_MS; a zombie its parent never reaps is named. 0: the PID
+ * is free, 1: a live process has it.
+ */
+int rst_wait_zombie_gone(pid_t id)
+{
+	struct proc_stat st;
+	char comm[32] = "?";
+
+	for (int ms = 0; ms < ZOMBIE_WAIT_MS; ms += 10) {
+		if (proc_read_stat(id, &st))
+			return 0;	/* gone */
+		if (st.state != 'Z' && st.state != 'X')
+			return 1;
+		usleep(10000);
+	}
+	if (proc_read_stat(id, &st))
+		return 0;
+	proc_comm(st.ppid, comm, sizeof(comm));
+	return fail(-EEXIST, "PID %d is held by a zombie: its parent %d (%s) has not reaped it "
+		    "in %d s", id, st.ppid, comm, ZOMBIE_WAIT_MS / 1000);
+}
+
 static int check_id_free(pid_t id, bool leader)
 {
 	char path[32];
+	int ret;
 
 	snprintf(path, sizeof(path), "/proc/%d", id);
-	if (access(path, F_OK) == 0)
-		return leader ? fail(-EEXIST, "PID %d is in use", id)
-			      : fail(-EEXIST, "TID %d (a thread of the dump) is in use", id);
-	return 0;
+	if (access(path, F_OK))
+		return 0;
+	ret = rst_wait_zombie_gone(id);
+	if (ret <= 0)
+		return ret;
+	return leader ? fail(-EEXIST, "PID %d is in use", id)
+		      : fail(-EEXIST, "TID %d (a thread of the dump) is in use", id);
 }
 
 static uint32_t cpu_xstate_size(void)

@@ -239,6 +239,7 @@ int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, park
 /* ns.c: memdump's fd given for KEY by --inherit-fd fd[N]:KEY, or -1 */
 int rst_inherit_fd(const struct restore_opts *o, const char *key);
 int rst_wait_parked(struct rst *r);
+int rst_wait_zombie_gone(pid_t id);	/* check.c: 0 free, 1 a live process has it */
 
 /* stall.c: what a restored process has done so far, as its area tells */
 struct rst_progress {

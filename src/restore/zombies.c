@@ -33,6 +33,8 @@ static bool kills_by_default(int sig)
 
 int zombies_check(struct rst *r)
 {
+	int ret;
+
 	for (size_t i = 1; i < r->ds.nr_procs; i++) {
 		pid_t z = (pid_t)r->ds.procs[i]->pid;
 		int code = (int)r->ds.zombie_cores[i - 1]->tc->exit_code;
@@ -43,8 +45,13 @@ int zombies_check(struct rst *r)
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
 		snprintf(path, sizeof(path), "/proc/%d", z);
-		if (access(path, F_OK) == 0)
+		if (access(path, F_OK))
+			continue;
+		ret = rst_wait_zombie_gone(z);	/* a zombie left by the killing dump? */
+		if (ret > 0)
 			return fail(-EEXIST, "PID %d (a zombie child of the dump) is in use", z);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
