@@ -188,13 +188,21 @@ static int list_tree_inos(pid_t pid, struct sk_set *set)
 	return 0;
 }
 
+/*
+ * The target's sockets, the tree's, and the kernel's socket table
+ * (sock_diag), which is only looked up for the target's own socket fds:
+ * without any, it is not read (a netlink dump of every socket of the host,
+ * ~10 ms of frozen time here).
+ */
 static int load_set(pid_t pid, struct sk_set *set)
 {
 	int ret = list_inos_into(pid, &set->inos, &set->nr_inos);
 
 	if (!ret)
 		ret = list_tree_inos(pid, set);
-	return ret ? ret : sk_table_load(&set->diag);
+	if (ret || !set->nr_inos)
+		return ret;
+	return sk_table_load(&set->diag);
 }
 
 static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const struct sk_set *set,
