@@ -274,3 +274,88 @@ case_runc_refuse_unix_path() {
 }
 
 add runc-refuse-unix-path case_runc_refuse_unix_path
+
+# runc_console_start SOCK OUT IN [ROWSxCOLS]: a console-socket receiver (console-recv.py)
+# holding the master runc sends on SOCK; its output into OUT, the FIFO IN into it
+runc_console_start() {
+	mkfifo "$3" || fail "cannot make the FIFO $3"
+	python3 "$TESTSRC/console-recv.py" "$@" > /dev/null 2>&1 &
+	echo $! >> "$T/consoles"
+	wait_until 5 test -S "$1" || fail "the console receiver does not listen on $1"
+}
+
+runc_console_stop() {
+	local p
+	for p in $(cat "$T/consoles" 2> /dev/null); do kill "$p" 2> /dev/null; done
+	return 0
+}
+
+# the numbers counted ("n N" lines, CRs dropped) of a terminal's output
+term_counts() { tr -d '\r' < "$1" | sed -n 's/^n \([0-9][0-9]*\)$/\1/p'; }
+
+# A container with a terminal ("terminal": true, runc run -d --console-socket): its
+# stdio and controlling terminal are a pty slave of the container's devpts whose
+# master a receiver of the test holds. runc --criu checkpoint sends orphan_pts_master,
+# so the slave is dumped as external; runc restore --console-socket gets the new
+# master in an orphan-pts-master notification and passes it to the new receiver.
+# After the restore: same PIDs, the counter (a child) counts on into the new
+# terminal, its window size is kept, and a line typed into the new master reaches
+# the init, which answers on it.
+case_runc_criu_tty() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id0=memdump-y$$ id=memdump-z$$ n before after last first
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do case $l in size) echo "size $(stty size)";; *) echo "got $l";; esac; done'
+	ln -sf busybox "$b/rootfs/bin/stty"
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1" 37x91
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id0") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id0" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 5 ))' ||
+		fail "the container does not count on its terminal: $(head -c 300 "$T/out1")"
+	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the init's stdin is $(readlink /proc/"$PID"/fd/0)"
+	echo size > "$T/in1"
+	wait_until 5 grep -q 'size 37 91' "$T/out1" || fail "the terminal's size is not 37x91: $(tail -c 200 "$T/out1")"
+	before=$(proc_field "$PID" NSpid)
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	sleep 0.3
+	last=$(term_counts "$T/out1" | tail -n1)
+	md verify verify -D "$T/img" || fail "verify failed"
+	runc_console_start "$T/c2.sock" "$T/out2" "$T/in2"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d \
+		--console-socket "$T/c2.sock" --image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/img/restore.log"; fail "runc restore failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
+	after=$(proc_field "$PID" NSpid)
+	[[ $after == "$before" ]] || fail "the init's PIDs differ: [$before] [$after]"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | wc -l) >= 5 ))' ||
+		fail "the restored container does not count on its new terminal: $(head -c 300 "$T/out2")"
+	first=$(term_counts "$T/out2" | head -n1)
+	[[ $first == $((last + 1)) ]] || fail "the count went from $last to $first across the restore"
+	cat "$T/out1" "$T/out2" | tr -d '\r' | sed -n 's/^n \([0-9]*\)$/\1/p' > "$T/all"
+	numbers_run "$T/all" || fail "the count skips or repeats"
+	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the restored init's stdin is $(readlink /proc/"$PID"/fd/0)"
+	echo hello > "$T/in2"
+	wait_until 5 grep -q 'got hello' "$T/out2" || fail "a line typed on the new master does not reach the init: $(tail -c 300 "$T/out2")"
+	echo size > "$T/in2"
+	wait_until 5 grep -q 'size 37 91' "$T/out2" || fail "the window size is not kept: $(grep size "$T/out2")"
+	[[ $(awk '{print $7}' /proc/"$PID"/stat) != 0 ]] || fail "the restored init has no controlling terminal"
+	grep -q 'got' "$T/out1" && fail "the old terminal got an answer"
+	return 0
+}
+
+add runc-criu-tty case_runc_criu_tty

@@ -7,11 +7,13 @@
  * one is named in the one error of the response. An honoured option is one
  * memdump does exactly, or whose state it refuses at dump time by name:
  * file_locks asks CRIU to dump file locks, which memdump always does;
- * ext_unix_sk and orphan_pts_master ask CRIU to accept a process with UNIX
- * peers outside it or a pty whose master is outside it; memdump's dump
- * refuses such a process naming the thing, so the option changes nothing it
- * could get wrong. shell_job and ghost_limit are memdump's --shell-job and
- * --ghost-limit.
+ * ext_unix_sk asks CRIU to accept a process with UNIX peers outside it;
+ * memdump's dump refuses such a process naming the thing, so the option
+ * changes nothing it could get wrong. orphan_pts_master: a pty slave whose
+ * master is outside the dump (a container's terminal) is dumped alone, and
+ * restored on a new pair whose master goes to the client in an
+ * orphan-pts-master notification (tty.c). shell_job and ghost_limit are
+ * memdump's --shell-job and --ghost-limit.
  *
  * The client names its directories by fd (images_dir_fd, work_dir_fd):
  * numbers in its own fd table, reached through /proc/PEER/fd/N as CRIU does.
@@ -338,6 +340,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.track_mem = co->has_track_mem && co->track_mem,
 		.mnt_ext = job->mnt_ext,
 		.freeze_cgroup = co->freeze_cgroup && co->freeze_cgroup[0] ? co->freeze_cgroup : NULL,
+		.ext_tty = { .any = co->has_orphan_pts_master && co->orphan_pts_master },
 	};
 	int ret = map_ext_mnt(co, job);
 
@@ -398,7 +401,9 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
 					      .shell_job = co->has_shell_job && co->shell_job,
-					      .sibling = co->has_rst_sibling && co->rst_sibling };
+					      .sibling = co->has_rst_sibling && co->rst_sibling,
+					      .orphan_pts = co->has_orphan_pts_master &&
+							    co->orphan_pts_master };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))
 		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))

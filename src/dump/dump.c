@@ -381,7 +381,7 @@ int dump_run(const struct dump_opts *o)
 static int dump_pipeline(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
-			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL },
+			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL, o->ext_tty },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,

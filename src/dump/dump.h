@@ -73,12 +73,24 @@ struct thread {
 	struct thread_seccomp seccomp;	/* seccomp.c */
 };
 
+/*
+ * Pty slaves whose master a runtime holds outside the dump (tty.c): any one
+ * (CRIU's orphan_pts_master, which runc sends) or the one of --external
+ * tty[RDEV:DEV] (CRIU's key: st_rdev and st_dev of the slave, in hex).
+ */
+struct tty_ext {
+	bool any;
+	bool one;
+	uint32_t rdev, dev;
+};
+
 /* What the user allowed for the target's fds (files.c): --ghost-limit, --shell-job. */
 struct fd_policy {
 	uint64_t ghost_limit;
 	bool shell_job;
 	pid_t pid;		/* the target */
 	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
+	struct tty_ext ext_tty;	/* orphan_pts_master, --external tty[..] */
 };
 
 /* A POSIX timer (ptimers.c). */
@@ -167,6 +179,7 @@ struct dump_opts {
 	const char *freeze_cgroup;	/* --freeze-cgroup: frozen by it while seized (freezer.c) */
 	uint64_t ext_net_ino;		/* --external net[INO]:KEY: that network namespace is */
 	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
+	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
 };
 
 /*

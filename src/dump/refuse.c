@@ -260,7 +260,7 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
-	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree };
+	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
 	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;

@@ -109,7 +109,8 @@ static int members_init(struct tree_dump *td)
 			snprintf(m->subdir, sizeof(m->subdir), "proc-%d", p->pid);
 		m->d = (struct dump_ctx){ .pid = p->pid, .mode = td->o->mode,
 					  .progress = td->o->progress && !n,
-					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t },
+					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t,
+						      td->o->ext_tty },
 					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
 					  .parent = { .dirfd = -1 }, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
@@ -338,7 +339,7 @@ static const char *unshareable(const struct file_desc *f)
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";
-	if (f->kind == FK_TTY && f->tty)
+	if (f->kind == FK_TTY && f->tty && !f->tty->orphan)
 		return "a pseudo-terminal pair";
 	return NULL;
 }
