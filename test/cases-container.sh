@@ -359,3 +359,62 @@ PY
 }
 
 add runc-criu-tty case_runc_criu_tty
+
+# The same container's terminal without runc: a dump that does not declare the pty
+# slave a runtime's is refused, naming it and its key, and the container counts on;
+# memdump dump --external tty[RDEV:DEV] dumps it, restore without a terminal for it
+# is refused by name, and restore --inherit-fd fd[N]:tty[RDEV:DEV] gives the
+# restored tree memdump's terminal N (a pty pair of the test's), which it counts on
+# and reads from.
+case_runc_tty_cli() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-x$$ key n
+	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do echo "got $l"; done'
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1"
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 3 ))' || fail "the container does not count"
+	key=$(python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print("tty[%x:%x]" % (s.st_rdev, s.st_dev))' /proc/"$PID"/fd/0)
+	md refuse dump -t "$PID" -D "$T/d0"
+	expect_md_error
+	grep -qF "fd 0 (/dev/pts/0: a pseudo-terminal slave whose master is outside the dump (a runtime's terminal: dump with --external $key" "$MD_ERR" ||
+		fail "the refusal does not name the terminal and its key $key: $(cat "$MD_ERR")"
+	no_inventory "$T/d0"
+	n=$(term_counts "$T/out1" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | tail -n1) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+	dump "$PID" "$T/d" --external "$key"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	sleep 0.3
+	n=$(term_counts "$T/out1" | tail -n1)
+	md rst-none restore -D "$T/d" -d
+	expect_md_error
+	grep -qF -- "--inherit-fd fd[N]:$key" "$MD_ERR" || fail "the restore without a terminal does not say how: $(cat "$MD_ERR")"
+	mkfifo "$T/in2"
+	python3 "$TESTSRC/console-recv.py" --pty "$T/out2" "$T/in2" -- "$MEMDUMP" restore -D "$T/d" -d \
+		--inherit-fd "fd[{fd}]:$key" > "$T/rst.out" 2> "$T/rst.err" &
+	echo $! >> "$T/consoles"
+	wait_until "$OP_TIMEOUT" test -s "$T/out2.rc" || fail "the restore did not end"
+	[[ $(cat "$T/out2.rc") == 0 ]] || fail "restore --inherit-fd failed: $(cat "$T/rst.err")"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | wc -l) >= 3 ))' ||
+		fail "the restored tree does not count on the given terminal: $(head -c 300 "$T/out2")"
+	[[ $(term_counts "$T/out2" | head -n1) == $((n + 1)) ]] ||
+		fail "the count went from $n to $(term_counts "$T/out2" | head -n1)"
+	echo hello > "$T/in2"
+	wait_until 5 grep -q 'got hello' "$T/out2" || fail "input on the given terminal does not reach the init"
+	return 0
+}
+
+add runc-tty-cli case_runc_tty_cli

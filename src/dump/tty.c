@@ -269,6 +269,12 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	}
 	if (is_orphan(p, st))
 		return orphan_unsupported(p, fd, st, buf, len);
+	if (!in_dev_pts(st) && !master_dumped(p, slave_index(st))) {
+		snprintf(buf, len, "a pseudo-terminal slave whose master is outside the dump (a "
+			 "runtime's terminal: dump with --external tty[%x:%x], or orphan_pts_master)",
+			 (uint32_t)st->st_rdev, (uint32_t)st->st_dev);
+		return buf;
+	}
 	if (!in_dev_pts(st))
 		return "a pseudo-terminal slave of a devpts other than /dev/pts";
 	if (find_end(p->pid, true, slave_index(st)) < 0) {
