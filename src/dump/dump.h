@@ -321,6 +321,11 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
 int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
 		       bool *inventory);
 void dump_undo(struct dump_ctx *d);
+/* Before its pages are chosen: the previous images (relative to d->dir), and whether the
+ * tracker the process holds dates from them (d->incremental). */
+int dump_prepare_incremental(struct dump_ctx *d, const char *prev_dir);
+/* The set's inventory.img written: the tracker's record names it (a pre-dump, --track-mem). */
+int dump_track_commit(struct dump_ctx *d);
 int dump_make_durable(struct dump_ctx *d, bool leave_running);
 void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet);
 void dump_ctx_free(struct dump_ctx *d);

@@ -462,6 +462,12 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 
 	check_init(pid, o->tree, r);
 	check_children(pid, o->tree, r);
+	if (o->pre_dump) {	/* memory only: the dump after it checks the rest */
+		check_deleted_maps(o, r);
+		check_memfd_private_maps(pid, r);
+		check_thread_modes(pid, r);
+		return;
+	}
 	check_group_holders(pid, o->tree, r);
 	check_namespaces(pid, o->tree, r);
 	share_refuse(pid, o->tree, r);
@@ -504,7 +510,8 @@ int refuse_check_tree(const struct dump_opts *o)
 		if (tree_is_zombie(&o->tree->procs[i]))
 			continue;
 		one.pid = o->tree->procs[i].pid;
-		track_init(&t, one.pid);
+		if (track_find(&t, one.pid))	/* its tracker (a pre-dump's) is not its own */
+			refuse_add(&r, "a memory tracking record memdump cannot read");
 		refuse_collect(&one, &t, &r);
 		if (r.n && i == 0)
 			refuse_add(&all, "%s", r.text);
