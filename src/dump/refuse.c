@@ -462,7 +462,9 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 
 	check_init(pid, o->tree, r);
 	check_children(pid, o->tree, r);
-	if (o->pre_dump) {	/* memory only: the dump after it checks the rest */
+	if (o->pre_dump) {	/* memory and fds (a userfaultfd, io_uring): the dump after it
+				 * checks the rest (namespaces, mounts, sockets) */
+		check_fds(o, t, r);
 		check_deleted_maps(o, r);
 		check_memfd_private_maps(pid, r);
 		check_thread_modes(pid, r);
