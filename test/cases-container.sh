@@ -418,3 +418,68 @@ PY
 }
 
 add runc-tty-cli case_runc_tty_cli
+
+# runc checkpoint --pre-dump of a container (a tree: its init and a child, both
+# t-incr with 16 MiB of known pages, the host's libc copied into the rootfs), then
+# each rewrites a 16th of its pages, then runc checkpoint --parent-path ../p1:
+# each process's set in the dump holds about the written pages only, linked to its
+# pre-dump set; runc restore brings the container back and both processes find
+# every byte as they left it (each checks itself on SIGUSR1).
+case_runc_criu_predump() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id0=memdump-p$$ id=memdump-q$$ child rsize csize lib mb=16 stride=16
+	local written=$(( mb * 256 / stride ))
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b" "/bin/t-incr /tmp $mb $stride > /tmp/child.out 2>&1 & exec /bin/t-incr /tmp $mb $stride > /tmp/root.out 2>&1"
+	cp "$TESTBIN/t-incr" "$b/rootfs/bin/" || fail "cannot copy t-incr"
+	for lib in $(ldd "$TESTBIN/t-incr" | grep -o '/[^ ]*'); do
+		mkdir -p "$b/rootfs$(dirname "$lib")" && cp -L "$lib" "$b/rootfs$lib" || fail "cannot copy $lib"
+	done
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id0") < /dev/null > "$T/run.out" 2>&1 || fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id0" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_line "$b/rootfs/tmp/root.out" "^READY " "$OP_TIMEOUT" || fail "the init is not READY: $(cat "$b/rootfs/tmp/root.out")"
+	wait_line "$b/rootfs/tmp/child.out" "^READY " "$OP_TIMEOUT" || fail "the child is not READY"
+	child=$(tree_children "$PID" | head -n1)
+	[[ -n $child ]] || fail "the init has no child"
+	track "$child"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --pre-dump \
+		--image-path "$T/p1" "$id0") > "$T/pre.out" 2>&1 ||
+		{ show_file dump.log "$T/p1/dump.log"; fail "runc checkpoint --pre-dump failed: $(tail -n2 "$T/pre.out")"; }
+	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the pre-dump"
+	[[ -f $T/p1/proc-$child/inventory.img ]] || fail "no pre-dump set of the child: $(ls "$T/p1")"
+	kill -USR2 "$PID" "$child"
+	wait_line "$b/rootfs/tmp/root.out" "^STEP 1\$" "$OP_TIMEOUT" || fail "the init did not do its step"
+	wait_line "$b/rootfs/tmp/child.out" "^STEP 1\$" "$OP_TIMEOUT" || fail "the child did not do its step"
+	rsize=$(stat -c %s "$b/rootfs/tmp/root.out")
+	csize=$(stat -c %s "$b/rootfs/tmp/child.out")
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --parent-path ../p1 \
+		--image-path "$T/d" "$id0") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/d/dump.log"; fail "runc checkpoint --parent-path failed: $(tail -n2 "$T/ckpt.out")"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	local n p
+	for p in "$T/d" "$T/d/proc-$child"; do
+		n=$(( $(stat -c %s "$p/pages-1.img") / 4096 ))
+		note "$p/pages-1.img: $n pages"
+		(( n > written && n <= written + 64 )) || fail "$p/pages-1.img holds $n pages, not about $written"
+		[[ -L $p/parent ]] || fail "$p has no parent link"
+	done
+	md verify verify -D "$T/d" || fail "verify of the container's chain failed: $(cat "$MD_ERR")"
+	truncate -s "$rsize" "$b/rootfs/tmp/root.out"
+	truncate -s "$csize" "$b/rootfs/tmp/child.out"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d \
+		--image-path "$T/d" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/d/restore.log"; fail "runc restore failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
+	kill -USR1 "$child"
+	wait_line "$b/rootfs/tmp/child.out" "^(PASS|FAIL)" "$OP_TIMEOUT" || fail "no answer from the restored child"
+	grep -q '^PASS' "$b/rootfs/tmp/child.out" || fail "the restored child: $(tail -n1 "$b/rootfs/tmp/child.out")"
+	kill -USR1 "$PID"
+	wait_line "$b/rootfs/tmp/root.out" "^(PASS|FAIL)" "$OP_TIMEOUT" || fail "no answer from the restored init"
+	grep -q '^PASS' "$b/rootfs/tmp/root.out" || fail "the restored init: $(tail -n1 "$b/rootfs/tmp/root.out")"
+}
+
+add runc-criu-predump case_runc_criu_predump

@@ -256,7 +256,7 @@ static int check_root(const CriuOpts *co, CriuReqType type)
 
 	if (!co->root || !co->root[0] || type == CRIU_REQ_TYPE__RESTORE)
 		return 0;
-	if (type == CRIU_REQ_TYPE__DUMP)
+	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
 		snprintf(own, sizeof(own), "/proc/%d/root", co->pid);
 	else
 		snprintf(own, sizeof(own), "/");
@@ -264,7 +264,7 @@ static int check_root(const CriuOpts *co, CriuReqType type)
 		return 0;
 	return fail(-EOPNOTSUPP, "%s: options memdump cannot honour: root (%s is not %s; another "
 		    "root directory %s)", rpc_type_name(type), co->root,
-		    type == CRIU_REQ_TYPE__DUMP ? "the root of the target" : "memdump's root",
+		    type != CRIU_REQ_TYPE__CHECK ? "the root of the target" : "memdump's root",
 		    NEEDS_NS);
 }
 
