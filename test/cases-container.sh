@@ -306,7 +306,7 @@ case_runc_criu_tty() {
 		{ note "no runc or busybox: skipped"; return 0; }
 	local b=$T/bundle id0=memdump-y$$ id=memdump-z$$ n before after last first
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
-	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do case $l in size) echo "size $(stty size)";; *) echo "got $l";; esac; done'
+	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do case $l in size) echo "size $(stty size)";; noecho) stty -echo; echo "echo off";; *) echo "got $l";; esac; done'
 	ln -sf busybox "$b/rootfs/bin/stty"
 	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
 import json, sys
@@ -326,6 +326,8 @@ PY
 	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the init's stdin is $(readlink /proc/"$PID"/fd/0)"
 	echo size > "$T/in1"
 	wait_until 5 grep -q 'size 37 91' "$T/out1" || fail "the terminal's size is not 37x91: $(tail -c 200 "$T/out1")"
+	echo noecho > "$T/in1"
+	wait_until 5 grep -q 'echo off' "$T/out1" || fail "the init did not turn echo off"
 	before=$(proc_field "$PID" NSpid)
 	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
 		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
@@ -351,10 +353,23 @@ PY
 	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the restored init's stdin is $(readlink /proc/"$PID"/fd/0)"
 	echo hello > "$T/in2"
 	wait_until 5 grep -q 'got hello' "$T/out2" || fail "a line typed on the new master does not reach the init: $(tail -c 300 "$T/out2")"
+	tr -d '\r' < "$T/out2" | grep -qx hello && fail "the new terminal echoes: its termios (-echo) is lost"
 	echo size > "$T/in2"
 	wait_until 5 grep -q 'size 37 91' "$T/out2" || fail "the window size is not kept: $(grep size "$T/out2")"
 	[[ $(awk '{print $7}' /proc/"$PID"/stat) != 0 ]] || fail "the restored init has no controlling terminal"
+	local counter; counter=$(tree_children "$PID" | head -n1)
+	[[ $(awk '{print $7}' /proc/"$counter"/stat) == $(awk '{print $7}' /proc/"$PID"/stat) ]] ||
+		fail "the restored counter (a child) has not the init's controlling terminal"
 	grep -q 'got' "$T/out1" && fail "the old terminal got an answer"
+	# and a --leave-running checkpoint of the restored container leaves it on its terminal
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --leave-running \
+		--image-path "$T/img2" "$id") > "$T/ckpt2.out" 2>&1 ||
+		fail "runc checkpoint --leave-running failed: $(tail -n2 "$T/ckpt2.out")"
+	last=$(term_counts "$T/out2" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | tail -n1) >= '"$((last + 3))"' ))' ||
+		fail "the container left running does not count on its terminal"
+	echo again > "$T/in2"
+	wait_until 5 grep -q 'got again' "$T/out2" || fail "input does not reach the container left running"
 	return 0
 }
 
