@@ -87,7 +87,7 @@ static const struct opt_rule rules[] = {
 	{ "tcp_close", 0, "established connections are restored or refused" },
 	{ "tcp_skip_in_flight", 0, "in-flight connections are refused" },
 	{ "network_lock", 0, "memdump locks with nftables" },
-	{ "pre_dump_mode", 0, "no pre-dumps yet" },
+	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
 };
 
 static const struct opt_rule *rule_of(const char *name)
