@@ -290,6 +290,16 @@ runc_console_stop() {
 	return 0
 }
 
+# file_settled FILE: wait (up to 10 s) until FILE has not grown for half a second
+file_settled() {
+	local a b i
+	for i in $(seq 20); do
+		a=$(stat -c %s "$1"); sleep 0.5; b=$(stat -c %s "$1")
+		[[ $a == "$b" ]] && return 0
+	done
+	return 0
+}
+
 # the numbers counted ("n N" lines, CRs dropped) of a terminal's output
 term_counts() { tr -d '\r' < "$1" | sed -n 's/^n \([0-9][0-9]*\)$/\1/p'; }
 
@@ -333,7 +343,7 @@ PY
 		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
 		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
-	sleep 0.3
+	file_settled "$T/out1"	# the old receiver has read what the old terminal holds
 	last=$(term_counts "$T/out1" | tail -n1)
 	md verify verify -D "$T/img" || fail "verify failed"
 	runc_console_start "$T/c2.sock" "$T/out2" "$T/in2"
@@ -412,7 +422,7 @@ PY
 	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
 	dump "$PID" "$T/d" --external "$key"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
-	sleep 0.3
+	file_settled "$T/out1"
 	n=$(term_counts "$T/out1" | tail -n1)
 	md rst-none restore -D "$T/d" -d
 	expect_md_error
