@@ -422,6 +422,9 @@ PY
 	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
 	dump "$PID" "$T/d" --external "$key"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	md show show -D "$T/d" || fail "show failed: $(cat "$MD_ERR")"
+	grep -qF "pty /dev/pts/0 slave:" "$MD_OUT" && grep -qF "its master outside the dump ($key)" "$MD_OUT" ||
+		fail "show does not tell the runtime's terminal: $(grep pty "$MD_OUT")"
 	file_settled "$T/out1"
 	n=$(term_counts "$T/out1" | tail -n1)
 	md rst-none restore -D "$T/d" -d
@@ -508,3 +511,40 @@ case_runc_criu_predump() {
 }
 
 add runc-criu-predump case_runc_criu_predump
+
+# Input typed on a runtime's terminal that its container has not read cannot be
+# taken without the master: the dump is refused naming it, the container runs on.
+case_runc_tty_refuse_input() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-w$$ key n
+	runc_bundle "$b" 'i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done'
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1"
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 3 ))' || fail "the container does not count"
+	key=$(python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print("tty[%x:%x]" % (s.st_rdev, s.st_dev))' /proc/"$PID"/fd/0)
+	echo typed > "$T/in1"
+	wait_until 5 grep -q typed "$T/out1" || fail "the typed line is not echoed"
+	md refuse dump -t "$PID" -D "$T/d" --external "$key"
+	expect_md_error
+	grep -qF "(pty slave /dev/pts/0) has 6 bytes of input not read yet (its master is outside)" "$MD_ERR" ||
+		fail "the refusal does not name the unread input: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	n=$(term_counts "$T/out1" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | tail -n1) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+}
+
+add runc-tty-refuse-input case_runc_tty_refuse_input
