@@ -308,7 +308,6 @@ static int orphan_master(struct rst *r, const FileEntry *fe, const TtyInfoEntry 
 {
 	struct rst *root = root_of(r);
 	char ptmx[PATH_MAX], buf[PATH_MAX], *slash;
-
 	struct rst_orphan *o = NULL;
 	int ret;
 
