@@ -22,12 +22,16 @@ enum hook_point {
 	HOOK_POST_RESTORE,	/* the process rebuilt and parked, with its PID */
 	HOOK_PRE_RESUME,	/* just before its threads run on */
 	HOOK_POST_RESUME,	/* it runs */
+	HOOK_ORPHAN_PTS_MASTER,	/* a new pty master for a slave whose master was outside (an fd) */
 	HOOK_NR
 };
 
 struct hooks {
 	/* pid: the dumped or restored process; <0 after fail() to abort */
 	int (*fire)(void *arg, enum hook_point p, pid_t pid);
+	/* the same, handing the listener fd (a copy: the caller keeps its own); NULL: no one
+	 * can take an fd (CRIU gives the orphan-pts-master to an RPC client only) */
+	int (*give_fd)(void *arg, enum hook_point p, pid_t pid, int fd);
 	void *arg;
 };
 
@@ -36,6 +40,10 @@ const char *hook_name(enum hook_point p);
 
 /* No hooks (h NULL or without fire): 0. */
 int hook_fire(const struct hooks *h, enum hook_point p, pid_t pid);
+/* Can h take an fd (hook_give_fd)? */
+int hook_takes_fd(const struct hooks *h);
+/* Hand fd to whoever listens at p; -ENOTSUP after fail() when no one can take it. */
+int hook_give_fd(const struct hooks *h, enum hook_point p, pid_t pid, int fd);
 /* A point whose hook cannot stop anything any more: a failure is a warning. */
 void hook_fire_late(const struct hooks *h, enum hook_point p, pid_t pid);
 

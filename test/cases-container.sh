@@ -274,3 +274,277 @@ case_runc_refuse_unix_path() {
 }
 
 add runc-refuse-unix-path case_runc_refuse_unix_path
+
+# runc_console_start SOCK OUT IN [ROWSxCOLS]: a console-socket receiver (console-recv.py)
+# holding the master runc sends on SOCK; its output into OUT, the FIFO IN into it
+runc_console_start() {
+	mkfifo "$3" || fail "cannot make the FIFO $3"
+	python3 "$TESTSRC/console-recv.py" "$@" > /dev/null 2>&1 &
+	echo $! >> "$T/consoles"
+	wait_until 5 test -S "$1" || fail "the console receiver does not listen on $1"
+}
+
+runc_console_stop() {
+	local p
+	for p in $(cat "$T/consoles" 2> /dev/null); do kill "$p" 2> /dev/null; done
+	return 0
+}
+
+# file_settled FILE: wait (up to 10 s) until FILE has not grown for half a second
+file_settled() {
+	local a b i
+	for i in $(seq 20); do
+		a=$(stat -c %s "$1"); sleep 0.5; b=$(stat -c %s "$1")
+		[[ $a == "$b" ]] && return 0
+	done
+	return 0
+}
+
+# the numbers counted ("n N" lines, CRs dropped) of a terminal's output
+term_counts() { tr -d '\r' < "$1" | sed -n 's/^n \([0-9][0-9]*\)$/\1/p'; }
+
+# A container with a terminal ("terminal": true, runc run -d --console-socket): its
+# stdio and controlling terminal are a pty slave of the container's devpts whose
+# master a receiver of the test holds. runc --criu checkpoint sends orphan_pts_master,
+# so the slave is dumped as external; runc restore --console-socket gets the new
+# master in an orphan-pts-master notification and passes it to the new receiver.
+# After the restore: same PIDs, the counter (a child) counts on into the new
+# terminal, its window size is kept, and a line typed into the new master reaches
+# the init, which answers on it.
+case_runc_criu_tty() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id0=memdump-y$$ id=memdump-z$$ n before after last first
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do case $l in size) echo "size $(stty size)";; noecho) stty -echo; echo "echo off";; *) echo "got $l";; esac; done'
+	ln -sf busybox "$b/rootfs/bin/stty"
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1" 37x91
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id0") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id0" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 5 ))' ||
+		fail "the container does not count on its terminal: $(head -c 300 "$T/out1")"
+	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the init's stdin is $(readlink /proc/"$PID"/fd/0)"
+	echo size > "$T/in1"
+	wait_until 5 grep -q 'size 37 91' "$T/out1" || fail "the terminal's size is not 37x91: $(tail -c 200 "$T/out1")"
+	echo noecho > "$T/in1"
+	wait_until 5 grep -q 'echo off' "$T/out1" || fail "the init did not turn echo off"
+	before=$(proc_field "$PID" NSpid)
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	file_settled "$T/out1"	# the old receiver has read what the old terminal holds
+	last=$(term_counts "$T/out1" | tail -n1)
+	md verify verify -D "$T/img" || fail "verify failed"
+	runc_console_start "$T/c2.sock" "$T/out2" "$T/in2"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d \
+		--console-socket "$T/c2.sock" --image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/img/restore.log"; fail "runc restore failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
+	after=$(proc_field "$PID" NSpid)
+	[[ $after == "$before" ]] || fail "the init's PIDs differ: [$before] [$after]"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | wc -l) >= 5 ))' ||
+		fail "the restored container does not count on its new terminal: $(head -c 300 "$T/out2")"
+	first=$(term_counts "$T/out2" | head -n1)
+	[[ $first == $((last + 1)) ]] || fail "the count went from $last to $first across the restore"
+	cat "$T/out1" "$T/out2" | tr -d '\r' | sed -n 's/^n \([0-9]*\)$/\1/p' > "$T/all"
+	numbers_run "$T/all" || fail "the count skips or repeats"
+	[[ $(readlink /proc/"$PID"/fd/0) == /dev/pts/0 ]] || fail "the restored init's stdin is $(readlink /proc/"$PID"/fd/0)"
+	echo hello > "$T/in2"
+	wait_until 5 grep -q 'got hello' "$T/out2" || fail "a line typed on the new master does not reach the init: $(tail -c 300 "$T/out2")"
+	tr -d '\r' < "$T/out2" | grep -qx hello && fail "the new terminal echoes: its termios (-echo) is lost"
+	echo size > "$T/in2"
+	wait_until 5 grep -q 'size 37 91' "$T/out2" || fail "the window size is not kept: $(grep size "$T/out2")"
+	[[ $(awk '{print $7}' /proc/"$PID"/stat) != 0 ]] || fail "the restored init has no controlling terminal"
+	local counter; counter=$(tree_children "$PID" | head -n1)
+	[[ $(awk '{print $7}' /proc/"$counter"/stat) == $(awk '{print $7}' /proc/"$PID"/stat) ]] ||
+		fail "the restored counter (a child) has not the init's controlling terminal"
+	grep -q 'got' "$T/out1" && fail "the old terminal got an answer"
+	# and a --leave-running checkpoint of the restored container leaves it on its terminal
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --leave-running \
+		--image-path "$T/img2" "$id") > "$T/ckpt2.out" 2>&1 ||
+		fail "runc checkpoint --leave-running failed: $(tail -n2 "$T/ckpt2.out")"
+	last=$(term_counts "$T/out2" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | tail -n1) >= '"$((last + 3))"' ))' ||
+		fail "the container left running does not count on its terminal"
+	echo again > "$T/in2"
+	wait_until 5 grep -q 'got again' "$T/out2" || fail "input does not reach the container left running"
+	return 0
+}
+
+add runc-criu-tty case_runc_criu_tty
+
+# The same container's terminal without runc: a dump that does not declare the pty
+# slave a runtime's is refused, naming it and its key, and the container counts on;
+# memdump dump --external tty[RDEV:DEV] dumps it, restore without a terminal for it
+# is refused by name, and restore --inherit-fd fd[N]:tty[RDEV:DEV] gives the
+# restored tree memdump's terminal N (a pty pair of the test's), which it counts on
+# and reads from.
+case_runc_tty_cli() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-x$$ key n
+	runc_bundle "$b" '(i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done) & while read l; do echo "got $l"; done'
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1"
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 3 ))' || fail "the container does not count"
+	key=$(python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print("tty[%x:%x]" % (s.st_rdev, s.st_dev))' /proc/"$PID"/fd/0)
+	md refuse dump -t "$PID" -D "$T/d0"
+	expect_md_error
+	grep -qF "fd 0 (/dev/pts/0: a pseudo-terminal slave whose master is outside the dump (a runtime's terminal: dump with --external $key" "$MD_ERR" ||
+		fail "the refusal does not name the terminal and its key $key: $(cat "$MD_ERR")"
+	no_inventory "$T/d0"
+	n=$(term_counts "$T/out1" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | tail -n1) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+	dump "$PID" "$T/d" --external "$key"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	md show show -D "$T/d" || fail "show failed: $(cat "$MD_ERR")"
+	grep -qF "pty /dev/pts/0 slave:" "$MD_OUT" && grep -qF "its master outside the dump ($key)" "$MD_OUT" ||
+		fail "show does not tell the runtime's terminal: $(grep pty "$MD_OUT")"
+	file_settled "$T/out1"
+	n=$(term_counts "$T/out1" | tail -n1)
+	md rst-none restore -D "$T/d" -d
+	expect_md_error
+	grep -qF -- "--inherit-fd fd[N]:$key" "$MD_ERR" || fail "the restore without a terminal does not say how: $(cat "$MD_ERR")"
+	mkfifo "$T/in2"
+	python3 "$TESTSRC/console-recv.py" --pty "$T/out2" "$T/in2" -- "$MEMDUMP" restore -D "$T/d" -d \
+		--inherit-fd "fd[{fd}]:$key" > "$T/rst.out" 2> "$T/rst.err" &
+	echo $! >> "$T/consoles"
+	wait_until "$OP_TIMEOUT" test -s "$T/out2.rc" || fail "the restore did not end"
+	[[ $(cat "$T/out2.rc") == 0 ]] || fail "restore --inherit-fd failed: $(cat "$T/rst.err")"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out2 | wc -l) >= 3 ))' ||
+		fail "the restored tree does not count on the given terminal: $(head -c 300 "$T/out2")"
+	[[ $(term_counts "$T/out2" | head -n1) == $((n + 1)) ]] ||
+		fail "the count went from $n to $(term_counts "$T/out2" | head -n1)"
+	echo hello > "$T/in2"
+	wait_until 5 grep -q 'got hello' "$T/out2" || fail "input on the given terminal does not reach the init"
+	return 0
+}
+
+add runc-tty-cli case_runc_tty_cli
+
+# runc checkpoint --pre-dump of a container (a tree: its init and a child, both
+# t-incr with 16 MiB of known pages, the host's libc copied into the rootfs), then
+# each rewrites a 16th of its pages, then runc checkpoint --parent-path ../p1:
+# each process's set in the dump holds about the written pages only, linked to its
+# pre-dump set; runc restore brings the container back and both processes find
+# every byte as they left it (each checks itself on SIGUSR1).
+case_runc_criu_predump() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id0=memdump-p$$ id=memdump-q$$ child rsize csize lib mb=16 stride=16
+	local written=$(( mb * 256 / stride ))
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b" "/bin/t-incr /tmp $mb $stride > /tmp/child.out 2>&1 & exec /bin/t-incr /tmp $mb $stride > /tmp/root.out 2>&1"
+	cp "$TESTBIN/t-incr" "$b/rootfs/bin/" || fail "cannot copy t-incr"
+	for lib in $(ldd "$TESTBIN/t-incr" | grep -o '/[^ ]*'); do
+		mkdir -p "$b/rootfs$(dirname "$lib")" && cp -L "$lib" "$b/rootfs$lib" || fail "cannot copy $lib"
+	done
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id0") < /dev/null > "$T/run.out" 2>&1 || fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id0" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_line "$b/rootfs/tmp/root.out" "^READY " "$OP_TIMEOUT" || fail "the init is not READY: $(cat "$b/rootfs/tmp/root.out")"
+	wait_line "$b/rootfs/tmp/child.out" "^READY " "$OP_TIMEOUT" || fail "the child is not READY"
+	child=$(tree_children "$PID" | head -n1)
+	[[ -n $child ]] || fail "the init has no child"
+	track "$child"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --pre-dump \
+		--image-path "$T/p1" "$id0") > "$T/pre.out" 2>&1 ||
+		{ show_file dump.log "$T/p1/dump.log"; fail "runc checkpoint --pre-dump failed: $(tail -n2 "$T/pre.out")"; }
+	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the pre-dump"
+	[[ -f $T/p1/proc-$child/inventory.img ]] || fail "no pre-dump set of the child: $(ls "$T/p1")"
+	kill -USR2 "$PID" "$child"
+	wait_line "$b/rootfs/tmp/root.out" "^STEP 1\$" "$OP_TIMEOUT" || fail "the init did not do its step"
+	wait_line "$b/rootfs/tmp/child.out" "^STEP 1\$" "$OP_TIMEOUT" || fail "the child did not do its step"
+	rsize=$(stat -c %s "$b/rootfs/tmp/root.out")
+	csize=$(stat -c %s "$b/rootfs/tmp/child.out")
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --parent-path ../p1 \
+		--image-path "$T/d" "$id0") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/d/dump.log"; fail "runc checkpoint --parent-path failed: $(tail -n2 "$T/ckpt.out")"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	local n p
+	for p in "$T/d" "$T/d/proc-$child"; do
+		n=$(( $(stat -c %s "$p/pages-1.img") / 4096 ))
+		note "$p/pages-1.img: $n pages"
+		(( n > written && n <= written + 64 )) || fail "$p/pages-1.img holds $n pages, not about $written"
+		[[ -L $p/parent ]] || fail "$p has no parent link"
+	done
+	md verify verify -D "$T/d" || fail "verify of the container's chain failed: $(cat "$MD_ERR")"
+	truncate -s "$rsize" "$b/rootfs/tmp/root.out"
+	truncate -s "$csize" "$b/rootfs/tmp/child.out"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d \
+		--image-path "$T/d" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/d/restore.log"; fail "runc restore failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" pid) == "$PID" ]] || fail "runc state names pid $(runc_ctr_state "$id" pid), not $PID"
+	kill -USR1 "$child"
+	wait_line "$b/rootfs/tmp/child.out" "^(PASS|FAIL)" "$OP_TIMEOUT" || fail "no answer from the restored child"
+	grep -q '^PASS' "$b/rootfs/tmp/child.out" || fail "the restored child: $(tail -n1 "$b/rootfs/tmp/child.out")"
+	kill -USR1 "$PID"
+	wait_line "$b/rootfs/tmp/root.out" "^(PASS|FAIL)" "$OP_TIMEOUT" || fail "no answer from the restored init"
+	grep -q '^PASS' "$b/rootfs/tmp/root.out" || fail "the restored init: $(tail -n1 "$b/rootfs/tmp/root.out")"
+}
+
+add runc-criu-predump case_runc_criu_predump
+
+# Input typed on a runtime's terminal that its container has not read cannot be
+# taken without the master: the dump is refused naming it, the container runs on.
+case_runc_tty_refuse_input() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-w$$ key n
+	runc_bundle "$b" 'i=0; while true; do i=$((i+1)); echo "n $i"; sleep 0.1; done'
+	python3 - "$b/config.json" <<'PY' || fail "cannot ask for a terminal"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['process']['terminal'] = True
+json.dump(c, open(sys.argv[1], 'w'))
+PY
+	trap 'runc_cleanup '"$id"'; runc_console_stop' EXIT
+	runc_console_start "$T/c1.sock" "$T/out1" "$T/in1"
+	(cd "$b" && runc run -d --console-socket "$T/c1.sock" "$id") < /dev/null > "$T/run.out" 2>&1 ||
+		fail "runc run failed: $(tail -n2 "$T/run.out")"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | wc -l) >= 3 ))' || fail "the container does not count"
+	key=$(python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print("tty[%x:%x]" % (s.st_rdev, s.st_dev))' /proc/"$PID"/fd/0)
+	echo typed > "$T/in1"
+	wait_until 5 grep -q typed "$T/out1" || fail "the typed line is not echoed"
+	md refuse dump -t "$PID" -D "$T/d" --external "$key"
+	expect_md_error
+	grep -qF "(pty slave /dev/pts/0) has 6 bytes of input not read yet (its master is outside)" "$MD_ERR" ||
+		fail "the refusal does not name the unread input: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	n=$(term_counts "$T/out1" | tail -n1)
+	wait_until 10 eval '(( $(term_counts '"$T"'/out1 | tail -n1) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+}
+
+add runc-tty-refuse-input case_runc_tty_refuse_input

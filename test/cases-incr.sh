@@ -289,3 +289,63 @@ case_incr_broken_chain() {
 	restore_and_pass "$T/d2" 1
 }
 add incr-broken-chain case_incr_broken_chain
+
+# A tree: t-incr (the root, exec'd by the shell) and its child, another t-incr.
+# pre-dump tracks both; each does a step; a second pre-dump on the first and the
+# dump on that write each one's written pages only (its proc-PID set linked to
+# its set in the previous one); the restored tree has every byte of both (each
+# checks itself on SIGUSR1).
+case_incr_tree() {
+	local child cout=$T/child.out rpid
+	OUT=$T/root.out
+	sh -c "\"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE > \"$cout\" 2>&1 & exec \"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE" \
+		> "$OUT" 2> "$T/root.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the root did not become READY"
+	wait_line "$cout" "^READY " "$OP_TIMEOUT" || fail "the child did not become READY"
+	child=$(awk '/^READY /{print $2; exit}' "$cout"); track "$child"
+	[[ $(proc_field "$child" PPid) == "$PID" ]] || fail "$child is not the child of $PID"
+	mkdir -p "$T/p1"
+	md pre-dump pre-dump -t "$PID" -D "$T/p1" || fail "pre-dump of the tree failed: $(tail -n1 "$MD_ERR")"
+	grep -q "pre-dumped process tree of $PID: 2 processes" "$MD_OUT" || fail "no tree summary: $(cat "$MD_OUT")"
+	expect_untraced "$PID"; expect_untraced "$child"
+	expect_tracked "$PID"; expect_tracked "$child"
+	pages_between "$T/p1" "$INCR_PAGES" $(( INCR_PAGES + 256 ))
+	pages_between "$T/p1/proc-$child" "$INCR_PAGES" $(( INCR_PAGES + 256 ))
+	kill -USR2 "$PID" "$child"
+	wait_line "$OUT" "^STEP 1\$" "$OP_TIMEOUT" || fail "the root did not do its step"
+	wait_line "$cout" "^STEP 1\$" "$OP_TIMEOUT" || fail "the child did not do its step"
+	mkdir -p "$T/p2"
+	md pre-dump2 pre-dump -t "$PID" -D "$T/p2" --prev-images-dir ../p1 ||
+		fail "the second pre-dump of the tree failed: $(tail -n1 "$MD_ERR")"
+	pages_between "$T/p2" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
+	pages_between "$T/p2/proc-$child" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
+	kill -USR2 "$PID" "$child"
+	wait_line "$OUT" "^STEP 2\$" "$OP_TIMEOUT" || fail "the root did not do its step 2"
+	wait_line "$cout" "^STEP 2\$" "$OP_TIMEOUT" || fail "the child did not do its step 2"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d3" --prev-images-dir ../p2
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$child"' ]]' || fail "the child outlived the dump"
+	pages_between "$T/d3" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
+	pages_between "$T/d3/proc-$child" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
+	[[ $(readlink "$T/d3/proc-$child/parent") == "../../p2/proc-$child" ]] ||
+		fail "the child's parent link is $(readlink "$T/d3/proc-$child/parent")"
+	expect_parent_entries "$T/d3"
+	[[ ! -e /run/memdump/track-$PID && ! -e /run/memdump/track-$child ]] ||
+		fail "a tracking record is left after the killing dump"
+	md verify verify -D "$T/d3" || fail "verify of the tree's chain failed: $(cat "$MD_ERR")"
+	local csize; csize=$(grep -m1 -b '^STEP 2$' "$cout" | cut -d: -f1)
+	truncate -s "$READY_SIZE" "$OUT"
+	truncate -s $(( csize + 7 )) "$cout"
+	restore_bg "$T/d3" 1
+	wait_restored "$PID"
+	wait_until 5 alive "$child" || fail "the child is not restored"
+	kill -USR1 "$child"
+	wait_line "$cout" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$cout")"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add incr-tree case_incr_tree

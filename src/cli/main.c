@@ -24,6 +24,7 @@ static const char usage[] =
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP]\n"
+	"       [--external mnt[POINT]:KEY|net[INO]:KEY|tty[RDEV:DEV]]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
@@ -34,13 +35,16 @@ static const char usage[] =
 	"        PDIR was dumped; --track-mem: go on tracking them (with --leave-running);\n"
 	"        --external mnt[POINT]:KEY: the bind mount at POINT is restored from the\n"
 	"        path restore's --external mnt[KEY]:PATH gives; --freeze-cgroup: the\n"
-	"        tree is held by that cgroup's freezer while it is seized (as CRIU's)\n"
+	"        tree is held by that cgroup's freezer while it is seized (as CRIU's);\n"
+	"        --external tty[RDEV:DEV] (hex): that pty slave's master is outside (a\n"
+	"        runtime's), the slave is dumped alone\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
-	"        dump the memory of PID, leave it running and track the pages it writes\n"
+	"        dump the memory of PID (and of the processes below it), leave it running\n"
+	"        and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
-	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]]\n"
+	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
 	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
 	"        into that existing namespace instead of a new one; --root: the root of\n"
@@ -51,7 +55,8 @@ static const char usage[] =
 	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
 	"        --cgroup-root: the root's cgroup (of CTRL's hierarchy, or of every other)\n"
 	"        is PATH, the others' below it; --inherit-fd: the dumped pipe INO is\n"
-	"        memdump's fd N (as CRIU's, runc's for a container's stdio)\n"
+	"        memdump's fd N (as CRIU's, runc's for a container's stdio); the pty\n"
+	"        slave dumped with --external tty[RDEV:DEV] is memdump's terminal fd N\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -76,6 +81,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 		.freeze_cgroup = o->freeze_cgroup,
 		.ext_net_ino = o->ext_net_ino, .ext_net_key = o->ext_net_key,
+		.ext_tty = o->ext_tty,
 	};
 }
 
@@ -105,6 +111,10 @@ int cmd_track(const struct options *o)
 
 int cmd_restore(const struct options *o)
 {
+	if (o->ext_tty.one)
+		return fail(-EINVAL, "--external tty[..] is a dump's: a restore gives the terminal "
+			    "with --inherit-fd fd[N]:tty[RDEV:DEV]");
+
 	struct action_scripts as;
 	struct restore_opts r = {
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
@@ -218,14 +228,28 @@ static int parse_external_mnt(struct options *opts, char *s)
 	return 0;
 }
 
-/* veth[IN]:OUT[@BRIDGE], mnt[KEY]:VALUE or net[INO]:KEY (CRIU's --external forms), split
- * in place. */
+/* tty[RDEV:DEV] (CRIU's key of a terminal: st_rdev and st_dev of a pty slave, in hex). */
+static int parse_external_tty(struct options *opts, const char *s)
+{
+	unsigned int rdev, dev;
+	int n = 0;
+
+	if (sscanf(s, "tty[%x:%x]%n", &rdev, &dev, &n) != 2 || !n || s[n])
+		return -1;
+	opts->ext_tty = (struct tty_ext){ .one = true, .rdev = rdev, .dev = dev };
+	return 0;
+}
+
+/* veth[IN]:OUT[@BRIDGE], mnt[KEY]:VALUE, net[INO]:KEY or tty[RDEV:DEV] (CRIU's --external
+ * forms), split in place. */
 static int parse_external(struct options *opts, char *s)
 {
 	char *in = s + 5, *close = strchr(s, ']'), *at;
 
 	if (!strncmp(s, "mnt[", 4))
 		return parse_external_mnt(opts, s);
+	if (!strncmp(s, "tty[", 4))	/* one only */
+		return opts->ext_tty.one ? -1 : parse_external_tty(opts, s);
 	if (!strncmp(s, "net[", 4))	/* one only */
 		return opts->ext_net_ino ? -1 : parse_ext_net(s, &opts->ext_net_ino,
 							       &opts->ext_net_key);
@@ -387,8 +411,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_EXTERNAL:
 			if (parse_external(opts, optarg))
 				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
-						 "mnt[KEY]:VALUE (at most 64) or net[INO]:KEY (one), "
-						 "not '%s'", optarg);
+						 "mnt[KEY]:VALUE (at most 64), net[INO]:KEY (one) "
+						 "or tty[RDEV:DEV] (one), not '%s'", optarg);
 			break;
 		case OPT_JSON:
 			opts->json = true;

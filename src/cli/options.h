@@ -40,6 +40,7 @@ struct options {
 	const char *freeze_cgroup;	/* dump --freeze-cgroup */
 	uint64_t ext_net_ino;		/* dump --external net[INO]:KEY */
 	const char *ext_net_key;
+	struct tty_ext ext_tty;		/* dump --external tty[RDEV:DEV] */
 	struct cg_root_map cg_root_map[16];	/* restore --cgroup-root [CTRL:]PATH */
 	int nr_cg_root_map;
 	struct inherit_fd inherit_fd[8];	/* restore --inherit-fd fd[N]:KEY */

@@ -32,6 +32,8 @@ struct rpc_conn {
 /* rpc_msg.c: 0 with *req, 1 when the client closed the socket, <0 after fail() */
 int rpc_recv(const struct rpc_conn *c, CriuReq **req);
 int rpc_send(const struct rpc_conn *c, const CriuResp *resp);
+/* The same with fd passed along (SCM_RIGHTS); fd <0: none. */
+int rpc_send_fd(const struct rpc_conn *c, const CriuResp *resp, int fd);
 const char *rpc_type_name(int type);
 
 /* rpc_notify.c: the hooks (hooks.h) as NOTIFY messages on c */

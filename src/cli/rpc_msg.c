@@ -71,7 +71,41 @@ int rpc_recv(const struct rpc_conn *c, CriuReq **req)
 	return 0;
 }
 
+/* One packet, with fd (SCM_RIGHTS) when fd >= 0. */
+static ssize_t send_packet(int sk, const void *buf, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		m.msg_control = ctl.buf;
+		m.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sk, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
 int rpc_send(const struct rpc_conn *c, const CriuResp *resp)
+{
+	return rpc_send_fd(c, resp, -1);
+}
+
+int rpc_send_fd(const struct rpc_conn *c, const CriuResp *resp, int fd)
 {
 	size_t len = criu_resp__get_packed_size(resp);
 	uint8_t *buf = malloc(len ? len : 1);
@@ -80,9 +114,7 @@ int rpc_send(const struct rpc_conn *c, const CriuResp *resp)
 	if (!buf)
 		return -ENOMEM;
 	criu_resp__pack(resp, buf);
-	do
-		n = send(c->sk, buf, len, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = send_packet(c->sk, buf, len, fd);
 	free(buf);
 	if (n < 0)
 		return fail(-errno, "cannot send the %s response: %s", rpc_type_name(resp->type),

@@ -3,6 +3,7 @@
  * criu_resp of type NOTIFY naming the point (criu_notify.script) and the
  * process (criu_notify.pid), then the client's criu_req of type NOTIFY; its
  * notify_success false, anything else, or the client gone fails the hook.
+ * orphan-pts-master carries an fd (SCM_RIGHTS), the new pty master, as CRIU's.
  */
 #include <errno.h>
 
@@ -31,7 +32,7 @@ static int await_ack(const struct rpc_conn *c, const char *name)
 	return ret;
 }
 
-static int notify(void *arg, enum hook_point p, pid_t pid)
+static int notify_fd(void *arg, enum hook_point p, pid_t pid, int fd)
 {
 	const struct rpc_conn *c = arg;
 	CriuNotify n = CRIU_NOTIFY__INIT;
@@ -44,12 +45,17 @@ static int notify(void *arg, enum hook_point p, pid_t pid)
 	resp.type = CRIU_REQ_TYPE__NOTIFY;
 	resp.success = true;
 	resp.notify = &n;
-	ret = rpc_send(c, &resp);
+	ret = rpc_send_fd(c, &resp, fd);
 	return ret ? ret : await_ack(c, n.script);
+}
+
+static int notify(void *arg, enum hook_point p, pid_t pid)
+{
+	return notify_fd(arg, p, pid, -1);
 }
 
 const struct hooks *rpc_notifier_init(struct rpc_notifier *n, const struct rpc_conn *c)
 {
-	*n = (struct rpc_notifier){ .c = c, .hooks = { .fire = notify, .arg = (void *)c } };
+	*n = (struct rpc_notifier){ .c = c, .hooks = { .fire = notify, .give_fd = notify_fd, .arg = (void *)c } };
 	return &n->hooks;
 }

@@ -7,11 +7,13 @@
  * one is named in the one error of the response. An honoured option is one
  * memdump does exactly, or whose state it refuses at dump time by name:
  * file_locks asks CRIU to dump file locks, which memdump always does;
- * ext_unix_sk and orphan_pts_master ask CRIU to accept a process with UNIX
- * peers outside it or a pty whose master is outside it; memdump's dump
- * refuses such a process naming the thing, so the option changes nothing it
- * could get wrong. shell_job and ghost_limit are memdump's --shell-job and
- * --ghost-limit.
+ * ext_unix_sk asks CRIU to accept a process with UNIX peers outside it;
+ * memdump's dump refuses such a process naming the thing, so the option
+ * changes nothing it could get wrong. orphan_pts_master: a pty slave whose
+ * master is outside the dump (a container's terminal) is dumped alone, and
+ * restored on a new pair whose master goes to the client in an
+ * orphan-pts-master notification (tty.c). shell_job and ghost_limit are
+ * memdump's --shell-job and --ghost-limit.
  *
  * The client names its directories by fd (images_dir_fd, work_dir_fd):
  * numbers in its own fd table, reached through /proc/PEER/fd/N as CRIU does.
@@ -85,7 +87,7 @@ static const struct opt_rule rules[] = {
 	{ "tcp_close", 0, "established connections are restored or refused" },
 	{ "tcp_skip_in_flight", 0, "in-flight connections are refused" },
 	{ "network_lock", 0, "memdump locks with nftables" },
-	{ "pre_dump_mode", 0, "no pre-dumps yet" },
+	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
 };
 
 static const struct opt_rule *rule_of(const char *name)
@@ -254,7 +256,7 @@ static int check_root(const CriuOpts *co, CriuReqType type)
 
 	if (!co->root || !co->root[0] || type == CRIU_REQ_TYPE__RESTORE)
 		return 0;
-	if (type == CRIU_REQ_TYPE__DUMP)
+	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
 		snprintf(own, sizeof(own), "/proc/%d/root", co->pid);
 	else
 		snprintf(own, sizeof(own), "/");
@@ -262,7 +264,7 @@ static int check_root(const CriuOpts *co, CriuReqType type)
 		return 0;
 	return fail(-EOPNOTSUPP, "%s: options memdump cannot honour: root (%s is not %s; another "
 		    "root directory %s)", rpc_type_name(type), co->root,
-		    type == CRIU_REQ_TYPE__DUMP ? "the root of the target" : "memdump's root",
+		    type != CRIU_REQ_TYPE__CHECK ? "the root of the target" : "memdump's root",
 		    NEEDS_NS);
 }
 
@@ -338,6 +340,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.track_mem = co->has_track_mem && co->track_mem,
 		.mnt_ext = job->mnt_ext,
 		.freeze_cgroup = co->freeze_cgroup && co->freeze_cgroup[0] ? co->freeze_cgroup : NULL,
+		.ext_tty = { .any = co->has_orphan_pts_master && co->orphan_pts_master },
 	};
 	int ret = map_ext_mnt(co, job);
 
@@ -398,7 +401,9 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 	job->restore = (struct restore_opts){ .dir = job->dir, .detach = true,
 					      .pid_out = &job->restored_pid,
 					      .shell_job = co->has_shell_job && co->shell_job,
-					      .sibling = co->has_rst_sibling && co->rst_sibling };
+					      .sibling = co->has_rst_sibling && co->rst_sibling,
+					      .orphan_pts = co->has_orphan_pts_master &&
+							    co->orphan_pts_master };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))
 		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))

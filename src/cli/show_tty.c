@@ -50,6 +50,11 @@ static void show_one(const struct dumpset *ds, const TtyInfoEntry *e)
 		printf(" exclusive,");
 	if (e->has_ctty && e->ctty)
 		printf(" controlling terminal of session %u,", e->sid);
+	if (e->has_orphan && e->orphan) {	/* a runtime's: restored on a new pair */
+		printf(" its master outside the dump (tty[%x:%x])\n", e->rdev,
+		       e->has_dev ? e->dev : 0);
+		return;
+	}
 	printf(" %zu byte%s unread\n", queued(ds, e->id), queued(ds, e->id) == 1 ? "" : "s");
 }
 

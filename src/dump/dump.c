@@ -125,7 +125,7 @@ static int track_finish(struct dump_ctx *d)
 }
 
 /* The new set is complete: pages not written from now on are its own. */
-static int track_commit(struct dump_ctx *d)
+int dump_track_commit(struct dump_ctx *d)
 {
 	uint64_t size;
 	int ret;
@@ -322,20 +322,19 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 	return ret;
 }
 
-/* Before the freeze: the tracker the target holds, the previous images. */
-static int prepare_incremental(struct dump_ctx *d, const struct dump_opts *o)
+int dump_prepare_incremental(struct dump_ctx *d, const char *prev_dir)
 {
 	int ret = 0;
 
-	if (o->prev_dir)
-		ret = parent_open(d, o->prev_dir);
-	if (ret || !o->prev_dir)
+	if (prev_dir)
+		ret = parent_open(d, prev_dir);
+	if (ret || !prev_dir)
 		return ret;
 	d->incremental = d->track.fd >= 0 && d->track.base &&
 			 d->track.base == d->parent.inventory_hash;
 	if (!d->incremental)
 		pr_warn("no memory tracking of process %d since %s was dumped: every page is "
-			"written", d->pid, o->prev_dir);
+			"written", d->pid, prev_dir);
 	return 0;
 }
 
@@ -381,7 +380,7 @@ int dump_run(const struct dump_opts *o)
 static int dump_pipeline(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
-			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL },
+			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL, o->ext_tty },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
@@ -420,7 +419,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (!ret)
 		ret = d.dir.fd = dump_open_dir(o->dir);
 	if (ret >= 0)
-		ret = prepare_incremental(&d, o);
+		ret = dump_prepare_incremental(&d, o->prev_dir);
 	if (ret >= 0) {
 		int h = hook_fire(o->hooks, HOOK_PRE_DUMP, d.pid);
 
@@ -481,7 +480,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (!ret && !inventory)
 		ret = write_inventory(&d);
 	if (!ret)
-		ret = track_commit(&d);
+		ret = dump_track_commit(&d);
 	if (!ret)
 		ret = dump_make_durable(&d, leave_running);
 	d.stats.durable_at = now_us();

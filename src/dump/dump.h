@@ -73,12 +73,24 @@ struct thread {
 	struct thread_seccomp seccomp;	/* seccomp.c */
 };
 
+/*
+ * Pty slaves whose master a runtime holds outside the dump (tty.c): any one
+ * (CRIU's orphan_pts_master, which runc sends) or the one of --external
+ * tty[RDEV:DEV] (CRIU's key: st_rdev and st_dev of the slave, in hex).
+ */
+struct tty_ext {
+	bool any;
+	bool one;
+	uint32_t rdev, dev;
+};
+
 /* What the user allowed for the target's fds (files.c): --ghost-limit, --shell-job. */
 struct fd_policy {
 	uint64_t ghost_limit;
 	bool shell_job;
 	pid_t pid;		/* the target */
 	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
+	struct tty_ext ext_tty;	/* orphan_pts_master, --external tty[..] */
 };
 
 /* A POSIX timer (ptimers.c). */
@@ -167,6 +179,7 @@ struct dump_opts {
 	const char *freeze_cgroup;	/* --freeze-cgroup: frozen by it while seized (freezer.c) */
 	uint64_t ext_net_ino;		/* --external net[INO]:KEY: that network namespace is */
 	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
+	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
 };
 
 /*
@@ -308,6 +321,11 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
 int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave_running,
 		       bool *inventory);
 void dump_undo(struct dump_ctx *d);
+/* Before its pages are chosen: the previous images (relative to d->dir), and whether the
+ * tracker the process holds dates from them (d->incremental). */
+int dump_prepare_incremental(struct dump_ctx *d, const char *prev_dir);
+/* The set's inventory.img written: the tracker's record names it (a pre-dump, --track-mem). */
+int dump_track_commit(struct dump_ctx *d);
 int dump_make_durable(struct dump_ctx *d, bool leave_running);
 void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet);
 void dump_ctx_free(struct dump_ctx *d);

@@ -246,6 +246,18 @@ static bool unix_socket_with_path(pid_t pid, int fd, char *path, size_t len)
 	return found;
 }
 
+/*
+ * A pty of the devpts its root shows at that path: tty.c decides (a slave
+ * whose master a runtime holds is made again in the restored devpts).
+ */
+static bool same_pty(const char *in_root, const struct stat *at)
+{
+	struct stat in;
+
+	return S_ISCHR(at->st_mode) && !stat(in_root, &in) && S_ISCHR(in.st_mode) &&
+	       in.st_rdev == at->st_rdev && in.st_dev == at->st_dev;
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
 static void refuse_in_own_root(pid_t pid, struct refusals *r)
 {
@@ -279,7 +291,8 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 			continue;
 		}
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
-		if (strstr(link, " (deleted)") || !strncmp(link, "/dev/pts/", 9))
+		if (strstr(link, " (deleted)") || (!strncmp(link, "/dev/pts/", 9) &&
+						    !same_pty(path, &at)))
 			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, de->d_name,
 				   link);
 		else if (stat(path, &in) || (!(S_ISCHR(at.st_mode) && S_ISCHR(in.st_mode) &&
@@ -442,8 +455,8 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 	e.gid = st.st_gid;
 	e.has_mtime_ns = true;
 	e.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
-	if (st.st_dev != w->dev) {	/* another mount's root on a directory of it */
-		e.mode = S_IFDIR | 0755;
+	if (st.st_dev != w->dev) {	/* another mount's root on an entry of it (hidden: */
+		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
 		return img_write_msg(w->img, &e.base);
 	}
 	if (S_ISREG(st.st_mode) && st.st_nlink > 1)

@@ -260,7 +260,7 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
-	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree };
+	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
 	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;
@@ -462,6 +462,14 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 
 	check_init(pid, o->tree, r);
 	check_children(pid, o->tree, r);
+	if (o->pre_dump) {	/* memory and fds (a userfaultfd, io_uring): the dump after it
+				 * checks the rest (namespaces, mounts, sockets) */
+		check_fds(o, t, r);
+		check_deleted_maps(o, r);
+		check_memfd_private_maps(pid, r);
+		check_thread_modes(pid, r);
+		return;
+	}
 	check_group_holders(pid, o->tree, r);
 	check_namespaces(pid, o->tree, r);
 	share_refuse(pid, o->tree, r);
@@ -504,7 +512,8 @@ int refuse_check_tree(const struct dump_opts *o)
 		if (tree_is_zombie(&o->tree->procs[i]))
 			continue;
 		one.pid = o->tree->procs[i].pid;
-		track_init(&t, one.pid);
+		if (track_find(&t, one.pid))	/* its tracker (a pre-dump's) is not its own */
+			refuse_add(&r, "a memory tracking record memdump cannot read");
 		refuse_collect(&one, &t, &r);
 		if (r.n && i == 0)
 			refuse_add(&all, "%s", r.text);

@@ -22,9 +22,15 @@
  * its parent's fd table (CLONE_FILES) writes no fds of its own (share.c).
  * What the sets cannot express between processes (pty pairs, another
  * namespace than the root's) is refused by name.
+ *
+ * Incremental (pre-dump, --prev-images-dir, --track-mem): each process has
+ * its own tracker and record (track.c), and each set its own parent: the
+ * root's is the option's, a process's proc-PID there is its own (a `parent`
+ * link ../PDIR/proc-PID); a process new since then writes every page.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,7 @@
 #include "dump/refuse.h"
 #include "dump/sockets.h"
 #include "dump/task.h"
+#include "dump/track.h"
 #include "dump/tree.h"
 #include "dump/tty.h"
 #include "image/image.h"
@@ -60,6 +67,8 @@ struct member {
 	struct dump_opts o;		/* o.pid: this process */
 	const struct tree_proc *tp;
 	char subdir[32];		/* proc-PID, "" for the root */
+	char prev[PATH_MAX];		/* --prev-images-dir: its previous set (relative to its
+					 * own), "": none (the root's is the option's) */
 	bool prepared;			/* infect_prepare() called: infect_release() undoes it */
 	bool seized, inventory;
 };
@@ -77,18 +86,15 @@ struct tree_dump {
 
 static int refuse_options(const struct dump_opts *o, int n)
 {
-	const char *what = o->pre_dump ? "pre-dump" : o->prev_dir ? "--prev-images-dir" :
-			   o->track_mem ? "--track-mem" : o->snapshot ? "--snapshot" : NULL;
-
-	if (!what)
+	if (!o->snapshot)
 		return 0;
-	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with %s yet",
-		    n, o->pid, what);
+	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with "
+		    "--snapshot yet", n, o->pid);
 }
 
 static int members_init(struct tree_dump *td)
 {
-	int n = 0;
+	int n = 0, ret;
 
 	td->m = calloc(td->t->n, sizeof(*td->m));
 	if (!td->m)
@@ -108,14 +114,23 @@ static int members_init(struct tree_dump *td)
 		if (n)
 			snprintf(m->subdir, sizeof(m->subdir), "proc-%d", p->pid);
 		m->d = (struct dump_ctx){ .pid = p->pid, .mode = td->o->mode,
+					  .pre_dump = td->o->pre_dump,
+					  .keep_tracking = td->o->pre_dump ||
+							   (td->o->track_mem && td->leave_running),
 					  .progress = td->o->progress && !n,
-					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t },
+					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t,
+						      td->o->ext_tty },
 					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
 					  .parent = { .dirfd = -1 }, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
 		track_init(&m->d.track, p->pid);
 		n++;
+		td->n = n;
+		ret = track_find(&m->d.track, p->pid);	/* a pre-dump's tracker it holds */
+		if (ret)
+			return fail(ret, "cannot read the memory tracking record of process %d: %s",
+				    p->pid, strerror(-ret));
 	}
 	td->n = n;
 	return 0;
@@ -161,6 +176,37 @@ static int open_dirs(struct tree_dump *td)
 			return m->d.dir.fd;
 	}
 	return 0;
+}
+
+/*
+ * --prev-images-dir: each process's previous set is the option's (the
+ * root's) or its proc-PID there, named relative to its own set (as its
+ * parent link). A process the previous dump did not have writes every page.
+ */
+static int open_parents(struct tree_dump *td)
+{
+	const char *prev = td->o->prev_dir;
+	int ret = 0;
+
+	for (int i = 0; prev && i < td->n && !ret; i++) {
+		struct member *m = &td->m[i];
+		char at_root[PATH_MAX];
+
+		if (!i) {
+			ret = dump_prepare_incremental(&m->d, prev);
+			continue;
+		}
+		snprintf(at_root, sizeof(at_root), "%s/%s", prev, m->subdir);
+		snprintf(m->prev, sizeof(m->prev), "%s%s/%s", prev[0] == '/' ? "" : "../", prev,
+			 m->subdir);
+		if (faccessat(td->dirfd, at_root, F_OK, 0)) {
+			pr_warn("process %d has no set in %s (it is new): every page is written",
+				m->d.pid, prev);
+			continue;
+		}
+		ret = dump_prepare_incremental(&m->d, m->prev);
+	}
+	return ret;
 }
 
 /*
@@ -338,7 +384,7 @@ static const char *unshareable(const struct file_desc *f)
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";
-	if (f->kind == FK_TTY && f->tty)
+	if (f->kind == FK_TTY && f->tty && !f->tty->orphan)
 		return "a pseudo-terminal pair";
 	return NULL;
 }
@@ -427,12 +473,12 @@ static int dump_member(struct tree_dump *td, int k)
 	m->d.stats.threads = m->d.in.nr_threads;
 	m->d.own_ns = ns_saved_mask(m->d.pid, td->o->ext_net_ino);
 	m->d.ext_net_key = ns_own_mask(m->d.pid) != m->d.own_ns ? td->o->ext_net_key : NULL;
-	ret = collect_zombies(&m->d);
+	ret = m->d.pre_dump ? 0 : collect_zombies(&m->d);
 	if (!ret)
-		ret = dump_collect(&m->d, &m->ts, &m->o);
-	if (!ret)
+		ret = dump_collect(&m->d, &m->ts, &m->o);	/* a pre-dump: memory only */
+	if (!ret && !m->d.pre_dump)
 		ret = share_tables(td, k);
-	if (!ret && k && !m->d.kobj.files_shared)	/* its parent's table: its parent's fds */
+	if (!ret && !m->d.pre_dump && k && !m->d.kobj.files_shared)	/* its parent's table */
 		ret = share_fds(td, k);
 	if (!ret)
 		ret = dump_write_images(&m->d, &m->ts, false);
@@ -515,6 +561,8 @@ static int release_all(struct tree_dump *td)
 	}
 	if (!ret && !td->m[0].inventory)
 		ret = write_inventory(&td->m[0].d);
+	for (int i = 0; i < td->n && !ret; i++)	/* every set complete: trackers name them */
+		ret = dump_track_commit(&td->m[i].d);
 	if (!ret)
 		ret = dump_make_durable(&td->m[0].d, td->leave_running);
 	return ret;
@@ -586,12 +634,13 @@ static void tree_summary(const struct tree_dump *td, uint64_t frozen_us)
 	if (log_level() == LOG_NONE)
 		return;
 	if (td->o->quiet) {
-		pr_info("dumped process tree of %d: %d processes, %d threads, %lu pages in %.3f s "
-			"frozen", td->o->pid, td->n, threads, (unsigned long)pages, frozen_us / 1e6);
+		pr_info("%s process tree of %d: %d processes, %d threads, %lu pages in %.3f s "
+			"frozen", td->o->pre_dump ? "pre-dumped" : "dumped", td->o->pid, td->n, threads, (unsigned long)pages, frozen_us / 1e6);
 		return;
 	}
-	printf("dumped process tree of %d: %d processes, %d threads, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode; on disk after %.3f s\n", td->o->pid, td->n, threads,
+	printf("%s process tree of %d: %d processes, %d threads, %lu pages (%.1f MB) in %.3f s "
+	       "frozen, %s mode; on disk after %.3f s\n", td->o->pre_dump ? "pre-dumped" : "dumped",
+	       td->o->pid, td->n, threads,
 	       (unsigned long)pages, pages * 4096 / 1e6, frozen_us / 1e6, mode_name(td->o->mode),
 	       (td->m[0].d.stats.durable_at - td->m[0].d.stats.frozen_at) / 1e6);
 	fflush(stdout);
@@ -613,6 +662,8 @@ static int run(struct tree_dump *td)
 	root->stats.freeze_start = start;
 	root->stats.frozen_at = td->frozen_at;	/* the root froze first */
 	ret = open_dirs(td);
+	if (!ret)
+		ret = open_parents(td);
 	if (!ret)
 		ret = list_members(td);
 	for (int i = 0; i < td->n && !ret; i++)
@@ -646,7 +697,8 @@ static int run(struct tree_dump *td)
 int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 {
 	struct tree_dump td = { .o = o, .t = t, .dirfd = -1,
-				.leave_running = o->leave_running, .fz = { .dirfd = -1 } };
+				.leave_running = o->leave_running || o->pre_dump,
+				.fz = { .dirfd = -1 } };
 	int ret;
 
 	if (!o->pid || !o->dir)

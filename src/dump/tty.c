@@ -5,7 +5,9 @@
  * files.c). State is read through memdump's copy of the target's fd
  * (pidfd_getfd: the same open file description). The queued bytes cannot
  * be read without being taken: they are read last, while the target is
- * frozen, and put back (ptyq.c) when it runs on.
+ * frozen, and put back (ptyq.c) when it runs on. A slave whose master a
+ * runtime holds (a container's terminal: orphan_pts_master, --external
+ * tty[..]) is dumped alone, its settings only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/files.h"
+#include "dump/tree.h"
 #include "dump/tty.h"
 #include "image/image.h"
 #include "log.h"
@@ -154,9 +157,79 @@ static dev_t ctty_of(const struct proc_stat *ps)
 	return makedev((ps->tty_nr >> 8) & 0xfff, (ps->tty_nr & 0xff) | ((ps->tty_nr >> 12) & 0xfff00));
 }
 
+static bool in_tree(const struct proc_tree *t, pid_t pid)
+{
+	for (int i = 0; t && i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A process of the dump (pid, or its tree) holding the master of pty idx? */
+static bool master_dumped(const struct fd_policy *p, uint32_t idx)
+{
+	if (find_end(p->pid, true, idx) >= 0)
+		return true;
+	for (int i = 0; p->tree && i < p->tree->n; i++)
+		if (!tree_is_zombie(&p->tree->procs[i]) && find_end(p->tree->procs[i].pid, true, idx) >= 0)
+			return true;
+	return false;
+}
+
+/* A slave whose master is outside the dump, declared a runtime's (struct tty_ext)? */
+static bool is_orphan(const struct fd_policy *p, const struct stat *st)
+{
+	const struct tty_ext *e = &p->ext_tty;
+	bool declared = e->any || (e->one && e->rdev == (uint32_t)st->st_rdev &&
+				   e->dev == (uint32_t)st->st_dev);
+
+	return is_slave(st) && declared && !master_dumped(p, slave_index(st));
+}
+
 bool tty_external(const struct fd_policy *p, const struct stat *st)
 {
-	return is_slave(st) && find_end(p->pid, true, slave_index(st)) < 0;
+	return is_slave(st) && find_end(p->pid, true, slave_index(st)) < 0 && !is_orphan(p, st);
+}
+
+/*
+ * Restore makes a new pair in the devpts the slave's path leads to in the
+ * process's root (its ptmx beside it) and makes the session leader take it as
+ * its controlling terminal again, before it forks the rest of its session.
+ */
+static const char *orphan_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				      char *buf, size_t len)
+{
+	char path[64], link[PATH_MAX], in_root[PATH_MAX + 64], *slash;
+	uint32_t idx = slave_index(st);
+	struct proc_stat ps;
+	struct stat at;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", p->pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	snprintf(in_root, sizeof(in_root), "/proc/%d/root%s", p->pid, link);
+	if (link[0] != '/' || stat(in_root, &at) || at.st_rdev != st->st_rdev ||
+	    at.st_dev != st->st_dev)
+		return "a pseudo-terminal slave (its master outside) whose path does not lead to "
+		       "it in the process's root";
+	slash = strrchr(in_root, '/');
+	snprintf(slash, sizeof(in_root) - (slash - in_root), "/ptmx");
+	if (stat(in_root, &at) || !is_master(&at) || at.st_dev != st->st_dev)
+		return "a pseudo-terminal slave (its master outside) of a devpts without its ptmx";
+	if (proc_read_stat(p->pid, &ps))
+		return "a terminal of a process memdump cannot read";
+	if (!ps.tty_nr || ctty_of(&ps) != st->st_rdev)
+		return NULL;
+	if (ps.tpgid != ps.sid)
+		snprintf(buf, len, "the controlling terminal /dev/pts/%u, whose foreground process "
+			 "group %d is not its session's (%d)", idx, ps.tpgid, ps.sid);
+	else if (ps.sid != p->pid && !in_tree(p->tree, ps.sid))
+		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
+			 "leader is not dumped", idx, ps.sid);
+	else
+		return NULL;
+	return buf;
 }
 
 static const char *ctty_unsupported(pid_t pid, const struct stat *st, char *buf, size_t len)
@@ -192,6 +265,14 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 			return shared_unsupported(p->pid, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
 			 "does not hold", idx);
+		return buf;
+	}
+	if (is_orphan(p, st))
+		return orphan_unsupported(p, fd, st, buf, len);
+	if (!in_dev_pts(st) && !master_dumped(p, slave_index(st))) {
+		snprintf(buf, len, "a pseudo-terminal slave whose master is outside the dump (a "
+			 "runtime's terminal: dump with --external tty[%x:%x], or orphan_pts_master)",
+			 (uint32_t)st->st_rdev, (uint32_t)st->st_dev);
 		return buf;
 	}
 	if (!in_dev_pts(st))
@@ -236,6 +317,24 @@ static int check_modes(struct dump_ctx *d, int fd, int lfd, struct tty_state *t)
 	return 0;
 }
 
+/*
+ * Input typed on a runtime's terminal and not read yet: it cannot be taken
+ * without its master (which would put it back), so it is refused. A line
+ * being typed in canonical mode (no newline yet) shows in no count: it stays
+ * with the old terminal, as with CRIU.
+ */
+static int check_orphan_input(struct dump_ctx *d, int fd, int lfd, struct tty_state *t)
+{
+	char what[96];
+	int n = 0;
+
+	if (ioctl(lfd, TIOCINQ, &n) || n <= 0)
+		return 0;
+	snprintf(what, sizeof(what), "has %d bytes of input not read yet (its master is outside)",
+		 n);
+	return refuse(d, fd, t, what);
+}
+
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 {
 	struct tty_state *t = calloc(1, sizeof(*t));
@@ -263,6 +362,9 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 			    strerror(-ret));
 	}
 	ret = check_modes(d, fd, lfd, t);
+	t->orphan = !t->master && is_orphan(&d->policy, &f->st);
+	if (!ret && t->orphan)
+		ret = check_orphan_input(d, fd, lfd, t);
 	t->info_id = t->index * 2 + (t->master ? 2 : 1);
 	if (!proc_read_stat(d->pid, &ps)) {
 		t->ctty = !t->master && ps.tty_nr && ctty_of(&ps) == f->st.st_rdev;
@@ -454,6 +556,8 @@ static int write_info(struct image *img, const struct file_desc *f)
 	e.has_ctty = e.has_master = true;
 	e.ctty = t->ctty;
 	e.master = t->master;
+	e.has_orphan = t->orphan;
+	e.orphan = t->orphan;
 	return img_write_msg(img, &e.base);
 }
 
@@ -520,11 +624,12 @@ int tty_write(struct dump_ctx *d)
 	bool any = false;
 	int ret = 0;
 
-	for (int i = 0; i < fs->nr_descs && !ret; i++)
-		if (fs->descs[i].tty && fs->descs[i].tty->master) {
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = check_status(d, fs->descs[i].tty);
+		if (fs->descs[i].tty && (fs->descs[i].tty->master || fs->descs[i].tty->orphan))
 			any = true;
-		}
+	}
 	for (int i = 0; i < fs->nr_descs && !ret; i++)
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = read_queues(d, fs->descs[i].tty);

@@ -3,7 +3,8 @@
  * termios, locked termios, window size, packet mode, lock and exclusive
  * state, the pty index, whether the slave is the process's controlling
  * terminal, and the bytes queued in either direction, in CRIU's
- * tty-info.img and tty-data.img.
+ * tty-info.img and tty-data.img. A slave whose master a runtime holds
+ * (a container's terminal) is dumped alone: its settings, no queued byte.
  */
 #ifndef MEMDUMP_DUMP_TTY_H
 #define MEMDUMP_DUMP_TTY_H
@@ -36,6 +37,7 @@ struct tty_state {
 	uint32_t *lines;	/* master, canonical input: its lines (ptyq.h) */
 	size_t nr_lines;
 	bool taken;		/* master: the queues were read, not yet put back */
+	bool orphan;		/* slave whose master a runtime holds (fd_policy.ext_tty) */
 };
 
 /* A /dev/ptmx master or a /dev/pts/N slave. */
@@ -43,12 +45,15 @@ bool tty_is_pty(const struct stat *st);
 /*
  * Why a pty end cannot be dumped (its other end outside the process, a slave
  * of another devpts, a controlling terminal of a session it does not lead),
- * or NULL. A pty slave with no master in the process goes to the caller's
- * terminal rules (--shell-job): *external is set.
+ * or NULL. A slave whose master is outside the dump is dumped alone when
+ * the policy says a runtime holds the master (orphan_pts_master, --external
+ * tty[..]); else it goes to the caller's terminal rules (--shell-job):
+ * *external is set.
  */
 const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
 				bool *external, char *buf, size_t len);
-/* A pty slave whose master is not in the process (the job's terminal). */
+/* A pty slave whose master is not in the process, not declared a runtime's (the job's
+ * terminal). */
 bool tty_external(const struct fd_policy *p, const struct stat *st);
 /* The frozen target's pty end on fd: its state (refusing what cannot be kept). */
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f);

@@ -1,4 +1,5 @@
 /* Hook points: their CRIU names, and calling whoever listens. */
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ const char *hook_name(enum hook_point p)
 		[HOOK_POST_RESTORE] = "post-restore",
 		[HOOK_PRE_RESUME] = "pre-resume",
 		[HOOK_POST_RESUME] = "post-resume",
+		[HOOK_ORPHAN_PTS_MASTER] = "orphan-pts-master",
 	};
 
 	return p < HOOK_NR ? names[p] : "?";
@@ -29,6 +31,19 @@ int hook_fire(const struct hooks *h, enum hook_point p, pid_t pid)
 		return 0;
 	pr_info("hook %s (pid %d)", hook_name(p), pid);
 	return h->fire(h->arg, p, pid);
+}
+
+int hook_takes_fd(const struct hooks *h)
+{
+	return h && h->give_fd;
+}
+
+int hook_give_fd(const struct hooks *h, enum hook_point p, pid_t pid, int fd)
+{
+	if (!hook_takes_fd(h))
+		return fail(-ENOTSUP, "no one to give the %s to", hook_name(p));
+	pr_info("hook %s (pid %d, fd %d)", hook_name(p), pid, fd);
+	return h->give_fd(h->arg, p, pid, fd);
 }
 
 void hook_fire_late(const struct hooks *h, enum hook_point p, pid_t pid)

@@ -330,7 +330,8 @@ bool mntns_new_dev(const struct rst *r, dev_t dev)
  * builds a root of the process's own; "" once the init is in it); why into
  * why/len on failure.
  */
-static int mount_one(struct rst *r, const MntEntry *e, const char *stage, char *why, size_t len)
+static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool in_child,
+		     char *why, size_t len)
 {
 	unsigned long flags = e->flags & MOUNT_FLAGS;
 	char at[PATH_MAX], from[PATH_MAX];
@@ -342,7 +343,11 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, char *
 		snprintf(from, sizeof(from), "%s", ext_path(r, e));
 	else if (e->bind_from)
 		snprintf(from, sizeof(from), "%s%s", e->bind_host ? "" : stage, e->bind_from);
-	if (e->bind_from) {
+	if (e->bind_from && !in_child)
+		ret = tty_make_bound_pts(r, from);	/* runc's /dev/console: the new pty */
+	if (ret)
+		snprintf(why, len, "%s", fail_reason());
+	else if (e->bind_from) {
 		if (mount(from, at, NULL, MS_BIND, NULL) ||
 		    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
 			ret = -errno;
@@ -397,7 +402,7 @@ static int mount_own(struct rst *r, bool in_child, const char *stage, char *why,
 
 		if (e->how != HOW_MOUNTED || (e->has_in_child && e->in_child) != in_child)
 			continue;
-		ret = mount_one(r, e, stage, why, len);
+		ret = mount_one(r, e, stage, in_child, why, len);
 		if (ret)
 			return ret;
 	}

@@ -401,7 +401,8 @@ int rst_inherit_fd(const struct restore_opts *o, const char *key)
  * An external network namespace (the dump's ext_net_key, a runtime's): the
  * process goes into the one given for its key (--inherit-fd fd[N]:KEY, as
  * runc sends it, or --join-ns net:PATH), never into memdump's own. Every
- * --inherit-fd key must name something of the dump: a pipe, or this.
+ * --inherit-fd key must name something of the dump: a pipe, a terminal
+ * (tty.c), or this.
  */
 static int ext_net_path(const struct rst *r, char *buf, size_t len, const char **path)
 {
@@ -411,7 +412,7 @@ static int ext_net_path(const struct rst *r, char *buf, size_t len, const char *
 	for (int i = 0; i < r->o->nr_inherit_fd; i++) {
 		const char *k = r->o->inherit_fd[i].key;
 
-		if (strncmp(k, "pipe:[", 6) && (!key || strcmp(k, key)))
+		if (strncmp(k, "pipe:[", 6) && strncmp(k, "tty[", 4) && (!key || strcmp(k, key)))
 			return fail(-EINVAL, "--inherit-fd fd[%d]:%s: the dump has nothing of that key",
 				    r->o->inherit_fd[i].fd, k);
 	}

@@ -477,6 +477,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = rst_check_loaded(r);
 	if (!ret && r->ds.nr_members)
 		ret = tree_load(r);	/* the tree's other processes (tree.c) */
+	if (!ret)
+		ret = tty_check_keys(r);
 	return ret;
 }
 
@@ -488,6 +490,7 @@ void rst_free(struct rst *r)
 	mntns_free(r);
 	pagecheck_free(r);
 	rst_close_prepared(r);
+	tty_close_orphans(r);
 	ghost_unlink_all(r);
 	if (r->area)
 		munmap(r->area, r->area_size);

@@ -50,10 +50,12 @@ struct restore_opts {
 	} cg_root_map[16];
 	int nr_cg_root_map;
 	struct inherit_fd {		/* --inherit-fd fd[N]:KEY (RPC inherit_fd, as CRIU's) */
-		const char *key;	/* pipe:[INO]: that pipe of the dump is memdump's fd N */
-		int fd;
-	} inherit_fd[8];
+		const char *key;	/* pipe:[INO]: that pipe of the dump is memdump's fd N; */
+		int fd;			/* tty[RDEV:DEV]: that pty slave (its master was */
+	} inherit_fd[8];		/* outside) is memdump's terminal N */
 	int nr_inherit_fd;
+	bool orphan_pts;		/* RPC orphan_pts_master: such a slave gets a new pair,
+					 * its master handed to the hooks (give_fd) */
 };
 
 /* restore.c: the pipeline; the restored process's exit status, or -d: 0; <0 after fail() */
@@ -208,6 +210,15 @@ struct rst {
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
 	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (tty.c) */
+	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
+				 * forked, so they have it too), 0: none */
+	bool ctty_done;
+	struct rst_orphan {	/* the root's: new masters of slaves whose master was outside */
+		uint32_t info_id;
+		int fd;
+		bool given;	/* set up and handed out (hooks) */
+	} orphans[4];
+	size_t nr_orphans;
 
 	/* a dumped tree (tree.c): the root holds it, every process points to it */
 	struct rst_tree *tree;
@@ -363,6 +374,14 @@ int open_fds(struct rst *r);
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int tty_check(struct rst *r, const FileEntry *fe);
 int tty_ctty_in_child(struct rst *r, char *why, size_t len);
+/* In a forked process leading its session: before it forks its children (tree.c). */
+int tty_ctty_early(struct rst *r, char *why, size_t len);
+/* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */
+int tty_check_keys(struct rst *r);
+void tty_close_orphans(struct rst *r);
+/* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
+ * first (kept for the slave of index N, whose master was outside), so that it exists. */
+int tty_make_bound_pts(struct rst *r, const char *from);
 
 /* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
 int eventfd_open(const EventfdFileEntry *e);

@@ -459,7 +459,13 @@ void tree_fork_children(struct rst *r)
 	struct rst *root = r;
 	char c = 1;
 
+	char why[256];
+	int ret;
+
 	attrs_apply_groups(r);
+	ret = tty_ctty_early(r, why, sizeof(why));	/* its children are in its session */
+	if (ret)
+		child_exit_fail(r, ret, "%s", why);
 	if (r->tree_sync_fd >= 0) {
 		if (write(r->tree_sync_fd, &c, 1) != 1)
 			child_exit_fail(r, -errno, "cannot tell its parent it is in its group: %m");

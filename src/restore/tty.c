@@ -5,8 +5,13 @@
  * index is taken: the process may know its /dev/pts/N), its termios, window
  * size, locked termios, packet, exclusive and lock modes set, the queued
  * bytes put back (ptyq.c), and every slave description opened from it with
- * TIOCGPTPEER. A slave that was the controlling terminal becomes it again
- * in the child once it leads its session (tty_ctty_in_child).
+ * TIOCGPTPEER. A slave whose master was outside the dump (a runtime's,
+ * tty-info's orphan) gets a new pair in the devpts of its path, its settings
+ * on it, the master handed out through the hooks (orphan-pts-master), or
+ * memdump's terminal given for its key (--inherit-fd fd[N]:tty[RDEV:DEV]).
+ * A slave that was the controlling terminal becomes it again in the child
+ * once it leads its session, before it forks the rest of a tree
+ * (tty_ctty_early), else once its fds have their numbers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "hooks.h"
 #include "image/image.h"
 #include "log.h"
 #include "ptyq.h"
@@ -233,30 +241,194 @@ static int target_fd_of(struct rst *r, uint32_t id)
 	return -1;
 }
 
-int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+static bool is_orphan(const TtyInfoEntry *e)
+{
+	return e && e->has_orphan && e->orphan;
+}
+
+/* CRIU's key of a terminal: tty[RDEV:DEV] (hex). */
+static void orphan_key(const TtyInfoEntry *e, char *buf, size_t len)
+{
+	snprintf(buf, len, "tty[%x:%x]", e->rdev, e->has_dev ? e->dev : 0);
+}
+
+static struct rst *root_of(struct rst *r)
+{
+	while (r->tree_parent)
+		r = r->tree_parent;
+	return r;
+}
+
+/* The slave's settings on a new pair: termios, window size, locked termios, unlocked. */
+static int set_orphan(int m, const TtyInfoEntry *si)
+{
+	struct kterm t, locked;
+	struct winsize ws = { 0 };
+	int unlock = 0;
+
+	to_kterm(si->termios, &t);
+	to_kterm(si->termios_locked, &locked);
+	if (si->winsize) {
+		ws.ws_row = si->winsize->ws_row;
+		ws.ws_col = si->winsize->ws_col;
+		ws.ws_xpixel = si->winsize->ws_xpixel;
+		ws.ws_ypixel = si->winsize->ws_ypixel;
+	}
+	if (ioctl(m, TIOCSPTLCK, &unlock) || kterm_set(m, &t) || ioctl(m, TIOCSWINSZ, &ws) ||
+	    kterm_set_locked(m, &locked))
+		return fail(-errno, "pty /dev/pts/%u: cannot set its settings: %s", si->pty->index,
+			    strerror(errno));
+	return 0;
+}
+
+/* A new pair at idx (ptmx: where the devpts's is, as memdump sees it), kept by root. */
+static int keep_orphan(struct rst *root, const char *ptmx, uint32_t idx, struct rst_orphan **o)
+{
+	int m;
+
+	if (root->nr_orphans == ARRAY_SIZE(root->orphans))
+		return fail(-E2BIG, "more than %zu terminals whose master was outside",
+			    ARRAY_SIZE(root->orphans));
+	m = open_at_index(ptmx, O_RDWR, idx);
+	if (m < 0)
+		return m;
+	*o = &root->orphans[root->nr_orphans++];
+	**o = (struct rst_orphan){ idx * 2 + 1, m, false };
+	return 0;
+}
+
+/*
+ * The new master of an orphan slave, made once for the tree: at the slave's
+ * index in the devpts its path leads to (the restored one, rst_path), with
+ * the slave's settings, handed to whoever holds the hooks (CRIU's
+ * orphan-pts-master notification, its fd passed; runc gives it to the
+ * console socket). memdump keeps its copy until the restore ends.
+ */
+static int orphan_master(struct rst *r, const FileEntry *fe, const TtyInfoEntry *si)
+{
+	struct rst *root = root_of(r);
+	char ptmx[PATH_MAX], buf[PATH_MAX], *slash;
+	struct rst_orphan *o = NULL;
+	int ret;
+
+	for (size_t i = 0; i < root->nr_orphans && !o; i++)
+		if (root->orphans[i].info_id == si->id)
+			o = &root->orphans[i];
+	if (o && o->given)
+		return o->fd;
+	if (!o) {
+		snprintf(ptmx, sizeof(ptmx) - 8, "%s", fe->tty->name ? fe->tty->name : "");
+		slash = strrchr(ptmx, '/');
+		if (!slash || ptmx[0] != '/')
+			return fail(-EIO, "files.img: terminal %u has no path", fe->id);
+		strcpy(slash, "/ptmx");
+		ret = keep_orphan(root, rst_path(r, ptmx, buf, sizeof(buf)), si->pty->index, &o);
+		if (ret)
+			return ret;
+	}
+	ret = set_orphan(o->fd, si);
+	if (!ret)
+		ret = hook_give_fd(r->o->hooks, HOOK_ORPHAN_PTS_MASTER, root->pid, o->fd);
+	o->given = !ret;
+	return ret ? ret : o->fd;
+}
+
+int tty_make_bound_pts(struct rst *r, const char *from)
+{
+	const char *base = strrchr(from, '/');
+	char ptmx[PATH_MAX], *end;
+	struct rst_orphan *o;
+	unsigned long idx;
+	struct stat st;
+
+	if (!base || !stat(from, &st) || errno != ENOENT)
+		return 0;
+	idx = strtoul(base + 1, &end, 10);
+	if (end == base + 1 || *end || idx >= PTY_MAX_INDEX)
+		return 0;
+	snprintf(ptmx, sizeof(ptmx), "%.*s/ptmx", (int)(base - from), from);
+	if (stat(ptmx, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(5, 2))
+		return 0;
+	return keep_orphan(root_of(r), ptmx, (uint32_t)idx, &o);
+}
+
+/* An orphan slave: memdump's terminal for its key (--inherit-fd), or one of a new pair. */
+static int open_orphan(struct rst *r, const FileEntry *fe, struct rdesc *d, const TtyInfoEntry *si)
+{
+	char key[48];
+	int n, m;
+
+	orphan_key(si, key, sizeof(key));
+	n = rst_inherit_fd(r->o, key);
+	if (n >= 0) {
+		d->fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
+		if (d->fd < 0)
+			return fail(-errno, "--inherit-fd fd[%d]:%s: %s", n, key, strerror(errno));
+		return 0;
+	}
+	m = orphan_master(r, fe, si);
+	if (m < 0)
+		return m;
+	d->fd = pty_open_peer(m, fe->tty->flags & ~O_CLOEXEC);
+	if (d->fd < 0)
+		return fail(d->fd, "cannot open /dev/pts/%u of the new pair: %s", si->pty->index,
+			    strerror(-d->fd));
+	return 0;
+}
+
+/* A slave of a pair the process holds; *done when d is the master itself. */
+static int open_paired(struct rst *r, const FileEntry *fe, struct rdesc *d, bool *done)
 {
 	uint32_t idx = (fe->tty->tty_info_id - 1) / 2;
 	const FileEntry *mfe = master_file(r, idx);
 	struct rdesc *md = mfe ? rst_desc(r, mfe->id) : NULL;
-	TtyInfoEntry *si;
 	int ret = 0;
 
 	if (!md)
 		return fail(-EIO, "files.img: pty %u has no master the process holds", idx);
 	if (md->fd < 0)
 		ret = open_pair(r, mfe, md);
-	if (ret || d == md)
+	*done = d == md;
+	if (ret || *done)
 		return ret;
 	d->fd = pty_open_peer(md->fd, fe->tty->flags & ~O_CLOEXEC);
 	if (d->fd < 0)
 		return fail(d->fd, "cannot open /dev/pts/%u: %s", idx, strerror(-d->fd));
-	si = info_of(r, fe->tty->tty_info_id);
-	if (si && si->has_ctty && si->ctty)
+	return 0;
+}
+
+int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	TtyInfoEntry *si = info_of(r, fe->tty->tty_info_id);
+	const PstreeEntry *pe = r->ds.pstree;
+	bool done = false;
+	int ret;
+
+	if (!si)
+		return fail(-EIO, "tty-info.img: no entry %u", fe->tty->tty_info_id);
+	ret = is_orphan(si) ? open_orphan(r, fe, d, si) : open_paired(r, fe, d, &done);
+	if (!ret && !done && si->has_ctty && si->ctty && pe->sid == pe->pid) {
 		r->ctty_target = target_fd_of(r, fe->id) + 1;
-	if (si && si->exclusive && ioctl(d->fd, TIOCEXCL))
-		ret = fail(-errno, "cannot make /dev/pts/%u exclusive: %s", idx, strerror(errno));
+		r->ctty_src = d->fd + 1;
+	}
+	if (!ret && !done && si->exclusive && ioctl(d->fd, TIOCEXCL))
+		ret = fail(-errno, "cannot make /dev/pts/%u exclusive: %s", si->pty->index,
+			   strerror(errno));
 	img_free(&tty_info_entry__descriptor, si);
 	return ret;
+}
+
+/* A slave whose master was outside: a terminal given for its key, or a pair to make. */
+static int check_orphan(struct rst *r, const TtyInfoEntry *e)
+{
+	char key[48];
+
+	orphan_key(e, key, sizeof(key));
+	if (rst_inherit_fd(r->o, key) >= 0 || (r->o->orphan_pts && hook_takes_fd(r->o->hooks)))
+		return 0;
+	return fail(-EOPNOTSUPP, "/dev/pts/%u (%s) is a terminal whose master was outside the "
+		    "dump: restore with --inherit-fd fd[N]:%s, or through CRIU's RPC with "
+		    "orphan_pts_master (runc restore --console-socket)", e->pty->index, key, key);
 }
 
 int tty_check(struct rst *r, const FileEntry *fe)
@@ -269,6 +441,8 @@ int tty_check(struct rst *r, const FileEntry *fe)
 	if (!e || !e->pty || e->pty->index != idx)
 		ret = fail(-EIO, "tty-info.img: no entry %u for pty file %u", fe->tty->tty_info_id,
 			   fe->id);
+	else if (is_orphan(e))
+		ret = check_orphan(r, e);	/* a non-leader's: its leader's, forked after */
 	else if (!master_file(r, idx) || target_fd_of(r, master_file(r, idx)->id) < 0)
 		ret = fail(-EIO, "files.img: pty %u has no master the process holds", idx);
 	else if (ctty && r->ds.pstree->sid != r->ds.pstree->pid)
@@ -278,14 +452,71 @@ int tty_check(struct rst *r, const FileEntry *fe)
 	return ret;
 }
 
-int tty_ctty_in_child(struct rst *r, char *why, size_t len)
+/* Does process r's set hold an orphan slave of that key? */
+static bool has_key(struct rst *r, const char *key)
 {
-	if (!r->ctty_target)
-		return 0;
-	if (ioctl(r->ctty_target - 1, TIOCSCTTY, 0)) {
-		snprintf(why, len, "cannot make fd %d its controlling terminal again: %s",
-			 r->ctty_target - 1, strerror(errno));
+	TtyInfoEntry *e = NULL;
+	struct image *img;
+	bool found = false;
+	char k[48];
+
+	if (img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+		return false;
+	while (!found && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
+		orphan_key(e, k, sizeof(k));
+		found = is_orphan(e) && !strcmp(k, key);
+		img_free(&tty_info_entry__descriptor, e);
+	}
+	img_abort(img);
+	return found;
+}
+
+int tty_check_keys(struct rst *r)
+{
+	for (int i = 0; i < r->o->nr_inherit_fd; i++) {
+		const char *key = r->o->inherit_fd[i].key;
+		bool found = false;
+
+		if (strncmp(key, "tty[", 4))
+			continue;
+		for (size_t k = 0; !found && tree_proc(r, k); k++)
+			found = has_key(tree_proc(r, k), key);
+		if (!found)
+			return fail(-EINVAL, "--inherit-fd fd[%d]:%s: the dump has no terminal of that "
+				    "key (a pty slave whose master was outside)",
+				    r->o->inherit_fd[i].fd, key);
+	}
+	return 0;
+}
+
+static int take_ctty(struct rst *r, int fd, char *why, size_t len)
+{
+	r->ctty_done = true;
+	if (ioctl(fd, TIOCSCTTY, 0)) {
+		snprintf(why, len, "cannot make its terminal its controlling terminal again: %s",
+			 strerror(errno));
 		return -errno;
 	}
 	return 0;
+}
+
+int tty_ctty_early(struct rst *r, char *why, size_t len)
+{
+	if (r->ctty_done || !r->ctty_src)
+		return 0;
+	return take_ctty(r, r->ctty_src - 1, why, len);
+}
+
+int tty_ctty_in_child(struct rst *r, char *why, size_t len)
+{
+	if (r->ctty_done || !r->ctty_target)
+		return 0;
+	return take_ctty(r, r->ctty_target - 1, why, len);
+}
+
+void tty_close_orphans(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_orphans; i++)
+		close(r->orphans[i].fd);
+	r->nr_orphans = 0;
 }
