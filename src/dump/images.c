@@ -468,7 +468,7 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
 	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
 		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
-		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash);
+		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash, true);
 	} else if (!ret) {
 		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums);
 	}

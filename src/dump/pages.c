@@ -372,8 +372,8 @@ static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
 		return ret;
 	}
 	d->run_sums = ps->sums;
-	d->pages_size = ps->rs.whole.total;
-	d->pages_hash = hash64_final(&ps->rs.whole);
+	d->pages_size = ps->rs.total;
+	d->pages_hash = runsum_of_runs(ps->sums, d->nr_runs);	/* the inventory's (runsum.h) */
 	return 0;
 }
 

@@ -168,7 +168,7 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, 
 		return -ENOMEM;
 	for (size_t i = 0; i < d->nr_runs; i++)
 		ps->lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
-	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs);
+	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs, false);
 	ps->src = src;
 	ps->wfd = fd;
 	if (src == PAGESUM_FED)
