@@ -405,6 +405,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
+	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
 	if (o->track_mem && !leave_running)
 		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
 	dump_catch_signals();

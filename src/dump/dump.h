@@ -269,6 +269,8 @@ struct dump_ctx {
 	struct page_run *runs;
 	size_t nr_runs;
 	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	bool sums_late;			/* the inventory is written once the target runs
+					 * again: the page cache is summed then (pages.c) */
 	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */

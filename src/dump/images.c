@@ -454,9 +454,10 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 }
 
 /*
- * The pages image is read back once (in splice mode its bytes never passed
- * through memdump): the checksum of every run for the pagemap, and the
- * file's for the inventory.
+ * The checksum of every run for the pagemap, and of those for the inventory:
+ * taken while the pages were written (pagesum.c), or, when they were not
+ * (pages.c, sum_source), read back once from the image (the page cache, the
+ * target running again).
  */
 static int sum_and_write_pagemap(struct dump_ctx *d)
 {

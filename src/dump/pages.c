@@ -367,7 +367,7 @@ static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
 	int err = pagesum_finish(ps, ret != 0);
 
 	ret = ret ?: err;
-	if (ret) {
+	if (ret || ps->src == PAGESUM_LATER) {
 		free(ps->sums);
 		return ret;
 	}
@@ -375,6 +375,27 @@ static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
 	d->pages_size = ps->rs.total;
 	d->pages_hash = runsum_of_runs(ps->sums, d->nr_runs);	/* the inventory's (runsum.h) */
 	return 0;
+}
+
+/*
+ * Where the checksums come from. read, mem: the writer feeds what it
+ * writes. splice: a thread hashes the image's page cache behind the splice,
+ * or with O_DIRECT (no page cache) reads the frozen target's memory. When
+ * the inventory is written after the target runs again (--leave-running,
+ * pre-dump) and the image goes through the page cache, nothing is hashed
+ * while it is frozen: the image is complete in the page cache once every
+ * pipe is drained (and in read and mem modes once the writer is done), and
+ * images.c sums it from there after the resume. With O_DIRECT that would
+ * read it back from the disk: the thread beside the disk-bound copy costs
+ * the frozen target nothing there.
+ */
+static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_out *o)
+{
+	if (d->sums_late && !o->direct)
+		return PAGESUM_LATER;
+	if (d->mode != MODE_SPLICE)
+		return PAGESUM_FED;
+	return o->direct ? PAGESUM_MEMORY : PAGESUM_FILE;
 }
 
 int write_pages(struct dump_ctx *d)
@@ -388,12 +409,7 @@ int write_pages(struct dump_ctx *d)
 	ret = open_pages(d, &o);
 	if (ret)
 		return ret;
-	/*
-	 * read, mem: the writer feeds what it writes. splice: a thread hashes
-	 * the image's page cache behind the splice, or with O_DIRECT (no page
-	 * cache) reads the frozen target's memory.
-	 */
-	src = d->mode != MODE_SPLICE ? PAGESUM_FED : o.direct ? PAGESUM_MEMORY : PAGESUM_FILE;
+	src = sum_source(d, &o);
 	o.sum = src == PAGESUM_FED ? &ps : NULL;
 	o.follow = src == PAGESUM_FILE ? &ps : NULL;
 	/* the blob's start writes memory (rseq): before the checksums read it */

@@ -171,7 +171,7 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, 
 	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs, false);
 	ps->src = src;
 	ps->wfd = fd;
-	if (src == PAGESUM_FED)
+	if (src == PAGESUM_FED || src == PAGESUM_LATER)
 		return 0;
 	if (pthread_create(&ps->thread, NULL, src == PAGESUM_MEMORY ? pagesum_main : follow_main, ps))
 		return fail(-EAGAIN, "cannot start the checksum thread");

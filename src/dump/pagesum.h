@@ -15,6 +15,7 @@ enum pagesum_src {
 	PAGESUM_FED,		/* pagesum_feed() by the caller */
 	PAGESUM_MEMORY,		/* a thread reads the runs from the frozen target */
 	PAGESUM_FILE,		/* a thread hashes the image as pagesum_written() says it grows */
+	PAGESUM_LATER,		/* none now: read back once the target runs (images.c) */
 };
 
 struct pagesum {

@@ -335,6 +335,7 @@ int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, s
 	fd = img_open_file(dir->fd, name, 0);
 	if (fd < 0)
 		return fd;
+	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);	/* the disk works while we hash */
 	ret = runsum_read(fd, name, lens, nr, sums, &whole, false);
 	close(fd);
 	if (!ret && c)
