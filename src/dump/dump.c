@@ -254,7 +254,8 @@ void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s",
 		 d->pre_dump ? "pre-dumped" : "dumped", d->pid, d->stats.threads, d->nr_vmas,
 		 d->stats.pages_written, mb, parent, frozen_us / 1e6, mode_name(d->mode),
-		 d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
+		 !d->stats.pages_cached ? "" : d->stats.pages_direct_tail ?
+		 " via the page cache, then O_DIRECT" : " via the page cache", mem_s > 0 ? mb / mem_s : 0,
 		 (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	if (quiet) {
 		pr_info("%s", line);
