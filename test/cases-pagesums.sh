@@ -92,3 +92,24 @@ case_pagesum_pages_write() {
 }
 add pagesum-pages-write-direct case_pagesum_pages_write direct
 add pagesum-pages-write-cache case_pagesum_pages_write cache
+
+# An image larger than the page cache's room: its head through the cache,
+# the rest with O_DIRECT (pagecache.c; the room capped to 64 KiB here), in
+# splice mode (both kinds of runs) and read mode; the set verifies, restores.
+case_pagesum_pages_split() {
+	local mode=$1
+	start_prog t-protnone
+	MEMDUMP_PAGES_CACHE_MAX=65536 dump "$PID" "$T/d" --mode "$mode" -v 3
+	expect_killed "$PID"
+	grep -q "pages-1.img: through the page cache for 0 MiB, then O_DIRECT" "$MD_ERR" ||
+		fail "pages-1.img not split: $(grep pages-1 "$MD_ERR")"
+	if dd if=/dev/zero of="$T/d/probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
+		grep -q "pages-1.img: O_DIRECT from 0 MiB on" "$MD_ERR" ||
+			fail "no switch to O_DIRECT: $(grep pages-1 "$MD_ERR")"
+	fi
+	rm -f "$T/d/probe"
+	md verify verify -D "$T/d" || fail "the set does not verify: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" good
+}
+add pagesum-pages-split-splice case_pagesum_pages_split splice
+add pagesum-pages-split-read case_pagesum_pages_split read

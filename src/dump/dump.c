@@ -254,7 +254,8 @@ void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 		 "in %.3f s frozen, %s mode%s, %.0f MB/s; on disk after %.3f s",
 		 d->pre_dump ? "pre-dumped" : "dumped", d->pid, d->stats.threads, d->nr_vmas,
 		 d->stats.pages_written, mb, parent, frozen_us / 1e6, mode_name(d->mode),
-		 d->stats.pages_cached ? " via the page cache" : "", mem_s > 0 ? mb / mem_s : 0,
+		 !d->stats.pages_cached ? "" : d->stats.pages_direct_tail ?
+		 " via the page cache, then O_DIRECT" : " via the page cache", mem_s > 0 ? mb / mem_s : 0,
 		 (d->stats.durable_at - d->stats.frozen_at) / 1e6);
 	if (quiet) {
 		pr_info("%s", line);
@@ -404,6 +405,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
+	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
 	if (o->track_mem && !leave_running)
 		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
 	dump_catch_signals();
@@ -467,7 +469,8 @@ static int dump_pipeline(const struct dump_opts *o)
 		else
 			network_unlocked(o, d.pid);
 	}
-	frozen_us = now_us() - d.stats.frozen_at;
+	/* until it runs again or is sent SIGKILL (as CRIU's frozen_time): not its exit */
+	frozen_us = (d.in.released_us ?: now_us()) - d.stats.frozen_at;
 	if (!ret && d.snap)
 		ret = snapshot_copy(&d);	/* the target runs: its other pages */
 	snapshot_end(&d);

@@ -144,15 +144,17 @@ struct dump_stats {
 	int threads;			/* frozen */
 	uint64_t bytes_written;
 	bool pages_cached;		/* written through the page cache */
+	bool pages_direct_tail;		/* its head only, the rest with O_DIRECT */
 };
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
 
 /* How pages-1.img is written: O_DIRECT or through the page cache; auto:
- * the page cache when the image fits under the dirty limit (pagecache.c). */
+ * the page cache when the image fits under the dirty limit, else its head
+ * through it and the rest with O_DIRECT (pagecache.c). */
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
-/* pagecache.c: an image of that many bytes fits in the page cache unthrottled */
-bool pages_fit_cache(uint64_t bytes);
+/* pagecache.c: how many of an image's bytes go through the page cache (all: it fits) */
+uint64_t pages_cache_room(uint64_t bytes);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {
@@ -282,6 +284,8 @@ struct dump_ctx {
 	struct page_run *runs;
 	size_t nr_runs;
 	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	bool sums_late;			/* the inventory is written once the target runs
+					 * again: the page cache is summed then (pages.c) */
 	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */

@@ -454,9 +454,10 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 }
 
 /*
- * The pages image is read back once (in splice mode its bytes never passed
- * through memdump): the checksum of every run for the pagemap, and the
- * file's for the inventory.
+ * The checksum of every run for the pagemap, and of those for the inventory:
+ * taken while the pages were written (pagesum.c), or, when they were not
+ * (pages.c, sum_source), read back once from the image (the page cache, the
+ * target running again).
  */
 static int sum_and_write_pagemap(struct dump_ctx *d)
 {
@@ -468,7 +469,7 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
 	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
 		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
-		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash);
+		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash, true);
 	} else if (!ret) {
 		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums);
 	}

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 struct pages_out {
 	int fd;
 	bool direct;
+	uint64_t cache_end;	/* through the page cache up to this offset, then O_DIRECT */
 	uint64_t written;
 	struct progress bar;
 	/* read and mem modes: buffers handed between reader and writer thread */
@@ -57,17 +59,37 @@ struct pages_out {
 	pthread_cond_t cond;
 };
 
+/* Past the image's head that goes through the page cache: O_DIRECT from here on. */
+static void direct_from_here(struct pages_out *o)
+{
+	if (o->direct || o->written < o->cache_end)
+		return;
+	o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	o->cache_end = UINT64_MAX;	/* once */
+	if (o->direct)
+		pr_info("pages-1.img: O_DIRECT from %" PRIu64 " MiB on", o->written >> 20);
+}
+
+/* How much to write before looking at direct_from_here() again. */
+static uint64_t until_switch(const struct pages_out *o)
+{
+	return o->direct ? UINT64_MAX : o->cache_end - o->written;
+}
+
 static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = write(o->fd, buf, len);
+		ssize_t n;
 
+		direct_from_here(o);
+		n = write(o->fd, buf, MIN(len, until_switch(o)));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EINVAL && o->direct) {
 			/* This filesystem takes no O_DIRECT writes: buffered then. */
 			fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_DIRECT);
 			o->direct = false;
+			o->cache_end = UINT64_MAX;
 			continue;
 		}
 		if (n <= 0)
@@ -195,22 +217,25 @@ static bool vmsplice_refused(int err)
 }
 
 /*
- * Through the page cache the runs are spliced in chunks of SUM_CHUNK bytes:
- * the checksum thread hashes each from the image's page cache once it is
- * written, on the other CPU, while this one splices the next (pagesum.c).
+ * Through the page cache the runs are spliced in chunks of SUM_CHUNK bytes
+ * when the checksum thread follows: it hashes each from the image's page
+ * cache once it is written, on the other CPU, while this one splices the
+ * next (pagesum.c). An image whose head only goes through the page cache is
+ * spliced in two pieces, O_DIRECT set between them.
  */
 #define SUM_CHUNK	(2UL << 20)
 
-/* The next chunk of r[*i..nr), from byte *pos of r[*i], into iov: its iovec count. */
+/* The next chunk of r[*i..nr), at most max bytes from byte *pos of r[*i], into iov: its
+ * iovec count. */
 static size_t next_chunk(const struct page_run *r, size_t nr, size_t *i, uint64_t *pos,
-			 struct iovec *iov, uint64_t *bytes)
+			 struct iovec *iov, uint64_t max, uint64_t *bytes)
 {
 	size_t n = 0;
 
 	*bytes = 0;
-	while (*i < nr && *bytes < SUM_CHUNK) {
+	while (*i < nr && *bytes < max) {
 		uint64_t run_len = r[*i].nr_pages * PAGE_SIZE;
-		uint64_t take = MIN(run_len - *pos, SUM_CHUNK - *bytes);
+		uint64_t take = MIN(run_len - *pos, max - *bytes);
 
 		iov[n].iov_base = (void *)(r[*i].start + *pos);
 		iov[n++].iov_len = take;
@@ -224,19 +249,24 @@ static size_t next_chunk(const struct page_run *r, size_t nr, size_t *i, uint64_
 	return n;
 }
 
-/* A stretch of readable runs through the parasite, chunk by chunk for the checksums. */
-static int splice_runs_chunked(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
-			      size_t nr)
+/* A stretch of readable runs through the parasite: in SUM_CHUNKs when the checksum
+ * thread follows, else in one piece or two (the switch to O_DIRECT between). */
+static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+		       size_t nr)
 {
-	struct iovec *iov = calloc(SUM_CHUNK / PAGE_SIZE, sizeof(*iov));
+	/* a chunk: SUM_CHUNK's pages, or up to every run, each cut once at most */
+	struct iovec *iov = calloc(MAX(SUM_CHUNK / PAGE_SIZE, nr) + 1, sizeof(*iov));
 	uint64_t pos = 0;
 	size_t i = 0;
 	int ret = iov ? flush_buffers(o) : -ENOMEM;	/* the image keeps address order */
 
 	while (!ret && i < nr) {
-		uint64_t bytes;
-		size_t n = next_chunk(r, nr, &i, &pos, iov, &bytes);
+		uint64_t bytes, max;
+		size_t n;
 
+		direct_from_here(o);
+		max = o->follow ? SUM_CHUNK : until_switch(o);
+		n = next_chunk(r, nr, &i, &pos, iov, max, &bytes);
 		ret = parasite_vmsplice(&d->in, iov, n, o->fd);
 		if (ret)
 			break;
@@ -246,36 +276,6 @@ static int splice_runs_chunked(struct dump_ctx *d, struct pages_out *o, const st
 	}
 	free(iov);
 	return ret;
-}
-
-/* A stretch of readable runs through the parasite. */
-static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
-		       size_t nr)
-{
-	struct iovec *iov = calloc(nr, sizeof(*iov));
-	uint64_t bytes = 0;
-	int ret;
-
-	if (o->follow) {
-		free(iov);
-		return splice_runs_chunked(d, o, r, nr);
-	}
-	if (!iov)
-		return -ENOMEM;
-	for (size_t i = 0; i < nr; i++) {
-		iov[i].iov_base = (void *)r[i].start;
-		iov[i].iov_len = r[i].nr_pages * PAGE_SIZE;
-		bytes += iov[i].iov_len;
-	}
-	ret = flush_buffers(o);		/* the image keeps address order */
-	if (!ret)
-		ret = parasite_vmsplice(&d->in, iov, nr, o->fd);
-	free(iov);
-	if (ret)
-		return ret;
-	o->written += bytes;
-	progress_update(&o->bar, o->written);
-	return 0;
 }
 
 static int dump_runs(struct dump_ctx *d, struct pages_out *o)
@@ -311,16 +311,20 @@ static int dump_runs(struct dump_ctx *d, struct pages_out *o)
  * O_DIRECT moves the pages from the target's memory to the disk by DMA, at
  * the disk's rate; through the page cache they are copied at memory speed
  * until the dirty limit throttles the copy to the disk's rate. Auto takes
- * the page cache when the image fits under that limit (pagecache.c),
- * O_DIRECT otherwise; the cache too where the filesystem refuses O_DIRECT
- * (tmpfs). Either way the image is made durable after the target runs
- * again or is gone (dump.c).
+ * the page cache when the image fits under that limit, else its head as far
+ * as the flusher leaves it alone and O_DIRECT for the rest (pagecache.c);
+ * the cache too where the filesystem refuses O_DIRECT (tmpfs). Either way
+ * the image is made durable after the target runs again or is gone
+ * (dump.c). The offset from which O_DIRECT is used, or UINT64_MAX.
  */
-static bool use_page_cache(const struct dump_ctx *d)
+static uint64_t cache_end(const struct dump_ctx *d)
 {
-	if (d->pages_write == PAGES_AUTO)
-		return pages_fit_cache(d->nr_pages * PAGE_SIZE);
-	return d->pages_write == PAGES_CACHE;
+	uint64_t bytes = d->nr_pages * PAGE_SIZE, room;
+
+	if (d->pages_write != PAGES_AUTO)
+		return d->pages_write == PAGES_CACHE ? UINT64_MAX : 0;
+	room = pages_cache_room(bytes);
+	return room >= bytes ? UINT64_MAX : room;
 }
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
@@ -328,10 +332,15 @@ static int open_pages(struct dump_ctx *d, struct pages_out *o)
 	o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
 	if (o->fd < 0)
 		return o->fd;
-	if (!use_page_cache(d))
-		o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	o->cache_end = cache_end(d);
+	direct_from_here(o);
 	d->stats.pages_cached = !o->direct;
-	pr_info("pages-1.img: %s", o->direct ? "O_DIRECT" : "through the page cache");
+	d->stats.pages_direct_tail = !o->direct && o->cache_end != UINT64_MAX;
+	if (o->cache_end != UINT64_MAX)
+		pr_info("pages-1.img: through the page cache for %" PRIu64 " MiB, then O_DIRECT",
+			o->cache_end >> 20);
+	else
+		pr_info("pages-1.img: %s", o->direct ? "O_DIRECT" : "through the page cache");
 	return 0;
 }
 
@@ -367,14 +376,38 @@ static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
 	int err = pagesum_finish(ps, ret != 0);
 
 	ret = ret ?: err;
-	if (ret) {
+	if (ret || ps->src == PAGESUM_LATER) {
 		free(ps->sums);
 		return ret;
 	}
 	d->run_sums = ps->sums;
-	d->pages_size = ps->rs.whole.total;
-	d->pages_hash = hash64_final(&ps->rs.whole);
+	d->pages_size = ps->rs.total;
+	d->pages_hash = runsum_of_runs(ps->sums, d->nr_runs);	/* the inventory's (runsum.h) */
 	return 0;
+}
+
+/*
+ * Where the checksums come from. read, mem: the writer feeds what it
+ * writes. splice: a thread hashes the image's page cache behind the splice,
+ * or with O_DIRECT (no page cache) reads the frozen target's memory. When
+ * the inventory is written after the target runs again (--leave-running,
+ * pre-dump) and the image goes through the page cache, nothing is hashed
+ * while it is frozen: the image is complete in the page cache once every
+ * pipe is drained (and in read and mem modes once the writer is done), and
+ * images.c sums it from there after the resume. With O_DIRECT (for all or
+ * the tail of it) that would read it back from the disk: the thread reading
+ * the target's memory beside the disk-bound copy costs the frozen target
+ * nothing there.
+ */
+static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_out *o)
+{
+	bool all_cached = !o->direct && o->cache_end == UINT64_MAX;
+
+	if (d->sums_late && all_cached)
+		return PAGESUM_LATER;
+	if (d->mode != MODE_SPLICE)
+		return PAGESUM_FED;
+	return all_cached ? PAGESUM_FILE : PAGESUM_MEMORY;
 }
 
 int write_pages(struct dump_ctx *d)
@@ -388,12 +421,7 @@ int write_pages(struct dump_ctx *d)
 	ret = open_pages(d, &o);
 	if (ret)
 		return ret;
-	/*
-	 * read, mem: the writer feeds what it writes. splice: a thread hashes
-	 * the image's page cache behind the splice, or with O_DIRECT (no page
-	 * cache) reads the frozen target's memory.
-	 */
-	src = d->mode != MODE_SPLICE ? PAGESUM_FED : o.direct ? PAGESUM_MEMORY : PAGESUM_FILE;
+	src = sum_source(d, &o);
 	o.sum = src == PAGESUM_FED ? &ps : NULL;
 	o.follow = src == PAGESUM_FILE ? &ps : NULL;
 	/* the blob's start writes memory (rseq): before the checksums read it */

@@ -8,9 +8,11 @@
  * thread follows the splice on the other CPU and hashes the image's
  * page-cache pages as each chunk is written (PAGESUM_FILE): mapped, not
  * copied, the bytes the file really holds, read while still in the shared
- * cache. With O_DIRECT there is no page cache: the thread reads the
- * target's memory beside the splice (the target is frozen, so its memory is
- * the image's content; the disk is the bottleneck there, not the CPUs).
+ * cache. With O_DIRECT (for the whole image or its tail, pagecache.c) there
+ * is no page cache to follow: the thread reads the target's memory beside
+ * the splice (the target is frozen, so its memory is the image's content;
+ * the disk is the bottleneck there, not the CPUs). When the sums can wait
+ * until the target runs again, none is taken here (pages.c, sum_source).
  *
  * Hashing from the page cache inline, after each chunk on the splicing
  * thread, was measured too: 1 GiB frozen 2.5 / 1.4 / 1.7 s against
@@ -168,10 +170,10 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, 
 		return -ENOMEM;
 	for (size_t i = 0; i < d->nr_runs; i++)
 		ps->lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
-	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs);
+	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs, false);
 	ps->src = src;
 	ps->wfd = fd;
-	if (src == PAGESUM_FED)
+	if (src == PAGESUM_FED || src == PAGESUM_LATER)
 		return 0;
 	if (pthread_create(&ps->thread, NULL, src == PAGESUM_MEMORY ? pagesum_main : follow_main, ps))
 		return fail(-EAGAIN, "cannot start the checksum thread");

@@ -15,6 +15,7 @@ enum pagesum_src {
 	PAGESUM_FED,		/* pagesum_feed() by the caller */
 	PAGESUM_MEMORY,		/* a thread reads the runs from the frozen target */
 	PAGESUM_FILE,		/* a thread hashes the image as pagesum_written() says it grows */
+	PAGESUM_LATER,		/* none now: read back once the target runs (images.c) */
 };
 
 struct pagesum {
@@ -32,7 +33,7 @@ struct pagesum {
 	int rfd;		/* PAGESUM_FILE: the image, opened for reading */
 	uint64_t *lens;		/* of each run of d->runs */
 	uint64_t *sums;		/* their checksums */
-	struct runsum rs;	/* rs.whole: the whole image's */
+	struct runsum rs;	/* rs.total: the image's size */
 };
 
 /* fd: the image, for PAGESUM_FILE. */
@@ -43,7 +44,7 @@ static inline void pagesum_feed(struct pagesum *ps, const void *buf, size_t len)
 {
 	runsum_feed(&ps->rs, buf, len);
 }
-/* Wait for it (abort: stop early); its error, or 0 with sums and rs.whole set. */
+/* Wait for it (abort: stop early); its error, or 0 with sums and rs.total set. */
 int pagesum_finish(struct pagesum *ps, bool abort);
 
 #endif

@@ -125,6 +125,7 @@ static int members_init(struct tree_dump *td)
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
 		track_init(&m->d.track, p->pid);
+		m->d.sums_late = td->leave_running && !td->o->hooks;	/* finish_member() */
 		n++;
 		td->n = n;
 		ret = track_find(&m->d.track, p->pid);	/* a pre-dump's tracker it holds */

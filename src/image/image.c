@@ -63,6 +63,7 @@ struct created_img {
 	char *name;
 	bool summed;		/* size and hash known (pages images: read back) */
 	uint64_t size, hash;
+	bool of_runs;		/* hash: of the runs' checksums (runsum.h) */
 };
 
 void img_name(enum img_type t, unsigned id, char *buf, size_t len)
@@ -250,7 +251,7 @@ int img_close(struct image *img)
 	}
 	if (!ret && img->type != IMG_PAGES)	/* pages may bypass img_write_raw */
 		img->dir->created[img->idx] = (struct created_img){ img->dir->created[img->idx].name, true,
-							  img->hash.total, hash64_final(&img->hash) };
+							  img->hash.total, hash64_final(&img->hash), false };
 	free(img);
 	return ret;
 }
@@ -308,7 +309,7 @@ static struct created_img *find_created(struct img_dir *dir, const char *name)
 }
 
 int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t size,
-		uint64_t hash)
+		uint64_t hash, bool of_runs)
 {
 	char name[64];
 	struct created_img *c;
@@ -317,7 +318,7 @@ int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t s
 	c = find_created(dir, name);
 	if (!c)
 		return fail(-ENOENT, "image %s was not created", name);
-	*c = (struct created_img){ c->name, true, size, hash };
+	*c = (struct created_img){ c->name, true, size, hash, of_runs };
 	return 0;
 }
 
@@ -334,10 +335,11 @@ int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, s
 	fd = img_open_file(dir->fd, name, 0);
 	if (fd < 0)
 		return fd;
-	ret = runsum_read(fd, name, lens, nr, sums, &whole);
+	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);	/* the disk works while we hash */
+	ret = runsum_read(fd, name, lens, nr, sums, &whole, false);
 	close(fd);
 	if (!ret && c)
-		*c = (struct created_img){ c->name, true, whole.total, hash64_final(&whole) };
+		*c = (struct created_img){ c->name, true, whole.total, runsum_of_runs(sums, nr), true };
 	return ret;
 }
 
@@ -347,7 +349,7 @@ static bool created_here(void *dir, const char *name)
 }
 
 static void add_sum(InventoryEntry *inv, ImageSumEntry *sums, ImageSumEntry **ptrs,
-		    const char *name, uint64_t size, uint64_t hash)
+		    const char *name, uint64_t size, uint64_t hash, bool of_runs)
 {
 	ImageSumEntry *e = &sums[inv->n_images];
 
@@ -355,6 +357,7 @@ static void add_sum(InventoryEntry *inv, ImageSumEntry *sums, ImageSumEntry **pt
 	e->name = (char *)name;
 	e->size = size;
 	e->hash = hash;
+	e->has_of_runs = e->of_runs = of_runs;
 	ptrs[inv->n_images++] = e;
 }
 
@@ -374,14 +377,14 @@ static int list_images(struct img_dir *dir, InventoryEntry *inv, ImageSumEntry *
 		if (!c->summed)
 			ret = img_sum_file(dir->fd, c->name, &c->size, &c->hash);
 		c->summed = !ret;
-		add_sum(inv, sums, ptrs, c->name, c->size, c->hash);
+		add_sum(inv, sums, ptrs, c->name, c->size, c->hash, c->of_runs);
 	}
 	for (int i = 0; i < dir->nr_subsets && !ret; i++)
 		add_sum(inv, sums, ptrs, dir->subsets[i].name, dir->subsets[i].size,
-			dir->subsets[i].hash);
+			dir->subsets[i].hash, false);
 	nrt = ret ? 0 : img_runtime_files(dir->fd, created_here, dir, rt, RUNTIME_FILES_MAX);
 	for (int i = 0; i < nrt; i++)
-		add_sum(inv, sums, ptrs, rt[i].name, rt[i].size, rt[i].hash);
+		add_sum(inv, sums, ptrs, rt[i].name, rt[i].size, rt[i].hash, false);
 	return ret ? ret : nrt < 0 ? nrt : 0;
 }
 

@@ -139,7 +139,8 @@ void img_free(const ProtobufCMessageDescriptor *desc, void *msg);
 int img_write_inventory(struct img_dir *dir, InventoryEntry *inv);
 /*
  * A pages image this dump created, read back once: sums[i] gets the checksum
- * of its i-th run of lens[i] bytes, and the inventory its size and checksum.
+ * of its i-th run of lens[i] bytes, and the inventory its size and the checksum
+ * of those (runsum_of_runs).
  */
 int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
 		 uint64_t *sums);
@@ -153,9 +154,10 @@ int img_add_subset(struct img_dir *dir, const char *name);
 int img_open_subset(int dirfd, const char *name);
 /* Is name one of a sub-set (proc-PID)? */
 bool img_is_subset(const char *name, unsigned *pid);
-/* The checksum of a created image, known without reading it back. */
+/* The checksum of a created image, known without reading it back (of_runs: a pages
+ * image's, of its runs' checksums, runsum.h). */
 int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t size,
-		uint64_t hash);
+		uint64_t hash, bool of_runs);
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 

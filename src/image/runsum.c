@@ -30,9 +30,26 @@ static void next_span(struct runsum *p)
 	}
 }
 
-void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr)
+uint64_t runsum_of_runs(const uint64_t *sums, size_t nr)
 {
-	*p = (struct runsum){ .lens = lens, .sums = sums, .nr = nr, .left = nr ? lens[0] : 0 };
+	struct hash64 h;
+
+	hash64_init(&h);
+	for (size_t i = 0; i < nr; i++) {
+		uint8_t le[8];
+
+		for (int b = 0; b < 8; b++)
+			le[b] = (uint8_t)(sums[i] >> (8 * b));
+		hash64_update(&h, le, sizeof(le));
+	}
+	return hash64_final(&h);
+}
+
+void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr,
+		 bool with_whole)
+{
+	*p = (struct runsum){ .lens = lens, .sums = sums, .nr = nr, .left = nr ? lens[0] : 0,
+			      .with_whole = with_whole };
 	hash64_init(&p->h);
 	hash64_init(&p->whole);
 	next_span(p);		/* empty spans first */
@@ -42,16 +59,21 @@ void runsum_feed(struct runsum *p, const void *data, size_t n)
 {
 	const uint8_t *buf = data;
 
+	p->total += n;
 	while (n && p->i < p->nr) {
 		size_t k = n < p->left ? n : p->left;
 
-		hash64_update2(&p->h, &p->whole, buf, k);	/* each byte read once */
+		if (p->with_whole)
+			hash64_update2(&p->h, &p->whole, buf, k);	/* each byte read once */
+		else
+			hash64_update(&p->h, buf, k);
 		p->left -= k;
 		buf += k;
 		n -= k;
 		next_span(p);
 	}
-	hash64_update(&p->whole, buf, n);	/* past the spans (the caller refuses it) */
+	if (p->with_whole)
+		hash64_update(&p->whole, buf, n);	/* past the spans (the caller refuses it) */
 }
 
 void runsum_end(struct runsum *p)
@@ -63,7 +85,7 @@ void runsum_end(struct runsum *p)
 }
 
 int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
-		struct hash64 *whole)
+		struct hash64 *whole, bool with_whole)
 {
 	uint8_t *buf = malloc(READ_BUF);
 	struct runsum p;
@@ -73,7 +95,7 @@ int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint6
 
 	if (!buf)
 		return -ENOMEM;
-	runsum_init(&p, lens, sums, nr);
+	runsum_init(&p, lens, sums, nr, with_whole);
 	while ((n = pread(fd, buf, READ_BUF, off)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -86,6 +108,7 @@ int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint6
 	}
 	runsum_end(&p);
 	*whole = p.whole;
+	whole->total = p.total;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	free(buf);
 	return ret;
@@ -97,14 +120,15 @@ static void feed_cb(void *arg, const void *buf, size_t n)
 }
 
 int runsum_stream(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
-		  struct hash64 *whole)
+		  struct hash64 *whole, bool with_whole)
 {
 	struct runsum p;
 	int ret;
 
-	runsum_init(&p, lens, sums, nr);
+	runsum_init(&p, lens, sums, nr, with_whole);
 	ret = stream_read(fd, name, feed_cb, &p);
 	runsum_end(&p);
 	*whole = p.whole;
+	whole->total = p.total;
 	return ret;
 }

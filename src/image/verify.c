@@ -142,7 +142,7 @@ int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
 			return fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
 				    " (%" PRIu64 " pages) do not match their checksum", name,
 				    present[i]->start, (present[i]->end - present[i]->start) / PAGE_SIZE);
-	if (whole)
+	if (whole && !e->of_runs)
 		return compare_sum(e, whole->total, hash64_final(whole));
 	for (size_t i = 0; i < n; i++) {	/* the runs' sums cover every byte: the size */
 		if (!present[i]->has_sum)
@@ -150,6 +150,10 @@ int imgset_check_run_sums(const InventoryEntry *inv, const char *name,
 				    present[i]->start);
 		total += present[i]->end - present[i]->start;
 	}
+	if (whole && whole->total != total)
+		return compare_sum(e, whole->total, 0);
+	if (e->of_runs)		/* listed by its runs' checksums (runsum.h) */
+		return compare_sum(e, total, runsum_of_runs(sums, n));
 	return total == e->size ? 0 : compare_sum(e, total, 0);
 }
 
@@ -158,11 +162,12 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 {
 	uint64_t *lens = calloc(nr + 1, sizeof(*lens)), *sums = calloc(nr + 1, sizeof(*sums));
 	const struct dump_run **present = calloc(nr + 1, sizeof(*present));
+	const ImageSumEntry *e = entry_of(inv, name);
 	struct hash64 whole;
 	size_t n = 0;
 	int ret = lens && sums && present ? 0 : -ENOMEM;
 
-	if (!ret && !entry_of(inv, name))
+	if (!ret && !e)
 		ret = fail(-EIO, "image %s is not listed in inventory.img", name);
 	for (size_t i = 0; !ret && i < nr; i++) {
 		if (!runs[i].present)
@@ -171,7 +176,7 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 		lens[n++] = runs[i].end - runs[i].start;
 	}
 	if (!ret)
-		ret = runsum_stream(fd, name, lens, n, sums, &whole);
+		ret = runsum_stream(fd, name, lens, n, sums, &whole, !e->of_runs);
 	if (!ret)
 		ret = imgset_check_run_sums(inv, name, present, n, sums, &whole);
 	free(lens);
