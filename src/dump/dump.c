@@ -469,8 +469,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		else
 			network_unlocked(o, d.pid);
 	}
-	/* until it runs again or is sent SIGKILL (as CRIU's frozen_time): not its exit */
-	frozen_us = (d.in.released_us ?: now_us()) - d.stats.frozen_at;
+	frozen_us = now_us() - d.stats.frozen_at;
 	if (!ret && d.snap)
 		ret = snapshot_copy(&d);	/* the target runs: its other pages */
 	snapshot_end(&d);

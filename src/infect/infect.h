@@ -72,9 +72,6 @@ struct infect_ctx {
 	const volatile sig_atomic_t *stop;
 	struct infect_trace *trace;	/* or NULL */
 	bool seccomp_unsuspended;	/* its filters apply to our syscalls */
-	uint64_t released_us;		/* infect_release(): now_us() when every thread was
-					 * let go, or when SIGKILL was sent (before the wait
-					 * for the exit, the kernel freeing its memory) */
 };
 
 /* seize.c */

@@ -302,7 +302,6 @@ static int seize_all(struct infect_ctx *c)
 static void kill_all(struct infect_ctx *c)
 {
 	kill(c->pid, SIGKILL);
-	c->released_us = now_us();	/* it runs no more of its code */
 	for (int i = c->nr_threads - 1; i >= 0; i--) {
 		struct infect_thread *t = &c->threads[i];
 		int status;
@@ -366,12 +365,10 @@ static void detach_all(struct infect_ctx *c)
  */
 void infect_release(struct infect_ctx *c, bool kill_process)
 {
-	if (kill_process) {
+	if (kill_process)
 		kill_all(c);
-	} else {
+	else
 		detach_all(c);
-		c->released_us = now_us();
-	}
 	free(c->threads);
 	c->threads = NULL;
 	c->nr_threads = 0;
