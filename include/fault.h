@@ -14,7 +14,8 @@
  * are still write-protected), "images-written" (a killing dump, its images
  * written, before the last look at the sockets' queues and the inventory),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
- * seized). */
+ * seized), "pages-half" (half of pages-1.img's bytes taken from the
+ * target). */
 void fault_point(const char *point);
 
 #endif

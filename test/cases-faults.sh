@@ -125,11 +125,19 @@ case_worker_killed_pages() {
 	local mode=$1
 	BIG_MB=1024 start_big
 	MD_ERR=$T/md.dump.err
-	"$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$mode" 2> "$MD_ERR" &
+	if [[ $2 == half ]]; then
+		MEMDUMP_FAULT=pages-half "$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$mode" 2> "$MD_ERR" &
+	else
+		"$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$mode" 2> "$MD_ERR" &
+	fi
 	local mdpid=$!
 	track "$mdpid"
-	wait_seized "$PID" "$mdpid"
-	sleep "$2"
+	if [[ $2 == half ]]; then
+		wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" || fail "the dump never got half way"
+	else
+		wait_seized "$PID" "$mdpid"
+		sleep "$2"
+	fi
 	kill -0 "$mdpid" 2>/dev/null || fail "dump finished before its worker could be killed"
 	kill_worker "$mdpid"
 	expect_untraced "$PID"
@@ -145,7 +153,7 @@ add err-worker-killed-infected-mem case_worker_killed_infected mem infected
 add err-worker-killed-in-syscall case_worker_killed_infected read in-remote-syscall
 for m in splice read mem; do
 	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02
-	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" 0.4
+	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" half
 done
 
 # A seccomp filter that kills the process on the syscalls the parasite runs

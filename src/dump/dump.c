@@ -278,6 +278,8 @@ void dump_ctx_free(struct dump_ctx *d)
 	free(d->runs);
 	free(d->parent_runs);
 	free(d->run_sums);
+	if (d->pages_fd >= 0)
+		close(d->pages_fd);
 	parent_free(d);
 	track_close(&d->track);
 	free(d->guards);
@@ -385,7 +387,7 @@ static int dump_pipeline(const struct dump_opts *o)
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
-			      .parent = { .dirfd = -1 },
+			      .parent = { .dirfd = -1 }, .pages_fd = -1,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	bool leave_running = o->leave_running || o->pre_dump;
 	struct task_state *ts = calloc(1, sizeof(*ts));
@@ -428,9 +430,13 @@ static int dump_pipeline(const struct dump_opts *o)
 		if (h)
 			ret = h;
 	}
+	if (ret >= 0)
+		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
 	if (ret < 0) {
-		if (d.dir.fd > 0)
+		if (d.dir.fd > 0) {
+			img_remove_created(&d.dir);
 			close(d.dir.fd);
+		}
 		dump_ctx_free(&d);
 		free(ts);
 		return ret;

@@ -155,6 +155,12 @@ enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 /* pagecache.c: how many of an image's bytes go through the page cache (all: it fits) */
 uint64_t pages_cache_room(uint64_t bytes);
+struct dump_ctx;
+struct dump_opts;
+/* pagewarm.c: before the freeze, pages-1.img created and its page cache filled
+ * (d->pages_fd, d->pages_warm); then cut to the bytes written. */
+int pages_warm(struct dump_ctx *d, const struct dump_opts *o);
+int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {
@@ -287,6 +293,8 @@ struct dump_ctx {
 	bool sums_late;			/* the inventory is written once the target runs
 					 * again: the page cache is summed then (pages.c) */
 	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
+	int pages_fd;			/* pages-1.img made before the freeze, or -1 */
+	uint64_t pages_warm;		/* the bytes of it in the page cache (pagewarm.c) */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;

@@ -32,6 +32,7 @@
 #include "dump/dump.h"
 #include "dump/pagesum.h"
 #include "infect/infect.h"
+#include "fault.h"
 #include "image/image.h"
 #include "log.h"
 #include "progress.h"
@@ -54,6 +55,7 @@ struct pages_out {
 	bool stop;
 	struct pagesum *sum;	/* read and mem modes: fed what is written */
 	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
+	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
 	pthread_t writer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -182,6 +184,16 @@ ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, v
 	return process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
 }
 
+/* The fault point "pages-half": half of the pages taken from the target (fault.h). */
+static void copied(struct pages_out *o, uint64_t bytes)
+{
+	bool before = o->copied < o->half;
+
+	o->copied += bytes;
+	if (before && o->copied >= o->half)
+		fault_point("pages-half");
+}
+
 /* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
 static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		    bool use_mem)
@@ -204,6 +216,7 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 		ret = submit_buffer(o, n);
 		if (ret)
 			return ret;
+		copied(o, n);
 		addr += n;
 		left -= n;
 	}
@@ -271,6 +284,7 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 		if (ret)
 			break;
 		o->written += bytes;
+		copied(o, bytes);
 		pagesum_written(o->follow, o->written);
 		progress_update(&o->bar, o->written);
 	}
@@ -329,7 +343,8 @@ static uint64_t cache_end(const struct dump_ctx *d)
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
-	o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
+	o->fd = d->pages_fd >= 0 ? d->pages_fd : img_create_fd(&d->dir, IMG_PAGES, 1);
+	d->pages_fd = -1;	/* o's now */
 	if (o->fd < 0)
 		return o->fd;
 	o->cache_end = cache_end(d);
@@ -439,6 +454,7 @@ int write_pages(struct dump_ctx *d)
 		return ret;
 	}
 	progress_start(&o.bar, "dumping memory", d->nr_pages * PAGE_SIZE, d->progress);
+	o.half = d->nr_pages * PAGE_SIZE / 2;
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
@@ -450,6 +466,8 @@ int write_pages(struct dump_ctx *d)
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
+	if (!ret)
+		ret = pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)
 		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
 	return ret;

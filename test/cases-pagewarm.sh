@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# pages-1.img's page cache made before the freeze (src/dump/pagewarm.c):
+# the image is created at the size of the target's anonymous memory,
+# allocated and read into the cache while the target runs; the frozen copy
+# overwrites cached pages and the image is cut to what was written.
+
+# pages written: the summary line's "N pages"
+summary_pages() { sed -n 's/.* VMAs, \([0-9]*\) pages .*/\1/p' "$MD_OUT" | head -n1; }
+
+# the image is exactly the pages written, verifies, and restores
+expect_exact_pages() {
+	local n size
+	n=$(summary_pages)
+	[[ -n $n ]] || fail "no page count in the summary: $(cat "$MD_OUT")"
+	size=$(stat -c %s "$T/d/pages-1.img")
+	(( size == n * 4096 )) || fail "pages-1.img is $size bytes for $n pages"
+	md verify verify -D "$T/d" || fail "the set does not verify: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" good
+}
+
+# A 64 MiB target: warmed, in each mode; MEMDUMP_PAGES_WARM=0: not warmed.
+case_pagewarm() {
+	local mode=$1
+	start_prog t-pattern 64
+	dump "$PID" "$T/d" --mode "$mode" -v 3
+	expect_killed "$PID"
+	grep -q "pages-1.img: [0-9]* MiB of page cache ready" "$MD_ERR" ||
+		fail "pages-1.img not warmed: $(grep pages-1 "$MD_ERR")"
+	expect_exact_pages
+}
+add pagewarm-splice case_pagewarm splice
+add pagewarm-read case_pagewarm read
+
+case_pagewarm_off() {
+	start_prog t-pattern 64
+	MEMDUMP_PAGES_WARM=0 dump "$PID" "$T/d" -v 3
+	expect_killed "$PID"
+	grep -q "page cache ready" "$MD_ERR" && fail "warmed with MEMDUMP_PAGES_WARM=0"
+	expect_exact_pages
+}
+add pagewarm-off case_pagewarm_off
+
+# Warmed further than the pages go (the target freed memory meanwhile):
+# the image is cut to the pages written. And warmed short of them: the
+# rest is written past the warm part.
+case_pagewarm_size() {
+	local bytes=$1
+	start_prog t-pattern 16
+	MEMDUMP_PAGES_WARM=$bytes dump "$PID" "$T/d" -v 3
+	expect_killed "$PID"
+	grep -q "pages-1.img: $((bytes >> 20)) MiB of page cache ready" "$MD_ERR" ||
+		fail "pages-1.img not warmed to $((bytes >> 20)) MiB: $(grep pages-1 "$MD_ERR")"
+	expect_exact_pages
+}
+add pagewarm-trim case_pagewarm_size $((96 << 20))
+add pagewarm-short case_pagewarm_size $((4 << 20))
+
+# No room for the warm image (a 48 MiB tmpfs, 64 MiB asked): not warmed,
+# the dump goes on and fits.
+case_pagewarm_nospace() {
+	start_prog t-pattern 16
+	mkdir -p "$T/small"
+	mount -t tmpfs -o size=48m memdump-t "$T/small" || fail "cannot mount a tmpfs"	# run.sh unmounts it
+	MEMDUMP_PAGES_WARM=$((64 << 20)) md dump.small dump -t "$PID" -D "$T/small" -v 4 ||
+		fail "dump failed (exit $MD_RC): $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	grep -q "pages-1.img not warmed (No space left on device)" "$MD_ERR" ||
+		fail "no 'not warmed' for the full tmpfs: $(grep pages-1 "$MD_ERR")"
+	mkdir -p "$T/d" && cp -a "$T/small/." "$T/d/" || fail "cannot copy the set"
+	expect_exact_pages
+}
+add pagewarm-nospace case_pagewarm_nospace
+
+# SIGTERM to memdump while it warms (1 GiB asked): it exits non-zero, the
+# target was never touched, and the half-made image is gone.
+case_pagewarm_killed() {
+	mkdir -p "$T/d"
+	start_prog t-pattern 16
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_PAGES_WARM=$((1 << 30)) "$MEMDUMP" dump -t "$PID" -D "$T/d" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_until "$OP_TIMEOUT" eval '[[ -e $T/d/pages-1.img ]] || ! kill -0 '"$mdpid"' 2>/dev/null'
+	kill -0 "$mdpid" 2>/dev/null || fail "dump finished before it could be killed: $(cat "$MD_ERR")"
+	kill -TERM "$mdpid"
+	wait_until "$OP_TIMEOUT" eval '! kill -0 '"$mdpid"' 2>/dev/null' || fail "memdump did not exit after SIGTERM"
+	wait "$mdpid"; MD_RC=$?
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "memdump exited 0 after SIGTERM"
+	[[ -e $T/d/pages-1.img ]] && fail "pages-1.img left behind"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add pagewarm-killed case_pagewarm_killed
