@@ -433,10 +433,8 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (ret >= 0)
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
 	if (ret < 0) {
-		if (d.dir.fd > 0) {
-			img_remove_created(&d.dir);
+		if (d.dir.fd > 0)
 			close(d.dir.fd);
-		}
 		dump_ctx_free(&d);
 		free(ts);
 		return ret;

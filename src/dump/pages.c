@@ -343,8 +343,16 @@ static uint64_t cache_end(const struct dump_ctx *d)
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
-	o->fd = d->pages_fd >= 0 ? d->pages_fd : img_create_fd(&d->dir, IMG_PAGES, 1);
-	d->pages_fd = -1;	/* o's now */
+	if (d->pages_fd >= 0) {	/* made before the freeze (pagewarm.c) */
+		int ret = img_link_fd(&d->dir, IMG_PAGES, 1, d->pages_fd);
+
+		if (ret)
+			return ret;
+		o->fd = d->pages_fd;
+		d->pages_fd = -1;	/* o's now */
+	} else {
+		o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
+	}
 	if (o->fd < 0)
 		return o->fd;
 	o->cache_end = cache_end(d);

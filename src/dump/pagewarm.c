@@ -16,10 +16,16 @@
  *
  * Not warmed: incremental dumps (the dirty pages are few, and unknown
  * until frozen), snapshots (their pages are written while the target
- * runs), O_DIRECT images, small targets, and an estimate the disk has no
- * room for (the write then reports the full disk, as it would have).
+ * runs), O_DIRECT images, small targets, an estimate the disk has no room
+ * for (the write then reports the full disk, as it would have), and
+ * filesystems without O_TMPFILE.
  * MEMDUMP_PAGES_WARM=0 turns it off (benchmarks: before and after), =BYTES
  * warms that much whatever the target holds (tests: more than is written).
+ *
+ * The image is an unnamed file (O_TMPFILE) until the frozen dump names it
+ * pages-1.img (img_link_fd): a dump that ends before, killed even, leaves
+ * nothing behind. A tree's processes each get one (treedump.c), made in
+ * the set's directory before their own directories exist.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,25 +63,28 @@ static uint64_t anon_bytes(pid_t pid)
 	return bytes;
 }
 
-static bool warm_wanted(const struct dump_ctx *d, const struct dump_opts *o)
+bool pages_warm_wanted(const struct dump_ctx *d, const struct dump_opts *o)
 {
 	return d->pages_write != PAGES_DIRECT && !o->prev_dir && !o->snapshot;
 }
 
-/* How much to warm: the target's anonymous memory, as far as the cache has room. */
-static uint64_t warm_bytes(const struct dump_ctx *d)
+uint64_t pages_warm_estimate(pid_t pid)
 {
 	const char *env = getenv("MEMDUMP_PAGES_WARM");
-	uint64_t est, bytes;
+	uint64_t est;
 
 	if (env)
 		return strtoull(env, NULL, 0) & ~(PAGE_SIZE - 1);
-	est = anon_bytes(d->pid);
-	if (est < WARM_MIN)
-		return 0;
-	bytes = d->pages_write == PAGES_CACHE ? est : MIN(est, pages_cache_room(est));
-	bytes &= ~(WARM_ALIGN - 1);
-	return bytes < WARM_MIN ? 0 : bytes;
+	est = anon_bytes(pid) & ~(WARM_ALIGN - 1);
+	return est < WARM_MIN ? 0 : est;
+}
+
+/* How much of est goes through the page cache (pagecache.c), on a 2 MiB boundary. */
+static uint64_t cache_share(const struct dump_ctx *d, uint64_t est)
+{
+	if (d->pages_write == PAGES_CACHE || getenv("MEMDUMP_PAGES_WARM"))
+		return est;
+	return MIN(est, pages_cache_room(est)) & ~(WARM_ALIGN - 1);
 }
 
 static int populate_window(int fd, uint64_t off, size_t len)
@@ -94,48 +103,75 @@ static int populate_window(int fd, uint64_t off, size_t len)
 	return ret;
 }
 
-/* Read [0, bytes) of the image into the page cache without copying it out. */
-static int populate(int wfd, uint64_t bytes)
+int pages_warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 {
-	char path[64];
-	int fd, ret = 0;
+	uint64_t t0 = now_us();
+	int fd = img_create_unnamed(dirfd), ret;
 
-	/* it is open write-only: a readable fd of the same file (as pagesum.c) */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", wfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	*out = -1;
+	if (fd < 0) {	/* a filesystem without O_TMPFILE: written as it comes */
+		pr_debug("pages image of process %d not warmed (%s)", pid, strerror(-fd));
+		return 0;
+	}
+	ret = fallocate(fd, 0, 0, (off_t)bytes) ? -errno : 0;
 	for (uint64_t off = 0; off < bytes && !ret; off += WARM_WINDOW)
 		ret = populate_window(fd, off, MIN(WARM_WINDOW, bytes - off));
-	close(fd);
+	if (ret) {
+		close(fd);	/* it vanishes */
+		if (ret == -EINTR)
+			return fail(ret, "interrupted while filling the page cache of the pages "
+				    "image, before process %d was frozen", pid);
+		pr_debug("pages image of process %d not warmed (%s)", pid, strerror(-ret));
+		return 0;	/* no room, or a filesystem that cannot: written as it comes */
+	}
+	pr_info("pages image of process %d: %" PRIu64 " MiB of page cache ready in %.3f s, "
+		"before the freeze", pid, bytes >> 20, (now_us() - t0) / 1e6);
+	*out = fd;
+	return 0;
+}
+
+int pages_warm_tree(const struct dump_ctx *probe, const struct dump_opts *o, const pid_t *pids,
+		    int n, int dirfd, struct warm_file *out)
+{
+	uint64_t total = 0, room;
+	int ret = 0;
+
+	for (int i = 0; i < n; i++) {
+		out[i] = (struct warm_file){ pids[i], -1, pages_warm_estimate(pids[i]) };
+		total += out[i].bytes;
+	}
+	if (!pages_warm_wanted(probe, o) || !total)
+		return 0;
+	room = cache_share(probe, total);	/* the cache's room for the whole tree */
+	for (int i = 0; i < n && !ret; i++) {
+		uint64_t bytes = MIN(out[i].bytes, room) & ~(WARM_ALIGN - 1);
+
+		out[i].bytes = 0;
+		if (bytes < WARM_MIN && !getenv("MEMDUMP_PAGES_WARM"))
+			continue;
+		ret = bytes ? pages_warm_file(pids[i], dirfd, bytes, &out[i].fd) : 0;
+		if (out[i].fd >= 0) {
+			out[i].bytes = bytes;
+			room -= bytes;
+		}
+	}
 	return ret;
 }
 
-
 int pages_warm(struct dump_ctx *d, const struct dump_opts *o)
 {
-	uint64_t bytes, t0 = now_us();
-	int fd, ret;
+	uint64_t bytes;
+	int ret;
 
-	if (!warm_wanted(d, o) || !(bytes = warm_bytes(d)))
+	if (!pages_warm_wanted(d, o))
 		return 0;
-	fd = img_create_fd(&d->dir, IMG_PAGES, 1);
-	if (fd < 0)
-		return fail(fd, "cannot create the pages image: %s", strerror(-fd));
-	d->pages_fd = fd;
-	ret = fallocate(fd, 0, 0, (off_t)bytes) ? -errno : populate(fd, bytes);
-	if (ret == -EINTR)
-		return fail(ret, "interrupted while filling the page cache of the pages image, "
-			    "before process %d was frozen", d->pid);
-	if (ret) {	/* no room, or a filesystem that cannot: written as it comes */
-		pr_debug("pages-1.img not warmed (%s)", strerror(-ret));
-		return ftruncate(fd, 0) ? fail(-errno, "cannot truncate the pages image: %s",
-					       strerror(errno)) : 0;
-	}
-	d->pages_warm = bytes;
-	pr_info("pages-1.img: %" PRIu64 " MiB of page cache ready in %.3f s, before the freeze",
-		bytes >> 20, (now_us() - t0) / 1e6);
-	return 0;
+	bytes = cache_share(d, pages_warm_estimate(d->pid));
+	if (!bytes)
+		return 0;
+	ret = pages_warm_file(d->pid, d->dir.fd, bytes, &d->pages_fd);
+	if (!ret && d->pages_fd >= 0)
+		d->pages_warm = bytes;
+	return ret;
 }
 
 int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written)

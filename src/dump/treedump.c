@@ -82,6 +82,8 @@ struct tree_dump {
 	bool leave_running;
 	uint64_t frozen_at;		/* the freeze that held: its first process's */
 	struct freezer fz;		/* --freeze-cgroup */
+	struct warm_file *warm;		/* pages images made before the freeze (pagewarm.c) */
+	int nr_warm;
 };
 
 static int refuse_options(const struct dump_opts *o, int n)
@@ -160,9 +162,62 @@ static int check_same_ns(const struct tree_dump *td)
 	return 0;
 }
 
+/*
+ * Before the freeze, every process's pages image made in the set's
+ * directory, unnamed, its page cache filled (pagewarm.c): the processes
+ * as they are now; one that is not a member once the tree is frozen
+ * leaves its file unused, which vanishes.
+ */
+static int warm_tree(struct tree_dump *td)
+{
+	struct dump_ctx probe = { .pages_write = td->o->pages_write };
+	struct proc_tree t = { 0 };
+	pid_t *pids;
+	int ret;
+
+	if (!pages_warm_wanted(&probe, td->o) || tree_collect(td->o->pid, &t))
+		return 0;	/* a tree that cannot be read is reported at the freeze */
+	td->dirfd = dump_open_dir(td->o->dir);
+	pids = calloc(t.n, sizeof(*pids));
+	td->warm = calloc(t.n, sizeof(*td->warm));
+	ret = td->dirfd < 0 ? td->dirfd : !pids || !td->warm ? -ENOMEM : 0;
+	for (int i = 0; !ret && i < t.n; i++)
+		pids[i] = t.procs[i].pid;
+	if (!ret) {
+		td->nr_warm = t.n;
+		ret = pages_warm_tree(&probe, td->o, pids, t.n, td->dirfd, td->warm);
+	}
+	free(pids);
+	tree_free(&t);
+	return ret;
+}
+
+/* A member's warmed pages image, if it has one, handed to its dump. */
+static void take_warm(struct tree_dump *td, struct dump_ctx *d)
+{
+	for (int i = 0; i < td->nr_warm; i++) {
+		if (td->warm[i].pid != d->pid || td->warm[i].fd < 0)
+			continue;
+		d->pages_fd = td->warm[i].fd;
+		d->pages_warm = td->warm[i].bytes;
+		td->warm[i].fd = -1;
+	}
+}
+
+static void warm_free(struct tree_dump *td)
+{
+	for (int i = 0; i < td->nr_warm; i++)
+		if (td->warm[i].fd >= 0)
+			close(td->warm[i].fd);
+	free(td->warm);
+	td->warm = NULL;
+	td->nr_warm = 0;
+}
+
 static int open_dirs(struct tree_dump *td)
 {
-	td->dirfd = dump_open_dir(td->o->dir);
+	if (td->dirfd < 0)
+		td->dirfd = dump_open_dir(td->o->dir);
 	if (td->dirfd < 0)
 		return td->dirfd;
 	td->m[0].d.dir.fd = td->dirfd;
@@ -472,6 +527,7 @@ static int dump_member(struct tree_dump *td, int k)
 	m->d.stats.freeze_start = td->m[0].d.stats.freeze_start;
 	m->d.stats.frozen_at = td->m[0].d.stats.frozen_at;
 	m->d.stats.threads = m->d.in.nr_threads;
+	take_warm(td, &m->d);
 	m->d.own_ns = ns_saved_mask(m->d.pid, td->o->ext_net_ino);
 	m->d.ext_net_key = ns_own_mask(m->d.pid) != m->d.own_ns ? td->o->ext_net_key : NULL;
 	ret = m->d.pre_dump ? 0 : collect_zombies(&m->d);
@@ -654,6 +710,8 @@ static int run(struct tree_dump *td)
 	int ret = hook_fire(td->o->hooks, HOOK_PRE_DUMP, td->o->pid);
 
 	if (!ret)
+		ret = warm_tree(td);	/* while it runs: the frozen copies are faster */
+	if (!ret)
 		ret = freeze_stable(td);
 	if (ret) {
 		unfreeze_all(td);
@@ -713,6 +771,9 @@ int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 	if (!ret)
 		ret = run(&td);
 	freezer_end(&td.fz);	/* the tree released: its cgroup as it was */
+	warm_free(&td);
+	if (td.dirfd >= 0 && (!td.m || td.m[0].d.dir.fd != td.dirfd))
+		close(td.dirfd);	/* opened for the warming, never handed to the root */
 	members_free(&td);
 	return ret;
 }

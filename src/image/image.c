@@ -237,6 +237,28 @@ int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id)
 	return ret;
 }
 
+int img_create_unnamed(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int img_link_fd(struct img_dir *dir, enum img_type t, unsigned id, int fd)
+{
+	char name[64], path[64];
+	int idx;
+
+	img_name(t, id, name, sizeof(name));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, path, dir->fd, name, AT_SYMLINK_FOLLOW))
+		return fail(-errno, "cannot create image %s: %s", name, strerror(errno));
+	idx = remember(dir, name);
+	if (idx < 0)
+		unlinkat(dir->fd, name, 0);
+	return idx < 0 ? idx : 0;
+}
+
 int img_close(struct image *img)
 {
 	int ret = 0;

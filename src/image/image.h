@@ -102,6 +102,11 @@ struct image {
 int img_create(struct img_dir *dir, enum img_type t, unsigned id, struct image **out);
 /* The same, as a bare fd for raw data written by its own means (pages). */
 int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id);
+/* An unnamed file (O_TMPFILE, read-write) in the directory dirfd, which vanishes
+ * unless img_link_fd() names it: -errno where the filesystem has none. */
+int img_create_unnamed(int dirfd);
+/* That file named as image t/id in dir (on the same filesystem), O_EXCL, remembered. */
+int img_link_fd(struct img_dir *dir, enum img_type t, unsigned id, int fd);
 int img_write_msg(struct image *img, const ProtobufCMessage *msg);
 int img_write_raw(struct image *img, const void *buf, size_t len);
 int img_close(struct image *img);
