@@ -163,6 +163,8 @@ struct dump_opts;
  * would (0: none), and the unnamed file in dirfd (*fd -1: not warmed). */
 int pages_warm(struct dump_ctx *d, const struct dump_opts *o);
 int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written);
+/* pages-1.img to write: the warmed one named now, or a new one; -errno */
+int pages_image_fd(struct dump_ctx *d);
 bool pages_warm_wanted(const struct dump_ctx *d, const struct dump_opts *o);
 uint64_t pages_warm_estimate(pid_t pid);
 int pages_warm_file(pid_t pid, int dirfd, uint64_t bytes, int *fd);

@@ -343,16 +343,7 @@ static uint64_t cache_end(const struct dump_ctx *d)
 
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
-	if (d->pages_fd >= 0) {	/* made before the freeze (pagewarm.c) */
-		int ret = img_link_fd(&d->dir, IMG_PAGES, 1, d->pages_fd);
-
-		if (ret)
-			return ret;
-		o->fd = d->pages_fd;
-		d->pages_fd = -1;	/* o's now */
-	} else {
-		o->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
-	}
+	o->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
 	if (o->fd < 0)
 		return o->fd;
 	o->cache_end = cache_end(d);

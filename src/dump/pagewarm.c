@@ -14,9 +14,10 @@
  * it wrote. The warming costs the running target some CPU and no frozen
  * time; on a machine that does not fault in the host it is a wash.
  *
- * Not warmed: incremental dumps (the dirty pages are few, and unknown
- * until frozen), snapshots (their pages are written while the target
- * runs), O_DIRECT images, small targets, an estimate the disk has no room
+ * A snapshot's image is warmed too: its copier, and a target thread that
+ * waits for its page to be saved before it writes it, then copy into
+ * cached pages. Not warmed: incremental dumps (the dirty pages are few,
+ * and unknown until frozen), O_DIRECT images, small targets, an estimate the disk has no room
  * for (the write then reports the full disk, as it would have), and
  * filesystems without O_TMPFILE.
  * MEMDUMP_PAGES_WARM=0 turns it off (benchmarks: before and after), =BYTES
@@ -65,7 +66,7 @@ static uint64_t anon_bytes(pid_t pid)
 
 bool pages_warm_wanted(const struct dump_ctx *d, const struct dump_opts *o)
 {
-	return d->pages_write != PAGES_DIRECT && !o->prev_dir && !o->snapshot;
+	return d->pages_write != PAGES_DIRECT && !o->prev_dir;
 }
 
 uint64_t pages_warm_estimate(pid_t pid)
@@ -172,6 +173,19 @@ int pages_warm(struct dump_ctx *d, const struct dump_opts *o)
 	if (!ret && d->pages_fd >= 0)
 		d->pages_warm = bytes;
 	return ret;
+}
+
+int pages_image_fd(struct dump_ctx *d)
+{
+	int fd = d->pages_fd, ret;
+
+	if (fd < 0)
+		return img_create_fd(&d->dir, IMG_PAGES, 1);
+	ret = img_link_fd(&d->dir, IMG_PAGES, 1, fd);
+	if (ret)
+		return ret;
+	d->pages_fd = -1;	/* the caller's now */
+	return fd;
 }
 
 int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written)

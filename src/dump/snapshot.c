@@ -408,7 +408,7 @@ static int cover(struct dump_ctx *d, struct snapshot *s)
 
 static int start(struct dump_ctx *d, struct snapshot *s)
 {
-	s->fd = img_create_fd(&d->dir, IMG_PAGES, 1);
+	s->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
 	if (s->fd < 0)
 		return s->fd;
 	s->stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -469,6 +469,8 @@ int snapshot_copy(struct dump_ctx *d)
 	}
 	free(buf);
 	err = err ?: s->handler_err;
+	if (!err)
+		err = pages_warm_trim(d, s->fd, d->nr_pages * PAGE_SIZE);
 	if (!err) {
 		pr_info("snapshot: %lu of %lu pages saved on a write fault", s->faults, d->nr_pages);
 	}
