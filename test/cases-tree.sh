@@ -234,6 +234,19 @@ tree_pass() {
 		fail "the lines of the shared stdout are garbled: $(tail -c 300 "$OUT" | tr '\n' '|')"
 }
 
+# restore $T/d (LABEL) and run the tree P A B G to its PASS
+tree_restore_pass() {
+	local label=$1
+	shift
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" "$label"
+	wait_restored "$1"
+	tree_shape_ok "$@"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+
 # case_tree_prog MODE: t-tree dumped (killed) in MODE and restored twice
 case_tree_prog() {
 	local opts=()
@@ -273,13 +286,7 @@ case_tree_prog_lr() {
 	timeout_wait "$PID" || fail "t-tree exited with $? after PASS"
 	wait_until 5 eval '[[ ! -d /proc/'"$a"' && ! -d /proc/'"$b"' && ! -d /proc/'"$g"' ]]' ||
 		fail "a child of t-tree is left"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	tree_shape_ok "$PID" "$a" "$b" "$g"
-	tree_pass
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+	tree_restore_pass 1 "$PID" "$a" "$b" "$g"
 }
 
 # a damaged image of a child: nothing of the tree starts

@@ -515,8 +515,19 @@ static bool died(pid_t pid)
 	return proc_read_stat(pid, &st) || st.state == 'Z' || st.state == 'X';
 }
 
+/* A process of the tree that was killed during its dump (a tracee's exit is
+ * seen by whichever process's dump polls for it), or 0. */
+static pid_t dead_member(const struct tree_dump *td)
+{
+	for (int i = 0; i < td->n; i++)
+		if (died(td->m[i].d.pid))
+			return td->m[i].d.pid;
+	return 0;
+}
+
 static int dump_member(struct tree_dump *td, int k)
 {
+	pid_t dead;
 	struct member *m = &td->m[k];
 	int ret;
 
@@ -539,10 +550,11 @@ static int dump_member(struct tree_dump *td, int k)
 		ret = share_fds(td, k);
 	if (!ret)
 		ret = dump_write_images(&m->d, &m->ts, false);
-	if (ret && died(m->d.pid)) {	/* SIGKILL reaches a frozen process: say so */
+	dead = ret ? dead_member(td) : 0;
+	if (dead) {	/* SIGKILL reaches a frozen process: say so */
 		fail_clear();
 		return fail(-ESRCH, "process %d of the tree of %d was killed during the dump",
-			    m->d.pid, td->o->pid);
+			    dead, td->o->pid);
 	}
 	if (ret)
 		fail_context("process %d of the tree of %d: ", m->d.pid, td->o->pid);

@@ -364,8 +364,8 @@ static int check_target(struct infect_ctx *c)
 	pid_t r;
 
 	while ((r = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return fail(-ESRCH, "process %d died during the dump", c->pid);
+		if (WIFEXITED(status) || WIFSIGNALED(status))	/* r: this one, or another tracee */
+			return fail(-ESRCH, "process %d died during the dump", r);
 		if (r == c->pid && WIFSTOPPED(status)) {
 			c->parasite->running = false;
 			return fail(-EFAULT, "the parasite stopped with signal %d in process %d",
