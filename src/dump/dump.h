@@ -159,24 +159,20 @@ struct dump_ctx;
 struct dump_opts;
 /* pagewarm.c: before the freeze, pages-1.img made, unnamed, and its page cache
  * filled (d->pages_fd, d->pages_warm); pages.c names it and cuts it to the bytes
- * written. The pieces, for a tree: whether a dump warms, how much a process
- * would (0: none), and the unnamed file in dirfd (*fd -1: not warmed). */
+ * written. For a tree: whether the dump warms, and its processes' unnamed files
+ * in dirfd, as far as the cache has room for them all (out[i].fd -1: not warmed). */
 int pages_warm(struct dump_ctx *d, const struct dump_opts *o);
 int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written);
 /* pages-1.img to write: the warmed one named now, or a new one; -errno */
 int pages_image_fd(struct dump_ctx *d);
-bool pages_warm_wanted(const struct dump_ctx *d, const struct dump_opts *o);
-uint64_t pages_warm_estimate(pid_t pid);
-int pages_warm_file(pid_t pid, int dirfd, uint64_t bytes, int *fd);
-/* A tree's processes (pids), as far as the cache has room for them all; probe: the
- * dump's pages_write. out[i].fd -1: process i not warmed. */
+bool pages_warm_wanted(const struct dump_opts *o);
 struct warm_file {
 	pid_t pid;
 	int fd;
 	uint64_t bytes;
 };
-int pages_warm_tree(const struct dump_ctx *probe, const struct dump_opts *o, const pid_t *pids,
-		    int n, int dirfd, struct warm_file *out);
+int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
+		     struct warm_file *out);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {

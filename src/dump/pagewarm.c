@@ -64,28 +64,19 @@ static uint64_t anon_bytes(pid_t pid)
 	return bytes;
 }
 
-bool pages_warm_wanted(const struct dump_ctx *d, const struct dump_opts *o)
+bool pages_warm_wanted(const struct dump_opts *o)
 {
-	return d->pages_write != PAGES_DIRECT && !o->prev_dir;
+	return o->pages_write != PAGES_DIRECT && !o->prev_dir;
 }
 
-uint64_t pages_warm_estimate(pid_t pid)
+/* MEMDUMP_PAGES_WARM=BYTES: that much for each process, whatever it holds (tests). */
+static bool forced(uint64_t *bytes)
 {
 	const char *env = getenv("MEMDUMP_PAGES_WARM");
-	uint64_t est;
 
 	if (env)
-		return strtoull(env, NULL, 0) & ~(PAGE_SIZE - 1);
-	est = anon_bytes(pid) & ~(WARM_ALIGN - 1);
-	return est < WARM_MIN ? 0 : est;
-}
-
-/* How much of est goes through the page cache (pagecache.c), on a 2 MiB boundary. */
-static uint64_t cache_share(const struct dump_ctx *d, uint64_t est)
-{
-	if (d->pages_write == PAGES_CACHE || getenv("MEMDUMP_PAGES_WARM"))
-		return est;
-	return MIN(est, pages_cache_room(est)) & ~(WARM_ALIGN - 1);
+		*bytes = strtoull(env, NULL, 0) & ~(PAGE_SIZE - 1);
+	return env != NULL;
 }
 
 static int populate_window(int fd, uint64_t off, size_t len)
@@ -104,7 +95,7 @@ static int populate_window(int fd, uint64_t off, size_t len)
 	return ret;
 }
 
-int pages_warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
+static int warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 {
 	uint64_t t0 = now_us();
 	int fd = img_create_unnamed(dirfd), ret;
@@ -131,47 +122,56 @@ int pages_warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 	return 0;
 }
 
-int pages_warm_tree(const struct dump_ctx *probe, const struct dump_opts *o, const pid_t *pids,
-		    int n, int dirfd, struct warm_file *out)
+/* How much each of n processes warms: its anonymous memory, as far as the cache has room
+ * for them all (pagecache.c), on a 2 MiB boundary; none below WARM_MIN. */
+static void warm_sizes(const struct dump_opts *o, struct warm_file *w, int n)
 {
 	uint64_t total = 0, room;
-	int ret = 0;
 
 	for (int i = 0; i < n; i++) {
-		out[i] = (struct warm_file){ pids[i], -1, pages_warm_estimate(pids[i]) };
-		total += out[i].bytes;
+		w[i].bytes = anon_bytes(w[i].pid) & ~(WARM_ALIGN - 1);
+		total += w[i].bytes;
 	}
-	if (!pages_warm_wanted(probe, o) || !total)
-		return 0;
-	room = cache_share(probe, total);	/* the cache's room for the whole tree */
-	for (int i = 0; i < n && !ret; i++) {
-		uint64_t bytes = MIN(out[i].bytes, room) & ~(WARM_ALIGN - 1);
+	room = o->pages_write == PAGES_CACHE ? total : MIN(total, pages_cache_room(total));
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes = MIN(w[i].bytes, room) & ~(WARM_ALIGN - 1);
 
-		out[i].bytes = 0;
-		if (bytes < WARM_MIN && !getenv("MEMDUMP_PAGES_WARM"))
-			continue;
-		ret = bytes ? pages_warm_file(pids[i], dirfd, bytes, &out[i].fd) : 0;
-		if (out[i].fd >= 0) {
+		w[i].bytes = bytes < WARM_MIN ? 0 : bytes;
+		room -= w[i].bytes;
+	}
+}
+
+int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
+		     struct warm_file *out)
+{
+	uint64_t bytes;
+	int ret = 0;
+
+	for (int i = 0; i < n; i++)
+		out[i] = (struct warm_file){ pids[i], -1, 0 };
+	if (forced(&bytes))
+		for (int i = 0; i < n; i++)
 			out[i].bytes = bytes;
-			room -= bytes;
-		}
+	else
+		warm_sizes(o, out, n);
+	for (int i = 0; i < n && !ret; i++) {
+		ret = out[i].bytes ? warm_file(pids[i], dirfd, out[i].bytes, &out[i].fd) : 0;
+		if (out[i].fd < 0)
+			out[i].bytes = 0;
 	}
 	return ret;
 }
 
 int pages_warm(struct dump_ctx *d, const struct dump_opts *o)
 {
-	uint64_t bytes;
+	struct warm_file w;
 	int ret;
 
-	if (!pages_warm_wanted(d, o))
+	if (!pages_warm_wanted(o))
 		return 0;
-	bytes = cache_share(d, pages_warm_estimate(d->pid));
-	if (!bytes)
-		return 0;
-	ret = pages_warm_file(d->pid, d->dir.fd, bytes, &d->pages_fd);
-	if (!ret && d->pages_fd >= 0)
-		d->pages_warm = bytes;
+	ret = pages_warm_procs(o, &d->pid, 1, d->dir.fd, &w);
+	d->pages_fd = w.fd;
+	d->pages_warm = w.bytes;
 	return ret;
 }
 

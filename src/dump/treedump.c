@@ -170,12 +170,11 @@ static int check_same_ns(const struct tree_dump *td)
  */
 static int warm_tree(struct tree_dump *td)
 {
-	struct dump_ctx probe = { .pages_write = td->o->pages_write };
 	struct proc_tree t = { 0 };
 	pid_t *pids;
 	int ret;
 
-	if (!pages_warm_wanted(&probe, td->o) || tree_collect(td->o->pid, &t))
+	if (!pages_warm_wanted(td->o) || tree_collect(td->o->pid, &t))
 		return 0;	/* a tree that cannot be read is reported at the freeze */
 	td->dirfd = dump_open_dir(td->o->dir);
 	pids = calloc(t.n, sizeof(*pids));
@@ -185,7 +184,7 @@ static int warm_tree(struct tree_dump *td)
 		pids[i] = t.procs[i].pid;
 	if (!ret) {
 		td->nr_warm = t.n;
-		ret = pages_warm_tree(&probe, td->o, pids, t.n, td->dirfd, td->warm);
+		ret = pages_warm_procs(td->o, pids, t.n, td->dirfd, td->warm);
 	}
 	free(pids);
 	tree_free(&t);
@@ -196,11 +195,12 @@ static int warm_tree(struct tree_dump *td)
 static void take_warm(struct tree_dump *td, struct dump_ctx *d)
 {
 	for (int i = 0; i < td->nr_warm; i++) {
-		if (td->warm[i].pid != d->pid || td->warm[i].fd < 0)
+		if (td->warm[i].pid != d->pid)
 			continue;
 		d->pages_fd = td->warm[i].fd;
 		d->pages_warm = td->warm[i].bytes;
 		td->warm[i].fd = -1;
+		return;
 	}
 }
 
