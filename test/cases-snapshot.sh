@@ -3,14 +3,27 @@
 # image is still the memory of one instant (dump/snapshot.c).
 
 # t-writer's threads write their pages all the time: every image one instant.
+# $1 prearm: the snapshot is armed while the target runs, the pages written
+# until the freeze protected again then; frozen: armed while frozen
+# (MEMDUMP_SNAPSHOT_PREARM=0, as when no arming is possible before).
 case_snapshot_writer() {
-	local i
+	local i how=$1 prearm=1
+	[[ $how == frozen ]] && prearm=0
 	start_prog t-writer
 	local addr=${READY[2]} len=${READY[3]} nth=${READY[4]}
 	for i in 1 2 3; do
-		dump "$PID" "$T/d$i" --leave-running --snapshot -v 3
+		MEMDUMP_SNAPSHOT_PREARM=$prearm dump "$PID" "$T/d$i" --leave-running --snapshot -v 3
 		grep -q "snapshot: [0-9]* of [0-9]* pages saved on a write fault" "$MD_ERR" ||
 			fail "dump $i did not go through the snapshot"
+		if [[ $how == prearm ]]; then
+			grep -q "write-protected in .* ms before the freeze" "$MD_ERR" ||
+				fail "dump $i: the snapshot was not armed before the freeze"
+			grep -Eq "protected before the freeze, [1-9][0-9]* KiB written since protected again" "$MD_ERR" ||
+				fail "dump $i: t-writer's writes before the freeze were not protected again"
+		else
+			grep -q "write-protected in .* ms before the freeze" "$MD_ERR" &&
+				fail "dump $i: armed before the freeze"
+		fi
 		md readmem.$i read-mem -D "$T/d$i" "$addr" "$len" || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
 		"$TESTBIN/t-writer" --check "$MD_OUT" "$nth" > "$T/check.$i" 2>&1
 		grep -q '^PASS' "$T/check.$i" || fail "dump $i: image is not one instant: $(grep -m1 FAIL "$T/check.$i")"
@@ -70,7 +83,8 @@ case_snapshot_needs_leave_running() {
 	expect_untraced "$PID"
 }
 
-add snap-writer case_snapshot_writer
+add snap-writer case_snapshot_writer prearm
+add snap-writer-frozen-arm case_snapshot_writer frozen
 add snap-restore case_snapshot_restore
 add snap-killed case_snapshot_killed
 add err-snap-killing case_snapshot_needs_leave_running
@@ -131,3 +145,74 @@ case_snapshot_discard() {
 	check_child_pass
 }
 add err-snap-discard case_snapshot_discard
+
+# Armed before the freeze, then the target rewrites pages, discards some,
+# writes a page it never had and maps a new region (a t-incr step) before
+# it is frozen: the image is the memory after the step, byte for byte.
+case_snapshot_prearm_step() {
+	mkdir -p "$T/d"
+	start_prog t-incr 64 16 grow
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=snapshot-prearmed MEMDUMP_FAULT_SECS=3 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--leave-running --snapshot -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point snapshot-prearmed' "$OP_TIMEOUT" || fail "the dump never armed its snapshot"
+	grep -qE '^VmFlags:.* uw( |$)' "/proc/$PID/smaps" || fail "no VMA of $PID is write-protected while armed"
+	incr_step
+	wait "$mdpid"; MD_RC=$?
+	(( MD_RC == 0 )) || fail "the dump failed: $(grep -m1 '^memdump:' "$MD_ERR")"
+	grep -Eq "protected before the freeze, [1-9][0-9]* KiB written since" "$MD_ERR" ||
+		fail "the step's writes were not protected again at the freeze"
+	expect_untraced "$PID"
+	no_write_protection "$PID"
+	kill -9 "$PID"
+	wait "$PID" 2> /dev/null
+	wait_until 5 eval '! alive '"$PID" || fail "$PID did not die"
+	restore_and_pass "$T/d" snap
+}
+add snap-prearm-step case_snapshot_prearm_step
+
+# memdump and its worker killed while the snapshot is armed, before the
+# freeze: the protection goes with the userfaultfd, the writers go on.
+case_snapshot_prearm_killed() {
+	mkdir -p "$T/d"
+	start_prog t-writer
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=snapshot-prearmed "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --snapshot \
+		2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point snapshot-prearmed' "$OP_TIMEOUT" || fail "the dump never armed its snapshot"
+	grep -qE '^VmFlags:.* uw( |$)' "/proc/$PID/smaps" || fail "no VMA of $PID is write-protected while armed"
+	expect_untraced "$PID"
+	pkill -9 -P "$mdpid"
+	kill -9 "$mdpid"
+	wait "$mdpid"
+	note "killed memdump $mdpid and its worker while the snapshot was armed"
+	wait_until 5 eval '! grep -qE "^VmFlags:.* uw( |$)" /proc/'"$PID"'/smaps' ||
+		fail "write protection left in $PID after memdump died"
+	no_write_protection "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add snap-prearm-killed case_snapshot_prearm_killed
+
+# A write-protect registration that is not memdump's (its userfaultfd held by
+# another process) is refused by name, armed before the freeze or not.
+case_snapshot_foreign_uw() {
+	local prearm
+	start_prog t-incr 16 16 uffd-wp-away
+	grep -qE '^VmFlags:.* uw( |$)' "/proc/$PID/smaps" || fail "t-incr's region is not registered"
+	for prearm in 1 0; do
+		MEMDUMP_SNAPSHOT_PREARM=$prearm md "dump.$prearm" dump -t "$PID" -D "$T/d$prearm" \
+			--leave-running --snapshot
+		expect_md_error
+		grep -q 'userfaultfd write-protect registration (VmFlags uw)' "$MD_ERR" ||
+			fail "the refusal does not name the registration: $(cat "$MD_ERR")"
+		expect_untraced "$PID"
+		no_inventory "$T/d$prearm"
+	done
+	check_child_pass
+}
+add err-snap-foreign-uw case_snapshot_foreign_uw

@@ -9,11 +9,16 @@
  * SIGUSR1 checks every byte against what the steps made.
  * "uffd": the program also holds a userfaultfd of its own (uffd-late: from
  * step 1 on); "keep": no page
- * is dropped (for scripts/bench-incremental).
+ * is dropped (for scripts/bench-incremental); "grow": each step also maps a
+ * new 1 MiB region and fills it with seed SEED + 200 + g; "uffd-wp-away": the
+ * region is registered (write-protect mode, nothing protected) with a
+ * userfaultfd that a detached grandchild holds, the program's own fd closed.
  * READY <pid> <addr> <len> <stride> */
 #include "tlib.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <linux/userfaultfd.h>
 
@@ -23,10 +28,13 @@
 static volatile sig_atomic_t t_usr2;
 static void on_usr2(int sig) { (void)sig; t_usr2 = 1; }
 
-static uint8_t *big, *sparse;
+#define GROW_MAX	64
+#define GROW_LEN	(1UL << 20)
+
+static uint8_t *big, *sparse, *grown[GROW_MAX];
 static size_t len, stride;
 static int steps;
-static bool keep, uffd_late;
+static bool keep, uffd_late, grow;
 
 /* The seed page p holds after the steps so far; 0: zeros. */
 static uint64_t page_seed(size_t p)
@@ -49,6 +57,10 @@ static void step(void)
 		for (size_t p = stride - 1; p < pages; p += stride)
 			madvise(big + p * T_PAGE, T_PAGE, MADV_DONTNEED);
 	t_fill(sparse + steps * (1UL << 20), T_PAGE, SEED + 100 + steps);
+	if (grow && steps <= GROW_MAX) {
+		grown[steps - 1] = t_mmap(GROW_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+		t_fill(grown[steps - 1], GROW_LEN, SEED + 200 + steps);
+	}
 	if (uffd_late && steps == 1 && syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY) < 0)
 		t_fail("userfaultfd: %s", strerror(errno));
 	printf("STEP %d\n", steps);
@@ -72,9 +84,44 @@ static void check(void)
 	for (int g = 1; g <= steps; g++)
 		if ((bad = t_verify(sparse + g * (1UL << 20), T_PAGE, SEED + 100 + g)))
 			t_fail("sparse page of step %d differs", g);
+	for (int g = 1; grow && g <= steps && g <= GROW_MAX; g++)
+		if ((bad = t_verify(grown[g - 1], GROW_LEN, SEED + 200 + g)))
+			t_fail("the region mapped at step %d differs", g);
 	for (size_t off = T_PAGE; off < SPARSE; off += T_PAGE)
 		if (off % (1UL << 20) && memcmp(sparse + off, zero, 8))
 			t_fail("untouched sparse page at %#zx is not zero", off);
+}
+
+/*
+ * The region registered with a userfaultfd that only a grandchild holds:
+ * the grandchild lives until this process is gone (its pipe closes).
+ */
+static void give_uffd_away(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .range = { (uintptr_t)big, len },
+				       .mode = UFFDIO_REGISTER_MODE_WP };
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC), p[2];
+	pid_t child;
+	char c;
+
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg) ||
+	    pipe(p))
+		t_fail("userfaultfd registration: %s", strerror(errno));
+	child = fork();
+	if (child == 0) {
+		if (fork() == 0) {
+			close(p[1]);
+			while (read(p[0], &c, 1) < 0 && errno == EINTR)
+				;
+			_exit(0);
+		}
+		_exit(0);
+	}
+	if (child < 0 || waitpid(child, NULL, 0) != child)
+		t_fail("fork: %s", strerror(errno));
+	close(p[0]);
+	close(uffd);
 }
 
 int main(int argc, char **argv)
@@ -100,6 +147,9 @@ int main(int argc, char **argv)
 	sparse = t_mmap(SPARSE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE);
 	t_fill(big, len, SEED);
 	t_fill(sparse, T_PAGE, SEED + 100);
+	grow = argc > 4 && !strcmp(argv[4], "grow");
+	if (argc > 4 && !strcmp(argv[4], "uffd-wp-away"))
+		give_uffd_away();
 	t_ready("%p %zu %zu", (void *)big, len, stride);
 	while (!t_usr1) {
 		if (t_usr2) {

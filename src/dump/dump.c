@@ -267,6 +267,7 @@ void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 
 void dump_ctx_free(struct dump_ctx *d)
 {
+	snapshot_end(d);	/* armed before a failure, maybe */
 	for (int i = 0; i < d->nr_threads; i++) {
 		free(d->threads[i].xsave);
 		free(d->threads[i].sigpending);
@@ -359,6 +360,18 @@ void dump_undo(struct dump_ctx *d)
 static int dump_pipeline(const struct dump_opts *o);
 
 /*
+ * A snapshot is armed before the freeze unless memory tracking holds the
+ * VMAs' userfaultfd registrations (track.c) or the process is stopped.
+ */
+static bool snapshot_prearmable(const struct dump_ctx *d, const struct dump_opts *o)
+{
+	const char *env = getenv("MEMDUMP_SNAPSHOT_PREARM");	/* 0: off, for comparisons */
+
+	return o->leave_running && !o->pre_dump && !o->track_mem && !o->prev_dir &&
+	       d->track.fd < 0 && !d->stopped && !(env && !strcmp(env, "0"));
+}
+
+/*
  * The dump, on a thread inside the target's own network namespace if it has
  * one (sock_diag, the network lock and sockets see what the target sees).
  */
@@ -432,6 +445,8 @@ static int dump_pipeline(const struct dump_opts *o)
 	}
 	if (ret >= 0)
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
+	if (ret >= 0 && o->snapshot && snapshot_prearmable(&d, o))
+		ret = snapshot_prearm(&d);	/* so is the write-protection */
 	if (ret < 0) {
 		if (d.dir.fd > 0)
 			close(d.dir.fd);
@@ -441,6 +456,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	}
 	d.stats.freeze_start = now_us();
 	ret = infect_prepare(&d.in, d.pid, &dump_interrupted);
+	snapshot_frozen(&d);
 	d.trace = o->trace;
 	if (d.trace)
 		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */

@@ -119,6 +119,8 @@ struct vma {
 	bool anon_only;			/* dump only anonymous (COW) pages */
 	bool uffd_wp;			/* VmFlags uw: registered with the tracker, or refused */
 	bool tracked;			/* registered with the tracker (track.c) */
+	bool snap_armed;		/* registered with the snapshot's userfaultfd before
+					 * the freeze (snapshot.c) */
 	uint64_t nr_pages;		/* dumped */
 	char vmflags[128];
 	char name[PATH_MAX];

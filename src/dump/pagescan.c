@@ -22,6 +22,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/snapshot.h"
 #include "kernel_uapi.h"
 #include "log.h"
 
@@ -29,6 +30,7 @@
 #define PM_PRESENT	(1ULL << 63)
 #define PM_SWAPPED	(1ULL << 62)
 #define PM_FILE		(1ULL << 61)
+#define PM_UFFD_WP	(1ULL << 57)	/* write-protected by a userfaultfd */
 #define PM_SWAP_TYPE	0x1fULL		/* bits 0-4 of a swap entry; all set: a PTE marker */
 
 static int add_run(struct dump_ctx *d, const struct vma *v, uint64_t start, uint64_t end,
@@ -157,8 +159,16 @@ static int add_swapped(struct dump_ctx *d, int pm_fd, const struct vma *v,
 static int add_region(struct dump_ctx *d, int pm_fd, const struct vma *v,
 		      const struct page_region *r, size_t *cap)
 {
+	int ret;
+
 	if (r->categories & PAGE_IS_GUARD)
 		return add_guard(d, r->start, r->end);
+	/* the snapshot armed before the freeze protects these again */
+	if (v->snap_armed && (r->categories & PAGE_IS_WRITTEN)) {
+		ret = snapshot_written(d, r->start, r->end);
+		if (ret)
+			return ret;
+	}
 	if (v->tracked && !(r->categories & PAGE_IS_PRESENT))
 		return add_swapped(d, pm_fd, v, r, cap);
 	return add_pages(d, v, r->categories, r->start, r->end, cap);
@@ -173,7 +183,8 @@ static int scan_vma(struct dump_ctx *d, int pm_fd, struct vma *v, struct page_re
 {
 	uint64_t skip = PAGE_IS_PFNZERO | (v->anon_only ? PAGE_IS_FILE : 0);
 	uint64_t want = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | (guard ? PAGE_IS_GUARD : 0);
-	uint64_t track = v->tracked ? PAGE_IS_WPALLOWED | PAGE_IS_WRITTEN : 0;
+	uint64_t track = v->tracked ? PAGE_IS_WPALLOWED | PAGE_IS_WRITTEN :
+			 v->snap_armed ? PAGE_IS_WRITTEN : 0;
 	struct pm_scan_arg arg = {
 		.size = sizeof(arg),
 		.start = v->start,
@@ -229,7 +240,9 @@ static int read_vma_pagemap(struct dump_ctx *d, int pm_fd, struct vma *v, size_t
 
 			if (!take)
 				continue;
-			ret = add_run(d, v, a + i * PAGE_SIZE, a + (i + 1) * PAGE_SIZE, cap);
+			ret = v->snap_armed && !(e & PM_UFFD_WP) ?
+				snapshot_written(d, a + i * PAGE_SIZE, a + (i + 1) * PAGE_SIZE) : 0;
+			ret = ret ?: add_run(d, v, a + i * PAGE_SIZE, a + (i + 1) * PAGE_SIZE, cap);
 			if (ret)
 				return ret;
 		}

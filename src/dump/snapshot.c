@@ -20,6 +20,18 @@
  * copier after its read, so it never writes a page read after the target
  * could change it.
  *
+ * Armed before the freeze (snapshot_prearm): write-protecting gigabytes
+ * changes every page table entry, and in a VM with shadow page tables the
+ * target pays about as much again the first time it runs after (4 GiB: some
+ * 50 ms for the ioctl, 50 ms for the first run). So the userfaultfd is made
+ * in a stop of a millisecond or two while the target runs, every private
+ * anonymous VMA is registered and protected, and a handler merely lifts the
+ * protection of a page the target writes. At the freeze, the page scan
+ * (pagescan.c) reports the pages written since (PAGE_IS_WRITTEN: no
+ * protection) and only those, with what the handler let go while frozen
+ * and the VMAs mapped since, are protected: the frozen part does not grow
+ * with the size. Then the handler works as above.
+ *
  * The image is exactly the memory at the freeze. Should memdump die, the
  * userfaultfd is closed with it: the kernel unregisters the ranges, lifts
  * the protection and wakes the waiting threads; the target runs on.
@@ -57,6 +69,11 @@ struct snap_run {
 	bool unreadable;
 };
 
+/* Pages to protect again at the freeze: written since the pre-arming. */
+struct snap_range {
+	uint64_t start, end;
+};
+
 struct snapshot {
 	int uffd;
 	int fd;				/* pages-1.img, through the page cache */
@@ -70,6 +87,12 @@ struct snapshot {
 	int handler_err;
 	struct dump_ctx *d;
 	uint64_t faults;		/* pages saved by the handler */
+	bool prearmed;			/* protected before the freeze */
+	bool copying;			/* the handler saves pages (else only lifts) */
+	bool frozen;			/* the handler notes what it lifts in redo[] */
+	struct snap_range *redo;
+	size_t nr_redo, cap_redo;
+	uint64_t prearmed_bytes;
 };
 
 static bool bit(const uint8_t *map, uint64_t i)
@@ -126,7 +149,7 @@ static int protect(struct snapshot *s, uint64_t start, uint64_t len, bool on)
 }
 
 /* The process makes the userfaultfd (it is bound to its mm); we take it. */
-static int make_uffd(struct dump_ctx *d, struct snapshot *s)
+static int make_uffd(struct infect_ctx *in, struct snapshot *s)
 {
 	/* told of discarded, unmapped and moved memory: lost pages fail the dump */
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE |
@@ -134,19 +157,39 @@ static int make_uffd(struct dump_ctx *d, struct snapshot *s)
 	long fd, ret;
 	int err;
 
-	err = dump_syscall(d, 0, SYS_userfaultfd, &fd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0);
+	err = infect_syscall(in, 0, SYS_userfaultfd, &fd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0, 0);
 	if (err)
 		return err;
 	if (fd < 0)
-		return fail((int)fd, "process %d cannot make a userfaultfd: %s", d->pid,
+		return fail((int)fd, "process %d cannot make a userfaultfd: %s", in->pid,
 			    strerror((int)-fd));
-	s->uffd = syscall(SYS_pidfd_getfd, d->in.pidfd, (int)fd, 0);
+	s->uffd = syscall(SYS_pidfd_getfd, in->pidfd, (int)fd, 0);
 	err = s->uffd < 0 ? -errno : 0;
-	dump_syscall(d, 0, SYS_close, &ret, fd, 0, 0, 0);
+	infect_syscall(in, 0, SYS_close, &ret, fd, 0, 0, 0, 0, 0);
 	if (err)
-		return fail(err, "cannot take process %d's userfaultfd: %s", d->pid, strerror(-err));
+		return fail(err, "cannot take process %d's userfaultfd: %s", in->pid, strerror(-err));
 	if (ioctl(s->uffd, UFFDIO_API, &api))
 		return fail(-errno, "userfaultfd API: %s", strerror(errno));
+	return 0;
+}
+
+static int register_range(struct snapshot *s, uint64_t start, uint64_t end)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = end - start },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+
+	return ioctl(s->uffd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+}
+
+static int register_vma(struct snapshot *s, const struct vma *v)
+{
+	int err = register_range(s, v->start, v->end);
+
+	if (err)
+		return fail(err, "cannot register %#lx-%#lx of process %d for the snapshot: %s",
+			    v->start, v->end, s->d->pid, strerror(-err));
 	return 0;
 }
 
@@ -154,23 +197,17 @@ static int make_uffd(struct dump_ctx *d, struct snapshot *s)
 static int register_vmas(struct snapshot *s)
 {
 	const struct vma *last = NULL;
+	int err = 0;
 
-	for (size_t i = 0; i < s->nr_runs; i++) {
+	for (size_t i = 0; i < s->nr_runs && !err; i++) {
 		const struct vma *v = vma_of(s->d, s->runs[i].start);
-		struct uffdio_register reg;
 
 		if (!s->runs[i].protected || v == last)
 			continue;
-		reg = (struct uffdio_register){
-			.range = { .start = v->start, .len = v->end - v->start },
-			.mode = UFFDIO_REGISTER_MODE_WP,
-		};
-		if (ioctl(s->uffd, UFFDIO_REGISTER, &reg))
-			return fail(-errno, "cannot register %#lx-%#lx of process %d for the "
-				    "snapshot: %s", v->start, v->end, s->d->pid, strerror(errno));
+		err = register_vma(s, v);
 		last = v;
 	}
-	return 0;
+	return err;
 }
 
 static int plan_runs(struct dump_ctx *d, struct snapshot *s)
@@ -284,6 +321,44 @@ static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *page)
 	return err;
 }
 
+static int add_redo(struct snapshot *s, uint64_t start, uint64_t end)
+{
+	struct snap_range *last = s->nr_redo ? &s->redo[s->nr_redo - 1] : NULL;
+
+	if (last && last->end == start) {
+		last->end = end;
+		return 0;
+	}
+	if (s->nr_redo == s->cap_redo) {
+		size_t cap = s->cap_redo ? s->cap_redo * 2 : 64;
+		struct snap_range *n = realloc(s->redo, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->redo = n;
+		s->cap_redo = cap;
+	}
+	s->redo[s->nr_redo++] = (struct snap_range){ start, end };
+	return 0;
+}
+
+/*
+ * Armed, not frozen yet: the write is before the instant, let it go. Once
+ * frozen (only memdump's own remote calls run, the kernel writing rseq
+ * fields on their way back) the page is noted, to be protected again.
+ */
+static int on_early_fault(struct snapshot *s, uint64_t addr)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	protect(s, addr, PAGE_SIZE, false);
+	if (s->frozen)
+		err = add_redo(s, addr, addr + PAGE_SIZE);
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
 /*
  * The process discarded, unmapped or moved [start, end) (madvise, munmap,
  * mremap): the kernel goes on with it once we have read the event, so pages
@@ -321,8 +396,12 @@ static int handle_events(struct snapshot *s, uint8_t *page)
 		const struct uffd_msg *m = &msg[i];
 		int e = 0;
 
-		if (m->event == UFFD_EVENT_PAGEFAULT)
+		if (m->event == UFFD_EVENT_PAGEFAULT && !s->copying)
+			e = on_early_fault(s, m->arg.pagefault.address & PAGE_MASK);
+		else if (m->event == UFFD_EVENT_PAGEFAULT)
 			e = on_fault(s, m->arg.pagefault.address & PAGE_MASK, page);
+		else if (!s->copying)
+			continue;	/* before the freeze: the scan sees what is left */
 		else if (m->event == UFFD_EVENT_REMOVE || m->event == UFFD_EVENT_UNMAP)
 			e = check_lost(s, m->arg.remove.start, m->arg.remove.end);
 		else if (m->event == UFFD_EVENT_REMAP)
@@ -355,15 +434,39 @@ static void *handler_main(void *arg)
 	return NULL;
 }
 
+static int start_handler(struct snapshot *s)
+{
+	int err;
+
+	if (s->stop_fd < 0)
+		s->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (s->stop_fd < 0)
+		return fail(-errno, "cannot start the snapshot handler: %s", strerror(errno));
+	err = pthread_create(&s->handler, NULL, handler_main, s);
+	if (err)
+		return fail(-err, "cannot start the snapshot handler: %s", strerror(err));
+	s->handler_started = true;
+	return 0;
+}
+
+/* The handler ends once it has dealt with what it read. */
+static void stop_handler(struct snapshot *s)
+{
+	uint64_t one = 1;
+
+	if (!s->handler_started)
+		return;
+	if (write(s->stop_fd, &one, sizeof(one)) != sizeof(one))
+		pr_debug("cannot stop the snapshot handler");
+	pthread_join(s->handler, NULL);
+	s->handler_started = false;
+	if (read(s->stop_fd, &one, sizeof(one)) != sizeof(one))
+		pr_debug("the snapshot handler's stop was not read back");
+}
+
 static void snapshot_free(struct snapshot *s)
 {
-	if (s->handler_started) {
-		uint64_t one = 1;
-
-		if (write(s->stop_fd, &one, sizeof(one)) != sizeof(one))
-			pr_debug("cannot stop the snapshot handler");
-		pthread_join(s->handler, NULL);
-	}
+	stop_handler(s);
 	if (s->uffd >= 0)
 		close(s->uffd);	/* unregisters, lifts every protection, wakes every thread */
 	if (s->stop_fd >= 0)
@@ -373,6 +476,7 @@ static void snapshot_free(struct snapshot *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->runs);
 	free(s->saved);
+	free(s->redo);
 	free(s);
 }
 
@@ -399,38 +503,103 @@ static int protect_all(struct snapshot *s)
 /* Write-protect what the snapshot covers. */
 static int cover(struct dump_ctx *d, struct snapshot *s)
 {
-	int err = make_uffd(d, s);
+	int err = make_uffd(&d->in, s);
 
 	if (!err)
 		err = register_vmas(s);
 	return err ?: protect_all(s);
 }
 
+/*
+ * Armed before the freeze: protect again what was written since (the scan's
+ * PAGE_IS_WRITTEN, the handler's redo[]), and whole the VMAs mapped since.
+ */
+static int cover_prearmed(struct snapshot *s)
+{
+	const struct vma *last = NULL;
+	uint64_t t0 = now_us(), again = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < s->nr_runs && !err; i++) {
+		const struct snap_run *r = &s->runs[i];
+		const struct vma *v = vma_of(s->d, r->start);
+
+		if (!r->protected || v->snap_armed)
+			continue;
+		if (v != last)
+			err = register_vma(s, v);
+		last = v;
+		again += r->end - r->start;
+		err = err ?: protect(s, r->start, r->end - r->start, true);
+	}
+	for (size_t i = 0; i < s->nr_redo && !err; i++) {
+		again += s->redo[i].end - s->redo[i].start;
+		err = protect(s, s->redo[i].start, s->redo[i].end - s->redo[i].start, true);
+	}
+	if (err)
+		return fail(err, "cannot write-protect the memory of process %d: %s", s->d->pid,
+			    strerror(-err));
+	pr_info("snapshot: %" PRIu64 " MiB protected before the freeze, %" PRIu64 " KiB written "
+		"since protected again in %.1f ms", s->prearmed_bytes >> 20, again >> 10,
+		(now_us() - t0) / 1000.0);
+	return 0;
+}
+
 static int start(struct dump_ctx *d, struct snapshot *s)
 {
+	int err;
+
 	s->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
 	if (s->fd < 0)
 		return s->fd;
-	s->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (s->stop_fd < 0 || pthread_create(&s->handler, NULL, handler_main, s))
-		return fail(-errno, "cannot start the snapshot handler: %s", strerror(errno));
-	s->handler_started = true;
+	s->copying = true;
+	err = start_handler(s);
+	if (err)
+		return err;
 	d->stats.pages_written = d->nr_pages;
 	d->stats.bytes_written = d->nr_pages * PAGE_SIZE;
 	d->stats.pages_cached = true;
 	return copy_unprotected(s);
 }
 
-int snapshot_arm(struct dump_ctx *d)
+static struct snapshot *snapshot_new(struct dump_ctx *d)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
-	int err;
 
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	s->d = d;
 	s->uffd = s->fd = s->stop_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
+	return s;
+}
+
+/* Armed before the freeze: the handler stops lifting, the protection is completed. */
+static int arm_prearmed(struct dump_ctx *d, struct snapshot *s)
+{
+	int err;
+
+	stop_handler(s);
+	err = plan_runs(d, s);
+	if (!err)
+		err = cover_prearmed(s);
+	if (!err)
+		err = start(d, s);
+	if (err)
+		snapshot_end(d);
+	return err;
+}
+
+int snapshot_arm(struct dump_ctx *d)
+{
+	struct snapshot *s = d->snap;
+	int err;
+
+	if (s)
+		return arm_prearmed(d, s);
+	s = snapshot_new(d);
+	if (!s)
+		return -ENOMEM;
 	d->snap = s;
 	err = plan_runs(d, s);
 	if (!err && cover(d, s)) {
@@ -446,6 +615,111 @@ int snapshot_arm(struct dump_ctx *d)
 	if (err)
 		snapshot_end(d);
 	return err;
+}
+
+/* The process makes its userfaultfd in a stop of its own, a millisecond or two. */
+static int make_uffd_running(struct dump_ctx *d, struct snapshot *s)
+{
+	struct infect_ctx in;
+	uint64_t t0 = now_us();
+	int err = infect_prepare(&in, d->pid, &dump_interrupted);
+
+	if (!err)
+		err = make_uffd(&in, s);
+	infect_release(&in, false);
+	if (!err)
+		pr_info("snapshot: process %d made its userfaultfd in a stop of %.1f ms", d->pid,
+			(now_us() - t0) / 1000.0);
+	return err;
+}
+
+static bool anon_private(const char *perms, uint64_t ino, const char *name)
+{
+	return perms[3] == 'p' && !ino && strncmp(name, "[v", 2);	/* not [vdso], [vvar]... */
+}
+
+/*
+ * Every private anonymous VMA, from /proc/PID/maps (no page walk, unlike
+ * smaps), registered and protected. One that cannot be (another
+ * userfaultfd's) is left to the freeze, which decides.
+ */
+static int protect_anon(struct snapshot *s)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	uint64_t t0 = now_us();
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", s->d->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long start, end, off, ino;
+		unsigned int maj, min;
+		char perms[8];
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &pos) < 7 || !anon_private(perms, ino, line + pos))
+			continue;
+		if (register_range(s, start, end) || protect(s, start, end - start, true))
+			continue;
+		s->prearmed_bytes += end - start;
+	}
+	free(line);
+	fclose(f);
+	pr_info("snapshot: %" PRIu64 " MiB of process %d write-protected in %.1f ms before the "
+		"freeze", s->prearmed_bytes >> 20, s->d->pid, (now_us() - t0) / 1000.0);
+	return 0;
+}
+
+int snapshot_prearm(struct dump_ctx *d)
+{
+	struct snapshot *s = snapshot_new(d);
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	err = make_uffd_running(d, s);
+	if (!err)
+		err = start_handler(s);	/* lifts what the target writes until the freeze */
+	if (!err)
+		err = protect_anon(s);
+	if (err) {
+		pr_info("snapshot of process %d not armed before the freeze (%s)", d->pid,
+			fail_reason());
+		fail_clear();
+		snapshot_free(s);
+		return dump_interrupted ? fail(-EINTR, "interrupted before process %d was frozen",
+					       d->pid) : 0;
+	}
+	s->prearmed = true;
+	d->snap = s;
+	fault_point("snapshot-prearmed");
+	return 0;
+}
+
+void snapshot_frozen(struct dump_ctx *d)
+{
+	struct snapshot *s = d->snap;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->frozen = true;
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool snapshot_owns(struct dump_ctx *d, const struct vma *v)
+{
+	/* registering it again with our userfaultfd: a no-op if ours, EBUSY if another's */
+	return d->snap && d->snap->prearmed && !register_range(d->snap, v->start, v->end);
+}
+
+int snapshot_written(struct dump_ctx *d, uint64_t start, uint64_t end)
+{
+	return add_redo(d->snap, start, end);
 }
 
 int snapshot_copy(struct dump_ctx *d)

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/snapshot.h"
 #include "dump/files.h"
 #include "log.h"
 #include "proc.h"
@@ -81,12 +82,17 @@ static bool flag_in(const char *f, const char *const *set, size_t n)
 	return false;
 }
 
-/* tracked: memdump's tracker is in the process; track_register() decides on uw. */
-static int check_vmflags(pid_t pid, struct vma *v, bool tracked)
+/*
+ * tracked: memdump's tracker is in the process; track_register() decides on
+ * uw. Else uw may be the registration of a snapshot armed before the freeze.
+ */
+static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 {
+	pid_t pid = d->pid;
 	char what[64];
 
-	v->uffd_wp = tracked && has_flag(v, "uw");
+	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
+	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
 		if (has_flag(v, refused_flags[i].flag) &&
 		    !(v->uffd_wp && !strcmp(refused_flags[i].flag, "uw")))
@@ -131,7 +137,7 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
-	int ret = check_vmflags(d->pid, v, d->track.fd >= 0);
+	int ret = check_vmflags(d, v, d->track.fd >= 0);
 
 	if (ret)
 		return ret;
