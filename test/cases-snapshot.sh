@@ -216,3 +216,30 @@ case_snapshot_foreign_uw() {
 	check_child_pass
 }
 add err-snap-foreign-uw case_snapshot_foreign_uw
+
+# anon_huge PID: its AnonHugePages, kB
+anon_huge() { awk '/^AnonHugePages:/ { print $2 }' "/proc/$1/smaps_rollup"; }
+
+# t-writer in transparent huge pages: the handler saves and lets go a whole
+# huge page, the copier goes 2 MiB at a time, so none is split (a split
+# target stays slower); every image is still one instant.
+case_snapshot_writer_thp() {
+	local i before
+	[[ $(cat /sys/kernel/mm/transparent_hugepage/enabled) == *"[never]"* ]] &&
+		{ note "transparent huge pages off: skipped"; return 0; }
+	start_prog t-writer 2 thp
+	local addr=${READY[2]} len=${READY[3]} nth=${READY[4]}
+	before=$(anon_huge "$PID")
+	(( before >= 16384 )) || { note "only ${before} kB in huge pages: skipped"; return 0; }
+	for i in 1 2; do
+		dump "$PID" "$T/d$i" --leave-running --snapshot -v 3
+		md readmem.$i read-mem -D "$T/d$i" "$addr" "$len" || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
+		"$TESTBIN/t-writer" --check "$MD_OUT" "$nth" > "$T/check.$i" 2>&1
+		grep -q '^PASS' "$T/check.$i" || fail "dump $i: image is not one instant: $(grep -m1 FAIL "$T/check.$i")"
+		(( $(anon_huge "$PID") >= before )) ||
+			fail "dump $i split huge pages: $(anon_huge "$PID") kB in huge pages, $before before"
+		no_write_protection "$PID"
+	done
+	check_child_pass
+}
+add snap-writer-thp case_snapshot_writer_thp

@@ -8,11 +8,13 @@
  * A torn image (memory copied while a thread runs) shows more boundaries
  * or bigger differences.
  *
- * usage: t-writer DIR [NTH]                 (default 2 threads)
+ * usage: t-writer DIR [NTH] [thp]           (default 2 threads; thp: the
+ *                                           region 2 MiB-aligned, MADV_HUGEPAGE)
  *        t-writer --check FILE NTH          (FILE = raw dump of the region)
  * READY <pid> <addr> <len> <nthreads> */
 #include "tlib.h"
 #include <pthread.h>
+#include <stdbool.h>
 
 #define NPG 2048                 /* 8 MB per thread */
 #define AREA (NPG * T_PAGE)
@@ -92,8 +94,16 @@ int main(int argc, char **argv)
 		return check_file(argv[2], argc > 3 ? atoi(argv[3]) : 2);
 	t_init(argc, argv, SA_RESTART);
 	int nth = argc > 2 ? atoi(argv[2]) : 2;
-	uint8_t *r = t_mmap(nth * AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE);
+	bool thp = argc > 3 && !strcmp(argv[3], "thp");
+	size_t huge = 2UL << 20;
+	uint8_t *r = t_mmap(nth * AREA + (thp ? huge : 0), PROT_READ | PROT_WRITE, MAP_PRIVATE);
 	pthread_t pt[16];
+
+	if (thp) {	/* AREA is a multiple of 2 MiB: every area is huge pages */
+		r = (uint8_t *)(((uintptr_t)r + huge - 1) & ~(huge - 1));
+		if (madvise(r, nth * AREA, MADV_HUGEPAGE))
+			t_fail("madvise(MADV_HUGEPAGE): %s", strerror(errno));
+	}
 
 	for (int t = 0; t < nth; t++)
 		pthread_create(&pt[t], NULL, writer, r + t * AREA);

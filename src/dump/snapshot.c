@@ -56,10 +56,16 @@
 #include "fault.h"
 #include "image/image.h"
 #include "infect/infect.h"
+#include "kernel_uapi.h"
 #include "log.h"
 #include "vma_status.h"
 
-#define CHUNK_PAGES	256		/* the copier's unit: 1 MiB */
+/*
+ * The copier's unit: 2 MiB, aligned, so that lifting the protection of a
+ * transparent huge page never splits it (a part of a huge PMD would).
+ */
+#define HUGE_SIZE	(2UL << 20)
+#define CHUNK_SIZE	HUGE_SIZE
 
 struct snap_run {
 	uint64_t start, end;
@@ -78,6 +84,7 @@ struct snapshot {
 	int uffd;
 	int fd;				/* pages-1.img, through the page cache */
 	int stop_fd;			/* eventfd: the handler ends */
+	int pm_fd;			/* /proc/PID/pagemap: huge pages (fault_span) */
 	struct snap_run *runs;
 	size_t nr_runs;
 	uint8_t *saved;			/* a bit per page of every run */
@@ -233,9 +240,15 @@ static int plan_runs(struct dump_ctx *d, struct snapshot *s)
 	return s->saved ? 0 : -ENOMEM;
 }
 
+/* The end of the copier's chunk from addr: the next 2 MiB boundary, or the run's end. */
+static uint64_t chunk_end(const struct snap_run *r, uint64_t addr)
+{
+	return MIN(r->end, (addr & ~(CHUNK_SIZE - 1)) + CHUNK_SIZE);
+}
+
 /* Copy [addr, addr + len) of run r to the image, skipping saved pages. */
 static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t addr,
-		      uint64_t len, uint8_t *buf)
+		      uint64_t len, uint8_t *buf, uint64_t *saved)
 {
 	ssize_t n = read_target_mem(s->d, r->unreadable, addr, buf, len);
 	uint64_t first = r->first_bit + (addr - r->start) / PAGE_SIZE;
@@ -256,6 +269,8 @@ static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t add
 			       r->off + (addr - r->start) + p * PAGE_SIZE);
 		for (uint64_t k = p; k <= q; k++)
 			set_bit(s->saved, first + k);
+		if (saved)
+			*saved += q - p + 1;
 		p = q;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -265,15 +280,14 @@ static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t add
 /* What the snapshot cannot cover, written now, while frozen. */
 static int copy_unprotected(struct snapshot *s)
 {
-	uint8_t *buf = malloc(CHUNK_PAGES * PAGE_SIZE);
+	uint8_t *buf = malloc(CHUNK_SIZE);
 	int err = buf ? 0 : -ENOMEM;
 
 	for (size_t i = 0; i < s->nr_runs && !err; i++) {
 		struct snap_run *r = &s->runs[i];
 
-		for (uint64_t a = r->start; a < r->end && !err && !r->protected;
-		     a += CHUNK_PAGES * PAGE_SIZE)
-			err = copy_range(s, r, a, MIN(r->end - a, CHUNK_PAGES * PAGE_SIZE), buf);
+		for (uint64_t a = r->start; a < r->end && !err && !r->protected; a = chunk_end(r, a))
+			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL);
 	}
 	free(buf);
 	return err;
@@ -296,28 +310,36 @@ static struct snap_run *run_of(struct snapshot *s, uint64_t addr)
 	return NULL;
 }
 
-/* A thread waits to write the page at addr: save it, then let it go on. */
-static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *page)
+/*
+ * What a write fault at addr lifts: the whole transparent huge page it
+ * falls in (lifting a part would split it), else the page.
+ */
+static uint64_t fault_span(struct snapshot *s, uint64_t addr)
 {
+	struct page_region reg;
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg), .start = addr, .end = addr + PAGE_SIZE,
+		.vec = (uint64_t)&reg, .vec_len = 1, .return_mask = PAGE_IS_HUGE,
+	};
+
+	if (s->pm_fd < 0 || ioctl(s->pm_fd, PAGEMAP_SCAN, &arg) != 1 ||
+	    !(reg.categories & PAGE_IS_HUGE))
+		return PAGE_SIZE;
+	return HUGE_SIZE;
+}
+
+/* A thread waits to write the page at addr: save it (its huge page), then let it go on. */
+static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *buf)
+{
+	uint64_t len = fault_span(s, addr), base = addr & ~(len - 1);
 	struct snap_run *r = run_of(s, addr);
 	int err = 0;
 
-	if (r && r->protected) {
-		uint64_t b = r->first_bit + (addr - r->start) / PAGE_SIZE;
-
-		pthread_mutex_lock(&s->lock);
-		if (!bit(s->saved, b)) {
-			ssize_t n = read_target_mem(s->d, r->unreadable, addr, page, PAGE_SIZE);
-
-			err = n == PAGE_SIZE ? write_at(s, page, PAGE_SIZE, r->off + addr - r->start)
-					     : fail(-EIO, "cannot read the page at %#lx of process "
-						    "%d", addr, s->d->pid);
-			set_bit(s->saved, b);
-			s->faults++;
-		}
-		pthread_mutex_unlock(&s->lock);
-	}
-	protect(s, addr, PAGE_SIZE, false);	/* wakes the thread, whatever happened */
+	if (r && (base < r->start || base + len > r->end))
+		base = addr, len = PAGE_SIZE;
+	if (r && r->protected)
+		err = copy_range(s, r, base, len, buf, &s->faults);
+	protect(s, base, len, false);	/* wakes the thread, whatever happened */
 	return err;
 }
 
@@ -349,12 +371,13 @@ static int add_redo(struct snapshot *s, uint64_t start, uint64_t end)
  */
 static int on_early_fault(struct snapshot *s, uint64_t addr)
 {
+	uint64_t len = fault_span(s, addr), base = addr & ~(len - 1);
 	int err = 0;
 
 	pthread_mutex_lock(&s->lock);
-	protect(s, addr, PAGE_SIZE, false);
+	protect(s, base, len, false);
 	if (s->frozen)
-		err = add_redo(s, addr, addr + PAGE_SIZE);
+		err = add_redo(s, base, base + len);
 	pthread_mutex_unlock(&s->lock);
 	return err;
 }
@@ -384,7 +407,7 @@ static int check_lost(struct snapshot *s, uint64_t start, uint64_t end)
 	return err;
 }
 
-static int handle_events(struct snapshot *s, uint8_t *page)
+static int handle_events(struct snapshot *s, uint8_t *buf)
 {
 	struct uffd_msg msg[16];
 	ssize_t n = read(s->uffd, msg, sizeof(msg));
@@ -399,7 +422,7 @@ static int handle_events(struct snapshot *s, uint8_t *page)
 		if (m->event == UFFD_EVENT_PAGEFAULT && !s->copying)
 			e = on_early_fault(s, m->arg.pagefault.address & PAGE_MASK);
 		else if (m->event == UFFD_EVENT_PAGEFAULT)
-			e = on_fault(s, m->arg.pagefault.address & PAGE_MASK, page);
+			e = on_fault(s, m->arg.pagefault.address & PAGE_MASK, buf);
 		else if (!s->copying)
 			continue;	/* before the freeze: the scan sees what is left */
 		else if (m->event == UFFD_EVENT_REMOVE || m->event == UFFD_EVENT_UNMAP)
@@ -414,7 +437,7 @@ static int handle_events(struct snapshot *s, uint8_t *page)
 static void *handler_main(void *arg)
 {
 	struct snapshot *s = arg;
-	uint8_t *page = malloc(PAGE_SIZE);
+	uint8_t *page = malloc(HUGE_SIZE);
 
 	for (;;) {
 		struct pollfd p[2] = { { s->uffd, POLLIN, 0 }, { s->stop_fd, POLLIN, 0 } };
@@ -471,6 +494,8 @@ static void snapshot_free(struct snapshot *s)
 		close(s->uffd);	/* unregisters, lifts every protection, wakes every thread */
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
+	if (s->pm_fd >= 0)
+		close(s->pm_fd);
 	if (s->fd >= 0)
 		close(s->fd);
 	pthread_mutex_destroy(&s->lock);
@@ -565,11 +590,14 @@ static int start(struct dump_ctx *d, struct snapshot *s)
 static struct snapshot *snapshot_new(struct dump_ctx *d)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
+	char path[64];
 
 	if (!s)
 		return NULL;
 	s->d = d;
 	s->uffd = s->fd = s->stop_fd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->pid);
+	s->pm_fd = open(path, O_RDONLY | O_CLOEXEC);	/* -1: every fault lifts a page */
 	pthread_mutex_init(&s->lock, NULL);
 	return s;
 }
@@ -621,14 +649,14 @@ int snapshot_arm(struct dump_ctx *d)
 static int make_uffd_running(struct dump_ctx *d, struct snapshot *s)
 {
 	struct infect_ctx in;
-	uint64_t t0 = now_us();
 	int err = infect_prepare(&in, d->pid, &dump_interrupted);
+	uint64_t t0 = now_us();		/* stopped */
 
 	if (!err)
 		err = make_uffd(&in, s);
 	infect_release(&in, false);
 	if (!err)
-		pr_info("snapshot: process %d made its userfaultfd in a stop of %.1f ms", d->pid,
+		pr_info("snapshot: process %d made its userfaultfd, stopped for %.1f ms", d->pid,
 			(now_us() - t0) / 1000.0);
 	return err;
 }
@@ -725,20 +753,17 @@ int snapshot_written(struct dump_ctx *d, uint64_t start, uint64_t end)
 int snapshot_copy(struct dump_ctx *d)
 {
 	struct snapshot *s = d->snap;
-	uint8_t *buf = malloc(CHUNK_PAGES * PAGE_SIZE);
+	uint8_t *buf = malloc(CHUNK_SIZE);
 	int err = buf ? 0 : -ENOMEM;
 
 	fault_point("snapshot-copy");
 	for (size_t i = 0; i < s->nr_runs && !err; i++) {
 		struct snap_run *r = &s->runs[i];
 
-		for (uint64_t a = r->start; a < r->end && !err && r->protected;
-		     a += CHUNK_PAGES * PAGE_SIZE) {
-			uint64_t len = MIN(r->end - a, CHUNK_PAGES * PAGE_SIZE);
-
-			err = copy_range(s, r, a, len, buf);
+		for (uint64_t a = r->start; a < r->end && !err && r->protected; a = chunk_end(r, a)) {
+			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL);
 			if (!err)
-				protect(s, a, len, false);
+				protect(s, a, chunk_end(r, a) - a, false);
 		}
 	}
 	free(buf);
