@@ -551,11 +551,11 @@ static int cover_prearmed(struct snapshot *s)
 
 		if (!r->protected || v->snap_armed)
 			continue;
-		if (v != last)
-			err = register_vma(s, v);
+		if (v != last && register_vma(s, v))
+			return -EBUSY;	/* said why */
 		last = v;
 		again += r->end - r->start;
-		err = err ?: protect(s, r->start, r->end - r->start, true);
+		err = protect(s, r->start, r->end - r->start, true);
 	}
 	for (size_t i = 0; i < s->nr_redo && !err; i++) {
 		again += s->redo[i].end - s->redo[i].start;
@@ -602,6 +602,16 @@ static struct snapshot *snapshot_new(struct dump_ctx *d)
 	return s;
 }
 
+/* No snapshot after all: the caller writes the pages while frozen. */
+static int no_snapshot(struct dump_ctx *d)
+{
+	pr_warn("no snapshot of process %d (%s): its pages are written while it is frozen",
+		d->pid, fail_reason());
+	fail_clear();
+	snapshot_end(d);	/* unregisters: nothing stays protected */
+	return 1;
+}
+
 /* Armed before the freeze: the handler stops lifting, the protection is completed. */
 static int arm_prearmed(struct dump_ctx *d, struct snapshot *s)
 {
@@ -609,8 +619,8 @@ static int arm_prearmed(struct dump_ctx *d, struct snapshot *s)
 
 	stop_handler(s);
 	err = plan_runs(d, s);
-	if (!err)
-		err = cover_prearmed(s);
+	if (!err && cover_prearmed(s))
+		return no_snapshot(d);
 	if (!err)
 		err = start(d, s);
 	if (err)
@@ -630,14 +640,8 @@ int snapshot_arm(struct dump_ctx *d)
 		return -ENOMEM;
 	d->snap = s;
 	err = plan_runs(d, s);
-	if (!err && cover(d, s)) {
-		/* no userfaultfd for this process (no CAP_SYS_PTRACE, a uffd of its own) */
-		pr_warn("no snapshot of process %d (%s): its pages are written while it is frozen",
-			d->pid, fail_reason());
-		fail_clear();
-		snapshot_end(d);
-		return 1;
-	}
+	if (!err && cover(d, s))	/* no userfaultfd here (no CAP_SYS_PTRACE, one of its own) */
+		return no_snapshot(d);
 	if (!err)
 		err = start(d, s);
 	if (err)
@@ -747,7 +751,13 @@ bool snapshot_owns(struct dump_ctx *d, const struct vma *v)
 
 int snapshot_written(struct dump_ctx *d, uint64_t start, uint64_t end)
 {
-	return add_redo(d->snap, start, end);
+	struct snapshot *s = d->snap;
+	int err;
+
+	pthread_mutex_lock(&s->lock);	/* the handler adds to redo[] too */
+	err = add_redo(s, start, end);
+	pthread_mutex_unlock(&s->lock);
+	return err;
 }
 
 int snapshot_copy(struct dump_ctx *d)
