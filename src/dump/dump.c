@@ -173,6 +173,8 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 	if (!ret)
 		ret = track_start(d);
 	if (!ret)
+		ret = select_pages_start(d);	/* beside the remote calls: they move no page */
+	if (!ret)
 		ret = infect_parasite(&d->in);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_inside(d, i);
@@ -184,9 +186,9 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 		ret = collect_task_attrs(d, &ts->attrs);
 	if (!ret)
 		ret = collect_posix_timers(d);
-	if (!ret)
-		ret = select_pages(d);
-	return ret;
+	if (ret)
+		select_pages_wait(d);	/* the first error is the one reported */
+	return ret ?: select_pages_wait(d);
 }
 
 int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)

@@ -10,6 +10,7 @@
 #define MEMDUMP_DUMP_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -278,6 +279,14 @@ struct refusals;
 /* Before the seize: pid's tables shared with a process outside the dump (tree, or NULL). */
 void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 
+/* The page scan, on a thread of its own beside the remote calls (pagescan.c). */
+struct page_scan {
+	pthread_t thread;
+	int fd;				/* /proc/PID/pagemap */
+	int err;
+	bool opened, running;
+};
+
 struct dump_ctx {
 	pid_t pid;
 	struct img_dir dir;		/* -D, and the images created in it */
@@ -293,6 +302,7 @@ struct dump_ctx {
 	enum dump_mode mode;
 	enum pages_write pages_write;
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
+	struct page_scan scan;
 	struct dump_trace *trace;	/* or NULL */
 	bool progress;
 	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
@@ -362,7 +372,9 @@ int dump_tree(const struct dump_opts *o, struct proc_tree *t);
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);
 
-/* pagescan.c */
+/* pagescan.c: which pages to dump (d->runs); start and wait, or both at once */
+int select_pages_start(struct dump_ctx *d);
+int select_pages_wait(struct dump_ctx *d);
 int select_pages(struct dump_ctx *d);
 
 /* parent.c: --prev-images-dir */

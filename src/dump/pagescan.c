@@ -253,22 +253,13 @@ static int read_vma_pagemap(struct dump_ctx *d, int pm_fd, struct vma *v, size_t
 	return 0;
 }
 
-int select_pages(struct dump_ctx *d)
+static int scan_all(struct dump_ctx *d, int fd)
 {
 	struct page_region *vec = malloc(VEC_LEN * sizeof(*vec));
 	bool scan = true, guard = true;
 	size_t cap = 0;
-	char path[64];
-	int fd, ret = 0;
+	int ret = vec ? 0 : -ENOMEM;
 
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !vec) {
-		free(vec);
-		if (fd >= 0)
-			close(fd);
-		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
-	}
 	for (int i = 0; i < d->nr_vmas && !ret; i++) {
 		struct vma *v = &d->vmas[i];
 
@@ -293,10 +284,58 @@ int select_pages(struct dump_ctx *d)
 			ret = read_vma_pagemap(d, fd, v, &cap);
 	}
 	free(vec);
-	close(fd);
+	return ret;
+}
+
+static void *scan_main(void *arg)
+{
+	struct dump_ctx *d = arg;
+
+	d->scan.err = scan_all(d, d->scan.fd);
+	return NULL;
+}
+
+/*
+ * The scan reads the page tables only: it may run while the frozen target
+ * does memdump's remote calls, which change no dumped page's presence. It
+ * reports through d->scan.err, never fail() (one reason, the caller's).
+ */
+int select_pages_start(struct dump_ctx *d)
+{
+	char path[64];
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->pid);
+	d->scan.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->scan.fd < 0)
+		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
+	d->scan.opened = true;
+	err = pthread_create(&d->scan.thread, NULL, scan_main, d);
+	if (err)
+		d->scan.err = scan_all(d, d->scan.fd);	/* no thread: here and now */
+	d->scan.running = !err;
+	return 0;
+}
+
+int select_pages_wait(struct dump_ctx *d)
+{
+	int ret;
+
+	if (!d->scan.opened)
+		return 0;
+	if (d->scan.running)
+		pthread_join(d->scan.thread, NULL);
+	close(d->scan.fd);
+	d->scan.opened = d->scan.running = false;
+	ret = d->scan.err;
 	if (ret)
 		return fail(ret, "cannot scan the pages of process %d: %s", d->pid, strerror(-ret));
 	pr_info("%lu pages to dump in %zu runs, %lu in the parent's", d->nr_pages, d->nr_runs,
 		d->stats.pages_in_parent);
 	return 0;
+}
+
+int select_pages(struct dump_ctx *d)
+{
+	return select_pages_start(d) ?: select_pages_wait(d);
 }
