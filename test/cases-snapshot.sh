@@ -52,22 +52,27 @@ case_snapshot_restore() {
 	restore_and_pass "$T/d" snap
 }
 
-# memdump killed while the target runs write-protected: the kernel lifts the
-# protection with the userfaultfd, and the writers go on.
+# memdump and its worker killed while the target runs write-protected, at
+# fault point $1 (snapshot-prearmed: armed, before the freeze;
+# snapshot-copy: during the copy): the kernel lifts the protection with the
+# userfaultfd, and the writers go on.
 case_snapshot_killed() {
+	local point=$1
 	mkdir -p "$T/d"
 	start_prog t-writer
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=snapshot-copy "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --snapshot \
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --snapshot \
 		2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_line "$MD_ERR" 'fault point snapshot-copy' "$OP_TIMEOUT" || fail "the dump never reached its copy"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
+	[[ $point == snapshot-prearmed ]] && ! grep -qE '^VmFlags:.* uw( |$)' "/proc/$PID/smaps" &&
+		fail "no VMA of $PID is write-protected while armed"
 	expect_untraced "$PID"
 	pkill -9 -P "$mdpid"
 	kill -9 "$mdpid"
 	wait "$mdpid"
-	note "killed memdump $mdpid and its worker during the snapshot copy"
+	note "killed memdump $mdpid and its worker at $point"
 	wait_until 5 eval '! grep -qE "^VmFlags:.* uw( |$)" /proc/'"$PID"'/smaps' ||
 		fail "write protection left in $PID after memdump died"
 	no_write_protection "$PID"
@@ -86,7 +91,8 @@ case_snapshot_needs_leave_running() {
 add snap-writer case_snapshot_writer prearm
 add snap-writer-frozen-arm case_snapshot_writer frozen
 add snap-restore case_snapshot_restore
-add snap-killed case_snapshot_killed
+add snap-killed case_snapshot_killed snapshot-copy
+add snap-prearm-killed case_snapshot_killed snapshot-prearmed
 add err-snap-killing case_snapshot_needs_leave_running
 
 # Another user's process cannot make a userfaultfd (no CAP_SYS_PTRACE,
@@ -173,30 +179,6 @@ case_snapshot_prearm_step() {
 }
 add snap-prearm-step case_snapshot_prearm_step
 
-# memdump and its worker killed while the snapshot is armed, before the
-# freeze: the protection goes with the userfaultfd, the writers go on.
-case_snapshot_prearm_killed() {
-	mkdir -p "$T/d"
-	start_prog t-writer
-	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=snapshot-prearmed "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --snapshot \
-		2> "$MD_ERR" &
-	local mdpid=$!
-	track "$mdpid"
-	wait_line "$MD_ERR" 'fault point snapshot-prearmed' "$OP_TIMEOUT" || fail "the dump never armed its snapshot"
-	grep -qE '^VmFlags:.* uw( |$)' "/proc/$PID/smaps" || fail "no VMA of $PID is write-protected while armed"
-	expect_untraced "$PID"
-	pkill -9 -P "$mdpid"
-	kill -9 "$mdpid"
-	wait "$mdpid"
-	note "killed memdump $mdpid and its worker while the snapshot was armed"
-	wait_until 5 eval '! grep -qE "^VmFlags:.* uw( |$)" /proc/'"$PID"'/smaps' ||
-		fail "write protection left in $PID after memdump died"
-	no_write_protection "$PID"
-	no_inventory "$T/d"
-	check_child_pass
-}
-add snap-prearm-killed case_snapshot_prearm_killed
 
 # A write-protect registration that is not memdump's (its userfaultfd held by
 # another process) is refused by name, armed before the freeze or not.
