@@ -41,3 +41,14 @@ case_limits_restore_refused() {
 
 add rst-limits-other-user case_limits_other_user
 add err-restore-limits case_limits_restore_refused
+
+# A periodic interval timer whose signal is pending at the dump (blocked by the
+# program): the kernel reports 0 time left until the signal is taken, and a
+# restore that set 0 would disarm the timer for good.
+case_itimer_pending() {
+	start_prog t-itimer
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-itimer-pending case_itimer_pending

@@ -96,6 +96,21 @@ static int leader_call(struct dump_ctx *d, const char *what, long nr, long a1, v
 	return 0;
 }
 
+/*
+ * A periodic ITIMER_REAL whose SIGALRM is pending (blocked, or not yet taken)
+ * reads 0 time left: the kernel arms it again only when the signal is
+ * dequeued. Restored as read, setitimer() with 0 would disarm it for good;
+ * the pending signal itself is restored with the others. Armed for one
+ * interval instead, the timer runs on (the kernel does not arm it a second
+ * time when the restored signal is taken: it is queued already).
+ */
+static void itimer_pending_rearm(struct itimerval *it)
+{
+	if (it->it_value.tv_sec || it->it_value.tv_usec)
+		return;
+	it->it_value = it->it_interval;
+}
+
 static int get_itimers(struct dump_ctx *d, struct task_attrs *a)
 {
 	static const char *const names[3] = { "ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF" };
@@ -106,6 +121,7 @@ static int get_itimers(struct dump_ctx *d, struct task_attrs *a)
 
 		if (ret)
 			return ret;
+		itimer_pending_rearm(&it);
 		a->itimer[w].isec = it.it_interval.tv_sec;
 		a->itimer[w].iusec = it.it_interval.tv_usec;
 		a->itimer[w].vsec = it.it_value.tv_sec;
