@@ -2,6 +2,7 @@
 #ifndef MEMDUMP_PROC_H
 #define MEMDUMP_PROC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,6 +25,10 @@ pid_t proc_ppid(pid_t pid);
 pid_t proc_tgid(pid_t pid);
 pid_t proc_tracer(pid_t pid);
 int proc_comm(pid_t pid, char *buf, size_t len);
+/* The real uid of pid (from /proc/PID/status), or -errno. */
+long proc_uid(pid_t pid);
+/* Is cap (CAP_*) in memdump's own effective set? */
+bool self_capable(int cap);
 int proc_tasks(pid_t pid, pid_t **tids);
 /* Value of "Key:" in /proc/PID/status as text; 0 or -ENOENT. */
 int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);

@@ -164,3 +164,80 @@ case_refuse_mqueue() {
 	check_child_pass
 }
 add refuse-mqueue case_refuse_mqueue
+
+# Two memdumps on one PID: the second names the first as another memdump,
+# and the first's dump goes on unharmed.
+case_err_traced_by_memdump() {
+	mkdir -p "$T/d1" "$T/d2"
+	start_prog t-pattern
+	MEMDUMP_FAULT=parasite-running "$MEMDUMP" dump -t "$PID" -D "$T/d1" --leave-running \
+		2> "$T/first.err" &
+	local first=$!
+	track "$first"
+	wait_line "$T/first.err" 'fault point parasite-running' "$OP_TIMEOUT" ||
+		fail "the first dump never reached the parasite"
+	md dump2 dump -t "$PID" -D "$T/d2"
+	expect_md_error
+	grep -q "already traced by [0-9]*: another memdump is dumping it" "$MD_ERR" ||
+		fail "the second dump does not say another memdump holds the process"
+	no_inventory "$T/d2"
+	kill -TERM "$first"; wait "$first" 2>/dev/null
+	expect_untraced "$PID"
+	check_child_pass
+}
+add err-traced-by-memdump case_err_traced_by_memdump
+
+# An unprivileged memdump names the privilege it lacks, not a bare EPERM:
+# another user's process (CAP_SYS_PTRACE), its own (CAP_CHECKPOINT_RESTORE).
+case_err_unprivileged() {
+	command -v setpriv > /dev/null || fail "setpriv missing"
+	mkdir -p "$T/d" && chmod 777 "$T" "$T/d"
+	start_prog t-pattern
+	printf '#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all %s "$@"\n' \
+		"$MEMDUMP" > "$T/md-nobody"
+	chmod 755 "$T/md-nobody"
+	local MEMDUMP=$T/md-nobody
+	md root-target dump -t "$PID" -D "$T/d"
+	(( MD_RC != 0 )) || fail "an unprivileged dump of root's process succeeded"
+	grep -q "belongs to uid 0: tracing another user's process needs CAP_SYS_PTRACE" "$MD_ERR" ||
+		fail "the error does not name CAP_SYS_PTRACE: $(tail -n1 "$MD_ERR")"
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 < /dev/null > /dev/null 2>&1 &
+	local own=$!
+	track "$own"
+	wait_until 5 grep -q '^Uid:[[:space:]]*65534' "/proc/$own/status" || fail "sleep is not uid 65534"
+	md own-target dump -t "$own" -D "$T/d"
+	(( MD_RC != 0 )) || fail "an unprivileged dump succeeded"
+	grep -q "has neither CAP_CHECKPOINT_RESTORE nor CAP_SYS_ADMIN" "$MD_ERR" ||
+		fail "the error does not name CAP_CHECKPOINT_RESTORE: $(tail -n1 "$MD_ERR")"
+	no_inventory "$T/d"
+	untraced "$own" || fail "process $own harmed"
+	kill "$own"
+	check_child_pass
+}
+add err-unprivileged case_err_unprivileged
+
+# One object found several times (three POSIX lock ranges on one mapped file)
+# is named once in the refusal.
+case_err_refused_once() {
+	mkdir -p "$T/d"
+	python3 -c '
+import fcntl, mmap, sys, time
+f = open(sys.argv[1], "w+b"); f.write(b"x" * 8192); f.flush()
+m = mmap.mmap(f.fileno(), 8192)
+for off in (0, 100, 200):
+    fcntl.lockf(f, fcntl.LOCK_EX, 10, off)
+print("READY", flush=True)
+time.sleep(120)' "$T/locked" > "$T/py.out" 2>&1 &
+	PID=$!
+	track "$PID"
+	wait_line "$T/py.out" '^READY' "$OP_TIMEOUT" || fail "the locking program did not start"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q 'holds a POSIX lock on a file the process also maps' "$MD_ERR" ||
+		fail "the lock is not named"
+	local dup; dup=$(sed 's/.*cannot dump: //; s/, /\n/g' "$MD_ERR" | sort | uniq -d)
+	[[ -z $dup ]] || fail "named more than once: $dup"
+	no_inventory "$T/d"
+	untraced "$PID" || fail "the process was harmed"
+}
+add err-refused-once case_err_refused_once

@@ -29,6 +29,7 @@
 #include "common.h"
 #include "kernel_uapi.h"
 #include "log.h"
+#include "proc.h"
 #include "cli/options.h"
 
 #ifndef CAP_CHECKPOINT_RESTORE
@@ -58,19 +59,6 @@ struct probe {
 static uint64_t marker = 0x6d656d64756d70;	/* read back from a forked child */
 
 /* ---- helpers ---- */
-
-static bool have_cap(cap_value_t cap)
-{
-	cap_flag_value_t v = CAP_CLEAR;
-	cap_t caps = cap_get_proc();
-
-	if (!caps)
-		return false;
-	if (cap_get_flag(caps, cap, CAP_EFFECTIVE, &v))
-		v = CAP_CLEAR;
-	cap_free(caps);
-	return v == CAP_SET;
-}
 
 static int errno_note(char *note, const char *call)
 {
@@ -130,7 +118,7 @@ static void *anon_page(void)
 static int probe_ptrace_priv(const struct probe *p, char *note)
 {
 	(void)p;
-	if (have_cap(CAP_SYS_PTRACE)) {
+	if (self_capable(CAP_SYS_PTRACE)) {
 		snprintf(note, NOTE_LEN, geteuid() ? "CAP_SYS_PTRACE" : "root");
 		return 1;
 	}
@@ -141,11 +129,11 @@ static int probe_ptrace_priv(const struct probe *p, char *note)
 static int probe_cr_priv(const struct probe *p, char *note)
 {
 	(void)p;
-	if (have_cap(CAP_CHECKPOINT_RESTORE)) {
+	if (self_capable(CAP_CHECKPOINT_RESTORE)) {
 		snprintf(note, NOTE_LEN, "CAP_CHECKPOINT_RESTORE");
 		return 1;
 	}
-	if (have_cap(CAP_SYS_ADMIN)) {
+	if (self_capable(CAP_SYS_ADMIN)) {
 		snprintf(note, NOTE_LEN, "CAP_SYS_ADMIN");
 		return 1;
 	}

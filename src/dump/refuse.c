@@ -30,18 +30,34 @@
 #include "log.h"
 #include "proc.h"
 
+/* Is item in the list already (one object found by two checks, or twice by one)? */
+static bool refused_already(const struct refusals *r, const char *item)
+{
+	size_t len = strlen(item);
+
+	for (const char *p = r->text; (p = strstr(p, item)); p++) {
+		bool starts = p == r->text || (p >= r->text + 2 && !strncmp(p - 2, ", ", 2));
+		bool ends = !p[len] || !strncmp(p + len, ", ", 2);
+
+		if (starts && ends)
+			return true;
+	}
+	return false;
+}
+
 void refuse_add(struct refusals *r, const char *fmt, ...)
 {
 	size_t room = sizeof(r->text) - r->len;
+	char item[1024];
 	va_list ap;
 	int n;
 
-	if (room < 8)
-		return;
-	n = snprintf(r->text + r->len, room, "%s", r->n ? ", " : "");
 	va_start(ap, fmt);
-	n += vsnprintf(r->text + r->len + n, room - n, fmt, ap);
+	vsnprintf(item, sizeof(item), fmt, ap);
 	va_end(ap);
+	if (room < 8 || refused_already(r, item))
+		return;
+	n = snprintf(r->text + r->len, room, "%s%s", r->n ? ", " : "", item);
 	r->len = MIN(r->len + n, sizeof(r->text) - 1);
 	r->n++;
 }

@@ -1,5 +1,6 @@
 /* Readers of /proc/PID/{stat,status,task,comm}. */
 #include <dirent.h>
+#include <sys/capability.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -249,4 +250,25 @@ const char *proc_line_after(const char *text, const char *key)
 		if (!strncmp(p, key, n))
 			return p + n;
 	return NULL;
+}
+
+long proc_uid(pid_t pid)
+{
+	char buf[64];
+	int ret = proc_status_field(pid, "Uid", buf, sizeof(buf));
+
+	return ret ? ret : strtol(buf, NULL, 10);
+}
+
+bool self_capable(int cap)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (!caps)
+		return false;
+	if (cap_get_flag(caps, cap, CAP_EFFECTIVE, &v))
+		v = CAP_CLEAR;
+	cap_free(caps);
+	return v == CAP_SET;
 }

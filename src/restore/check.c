@@ -487,14 +487,7 @@ static int check_files(struct rst *r)
 
 bool rst_capable(int cap)
 {
-	cap_flag_value_t v = CAP_CLEAR;
-	cap_t caps = cap_get_proc();
-
-	if (caps) {
-		cap_get_flag(caps, cap, CAP_EFFECTIVE, &v);
-		cap_free(caps);
-	}
-	return v == CAP_SET;
+	return self_capable(cap);
 }
 
 static uint64_t nr_open(void)
