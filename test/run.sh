@@ -657,16 +657,19 @@ case_err_target_killed() {
 	local mode=$1
 	start_big
 	MD_ERR=$T/md.dump.err
-	timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" -D "$T/d" --mode "$mode" --leave-running 2> "$MD_ERR" &
+	# stalled halfway through the pages (a warmed image copies 512 MiB faster
+	# than a test can kill), the target is killed there
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump \
+		-t "$PID" -D "$T/d" --mode "$mode" --leave-running 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_seized "$PID" "$mdpid"
-	kill -0 "$mdpid" 2>/dev/null || fail "dump finished before the target could be killed"
-	sleep 0.05
+	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
+		fail "the dump never reached half of the pages"
 	kill -9 "$PID"
 	note "killed target $PID during the dump"
 	wait "$mdpid"; MD_RC=$?
 	sed 's/^/#   stderr: /' "$MD_ERR"
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
 	(( MD_RC == 124 )) && fail "dump hung after the target was killed"
 	expect_md_error
 	no_inventory "$T/d"
