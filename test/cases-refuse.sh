@@ -241,3 +241,17 @@ time.sleep(120)' "$T/locked" > "$T/py.out" 2>&1 &
 	untraced "$PID" || fail "the process was harmed"
 }
 add err-refused-once case_err_refused_once
+
+# System V shm in the host's IPC namespace (postgres run on the host): refused,
+# and the refusal says how to run such a program so that it can be dumped.
+case_err_sysv_host() {
+	mkdir -p "$T/d"
+	start_prog t-sysvshm
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "System V shared memory outside an IPC namespace of its own (start the program in one, e.g. with \`unshare --ipc\`" "$MD_ERR" ||
+		fail "the refusal does not say how to make it dumpable"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add err-sysv-host case_err_sysv_host

@@ -166,7 +166,8 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		v->dump = false;
 	} else if (!strncmp(v->name, "/secretmem", 10) || !strncmp(v->name, "/SYSV", 5)) {
 		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
-			      "System V shared memory outside an IPC namespace of its own");
+			      "System V shared memory outside an IPC namespace of its own "
+			      "(start the program in one, e.g. with `unshare --ipc`, to dump it)");
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */
