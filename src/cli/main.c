@@ -11,6 +11,7 @@
 #include "common.h"
 #include "log.h"
 #include "cli/action_script.h"
+#include "cli/criu_cli.h"
 #include "cli/options.h"
 #include "cli/rpc.h"
 #include "dump/dump.h"
@@ -466,6 +467,9 @@ int main(int argc, char **argv)
 
 	if (argc >= 1 && criu_version_asked(argc, argv))
 		return 0;
+	ret = argc >= 1 ? criu_cli(&argc, &argv) : -1;
+	if (ret >= 0)
+		return ret;
 	if (argc < 2)
 		return bad_usage("%s", "no command");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)

@@ -1,0 +1,59 @@
+# CRIU's command line, memdump run under the name `criu` (LXC, zdtm, scripts):
+# options CRIU documents are passed on, accepted where they cannot matter,
+# or refused by name in one line; never "unrecognized".
+
+# criu_link: $T/bin/criu -> memdump; sets CRIU
+criu_link() {
+	mkdir -p "$T/bin"
+	ln -sf "$MEMDUMP" "$T/bin/criu"
+	CRIU=$T/bin/criu
+}
+
+# LXC's dump and restore options (lxc-checkpoint -s / -r), -o relative to -D
+case_criu_cli_lxc() {
+	criu_link
+	start_prog t-pattern
+	mkdir -p "$T/d"
+	"$CRIU" dump --tcp-established --file-locks --link-remap \
+		--ext-mount-map auto --enable-external-sharing --enable-external-masters \
+		--enable-fs hugetlbfs --enable-fs tracefs -D "$T/d" -o dump.log -v4 \
+		--skip-in-flight --force-irmap --no-default-config --timeout 10 -t "$PID" \
+		> "$T/dump.out" 2> "$T/dump.err" ||
+		{ show_file "criu dump stderr" "$T/dump.err"; fail "criu dump failed"; }
+	[[ -f $T/d/inventory.img ]] || fail "no inventory.img after criu dump"
+	grep -q . "$T/d/dump.log" || fail "-o dump.log did not land in the images dir"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	"$CRIU" restore -D "$T/d" -o restore.log -v4 --restore-detached --file-locks \
+		--link-remap --lsm-profile "apparmor:unconfined" \
+		--pidfile "$T/pidfile" --no-default-config > "$T/restore.out" 2> "$T/restore.err" ||
+		{ show_file "criu restore stderr" "$T/restore.err"; fail "criu restore failed"; }
+	track "$PID"
+	[[ $(cat "$T/pidfile") == "$PID" ]] || fail "--pidfile holds '$(cat "$T/pidfile")', want $PID"
+	grep -q . "$T/d/restore.log" || fail "-o restore.log did not land in the images dir"
+	wait_until 5 untraced "$PID" || fail "restored pid $PID not running"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add criu-cli-lxc case_criu_cli_lxc
+
+# What memdump lacks is refused by name, an unknown option too; check --feature
+case_criu_cli_refuse() {
+	criu_link
+	local out
+	out=$("$CRIU" dump -t 1 -D "$T" --page-server --address 127.0.0.1 2>&1)
+	(( $? == 1 )) || fail "criu dump --page-server did not exit 1"
+	[[ $out == "memdump (as criu): --page-server is not supported: the page server is not supported yet" ]] ||
+		fail "page server refusal: '$out'"
+	out=$("$CRIU" restore -D "$T" --no-such-option 2>&1)
+	(( $? == 1 )) || fail "an unknown option did not exit 1"
+	[[ $out == *"unknown option --no-such-option (not one of CRIU 4.2's)" ]] ||
+		fail "unknown option: '$out'"
+	out=$("$CRIU" lazy-pages -D "$T" 2>&1)
+	[[ $out == *"criu lazy-pages is not supported by memdump" ]] || fail "lazy-pages: '$out'"
+	"$CRIU" check --feature mem_dirty_track > /dev/null || fail "mem_dirty_track not supported"
+	"$CRIU" check --feature lazy_pages > /dev/null && fail "lazy_pages said to be supported"
+	"$CRIU" --version | grep -q '^Version: ' || fail "criu --version not in CRIU's format"
+	return 0
+}
+add criu-cli-refuse case_criu_cli_refuse
