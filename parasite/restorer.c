@@ -927,7 +927,8 @@ static void restore_sched(struct rst_thread *t)
 	}
 }
 
-/* The thread's seccomp filters, oldest first; the very last thing before rt_sigreturn. */
+/* The thread's seccomp filters, oldest first; the very last thing before
+ * rt_sigreturn, or before its credentials (seccomp_before_creds()). */
 static void restore_seccomp(struct rst_thread *t)
 {
 	struct rst_filter *f = (struct rst_filter *)area(A->filters_off);
@@ -950,8 +951,9 @@ static void restore_seccomp(struct rst_thread *t)
 
 /*
  * ITIMER_REAL, VIRTUAL, PROF with what was left of them; signals are still
- * blocked. An interval with no time left is kept too: an ITIMER_REAL whose
- * SIGALRM is pending is re-armed by the kernel when that signal is taken.
+ * blocked. A periodic timer whose signal was pending at the dump reads no
+ * time left: the dump stored one interval for it (procattr.c), since a
+ * setitimer() with no time left disarms the timer whatever its interval.
  */
 static void restore_itimers(void)
 {
@@ -1011,6 +1013,19 @@ static void restore_posix_timers(void)
 	}
 }
 
+/*
+ * A thread with neither no_new_privs nor CAP_SYS_ADMIN in its restored
+ * credentials could not install its seccomp filters once they are back: it
+ * installs them before, while it still has CAP_SYS_ADMIN, and its calls
+ * from there on go through them (the dump checked that they are allowed:
+ * src/dump/seccomp_check.c lists them; keep the two in step).
+ */
+static int seccomp_before_creds(const struct rst_thread *t)
+{
+	return t->nr_chain && t->has_creds && !t->creds.no_new_privs &&
+	       !(t->creds.cap_eff[0] & (1u << 21 /* CAP_SYS_ADMIN */));
+}
+
 static void restore_thread(struct rst_thread *t)
 {
 	long ret;
@@ -1029,6 +1044,8 @@ static void restore_thread(struct rst_thread *t)
 			rst_fail_n(ret, "cannot register rseq of thread", t->tid);
 	}
 	restore_sched(t);
+	if (seccomp_before_creds(t))
+		restore_seccomp(t);
 	restore_creds(t);
 	/* a credential change clears the parent-death signal: set it after */
 	if (t->pdeath_sig) {
@@ -1096,7 +1113,8 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 	ret = sys_call2(__nr_arch_prctl, ARCH_SET_GS, t->regs.gs_base);
 	if (ret < 0)
 		rst_fail_n(ret, "cannot set gs_base of thread", t->tid);
-	restore_seccomp(t);
+	if (!seccomp_before_creds(t))
+		restore_seccomp(t);
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
 		"mov	$15, %%eax\n"

@@ -92,6 +92,9 @@ case_state_refused() {
 	notify)
 		start_prog t-seccomp notify
 		local want="thread $PID has a seccomp filter that notifies a supervisor (SECCOMP_RET_USER_NOTIF)" ;;
+	nocap-deny)
+		start_prog t-seccomp nocap-deny
+		local want="thread $PID has seccomp filters, neither no_new_privs nor CAP_SYS_ADMIN, and a filter that does not allow capset" ;;
 	esac
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
@@ -119,6 +122,9 @@ add rst-t-state-perthread case_rst default t-state perthread
 add rst-state-oom-lower case_state_oom_lower
 add err-seccomp-strict case_state_refused strict
 add err-seccomp-notify case_state_refused notify
+add err-seccomp-nocap-deny case_state_refused nocap-deny
+# a runtime's default profile: filters without no_new_privs, no capability left
+add rst-seccomp-nocap case_rst default t-seccomp nocap
 add rst-t-state-noseccomp case_rst default t-state noseccomp
 add rst-read-t-state case_rst read t-state
 add lr-t-state case_state_lr

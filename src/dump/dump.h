@@ -398,6 +398,9 @@ int collect_thread_sched(struct dump_ctx *d, int i);
 /* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
 int collect_seccomp(struct dump_ctx *d);
 void seccomp_free(struct dump_ctx *d);
+/* seccomp_check.c: 0, or fail() when t's filters, installed before its
+ * credentials, would deny a system call the restorer makes after them */
+int seccomp_check_early(const struct dump_ctx *d, const struct thread *t);
 
 /* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
 int collect_posix_timers(struct dump_ctx *d);

@@ -4,9 +4,10 @@
  * Filters that threads inherited from one another are kept once: a list
  * where each filter names the one installed before it, as CRIU's
  * seccomp.img. Refused, by name: a filter that hands syscalls to a user-space
- * supervisor (SECCOMP_RET_USER_NOTIF: its listener cannot be recreated), and
- * filters on a thread that could not install them again (neither
- * no_new_privs nor CAP_SYS_ADMIN). Strict mode is refused before the seize
+ * supervisor (SECCOMP_RET_USER_NOTIF: its listener cannot be recreated), and,
+ * on a thread with neither no_new_privs nor CAP_SYS_ADMIN (installed again
+ * before its credentials), filters that deny the restorer's own calls after
+ * that point (seccomp_check.c). Strict mode is refused before the seize
  * (refuse.c): a remote system call would kill the target.
  */
 #include <errno.h>
@@ -100,22 +101,19 @@ static int intern(struct dump_ctx *d, struct seccomp_prog *p, int prev)
 }
 
 /* The thread could install its filters again after its credentials are back. */
-static int check_installable(struct dump_ctx *d, pid_t tid)
+static bool installable_late(const struct dump_ctx *d, pid_t tid)
 {
 	char nnp[16] = "0", capeff[32] = "0";
 
 	proc_task_status_field(d->pid, tid, "NoNewPrivs", nnp, sizeof(nnp));
 	proc_task_status_field(d->pid, tid, "CapEff", capeff, sizeof(capeff));
-	if (atoi(nnp) || (strtoull(capeff, NULL, 16) >> CAP_SYS_ADMIN_BIT & 1))
-		return 0;
-	return fail(-EOPNOTSUPP, "thread %d has seccomp filters but neither no_new_privs nor "
-		    "CAP_SYS_ADMIN to install them again; memdump cannot restore them", tid);
+	return atoi(nnp) || (strtoull(capeff, NULL, 16) >> CAP_SYS_ADMIN_BIT & 1);
 }
 
 static int thread_filters(struct dump_ctx *d, struct thread *t)
 {
 	struct seccomp_prog *chain = NULL;
-	int n = 0, ret = check_installable(d, t->tid), prev = -1;
+	int n = 0, ret = 0, prev = -1;
 
 	while (!ret) {
 		struct seccomp_prog *nc = realloc(chain, (n + 1) * sizeof(*nc));
@@ -147,6 +145,8 @@ static int thread_filters(struct dump_ctx *d, struct thread *t)
 	t->seccomp.top = prev;
 	if (!ret && prev < 0)
 		ret = fail(-EIO, "thread %d: seccomp filter mode without a filter", t->tid);
+	if (!ret && !installable_late(d, t->tid))
+		ret = seccomp_check_early(d, t);	/* installed before its credentials */
 	return ret;
 }
 
