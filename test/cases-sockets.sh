@@ -263,3 +263,42 @@ for how in kill lr snap; do
 	add "sk-real-http-$how" case_sk_netns case_sk_real http 18080 "$how" \
 		python3 "$TESTSRC/sk-http.py" 18080
 done
+
+# An IPv6 listener's connection from an IPv4 peer (v4-mapped, as busybox nc or
+# any dual-stack server): the network lock must match it as IPv4 on the wire,
+# on input and output; the connection works after a --leave-running dump.
+case_sk_v4mapped_lock() {
+	OUT=$T/v4m.out
+	nsenter -t "$SK_NETNS" -n python3 -c '
+import socket, os, sys, signal
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+l = socket.socket(socket.AF_INET6); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("::", 0)); l.listen()
+c = socket.create_connection(("127.0.0.1", l.getsockname()[1])); a, peer = l.accept()
+print("READY", os.getpid(), peer[0], flush=True)
+signal.sigwait([signal.SIGUSR1])
+c.sendall(b"ping"); got = a.recv(4); a.sendall(b"pong"); back = c.recv(4)
+print("PASS" if (got, back) == (b"ping", b"pong") else "FAIL %r %r" % (got, back), flush=True)' \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file v4m "$OUT"; fail "the dual-stack server did not start"; }
+	grep -q '^READY [0-9]* ::ffff:127.0.0.1' "$OUT" || fail "the accepted peer is not v4-mapped: $(cat "$OUT")"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=infected MEMDUMP_FAULT_SECS=2 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--tcp-established --leave-running 2> "$MD_ERR" &
+	local mdpid=$! table
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point infected' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
+	table=$(nsenter -t "$SK_NETNS" -n nft list table inet "memdump-lock-$PID" 2>&1)
+	note "$table"
+	[[ $table == *"ip saddr 127.0.0.1 tcp sport"* ]] || fail "no IPv4 rule for the v4-mapped connection"
+	[[ $table != *"::ffff:"* ]] || fail "a v4-mapped address in an ip6 rule: it never matches"
+	[[ $table == *"hook output"* ]] || fail "the lock does not cover the output direction"
+	wait "$mdpid" || fail "the dump failed: $(tail -n1 "$MD_ERR")"
+	kill -USR1 "$PID"
+	wait_line "$OUT" '^(PASS|FAIL)' 10 || fail "no answer after the dump"
+	grep -q '^PASS' "$OUT" || fail "the connection broke: $(tail -n1 "$OUT")"
+}
+if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-tcp-v4mapped-lock case_sk_netns case_sk_v4mapped_lock
+fi

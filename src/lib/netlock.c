@@ -1,10 +1,12 @@
 /*
  * The network lock (netlock.h): an nftables table per dumped PID, fed to
- * `nft -f -`. Rules drop on the input hook, before conntrack: on loopback
- * both directions pass there, and a remote peer's packets are what must not
- * reach a socket that is gone.
+ * `nft -f -`. Rules drop on the input and output hooks, before conntrack: a
+ * remote peer's packets must not reach a socket that is gone, nor may the
+ * socket answer them (on loopback both directions pass both hooks). An IPv6
+ * socket's connection to an IPv4 peer (v4-mapped) gets IPv4 rules.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -16,15 +18,40 @@
 #include "netlock.h"
 #include "nsswitch.h"
 
+/*
+ * An IPv6 socket's connection with an IPv4 peer (::ffff:a.b.c.d on both
+ * ends) is IPv4 on the wire: its rules must match IPv4 packets.
+ */
+static bool v4_mapped(const struct netlock_conn *c)
+{
+	return c->family == AF_INET6 && IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)c->src) &&
+	       IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)c->dst);
+}
+
 static void rule(FILE *f, const struct netlock_conn *c, bool reverse)
 {
 	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
-	const char *ip = c->family == AF_INET6 ? "ip6" : "ip";
+	const uint8_t *from = reverse ? c->dst : c->src, *to = reverse ? c->src : c->dst;
+	bool mapped = v4_mapped(c);
+	const char *ip = c->family == AF_INET6 && !mapped ? "ip6" : "ip";
 
-	inet_ntop(c->family, reverse ? c->dst : c->src, a, sizeof(a));
-	inet_ntop(c->family, reverse ? c->src : c->dst, b, sizeof(b));
+	inet_ntop(mapped ? AF_INET : c->family, mapped ? from + 12 : from, a, sizeof(a));
+	inet_ntop(mapped ? AF_INET : c->family, mapped ? to + 12 : to, b, sizeof(b));
 	fprintf(f, "\t\t%s saddr %s tcp sport %u %s daddr %s tcp dport %u drop\n", ip, a,
 		reverse ? c->dport : c->sport, ip, b, reverse ? c->sport : c->dport);
+}
+
+/* One chain per direction: what the peer sends, and what the socket might still send. */
+static void chain(FILE *f, const char *name, const char *hook, const struct netlock_conn *conns,
+		  size_t n)
+{
+	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority -300; policy accept;\n", name,
+		hook);
+	for (size_t i = 0; i < n; i++) {
+		rule(f, &conns[i], false);
+		rule(f, &conns[i], true);
+	}
+	fprintf(f, "\t}\n");
 }
 
 /*
@@ -57,13 +84,10 @@ int netlock_add(pid_t pid, const struct netlock_conn *conns, size_t n)
 
 	if (!f)
 		return -ENOMEM;
-	fprintf(f, "table inet memdump-lock-%d {\n\tchain in {\n"
-		"\t\ttype filter hook input priority -300; policy accept;\n", pid);
-	for (size_t i = 0; i < n; i++) {
-		rule(f, &conns[i], false);
-		rule(f, &conns[i], true);
-	}
-	fprintf(f, "\t}\n}\n");
+	fprintf(f, "table inet memdump-lock-%d {\n", pid);
+	chain(f, "in", "input", conns, n);
+	chain(f, "out", "output", conns, n);
+	fprintf(f, "}\n");
 	fclose(f);
 	ret = run_nft(pid, script);
 	free(script);
