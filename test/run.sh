@@ -585,6 +585,24 @@ case_err_dir_has_dump() {
 	check_child_pass
 }
 
+# --overwrite (and every dump over the RPC, as CRIU): a second --leave-running
+# dump into the same directory replaces the first; a runtime's file and a log
+# there stay; the new set verifies and restores.
+case_dump_overwrite() {
+	start_prog t-pattern
+	dump "$PID" "$T/d" --leave-running
+	echo '{"runtime": 1}' > "$T/d/descriptors.json"
+	echo old > "$T/d/dump.log"
+	local first; first=$(cat "$T/d/inventory.img" | md5sum)
+	dump "$PID" "$T/d" --leave-running --overwrite
+	[[ $(cat "$T/d/inventory.img" | md5sum) != "$first" ]] || fail "the inventory was not replaced"
+	[[ $(cat "$T/d/descriptors.json") == '{"runtime": 1}' ]] || fail "the runtime's file was touched"
+	[[ $(cat "$T/d/dump.log") == old ]] || fail "the log was touched"
+	md verify verify -D "$T/d" || fail "the replaced set does not verify: $(tail -n1 "$MD_ERR")"
+	kill -9 "$PID"; timeout_wait "$PID"
+	restore_and_pass "$T/d" 1
+}
+
 # refused PROG WHAT: a target holding something memdump cannot dump yet (a pty
 # pair, a socket) is refused with an error that names it, and left unharmed
 case_err_refused() {
@@ -797,6 +815,7 @@ add err-traced-ptrace case_err_traced ptrace
 add err-dir-readonly case_err_dir_ro
 add err-dir-is-file case_err_dir_file
 add err-dir-has-dump case_err_dir_has_dump
+add dump-overwrite case_dump_overwrite
 add err-enospc case_err_enospc
 for c in pages-trunc pages-missing core-magic core-size core-trunc mm-garbage no-inventory; do
 	add "err-restore-$c" case_err_corrupt "$c"

@@ -413,6 +413,9 @@ int criu_cli(int *argc, char ***argv)
 		return check_feature(t.feature);
 	if (add_log(&t))
 		return 1;
+	/* CRIU writes over a dump the directory holds */
+	if ((!strcmp(t.cmd, "dump") || !strcmp(t.cmd, "pre-dump")) && add(&t, "--overwrite"))
+		return 1;
 	t.out[t.n] = NULL;
 	*argc = t.n;
 	*argv = (char **)t.out;

@@ -24,7 +24,7 @@ static const char usage[] =
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
 	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
-	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP]\n"
+	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP] [--overwrite]\n"
 	"       [--external mnt[POINT]:KEY|net[INO]:KEY|tty[RDEV:DEV]]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given; --tcp-established dumps established\n"
@@ -38,7 +38,8 @@ static const char usage[] =
 	"        path restore's --external mnt[KEY]:PATH gives; --freeze-cgroup: the\n"
 	"        tree is held by that cgroup's freezer while it is seized (as CRIU's);\n"
 	"        --external tty[RDEV:DEV] (hex): that pty slave's master is outside (a\n"
-	"        runtime's), the slave is dumped alone\n"
+	"        runtime's), the slave is dumped alone; --overwrite: a dump DIR already\n"
+	"        holds is removed first (as CRIU does; without it, DIR must hold none)\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID (and of the processes below it), leave it running\n"
 	"        and track the pages it writes\n"
@@ -82,7 +83,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 		.freeze_cgroup = o->freeze_cgroup,
 		.ext_net_ino = o->ext_net_ino, .ext_net_key = o->ext_net_key,
-		.ext_tty = o->ext_tty,
+		.ext_tty = o->ext_tty, .overwrite = o->overwrite,
 	};
 }
 
@@ -300,7 +301,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
-	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD };
+	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
+	       OPT_OVERWRITE };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -310,6 +312,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
+		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
 		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
@@ -366,6 +369,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
+			break;
+		case OPT_OVERWRITE:
+			opts->overwrite = true;
 			break;
 		case OPT_TCP_EST:
 			opts->tcp_established = true;

@@ -341,6 +341,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.mnt_ext = job->mnt_ext,
 		.freeze_cgroup = co->freeze_cgroup && co->freeze_cgroup[0] ? co->freeze_cgroup : NULL,
 		.ext_tty = { .any = co->has_orphan_pts_master && co->orphan_pts_master },
+		.overwrite = true,	/* as CRIU: runtimes reuse their checkpoint directory */
 	};
 	int ret = map_ext_mnt(co, job);
 

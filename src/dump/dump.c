@@ -63,7 +63,7 @@ void dump_catch_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-int dump_open_dir(const char *dir)
+int dump_open_dir(const char *dir, bool overwrite)
 {
 	int fd;
 
@@ -76,9 +76,17 @@ int dump_open_dir(const char *dir)
 		close(fd);
 		return fail(-EACCES, "directory %s is not writable", dir);
 	}
-	if (!faccessat(fd, "inventory.img", F_OK, 0)) {
+	if (overwrite) {
+		int ret = img_replace_set(fd, dir);
+
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+	} else if (!faccessat(fd, "inventory.img", F_OK, 0)) {
 		close(fd);
-		return fail(-EEXIST, "directory %s already holds a dump (inventory.img)", dir);
+		return fail(-EEXIST, "directory %s already holds a dump (inventory.img; --overwrite "
+			    "replaces it)", dir);
 	}
 	return fd;
 }
@@ -436,7 +444,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	d.own_ns = ns_saved_mask(d.pid, o->ext_net_ino);
 	d.ext_net_key = ns_own_mask(d.pid) != d.own_ns ? o->ext_net_key : NULL;
 	if (!ret)
-		ret = d.dir.fd = dump_open_dir(o->dir);
+		ret = d.dir.fd = dump_open_dir(o->dir, o->overwrite);
 	if (ret >= 0)
 		ret = dump_prepare_incremental(&d, o->prev_dir);
 	if (ret >= 0) {

@@ -203,6 +203,7 @@ struct dump_opts {
 	uint64_t ext_net_ino;		/* --external net[INO]:KEY: that network namespace is */
 	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
 	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
+	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
 };
 
 /*
@@ -350,7 +351,7 @@ struct dump_ctx {
  */
 struct task_state;
 void dump_catch_signals(void);
-int dump_open_dir(const char *dir);
+int dump_open_dir(const char *dir, bool overwrite);
 bool dump_target_stopped(pid_t pid);
 int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o);
 int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot);

@@ -176,7 +176,7 @@ static int warm_tree(struct tree_dump *td)
 
 	if (!pages_warm_wanted(td->o) || tree_collect(td->o->pid, &t))
 		return 0;	/* a tree that cannot be read is reported at the freeze */
-	td->dirfd = dump_open_dir(td->o->dir);
+	td->dirfd = dump_open_dir(td->o->dir, td->o->overwrite);
 	pids = calloc(t.n, sizeof(*pids));
 	td->warm = calloc(t.n, sizeof(*td->warm));
 	ret = td->dirfd < 0 ? td->dirfd : !pids || !td->warm ? -ENOMEM : 0;
@@ -217,7 +217,7 @@ static void warm_free(struct tree_dump *td)
 static int open_dirs(struct tree_dump *td)
 {
 	if (td->dirfd < 0)
-		td->dirfd = dump_open_dir(td->o->dir);
+		td->dirfd = dump_open_dir(td->o->dir, td->o->overwrite);
 	if (td->dirfd < 0)
 		return td->dirfd;
 	td->m[0].d.dir.fd = td->dirfd;

@@ -166,6 +166,10 @@ int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t s
 /* Size and checksum of an image file as it is on disk. */
 int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash);
 
+/* replace.c: take apart the dump dirfd (named dir) holds, inventory.img first;
+ * files that are not a dump's stay. 0 or <0 after fail(). */
+int img_replace_set(int dirfd, const char *dir);
+
 /*
  * runtime_files.c: the files a runtime put in the dump directory (runc's
  * descriptors.json) that ours(arg, name) does not claim, with their sums:
