@@ -346,3 +346,33 @@ case_oci_hook() {
 }
 
 add oci-hook case_oci_hook
+
+# As a runtime drives it (podman reuses its checkpoint directory and reads the
+# stats from its work directory): a second DUMP into the same images directory
+# replaces the first; stats-dump (CRIU's fields, shpages_written too) and
+# stats-restore land in work_dir, where crit decodes them.
+case_rpc_workdir_stats() {
+	start_prog t-shared
+	mkdir "$T/d" "$T/w"
+	rpc d1 "$MEMDUMP" DUMP images_dir="$T/d" work_dir="$T/w" pid="$PID" leave_running=true
+	rpc_ok
+	rpc d2 "$MEMDUMP" DUMP images_dir="$T/d" work_dir="$T/w" pid="$PID"
+	rpc_ok
+	expect_killed "$PID"
+	[[ -f $T/w/stats-dump ]] || fail "no stats-dump in the work directory"
+	crit decode -i "$T/w/stats-dump" --pretty > "$T/stats-dump.json" 2>&1 ||
+		fail "crit cannot decode stats-dump: $(tail -n1 "$T/stats-dump.json")"
+	grep -q '"shpages_written": [1-9]' "$T/stats-dump.json" ||
+		{ show_file stats-dump "$T/stats-dump.json"; fail "no shared memory pages in stats-dump"; }
+	truncate -s "$READY_SIZE" "$OUT"
+	rpc r "$MEMDUMP" RESTORE images_dir="$T/d" work_dir="$T/w"
+	rpc_ok
+	track "$PID"
+	crit decode -i "$T/w/stats-restore" --pretty > "$T/stats-restore.json" 2>&1 ||
+		fail "crit cannot decode stats-restore: $(tail -n1 "$T/stats-restore.json")"
+	grep -q '"restore_time": [1-9]' "$T/stats-restore.json" || fail "no restore_time in stats-restore"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add rpc-workdir-stats case_rpc_workdir_stats

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "cli/options.h"
 #include "cli/rpc.h"
+#include "cli/stats_files.h"
 #include "cli/worker.h"
 
 static int respond(const struct rpc_conn *c, CriuResp *resp, int ret)
@@ -135,6 +136,8 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType 
 		ret = worker_call(dump_in_worker, &job, c->sk, &res);
 	if (!ret && res.ret < 0)
 		ret = fail(res.ret, "%s", res.reason);
+	if (!ret)
+		stats_dump_to_work_dir(job.dir, job.work_dir);
 	resp.type = type;
 	dr.has_restored = true;		/* CRIU's: false, the target was not restored by memdump */
 	resp.dump = &dr;
@@ -151,8 +154,12 @@ static int serve_restore(const struct rpc_conn *c, const CriuReq *req)
 
 	if (!ret && job.notify)
 		job.restore.hooks = rpc_notifier_init(&n, c);
+	uint64_t t0 = now_us();
+
 	if (!ret)
 		ret = restore_run(&job.restore);
+	if (!ret)
+		stats_restore_to_work_dir(job.work_dir, now_us() - t0);
 	resp.type = CRIU_REQ_TYPE__RESTORE;
 	if (!ret) {
 		rr.pid = job.restored_pid;

@@ -49,6 +49,7 @@ struct rpc_job {
 	struct restore_opts restore;
 	pid_t restored_pid;		/* restore.pid_out */
 	char dir[PATH_MAX];		/* the images directory */
+	char work_dir[PATH_MAX];	/* work_dir_fd's, "": none given (stats go there too) */
 	char log_path[PATH_MAX];	/* "": stderr */
 	int log_level;
 	bool notify;			/* notify_scripts */

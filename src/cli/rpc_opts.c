@@ -298,9 +298,10 @@ static int map_dirs_and_log(const CriuOpts *co, CriuReqType type, const struct r
 			   rpc_type_name(type));
 	if (ret)
 		return ret;
-	if (co->has_work_dir_fd)
+	if (co->has_work_dir_fd) {
 		ret = fd_path(work, sizeof(work), c, co->work_dir_fd, "work_dir_fd");
-	else
+		snprintf(job->work_dir, sizeof(job->work_dir), "%s", ret ? "" : work);
+	} else
 		snprintf(work, sizeof(work), "%s", job->dir);
 	if (!ret && co->log_file && co->log_file[0]) {
 		if (!work[0])

@@ -144,6 +144,7 @@ struct dump_stats {
 	uint64_t mem_start, mem_end;
 	uint64_t pages_scanned, pages_written;
 	uint64_t pages_in_parent;	/* listed, their bytes in the parent set */
+	uint64_t shpages_written;	/* shared memory's, in its own pages images */
 	int threads;			/* frozen */
 	uint64_t bytes_written;
 	bool pages_cached;		/* written through the page cache */

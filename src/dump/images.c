@@ -647,6 +647,9 @@ int write_stats(struct dump_ctx *d)
 	ds.pages_scanned = s->pages_scanned;
 	ds.pages_written = s->pages_written;
 	ds.pages_skipped_parent = s->pages_in_parent;
+	ds.has_shpages_scanned = ds.has_shpages_skipped_parent = ds.has_shpages_written = true;
+	ds.shpages_scanned = ds.shpages_written = s->shpages_written;	/* all of it, always */
+	ds.shpages_skipped_parent = 0;
 	ds.mode = (char *)mode_name(d->mode);
 	ds.has_bytes_written = true;
 	ds.bytes_written = s->bytes_written;

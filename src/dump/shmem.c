@@ -185,6 +185,8 @@ static int dump_one(struct dump_ctx *d, struct shmem *s, unsigned pages_id, uint
 		ret = img_create(&d->dir, IMG_PAGES, pages_id, &pages);
 	if (!ret)
 		ret = dump_content(src, st.st_size, pm, pages);
+	if (!ret && !fstat(pages->fd, &st))	/* raw: its size is its pages */
+		d->stats.shpages_written += st.st_size / PAGE_SIZE;
 	if (!ret)
 		ret = img_close(pm);
 	else
