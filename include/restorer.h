@@ -89,6 +89,14 @@ struct rst_seal {
 
 /* A POSIX timer to create with its id and arm (the leader, after the other threads exist). */
 #define RST_MAX_PTIMERS	64
+#define RST_MAX_LOCKS		128
+
+/* A POSIX lock the blob takes back once it has closed its own fds (struct flock's). */
+struct rst_lock {
+	int fd;
+	int type;			/* F_RDLCK, F_WRLCK */
+	long long start, len;		/* from the file's start; len 0: to its end */
+};
 struct rst_ptimer {
 	int id, clock, signo, notify, tid;
 	unsigned long sival;
@@ -228,6 +236,8 @@ struct rst_args {
 	struct { unsigned long isec, iusec, vsec, vusec; } itimers[3];	/* REAL, VIRTUAL, PROF */
 	unsigned int nr_ptimers;
 	struct rst_ptimer ptimers[RST_MAX_PTIMERS];	/* sorted by id */
+	unsigned int nr_locks;
+	struct rst_lock locks[RST_MAX_LOCKS];	/* POSIX: a close of any fd of a file drops them */
 	unsigned long filters_off;	/* struct rst_filter array */
 	unsigned int nr_filters;
 	int fill_mode;			/* RST_FILL_* */

@@ -757,6 +757,28 @@ static void restore_membarrier(void)
 	}
 }
 
+/*
+ * The process's POSIX locks, after the blob's own fds are closed: closing any
+ * fd of a file drops every POSIX lock the process holds on it (SQLite's WAL
+ * index is both mapped and locked). Non-blocking: a lock another process took
+ * meanwhile fails the restore by name.
+ */
+static void take_posix_locks(void)
+{
+	for (u32 i = 0; i < A->nr_locks; i++) {
+		struct rst_lock *l = &A->locks[i];
+		struct {
+			short type, whence;
+			long long start, len;
+			int pid;
+		} fl = { (short)l->type, 0 /* SEEK_SET */, l->start, l->len, 0 };
+		long ret = sys_call3(__nr_fcntl, l->fd, 6 /* F_SETLK */, &fl);
+
+		if (ret < 0)
+			rst_fail_n(ret, "cannot take back the POSIX lock of fd", l->fd);
+	}
+}
+
 static void restore_process(void)
 {
 	long ret;
@@ -801,6 +823,7 @@ static void restore_process(void)
 	int *fds = (int *)area(A->close_off);
 	for (u32 i = 0; i < A->nr_close; i++)
 		sys_call1(__nr_close, fds[i]);
+	take_posix_locks();
 }
 
 static void restore_creds(struct rst_thread *t)

@@ -216,32 +216,6 @@ case_err_unprivileged() {
 }
 add err-unprivileged case_err_unprivileged
 
-# One object found several times (three POSIX lock ranges on one mapped file)
-# is named once in the refusal.
-case_err_refused_once() {
-	mkdir -p "$T/d"
-	python3 -c '
-import fcntl, mmap, sys, time
-f = open(sys.argv[1], "w+b"); f.write(b"x" * 8192); f.flush()
-m = mmap.mmap(f.fileno(), 8192)
-for off in (0, 100, 200):
-    fcntl.lockf(f, fcntl.LOCK_EX, 10, off)
-print("READY", flush=True)
-time.sleep(120)' "$T/locked" > "$T/py.out" 2>&1 &
-	PID=$!
-	track "$PID"
-	wait_line "$T/py.out" '^READY' "$OP_TIMEOUT" || fail "the locking program did not start"
-	md dump dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q 'holds a POSIX lock on a file the process also maps' "$MD_ERR" ||
-		fail "the lock is not named"
-	local dup; dup=$(sed 's/.*cannot dump: //; s/, /\n/g' "$MD_ERR" | sort | uniq -d)
-	[[ -z $dup ]] || fail "named more than once: $dup"
-	no_inventory "$T/d"
-	untraced "$PID" || fail "the process was harmed"
-}
-add err-refused-once case_err_refused_once
-
 # System V shm in the host's IPC namespace (postgres run on the host): refused,
 # and the refusal says how to run such a program so that it can be dumped.
 case_err_sysv_host() {

@@ -13,6 +13,7 @@
 #include "dump/locks.h"
 #include "image/image.h"
 #include "log.h"
+#include "restorer.h"
 #include "proc.h"
 
 #include "file-lock.pb-c.h"
@@ -48,6 +49,19 @@ int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len)
 	return 1;
 }
 
+/* The restorer takes POSIX locks back from a fixed table (restorer.h). */
+static int too_many_posix(const struct dump_ctx *d, const struct lock_set *ls)
+{
+	int n = 0;
+
+	for (int i = 0; i < ls->nr; i++)
+		n += ls->l[i].flag == FL_POSIX;
+	if (n <= RST_MAX_LOCKS)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds more than %d POSIX lock entries (one per lock "
+		    "and fd of its file), which memdump cannot restore", d->pid, RST_MAX_LOCKS);
+}
+
 int locks_collect(struct dump_ctx *d, int fd)
 {
 	struct lock_set *ls = &d->files.locks;
@@ -76,7 +90,7 @@ int locks_collect(struct dump_ctx *d, int fd)
 		}
 		ls->l = nl;
 		ls->l[ls->nr++] = l;
-		ret = 0;
+		ret = too_many_posix(d, ls);
 		pr_debug("fd %d: %s lock", fd, kind);
 	}
 	free(buf);

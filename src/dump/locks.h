@@ -1,7 +1,7 @@
 /*
  * File locks of the target (locks.c): flock, POSIX and OFD locks, from the
- * "lock:" lines of /proc/PID/fdinfo, written to filelocks.img. Leases, and
- * POSIX locks on a file the process also maps, are refused (refuse.c).
+ * "lock:" lines of /proc/PID/fdinfo, written to filelocks.img. Leases are
+ * refused (refuse.c), and more POSIX locks than the restorer takes back.
  */
 #ifndef MEMDUMP_LOCKS_H
 #define MEMDUMP_LOCKS_H

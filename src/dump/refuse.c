@@ -30,34 +30,18 @@
 #include "log.h"
 #include "proc.h"
 
-/* Is item in the list already (one object found by two checks, or twice by one)? */
-static bool refused_already(const struct refusals *r, const char *item)
-{
-	size_t len = strlen(item);
-
-	for (const char *p = r->text; (p = strstr(p, item)); p++) {
-		bool starts = p == r->text || (p >= r->text + 2 && !strncmp(p - 2, ", ", 2));
-		bool ends = !p[len] || !strncmp(p + len, ", ", 2);
-
-		if (starts && ends)
-			return true;
-	}
-	return false;
-}
-
 void refuse_add(struct refusals *r, const char *fmt, ...)
 {
 	size_t room = sizeof(r->text) - r->len;
-	char item[1024];
 	va_list ap;
 	int n;
 
-	va_start(ap, fmt);
-	vsnprintf(item, sizeof(item), fmt, ap);
-	va_end(ap);
-	if (room < 8 || refused_already(r, item))
+	if (room < 8)
 		return;
-	n = snprintf(r->text + r->len, room, "%s%s", r->n ? ", " : "", item);
+	n = snprintf(r->text + r->len, room, "%s", r->n ? ", " : "");
+	va_start(ap, fmt);
+	n += vsnprintf(r->text + r->len + n, room - n, fmt, ap);
+	va_end(ap);
 	r->len = MIN(r->len + n, sizeof(r->text) - 1);
 	r->n++;
 }
@@ -222,30 +206,11 @@ static void check_cwd_root(pid_t pid, struct refusals *r)
 	}
 }
 
-/* Whether the process maps the inode "maj:min:ino" (a lock line's). */
-static bool maps_inode(pid_t pid, const char *dev_ino)
-{
-	char path[64], line[1024], want[80];
-	const char *colon = strrchr(dev_ino, ':');
-	bool found = false;
-	FILE *f;
-
-	if (!colon)
-		return false;
-	snprintf(want, sizeof(want), "%.*s %s ", (int)(colon - dev_ino), dev_ino, colon + 1);
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, want) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /*
- * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored;
- * leases are not, nor a POSIX lock on a file the process maps (the
- * restorer closes its mapping fds, which drops the process's POSIX locks).
+ * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored
+ * (POSIX ones by the restorer, once it has closed the fds it mapped files
+ * through: a close drops the process's POSIX locks on that file); leases
+ * are not.
  */
 static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 {
@@ -266,8 +231,6 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 		if (ret < 0)
 			refuse_add(r, "fd %d holds a %s %s", fd, !strncmp(kind, "LEASE", 5) ||
 				   !strncmp(kind, "DELEG", 5) ? "file lease" : "file lock", kind);
-		else if (ret > 0 && l.flag == FL_POSIX && maps_inode(pid, l.dev_ino))
-			refuse_add(r, "fd %d holds a POSIX lock on a file the process also maps", fd);
 		if (ret < 0)
 			break;
 	}

@@ -431,5 +431,6 @@ int build_area(struct rst *r)
 	r->a->fill_stack_top = l.size;
 	seccomp_fill(r, l.filters);
 	attrs_fill(r);
+	locks_fill(r);
 	return 0;
 }

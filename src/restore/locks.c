@@ -28,6 +28,13 @@ static const char *kind(const FileLockEntry *l)
 
 int locks_check(struct rst *r)
 {
+	size_t posix = 0;
+
+	for (size_t i = 0; i < r->ds.nr_locks; i++)
+		posix += r->ds.locks[i]->flag == FL_POSIX;
+	if (posix > RST_MAX_LOCKS)
+		return fail(-EOPNOTSUPP, "filelocks.img: %zu POSIX lock entries, at most %d", posix,
+			    RST_MAX_LOCKS);
 	for (size_t i = 0; i < r->ds.nr_locks; i++) {
 		const FileLockEntry *l = r->ds.locks[i];
 		bool found = false;
@@ -55,11 +62,27 @@ static int take(const FileLockEntry *l)
 	return fcntl(l->fd, l->flag == FL_POSIX ? F_SETLK : F_OFD_SETLK, &fl);
 }
 
+/* POSIX locks: the blob takes them, once it has closed its own fds (restorer.h). */
+void locks_fill(struct rst *r)
+{
+	r->a->nr_locks = 0;
+	for (size_t i = 0; i < r->ds.nr_locks && r->a->nr_locks < RST_MAX_LOCKS; i++) {
+		const FileLockEntry *l = r->ds.locks[i];
+
+		if (l->flag != FL_POSIX || r->fdt_owner)
+			continue;
+		r->a->locks[r->a->nr_locks++] = (struct rst_lock){ l->fd, l->type, l->start,
+								  l->len };
+	}
+}
+
 int locks_apply_in_child(struct rst *r, char *why, size_t len)
 {
 	for (size_t i = 0; i < r->ds.nr_locks; i++) {
 		const FileLockEntry *l = r->ds.locks[i];
 
+		if (l->flag == FL_POSIX)
+			continue;	/* the blob's (locks_fill()) */
 		if (take(l)) {
 			int err = errno;
 

@@ -408,6 +408,8 @@ const char *ghost_path(struct rst *r, uint32_t file_id);
 /* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
 int locks_check(struct rst *r);
 int locks_apply_in_child(struct rst *r, char *why, size_t len);
+/* The POSIX ones into the area, for the blob to take after its own fds are closed. */
+void locks_fill(struct rst *r);
 
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);
