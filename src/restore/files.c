@@ -36,9 +36,26 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id)
 	return NULL;
 }
 
+#ifndef __O_TMPFILE
+#define __O_TMPFILE	020000000
+#endif
+
+/*
+ * The flags a file was opened with, to open it again: none that creates or
+ * truncates. A file made with O_TMPFILE (its flags carry __O_TMPFILE and
+ * O_DIRECTORY) is opened again as the file it is (its ghost, or the name it
+ * got since), not as the directory it was made in.
+ */
+static int reopen_flags(uint32_t flags)
+{
+	if (flags & __O_TMPFILE)
+		flags &= ~(__O_TMPFILE | O_DIRECTORY);
+	return (int)(flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC));
+}
+
 static int open_reg(struct rst *r, const RegFileEntry *re)
 {
-	int flags = re->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+	int flags = reopen_flags(re->flags);
 	char buf[PATH_MAX];
 	int fd = open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)), flags | O_CLOEXEC);
 

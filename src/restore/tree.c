@@ -543,7 +543,8 @@ static int prepare_all(struct rst *root)
 {
 	int ret = rst_prepare(root);
 
-	root->a->sum_pages = pagecheck_mode(&root->ds);
+	if (!ret)	/* no area when its preparation failed */
+		root->a->sum_pages = pagecheck_mode(&root->ds);
 	for (size_t i = 0; i < root->tree->n && !ret; i++) {
 		struct rst *m = &root->tree->m[i];
 

@@ -1,0 +1,33 @@
+# A file made with O_TMPFILE (never named: tmpfile(3), fd01 of CRIU's tests):
+# its fd's flags carry O_TMPFILE, which includes O_DIRECTORY. The restore opened
+# its ghost with those flags ("Not a directory") and then crashed on the failed
+# preparation; the file must come back with its content, offset and access mode.
+
+case_tmpfile_rst() {
+	OUT=$T/tmpfile.out
+	python3 -c '
+import os, signal, sys
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
+os.write(fd, b"unnamed file content\n" * 100)
+os.lseek(fd, 123, os.SEEK_SET)
+print("READY", os.getpid(), fd, flush=True)
+while not got:
+    signal.pause()
+pos = os.lseek(fd, 0, os.SEEK_CUR)
+os.lseek(fd, 0, os.SEEK_SET)
+data = os.read(fd, 1 << 16)
+acc = __import__("fcntl").fcntl(fd, __import__("fcntl").F_GETFL) & os.O_ACCMODE
+ok = pos == 123 and data == b"unnamed file content\n" * 100 and acc == os.O_RDWR
+print("PASS" if ok else "FAIL pos %d len %d acc %d" % (pos, len(data), acc), flush=True)' \
+		"$T" > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file tmpfile "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -z $(find "$T" -maxdepth 1 -name '#*') ]] || fail "a recreated ghost file is left in $T"
+}
+add rst-tmpfile case_tmpfile_rst
