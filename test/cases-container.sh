@@ -226,7 +226,11 @@ PY
 	wait_until 10 eval 'ip netns exec '"$ns"' ss -ltn | grep -q ":7000 "' || fail "no server in the container"
 	ip netns exec "$ns" python3 "$TESTSRC/sk-client.py" echo 7000 8 > "$T/client.out" 2>&1 &
 	cpid=$!
-	sleep 1.5
+	# the server has accepted the connection (a loaded machine takes its time)
+	wait_until 10 eval 'ip netns exec '"$ns"' ss -Htn state established "( sport = :7000 )" | grep -q . &&
+		ip netns exec '"$ns"' ss -Hltn "( sport = :7000 )" | awk "{ exit \$2 != 0 }"' ||
+		fail "the server did not accept the client's connection"
+	sleep 0.5	# a few echoes before the checkpoint
 	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --tcp-established \
 		--image-path "$T/img" "$id") > "$T/ckpt.out" 2>&1 ||
 		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
