@@ -225,3 +225,24 @@ case_snapshot_writer_thp() {
 	check_child_pass
 }
 add snap-writer-thp case_snapshot_writer_thp
+
+# --leave-running takes the snapshot by default; --no-snapshot and hooks (the
+# post-dump hook must see a complete set while the target is frozen) do not;
+# --snapshot with an action script is refused (its set would not be complete).
+case_snap_default() {
+	start_prog t-pattern
+	printf '#!/bin/sh\nexit 0\n' > "$T/hook"; chmod +x "$T/hook"
+	dump "$PID" "$T/d1" --leave-running -v 3
+	grep -q "snapshot" "$MD_ERR" || fail "no snapshot by default with --leave-running"
+	md verify1 verify -D "$T/d1" || fail "the default snapshot does not verify: $(tail -n1 "$MD_ERR")"
+	dump "$PID" "$T/d2" --leave-running --no-snapshot -v 3
+	grep -q "snapshot" "$MD_ERR" && fail "--no-snapshot took a snapshot"
+	dump "$PID" "$T/d3" --leave-running --action-script "$T/hook"
+	md verify3 verify -D "$T/d3" || fail "a dump with hooks does not verify: $(tail -n1 "$MD_ERR")"
+	md refused dump -t "$PID" -D "$T/d4" --leave-running --snapshot --action-script "$T/hook"
+	expect_md_error
+	grep -q "snapshot with action scripts" "$MD_ERR" || fail "the refusal does not say why"
+	no_inventory "$T/d4"
+	check_child_pass
+}
+add snap-default case_snap_default

@@ -23,11 +23,13 @@ static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
 	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
-	"       [--pages-write auto|cache|direct] [--snapshot] [--ghost-limit SIZE] [--shell-job]\n"
+	"       [--pages-write auto|cache|direct] [--no-snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP] [--overwrite]\n"
 	"       [--external mnt[POINT]:KEY|net[INO]:KEY|tty[RDEV:DEV]]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
-	"        unless --leave-running is given; --tcp-established dumps established\n"
+	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
+	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
+	"        --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
 	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
 	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
@@ -76,7 +78,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
-		.snapshot = o->snapshot,
+		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
 		.hooks = action_scripts_init(as, o->action_scripts, o->nr_action_scripts, o->dir),
@@ -302,7 +304,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
-	       OPT_OVERWRITE };
+	       OPT_OVERWRITE, OPT_NO_SNAPSHOT };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -313,6 +315,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
+		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
 		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
@@ -372,6 +375,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_OVERWRITE:
 			opts->overwrite = true;
+			break;
+		case OPT_NO_SNAPSHOT:
+			opts->no_snapshot = true;
 			break;
 		case OPT_TCP_EST:
 			opts->tcp_established = true;

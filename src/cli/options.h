@@ -24,6 +24,7 @@ struct options {
 	uint64_t ghost_limit;		/* --ghost-limit */
 	bool shell_job;			/* --shell-job */
 	bool snapshot;			/* --snapshot */
+	bool no_snapshot;		/* --no-snapshot */
 	bool overwrite;			/* dump --overwrite: replace a dump DIR holds */
 	enum pages_write pages_write;	/* --pages-write */
 	bool tcp_established;		/* --tcp-established */

@@ -403,6 +403,22 @@ int dump_run(const struct dump_opts *o)
 	return ret;
 }
 
+/*
+ * A --leave-running dump takes a copy-on-write snapshot unless told not to
+ * (--no-snapshot): the target is frozen only for what does not depend on its
+ * size (snapshot.c), the fastest correct choice. Not a pre-dump's nor an
+ * incremental one's: their memory tracking holds the userfaultfd
+ * registrations. Nor with hooks (action scripts, RPC notifications): the
+ * post-dump hook sees a complete set while the target is frozen, and a
+ * snapshot's pages are written after. Where the kernel cannot give one,
+ * snapshot_arm() says so and the pages are written while frozen.
+ */
+static bool wants_snapshot(const struct dump_opts *o)
+{
+	return o->snapshot || (o->leave_running && !o->no_snapshot && !o->pre_dump &&
+			       !o->track_mem && !o->prev_dir && !o->hooks);
+}
+
 static int dump_pipeline(const struct dump_opts *o)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
@@ -412,7 +428,7 @@ static int dump_pipeline(const struct dump_opts *o)
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 			      .parent = { .dirfd = -1 }, .pages_fd = -1,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
-	bool leave_running = o->leave_running || o->pre_dump;
+	bool leave_running = o->leave_running || o->pre_dump, snapshot = wants_snapshot(o);
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	uint64_t frozen_us;
 	bool inventory = false;
@@ -428,6 +444,11 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (o->snapshot && !o->leave_running) {
 		free(ts);
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
+	}
+	if (o->snapshot && o->hooks) {
+		free(ts);
+		return fail(-EINVAL, "--snapshot with action scripts or notifications: the post-dump "
+			    "hook would see a set whose pages are written once the target runs again");
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
@@ -455,7 +476,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	}
 	if (ret >= 0)
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
-	if (ret >= 0 && o->snapshot && snapshot_prearmable(&d, o))
+	if (ret >= 0 && snapshot && snapshot_prearmable(&d, o))
 		ret = snapshot_prearm(&d);	/* so is the write-protection */
 	if (ret < 0) {
 		if (d.dir.fd > 0)
@@ -480,7 +501,7 @@ static int dump_pipeline(const struct dump_opts *o)
 	if (!ret)
 		ret = dump_collect(&d, ts, o);
 	if (!ret)
-		ret = dump_write_images(&d, ts, o->snapshot);
+		ret = dump_write_images(&d, ts, snapshot);
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret)
 		ret = dump_finish_images(&d, o, leave_running, &inventory);

@@ -190,6 +190,7 @@ struct dump_opts {
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	enum pages_write pages_write;	/* --pages-write */
 	bool snapshot;			/* --snapshot (with leave_running) */
+	bool no_snapshot;		/* --no-snapshot: leave_running without one */
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
 	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
 	bool quiet;			/* the summary goes to the log, not to stdout */
