@@ -13,6 +13,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/images.h"
+#include "dump/cgroups.h"
 #include "dump/ns.h"
 #include "image/image.h"
 #include "log.h"
@@ -176,6 +177,8 @@ static void fill_task_attrs(TaskCoreEntry *tc, const struct task_attrs *a, TaskT
 	tc->has_membarrier_registration_mask = true;
 	tc->membarrier_registration_mask = a->membarrier_mask;
 	tc->cgroup = (char *)a->cgroup;
+	tc->has_cg_set = a->cgroup[0] != 0;
+	tc->cg_set = CG_SET_ID;
 	tc->cgroup_ns = a->cgroup_ns[0] ? (char *)a->cgroup_ns : NULL;
 	for (int w = 0; w < 3; w++)
 		fill_itimer(&it[w], a, w);
@@ -631,6 +634,8 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 		ret = write_ids_fs(d, ts);
 	if (!ret)
 		ret = write_seccomp(d);
+	if (!ret && ts->attrs.cgroup[0])
+		ret = write_cgroups(&d->dir, ts->attrs.cgroup);
 	return ret;
 }
 

@@ -83,7 +83,12 @@ static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
 	return ret;
 }
 
-int cgroup_procs_path(const char *line, char *out, size_t len)
+int cgroup_mount_of(const char *ctl, char *mnt, size_t len)
+{
+	return hierarchy_mount(ctl, strlen(ctl), mnt, len);
+}
+
+int cgroup_dir_path(const char *line, char *out, size_t len)
 {
 	const char *ctl = strchr(line, ':'), *path;
 	char mnt[256];
@@ -97,7 +102,20 @@ int cgroup_procs_path(const char *line, char *out, size_t len)
 	if (ret)
 		return ret;
 	path++;
-	snprintf(out, len, "%s%.*s/cgroup.procs", mnt, (int)strcspn(path, "\n"), path);
+	if ((size_t)snprintf(out, len, "%s%.*s", mnt, (int)strcspn(path, "\n"), path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int cgroup_procs_path(const char *line, char *out, size_t len)
+{
+	char dir[1024];
+	int ret = cgroup_dir_path(line, dir, sizeof(dir));
+
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(out, len, "%s/cgroup.procs", dir) >= len)
+		return -ENAMETOOLONG;
 	return access(out, W_OK) ? -errno : 0;
 }
 
