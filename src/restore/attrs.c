@@ -88,7 +88,7 @@ static const struct cg_root_map *cg_root_for(const struct restore_opts *o, const
 }
 
 /* line, moved under its --cgroup-root if one is given (the tree's root's cgroup becomes it). */
-static int map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
+int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
 {
 	const struct cg_root_map *m = cg_root_for(r->o, line);
 	const char *base = r->tree_cgroup ? r->tree_cgroup : r->leader->tc->cgroup;
@@ -117,16 +117,16 @@ static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside
 	     line = strtok_r(NULL, "\n", &save)) {
 		char root[1100], procs[1024], mapped[1100];
 
-		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		ret = attrs_map_cg_root(r, line, mapped, sizeof(mapped));
 		line = mapped;
 		if (!ret)
 			ret = cgns_root_line(line, inside, root, sizeof(root));
-		if (!ret && cgroup_procs_path(root, procs, sizeof(procs)))
+		if (!ret && cgroups_procs(r, root, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the root of the process's cgroup namespace, %s, cannot be "
 				   "joined here (not mounted or gone)", root);
 		if (!ret)
 			ret = add_join(&r->cg_root, &r->nr_cg_root, procs);
-		if (!ret && cgroup_procs_path(line, procs, sizeof(procs)))
+		if (!ret && cgroups_procs(r, line, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
 				   "join here (not mounted or gone)", line);
 		if (!ret)
@@ -150,14 +150,14 @@ static int check_cgroups(struct rst *r, const char *dumped)
 	for (line = strtok_r(copy, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save)) {
 		char mine[1024], procs[1024], mapped[1100];
 
-		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		ret = attrs_map_cg_root(r, line, mapped, sizeof(mapped));
 		line = mapped;
 		if (ret)
 			break;
 		if (cgroup_own_line(own, line, mine, sizeof(mine)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, a hierarchy this host "
 				   "does not have", line);
-		else if (strcmp(mine, line) && cgroup_procs_path(line, procs, sizeof(procs)))
+		else if (strcmp(mine, line) && cgroups_procs(r, line, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
 				   "join here (not mounted or gone)", line);
 		else if (strcmp(mine, line))
@@ -257,9 +257,13 @@ int attrs_check(struct rst *r)
 	    !rst_capable(CAP_AUDIT_CONTROL))
 		ret = fail(-EPERM, "loginuid %u differs from memdump's own (%u) and setting it "
 			   "needs CAP_AUDIT_CONTROL", tc->loginuid, own_loginuid());
-	if (!ret && tc->cgroup && tc->cgroup_ns)
+	if (!ret)
+		ret = cgroups_load(r);
+	if (ret || r->o->cg_mode == CG_MODE_IGNORE)
+		;	/* --manage-cgroups ignore: it stays in memdump's cgroups */
+	else if (tc->cgroup && tc->cgroup_ns)
 		ret = check_cgroup_ns(r, tc->cgroup, tc->cgroup_ns);
-	else if (!ret && tc->cgroup)
+	else if (tc->cgroup)
 		ret = check_cgroups(r, tc->cgroup);
 	if (!ret && tc->timers)
 		ret = check_ptimers(r, tc->timers);
@@ -269,6 +273,7 @@ int attrs_check(struct rst *r)
 void attrs_free(struct rst *r)
 {
 	attrs_close_cgroups(r);
+	cgroups_forget(r);
 	for (size_t i = 0; i < r->nr_cg_join; i++)
 		free(r->cg_join[i]);
 	free(r->cg_join);
@@ -397,6 +402,10 @@ void attrs_apply_groups(struct rst *r)
 int attrs_open_cgroups(struct rst *r)
 {
 	size_t n = r->nr_cg_root + r->nr_cg_join;
+	int ret = cgroups_recreate(r);
+
+	if (ret)
+		return ret;
 
 	r->cg_fds = calloc(n + 1, sizeof(*r->cg_fds));
 	if (!r->cg_fds)

@@ -513,6 +513,8 @@ int restore_run(const struct restore_opts *o)
 
 	if (!ret)
 		ret = r.tree ? restore_tree(&r) : restore(&r);
+	if (ret)
+		cgroups_undo(&r);	/* the cgroups it made for nothing */
 	rst_free(&r);
 	return ret;
 }
