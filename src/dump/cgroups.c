@@ -145,40 +145,50 @@ static int dir_entry(struct cg_build *b, const char *mnt, const char *rel, bool 
 	return ret;
 }
 
-/* The chain of directories from the mount's root down to path ("/a/b"), nested. */
-static int dir_chain(struct cg_build *b, const char *mnt, const char *path, bool v2,
-		     CgControllerEntry *ce)
+/* The directory named rel among list[0..n), NULL if none. */
+static CgroupDirEntry *find_dir(CgroupDirEntry **list, size_t n, const char *rel)
 {
-	CgroupDirEntry *up = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i]->dir_name, rel))
+			return list[i];
+	return NULL;
+}
+
+/*
+ * The directories from the mount's root down to path ("/a/b") added to the
+ * hierarchy's tree where missing; each list holds at most cap (the number of
+ * sets: each adds one branch at most).
+ */
+static int insert_chain(struct cg_build *b, const char *mnt, const char *path, bool v2,
+			CgControllerEntry *ce, size_t cap)
+{
+	CgroupDirEntry ***list = &ce->dirs;
+	size_t *n = &ce->n_dirs;
 	const char *p = path;
 	int ret = 0;
 
 	while (*p == '/')
 		p++;
 	while (*p && !ret) {
-		size_t n = strcspn(p, "/");
+		size_t len = strcspn(p, "/");
 		char rel[1024];
-		CgroupDirEntry *de = NULL;
+		CgroupDirEntry *de;
 
-		snprintf(rel, sizeof(rel), "%.*s", (int)(p - path + n - 1), path + 1);
-		ret = dir_entry(b, mnt, rel, v2, &de);
-		if (ret)
-			break;
-		if (up) {
-			up->children = cg_keep(b, malloc(sizeof(*up->children)));
-			if (!up->children)
+		snprintf(rel, sizeof(rel), "%.*s", (int)(p - path + len - 1), path + 1);
+		de = *list ? find_dir(*list, *n, rel) : NULL;
+		if (!de) {
+			if (!*list)
+				*list = cg_keep(b, calloc(cap, sizeof(**list)));
+			if (!*list || *n >= cap)
 				return -ENOMEM;
-			up->children[0] = de;
-			up->n_children = 1;
-		} else {
-			ce->dirs = cg_keep(b, malloc(sizeof(*ce->dirs)));
-			if (!ce->dirs)
-				return -ENOMEM;
-			ce->dirs[0] = de;
-			ce->n_dirs = 1;
+			ret = dir_entry(b, mnt, rel, v2, &de);
+			if (ret)
+				break;
+			(*list)[(*n)++] = de;
 		}
-		up = de;
-		p += n;
+		list = &de->children;
+		n = &de->n_children;
+		p += len;
 		while (*p == '/')
 			p++;
 	}
@@ -200,67 +210,131 @@ static int split_cnames(struct cg_build *b, const char *ctl, CgControllerEntry *
 	return 0;
 }
 
-/* One line "ID:controllers:/path" of /proc/PID/cgroup: its member and its controller. */
-static int add_hierarchy(struct cg_build *b, const char *line, CgSetEntry *set, CgroupEntry *cg)
+/* The hierarchy's entry among cg's controllers, a new one if none. */
+static CgControllerEntry *controller_of(struct cg_build *b, CgroupEntry *cg, const char *ctl)
+{
+	CgControllerEntry *ce;
+
+	for (size_t i = 0; i < cg->n_controllers; i++) {
+		char name[256] = "";
+		size_t o = 0;
+
+		for (size_t j = 0; j < cg->controllers[i]->n_cnames && o < sizeof(name); j++)
+			o += snprintf(name + o, sizeof(name) - o, "%s%s", j ? "," : "",
+				      cg->controllers[i]->cnames[j]);
+		if (!strcmp(name, ctl))
+			return cg->controllers[i];
+	}
+	ce = cg_keep(b, malloc(sizeof(*ce)));
+	if (!ce)
+		return NULL;
+	cg_controller_entry__init(ce);
+	if (split_cnames(b, ctl, ce))
+		return NULL;
+	cg->controllers[cg->n_controllers++] = ce;
+	return ce;
+}
+
+/* One line "ID:controllers:/path" of /proc/PID/cgroup: a member of set, its directories. */
+static int add_line(struct cg_build *b, const char *line, CgSetEntry *set, CgroupEntry *cg,
+		    size_t cap)
 {
 	const char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 	char ctl[256], mnt[256];
 	CgMemberEntry *me;
 	CgControllerEntry *ce;
-	int ret;
 
 	if (!c2 || (size_t)(c2 - c1) > sizeof(ctl))
 		return fail(-EIO, "cannot parse the cgroup line '%s'", line);
 	snprintf(ctl, sizeof(ctl), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
 	me = cg_keep(b, malloc(sizeof(*me)));
-	ce = cg_keep(b, malloc(sizeof(*ce)));
-	if (!me || !ce)
+	if (!me)
 		return -ENOMEM;
 	cg_member_entry__init(me);
-	cg_controller_entry__init(ce);
 	me->name = cg_keep(b, strdup(ctl));
 	me->path = cg_keep(b, strdup(c2 + 1));
 	if (!me->name || !me->path)
 		return -ENOMEM;
 	set->ctls[set->n_ctls++] = me;
-	ret = split_cnames(b, ctl, ce);
-	if (!ret && !cgroup_mount_of(ctl, mnt, sizeof(mnt)))	/* else: no properties to read */
-		ret = dir_chain(b, mnt, c2 + 1, !*ctl, ce);
-	cg->controllers[cg->n_controllers++] = ce;
-	return ret;
+	ce = controller_of(b, cg, ctl);
+	if (!ce)
+		return -ENOMEM;
+	if (cgroup_mount_of(ctl, mnt, sizeof(mnt)))
+		return 0;	/* not mounted here: no properties to read */
+	return insert_chain(b, mnt, c2 + 1, !*ctl, ce, cap);
 }
 
-static int build_entry(struct cg_build *b, const char *text, CgroupEntry *cg, CgSetEntry *set)
+/* A set of id for the cgroups in text ("ID:controllers:path" lines). */
+static int add_set(struct cg_build *b, CgroupEntry *cg, uint32_t id, const char *text, size_t cap)
 {
 	size_t n = 1;
 	char *copy = cg_keep(b, strdup(text)), *save = NULL, *line;
+	CgSetEntry *set = cg_keep(b, malloc(sizeof(*set)));
 	int ret = 0;
 
 	for (const char *p = text; *p; p++)
 		n += *p == '\n';
-	set->ctls = cg_keep(b, calloc(n, sizeof(*set->ctls)));
-	cg->controllers = cg_keep(b, calloc(n, sizeof(*cg->controllers)));
-	if (!copy || !set->ctls || !cg->controllers)
+	if (!copy || !set)
 		return -ENOMEM;
+	cg_set_entry__init(set);
+	set->id = id;
+	set->ctls = cg_keep(b, calloc(n, sizeof(*set->ctls)));
+	if (!set->ctls)
+		return -ENOMEM;
+	if (!cg->controllers)
+		cg->controllers = cg_keep(b, calloc(n, sizeof(*cg->controllers)));
+	if (!cg->controllers)
+		return -ENOMEM;
+	cg->sets[cg->n_sets++] = set;
 	for (line = strtok_r(copy, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save))
-		ret = add_hierarchy(b, line, set, cg);
+		ret = add_line(b, line, set, cg, cap);
 	return ret;
 }
 
-int write_cgroups(struct img_dir *dir, const char *cgroup_text)
+/* Each thread's set: its leader's, one of an earlier thread's, or a new one. */
+static int thread_sets(struct cg_build *b, struct dump_ctx *d, CgroupEntry *cg, const char *lead,
+		       char **texts)
+{
+	int ret = 0;
+
+	texts[0] = (char *)lead;
+	for (int i = 0; i < d->nr_threads && !ret; i++) {
+		char path[64], *text = NULL;
+		size_t k;
+
+		d->threads[i].cg_set = CG_SET_ID;
+		if (i == 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/cgroup", d->pid, d->threads[i].tid);
+		if (proc_read_file(path, &text) < 0)
+			return fail(-EIO, "cannot read %s", path);
+		cg_keep(b, text);
+		for (k = 0; k < cg->n_sets && strcmp(texts[k], text); k++)
+			;
+		if (k == cg->n_sets) {
+			texts[k] = text;
+			ret = add_set(b, cg, CG_SET_ID + k, text, d->nr_threads + 1);
+		}
+		d->threads[i].cg_set = CG_SET_ID + k;
+	}
+	return ret;
+}
+
+int write_cgroups(struct dump_ctx *d, const char *cgroup_text)
 {
 	CgroupEntry cg = CGROUP_ENTRY__INIT;
-	CgSetEntry set = CG_SET_ENTRY__INIT, *sets[1] = { &set };
 	struct cg_build b = { 0 };
+	char **texts = cg_keep(&b, calloc(d->nr_threads + 1, sizeof(*texts)));
 	struct image *img;
 	int ret;
 
-	set.id = CG_SET_ID;
-	cg.sets = sets;
-	cg.n_sets = 1;
-	ret = build_entry(&b, cgroup_text, &cg, &set);
+	cg.sets = cg_keep(&b, calloc(d->nr_threads + 1, sizeof(*cg.sets)));
+	ret = texts && cg.sets ? add_set(&b, &cg, CG_SET_ID, cgroup_text, d->nr_threads + 1)
+			       : -ENOMEM;
 	if (!ret)
-		ret = img_create(dir, IMG_CGROUP, 0, &img);
+		ret = thread_sets(&b, d, &cg, cgroup_text, texts);
+	if (!ret)
+		ret = img_create(&d->dir, IMG_CGROUP, 0, &img);
 	if (!ret) {
 		ret = img_write_msg(img, &cg.base);
 		if (ret)

@@ -2,11 +2,14 @@
 #ifndef MEMDUMP_DUMP_CGROUPS_H
 #define MEMDUMP_DUMP_CGROUPS_H
 
-#include "image/image.h"
+#include "dump/dump.h"
 
 #define CG_SET_ID	1	/* the one set of a process: TaskCoreEntry.cg_set */
 
-/* Written from the process's /proc/PID/cgroup text. */
-int write_cgroups(struct img_dir *dir, const char *cgroup_text);
+/*
+ * Written from the process's /proc/PID/cgroup text and each thread's (a
+ * thread in other cgroups gets a set of its own: d->threads[i].cg_set).
+ */
+int write_cgroups(struct dump_ctx *d, const char *cgroup_text);
 
 #endif

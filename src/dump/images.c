@@ -258,6 +258,8 @@ static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
 	thc->timer_slack_ns = t->sched.timer_slack_ns;
 	thc->has_pdeath_sig = true;
 	thc->pdeath_sig = t->pdeath_sig;
+	thc->has_cg_set = t->cg_set != 0;
+	thc->cg_set = t->cg_set;
 	thc->has_seccomp_mode = true;
 	thc->seccomp_mode = t->seccomp.mode;
 	if (t->seccomp.top >= 0) {
@@ -624,6 +626,8 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 {
 	int ret = 0;
 
+	if (ts->attrs.cgroup[0])	/* first: each thread's set goes in its core */
+		ret = write_cgroups(d, ts->attrs.cgroup);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = write_core(d, ts, &d->threads[i]);
 	if (!ret)
@@ -634,8 +638,6 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 		ret = write_ids_fs(d, ts);
 	if (!ret)
 		ret = write_seccomp(d);
-	if (!ret && ts->attrs.cgroup[0])
-		ret = write_cgroups(&d->dir, ts->attrs.cgroup);
 	return ret;
 }
 

@@ -202,7 +202,7 @@ static void join_cnames(const CgControllerEntry *ce, char *out, size_t len)
 		o += snprintf(out + o, len - o, "%s%s", i ? "," : "", ce->cnames[i]);
 }
 
-/* The path of the set's member for ctl, NULL if none. */
+/* The path of set's member for ctl, NULL if none. */
 static const char *member_path(const CgroupEntry *cg, uint32_t set, const char *ctl)
 {
 	for (size_t i = 0; i < cg->n_sets; i++)
@@ -212,37 +212,81 @@ static const char *member_path(const CgroupEntry *cg, uint32_t set, const char *
 	return NULL;
 }
 
-static int make_hierarchy(struct rst *r, const CgroupEntry *cg, const CgControllerEntry *ce)
+/* The hierarchy's entry of cg for ctl, NULL if none. */
+static const CgControllerEntry *controller_of(const CgroupEntry *cg, const char *ctl)
 {
-	char ctl[256], line[1400], mapped[1400], mnt[256];
-	const char *path, *mpath;
+	for (size_t i = 0; i < cg->n_controllers; i++) {
+		char name[256];
+
+		join_cnames(cg->controllers[i], name, sizeof(name));
+		if (!strcmp(name, ctl))
+			return cg->controllers[i];
+	}
+	return NULL;
+}
+
+/* A member (ctl, path) as a line, moved by --cgroup-root: its directory path in mpath. */
+static int mapped_member(struct rst *r, const CgMemberEntry *m, char *mapped, size_t len,
+			 const char **mpath)
+{
+	char line[1400];
 	int ret;
 
-	join_cnames(ce, ctl, sizeof(ctl));
-	path = member_path(cg, r->leader->tc->cg_set, ctl);
-	if (!path || !strcmp(path, "/"))
+	snprintf(line, sizeof(line), "0:%s:%s", m->name, m->path);
+	ret = attrs_map_cg_root(r, line, mapped, len);
+	if (!ret)
+		*mpath = strchr(strchr(mapped, ':') + 1, ':') + 1;
+	return ret;
+}
+
+/* Every directory of one member's (mapped) path. */
+static int make_member(struct rst *r, const CgroupEntry *cg, const CgMemberEntry *m)
+{
+	const CgControllerEntry *ce = controller_of(cg, m->name);
+	char mapped[1400], mnt[256];
+	const char *mpath;
+	int ret;
+
+	if (!strcmp(m->path, "/") || !ce)
 		return 0;
-	snprintf(line, sizeof(line), "0:%s:%s", ctl, path);
-	ret = attrs_map_cg_root(r, line, mapped, sizeof(mapped));
+	ret = mapped_member(r, m, mapped, sizeof(mapped), &mpath);
 	if (ret)
 		return ret;
-	if (cgroup_mount_of(ctl, mnt, sizeof(mnt)))
-		return fail(-ENOENT, "the process was in cgroup %s, whose hierarchy is not mounted "
-			    "here: it cannot be recreated", line);
-	mpath = strchr(strchr(mapped, ':') + 1, ':') + 1;
-	return make_path(r, ce, mnt, mpath, strcmp(mapped, line) != 0);
+	if (cgroup_mount_of(m->name, mnt, sizeof(mnt)))
+		return fail(-ENOENT, "the process was in cgroup %s of hierarchy '%s', which is not "
+			    "mounted here: it cannot be recreated", m->path, m->name);
+	if (!strcmp(mpath, m->path))
+		return make_path(r, ce, mnt, mpath, false);
+	return make_path(r, ce, mnt, mpath, true);
+}
+
+/* A thread's cgroup: joinable or creatable here. */
+static int check_member(struct rst *r, const CgMemberEntry *m)
+{
+	char mapped[1400];
+	const char *mpath;
+	int ret = mapped_member(r, m, mapped, sizeof(mapped), &mpath);
+
+	return ret ? ret : rstcheck_cgroup_path(m->name, mpath,
+						r->o->cg_mode == CG_MODE_STRICT);
 }
 
 int cgroups_load(struct rst *r)
 {
 	char name[64];
+	int ret;
 
 	img_name(IMG_CGROUP, 0, name, sizeof(name));
 	if (r->o->cg_mode == CG_MODE_IGNORE || !r->leader->tc->has_cg_set ||
 	    faccessat(r->ds.dirfd, name, F_OK, 0))
 		return 0;	/* a dump before cgroup.img: its cgroups are joined as they are */
-	return img_read_one(r->ds.dirfd, IMG_CGROUP, 0, &cgroup_entry__descriptor,
-			    (void **)&r->cg);
+	ret = img_read_one(r->ds.dirfd, IMG_CGROUP, 0, &cgroup_entry__descriptor,
+			   (void **)&r->cg);
+	for (size_t i = 0; !ret && i < r->cg->n_sets; i++)	/* the leader's: attrs.c */
+		for (size_t j = 0; r->cg->sets[i]->id != r->leader->tc->cg_set &&
+				   j < r->cg->sets[i]->n_ctls && !ret; j++)
+			ret = check_member(r, r->cg->sets[i]->ctls[j]);
+	return ret;
 }
 
 int cgroups_procs(struct rst *r, const char *line, char *procs, size_t len)
@@ -268,8 +312,60 @@ int cgroups_recreate(struct rst *r)
 	const CgroupEntry *cg = r->cg;
 	int ret = 0;
 
-	for (size_t i = 0; cg && i < cg->n_controllers && !ret; i++)
-		ret = make_hierarchy(r, cg, cg->controllers[i]);
+	for (size_t i = 0; cg && i < cg->n_sets && !ret; i++)
+		for (size_t j = 0; j < cg->sets[i]->n_ctls && !ret; j++)
+			ret = make_member(r, cg, cg->sets[i]->ctls[j]);
+	return ret;
+}
+
+/* The file that moves one thread into a cgroup: v1's tasks, v2's cgroup.threads. */
+static int move_thread(struct rst *r, const CgMemberEntry *m, pid_t tid)
+{
+	char mapped[1400], mnt[256], file[1700], v[16];
+	const char *mpath;
+	int fd, n = snprintf(v, sizeof(v), "%d", tid);
+	int ret = mapped_member(r, m, mapped, sizeof(mapped), &mpath);
+
+	if (!ret && cgroup_mount_of(m->name, mnt, sizeof(mnt)))
+		ret = -ENOENT;
+	if (ret)
+		return fail(ret, "thread %d cannot join cgroup %s of hierarchy '%s'", tid, m->path,
+			    m->name);
+	snprintf(file, sizeof(file), "%s%s/%s", mnt, mpath, *m->name ? "tasks" : "cgroup.threads");
+	fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, v, n) != n) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return fail(ret, "thread %d cannot join its cgroup: %s: %s", tid, file,
+			    strerror(-ret));
+	}
+	close(fd);
+	return 0;
+}
+
+int cgroups_move_threads(struct rst *r)
+{
+	const CgroupEntry *cg = r->cg;
+	uint32_t lead = r->leader->tc ? r->leader->tc->cg_set : 0;
+	int ret = 0;
+
+	for (size_t i = 0; cg && i < r->ds.nr_cores && !ret; i++) {
+		const ThreadCoreEntry *th = r->ds.cores[i]->thread_core;
+		pid_t tid = r->ds.pstree->n_threads ? (pid_t)r->ds.pstree->threads[i] : r->pid;
+
+		if (!th || !th->has_cg_set || th->cg_set == lead)
+			continue;
+		for (size_t s = 0; s < cg->n_sets && !ret; s++)
+			for (size_t j = 0; cg->sets[s]->id == th->cg_set &&
+					   j < cg->sets[s]->n_ctls && !ret; j++) {
+				const CgMemberEntry *m = cg->sets[s]->ctls[j];
+				const char *lp = member_path(cg, lead, m->name);
+
+				if (!lp || strcmp(lp, m->path))
+					ret = move_thread(r, m, tid);
+			}
+	}
 	return ret;
 }
 

@@ -505,6 +505,8 @@ int cgroups_load(struct rst *r);
 int cgroups_procs(struct rst *r, const char *line, char *procs, size_t len);
 /* Before the fork: every missing directory of its cgroups made, properties set. */
 int cgroups_recreate(struct rst *r);
+/* Parked, before they run: each thread in other cgroups than its leader moved there. */
+int cgroups_move_threads(struct rst *r);
 /* After a failed restore: the directories it made removed again. */
 void cgroups_undo(struct rst *r);
 void cgroups_forget(struct rst *r);
