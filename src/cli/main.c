@@ -46,6 +46,7 @@ static const char usage[] =
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
+	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
 	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
 	"        into that existing namespace instead of a new one; --root: the root of\n"

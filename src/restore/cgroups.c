@@ -225,6 +225,21 @@ static const CgControllerEntry *controller_of(const CgroupEntry *cg, const char 
 	return NULL;
 }
 
+/* The hierarchy ID of ctl in the leader's /proc/PID/cgroup as dumped (lines match by it). */
+static unsigned hierarchy_id(const struct rst *r, const char *ctl)
+{
+	const char *text = r->leader->tc->cgroup;
+	size_t n = strlen(ctl);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *c = strchr(p, ':');
+
+		if (c && !strncmp(c + 1, ctl, n) && c[n + 1] == ':')
+			return (unsigned)strtoul(p, NULL, 10);
+	}
+	return 0;
+}
+
 /* A member (ctl, path) as a line, moved by --cgroup-root: its directory path in mpath. */
 static int mapped_member(struct rst *r, const CgMemberEntry *m, char *mapped, size_t len,
 			 const char **mpath)
@@ -232,7 +247,7 @@ static int mapped_member(struct rst *r, const CgMemberEntry *m, char *mapped, si
 	char line[1400];
 	int ret;
 
-	snprintf(line, sizeof(line), "0:%s:%s", m->name, m->path);
+	snprintf(line, sizeof(line), "%u:%s:%s", hierarchy_id(r, m->name), m->name, m->path);
 	ret = attrs_map_cg_root(r, line, mapped, len);
 	if (!ret)
 		*mpath = strchr(strchr(mapped, ':') + 1, ':') + 1;
