@@ -218,3 +218,15 @@ case_err_dryrun_rlimit() {
 	check_child_pass
 }
 add err-dryrun-rlimit case_err_dryrun_rlimit
+
+# strict: a process in memdump's own cgroups (some not the root here) is restored there
+case_cgroup_strict_own() {
+	start_prog t-pattern
+	cat "/proc/$PID/cgroup" > "$T/cg.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_cg own --manage-cgroups=strict
+	cg_same "$PID" "$T/cg.before"
+	finish_cg
+}
+add cgroup-strict-own case_cgroup_strict_own

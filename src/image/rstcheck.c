@@ -28,7 +28,7 @@ int rstcheck_cgroup_path(const char *ctl, const char *path, bool strict)
 		bool exists = !access(dir, F_OK);
 		char *slash;
 
-		if (exists && strict && strlen(dir) > base)
+		if (exists && strict && strlen(dir) > base && !cgroup_own_or_above(ctl, dir + base))
 			return fail(-EEXIST, "cgroup %s of hierarchy '%s' exists already: a strict "
 				    "restore creates it (%s exists)", path, ctl, dir);
 		if (exists && strlen(dir) == base + strlen(path))

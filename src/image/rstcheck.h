@@ -14,7 +14,8 @@
 /*
  * The cgroup path ("/a/b") of hierarchy ctl ("cpu,cpuacct", "" for v2) can be
  * joined or made here: the hierarchy is mounted, and the path exists or its
- * deepest existing directory is writable; strict: nothing below the root exists.
+ * deepest existing directory is writable; strict: nothing below the root exists
+ * but memdump's own cgroup and those above it.
  */
 int rstcheck_cgroup_path(const char *ctl, const char *path, bool strict);
 /* Every limit can be set by a restore that has CAP_SYS_RESOURCE or not (capable). */

@@ -4,6 +4,7 @@
  * cgroup.procs file of the same cgroup under a mount of its hierarchy.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,4 +159,24 @@ int cgroup_rebase(const char *line, const char *base_text, const char *newroot, 
 			     rest) >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+bool cgroup_own_or_above(const char *ctl, const char *path)
+{
+	char own[4096], *p, *c;
+	size_t n = strlen(ctl), l = strlen(path);
+
+	if (read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)))
+		return false;
+	for (p = own; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		c = strchr(p, ':');
+		if (!c || strncmp(c + 1, ctl, n) || c[n + 1] != ':')
+			continue;
+		c += n + 2;
+		c[strcspn(c, "\n")] = 0;
+		if (!strcmp(path, "/"))
+			return true;
+		return !strncmp(c, path, l) && (c[l] == 0 || c[l] == '/');
+	}
+	return false;
 }

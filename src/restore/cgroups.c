@@ -140,7 +140,8 @@ static int remember_made(struct rst *r, const char *path)
 }
 
 /* path made if missing (mode and owner of d), its properties set as the mode says. */
-static int make_one(struct rst *r, const char *path, const CgroupDirEntry *d)
+static int make_one(struct rst *r, const char *path, const char *ctl, const char *rel,
+		    const CgroupDirEntry *d)
 {
 	mode_t mode = d && d->dir_perms ? d->dir_perms->mode & 07777 : 0755;
 	bool made = !mkdir(path, mode);
@@ -148,7 +149,7 @@ static int make_one(struct rst *r, const char *path, const CgroupDirEntry *d)
 
 	if (!made && errno != EEXIST)
 		return fail(-errno, "cannot create cgroup %s: %s", path, strerror(errno));
-	if (!made && r->o->cg_mode == CG_MODE_STRICT)
+	if (!made && r->o->cg_mode == CG_MODE_STRICT && !cgroup_own_or_above(ctl, rel))
 		return fail(-EEXIST, "cgroup %s exists already (--manage-cgroups strict creates "
 			    "every cgroup of the process)", path);
 	if (made) {
@@ -165,8 +166,8 @@ static int make_one(struct rst *r, const char *path, const CgroupDirEntry *d)
 }
 
 /* Every directory of one hierarchy's (mapped) path, from its root down. */
-static int make_path(struct rst *r, const CgControllerEntry *ce, const char *mnt,
-		     const char *path, bool moved)
+static int make_path(struct rst *r, const CgControllerEntry *ce, const char *ctl,
+		     const char *mnt, const char *path, bool moved)
 {
 	const char *p = path;
 	int ret = 0;
@@ -187,7 +188,7 @@ static int make_path(struct rst *r, const CgControllerEntry *ce, const char *mnt
 		d = moved ? (last ? leaf_dir(ce) : NULL) : find_dir(ce->dirs, ce->n_dirs, rel + 1);
 		if ((size_t)snprintf(full, sizeof(full), "%s%s", mnt, rel) >= sizeof(full))
 			return -ENAMETOOLONG;
-		ret = make_one(r, full, d);
+		ret = make_one(r, full, ctl, rel, d);
 	}
 	return ret;
 }
@@ -270,9 +271,7 @@ static int make_member(struct rst *r, const CgroupEntry *cg, const CgMemberEntry
 	if (cgroup_mount_of(m->name, mnt, sizeof(mnt)))
 		return fail(-ENOENT, "the process was in cgroup %s of hierarchy '%s', which is not "
 			    "mounted here: it cannot be recreated", m->path, m->name);
-	if (!strcmp(mpath, m->path))
-		return make_path(r, ce, mnt, mpath, false);
-	return make_path(r, ce, mnt, mpath, true);
+	return make_path(r, ce, m->name, mnt, mpath, strcmp(mpath, m->path) != 0);
 }
 
 /* A thread's cgroup: joinable or creatable here. */
