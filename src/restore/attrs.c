@@ -108,10 +108,22 @@ int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t l
 }
 
 /* A cgroup namespace of its own: its root joined first, every cgroup after the unshare. */
+static bool is_own(const char *own, const char *line)
+{
+	char mine[1024];
+
+	return !cgroup_own_line(own, line, mine, sizeof(mine)) && !strcmp(mine, line);
+}
+
+/*
+ * A cgroup namespace of its own: its root joined first, every cgroup after the
+ * unshare; where memdump is in that cgroup already (a hierarchy perhaps not
+ * mounted here), the child is too: nothing to join.
+ */
 static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside)
 {
-	char *copy = strdup(dumped), *line, *save = NULL;
-	int ret = copy ? 0 : -ENOMEM;
+	char own[4096], *copy = strdup(dumped), *line, *save = NULL;
+	int ret = copy ? read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)) : -ENOMEM;
 
 	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line && !ret;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -121,7 +133,9 @@ static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside
 		line = mapped;
 		if (!ret)
 			ret = cgns_root_line(line, inside, root, sizeof(root));
-		if (!ret && cgroups_procs(r, root, procs, sizeof(procs)))
+		if (ret || (is_own(own, root) && is_own(own, line)))
+			continue;
+		if (cgroups_procs(r, root, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the root of the process's cgroup namespace, %s, cannot be "
 				   "joined here (not mounted or gone)", root);
 		if (!ret)
