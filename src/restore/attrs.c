@@ -87,13 +87,32 @@ static const struct cg_root_map *cg_root_for(const struct restore_opts *o, const
 	return any;
 }
 
+/* line is memdump's own cgroup in its hierarchy. */
+static bool line_is_own(const char *line)
+{
+	char own[4096], mine[1024];
+
+	return !read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)) &&
+	       !cgroup_own_line(own, line, mine, sizeof(mine)) && !strcmp(mine, line);
+}
+
 /* line, moved under its --cgroup-root if one is given (the tree's root's cgroup becomes it). */
 int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
 {
 	const struct cg_root_map *m = cg_root_for(r->o, line);
 	const char *base = r->tree_cgroup ? r->tree_cgroup : r->leader->tc->cgroup;
+	char dir[1024];
 	int ret;
 
+	/*
+	 * A --cgroup-root for every hierarchy cannot move a process out of
+	 * memdump's own cgroup in one that is not mounted here: it stays there.
+	 */
+	if (m && !m->ctrl && cgroup_dir_path(line, dir, sizeof(dir)) == -ENOENT &&
+	    line_is_own(line)) {
+		pr_info("cgroup %s: its hierarchy is not mounted here, it stays memdump's", line);
+		m = NULL;
+	}
 	if (!m) {
 		snprintf(out, len, "%s", line);
 		return 0;

@@ -139,6 +139,43 @@ static int remember_made(struct rst *r, const char *path)
 	return 0;
 }
 
+/*
+ * A v1 cpuset made without clone_children has no CPUs and nodes, and nothing
+ * can join it: its parent's, as a start (recorded values are set after).
+ */
+static int inherit_cpuset(const char *path)
+{
+	static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
+	char parent[1400], v[4096], cur[4096];
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	*strrchr(parent, '/') = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		char f[1500];
+		int fd, n;
+
+		snprintf(f, sizeof(f), "%s/%s", path, files[i]);
+		if (read_small_at(AT_FDCWD, f, cur, sizeof(cur)) || (cur[0] && cur[0] != '\n'))
+			continue;	/* no cpuset here, or set already */
+		snprintf(f, sizeof(f), "%s/%s", parent, files[i]);
+		if (read_small_at(AT_FDCWD, f, v, sizeof(v)))
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", path, files[i]);
+		fd = open(f, O_WRONLY | O_CLOEXEC);
+		n = (int)strcspn(v, "\n");
+		if (fd < 0 || (n && write(fd, v, n) != n)) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return fail(-err, "cannot give cgroup %s its parent's %s: %s", path,
+				    files[i], strerror(err));
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 /* path made if missing (mode and owner of d), its properties set as the mode says. */
 static int make_one(struct rst *r, const char *path, const char *ctl, const char *rel,
 		    const CgroupDirEntry *d)
@@ -156,6 +193,8 @@ static int make_one(struct rst *r, const char *path, const char *ctl, const char
 		pr_info("cgroup %s created", path);
 		ret = remember_made(r, path);
 	}
+	if (!ret && made)
+		ret = inherit_cpuset(path);
 	if (!ret && made && d && d->dir_perms &&
 	    chown(path, d->dir_perms->uid, d->dir_perms->gid))
 		ret = fail(-errno, "cannot give cgroup %s to %u:%u: %s", path, d->dir_perms->uid,
@@ -263,11 +302,11 @@ static int make_member(struct rst *r, const CgroupEntry *cg, const CgMemberEntry
 	const char *mpath;
 	int ret;
 
-	if (!strcmp(m->path, "/") || !ce)
+	if (!ce)
 		return 0;
 	ret = mapped_member(r, m, mapped, sizeof(mapped), &mpath);
-	if (ret)
-		return ret;
+	if (ret || !mpath[strspn(mpath, "/")])
+		return ret;	/* a hierarchy's root is there */
 	if (cgroup_mount_of(m->name, mnt, sizeof(mnt)))
 		return fail(-ENOENT, "the process was in cgroup %s of hierarchy '%s', which is not "
 			    "mounted here: it cannot be recreated", m->path, m->name);
