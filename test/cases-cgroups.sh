@@ -230,3 +230,19 @@ case_cgroup_strict_own() {
 	finish_cg
 }
 add cgroup-strict-own case_cgroup_strict_own
+
+# The dry run over files: its own /proc/PID/cgroup held open (zdtm cgroup_ignore), which a
+# restore would reopen before the process exists, refused before the kill
+case_err_dryrun_procself() {
+	printf '#!/bin/sh\nexec 3< /proc/self/cgroup\nexec "$@"\n' > "$T/procwrap"
+	chmod +x "$T/procwrap"
+	START_WRAP=$T/procwrap start_prog t-pattern
+	[[ $(readlink "/proc/$PID/fd/3") == /proc/$PID/cgroup ]] || fail "fd 3 is not /proc/$PID/cgroup"
+	md dump.procself dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "a restore here would fail: file /proc/$PID/cgroup, in the process's own /proc" \
+		"$MD_ERR" || fail "the dry run did not name /proc/$PID/cgroup"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add err-dryrun-procself case_err_dryrun_procself

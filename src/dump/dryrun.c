@@ -2,7 +2,8 @@
  * The restore dry run of a killing dump: after the images are written and
  * before the target is killed, every object they record is checked to be one
  * a restore on this machine can recreate, with the capabilities it will have
- * (image/rstcheck.c, shared with the restore's own checks). A failure fails
+ * (image/rstcheck.c, shared with the restore's own checks): cgroups, files
+ * under the process's own /proc directory, rlimits. A failure fails
  * the dump with a sentence naming the object: the target runs on and no
  * inventory.img is written. One function per kind of object; a kind is added
  * to dump_dry_run().
@@ -20,6 +21,7 @@
 #include "proc.h"
 #include "cgroup.pb-c.h"
 #include "core.pb-c.h"
+#include "files.pb-c.h"
 #include "dump/dump.h"
 #include "dump/dryrun.h"
 #include "image/image.h"
@@ -82,9 +84,55 @@ static int dryrun_rlimits(struct dump_ctx *d)
 	return ret;
 }
 
+/* name is in the /proc directory of the process or one of its threads. */
+static bool own_proc_path(const struct dump_ctx *d, const char *name)
+{
+	long id;
+	char *end;
+
+	if (strncmp(name, "/proc/", 6))
+		return false;
+	id = strtol(name + 6, &end, 10);
+	if (end == name + 6 || (*end && *end != '/'))
+		return false;
+	for (int i = 0; i < d->nr_threads; i++)
+		if (id == d->threads[i].tid)
+			return true;
+	return id == d->pid;
+}
+
+/*
+ * Its files: one under its own /proc directory (zdtm cgroup_ignore holds
+ * /proc/self/cgroup open) is reopened by path before the process exists.
+ */
+static int dryrun_files(struct dump_ctx *d)
+{
+	struct image *img = NULL;
+	FileEntry *fe;
+	int ret;
+
+	if (faccessat(d->dir.fd, "files.img", F_OK, 0))
+		return 0;
+	ret = img_open(d->dir.fd, IMG_FILES, 0, &img);
+	while (!ret && (ret = img_read_msg(img, &file_entry__descriptor, (void **)&fe)) == 1) {
+		ret = 0;
+		if (fe->type == FD_TYPES__REG && fe->reg && own_proc_path(d, fe->reg->name))
+			ret = fail(-EOPNOTSUPP, "file %s, in the process's own /proc directory, "
+				   "which does not exist when a restore opens its files",
+				   fe->reg->name);
+		img_free(&file_entry__descriptor, fe);
+	}
+	if (img)
+		img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
 int dump_dry_run(struct dump_ctx *d)
 {
 	int ret = dryrun_cgroups(d);
+
+	if (!ret)
+		ret = dryrun_files(d);
 
 	if (!ret)
 		ret = dryrun_rlimits(d);
