@@ -16,6 +16,12 @@ int cgroup_own_line(const char *own_text, const char *line, char *out, size_t le
  * -ENOENT when the hierarchy is not mounted here or the cgroup is gone.
  */
 int cgroup_procs_path(const char *line, char *out, size_t len);
+/* The mount point of the hierarchy of ctl ("cpu,cpuacct", "name=x", "" for v2); -ENOENT: none. */
+int cgroup_mount_of(const char *ctl, char *mnt, size_t len);
+/* The directory of line's cgroup under a mount of its hierarchy (it may not exist). */
+int cgroup_dir_path(const char *line, char *out, size_t len);
+/* Is path ("/a/b") memdump's own cgroup in the hierarchy of ctl, or above it? */
+bool cgroup_own_or_above(const char *ctl, const char *path);
 /* Is ctrl one of line's controllers? "" names the v2 hierarchy (no controllers). */
 bool cgroup_line_has(const char *line, const char *ctrl);
 /*

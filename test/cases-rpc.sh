@@ -119,7 +119,7 @@ case_rpc_refuse_options() {
 	mkdir "$T/d"
 	echo "tcp-close" > "$T/criu.conf"
 	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" auto_dedup=true \
-		lazy_pages=true status_fd=1 manage_cgroups_mode=FULL external=net:x \
+		lazy_pages=true status_fd=1 manage_cgroups_mode=PROPS external=net:x \
 		cg_root=cpu:/x empty_ns=$((0x20000 | 0x40000000)) config_file="$T/criu.conf" \
 		log_file=rpc.log
 	rpc_refused "DUMP: options memdump cannot honour" "auto_dedup \(" \

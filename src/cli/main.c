@@ -49,6 +49,7 @@ static const char usage[] =
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
+	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
 	"        exit with its status, or with -d print its PID and return; --join-ns:\n"
 	"        into that existing namespace instead of a new one; --root: the root of\n"
@@ -57,6 +58,9 @@ static const char usage[] =
 	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
 	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
 	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
+	"        --manage-cgroups[=soft|full|strict|ignore]: cgroups missing here are\n"
+	"        made from cgroup.img (soft: properties on the made ones only; full: on\n"
+	"        all; strict: none may exist; ignore: none made or joined);\n"
 	"        --cgroup-root: the root's cgroup (of CTRL's hierarchy, or of every other)\n"
 	"        is PATH, the others' below it; --inherit-fd: the dumped pipe INO is\n"
 	"        memdump's fd N (as CRIU's, runc's for a container's stdio); the pty\n"
@@ -131,6 +135,7 @@ int cmd_restore(const struct options *o)
 	memcpy(r.veth_ext, o->veth_ext, sizeof(r.veth_ext));
 	memcpy(r.cg_root_map, o->cg_root_map, sizeof(r.cg_root_map));
 	r.nr_cg_root_map = o->nr_cg_root_map;
+	r.cg_mode = o->cg_mode;
 	memcpy(r.inherit_fd, o->inherit_fd, sizeof(r.inherit_fd));
 	r.nr_inherit_fd = o->nr_inherit_fd;
 	r.nr_veth_ext = o->nr_veth_ext;
@@ -304,7 +309,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
-	       OPT_OVERWRITE, OPT_NO_SNAPSHOT };
+	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -327,6 +332,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "freeze-cgroup", required_argument, NULL, OPT_FREEZE_CG },
 		{ "cgroup-root", required_argument, NULL, OPT_CG_ROOT },
+		{ "manage-cgroups", optional_argument, NULL, OPT_CG_MODE },
+		{ "cgroup-yard", required_argument, NULL, OPT_CG_YARD },
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -410,6 +417,14 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			if (parse_cgroup_root(opts, optarg))
 				return bad_usage("--cgroup-root wants [CONTROLLER:]/PATH (at most 16), "
 						 "not '%s'", optarg);
+			break;
+		case OPT_CG_MODE:
+			opts->cg_mode = cg_mode_parse(optarg);
+			if (opts->cg_mode < 0)
+				return bad_usage("--manage-cgroups wants soft, full, strict or ignore, "
+						 "not '%s'", optarg);
+			break;
+		case OPT_CG_YARD:	/* hierarchies are found where mounted, the yard included */
 			break;
 		case OPT_INHERIT_FD:
 			if (parse_inherit_fd(opts, optarg))

@@ -45,6 +45,7 @@ struct options {
 	struct tty_ext ext_tty;		/* dump --external tty[RDEV:DEV] */
 	struct cg_root_map cg_root_map[16];	/* restore --cgroup-root [CTRL:]PATH */
 	int nr_cg_root_map;
+	int cg_mode;			/* --manage-cgroups[=MODE] (enum cg_mode) */
 	struct inherit_fd inherit_fd[8];	/* restore --inherit-fd fd[N]:KEY */
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */

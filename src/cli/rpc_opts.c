@@ -186,17 +186,12 @@ static void check_config_file(const CriuOpts *co, char *list, size_t len)
 	add_refusal(list, len, "config_file", why);
 }
 
-/* The values of honoured options that memdump cannot take: cgroup modes other than soft. */
+/* The values of honoured options that memdump cannot take: cgroup mode props. */
 static void check_values(const CriuOpts *co, char *list, size_t len)
 {
-	if (co->has_manage_cgroups_mode && co->manage_cgroups_mode != CRIU_CG_MODE__SOFT &&
-	    co->manage_cgroups_mode != CRIU_CG_MODE__DEFAULT)
+	if (co->has_manage_cgroups_mode && co->manage_cgroups_mode == CRIU_CG_MODE__PROPS)
 		add_refusal(list, len, "manage_cgroups_mode",
-			    "only soft: memdump joins the recorded cgroups, never creates them or "
-			    "sets their properties");
-	if (co->has_manage_cgroups && !co->manage_cgroups && !co->has_manage_cgroups_mode)
-		add_refusal(list, len, "manage_cgroups=false",
-			    "memdump always puts the process back into its recorded cgroups");
+			    "props: only soft, full, strict and ignore");
 	if (co->log_file && strchr(co->log_file, '/'))
 		add_refusal(list, len, "log_file", "a name in the work directory, no '/'");
 	if (co->has_empty_ns && (co->empty_ns & ~(uint32_t)CLONE_NEWNET))
@@ -373,6 +368,24 @@ static int map_veths(const CriuOpts *co, struct restore_opts *r)
 }
 
 /* cg_root (ctrl absent: every hierarchy not named) and inherit_fd (pipe keys). */
+/* manage_cgroups_mode (false manage_cgroups: ignore, as CRIU's) as --manage-cgroups. */
+static int cg_mode_of(const CriuOpts *co)
+{
+	if (!co->has_manage_cgroups_mode)
+		return co->has_manage_cgroups && !co->manage_cgroups ? CG_MODE_IGNORE : CG_MODE_SOFT;
+	switch (co->manage_cgroups_mode) {
+	case CRIU_CG_MODE__IGNORE:
+	case CRIU_CG_MODE__CG_NONE:
+		return CG_MODE_IGNORE;
+	case CRIU_CG_MODE__FULL:
+		return CG_MODE_FULL;
+	case CRIU_CG_MODE__STRICT:
+		return CG_MODE_STRICT;
+	default:
+		return CG_MODE_SOFT;
+	}
+}
+
 static int map_cg_root_and_inherit(const CriuOpts *co, struct restore_opts *r)
 {
 	if (co->n_cg_root > ARRAY_SIZE(r->cg_root_map))
@@ -389,6 +402,7 @@ static int map_cg_root_and_inherit(const CriuOpts *co, struct restore_opts *r)
 							  co->cg_root[i]->path };
 	}
 	r->nr_cg_root_map = (int)co->n_cg_root;
+	r->cg_mode = cg_mode_of(co);
 	for (size_t i = 0; i < co->n_inherit_fd; i++)
 		r->inherit_fd[i] = (struct inherit_fd){ co->inherit_fd[i]->key,
 							co->inherit_fd[i]->fd };

@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/dryrun.h"
 #include "dump/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
@@ -328,6 +329,8 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 	if (!leave_running) {
 		fault_point("images-written");
 		ret = sockets_check_queues(d);
+		if (!ret)
+			ret = dump_dry_run(d);	/* before the kill: a restore here must work */
 	}
 	if (!ret && *inventory)
 		ret = write_inventory(d);

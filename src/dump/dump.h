@@ -72,6 +72,7 @@ struct thread {
 	struct thread_sched sched;	/* sched.c */
 	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
 	struct thread_seccomp seccomp;	/* seccomp.c */
+	uint32_t cg_set;		/* its set in cgroup.img (cgroups.c) */
 };
 
 /*

@@ -13,6 +13,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/images.h"
+#include "dump/cgroups.h"
 #include "dump/ns.h"
 #include "image/image.h"
 #include "log.h"
@@ -176,6 +177,8 @@ static void fill_task_attrs(TaskCoreEntry *tc, const struct task_attrs *a, TaskT
 	tc->has_membarrier_registration_mask = true;
 	tc->membarrier_registration_mask = a->membarrier_mask;
 	tc->cgroup = (char *)a->cgroup;
+	tc->has_cg_set = a->cgroup[0] != 0;
+	tc->cg_set = CG_SET_ID;
 	tc->cgroup_ns = a->cgroup_ns[0] ? (char *)a->cgroup_ns : NULL;
 	for (int w = 0; w < 3; w++)
 		fill_itimer(&it[w], a, w);
@@ -255,6 +258,8 @@ static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
 	thc->timer_slack_ns = t->sched.timer_slack_ns;
 	thc->has_pdeath_sig = true;
 	thc->pdeath_sig = t->pdeath_sig;
+	thc->has_cg_set = t->cg_set != 0;
+	thc->cg_set = t->cg_set;
 	thc->has_seccomp_mode = true;
 	thc->seccomp_mode = t->seccomp.mode;
 	if (t->seccomp.top >= 0) {
@@ -621,6 +626,8 @@ int write_task_images(struct dump_ctx *d, const struct task_state *ts)
 {
 	int ret = 0;
 
+	if (ts->attrs.cgroup[0])	/* first: each thread's set goes in its core */
+		ret = write_cgroups(d, ts->attrs.cgroup);
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = write_core(d, ts, &d->threads[i]);
 	if (!ret)

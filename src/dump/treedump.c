@@ -43,6 +43,7 @@
 
 #include "common.h"
 #include "dump/dump.h"
+#include "dump/dryrun.h"
 #include "dump/files.h"
 #include "dump/freezer.h"
 #include "dump/images.h"
@@ -584,6 +585,8 @@ static int finish_member(struct tree_dump *td, struct member *m)
 {
 	int ret = td->leave_running ? tty_put_back(&m->d) : sockets_check_queues(&m->d);
 
+	if (!ret && !td->leave_running)
+		ret = dump_dry_run(&m->d);	/* as dump_finish_images() does for the root */
 	m->inventory = !td->leave_running || td->o->hooks;
 	if (!ret && m->inventory)
 		ret = write_inventory(&m->d);

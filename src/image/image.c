@@ -56,6 +56,7 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
 	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
 	[IMG_MQUEUES]    = { "mqueues-%u.img",  0x58524845, IMG_COMMON_MAGIC },
+	[IMG_CGROUP]     = { "cgroup.img",      0x59383330, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

@@ -64,6 +64,7 @@ enum img_type {
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
 	IMG_MQUEUES,	/* mqueues-ID.img: an IPC namespace's POSIX message queues */
+	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
 	IMG_NR_TYPES
 };
 

@@ -4,6 +4,7 @@
  * cgroup.procs file of the same cgroup under a mount of its hierarchy.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,12 @@ static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
 	return ret;
 }
 
-int cgroup_procs_path(const char *line, char *out, size_t len)
+int cgroup_mount_of(const char *ctl, char *mnt, size_t len)
+{
+	return hierarchy_mount(ctl, strlen(ctl), mnt, len);
+}
+
+int cgroup_dir_path(const char *line, char *out, size_t len)
 {
 	const char *ctl = strchr(line, ':'), *path;
 	char mnt[256];
@@ -97,7 +103,20 @@ int cgroup_procs_path(const char *line, char *out, size_t len)
 	if (ret)
 		return ret;
 	path++;
-	snprintf(out, len, "%s%.*s/cgroup.procs", mnt, (int)strcspn(path, "\n"), path);
+	if ((size_t)snprintf(out, len, "%s%.*s", mnt, (int)strcspn(path, "\n"), path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int cgroup_procs_path(const char *line, char *out, size_t len)
+{
+	char dir[1024];
+	int ret = cgroup_dir_path(line, dir, sizeof(dir));
+
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(out, len, "%s/cgroup.procs", dir) >= len)
+		return -ENAMETOOLONG;
 	return access(out, W_OK) ? -errno : 0;
 }
 
@@ -140,4 +159,24 @@ int cgroup_rebase(const char *line, const char *base_text, const char *newroot, 
 			     rest) >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+bool cgroup_own_or_above(const char *ctl, const char *path)
+{
+	char own[4096], *p, *c;
+	size_t n = strlen(ctl), l = strlen(path);
+
+	if (read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)))
+		return false;
+	for (p = own; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		c = strchr(p, ':');
+		if (!c || strncmp(c + 1, ctl, n) || c[n + 1] != ':')
+			continue;
+		c += n + 2;
+		c[strcspn(c, "\n")] = 0;
+		if (!strcmp(path, "/"))
+			return true;
+		return !strncmp(c, path, l) && (c[l] == 0 || c[l] == '/');
+	}
+	return false;
 }

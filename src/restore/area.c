@@ -37,8 +37,27 @@ int add_blob_fd(struct rst *r, int fd)
 	return (int)r->nr_blob_fds++;
 }
 
-/* Files behind file mappings, shmem objects, the exe file, pages-1.img. */
-static int open_blob_files(struct rst *r, struct rst_vma *rv)
+/*
+ * The blob fd of an earlier mapping of the same file opened the same way, or
+ * -1: one fd per file and mode, not per mapping (zdtm maps06 maps one file
+ * 10240 times; an fd each would need more than RLIMIT_NOFILE allows).
+ */
+static int same_file_fd(const MmEntry *mm, const struct rst_vma *rv, size_t i, int fl,
+			uint64_t *seen, size_t nseen)
+{
+	for (size_t k = nseen; k-- > 0;) {
+		size_t j = (size_t)seen[k];
+		const VmaEntry *w = mm->vmas[j];
+
+		if (w->shmid == mm->vmas[i]->shmid &&
+		    !!(w->status & VMA_FILE_SHARED) == (fl == O_RDWR) && rv[j].fd >= 0)
+			return rv[j].fd;
+	}
+	return -1;
+}
+
+/* open_blob_files(): seen lists the file mappings given an fd so far. */
+static int open_blob_files_in(struct rst *r, struct rst_vma *rv, uint64_t *seen, size_t *nseen)
 {
 	const MmEntry *mm = r->ds.mm;
 	int ret, fd;
@@ -63,7 +82,7 @@ static int open_blob_files(struct rst *r, struct rst_vma *rv)
 			rv[i].fd = ret;
 			continue;
 		}
-		/* a file: one fd per mapping is simple and fine (closed by the blob) */
+		/* a file: one fd per file and mode (closed by the blob) */
 		{
 			char buf[PATH_MAX];
 			const char *path = rst_path(r, rst_reg_path(r, v->shmid), buf, sizeof(buf));
@@ -71,6 +90,9 @@ static int open_blob_files(struct rst *r, struct rst_vma *rv)
 
 			if (v->status & VMA_FILE_SHARED)
 				fl = O_RDWR;
+			rv[i].fd = same_file_fd(mm, rv, i, fl, seen, *nseen);
+			if (rv[i].fd >= 0)
+				continue;
 			fd = open(path, fl | O_CLOEXEC);
 			if (fd < 0 && fl == O_RDWR && !(v->prot & PROT_WRITE))
 				fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -83,9 +105,22 @@ static int open_blob_files(struct rst *r, struct rst_vma *rv)
 				return ret;
 			}
 			rv[i].fd = ret;	/* an index for now: numbers are final in the child */
+			seen[(*nseen)++] = i;
 		}
 	}
 	return 0;
+}
+
+/* Files behind file mappings, shmem objects, the exe file, pages-1.img. */
+static int open_blob_files(struct rst *r, struct rst_vma *rv)
+{
+	const MmEntry *mm = r->ds.mm;
+	uint64_t *seen = calloc(mm->n_vmas + 1, sizeof(*seen));	/* file mappings so far */
+	size_t nseen = 0;
+	int ret = seen ? open_blob_files_in(r, rv, seen, &nseen) : -ENOMEM;
+
+	free(seen);
+	return ret;
 }
 
 struct range {

@@ -87,13 +87,32 @@ static const struct cg_root_map *cg_root_for(const struct restore_opts *o, const
 	return any;
 }
 
+/* line is memdump's own cgroup in its hierarchy. */
+static bool line_is_own(const char *line)
+{
+	char own[4096], mine[1024];
+
+	return !read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)) &&
+	       !cgroup_own_line(own, line, mine, sizeof(mine)) && !strcmp(mine, line);
+}
+
 /* line, moved under its --cgroup-root if one is given (the tree's root's cgroup becomes it). */
-static int map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
+int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t len)
 {
 	const struct cg_root_map *m = cg_root_for(r->o, line);
 	const char *base = r->tree_cgroup ? r->tree_cgroup : r->leader->tc->cgroup;
+	char dir[1024];
 	int ret;
 
+	/*
+	 * A --cgroup-root for every hierarchy cannot move a process out of
+	 * memdump's own cgroup in one that is not mounted here: it stays there.
+	 */
+	if (m && !m->ctrl && cgroup_dir_path(line, dir, sizeof(dir)) == -ENOENT &&
+	    line_is_own(line)) {
+		pr_info("cgroup %s: its hierarchy is not mounted here, it stays memdump's", line);
+		m = NULL;
+	}
 	if (!m) {
 		snprintf(out, len, "%s", line);
 		return 0;
@@ -108,25 +127,39 @@ static int map_cg_root(const struct rst *r, const char *line, char *out, size_t 
 }
 
 /* A cgroup namespace of its own: its root joined first, every cgroup after the unshare. */
+static bool is_own(const char *own, const char *line)
+{
+	char mine[1024];
+
+	return !cgroup_own_line(own, line, mine, sizeof(mine)) && !strcmp(mine, line);
+}
+
+/*
+ * A cgroup namespace of its own: its root joined first, every cgroup after the
+ * unshare; where memdump is in that cgroup already (a hierarchy perhaps not
+ * mounted here), the child is too: nothing to join.
+ */
 static int check_cgroup_ns(struct rst *r, const char *dumped, const char *inside)
 {
-	char *copy = strdup(dumped), *line, *save = NULL;
-	int ret = copy ? 0 : -ENOMEM;
+	char own[4096], *copy = strdup(dumped), *line, *save = NULL;
+	int ret = copy ? read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)) : -ENOMEM;
 
 	for (line = copy ? strtok_r(copy, "\n", &save) : NULL; line && !ret;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char root[1100], procs[1024], mapped[1100];
 
-		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		ret = attrs_map_cg_root(r, line, mapped, sizeof(mapped));
 		line = mapped;
 		if (!ret)
 			ret = cgns_root_line(line, inside, root, sizeof(root));
-		if (!ret && cgroup_procs_path(root, procs, sizeof(procs)))
+		if (ret || (is_own(own, root) && is_own(own, line)))
+			continue;
+		if (cgroups_procs(r, root, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the root of the process's cgroup namespace, %s, cannot be "
 				   "joined here (not mounted or gone)", root);
 		if (!ret)
 			ret = add_join(&r->cg_root, &r->nr_cg_root, procs);
-		if (!ret && cgroup_procs_path(line, procs, sizeof(procs)))
+		if (!ret && cgroups_procs(r, line, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
 				   "join here (not mounted or gone)", line);
 		if (!ret)
@@ -150,14 +183,14 @@ static int check_cgroups(struct rst *r, const char *dumped)
 	for (line = strtok_r(copy, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save)) {
 		char mine[1024], procs[1024], mapped[1100];
 
-		ret = map_cg_root(r, line, mapped, sizeof(mapped));
+		ret = attrs_map_cg_root(r, line, mapped, sizeof(mapped));
 		line = mapped;
 		if (ret)
 			break;
 		if (cgroup_own_line(own, line, mine, sizeof(mine)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, a hierarchy this host "
 				   "does not have", line);
-		else if (strcmp(mine, line) && cgroup_procs_path(line, procs, sizeof(procs)))
+		else if (strcmp(mine, line) && cgroups_procs(r, line, procs, sizeof(procs)))
 			ret = fail(-ENOENT, "the process was in cgroup %s, which memdump cannot "
 				   "join here (not mounted or gone)", line);
 		else if (strcmp(mine, line))
@@ -257,9 +290,13 @@ int attrs_check(struct rst *r)
 	    !rst_capable(CAP_AUDIT_CONTROL))
 		ret = fail(-EPERM, "loginuid %u differs from memdump's own (%u) and setting it "
 			   "needs CAP_AUDIT_CONTROL", tc->loginuid, own_loginuid());
-	if (!ret && tc->cgroup && tc->cgroup_ns)
+	if (!ret)
+		ret = cgroups_load(r);
+	if (ret || r->o->cg_mode == CG_MODE_IGNORE)
+		;	/* --manage-cgroups ignore: it stays in memdump's cgroups */
+	else if (tc->cgroup && tc->cgroup_ns)
 		ret = check_cgroup_ns(r, tc->cgroup, tc->cgroup_ns);
-	else if (!ret && tc->cgroup)
+	else if (tc->cgroup)
 		ret = check_cgroups(r, tc->cgroup);
 	if (!ret && tc->timers)
 		ret = check_ptimers(r, tc->timers);
@@ -269,6 +306,7 @@ int attrs_check(struct rst *r)
 void attrs_free(struct rst *r)
 {
 	attrs_close_cgroups(r);
+	cgroups_forget(r);
 	for (size_t i = 0; i < r->nr_cg_join; i++)
 		free(r->cg_join[i]);
 	free(r->cg_join);
@@ -397,6 +435,10 @@ void attrs_apply_groups(struct rst *r)
 int attrs_open_cgroups(struct rst *r)
 {
 	size_t n = r->nr_cg_root + r->nr_cg_join;
+	int ret = cgroups_recreate(r);
+
+	if (ret)
+		return ret;
 
 	r->cg_fds = calloc(n + 1, sizeof(*r->cg_fds));
 	if (!r->cg_fds)

@@ -18,6 +18,7 @@
 #include "common.h"
 #include "log.h"
 #include "proc.h"
+#include "image/rstcheck.h"
 #include "restore/restore.h"
 #include "vma_status.h"
 
@@ -490,59 +491,11 @@ bool rst_capable(int cap)
 	return self_capable(cap);
 }
 
-static uint64_t nr_open(void)
-{
-	unsigned long long n = 1024 * 1024;
-	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
-
-	if (f) {
-		if (fscanf(f, "%llu", &n) != 1)
-			n = 1024 * 1024;
-		fclose(f);
-	}
-	return n;
-}
-
-static const char *limit_str(uint64_t v, char buf[32])
-{
-	if (v == RLIM_INFINITY)
-		return "unlimited";
-	snprintf(buf, 32, "%" PRIu64, v);
-	return buf;
-}
-
-/*
- * The blob sets every limit as dumped. Raising a hard limit above memdump's
- * own takes CAP_SYS_RESOURCE, and RLIMIT_NOFILE above fs.nr_open is never
- * possible: such a set is refused here, before anything starts, rather than
- * restored with other limits than the process had.
- */
+/* Limits the blob cannot set here are refused before anything starts (image/rstcheck.c). */
 static int check_rlimits(struct rst *r)
 {
-	static const char *const names[] = { "CPU", "FSIZE", "DATA", "STACK", "CORE", "RSS",
-		"NPROC", "NOFILE", "MEMLOCK", "AS", "LOCKS", "SIGPENDING", "MSGQUEUE", "NICE",
-		"RTPRIO", "RTTIME" };
-	const TaskRlimitsEntry *rl = r->leader->tc ? r->leader->tc->rlimits : NULL;
-	bool capable = rst_capable(CAP_SYS_RESOURCE);
-	char a[32], b[32];
-
-	for (size_t i = 0; rl && i < rl->n_rlimits && i < ARRAY_SIZE(names); i++) {
-		uint64_t max = rl->rlimits[i]->max;
-		struct rlimit own;
-
-		if (rl->rlimits[i]->cur > max)
-			return fail(-EINVAL, "RLIMIT_%s in the image: soft limit above the hard one",
-				    names[i]);
-		if (i == RLIMIT_NOFILE && max > nr_open())
-			return fail(-EPERM, "RLIMIT_NOFILE hard limit %" PRIu64 " is above this "
-				    "host's fs.nr_open (%" PRIu64 ")", max, nr_open());
-		if (getrlimit(i, &own) || max <= own.rlim_max || capable)
-			continue;
-		return fail(-EPERM, "RLIMIT_%s hard limit %s is above memdump's own (%s) and "
-			    "raising it needs CAP_SYS_RESOURCE", names[i], limit_str(max, a),
-			    limit_str(own.rlim_max, b));
-	}
-	return 0;
+	return rstcheck_rlimits(r->leader->tc ? r->leader->tc->rlimits : NULL,
+				rst_capable(CAP_SYS_RESOURCE));
 }
 
 int check_images(struct rst *r)

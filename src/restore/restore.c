@@ -332,7 +332,8 @@ static int abort_parked(struct rst *r, int ret)
 static int release(struct rst *r)
 {
 	const struct hooks *h = r->o->hooks;
-	int ret = rst_fire_setup_ns(r) ?: hook_fire(h, HOOK_POST_RESTORE, r->pid);
+	int ret = cgroups_move_threads(r) ?: rst_fire_setup_ns(r) ?:
+		  hook_fire(h, HOOK_POST_RESTORE, r->pid);
 
 	if (!ret)
 		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
@@ -513,6 +514,8 @@ int restore_run(const struct restore_opts *o)
 
 	if (!ret)
 		ret = r.tree ? restore_tree(&r) : restore(&r);
+	if (ret)
+		cgroups_undo(&r);	/* the cgroups it made for nothing */
 	rst_free(&r);
 	return ret;
 }

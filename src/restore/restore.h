@@ -49,6 +49,7 @@ struct restore_opts {
 		const char *path;	/* where the tree's root cgroup goes, the rest below it */
 	} cg_root_map[16];
 	int nr_cg_root_map;
+	int cg_mode;			/* --manage-cgroups: enum cg_mode */
 	struct inherit_fd {		/* --inherit-fd fd[N]:KEY (RPC inherit_fd, as CRIU's) */
 		const char *key;	/* pipe:[INO]: that pipe of the dump is memdump's fd N; */
 		int fd;			/* tty[RDEV:DEV]: that pty slave (its master was */
@@ -193,6 +194,9 @@ struct rst {
 
 	int exe_fd;
 	const char *cwd, *root;
+	struct CgroupEntry *cg;	/* cgroup.img, NULL: none or --manage-cgroups ignore */
+	char **cg_made;		/* cgroup directories this restore created (cgroups.c) */
+	size_t nr_cg_made;
 	char **cg_join;		/* cgroup.procs files the child joins (attrs.c) */
 	size_t nr_cg_join;
 	char **cg_root;		/* a cgroup namespace's root: joined before the unshare */
@@ -491,6 +495,25 @@ void attrs_fill(struct rst *r);
 void attrs_free(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
+/* cgroups.c: the process's cgroups recreated from cgroup.img (--manage-cgroups) */
+enum cg_mode { CG_MODE_SOFT, CG_MODE_FULL, CG_MODE_STRICT, CG_MODE_IGNORE };
+/* CRIU's mode names (none: ignore; NULL or "": soft); -EINVAL if unknown. */
+int cg_mode_parse(const char *s);
+int cgroups_load(struct rst *r);
+/*
+ * The cgroup.procs file of line's cgroup: an existing one, or one the restore
+ * will create (its hierarchy is in cgroup.img and the path creatable here).
+ */
+int cgroups_procs(struct rst *r, const char *line, char *procs, size_t len);
+/* Before the fork: every missing directory of its cgroups made, properties set. */
+int cgroups_recreate(struct rst *r);
+/* Parked, before they run: each thread in other cgroups than its leader moved there. */
+int cgroups_move_threads(struct rst *r);
+/* After a failed restore: the directories it made removed again. */
+void cgroups_undo(struct rst *r);
+void cgroups_forget(struct rst *r);
+/* line, moved under its --cgroup-root if one is given (attrs.c). */
+int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t len);
 /* Before the fork: its cgroup.procs files opened, for the child to join them by fd. */
 int attrs_open_cgroups(struct rst *r);
 void attrs_close_cgroups(struct rst *r);

@@ -627,7 +627,8 @@ static int release_all(struct rst *root)
 	int ret = rst_fire_setup_ns(root) ?: hook_fire(h, HOOK_POST_RESTORE, root->pid);
 
 	for (size_t i = 0; i <= root->tree->n && !ret; i++)
-		ret = timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
+		ret = cgroups_move_threads(i ? &root->tree->m[i - 1] : root) ?:
+		      timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
 	if (!ret) {
 		for (size_t i = 0; i <= root->tree->n; i++)
 			tcp_release_all(i ? &root->tree->m[i - 1] : root);

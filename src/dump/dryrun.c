@@ -1,0 +1,142 @@
+/*
+ * The restore dry run of a killing dump: after the images are written and
+ * before the target is killed, every object they record is checked to be one
+ * a restore on this machine can recreate, with the capabilities it will have
+ * (image/rstcheck.c, shared with the restore's own checks): cgroups, files
+ * under the process's own /proc directory, rlimits. A failure fails
+ * the dump with a sentence naming the object: the target runs on and no
+ * inventory.img is written. One function per kind of object; a kind is added
+ * to dump_dry_run().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "proc.h"
+#include "cgroup.pb-c.h"
+#include "core.pb-c.h"
+#include "files.pb-c.h"
+#include "dump/dump.h"
+#include "dump/dryrun.h"
+#include "image/image.h"
+#include "image/rstcheck.h"
+
+/* The path of memdump's own cgroup in the hierarchy named ctl ("cpu,cpuacct", "" for v2). */
+static bool own_path(const char *own, const char *ctl, char *out, size_t len)
+{
+	size_t n = strlen(ctl);
+
+	for (const char *p = own; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *c = strchr(p, ':');
+
+		if (c && !strncmp(c + 1, ctl, n) && c[n + 1] == ':') {
+			snprintf(out, len, "%.*s", (int)strcspn(c + n + 2, "\n"), c + n + 2);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Each cgroup of the process: the same as memdump's, or one a restore can join or make. */
+static int dryrun_cgroups(struct dump_ctx *d)
+{
+	CgroupEntry *cg = NULL;
+	char own[4096];
+	int ret;
+
+	if (faccessat(d->dir.fd, "cgroup.img", F_OK, 0))
+		return 0;
+	ret = read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own));
+	if (!ret)
+		ret = img_read_one(d->dir.fd, IMG_CGROUP, 0, &cgroup_entry__descriptor, (void **)&cg);
+	for (size_t i = 0; !ret && i < cg->n_sets; i++) {
+		for (size_t j = 0; !ret && j < cg->sets[i]->n_ctls; j++) {
+			const CgMemberEntry *m = cg->sets[i]->ctls[j];
+			char mine[1024];
+
+			if (own_path(own, m->name, mine, sizeof(mine)) && !strcmp(mine, m->path))
+				continue;	/* restore leaves it in memdump's */
+			ret = rstcheck_cgroup_path(m->name, m->path, false);
+		}
+	}
+	if (cg)
+		img_free(&cgroup_entry__descriptor, cg);
+	return ret;
+}
+
+/* Its resource limits: settable without CAP_SYS_RESOURCE unless memdump has it. */
+static int dryrun_rlimits(struct dump_ctx *d)
+{
+	CoreEntry *core = NULL;
+	int ret = img_read_one(d->dir.fd, IMG_CORE, d->threads[0].tid, &core_entry__descriptor,
+			       (void **)&core);
+
+	if (!ret && core->tc)
+		ret = rstcheck_rlimits(core->tc->rlimits, self_capable(CAP_SYS_RESOURCE));
+	if (core)
+		img_free(&core_entry__descriptor, core);
+	return ret;
+}
+
+/* name is in the /proc directory of the process or one of its threads. */
+static bool own_proc_path(const struct dump_ctx *d, const char *name)
+{
+	long id;
+	char *end;
+
+	if (strncmp(name, "/proc/", 6))
+		return false;
+	id = strtol(name + 6, &end, 10);
+	if (end == name + 6 || (*end && *end != '/'))
+		return false;
+	for (int i = 0; i < d->nr_threads; i++)
+		if (id == d->threads[i].tid)
+			return true;
+	return id == d->pid;
+}
+
+/*
+ * Its files: one under its own /proc directory (zdtm cgroup_ignore holds
+ * /proc/self/cgroup open) is reopened by path before the process exists.
+ */
+static int dryrun_files(struct dump_ctx *d)
+{
+	struct image *img = NULL;
+	FileEntry *fe;
+	int ret;
+
+	if (faccessat(d->dir.fd, "files.img", F_OK, 0))
+		return 0;
+	ret = img_open(d->dir.fd, IMG_FILES, 0, &img);
+	while (!ret && (ret = img_read_msg(img, &file_entry__descriptor, (void **)&fe)) == 1) {
+		ret = 0;
+		if (fe->type == FD_TYPES__REG && fe->reg && own_proc_path(d, fe->reg->name))
+			ret = fail(-EOPNOTSUPP, "file %s, in the process's own /proc directory, "
+				   "which does not exist when a restore opens its files",
+				   fe->reg->name);
+		img_free(&file_entry__descriptor, fe);
+	}
+	if (img)
+		img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+int dump_dry_run(struct dump_ctx *d)
+{
+	int ret = dryrun_cgroups(d);
+
+	if (!ret)
+		ret = dryrun_files(d);
+
+	if (!ret)
+		ret = dryrun_rlimits(d);
+	if (ret)
+		fail_context("a restore here would fail: ");
+	return ret;
+}
