@@ -5,6 +5,7 @@
 #   make test       install what is missing, build (plain and ASan/UBSan), run the tests
 #   make deps       install the Debian packages the build and the tests need
 #   make fuzz       build build-fuzz/fuzz-images, the libFuzzer target for the image loaders
+#   make install    build/memdump and memdump(8) under $(DESTDIR)$(PREFIX) (/usr/local)
 
 CC       ?= gcc
 BLOB_CC  ?= $(CC)
@@ -98,8 +99,14 @@ test: deps check-layers
 check-layers:
 	@scripts/check-layers
 
+PREFIX  ?= /usr/local
+
+install: $(BUILD)/memdump
+	install -D -m 755 $(BUILD)/memdump $(DESTDIR)$(PREFIX)/sbin/memdump
+	install -D -m 644 docs/memdump.8 $(DESTDIR)$(PREFIX)/share/man/man8/memdump.8
+
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all deps demo test fuzz check-layers clean
+.PHONY: all deps demo test fuzz check-layers clean install
 .SECONDARY:

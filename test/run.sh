@@ -9,8 +9,8 @@
 # ends with exactly one line "N passed, N failed"; exits 1 if any failed.
 #
 # Environment:
-#   MEMDUMP       memdump binary             (/work/main/build/memdump)
-#   TESTBIN       compiled test programs     (/work/main/build/test)
+#   MEMDUMP       memdump binary             (build/memdump of this checkout)
+#   TESTBIN       compiled test programs     (build/test of this checkout)
 #   TMPDIR        where the per-run temp dir goes (/tmp)
 #   OP_TIMEOUT    seconds allowed for one memdump invocation / wait (30)
 #   CASE_TIMEOUT  seconds allowed for a whole case (120)
@@ -18,9 +18,9 @@
 #   KEEP=1        keep all case dirs (failed cases' dirs are always kept)
 
 set -u
-MEMDUMP=${MEMDUMP:-/work/main/build/memdump}
-TESTBIN=${TESTBIN:-/work/main/build/test}
 TESTSRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MEMDUMP=${MEMDUMP:-$(dirname "$TESTSRC")/build/memdump}
+TESTBIN=${TESTBIN:-$(dirname "$TESTSRC")/build/test}
 OP_TIMEOUT=${OP_TIMEOUT:-30}
 CASE_TIMEOUT=${CASE_TIMEOUT:-120}
 MD_DUMP_OPTS=${MD_DUMP_OPTS:-}

@@ -18,7 +18,7 @@
  * addresses and routes from router advertisements, routes of other tables
  * or through nexthop objects, policy routing rules, qdiscs, permanent
  * neighbour entries, nftables tables and legacy iptables tables. The
- * namespace's sysctls are not saved (README).
+ * namespace's sysctls are not saved (docs/trees-and-namespaces.md).
  */
 #include <errno.h>
 #include <net/if.h>

@@ -6,7 +6,7 @@
  * the content is one instant, as its memory is; a namespace some process
  * outside the dump shares could change under it, and is refused.
  *
- * Not saved (documented in the README): SysV times and last PIDs
+ * Not saved (documented in docs/trees-and-namespaces.md): SysV times and last PIDs
  * (shm_atime, sem_otime, msg_lspid ...), semaphore undo lists (SEM_UNDO
  * adjustments are lost). POSIX message queues: mqueue.c.
  */

@@ -5,7 +5,7 @@
  * kernel first has to allocate. On a VM whose host takes free guest memory
  * back (free page reporting, balloons; this project's Firecracker VM) every
  * fresh page then costs a fault in the host, and the copy runs at ~0.5 GB/s
- * where it runs at ~4 GB/s into pages already in the cache (README,
+ * where it runs at ~4 GB/s into pages already in the cache (docs/figures.md,
  * Figures). So, while the target still runs, the image is created at the
  * size of the target's anonymous memory (as much of it as goes through the
  * cache: pagecache.c), allocated on the disk (fallocate: unwritten extents,

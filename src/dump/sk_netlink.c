@@ -7,7 +7,7 @@
  *
  * Only protocols whose kernel side keeps nothing per port id beyond the
  * socket are dumped: route, uevent, generic (but what a family keeps for a
- * port id, see README), sock_diag, xfrm, usersock. Netfilter (queue and log
+ * port id, see docs/restore.md), sock_diag, xfrm, usersock. Netfilter (queue and log
  * bindings), audit (the daemon's port id), the connector and the others keep
  * state memdump cannot see, which the target's death releases: refused.
  */

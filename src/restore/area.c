@@ -337,7 +337,7 @@ static void fill_memory(struct rst *r)
  * Not when its runs are small on average (the pieces of an incremental
  * chain: a page here, nine there): one O_DIRECT read per piece is a disk
  * round trip each, while the page cache reads ahead (1 GiB with 10% of its
- * pages from the last set: 4.5 s of reads with O_DIRECT, see README).
+ * pages from the last set: 4.5 s of reads with O_DIRECT, see docs/figures.md).
  */
 #define DIRECT_MIN_RUN	(256UL << 10)
 

@@ -4,7 +4,7 @@
  * (cyclic, from 1): a watch whose wd is still ahead is added and removed
  * until the next one is it, as CRIU does. The IN_IGNORED events those
  * removals queue are read away before the process gets the fd; events
- * queued at the dump are lost (README).
+ * queued at the dump are lost (docs/restore.md).
  */
 #include <errno.h>
 #include <fcntl.h>
