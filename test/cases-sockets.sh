@@ -302,3 +302,42 @@ print("PASS" if (got, back) == (b"ping", b"pong") else "FAIL %r %r" % (got, back
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-tcp-v4mapped-lock case_sk_netns case_sk_v4mapped_lock
 fi
+
+# UDP and UDP-lite sockets shut down both ways, connected and unconnected (on
+# an unconnected one shutdown() says ENOTCONN but sets the flags all the same,
+# and the dump sees it CLOSE, shut down): restored shut down, not refused.
+case_sk_udp_shutdown() {
+	OUT=$T/udpsh.out
+	python3 -c '
+import os, signal, socket, errno
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+socks = []
+for proto in (socket.IPPROTO_UDP, 136):	# UDP, UDP-lite
+    a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, proto); a.bind(("127.0.0.1", 0))
+    b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, proto); b.bind(("127.0.0.1", 0))
+    b.connect(a.getsockname())
+    b.shutdown(socket.SHUT_RDWR)
+    try:
+        a.shutdown(socket.SHUT_RDWR)
+    except OSError as e:
+        assert e.errno == errno.ENOTCONN
+    socks += [a, b]
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+bad = []
+for s in socks:
+    try:
+        s.sendto(b"x", ("127.0.0.1", 9)); bad.append("fd %d sends after SHUT_WR" % s.fileno())
+    except OSError as e:
+        if e.errno != errno.EPIPE: bad.append("fd %d send: %s" % (s.fileno(), e))
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file udpsh "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-udp-shutdown case_sk_udp_shutdown

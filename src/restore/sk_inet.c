@@ -177,8 +177,13 @@ static int finish(int fd, const InetSkEntry *e)
 
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
 		return inet_fail(e, -errno, "SO_REUSEADDR");
+	/*
+	 * A datagram socket shut down while unconnected (or disconnected by the
+	 * shutdown) is not connected again: shutdown() sets the flags all the
+	 * same and says ENOTCONN, as it did for the process.
+	 */
 	if (e->has_shutdown && e->shutdown > 0 && e->shutdown < 4 && e->state != TCP_LISTEN &&
-	    shutdown(fd, how[e->shutdown]))
+	    shutdown(fd, how[e->shutdown]) && !(errno == ENOTCONN && e->type == SOCK_DGRAM))
 		return inet_fail(e, -errno, "cannot shut down");
 	if (fcntl(fd, F_SETFL, e->flags & (O_NONBLOCK | O_ASYNC)))
 		return inet_fail(e, -errno, "cannot set its file flags");
