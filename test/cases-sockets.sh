@@ -341,3 +341,31 @@ print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' > "$OUT" 2>&
 	restore_and_pass "$T/d" 1
 }
 add sk-udp-shutdown case_sk_udp_shutdown
+
+# A UNIX datagram socket bound to a name and connected to that name (itself):
+# the restore took it for one end of a socketpair and bound it twice.
+case_sk_unix_dgram_self() {
+	OUT=$T/self.out
+	python3 -c '
+import os, signal, socket, sys
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.connect(sys.argv[1])
+s.send(b"queued before")
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+s.send(b"sent after")
+a, b = s.recv(100), s.recv(100)
+ok = (a, b) == (b"queued before", b"sent after") and s.getpeername() == sys.argv[1]
+print("PASS" if ok else "FAIL %r %r %r" % (a, b, s.getpeername()), flush=True)' "$T/self.sock" \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file self "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-unix-dgram-self case_sk_unix_dgram_self

@@ -286,7 +286,7 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
 	int fd;
 
-	if (p && p->peer == u->ino) {	/* a pair: each end names the other */
+	if (p && p != u && p->peer == u->ino) {	/* a pair: each end names the other */
 		int ret = open_pair(r, u, p);
 
 		if (!ret)
@@ -329,7 +329,8 @@ static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 
 	if (!p)
 		p = remote_peer(r, u);
-	if (u->type != SOCK_DGRAM || !u->peer || (p && p->peer == u->ino))
+	/* not a socketpair's end; one connected to its own name is connected here */
+	if (u->type != SOCK_DGRAM || !u->peer || (p && p != u && p->peer == u->ino))
 		return 0;
 	if (!p || !named(p))
 		return sk_fail(u, -EINVAL, "its peer has no name to connect to");
