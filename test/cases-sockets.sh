@@ -369,3 +369,33 @@ print("PASS" if ok else "FAIL %r %r %r" % (a, b, s.getpeername()), flush=True)' 
 	restore_and_pass "$T/d" 1
 }
 add sk-unix-dgram-self case_sk_unix_dgram_self
+
+# A socket bound with IP_FREEBIND to an address the host does not have, the
+# option turned off since: restored bound there, with IP_FREEBIND off.
+case_sk_freebind_off() {
+	OUT=$T/fb.out
+	python3 -c '
+import os, signal, socket
+IP_FREEBIND = 15
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_IP, IP_FREEBIND, 1)
+s.bind(("2001:db8::42", 0))
+s.setsockopt(socket.SOL_IP, IP_FREEBIND, 0)
+name = s.getsockname()[:2]
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+fb = s.getsockopt(socket.SOL_IP, IP_FREEBIND)
+now = s.getsockname()[:2]
+print("PASS" if (now, fb) == (name, 0) else "FAIL %r %r freebind %d" % (name, now, fb), flush=True)' \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file fb "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-freebind-off case_sk_freebind_off

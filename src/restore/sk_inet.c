@@ -145,12 +145,25 @@ static int set_options(int fd, const InetSkEntry *e)
 	return 0;
 }
 
+/*
+ * Bound with IP_FREEBIND: a socket may have been bound to an address that is
+ * not (or no longer) the host's, with IP_FREEBIND turned off since (zdtm
+ * sk-freebind-false). Its recorded value is put back once it is bound.
+ */
 static int bind_to(int fd, const InetSkEntry *e)
 {
 	struct sockaddr_storage ss;
 	socklen_t l = inet_addr_of(e, false, &ss);
+	int on = 1, off = 0, ret = 0;
+	bool keep = e->ip_opts && e->ip_opts->has_freebind && e->ip_opts->freebind;
 
-	return bind(fd, (struct sockaddr *)&ss, l) ? inet_fail(e, -errno, "cannot bind") : 0;
+	if (!keep && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &on, sizeof(on)))
+		return inet_fail(e, -errno, "cannot set IP_FREEBIND to bind");
+	if (bind(fd, (struct sockaddr *)&ss, l))
+		ret = inet_fail(e, -errno, "cannot bind");
+	if (!keep && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &off, sizeof(off)) && !ret)
+		ret = inet_fail(e, -errno, "cannot turn IP_FREEBIND off again");
+	return ret;
 }
 
 /* Listening, bound, unbound, or a connected UDP socket. */
