@@ -399,3 +399,34 @@ print("PASS" if (now, fb) == (name, 0) else "FAIL %r %r freebind %d" % (name, no
 	restore_and_pass "$T/d" 1
 }
 add sk-freebind-off case_sk_freebind_off
+
+# Two listeners sharing a port through SO_REUSEPORT, the first with the option
+# turned off since: both listen on the port again, options as they were.
+case_sk_reuseport_off() {
+	OUT=$T/rp.out
+	python3 -c '
+import os, signal, socket
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+a = socket.socket(); a.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+a.bind(("127.0.0.1", 0)); a.listen(); port = a.getsockname()[1]
+b = socket.socket(); b.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+b.bind(("127.0.0.1", port)); b.listen()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 0)
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+ra = a.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
+rb = b.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
+ok = (a.getsockname()[1], b.getsockname()[1], ra, rb) == (port, port, 0, 1)
+c = socket.create_connection(("127.0.0.1", port))
+print("PASS" if ok else "FAIL ports %d %d reuseport %d %d" % (a.getsockname()[1], b.getsockname()[1], ra, rb), flush=True)' \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file rp "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-reuseport-off case_sk_reuseport_off

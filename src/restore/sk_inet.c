@@ -166,15 +166,52 @@ static int bind_to(int fd, const InetSkEntry *e)
 	return ret;
 }
 
+static bool reuseport_of(const InetSkEntry *e)
+{
+	return e->opts && e->opts->has_so_reuseport && e->opts->so_reuseport;
+}
+
+/*
+ * Another socket of the dump is bound to the same port with SO_REUSEPORT
+ * while e has it off: e joined that port's group and turned the option off
+ * since (zdtm socket-tcp-reuseport). It joins again, the option on for its
+ * bind and listen only.
+ */
+static bool rejoins_reuseport(const struct rst *r, const InetSkEntry *e)
+{
+	if (!e->src_port || reuseport_of(e))
+		return false;
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		const InetSkEntry *o = fe->type == FD_TYPES__INETSK ? fe->isk : NULL;
+
+		if (o && o != e && o->family == e->family && o->proto == e->proto &&
+		    o->src_port == e->src_port && reuseport_of(o))
+			return true;
+	}
+	return false;
+}
+
+static int set_reuseport(int fd, const InetSkEntry *e, int v)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &v, sizeof(v)) ?
+	       inet_fail(e, -errno, "cannot set SO_REUSEPORT around its bind") : 0;
+}
+
 /* Listening, bound, unbound, or a connected UDP socket. */
-static int open_plain(int fd, const InetSkEntry *e)
+static int open_plain(struct rst *r, int fd, const InetSkEntry *e)
 {
 	struct sockaddr_storage ss;
 	socklen_t l;
-	int ret = e->src_port ? bind_to(fd, e) : 0;
+	bool rejoin = rejoins_reuseport(r, e);
+	int ret = rejoin ? set_reuseport(fd, e, 1) : 0;
 
+	if (!ret && e->src_port)
+		ret = bind_to(fd, e);
 	if (!ret && e->state == TCP_LISTEN && listen(fd, e->backlog))
 		ret = inet_fail(e, -errno, "cannot listen");
+	if (!ret && rejoin)
+		ret = set_reuseport(fd, e, 0);
 	if (!ret && e->proto != IPPROTO_TCP && e->state == TCP_ESTABLISHED) {
 		l = inet_addr_of(e, true, &ss);
 		if (connect(fd, (struct sockaddr *)&ss, l))
@@ -213,7 +250,7 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 	if (!ret && e->proto == IPPROTO_TCP && e->state == TCP_ESTABLISHED)
 		ret = tcp_repair_open(r, fd, e);
 	else if (!ret)
-		ret = open_plain(fd, e);
+		ret = open_plain(r, fd, e);
 	if (!ret)
 		ret = finish(fd, e);
 	if (ret) {
