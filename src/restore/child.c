@@ -211,8 +211,12 @@ void child_main(struct rst *r)
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	child_table(r);
-	if (r->root && strcmp(r->root, "/") && chroot(r->root))
-		child_exit_fail(r, -errno, "cannot chroot to %s: %m", r->root);
+	/*
+	 * Both are paths as memdump sees them: the cwd now, the root last (what
+	 * follows writes /proc/self). A process that chrooted without a chdir
+	 * keeps a cwd outside its root (zdtm chroot), which no path after the
+	 * chroot reaches.
+	 */
 	if (r->cwd && chdir(r->cwd))
 		child_exit_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
 	if (r->ds.fs && r->ds.fs->has_umask)
@@ -231,6 +235,8 @@ void child_main(struct rst *r)
 	ret = r->fdt_owner ? 0 : locks_apply_in_child(r, msg, sizeof(msg));	/* no fd closed after */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
+	if (r->root && strcmp(r->root, "/") && chroot(r->root))
+		child_exit_fail(r, -errno, "cannot chroot to %s: %m", r->root);
 
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"

@@ -1,3 +1,5 @@
+# Files and directories the restore opened wrong.
+#
 # A file made with O_TMPFILE (never named: tmpfile(3), fd01 of CRIU's tests):
 # its fd's flags carry O_TMPFILE, which includes O_DIRECTORY. The restore opened
 # its ghost with those flags ("Not a directory") and then crashed on the failed
@@ -31,3 +33,31 @@ print("PASS" if ok else "FAIL pos %d len %d acc %d" % (pos, len(data), acc), flu
 	[[ -z $(find "$T" -maxdepth 1 -name '#*') ]] || fail "a recreated ghost file is left in $T"
 }
 add rst-tmpfile case_tmpfile_rst
+
+# A process that chrooted without a chdir: its cwd stays outside its root. The
+# restore changed into the cwd after the chroot ("cannot change directory").
+case_chroot_cwd_outside() {
+	OUT=$T/chroot.out
+	mkdir -p "$T/root" && echo inside > "$T/root/f"
+	python3 -c '
+import os, signal, sys
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+os.chdir(sys.argv[1])
+cwd = os.stat(".").st_ino
+os.chroot(sys.argv[1] + "/root")
+fd = os.open("/f", os.O_RDONLY)
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+ok = os.stat(".").st_ino == cwd and open("/f").read() == "inside\n" and os.pread(fd, 6, 0) == b"inside"
+print("PASS" if ok else "FAIL cwd %d (was %d)" % (os.stat(".").st_ino, cwd), flush=True)' "$T" \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file chroot "$OUT"; fail "the program did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-chroot-cwd-outside case_chroot_cwd_outside
