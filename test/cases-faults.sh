@@ -83,7 +83,7 @@ case_worker_killed_parasite() {
 	mkdir -p "$T/d"
 	start_prog t-threads
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=parasite-running "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running 2> "$MD_ERR" &
+	MEMDUMP_FAULT=parasite-running "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --no-snapshot 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
 	wait_line "$MD_ERR" 'fault point parasite-running' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
@@ -177,7 +177,7 @@ case_worker_killed_tree() {
 	local a=${READY[2]} b=${READY[3]} g=${READY[4]} p
 	track "$a"; track "$b"; track "$g"
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=$1 "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running 2> "$MD_ERR" &
+	MEMDUMP_FAULT=$1 "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --no-snapshot 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
 	wait_line "$MD_ERR" "fault point $1" "$OP_TIMEOUT" || fail "the dump never reached $1"

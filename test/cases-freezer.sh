@@ -48,7 +48,7 @@ case_freezer_worker_killed() {
 	START_WRAP=$T/cgwrap start_prog t-pattern
 	mkdir -p "$T/d"
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=cgroup-frozen "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running \
+	MEMDUMP_FAULT=cgroup-frozen "$MEMDUMP" dump -t "$PID" -D "$T/d" --leave-running --no-snapshot \
 		--freeze-cgroup "$CG" 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"

@@ -168,7 +168,7 @@ case_sk_nl_arrived() {
 case_sk_worker_killed() {
 	start_prog t-sockinet est
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=infected "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established --leave-running \
+	MEMDUMP_FAULT=infected "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established --leave-running --no-snapshot \
 		-v 3 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"

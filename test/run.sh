@@ -678,7 +678,7 @@ case_err_target_killed() {
 	# stalled halfway through the pages (a warmed image copies 512 MiB faster
 	# than a test can kill), the target is killed there
 	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump \
-		-t "$PID" -D "$T/d" --mode "$mode" --leave-running 2> "$MD_ERR" &
+		-t "$PID" -D "$T/d" --mode "$mode" --leave-running --no-snapshot 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
 	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
