@@ -52,6 +52,18 @@ case_cli_usage_errors() {
 	grep -q "unknown option '-x'" "$CLI_ERR" || fail "show -x said '$(head -1 "$CLI_ERR")'"
 }
 
+# dump -t 1: one short line (it listed every process of the machine), nothing written
+case_cli_dump_init() {
+	cli_run init dump -t 1 -D "$T/d" --leave-running
+	(( CLI_RC == 1 )) || fail "dump -t 1 exit $CLI_RC, want 1"
+	(( $(wc -l < "$CLI_ERR") == 1 && $(wc -c < "$CLI_ERR") < 200 )) ||
+		fail "dump -t 1 said $(wc -c < "$CLI_ERR") bytes: $(head -c 300 "$CLI_ERR")"
+	grep -q '^memdump: dump failed: .*PID 1' "$CLI_ERR" || fail "dump -t 1 said '$(head -1 "$CLI_ERR")'"
+	[[ -e $T/d/inventory.img ]] && fail "dump -t 1 wrote an inventory"
+	return 0
+}
+
+add cli-dump-init case_cli_dump_init
 add cli-version case_cli_version
 add cli-subcommand-help case_cli_subcommand_help
 add cli-common-first case_cli_common_first
