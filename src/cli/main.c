@@ -277,6 +277,23 @@ static int parse_external(struct options *opts, char *s)
 	return 0;
 }
 
+/* The usage of one command: its lines of usage[], then the common options. */
+static void print_command_usage(const char *name)
+{
+	size_t n = strlen(name);
+	const char *line = strchr(usage, '\n') + 1, *common = strstr(usage, "\ncommon options:");
+	bool in = false;
+
+	printf("usage: memdump %s [options]\n\n", name);
+	for (; line < common; line = strchr(line, '\n') + 1) {
+		if (line[0] == ' ' && line[1] == ' ' && line[2] != ' ')
+			in = !strncmp(line + 2, name, n) && line[2 + n] == ' ';
+		if (in)
+			fwrite(line, 1, strchr(line, '\n') + 1 - line, stdout);
+	}
+	fputs(common, stdout);
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "memdump: ");
@@ -347,6 +364,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	char *end;
 	int c;
 
+	opterr = 0;	/* one line of our own for an unknown option */
 	opts->progress = isatty(STDERR_FILENO);
 	while ((c = getopt_long(argc, argv, "+t:D:dv:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -462,10 +480,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 				return bad_usage("bad verbosity '%s' (0-4)", optarg);
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			print_command_usage(argv[0]);
 			exit(0);
 		default:
-			return bad_usage("%s", "bad option");
+			if (optopt)
+				return bad_usage("unknown option '-%s'", (char[]){ (char)optopt, 0 });
+			return bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	opts->argc = argc - optind;
@@ -486,6 +506,34 @@ static bool criu_version_asked(int argc, char **argv)
 	return true;
 }
 
+/* How many arguments a common option (-v N, --log-file F, --no-progress) at argv[i] takes up, 0 if not one. */
+static int common_option_len(int argc, char **argv, int i)
+{
+	const char *a = argv[i];
+
+	if (!strcmp(a, "--no-progress") || !strncmp(a, "--verbose=", 10) ||
+	    !strncmp(a, "--log-file=", 11) || (!strncmp(a, "-v", 2) && a[2]))
+		return 1;
+	if (!strcmp(a, "-v") || !strcmp(a, "--verbose") || !strcmp(a, "--log-file"))
+		return i + 1 < argc ? 2 : 0;
+	return 0;
+}
+
+/* memdump -v 4 check: the common options before the command move after it. */
+static void hoist_command(int argc, char **argv)
+{
+	int k = 1, len;
+	char *cmd;
+
+	while (k < argc && (len = common_option_len(argc, argv, k)))
+		k += len;
+	if (k == 1 || k >= argc)
+		return;
+	cmd = argv[k];
+	memmove(&argv[2], &argv[1], (size_t)(k - 1) * sizeof(*argv));
+	argv[1] = cmd;
+}
+
 int main(int argc, char **argv)
 {
 	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT };
@@ -499,6 +547,11 @@ int main(int argc, char **argv)
 		return ret;
 	if (argc < 2)
 		return bad_usage("%s", "no command");
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("memdump %s\n", MEMDUMP_VERSION);
+		return 0;
+	}
+	hoist_command(argc, argv);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			cmd = &commands[i];

@@ -135,8 +135,8 @@ static void check_children(pid_t pid, const struct proc_tree *tree, struct refus
 		if (!tree || t.procs[i].ppid == pid)
 			alive += refuse_descendant(&t.procs[i], &t.procs[0], tree, r);
 	if (alive && !tree)
-		refuse_add(r, "process trees are not supported yet (%d live process(es) below %d)",
-			   alive, pid);
+		refuse_add(r, "the process tree changed: %d live process(es) appeared below %d "
+			   "after the dump began (dump again)", alive, pid);
 	tree_free(&t);
 }
 

@@ -82,6 +82,8 @@ int target_check(pid_t pid)
 		return fail(ret, "cannot read /proc/%d/stat: %s", pid, strerror(-ret));
 	if (st.flags & PF_KTHREAD)
 		return fail(-EINVAL, "process %d (%s) is a kernel thread", pid, st.comm);
+	if (pid == 1)	/* the whole system below it; its restore would need PID 1 */
+		return fail(-EINVAL, "process 1 (%s) is init: memdump does not dump PID 1", st.comm);
 	if (st.state == 'Z' || st.state == 'X')
 		return fail(-EINVAL, "process %d (%s) is a zombie", pid, st.comm);
 	if (proc_tgid(pid) != pid)
