@@ -168,6 +168,10 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
 			      "System V shared memory outside an IPC namespace of its own "
 			      "(start the program in one, e.g. with `unshare --ipc`, to dump it)");
+	} else if (!shared && !strncmp(v->name, "/dev/zero (deleted)", 19)) {
+		/* a plain private /dev/zero mapping keeps the name without "(deleted)" */
+		return refuse(d->pid, v, "a private mapping of shared anonymous memory (mapped "
+			      "through /proc/PID/map_files), which memdump cannot restore yet");
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */
