@@ -273,3 +273,25 @@ time.sleep(120)' > "$T/shm.out" 2>&1 < /dev/null &
 	expect_untraced "$PID"
 }
 add err-shmem-private case_err_shmem_private
+
+# Signal-driven I/O (O_ASYNC with F_SETOWN): a restore kept O_ASYNC but not the
+# owner, and the process never got SIGIO again (zdtm file_fown). Refused by name.
+case_err_async() {
+	mkdir -p "$T/d"
+	python3 -c '
+import fcntl, os, time
+r, w = os.pipe()
+fcntl.fcntl(r, fcntl.F_SETOWN, os.getpid())
+fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+print("READY", os.getpid(), r, flush=True)
+time.sleep(120)' > "$T/async.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/async.out" '^READY' 10 || { show_file out "$T/async.out"; fail "the program did not start"; }
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/async.out")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd $fd \(pipe:\[[0-9]+\]\) with O_ASYNC" "$MD_ERR" || fail "the O_ASYNC fd is not named"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add err-async case_err_async

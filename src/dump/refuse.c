@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,21 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 	fclose(f);
 }
 
+/* The fd's open file has O_ASYNC (fdinfo "flags:", octal). */
+static bool fd_async(pid_t pid, int fd)
+{
+	char *info = NULL;
+	const char *v;
+	bool on;
+
+	if (proc_fdinfo(pid, fd, &info) < 0)
+		return false;
+	v = proc_line_after(info, "flags:");
+	on = v && (strtoul(v, NULL, 8) & O_ASYNC);
+	free(info);
+	return on;
+}
+
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
 	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
@@ -252,6 +268,9 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	link[n] = 0;
 	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
+	else if (fd_async(pid, fd))
+		refuse_add(r, "fd %d (%s) with O_ASYNC: signal-driven I/O, whose owner (F_SETOWN) "
+			   "memdump does not restore yet", fd, link);
 	check_fd_locks(pid, fd, r);
 }
 
