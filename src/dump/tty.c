@@ -558,6 +558,10 @@ static int write_info(struct image *img, const struct file_desc *f)
 	e.master = t->master;
 	e.has_orphan = t->orphan;
 	e.orphan = t->orphan;
+	e.has_uid = e.has_gid = e.has_mode = true;
+	e.uid = f->st.st_uid;
+	e.gid = f->st.st_gid;
+	e.mode = f->st.st_mode & 07777;
 	return img_write_msg(img, &e.base);
 }
 

@@ -152,6 +152,22 @@ static int open_at_index(const char *path, int flags, uint32_t idx)
 	return fd;
 }
 
+/* The slave's device node gets its owner and mode back (a terminal program's user's). */
+static int set_slave_owner(const TtyInfoEntry *si, uint32_t index, char *why, size_t len)
+{
+	char path[32];
+
+	if (!si->has_uid || !si->has_gid || !si->has_mode)
+		return 0;	/* an older image */
+	snprintf(path, sizeof(path), "/dev/pts/%u", index);
+	if (chown(path, si->uid, si->gid) || chmod(path, si->mode)) {
+		snprintf(why, len, "cannot give %s its owner %u:%u and mode %o: %s", path, si->uid,
+			 si->gid, si->mode, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* Termios, window size, locked termios, packet mode and queued bytes of a new pair. */
 static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoEntry *si)
 {
@@ -187,6 +203,8 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 		ret = -errno;
 	if (!ret && mi->exclusive && ioctl(m, TIOCEXCL))
 		ret = -errno;
+	if (!ret)
+		ret = set_slave_owner(si, mi->pty->index, why, sizeof(why));
 	free(in);
 	free(out);
 	free(lines);
