@@ -15,8 +15,7 @@
 void regs_for_resume(struct user_regs_struct *r);
 /* Registers to resume the thread in a restored process: no kernel restart
  * block survives, so the call is re-executed (a relative sleep for what was
- * left of it when the kernel reported the remaining time), or, for poll(),
- * whose deadline only the restart block held, returns EINTR. */
+ * left of it when the kernel reported the remaining time). */
 void regs_for_image(struct user_regs_struct *r);
 
 #endif

@@ -129,25 +129,3 @@ add crit-t-state case_state_crit
 add crit-t-state-perthread case_state_crit_perthread
 add rst-state-cgroup case_state_cgroup
 add err-state-deadline case_state_refused deadline
-
-# poll() interrupted by a killing dump returns by its deadline plus the time the
-# process was stopped: not with its whole timeout again after the restore
-case_rst_poll() {
-	start_prog t-poll 6
-	sleep 2
-	local t0; t0=$(now_ms)
-	dump "$PID" "$T/d"
-	expect_killed "$PID"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	local down=$(( $(now_ms) - t0 ))
-	wait_line "$OUT" '^POLLED' 15 || fail "poll did not return"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	wait_restore_exit
-	local late=${RESULT#*late_ms=}
-	note "poll returned $late ms after its deadline, stopped $down ms"
-	(( late <= down + 1000 )) || fail "poll returned $late ms late, the process was stopped $down ms"
-}
-add rst-poll case_rst_poll

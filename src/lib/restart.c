@@ -1,5 +1,4 @@
 /* Syscall restart decisions for frozen threads (see restart.h). */
-#include <errno.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -46,29 +45,12 @@ static void sleep_for_remainder(struct user_regs_struct *r)
 		r->rdx = r->r10;
 }
 
-/*
- * poll() interrupted with a restart block: its deadline lives in the
- * kernel's restart block only, which a restore cannot give back, and its
- * millisecond timeout is not updated. Executed again it would wait its whole
- * timeout over; it returns EINTR instead (as CRIU's), which poll() may return
- * at any time.
- */
-static bool returns_eintr(const struct user_regs_struct *r)
-{
-	return r->orig_rax == SYS_poll;
-}
-
 void regs_for_image(struct user_regs_struct *r)
 {
 	long code;
 
 	if (!in_restartable_syscall(r, &code))
 		return;
-	if (code == ERESTART_RESTARTBLOCK && returns_eintr(r)) {
-		r->rax = (unsigned long)-EINTR;
-		r->orig_rax = -1;
-		return;
-	}
 	if (code == ERESTART_RESTARTBLOCK)
 		sleep_for_remainder(r);
 	reexecute(r, r->orig_rax);
