@@ -6,8 +6,7 @@
 # preparation; the file must come back with its content, offset and access mode.
 
 case_tmpfile_rst() {
-	OUT=$T/tmpfile.out
-	python3 -c '
+	start_py tmpfile '
 import os, signal, sys
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -22,11 +21,7 @@ os.lseek(fd, 0, os.SEEK_SET)
 data = os.read(fd, 1 << 16)
 acc = __import__("fcntl").fcntl(fd, __import__("fcntl").F_GETFL) & os.O_ACCMODE
 ok = pos == 123 and data == b"unnamed file content\n" * 100 and acc == os.O_RDWR
-print("PASS" if ok else "FAIL pos %d len %d acc %d" % (pos, len(data), acc), flush=True)' \
-		"$T" > "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file tmpfile "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if ok else "FAIL pos %d len %d acc %d" % (pos, len(data), acc), flush=True)' "$T"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
@@ -37,9 +32,8 @@ add rst-tmpfile case_tmpfile_rst
 # A process that chrooted without a chdir: its cwd stays outside its root. The
 # restore changed into the cwd after the chroot ("cannot change directory").
 case_chroot_cwd_outside() {
-	OUT=$T/chroot.out
 	mkdir -p "$T/root" && echo inside > "$T/root/f"
-	python3 -c '
+	start_py chroot '
 import os, signal, sys
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -51,11 +45,7 @@ print("READY", os.getpid(), flush=True)
 while not got:
     signal.pause()
 ok = os.stat(".").st_ino == cwd and open("/f").read() == "inside\n" and os.pread(fd, 6, 0) == b"inside"
-print("PASS" if ok else "FAIL cwd %d (was %d)" % (os.stat(".").st_ino, cwd), flush=True)' "$T" \
-		> "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file chroot "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if ok else "FAIL cwd %d (was %d)" % (os.stat(".").st_ino, cwd), flush=True)' "$T"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1

@@ -307,8 +307,7 @@ fi
 # an unconnected one shutdown() says ENOTCONN but sets the flags all the same,
 # and the dump sees it CLOSE, shut down): restored shut down, not refused.
 case_sk_udp_shutdown() {
-	OUT=$T/udpsh.out
-	python3 -c '
+	start_py udpsh '
 import os, signal, socket, errno
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -332,10 +331,7 @@ for s in socks:
         s.sendto(b"x", ("127.0.0.1", 9)); bad.append("fd %d sends after SHUT_WR" % s.fileno())
     except OSError as e:
         if e.errno != errno.EPIPE: bad.append("fd %d send: %s" % (s.fileno(), e))
-print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' > "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file udpsh "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' 
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
@@ -345,8 +341,7 @@ add sk-udp-shutdown case_sk_udp_shutdown
 # A UNIX datagram socket bound to a name and connected to that name (itself):
 # the restore took it for one end of a socketpair and bound it twice.
 case_sk_unix_dgram_self() {
-	OUT=$T/self.out
-	python3 -c '
+	start_py self '
 import os, signal, socket, sys
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -359,11 +354,7 @@ while not got:
 s.send(b"sent after")
 a, b = s.recv(100), s.recv(100)
 ok = (a, b) == (b"queued before", b"sent after") and s.getpeername() == sys.argv[1]
-print("PASS" if ok else "FAIL %r %r %r" % (a, b, s.getpeername()), flush=True)' "$T/self.sock" \
-		> "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file self "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if ok else "FAIL %r %r %r" % (a, b, s.getpeername()), flush=True)' "$T/self.sock"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
@@ -373,8 +364,7 @@ add sk-unix-dgram-self case_sk_unix_dgram_self
 # A socket bound with IP_FREEBIND to an address the host does not have, the
 # option turned off since: restored bound there, with IP_FREEBIND off.
 case_sk_freebind_off() {
-	OUT=$T/fb.out
-	python3 -c '
+	start_py fb '
 import os, signal, socket
 IP_FREEBIND = 15
 got = []
@@ -389,11 +379,7 @@ while not got:
     signal.pause()
 fb = s.getsockopt(socket.SOL_IP, IP_FREEBIND)
 now = s.getsockname()[:2]
-print("PASS" if (now, fb) == (name, 0) else "FAIL %r %r freebind %d" % (name, now, fb), flush=True)' \
-		> "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file fb "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if (now, fb) == (name, 0) else "FAIL %r %r freebind %d" % (name, now, fb), flush=True)'
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
@@ -403,8 +389,7 @@ add sk-freebind-off case_sk_freebind_off
 # Two listeners sharing a port through SO_REUSEPORT, the first with the option
 # turned off since: both listen on the port again, options as they were.
 case_sk_reuseport_off() {
-	OUT=$T/rp.out
-	python3 -c '
+	start_py rp '
 import os, signal, socket
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -420,11 +405,7 @@ ra = a.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
 rb = b.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT)
 ok = (a.getsockname()[1], b.getsockname()[1], ra, rb) == (port, port, 0, 1)
 c = socket.create_connection(("127.0.0.1", port))
-print("PASS" if ok else "FAIL ports %d %d reuseport %d %d" % (a.getsockname()[1], b.getsockname()[1], ra, rb), flush=True)' \
-		> "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file rp "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if ok else "FAIL ports %d %d reuseport %d %d" % (a.getsockname()[1], b.getsockname()[1], ra, rb), flush=True)'
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1

@@ -171,8 +171,7 @@ add tty-snap-rst case_snapshot_rst t-tty
 # A pty pair whose slave was given to another user (a terminal program run for
 # it): the restored /dev/pts node has that owner and mode again, not root's.
 case_tty_owner() {
-	OUT=$T/ptyown.out
-	python3 -c '
+	start_py ptyown '
 import os, pty, signal
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
@@ -183,11 +182,7 @@ while not got:
     signal.pause()
 st = os.fstat(s)
 ok = (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (13333, 44444, 0o620)
-print("PASS" if ok else "FAIL owner %d:%d mode %o" % (st.st_uid, st.st_gid, st.st_mode & 0o7777), flush=True)' \
-		> "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file pty "$OUT"; fail "the program did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
+print("PASS" if ok else "FAIL owner %d:%d mode %o" % (st.st_uid, st.st_gid, st.st_mode & 0o7777), flush=True)'
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1

@@ -98,6 +98,19 @@ start_prog() {
 	note "started $name pid $PID: ${READY[*]}"
 }
 
+# start_py NAME CODE [ARGS...]: python3 -c CODE ARGS in the background (a small
+# target of a case's own), stdout and stderr in $T/NAME.out; waits for its
+# "READY <pid> ..." line. Sets PID, OUT, READY_SIZE.
+start_py() {
+	local name=$1 code=$2; shift 2
+	OUT=$T/$name.out
+	python3 -c "$code" "$@" > "$OUT" 2>&1 < /dev/null &
+	PID=$!
+	track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file "$name" "$OUT"; fail "$name did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+}
+
 # descendants PID: PID and every process below it
 descendants() {
 	local p
