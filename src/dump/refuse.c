@@ -268,7 +268,7 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	link[n] = 0;
 	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
-	else if (fd_async(pid, fd))
+	else if (!S_ISSOCK(st.st_mode) && fd_async(pid, fd))	/* sockets keep O_ASYNC */
 		refuse_add(r, "fd %d (%s) with O_ASYNC: signal-driven I/O, whose owner (F_SETOWN) "
 			   "memdump does not restore yet", fd, link);
 	check_fd_locks(pid, fd, r);
