@@ -272,7 +272,7 @@ static int check_vmas(struct rst *r)
 
 	for (size_t i = 0; i < mm->n_vmas; i++) {
 		const VmaEntry *v = mm->vmas[i];
-		bool file = v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED);
+		bool file = (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED)) && !vma_shm_private(v);
 
 		if (v->start >= v->end || (v->start | v->end) & (PAGE_SIZE - 1) || v->start < prev_end)
 			return fail(-EIO, "mm-%u.img: %s is bad or out of order", r->pid,
@@ -280,7 +280,10 @@ static int check_vmas(struct rst *r)
 		if (file && !rst_reg_path(r, v->shmid))
 			return fail(-EIO, "mm-%u.img: %s names no file in files.img", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
-		if (file && (v->pgoff & (PAGE_SIZE - 1)))
+		if (vma_shm_private(v) && !shm_find(r, v->shmid))
+			return fail(-EIO, "mm-%u.img: %s maps shared memory %" PRIu64 ", which is not "
+				    "in the images", r->pid, vma_desc(v, buf, sizeof(buf)), v->shmid);
+		if ((file || vma_shm_private(v)) && (v->pgoff & (PAGE_SIZE - 1)))
 			return fail(-EIO, "mm-%u.img: %s has an unaligned file offset", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
 		if (!(v->status & VMA_AREA_VSYSCALL))
@@ -356,7 +359,8 @@ static int check_level(struct rst *r, uint32_t id)
 	if (mm->exe_file_id == id)
 		return CHECK_CONTENT;
 	for (size_t i = 0; i < mm->n_vmas; i++)
-		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && mm->vmas[i]->shmid == id)
+		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && !vma_shm_private(mm->vmas[i]) &&
+		    mm->vmas[i]->shmid == id)
 			return CHECK_CONTENT;
 	for (size_t i = 0; i < r->ds.nr_fds; i++)
 		if (r->ds.fds[i]->id == id)

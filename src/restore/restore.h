@@ -82,6 +82,7 @@ struct shm_obj {
 	uint64_t shmid;			/* inode at dump time: vma.shmid, memfd inode_id */
 	uint64_t size;
 	const MemfdInodeEntry *memfd;	/* NULL: anonymous shared memory */
+	bool sized;			/* anonymous, its size from memfd.img (anon) */
 	const struct dump_shmem *content; /* NULL: all zeros */
 	int fd;				/* memdump's fd on the object, -1 */
 	int blob;			/* index in the blob's fds, -1 until a VMA maps it */
@@ -548,6 +549,7 @@ int resume_threads(struct rst *r);
 
 /* shmem.c: r->shms */
 int shm_collect(struct rst *r);
+bool vma_shm_private(const VmaEntry *v);
 int shm_check(struct rst *r);
 int shm_create_all(struct rst *r);
 struct shm_obj *shm_find(struct rst *r, uint64_t shmid);

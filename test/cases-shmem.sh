@@ -1,0 +1,10 @@
+# Shared memory objects (MAP_SHARED|MAP_ANONYMOUS memory, memfds) as more
+# than plain shared mappings: private mappings of them, fds on them, exec of
+# a memfd; and the files behind shared mappings (issue 31).
+
+# A private mapping of shared anonymous memory (through map_files) and of a
+# memfd: untouched pages show the object, COW copies kept (zdtm shmemfd-priv).
+add rst-t-shmpriv case_rst default t-shmpriv
+add lr-t-shmpriv case_lr splice t-shmpriv
+add snap-rst-t-shmpriv case_snapshot_rst t-shmpriv
+
