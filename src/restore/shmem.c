@@ -331,6 +331,34 @@ struct shm_obj *shm_of_memfd(struct rst *r, const MemfdFileEntry *mf)
 	return me ? shm_find(r, me->shmid) : NULL;
 }
 
+/*
+ * The object's own description, from memfd_create, for the first read-write
+ * memfd fd (once in a tree): a reopen through /proc for writing counts as a
+ * writer of the inode, which makes execveat() of the memfd fail with
+ * ETXTBSY (zdtm memfd04), while memfd_create's description does not. The
+ * process's memfd_create fd was its only one where exec worked.
+ * 0: not this fd, else the fd or -errno.
+ */
+static int give_own(struct rst *r, struct shm_obj *s, const MemfdFileEntry *mf)
+{
+	int fd;
+
+	if (!s->memfd || s->given || (mf->flags & O_ACCMODE) != O_RDWR ||
+	    !tree_shm_give(r, s->shmid))
+		return 0;
+	s->given = true;
+	fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return fail(-errno, "cannot duplicate memfd %u: %s", mf->id, strerror(errno));
+	if (fcntl(fd, F_SETFL, mf->flags & ~O_ACCMODE)) {
+		int err = errno;
+
+		close(fd);
+		return fail(-err, "cannot set the flags of memfd %u: %s", mf->id, strerror(err));
+	}
+	return fd;
+}
+
 /* A memfd fd: its own open file description of the object, flags and position. */
 int shm_open_memfd(struct rst *r, const FileEntry *fe)
 {
@@ -341,8 +369,12 @@ int shm_open_memfd(struct rst *r, const FileEntry *fe)
 
 	if (!s || s->fd < 0)
 		return fail(-EIO, "memfd %u: its object %u was not created", mf->id, mf->inode_id);
+	fd = give_own(r, s, mf);
+	if (fd < 0)
+		return fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
-	fd = open(path, (mf->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC);
+	if (!fd)
+		fd = open(path, (mf->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, "cannot reopen memfd %u: %s", mf->id, strerror(errno));
 	if (mf->pos && lseek(fd, mf->pos, SEEK_SET) < 0) {
