@@ -33,9 +33,12 @@ static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
  * How strictly a file must match the dump: CHECK_CONTENT for files memory
  * comes from (private mappings and the exe: their clean pages are not in the
  * image), CHECK_SIZE for files open as fds (their data may have changed, a
- * log truncated back to its size, as CRIU allows), CHECK_INODE for files only
- * mapped shared (the file is the memory: it legitimately changes between two
- * restores of the same images).
+ * log truncated back to its size, as CRIU allows) and for files mapped
+ * shared: the file is the memory, its content legitimately changes between
+ * two restores of the same images (other processes share it), but a file cut
+ * shorter would make the process die of SIGBUS on its first access to the
+ * pages past the new end, and one grown makes pages that faulted readable.
+ * CHECK_INODE for the cwd and root.
  */
 enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
 
@@ -375,7 +378,7 @@ static int check_level(struct rst *r, uint32_t id)
 		level = MAX(level, CHECK_INODE);
 	for (size_t i = 0; i < mm->n_vmas; i++)
 		if ((mm->vmas[i]->status & VMA_FILE_SHARED) && mm->vmas[i]->shmid == id)
-			return CHECK_INODE;
+			return CHECK_SIZE;
 	return level;
 }
 
