@@ -250,30 +250,6 @@ time.sleep(120)' > "$T/ns.out" 2>&1 < /dev/null &
 }
 add err-nsfile case_err_nsfile
 
-# A private mapping of shared anonymous memory, mapped through its
-# /proc/self/map_files entry: restored as plain anonymous memory it lost the
-# shared pages' content (zdtm shmemfd-priv). Refused by name until supported.
-case_err_shmem_private() {
-	mkdir -p "$T/d"
-	python3 -c '
-import ctypes, mmap, os, time
-m = mmap.mmap(-1, 5 * 4096, mmap.MAP_SHARED)
-m[:4] = b"shrd"
-a = ctypes.addressof(ctypes.c_char.from_buffer(m))
-fd = os.open("/proc/self/map_files/%x-%x" % (a, a + 5 * 4096), os.O_RDWR)
-p = mmap.mmap(fd, 4 * 4096, mmap.MAP_PRIVATE, offset=4096)
-print("READY", os.getpid(), flush=True)
-time.sleep(120)' > "$T/shm.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/shm.out" '^READY' 10 || { show_file out "$T/shm.out"; fail "the program did not start"; }
-	md dump dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "a private mapping of shared anonymous memory" "$MD_ERR" || fail "the mapping is not named"
-	no_inventory "$T/d"
-	expect_untraced "$PID"
-}
-add err-shmem-private case_err_shmem_private
-
 # Signal-driven I/O (O_ASYNC with F_SETOWN): a restore kept O_ASYNC but not the
 # owner, and the process never got SIGIO again (zdtm file_fown). Refused by name.
 case_err_async() {

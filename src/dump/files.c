@@ -252,6 +252,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		w = mqueue_unsupported(pid, link, st);
 	else if ((w = special_fs(pid, fd)))
 		;
+	else if (S_ISREG(st->st_mode) && !strcmp(link, "/dev/zero (deleted)"))
+		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link))
@@ -353,6 +355,13 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		if (ret)
 			return ret;
 		kind = FK_MEMFD;
+	} else if (kind == FK_REG) {
+		int ret = shmem_anon_fd_id(d, fd, link, st);	/* "/dev/zero (deleted)" */
+
+		if (ret < 0)
+			return ret;
+		if (ret)
+			kind = FK_MEMFD;
 	}
 	f = new_desc(&d->files, kind);
 	if (!f)

@@ -319,35 +319,23 @@ static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 }
 
 /*
- * A private mapping of a memfd: what a process started with fexecve() from a
- * memfd maps (its text and data). Restore has no file to map it from, so
- * such a dump would kill a process it cannot bring back. Named once per
- * memfd.
+ * A program run from a memfd (fexecve): its exe is the memfd, which restore
+ * has no file to set as the exe from (PR_SET_MM_MAP wants a file). Other
+ * private mappings of a memfd are restored from the memfd (vma.c).
  */
-static void check_memfd_private_maps(pid_t pid, struct refusals *r)
+static void check_memfd_exe(pid_t pid, struct refusals *r)
 {
-	char path[64], *line = NULL, last[256] = "";
-	size_t cap = 0;
-	FILE *f;
+	char path[64], link[PATH_MAX];
+	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
 		return;
-	while (getline(&line, &cap, f) > 0) {
-		char perms[8] = "", *name = strstr(line, " /memfd:");
-		unsigned long s, e;
-
-		line[strcspn(line, "\n")] = 0;
-		if (!name || sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3 || perms[3] != 'p' ||
-		    !strcmp(name + 1, last))
-			continue;
-		snprintf(last, sizeof(last), "%s", name + 1);
+	link[n] = 0;
+	if (!strncmp(link, "/memfd:", 7))
 		refuse_add(r, "a private mapping of %s (a program run from a memfd, fexecve), "
-			   "which restore has no file to map from", last);
-	}
-	free(line);
-	fclose(f);
+			   "which restore has no file to map from", link);
 }
 
 /* A 'Z' process whose leader exited alone still runs its other threads. */
@@ -464,7 +452,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 				 * checks the rest (namespaces, mounts, sockets) */
 		check_fds(o, t, r);
 		check_deleted_maps(o, r);
-		check_memfd_private_maps(pid, r);
+		check_memfd_exe(pid, r);
 		check_thread_modes(pid, r);
 		return;
 	}
@@ -480,7 +468,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_cwd_root(pid, r);
 	check_fds(o, t, r);
 	check_deleted_maps(o, r);
-	check_memfd_private_maps(pid, r);
+	check_memfd_exe(pid, r);
 	sockets_refuse(pid, o->tree, o->tcp_established, r);
 	check_thread_modes(pid, r);
 	check_cgroups(pid, r);

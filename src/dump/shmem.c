@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@ struct shmem {
 	char path[96];		/* /proc/PID/map_files/... or /proc/PID/fd/N */
 	char name[256];		/* memfd name, or "" */
 	bool memfd;
+	bool entry;		/* anonymous, but an fd or a private mapping needs its
+				 * memfd.img entry (its size, anon) */
 };
 
 static struct shmem *find(struct shmem_set *set, uint64_t ino)
@@ -70,11 +73,45 @@ int shmem_add_vma(struct dump_ctx *d, const struct vma *v)
 	if (!s->path[0])
 		snprintf(s->path, sizeof(s->path), "/proc/%d/map_files/%lx-%lx", d->pid, v->start,
 			 v->end);
-	if (v->status & VMA_AREA_MEMFD) {
+	if (!strncmp(v->name, "/memfd:", 7)) {
 		s->memfd = true;
 		memfd_name(v->name, s->name, sizeof(s->name));
+	} else if (!(v->flags & MAP_SHARED)) {
+		s->entry = true;	/* a private mapping: the object's size matters */
 	}
 	return 0;
+}
+
+/*
+ * An fd on MAP_SHARED|MAP_ANONYMOUS memory, opened through its
+ * /proc/PID/map_files entry (reads "/dev/zero (deleted)"): the object itself,
+ * as for a memfd fd, not a deleted file to copy. Anything else: 0.
+ */
+int shmem_anon_fd_id(struct dump_ctx *d, int fd, const char *link, const struct stat *st)
+{
+	struct stat ref;
+	struct shmem *s;
+	int mfd;
+
+	if (strcmp(link, "/dev/zero (deleted)") || !S_ISREG(st->st_mode))
+		return 0;
+	mfd = memfd_create("memdump-shmem-dev", MFD_CLOEXEC);	/* the same internal mount */
+	if (mfd < 0 || fstat(mfd, &ref)) {
+		int err = errno;
+
+		if (mfd >= 0)
+			close(mfd);
+		return fail(-err, "cannot tell shared memory fds: memfd_create: %s", strerror(err));
+	}
+	close(mfd);
+	if (ref.st_dev != st->st_dev)
+		return 0;
+	s = add(&d->shmem, st->st_ino);
+	if (!s)
+		return -ENOMEM;
+	snprintf(s->path, sizeof(s->path), "/proc/%d/fd/%d", d->pid, fd);
+	s->entry = true;
+	return 1;
 }
 
 int shmem_add_memfd_fd(struct dump_ctx *d, int fd, const char *link)
@@ -215,6 +252,7 @@ static int write_memfd_inode(struct image *img, const struct shmem *s, uint64_t 
 	if (fd >= 0)
 		close(fd);
 	me.name = (char *)s->name;
+	me.has_anon = me.anon = !s->memfd;
 	me.size = size;
 	me.shmid = s->ino;
 	me.inode_id = s->ino;
@@ -234,7 +272,7 @@ int write_shmem(struct dump_ctx *d)
 		uint64_t size = 0;
 
 		ret = dump_one(d, s, 2 + i, &size);
-		if (!ret && s->memfd)
+		if (!ret && (s->memfd || s->entry))
 			ret = write_memfd_inode(memfds, s, size);
 	}
 	if (ret) {

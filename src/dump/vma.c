@@ -135,6 +135,24 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 	return 0;
 }
 
+/*
+ * A private mapping of a shared memory object (a memfd, or MAP_SHARED|
+ * MAP_ANONYMOUS memory mapped again through its /proc/PID/map_files entry):
+ * its untouched pages are the object's, so the object is dumped (shmem.c)
+ * and only the COW copies are the process's own pages. Restore maps the
+ * object again, privately, at the same offset (CRIU's status bits for it).
+ */
+static int classify_shmem_private(struct dump_ctx *d, struct vma *v, uint64_t ino)
+{
+	v->shmid = ino;
+	v->flags = MAP_PRIVATE;
+	v->status |= VMA_FILE_PRIVATE | VMA_AREA_MEMFD;
+	v->anon_only = true;
+	if (has_flag(v, "nr"))
+		v->flags |= MAP_NORESERVE;
+	return shmem_add_vma(d, v);
+}
+
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
 	int ret = check_vmflags(d, v, d->track.fd >= 0);
@@ -168,10 +186,10 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
 			      "System V shared memory outside an IPC namespace of its own "
 			      "(start the program in one, e.g. with `unshare --ipc`, to dump it)");
-	} else if (!shared && !strncmp(v->name, "/dev/zero (deleted)", 19)) {
+	} else if (!shared && (!strncmp(v->name, "/dev/zero (deleted)", 19) ||
+			       !strncmp(v->name, "/memfd:", 7))) {
 		/* a plain private /dev/zero mapping keeps the name without "(deleted)" */
-		return refuse(d->pid, v, "a private mapping of shared anonymous memory (mapped "
-			      "through /proc/PID/map_files), which memdump cannot restore yet");
+		return classify_shmem_private(d, v, ino);
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */

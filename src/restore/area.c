@@ -75,7 +75,7 @@ static int open_blob_files_in(struct rst *r, struct rst_vma *rv, uint64_t *seen,
 		}
 		if (vma_how(v) != RST_MAP_FD)
 			continue;
-		if (v->status & VMA_ANON_SHARED) {
+		if ((v->status & VMA_ANON_SHARED) || vma_shm_private(v)) {
 			ret = shm_blob_fd(r, shm_find(r, v->shmid));
 			if (ret < 0)
 				return ret;

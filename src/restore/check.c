@@ -33,9 +33,12 @@ static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
  * How strictly a file must match the dump: CHECK_CONTENT for files memory
  * comes from (private mappings and the exe: their clean pages are not in the
  * image), CHECK_SIZE for files open as fds (their data may have changed, a
- * log truncated back to its size, as CRIU allows), CHECK_INODE for files only
- * mapped shared (the file is the memory: it legitimately changes between two
- * restores of the same images).
+ * log truncated back to its size, as CRIU allows) and for files mapped
+ * shared: the file is the memory, its content legitimately changes between
+ * two restores of the same images (other processes share it), but a file cut
+ * shorter would make the process die of SIGBUS on its first access to the
+ * pages past the new end, and one grown makes pages that faulted readable.
+ * CHECK_INODE for the cwd and root.
  */
 enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
 
@@ -272,7 +275,7 @@ static int check_vmas(struct rst *r)
 
 	for (size_t i = 0; i < mm->n_vmas; i++) {
 		const VmaEntry *v = mm->vmas[i];
-		bool file = v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED);
+		bool file = (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED)) && !vma_shm_private(v);
 
 		if (v->start >= v->end || (v->start | v->end) & (PAGE_SIZE - 1) || v->start < prev_end)
 			return fail(-EIO, "mm-%u.img: %s is bad or out of order", r->pid,
@@ -280,7 +283,10 @@ static int check_vmas(struct rst *r)
 		if (file && !rst_reg_path(r, v->shmid))
 			return fail(-EIO, "mm-%u.img: %s names no file in files.img", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
-		if (file && (v->pgoff & (PAGE_SIZE - 1)))
+		if (vma_shm_private(v) && !shm_find(r, v->shmid))
+			return fail(-EIO, "mm-%u.img: %s maps shared memory %" PRIu64 ", which is not "
+				    "in the images", r->pid, vma_desc(v, buf, sizeof(buf)), v->shmid);
+		if ((file || vma_shm_private(v)) && (v->pgoff & (PAGE_SIZE - 1)))
 			return fail(-EIO, "mm-%u.img: %s has an unaligned file offset", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
 		if (!(v->status & VMA_AREA_VSYSCALL))
@@ -356,7 +362,8 @@ static int check_level(struct rst *r, uint32_t id)
 	if (mm->exe_file_id == id)
 		return CHECK_CONTENT;
 	for (size_t i = 0; i < mm->n_vmas; i++)
-		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && mm->vmas[i]->shmid == id)
+		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && !vma_shm_private(mm->vmas[i]) &&
+		    mm->vmas[i]->shmid == id)
 			return CHECK_CONTENT;
 	for (size_t i = 0; i < r->ds.nr_fds; i++)
 		if (r->ds.fds[i]->id == id)
@@ -371,7 +378,7 @@ static int check_level(struct rst *r, uint32_t id)
 		level = MAX(level, CHECK_INODE);
 	for (size_t i = 0; i < mm->n_vmas; i++)
 		if ((mm->vmas[i]->status & VMA_FILE_SHARED) && mm->vmas[i]->shmid == id)
-			return CHECK_INODE;
+			return CHECK_SIZE;
 	return level;
 }
 

@@ -82,6 +82,8 @@ struct shm_obj {
 	uint64_t shmid;			/* inode at dump time: vma.shmid, memfd inode_id */
 	uint64_t size;
 	const MemfdInodeEntry *memfd;	/* NULL: anonymous shared memory */
+	bool sized;			/* anonymous, its size from memfd.img (anon) */
+	bool given;			/* its own description went to an fd (memfd_create's) */
 	const struct dump_shmem *content; /* NULL: all zeros */
 	int fd;				/* memdump's fd on the object, -1 */
 	int blob;			/* index in the blob's fds, -1 until a VMA maps it */
@@ -302,6 +304,7 @@ int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
 int tree_shm_get(struct rst *r, uint64_t shmid);
 int tree_shm_put(struct rst *r, uint64_t shmid, int fd);
+bool tree_shm_give(struct rst *r, uint64_t shmid);
 /* sk_unix_tree.c's sockets made for the process of the tree that opens socket ino: taken
  * by it (-1: none made), kept for it, looked at */
 int tree_sock_get(struct rst *r, uint32_t ino);
@@ -548,6 +551,7 @@ int resume_threads(struct rst *r);
 
 /* shmem.c: r->shms */
 int shm_collect(struct rst *r);
+bool vma_shm_private(const VmaEntry *v);
 int shm_check(struct rst *r);
 int shm_create_all(struct rst *r);
 struct shm_obj *shm_find(struct rst *r, uint64_t shmid);

@@ -54,6 +54,13 @@ static uint64_t content_end(const struct shm_obj *s)
 	return c && c->nr_runs ? c->runs[c->nr_runs - 1].end : 0;
 }
 
+/* A private mapping of a shared memory object (a memfd, or anonymous: vma.c of the dump). */
+bool vma_shm_private(const VmaEntry *v)
+{
+	return (v->status & (VMA_FILE_PRIVATE | VMA_AREA_MEMFD)) ==
+	       (VMA_FILE_PRIVATE | VMA_AREA_MEMFD);
+}
+
 /* Every object the VMAs map or a memfd fd opens, with its content. */
 int shm_collect(struct rst *r)
 {
@@ -64,12 +71,16 @@ int shm_collect(struct rst *r)
 	for (size_t i = 0; i < mm->n_vmas; i++) {
 		const VmaEntry *v = mm->vmas[i];
 
-		if (!(v->status & VMA_ANON_SHARED))
+		if (!(v->status & VMA_ANON_SHARED) && !vma_shm_private(v))
 			continue;
 		s = shm_add(r, v->shmid);
 		if (!s)
 			return -ENOMEM;
-		s->size = MAX(s->size, v->pgoff + (v->end - v->start));
+		if (v->status & VMA_ANON_SHARED)	/* a private one may reach past the end */
+			s->size = MAX(s->size, v->pgoff + (v->end - v->start));
+		ret = dumpset_load_shmem(&r->ds, v->shmid);
+		if (ret)
+			return ret;
 	}
 	for (size_t i = 0; i < r->ds.nr_memfds; i++) {
 		const MemfdInodeEntry *me = r->ds.memfds[i];
@@ -77,7 +88,12 @@ int shm_collect(struct rst *r)
 		s = shm_add(r, me->shmid);
 		if (!s)
 			return -ENOMEM;
-		s->memfd = me;
+		if (me->has_anon && me->anon) {
+			s->sized = true;
+			s->size = me->size;
+		} else {
+			s->memfd = me;
+		}
 		ret = dumpset_load_shmem(&r->ds, me->shmid);
 		if (ret)
 			return ret;
@@ -87,7 +103,7 @@ int shm_collect(struct rst *r)
 		s->content = dumpset_shmem(&r->ds, s->shmid);
 		if (s->memfd)
 			s->size = s->memfd->size;
-		else
+		else if (!s->sized)
 			s->size = MAX(s->size, content_end(s));
 	}
 	return 0;
@@ -161,6 +177,10 @@ static int create_anon(struct shm_obj *s)
 	munmap(p, s->size);
 	if (s->fd < 0)
 		return fail(-err, "cannot open shared memory object: %s", strerror(err));
+	/* its size as dumped, not rounded to pages (an fd may have truncated it) */
+	if (s->sized && ftruncate(s->fd, s->size))
+		return fail(-errno, "cannot size shared memory %" PRIu64 " to %" PRIu64 " bytes: %s",
+			    s->shmid, s->size, strerror(errno));
 	return 0;
 }
 
@@ -311,6 +331,34 @@ struct shm_obj *shm_of_memfd(struct rst *r, const MemfdFileEntry *mf)
 	return me ? shm_find(r, me->shmid) : NULL;
 }
 
+/*
+ * The object's own description, from memfd_create, for the first read-write
+ * memfd fd (once in a tree): a reopen through /proc for writing counts as a
+ * writer of the inode, which makes execveat() of the memfd fail with
+ * ETXTBSY (zdtm memfd04), while memfd_create's description does not. The
+ * process's memfd_create fd was its only one where exec worked.
+ * 0: not this fd, else the fd or -errno.
+ */
+static int give_own(struct rst *r, struct shm_obj *s, const MemfdFileEntry *mf)
+{
+	int fd;
+
+	if (!s->memfd || s->given || (mf->flags & O_ACCMODE) != O_RDWR ||
+	    !tree_shm_give(r, s->shmid))
+		return 0;
+	s->given = true;
+	fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return fail(-errno, "cannot duplicate memfd %u: %s", mf->id, strerror(errno));
+	if (fcntl(fd, F_SETFL, mf->flags & ~O_ACCMODE)) {
+		int err = errno;
+
+		close(fd);
+		return fail(-err, "cannot set the flags of memfd %u: %s", mf->id, strerror(err));
+	}
+	return fd;
+}
+
 /* A memfd fd: its own open file description of the object, flags and position. */
 int shm_open_memfd(struct rst *r, const FileEntry *fe)
 {
@@ -321,8 +369,12 @@ int shm_open_memfd(struct rst *r, const FileEntry *fe)
 
 	if (!s || s->fd < 0)
 		return fail(-EIO, "memfd %u: its object %u was not created", mf->id, mf->inode_id);
+	fd = give_own(r, s, mf);
+	if (fd < 0)
+		return fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
-	fd = open(path, (mf->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC);
+	if (!fd)
+		fd = open(path, (mf->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, "cannot reopen memfd %u: %s", mf->id, strerror(errno));
 	if (mf->pos && lseek(fd, mf->pos, SEEK_SET) < 0) {

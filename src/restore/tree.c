@@ -42,6 +42,7 @@ struct rst_pipe {
 struct rst_shm {
 	uint64_t shmid;		/* its inode at the dump */
 	int fd;			/* memdump's copy */
+	bool given;		/* its own description went to a process's fd */
 };
 
 /* One end of a UNIX socketpair across two processes, for the one holding it. */
@@ -192,11 +193,31 @@ int tree_shm_put(struct rst *r, uint64_t shmid, int fd)
 		return -ENOMEM;
 	t->shms = n;
 	n[t->nr_shms].shmid = shmid;
+	n[t->nr_shms].given = false;
 	n[t->nr_shms].fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (n[t->nr_shms].fd < 0)
 		return fail(-errno, "cannot keep shared memory for the tree: %s", strerror(errno));
 	t->nr_shms++;
 	return 0;
+}
+
+/*
+ * May r give the object's own open file description (memfd_create's) to one
+ * of its fds? Once in the tree: later holders get descriptions of their own.
+ * Without a tree the caller keeps count.
+ */
+bool tree_shm_give(struct rst *r, uint64_t shmid)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_shms; i++)
+		if (t->shms[i].shmid == shmid) {
+			if (t->shms[i].given)
+				return false;
+			t->shms[i].given = true;
+			return true;
+		}
+	return true;
 }
 
 static struct rst *tree_root(struct rst *r)
