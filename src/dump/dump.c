@@ -508,6 +508,9 @@ static int dump_pipeline(const struct dump_opts *o)
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret)
 		ret = dump_finish_images(&d, o, leave_running, &inventory);
+	/* killed while frozen: the images may be whole, but there is no process to run on */
+	if (!ret && leave_running && !infect_alive(&d.in))
+		ret = fail(-ESRCH, "process %d died during the dump", d.pid);
 	if (ret) {
 		snapshot_end(&d);
 		if (inventory)		/* a post-dump hook failed: the set is not complete */

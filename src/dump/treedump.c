@@ -722,6 +722,7 @@ static int run(struct tree_dump *td)
 {
 	struct dump_ctx *root;
 	uint64_t frozen_us, start = now_us();
+	pid_t dead;
 	int ret = hook_fire(td->o->hooks, HOOK_PRE_DUMP, td->o->pid);
 
 	if (!ret)
@@ -744,6 +745,8 @@ static int run(struct tree_dump *td)
 		ret = dump_member(td, i) ?: check_one_locker(td, i);
 	if (!ret)
 		ret = finish_all(td);
+	if (!ret && td->leave_running && (dead = dead_member(td)))
+		ret = fail(-ESRCH, "process %d died during the dump", dead);
 	if (ret) {
 		undo_all(td);
 		return ret;

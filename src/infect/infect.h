@@ -89,6 +89,8 @@ int infect_preseize(pid_t pid, struct preseized *ps);
 int infect_preseize_wait(struct preseized *ps);
 void infect_preseized_free(struct preseized *ps);
 void infect_release(struct infect_ctx *c, bool kill_process);
+/* Not killed: neither gone nor a zombie. */
+bool infect_alive(const struct infect_ctx *c);
 
 /* remote.c: system calls executed by frozen thread number `thread` */
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,

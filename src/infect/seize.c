@@ -323,6 +323,11 @@ static bool process_alive(pid_t pid)
 	return proc_read_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
 }
 
+bool infect_alive(const struct infect_ctx *c)
+{
+	return process_alive(c->pid);
+}
+
 /* Put back the registers and signal mask the thread had at the freeze. */
 int put_thread_regs(struct infect_thread *t)
 {
