@@ -12,10 +12,10 @@
 #include "image/dumpset.h"
 #include "log.h"
 #include "cli/options.h"
-#include "cli/show_evloop.h"
-#include "cli/show_ns.h"
-#include "cli/show_tty.h"
-#include "cli/show_sockets.h"
+#include "evloop/evloop_show.h"
+#include "ns/ns_show.h"
+#include "files/tty_show.h"
+#include "net/sockets_show.h"
 #include "vma_status.h"
 
 /* One VMA, one fd, as both printers need them. */

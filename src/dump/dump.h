@@ -18,14 +18,14 @@
 #include <sys/user.h>
 #include <time.h>
 
-#include "dump/ghost.h"
-#include "dump/locks.h"
+#include "files/ghost.h"
+#include "files/locks.h"
 #include "image/image.h"
 #include "hooks.h"
 #include "mntext.h"
 #include "infect/infect.h"
-#include "dump/sockets.h"
-#include "dump/track.h"
+#include "net/sockets.h"
+#include "mem/track.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 

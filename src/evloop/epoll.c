@@ -1,0 +1,225 @@
+/*
+ * An epoll set: every registration, from fdinfo "tfd:" lines (the fd number
+ * it was added with, events with EPOLLET/EPOLLONESHOT/EPOLLEXCLUSIVE, data).
+ * The kernel keys a registration by file and fd number, so restore adds each
+ * one on its fd number; a registration whose file is no longer open as that
+ * fd (closed, or the number reused) cannot be recreated and is refused,
+ * checked with kcmp(KCMP_EPOLL_TFD).
+ *
+ * Ready lists: an edge-triggered registration that is ready is reported
+ * again after restore, unless its edge was already taken. When the set
+ * itself polls not ready while such a target is ready, nothing is on its
+ * ready list: every such edge was taken (edge_taken), and restore consumes
+ * it once before the process runs.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dump/dump.h"
+#include "evloop/evloop.h"
+#include "files/files.h"
+#include "image/image.h"
+#include "log.h"
+#include "proc.h"
+
+#include "files.pb-c.h"
+
+static int parse_tfds(const char *buf, struct epoll_state *s)
+{
+	for (const char *p = strstr(buf, "tfd:"); p; p = strstr(p + 4, "tfd:")) {
+		struct epoll_tfd t = { 0 }, *n;
+		unsigned long long data, pos, ino;
+		unsigned tfd, events, sdev;
+
+		if (sscanf(p, "tfd: %u events: %x data: %llx pos:%llu ino:%llx sdev:%x", &tfd,
+			   &events, &data, &pos, &ino, &sdev) != 6)
+			return -EIO;
+		n = realloc(s->tfds, (s->nr + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->tfds = n;
+		t = (struct epoll_tfd){ .tfd = tfd, .events = events, .data = data, .pos = pos,
+					.ino = ino, .sdev = sdev };
+		s->tfds[s->nr++] = t;
+	}
+	return 0;
+}
+
+static int read_tfds(pid_t pid, int epfd, struct epoll_state *s)
+{
+	char *buf = NULL;
+	ssize_t n = proc_fdinfo(pid, epfd, &buf);
+	int ret;
+
+	if (n < 0)
+		return n;
+	ret = parse_tfds(buf, s);
+	free(buf);
+	return ret;
+}
+
+bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *why,
+		       size_t len)
+{
+	struct epoll_state s = { 0 };
+	bool gone = false;
+
+	if (read_tfds(pid, epfd, &s)) {
+		snprintf(why, len, "an epoll set whose fdinfo cannot be read");
+		gone = true;
+	}
+	for (size_t i = 0; !gone && i < s.nr; i++) {
+		int r = epoll_tfd_owner(tree, pid, epfd, &s, i);
+
+		if (r >= 0)
+			continue;
+		gone = true;
+		if (r == -EBADF && tree)
+			snprintf(why, len, "an epoll set watching fd %u, a file that no process of "
+				 "the tree holding the set has open as fd %u any more (closed while "
+				 "still registered)", s.tfds[i].tfd, s.tfds[i].tfd);
+		else if (r == -EBADF)
+			snprintf(why, len, "an epoll set watching fd %u, a file the process no longer "
+				 "has open as fd %u (closed while still registered)", s.tfds[i].tfd,
+				 s.tfds[i].tfd);
+		else
+			snprintf(why, len, "an epoll set whose target fd %u cannot be checked "
+				 "(kcmp: %s)", s.tfds[i].tfd, strerror(-r));
+	}
+	epoll_state_free(&s);
+	return gone;
+}
+
+/* Whether memdump's copy of a target polls ready for its registered events. */
+static bool target_ready(int pidfd, const struct epoll_tfd *t)
+{
+	int fd = syscall(SYS_pidfd_getfd, pidfd, t->tfd, 0);
+	struct pollfd p = { .fd = fd, .events = t->events & 0xffff };
+	bool ready;
+
+	if (fd < 0)
+		return false;
+	ready = poll(&p, 1, 0) == 1 && (p.revents & t->events);
+	close(fd);
+	return ready;
+}
+
+static void mark_taken_edges(struct dump_ctx *d, int epfd, struct epoll_state *s)
+{
+	int ep = syscall(SYS_pidfd_getfd, d->in.pidfd, epfd, 0);
+	struct pollfd p = { .fd = ep, .events = POLLIN };
+
+	if (ep < 0)
+		return;
+	if (poll(&p, 1, 0) == 0) {	/* its ready list holds nothing ready */
+		for (size_t i = 0; i < s->nr; i++)
+			s->tfds[i].edge_taken = (s->tfds[i].events & EPOLLET) &&
+						target_ready(d->in.pidfd, &s->tfds[i]);
+	}
+	close(ep);
+}
+
+/* Only the registrations this process adds again (epoll_tree.c): the others are another's. */
+static int keep_own(struct dump_ctx *d, int fd, struct epoll_state *s)
+{
+	struct epoll_tfd *own = calloc(s->nr + 1, sizeof(*own));
+	size_t n = 0;
+
+	if (!own)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nr; i++) {
+		int r = epoll_tfd_owner(d->tree, d->pid, fd, s, i);
+
+		if (r < 0) {
+			free(own);
+			return fail(-EOPNOTSUPP, "fd %d: the epoll set watches fd %u, which no "
+				    "process holding the set has open as fd %u", fd, s->tfds[i].tfd,
+				    s->tfds[i].tfd);
+		}
+		if (r == 1)
+			own[n++] = s->tfds[i];
+		else
+			pr_debug("epoll fd %d: fd %u is another process's registration\n", fd,
+				 s->tfds[i].tfd);
+	}
+	free(s->tfds);
+	s->tfds = own;
+	s->nr = n;
+	return 0;
+}
+
+int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
+{
+	int ret = read_tfds(d->pid, fd, s);
+
+	if (ret)
+		return fail(ret, "fd %d: cannot read the epoll set's registrations: %s", fd,
+			    strerror(-ret));
+	ret = keep_own(d, fd, s);
+	if (ret)
+		return ret;
+	mark_taken_edges(d, fd, s);
+	for (size_t i = 0; i < s->nr; i++)
+		pr_debug("epoll fd %d: fd %u events %#x data %#llx%s\n", fd, s->tfds[i].tfd,
+			 s->tfds[i].events, (unsigned long long)s->tfds[i].data,
+			 s->tfds[i].edge_taken ? " (edge taken)" : "");
+	return 0;
+}
+
+int epoll_write(struct image *img, const struct file_desc *f)
+{
+	FileEntry fe = FILE_ENTRY__INIT;
+	EventpollFileEntry e = EVENTPOLL_FILE_ENTRY__INIT;
+	FownEntry fown = FOWN_ENTRY__INIT;
+	size_t nr = f->ep.nr;
+	EventpollTfdEntry *t = calloc(nr + 1, sizeof(*t));
+	EventpollTfdEntry **tp = calloc(nr + 1, sizeof(*tp));
+	int ret;
+
+	if (!t || !tp) {
+		free(t);
+		free(tp);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		const struct epoll_tfd *s = &f->ep.tfds[i];
+
+		eventpoll_tfd_entry__init(&t[i]);
+		t[i].id = f->id;
+		t[i].tfd = s->tfd;
+		t[i].events = s->events;
+		t[i].data = s->data;
+		t[i].has_dev = t[i].has_inode = t[i].has_pos = true;
+		t[i].dev = s->sdev;
+		t[i].inode = s->ino;
+		t[i].pos = s->pos;
+		t[i].has_edge_taken = s->edge_taken;
+		t[i].edge_taken = s->edge_taken;
+		tp[i] = &t[i];
+	}
+	e.id = f->id;
+	e.flags = f->flags;
+	e.fown = &fown;
+	e.n_tfd = nr;
+	e.tfd = tp;
+	fe.type = FD_TYPES__EVENTPOLL;
+	fe.id = f->id;
+	fe.epfd = &e;
+	ret = img_write_msg(img, &fe.base);
+	free(t);
+	free(tp);
+	return ret;
+}
+
+void epoll_state_free(struct epoll_state *s)
+{
+	free(s->tfds);
+	s->tfds = NULL;
+	s->nr = 0;
+}

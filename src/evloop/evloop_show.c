@@ -1,0 +1,87 @@
+/*
+ * memdump show: what an eventfd, timerfd, signalfd, epoll set or inotify
+ * instance of the dump holds, in the PATH column: counter, clock and times,
+ * signal mask, every registration of an epoll set, every inotify watch.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+
+#include "evloop/evloop_show.h"
+
+static void eventfd_text(const EventfdFileEntry *e, char *buf, size_t len)
+{
+	snprintf(buf, len, "eventfd count %" PRIu64 "%s", e->counter,
+		 e->has_semaphore && e->semaphore ? " semaphore" : "");
+}
+
+static void timerfd_text(const TimerfdEntry *t, char *buf, size_t len)
+{
+	if (!t->vsec && !t->vnsec && !t->isec && !t->insec) {
+		snprintf(buf, len, "timerfd clock %u disarmed, %" PRIu64 " tick(s) unread",
+			 t->clockid, t->ticks);
+		return;
+	}
+	if (!t->vsec && !t->vnsec) {	/* periodic, expired, restarted when read */
+		snprintf(buf, len, "timerfd clock %u expired, every %" PRIu64 ".%09" PRIu64
+			 " s, %" PRIu64 " tick(s) unread", t->clockid, t->isec, t->insec, t->ticks);
+		return;
+	}
+	snprintf(buf, len, "timerfd clock %u in %" PRIu64 ".%09" PRIu64 " s, every %" PRIu64
+		 ".%09" PRIu64 " s%s, %" PRIu64 " tick(s) unread", t->clockid, t->vsec, t->vnsec,
+		 t->isec, t->insec, t->settime_flags & TFD_TIMER_ABSTIME ? ", absolute" : "",
+		 t->ticks);
+}
+
+static void epoll_text(const EventpollFileEntry *e, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "epoll, %zu target(s)", e->n_tfd);
+
+	for (size_t i = 0; i < e->n_tfd && n < len; i++) {
+		const EventpollTfdEntry *t = e->tfd[i];
+
+		n += snprintf(buf + n, len - n, "%s fd %u events %#x data %#" PRIx64 "%s%s%s%s",
+			      i ? ";" : ":", t->tfd, t->events, t->data,
+			      t->events & EPOLLET ? " ET" : "",
+			      t->events & EPOLLONESHOT ? " ONESHOT" : "",
+			      t->events & EPOLLEXCLUSIVE ? " EXCLUSIVE" : "",
+			      t->has_edge_taken && t->edge_taken ? " (edge taken)" : "");
+	}
+}
+
+static void inotify_text(const InotifyFileEntry *e, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "inotify, %zu watch(es)", e->n_wd);
+
+	for (size_t i = 0; i < e->n_wd && n < len; i++) {
+		const InotifyWdEntry *w = e->wd[i];
+
+		n += snprintf(buf + n, len - n, "%s wd %u mask %#x %s", i ? ";" : ":", w->wd, w->mask,
+			      w->f_handle && w->f_handle->path ? w->f_handle->path : "?");
+	}
+}
+
+bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
+{
+	if (fe->type == FD_TYPES__EVENTFD && fe->efd) {
+		eventfd_text(fe->efd, buf, len);
+		*flags = fe->efd->flags;
+	} else if (fe->type == FD_TYPES__TIMERFD && fe->tfd) {
+		timerfd_text(fe->tfd, buf, len);
+		*flags = fe->tfd->flags;
+	} else if (fe->type == FD_TYPES__SIGNALFD && fe->sgfd) {
+		snprintf(buf, len, "signalfd mask %#" PRIx64, fe->sgfd->sigmask);
+		*flags = fe->sgfd->flags;
+	} else if (fe->type == FD_TYPES__INOTIFY && fe->ify) {
+		inotify_text(fe->ify, buf, len);
+		*flags = fe->ify->flags;
+	} else if (fe->type == FD_TYPES__EVENTPOLL && fe->epfd) {
+		epoll_text(fe->epfd, buf, len);
+		*flags = fe->epfd->flags;
+	} else {
+		return false;
+	}
+	return true;
+}

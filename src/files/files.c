@@ -1,0 +1,716 @@
+/*
+ * Open files: the target's fds and the files its mappings, exe, cwd and root
+ * name. Kinds memdump cannot restore yet (sockets, eventfd, epoll, ...) are
+ * refused at dump time, naming the fd, so that no dump is made that cannot be
+ * restored.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "evloop/evloop.h"
+#include "files/files.h"
+#include "files/ghost.h"
+#include "ns/mqueue.h"
+#include "image/image.h"
+#include "log.h"
+#include "proc.h"
+#include "mem/shmem.h"
+#include "net/sockets.h"
+#include "files/tty.h"
+
+#include "files.pb-c.h"
+
+
+static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)
+{
+	struct file_desc *n = realloc(fs->descs, (fs->nr_descs + 1) * sizeof(*n));
+
+	if (!n)
+		return NULL;
+	fs->descs = n;
+	n = &fs->descs[fs->nr_descs++];
+	memset(n, 0, sizeof(*n));
+	n->id = fs->nr_descs;
+	n->kind = kind;
+	return n;
+}
+
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
+		   const char *src)
+{
+	struct file_set *fs = &d->files;
+	bool del = ghost_is_deleted(path);
+	size_t n = strlen(path) - (del ? strlen(" (deleted)") : 0);
+	struct file_desc *f;
+	int ret;
+
+	for (int i = 0; i < fs->nr_descs; i++) {
+		f = &fs->descs[i];
+		if (f->kind == FK_REG && f->st.st_dev == st->st_dev && f->st.st_ino == st->st_ino &&
+		    !strncmp(f->path, path, n) && !f->path[n] && !!f->ghost_id == del)
+			return f->id;
+	}
+	f = new_desc(&d->files, FK_REG);
+	if (!f || !(f->path = strdup(path)))
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags;
+	ret = del ? ghost_attach(d, f, src) : 0;
+	return ret ? ret : f->id;
+}
+
+int files_id_of_proc_link(struct dump_ctx *d, const char *link)
+{
+	char proc[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/%s", d->pid, link);
+	n = readlink(proc, path, sizeof(path) - 1);
+	if (n < 0 || stat(proc, &st))
+		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
+	path[n] = 0;
+	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
+			      proc);
+}
+
+static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "pos: %llu", &v) == 1)
+			*pos = v;
+		else if (sscanf(line, "flags: %llo", &v) == 1)
+			*flags = v;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* An earlier fd of the same open file description (dup), by kcmp. */
+static int same_description(struct dump_ctx *d, int fd)
+{
+	struct file_set *fs = &d->files;
+
+	for (int i = 0; i < fs->nr_fds; i++)
+		if (syscall(SYS_kcmp, d->pid, d->pid, KCMP_FILE, fs->fds[i].fd, fd) == 0)
+			return fs->fds[i].id;
+	return 0;
+}
+
+static bool is_tty(const struct stat *st)
+{
+	unsigned maj = major(st->st_rdev);
+
+	return S_ISCHR(st->st_mode) && (maj == 136 || maj == 4 || maj == 5);
+}
+
+static bool is_other_proc_file(pid_t pid, const char *link)
+{
+	char self[32];
+	int n = snprintf(self, sizeof(self), "/proc/%d/", pid);
+
+	return !strncmp(link, "/proc/", 6) && link[6] >= '0' && link[6] <= '9' &&
+	       strncmp(link, self, n);
+}
+
+/* The event-loop kind an anonymous-inode fd's link names, or -1. */
+static int evloop_kind(const char *link)
+{
+	static const struct { const char *link; enum file_kind kind; } kinds[] = {
+		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
+		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
+		{ "anon_inode:inotify", FK_INOTIFY },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if (!strcmp(link, kinds[i].link))
+			return kinds[i].kind;
+	return -1;
+}
+
+/* What an anonymous-inode file memdump cannot dump is, or NULL. */
+static const char *anon_unsupported(const char *link)
+{
+	static const struct { const char *link, *what; } names[] = {
+		{ "anon_inode:[io_uring]", "an io_uring instance" },
+		{ "anon_inode:[pidfd]", "a pidfd" },
+		{ "anon_inode:[fanotify]", "a fanotify group" },
+		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
+		{ "anon_inode:bpf", "a BPF object" },
+		{ "anon_inode:[perf_event]", "a perf event" },
+	};
+
+	if (evloop_kind(link) >= 0)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strncmp(link, names[i].link, strlen(names[i].link)))
+			return names[i].what;
+	return "an anonymous-inode file of a kind memdump does not know";
+}
+
+/*
+ * Whether an fd is of a kind memdump cannot dump; if so, what it is, in
+ * why. Used before the freeze (refuse.c, to list every refused fd at once)
+ * and again while frozen.
+ */
+/*
+ * A terminal is the job's controlling terminal, given back on restore as
+ * the restoring shell's (--shell-job); any other one is refused.
+ */
+static const char *tty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				   char *buf, size_t len)
+{
+	struct proc_stat ps;
+	unsigned maj, min;
+	bool ctty, external = false;
+
+	if (tty_is_pty(st)) {
+		const char *w = tty_pty_unsupported(p, fd, st, &external, buf, len);
+
+		if (w || !external)
+			return w;	/* a pair in the process (tty.c) */
+	}
+	if (proc_read_stat(p->pid, &ps))
+		return "a terminal of a process memdump cannot read";
+	maj = (ps.tty_nr >> 8) & 0xfff;
+	min = (ps.tty_nr & 0xff) | ((ps.tty_nr >> 12) & 0xfff00);
+	ctty = ps.tty_nr && (st->st_rdev == makedev(maj, min) || st->st_rdev == makedev(5, 0));
+	if (!ctty)
+		return "a terminal other than the job's controlling terminal (a pseudo-terminal "
+		       "slave is dumped with its master only)";
+	if (!p->shell_job)
+		return "the job's controlling terminal: dump with --shell-job to have restore "
+		       "give it the restoring shell's";
+	return NULL;
+}
+
+/* Filesystems whose files are no paths to open again: what they are, or NULL. */
+static const char *special_fs(pid_t pid, int fd)
+{
+	static const struct { long magic; const char *what; } kinds[] = {
+		{ 0x42494e4d, "a binfmt_misc file" },			/* BINFMTFS_MAGIC */
+		{ 0x64626720, "a debugfs file" },			/* DEBUGFS_MAGIC */
+		{ 0x74726163, "a tracefs file" },			/* TRACEFS_MAGIC */
+		{ 0xcafe4a11, "a BPF filesystem object" },		/* BPF_FS_MAGIC */
+	};
+	char path[64];
+	struct statfs sf;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	if (statfs(path, &sf))
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
+		if ((long)sf.f_type == kinds[i].magic)
+			return kinds[i].what;
+	return NULL;
+}
+
+bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		    char *why, size_t len)
+{
+	pid_t pid = p->pid;
+	const char *w = NULL;
+	char buf[256];
+
+	if (S_ISSOCK(st->st_mode))
+		return false;	/* sockets.c decides */
+	if (evloop_kind(link) == FK_EPOLL)
+		return epoll_target_gone(p->tree, pid, fd, why, len);
+	if (evloop_kind(link) == FK_INOTIFY)
+		return inotify_unsupported(pid, fd, why, len);
+	if (!strncmp(link, "anon_inode:", 11))
+		w = anon_unsupported(link);
+	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
+		w = "a namespace file or another object with no path, which a restore cannot open";
+	else if (is_tty(st))
+		w = tty_unsupported(p, fd, st, buf, sizeof(buf));
+	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
+					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
+		w = "a block device or unknown file";
+	else if (mqueue_is_fd(pid, fd))
+		w = mqueue_unsupported(pid, link, st);
+	else if ((w = special_fs(pid, fd)))
+		;
+	else if (S_ISREG(st->st_mode) && !strcmp(link, "/dev/zero (deleted)"))
+		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
+	else if (ghost_is_deleted(link))
+		return ghost_unsupported(link, st, p->ghost_limit, why, len);
+	else if (is_other_proc_file(pid, link))
+		w = "a /proc file of another process";
+	if (w)
+		snprintf(why, len, "%s", w);
+	return w != NULL;
+}
+
+static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
+{
+	return fail(-EOPNOTSUPP, "process %d: fd %d (%s) is %s, which memdump cannot dump yet",
+		    pid, fd, link, what);
+}
+
+/* An eventfd, timerfd, signalfd or epoll set: its state from fdinfo. */
+static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, kind);
+	int ret = -EINVAL;
+
+	if (!f)
+		return -ENOMEM;
+	f->flags = flags & ~O_CLOEXEC;
+	switch (kind) {
+	case FK_EVENTFD:
+		ret = eventfd_collect(d->pid, fd, &f->efd);
+		break;
+	case FK_TIMERFD:
+		ret = timerfd_collect(d, fd, &f->tfd);
+		break;
+	case FK_SIGNALFD:
+		ret = signalfd_collect(d->pid, fd, &f->sigmask);
+		break;
+	case FK_EPOLL:
+		ret = epoll_collect(d, fd, &f->ep);
+		break;
+	case FK_INOTIFY:
+		ret = inotify_collect(d, fd, &f->ify);
+		break;
+	default:
+		break;
+	}
+	return ret ? ret : f->id;
+}
+
+static int describe_socket(struct dump_ctx *d, int fd, const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, FK_SOCKET);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	ret = sockets_collect(d, fd, f);
+	return ret ? ret : f->id;
+}
+
+/* An fd on a POSIX message queue of the process's IPC namespace (mqueue.c checked it). */
+static int describe_mqueue(struct dump_ctx *d, const char *link, const struct stat *st,
+			   uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, FK_MQUEUE);
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & (O_ACCMODE | O_NONBLOCK);
+	f->path = strdup(link + 1);
+	return f->path ? f->id : -ENOMEM;
+}
+
+static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
+		       uint32_t flags, uint64_t pos)
+{
+	struct file_set *fs = &d->files;
+	struct file_desc *f;
+	enum file_kind kind;
+	char why[512], proc[64];
+
+	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
+		return refuse_fd(d->pid, fd, link, why);
+	if (evloop_kind(link) >= 0)
+		return describe_evloop(d, fd, evloop_kind(link), flags);
+	if (S_ISSOCK(st->st_mode))
+		return describe_socket(d, fd, st, flags);
+	if (mqueue_is_fd(d->pid, fd))
+		return describe_mqueue(d, link, st, flags);
+	if (S_ISFIFO(st->st_mode))
+		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
+	else if (is_tty(st))
+		kind = FK_TTY;
+	else
+		kind = FK_REG;
+	if (!strncmp(link, "/memfd:", 7)) {
+		int ret = shmem_add_memfd_fd(d, fd, link);
+
+		if (ret)
+			return ret;
+		kind = FK_MEMFD;
+	} else if (kind == FK_REG) {
+		int ret = shmem_anon_fd_id(d, fd, link, st);	/* "/dev/zero (deleted)" */
+
+		if (ret < 0)
+			return ret;
+		if (ret)
+			kind = FK_MEMFD;
+	}
+	f = new_desc(&d->files, kind);
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	f->pos = pos;
+	if (kind == FK_PIPE || kind == FK_FIFO || kind == FK_MEMFD)
+		f->pipe_id = st->st_ino;
+	if (kind != FK_PIPE && !(f->path = strdup(link)))
+		return -ENOMEM;
+	if (kind == FK_TTY && tty_is_pty(st) && !tty_external(&d->policy, st)) {
+		int ret = tty_collect(d, fd, f);
+
+		return ret ? ret : f->id;
+	}
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	if (kind == FK_REG && ghost_is_deleted(link)) {
+		int ret = ghost_attach(d, f, proc);
+
+		return ret ? ret : f->id;
+	}
+	if (kind == FK_FIFO) {
+		int idx = f - fs->descs, id = files_add_path(d, link, st, flags, proc);
+
+		if (id < 0)
+			return id;
+		fs->descs[idx].fifo_reg_id = id;
+		return fs->descs[idx].id;
+	}
+	return f->id;
+}
+
+static int collect_fd(struct dump_ctx *d, int fd)
+{
+	struct file_set *fs = &d->files;
+	char proc[64], link[PATH_MAX];
+	uint32_t flags = 0;
+	uint64_t pos = 0;
+	struct fd_entry *e;
+	struct stat st;
+	ssize_t n;
+	int id;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	if (n < 0 || stat(proc, &st) || read_fdinfo(d->pid, fd, &pos, &flags))
+		return errno == ENOENT ? 0 : fail(-errno, "cannot inspect fd %d of process %d: %s",
+						  fd, d->pid, strerror(errno));
+	link[n] = 0;
+	id = same_description(d, fd);
+	if (!id) {
+		id = describe_fd(d, fd, link, &st, flags, pos);
+		if (id > 0) {	/* any file can be flock()ed */
+			int ret = locks_collect(d, fd);
+
+			if (ret)
+				return ret;
+		}
+	}
+	if (id < 0)
+		return id;
+	e = realloc(fs->fds, (fs->nr_fds + 1) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	fs->fds = e;
+	fs->fds[fs->nr_fds++] = (struct fd_entry){ .fd = fd, .id = id, .cloexec = flags & O_CLOEXEC };
+	pr_debug("fd %d: %s (id %d)", fd, link, id);
+	return 0;
+}
+
+int collect_fds(struct dump_ctx *d)
+{
+	char path[64];
+	struct dirent *de;
+	int ret = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", d->pid);
+	dir = opendir(path);
+	if (!dir)
+		return fail(-errno, "cannot list %s: %s", path, strerror(errno));
+	while (!ret && (de = readdir(dir)))
+		if (de->d_name[0] != '.' && !track_owns_fd(&d->track, atoi(de->d_name)))
+			ret = collect_fd(d, atoi(de->d_name));	/* memdump's tracker: not the process's */
+	closedir(dir);
+	return ret;
+}
+
+static FownEntry fown_zero = FOWN_ENTRY__INIT;
+
+static void fill_reg(RegFileEntry *r, const struct file_desc *f)
+{
+	r->id = f->id;
+	r->flags = f->flags;
+	r->pos = f->pos;
+	r->fown = &fown_zero;
+	r->name = f->path;
+	r->has_size = true;
+	r->size = f->st.st_size;
+	r->has_mode = true;
+	r->mode = f->st.st_mode;
+	r->has_dev = r->has_ino = r->has_mtime_ns = r->has_rdev = true;
+	r->dev = f->st.st_dev;
+	r->ino = f->st.st_ino;
+	r->mtime_ns = f->st.st_mtim.tv_sec * 1000000000ULL + f->st.st_mtim.tv_nsec;
+	r->rdev = f->st.st_rdev;
+}
+
+static int write_file_entry(struct image *img, const struct file_desc *f)
+{
+	FileEntry fe = FILE_ENTRY__INIT;
+	RegFileEntry reg = REG_FILE_ENTRY__INIT;
+	PipeEntry pipe = PIPE_ENTRY__INIT;
+	FifoEntry fifo = FIFO_ENTRY__INIT;
+	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
+	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
+	MqueueFileEntry mqf = MQUEUE_FILE_ENTRY__INIT;
+
+	fe.id = f->id;
+	switch (f->kind) {
+	case FK_REG:
+		fe.type = FD_TYPES__REG;
+		fill_reg(&reg, f);
+		fe.reg = &reg;
+		break;
+	case FK_PIPE:
+		fe.type = FD_TYPES__PIPE;
+		pipe.id = f->id;
+		pipe.pipe_id = f->pipe_id;
+		pipe.flags = f->flags;
+		pipe.fown = &fown_zero;
+		fe.pipe = &pipe;
+		break;
+	case FK_FIFO:
+		fe.type = FD_TYPES__FIFO;
+		fifo.id = f->id;
+		fifo.pipe_id = f->pipe_id;
+		fifo.has_regf_id = true;
+		fifo.regf_id = f->fifo_reg_id;
+		fe.fifo = &fifo;
+		break;
+	case FK_TTY:
+		fe.type = FD_TYPES__TTY;
+		tty.id = f->id;
+		tty.tty_info_id = f->tty ? f->tty->info_id : 0;
+		tty.flags = f->flags;
+		tty.fown = &fown_zero;
+		tty.name = f->path;
+		fe.tty = &tty;
+		break;
+	case FK_MEMFD:
+		fe.type = FD_TYPES__MEMFD;
+		memfd.id = f->id;
+		memfd.flags = f->flags;
+		memfd.pos = f->pos;
+		memfd.fown = &fown_zero;
+		memfd.inode_id = f->pipe_id;
+		fe.memfd = &memfd;
+		break;
+	case FK_MQUEUE:
+		fe.type = FD_TYPES__UND;	/* CRIU has no type for it */
+		mqf.id = f->id;
+		mqf.name = f->path;
+		mqf.flags = f->flags;
+		fe.mqf = &mqf;
+		break;
+	case FK_EVENTFD:
+		return eventfd_write(img, f);
+	case FK_TIMERFD:
+		return timerfd_write(img, f);
+	case FK_SIGNALFD:
+		return signalfd_write(img, f);
+	case FK_EPOLL:
+		return epoll_write(img, f);
+	case FK_INOTIFY:
+		return inotify_write(img, f);
+	case FK_SOCKET:
+		return sockets_write(f, img);
+	}
+	return img_write_msg(img, &fe.base);
+}
+
+static FdTypes fd_type(const struct file_desc *f)
+{
+	static const FdTypes t[] = { [FK_REG] = FD_TYPES__REG, [FK_PIPE] = FD_TYPES__PIPE,
+				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY,
+				     [FK_MEMFD] = FD_TYPES__MEMFD, [FK_EVENTFD] = FD_TYPES__EVENTFD,
+				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
+				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
+				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
+				     [FK_INOTIFY] = FD_TYPES__INOTIFY,
+				     [FK_MQUEUE] = FD_TYPES__UND };
+
+	if (f->kind == FK_SOCKET)
+		return sockets_fd_type(f);
+	return t[f->kind];
+}
+
+/* Copy a pipe's unread bytes without consuming them: tee, then splice. */
+static int write_pipe_data(struct dump_ctx *d, struct image *img, const struct file_desc *f,
+			   int fd)
+{
+	PipeDataEntry pde = PIPE_DATA_ENTRY__INIT;
+	char proc[64];
+	int src, tmp[2], ret = 0;
+	ssize_t n = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
+	src = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (src < 0)
+		return fail(-errno, "cannot open pipe fd %d of process %d: %s", fd, d->pid,
+			    strerror(errno));
+	if (pipe2(tmp, O_CLOEXEC)) {
+		close(src);
+		return -errno;
+	}
+	fcntl(tmp[1], F_SETPIPE_SZ, fcntl(src, F_GETPIPE_SZ));
+	n = tee(src, tmp[1], 1 << 30, SPLICE_F_NONBLOCK);
+	if (n < 0)
+		n = 0;		/* EAGAIN: empty */
+	pde.pipe_id = f->pipe_id;
+	pde.bytes = n;
+	pde.has_size = true;
+	pde.size = fcntl(src, F_GETPIPE_SZ);
+	ret = img_write_msg(img, &pde.base);
+	while (!ret && n > 0) {
+		char buf[65536];
+		ssize_t r = read(tmp[0], buf, MIN((size_t)n, sizeof(buf)));
+
+		if (r <= 0) {
+			ret = -EIO;
+			break;
+		}
+		ret = img_write_raw(img, buf, r);
+		n -= r;
+	}
+	close(src);
+	close(tmp[0]);
+	close(tmp[1]);
+	return ret;
+}
+
+/* Both ends of a pipe are two descriptions of one pipe: its data once. */
+static bool pipe_seen_before(const struct file_set *fs, int i)
+{
+	for (int k = 0; k < i; k++)
+		if (fs->descs[k].kind == fs->descs[i].kind && fs->descs[k].pipe_id == fs->descs[i].pipe_id)
+			return true;
+	return false;
+}
+
+static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_kind kind)
+{
+	struct file_set *fs = &d->files;
+	struct image *img;
+	int ret = img_create(&d->dir, type, 0, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		if (fs->descs[i].kind != kind || pipe_seen_before(fs, i))
+			continue;
+		for (int j = 0; j < fs->nr_fds; j++) {
+			if (fs->fds[j].id == fs->descs[i].id) {
+				ret = write_pipe_data(d, img, &fs->descs[i], fs->fds[j].fd);
+				break;
+			}
+		}
+	}
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+static int write_fdinfo(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct image *img;
+	int ret = img_create(&d->dir, IMG_FDINFO, 1, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < fs->nr_fds && !ret && !d->kobj.files_shared; i++) {	/* its parent's */
+		FdinfoEntry fe = FDINFO_ENTRY__INIT;
+
+		fe.id = fs->fds[i].id;
+		fe.fd = fs->fds[i].fd;
+		fe.flags = fs->fds[i].cloexec ? FD_CLOEXEC : 0;
+		fe.type = fd_type(&fs->descs[fs->fds[i].id - 1]);
+		ret = img_write_msg(img, &fe.base);
+	}
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	return img_close(img);
+}
+
+int write_files(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct image *img;
+	int ret = img_create(&d->dir, IMG_FILES, 0, &img);
+
+	if (ret)
+		return ret;
+	for (int i = 0; i < fs->nr_descs && !ret; i++)
+		ret = write_file_entry(img, &fs->descs[i]);
+	if (ret) {
+		img_abort(img);
+		return ret;
+	}
+	ret = img_close(img);
+	if (!ret)
+		ret = write_fdinfo(d);
+	if (!ret)
+		ret = write_pipes_data(d, IMG_PIPES_DATA, FK_PIPE);
+	if (!ret)
+		ret = write_pipes_data(d, IMG_FIFO_DATA, FK_FIFO);
+	if (!ret)
+		ret = write_ghosts(d);
+	if (!ret)
+		ret = write_locks(d);
+	if (!ret)
+		ret = sockets_write_data(d);
+	if (!ret)
+		ret = tty_write(d);	/* last: the queued bytes are taken */
+	return ret;
+}
+
+void files_free(struct file_set *fs)
+{
+	for (int i = 0; i < fs->nr_descs; i++) {
+		free(fs->descs[i].path);
+		if (fs->descs[i].kind == FK_EPOLL)
+			epoll_state_free(&fs->descs[i].ep);
+		if (fs->descs[i].kind == FK_INOTIFY)
+			inotify_state_free(&fs->descs[i].ify);
+		sk_state_free(fs->descs[i].sk);
+		tty_state_free(fs->descs[i].tty);
+	}
+	ghosts_free(&fs->ghosts);
+	locks_free(&fs->locks);
+	free(fs->descs);
+	free(fs->fds);
+	fs->descs = NULL;
+	fs->fds = NULL;
+	fs->nr_descs = fs->nr_fds = 0;
+}

@@ -1,0 +1,473 @@
+/*
+ * Page data: the selected runs, in address order, into pages-1.img.
+ *
+ *   splice  the parasite vmsplices the pages into a pipe (SPLICE_F_GIFT: page
+ *           references, no copy) and we splice the pipe into the image: with
+ *           O_DIRECT from the target's memory to the disk without a copy, or
+ *           through the page cache (use_page_cache()).
+ *           SPLICE_F_GIFT does not copy-on-write: a page in the pipe
+ *           shows what the target writes after it resumes, so every byte is
+ *           in the image before the target runs again.
+ *   read    process_vm_readv into a buffer, then write.
+ *   mem     pread of /proc/PID/mem into a buffer, then write.
+ * In read and mem modes a writer thread writes one buffer while the next is
+ * read: the copy and the disk overlap.
+ *
+ * Runs in VMAs without PROT_READ always go through /proc/PID/mem (the only
+ * way that may read them). When vmsplice is refused (EPERM, EOPNOTSUPP, a
+ * seccomp filter, ...) before any byte was moved, splice mode falls back to
+ * read mode, and says so.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "mem/pagesum.h"
+#include "infect/infect.h"
+#include "fault.h"
+#include "image/image.h"
+#include "log.h"
+#include "progress.h"
+
+#define BUF_SIZE	(8UL << 20)
+
+#define NR_BUFS		2
+
+struct pages_out {
+	int fd;
+	bool direct;
+	uint64_t cache_end;	/* through the page cache up to this offset, then O_DIRECT */
+	uint64_t written;
+	struct progress bar;
+	/* read and mem modes: buffers handed between reader and writer thread */
+	uint8_t *buf[NR_BUFS];	/* aligned for O_DIRECT */
+	size_t len[NR_BUFS];	/* bytes queued in buf[i], 0 = free */
+	int next_fill, next_write;
+	int err;		/* first write error */
+	bool stop;
+	struct pagesum *sum;	/* read and mem modes: fed what is written */
+	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
+	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
+	pthread_t writer;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+/* Past the image's head that goes through the page cache: O_DIRECT from here on. */
+static void direct_from_here(struct pages_out *o)
+{
+	if (o->direct || o->written < o->cache_end)
+		return;
+	o->direct = fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) | O_DIRECT) == 0;
+	o->cache_end = UINT64_MAX;	/* once */
+	if (o->direct)
+		pr_info("pages-1.img: O_DIRECT from %" PRIu64 " MiB on", o->written >> 20);
+}
+
+/* How much to write before looking at direct_from_here() again. */
+static uint64_t until_switch(const struct pages_out *o)
+{
+	return o->direct ? UINT64_MAX : o->cache_end - o->written;
+}
+
+static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n;
+
+		direct_from_here(o);
+		n = write(o->fd, buf, MIN(len, until_switch(o)));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && o->direct) {
+			/* This filesystem takes no O_DIRECT writes: buffered then. */
+			fcntl(o->fd, F_SETFL, fcntl(o->fd, F_GETFL) & ~O_DIRECT);
+			o->direct = false;
+			o->cache_end = UINT64_MAX;
+			continue;
+		}
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -ENOSPC, "cannot write the pages image: %s",
+				    strerror(n < 0 ? errno : ENOSPC));
+		buf += n;
+		len -= n;
+		o->written += n;
+		pagesum_written(o->follow, o->written);
+		progress_update(&o->bar, o->written);
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct pages_out *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		int i = o->next_write;
+
+		while (!o->len[i] && !o->stop)
+			pthread_cond_wait(&o->cond, &o->lock);
+		if (!o->len[i])
+			break;
+		pthread_mutex_unlock(&o->lock);
+		int err = o->err ? 0 : write_buf(o, o->buf[i], o->len[i]);
+
+		if (!err && o->sum)
+			pagesum_feed(o->sum, o->buf[i], o->len[i]);
+		pthread_mutex_lock(&o->lock);
+		if (err && !o->err)
+			o->err = err;
+		o->len[i] = 0;
+		o->next_write = (i + 1) % NR_BUFS;
+		pthread_cond_broadcast(&o->cond);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+/* The next free buffer for the reader. */
+static uint8_t *fill_buffer(struct pages_out *o)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&o->lock);
+	while (o->len[o->next_fill])
+		pthread_cond_wait(&o->cond, &o->lock);
+	b = o->buf[o->next_fill];
+	pthread_mutex_unlock(&o->lock);
+	return b;
+}
+
+static int submit_buffer(struct pages_out *o, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	o->len[o->next_fill] = len;
+	o->next_fill = (o->next_fill + 1) % NR_BUFS;
+	err = o->err;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+/* Wait until everything submitted is written; the first write error. */
+static int flush_buffers(struct pages_out *o)
+{
+	int err;
+
+	pthread_mutex_lock(&o->lock);
+	for (int i = 0; i < NR_BUFS; i++)
+		while (o->len[i])
+			pthread_cond_wait(&o->cond, &o->lock);
+	err = o->err;
+	pthread_mutex_unlock(&o->lock);
+	return err;
+}
+
+ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
+			size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)addr, len };
+
+	if (use_mem)
+		return pread(d->in.mem_fd, buf, len, addr);
+	return process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
+}
+
+/* The fault point "pages-half": half of the pages taken from the target (fault.h). */
+static void copied(struct pages_out *o, uint64_t bytes)
+{
+	bool before = o->copied < o->half;
+
+	o->copied += bytes;
+	if (before && o->copied >= o->half)
+		fault_point("pages-half");
+}
+
+/* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
+static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+		    bool use_mem)
+{
+	uint64_t addr = r->start, left = r->nr_pages * PAGE_SIZE;
+
+	while (left) {
+		size_t len = MIN(left, BUF_SIZE);
+		uint8_t *buf = fill_buffer(o);
+		ssize_t n;
+		int ret;
+
+		if (dump_interrupted)
+			return fail(-EINTR, "interrupted");
+		n = read_target_mem(d, use_mem, addr, buf, len);
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
+				    d->pid, addr, n < 0 ? strerror(errno) : "short read");
+		/* A short read ends on a page boundary; go on from there. */
+		ret = submit_buffer(o, n);
+		if (ret)
+			return ret;
+		copied(o, n);
+		addr += n;
+		left -= n;
+	}
+	return 0;
+}
+
+static bool vmsplice_refused(int err)
+{
+	return err == -EPERM || err == -EOPNOTSUPP || err == -ENOSYS || err == -EINVAL ||
+	       err == -EACCES;
+}
+
+/*
+ * Through the page cache the runs are spliced in chunks of SUM_CHUNK bytes
+ * when the checksum thread follows: it hashes each from the image's page
+ * cache once it is written, on the other CPU, while this one splices the
+ * next (pagesum.c). An image whose head only goes through the page cache is
+ * spliced in two pieces, O_DIRECT set between them.
+ */
+#define SUM_CHUNK	(2UL << 20)
+
+/* The next chunk of r[*i..nr), at most max bytes from byte *pos of r[*i], into iov: its
+ * iovec count. */
+static size_t next_chunk(const struct page_run *r, size_t nr, size_t *i, uint64_t *pos,
+			 struct iovec *iov, uint64_t max, uint64_t *bytes)
+{
+	size_t n = 0;
+
+	*bytes = 0;
+	while (*i < nr && *bytes < max) {
+		uint64_t run_len = r[*i].nr_pages * PAGE_SIZE;
+		uint64_t take = MIN(run_len - *pos, max - *bytes);
+
+		iov[n].iov_base = (void *)(r[*i].start + *pos);
+		iov[n++].iov_len = take;
+		*bytes += take;
+		*pos += take;
+		if (*pos == run_len) {
+			(*i)++;
+			*pos = 0;
+		}
+	}
+	return n;
+}
+
+/* A stretch of readable runs through the parasite: in SUM_CHUNKs when the checksum
+ * thread follows, else in one piece or two (the switch to O_DIRECT between). */
+static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
+		       size_t nr)
+{
+	/* a chunk: SUM_CHUNK's pages, or up to every run, each cut once at most */
+	struct iovec *iov = calloc(MAX(SUM_CHUNK / PAGE_SIZE, nr) + 1, sizeof(*iov));
+	uint64_t pos = 0;
+	size_t i = 0;
+	int ret = iov ? flush_buffers(o) : -ENOMEM;	/* the image keeps address order */
+
+	while (!ret && i < nr) {
+		uint64_t bytes, max;
+		size_t n;
+
+		direct_from_here(o);
+		max = o->follow ? SUM_CHUNK : until_switch(o);
+		n = next_chunk(r, nr, &i, &pos, iov, max, &bytes);
+		ret = parasite_vmsplice(&d->in, iov, n, o->fd);
+		if (ret)
+			break;
+		o->written += bytes;
+		copied(o, bytes);
+		pagesum_written(o->follow, o->written);
+		progress_update(&o->bar, o->written);
+	}
+	free(iov);
+	return ret;
+}
+
+static int dump_runs(struct dump_ctx *d, struct pages_out *o)
+{
+	size_t i = 0;
+	int ret = 0;
+
+	while (i < d->nr_runs && !ret) {
+		size_t j = i;
+
+		if (d->runs[i].unreadable || d->mode != MODE_SPLICE) {
+			ret = copy_run(d, o, &d->runs[i], d->runs[i].unreadable || d->mode == MODE_MEM);
+			i++;
+			continue;
+		}
+		while (j < d->nr_runs && !d->runs[j].unreadable)
+			j++;
+		ret = splice_runs(d, o, &d->runs[i], j - i);
+		if (ret && vmsplice_refused(ret) && o->written == 0) {
+			pr_warn("vmsplice refused in process %d (%s): using read mode", d->pid,
+				strerror(-ret));
+			fail_clear();
+			d->mode = MODE_READ;
+			ret = 0;
+			continue;
+		}
+		i = j;
+	}
+	return ret;
+}
+
+/*
+ * O_DIRECT moves the pages from the target's memory to the disk by DMA, at
+ * the disk's rate; through the page cache they are copied at memory speed
+ * until the dirty limit throttles the copy to the disk's rate. Auto takes
+ * the page cache when the image fits under that limit, else its head as far
+ * as the flusher leaves it alone and O_DIRECT for the rest (pagecache.c);
+ * the cache too where the filesystem refuses O_DIRECT (tmpfs). Either way
+ * the image is made durable after the target runs again or is gone
+ * (dump.c). The offset from which O_DIRECT is used, or UINT64_MAX.
+ */
+static uint64_t cache_end(const struct dump_ctx *d)
+{
+	uint64_t bytes = d->nr_pages * PAGE_SIZE, room;
+
+	if (d->pages_write != PAGES_AUTO)
+		return d->pages_write == PAGES_CACHE ? UINT64_MAX : 0;
+	room = pages_cache_room(bytes);
+	return room >= bytes ? UINT64_MAX : room;
+}
+
+static int open_pages(struct dump_ctx *d, struct pages_out *o)
+{
+	o->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
+	if (o->fd < 0)
+		return o->fd;
+	o->cache_end = cache_end(d);
+	direct_from_here(o);
+	d->stats.pages_cached = !o->direct;
+	d->stats.pages_direct_tail = !o->direct && o->cache_end != UINT64_MAX;
+	if (o->cache_end != UINT64_MAX)
+		pr_info("pages-1.img: through the page cache for %" PRIu64 " MiB, then O_DIRECT",
+			o->cache_end >> 20);
+	else
+		pr_info("pages-1.img: %s", o->direct ? "O_DIRECT" : "through the page cache");
+	return 0;
+}
+
+static int start_writer(struct pages_out *o)
+{
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		if (posix_memalign((void **)&o->buf[i], PAGE_SIZE, BUF_SIZE))
+			return -ENOMEM;
+	if (pthread_create(&o->writer, NULL, writer_main, o))
+		return -EAGAIN;
+	return 0;
+}
+
+static int stop_writer(struct pages_out *o)
+{
+	int err = flush_buffers(o);
+
+	pthread_mutex_lock(&o->lock);
+	o->stop = true;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(o->writer, NULL);
+	for (int i = 0; i < NR_BUFS; i++)
+		free(o->buf[i]);
+	return err;
+}
+
+/* The checksums, if all went well, go to d (images.c writes them). */
+static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
+{
+	int err = pagesum_finish(ps, ret != 0);
+
+	ret = ret ?: err;
+	if (ret || ps->src == PAGESUM_LATER) {
+		free(ps->sums);
+		return ret;
+	}
+	d->run_sums = ps->sums;
+	d->pages_size = ps->rs.total;
+	d->pages_hash = runsum_of_runs(ps->sums, d->nr_runs);	/* the inventory's (runsum.h) */
+	return 0;
+}
+
+/*
+ * Where the checksums come from. read, mem: the writer feeds what it
+ * writes. splice: a thread hashes the image's page cache behind the splice,
+ * or with O_DIRECT (no page cache) reads the frozen target's memory. When
+ * the inventory is written after the target runs again (--leave-running,
+ * pre-dump) and the image goes through the page cache, nothing is hashed
+ * while it is frozen: the image is complete in the page cache once every
+ * pipe is drained (and in read and mem modes once the writer is done), and
+ * images.c sums it from there after the resume. With O_DIRECT (for all or
+ * the tail of it) that would read it back from the disk: the thread reading
+ * the target's memory beside the disk-bound copy costs the frozen target
+ * nothing there.
+ */
+static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_out *o)
+{
+	bool all_cached = !o->direct && o->cache_end == UINT64_MAX;
+
+	if (d->sums_late && all_cached)
+		return PAGESUM_LATER;
+	if (d->mode != MODE_SPLICE)
+		return PAGESUM_FED;
+	return all_cached ? PAGESUM_FILE : PAGESUM_MEMORY;
+}
+
+int write_pages(struct dump_ctx *d)
+{
+	struct pages_out o = { .fd = -1 };
+	struct pagesum ps;
+	enum pagesum_src src;
+	uint64_t t_written;
+	int ret, err;
+
+	ret = open_pages(d, &o);
+	if (ret)
+		return ret;
+	src = sum_source(d, &o);
+	o.sum = src == PAGESUM_FED ? &ps : NULL;
+	o.follow = src == PAGESUM_FILE ? &ps : NULL;
+	/* the blob's start writes memory (rseq): before the checksums read it */
+	ret = d->mode == MODE_SPLICE ? parasite_start(&d->in) : 0;
+	if (ret) {
+		close(o.fd);
+		return ret;
+	}
+	ret = pagesum_start(d, &ps, src, o.fd);
+	if (!ret)
+		ret = start_writer(&o);
+	if (ret) {
+		keep_sums(d, &ps, ret);
+		close(o.fd);
+		return ret;
+	}
+	progress_start(&o.bar, "dumping memory", d->nr_pages * PAGE_SIZE, d->progress);
+	o.half = d->nr_pages * PAGE_SIZE / 2;
+	d->stats.mem_start = now_us();
+	ret = dump_runs(d, &o);
+	err = stop_writer(&o);
+	t_written = now_us();
+	ret = keep_sums(d, &ps, ret ?: err);
+	pr_debug("pages written in %.3f s, their checksums %.3f s after",
+		 (t_written - d->stats.mem_start) / 1e6, (now_us() - t_written) / 1e6);
+	d->stats.mem_end = now_us();	/* synced with every image, after the release */
+	progress_end(&o.bar);
+	d->stats.pages_written = o.written / PAGE_SIZE;
+	d->stats.bytes_written = o.written;
+	if (!ret)
+		ret = pages_warm_trim(d, o.fd, o.written);
+	if (close(o.fd) && !ret)
+		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
+	return ret;
+}

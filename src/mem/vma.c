@@ -1,0 +1,300 @@
+/*
+ * The target's VMAs, from /proc/PID/smaps: what each one is (status bits as
+ * CRIU names them), whether its pages are dumped, and the madvise/mlock
+ * state to restore. Mappings memdump cannot restore are refused here, by
+ * name.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "mem/snapshot.h"
+#include "files/files.h"
+#include "log.h"
+#include "proc.h"
+#include "mem/shmem.h"
+#include "vma_status.h"
+
+static bool has_flag(const struct vma *v, const char *f)
+{
+	for (const char *p = v->vmflags; (p = strstr(p, f)); p += 2)
+		if ((p == v->vmflags || p[-1] == ' ') && (p[2] == ' ' || p[2] == 0))
+			return true;
+	return false;
+}
+
+static void madvise_bits(struct vma *v)
+{
+	static const struct { const char *flag; int advice; } map[] = {
+		{ "hg", MADV_HUGEPAGE }, { "nh", MADV_NOHUGEPAGE }, { "dc", MADV_DONTFORK },
+		{ "dd", MADV_DONTDUMP }, { "mg", MADV_MERGEABLE }, { "wf", MADV_WIPEONFORK },
+		{ "sr", MADV_SEQUENTIAL }, { "rr", MADV_RANDOM },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		if (has_flag(v, map[i].flag))
+			v->madv |= 1ULL << map[i].advice;
+	v->locked = has_flag(v, "lo");
+}
+
+static int refuse(pid_t pid, const struct vma *v, const char *what)
+{
+	return fail(-EOPNOTSUPP, "process %d has an unsupported mapping %#lx-%#lx %s: %s", pid,
+		    v->start, v->end, v->name[0] ? v->name : "(anonymous)", what);
+}
+
+/*
+ * Every VmFlags mnemonic is either restored (from the VMA's prot, flags,
+ * madvise bits and mlock state) or refused by name: nothing is dropped.
+ */
+static const char *const restored_flags[] = {
+	"rd", "wr", "ex", "sh", "mr", "mw", "me", "ms",	/* prot and sharing */
+	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb */
+	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
+	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
+	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
+};
+
+static const struct { const char *flag, *what; } refused_flags[] = {
+	{ "lf", "mlock2(MLOCK_ONFAULT) (VmFlags lf)" },
+	{ "um", "a userfaultfd registration (VmFlags um)" },
+	{ "uw", "a userfaultfd write-protect registration (VmFlags uw)" },
+	{ "ui", "a userfaultfd minor-fault registration (VmFlags ui)" },
+	{ "ss", "a shadow stack (VmFlags ss)" },
+	{ "sl", "a sealed mapping, mseal() (VmFlags sl)" },
+	{ "mm", "a mixed PFN mapping (VmFlags mm)" },
+	{ "sf", "synchronous page faults, DAX (VmFlags sf)" },
+};
+
+static bool flag_in(const char *f, const char *const *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(f, set[i], 2))
+			return true;
+	return false;
+}
+
+/*
+ * tracked: memdump's tracker is in the process; track_register() decides on
+ * uw. Else uw may be the registration of a snapshot armed before the freeze.
+ */
+static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
+{
+	pid_t pid = d->pid;
+	char what[64];
+
+	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
+	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
+	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
+		if (has_flag(v, refused_flags[i].flag) &&
+		    !(v->uffd_wp && !strcmp(refused_flags[i].flag, "uw")))
+			return refuse(pid, v, refused_flags[i].what);
+	for (const char *p = v->vmflags; *p; p++) {
+		if (*p == ' ' || flag_in(p, restored_flags, ARRAY_SIZE(restored_flags)) ||
+		    (v->uffd_wp && !strncmp(p, "uw", 2))) {
+			p += *p != ' ';
+			continue;
+		}
+		snprintf(what, sizeof(what), "VmFlags %.2s, which memdump cannot restore", p);
+		return refuse(pid, v, what);
+	}
+	return 0;
+}
+
+static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
+{
+	char path[128], why[256];
+	struct stat st;
+	int id;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", d->pid, v->start, v->end);
+	if (stat(path, &st))
+		return fail(-errno, "cannot stat the file of mapping %#lx-%#lx (%s): %s", v->start,
+			    v->end, v->name, strerror(errno));
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return refuse(d->pid, v, "a mapping of a device");
+	if (ghost_is_deleted(v->name) && ghost_unsupported(v->name, &st, d->policy.ghost_limit,
+						     why, sizeof(why)))
+		return refuse(d->pid, v, why);
+	id = files_add_path(d, v->name, &st, shared ? O_RDWR : O_RDONLY, path);
+	if (id < 0)
+		return id;
+	v->shmid = id;
+	v->status |= shared ? VMA_FILE_SHARED : VMA_FILE_PRIVATE;
+	v->flags |= shared ? MAP_SHARED : MAP_PRIVATE;
+	v->dump = !shared;
+	v->anon_only = true;
+	return 0;
+}
+
+/*
+ * A private mapping of a shared memory object (a memfd, or MAP_SHARED|
+ * MAP_ANONYMOUS memory mapped again through its /proc/PID/map_files entry):
+ * its untouched pages are the object's, so the object is dumped (shmem.c)
+ * and only the COW copies are the process's own pages. Restore maps the
+ * object again, privately, at the same offset (CRIU's status bits for it).
+ */
+static int classify_shmem_private(struct dump_ctx *d, struct vma *v, uint64_t ino)
+{
+	v->shmid = ino;
+	v->flags = MAP_PRIVATE;
+	v->status |= VMA_FILE_PRIVATE | VMA_AREA_MEMFD;
+	v->anon_only = true;
+	if (has_flag(v, "nr"))
+		v->flags |= MAP_NORESERVE;
+	return shmem_add_vma(d, v);
+}
+
+static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
+{
+	int ret = check_vmflags(d, v, d->track.fd >= 0);
+
+	if (ret)
+		return ret;
+	v->status = VMA_AREA_REGULAR;
+	v->dump = true;
+	if (!strcmp(v->name, "[vsyscall]")) {
+		v->status = VMA_AREA_VSYSCALL;
+		v->dump = false;
+	} else if (!strcmp(v->name, "[vdso]")) {
+		v->status |= VMA_AREA_VDSO;
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->dump = false;
+	} else if (!strncmp(v->name, "[vvar", 5)) {
+		v->status |= VMA_AREA_VVAR;
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->dump = false;
+	} else if (has_flag(v, "io") || has_flag(v, "pf")) {
+		return refuse(d->pid, v, "VM_IO/VM_PFNMAP (device memory)");
+	} else if (!strcmp(v->name, "[uprobes]") || !strncmp(v->name, "/[aio]", 6)) {
+		return refuse(d->pid, v, "a kernel-owned mapping");
+	} else if (!strncmp(v->name, "/SYSV", 5) && (d->own_ns & CLONE_NEWIPC)) {
+		/* the segment is saved with its namespace (ns.c); the inode is its id */
+		v->shmid = ino;
+		v->flags = MAP_SHARED;
+		v->status |= VMA_AREA_SYSVIPC;
+		v->dump = false;
+	} else if (!strncmp(v->name, "/secretmem", 10) || !strncmp(v->name, "/SYSV", 5)) {
+		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :
+			      "System V shared memory outside an IPC namespace of its own "
+			      "(start the program in one, e.g. with `unshare --ipc`, to dump it)");
+	} else if (!shared && (!strncmp(v->name, "/dev/zero (deleted)", 19) ||
+			       !strncmp(v->name, "/memfd:", 7))) {
+		/* a plain private /dev/zero mapping keeps the name without "(deleted)" */
+		return classify_shmem_private(d, v, ino);
+	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
+		   (!v->name[0] && shared)) {
+		/* Shared anonymous memory is shmem: its content is dumped. */
+		v->shmid = ino;
+		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
+		v->status |= shared ? VMA_ANON_SHARED : VMA_ANON_PRIVATE;
+		if (v->name[1] == 'm')
+			v->status |= VMA_AREA_MEMFD;
+		if (shared) {
+			v->dump = false;	/* dumped by content: shmem.c */
+			return shmem_add_vma(d, v);
+		}
+	} else if (v->name[0] == '/') {
+		return classify_file(d, v, shared);
+	} else {
+		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
+		v->status |= VMA_ANON_PRIVATE;
+		if (!strcmp(v->name, "[heap]"))
+			v->status |= VMA_AREA_HEAP;
+		if (!strcmp(v->name, "[stack]"))
+			v->status |= VMA_AREA_STACK;
+	}
+	if (has_flag(v, "gd"))
+		v->flags |= MAP_GROWSDOWN;
+	if (has_flag(v, "nr"))
+		v->flags |= MAP_NORESERVE;
+	return 0;
+}
+
+static int parse_header(const char *line, struct vma *v, bool *shared, uint64_t *ino)
+{
+	char perms[8];
+	unsigned long long start, end, off, inode;
+	unsigned maj, min;
+	int pos = 0;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+		   &min, &inode, &pos) < 7)
+		return -EINVAL;
+	memset(v, 0, sizeof(*v));
+	v->start = start;
+	v->end = end;
+	v->pgoff = off;
+	v->dev = makedev(maj, min);
+	v->ino = inode;
+	*ino = inode;
+	v->prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	*shared = perms[3] == 's';
+	snprintf(v->name, sizeof(v->name), "%s", line + pos);
+	v->name[strcspn(v->name, "\n")] = 0;
+	return 0;
+}
+
+int collect_vmas(struct dump_ctx *d)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, nalloc = 0;
+	struct vma *cur = NULL;
+	bool shared = false;
+	uint64_t ino = 0;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", d->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
+	while (getline(&line, &cap, f) > 0 && !ret) {
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (!cur)
+				continue;
+			snprintf(cur->vmflags, sizeof(cur->vmflags), "%s", line + 9);
+			cur->vmflags[strcspn(cur->vmflags, "\n")] = 0;
+			madvise_bits(cur);
+			ret = classify(d, cur, shared, ino);
+			continue;
+		}
+		/* A header line starts with a hex range; field lines with "Name:". */
+		if (line[strcspn(line, " ")] == ' ' && strchr(line, '-') &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			if ((size_t)d->nr_vmas == nalloc) {
+				struct vma *nv = realloc(d->vmas, (nalloc = nalloc ? nalloc * 2 : 64) *
+								  sizeof(*nv));
+
+				if (!nv) {
+					ret = -ENOMEM;
+					break;
+				}
+				d->vmas = nv;
+			}
+			cur = &d->vmas[d->nr_vmas];
+			if (parse_header(line, cur, &shared, &ino)) {
+				cur = NULL;
+				continue;
+			}
+			d->nr_vmas++;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (ret)
+		return ret;
+	if (!d->nr_vmas)
+		return fail(-ESRCH, "process %d has no memory (exited?)", d->pid);
+	pr_info("process %d: %d VMAs", d->pid, d->nr_vmas);
+	return 0;
+}

@@ -1,0 +1,365 @@
+/*
+ * UNIX sockets: type, state, name, peer (by inode), shutdown bits, the
+ * file a path name made, and the data queued on each socket. A UNIX socket
+ * has no send queue: what one end sent waits in its peer's receive queue, so
+ * the receive queues of both ends hold both directions. They are read with
+ * MSG_PEEK from a copy of the fd, SO_PEEK_OFF stepping through them, with
+ * SO_PASSCRED on to learn each message's sender credentials; both options are
+ * put back as they were.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "files/files.h"
+#include "net/sockets.h"
+#include "image/image.h"
+#include "log.h"
+
+#include "files.pb-c.h"
+#include "sk-packet.pb-c.h"
+
+#define LISTEN_STATE	10	/* TCP_LISTEN */
+#define ESTABLISHED	1
+#define PEEK_BUF	(1 << 20)
+
+static bool in_process(const struct sk_set *set, uint64_t ino)
+{
+	for (size_t i = 0; i < set->nr_inos; i++)
+		if (set->inos[i] == ino)
+			return true;
+	return false;
+}
+
+static bool in_tree(const struct sk_set *set, uint64_t ino)
+{
+	for (size_t i = 0; i < set->nr_tree_inos; i++)
+		if (set->tree_inos[i] == ino)
+			return true;
+	return false;
+}
+
+static bool same_name(const struct sk_diag *a, const struct sk_diag *b)
+{
+	return a->name_len && a->name_len == b->name_len && !memcmp(a->name, b->name, a->name_len);
+}
+
+/* The socket inodes of the process, then (a tree dump) those of the tree's other processes. */
+static uint64_t nth_ino(const struct sk_set *set, size_t i)
+{
+	return i < set->nr_inos ? set->inos[i] : set->tree_inos[i - set->nr_inos];
+}
+
+static size_t nr_all(const struct sk_set *set)
+{
+	return set->nr_inos + set->nr_tree_inos;
+}
+
+/* A listening socket of the process (or of the tree) with s's name. */
+static bool has_listener(const struct sk_set *set, const struct sk_diag *s)
+{
+	for (size_t i = 0; i < nr_all(set); i++) {
+		const struct sk_diag *l = sk_table_find(&set->diag, nth_ino(set, i));
+
+		if (l && l->family == AF_UNIX && l->state == LISTEN_STATE && same_name(l, s))
+			return true;
+	}
+	return false;
+}
+
+static const char *name_problem(const struct sk_diag *s)
+{
+	char path[sizeof(s->name) + 1];
+	struct stat st;
+
+	if (!s->name_len || !s->name[0])
+		return NULL;		/* unnamed or abstract */
+	if (s->name[0] != '/')
+		return "it is bound to a relative path";
+	snprintf(path, sizeof(path), "%.*s", s->name_len, s->name);
+	if (s->has_vfs && (stat(path, &st) || st.st_ino != s->vfs_ino))
+		return "the file it is bound to was removed or replaced";
+	return NULL;
+}
+
+const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
+				size_t len)
+{
+	const struct sk_diag *peer = s->peer ? sk_table_find(&set->diag, s->peer) : NULL;
+	bool stream = s->type != SOCK_DGRAM;
+	const char *why = s->has_vfs ? name_problem(s) : NULL;
+
+	if (why)
+		return why;
+	if (s->state == LISTEN_STATE && s->nr_icons)
+		return "it has connections not yet accepted";
+	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer)) {
+		char what[256] = "socket";
+
+		if (peer)
+			sk_describe(peer, what, sizeof(what));
+		snprintf(buf, len, "its peer (%s, socket:[%lu]) is outside the %s", what + 2,
+			 (unsigned long)s->peer, set->tree ? "tree" : "process");
+		return buf;
+	}
+	if (stream && s->state == ESTABLISHED && s->name_len && !has_listener(set, s))
+		return set->tree ? "it is named and connected, and no listening socket of the tree "
+				   "has its name" :
+				   "it is named and connected, and no listening socket of the process "
+				   "has its name";
+	if (!stream && peer && !peer->name_len && peer->peer != s->ino)
+		return "it is connected to an unnamed socket that is not its pair";
+	return NULL;
+}
+
+/* The socket of the process (or of the tree) that sent a datagram from name (empty: an unnamed one). */
+static uint64_t dgram_sender(const struct sk_set *set, const struct sk_diag *rcv,
+			     const struct sockaddr_un *from, socklen_t len)
+{
+	int nlen = len > offsetof(struct sockaddr_un, sun_path) ?
+		   (int)(len - offsetof(struct sockaddr_un, sun_path)) : 0;
+	const struct sk_diag *peer = rcv->peer ? sk_table_find(&set->diag, rcv->peer) : NULL;
+
+	if (nlen && from->sun_path[0])
+		nlen = strnlen(from->sun_path, nlen);
+	if (!nlen && peer && !peer->name_len)
+		return peer->ino;
+	for (size_t i = 0; i < nr_all(set); i++) {
+		const struct sk_diag *s = sk_table_find(&set->diag, nth_ino(set, i));
+
+		if (!s || s->family != AF_UNIX || s->state == LISTEN_STATE || s->name_len != nlen)
+			continue;
+		/* unnamed senders look all the same: one connected to the receiver */
+		if (nlen ? !memcmp(s->name, from->sun_path, nlen) : s->peer == rcv->ino)
+			return s->ino;
+	}
+	return 0;
+}
+
+/* Credentials and passed fds of one peeked message; SCM_RIGHTS: -EOPNOTSUPP. */
+static int read_cmsgs(struct msghdr *m, struct sk_packet *p)
+{
+	int ret = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS) {
+			memcpy(&p->creds, CMSG_DATA(c), sizeof(p->creds));
+			p->has_creds = p->creds.pid != 0;	/* 0: sent without credentials */
+		} else if (c->cmsg_type == SCM_RIGHTS) {
+			int *fds = (int *)CMSG_DATA(c);
+			size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < n; i++)
+				close(fds[i]);
+			ret = -EOPNOTSUPP;
+		}
+	}
+	if (m->msg_flags & MSG_CTRUNC)
+		ret = -EOPNOTSUPP;
+	return ret;
+}
+
+static int add_packet(struct sk_unix *u, const void *buf, size_t len, const struct sk_packet *p)
+{
+	struct sk_packet *q = realloc(u->queue, (u->nr_queue + 1) * sizeof(*q));
+
+	if (!q)
+		return -ENOMEM;
+	u->queue = q;
+	q = &q[u->nr_queue];
+	*q = *p;
+	q->len = len;
+	q->data = malloc(len ? len : 1);
+	if (!q->data)
+		return -ENOMEM;
+	memcpy(q->data, buf, len);
+	u->nr_queue++;
+	return 0;
+}
+
+/* Peek one message at the current peek offset: its length, -1 at the end or on *err. */
+static ssize_t peek_one(int copy, char *buf, struct sk_packet *p, struct sockaddr_un *from,
+			socklen_t *flen, int *err)
+{
+	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(253 * sizeof(int)) + 256];
+	struct iovec iov = { buf, PEEK_BUF };
+	struct msghdr m = { .msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov,
+			    .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	ssize_t n = recvmsg(copy, &m, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*err = 0;
+	if (n < 0)
+		*err = errno == EAGAIN ? 0 : -errno;
+	if (n < 0)
+		return -1;
+	*flen = m.msg_namelen;
+	memset(p, 0, sizeof(*p));
+	*err = read_cmsgs(&m, p);
+	if (!*err && (m.msg_flags & MSG_TRUNC))
+		*err = -EMSGSIZE;
+	return n;
+}
+
+static int queue_error(const struct sk_diag *s, int err)
+{
+	unsigned long ino = s->ino;
+
+	if (err == -EOPNOTSUPP)
+		return fail(err, "UNIX socket %lu has file descriptors in flight (SCM_RIGHTS), "
+			    "which memdump cannot dump", ino);
+	if (err == -EMSGSIZE)
+		return fail(err, "UNIX socket %lu: a queued datagram is larger than %d bytes", ino,
+			    PEEK_BUF);
+	return fail(err, "UNIX socket %lu: cannot peek its queue: %s", ino, strerror(-err));
+}
+
+/* Every message of the receive queue, the peek offset at 0 and SO_PASSCRED on. */
+static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_unix *u,
+		    char *buf)
+{
+	for (;;) {
+		struct sockaddr_un from;
+		socklen_t flen = 0;
+		struct sk_packet p;
+		int err;
+		ssize_t n = peek_one(copy, buf, &p, &from, &flen, &err);
+
+		if (err)
+			return queue_error(s, err);
+		if (n == 0 && s->type != SOCK_DGRAM)
+			return 0;	/* stream: the end (EOF after a shutdown or none) */
+		if (n < 0)
+			return 0;	/* EAGAIN: no more */
+		if (n == 0)
+			return fail(-EOPNOTSUPP, "UNIX socket %lu has an empty datagram queued, "
+				    "which memdump cannot dump", (unsigned long)s->ino);
+		p.sender = s->type == SOCK_DGRAM ? dgram_sender(&d->sockets, s, &from, flen) : s->peer;
+		if (s->type == SOCK_DGRAM && !p.sender)
+			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
+				    "socket outside the %s", (unsigned long)s->ino,
+				    d->tree ? "tree" : "process");
+		err = add_packet(u, buf, n, &p);
+		if (err)
+			return err;
+	}
+}
+
+static int read_queue(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st)
+{
+	char *buf = malloc(PEEK_BUF);
+	int zero = 0, one = 1, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	if (setsockopt(copy, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) ||
+	    setsockopt(copy, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+		ret = queue_error(s, -errno);
+	else
+		ret = peek_all(d, copy, s, &st->un, buf);
+	free(buf);
+	setsockopt(copy, SOL_SOCKET, SO_PEEK_OFF, &st->opts.peek_off, sizeof(int));
+	setsockopt(copy, SOL_SOCKET, SO_PASSCRED, &st->opts.passcred, sizeof(int));
+	return ret;
+}
+
+static void read_perms(struct sk_unix *u)
+{
+	char path[sizeof(u->name) + 1];
+	struct stat st;
+
+	if (!u->name_len || !u->name[0])
+		return;
+	snprintf(path, sizeof(path), "%.*s", u->name_len, u->name);
+	if (stat(path, &st))
+		return;
+	u->has_perms = true;
+	u->mode = st.st_mode & 07777;
+	u->uid = st.st_uid;
+	u->gid = st.st_gid;
+}
+
+int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st)
+{
+	struct sk_unix *u = &st->un;
+
+	u->type = s->type;
+	u->state = s->state;
+	u->ino = s->ino;
+	u->peer = s->peer;
+	u->shutdown = s->shutdown;
+	u->backlog = s->state == LISTEN_STATE ? s->wqueue : 0;
+	u->name_len = s->name_len;
+	memcpy(u->name, s->name, s->name_len);
+	read_perms(u);
+	if (s->type != SOCK_DGRAM && s->state != ESTABLISHED)
+		return 0;	/* listening or not connected: no queue */
+	return read_queue(d, copy, s, st);
+}
+
+int sk_unix_write(const struct file_desc *f, struct image *files)
+{
+	const struct sk_unix *u = &f->sk->un;
+	FileEntry fe = FILE_ENTRY__INIT;
+	UnixSkEntry e = UNIX_SK_ENTRY__INIT;
+	FownEntry fown = FOWN_ENTRY__INIT;
+	SkOptsEntry opts = SK_OPTS_ENTRY__INIT;
+	FilePermsEntry perms = FILE_PERMS_ENTRY__INIT;
+
+	sk_opts_fill(&f->sk->opts, &opts);
+	e.id = f->id;
+	e.ino = u->ino;
+	e.type = u->type;
+	e.state = u->state;
+	e.flags = f->flags;
+	e.backlog = u->backlog;
+	e.peer = u->peer;
+	e.fown = &fown;
+	e.opts = &opts;
+	e.name.len = u->name_len;
+	e.name.data = (uint8_t *)u->name;
+	e.has_shutdown = true;
+	e.shutdown = u->shutdown;
+	if (u->has_perms) {
+		perms.mode = u->mode;
+		perms.uid = u->uid;
+		perms.gid = u->gid;
+		e.file_perms = &perms;
+	}
+	fe.type = FD_TYPES__UNIXSK;
+	fe.id = f->id;
+	fe.usk = &e;
+	return img_write_msg(files, &fe.base);
+}
+
+int sk_unix_write_queue(const struct file_desc *f, struct image *img)
+{
+	const struct sk_unix *u = &f->sk->un;
+	int ret = 0;
+
+	for (size_t i = 0; i < u->nr_queue && !ret; i++) {
+		const struct sk_packet *p = &u->queue[i];
+		SkPacketEntry e = SK_PACKET_ENTRY__INIT;
+
+		e.id_for = f->id;
+		e.length = p->len;
+		e.has_sender = true;
+		e.sender = p->sender;
+		if (p->has_creds) {
+			e.has_cred_pid = e.has_cred_uid = e.has_cred_gid = true;
+			e.cred_pid = p->creds.pid;
+			e.cred_uid = p->creds.uid;
+			e.cred_gid = p->creds.gid;
+		}
+		ret = img_write_msg(img, &e.base);
+		if (!ret)
+			ret = img_write_raw(img, p->data, p->len);
+	}
+	return ret;
+}

@@ -1,0 +1,480 @@
+/*
+ * Which socket fds of the target memdump can dump, and the dispatch to each
+ * kind. The refusal (before the freeze) and the collection (frozen) ask the
+ * same questions: a socket is described by name in either case.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "files/files.h"
+#include "dump/refuse.h"
+#include "net/sockets.h"
+#include "dump/tree.h"
+#include "image/image.h"
+#include "log.h"
+#include "netlock.h"
+
+#include "files.pb-c.h"
+
+static const char *tcp_state(int s)
+{
+	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
+				       "LAST_ACK", "LISTEN", "CLOSING" };
+
+	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
+}
+
+static void unix_text(const struct sk_diag *s, char *buf, size_t len)
+{
+	const char *type = s->type == SOCK_STREAM ? "stream" :
+			   s->type == SOCK_DGRAM ? "datagram" : "seqpacket";
+	char name[sizeof(s->name) + 16] = "(unnamed)";
+
+	if (s->name_len && s->name[0])
+		snprintf(name, sizeof(name), "%.*s", s->name_len, s->name);
+	else if (s->name_len)
+		snprintf(name, sizeof(name), "@%.*s", s->name_len - 1, s->name + 1);
+	snprintf(buf, len, "a UNIX %s socket %s%s", type, name,
+		 s->state == 10 ? " LISTEN" : s->peer ? " connected" : "");
+}
+
+void sk_describe(const struct sk_diag *s, char *buf, size_t len)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	const char *proto = s->proto == IPPROTO_TCP ? "TCP" :
+			    s->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
+
+	if (s->family == AF_UNIX) {
+		unix_text(s, buf, len);
+		return;
+	}
+	if (s->family == AF_NETLINK) {
+		sk_netlink_describe(s, buf, len);
+		return;
+	}
+	inet_ntop(s->family, s->src, src, sizeof(src));
+	inet_ntop(s->family, s->dst, dst, sizeof(dst));
+	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
+		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
+		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
+}
+
+/* A socket sock_diag does not list (packet, raw, netlink, unbound inet): from the fd. */
+static void describe_fd(int copy, char *buf, size_t len)
+{
+	static const struct { int family; const char *name; } families[] = {
+		{ AF_UNIX, "a UNIX" }, { AF_INET, "an IPv4" }, { AF_INET6, "an IPv6" },
+		{ AF_NETLINK, "a netlink" }, { AF_PACKET, "a packet" },
+	};
+	static const char *types[] = { [SOCK_STREAM] = "stream", [SOCK_DGRAM] = "datagram",
+				       [SOCK_RAW] = "raw", [SOCK_SEQPACKET] = "seqpacket" };
+	int family = -1, type = -1, proto = -1;
+	socklen_t l = sizeof(int);
+	const char *fam = NULL, *ty = "other";
+
+	getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &family, &l);
+	l = sizeof(int);
+	getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &l);
+	l = sizeof(int);
+	getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &proto, &l);
+	for (size_t i = 0; i < ARRAY_SIZE(families); i++)
+		if (families[i].family == family)
+			fam = families[i].name;
+	if (type > 0 && type < (int)ARRAY_SIZE(types) && types[type])
+		ty = types[type];
+	if (family == AF_NETLINK)
+		sk_netlink_describe_fd(copy, buf, len);
+	else if (fam)
+		snprintf(buf, len, "%s %s socket (protocol %d)", fam, ty, proto);
+	else
+		snprintf(buf, len, "a socket of family %d", family);
+}
+
+/* Why the socket behind copy (inode ino) cannot be dumped, in buf; false when it can. */
+static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *buf, size_t len)
+{
+	const struct sk_diag *s = sk_table_find(&set->diag, ino);
+	char what[256];
+	const char *why;
+	int family = -1;
+	socklen_t l = sizeof(family);
+
+	getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &family, &l);
+	if (s)
+		sk_describe(s, what, sizeof(what));
+	else
+		describe_fd(copy, what, sizeof(what));
+	if (family == AF_UNIX)
+		why = s ? sk_unix_unsupported(s, set, buf, len) : "it is not in sock_diag";
+	else if (family == AF_INET || family == AF_INET6)
+		why = sk_inet_unsupported(copy, set, buf, len);
+	else if (family == AF_NETLINK)
+		why = sk_netlink_unsupported(copy, s, buf, len);
+	else
+		why = "memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only";
+	if (!why)
+		return false;
+	if (why == buf) {
+		char tmp[256];
+
+		snprintf(tmp, sizeof(tmp), "%s", buf);
+		snprintf(buf, len, "%s: %s", what, tmp);
+	} else {
+		snprintf(buf, len, "%s: %s", what, why);
+	}
+	return true;
+}
+
+static int copy_fd(int pidfd, int fd)
+{
+	return syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+}
+
+/* Every socket inode of pid's fds. */
+static int list_inos_into(pid_t pid, uint64_t **inos, size_t *nr)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return fail(-errno, "cannot list %s: %s", path, strerror(errno));
+	while ((de = readdir(dir))) {
+		char link[PATH_MAX];
+		struct stat st;
+		uint64_t *n;
+
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		if (de->d_name[0] == '.' || stat(link, &st) || !S_ISSOCK(st.st_mode))
+			continue;
+		n = realloc(*inos, (*nr + 1) * sizeof(*n));
+		if (!n) {
+			closedir(dir);
+			return -ENOMEM;
+		}
+		*inos = n;
+		(*inos)[(*nr)++] = st.st_ino;
+	}
+	closedir(dir);
+	return 0;
+}
+
+/* The sockets the tree's other processes hold (a tree dump): a peer there is no outsider. */
+static int list_tree_inos(pid_t pid, struct sk_set *set)
+{
+	for (int i = 0; set->tree && i < set->tree->n; i++) {
+		const struct tree_proc *p = &set->tree->procs[i];
+
+		if (p->pid != pid && !tree_is_zombie(p) &&
+		    list_inos_into(p->pid, &set->tree_inos, &set->nr_tree_inos) == -ENOMEM)
+			return -ENOMEM;
+	}
+	fail_clear();	/* one that exited meanwhile: the tree's freeze tells */
+	return 0;
+}
+
+/*
+ * The target's sockets, the tree's, and the kernel's socket table
+ * (sock_diag), which is only looked up for the target's own socket fds:
+ * without any, it is not read (a netlink dump of every socket of the host,
+ * ~10 ms of frozen time here).
+ */
+static int load_set(pid_t pid, struct sk_set *set)
+{
+	int ret = list_inos_into(pid, &set->inos, &set->nr_inos);
+
+	if (!ret)
+		ret = list_tree_inos(pid, set);
+	if (ret || !set->nr_inos)
+		return ret;
+	return sk_table_load(&set->diag);
+}
+
+static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const struct sk_set *set,
+		      struct refusals *r)
+{
+	char why[600];
+	int copy = copy_fd(pidfd, fd);
+
+	if (copy < 0) {
+		refuse_add(r, "fd %d (a socket memdump cannot copy: %s)", fd, strerror(errno));
+		return;
+	}
+	if (unsupported(copy, st->st_ino, set, why, sizeof(why)))
+		refuse_add(r, "fd %d (socket:[%lu]: %s)", fd, (unsigned long)st->st_ino, why);
+	close(copy);
+	(void)pid;
+}
+
+void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
+		     struct refusals *r)
+{
+	struct sk_set set = { .tcp_established = tcp_established, .tree = tree };
+	int pidfd = syscall(SYS_pidfd_open, pid, 0);
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	if (pidfd < 0 || load_set(pid, &set) || !(dir = opendir(path))) {
+		if (pidfd >= 0)
+			close(pidfd);
+		sk_set_free(&set);
+		return;		/* collect_fds looks again, and fails */
+	}
+	while ((de = readdir(dir))) {
+		char link[PATH_MAX];
+		struct stat st;
+
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		if (de->d_name[0] != '.' && !stat(link, &st) && S_ISSOCK(st.st_mode))
+			refuse_fd(pid, pidfd, atoi(de->d_name), &st, &set, r);
+	}
+	closedir(dir);
+	close(pidfd);
+	sk_set_free(&set);
+}
+
+/* --tcp-established: lock the target's established connections before reading them. */
+static int lock_connections(struct dump_ctx *d)
+{
+	struct sk_set *set = &d->sockets;
+	struct netlock_conn *c = calloc(set->nr_inos + 1, sizeof(*c));
+	size_t n = 0;
+	int ret = 0;
+
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < set->nr_inos; i++) {
+		const struct sk_diag *s = sk_table_find(&set->diag, set->inos[i]);
+
+		if (!s || (s->family != AF_INET && s->family != AF_INET6) || s->proto != IPPROTO_TCP ||
+		    s->state != TCP_ESTABLISHED)
+			continue;
+		c[n].family = s->family;
+		memcpy(c[n].src, s->src, 16);
+		memcpy(c[n].dst, s->dst, 16);
+		c[n].sport = s->sport;
+		c[n++].dport = s->dport;
+	}
+	if (n && d->trace) {	/* before: a half-made lock is removed too */
+		d->trace->net_pid = d->pid;
+		d->trace->locked = 1;
+	}
+	if (n)
+		ret = netlock_add(d->pid, c, n);
+	set->locked = n && !ret;
+	free(c);
+	return ret;
+}
+
+int sockets_prepare(struct dump_ctx *d, bool tcp_established)
+{
+	int ret;
+
+	d->sockets.tree = d->tree;
+	ret = load_set(d->pid, &d->sockets);
+
+	d->sockets.tcp_established = tcp_established;
+	if (!ret && tcp_established)
+		ret = lock_connections(d);
+	return ret;
+}
+
+int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	struct sk_state *s = calloc(1, sizeof(*s));
+	int copy = copy_fd(d->in.pidfd, fd), ret;
+	const struct sk_diag *dg = sk_table_find(&d->sockets.diag, f->st.st_ino);
+	char why[600];
+
+	if (!s || copy < 0) {
+		ret = copy < 0 ? fail(-errno, "cannot copy socket fd %d: %s", fd, strerror(errno)) :
+				 -ENOMEM;
+		free(s);
+		if (copy >= 0)
+			close(copy);
+		return ret;
+	}
+	f->sk = s;
+	s->ino = f->st.st_ino;
+	if (unsupported(copy, s->ino, &d->sockets, why, sizeof(why))) {
+		close(copy);
+		return fail(-EOPNOTSUPP, "process %d: fd %d is %s", d->pid, fd, why);
+	}
+	ret = sk_opts_read(copy, &s->opts);
+	if (ret)
+		ret = fail(ret, "fd %d: cannot read the socket's options: %s", fd, strerror(-ret));
+	else if (dg && dg->family == AF_UNIX) {
+		s->family = AF_UNIX;
+		ret = sk_unix_collect(d, copy, dg, s);
+	} else {
+		socklen_t l = sizeof(s->family);
+
+		getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &s->family, &l);
+		ret = s->family == AF_NETLINK ? sk_netlink_collect(copy, dg, s) :
+						sk_inet_collect(d, copy, dg, s);
+	}
+	close(copy);
+	return ret;
+}
+
+int sockets_write(const struct file_desc *f, struct image *files)
+{
+	switch (f->sk->family) {
+	case AF_UNIX:
+		return sk_unix_write(f, files);
+	case AF_NETLINK:
+		return sk_netlink_write(f, files);
+	}
+	return sk_inet_write(f, files);
+}
+
+int sockets_fd_type(const struct file_desc *f)
+{
+	switch (f->sk->family) {
+	case AF_UNIX:
+		return FD_TYPES__UNIXSK;
+	case AF_NETLINK:
+		return FD_TYPES__NETLINKSK;
+	}
+	return FD_TYPES__INETSK;
+}
+
+/* A socket whose queue is not dumped: datagram (UDP, UDP-lite) and netlink. */
+static bool queue_refused(const struct sk_state *s)
+{
+	if (s->family == AF_NETLINK)
+		return true;
+	return (s->family == AF_INET || s->family == AF_INET6) && s->in.type == SOCK_DGRAM;
+}
+
+int sockets_check_queues(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct sk_table now = { 0 };
+	bool loaded = false;
+	int ret = 0;
+
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		const struct file_desc *f = &fs->descs[i];
+		const struct sk_diag *s;
+		char what[256];
+
+		if (f->kind != FK_SOCKET || !queue_refused(f->sk))
+			continue;
+		if (!loaded && (ret = sk_table_load(&now)))
+			return ret;
+		loaded = true;
+		s = sk_table_find(&now, f->sk->ino);
+		if (!s || !s->rqueue)
+			continue;
+		sk_describe(s, what, sizeof(what));
+		ret = fail(-EAGAIN, "process %d: socket:[%lu] (%s) received %u bytes during the "
+			   "dump, which memdump does not dump", d->pid, (unsigned long)s->ino, what,
+			   s->rqueue);
+	}
+	sk_table_free(&now);
+	return ret;
+}
+
+int sockets_write_data(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	struct image *img = NULL;
+	int ret = 0;
+
+	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		const struct file_desc *f = &fs->descs[i];
+
+		if (f->kind != FK_SOCKET)
+			continue;
+		if (f->sk->family == AF_UNIX && f->sk->un.nr_queue) {
+			if (!img)
+				ret = img_create(&d->dir, IMG_SK_QUEUES, 0, &img);
+			if (!ret)
+				ret = sk_unix_write_queue(f, img);
+		} else if ((f->sk->family == AF_INET || f->sk->family == AF_INET6) &&
+			   f->sk->in.stream) {
+			ret = tcp_stream_write(d, f);
+		}
+	}
+	if (img && ret)
+		img_abort(img);
+	else if (img)
+		ret = img_close(img);
+	return ret;
+}
+
+void sockets_finish(struct dump_ctx *d, bool killed)
+{
+	struct sk_set *set = &d->sockets;
+
+	/*
+	 * Killed: the sockets stay in repair mode, so that closing them sends
+	 * nothing, and the lock stays until the restore takes it off. Resumed or
+	 * failed: the lock off, then repair mode (which sends a window probe).
+	 */
+	if (set->locked && !killed)
+		netlock_remove(d->pid);
+	for (size_t i = 0; i < set->nr_repair; i++) {
+		int fd = set->repair[i].fd, off = 0;
+
+		if (!killed && (setsockopt(fd, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
+				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &set->repair[i].reuseaddr,
+					   sizeof(int))))
+			pr_warn("cannot take a socket out of repair mode: %s\n", strerror(errno));
+		close(fd);
+	}
+	set->nr_repair = 0;
+	set->locked = false;
+	if (d->trace) {		/* done: nothing for the supervisor to undo */
+		d->trace->nr_repair = 0;
+		d->trace->locked = 0;
+	}
+}
+
+void sk_state_free(struct sk_state *s)
+{
+	if (!s)
+		return;
+	sk_opts_free(&s->opts);
+	if (s->family == AF_UNIX) {
+		for (size_t i = 0; i < s->un.nr_queue; i++)
+			free(s->un.queue[i].data);
+		free(s->un.queue);
+	} else if (s->family == AF_NETLINK) {
+		free(s->nl.groups);
+	} else {
+		tcp_stream_free(s->in.stream);
+	}
+	free(s);
+}
+
+void sk_set_free(struct sk_set *s)
+{
+	sk_table_free(&s->diag);
+	free(s->inos);
+	free(s->tree_inos);
+	free(s->repair);
+	s->tree_inos = NULL;
+	s->nr_tree_inos = 0;
+	s->inos = NULL;
+	s->repair = NULL;
+	s->nr_inos = s->nr_repair = 0;
+}

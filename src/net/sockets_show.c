@@ -1,0 +1,96 @@
+/*
+ * memdump show: what a socket of the dump is, in the PATH column: UNIX
+ * type, name, state, peer inode, shutdown; TCP/UDP/UDP-lite addresses and
+ * state; netlink protocol, port id, groups and destination.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "net/sockets_show.h"
+
+static const char *type_name(uint32_t t)
+{
+	return t == SOCK_STREAM ? "stream" : t == SOCK_DGRAM ? "dgram" :
+	       t == SOCK_SEQPACKET ? "seqpacket" : "?";
+}
+
+static const char *state_name(uint32_t s)
+{
+	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
+				       "LAST_ACK", "LISTEN", "CLOSING" };
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static void unix_text(const UnixSkEntry *u, char *buf, size_t len)
+{
+	char name[120] = "(unnamed)";
+
+	if (u->name.len && u->name.data[0])
+		snprintf(name, sizeof(name), "%.*s", (int)u->name.len, (const char *)u->name.data);
+	else if (u->name.len)
+		snprintf(name, sizeof(name), "@%.*s", (int)u->name.len - 1,
+			 (const char *)u->name.data + 1);
+	snprintf(buf, len, "unix %s %s %s peer %u%s%s", type_name(u->type), name,
+		 state_name(u->state), u->peer, u->has_shutdown && u->shutdown ? " shutdown " : "",
+		 !u->has_shutdown || !u->shutdown ? "" : u->shutdown == 1 ? "rd" :
+		 u->shutdown == 2 ? "wr" : "rdwr");
+}
+
+static void addr_text(uint32_t family, const uint32_t *w, size_t n, char *buf, size_t len)
+{
+	if ((family == AF_INET && n >= 1) || (family == AF_INET6 && n >= 4))
+		inet_ntop(family, w, buf, len);
+	else
+		snprintf(buf, len, "?");
+}
+
+static void inet_text(const InetSkEntry *e, char *buf, size_t len)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+
+	addr_text(e->family, e->src_addr, e->n_src_addr, src, sizeof(src));
+	addr_text(e->family, e->dst_addr, e->n_dst_addr, dst, sizeof(dst));
+	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s", e->proto == IPPROTO_TCP ? "tcp" :
+		 e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
+		 e->family == AF_INET6 ? "6" : "", src, e->src_port, dst, e->dst_port,
+		 state_name(e->state));
+}
+
+/* "netlink 0 port 1234 groups 5,36 -> 0/0" (groups as numbers, then the destination) */
+static void netlink_text(const NetlinkSkEntry *e, char *buf, size_t len)
+{
+	size_t off = snprintf(buf, len, "netlink %u port %d groups ", e->protocol, (int)e->portid);
+	const char *sep = "";
+
+	for (size_t w = 0; w < e->n_groups; w++)
+		for (int b = 0; b < 32; b++)
+			if ((e->groups[w] & (1u << b)) && off < len) {
+				off += snprintf(buf + off, len - off, "%s%zu", sep, w * 32 + b + 1);
+				sep = ",";
+			}
+	if (!*sep && off < len)
+		off += snprintf(buf + off, len - off, "-");
+	if (e->state == 1 && off < len)
+		snprintf(buf + off, len - off, " -> %d/%u", (int)e->dst_portid, e->dst_group);
+}
+
+bool show_socket(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
+{
+	if (fe->type == FD_TYPES__UNIXSK && fe->usk) {
+		unix_text(fe->usk, buf, len);
+		*flags = fe->usk->flags;
+	} else if (fe->type == FD_TYPES__INETSK && fe->isk) {
+		inet_text(fe->isk, buf, len);
+		*flags = fe->isk->flags;
+	} else if (fe->type == FD_TYPES__NETLINKSK && fe->nlsk) {
+		netlink_text(fe->nlsk, buf, len);
+		*flags = fe->nlsk->flags;
+	} else {
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,661 @@
+/*
+ * A mount namespace of the process's own (`unshare --mount`, `--mount-proc`),
+ * taken as what it changed from memdump's: its mountinfo is memdump's in
+ * the same order (the copy the namespace began as) but for mounts it has
+ * unmounted and mounts it made since. mountpoints-1.img lists every mount
+ * (CRIU's mnt_entry) with how restore makes it from memdump's copy: kept
+ * (with its propagation: private, slave, or as memdump's), unmounted, or
+ * mounted: proc, sysfs, mqueue, devpts, tmpfs (its files in
+ * tmpfs-MNTID.img), and bind mounts of a path the namespace sees. A root
+ * of its own (pivot_root, a container) is a bind mount of a path memdump
+ * sees, and so is every mount from outside it (a cgroup hierarchy); any
+ * other mount is refused by name.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "dump/dump.h"
+#include "ns/mntns.h"
+#include "ns/pidns.h"
+#include "dump/refuse.h"
+#include "dump/tree.h"
+#include "image/image.h"
+#include "log.h"
+#include "mountinfo.h"
+#include "mnt.pb-c.h"
+#include "tmpfs-file.pb-c.h"
+
+#define TMPFS_LIMIT	(64ULL << 20)	/* bytes of tmpfs content saved, at most */
+
+struct mnt_plan {
+	struct mounts own, theirs;
+	bool own_root;		/* the process has a root of its own (pivot_root) */
+	int *how;		/* per theirs[]: HOW_KEPT or HOW_MOUNTED */
+	int *kept_as;		/* per theirs[]: its own[] index when kept */
+	bool *gone;		/* per own[]: unmounted by the process */
+};
+
+static void plan_free(struct mnt_plan *p)
+{
+	mounts_free(&p->own);
+	mounts_free(&p->theirs);
+	free(p->how);
+	free(p->kept_as);
+	free(p->gone);
+}
+
+static int index_of(const struct mounts *ms, int id)
+{
+	for (size_t k = 0; k < ms->n; k++)
+		if (ms->m[k].id == id)
+			return (int)k;
+	return -1;
+}
+
+/*
+ * Which of the process's mounts memdump has too: the same mount (point,
+ * device, root, type, source) on the same parent. A namespace's copy lists
+ * its mounts parents first, not in the original's order, so the match goes
+ * by the tree, not by the order.
+ */
+static int plan_make(pid_t pid, struct mnt_plan *p)
+{
+	char path[64];
+	int ret;
+
+	struct stat a, b;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	p->own_root = stat(path, &a) || stat("/", &b) || a.st_dev != b.st_dev ||
+		      a.st_ino != b.st_ino;
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	ret = mounts_read("/proc/thread-self/mountinfo", &p->own);
+	if (!ret)
+		ret = mounts_read(path, &p->theirs);
+	if (ret)
+		return ret;
+	p->how = calloc(p->theirs.n + 1, sizeof(*p->how));
+	p->kept_as = calloc(p->theirs.n + 1, sizeof(*p->kept_as));
+	p->gone = calloc(p->own.n + 1, sizeof(*p->gone));
+	if (!p->how || !p->kept_as || !p->gone)
+		return -ENOMEM;
+	for (size_t k = 0; k < p->own.n; k++)
+		p->gone[k] = true;
+	for (size_t i = 0; i < p->theirs.n; i++) {
+		int tp = index_of(&p->theirs, p->theirs.m[i].parent);
+
+		p->how[i] = HOW_MOUNTED;
+		if (tp >= 0 && p->how[tp] != HOW_KEPT)
+			continue;	/* on a mount of its own: its own too */
+		for (size_t k = 0; k < p->own.n; k++) {
+			int op = index_of(&p->own, p->own.m[k].parent);
+
+			if (!p->gone[k] || !mount_same(&p->own.m[k], &p->theirs.m[i]) ||
+			    (tp < 0) != (op < 0) || (tp >= 0 && p->kept_as[tp] != op))
+				continue;
+			p->how[i] = HOW_KEPT;
+			p->kept_as[i] = (int)k;
+			p->gone[k] = false;
+			break;
+		}
+	}
+	return 0;
+}
+
+static bool is_kind(const struct mount *m, const char *const *kinds)
+{
+	for (; *kinds; kinds++)
+		if (!strcmp(m->fstype, *kinds))
+			return true;
+	return false;
+}
+
+static const char *const made_kinds[] = { "proc", "sysfs", "mqueue", "devpts", "tmpfs", NULL };
+
+/* Where bind mount m comes from: a path under mount s of the same device. */
+static char *path_under(const struct mount *s, const struct mount *m)
+{
+	size_t rl = strlen(s->root);
+	const char *rest;
+	char *out;
+
+	if (s->major != m->major || s->minor != m->minor || strcmp(s->fstype, m->fstype))
+		return NULL;
+	if (!strcmp(s->root, "/"))
+		rest = m->root;
+	else if (!strncmp(m->root, s->root, rl) && (m->root[rl] == '/' || !m->root[rl]))
+		rest = m->root + rl;
+	else
+		return NULL;
+	if (asprintf(&out, "%s%s", strcmp(s->mountpoint, "/") ? s->mountpoint : "", rest) < 0)
+		return NULL;
+	if (!*out) {
+		free(out);
+		out = strdup("/");
+	}
+	return out;
+}
+
+/*
+ * The path mount i is bound from: under an earlier mount of the process's
+ * (*from its index), or, for a root of its own, under one of memdump's
+ * (*from -1: a path memdump sees, to bind before the process's root is
+ * entered). NULL: nowhere memdump can reach.
+ */
+static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
+{
+	const struct mount *m = &p->theirs.m[i];
+	char *out;
+
+	for (size_t k = i; k-- > 0;)
+		if ((out = path_under(&p->theirs.m[k], m))) {
+			*from = (int)k;
+			return out;
+		}
+	if (!p->own_root)
+		return NULL;
+	for (size_t k = p->own.n; k-- > 0;)
+		if ((out = path_under(&p->own.m[k], m))) {
+			*from = -1;
+			return out;
+		}
+	return NULL;
+}
+
+/*
+ * Mounted by the restored init rather than memdump: its PID namespace's
+ * proc, what is mounted on it or bound from it (in[] so far).
+ */
+static bool by_init(const struct mnt_plan *p, size_t i, const bool *in, bool pid_ns, int from)
+{
+	const struct mount *m = &p->theirs.m[i];
+	int parent = index_of(&p->theirs, m->parent);
+
+	if (p->how[i] != HOW_MOUNTED)
+		return false;
+	if (pid_ns && !strcmp(m->fstype, "proc") && from == -2)
+		return true;
+	return (parent >= 0 && in[parent]) || (from >= 0 && in[from]);
+}
+
+/* How the propagation of kept mount i differs from memdump's; -1: it cannot be made. */
+static int kept_propagation(const struct mnt_plan *p, size_t i)
+{
+	const struct mount *t = &p->theirs.m[i], *o = &p->own.m[p->kept_as[i]];
+
+	if (t->shared)
+		return t->shared == o->shared ? 0 : -1;
+	if (t->master)
+		return t->master == o->master && !o->shared ? 0 :
+		       t->master == o->shared ? MS_SLAVE : -1;
+	return o->shared || o->master ? MS_PRIVATE : 0;
+}
+
+/* Is mount i covered by a later one at the same mount point? */
+static bool covered(const struct mounts *ms, size_t i)
+{
+	for (size_t k = i + 1; k < ms->n; k++)
+		if (!strcmp(ms->m[k].mountpoint, ms->m[i].mountpoint))
+			return true;
+	return false;
+}
+
+/*
+ * A UNIX socket bound to, or connected to, a path: restore binds and
+ * connects by that path as memdump sees it, not under the root of its own.
+ * Unnamed, abstract and internet sockets involve no path.
+ */
+static bool unix_socket_with_path(pid_t pid, int fd, char *path, size_t len)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int copy = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	struct sockaddr_un a[2];
+	bool found = false;
+
+	for (int k = 0; copy >= 0 && k < 2 && !found; k++) {
+		socklen_t l = sizeof(a[k]);
+
+		memset(&a[k], 0, sizeof(a[k]));
+		if ((k ? getpeername(copy, (struct sockaddr *)&a[k], &l)
+		       : getsockname(copy, (struct sockaddr *)&a[k], &l)) ||
+		    a[k].sun_family != AF_UNIX || l <= offsetof(struct sockaddr_un, sun_path) ||
+		    !a[k].sun_path[0])
+			continue;
+		snprintf(path, len, "%.*s", (int)sizeof(a[k].sun_path), a[k].sun_path);
+		found = true;
+	}
+	if (copy >= 0)
+		close(copy);
+	if (pidfd >= 0)
+		close(pidfd);
+	return found;
+}
+
+/*
+ * A pty of the devpts its root shows at that path: tty.c decides (a slave
+ * whose master a runtime holds is made again in the restored devpts).
+ */
+static bool same_pty(const char *in_root, const struct stat *at)
+{
+	struct stat in;
+
+	return S_ISCHR(at->st_mode) && !stat(in_root, &in) && S_ISCHR(in.st_mode) &&
+	       in.st_rdev == at->st_rdev && in.st_dev == at->st_dev;
+}
+
+/* A root of its own: what memdump restores there only without it (rst_path). */
+static void refuse_in_own_root(pid_t pid, struct refusals *r)
+{
+	char dir[64], link[4200], path[4300];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct stat in, at;
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || stat(path, &at))
+			continue;
+		link[n] = 0;
+		if (link[0] != '/') {
+			char sun[120];
+
+			if (!strncmp(link, "socket:", 7) &&
+			    unix_socket_with_path(pid, atoi(de->d_name), sun, sizeof(sun)))
+				refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a "
+					   "root of its own", pid, de->d_name, link, sun);
+			else if (!strcmp(link, "anon_inode:inotify"))
+				refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid,
+					   de->d_name, link);
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
+		if (strstr(link, " (deleted)") || (!strncmp(link, "/dev/pts/", 9) &&
+						    !same_pty(path, &at)))
+			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, de->d_name,
+				   link);
+		else if (stat(path, &in) || (!(S_ISCHR(at.st_mode) && S_ISCHR(in.st_mode) &&
+					    at.st_rdev == in.st_rdev) &&
+					  (in.st_dev != at.st_dev || in.st_ino != at.st_ino)))
+			refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid,
+				   de->d_name, link);
+	}
+	if (d)
+		closedir(d);
+}
+
+static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
+			struct refusals *r)
+{
+	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
+
+	if (p->own_root && !tree)
+		refuse_in_own_root(pid, r);
+	for (int i = 0; p->own_root && tree && i < tree->n; i++)	/* every process is in it */
+		if (!tree_is_zombie(&tree->procs[i]))
+			refuse_in_own_root(tree->procs[i].pid, r);
+	for (size_t i = 0; in && i < p->theirs.n; i++) {
+		const struct mount *m = &p->theirs.m[i];
+		bool made = is_kind(m, made_kinds) && !strcmp(m->root, "/");
+		int from = -2;
+		char *src = NULL;
+
+		if (p->how[i] == HOW_KEPT) {
+			if (kept_propagation(p, i) < 0)
+				refuse_add(r, "the mount at %s, whose propagation (shared:%d master:%d) "
+					   "restore cannot give it", m->mountpoint, m->shared, m->master);
+			continue;
+		}
+		if (!made)
+			src = bind_source(p, i, &from);
+		in[i] = by_init(p, i, in, pid_ns, from);
+		if ((m->shared || m->master) && !p->own_root)
+			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
+				   m->mountpoint);
+		else if (!made && !src)
+			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
+				   m->mountpoint, m->source);
+		else if (in[i] && from == -1)
+			refuse_add(r, "the mount at %s, bound from outside its root onto its proc",
+				   m->mountpoint);
+		if (!strcmp(m->fstype, "tmpfs") && made && covered(&p->theirs, i))
+			refuse_add(r, "the tmpfs at %s, under another mount at the same place",
+				   m->mountpoint);
+		free(src);
+	}
+	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
+			    p->how[0] != HOW_MOUNTED))
+		refuse_add(r, "a root of its own that is not its first mount");
+	free(in);
+}
+
+bool mntns_own(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return !stat(path, &a) && !stat("/proc/thread-self/ns/mnt", &b) && a.st_ino != b.st_ino;
+}
+
+void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	struct mnt_plan p;
+	int ret;
+
+	if (!mntns_own(pid))
+		return;
+	ret = plan_make(pid, &p);
+	if (ret)
+		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
+	else
+		refuse_plan(pid, tree, &p, r);
+	plan_free(&p);
+}
+
+static uint32_t criu_fstype(const char *t)
+{
+	static const struct { const char *name; uint32_t v; } types[] = {
+		{ "proc", 1 }, { "sysfs", 2 }, { "devtmpfs", 3 }, { "tmpfs", 5 }, { "devpts", 6 },
+		{ "cgroup", 12 }, { "mqueue", 14 }, { "overlay", 17 }, { "cgroup2", 23 } };
+
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if (!strcmp(types[i].name, t))
+			return types[i].v;
+	return 0;
+}
+
+/* The superblock options but rw/ro, which the mount flags carry. */
+static char *data_of(const char *super)
+{
+	char *copy = strdup(super), *out = calloc(1, strlen(super) + 1), *save = NULL;
+
+	for (char *t = copy && out ? strtok_r(copy, ",", &save) : NULL; t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "rw") || !strcmp(t, "ro"))
+			continue;
+		if (*out)
+			strcat(out, ",");
+		strcat(out, t);
+	}
+	free(copy);
+	return out;
+}
+
+struct tmpfs_walk {
+	struct image *img;
+	dev_t dev;
+	uint64_t bytes;
+	const char *mp;
+};
+
+static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel);
+
+static int read_all_fd(int fd, uint8_t **out, size_t len)
+{
+	size_t got = 0;
+
+	*out = malloc(len ? len : 1);
+	if (!*out)
+		return -ENOMEM;
+	while (got < len) {
+		ssize_t n = read(fd, *out + got, len - got);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/* One entry of the tmpfs: written, and a directory walked. */
+/* Any extended attribute, an ACL's included (not followed through a symlink). */
+static bool has_xattrs(int dirfd, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, name);
+	return llistxattr(path, NULL, 0) > 0;
+}
+
+static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const char *rel)
+{
+	TmpfsFileEntry e = TMPFS_FILE_ENTRY__INIT;
+	char link[4096];
+	uint8_t *data = NULL;
+	struct stat st;
+	int ret = 0, fd = -1;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(-errno, "tmpfs at %s: cannot stat %s: %s", w->mp, rel, strerror(errno));
+	e.path = (char *)rel;
+	e.mode = st.st_mode;
+	e.uid = st.st_uid;
+	e.gid = st.st_gid;
+	e.has_mtime_ns = true;
+	e.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+	if (st.st_dev != w->dev) {	/* another mount's root on an entry of it (hidden: */
+		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
+		return img_write_msg(w->img, &e.base);
+	}
+	if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has %lu hard links, which restore does "
+			    "not make", w->mp, rel, (unsigned long)st.st_nlink);
+	if (S_ISSOCK(st.st_mode))
+		return fail(-EOPNOTSUPP, "tmpfs at %s: %s is a UNIX socket file", w->mp, rel);
+	if (has_xattrs(dirfd, name))
+		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has extended attributes (or an ACL), "
+			    "which restore does not make", w->mp, rel);
+	if (S_ISREG(st.st_mode)) {
+		w->bytes += (uint64_t)st.st_size;
+		if (w->bytes > TMPFS_LIMIT)
+			return fail(-EFBIG, "tmpfs at %s holds more than %llu MiB", w->mp,
+				    TMPFS_LIMIT >> 20);
+		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		ret = fd < 0 ? -errno : read_all_fd(fd, &data, (size_t)st.st_size);
+		if (fd >= 0)
+			close(fd);
+		if (ret) {
+			free(data);
+			return fail(ret, "tmpfs at %s: cannot read %s: %s", w->mp, rel,
+				    strerror(-ret));
+		}
+		e.has_data = true;
+		e.data.data = data;
+		e.data.len = (size_t)st.st_size;
+	} else if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlinkat(dirfd, name, link, sizeof(link) - 1);
+
+		if (n < 0)
+			return fail(-errno, "tmpfs at %s: cannot read link %s", w->mp, rel);
+		link[n] = 0;
+		e.link = link;
+	} else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		e.has_rdev = true;
+		e.rdev = st.st_rdev;
+	}
+	ret = img_write_msg(w->img, &e.base);
+	free(data);
+	if (!ret && S_ISDIR(st.st_mode)) {
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return fail(-errno, "tmpfs at %s: cannot open %s", w->mp, rel);
+		ret = walk_dir(w, fd, rel);
+	}
+	return ret;
+}
+
+/* Every entry of directory fd (closed here), parents before children. */
+static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (!ret && (de = readdir(d))) {
+		char *sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", de->d_name) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = save_entry(w, dirfd(d), de->d_name, sub);
+		free(sub);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* tmpfs-MNTID.img: the files of the tmpfs mounted at m, read through the process's root. */
+static int dump_tmpfs(struct dump_ctx *d, const struct mount *m)
+{
+	struct tmpfs_walk w = { .mp = m->mountpoint };
+	char path[4200];
+	struct stat st;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", d->pid, m->mountpoint);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
+			    strerror(errno));
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -errno;
+	}
+	w.dev = st.st_dev;
+	ret = img_create(&d->dir, IMG_TMPFS, (unsigned)m->id, &w.img);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = walk_dir(&w, fd, "");
+	if (ret) {
+		img_abort(w.img);
+		return ret;
+	}
+	return img_close(w.img);
+}
+
+/* The key --external mnt[POINT]:KEY gives the bind mount at m's point, or NULL. */
+static const char *ext_key_of(const struct dump_ctx *d, const struct mount *m)
+{
+	for (int i = 0; i < d->nr_mnt_ext; i++)
+		if (!strcmp(d->mnt_ext[i].key, m->mountpoint))
+			return d->mnt_ext[i].val;
+	return NULL;
+}
+
+static int write_mount(const struct dump_ctx *d, struct image *img, const struct mnt_plan *p,
+		       size_t i, bool *in, bool pid_ns)
+{
+	const struct mount *m = &p->theirs.m[i];
+	MntEntry e = MNT_ENTRY__INIT;
+	char *data = data_of(m->super), *src = NULL;
+	int ret, from = -2;
+
+	e.fstype = criu_fstype(m->fstype);
+	e.mnt_id = (uint32_t)m->id;
+	e.root_dev = makedev(m->major, m->minor);
+	e.parent_mnt_id = (uint32_t)m->parent;
+	e.flags = (uint32_t)m->flags;
+	e.root = m->root;
+	e.mountpoint = m->mountpoint;
+	e.source = m->source;
+	e.options = data ? data : "";
+	e.has_shared_id = m->shared != 0;
+	e.shared_id = (uint32_t)m->shared;
+	e.has_master_id = m->master != 0;
+	e.master_id = (uint32_t)m->master;
+	e.fsname = m->fstype;
+	e.has_how = true;
+	e.how = (uint32_t)p->how[i];
+	if (p->how[i] == HOW_KEPT) {
+		e.has_propagation = true;
+		e.propagation = (uint32_t)kept_propagation(p, i);
+	} else {
+		if (!(is_kind(m, made_kinds) && !strcmp(m->root, "/")))
+			e.bind_from = src = bind_source(p, i, &from);
+		e.has_bind_host = from == -1;
+		e.bind_host = from == -1;
+		if (e.bind_from)
+			e.ext_key = (char *)ext_key_of(d, m);	/* an external mount */
+		in[i] = by_init(p, i, in, pid_ns, from);
+		e.has_in_child = true;
+		e.in_child = in[i];
+	}
+	ret = img_write_msg(img, &e.base);
+	free(data);
+	free(src);
+	return ret;
+}
+
+int mntns_dump(struct dump_ctx *d)
+{
+	bool pid_ns = pidns_own(d->pid), *in = NULL;
+	struct image *img = NULL;
+	struct mnt_plan p;
+	int ret = plan_make(d->pid, &p);
+
+	if (!ret && !(in = calloc(p.theirs.n + 1, sizeof(*in))))
+		ret = -ENOMEM;
+	if (ret) {
+		free(in);
+		plan_free(&p);
+		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
+	}
+	for (int k = 0; k < d->nr_mnt_ext && !ret; k++) {
+		bool found = false;
+
+		for (size_t i = 0; i < p.theirs.n && !found; i++)
+			found = p.how[i] == HOW_MOUNTED && !strcmp(p.theirs.m[i].mountpoint,
+								   d->mnt_ext[k].key);
+		if (!found && d->mnt_ext[k].optional)
+			pr_debug("ext_mnt %s: no bind mount there, passed over", d->mnt_ext[k].key);
+		else if (!found)
+			ret = fail(-ENOENT, "--external mnt[%s]: the process's mount namespace "
+				   "mounted nothing there", d->mnt_ext[k].key);
+	}
+	if (!ret)
+		ret = img_create(&d->dir, IMG_MNTS, 1, &img);
+	for (size_t i = 0; i < p.theirs.n && !ret; i++)
+		ret = write_mount(d, img, &p, i, in, pid_ns);
+	if (img && ret)
+		img_abort(img);
+	else if (img)
+		ret = img_close(img);
+	for (size_t i = 0; i < p.theirs.n && !ret; i++)
+		if (p.how[i] == HOW_MOUNTED && !strcmp(p.theirs.m[i].fstype, "tmpfs") &&
+		    !strcmp(p.theirs.m[i].root, "/"))
+			ret = dump_tmpfs(d, &p.theirs.m[i]);
+	plan_free(&p);
+	free(in);
+	return ret;
+}
