@@ -28,7 +28,7 @@ struct mounts {
 	size_t n;
 };
 
-/* mnt_entry.how in mountpoints-ID.img (dump/mntns.c writes it, restore/mntns.c reads it). */
+/* mnt_entry.how in mountpoints-ID.img (ns/mntns.c writes it, ns/mntns_restore.c reads it). */
 enum { HOW_KEPT, HOW_MOUNTED };
 
 /* Parse path (e.g. /proc/PID/mountinfo); 0 or -errno. */

@@ -1041,7 +1041,7 @@ static void restore_posix_timers(void)
  * credentials could not install its seccomp filters once they are back: it
  * installs them before, while it still has CAP_SYS_ADMIN, and its calls
  * from there on go through them (the dump checked that they are allowed:
- * src/dump/seccomp_check.c lists them; keep the two in step).
+ * src/task/seccomp_check.c lists them; keep the two in step).
  */
 static int seccomp_before_creds(const struct rst_thread *t)
 {

@@ -1,4 +1,4 @@
-# Mount namespaces (src/dump/mntns.c, src/restore/mntns.c): a process in a
+# Mount namespaces (src/ns/mntns.c, src/ns/mntns_restore.c): a process in a
 # mount namespace of its own, made from memdump's: what it mounted (tmpfs
 # with its files, bind mounts) and unmounted comes back, in a new namespace;
 # memdump's own is never touched.

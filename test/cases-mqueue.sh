@@ -1,5 +1,5 @@
-# POSIX message queues in an IPC namespace of the process's own (src/dump/mqueue.c,
-# src/restore/mqueue.c): every queue with its attributes, owner, mode and queued
+# POSIX message queues in an IPC namespace of the process's own (src/ns/mqueue.c,
+# src/ns/mqueue_restore.c): every queue with its attributes, owner, mode and queued
 # messages, the fds on them with their flags; t-mqueue ns checks them all.
 
 # mq_start [MOUNT]: t-mqueue ns under unshare --ipc (MOUNT: with a mount namespace

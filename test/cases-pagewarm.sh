@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# pages-1.img's page cache made before the freeze (src/dump/pagewarm.c):
+# pages-1.img's page cache made before the freeze (src/mem/pagewarm.c):
 # the image is created at the size of the target's anonymous memory,
 # allocated and read into the cache while the target runs; the frozen copy
 # overwrites cached pages and the image is cut to what was written.

@@ -1,6 +1,6 @@
 # --snapshot: a copy-on-write snapshot (userfaultfd write-protection) lets a
 # --leave-running dump resume the target before its pages are written; the
-# image is still the memory of one instant (dump/snapshot.c).
+# image is still the memory of one instant (mem/snapshot.c).
 
 # t-writer's threads write their pages all the time: every image one instant.
 # $1 prearm: the snapshot is armed while the target runs, the pages written

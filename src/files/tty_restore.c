@@ -1,5 +1,5 @@
 /*
- * Pseudo-terminal pairs (dump/tty.c for what is saved): the master is opened
+ * Pseudo-terminal pairs (files/tty.c for what is saved): the master is opened
  * again at the pty index it had (/dev/ptmx hands out the lowest free index:
  * memdump opens it until it gets that one, and refuses the restore if the
  * index is taken: the process may know its /dev/pts/N), its termios, window

@@ -99,7 +99,7 @@ struct dumpset {
 	 * Set by dumpset_load_for_restore() for a set without a parent: the
 	 * checksums of the process's own pages image (pages_fd) were not read;
 	 * the restore checks them from the memory it filled, before the process
-	 * runs (restore/pagecheck.c).
+	 * runs (mem/pagecheck_restore.c).
 	 */
 	bool pages_sums_deferred;
 };

@@ -1,5 +1,5 @@
 /*
- * The mount namespace of a dump (dump/mntns.c wrote mountpoints-1.img):
+ * The mount namespace of a dump (ns/mntns.c wrote mountpoints-1.img):
  * the restoring thread makes a copy of memdump's (unshare), turns every
  * mount of the copy into a slave first (nothing done in it reaches
  * memdump's namespace), finds there every mount the process kept (the same

@@ -1,5 +1,5 @@
 /*
- * POSIX message queues (dump/mqueue.c saved them in mqueues-1.img): in the
+ * POSIX message queues (ns/mqueue.c saved them in mqueues-1.img): in the
  * fresh IPC namespace this thread made, each queue is created with its name,
  * attributes, owner and mode, and its messages sent in the order they were
  * received at the dump, so mq_receive gives them in the same order again.

@@ -1,4 +1,4 @@
-/* memdump show: the UTS and IPC namespaces of a set (images of dump/ns.c). */
+/* memdump show: the UTS and IPC namespaces of a set (images of ns/ns.c). */
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
