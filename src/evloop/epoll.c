@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
 #include "files/files.h"
 #include "image/image.h"

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 int epoll_open(const EventpollFileEntry *e)
 {

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <linux/kcmp.h>
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
 #include "dump/tree.h"
 

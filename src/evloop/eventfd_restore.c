@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 int eventfd_open(const EventfdFileEntry *e)
 {

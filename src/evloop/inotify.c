@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
 #include "files/files.h"
 #include "files/ghost.h"

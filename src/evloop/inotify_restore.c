@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #define MAX_WD_STEPS	(1 << 20)
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 int signalfd_open(const SignalfdEntry *s)
 {

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #define NS 1000000000ULL
 

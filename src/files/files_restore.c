@@ -22,7 +22,7 @@
 #include "common.h"
 #include "image/image.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #ifndef F_SETPIPE_SZ
 #define F_SETPIPE_SZ	1031

@@ -19,7 +19,7 @@
 #include "common.h"
 #include "image/image.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #include "ghost-file.pb-c.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/locks.h"
 #include "image/image.h"
 #include "log.h"

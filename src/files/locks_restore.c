@@ -15,7 +15,7 @@
 #include <sys/file.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #define FL_POSIX	1
 #define FL_FLOCK	2

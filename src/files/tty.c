@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "dump/tree.h"
 #include "files/tty.h"

@@ -28,7 +28,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "ptyq.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #include "tty.pb-c.h"
 

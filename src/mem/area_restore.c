@@ -17,7 +17,7 @@
 #include "blobs.h"
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 #include "vma_status.h"
 
 /* Where each part of the area goes, offsets from its start. */

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "log.h"
 #include "proc.h"
 

@@ -21,7 +21,7 @@
 #include "common.h"
 #include "image/verify.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 static int cmp_off(const void *a, const void *b)
 {

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "mem/pagesum.h"
 #include "infect/infect.h"
 #include "fault.h"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "mem/snapshot.h"
 #include "kernel_uapi.h"
 #include "log.h"

@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"

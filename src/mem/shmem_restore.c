@@ -17,7 +17,7 @@
 
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 #include "vma_status.h"
 
 struct shm_obj *shm_find(struct rst *r, uint64_t shmid)

@@ -51,7 +51,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "mem/snapshot.h"
 #include "fault.h"
 #include "image/image.h"

@@ -25,7 +25,7 @@
 #include <linux/userfaultfd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "dump/refuse.h"
 #include "mem/track.h"
 #include "infect/infect.h"

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "mem/snapshot.h"
 #include "files/files.h"
 #include "log.h"

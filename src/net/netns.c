@@ -38,7 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "net/netns.h"
 #include "dump/refuse.h"
 #include "image/image.h"

@@ -32,7 +32,7 @@
 
 #include "image/image.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 #include "rtnl.h"
 
 #include "files.pb-c.h"

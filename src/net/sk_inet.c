@@ -16,7 +16,7 @@
 #include <netinet/tcp.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "net/sockets.h"
 #include "image/image.h"

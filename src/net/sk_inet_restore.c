@@ -19,7 +19,7 @@
 #include "common.h"
 #include "kernel_uapi.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 {

@@ -24,7 +24,7 @@
 #include <linux/netlink_diag.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "net/sockets.h"
 #include "image/image.h"

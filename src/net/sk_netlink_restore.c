@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 static int nl_fail(const NetlinkSkEntry *e, int err, const char *what)
 {

@@ -12,7 +12,7 @@
 #include <linux/filter.h>
 
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK	72

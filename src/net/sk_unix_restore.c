@@ -34,7 +34,7 @@
 #include "image/image.h"
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
 

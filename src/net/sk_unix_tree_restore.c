@@ -28,7 +28,7 @@
 
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #define LISTEN_STATE	10
 #define ESTABLISHED	1

@@ -17,7 +17,7 @@
 #include <netinet/tcp.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "dump/refuse.h"
 #include "net/sockets.h"

@@ -18,7 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "net/sockets.h"
 #include "image/image.h"

@@ -21,7 +21,7 @@
 #include "common.h"
 #include "log.h"
 #include "netlock.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #include "tcp-stream.pb-c.h"
 

@@ -25,7 +25,7 @@
 #include "log.h"
 #include "proc.h"
 #include "cgroup.pb-c.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "ns/cgroups.h"
 
 static const char *const v1_props[] = {

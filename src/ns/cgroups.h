@@ -2,7 +2,7 @@
 #ifndef MEMDUMP_DUMP_CGROUPS_H
 #define MEMDUMP_DUMP_CGROUPS_H
 
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 
 #define CG_SET_ID	1	/* the one set of a process: TaskCoreEntry.cg_set */
 

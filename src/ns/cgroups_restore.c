@@ -30,7 +30,7 @@
 #include "cgroup.pb-c.h"
 #include "image/image.h"
 #include "image/rstcheck.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 static const char *const mode_names[] = {
 	[CG_MODE_SOFT] = "soft", [CG_MODE_FULL] = "full", [CG_MODE_STRICT] = "strict",

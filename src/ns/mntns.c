@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "ns/mntns.h"
 #include "ns/pidns.h"
 #include "dump/refuse.h"

@@ -26,7 +26,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "mountinfo.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 #include "mnt.pb-c.h"
 #include "tmpfs-file.pb-c.h"
 

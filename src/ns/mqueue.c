@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "files/files.h"
 #include "ns/mqueue.h"
 #include "dump/refuse.h"

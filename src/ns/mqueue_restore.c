@@ -21,7 +21,7 @@
 #include "common.h"
 #include "log.h"
 #include "image/image.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 #include "mqueue.pb-c.h"
 
 #define NS_ID		1

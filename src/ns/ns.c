@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "net/netns.h"
 #include "ns/mntns.h"
 #include "ns/mqueue.h"

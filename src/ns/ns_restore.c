@@ -28,7 +28,7 @@
 #include "log.h"
 #include "nsswitch.h"
 #include "image/image.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #include "ipc-msg.pb-c.h"
 #include "ipc-sem.pb-c.h"

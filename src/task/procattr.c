@@ -14,7 +14,7 @@
 #include <sys/time.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "task/task.h"
 #include "log.h"
 #include "nsswitch.h"

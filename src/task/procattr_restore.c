@@ -28,7 +28,7 @@
 #include "common.h"
 #include "log.h"
 #include "proc.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #ifndef SIGEV_THREAD_ID
 #define SIGEV_THREAD_ID	4

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "log.h"
 #include "proc.h"
 

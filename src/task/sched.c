@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "log.h"
 
 static int get_policy(pid_t tid, struct thread_sched *s)

@@ -19,7 +19,7 @@
 #include <sys/ptrace.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "log.h"
 #include "proc.h"
 

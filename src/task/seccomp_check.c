@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "log.h"
 
 #ifndef AUDIT_ARCH_X86_64

@@ -14,7 +14,7 @@
 
 #include "common.h"
 #include "log.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 #define MAX_FILTER_INSNS	4096	/* BPF_MAXINSNS */
 #define KEPT_FLAGS	(SECCOMP_FILTER_FLAG_LOG | SECCOMP_FILTER_FLAG_SPEC_ALLOW)

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "dump/dump.h"
+#include "ctx/dump_ctx.h"
 #include "infect/infect.h"
 #include "files/files.h"
 #include "log.h"

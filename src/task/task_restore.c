@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 
 #include "common.h"
-#include "restore/restore.h"
+#include "ctx/restore_ctx.h"
 
 static void regs_from_image(struct rst_gpregs *d, const UserX86RegsEntry *s)
 {

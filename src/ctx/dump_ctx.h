@@ -1,0 +1,387 @@
+/*
+ * struct dump_ctx: the dumper's picture of its target, which the kinds of
+ * state (mem/, files/, evloop/, net/, ns/, task/) fill step by step and the
+ * pipeline (dump/) writes out at the end; struct dump_opts, what the caller
+ * asked. The kinds include this, never the pipeline's dump/dump.h.
+ */
+#ifndef MEMDUMP_DUMP_CTX_H
+#define MEMDUMP_DUMP_CTX_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <time.h>
+
+#include "files/ghost.h"
+#include "files/locks.h"
+#include "image/image.h"
+#include "hooks.h"
+#include "mntext.h"
+#include "infect/infect.h"
+#include "net/sockets.h"
+#include "mem/track.h"
+
+#define AFFINITY_WORDS	16	/* 1024 CPUs */
+
+/* How a thread is scheduled: policy (with SCHED_RESET_ON_FORK), priority, nice, CPUs, slack. */
+struct thread_sched {
+	uint32_t policy, prio;
+	int32_t nice;
+	uint64_t affinity[AFFINITY_WORDS];
+	int nr_affinity;		/* words the kernel filled */
+	uint64_t timer_slack_ns;
+};
+
+/* A thread's seccomp mode and its filters, newest last (indexes into dump_ctx.seccomp). */
+struct thread_seccomp {
+	uint32_t mode;
+	int top;			/* index of its newest filter, -1: none */
+};
+
+/* One seccomp filter program; prev is the one installed before it (-1: none). */
+struct seccomp_prog {
+	void *insns;			/* struct sock_filter[] */
+	size_t len;			/* bytes */
+	uint32_t flags;
+	int prev;
+};
+
+/* A thread as the images describe it; threads[i] is infect's threads[i]. */
+struct thread {
+	pid_t tid;
+	struct user_regs_struct regs;	/* as at the freeze */
+	uint8_t *xsave;			/* NT_X86_XSTATE */
+	size_t xsave_len;
+	uint64_t sigmask;		/* blocked signals at the freeze */
+	uint64_t tid_address;		/* set_tid_address() */
+	uint64_t robust_head;
+	uint64_t robust_len;
+	uint64_t rseq_abi, rseq_sig;
+	uint32_t rseq_len;
+	uint64_t ss_sp, ss_size;	/* sigaltstack */
+	uint32_t ss_flags;
+	char comm[32];
+	siginfo_t *sigpending;		/* queued for this thread only */
+	int nr_sigpending;
+	struct thread_sched sched;	/* sched.c */
+	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
+	struct thread_seccomp seccomp;	/* seccomp.c */
+	uint32_t cg_set;		/* its set in cgroup.img (cgroups.c) */
+};
+
+/*
+ * Pty slaves whose master a runtime holds outside the dump (tty.c): any one
+ * (CRIU's orphan_pts_master, which runc sends) or the one of --external
+ * tty[RDEV:DEV] (CRIU's key: st_rdev and st_dev of the slave, in hex).
+ */
+struct tty_ext {
+	bool any;
+	bool one;
+	uint32_t rdev, dev;
+};
+
+/* What the user allowed for the target's fds (files.c): --ghost-limit, --shell-job. */
+struct fd_policy {
+	uint64_t ghost_limit;
+	bool shell_job;
+	pid_t pid;		/* the target */
+	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
+	struct tty_ext ext_tty;	/* orphan_pts_master, --external tty[..] */
+};
+
+/* A POSIX timer (ptimers.c). */
+struct posix_timer {
+	int id;
+	int clock;
+	int signo;
+	int notify;			/* SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID */
+	pid_t tid;			/* SIGEV_THREAD_ID: the thread */
+	uint64_t sival;
+	int overrun;			/* timer_getoverrun */
+	struct itimerspec its;		/* timer_gettime: interval, time left */
+};
+
+#define MAX_POSIX_TIMERS	64	/* as many as the restorer takes */
+
+struct vma {
+	uint64_t start, end;
+	uint64_t pgoff;			/* bytes */
+	uint32_t prot, flags, status;
+	uint64_t shmid;			/* file id (file maps) or shmem inode */
+	uint64_t dev, ino;
+	uint64_t madv;
+	bool locked;
+	bool dump;			/* its pages go to the image */
+	bool anon_only;			/* dump only anonymous (COW) pages */
+	bool uffd_wp;			/* VmFlags uw: registered with the tracker, or refused */
+	bool tracked;			/* registered with the tracker (track.c) */
+	bool snap_armed;		/* registered with the snapshot's userfaultfd before
+					 * the freeze (snapshot.c) */
+	uint64_t nr_pages;		/* dumped */
+	char vmflags[128];
+	char name[PATH_MAX];
+};
+
+/* Guard pages (MADV_GUARD_INSTALL): no content, installed again on restore. */
+struct guard_region {
+	uint64_t start, end;
+};
+
+/* A run of pages to dump: [start, start + nr_pages * PAGE_SIZE). */
+struct page_run {
+	uint64_t start;
+	uint64_t nr_pages;
+	bool unreadable;		/* in a VMA without PROT_READ: via /proc/PID/mem */
+};
+
+struct dump_stats {
+	uint64_t freeze_start, frozen_at, unfrozen_at, durable_at;
+	uint64_t mem_start, mem_end;
+	uint64_t pages_scanned, pages_written;
+	uint64_t pages_in_parent;	/* listed, their bytes in the parent set */
+	uint64_t shpages_written;	/* shared memory's, in its own pages images */
+	int threads;			/* frozen */
+	uint64_t bytes_written;
+	bool pages_cached;		/* written through the page cache */
+	bool pages_direct_tail;		/* its head only, the rest with O_DIRECT */
+};
+
+enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
+
+/* How pages-1.img is written: O_DIRECT or through the page cache; auto:
+ * the page cache when the image fits under the dirty limit, else its head
+ * through it and the rest with O_DIRECT (pagecache.c). */
+enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
+/* pagecache.c: how many of an image's bytes go through the page cache (all: it fits) */
+uint64_t pages_cache_room(uint64_t bytes);
+struct dump_ctx;
+struct dump_opts;
+/* pagewarm.c: before the freeze, pages-1.img made, unnamed, and its page cache
+ * filled (d->pages_fd, d->pages_warm); pages.c names it and cuts it to the bytes
+ * written. For a tree: whether the dump warms, and its processes' unnamed files
+ * in dirfd, as far as the cache has room for them all (out[i].fd -1: not warmed). */
+int pages_warm(struct dump_ctx *d, const struct dump_opts *o);
+int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written);
+/* pages-1.img to write: the warmed one named now, or a new one; -errno */
+int pages_image_fd(struct dump_ctx *d);
+bool pages_warm_wanted(const struct dump_opts *o);
+struct warm_file {
+	pid_t pid;
+	int fd;
+	uint64_t bytes;
+};
+int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
+		     struct warm_file *out);
+
+/* What the caller (the CLI, later an RPC server) asks of one dump. */
+struct dump_opts {
+	pid_t pid;			/* -t */
+	const char *dir;		/* -D */
+	enum dump_mode mode;		/* --mode */
+	bool leave_running;		/* --leave-running */
+	bool tcp_established;		/* --tcp-established */
+	bool progress;			/* draw a progress bar on stderr */
+	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
+	bool shell_job;			/* --shell-job: the job's terminal is given back */
+	enum pages_write pages_write;	/* --pages-write */
+	bool snapshot;			/* --snapshot (with leave_running) */
+	bool no_snapshot;		/* --no-snapshot: leave_running without one */
+	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
+	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
+	bool quiet;			/* the summary goes to the log, not to stdout */
+	bool pre_dump;			/* memdump pre-dump: memory only, left running, tracked */
+	bool track_mem;			/* --track-mem: keep tracking after this dump */
+	const char *prev_dir;		/* --prev-images-dir (relative to dir, as CRIU) */
+	int host_netns;			/* dump_run(): memdump's network namespace, open, or -1 */
+	const struct proc_tree *tree;	/* a tree dump: its processes (treedump.c), or NULL */
+	const struct mnt_ext *mnt_ext;	/* --external mnt[POINT]:KEY (mntext.h) */
+	int nr_mnt_ext;
+	const char *freeze_cgroup;	/* --freeze-cgroup: frozen by it while seized (freezer.c) */
+	uint64_t ext_net_ino;		/* --external net[INO]:KEY: that network namespace is */
+	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
+	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
+	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
+};
+
+/*
+ * What a supervisor (memdump's parent) needs to undo a dump whose worker was
+ * killed, kept up to date in memory shared with it: the infection, and TCP
+ * connections left in repair mode behind the network lock.
+ */
+#define DUMP_TRACE_REPAIRS	128
+struct dump_trace {
+	struct infect_trace in;
+	volatile int locked;			/* the network lock of net_pid is on */
+	volatile int64_t net_pid;		/* whose connections are locked and repaired: in a
+						 * tree, one process's (treedump.c) */
+	volatile int nr_repair;			/* sockets in TCP repair mode */
+	struct {
+		volatile uint64_t ino;
+		volatile int reuseaddr;
+	} repair[DUMP_TRACE_REPAIRS];
+	volatile int cg_frozen;			/* the dump froze the cgroup at cg_path */
+	char cg_path[256];			/* (freezer.c): thawed by the supervisor */
+};
+
+
+/* track.c: memdump track --stop -t PID */
+int track_stop_run(pid_t pid);
+const char *mode_name(enum dump_mode m);
+
+/* The open files met in fds, mappings, exe, cwd and root (files.c). */
+struct file_set {
+	struct file_desc *descs;	/* id = index + 1 */
+	int nr_descs;
+	struct fd_entry *fds;
+	int nr_fds;
+	struct ghost_set ghosts;	/* deleted files (ghost.c) */
+	struct lock_set locks;		/* flock, POSIX, OFD locks (locks.c) */
+};
+
+/* Shared memory objects met in VMAs and fds (shmem.c). */
+struct shmem_set {
+	struct shmem *objs;
+	int nr;
+};
+
+/* The image set of the previous iteration (parent.c). */
+struct parent_set {
+	const char *path;		/* as given: the `parent` link's target */
+	int dirfd;			/* -1: no parent */
+	uint64_t inventory_hash;	/* of its inventory.img */
+	struct page_run *cover;		/* the pages its pagemap lists, sorted */
+	size_t nr_cover;
+	bool linked;			/* this dump made the `parent` link */
+};
+
+
+/*
+ * share.c: the fd table and fs information a process of a tree shares with
+ * others (kcmp), as CRIU's ids-PID.img numbers them: the same id, the same
+ * table; 0: ids of its own (one process). Shared with its parent, restore
+ * forks it with CLONE_FILES / CLONE_FS; anything else is refused by name.
+ */
+struct kobj_ids {
+	uint32_t self;			/* its own number in the tree: vm and sighand ids */
+	uint32_t files, fs;
+	bool files_shared;		/* its parent's fd table: fdinfo written empty */
+};
+
+/* The page scan, on a thread of its own beside the remote calls (pagescan.c). */
+struct page_scan {
+	pthread_t thread;
+	int fd;				/* /proc/PID/pagemap */
+	int err;
+	bool opened, running;
+};
+
+struct dump_ctx {
+	pid_t pid;
+	struct img_dir dir;		/* -D, and the images created in it */
+	bool pre_dump;
+	bool keep_tracking;		/* the tracker stays after this dump */
+	struct tracker track;		/* track.c */
+	struct parent_set parent;
+	bool incremental;		/* unwritten pages go to parent_runs */
+	struct page_run *parent_runs;	/* listed with PE_PARENT, sorted */
+	size_t nr_parent_runs;
+	struct infect_ctx in;		/* the frozen, infected process */
+	struct file_set files;
+	enum dump_mode mode;
+	enum pages_write pages_write;
+	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
+	struct page_scan scan;
+	struct dump_trace *trace;	/* or NULL */
+	bool progress;
+	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
+	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
+	struct thread *threads;		/* leader first */
+	int nr_threads;
+	struct vma *vmas;
+	int nr_vmas;
+	struct page_run *runs;
+	size_t nr_runs;
+	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	bool sums_late;			/* the inventory is written once the target runs
+					 * again: the page cache is summed then (pages.c) */
+	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
+	int pages_fd;			/* pages-1.img made before the freeze, or -1 */
+	uint64_t pages_warm;		/* the bytes of it in the page cache (pagewarm.c) */
+	uint64_t nr_pages;
+	struct guard_region *guards;	/* sorted */
+	size_t nr_guards;
+	struct dump_stats stats;
+	siginfo_t *sigpending;		/* queued for the whole process */
+	int nr_sigpending;
+	struct shmem_set shmem;
+	struct seccomp_prog *filters;	/* every thread's filters, shared ones once */
+	int nr_filters;
+	struct posix_timer *ptimers;
+	int nr_ptimers;
+	struct sk_set sockets;		/* sockets.c */
+	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
+	const char *ext_net_key;	/* its network namespace is external (dump_opts) */
+	struct kobj_ids kobj;		/* the tables it shares in its tree (share.c) */
+	int host_netns;			/* memdump's network namespace (dump_opts) */
+	struct tree_proc *zombies;	/* its zombie children (zombies.c) */
+	int nr_zombies;
+	const struct proc_tree *tree;	/* a tree dump: the whole tree (treedump.c), or NULL */
+	struct tree_pstree *below;	/* the root of a tree dump: the live processes below */
+	int nr_below;
+	const struct mnt_ext *mnt_ext;	/* from dump_opts: keys of external bind mounts */
+	int nr_mnt_ext;
+};
+
+
+/* vma.c */
+int collect_vmas(struct dump_ctx *d);
+
+/* pagescan.c: which pages to dump (d->runs); start and wait, or both at once */
+int select_pages_start(struct dump_ctx *d);
+int select_pages_wait(struct dump_ctx *d);
+int select_pages(struct dump_ctx *d);
+
+/* parent.c: --prev-images-dir */
+int parent_open(struct dump_ctx *d, const char *path);
+/* From addr, the end (<= end) of the stretch the parent holds (*held) or not. */
+uint64_t parent_stretch(const struct parent_set *p, uint64_t addr, uint64_t end, bool *held);
+int parent_link(struct dump_ctx *d);
+void parent_unlink(struct dump_ctx *d);
+void parent_free(struct dump_ctx *d);
+
+/* pages.c */
+int write_pages(struct dump_ctx *d);
+/* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,
+ * which reads pages without PROT_READ too). */
+ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
+			size_t len);
+
+/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
+int collect_thread_sched(struct dump_ctx *d, int i);
+
+/* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
+int collect_seccomp(struct dump_ctx *d);
+void seccomp_free(struct dump_ctx *d);
+/* seccomp_check.c: 0, or fail() when t's filters, installed before its
+ * credentials, would deny a system call the restorer makes after them */
+int seccomp_check_early(const struct dump_ctx *d, const struct thread *t);
+
+/* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
+int collect_posix_timers(struct dump_ctx *d);
+
+/* threads.c */
+int collect_threads(struct dump_ctx *d);
+int collect_thread_inside(struct dump_ctx *d, int i);
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
+/* a remote syscall in thread i (0: the leader) */
+int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
+		 long a4);
+
+/* Signals that ask a dump to stop (SIGINT, SIGTERM, memdump's parent gone). */
+extern volatile sig_atomic_t dump_interrupted;
+
+#endif
