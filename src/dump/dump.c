@@ -41,7 +41,8 @@
 #include "proc.h"
 #include "mem/shmem.h"
 #include "task/task.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
+#include "dump/zombies.h"
 #include "files/tty.h"
 
 volatile sig_atomic_t dump_interrupted;

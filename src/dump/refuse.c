@@ -26,26 +26,11 @@
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "mem/track.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
+#include "dump/zombies.h"
 #include "net/sockets.h"
 #include "log.h"
 #include "proc.h"
-
-void refuse_add(struct refusals *r, const char *fmt, ...)
-{
-	size_t room = sizeof(r->text) - r->len;
-	va_list ap;
-	int n;
-
-	if (room < 8)
-		return;
-	n = snprintf(r->text + r->len, room, "%s", r->n ? ", " : "");
-	va_start(ap, fmt);
-	n += vsnprintf(r->text + r->len + n, room - n, fmt, ap);
-	va_end(ap);
-	r->len = MIN(r->len + n, sizeof(r->text) - 1);
-	r->n++;
-}
 
 /* PID 1, or the init of a nested PID namespace (last NSpid value 1) but as a tree's root. */
 static void check_init(pid_t pid, const struct proc_tree *tree, struct refusals *r)

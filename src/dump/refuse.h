@@ -10,14 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-struct refusals {
-	char text[8000];
-	size_t len;
-	int n;
-};
+#include "ctx/refusals.h"
 
-/* Append one item ("fd 5 (eventfd)") to the list. */
-void refuse_add(struct refusals *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct dump_opts;
 struct tracker;
 /* 0, or fail() once with everything the target holds that cannot be dumped
@@ -28,8 +22,5 @@ int refuse_check_tree(const struct dump_opts *o);
 /* The same for what can change until one process is frozen: its children (a tree's
  * dump reads its tree again instead, treedump.c). */
 int refuse_check_frozen(pid_t pid);
-
-/* target.c: 0, or fail() when pid is no process memdump may trace. */
-int target_check(pid_t pid);
 
 #endif

@@ -23,7 +23,7 @@
 #include "log.h"
 #include "dump/dump.h"
 #include "dump/refuse.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 #include "proc.h"
 
 static bool same(pid_t a, pid_t b, int type)

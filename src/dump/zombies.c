@@ -14,7 +14,8 @@
 
 #include "common.h"
 #include "dump/dump.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
+#include "dump/zombies.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"

@@ -23,7 +23,7 @@
 
 #include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 
 static bool same_target(pid_t p, pid_t pid, struct kcmp_epoll_slot *slot)
 {

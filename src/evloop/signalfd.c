@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "evloop/evloop.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"

@@ -21,7 +21,7 @@
 
 #include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"

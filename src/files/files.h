@@ -1,72 +1,32 @@
 /*
- * Open files of the target: every file description gets an id in files.img;
- * fds (fdinfo-1.img), file mappings, the exe file, cwd and root refer to
- * them by id.
+ * The files kind: every fd of the target, recognised and handed to its kind
+ * (regular files, pipes, FIFOs, ttys, memfds here; the event-loop fds,
+ * sockets, message queues in their folders), and files.img, fdinfo-1.img
+ * written. The file descriptions themselves are in ctx/file_desc.h.
  */
 #ifndef MEMDUMP_FILES_H
 #define MEMDUMP_FILES_H
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <stddef.h>
 #include <sys/stat.h>
-#include <sys/types.h>
 
-#include "evloop/evloop.h"
+#include "ctx/file_desc.h"
 
 struct dump_ctx;
 struct file_set;
+struct fd_policy;
 
-enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET, FK_MQUEUE };
-
-struct sk_state;
-struct tty_state;
-
-struct file_desc {
-	int id;
-	enum file_kind kind;
-	char *path;		/* REG, FIFO, TTY; MQUEUE: the queue's name */
-	uint32_t flags;		/* open flags */
-	uint64_t pos;
-	struct stat st;
-	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
-	int fifo_reg_id;	/* FIFO: REG entry with its path */
-	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
-	struct sk_state *sk;	/* SOCKET (sockets.h) */
-	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
-	union {			/* the event-loop kinds (evloop.h) */
-		struct eventfd_state efd;
-		struct timerfd_state tfd;
-		uint64_t sigmask;
-		struct epoll_state ep;
-		struct inotify_state ify;
-	};
-};
-
-struct fd_entry {
-	int fd;
-	int id;
-	bool cloexec;
-};
-
-struct fd_policy;	/* dump.h */
-
-/*
- * A REG entry for a path (deduplicated by device and inode); returns its id.
- * A deleted file's path ends in " (deleted)": its content is read through
- * src (a /proc link to it) into a ghost.
- */
-int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
-		   const char *src);
 /* Every fd of the target; unsupported kinds are refused by name. */
 int collect_fds(struct dump_ctx *d);
+
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
 bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		    char *why, size_t len);
+
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
-int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
+
 void files_free(struct file_set *fs);
 
 #endif

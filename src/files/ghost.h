@@ -30,14 +30,6 @@ struct ghost_set {
 	int nr;
 };
 
-/* A /proc link or maps name ending in " (deleted)" (memfds excluded). */
-bool ghost_is_deleted(const char *name);
-/*
- * Why the deleted file name (" (deleted)" at its end) cannot be a ghost: its
- * kind, a size above limit, a directory that is gone too; in why. Else false.
- */
-bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
-		       size_t len);
 /*
  * f (a REG or the path entry of a FIFO, its path still with " (deleted)")
  * becomes a deleted file: the suffix is dropped and its inode's ghost, read

@@ -24,7 +24,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "files/files.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 #include "files/tty.h"
 #include "image/image.h"
 #include "log.h"

@@ -26,7 +26,6 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "dump/refuse.h"
 #include "mem/track.h"
 #include "infect/infect.h"
 #include "kernel_uapi.h"

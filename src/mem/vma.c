@@ -17,7 +17,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "mem/snapshot.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "log.h"
 #include "proc.h"
 #include "mem/shmem.h"

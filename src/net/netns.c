@@ -40,7 +40,7 @@
 
 #include "ctx/dump_ctx.h"
 #include "net/netns.h"
-#include "dump/refuse.h"
+#include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"
 #include "nsswitch.h"

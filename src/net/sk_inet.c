@@ -17,7 +17,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "net/sockets.h"
 #include "image/image.h"
 #include "kernel_uapi.h"

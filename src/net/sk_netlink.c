@@ -25,7 +25,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "net/sockets.h"
 #include "image/image.h"
 #include "log.h"

@@ -18,10 +18,10 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "files/files.h"
-#include "dump/refuse.h"
+#include "ctx/file_desc.h"
+#include "ctx/refusals.h"
 #include "net/sockets.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 #include "image/image.h"
 #include "log.h"
 #include "netlock.h"

@@ -19,7 +19,7 @@
 #include <netinet/tcp.h>
 
 #include "ctx/dump_ctx.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "net/sockets.h"
 #include "image/image.h"
 #include "log.h"

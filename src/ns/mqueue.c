@@ -29,9 +29,9 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "ns/mqueue.h"
-#include "dump/refuse.h"
+#include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"
 #include "nsswitch.h"

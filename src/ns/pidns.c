@@ -17,8 +17,8 @@
 
 #include "common.h"
 #include "ns/pidns.h"
-#include "dump/refuse.h"
-#include "dump/tree.h"
+#include "ctx/refusals.h"
+#include "ctx/proc_tree.h"
 #include "proc.h"
 
 /* The values of a status line (NSpid, NSpgid, NSsid) of a thread: count, or <0. */

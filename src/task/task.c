@@ -17,7 +17,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "infect/infect.h"
-#include "files/files.h"
+#include "ctx/file_desc.h"
 #include "log.h"
 #include "task/task.h"
 

@@ -2,8 +2,8 @@
  * The process tree under a dump's target: the target and every descendant,
  * read from /proc/PID/task/TID/children until two passes agree.
  */
-#ifndef MEMDUMP_TREE_H
-#define MEMDUMP_TREE_H
+#ifndef MEMDUMP_PROC_TREE_H
+#define MEMDUMP_PROC_TREE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,19 +54,3 @@ bool tree_same(const struct proc_tree *a, const struct proc_tree *b);
 bool tree_live_below(pid_t pid, struct proc_tree *t);
 
 #endif
-
-/*
- * zombies.c: zombie children of the target, dumped as CRIU does (a pstree
- * entry and a core with TASK_DEAD and the exit code) and recreated by the
- * restored process, which never reaps them.
- */
-struct dump_ctx;
-struct image;
-struct refusals;
-/* Why zombie z, a child of root, cannot be recreated, into why; false: it can. */
-bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
-		    size_t len);
-/* Once frozen: the target's zombie children into d. */
-int collect_zombies(struct dump_ctx *d);
-/* Their pstree entries into the open pstree.img, and their core images. */
-int write_zombies(struct dump_ctx *d, struct image *pstree);

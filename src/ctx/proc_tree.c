@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 #include "proc.h"
 
 /* Field 52 of /proc/PID/stat: the wait status a zombie holds. */

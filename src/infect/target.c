@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
-#include "dump/refuse.h"
+#include "infect/infect.h"
 #include "log.h"
 #include "proc.h"
 

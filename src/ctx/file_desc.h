@@ -1,0 +1,76 @@
+/*
+ * The open file descriptions of the dump context (dump_ctx.files): every
+ * one gets an id in files.img; fds (fdinfo-1.img), file mappings, the exe
+ * file, cwd and root refer to them by id. Any kind of state that meets a
+ * file registers it here (defined in files/: files.c, ghost.c); files/files.h
+ * has what the pipeline calls of the files kind.
+ */
+#ifndef MEMDUMP_FILE_DESC_H
+#define MEMDUMP_FILE_DESC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "evloop/evloop.h"
+
+struct dump_ctx;
+struct file_set;
+
+enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET, FK_MQUEUE };
+
+struct sk_state;
+struct tty_state;
+
+struct file_desc {
+	int id;
+	enum file_kind kind;
+	char *path;		/* REG, FIFO, TTY; MQUEUE: the queue's name */
+	uint32_t flags;		/* open flags */
+	uint64_t pos;
+	struct stat st;
+	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
+	int fifo_reg_id;	/* FIFO: REG entry with its path */
+	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
+	struct sk_state *sk;	/* SOCKET (sockets.h) */
+	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
+	union {			/* the event-loop kinds (evloop.h) */
+		struct eventfd_state efd;
+		struct timerfd_state tfd;
+		uint64_t sigmask;
+		struct epoll_state ep;
+		struct inotify_state ify;
+	};
+};
+
+struct fd_entry {
+	int fd;
+	int id;
+	bool cloexec;
+};
+
+struct fd_policy;	/* dump.h */
+
+/*
+ * A REG entry for a path (deduplicated by device and inode); returns its id.
+ * A deleted file's path ends in " (deleted)": its content is read through
+ * src (a /proc link to it) into a ghost.
+ */
+int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
+		   const char *src);
+int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
+
+/* files/ghost.c: deleted files */
+/* A /proc link or maps name ending in " (deleted)" (memfds excluded). */
+bool ghost_is_deleted(const char *name);
+/*
+ * Why the deleted file name (" (deleted)" at its end) cannot be a ghost: its
+ * kind, a size above limit, a directory that is gone too; in why. Else false.
+ */
+bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
+		       size_t len);
+
+#endif

@@ -1,0 +1,25 @@
+#ifndef MEMDUMP_ZOMBIES_H
+#define MEMDUMP_ZOMBIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ctx/proc_tree.h"
+
+/*
+ * zombies.c: zombie children of the target, dumped as CRIU does (a pstree
+ * entry and a core with TASK_DEAD and the exit code) and recreated by the
+ * restored process, which never reaps them.
+ */
+struct dump_ctx;
+struct image;
+struct refusals;
+/* Why zombie z, a child of root, cannot be recreated, into why; false: it can. */
+bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
+		    size_t len);
+/* Once frozen: the target's zombie children into d. */
+int collect_zombies(struct dump_ctx *d);
+/* Their pstree entries into the open pstree.img, and their core images. */
+int write_zombies(struct dump_ctx *d, struct image *pstree);
+
+#endif
