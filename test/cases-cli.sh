@@ -68,3 +68,28 @@ add cli-version case_cli_version
 add cli-subcommand-help case_cli_subcommand_help
 add cli-common-first case_cli_common_first
 add cli-usage-errors case_cli_usage_errors
+
+# check --fd-kinds: one line per kind of open file, from the table the dump,
+# restore and show use (src/files/fd_kinds.c), each naming its files.img type.
+case_cli_fd_kinds() {
+	cli_run fd-kinds check --fd-kinds
+	(( CLI_RC == 0 )) || fail "check --fd-kinds exit $CLI_RC"
+	local k
+	for k in 'regular file +REG' 'pipe +PIPE' 'eventfd +EVENTFD' 'epoll set +EVENTPOLL' \
+		 'UNIX socket +UNIXSK' 'POSIX message queue +UND'; do
+		grep -qE "^$k " "$CLI_OUT" || fail "check --fd-kinds has no line '$k': $(cat "$CLI_OUT")"
+	done
+}
+
+# The image set of one process: crit x DIR ps lists it (pstree.img's root has ppid 0,
+# as CRIU writes it; crit builds its tree from that).
+case_cli_crit_ps() {
+	command -v crit > /dev/null || fail "crit not installed (scripts/install-deps installs criu)"
+	start_prog t-sleeper
+	dump "$PID" "$T/d" --leave-running
+	crit x "$T/d" ps > "$T/ps.out" 2> "$T/ps.err" || fail "crit x ps: $(tail -n1 "$T/ps.err")"
+	grep -qE "^ +$PID +" "$T/ps.out" || fail "crit x ps does not list $PID: $(cat "$T/ps.out")"
+	kill "$PID"
+}
+add cli-fd-kinds case_cli_fd_kinds
+add cli-crit-ps case_cli_crit_ps

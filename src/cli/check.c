@@ -31,6 +31,7 @@
 #include "log.h"
 #include "proc.h"
 #include "cli/options.h"
+#include "files/fd_kinds.h"
 
 #ifndef CAP_CHECKPOINT_RESTORE
 #define CAP_CHECKPOINT_RESTORE	40
@@ -593,7 +594,11 @@ int check_features(FILE *out)
 	return 0;
 }
 
-int cmd_check(const struct options *o __attribute__((unused)))
+int cmd_check(const struct options *o)
 {
+	if (o->fd_kinds) {
+		fd_kinds_print(stdout);
+		return 0;
+	}
 	return check_features(stdout);
 }

@@ -68,7 +68,8 @@ static const char usage[] =
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
-	"  check                     kernel features and capabilities memdump needs\n"
+	"  check [--fd-kinds]        kernel features and capabilities memdump needs;\n"
+	"                            --fd-kinds: the kinds of open file it dumps\n"
 	"  swrk FD                   serve CRIU's RPC on the SOCK_SEQPACKET socket FD\n"
 	"                            (also when run as 'criu', for runc --criu)\n"
 	"\n"
@@ -322,7 +323,7 @@ static int parse_size(const char *s, uint64_t *out)
 
 static int parse_options(struct options *opts, int argc, char **argv)
 {
-	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_LOGFILE,
+	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_FD_KINDS, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
@@ -354,6 +355,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "fd-kinds", no_argument, NULL, OPT_FD_KINDS },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "action-script", required_argument, NULL, OPT_ACTION_SCRIPT },
@@ -459,6 +461,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 				return bad_usage("--external wants veth[IN]:OUT[@BRIDGE] (at most 8), "
 						 "mnt[KEY]:VALUE (at most 64), net[INO]:KEY (one) "
 						 "or tty[RDEV:DEV] (one), not '%s'", optarg);
+			break;
+		case OPT_FD_KINDS:
+			opts->fd_kinds = true;
 			break;
 		case OPT_JSON:
 			opts->json = true;

@@ -51,6 +51,7 @@ struct options {
 	const char *root;		/* restore --root */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */
+	bool fd_kinds;			/* check --fd-kinds */
 	bool progress;			/* progress bar (default: when stderr is a tty) */
 	int verbosity;			/* -v */
 	const char *log_file;		/* --log-file */

@@ -12,10 +12,9 @@
 #include "image/dumpset.h"
 #include "log.h"
 #include "cli/options.h"
-#include "evloop/evloop_show.h"
+#include "files/fd_kinds.h"
 #include "ns/ns_show.h"
 #include "files/tty_show.h"
-#include "net/sockets_show.h"
 #include "vma_status.h"
 
 /* One VMA, one fd, as both printers need them. */
@@ -120,55 +119,21 @@ static const char *fd_type_name(int type)
 	return v ? v->name : "?";
 }
 
-/* Path, flags and position of the open file behind one fd. */
+/* Path, flags and position of the open file behind one fd (its kind's show). */
 static void fd_file(const struct dumpset *ds, const FileEntry *fe, bool cloexec,
 		    struct fd_row *r)
 {
-	uint32_t flags = 0;
+	const struct fd_kind *k = fd_kind_of_entry(fe);
+	struct fd_show s = { .path = "" };
 
-	if (fe->type == FD_TYPES__REG && fe->reg && dumpset_remap(ds, fe->id)) {
-		snprintf(r->path, sizeof(r->path), "%s (deleted, %" PRIu64 " bytes saved)",
-			 fe->reg->name, fe->reg->size);
-		flags = fe->reg->flags;
-		r->pos = fe->reg->pos;
-		r->has_pos = true;
-	} else if (fe->type == FD_TYPES__REG && fe->reg) {
-		snprintf(r->path, sizeof(r->path), "%s", fe->reg->name);
-		flags = fe->reg->flags;
-		r->pos = fe->reg->pos;
-		r->has_pos = true;
-	} else if (fe->type == FD_TYPES__PIPE && fe->pipe) {
-		snprintf(r->path, sizeof(r->path), "pipe:[%u]", fe->pipe->pipe_id);
-		flags = fe->pipe->flags;
-	} else if (fe->type == FD_TYPES__FIFO && fe->fifo) {
-		const FileEntry *reg = fe->fifo->has_regf_id ?
-			dumpset_file(ds, fe->fifo->regf_id) : NULL;
-		const char *p = dumpset_file_path(reg);
-
-		snprintf(r->path, sizeof(r->path), "%s%s (fifo:[%u])", p ? p : "?",
-			 reg && dumpset_remap(ds, reg->id) ? " (deleted)" : "", fe->fifo->pipe_id);
-		if (reg && reg->reg)
-			flags = reg->reg->flags;
-	} else if (fe->type == FD_TYPES__MEMFD && fe->memfd) {
-		const MemfdInodeEntry *m = dumpset_memfd(ds, fe->memfd->inode_id);
-
-		snprintf(r->path, sizeof(r->path), "memfd:%s (shmem %u)", m ? m->name : "?",
-			 fe->memfd->inode_id);
-		flags = fe->memfd->flags;
-		r->pos = fe->memfd->pos;
-		r->has_pos = true;
-	} else if (fe->type == FD_TYPES__TTY && fe->tty) {
-		snprintf(r->path, sizeof(r->path), "%s%s", fe->tty->name ? fe->tty->name : "tty",
-			 !fe->tty->tty_info_id ? " (the job's terminal)" :
-			 fe->tty->tty_info_id % 2 ? " (pty slave)" : " (pty master)");
-		flags = fe->tty->flags;
-	} else if (fe->type == FD_TYPES__UND && fe->mqf) {
-		snprintf(r->path, sizeof(r->path), "/%s (POSIX message queue)", fe->mqf->name);
-		flags = fe->mqf->flags;
-	} else if (!show_socket(fe, r->path, sizeof(r->path), &flags)) {
-		show_evloop(fe, r->path, sizeof(r->path), &flags);
-	}
-	open_flags_str(flags, cloexec, r->flags, sizeof(r->flags));
+	if (k)
+		k->show(ds, fe, &s);
+	else
+		snprintf(s.path, sizeof(s.path), "(file %u: a kind memdump does not know)", fe->id);
+	snprintf(r->path, sizeof(r->path), "%s", s.path);
+	r->pos = s.pos;
+	r->has_pos = s.has_pos;
+	open_flags_str(s.flags, cloexec, r->flags, sizeof(r->flags));
 }
 
 static void fd_row(const struct dumpset *ds, const FdinfoEntry *fi, struct fd_row *r)

@@ -369,6 +369,15 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id);
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
+/* The files kind's own, for the table of fd kinds (files/fd_kinds.c): checked before
+ * anything starts; opened in memdump (d->fd; a pipe: every description at once). */
+int reg_check(struct rst *r, const FileEntry *fe);
+int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int fifo_check(struct rst *r, const FileEntry *fe);
+int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int term_check(struct rst *r, const FileEntry *fe);
+int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 
 /*
  * tty.c: a pty end (tty_info_id set): its pair opened at its index with

@@ -541,7 +541,9 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 		return -ENOMEM;
 	}
 	pe.pid = d->pid;
-	pe.ppid = ts->stat.ppid;
+	/* the dump's root has no parent in the set: 0, as CRIU writes (crit x ps builds on
+	 * it); a member of a tree (its subset) names its parent in the tree */
+	pe.ppid = !d->tree || d->tree->procs[0].pid == d->pid ? 0 : ts->stat.ppid;
 	pe.pgid = ts->stat.pgid;
 	pe.sid = ts->stat.sid;
 	for (int i = 0; i < d->nr_threads; i++)

@@ -19,7 +19,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "evloop/evloop.h"
+#include "files/fd_kinds.h"
 #include "files/files.h"
 #include "files/ghost.h"
 #include "ns/mqueue.h"
@@ -134,22 +134,7 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
-/* The event-loop kind an anonymous-inode fd's link names, or -1. */
-static int evloop_kind(const char *link)
-{
-	static const struct { const char *link; enum file_kind kind; } kinds[] = {
-		{ "anon_inode:[eventfd]", FK_EVENTFD }, { "anon_inode:[timerfd]", FK_TIMERFD },
-		{ "anon_inode:[signalfd]", FK_SIGNALFD }, { "anon_inode:[eventpoll]", FK_EPOLL },
-		{ "anon_inode:inotify", FK_INOTIFY },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++)
-		if (!strcmp(link, kinds[i].link))
-			return kinds[i].kind;
-	return -1;
-}
-
-/* What an anonymous-inode file memdump cannot dump is, or NULL. */
+/* What an anonymous-inode file of no kind in the table (fd_kinds.c) is. */
 static const char *anon_unsupported(const char *link)
 {
 	static const struct { const char *link, *what; } names[] = {
@@ -161,8 +146,6 @@ static const char *anon_unsupported(const char *link)
 		{ "anon_inode:[perf_event]", "a perf event" },
 	};
 
-	if (evloop_kind(link) >= 0)
-		return NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strncmp(link, names[i].link, strlen(names[i].link)))
 			return names[i].what;
@@ -232,13 +215,10 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	pid_t pid = p->pid;
 	const char *w = NULL;
 	char buf[256];
+	const struct fd_kind *k = fd_kind_of_fd(pid, fd, link, st);
 
-	if (S_ISSOCK(st->st_mode))
-		return false;	/* sockets.c decides */
-	if (evloop_kind(link) == FK_EPOLL)
-		return epoll_target_gone(p->tree, pid, fd, why, len);
-	if (evloop_kind(link) == FK_INOTIFY)
-		return inotify_unsupported(pid, fd, why, len);
+	if (k)		/* a kind with a home of its own; sockets: net/sockets.c decides */
+		return k->unsupported && k->unsupported(p, fd, link, st, why, len);
 	if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
@@ -248,8 +228,6 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
 					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
 		w = "a block device or unknown file";
-	else if (mqueue_is_fd(pid, fd))
-		w = mqueue_unsupported(pid, link, st);
 	else if ((w = special_fs(pid, fd)))
 		;
 	else if (S_ISREG(st->st_mode) && !strcmp(link, "/dev/zero (deleted)"))
@@ -269,80 +247,35 @@ static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
 		    pid, fd, link, what);
 }
 
-/* An eventfd, timerfd, signalfd or epoll set: its state from fdinfo. */
-static int describe_evloop(struct dump_ctx *d, int fd, enum file_kind kind, uint32_t flags)
+/* An fd of a kind with a home of its own (evloop/, net/, ns/: fd_kinds.c). */
+static int describe_kind(struct dump_ctx *d, const struct fd_kind *k, int fd, const char *link,
+			 const struct stat *st, uint32_t flags)
 {
-	struct file_desc *f = new_desc(&d->files, kind);
-	int ret = -EINVAL;
-
-	if (!f)
-		return -ENOMEM;
-	f->flags = flags & ~O_CLOEXEC;
-	switch (kind) {
-	case FK_EVENTFD:
-		ret = eventfd_collect(d->pid, fd, &f->efd);
-		break;
-	case FK_TIMERFD:
-		ret = timerfd_collect(d, fd, &f->tfd);
-		break;
-	case FK_SIGNALFD:
-		ret = signalfd_collect(d->pid, fd, &f->sigmask);
-		break;
-	case FK_EPOLL:
-		ret = epoll_collect(d, fd, &f->ep);
-		break;
-	case FK_INOTIFY:
-		ret = inotify_collect(d, fd, &f->ify);
-		break;
-	default:
-		break;
-	}
-	return ret ? ret : f->id;
-}
-
-static int describe_socket(struct dump_ctx *d, int fd, const struct stat *st, uint32_t flags)
-{
-	struct file_desc *f = new_desc(&d->files, FK_SOCKET);
+	struct file_desc *f = new_desc(&d->files, k->kind);
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
 	f->st = *st;
 	f->flags = flags & ~O_CLOEXEC;
-	ret = sockets_collect(d, fd, f);
+	ret = k->collect(d, fd, link, f);
 	return ret ? ret : f->id;
-}
-
-/* An fd on a POSIX message queue of the process's IPC namespace (mqueue.c checked it). */
-static int describe_mqueue(struct dump_ctx *d, const char *link, const struct stat *st,
-			   uint32_t flags)
-{
-	struct file_desc *f = new_desc(&d->files, FK_MQUEUE);
-
-	if (!f)
-		return -ENOMEM;
-	f->st = *st;
-	f->flags = flags & (O_ACCMODE | O_NONBLOCK);
-	f->path = strdup(link + 1);
-	return f->path ? f->id : -ENOMEM;
 }
 
 static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
 		       uint32_t flags, uint64_t pos)
 {
 	struct file_set *fs = &d->files;
+	const struct fd_kind *k;
 	struct file_desc *f;
 	enum file_kind kind;
 	char why[512], proc[64];
 
 	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
-	if (evloop_kind(link) >= 0)
-		return describe_evloop(d, fd, evloop_kind(link), flags);
-	if (S_ISSOCK(st->st_mode))
-		return describe_socket(d, fd, st, flags);
-	if (mqueue_is_fd(d->pid, fd))
-		return describe_mqueue(d, link, st, flags);
+	k = fd_kind_of_fd(d->pid, fd, link, st);
+	if (k)
+		return describe_kind(d, k, fd, link, st, flags);
 	if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
@@ -479,7 +412,6 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	FifoEntry fifo = FIFO_ENTRY__INIT;
 	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
 	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
-	MqueueFileEntry mqf = MQUEUE_FILE_ENTRY__INIT;
 
 	fe.id = f->id;
 	switch (f->kind) {
@@ -522,43 +454,18 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		memfd.inode_id = f->pipe_id;
 		fe.memfd = &memfd;
 		break;
-	case FK_MQUEUE:
-		fe.type = FD_TYPES__UND;	/* CRIU has no type for it */
-		mqf.id = f->id;
-		mqf.name = f->path;
-		mqf.flags = f->flags;
-		fe.mqf = &mqf;
-		break;
-	case FK_EVENTFD:
-		return eventfd_write(img, f);
-	case FK_TIMERFD:
-		return timerfd_write(img, f);
-	case FK_SIGNALFD:
-		return signalfd_write(img, f);
-	case FK_EPOLL:
-		return epoll_write(img, f);
-	case FK_INOTIFY:
-		return inotify_write(img, f);
-	case FK_SOCKET:
-		return sockets_write(f, img);
+	default:	/* a kind with a home of its own */
+		return fd_kind_of_desc(f)->write(img, f);
 	}
 	return img_write_msg(img, &fe.base);
 }
 
+/* fdinfo's type: the kind's files.img type (a socket's by its family). */
 static FdTypes fd_type(const struct file_desc *f)
 {
-	static const FdTypes t[] = { [FK_REG] = FD_TYPES__REG, [FK_PIPE] = FD_TYPES__PIPE,
-				     [FK_FIFO] = FD_TYPES__FIFO, [FK_TTY] = FD_TYPES__TTY,
-				     [FK_MEMFD] = FD_TYPES__MEMFD, [FK_EVENTFD] = FD_TYPES__EVENTFD,
-				     [FK_TIMERFD] = FD_TYPES__TIMERFD,
-				     [FK_SIGNALFD] = FD_TYPES__SIGNALFD,
-				     [FK_EPOLL] = FD_TYPES__EVENTPOLL,
-				     [FK_INOTIFY] = FD_TYPES__INOTIFY,
-				     [FK_MQUEUE] = FD_TYPES__UND };
-
 	if (f->kind == FK_SOCKET)
 		return sockets_fd_type(f);
-	return t[f->kind];
+	return fd_kind_of_desc(f)->type;
 }
 
 /* Copy a pipe's unread bytes without consuming them: tee, then splice. */

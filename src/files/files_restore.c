@@ -22,7 +22,9 @@
 #include "common.h"
 #include "image/image.h"
 #include "log.h"
+#include "vma_status.h"
 #include "ctx/restore_ctx.h"
+#include "files/fd_kinds.h"
 
 #ifndef F_SETPIPE_SZ
 #define F_SETPIPE_SZ	1031
@@ -51,6 +53,108 @@ static int reopen_flags(uint32_t flags)
 	if (flags & __O_TMPFILE)
 		flags &= ~(__O_TMPFILE | O_DIRECTORY);
 	return (int)(flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC));
+}
+
+/*
+ * How strictly a file must match the dump: CHECK_CONTENT for files memory
+ * comes from (private mappings and the exe: their clean pages are not in the
+ * image), CHECK_SIZE for files open as fds (their data may have changed, a
+ * log truncated back to its size, as CRIU allows) and for files mapped
+ * shared: the file is the memory, its content legitimately changes between
+ * two restores of the same images (other processes share it), but a file cut
+ * shorter would make the process die of SIGBUS on its first access to the
+ * pages past the new end, and one grown makes pages that faulted readable.
+ * CHECK_INODE for the cwd and root.
+ */
+enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
+
+/*
+ * A file must be the one dumped: same inode, type and size. Its mtime must
+ * match too when memory comes from it (file mappings, the exe): their pages
+ * that were not written are not in the image. Files only open as fds may
+ * have been touched (a log truncated back to its size), like CRIU allows.
+ */
+static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int level)
+{
+	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (stat(rst_path(r, re->name, buf, sizeof(buf)), &st))
+		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
+	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
+	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) &&
+	    (st.st_dev != re->dev || st.st_ino != re->ino))
+		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
+			    re->name);
+	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))
+		return fail(-ESTALE, "%s %s changed type since the dump", why, re->name);
+	if (S_ISREG(st.st_mode)) {
+		uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+
+		if (level >= CHECK_SIZE && re->has_size && (uint64_t)st.st_size != re->size)
+			return fail(-ESTALE, "%s %s changed since the dump (size %lld, was %" PRIu64 ")",
+				    why, re->name, (long long)st.st_size, re->size);
+		if (level >= CHECK_CONTENT && re->has_mtime_ns && mt != re->mtime_ns)
+			return fail(-ESTALE, "%s %s changed since the dump (modified)", why, re->name);
+	}
+	if (S_ISCHR(st.st_mode) && re->has_rdev && st.st_rdev != re->rdev)
+		return fail(-ESTALE, "%s %s is another device than at dump time", why, re->name);
+	return 0;
+}
+
+static int check_level(struct rst *r, uint32_t id)
+{
+	const MmEntry *mm = r->ds.mm;
+	int level = CHECK_INODE;
+
+	if (mm->exe_file_id == id)
+		return CHECK_CONTENT;
+	for (size_t i = 0; i < mm->n_vmas; i++)
+		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && !vma_shm_private(mm->vmas[i]) &&
+		    mm->vmas[i]->shmid == id)
+			return CHECK_CONTENT;
+	for (size_t i = 0; i < r->ds.nr_fds; i++)
+		if (r->ds.fds[i]->id == id)
+			level = CHECK_SIZE;
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		if (fe->type == FD_TYPES__FIFO && fe->fifo && fe->fifo->regf_id == id)
+			level = CHECK_SIZE;
+	}
+	if (r->ds.fs && (r->ds.fs->cwd_id == id || r->ds.fs->root_id == id))
+		level = MAX(level, CHECK_INODE);
+	for (size_t i = 0; i < mm->n_vmas; i++)
+		if ((mm->vmas[i]->status & VMA_FILE_SHARED) && mm->vmas[i]->shmid == id)
+			return CHECK_SIZE;
+	return level;
+}
+
+/* A regular file (not deleted: a ghost is recreated from its image) must be the one dumped. */
+int reg_check(struct rst *r, const FileEntry *fe)
+{
+	if (dumpset_remap(&r->ds, fe->id))
+		return 0;	/* deleted: recreated from its ghost (ghost.c) */
+	return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
+}
+
+int fifo_check(struct rst *r, const FileEntry *fe)
+{
+	return rst_reg_path(r, fe->fifo->regf_id) ? 0 :
+	       fail(-EIO, "files.img: FIFO %u names no path", fe->id);
+}
+
+/* The job's terminal (no pty pair of the process: tty.c checks those). */
+int term_check(struct rst *r, const FileEntry *fe)
+{
+	if (fe->tty->tty_info_id)
+		return tty_check(r, fe);	/* a pty pair of the process */
+	if (!r->o->shell_job)
+		return fail(-EOPNOTSUPP, "the process had its terminal (%s) open: restore "
+			    "with --shell-job to give it memdump's", fe->tty->name ?
+			    fe->tty->name : "?");
+	return 0;
 }
 
 static int open_reg(struct rst *r, const RegFileEntry *re)
@@ -369,7 +473,7 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 	return ret;
 }
 
-static int open_fifo(struct rst *r, const FileEntry *fe, struct rdesc *d)
+int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
 	char buf[PATH_MAX];
 	const char *path = rst_path(r, rst_reg_path(r, fe->fifo->regf_id), buf, sizeof(buf));
@@ -415,56 +519,34 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return 0;
 }
 
-/* One open file description (a pipe: all of its descriptions at once). */
+int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	d->fd = open_reg(r, fe->reg);
+	return d->fd < 0 ? d->fd : 0;
+}
+
+/* Every description of the pipe at once. */
+int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	(void)d;
+	return open_pipe(r, fe->pipe->pipe_id);
+}
+
+/* A pty end of the process (tty.c), or the job's terminal: memdump's. */
+int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	return fe->tty->tty_info_id ? tty_open(r, fe, d) : open_tty(r, fe, d);
+}
+
+/* One open file description, by its kind (files/fd_kinds.c). */
 static int open_desc(struct rst *r, struct rdesc *d)
 {
 	const FileEntry *fe = rst_file(r, d->id);
+	const struct fd_kind *k = fe ? fd_kind_of_entry(fe) : NULL;
 
-	switch (fe->type) {
-	case FD_TYPES__REG:
-		d->fd = open_reg(r, fe->reg);
-		return d->fd < 0 ? d->fd : 0;
-	case FD_TYPES__PIPE:
-		return open_pipe(r, fe->pipe->pipe_id);
-	case FD_TYPES__FIFO:
-		return open_fifo(r, fe, d);
-	case FD_TYPES__TTY:
-		return fe->tty->tty_info_id ? tty_open(r, fe, d) : open_tty(r, fe, d);
-	case FD_TYPES__MEMFD:
-		d->fd = shm_open_memfd(r, fe);
-		break;
-	case FD_TYPES__EVENTFD:
-		d->fd = eventfd_open(fe->efd);
-		break;
-	case FD_TYPES__SIGNALFD:
-		d->fd = signalfd_open(fe->sgfd);
-		break;
-	case FD_TYPES__TIMERFD:
-		d->fd = timerfd_open(r, fe->tfd);
-		break;
-	case FD_TYPES__EVENTPOLL:
-		d->fd = epoll_open(fe->epfd);
-		break;
-	case FD_TYPES__INOTIFY:
-		d->fd = inotify_open(fe->ify);
-		break;
-	case FD_TYPES__UNIXSK:
-		return sk_unix_open_all(r);	/* every one at once */
-	case FD_TYPES__INETSK:
-		d->fd = sk_inet_open(r, fe->isk);
-		break;
-	case FD_TYPES__NETLINKSK:
-		d->fd = sk_netlink_open(fe->nlsk);
-		break;
-	case FD_TYPES__UND:
-		if (!fe->mqf)
-			return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
-		d->fd = mqueue_open(fe->mqf);
-		break;
-	default:
-		return fail(-EOPNOTSUPP, "file %u: unsupported type", fe->id);
-	}
-	return d->fd < 0 ? d->fd : 0;
+	if (!k)
+		return fail(-EOPNOTSUPP, "file %u: unsupported type", d->id);
+	return k->open(r, fe, d);
 }
 
 int open_fds(struct rst *r)

@@ -18,6 +18,7 @@
 #include "common.h"
 #include "log.h"
 #include "proc.h"
+#include "files/fd_kinds.h"
 #include "image/rstcheck.h"
 #include "restore/restore.h"
 #include "vma_status.h"
@@ -27,54 +28,6 @@ static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
 	snprintf(buf, len, "VMA %#" PRIx64 "-%#" PRIx64 " (%s)", v->start, v->end,
 		 v->name && v->name[0] ? v->name : "anonymous");
 	return buf;
-}
-
-/*
- * How strictly a file must match the dump: CHECK_CONTENT for files memory
- * comes from (private mappings and the exe: their clean pages are not in the
- * image), CHECK_SIZE for files open as fds (their data may have changed, a
- * log truncated back to its size, as CRIU allows) and for files mapped
- * shared: the file is the memory, its content legitimately changes between
- * two restores of the same images (other processes share it), but a file cut
- * shorter would make the process die of SIGBUS on its first access to the
- * pages past the new end, and one grown makes pages that faulted readable.
- * CHECK_INODE for the cwd and root.
- */
-enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
-
-/*
- * A file must be the one dumped: same inode, type and size. Its mtime must
- * match too when memory comes from it (file mappings, the exe): their pages
- * that were not written are not in the image. Files only open as fds may
- * have been touched (a log truncated back to its size), like CRIU allows.
- */
-static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int level)
-{
-	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
-	char buf[PATH_MAX];
-	struct stat st;
-
-	if (stat(rst_path(r, re->name, buf, sizeof(buf)), &st))
-		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
-	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
-	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) &&
-	    (st.st_dev != re->dev || st.st_ino != re->ino))
-		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
-			    re->name);
-	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))
-		return fail(-ESTALE, "%s %s changed type since the dump", why, re->name);
-	if (S_ISREG(st.st_mode)) {
-		uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
-
-		if (level >= CHECK_SIZE && re->has_size && (uint64_t)st.st_size != re->size)
-			return fail(-ESTALE, "%s %s changed since the dump (size %lld, was %" PRIu64 ")",
-				    why, re->name, (long long)st.st_size, re->size);
-		if (level >= CHECK_CONTENT && re->has_mtime_ns && mt != re->mtime_ns)
-			return fail(-ESTALE, "%s %s changed since the dump (modified)", why, re->name);
-	}
-	if (S_ISCHR(st.st_mode) && re->has_rdev && st.st_rdev != re->rdev)
-		return fail(-ESTALE, "%s %s is another device than at dump time", why, re->name);
-	return 0;
 }
 
 #define ZOMBIE_WAIT_MS	5000
@@ -354,100 +307,15 @@ static int check_memory(struct rst *r)
 	return check_vdso(r);
 }
 
-static int check_level(struct rst *r, uint32_t id)
-{
-	const MmEntry *mm = r->ds.mm;
-	int level = CHECK_INODE;
-
-	if (mm->exe_file_id == id)
-		return CHECK_CONTENT;
-	for (size_t i = 0; i < mm->n_vmas; i++)
-		if ((mm->vmas[i]->status & VMA_FILE_PRIVATE) && !vma_shm_private(mm->vmas[i]) &&
-		    mm->vmas[i]->shmid == id)
-			return CHECK_CONTENT;
-	for (size_t i = 0; i < r->ds.nr_fds; i++)
-		if (r->ds.fds[i]->id == id)
-			level = CHECK_SIZE;
-	for (size_t i = 0; i < r->ds.nr_files; i++) {
-		const FileEntry *fe = r->ds.files[i];
-
-		if (fe->type == FD_TYPES__FIFO && fe->fifo && fe->fifo->regf_id == id)
-			level = CHECK_SIZE;
-	}
-	if (r->ds.fs && (r->ds.fs->cwd_id == id || r->ds.fs->root_id == id))
-		level = MAX(level, CHECK_INODE);
-	for (size_t i = 0; i < mm->n_vmas; i++)
-		if ((mm->vmas[i]->status & VMA_FILE_SHARED) && mm->vmas[i]->shmid == id)
-			return CHECK_SIZE;
-	return level;
-}
-
+/* Every entry of files.img of a kind memdump restores, and what its kind checks. */
 static int check_file_entry(struct rst *r, const FileEntry *fe)
 {
-	switch (fe->type) {
-	case FD_TYPES__REG:
-		if (!fe->reg || !fe->reg->name || fe->reg->name[0] != '/')
-			return fail(-EIO, "files.img: file %u has no path", fe->id);
-		if (dumpset_remap(&r->ds, fe->id))
-			return 0;	/* deleted: recreated from its ghost (ghost.c) */
-		return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
-	case FD_TYPES__PIPE:
-		if (!fe->pipe)
-			return fail(-EIO, "files.img: pipe %u has no pipe entry", fe->id);
-		return 0;
-	case FD_TYPES__FIFO:
-		if (!fe->fifo || !fe->fifo->has_regf_id || !rst_reg_path(r, fe->fifo->regf_id))
-			return fail(-EIO, "files.img: FIFO %u names no path", fe->id);
-		return 0;
-	case FD_TYPES__TTY:
-		if (!fe->tty)
-			return fail(-EIO, "files.img: terminal %u has no tty entry", fe->id);
-		if (fe->tty->tty_info_id)
-			return tty_check(r, fe);	/* a pty pair of the process */
-		if (!r->o->shell_job)
-			return fail(-EOPNOTSUPP, "the process had its terminal (%s) open: restore "
-				    "with --shell-job to give it memdump's", fe->tty->name ?
-				    fe->tty->name : "?");
-		return 0;
-	case FD_TYPES__MEMFD:
-		if (!shm_of_memfd(r, fe->memfd))
-			return fail(-EIO, "files.img: memfd %u has no inode in memfd.img", fe->id);
-		return 0;
-	case FD_TYPES__EVENTFD:
-		return fe->efd ? 0 : fail(-EIO, "files.img: eventfd %u has no entry", fe->id);
-	case FD_TYPES__SIGNALFD:
-		return fe->sgfd ? 0 : fail(-EIO, "files.img: signalfd %u has no entry", fe->id);
-	case FD_TYPES__TIMERFD:
-		return fe->tfd ? 0 : fail(-EIO, "files.img: timerfd %u has no entry", fe->id);
-	case FD_TYPES__INOTIFY:
-		if (!fe->ify)
-			return fail(-EIO, "files.img: inotify %u has no entry", fe->id);
-		return inotify_check(fe->ify);
-	case FD_TYPES__UNIXSK:
-		if (!fe->usk || !fe->usk->opts)
-			return fail(-EIO, "files.img: UNIX socket %u has no entry", fe->id);
-		return 0;
-	case FD_TYPES__INETSK:
-		if (!fe->isk || !fe->isk->opts || (fe->isk->family != AF_INET &&
-						  fe->isk->family != AF_INET6))
-			return fail(-EIO, "files.img: inet socket %u has no entry", fe->id);
-		return 0;
-	case FD_TYPES__NETLINKSK:
-		if (!fe->nlsk || !fe->nlsk->opts)
-			return fail(-EIO, "files.img: netlink socket %u has no entry", fe->id);
-		return 0;
-	case FD_TYPES__UND:
-		if (fe->mqf)
-			return mqueue_check(r, fe->mqf);
-		return fail(-EOPNOTSUPP, "files.img: file %u has no type", fe->id);
-	case FD_TYPES__EVENTPOLL:
-		if (!fe->epfd)
-			return fail(-EIO, "files.img: epoll set %u has no entry", fe->id);
-		return epoll_check(&r->ds, fe->epfd);
-	default:
+	const struct fd_kind *k = fd_kind_of_entry(fe);
+
+	if (!k)
 		return fail(-EOPNOTSUPP, "files.img: file %u has a type (%d) restore does not "
-			    "support", fe->id, fe->type);
-	}
+			    "support, or no entry for it", fe->id, fe->type);
+	return k->check ? k->check(r, fe) : 0;
 }
 
 static int check_fdinfo(struct rst *r)
