@@ -234,3 +234,26 @@ case_real_tail() {
 		fail "tail's output is not every line once, in order"
 }
 add real-tail-f case_real_tail
+
+# pidfds (src/files/pidfd.c): of itself and of its child (opened again by the
+# restored process on the restored PIDs), of two processes that had exited
+# (made anew, sharing an inode as before); refused for a process outside the dump.
+case_pidfd_refuse_outside() {
+	python3 -c '
+import os, time
+fd = os.pidfd_open(os.getppid())
+print("READY", os.getpid(), os.getppid(), flush=True)
+time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/p.out" '^READY' "$OP_TIMEOUT" || fail "the pidfd program did not start"
+	local ppid; ppid=$(awk '/^READY/ {print $3}' "$T/p.out")
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "a pidfd of process $ppid, which is not dumped with it" "$MD_ERR" ||
+		fail "the error does not name the pidfd of process $ppid"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add evloop-pidfd case_evloop_rst t-pidfd 'pidfd.of.process.[0-9]+' 'pidfd.of.a.process.that.had.exited'
+add evloop-pidfd-lr case_evloop_lr t-pidfd
+add evloop-pidfd-refuse case_pidfd_refuse_outside

@@ -66,6 +66,7 @@ struct rfd {
 	int src;		/* memdump's fd with the open file description */
 	int target;		/* its number in the restored process */
 	bool cloexec;
+	const PidfdEntry *pidfd;	/* a pidfd of a process of the dump: the child opens it */
 };
 
 /* An open file description prepared for the target, by file id. */
@@ -157,7 +158,16 @@ struct rst_share {
 
 struct rst_tree;
 
+/* A pidfd of a process that had exited, made for one process of a tree (pidfd_restore.c):
+ * another process's pidfd of the same one (ino at dump time) is a copy of it. */
+struct dead_pidfd {
+	uint32_t ino;
+	int fd;
+};
+
 struct rst {
+	struct dead_pidfd *dead_pidfds;	/* the root's, for the whole tree */
+	size_t nr_dead_pidfds;
 	const struct restore_opts *o;
 	struct dumpset ds;
 	pid_t pid;
@@ -395,6 +405,13 @@ void tty_close_orphans(struct rst *r);
 /* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
  * first (kept for the slave of index N, whose master was outside), so that it exists. */
 int tty_make_bound_pts(struct rst *r, const char *from);
+
+/* pidfd_restore.c: a pidfd of a process of the set (opened by the restored process, in
+ * child.c: the fd or -errno), or of an exited one (made in memdump) */
+int pidfd_check(struct rst *r, const FileEntry *fe);
+int pidfd_open_desc(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int pidfd_open_in_child(const PidfdEntry *e);
+void pidfd_close_all(struct rst *r);
 
 /* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
 int eventfd_open(const EventfdFileEntry *e);

@@ -15,6 +15,7 @@
 #include "evloop/evloop_show.h"
 #include "files/fd_kinds.h"
 #include "files/files_show.h"
+#include "files/pidfd.h"
 #include "image/image.h"
 #include "log.h"
 #include "net/sockets.h"
@@ -173,6 +174,7 @@ static bool has_tfd(const FileEntry *fe) { return fe->tfd; }
 static bool has_epfd(const FileEntry *fe) { return fe->epfd; }
 static bool has_ify(const FileEntry *fe) { return fe->ify; }
 static bool has_mqf(const FileEntry *fe) { return fe->mqf; }
+static bool has_pidfd(const FileEntry *fe) { return fe->pidfd; }
 static bool has_usk(const FileEntry *fe) { return fe->usk && fe->usk->opts; }
 static bool has_nlsk(const FileEntry *fe) { return fe->nlsk && fe->nlsk->opts; }
 
@@ -268,6 +270,16 @@ static int mqueue_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return opened(d, mqueue_open(fe->mqf));
 }
 
+static void pidfd_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
+{
+	(void)ds;
+	if (fe->pidfd->nspid == -1)
+		snprintf(s->path, sizeof(s->path), "pidfd of a process that had exited");
+	else
+		snprintf(s->path, sizeof(s->path), "pidfd of process %d", fe->pidfd->nspid);
+	s->flags = fe->pidfd->flags;
+}
+
 static void evloop_fd_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
 {
 	(void)ds;
@@ -314,6 +326,8 @@ static const struct fd_kind kinds[] = {
 	  .has_entry = has_isk, .open = inet_fd_open, .show = socket_fd_show },
 	{ "netlink socket", "net/sk_netlink.c", FD_TYPES__NETLINKSK, FK_SOCKET,
 	  .has_entry = has_nlsk, .open = netlink_fd_open, .show = socket_fd_show },
+	{ "pidfd", "files/pidfd.c", FD_TYPES__PIDFD, FK_PIDFD, pidfd_is, pidfd_unsupported,
+	  pidfd_collect, pidfd_write, has_pidfd, pidfd_check, pidfd_open_desc, pidfd_show },
 	{ "POSIX message queue", "ns/mqueue.c", FD_TYPES__UND, FK_MQUEUE, is_mqueue,
 	  mqueue_refused, mqueue_fd_collect, mqueue_fd_write, has_mqf, mqueue_fd_check,
 	  mqueue_fd_open, mqueue_show },

@@ -139,7 +139,6 @@ static const char *anon_unsupported(const char *link)
 {
 	static const struct { const char *link, *what; } names[] = {
 		{ "anon_inode:[io_uring]", "an io_uring instance" },
-		{ "anon_inode:[pidfd]", "a pidfd" },
 		{ "anon_inode:[fanotify]", "a fanotify group" },
 		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },

@@ -585,6 +585,8 @@ int open_fds(struct rst *r)
 			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
+		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
+			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
 	}
 	return 0;
 }

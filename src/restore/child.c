@@ -84,6 +84,19 @@ static int move_up(struct rst *r, int fd, int base)
 	return n;
 }
 
+/* A pidfd of a process of the set, opened now that its PID exists, above base. */
+static int pidfd_up(struct rst *r, const PidfdEntry *e, int base)
+{
+	int fd = pidfd_open_in_child(e), n;
+
+	if (fd < 0)
+		child_exit_fail(r, fd, "cannot open a pidfd of process %d: %s", e->nspid,
+				strerror(-fd));
+	n = move_up(r, fd, base);
+	close(fd);
+	return n;
+}
+
 /* Indexes into the blob's fd list become fd numbers: the list starts at high. */
 static void number_blob_fds(struct rst *r, int high)
 {
@@ -158,7 +171,8 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 	if (!tmp_fd)
 		child_exit_fail(r, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < r->nr_fds; i++)
-		tmp_fd[i] = move_up(r, r->fds[i].src, base2);
+		tmp_fd[i] = r->fds[i].pidfd ? pidfd_up(r, r->fds[i].pidfd, base2) :
+					      move_up(r, r->fds[i].src, base2);
 	tmp_blob = move_blob_fds(r, g, n, base2);
 	syscall(SYS_close_range, 0, base2 - 1, 0);
 	for (size_t i = 0; i < r->nr_fds; i++) {

@@ -502,6 +502,7 @@ void rst_free(struct rst *r)
 	attrs_free(r);
 	close_inherited(r);
 	timerfd_close_all(r);
+	pidfd_close_all(r);
 	tcp_close_all(r);
 	sk_queue_free(r);
 	dumpset_free(&r->ds);
