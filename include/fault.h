@@ -18,7 +18,8 @@
  * target), "net-locked" (--tcp-established: the network lock is on, no
  * connection in repair mode yet), "tcp-repaired" (a connection read, still
  * in repair mode), "net-unlocked" (the lock off again, the connections still
- * in repair mode). */
+ * in repair mode), "target-killed" (a killing dump: the process with the
+ * locked connections is dead, the lock stays for the restore). */
 void fault_point(const char *point);
 
 #endif

@@ -214,7 +214,33 @@ case_sk_killed_all() {
 	check_child_pass
 }
 
+# Every memdump process killed once a killing dump has killed the target:
+# the guard leaves the network lock for the restore, which takes it off; the
+# restored connection carries data both ways.
+case_sk_killed_all_after() {
+	local w
+	start_prog t-sockinet est
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=target-killed "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point target-killed" "$OP_TIMEOUT" || fail "the dump never reached target-killed"
+	w=$(pgrep -P "$mdpid")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	kill -STOP "$mdpid" $w
+	kill -9 "$mdpid" $w
+	wait "$mdpid" 2> /dev/null
+	expect_killed "$PID"
+	wait_line "$MD_ERR" "its network lock stays for the restore" 10 ||
+		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "the guard did not leave the lock"; }
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID" || fail "the network lock was taken off"
+	restore_and_pass "$T/d" 1
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-killed-all-after-kill case_sk_netns case_sk_killed_all_after
 	add sk-killed-all-locked case_sk_netns case_sk_killed_all net-locked no --leave-running --no-snapshot
 	add sk-killed-all-repaired case_sk_netns case_sk_killed_all tcp-repaired yes --leave-running --no-snapshot
 	add sk-killed-all-parasite case_sk_netns case_sk_killed_all parasite-running yes --leave-running --no-snapshot

@@ -114,6 +114,7 @@ int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
 		return ret;
 	}
 	ret = fn(&wo);
+	dump_trace_clear(wo.trace);	/* it ended: nothing for the guard to undo */
 	if (ret < 0) {
 		log_report_failure(failure, ret);
 		ret = 1;
@@ -169,6 +170,7 @@ int worker_call(int (*fn)(void *arg, struct dump_trace *trace), void *arg, int h
 	pid = fork_worker(&trace, &guard);
 	if (pid == 0) {
 		shared->ret = fn(arg, trace);
+		dump_trace_clear(trace);	/* it ended: nothing for the guard to undo */
 		if (shared->ret < 0)
 			snprintf(shared->reason, sizeof(shared->reason), "%s", fail_reason());
 		log_close();

@@ -112,11 +112,20 @@ int dump_reclaim(struct dump_trace *t)
 	if (running_on(npid) && t->locked) {	/* else its connections are gone with it */
 		netlock_remove(npid);
 		pr_info("removed the network lock of process %d", npid);
+	} else if (t->locked) {
+		pr_info("process %d was killed by the dump: its network lock stays for the "
+			"restore", npid);
 	}
 	if (running_on(npid) && t->nr_repair)
 		unrepair_all(t, npid);
-	t->in.area = 0;		/* done: nothing left for the guard (guard.c) */
+	dump_trace_clear(t);	/* done: nothing left for the guard (guard.c) */
+	return ret;
+}
+
+void dump_trace_clear(struct dump_trace *t)
+{
+	t->in.area = 0;
 	t->locked = 0;
 	t->nr_repair = 0;
-	return ret;
+	t->cg_frozen = 0;
 }
