@@ -239,7 +239,35 @@ case_sk_killed_all_after() {
 	restore_and_pass "$T/d" 1
 }
 
+# The same through RPC (memdump swrk, as runc drives it): the service and its
+# worker killed while a connection is in repair mode; the guard undoes it.
+case_sk_rpc_killed_all() {
+	local client server w
+	start_prog t-sockinet est
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=tcp-repaired "$TESTSRC/rpc-client.py" "$MEMDUMP" DUMP images_dir="$T/d" \
+		pid="$PID" tcp_established=true leave_running=true > "$T/rpc.out" 2> "$T/rpc.err" < /dev/null &
+	client=$!
+	track "$client"
+	wait_line "$T/rpc.err" "fault point tcp-repaired" "$OP_TIMEOUT" ||
+		{ sed 's/^/#   stderr: /' "$T/rpc.err"; fail "the dump never reached tcp-repaired"; }
+	server=$(pgrep -P "$client")
+	w=$(pgrep -P "$server")
+	[[ -n $server && -n $w ]] || fail "no memdump service ($server) or worker ($w)"
+	kill -STOP "$server" $w
+	kill -9 "$server" $w
+	note "killed the service $server and its worker $w"
+	wait "$client" 2> /dev/null
+	wait_until 10 eval '! nsenter -t '"$SK_NETNS"' -n nft list tables | grep -q memdump-lock' ||
+		{ sed 's/^/#   stderr: /' "$T/rpc.err"; fail "the network lock is left after memdump was killed"; }
+	wait_line "$T/rpc.err" "its guard [0-9]+ undoes" 10 || fail "no guard took over"
+	sed 's/^/#   stderr: /' "$T/rpc.err"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-killed-all-rpc case_sk_netns case_sk_rpc_killed_all
 	add sk-killed-all-after-kill case_sk_netns case_sk_killed_all_after
 	add sk-killed-all-locked case_sk_netns case_sk_killed_all net-locked no --leave-running --no-snapshot
 	add sk-killed-all-repaired case_sk_netns case_sk_killed_all tcp-repaired yes --leave-running --no-snapshot
