@@ -15,7 +15,11 @@
  * written, before the last look at the sockets' queues and the inventory),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
- * target). */
+ * target), "net-locked" (--tcp-established: the network lock is on, no
+ * connection in repair mode yet), "tcp-repaired" (a connection read, still
+ * in repair mode), "net-unlocked" (the lock off again, the connections still
+ * in repair mode), "target-killed" (a killing dump: the process with the
+ * locked connections is dead, the lock stays for the restore). */
 void fault_point(const char *point);
 
 #endif

@@ -20,6 +20,8 @@ enum log_level { LOG_NONE, LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 int  log_init(int level, const char *path);
 void log_close(void);
 int  log_level(void);
+/* The --log-file's descriptor, or -1 (messages go to stderr). */
+int  log_fileno(void);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define pr_err(...)	log_msg(LOG_ERROR, __VA_ARGS__)

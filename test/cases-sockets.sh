@@ -181,7 +181,100 @@ case_sk_worker_killed() {
 	check_child_pass
 }
 
+# Every memdump process killed at POINT of a --tcp-established dump (ARGS:
+# --leave-running, or a killing dump): the supervisor and its worker are
+# stopped first, so that neither undoes anything, then SIGKILLed. The guard
+# takes the network lock and repair mode off: the connection carries data
+# both ways (t-sockinet), and no lock is left (case_sk_netns).
+# sk_killed_all POINT REPAIRED(yes|no) ARGS...
+case_sk_killed_all() {
+	local point=$1 repaired=$2 w; shift 2
+	start_prog t-sockinet est
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established "$@" -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
+	[[ $point == net-unlocked ]] || nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock ||
+		fail "no network lock at $point"
+	w=$(pgrep -P "$mdpid")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	kill -STOP "$mdpid" $w
+	kill -9 "$mdpid" $w
+	note "killed memdump $mdpid and its worker $w at $point"
+	wait "$mdpid" 2> /dev/null
+	wait_until 10 eval '! nsenter -t '"$SK_NETNS"' -n nft list tables | grep -q memdump-lock' ||
+		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "the network lock is left after memdump was killed"; }
+	wait_line "$MD_ERR" "its guard [0-9]+ undoes" 10 || { sed 's/^/#   stderr: /' "$MD_ERR"; fail "no guard took over"; }
+	if [[ $repaired == yes ]]; then
+		wait_line "$MD_ERR" "out of repair mode" 10 || fail "no socket was taken out of repair mode"
+	fi
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
+# Every memdump process killed once a killing dump has killed the target:
+# the guard leaves the network lock for the restore, which takes it off; the
+# restored connection carries data both ways.
+case_sk_killed_all_after() {
+	local w
+	start_prog t-sockinet est
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=target-killed "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point target-killed" "$OP_TIMEOUT" || fail "the dump never reached target-killed"
+	w=$(pgrep -P "$mdpid")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	kill -STOP "$mdpid" $w
+	kill -9 "$mdpid" $w
+	wait "$mdpid" 2> /dev/null
+	expect_killed "$PID"
+	wait_line "$MD_ERR" "its network lock stays for the restore" 10 ||
+		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "the guard did not leave the lock"; }
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID" || fail "the network lock was taken off"
+	restore_and_pass "$T/d" 1
+}
+
+# The same through RPC (memdump swrk, as runc drives it): the service and its
+# worker killed while a connection is in repair mode; the guard undoes it.
+case_sk_rpc_killed_all() {
+	local client server w
+	start_prog t-sockinet est
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=tcp-repaired "$TESTSRC/rpc-client.py" "$MEMDUMP" DUMP images_dir="$T/d" \
+		pid="$PID" tcp_established=true leave_running=true > "$T/rpc.out" 2> "$T/rpc.err" < /dev/null &
+	client=$!
+	track "$client"
+	wait_line "$T/rpc.err" "fault point tcp-repaired" "$OP_TIMEOUT" ||
+		{ sed 's/^/#   stderr: /' "$T/rpc.err"; fail "the dump never reached tcp-repaired"; }
+	server=$(pgrep -P "$client")
+	w=$(pgrep -P "$server")
+	[[ -n $server && -n $w ]] || fail "no memdump service ($server) or worker ($w)"
+	kill -STOP "$server" $w
+	kill -9 "$server" $w
+	note "killed the service $server and its worker $w"
+	wait "$client" 2> /dev/null
+	wait_until 10 eval '! nsenter -t '"$SK_NETNS"' -n nft list tables | grep -q memdump-lock' ||
+		{ sed 's/^/#   stderr: /' "$T/rpc.err"; fail "the network lock is left after memdump was killed"; }
+	wait_line "$T/rpc.err" "its guard [0-9]+ undoes" 10 || fail "no guard took over"
+	sed 's/^/#   stderr: /' "$T/rpc.err"
+	expect_untraced "$PID"
+	check_child_pass
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add sk-killed-all-rpc case_sk_netns case_sk_rpc_killed_all
+	add sk-killed-all-after-kill case_sk_netns case_sk_killed_all_after
+	add sk-killed-all-locked case_sk_netns case_sk_killed_all net-locked no --leave-running --no-snapshot
+	add sk-killed-all-repaired case_sk_netns case_sk_killed_all tcp-repaired yes --leave-running --no-snapshot
+	add sk-killed-all-parasite case_sk_netns case_sk_killed_all parasite-running yes --leave-running --no-snapshot
+	add sk-killed-all-unlocked case_sk_netns case_sk_killed_all net-unlocked yes --leave-running --no-snapshot
+	add sk-killed-all-kill-repaired case_sk_netns case_sk_killed_all tcp-repaired yes
+	add sk-killed-all-kill-images case_sk_netns case_sk_killed_all images-written yes
 	add sk-tcp-worker-killed case_sk_netns case_sk_worker_killed
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est

@@ -3,7 +3,8 @@
  * bound UDP socket and a connected one, UDP-lite pairs (v4 and v6: a bound
  * socket with UDPLITE_RECV_CSCOV, a connected one with UDPLITE_SEND_CSCOV,
  * which must still reach it), and (argument "est") an established
- * TCP connection to itself with data queued both ways, unread and unsent.
+ * TCP connection to itself with data queued both ways, unread and unsent,
+ * which carries new data both ways after.
  * usage: t-sockinet DIR [est]
  * READY <pid> <tcp4 port> <tcp6 port> */
 #include "tlib.h"
@@ -161,6 +162,8 @@ static void check(void)
 	expect_tcp(cli, "reply one;", "client side, queued at dump");
 	must(send(cli, "request two", 11, 0) == 11, "send after restore");
 	expect_tcp(srv, "request two", "server side after restore");
+	must(send(srv, "reply two", 9, 0) == 9, "reply after restore");
+	expect_tcp(cli, "reply two", "client side after restore");
 	if (opt(cli, SOL_TCP, TCP_NODELAY) != 1)
 		t_fail("TCP_NODELAY lost");
 }

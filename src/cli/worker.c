@@ -10,7 +10,8 @@
  * parasite cures itself; a parasite area mapped for remote syscalls only is
  * unmapped by the parent, which the worker tells where it is through a
  * shared page (struct dump_trace), as are TCP connections left in repair mode
- * behind the network lock.
+ * behind the network lock. Should both be killed, the guard (guard.c), a
+ * process outside their session, undoes the same.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +28,7 @@
 
 #include "dump/dump.h"
 #include "log.h"
+#include "cli/guard.h"
 #include "cli/options.h"
 #include "cli/worker.h"
 
@@ -70,15 +72,22 @@ static int wait_worker(struct dump_trace *trace)
 	return worker_killed(trace, status);
 }
 
-/* Fork the worker: 0 in the worker, its PID in the parent, <0 after fail(). */
-static pid_t fork_worker(struct dump_trace **trace)
+/*
+ * Fork the worker: 0 in the worker, its PID in the parent, <0 after fail().
+ * *guard: the guard's descriptor (guard.h), or -1.
+ */
+static pid_t fork_worker(struct dump_trace **trace, int *guard)
 {
 	pid_t parent = getpid();
 
+	*guard = -1;
 	*trace = mmap(NULL, sizeof(**trace), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		      -1, 0);
 	if (*trace == MAP_FAILED)
 		return fail(-errno, "cannot map a page to share with the worker: %m");
+	*guard = guard_start(*trace);
+	if (*guard < 0)
+		return *guard;
 	worker = fork();
 	if (worker < 0)
 		return fail(-errno, "cannot fork: %m");
@@ -94,14 +103,18 @@ int run_in_worker(int (*fn)(const struct options *o), const struct options *o,
 		  const char *failure)
 {
 	struct options wo = *o;
-	pid_t pid = fork_worker(&wo.trace);
-	int ret;
+	int guard, ret;
+	pid_t pid = fork_worker(&wo.trace, &guard);
 
 	if (pid < 0)
 		return pid;
-	if (pid > 0)
-		return wait_worker(wo.trace);
+	if (pid > 0) {
+		ret = wait_worker(wo.trace);
+		guard_stop(guard);
+		return ret;
+	}
 	ret = fn(&wo);
+	dump_trace_clear(wo.trace);	/* it ended: nothing for the guard to undo */
 	if (ret < 0) {
 		log_report_failure(failure, ret);
 		ret = 1;
@@ -146,7 +159,7 @@ int worker_call(int (*fn)(void *arg, struct dump_trace *trace), void *arg, int h
 	struct worker_result *shared;
 	struct dump_trace *trace;
 	pid_t pid;
-	int status, ret;
+	int status, ret, guard;
 
 	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		      -1, 0);
@@ -154,9 +167,10 @@ int worker_call(int (*fn)(void *arg, struct dump_trace *trace), void *arg, int h
 		return fail(-errno, "cannot map a page to share with the worker: %m");
 	shared->ret = -ECHILD;
 	snprintf(shared->reason, sizeof(shared->reason), "the worker exited without a result");
-	pid = fork_worker(&trace);
+	pid = fork_worker(&trace, &guard);
 	if (pid == 0) {
 		shared->ret = fn(arg, trace);
+		dump_trace_clear(trace);	/* it ended: nothing for the guard to undo */
 		if (shared->ret < 0)
 			snprintf(shared->reason, sizeof(shared->reason), "%s", fail_reason());
 		log_close();
@@ -168,6 +182,7 @@ int worker_call(int (*fn)(void *arg, struct dump_trace *trace), void *arg, int h
 		ret = fail(-ECHILD, "the worker process %d was killed by signal %d (%s)", pid,
 			   WTERMSIG(status), strsignal(WTERMSIG(status)));
 	}
+	guard_stop(guard);
 	*res = *shared;
 	munmap(shared, sizeof(*shared));
 	if (trace != MAP_FAILED)

@@ -522,8 +522,10 @@ static int dump_pipeline(const struct dump_opts *o)
 		if (leave_running)
 			sockets_finish(&d, false);	/* before it runs again */
 		infect_release(&d.in, !leave_running);
-		if (!leave_running)
+		if (!leave_running) {
+			fault_point("target-killed");
 			sockets_finish(&d, true);
+		}
 		else
 			network_unlocked(o, d.pid);
 	}

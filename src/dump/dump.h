@@ -12,6 +12,10 @@
 
 /* reclaim.c: after the worker that kept t died, leave the target as it was. */
 int dump_reclaim(struct dump_trace *t);
+/* Is there anything in t for dump_reclaim() to undo? */
+bool dump_trace_pending(const struct dump_trace *t);
+/* Nothing to undo: the worker ended (what it left, it meant to), or it was undone. */
+void dump_trace_clear(struct dump_trace *t);
 
 /* dump.c: the pipeline; <0 after fail() */
 int dump_run(const struct dump_opts *o);

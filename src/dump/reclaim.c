@@ -3,7 +3,9 @@
  * where the kernel detached it; undo what the worker left. The parasite
  * area's head (infect_reclaim), and if the target is alive, its TCP
  * connections in repair mode and the network lock: the lock off first, then
- * repair mode, as the dump itself ends (sockets.c).
+ * repair mode, as the dump itself ends (sockets.c). A target the dump was
+ * killing keeps its lock (the restore takes it off): one that is exiting,
+ * a zombie, or has a SIGKILL pending is not running on.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 #include "dump/freezer.h"
 #include "log.h"
 #include "netlock.h"
+#include "proc.h"
 
 /* The recorded SO_REUSEADDR of a repaired socket, or -1 if it is not one. */
 static int repaired_reuseaddr(const struct dump_trace *t, uint64_t ino)
@@ -69,6 +72,36 @@ static void unrepair_all(const struct dump_trace *t, pid_t pid)
 		close(pidfd);
 }
 
+#define PF_EXITING	0x00000004	/* the kernel's task flag: in do_exit() */
+
+/* A signal mask field of /proc/PID/status ("ShdPnd", "SigPnd") holds SIGKILL. */
+static bool kill_pending(pid_t pid, const char *field)
+{
+	char buf[64];
+
+	return !proc_status_field(pid, field, buf, sizeof(buf)) &&
+	       (strtoull(buf, NULL, 16) & (1ULL << (SIGKILL - 1)));
+}
+
+/*
+ * Does pid run on (its connections with it)? Not once SIGKILL is sent: the
+ * kernel marks it pending before kill() returns, until the process exits.
+ */
+static bool running_on(pid_t pid)
+{
+	struct proc_stat st;
+
+	if (!pid || proc_read_stat(pid, &st) || st.state == 'Z' || st.state == 'X' ||
+	    (st.flags & PF_EXITING))
+		return false;
+	return !kill_pending(pid, "ShdPnd") && !kill_pending(pid, "SigPnd");
+}
+
+bool dump_trace_pending(const struct dump_trace *t)
+{
+	return t->in.area || t->locked || t->nr_repair || t->cg_frozen;
+}
+
 int dump_reclaim(struct dump_trace *t)
 {
 	pid_t npid = (pid_t)t->net_pid;
@@ -76,13 +109,23 @@ int dump_reclaim(struct dump_trace *t)
 
 	freezer_reclaim(t);	/* a cgroup it froze runs again */
 
-	if (!npid || kill(npid, 0))	/* the connections' process, gone with them */
-		return ret;
-	if (t->locked) {
+	if (running_on(npid) && t->locked) {	/* else its connections are gone with it */
 		netlock_remove(npid);
 		pr_info("removed the network lock of process %d", npid);
+	} else if (t->locked) {
+		pr_info("process %d was killed by the dump: its network lock stays for the "
+			"restore", npid);
 	}
-	if (t->nr_repair)
+	if (running_on(npid) && t->nr_repair)
 		unrepair_all(t, npid);
+	dump_trace_clear(t);	/* done: nothing left for the guard (guard.c) */
 	return ret;
+}
+
+void dump_trace_clear(struct dump_trace *t)
+{
+	t->in.area = 0;
+	t->locked = 0;
+	t->nr_repair = 0;
+	t->cg_frozen = 0;
 }

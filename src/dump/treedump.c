@@ -619,6 +619,8 @@ static int release_all(struct tree_dump *td)
 			sockets_finish(&td->m[i].d, false);
 		infect_release(&td->m[i].d.in, !td->leave_running);
 		td->m[i].prepared = td->m[i].seized = false;
+		if (!td->leave_running && td->m[i].d.sockets.locked)
+			fault_point("target-killed");
 		if (!td->leave_running)
 			sockets_finish(&td->m[i].d, true);
 	}

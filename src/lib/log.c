@@ -36,6 +36,11 @@ void log_close(void)
 	log_file = NULL;
 }
 
+int log_fileno(void)
+{
+	return log_file ? fileno(log_file) : -1;
+}
+
 int log_level(void)
 {
 	return cur_level;

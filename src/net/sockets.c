@@ -23,6 +23,7 @@
 #include "net/sockets.h"
 #include "ctx/proc_tree.h"
 #include "image/image.h"
+#include "fault.h"
 #include "log.h"
 #include "netlock.h"
 
@@ -279,6 +280,8 @@ static int lock_connections(struct dump_ctx *d)
 	if (n)
 		ret = netlock_add(d->pid, c, n);
 	set->locked = n && !ret;
+	if (set->locked)
+		fault_point("net-locked");
 	free(c);
 	return ret;
 }
@@ -430,8 +433,10 @@ void sockets_finish(struct dump_ctx *d, bool killed)
 	 * nothing, and the lock stays until the restore takes it off. Resumed or
 	 * failed: the lock off, then repair mode (which sends a window probe).
 	 */
-	if (set->locked && !killed)
+	if (set->locked && !killed) {
 		netlock_remove(d->pid);
+		fault_point("net-unlocked");
+	}
 	for (size_t i = 0; i < set->nr_repair; i++) {
 		int fd = set->repair[i].fd, off = 0;
 

@@ -22,6 +22,7 @@
 #include "ctx/file_desc.h"
 #include "net/sockets.h"
 #include "image/image.h"
+#include "fault.h"
 #include "log.h"
 
 #include "tcp-stream.pb-c.h"
@@ -156,6 +157,7 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 	set_int(copy, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
 	if (ret)
 		return fail(ret, "cannot read a TCP connection in repair mode: %s", strerror(-ret));
+	fault_point("tcp-repaired");
 	return 0;
 }
 
