@@ -17,7 +17,7 @@
  * written, before the last look at the sockets' queues and the inventory),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
- * target). */
+ * target). A restore's points: src/restore/restore.h (RST_FAULT_*). */
 void fault_point(const char *point);
 
 /*

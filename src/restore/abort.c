@@ -30,6 +30,8 @@
 
 /* the signal that asked the restore to stop, 0: none (a handler's flag) */
 static volatile sig_atomic_t rst_stop_sig;
+static const int stop_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction saved[3];	/* memdump's own, back after the commit */
 
 static void on_stop(int sig)
 {
@@ -41,9 +43,8 @@ void rst_catch_signals(void)
 	struct sigaction sa = { .sa_handler = on_stop };	/* no SA_RESTART: waits end */
 
 	rst_stop_sig = 0;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (int i = 0; i < 3; i++)
+		sigaction(stop_sigs[i], &sa, &saved[i]);
 }
 
 int rst_interrupted(void)
@@ -56,14 +57,17 @@ int rst_interrupted(void)
 		    sigabbrev_np(sig) ?: "?");
 }
 
+void rst_release_signals(void)
+{
+	for (int i = 0; i < 3; i++)
+		sigaction(stop_sigs[i], &saved[i], NULL);
+}
+
 void rst_default_signals(void)
 {
-	struct sigaction sa = { .sa_handler = SIG_DFL };
 	int sig = rst_stop_sig;
 
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	rst_release_signals();
 	if (sig)
 		raise(sig);
 }

@@ -545,6 +545,7 @@ int restore_run(const struct restore_opts *o)
 	if (ret)
 		cgroups_undo(&r);	/* the cgroups it made for nothing */
 	rst_free(&r);
+	rst_release_signals();
 	return ret;
 }
 

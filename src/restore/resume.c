@@ -124,12 +124,16 @@ static long inject_syscall(struct rst *r, pid_t tid, long nr, unsigned long a0, 
 	return ret;
 }
 
-/* Nothing of the restorer left: its lifeline fd (abort.c) closed, its area unmapped. */
+/*
+ * Nothing of the restorer left: its lifeline fd (abort.c) closed, its area
+ * unmapped. An fd table several processes share (share.c) has one lifeline:
+ * its first process closes it (once closed, the number may be the process's).
+ */
 static int inject_cleanup(struct rst *r, pid_t tid)
 {
 	long ret = 0;
 
-	if (r->a->lifeline_fd >= 0)
+	if (r->a->lifeline_fd >= 0 && !r->fdt_owner)
 		ret = inject_syscall(r, tid, SYS_close, r->a->lifeline_fd, 0);
 	if (!ret)
 		ret = inject_syscall(r, tid, SYS_munmap, r->a->area_start, r->a->area_size);
