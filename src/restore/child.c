@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,6 +205,14 @@ static void child_table(struct rst *r)
 		child_exit_fail(r, ret, "%s", msg);
 }
 
+/* memdump's pidfd (the lifeline, abort.c) readable: memdump is gone. */
+static bool memdump_gone(const struct rst *r)
+{
+	struct pollfd p = { .fd = r->lifeline, .events = POLLIN };
+
+	return r->lifeline >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
 /* The tests' fault point rst-child-files: its fds installed. */
 static void fault_in_child(struct rst *r)
 {
@@ -228,6 +237,8 @@ void child_main(struct rst *r)
 	 * sets the dumped signal); a sibling's parent is not memdump */
 	if (r->tree_parent || !r->o->sibling)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (memdump_gone(r))	/* before the prctl: nothing would take it */
+		_exit(127);
 	ret = attrs_join_cgroups(r, msg, sizeof(msg));	/* while memdump's mounts are there */
 	if (!ret)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
