@@ -7,6 +7,8 @@
 #ifndef MEMDUMP_FAULT_H
 #define MEMDUMP_FAULT_H
 
+#include <stdbool.h>
+
 /* Points: "infected" (the parasite area is mapped, for remote syscalls),
  * "in-remote-syscall" (a thread is stopped at the entry of a remote syscall
  * on the trampoline), "parasite-running" (the blob is serving, between
@@ -19,7 +21,22 @@
  * connection in repair mode yet), "tcp-repaired" (a connection read, still
  * in repair mode), "net-unlocked" (the lock off again, the connections still
  * in repair mode), "target-killed" (a killing dump: the process with the
- * locked connections is dead, the lock stays for the restore). */
+ * locked connections is dead, the lock stays for the restore). A restore's
+ * points: src/ctx/restore_ctx.h (RST_FAULT_*). */
 void fault_point(const char *point);
+
+/*
+ * A restore step's point (src/restore/restore.h lists them): stalls as
+ * fault_point() does and returns 0; with MEMDUMP_FAULT_FAIL=1 the step
+ * fails there instead: -EIO, after fail() naming the point.
+ */
+int fault_step(const char *point);
+/* Is point the one MEMDUMP_FAULT names? (for a step memdump does not run itself) */
+bool fault_wanted(const char *point);
+/* MEMDUMP_FAULT_FAIL=1: the step fails rather than stalls */
+bool fault_fails(void);
+/* The stall alone, not logged (a forked process's stderr is not memdump's): false if a
+ * signal ended it */
+bool fault_stall(void);
 
 #endif

@@ -202,6 +202,13 @@ enum {
 	RST_SUM_WHOLE,		/* and the whole file's (some run has none) */
 };
 
+/* rst_args.fault: at the fault point rst-fill (memory filled), the blob ... */
+enum {
+	RST_BLOB_FAULT_NONE = 0,
+	RST_BLOB_FAULT_FAIL,	/* fails the restore */
+	RST_BLOB_FAULT_STALL,	/* waits for memdump to let it go, or to die */
+};
+
 /* stages, in rst_args.stage */
 enum {
 	RST_STAGE_DRIVER = 0,	/* the forked memdump prepares fds, fs, ... */
@@ -242,6 +249,8 @@ struct rst_args {
 	unsigned int nr_filters;
 	int fill_mode;			/* RST_FILL_* */
 	int fill_helper;		/* fill with helper threads (not in a tree: their TIDs) */
+	int lifeline_fd;		/* memdump's pidfd: gone before go, the process exits; -1 */
+	int fault;			/* RST_FAULT_*: the tests' fault point rst-fill */
 	unsigned long fill_stack_top;	/* offset of the helpers' stacks' top */
 	struct rst_mm_map mm;
 	struct rst_sigact sigacts[RST_NR_SIGS];	/* [i] is signal i+1 */

@@ -1070,12 +1070,13 @@ static void restore_thread(struct rst_thread *t)
 	if (seccomp_before_creds(t))
 		restore_seccomp(t);
 	restore_creds(t);
-	/* a credential change clears the parent-death signal: set it after */
-	if (t->pdeath_sig) {
-		ret = sys_call5(__nr_prctl, PR_SET_PDEATHSIG, t->pdeath_sig, 0, 0, 0);
-		if (ret < 0)
-			rst_fail_n(ret, "cannot set the parent-death signal of thread", t->tid);
-	}
+	/*
+	 * a credential change clears the parent-death signal: set it after; the
+	 * leader's memdump set (SIGKILL, child.c) goes then, the lifeline watches
+	 */
+	ret = sys_call5(__nr_prctl, PR_SET_PDEATHSIG, t->pdeath_sig, 0, 0, 0);
+	if (ret < 0)
+		rst_fail_n(ret, "cannot set the parent-death signal of thread", t->tid);
 	__sync_fetch_and_add(&A->nr_creds, 1);
 }
 
@@ -1106,6 +1107,53 @@ static void queue_signals(struct rst_thread *t, int leader)
 	}
 }
 
+struct blob_pollfd {
+	int fd;
+	short events, revents;
+};
+
+#define POLLIN		1
+
+/* memdump's pidfd (A->lifeline_fd) is readable: memdump is gone. */
+static int memdump_gone(void)
+{
+	struct blob_pollfd p = { A->lifeline_fd, POLLIN, 0 };
+	struct blob_timespec now = { 0, 0 };
+
+	if (A->lifeline_fd < 0)
+		return 0;
+	return sys_call5(__nr_ppoll, &p, 1, &now, 0, 8) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * Wait for memdump to let the threads go (A->go). The leader (watch) looks
+ * at memdump's pidfd every 100 ms: memdump gone before it let them go (killed,
+ * or it failed and could not kill us), no code of the process may run half
+ * restored: the process exits (src/restore/abort.c).
+ */
+static void wait_go(int watch)
+{
+	struct blob_timespec t = { 0, 100 * 1000 * 1000 };
+
+	while (!READ_ONCE(A->go)) {
+		if (watch && memdump_gone())
+			for (;;)
+				sys_call1(__nr_exit_group, 127);
+		sys_call4(__nr_futex, (u32 *)&A->go, FUTEX_WAIT, 0, watch ? &t : 0);
+	}
+}
+
+/* The tests' fault point rst-fill (memory filled): fail there, or stall there. */
+static void fault_point_fill(void)
+{
+	if (A->fault == RST_BLOB_FAULT_FAIL)
+		rst_fail(-5 /* EIO */, "fault injected at rst-fill (MEMDUMP_FAULT_FAIL)", (u64)-1);
+	if (A->fault == RST_BLOB_FAULT_STALL) {
+		wait_go(1);
+		sys_call1(__nr_exit_group, 127);	/* memdump gave up */
+	}
+}
+
 static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int leader)
 {
 	struct rt_sigframe *f;
@@ -1125,8 +1173,7 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 		WRITE_ONCE(A->stage, RST_STAGE_PARKED);
 		sys_futex_wake((u32 *)&A->stage);
 	}
-	while (!READ_ONCE(A->go))
-		sys_futex_wait((u32 *)&A->go, 0);
+	wait_go(leader);
 	if (READ_ONCE(A->go) != 1)
 		sys_call1(__nr_exit, 0);	/* memdump gave up: it kills us */
 
@@ -1179,6 +1226,7 @@ void blob_main(void *arg)
 	restore_memory();
 	add_seals();
 	A->fill_us = now_us() - A->fill_us;
+	fault_point_fill();
 	restore_process();
 
 	for (u32 i = 1; i < A->nr_threads; i++) {

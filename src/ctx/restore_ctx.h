@@ -252,6 +252,9 @@ struct rst {
 	int mnt_go[2];		/* a root of its own: memdump left, the init may pivot_root */
 	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
 	size_t nr_mnt_devs;
+
+	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
+	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */
@@ -571,6 +574,34 @@ unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid);
 
 /* resume.c: let the parked threads run into their dumped contexts */
 int resume_threads(struct rst *r);
+/* resume_threads() in three: trace the parked threads; let them go (the commit point);
+ * run each to its dumped context, the lifeline closed and the area unmapped */
+void resume_seize(struct rst *r);
+void resume_go(struct rst *r);
+int resume_finish(struct rst *r);
+
+/*
+ * abort.c: the commit point. Before it SIGINT, SIGTERM, SIGHUP fail the
+ * restore (rst_interrupted(): -EINTR after fail(), or 0) and a dead memdump
+ * takes the processes with it (their lifeline); after it they run on.
+ */
+void rst_catch_signals(void);
+int rst_interrupted(void);
+void rst_commit(struct rst *const *all, size_t n);	/* resume_go() each, seized */
+void rst_default_signals(void);		/* past the commit: memdump's own again, a signal
+					 * that came meanwhile delivered */
+void rst_release_signals(void);		/* the restore done: memdump's own again */
+/* The area built: memdump's pidfd for the blob (r->lifeline), the blob's fault point */
+int rst_arm_abort(struct rst *r);
+
+/* The restore's fault points (fault.h's fault_step, MEMDUMP_FAULT=<point>) */
+#define RST_FAULT_MOUNTS	"rst-mounts"	/* in its namespaces and mounts, nothing made */
+#define RST_FAULT_GHOSTS	"rst-ghosts"	/* its deleted files recreated */
+#define RST_FAULT_PREPARED	"rst-prepared"	/* every fd and area ready, nothing forked */
+#define RST_FAULT_FORKED	"rst-forked"	/* the processes forked, not yet parked */
+#define RST_FAULT_CHILD		"rst-child-files" /* in each forked process: its fds installed */
+#define RST_FAULT_FILL		"rst-fill"	/* in the blob: its memory filled */
+#define RST_FAULT_COMMIT	"rst-commit"	/* every process parked, before they go */
 
 /* shmem.c: r->shms */
 int shm_collect(struct rst *r);

@@ -100,6 +100,30 @@ const char *ghost_path(struct rst *r, uint32_t file_id)
 	return g ? g->path : NULL;
 }
 
+/*
+ * All of buf into fd. A full filesystem first takes part of a write (no
+ * errno then), and the write of the rest tells why: ENOSPC, not whatever
+ * errno an earlier call left.
+ */
+static int write_all(int fd, const char *buf, size_t n, const char *path)
+{
+	while (n) {
+		ssize_t w = write(fd, buf, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int err = w < 0 ? errno : EIO;
+
+			return fail(-err, "cannot write the deleted file %s: %s", path,
+				    strerror(err));
+		}
+		buf += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 static int copy_content(struct image *img, int fd, uint64_t size, const char *path)
 {
 	char buf[65536];
@@ -108,11 +132,10 @@ static int copy_content(struct image *img, int fd, uint64_t size, const char *pa
 		size_t n = MIN(size, sizeof(buf));
 		int ret = img_read_raw(img, buf, n);
 
+		if (!ret)
+			ret = write_all(fd, buf, n, path);
 		if (ret)
 			return ret;
-		if (write(fd, buf, n) != (ssize_t)n)
-			return fail(-errno ?: -EIO, "cannot write the deleted file %s: %s", path,
-				    strerror(errno ?: EIO));
 		size -= n;
 	}
 	return 0;

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <linux/futex.h>
 
 #include "common.h"
+#include "fault.h"
 #include "restore/restore.h"
 
 void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
@@ -153,6 +156,15 @@ static int install_blob_fds(struct rst *r, struct rst *const *g, size_t n, int *
 	return high;
 }
 
+/* memdump's pidfd at high, for every blob of the fd table: one fd watched by all (abort.c). */
+static void install_lifeline(struct rst *r, struct rst *const *g, size_t n, int tmp, int high)
+{
+	if (dup3(tmp, high, O_CLOEXEC) < 0)
+		child_exit_fail(r, -errno, "cannot install fd %d: %m", high);
+	for (size_t k = 0; k < n; k++)
+		g[k]->a->lifeline_fd = high;
+}
+
 /*
  * Install the fds at their numbers, the blob's fds right above them; with a
  * fd table its children share (share.c), their blobs' fds above those.
@@ -161,7 +173,7 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 {
 	int high = r->max_target_fd + 1;
 	size_t blobs = 0;
-	int base2, *tmp_fd, **tmp_blob;
+	int base2, *tmp_fd, **tmp_blob, lifeline;
 
 	for (size_t k = 0; k < n; k++)
 		blobs += g[k]->nr_blob_fds;
@@ -174,13 +186,15 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 		tmp_fd[i] = r->fds[i].pidfd ? pidfd_up(r, r->fds[i].pidfd, base2) :
 					      move_up(r, r->fds[i].src, base2);
 	tmp_blob = move_blob_fds(r, g, n, base2);
+	lifeline = move_up(r, r->lifeline, base2);
 	syscall(SYS_close_range, 0, base2 - 1, 0);
 	for (size_t i = 0; i < r->nr_fds; i++) {
 		if (dup3(tmp_fd[i], r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0)
 			child_exit_fail(r, -errno, "cannot install fd %d: %m", r->fds[i].target);
 	}
 	high = install_blob_fds(r, g, n, tmp_blob, high);
-	syscall(SYS_close_range, high, ~0U, 0);
+	install_lifeline(r, g, n, lifeline, high);
+	syscall(SYS_close_range, high + 1, ~0U, 0);
 }
 
 /* Its fds, or, sharing its parent's fd table, the wait until their owner installed them. */
@@ -205,6 +219,25 @@ static void child_table(struct rst *r)
 		child_exit_fail(r, ret, "%s", msg);
 }
 
+/* memdump's pidfd (the lifeline, abort.c) readable: memdump is gone. */
+static bool memdump_gone(const struct rst *r)
+{
+	struct pollfd p = { .fd = r->lifeline, .events = POLLIN };
+
+	return r->lifeline >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* The tests' fault point rst-child-files: its fds installed. */
+static void fault_in_child(struct rst *r)
+{
+	if (!fault_wanted(RST_FAULT_CHILD))
+		return;
+	if (fault_fails())
+		child_exit_fail(r, -EIO, "process %d: fault injected at %s (MEMDUMP_FAULT_FAIL)",
+				r->pid, RST_FAULT_CHILD);
+	fault_stall();	/* its stderr is the restored one's: memdump said it (rst_fork_target) */
+}
+
 void child_main(struct rst *r)
 {
 	const TaskCoreEntry *tc = r->leader->tc;
@@ -214,6 +247,12 @@ void child_main(struct rst *r)
 	int ret;
 
 	unregister_rseq();
+	/* memdump's code until the blob: it dies with its parent (abort.c; the blob
+	 * sets the dumped signal); a sibling's parent is not memdump */
+	if (r->tree_parent || !r->o->sibling)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (memdump_gone(r))	/* before the prctl: nothing would take it */
+		_exit(127);
 	ret = attrs_join_cgroups(r, msg, sizeof(msg));	/* while memdump's mounts are there */
 	if (!ret)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
@@ -225,6 +264,7 @@ void child_main(struct rst *r)
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	child_table(r);
+	fault_in_child(r);
 	/*
 	 * Both are paths as memdump sees them: the cwd now, the root last (what
 	 * follows writes /proc/self). A process that chrooted without a chdir
@@ -237,7 +277,6 @@ void child_main(struct rst *r)
 		umask(r->ds.fs->umask);
 	else if (tc->has_umask)
 		umask(tc->umask);
-	prctl(PR_SET_PDEATHSIG, 0);
 	ret = attrs_apply_in_child(r, msg, sizeof(msg));
 	if (!ret)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */

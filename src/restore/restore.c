@@ -36,6 +36,7 @@
 #include <linux/sched.h>
 
 #include "common.h"
+#include "fault.h"
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
@@ -74,6 +75,9 @@ void rst_close_prepared(struct rst *r)
 	for (size_t i = 0; i < r->nr_descs; i++)
 		r->descs[i].fd = -1;
 	shm_close_all(r);
+	if (r->lifeline >= 0)
+		close(r->lifeline);
+	r->lifeline = -1;
 	close_inherited(r);
 	sk_helpers_close(r);
 	attrs_close_cgroups(r);
@@ -140,6 +144,10 @@ int rst_wait_parked(struct rst *r)
 
 		if (st == RST_STAGE_PARKED)
 			return 0;
+		if (rst_interrupted()) {
+			rst_kill(r);
+			return -EINTR;
+		}
 		if (st == RST_STAGE_FAILED) {
 			rst_kill(r);
 			return rst_area_error(r);
@@ -231,11 +239,15 @@ int rst_prepare(struct rst *r)
 	if (!ret)
 		ret = ghost_create_all(r);
 	if (!ret)
+		ret = fault_step(RST_FAULT_GHOSTS) ?: rst_interrupted();
+	if (!ret)
 		ret = shm_create_all(r);
 	if (!ret)
 		ret = open_fds(r);
 	if (!ret)
 		ret = build_area(r);
+	if (!ret)
+		ret = rst_arm_abort(r);	/* abort.c */
 	if (!r->tree)
 		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
 	return ret;
@@ -276,6 +288,8 @@ int rst_fork_target(struct rst *r)
 	pid_t child;
 	int ret;
 
+	if (fault_wanted(RST_FAULT_CHILD) && !fault_fails())
+		pr_warn("fault point %s: each process stalls there (MEMDUMP_FAULT)", RST_FAULT_CHILD);
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
@@ -343,12 +357,16 @@ static int release(struct rst *r)
 		hook_fire_late(h, HOOK_NETWORK_UNLOCK, r->pid);
 	tcp_release_all(r);			/* the lock off, then repair mode */
 	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
+	if (!ret)
+		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret)
 		return abort_parked(r, ret);
-	ret = resume_threads(r);
-	if (!ret)
-		hook_fire_late(h, HOOK_POST_RESUME, r->pid);
-	return ret;
+	ret = resume_threads(r);	/* the commit point (abort.c) */
+	if (ret)
+		return ret;
+	rst_default_signals();
+	hook_fire_late(h, HOOK_POST_RESUME, r->pid);
+	return 0;
 }
 
 int rst_detached(struct rst *r)
@@ -368,6 +386,8 @@ static int restore(struct rst *r)
 	int ret;
 
 	ret = rst_prepare(r);	/* in its namespaces since load_and_check() */
+	if (!ret)
+		ret = fault_step(RST_FAULT_PREPARED) ?: rst_interrupted();
 	if (!ret) {
 		r->a->sum_pages = pagecheck_mode(&r->ds);	/* pagecheck.c */
 		r->a->fill_helper = fill_helper_wanted();
@@ -377,6 +397,9 @@ static int restore(struct rst *r)
 	ns_restore_leave(r);
 	if (ret)
 		return ret;
+	ret = fault_step(RST_FAULT_FORKED) ?: rst_interrupted();
+	if (ret)
+		return abort_parked(r, ret);	/* parked or not: it goes */
 	t1 = now_us();
 	ret = pagecheck_start(r);
 	if (ret == -ESRCH ||
@@ -430,6 +453,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->tree_sync_fd = -1;
 	r->mnt_back = r->mnt_cwd = -1;
 	r->mnt_go[0] = r->mnt_go[1] = -1;
+	r->lifeline = -1;
 }
 
 int rst_check_loaded(struct rst *r)
@@ -474,6 +498,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = ns_restore_enter(r);
 	if (!ret && enter)
 		ret = mntns_restore_enter(r);
+	if (!ret && enter)
+		ret = fault_step(RST_FAULT_MOUNTS) ?: rst_interrupted();
 	if (!ret)
 		ret = rst_check_loaded(r);
 	if (!ret && r->ds.nr_members)
@@ -511,13 +537,16 @@ void rst_free(struct rst *r)
 int restore_run(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o, true, true);
+	int ret;
 
+	rst_catch_signals();	/* before anything is made: abort.c */
+	ret = load_and_check(&r, o, true, true);
 	if (!ret)
 		ret = r.tree ? restore_tree(&r) : restore(&r);
 	if (ret)
 		cgroups_undo(&r);	/* the cgroups it made for nothing */
 	rst_free(&r);
+	rst_release_signals();
 	return ret;
 }
 

@@ -83,15 +83,17 @@ static int run_to_sigreturn(pid_t tid)
 }
 
 /*
- * In tid, stopped after its rt_sigreturn: munmap the restorer area. Every
- * signal stays blocked meanwhile: a pending signal the restored mask lets
- * through is delivered after the detach, not into the injected syscall.
+ * In tid, stopped after its rt_sigreturn: one syscall (nr, a0, a1) injected,
+ * its result. Every signal stays blocked meanwhile: a pending signal the
+ * restored mask lets through is delivered after the detach, not into the
+ * injected syscall.
  */
-static int inject_munmap(struct rst *r, pid_t tid)
+static long inject_syscall(struct rst *r, pid_t tid, long nr, unsigned long a0, unsigned long a1)
 {
 	uint64_t mask, all = ~0ULL;
 	struct user_regs_struct saved, regs;
-	int status, ret = 0;
+	int status;
+	long ret = 0;
 
 	if (ptrace(PTRACE_GETSIGMASK, tid, sizeof(mask), &mask) ||
 	    ptrace(PTRACE_SETSIGMASK, tid, sizeof(all), &all))
@@ -99,10 +101,10 @@ static int inject_munmap(struct rst *r, pid_t tid)
 	if (ptrace(PTRACE_GETREGS, tid, 0, &saved))
 		return -errno;
 	regs = saved;
-	regs.rax = SYS_munmap;
+	regs.rax = nr;
 	regs.orig_rax = -1;
-	regs.rdi = r->a->area_start;
-	regs.rsi = r->a->area_size;
+	regs.rdi = a0;
+	regs.rsi = a1;
 	regs.rip = r->a->syscall_insn;
 	if (ptrace(PTRACE_SETREGS, tid, 0, &regs))
 		return -errno;
@@ -115,11 +117,27 @@ static int inject_munmap(struct rst *r, pid_t tid)
 	if (ptrace(PTRACE_GETREGS, tid, 0, &regs))
 		return -errno;
 	if ((long)regs.rax < 0)
-		ret = (int)regs.rax;
+		ret = (long)regs.rax;
 	if (ptrace(PTRACE_SETREGS, tid, 0, &saved) ||
 	    ptrace(PTRACE_SETSIGMASK, tid, sizeof(mask), &mask))
 		return -errno;
 	return ret;
+}
+
+/*
+ * Nothing of the restorer left: its lifeline fd (abort.c) closed, its area
+ * unmapped. An fd table several processes share (share.c) has one lifeline:
+ * its first process closes it (once closed, the number may be the process's).
+ */
+static int inject_cleanup(struct rst *r, pid_t tid)
+{
+	long ret = 0;
+
+	if (r->a->lifeline_fd >= 0 && !r->fdt_owner)
+		ret = inject_syscall(r, tid, SYS_close, r->a->lifeline_fd, 0);
+	if (!ret)
+		ret = inject_syscall(r, tid, SYS_munmap, r->a->area_start, r->a->area_size);
+	return (int)ret;
 }
 
 static void release(struct rst *r, unsigned int go)
@@ -128,15 +146,19 @@ static void release(struct rst *r, unsigned int go)
 	syscall(SYS_futex, &r->a->go, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Let the parked threads run into their dumped contexts. */
-int resume_threads(struct rst *r)
+/*
+ * Trace the parked threads. No PTRACE_O_EXITKILL: memdump killed before the
+ * commit point leaves them parked, and they exit themselves (their
+ * lifeline); after it they run on.
+ */
+void resume_seize(struct rst *r)
 {
 	const struct rst_thread *rt = (const struct rst_thread *)(r->area + r->a->threads_off);
 	size_t n = r->a->nr_threads, seized = 0;
-	long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
+	long opts = PTRACE_O_TRACESYSGOOD;
 	int ret = 0, status;
 
-	/* the filters the threads install must not stop the munmap injected afterwards */
+	/* the filters the threads install must not stop the syscalls injected afterwards */
 	if (r->a->nr_filters)
 		opts |= PTRACE_O_SUSPEND_SECCOMP;
 	for (; seized < n; seized++) {
@@ -148,16 +170,30 @@ int resume_threads(struct rst *r)
 			break;
 		}
 	}
-	if (ret) {
-		/* no ptrace: the threads run, the restorer area stays mapped */
-		pr_warn("cannot trace the restored threads (%s): the restorer area stays mapped at "
-			"%#lx\n", strerror(-ret), r->a->area_start);
-		for (size_t i = 0; i < seized; i++)
-			ptrace(PTRACE_DETACH, rt[i].tid, 0, 0);
-		release(r, 1);
-		return 0;
-	}
+	if (!ret)
+		return;
+	/* no ptrace: the threads run, the restorer area stays mapped */
+	pr_warn("cannot trace the restored threads (%s): the restorer area stays mapped at "
+		"%#lx\n", strerror(-ret), r->a->area_start);
+	for (size_t i = 0; i < seized; i++)
+		ptrace(PTRACE_DETACH, rt[i].tid, 0, 0);
+	r->untraced = true;
+}
+
+void resume_go(struct rst *r)
+{
 	release(r, 1);
+}
+
+/* Let the released threads run into their dumped contexts, the restorer gone. */
+int resume_finish(struct rst *r)
+{
+	const struct rst_thread *rt = (const struct rst_thread *)(r->area + r->a->threads_off);
+	size_t n = r->a->nr_threads;
+	int ret = 0, status;
+
+	if (r->untraced)
+		return 0;
 	for (size_t i = 0; i < n && !ret; i++) {
 		if (ptrace(PTRACE_SYSCALL, rt[i].tid, 0, 0))
 			ret = -errno;
@@ -165,10 +201,11 @@ int resume_threads(struct rst *r)
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = run_to_sigreturn(rt[i].tid);
 	if (!ret)
-		ret = inject_munmap(r, rt[0].tid);
+		ret = inject_cleanup(r, rt[0].tid);
 	if (ret) {
 		kill(r->pid, SIGKILL);
-		waitpid(r->pid, &status, __WALL);
+		if (!rst_not_child(r))
+			waitpid(r->pid, &status, __WALL);
 		return r->a->err ? rst_area_error(r)
 				 : fail(ret, "the restored threads did not resume: %s", strerror(-ret));
 	}
@@ -183,4 +220,14 @@ int resume_threads(struct rst *r)
 		ptrace(PTRACE_DETACH, rt[i].tid, 0,
 		       i == 0 && (stop || getenv("MEMDUMP_RESTORE_STOP")) ? SIGSTOP : 0);
 	return 0;
+}
+
+/* One process: traced, let go (the commit point), run into its contexts. */
+int resume_threads(struct rst *r)
+{
+	struct rst *one[1] = { r };
+
+	resume_seize(r);
+	rst_commit(one, 1);
+	return resume_finish(r);
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fault.h"
 #include "log.h"
 #include "restore/restore.h"
 
@@ -606,6 +607,8 @@ static int wait_born(struct rst *m)
 
 		if (kill(m->pid, 0) == 0)
 			return 0;
+		if (rst_interrupted())
+			return -EINTR;
 		if (__atomic_load_n(&p->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED ||
 		    (p->tree_parent && kill(p->pid, 0)))
 			return fail(-ECHILD, "process %d was not created: its parent %d failed",
@@ -641,6 +644,30 @@ static int wait_all(struct rst *root)
 	return ret;
 }
 
+/*
+ * Every process traced, then all let go at once (the commit point: memdump
+ * killed before it, they all exit; after it, they all run), then each run
+ * into its dumped contexts, the children first.
+ */
+static int resume_all(struct rst *root)
+{
+	struct rst *all[root->tree->n + 1];
+	size_t n = 0;
+	int ret = 0;
+
+	for (size_t i = root->tree->n; i-- > 0;)
+		all[n++] = &root->tree->m[i];
+	all[n++] = root;
+	for (size_t i = 0; i < n; i++)
+		resume_seize(all[i]);
+	rst_commit(all, n);
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = resume_finish(all[i]);
+	if (!ret)
+		rst_default_signals();
+	return ret;
+}
+
 /* Every process parked: timers, the network, the hooks, then all run. */
 static int release_all(struct rst *root)
 {
@@ -655,14 +682,13 @@ static int release_all(struct rst *root)
 			tcp_release_all(i ? &root->tree->m[i - 1] : root);
 		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
 	}
+	if (!ret)
+		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret) {
 		kill_all(root);
 		return ret;
 	}
-	for (size_t i = root->tree->n; i-- > 0 && !ret;)
-		ret = resume_threads(&root->tree->m[i]);
-	if (!ret)
-		ret = resume_threads(root);
+	ret = resume_all(root);
 	if (ret)
 		kill_all(root);
 	else
@@ -676,11 +702,18 @@ int restore_tree(struct rst *root)
 	int ret = prepare_all(root);	/* in its namespaces since load_and_check() */
 
 	if (!ret)
+		ret = fault_step(RST_FAULT_PREPARED) ?: rst_interrupted();
+	if (!ret)
 		ret = fork_all(root);
 	mntns_restore_leave(root);
 	ns_restore_leave(root);
 	if (ret)
 		return ret;
+	ret = fault_step(RST_FAULT_FORKED) ?: rst_interrupted();
+	if (ret) {
+		kill_all(root);		/* those not yet forked die with their parents */
+		return ret;
+	}
 	t1 = now_us();
 	ret = wait_all(root);
 	t2 = now_us();

@@ -1,0 +1,181 @@
+# A restore that fails or is stopped leaves nothing behind (src/restore/abort.c).
+# Its commit point is the moment memdump lets the parked threads go: stopped
+# before it (a failure, SIGTERM, SIGKILL) no process of the set stays and the
+# deleted files it recreated are gone; after it they run. Every restore step
+# has a fault point (MEMDUMP_FAULT=<point>): it stalls there, or with
+# MEMDUMP_FAULT_FAIL=1 the step fails there.
+
+RSTFAIL_POINTS=(rst-mounts rst-ghosts rst-prepared rst-forked rst-child-files rst-fill rst-commit)
+
+# rstfail_gone PID...: none of them exists (PID 1 reaps the orphans in 1-2 s)
+rstfail_gone() {
+	local p
+	for p in "$@"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' ||
+			fail "process $p is left (State: $(proc_field "$p" State), parent $(proc_field "$p" PPid))"
+	done
+}
+
+# rstfail_no_ghosts: no deleted file of t-ghost recreated and left behind
+rstfail_no_ghosts() {
+	ls "$T"/ghost-* 2> /dev/null && fail "a recreated deleted file is left in $T"
+	ls "$T" | grep -q memdump-ghost && fail "a ghost made beside its name is left in $T"
+	ls /dev/shm | grep -q "t-ghost-$PID" && fail "the shm ghost is left in /dev/shm"
+	return 0
+}
+
+# rstfail_wait_exit: the restore_bg memdump's (timeout's) exit status in MD_RC
+rstfail_wait_exit() {
+	wait_until "$OP_TIMEOUT" eval '! kill -0 '"$RPID"' 2> /dev/null' || fail "the restore did not exit"
+	wait "$RPID"; MD_RC=$?
+	note "restore exited with $MD_RC"
+	sed 's/^/#   restore stderr: /' "$MD_ERR"
+}
+
+# rstfail_one_error: the failure's one line, last (a tree's restore may warn before)
+rstfail_one_error() {
+	(( MD_RC != 0 && MD_RC < 128 )) || fail "memdump exited $MD_RC, want a failure"
+	(( $(grep -c '^memdump: ' "$MD_ERR") == 1 )) || fail "not one 'memdump: ' line on stderr"
+	[[ $(tail -n1 "$MD_ERR") == "memdump: restore failed: "* ]] || fail "the last line is not the failure"
+}
+
+# rstfail_fail_at POINT PID...: the restore of $T/d fails at POINT in one line, naming
+# it, and leaves none of the PIDs
+rstfail_fail_at() {
+	local point=$1; shift
+	MEMDUMP_FAULT=$point MEMDUMP_FAULT_FAIL=1 md "fail.$point" restore -D "$T/d"
+	rstfail_one_error
+	grep -q "^memdump: restore failed: .*fault injected at $point" "$MD_ERR" ||
+		fail "$point: the error does not name the fault point: $(cat "$MD_ERR")"
+	rstfail_gone "$@"
+}
+
+# t-ghost (deleted files, shared memory) failed at every point, then restored
+case_rstfail_points() {
+	start_prog t-ghost
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local point
+	for point in "${RSTFAIL_POINTS[@]}"; do
+		rstfail_fail_at "$point" "$PID"
+		rstfail_no_ghosts
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+	rstfail_no_ghosts
+}
+
+# rstfail_tree: t-tree P A B G dumped (killed) into $T/d; sets A B G
+rstfail_tree() {
+	start_prog t-tree
+	A=${READY[2]} B=${READY[3]} G=${READY[4]}
+	track "$A"; track "$B"; track "$G"
+	dump "$PID" "$T/d"
+	rstfail_gone "$PID" "$A" "$B" "$G"
+}
+
+# the tree of 4 restored after everything before: as dumped, to its PASS
+rstfail_tree_pass() {
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" "$1"
+	wait_restored "$PID"
+	tree_shape_ok "$PID" "$A" "$B" "$G"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+
+case_rstfail_points_tree() {
+	rstfail_tree
+	local point
+	for point in "${RSTFAIL_POINTS[@]}"; do
+		[[ $point == rst-ghosts ]] && continue	# t-tree has no deleted file
+		rstfail_fail_at "$point" "$PID" "$A" "$B" "$G"
+	done
+	rstfail_tree_pass ok
+}
+
+# rstfail_stop_at POINT SIG: a restore of the tree stalled at POINT, its memdump
+# sent SIG: nothing of the tree stays; SIGTERM fails it in one line
+rstfail_stop_at() {
+	local point=$1 sig=$2 md_pid
+	MEMDUMP_FAULT=$point restore_bg "$T/d" "$point.$sig"
+	wait_line "$MD_ERR" "fault point $point: " "$OP_TIMEOUT" ||
+		fail "$point: the restore did not reach its fault point: $(cat "$MD_ERR")"
+	case $point in
+	rst-forked|rst-child-files|rst-fill)	# the tree is there, in memdump's code or the blob
+		wait_until "$OP_TIMEOUT" eval '[[ -d /proc/'"$G"' ]]' || fail "$point: G was not created";;
+	esac
+	md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+	kill "-$sig" "$md_pid"
+	note "$point: sent SIG$sig to memdump $md_pid"
+	rstfail_wait_exit
+	if [[ $sig == KILL ]]; then
+		(( MD_RC == 137 )) || fail "$point: memdump exited $MD_RC, not killed"
+	else
+		rstfail_one_error
+		grep -q "^memdump: restore failed: interrupted by SIGTERM" "$MD_ERR" ||
+			fail "$point: the failure does not name SIGTERM: $(tail -n1 "$MD_ERR")"
+	fi
+	rstfail_gone "$PID" "$A" "$B" "$G"
+}
+
+# case_rstfail_kill SIG: memdump restore of a tree sent SIG at each point, then restored
+case_rstfail_kill() {
+	rstfail_tree
+	local point
+	for point in rst-mounts rst-prepared rst-forked rst-child-files rst-fill rst-commit; do
+		rstfail_stop_at "$point" "$1"
+	done
+	rstfail_tree_pass again
+}
+
+# -d and the restored process alone: memdump SIGKILLed parked, SIGTERMed in the fill
+case_rstfail_kill_single() {
+	start_prog t-pattern
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	A=$PID B=$PID G=$PID
+	rstfail_stop_at rst-commit KILL
+	rstfail_stop_at rst-fill TERM
+	MEMDUMP_FAULT=rst-fill restore_bg "$T/d" fill-d -d
+	wait_line "$MD_ERR" "fault point rst-fill: " "$OP_TIMEOUT" || fail "no fault point with -d"
+	wait_until "$OP_TIMEOUT" eval '[[ -d /proc/'"$PID"' ]]' || fail "$PID was not created"
+	kill -KILL "$(pgrep -P "$RPID" -x memdump | head -n1)"
+	rstfail_wait_exit
+	rstfail_gone "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+}
+
+# A deleted file that no longer fits where it was: the error says ENOSPC
+case_rstfail_ghost_enospc() {
+	local dir=$T/small
+	mkdir -p "$dir"
+	mount -t tmpfs -o size=64k "rstfail-$$" "$dir" || fail "cannot mount a tmpfs on $dir"
+	OUT=$T/t-ghost.out
+	"$TESTBIN/t-ghost" "$dir" > "$OUT" 2> "$T/t-ghost.err" < /dev/null &
+	PID=$!
+	track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || { umount "$dir"; fail "t-ghost did not become READY"; }
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	# all but 4 KiB taken: the 10000 bytes of ghost-rw do not fit
+	dd if=/dev/zero of="$dir/filler" bs=4k count=16 status=none 2> /dev/null
+	rm -f "$dir/filler"
+	dd if=/dev/zero of="$dir/filler" bs=4k count=$(( $(stat -f -c %a "$dir") - 1 )) status=none
+	md enospc restore -D "$T/d"
+	local err; err=$(tail -n1 "$MD_ERR")
+	umount "$dir"
+	expect_md_error
+	[[ $err == *"No space left on device"* ]] || fail "the error does not say ENOSPC: $err"
+	rstfail_gone "$PID"
+}
+
+add rstfail-points case_rstfail_points
+add rstfail-points-tree case_rstfail_points_tree
+add rstfail-kill-tree case_rstfail_kill KILL
+add rstfail-term-tree case_rstfail_kill TERM
+add rstfail-kill-single case_rstfail_kill_single
+add rstfail-ghost-enospc case_rstfail_ghost_enospc
