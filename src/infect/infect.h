@@ -42,6 +42,9 @@ struct infect_thread {
 	uint64_t sigmask;		/* as at the freeze */
 	struct infect_rseq rseq;	/* as at the freeze */
 	uint64_t cure_sp;		/* its frame in the parasite area, + 8 */
+	int stop_sig;			/* the signal of its group-stop at the seize, or 0 */
+	bool sigstop_private;		/* a SIGSTOP queued for it alone at the seize */
+	int sigstops_taken;		/* SIGSTOPs it dequeued during remote syscalls */
 };
 
 struct parasite;
@@ -72,6 +75,7 @@ struct infect_ctx {
 	const volatile sig_atomic_t *stop;
 	struct infect_trace *trace;	/* or NULL */
 	bool seccomp_unsuspended;	/* its filters apply to our syscalls */
+	bool sigstop_shared;		/* a SIGSTOP queued for the process at the seize */
 };
 
 /* seize.c */

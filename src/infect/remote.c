@@ -123,6 +123,16 @@ static int step_to_syscall_stop(struct infect_ctx *c, struct infect_thread *t)
 			return ret;
 		if (WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80))
 			return 0;
+		/*
+		 * SIGSTOP cannot be blocked: one queued (sent again to a stopped
+		 * process, or on its way at the seize) is dequeued as soon as the
+		 * thread runs for us. Suppressed here, sent again at the release.
+		 */
+		if (WIFSTOPPED(status) && status >> 16 == 0 && WSTOPSIG(status) == SIGSTOP) {
+			pr_debug("thread %d: SIGSTOP taken during a remote syscall", t->tid);
+			t->sigstops_taken++;
+			continue;
+		}
 		/* Signals are blocked while we run code in the thread; a fault is ours. */
 		if (WIFSTOPPED(status) && status >> 16 == 0 && WSTOPSIG(status) != SIGTRAP) {
 			pr_warn("thread %d: signal %d during a remote syscall", t->tid,
