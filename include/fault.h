@@ -15,7 +15,9 @@
  * written, before the last look at the sockets' queues and the inventory),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
- * target). */
+ * target), "remote-set-NR", "remote-entry-NR", "remote-exit-NR" (the
+ * first remote syscall number NR: its registers set, stopped at its entry,
+ * stopped at its exit, before the thread gets its own registers back). */
 void fault_point(const char *point);
 
 #endif

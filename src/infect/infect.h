@@ -68,6 +68,8 @@ struct infect_ctx {
 	struct infect_thread *threads;	/* leader first */
 	int nr_threads;
 	uint64_t syscall_insn;		/* a `syscall` instruction in the process */
+	uint64_t sigreturn_insn;	/* `mov $15, %rax; syscall` there, or 0 */
+	unsigned int sigreturn_len;	/* its length */
 	uint64_t tramp;			/* the parasite area's trampoline, or 0 */
 	uint64_t vdso;			/* start of its [vdso] */
 	struct parasite *parasite;

@@ -334,9 +334,11 @@ int put_thread_regs(struct infect_thread *t)
 	struct user_regs_struct r = t->regs;
 
 	regs_for_resume(&r);
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
-		return -errno;
+	/* the mask first: until its registers are its own, they lead it home
+	 * through a frame that holds its mask too */
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return -errno;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
 		return -errno;
 	t->regs_dirty = false;
 	return 0;
