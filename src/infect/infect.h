@@ -59,6 +59,8 @@ struct infect_trace {
 	volatile int64_t pid;
 	volatile uint64_t area;		/* the parasite area in the process, or 0 */
 	volatile uint64_t area_len;
+	volatile int32_t memfd;		/* the area's memfd in the process, while open */
+	volatile int32_t has_memfd;	/* (told before memfd_create runs) */
 };
 
 struct infect_ctx {

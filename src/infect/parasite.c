@@ -14,6 +14,7 @@
  * Should the dumper die while the blob runs, the blob cures itself through
  * a frame built here before it starts (selfcure.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -163,6 +164,44 @@ static int area_size(struct infect_ctx *c, struct parasite *p, size_t *stride)
 	return 0;
 }
 
+/* The fd the process's next new file gets (the lowest free): it is frozen. */
+static int lowest_free_fd(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	uint8_t used[1024] = { 0 };
+	DIR *dir;
+	int fd = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir))) {
+		int n = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && n >= 0 && n < (int)sizeof(used))
+			used[n] = 1;
+	}
+	closedir(dir);
+	while (fd < (int)sizeof(used) && used[fd])
+		fd++;
+	return fd < (int)sizeof(used) ? fd : -1;
+}
+
+/*
+ * The supervisor is told which fd the area's memfd is (or will be, before
+ * memfd_create runs), so that it can close it after a killed dumper.
+ */
+static void trace_memfd(struct infect_ctx *c, int fd, bool open)
+{
+	if (!c->trace)
+		return;
+	c->trace->pid = c->pid;
+	c->trace->memfd = fd;
+	c->trace->has_memfd = open && fd >= 0;
+}
+
 /*
  * A free range of len bytes for the area: the highest gap under the
  * mappings below the stack (not the one under the stack, which it grows
@@ -238,7 +277,9 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	name = empty_string(c);
 	if (!name)
 		return fail(-ENOEXEC, "process %d has no vDSO", c->pid);
+	trace_memfd(c, lowest_free_fd(c->pid), true);
 	err = rsys(c, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
+	trace_memfd(c, (int)memfd, !err);
 	if (err)
 		return err;
 	err = rsys(c, SYS_ftruncate, &ret, memfd, p->len, 0, 0, 0, 0);
@@ -250,7 +291,8 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	}
 	if (!err)
 		err = write_frames(c, p, stride);
-	rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0);
+	if (!rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0))
+		trace_memfd(c, -1, false);
 	return err;
 }
 
