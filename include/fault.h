@@ -21,8 +21,11 @@
  * connection in repair mode yet), "tcp-repaired" (a connection read, still
  * in repair mode), "net-unlocked" (the lock off again, the connections still
  * in repair mode), "target-killed" (a killing dump: the process with the
- * locked connections is dead, the lock stays for the restore). A restore's
- * points: src/ctx/restore_ctx.h (RST_FAULT_*). */
+ * locked connections is dead, the lock stays for the restore),
+ * "remote-set-NR", "remote-entry-NR", "remote-exit-NR" (the first remote
+ * syscall number NR: its registers set, stopped at its entry, stopped at its
+ * exit, before the thread gets its own registers back). A restore's points:
+ * src/ctx/restore_ctx.h (RST_FAULT_*). */
 void fault_point(const char *point);
 
 /*

@@ -299,6 +299,7 @@ struct dump_ctx {
 	bool progress;
 	struct fd_policy policy;	/* from dump_opts: ghost limit, shell job */
 	bool stopped;			/* group-stopped (SIGSTOP) before the dump */
+	int stop_signo;			/* the signal it stopped with (stopped) */
 	struct thread *threads;		/* leader first */
 	int nr_threads;
 	struct vma *vmas;
@@ -377,6 +378,8 @@ int collect_posix_timers(struct dump_ctx *d);
 int collect_threads(struct dump_ctx *d);
 int collect_thread_inside(struct dump_ctx *d, int i);
 int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
+/* A queued SIGSTOP is a stop: out of the queues, into d->stopped. */
+void collect_stop_state(struct dump_ctx *d);
 /* a remote syscall in thread i (0: the leader) */
 int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
 		 long a4);

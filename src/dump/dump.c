@@ -173,6 +173,8 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 	if (!ret)
 		ret = collect_pending_signals(d->pid, true, &d->sigpending, &d->nr_sigpending);
 	if (!ret)
+		collect_stop_state(d);
+	if (!ret)
 		ret = collect_vmas(d);
 	if (!ret && o->tcp_established)
 		ret = hook_fire(o->hooks, HOOK_NETWORK_LOCK, d->pid);

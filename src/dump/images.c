@@ -210,6 +210,8 @@ static int write_task_core(struct dump_ctx *d, const struct task_state *ts, Core
 	tt.n_posix = d->nr_ptimers;
 	tt.posix = ptp;
 	tc.task_state = d->stopped ? TASK_STOPPED : TASK_ALIVE;
+	tc.has_stop_signo = d->stopped;
+	tc.stop_signo = d->stop_signo;
 	tc.personality = ts->personality;
 	tc.blk_sigset = d->threads[0].sigmask;
 	tc.comm = (char *)ts->stat.comm;

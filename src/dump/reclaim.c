@@ -105,7 +105,11 @@ bool dump_trace_pending(const struct dump_trace *t)
 int dump_reclaim(struct dump_trace *t)
 {
 	pid_t npid = (pid_t)t->net_pid;
-	int ret = infect_reclaim(&t->in);
+	int ret;
+
+	/* the fault points are the worker's: cleaning up after it stalls at none */
+	unsetenv("MEMDUMP_FAULT");
+	ret = infect_reclaim(&t->in);
 
 	freezer_reclaim(t);	/* a cgroup it froze runs again */
 

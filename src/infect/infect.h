@@ -42,6 +42,9 @@ struct infect_thread {
 	uint64_t sigmask;		/* as at the freeze */
 	struct infect_rseq rseq;	/* as at the freeze */
 	uint64_t cure_sp;		/* its frame in the parasite area, + 8 */
+	int stop_sig;			/* the signal of its group-stop at the seize, or 0 */
+	bool sigstop_private;		/* a SIGSTOP queued for it alone at the seize */
+	int sigstops_taken;		/* SIGSTOPs it dequeued during remote syscalls */
 };
 
 struct parasite;
@@ -56,6 +59,8 @@ struct infect_trace {
 	volatile int64_t pid;
 	volatile uint64_t area;		/* the parasite area in the process, or 0 */
 	volatile uint64_t area_len;
+	volatile int32_t memfd;		/* the area's memfd in the process, while open */
+	volatile int32_t has_memfd;	/* (told before memfd_create runs) */
 };
 
 struct infect_ctx {
@@ -65,6 +70,8 @@ struct infect_ctx {
 	struct infect_thread *threads;	/* leader first */
 	int nr_threads;
 	uint64_t syscall_insn;		/* a `syscall` instruction in the process */
+	uint64_t sigreturn_insn;	/* `mov $15, %rax; syscall` there, or 0 */
+	unsigned int sigreturn_len;	/* its length */
 	uint64_t tramp;			/* the parasite area's trampoline, or 0 */
 	uint64_t vdso;			/* start of its [vdso] */
 	struct parasite *parasite;
@@ -72,6 +79,7 @@ struct infect_ctx {
 	const volatile sig_atomic_t *stop;
 	struct infect_trace *trace;	/* or NULL */
 	bool seccomp_unsuspended;	/* its filters apply to our syscalls */
+	bool sigstop_shared;		/* a SIGSTOP queued for the process at the seize */
 };
 
 /* seize.c */

@@ -14,6 +14,7 @@
  * Should the dumper die while the blob runs, the blob cures itself through
  * a frame built here before it starts (selfcure.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,6 +39,7 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "parasite_abi.h"
+#include "proc.h"
 
 #define PIPE_SIZE	(32 << 20)
 
@@ -162,6 +164,104 @@ static int area_size(struct infect_ctx *c, struct parasite *p, size_t *stride)
 	return 0;
 }
 
+/* The fd the process's next new file gets (the lowest free): it is frozen. */
+static int lowest_free_fd(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	uint8_t used[1024] = { 0 };
+	DIR *dir;
+	int fd = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir))) {
+		int n = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && n >= 0 && n < (int)sizeof(used))
+			used[n] = 1;
+	}
+	closedir(dir);
+	while (fd < (int)sizeof(used) && used[fd])
+		fd++;
+	return fd < (int)sizeof(used) ? fd : -1;
+}
+
+/*
+ * The supervisor is told which fd the area's memfd is (or will be, before
+ * memfd_create runs), so that it can close it after a killed dumper.
+ */
+static void trace_memfd(struct infect_ctx *c, int fd, bool open)
+{
+	if (!c->trace)
+		return;
+	c->trace->pid = c->pid;
+	c->trace->memfd = fd;
+	c->trace->has_memfd = open && fd >= 0;
+}
+
+/*
+ * A free range of len bytes for the area: the highest gap under the
+ * mappings below the stack (not the one under the stack, which it grows
+ * into), a page kept free on each side; 0 if there is none.
+ */
+static uint64_t free_range(struct infect_ctx *c, size_t len)
+{
+	char path[64], *maps, *line, *save;
+	uint64_t prev_hi = 1 << 20, best = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
+	if (proc_read_file(path, &maps) < 0)
+		return 0;
+	for (line = strtok_r(maps, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		uint64_t lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) != 2 || strstr(line, "[stack]"))
+			break;
+		if (lo >= prev_hi + len + 2 * PAGE_SIZE)
+			best = lo - PAGE_SIZE - len;
+		prev_hi = hi > prev_hi ? hi : prev_hi;
+	}
+	free(maps);
+	return best;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE	0x100000
+#endif
+
+/*
+ * The memfd mapped in the target where the supervisor is told before the
+ * mmap runs: were the dumper killed at any moment of it, infect_reclaim()
+ * finds the area, or nothing there.
+ */
+static int map_remote(struct infect_ctx *c, struct parasite *p, long memfd, long *addr)
+{
+	uint64_t want = free_range(c, p->len);
+	int err;
+
+	if (c->trace) {
+		c->trace->pid = c->pid;
+		c->trace->area_len = p->len;
+		c->trace->area = want;
+	}
+	*addr = -ENOMEM;
+	err = want ? infect_syscall(c, 0, SYS_mmap, addr, want, p->len,
+				    PROT_READ | PROT_WRITE | PROT_EXEC,
+				    MAP_SHARED | MAP_FIXED_NOREPLACE, memfd, 0) : 0;
+	if (!err && *addr < 0 && *addr > -4096) {	/* no room after all: where the kernel likes */
+		if (want)
+			pr_debug("cannot map the parasite area at %#lx (%ld): anywhere", want, *addr);
+		err = rsys(c, SYS_mmap, addr, 0, p->len, PROT_READ | PROT_WRITE | PROT_EXEC,
+			   MAP_SHARED, memfd, 0);
+	}
+	if (c->trace)
+		c->trace->area = err ? 0 : *addr;
+	return err;
+}
+
 static int map_area(struct infect_ctx *c, struct parasite *p)
 {
 	long memfd, addr, ret;
@@ -177,25 +277,22 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	name = empty_string(c);
 	if (!name)
 		return fail(-ENOEXEC, "process %d has no vDSO", c->pid);
+	trace_memfd(c, lowest_free_fd(c->pid), true);
 	err = rsys(c, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
+	trace_memfd(c, (int)memfd, !err);
 	if (err)
 		return err;
 	err = rsys(c, SYS_ftruncate, &ret, memfd, p->len, 0, 0, 0, 0);
 	if (!err)
-		err = rsys(c, SYS_mmap, &addr, 0, p->len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_SHARED, memfd, 0);
+		err = map_remote(c, p, memfd, &addr);
 	if (!err) {
 		p->remote = addr;
-		if (c->trace) {
-			c->trace->pid = c->pid;
-			c->trace->area_len = p->len;
-			c->trace->area = addr;
-		}
 		err = map_local(c, p, memfd);
 	}
 	if (!err)
 		err = write_frames(c, p, stride);
-	rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0);
+	if (!rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0))
+		trace_memfd(c, -1, false);
 	return err;
 }
 

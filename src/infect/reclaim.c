@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "infect/infect.h"
 #include "log.h"
@@ -51,17 +52,47 @@ static bool thread_inside(const struct infect_ctx *c, uint64_t addr, uint64_t le
 	return false;
 }
 
+/* Is fd of pid a memfd like the area's (no name, deleted)? */
+static bool is_area_memfd(pid_t pid, int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "/memfd: (deleted)");
+}
+
+/* The area's memfd, were the dumper killed between its creation and its close. */
+static int close_memfd(struct infect_ctx *c, const struct infect_trace *tr)
+{
+	long ret;
+	int err;
+
+	if (!tr->has_memfd || !is_area_memfd(c->pid, tr->memfd))
+		return 0;
+	err = infect_syscall(c, 0, SYS_close, &ret, tr->memfd, 0, 0, 0, 0, 0);
+	if (!err && !ret)
+		pr_info("closed the parasite's memfd the dead worker left in process %d", c->pid);
+	return err;
+}
+
 /* 1: unmapped or already gone, 0: a thread is still inside, <0: failed. */
-static int try_unmap(pid_t pid, uint64_t area, uint64_t len)
+static int try_unmap(const struct infect_trace *tr, pid_t pid, uint64_t area, uint64_t len)
 {
 	struct infect_ctx c;
 	long ret;
 	int err;
 
 	err = infect_prepare(&c, pid, NULL);
+	if (!err)
+		err = close_memfd(&c, tr);
 	if (err)
 		goto out;
-	if (!is_area(pid, area, len)) {
+	if (!area || !is_area(pid, area, len)) {
 		err = 1;
 		goto out;
 	}
@@ -85,10 +116,10 @@ int infect_reclaim(const struct infect_trace *tr)
 	struct timespec wait = { 0, RETRY_NS };
 	pid_t pid = (pid_t)tr->pid;
 
-	if (!pid || !tr->area)
+	if (!pid || (!tr->area && !tr->has_memfd))
 		return 0;
 	for (int i = 0; i < TRIES; i++) {
-		int ret = try_unmap(pid, tr->area, tr->area_len);
+		int ret = try_unmap(tr, pid, tr->area, tr->area_len);
 
 		if (ret)
 			return ret < 0 ? ret : 0;

@@ -334,17 +334,46 @@ int put_thread_regs(struct infect_thread *t)
 	struct user_regs_struct r = t->regs;
 
 	regs_for_resume(&r);
-	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
-		return -errno;
+	/* the mask first: until its registers are its own, they lead it home
+	 * through a frame that holds its mask too */
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
+		return -errno;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r))
 		return -errno;
 	t->regs_dirty = false;
 	return 0;
 }
 
+/*
+ * The SIGSTOPs the threads dequeued while running remote syscalls, queued
+ * again where they were (a thread dequeues its own before the process's):
+ * a stopped process keeps one pending, a running one stops on it.
+ */
+static void requeue_sigstops(struct infect_ctx *c)
+{
+	bool shared = c->sigstop_shared;
+
+	for (int i = 0; i < c->nr_threads; i++) {
+		struct infect_thread *t = &c->threads[i];
+
+		for (int n = t->seized ? t->sigstops_taken : 0; n > 0; n--) {
+			if (shared && !t->sigstop_private) {
+				kill(c->pid, SIGSTOP);
+				shared = false;
+			} else {
+				syscall(SYS_tgkill, c->pid, t->tid, SIGSTOP);
+				t->sigstop_private = false;
+			}
+		}
+		t->sigstops_taken = 0;
+	}
+}
+
 static void detach_all(struct infect_ctx *c)
 {
 	bool alive = process_alive(c->pid);
+
+	requeue_sigstops(c);
 
 	for (int i = 0; i < c->nr_threads; i++) {
 		struct infect_thread *t = &c->threads[i];
@@ -397,8 +426,32 @@ static void save_rseq(struct infect_thread *t)
 		t->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
 }
 
+/* Is SIGSTOP in the pending set KEY (SigPnd, ShdPnd) of /proc/TID/status? */
+static bool sigstop_queued(pid_t tid, const char *key)
+{
+	char v[32] = "0";
+
+	proc_status_field(tid, key, v, sizeof(v));
+	return strtoull(v, NULL, 16) & (1ULL << (SIGSTOP - 1));
+}
+
+/*
+ * The signal of the group-stop the thread is in, from its stop's siginfo
+ * (a seized thread in group-stop traps with it; a running one with SIGTRAP).
+ */
+static int group_stop_signal(pid_t tid)
+{
+	siginfo_t si;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) || si.si_code >> 8 != PTRACE_EVENT_STOP)
+		return 0;
+	return si.si_signo == SIGTRAP ? 0 : si.si_signo;
+}
+
 static int save_thread(struct infect_thread *t)
 {
+	t->stop_sig = group_stop_signal(t->tid);
+	t->sigstop_private = sigstop_queued(t->tid, "SigPnd");
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
 		return fail(-errno, "thread %d: cannot read registers: %s", t->tid, strerror(errno));
 	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
@@ -439,5 +492,7 @@ int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t 
 		ret = seize_all(c);
 	for (int i = 0; i < c->nr_threads && !ret; i++)
 		ret = save_thread(&c->threads[i]);
+	if (!ret)
+		c->sigstop_shared = sigstop_queued(c->pid, "ShdPnd");
 	return ret;
 }

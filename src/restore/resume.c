@@ -5,6 +5,7 @@
  * leader (every signal blocked meanwhile) and detaches: nothing of the
  * restorer remains in the process.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "proc.h"
 #include "restore/restore.h"
 #include "vma_status.h"
 
@@ -49,6 +51,61 @@ struct ptrace_syscall_info_min {
 		struct { int64_t rval; uint8_t is_error; } exit;
 	};
 };
+
+/*
+ * Is process group pgid in session sid orphaned: does no member have a
+ * parent in another group of the session? Its SIGTSTP, SIGTTIN and SIGTTOU
+ * stop nothing then (the kernel drops them).
+ */
+static bool pgrp_orphaned(pid_t pgid, pid_t sid)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	bool orphaned = true;
+
+	if (!dir)
+		return true;
+	while (orphaned && (e = readdir(dir))) {
+		struct proc_stat st, pst;
+		pid_t pid = atoi(e->d_name);
+
+		if (pid <= 0 || proc_read_stat(pid, &st) || st.pgid != pgid)
+			continue;
+		if (st.ppid > 0 && !proc_read_stat(st.ppid, &pst) && pst.pgid != pgid &&
+		    pst.sid == sid)
+			orphaned = false;
+	}
+	closedir(dir);
+	return orphaned;
+}
+
+/*
+ * The signal a process dumped stopped stops with again: the one it stopped
+ * with (a parent's wait reports it), when that one is sure to stop it (its
+ * default action, not blocked, its group not orphaned); SIGSTOP otherwise,
+ * which always does.
+ */
+static int restored_stop_signal(pid_t pid, const TaskCoreEntry *tc)
+{
+	int sig = tc->has_stop_signo ? (int)tc->stop_signo : SIGSTOP;
+	struct proc_stat st;
+
+	if (sig == SIGSTOP)
+		return SIGSTOP;
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		goto fallback;
+	if (tc->n_sigactions >= (size_t)sig && tc->sigactions[sig - 1]->sigaction != 0)
+		goto fallback;	/* not SIG_DFL */
+	if (tc->blk_sigset & (1ULL << (sig - 1)))
+		goto fallback;
+	if (proc_read_stat(pid, &st) || pgrp_orphaned(st.pgid, st.sid))
+		goto fallback;
+	return sig;
+fallback:
+	pr_warn("process %d stopped with signal %d, which would not stop it now: stopped with "
+		"SIGSTOP", pid, sig);
+	return SIGSTOP;
+}
 
 /* Run tid until it has returned from rt_sigreturn; leave it stopped there. */
 static int run_to_sigreturn(pid_t tid)
@@ -211,14 +268,16 @@ int resume_finish(struct rst *r)
 	}
 	/*
 	 * A process dumped stopped is left group-stopped, as it was; so is any
-	 * with MEMDUMP_RESTORE_STOP=1, to attach a debugger. The SIGSTOP is
+	 * with MEMDUMP_RESTORE_STOP=1, to attach a debugger. The stop signal is
 	 * delivered on detach, before any instruction of the process runs.
 	 */
-	bool stop = r->leader->tc && r->leader->tc->task_state == TASK_STOPPED;
+	int stop = r->leader->tc && r->leader->tc->task_state == TASK_STOPPED ?
+		   restored_stop_signal(r->pid, r->leader->tc) : 0;
 
+	if (!stop && getenv("MEMDUMP_RESTORE_STOP"))
+		stop = SIGSTOP;
 	for (size_t i = 0; i < n; i++)
-		ptrace(PTRACE_DETACH, rt[i].tid, 0,
-		       i == 0 && (stop || getenv("MEMDUMP_RESTORE_STOP")) ? SIGSTOP : 0);
+		ptrace(PTRACE_DETACH, rt[i].tid, 0, i == 0 ? stop : 0);
 	return 0;
 }
 

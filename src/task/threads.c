@@ -92,6 +92,42 @@ int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr)
 	return 0;
 }
 
+/* Remove SIGSTOP from the queue v (at most one: it is not a real-time signal). */
+static bool drop_sigstop(siginfo_t *v, int *nr)
+{
+	for (int i = 0; i < *nr; i++) {
+		if (v[i].si_signo != SIGSTOP)
+			continue;
+		memmove(&v[i], &v[i + 1], (*nr - i - 1) * sizeof(*v));
+		(*nr)--;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The stop state goes into the image as a task state and the signal of the
+ * stop, never as a queued SIGSTOP: the restored threads would dequeue it
+ * while memdump still traces them. A process with one queued (it was sent
+ * again to a stopped process, or is on its way) is one about to stop, so
+ * it is dumped as stopped; a SIGCONT would have dropped the queued one.
+ */
+void collect_stop_state(struct dump_ctx *d)
+{
+	bool queued = drop_sigstop(d->sigpending, &d->nr_sigpending);
+
+	for (int i = 0; i < d->nr_threads; i++)
+		queued |= drop_sigstop(d->threads[i].sigpending, &d->threads[i].nr_sigpending);
+	d->stop_signo = d->in.nr_threads ? d->in.threads[0].stop_sig : 0;
+	if (!d->stopped && !queued)
+		return;
+	d->stopped = true;
+	if (!d->stop_signo)
+		d->stop_signo = SIGSTOP;
+	pr_info("process %d is stopped (signal %d)%s", d->pid, d->stop_signo,
+		queued ? ", a SIGSTOP queued" : "");
+}
+
 int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
 		 long a4)
 {
