@@ -74,31 +74,79 @@ static struct ghost *find(struct ghost_set *gs, const struct stat *st)
 	return NULL;
 }
 
-/* The whole content of a regular file, read through its /proc link. */
+/* n bytes at off of fd into buf */
+static int read_at(int fd, char *buf, size_t n, off_t off, const char *src)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pread(fd, buf + done, n - done, off + done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return fail(r < 0 ? -errno : -EIO, "cannot read the deleted file %s: %s", src,
+				    r < 0 ? strerror(errno) : "shorter than its size");
+		done += r;
+	}
+	return 0;
+}
+
+/*
+ * The data extents of fd below size (SEEK_DATA/SEEK_HOLE), appended to g->chunks;
+ * one extent of the whole file where the file system cannot tell its holes.
+ */
+static int find_extents(int fd, struct ghost *g, const char *src)
+{
+	off_t size = g->st.st_size, data, hole = 0;
+
+	while (hole < size) {
+		struct ghost_chunk *c;
+
+		data = lseek(fd, hole, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0 && hole)
+			return fail(-errno, "cannot find the data of the deleted file %s: %s", src,
+				    strerror(errno));
+		hole = data < 0 ? size : lseek(fd, data, SEEK_HOLE);
+		if (data < 0)
+			data = 0;
+		if (hole < 0)
+			return fail(-errno, "cannot find the holes of the deleted file %s: %s", src,
+				    strerror(errno));
+		hole = MIN(hole, size);
+		if (hole <= data)
+			break;
+		c = realloc(g->chunks, (g->nr_chunks + 1) * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		g->chunks = c;
+		c[g->nr_chunks].off = data;
+		c[g->nr_chunks++].len = hole - data;
+	}
+	return 0;
+}
+
+/* The data extents of a regular file and their bytes, read through its /proc link. */
 static int read_content(const char *src, struct ghost *g)
 {
-	size_t size = g->st.st_size, done = 0;
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	int fd = open(src, O_RDONLY | O_CLOEXEC), ret;
+	size_t total = 0, at = 0;
 
 	if (fd < 0)
 		return fail(-errno, "cannot open the deleted file %s: %s", src, strerror(errno));
-	g->data = malloc(size ? size : 1);
-	while (g->data && done < size) {
-		ssize_t n = pread(fd, g->data + done, size - done, done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int err = n < 0 ? errno : EIO;
-
-			close(fd);
-			return fail(-err, "cannot read the deleted file %s: %s", src,
-				    n < 0 ? strerror(err) : "shorter than its size");
-		}
-		done += n;
+	ret = find_extents(fd, g, src);
+	for (int i = 0; !ret && i < g->nr_chunks; i++)
+		total += g->chunks[i].len;
+	if (!ret && !(g->data = malloc(total ? total : 1)))
+		ret = -ENOMEM;
+	for (int i = 0; !ret && i < g->nr_chunks; i++) {
+		ret = read_at(fd, g->data + at, g->chunks[i].len, g->chunks[i].off, src);
+		at += g->chunks[i].len;
 	}
 	close(fd);
-	return g->data ? 0 : -ENOMEM;
+	return ret;
 }
 
 static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *src)
@@ -115,6 +163,7 @@ static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *
 	g->st = *st;
 	if (S_ISREG(st->st_mode) && read_content(src, g)) {
 		free(g->data);
+		free(g->chunks);
 		return NULL;
 	}
 	gs->nr++;
@@ -139,6 +188,32 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 	return 0;
 }
 
+/* Only data, no hole: the content is written whole, without chunks. */
+static bool is_dense(const struct ghost *g)
+{
+	return !g->st.st_size || (g->nr_chunks == 1 && g->chunks[0].off == 0 &&
+				  g->chunks[0].len == (uint64_t)g->st.st_size);
+}
+
+/* Each data extent as a ghost_chunk_entry followed by its bytes (CRIU's chunks). */
+static int write_chunks(struct image *img, const struct ghost *g)
+{
+	const char *at = g->data;
+	int ret = 0;
+
+	for (int i = 0; !ret && i < g->nr_chunks; i++) {
+		GhostChunkEntry ce = GHOST_CHUNK_ENTRY__INIT;
+
+		ce.off = g->chunks[i].off;
+		ce.len = g->chunks[i].len;
+		ret = img_write_msg(img, &ce.base);
+		if (!ret)
+			ret = img_write_raw(img, at, ce.len);
+		at += ce.len;
+	}
+	return ret;
+}
+
 static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 {
 	GhostFileEntry ge = GHOST_FILE_ENTRY__INIT;
@@ -155,6 +230,7 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	ge.dev = g->st.st_dev;
 	ge.ino = g->st.st_ino;
 	ge.size = S_ISREG(g->st.st_mode) ? g->st.st_size : 0;
+	ge.chunks = S_ISREG(g->st.st_mode) && !is_dense(g);
 	at.tv_sec = g->st.st_atim.tv_sec;
 	at.tv_usec = g->st.st_atim.tv_nsec / 1000;
 	mt.tv_sec = g->st.st_mtim.tv_sec;
@@ -162,7 +238,9 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	ge.atim = &at;
 	ge.mtim = &mt;
 	ret = img_write_msg(img, &ge.base);
-	if (!ret && ge.size)
+	if (!ret && ge.chunks)
+		ret = write_chunks(img, g);
+	else if (!ret && ge.size)
 		ret = img_write_raw(img, g->data, ge.size);
 	if (ret) {
 		img_abort(img);
@@ -211,8 +289,10 @@ int write_ghosts(struct dump_ctx *d)
 
 void ghosts_free(struct ghost_set *gs)
 {
-	for (int i = 0; i < gs->nr; i++)
+	for (int i = 0; i < gs->nr; i++) {
 		free(gs->g[i].data);
+		free(gs->g[i].chunks);
+	}
 	free(gs->g);
 	gs->g = NULL;
 	gs->nr = 0;
