@@ -31,3 +31,44 @@ case_ghost_holes_rst() {
 }
 add ghost-holes-rst case_ghost_holes_rst
 add ghost-holes-lr case_f2_lr t-ghosthole
+
+# ---- a deleted name of a file still linked: the fd comes back on the same inode, by that name
+
+case_ghost_link_rst() {
+	start_prog t-ghostlink
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -e $T/ghostlink-a ]] && fail "the deleted name is left after the restore"
+	[[ $(stat -c %h "$T/ghostlink-a.link") == 1 ]] || fail "the link has $(stat -c %h "$T/ghostlink-a.link") names after the restore"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add ghost-link-rst case_ghost_link_rst
+add ghost-link-lr case_f2_lr t-ghostlink
+
+# The deleted name was taken again before the restore: linked beside it, the new file untouched.
+case_ghost_link_name_taken() {
+	start_prog t-ghostlink renamed
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	echo other > "$T/ghostlink-a"
+	restore_and_pass "$T/d" 1
+	[[ $(cat "$T/ghostlink-a") == other ]] || fail "restore changed the file that took the name"
+	ls "$T" | grep -q memdump-ghost && fail "the link made beside it is left"
+	return 0
+}
+add ghost-link-name-taken case_ghost_link_name_taken
+
+# The other link is in another directory: refused by name, the target runs on.
+case_ghost_link_refused() {
+	start_prog t-ghostlink elsewhere
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd 10 \(.*/ghostlink-a \(deleted\): a deleted name of a file still linked 1 time\(s\) elsewhere, with no other name in its directory\)" "$MD_ERR" ||
+		fail "not refused by name: $(tail -n1 "$MD_ERR")"
+	[[ -e $T/d/inventory.img ]] && fail "a refused dump left an inventory"
+	check_child_pass
+}
+add ghost-link-refused case_ghost_link_refused

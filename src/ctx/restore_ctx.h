@@ -408,6 +408,8 @@ int ghost_create_all(struct rst *r);
 void ghost_unlink_all(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
+/* A REG whose own name was deleted (re->deleted_name) opened by it again; the fd or -errno. */
+int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags);
 
 /* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
 int locks_check(struct rst *r);

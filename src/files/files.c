@@ -460,6 +460,7 @@ static void fill_reg(RegFileEntry *r, const struct file_desc *f)
 	r->pos = f->pos;
 	r->fown = &fown_zero;
 	r->name = f->path;
+	r->deleted_name = f->deleted_name;
 	r->has_size = true;
 	r->size = f->st.st_size;
 	r->has_mode = true;
@@ -699,6 +700,7 @@ void files_free(struct file_set *fs)
 {
 	for (int i = 0; i < fs->nr_descs; i++) {
 		free(fs->descs[i].path);
+		free(fs->descs[i].deleted_name);
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
 		if (fs->descs[i].kind == FK_INOTIFY)

@@ -33,6 +33,7 @@ struct file_desc {
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
+	char *deleted_name;	/* REG: the deleted name it was open by, path another link */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
 	union {			/* the event-loop kinds (evloop.h) */

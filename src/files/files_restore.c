@@ -57,8 +57,12 @@ static int open_reg(struct rst *r, const RegFileEntry *re)
 {
 	int flags = reopen_flags(re->flags);
 	char buf[PATH_MAX];
-	int fd = open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)), flags | O_CLOEXEC);
+	int fd = re->deleted_name ? ghost_open_linked(r, re, flags)
+				  : open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)),
+					 flags | O_CLOEXEC);
 
+	if (fd < 0 && re->deleted_name)
+		return fd;
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
 	if (re->pos && lseek(fd, re->pos, SEEK_SET) < 0 && errno != ESPIPE) {

@@ -4,6 +4,7 @@
  * written as a ghost; every file entry of it names the ghost in
  * remap-fpath.img.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -45,6 +46,52 @@ static bool dir_exists(const char *name)
 	return !stat(dir[0] ? dir : "/", &st) && S_ISDIR(st.st_mode);
 }
 
+/* name without its " (deleted)" into buf */
+static void undeleted(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)(strlen(name) - (sizeof(deleted) - 1)), name);
+}
+
+int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len)
+{
+	char path[PATH_MAX], *slash;
+	struct dirent *de;
+	int ret = -ENOENT;
+	DIR *dir;
+
+	undeleted(name, path, sizeof(path));
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	dir = opendir(path[0] ? path : "/");
+	if (!dir)
+		return -errno;
+	while (ret && (de = readdir(dir))) {
+		struct stat ls;
+
+		if (de->d_ino != st->st_ino || !strcmp(de->d_name, slash + 1) ||
+		    fstatat(dirfd(dir), de->d_name, &ls, AT_SYMLINK_NOFOLLOW) ||
+		    ls.st_dev != st->st_dev || ls.st_ino != st->st_ino)
+			continue;
+		ret = snprintf(out, len, "%s/%s", path, de->d_name) < (int)len ? 0 : -ENAMETOOLONG;
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* A deleted name of a file still linked: another name of it in the same directory, else why. */
+static bool linked_unsupported(const char *name, const struct stat *st, char *why, size_t len)
+{
+	char other[PATH_MAX];
+
+	if (!ghost_other_link(name, st, other, sizeof(other)))
+		return false;
+	snprintf(why, len, "a deleted name of a file still linked %lu time(s) elsewhere, with no "
+		 "other name in its directory", (unsigned long)st->st_nlink);
+	return true;
+}
+
 bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
 		       size_t len)
 {
@@ -52,6 +99,8 @@ bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, 
 		snprintf(why, len, "a deleted file whose directory is gone too");
 		return true;
 	}
+	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
+		return linked_unsupported(name, st, why, len);
 	if (S_ISFIFO(st->st_mode))
 		return false;
 	if (!S_ISREG(st->st_mode)) {
@@ -170,6 +219,26 @@ static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *
 	return g;
 }
 
+/* f, open by a deleted name of a file still linked: by another name, and its own */
+static int attach_linked(struct dump_ctx *d, struct file_desc *f)
+{
+	char other[PATH_MAX], name[PATH_MAX];
+	char *p;
+
+	undeleted(f->path, name, sizeof(name));
+	if (ghost_other_link(f->path, &f->st, other, sizeof(other)))
+		return fail(-EOPNOTSUPP, "process %d: %s is a deleted name of a file still linked "
+			    "elsewhere, with no other name in its directory", d->pid, f->path);
+	if (!(p = strdup(other)) || !(f->deleted_name = strdup(name))) {
+		free(p);
+		return -ENOMEM;
+	}
+	free(f->path);
+	f->path = p;
+	pr_debug("%s: deleted name of %s (%lu links)", name, other, (unsigned long)f->st.st_nlink);
+	return 0;
+}
+
 int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 {
 	char why[256];
@@ -177,6 +246,8 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 
 	if (ghost_unsupported(f->path, &f->st, d->policy.ghost_limit, why, sizeof(why)))
 		return fail(-EOPNOTSUPP, "process %d: %s is %s", d->pid, f->path, why);
+	if (S_ISREG(f->st.st_mode) && f->st.st_nlink > 0)
+		return attach_linked(d, f);
 	f->path[strlen(f->path) - (sizeof(deleted) - 1)] = 0;
 	g = find(&d->files.ghosts, &f->st);
 	if (!g)

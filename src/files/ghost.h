@@ -47,9 +47,16 @@ bool ghost_is_deleted(const char *name);
 bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
 		       size_t len);
 /*
+ * A deleted name (" (deleted)" at its end) of a file st still linked elsewhere: another
+ * name of the same inode in the same directory, into out. -ENOENT: none.
+ */
+int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len);
+/*
  * f (a REG or the path entry of a FIFO, its path still with " (deleted)")
  * becomes a deleted file: the suffix is dropped and its inode's ghost, read
- * through src (a /proc/PID/fd, map_files or exe link), is attached.
+ * through src (a /proc/PID/fd, map_files or exe link), is attached. A deleted
+ * name of a file still linked gets no ghost: f->path becomes another link of it
+ * (ghost_other_link) and f->deleted_name its own name, or it is refused.
  */
 int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src);
 /* remap-fpath.img and one ghost-file-ID.img per ghost */

@@ -278,6 +278,37 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	return 0;
 }
 
+/*
+ * A file open by a deleted name while still linked (deleted_name): linked again
+ * under that name (beside it when the name is taken), opened there and the name
+ * deleted again, so that the fd is on the same inode and shows "NAME (deleted)".
+ */
+int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags)
+{
+	char buf[PATH_MAX], dbuf[PATH_MAX];
+	const char *other = rst_path(r, re->name, buf, sizeof(buf));
+	char *at = pick_path(rst_path(r, re->deleted_name, dbuf, sizeof(dbuf)), re->id);
+	int fd, err;
+
+	if (!at)
+		return -ENOMEM;
+	if (link(other, at)) {
+		err = -errno;
+		free(at);
+		return fail(err, "cannot link %s again as its deleted name %s: %s", re->name,
+			    re->deleted_name, strerror(-err));
+	}
+	fd = open(at, flags | O_CLOEXEC);
+	err = fd < 0 ? -errno : 0;
+	if (unlink(at))
+		pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+	free(at);
+	if (err)
+		return fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
+			    strerror(-err));
+	return fd;
+}
+
 int ghost_create_all(struct rst *r)
 {
 	int ret = 0;
