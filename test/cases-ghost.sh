@@ -72,3 +72,34 @@ case_ghost_link_refused() {
 	check_child_pass
 }
 add ghost-link-refused case_ghost_link_refused
+
+# ---- the owner of an fd's SIGIO (F_SETOWN, F_SETOWN_EX, F_SETSIG) and O_ASYNC
+
+case_fown_rst() {
+	start_prog t-fown
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	command -v crit > /dev/null && {
+		crit show "$T/d/files.img" > "$T/crit.files.json" 2>&1 || fail "crit cannot decode files.img"
+		grep -q "\"pid\": $PID" "$T/crit.files.json" || fail "no fown_entry names pid $PID in files.img"
+	}
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add fown-rst case_fown_rst
+add fown-lr case_f2_lr t-fown
+
+# An owner restore cannot give back, or a kind whose owner it does not restore: refused by name.
+case_fown_refused() {
+	local mode=$1 want=$2
+	start_prog t-fown "$mode"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd 16 \([^)]*\) with $want" "$MD_ERR" || fail "not refused by name: $(tail -n1 "$MD_ERR")"
+	[[ -e $T/d/inventory.img ]] && fail "a refused dump left an inventory"
+	check_child_pass
+}
+add fown-refused-other case_fown_refused other "a SIGIO owner \(F_SETOWN_EX, type 1, id [0-9]+\): a process that is not the fd's own"
+add fown-refused-inotify case_fown_refused inotify "signal-driven I/O \(O_ASYNC, F_SETOWN or F_SETSIG\) on a kind of fd"

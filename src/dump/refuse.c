@@ -253,6 +253,73 @@ static bool fd_async(pid_t pid, int fd)
 	return on;
 }
 
+/*
+ * Is process pid (a TGID) one restore has made when it gives the target its fds:
+ * the target itself, its parent or a child of it in the dumped tree?
+ */
+static bool owner_made(const struct dump_opts *o, pid_t pid)
+{
+	if (pid == o->pid)
+		return true;
+	for (int i = 0; o->tree && i < o->tree->n; i++)
+		if (o->tree->procs[i].pid == pid)
+			return o->tree->procs[i].ppid == o->pid || pid == proc_ppid(o->pid);
+	return false;
+}
+
+/* What keeps the owner w from being given back, in why; NULL: nothing. */
+static const char *owner_problem(const struct dump_opts *o, const struct fd_owner *w)
+{
+	switch (w->pid_type) {
+	case F_OWNER_TID:
+		if (proc_tgid(w->pid) != (pid_t)w->pid)
+			return "a thread that is not a main thread";
+		/* fallthrough */
+	case F_OWNER_PID:
+		return owner_made(o, w->pid) ? NULL : "a process that is not the fd's own, its "
+		       "parent or a child of it in the dump";
+	case F_OWNER_PGRP:
+		return "a process group, which memdump does not restore as an owner yet";
+	}
+	return "an owner of an unknown kind";
+}
+
+/*
+ * Signal-driven I/O (O_ASYNC) and the owner of an fd's SIGIO/SIGURG (F_SETOWN,
+ * F_SETOWN_EX, F_SETSIG): restored on regular files, pipes, sockets and terminals
+ * (files.c), when the owner is dumped too. What stops it, in why.
+ */
+static bool owner_unsupported(const struct dump_opts *o, int fd, const char *link,
+			      const struct stat *st, char *why, size_t len)
+{
+	struct fd_owner w;
+	const char *problem;
+	bool async = fd_async(o->pid, fd);
+	int err = fd_owner_read(o->pid, fd, &w);
+
+	if (!fd_owner_carried(st, link)) {
+		if (async || (!err && (w.pid || w.signum)))
+			snprintf(why, len, "signal-driven I/O (O_ASYNC, F_SETOWN or F_SETSIG) on a kind "
+				 "of fd whose owner memdump does not restore");
+		return async || (!err && (w.pid || w.signum));
+	}
+	if (err) {
+		snprintf(why, len, "a SIGIO owner that cannot be read (F_GETOWN_EX): %s", strerror(-err));
+		return true;
+	}
+	if (w.pid && pidns_own(o->pid)) {
+		snprintf(why, len, "a SIGIO owner (F_SETOWN, %s %u) in a PID namespace of its own",
+			 w.pid_type == F_OWNER_PGRP ? "group" : "pid", w.pid);
+		return true;
+	}
+	if (w.pid && (problem = owner_problem(o, &w))) {
+		snprintf(why, len, "a SIGIO owner (F_SETOWN_EX, type %u, id %u): %s", w.pid_type,
+			 w.pid, problem);
+		return true;
+	}
+	return false;
+}
+
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
 	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
@@ -268,9 +335,8 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	link[n] = 0;
 	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
-	else if (!S_ISSOCK(st.st_mode) && fd_async(pid, fd))	/* sockets keep O_ASYNC */
-		refuse_add(r, "fd %d (%s) with O_ASYNC: signal-driven I/O, whose owner (F_SETOWN) "
-			   "memdump does not restore yet", fd, link);
+	else if (owner_unsupported(o, fd, link, &st, why, sizeof(why)))
+		refuse_add(r, "fd %d (%s) with %s", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }
 

@@ -23,6 +23,15 @@ enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIME
 struct sk_state;
 struct tty_state;
 
+/*
+ * Who gets an open file's SIGIO/SIGURG (F_SETOWN_EX: pid_type F_OWNER_TID, _PID
+ * or _PGRP, pid; 0: nobody), with which signal (F_SETSIG, 0: SIGIO) and the
+ * uid/euid of the process that set it (F_GETOWNER_UIDS): CRIU's fown_entry.
+ */
+struct fd_owner {
+	uint32_t uid, euid, signum, pid_type, pid;
+};
+
 struct file_desc {
 	int id;
 	enum file_kind kind;
@@ -34,6 +43,7 @@ struct file_desc {
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
 	char *deleted_name;	/* REG: the deleted name it was open by, path another link */
+	struct fd_owner fown;	/* REG, PIPE, TTY, SOCKET: its SIGIO owner */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
 	union {			/* the event-loop kinds (evloop.h) */
@@ -65,6 +75,12 @@ int collect_fds(struct dump_ctx *d);
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
 bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		    char *why, size_t len);
+/* The owner of fd of process pid's open file, read on a pidfd_getfd copy. */
+int fd_owner_read(pid_t pid, int fd, struct fd_owner *o);
+/* The fd kinds whose owner memdump restores: regular files, pipes, sockets, terminals. */
+bool fd_owner_carried(const struct stat *st, const char *link);
+/* o as a fown_entry (e: a FownEntry of fown.pb-c.h) */
+void fd_owner_fill(void *e, const struct fd_owner *o);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
