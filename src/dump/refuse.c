@@ -254,37 +254,6 @@ static bool fd_async(pid_t pid, int fd)
 }
 
 /*
- * Is process pid (a TGID) one restore has made when it gives the target its fds:
- * the target itself, its parent or a child of it in the dumped tree?
- */
-static bool owner_made(const struct dump_opts *o, pid_t pid)
-{
-	if (pid == o->pid)
-		return true;
-	for (int i = 0; o->tree && i < o->tree->n; i++)
-		if (o->tree->procs[i].pid == pid)
-			return o->tree->procs[i].ppid == o->pid || pid == proc_ppid(o->pid);
-	return false;
-}
-
-/* What keeps the owner w from being given back, in why; NULL: nothing. */
-static const char *owner_problem(const struct dump_opts *o, const struct fd_owner *w)
-{
-	switch (w->pid_type) {
-	case F_OWNER_TID:
-		if (proc_tgid(w->pid) != (pid_t)w->pid)
-			return "a thread that is not a main thread";
-		/* fallthrough */
-	case F_OWNER_PID:
-		return owner_made(o, w->pid) ? NULL : "a process that is not the fd's own, its "
-		       "parent or a child of it in the dump";
-	case F_OWNER_PGRP:
-		return "a process group, which memdump does not restore as an owner yet";
-	}
-	return "an owner of an unknown kind";
-}
-
-/*
  * Signal-driven I/O (O_ASYNC) and the owner of an fd's SIGIO/SIGURG (F_SETOWN,
  * F_SETOWN_EX, F_SETSIG): restored on regular files, pipes, sockets and terminals
  * (files.c), when the owner is dumped too. What stops it, in why.
@@ -307,12 +276,7 @@ static bool owner_unsupported(const struct dump_opts *o, int fd, const char *lin
 		snprintf(why, len, "a SIGIO owner that cannot be read (F_GETOWN_EX): %s", strerror(-err));
 		return true;
 	}
-	if (w.pid && pidns_own(o->pid)) {
-		snprintf(why, len, "a SIGIO owner (F_SETOWN, %s %u) in a PID namespace of its own",
-			 w.pid_type == F_OWNER_PGRP ? "group" : "pid", w.pid);
-		return true;
-	}
-	if (w.pid && (problem = owner_problem(o, &w))) {
+	if ((problem = fd_owner_problem(o->pid, o->tree, &w))) {
 		snprintf(why, len, "a SIGIO owner (F_SETOWN_EX, type %u, id %u): %s", w.pid_type,
 			 w.pid, problem);
 		return true;

@@ -27,6 +27,8 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "proc.h"
+#include "dump/tree.h"
+#include "ns/pidns.h"
 #include "mem/shmem.h"
 #include "net/sockets.h"
 #include "files/tty.h"
@@ -160,6 +162,40 @@ bool fd_owner_carried(const struct stat *st, const char *link)
 {
 	return (S_ISREG(st->st_mode) && link[0] == '/') || S_ISSOCK(st->st_mode) || is_tty(st) ||
 	       (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:", 5));
+}
+
+/*
+ * Is process owner (a TGID) one restore has made when it gives pid its fds: pid
+ * itself, its parent or a child of it in the dumped tree?
+ */
+static bool owner_made(pid_t pid, const struct proc_tree *tree, pid_t owner)
+{
+	if (owner == pid)
+		return true;
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == owner)
+			return tree->procs[i].ppid == pid || owner == proc_ppid(pid);
+	return false;
+}
+
+const char *fd_owner_problem(pid_t pid, const struct proc_tree *tree, const struct fd_owner *w)
+{
+	if (!w->pid)
+		return NULL;
+	if (pidns_own(pid))
+		return "an owner in a PID namespace of its own, which memdump does not restore";
+	switch (w->pid_type) {
+	case F_OWNER_TID:
+		if (proc_tgid(w->pid) != (pid_t)w->pid)
+			return "a thread that is not a main thread";
+		/* fallthrough */
+	case F_OWNER_PID:
+		return owner_made(pid, tree, w->pid) ? NULL : "a process that is not the fd's own, "
+		       "its parent or a child of it in the dump";
+	case F_OWNER_PGRP:
+		return "a process group, which memdump does not restore as an owner yet";
+	}
+	return "an owner of an unknown kind";
 }
 
 void fd_owner_fill(void *e, const struct fd_owner *o)
@@ -448,6 +484,7 @@ static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, cons
 			 int id)
 {
 	struct file_desc *f = NULL;
+	const char *why;
 	int ret;
 
 	for (int i = 0; i < d->files.nr_descs && !f; i++)
@@ -459,6 +496,12 @@ static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, cons
 	if (ret)
 		return fail(ret, "cannot read the owner (F_GETOWN_EX) of fd %d of process %d: %s",
 			    fd, d->pid, strerror(-ret));
+	/* checked before the freeze (refuse.c), and again as it is now */
+	why = fd_owner_problem(d->pid, d->tree, &f->fown);
+	if (why)
+		return fail(-EOPNOTSUPP, "process %d: fd %d (%s) has a SIGIO owner (type %u, id %u) "
+			    "set since the check: %s", d->pid, fd, link, f->fown.pid_type,
+			    f->fown.pid, why);
 	return 0;
 }
 

@@ -79,6 +79,12 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 int fd_owner_read(pid_t pid, int fd, struct fd_owner *o);
 /* The fd kinds whose owner memdump restores: regular files, pipes, sockets, terminals. */
 bool fd_owner_carried(const struct stat *st, const char *link);
+struct proc_tree;
+/*
+ * Why restore cannot give owner w of an fd of process pid (tree: its dumped tree,
+ * or NULL) back; NULL: it can, or there is no owner.
+ */
+const char *fd_owner_problem(pid_t pid, const struct proc_tree *tree, const struct fd_owner *w);
 /* o as a fown_entry (e: a FownEntry of fown.pb-c.h) */
 void fd_owner_fill(void *e, const struct fd_owner *o);
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
