@@ -25,6 +25,15 @@ enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIME
 struct sk_state;
 struct tty_state;
 
+/*
+ * Who gets an open file's SIGIO/SIGURG (F_SETOWN_EX: pid_type F_OWNER_TID, _PID
+ * or _PGRP, pid; 0: nobody), with which signal (F_SETSIG, 0: SIGIO) and the
+ * uid/euid of the process that set it (F_GETOWNER_UIDS): CRIU's fown_entry.
+ */
+struct fd_owner {
+	uint32_t uid, euid, signum, pid_type, pid;
+};
+
 struct file_desc {
 	int id;
 	enum file_kind kind;
@@ -35,6 +44,8 @@ struct file_desc {
 	uint64_t pipe_id;	/* PIPE, FIFO: the pipe's inode; MEMFD: its shmid */
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
+	char *deleted_name;	/* REG: the deleted name it was open by, path another link */
+	struct fd_owner fown;	/* REG, PIPE, TTY, SOCKET: its SIGIO owner */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
 	union {			/* the event-loop kinds (evloop.h) */
@@ -63,6 +74,19 @@ struct fd_policy;	/* dump.h */
 int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
 		   const char *src);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
+
+/* files/files.c: the owner of fd of process pid's open file, read on a pidfd_getfd copy */
+int fd_owner_read(pid_t pid, int fd, struct fd_owner *o);
+/* The fd kinds whose owner memdump restores: regular files, pipes, sockets, terminals. */
+bool fd_owner_carried(const struct stat *st, const char *link);
+struct proc_tree;
+/*
+ * Why restore cannot give owner w of an fd of process pid (tree: its dumped tree,
+ * or NULL) back; NULL: it can, or there is no owner.
+ */
+const char *fd_owner_problem(pid_t pid, const struct proc_tree *tree, const struct fd_owner *w);
+/* o as a fown_entry (e: a FownEntry of fown.pb-c.h) */
+void fd_owner_fill(void *e, const struct fd_owner *o);
 
 /* files/ghost.c: deleted files */
 /* A /proc link or maps name ending in " (deleted)" (memfds excluded). */

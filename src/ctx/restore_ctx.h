@@ -63,6 +63,7 @@ struct restore_opts {
 
 /* One fd number of the restored process. */
 struct rfd {
+	uint32_t id;		/* its file entry */
 	int src;		/* memdump's fd with the open file description */
 	int target;		/* its number in the restored process */
 	bool cloexec;
@@ -437,6 +438,14 @@ int ghost_create_all(struct rst *r);
 void ghost_unlink_all(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
+/*
+ * The owner of each fd's SIGIO (F_SETOWN_EX, with the uid/euid that set it) and its
+ * signal (F_SETSIG), in the child once its fds have their numbers and the tree's
+ * processes exist. 0 or -errno with msg.
+ */
+int files_fown_in_child(struct rst *r, char *msg, size_t len);
+/* A REG whose own name was deleted (re->deleted_name) opened by it again; the fd or -errno. */
+int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags);
 
 /* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
 int locks_check(struct rst *r);

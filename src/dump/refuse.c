@@ -238,6 +238,37 @@ static bool fd_async(pid_t pid, int fd)
 	return on;
 }
 
+/*
+ * Signal-driven I/O (O_ASYNC) and the owner of an fd's SIGIO/SIGURG (F_SETOWN,
+ * F_SETOWN_EX, F_SETSIG): restored on regular files, pipes, sockets and terminals
+ * (files.c), when the owner is dumped too. What stops it, in why.
+ */
+static bool owner_unsupported(const struct dump_opts *o, int fd, const char *link,
+			      const struct stat *st, char *why, size_t len)
+{
+	struct fd_owner w;
+	const char *problem;
+	bool async = fd_async(o->pid, fd);
+	int err = fd_owner_read(o->pid, fd, &w);
+
+	if (!fd_owner_carried(st, link)) {
+		if (async || (!err && (w.pid || w.signum)))
+			snprintf(why, len, "signal-driven I/O (O_ASYNC, F_SETOWN or F_SETSIG) on a kind "
+				 "of fd whose owner memdump does not restore");
+		return async || (!err && (w.pid || w.signum));
+	}
+	if (err) {
+		snprintf(why, len, "a SIGIO owner that cannot be read (F_GETOWN_EX): %s", strerror(-err));
+		return true;
+	}
+	if ((problem = fd_owner_problem(o->pid, o->tree, &w))) {
+		snprintf(why, len, "a SIGIO owner (F_SETOWN_EX, type %u, id %u): %s", w.pid_type,
+			 w.pid, problem);
+		return true;
+	}
+	return false;
+}
+
 static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 {
 	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
@@ -253,9 +284,8 @@ static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
 	link[n] = 0;
 	if (fd_unsupported(&p, fd, link, &st, why, sizeof(why)))
 		refuse_add(r, "fd %d (%s: %s)", fd, link, why);
-	else if (!S_ISSOCK(st.st_mode) && fd_async(pid, fd))	/* sockets keep O_ASYNC */
-		refuse_add(r, "fd %d (%s) with O_ASYNC: signal-driven I/O, whose owner (F_SETOWN) "
-			   "memdump does not restore yet", fd, link);
+	else if (owner_unsupported(o, fd, link, &st, why, sizeof(why)))
+		refuse_add(r, "fd %d (%s) with %s", fd, link, why);
 	check_fd_locks(pid, fd, r);
 }
 

@@ -24,8 +24,11 @@
 #include "files/ghost.h"
 #include "ns/mqueue.h"
 #include "image/image.h"
+#include "kernel_uapi.h"
 #include "log.h"
 #include "proc.h"
+#include "dump/tree.h"
+#include "ns/pidns.h"
 #include "mem/shmem.h"
 #include "net/sockets.h"
 #include "files/tty.h"
@@ -123,6 +126,87 @@ static bool is_tty(const struct stat *st)
 	unsigned maj = major(st->st_rdev);
 
 	return S_ISCHR(st->st_mode) && (maj == 136 || maj == 4 || maj == 5);
+}
+
+#ifndef F_GETOWNER_UIDS
+#define F_GETOWNER_UIDS	17
+#endif
+
+int fd_owner_read(pid_t pid, int fd, struct fd_owner *o)
+{
+	int pidfd = syscall(SYS_pidfd_open, pid, 0), copy, err = 0;
+	struct f_owner_ex ex = { 0 };
+	uid_t uids[2] = { 0, 0 };
+	int sig;
+
+	memset(o, 0, sizeof(*o));
+	copy = pidfd < 0 ? -1 : syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (copy < 0)
+		err = -errno;
+	if (pidfd >= 0)
+		close(pidfd);
+	if (err)
+		return err;
+	sig = fcntl(copy, F_GETSIG);
+	if (sig < 0 || fcntl(copy, F_GETOWN_EX, &ex) ||
+	    (ex.pid && fcntl(copy, F_GETOWNER_UIDS, uids)))
+		err = -errno;
+	close(copy);
+	if (err)
+		return err;
+	*o = (struct fd_owner){ uids[0], uids[1], sig, ex.type, ex.pid };
+	return 0;
+}
+
+bool fd_owner_carried(const struct stat *st, const char *link)
+{
+	return (S_ISREG(st->st_mode) && link[0] == '/') || S_ISSOCK(st->st_mode) || is_tty(st) ||
+	       (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:", 5));
+}
+
+/*
+ * Is process owner (a TGID) one restore has made when it gives pid its fds: pid
+ * itself, its parent or a child of it in the dumped tree?
+ */
+static bool owner_made(pid_t pid, const struct proc_tree *tree, pid_t owner)
+{
+	if (owner == pid)
+		return true;
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == owner)
+			return tree->procs[i].ppid == pid || owner == proc_ppid(pid);
+	return false;
+}
+
+const char *fd_owner_problem(pid_t pid, const struct proc_tree *tree, const struct fd_owner *w)
+{
+	if (!w->pid)
+		return NULL;
+	if (pidns_own(pid))
+		return "an owner in a PID namespace of its own, which memdump does not restore";
+	switch (w->pid_type) {
+	case F_OWNER_TID:
+		if (proc_tgid(w->pid) != (pid_t)w->pid)
+			return "a thread that is not a main thread";
+		/* fallthrough */
+	case F_OWNER_PID:
+		return owner_made(pid, tree, w->pid) ? NULL : "a process that is not the fd's own, "
+		       "its parent or a child of it in the dump";
+	case F_OWNER_PGRP:
+		return "a process group, which memdump does not restore as an owner yet";
+	}
+	return "an owner of an unknown kind";
+}
+
+void fd_owner_fill(void *e, const struct fd_owner *o)
+{
+	FownEntry *f = e;
+
+	f->uid = o->uid;
+	f->euid = o->euid;
+	f->signum = o->signum;
+	f->pid_type = o->pid_type;
+	f->pid = o->pid;
 }
 
 static bool is_other_proc_file(pid_t pid, const char *link)
@@ -327,6 +411,32 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	return f->id;
 }
 
+/* The SIGIO owner of new description id (fd), for the kinds that carry one. */
+static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, const char *link,
+			 int id)
+{
+	struct file_desc *f = NULL;
+	const char *why;
+	int ret;
+
+	for (int i = 0; i < d->files.nr_descs && !f; i++)
+		if (d->files.descs[i].id == id)
+			f = &d->files.descs[i];
+	if (!f || !fd_owner_carried(st, link))
+		return 0;
+	ret = fd_owner_read(d->pid, fd, &f->fown);
+	if (ret)
+		return fail(ret, "cannot read the owner (F_GETOWN_EX) of fd %d of process %d: %s",
+			    fd, d->pid, strerror(-ret));
+	/* checked before the freeze (refuse.c), and again as it is now */
+	why = fd_owner_problem(d->pid, d->tree, &f->fown);
+	if (why)
+		return fail(-EOPNOTSUPP, "process %d: fd %d (%s) has a SIGIO owner (type %u, id %u) "
+			    "set since the check: %s", d->pid, fd, link, f->fown.pid_type,
+			    f->fown.pid, why);
+	return 0;
+}
+
 static int collect_fd(struct dump_ctx *d, int fd)
 {
 	struct file_set *fs = &d->files;
@@ -350,6 +460,8 @@ static int collect_fd(struct dump_ctx *d, int fd)
 		if (id > 0) {	/* any file can be flock()ed */
 			int ret = locks_collect(d, fd);
 
+			if (!ret)
+				ret = collect_owner(d, fd, &st, link, id);
 			if (ret)
 				return ret;
 		}
@@ -392,6 +504,7 @@ static void fill_reg(RegFileEntry *r, const struct file_desc *f)
 	r->pos = f->pos;
 	r->fown = &fown_zero;
 	r->name = f->path;
+	r->deleted_name = f->deleted_name;
 	r->has_size = true;
 	r->size = f->st.st_size;
 	r->has_mode = true;
@@ -411,12 +524,15 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	FifoEntry fifo = FIFO_ENTRY__INIT;
 	TtyFileEntry tty = TTY_FILE_ENTRY__INIT;
 	MemfdFileEntry memfd = MEMFD_FILE_ENTRY__INIT;
+	FownEntry fown = FOWN_ENTRY__INIT;
 
+	fd_owner_fill(&fown, &f->fown);
 	fe.id = f->id;
 	switch (f->kind) {
 	case FK_REG:
 		fe.type = FD_TYPES__REG;
 		fill_reg(&reg, f);
+		reg.fown = &fown;
 		fe.reg = &reg;
 		break;
 	case FK_PIPE:
@@ -424,7 +540,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		pipe.id = f->id;
 		pipe.pipe_id = f->pipe_id;
 		pipe.flags = f->flags;
-		pipe.fown = &fown_zero;
+		pipe.fown = &fown;
 		fe.pipe = &pipe;
 		break;
 	case FK_FIFO:
@@ -440,7 +556,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 		tty.id = f->id;
 		tty.tty_info_id = f->tty ? f->tty->info_id : 0;
 		tty.flags = f->flags;
-		tty.fown = &fown_zero;
+		tty.fown = &fown;
 		tty.name = f->path;
 		fe.tty = &tty;
 		break;
@@ -605,6 +721,7 @@ void files_free(struct file_set *fs)
 {
 	for (int i = 0; i < fs->nr_descs; i++) {
 		free(fs->descs[i].path);
+		free(fs->descs[i].deleted_name);
 		if (fs->descs[i].kind == FK_EPOLL)
 			epoll_state_free(&fs->descs[i].ep);
 		if (fs->descs[i].kind == FK_INOTIFY)

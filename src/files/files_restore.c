@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -159,10 +161,14 @@ int term_check(struct rst *r, const FileEntry *fe)
 
 static int open_reg(struct rst *r, const RegFileEntry *re)
 {
-	int flags = reopen_flags(re->flags);
+	int flags = reopen_flags(re->flags) & ~O_ASYNC;
 	char buf[PATH_MAX];
-	int fd = open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)), flags | O_CLOEXEC);
+	int fd = re->deleted_name ? ghost_open_linked(r, re, flags)
+				  : open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)),
+					 flags | O_CLOEXEC);
 
+	if (fd < 0 && re->deleted_name)
+		return fd;
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));
 	if (re->pos && lseek(fd, re->pos, SEEK_SET) < 0 && errno != ESPIPE) {
@@ -584,9 +590,129 @@ int open_fds(struct rst *r)
 		    ds->fds[i]->fd <= 2)
 			f->src = ds->fds[i]->fd;	/* the shell's own fd of that number */
 		f->target = ds->fds[i]->fd;
+		f->id = ds->fds[i]->id;
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
+	}
+	return 0;
+}
+
+/* The fown_entry of a file entry of the kinds that carry one restored, or NULL. */
+static const FownEntry *entry_fown(const FileEntry *fe)
+{
+	if (!fe)
+		return NULL;
+	switch (fe->type) {
+	case FD_TYPES__REG:
+		return fe->reg ? fe->reg->fown : NULL;
+	case FD_TYPES__PIPE:
+		return fe->pipe ? fe->pipe->fown : NULL;
+	case FD_TYPES__TTY:
+		return fe->tty ? fe->tty->fown : NULL;
+	case FD_TYPES__UNIXSK:
+		return fe->usk ? fe->usk->fown : NULL;
+	case FD_TYPES__INETSK:
+		return fe->isk ? fe->isk->fown : NULL;
+	case FD_TYPES__NETLINKSK:
+		return fe->nlsk ? fe->nlsk->fown : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* The open flags of a file entry of those kinds, for O_ASYNC. */
+static uint32_t entry_flags(const FileEntry *fe)
+{
+	switch (fe->type) {
+	case FD_TYPES__REG:
+		return fe->reg ? fe->reg->flags : 0;
+	case FD_TYPES__PIPE:
+		return fe->pipe ? fe->pipe->flags : 0;
+	case FD_TYPES__TTY:
+		return fe->tty ? fe->tty->flags : 0;
+	case FD_TYPES__UNIXSK:
+		return fe->usk ? fe->usk->flags : 0;
+	case FD_TYPES__INETSK:
+		return fe->isk ? fe->isk->flags : 0;
+	case FD_TYPES__NETLINKSK:
+		return fe->nlsk ? fe->nlsk->flags : 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * O_ASYNC, set here on the fd's number: the kernel signals the fd number that
+ * turned it on (si_fd), and an open() or memdump's number would not do. Turned
+ * off first, so that F_SETFL starts it even when open() left the flag set.
+ */
+static int set_async(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_ASYNC) || fcntl(fd, F_SETFL, fl | O_ASYNC))
+		return -errno;
+	return 0;
+}
+
+/* An earlier fd of the list on the same description: it was given its owner. */
+static bool seen_before(const struct rst *r, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (r->fds[k].id == r->fds[i].id)
+			return true;
+	return false;
+}
+
+/*
+ * F_SETOWN_EX as the process that set it: the kernel records the caller's uid
+ * and euid with the owner (they decide whom the signal may reach). This thread's
+ * ids only (the raw syscall), put back after; so is its dumpable flag.
+ */
+static int set_owner(int fd, const FownEntry *w)
+{
+	struct f_owner_ex ex = { .type = (int)w->pid_type, .pid = (pid_t)w->pid };
+	uid_t ru, eu, su;
+	int dumpable = prctl(PR_GET_DUMPABLE), err = 0;
+
+	if (getresuid(&ru, &eu, &su) || syscall(SYS_setresuid, w->uid, w->euid, -1))
+		return -errno;
+	if (fcntl(fd, F_SETOWN_EX, &ex))
+		err = -errno;
+	if (syscall(SYS_setresuid, ru, eu, su))
+		err = err ?: -errno;
+	if (dumpable >= 0)
+		prctl(PR_SET_DUMPABLE, dumpable);
+	return err;
+}
+
+int files_fown_in_child(struct rst *r, char *msg, size_t len)
+{
+	for (size_t i = 0; i < r->nr_fds; i++) {
+		const FileEntry *fe = rst_file(r, r->fds[i].id);
+		const FownEntry *w = entry_fown(fe);
+		int fd = r->fds[i].target, err = 0;
+
+		if (!w || seen_before(r, i))
+			continue;
+		if (entry_flags(fe) & O_ASYNC)
+			err = set_async(fd);
+		if (err) {
+			snprintf(msg, len, "cannot set O_ASYNC on fd %d: %s", fd, strerror(-err));
+			return err;
+		}
+		if (!w->signum && !w->pid)
+			continue;
+		if (w->signum && fcntl(fd, F_SETSIG, (int)w->signum))
+			err = -errno;
+		if (!err && w->pid)
+			err = set_owner(fd, w);
+		if (err) {
+			snprintf(msg, len, "cannot give fd %d its SIGIO owner (pid %u, signal %u): %s",
+				 fd, w->pid, w->signum, strerror(-err));
+			return err;
+		}
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
  * written as a ghost; every file entry of it names the ghost in
  * remap-fpath.img.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -45,6 +46,52 @@ static bool dir_exists(const char *name)
 	return !stat(dir[0] ? dir : "/", &st) && S_ISDIR(st.st_mode);
 }
 
+/* name without its " (deleted)" into buf */
+static void undeleted(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)(strlen(name) - (sizeof(deleted) - 1)), name);
+}
+
+int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len)
+{
+	char path[PATH_MAX], *slash;
+	struct dirent *de;
+	int ret = -ENOENT;
+	DIR *dir;
+
+	undeleted(name, path, sizeof(path));
+	slash = strrchr(path, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	dir = opendir(path[0] ? path : "/");
+	if (!dir)
+		return -errno;
+	while (ret && (de = readdir(dir))) {
+		struct stat ls;
+
+		if (de->d_ino != st->st_ino || !strcmp(de->d_name, slash + 1) ||
+		    fstatat(dirfd(dir), de->d_name, &ls, AT_SYMLINK_NOFOLLOW) ||
+		    ls.st_dev != st->st_dev || ls.st_ino != st->st_ino)
+			continue;
+		ret = snprintf(out, len, "%s/%s", path, de->d_name) < (int)len ? 0 : -ENAMETOOLONG;
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* A deleted name of a file still linked: another name of it in the same directory, else why. */
+static bool linked_unsupported(const char *name, const struct stat *st, char *why, size_t len)
+{
+	char other[PATH_MAX];
+
+	if (!ghost_other_link(name, st, other, sizeof(other)))
+		return false;
+	snprintf(why, len, "a deleted name of a file still linked %lu time(s) elsewhere, with no "
+		 "other name in its directory", (unsigned long)st->st_nlink);
+	return true;
+}
+
 bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
 		       size_t len)
 {
@@ -52,6 +99,8 @@ bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, 
 		snprintf(why, len, "a deleted file whose directory is gone too");
 		return true;
 	}
+	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
+		return linked_unsupported(name, st, why, len);
 	if (S_ISFIFO(st->st_mode))
 		return false;
 	if (!S_ISREG(st->st_mode)) {
@@ -74,31 +123,79 @@ static struct ghost *find(struct ghost_set *gs, const struct stat *st)
 	return NULL;
 }
 
-/* The whole content of a regular file, read through its /proc link. */
+/* n bytes at off of fd into buf */
+static int read_at(int fd, char *buf, size_t n, off_t off, const char *src)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t r = pread(fd, buf + done, n - done, off + done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return fail(r < 0 ? -errno : -EIO, "cannot read the deleted file %s: %s", src,
+				    r < 0 ? strerror(errno) : "shorter than its size");
+		done += r;
+	}
+	return 0;
+}
+
+/*
+ * The data extents of fd below size (SEEK_DATA/SEEK_HOLE), appended to g->chunks;
+ * one extent of the whole file where the file system cannot tell its holes.
+ */
+static int find_extents(int fd, struct ghost *g, const char *src)
+{
+	off_t size = g->st.st_size, data, hole = 0;
+
+	while (hole < size) {
+		struct ghost_chunk *c;
+
+		data = lseek(fd, hole, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0 && hole)
+			return fail(-errno, "cannot find the data of the deleted file %s: %s", src,
+				    strerror(errno));
+		hole = data < 0 ? size : lseek(fd, data, SEEK_HOLE);
+		if (data < 0)
+			data = 0;
+		if (hole < 0)
+			return fail(-errno, "cannot find the holes of the deleted file %s: %s", src,
+				    strerror(errno));
+		hole = MIN(hole, size);
+		if (hole <= data)
+			break;
+		c = realloc(g->chunks, (g->nr_chunks + 1) * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		g->chunks = c;
+		c[g->nr_chunks].off = data;
+		c[g->nr_chunks++].len = hole - data;
+	}
+	return 0;
+}
+
+/* The data extents of a regular file and their bytes, read through its /proc link. */
 static int read_content(const char *src, struct ghost *g)
 {
-	size_t size = g->st.st_size, done = 0;
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	int fd = open(src, O_RDONLY | O_CLOEXEC), ret;
+	size_t total = 0, at = 0;
 
 	if (fd < 0)
 		return fail(-errno, "cannot open the deleted file %s: %s", src, strerror(errno));
-	g->data = malloc(size ? size : 1);
-	while (g->data && done < size) {
-		ssize_t n = pread(fd, g->data + done, size - done, done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int err = n < 0 ? errno : EIO;
-
-			close(fd);
-			return fail(-err, "cannot read the deleted file %s: %s", src,
-				    n < 0 ? strerror(err) : "shorter than its size");
-		}
-		done += n;
+	ret = find_extents(fd, g, src);
+	for (int i = 0; !ret && i < g->nr_chunks; i++)
+		total += g->chunks[i].len;
+	if (!ret && !(g->data = malloc(total ? total : 1)))
+		ret = -ENOMEM;
+	for (int i = 0; !ret && i < g->nr_chunks; i++) {
+		ret = read_at(fd, g->data + at, g->chunks[i].len, g->chunks[i].off, src);
+		at += g->chunks[i].len;
 	}
 	close(fd);
-	return g->data ? 0 : -ENOMEM;
+	return ret;
 }
 
 static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *src)
@@ -115,10 +212,31 @@ static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *
 	g->st = *st;
 	if (S_ISREG(st->st_mode) && read_content(src, g)) {
 		free(g->data);
+		free(g->chunks);
 		return NULL;
 	}
 	gs->nr++;
 	return g;
+}
+
+/* f, open by a deleted name of a file still linked: by another name, and its own */
+static int attach_linked(struct dump_ctx *d, struct file_desc *f)
+{
+	char other[PATH_MAX], name[PATH_MAX];
+	char *p;
+
+	undeleted(f->path, name, sizeof(name));
+	if (ghost_other_link(f->path, &f->st, other, sizeof(other)))
+		return fail(-EOPNOTSUPP, "process %d: %s is a deleted name of a file still linked "
+			    "elsewhere, with no other name in its directory", d->pid, f->path);
+	if (!(p = strdup(other)) || !(f->deleted_name = strdup(name))) {
+		free(p);
+		return -ENOMEM;
+	}
+	free(f->path);
+	f->path = p;
+	pr_debug("%s: deleted name of %s (%lu links)", name, other, (unsigned long)f->st.st_nlink);
+	return 0;
 }
 
 int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
@@ -128,6 +246,8 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 
 	if (ghost_unsupported(f->path, &f->st, d->policy.ghost_limit, why, sizeof(why)))
 		return fail(-EOPNOTSUPP, "process %d: %s is %s", d->pid, f->path, why);
+	if (S_ISREG(f->st.st_mode) && f->st.st_nlink > 0)
+		return attach_linked(d, f);
 	f->path[strlen(f->path) - (sizeof(deleted) - 1)] = 0;
 	g = find(&d->files.ghosts, &f->st);
 	if (!g)
@@ -137,6 +257,32 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 	f->ghost_id = g->id;
 	pr_debug("%s: deleted, ghost %d (%lld bytes)", f->path, g->id, (long long)g->st.st_size);
 	return 0;
+}
+
+/* Only data, no hole: the content is written whole, without chunks. */
+static bool is_dense(const struct ghost *g)
+{
+	return !g->st.st_size || (g->nr_chunks == 1 && g->chunks[0].off == 0 &&
+				  g->chunks[0].len == (uint64_t)g->st.st_size);
+}
+
+/* Each data extent as a ghost_chunk_entry followed by its bytes (CRIU's chunks). */
+static int write_chunks(struct image *img, const struct ghost *g)
+{
+	const char *at = g->data;
+	int ret = 0;
+
+	for (int i = 0; !ret && i < g->nr_chunks; i++) {
+		GhostChunkEntry ce = GHOST_CHUNK_ENTRY__INIT;
+
+		ce.off = g->chunks[i].off;
+		ce.len = g->chunks[i].len;
+		ret = img_write_msg(img, &ce.base);
+		if (!ret)
+			ret = img_write_raw(img, at, ce.len);
+		at += ce.len;
+	}
+	return ret;
 }
 
 static int write_ghost(struct dump_ctx *d, const struct ghost *g)
@@ -155,6 +301,7 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	ge.dev = g->st.st_dev;
 	ge.ino = g->st.st_ino;
 	ge.size = S_ISREG(g->st.st_mode) ? g->st.st_size : 0;
+	ge.chunks = S_ISREG(g->st.st_mode) && !is_dense(g);
 	at.tv_sec = g->st.st_atim.tv_sec;
 	at.tv_usec = g->st.st_atim.tv_nsec / 1000;
 	mt.tv_sec = g->st.st_mtim.tv_sec;
@@ -162,7 +309,9 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	ge.atim = &at;
 	ge.mtim = &mt;
 	ret = img_write_msg(img, &ge.base);
-	if (!ret && ge.size)
+	if (!ret && ge.chunks)
+		ret = write_chunks(img, g);
+	else if (!ret && ge.size)
 		ret = img_write_raw(img, g->data, ge.size);
 	if (ret) {
 		img_abort(img);
@@ -211,8 +360,10 @@ int write_ghosts(struct dump_ctx *d)
 
 void ghosts_free(struct ghost_set *gs)
 {
-	for (int i = 0; i < gs->nr; i++)
+	for (int i = 0; i < gs->nr; i++) {
 		free(gs->g[i].data);
+		free(gs->g[i].chunks);
+	}
 	free(gs->g);
 	gs->g = NULL;
 	gs->nr = 0;

@@ -1,7 +1,8 @@
 /*
  * Ghost files: files the target holds open or mapped after they were
  * deleted. Their content (up to the ghost limit, --ghost-limit) is saved in
- * ghost-file-ID.img and remap-fpath.img links every file entry of such a
+ * ghost-file-ID.img (a sparse file as its data extents, CRIU's chunks, so
+ * that its holes stay holes) and remap-fpath.img links every file entry of such a
  * file to its ghost, as CRIU does; restore recreates the file, opens it for
  * the process and deletes it again. Deleted FIFOs are ghosts without content.
  */
@@ -18,11 +19,18 @@ struct file_desc;
 
 #define GHOST_LIMIT_DEFAULT	(1ULL << 20)
 
+/* A data extent of a deleted regular file (between its holes). */
+struct ghost_chunk {
+	uint64_t off, len;
+};
+
 /* One deleted inode: its attributes and content. */
 struct ghost {
 	int id;			/* remap_id, ghost-file-ID.img */
 	struct stat st;
-	char *data;		/* st.st_size bytes (regular files) */
+	struct ghost_chunk *chunks;	/* its data extents, in order (regular files) */
+	int nr_chunks;
+	char *data;		/* the bytes of the chunks, one after the other */
 };
 
 struct ghost_set {
@@ -31,9 +39,16 @@ struct ghost_set {
 };
 
 /*
+ * A deleted name (" (deleted)" at its end) of a file st still linked elsewhere: another
+ * name of the same inode in the same directory, into out. -ENOENT: none.
+ */
+int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len);
+/*
  * f (a REG or the path entry of a FIFO, its path still with " (deleted)")
  * becomes a deleted file: the suffix is dropped and its inode's ghost, read
- * through src (a /proc/PID/fd, map_files or exe link), is attached.
+ * through src (a /proc/PID/fd, map_files or exe link), is attached. A deleted
+ * name of a file still linked gets no ghost: f->path becomes another link of it
+ * (ghost_other_link) and f->deleted_name its own name, or it is refused.
  */
 int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src);
 /* remap-fpath.img and one ghost-file-ID.img per ghost */

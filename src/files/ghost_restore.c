@@ -40,6 +40,61 @@ static int open_ghost(struct rst *r, uint32_t id, struct image **img, GhostFileE
 	return 0;
 }
 
+/*
+ * The chunks after a chunked entry: in order, inside the file's size, each
+ * followed by its bytes, and nothing after the last one.
+ */
+static int check_chunks(struct image *img, const GhostFileEntry *ge, uint32_t id)
+{
+	uint64_t end = 0;
+	struct stat st;
+	int ret;
+
+	if (fstat(img->fd, &st))
+		return -errno;
+	for (;;) {
+		GhostChunkEntry *ce;
+		off_t at;
+
+		ret = img_read_msg(img, &ghost_chunk_entry__descriptor, (void **)&ce);
+		if (ret <= 0)
+			return ret;
+		ret = 0;
+		if (ce->off < end || ce->len > ge->size || ce->off > ge->size - ce->len)
+			ret = fail(-EIO, "ghost-file-%x.img is corrupt: a chunk of %" PRIu64
+				   " bytes at %" PRIu64 " is out of order or beyond the file's %"
+				   PRIu64 " bytes", id, ce->len, ce->off, ge->size);
+		end = ce->off + ce->len;
+		at = lseek(img->fd, 0, SEEK_CUR);
+		if (!ret && (at < 0 || ce->len > (uint64_t)(st.st_size - at)))
+			ret = fail(-EIO, "ghost-file-%x.img is truncated in its chunk at %" PRIu64,
+				   id, ce->off);
+		if (!ret && lseek(img->fd, ce->len, SEEK_CUR) < 0)
+			ret = -errno;
+		img_free(&ghost_chunk_entry__descriptor, ce);
+		if (ret)
+			return ret;
+	}
+}
+
+/* The content after the entry: chunks, or size raw bytes. */
+static int check_content(struct image *img, const GhostFileEntry *ge, uint32_t id,
+			 const char *name)
+{
+	struct stat st;
+
+	if (S_ISFIFO(ge->mode))
+		return 0;
+	if (!ge->has_size)
+		return fail(-EIO, "ghost-file-%x.img is corrupt: no size for %s", id, name);
+	if (ge->chunks)
+		return check_chunks(img, ge, id);
+	if (!fstat(img->fd, &st) && lseek(img->fd, 0, SEEK_CUR) + (off_t)ge->size != st.st_size)
+		return fail(-EIO, "ghost-file-%x.img is corrupt: it does not hold the %" PRIu64
+			    " bytes of %s", id, ge->size, name);
+	return 0;
+}
+
 static int check_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
@@ -60,12 +115,8 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 	if (!S_ISREG(ge->mode) && !S_ISFIFO(ge->mode))
 		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is neither a regular file nor "
 			   "a FIFO", re->remap_id, name);
-	else if (ge->chunks || (S_ISREG(ge->mode) && !ge->has_size))
-		ret = fail(-EOPNOTSUPP, "ghost-file-%x.img: chunked ghost files are not supported",
-			   re->remap_id);
-	else if (!fstat(img->fd, &st) && lseek(img->fd, 0, SEEK_CUR) + (off_t)ge->size != st.st_size)
-		ret = fail(-EIO, "ghost-file-%x.img is corrupt: it does not hold the %" PRIu64
-			   " bytes of %s", re->remap_id, ge->size, name);
+	else
+		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
 	img_abort(img);
 	snprintf(dir, sizeof(dir), "%s", name);
@@ -141,6 +192,30 @@ static int copy_content(struct image *img, int fd, uint64_t size, const char *pa
 	return 0;
 }
 
+/* A sparse file: its size, then each chunk's bytes at its offset; the rest stays holes. */
+static int copy_chunks(struct image *img, int fd, uint64_t size, const char *path)
+{
+	int ret;
+
+	if (ftruncate(fd, size))
+		return fail(-errno, "cannot size the deleted file %s: %s", path, strerror(errno));
+	for (;;) {
+		GhostChunkEntry *ce;
+
+		ret = img_read_msg(img, &ghost_chunk_entry__descriptor, (void **)&ce);
+		if (ret <= 0)
+			return ret;
+		if (lseek(fd, ce->off, SEEK_SET) < 0)
+			ret = fail(-errno, "cannot seek in the deleted file %s: %s", path,
+				   strerror(errno));
+		else
+			ret = copy_content(img, fd, ce->len, path);
+		img_free(&ghost_chunk_entry__descriptor, ce);
+		if (ret)
+			return ret;
+	}
+}
+
 /* The file itself, with its content, owner, mode and times. */
 static int make_file(struct image *img, const GhostFileEntry *ge, const char *path)
 {
@@ -159,7 +234,8 @@ static int make_file(struct image *img, const GhostFileEntry *ge, const char *pa
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			  ge->mode & 07777);
 		if (fd >= 0)
-			ret = copy_content(img, fd, ge->size, path);
+			ret = ge->chunks ? copy_chunks(img, fd, ge->size, path)
+					 : copy_content(img, fd, ge->size, path);
 	}
 	if (fd < 0)
 		return fail(-errno, "cannot recreate the deleted file %s: %s", path, strerror(errno));
@@ -223,6 +299,37 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	r->nr_ghosts++;
 	pr_info("deleted file %s %s for the restore\n", g->path, made ? "shared" : "recreated");
 	return 0;
+}
+
+/*
+ * A file open by a deleted name while still linked (deleted_name): linked again
+ * under that name (beside it when the name is taken), opened there and the name
+ * deleted again, so that the fd is on the same inode and shows "NAME (deleted)".
+ */
+int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags)
+{
+	char buf[PATH_MAX], dbuf[PATH_MAX];
+	const char *other = rst_path(r, re->name, buf, sizeof(buf));
+	char *at = pick_path(rst_path(r, re->deleted_name, dbuf, sizeof(dbuf)), re->id);
+	int fd, err;
+
+	if (!at)
+		return -ENOMEM;
+	if (link(other, at)) {
+		err = -errno;
+		free(at);
+		return fail(err, "cannot link %s again as its deleted name %s: %s", re->name,
+			    re->deleted_name, strerror(-err));
+	}
+	fd = open(at, flags | O_CLOEXEC);
+	err = fd < 0 ? -errno : 0;
+	if (unlink(at))
+		pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+	free(at);
+	if (err)
+		return fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
+			    strerror(-err));
+	return fd;
 }
 
 int ghost_create_all(struct rst *r)

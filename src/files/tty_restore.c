@@ -241,7 +241,7 @@ static int open_pair(struct rst *r, const FileEntry *mfe, struct rdesc *md)
 					     mfe->tty->flags, mi->pty->index);
 	if (ret >= 0)
 		ret = set_pair(r, md->fd, mi, si);
-	if (!ret && fcntl(md->fd, F_SETFL, mfe->tty->flags & ~O_ACCMODE))
+	if (!ret && fcntl(md->fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
 		ret = fail(-errno, "cannot set the flags of pty master %u: %s", mi->pty->index,
 			   strerror(errno));
 	if (!ret && mi->locked && ioctl(md->fd, TIOCSPTLCK, &lock))

@@ -180,6 +180,7 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	fill_addr(dst, &e.n_dst_addr, in->family, in->dst);
 	e.src_addr = src;
 	e.dst_addr = dst;
+	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;
 	e.has_v6only = true;

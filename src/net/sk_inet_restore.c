@@ -235,7 +235,7 @@ static int finish(int fd, const InetSkEntry *e)
 	if (e->has_shutdown && e->shutdown > 0 && e->shutdown < 4 && e->state != TCP_LISTEN &&
 	    shutdown(fd, how[e->shutdown]) && !(errno == ENOTCONN && e->type == SOCK_DGRAM))
 		return inet_fail(e, -errno, "cannot shut down");
-	if (fcntl(fd, F_SETFL, e->flags & (O_NONBLOCK | O_ASYNC)))
+	if (fcntl(fd, F_SETFL, e->flags & O_NONBLOCK))
 		return inet_fail(e, -errno, "cannot set its file flags");
 	return 0;
 }

@@ -210,6 +210,7 @@ int sk_netlink_write(const struct file_desc *f, struct image *files)
 	e.groups = nl->groups;
 	e.dst_portid = nl->dst_portid;
 	e.dst_group = nl->dst_group;
+	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;
 	e.has_nl_opts = true;

@@ -102,7 +102,7 @@ static int build(int fd, const NetlinkSkEntry *e)
 	ret = join_groups(fd, e);
 	if (!ret && e->state == 1)	/* NETLINK_CONNECTED */
 		ret = connect_dst(fd, e);
-	if (!ret && fcntl(fd, F_SETFL, e->flags & (O_NONBLOCK | O_ASYNC)))
+	if (!ret && fcntl(fd, F_SETFL, e->flags & O_NONBLOCK))
 		ret = nl_fail(e, -errno, "cannot set its file flags");
 	return ret;
 }

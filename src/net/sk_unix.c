@@ -320,6 +320,7 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	e.flags = f->flags;
 	e.backlog = u->backlog;
 	e.peer = u->peer;
+	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;
 	e.name.len = u->name_len;

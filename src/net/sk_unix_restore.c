@@ -347,7 +347,7 @@ static int set_flags(struct rst *r, const UnixSkEntry *u)
 
 	if (ret)
 		return sk_fail(u, ret, why);
-	if (fcntl(fd, F_SETFL, u->flags & (O_NONBLOCK | O_ASYNC)))
+	if (fcntl(fd, F_SETFL, u->flags & O_NONBLOCK))
 		return sk_fail(u, -errno, "cannot set its file flags");
 	return 0;
 }
