@@ -27,7 +27,7 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "proc.h"
-#include "dump/tree.h"
+#include "ctx/proc_tree.h"
 #include "ns/pidns.h"
 #include "mem/shmem.h"
 #include "net/sockets.h"
