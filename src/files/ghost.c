@@ -107,9 +107,13 @@ bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, 
 		snprintf(why, len, "a deleted file that is neither a regular file nor a FIFO");
 		return true;
 	}
-	if ((uint64_t)st->st_size > limit) {
-		snprintf(why, len, "a deleted file of %lld bytes, above the ghost limit of %" PRIu64
-			 " bytes (--ghost-limit)", (long long)st->st_size, limit);
+	/* its data, not its size: only the data extents are saved (a sparse file's holes
+	 * come back as holes), as CRIU counts it */
+	if ((uint64_t)st->st_blocks * 512 > limit) {
+		snprintf(why, len, "a deleted file with %llu bytes of data, above the ghost limit "
+			 "of %" PRIu64 " bytes: dump with --ghost-limit %lluK or more",
+			 (unsigned long long)st->st_blocks * 512, limit,
+			 ((unsigned long long)st->st_blocks * 512 + 1023) / 1024);
 		return true;
 	}
 	return false;
@@ -178,7 +182,7 @@ static int find_extents(int fd, struct ghost *g, const char *src)
 }
 
 /* The data extents of a regular file and their bytes, read through its /proc link. */
-static int read_content(const char *src, struct ghost *g)
+static int read_content(const char *src, struct ghost *g, uint64_t limit)
 {
 	int fd = open(src, O_RDONLY | O_CLOEXEC), ret;
 	size_t total = 0, at = 0;
@@ -188,6 +192,10 @@ static int read_content(const char *src, struct ghost *g)
 	ret = find_extents(fd, g, src);
 	for (int i = 0; !ret && i < g->nr_chunks; i++)
 		total += g->chunks[i].len;
+	if (!ret && total > limit)	/* a file system that cannot tell its holes */
+		ret = fail(-EFBIG, "the deleted file %s has %zu bytes of data, above the ghost "
+			   "limit of %" PRIu64 " bytes: dump with --ghost-limit %zuK or more", src,
+			   total, limit, (total + 1023) / 1024);
 	if (!ret && !(g->data = malloc(total ? total : 1)))
 		ret = -ENOMEM;
 	for (int i = 0; !ret && i < g->nr_chunks; i++) {
@@ -210,7 +218,7 @@ static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *
 	memset(g, 0, sizeof(*g));
 	g->id = gs->nr + 1;
 	g->st = *st;
-	if (S_ISREG(st->st_mode) && read_content(src, g)) {
+	if (S_ISREG(st->st_mode) && read_content(src, g, d->policy.ghost_limit)) {
 		free(g->data);
 		free(g->chunks);
 		return NULL;
