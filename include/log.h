@@ -22,6 +22,13 @@ void log_close(void);
 int  log_level(void);
 /* The --log-file's descriptor, or -1 (messages go to stderr). */
 int  log_fileno(void);
+/*
+ * In a process restore forked, once the restored fds are at their numbers:
+ * memdump's messages go to fd (a copy of memdump's log or stderr above the
+ * restored fds), not to the restored program's fd 2 or to whatever file now
+ * has the log's old number; -1: back to the log file or stderr.
+ */
+void log_to_fd(int fd);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define pr_err(...)	log_msg(LOG_ERROR, __VA_ARGS__)

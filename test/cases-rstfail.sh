@@ -179,3 +179,18 @@ add rstfail-kill-tree case_rstfail_kill KILL
 add rstfail-term-tree case_rstfail_kill TERM
 add rstfail-kill-single case_rstfail_kill_single
 add rstfail-ghost-enospc case_rstfail_ghost_enospc
+
+# memdump's messages from a forked process once its fds are the restored ones
+# (the fault point rst-child-files logs there) go to memdump's stderr and log,
+# never to the restored program's fd 2 nor to a file that took the log's fd number.
+case_rstfail_child_log() {
+	start_prog t-fds
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_FAULT=rst-child-files MEMDUMP_FAULT_SECS=1 restore_and_pass "$T/d" 1
+	grep -q "fault point rst-child-files: stalling" "$MD_ERR" ||
+		fail "the forked process's message is not on memdump's stderr: $(cat "$MD_ERR")"
+	grep -q "fault point" "$OUT" "$ERR" && fail "memdump's message went to the restored program's output"
+	return 0
+}
+add rstfail-child-log case_rstfail_child_log

@@ -11,6 +11,7 @@
 
 static int cur_level = LOG_WARN;
 static FILE *log_file;
+static int log_fd = -1;		/* log_to_fd() */
 static char reason[8192];	/* a refusal lists every reason: room for many */
 
 int log_init(int level, const char *path)
@@ -41,6 +42,11 @@ int log_fileno(void)
 	return log_file ? fileno(log_file) : -1;
 }
 
+void log_to_fd(int fd)
+{
+	log_fd = fd;
+}
+
 int log_level(void)
 {
 	return cur_level;
@@ -53,6 +59,13 @@ static void vlog(enum log_level lvl, const char *fmt, va_list ap)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (log_fd >= 0) {
+		dprintf(log_fd, "(%5ld.%06ld) %-5s %d: ", (long)ts.tv_sec % 100000,
+			ts.tv_nsec / 1000, tag[lvl], getpid());
+		vdprintf(log_fd, fmt, ap);
+		dprintf(log_fd, "\n");
+		return;
+	}
 	fprintf(out, "(%5ld.%06ld) %-5s %d: ", (long)ts.tv_sec % 100000, ts.tv_nsec / 1000,
 		tag[lvl], getpid());
 	vfprintf(out, fmt, ap);

@@ -27,6 +27,7 @@
 #include <linux/futex.h>
 
 #include "common.h"
+#include "log.h"
 #include "fault.h"
 #include "restore/restore.h"
 
@@ -173,7 +174,7 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 {
 	int high = r->max_target_fd + 1;
 	size_t blobs = 0;
-	int base2, *tmp_fd, **tmp_blob, lifeline;
+	int base2, *tmp_fd, **tmp_blob, lifeline, log_copy;
 
 	for (size_t k = 0; k < n; k++)
 		blobs += g[k]->nr_blob_fds;
@@ -187,6 +188,7 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 					      move_up(r, r->fds[i].src, base2);
 	tmp_blob = move_blob_fds(r, g, n, base2);
 	lifeline = move_up(r, r->lifeline, base2);
+	log_copy = move_up(r, log_fileno() >= 0 ? log_fileno() : 2, base2);
 	syscall(SYS_close_range, 0, base2 - 1, 0);
 	for (size_t i = 0; i < r->nr_fds; i++) {
 		if (dup3(tmp_fd[i], r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0)
@@ -194,7 +196,11 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 	}
 	high = install_blob_fds(r, g, n, tmp_blob, high);
 	install_lifeline(r, g, n, lifeline, high);
-	syscall(SYS_close_range, high + 1, ~0U, 0);
+	/* memdump's messages from now on: to its log or stderr, above everything; closed
+	 * before the blob runs (child_main) */
+	r->log_fd = dup3(log_copy, high + 1, O_CLOEXEC) == high + 1 ? high + 1 : -1;
+	syscall(SYS_close_range, r->log_fd >= 0 ? high + 2 : high + 1, ~0U, 0);
+	log_to_fd(r->log_fd);
 }
 
 /* Its fds, or, sharing its parent's fd table, the wait until their owner installed them. */
@@ -238,7 +244,8 @@ static void fault_in_child(struct rst *r)
 	if (fault_fails())
 		child_exit_fail(r, -EIO, "process %d: fault injected at %s (MEMDUMP_FAULT_FAIL)",
 				r->pid, RST_FAULT_CHILD);
-	fault_stall();	/* its stderr is the restored one's: memdump said it (rst_fork_target) */
+	pr_warn("fault point %s: stalling (MEMDUMP_FAULT)", RST_FAULT_CHILD);
+	fault_stall();	/* memdump's stderr, not the restored one's (log_to_fd) */
 }
 
 void child_main(struct rst *r)
@@ -294,6 +301,11 @@ void child_main(struct rst *r)
 	if (r->root && strcmp(r->root, "/") && chroot(r->root))
 		child_exit_fail(r, -errno, "cannot chroot to %s: %m", r->root);
 
+	if (r->log_fd >= 0) {	/* no fd of memdump's reaches the restored program */
+		log_to_fd(-1);
+		close(r->log_fd);
+		r->log_fd = -1;
+	}
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
 		"xor	%%ebp, %%ebp\n"

@@ -447,6 +447,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->o = o;
 	r->area_fd = -1;
 	r->exe_fd = -1;
+	r->log_fd = -1;
 	r->ds.dirfd = -1;
 	r->ds.pages_fd = -1;
 	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
