@@ -718,3 +718,37 @@ case_tree_refuse_userns() {
 	tree_untouched $(tree_pids "$PID")
 }
 add tree-refuse-userns case_tree_refuse_userns
+
+# A child forked after the dump looked at the tree and before the freeze (the
+# fault point "checked" stalls there): the dump starts again as a tree dump and
+# takes both processes.
+case_tree_child_appears() {
+	python3 -c '
+import os, signal, time
+def fork_child(sig, frame):
+    if os.fork() == 0:
+        while True: time.sleep(1)
+signal.signal(signal.SIGUSR2, fork_child)
+print("READY", os.getpid(), flush=True)
+while True: time.sleep(1)' > "$T/p.out" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$T/p.out" '^READY' "$OP_TIMEOUT" || fail "the program did not start"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=checked MEMDUMP_FAULT_SECS=2 "$MEMDUMP" -v 3 dump -t "$PID" -D "$T/d" --leave-running \
+		> "$T/md.dump.out" 2> "$MD_ERR" &
+	local mdpid=$!
+	wait_line "$MD_ERR" 'fault point checked' "$OP_TIMEOUT" || fail "the dump never reached 'checked'"
+	kill -USR2 "$PID"
+	wait_until 10 eval '[[ -n $(cat /proc/'"$PID"'/task/*/children 2>/dev/null) ]]' ||
+		fail "the program did not fork"
+	local child; child=$(cat /proc/"$PID"/task/*/children | awk '{print $1}')
+	track "$child"
+	wait "$mdpid" || fail "the dump failed: $(tail -n1 "$MD_ERR")"
+	grep -q "appeared below $PID" "$MD_ERR" || fail "the dump did not say a child appeared"
+	grep -q "tree of $PID: 2 processes" "$T/md.dump.out" ||
+		fail "the dump did not take the tree: $(cat "$T/md.dump.out")"
+	[[ -d $T/d/proc-$child ]] || fail "no images of the child $child"
+	expect_untraced "$PID"
+	kill "$child" "$PID"
+}
+add tree-child-appears case_tree_child_appears

@@ -375,6 +375,9 @@ void dump_undo(struct dump_ctx *d)
 
 static int dump_pipeline(const struct dump_opts *o);
 
+/* Times a dump starts again as a tree dump when children appeared during it. */
+#define DUMP_TREE_RETRIES	3
+
 /*
  * A snapshot is armed before the freeze unless memory tracking holds the
  * VMAs' userfaultfd registrations (track.c) or the process is stopped.
@@ -395,16 +398,25 @@ int dump_run(const struct dump_opts *o)
 {
 	struct dump_opts in_ns = *o;
 	int back, ret = ns_enter_net(o->pid, &back);
-	struct proc_tree t = { 0 };
 
 	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
-	if (!ret && o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid)) ||
+	for (int attempt = 0; !ret; attempt++) {
+		struct proc_tree t = { 0 };
+
+		if (o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid)) ||
 				   (t.n && o->freeze_cgroup)))
-		ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's init, or
-						 * frozen by its cgroup */
-	else if (!ret)
-		ret = dump_pipeline(&in_ns);
-	tree_free(&t);
+			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
+							 * init, or frozen by its cgroup */
+		else
+			ret = dump_pipeline(&in_ns);
+		tree_free(&t);
+		if (ret != -EAGAIN || attempt == DUMP_TREE_RETRIES)
+			break;
+		/* a child forked between the look at the tree and the freeze: the tree now */
+		pr_info("%s: dumping the tree below %d", fail_reason(), o->pid);
+		fail_clear();
+		ret = 0;
+	}
 	ns_leave_net(back);
 	return ret;
 }
@@ -466,6 +478,8 @@ static int dump_pipeline(const struct dump_opts *o)
 		ret = track_find(&d.track, d.pid);
 	if (!ret)
 		ret = refuse_check(o, &d.track);
+	if (!ret)
+		fault_point("checked");	/* the tests fork a child here */
 	if (!ret)
 		d.stopped = dump_target_stopped(d.pid);
 	d.own_ns = ns_saved_mask(d.pid, o->ext_net_ino);

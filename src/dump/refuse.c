@@ -106,16 +106,16 @@ static void refuse_tree_error(int err, struct refusals *r)
  * cannot take. Only the direct children of pid are looked at then: the
  * grandchildren are their own parents' to check.
  */
-static void check_children(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+static int check_children(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	struct proc_tree t;
 	int ret = tree_collect(pid, &t), alive = 0;
 
 	if (ret == -ESRCH)
-		return;		/* target_check() and the freeze tell */
+		return 0;	/* target_check() and the freeze tell */
 	if (ret) {
 		refuse_tree_error(ret, r);
-		return;
+		return 0;
 	}
 	for (int i = 1; i < t.n; i++)
 		if (!tree || t.procs[i].ppid == pid)
@@ -124,6 +124,7 @@ static void check_children(pid_t pid, const struct proc_tree *tree, struct refus
 		refuse_add(r, "the process tree changed: %d live process(es) appeared below %d "
 			   "after the dump began (dump again)", alive, pid);
 	tree_free(&t);
+	return tree ? 0 : alive;
 }
 
 static const char *const ns_names[] = {
@@ -451,8 +452,10 @@ static int report(pid_t pid, const struct refusals *r)
 int refuse_check_frozen(pid_t pid)
 {
 	struct refusals r = { .len = 0 };
+	int appeared = check_children(pid, NULL, &r);
 
-	check_children(pid, NULL, &r);
+	if (appeared && r.n == appeared + 1)	/* only that: dump_run() dumps the tree */
+		return fail(-EAGAIN, "process %d holds state memdump cannot dump: %s", pid, r.text);
 	return report(pid, &r);
 }
 
