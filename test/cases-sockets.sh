@@ -504,3 +504,22 @@ print("PASS" if ok else "FAIL ports %d %d reuseport %d %d" % (a.getsockname()[1]
 	restore_and_pass "$T/d" 1
 }
 add sk-reuseport-off case_sk_reuseport_off
+
+# IP-level options (zdtm sock_ip_opts00/01, issue 24): turned on, turned off
+# again, or never touched, v4 and v6 UDP and a TCP listener; `show` lists them.
+case_sk_ipopts() {
+	start_prog t-sockipopts
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -qE 'udp 0\.0\.0\.0:0 -> 0\.0\.0\.0:0 CLOSE tos 8 ttl 32 pmtudisc 2 freebind pktinfo recverr transparent' \
+		"$MD_OUT" || { show_file show "$MD_OUT"; fail "show does not list the v4 options"; }
+	grep -qE 'udp6 :::0 -> :::0 CLOSE tos 32 ttl 17 pmtudisc 3 freebind pktinfo recverr transparent' \
+		"$MD_OUT" || { show_file show "$MD_OUT"; fail "show does not list the v6 options"; }
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add sk-ipopts case_sk_ipopts
+add sk-ipopts-lr case_sk_lr t-sockipopts

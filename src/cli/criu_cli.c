@@ -148,7 +148,7 @@ static const struct { const char *criu, *memdump; } criu_cmds[] = {
 static const char *const criu_features[] = {
 	"mnt_id", "mem_dirty_track", "timerfd", "seccomp_suspend", "seccomp_filters",
 	"clone3_set_tid", "nftables", "network_lock_nftables", "fdinfo_lock", "kcmp_epoll",
-	"get_rseq_conf", "tcp_half_closed", "ns_pid", "memfd", "cgroupns",
+	"get_rseq_conf", "tcp_half_closed", "ns_pid", "memfd", "cgroupns", "ipv6_freebind",
 };
 
 struct translation {

@@ -99,7 +99,16 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 	bool v6 = in->family == AF_INET6;
 
 	in->v6only = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_V6ONLY) : 0;
-	in->freebind = opt_int(copy, IPPROTO_IP, IP_FREEBIND);
+	in->freebind = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_FREEBIND) :
+			    opt_int(copy, IPPROTO_IP, IP_FREEBIND);
+	in->pktinfo = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_RECVPKTINFO) :
+			   opt_int(copy, IPPROTO_IP, IP_PKTINFO);
+	in->recverr = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_RECVERR) :
+			   opt_int(copy, IPPROTO_IP, IP_RECVERR);
+	in->mtu_discover = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_MTU_DISCOVER) :
+				opt_int(copy, IPPROTO_IP, IP_MTU_DISCOVER);
+	in->transparent = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TRANSPARENT) :
+			       opt_int(copy, IPPROTO_IP, IP_TRANSPARENT);
 	in->tos = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TCLASS) : opt_int(copy, IPPROTO_IP, IP_TOS);
 	in->ttl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_UNICAST_HOPS) :
 		       opt_int(copy, IPPROTO_IP, IP_TTL);
@@ -191,6 +200,14 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	ip.tos = in->tos;
 	ip.has_ttl = in->ttl >= 0;
 	ip.ttl = in->ttl;
+	ip.has_pktinfo = in->pktinfo >= 0;
+	ip.pktinfo = in->pktinfo > 0;
+	ip.has_recverr = in->recverr >= 0;
+	ip.recverr = in->recverr > 0;
+	ip.has_mtu_discover = in->mtu_discover >= 0;
+	ip.mtu_discover = in->mtu_discover;
+	ip.has_transparent = in->transparent >= 0;
+	ip.transparent = in->transparent > 0;
 	e.ip_opts = &ip;
 	e.has_shutdown = true;
 	e.shutdown = in->shutdown;

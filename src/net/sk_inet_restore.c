@@ -74,6 +74,25 @@ static int keep_opt(int fd, int level, int opt, int v)
 	return setsockopt(fd, level, opt, &v, sizeof(v)) ? -errno : 0;
 }
 
+/* The options ip_opts_entry has a flag for: v6 sets the IPV6_ one of the same meaning. */
+static int set_ip_flags(int fd, const IpOptsEntry *ip, bool v6)
+{
+	const struct { bool has; int v, v4, v6; } o[] = {
+		{ ip->has_freebind, ip->freebind, IP_FREEBIND, IPV6_FREEBIND },
+		{ ip->has_pktinfo, ip->pktinfo, IP_PKTINFO, IPV6_RECVPKTINFO },
+		{ ip->has_recverr, ip->recverr, IP_RECVERR, IPV6_RECVERR },
+		{ ip->has_transparent, ip->transparent, IP_TRANSPARENT, IPV6_TRANSPARENT },
+		{ ip->has_mtu_discover, (int)ip->mtu_discover, IP_MTU_DISCOVER, IPV6_MTU_DISCOVER },
+	};
+	int ret = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(o) && !ret; i++)
+		if (o[i].has)
+			ret = v6 ? keep_opt(fd, IPPROTO_IPV6, o[i].v6, o[i].v) :
+				   keep_opt(fd, IPPROTO_IP, o[i].v4, o[i].v);
+	return ret;
+}
+
 static int set_ip_opts(int fd, const InetSkEntry *e)
 {
 	const IpOptsEntry *ip = e->ip_opts;
@@ -82,8 +101,8 @@ static int set_ip_opts(int fd, const InetSkEntry *e)
 
 	if (v6 && e->has_v6only)
 		ret = keep_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, e->v6only);
-	if (!ret && ip && ip->has_freebind)
-		ret = keep_opt(fd, IPPROTO_IP, IP_FREEBIND, ip->freebind);
+	if (!ret && ip)
+		ret = set_ip_flags(fd, ip, v6);
 	if (!ret && ip && ip->has_tos)
 		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_TCLASS, ip->tos) :
 			   keep_opt(fd, IPPROTO_IP, IP_TOS, ip->tos);

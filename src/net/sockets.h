@@ -105,6 +105,7 @@ struct sk_inet {
 	uint32_t backlog;
 	uint8_t shutdown;
 	int v6only, freebind, tos, ttl, nodelay, cork, keepcnt, keepidle, keepintvl;
+	int pktinfo, recverr, mtu_discover, transparent;	/* v6: the IPV6_ options */
 	int send_cscov, recv_cscov;	/* UDP-lite */
 	struct tcp_stream *stream;	/* ESTABLISHED (tcp_repair.c) */
 };

@@ -48,16 +48,43 @@ static void addr_text(uint32_t family, const uint32_t *w, size_t n, char *buf, s
 		snprintf(buf, len, "?");
 }
 
+/* " tos 8 ttl 32 pmtudisc 1 freebind pktinfo": the IP-level options (v6: tclass, hops) */
+static void ip_opts_text(const IpOptsEntry *ip, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	if (!ip)
+		return;
+#define ADD(...) (off < len ? off += snprintf(buf + off, len - off, __VA_ARGS__) : 0)
+	if (ip->has_tos)
+		ADD(" tos %u", ip->tos);
+	if (ip->has_ttl)
+		ADD(" ttl %u", ip->ttl);
+	if (ip->has_mtu_discover)
+		ADD(" pmtudisc %u", ip->mtu_discover);
+	if (ip->has_freebind && ip->freebind)
+		ADD(" freebind");
+	if (ip->has_pktinfo && ip->pktinfo)
+		ADD(" pktinfo");
+	if (ip->has_recverr && ip->recverr)
+		ADD(" recverr");
+	if (ip->has_transparent && ip->transparent)
+		ADD(" transparent");
+#undef ADD
+}
+
 static void inet_text(const InetSkEntry *e, char *buf, size_t len)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], opts[160];
 
 	addr_text(e->family, e->src_addr, e->n_src_addr, src, sizeof(src));
 	addr_text(e->family, e->dst_addr, e->n_dst_addr, dst, sizeof(dst));
-	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s", e->proto == IPPROTO_TCP ? "tcp" :
+	ip_opts_text(e->ip_opts, opts, sizeof(opts));
+	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s%s", e->proto == IPPROTO_TCP ? "tcp" :
 		 e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
 		 e->family == AF_INET6 ? "6" : "", src, e->src_port, dst, e->dst_port,
-		 state_name(e->state));
+		 state_name(e->state), opts);
 }
 
 /* "netlink 0 port 1234 groups 5,36 -> 0/0" (groups as numbers, then the destination) */
