@@ -181,8 +181,8 @@ add tree-real-mp-manager case_tree_real_mp_manager
 # what a tree still cannot take, each named in the one refusal, the tree left
 # running. "open" (seen before the freeze): a connection accepted from a
 # listener since closed (its name cannot be given again without one), an
-# epoll registration whose fd the child closed while its file stays open as
-# another fd, a UNIX socket whose peer is outside the tree. "queue" (seen
+# epoll registration whose fd the child closed after sending its file outside
+# the tree (open in no process of it), a UNIX socket whose peer is outside the tree. "queue" (seen
 # frozen): a datagram queued from a socket outside the tree.
 SK_REFUSE_TREE='import os, select, signal, socket, sys, time
 d = sys.argv[1]
@@ -198,7 +198,7 @@ if c == 0:
     r, w = os.pipe()
     ep.register(r, select.EPOLLIN)
     if sys.argv[2] == "open":
-        r2 = os.dup(r); os.close(r)
+        socket.send_fds(o, [b"r"], [r]); os.close(r)
     while True:
         time.sleep(1)
 print("READY %d %d" % (os.getpid(), c), flush=True)
@@ -225,7 +225,7 @@ x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); x.sendto(b"o", sys.argv[1]
 	local want=("datagram queued from a socket outside the tree")
 	[[ $1 == open ]] && want=(
 		"gone.sock connected: it is named and connected, and no listening socket of the tree has its name"
-		"watching fd [0-9]+, a file that no process of the tree holding the set has open as fd [0-9]+ any more"
+		"watching fd [0-9]+, a file that no process of the tree holding the set has open as any fd"
 		"outside.sock connected, socket:\\[[0-9]+\\]\\) is outside the tree")
 	local w
 	for w in "${want[@]}"; do
