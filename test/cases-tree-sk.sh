@@ -49,6 +49,45 @@ case_tree_epoll() {
 }
 add tree-sk-epoll case_tree_epoll
 
+# the set shared by a fork, the child's registration on a number it closed
+# since (its file kept as a dup): after the restore the child's events come
+# with that number, and MOD on it (the file put back there) finds it
+EP_GONE_TREE='import os, select, signal, sys, time
+ep = select.epoll()
+ctl_r, ctl_w = os.pipe()
+ack_r, ack_w = os.pipe()
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+c = os.fork()
+if c == 0:
+    r, w = os.pipe()
+    ep.register(r, select.EPOLLIN)
+    r2 = os.dup(r); os.close(r)
+    os.write(ack_w, b"%d" % r)
+    os.read(ctl_r, 1)
+    os.write(w, b"c")
+    ev = dict(ep.poll(5))
+    os.dup2(r2, r)
+    ep.modify(r, select.EPOLLIN | select.EPOLLET)
+    ep.unregister(r)
+    os.write(ack_w, b"ok" if r in ev else b"no")
+    os._exit(0)
+n = int(os.read(ack_r, 16))
+print("READY %d %d" % (os.getpid(), c), flush=True)
+while not usr1:
+    time.sleep(0.01)
+os.write(ctl_w, b"g")
+child = os.read(ack_r, 2)
+_, st = os.waitpid(c, 0)
+ok = child == b"ok" and st == 0
+print("PASS" if ok else "FAIL child %r, status %d" % (child, st), flush=True)'
+
+case_tree_epoll_gone() {
+	py_pair_rst "$EP_GONE_TREE"
+	py_pair_pass
+}
+add tree-sk-epoll-gone case_tree_epoll_gone
+
 # an inotify instance made before a fork, a watch added by each process: one
 # instance after the restore, both watches delivering, wds as before and the
 # next wd the one it would have been
