@@ -4,6 +4,8 @@
  *     fd 41 EPOLLIN data 0x4141: eventfd E, kept as fd 12; fd 41 then reused
  *     fd 41 EPOLLIN data 0x4142: eventfd F, now fd 41 (FD_CLOEXEC)
  *     fd 10 EPOLLIN data 0x1010: the pipe's read end itself
+ *   fd 43, an epoll set: fd 43 EPOLLIN data 0x4343, eventfd G (kept as fd 13),
+ *     registered while at 43; the set was moved to 43 since (its own number)
  * "nowhere" as argv[2]: also fd 42 EPOLLIN data 0x4242, a pipe whose read end
  * only a process outside (a detached grandchild) has open: the dump must
  * refuse it by name.
@@ -100,6 +102,13 @@ static void check(void)
 	bump(41, 1);
 	expect_one("a write to F (fd 41)", 0x4142);
 	bump(41, 0);
+	bump(13, 1);
+	{
+		struct epoll_event ev;
+
+		if (epoll_wait(43, &ev, 1, 0) != 1 || ev.data.u64 != 0x4343)
+			t_fail("set 43 does not report G's write with data 0x4343");
+	}
 	keyed(10, 40, "the pipe's registration 0x4040");
 	keyed(12, 41, "E's registration 0x4141");
 	keyed(10, 10, "the pipe's registration 0x1010");
@@ -144,6 +153,11 @@ int main(int argc, char **argv)
 	at(eventfd(1, EFD_NONBLOCK), 41, O_CLOEXEC);
 	add(20, 41, 0x4142);
 	add(20, 10, 0x1010);
+	at(eventfd(0, EFD_NONBLOCK), 43, 0);
+	at(epoll_create1(0), 44, 0);
+	add(44, 43, 0x4343);
+	at(dup(43), 13, 0);
+	at(44, 43, 0);
 	if (argc > 2 && !strcmp(argv[2], "nowhere")) {
 		if (pipe(p))
 			exit(2);

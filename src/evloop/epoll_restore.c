@@ -138,7 +138,7 @@ static int add_borrowed(int epfd, const EventpollTfdEntry *t, char *msg, size_t 
 			close(saved);
 		return ret;
 	}
-	ret = ctl_add(epfd, t, msg, len);
+	ret = ctl_add((int)t->tfd == epfd ? saved : epfd, t, msg, len);	/* the set's own number */
 	back = give_back(t, saved, cloexec);
 	if (!ret && back)
 		snprintf(msg, len, "epoll fd %d: cannot put fd %u back after its registration: "
