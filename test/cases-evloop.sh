@@ -103,18 +103,27 @@ add evloop-signalfd-lr case_evloop_lr t-signalfd
 add evloop-epoll case_evloop_rst t-epoll '20.*EVENTPOLL.*epoll,.3.target' '[:;].fd.10.events.0x19.data.0x1010(;|$)' 'fd.11.events.0x8000001c.data.0x1111.ET(;|$)' 'fd.21.events.0x19.data.0x2121' 'fd.12.events.0x80000019.data.0x1212.ET.\(edge.taken\)' 'fd.13.events.0x40000019.data.0x1313.ONESHOT(;|$)' 'fd.13.events.0x10000019.data.0x2213.EXCLUSIVE'
 add evloop-epoll-lr case_evloop_lr t-epoll
 
-# A registration whose fd the process closed (its file still open as another
-# fd) cannot be recreated: refused by name before the target is seized.
-case_evloop_epoll_closed() {
-	start_prog t-epoll closed
+# Registrations whose fd the process closed since, the file still open as
+# another fd (one number closed, one reused by another file): restored on
+# their own numbers (issue 24), the fd table as it was.
+add evloop-epoll-closed case_evloop_rst t-epollgone \
+	'fd.40.events.0x19.data.0x4040.\(closed.since:.the.file.of.fd.10\)' \
+	'fd.41.events.0x19.data.0x4141.\(closed.since:.the.file.of.fd.12\)' \
+	'fd.41.events.0x19.data.0x4142(;|$)' 'fd.10.events.0x19.data.0x1010(;|$)'
+add evloop-epoll-closed-lr case_evloop_lr t-epollgone
+
+# A registration whose file the process has open as no fd (only a process
+# outside holds it) cannot be recreated: refused by name before the seize.
+case_evloop_epoll_nowhere() {
+	start_prog t-epollgone nowhere
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd 20 \(anon_inode:\[eventpoll\]: an epoll set watching fd 30, a file the process no longer has open as fd 30" "$MD_ERR" ||
-		fail "the error does not name the closed registration"
+	grep -qE "fd 20 \(anon_inode:\[eventpoll\]: an epoll set watching fd 42, a file the process no longer has open as any fd" "$MD_ERR" ||
+		fail "the error does not name the registration: $(cat "$MD_ERR")"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }
-add evloop-epoll-closed case_evloop_epoll_closed
+add evloop-epoll-nowhere case_evloop_epoll_nowhere
 
 # ---- real event loops
 

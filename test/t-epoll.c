@@ -5,8 +5,6 @@
  *   fd 20 (A): fd 10 EPOLLIN (level), fd 11 EPOLLOUT|EPOLLET (edge not yet taken),
  *              fd 21 EPOLLIN (nested set B)
  *   fd 22 (C): fd 13 EPOLLIN|EPOLLEXCLUSIVE
- * "closed" as argv[2]: also fd 30, a dup of fd 12, added to A and closed (the
- * registration stays): the dump must refuse it.
  * After SIGUSR1 every set reports what it would have uninterrupted.
  * READY <pid> */
 #include "tlib.h"
@@ -108,11 +106,6 @@ int main(int argc, char **argv)
 	add(22, 13, EPOLLIN | EPOLLEXCLUSIVE, 0x2213);
 	if (epoll_wait(21, ev, 4, 0) != 1 || ev[0].data.u64 != 0x1212)
 		exit(3);	/* B's edge on fd 12: taken */
-	if (argc > 2 && !strcmp(argv[2], "closed")) {
-		at(dup(12), 30);
-		add(20, 30, EPOLLIN, 0x3030);
-		close(30);
-	}
 	t_ready("");
 	t_wait_usr1();
 	t_check_common();

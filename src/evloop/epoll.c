@@ -2,9 +2,11 @@
  * An epoll set: every registration, from fdinfo "tfd:" lines (the fd number
  * it was added with, events with EPOLLET/EPOLLONESHOT/EPOLLEXCLUSIVE, data).
  * The kernel keys a registration by file and fd number, so restore adds each
- * one on its fd number; a registration whose file is no longer open as that
- * fd (closed, or the number reused) cannot be recreated and is refused,
- * checked with kcmp(KCMP_EPOLL_TFD).
+ * one on its fd number. A registration whose file is no longer open as that
+ * fd (closed, or the number reused) but still as another fd (kcmp
+ * KCMP_EPOLL_TFD finds it) keeps its number and names that fd too
+ * (file_fd): restore adds it through a temporary fd of the number. One whose
+ * file the process has open as no fd is refused.
  *
  * Ready lists: an edge-triggered registration that is ready is reported
  * again after restore, unless its edge was already taken. When the set
@@ -75,18 +77,18 @@ bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *
 		gone = true;
 	}
 	for (size_t i = 0; !gone && i < s.nr; i++) {
-		int r = epoll_tfd_owner(tree, pid, epfd, &s, i);
+		int file_fd, r = epoll_tfd_owner(tree, pid, epfd, &s, i, &file_fd);
 
 		if (r >= 0)
 			continue;
 		gone = true;
 		if (r == -EBADF && tree)
 			snprintf(why, len, "an epoll set watching fd %u, a file that no process of "
-				 "the tree holding the set has open as fd %u any more (closed while "
-				 "still registered)", s.tfds[i].tfd, s.tfds[i].tfd);
+				 "the tree holding the set has open as any fd (closed while still "
+				 "registered, held elsewhere)", s.tfds[i].tfd);
 		else if (r == -EBADF)
 			snprintf(why, len, "an epoll set watching fd %u, a file the process no longer "
-				 "has open as fd %u (closed while still registered)", s.tfds[i].tfd,
+				 "has open as any fd (closed while still registered, held elsewhere)",
 				 s.tfds[i].tfd);
 		else
 			snprintf(why, len, "an epoll set whose target fd %u cannot be checked "
@@ -99,7 +101,7 @@ bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *
 /* Whether memdump's copy of a target polls ready for its registered events. */
 static bool target_ready(int pidfd, const struct epoll_tfd *t)
 {
-	int fd = syscall(SYS_pidfd_getfd, pidfd, t->tfd, 0);
+	int fd = syscall(SYS_pidfd_getfd, pidfd, t->file_fd, 0);
 	struct pollfd p = { .fd = fd, .events = t->events & 0xffff };
 	bool ready;
 
@@ -134,14 +136,15 @@ static int keep_own(struct dump_ctx *d, int fd, struct epoll_state *s)
 	if (!own)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->nr; i++) {
-		int r = epoll_tfd_owner(d->tree, d->pid, fd, s, i);
+		int file_fd, r = epoll_tfd_owner(d->tree, d->pid, fd, s, i, &file_fd);
 
 		if (r < 0) {
 			free(own);
-			return fail(-EOPNOTSUPP, "fd %d: the epoll set watches fd %u, which no "
-				    "process holding the set has open as fd %u", fd, s->tfds[i].tfd,
+			return fail(-EOPNOTSUPP, "fd %d: the epoll set watches fd %u, a file which "
+				    "no process holding the set has open as any fd", fd,
 				    s->tfds[i].tfd);
 		}
+		s->tfds[i].file_fd = (uint32_t)file_fd;
 		if (r == 1)
 			own[n++] = s->tfds[i];
 		else
@@ -166,8 +169,9 @@ int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
 		return ret;
 	mark_taken_edges(d, fd, s);
 	for (size_t i = 0; i < s->nr; i++)
-		pr_debug("epoll fd %d: fd %u events %#x data %#llx%s\n", fd, s->tfds[i].tfd,
-			 s->tfds[i].events, (unsigned long long)s->tfds[i].data,
+		pr_debug("epoll fd %d: fd %u (file of fd %u) events %#x data %#llx%s\n", fd,
+			 s->tfds[i].tfd, s->tfds[i].file_fd, s->tfds[i].events,
+			 (unsigned long long)s->tfds[i].data,
 			 s->tfds[i].edge_taken ? " (edge taken)" : "");
 	return 0;
 }
@@ -201,6 +205,8 @@ int epoll_write(struct image *img, const struct file_desc *f)
 		t[i].pos = s->pos;
 		t[i].has_edge_taken = s->edge_taken;
 		t[i].edge_taken = s->edge_taken;
+		t[i].has_file_fd = s->file_fd != s->tfd;
+		t[i].file_fd = s->file_fd;
 		tp[i] = &t[i];
 	}
 	e.id = f->id;

@@ -9,6 +9,11 @@
  * first and their pending report consumed (epoll_wait, timeout 0), then the
  * others: a target that is ready is reported once more only where the
  * process had not seen it yet.
+ *
+ * A registration whose fd was closed (or reused) since names the fd of its
+ * file (file_fd): it is added on its own number through a temporary copy of
+ * that fd there, the fd the number holds now put back after. This runs
+ * before the record locks are set (child.c): closing these fds cannot drop one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -54,16 +60,23 @@ static int fd_of_file(const struct dumpset *ds, uint32_t id)
 	return -1;
 }
 
+/* The process's fd whose file registration t watches. */
+static uint32_t file_fd(const EventpollTfdEntry *t)
+{
+	return t->has_file_fd ? t->file_fd : t->tfd;
+}
+
 int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e)
 {
 	for (size_t i = 0; i < e->n_tfd; i++)
-		if (!fd_entry(ds, e->tfd[i]->tfd))
-			return fail(-EIO, "files.img: epoll set %u watches fd %u, which fdinfo "
-				    "does not list", e->id, e->tfd[i]->tfd);
+		if (!fd_entry(ds, file_fd(e->tfd[i])))
+			return fail(-EIO, "files.img: epoll set %u watches fd %u (the file of fd "
+				    "%u), which fdinfo does not list", e->id, e->tfd[i]->tfd,
+				    file_fd(e->tfd[i]));
 	return 0;
 }
 
-static int add(int epfd, const EventpollTfdEntry *t, char *msg, size_t len)
+static int ctl_add(int epfd, const EventpollTfdEntry *t, char *msg, size_t len)
 {
 	struct epoll_event ev = { .events = t->events, .data.u64 = t->data };
 
@@ -72,6 +85,72 @@ static int add(int epfd, const EventpollTfdEntry *t, char *msg, size_t len)
 	snprintf(msg, len, "epoll fd %d: cannot watch fd %u (events %#x): %s", epfd, t->tfd,
 		 t->events, strerror(errno));
 	return -errno;
+}
+
+/* Room in RLIMIT_NOFILE for fd n (the dumped limits are set later, by the blob). */
+static void room_for(int n)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur <= (rlim_t)n && rl.rlim_max > (rlim_t)n) {
+		rl.rlim_cur = (rlim_t)n + 1;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* t's file at its number for the time of the add; the fd there now kept in *saved. */
+static int borrow_number(const EventpollTfdEntry *t, int *saved, int *cloexec)
+{
+	int n = (int)t->tfd, flags = fcntl(n, F_GETFD);
+
+	*saved = -1;
+	*cloexec = flags >= 0 && (flags & FD_CLOEXEC);
+	if (flags >= 0 && (*saved = fcntl(n, F_DUPFD_CLOEXEC, 0)) < 0)
+		return -errno;
+	room_for(n);
+	if (dup3((int)t->file_fd, n, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The number back as it was: the fd it held, or closed. */
+static int give_back(const EventpollTfdEntry *t, int saved, int cloexec)
+{
+	int ret = 0;
+
+	if (saved < 0)
+		return close((int)t->tfd) ? -errno : 0;
+	if (dup3(saved, (int)t->tfd, cloexec ? O_CLOEXEC : 0) < 0)
+		ret = -errno;
+	close(saved);
+	return ret;
+}
+
+/* A registration whose fd was closed or reused: through a temporary fd of its number. */
+static int add_borrowed(int epfd, const EventpollTfdEntry *t, char *msg, size_t len)
+{
+	int saved, cloexec, ret = borrow_number(t, &saved, &cloexec), back;
+
+	if (ret) {
+		snprintf(msg, len, "epoll fd %d: cannot open the file of fd %u as fd %u for its "
+			 "registration: %s", epfd, t->file_fd, t->tfd, strerror(-ret));
+		if (saved >= 0)
+			close(saved);
+		return ret;
+	}
+	ret = ctl_add((int)t->tfd == epfd ? saved : epfd, t, msg, len);	/* the set's own number */
+	back = give_back(t, saved, cloexec);
+	if (!ret && back)
+		snprintf(msg, len, "epoll fd %d: cannot put fd %u back after its registration: "
+			 "%s", epfd, t->tfd, strerror(-back));
+	return ret ? ret : back;
+}
+
+static int add(int epfd, const EventpollTfdEntry *t, char *msg, size_t len)
+{
+	if (t->has_file_fd && t->file_fd != t->tfd)
+		return add_borrowed(epfd, t, msg, len);
+	return ctl_add(epfd, t, msg, len);
 }
 
 /* Consume the reports of the registrations added so far (all edge-taken). */
@@ -105,7 +184,7 @@ static int fill_set(const EventpollFileEntry *e, int epfd, char *msg, size_t len
 static bool inner_done(const struct dumpset *ds, const EventpollFileEntry *e, const bool *done)
 {
 	for (size_t i = 0; i < e->n_tfd; i++) {
-		const FdinfoEntry *t = fd_entry(ds, e->tfd[i]->tfd);
+		const FdinfoEntry *t = fd_entry(ds, file_fd(e->tfd[i]));
 
 		if (!t || t->type != FD_TYPES__EVENTPOLL)
 			continue;

@@ -34,6 +34,8 @@ struct timerfd_state {
 /* One registration of an epoll set. */
 struct epoll_tfd {
 	uint32_t tfd;		/* the fd number it was added with */
+	uint32_t file_fd;	/* the adding process's fd of its file: tfd, or another
+				 * when tfd was closed (or reused) since */
 	uint32_t events;
 	uint64_t data;
 	uint64_t ino, pos;
@@ -77,8 +79,8 @@ int signalfd_write(struct image *img, const struct file_desc *f);
 
 /* epoll.c */
 /*
- * A registered target that no process adding it again has open as its fd:
- * why. tree: the processes of a tree dump, any of which may hold the set, or NULL.
+ * A registered target whose file no process adding it again has open as any
+ * fd: why. tree: the processes of a tree dump, any of which may hold the set, or NULL.
  */
 bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *why,
 		       size_t len);
@@ -87,11 +89,12 @@ int epoll_write(struct image *img, const struct file_desc *f);
 
 /*
  * epoll_tree.c: who adds registration i of pid's set epfd again: 1 pid, 0
- * another process of tree holding the set (NULL: none), -EBADF nobody (its
- * fd was closed while registered), or kcmp's error.
+ * another process of tree holding the set (NULL: none), -EBADF nobody (no
+ * holder has its file open as any fd), or kcmp's error. *file_fd: the
+ * adder's fd of the registered file (its number when still open as it).
  */
 int epoll_tfd_owner(const struct proc_tree *tree, pid_t pid, int epfd,
-		    const struct epoll_state *s, size_t i);
+		    const struct epoll_state *s, size_t i, int *file_fd);
 void epoll_state_free(struct epoll_state *s);
 
 /* inotify.c */

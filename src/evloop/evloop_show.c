@@ -48,6 +48,9 @@ static void epoll_text(const EventpollFileEntry *e, char *buf, size_t len)
 			      t->events & EPOLLONESHOT ? " ONESHOT" : "",
 			      t->events & EPOLLEXCLUSIVE ? " EXCLUSIVE" : "",
 			      t->has_edge_taken && t->edge_taken ? " (edge taken)" : "");
+		if (t->has_file_fd && t->file_fd != t->tfd && n < len)
+			n += snprintf(buf + n, len - n, " (closed since: the file of fd %u)",
+				      t->file_fd);
 	}
 }
 
