@@ -121,7 +121,7 @@ static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *
 	if (family == AF_UNIX)
 		why = s ? sk_unix_unsupported(s, set, buf, len) : "it is not in sock_diag";
 	else if (family == AF_INET || family == AF_INET6)
-		why = sk_inet_unsupported(copy, set, buf, len);
+		why = sk_inet_unsupported(copy, s, set, buf, len);
 	else if (family == AF_NETLINK)
 		why = sk_netlink_unsupported(copy, s, buf, len);
 	else

@@ -191,7 +191,9 @@ int sk_unix_write(const struct file_desc *f, struct image *files);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
 
 /* sk_inet.c */
-const char *sk_inet_unsupported(int copy, const struct sk_set *set, char *buf, size_t len);
+/* s: the socket as sock_diag lists it (its receive queue), or NULL */
+const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
+				char *buf, size_t len);
 int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_inet_write(const struct file_desc *f, struct image *files);
 
