@@ -23,3 +23,4 @@ case_fuzz_images() {
 	note "$runs inputs, none made the loaders fail badly"
 }
 add fuzz-images case_fuzz_images
+case_limit fuzz-images 600
