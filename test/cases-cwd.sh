@@ -65,3 +65,28 @@ case_cwd_parent_gone() {
 	check_child_pass
 }
 add cwd-parent-gone case_cwd_parent_gone
+
+# A tree in one deleted cwd: one directory recreated for both, both back in it.
+case_cwd_deleted_tree() {
+	mkdir "$T/cwd-tree"
+	(cd "$T/cwd-tree" && exec setsid bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
+	PID=$!; track "$PID"
+	wait_until 5 eval '[[ -n $(cat /proc/'"$PID"'/task/'"$PID"'/children 2> /dev/null) ]]' ||
+		fail "no child appeared"
+	local c; c=$(awk '{print $1}' "/proc/$PID/task/$PID/children"); track "$c"
+	rmdir "$T/cwd-tree"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md restore restore -D "$T/d" -d || fail "restore failed: $(tail -n1 "$MD_ERR")"
+	local p want="$T/cwd-tree (deleted)"
+	for p in "$PID" "$c"; do
+		[[ $(readlink "/proc/$p/cwd") == "$want" ]] ||
+			fail "the cwd of $p is '$(readlink "/proc/$p/cwd")', want '$want'"
+	done
+	[[ $(stat -Lc %i "/proc/$PID/cwd") == $(stat -Lc %i "/proc/$c/cwd") ]] ||
+		fail "the two processes are in two directories"
+	[[ -e $T/cwd-tree ]] && fail "the recreated directory is left after the restore"
+	kill -9 "$c" "$PID"
+	return 0
+}
+add cwd-deleted-tree case_cwd_deleted_tree
