@@ -33,13 +33,14 @@ case_refuse_children() {
 }
 
 # everything the tree holds, in one line: the root's reasons, then each child's
+# (a deleted cwd whose parent directory is gone too: no place to recreate it)
 case_refuse_two() {
-	mkdir "$T/gone"
-	(cd "$T/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
+	mkdir -p "$T/par/gone"
+	(cd "$T/par/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 has_child "$PID" || fail "no child appeared"
 	local child; child=$(first_child "$PID"); track "$child"
-	rmdir "$T/gone"
+	rmdir "$T/par/gone" "$T/par"
 	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: a deleted cwd \(.*gone \(deleted\)\)" \
 		"process $child \(sleep\): a deleted cwd \(.*gone \(deleted\)\)"
 	expect_untraced "$PID"

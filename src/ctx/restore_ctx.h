@@ -205,6 +205,7 @@ struct rst {
 
 	int exe_fd;
 	const char *cwd, *root;
+	int cwd_fd;		/* a deleted cwd: its recreated directory, for fchdir (child.c) */
 	struct CgroupEntry *cg;	/* cgroup.img, NULL: none or --manage-cgroups ignore */
 	char **cg_made;		/* cgroup directories this restore created (cgroups.c) */
 	size_t nr_cg_made;

@@ -173,22 +173,33 @@ static void check_posix_timers(pid_t pid, struct refusals *r)
 			   n, MAX_POSIX_TIMERS);
 }
 
-static void check_cwd_root(pid_t pid, struct refusals *r)
+/*
+ * A deleted cwd is an empty directory (rmdir): a ghost, recreated by the
+ * restore, if its parent is still there. A deleted root stays refused.
+ */
+static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 {
 	static const char *const links[] = { "cwd", "root" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
-		char path[64], target[PATH_MAX];
+		char path[64], target[PATH_MAX], why[256];
+		struct stat st;
 		ssize_t n;
 
-		snprintf(path, sizeof(path), "/proc/%d/%s", pid, links[i]);
+		snprintf(path, sizeof(path), "/proc/%d/%s", o->pid, links[i]);
 		n = readlink(path, target, sizeof(target) - 1);
 		if (n < 0) {
 			refuse_add(r, "an unreachable %s", links[i]);
 			continue;
 		}
 		target[n] = 0;
-		if (n > 10 && !strcmp(target + n - 10, " (deleted)"))
+		if (!ghost_is_deleted(target))
+			continue;
+		if (i == 0 && stat(path, &st))
+			refuse_add(r, "an unreachable deleted cwd (%s)", target);
+		else if (i == 0 && ghost_unsupported(target, &st, o->ghost_limit, why, sizeof(why)))
+			refuse_add(r, "a deleted cwd (%s): %s", target, why);
+		else if (i != 0)
 			refuse_add(r, "a deleted %s (%s)", links[i], target);
 	}
 }
@@ -483,7 +494,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 		refuse_add(r, "--external mnt[%s] given, but no mount namespace of its own",
 			   o->mnt_ext[0].key);
 	check_posix_timers(pid, r);
-	check_cwd_root(pid, r);
+	check_cwd_root(o, r);
 	check_fds(o, t, r);
 	check_deleted_maps(o, r);
 	check_memfd_exe(pid, r);

@@ -52,7 +52,7 @@ struct rdesc *rst_desc(struct rst *r, uint32_t id)
  */
 static int reopen_flags(uint32_t flags)
 {
-	if (flags & __O_TMPFILE)
+	if ((flags & __O_TMPFILE) == __O_TMPFILE)	/* O_DIRECTORY alone: a directory */
 		flags &= ~(__O_TMPFILE | O_DIRECTORY);
 	return (int)(flags & ~(uint32_t)(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_CLOEXEC));
 }

@@ -101,10 +101,11 @@ bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, 
 	}
 	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
 		return linked_unsupported(name, st, why, len);
-	if (S_ISFIFO(st->st_mode))
-		return false;
+	if (S_ISFIFO(st->st_mode) || S_ISDIR(st->st_mode))
+		return false;	/* a deleted directory is empty: only its attributes */
 	if (!S_ISREG(st->st_mode)) {
-		snprintf(why, len, "a deleted file that is neither a regular file nor a FIFO");
+		snprintf(why, len, "a deleted file that is neither a regular file, a directory "
+			 "nor a FIFO");
 		return true;
 	}
 	/* its data, not its size: only the data extents are saved (a sparse file's holes

@@ -4,7 +4,8 @@
  * ghost-file-ID.img (a sparse file as its data extents, CRIU's chunks, so
  * that its holes stay holes) and remap-fpath.img links every file entry of such a
  * file to its ghost, as CRIU does; restore recreates the file, opens it for
- * the process and deletes it again. Deleted FIFOs are ghosts without content.
+ * the process and deletes it again. Deleted FIFOs and directories (a cwd or
+ * an fd: rmdir left them empty) are ghosts without content.
  */
 #ifndef MEMDUMP_GHOST_H
 #define MEMDUMP_GHOST_H

@@ -83,8 +83,8 @@ static int check_content(struct image *img, const GhostFileEntry *ge, uint32_t i
 {
 	struct stat st;
 
-	if (S_ISFIFO(ge->mode))
-		return 0;
+	if (S_ISFIFO(ge->mode) || S_ISDIR(ge->mode))
+		return 0;	/* no content */
 	if (!ge->has_size)
 		return fail(-EIO, "ghost-file-%x.img is corrupt: no size for %s", id, name);
 	if (ge->chunks)
@@ -112,9 +112,9 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 	ret = open_ghost(r, re->remap_id, &img, &ge);
 	if (ret)
 		return ret;
-	if (!S_ISREG(ge->mode) && !S_ISFIFO(ge->mode))
-		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is neither a regular file nor "
-			   "a FIFO", re->remap_id, name);
+	if (!S_ISREG(ge->mode) && !S_ISFIFO(ge->mode) && !S_ISDIR(ge->mode))
+		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is neither a regular file, a "
+			   "directory nor a FIFO", re->remap_id, name);
 	else
 		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
@@ -216,6 +216,16 @@ static int copy_chunks(struct image *img, int fd, uint64_t size, const char *pat
 	}
 }
 
+/* A recreated deleted file or directory deleted again. */
+static int remove_ghost(const char *path)
+{
+	int ret = unlink(path);
+
+	if (ret && errno == EISDIR)
+		ret = rmdir(path);
+	return ret;
+}
+
 /* The file itself, with its content, owner, mode and times. */
 static int make_file(struct image *img, const GhostFileEntry *ge, const char *path)
 {
@@ -225,7 +235,12 @@ static int make_file(struct image *img, const GhostFileEntry *ge, const char *pa
 	};
 	int fd, ret = 0;
 
-	if (S_ISFIFO(ge->mode)) {
+	if (S_ISDIR(ge->mode)) {	/* empty, as rmdir left it */
+		if (mkdir(path, ge->mode & 07777))
+			return fail(-errno, "cannot recreate the deleted directory %s: %s", path,
+				    strerror(errno));
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else if (S_ISFIFO(ge->mode)) {
 		if (mknod(path, S_IFIFO | (ge->mode & 07777), 0))
 			return fail(-errno, "cannot recreate the deleted FIFO %s: %s", path,
 				    strerror(errno));
@@ -245,7 +260,7 @@ static int make_file(struct image *img, const GhostFileEntry *ge, const char *pa
 			   strerror(errno));
 	close(fd);
 	if (ret)
-		unlink(path);
+		remove_ghost(path);
 	return ret;
 }
 
@@ -345,7 +360,7 @@ int ghost_create_all(struct rst *r)
 void ghost_unlink_all(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_ghosts; i++) {
-		if (unlink(r->ghosts[i].path) && errno != ENOENT)
+		if (remove_ghost(r->ghosts[i].path) && errno != ENOENT)
 			pr_warn("cannot delete %s again: %s\n", r->ghosts[i].path, strerror(errno));
 		free(r->ghosts[i].path);
 	}

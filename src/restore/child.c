@@ -273,6 +273,9 @@ void child_main(struct rst *r)
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
+	/* a deleted cwd, deleted again by now: by the fd memdump kept, before it goes */
+	if (r->cwd_fd >= 0 && fchdir(r->cwd_fd))
+		child_exit_fail(r, -errno, "cannot change directory to the deleted %s: %m", r->cwd);
 	child_table(r);
 	fault_in_child(r);
 	/*
@@ -281,7 +284,7 @@ void child_main(struct rst *r)
 	 * keeps a cwd outside its root (zdtm chroot), which no path after the
 	 * chroot reaches.
 	 */
-	if (r->cwd && chdir(r->cwd))
+	if (r->cwd && r->cwd_fd < 0 && chdir(r->cwd))
 		child_exit_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
 	if (r->ds.fs && r->ds.fs->has_umask)
 		umask(r->ds.fs->umask);

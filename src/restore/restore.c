@@ -78,6 +78,9 @@ void rst_close_prepared(struct rst *r)
 	if (r->lifeline >= 0)
 		close(r->lifeline);
 	r->lifeline = -1;
+	if (r->cwd_fd >= 0)
+		close(r->cwd_fd);
+	r->cwd_fd = -1;
 	close_inherited(r);
 	sk_helpers_close(r);
 	attrs_close_cgroups(r);
@@ -231,6 +234,22 @@ int rst_wait_restored(pid_t pid)
 	}
 }
 
+/*
+ * A deleted cwd: the directory recreated for it (ghost_restore.c), open while it
+ * is there; the process changes into it by this fd once it is deleted again.
+ */
+static int open_ghost_cwd(struct rst *r)
+{
+	const char *path = r->ds.fs ? ghost_path(r, r->ds.fs->cwd_id) : NULL;
+
+	if (!path)
+		return 0;
+	r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->cwd_fd < 0)
+		return fail(-errno, "cannot open the deleted cwd %s: %s", path, strerror(errno));
+	return 0;
+}
+
 /* Everything the process needs, opened or built here before the fork. */
 int rst_prepare(struct rst *r)
 {
@@ -238,6 +257,8 @@ int rst_prepare(struct rst *r)
 
 	if (!ret)
 		ret = ghost_create_all(r);
+	if (!ret)
+		ret = open_ghost_cwd(r);
 	if (!ret)
 		ret = fault_step(RST_FAULT_GHOSTS) ?: rst_interrupted();
 	if (!ret)
@@ -455,6 +476,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->mnt_back = r->mnt_cwd = -1;
 	r->mnt_go[0] = r->mnt_go[1] = -1;
 	r->lifeline = -1;
+	r->cwd_fd = -1;
 }
 
 int rst_check_loaded(struct rst *r)
