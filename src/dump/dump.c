@@ -373,7 +373,7 @@ void dump_undo(struct dump_ctx *d)
 	infect_release(&d->in, false);
 }
 
-static int dump_pipeline(const struct dump_opts *o);
+static int dump_pipeline(const struct dump_opts *o, bool *as_tree);
 
 /* Times a dump starts again as a tree dump when children appeared during it. */
 #define DUMP_TREE_RETRIES	3
@@ -402,15 +402,16 @@ int dump_run(const struct dump_opts *o)
 	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
 	for (int attempt = 0; !ret; attempt++) {
 		struct proc_tree t = { 0 };
+		bool as_tree = false;
 
 		if (o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid)) ||
 				   (t.n && o->freeze_cgroup)))
 			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
 							 * init, or frozen by its cgroup */
 		else
-			ret = dump_pipeline(&in_ns);
+			ret = dump_pipeline(&in_ns, &as_tree);
 		tree_free(&t);
-		if (ret != -EAGAIN || attempt == DUMP_TREE_RETRIES)
+		if (!ret || !as_tree || attempt == DUMP_TREE_RETRIES)
 			break;
 		/* a child forked between the look at the tree and the freeze: the tree now */
 		pr_info("%s: dumping the tree below %d", fail_reason(), o->pid);
@@ -437,7 +438,7 @@ static bool wants_snapshot(const struct dump_opts *o)
 			       !o->track_mem && !o->prev_dir && !o->hooks);
 }
 
-static int dump_pipeline(const struct dump_opts *o)
+static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL, o->ext_tty },
@@ -513,7 +514,7 @@ static int dump_pipeline(const struct dump_opts *o)
 		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */
 	d.in.trace = o->trace ? &o->trace->in : NULL;
 	if (!ret)
-		ret = refuse_check_frozen(d.pid);	/* a child forked before the freeze */
+		ret = refuse_check_frozen(d.pid, as_tree);	/* a child forked before the freeze */
 	if (!ret && !d.pre_dump)
 		ret = collect_zombies(&d);
 	d.stats.frozen_at = now_us();

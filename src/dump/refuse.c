@@ -460,13 +460,12 @@ static int report(pid_t pid, const struct refusals *r)
 }
 
 /* Once frozen, only a child forked since refuse_check() can have appeared. */
-int refuse_check_frozen(pid_t pid)
+int refuse_check_frozen(pid_t pid, bool *children_only)
 {
 	struct refusals r = { .len = 0 };
 	int appeared = check_children(pid, NULL, &r);
 
-	if (appeared && r.n == appeared + 1)	/* only that: dump_run() dumps the tree */
-		return fail(-EAGAIN, "process %d holds state memdump cannot dump: %s", pid, r.text);
+	*children_only = appeared && r.n == appeared + 1;	/* dump_run() dumps the tree */
 	return report(pid, &r);
 }
 

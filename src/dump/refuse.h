@@ -20,8 +20,8 @@ int refuse_check(const struct dump_opts *o, const struct tracker *t);
 /* A tree dump (o->tree): the same for every live process of it, in one line. */
 int refuse_check_tree(const struct dump_opts *o);
 /* The same for what can change until one process is frozen: its children (a tree's
- * dump reads its tree again instead, treedump.c); -EAGAIN when children appeared and
- * nothing else stands in the way: dump the tree. */
-int refuse_check_frozen(pid_t pid);
+ * dump reads its tree again instead, treedump.c); *children_only: children appeared and
+ * nothing else stands in the way, so the tree can be dumped instead. */
+int refuse_check_frozen(pid_t pid, bool *children_only);
 
 #endif
