@@ -58,7 +58,7 @@ static bool in_dump(const struct fd_policy *p, pid_t target)
 bool pidfd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		       char *why, size_t len)
 {
-	pid_t target;
+	pid_t target, tgid;
 	int levels;
 
 	(void)link, (void)st;
@@ -68,7 +68,7 @@ bool pidfd_unsupported(const struct fd_policy *p, int fd, const char *link, cons
 		return false;	/* exited: given back as a pidfd of an exited process */
 	else if (levels > 1)
 		snprintf(why, len, "a pidfd of process %d, in a PID namespace", target);
-	else if (proc_tgid(target) > 0 && proc_tgid(target) != target)
+	else if ((tgid = proc_tgid(target)) > 0 && tgid != target)
 		snprintf(why, len, "a pidfd of thread %d", target);
 	else if (!in_dump(p, target))
 		snprintf(why, len, "a pidfd of process %d, which is not dumped with it (or a zombie)",

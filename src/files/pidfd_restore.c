@@ -70,16 +70,16 @@ static int tree_dead_put(struct rst *r, uint32_t ino, int fd)
 	struct rst *root = tree_proc(r, 0);
 	struct dead_pidfd *d = realloc(root->dead_pidfds,
 				       (root->nr_dead_pidfds + 1) * sizeof(*d));
-	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int copy;
 
-	if (!d || copy < 0) {
-		if (copy >= 0)
-			close(copy);
-		free(d == root->dead_pidfds ? NULL : d);
-		return fail(-ENOMEM, "pidfd of an exited process: cannot keep a copy");
-	}
+	if (!d)
+		return fail(-ENOMEM, "pidfd of an exited process: out of memory");
+	root->dead_pidfds = d;	/* the old array is gone once realloc moved it */
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (copy < 0)
+		return fail(-errno, "pidfd of an exited process: cannot keep a copy: %s",
+			    strerror(errno));
 	d[root->nr_dead_pidfds++] = (struct dead_pidfd){ ino, copy };
-	root->dead_pidfds = d;
 	return 0;
 }
 
