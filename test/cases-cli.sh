@@ -91,5 +91,24 @@ case_cli_crit_ps() {
 	grep -qE "^ +$PID +" "$T/ps.out" || fail "crit x ps does not list $PID: $(cat "$T/ps.out")"
 	kill "$PID"
 }
+
+# a tree: crit finds every process's core (the others' are linked beside the root's)
+case_cli_crit_ps_tree() {
+	command -v crit > /dev/null || fail "crit not installed (scripts/install-deps installs criu)"
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]} p
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d" --leave-running
+	crit x "$T/d" ps > "$T/ps.out" 2> "$T/ps.err" || fail "crit x ps: $(tail -n1 "$T/ps.err")"
+	for p in "$PID" "$a" "$b" "$g"; do
+		grep -qE "^ +$p +" "$T/ps.out" || fail "crit x ps does not list $p: $(cat "$T/ps.out")"
+	done
+	crit show "$T/d/core-$g.img" > "$T/core.json" || fail "crit show core-$g.img failed"
+	grep -q '"comm": "tree-g"' "$T/core.json" || fail "core-$g.img is not G's core"
+	md verify verify -D "$T/d"
+	(( MD_RC == 0 )) || fail "verify: $(tail -n1 "$MD_ERR")"
+	kill "$PID" "$a" "$b" "$g"
+}
 add cli-fd-kinds case_cli_fd_kinds
 add cli-crit-ps case_cli_crit_ps
+add cli-crit-ps-tree case_cli_crit_ps_tree

@@ -431,6 +431,30 @@ int img_open_subset(int dirfd, const char *name)
 	return fd;
 }
 
+/*
+ * A tree's other processes keep their images in proc-PID/; their core-PID.img is
+ * also linked (a hard link, listed and summed like any image) beside the root's,
+ * where CRIU's tools look for it: `crit x DIR ps` reads pstree.img, then the
+ * core of every process it lists.
+ */
+static int link_member_core(struct img_dir *dir, int subfd, const char *subset)
+{
+	unsigned pid;
+	char name[32];
+	int ret;
+
+	if (!img_is_subset(subset, &pid))
+		return 0;
+	snprintf(name, sizeof(name), "core-%u.img", pid);
+	if (faccessat(subfd, name, F_OK, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
+		return 0;	/* a pre-dump's set: pages only */
+	if (linkat(subfd, name, dir->fd, name, 0))
+		return fail(-errno, "cannot link %s/%s into the image directory: %s", subset, name,
+			    strerror(errno));
+	ret = remember(dir, name);
+	return ret < 0 ? ret : 0;
+}
+
 int img_add_subset(struct img_dir *dir, const char *name)
 {
 	struct created_img *c = realloc(dir->subsets, (dir->nr_subsets + 1) * sizeof(*c));
@@ -445,6 +469,8 @@ int img_add_subset(struct img_dir *dir, const char *name)
 		return -ENOMEM;
 	fd = img_open_subset(dir->fd, name);
 	ret = fd < 0 ? fd : img_sum_file(fd, "inventory.img", &c->size, &c->hash);
+	if (!ret)
+		ret = link_member_core(dir, fd, name);
 	if (fd >= 0)
 		close(fd);
 	if (ret) {
