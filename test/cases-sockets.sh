@@ -454,6 +454,56 @@ print("PASS" if ok else "FAIL %r %r %r" % (a, b, s.getpeername()), flush=True)' 
 }
 add sk-unix-dgram-self case_sk_unix_dgram_self
 
+# UNIX sockets whose name's file is gone or was never absolute: a listener
+# bound to a relative name (in its own directory, not the cwd at restore), a
+# listener whose file was removed with a client connected to it, a datagram
+# socket whose file was replaced by a regular file, with a connected sender.
+# After the restore: the same names, the connections work, the removed file
+# is still gone and the replacing file is there with its content.
+case_sk_unix_gone() {
+	mkdir -p "$T/rel" "$T/gone"
+	start_py gone '
+import os, signal, socket, sys
+d = sys.argv[1]
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+os.chdir(d + "/rel")
+rl = socket.socket(socket.AF_UNIX); rl.bind("rel.sock"); rl.listen()
+gl = socket.socket(socket.AF_UNIX); gl.bind(d + "/gone/l.sock"); gl.listen()
+gc = socket.socket(socket.AF_UNIX); gc.connect(d + "/gone/l.sock"); ga, _ = gl.accept()
+os.unlink(d + "/gone/l.sock")
+dg = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); dg.bind(d + "/gone/d.sock")
+ds = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ds.connect(d + "/gone/d.sock")
+os.unlink(d + "/gone/d.sock")
+open(d + "/gone/d.sock", "w").write("not a socket")
+ds.send(b"queued")
+os.chdir("/")
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+bad = []
+os.chdir(d + "/rel")
+c = socket.socket(socket.AF_UNIX); c.connect("rel.sock"); a, _ = rl.accept()
+c.send(b"x"); bad += [] if a.recv(1) == b"x" else ["relative listener"]
+if rl.getsockname() != "rel.sock": bad.append("rel name %r" % rl.getsockname())
+if gl.getsockname() != d + "/gone/l.sock": bad.append("gone name %r" % gl.getsockname())
+gc.send(b"y"); bad += [] if ga.recv(1) == b"y" else ["connection to the removed listener"]
+if os.path.exists(d + "/gone/l.sock"): bad.append("the removed file is back")
+if open(d + "/gone/d.sock").read() != "not a socket": bad.append("the replacing file changed")
+ds.send(b"after")
+r = [dg.recv(10), dg.recv(10)]
+if r != [b"queued", b"after"]: bad.append("datagrams %r" % r)
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' "$T"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -e $T/gone/l.sock ]] && fail "the restore left the removed name $T/gone/l.sock"
+	[[ $(cat "$T/gone/d.sock") == "not a socket" ]] || fail "the replacing file changed"
+	ls "$T/gone" | grep -q memdump && fail "the restore left a moved file: $(ls "$T/gone")"
+	return 0
+}
+add sk-unix-gone case_sk_unix_gone
+
 # A socket bound with IP_FREEBIND to an address the host does not have, the
 # option turned off since: restored bound there, with IP_FREEBIND off.
 case_sk_freebind_off() {

@@ -200,6 +200,8 @@ struct rst {
 	size_t nr_sk_late;
 	struct sk_helper *sk_helpers;
 	size_t nr_sk_helpers;
+	struct sk_gone *sk_gone;	/* names of removed files bound again (sk_unix_restore.c) */
+	size_t nr_sk_gone;
 	struct rtcp *tcp;
 	size_t nr_tcp;
 
@@ -471,8 +473,13 @@ void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
 /* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
 int sk_unix_new(const UnixSkEntry *u);
-int sk_unix_bind(int fd, const UnixSkEntry *u);
-int sk_unix_listen(const UnixSkEntry *u);
+int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
+int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
+/* The address to connect or send to u's name from anywhere (a relative name: made whole). */
+socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* The aliases of names whose file the process had removed, once every socket that
+ * connects to one is made (sk_unix_restore.c). */
+void sk_unix_unlink_gone(struct rst *r);
 
 /*
  * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the

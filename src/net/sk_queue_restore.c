@@ -122,12 +122,8 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 		return -ENOMEM;
 	l->msg = m;
 	l->dgram = rcv->type == SOCK_DGRAM;
-	if (l->dgram && snd && snd->peer != rcv->ino) {
-		l->to.sun_family = AF_UNIX;
-		memcpy(l->to.sun_path, rcv->name.data, MIN(rcv->name.len, sizeof(l->to.sun_path)));
-		l->tolen = offsetof(struct sockaddr_un, sun_path) +
-			   MIN(rcv->name.len, sizeof(l->to.sun_path));
-	}
+	if (l->dgram && snd && snd->peer != rcv->ino)
+		l->tolen = sk_unix_conn_addr(r, rcv, &l->to);
 	return 0;
 }
 

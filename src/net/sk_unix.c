@@ -11,6 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+#ifndef SIOCUNIXFILE
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)	/* linux/un.h: an O_PATH fd on the file of its name */
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,30 +78,11 @@ static bool has_listener(const struct sk_set *set, const struct sk_diag *s)
 	return false;
 }
 
-static const char *name_problem(const struct sk_diag *s)
-{
-	char path[sizeof(s->name) + 1];
-	struct stat st;
-
-	if (!s->name_len || !s->name[0])
-		return NULL;		/* unnamed or abstract */
-	if (s->name[0] != '/')
-		return "it is bound to a relative path";
-	snprintf(path, sizeof(path), "%.*s", s->name_len, s->name);
-	if (s->has_vfs && (stat(path, &st) || st.st_ino != s->vfs_ino))
-		return "the file it is bound to was removed or replaced";
-	return NULL;
-}
-
 const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
 				size_t len)
 {
 	const struct sk_diag *peer = s->peer ? sk_table_find(&set->diag, s->peer) : NULL;
 	bool stream = s->type != SOCK_DGRAM;
-	const char *why = s->has_vfs ? name_problem(s) : NULL;
-
-	if (why)
-		return why;
 	if (s->state == LISTEN_STATE && s->nr_icons)
 		return "it has connections not yet accepted";
 	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer)) {
@@ -220,6 +207,14 @@ static int queue_error(const struct sk_diag *s, int err)
 	return fail(err, "UNIX socket %lu: cannot peek its queue: %s", ino, strerror(-err));
 }
 
+/* Is sender (an inode of the set) connected to rcv, so that restore needs no name to send? */
+static bool sent_connected(struct dump_ctx *d, const struct sk_diag *rcv, uint64_t sender)
+{
+	const struct sk_diag *snd = sk_table_find(&d->sockets.diag, sender);
+
+	return snd && snd->peer == rcv->ino;
+}
+
 /* Every message of the receive queue, the peek offset at 0 and SO_PASSCRED on. */
 static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_unix *u,
 		    char *buf)
@@ -245,6 +240,10 @@ static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
 				    "socket outside the %s", (unsigned long)s->ino,
 				    d->tree ? "tree" : "process");
+		if (s->type == SOCK_DGRAM && u->deleted && !sent_connected(d, s, p.sender))
+			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
+				    "socket not connected to it, and the file of its name was "
+				    "removed: memdump cannot send it again", (unsigned long)s->ino);
 		err = add_packet(u, buf, n, &p);
 		if (err)
 			return err;
@@ -269,25 +268,71 @@ static int read_queue(struct dump_ctx *d, int copy, const struct sk_diag *s, str
 	return ret;
 }
 
-static void read_perms(struct sk_unix *u)
+/*
+ * The file a path name made, as the socket itself knows it (SIOCUNIXFILE: an
+ * O_PATH fd on it, whatever happened to the name since): its mode and owner;
+ * whether it was removed (or replaced: the old inode is unlinked either way),
+ * so that restore binds the name and removes it again; and, for a relative
+ * name, the directory it was bound in (CRIU's name_dir), found by cutting the
+ * name off the file's path.
+ */
+static int name_file_path(int pfd, char *path, size_t len, bool *deleted)
 {
-	char path[sizeof(u->name) + 1];
+	static const char del[] = " (deleted)";
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+	n = readlink(link, path, len - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = 0;
+	*deleted = (size_t)n > sizeof(del) - 1 && !strcmp(path + n - (sizeof(del) - 1), del);
+	if (*deleted)
+		path[n - (sizeof(del) - 1)] = 0;
+	return 0;
+}
+
+static int name_dir_of(struct sk_unix *u, const char *path)
+{
+	size_t pl = strlen(path), nl = strnlen(u->name, u->name_len);
+
+	if (pl <= nl + 1 || path[pl - nl - 1] != '/' || memcmp(path + pl - nl, u->name, nl))
+		return fail(-EOPNOTSUPP, "UNIX socket %lu is bound to the relative path %.*s, which "
+			    "its file %s does not end with", (unsigned long)u->ino, (int)nl, u->name,
+			    path);
+	u->name_dir = strndup(path, pl - nl - 1);
+	return u->name_dir ? 0 : -ENOMEM;
+}
+
+static int read_name_file(struct sk_unix *u, int copy)
+{
+	char path[PATH_MAX];
 	struct stat st;
+	int pfd, ret;
 
 	if (!u->name_len || !u->name[0])
-		return;
-	snprintf(path, sizeof(path), "%.*s", u->name_len, u->name);
-	if (stat(path, &st))
-		return;
+		return 0;	/* unnamed or abstract */
+	pfd = ioctl(copy, SIOCUNIXFILE);
+	if (pfd < 0)
+		return fail(-errno, "UNIX socket %lu: cannot open the file of its name %.*s: %s",
+			    (unsigned long)u->ino, u->name_len, u->name, strerror(errno));
+	ret = fstat(pfd, &st) ? -errno : name_file_path(pfd, path, sizeof(path), &u->deleted);
+	close(pfd);
+	if (ret)
+		return fail(ret, "UNIX socket %lu: cannot read the file of its name: %s",
+			    (unsigned long)u->ino, strerror(-ret));
 	u->has_perms = true;
 	u->mode = st.st_mode & 07777;
 	u->uid = st.st_uid;
 	u->gid = st.st_gid;
+	return u->name[0] == '/' ? 0 : name_dir_of(u, path);
 }
 
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st)
 {
 	struct sk_unix *u = &st->un;
+	int ret;
 
 	u->type = s->type;
 	u->state = s->state;
@@ -297,7 +342,9 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	u->backlog = s->state == LISTEN_STATE ? s->wqueue : 0;
 	u->name_len = s->name_len;
 	memcpy(u->name, s->name, s->name_len);
-	read_perms(u);
+	ret = s->has_vfs ? read_name_file(u, copy) : 0;
+	if (ret)
+		return ret;
 	if (s->type != SOCK_DGRAM && s->state != ESTABLISHED)
 		return 0;	/* listening or not connected: no queue */
 	return read_queue(d, copy, s, st);
@@ -327,6 +374,9 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	e.name.data = (uint8_t *)u->name;
 	e.has_shutdown = true;
 	e.shutdown = u->shutdown;
+	e.name_dir = u->name_dir;
+	e.has_deleted = u->deleted;
+	e.deleted = u->deleted;
 	if (u->has_perms) {
 		perms.mode = u->mode;
 		perms.uid = u->uid;

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -106,15 +107,179 @@ static int sk_fail(const UnixSkEntry *u, int err, const char *what)
 		    strerror(-err));
 }
 
-/* A path name's file: a stale socket file of the dumped process goes. */
-static int free_path(const UnixSkEntry *u)
+/*
+ * A name whose file was removed since the bind: bound again, at once linked
+ * under an alias in the same directory (a socket file's inode is what connect()
+ * finds), and removed again, whatever was at the path put back; the sockets
+ * that connect to it use the alias (sk_unix_conn_addr()), which goes once all
+ * are made (sk_unix_unlink_gone()). So another file or socket may take the
+ * name meanwhile, as it had in the dumped process.
+ */
+struct sk_gone {
+	uint32_t ino;
+	bool listens;
+	const UnixSkEntry *u;
+	char *alias;
+};
+
+/* The file of u's path name: its name, relative ones in their directory (CRIU's name_dir). */
+static int name_path(const UnixSkEntry *u, char *buf, size_t len)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	int n;
+
+	if (u->name.data[0] == '/' || !u->name_dir)
+		n = snprintf(buf, len, "%.*s", (int)u->name.len, (const char *)u->name.data);
+	else
+		n = snprintf(buf, len, "%s/%.*s", u->name_dir, (int)u->name.len,
+			     (const char *)u->name.data);
+	return n > 0 && (size_t)n < len ? 0 : sk_fail(u, -ENAMETOOLONG, "its path is too long");
+}
+
+static socklen_t path_addr(const char *path, struct sockaddr_un *a)
+{
+	size_t n = strlen(path);
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path, path, n);
+	return offsetof(struct sockaddr_un, sun_path) + n + 1;
+}
+
+/* u's alias: its own (a datagram socket), or its listener's (an accepted one). */
+static const struct sk_gone *gone_of(struct rst *r, const UnixSkEntry *u)
+{
+	struct rst *p = r;
+
+	for (size_t i = 0; p; p = r->tree ? tree_proc(r, i++) : NULL) {
+		for (size_t k = 0; k < p->nr_sk_gone; k++) {
+			const struct sk_gone *g = &p->sk_gone[k];
+
+			if (g->ino == u->ino || (g->listens && u->state != LISTEN_STATE &&
+						 same_name(g->u, u)))
+				return g;
+		}
+		if (!r->tree)
+			break;
+	}
+	return NULL;
+}
+
+socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a)
+{
+	const struct sk_gone *g = u->deleted ? gone_of(r, u) : NULL;
+	char path[PATH_MAX];
+
+	if (g)
+		return path_addr(g->alias, a);
+	if (!named(u) || !u->name.data[0] || u->name.data[0] == '/' || !u->name_dir ||
+	    name_path(u, path, sizeof(path)) || strlen(path) >= sizeof(a->sun_path))
+		return addr_of(u, a);
+	return path_addr(path, a);
+}
+
+static struct sk_gone *new_gone(struct rst *r)
+{
+	struct sk_gone *g = realloc(r->sk_gone, (r->nr_sk_gone + 1) * sizeof(*g));
+
+	if (!g)
+		return NULL;
+	r->sk_gone = g;
+	g = &g[r->nr_sk_gone++];
+	memset(g, 0, sizeof(*g));
+	return g;
+}
+
+/* The directories of path that are missing, made; the first one made in *made. */
+static int make_dirs(const UnixSkEntry *u, const char *path, char **made)
+{
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		if (mkdir(dir, 0700) == 0) {
+			if (!*made && !(*made = strdup(dir)))
+				return -ENOMEM;
+		} else if (errno != EEXIST) {
+			return sk_fail(u, -errno, "cannot make the directory of its removed file");
+		}
+		*s = '/';
+	}
+	return 0;
+}
+
+/* The directories made for path removed again, deepest first, up to made. */
+static void remove_dirs(const char *path, const char *made)
+{
+	char dir[PATH_MAX], *s;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((s = strrchr(dir, '/')) && s > dir && strlen(dir) > strlen(made)) {
+		*s = 0;
+		if (rmdir(dir))
+			break;
+	}
+}
+
+static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, struct sk_gone *g)
+{
+	char alias[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int n = snprintf(alias, sizeof(alias), "%.*s.md%x-%zx", slash ? (int)(slash - path + 1) : 0,
+			 path, (unsigned)getpid(), r->nr_sk_gone);
+	struct sockaddr_un a;
+
+	if (n < 0 || (size_t)n >= sizeof(a.sun_path))
+		return sk_fail(u, -ENAMETOOLONG, "its directory's path is too long for a socket name");
+	if (link(path, alias))
+		return sk_fail(u, -errno, "cannot link its removed name elsewhere for its peers");
+	g->alias = strdup(alias);
+	return g->alias ? 0 : -ENOMEM;
+}
+
+/* bind() with the dumped name itself (getsockname() shows it): a relative one in its directory. */
+static int bind_name(int fd, const UnixSkEntry *u);
+static int set_perms(const UnixSkEntry *u, const char *path);
+
+/* A removed name: bound, linked under an alias, removed, what was at the path put back. */
+static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *path)
+{
+	char parked[PATH_MAX + 32], *made = NULL;
+	struct sk_gone *g = new_gone(r);
+	bool park;
+	struct stat st;
+	int ret = 0;
+
+	if (!g)
+		return -ENOMEM;
+	*g = (struct sk_gone){ .ino = u->ino, .listens = u->state == LISTEN_STATE, .u = u };
+	park = !lstat(path, &st);
+	snprintf(parked, sizeof(parked), "%s.memdump-%d", path, (int)getpid());
+	if (park && rename(path, parked))
+		return sk_fail(u, -errno, "cannot move aside the file now at its path");
+	if (!park)
+		ret = make_dirs(u, path, &made);
+	if (!ret)
+		ret = bind_name(fd, u);
+	if (!ret)
+		ret = set_perms(u, path);
+	if (!ret)
+		ret = alias_for(r, u, path, g);
+	if (unlink(path) && errno != ENOENT && !ret)
+		ret = sk_fail(u, -errno, "cannot remove its name again");
+	if (park && rename(parked, path) && !ret)
+		ret = sk_fail(u, -errno, "cannot put back the file that was at its path");
+	if (made)
+		remove_dirs(path, made);
+	free(made);
+	return ret;
+}
+
+/* A path name's file: a stale socket file of the dumped process goes. */
+static int free_path(const UnixSkEntry *u, const char *path)
+{
 	struct stat st;
 
-	if (!named(u) || !u->name.data[0])
-		return 0;
-	snprintf(path, sizeof(path), "%.*s", (int)u->name.len, (const char *)u->name.data);
 	if (lstat(path, &st))
 		return 0;
 	if (!S_ISSOCK(st.st_mode))
@@ -122,30 +287,66 @@ static int free_path(const UnixSkEntry *u)
 	return unlink(path) ? sk_fail(u, -errno, "cannot remove the stale socket file") : 0;
 }
 
-static int set_perms(const UnixSkEntry *u)
+static int set_perms(const UnixSkEntry *u, const char *path)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
-
-	if (!u->file_perms || !named(u) || !u->name.data[0])
+	if (!u->file_perms)
 		return 0;
-	snprintf(path, sizeof(path), "%.*s", (int)u->name.len, (const char *)u->name.data);
 	if (chmod(path, u->file_perms->mode) ||
 	    chown(path, u->file_perms->uid, u->file_perms->gid))
 		return sk_fail(u, -errno, "cannot set its file's mode and owner");
 	return 0;
 }
 
-int sk_unix_bind(int fd, const UnixSkEntry *u)
+/* bind() with the dumped name itself (getsockname() shows it): a relative one in its directory. */
+static int bind_name(int fd, const UnixSkEntry *u)
 {
 	struct sockaddr_un a;
 	socklen_t l = addr_of(u, &a);
-	int ret = free_path(u);
+	bool rel = u->name.data[0] && u->name.data[0] != '/' && u->name_dir;
+	int back = rel ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1, ret = 0;
 
-	if (ret || !named(u))
-		return ret;
-	if (bind(fd, (struct sockaddr *)&a, l))
-		return sk_fail(u, -errno, "cannot bind");
-	return set_perms(u);
+	if (rel && (back < 0 || chdir(u->name_dir)))
+		ret = sk_fail(u, -errno, "cannot enter the directory of its relative name");
+	if (!ret && bind(fd, (struct sockaddr *)&a, l))
+		ret = sk_fail(u, -errno, "cannot bind");
+	if (back >= 0) {
+		if (fchdir(back))
+			ret = ret ?: fail(-errno, "cannot go back to memdump's directory: %s",
+					  strerror(errno));
+		close(back);
+	}
+	return ret;
+}
+
+int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (!named(u))
+		return 0;
+	if (!u->name.data[0])
+		return bind_name(fd, u);	/* abstract */
+	ret = name_path(u, path, sizeof(path));
+	if (!ret && u->deleted)
+		return bind_gone(r, fd, u, path);
+	if (!ret)
+		ret = free_path(u, path);
+	if (!ret)
+		ret = bind_name(fd, u);
+	return ret ? ret : set_perms(u, path);
+}
+
+void sk_unix_unlink_gone(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_sk_gone; i++) {
+		if (r->sk_gone[i].alias && unlink(r->sk_gone[i].alias) && errno != ENOENT)
+			pr_warn("cannot remove %s: %s\n", r->sk_gone[i].alias, strerror(errno));
+		free(r->sk_gone[i].alias);
+	}
+	free(r->sk_gone);
+	r->sk_gone = NULL;
+	r->nr_sk_gone = 0;
 }
 
 int sk_unix_new(const UnixSkEntry *u)
@@ -155,13 +356,13 @@ int sk_unix_new(const UnixSkEntry *u)
 	return fd < 0 ? sk_fail(u, -errno, "cannot create") : fd;
 }
 
-int sk_unix_listen(const UnixSkEntry *u)
+int sk_unix_listen(struct rst *r, const UnixSkEntry *u)
 {
 	int fd = sk_unix_new(u), ret;
 
 	if (fd < 0)
 		return fd;
-	ret = sk_unix_bind(fd, u);
+	ret = sk_unix_bind(r, fd, u);
 	if (!ret && listen(fd, u->backlog))
 		ret = sk_fail(u, -errno, "cannot listen");
 	if (ret)
@@ -185,7 +386,7 @@ static int open_listener(struct rst *r, const UnixSkEntry *u)
 
 	if (take_from_tree(r, u))
 		return 0;	/* made ahead by a process with a connection to it */
-	fd = sk_unix_listen(u);
+	fd = sk_unix_listen(r, u);
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
@@ -235,12 +436,12 @@ static int give_peer(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p, 
 static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry *p, int lfd)
 {
 	struct sockaddr_un a;
-	socklen_t l = addr_of(acc, &a);
+	socklen_t l = sk_unix_conn_addr(r, acc, &a);
 	int c = sk_unix_new(acc), s, ret;
 
 	if (c < 0)
 		return c;
-	ret = p ? sk_unix_bind(c, p) : 0;
+	ret = p ? sk_unix_bind(r, c, p) : 0;
 	if (!ret && connect(c, (struct sockaddr *)&a, l))
 		ret = sk_fail(acc, -errno, "cannot connect to its listener");
 	if (ret) {
@@ -290,14 +491,14 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 		int ret = open_pair(r, u, p);
 
 		if (!ret)
-			ret = sk_unix_bind(*fd_slot(r, u->id), u);
-		return ret ? ret : sk_unix_bind(*fd_slot(r, p->id), p);
+			ret = sk_unix_bind(r, *fd_slot(r, u->id), u);
+		return ret ? ret : sk_unix_bind(r, *fd_slot(r, p->id), p);
 	}
 	fd = sk_unix_new(u);
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
-	return sk_unix_bind(fd, u);
+	return sk_unix_bind(r, fd, u);
 }
 
 static int open_one(struct rst *r, const UnixSkEntry *u)
@@ -317,7 +518,7 @@ static int open_one(struct rst *r, const UnixSkEntry *u)
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
-	return sk_unix_bind(fd, u);
+	return sk_unix_bind(r, fd, u);
 }
 
 /* A datagram socket connected to a peer that is not its socketpair twin. */
@@ -334,7 +535,7 @@ static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 		return 0;
 	if (!p || !named(p))
 		return sk_fail(u, -EINVAL, "its peer has no name to connect to");
-	l = addr_of(p, &a);
+	l = sk_unix_conn_addr(r, p, &a);
 	if (connect(*fd_slot(r, u->id), (struct sockaddr *)&a, l))
 		return sk_fail(u, -errno, "cannot connect to its peer");
 	return 0;

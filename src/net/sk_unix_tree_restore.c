@@ -112,7 +112,7 @@ int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd)
 	*lfd = sk_tree_fd(r, l->ino);
 	if (*lfd >= 0)
 		return 0;
-	fd = sk_unix_listen(l);		/* its process comes later: made ahead for it */
+	fd = sk_unix_listen(r, l);		/* its process comes later: made ahead for it */
 	if (fd < 0)
 		return fd;
 	ret = keep_for(r, l, fd);
@@ -140,9 +140,9 @@ static int make_pair(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 		return tree_fail(u, p, -errno, "cannot create a socketpair");
 	*slot(r, u) = sv[0];
 	if (u->type == SOCK_DGRAM)
-		ret = sk_unix_bind(sv[0], u);
+		ret = sk_unix_bind(r, sv[0], u);
 	if (!ret && u->type == SOCK_DGRAM)
-		ret = sk_unix_bind(sv[1], p);
+		ret = sk_unix_bind(r, sv[1], p);
 	if (ret) {
 		close(sv[1]);
 		return ret;
@@ -155,14 +155,13 @@ static int accept_across(struct rst *r, const UnixSkEntry *u, const UnixSkEntry 
 			 const UnixSkEntry *acc, int lfd)
 {
 	const UnixSkEntry *cli = acc == u ? p : u;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	socklen_t l = offsetof(struct sockaddr_un, sun_path) + MIN(acc->name.len, sizeof(a.sun_path));
+	struct sockaddr_un a;
+	socklen_t l = sk_unix_conn_addr(r, acc, &a);
 	int c = sk_unix_new(cli), s, ret;
 
 	if (c < 0)
 		return c;
-	memcpy(a.sun_path, acc->name.data, MIN(acc->name.len, sizeof(a.sun_path)));
-	ret = named(cli) ? sk_unix_bind(c, cli) : 0;
+	ret = named(cli) ? sk_unix_bind(r, c, cli) : 0;
 	if (!ret && connect(c, (struct sockaddr *)&a, l))
 		ret = tree_fail(u, p, -errno, "cannot connect to its listener");
 	s = ret ? -1 : accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -184,7 +183,7 @@ static int dgram_to(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 	if (fd < 0)
 		return fd;
 	*slot(r, u) = fd;
-	ret = sk_unix_bind(fd, u);
+	ret = sk_unix_bind(r, fd, u);
 	if (ret || sk_tree_fd(r, p->ino) >= 0)
 		return ret;	/* connect_dgram() connects it once its peer is bound */
 	if (!named(p))
@@ -192,7 +191,7 @@ static int dgram_to(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 	fd = sk_unix_new(p);
 	if (fd < 0)
 		return fd;
-	ret = sk_unix_bind(fd, p);
+	ret = sk_unix_bind(r, fd, p);
 	if (ret) {
 		close(fd);
 		return ret;

@@ -463,6 +463,7 @@ void sk_state_free(struct sk_state *s)
 		for (size_t i = 0; i < s->un.nr_queue; i++)
 			free(s->un.queue[i].data);
 		free(s->un.queue);
+		free(s->un.name_dir);
 	} else if (s->family == AF_NETLINK) {
 		free(s->nl.groups);
 	} else {

@@ -92,6 +92,8 @@ struct sk_unix {
 	uint8_t shutdown;
 	bool has_perms;
 	uint32_t mode, uid, gid;	/* the file of a path name */
+	bool deleted;			/* that file removed (or replaced) since the bind */
+	char *name_dir;			/* a relative name's directory (malloc'd), or NULL */
 	struct sk_packet *queue;	/* its receive queue, oldest first */
 	size_t nr_queue;
 };

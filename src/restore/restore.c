@@ -269,8 +269,10 @@ int rst_prepare(struct rst *r)
 		ret = build_area(r);
 	if (!ret)
 		ret = rst_arm_abort(r);	/* abort.c */
-	if (!r->tree)
+	if (!r->tree) {
 		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
+		sk_unix_unlink_gone(r);	/* every socket connected that needed the name */
+	}
 	return ret;
 }
 
@@ -542,6 +544,7 @@ void rst_free(struct rst *r)
 	rst_close_prepared(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);
+	sk_unix_unlink_gone(r);
 	if (r->area)
 		munmap(r->area, r->area_size);
 	free(r->descs);

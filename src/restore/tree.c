@@ -554,8 +554,11 @@ static int first_failure(struct rst *root, int ret)
 static void unlink_ghosts(struct rst *root)
 {
 	ghost_unlink_all(root);
-	for (size_t i = 0; i < root->tree->n; i++)
+	sk_unix_unlink_gone(root);
+	for (size_t i = 0; i < root->tree->n; i++) {
 		ghost_unlink_all(&root->tree->m[i]);
+		sk_unix_unlink_gone(&root->tree->m[i]);
+	}
 	free(root->tree->ghosts);
 	root->tree->ghosts = NULL;
 	root->tree->nr_ghosts = 0;
