@@ -419,7 +419,9 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 					      .shell_job = co->has_shell_job && co->shell_job,
 					      .sibling = co->has_rst_sibling && co->rst_sibling,
 					      .orphan_pts = co->has_orphan_pts_master &&
-							    co->orphan_pts_master };
+							    co->orphan_pts_master,
+					      .empty_net = co->has_empty_ns &&
+							   (co->empty_ns & CLONE_NEWNET) };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))
 		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))
