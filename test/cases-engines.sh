@@ -226,7 +226,7 @@ add eng-podman-predump case_eng_podman_predump
 # socket under $T) on a bridge of its own as its default bridge network;
 # sets D (the docker command for it)
 eng_dockerd() {
-	local br=mdbr$$ net=$((($$ % 200) + 20))
+	local br=mdeng$$ net=$((($$ % 200) + 20))
 	command -v dockerd > /dev/null && command -v docker > /dev/null ||
 		{ note "no dockerd (docker.io, scripts/install-deps): skipped"; return 1; }
 	eng_setup || return 1
