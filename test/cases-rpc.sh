@@ -131,8 +131,11 @@ case_rpc_refuse_options() {
 	rpc_refused "freeze cgroup /sys/fs/cgroup/x: No such file"
 	rpc root "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" root=/tmp
 	rpc_refused "root \(/tmp is not the root of the target"
-	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true
-	rpc_refused "RESTORE: options memdump cannot honour" "lazy_pages \(" "leave_running \("
+	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true \
+		lsm_profile=apparmor:x tls=true weak_sysctls=true link_remap=true
+	rpc_refused "RESTORE: options memdump cannot honour" "lazy_pages \(" "leave_running \(" \
+		"lsm_profile \(memdump does not change LSM" "tls \(memdump has no page server"
+	grep -q "weak_sysctls\|link_remap" "$RPC_OUT" && fail "weak_sysctls or link_remap refused"
 	rpc nopid "$MEMDUMP" DUMP images_dir="$T/d"
 	rpc_refused "no pid"
 	rpc psrv "$MEMDUMP" PAGE_SERVER images_dir="$T/d" pid="$PID"

@@ -81,13 +81,39 @@ static const struct opt_rule rules[] = {
 	{ "enable_fs", 0, NEEDS_NS },
 	{ "mntns_compat_mode", 0, NEEDS_NS },
 	{ "unix_sk_ino", 0, "a UNIX peer outside the process is refused" },
-	{ "link_remap", 0, "deleted files are refused" },
+	{ "link_remap", K_DUMP | K_RESTORE, NULL },	/* a deleted file: a ghost image */
 	{ "exec_cmd", 0, "memdump restore waits for or detaches from the process" },
 	{ "leave_stopped", 0, "memdump resumes or kills the target" },
 	{ "tcp_close", 0, "established connections are restored or refused" },
-	{ "tcp_skip_in_flight", 0, "in-flight connections are refused" },
+	{ "tcp_skip_in_flight", K_DUMP, "only a dump meets in-flight connections" },
 	{ "network_lock", 0, "memdump locks with nftables" },
 	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
+	/* what CRIU's command line takes and ignores here too (criu_cli.c) */
+	{ "timeout", K_DUMP, "only a dump freezes" },
+	{ "display_stats", K_ALL, NULL },
+	{ "weak_sysctls", K_RESTORE, "only a restore sets sysctls" },
+	{ "skip_file_rwx_check", K_RESTORE, "only a restore opens files" },
+	{ "unprivileged", K_ALL, NULL },
+	{ "force_irmap", K_DUMP, "only a dump reads inotify watches" },
+	{ "irmap_scan_paths", K_DUMP, "only a dump reads inotify watches" },
+	{ "cpu_cap", K_ALL, NULL },
+	/* refused, as by CRIU's command line */
+	{ "lsm_profile", 0, "memdump does not change LSM profiles: the restored process would "
+	  "not get the one asked" },
+	{ "lsm_mount_context", 0, "memdump does not change LSM mount contexts" },
+	{ "cgroup_props", 0, "only CRIU's default cgroup properties are saved and restored" },
+	{ "cgroup_props_file", 0, "only CRIU's default cgroup properties are saved and restored" },
+	{ "cgroup_dump_controller", 0, "only CRIU's default cgroup properties are saved and "
+	  "restored" },
+	{ "cgroup_yard", 0, "over CRIU's command line only (--cgroup-yard)" },
+	{ "tls", 0, "memdump has no page server" },
+	{ "tls_cacert", 0, "memdump has no page server" },
+	{ "tls_cacrl", 0, "memdump has no page server" },
+	{ "tls_cert", 0, "memdump has no page server" },
+	{ "tls_key", 0, "memdump has no page server" },
+	{ "tls_no_cn_verify", 0, "memdump has no page server" },
+	{ "pidfd_store_sk", 0, "no pidfd store: pidfd_store is false" },
+	{ "log_to_stderr", 0, "the log goes to log_file; memdump's stderr is the runtime's" },
 };
 
 static const struct opt_rule *rule_of(const char *name)
@@ -419,7 +445,9 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 					      .shell_job = co->has_shell_job && co->shell_job,
 					      .sibling = co->has_rst_sibling && co->rst_sibling,
 					      .orphan_pts = co->has_orphan_pts_master &&
-							    co->orphan_pts_master };
+							    co->orphan_pts_master,
+					      .empty_net = co->has_empty_ns &&
+							   (co->empty_ns & CLONE_NEWNET) };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))
 		job->restore.root = co->root;	/* mntns.c: where its root is built */
 	if (co->n_join_ns > ARRAY_SIZE(job->restore.join_ns))

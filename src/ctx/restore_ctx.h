@@ -58,6 +58,8 @@ struct restore_opts {
 	int nr_inherit_fd;
 	bool orphan_pts;		/* RPC orphan_pts_master: such a slave gets a new pair,
 					 * its master handed to the hooks (give_fd) */
+	bool empty_net;			/* RPC empty_ns CLONE_NEWNET: a new network namespace with
+					 * lo only, a runtime's hook sets up the rest (CRIU's) */
 };
 
 

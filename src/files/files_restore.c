@@ -76,7 +76,28 @@ enum { CHECK_INODE, CHECK_SIZE, CHECK_CONTENT };
  * that were not written are not in the image. Files only open as fds may
  * have been touched (a log truncated back to its size), like CRIU allows.
  */
-static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int level)
+/*
+ * The restore was given another root (--root, CRIU's `root`: a runtime's
+ * new rootfs, e.g. podman's overlay of a container imported under a new
+ * name): the files the dump saw on the dumped root's filesystem are on the
+ * given root's now, with other inode numbers, so they are checked against
+ * it by type, size and (what memory comes from) modification time, as CRIU
+ * checks them, not by inode.
+ */
+static bool on_given_root(struct rst *r, const RegFileEntry *re, dev_t now)
+{
+	const FileEntry *root = r->ds.fs ? rst_file(r, r->ds.fs->root_id) : NULL;
+	struct stat st;
+
+	if (!r->o->root || !r->mnt_stage || !root || root->type != FD_TYPES__REG || !root->reg ||
+	    !root->reg->has_dev || !root->reg->has_ino || stat(r->mnt_stage, &st))
+		return false;
+	if (st.st_dev == root->reg->dev && st.st_ino == root->reg->ino)
+		return false;	/* the dumped root itself */
+	return re->dev == root->reg->dev && now == st.st_dev;
+}
+
+static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level)
 {
 	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
 	char buf[PATH_MAX];
@@ -86,7 +107,7 @@ static int check_file_unchanged(const struct rst *r, const RegFileEntry *re, int
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
 	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) &&
-	    (st.st_dev != re->dev || st.st_ino != re->ino))
+	    !on_given_root(r, re, st.st_dev) && (st.st_dev != re->dev || st.st_ino != re->ino))
 		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
 			    re->name);
 	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))

@@ -403,10 +403,32 @@ static int check_externals(const struct netns_rst *n)
 	return 0;
 }
 
+/*
+ * empty_ns CLONE_NEWNET (runc sends it for docker, whose hook puts the
+ * container's interface into the namespace): lo as dumped, and none of the
+ * dumped devices, addresses or routes, which would clash with the runtime's.
+ */
+static int restore_lo_only(struct netns_rst *n)
+{
+	int ret = rtnl_open(&n->in);
+
+	for (int i = 0; !ret && i < n->nr_devs; i++)
+		if (n->devs[i]->type == ND_TYPE__LOOPBACK && !strcmp(n->devs[i]->name, "lo"))
+			ret = make_device(n, n->devs[i]);
+	if (!ret)
+		pr_info("net namespace: lo only (empty_ns): the runtime sets up the rest\n");
+	return ret;
+}
+
 static int restore_all(struct netns_rst *n)
 {
 	int ret = load_devices(n);
 
+	if (!ret && n->r->o->empty_net)
+		return n->r->o->nr_veth_ext ? fail(-EINVAL, "--external veth[%s]: the network "
+						   "namespace is restored empty (empty_ns)",
+						   n->r->o->veth_ext[0].in)
+					    : restore_lo_only(n);
 	if (!ret)
 		ret = check_externals(n);
 	if (!ret)

@@ -341,6 +341,8 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		 e->mountpoint : "");
 	if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
 		snprintf(from, sizeof(from), "%s", ext_path(r, e));
+	else if (e->bind_from && r->o->root && !strcmp(e->mountpoint, "/"))
+		snprintf(from, sizeof(from), "%s", r->o->root);	/* --root: the given root, as is */
 	else if (e->bind_from)
 		snprintf(from, sizeof(from), "%s%s", e->bind_host ? "" : stage, e->bind_from);
 	if (e->bind_from && !in_child)
