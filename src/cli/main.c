@@ -83,6 +83,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
+		.compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
@@ -327,7 +328,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
-	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD };
+	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -337,6 +338,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
+		{ "compress", optional_argument, NULL, OPT_COMPRESS },
+		{ "stream", required_argument, NULL, OPT_STREAM },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
@@ -399,6 +402,14 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
+			break;
+		case OPT_COMPRESS:
+			if (pz_parse(optarg, &opts->compress))
+				return bad_usage("unknown --compress '%s' (lz4, zstd, zstd:LEVEL)",
+						 optarg);
+			break;
+		case OPT_STREAM:
+			opts->stream = optarg;
 			break;
 		case OPT_OVERWRITE:
 			opts->overwrite = true;

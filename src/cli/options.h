@@ -27,6 +27,8 @@ struct options {
 	bool no_snapshot;		/* --no-snapshot */
 	bool overwrite;			/* dump --overwrite: replace a dump DIR holds */
 	enum pages_write pages_write;	/* --pages-write */
+	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
+	const char *stream;		/* dump, restore --stream FD|- */
 	bool tcp_established;		/* --tcp-established */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */
