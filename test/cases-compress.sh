@@ -102,3 +102,140 @@ case_compress_corrupt() {
 	restore_and_pass "$T/good" good
 }
 for h in block index trunc; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
+
+# pack DIR > FILE, unpack: the same files, and the unpacked set restores.
+case_pack_rt() {
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress=zstd
+	expect_killed "$PID"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/d" > "$T/s" 2> "$T/pack.err" ||
+		fail "pack failed: $(cat "$T/pack.err")"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" unpack "$T/u" < "$T/s" 2> "$T/unpack.err" ||
+		fail "unpack failed: $(cat "$T/unpack.err")"
+	diff -r "$T/d" "$T/u" > /dev/null || fail "the unpacked set differs from the packed one"
+	md verify verify -D "$T/u" || fail "verify of the unpacked set failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/u" 1
+}
+add pack-rt case_pack_rt
+
+# restore --stream -: from a pipe (cat), run in the background as restore_bg does
+restore_stream_bg() {
+	local label=$1; shift
+	RPIDFILE=$T/pidfile.$label MD_ERR=$T/md.restore.$label.err MD_OUT=$T/md.restore.$label.out
+	rm -f "$RPIDFILE"
+	# shellcheck disable=SC2002
+	( cat "$@" | timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+}
+
+# dump --stream - into a pipe, restore --stream - from one: the content is exact,
+# and neither leaves its private directory behind.
+case_stream_rt() {
+	local algo=$1
+	[[ $algo == raw ]] && algo=""
+	mkdir -p "$T/tmp"
+	start_prog t-compress "$CZ_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		${algo:+--compress=$algo} | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	[[ $(head -c 8 "$T/s") == MDSTRM01 ]] || fail "the dump's stdout is not a stream"
+	grep -q "^dumped process $PID" "$T/dump.err" || fail "the dump's summary is not on stderr"
+	truncate -s "$READY_SIZE" "$OUT"
+	TMPDIR=$T/tmp restore_stream_bg 1 "$T/s"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+}
+add stream-rt-raw case_stream_rt raw
+add stream-rt-lz4 case_stream_rt lz4
+
+# stream_bad FILE OUT HOW: a broken copy of the stream FILE
+stream_bad() {
+	case $3 in
+	trunc)	head -c $(( $(stat -c %s "$1") / 2 )) "$1" > "$2" ;;
+	tail)	head -c $(( $(stat -c %s "$1") - 3 )) "$1" > "$2" ;;
+	corrupt) cp "$1" "$2"
+		printf 'corrupted!' | dd of="$2" bs=1 seek=$(( $(stat -c %s "$1") / 2 )) \
+			conv=notrunc status=none ;;
+	reorder) python3 - "$1" "$2" <<'PY' || fail "cannot reorder the stream"
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+pos, ents = 32, []
+while True:
+    magic, idx, kind, nl, zero, size = struct.unpack_from('<IIHHIQ', d, pos)
+    end = pos + 24 + nl + (size if kind != 3 else 0) + 8
+    ents.append(d[pos:end])
+    pos = end
+    if kind == 3:
+        break
+ents[2], ents[3] = ents[3], ents[2]
+open(sys.argv[2], 'wb').write(d[:32] + b''.join(ents))
+PY
+		;;
+	other)	# the head of this stream, the entries of another set's
+		{ head -c 32 "$1"; tail -c +33 "$T/s2"; } > "$2" ;;
+	esac
+}
+
+# md_in FILE LABEL ARGS...: memdump ARGS with FILE on stdin (md's reads /dev/null)
+md_in() {
+	local in=$1 label=$2; shift 2
+	MD_OUT=$T/md.$label.out MD_ERR=$T/md.$label.err
+	timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" "$@" < "$in" > "$MD_OUT" 2> "$MD_ERR"
+	MD_RC=$?
+	note "memdump $* < ${in##*/} -> exit $MD_RC"
+	head -c 3000 "$MD_ERR" | sed 's/^/#   stderr: /'
+	(( MD_RC == 124 || MD_RC == 137 )) && fail "memdump $1 timed out"
+	return $MD_RC
+}
+
+# Truncated, corrupted, reordered streams and a stream of another set: one
+# line, nothing restored, nothing left (neither DIR nor its temporary).
+case_stream_bad() {
+	local how=$1
+	mkdir -p "$T/tmp"
+	start_prog t-compress 4
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	"$MEMDUMP" pack "$T/d" > "$T/s" || fail "pack failed"
+	if [[ $how == other ]]; then
+		local keep=$PID keep_out=$OUT keep_size=$READY_SIZE
+		start_prog t-pattern 4
+		dump "$PID" "$T/d2"
+		expect_killed "$PID"
+		"$MEMDUMP" pack "$T/d2" > "$T/s2" || fail "pack failed"
+		PID=$keep OUT=$keep_out READY_SIZE=$keep_size
+	fi
+	local want
+	case $how in
+	trunc|tail) want='truncated' ;;
+	corrupt) want='checksum of .* does not match' ;;
+	reorder) want='reordered' ;;
+	other) want='another set' ;;
+	esac
+	stream_bad "$T/s" "$T/bad" "$how"
+	md_in "$T/bad" unpack unpack "$T/u"
+	expect_md_error
+	grep -q "$want" "$MD_ERR" || fail "the error does not say '$want': $(cat "$MD_ERR")"
+	[[ -z $(ls -d "$T"/u* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/u*)"
+	TMPDIR=$T/tmp md_in "$T/bad" restore restore --stream -
+	expect_md_error
+	grep -q "$want" "$MD_ERR" || fail "the error does not say '$want': $(cat "$MD_ERR")"
+	sleep 0.2
+	alive "$PID" && fail "a process with pid $PID is left after the failed restore"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+	note "the intact stream still restores"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_stream_bg good "$T/s"
+	wait_restored "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+for h in trunc tail corrupt reorder other; do add "stream-bad-$h" case_stream_bad "$h"; done
