@@ -13,6 +13,7 @@
 #include "cli/action_script.h"
 #include "cli/criu_cli.h"
 #include "cli/options.h"
+#include "cli/pack.h"
 #include "cli/rpc.h"
 #include "dump/dump.h"
 #include "cli/worker.h"
@@ -26,6 +27,9 @@ static const char usage[] =
 	"       [--pages-write auto|cache|direct] [--no-snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP] [--overwrite]\n"
 	"       [--external mnt[POINT]:KEY|net[INO]:KEY|tty[RDEV:DEV]]\n"
+	"       [--compress[=lz4|zstd[:LEVEL]]] [--stream FD|- instead of -D DIR]\n"
+	"        --compress: pages-1.img compressed (lz4 by default); --stream: the set\n"
+	"        written to FD (-: stdout) as one stream (see pack)\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
 	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
@@ -68,6 +72,10 @@ static const char usage[] =
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
+	"  pack DIR > FILE           the image set DIR as one stream\n"
+	"  unpack DIR < FILE         a stream into DIR (which must not exist, or be empty),\n"
+	"                            checked whole first; restore --stream FD|- restores\n"
+	"                            a stream (unpacked into a private temporary directory)\n"
 	"  check [--fd-kinds]        kernel features and capabilities memdump needs;\n"
 	"                            --fd-kinds: the kinds of open file it dumps\n"
 	"  swrk FD                   serve CRIU's RPC on the SOCK_SEQPACKET socket FD\n"
@@ -83,6 +91,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
+		.compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,
@@ -157,6 +166,8 @@ static const struct command {
 	{ "read-mem", cmd_read_mem, "read-mem failed", false },
 	{ "check", cmd_check, "check failed", false },
 	{ "verify", cmd_verify, "verify failed", false },
+	{ "pack", cmd_pack, "pack failed", false },
+	{ "unpack", cmd_unpack, "unpack failed", false },
 	{ "swrk", cmd_swrk, "swrk failed", false },
 };
 
@@ -327,7 +338,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
-	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD };
+	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -337,6 +348,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "shell-job", no_argument, NULL, OPT_SHELL_JOB },
 		{ "pages-write", required_argument, NULL, OPT_PAGES_WRITE },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
+		{ "compress", optional_argument, NULL, OPT_COMPRESS },
+		{ "stream", required_argument, NULL, OPT_STREAM },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
@@ -399,6 +412,14 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
+			break;
+		case OPT_COMPRESS:
+			if (pz_parse(optarg, &opts->compress))
+				return bad_usage("unknown --compress '%s' (lz4, zstd, zstd:LEVEL)",
+						 optarg);
+			break;
+		case OPT_STREAM:
+			opts->stream = optarg;
 			break;
 		case OPT_OVERWRITE:
 			opts->overwrite = true;
@@ -498,6 +519,48 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	return 0;
 }
 
+static int run_plain(const struct command *cmd, struct options *o)
+{
+	return cmd->in_worker ? run_in_worker(cmd->run, o, cmd->failure) : cmd->run(o);
+}
+
+/* dump --stream: written into a private directory, then packed to the stream. */
+static int run_dump_stream(const struct command *cmd, struct options *o)
+{
+	struct stream_job j;
+	int ret = stream_dump_begin(o, &j);
+
+	if (ret) {
+		stream_end(&j);
+		return ret;
+	}
+	ret = run_plain(cmd, o);
+	return stream_dump_end(&j, ret, !o->leave_running);
+}
+
+/* restore --stream: unpacked (and checked whole) into a private directory first. */
+static int run_restore_stream(const struct command *cmd, struct options *o)
+{
+	struct stream_job j;
+	int ret = stream_restore_begin(o, &j);
+
+	if (!ret)
+		ret = run_plain(cmd, o);
+	stream_end(&j);
+	return ret;
+}
+
+static int run_command(const struct command *cmd, struct options *o)
+{
+	if (!o->stream)
+		return run_plain(cmd, o);
+	if (!strcmp(cmd->name, "dump"))
+		return run_dump_stream(cmd, o);
+	if (!strcmp(cmd->name, "restore"))
+		return run_restore_stream(cmd, o);
+	return fail(-EINVAL, "--stream is an option of dump and restore");
+}
+
 /* Run as "criu" (runc --criu, a symlink): what runtimes ask of criu besides swrk. */
 static bool criu_version_asked(int argc, char **argv)
 {
@@ -574,7 +637,7 @@ int main(int argc, char **argv)
 		log_report_failure(cmd->failure, -EINVAL);
 		return 1;
 	}
-	ret = cmd->in_worker ? run_in_worker(cmd->run, &opts, cmd->failure) : cmd->run(&opts);
+	ret = run_command(cmd, &opts);
 	if (ret < 0) {
 		log_report_failure(cmd->failure, ret);
 		ret = 1;

@@ -27,6 +27,8 @@ struct options {
 	bool no_snapshot;		/* --no-snapshot */
 	bool overwrite;			/* dump --overwrite: replace a dump DIR holds */
 	enum pages_write pages_write;	/* --pages-write */
+	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
+	const char *stream;		/* dump, restore --stream FD|- */
 	bool tcp_established;		/* --tcp-established */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */
@@ -70,6 +72,10 @@ int cmd_show(const struct options *o);
 int cmd_read_mem(const struct options *o);
 int cmd_check(const struct options *o);
 int cmd_verify(const struct options *o);
+/* verify.c: the set in dir (and a tree's sets in it) checked whole: 0 or <0 after fail() */
+int verify_image_set(const char *dir, size_t *procs, size_t *images, size_t *runs);
+int cmd_pack(const struct options *o);		/* pack.c: memdump pack DIR > FILE */
+int cmd_unpack(const struct options *o);	/* memdump unpack DIR < FILE */
 int cmd_swrk(const struct options *o);		/* rpc.c: CRIU's RPC on fd argv[0] */
 
 /* check.c: every probe, one line each on out (NULL: the log); <0 when a required one is missing */

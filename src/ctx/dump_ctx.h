@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "files/ghost.h"
+#include "image/compress.h"
 #include "files/locks.h"
 #include "image/image.h"
 #include "hooks.h"
@@ -188,6 +189,7 @@ struct dump_opts {
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	enum pages_write pages_write;	/* --pages-write */
+	struct pz_opts compress;	/* --compress: pages-1.img compressed (compress.h) */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	bool no_snapshot;		/* --no-snapshot: leave_running without one */
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
@@ -293,6 +295,7 @@ struct dump_ctx {
 	struct file_set files;
 	enum dump_mode mode;
 	enum pages_write pages_write;
+	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	struct page_scan scan;
 	struct dump_trace *trace;	/* or NULL */

@@ -443,6 +443,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL, o->ext_tty },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
+			      .compress = o->compress,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 			      .parent = { .dirfd = -1 }, .pages_fd = -1,

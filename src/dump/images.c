@@ -4,6 +4,7 @@
  * pages are on disk) and inventory.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "dump/images.h"
 #include "ns/cgroups.h"
 #include "ns/ns.h"
+#include "image/compress.h"
 #include "image/image.h"
 #include "log.h"
 #include "restart.h"
@@ -442,6 +444,8 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 	if (ret)
 		return ret;
 	head.pages_id = 1;
+	head.has_compress = d->compress.algo != PZ_NONE;
+	head.compress = d->compress.algo;
 	ret = img_write_msg(img, &head.base);
 	while (!ret && (i < d->nr_runs || j < d->nr_parent_runs)) {
 		bool own = j == d->nr_parent_runs ||
@@ -459,6 +463,28 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 		return ret;
 	}
 	return img_close(img);
+}
+
+/*
+ * --compress: pages-1.img, summed, replaced by its compressed form. Here, in
+ * the inventory's writing: after the target runs again when it does
+ * (--leave-running, pre-dump), still frozen before a killing dump's kill.
+ */
+static int compress_pages(struct dump_ctx *d)
+{
+	uint64_t t0 = now_us(), packed = 0;
+	char name[64];
+	int ret;
+
+	if (d->compress.algo == PZ_NONE)
+		return 0;
+	img_name(IMG_PAGES, 1, name, sizeof(name));
+	ret = pz_compress_image(d->dir.fd, name, &d->compress, &packed);
+	if (!ret)
+		pr_info("%s: %" PRIu64 " bytes compressed to %" PRIu64 " (%s) in %.3f s", name,
+			d->stats.bytes_written, packed, pz_name(d->compress.algo),
+			(now_us() - t0) / 1e6);
+	return ret;
 }
 
 /*
@@ -481,6 +507,8 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 	} else if (!ret) {
 		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums);
 	}
+	if (!ret)
+		ret = compress_pages(d);
 	if (!ret)
 		ret = write_pagemap(d, sums);
 	free(lens);

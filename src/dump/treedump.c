@@ -125,6 +125,7 @@ static int members_init(struct tree_dump *td)
 					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t,
 						      td->o->ext_tty },
 					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
+					  .compress = td->o->compress,
 					  .parent = { .dirfd = -1 }, .pages_fd = -1, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "image/compress.h"
 #include "image/dumpset.h"
 #include "image/image.h"
 #include "image/verify.h"
@@ -205,6 +206,7 @@ struct run_list {
 	struct dump_run *runs;
 	size_t nr, cap;
 	uint64_t off;		/* where the next present run's bytes start */
+	bool compressed;	/* its pages image is (compress.h) */
 };
 
 static int add_run(struct run_list *l, const PagemapEntry *pe)
@@ -234,13 +236,20 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	return 0;
 }
 
-static int open_pages(const struct dumpset *ds, unsigned pages_id, int *fd)
+/* pages-ID.img; a compressed one (the pagemap head says so) as its raw bytes in a memfd. */
+static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd)
 {
 	char name[64];
+	int raw;
 
-	img_name(IMG_PAGES, pages_id, name, sizeof(name));
+	img_name(IMG_PAGES, head->pages_id, name, sizeof(name));
 	*fd = img_open_file(ds->dirfd, name, 0);
-	return *fd < 0 ? *fd : 0;
+	if (*fd < 0 || !head->has_compress || !head->compress)
+		return *fd < 0 ? *fd : 0;
+	raw = pz_open_raw(*fd, name);
+	close(*fd);
+	*fd = raw;
+	return raw < 0 ? raw : 0;
 }
 
 /* A pagemap image: a head naming pages-N.img, then the runs in file order. */
@@ -255,7 +264,8 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 		ret = fail(-EIO, "image %s is empty", img->name);
 	if (ret > 0) {
 		*pages_id = head->pages_id;
-		ret = open_pages(ds, head->pages_id, pages_fd);
+		l->compressed = head->has_compress && head->compress;
+		ret = open_pages(ds, head, pages_fd);
 	}
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
 		ret = add_run(l, msg);
@@ -370,6 +380,8 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
 		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
+	if (t == IMG_PAGEMAP && l.compressed)
+		ds->pages_sums_deferred = false;	/* decompressed up front: checked there too */
 	if (!ret && t == IMG_PAGEMAP && ds->pages_sums_deferred)
 		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
 	else if (!ret)

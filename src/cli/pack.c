@@ -1,0 +1,746 @@
+/*
+ * An image set as one stream (pack.h). Layout, little-endian:
+ *
+ *   head    magic "MDSTRM01", u32 version (1), u32 0, u64 checksum and
+ *           u64 size of the set's inventory.img
+ *   entries each: u32 "MDSE", u32 index (0, 1, ...), u16 kind (1 file,
+ *           2 directory, 3 end), u16 name length, u32 0, u64 size; the name;
+ *           size bytes (a file's); u64 checksum of the entry (its header,
+ *           name and bytes)
+ *   end     kind 3, no name, size = the number of entries before it; then
+ *           u64 checksum of the head and every entry's checksum, in order
+ *
+ * inventory.img is entry 0; the other files follow by name (strcmp), a tree's
+ * set (proc-PID) as a directory entry before its files (proc-PID/NAME). The
+ * inventory binds the set: unpack checks every image against it, and the
+ * head names it, so a stream is of one set and entries cannot be reordered,
+ * dropped, repeated or taken from another stream without it showing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "cli/pack.h"
+#include "image/hash.h"
+#include "image/image.h"
+#include "log.h"
+
+#define STREAM_MAGIC	"MDSTRM01"
+#define ENTRY_MAGIC	0x4553444du	/* "MDSE" */
+#define NAME_MAX_LEN	200
+#define COPY_BUF	(1u << 20)
+
+enum { E_FILE = 1, E_DIR = 2, E_END = 3 };
+
+struct stream_head {
+	char magic[8];
+	uint32_t version, zero;
+	uint64_t inv_hash, inv_size;
+};
+
+struct entry_head {
+	uint32_t magic, index;
+	uint16_t kind, name_len;
+	uint32_t zero;
+	uint64_t size;
+};
+
+_Static_assert(sizeof(struct stream_head) == 32, "stream head");
+_Static_assert(sizeof(struct entry_head) == 24, "entry head");
+
+/* ---- plain I/O ---- */
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -EIO, "cannot write the stream: %s",
+				    strerror(n < 0 ? errno : EIO));
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Interrupted by SIGINT, SIGTERM, SIGHUP (unpack cleans up): set by on_signal(). */
+static volatile sig_atomic_t stream_signal;
+
+static void on_signal(int sig)
+{
+	stream_signal = sig;
+}
+
+/* Exactly len bytes from the stream; what names the part read, for errors. */
+static int read_full(int fd, void *buf, size_t len, const char *what)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR && !stream_signal)
+			continue;
+		if (n < 0 && stream_signal)
+			return fail(-EINTR, "interrupted by signal %d", (int)stream_signal);
+		if (n < 0)
+			return fail(-errno, "cannot read the stream: %s", strerror(errno));
+		if (n == 0)
+			return fail(-EIO, "the stream is truncated: it ends in %s", what);
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- the files of a set ---- */
+
+struct set_file {
+	char *name;	/* relative path: NAME, proc-PID, proc-PID/NAME */
+	bool dir;
+};
+
+struct file_list {
+	struct set_file *f;	/* sorted by name, inventory.img first */
+	size_t nr, cap;
+};
+
+static int list_add(struct file_list *l, const char *name, bool dir)
+{
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct set_file *n = realloc(l->f, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		l->f = n;
+		l->cap = cap;
+	}
+	l->f[l->nr].name = strdup(name);
+	if (!l->f[l->nr].name)
+		return -ENOMEM;
+	l->f[l->nr++].dir = dir;
+	return 0;
+}
+
+static void list_free(struct file_list *l)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		free(l->f[i].name);
+	free(l->f);
+}
+
+static int list_dir(int dirfd, const char *dir, const char *prefix, struct file_list *l);
+
+/* One entry of the set's directory (or of a tree's set in it, prefix "proc-PID/"). */
+static int list_one(int dirfd, const char *dir, const char *prefix, const char *name,
+		    struct file_list *l)
+{
+	char path[NAME_MAX_LEN + 64];
+	struct stat st;
+	unsigned pid;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(-errno, "cannot read %s/%s%s: %s", dir, prefix, name, strerror(errno));
+	if (snprintf(path, sizeof(path), "%s%s", prefix, name) >= NAME_MAX_LEN)
+		return fail(-ENAMETOOLONG, "%s/%s%s: name too long for a stream", dir, prefix, name);
+	if (S_ISLNK(st.st_mode) && !strcmp(name, "parent"))
+		return fail(-EOPNOTSUPP, "%s is an incremental dump (%sparent): the sets it is based "
+			    "on are not streamed", dir, prefix);
+	if (S_ISREG(st.st_mode))
+		return list_add(l, path, false);
+	if (S_ISDIR(st.st_mode) && !*prefix && img_is_subset(name, &pid)) {
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int ret = fd < 0 ? fail(-errno, "cannot open %s/%s: %s", dir, name, strerror(errno))
+				 : list_add(l, path, true);
+
+		if (!ret) {
+			char sub[NAME_MAX_LEN + 2];
+
+			snprintf(sub, sizeof(sub), "%s/", name);
+			ret = list_dir(fd, dir, sub, l);
+		}
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	return fail(-EINVAL, "%s/%s%s is not a file of an image set", dir, prefix, name);
+}
+
+static int list_dir(int dirfd, const char *dir, const char *prefix, struct file_list *l)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fail(-errno, "cannot list %s: %s", dir, strerror(errno));
+	}
+	while (!ret && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ret = list_one(dirfd, dir, prefix, de->d_name, l);
+	closedir(d);
+	return ret;
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	const char *x = ((const struct set_file *)a)->name, *y = ((const struct set_file *)b)->name;
+	bool xi = !strcmp(x, "inventory.img"), yi = !strcmp(y, "inventory.img");
+
+	if (xi != yi)
+		return xi ? -1 : 1;
+	return strcmp(x, y);
+}
+
+/* The set's files, inventory.img first, the rest sorted (directories before their files). */
+static int list_set(int dirfd, const char *dir, struct file_list *l)
+{
+	int ret = list_dir(dirfd, dir, "", l);
+
+	if (ret)
+		return ret;
+	if (l->nr)
+		qsort(l->f, l->nr, sizeof(*l->f), cmp_file);
+	if (!l->nr || strcmp(l->f[0].name, "inventory.img"))
+		return fail(-ENOENT, "%s holds no complete dump (no inventory.img)", dir);
+	return 0;
+}
+
+/* ---- pack ---- */
+
+struct packer {
+	int out;
+	uint32_t index;
+	struct hash64 chain;	/* the head and every entry's checksum */
+	uint8_t *buf;
+};
+
+static int put_entry_head(struct packer *p, struct hash64 *h, uint16_t kind, const char *name,
+			  uint64_t size)
+{
+	struct entry_head e = { .magic = ENTRY_MAGIC, .index = p->index, .kind = kind,
+				.name_len = (uint16_t)strlen(name), .size = size };
+	int ret = write_full(p->out, &e, sizeof(e));
+
+	hash64_init(h);
+	hash64_update(h, &e, sizeof(e));
+	hash64_update(h, name, e.name_len);
+	return ret ? ret : write_full(p->out, name, e.name_len);
+}
+
+static int put_entry_end(struct packer *p, struct hash64 *h)
+{
+	uint64_t sum = hash64_final(h);
+
+	hash64_update(&p->chain, &sum, sizeof(sum));
+	p->index++;
+	return write_full(p->out, &sum, sizeof(sum));
+}
+
+static int put_file(struct packer *p, int dirfd, const char *dir, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct hash64 h;
+	struct stat st;
+	uint64_t left;
+	int ret;
+
+	if (fd < 0 || fstat(fd, &st))
+		return fail(-errno, "cannot read %s/%s: %s", dir, name, strerror(errno));
+	left = (uint64_t)st.st_size;
+	ret = put_entry_head(p, &h, E_FILE, name, left);
+	while (!ret && left) {
+		ssize_t n = read(fd, p->buf, MIN(left, (uint64_t)COPY_BUF));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = fail(n < 0 ? -errno : -EIO, "cannot read %s/%s: %s", dir, name,
+				   n < 0 ? strerror(errno) : "it shrank while packed");
+			break;
+		}
+		hash64_update(&h, p->buf, (size_t)n);
+		ret = write_full(p->out, p->buf, (size_t)n);
+		left -= (uint64_t)n;
+	}
+	close(fd);
+	return ret ? ret : put_entry_end(p, &h);
+}
+
+static int put_head(struct packer *p, int dirfd)
+{
+	struct stream_head s = { .version = 1 };
+	int ret = img_sum_file(dirfd, "inventory.img", &s.inv_size, &s.inv_hash);
+
+	memcpy(s.magic, STREAM_MAGIC, 8);
+	hash64_init(&p->chain);
+	hash64_update(&p->chain, &s, sizeof(s));
+	return ret ? ret : write_full(p->out, &s, sizeof(s));
+}
+
+static int put_end(struct packer *p)
+{
+	struct hash64 h;
+	uint64_t sum;
+	int ret = put_entry_head(p, &h, E_END, "", p->index);
+
+	sum = hash64_final(&p->chain);
+	return ret ? ret : write_full(p->out, &sum, sizeof(sum));
+}
+
+int pack_set(const char *dir, int fd)
+{
+	struct packer p = { .out = fd, .buf = malloc(COPY_BUF) };
+	struct file_list l = { 0 };
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (dirfd < 0)
+		ret = fail(-errno, "cannot open %s: %s", dir, strerror(errno));
+	else
+		ret = p.buf ? list_set(dirfd, dir, &l) : -ENOMEM;
+	if (!ret)
+		ret = put_head(&p, dirfd);
+	for (size_t i = 0; !ret && i < l.nr; i++) {
+		struct hash64 h;
+
+		if (l.f[i].dir) {
+			ret = put_entry_head(&p, &h, E_DIR, l.f[i].name, 0);
+			ret = ret ? ret : put_entry_end(&p, &h);
+		} else {
+			ret = put_file(&p, dirfd, dir, l.f[i].name);
+		}
+	}
+	if (!ret)
+		ret = put_end(&p);
+	list_free(&l);
+	free(p.buf);
+	if (dirfd >= 0)
+		close(dirfd);
+	return ret;
+}
+
+/* ---- unpack ---- */
+
+struct unpacker {
+	int in, dirfd;
+	uint32_t index;
+	struct hash64 chain;
+	struct stream_head head;
+	char prev[NAME_MAX_LEN + 1];	/* the last name, for the order */
+	char subdir[NAME_MAX_LEN + 1];	/* the last directory made */
+	uint8_t *buf;
+};
+
+/* A name as pack writes them: inventory.img first, then in order, only a set's files. */
+static int check_name(struct unpacker *u, const char *name, uint16_t kind)
+{
+	const char *slash = strchr(name, '/');
+	unsigned pid;
+	char top[NAME_MAX_LEN + 1];
+
+	if (u->index == 0 && (kind != E_FILE || strcmp(name, "inventory.img")))
+		return fail(-EIO, "the stream is corrupt: it does not start with inventory.img");
+	if (u->index && !strcmp(name, "inventory.img"))
+		return fail(-EIO, "the stream is corrupt: a second inventory.img");
+	if (u->index > 1 && strcmp(name, u->prev) <= 0)
+		return fail(-EIO, "the stream is corrupt: %s comes after %s (reordered?)", name,
+			    u->prev);
+	if (!*name || name[0] == '.' || strstr(name, "..") || strchr(name, '\\') ||
+	    (slash && strchr(slash + 1, '/')) || (slash && kind == E_DIR))
+		return fail(-EIO, "the stream is corrupt: it names a file \"%.64s\"", name);
+	snprintf(top, sizeof(top), "%.*s", slash ? (int)(slash - name) : (int)strlen(name), name);
+	if (kind == E_DIR && !img_is_subset(top, &pid))
+		return fail(-EIO, "the stream is corrupt: directory \"%.64s\"", name);
+	if (slash && strcmp(top, u->subdir))
+		return fail(-EIO, "the stream is corrupt: %.64s is not in a directory it made", name);
+	return 0;
+}
+
+static int get_entry_end(struct unpacker *u, struct hash64 *h, const char *name)
+{
+	uint64_t sum;
+	int ret = read_full(u->in, &sum, sizeof(sum), name);
+
+	if (ret)
+		return ret;
+	if (sum != hash64_final(h))
+		return fail(-EIO, "the stream is corrupt: the checksum of %s does not match", name);
+	hash64_update(&u->chain, &sum, sizeof(sum));
+	u->index++;
+	return 0;
+}
+
+static int get_file_bytes(struct unpacker *u, int fd, const char *name, uint64_t size,
+			  struct hash64 *h, struct hash64 *whole)
+{
+	while (size) {
+		size_t n = (size_t)MIN(size, (uint64_t)COPY_BUF);
+		int ret = read_full(u->in, u->buf, n, name);
+
+		if (ret)
+			return ret;
+		hash64_update(h, u->buf, n);
+		if (whole)
+			hash64_update(whole, u->buf, n);
+		ret = write_full(fd, u->buf, n);
+		if (ret)
+			return fail(ret, "cannot write %s: %s", name, strerror(-ret));
+		size -= n;
+	}
+	return 0;
+}
+
+/* The inventory the head names (its size and checksum). */
+static int check_inventory(struct unpacker *u, uint64_t size, struct hash64 *whole)
+{
+	if (size != u->head.inv_size || hash64_final(whole) != u->head.inv_hash)
+		return fail(-EIO, "the stream is corrupt: its inventory.img is not the one its head "
+			    "names (a stream of another set?)");
+	return 0;
+}
+
+static int get_file(struct unpacker *u, const char *name, uint64_t size, struct hash64 *h)
+{
+	int fd = openat(u->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct hash64 whole;
+	int ret;
+
+	if (fd < 0)
+		return fail(-errno, "cannot create %s: %s", name, strerror(errno));
+	hash64_init(&whole);
+	ret = get_file_bytes(u, fd, name, size, h, u->index ? NULL : &whole);
+	if (close(fd) && !ret)
+		ret = fail(-errno, "cannot write %s: %s", name, strerror(errno));
+	if (!ret && !u->index)
+		ret = check_inventory(u, size, &whole);
+	return ret;
+}
+
+/* One entry: 1 when it was the end, 0 for any other, <0 after fail(). */
+static int get_entry(struct unpacker *u)
+{
+	struct entry_head e;
+	char name[NAME_MAX_LEN + 1];
+	struct hash64 h;
+	int ret = read_full(u->in, &e, sizeof(e), "an entry's head");
+
+	if (ret)
+		return ret;
+	if (e.magic != ENTRY_MAGIC || e.zero || e.kind < E_FILE || e.kind > E_END ||
+	    e.name_len > NAME_MAX_LEN)
+		return fail(-EIO, "the stream is corrupt: entry %u has a bad head", u->index);
+	if (e.index != u->index)
+		return fail(-EIO, "the stream is corrupt: entry %u where %u was due (reordered?)",
+			    e.index, u->index);
+	ret = read_full(u->in, name, e.name_len, "an entry's name");
+	if (ret)
+		return ret;
+	name[e.name_len] = 0;
+	if (e.kind == E_END)
+		return e.name_len || e.size != u->index ?
+			fail(-EIO, "the stream is corrupt: its end counts %" PRIu64 " entries, %u came",
+			     e.size, u->index) : 1;
+	ret = check_name(u, name, e.kind);
+	if (ret)
+		return ret;
+	hash64_init(&h);
+	hash64_update(&h, &e, sizeof(e));
+	hash64_update(&h, name, e.name_len);
+	if (e.kind == E_DIR) {
+		if (e.size)
+			return fail(-EIO, "the stream is corrupt: directory %s has bytes", name);
+		if (mkdirat(u->dirfd, name, 0700))
+			return fail(-errno, "cannot make %s: %s", name, strerror(errno));
+		snprintf(u->subdir, sizeof(u->subdir), "%s", name);
+	} else {
+		ret = get_file(u, name, e.size, &h);
+	}
+	snprintf(u->prev, sizeof(u->prev), "%s", name);
+	return ret ? ret : get_entry_end(u, &h, name);
+}
+
+static int get_head(struct unpacker *u)
+{
+	int ret = read_full(u->in, &u->head, sizeof(u->head), "its head");
+
+	if (ret)
+		return ret;
+	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || u->head.version != 1 || u->head.zero)
+		return fail(-EIO, "not a memdump image stream (no MDSTRM01 head)");
+	hash64_init(&u->chain);
+	hash64_update(&u->chain, &u->head, sizeof(u->head));
+	return 0;
+}
+
+/* The end's checksum, and nothing after it. */
+static int get_end(struct unpacker *u)
+{
+	uint64_t sum;
+	char extra;
+	ssize_t n;
+	int ret = read_full(u->in, &sum, sizeof(sum), "its end");
+
+	if (ret)
+		return ret;
+	if (sum != hash64_final(&u->chain))
+		return fail(-EIO, "the stream is corrupt: its entries are not the ones it was "
+			    "written with");
+	do
+		n = read(u->in, &extra, 1);
+	while (n < 0 && errno == EINTR && !stream_signal);
+	if (n != 0)
+		return fail(-EIO, "the stream is corrupt: bytes after its end");
+	return 0;
+}
+
+static int unpack_into(int fd, int dirfd)
+{
+	struct unpacker u = { .in = fd, .dirfd = dirfd, .buf = malloc(COPY_BUF) };
+	int ret = u.buf ? get_head(&u) : -ENOMEM;
+
+	while (!ret)
+		ret = get_entry(&u);
+	if (ret == 1)
+		ret = get_end(&u);
+	free(u.buf);
+	return ret;
+}
+
+/* dir and everything in it (a set: files, and directories of files). */
+static void remove_tree(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		rmdir(dir);
+		return;
+	}
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(fd, de->d_name, 0) && errno == EISDIR) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			remove_tree(path);
+		}
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static void catch_signals(struct sigaction *old)
+{
+	struct sigaction sa = { .sa_handler = on_signal };	/* no SA_RESTART: reads end */
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+	stream_signal = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &sa, &old[i]);
+}
+
+static void restore_signals(const struct sigaction *old)
+{
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &old[i], NULL);
+}
+
+/* A private directory beside dir (so that a rename moves it there). */
+static int make_beside(const char *dir, char *tmp, size_t len)
+{
+	if ((size_t)snprintf(tmp, len, "%s.unpack-XXXXXX", dir) >= len)
+		return fail(-ENAMETOOLONG, "%s: name too long", dir);
+	if (!mkdtemp(tmp))
+		return fail(-errno, "cannot make a directory beside %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+int unpack_set(int fd, const char *dir)
+{
+	char tmp[PATH_MAX];
+	struct sigaction old[3];
+	size_t procs, images, runs;
+	int ret = make_beside(dir, tmp, sizeof(tmp)), dirfd = -1;
+
+	if (ret)
+		return ret;
+	catch_signals(old);
+	dirfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = dirfd < 0 ? fail(-errno, "cannot open %s: %s", tmp, strerror(errno))
+			: unpack_into(fd, dirfd);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (!ret)
+		ret = verify_image_set(tmp, &procs, &images, &runs);
+	if (!ret && rename(tmp, dir))
+		ret = fail(-errno, "cannot move the unpacked set to %s: %s", dir,
+			   errno == ENOTEMPTY || errno == EEXIST ? "it exists and is not empty" :
+			   strerror(errno));
+	if (ret)
+		remove_tree(tmp);
+	restore_signals(old);
+	return ret;
+}
+
+/* ---- commands ---- */
+
+int cmd_pack(const struct options *o)
+{
+	const char *dir = o->dir ? o->dir : o->argc == 1 ? o->argv[0] : NULL;
+
+	if (!dir || (o->dir && o->argc))
+		return fail(-EINVAL, "usage: memdump pack DIR > FILE");
+	if (isatty(STDOUT_FILENO))
+		return fail(-EINVAL, "pack writes the stream to stdout: not to a terminal");
+	signal(SIGPIPE, SIG_IGN);	/* a reader gone: EPIPE, reported once */
+	return pack_set(dir, STDOUT_FILENO);
+}
+
+int cmd_unpack(const struct options *o)
+{
+	const char *dir = o->dir ? o->dir : o->argc == 1 ? o->argv[0] : NULL;
+
+	if (!dir || (o->dir && o->argc))
+		return fail(-EINVAL, "usage: memdump unpack DIR < FILE");
+	return unpack_set(STDIN_FILENO, dir);
+}
+
+/* ---- dump and restore --stream ---- */
+
+/* "-": stdin or stdout; else an fd number the caller gave. */
+static int stream_fd(const char *s, int std, bool *own)
+{
+	char *end;
+	long n;
+
+	*own = false;
+	if (!strcmp(s, "-"))
+		return std;
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno || *end || n < 0 || n > INT_MAX || fcntl((int)n, F_GETFD) < 0)
+		return fail(-EBADF, "--stream %s: not an open fd (or -)", s);
+	return (int)n;
+}
+
+static int private_dir(struct stream_job *j)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(j->dir, sizeof(j->dir), "%s/memdump-stream-XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(j->dir)) {
+		j->dir[0] = 0;
+		return fail(-errno, "cannot make a private directory for the stream: %s",
+			    strerror(errno));
+	}
+	return 0;
+}
+
+int stream_dump_begin(struct options *o, struct stream_job *j)
+{
+	bool own;
+	int fd;
+
+	*j = (struct stream_job){ .fd = -1 };
+	if (o->dir)
+		return fail(-EINVAL, "--stream and -D: the set goes to the stream");
+	fd = stream_fd(o->stream, STDOUT_FILENO, &own);
+	if (fd < 0)
+		return fd;
+	if (fd == STDOUT_FILENO) {	/* the stream keeps stdout; what memdump prints goes to stderr */
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			return fail(-errno, "cannot keep stdout for the stream: %s", strerror(errno));
+		own = true;
+	}
+	if (isatty(fd))
+		return fail(-EINVAL, "--stream: the stream would go to a terminal");
+	j->fd = fd;
+	j->own_fd = own;
+	signal(SIGPIPE, SIG_IGN);
+	if (private_dir(j))
+		return -EIO;
+	o->dir = j->dir;
+	return 0;
+}
+
+int stream_dump_end(struct stream_job *j, int ret, bool killed_target)
+{
+	if (!ret)
+		ret = pack_set(j->dir, j->fd);
+	if (ret && killed_target && j->dir[0]) {
+		/* the process is gone: its images must not be */
+		pr_err("the images of the killed process are kept in %s", j->dir);
+		j->dir[0] = 0;
+	}
+	stream_end(j);
+	return ret;
+}
+
+int stream_restore_begin(struct options *o, struct stream_job *j)
+{
+	char set[sizeof(j->dir)];
+	bool own;
+	int fd, ret;
+
+	*j = (struct stream_job){ .fd = -1 };
+	if (o->dir)
+		return fail(-EINVAL, "--stream and -D: the set comes from the stream");
+	fd = stream_fd(o->stream, STDIN_FILENO, &own);
+	if (fd < 0)
+		return fd;
+	j->fd = fd;
+	ret = private_dir(j);
+	if (ret)
+		return ret;
+	if ((size_t)snprintf(set, sizeof(set), "%.240s/set", j->dir) >= sizeof(set))
+		return fail(-ENAMETOOLONG, "TMPDIR is too long a path");
+	ret = unpack_set(fd, set);
+	if (ret)
+		return ret;
+	snprintf(j->dir, sizeof(j->dir), "%s", set);
+	o->dir = j->dir;
+	return 0;
+}
+
+void stream_end(struct stream_job *j)
+{
+	if (j->dir[0]) {
+		char *slash;
+
+		remove_tree(j->dir);
+		slash = strrchr(j->dir, '/');	/* restore: the private directory above set/ */
+		if (slash && !strcmp(slash, "/set")) {
+			*slash = 0;
+			rmdir(j->dir);
+		}
+		j->dir[0] = 0;
+	}
+	if (j->own_fd && j->fd >= 0)
+		close(j->fd);
+	j->fd = -1;
+}

@@ -1,0 +1,361 @@
+/*
+ * Compressed pages images (compress.h). Layout, little-endian:
+ *
+ *   header  magic "MDPAGEZ1", u32 algo (1 lz4, 2 zstd), u32 block size,
+ *           u64 raw size, u64 number of blocks
+ *   index   one u32 per block: its compressed size; bit 31 set: stored as is
+ *   blocks  back to back
+ *
+ * Every block but the last holds PZ_BLOCK raw bytes: block b starts at raw
+ * offset b * PZ_BLOCK, and its compressed bytes after the index and the
+ * blocks before it, so blocks decompress in any order and on any core.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lz4.h>
+#include <lz4hc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "common.h"
+#include "image/compress.h"
+#include "log.h"
+
+#define PZ_MAGIC	"MDPAGEZ1"
+#define PZ_RAW_BIT	0x80000000u
+
+struct pz_header {
+	char magic[8];
+	uint32_t algo, block;
+	uint64_t raw, nr_blocks;
+};
+
+_Static_assert(sizeof(struct pz_header) == 32, "pz_header is 32 bytes");
+
+int pz_parse(const char *s, struct pz_opts *o)
+{
+	const char *colon;
+	char *end;
+	size_t n;
+
+	*o = (struct pz_opts){ PZ_LZ4, 0 };
+	if (!s || !*s)
+		return 0;
+	colon = strchr(s, ':');
+	n = colon ? (size_t)(colon - s) : strlen(s);
+	if (n == 3 && !strncmp(s, "lz4", 3))
+		o->algo = PZ_LZ4;
+	else if (n == 4 && !strncmp(s, "zstd", 4))
+		o->algo = PZ_ZSTD;
+	else
+		return -EINVAL;
+	if (!colon)
+		return 0;
+	errno = 0;
+	long l = strtol(colon + 1, &end, 10);
+
+	if (errno || *end || end == colon + 1 || l < 1 ||
+	    l > (o->algo == PZ_ZSTD ? ZSTD_maxCLevel() : LZ4HC_CLEVEL_MAX))
+		return -EINVAL;
+	o->level = (int)l;
+	return 0;
+}
+
+const char *pz_name(enum pz_algo a)
+{
+	return a == PZ_LZ4 ? "lz4" : a == PZ_ZSTD ? "zstd" : "none";
+}
+
+static uint64_t nr_blocks(uint64_t raw)
+{
+	return (raw + PZ_BLOCK - 1) / PZ_BLOCK;
+}
+
+static size_t bound(enum pz_algo a)
+{
+	return a == PZ_ZSTD ? ZSTD_compressBound(PZ_BLOCK) : (size_t)LZ4_compressBound(PZ_BLOCK);
+}
+
+/* One block into out (room bytes): its compressed size, or 0 when it does not shrink. */
+static size_t compress_block(const struct pz_opts *o, ZSTD_CCtx *zc, const void *in, size_t len,
+			     void *out, size_t room)
+{
+	size_t n;
+
+	if (o->algo == PZ_ZSTD) {
+		n = ZSTD_compressCCtx(zc, out, room, in, len, o->level ? o->level : 3);
+		if (ZSTD_isError(n))
+			n = 0;
+	} else if (o->level) {
+		n = (size_t)LZ4_compress_HC(in, out, (int)len, (int)room, o->level);
+	} else {
+		n = (size_t)LZ4_compress_default(in, out, (int)len, (int)room);
+	}
+	return n && n < len ? n : 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len, const char *name)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fail(n < 0 ? -errno : -ENOSPC, "cannot write the compressed %s: %s",
+				    name, strerror(n < 0 ? errno : ENOSPC));
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* The blocks of raw (len bytes) into fd, after the header and index (filled in here). */
+static int write_blocks(int fd, const uint8_t *raw, uint64_t len, const struct pz_opts *o,
+			const char *name, uint64_t *packed)
+{
+	uint64_t nb = nr_blocks(len);
+	struct pz_header h = { .algo = o->algo, .block = PZ_BLOCK, .raw = len, .nr_blocks = nb };
+	uint32_t *index = calloc(nb + 1, sizeof(*index));
+	size_t room = bound(o->algo);
+	uint8_t *out = malloc(room);
+	ZSTD_CCtx *zc = o->algo == PZ_ZSTD ? ZSTD_createCCtx() : NULL;
+	uint64_t pos = sizeof(h) + nb * sizeof(*index);
+	int ret = index && out && (zc || o->algo != PZ_ZSTD) ? 0 : -ENOMEM;
+
+	memcpy(h.magic, PZ_MAGIC, 8);
+	if (!ret && lseek(fd, (off_t)pos, SEEK_SET) < 0)
+		ret = fail(-errno, "cannot write the compressed %s: %s", name, strerror(errno));
+	for (uint64_t b = 0; !ret && b < nb; b++) {
+		size_t in_len = (size_t)(b + 1 < nb ? PZ_BLOCK : len - b * PZ_BLOCK);
+		const uint8_t *in = raw + b * PZ_BLOCK;
+		size_t n = compress_block(o, zc, in, in_len, out, room);
+
+		index[b] = n ? (uint32_t)n : (uint32_t)in_len | PZ_RAW_BIT;
+		ret = write_all(fd, n ? out : in, n ? n : in_len, name);
+		pos += n ? n : in_len;
+	}
+	if (!ret && pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		ret = fail(-EIO, "cannot write the compressed %s", name);
+	if (!ret && nb && pwrite(fd, index, nb * sizeof(*index), sizeof(h)) !=
+			  (ssize_t)(nb * sizeof(*index)))
+		ret = fail(-EIO, "cannot write the compressed %s", name);
+	*packed = pos;
+	ZSTD_freeCCtx(zc);
+	free(out);
+	free(index);
+	return ret;
+}
+
+static int map_file(int fd, const char *name, const uint8_t **map, uint64_t *len)
+{
+	struct stat st;
+
+	*map = NULL;
+	if (fstat(fd, &st))
+		return fail(-errno, "cannot read %s: %s", name, strerror(errno));
+	*len = (uint64_t)st.st_size;
+	if (!*len)
+		return 0;
+	*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		return fail(-errno, "cannot map %s: %s", name, strerror(errno));
+	}
+	return 0;
+}
+
+int pz_compress_image(int dirfd, const char *name, const struct pz_opts *o, uint64_t *packed)
+{
+	char tmp[80];
+	const uint8_t *raw;
+	uint64_t len;
+	int in = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out, ret;
+
+	if (in < 0)
+		return fail(-errno, "cannot open %s to compress it: %s", name, strerror(errno));
+	snprintf(tmp, sizeof(tmp), ".%s.z", name);
+	ret = map_file(in, name, &raw, &len);
+	close(in);
+	if (ret)
+		return ret;
+	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		ret = fail(-errno, "cannot create the compressed %s: %s", name, strerror(errno));
+	if (!ret)
+		ret = write_blocks(out, raw, len, o, name, packed);
+	if (raw)
+		munmap((void *)raw, len);
+	if (out >= 0 && close(out) && !ret)
+		ret = fail(-errno, "cannot write the compressed %s: %s", name, strerror(errno));
+	if (!ret && renameat(dirfd, tmp, dirfd, name))
+		ret = fail(-errno, "cannot rename the compressed %s: %s", name, strerror(errno));
+	if (ret)
+		unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
+/* --- reading --- */
+
+struct pz_read {
+	const char *name;
+	const uint8_t *src;		/* the compressed image, mapped */
+	uint8_t *dst;			/* the memfd, mapped */
+	struct pz_header h;
+	const uint32_t *index;
+	uint64_t *start;		/* each block's offset in src */
+	int algo;
+	uint64_t bad;			/* the first block that failed, or UINT64_MAX */
+	pthread_mutex_t lock;
+};
+
+static int check_layout(struct pz_read *r, uint64_t file_len)
+{
+	uint64_t pos = sizeof(r->h);
+
+	if (file_len < sizeof(r->h) || memcmp(r->src, PZ_MAGIC, 8))
+		return fail(-EIO, "image %s is corrupt: not a compressed pages image", r->name);
+	memcpy(&r->h, r->src, sizeof(r->h));
+	if ((r->h.algo != PZ_LZ4 && r->h.algo != PZ_ZSTD) || r->h.block != PZ_BLOCK ||
+	    r->h.nr_blocks != nr_blocks(r->h.raw) || r->h.raw > (1ULL << 48) ||
+	    (file_len - pos) / sizeof(uint32_t) < r->h.nr_blocks)
+		return fail(-EIO, "image %s is corrupt: its compression header is wrong", r->name);
+	r->index = (const uint32_t *)(r->src + pos);
+	pos += r->h.nr_blocks * sizeof(uint32_t);
+	r->start = calloc(r->h.nr_blocks + 1, sizeof(*r->start));
+	if (!r->start)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < r->h.nr_blocks; b++) {
+		r->start[b] = pos;
+		pos += r->index[b] & ~PZ_RAW_BIT;
+		if (pos > file_len)
+			return fail(-EIO, "image %s is truncated: its block %" PRIu64 " ends past its "
+				    "end", r->name, b);
+	}
+	if (pos != file_len)
+		return fail(-EIO, "image %s is corrupt: %" PRIu64 " bytes after its last block",
+			    r->name, file_len - pos);
+	return 0;
+}
+
+static bool decompress_block(struct pz_read *r, ZSTD_DCtx *zd, uint64_t b)
+{
+	size_t want = (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
+	size_t clen = r->index[b] & ~PZ_RAW_BIT;
+	const uint8_t *in = r->src + r->start[b];
+	uint8_t *out = r->dst + b * PZ_BLOCK;
+
+	if (r->index[b] & PZ_RAW_BIT) {
+		if (clen != want)
+			return false;
+		memcpy(out, in, want);
+		return true;
+	}
+	if (r->h.algo == PZ_ZSTD) {
+		size_t n = ZSTD_decompressDCtx(zd, out, want, in, clen);
+
+		return !ZSTD_isError(n) && n == want;
+	}
+	return LZ4_decompress_safe((const char *)in, (char *)out, (int)clen, (int)want) == (int)want;
+}
+
+static void note_bad(struct pz_read *r, uint64_t b)
+{
+	pthread_mutex_lock(&r->lock);
+	if (b < r->bad)
+		r->bad = b;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Every other block from the first one, (intptr_t) of the two halves of the work. */
+struct pz_worker {
+	struct pz_read *r;
+	uint64_t first;
+};
+
+static void *decompress_every_other(void *arg)
+{
+	struct pz_worker *w = arg;
+	ZSTD_DCtx *zd = w->r->h.algo == PZ_ZSTD ? ZSTD_createDCtx() : NULL;
+
+	for (uint64_t b = w->first; b < w->r->h.nr_blocks; b += 2) {
+		if (w->r->h.algo == PZ_ZSTD && !zd) {
+			note_bad(w->r, b);
+			break;
+		}
+		if (!decompress_block(w->r, zd, b)) {
+			note_bad(w->r, b);
+			break;
+		}
+	}
+	ZSTD_freeDCtx(zd);
+	return NULL;
+}
+
+/* Both halves, the second on a thread of its own when there is more than one block. */
+static void decompress_all(struct pz_read *r)
+{
+	struct pz_worker w0 = { r, 0 }, w1 = { r, 1 };
+	pthread_t t;
+	bool two = r->h.nr_blocks > 1 && !pthread_create(&t, NULL, decompress_every_other, &w1);
+
+	decompress_every_other(&w0);
+	if (two)
+		pthread_join(t, NULL);
+	else if (r->h.nr_blocks > 1)
+		decompress_every_other(&w1);
+}
+
+static int fill_memfd(struct pz_read *r, int mfd)
+{
+	if (ftruncate(mfd, (off_t)r->h.raw))
+		return fail(-errno, "cannot decompress %s: %s", r->name, strerror(errno));
+	if (!r->h.raw)
+		return 0;
+	r->dst = mmap(NULL, r->h.raw, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (r->dst == MAP_FAILED)
+		return fail(-errno, "cannot decompress %s: %s", r->name, strerror(errno));
+	r->bad = UINT64_MAX;
+	pthread_mutex_init(&r->lock, NULL);
+	decompress_all(r);
+	pthread_mutex_destroy(&r->lock);
+	munmap(r->dst, r->h.raw);
+	if (r->bad != UINT64_MAX)
+		return fail(-EIO, "image %s is corrupt: its block %" PRIu64 " (pages bytes %#" PRIx64
+			    "-%#" PRIx64 ") does not decompress", r->name, r->bad,
+			    r->bad * (uint64_t)PZ_BLOCK, MIN((r->bad + 1) * (uint64_t)PZ_BLOCK, r->h.raw));
+	return 0;
+}
+
+int pz_open_raw(int fd, const char *name)
+{
+	struct pz_read r = { .name = name };
+	uint64_t len = 0;
+	int mfd = -1, ret = map_file(fd, name, &r.src, &len);
+
+	if (!ret)
+		ret = check_layout(&r, len);
+	if (!ret) {
+		mfd = memfd_create("memdump-pages", MFD_CLOEXEC);
+		if (mfd < 0)
+			ret = fail(-errno, "cannot decompress %s: %s", name, strerror(errno));
+	}
+	if (!ret)
+		ret = fill_memfd(&r, mfd);
+	if (r.src)
+		munmap((void *)r.src, len);
+	free(r.start);
+	if (ret && mfd >= 0)
+		close(mfd);
+	return ret ? ret : mfd;
+}

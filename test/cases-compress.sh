@@ -1,0 +1,241 @@
+# Compressed pages images (dump --compress, src/image/compress.c) and image
+# sets as one stream (pack, unpack, dump/restore --stream, src/cli/pack.c).
+# t-compress holds a compressible heap beside incompressible pages.
+
+CZ_MB=16
+
+# pages_compressed DIR: pages-1.img of DIR starts with the compressed layout's magic
+expect_compressed() {
+	[[ $(head -c 8 "$1/pages-1.img") == MDPAGEZ1 ]] ||
+		fail "$1/pages-1.img is not compressed (magic '$(head -c 8 "$1/pages-1.img" | od -An -c)')"
+}
+
+# readmem_heap DIR PAGE: read-mem of heap page PAGE of t-compress is what it wrote
+expect_heap_page() {
+	local a=$(( ${READY[2]} + $2 * 4096 ))
+	md "read-mem.$2" read-mem -D "$1" "$a" 4096 || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
+	"$TESTBIN/t-compress" --gen "$a" 4096 "${READY[4]}" | cmp -s - "$MD_OUT" ||
+		fail "read-mem of heap page $2 differs from what t-compress wrote"
+}
+
+# Round trip: the image is smaller than the raw pages, verify, read-mem and
+# the restored content are exact.
+case_compress_rt() {
+	local algo=$1
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress="$algo"
+	expect_killed "$PID"
+	expect_compressed "$T/d"
+	local size raw=$(( 2 * CZ_MB << 20 ))
+	size=$(stat -c %s "$T/d/pages-1.img")
+	note "pages-1.img: $size bytes for at least $raw raw"
+	(( size < raw * 3 / 4 )) || fail "compressed pages-1.img is $size bytes, raw pages $raw"
+	md verify verify -D "$T/d" || fail "verify failed: $(tail -n1 "$MD_ERR")"
+	expect_heap_page "$T/d" 1
+	expect_heap_page "$T/d" $(( (CZ_MB << 8) - 2 ))
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" 1
+}
+for a in lz4 zstd zstd:9; do add "compress-rt-$a" case_compress_rt "$a"; done
+
+# --leave-running: the target runs on, the compressed set restores after it is gone.
+case_compress_lr() {
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress --leave-running
+	expect_untraced "$PID"
+	expect_compressed "$T/d"
+	kill -9 "$PID"; expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add compress-lr case_compress_lr
+
+# An incremental chain mixing raw and compressed sets (helpers of cases-incr.sh).
+case_compress_chain() {
+	local first="" second=""	# z: that set compressed
+	[[ $1 == z ]] && first=--compress
+	[[ $2 == z ]] && second=--compress=zstd
+	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
+	pre_dump "$T/p1" $first
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1 $second
+	expect_killed "$PID"
+	[[ -n $first ]] && expect_compressed "$T/p1"
+	[[ -n $second ]] && expect_compressed "$T/d2"
+	expect_parent_entries "$T/d2"
+	md verify verify -D "$T/d2" || fail "verify of the chain failed: $(tail -n1 "$MD_ERR")"
+	local a=$(( READY[2] )) p
+	for p in 0:0x1acc0002 1:0x1acc0001; do
+		md read-mem read-mem -D "$T/d2" $(( a + ${p%%:*} * 4096 )) 4096 ||
+			fail "read-mem of the chain failed: $(tail -n1 "$MD_ERR")"
+		"$TESTBIN/t-incr" --gen $(( a + ${p%%:*} * 4096 )) 4096 "${p#*:}" | cmp -s - "$MD_OUT" ||
+			fail "read-mem of page ${p%%:*} through the chain differs"
+	done
+	restore_and_pass "$T/d2" 1
+}
+add compress-chain-z-raw case_compress_chain z raw
+add compress-chain-raw-z case_compress_chain raw z
+
+# A corrupted compressed image is refused by name before anything is restored;
+# the pristine copy still restores.
+case_compress_corrupt() {
+	local how=$1
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	cp -a "$T/d" "$T/good"
+	local s; s=$(stat -c %s "$T/d/pages-1.img")
+	case $how in
+	block)	# bytes in the middle of the blocks
+		printf 'corrupted!corrupted!' | dd of="$T/d/pages-1.img" bs=1 seek=$(( s / 2 )) \
+			conv=notrunc status=none ;;
+	index)	# the size of the first block
+		printf '\x07\x00\x00\x00' | dd of="$T/d/pages-1.img" bs=1 seek=32 conv=notrunc status=none ;;
+	trunc)	truncate -s $(( s - 5000 )) "$T/d/pages-1.img" ;;
+	esac
+	md restore restore -D "$T/d"
+	expect_md_error
+	grep -q 'pages-1.img is \(corrupt\|truncated\)' "$MD_ERR" ||
+		fail "the error does not name pages-1.img as corrupt: $(cat "$MD_ERR")"
+	sleep 0.2
+	alive "$PID" && fail "a process with pid $PID is left after the failed restore"
+	md verify verify -D "$T/d" && fail "verify passed a corrupted compressed image"
+	restore_and_pass "$T/good" good
+}
+for h in block index trunc; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
+
+# pack DIR > FILE, unpack: the same files, and the unpacked set restores.
+case_pack_rt() {
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress=zstd
+	expect_killed "$PID"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/d" > "$T/s" 2> "$T/pack.err" ||
+		fail "pack failed: $(cat "$T/pack.err")"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" unpack "$T/u" < "$T/s" 2> "$T/unpack.err" ||
+		fail "unpack failed: $(cat "$T/unpack.err")"
+	diff -r "$T/d" "$T/u" > /dev/null || fail "the unpacked set differs from the packed one"
+	md verify verify -D "$T/u" || fail "verify of the unpacked set failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/u" 1
+}
+add pack-rt case_pack_rt
+
+# restore --stream -: from a pipe (cat), run in the background as restore_bg does
+restore_stream_bg() {
+	local label=$1; shift
+	RPIDFILE=$T/pidfile.$label MD_ERR=$T/md.restore.$label.err MD_OUT=$T/md.restore.$label.out
+	rm -f "$RPIDFILE"
+	# shellcheck disable=SC2002
+	( cat "$@" | timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+}
+
+# dump --stream - into a pipe, restore --stream - from one: the content is exact,
+# and neither leaves its private directory behind.
+case_stream_rt() {
+	local algo=$1
+	[[ $algo == raw ]] && algo=""
+	mkdir -p "$T/tmp"
+	start_prog t-compress "$CZ_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		${algo:+--compress=$algo} | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	[[ $(head -c 8 "$T/s") == MDSTRM01 ]] || fail "the dump's stdout is not a stream"
+	grep -q "^dumped process $PID" "$T/dump.err" || fail "the dump's summary is not on stderr"
+	truncate -s "$READY_SIZE" "$OUT"
+	TMPDIR=$T/tmp restore_stream_bg 1 "$T/s"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+}
+add stream-rt-raw case_stream_rt raw
+add stream-rt-lz4 case_stream_rt lz4
+
+# stream_bad FILE OUT HOW: a broken copy of the stream FILE
+stream_bad() {
+	case $3 in
+	trunc)	head -c $(( $(stat -c %s "$1") / 2 )) "$1" > "$2" ;;
+	tail)	head -c $(( $(stat -c %s "$1") - 3 )) "$1" > "$2" ;;
+	corrupt) cp "$1" "$2"
+		printf 'corrupted!' | dd of="$2" bs=1 seek=$(( $(stat -c %s "$1") / 2 )) \
+			conv=notrunc status=none ;;
+	reorder) python3 - "$1" "$2" <<'PY' || fail "cannot reorder the stream"
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+pos, ents = 32, []
+while True:
+    magic, idx, kind, nl, zero, size = struct.unpack_from('<IIHHIQ', d, pos)
+    end = pos + 24 + nl + (size if kind != 3 else 0) + 8
+    ents.append(d[pos:end])
+    pos = end
+    if kind == 3:
+        break
+ents[2], ents[3] = ents[3], ents[2]
+open(sys.argv[2], 'wb').write(d[:32] + b''.join(ents))
+PY
+		;;
+	other)	# the head of this stream, the entries of another set's
+		{ head -c 32 "$1"; tail -c +33 "$T/s2"; } > "$2" ;;
+	esac
+}
+
+# md_in FILE LABEL ARGS...: memdump ARGS with FILE on stdin (md's reads /dev/null)
+md_in() {
+	local in=$1 label=$2; shift 2
+	MD_OUT=$T/md.$label.out MD_ERR=$T/md.$label.err
+	timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" "$@" < "$in" > "$MD_OUT" 2> "$MD_ERR"
+	MD_RC=$?
+	note "memdump $* < ${in##*/} -> exit $MD_RC"
+	head -c 3000 "$MD_ERR" | sed 's/^/#   stderr: /'
+	(( MD_RC == 124 || MD_RC == 137 )) && fail "memdump $1 timed out"
+	return $MD_RC
+}
+
+# Truncated, corrupted, reordered streams and a stream of another set: one
+# line, nothing restored, nothing left (neither DIR nor its temporary).
+case_stream_bad() {
+	local how=$1
+	mkdir -p "$T/tmp"
+	start_prog t-compress 4
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	"$MEMDUMP" pack "$T/d" > "$T/s" || fail "pack failed"
+	if [[ $how == other ]]; then
+		local keep=$PID keep_out=$OUT keep_size=$READY_SIZE
+		start_prog t-pattern 4
+		dump "$PID" "$T/d2"
+		expect_killed "$PID"
+		"$MEMDUMP" pack "$T/d2" > "$T/s2" || fail "pack failed"
+		PID=$keep OUT=$keep_out READY_SIZE=$keep_size
+	fi
+	local want
+	case $how in
+	trunc|tail) want='truncated' ;;
+	corrupt) want='checksum of .* does not match' ;;
+	reorder) want='reordered' ;;
+	other) want='another set' ;;
+	esac
+	stream_bad "$T/s" "$T/bad" "$how"
+	md_in "$T/bad" unpack unpack "$T/u"
+	expect_md_error
+	grep -q "$want" "$MD_ERR" || fail "the error does not say '$want': $(cat "$MD_ERR")"
+	[[ -z $(ls -d "$T"/u* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/u*)"
+	TMPDIR=$T/tmp md_in "$T/bad" restore restore --stream -
+	expect_md_error
+	grep -q "$want" "$MD_ERR" || fail "the error does not say '$want': $(cat "$MD_ERR")"
+	sleep 0.2
+	alive "$PID" && fail "a process with pid $PID is left after the failed restore"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+	note "the intact stream still restores"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_stream_bg good "$T/s"
+	wait_restored "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+for h in trunc tail corrupt reorder other; do add "stream-bad-$h" case_stream_bad "$h"; done
