@@ -12,6 +12,10 @@
  *   LINK    "name\0target"             a symlink (an incremental set's `parent`)
  *   COMMIT  -                          every file written is synced; REPLY
  *   RESTORE -                          migrate: restore the current set; REPLY
+ *   SYNC    -                          REPLY once every byte before it is read:
+ *                                      the pages spliced with SPLICE_F_GIFT into
+ *                                      the socket are the target's own pages
+ *                                      until then (and TCP may send them again)
  *   DONE    -                          the session ends well
  *   REPLY   status (4 bytes, 0 or an errno) and a message
  *                                      server -> client
@@ -41,6 +45,7 @@ enum xfer_cmd {
 	XFER_RESTORE,
 	XFER_DONE,
 	XFER_REPLY,
+	XFER_SYNC,
 };
 
 struct xfer_hdr {

@@ -265,6 +265,7 @@ static int serve_one(struct rx *r, const struct xfer_hdr *h)
 	case XFER_LINK:		return on_link(r, h->len);
 	case XFER_COMMIT:	return h->len ? -EPROTO : on_commit(r);
 	case XFER_RESTORE:	return h->len ? -EPROTO : on_restore(r);
+	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(r->sock, 0, "");
 	case XFER_DONE:		return 1;
 	}
 	return fail(-EPROTO, "unknown message %u", h->cmd);

@@ -363,6 +363,7 @@ int write_pages(struct dump_ctx *d);
  * a DATA header before each piece, and at the end the pagemap and the commit */
 int page_xfer_open(struct dump_ctx *d);
 int page_xfer_data(struct dump_ctx *d, uint64_t bytes);
+int page_xfer_sync(struct dump_ctx *d);
 int page_xfer_error(struct dump_ctx *d, int err);
 int page_xfer_commit(struct dump_ctx *d);
 /* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,

@@ -32,6 +32,17 @@ int page_xfer_open(struct dump_ctx *d)
 	return ret ? ret : d->xfer->fd;
 }
 
+/*
+ * Spliced into a socket, the pages the parasite gifted are the target's own
+ * pages until the page server has read them (TCP keeps references, and may
+ * send them again): its answer to a SYNC says it has, before the target
+ * runs again.
+ */
+int page_xfer_sync(struct dump_ctx *d)
+{
+	return xfer_request(d->xfer, XFER_SYNC);
+}
+
 int page_xfer_data(struct dump_ctx *d, uint64_t bytes)
 {
 	return xfer_send(d->xfer, XFER_DATA, NULL, bytes);

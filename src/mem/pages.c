@@ -497,8 +497,8 @@ int write_pages(struct dump_ctx *d)
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
-	if (o.remote)
-		return ret ? page_xfer_error(d, ret) : 0;
+	if (o.remote)	/* read by the page server before the target runs again */
+		return ret ? page_xfer_error(d, ret) : page_xfer_sync(d);
 	if (!ret)
 		ret = pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)
