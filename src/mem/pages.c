@@ -288,7 +288,8 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 		size_t n;
 
 		direct_from_here(o);
-		max = o->follow ? SUM_CHUNK : until_switch(o);
+		/* to a page server: in pieces too, each behind its header */
+		max = o->follow || o->remote ? SUM_CHUNK : until_switch(o);
 		n = next_chunk(r, nr, &i, &pos, iov, max, &bytes);
 		ret = o->remote ? page_xfer_data(d, bytes) : 0;
 		if (!ret)
