@@ -490,6 +490,8 @@ int write_pages(struct dump_ctx *d)
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
+	if (!ret && !err && o.remote)	/* read there before the target runs again */
+		ret = page_xfer_sync(d);
 	t_written = now_us();
 	ret = keep_sums(d, &ps, ret ?: err);
 	pr_debug("pages written in %.3f s, their checksums %.3f s after",
@@ -498,8 +500,8 @@ int write_pages(struct dump_ctx *d)
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
-	if (o.remote)	/* read by the page server before the target runs again */
-		return ret ? page_xfer_error(d, ret) : page_xfer_sync(d);
+	if (o.remote)
+		return ret ? page_xfer_error(d, ret) : 0;
 	if (!ret)
 		ret = pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)
