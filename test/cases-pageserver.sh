@@ -123,11 +123,13 @@ ps_stalled_dump() {
 		{ show_file "dump" "$MD_ERR"; fail "the dump never reached half of the pages"; }
 }
 
+# (the fault point stalls the dump: the target's size does not matter)
+
 # The page server killed mid-dump: the dump fails with one line naming it, the target
 # runs on unharmed, no inventory on A.
 case_ps_server_killed() {
 	ps_hosts
-	ps_target t-pattern "${BIG_MB:-512}"
+	ps_target t-pattern 64
 	PSDIR=$T/B; ps_server "$T/B"
 	ps_stalled_dump
 	kill -9 "$PSPID"
@@ -146,7 +148,7 @@ add ps-server-killed case_ps_server_killed
 # The dump killed mid-transfer: the page server fails and leaves nothing behind.
 case_ps_dump_killed() {
 	ps_hosts
-	ps_target t-pattern "${BIG_MB:-512}"
+	ps_target t-pattern 64
 	PSDIR=$T/B; ps_server "$T/B"
 	ps_stalled_dump
 	local md; md=$(pgrep -P "$MDPID")	# memdump, below timeout
@@ -193,7 +195,9 @@ case_ms_heartbeat() {
 	# when the source dies, does the destination exist already?
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
-	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" ||
+	# three dumps and a restore: three times one command's time
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	expect_killed "$PID"
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -214,15 +218,16 @@ case_ms_heartbeat() {
 	get_result "$OUT"
 }
 add ms-heartbeat case_ms_heartbeat
+case_limit ms-heartbeat 300
 
 # The receiver killed mid-migration: migrate fails with one line, the source runs on,
 # tracked no more, and nothing runs on host B.
 case_ms_receiver_killed() {
 	ps_hosts
-	ps_target t-heartbeat "${BIG_MB:-512}"
+	ps_target t-heartbeat 64
 	ms_receiver
 	MD_ERR=$T/md.migrate.err
-	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MDA" migrate \
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
 		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
 	MDPID=$!
 	track "$MDPID"
