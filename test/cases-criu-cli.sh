@@ -41,10 +41,10 @@ add criu-cli-lxc case_criu_cli_lxc
 case_criu_cli_refuse() {
 	criu_link
 	local out
-	out=$("$CRIU" dump -t 1 -D "$T" --page-server --address 127.0.0.1 2>&1)
-	(( $? == 1 )) || fail "criu dump --page-server did not exit 1"
-	[[ $out == "memdump (as criu): --page-server is not supported: the page server is not supported yet" ]] ||
-		fail "page server refusal: '$out'"
+	out=$("$CRIU" dump -t 1 -D "$T" --tls 2>&1)
+	(( $? == 1 )) || fail "criu dump --tls did not exit 1"
+	[[ $out == "memdump (as criu): --tls is not supported: TLS is for the page server, not supported yet" ]] ||
+		fail "TLS refusal: '$out'"
 	out=$("$CRIU" restore -D "$T" --no-such-option 2>&1)
 	(( $? == 1 )) || fail "an unknown option did not exit 1"
 	[[ $out == *"unknown option --no-such-option (not one of CRIU 4.2's)" ]] ||

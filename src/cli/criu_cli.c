@@ -114,12 +114,12 @@ static const struct criu_opt criu_opts[] = {
 	{ "unprivileged", 0, NOARG, NOOP, "capabilities are checked where needed", true },
 	{ "allow-uprobes", 0, NOARG, NOOP, "a uprobes mapping is refused by name", true },
 	/* refused */
-	{ "page-server", 0, NOARG, REFUSE, "the page server is not supported yet", true },
-	{ "address", 0, ARG, REFUSE, "the page server is not supported yet", false },
-	{ "port", 0, ARG, REFUSE, "the page server is not supported yet", false },
+	{ "page-server", 0, NOARG, PASS, NULL, false },
+	{ "address", 0, ARG, PASS, NULL, false },
+	{ "port", 0, ARG, PASS, NULL, false },
 	{ "ps-socket", 0, ARG, REFUSE, "the page server is not supported yet", false },
 	{ "lazy-pages", 0, NOARG, REFUSE, "lazy restore is not supported yet", false },
-	{ "status-fd", 0, ARG, REFUSE, "status-fd is for the page server and lazy pages, not supported yet", false },
+	{ "status-fd", 0, ARG, PASS, NULL, false },	/* page-server's */
 	{ "auto-dedup", 0, NOARG, REFUSE, "deduplication of parent images is not supported", true },
 	{ "stream", 0, NOARG, REFUSE, "streamed images are not supported yet", true },
 	{ "tls", 0, NOARG, REFUSE, "TLS is for the page server, not supported yet", true },
@@ -140,7 +140,7 @@ static const struct criu_opt criu_opts[] = {
 static const struct { const char *criu, *memdump; } criu_cmds[] = {
 	{ "dump", "dump" }, { "pre-dump", "pre-dump" }, { "restore", "restore" },
 	{ "check", "check" }, { "swrk", "swrk" }, { "show", "show" },
-	{ "page-server", NULL }, { "lazy-pages", NULL }, { "service", NULL },
+	{ "page-server", "page-server" }, { "lazy-pages", NULL }, { "service", NULL },
 	{ "exec", NULL }, { "cpuinfo", NULL },
 };
 

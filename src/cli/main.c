@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "xfer.h"
 #include "cli/action_script.h"
 #include "cli/criu_cli.h"
 #include "cli/options.h"
@@ -30,6 +31,7 @@ static const char usage[] =
 	"       [--compress[=lz4|zstd[:LEVEL]]] [--stream FD|- instead of -D DIR]\n"
 	"        --compress: pages-1.img compressed (lz4 by default); --stream: the set\n"
 	"        written to FD (-: stdout) as one stream (see pack)\n"
+	"       [--page-server --address A --port P]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
 	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
@@ -46,10 +48,21 @@ static const char usage[] =
 	"        --external tty[RDEV:DEV] (hex): that pty slave's master is outside (a\n"
 	"        runtime's), the slave is dumped alone; --overwrite: a dump DIR already\n"
 	"        holds is removed first (as CRIU does; without it, DIR must hold none)\n"
+	"        --page-server: pages-1.img and the pagemap go to a memdump page-server\n"
+	"        at A:P (spliced into the socket), the other images to DIR\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID (and of the processes below it), leave it running\n"
 	"        and track the pages it writes\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
+	"  page-server -D DIR --port P [--address A] [--status-fd FD]\n"
+	"        receive one dump's pages (dump or pre-dump --page-server --address A\n"
+	"        --port P): pages-1.img and the pagemap into DIR, the other images stay\n"
+	"        in the dump's -D; exits once the dump is done (as CRIU's)\n"
+	"  migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--tcp-established]\n"
+	"        move PID to a migrate-receive on HOST: N pre-dumps (default 2) while it\n"
+	"        runs, the final dump frozen, restored there; killed here once it runs there\n"
+	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD]\n"
+	"        receive one migration into DIR and restore it (detached)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
@@ -103,21 +116,35 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 	};
 }
 
-int cmd_dump(const struct options *o)
+/* A dump, to a page server with --page-server (its pages and pagemap go there). */
+static int dump_with(const struct options *o, bool pre_dump)
 {
 	struct action_scripts as;
 	struct dump_opts d = dump_opts_of(o, &as);
+	struct xfer x = { .fd = -1 };
+	int ret = 0;
 
-	return dump_run(&d);
+	d.pre_dump = pre_dump;
+	if (o->page_server && !o->port)
+		return fail(-EINVAL, "--page-server needs --address A --port P");
+	if (o->page_server)
+		ret = xfer_connect(&x, "page server", o->address ? o->address : "localhost",
+				   o->port);
+	d.xfer = o->page_server ? &x : NULL;
+	if (!ret)
+		ret = dump_run(&d);
+	xfer_close(&x);
+	return ret;
+}
+
+int cmd_dump(const struct options *o)
+{
+	return dump_with(o, false);
 }
 
 int cmd_pre_dump(const struct options *o)
 {
-	struct action_scripts as;
-	struct dump_opts d = dump_opts_of(o, &as);
-
-	d.pre_dump = true;
-	return dump_run(&d);
+	return dump_with(o, true);
 }
 
 int cmd_track(const struct options *o)
@@ -169,6 +196,9 @@ static const struct command {
 	{ "pack", cmd_pack, "pack failed", false },
 	{ "unpack", cmd_unpack, "unpack failed", false },
 	{ "swrk", cmd_swrk, "swrk failed", false },
+	{ "page-server", cmd_page_server, "page-server failed", false },
+	{ "migrate-receive", cmd_migrate_receive, "migrate-receive failed", false },
+	{ "migrate", cmd_migrate, "migrate failed", true },
 };
 
 static int parse_mode(struct options *opts, const char *s)
@@ -338,7 +368,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
-	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM };
+	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
+	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -355,6 +386,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
 		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
+		{ "page-server", no_argument, NULL, OPT_PAGE_SERVER },
+		{ "address", required_argument, NULL, OPT_ADDRESS },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "status-fd", required_argument, NULL, OPT_STATUS_FD },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "pre-dumps", required_argument, NULL, OPT_PRE_DUMPS },
 		{ "stop", no_argument, NULL, OPT_STOP },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pidfile", required_argument, NULL, OPT_PIDFILE },
@@ -435,6 +472,30 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_TRACK_MEM:
 			opts->track_mem = true;
+			break;
+		case OPT_PAGE_SERVER:
+			opts->page_server = true;
+			break;
+		case OPT_ADDRESS:
+			opts->address = optarg;
+			break;
+		case OPT_PORT:
+			opts->port = strtol(optarg, &end, 10);
+			if (*end || opts->port <= 0 || opts->port > 65535)
+				return bad_usage("bad port '%s'", optarg);
+			break;
+		case OPT_STATUS_FD:
+			opts->status_fd = strtol(optarg, &end, 10);
+			if (*end || opts->status_fd < 0)
+				return bad_usage("bad --status-fd '%s'", optarg);
+			break;
+		case OPT_TO:
+			opts->to = optarg;
+			break;
+		case OPT_PRE_DUMPS:
+			opts->pre_dumps = strtol(optarg, &end, 10);
+			if (*end || opts->pre_dumps < 0 || opts->pre_dumps > 16)
+				return bad_usage("bad --pre-dumps '%s' (0-16)", optarg);
 			break;
 		case OPT_STOP:
 			opts->stop = true;
@@ -604,7 +665,8 @@ static void hoist_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT };
+	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT,
+				.status_fd = -1, .pre_dumps = -1 };
 	const struct command *cmd = NULL;
 	int ret;
 

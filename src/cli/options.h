@@ -32,6 +32,12 @@ struct options {
 	bool tcp_established;		/* --tcp-established */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */
+	bool page_server;		/* dump --page-server: pages to --address:--port */
+	const char *address;		/* --address (page-server, migrate-receive: to listen on) */
+	int port;			/* --port */
+	int status_fd;			/* --status-fd: a byte once listening (CRIU's), or -1 */
+	const char *to;			/* migrate --to HOST:PORT */
+	int pre_dumps;			/* migrate --pre-dumps N, or -1 */
 	bool stop;			/* track --stop */
 	bool detach;			/* restore -d */
 	const char *pidfile;		/* restore --pidfile */
@@ -77,6 +83,9 @@ int verify_image_set(const char *dir, size_t *procs, size_t *images, size_t *run
 int cmd_pack(const struct options *o);		/* pack.c: memdump pack DIR > FILE */
 int cmd_unpack(const struct options *o);	/* memdump unpack DIR < FILE */
 int cmd_swrk(const struct options *o);		/* rpc.c: CRIU's RPC on fd argv[0] */
+int cmd_page_server(const struct options *o);	/* pageserver.c */
+int cmd_migrate_receive(const struct options *o);	/* migrate.c */
+int cmd_migrate(const struct options *o);
 
 /* check.c: every probe, one line each on out (NULL: the log); <0 when a required one is missing */
 int check_features(FILE *out);

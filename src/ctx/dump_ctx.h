@@ -25,6 +25,7 @@
 #include "infect/infect.h"
 #include "net/sockets.h"
 #include "mem/track.h"
+#include "xfer.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 
@@ -207,6 +208,7 @@ struct dump_opts {
 	const char *ext_net_key;	/* a runtime's, not saved; restore joins it by KEY */
 	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
 	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
+	struct xfer *xfer;		/* --page-server: pages and pagemap go there, or NULL */
 };
 
 /*
@@ -338,6 +340,7 @@ struct dump_ctx {
 	int nr_below;
 	const struct mnt_ext *mnt_ext;	/* from dump_opts: keys of external bind mounts */
 	int nr_mnt_ext;
+	struct xfer *xfer;		/* from dump_opts: the page server, or NULL */
 };
 
 
@@ -359,6 +362,13 @@ void parent_free(struct dump_ctx *d);
 
 /* pages.c */
 int write_pages(struct dump_ctx *d);
+/* page_xfer.c: pages-1.img to the page server: its stream opened (the fd to write to),
+ * a DATA header before each piece, and at the end the pagemap and the commit */
+int page_xfer_open(struct dump_ctx *d);
+int page_xfer_data(struct dump_ctx *d, uint64_t bytes);
+int page_xfer_sync(struct dump_ctx *d);
+int page_xfer_error(struct dump_ctx *d, int err);
+int page_xfer_commit(struct dump_ctx *d);
 /* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,
  * which reads pages without PROT_READ too). */
 ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,

@@ -402,10 +402,13 @@ int dump_run(const struct dump_opts *o)
 	in_ns.host_netns = back;	/* the veth pairs' other ends are there (netns.c) */
 	for (int attempt = 0; !ret; attempt++) {
 		struct proc_tree t = { 0 };
-		bool as_tree = false;
+		bool as_tree = false, tree = o->pid > 1 && (tree_live_below(o->pid, &t) ||
+				(t.n && pidns_own(o->pid)) || (t.n && o->freeze_cgroup));
 
-		if (o->pid > 1 && (tree_live_below(o->pid, &t) || (t.n && pidns_own(o->pid)) ||
-				   (t.n && o->freeze_cgroup)))
+		if (tree && o->xfer)
+			ret = fail(-EOPNOTSUPP, "--page-server: process %d has children, and a "
+				   "tree's pages cannot go to a page server yet", o->pid);
+		else if (tree)
 			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
 							 * init, or frozen by its cgroup */
 		else
@@ -435,7 +438,7 @@ int dump_run(const struct dump_opts *o)
 static bool wants_snapshot(const struct dump_opts *o)
 {
 	return o->snapshot || (o->leave_running && !o->no_snapshot && !o->pre_dump &&
-			       !o->track_mem && !o->prev_dir && !o->hooks);
+			       !o->track_mem && !o->prev_dir && !o->hooks && !o->xfer);
 }
 
 static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
@@ -445,7 +448,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .compress = o->compress,
 			      .host_netns = o->host_netns,
-			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext, .xfer = o->xfer,
 			      .parent = { .dirfd = -1 }, .pages_fd = -1,
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	bool leave_running = o->leave_running || o->pre_dump, snapshot = wants_snapshot(o);
@@ -464,6 +467,11 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (o->snapshot && !o->leave_running) {
 		free(ts);
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
+	}
+	if (o->snapshot && o->xfer) {
+		free(ts);
+		return fail(-EINVAL, "--snapshot with --page-server: the snapshot writes pages into "
+			    "the image at their places once the target runs, a stream cannot");
 	}
 	if (o->snapshot && o->hooks) {
 		free(ts);

@@ -729,5 +729,7 @@ int write_inventory(struct dump_ctx *d)
 	inv.has_parent_inventory = d->nr_parent_runs > 0;
 	inv.parent_inventory = d->parent.inventory_hash;
 	ret = sum_and_write_pagemap(d);
+	if (!ret && d->xfer)	/* the page server holds its images first */
+		ret = page_xfer_commit(d);
 	return ret ? ret : img_write_inventory(&d->dir, &inv);
 }

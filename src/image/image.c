@@ -65,6 +65,7 @@ struct created_img {
 	bool summed;		/* size and hash known (pages images: read back) */
 	uint64_t size, hash;
 	bool of_runs;		/* hash: of the runs' checksums (runsum.h) */
+	bool remote;		/* written by a page server, not here (img_remember_remote) */
 };
 
 void img_name(enum img_type t, unsigned id, char *buf, size_t len)
@@ -93,7 +94,7 @@ static int remember(struct img_dir *dir, const char *name)
 void img_remove_created(struct img_dir *dir)
 {
 	for (int i = 0; i < dir->nr_created; i++) {
-		if (dir->created[i].name)
+		if (dir->created[i].name && !dir->created[i].remote)
 			unlinkat(dir->fd, dir->created[i].name, 0);
 	}
 	img_forget_created(dir);
@@ -238,6 +239,19 @@ int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id)
 	return ret;
 }
 
+int img_remember_remote(struct img_dir *dir, enum img_type t, unsigned id)
+{
+	char name[64];
+	int idx;
+
+	img_name(t, id, name, sizeof(name));
+	idx = remember(dir, name);
+	if (idx < 0)
+		return idx;
+	dir->created[idx].remote = true;
+	return 0;
+}
+
 int img_create_unnamed(int dirfd)
 {
 	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -274,7 +288,7 @@ int img_close(struct image *img)
 	}
 	if (!ret && img->type != IMG_PAGES)	/* pages may bypass img_write_raw */
 		img->dir->created[img->idx] = (struct created_img){ img->dir->created[img->idx].name, true,
-							  img->hash.total, hash64_final(&img->hash), false };
+							  img->hash.total, hash64_final(&img->hash), false, false };
 	free(img);
 	return ret;
 }
@@ -341,7 +355,7 @@ int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t s
 	c = find_created(dir, name);
 	if (!c)
 		return fail(-ENOENT, "image %s was not created", name);
-	*c = (struct created_img){ c->name, true, size, hash, of_runs };
+	*c = (struct created_img){ c->name, true, size, hash, of_runs, c->remote };
 	return 0;
 }
 
@@ -362,7 +376,7 @@ int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, s
 	ret = runsum_read(fd, name, lens, nr, sums, &whole, false);
 	close(fd);
 	if (!ret && c)
-		*c = (struct created_img){ c->name, true, whole.total, runsum_of_runs(sums, nr), true };
+		*c = (struct created_img){ c->name, true, whole.total, runsum_of_runs(sums, nr), true, false };
 	return ret;
 }
 
@@ -541,7 +555,7 @@ int img_sync_all(struct img_dir *dir)
 	int ret = 0;
 
 	for (int i = 0; i < dir->nr_created && !ret; i++)
-		if (dir->created[i].name && dir->created[i].name[0] != '.')
+		if (dir->created[i].name && dir->created[i].name[0] != '.' && !dir->created[i].remote)
 			ret = sync_file(dir->fd, dir->created[i].name);
 	if (!ret)
 		ret = sync_file(dir->fd, "inventory.img");

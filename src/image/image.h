@@ -108,6 +108,9 @@ int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id);
 int img_create_unnamed(int dirfd);
 /* That file named as image t/id in dir (on the same filesystem), O_EXCL, remembered. */
 int img_link_fd(struct img_dir *dir, enum img_type t, unsigned id, int fd);
+/* Image t/id is written elsewhere (a page server): listed in the inventory with the
+ * checksum img_set_sum() gives, never synced nor removed here. */
+int img_remember_remote(struct img_dir *dir, enum img_type t, unsigned id);
 int img_write_msg(struct image *img, const ProtobufCMessage *msg);
 int img_write_raw(struct image *img, const void *buf, size_t len);
 int img_close(struct image *img);

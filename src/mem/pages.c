@@ -56,6 +56,8 @@ struct pages_out {
 	struct pagesum *sum;	/* read and mem modes: fed what is written */
 	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
 	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
+	struct dump_ctx *remote;	/* to a page server: each piece behind a header */
+	bool partial;		/* a piece's header sent, not all of its bytes */
 	pthread_t writer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -84,6 +86,13 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 		ssize_t n;
 
 		direct_from_here(o);
+		if (o->remote && !o->partial) {
+			int err = page_xfer_data(o->remote, len);
+
+			if (err)
+				return err;
+			o->partial = true;
+		}
 		n = write(o->fd, buf, MIN(len, until_switch(o)));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -99,6 +108,7 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 				    strerror(n < 0 ? errno : ENOSPC));
 		buf += n;
 		len -= n;
+		o->partial = len != 0;
 		o->written += n;
 		pagesum_written(o->follow, o->written);
 		progress_update(&o->bar, o->written);
@@ -278,9 +288,12 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 		size_t n;
 
 		direct_from_here(o);
-		max = o->follow ? SUM_CHUNK : until_switch(o);
+		/* to a page server: in pieces too, each behind its header */
+		max = o->follow || o->remote ? SUM_CHUNK : until_switch(o);
 		n = next_chunk(r, nr, &i, &pos, iov, max, &bytes);
-		ret = parasite_vmsplice(&d->in, iov, n, o->fd);
+		ret = o->remote ? page_xfer_data(d, bytes) : 0;
+		if (!ret)
+			ret = parasite_vmsplice(&d->in, iov, n, o->fd);
 		if (ret)
 			break;
 		o->written += bytes;
@@ -341,8 +354,20 @@ static uint64_t cache_end(const struct dump_ctx *d)
 	return room >= bytes ? UINT64_MAX : room;
 }
 
+/* To a page server (page_xfer.c): the socket, as through the page cache but with no cache. */
+static int open_remote(struct dump_ctx *d, struct pages_out *o)
+{
+	o->fd = page_xfer_open(d);
+	o->remote = d;
+	o->cache_end = UINT64_MAX;
+	pr_info("pages-1.img: to the %s", d->xfer->peer);
+	return o->fd < 0 ? o->fd : 0;
+}
+
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
+	if (d->xfer)
+		return open_remote(d, o);
 	o->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
 	if (o->fd < 0)
 		return o->fd;
@@ -417,11 +442,19 @@ static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_
 {
 	bool all_cached = !o->direct && o->cache_end == UINT64_MAX;
 
+	if (o->remote)		/* nothing to read back here */
+		return d->mode == MODE_SPLICE ? PAGESUM_MEMORY : PAGESUM_FED;
 	if (d->sums_late && all_cached)
 		return PAGESUM_LATER;
 	if (d->mode != MODE_SPLICE)
 		return PAGESUM_FED;
 	return all_cached ? PAGESUM_FILE : PAGESUM_MEMORY;
+}
+
+static void close_pages(struct pages_out *o)
+{
+	if (!o->remote)		/* the connection is the caller's */
+		close(o->fd);
 }
 
 int write_pages(struct dump_ctx *d)
@@ -441,7 +474,7 @@ int write_pages(struct dump_ctx *d)
 	/* the blob's start writes memory (rseq): before the checksums read it */
 	ret = d->mode == MODE_SPLICE ? parasite_start(&d->in) : 0;
 	if (ret) {
-		close(o.fd);
+		close_pages(&o);
 		return ret;
 	}
 	ret = pagesum_start(d, &ps, src, o.fd);
@@ -449,7 +482,7 @@ int write_pages(struct dump_ctx *d)
 		ret = start_writer(&o);
 	if (ret) {
 		keep_sums(d, &ps, ret);
-		close(o.fd);
+		close_pages(&o);
 		return ret;
 	}
 	progress_start(&o.bar, "dumping memory", d->nr_pages * PAGE_SIZE, d->progress);
@@ -457,6 +490,8 @@ int write_pages(struct dump_ctx *d)
 	d->stats.mem_start = now_us();
 	ret = dump_runs(d, &o);
 	err = stop_writer(&o);
+	if (!ret && !err && o.remote)	/* read there before the target runs again */
+		ret = page_xfer_sync(d);
 	t_written = now_us();
 	ret = keep_sums(d, &ps, ret ?: err);
 	pr_debug("pages written in %.3f s, their checksums %.3f s after",
@@ -465,6 +500,8 @@ int write_pages(struct dump_ctx *d)
 	progress_end(&o.bar);
 	d->stats.pages_written = o.written / PAGE_SIZE;
 	d->stats.bytes_written = o.written;
+	if (o.remote)
+		return ret ? page_xfer_error(d, ret) : 0;
 	if (!ret)
 		ret = pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)

@@ -1,0 +1,366 @@
+/*
+ * The receiving side of an image transfer (include/xfer.h):
+ *
+ *   memdump page-server -D DIR [--address A] --port P [--status-fd FD]
+ *       serves one dump (dump --page-server): pages-1.img and the pagemap
+ *       into DIR, synced at the dump's COMMIT; exits 0 once the dump closed
+ *       the connection after it, else removes what it wrote and fails.
+ *   memdump migrate-receive -D DIR [--address A] --port P [--status-fd FD]
+ *       serves one migration (memdump migrate): each set into DIR/NAME, and
+ *       at RESTORE the last one restored (detached); exits 0 at DONE. Lost
+ *       before the restore: everything received is removed, nothing runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "cli/options.h"
+#include "log.h"
+#include "xfer.h"
+
+#define MADE_MAX	4096
+
+struct rx {
+	int sock;
+	int root;		/* -D */
+	int dirfd;		/* the current set's directory: root or root/SET */
+	char set[XFER_NAME_MAX + 1];
+	int fd;			/* the current file, or -1 */
+	char *made[MADE_MAX];	/* paths below root, in the order made, to remove on failure */
+	bool made_dir[MADE_MAX];
+	int nr_made;
+	bool migrate;		/* SET, LINK, RESTORE allowed */
+	bool committed;		/* a page server: everything synced */
+	bool restored;		/* migrate-receive: the process runs here now */
+	const struct options *o;
+};
+
+static int remember(struct rx *r, const char *name, bool dir)
+{
+	char path[2 * XFER_NAME_MAX + 2];
+
+	if (r->nr_made == MADE_MAX)
+		return fail(-E2BIG, "too many files received");
+	if (r->dirfd != r->root && !dir)
+		snprintf(path, sizeof(path), "%s/%s", r->set, name);
+	else
+		snprintf(path, sizeof(path), "%s", name);
+	r->made[r->nr_made] = strdup(path);
+	r->made_dir[r->nr_made] = dir;
+	return r->made[r->nr_made++] ? 0 : -ENOMEM;
+}
+
+/* Everything received goes: no set that looks complete is left. */
+static void remove_made(struct rx *r)
+{
+	for (int i = r->nr_made - 1; i >= 0; i--)
+		unlinkat(r->root, r->made[i], r->made_dir[i] ? AT_REMOVEDIR : 0);
+	fsync(r->root);
+}
+
+static void free_made(struct rx *r)
+{
+	for (int i = 0; i < r->nr_made; i++)
+		free(r->made[i]);
+	r->nr_made = 0;
+}
+
+/* A name of one path component, not hidden. */
+static int read_name(struct rx *r, uint64_t len, char *name)
+{
+	int ret;
+
+	if (!len || len > XFER_NAME_MAX)
+		return fail(-EPROTO, "a name of %llu bytes", (unsigned long long)len);
+	ret = xfer_read_exact(r->sock, name, len);
+	if (ret)
+		return ret;
+	name[len] = '\0';
+	if (strlen(name) != len || strchr(name, '/') || name[0] == '.')
+		return fail(-EPROTO, "a bad file name was sent");
+	return 0;
+}
+
+static int close_file(struct rx *r)
+{
+	int ret = 0;
+
+	if (r->fd < 0)
+		return 0;
+	if (fsync(r->fd))
+		ret = fail(-errno, "cannot sync a received image: %s", strerror(errno));
+	if (close(r->fd) && !ret)
+		ret = fail(-errno, "cannot write a received image: %s", strerror(errno));
+	r->fd = -1;
+	return ret;
+}
+
+static int on_set(struct rx *r, uint64_t len)
+{
+	char name[XFER_NAME_MAX + 1];
+	int ret = r->migrate ? read_name(r, len, name) : fail(-EPROTO, "SET to a page server");
+
+	if (!ret)
+		ret = close_file(r);
+	if (ret)
+		return ret;
+	if (mkdirat(r->root, name, 0700))
+		return fail(-errno, "cannot make %s: %s", name, strerror(errno));
+	if (r->dirfd != r->root)
+		close(r->dirfd);
+	r->dirfd = r->root;
+	ret = remember(r, name, true);
+	r->dirfd = openat(r->root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->dirfd < 0) {
+		r->dirfd = r->root;
+		return fail(-errno, "cannot open %s: %s", name, strerror(errno));
+	}
+	snprintf(r->set, sizeof(r->set), "%s", name);
+	return ret;
+}
+
+static int on_file(struct rx *r, uint64_t len)
+{
+	char name[XFER_NAME_MAX + 1];
+	int ret = read_name(r, len, name);
+
+	if (!ret)
+		ret = close_file(r);
+	if (ret)
+		return ret;
+	r->fd = openat(r->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		       0600);
+	if (r->fd < 0)
+		return fail(-errno, "cannot create %s: %s", name, strerror(errno));
+	pr_debug("receiving %s", name);
+	return remember(r, name, false);
+}
+
+static int on_data(struct rx *r, uint64_t len)
+{
+	int ret;
+
+	if (r->fd < 0)
+		return fail(-EPROTO, "data before a file");
+	ret = xfer_recv_data(r->sock, r->fd, len);
+	if (ret == -EPIPE)
+		return ret;
+	return ret ? fail(ret, "cannot write a received image: %s", strerror(-ret)) : 0;
+}
+
+static int on_link(struct rx *r, uint64_t len)
+{
+	char buf[2 * XFER_NAME_MAX + 2], *target;
+	int ret;
+
+	if (!r->migrate || len >= sizeof(buf) || len < 3)
+		return fail(-EPROTO, "a bad link was sent");
+	ret = xfer_read_exact(r->sock, buf, len);
+	if (ret)
+		return ret;
+	buf[len] = '\0';
+	target = buf + strlen(buf) + 1;
+	if (target >= buf + len || strchr(buf, '/') || buf[0] == '.' || !buf[0])
+		return fail(-EPROTO, "a bad link was sent");
+	if (symlinkat(target, r->dirfd, buf))
+		return fail(-errno, "cannot make the link %s: %s", buf, strerror(errno));
+	return remember(r, buf, false);
+}
+
+static int on_commit(struct rx *r)
+{
+	int ret = close_file(r);
+
+	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
+		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
+	if (xfer_reply(r->sock, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
+		ret = -EPIPE;
+	r->committed = !ret;
+	return ret;
+}
+
+/* Run `memdump restore -D DIR/SET -d` and take the last line it printed on stderr. */
+static int run_restore(struct rx *r, char *msg, size_t len)
+{
+	char path[PATH_MAX], verb[8];
+	int p[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
+	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDERR_FILENO);
+		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "-v", verb,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	msg[0] = '\0';
+	while (pid > 0 && (n = read(p[0], msg + got, len - 1 - got)) > 0) {
+		got += n;
+		if ((size_t)got == len - 1) {	/* keep the tail */
+			memmove(msg, msg + len / 2, len - 1 - len / 2);
+			got = len - 1 - len / 2;
+		}
+	}
+	close(p[0]);
+	msg[got] = '\0';
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -ECHILD;
+	if (got && msg[got - 1] == '\n')
+		msg[--got] = '\0';
+	if (strrchr(msg, '\n'))
+		memmove(msg, strrchr(msg, '\n') + 1, strlen(strrchr(msg, '\n')));
+	fprintf(stderr, "%s%s", msg, got ? "\n" : "");
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+static int on_restore(struct rx *r)
+{
+	char msg[1024];
+	int ret = r->migrate ? close_file(r) : fail(-EPROTO, "RESTORE to a page server");
+
+	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
+		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
+	if (!ret) {
+		ret = run_restore(r, msg, sizeof(msg));
+		if (ret)
+			ret = fail(ret, "restore of %s/%s failed: %s", r->o->dir, r->set, msg);
+	}
+	r->restored = !ret;
+	if (xfer_reply(r->sock, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
+		pr_warn("the process is restored, but its source did not hear it");
+	return ret;
+}
+
+static int on_hello(struct rx *r, uint64_t len)
+{
+	uint32_t v;
+	int ret = len == sizeof(v) ? xfer_read_exact(r->sock, &v, sizeof(v)) : -EPROTO;
+
+	if (!ret && v != XFER_VERSION)
+		ret = fail(-EPROTO, "protocol version %u (this memdump speaks %u)", v, XFER_VERSION);
+	return ret;
+}
+
+/* One message; 1 at DONE. */
+static int serve_one(struct rx *r, const struct xfer_hdr *h)
+{
+	switch (h->cmd) {
+	case XFER_HELLO:	return on_hello(r, h->len);
+	case XFER_SET:		return on_set(r, h->len);
+	case XFER_FILE:		return on_file(r, h->len);
+	case XFER_DATA:		return on_data(r, h->len);
+	case XFER_LINK:		return on_link(r, h->len);
+	case XFER_COMMIT:	return h->len ? -EPROTO : on_commit(r);
+	case XFER_RESTORE:	return h->len ? -EPROTO : on_restore(r);
+	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(r->sock, 0, "");
+	case XFER_DONE:		return 1;
+	}
+	return fail(-EPROTO, "unknown message %u", h->cmd);
+}
+
+static int serve(struct rx *r)
+{
+	struct xfer_hdr h;
+	int ret;
+
+	for (;;) {
+		ret = xfer_recv_hdr(r->sock, &h);
+		if (ret == -EPIPE && r->committed && !r->migrate)
+			return 0;	/* the dump closed after its COMMIT: done */
+		if (!ret)
+			ret = serve_one(r, &h);
+		if (ret == 1)
+			return close_file(r);
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			return fail(ret, "the connection ended before the images were complete");
+		if (ret == -EPROTO)
+			return fail(ret, "not memdump's image stream");
+		if (ret)
+			return ret;
+	}
+}
+
+/* CRIU's --status-fd: a byte once listening. */
+static void tell_status(const struct options *o)
+{
+	if (o->status_fd < 0)
+		return;
+	if (write(o->status_fd, "", 1) != 1)
+		pr_warn("cannot write to --status-fd %d", o->status_fd);
+	close(o->status_fd);
+}
+
+static int accept_one(const struct options *o)
+{
+	int lfd = xfer_listen(o->address, o->port), fd;
+
+	if (lfd < 0)
+		return lfd;
+	pr_info("listening on %s:%d", o->address ? o->address : "*", o->port);
+	tell_status(o);
+	do
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	close(lfd);
+	if (fd < 0)
+		return fail(-errno, "cannot accept a connection: %s", strerror(errno));
+	return fd;
+}
+
+static int receive(const struct options *o, bool migrate)
+{
+	struct rx r = { .fd = -1, .migrate = migrate, .o = o };
+	int ret;
+
+	if (!o->dir || !o->port)
+		return fail(-EINVAL, "%s needs -D DIR and --port P",
+			    migrate ? "migrate-receive" : "page-server");
+	if (mkdir(o->dir, 0700) && errno != EEXIST)
+		return fail(-errno, "cannot create directory %s: %s", o->dir, strerror(errno));
+	r.root = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r.root < 0)
+		return fail(-errno, "cannot open directory %s: %s", o->dir, strerror(errno));
+	if (!faccessat(r.root, "inventory.img", F_OK, 0)) {
+		close(r.root);
+		return fail(-EEXIST, "directory %s already holds a dump", o->dir);
+	}
+	r.dirfd = r.root;
+	r.sock = accept_one(o);
+	ret = r.sock < 0 ? r.sock : serve(&r);
+	if (r.fd >= 0)
+		close(r.fd);
+	if (ret && !r.restored)
+		remove_made(&r);
+	if (r.dirfd != r.root)
+		close(r.dirfd);
+	if (r.sock >= 0)
+		close(r.sock);
+	close(r.root);
+	free_made(&r);
+	return ret;
+}
+
+int cmd_page_server(const struct options *o)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return receive(o, false);
+}
+
+int cmd_migrate_receive(const struct options *o)
+{
+	signal(SIGPIPE, SIG_IGN);
+	return receive(o, true);
+}

@@ -1,0 +1,67 @@
+/*
+ * The pages of a dump to a page server (dump --page-server): pages-1.img is
+ * not written here but streamed into the connection, the page pipes spliced
+ * into the socket (pages.c: no copy through memdump on this side). Its
+ * checksums are taken as with O_DIRECT, from the frozen target's memory (or
+ * fed by the writer in read and mem modes), so the inventory written here
+ * lists the image the page server holds. The pagemap follows once written,
+ * then a COMMIT: the page server syncs both and answers; only then is the
+ * inventory written (images.c), so a page server that died or closed
+ * leaves a dump that fails, the target running, no inventory here and no
+ * complete set there.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "ctx/dump_ctx.h"
+#include "image/image.h"
+#include "log.h"
+#include "xfer.h"
+
+int page_xfer_open(struct dump_ctx *d)
+{
+	char name[64];
+	int ret;
+
+	img_name(IMG_PAGES, 1, name, sizeof(name));
+	ret = img_remember_remote(&d->dir, IMG_PAGES, 1);
+	if (!ret)
+		ret = xfer_send(d->xfer, XFER_FILE, name, strlen(name));
+	return ret ? ret : d->xfer->fd;
+}
+
+/*
+ * Spliced into a socket, the pages the parasite gifted are the target's own
+ * pages until the page server has read them (TCP keeps references, and may
+ * send them again): its answer to a SYNC says it has, before the target
+ * runs again.
+ */
+int page_xfer_sync(struct dump_ctx *d)
+{
+	return xfer_request(d->xfer, XFER_SYNC);
+}
+
+int page_xfer_data(struct dump_ctx *d, uint64_t bytes)
+{
+	return xfer_send(d->xfer, XFER_DATA, NULL, bytes);
+}
+
+/* A write into the socket failed (err): the page server is named, not "the pages image". */
+int page_xfer_error(struct dump_ctx *d, int err)
+{
+	if (err == -EPIPE || err == -ECONNRESET || err == -ENOTCONN || err == -ETIMEDOUT)
+		return xfer_lost(d->xfer, err);
+	return err;
+}
+
+int page_xfer_commit(struct dump_ctx *d)
+{
+	char name[64];
+	int ret;
+
+	img_name(IMG_PAGEMAP, (unsigned)d->pid, name, sizeof(name));
+	ret = xfer_send_file(d->xfer, d->dir.fd, name);
+	return ret ? ret : xfer_request(d->xfer, XFER_COMMIT);
+}

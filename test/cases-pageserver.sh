@@ -1,0 +1,248 @@
+# Page server and migration between two "hosts": two network namespaces the
+# case makes (a veth pair, 10.77.0.1 and 10.77.0.2), host A running the
+# target and the dump (nsenter: the target and memdump share A's network
+# namespace), host B the page server or the receiver, in a mount namespace
+# of its own (and a PID namespace for a migration's receiver: the restored
+# process takes the source's PID there while the source still exists).
+# Each host has its own image directory ($T/A, $T/B).
+
+PS_PORT=7781
+
+# ps_hosts: the two namespaces, removed when the case ends. Sets NSA, NSB, MDA.
+ps_hosts() {
+	local id=$(( BASHPID % 100000 ))
+	NSA=mdps-a$id NSB=mdps-b$id
+	ip netns add "$NSA" || fail "cannot make network namespace $NSA"
+	trap 'ip netns del "$NSA" 2>/dev/null; ip netns del "$NSB" 2>/dev/null' EXIT
+	ip netns add "$NSB" || fail "cannot make network namespace $NSB"
+	ip link add "psa$id" netns "$NSA" type veth peer name "psb$id" netns "$NSB" ||
+		fail "cannot make a veth pair"
+	ip -n "$NSA" addr add 10.77.0.1/24 dev "psa$id"
+	ip -n "$NSB" addr add 10.77.0.2/24 dev "psb$id"
+	ip -n "$NSA" link set lo up; ip -n "$NSA" link set "psa$id" up
+	ip -n "$NSB" link set lo up; ip -n "$NSB" link set "psb$id" up
+	mkdir -p "$T/A" "$T/B"
+	# memdump on host A, for md (which runs $MEMDUMP)
+	MDA=$T/memdump-on-A
+	printf '#!/bin/sh\nexec nsenter --net=/run/netns/%s %s "$@"\n' "$NSA" "$MEMDUMP" > "$MDA"
+	chmod +x "$MDA"
+}
+
+# ps_target NAME ARGS...: the target on host A
+ps_target() {
+	START_WRAP="nsenter --net=/run/netns/$NSA" start_prog "$@"
+}
+
+# ps_server DIR [opts]: memdump page-server on host B into DIR, listening. Sets PSPID, PSERR.
+ps_server() {
+	local dir=$1; shift
+	PSERR=$T/ps.$(basename "$dir").err
+	rm -f "$T/ps.status"
+	nsenter --net="/run/netns/$NSB" unshare -m "$MEMDUMP" page-server -D "$dir" \
+		--address 10.77.0.2 --port "$PS_PORT" --status-fd 3 "$@" \
+		3> "$T/ps.status" > /dev/null 2> "$PSERR" < /dev/null &
+	PSPID=$!
+	track "$PSPID"
+	wait_until "$OP_TIMEOUT" test -s "$T/ps.status" ||
+		{ show_file "page server" "$PSERR"; fail "the page server did not start listening"; }
+}
+
+# ps_server_exit: wait for it; sets PSRC
+ps_server_exit() {
+	timeout_wait "$PSPID" && PSRC=0 || PSRC=$?
+	note "page server exited with $PSRC"
+	show_file "page server stderr" "$PSERR"
+}
+
+# ps_dump LABEL DIR [opts]: a dump on host A to the page server (must succeed)
+ps_dump() {
+	local label=$1 dir=$2; shift 2
+	mkdir -p "$dir"
+	# shellcheck disable=SC2086
+	MEMDUMP=$MDA md "$label" "$@" -t "$PID" -D "$dir" --page-server --address 10.77.0.2 \
+		--port "$PS_PORT" $MD_DUMP_OPTS || fail "$label to the page server failed: $(tail -n1 "$MD_ERR")"
+	ps_server_exit
+	(( PSRC == 0 )) || fail "the page server failed: $(tail -n1 "$PSERR")"
+	[[ ! -e $dir/pages-1.img ]] || fail "pages-1.img was written on host A"
+	[[ -s ${PSDIR}/pages-1.img ]] || fail "the page server wrote no pages-1.img"
+}
+
+# ps_gather SRC DST: the images of host A beside the page server's (as rsync would)
+ps_gather() {
+	cp -an "$1"/. "$2"/ || fail "cannot copy $1 to $2"
+}
+
+# Round trip: the pages through the page server, the set verified and restored on B.
+case_ps_roundtrip() {
+	local mode=$1
+	ps_hosts
+	ps_target t-pattern
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_dump dump "$T/A" dump --mode "$mode"
+	expect_killed "$PID"
+	[[ -e $T/B/pagemap-$PID.img ]] || fail "the page server wrote no pagemap"
+	ps_gather "$T/A" "$T/B"
+	md verify verify -D "$T/B" || fail "verify on host B failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/B" 1
+}
+for m in "${MODES[@]}"; do add "ps-roundtrip-$m" case_ps_roundtrip "$m"; done
+
+# Incremental through the page server: pre-dump, dump --leave-running --track-mem on it,
+# then the killing dump; each set's pages on B, the chain restored there.
+case_ps_incr() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	PSDIR=$T/B/1; ps_server "$T/B/1"
+	ps_dump pre1 "$T/A/1" pre-dump
+	PSDIR=$T/B/2; ps_server "$T/B/2"
+	ps_dump dump2 "$T/A/2" dump --leave-running --track-mem --prev-images-dir ../1
+	expect_untraced "$PID"
+	PSDIR=$T/B/3; ps_server "$T/B/3"
+	ps_dump dump3 "$T/A/3" dump --prev-images-dir ../2
+	expect_killed "$PID"
+	local full small
+	full=$(stat -c %s "$T/B/1/pages-1.img") small=$(stat -c %s "$T/B/3/pages-1.img")
+	note "pages: $full bytes in the pre-dump, $small in the last dump"
+	(( small * 8 < full )) || fail "the last dump was not incremental ($small of $full bytes)"
+	for s in 1 2 3; do ps_gather "$T/A/$s" "$T/B/$s"; done
+	md verify verify -D "$T/B/3" || fail "verify of the chain on B failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/B/3" 1
+}
+add ps-incr case_ps_incr
+
+# ps_stalled_dump: a dump on A to the page server, stalled halfway through the pages
+ps_stalled_dump() {
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/A"
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MDA" dump \
+		-t "$PID" -D "$T/A" --page-server --address 10.77.0.2 --port "$PS_PORT" \
+		2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
+		{ show_file "dump" "$MD_ERR"; fail "the dump never reached half of the pages"; }
+}
+
+# (the fault point stalls the dump: the target's size does not matter)
+
+# The page server killed mid-dump: the dump fails with one line naming it, the target
+# runs on unharmed, no inventory on A.
+case_ps_server_killed() {
+	ps_hosts
+	ps_target t-pattern 64
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_stalled_dump
+	kill -9 "$PSPID"
+	note "killed the page server during the dump"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC == 124 )) && fail "the dump hung after the page server was killed"
+	expect_md_error
+	grep -q 'page server 10.77.0.2' "$MD_ERR" || fail "the error does not name the page server"
+	no_inventory "$T/A"
+	check_child_pass
+}
+add ps-server-killed case_ps_server_killed
+
+# The dump killed mid-transfer: the page server fails and leaves nothing behind.
+case_ps_dump_killed() {
+	ps_hosts
+	ps_target t-pattern 64
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_stalled_dump
+	local md; md=$(pgrep -P "$MDPID")	# memdump, below timeout
+	[[ -n $md ]] || fail "no memdump below timeout $MDPID"
+	kill -9 "$md"
+	note "killed memdump $md during the dump"
+	ps_server_exit
+	(( PSRC != 0 )) || fail "the page server exited 0 after the dump was killed"
+	grep -q '^memdump: page-server failed: ' "$PSERR" || fail "no error line from the page server"
+	[[ -z $(ls -A "$T/B") ]] || fail "the page server left files: $(ls "$T/B")"
+	no_inventory "$T/A"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add ps-dump-killed case_ps_dump_killed
+
+# ms_receiver: memdump migrate-receive on host B (a mount and a PID namespace of its
+# own, whose init stays for the restored process). Sets RXPID (the unshare), RXERR.
+ms_receiver() {
+	RXERR=$T/rx.err
+	rm -f "$T/rx.status"
+	nsenter --net="/run/netns/$NSB" unshare -m -p -f --mount-proc sh -c \
+		"'$MEMDUMP' migrate-receive -D '$T/B' --address 10.77.0.2 --port $PS_PORT \
+		 --status-fd 3 2> '$RXERR'; echo \$? > '$T/rx.rc'; exec sleep 600" \
+		3> "$T/rx.status" > /dev/null < /dev/null &
+	RXPID=$!
+	track "$RXPID"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.status" ||
+		{ show_file "receiver" "$RXERR"; fail "the receiver did not start listening"; }
+}
+
+# ms_dest_pid PID: the host's PID of the process that is PID in B's PID namespace
+ms_dest_pid() {
+	grep -l -P "^NSpid:\t[0-9]+\t$1\$" /proc/[0-9]*/status 2>/dev/null | head -n1 |
+		sed 's|/proc/\([0-9]*\)/status|\1|'
+}
+
+# A process with a heartbeat migrated: the source is gone only once the destination
+# runs, the beats go on there with none lost or doubled, its memory is the source's.
+case_ms_heartbeat() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver
+	# when the source dies, does the destination exist already?
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	# three dumps and a restore: three times one command's time
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	local dest ns0 beats
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	ns0=$(head -n1 "$T/beat" | cut -d' ' -f2)
+	wait_until "$OP_TIMEOUT" eval '[[ $(tail -n1 "$T/beat" | cut -d" " -f2) != "$ns0" ]]' ||
+		fail "no heartbeat from host B"
+	beats=$(awk 'NR > 1 && $1 != prev + 1 { print "beat " $1 " after " prev; exit }
+		     { prev = $1 }' "$T/beat")
+	[[ -z $beats ]] || fail "the heartbeats are not one sequence: $beats"
+	note "beats: $(grep -c " $ns0\$" "$T/beat") on A, $(grep -vc " $ns0\$" "$T/beat") on B so far"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-heartbeat case_ms_heartbeat
+case_limit ms-heartbeat 300
+
+# The receiver killed mid-migration: migrate fails with one line, the source runs on,
+# tracked no more, and nothing runs on host B.
+case_ms_receiver_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver
+	MD_ERR=$T/md.migrate.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
+		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never reached half of the pages"; }
+	pkill -9 -f "migrate-receive -D $T/B" || fail "no receiver to kill"
+	note "killed the receiver during the migration"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q 'receiver 10.77.0.2' "$MD_ERR" || fail "the error does not name the receiver"
+	expect_untraced "$PID"
+	expect_untracked "$PID"
+	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	check_child_pass
+}
+add ms-receiver-killed case_ms_receiver_killed
