@@ -58,6 +58,7 @@ struct restore_opts {
 	int nr_inherit_fd;
 	bool orphan_pts;		/* RPC orphan_pts_master: such a slave gets a new pair,
 					 * its master handed to the hooks (give_fd) */
+	bool lazy;			/* --lazy-pages: private anon memory filled by a handler */
 };
 
 
@@ -258,6 +259,7 @@ struct rst {
 
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
+	int lazy_peer;		/* --lazy-pages: the page handler's end of the blob's socket, -1 */
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */

@@ -1,0 +1,236 @@
+/*
+ * memdump restore --lazy-pages, memdump's side (lazy.h). Private anonymous
+ * VMAs with dumped pages are mapped by the blob but not filled: it registers
+ * them with a userfaultfd and sends that over a socket to the page handler
+ * (lazy_handler.c), a process memdump forks before the restored processes,
+ * so that it serves their first touch of that memory wherever it happens
+ * (in the blob too: the kernel writes the rseq area there).
+ *
+ * Lazy: MAP_PRIVATE anonymous, readable and writable, not mlocked (mlock
+ * populates), no guard pages. Everything else (shared memory, memfds, file
+ * mappings' private copies, read-only or PROT_NONE anonymous memory) is
+ * filled by the blob before the process runs, as without --lazy-pages.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "ctx/restore_ctx.h"
+#include "mem/lazy.h"
+
+static bool vma_lazy(const struct rst_vma *v)
+{
+	return v->how == RST_MAP_ANON && (v->flags & MAP_PRIVATE) && v->nr_runs &&
+	       (v->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
+	       !v->locked && !v->nr_guards;
+}
+
+int lazy_plan(struct rst *r)
+{
+	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
+	int sv[2], idx;
+
+	r->a->lazy_sock = -1;
+	if (!r->o->lazy)
+		return 0;
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		rv[i].lazy = vma_lazy(&rv[i]);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return fail(-errno, "cannot make the socket for the page handler: %s",
+			    strerror(errno));
+	idx = add_blob_fd(r, sv[0]);
+	if (idx < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return idx;
+	}
+	r->a->lazy_sock = idx;
+	r->lazy_peer = sv[1];
+	return 0;
+}
+
+/* The handler's pages images: every fd the runs name, mapped once each. */
+struct images {
+	int fd[72];
+	const uint8_t *map[72];
+	size_t size[72];
+	unsigned int nr;
+};
+
+static int image_index(struct images *im, int fd)
+{
+	for (unsigned int i = 0; i < im->nr; i++)
+		if (im->fd[i] == fd)
+			return (int)i;
+	if (im->nr == sizeof(im->fd) / sizeof(im->fd[0]))
+		return -E2BIG;
+	im->fd[im->nr] = fd;
+	return (int)im->nr++;
+}
+
+static int map_images(struct images *im)
+{
+	for (unsigned int i = 0; i < im->nr; i++) {
+		struct stat st;
+		void *m;
+
+		if (fstat(im->fd[i], &st))
+			return -errno;
+		im->size[i] = (size_t)st.st_size;
+		if (!st.st_size)
+			continue;
+		m = mmap(NULL, im->size[i], PROT_READ, MAP_SHARED, im->fd[i], 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		madvise(m, im->size[i], MADV_SEQUENTIAL);
+		im->map[i] = m;
+	}
+	return 0;
+}
+
+static const void *image_get(struct lazy_source *s, unsigned int img, uint64_t off, size_t len)
+{
+	const struct images *im = s->priv;
+
+	if (img >= im->nr || !im->map[img] || off > im->size[img] || len > im->size[img] - off)
+		return NULL;
+	return im->map[img] + off;
+}
+
+/* The lazy VMAs of r, with where each page's bytes are. */
+static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	const struct dump_run *runs = r->ds.runs;
+
+	p->pid = r->pid;
+	p->sock = r->lazy_peer;
+	p->segs = calloc(r->a->nr_vmas + 1, sizeof(*p->segs));
+	if (!p->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+		const struct rst_vma *v = &rv[i];
+		struct lazy_seg *s = &p->segs[p->nr_segs];
+		size_t n = (v->end - v->start) / PAGE_SIZE;
+
+		if (!v->lazy)
+			continue;
+		s->start = v->start;
+		s->end = v->end;
+		s->huge = !(v->madv & (1UL << MADV_NOHUGEPAGE)) && !r->a->thp_disabled;
+		s->pg = malloc(n * sizeof(*s->pg));
+		if (!s->pg)
+			return -ENOMEM;
+		memset(s->pg, 0xff, n * sizeof(*s->pg));	/* LAZY_NONE */
+		for (size_t k = v->first_run; k < v->first_run + v->nr_runs; k++) {
+			int img = image_index(im, runs[k].fd);
+
+			if (img < 0)
+				return img;
+			for (uint64_t a = runs[k].start; a < runs[k].end; a += PAGE_SIZE)
+				s->pg[(a - v->start) / PAGE_SIZE] =
+					LAZY_PAGE(img, runs[k].off + (a - runs[k].start));
+		}
+		p->nr_segs++;
+	}
+	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Nothing of memdump's fds but what the handler needs: the sockets, the
+ * pages images and the log; no copy of a restored process's pipe or socket
+ * may outlive memdump here. stdin and stdout on /dev/null (a caller reading
+ * memdump's output to its end must not wait for the handler).
+ */
+static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im)
+{
+	int keep[n + im->nr + 4], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int from = 3;
+
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		close(nul);
+	}
+	for (size_t i = 0; i < n; i++)
+		keep[nk++] = procs[i].sock;
+	for (unsigned int i = 0; i < im->nr; i++)
+		keep[nk++] = im->fd[i];
+	if (log_fileno() >= 0)
+		keep[nk++] = log_fileno();
+	qsort(keep, nk, sizeof(int), cmp_int);
+	for (int i = 0; i < nk; i++) {
+		if (keep[i] > from)
+			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		if (keep[i] >= from)
+			from = keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0);
+}
+
+static void handler_signals(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n)
+{
+	static struct images im;
+	struct lazy_proc *procs = calloc(n, sizeof(*procs));
+	struct lazy_source src = { image_get, &im };
+	int ret = procs ? 0 : -ENOMEM;
+
+	handler_signals();
+	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = build_segs(all[i], &im, &procs[i]);
+	if (!ret) {
+		keep_only(procs, n, &im);
+		ret = map_images(&im);
+	}
+	if (ret) {
+		pr_err("lazy-pages: cannot start the page handler: %s", strerror(-ret));
+		_exit(1);
+	}
+	_exit(lazy_handler_run(procs, n, &src));
+}
+
+int lazy_start(struct rst *const *all, size_t n)
+{
+	pid_t pid;
+
+	if (!n || !all[0]->o->lazy)
+		return 0;
+	pid = fork();
+	if (pid < 0)
+		return fail(-errno, "cannot start the page handler: %s", strerror(errno));
+	if (pid == 0)
+		handler_main(all, n);
+	pr_info("lazy-pages: page handler %d", pid);
+	for (size_t i = 0; i < n; i++) {
+		close(all[i]->lazy_peer);
+		all[i]->lazy_peer = -1;
+	}
+	return 0;
+}
