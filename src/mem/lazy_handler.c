@@ -104,6 +104,7 @@ struct handler {
 	pid_t keeper;
 	int keeper_pidfd;
 	bool thp;
+	int pace_ms;			/* MEMDUMP_LAZY_PACE_MS: between background pieces (tests) */
 	/* figures */
 	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us;
 	uint32_t *samples;		/* fault service times, ns */
@@ -735,8 +736,8 @@ static void close_complete(struct handler *h)
 	}
 }
 
-/* One round: every socket, uffd and pidfd polled (without waiting when fill is left). */
-static void poll_all(struct handler *h, bool wait)
+/* One round: every socket, uffd and pidfd polled, waiting up to ms. */
+static void poll_all(struct handler *h, int ms)
 {
 	size_t n = h->nr_procs + 2 * h->nr_mms + 1, k = 0;
 	struct pollfd p[n];
@@ -759,7 +760,7 @@ static void poll_all(struct handler *h, bool wait)
 	}
 	p[k] = (struct pollfd){ h->keeper_pidfd, POLLIN, 0 };
 	who[k++] = INT32_MIN;
-	if (poll(p, k, wait ? 1000 : 0) <= 0)
+	if (poll(p, k, ms) <= 0)
 		return;
 	for (size_t j = 0; j < k; j++) {
 		if (!p[j].revents)
@@ -823,6 +824,7 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 	prctl(PR_SET_NAME, "memdump-lazy", 0, 0, 0);
 	h.t0 = now_ns();
 	h.thp = !thp || strcmp(thp, "0");
+	h.pace_ms = getenv("MEMDUMP_LAZY_PACE_MS") ? atoi(getenv("MEMDUMP_LAZY_PACE_MS")) : 0;
 	h.received = calloc(n + 1, sizeof(bool));
 	h.samples = malloc(MAX_SAMPLES * sizeof(uint32_t));
 	h.ks = mmap(NULL, sizeof(*h.ks), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -840,7 +842,7 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 	while (busy(&h)) {
 		struct lz_mm *m = next_to_fill(&h);
 
-		poll_all(&h, !m);
+		poll_all(&h, m ? h.pace_ms : 1000);
 		drain_all(&h);
 		m = next_to_fill(&h);
 		if (m) {

@@ -1,0 +1,161 @@
+# restore --lazy-pages (src/mem/lazy_restore.c, lazy_handler.c): the process
+# runs before its private anonymous memory is filled; a page handler serves
+# each fault from the images and fills the rest behind it. Each target gets
+# SIGUSR1 right after the restore returns, while its memory is still coming,
+# and checks every byte.
+
+# lazy_restore DIR LABEL: restore -d --lazy-pages of $PID (its stdout back to
+# the READY line); the handler's log in LZ_LOG, its pid in LZ_HANDLER
+lazy_restore() {
+	local dir=$1 label=$2
+	LZ_LOG=$T/lazy.$label.log
+	truncate -s "$READY_SIZE" "$OUT"
+	alive "$PID" && fail "pid $PID is in use before restore"
+	md "lazy.$label" restore -D "$dir" -d --lazy-pages -v 3 --log-file "$LZ_LOG" ||
+		fail "restore --lazy-pages failed: $(tail -n1 "$MD_ERR")"
+	track "$PID"
+	[[ $(tr -dc 0-9 < "$MD_OUT") == "$PID" ]] || fail "restore -d printed '$(cat "$MD_OUT")', want $PID"
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
+	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log"; }
+	track "$LZ_HANDLER"
+}
+
+# lazy_done MINPAGES: the handler finished, having filled at least MINPAGES pages
+lazy_done() {
+	wait_until "$OP_TIMEOUT" eval '[[ ! -d /proc/'"$LZ_HANDLER"' ]] || [[ $(proc_state '"$LZ_HANDLER"') == Z ]]' ||
+		fail "the page handler $LZ_HANDLER did not exit"
+	local line; line=$(grep -m1 'lazy-pages: done: ' "$LZ_LOG") ||
+		{ show_file "log" "$LZ_LOG"; fail "no 'done' line from the page handler"; }
+	note "${line#*: lazy-pages: }"
+	local n; n=$(sed 's/.*done: \([0-9]*\) pages.*/\1/' <<< "$line")
+	(( n >= $1 )) || fail "the handler filled $n pages, want at least $1"
+}
+
+# lazy_pass: SIGUSR1 at once, the program's PASS, its exit
+lazy_pass() {
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_until "$OP_TIMEOUT" eval '[[ ! -d /proc/'"$PID"' ]] || [[ $(proc_state '"$PID"') == Z ]]' ||
+		fail "pid $PID did not exit after PASS"
+}
+
+# a 256 MiB target: every byte exact though it runs before its memory is in
+case_lazy_big() {
+	start_prog t-pattern 256
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	grep -q "restored $PID in .*memory: [0-9]\{1,4\} pages" "$LZ_LOG" ||
+		fail "the blob filled the lazy memory itself: $(grep "restored $PID" "$LZ_LOG")"
+	lazy_pass
+	lazy_done 65536
+	note "second lazy restore of the same images"
+	lazy_restore "$T/d" 2
+	lazy_pass
+	lazy_done 65536
+}
+
+# 4 threads checking their own regions at once, concurrent faults
+case_lazy_threads() {
+	start_prog t-lazy threads 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384
+}
+
+# a tree (a parent and a child, each with threads): one handler for both
+case_lazy_tree() {
+	start_prog t-lazy tree 32
+	local kids; kids=$(cat /proc/"$PID"/task/*/children | tr -d " \n")
+	[[ -n $kids ]] || fail "t-lazy tree has no child"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	alive "$kids" || fail "the child $kids was not restored"
+	lazy_pass
+	lazy_done 8192
+}
+
+# a fork right after the restore: the child's pages come through its own uffd
+case_lazy_fork() {
+	start_prog t-lazy fork 128
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384
+}
+
+# madvise(DONTNEED), munmap + a new mapping, mremap of lazy memory at once
+case_lazy_madv() {
+	start_prog t-lazy madv 128
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384
+}
+
+# lazy_kill_mid_fill NAME SIG: the handler's process NAME (memdump-lazy, the
+# handler; memdump-lazy-k, its keeper) gets SIG while the fill is paced
+lazy_kill_mid_fill() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=20 lazy_restore "$T/d" 1
+	local victim=$LZ_HANDLER
+	if [[ $1 == memdump-lazy-k ]]; then
+		victim=$(pgrep -x -P "$LZ_HANDLER" memdump-lazy-k) || fail "no keeper below the handler"
+	fi
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	kill -"$2" "$victim" || fail "cannot signal $victim"
+	note "sent SIG$2 to $1 $victim"
+}
+
+# the handler killed mid-fill: the restored process dies (no hang, no zero pages), one line says why
+case_lazy_handler_killed() {
+	lazy_kill_mid_fill memdump-lazy KILL
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive after its page handler was killed (State: $(proc_field "$PID" State))"
+	grep -q "lazy-pages: the page handler $LZ_HANDLER died with [0-9]* pages not filled: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the dead handler"; }
+	grep -q '^PASS' "$OUT" && fail "the program ran on to PASS"
+	return 0
+}
+
+# the keeper killed mid-fill: the handler starts another and completes
+case_lazy_keeper_killed() {
+	lazy_kill_mid_fill memdump-lazy-k KILL
+	wait_until 10 grep -q 'keeper died: started' "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "the handler did not start a new keeper"; }
+	lazy_pass
+	lazy_done 16384
+}
+
+# a damaged pages image: refused before anything runs
+case_lazy_corrupt() {
+	start_prog t-pattern 32
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local img=$T/d/pages-1.img off b
+	off=$(( $(stat -c %s "$img") / 2 + 123 ))
+	b=$(od -An -tu1 -j "$off" -N1 "$img")
+	printf "\\x$(printf %02x $(( (b ^ 0xa5) & 0xff )))" | dd of="$img" bs=1 seek="$off" conv=notrunc status=none
+	truncate -s "$READY_SIZE" "$OUT"
+	md lazy.corrupt restore -D "$T/d" -d --lazy-pages && fail "restore --lazy-pages of a damaged image succeeded"
+	expect_md_error
+	grep -q 'pages-1.img is corrupt' "$MD_ERR" || fail "not refused as corrupt: $(cat "$MD_ERR")"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	return 0
+}
+
+add lazy-big case_lazy_big
+add lazy-threads case_lazy_threads
+add lazy-tree case_lazy_tree
+add lazy-fork case_lazy_fork
+add lazy-madv case_lazy_madv
+add lazy-handler-killed case_lazy_handler_killed
+add lazy-keeper-killed case_lazy_keeper_killed
+add lazy-corrupt case_lazy_corrupt
