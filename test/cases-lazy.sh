@@ -134,6 +134,28 @@ case_lazy_keeper_killed() {
 	lazy_done 16384
 }
 
+# anon_huge_kb PID ADDR: AnonHugePages (kB) of the VMA of PID starting at ADDR
+anon_huge_kb() {
+	awk -v a="${2#0x}" '
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inv = (r[1] == a) }
+		inv && /^AnonHugePages:/ { print $2; exit }' "/proc/$1/smaps"
+}
+
+# a MADV_HUGEPAGE region (THP madvise mode) is huge again once filled, as dumped
+case_lazy_thp() {
+	start_prog t-hugepage
+	local addr=${READY[2]}
+	note "AnonHugePages at $addr before the dump: $(anon_huge_kb "$PID" "$addr") kB"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_done 2048
+	local kb; kb=$(anon_huge_kb "$PID" "$addr")
+	note "AnonHugePages at $addr after the lazy fill: $kb kB"
+	(( ${kb:-0} > 0 )) || fail "no huge page in the MADV_HUGEPAGE region after the fill"
+	lazy_pass
+}
+
 # a damaged pages image: refused before anything runs
 case_lazy_corrupt() {
 	start_prog t-pattern 32
@@ -158,4 +180,5 @@ add lazy-fork case_lazy_fork
 add lazy-madv case_lazy_madv
 add lazy-handler-killed case_lazy_handler_killed
 add lazy-keeper-killed case_lazy_keeper_killed
+add lazy-thp case_lazy_thp
 add lazy-corrupt case_lazy_corrupt

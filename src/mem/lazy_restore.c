@@ -58,12 +58,18 @@ int lazy_plan(struct rst *r)
 	return 0;
 }
 
-/* The handler's pages images: every fd the runs name, mapped once each. */
+/*
+ * The handler's pages images: every fd the runs name, read into one buffer
+ * whose pages stay mapped (a read into it is a copy from the page cache; a
+ * mapping of the image would pay a page-table entry per new page, ~12 us
+ * each on this VM, on top of the one UFFDIO_COPY pays in the process).
+ */
+#define LAZY_BUF	(2UL << 20)
+
 struct images {
 	int fd[72];
-	const uint8_t *map[72];
-	size_t size[72];
 	unsigned int nr;
+	uint8_t *buf;
 };
 
 static int image_index(struct images *im, int fd)
@@ -77,38 +83,67 @@ static int image_index(struct images *im, int fd)
 	return (int)im->nr++;
 }
 
-static int map_images(struct images *im)
+static int image_buffer(struct images *im)
 {
-	for (unsigned int i = 0; i < im->nr; i++) {
-		struct stat st;
-		void *m;
-
-		if (fstat(im->fd[i], &st))
-			return -errno;
-		im->size[i] = (size_t)st.st_size;
-		if (!st.st_size)
-			continue;
-		m = mmap(NULL, im->size[i], PROT_READ, MAP_SHARED, im->fd[i], 0);
-		if (m == MAP_FAILED)
-			return -errno;
-		madvise(m, im->size[i], MADV_SEQUENTIAL);
-		im->map[i] = m;
-	}
+	im->buf = mmap(NULL, LAZY_BUF, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (im->buf == MAP_FAILED)
+		return -errno;
+	for (unsigned int i = 0; i < im->nr; i++)
+		posix_fadvise(im->fd[i], 0, 0, POSIX_FADV_SEQUENTIAL);
 	return 0;
 }
 
 static const void *image_get(struct lazy_source *s, unsigned int img, uint64_t off, size_t len)
 {
 	const struct images *im = s->priv;
+	size_t got = 0;
 
-	if (img >= im->nr || !im->map[img] || off > im->size[img] || len > im->size[img] - off)
+	if (img >= im->nr || len > LAZY_BUF)
 		return NULL;
-	return im->map[img] + off;
+	while (got < len) {
+		ssize_t n = pread(im->fd[img], im->buf + got, len - got, (off_t)(off + got));
+
+		if (n <= 0)
+			return NULL;	/* shorter than its pagemap says: damaged since */
+		got += (size_t)n;
+	}
+	return im->buf;
+}
+
+/* THP "always": any anonymous VMA may have huge pages; "madvise": MADV_HUGEPAGE ones. */
+static bool thp_always(void)
+{
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	return strstr(buf, "[always]") != NULL;
+}
+
+/*
+ * Where the original could have huge pages, the handler collapses each 2 MiB
+ * it fills whole into one: a MADV_HUGEPAGE VMA, or any but MADV_NOHUGEPAGE
+ * ones when THP is "always"; never with PR_SET_THP_DISABLE. (Not everywhere,
+ * as the eager fill does: a collapse holds the process's mmap lock, its
+ * faults wait, and it costs more than the 4 KiB copies it replaces.)
+ */
+static bool vma_huge(const struct rst_vma *v, bool always, bool disabled)
+{
+	if (disabled || (v->madv & (1UL << MADV_NOHUGEPAGE)))
+		return false;
+	return always || (v->madv & (1UL << MADV_HUGEPAGE));
 }
 
 /* The lazy VMAs of r, with where each page's bytes are. */
 static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 {
+	bool always = thp_always();
+
 	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
 	const struct dump_run *runs = r->ds.runs;
 
@@ -126,7 +161,7 @@ static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 			continue;
 		s->start = v->start;
 		s->end = v->end;
-		s->huge = !(v->madv & (1UL << MADV_NOHUGEPAGE)) && !r->a->thp_disabled;
+		s->huge = vma_huge(v, always, r->a->thp_disabled);
 		s->pg = malloc(n * sizeof(*s->pg));
 		if (!s->pg)
 			return -ENOMEM;
@@ -207,7 +242,7 @@ static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t
 		ret = build_segs(all[i], &im, &procs[i]);
 	if (!ret) {
 		keep_only(procs, n, &im);
-		ret = map_images(&im);
+		ret = image_buffer(&im);
 	}
 	if (ret) {
 		pr_err("lazy-pages: cannot start the page handler: %s", strerror(-ret));
