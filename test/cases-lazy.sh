@@ -156,6 +156,32 @@ case_lazy_thp() {
 	lazy_pass
 }
 
+# a lazy restore failed at each step after the handler started: no process
+# and no handler left, and the next lazy restore succeeds
+case_lazy_rstfail() {
+	start_prog t-pattern 32
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local point h log
+	for point in rst-forked rst-child-files rst-fill rst-commit; do
+		log=$T/lazy.fail.$point.log
+		truncate -s "$READY_SIZE" "$OUT"
+		MEMDUMP_FAULT=$point MEMDUMP_FAULT_FAIL=1 md "lazy.fail.$point" restore -D "$T/d" -d \
+			--lazy-pages -v 3 --log-file "$log" && fail "the restore did not fail at $point"
+		grep -q "fault injected at $point" "$MD_ERR" || fail "$point: not the injected failure: $(tail -n1 "$MD_ERR")"
+		h=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$log" | head -n1)
+		[[ -n $h ]] || fail "$point: no page handler started"
+		wait_until 10 eval '! alive '"$PID" || fail "$point: pid $PID left alive"
+		wait_until 10 eval '[[ ! -d /proc/'"$h"' ]] || [[ $(proc_state '"$h"') == Z ]]' ||
+			fail "$point: the page handler $h stays"
+		grep -q 'died with' "$log" && fail "$point: the keeper took a clean exit for a death"
+		note "$point: failed, nothing left"
+	done
+	lazy_restore "$T/d" ok
+	lazy_pass
+	lazy_done 8192
+}
+
 # a damaged pages image: refused before anything runs
 case_lazy_corrupt() {
 	start_prog t-pattern 32
@@ -181,4 +207,5 @@ add lazy-madv case_lazy_madv
 add lazy-handler-killed case_lazy_handler_killed
 add lazy-keeper-killed case_lazy_keeper_killed
 add lazy-thp case_lazy_thp
+add lazy-rstfail case_lazy_rstfail
 add lazy-corrupt case_lazy_corrupt
