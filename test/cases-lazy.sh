@@ -182,15 +182,38 @@ case_lazy_rstfail() {
 	lazy_done 8192
 }
 
+# lazy_damage IMG: one byte in the middle of the image flipped
+lazy_damage() {
+	local off b
+	off=$(( $(stat -c %s "$1") / 2 + 123 ))
+	b=$(od -An -tu1 -j "$off" -N1 "$1")
+	printf "\\x$(printf %02x $(( (b ^ 0xa5) & 0xff )))" | dd of="$1" bs=1 seek="$off" conv=notrunc status=none
+}
+
+# MEMDUMP_LAZY_CHECK=late: the handler takes the checksums while the process
+# runs; intact, all is filled; damaged, the process is killed with the run named
+case_lazy_check_late() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_CHECK=late lazy_restore "$T/d" good
+	lazy_pass
+	lazy_done 16384
+	lazy_damage "$T/d/pages-1.img"
+	MEMDUMP_LAZY_CHECK=late MEMDUMP_LAZY_PACE_MS=5 lazy_restore "$T/d" bad
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive with a damaged pages image"
+	grep -q "lazy-pages: image pages-1.img is corrupt: the pages of the run at 0x[0-9a-f]* ([0-9]* pages) do not match their checksum: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the damaged run"; }
+	return 0
+}
+
 # a damaged pages image: refused before anything runs
 case_lazy_corrupt() {
 	start_prog t-pattern 32
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	local img=$T/d/pages-1.img off b
-	off=$(( $(stat -c %s "$img") / 2 + 123 ))
-	b=$(od -An -tu1 -j "$off" -N1 "$img")
-	printf "\\x$(printf %02x $(( (b ^ 0xa5) & 0xff )))" | dd of="$img" bs=1 seek="$off" conv=notrunc status=none
+	lazy_damage "$T/d/pages-1.img"
 	truncate -s "$READY_SIZE" "$OUT"
 	md lazy.corrupt restore -D "$T/d" -d --lazy-pages && fail "restore --lazy-pages of a damaged image succeeded"
 	expect_md_error
@@ -209,3 +232,4 @@ add lazy-keeper-killed case_lazy_keeper_killed
 add lazy-thp case_lazy_thp
 add lazy-rstfail case_lazy_rstfail
 add lazy-corrupt case_lazy_corrupt
+add lazy-check-late case_lazy_check_late

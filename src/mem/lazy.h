@@ -24,6 +24,12 @@ struct rst;
 
 /* build_area(): mark the lazy VMAs, make the socket (the blob's end a blob fd) */
 int lazy_plan(struct rst *r);
+/*
+ * MEMDUMP_LAZY_CHECK=late: the lazy pages' checksums are taken by the
+ * handler while the process runs (a damaged run kills it) instead of
+ * before anything runs (the default).
+ */
+bool lazy_check_late(void);
 /* before the fork of the processes: start the handler for all of them (n of them) */
 int lazy_start(struct rst *const *all, size_t n);
 
@@ -47,12 +53,20 @@ struct lazy_seg {
 	uint64_t *pg;
 };
 
+/* A run of pages-1.img whose checksum the handler takes (lazy_check_late()). */
+struct lazy_check {
+	unsigned int img;
+	uint64_t off, len, sum, vaddr;
+};
+
 /* One restored process as the handler first knows it. */
 struct lazy_proc {
 	pid_t pid;
 	int sock;		/* the handler's end of the socket its blob sends the uffd over */
 	struct lazy_seg *segs;
 	size_t nr_segs;
+	struct lazy_check *checks;
+	size_t nr_checks;
 };
 
 /* The handler process's work: returns its exit status. */

@@ -51,6 +51,7 @@
 #include <linux/userfaultfd.h>
 
 #include "common.h"
+#include "hash64.h"
 #include "log.h"
 #include "mem/lazy.h"
 
@@ -105,6 +106,10 @@ struct handler {
 	int keeper_pidfd;
 	bool thp;
 	int pace_ms;			/* MEMDUMP_LAZY_PACE_MS: between background pieces (tests) */
+	/* MEMDUMP_LAZY_CHECK=late: the lazy runs' checksums, taken before the background fill */
+	size_t check_proc, check_run;	/* the next run to check: procs[check_proc].checks[check_run] */
+	uint64_t check_done;		/* its bytes hashed so far */
+	struct hash64 check_h;
 	/* figures */
 	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us;
 	uint32_t *samples;		/* fault service times, ns */
@@ -670,6 +675,51 @@ static int fill_step(struct handler *h, struct lz_mm *m)
 	return 0;
 }
 
+/* ---- the late checksums ---- */
+
+static const struct lazy_check *next_check(struct handler *h)
+{
+	while (h->check_proc < h->nr_procs) {
+		const struct lazy_proc *p = &h->procs[h->check_proc];
+
+		if (h->check_run < p->nr_checks)
+			return &p->checks[h->check_run];
+		h->check_proc++;
+		h->check_run = 0;
+	}
+	return NULL;
+}
+
+/* One piece of the next run to check: 0 when every run is checked. */
+static int check_step(struct handler *h)
+{
+	const struct lazy_check *c = next_check(h);
+	uint64_t n;
+	const void *src;
+
+	if (!c)
+		return 0;
+	if (!h->check_done)
+		h64_init(&h->check_h);
+	n = c->len - h->check_done < LAZY_FILL_PAGES * PAGE_SIZE * 8 ?
+		c->len - h->check_done : LAZY_FILL_PAGES * PAGE_SIZE * 8;
+	src = h->src->get(h->src, c->img, c->off + h->check_done, n);
+	if (!src)
+		fatal(h, "the pages of the run at %#" PRIx64 " are not in pages-1.img any more",
+		      c->vaddr);
+	h64_update(&h->check_h, src, n);
+	h->check_done += n;
+	if (h->check_done < c->len)
+		return 1;
+	if (h64_final(&h->check_h) != c->sum)
+		fatal(h, "image pages-1.img is corrupt: the pages of the run at %#" PRIx64
+		      " (%" PRIu64 " pages) do not match their checksum", c->vaddr,
+		      c->len / PAGE_SIZE);
+	h->check_run++;
+	h->check_done = 0;
+	return 1;
+}
+
 /* ---- the loop ---- */
 
 static int recv_uffd(int sock)
@@ -703,8 +753,10 @@ static void proc_message(struct handler *h, size_t i)
 		fatal(h, "out of memory");
 }
 
-static bool busy(const struct handler *h)
+static bool busy(struct handler *h)
 {
+	if (next_check(h))
+		return true;
 	for (size_t i = 0; i < h->nr_procs; i++)
 		if (!h->received[i])
 			return true;
@@ -842,10 +894,12 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 	while (busy(&h)) {
 		struct lz_mm *m = next_to_fill(&h);
 
-		poll_all(&h, m ? h.pace_ms : 1000);
+		poll_all(&h, m || next_check(&h) ? h.pace_ms : 1000);
 		drain_all(&h);
 		m = next_to_fill(&h);
-		if (m) {
+		if (check_step(&h)) {
+			/* checked first: a damaged image is found before it is all in */
+		} else if (m) {
 			uint64_t t0 = now_ns();
 
 			fill_step(&h, m);

@@ -25,6 +25,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "image/verify.h"
 #include "mem/lazy.h"
 
 static bool vma_lazy(const struct rst_vma *v)
@@ -34,16 +35,59 @@ static bool vma_lazy(const struct rst_vma *v)
 	       !v->locked && !v->nr_guards;
 }
 
+bool lazy_check_late(void)
+{
+	const char *c = getenv("MEMDUMP_LAZY_CHECK");
+
+	return c && !strcmp(c, "late");
+}
+
+/* A lazy run the handler can check: of pages-1.img, with its checksum. */
+static bool run_checkable(const struct rst *r, const struct dump_run *run)
+{
+	return run->present && run->has_sum && run->fd == r->ds.pages_fd;
+}
+
+/*
+ * The blob reads no lazy run, so takes no checksum of it: the handler does
+ * (lazy_check_late()), and the parked check (pagecheck_restore.c) finds the
+ * dumped checksum in its place. A lazy run the handler cannot check (a
+ * chain's, one without a checksum): the image is checked whole, now.
+ */
+static int plan_checks(struct rst *r, const struct rst_vma *rv)
+{
+	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
+	bool all = true;
+
+	if (!r->ds.pages_sums_deferred)
+		return 0;
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
+			all = all && run_checkable(r, &r->ds.runs[k]);
+	if (!all) {
+		r->ds.pages_sums_deferred = false;
+		return imgset_verify_pages(r->ds.inv, "pages-1.img", r->ds.pages_fd, r->ds.runs,
+					   r->ds.nr_runs);
+	}
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
+			rr[k].sum = r->ds.runs[k].sum;
+	return 0;
+}
+
 int lazy_plan(struct rst *r)
 {
 	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
-	int sv[2], idx;
+	int sv[2], idx, ret;
 
 	r->a->lazy_sock = -1;
 	if (!r->o->lazy)
 		return 0;
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
 		rv[i].lazy = vma_lazy(&rv[i]);
+	ret = plan_checks(r, rv);
+	if (ret)
+		return ret;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return fail(-errno, "cannot make the socket for the page handler: %s",
 			    strerror(errno));
@@ -180,6 +224,30 @@ static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 	return 0;
 }
 
+/* The lazy runs whose checksums the handler takes (plan_checks()). */
+static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	const struct dump_run *runs = r->ds.runs;
+
+	if (!r->ds.pages_sums_deferred)
+		return 0;
+	p->checks = calloc(r->ds.nr_runs + 1, sizeof(*p->checks));
+	if (!p->checks)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
+			int img = image_index(im, runs[k].fd);
+
+			if (img < 0)
+				return img;
+			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, runs[k].off,
+				runs[k].end - runs[k].start, runs[k].sum, runs[k].start };
+		}
+	}
+	return 0;
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -239,7 +307,7 @@ static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t
 	handler_signals();
 	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = build_segs(all[i], &im, &procs[i]);
+		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]);
 	if (!ret) {
 		keep_only(procs, n, &im);
 		ret = image_buffer(&im);

@@ -518,7 +518,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = scan_inherited(r);
 	if (!ret)
 		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
-		ret = defer_sums && !o->lazy ? dumpset_load_for_restore(o->dir, &r->ds)
+		ret = defer_sums && (!o->lazy || lazy_check_late()) ?
+			dumpset_load_for_restore(o->dir, &r->ds)
 				 : dumpset_load(o->dir, &r->ds);
 	if (ret)
 		return ret;
