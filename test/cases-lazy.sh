@@ -20,7 +20,8 @@ lazy_restore() {
 	track "$LZ_HANDLER"
 }
 
-# lazy_done MINPAGES: the handler finished, having filled at least MINPAGES pages
+# lazy_done MINPAGES [WHAT...]: the handler finished, having filled at least
+# MINPAGES pages; each WHAT (e.g. "fork", "remove", "faults") counted 1 or more
 lazy_done() {
 	wait_until "$OP_TIMEOUT" eval '[[ ! -d /proc/'"$LZ_HANDLER"' ]] || [[ $(proc_state '"$LZ_HANDLER"') == Z ]]' ||
 		fail "the page handler $LZ_HANDLER did not exit"
@@ -29,6 +30,16 @@ lazy_done() {
 	note "${line#*: lazy-pages: }"
 	local n; n=$(sed 's/.*done: \([0-9]*\) pages.*/\1/' <<< "$line")
 	(( n >= $1 )) || fail "the handler filled $n pages, want at least $1"
+	shift
+	local what c
+	for what in "$@"; do
+		if [[ $what == faults ]]; then
+			c=$(sed 's/.* (\([0-9]*\) from the images.*/\1/' <<< "$line")
+		else
+			c=$(sed "s/.* \([0-9]*\) $what[,]*.*/\1/" <<< "$line")
+		fi
+		(( c >= 1 )) || fail "the handler met no $what ($line)"
+	done
 }
 
 # lazy_pass: SIGUSR1 at once, the program's PASS, its exit
@@ -60,9 +71,9 @@ case_lazy_threads() {
 	start_prog t-lazy threads 64
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	lazy_restore "$T/d" 1
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
 	lazy_pass
-	lazy_done 16384
+	lazy_done 16384 faults
 }
 
 # a tree (a parent and a child, each with threads): one handler for both
@@ -72,10 +83,10 @@ case_lazy_tree() {
 	[[ -n $kids ]] || fail "t-lazy tree has no child"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	lazy_restore "$T/d" 1
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
 	alive "$kids" || fail "the child $kids was not restored"
 	lazy_pass
-	lazy_done 8192
+	lazy_done 8192 faults
 }
 
 # a fork right after the restore: the child's pages come through its own uffd
@@ -83,9 +94,9 @@ case_lazy_fork() {
 	start_prog t-lazy fork 128
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	lazy_restore "$T/d" 1
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
 	lazy_pass
-	lazy_done 16384
+	lazy_done 16384 fork faults
 }
 
 # madvise(DONTNEED), munmap + a new mapping, mremap of lazy memory at once
@@ -93,9 +104,9 @@ case_lazy_madv() {
 	start_prog t-lazy madv 128
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	lazy_restore "$T/d" 1
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
 	lazy_pass
-	lazy_done 16384
+	lazy_done 16384 remove unmap remap faults
 }
 
 # lazy_kill_mid_fill NAME SIG: the handler's process NAME (memdump-lazy, the

@@ -112,6 +112,7 @@ struct handler {
 	struct hash64 check_h;
 	/* figures */
 	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us;
+	uint64_t events[4];		/* FORK, REMAP, REMOVE, UNMAP met */
 	uint32_t *samples;		/* fault service times, ns */
 	size_t nr_samples;
 };
@@ -587,15 +588,19 @@ static void event(struct handler *h, size_t mi, const struct uffd_msg *msg)
 		fault(h, m, msg->arg.pagefault.address);
 		return;
 	case UFFD_EVENT_FORK:
+		h->events[0]++;
 		ret = mm_of_fork(h, m, (int)msg->arg.fork.ufd);
 		break;
 	case UFFD_EVENT_REMAP:
+		h->events[1]++;
 		ret = segs_move(m, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
 		break;
 	case UFFD_EVENT_REMOVE:
+		h->events[2]++;
 		segs_remove(m, msg->arg.remove.start, msg->arg.remove.end);
 		break;
 	case UFFD_EVENT_UNMAP:
+		h->events[3]++;
 		ret = segs_drop(m, msg->arg.remove.start, msg->arg.remove.end);
 		break;
 	default:
@@ -862,10 +867,12 @@ static void report(struct handler *h)
 	}
 	pr_info("lazy-pages: done: %" PRIu64 " pages filled in %.3f s (background %.3f s, "
 		"%.0f MB/s), %" PRIu64 " faults (%" PRIu64 " from the images, %" PRIu64
-		" zero), median service %.1f us, %" PRIu64 " huge pages",
+		" zero), median service %.1f us, %" PRIu64 " huge pages; events: %" PRIu64 " fork, %"
+		PRIu64 " remap, %" PRIu64 " remove, %" PRIu64 " unmap",
 		h->filled, s, h->bg_us / 1e6,
 		h->bg_us ? h->filled * 4096.0 / h->bg_us : 0.0, h->faults, h->fault_pages,
-		h->zero_faults, med, h->collapsed);
+		h->zero_faults, med, h->collapsed, h->events[0], h->events[1], h->events[2],
+		h->events[3]);
 }
 
 int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
