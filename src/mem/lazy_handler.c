@@ -650,10 +650,24 @@ static void collapse(struct handler *h, struct lz_mm *m, const struct lazy_seg *
 		h->collapsed++;
 }
 
-/* One background piece of m, from its cursor: 0 when nothing is left. */
+/*
+ * One background piece of m, from its cursor: 0 when nothing is left. The
+ * cursor stays on a piece not copied whole (the process's mappings were
+ * changing: its event first), and goes round again once at the end (pages
+ * left behind it so).
+ */
 static int fill_step(struct handler *h, struct lz_mm *m)
 {
-	while (m->cur_seg < m->nr) {
+	int rounds = 0;
+
+	for (;;) {
+		if (m->cur_seg >= m->nr) {
+			if (!m->left || rounds++)
+				break;
+			m->cur_seg = 0;
+			m->cur_pg = 0;
+			continue;
+		}
 		struct lazy_seg *s = &m->segs[m->cur_seg];
 		uint64_t np = (s->end - s->start) / PAGE_SIZE, i = m->cur_pg, n, room;
 		int ret;
@@ -672,10 +686,15 @@ static int fill_step(struct handler *h, struct lz_mm *m)
 			mm_close(m);
 			return 0;
 		}
-		m->cur_pg = i + n;
-		if ((s->start / PAGE_SIZE + i + n) % HUGE_PAGES == 0)
+		m->cur_pg = i;		/* the next scan passes over what is in */
+		if (!ret && (s->start / PAGE_SIZE + i + n) % HUGE_PAGES == 0)
 			collapse(h, m, s, i);
 		return 1;
+	}
+	if (m->left) {	/* counted but found nowhere: not to wait for forever */
+		pr_warn("lazy-pages: %" PRIu64 " pages counted but not found in a process's ranges",
+			m->left);
+		m->left = 0;
 	}
 	return 0;
 }
