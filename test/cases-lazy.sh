@@ -223,6 +223,36 @@ case_lazy_check_late() {
 	return 0
 }
 
+# the pages image cut short mid-fill: the handler cannot serve the rest, the
+# process is killed with a line naming the address (never zeros, never a hang)
+case_lazy_image_gone() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=20 lazy_restore "$T/d" 1
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	truncate -s 4096 "$T/d/pages-1.img"
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive after its pages image was cut short"
+	grep -q "lazy-pages: the pages of 0x[0-9a-f]* are not in their image any more: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the pages the handler could not read"; }
+	return 0
+}
+
+# without -d: memdump waits for the process, the handler fills beside it
+case_lazy_wait() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --lazy-pages
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+
 # a damaged pages image: refused before anything runs
 case_lazy_corrupt() {
 	start_prog t-pattern 32
@@ -246,5 +276,7 @@ add lazy-handler-killed case_lazy_handler_killed
 add lazy-keeper-killed case_lazy_keeper_killed
 add lazy-thp case_lazy_thp
 add lazy-rstfail case_lazy_rstfail
+add lazy-image-gone case_lazy_image_gone
+add lazy-wait case_lazy_wait
 add lazy-corrupt case_lazy_corrupt
 add lazy-check-late case_lazy_check_late
