@@ -9,7 +9,8 @@
  *            own: the child gets SIGUSR1 too and exits 0 when all is exact
  *   fork     on SIGUSR1 forks at once; the child checks the whole region
  *            (pages its parent never touched come from the FORK event's
- *            uffd) while the parent rewrites its first MiB; both exact
+ *            uffd) while the parent rewrites its first MiB; both exact; a
+ *            MADV_WIPEONFORK region reads zeros in the child only
  *   madv     on SIGUSR1 at once: madvise(DONTNEED) of 1 MiB (reads zeros),
  *            munmap of 2 MiB then a new mapping there (zeros), mremap of
  *            4 MiB to a new address (its bytes move with it), the rest exact
@@ -103,6 +104,8 @@ static void tree_child(void)
 	_exit(t_verify(mem, TMB, SEED + 100) || threads_done(t, 2) ? 1 : 0);
 }
 
+static uint8_t *wipe;	/* fork: 2 MiB of MADV_WIPEONFORK */
+
 static void mode_fork(uint8_t *big, size_t len)
 {
 	pid_t c = fork();
@@ -111,7 +114,9 @@ static void mode_fork(uint8_t *big, size_t len)
 	if (c < 0)
 		t_fail("fork: %m");
 	if (c == 0)
-		_exit(t_verify(big, len, SEED) ? 1 : 0);
+		_exit(t_verify(big, len, SEED) ? 1 : verify_zero(wipe, 2 * MIB) ? 2 : 0);
+	if (t_verify(wipe, 2 * MIB, SEED + 50))
+		t_fail("the parent's MADV_WIPEONFORK region differs");
 	memset(big, 0x5a, MIB);	/* the parent's writes: not the child's */
 	for (size_t i = 0; i < MIB; i++)
 		if (big[i] != 0x5a)
@@ -165,6 +170,16 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "threads") || !strcmp(mode, "tree")) {
 		nthr = 4;
 		start_threads(t, nthr, SEED + 10);
+	}
+	if (!strcmp(mode, "fork")) {
+		/* above the big region: the handler's address-order fill reaches it last */
+		wipe = mmap(big + len + 256 * MIB, 2 * MIB, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (wipe != big + len + 256 * MIB)
+			t_fail("mmap above the region: %m");
+		t_fill(wipe, 2 * MIB, SEED + 50);
+		if (madvise(wipe, 2 * MIB, MADV_WIPEONFORK))
+			t_fail("madvise(MADV_WIPEONFORK): %m");
 	}
 	if (!strcmp(mode, "tree")) {
 		child = fork();

@@ -7,7 +7,9 @@
  * (in the blob too: the kernel writes the rseq area there).
  *
  * Lazy: MAP_PRIVATE anonymous, readable and writable, not mlocked (mlock
- * populates), no guard pages. Everything else (shared memory, memfds, file
+ * populates), no guard pages, not MADV_WIPEONFORK (a child's copy must read
+ * zeros, while the handler would give the child the dumped pages still to
+ * come). Everything else (shared memory, memfds, file
  * mappings' private copies, read-only or PROT_NONE anonymous memory) is
  * filled by the blob before the process runs, as without --lazy-pages.
  */
@@ -32,7 +34,7 @@ static bool vma_lazy(const struct rst_vma *v)
 {
 	return v->how == RST_MAP_ANON && (v->flags & MAP_PRIVATE) && v->nr_runs &&
 	       (v->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
-	       !v->locked && !v->nr_guards;
+	       !v->locked && !v->nr_guards && !(v->madv & (1UL << MADV_WIPEONFORK));
 }
 
 bool lazy_check_late(void)
