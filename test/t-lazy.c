@@ -11,7 +11,8 @@
  *            (pages its parent never touched come from the FORK event's
  *            uffd) while the parent rewrites its first MiB; both exact; a
  *            MADV_WIPEONFORK region reads zeros in the child only
- *   madv     on SIGUSR1 at once: madvise(DONTNEED) of 1 MiB (reads zeros),
+ *   madv     on SIGUSR1 at once: 1 MiB made read-only, 1 MiB PROT_NONE for
+ *            a while (both exact), madvise(DONTNEED) of 1 MiB (reads zeros),
  *            munmap of 2 MiB then a new mapping there (zeros), mremap of
  *            4 MiB to a new address (its bytes move with it), the rest exact
  * READY <pid> */
@@ -132,8 +133,14 @@ static void mode_madv(uint8_t *big, size_t len)
 	uint8_t *moved;
 	const void *bad;
 
-	if (len < 16 * MIB)
-		t_fail("madv wants 16 MiB or more");
+	if (len < 32 * MIB)
+		t_fail("madv wants 32 MiB or more");
+	/* protections changed under pages still to come: filled all the same */
+	if (mprotect(big + 12 * MIB, MIB, PROT_READ) || mprotect(big + 14 * MIB, MIB, PROT_NONE))
+		t_fail("mprotect: %m");
+	t_sleep_ms(1000);	/* the handler passes over them meanwhile */
+	if (mprotect(big + 14 * MIB, MIB, PROT_READ | PROT_WRITE))
+		t_fail("mprotect back: %m");
 	if (madvise(big + MIB, MIB, MADV_DONTNEED))
 		t_fail("madvise: %m");
 	if (munmap(big + 4 * MIB, 2 * MIB))

@@ -111,7 +111,7 @@ struct handler {
 	uint64_t check_done;		/* its bytes hashed so far */
 	struct hash64 check_h;
 	/* figures */
-	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us;
+	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us, bg_pages;
 	uint64_t events[4];		/* FORK, REMAP, REMOVE, UNMAP met */
 	uint32_t *samples;		/* fault service times, ns */
 	size_t nr_samples;
@@ -884,12 +884,12 @@ static void report(struct handler *h)
 		qsort(h->samples, h->nr_samples, sizeof(uint32_t), cmp_u32);
 		med = h->samples[h->nr_samples / 2] / 1e3;
 	}
-	pr_info("lazy-pages: done: %" PRIu64 " pages filled in %.3f s (background %.3f s, "
-		"%.0f MB/s), %" PRIu64 " faults (%" PRIu64 " from the images, %" PRIu64
+	pr_info("lazy-pages: done: %" PRIu64 " pages filled in %.3f s (background: %" PRIu64
+		" in %.3f s, %.0f MB/s), %" PRIu64 " faults (%" PRIu64 " from the images, %" PRIu64
 		" zero), median service %.1f us, %" PRIu64 " huge pages; events: %" PRIu64 " fork, %"
 		PRIu64 " remap, %" PRIu64 " remove, %" PRIu64 " unmap",
-		h->filled, s, h->bg_us / 1e6,
-		h->bg_us ? h->filled * 4096.0 / h->bg_us : 0.0, h->faults, h->fault_pages,
+		h->filled, s, h->bg_pages, h->bg_us / 1e6,
+		h->bg_us ? h->bg_pages * 4096.0 / h->bg_us : 0.0, h->faults, h->fault_pages,
 		h->zero_faults, med, h->collapsed, h->events[0], h->events[1], h->events[2],
 		h->events[3]);
 }
@@ -926,10 +926,11 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 		if (check_step(&h)) {
 			/* checked first: a damaged image is found before it is all in */
 		} else if (m) {
-			uint64_t t0 = now_ns();
+			uint64_t t0 = now_ns(), f0 = h.filled;
 
 			fill_step(&h, m);
 			h.bg_us += (now_ns() - t0) / 1000;
+			h.bg_pages += h.filled - f0;
 		}
 		close_complete(&h);
 		h.ks->left = left(&h);
