@@ -48,6 +48,7 @@ struct rst_vma {
 	unsigned int locked;
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
 	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */
+	unsigned int lazy;	/* --lazy-pages: registered with the uffd, filled by the handler */
 };
 
 /* Guard pages (MADV_GUARD_INSTALL) to install again once the memory is filled. */
@@ -284,6 +285,15 @@ struct rst_args {
 	int err;			/* -errno */
 	char msg[200];			/* what failed; the blob leaves the errno */
 	int msg_has_errno;		/* to memdump to name, the child does not */
+
+	/*
+	 * --lazy-pages (src/mem/lazy_restore.c): the blob registers the lazy
+	 * VMAs with a userfaultfd and sends it over lazy_sock (a blob fd, a
+	 * SOCK_SEQPACKET whose peer is the page handler) before anything of
+	 * the process can touch them; -1: every page filled here.
+	 */
+	int lazy_sock;
+	unsigned int nr_lazy;		/* VMAs registered (by the blob) */
 };
 
 #endif

@@ -348,7 +348,7 @@ static u64 run_end(const struct rst_run *r)
 
 static int vma_filled(const struct rst_vma *v)
 {
-	return v->nr_runs && v->how != RST_MAP_SKIP && v->how != RST_MAP_SYSV;
+	return v->nr_runs && v->how != RST_MAP_SKIP && v->how != RST_MAP_SYSV && !v->lazy;
 }
 
 /* The span of adjacent runs from run k of v. */
@@ -670,6 +670,83 @@ static void map_sysv(const struct rst_vma *v)
 	}
 }
 
+/*
+ * --lazy-pages: the lazy VMAs (private anonymous memory, mapped, not filled)
+ * registered with a userfaultfd for missing pages, with the events that let
+ * the handler follow a fork, mremap, madvise(DONTNEED) or munmap of the
+ * process; the uffd sent to the handler (SCM_RIGHTS over A->lazy_sock) and
+ * closed here: from now on a touch of those pages waits for the handler,
+ * which serves it from the pages images (src/mem/lazy_handler.c). Created
+ * while the blob still has memdump's credentials (EVENT_FORK wants
+ * CAP_SYS_PTRACE); not UFFD_USER_MODE_ONLY: the kernel's own accesses (a
+ * read() into the memory, the rseq area) must wait for the handler too.
+ */
+#define UFFDIO_API_IOC		0xc018aa3fUL
+#define UFFDIO_REGISTER_IOC	0xc020aa00UL
+#define UFFD_API_V		0xaaUL
+#define UFFD_EVENTS		((1UL << 1) | (1UL << 2) | (1UL << 3) | (1UL << 6))	/* FORK REMAP REMOVE UNMAP */
+#define UFFD_MODE_MISSING	1UL
+#define O_CLOEXEC_NONBLOCK	(02000000 | 04000)
+#define SOL_SOCKET_		1
+#define SCM_RIGHTS_		1
+
+struct blob_msghdr {
+	void *name; u32 namelen; u32 pad0;
+	struct blob_iovec *iov; u64 iovlen;
+	void *control; u64 controllen;
+	int flags; int pad1;
+};
+struct blob_cmsg_fd { u64 len; int level, type; int fd; int pad; };
+
+static void lazy_send(long uffd)
+{
+	u32 nr = A->nr_lazy;
+	struct blob_iovec iov = { &nr, sizeof(nr) };
+	struct blob_cmsg_fd cm = { 20, SOL_SOCKET_, SCM_RIGHTS_, (int)uffd, 0 };
+	struct blob_msghdr mh;
+	long ret;
+
+	blob_memset(&mh, 0, sizeof(mh));
+	mh.iov = &iov;
+	mh.iovlen = 1;
+	mh.control = &cm;
+	mh.controllen = 24;	/* CMSG_SPACE(sizeof(int)) */
+	ret = sys_call3(46 /* sendmsg */, A->lazy_sock, &mh, 0x4000 /* MSG_NOSIGNAL */);
+	if (ret < 0)
+		rst_fail(ret, "cannot hand the userfaultfd to the page handler", (u64)-1);
+	sys_call1(__nr_close, uffd);
+}
+
+static void lazy_register(void)
+{
+	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
+	struct { u64 api, features, ioctls; } api = { UFFD_API_V, UFFD_EVENTS, 0 };
+	long uffd, ret;
+
+	if (A->lazy_sock < 0)
+		return;
+	uffd = sys_call1(__nr_userfaultfd, O_CLOEXEC_NONBLOCK);
+	if (uffd < 0)
+		rst_fail(uffd, "cannot create a userfaultfd for --lazy-pages", (u64)-1);
+	ret = sys_call3(__nr_ioctl, uffd, UFFDIO_API_IOC, &api);
+	if (ret < 0)
+		rst_fail(ret, "UFFDIO_API with fork, remap, remove and unmap events failed", (u64)-1);
+	A->nr_lazy = 0;
+	for (u32 i = 0; i < A->nr_vmas; i++) {
+		struct rst_vma *v = &vmas[i];
+		struct { u64 start, len, mode, ioctls; } reg = { v->start, v->end - v->start,
+								 UFFD_MODE_MISSING, 0 };
+
+		if (!v->lazy)
+			continue;
+		ret = sys_call3(__nr_ioctl, uffd, UFFDIO_REGISTER_IOC, &reg);
+		if (ret < 0)
+			rst_fail(ret, "cannot register a lazy VMA with the userfaultfd at", v->start);
+		A->nr_lazy++;
+	}
+	lazy_send(uffd);
+}
+
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
@@ -727,6 +804,7 @@ static void restore_memory(void)
 				rst_fail(ret, "cannot mlock VMA at", v->start);
 		}
 	}
+	lazy_register();	/* after the madvise and mlock calls: they do not touch lazy VMAs */
 }
 
 #define F_ADD_SEALS	1033

@@ -64,7 +64,8 @@ static const char usage[] =
 	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD]\n"
 	"        receive one migration into DIR and restore it (detached)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
-	"          [--root DIR] [--restore-sibling] [--external veth[IN]:OUT[@BRIDGE]]\n"
+	"          [--root DIR] [--restore-sibling] [--lazy-pages]\n"
+	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
@@ -165,7 +166,7 @@ int cmd_restore(const struct options *o)
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
-		.mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.lazy = o->lazy_pages, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -369,7 +370,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
-	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS };
+	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
+	       OPT_LAZY_PAGES };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -404,6 +406,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "cgroup-yard", required_argument, NULL, OPT_CG_YARD },
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
+		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "fd-kinds", no_argument, NULL, OPT_FD_KINDS },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
@@ -511,6 +514,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SIBLING:
 			opts->sibling = true;
+			break;
+		case OPT_LAZY_PAGES:
+			opts->lazy_pages = true;
 			break;
 		case OPT_FREEZE_CG:
 			opts->freeze_cgroup = optarg;

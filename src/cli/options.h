@@ -57,6 +57,7 @@ struct options {
 	struct inherit_fd inherit_fd[8];	/* restore --inherit-fd fd[N]:KEY */
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */
+	bool lazy_pages;		/* restore --lazy-pages */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */
 	bool fd_kinds;			/* check --fd-kinds */

@@ -60,6 +60,7 @@ struct restore_opts {
 					 * its master handed to the hooks (give_fd) */
 	bool empty_net;			/* RPC empty_ns CLONE_NEWNET: a new network namespace with
 					 * lo only, a runtime's hook sets up the rest (CRIU's) */
+	bool lazy;			/* --lazy-pages: private anon memory filled by a handler */
 };
 
 
@@ -262,6 +263,7 @@ struct rst {
 
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
+	int lazy_peer;		/* --lazy-pages: the page handler's end of the blob's socket, -1 */
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */

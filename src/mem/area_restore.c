@@ -18,6 +18,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "mem/lazy.h"
 #include "vma_status.h"
 
 /* Where each part of the area goes, offsets from its start. */
@@ -458,6 +459,8 @@ int build_area(struct rst *r)
 	ret = open_blob_files(r, (struct rst_vma *)(r->area + l.vmas));
 	if (!ret)
 		ret = open_pages_exe(r);
+	if (!ret)
+		ret = lazy_plan(r);	/* --lazy-pages: lazy.h */
 	if (ret)
 		return ret;
 	r->a->nr_seals = shm_blob_seals(r, (struct rst_seal *)(r->area + l.seals));

@@ -117,6 +117,8 @@ static void number_blob_fds(struct rst *r, int high)
 		runs[i].fd += high;
 	r->a->pages_fd += high;
 	r->a->mm.exe_fd += high;
+	if (r->a->lazy_sock >= 0)
+		r->a->lazy_sock += high;
 }
 
 /* g's blob fds (g: r, then the followers of its fd table) moved up out of the way. */

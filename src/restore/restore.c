@@ -40,6 +40,7 @@
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
+#include "mem/lazy.h"
 
 const FileEntry *rst_file(struct rst *r, uint32_t id)
 {
@@ -78,6 +79,9 @@ void rst_close_prepared(struct rst *r)
 	if (r->lifeline >= 0)
 		close(r->lifeline);
 	r->lifeline = -1;
+	if (r->lazy_peer >= 0)
+		close(r->lazy_peer);
+	r->lazy_peer = -1;
 	if (r->cwd_fd >= 0)
 		close(r->cwd_fd);
 	r->cwd_fd = -1;
@@ -414,6 +418,9 @@ static int restore(struct rst *r)
 	if (!ret) {
 		r->a->sum_pages = pagecheck_mode(&r->ds);	/* pagecheck.c */
 		r->a->fill_helper = fill_helper_wanted();
+		ret = lazy_start(&r, 1);	/* --lazy-pages: the page handler first */
+	}
+	if (!ret) {
 		ret = rst_fork_target(r);
 	}
 	mntns_restore_leave(r);
@@ -479,6 +486,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->mnt_go[0] = r->mnt_go[1] = -1;
 	r->lifeline = -1;
 	r->cwd_fd = -1;
+	r->lazy_peer = -1;
 }
 
 int rst_check_loaded(struct rst *r)
@@ -511,7 +519,9 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	if (!ret)
 		ret = scan_inherited(r);
 	if (!ret)
-		ret = defer_sums ? dumpset_load_for_restore(o->dir, &r->ds)
+		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
+		ret = defer_sums && (!o->lazy || lazy_check_late()) ?
+			dumpset_load_for_restore(o->dir, &r->ds)
 				 : dumpset_load(o->dir, &r->ds);
 	if (ret)
 		return ret;

@@ -33,6 +33,7 @@
 #include "fault.h"
 #include "log.h"
 #include "restore/restore.h"
+#include "mem/lazy.h"
 
 struct rst_pipe {
 	uint32_t id;		/* pipe_id: the dumped pipe's inode */
@@ -587,9 +588,29 @@ static int prepare_all(struct rst *root)
 	return ret;
 }
 
+/* --lazy-pages: one page handler for every process of the tree (lazy.h) */
+static int start_lazy(struct rst *root)
+{
+	size_t n = root->tree->n + 1;
+	struct rst **all = calloc(n, sizeof(*all));
+	int ret;
+
+	if (!all)
+		return fail(-ENOMEM, "out of memory");
+	all[0] = root;
+	for (size_t i = 1; i < n; i++)
+		all[i] = &root->tree->m[i - 1];
+	ret = lazy_start(all, n);
+	free(all);
+	return ret;
+}
+
 static int fork_all(struct rst *root)
 {
-	int ret = rst_fork_target(root);	/* it forks the others (tree_fork_children) */
+	int ret = start_lazy(root);
+
+	if (!ret)
+		ret = rst_fork_target(root);	/* it forks the others (tree_fork_children) */
 
 	for (size_t i = 0; i < root->tree->n; i++) {
 		rst_close_prepared(&root->tree->m[i]);

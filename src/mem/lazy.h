@@ -1,0 +1,75 @@
+/*
+ * memdump restore --lazy-pages: the process runs before its private
+ * anonymous memory is filled; a page handler process serves each page it
+ * touches from the pages images (userfaultfd) and fills the rest behind it.
+ *
+ *  lazy_restore.c  memdump's side: which VMAs are lazy, the socket the blob
+ *                  sends the userfaultfd over, the handler process started
+ *  lazy_handler.c  the handler: faults, events, the background fill, and its
+ *                  keeper (a process that kills the restored processes when
+ *                  the handler dies before their memory is complete)
+ *
+ * The handler takes the bytes from a struct lazy_source: the pages images
+ * today, a page server later.
+ */
+#ifndef MEMDUMP_MEM_LAZY_H
+#define MEMDUMP_MEM_LAZY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rst;
+
+/* build_area(): mark the lazy VMAs, make the socket (the blob's end a blob fd) */
+int lazy_plan(struct rst *r);
+/*
+ * MEMDUMP_LAZY_CHECK=late: the lazy pages' checksums are taken by the
+ * handler while the process runs (a damaged run kills it) instead of
+ * before anything runs (the default).
+ */
+bool lazy_check_late(void);
+/* before the fork of the processes: start the handler for all of them (n of them) */
+int lazy_start(struct rst *const *all, size_t n);
+
+/* The handler's page source: len bytes of page image img at off, valid until the next call. */
+struct lazy_source {
+	const void *(*get)(struct lazy_source *s, unsigned int img, uint64_t off, size_t len);
+	void *priv;
+};
+
+/* A page not to fill (no bytes dumped, or removed since): it reads zeros. */
+#define LAZY_NONE		UINT64_MAX
+#define LAZY_IMG_SHIFT		52
+#define LAZY_PAGE(img, off)	(((uint64_t)(img) << LAZY_IMG_SHIFT) | (off))
+#define LAZY_PAGE_IMG(p)	((unsigned int)((p) >> LAZY_IMG_SHIFT))
+#define LAZY_PAGE_OFF(p)	((p) & ((1ULL << LAZY_IMG_SHIFT) - 1))
+
+/* A lazy range of a process: page i of [start, end) comes from pg[i]. */
+struct lazy_seg {
+	uint64_t start, end;
+	bool huge;		/* 2 MiB filled whole are collapsed into a huge page */
+	uint64_t *pg;
+};
+
+/* A run of pages-1.img whose checksum the handler takes (lazy_check_late()). */
+struct lazy_check {
+	unsigned int img;
+	uint64_t off, len, sum, vaddr;
+};
+
+/* One restored process as the handler first knows it. */
+struct lazy_proc {
+	pid_t pid;
+	int sock;		/* the handler's end of the socket its blob sends the uffd over */
+	struct lazy_seg *segs;
+	size_t nr_segs;
+	struct lazy_check *checks;
+	size_t nr_checks;
+};
+
+/* The handler process's work: returns its exit status. */
+int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src);
+
+#endif

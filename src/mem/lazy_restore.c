@@ -1,0 +1,341 @@
+/*
+ * memdump restore --lazy-pages, memdump's side (lazy.h). Private anonymous
+ * VMAs with dumped pages are mapped by the blob but not filled: it registers
+ * them with a userfaultfd and sends that over a socket to the page handler
+ * (lazy_handler.c), a process memdump forks before the restored processes,
+ * so that it serves their first touch of that memory wherever it happens
+ * (in the blob too: the kernel writes the rseq area there).
+ *
+ * Lazy: MAP_PRIVATE anonymous, readable and writable, not mlocked (mlock
+ * populates), no guard pages, not MADV_WIPEONFORK (a child's copy must read
+ * zeros, while the handler would give the child the dumped pages still to
+ * come). Everything else (shared memory, memfds, file
+ * mappings' private copies, read-only or PROT_NONE anonymous memory) is
+ * filled by the blob before the process runs, as without --lazy-pages.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "ctx/restore_ctx.h"
+#include "image/verify.h"
+#include "mem/lazy.h"
+
+static bool vma_lazy(const struct rst_vma *v)
+{
+	return v->how == RST_MAP_ANON && (v->flags & MAP_PRIVATE) && v->nr_runs &&
+	       (v->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
+	       !v->locked && !v->nr_guards && !(v->madv & (1UL << MADV_WIPEONFORK));
+}
+
+bool lazy_check_late(void)
+{
+	const char *c = getenv("MEMDUMP_LAZY_CHECK");
+
+	return c && !strcmp(c, "late");
+}
+
+/* A lazy run the handler can check: of pages-1.img, with its checksum. */
+static bool run_checkable(const struct rst *r, const struct dump_run *run)
+{
+	return run->present && run->has_sum && run->fd == r->ds.pages_fd;
+}
+
+/*
+ * The blob reads no lazy run, so takes no checksum of it: the handler does
+ * (lazy_check_late()), and the parked check (pagecheck_restore.c) finds the
+ * dumped checksum in its place. A lazy run the handler cannot check (a
+ * chain's, one without a checksum): the image is checked whole, now.
+ */
+static int plan_checks(struct rst *r, const struct rst_vma *rv)
+{
+	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
+	bool all = true;
+
+	if (!r->ds.pages_sums_deferred)
+		return 0;
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
+			all = all && run_checkable(r, &r->ds.runs[k]);
+	if (!all) {
+		r->ds.pages_sums_deferred = false;
+		return imgset_verify_pages(r->ds.inv, "pages-1.img", r->ds.pages_fd, r->ds.runs,
+					   r->ds.nr_runs);
+	}
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
+			rr[k].sum = r->ds.runs[k].sum;
+	return 0;
+}
+
+int lazy_plan(struct rst *r)
+{
+	struct rst_vma *rv = (struct rst_vma *)(r->area + r->a->vmas_off);
+	int sv[2], idx, ret;
+
+	r->a->lazy_sock = -1;
+	if (!r->o->lazy)
+		return 0;
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		rv[i].lazy = vma_lazy(&rv[i]);
+	ret = plan_checks(r, rv);
+	if (ret)
+		return ret;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return fail(-errno, "cannot make the socket for the page handler: %s",
+			    strerror(errno));
+	idx = add_blob_fd(r, sv[0]);
+	if (idx < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return idx;
+	}
+	r->a->lazy_sock = idx;
+	r->lazy_peer = sv[1];
+	return 0;
+}
+
+/*
+ * The handler's pages images: every fd the runs name, read into one buffer
+ * whose pages stay mapped (a read into it is a copy from the page cache; a
+ * mapping of the image would pay a page-table entry per new page, ~12 us
+ * each on this VM, on top of the one UFFDIO_COPY pays in the process).
+ */
+#define LAZY_BUF	(2UL << 20)
+
+struct images {
+	int fd[72];
+	unsigned int nr;
+	uint8_t *buf;
+};
+
+static int image_index(struct images *im, int fd)
+{
+	for (unsigned int i = 0; i < im->nr; i++)
+		if (im->fd[i] == fd)
+			return (int)i;
+	if (im->nr == sizeof(im->fd) / sizeof(im->fd[0]))
+		return -E2BIG;
+	im->fd[im->nr] = fd;
+	return (int)im->nr++;
+}
+
+static int image_buffer(struct images *im)
+{
+	im->buf = mmap(NULL, LAZY_BUF, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (im->buf == MAP_FAILED)
+		return -errno;
+	for (unsigned int i = 0; i < im->nr; i++)
+		posix_fadvise(im->fd[i], 0, 0, POSIX_FADV_SEQUENTIAL);
+	return 0;
+}
+
+static const void *image_get(struct lazy_source *s, unsigned int img, uint64_t off, size_t len)
+{
+	const struct images *im = s->priv;
+	size_t got = 0;
+
+	if (img >= im->nr || len > LAZY_BUF)
+		return NULL;
+	while (got < len) {
+		ssize_t n = pread(im->fd[img], im->buf + got, len - got, (off_t)(off + got));
+
+		if (n <= 0)
+			return NULL;	/* shorter than its pagemap says: damaged since */
+		got += (size_t)n;
+	}
+	return im->buf;
+}
+
+/* THP "always": any anonymous VMA may have huge pages; "madvise": MADV_HUGEPAGE ones. */
+static bool thp_always(void)
+{
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf) - 1) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	return strstr(buf, "[always]") != NULL;
+}
+
+/*
+ * Where the original could have huge pages, the handler collapses each 2 MiB
+ * it fills whole into one: a MADV_HUGEPAGE VMA, or any but MADV_NOHUGEPAGE
+ * ones when THP is "always"; never with PR_SET_THP_DISABLE. (Not everywhere,
+ * as the eager fill does: a collapse holds the process's mmap lock, its
+ * faults wait, and it costs more than the 4 KiB copies it replaces.)
+ */
+static bool vma_huge(const struct rst_vma *v, bool always, bool disabled)
+{
+	if (disabled || (v->madv & (1UL << MADV_NOHUGEPAGE)))
+		return false;
+	return always || (v->madv & (1UL << MADV_HUGEPAGE));
+}
+
+/* The lazy VMAs of r, with where each page's bytes are. */
+static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	bool always = thp_always();
+
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	const struct dump_run *runs = r->ds.runs;
+
+	p->pid = r->pid;
+	p->sock = r->lazy_peer;
+	p->segs = calloc(r->a->nr_vmas + 1, sizeof(*p->segs));
+	if (!p->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+		const struct rst_vma *v = &rv[i];
+		struct lazy_seg *s = &p->segs[p->nr_segs];
+		size_t n = (v->end - v->start) / PAGE_SIZE;
+
+		if (!v->lazy)
+			continue;
+		s->start = v->start;
+		s->end = v->end;
+		s->huge = vma_huge(v, always, r->a->thp_disabled);
+		s->pg = malloc(n * sizeof(*s->pg));
+		if (!s->pg)
+			return -ENOMEM;
+		memset(s->pg, 0xff, n * sizeof(*s->pg));	/* LAZY_NONE */
+		for (size_t k = v->first_run; k < v->first_run + v->nr_runs; k++) {
+			int img = image_index(im, runs[k].fd);
+
+			if (img < 0)
+				return img;
+			for (uint64_t a = runs[k].start; a < runs[k].end; a += PAGE_SIZE)
+				s->pg[(a - v->start) / PAGE_SIZE] =
+					LAZY_PAGE(img, runs[k].off + (a - runs[k].start));
+		}
+		p->nr_segs++;
+	}
+	return 0;
+}
+
+/* The lazy runs whose checksums the handler takes (plan_checks()). */
+static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	const struct dump_run *runs = r->ds.runs;
+
+	if (!r->ds.pages_sums_deferred)
+		return 0;
+	p->checks = calloc(r->ds.nr_runs + 1, sizeof(*p->checks));
+	if (!p->checks)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
+			int img = image_index(im, runs[k].fd);
+
+			if (img < 0)
+				return img;
+			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, runs[k].off,
+				runs[k].end - runs[k].start, runs[k].sum, runs[k].start };
+		}
+	}
+	return 0;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Nothing of memdump's fds but what the handler needs: the sockets, the
+ * pages images and the log; no copy of a restored process's pipe or socket
+ * may outlive memdump here. stdin and stdout on /dev/null (a caller reading
+ * memdump's output to its end must not wait for the handler).
+ */
+static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im)
+{
+	int keep[n + im->nr + 4], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int from = 3;
+
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		close(nul);
+	}
+	for (size_t i = 0; i < n; i++)
+		keep[nk++] = procs[i].sock;
+	for (unsigned int i = 0; i < im->nr; i++)
+		keep[nk++] = im->fd[i];
+	if (log_fileno() >= 0)
+		keep[nk++] = log_fileno();
+	qsort(keep, nk, sizeof(int), cmp_int);
+	for (int i = 0; i < nk; i++) {
+		if (keep[i] > from)
+			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		if (keep[i] >= from)
+			from = keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0);
+}
+
+static void handler_signals(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n)
+{
+	static struct images im;
+	struct lazy_proc *procs = calloc(n, sizeof(*procs));
+	struct lazy_source src = { image_get, &im };
+	int ret = procs ? 0 : -ENOMEM;
+
+	handler_signals();
+	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]);
+	if (!ret) {
+		keep_only(procs, n, &im);
+		ret = image_buffer(&im);
+	}
+	if (ret) {
+		pr_err("lazy-pages: cannot start the page handler: %s", strerror(-ret));
+		_exit(1);
+	}
+	_exit(lazy_handler_run(procs, n, &src));
+}
+
+int lazy_start(struct rst *const *all, size_t n)
+{
+	pid_t pid;
+
+	if (!n || !all[0]->o->lazy)
+		return 0;
+	pid = fork();
+	if (pid < 0)
+		return fail(-errno, "cannot start the page handler: %s", strerror(errno));
+	if (pid == 0)
+		handler_main(all, n);
+	pr_info("lazy-pages: page handler %d", pid);
+	for (size_t i = 0; i < n; i++) {
+		close(all[i]->lazy_peer);
+		all[i]->lazy_peer = -1;
+	}
+	return 0;
+}

@@ -1,0 +1,282 @@
+# restore --lazy-pages (src/mem/lazy_restore.c, lazy_handler.c): the process
+# runs before its private anonymous memory is filled; a page handler serves
+# each fault from the images and fills the rest behind it. Each target gets
+# SIGUSR1 right after the restore returns, while its memory is still coming,
+# and checks every byte.
+
+# lazy_restore DIR LABEL: restore -d --lazy-pages of $PID (its stdout back to
+# the READY line); the handler's log in LZ_LOG, its pid in LZ_HANDLER
+lazy_restore() {
+	local dir=$1 label=$2
+	LZ_LOG=$T/lazy.$label.log
+	truncate -s "$READY_SIZE" "$OUT"
+	alive "$PID" && fail "pid $PID is in use before restore"
+	md "lazy.$label" restore -D "$dir" -d --lazy-pages -v 3 --log-file "$LZ_LOG" ||
+		fail "restore --lazy-pages failed: $(tail -n1 "$MD_ERR")"
+	track "$PID"
+	[[ $(tr -dc 0-9 < "$MD_OUT") == "$PID" ]] || fail "restore -d printed '$(cat "$MD_OUT")', want $PID"
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
+	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log"; }
+	track "$LZ_HANDLER"
+}
+
+# lazy_done MINPAGES [WHAT...]: the handler finished, having filled at least
+# MINPAGES pages; each WHAT (e.g. "fork", "remove", "faults") counted 1 or more
+lazy_done() {
+	wait_until "$OP_TIMEOUT" eval '[[ ! -d /proc/'"$LZ_HANDLER"' ]] || [[ $(proc_state '"$LZ_HANDLER"') == Z ]]' ||
+		fail "the page handler $LZ_HANDLER did not exit"
+	local line; line=$(grep -m1 'lazy-pages: done: ' "$LZ_LOG") ||
+		{ show_file "log" "$LZ_LOG"; fail "no 'done' line from the page handler"; }
+	note "${line#*: lazy-pages: }"
+	local n; n=$(sed 's/.*done: \([0-9]*\) pages.*/\1/' <<< "$line")
+	(( n >= $1 )) || fail "the handler filled $n pages, want at least $1"
+	shift
+	local what c
+	for what in "$@"; do
+		if [[ $what == faults ]]; then
+			c=$(sed 's/.* (\([0-9]*\) from the images.*/\1/' <<< "$line")
+		else
+			c=$(sed "s/.* \([0-9]*\) $what[,]*.*/\1/" <<< "$line")
+		fi
+		(( c >= 1 )) || fail "the handler met no $what ($line)"
+	done
+}
+
+# lazy_pass: SIGUSR1 at once, the program's PASS, its exit
+lazy_pass() {
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_until "$OP_TIMEOUT" eval '[[ ! -d /proc/'"$PID"' ]] || [[ $(proc_state '"$PID"') == Z ]]' ||
+		fail "pid $PID did not exit after PASS"
+}
+
+# a 256 MiB target: every byte exact though it runs before its memory is in;
+# once the handler is done, the process shows what it showed before the dump
+# (statecmp: no uffd flag left on its VMAs, no fd of the handler's)
+case_lazy_big() {
+	start_prog t-pattern 256
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	grep -q "restored $PID in .*memory: [0-9]\{1,4\} pages" "$LZ_LOG" ||
+		fail "the blob filled the lazy memory itself: $(grep "restored $PID" "$LZ_LOG")"
+	lazy_pass
+	lazy_done 65536
+	note "second lazy restore of the same images, compared once filled"
+	lazy_restore "$T/d" 2
+	lazy_done 65536
+	state_same "$PID" 2
+	lazy_pass
+}
+
+# 4 threads checking their own regions at once, concurrent faults
+case_lazy_threads() {
+	start_prog t-lazy threads 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384 faults
+}
+
+# a tree (a parent and a child, each with threads): one handler for both
+case_lazy_tree() {
+	start_prog t-lazy tree 32
+	local kids; kids=$(cat /proc/"$PID"/task/*/children | tr -d " \n")
+	[[ -n $kids ]] || fail "t-lazy tree has no child"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
+	alive "$kids" || fail "the child $kids was not restored"
+	lazy_pass
+	lazy_done 8192 faults
+}
+
+# a fork right after the restore: the child's pages come through its own uffd
+case_lazy_fork() {
+	start_prog t-lazy fork 128
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384 fork faults
+}
+
+# madvise(DONTNEED), munmap + a new mapping, mremap of lazy memory at once
+case_lazy_madv() {
+	start_prog t-lazy madv 128
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=10 lazy_restore "$T/d" 1
+	lazy_pass
+	lazy_done 16384 remove unmap remap faults
+}
+
+# lazy_kill_mid_fill NAME SIG: the handler's process NAME (memdump-lazy, the
+# handler; memdump-lazy-k, its keeper) gets SIG while the fill is paced
+lazy_kill_mid_fill() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=20 lazy_restore "$T/d" 1
+	local victim=$LZ_HANDLER
+	if [[ $1 == memdump-lazy-k ]]; then
+		victim=$(pgrep -x -P "$LZ_HANDLER" memdump-lazy-k) || fail "no keeper below the handler"
+	fi
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	kill -"$2" "$victim" || fail "cannot signal $victim"
+	note "sent SIG$2 to $1 $victim"
+}
+
+# the handler killed mid-fill: the restored process dies (no hang, no zero pages), one line says why
+case_lazy_handler_killed() {
+	lazy_kill_mid_fill memdump-lazy KILL
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive after its page handler was killed (State: $(proc_field "$PID" State))"
+	grep -q "lazy-pages: the page handler $LZ_HANDLER died with [0-9]* pages not filled: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the dead handler"; }
+	grep -q '^PASS' "$OUT" && fail "the program ran on to PASS"
+	return 0
+}
+
+# the keeper killed mid-fill: the handler starts another and completes
+case_lazy_keeper_killed() {
+	lazy_kill_mid_fill memdump-lazy-k KILL
+	wait_until 10 grep -q 'keeper died: started' "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "the handler did not start a new keeper"; }
+	lazy_pass
+	lazy_done 16384
+}
+
+# anon_huge_kb PID ADDR: AnonHugePages (kB) of the VMA of PID starting at ADDR
+anon_huge_kb() {
+	awk -v a="${2#0x}" '
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, r, "-"); inv = (r[1] == a) }
+		inv && /^AnonHugePages:/ { print $2; exit }' "/proc/$1/smaps"
+}
+
+# a MADV_HUGEPAGE region (THP madvise mode) is huge again once filled, as dumped
+case_lazy_thp() {
+	start_prog t-hugepage
+	local addr=${READY[2]}
+	note "AnonHugePages at $addr before the dump: $(anon_huge_kb "$PID" "$addr") kB"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_done 2048
+	local kb; kb=$(anon_huge_kb "$PID" "$addr")
+	note "AnonHugePages at $addr after the lazy fill: $kb kB"
+	(( ${kb:-0} > 0 )) || fail "no huge page in the MADV_HUGEPAGE region after the fill"
+	lazy_pass
+}
+
+# a lazy restore failed at each step after the handler started: no process
+# and no handler left, and the next lazy restore succeeds
+case_lazy_rstfail() {
+	start_prog t-pattern 32
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local point h log
+	for point in rst-forked rst-child-files rst-fill rst-commit; do
+		log=$T/lazy.fail.$point.log
+		truncate -s "$READY_SIZE" "$OUT"
+		MEMDUMP_FAULT=$point MEMDUMP_FAULT_FAIL=1 md "lazy.fail.$point" restore -D "$T/d" -d \
+			--lazy-pages -v 3 --log-file "$log" && fail "the restore did not fail at $point"
+		grep -q "fault injected at $point" "$MD_ERR" || fail "$point: not the injected failure: $(tail -n1 "$MD_ERR")"
+		h=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$log" | head -n1)
+		[[ -n $h ]] || fail "$point: no page handler started"
+		wait_until 10 eval '! alive '"$PID" || fail "$point: pid $PID left alive"
+		wait_until 10 eval '[[ ! -d /proc/'"$h"' ]] || [[ $(proc_state '"$h"') == Z ]]' ||
+			fail "$point: the page handler $h stays"
+		grep -q 'died with' "$log" && fail "$point: the keeper took a clean exit for a death"
+		note "$point: failed, nothing left"
+	done
+	lazy_restore "$T/d" ok
+	lazy_pass
+	lazy_done 8192
+}
+
+# lazy_damage IMG: one byte in the middle of the image flipped
+lazy_damage() {
+	local off b
+	off=$(( $(stat -c %s "$1") / 2 + 123 ))
+	b=$(od -An -tu1 -j "$off" -N1 "$1")
+	printf "\\x$(printf %02x $(( (b ^ 0xa5) & 0xff )))" | dd of="$1" bs=1 seek="$off" conv=notrunc status=none
+}
+
+# MEMDUMP_LAZY_CHECK=late: the handler takes the checksums while the process
+# runs; intact, all is filled; damaged, the process is killed with the run named
+case_lazy_check_late() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_CHECK=late lazy_restore "$T/d" good
+	lazy_pass
+	lazy_done 16384
+	lazy_damage "$T/d/pages-1.img"
+	MEMDUMP_LAZY_CHECK=late MEMDUMP_LAZY_PACE_MS=5 lazy_restore "$T/d" bad
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive with a damaged pages image"
+	grep -q "lazy-pages: image pages-1.img is corrupt: the pages of the run at 0x[0-9a-f]* ([0-9]* pages) do not match their checksum: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the damaged run"; }
+	return 0
+}
+
+# the pages image cut short mid-fill: the handler cannot serve the rest, the
+# process is killed with a line naming the address (never zeros, never a hang)
+case_lazy_image_gone() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=20 lazy_restore "$T/d" 1
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	truncate -s 4096 "$T/d/pages-1.img"
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive after its pages image was cut short"
+	grep -q "lazy-pages: the pages of 0x[0-9a-f]* are not in their image any more: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the pages the handler could not read"; }
+	return 0
+}
+
+# without -d: memdump waits for the process, the handler fills beside it
+case_lazy_wait() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --lazy-pages
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+
+# a damaged pages image: refused before anything runs
+case_lazy_corrupt() {
+	start_prog t-pattern 32
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_damage "$T/d/pages-1.img"
+	truncate -s "$READY_SIZE" "$OUT"
+	md lazy.corrupt restore -D "$T/d" -d --lazy-pages && fail "restore --lazy-pages of a damaged image succeeded"
+	expect_md_error
+	grep -q 'pages-1.img is corrupt' "$MD_ERR" || fail "not refused as corrupt: $(cat "$MD_ERR")"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	return 0
+}
+
+add lazy-big case_lazy_big
+add lazy-threads case_lazy_threads
+add lazy-tree case_lazy_tree
+add lazy-fork case_lazy_fork
+add lazy-madv case_lazy_madv
+add lazy-handler-killed case_lazy_handler_killed
+add lazy-keeper-killed case_lazy_keeper_killed
+add lazy-thp case_lazy_thp
+add lazy-rstfail case_lazy_rstfail
+add lazy-image-gone case_lazy_image_gone
+add lazy-wait case_lazy_wait
+add lazy-corrupt case_lazy_corrupt
+add lazy-check-late case_lazy_check_late
