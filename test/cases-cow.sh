@@ -109,6 +109,7 @@ case_cow_incr() {
 	restore_bg "$T/d" cow
 	wait_restored "$PID"
 	wait_until "$OP_TIMEOUT" untraced "$CPID" || fail "child $CPID not restored"
+	cow_expect_shared "$PID" "$CPID" "after the restore"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -118,3 +119,4 @@ case_cow_incr() {
 
 add cow-crit case_cow_crit
 add cow-incr case_cow_incr
+add cow-tree case_cow_tree

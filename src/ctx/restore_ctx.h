@@ -256,6 +256,17 @@ struct rst {
 	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
 	size_t nr_mnt_devs;
 
+	/*
+	 * premap_restore.c: memory it shares copy-on-write with its parent or its
+	 * children, mapped and filled in its forked process before its children
+	 * are forked, at premap[i] (0: VMA i is mapped by the blob as usual) in the
+	 * tree's reserved range [premap_lo, premap_hi); inherited[i]: the mapping
+	 * comes from its parent, only its own pages are written
+	 */
+	unsigned long *premap;
+	bool *inherited;
+	unsigned long premap_lo, premap_hi;
+
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
 };
@@ -501,6 +512,16 @@ int sk_netlink_open(const NetlinkSkEntry *e);
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 void tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
+
+/*
+ * premap_restore.c: a tree's memory shared copy-on-write between parent and
+ * child (pages dumped with in_tree_parent, the VMA the same in both): plan
+ * (memdump, every area built), fill (each forked process, before it forks
+ * its children), free.
+ */
+int premap_plan(struct rst *root);
+void premap_fill(struct rst *r);
+void premap_free(struct rst *r);
 
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */

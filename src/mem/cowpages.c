@@ -74,11 +74,12 @@ static bool parent_holds(const struct dump_ctx *p, uint64_t addr)
 struct cow_scan {
 	struct dump_ctx *d;
 	int fd, pfd;		/* the pagemaps of the process and its parent */
-	struct run_vec own, shared;
+	struct run_vec *own;	/* d->runs' or d->parent_runs' remains */
+	struct run_vec shared;
 	uint64_t nr_shared;
 };
 
-/* One run of d->runs, split into the pages of its own and the parent's. */
+/* One run of d->runs (or d->parent_runs), split into the pages of its own and the parent's. */
 static int split_run(struct cow_scan *s, const struct page_run *r)
 {
 	uint64_t a[CHUNK_PAGES], b[CHUNK_PAGES];
@@ -100,13 +101,13 @@ static int split_run(struct cow_scan *s, const struct page_run *r)
 
 			if (same == in_shared)
 				continue;
-			ret = vec_add(in_shared ? &s->shared : &s->own, from,
+			ret = vec_add(in_shared ? &s->shared : s->own, from,
 				      (at - from) >> PAGE_SHIFT, r->unreadable);
 			from = at;
 			in_shared = same;
 		}
 	}
-	return ret ?: vec_add(in_shared ? &s->shared : &s->own, from, (end - from) >> PAGE_SHIFT,
+	return ret ?: vec_add(in_shared ? &s->shared : s->own, from, (end - from) >> PAGE_SHIFT,
 			      r->unreadable);
 }
 
@@ -118,37 +119,71 @@ static int open_pagemap(pid_t pid)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+static int cmp_run(const void *a, const void *b)
+{
+	const struct page_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * The pages written now (d->runs) and those of its previous set (an
+ * incremental dump's d->parent_runs): both may be the parent's very pages.
+ */
+static int split_all(struct cow_scan *s, struct run_vec *own, struct run_vec *prev)
+{
+	struct dump_ctx *d = s->d;
+	int ret = 0;
+
+	s->own = own;
+	for (size_t i = 0; i < d->nr_runs && !ret; i++)
+		ret = split_run(s, &d->runs[i]);
+	s->own = prev;
+	for (size_t i = 0; i < d->nr_parent_runs && !ret; i++)
+		ret = split_run(s, &d->parent_runs[i]);
+	return ret;
+}
+
 int cow_select(struct dump_ctx *d)
 {
 	struct cow_scan s = { .d = d, .fd = -1, .pfd = -1 };
+	struct run_vec own = { 0 }, prev = { 0 };
+	uint64_t nr_own = 0;
 	int ret = 0;
 
-	if (!d->tree_parent || d->pre_dump || !d->nr_runs)
+	if (!d->tree_parent || d->pre_dump || !(d->nr_runs + d->nr_parent_runs))
 		return 0;
 	s.fd = open_pagemap(d->pid);
 	s.pfd = open_pagemap(d->tree_parent->pid);
 	if (s.fd < 0 || s.pfd < 0)
 		ret = -errno;
-	for (size_t i = 0; i < d->nr_runs && !ret; i++)
-		ret = split_run(&s, &d->runs[i]);
+	if (!ret)
+		ret = split_all(&s, &own, &prev);
 	if (s.fd >= 0)
 		close(s.fd);
 	if (s.pfd >= 0)
 		close(s.pfd);
 	if (ret) {
-		free(s.own.runs);
+		free(own.runs);
+		free(prev.runs);
 		free(s.shared.runs);
 		return fail(ret, "cannot compare the pages of process %d with its parent's: %s",
 			    d->pid, strerror(-ret));
 	}
+	qsort(s.shared.runs, s.shared.nr, sizeof(*s.shared.runs), cmp_run);
 	for (size_t i = 0; i < s.shared.nr; i++)
 		s.nr_shared += s.shared.runs[i].nr_pages;
+	for (size_t i = 0; i < own.nr; i++)
+		nr_own += own.runs[i].nr_pages;
 	free(d->runs);
-	d->runs = s.own.runs;
-	d->nr_runs = s.own.nr;
+	free(d->parent_runs);
+	d->runs = own.runs;
+	d->nr_runs = own.nr;
+	d->parent_runs = prev.runs;
+	d->nr_parent_runs = prev.nr;
 	d->tparent_runs = s.shared.runs;
 	d->nr_tparent_runs = s.shared.nr;
-	d->nr_pages -= s.nr_shared;
+	d->nr_pages = nr_own;
 	pr_info("%lu pages shared with parent %d (copy-on-write): listed, not written",
 		(unsigned long)s.nr_shared, d->tree_parent->pid);
 	return 0;

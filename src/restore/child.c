@@ -268,8 +268,10 @@ void child_main(struct rst *r)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
-	if (r->tree)
+	if (r->tree) {
+		premap_fill(r);		/* what its children share with it, before they exist */
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
+	}
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);

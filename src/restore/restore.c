@@ -539,6 +539,7 @@ void rst_free(struct rst *r)
 	ns_restore_leave(r);
 	mntns_free(r);
 	pagecheck_free(r);
+	premap_free(r);
 	rst_close_prepared(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);

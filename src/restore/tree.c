@@ -582,6 +582,8 @@ static int prepare_all(struct rst *root)
 	}
 	if (!ret)
 		ret = sk_tree_plan_queues(root);	/* every socket made: senders anywhere */
+	if (!ret)
+		ret = premap_plan(root);	/* every area built: memory shared copy-on-write */
 	unlink_ghosts(root);
 	return ret;
 }
