@@ -194,6 +194,8 @@ struct rst {
 
 	struct rghost *ghosts;
 	size_t nr_ghosts;
+	int ghost_sweep_fd;	/* the sweeper's pipe (ghost_sweep.c), 0: none */
+	pid_t ghost_sweep_pid;
 	struct sk_msg *sk_msgs;
 	size_t nr_sk_msgs;
 	struct sk_late *sk_late;
@@ -449,6 +451,14 @@ int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 int ghost_check(struct rst *r);
 int ghost_create_all(struct rst *r);
 void ghost_unlink_all(struct rst *r);
+/*
+ * ghost_sweep.c: the process that removes the ghosts' names should the restore
+ * be killed (SIGKILL) before it removed them itself: told each name, with the
+ * inode it will name (0: a directory or FIFO made next), before the name
+ * exists; _end: every name removed, it exits (the tree's root holds it).
+ */
+int ghost_sweep_tell(struct rst *r, const char *path, dev_t dev, ino_t ino);
+void ghost_sweep_end(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
 /*

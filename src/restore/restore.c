@@ -271,6 +271,8 @@ int rst_prepare(struct rst *r)
 		ret = rst_arm_abort(r);	/* abort.c */
 	if (!r->tree)
 		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
+	if (!r->tree)
+		ghost_sweep_end(r);
 	return ret;
 }
 
@@ -543,6 +545,7 @@ void rst_free(struct rst *r)
 	rst_close_prepared(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);
+	ghost_sweep_end(r);
 	if (r->area)
 		munmap(r->area, r->area_size);
 	free(r->descs);

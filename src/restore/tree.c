@@ -585,6 +585,7 @@ static int prepare_all(struct rst *root)
 	if (!ret)
 		ret = premap_plan(root);	/* every area built: memory shared copy-on-write */
 	unlink_ghosts(root);
+	ghost_sweep_end(root);	/* every name removed */
 	return ret;
 }
 
