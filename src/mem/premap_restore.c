@@ -57,8 +57,9 @@ static bool same_source(struct rst *m, const VmaEntry *v, struct rst *p, const V
 {
 	const char *a, *b;
 
-	if (vma_how(v) != vma_how(w) || v->pgoff != w->pgoff)
-		return false;
+	if (vma_how(v) != vma_how(w) || v->pgoff != w->pgoff || v->flags != w->flags ||
+	    (v->has_madv ? v->madv : 0) != (w->has_madv ? w->madv : 0))
+		return false;	/* what the mapping was made with is the parent's */
 	if (vma_how(v) == RST_MAP_ANON)
 		return true;
 	if (vma_shm_private(v) || vma_shm_private(w))	/* a memfd's inode */
