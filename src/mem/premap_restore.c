@@ -296,6 +296,7 @@ static void read_run(struct rst *r, const struct dump_run *run, char *to, uint64
 					n ? strerror(errno) : "end of file");
 		done += (uint64_t)n;
 	}
+	r->a->pages_restored += len / PAGE_SIZE;	/* progress for memdump's watchdog (stall.c) */
 	if (r->a->sum_pages == RST_SUM_RUNS && run->fd == r->ds.pages_fd && !run->tparent) {
 		h64_init(&h);
 		h64_update(&h, to, len);
