@@ -72,6 +72,7 @@ cow_dump_restore() {
 	wait_restored "$PID"
 	wait_until "$OP_TIMEOUT" untraced "$CPID" || fail "child $CPID not restored"
 	cow_expect_shared "$PID" "$CPID" "after the restore"
+	[[ -z ${GPID:-} ]] || cow_expect_all_shared "$CPID" "$GPID" "after the restore"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -83,6 +84,26 @@ cow_dump_restore() {
 case_cow_tree() {
 	cow_start
 	cow_dump_restore "$T/d"
+}
+
+# a grandchild that wrote nothing: one page with its parent (the child) for
+# every page, after the restore too (the slot inherited twice)
+case_cow_deep() {
+	start_prog t-cow "$COW_MB" deep
+	CPID=${READY[2]} GPID=${READY[5]}
+	track "$CPID"; track "$GPID"
+	cow_expect_shared "$PID" "$CPID" "before the dump"
+	cow_expect_all_shared "$CPID" "$GPID" "before the dump"
+	cow_dump_restore "$T/d"
+}
+
+# cow_expect_all_shared CHILD GRANDCHILD LABEL: every page one PFN in both
+cow_expect_all_shared() {
+	local r
+	r=$(cow_pfns "$1" "$2" "${READY[3]}" "${READY[4]}") || fail "cannot read the pagemaps"
+	note "$3 (grandchild): $r"
+	[[ $r != *diff=[1-9]* && $r != *absent=[1-9]* ]] ||
+		fail "$3: the grandchild's pages are not its parent's: $r"
 }
 
 # crit decodes the child's pagemap: the shared run is listed with field 51
@@ -110,6 +131,7 @@ case_cow_incr() {
 	wait_restored "$PID"
 	wait_until "$OP_TIMEOUT" untraced "$CPID" || fail "child $CPID not restored"
 	cow_expect_shared "$PID" "$CPID" "after the restore"
+	[[ -z ${GPID:-} ]] || cow_expect_all_shared "$CPID" "$GPID" "after the restore"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -120,3 +142,4 @@ case_cow_incr() {
 add cow-crit case_cow_crit
 add cow-incr case_cow_incr
 add cow-tree case_cow_tree
+add cow-deep case_cow_deep

@@ -1,9 +1,11 @@
-/* t-cow [MIB]: memory shared copy-on-write between a parent and its child.
+/* t-cow [MIB [deep]]: memory shared copy-on-write between a parent and its child.
  * The parent fills MIB MiB (default 32) of private anonymous memory, forks;
  * then the child writes pages 3, 11, 19, ... of the first quarter and the
  * parent pages 5, 13, 21, ... of the second quarter; every other page is
  * untouched since fork (one physical page in both).
- * READY <parent> <child> <addr> <pages>
+ * deep: the child then forks a grandchild that writes nothing (it shares
+ * every page with the child).
+ * READY <parent> <child> <addr> <pages> [<grandchild>]
  * On SIGUSR1 the parent checks its bytes, sends SIGUSR1 to the child, which
  * checks its own and exits 0 or 1; the parent prints PASS or FAIL. Neither
  * writes the memory before it is told: the runner compares their pagemaps. */
@@ -47,29 +49,49 @@ static const char *check(bool child)
 	return NULL;
 }
 
-static void child_main(int ready)
+/* The child's memory checked; with a grandchild, its too (it checks on SIGUSR1). */
+static void __attribute__((noreturn)) check_and_exit(pid_t grandchild)
 {
-	char c = 1;
+	int status = 0;
 
-	write_pages(child_writes, SEED_CHILD);
-	if (write(ready, &c, 1) != 1)
+	if (grandchild > 0 && (kill(grandchild, SIGUSR1) ||
+			       waitpid(grandchild, &status, 0) != grandchild))
 		_exit(2);
-	close(ready);
-	t_wait_usr1();
 	if (check(true)) {
 		fprintf(stderr, "%s\n", check(true));
 		_exit(1);
 	}
-	_exit(0);
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+}
+
+static void child_main(int ready, bool deep)
+{
+	pid_t g = 0;
+
+	write_pages(child_writes, SEED_CHILD);
+	if (deep) {
+		g = fork();
+		if (g < 0)
+			_exit(2);
+		if (g == 0) {
+			t_wait_usr1();
+			check_and_exit(0);
+		}
+	}
+	if (write(ready, &g, sizeof(g)) != sizeof(g))
+		_exit(2);
+	close(ready);
+	t_wait_usr1();
+	check_and_exit(g);
 }
 
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 0) : 32;
 	int p[2], status;
-	pid_t child;
+	pid_t child, g;
+	bool deep = argc > 3 && !strcmp(argv[3], "deep");
 	const char *why;
-	char c;
 
 	t_init(argc, argv, 0);
 	npages = (mib << 20) / T_PAGE;
@@ -84,13 +106,16 @@ int main(int argc, char **argv)
 	if (child == 0) {
 		t_pid = getpid();
 		close(p[0]);
-		child_main(p[1]);
+		child_main(p[1], deep);
 	}
 	close(p[1]);
-	if (read(p[0], &c, 1) != 1)
+	if (read(p[0], &g, sizeof(g)) != sizeof(g))
 		t_fail("the child did not write its pages");
 	write_pages(parent_writes, SEED_PARENT);
-	t_ready("%d %p %zu", (int)child, (void *)mem, npages);
+	if (deep)
+		t_ready("%d %p %zu %d", (int)child, (void *)mem, npages, (int)g);
+	else
+		t_ready("%d %p %zu", (int)child, (void *)mem, npages);
 	t_wait_usr1();
 	t_check_common();
 	why = check(false);

@@ -9,7 +9,7 @@
  * Both processes are frozen: a page with the same frame number in both
  * (/proc/PID/pagemap, which shows frame numbers to root) holds the same
  * bytes at this instant. Only pages the parent's set holds at that address
- * (its runs, or the runs of its previous set) are taken; a page swapped
+ * (its runs, the runs of its previous set, or of its own parent) are taken; a page swapped
  * out, or any page when frame numbers read as 0 (no CAP_SYS_ADMIN), is
  * written as before.
  */
@@ -68,7 +68,8 @@ static bool runs_hold(const struct page_run *runs, size_t nr, uint64_t addr)
 static bool parent_holds(const struct dump_ctx *p, uint64_t addr)
 {
 	return runs_hold(p->runs, p->nr_runs, addr) ||
-	       runs_hold(p->parent_runs, p->nr_parent_runs, addr);
+	       runs_hold(p->parent_runs, p->nr_parent_runs, addr) ||
+	       runs_hold(p->tparent_runs, p->nr_tparent_runs, addr);	/* its own parent's */
 }
 
 struct cow_scan {
