@@ -49,6 +49,8 @@ struct rst_vma {
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
 	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */
 	unsigned int lazy;	/* --lazy-pages: registered with the uffd, filled by the handler */
+	unsigned long premap;	/* mapped and filled here before the fork (shared copy-on-write
+				 * with its parent or children): moved to start, not read; 0: none */
 };
 
 /* Guard pages (MADV_GUARD_INSTALL) to install again once the memory is filled. */
@@ -232,6 +234,8 @@ struct rst_args {
 	unsigned int nr_seals;
 	unsigned long guards_off;	/* struct rst_guard array, sorted */
 	unsigned int nr_guards;
+	unsigned long premap_lo, premap_hi;	/* the tree's premapped memory: kept until
+						 * its VMAs are moved, then unmapped; 0, 0: none */
 
 	int pages_fd;
 	int has_mm_map, has_vdso, has_rlimits;

@@ -60,6 +60,8 @@
 #define MAP_SHARED	0x01
 #define MAP_PRIVATE	0x02
 #define MAP_FIXED	0x10
+#define MREMAP_MAYMOVE	1
+#define MREMAP_FIXED	2
 #define MAP_ANONYMOUS	0x20
 #define MAP_GROWSDOWN	0x100
 #define MAP_NORESERVE	0x4000
@@ -760,6 +762,13 @@ static void restore_memory(void)
 
 		if (v->how == RST_MAP_SKIP)
 			continue;
+		if (v->premap) {	/* filled before the fork: its pages stay shared */
+			ret = sys_call5(__nr_mremap, v->premap, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+					v->start);
+			if (ret != (long)v->start)
+				rst_fail(ret, "cannot move premapped memory to", v->start);
+			continue;
+		}
 		if (v->nr_runs)
 			prot |= PROT_READ | PROT_WRITE;
 		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_GROWSDOWN |
@@ -777,6 +786,11 @@ static void restore_memory(void)
 		if (v->madv & (1UL << MADV_HUGEPAGE))
 			sys_call3(__nr_madvise, v->start, len, MADV_HUGEPAGE);
 	}
+	if (A->premap_hi) {	/* the slots of other processes, the reservation's rest */
+		ret = sys_call2(__nr_munmap, A->premap_lo, A->premap_hi - A->premap_lo);
+		if (ret < 0)
+			rst_fail(ret, "cannot unmap the premapped range at", A->premap_lo);
+	}
 	fill_pages();	/* every VMA is in place: nothing maps over the helper's work */
 
 	for (u32 i = 0; i < A->nr_vmas; i++) {
@@ -793,7 +807,8 @@ static void restore_memory(void)
 				rst_fail(ret, "cannot madvise VMA at", v->start);
 		}
 		install_guards(v);
-		if (v->nr_runs && (v->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE)) {
+		if ((v->nr_runs || v->premap) &&
+		    (v->prot & (PROT_READ | PROT_WRITE)) != (PROT_READ | PROT_WRITE)) {
 			ret = sys_call3(__nr_mprotect, v->start, len, v->prot);
 			if (ret < 0)
 				rst_fail(ret, "cannot mprotect VMA at", v->start);
@@ -1280,6 +1295,30 @@ static void thread_main(void *arg)
 	finish_thread(t, 0);
 }
 
+/* [a, b) unmapped, but what lies in [k0, k1). */
+static void unmap_but(u64 a, u64 b, u64 k0, u64 k1)
+{
+	long ret;
+
+	if (k0 < k1 && k0 < b && k1 > a) {
+		unmap_but(a, k0 > a ? k0 : a, 0, 0);
+		unmap_but(k1 < b ? k1 : b, b, 0, 0);
+		return;
+	}
+	if (a >= b)
+		return;
+	ret = sys_call2(__nr_munmap, a, b - a);
+	if (ret < 0)
+		rst_fail(ret, "cannot unmap memdump at", a);
+}
+
+/* Everything but the area and the premapped range. */
+static void unmap_memdump(void)
+{
+	unmap_but(0, A->area_start, A->premap_lo, A->premap_hi);
+	unmap_but(A->area_start + A->area_size, TASK_SIZE_47, A->premap_lo, A->premap_hi);
+}
+
 void blob_main(void *arg);
 void blob_main(void *arg)
 {
@@ -1291,14 +1330,8 @@ void blob_main(void *arg)
 	A->syscall_insn = (u64)rst_syscall_insn;
 	WRITE_ONCE(A->stage, RST_STAGE_BLOB);
 
-	/* Nothing of memdump is needed any more. */
-	ret = sys_call2(__nr_munmap, 0, A->area_start);
-	if (ret < 0)
-		rst_fail(ret, "cannot unmap memdump below", A->area_start);
-	ret = sys_call2(__nr_munmap, A->area_start + A->area_size,
-			TASK_SIZE_47 - (A->area_start + A->area_size));
-	if (ret < 0)
-		rst_fail(ret, "cannot unmap memdump above", A->area_start + A->area_size);
+	/* Nothing of memdump is needed any more (but the premapped memory). */
+	unmap_memdump();
 
 	A->fill_us = now_us();
 	restore_memory();

@@ -173,7 +173,37 @@ case_rstfail_ghost_enospc() {
 	rstfail_gone "$PID"
 }
 
+# memdump restore SIGKILLed while t-ghost's deleted files are recreated
+# (rst-ghosts, and once its process is forked): nothing of memdump runs
+# after, and still no recreated file is left (src/files/ghost_sweep.c)
+case_rstfail_kill_ghosts() {
+	start_prog t-ghost
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local point md_pid
+	for point in rst-ghosts rst-prepared rst-forked; do
+		MEMDUMP_FAULT=$point restore_bg "$T/d" "$point.KILL"
+		wait_line "$MD_ERR" "fault point $point: " "$OP_TIMEOUT" ||
+			fail "$point: the restore did not reach its fault point: $(cat "$MD_ERR")"
+		[[ $point != rst-ghosts ]] || ls "$T" | grep -q '^ghost-' ||
+			fail "rst-ghosts: no deleted file recreated to leave behind: $(ls "$T")"
+		md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+		[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+		kill -KILL "$md_pid"
+		rstfail_wait_exit
+		(( MD_RC == 137 )) || fail "$point: memdump exited $MD_RC, not killed"
+		rstfail_gone "$PID"
+		wait_until 5 eval '! ls "$T" | grep -q -e "^ghost-" -e memdump-ghost' ||
+			fail "$point: recreated deleted files are left: $(ls "$T" | grep ghost)"
+		rstfail_no_ghosts
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+	rstfail_no_ghosts
+}
+
 add rstfail-points case_rstfail_points
+add rstfail-kill-ghosts case_rstfail_kill_ghosts
 add rstfail-points-tree case_rstfail_points_tree
 add rstfail-kill-tree case_rstfail_kill KILL
 add rstfail-term-tree case_rstfail_kill TERM

@@ -143,6 +143,9 @@ static int read_chunk(const struct dumpset *ds, uint64_t a, uint64_t max,
 		*n = MIN(lim, r->end - key);
 		if (r->present)
 			return read_pages(r, key, buf, *n);
+		if (r->tparent)
+			return fail(-ENODATA, "the pages at %#" PRIx64 " are its parent process's "
+				    "(shared copy-on-write): read them in the parent's set", a);
 		memset(buf, 0, *n);
 		return 0;
 	}

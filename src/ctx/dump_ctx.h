@@ -311,6 +311,11 @@ struct dump_ctx {
 	int nr_vmas;
 	struct page_run *runs;
 	size_t nr_runs;
+	/* a tree's process: its parent, dumped before it and still frozen (treedump.c),
+	 * and the pages it shares with it, listed as its parent's (cowpages.c) */
+	const struct dump_ctx *tree_parent;
+	struct page_run *tparent_runs;	/* sorted, none in runs */
+	size_t nr_tparent_runs;
 	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
 	bool sums_late;			/* the inventory is written once the target runs
 					 * again: the page cache is summed then (pages.c) */
@@ -351,6 +356,10 @@ int collect_vmas(struct dump_ctx *d);
 int select_pages_start(struct dump_ctx *d);
 int select_pages_wait(struct dump_ctx *d);
 int select_pages(struct dump_ctx *d);
+
+/* cowpages.c: the pages of d->runs that are its tree parent's very pages (the same
+ * physical page) move to d->tparent_runs */
+int cow_select(struct dump_ctx *d);
 
 /* parent.c: --prev-images-dir */
 int parent_open(struct dump_ctx *d, const char *path);

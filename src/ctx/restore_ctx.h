@@ -197,6 +197,8 @@ struct rst {
 
 	struct rghost *ghosts;
 	size_t nr_ghosts;
+	int ghost_sweep_fd;	/* the sweeper's pipe (ghost_sweep.c), 0: none */
+	pid_t ghost_sweep_pid;
 	struct sk_msg *sk_msgs;
 	size_t nr_sk_msgs;
 	struct sk_late *sk_late;
@@ -260,6 +262,17 @@ struct rst {
 	int mnt_go[2];		/* a root of its own: memdump left, the init may pivot_root */
 	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
 	size_t nr_mnt_devs;
+
+	/*
+	 * premap_restore.c: memory it shares copy-on-write with its parent or its
+	 * children, mapped and filled in its forked process before its children
+	 * are forked, at premap[i] (0: VMA i is mapped by the blob as usual) in the
+	 * tree's reserved range [premap_lo, premap_hi); inherited[i]: the mapping
+	 * comes from its parent, only its own pages are written
+	 */
+	unsigned long *premap;
+	bool *inherited;
+	unsigned long premap_lo, premap_hi;
 
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
@@ -444,6 +457,14 @@ int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 int ghost_check(struct rst *r);
 int ghost_create_all(struct rst *r);
 void ghost_unlink_all(struct rst *r);
+/*
+ * ghost_sweep.c: the process that removes the ghosts' names should the restore
+ * be killed (SIGKILL) before it removed them itself: told each name, with the
+ * inode it will name (0: a directory or FIFO made next), before the name
+ * exists; _end: every name removed, it exits (the tree's root holds it).
+ */
+int ghost_sweep_tell(struct rst *r, const char *path, dev_t dev, ino_t ino);
+void ghost_sweep_end(struct rst *r);
 /* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
 const char *ghost_path(struct rst *r, uint32_t file_id);
 /*
@@ -512,6 +533,16 @@ int sk_netlink_open(const NetlinkSkEntry *e);
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 void tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
+
+/*
+ * premap_restore.c: a tree's memory shared copy-on-write between parent and
+ * child (pages dumped with in_tree_parent, the VMA the same in both): plan
+ * (memdump, every area built), fill (each forked process, before it forks
+ * its children), free.
+ */
+int premap_plan(struct rst *root);
+void premap_fill(struct rst *r);
+void premap_free(struct rst *r);
 
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */

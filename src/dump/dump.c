@@ -200,7 +200,7 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 		ret = collect_posix_timers(d);
 	if (ret)
 		select_pages_wait(d);	/* the first error is the one reported */
-	return ret ?: select_pages_wait(d);
+	return ret ?: select_pages_wait(d) ?: cow_select(d);
 }
 
 int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot)
@@ -292,6 +292,7 @@ void dump_ctx_free(struct dump_ctx *d)
 	free(d->vmas);
 	free(d->runs);
 	free(d->parent_runs);
+	free(d->tparent_runs);
 	free(d->run_sums);
 	if (d->pages_fd >= 0)
 		close(d->pages_fd);

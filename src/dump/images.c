@@ -412,7 +412,10 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	return ret;
 }
 
-static int write_pagemap_entry(struct image *img, const struct page_run *r, bool in_parent,
+/* A run's kind in the pagemap: in pages-1.img, in the previous set, in the tree parent's. */
+enum run_kind { RUN_OWN, RUN_PREV, RUN_TPARENT };
+
+static int write_pagemap_entry(struct image *img, const struct page_run *r, enum run_kind k,
 			       uint64_t sum)
 {
 	PagemapEntry pe = PAGEMAP_ENTRY__INIT;
@@ -422,23 +425,40 @@ static int write_pagemap_entry(struct image *img, const struct page_run *r, bool
 	pe.has_nr_pages = true;
 	pe.nr_pages = r->nr_pages;
 	pe.has_flags = true;
-	pe.flags = in_parent ? PE_PARENT : PE_PRESENT;
-	pe.has_in_parent = in_parent;
-	pe.in_parent = in_parent;
-	pe.has_sum = !in_parent;	/* the parent's own pagemap has those */
+	pe.flags = k == RUN_PREV ? PE_PARENT : k == RUN_OWN ? PE_PRESENT : 0;
+	pe.has_in_parent = k == RUN_PREV;
+	pe.in_parent = k == RUN_PREV;
+	pe.has_in_tree_parent = k == RUN_TPARENT;
+	pe.in_tree_parent = k == RUN_TPARENT;
+	pe.has_sum = k == RUN_OWN;	/* the other sets' own pagemaps have those */
 	pe.sum = sum;
 	return img_write_msg(img, &pe.base);
 }
 
+/* The list whose next run comes first; i[k]: the next of each. */
+static enum run_kind next_kind(const struct dump_ctx *d, const size_t i[3])
+{
+	const struct page_run *l[3] = { d->runs, d->parent_runs, d->tparent_runs };
+	const size_t n[3] = { d->nr_runs, d->nr_parent_runs, d->nr_tparent_runs };
+	int best = -1;
+
+	for (int k = 0; k < 3; k++)
+		if (i[k] < n[k] && (best < 0 || l[k][i[k]].start < l[best][i[best]].start))
+			best = k;
+	return (enum run_kind)best;
+}
+
 /*
- * pagemap-PID.img, with each run's checksum (sums[i]): the runs of pages-1.img
- * and the runs of the parent set, merged in address order as CRIU lists them.
+ * pagemap-PID.img, with each run's checksum (sums[i]): the runs of pages-1.img,
+ * of the parent set and of the tree parent's set, merged in address order as
+ * CRIU lists them.
  */
 static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
-	size_t i = 0, j = 0;
+	size_t i[3] = { 0, 0, 0 };
+	size_t total = d->nr_runs + d->nr_parent_runs + d->nr_tparent_runs;
 	int ret = img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
 
 	if (ret)
@@ -447,16 +467,16 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 	head.has_compress = d->compress.algo != PZ_NONE;
 	head.compress = d->compress.algo;
 	ret = img_write_msg(img, &head.base);
-	while (!ret && (i < d->nr_runs || j < d->nr_parent_runs)) {
-		bool own = j == d->nr_parent_runs ||
-			   (i < d->nr_runs && d->runs[i].start < d->parent_runs[j].start);
+	for (size_t done = 0; !ret && done < total; done++) {
+		enum run_kind k = next_kind(d, i);
 
-		if (own) {
-			ret = write_pagemap_entry(img, &d->runs[i], false, sums[i]);
-			i++;
-		} else {
-			ret = write_pagemap_entry(img, &d->parent_runs[j++], true, 0);
-		}
+		if (k == RUN_OWN)
+			ret = write_pagemap_entry(img, &d->runs[i[k]], k, sums[i[k]]);
+		else if (k == RUN_PREV)
+			ret = write_pagemap_entry(img, &d->parent_runs[i[k]], k, 0);
+		else
+			ret = write_pagemap_entry(img, &d->tparent_runs[i[k]], k, 0);
+		i[k]++;
 	}
 	if (ret) {
 		img_abort(img);

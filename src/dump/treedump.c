@@ -528,11 +528,22 @@ static pid_t dead_member(const struct tree_dump *td)
 	return 0;
 }
 
+/* Its parent among the members dumped before it (parents come first), or NULL. */
+static const struct dump_ctx *parent_member(const struct tree_dump *td, int k)
+{
+	for (int i = 0; i < k; i++)
+		if (td->m[i].d.pid == td->m[k].tp->ppid)
+			return &td->m[i].d;
+	return NULL;
+}
+
 static int dump_member(struct tree_dump *td, int k)
 {
 	pid_t dead;
 	struct member *m = &td->m[k];
 	int ret;
+
+	m->d.tree_parent = parent_member(td, k);	/* the pages they share: cowpages.c */
 
 	m->d.trace = td->o->trace;
 	if (m->d.trace)

@@ -226,15 +226,48 @@ static int remove_ghost(const char *path)
 	return ret;
 }
 
-/* The file itself, with its content, owner, mode and times. */
-static int make_file(struct image *img, const GhostFileEntry *ge, const char *path)
+/*
+ * A regular file written unnamed (O_TMPFILE) in path's directory; -EOPNOTSUPP:
+ * the filesystem has no unnamed files.
+ */
+static int open_unnamed(const char *path, mode_t mode)
 {
-	struct timespec ts[2] = {
-		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
-		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
-	};
-	int fd, ret = 0;
+	char dir[PATH_MAX];
+	int fd;
 
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(dirname(dir), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR))
+		return -EOPNOTSUPP;
+	return fd < 0 ? -errno : fd;
+}
+
+/* The unnamed file fd named path, the sweeper told first (ghost_sweep.c). */
+static int name_unnamed(struct rst *r, int fd, const char *path)
+{
+	char proc[64];
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st))
+		return -errno;
+	ret = ghost_sweep_tell(r, path, st.st_dev, st.st_ino);
+	if (ret)
+		return ret;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW))
+		return fail(-errno, "cannot recreate the deleted file %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* A directory, FIFO or (no O_TMPFILE) regular file made at path, the sweeper told. */
+static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
+{
+	int fd, ret = ghost_sweep_tell(r, path, 0, 0);
+	struct stat st;
+
+	if (ret)
+		return ret;
 	if (S_ISDIR(ge->mode)) {	/* empty, as rmdir left it */
 		if (mkdir(path, ge->mode & 07777))
 			return fail(-errno, "cannot recreate the deleted directory %s: %s", path,
@@ -248,18 +281,51 @@ static int make_file(struct image *img, const GhostFileEntry *ge, const char *pa
 	} else {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			  ge->mode & 07777);
-		if (fd >= 0)
-			ret = ge->chunks ? copy_chunks(img, fd, ge->size, path)
-					 : copy_content(img, fd, ge->size, path);
 	}
 	if (fd < 0)
 		return fail(-errno, "cannot recreate the deleted file %s: %s", path, strerror(errno));
+	ret = fstat(fd, &st) ? -errno : ghost_sweep_tell(r, path, st.st_dev, st.st_ino);
+	if (ret) {
+		close(fd);
+		remove_ghost(path);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * The file itself, with its content, owner, mode and times. A regular file
+ * is written unnamed and named once complete: a restore killed before that
+ * leaves nothing; after it, the sweeper removes the name.
+ */
+static int make_file(struct rst *r, struct image *img, const GhostFileEntry *ge,
+		     const char *path)
+{
+	struct timespec ts[2] = {
+		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
+		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
+	};
+	bool reg = !S_ISDIR(ge->mode) && !S_ISFIFO(ge->mode);
+	int fd = reg ? open_unnamed(path, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
+	bool unnamed = fd >= 0;
+
+	if (fd < 0 && fd != -EOPNOTSUPP)
+		return fail(fd, "cannot recreate the deleted file %s: %s", path, strerror(-fd));
+	if (fd == -EOPNOTSUPP)
+		fd = open_named(r, ge, path);
+	if (fd < 0)
+		return fd;
+	if (reg)
+		ret = ge->chunks ? copy_chunks(img, fd, ge->size, path)
+				 : copy_content(img, fd, ge->size, path);
 	if (!ret && (fchown(fd, ge->uid, ge->gid) || fchmod(fd, ge->mode & 07777) ||
 		     futimens(fd, ts)))
 		ret = fail(-errno, "cannot set the owner, mode or times of %s: %s", path,
 			   strerror(errno));
+	if (!ret && unnamed)
+		ret = name_unnamed(r, fd, path);
 	close(fd);
-	if (ret)
+	if (ret && !unnamed)
 		remove_ghost(path);
 	return ret;
 }
@@ -302,7 +368,7 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	if (!g->path)
 		ret = -ENOMEM;
 	if (!ret && !made)
-		ret = make_file(img, ge, g->path);
+		ret = make_file(r, img, ge, g->path);
 	if (!ret && !made && ge->has_dev && ge->has_ino)
 		ret = tree_ghost_put(r, ge->dev, ge->ino, g->path);
 	img_free(&ghost_file_entry__descriptor, ge);
@@ -328,8 +394,15 @@ int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags)
 	char *at = pick_path(rst_path(r, re->deleted_name, dbuf, sizeof(dbuf)), re->id);
 	int fd, err;
 
+	struct stat st;
+
 	if (!at)
 		return -ENOMEM;
+	err = stat(other, &st) ? -errno : ghost_sweep_tell(r, at, st.st_dev, st.st_ino);
+	if (err) {
+		free(at);
+		return err;
+	}
 	if (link(other, at)) {
 		err = -errno;
 		free(at);

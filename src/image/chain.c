@@ -27,7 +27,7 @@
 static bool has_parent_runs(const struct dump_run *runs, size_t nr)
 {
 	for (size_t i = 0; i < nr; i++)
-		if (!runs[i].present)
+		if (!runs[i].present && !runs[i].tparent)
 			return true;
 	return false;
 }
@@ -88,7 +88,7 @@ static int cover(struct piece_list *out, const struct dump_run *r, const struct 
 		struct dump_run piece;
 		int ret;
 
-		if (i == p->nr_runs || q->start > at)
+		if (i == p->nr_runs || q->start > at || q->tparent)
 			return fail(-EIO, "broken image chain: pages at %#" PRIx64 " are in no set of "
 				    "the chain (parent set %zu does not list them)", at, level);
 		piece = *q;
@@ -112,7 +112,7 @@ static int substitute(struct dumpset *ds, const struct dumpset *p, size_t level)
 	int ret = 0;
 
 	for (size_t i = 0; i < ds->nr_runs && !ret; i++)
-		ret = ds->runs[i].present ? add_piece(&out, &ds->runs[i]) :
+		ret = ds->runs[i].present || ds->runs[i].tparent ? add_piece(&out, &ds->runs[i]) :
 					    cover(&out, &ds->runs[i], p, level);
 	if (ret) {
 		free(out.runs);
@@ -187,4 +187,79 @@ int chain_resolve(struct dumpset *ds)
 	if (!ret)
 		pr_info("image chain of %zu set(s) above this one", ds->nr_chain);
 	return ret;
+}
+
+bool dumpset_has_tparent(const struct dumpset *ds)
+{
+	for (size_t i = 0; i < ds->nr_runs; i++)
+		if (ds->runs[i].tparent)
+			return true;
+	return false;
+}
+
+/* [r->start, r->end) from the tree parent's runs, piece by piece, with no gap. */
+static int cover_tparent(struct piece_list *out, const struct dump_run *r,
+			 const struct dumpset *p, pid_t pid)
+{
+	uint64_t at = r->start;
+
+	for (size_t i = runs_after(p->runs, p->nr_runs, at); at < r->end; i++) {
+		const struct dump_run *q = &p->runs[i];
+		struct dump_run piece;
+		int ret;
+
+		if (i == p->nr_runs || q->start > at || !q->present)
+			return fail(-EIO, "image pagemap-%d.img is corrupt: pages at %#" PRIx64 " are "
+				    "listed as its parent's, which does not hold them", pid, at);
+		piece = *q;
+		piece.start = at;
+		piece.end = MIN(q->end, r->end);
+		piece.has_sum = false;	/* checked in the parent's own set */
+		piece.tparent = true;
+		piece.off = q->off + (at - q->start);
+		ret = add_piece(out, &piece);
+		if (ret)
+			return ret;
+		at = piece.end;
+	}
+	return 0;
+}
+
+int tparent_resolve(struct dumpset *ds, const struct dumpset *parent)
+{
+	struct piece_list out = { 0 };
+	pid_t pid = (pid_t)ds->pstree->pid;
+	int ret = 0;
+
+	if (!dumpset_has_tparent(ds))
+		return 0;
+	for (size_t i = 0; i < ds->nr_runs && !ret; i++)
+		ret = ds->runs[i].tparent ? cover_tparent(&out, &ds->runs[i], parent, pid) :
+					    add_piece(&out, &ds->runs[i]);
+	if (ret) {
+		free(out.runs);
+		return ret;
+	}
+	free(ds->runs);
+	ds->runs = out.runs;
+	ds->nr_runs = out.nr;
+	return 0;
+}
+
+size_t dumpset_other_pages(const struct dumpset *ds)
+{
+	int seen[MAX_CHAIN * 2];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ds->nr_runs; i++) {
+		bool known = ds->runs[i].fd == ds->pages_fd;
+
+		for (size_t k = 0; k < n && !known; k++)
+			known = seen[k] == ds->runs[i].fd;
+		if (!known && n < ARRAY_SIZE(seen))
+			seen[n++] = ds->runs[i].fd;
+		else if (!known)
+			n++;	/* beyond counting: the room check refuses */
+	}
+	return MAX(n, ds->nr_chain);
 }

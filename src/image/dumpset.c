@@ -227,7 +227,8 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	r = &l->runs[l->nr++];
 	r->start = pe->vaddr;
 	r->end = pe->vaddr + nr * PAGE_SIZE;
-	r->present = pe->has_flags ? !!(pe->flags & PE_PRESENT) : !pe->in_parent;
+	r->tparent = pe->has_in_tree_parent && pe->in_tree_parent;
+	r->present = !r->tparent && (pe->has_flags ? !!(pe->flags & PE_PRESENT) : !pe->in_parent);
 	r->off = l->off;
 	r->has_sum = pe->has_sum;
 	r->sum = pe->sum;

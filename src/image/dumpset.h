@@ -31,6 +31,8 @@ struct dump_run {
 	int fd;			/* that pages image (of this set or of one it is based on) */
 	bool has_sum;		/* pagemap_entry.sum: the checksum of those bytes */
 	uint64_t sum;
+	bool tparent;		/* in_tree_parent: the tree parent's pages at these addresses,
+				 * present once tparent_resolve() found them in its set */
 };
 
 /*
@@ -109,6 +111,15 @@ int dumpset_load_pagemap(struct dumpset *ds, unsigned pid);
 int dumpset_verify_other_pages(struct dumpset *ds);
 /* chain.c: runs in parent sets resolved to the parents' pages images. */
 int chain_resolve(struct dumpset *ds);
+/*
+ * A tree's process: its in_tree_parent runs replaced by the pieces of its
+ * parent's runs (parent: loaded and resolved before it) that hold them.
+ */
+int tparent_resolve(struct dumpset *ds, const struct dumpset *parent);
+/* How many pages images other than its own its runs may name (parent sets, the tree parent's). */
+size_t dumpset_other_pages(const struct dumpset *ds);
+/* Does ds list pages of its tree parent (resolved or not)? */
+bool dumpset_has_tparent(const struct dumpset *ds);
 
 /* Load DIR; fails with "DIR holds no complete dump" without inventory.img. */
 int dumpset_load(const char *dir, struct dumpset *ds);

@@ -170,7 +170,7 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 	if (!ret && !e)
 		ret = fail(-EIO, "image %s is not listed in inventory.img", name);
 	for (size_t i = 0; !ret && i < nr; i++) {
-		if (!runs[i].present)
+		if (!runs[i].present || runs[i].tparent)	/* the tree parent's image */
 			continue;
 		present[n] = &runs[i];
 		lens[n++] = runs[i].end - runs[i].start;

@@ -221,7 +221,7 @@ static void plan_layout(struct rst *r, struct layout *l)
 	off += ALIGN_UP(RST_MAX_AUXV * 8, 64);
 	l->close = off;
 	/* at most: one fd per VMA (files, shmem objects), pages (one per set), exe */
-	off += ALIGN_UP((ds->mm->n_vmas + ds->nr_chain + 8) * sizeof(int), 64);
+	off += ALIGN_UP((ds->mm->n_vmas + dumpset_other_pages(ds) + 8) * sizeof(int), 64);
 	l->seals = off;
 	off += ALIGN_UP(r->nr_shms * sizeof(struct rst_seal), 64);
 	l->xsave = off;
@@ -406,7 +406,7 @@ static int pages_index(struct rst *r, int fd, int *seen, int *idx, size_t *nr, s
 static int open_pages(struct rst *r)
 {
 	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
-	size_t n = r->ds.nr_chain + 1, nr = 0;
+	size_t n = dumpset_other_pages(&r->ds) + 1, nr = 0;
 	int *seen = calloc(n, sizeof(int)), *idx = calloc(n, sizeof(int)), ret = 0;
 
 	if (!seen || !idx)

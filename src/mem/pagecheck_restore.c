@@ -41,7 +41,7 @@ static int collect_present(struct pagecheck *pc, const struct dumpset *ds)
 	if (!pc->present || !pc->sums)
 		return -ENOMEM;
 	for (size_t i = 0; i < ds->nr_runs; i++)
-		if (ds->runs[i].present)
+		if (ds->runs[i].present && !ds->runs[i].tparent)	/* not the parent's */
 			pc->present[n++] = &ds->runs[i];
 	qsort(pc->present, n, sizeof(*pc->present), cmp_off);
 	pc->nr_present = n;
@@ -66,7 +66,7 @@ int pagecheck_mode(const struct dumpset *ds)
 	for (size_t i = 0; i < ds->nr_runs; i++) {
 		const struct dump_run *run = &ds->runs[i];
 
-		if (!run->present)
+		if (!run->present || run->tparent)
 			continue;
 		all_summed = all_summed && run->has_sum;
 		in_order = in_order && run->off == next;

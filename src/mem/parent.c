@@ -24,6 +24,8 @@ static int add_cover(struct parent_set *p, const PagemapEntry *pe, size_t *cap)
 	uint64_t nr = pe->has_nr_pages ? pe->nr_pages : pe->compat_nr_pages;
 	struct page_run *last = p->nr_cover ? &p->cover[p->nr_cover - 1] : NULL;
 
+	if (pe->has_in_tree_parent && pe->in_tree_parent)
+		return 0;	/* the tree parent's set holds them: written again */
 	if (!nr || pe->vaddr % PAGE_SIZE || (last && pe->vaddr < last->start + last->nr_pages *
 					     PAGE_SIZE))
 		return fail(-EIO, "the previous images' pagemap is corrupt or unsorted at %#" PRIx64,

@@ -127,7 +127,7 @@ static int **move_blob_fds(struct rst *r, struct rst *const *g, size_t n, int ba
 	int **tmp = calloc(n, sizeof(*tmp));
 
 	for (size_t k = 0; tmp && k < n; k++) {
-		if (g[k]->nr_blob_fds > g[k]->ds.mm->n_vmas + g[k]->ds.nr_chain + 8)	/* build_area()'s room */
+		if (g[k]->nr_blob_fds > g[k]->ds.mm->n_vmas + dumpset_other_pages(&g[k]->ds) + 8)	/* build_area()'s room */
 			child_exit_fail(r, -E2BIG, "too many fds for the restorer of %d (%zu)",
 					g[k]->pid, g[k]->nr_blob_fds);
 		tmp[k] = calloc(g[k]->nr_blob_fds + 1, sizeof(int));
@@ -270,8 +270,10 @@ void child_main(struct rst *r)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
-	if (r->tree)
+	if (r->tree) {
+		premap_fill(r);		/* what its children share with it, before they exist */
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
+	}
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);

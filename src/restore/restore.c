@@ -276,6 +276,7 @@ int rst_prepare(struct rst *r)
 	if (!r->tree) {
 		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
 		sk_unix_unlink_gone(r);	/* every socket connected that needed the name */
+		ghost_sweep_end(r);
 	}
 	return ret;
 }
@@ -551,10 +552,12 @@ void rst_free(struct rst *r)
 	ns_restore_leave(r);
 	mntns_free(r);
 	pagecheck_free(r);
+	premap_free(r);
 	rst_close_prepared(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);
 	sk_unix_unlink_gone(r);
+	ghost_sweep_end(r);
 	if (r->area)
 		munmap(r->area, r->area_size);
 	free(r->descs);

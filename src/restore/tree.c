@@ -139,13 +139,15 @@ static int load_member(struct rst *root, size_t i)
 	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
 	if (ret)
 		return ret;
-	ret = rst_check_loaded(m);
-	if (ret)
-		return ret;
 	m->tree_parent = proc_of(root, (pid_t)pe->ppid, i);
 	if (!m->tree_parent || m->ds.pstree->ppid != pe->ppid)
 		return fail(-EIO, "pstree.img is corrupt: the parent %u of process %u is not "
 			    "listed before it", pe->ppid, pe->pid);
+	ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
+	if (!ret)
+		ret = rst_check_loaded(m);
+	if (ret)
+		return ret;
 	if (m->ds.pstree->pgid != pe->pgid || m->ds.pstree->sid != pe->sid)
 		return fail(-EIO, "image set proc-%u is corrupt: its group or session is not "
 			    "the one pstree.img lists", pe->pid);
@@ -584,7 +586,10 @@ static int prepare_all(struct rst *root)
 	}
 	if (!ret)
 		ret = sk_tree_plan_queues(root);	/* every socket made: senders anywhere */
+	if (!ret)
+		ret = premap_plan(root);	/* every area built: memory shared copy-on-write */
 	unlink_ghosts(root);
+	ghost_sweep_end(root);	/* every name removed */
 	return ret;
 }
 

@@ -1,0 +1,368 @@
+/*
+ * Memory a parent and its child share copy-on-write (zdtm cow00, cow01;
+ * issue 31): after fork() both map the same physical pages until one of
+ * them writes. The dump lists such pages of the child as its parent's
+ * (in_tree_parent, cowpages.c); restore makes them one page again.
+ *
+ * Where the child's VMA is its parent's (the same range, private anonymous
+ * memory or a private mapping of the same file, not a stack that grows
+ * down), that VMA is mapped and filled in the
+ * parent's forked process before it forks its children, at a "slot" of a
+ * range the tree reserves (free in memdump and in every dumped address
+ * space). The child inherits the slot by the fork: its pages are the
+ * parent's, shared; it writes only its own pages (those it wrote after the
+ * fork, a copy of its own then) and drops those it does not have (zeros,
+ * or the file's page).
+ * A child's child inherits the slot from it in turn. The blob moves each
+ * slot to its VMA's address (mremap: the pages stay shared) and unmaps the
+ * rest of the range; it reads nothing for those VMAs.
+ *
+ * The memdump process reads those pages and sums them (the checksums the
+ * blob takes for the others: pagecheck_restore.c). Anything else that the
+ * dump listed as the parent's (another VMA, a set whose checksum is of the
+ * whole file, no free range) is read from the parent's set into a copy of
+ * the child's own: the same bytes, not shared.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "log.h"
+#include "ctx/restore_ctx.h"
+#include "vma_status.h"
+
+#define SLOT_ALIGN	RST_HUGE_SIZE	/* a slot keeps its VMA's place in a huge page */
+#define RANGE_LOW	(1UL << 32)
+#define RANGE_HIGH	0x7ff000000000UL
+#define RANGE_MARGIN	(2UL << 20)
+
+/* Private anonymous memory, or a private mapping of a file (its COW copies shared). */
+static bool premappable(const VmaEntry *v)
+{
+	if (v->flags & MAP_GROWSDOWN)
+		return false;
+	if (vma_how(v) == RST_MAP_ANON)
+		return true;
+	return vma_how(v) == RST_MAP_FD && (v->flags & MAP_PRIVATE) &&
+	       !(v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED));
+}
+
+/* Does p's VMA w map what m's v maps (the same object, from the same offset)? */
+static bool same_source(struct rst *m, const VmaEntry *v, struct rst *p, const VmaEntry *w)
+{
+	const char *a, *b;
+
+	if (vma_how(v) != vma_how(w) || v->pgoff != w->pgoff || v->flags != w->flags ||
+	    (v->has_madv ? v->madv : 0) != (w->has_madv ? w->madv : 0))
+		return false;	/* what the mapping was made with is the parent's */
+	if (vma_how(v) == RST_MAP_ANON)
+		return true;
+	if (vma_shm_private(v) || vma_shm_private(w))	/* a memfd's inode */
+		return vma_shm_private(v) && vma_shm_private(w) && v->shmid == w->shmid;
+	a = rst_reg_path(m, (uint32_t)v->shmid);
+	b = rst_reg_path(p, (uint32_t)w->shmid);
+	return a && b && !strcmp(a, b);
+}
+
+/* The index of the VMA of mm with v's range, or -1. */
+static long same_vma(const MmEntry *mm, const VmaEntry *v)
+{
+	size_t lo = 0, hi = mm->n_vmas;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (mm->vmas[mid]->start < v->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < mm->n_vmas && mm->vmas[lo]->start == v->start && mm->vmas[lo]->end == v->end)
+		return (long)lo;
+	return -1;
+}
+
+static bool has_tparent_in(const struct dumpset *ds, const VmaEntry *v)
+{
+	for (size_t i = dumpset_run_after(ds, v->start); i < ds->nr_runs &&
+	     ds->runs[i].start < v->end; i++)
+		if (ds->runs[i].tparent)
+			return true;
+	return false;
+}
+
+/* The offset in the range of a new slot for v (never 0), the range grown. */
+static unsigned long new_slot(unsigned long *size, const VmaEntry *v)
+{
+	unsigned long off = ALIGN_UP(*size + PAGE_SIZE, SLOT_ALIGN) + v->start % SLOT_ALIGN;
+
+	*size = off + (v->end - v->start);
+	return off;
+}
+
+static int alloc_slots(struct rst *x)
+{
+	if (x->premap)
+		return 0;
+	x->premap = calloc(x->ds.mm->n_vmas + 1, sizeof(*x->premap));
+	x->inherited = calloc(x->ds.mm->n_vmas + 1, sizeof(*x->inherited));
+	return x->premap && x->inherited ? 0 : -ENOMEM;
+}
+
+/* m's VMAs shared with its parent p: slots, as offsets in the range. */
+static int plan_member(struct rst *m, unsigned long *size)
+{
+	struct rst *p = m->tree_parent;
+	const MmEntry *mm = m->ds.mm;
+	int ret = 0;
+
+	if (!p || m->a->sum_pages == RST_SUM_WHOLE || p->a->sum_pages == RST_SUM_WHOLE)
+		return 0;
+	for (size_t j = 0; j < mm->n_vmas && !ret; j++) {
+		const VmaEntry *v = mm->vmas[j];
+		long k;
+
+		if (!premappable(v) || !has_tparent_in(&m->ds, v))
+			continue;
+		k = same_vma(p->ds.mm, v);
+		if (k < 0 || !premappable(p->ds.mm->vmas[k]) ||
+		    !same_source(m, v, p, p->ds.mm->vmas[k]))
+			continue;
+		ret = alloc_slots(p) ?: alloc_slots(m);
+		if (ret)
+			break;
+		if (!p->premap[k])
+			p->premap[k] = new_slot(size, p->ds.mm->vmas[k]);
+		m->premap[j] = p->premap[k];
+		m->inherited[j] = true;
+	}
+	return ret;
+}
+
+struct range {
+	unsigned long s, e;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+static int add_range(struct range **rg, size_t *n, size_t *cap, unsigned long s, unsigned long e)
+{
+	if (*n == *cap) {
+		struct range *x = realloc(*rg, (*cap = *cap ? *cap * 2 : 256) * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		*rg = x;
+	}
+	(*rg)[(*n)++] = (struct range){ s, e };
+	return 0;
+}
+
+/* Every dumped VMA of the tree and memdump's own mappings, sorted. */
+static int used_ranges(struct rst *root, struct range **rg, size_t *n)
+{
+	size_t cap = 0;
+	int ret = 0;
+	FILE *f;
+	char line[512];
+
+	*rg = NULL;
+	*n = 0;
+	for (size_t i = 0; i <= tree_size(root) && !ret; i++) {
+		const MmEntry *mm = (i ? tree_member(root, i - 1) : root)->ds.mm;
+
+		for (size_t j = 0; j < mm->n_vmas && !ret; j++)
+			ret = add_range(rg, n, &cap, mm->vmas[j]->start, mm->vmas[j]->end);
+	}
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		ret = ret ?: -errno;
+	while (!ret && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2)
+			ret = add_range(rg, n, &cap, s, e);
+	}
+	if (f)
+		fclose(f);
+	if (!ret)
+		qsort(*rg, *n, sizeof(**rg), cmp_range);
+	return ret;
+}
+
+/* The highest SLOT_ALIGN-aligned address with size bytes free around it, or 0. */
+static unsigned long find_range(struct rst *root, unsigned long size)
+{
+	unsigned long best = 0, prev = RANGE_LOW;
+	struct range *rg;
+	size_t n;
+
+	if (used_ranges(root, &rg, &n))
+		return 0;
+	for (size_t i = 0; i <= n; i++) {
+		unsigned long s = i < n ? MIN(rg[i].s, RANGE_HIGH) : RANGE_HIGH;
+		unsigned long at = ALIGN_UP(prev + RANGE_MARGIN, SLOT_ALIGN);
+
+		if (s > at && s - at >= size + RANGE_MARGIN)
+			best = at;
+		if (i < n && rg[i].e > prev)
+			prev = rg[i].e;
+		if (prev >= RANGE_HIGH)
+			break;
+	}
+	free(rg);
+	return best;
+}
+
+/* The slots of x at their addresses, for its blob too. */
+static void place(struct rst *x, unsigned long base, unsigned long size)
+{
+	struct rst_vma *rv = (struct rst_vma *)(x->area + x->a->vmas_off);
+
+	x->premap_lo = x->a->premap_lo = base;
+	x->premap_hi = x->a->premap_hi = base + size;
+	for (size_t j = 0; x->premap && j < x->ds.mm->n_vmas; j++) {
+		if (!x->premap[j])
+			continue;
+		x->premap[j] += base;
+		rv[j].premap = x->premap[j];
+		rv[j].nr_runs = 0;	/* filled before the fork (premap_fill) */
+	}
+}
+
+static void drop_plan(struct rst *root)
+{
+	for (size_t i = 0; i <= tree_size(root); i++) {
+		struct rst *x = i ? tree_member(root, i - 1) : root;
+
+		free(x->premap);
+		free(x->inherited);
+		x->premap = NULL;
+		x->inherited = NULL;
+	}
+}
+
+int premap_plan(struct rst *root)
+{
+	unsigned long size = 0, base;
+	int ret = 0;
+
+	for (size_t i = 0; i < tree_size(root) && !ret; i++)
+		ret = plan_member(tree_member(root, i), &size);
+	if (ret || !size) {
+		drop_plan(root);
+		return ret;
+	}
+	size = ALIGN_UP(size, SLOT_ALIGN);
+	base = find_range(root, size);
+	if (base && mmap((void *)base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0) != (void *)base)
+		base = 0;
+	if (!base) {	/* the pages are read into copies of each one's own */
+		pr_warn("no free range of %lu MiB for the memory the tree shares: each process "
+			"gets a copy of its own", size >> 20);
+		drop_plan(root);
+		return 0;
+	}
+	for (size_t i = 0; i <= tree_size(root); i++)
+		place(i ? tree_member(root, i - 1) : root, base, size);
+	pr_info("memory shared copy-on-write in the tree: %lu MiB premapped at %#lx", size >> 20,
+		base);
+	return 0;
+}
+
+/* run's bytes from its pages image into to; its checksum into *sum. */
+static void read_run(struct rst *r, const struct dump_run *run, char *to, uint64_t *sum)
+{
+	uint64_t len = run->end - run->start, done = 0;
+	struct hash64 h;
+
+	while (done < len) {
+		ssize_t n = pread(run->fd, to + done, len - done, (off_t)(run->off + done));
+
+		if (n <= 0)
+			child_exit_fail(r, n ? -errno : -EIO, "cannot read the pages at %#" PRIx64
+					" of process %d: %s", run->start, r->pid,
+					n ? strerror(errno) : "end of file");
+		done += (uint64_t)n;
+	}
+	r->a->pages_restored += len / PAGE_SIZE;	/* progress for memdump's watchdog (stall.c) */
+	if (r->a->sum_pages == RST_SUM_RUNS && run->fd == r->ds.pages_fd && !run->tparent) {
+		h64_init(&h);
+		h64_update(&h, to, len);
+		*sum = h64_final(&h);
+	}
+}
+
+/* [a, b) of VMA v, at its slot, holds nothing of this process: zeros, or the file's. */
+static void drop_pages(struct rst *r, const VmaEntry *v, char *slot, uint64_t a, uint64_t b)
+{
+	if (a < b && madvise(slot + (a - v->start), b - a, MADV_DONTNEED))
+		child_exit_fail(r, -errno, "cannot drop the pages at %#" PRIx64 " of process %d: %m",
+				a, r->pid);
+}
+
+static void fill_slot(struct rst *r, size_t j)
+{
+	const VmaEntry *v = r->ds.mm->vmas[j];
+	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
+	char *slot = (char *)r->premap[j];
+	uint64_t at = v->start;
+
+	if (!r->inherited[j]) {
+		const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+		int fl = MAP_PRIVATE | MAP_FIXED | (v->flags & MAP_NORESERVE);
+		int fd = -1;
+
+		if (vma_how(v) == RST_MAP_FD)	/* the blob's fd, an index in blob_fds yet */
+			fd = r->blob_fds[rv[j].fd];
+		else
+			fl |= MAP_ANONYMOUS;
+		if (mmap(slot, v->end - v->start, PROT_READ | PROT_WRITE, fl, fd,
+			 fd >= 0 ? (off_t)v->pgoff : 0) != slot)
+			child_exit_fail(r, -errno, "cannot map the memory at %#" PRIx64 " of process "
+					"%d before its children: %m", v->start, r->pid);
+		if (v->has_madv && (v->madv & (1UL << MADV_HUGEPAGE)))
+			madvise(slot, v->end - v->start, MADV_HUGEPAGE);
+	}
+	for (size_t i = dumpset_run_after(&r->ds, v->start); i < r->ds.nr_runs &&
+	     r->ds.runs[i].start < v->end; i++) {
+		const struct dump_run *run = &r->ds.runs[i];
+
+		if (r->inherited[j])
+			drop_pages(r, v, slot, at, run->start);
+		at = run->end;
+		if (!r->inherited[j] || !run->tparent)	/* else its parent's page, kept */
+			read_run(r, run, slot + (run->start - v->start), &rr[i].sum);
+	}
+	if (r->inherited[j])
+		drop_pages(r, v, slot, at, v->end);
+}
+
+void premap_fill(struct rst *r)
+{
+	for (size_t j = 0; r->premap && j < r->ds.mm->n_vmas; j++)
+		if (r->premap[j])
+			fill_slot(r, j);
+}
+
+void premap_free(struct rst *r)
+{
+	if (!r->tree_parent && r->premap_hi)	/* the root's memdump reserved the range */
+		munmap((void *)r->premap_lo, r->premap_hi - r->premap_lo);
+	r->premap_lo = r->premap_hi = 0;
+	free(r->premap);
+	free(r->inherited);
+	r->premap = NULL;
+	r->inherited = NULL;
+}
