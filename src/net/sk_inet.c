@@ -84,10 +84,14 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 			return NULL;
 		snprintf(buf, len, "%u connection(s) not yet accepted", ti.tcpi_unacked);
 		return buf;
-	case TCP_ESTABLISHED:
-		return set->tcp_established ? NULL :
-		       "an established connection, dumped only with --tcp-established";
 	}
+	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established) {
+		snprintf(buf, len, "a connection in state %s, dumped only with --tcp-established",
+			 state_name(ti.tcpi_state));
+		return buf;
+	}
+	if (tcp_repairable(ti.tcpi_state))
+		return NULL;
 	snprintf(buf, len, "a connection in state %s, which memdump cannot dump",
 		 state_name(ti.tcpi_state));
 	return buf;
@@ -168,7 +172,7 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	}
 	in->shutdown = s ? s->shutdown : 0;
 	read_ip_opts(copy, in);
-	if (in->proto == IPPROTO_TCP && in->state == TCP_ESTABLISHED)
+	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state))
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
 	return 0;
 }
