@@ -97,6 +97,21 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 	return buf;
 }
 
+static uint16_t inet_port_of(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port :
+	       ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port : 0;
+}
+
+/* SO_PEERNAME (the kernel wants the exact size): a peer getpeername does not tell. */
+static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *ss)
+{
+	socklen_t l = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+	memset(ss, 0, sizeof(*ss));
+	return !getsockopt(copy, SOL_SOCKET, SO_PEERNAME, ss, &l) && inet_port_of(ss);
+}
+
 /* The address and port of a sockaddr into 16 bytes (v4: the first 4). */
 static void split_addr(const struct sockaddr_storage *ss, uint8_t *addr, uint16_t *port)
 {
@@ -162,6 +177,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	if (!getpeername(copy, (struct sockaddr *)&ss, &l)) {
 		split_addr(&ss, in->dst, &in->dport);
 		in->state = TCP_ESTABLISHED;
+	} else if (in->proto == IPPROTO_TCP && peer_of_unconnected(copy, in->family, &ss)) {
+		split_addr(&ss, in->dst, &in->dport);	/* SYN_SENT: getpeername says ENOTCONN */
 	}
 	l = sizeof(ti);
 	memset(&ti, 0, sizeof(ti));
