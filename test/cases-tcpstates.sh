@@ -68,3 +68,25 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	done
 	unset st fam name
 fi
+
+# A connection closed both ways (TCP_CLOSE, as zdtm socket-tcp-closed): the
+# socket keeps its names but not its port, which a restore would bind again
+# (in TIME_WAIT: the restore fails). Refused by name, the target unharmed.
+case_tcpst_closed_refused() {
+	sk_py closed '
+import socket, os, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept(); l.close()
+c.shutdown(socket.SHUT_WR); a.shutdown(socket.SHUT_WR)
+time.sleep(0.5)
+print("READY", os.getpid(), c.fileno(), a.fileno(), c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0], flush=True)
+time.sleep(120)'
+	[[ ${READY[4]} == 7 ]] || fail "the connection is in state ${READY[4]}, not CLOSE"
+	md dump dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	grep -q "fd ${READY[2]} (socket:\[[0-9]*\]: .*a connection closed since" "$MD_ERR" ||
+		fail "the closed connection is not named"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add tcpst-closed-refused case_tcpst_closed_refused

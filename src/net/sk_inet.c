@@ -59,6 +59,20 @@ static bool udp_queued(int copy, const struct sk_diag *s)
 	return ioctl(copy, SIOCINQ, &n) == 0 && n > 0;
 }
 
+static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *ss);
+
+/*
+ * A socket in TCP_CLOSE that had a connection: it keeps its two names
+ * (getsockname, SO_PEERNAME) but not its port, which a restore would bind
+ * again (in TIME_WAIT, or taken since: the restore fails).
+ */
+static bool closed_connection(int copy)
+{
+	struct sockaddr_storage ss;
+
+	return peer_of_unconnected(copy, opt_int(copy, SOL_SOCKET, SO_DOMAIN), &ss);
+}
+
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
 				char *buf, size_t len)
 {
@@ -78,7 +92,10 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 		return "its TCP_INFO cannot be read";
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
-		return NULL;
+		if (!closed_connection(copy))
+			return NULL;
+		return "a connection closed since (its names are kept, its port is not), "
+		       "which memdump cannot restore";
 	case TCP_LISTEN:
 		if (!ti.tcpi_unacked)
 			return NULL;
