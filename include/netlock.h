@@ -12,6 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/*
+ * Packets with this mark pass the lock: the segments a restore sends in the
+ * peer's name to a connection it rebuilds (a FIN the peer had sent).
+ */
+#define NETLOCK_MARK	0x6d656d64	/* "memd" */
+
 struct netlock_conn {
 	int family;			/* AF_INET, AF_INET6 */
 	uint8_t src[16], dst[16];

@@ -141,6 +141,7 @@ struct rtcp {
 	TcpStreamEntry *t;
 	uint8_t *data;			/* inq, then outq */
 	int reuseaddr;			/* as dumped: leaving repair mode clears it */
+	bool flushed;			/* its unsent data went before its FIN (closing) */
 };
 
 /* pagecheck.c: the checksums of the pages, from the memory the blob fills */
@@ -529,7 +530,7 @@ int inet_fail(const InetSkEntry *e, int err, const char *what);
 /* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
 int sk_netlink_open(const NetlinkSkEntry *e);
 
-/* tcp_repair.c: established connections, released once the threads are parked */
+/* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 void tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);

@@ -47,6 +47,7 @@ static void chain(FILE *f, const char *name, const char *hook, const struct netl
 {
 	fprintf(f, "\tchain %s {\n\t\ttype filter hook %s priority -300; policy accept;\n", name,
 		hook);
+	fprintf(f, "\t\tmeta mark 0x%x accept\n", NETLOCK_MARK);
 	for (size_t i = 0; i < n; i++) {
 		rule(f, &conns[i], false);
 		rule(f, &conns[i], true);

@@ -59,6 +59,20 @@ static bool udp_queued(int copy, const struct sk_diag *s)
 	return ioctl(copy, SIOCINQ, &n) == 0 && n > 0;
 }
 
+static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *ss);
+
+/*
+ * A socket in TCP_CLOSE that had a connection: it keeps its two names
+ * (getsockname, SO_PEERNAME) but not its port, which a restore would bind
+ * again (in TIME_WAIT, or taken since: the restore fails).
+ */
+static bool closed_connection(int copy)
+{
+	struct sockaddr_storage ss;
+
+	return peer_of_unconnected(copy, opt_int(copy, SOL_SOCKET, SO_DOMAIN), &ss);
+}
+
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
 				char *buf, size_t len)
 {
@@ -78,19 +92,41 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 		return "its TCP_INFO cannot be read";
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
-		return NULL;
+		if (!closed_connection(copy))
+			return NULL;
+		return "a connection closed since (its names are kept, its port is not), "
+		       "which memdump cannot restore";
 	case TCP_LISTEN:
 		if (!ti.tcpi_unacked)
 			return NULL;
 		snprintf(buf, len, "%u connection(s) not yet accepted", ti.tcpi_unacked);
 		return buf;
-	case TCP_ESTABLISHED:
-		return set->tcp_established ? NULL :
-		       "an established connection, dumped only with --tcp-established";
 	}
+	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established) {
+		snprintf(buf, len, "a connection in state %s, dumped only with --tcp-established",
+			 state_name(ti.tcpi_state));
+		return buf;
+	}
+	if (tcp_repairable(ti.tcpi_state))
+		return NULL;
 	snprintf(buf, len, "a connection in state %s, which memdump cannot dump",
 		 state_name(ti.tcpi_state));
 	return buf;
+}
+
+static uint16_t inet_port_of(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port :
+	       ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port : 0;
+}
+
+/* SO_PEERNAME (the kernel wants the exact size): a peer getpeername does not tell. */
+static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *ss)
+{
+	socklen_t l = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+	memset(ss, 0, sizeof(*ss));
+	return !getsockopt(copy, SOL_SOCKET, SO_PEERNAME, ss, &l) && inet_port_of(ss);
 }
 
 /* The address and port of a sockaddr into 16 bytes (v4: the first 4). */
@@ -158,6 +194,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	if (!getpeername(copy, (struct sockaddr *)&ss, &l)) {
 		split_addr(&ss, in->dst, &in->dport);
 		in->state = TCP_ESTABLISHED;
+	} else if (in->proto == IPPROTO_TCP && peer_of_unconnected(copy, in->family, &ss)) {
+		split_addr(&ss, in->dst, &in->dport);	/* SYN_SENT: getpeername says ENOTCONN */
 	}
 	l = sizeof(ti);
 	memset(&ti, 0, sizeof(ti));
@@ -168,7 +206,7 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	}
 	in->shutdown = s ? s->shutdown : 0;
 	read_ip_opts(copy, in);
-	if (in->proto == IPPROTO_TCP && in->state == TCP_ESTABLISHED)
+	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state))
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
 	return 0;
 }

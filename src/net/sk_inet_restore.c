@@ -20,6 +20,7 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "net/tcp_states.h"
 
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 {
@@ -266,7 +267,7 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 	if (fd < 0)
 		return inet_fail(e, -errno, "cannot create");
 	ret = set_options(fd, e);
-	if (!ret && e->proto == IPPROTO_TCP && e->state == TCP_ESTABLISHED)
+	if (!ret && e->proto == IPPROTO_TCP && tcp_state_repairable(e->state))
 		ret = tcp_repair_open(r, fd, e);
 	else if (!ret)
 		ret = open_plain(r, fd, e);

@@ -251,7 +251,7 @@ void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_establishe
 	sk_set_free(&set);
 }
 
-/* --tcp-established: lock the target's established connections before reading them. */
+/* --tcp-established: lock the target's connections (tcp_repairable) before reading them. */
 static int lock_connections(struct dump_ctx *d)
 {
 	struct sk_set *set = &d->sockets;
@@ -265,7 +265,7 @@ static int lock_connections(struct dump_ctx *d)
 		const struct sk_diag *s = sk_table_find(&set->diag, set->inos[i]);
 
 		if (!s || (s->family != AF_INET && s->family != AF_INET6) || s->proto != IPPROTO_TCP ||
-		    s->state != TCP_ESTABLISHED)
+		    !tcp_repairable(s->state))
 			continue;
 		c[n].family = s->family;
 		memcpy(c[n].src, s->src, 16);

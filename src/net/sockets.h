@@ -109,7 +109,7 @@ struct sk_inet {
 	int v6only, freebind, tos, ttl, nodelay, cork, keepcnt, keepidle, keepintvl;
 	int pktinfo, recverr, mtu_discover, transparent;	/* v6: the IPV6_ options */
 	int send_cscov, recv_cscov;	/* UDP-lite */
-	struct tcp_stream *stream;	/* ESTABLISHED (tcp_repair.c) */
+	struct tcp_stream *stream;	/* tcp_repairable() states (tcp_repair.c) */
 };
 
 struct sk_netlink {
@@ -208,6 +208,8 @@ void sk_netlink_describe(const struct sk_diag *s, char *buf, size_t len);
 void sk_netlink_describe_fd(int copy, char *buf, size_t len);
 
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
+/* A connection state tcp_repair dumps: established, opening (SYN_SENT) or closing. */
+bool tcp_repairable(int state);
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
 int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
 void tcp_stream_free(struct tcp_stream *t);

@@ -1,6 +1,6 @@
 /*
- * An established TCP connection, read in repair mode (TCP_REPAIR) from a
- * copy of the target's fd: both sequence numbers, the receive queue (read,
+ * A TCP connection (established, SYN_SENT, or closing: tcp_states.h), read in
+ * repair mode (TCP_REPAIR) from a copy of the target's fd: both sequence numbers, the receive queue (read,
  * not yet taken by the process) and the send queue (sent and not yet
  * acknowledged, then not yet sent), the window (TCP_REPAIR_WINDOW), MSS,
  * window scales, SACK and timestamps. The network lock (netlock.h) is on
@@ -21,6 +21,7 @@
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
 #include "net/sockets.h"
+#include "net/tcp_states.h"
 #include "image/image.h"
 #include "fault.h"
 #include "log.h"
@@ -66,12 +67,26 @@ static int read_queue(int fd, int q, uint32_t len, uint32_t *seq, uint8_t **data
 	return (uint32_t)n == len ? 0 : -EIO;
 }
 
-static int queue_lengths(int fd, struct tcp_stream *t)
+bool tcp_repairable(int state)
+{
+	return tcp_state_repairable(state);
+}
+
+/*
+ * The send queue counts this end's FIN until it is acknowledged, the unsent
+ * part until it is sent (it is last: unsent data means an unsent FIN too).
+ * The FIN is no data: not counted (tcp_states.h).
+ */
+static int queue_lengths(int fd, int state, struct tcp_stream *t)
 {
 	int in = 0, out = 0, unsent = 0;
 
 	if (ioctl(fd, SIOCINQ, &in) || ioctl(fd, SIOCOUTQ, &out) || ioctl(fd, SIOCOUTQNSD, &unsent))
 		return -errno;
+	if (tcp_fin_sent(state) && !tcp_fin_acked(state)) {
+		out -= out > 0;
+		unsent -= unsent > 0;
+	}
 	t->inq_len = in;
 	t->outq_len = out;
 	t->unsq_len = unsent;
@@ -147,7 +162,7 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 	if (ret)
 		return fail(ret, "cannot put a TCP connection in repair mode: %s", strerror(-ret));
 	if (!ret)
-		ret = queue_lengths(copy, t);
+		ret = queue_lengths(copy, in->state, t);
 	if (!ret)
 		ret = read_options(copy, t);
 	if (!ret)

@@ -1,11 +1,18 @@
 /*
- * An established TCP connection, rebuilt in repair mode from
- * tcp-stream-INO.img: sequence numbers, bind and connect (no handshake in
- * repair mode), MSS, window scales, SACK and timestamps, the receive queue
- * and the sent part of the send queue, then the window. The socket stays in
- * repair mode until every thread is parked: tcp_release_all() takes the
- * network lock off, then repair mode (the kernel sends a window probe, the
- * peer answers, retransmissions resume) and sends what was never sent.
+ * A TCP connection, rebuilt in repair mode from tcp-stream-INO.img:
+ * sequence numbers, bind and connect (no handshake in repair mode), MSS,
+ * window scales, SACK and timestamps, the receive queue and the sent part of
+ * the send queue, then the window. The socket stays in repair mode until
+ * every thread is parked: tcp_release_all() takes the network lock off, then
+ * repair mode (the kernel sends a window probe, the peer answers,
+ * retransmissions resume) and sends what was never sent.
+ *
+ * A closing connection (tcp_states.h) is rebuilt established, then closed
+ * as it was: this end's FIN by shutdown() (after its unsent data, or counted
+ * as sent when the peer had acknowledged it), the peer's FIN, and its
+ * acknowledgment of ours, by segments sent in the peer's name
+ * (tcp_peer.h). One in SYN_SENT connects again, from the same initial
+ * sequence number.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +29,8 @@
 #include "log.h"
 #include "netlock.h"
 #include "ctx/restore_ctx.h"
+#include "net/tcp_peer.h"
+#include "net/tcp_states.h"
 
 #include "tcp-stream.pb-c.h"
 
@@ -52,16 +61,29 @@ static int load_stream(struct rst *r, const InetSkEntry *e, TcpStreamEntry **out
 	return ret < 0 ? ret : 0;
 }
 
-static int set_seqs(int fd, const TcpStreamEntry *t)
+/* rcv_nxt before the peer's FIN (the FIN is replayed), and the first unacknowledged byte. */
+static uint32_t rcv_nxt_of(int state, const TcpStreamEntry *t)
 {
+	return t->inq_seq - tcp_fin_received(state);
+}
+
+static uint32_t snd_una_of(int state, const TcpStreamEntry *t)
+{
+	return t->outq_seq - t->outq_len - (tcp_fin_sent(state) && !tcp_fin_acked(state));
+}
+
+/* The sequences the queues start at; in SYN_SENT, the SYN's (connect() takes one). */
+static int set_seqs(int fd, int state, const TcpStreamEntry *t)
+{
+	uint32_t snd = t->outq_seq - t->outq_len - tcp_fin_sent(state) - (state == TCP_SYN_SENT);
 	int ret = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE);
 
 	if (!ret)
-		ret = tcp_int(fd, TCP_QUEUE_SEQ, t->inq_seq - t->inq_len);
+		ret = tcp_int(fd, TCP_QUEUE_SEQ, rcv_nxt_of(state, t) - t->inq_len);
 	if (!ret)
 		ret = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE);
 	if (!ret)
-		ret = tcp_int(fd, TCP_QUEUE_SEQ, t->outq_seq - t->outq_len);
+		ret = tcp_int(fd, TCP_QUEUE_SEQ, snd);
 	return ret;
 }
 
@@ -101,38 +123,188 @@ static int fill_queue(int fd, int q, const uint8_t *p, size_t len)
 	return ret;
 }
 
-static int set_window(int fd, const TcpStreamEntry *t)
+/*
+ * The window. The peer's FIN is not received yet: a window last advertised
+ * past it starts one byte before, its right edge where it was.
+ */
+static int set_window(int fd, int state, const TcpStreamEntry *t)
 {
 	struct tcp_repair_window w = { t->snd_wl1, t->snd_wnd, t->max_window, t->rcv_wnd,
 				       t->rcv_wup };
+	uint32_t rcv_nxt = rcv_nxt_of(state, t);
 
 	if (!t->has_snd_wl1)
 		return 0;
+	if ((int32_t)(w.rcv_wup - rcv_nxt) > 0) {
+		w.rcv_wnd += w.rcv_wup - rcv_nxt;
+		w.rcv_wup = rcv_nxt;
+	}
 	return setsockopt(fd, SOL_TCP, TCP_REPAIR_WINDOW, &w, sizeof(w)) ? -errno : 0;
 }
 
-static int connect_repaired(int fd, const InetSkEntry *e)
+static int bind_repaired(int fd, const InetSkEntry *e)
 {
 	struct sockaddr_storage ss;
 	socklen_t l = inet_addr_of(e, false, &ss);
 
 	if (bind(fd, (struct sockaddr *)&ss, l))
 		return inet_fail(e, -errno, "cannot bind in repair mode");
+	return 0;
+}
+
+static int connect_repaired(int fd, const InetSkEntry *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t l;
+	int ret = bind_repaired(fd, e);
+
+	if (ret)
+		return ret;
 	l = inet_addr_of(e, true, &ss);
 	if (connect(fd, (struct sockaddr *)&ss, l))
 		return inet_fail(e, -errno, "cannot connect in repair mode");
 	return 0;
 }
 
-static int rebuild(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const uint8_t *data)
+/*
+ * SYN_SENT: out of repair mode for connect() to send the SYN (the network
+ * lock drops it until the release; then it is sent again), non-blocking, from
+ * the dumped initial sequence number.
+ */
+static int connect_syn_sent(int fd, const InetSkEntry *e)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = inet_addr_of(e, true, &ss);
+	int ret = bind_repaired(fd, e), fl = fcntl(fd, F_GETFL);
+
+	if (ret)
+		return ret;
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) || tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF))
+		return inet_fail(e, -errno, "cannot leave repair mode to connect");
+	if (connect(fd, (struct sockaddr *)&ss, l) && errno != EINPROGRESS)
+		return inet_fail(e, -errno, "cannot connect (SYN_SENT)");
+	ret = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON);
+	if (!ret && fcntl(fd, F_SETFL, fl))
+		ret = -errno;
+	return ret ? inet_fail(e, ret, "cannot go back to repair mode after connect") : 0;
+}
+
+/* A segment from the peer: its FIN (fin), or its acknowledgment of all we sent. */
+static int peer_says(const InetSkEntry *e, const TcpStreamEntry *t, bool fin)
+{
+	struct sockaddr_storage local, peer;
+	uint32_t wnd = t->has_snd_wnd ? t->snd_wnd : 0xffff;
+	struct tcp_peer_seg s = {
+		.local = &local, .peer = &peer, .fin = fin,
+		.seq = rcv_nxt_of(e->state, t),
+		.ack = fin ? snd_una_of(e->state, t) : t->outq_seq,
+	};
+	int ret;
+
+	if (t->opt_mask & TCPI_OPT_WSCALE)
+		wnd >>= t->snd_wscale;
+	s.win = MIN(wnd, 0xffffu);
+	inet_addr_of(e, false, &local);
+	inet_addr_of(e, true, &peer);
+	ret = tcp_peer_send(&s);
+	return ret ? inet_fail(e, ret, fin ? "cannot replay the peer's FIN" :
+					     "cannot replay the peer's ACK of our FIN") : 0;
+}
+
+/*
+ * This end's FIN after its unsent data, as the process queued them: out of
+ * repair mode (no window probe) for send() and shutdown(), whose segments the
+ * network lock drops until the release. All of it must fit the send buffer
+ * it fitted.
+ */
+static int send_fin_after(int fd, const InetSkEntry *e, const uint8_t *p, uint32_t len)
+{
+	int ret = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
+
+	while (!ret && len) {
+		ssize_t n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n <= 0)
+			ret = n < 0 ? -errno : -EIO;
+		else {
+			p += n;
+			len -= n;
+		}
+	}
+	if (!ret && shutdown(fd, SHUT_WR))
+		ret = -errno;
+	if (!ret)
+		ret = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON);
+	return ret ? inet_fail(e, ret, "cannot queue its unsent data and FIN") : 0;
+}
+
+/* The FIN the peer acknowledged: counted as sent (in the send queue), then its ACK. */
+static int acked_fin(int fd, const InetSkEntry *e, const TcpStreamEntry *t)
+{
+	int ret = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE);
+
+	if (!ret && shutdown(fd, SHUT_WR))
+		ret = -errno;
+	if (!ret)
+		ret = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
+	if (ret)
+		return inet_fail(e, ret, "cannot queue its FIN as sent");
+	return peer_says(e, t, false);
+}
+
+/*
+ * Established now: close it as it was (tcp_states.h). FIN_WAIT1: our FIN;
+ * FIN_WAIT2: our FIN, acknowledged; CLOSE_WAIT: the peer's; CLOSING: ours,
+ * then the peer's; LAST_ACK: the peer's, then ours. *flushed: the unsent data
+ * is queued (before our FIN).
+ */
+static int replay_close(int fd, const InetSkEntry *e, const TcpStreamEntry *t,
+			const uint8_t *unsent, uint32_t len, bool *flushed)
+{
+	int st = e->state, ret = 0;
+
+	*flushed = tcp_fin_sent(st);
+	if (tcp_fin_acked(st))
+		return acked_fin(fd, e, t);
+	if (tcp_fin_sent(st) && st != TCP_LAST_ACK)
+		ret = send_fin_after(fd, e, unsent, len);
+	if (!ret && tcp_fin_received(st))
+		ret = peer_says(e, t, true);
+	if (!ret && st == TCP_LAST_ACK)
+		ret = send_fin_after(fd, e, unsent, len);
+	return ret;
+}
+
+static int check_state(int fd, const InetSkEntry *e)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	char why[96];
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &l))
+		return inet_fail(e, -errno, "cannot read its TCP_INFO");
+	if (ti.tcpi_state == e->state)
+		return 0;
+	snprintf(why, sizeof(why), "rebuilt in TCP state %u instead of %u", ti.tcpi_state,
+		 e->state);
+	return inet_fail(e, -EPROTO, why);
+}
+
+static int rebuild(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const uint8_t *data,
+		   bool *flushed)
 {
 	uint32_t unsent = t->has_unsq_len ? MIN(t->unsq_len, t->outq_len) : 0;
 	int ret = tcp_int(fd, TCP_REPAIR, 1);
 
 	if (!ret)
-		ret = set_seqs(fd, t);
+		ret = set_seqs(fd, e->state, t);
 	if (ret)
 		return inet_fail(e, ret, "cannot set the sequence numbers in repair mode");
+	if (e->state == TCP_SYN_SENT) {
+		ret = connect_syn_sent(fd, e);
+		return ret ? ret : check_state(fd, e);
+	}
 	ret = connect_repaired(fd, e);
 	if (ret)
 		return ret;
@@ -144,13 +316,17 @@ static int rebuild(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const 
 		ret = fill_queue(fd, TCP_SEND_QUEUE, data + t->inq_len, t->outq_len - unsent);
 	if (ret)
 		return inet_fail(e, ret, "cannot refill its queues");
-	ret = set_window(fd, t);
+	ret = set_window(fd, e->state, t);
 	if (!ret)
 		ret = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
-	return ret ? inet_fail(e, ret, "cannot set its window") : 0;
+	if (ret)
+		return inet_fail(e, ret, "cannot set its window");
+	ret = replay_close(fd, e, t, data + t->inq_len + t->outq_len - unsent, unsent, flushed);
+	return ret ? ret : check_state(fd, e);
 }
 
-static int keep(struct rst *r, int fd, const InetSkEntry *e, TcpStreamEntry *t, uint8_t *data)
+static int keep(struct rst *r, int fd, const InetSkEntry *e, TcpStreamEntry *t, uint8_t *data,
+		bool flushed)
 {
 	struct rtcp *k = realloc(r->tcp, (r->nr_tcp + 1) * sizeof(*k));
 	int copy = k ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
@@ -160,7 +336,8 @@ static int keep(struct rst *r, int fd, const InetSkEntry *e, TcpStreamEntry *t, 
 	if (copy < 0)
 		return -ENOMEM;
 	r->tcp[r->nr_tcp++] = (struct rtcp){ .fd = copy, .t = t, .data = data,
-					     .reuseaddr = e->opts->has_reuseaddr && e->opts->reuseaddr };
+					     .reuseaddr = e->opts->has_reuseaddr && e->opts->reuseaddr,
+					     .flushed = flushed };
 	return 0;
 }
 
@@ -168,12 +345,13 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e)
 {
 	TcpStreamEntry *t = NULL;
 	uint8_t *data = NULL;
+	bool flushed = false;
 	int ret = load_stream(r, e, &t, &data);
 
 	if (!ret)
-		ret = rebuild(fd, e, t, data);
+		ret = rebuild(fd, e, t, data, &flushed);
 	if (!ret)
-		ret = keep(r, fd, e, t, data);
+		ret = keep(r, fd, e, t, data, flushed);
 	if (ret) {
 		if (t)
 			img_free(&tcp_stream_entry__descriptor, t);
@@ -186,8 +364,10 @@ static void release(const struct rtcp *k)
 {
 	uint32_t unsent = k->t->has_unsq_len ? MIN(k->t->unsq_len, k->t->outq_len) : 0;
 	const uint8_t *p = k->data + k->t->inq_len + (k->t->outq_len - unsent);
-
 	int reuse = k->reuseaddr;
+
+	if (k->flushed)
+		unsent = 0;	/* queued before its FIN (replay_close) */
 
 	/* leaving repair mode clears SO_REUSEADDR */
 	if (tcp_int(k->fd, TCP_REPAIR, 0) ||

@@ -1,0 +1,92 @@
+# TCP connections in opening and closing states (issue 24), dumped with
+# --tcp-established and restored through TCP_REPAIR: an outside peer
+# (test/tcpstate.py peer) in the case's network namespace sees the restored
+# end behave as the original would have. What must not arrive before the
+# restore (the target's FIN, its SYN) is dropped by an nft rule of the case's
+# own, taken off after the restore.
+
+# tcpst_rule FLAG PORT: drop the target's packets to PORT with FLAG (fin, syn)
+tcpst_rule() {
+	nsenter -t "$SK_NETNS" -n nft -f - <<-NFT || fail "cannot add the drop rule"
+	table inet tcpst-drop {
+		chain out {
+			type filter hook output priority 0; policy accept;
+			tcp dport $2 tcp flags & $1 == $1 drop
+		}
+	}
+	NFT
+}
+
+# tcpst STATE FAMILY: the target brought to STATE, dumped (killing), restored;
+# both ends say PASS
+case_tcpst() {
+	local state=$1 fam=$2 peer port flag=
+	mkdir -p "$T/x"
+	nsenter -t "$SK_NETNS" -n python3 "$TESTSRC/tcpstate.py" peer "$state" "$fam" "$T/x" \
+		> "$T/peer.out" 2>&1 < /dev/null &
+	peer=$!; track "$peer"
+	wait_line "$T/peer.out" '^PORT ' 10 || { show_file peer "$T/peer.out"; fail "the peer did not listen"; }
+	port=$(awk '/^PORT /{print $2; exit}' "$T/peer.out")
+	case $state in
+	FIN_WAIT1|CLOSING|LAST_ACK) flag=fin ;;
+	SYN_SENT) flag=syn ;;
+	esac
+	[[ -z $flag ]] || tcpst_rule "$flag" "$port"
+	OUT=$T/target.out
+	nsenter -t "$SK_NETNS" -n python3 "$TESTSRC/tcpstate.py" target "$state" "$fam" "$T/x" "$port" \
+		> "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^(READY|FAIL)' 20 || { show_file target "$OUT"; fail "the target did not become READY"; }
+	grep -q '^READY' "$OUT" || fail "the target: $(cat "$OUT")"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ -z $flag ]] || nsenter -t "$SK_NETNS" -n nft delete table inet tcpst-drop ||
+		fail "cannot take the drop rule off"
+	touch "$T/x/go"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	note "$(nsenter -t "$SK_NETNS" -n ss -tnie)"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	wait_line "$T/peer.out" '^(PASS|FAIL)' "$OP_TIMEOUT" || { show_file peer "$T/peer.out"; fail "no result from the peer"; }
+	grep -q '^PASS' "$T/peer.out" || { note "$(nsenter -t "$SK_NETNS" -n ss -tnie)"
+		fail "the peer: $(grep -m1 '^FAIL' "$T/peer.out")"; }
+}
+
+if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	for st in FIN_WAIT1 FIN_WAIT2 CLOSE_WAIT CLOSING LAST_ACK SYN_SENT; do
+		for fam in v4 v6 v4mapped; do
+			name=${st,,}; name=${name//_/-}
+			add "tcpst-$name-$fam" case_sk_netns case_tcpst "$st" "$fam"
+		done
+	done
+	unset st fam name
+fi
+
+# A connection closed both ways (TCP_CLOSE, as zdtm socket-tcp-closed): the
+# socket keeps its names but not its port, which a restore would bind again
+# (in TIME_WAIT: the restore fails). Refused by name, the target unharmed.
+case_tcpst_closed_refused() {
+	sk_py closed '
+import socket, os, time
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept(); l.close()
+c.shutdown(socket.SHUT_WR); a.shutdown(socket.SHUT_WR)
+time.sleep(0.5)
+print("READY", os.getpid(), c.fileno(), a.fileno(), c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0], flush=True)
+time.sleep(120)'
+	[[ ${READY[4]} == 7 ]] || fail "the connection is in state ${READY[4]}, not CLOSE"
+	md dump dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	grep -q "fd ${READY[2]} (socket:\[[0-9]*\]: .*a connection closed since" "$MD_ERR" ||
+		fail "the closed connection is not named"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add tcpst-closed-refused case_tcpst_closed_refused
