@@ -229,6 +229,8 @@ struct rst {
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */
 	bool ctty_done;
+	int fg_src;		/* memdump's fd + 1 of the controlling terminal whose foreground
+				 * group it leads again (tty_fg_early), 0: none */
 	struct rst_orphan {	/* the root's: new masters of slaves whose master was outside */
 		uint32_t info_id;
 		int fd;
@@ -312,6 +314,10 @@ void share_follower_wait(struct rst *m);
 void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n);
 void share_owner_done(struct rst *const *g, size_t n);
 /* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
+/* A pty pair (index idx) made for a process of the tree: memdump's fd of its master, which
+ * the tree keeps (not to close), or -1; put: a copy kept until the tree is forked. */
+int tree_pty_get(struct rst *r, uint32_t idx);
+int tree_pty_put(struct rst *r, uint32_t idx, int fd);
 bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
@@ -408,6 +414,11 @@ int tty_ctty_early(struct rst *r, char *why, size_t len);
 /* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */
 int tty_check_keys(struct rst *r);
 void tty_close_orphans(struct rst *r);
+/* Its controlling terminal's foreground group is its group: memdump's fd of it (open_fds);
+ * in the forked process, once in its group, the group made the foreground again. */
+int tty_prepare_fg(struct rst *r);
+int tty_fg_early(struct rst *r, char *why, size_t len);
+void tty_close_fg(struct rst *r);
 /* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
  * first (kept for the slave of index N, whose master was outside), so that it exists. */
 int tty_make_bound_pts(struct rst *r, const char *from);

@@ -595,7 +595,7 @@ int open_fds(struct rst *r)
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
 	}
-	return 0;
+	return tty_prepare_fg(r);	/* its terminal's foreground group, once in it */
 }
 
 /* The fown_entry of a file entry of the kinds that carry one restored, or NULL. */

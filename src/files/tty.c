@@ -116,8 +116,16 @@ static int find_end(pid_t pid, bool master, uint32_t idx)
 	return found;
 }
 
-/* A process other than pid with an fd on pty idx (its slave, or master), or 0. */
-static pid_t other_holder(pid_t pid, uint32_t idx)
+static bool in_tree(const struct proc_tree *t, pid_t pid)
+{
+	for (int i = 0; t && i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A process outside the dump (pid, its tree) with an fd on pty idx (its slave, or master), or 0. */
+static pid_t other_holder(const struct fd_policy *p, uint32_t idx)
 {
 	DIR *proc = opendir("/proc");
 	struct dirent *de;
@@ -127,8 +135,8 @@ static pid_t other_holder(pid_t pid, uint32_t idx)
 		pid_t other = atoi(de->d_name);
 		int fd;
 
-		if (other <= 0 || other == pid)
-			continue;
+		if (other <= 0 || other == p->pid || other == getpid() || in_tree(p->tree, other))
+			continue;	/* memdump holds its copies of the masters it read */
 		fd = find_end(other, false, idx);
 		if (fd < 0)
 			fd = find_end(other, true, idx);
@@ -140,9 +148,10 @@ static pid_t other_holder(pid_t pid, uint32_t idx)
 	return found;
 }
 
-static const char *shared_unsupported(pid_t pid, uint32_t idx, char *buf, size_t len)
+static const char *shared_unsupported(const struct fd_policy *p, uint32_t idx, char *buf,
+				      size_t len)
 {
-	pid_t other = other_holder(pid, idx);
+	pid_t other = other_holder(p, idx);
 	struct proc_stat ps;
 
 	if (!other)
@@ -157,23 +166,21 @@ static dev_t ctty_of(const struct proc_stat *ps)
 	return makedev((ps->tty_nr >> 8) & 0xfff, (ps->tty_nr & 0xff) | ((ps->tty_nr >> 12) & 0xfff00));
 }
 
-static bool in_tree(const struct proc_tree *t, pid_t pid)
+/* A process of the dump (pid, or its tree) holding the master (or a slave) of pty idx? */
+static bool end_dumped(const struct fd_policy *p, bool master, uint32_t idx)
 {
-	for (int i = 0; t && i < t->n; i++)
-		if (t->procs[i].pid == pid)
+	if (find_end(p->pid, master, idx) >= 0)
+		return true;
+	for (int i = 0; p->tree && i < p->tree->n; i++)
+		if (!tree_is_zombie(&p->tree->procs[i]) &&
+		    find_end(p->tree->procs[i].pid, master, idx) >= 0)
 			return true;
 	return false;
 }
 
-/* A process of the dump (pid, or its tree) holding the master of pty idx? */
 static bool master_dumped(const struct fd_policy *p, uint32_t idx)
 {
-	if (find_end(p->pid, true, idx) >= 0)
-		return true;
-	for (int i = 0; p->tree && i < p->tree->n; i++)
-		if (!tree_is_zombie(&p->tree->procs[i]) && find_end(p->tree->procs[i].pid, true, idx) >= 0)
-			return true;
-	return false;
+	return end_dumped(p, true, idx);
 }
 
 /* A slave whose master is outside the dump, declared a runtime's (struct tty_ext)? */
@@ -188,7 +195,7 @@ static bool is_orphan(const struct fd_policy *p, const struct stat *st)
 
 bool tty_external(const struct fd_policy *p, const struct stat *st)
 {
-	return is_slave(st) && find_end(p->pid, true, slave_index(st)) < 0 && !is_orphan(p, st);
+	return is_slave(st) && !master_dumped(p, slave_index(st)) && !is_orphan(p, st);
 }
 
 /*
@@ -232,21 +239,44 @@ static const char *orphan_unsupported(const struct fd_policy *p, int fd, const s
 	return buf;
 }
 
-static const char *ctty_unsupported(pid_t pid, const struct stat *st, char *buf, size_t len)
+/* A live process of the dump in session sid whose group is pgrp? */
+static bool group_dumped(const struct fd_policy *p, pid_t sid, pid_t pgrp)
 {
+	for (int i = 0; p->tree && i < p->tree->n; i++) {
+		const struct tree_proc *t = &p->tree->procs[i];
+
+		if (!tree_is_zombie(t) && t->sid == sid && t->pgid == pgrp)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Restore makes a session leader's controlling terminal (the leader takes it
+ * before it forks the rest of its session); in a tree, the process of the
+ * foreground group sets it once it is in its group.
+ */
+static const char *ctty_unsupported(const struct fd_policy *p, const struct stat *st, char *buf,
+				    size_t len)
+{
+	uint32_t idx = slave_index(st);
 	struct proc_stat ps;
 
-	if (proc_read_stat(pid, &ps))
+	if (proc_read_stat(p->pid, &ps))
 		return "a terminal of a process memdump cannot read";
 	if (!ps.tty_nr || ctty_of(&ps) != st->st_rdev)
 		return NULL;
-	if (ps.sid != pid)
-		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, which the "
-			 "process does not lead (restore makes only a session leader's)",
-			 slave_index(st), ps.sid);
-	else if (ps.tpgid != ps.pgid)
+	if (ps.sid != p->pid && !in_tree(p->tree, ps.sid))
+		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
+			 "leader is not dumped (restore makes only a session leader's)", idx,
+			 ps.sid);
+	else if (ps.sid != p->pid && find_end(ps.sid, false, idx) < 0)
+		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
+			 "leader holds no fd of it", idx, ps.sid);
+	else if (ps.tpgid != ps.pgid && !group_dumped(p, ps.sid, ps.tpgid))
 		snprintf(buf, len, "the controlling terminal /dev/pts/%u, whose foreground process "
-			 "group %d is not the process's", slave_index(st), ps.tpgid);
+			 "group %d is not the process's%s", idx, ps.tpgid,
+			 p->tree ? " nor one of the dumped tree in its session" : "");
 	else
 		return NULL;
 	return buf;
@@ -261,10 +291,10 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	if (is_master(st)) {
 		if (master_index(p->pid, fd, &idx))
 			return "a pseudo-terminal master memdump cannot read (TIOCGPTN)";
-		if (find_end(p->pid, false, idx) >= 0)
-			return shared_unsupported(p->pid, idx, buf, len);
+		if (end_dumped(p, false, idx))
+			return shared_unsupported(p, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
-			 "does not hold", idx);
+			 "does not hold%s", idx, p->tree ? " (nor any process of the tree)" : "");
 		return buf;
 	}
 	if (is_orphan(p, st))
@@ -277,11 +307,13 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	}
 	if (!in_dev_pts(st))
 		return "a pseudo-terminal slave of a devpts other than /dev/pts";
-	if (find_end(p->pid, true, slave_index(st)) < 0) {
+	if (!master_dumped(p, slave_index(st))) {
 		*external = true;	/* the job's terminal, or refused as such */
 		return NULL;
 	}
-	return ctty_unsupported(p->pid, st, buf, len);
+	if (shared_unsupported(p, slave_index(st), buf, len))
+		return buf;
+	return ctty_unsupported(p, st, buf, len);
 }
 
 static int refuse(struct dump_ctx *d, int fd, const struct tty_state *t, const char *what)
@@ -631,7 +663,7 @@ int tty_write(struct dump_ctx *d)
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = check_status(d, fs->descs[i].tty);
-		if (fs->descs[i].tty && (fs->descs[i].tty->master || fs->descs[i].tty->orphan))
+		if (fs->descs[i].tty)	/* a slave alone: its pair's master in another process */
 			any = true;
 	}
 	for (int i = 0; i < fs->nr_descs && !ret; i++)

@@ -228,26 +228,44 @@ static const FileEntry *master_file(struct rst *r, uint32_t idx)
 	return NULL;
 }
 
-static int open_pair(struct rst *r, const FileEntry *mfe, struct rdesc *md)
+/* The slave's tty-info entry: the master holder's set, else another process's of the tree. */
+static TtyInfoEntry *slave_info(struct rst *r, uint32_t id)
+{
+	TtyInfoEntry *e = info_of(r, id);
+	struct rst *k;
+
+	for (size_t i = 0; !e && (k = tree_proc(r, i)); i++)
+		if (k != r)
+			e = info_of(k, id);
+	return e;
+}
+
+/* A new pair as the master holder r dumped it; *fd its master. */
+static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 {
 	TtyInfoEntry *mi = info_of(r, mfe->tty->tty_info_id);
-	TtyInfoEntry *si = info_of(r, mfe->tty->tty_info_id - 1);
+	TtyInfoEntry *si = slave_info(r, mfe->tty->tty_info_id - 1);
 	int lock = 1, ret = 0;
 
+	*fd = -1;
 	if (!mi || !si || !mi->pty)
 		ret = fail(-EIO, "tty-info.img: pty of file %u is missing", mfe->id);
 	if (!ret)
-		ret = md->fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
-					     mfe->tty->flags, mi->pty->index);
+		ret = *fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
+					  mfe->tty->flags, mi->pty->index);
 	if (ret >= 0)
-		ret = set_pair(r, md->fd, mi, si);
-	if (!ret && fcntl(md->fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
+		ret = set_pair(r, *fd, mi, si);
+	if (!ret && fcntl(*fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
 		ret = fail(-errno, "cannot set the flags of pty master %u: %s", mi->pty->index,
 			   strerror(errno));
-	if (!ret && mi->locked && ioctl(md->fd, TIOCSPTLCK, &lock))
+	if (!ret && mi->locked && ioctl(*fd, TIOCSPTLCK, &lock))
 		ret = fail(-errno, "cannot lock pty %u: %s", mi->pty->index, strerror(errno));
 	img_free(&tty_info_entry__descriptor, mi);
 	img_free(&tty_info_entry__descriptor, si);
+	if (ret < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	return ret < 0 ? ret : 0;
 }
 
@@ -394,22 +412,82 @@ static int open_orphan(struct rst *r, const FileEntry *fe, struct rdesc *d, cons
 	return 0;
 }
 
-/* A slave of a pair the process holds; *done when d is the master itself. */
+static bool in_a_tree(const struct rst *r)
+{
+	return r->ds.nr_members || r->tree;
+}
+
+static bool holds_master(struct rst *r, uint32_t idx)
+{
+	const FileEntry *mfe = master_file(r, idx);
+
+	return mfe && target_fd_of(r, mfe->id) >= 0;
+}
+
+/* The process of r's tree (r first) that holds the master of pty idx, or NULL. */
+static struct rst *master_holder(struct rst *r, uint32_t idx)
+{
+	struct rst *k;
+
+	if (holds_master(r, idx))
+		return r;
+	for (size_t i = 0; (k = tree_proc(r, i)); i++)
+		if (holds_master(k, idx))
+			return k;
+	return NULL;
+}
+
+/*
+ * memdump's fd of the master of pty idx (not to close): the process's own
+ * description, or the tree's pair, made now (from the images of the
+ * process holding the master) when no process met it yet.
+ */
+static int pair_master(struct rst *r, uint32_t idx)
+{
+	const FileEntry *mfe = master_file(r, idx);
+	struct rdesc *md = mfe ? rst_desc(r, mfe->id) : NULL;
+	struct rst *h;
+	int fd = -1, ret;
+
+	if (md && md->fd >= 0)
+		return md->fd;
+	fd = tree_pty_get(r, idx);
+	if (fd >= 0 && md) {
+		md->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		return md->fd >= 0 ? md->fd : fail(-errno, "cannot copy pty master %u: %s", idx,
+						   strerror(errno));
+	}
+	if (fd >= 0)
+		return fd;
+	h = master_holder(r, idx);
+	if (!h)
+		return fail(-EIO, "files.img: pty %u has no master in the dump", idx);
+	ret = open_pair(h, master_file(h, idx), &fd);
+	if (!ret)
+		ret = tree_pty_put(r, idx, fd);
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	if (h == r && md)
+		return md->fd = fd;
+	close(fd);
+	return tree_pty_get(r, idx);
+}
+
+/* An end of a pair of the process or its tree; *done when d is the master itself. */
 static int open_paired(struct rst *r, const FileEntry *fe, struct rdesc *d, bool *done)
 {
 	uint32_t idx = (fe->tty->tty_info_id - 1) / 2;
 	const FileEntry *mfe = master_file(r, idx);
 	struct rdesc *md = mfe ? rst_desc(r, mfe->id) : NULL;
-	int ret = 0;
+	int m = pair_master(r, idx);
 
-	if (!md)
-		return fail(-EIO, "files.img: pty %u has no master the process holds", idx);
-	if (md->fd < 0)
-		ret = open_pair(r, mfe, md);
 	*done = d == md;
-	if (ret || *done)
-		return ret;
-	d->fd = pty_open_peer(md->fd, fe->tty->flags & ~O_CLOEXEC);
+	if (m < 0 || *done)
+		return m < 0 ? m : 0;
+	d->fd = pty_open_peer(m, fe->tty->flags & ~O_CLOEXEC);
 	if (d->fd < 0)
 		return fail(d->fd, "cannot open /dev/pts/%u: %s", idx, strerror(-d->fd));
 	return 0;
@@ -461,9 +539,9 @@ int tty_check(struct rst *r, const FileEntry *fe)
 			   fe->id);
 	else if (is_orphan(e))
 		ret = check_orphan(r, e);	/* a non-leader's: its leader's, forked after */
-	else if (!master_file(r, idx) || target_fd_of(r, master_file(r, idx)->id) < 0)
+	else if (!holds_master(r, idx) && !in_a_tree(r))	/* a tree's: once all are loaded */
 		ret = fail(-EIO, "files.img: pty %u has no master the process holds", idx);
-	else if (ctty && r->ds.pstree->sid != r->ds.pstree->pid)
+	else if (ctty && r->ds.pstree->sid != r->ds.pstree->pid && !in_a_tree(r))
 		ret = fail(-EOPNOTSUPP, "/dev/pts/%u was the controlling terminal of session %u, "
 			   "which restore does not make", idx, r->ds.pstree->sid);
 	img_free(&tty_info_entry__descriptor, e);
@@ -537,4 +615,65 @@ void tty_close_orphans(struct rst *r)
 	for (size_t i = 0; i < r->nr_orphans; i++)
 		close(r->orphans[i].fd);
 	r->nr_orphans = 0;
+}
+
+/* Does some tty-info entry of r say its pty (not an orphan) is r's session's terminal with r's
+ * group in the foreground? Its pty index, or -1. */
+static int fg_index(struct rst *r)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e = NULL;
+	struct image *img;
+	char name[64];
+	int idx = -1;
+
+	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
+	if (pe->pgid == pe->sid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
+	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+		return -1;
+	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
+		if (e->has_ctty && e->ctty && !is_orphan(e) && e->pty && e->sid == pe->sid &&
+		    e->pgrp == pe->pgid)
+			idx = (int)e->pty->index;
+		img_free(&tty_info_entry__descriptor, e);
+	}
+	img_abort(img);
+	return idx;
+}
+
+int tty_prepare_fg(struct rst *r)
+{
+	int idx = fg_index(r), m, fd;
+
+	if (idx < 0)
+		return 0;
+	m = pair_master(r, (uint32_t)idx);
+	if (m < 0)
+		return m;
+	fd = pty_open_peer(m, O_RDWR | O_NOCTTY);
+	if (fd < 0)
+		return fail(fd, "cannot open /dev/pts/%d: %s", idx, strerror(-fd));
+	r->fg_src = fd + 1;
+	return 0;
+}
+
+int tty_fg_early(struct rst *r, char *why, size_t len)
+{
+	pid_t pgrp = (pid_t)r->ds.pstree->pgid;
+
+	if (!r->fg_src)
+		return 0;
+	if (ioctl(r->fg_src - 1, TIOCSPGRP, &pgrp)) {
+		snprintf(why, len, "cannot make group %d the foreground of its terminal again: %s",
+			 pgrp, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+void tty_close_fg(struct rst *r)
+{
+	if (r->fg_src)
+		close(r->fg_src - 1);
+	r->fg_src = 0;
 }
