@@ -409,6 +409,8 @@ int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int tty_check(struct rst *r, const FileEntry *fe);
 int tty_ctty_in_child(struct rst *r, char *why, size_t len);
+/* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */
+int tty_devtty_in_child(struct rst *r, char *why, size_t len);
 /* In a forked process leading its session: before it forks its children (tree.c). */
 int tty_ctty_early(struct rst *r, char *why, size_t len);
 /* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */

@@ -316,6 +316,39 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	return ctty_unsupported(p, st, buf, len);
 }
 
+static bool is_devtty(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(5, 0);
+}
+
+/* The process's controlling terminal, when it is a pty slave in /dev/pts: its stat. */
+static bool ctty_slave(pid_t pid, struct stat *st)
+{
+	struct proc_stat ps;
+	char path[64];
+
+	if (proc_read_stat(pid, &ps) || !ps.tty_nr)
+		return false;
+	st->st_mode = S_IFCHR;
+	st->st_rdev = ctty_of(&ps);
+	if (!is_slave(st))
+		return false;
+	snprintf(path, sizeof(path), "/dev/pts/%u", slave_index(st));
+	return !stat(path, st) && st->st_rdev == ctty_of(&ps) && in_dev_pts(st);
+}
+
+bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
+			char *buf, size_t len)
+{
+	struct stat slave;
+
+	*why = NULL;
+	if (!is_devtty(st) || !ctty_slave(p->pid, &slave) || !master_dumped(p, slave_index(&slave)))
+		return false;
+	*why = ctty_unsupported(p, &slave, buf, len);
+	return true;
+}
+
 static int refuse(struct dump_ctx *d, int fd, const struct tty_state *t, const char *what)
 {
 	return fail(-EOPNOTSUPP, "process %d: fd %d (pty %s /dev/pts/%u) %s, which memdump cannot "
@@ -367,6 +400,23 @@ static int check_orphan_input(struct dump_ctx *d, int fd, int lfd, struct tty_st
 	return refuse(d, fd, t, what);
 }
 
+/* /dev/tty: the controlling terminal's index, its session and foreground group. */
+static int collect_devtty(struct dump_ctx *d, struct tty_state *t)
+{
+	struct proc_stat ps;
+	struct stat slave;
+
+	if (!ctty_slave(d->pid, &slave) || proc_read_stat(d->pid, &ps))
+		return fail(-EIO, "process %d: fd %d (/dev/tty): its controlling terminal is gone",
+			    d->pid, t->fd);
+	t->index = slave_index(&slave);
+	t->info_id = TTY_CTTY_INFO_ID;
+	t->devtty = true;
+	t->sid = (uint32_t)ps.sid;
+	t->pgrp = (uint32_t)ps.tpgid;
+	return 0;
+}
+
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 {
 	struct tty_state *t = calloc(1, sizeof(*t));
@@ -379,6 +429,8 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 	t->fd = fd;
 	t->local = -1;
 	t->master = is_master(&f->st);
+	if (is_devtty(&f->st))
+		return collect_devtty(d, t);
 	lfd = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
 	if (lfd < 0)
 		return fail(-errno, "cannot take pty fd %d of process %d: %s", fd, d->pid,
@@ -565,7 +617,7 @@ static int write_info(struct image *img, const struct file_desc *f)
 	uint32_t cc[PTY_NCC], lcc[PTY_NCC];
 
 	e.id = t->info_id;
-	e.type = TTY_TYPE__PTY;
+	e.type = t->devtty ? TTY_TYPE__CTTY : TTY_TYPE__PTY;
 	e.locked = t->lock;
 	e.exclusive = t->excl;
 	e.packet_mode = t->pkt;

@@ -21,6 +21,9 @@ struct dump_ctx;
 struct file_desc;
 struct fd_policy;
 
+/* tty-info id of /dev/tty, the process's controlling terminal (a pty slave of the dump). */
+#define TTY_CTTY_INFO_ID	0x40000000u
+
 struct tty_state {
 	bool master;
 	uint32_t index;		/* /dev/pts/INDEX */
@@ -38,6 +41,7 @@ struct tty_state {
 	size_t nr_lines;
 	bool taken;		/* master: the queues were read, not yet put back */
 	bool orphan;		/* slave whose master a runtime holds (fd_policy.ext_tty) */
+	bool devtty;		/* /dev/tty: index is the controlling terminal's (TTY_CTTY_INFO_ID) */
 };
 
 /* A /dev/ptmx master or a /dev/pts/N slave. */
@@ -52,6 +56,13 @@ bool tty_is_pty(const struct stat *st);
  */
 const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
 				bool *external, char *buf, size_t len);
+/*
+ * /dev/tty whose process's controlling terminal is a pty slave of a pair the
+ * dump holds (restore opens /dev/tty again once that terminal is made), or
+ * false (the job's terminal: --shell-job). *why (to buf) when it cannot be.
+ */
+bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
+			char *buf, size_t len);
 /* A pty slave whose master is not in the process, not declared a runtime's (the job's
  * terminal). */
 bool tty_external(const struct fd_policy *p, const struct stat *st);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "ptyq.h"
 #include "ctx/restore_ctx.h"
+#include "files/tty.h"
 
 #include "tty.pb-c.h"
 
@@ -493,9 +494,21 @@ static int open_paired(struct rst *r, const FileEntry *fe, struct rdesc *d, bool
 	return 0;
 }
 
+static bool is_devtty(const FileEntry *fe)
+{
+	return fe && fe->type == FD_TYPES__TTY && fe->tty &&
+	       fe->tty->tty_info_id == TTY_CTTY_INFO_ID;
+}
+
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
-	TtyInfoEntry *si = info_of(r, fe->tty->tty_info_id);
+	TtyInfoEntry *si;
+
+	if (is_devtty(fe)) {	/* a stand-in until the process has its terminal */
+		d->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return d->fd < 0 ? fail(-errno, "cannot open /dev/null: %s", strerror(errno)) : 0;
+	}
+	si = info_of(r, fe->tty->tty_info_id);
 	const PstreeEntry *pe = r->ds.pstree;
 	bool done = false;
 	int ret;
@@ -534,7 +547,11 @@ int tty_check(struct rst *r, const FileEntry *fe)
 	bool ctty = e && e->has_ctty && e->ctty;
 	int ret = 0;
 
-	if (!e || !e->pty || e->pty->index != idx)
+	if (is_devtty(fe) && (!e || e->type != TTY_TYPE__CTTY))
+		ret = fail(-EIO, "tty-info.img: no entry for /dev/tty (file %u)", fe->id);
+	else if (is_devtty(fe))
+		;	/* opened by the process once its session has its terminal */
+	else if (!e || !e->pty || e->pty->index != idx)
 		ret = fail(-EIO, "tty-info.img: no entry %u for pty file %u", fe->tty->tty_info_id,
 			   fe->id);
 	else if (is_orphan(e))
@@ -676,4 +693,25 @@ void tty_close_fg(struct rst *r)
 	if (r->fg_src)
 		close(r->fg_src - 1);
 	r->fg_src = 0;
+}
+
+/* Its fds on /dev/tty, the stand-ins replaced once its session has its terminal. */
+int tty_devtty_in_child(struct rst *r, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->nr_fds; i++) {
+		const FileEntry *fe = rst_file(r, r->fds[i].id);
+		int fd;
+
+		if (!is_devtty(fe))
+			continue;
+		fd = open("/dev/tty", (fe->tty->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_ASYNC)) |
+				      O_NOCTTY | O_CLOEXEC);
+		if (fd < 0 || dup3(fd, r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0) {
+			snprintf(why, len, "cannot open /dev/tty again as fd %d: %s", r->fds[i].target,
+				 strerror(errno));
+			return -errno;
+		}
+		close(fd);
+	}
+	return 0;
 }

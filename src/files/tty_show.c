@@ -33,6 +33,11 @@ static void show_one(const struct dumpset *ds, const TtyInfoEntry *e)
 	const WinsizeEntry *w = e->winsize;
 	bool master = e->has_master && e->master;
 
+	if (e->type == TTY_TYPE__CTTY) {
+		printf("/dev/tty: the controlling terminal /dev/pts/%u of session %u\n",
+		       e->pty ? e->pty->index : 0, e->sid);
+		return;
+	}
 	printf("pty /dev/pts/%u %s:", e->pty ? e->pty->index : 0, master ? "master" : "slave");
 	if (t && !master)
 		printf(" termios iflag %#o oflag %#o cflag %#o lflag %#o speed %u/%u,", t->c_iflag,

@@ -293,6 +293,8 @@ void child_main(struct rst *r)
 	ret = attrs_apply_in_child(r, msg, sizeof(msg));
 	if (!ret)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
+	if (!ret)
+		ret = tty_devtty_in_child(r, msg, sizeof(msg));
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */
