@@ -103,3 +103,34 @@ case_pty_real_script() {
 		fail "the numbers are not 0..$((last + 20)) once each"
 }
 add pty-real-script case_pty_real_script
+
+# --shell-job: a raw-mode program (t-rawjob) run as the foreground job of a
+# shell on a pty the case makes (pty-shell.py). After the dump the shell takes
+# its terminal back in cooked mode with echo and the window is resized; the
+# job restored by `memdump restore --shell-job` run from that shell finds its
+# terminal raw and silent again, 120x50, its group in the foreground, and
+# reads a key without echoing it.
+case_pty_shell_job_raw() {
+	python3 "$TESTSRC/pty-shell.py" "$T" "$TESTBIN/t-rawjob" "$T" > "$T/shell.out" 2>&1 < /dev/null &
+	track $!
+	wait_line "$T/pty.log" '^READY ' "$OP_TIMEOUT" || { show_file shell "$T/shell.out"; fail "t-rawjob did not start"; }
+	PID=$(awk '/^READY/ { print $2; exit }' "$T/pty.log"); track "$PID"
+	grep -q "^READY $PID 50x120" "$T/pty.log" || fail "t-rawjob did not start on a 50x120 window"
+	dump "$PID" "$T/d" --shell-job
+	wait_until 10 eval '! alive '"$PID" || fail "the job is alive after the dump"
+	shows "$T/d" "the job's terminal \(--shell-job\): termios lflag [0-7]+, winsize 120x50, foreground group $PID"
+	echo "$MEMDUMP restore --shell-job -D $T/d" > "$T/restore.tmp"
+	mv "$T/restore.tmp" "$T/restore.cmd"
+	wait_until "$OP_TIMEOUT" untraced "$PID" || fail "the job was not restored: $(tail -c 300 "$T/pty.log")"
+	kill -USR1 "$PID"
+	wait_line "$T/pty.log" '^(KEY\?|FAIL)' "$OP_TIMEOUT" || fail "no KEY? from the restored job: $(tail -c 300 "$T/pty.log")"
+	grep -a -q '^FAIL' "$T/pty.log" && fail "the restored job: $(grep -a -m1 '^FAIL' "$T/pty.log")"
+	printf k > "$T/keys.tmp"
+	mv "$T/keys.tmp" "$T/keys"
+	wait_line "$T/pty.log" '^(PASS|FAIL)' "$OP_TIMEOUT" || fail "the restored job does not read a key"
+	grep -a -q '^PASS got=6b' "$T/pty.log" || fail "the restored job: $(grep -a -E -m1 '^(PASS|FAIL)' "$T/pty.log")"
+	sed -n '/^KEY?/,/^PASS/p' "$T/pty.log" | grep -a -v '^PASS' | grep -a -q k && fail "the key was echoed"
+	wait_until "$OP_TIMEOUT" eval '[[ -s $T/restore.status ]]' || fail "memdump restore did not exit"
+	[[ $(cat "$T/restore.status") == 0 ]] || fail "memdump restore exited with $(cat "$T/restore.status")"
+}
+add pty-shell-job-raw case_pty_shell_job_raw

@@ -229,6 +229,8 @@ struct rst {
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */
 	bool ctty_done;
+	int job_fg;		/* --shell-job: target fd + 1 of the job's terminal, its group
+				 * to be the foreground again, 0: none */
 	int fg_src;		/* memdump's fd + 1 of the controlling terminal whose foreground
 				 * group it leads again (tty_fg_early), 0: none */
 	struct rst_orphan {	/* the root's: new masters of slaves whose master was outside */
@@ -411,6 +413,10 @@ int tty_check(struct rst *r, const FileEntry *fe);
 int tty_ctty_in_child(struct rst *r, char *why, size_t len);
 /* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */
 int tty_devtty_in_child(struct rst *r, char *why, size_t len);
+/* --shell-job: memdump's terminal n given for the job's (fe): the job's termios and window
+ * size on it; in the child, its group made the foreground again if it was. */
+int tty_job_open(struct rst *r, const FileEntry *fe, int n);
+int tty_job_fg_in_child(struct rst *r);
 /* In a forked process leading its session: before it forks its children (tree.c). */
 int tty_ctty_early(struct rst *r, char *why, size_t len);
 /* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */

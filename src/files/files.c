@@ -399,6 +399,11 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 
 		return ret ? ret : f->id;
 	}
+	if (kind == FK_TTY && d->policy.shell_job) {	/* the job's terminal (tty_unsupported) */
+		int ret = tty_collect_job(d, fd, f);
+
+		return ret ? ret : f->id;
+	}
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	if (kind == FK_REG && ghost_is_deleted(link)) {
 		int ret = ghost_attach(d, f, proc);
@@ -559,7 +564,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	case FK_TTY:
 		fe.type = FD_TYPES__TTY;
 		tty.id = f->id;
-		tty.tty_info_id = f->tty ? f->tty->info_id : 0;
+		tty.tty_info_id = f->tty && !f->tty->job ? f->tty->info_id : 0;
 		tty.flags = f->flags;
 		tty.fown = &fown;
 		tty.name = f->path;

@@ -522,7 +522,7 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	if (d->fd < 0)
 		return fail(-errno, "terminal %s: memdump has no fd %d to give: %s",
 			    fe->tty->name ? fe->tty->name : "?", n, strerror(errno));
-	return 0;
+	return tty_job_open(r, fe, n);	/* the job's termios, window size, foreground */
 }
 
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d)

@@ -462,6 +462,34 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 	return ret;
 }
 
+int tty_collect_job(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	struct tty_state *t = calloc(1, sizeof(*t));
+	struct proc_stat ps;
+	int lfd, ret = 0;
+
+	if (!t)
+		return -ENOMEM;
+	f->tty = t;
+	t->fd = fd;
+	t->local = -1;
+	t->job = true;
+	t->info_id = TTY_JOB_INFO_ID;
+	lfd = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
+	if (lfd < 0)
+		return fail(-errno, "cannot take terminal fd %d of process %d: %s", fd, d->pid,
+			    strerror(errno));
+	if (kterm_get(lfd, &t->t) || ioctl(lfd, TIOCGWINSZ, &t->ws))
+		ret = fail(-errno, "cannot read the terminal of fd %d of process %d: %s", fd,
+			   d->pid, strerror(errno));
+	close(lfd);
+	if (!ret && !proc_read_stat(d->pid, &ps)) {
+		t->sid = (uint32_t)ps.sid;
+		t->pgrp = (uint32_t)ps.tpgid;
+	}
+	return ret;
+}
+
 /* What the master's reader would get (the slave's output), packet status bytes off. */
 static int read_output(struct dump_ctx *d, struct tty_state *t)
 {
@@ -617,7 +645,7 @@ static int write_info(struct image *img, const struct file_desc *f)
 	uint32_t cc[PTY_NCC], lcc[PTY_NCC];
 
 	e.id = t->info_id;
-	e.type = t->devtty ? TTY_TYPE__CTTY : TTY_TYPE__PTY;
+	e.type = t->devtty ? TTY_TYPE__CTTY : t->job ? TTY_TYPE__EXT_TTY : TTY_TYPE__PTY;
 	e.locked = t->lock;
 	e.exclusive = t->excl;
 	e.packet_mode = t->pkt;

@@ -23,6 +23,9 @@ struct fd_policy;
 
 /* tty-info id of /dev/tty, the process's controlling terminal (a pty slave of the dump). */
 #define TTY_CTTY_INFO_ID	0x40000000u
+/* tty-info id of the job's terminal (--shell-job): its termios, window size, foreground group,
+ * given to the restoring shell's terminal; files.img keeps tty_info_id 0 for it. */
+#define TTY_JOB_INFO_ID		0x40000001u
 
 struct tty_state {
 	bool master;
@@ -42,6 +45,7 @@ struct tty_state {
 	bool taken;		/* master: the queues were read, not yet put back */
 	bool orphan;		/* slave whose master a runtime holds (fd_policy.ext_tty) */
 	bool devtty;		/* /dev/tty: index is the controlling terminal's (TTY_CTTY_INFO_ID) */
+	bool job;		/* the job's terminal (TTY_JOB_INFO_ID) */
 };
 
 /* A /dev/ptmx master or a /dev/pts/N slave. */
@@ -68,6 +72,8 @@ bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const 
 bool tty_external(const struct fd_policy *p, const struct stat *st);
 /* The frozen target's pty end on fd: its state (refusing what cannot be kept). */
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+/* The job's terminal on fd (--shell-job): its termios, window size, session and foreground. */
+int tty_collect_job(struct dump_ctx *d, int fd, struct file_desc *f);
 /* tty-info.img and tty-data.img; the queues are read (and kept until put back). */
 int tty_write(struct dump_ctx *d);
 /* The target runs on (--leave-running, or a failed dump): its queued bytes go back. */

@@ -15,12 +15,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -713,5 +715,66 @@ int tty_devtty_in_child(struct rst *r, char *why, size_t len)
 		}
 		close(fd);
 	}
+	return 0;
+}
+
+/* termios and window size of e on memdump's terminal n (SIGTTOU ignored: memdump may be in
+ * the background of it). */
+static int give_job_modes(int n, const TtyInfoEntry *e)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	struct winsize ws = { 0 };
+	struct kterm t;
+	int ret = 0;
+
+	to_kterm(e->termios, &t);
+	if (e->winsize) {
+		ws.ws_row = e->winsize->ws_row;
+		ws.ws_col = e->winsize->ws_col;
+		ws.ws_xpixel = e->winsize->ws_xpixel;
+		ws.ws_ypixel = e->winsize->ws_ypixel;
+	}
+	sigaction(SIGTTOU, &ign, &old);
+	if ((e->termios && kterm_set(n, &t)) || (e->winsize && ioctl(n, TIOCSWINSZ, &ws)))
+		ret = -errno;
+	sigaction(SIGTTOU, &old, NULL);
+	return ret;
+}
+
+int tty_job_open(struct rst *r, const FileEntry *fe, int n)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e;
+	int ret;
+
+	if (!isatty(n))
+		return 0;	/* memdump's own is no terminal: nothing to give back */
+	e = info_of(r, TTY_JOB_INFO_ID);
+	if (!e)
+		return 0;	/* an older image */
+	ret = give_job_modes(n, e);
+	if (ret)
+		ret = fail(ret, "cannot give the job's terminal modes to memdump's fd %d: %s", n,
+			   strerror(-ret));
+	if (!ret && e->pgrp && e->pgrp == pe->pgid)	/* its group had the terminal */
+		r->job_fg = target_fd_of(r, fe->id) + 1;
+	img_free(&tty_info_entry__descriptor, e);
+	return ret;
+}
+
+int tty_job_fg_in_child(struct rst *r)
+{
+	pid_t pgrp = getpgid(0);
+	int fd = r->job_fg - 1;
+
+	if (!r->job_fg)
+		return 0;
+	if (tcgetsid(fd) != getsid(0)) {
+		pr_warn("process %d: its group had its terminal in the foreground; memdump's "
+			"terminal is not its session's: it stays as it is\n", (int)getpid());
+		return 0;
+	}
+	if (ioctl(fd, TIOCSPGRP, &pgrp))
+		return -errno;
 	return 0;
 }

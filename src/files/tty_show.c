@@ -38,6 +38,12 @@ static void show_one(const struct dumpset *ds, const TtyInfoEntry *e)
 		       e->pty ? e->pty->index : 0, e->sid);
 		return;
 	}
+	if (e->type == TTY_TYPE__EXT_TTY && !(e->has_orphan && e->orphan)) {
+		printf("the job's terminal (--shell-job): termios lflag %#o, winsize %ux%u, "
+		       "foreground group %u\n", t ? t->c_lflag : 0, w ? w->ws_col : 0,
+		       w ? w->ws_row : 0, e->pgrp);
+		return;
+	}
 	printf("pty /dev/pts/%u %s:", e->pty ? e->pty->index : 0, master ? "master" : "slave");
 	if (t && !master)
 		printf(" termios iflag %#o oflag %#o cflag %#o lflag %#o speed %u/%u,", t->c_iflag,

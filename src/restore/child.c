@@ -295,6 +295,9 @@ void child_main(struct rst *r)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
 	if (!ret)
 		ret = tty_devtty_in_child(r, msg, sizeof(msg));
+	if (!ret && tty_job_fg_in_child(r))
+		pr_warn("process %d: cannot make its group the foreground of memdump's terminal "
+			"again: %m\n", (int)getpid());
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */
