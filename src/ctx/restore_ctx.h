@@ -229,6 +229,7 @@ struct rst {
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */
 	bool ctty_done;
+	bool ctty_lone;		/* ctty_src: memdump's own slave fd (no fd of the process is it) */
 	int job_fg;		/* --shell-job: target fd + 1 of the job's terminal, its group
 				 * to be the foreground again, 0: none */
 	int fg_src;		/* memdump's fd + 1 of the controlling terminal whose foreground

@@ -183,6 +183,29 @@ static bool master_dumped(const struct fd_policy *p, uint32_t idx)
 	return end_dumped(p, true, idx);
 }
 
+static bool ctty_slave(pid_t pid, struct stat *st);
+
+/* Does pid lead its session, whose controlling terminal is /dev/pts/idx? */
+static bool leads_on(pid_t pid, uint32_t idx)
+{
+	struct proc_stat ps;
+	struct stat st;
+
+	return !proc_read_stat(pid, &ps) && ps.sid == pid && ctty_slave(pid, &st) &&
+	       slave_index(&st) == idx;
+}
+
+/* A slave of pty idx in the dump: an fd, or a session leader's controlling terminal. */
+static bool slave_dumped(const struct fd_policy *p, uint32_t idx)
+{
+	if (end_dumped(p, false, idx) || leads_on(p->pid, idx))
+		return true;
+	for (int i = 0; p->tree && i < p->tree->n; i++)
+		if (!tree_is_zombie(&p->tree->procs[i]) && leads_on(p->tree->procs[i].pid, idx))
+			return true;
+	return false;
+}
+
 /* A slave whose master is outside the dump, declared a runtime's (struct tty_ext)? */
 static bool is_orphan(const struct fd_policy *p, const struct stat *st)
 {
@@ -270,9 +293,6 @@ static const char *ctty_unsupported(const struct fd_policy *p, const struct stat
 		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
 			 "leader is not dumped (restore makes only a session leader's)", idx,
 			 ps.sid);
-	else if (ps.sid != p->pid && find_end(ps.sid, false, idx) < 0)
-		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
-			 "leader holds no fd of it", idx, ps.sid);
 	else if (ps.tpgid != ps.pgid && !group_dumped(p, ps.sid, ps.tpgid))
 		snprintf(buf, len, "the controlling terminal /dev/pts/%u, whose foreground process "
 			 "group %d is not the process's%s", idx, ps.tpgid,
@@ -291,7 +311,7 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	if (is_master(st)) {
 		if (master_index(p->pid, fd, &idx))
 			return "a pseudo-terminal master memdump cannot read (TIOCGPTN)";
-		if (end_dumped(p, false, idx))
+		if (slave_dumped(p, idx))
 			return shared_unsupported(p, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
 			 "does not hold%s", idx, p->tree ? " (nor any process of the tree)" : "");
@@ -700,7 +720,7 @@ static bool info_seen(const struct file_set *fs, int i)
 	return false;
 }
 
-static int write_images(struct dump_ctx *d)
+static int write_images(struct dump_ctx *d, const struct file_desc *lone)
 {
 	struct file_set *fs = &d->files;
 	struct image *info, *data;
@@ -725,6 +745,8 @@ static int write_images(struct dump_ctx *d)
 		if (!ret && t->master)
 			ret = write_data(data, t->info_id, t->out, t->out_len, NULL, 0);
 	}
+	if (!ret && lone->tty)
+		ret = write_info(info, lone);
 	if (ret) {
 		img_abort(info);
 		img_abort(data);
@@ -734,11 +756,59 @@ static int write_images(struct dump_ctx *d)
 	return ret ? (img_abort(data), ret) : img_close(data);
 }
 
+/* Does the process hold an fd on the slave of pty idx? */
+static bool holds_slave(const struct file_set *fs, uint32_t idx)
+{
+	for (int i = 0; i < fs->nr_descs; i++) {
+		const struct tty_state *t = fs->descs[i].tty;
+
+		if (t && !t->master && !t->job && !t->devtty && !t->orphan && t->index == idx)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A session leader whose controlling terminal is a slave of a dumped pair it
+ * holds no fd of (it closed them): the slave's entry, its settings read
+ * through memdump's own open of it, marked as the session's terminal.
+ */
+static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *t)
+{
+	struct proc_stat ps;
+	char path[32];
+	int fd, ret;
+
+	if (proc_read_stat(d->pid, &ps) || ps.sid != d->pid || !ctty_slave(d->pid, &f->st) ||
+	    !master_dumped(&d->policy, slave_index(&f->st)) ||
+	    holds_slave(&d->files, slave_index(&f->st)))
+		return 0;
+	t->index = slave_index(&f->st);
+	t->info_id = t->index * 2 + 1;
+	t->ctty = true;
+	t->sid = (uint32_t)ps.sid;
+	t->pgrp = (uint32_t)ps.tpgid;
+	snprintf(path, sizeof(path), "/dev/pts/%u", t->index);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "process %d: cannot open its controlling terminal %s: %s",
+			    d->pid, path, strerror(errno));
+	ret = read_modes(fd, t);
+	close(fd);
+	if (ret)
+		return fail(ret, "process %d: cannot read its controlling terminal %s: %s", d->pid,
+			    path, strerror(-ret));
+	f->tty = t;
+	return 0;
+}
+
 int tty_write(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
+	struct tty_state lone_t = { .local = -1 };
+	struct file_desc lone = { 0 };
 	bool any = false;
-	int ret = 0;
+	int ret = lone_ctty(d, &lone, &lone_t);
 
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
@@ -749,7 +819,7 @@ int tty_write(struct dump_ctx *d)
 	for (int i = 0; i < fs->nr_descs && !ret; i++)
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = read_queues(d, fs->descs[i].tty);
-	return ret || !any ? ret : write_images(d);
+	return ret || !(any || lone.tty) ? ret : write_images(d, &lone);
 }
 
 int tty_put_back(struct dump_ctx *d)

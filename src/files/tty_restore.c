@@ -660,12 +660,53 @@ static int fg_index(struct rst *r)
 	return idx;
 }
 
-int tty_prepare_fg(struct rst *r)
+/* The pty index of the slave entry saying r leads the session it is the terminal of, or -1. */
+static int lead_index(struct rst *r)
 {
-	int idx = fg_index(r), m, fd;
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e = NULL;
+	struct image *img;
+	char name[64];
+	int idx = -1;
+
+	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
+	if (pe->sid != pe->pid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
+	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+		return -1;
+	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
+		if (e->type == TTY_TYPE__PTY && e->has_ctty && e->ctty && !is_orphan(e) &&
+		    e->pty && e->sid == pe->pid)
+			idx = (int)e->pty->index;
+		img_free(&tty_info_entry__descriptor, e);
+	}
+	img_abort(img);
+	return idx;
+}
+
+/* A session leader whose terminal none of its fds is: memdump's own fd of it to take. */
+static int prepare_lone_ctty(struct rst *r)
+{
+	int idx = r->ctty_src ? -1 : lead_index(r), m, fd;
 
 	if (idx < 0)
 		return 0;
+	m = pair_master(r, (uint32_t)idx);
+	if (m < 0)
+		return m;
+	fd = pty_open_peer(m, O_RDWR | O_NOCTTY);
+	if (fd < 0)
+		return fail(fd, "cannot open /dev/pts/%d: %s", idx, strerror(-fd));
+	r->ctty_src = fd + 1;
+	r->ctty_lone = true;
+	return 0;
+}
+
+int tty_prepare_fg(struct rst *r)
+{
+	int idx = fg_index(r), m, fd, ret = prepare_lone_ctty(r);
+
+	if (ret || idx < 0)
+		return ret;
 	m = pair_master(r, (uint32_t)idx);
 	if (m < 0)
 		return m;
@@ -695,6 +736,11 @@ void tty_close_fg(struct rst *r)
 	if (r->fg_src)
 		close(r->fg_src - 1);
 	r->fg_src = 0;
+	if (r->ctty_lone && r->ctty_src)
+		close(r->ctty_src - 1);
+	if (r->ctty_lone)
+		r->ctty_src = 0;
+	r->ctty_lone = false;
 }
 
 /* Its fds on /dev/tty, the stand-ins replaced once its session has its terminal. */

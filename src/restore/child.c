@@ -270,6 +270,12 @@ void child_main(struct rst *r)
 		child_exit_fail(r, ret, "%s", msg);
 	if (r->tree)
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
+	else if (r->ctty_lone) {	/* its terminal from memdump's fd, before fds move */
+		attrs_apply_groups(r);
+		ret = tty_ctty_early(r, msg, sizeof(msg));
+		if (ret)
+			child_exit_fail(r, ret, "%s", msg);
+	}
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
