@@ -237,6 +237,11 @@ struct rst {
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */
 	bool ctty_done;
+	bool ctty_lone;		/* ctty_src: memdump's own slave fd (no fd of the process is it) */
+	int job_fg;		/* --shell-job: target fd + 1 of the job's terminal, its group
+				 * to be the foreground again, 0: none */
+	int fg_src;		/* memdump's fd + 1 of the controlling terminal whose foreground
+				 * group it leads again (tty_fg_early), 0: none */
 	struct rst_orphan {	/* the root's: new masters of slaves whose master was outside */
 		uint32_t info_id;
 		int fd;
@@ -332,6 +337,10 @@ void share_follower_wait(struct rst *m);
 void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n);
 void share_owner_done(struct rst *const *g, size_t n);
 /* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
+/* A pty pair (index idx) made for a process of the tree: memdump's fd of its master, which
+ * the tree keeps (not to close), or -1; put: a copy kept until the tree is forked. */
+int tree_pty_get(struct rst *r, uint32_t idx);
+int tree_pty_put(struct rst *r, uint32_t idx, int fd);
 bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
@@ -423,11 +432,22 @@ int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int tty_check(struct rst *r, const FileEntry *fe);
 int tty_ctty_in_child(struct rst *r, char *why, size_t len);
+/* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */
+int tty_devtty_in_child(struct rst *r, char *why, size_t len);
+/* --shell-job: memdump's terminal n given for the job's (fe): the job's termios and window
+ * size on it; in the child, its group made the foreground again if it was. */
+int tty_job_open(struct rst *r, const FileEntry *fe, int n);
+int tty_job_fg_in_child(struct rst *r);
 /* In a forked process leading its session: before it forks its children (tree.c). */
 int tty_ctty_early(struct rst *r, char *why, size_t len);
 /* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */
 int tty_check_keys(struct rst *r);
 void tty_close_orphans(struct rst *r);
+/* Its controlling terminal's foreground group is its group: memdump's fd of it (open_fds);
+ * in the forked process, once in its group, the group made the foreground again. */
+int tty_prepare_fg(struct rst *r);
+int tty_fg_early(struct rst *r, char *why, size_t len);
+void tty_close_fg(struct rst *r);
 /* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
  * first (kept for the slave of index N, whose master was outside), so that it exists. */
 int tty_make_bound_pts(struct rst *r, const char *from);

@@ -443,8 +443,6 @@ static const char *unshareable(const struct file_desc *f)
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";
-	if (f->kind == FK_TTY && f->tty && !f->tty->orphan)
-		return "a pseudo-terminal pair";
 	return NULL;
 }
 

@@ -250,6 +250,7 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 	struct proc_stat ps;
 	unsigned maj, min;
 	bool ctty, external = false;
+	const char *why;
 
 	if (tty_is_pty(st)) {
 		const char *w = tty_pty_unsupported(p, fd, st, &external, buf, len);
@@ -257,6 +258,8 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 		if (w || !external)
 			return w;	/* a pair in the process (tty.c) */
 	}
+	if (tty_devtty_of_pair(p, st, &why, buf, len))
+		return why;	/* /dev/tty of a pair of the dump (tty.c) */
 	if (proc_read_stat(p->pid, &ps))
 		return "a terminal of a process memdump cannot read";
 	maj = (ps.tty_nr >> 8) & 0xfff;
@@ -353,6 +356,7 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	struct file_desc *f;
 	enum file_kind kind;
 	char why[512], proc[64];
+	const char *dw;
 
 	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
@@ -389,8 +393,14 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
-	if (kind == FK_TTY && tty_is_pty(st) && !tty_external(&d->policy, st)) {
+	if (kind == FK_TTY && ((tty_is_pty(st) && !tty_external(&d->policy, st)) ||
+			       tty_devtty_of_pair(&d->policy, st, &dw, why, sizeof(why)))) {
 		int ret = tty_collect(d, fd, f);
+
+		return ret ? ret : f->id;
+	}
+	if (kind == FK_TTY && d->policy.shell_job) {	/* the job's terminal (tty_unsupported) */
+		int ret = tty_collect_job(d, fd, f);
 
 		return ret ? ret : f->id;
 	}
@@ -554,7 +564,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	case FK_TTY:
 		fe.type = FD_TYPES__TTY;
 		tty.id = f->id;
-		tty.tty_info_id = f->tty ? f->tty->info_id : 0;
+		tty.tty_info_id = f->tty && !f->tty->job ? f->tty->info_id : 0;
 		tty.flags = f->flags;
 		tty.fown = &fown;
 		tty.name = f->path;

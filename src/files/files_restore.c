@@ -543,7 +543,7 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	if (d->fd < 0)
 		return fail(-errno, "terminal %s: memdump has no fd %d to give: %s",
 			    fe->tty->name ? fe->tty->name : "?", n, strerror(errno));
-	return 0;
+	return tty_job_open(r, fe, n);	/* the job's termios, window size, foreground */
 }
 
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
@@ -616,7 +616,7 @@ int open_fds(struct rst *r)
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
 	}
-	return 0;
+	return tty_prepare_fg(r);	/* its terminal's foreground group, once in it */
 }
 
 /* The fown_entry of a file entry of the kinds that carry one restored, or NULL. */

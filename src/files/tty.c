@@ -116,8 +116,16 @@ static int find_end(pid_t pid, bool master, uint32_t idx)
 	return found;
 }
 
-/* A process other than pid with an fd on pty idx (its slave, or master), or 0. */
-static pid_t other_holder(pid_t pid, uint32_t idx)
+static bool in_tree(const struct proc_tree *t, pid_t pid)
+{
+	for (int i = 0; t && i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* A process outside the dump (pid, its tree) with an fd on pty idx (its slave, or master), or 0. */
+static pid_t other_holder(const struct fd_policy *p, uint32_t idx)
 {
 	DIR *proc = opendir("/proc");
 	struct dirent *de;
@@ -127,8 +135,8 @@ static pid_t other_holder(pid_t pid, uint32_t idx)
 		pid_t other = atoi(de->d_name);
 		int fd;
 
-		if (other <= 0 || other == pid)
-			continue;
+		if (other <= 0 || other == p->pid || other == getpid() || in_tree(p->tree, other))
+			continue;	/* memdump holds its copies of the masters it read */
 		fd = find_end(other, false, idx);
 		if (fd < 0)
 			fd = find_end(other, true, idx);
@@ -140,9 +148,10 @@ static pid_t other_holder(pid_t pid, uint32_t idx)
 	return found;
 }
 
-static const char *shared_unsupported(pid_t pid, uint32_t idx, char *buf, size_t len)
+static const char *shared_unsupported(const struct fd_policy *p, uint32_t idx, char *buf,
+				      size_t len)
 {
-	pid_t other = other_holder(pid, idx);
+	pid_t other = other_holder(p, idx);
 	struct proc_stat ps;
 
 	if (!other)
@@ -157,21 +166,42 @@ static dev_t ctty_of(const struct proc_stat *ps)
 	return makedev((ps->tty_nr >> 8) & 0xfff, (ps->tty_nr & 0xff) | ((ps->tty_nr >> 12) & 0xfff00));
 }
 
-static bool in_tree(const struct proc_tree *t, pid_t pid)
+/* A process of the dump (pid, or its tree) holding the master (or a slave) of pty idx? */
+static bool end_dumped(const struct fd_policy *p, bool master, uint32_t idx)
 {
-	for (int i = 0; t && i < t->n; i++)
-		if (t->procs[i].pid == pid)
+	if (find_end(p->pid, master, idx) >= 0)
+		return true;
+	for (int i = 0; p->tree && i < p->tree->n; i++)
+		if (!tree_is_zombie(&p->tree->procs[i]) &&
+		    find_end(p->tree->procs[i].pid, master, idx) >= 0)
 			return true;
 	return false;
 }
 
-/* A process of the dump (pid, or its tree) holding the master of pty idx? */
 static bool master_dumped(const struct fd_policy *p, uint32_t idx)
 {
-	if (find_end(p->pid, true, idx) >= 0)
+	return end_dumped(p, true, idx);
+}
+
+static bool ctty_slave(pid_t pid, struct stat *st);
+
+/* Does pid lead its session, whose controlling terminal is /dev/pts/idx? */
+static bool leads_on(pid_t pid, uint32_t idx)
+{
+	struct proc_stat ps;
+	struct stat st;
+
+	return !proc_read_stat(pid, &ps) && ps.sid == pid && ctty_slave(pid, &st) &&
+	       slave_index(&st) == idx;
+}
+
+/* A slave of pty idx in the dump: an fd, or a session leader's controlling terminal. */
+static bool slave_dumped(const struct fd_policy *p, uint32_t idx)
+{
+	if (end_dumped(p, false, idx) || leads_on(p->pid, idx))
 		return true;
 	for (int i = 0; p->tree && i < p->tree->n; i++)
-		if (!tree_is_zombie(&p->tree->procs[i]) && find_end(p->tree->procs[i].pid, true, idx) >= 0)
+		if (!tree_is_zombie(&p->tree->procs[i]) && leads_on(p->tree->procs[i].pid, idx))
 			return true;
 	return false;
 }
@@ -188,7 +218,7 @@ static bool is_orphan(const struct fd_policy *p, const struct stat *st)
 
 bool tty_external(const struct fd_policy *p, const struct stat *st)
 {
-	return is_slave(st) && find_end(p->pid, true, slave_index(st)) < 0 && !is_orphan(p, st);
+	return is_slave(st) && !master_dumped(p, slave_index(st)) && !is_orphan(p, st);
 }
 
 /*
@@ -232,21 +262,41 @@ static const char *orphan_unsupported(const struct fd_policy *p, int fd, const s
 	return buf;
 }
 
-static const char *ctty_unsupported(pid_t pid, const struct stat *st, char *buf, size_t len)
+/* A live process of the dump in session sid whose group is pgrp? */
+static bool group_dumped(const struct fd_policy *p, pid_t sid, pid_t pgrp)
 {
+	for (int i = 0; p->tree && i < p->tree->n; i++) {
+		const struct tree_proc *t = &p->tree->procs[i];
+
+		if (!tree_is_zombie(t) && t->sid == sid && t->pgid == pgrp)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Restore makes a session leader's controlling terminal (the leader takes it
+ * before it forks the rest of its session); in a tree, the process of the
+ * foreground group sets it once it is in its group.
+ */
+static const char *ctty_unsupported(const struct fd_policy *p, const struct stat *st, char *buf,
+				    size_t len)
+{
+	uint32_t idx = slave_index(st);
 	struct proc_stat ps;
 
-	if (proc_read_stat(pid, &ps))
+	if (proc_read_stat(p->pid, &ps))
 		return "a terminal of a process memdump cannot read";
 	if (!ps.tty_nr || ctty_of(&ps) != st->st_rdev)
 		return NULL;
-	if (ps.sid != pid)
-		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, which the "
-			 "process does not lead (restore makes only a session leader's)",
-			 slave_index(st), ps.sid);
-	else if (ps.tpgid != ps.pgid)
+	if (ps.sid != p->pid && !in_tree(p->tree, ps.sid))
+		snprintf(buf, len, "the controlling terminal /dev/pts/%u of session %d, whose "
+			 "leader is not dumped (restore makes only a session leader's)", idx,
+			 ps.sid);
+	else if (ps.tpgid != ps.pgid && !group_dumped(p, ps.sid, ps.tpgid))
 		snprintf(buf, len, "the controlling terminal /dev/pts/%u, whose foreground process "
-			 "group %d is not the process's", slave_index(st), ps.tpgid);
+			 "group %d is not the process's%s", idx, ps.tpgid,
+			 p->tree ? " nor one of the dumped tree in its session" : "");
 	else
 		return NULL;
 	return buf;
@@ -261,10 +311,10 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	if (is_master(st)) {
 		if (master_index(p->pid, fd, &idx))
 			return "a pseudo-terminal master memdump cannot read (TIOCGPTN)";
-		if (find_end(p->pid, false, idx) >= 0)
-			return shared_unsupported(p->pid, idx, buf, len);
+		if (slave_dumped(p, idx))
+			return shared_unsupported(p, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
-			 "does not hold", idx);
+			 "does not hold%s", idx, p->tree ? " (nor any process of the tree)" : "");
 		return buf;
 	}
 	if (is_orphan(p, st))
@@ -277,11 +327,46 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	}
 	if (!in_dev_pts(st))
 		return "a pseudo-terminal slave of a devpts other than /dev/pts";
-	if (find_end(p->pid, true, slave_index(st)) < 0) {
+	if (!master_dumped(p, slave_index(st))) {
 		*external = true;	/* the job's terminal, or refused as such */
 		return NULL;
 	}
-	return ctty_unsupported(p->pid, st, buf, len);
+	if (shared_unsupported(p, slave_index(st), buf, len))
+		return buf;
+	return ctty_unsupported(p, st, buf, len);
+}
+
+static bool is_devtty(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(5, 0);
+}
+
+/* The process's controlling terminal, when it is a pty slave in /dev/pts: its stat. */
+static bool ctty_slave(pid_t pid, struct stat *st)
+{
+	struct proc_stat ps;
+	char path[64];
+
+	if (proc_read_stat(pid, &ps) || !ps.tty_nr)
+		return false;
+	st->st_mode = S_IFCHR;
+	st->st_rdev = ctty_of(&ps);
+	if (!is_slave(st))
+		return false;
+	snprintf(path, sizeof(path), "/dev/pts/%u", slave_index(st));
+	return !stat(path, st) && st->st_rdev == ctty_of(&ps) && in_dev_pts(st);
+}
+
+bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
+			char *buf, size_t len)
+{
+	struct stat slave;
+
+	*why = NULL;
+	if (!is_devtty(st) || !ctty_slave(p->pid, &slave) || !master_dumped(p, slave_index(&slave)))
+		return false;
+	*why = ctty_unsupported(p, &slave, buf, len);
+	return true;
 }
 
 static int refuse(struct dump_ctx *d, int fd, const struct tty_state *t, const char *what)
@@ -335,6 +420,23 @@ static int check_orphan_input(struct dump_ctx *d, int fd, int lfd, struct tty_st
 	return refuse(d, fd, t, what);
 }
 
+/* /dev/tty: the controlling terminal's index, its session and foreground group. */
+static int collect_devtty(struct dump_ctx *d, struct tty_state *t)
+{
+	struct proc_stat ps;
+	struct stat slave;
+
+	if (!ctty_slave(d->pid, &slave) || proc_read_stat(d->pid, &ps))
+		return fail(-EIO, "process %d: fd %d (/dev/tty): its controlling terminal is gone",
+			    d->pid, t->fd);
+	t->index = slave_index(&slave);
+	t->info_id = TTY_CTTY_INFO_ID;
+	t->devtty = true;
+	t->sid = (uint32_t)ps.sid;
+	t->pgrp = (uint32_t)ps.tpgid;
+	return 0;
+}
+
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 {
 	struct tty_state *t = calloc(1, sizeof(*t));
@@ -347,6 +449,8 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 	t->fd = fd;
 	t->local = -1;
 	t->master = is_master(&f->st);
+	if (is_devtty(&f->st))
+		return collect_devtty(d, t);
 	lfd = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
 	if (lfd < 0)
 		return fail(-errno, "cannot take pty fd %d of process %d: %s", fd, d->pid,
@@ -375,6 +479,34 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 		t->local = lfd;
 	else
 		close(lfd);
+	return ret;
+}
+
+int tty_collect_job(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	struct tty_state *t = calloc(1, sizeof(*t));
+	struct proc_stat ps;
+	int lfd, ret = 0;
+
+	if (!t)
+		return -ENOMEM;
+	f->tty = t;
+	t->fd = fd;
+	t->local = -1;
+	t->job = true;
+	t->info_id = TTY_JOB_INFO_ID;
+	lfd = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
+	if (lfd < 0)
+		return fail(-errno, "cannot take terminal fd %d of process %d: %s", fd, d->pid,
+			    strerror(errno));
+	if (kterm_get(lfd, &t->t) || ioctl(lfd, TIOCGWINSZ, &t->ws))
+		ret = fail(-errno, "cannot read the terminal of fd %d of process %d: %s", fd,
+			   d->pid, strerror(errno));
+	close(lfd);
+	if (!ret && !proc_read_stat(d->pid, &ps)) {
+		t->sid = (uint32_t)ps.sid;
+		t->pgrp = (uint32_t)ps.tpgid;
+	}
 	return ret;
 }
 
@@ -533,7 +665,7 @@ static int write_info(struct image *img, const struct file_desc *f)
 	uint32_t cc[PTY_NCC], lcc[PTY_NCC];
 
 	e.id = t->info_id;
-	e.type = TTY_TYPE__PTY;
+	e.type = t->devtty ? TTY_TYPE__CTTY : t->job ? TTY_TYPE__EXT_TTY : TTY_TYPE__PTY;
 	e.locked = t->lock;
 	e.exclusive = t->excl;
 	e.packet_mode = t->pkt;
@@ -588,7 +720,7 @@ static bool info_seen(const struct file_set *fs, int i)
 	return false;
 }
 
-static int write_images(struct dump_ctx *d)
+static int write_images(struct dump_ctx *d, const struct file_desc *lone)
 {
 	struct file_set *fs = &d->files;
 	struct image *info, *data;
@@ -613,6 +745,8 @@ static int write_images(struct dump_ctx *d)
 		if (!ret && t->master)
 			ret = write_data(data, t->info_id, t->out, t->out_len, NULL, 0);
 	}
+	if (!ret && lone->tty)
+		ret = write_info(info, lone);
 	if (ret) {
 		img_abort(info);
 		img_abort(data);
@@ -622,22 +756,70 @@ static int write_images(struct dump_ctx *d)
 	return ret ? (img_abort(data), ret) : img_close(data);
 }
 
+/* Does the process hold an fd on the slave of pty idx? */
+static bool holds_slave(const struct file_set *fs, uint32_t idx)
+{
+	for (int i = 0; i < fs->nr_descs; i++) {
+		const struct tty_state *t = fs->descs[i].tty;
+
+		if (t && !t->master && !t->job && !t->devtty && !t->orphan && t->index == idx)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A session leader whose controlling terminal is a slave of a dumped pair it
+ * holds no fd of (it closed them): the slave's entry, its settings read
+ * through memdump's own open of it, marked as the session's terminal.
+ */
+static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *t)
+{
+	struct proc_stat ps;
+	char path[32];
+	int fd, ret;
+
+	if (proc_read_stat(d->pid, &ps) || ps.sid != d->pid || !ctty_slave(d->pid, &f->st) ||
+	    !master_dumped(&d->policy, slave_index(&f->st)) ||
+	    holds_slave(&d->files, slave_index(&f->st)))
+		return 0;
+	t->index = slave_index(&f->st);
+	t->info_id = t->index * 2 + 1;
+	t->ctty = true;
+	t->sid = (uint32_t)ps.sid;
+	t->pgrp = (uint32_t)ps.tpgid;
+	snprintf(path, sizeof(path), "/dev/pts/%u", t->index);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return fail(-errno, "process %d: cannot open its controlling terminal %s: %s",
+			    d->pid, path, strerror(errno));
+	ret = read_modes(fd, t);
+	close(fd);
+	if (ret)
+		return fail(ret, "process %d: cannot read its controlling terminal %s: %s", d->pid,
+			    path, strerror(-ret));
+	f->tty = t;
+	return 0;
+}
+
 int tty_write(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
+	struct tty_state lone_t = { .local = -1 };
+	struct file_desc lone = { 0 };
 	bool any = false;
-	int ret = 0;
+	int ret = lone_ctty(d, &lone, &lone_t);
 
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = check_status(d, fs->descs[i].tty);
-		if (fs->descs[i].tty && (fs->descs[i].tty->master || fs->descs[i].tty->orphan))
+		if (fs->descs[i].tty)	/* a slave alone: its pair's master in another process */
 			any = true;
 	}
 	for (int i = 0; i < fs->nr_descs && !ret; i++)
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = read_queues(d, fs->descs[i].tty);
-	return ret || !any ? ret : write_images(d);
+	return ret || !(any || lone.tty) ? ret : write_images(d, &lone);
 }
 
 int tty_put_back(struct dump_ctx *d)

@@ -21,6 +21,12 @@ struct dump_ctx;
 struct file_desc;
 struct fd_policy;
 
+/* tty-info id of /dev/tty, the process's controlling terminal (a pty slave of the dump). */
+#define TTY_CTTY_INFO_ID	0x40000000u
+/* tty-info id of the job's terminal (--shell-job): its termios, window size, foreground group,
+ * given to the restoring shell's terminal; files.img keeps tty_info_id 0 for it. */
+#define TTY_JOB_INFO_ID		0x40000001u
+
 struct tty_state {
 	bool master;
 	uint32_t index;		/* /dev/pts/INDEX */
@@ -38,6 +44,8 @@ struct tty_state {
 	size_t nr_lines;
 	bool taken;		/* master: the queues were read, not yet put back */
 	bool orphan;		/* slave whose master a runtime holds (fd_policy.ext_tty) */
+	bool devtty;		/* /dev/tty: index is the controlling terminal's (TTY_CTTY_INFO_ID) */
+	bool job;		/* the job's terminal (TTY_JOB_INFO_ID) */
 };
 
 /* A /dev/ptmx master or a /dev/pts/N slave. */
@@ -52,11 +60,20 @@ bool tty_is_pty(const struct stat *st);
  */
 const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
 				bool *external, char *buf, size_t len);
+/*
+ * /dev/tty whose process's controlling terminal is a pty slave of a pair the
+ * dump holds (restore opens /dev/tty again once that terminal is made), or
+ * false (the job's terminal: --shell-job). *why (to buf) when it cannot be.
+ */
+bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
+			char *buf, size_t len);
 /* A pty slave whose master is not in the process, not declared a runtime's (the job's
  * terminal). */
 bool tty_external(const struct fd_policy *p, const struct stat *st);
 /* The frozen target's pty end on fd: its state (refusing what cannot be kept). */
 int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+/* The job's terminal on fd (--shell-job): its termios, window size, session and foreground. */
+int tty_collect_job(struct dump_ctx *d, int fd, struct file_desc *f);
 /* tty-info.img and tty-data.img; the queues are read (and kept until put back). */
 int tty_write(struct dump_ctx *d);
 /* The target runs on (--leave-running, or a failed dump): its queued bytes go back. */

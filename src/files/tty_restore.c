@@ -15,12 +15,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -29,6 +31,7 @@
 #include "log.h"
 #include "ptyq.h"
 #include "ctx/restore_ctx.h"
+#include "files/tty.h"
 
 #include "tty.pb-c.h"
 
@@ -228,26 +231,44 @@ static const FileEntry *master_file(struct rst *r, uint32_t idx)
 	return NULL;
 }
 
-static int open_pair(struct rst *r, const FileEntry *mfe, struct rdesc *md)
+/* The slave's tty-info entry: the master holder's set, else another process's of the tree. */
+static TtyInfoEntry *slave_info(struct rst *r, uint32_t id)
+{
+	TtyInfoEntry *e = info_of(r, id);
+	struct rst *k;
+
+	for (size_t i = 0; !e && (k = tree_proc(r, i)); i++)
+		if (k != r)
+			e = info_of(k, id);
+	return e;
+}
+
+/* A new pair as the master holder r dumped it; *fd its master. */
+static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 {
 	TtyInfoEntry *mi = info_of(r, mfe->tty->tty_info_id);
-	TtyInfoEntry *si = info_of(r, mfe->tty->tty_info_id - 1);
+	TtyInfoEntry *si = slave_info(r, mfe->tty->tty_info_id - 1);
 	int lock = 1, ret = 0;
 
+	*fd = -1;
 	if (!mi || !si || !mi->pty)
 		ret = fail(-EIO, "tty-info.img: pty of file %u is missing", mfe->id);
 	if (!ret)
-		ret = md->fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
-					     mfe->tty->flags, mi->pty->index);
+		ret = *fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
+					  mfe->tty->flags, mi->pty->index);
 	if (ret >= 0)
-		ret = set_pair(r, md->fd, mi, si);
-	if (!ret && fcntl(md->fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
+		ret = set_pair(r, *fd, mi, si);
+	if (!ret && fcntl(*fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
 		ret = fail(-errno, "cannot set the flags of pty master %u: %s", mi->pty->index,
 			   strerror(errno));
-	if (!ret && mi->locked && ioctl(md->fd, TIOCSPTLCK, &lock))
+	if (!ret && mi->locked && ioctl(*fd, TIOCSPTLCK, &lock))
 		ret = fail(-errno, "cannot lock pty %u: %s", mi->pty->index, strerror(errno));
 	img_free(&tty_info_entry__descriptor, mi);
 	img_free(&tty_info_entry__descriptor, si);
+	if (ret < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	return ret < 0 ? ret : 0;
 }
 
@@ -394,30 +415,102 @@ static int open_orphan(struct rst *r, const FileEntry *fe, struct rdesc *d, cons
 	return 0;
 }
 
-/* A slave of a pair the process holds; *done when d is the master itself. */
+static bool in_a_tree(const struct rst *r)
+{
+	return r->ds.nr_members || r->tree;
+}
+
+static bool holds_master(struct rst *r, uint32_t idx)
+{
+	const FileEntry *mfe = master_file(r, idx);
+
+	return mfe && target_fd_of(r, mfe->id) >= 0;
+}
+
+/* The process of r's tree (r first) that holds the master of pty idx, or NULL. */
+static struct rst *master_holder(struct rst *r, uint32_t idx)
+{
+	struct rst *k;
+
+	if (holds_master(r, idx))
+		return r;
+	for (size_t i = 0; (k = tree_proc(r, i)); i++)
+		if (holds_master(k, idx))
+			return k;
+	return NULL;
+}
+
+/*
+ * memdump's fd of the master of pty idx (not to close): the process's own
+ * description, or the tree's pair, made now (from the images of the
+ * process holding the master) when no process met it yet.
+ */
+static int pair_master(struct rst *r, uint32_t idx)
+{
+	const FileEntry *mfe = master_file(r, idx);
+	struct rdesc *md = mfe ? rst_desc(r, mfe->id) : NULL;
+	struct rst *h;
+	int fd = -1, ret;
+
+	if (md && md->fd >= 0)
+		return md->fd;
+	fd = tree_pty_get(r, idx);
+	if (fd >= 0 && md) {
+		md->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		return md->fd >= 0 ? md->fd : fail(-errno, "cannot copy pty master %u: %s", idx,
+						   strerror(errno));
+	}
+	if (fd >= 0)
+		return fd;
+	h = master_holder(r, idx);
+	if (!h)
+		return fail(-EIO, "files.img: pty %u has no master in the dump", idx);
+	ret = open_pair(h, master_file(h, idx), &fd);
+	if (!ret)
+		ret = tree_pty_put(r, idx, fd);
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	if (h == r && md)
+		return md->fd = fd;
+	close(fd);
+	return tree_pty_get(r, idx);
+}
+
+/* An end of a pair of the process or its tree; *done when d is the master itself. */
 static int open_paired(struct rst *r, const FileEntry *fe, struct rdesc *d, bool *done)
 {
 	uint32_t idx = (fe->tty->tty_info_id - 1) / 2;
 	const FileEntry *mfe = master_file(r, idx);
 	struct rdesc *md = mfe ? rst_desc(r, mfe->id) : NULL;
-	int ret = 0;
+	int m = pair_master(r, idx);
 
-	if (!md)
-		return fail(-EIO, "files.img: pty %u has no master the process holds", idx);
-	if (md->fd < 0)
-		ret = open_pair(r, mfe, md);
 	*done = d == md;
-	if (ret || *done)
-		return ret;
-	d->fd = pty_open_peer(md->fd, fe->tty->flags & ~O_CLOEXEC);
+	if (m < 0 || *done)
+		return m < 0 ? m : 0;
+	d->fd = pty_open_peer(m, fe->tty->flags & ~O_CLOEXEC);
 	if (d->fd < 0)
 		return fail(d->fd, "cannot open /dev/pts/%u: %s", idx, strerror(-d->fd));
 	return 0;
 }
 
+static bool is_devtty(const FileEntry *fe)
+{
+	return fe && fe->type == FD_TYPES__TTY && fe->tty &&
+	       fe->tty->tty_info_id == TTY_CTTY_INFO_ID;
+}
+
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
-	TtyInfoEntry *si = info_of(r, fe->tty->tty_info_id);
+	TtyInfoEntry *si;
+
+	if (is_devtty(fe)) {	/* a stand-in until the process has its terminal */
+		d->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		return d->fd < 0 ? fail(-errno, "cannot open /dev/null: %s", strerror(errno)) : 0;
+	}
+	si = info_of(r, fe->tty->tty_info_id);
 	const PstreeEntry *pe = r->ds.pstree;
 	bool done = false;
 	int ret;
@@ -456,14 +549,18 @@ int tty_check(struct rst *r, const FileEntry *fe)
 	bool ctty = e && e->has_ctty && e->ctty;
 	int ret = 0;
 
-	if (!e || !e->pty || e->pty->index != idx)
+	if (is_devtty(fe) && (!e || e->type != TTY_TYPE__CTTY))
+		ret = fail(-EIO, "tty-info.img: no entry for /dev/tty (file %u)", fe->id);
+	else if (is_devtty(fe))
+		;	/* opened by the process once its session has its terminal */
+	else if (!e || !e->pty || e->pty->index != idx)
 		ret = fail(-EIO, "tty-info.img: no entry %u for pty file %u", fe->tty->tty_info_id,
 			   fe->id);
 	else if (is_orphan(e))
 		ret = check_orphan(r, e);	/* a non-leader's: its leader's, forked after */
-	else if (!master_file(r, idx) || target_fd_of(r, master_file(r, idx)->id) < 0)
+	else if (!holds_master(r, idx) && !in_a_tree(r))	/* a tree's: once all are loaded */
 		ret = fail(-EIO, "files.img: pty %u has no master the process holds", idx);
-	else if (ctty && r->ds.pstree->sid != r->ds.pstree->pid)
+	else if (ctty && r->ds.pstree->sid != r->ds.pstree->pid && !in_a_tree(r))
 		ret = fail(-EOPNOTSUPP, "/dev/pts/%u was the controlling terminal of session %u, "
 			   "which restore does not make", idx, r->ds.pstree->sid);
 	img_free(&tty_info_entry__descriptor, e);
@@ -537,4 +634,193 @@ void tty_close_orphans(struct rst *r)
 	for (size_t i = 0; i < r->nr_orphans; i++)
 		close(r->orphans[i].fd);
 	r->nr_orphans = 0;
+}
+
+/* Does some tty-info entry of r say its pty (not an orphan) is r's session's terminal with r's
+ * group in the foreground? Its pty index, or -1. */
+static int fg_index(struct rst *r)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e = NULL;
+	struct image *img;
+	char name[64];
+	int idx = -1;
+
+	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
+	if (pe->pgid == pe->sid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
+	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+		return -1;
+	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
+		if (e->has_ctty && e->ctty && !is_orphan(e) && e->pty && e->sid == pe->sid &&
+		    e->pgrp == pe->pgid)
+			idx = (int)e->pty->index;
+		img_free(&tty_info_entry__descriptor, e);
+	}
+	img_abort(img);
+	return idx;
+}
+
+/* The pty index of the slave entry saying r leads the session it is the terminal of, or -1. */
+static int lead_index(struct rst *r)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e = NULL;
+	struct image *img;
+	char name[64];
+	int idx = -1;
+
+	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
+	if (pe->sid != pe->pid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
+	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+		return -1;
+	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
+		if (e->type == TTY_TYPE__PTY && e->has_ctty && e->ctty && !is_orphan(e) &&
+		    e->pty && e->sid == pe->pid)
+			idx = (int)e->pty->index;
+		img_free(&tty_info_entry__descriptor, e);
+	}
+	img_abort(img);
+	return idx;
+}
+
+/* A session leader whose terminal none of its fds is: memdump's own fd of it to take. */
+static int prepare_lone_ctty(struct rst *r)
+{
+	int idx = r->ctty_src ? -1 : lead_index(r), m, fd;
+
+	if (idx < 0)
+		return 0;
+	m = pair_master(r, (uint32_t)idx);
+	if (m < 0)
+		return m;
+	fd = pty_open_peer(m, O_RDWR | O_NOCTTY);
+	if (fd < 0)
+		return fail(fd, "cannot open /dev/pts/%d: %s", idx, strerror(-fd));
+	r->ctty_src = fd + 1;
+	r->ctty_lone = true;
+	return 0;
+}
+
+int tty_prepare_fg(struct rst *r)
+{
+	int idx = fg_index(r), m, fd, ret = prepare_lone_ctty(r);
+
+	if (ret || idx < 0)
+		return ret;
+	m = pair_master(r, (uint32_t)idx);
+	if (m < 0)
+		return m;
+	fd = pty_open_peer(m, O_RDWR | O_NOCTTY);
+	if (fd < 0)
+		return fail(fd, "cannot open /dev/pts/%d: %s", idx, strerror(-fd));
+	r->fg_src = fd + 1;
+	return 0;
+}
+
+int tty_fg_early(struct rst *r, char *why, size_t len)
+{
+	pid_t pgrp = (pid_t)r->ds.pstree->pgid;
+
+	if (!r->fg_src)
+		return 0;
+	if (ioctl(r->fg_src - 1, TIOCSPGRP, &pgrp)) {
+		snprintf(why, len, "cannot make group %d the foreground of its terminal again: %s",
+			 pgrp, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+void tty_close_fg(struct rst *r)
+{
+	if (r->fg_src)
+		close(r->fg_src - 1);
+	r->fg_src = 0;
+	if (r->ctty_lone && r->ctty_src)
+		close(r->ctty_src - 1);
+	if (r->ctty_lone)
+		r->ctty_src = 0;
+	r->ctty_lone = false;
+}
+
+/* Its fds on /dev/tty, the stand-ins replaced once its session has its terminal. */
+int tty_devtty_in_child(struct rst *r, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->nr_fds; i++) {
+		const FileEntry *fe = rst_file(r, r->fds[i].id);
+		int fd;
+
+		if (!is_devtty(fe))
+			continue;
+		fd = open("/dev/tty", (fe->tty->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_ASYNC)) |
+				      O_NOCTTY | O_CLOEXEC);
+		if (fd < 0 || dup3(fd, r->fds[i].target, r->fds[i].cloexec ? O_CLOEXEC : 0) < 0) {
+			snprintf(why, len, "cannot open /dev/tty again as fd %d: %s", r->fds[i].target,
+				 strerror(errno));
+			return -errno;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* termios and window size of e on memdump's terminal n (SIGTTOU ignored: memdump may be in
+ * the background of it). */
+static int give_job_modes(int n, const TtyInfoEntry *e)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	struct winsize ws = { 0 };
+	struct kterm t;
+	int ret = 0;
+
+	to_kterm(e->termios, &t);
+	if (e->winsize) {
+		ws.ws_row = e->winsize->ws_row;
+		ws.ws_col = e->winsize->ws_col;
+		ws.ws_xpixel = e->winsize->ws_xpixel;
+		ws.ws_ypixel = e->winsize->ws_ypixel;
+	}
+	sigaction(SIGTTOU, &ign, &old);
+	if ((e->termios && kterm_set(n, &t)) || (e->winsize && ioctl(n, TIOCSWINSZ, &ws)))
+		ret = -errno;
+	sigaction(SIGTTOU, &old, NULL);
+	return ret;
+}
+
+int tty_job_open(struct rst *r, const FileEntry *fe, int n)
+{
+	const PstreeEntry *pe = r->ds.pstree;
+	TtyInfoEntry *e;
+	int ret;
+
+	if (!isatty(n))
+		return 0;	/* memdump's own is no terminal: nothing to give back */
+	e = info_of(r, TTY_JOB_INFO_ID);
+	if (!e)
+		return 0;	/* an older image */
+	ret = give_job_modes(n, e);
+	if (ret)
+		ret = fail(ret, "cannot give the job's terminal modes to memdump's fd %d: %s", n,
+			   strerror(-ret));
+	if (!ret && e->pgrp && e->pgrp == pe->pgid)	/* its group had the terminal */
+		r->job_fg = target_fd_of(r, fe->id) + 1;
+	img_free(&tty_info_entry__descriptor, e);
+	return ret;
+}
+
+int tty_job_fg_in_child(struct rst *r)
+{
+	pid_t pgrp = getpgid(0);
+	int fd = r->job_fg - 1;
+
+	if (!r->job_fg)
+		return 0;
+	if (tcgetsid(fd) != getsid(0)) {
+		pr_warn("process %d: its group had its terminal in the foreground; memdump's "
+			"terminal is not its session's: it stays as it is\n", (int)getpid());
+		return 0;
+	}
+	if (ioctl(fd, TIOCSPGRP, &pgrp))
+		return -errno;
+	return 0;
 }

@@ -33,6 +33,17 @@ static void show_one(const struct dumpset *ds, const TtyInfoEntry *e)
 	const WinsizeEntry *w = e->winsize;
 	bool master = e->has_master && e->master;
 
+	if (e->type == TTY_TYPE__CTTY) {
+		printf("/dev/tty: the controlling terminal /dev/pts/%u of session %u\n",
+		       e->pty ? e->pty->index : 0, e->sid);
+		return;
+	}
+	if (e->type == TTY_TYPE__EXT_TTY && !(e->has_orphan && e->orphan)) {
+		printf("the job's terminal (--shell-job): termios lflag %#o, winsize %ux%u, "
+		       "foreground group %u\n", t ? t->c_lflag : 0, w ? w->ws_col : 0,
+		       w ? w->ws_row : 0, e->pgrp);
+		return;
+	}
 	printf("pty /dev/pts/%u %s:", e->pty ? e->pty->index : 0, master ? "master" : "slave");
 	if (t && !master)
 		printf(" termios iflag %#o oflag %#o cflag %#o lflag %#o speed %u/%u,", t->c_iflag,

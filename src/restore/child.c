@@ -273,6 +273,11 @@ void child_main(struct rst *r)
 	if (r->tree) {
 		premap_fill(r);		/* what its children share with it, before they exist */
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
+	} else if (r->ctty_lone) {	/* its terminal from memdump's fd, before fds move */
+		attrs_apply_groups(r);
+		ret = tty_ctty_early(r, msg, sizeof(msg));
+		if (ret)
+			child_exit_fail(r, ret, "%s", msg);
 	}
 	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
@@ -297,6 +302,11 @@ void child_main(struct rst *r)
 	ret = attrs_apply_in_child(r, msg, sizeof(msg));
 	if (!ret)
 		ret = tty_ctty_in_child(r, msg, sizeof(msg));	/* once it leads its session */
+	if (!ret)
+		ret = tty_devtty_in_child(r, msg, sizeof(msg));
+	if (!ret && tty_job_fg_in_child(r))
+		pr_warn("process %d: cannot make its group the foreground of memdump's terminal "
+			"again: %m\n", (int)getpid());
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	ret = zombies_make_in_child(r, msg, sizeof(msg));	/* in its group and session */

@@ -86,6 +86,7 @@ void rst_close_prepared(struct rst *r)
 		close(r->cwd_fd);
 	r->cwd_fd = -1;
 	close_inherited(r);
+	tty_close_fg(r);
 	sk_helpers_close(r);
 	attrs_close_cgroups(r);
 }

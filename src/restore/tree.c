@@ -70,6 +70,11 @@ struct rst_tree {
 	size_t nr_pipes;
 	struct rst_shm *shms;
 	size_t nr_shms;
+	struct rst_pty {	/* pty pairs made for a process: their masters, by index */
+		uint32_t idx;
+		int fd;
+	} *ptys;
+	size_t nr_ptys;
 };
 
 struct rst *tree_member(struct rst *root, size_t i)
@@ -323,8 +328,41 @@ int tree_sock_put(struct rst *r, uint32_t ino, int fd)
 	return 0;
 }
 
+int tree_pty_get(struct rst *r, uint32_t idx)
+{
+	struct rst_tree *t = r->tree;
+
+	for (size_t i = 0; t && i < t->nr_ptys; i++)
+		if (t->ptys[i].idx == idx)
+			return t->ptys[i].fd;
+	return -1;
+}
+
+int tree_pty_put(struct rst *r, uint32_t idx, int fd)
+{
+	struct rst_tree *t = r->tree;
+	struct rst_pty *n = t ? realloc(t->ptys, (t->nr_ptys + 1) * sizeof(*n)) : NULL;
+
+	if (!t)
+		return 0;
+	if (!n)
+		return -ENOMEM;
+	t->ptys = n;
+	n[t->nr_ptys].idx = idx;
+	n[t->nr_ptys].fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (n[t->nr_ptys].fd < 0)
+		return fail(-errno, "cannot keep a pty master for the tree: %s", strerror(errno));
+	t->nr_ptys++;
+	return 0;
+}
+
 static void close_shared(struct rst_tree *t)
 {
+	for (size_t i = 0; i < t->nr_ptys; i++)
+		close(t->ptys[i].fd);
+	free(t->ptys);
+	t->ptys = NULL;
+	t->nr_ptys = 0;
 	for (size_t i = 0; i < t->nr_socks; i++)
 		if (t->socks[i].fd >= 0)
 			close(t->socks[i].fd);
@@ -489,6 +527,8 @@ void tree_fork_children(struct rst *r)
 
 	attrs_apply_groups(r);
 	ret = tty_ctty_early(r, why, sizeof(why));	/* its children are in its session */
+	if (!ret)
+		ret = tty_fg_early(r, why, sizeof(why));	/* in its group: the foreground */
 	if (ret)
 		child_exit_fail(r, ret, "%s", why);
 	if (r->tree_sync_fd >= 0) {

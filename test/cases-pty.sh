@@ -1,0 +1,136 @@
+# Pseudo-terminal pairs split across a process tree (issue 28), as a terminal
+# multiplexer holds them: the master in one process, the slave in another,
+# the slave a session's controlling terminal with another group in the
+# foreground. t-ptytree checks both ends after restore (index, raw mode,
+# window size, session and foreground group, bytes queued both ways); real
+# tmux and script(1) run on. Helpers from cases-tree.sh (tree_pids).
+
+# pty_tree_rst: the tree dumped (killed) and restored twice
+case_pty_tree_rst() {
+	start_prog t-ptytree
+	local p pids; pids=$(tree_pids "$PID")
+	for p in $pids; do track "$p"; done
+	(( $(wc -w <<< "$pids") == 3 )) || fail "t-ptytree has not 3 processes: $pids"
+	dump "$PID" "$T/d"
+	for p in $pids; do expect_killed "$p"; done
+	crit_decodes "$T/d"
+	shows "$T/d" '/dev/ptmx \(pty master\)' 'pty /dev/pts/[0-9]+ master: 10 bytes unread'
+	"$MEMDUMP" show -D "$T/d/proc-${READY[3]}" > "$T/show.child" 2>&1 ||
+		fail "memdump show of the child's set failed"
+	grep -Eq "pty ${READY[2]} slave: .*winsize 100x40, controlling terminal of session ${READY[3]}" \
+		"$T/show.child" || fail "show of the child does not show its terminal: $(grep pty "$T/show.child")"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add pty-tree-rst case_pty_tree_rst
+
+# pty_tree_lr: --leave-running puts the queued bytes back; the tree runs on
+case_pty_tree_lr() {
+	start_prog t-ptytree
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+add pty-tree-lr case_pty_tree_lr
+
+# A process outside the tree holding the slave too: refused by name, the tree runs on.
+case_pty_tree_err_outside() {
+	start_prog t-ptytree
+	sleep 60 < "${READY[2]}" &
+	local other=$!
+	track "$other"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "a pseudo-terminal (${READY[2]}) that process $other (sleep) holds too" "$MD_ERR" ||
+		fail "the error does not name the other holder"
+	no_inventory "$T/d"
+	kill "$other"
+	check_child_pass
+}
+add pty-tree-err-outside case_pty_tree_err_outside
+
+# Real tmux: a server on a socket of the case's own, its pane an interactive
+# sh. The server's tree is dumped (killed) and restored: the pane shows what
+# it showed, same size and tty, and keys typed after it are run.
+case_pty_real_tmux() {
+	command -v tmux > /dev/null || fail "no tmux (scripts/install-deps installs it)"
+	local sock="md-pty-$$-$RANDOM" tp pane
+	tmx() { tmux -L "$sock" "$@"; }
+	tmx -f /dev/null new-session -d -x 91 -y 27 "exec sh -i" || fail "tmux did not start"
+	tp=$(tmx display -p '#{pid}')
+	[[ -n $tp ]] || fail "no tmux server pid"
+	for p in $(tree_pids "$tp"); do track "$p"; done
+	tmx send-keys 'echo before-$((6*7))' Enter
+	wait_until 10 eval 'tmx capture-pane -p | grep -q "^before-42"' ||
+		fail "the pane did not run the command: $(tmx capture-pane -p | grep .)"
+	pane=$(tmx display -p '#{pane_tty} #{pane_width}x#{pane_height}')
+	note "tmux server $tp, pane $pane"
+	dump "$tp" "$T/d"
+	wait_until 10 eval '! alive '"$tp" || fail "the tmux server is alive after the dump"
+	tmx ls > /dev/null 2>&1 && fail "tmux still answers after the dump"
+	md restore restore -D "$T/d" -d || fail "restore failed: $(tail -n1 "$MD_ERR")"
+	[[ $(tmx display -p '#{pid}') == "$tp" ]] || fail "tmux answers with another pid"
+	[[ $(tmx display -p '#{pane_tty} #{pane_width}x#{pane_height}') == "$pane" ]] ||
+		fail "the pane is $(tmx display -p '#{pane_tty} #{pane_width}x#{pane_height}'), not $pane"
+	tmx capture-pane -p | grep -q "^before-42" || fail "the pane lost its screen"
+	tmx send-keys 'echo after-$((3*4))' Enter
+	wait_until 10 eval 'tmx capture-pane -p | grep -q "^after-12"' ||
+		fail "the restored pane does not run new input: $(tmx capture-pane -p | grep . | tail -n 3)"
+	tmx kill-server
+	wait_until 10 eval '! alive '"$tp" || fail "the restored server does not exit on kill-server"
+}
+add pty-real-tmux case_pty_real_tmux
+
+# script(1)'s tree dumped (killed) and restored: the loop on its pty prints on
+# through script into the same file, every number once, in order.
+case_pty_real_script() {
+	command -v script > /dev/null || fail "no script(1)"
+	script -qfc "exec python3 -u -c '$PYLOOP'" /dev/null > "$T/script.out" 2>&1 < /dev/null &
+	local sp=$! last p
+	for p in $sp; do track "$p"; done
+	wait_until 20 eval '(( $(grep -c . $T/script.out) >= 10 ))' || fail "script did not start"
+	for p in $(tree_pids "$sp"); do track "$p"; done
+	dump "$sp" "$T/d"
+	for p in $(tree_pids "$sp"); do expect_killed "$p"; done
+	expect_killed "$sp"
+	last=$(tr -d '\r' < "$T/script.out" | grep -E '^[0-9]+$' | tail -n1)
+	note "dumped after $last"
+	md restore restore -D "$T/d" -d || fail "restore failed: $(tail -n1 "$MD_ERR")"
+	wait_until "$OP_TIMEOUT" eval '[[ $(tr -d "\r" < $T/script.out | grep -E "^[0-9]+$" | tail -n1) -ge $((last + 20)) ]]' ||
+		fail "the restored loop does not count on: $(tail -n 3 "$T/script.out")"
+	kill "$sp"
+	tr -d '\r' < "$T/script.out" | grep -E '^[0-9]+$' | head -n $((last + 21)) | cmp -s - <(seq 0 $((last + 20))) ||
+		fail "the numbers are not 0..$((last + 20)) once each"
+}
+add pty-real-script case_pty_real_script
+
+# --shell-job: a raw-mode program (t-rawjob) run as the foreground job of a
+# shell on a pty the case makes (pty-shell.py). After the dump the shell takes
+# its terminal back in cooked mode with echo and the window is resized; the
+# job restored by `memdump restore --shell-job` run from that shell finds its
+# terminal raw and silent again, 120x50, its group in the foreground, and
+# reads a key without echoing it.
+case_pty_shell_job_raw() {
+	python3 "$TESTSRC/pty-shell.py" "$T" "$TESTBIN/t-rawjob" "$T" > "$T/shell.out" 2>&1 < /dev/null &
+	track $!
+	wait_line "$T/pty.log" '^READY ' "$OP_TIMEOUT" || { show_file shell "$T/shell.out"; fail "t-rawjob did not start"; }
+	PID=$(awk '/^READY/ { print $2; exit }' "$T/pty.log"); track "$PID"
+	grep -q "^READY $PID 50x120" "$T/pty.log" || fail "t-rawjob did not start on a 50x120 window"
+	dump "$PID" "$T/d" --shell-job
+	wait_until 10 eval '! alive '"$PID" || fail "the job is alive after the dump"
+	shows "$T/d" "the job's terminal \(--shell-job\): termios lflag [0-7]+, winsize 120x50, foreground group $PID"
+	echo "$MEMDUMP restore --shell-job -D $T/d" > "$T/restore.tmp"
+	mv "$T/restore.tmp" "$T/restore.cmd"
+	wait_until "$OP_TIMEOUT" untraced "$PID" || fail "the job was not restored: $(tail -c 300 "$T/pty.log")"
+	kill -USR1 "$PID"
+	wait_line "$T/pty.log" '^(KEY\?|FAIL)' "$OP_TIMEOUT" || fail "no KEY? from the restored job: $(tail -c 300 "$T/pty.log")"
+	grep -a -q '^FAIL' "$T/pty.log" && fail "the restored job: $(grep -a -m1 '^FAIL' "$T/pty.log")"
+	printf k > "$T/keys.tmp"
+	mv "$T/keys.tmp" "$T/keys"
+	wait_line "$T/pty.log" '^(PASS|FAIL)' "$OP_TIMEOUT" || fail "the restored job does not read a key"
+	grep -a -q '^PASS got=6b' "$T/pty.log" || fail "the restored job: $(grep -a -E -m1 '^(PASS|FAIL)' "$T/pty.log")"
+	sed -n '/^KEY?/,/^PASS/p' "$T/pty.log" | grep -a -v '^PASS' | grep -a -q k && fail "the key was echoed"
+	wait_until "$OP_TIMEOUT" eval '[[ -s $T/restore.status ]]' || fail "memdump restore did not exit"
+	[[ $(cat "$T/restore.status") == 0 ]] || fail "memdump restore exited with $(cat "$T/restore.status")"
+}
+add pty-shell-job-raw case_pty_shell_job_raw
