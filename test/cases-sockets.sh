@@ -504,6 +504,47 @@ print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' "$T"
 }
 add sk-unix-gone case_sk_unix_gone
 
+# restore --tcp-close: a connection dumped with --tcp-established comes back
+# closed, as CRIU's option does: both ends read the end, writes fail EPIPE;
+# the listener is untouched. A dump refuses --tcp-close.
+case_sk_tcp_close_rst() {
+	start_py tc '
+import errno, os, signal, socket
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+c.send(b"lost")
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+bad = []
+for s in (a, c):
+    if s.recv(10, socket.MSG_DONTWAIT) != b"": bad.append("fd %d reads data" % s.fileno())
+    try:
+        s.send(b"x"); bad.append("fd %d sends" % s.fileno())
+    except OSError as e:
+        if e.errno != errno.EPIPE: bad.append("fd %d: %s" % (s.fileno(), e))
+n = socket.create_connection(l.getsockname()); m, _ = l.accept(); n.send(b"y")
+if m.recv(1) != b"y": bad.append("the listener")
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)'
+	md refuse dump -t "$PID" -D "$T/d0" --tcp-close
+	expect_md_error
+	grep -q -- "--tcp-close is a restore's" "$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
+	alive "$PID" || fail "the refused dump harmed the target"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --tcp-close
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add sk-tcp-close-rst case_sk_tcp_close_rst
+
 # A socket bound with IP_FREEBIND to an address the host does not have, the
 # option turned off since: restored bound there, with IP_FREEBIND off.
 case_sk_freebind_off() {

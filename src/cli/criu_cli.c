@@ -62,7 +62,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "shell-job", 'j', NOARG, PASS, NULL, true },
 	{ "file-locks", 'l', NOARG, NOOP, "file locks are always dumped", true },
 	{ "tcp-established", 0, NOARG, PASS, NULL, true },
-	{ "tcp-close", 0, NOARG, REFUSE, "restoring connections closed is not supported yet", true },
+	{ "tcp-close", 0, NOARG, PASS, NULL, true },
 	{ "skip-in-flight", 0, NOARG, NOOP, "a connection not yet accepted is refused by name", true },
 	{ "ext-unix-sk", 'x', OPTARG, REFUSE, "UNIX sockets with a peer outside the dump are not supported yet", false },
 	{ "link-remap", 0, NOARG, NOOP, "an unlinked file is kept as a ghost image (--ghost-limit)", true },

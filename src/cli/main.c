@@ -64,7 +64,7 @@ static const char usage[] =
 	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD]\n"
 	"        receive one migration into DIR and restore it (detached)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
-	"          [--root DIR] [--restore-sibling] [--lazy-pages]\n"
+	"          [--root DIR] [--restore-sibling] [--lazy-pages] [--tcp-close]\n"
 	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
@@ -140,6 +140,9 @@ static int dump_with(const struct options *o, bool pre_dump)
 
 int cmd_dump(const struct options *o)
 {
+	if (o->tcp_close)
+		return fail(-EINVAL, "--tcp-close is a restore's: a dump keeps connections with "
+			    "--tcp-established, and a restore with --tcp-close brings them back closed");
 	return dump_with(o, false);
 }
 
@@ -166,7 +169,7 @@ int cmd_restore(const struct options *o)
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
-		.lazy = o->lazy_pages, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -371,7 +374,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
-	       OPT_LAZY_PAGES };
+	       OPT_LAZY_PAGES, OPT_TCP_CLOSE };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -407,6 +410,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
+		{ "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "fd-kinds", no_argument, NULL, OPT_FD_KINDS },
 		{ "log-file", required_argument, NULL, OPT_LOGFILE },
@@ -517,6 +521,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LAZY_PAGES:
 			opts->lazy_pages = true;
+			break;
+		case OPT_TCP_CLOSE:
+			opts->tcp_close = true;
 			break;
 		case OPT_FREEZE_CG:
 			opts->freeze_cgroup = optarg;

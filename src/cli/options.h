@@ -58,6 +58,7 @@ struct options {
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */
 	bool lazy_pages;		/* restore --lazy-pages */
+	bool tcp_close;			/* restore --tcp-close */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */
 	bool fd_kinds;			/* check --fd-kinds */

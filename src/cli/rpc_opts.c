@@ -84,7 +84,7 @@ static const struct opt_rule rules[] = {
 	{ "link_remap", K_DUMP | K_RESTORE, NULL },	/* a deleted file: a ghost image */
 	{ "exec_cmd", 0, "memdump restore waits for or detaches from the process" },
 	{ "leave_stopped", 0, "memdump resumes or kills the target" },
-	{ "tcp_close", 0, "established connections are restored or refused" },
+	{ "tcp_close", K_RESTORE, "a dump keeps connections with tcp_established" },
 	{ "tcp_skip_in_flight", K_DUMP, "only a dump meets in-flight connections" },
 	{ "network_lock", 0, "memdump locks with nftables" },
 	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
@@ -446,6 +446,7 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 					      .sibling = co->has_rst_sibling && co->rst_sibling,
 					      .orphan_pts = co->has_orphan_pts_master &&
 							    co->orphan_pts_master,
+					      .tcp_close = co->has_tcp_close && co->tcp_close,
 					      .empty_net = co->has_empty_ns &&
 							   (co->empty_ns & CLONE_NEWNET) };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))

@@ -61,6 +61,7 @@ struct restore_opts {
 	bool empty_net;			/* RPC empty_ns CLONE_NEWNET: a new network namespace with
 					 * lo only, a runtime's hook sets up the rest (CRIU's) */
 	bool lazy;			/* --lazy-pages: private anon memory filled by a handler */
+	bool tcp_close;			/* --tcp-close: TCP connections come back closed (CRIU's) */
 };
 
 

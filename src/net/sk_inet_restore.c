@@ -260,6 +260,19 @@ static int finish(int fd, const InetSkEntry *e)
 	return 0;
 }
 
+/*
+ * restore --tcp-close (CRIU's): a connection comes back closed, a socket never
+ * connected and shut down both ways: reads see the end, writes EPIPE, poll HUP.
+ */
+static int open_closed(int fd, const InetSkEntry *e)
+{
+	if (shutdown(fd, SHUT_RDWR) && errno != ENOTCONN)
+		return inet_fail(e, -errno, "cannot shut down");
+	if (fcntl(fd, F_SETFL, e->flags & O_NONBLOCK))
+		return inet_fail(e, -errno, "cannot set its file flags");
+	return 0;
+}
+
 int sk_inet_open(struct rst *r, const InetSkEntry *e)
 {
 	int fd = socket(e->family, e->type | SOCK_CLOEXEC, e->proto), ret;
@@ -267,6 +280,12 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 	if (fd < 0)
 		return inet_fail(e, -errno, "cannot create");
 	ret = set_options(fd, e);
+	if (!ret && r->o->tcp_close && e->proto == IPPROTO_TCP && tcp_state_repairable(e->state)) {
+		ret = open_closed(fd, e);
+		if (ret)
+			close(fd);
+		return ret ? ret : fd;
+	}
 	if (!ret && e->proto == IPPROTO_TCP && tcp_state_repairable(e->state))
 		ret = tcp_repair_open(r, fd, e);
 	else if (!ret)

@@ -120,6 +120,7 @@ struct sk_gone {
 	bool listens;
 	const UnixSkEntry *u;
 	char *alias;
+	char *path, *made;	/* its name's file; the first directory made for it, or NULL */
 };
 
 /* The file of u's path name: its name, relative ones in their directory (CRIU's name_dir). */
@@ -269,10 +270,9 @@ static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *pa
 		ret = sk_fail(u, -errno, "cannot remove its name again");
 	if (park && rename(parked, path) && !ret)
 		ret = sk_fail(u, -errno, "cannot put back the file that was at its path");
-	if (made)
-		remove_dirs(path, made);
-	free(made);
-	return ret;
+	g->made = made;		/* removed with the alias */
+	g->path = strdup(path);
+	return ret ?: g->path ? 0 : -ENOMEM;
 }
 
 /* A path name's file: a stale socket file of the dumped process goes. */
@@ -340,9 +340,19 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 void sk_unix_unlink_gone(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_sk_gone; i++) {
-		if (r->sk_gone[i].alias && unlink(r->sk_gone[i].alias) && errno != ENOENT)
-			pr_warn("cannot remove %s: %s\n", r->sk_gone[i].alias, strerror(errno));
-		free(r->sk_gone[i].alias);
+		struct sk_gone *g = &r->sk_gone[i];
+
+		if (g->alias && unlink(g->alias) && errno != ENOENT)
+			pr_warn("cannot remove %s: %s\n", g->alias, strerror(errno));
+	}
+	for (size_t i = r->nr_sk_gone; i-- > 0;) {	/* every alias gone: their directories */
+		struct sk_gone *g = &r->sk_gone[i];
+
+		if (g->made && g->path)
+			remove_dirs(g->path, g->made);
+		free(g->alias);
+		free(g->path);
+		free(g->made);
 	}
 	free(r->sk_gone);
 	r->sk_gone = NULL;
