@@ -131,9 +131,14 @@ except Exception:
     print("")' "$2"
 }
 
+# The criu run beside memdump: CRIU=/path/to/criu (a CRIU 4.x built by hand
+# outside this repository: Debian's 3.17 does not start on this kernel), or
+# the criu first on PATH.
+CRIU_BIN=${CRIU:-criu}
+
 # A working criu: present and "criu check" passes on this kernel.
 criu_usable() {
-	command -v criu >/dev/null 2>&1 && timeout 30 criu check >/dev/null 2>&1
+	command -v "$CRIU_BIN" >/dev/null 2>&1 && timeout 30 "$CRIU_BIN" check >/dev/null 2>&1
 }
 
 # Parse "--sizes a,b --runs N --modes x,y" into SIZES (MiB), RUNS and MODES.

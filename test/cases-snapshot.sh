@@ -15,6 +15,7 @@ case_snapshot_writer() {
 		MEMDUMP_SNAPSHOT_PREARM=$prearm dump "$PID" "$T/d$i" --leave-running --snapshot -v 3
 		grep -q "snapshot: [0-9]* of [0-9]* pages saved on a write fault" "$MD_ERR" ||
 			fail "dump $i did not go through the snapshot"
+		snapshot_summary_says "$i"
 		if [[ $how == prearm ]]; then
 			grep -q "write-protected in .* ms before the freeze" "$MD_ERR" ||
 				fail "dump $i: the snapshot was not armed before the freeze"
@@ -31,6 +32,17 @@ case_snapshot_writer() {
 		no_write_protection "$PID"
 	done
 	check_child_pass
+}
+
+# snapshot_summary_says N: dump N's summary line says that its frozen time
+# leaves out what the target paid after the thaw, with the number of pages
+# the log says the target waited for.
+snapshot_summary_says() {
+	local faults
+	faults=$(sed -n 's/.*snapshot: \([0-9]*\) of [0-9]* pages saved on a write fault.*/\1/p' "$MD_ERR")
+	grep -q " s frozen (snapshot: not counted, $faults page(s) the target waited for after the thaw" \
+		"$MD_OUT" || fail "dump $1: the summary does not say what its frozen time leaves out" \
+		"($faults pages waited for): $(cat "$MD_OUT")"
 }
 
 # no_write_protection PID: no userfaultfd and no uffd-wp VMA left in PID
@@ -237,6 +249,7 @@ case_snap_default() {
 	md verify1 verify -D "$T/d1" || fail "the default snapshot does not verify: $(tail -n1 "$MD_ERR")"
 	dump "$PID" "$T/d2" --leave-running --no-snapshot -v 3
 	grep -q "snapshot" "$MD_ERR" && fail "--no-snapshot took a snapshot"
+	grep -q "(snapshot:" "$MD_OUT" && fail "the summary of a dump without snapshot speaks of one"
 	dump "$PID" "$T/d3" --leave-running --action-script "$T/hook"
 	md verify3 verify -D "$T/d3" || fail "a dump with hooks does not verify: $(tail -n1 "$MD_ERR")"
 	md refused dump -t "$PID" -D "$T/d4" --leave-running --snapshot --action-script "$T/hook"

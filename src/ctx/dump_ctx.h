@@ -150,6 +150,8 @@ struct dump_stats {
 	uint64_t bytes_written;
 	bool pages_cached;		/* written through the page cache */
 	bool pages_direct_tail;		/* its head only, the rest with O_DIRECT */
+	bool snapshot;			/* the pages copied after the thaw (snapshot.c) */
+	uint64_t snap_fault_pages;	/* of them, saved while a target thread waited */
 };
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };

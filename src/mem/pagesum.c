@@ -6,9 +6,9 @@
  * In read and mem modes the writer feeds every buffer it writes. In splice
  * mode the bytes never pass through memdump. Through the page cache a
  * thread follows the splice on the other CPU and hashes the image's
- * page-cache pages as each chunk is written (PAGESUM_FILE): mapped, not
- * copied, the bytes the file really holds, read while still in the shared
- * cache. With O_DIRECT (for the whole image or its tail, pagecache.c) there
+ * page-cache pages as each chunk is written (PAGESUM_FILE): the bytes the
+ * file really holds, read back with pread (feed_file_read says why not
+ * mapped). With O_DIRECT (for the whole image or its tail, pagecache.c) there
  * is no page cache to follow: the thread reads the target's memory beside
  * the splice (the target is frozen, so its memory is the image's content;
  * the disk is the bottleneck there, not the CPUs). When the sums can wait
@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include "log.h"
 
 #define CHUNK	(1UL << 20)
+#define READ_CHUNK	(256UL << 10)
 
 static int sum_run(struct pagesum *ps, const struct page_run *r, uint8_t *buf)
 {
@@ -69,20 +69,25 @@ static void *pagesum_main(void *arg)
 	return NULL;
 }
 
-/* Without a mapping (mmap refused): through a buffer. */
+/*
+ * Through a buffer of READ_CHUNK bytes, small enough to stay in the CPU's
+ * cache between the copy and the hash. Not mapped: in this VM (shadow page
+ * tables) every page of a fresh mapping costs a fault in the host when it
+ * is first touched, and hashing the image's page cache through mmap ran at
+ * 0.3-0.5 GB/s where pread and hash run at 1.5-2.3 GB/s (256 MiB, same
+ * machine, alternating).
+ */
 static int feed_file_read(struct pagesum *ps, int fd, uint64_t off, size_t len)
 {
-	uint8_t buf[64 << 10];
-
 	while (len) {
-		ssize_t n = pread(fd, buf, MIN(len, sizeof(buf)), (off_t)off);
+		ssize_t n = pread(fd, ps->buf, MIN(len, READ_CHUNK), (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return fail(n < 0 ? -errno : -EIO, "cannot read back the pages image for its "
 				    "checksum: %s", n < 0 ? strerror(errno) : "short read");
-		runsum_feed(&ps->rs, buf, (size_t)n);
+		runsum_feed(&ps->rs, ps->buf, (size_t)n);
 		off += (uint64_t)n;
 		len -= (size_t)n;
 	}
@@ -104,20 +109,16 @@ static int reader_fd(struct pagesum *ps, int fd)
 	return ps->rfd;
 }
 
-/* The len bytes of the image at off (page-aligned): its page-cache pages, mapped, not copied. */
+/* The len bytes of the image at off, read back from its page cache. */
 static int feed_file(struct pagesum *ps, int wfd, uint64_t off, size_t len)
 {
 	int fd = len ? reader_fd(ps, wfd) : 0;
-	void *p;
 
 	if (fd < 0 || !len)
 		return fd < 0 ? fd : 0;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, (off_t)off);
-	if (p == MAP_FAILED)
-		return feed_file_read(ps, fd, off, len);
-	runsum_feed(&ps->rs, p, len);
-	munmap(p, len);
-	return 0;
+	if (!ps->buf && !(ps->buf = malloc(READ_CHUNK)))
+		return -ENOMEM;
+	return feed_file_read(ps, fd, off, len);
 }
 
 /* PAGESUM_FILE: the image from offset `done` up to what is written, then wait for more. */
@@ -195,6 +196,8 @@ int pagesum_finish(struct pagesum *ps, bool abort)
 	if (ps->rfd >= 0)
 		close(ps->rfd);
 	ps->rfd = -1;
+	free(ps->buf);
+	ps->buf = NULL;
 	pthread_mutex_destroy(&ps->lock);
 	pthread_cond_destroy(&ps->cond);
 	free(ps->lens);

@@ -31,6 +31,7 @@ struct pagesum {
 	volatile bool stop;
 	int err;
 	int rfd;		/* PAGESUM_FILE: the image, opened for reading */
+	uint8_t *buf;		/* PAGESUM_FILE: what is read back */
 	uint64_t *lens;		/* of each run of d->runs */
 	uint64_t *sums;		/* their checksums */
 	struct runsum rs;	/* rs.total: the image's size */

@@ -33,7 +33,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -42,13 +41,10 @@
 #include "log.h"
 #include "proc.h"
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22
-#endif
-
 #define WARM_MIN	(16UL << 20)	/* below this the fresh pages cost little */
 #define WARM_ALIGN	(2UL << 20)
-#define WARM_WINDOW	(64UL << 20)	/* mapped at a time while populating */
+#define WARM_WINDOW	(64UL << 20)	/* warmed at a time */
+#define WARM_READ	(256UL << 10)	/* read at a time */
 
 /* The target's anonymous memory (smaps_rollup), in bytes: its pages image, roughly. */
 static uint64_t anon_bytes(pid_t pid)
@@ -79,35 +75,48 @@ static bool forced(uint64_t *bytes)
 	return env != NULL;
 }
 
-static int populate_window(int fd, uint64_t off, size_t len)
+/*
+ * Read into a small buffer, not mapped with MADV_POPULATE_READ: every page
+ * of a mapping costs a fault in the host of this VM (shadow page tables)
+ * when it is set up, and taking the mapping down flushes every CPU's TLB.
+ * 256 MiB, caches dropped, alternating: 1.07 / 1.25 s (0.34 / 0.32 s CPU)
+ * read against 1.77 / 1.35 s (0.60 / 0.38 s CPU) mapped, and the copy into
+ * the cache after ran at 2.7-3.0 GB/s against 1.5-1.9 GB/s.
+ */
+static int populate_window(int fd, uint64_t off, size_t len, uint8_t *buf)
 {
-	void *p;
-	int ret = 0;
+	while (len) {
+		ssize_t n;
 
-	if (dump_interrupted)
-		return -EINTR;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
-	if (p == MAP_FAILED)
-		return -errno;
-	if (madvise(p, len, MADV_POPULATE_READ))
-		ret = -errno;
-	munmap(p, len);
-	return ret;
+		if (dump_interrupted)
+			return -EINTR;
+		n = pread(fd, buf, MIN(len, WARM_READ), (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 static int warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 {
 	uint64_t t0 = now_us();
 	int fd = img_create_unnamed(dirfd), ret;
+	uint8_t *buf;
 
 	*out = -1;
 	if (fd < 0) {	/* a filesystem without O_TMPFILE: written as it comes */
 		pr_debug("pages image of process %d not warmed (%s)", pid, strerror(-fd));
 		return 0;
 	}
-	ret = fallocate(fd, 0, 0, (off_t)bytes) ? -errno : 0;
+	buf = malloc(WARM_READ);
+	ret = !buf ? -ENOMEM : fallocate(fd, 0, 0, (off_t)bytes) ? -errno : 0;
 	for (uint64_t off = 0; off < bytes && !ret; off += WARM_WINDOW)
-		ret = populate_window(fd, off, MIN(WARM_WINDOW, bytes - off));
+		ret = populate_window(fd, off, MIN(WARM_WINDOW, bytes - off), buf);
+	free(buf);
 	if (ret) {
 		close(fd);	/* it vanishes */
 		if (ret == -EINTR)

@@ -782,6 +782,8 @@ int snapshot_copy(struct dump_ctx *d)
 		err = pages_warm_trim(d, s->fd, d->nr_pages * PAGE_SIZE);
 	if (!err) {
 		pr_info("snapshot: %lu of %lu pages saved on a write fault", s->faults, d->nr_pages);
+		d->stats.snapshot = true;
+		d->stats.snap_fault_pages = s->faults;
 	}
 	return err;
 }
