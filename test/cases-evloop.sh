@@ -266,3 +266,34 @@ time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
 add evloop-pidfd case_evloop_rst t-pidfd 'pidfd.of.process.[0-9]+' 'pidfd.of.a.process.that.had.exited'
 add evloop-pidfd-lr case_evloop_lr t-pidfd
 add evloop-pidfd-refuse case_pidfd_refuse_outside
+
+# An inotify watch on a file whose dentry was dropped (only the watch keeps the
+# inode): open_by_handle_at gives a disconnected dentry that reads back as "/".
+# The dump finds the file's path below the process's cwd (inotify04 of CRIU's
+# tests was restored watching "/", then lost), and the watch still reports.
+case_inotify_dropped_dentry() {
+	mkdir -p "$T/w/sub"
+	: > "$T/w/sub/watched"
+	start_py inodrop '
+import ctypes, os, select, signal, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+os.chdir(sys.argv[1])
+fd = libc.inotify_init1(os.O_NONBLOCK)
+wd = libc.inotify_add_watch(fd, b"sub/watched", 0x2)	# IN_MODIFY
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+with open("sub/watched", "a") as f:
+    f.write("x")
+r, _, _ = select.select([fd], [], [], 5)
+ev = os.read(fd, 4096) if r else b""
+ok = len(ev) >= 16 and struct.unpack("iIII", ev[:16])[:2] == (wd, 0x2)
+print("PASS" if ok else "FAIL events %r" % ev, flush=True)' "$T/w"
+	echo 2 > /proc/sys/vm/drop_caches
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add inotify-dropped-dentry case_inotify_dropped_dentry

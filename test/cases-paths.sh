@@ -51,3 +51,46 @@ print("PASS" if ok else "FAIL cwd %d (was %d)" % (os.stat(".").st_ino, cwd), flu
 	restore_and_pass "$T/d" 1
 }
 add rst-chroot-cwd-outside case_chroot_cwd_outside
+
+# A /proc file held open (a sysctl, fd01 of CRIU's tests): procfs gives its
+# files new inode numbers once their dentries are dropped (after the killing
+# dump closed the fd; drop_caches asks for it, the kernel may keep it), so the
+# restore's "replaced since the dump" check must not compare them: fd01 was lost.
+case_proc_file_rst() {
+	start_py procf '
+import os, signal
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+fd = os.open("/proc/sys/fs/nr_open", os.O_RDONLY)
+want = os.read(fd, 64)
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+got = os.pread(fd, 64, 0)
+print("PASS" if got == want else "FAIL %r %r" % (got, want), flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	echo 2 > /proc/sys/vm/drop_caches	# the sysctl's dentry and inode dropped
+	restore_and_pass "$T/d" 1
+}
+add rst-proc-file case_proc_file_rst
+
+# A cwd in the /proc directory of a process that exited since: it cannot be
+# made again, so the dump refuses it by name (the restore failed, unhashed_proc).
+case_proc_cwd_gone_refused() {
+	start_py proccwd '
+import os, signal, time
+c = os.fork()
+if c == 0:
+    time.sleep(0.5); os._exit(0)
+os.chdir("/proc/%d" % c)
+os.waitpid(c, 0)
+print("READY", os.getpid(), flush=True)
+signal.pause()'
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "procfs" "$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
+	expect_untraced "$PID"
+	kill "$PID"
+}
+add err-proc-cwd-gone case_proc_cwd_gone_refused

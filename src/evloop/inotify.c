@@ -6,12 +6,14 @@
  * link of the opened handle. Events queued at the dump are not kept (a
  * warning says how many bytes of them).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,12 +64,66 @@ static int mount_of(uint32_t sdev)
 	return fd;
 }
 
+static bool is_file(const char *path, const struct stat *want)
+{
+	struct stat st;
+
+	return !stat(path, &st) && st.st_ino == want->st_ino && st.st_dev == want->st_dev;
+}
+
+/* path below dir (depth levels of directories) that is the file want, into out. */
+static bool find_below(const char *dir, const struct stat *want, int depth, char *out, size_t len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		char p[PATH_MAX];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", strcmp(dir, "/") ? dir : "", e->d_name) >=
+		    (int)sizeof(p))
+			continue;
+		if (e->d_ino == want->st_ino && is_file(p, want)) {
+			snprintf(out, len, "%s", p);
+			found = true;
+		} else if (depth > 0 && e->d_type == DT_DIR) {
+			found = find_below(p, want, depth - 1, out, len);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * A file opened by handle whose dentry is not connected to its directory (its
+ * dentry was dropped: only the watch keeps the inode) reads back as "/": it is
+ * looked for in the process's cwd and the directories below it, as CRIU's
+ * irmap looks in likely places. Found: path; not: false.
+ */
+static bool find_watched(pid_t pid, const struct stat *want, char *path, size_t len)
+{
+	char link[64], cwd[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	if (n <= 0)
+		return false;
+	cwd[n] = 0;
+	return cwd[0] == '/' && !ghost_is_deleted(cwd) && find_below(cwd, want, 2, path, len);
+}
+
 /* The path of a watched inode, into w->path; 0, or -errno with why[] filled. */
-static int resolve(struct inotify_watch *w, char *why, size_t len)
+static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 {
 	struct { struct file_handle h; unsigned char b[MAX_HANDLE_BYTES]; } fh;
 	char proc[64], path[PATH_MAX];
 	int mfd = mount_of(w->sdev), fd;
+	struct stat want;
 	ssize_t n;
 
 	if (mfd < 0) {
@@ -87,8 +143,16 @@ static int resolve(struct inotify_watch *w, char *why, size_t len)
 	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	n = readlink(proc, path, sizeof(path) - 1);
-	close(fd);
 	path[n < 0 ? 0 : n] = 0;
+	if (fstat(fd, &want))
+		n = -1;
+	close(fd);
+	if (n > 0 && path[0] == '/' && !ghost_is_deleted(path) && !is_file(path, &want) &&
+	    !find_watched(pid, &want, path, sizeof(path))) {
+		snprintf(why, len, "an inotify watch (wd %u) on a file whose path memdump cannot "
+			 "find (inode %lu)", w->wd, (unsigned long)want.st_ino);
+		return -ENOENT;
+	}
 	if (n <= 0 || path[0] != '/' || ghost_is_deleted(path)) {
 		snprintf(why, len, "an inotify watch (wd %u) on a deleted or unreachable file (%s)",
 			 w->wd, path);
@@ -128,7 +192,7 @@ static int read_watches(pid_t pid, int fd, struct inotify_state *s, char *why, s
 		else
 			s->nr++;
 		if (!ret)
-			ret = resolve(w, why, len);
+			ret = resolve(pid, w, why, len);
 	}
 	free(buf);
 	return ret;

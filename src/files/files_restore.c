@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -97,16 +99,25 @@ static bool on_given_root(struct rst *r, const RegFileEntry *re, dev_t now)
 	return re->dev == root->reg->dev && now == st.st_dev;
 }
 
+/* procfs makes its inodes as files are looked up (a sysctl's): their numbers change */
+static bool dynamic_inode(const char *path)
+{
+	struct statfs fs;
+
+	return !statfs(path, &fs) && fs.f_type == PROC_SUPER_MAGIC;
+}
+
 static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level)
 {
 	const char *why = level == CHECK_CONTENT ? "mapped file" : "file";
 	char buf[PATH_MAX];
+	const char *path = rst_path(r, re->name, buf, sizeof(buf));
 	struct stat st;
 
-	if (stat(rst_path(r, re->name, buf, sizeof(buf)), &st))
+	if (stat(path, &st))
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
-	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) &&
+	if (re->has_dev && re->has_ino && !mntns_new_dev(r, st.st_dev) && !dynamic_inode(path) &&
 	    !on_given_root(r, re, st.st_dev) && (st.st_dev != re->dev || st.st_ino != re->ino))
 		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
 			    re->name);

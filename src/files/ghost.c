@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -92,11 +94,27 @@ static bool linked_unsupported(const char *name, const struct stat *st, char *wh
 	return true;
 }
 
+/* A filesystem no file can be made on (procfs: the /proc/PID of an exited process). */
+static bool kernel_fs(const char *name)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(name, '/');
+	struct statfs fs;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != name ? (int)(slash - name) : 1, name);
+	return !statfs(dir, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
+}
+
 bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
 		       size_t len)
 {
 	if (!dir_exists(name)) {
 		snprintf(why, len, "a deleted file whose directory is gone too");
+		return true;
+	}
+	if (kernel_fs(name)) {
+		snprintf(why, len, "a deleted file of procfs or sysfs (of a process that exited), "
+			 "which cannot be made again");
 		return true;
 	}
 	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
