@@ -504,6 +504,40 @@ print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' "$T"
 }
 add sk-unix-gone case_sk_unix_gone
 
+# A connection accepted from a listener closed since, in one process and across
+# a tree (zdtm deleted_unix_sock): the accepted end keeps the listener's name,
+# its file removed in the tree's case. A listener stands in for the restore.
+case_sk_unix_listener_closed() {
+	start_py lclosed '
+import os, signal, socket, sys
+d = sys.argv[1]
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+L = socket.socket(socket.AF_UNIX); L.bind(d + "/one.sock"); L.listen()
+c = socket.socket(socket.AF_UNIX); c.connect(d + "/one.sock"); a, _ = L.accept(); L.close()
+L = socket.socket(socket.AF_UNIX); L.bind(d + "/two.sock"); L.listen()
+c2 = socket.socket(socket.AF_UNIX); c2.connect(d + "/two.sock"); a2, _ = L.accept(); L.close()
+os.unlink(d + "/two.sock")
+k = os.fork()
+if k == 0:
+    a.close(); a2.close()
+    signal.pause(); os._exit(0)
+c.close(); c2.close()
+print("READY", os.getpid(), k, flush=True)
+while not got:
+    signal.pause()
+bad = []
+if a.getsockname() != d + "/one.sock": bad.append("name %r" % a.getsockname())
+if a2.getsockname() != d + "/two.sock": bad.append("removed name %r" % a2.getsockname())
+if os.path.exists(d + "/two.sock"): bad.append("the removed name is back")
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)
+os.kill(k, signal.SIGKILL)' "$T"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-unix-listener-closed case_sk_unix_listener_closed
+
 # restore --tcp-close: a connection dumped with --tcp-established comes back
 # closed, as CRIU's option does: both ends read the end, writes fail EPIPE;
 # the listener is untouched. A dump refuses --tcp-close.

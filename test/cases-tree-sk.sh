@@ -228,7 +228,7 @@ d = sys.argv[1]
 u = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); u.bind(d + "/u.sock")
 if sys.argv[2] == "open":
     L = socket.socket(socket.AF_UNIX); L.bind(d + "/gone.sock"); L.listen(1)
-    c1 = socket.socket(socket.AF_UNIX); c1.connect(d + "/gone.sock")
+    c1 = socket.socket(socket.AF_UNIX); c1.bind(d + "/c1.sock"); c1.connect(d + "/gone.sock")
     a, _ = L.accept(); L.close()
     o = socket.socket(socket.AF_UNIX); o.connect(d + "/outside.sock")
 ep = select.epoll()
@@ -263,7 +263,7 @@ x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); x.sendto(b"o", sys.argv[1]
 	expect_md_error
 	local want=("datagram queued from a socket outside the tree")
 	[[ $1 == open ]] && want=(
-		"gone.sock connected: it is named and connected, and no listening socket of the tree has its name"
+		"gone.sock connected: it is named and connected to a named socket, and no listening socket of the tree has its name"
 		"watching fd [0-9]+, a file that no process of the tree holding the set has open as any fd"
 		"outside.sock connected, socket:\\[[0-9]+\\]\\) is outside the tree")
 	local w

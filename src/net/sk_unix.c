@@ -94,11 +94,14 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 			 (unsigned long)s->peer, set->tree ? "tree" : "process");
 		return buf;
 	}
-	if (stream && s->state == ESTABLISHED && s->name_len && !has_listener(set, s))
-		return set->tree ? "it is named and connected, and no listening socket of the tree "
-				   "has its name" :
-				   "it is named and connected, and no listening socket of the process "
-				   "has its name";
+	if (stream && s->state == ESTABLISHED && s->name_len && !has_listener(set, s) &&
+	    peer && peer->name_len)
+		return set->tree ? "it is named and connected to a named socket, and no listening "
+				   "socket of the tree has its name (which end was accepted cannot be "
+				   "told)" :
+				   "it is named and connected to a named socket, and no listening "
+				   "socket of the process has its name (which end was accepted cannot "
+				   "be told)";
 	if (!stream && peer && !peer->name_len && peer->peer != s->ino)
 		return "it is connected to an unnamed socket that is not its pair";
 	return NULL;

@@ -477,6 +477,28 @@ static int open_pair(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 	return give_peer(r, u, p, sv[1]);
 }
 
+/*
+ * acc was accepted from a listener the process has closed since: a listener
+ * with its name stands in (bound as acc's name is: a removed name through its
+ * alias) for the accept, then is closed again. The name's file is left as
+ * the closed listener left it.
+ */
+static int accept_from_gone(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p,
+			    const UnixSkEntry *acc)
+{
+	int lfd = sk_unix_new(acc), ret;
+
+	if (lfd < 0)
+		return lfd;
+	ret = sk_unix_bind(r, lfd, acc);
+	if (!ret && listen(lfd, 1))
+		ret = sk_fail(acc, -errno, "cannot listen in place of its closed listener");
+	if (!ret)
+		ret = acc == u ? accept_pair(r, u, p, lfd) : accept_pair(r, p, u, lfd);
+	close(lfd);
+	return ret;
+}
+
 static int open_connected_stream(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
@@ -487,8 +509,10 @@ static int open_connected_stream(struct rst *r, const UnixSkEntry *u)
 		return open_pair(r, u, p);
 	if (lfd < 0 && r->tree && (ret = sk_tree_listener(r, acc, &lfd)) < 0)
 		return ret;	/* another process's listener */
-	if (lfd < 0)
+	if (lfd < 0 && p && named(u) && named(p))
 		return sk_fail(u, -ENOENT, "no listening socket of the process has its name");
+	if (lfd < 0)
+		return accept_from_gone(r, u, p, acc);
 	return acc == u ? accept_pair(r, u, p, lfd) : accept_pair(r, p, u, lfd);
 }
 

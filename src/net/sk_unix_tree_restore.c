@@ -199,6 +199,23 @@ static int dgram_to(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 	return keep_for(r, p, fd);
 }
 
+/* acc was accepted from a listener closed since: one with its name stands in, then goes. */
+static int accept_from_closed(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p,
+			      const UnixSkEntry *acc)
+{
+	int lfd = sk_unix_new(acc), ret;
+
+	if (lfd < 0)
+		return lfd;
+	ret = sk_unix_bind(r, lfd, acc);
+	if (!ret && listen(lfd, 1))
+		ret = tree_fail(u, p, -errno, "cannot listen in place of its closed listener");
+	if (!ret)
+		ret = accept_across(r, u, p, acc, lfd);
+	close(lfd);
+	return ret;
+}
+
 int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 {
 	const UnixSkEntry *acc = u;
@@ -215,8 +232,10 @@ int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
 		return ret;
 	if (!ret)
 		return accept_across(r, u, p, acc, lfd);
-	if (named(u) || named(p))
+	if (named(u) && named(p))
 		return tree_fail(u, p, -ENOENT, "no listening socket of the tree has its name");
+	if (named(u) || named(p))
+		return accept_from_closed(r, u, p, named(u) ? u : p);
 	return make_pair(r, u, p);
 }
 
