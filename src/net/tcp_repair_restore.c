@@ -15,6 +15,7 @@
  * sequence number.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,24 @@ static int peer_says(const InetSkEntry *e, const TcpStreamEntry *t, bool fin)
 }
 
 /*
+ * A new socket's send buffer is the default (tcp_wmem's), the dumped one's
+ * had grown with the connection: one that cannot take the unsent bytes is
+ * grown to (SO_SNDBUFFORCE, CAP_NET_ADMIN), since nothing drains it before
+ * the release. That fixes its size, where the kernel would have tuned it.
+ */
+static int room_for(int fd, uint32_t len)
+{
+	int cur = 0, want = (int)MIN((uint64_t)len * 2 + 65536, (uint64_t)INT_MAX / 2);
+	socklen_t l = sizeof(cur);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cur, &l))
+		return -errno;
+	if (cur >= want)
+		return 0;
+	return setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) ? -errno : 0;
+}
+
+/*
  * This end's FIN after its unsent data, as the process queued them: out of
  * repair mode (no window probe) for send() and shutdown(), whose segments the
  * network lock drops until the release. All of it must fit the send buffer
@@ -219,7 +238,7 @@ static int peer_says(const InetSkEntry *e, const TcpStreamEntry *t, bool fin)
  */
 static int send_fin_after(int fd, const InetSkEntry *e, const uint8_t *p, uint32_t len)
 {
-	int ret = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
+	int ret = room_for(fd, len) ?: tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
 
 	while (!ret && len) {
 		ssize_t n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
