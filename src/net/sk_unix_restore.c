@@ -222,7 +222,8 @@ static void remove_dirs(const char *path, const char *made)
 	}
 }
 
-static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, struct sk_gone *g)
+static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, struct sk_gone *g,
+		     const struct stat *sk)
 {
 	char alias[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -232,6 +233,9 @@ static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, stru
 
 	if (n < 0 || (size_t)n >= sizeof(a.sun_path))
 		return sk_fail(u, -ENAMETOOLONG, "its directory's path is too long for a socket name");
+	n = ghost_sweep_tell(r, alias, sk->st_dev, sk->st_ino);	/* gone with a killed restore */
+	if (n)
+		return n;
 	if (link(path, alias))
 		return sk_fail(u, -errno, "cannot link its removed name elsewhere for its peers");
 	g->alias = strdup(alias);
@@ -248,7 +252,7 @@ static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *pa
 	char parked[PATH_MAX + 32], *made = NULL;
 	struct sk_gone *g = new_gone(r);
 	bool park;
-	struct stat st;
+	struct stat st, sk;
 	int ret = 0;
 
 	if (!g)
@@ -262,10 +266,14 @@ static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *pa
 		ret = make_dirs(u, path, &made);
 	if (!ret)
 		ret = bind_name(fd, u);
+	if (!ret && lstat(path, &sk))
+		ret = sk_fail(u, -errno, "cannot find the file its bind made");
+	if (!ret)	/* the sweeper removes the name too should the restore be killed */
+		ret = ghost_sweep_tell(r, path, sk.st_dev, sk.st_ino);
 	if (!ret)
 		ret = set_perms(u, path);
 	if (!ret)
-		ret = alias_for(r, u, path, g);
+		ret = alias_for(r, u, path, g, &sk);
 	if (unlink(path) && errno != ENOENT && !ret)
 		ret = sk_fail(u, -errno, "cannot remove its name again");
 	if (park && rename(parked, path) && !ret)
