@@ -507,8 +507,7 @@ add sk-unix-gone case_sk_unix_gone
 # A connection accepted from a listener closed since, in one process and across
 # a tree (zdtm deleted_unix_sock): the accepted end keeps the listener's name,
 # its file removed in the tree's case. A listener stands in for the restore.
-case_sk_unix_listener_closed() {
-	start_py lclosed '
+SK_LCLOSED='
 import os, signal, socket, sys
 d = sys.argv[1]
 got = []
@@ -531,12 +530,35 @@ if a.getsockname() != d + "/one.sock": bad.append("name %r" % a.getsockname())
 if a2.getsockname() != d + "/two.sock": bad.append("removed name %r" % a2.getsockname())
 if os.path.exists(d + "/two.sock"): bad.append("the removed name is back")
 print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)
-os.kill(k, signal.SIGKILL)' "$T"
+os.kill(k, signal.SIGKILL)'
+
+case_sk_unix_listener_closed() {
+	start_py lclosed "$SK_LCLOSED" "$T"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
 }
 add sk-unix-listener-closed case_sk_unix_listener_closed
+
+# The same restore SIGKILLed while the alias of the removed name exists (the
+# root's sockets made, the child's ghosts' fault point): the sweeper removes
+# the alias, and the next restore works.
+case_sk_unix_gone_killed() {
+	start_py lclosed "$SK_LCLOSED" "$T"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_FAULT=rst-ghosts MEMDUMP_FAULT_SECS=2 restore_bg "$T/d" kill
+	wait_until "$OP_TIMEOUT" eval '(( $(grep -c "fault point rst-ghosts: stalling" "$MD_ERR") >= 2 ))' ||
+		fail "the restore did not reach the child's fault point: $(cat "$MD_ERR")"
+	ls -a "$T" | grep -q '^\.md' || fail "no alias to leave behind: $(ls -a "$T" | tr '\n' ' ')"
+	local md_pid; md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+	kill -KILL "$md_pid"
+	rstfail_wait_exit
+	wait_until 5 eval '! ls -a "$T" | grep -q -e "^two.sock" -e "^\.md"' || fail "left behind: $(ls -a "$T" | tr '\n' ' ')"
+	restore_and_pass "$T/d" 1
+}
+add sk-unix-gone-killed case_sk_unix_gone_killed
 
 # restore --tcp-close: a connection dumped with --tcp-established comes back
 # closed, as CRIU's option does: both ends read the end, writes fail EPIPE;
