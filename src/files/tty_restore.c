@@ -636,32 +636,18 @@ void tty_close_orphans(struct rst *r)
 	r->nr_orphans = 0;
 }
 
-/* Does some tty-info entry of r say its pty (not an orphan) is r's session's terminal with r's
- * group in the foreground? Its pty index, or -1. */
-static int fg_index(struct rst *r)
+/* Does tty-info entry e say its pty (not an orphan) is r's session's terminal, with r's
+ * group in the foreground (fg), or with r leading that session (!fg)? */
+static bool ctty_of(const TtyInfoEntry *e, const PstreeEntry *pe, bool fg)
 {
-	const PstreeEntry *pe = r->ds.pstree;
-	TtyInfoEntry *e = NULL;
-	struct image *img;
-	char name[64];
-	int idx = -1;
-
-	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
-	if (pe->pgid == pe->sid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
-	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
-		return -1;
-	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
-		if (e->has_ctty && e->ctty && !is_orphan(e) && e->pty && e->sid == pe->sid &&
-		    e->pgrp == pe->pgid)
-			idx = (int)e->pty->index;
-		img_free(&tty_info_entry__descriptor, e);
-	}
-	img_abort(img);
-	return idx;
+	if (!e->has_ctty || !e->ctty || is_orphan(e) || !e->pty)
+		return false;
+	return fg ? e->sid == pe->sid && e->pgrp == pe->pgid :
+		    e->type == TTY_TYPE__PTY && e->sid == pe->pid;
 }
 
-/* The pty index of the slave entry saying r leads the session it is the terminal of, or -1. */
-static int lead_index(struct rst *r)
+/* The pty index of the first tty-info entry ctty_of() takes, or -1. */
+static int ctty_index(struct rst *r, bool fg)
 {
 	const PstreeEntry *pe = r->ds.pstree;
 	TtyInfoEntry *e = NULL;
@@ -670,12 +656,11 @@ static int lead_index(struct rst *r)
 	int idx = -1;
 
 	img_name(IMG_TTY_INFO, 0, name, sizeof(name));
-	if (pe->sid != pe->pid || faccessat(r->ds.dirfd, name, F_OK, 0) ||
-	    img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
+	if ((fg ? pe->pgid == pe->sid : pe->sid != pe->pid) ||
+	    faccessat(r->ds.dirfd, name, F_OK, 0) || img_open(r->ds.dirfd, IMG_TTY_INFO, 0, &img))
 		return -1;
 	while (idx < 0 && img_read_msg(img, &tty_info_entry__descriptor, (void **)&e) == 1) {
-		if (e->type == TTY_TYPE__PTY && e->has_ctty && e->ctty && !is_orphan(e) &&
-		    e->pty && e->sid == pe->pid)
+		if (ctty_of(e, pe, fg))
 			idx = (int)e->pty->index;
 		img_free(&tty_info_entry__descriptor, e);
 	}
@@ -686,7 +671,7 @@ static int lead_index(struct rst *r)
 /* A session leader whose terminal none of its fds is: memdump's own fd of it to take. */
 static int prepare_lone_ctty(struct rst *r)
 {
-	int idx = r->ctty_src ? -1 : lead_index(r), m, fd;
+	int idx = r->ctty_src ? -1 : ctty_index(r, false), m, fd;
 
 	if (idx < 0)
 		return 0;
@@ -703,7 +688,7 @@ static int prepare_lone_ctty(struct rst *r)
 
 int tty_prepare_fg(struct rst *r)
 {
-	int idx = fg_index(r), m, fd, ret = prepare_lone_ctty(r);
+	int idx = ctty_index(r, true), m, fd, ret = prepare_lone_ctty(r);
 
 	if (ret || idx < 0)
 		return ret;
