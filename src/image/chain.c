@@ -105,6 +105,19 @@ static int cover(struct piece_list *out, const struct dump_run *r, const struct 
 	return 0;
 }
 
+/* ds's runs become out's (ret 0), or out goes (ret <0); ret. */
+static int take_pieces(struct dumpset *ds, struct piece_list *out, int ret)
+{
+	if (ret) {
+		free(out->runs);
+		return ret;
+	}
+	free(ds->runs);
+	ds->runs = out->runs;
+	ds->nr_runs = out->nr;
+	return 0;
+}
+
 /* Every PE_PARENT run of ds->runs replaced by what parent p holds there. */
 static int substitute(struct dumpset *ds, const struct dumpset *p, size_t level)
 {
@@ -114,14 +127,7 @@ static int substitute(struct dumpset *ds, const struct dumpset *p, size_t level)
 	for (size_t i = 0; i < ds->nr_runs && !ret; i++)
 		ret = ds->runs[i].present || ds->runs[i].tparent ? add_piece(&out, &ds->runs[i]) :
 					    cover(&out, &ds->runs[i], p, level);
-	if (ret) {
-		free(out.runs);
-		return ret;
-	}
-	free(ds->runs);
-	ds->runs = out.runs;
-	ds->nr_runs = out.nr;
-	return 0;
+	return take_pieces(ds, &out, ret);
 }
 
 static int add_to_chain(struct dumpset *ds, struct dumpset *p)
@@ -236,14 +242,7 @@ int tparent_resolve(struct dumpset *ds, const struct dumpset *parent)
 	for (size_t i = 0; i < ds->nr_runs && !ret; i++)
 		ret = ds->runs[i].tparent ? cover_tparent(&out, &ds->runs[i], parent, pid) :
 					    add_piece(&out, &ds->runs[i]);
-	if (ret) {
-		free(out.runs);
-		return ret;
-	}
-	free(ds->runs);
-	ds->runs = out.runs;
-	ds->nr_runs = out.nr;
-	return 0;
+	return take_pieces(ds, &out, ret);
 }
 
 size_t dumpset_other_pages(const struct dumpset *ds)
