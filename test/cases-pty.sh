@@ -34,20 +34,7 @@ case_pty_tree_lr() {
 add pty-tree-lr case_pty_tree_lr
 
 # A process outside the tree holding the slave too: refused by name, the tree runs on.
-case_pty_tree_err_outside() {
-	start_prog t-ptytree
-	sleep 60 < "${READY[2]}" &
-	local other=$!
-	track "$other"
-	md dump dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "a pseudo-terminal (${READY[2]}) that process $other (sleep) holds too" "$MD_ERR" ||
-		fail "the error does not name the other holder"
-	no_inventory "$T/d"
-	kill "$other"
-	check_child_pass
-}
-add pty-tree-err-outside case_pty_tree_err_outside
+add pty-tree-err-outside case_tty_err_shared t-ptytree
 
 # Real tmux: a server on a socket of the case's own, its pane an interactive
 # sh. The server's tree is dumped (killed) and restored: the pane shows what

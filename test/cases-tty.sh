@@ -49,8 +49,9 @@ case_tty_err_lone() {
 add tty-err-lone case_tty_err_lone
 
 # A pair another process holds an end of too could not be given back to it.
+# case_tty_err_shared [PROG]: t-tty, or t-ptytree (the holder outside its tree)
 case_tty_err_shared() {
-	start_prog t-tty
+	start_prog "${1:-t-tty}"
 	sleep 60 < "${READY[2]}" &
 	local other=$!
 	track "$other"
