@@ -57,16 +57,9 @@ cow_start() {
 	cow_expect_shared "$PID" "$CPID" "before the dump"
 }
 
-# cow_dump_restore DIR [dump options]: killing dump, images smaller than two
-# copies, restore, sharing back, contents exact
-cow_dump_restore() {
-	local dir=$1 bytes; shift
-	dump "$PID" "$dir" "$@"
-	expect_killed "$PID"
-	bytes=$(cow_pages_bytes "$dir")
-	note "pages images: $bytes bytes for two processes of $COW_MB MiB"
-	(( bytes < COW_MB * 1024 * 1024 * 5 / 4 )) ||
-		fail "the pages images hold $bytes bytes: the shared pages twice"
+# cow_restore_shared DIR: restored, the pages shared again, contents exact
+cow_restore_shared() {
+	local dir=$1
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$dir" cow
 	wait_restored "$PID"
@@ -77,6 +70,19 @@ cow_dump_restore() {
 	get_result "$OUT"
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# cow_dump_restore DIR [dump options]: killing dump, images smaller than two
+# copies, restore, sharing back, contents exact
+cow_dump_restore() {
+	local dir=$1 bytes; shift
+	dump "$PID" "$dir" "$@"
+	expect_killed "$PID"
+	bytes=$(cow_pages_bytes "$dir")
+	note "pages images: $bytes bytes for two processes of $COW_MB MiB"
+	(( bytes < COW_MB * 1024 * 1024 * 5 / 4 )) ||
+		fail "the pages images hold $bytes bytes: the shared pages twice"
+	cow_restore_shared "$dir"
 }
 
 # a killing dump of the tree and its restore: shared pages once in the
@@ -126,16 +132,7 @@ case_cow_incr() {
 	md pre-dump.pre pre-dump -t "$PID" -D "$T/pre" || fail "pre-dump failed: $(tail -n1 "$MD_ERR")"
 	dump "$PID" "$T/d" --prev-images-dir ../pre
 	expect_killed "$PID"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" cow
-	wait_restored "$PID"
-	wait_until "$OP_TIMEOUT" untraced "$CPID" || fail "child $CPID not restored"
-	cow_expect_shared "$PID" "$CPID" "after the restore"
-	[[ -z ${GPID:-} ]] || cow_expect_all_shared "$CPID" "$GPID" "after the restore"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	cow_restore_shared "$T/d"
 }
 
 
