@@ -239,3 +239,23 @@ case_stream_bad() {
 	wait_restore_exit
 }
 for h in trunc tail corrupt reorder other; do add "stream-bad-$h" case_stream_bad "$h"; done
+
+# --compress with --page-server: the pages go to the server as they are, so the
+# dump refuses the pair by name before it seizes the target.
+case_compress_page_server_refused() {
+	command -p python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print("PORT", s.getsockname()[1], flush=True); c, _ = s.accept(); time.sleep(30)' \
+		> "$T/ps.out" 2>&1 &
+	track $!
+	wait_line "$T/ps.out" '^PORT ' 10 || fail "the listener did not start"
+	start_prog t-sleeper
+	md refuse dump -t "$PID" -D "$T/d" --compress --page-server --address 127.0.0.1 \
+		--port "$(awk '/^PORT/ { print $2 }' "$T/ps.out")"
+	expect_md_error
+	grep -q -- "--compress with --page-server" "$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill "$PID"
+}
+add compress-page-server-refused case_compress_page_server_refused

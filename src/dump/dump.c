@@ -484,6 +484,11 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		free(ts);
 		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
 	}
+	if (o->compress.algo != PZ_NONE && o->xfer) {
+		free(ts);
+		return fail(-EINVAL, "--compress with --page-server: the pages go to the page "
+			    "server as they are, there is no pages-1.img here to compress");
+	}
 	if (o->snapshot && o->xfer) {
 		free(ts);
 		return fail(-EINVAL, "--snapshot with --page-server: the snapshot writes pages into "
