@@ -566,6 +566,13 @@ int premap_plan(struct rst *root);
 void premap_fill(struct rst *r);
 void premap_free(struct rst *r);
 
+/* The fds the area has room for, at most: one per VMA (files, shmem objects), the pages
+ * images (one per set), the exe, and a few more. */
+static inline size_t blob_fd_room(const struct dumpset *ds)
+{
+	return ds->mm->n_vmas + dumpset_other_pages(ds) + 8;
+}
+
 /* area.c */
 /* Hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);

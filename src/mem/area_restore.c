@@ -220,8 +220,7 @@ static void plan_layout(struct rst *r, struct layout *l)
 	l->auxv = off;
 	off += ALIGN_UP(RST_MAX_AUXV * 8, 64);
 	l->close = off;
-	/* at most: one fd per VMA (files, shmem objects), pages (one per set), exe */
-	off += ALIGN_UP((ds->mm->n_vmas + dumpset_other_pages(ds) + 8) * sizeof(int), 64);
+	off += ALIGN_UP(blob_fd_room(ds) * sizeof(int), 64);
 	l->seals = off;
 	off += ALIGN_UP(r->nr_shms * sizeof(struct rst_seal), 64);
 	l->xsave = off;

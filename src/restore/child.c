@@ -127,7 +127,7 @@ static int **move_blob_fds(struct rst *r, struct rst *const *g, size_t n, int ba
 	int **tmp = calloc(n, sizeof(*tmp));
 
 	for (size_t k = 0; tmp && k < n; k++) {
-		if (g[k]->nr_blob_fds > g[k]->ds.mm->n_vmas + dumpset_other_pages(&g[k]->ds) + 8)	/* build_area()'s room */
+		if (g[k]->nr_blob_fds > blob_fd_room(&g[k]->ds))
 			child_exit_fail(r, -E2BIG, "too many fds for the restorer of %d (%zu)",
 					g[k]->pid, g[k]->nr_blob_fds);
 		tmp[k] = calloc(g[k]->nr_blob_fds + 1, sizeof(int));
