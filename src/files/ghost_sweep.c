@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,8 +66,7 @@ static void sweep_one(const struct swept *s)
 	if (s->rec.ino) {
 		if (st.st_ino != s->rec.ino || st.st_dev != s->rec.dev)
 			return;
-		if (S_ISDIR(st.st_mode) ? rmdir(s->path) : unlink(s->path))
-			return;
+		S_ISDIR(st.st_mode) ? rmdir(s->path) : unlink(s->path);
 		return;
 	}
 	if (S_ISDIR(st.st_mode))
@@ -121,7 +121,8 @@ static int sweeper_fd(struct rst *r)
 
 	if (root->ghost_sweep_fd > 0)
 		return root->ghost_sweep_fd;
-	if (pipe2(p, O_CLOEXEC))
+	/* a socket, not a pipe: a sweeper gone gives EPIPE, not SIGPIPE (MSG_NOSIGNAL) */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p))
 		return fail(-errno, "cannot create a pipe for the deleted files' sweeper: %s",
 			    strerror(errno));
 	pid = fork();
@@ -153,8 +154,8 @@ int ghost_sweep_tell(struct rst *r, const char *path, dev_t dev, ino_t ino)
 		return fd;
 	if (rec.len >= PATH_MAX)
 		return fail(-ENAMETOOLONG, "deleted file %s: name too long", path);
-	if (write(fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec) ||
-	    write(fd, path, rec.len) != (ssize_t)rec.len)
+	if (send(fd, &rec, sizeof(rec), MSG_NOSIGNAL) != (ssize_t)sizeof(rec) ||
+	    send(fd, path, rec.len, MSG_NOSIGNAL) != (ssize_t)rec.len)
 		return fail(-EIO, "cannot tell the deleted files' sweeper about %s: %s", path,
 			    strerror(errno));
 	return 0;
