@@ -175,7 +175,7 @@ case_rstfail_ghost_enospc() {
 
 # memdump restore SIGKILLed while t-ghost's deleted files are recreated
 # (rst-ghosts, and once its process is forked): nothing of memdump runs
-# after, and still no recreated file is left (src/files/ghost_sweep.c)
+# after, and still no recreated file is left (src/restore/sweep.c)
 case_rstfail_kill_ghosts() {
 	start_prog t-ghost
 	dump "$PID" "$T/d"
