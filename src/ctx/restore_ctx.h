@@ -284,6 +284,10 @@ struct rst {
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
 	int lazy_peer;		/* --lazy-pages: the page handler's end of the blob's socket, -1 */
+	/* Set by the pipeline: the pty of a bind mount's source /dev/pts/N of a devpts the
+	 * restore made, made first (files/tty_restore.c, tty_make_bound_pts); called by
+	 * mntns_restore.c while it mounts, so that the source exists. */
+	int (*make_bound_pts)(struct rst *r, const char *from);
 };
 
 /* restore.c: the steps of one process's restore, which tree.c takes for each */
@@ -410,8 +414,16 @@ bool rst_capable(int cap);
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v);
 
+/* The description of file id prepared for the process (files_restore.c opens them), or NULL. */
+static inline struct rdesc *rst_desc(struct rst *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->nr_descs; i++)
+		if (r->descs[i].id == id)
+			return &r->descs[i];
+	return NULL;
+}
+
 /* files.c: r->descs and r->fds */
-struct rdesc *rst_desc(struct rst *r, uint32_t id);
 int scan_inherited(struct rst *r);
 void close_inherited(struct rst *r);
 int open_fds(struct rst *r);
@@ -577,6 +589,8 @@ static inline size_t blob_fd_room(const struct dumpset *ds)
 /* Hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);
 int build_area(struct rst *r);
+/* vma_restore.c: the VMAs, their page runs and guards, the blob's fds, in the area */
+int vma_area_fill(struct rst *r);
 
 /*
  * pagecheck.c: the blob hashes the pages as it fills them (when the set was
@@ -603,7 +617,6 @@ void seccomp_fill(struct rst *r, size_t off);
 /* attrs.c: what the kernel keeps beside memory (scheduling, oom, cgroup, timers ...) */
 int attrs_check(struct rst *r);
 void attrs_fill(struct rst *r);
-void attrs_free(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
 /* cgroups.c: the process's cgroups recreated from cgroup.img (--manage-cgroups) */
@@ -623,13 +636,18 @@ int cgroups_move_threads(struct rst *r);
 /* After a failed restore: the directories it made removed again. */
 void cgroups_undo(struct rst *r);
 void cgroups_forget(struct rst *r);
-/* line, moved under its --cgroup-root if one is given (attrs.c). */
-int attrs_map_cg_root(const struct rst *r, const char *line, char *out, size_t len);
-/* Before the fork: its cgroup.procs files opened, for the child to join them by fd. */
-int attrs_open_cgroups(struct rst *r);
-void attrs_close_cgroups(struct rst *r);
-/* In the child, first: its cgroups, its cgroup namespace. */
-int attrs_join_cgroups(struct rst *r, char *why, size_t len);
+/*
+ * cgroups_join_restore.c: each cgroup of the process joinable here (checked
+ * before anything starts); line moved under its --cgroup-root if one is
+ * given; its cgroup.procs files opened before the fork; joined by the child
+ * first (its cgroup namespace's root, the unshare, the others).
+ */
+int cgroups_check_join(struct rst *r);
+int cgroups_map_root(const struct rst *r, const char *line, char *out, size_t len);
+int cgroups_open_join(struct rst *r);
+void cgroups_close_join(struct rst *r);
+int cgroups_join_in_child(struct rst *r, char *why, size_t len);
+void cgroups_join_free(struct rst *r);
 /* In the child, first: its session and process group as dumped. */
 void attrs_apply_groups(struct rst *r);
 

@@ -34,14 +34,6 @@
 #define F_SETPIPE_SZ	1031
 #endif
 
-struct rdesc *rst_desc(struct rst *r, uint32_t id)
-{
-	for (size_t i = 0; i < r->nr_descs; i++)
-		if (r->descs[i].id == id)
-			return &r->descs[i];
-	return NULL;
-}
-
 #ifndef __O_TMPFILE
 #define __O_TMPFILE	020000000
 #endif

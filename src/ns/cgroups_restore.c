@@ -10,7 +10,7 @@
  *  - ignore: no cgroup is created or joined (the process stays in memdump's).
  *
  * The process's path in each hierarchy is taken through --cgroup-root like
- * the join (attrs.c): every directory of the path that is missing is made,
+ * the join (cgroups_join_restore.c): every directory of the path that is missing is made,
  * each with the dumped directory's properties at the same place (a moved
  * path: the dumped leaf's on its new leaf). The directories made are
  * removed again when the restore fails.
@@ -288,7 +288,7 @@ static int mapped_member(struct rst *r, const CgMemberEntry *m, char *mapped, si
 	int ret;
 
 	snprintf(line, sizeof(line), "%u:%s:%s", hierarchy_id(r, m->name), m->name, m->path);
-	ret = attrs_map_cg_root(r, line, mapped, len);
+	ret = cgroups_map_root(r, line, mapped, len);
 	if (!ret)
 		*mpath = strchr(strchr(mapped, ':') + 1, ':') + 1;
 	return ret;

@@ -345,8 +345,8 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		snprintf(from, sizeof(from), "%s", r->o->root);	/* --root: the given root, as is */
 	else if (e->bind_from)
 		snprintf(from, sizeof(from), "%s%s", e->bind_host ? "" : stage, e->bind_from);
-	if (e->bind_from && !in_child)
-		ret = tty_make_bound_pts(r, from);	/* runc's /dev/console: the new pty */
+	if (e->bind_from && !in_child && r->make_bound_pts)
+		ret = r->make_bound_pts(r, from);	/* runc's /dev/console: the new pty */
 	if (ret)
 		snprintf(why, len, "%s", fail_reason());
 	else if (e->bind_from) {

@@ -209,17 +209,6 @@ static int check_vdso(struct rst *r)
 	return 0;
 }
 
-int vma_how(const VmaEntry *v)
-{
-	if (v->status & (VMA_AREA_VSYSCALL | VMA_AREA_VDSO | VMA_AREA_VVAR))
-		return RST_MAP_SKIP;
-	if (v->status & VMA_AREA_SYSVIPC)
-		return RST_MAP_SYSV;
-	if (v->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED | VMA_ANON_SHARED))
-		return RST_MAP_FD;
-	return RST_MAP_ANON;
-}
-
 static int check_vmas(struct rst *r)
 {
 	const MmEntry *mm = r->ds.mm;
@@ -388,6 +377,8 @@ int check_images(struct rst *r)
 		ret = seccomp_check(r);
 	if (!ret)
 		ret = attrs_check(r);
+	if (!ret)
+		ret = cgroups_check_join(r);
 	if (!ret)
 		ret = ghost_check(r);
 	if (!ret)

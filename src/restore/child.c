@@ -265,7 +265,7 @@ void child_main(struct rst *r)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (memdump_gone(r))	/* before the prctl: nothing would take it */
 		_exit(127);
-	ret = attrs_join_cgroups(r, msg, sizeof(msg));	/* while memdump's mounts are there */
+	ret = cgroups_join_in_child(r, msg, sizeof(msg));	/* while memdump's mounts are there */
 	if (!ret)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
 	if (ret)

@@ -88,7 +88,7 @@ void rst_close_prepared(struct rst *r)
 	close_inherited(r);
 	tty_close_fg(r);
 	sk_helpers_close(r);
-	attrs_close_cgroups(r);
+	cgroups_close_join(r);
 }
 
 static int futex_wait_ms(volatile unsigned int *w, unsigned int val, long ms)
@@ -258,7 +258,7 @@ static int open_ghost_cwd(struct rst *r)
 /* Everything the process needs, opened or built here before the fork. */
 int rst_prepare(struct rst *r)
 {
-	int ret = attrs_open_cgroups(r);
+	int ret = cgroups_open_join(r);
 
 	if (!ret)
 		ret = ghost_create_all(r);
@@ -489,6 +489,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->lifeline = -1;
 	r->cwd_fd = -1;
 	r->lazy_peer = -1;
+	r->make_bound_pts = tty_make_bound_pts;
 }
 
 int rst_check_loaded(struct rst *r)
@@ -565,7 +566,7 @@ void rst_free(struct rst *r)
 	free(r->fds);
 	free(r->blob_fds);
 	free(r->shms);
-	attrs_free(r);
+	cgroups_join_free(r);
 	close_inherited(r);
 	timerfd_close_all(r);
 	pidfd_close_all(r);
