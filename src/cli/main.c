@@ -19,6 +19,7 @@
 #include "dump/dump.h"
 #include "cli/worker.h"
 #include "restore/restore.h"
+#include "ns/cgroups.h"
 
 
 static const char usage[] =

@@ -28,6 +28,7 @@
 #include "common.h"
 #include "log.h"
 #include "cli/rpc.h"
+#include "ns/cgroups.h"
 
 enum { K_DUMP = 1, K_RESTORE = 2, K_CHECK = 4, K_ALL = 7 };
 

@@ -2,9 +2,10 @@
  * struct rst: the state of one process's restore, which the kinds of state
  * (mem/, files/, evloop/, net/, ns/, task/) fill and use and the pipeline
  * (restore/) drives; struct restore_opts, what the caller asked; and what
- * the parts give each other (the tree's shared objects, lookups). The area
- * layout shared with the restorer blob is in restorer.h. The kinds include
- * this, never the pipeline's restore/restore.h.
+ * the pipeline gives the kinds (the tree's shared objects, lookups). The
+ * area layout shared with the restorer blob is in restorer.h. The kinds
+ * include this, never the pipeline's restore/restore.h or restore/pipeline.h;
+ * each kind declares its own restore functions in its own headers.
  */
 #ifndef MEMDUMP_RESTORE_CTX_H
 #define MEMDUMP_RESTORE_CTX_H
@@ -199,7 +200,7 @@ struct rst {
 
 	struct rghost *ghosts;
 	size_t nr_ghosts;
-	int ghost_sweep_fd;	/* the sweeper's pipe (ghost_sweep.c), 0: none */
+	int ghost_sweep_fd;	/* the sweeper's pipe (restore/sweep.c), 0: none */
 	pid_t ghost_sweep_pid;
 	struct sk_msg *sk_msgs;
 	size_t nr_sk_msgs;
@@ -218,11 +219,11 @@ struct rst {
 	struct CgroupEntry *cg;	/* cgroup.img, NULL: none or --manage-cgroups ignore */
 	char **cg_made;		/* cgroup directories this restore created (cgroups.c) */
 	size_t nr_cg_made;
-	char **cg_join;		/* cgroup.procs files the child joins (attrs.c) */
+	char **cg_join;		/* cgroup.procs files the child joins (ns/cgroups_join_restore.c) */
 	size_t nr_cg_join;
 	char **cg_root;		/* a cgroup namespace's root: joined before the unshare */
 	size_t nr_cg_root;
-	int *cg_fds;		/* cg_root's then cg_join's cgroup.procs, open (attrs.c) */
+	int *cg_fds;		/* cg_root's then cg_join's cgroup.procs, open (cgroups_join_restore.c) */
 	size_t nr_cg_fds;
 
 	/* the restorer area */
@@ -234,7 +235,7 @@ struct rst {
 	bool has_vdso;
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
-	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (tty.c) */
+	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (files/tty_restore.c) */
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */
 	bool ctty_done;
@@ -290,62 +291,21 @@ struct rst {
 	int (*make_bound_pts)(struct rst *r, const char *from);
 };
 
-/* restore.c: the steps of one process's restore, which tree.c takes for each */
-void rst_init(struct rst *r, const struct restore_opts *o);
-int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start */
-int rst_prepare(struct rst *r);
-int rst_fork_target(struct rst *r);
-int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, parked */
-/* ns.c: memdump's fd given for KEY by --inherit-fd fd[N]:KEY, or -1 */
-int rst_inherit_fd(const struct restore_opts *o, const char *key);
-int rst_wait_parked(struct rst *r);
-int rst_wait_zombie_gone(pid_t id);	/* check.c: 0 free, 1 a live process has it */
-
-/* stall.c: what a restored process has done so far, as its area tells */
-struct rst_progress {
-	unsigned int stage, prepped, read, creds, parked;
-	unsigned long pages;
-};
-long rst_stall_limit_ms(void);
-void rst_progress_take(const struct rst *r, struct rst_progress *p);
-bool rst_progress_same(const struct rst_progress *x, const struct rst_progress *y);
-int  rst_stall_fail(const struct rst *r, const struct rst_progress *p, long ms);
-void rst_kill(struct rst *r);
-int rst_area_error(const struct rst *r);
-void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2);
-int rst_write_pidfile(const char *pidfile, pid_t pid);
-int rst_detached(struct rst *r);
-int rst_wait_restored(pid_t pid);
-void rst_free(struct rst *r);
-
 /*
- * tree.c: a dumped tree's other processes (DIR/proc-PID), loaded and checked;
- * restored with the root; in each forked process, its group then its children.
+ * What the restore pipeline (restore/) gives the kinds: the objects the
+ * processes of a tree share, lookups, the sweeper of recreated names, the
+ * blob's fds, a forked child's failure. Each kind's own restore functions
+ * are in its headers (files/files.h, net/sockets.h, ...).
  */
-int tree_load(struct rst *root);
-int restore_tree(struct rst *root);
-void tree_free_members(struct rst *r);
-void tree_fork_children(struct rst *r);
-/* The member i of root's tree (pstree order, the root not counted), and how many. */
+
+/* tree.c: the member i of root's tree (pstree order, the root not counted), and how many. */
 struct rst *tree_member(struct rst *root, size_t i);
 size_t tree_size(const struct rst *root);
-/*
- * share.c: the fd table and fs a process shares with its parent (ids-PID.img),
- * loaded after tree_load(); its clone flags; in the forked processes, the
- * owner of a shared fd table and its followers wait for each other.
- */
-int share_load(struct rst *root);
-void share_free(struct rst *root);
-unsigned long share_clone_flags(const struct rst *m);
-size_t share_followers(struct rst *owner, struct rst **g, size_t max);
-void share_follower_wait(struct rst *m);
-void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n);
-void share_owner_done(struct rst *const *g, size_t n);
-/* files.c's pipes: one made for an earlier process of the tree (copies), or made now */
 /* A pty pair (index idx) made for a process of the tree: memdump's fd of its master, which
  * the tree keeps (not to close), or -1; put: a copy kept until the tree is forked. */
 int tree_pty_get(struct rst *r, uint32_t idx);
 int tree_pty_put(struct rst *r, uint32_t idx, int fd);
+/* files_restore.c's pipes: one made for an earlier process of the tree (copies), or made now */
 bool tree_pipe_get(struct rst *r, uint32_t id, int p[2]);
 int tree_pipe_put(struct rst *r, uint32_t id, const int p[2]);
 /* shmem.c's objects: memdump's copy of one an earlier process made (-1: none), or made now */
@@ -369,7 +329,6 @@ bool tree_fifo_first(struct rst *r, uint32_t id);
 bool tree_has_pipe(struct rst *r, uint32_t id);
 /* memdump's copy of the description fd shares with an earlier process, or -1 */
 int rst_share_src(const struct rst *r, int fd);
-void rst_close_shares(struct rst *r);
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);
@@ -377,42 +336,8 @@ const FileEntry *rst_file(struct rst *r, uint32_t id);
 const char *rst_reg_path(struct rst *r, uint32_t id);
 /* A path of the process as memdump opens it: under the root memdump built for it (mntns.c). */
 const char *rst_path(const struct rst *r, const char *path, char *buf, size_t len);
-/* Close every fd prepared for the target (after the fork, or on failure). */
-void rst_close_prepared(struct rst *r);
-
-/*
- * mntns.c: the mount namespace, made from memdump's copy: checked at load,
- * entered (built) before anything is opened, left after the fork; its PID
- * namespace's proc mounted by the restored init (child.c).
- */
-int mntns_load(struct rst *r);
-int mntns_restore_enter(struct rst *r);
-/* Is dev a filesystem the restore mounted anew (a tmpfs, a devpts)? */
-bool mntns_new_dev(const struct rst *r, dev_t dev);
-void mntns_restore_leave(struct rst *r);
-int mntns_mount_in_child(struct rst *r, char *why, size_t len);
-void mntns_free(struct rst *r);
-
-/* ns.c: the UTS and IPC namespaces, new (from the images) or joined; this
- * thread is in them from enter to leave, the process is forked between. */
-int ns_restore_enter(struct rst *r);
-void ns_restore_leave(struct rst *r);
-int ns_check_join(const struct restore_opts *o);
-/* mqueue.c: an IPC namespace's POSIX message queues made in the fresh one this thread is in;
- * an fd on one checked at load, opened (memdump's fd, or <0 after fail()). */
-int mqueue_restore_ns(struct rst *r);
-int mqueue_check(const struct rst *r, const MqueueFileEntry *m);
-int mqueue_open(const MqueueFileEntry *m);
-/* netns.c: the dumped devices, addresses and routes in the new network namespace this
- * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
-int netns_restore(struct rst *r, int host_netns);
-
-/* check.c */
-int check_images(struct rst *r);
 /* memdump holds capability cap (CAP_*) in its effective set */
 bool rst_capable(int cap);
-/* RST_MAP_*: how the blob maps v */
-int vma_how(const VmaEntry *v);
 
 /* The description of file id prepared for the process (files_restore.c opens them), or NULL. */
 static inline struct rdesc *rst_desc(struct rst *r, uint32_t id)
@@ -423,160 +348,13 @@ static inline struct rdesc *rst_desc(struct rst *r, uint32_t id)
 	return NULL;
 }
 
-/* files.c: r->descs and r->fds */
-int scan_inherited(struct rst *r);
-void close_inherited(struct rst *r);
-int open_fds(struct rst *r);
-/* The files kind's own, for the table of fd kinds (files/fd_kinds.c): checked before
- * anything starts; opened in memdump (d->fd; a pipe: every description at once). */
-int reg_check(struct rst *r, const FileEntry *fe);
-int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
-int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
-int fifo_check(struct rst *r, const FileEntry *fe);
-int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
-int term_check(struct rst *r, const FileEntry *fe);
-int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
-
 /*
- * tty.c: a pty end (tty_info_id set): its pair opened at its index with
- * every setting and queued byte; checked before anything starts; the
- * controlling terminal taken again in the child, once it leads its session.
- */
-int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
-int tty_check(struct rst *r, const FileEntry *fe);
-int tty_ctty_in_child(struct rst *r, char *why, size_t len);
-/* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */
-int tty_devtty_in_child(struct rst *r, char *why, size_t len);
-/* --shell-job: memdump's terminal n given for the job's (fe): the job's termios and window
- * size on it; in the child, its group made the foreground again if it was. */
-int tty_job_open(struct rst *r, const FileEntry *fe, int n);
-int tty_job_fg_in_child(struct rst *r);
-/* In a forked process leading its session: before it forks its children (tree.c). */
-int tty_ctty_early(struct rst *r, char *why, size_t len);
-/* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */
-int tty_check_keys(struct rst *r);
-void tty_close_orphans(struct rst *r);
-/* Its controlling terminal's foreground group is its group: memdump's fd of it (open_fds);
- * in the forked process, once in its group, the group made the foreground again. */
-int tty_prepare_fg(struct rst *r);
-int tty_fg_early(struct rst *r, char *why, size_t len);
-void tty_close_fg(struct rst *r);
-/* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
- * first (kept for the slave of index N, whose master was outside), so that it exists. */
-int tty_make_bound_pts(struct rst *r, const char *from);
-
-/* pidfd_restore.c: a pidfd of a process of the set (opened by the restored process, in
- * child.c: the fd or -errno), or of an exited one (made in memdump) */
-int pidfd_check(struct rst *r, const FileEntry *fe);
-int pidfd_open_desc(struct rst *r, const FileEntry *fe, struct rdesc *d);
-int pidfd_open_in_child(const PidfdEntry *e);
-void pidfd_close_all(struct rst *r);
-
-/* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
-int eventfd_open(const EventfdFileEntry *e);
-int signalfd_open(const SignalfdEntry *s);
-
-/* timerfd.c: created disarmed, kept in r->timers; armed once the threads are parked */
-int timerfd_open(struct rst *r, const TimerfdEntry *t);
-int timerfd_arm_all(struct rst *r);
-void timerfd_close_all(struct rst *r);
-
-/* epoll.c: the set is created with the files, filled in the child (fds at their numbers) */
-int epoll_open(const EventpollFileEntry *e);
-int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
-/* In the child: every set's registrations; <0 with what failed in msg. */
-int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
-
-/* ghost.c: deleted files, recreated before the fds are opened, deleted once they are */
-int ghost_check(struct rst *r);
-int ghost_create_all(struct rst *r);
-void ghost_unlink_all(struct rst *r);
-/*
- * ghost_sweep.c: the process that removes the ghosts' names should the restore
+ * sweep.c: the process that removes the ghosts' names should the restore
  * be killed (SIGKILL) before it removed them itself: told each name, with the
  * inode it will name (0: a directory or FIFO made next), before the name
  * exists; _end: every name removed, it exits (the tree's root holds it).
  */
 int ghost_sweep_tell(struct rst *r, const char *path, dev_t dev, ino_t ino);
-void ghost_sweep_end(struct rst *r);
-/* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
-const char *ghost_path(struct rst *r, uint32_t file_id);
-/*
- * The owner of each fd's SIGIO (F_SETOWN_EX, with the uid/euid that set it) and its
- * signal (F_SETSIG), in the child once its fds have their numbers and the tree's
- * processes exist. 0 or -errno with msg.
- */
-int files_fown_in_child(struct rst *r, char *msg, size_t len);
-/* A REG whose own name was deleted (re->deleted_name) opened by it again; the fd or -errno. */
-int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags);
-
-/* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
-int locks_check(struct rst *r);
-int locks_apply_in_child(struct rst *r, char *why, size_t len);
-/* The POSIX ones into the area, for the blob to take after its own fds are closed. */
-void locks_fill(struct rst *r);
-
-/* inotify.c: every watch on its path, with its mask and wd */
-int inotify_check(const InotifyFileEntry *e);
-int inotify_open(const InotifyFileEntry *e);
-
-/* sk_opts.c: the common options of a new socket; <0 with what failed in why */
-int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len);
-
-/* sk_unix.c: every UNIX socket, at once; sk_queue.c: their queued data */
-int sk_unix_open_all(struct rst *r);
-int sk_queue_plan(struct rst *r);
-/* In the child, before its fds move: the queues, shutdowns, peek offsets. */
-int sk_child_finish(struct rst *r, char *msg, size_t len);
-void sk_queue_free(struct rst *r);
-void sk_helpers_close(struct rst *r);
-/* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
-int sk_unix_new(const UnixSkEntry *u);
-int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
-int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
-/* The address to connect or send to u's name from anywhere (a relative name: made whole). */
-socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
-/* The aliases of names whose file the process had removed, once every socket that
- * connects to one is made (sk_unix_restore.c). */
-void sk_unix_unlink_gone(struct rst *r);
-
-/*
- * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the
- * tree opens. u's connection to p (another process's), u's end for this one,
- * p's kept for its process; the entry and memdump's fd of socket ino anywhere
- * in the tree; the queues of every process planned once all are made; in the
- * forked child, a sender's credentials' process of the tree waited for.
- */
-int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
-const UnixSkEntry *sk_tree_entry(struct rst *r, uint32_t ino);
-int sk_tree_fd(struct rst *r, uint32_t ino);
-/* the tree's listener with u's name in *lfd (made ahead if need be): 0; 1 none; <0 */
-int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
-int sk_tree_plan_queues(struct rst *root);
-void sk_tree_wait_pid(struct rst *r, pid_t pid);
-
-/* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
-int sk_inet_open(struct rst *r, const InetSkEntry *e);
-int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
-int inet_fail(const InetSkEntry *e, int err, const char *what);
-
-/* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
-int sk_netlink_open(const NetlinkSkEntry *e);
-
-/* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
-int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
-void tcp_release_all(struct rst *r);
-void tcp_close_all(struct rst *r);
-
-/*
- * premap_restore.c: a tree's memory shared copy-on-write between parent and
- * child (pages dumped with in_tree_parent, the VMA the same in both): plan
- * (memdump, every area built), fill (each forked process, before it forks
- * its children), free.
- */
-int premap_plan(struct rst *root);
-void premap_fill(struct rst *r);
-void premap_free(struct rst *r);
 
 /* The fds the area has room for, at most: one per VMA (files, shmem objects), the pages
  * images (one per set), the exe, and a few more. */
@@ -585,114 +363,11 @@ static inline size_t blob_fd_room(const struct dumpset *ds)
 	return ds->mm->n_vmas + dumpset_other_pages(ds) + 8;
 }
 
-/* area.c */
-/* Hand fd to the blob: returns its index in the blob's fd list. */
+/* area.c: hand fd to the blob: returns its index in the blob's fd list. */
 int add_blob_fd(struct rst *r, int fd);
-int build_area(struct rst *r);
-/* vma_restore.c: the VMAs, their page runs and guards, the blob's fds, in the area */
-int vma_area_fill(struct rst *r);
-
-/*
- * pagecheck.c: the blob hashes the pages as it fills them (when the set was
- * loaded with its pages' sums deferred: rst_args.sum_pages); finish (ok: the
- * process is parked) compares its sums with the set's and gives the verdict.
- */
-int pagecheck_mode(const struct dumpset *ds);	/* rst_args.sum_pages, before the fork */
-int pagecheck_start(struct rst *r);
-int pagecheck_finish(struct rst *r, bool ok);
-void pagecheck_free(struct rst *r);
-
-/* task.c */
-size_t pending_sigs_count(struct rst *r);
-size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
-void fill_process(struct rst *r);
-int fill_helper_wanted(void);
-void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
-
-/* seccomp.c: seccomp.img checked, then its filters and each thread's chain in the area */
-int seccomp_check(struct rst *r);
-size_t seccomp_area_size(const struct rst *r);
-void seccomp_fill(struct rst *r, size_t off);
-
-/* attrs.c: what the kernel keeps beside memory (scheduling, oom, cgroup, timers ...) */
-int attrs_check(struct rst *r);
-void attrs_fill(struct rst *r);
-/* In the child, before the blob: 0, or -errno with why[] filled. */
-int attrs_apply_in_child(struct rst *r, char *why, size_t len);
-/* cgroups.c: the process's cgroups recreated from cgroup.img (--manage-cgroups) */
-enum cg_mode { CG_MODE_SOFT, CG_MODE_FULL, CG_MODE_STRICT, CG_MODE_IGNORE };
-/* CRIU's mode names (none: ignore; NULL or "": soft); -EINVAL if unknown. */
-int cg_mode_parse(const char *s);
-int cgroups_load(struct rst *r);
-/*
- * The cgroup.procs file of line's cgroup: an existing one, or one the restore
- * will create (its hierarchy is in cgroup.img and the path creatable here).
- */
-int cgroups_procs(struct rst *r, const char *line, char *procs, size_t len);
-/* Before the fork: every missing directory of its cgroups made, properties set. */
-int cgroups_recreate(struct rst *r);
-/* Parked, before they run: each thread in other cgroups than its leader moved there. */
-int cgroups_move_threads(struct rst *r);
-/* After a failed restore: the directories it made removed again. */
-void cgroups_undo(struct rst *r);
-void cgroups_forget(struct rst *r);
-/*
- * cgroups_join_restore.c: each cgroup of the process joinable here (checked
- * before anything starts); line moved under its --cgroup-root if one is
- * given; its cgroup.procs files opened before the fork; joined by the child
- * first (its cgroup namespace's root, the unshare, the others).
- */
-int cgroups_check_join(struct rst *r);
-int cgroups_map_root(const struct rst *r, const char *line, char *out, size_t len);
-int cgroups_open_join(struct rst *r);
-void cgroups_close_join(struct rst *r);
-int cgroups_join_in_child(struct rst *r, char *why, size_t len);
-void cgroups_join_free(struct rst *r);
-/* In the child, first: its session and process group as dumped. */
-void attrs_apply_groups(struct rst *r);
-
-/* zombies.c: the zombie children pstree.img lists after the process */
-int zombies_check(struct rst *r);
-/* In the child, once in its session and group: 0, or -errno with why[] filled. */
-int zombies_make_in_child(struct rst *r, char *why, size_t len);
-
-/* child.c */
-void __attribute__((noreturn)) child_main(struct rst *r);
 /* In the child: the failure told through its area, then _exit. */
 void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst *r, int err,
 								       const char *fmt, ...);
-/* restore.c: fork with this PID (clone3 set_tid); 0 in the child, -1 and errno */
-pid_t rst_fork_pid(pid_t pid);
-/* The same in a PID namespace (ns_pid there too, 0: none), with clone flags (CLONE_NEWPID, CLONE_PARENT). */
-pid_t rst_fork_pid_ns(pid_t pid, pid_t ns_pid, unsigned long flags);
-/* Is the restored process not memdump's child (a tree's, or --restore-sibling)? */
-bool rst_not_child(const struct rst *r);
-/* The PID the process sees of itself in its tree's PID namespace, 0: none. */
-pid_t rst_ns_pid(const PstreeEntry *pe);
-/* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */
-unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid);
-
-/* resume.c: let the parked threads run into their dumped contexts */
-int resume_threads(struct rst *r);
-/* resume_threads() in three: trace the parked threads; let them go (the commit point);
- * run each to its dumped context, the lifeline closed and the area unmapped */
-void resume_seize(struct rst *r);
-void resume_go(struct rst *r);
-int resume_finish(struct rst *r);
-
-/*
- * abort.c: the commit point. Before it SIGINT, SIGTERM, SIGHUP fail the
- * restore (rst_interrupted(): -EINTR after fail(), or 0) and a dead memdump
- * takes the processes with it (their lifeline); after it they run on.
- */
-void rst_catch_signals(void);
-int rst_interrupted(void);
-void rst_commit(struct rst *const *all, size_t n);	/* resume_go() each, seized */
-void rst_default_signals(void);		/* past the commit: memdump's own again, a signal
-					 * that came meanwhile delivered */
-void rst_release_signals(void);		/* the restore done: memdump's own again */
-/* The area built: memdump's pidfd for the blob (r->lifeline), the blob's fault point */
-int rst_arm_abort(struct rst *r);
 
 /* The restore's fault points (fault.h's fault_step, MEMDUMP_FAULT=<point>) */
 #define RST_FAULT_MOUNTS	"rst-mounts"	/* in its namespaces and mounts, nothing made */
@@ -702,21 +377,5 @@ int rst_arm_abort(struct rst *r);
 #define RST_FAULT_CHILD		"rst-child-files" /* in each forked process: its fds installed */
 #define RST_FAULT_FILL		"rst-fill"	/* in the blob: its memory filled */
 #define RST_FAULT_COMMIT	"rst-commit"	/* every process parked, before they go */
-
-/* shmem.c: r->shms */
-int shm_collect(struct rst *r);
-bool vma_shm_private(const VmaEntry *v);
-int shm_check(struct rst *r);
-int shm_create_all(struct rst *r);
-struct shm_obj *shm_find(struct rst *r, uint64_t shmid);
-int shm_blob_fd(struct rst *r, struct shm_obj *s);
-/* The seals left for the blob to add once mapped; returns how many. */
-size_t shm_blob_seals(struct rst *r, struct rst_seal *d);
-struct shm_obj *shm_of_memfd(struct rst *r, const MemfdFileEntry *mf);
-int shm_open_memfd(struct rst *r, const FileEntry *fe);
-void shm_close_all(struct rst *r);
-
-/* restore.c: the failure the restorer blob or the child reported, named. */
-int rst_area_error(const struct rst *r);
 
 #endif

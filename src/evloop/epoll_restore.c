@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "evloop/evloop.h"
 
 int epoll_open(const EventpollFileEntry *e)
 {

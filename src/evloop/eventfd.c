@@ -33,7 +33,7 @@ int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s)
 	return 0;
 }
 
-int eventfd_write(struct image *img, const struct file_desc *f)
+int eventfd_write_entry(struct image *img, const struct file_desc *f)
 {
 	FileEntry fe = FILE_ENTRY__INIT;
 	EventfdFileEntry e = EVENTFD_FILE_ENTRY__INIT;

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "evloop/evloop.h"
 
 int eventfd_open(const EventfdFileEntry *e)
 {

@@ -12,6 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "eventfd.pb-c.h"
+#include "eventpoll.pb-c.h"
+#include "fsnotify.pb-c.h"
+#include "signalfd.pb-c.h"
+#include "timerfd.pb-c.h"
+
 struct dump_ctx;
 struct file_desc;
 struct image;
@@ -65,9 +71,9 @@ struct inotify_state {
 	size_t nr;
 };
 
-/* eventfd.c */
+/* eventfd.c (eventfd_write is glibc's) */
 int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s);
-int eventfd_write(struct image *img, const struct file_desc *f);
+int eventfd_write_entry(struct image *img, const struct file_desc *f);
 
 /* timerfd.c */
 int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s);
@@ -103,5 +109,29 @@ bool inotify_unsupported(pid_t pid, int fd, char *why, size_t len);
 int inotify_collect(struct dump_ctx *d, int fd, struct inotify_state *s);
 int inotify_write(struct image *img, const struct file_desc *f);
 void inotify_state_free(struct inotify_state *s);
+
+/* Restore (its _restore.c files) */
+
+struct rst;
+struct dumpset;
+
+/* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */
+int eventfd_open(const EventfdFileEntry *e);
+int signalfd_open(const SignalfdEntry *s);
+
+/* timerfd.c: created disarmed, kept in r->timers; armed once the threads are parked */
+int timerfd_open(struct rst *r, const TimerfdEntry *t);
+int timerfd_arm_all(struct rst *r);
+void timerfd_close_all(struct rst *r);
+
+/* epoll.c: the set is created with the files, filled in the child (fds at their numbers) */
+int epoll_open(const EventpollFileEntry *e);
+int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
+/* In the child: every set's registrations; <0 with what failed in msg. */
+int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
+
+/* inotify.c: every watch on its path, with its mask and wd */
+int inotify_check(const InotifyFileEntry *e);
+int inotify_open(const InotifyFileEntry *e);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "evloop/evloop.h"
 
 #define MAX_WD_STEPS	(1 << 20)
 

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "evloop/evloop.h"
 
 int signalfd_open(const SignalfdEntry *s)
 {

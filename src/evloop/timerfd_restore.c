@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "evloop/evloop.h"
 
 #define NS 1000000000ULL
 

@@ -14,6 +14,7 @@
 #include "evloop/evloop.h"
 #include "evloop/evloop_show.h"
 #include "files/fd_kinds.h"
+#include "files/files.h"
 #include "files/files_show.h"
 #include "files/pidfd.h"
 #include "image/image.h"
@@ -21,6 +22,7 @@
 #include "net/sockets.h"
 #include "net/sockets_show.h"
 #include "ns/mqueue.h"
+#include "mem/shmem.h"
 
 /* Event-loop fds: anonymous inodes named by their link. */
 static bool link_is(const char *link, const char *name)
@@ -309,7 +311,7 @@ static const struct fd_kind kinds[] = {
 	{ "memfd", "mem/shmem.c", FD_TYPES__MEMFD, FK_MEMFD, .has_entry = has_memfd,
 	  .check = memfd_check, .open = memfd_fd_open, .show = memfd_show },
 	{ "eventfd", "evloop/eventfd.c", FD_TYPES__EVENTFD, FK_EVENTFD, is_eventfd, NULL,
-	  eventfd_fd_collect, eventfd_write, has_efd, NULL, eventfd_fd_open, evloop_fd_show },
+	  eventfd_fd_collect, eventfd_write_entry, has_efd, NULL, eventfd_fd_open, evloop_fd_show },
 	{ "timerfd", "evloop/timerfd.c", FD_TYPES__TIMERFD, FK_TIMERFD, is_timerfd, NULL,
 	  timerfd_fd_collect, timerfd_write, has_tfd, NULL, timerfd_fd_open, evloop_fd_show },
 	{ "signalfd", "evloop/signalfd.c", FD_TYPES__SIGNALFD, FK_SIGNALFD, is_signalfd, NULL,

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "ctx/file_desc.h"
+#include "ctx/restore_ctx.h"
 
 struct dump_ctx;
 struct file_set;
@@ -28,5 +29,27 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 int write_files(struct dump_ctx *d);
 
 void files_free(struct file_set *fs);
+
+/* Restore (its _restore.c files) */
+
+/* files.c: r->descs and r->fds */
+int scan_inherited(struct rst *r);
+void close_inherited(struct rst *r);
+int open_fds(struct rst *r);
+/* The files kind's own, for the table of fd kinds (files/fd_kinds.c): checked before
+ * anything starts; opened in memdump (d->fd; a pipe: every description at once). */
+int reg_check(struct rst *r, const FileEntry *fe);
+int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int fifo_check(struct rst *r, const FileEntry *fe);
+int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int term_check(struct rst *r, const FileEntry *fe);
+int term_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+/*
+ * The owner of each fd's SIGIO (F_SETOWN_EX, with the uid/euid that set it) and its
+ * signal (F_SETSIG), in the child once its fds have their numbers and the tree's
+ * processes exist. 0 or -errno with msg.
+ */
+int files_fown_in_child(struct rst *r, char *msg, size_t len);
 
 #endif

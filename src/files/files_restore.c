@@ -29,6 +29,12 @@
 #include "vma_status.h"
 #include "ctx/restore_ctx.h"
 #include "files/fd_kinds.h"
+#include "files/files.h"
+#include "files/ghost.h"
+#include "files/tty.h"
+#include "mem/shmem.h"
+#include "ns/mntns.h"
+#include "ns/ns.h"
 
 #ifndef F_SETPIPE_SZ
 #define F_SETPIPE_SZ	1031

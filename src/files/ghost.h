@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "files.pb-c.h"
+
 struct dump_ctx;
 struct file_desc;
 
@@ -55,5 +57,18 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src);
 /* remap-fpath.img and one ghost-file-ID.img per ghost */
 int write_ghosts(struct dump_ctx *d);
 void ghosts_free(struct ghost_set *gs);
+
+/* Restore (its _restore.c files) */
+
+struct rst;
+
+/* ghost.c: deleted files, recreated before the fds are opened, deleted once they are */
+int ghost_check(struct rst *r);
+int ghost_create_all(struct rst *r);
+void ghost_unlink_all(struct rst *r);
+/* Where file id's ghost is recreated; NULL: no ghost, or not created yet. */
+const char *ghost_path(struct rst *r, uint32_t file_id);
+/* A REG whose own name was deleted (re->deleted_name) opened by it again; the fd or -errno. */
+int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags);
 
 #endif

@@ -22,6 +22,7 @@
 #include "ctx/restore_ctx.h"
 
 #include "ghost-file.pb-c.h"
+#include "files/ghost.h"
 
 /* The ghost entry of ghost-file-ID.img, the image left open at its content. */
 static int open_ghost(struct rst *r, uint32_t id, struct image **img, GhostFileEntry **ge)

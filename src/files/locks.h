@@ -42,4 +42,14 @@ int locks_collect(struct dump_ctx *d, int fd);
 int write_locks(struct dump_ctx *d);
 void locks_free(struct lock_set *ls);
 
+/* Restore (its _restore.c files) */
+
+struct rst;
+
+/* locks.c: flock, POSIX, OFD locks, taken by the child as its last step before the blob */
+int locks_check(struct rst *r);
+int locks_apply_in_child(struct rst *r, char *why, size_t len);
+/* The POSIX ones into the area, for the blob to take after its own fds are closed. */
+void locks_fill(struct rst *r);
+
 #endif

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "files/locks.h"
 
 #define FL_POSIX	1
 #define FL_FLOCK	2

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "ctx/restore_ctx.h"
+
 struct dump_ctx;
 struct fd_policy;
 struct file_desc;
@@ -24,5 +26,14 @@ bool pidfd_unsupported(const struct fd_policy *p, int fd, const char *link, cons
 		       char *why, size_t len);
 int pidfd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f);
 int pidfd_write(struct image *files, const struct file_desc *f);
+
+/* Restore (its _restore.c files) */
+
+/* pidfd_restore.c: a pidfd of a process of the set (opened by the restored process, in
+ * child.c: the fd or -errno), or of an exited one (made in memdump) */
+int pidfd_check(struct rst *r, const FileEntry *fe);
+int pidfd_open_desc(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int pidfd_open_in_child(const PidfdEntry *e);
+void pidfd_close_all(struct rst *r);
 
 #endif

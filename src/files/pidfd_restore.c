@@ -20,6 +20,7 @@
 #include "common.h"
 #include "ctx/restore_ctx.h"
 #include "log.h"
+#include "files/pidfd.h"
 
 #define PIDFD_OPEN_FLAGS	(O_NONBLOCK | O_EXCL)	/* PIDFD_NONBLOCK, PIDFD_THREAD */
 #define PIDFD_WAIT_MS		10000

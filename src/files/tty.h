@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "ptyq.h"
+#include "ctx/restore_ctx.h"
 
 struct dump_ctx;
 struct file_desc;
@@ -79,5 +80,35 @@ int tty_write(struct dump_ctx *d);
 /* The target runs on (--leave-running, or a failed dump): its queued bytes go back. */
 int tty_put_back(struct dump_ctx *d);
 void tty_state_free(struct tty_state *t);
+
+/* Restore (its _restore.c files) */
+
+/*
+ * tty.c: a pty end (tty_info_id set): its pair opened at its index with
+ * every setting and queued byte; checked before anything starts; the
+ * controlling terminal taken again in the child, once it leads its session.
+ */
+int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+int tty_check(struct rst *r, const FileEntry *fe);
+int tty_ctty_in_child(struct rst *r, char *why, size_t len);
+/* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */
+int tty_devtty_in_child(struct rst *r, char *why, size_t len);
+/* --shell-job: memdump's terminal n given for the job's (fe): the job's termios and window
+ * size on it; in the child, its group made the foreground again if it was. */
+int tty_job_open(struct rst *r, const FileEntry *fe, int n);
+int tty_job_fg_in_child(struct rst *r);
+/* In a forked process leading its session: before it forks its children (tree.c). */
+int tty_ctty_early(struct rst *r, char *why, size_t len);
+/* Every --inherit-fd tty[..] key names a slave of the dump whose master was outside. */
+int tty_check_keys(struct rst *r);
+void tty_close_orphans(struct rst *r);
+/* Its controlling terminal's foreground group is its group: memdump's fd of it (open_fds);
+ * in the forked process, once in its group, the group made the foreground again. */
+int tty_prepare_fg(struct rst *r);
+int tty_fg_early(struct rst *r, char *why, size_t len);
+void tty_close_fg(struct rst *r);
+/* A bind mount's source that is /dev/pts/N of a devpts the restore made: the pty made
+ * first (kept for the slave of index N, whose master was outside), so that it exists. */
+int tty_make_bound_pts(struct rst *r, const char *from);
 
 #endif

@@ -34,6 +34,7 @@
 #include "files/tty.h"
 
 #include "tty.pb-c.h"
+#include "ns/ns.h"
 
 #define PTY_MAX_INDEX	4096
 

@@ -22,6 +22,7 @@
 #include "image/verify.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "mem/pagesum.h"
 
 static int cmp_off(const void *a, const void *b)
 {

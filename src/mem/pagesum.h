@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "image/runsum.h"
+#include "ctx/restore_ctx.h"
 
 struct dump_ctx;
 
@@ -47,5 +48,17 @@ static inline void pagesum_feed(struct pagesum *ps, const void *buf, size_t len)
 }
 /* Wait for it (abort: stop early); its error, or 0 with sums and rs.total set. */
 int pagesum_finish(struct pagesum *ps, bool abort);
+
+/* Restore (its _restore.c files) */
+
+/*
+ * pagecheck.c: the blob hashes the pages as it fills them (when the set was
+ * loaded with its pages' sums deferred: rst_args.sum_pages); finish (ok: the
+ * process is parked) compares its sums with the set's and gives the verdict.
+ */
+int pagecheck_mode(const struct dumpset *ds);	/* rst_args.sum_pages, before the fork */
+int pagecheck_start(struct rst *r);
+int pagecheck_finish(struct rst *r, bool ok);
+void pagecheck_free(struct rst *r);
 
 #endif

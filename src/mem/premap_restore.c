@@ -35,6 +35,9 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "vma_status.h"
+#include "mem/premap.h"
+#include "mem/shmem.h"
+#include "mem/vma.h"
 
 #define SLOT_ALIGN	RST_HUGE_SIZE	/* a slot keeps its VMA's place in a huge page */
 #define RANGE_LOW	(1UL << 32)

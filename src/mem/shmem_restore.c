@@ -19,6 +19,7 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "vma_status.h"
+#include "mem/shmem.h"
 
 struct shm_obj *shm_find(struct rst *r, uint64_t shmid)
 {

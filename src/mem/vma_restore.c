@@ -18,6 +18,8 @@
 #include "ctx/restore_ctx.h"
 #include "mem/lazy.h"
 #include "vma_status.h"
+#include "mem/shmem.h"
+#include "mem/vma.h"
 
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v)

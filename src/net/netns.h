@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "ctx/restore_ctx.h"
+
 struct dump_ctx;
 struct refusals;
 
@@ -14,5 +16,11 @@ struct refusals;
 void netns_refuse(bool tcp_established, int host_netns, struct refusals *r);
 /* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img (inside, while frozen). */
 int netns_dump(struct dump_ctx *d, int host_netns);
+
+/* Restore (its _restore.c files) */
+
+/* netns.c: the dumped devices, addresses and routes in the new network namespace this
+ * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
+int netns_restore(struct rst *r, int host_netns);
 
 #endif

@@ -37,6 +37,7 @@
 
 #include "files.pb-c.h"
 #include "netdev.pb-c.h"
+#include "net/netns.h"
 
 #define NS_ID		1
 #define NS_MAX_DEVS	64

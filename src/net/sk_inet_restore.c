@@ -21,6 +21,7 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "net/tcp_states.h"
+#include "net/sockets.h"
 
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 {

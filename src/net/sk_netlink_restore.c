@@ -17,6 +17,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "net/sockets.h"
 
 static int nl_fail(const NetlinkSkEntry *e, int err, const char *what)
 {

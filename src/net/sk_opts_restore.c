@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "net/sockets.h"
 
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK	72

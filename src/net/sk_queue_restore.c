@@ -20,6 +20,7 @@
 #include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
+#include "net/sockets.h"
 
 static int load_queues(struct rst *r)
 {

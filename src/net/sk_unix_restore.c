@@ -38,6 +38,7 @@
 #include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
+#include "net/sockets.h"
 
 #define LISTEN_STATE	10
 #define ESTABLISHED	1

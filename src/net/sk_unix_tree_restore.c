@@ -29,6 +29,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "net/sockets.h"
 
 #define LISTEN_STATE	10
 #define ESTABLISHED	1

@@ -23,6 +23,12 @@
 #include <sys/un.h>
 
 #include "sk-opts.pb-c.h"
+#include "sk-inet.pb-c.h"
+#include "sk-netlink.pb-c.h"
+#include "sk-opts.pb-c.h"
+#include "sk-unix.pb-c.h"
+#include <sys/socket.h>
+#include <sys/un.h>
 
 struct dump_ctx;
 struct file_desc;
@@ -213,5 +219,57 @@ bool tcp_repairable(int state);
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
 int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
 void tcp_stream_free(struct tcp_stream *t);
+
+/* Restore (its _restore.c files) */
+
+struct rst;
+
+/* sk_opts.c: the common options of a new socket; <0 with what failed in why */
+int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len);
+
+/* sk_unix.c: every UNIX socket, at once; sk_queue.c: their queued data */
+int sk_unix_open_all(struct rst *r);
+int sk_queue_plan(struct rst *r);
+/* In the child, before its fds move: the queues, shutdowns, peek offsets. */
+int sk_child_finish(struct rst *r, char *msg, size_t len);
+void sk_queue_free(struct rst *r);
+void sk_helpers_close(struct rst *r);
+/* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
+int sk_unix_new(const UnixSkEntry *u);
+int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
+int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
+/* The address to connect or send to u's name from anywhere (a relative name: made whole). */
+socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* The aliases of names whose file the process had removed, once every socket that
+ * connects to one is made (sk_unix_restore.c). */
+void sk_unix_unlink_gone(struct rst *r);
+
+/*
+ * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the
+ * tree opens. u's connection to p (another process's), u's end for this one,
+ * p's kept for its process; the entry and memdump's fd of socket ino anywhere
+ * in the tree; the queues of every process planned once all are made; in the
+ * forked child, a sender's credentials' process of the tree waited for.
+ */
+int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
+const UnixSkEntry *sk_tree_entry(struct rst *r, uint32_t ino);
+int sk_tree_fd(struct rst *r, uint32_t ino);
+/* the tree's listener with u's name in *lfd (made ahead if need be): 0; 1 none; <0 */
+int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
+int sk_tree_plan_queues(struct rst *root);
+void sk_tree_wait_pid(struct rst *r, pid_t pid);
+
+/* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
+int sk_inet_open(struct rst *r, const InetSkEntry *e);
+int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
+int inet_fail(const InetSkEntry *e, int err, const char *what);
+
+/* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
+int sk_netlink_open(const NetlinkSkEntry *e);
+
+/* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
+int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
+void tcp_release_all(struct rst *r);
+void tcp_close_all(struct rst *r);
 
 #endif

@@ -34,6 +34,7 @@
 #include "net/tcp_states.h"
 
 #include "tcp-stream.pb-c.h"
+#include "net/sockets.h"
 
 #define CHUNK	(64 << 10)
 

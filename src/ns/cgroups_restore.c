@@ -31,6 +31,7 @@
 #include "image/image.h"
 #include "image/rstcheck.h"
 #include "ctx/restore_ctx.h"
+#include "ns/cgroups.h"
 
 static const char *const mode_names[] = {
 	[CG_MODE_SOFT] = "soft", [CG_MODE_FULL] = "full", [CG_MODE_STRICT] = "strict",

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "ctx/restore_ctx.h"
+
 struct dump_ctx;
 struct refusals;
 
@@ -19,5 +21,20 @@ struct proc_tree;
 void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 /* Its images, while the process is frozen. */
 int mntns_dump(struct dump_ctx *d);
+
+/* Restore (its _restore.c files) */
+
+/*
+ * mntns.c: the mount namespace, made from memdump's copy: checked at load,
+ * entered (built) before anything is opened, left after the fork; its PID
+ * namespace's proc mounted by the restored init (child.c).
+ */
+int mntns_load(struct rst *r);
+int mntns_restore_enter(struct rst *r);
+/* Is dev a filesystem the restore mounted anew (a tmpfs, a devpts)? */
+bool mntns_new_dev(const struct rst *r, dev_t dev);
+void mntns_restore_leave(struct rst *r);
+int mntns_mount_in_child(struct rst *r, char *why, size_t len);
+void mntns_free(struct rst *r);
 
 #endif

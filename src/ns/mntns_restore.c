@@ -29,6 +29,7 @@
 #include "ctx/restore_ctx.h"
 #include "mnt.pb-c.h"
 #include "tmpfs-file.pb-c.h"
+#include "ns/mntns.h"
 
 /* --join-ns mnt:PATH: the mount namespace the process goes into, or NULL. */
 static const char *join_path(const struct restore_opts *o)

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "ctx/restore_ctx.h"
+
 struct img_dir;
 struct refusals;
 
@@ -20,5 +22,13 @@ int mqueue_dump(struct img_dir *dir);
 bool mqueue_is_fd(pid_t pid, int fd);
 /* Why an fd on a queue (link: its /proc link, st: its stat) is not restorable, or NULL. */
 const char *mqueue_unsupported(pid_t pid, const char *link, const struct stat *st);
+
+/* Restore (its _restore.c files) */
+
+/* mqueue.c: an IPC namespace's POSIX message queues made in the fresh one this thread is in;
+ * an fd on one checked at load, opened (memdump's fd, or <0 after fail()). */
+int mqueue_restore_ns(struct rst *r);
+int mqueue_check(const struct rst *r, const MqueueFileEntry *m);
+int mqueue_open(const MqueueFileEntry *m);
 
 #endif

@@ -23,6 +23,7 @@
 #include "image/image.h"
 #include "ctx/restore_ctx.h"
 #include "mqueue.pb-c.h"
+#include "ns/mqueue.h"
 
 #define NS_ID		1
 

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "inventory.pb-c.h"
+#include "ctx/restore_ctx.h"
 
 struct dump_ctx;
 struct refusals;
@@ -34,5 +35,16 @@ void ns_leave_net(int back);
 int ns_dump(struct dump_ctx *d);
 /* The namespace ids of the ids and inventory images: 1 for a saved one. */
 void ns_fill_ids(uint32_t own, TaskKobjIdsEntry *ids);
+
+/* Restore (its _restore.c files) */
+
+/* ns.c: memdump's fd given for KEY by --inherit-fd fd[N]:KEY, or -1 */
+int rst_inherit_fd(const struct restore_opts *o, const char *key);
+
+/* ns.c: the UTS and IPC namespaces, new (from the images) or joined; this
+ * thread is in them from enter to leave, the process is forked between. */
+int ns_restore_enter(struct rst *r);
+void ns_restore_leave(struct rst *r);
+int ns_check_join(const struct restore_opts *o);
 
 #endif

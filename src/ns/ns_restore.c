@@ -35,6 +35,9 @@
 #include "ipc-shm.pb-c.h"
 #include "ipc-var.pb-c.h"
 #include "utsns.pb-c.h"
+#include "net/netns.h"
+#include "ns/mqueue.h"
+#include "ns/ns.h"
 
 #define NS_ID		1
 

@@ -27,6 +27,7 @@
 #include "fault.h"
 #include "log.h"
 #include "restore/restore.h"
+#include "restore/pipeline.h"
 
 /* the signal that asked the restore to stop, 0: none (a handler's flag) */
 static volatile sig_atomic_t rst_stop_sig;

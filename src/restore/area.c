@@ -17,6 +17,11 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "files/locks.h"
+#include "mem/shmem.h"
+#include "mem/vma.h"
+#include "restore/pipeline.h"
+#include "task/task.h"
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {

@@ -22,6 +22,13 @@
 #include "image/rstcheck.h"
 #include "restore/restore.h"
 #include "vma_status.h"
+#include "files/ghost.h"
+#include "files/locks.h"
+#include "mem/shmem.h"
+#include "mem/vma.h"
+#include "ns/cgroups.h"
+#include "restore/pipeline.h"
+#include "task/task.h"
 
 static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
 {

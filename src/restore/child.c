@@ -30,6 +30,17 @@
 #include "log.h"
 #include "fault.h"
 #include "restore/restore.h"
+#include "evloop/evloop.h"
+#include "files/files.h"
+#include "files/locks.h"
+#include "files/pidfd.h"
+#include "files/tty.h"
+#include "mem/premap.h"
+#include "net/sockets.h"
+#include "ns/cgroups.h"
+#include "ns/mntns.h"
+#include "restore/pipeline.h"
+#include "task/task.h"
 
 void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
 {

@@ -41,6 +41,20 @@
 #include "proc.h"
 #include "restore/restore.h"
 #include "mem/lazy.h"
+#include "evloop/evloop.h"
+#include "files/files.h"
+#include "files/ghost.h"
+#include "files/pidfd.h"
+#include "files/tty.h"
+#include "mem/pagesum.h"
+#include "mem/premap.h"
+#include "mem/shmem.h"
+#include "net/sockets.h"
+#include "ns/cgroups.h"
+#include "ns/mntns.h"
+#include "ns/ns.h"
+#include "restore/pipeline.h"
+#include "task/task.h"
 
 const FileEntry *rst_file(struct rst *r, uint32_t id)
 {

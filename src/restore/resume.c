@@ -29,6 +29,7 @@
 #include "proc.h"
 #include "restore/restore.h"
 #include "vma_status.h"
+#include "restore/pipeline.h"
 
 #ifndef PTRACE_GET_SYSCALL_INFO
 #define PTRACE_GET_SYSCALL_INFO	0x420e

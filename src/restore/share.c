@@ -22,6 +22,7 @@
 #include "common.h"
 #include "log.h"
 #include "restore/restore.h"
+#include "restore/pipeline.h"
 
 /* In memory every process of the tree shares (MAP_SHARED, mapped before the forks). */
 struct share_sync {

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
+#include "restore/pipeline.h"
 
 #define STALL_DEFAULT_MS	120000L
 

@@ -27,6 +27,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "restore/pipeline.h"
 
 struct sweep_rec {
 	uint64_t dev, ino;	/* ino 0: made next, an empty directory or a FIFO */

@@ -34,6 +34,17 @@
 #include "log.h"
 #include "restore/restore.h"
 #include "mem/lazy.h"
+#include "evloop/evloop.h"
+#include "files/ghost.h"
+#include "files/tty.h"
+#include "mem/pagesum.h"
+#include "mem/premap.h"
+#include "net/sockets.h"
+#include "ns/cgroups.h"
+#include "ns/mntns.h"
+#include "ns/ns.h"
+#include "restore/pipeline.h"
+#include "task/task.h"
 
 struct rst_pipe {
 	uint32_t id;		/* pipe_id: the dumped pipe's inode */

@@ -22,6 +22,7 @@
 #include "common.h"
 #include "log.h"
 #include "restore/restore.h"
+#include "restore/pipeline.h"
 
 /* Signals that do not end a process by default: no zombie can hold them. */
 static bool kills_by_default(int sig)

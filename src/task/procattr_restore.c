@@ -29,6 +29,7 @@
 #include "log.h"
 #include "proc.h"
 #include "ctx/restore_ctx.h"
+#include "task/task.h"
 
 #ifndef SIGEV_THREAD_ID
 #define SIGEV_THREAD_ID	4

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "task/task.h"
 
 #define MAX_FILTER_INSNS	4096	/* BPF_MAXINSNS */
 #define KEPT_FLAGS	(SECCOMP_FILTER_FLAG_LOG | SECCOMP_FILTER_FLAG_SPEC_ALLOW)

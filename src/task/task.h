@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "proc.h"
+#include "ctx/restore_ctx.h"
 
 #define NR_SIGS		64
 #define NR_RLIMITS	16
@@ -53,5 +54,29 @@ struct dump_ctx;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
 /* procattr.c */
 int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
+
+/* Restore (its _restore.c files) */
+
+/* task.c */
+size_t pending_sigs_count(struct rst *r);
+size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
+void fill_process(struct rst *r);
+int fill_helper_wanted(void);
+void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
+
+/* seccomp.c: seccomp.img checked, then its filters and each thread's chain in the area */
+int seccomp_check(struct rst *r);
+size_t seccomp_area_size(const struct rst *r);
+void seccomp_fill(struct rst *r, size_t off);
+
+/* attrs.c: what the kernel keeps beside memory (scheduling, oom, cgroup, timers ...) */
+int attrs_check(struct rst *r);
+void attrs_fill(struct rst *r);
+/* In the child, before the blob: 0, or -errno with why[] filled. */
+int attrs_apply_in_child(struct rst *r, char *why, size_t len);
+/* In the child, first: its session and process group as dumped. */
+void attrs_apply_groups(struct rst *r);
+/* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */
+unsigned rst_ns_tid(const PstreeEntry *pe, unsigned host_tid);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "ctx/restore_ctx.h"
+#include "task/task.h"
 
 static void regs_from_image(struct rst_gpregs *d, const UserX86RegsEntry *s)
 {
