@@ -20,6 +20,7 @@
 #include "cli/worker.h"
 #include "restore/restore.h"
 #include "ns/cgroups.h"
+#include "mem/track.h"
 
 
 static const char usage[] =

@@ -39,6 +39,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "xfer.h"
+#include "mem/track.h"
 
 struct migration {
 	const struct options *o;

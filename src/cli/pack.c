@@ -33,6 +33,7 @@
 #include "image/hash.h"
 #include "image/image.h"
 #include "log.h"
+#include "mem/pages.h"
 
 #define STREAM_MAGIC	"MDSTRM01"
 #define ENTRY_MAGIC	0x4553444du	/* "MDSE" */

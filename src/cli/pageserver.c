@@ -24,6 +24,7 @@
 #include "cli/options.h"
 #include "log.h"
 #include "xfer.h"
+#include "mem/pages.h"
 
 #define MADE_MAX	4096
 

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "cli/rpc.h"
 #include "ns/cgroups.h"
+#include "mem/pages.h"
 
 enum { K_DUMP = 1, K_RESTORE = 2, K_CHECK = 4, K_ALL = 7 };
 

@@ -162,24 +162,6 @@ enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 /* pagecache.c: how many of an image's bytes go through the page cache (all: it fits) */
 uint64_t pages_cache_room(uint64_t bytes);
-struct dump_ctx;
-struct dump_opts;
-/* pagewarm.c: before the freeze, pages-1.img made, unnamed, and its page cache
- * filled (d->pages_fd, d->pages_warm); pages.c names it and cuts it to the bytes
- * written. For a tree: whether the dump warms, and its processes' unnamed files
- * in dirfd, as far as the cache has room for them all (out[i].fd -1: not warmed). */
-int pages_warm(struct dump_ctx *d, const struct dump_opts *o);
-int pages_warm_trim(struct dump_ctx *d, int fd, uint64_t written);
-/* pages-1.img to write: the warmed one named now, or a new one; -errno */
-int pages_image_fd(struct dump_ctx *d);
-bool pages_warm_wanted(const struct dump_opts *o);
-struct warm_file {
-	pid_t pid;
-	int fd;
-	uint64_t bytes;
-};
-int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
-		     struct warm_file *out);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct dump_opts {
@@ -234,8 +216,6 @@ struct dump_trace {
 };
 
 
-/* track.c: memdump track --stop -t PID */
-int track_stop_run(pid_t pid);
 const char *mode_name(enum dump_mode m);
 
 /* The open files met in fds, mappings, exe, cwd and root (files.c). */
@@ -350,63 +330,6 @@ struct dump_ctx {
 	struct xfer *xfer;		/* from dump_opts: the page server, or NULL */
 };
 
-
-/* vma.c */
-int collect_vmas(struct dump_ctx *d);
-
-/* pagescan.c: which pages to dump (d->runs); start and wait, or both at once */
-int select_pages_start(struct dump_ctx *d);
-int select_pages_wait(struct dump_ctx *d);
-int select_pages(struct dump_ctx *d);
-
-/* cowpages.c: the pages of d->runs that are its tree parent's very pages (the same
- * physical page) move to d->tparent_runs */
-int cow_select(struct dump_ctx *d);
-
-/* parent.c: --prev-images-dir */
-int parent_open(struct dump_ctx *d, const char *path);
-/* From addr, the end (<= end) of the stretch the parent holds (*held) or not. */
-uint64_t parent_stretch(const struct parent_set *p, uint64_t addr, uint64_t end, bool *held);
-int parent_link(struct dump_ctx *d);
-void parent_unlink(struct dump_ctx *d);
-void parent_free(struct dump_ctx *d);
-
-/* pages.c */
-int write_pages(struct dump_ctx *d);
-/* page_xfer.c: pages-1.img to the page server: its stream opened (the fd to write to),
- * a DATA header before each piece, and at the end the pagemap and the commit */
-int page_xfer_open(struct dump_ctx *d);
-int page_xfer_data(struct dump_ctx *d, uint64_t bytes);
-int page_xfer_sync(struct dump_ctx *d);
-int page_xfer_error(struct dump_ctx *d, int err);
-int page_xfer_commit(struct dump_ctx *d);
-/* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,
- * which reads pages without PROT_READ too). */
-ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
-			size_t len);
-
-/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
-int collect_thread_sched(struct dump_ctx *d, int i);
-
-/* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
-int collect_seccomp(struct dump_ctx *d);
-void seccomp_free(struct dump_ctx *d);
-/* seccomp_check.c: 0, or fail() when t's filters, installed before its
- * credentials, would deny a system call the restorer makes after them */
-int seccomp_check_early(const struct dump_ctx *d, const struct thread *t);
-
-/* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
-int collect_posix_timers(struct dump_ctx *d);
-
-/* threads.c */
-int collect_threads(struct dump_ctx *d);
-int collect_thread_inside(struct dump_ctx *d, int i);
-int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
-/* A queued SIGSTOP is a stop: out of the queues, into d->stopped. */
-void collect_stop_state(struct dump_ctx *d);
-/* a remote syscall in thread i (0: the leader) */
-int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
-		 long a4);
 
 /* Signals that ask a dump to stop (SIGINT, SIGTERM, memdump's parent gone). */
 extern volatile sig_atomic_t dump_interrupted;

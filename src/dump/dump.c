@@ -44,6 +44,8 @@
 #include "ctx/proc_tree.h"
 #include "dump/zombies.h"
 #include "files/tty.h"
+#include "mem/pages.h"
+#include "mem/vma.h"
 
 volatile sig_atomic_t dump_interrupted;
 

@@ -34,6 +34,7 @@
 #include "ns/pidns.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
+#include "mem/pages.h"
 
 static int write_one(struct img_dir *dir, enum img_type t, unsigned id,
 		     const ProtobufCMessage *m)

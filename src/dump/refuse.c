@@ -31,6 +31,7 @@
 #include "net/sockets.h"
 #include "log.h"
 #include "proc.h"
+#include "mem/pages.h"
 
 /* PID 1, or the init of a nested PID namespace (last NSpid value 1) but as a tree's root. */
 static void check_init(pid_t pid, const struct proc_tree *tree, struct refusals *r)

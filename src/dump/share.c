@@ -25,6 +25,7 @@
 #include "dump/refuse.h"
 #include "ctx/proc_tree.h"
 #include "proc.h"
+#include "mem/pages.h"
 
 static bool same(pid_t a, pid_t b, int type)
 {

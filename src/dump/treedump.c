@@ -61,6 +61,7 @@
 #include "proc.h"
 #include "vma_status.h"
 #include "fd-share.pb-c.h"
+#include "mem/pages.h"
 
 /* One live process of the tree and its dump. */
 struct member {

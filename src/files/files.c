@@ -34,6 +34,7 @@
 #include "files/tty.h"
 
 #include "files.pb-c.h"
+#include "mem/pages.h"
 
 
 static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)

@@ -35,6 +35,7 @@
 #include "mem/shmem.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
+#include "mem/pages.h"
 
 #ifndef F_SETPIPE_SZ
 #define F_SETPIPE_SZ	1031

@@ -31,6 +31,7 @@
 #include "proc.h"
 
 #include "tty.pb-c.h"
+#include "mem/pages.h"
 
 #define PTY_SLAVE_MAJOR	136	/* UNIX98_PTY_SLAVE_MAJOR, 8 majors of 256 */
 #define QUEUE_MAX	(1 << 20)

@@ -35,6 +35,7 @@
 
 #include "tty.pb-c.h"
 #include "ns/ns.h"
+#include "mem/pages.h"
 
 #define PTY_MAX_INDEX	4096
 

@@ -6,6 +6,7 @@
 #include "image/image.h"
 
 #include "tty.pb-c.h"
+#include "mem/pages.h"
 
 /* Bytes queued for the reader of tty id. */
 static size_t queued(const struct dumpset *ds, uint32_t id)

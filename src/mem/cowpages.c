@@ -23,6 +23,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "log.h"
+#include "mem/pages.h"
 
 #define PM_PRESENT	(1ULL << 63)
 #define PM_PFN_MASK	((1ULL << 55) - 1)

@@ -19,6 +19,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "xfer.h"
+#include "mem/pages.h"
 
 int page_xfer_open(struct dump_ctx *d)
 {

@@ -30,6 +30,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
+#include "mem/pages.h"
 #include "mem/pagesum.h"
 #include "infect/infect.h"
 #include "fault.h"

@@ -25,6 +25,7 @@
 #include "mem/snapshot.h"
 #include "kernel_uapi.h"
 #include "log.h"
+#include "mem/pages.h"
 
 #define VEC_LEN		4096
 #define PM_PRESENT	(1ULL << 63)

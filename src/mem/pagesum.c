@@ -30,6 +30,7 @@
 #include "ctx/dump_ctx.h"
 #include "mem/pagesum.h"
 #include "log.h"
+#include "mem/pages.h"
 
 #define CHUNK	(1UL << 20)
 #define READ_CHUNK	(256UL << 10)

@@ -40,6 +40,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"
+#include "mem/pages.h"
 
 #define WARM_MIN	(16UL << 20)	/* below this the fresh pages cost little */
 #define WARM_ALIGN	(2UL << 20)

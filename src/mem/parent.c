@@ -18,6 +18,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "pagemap.pb-c.h"
+#include "mem/pages.h"
 
 static int add_cover(struct parent_set *p, const PagemapEntry *pe, size_t *cap)
 {

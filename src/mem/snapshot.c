@@ -59,6 +59,7 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "vma_status.h"
+#include "mem/pages.h"
 
 /*
  * The copier's unit: 2 MiB, aligned, so that lifting the protection of a

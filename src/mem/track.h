@@ -57,4 +57,7 @@ int track_protect(struct dump_ctx *d);
 int track_remove(struct infect_ctx *in, struct tracker *t);
 void track_close(struct tracker *t);
 
+/* track.c: memdump track --stop -t PID */
+int track_stop_run(pid_t pid);
+
 #endif

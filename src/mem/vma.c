@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
+#include "mem/vma.h"
 #include "mem/snapshot.h"
 #include "ctx/file_desc.h"
 #include "log.h"

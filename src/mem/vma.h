@@ -1,8 +1,12 @@
-/* Restore: the VMAs in the restorer area (vma_restore.c). */
+/* The VMAs: collected at dump (vma.c), in the restorer area at restore (vma_restore.c). */
 #ifndef MEMDUMP_MEM_VMA_H
 #define MEMDUMP_MEM_VMA_H
 
+#include "ctx/dump_ctx.h"
 #include "ctx/restore_ctx.h"
+
+/* vma.c */
+int collect_vmas(struct dump_ctx *d);
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v);
 /* vma_restore.c: the VMAs, their page runs and guards, the blob's fds, in the area */

@@ -16,6 +16,7 @@
 #include "ctx/dump_ctx.h"
 #include "log.h"
 #include "proc.h"
+#include "task/task.h"
 
 #ifndef SIGEV_THREAD_ID
 #define SIGEV_THREAD_ID	4

@@ -17,6 +17,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "log.h"
+#include "task/task.h"
 
 static int get_policy(pid_t tid, struct thread_sched *s)
 {

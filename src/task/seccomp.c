@@ -22,6 +22,7 @@
 #include "ctx/dump_ctx.h"
 #include "log.h"
 #include "proc.h"
+#include "task/task.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
 #define PTRACE_SECCOMP_GET_FILTER	0x420c

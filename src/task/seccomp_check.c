@@ -24,6 +24,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "log.h"
+#include "task/task.h"
 
 #ifndef AUDIT_ARCH_X86_64
 #define AUDIT_ARCH_X86_64	0xc000003e

@@ -1,4 +1,5 @@
-/* Process-wide state of the target: what core, mm, pstree and fs images hold. */
+/* The task: what core, mm, pstree and fs images hold; its threads, scheduling, seccomp and
+ * POSIX timers collected at dump; its restore (task_restore.c, procattr_restore.c, seccomp_restore.c). */
 #ifndef MEMDUMP_TASK_H
 #define MEMDUMP_TASK_H
 
@@ -6,6 +7,7 @@
 #include <stdint.h>
 
 #include "proc.h"
+#include "ctx/dump_ctx.h"
 #include "ctx/restore_ctx.h"
 
 #define NR_SIGS		64
@@ -54,6 +56,29 @@ struct dump_ctx;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
 /* procattr.c */
 int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
+
+/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
+int collect_thread_sched(struct dump_ctx *d, int i);
+
+/* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
+int collect_seccomp(struct dump_ctx *d);
+void seccomp_free(struct dump_ctx *d);
+/* seccomp_check.c: 0, or fail() when t's filters, installed before its
+ * credentials, would deny a system call the restorer makes after them */
+int seccomp_check_early(const struct dump_ctx *d, const struct thread *t);
+
+/* ptimers.c: POSIX timers, by /proc/PID/timers and remote timer_gettime */
+int collect_posix_timers(struct dump_ctx *d);
+
+/* threads.c */
+int collect_threads(struct dump_ctx *d);
+int collect_thread_inside(struct dump_ctx *d, int i);
+int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
+/* A queued SIGSTOP is a stop: out of the queues, into d->stopped. */
+void collect_stop_state(struct dump_ctx *d);
+/* a remote syscall in thread i (0: the leader) */
+int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2, long a3,
+		 long a4);
 
 /* Restore (its _restore.c files) */
 

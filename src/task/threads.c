@@ -19,6 +19,7 @@
 #include "ctx/dump_ctx.h"
 #include "infect/infect.h"
 #include "log.h"
+#include "task/task.h"
 
 #define XSAVE_MAX	(16 << 10)
 
