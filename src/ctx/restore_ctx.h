@@ -518,6 +518,15 @@ int sk_queue_plan(struct rst *r);
 int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
+/*
+ * sk_scm_restore.c: files in flight (SCM_RIGHTS). Their descriptions added to
+ * r->descs (open_fds(), after the fds' own); the control data of message e
+ * with memdump's fds of them, appended to m's (ctl: len bytes).
+ */
+int sk_scm_descs(struct rst *r);
+struct msghdr;
+int sk_scm_control(struct rst *r, const SkPacketEntry *e, struct msghdr *m, char *ctl,
+		   size_t len);
 /* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
 int sk_unix_new(const UnixSkEntry *u);
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);

@@ -82,6 +82,9 @@ struct sk_packet {
 	uint64_t sender;		/* UNIX: the sending socket's ino */
 	bool has_creds;
 	struct ucred creds;
+	int *fds;			/* UNIX: the files in flight with it (SCM_RIGHTS), */
+	uint32_t *fd_ids;		/* memdump's copies and their ids in files.img (sk_scm.c) */
+	size_t nr_fds;
 };
 
 struct sk_unix {
@@ -191,6 +194,19 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_unix_write(const struct file_desc *f, struct image *files);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
+
+/* sk_scm.c: files in flight (SCM_RIGHTS) in UNIX socket queues */
+/* Keep n fds received with p (closed on failure). */
+int sk_scm_take(struct sk_packet *p, const int *fds, size_t n);
+/*
+ * Stream: the offset in a peeked run of n bytes (at peek offset off) where the
+ * message with p's fds starts, the run's bytes before it coming from messages
+ * without fds; the peek offset is left at off + n.
+ */
+ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
+/* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
+int sk_scm_resolve(struct dump_ctx *d);
+void sk_scm_free(struct sk_packet *p);
 
 /* sk_inet.c */
 /* s: the socket as sock_diag lists it (its receive queue), or NULL */
