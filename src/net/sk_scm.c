@@ -10,7 +10,8 @@
  *
  * A stream socket joins the bytes of several messages in one read, up to and
  * including the first message with fds: the start of that message is found
- * by peeking one byte at a time, halving the range, so that the fds come
+ * by peeking one byte at a time from the end of the run (a peek gets the fds
+ * only when it starts at their message's first byte), so that the fds come
  * back attached to the same bytes.
  */
 #include <errno.h>
@@ -77,21 +78,15 @@ static int byte_has_fds(int copy, int off)
 
 ssize_t sk_scm_stream_start(int copy, int off, ssize_t n)
 {
-	ssize_t lo = 0, hi = n - 1;	/* the last byte is the message's */
 	int end = off + (int)n, ret = 0;
+	ssize_t k = n - 1;
 
-	while (lo < hi && ret >= 0) {
-		ssize_t mid = lo + (hi - lo) / 2;
-
-		ret = byte_has_fds(copy, off + (int)mid);
-		if (ret > 0)
-			hi = mid;
-		else if (!ret)
-			lo = mid + 1;
-	}
+	/* the kernel gives a message's fds to a peek that starts at its first byte only */
+	for (; k > 0 && !ret; k--)
+		ret = byte_has_fds(copy, off + (int)k);
 	if (setsockopt(copy, SOL_SOCKET, SO_PEEK_OFF, &end, sizeof(end)) && ret >= 0)
 		ret = -errno;
-	return ret < 0 ? ret : lo;
+	return ret < 0 ? ret : ret ? k + 1 : 0;
 }
 
 /* An earlier file in flight (of any socket) with the same description as fd: its id. */

@@ -199,9 +199,9 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img);
 /* Keep n fds received with p (closed on failure). */
 int sk_scm_take(struct sk_packet *p, const int *fds, size_t n);
 /*
- * Stream: the offset in a peeked run of n bytes (at peek offset off) where the
- * message with p's fds starts, the run's bytes before it coming from messages
- * without fds; the peek offset is left at off + n.
+ * Stream: the offset in a peeked run of n bytes with fds (at peek offset off)
+ * where the message with the fds starts, the run's bytes before it coming
+ * from messages without fds; the peek offset is left at off + n.
  */
 ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
 /* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
