@@ -28,15 +28,18 @@ add scm-lr-dgram case_scm_lr dgram
 add scm-lr-stream case_scm_lr stream
 
 # scm_refused KIND: a file only in flight that memdump cannot dump (an eventfd, a
-# UNIX socket no process holds) is refused naming the socket and the file; the
+# UNIX socket no process holds, a file whose description holds an flock) is refused naming the socket and the file; the
 # target runs on untraced and still receives its message with the fd.
 SCM_REFUSED='
-import os, signal, socket, sys
+import fcntl, os, signal, socket, sys
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 if sys.argv[1] == "eventfd":
     f = os.eventfd(7)
+elif sys.argv[1] == "flock":
+    f = os.open(sys.argv[2], os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(f, fcntl.LOCK_EX)
 else:
     f = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).detach()
 socket.send_fds(a, [b"msg"], [f])
@@ -49,14 +52,21 @@ link = os.readlink("/proc/self/fd/%d" % fds[0]) if len(fds) == 1 else "none"
 ok = data == b"msg" and len(fds) == 1
 if ok and sys.argv[1] == "eventfd":
     ok = os.eventfd_read(fds[0]) == 7
+if ok and sys.argv[1] == "flock":
+    try:
+        fcntl.flock(os.open(sys.argv[2], os.O_RDONLY), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        ok = False
+    except BlockingIOError:
+        pass
 print("PASS" if ok else "FAIL %r %r %s" % (data, fds, link), flush=True)'
 case_scm_refused() {
 	local want
-	start_py scm-refused "$SCM_REFUSED" "$1"
+	start_py scm-refused "$SCM_REFUSED" "$1" "$T/locked"
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
 	want='an anonymous-inode file no process of the dump holds \(anon_inode:\[eventfd\]\)'
-	[[ $1 == eventfd ]] || want='a socket no process of the dump holds \(socket:\[[0-9]+\]\)'
+	[[ $1 == socket ]] && want='a socket no process of the dump holds \(socket:\[[0-9]+\]\)'
+	[[ $1 == flock ]] && want="a file with a lock \\(flock, OFD\\) no process of the dump holds \\($T/locked\\)"
 	grep -qE "UNIX socket [0-9]+ has a file descriptor in flight \(SCM_RIGHTS\) that is $want" \
 		"$MD_ERR" || fail "the error does not name the file in flight"
 	no_inventory "$T/d"
@@ -65,6 +75,7 @@ case_scm_refused() {
 }
 add scm-refused-eventfd case_scm_refused eventfd
 add scm-refused-socket case_scm_refused socket
+add scm-refused-flock case_scm_refused flock
 
 # scm_killed POINT: every memdump process SIGKILLed at POINT of a killing dump,
 # while memdump holds its copies of the files in flight: the target runs on

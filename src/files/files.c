@@ -487,6 +487,23 @@ static int collect_fd(struct dump_ctx *d, int fd)
 	return 0;
 }
 
+/* Does memdump's fd hold a lock (flock, OFD: the description's own), as its fdinfo shows? */
+static bool self_fd_locked(int fd)
+{
+	char path[64], line[256];
+	bool locked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return true;	/* cannot tell: refused */
+	while (!locked && fgets(line, sizeof(line), f))
+		locked = !strncmp(line, "lock:", 5);
+	fclose(f);
+	return locked;
+}
+
 /* Which file in flight (not the target's) memdump cannot dump; NULL: it can. */
 static const char *inflight_unsupported(int fd, const char *link, const struct stat *st)
 {
@@ -509,6 +526,8 @@ static const char *inflight_unsupported(int fd, const char *link, const struct s
 		return "a /proc or other special file";
 	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
 		return "a file with a SIGIO owner no process of the dump holds";
+	if (self_fd_locked(fd))
+		return "a file with a lock (flock, OFD) no process of the dump holds";
 	return NULL;
 }
 

@@ -96,10 +96,11 @@ static uint32_t earlier_inflight(const struct dump_ctx *d, int fd)
 
 	for (int i = 0; i < d->files.nr_descs; i++) {
 		const struct file_desc *f = &d->files.descs[i];
-		const struct sk_unix *u = &f->sk->un;
+		const struct sk_unix *u;
 
 		if (f->kind != FK_SOCKET || f->sk->family != AF_UNIX)
 			continue;
+		u = &f->sk->un;
 		for (size_t q = 0; q < u->nr_queue; q++)
 			for (size_t k = 0; k < u->queue[q].nr_fds && u->queue[q].fd_ids; k++)
 				if (u->queue[q].fd_ids[k] &&
