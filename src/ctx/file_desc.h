@@ -48,6 +48,7 @@ struct file_desc {
 	struct fd_owner fown;	/* REG, PIPE, TTY, SOCKET: its SIGIO owner */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */
+	int inflight_fd;	/* only in flight (SCM_RIGHTS): memdump's copy, 0: none */
 	union {			/* the event-loop kinds (evloop.h) */
 		struct eventfd_state efd;
 		struct timerfd_state tfd;
@@ -74,6 +75,13 @@ struct fd_policy;	/* dump.h */
 int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, int flags,
 		   const char *src);
 int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, exe */
+/*
+ * A file in flight on UNIX socket ino (SCM_RIGHTS), memdump's copy fd (kept
+ * open by the caller until the images are written): the id of the target's
+ * description of it, or of a new one (a pipe end, a regular file, a FIFO);
+ * any other file is refused, naming ino.
+ */
+int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino);
 
 /* files/files.c: the owner of fd of process pid's open file, read on a pidfd_getfd copy */
 int fd_owner_read(pid_t pid, int fd, struct fd_owner *o);

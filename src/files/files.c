@@ -488,6 +488,106 @@ static int collect_fd(struct dump_ctx *d, int fd)
 	return 0;
 }
 
+/* Does memdump's fd hold a lock (flock, OFD: the description's own), as its fdinfo shows? */
+static bool self_fd_locked(int fd)
+{
+	char path[64], line[256];
+	bool locked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return true;	/* cannot tell: refused */
+	while (!locked && fgets(line, sizeof(line), f))
+		locked = !strncmp(line, "lock:", 5);
+	fclose(f);
+	return locked;
+}
+
+/* Which file in flight (not the target's) memdump cannot dump; NULL: it can. */
+static const char *inflight_unsupported(int fd, const char *link, const struct stat *st)
+{
+	struct f_owner_ex ex = { 0 };
+
+	if (S_ISSOCK(st->st_mode))
+		return "a socket no process of the dump holds";
+	if (!strncmp(link, "anon_inode:", 11))
+		return "an anonymous-inode file no process of the dump holds";
+	if (link[0] != '/' && !S_ISFIFO(st->st_mode))
+		return "a namespace file or another object with no path";
+	if (!strncmp(link, "/memfd:", 7) || ghost_is_deleted(link))
+		return "a memfd or deleted file no process of the dump holds";
+	if (is_tty(st))
+		return "a terminal no process of the dump holds";
+	if (!(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ||
+	      S_ISCHR(st->st_mode)))
+		return "a block device or unknown file";
+	if (!strncmp(link, "/proc/", 6) || special_fs(getpid(), fd))
+		return "a /proc or other special file";
+	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
+		return "a file with a SIGIO owner no process of the dump holds";
+	if (self_fd_locked(fd))
+		return "a file with a lock (flock, OFD) no process of the dump holds";
+	return NULL;
+}
+
+/* A new description for a file only in flight: a pipe end, a FIFO, a regular file. */
+static int describe_inflight(struct dump_ctx *d, int fd, const char *link, const struct stat *st,
+			     uint32_t flags, uint64_t pos)
+{
+	bool pipe = S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:", 5);
+	struct file_desc *f = new_desc(&d->files, pipe ? FK_PIPE :
+				       S_ISFIFO(st->st_mode) ? FK_FIFO : FK_REG);
+	char proc[64];
+	int idx, id;
+
+	if (!f || (!pipe && !(f->path = strdup(link))))
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	f->pos = pos;
+	f->inflight_fd = fd;
+	if (S_ISFIFO(st->st_mode))
+		f->pipe_id = st->st_ino;
+	if (f->kind != FK_FIFO)
+		return f->id;
+	idx = f - d->files.descs;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	id = files_add_path(d, link, st, flags, proc);
+	if (id < 0)
+		return id;
+	d->files.descs[idx].fifo_reg_id = id;
+	return d->files.descs[idx].id;
+}
+
+int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
+{
+	struct file_set *fs = &d->files;
+	char proc[64], link[PATH_MAX];
+	uint32_t flags = 0;
+	uint64_t pos = 0;
+	const char *why;
+	struct stat st;
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	if (n < 0 || fstat(fd, &st) || read_fdinfo(getpid(), fd, &pos, &flags))
+		return fail(-errno, "UNIX socket %lu: cannot inspect a file in flight: %s",
+			    (unsigned long)ino, strerror(errno));
+	link[n] = 0;
+	for (int i = 0; i < fs->nr_fds; i++)	/* one the target holds too */
+		if (syscall(SYS_kcmp, d->pid, getpid(), KCMP_FILE, fs->fds[i].fd, fd) == 0)
+			return fs->fds[i].id;
+	why = inflight_unsupported(fd, link, &st);
+	if (why)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has a file descriptor in flight "
+			    "(SCM_RIGHTS) that is %s (%s), which memdump cannot dump",
+			    (unsigned long)ino, why, link);
+	return describe_inflight(d, fd, link, &st, flags, pos);
+}
+
 int collect_fds(struct dump_ctx *d)
 {
 	char path[64];
@@ -503,7 +603,7 @@ int collect_fds(struct dump_ctx *d)
 		if (de->d_name[0] != '.' && !track_owns_fd(&d->track, atoi(de->d_name)))
 			ret = collect_fd(d, atoi(de->d_name));	/* memdump's tracker: not the process's */
 	closedir(dir);
-	return ret;
+	return ret ?: sk_scm_resolve(d);	/* files in flight: once every fd is known */
 }
 
 static FownEntry fown_zero = FOWN_ENTRY__INIT;
@@ -595,19 +695,15 @@ static FdTypes fd_type(const struct file_desc *f)
 }
 
 /* Copy a pipe's unread bytes without consuming them: tee, then splice. */
-static int write_pipe_data(struct dump_ctx *d, struct image *img, const struct file_desc *f,
-			   int fd)
+static int write_pipe_data(struct image *img, const struct file_desc *f, const char *proc)
 {
 	PipeDataEntry pde = PIPE_DATA_ENTRY__INIT;
-	char proc[64];
 	int src, tmp[2], ret = 0;
 	ssize_t n = 0;
 
-	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	src = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (src < 0)
-		return fail(-errno, "cannot open pipe fd %d of process %d: %s", fd, d->pid,
-			    strerror(errno));
+		return fail(-errno, "cannot open pipe %s: %s", proc, strerror(errno));
 	if (pipe2(tmp, O_CLOEXEC)) {
 		close(src);
 		return -errno;
@@ -656,14 +752,17 @@ static int write_pipes_data(struct dump_ctx *d, enum img_type type, enum file_ki
 	if (ret)
 		return ret;
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
+		char proc[64] = "";
+
 		if (fs->descs[i].kind != kind || pipe_seen_before(fs, i))
 			continue;
-		for (int j = 0; j < fs->nr_fds; j++) {
-			if (fs->fds[j].id == fs->descs[i].id) {
-				ret = write_pipe_data(d, img, &fs->descs[i], fs->fds[j].fd);
-				break;
-			}
-		}
+		for (int j = 0; j < fs->nr_fds && !proc[0]; j++)
+			if (fs->fds[j].id == fs->descs[i].id)
+				snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fs->fds[j].fd);
+		if (!proc[0] && fs->descs[i].inflight_fd > 0)	/* only in flight: memdump's copy */
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->descs[i].inflight_fd);
+		if (proc[0])
+			ret = write_pipe_data(img, &fs->descs[i], proc);
 	}
 	if (ret) {
 		img_abort(img);

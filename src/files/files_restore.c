@@ -340,6 +340,14 @@ static bool is_pipe(const FileEntry *fe, uint32_t pipe_id)
 	return fe && fe->type == FD_TYPES__PIPE && fe->pipe && fe->pipe->pipe_id == pipe_id;
 }
 
+static bool has_fd(const struct rst *r, uint32_t id)
+{
+	for (size_t i = 0; i < r->ds.nr_fds; i++)
+		if (r->ds.fds[i]->id == id)
+			return true;
+	return false;
+}
+
 static void find_ends(struct rst *r, uint32_t pipe_id, struct pipe_ends *pe)
 {
 	struct dumpset *ds = &r->ds;
@@ -358,6 +366,16 @@ static void find_ends(struct rst *r, uint32_t pipe_id, struct pipe_ends *pe)
 		pe->low |= ds->fds[i]->fd <= 2;
 		if (pe->inherited < 0)
 			pe->inherited = inherited_pipe(r, ds->fds[i]->fd, rd);
+	}
+	for (size_t i = 0; i < r->nr_descs; i++) {	/* ends only in flight (SCM_RIGHTS) */
+		const FileEntry *fe = rst_file(r, r->descs[i].id);
+		bool rd;
+
+		if (!is_pipe(fe, pipe_id) || has_fd(r, fe->id))
+			continue;
+		rd = (fe->pipe->flags & O_ACCMODE) == O_RDONLY;
+		pe->rd |= rd;
+		pe->wr |= !rd;
 	}
 }
 
@@ -602,6 +620,7 @@ int open_fds(struct rst *r)
 		r->descs[r->nr_descs].id = ds->fds[i]->id;
 		r->descs[r->nr_descs++].fd = -1;
 	}
+	ret = sk_scm_descs(r);	/* files only in flight on a UNIX socket (SCM_RIGHTS) */
 	for (size_t i = 0; !ret && i < r->nr_descs; i++)
 		if (r->descs[i].fd < 0)
 			ret = open_desc(r, &r->descs[i]);

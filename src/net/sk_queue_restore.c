@@ -165,10 +165,26 @@ int sk_queue_plan(struct rst *r)
 	return ret;
 }
 
-static int send_all(const struct sk_late *l)
+/* The sender's credentials as control data of m (ctl: len bytes). */
+static void add_creds(const SkPacketEntry *e, struct msghdr *m, char *ctl, size_t len)
+{
+	struct ucred c = { e->cred_pid, e->cred_uid, e->cred_gid };
+	struct cmsghdr *cm;
+
+	memset(ctl, 0, len);
+	m->msg_control = ctl;
+	m->msg_controllen = CMSG_SPACE(sizeof(c));
+	cm = CMSG_FIRSTHDR(m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_CREDENTIALS;
+	cm->cmsg_len = CMSG_LEN(sizeof(c));
+	memcpy(CMSG_DATA(cm), &c, sizeof(c));
+}
+
+static int send_all(struct rst *r, const struct sk_late *l)
 {
 	const SkPacketEntry *e = l->msg->e;
-	char ctl[CMSG_SPACE(sizeof(struct ucred))];
+	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(253 * sizeof(int))];
 	size_t off = 0;
 
 	do {
@@ -180,17 +196,13 @@ static int send_all(const struct sk_late *l)
 			m.msg_name = (void *)&l->to;
 			m.msg_namelen = l->tolen;
 		}
-		if (e->has_cred_pid) {
-			struct ucred c = { e->cred_pid, e->cred_uid, e->cred_gid };
-			struct cmsghdr *cm;
+		if (e->has_cred_pid)
+			add_creds(e, &m, ctl, sizeof(ctl));
+		if (!off) {	/* the files in flight go with the first bytes (sk_scm_restore.c) */
+			int ret = sk_scm_control(r, e, &m, ctl, sizeof(ctl));
 
-			m.msg_control = ctl;
-			m.msg_controllen = sizeof(ctl);
-			cm = CMSG_FIRSTHDR(&m);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_CREDENTIALS;
-			cm->cmsg_len = CMSG_LEN(sizeof(c));
-			memcpy(CMSG_DATA(cm), &c, sizeof(c));
+			if (ret)
+				return ret;
 		}
 		n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0)
@@ -209,7 +221,7 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 		if (l->op == SK_LATE_SEND && l->msg->e->has_cred_pid)
 			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
 		if (l->op == SK_LATE_SEND)
-			ret = send_all(l);
+			ret = send_all(r, l);
 		else if (l->op == SK_LATE_SHUTDOWN)
 			ret = shutdown(l->fd, l->arg) ? -errno : 0;
 		else

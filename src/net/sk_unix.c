@@ -131,7 +131,7 @@ static uint64_t dgram_sender(const struct sk_set *set, const struct sk_diag *rcv
 	return 0;
 }
 
-/* Credentials and passed fds of one peeked message; SCM_RIGHTS: -EOPNOTSUPP. */
+/* Credentials and passed fds (kept in p: sk_scm.c) of one peeked message. */
 static int read_cmsgs(struct msghdr *m, struct sk_packet *p)
 {
 	int ret = 0;
@@ -143,12 +143,10 @@ static int read_cmsgs(struct msghdr *m, struct sk_packet *p)
 			memcpy(&p->creds, CMSG_DATA(c), sizeof(p->creds));
 			p->has_creds = p->creds.pid != 0;	/* 0: sent without credentials */
 		} else if (c->cmsg_type == SCM_RIGHTS) {
-			int *fds = (int *)CMSG_DATA(c);
 			size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int err = sk_scm_take(p, (int *)CMSG_DATA(c), n);
 
-			for (size_t i = 0; i < n; i++)
-				close(fds[i]);
-			ret = -EOPNOTSUPP;
+			ret = ret ?: err;
 		}
 	}
 	if (m->msg_flags & MSG_CTRUNC)
@@ -202,8 +200,8 @@ static int queue_error(const struct sk_diag *s, int err)
 	unsigned long ino = s->ino;
 
 	if (err == -EOPNOTSUPP)
-		return fail(err, "UNIX socket %lu has file descriptors in flight (SCM_RIGHTS), "
-			    "which memdump cannot dump", ino);
+		return fail(err, "UNIX socket %lu has more file descriptors in flight (SCM_RIGHTS) "
+			    "in a message than memdump can receive at once", ino);
 	if (err == -EMSGSIZE)
 		return fail(err, "UNIX socket %lu: a queued datagram is larger than %d bytes", ino,
 			    PEEK_BUF);
@@ -218,10 +216,52 @@ static bool sent_connected(struct dump_ctx *d, const struct sk_diag *rcv, uint64
 	return snd && snd->peer == rcv->ino;
 }
 
+/* The checks of one peeked message (n < 0: none left); 0 or an error already reported. */
+static int check_packet(struct dump_ctx *d, const struct sk_diag *s, struct sk_unix *u,
+			ssize_t n, struct sk_packet *p, const struct sockaddr_un *from,
+			socklen_t flen)
+{
+	if (n == 0 && s->type == SOCK_DGRAM)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has an empty datagram queued, "
+			    "which memdump cannot dump", (unsigned long)s->ino);
+	if (n == 0)
+		return 0;	/* stream: the end (EOF after a shutdown or none) */
+	p->sender = s->type == SOCK_DGRAM ? dgram_sender(&d->sockets, s, from, flen) : s->peer;
+	if (s->type == SOCK_DGRAM && !p->sender)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
+			    "socket outside the %s", (unsigned long)s->ino,
+			    d->tree ? "tree" : "process");
+	if (s->type == SOCK_DGRAM && u->deleted && !sent_connected(d, s, p->sender))
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
+			    "socket not connected to it, and the file of its name was "
+			    "removed: memdump cannot send it again", (unsigned long)s->ino);
+	return 0;
+}
+
+/* A stream run whose last message has fds: the bytes before that message apart (sk_scm.c). */
+static int add_stream_run(int copy, int off, struct sk_unix *u, const char *buf, ssize_t n,
+			  struct sk_packet *p)
+{
+	ssize_t start = p->nr_fds && n > 1 ? sk_scm_stream_start(copy, off, n) : 0;
+	struct sk_packet plain = *p;
+	int ret;
+
+	if (start < 0)
+		return fail((int)start, "UNIX socket %lu: cannot peek its queue: %s",
+			    (unsigned long)u->ino, strerror((int)-start));
+	plain.fds = NULL;
+	plain.fd_ids = NULL;
+	plain.nr_fds = 0;
+	ret = start ? add_packet(u, buf, start, &plain) : 0;
+	return ret ?: add_packet(u, buf + start, n - start, p);
+}
+
 /* Every message of the receive queue, the peek offset at 0 and SO_PASSCRED on. */
 static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_unix *u,
 		    char *buf)
 {
+	int off = 0;
+
 	for (;;) {
 		struct sockaddr_un from;
 		socklen_t flen = 0;
@@ -230,26 +270,19 @@ static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 		ssize_t n = peek_one(copy, buf, &p, &from, &flen, &err);
 
 		if (err)
-			return queue_error(s, err);
-		if (n == 0 && s->type != SOCK_DGRAM)
-			return 0;	/* stream: the end (EOF after a shutdown or none) */
-		if (n < 0)
-			return 0;	/* EAGAIN: no more */
-		if (n == 0)
-			return fail(-EOPNOTSUPP, "UNIX socket %lu has an empty datagram queued, "
-				    "which memdump cannot dump", (unsigned long)s->ino);
-		p.sender = s->type == SOCK_DGRAM ? dgram_sender(&d->sockets, s, &from, flen) : s->peer;
-		if (s->type == SOCK_DGRAM && !p.sender)
-			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
-				    "socket outside the %s", (unsigned long)s->ino,
-				    d->tree ? "tree" : "process");
-		if (s->type == SOCK_DGRAM && u->deleted && !sent_connected(d, s, p.sender))
-			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
-				    "socket not connected to it, and the file of its name was "
-				    "removed: memdump cannot send it again", (unsigned long)s->ino);
-		err = add_packet(u, buf, n, &p);
+			err = queue_error(s, err);
+		else if (n >= 0)
+			err = check_packet(d, s, u, n, &p, &from, flen);
+		if (!err && n > 0)
+			err = s->type != SOCK_STREAM ? add_packet(u, buf, n, &p) :
+			      add_stream_run(copy, off, u, buf, n, &p);
+		if (n >= 0 && (err || !n))
+			sk_scm_free(&p);	/* not queued: its fds are still memdump's */
 		if (err)
 			return err;
+		if (n <= 0)
+			return 0;
+		off += (int)n;
 	}
 }
 
@@ -400,6 +433,7 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img)
 	for (size_t i = 0; i < u->nr_queue && !ret; i++) {
 		const struct sk_packet *p = &u->queue[i];
 		SkPacketEntry e = SK_PACKET_ENTRY__INIT;
+		ScmEntry scm = SCM_ENTRY__INIT, *scms[1] = { &scm };
 
 		e.id_for = f->id;
 		e.length = p->len;
@@ -410,6 +444,13 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img)
 			e.cred_pid = p->creds.pid;
 			e.cred_uid = p->creds.uid;
 			e.cred_gid = p->creds.gid;
+		}
+		if (p->nr_fds) {	/* the files in flight, in order (sk_scm.c) */
+			scm.type = SCM_RIGHTS;
+			scm.n_rights = p->nr_fds;
+			scm.rights = p->fd_ids;
+			e.n_scm = 1;
+			e.scm = scms;
 		}
 		ret = img_write_msg(img, &e.base);
 		if (!ret)

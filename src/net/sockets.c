@@ -460,8 +460,10 @@ void sk_state_free(struct sk_state *s)
 		return;
 	sk_opts_free(&s->opts);
 	if (s->family == AF_UNIX) {
-		for (size_t i = 0; i < s->un.nr_queue; i++)
+		for (size_t i = 0; i < s->un.nr_queue; i++) {
 			free(s->un.queue[i].data);
+			sk_scm_free(&s->un.queue[i]);
+		}
 		free(s->un.queue);
 		free(s->un.name_dir);
 	} else if (s->family == AF_NETLINK) {

@@ -23,6 +23,7 @@
 #include <sys/un.h>
 
 #include "sk-opts.pb-c.h"
+#include "sk-packet.pb-c.h"
 #include "sk-inet.pb-c.h"
 #include "sk-netlink.pb-c.h"
 #include "sk-opts.pb-c.h"
@@ -88,6 +89,9 @@ struct sk_packet {
 	uint64_t sender;		/* UNIX: the sending socket's ino */
 	bool has_creds;
 	struct ucred creds;
+	int *fds;			/* UNIX: the files in flight with it (SCM_RIGHTS), */
+	uint32_t *fd_ids;		/* memdump's copies and their ids in files.img (sk_scm.c) */
+	size_t nr_fds;
 };
 
 struct sk_unix {
@@ -198,6 +202,19 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 int sk_unix_write(const struct file_desc *f, struct image *files);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
 
+/* sk_scm.c: files in flight (SCM_RIGHTS) in UNIX socket queues */
+/* Keep n fds received with p (closed on failure). */
+int sk_scm_take(struct sk_packet *p, const int *fds, size_t n);
+/*
+ * Stream: the offset in a peeked run of n bytes with fds (at peek offset off)
+ * where the message with the fds starts, the run's bytes before it coming
+ * from messages without fds; the peek offset is left at off + n.
+ */
+ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
+/* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
+int sk_scm_resolve(struct dump_ctx *d);
+void sk_scm_free(struct sk_packet *p);
+
 /* sk_inet.c */
 /* s: the socket as sock_diag lists it (its receive queue), or NULL */
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
@@ -234,6 +251,15 @@ int sk_queue_plan(struct rst *r);
 int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
+/*
+ * sk_scm_restore.c: files in flight (SCM_RIGHTS). Their descriptions added to
+ * r->descs (open_fds(), after the fds' own); the control data of message e
+ * with memdump's fds of them, appended to m's (ctl: len bytes).
+ */
+int sk_scm_descs(struct rst *r);
+struct msghdr;
+int sk_scm_control(struct rst *r, const SkPacketEntry *e, struct msghdr *m, char *ctl,
+		   size_t len);
 /* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
 int sk_unix_new(const UnixSkEntry *u);
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
