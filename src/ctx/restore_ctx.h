@@ -119,18 +119,18 @@ struct sk_msg {
 };
 
 /* What the forked child does on UNIX sockets before its fds move (sk_queue.c). */
-enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF };
+enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF, SK_LATE_CONNECT };
 struct sk_late {
 	int op;
 	int fd;				/* memdump's fd, inherited by the child */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;
-	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected) */
+	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected); CONNECT to */
 	socklen_t tolen;
 };
 
-/* The stand-in for the closed peer of a stream socket: sends its data, then goes. */
+/* The stand-in for the closed peer of a socket, or for a datagram's sender: sends, then goes. */
 struct sk_helper {
 	uint32_t for_id;
 	int fd;
@@ -527,6 +527,19 @@ socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr
 /* The aliases of names whose file the process had removed, once every socket that
  * connects to one is made (sk_unix_restore.c). */
 void sk_unix_unlink_gone(struct rst *r);
+
+/*
+ * sk_unix_embryo_restore.c: a client whose connection its listener had not
+ * accepted: made (bound) with the others, connected by the child in the
+ * listener's queue order (planned first); a stand-in socket for the sender of
+ * a datagram the dump did not hold (its fd, or <0).
+ */
+bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_plan(struct rst *r);
+int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
+/* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
+int sk_unix_dgram_touch(struct rst *r, const UnixSkEntry *u);
 
 /*
  * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the

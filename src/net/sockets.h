@@ -40,6 +40,7 @@ struct sk_diag {
 	uint32_t rqueue, wqueue;	/* UNIX listener: pending, backlog */
 	uint64_t peer;			/* UNIX: the peer's ino, 0: none */
 	uint32_t nr_icons;		/* UNIX listener: connections not accepted */
+	uint32_t *icons;		/* their clients' inodes, oldest first (0: closed) */
 	uint32_t vfs_dev, vfs_ino;	/* UNIX bound to a path: its file */
 	bool has_vfs;
 	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -94,6 +95,8 @@ struct sk_unix {
 	uint32_t mode, uid, gid;	/* the file of a path name */
 	bool deleted;			/* that file removed (or replaced) since the bind */
 	char *name_dir;			/* a relative name's directory (malloc'd), or NULL */
+	uint32_t accept_pos;		/* not accepted yet: its place in peer's queue (1: first) */
+	bool peer_closed;		/* datagram: connected to a socket closed since */
 	struct sk_packet *queue;	/* its receive queue, oldest first */
 	size_t nr_queue;
 };
@@ -191,6 +194,23 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_unix_write(const struct file_desc *f, struct image *files);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
+
+/* sk_unix_embryo.c: connections not accepted yet; datagrams from senders not dumped */
+/* Why listener l's connections not yet accepted cannot be dumped, or NULL. */
+const char *sk_unix_icons_unsupported(const struct sk_diag *l, const struct sk_set *set,
+				      char *buf, size_t len);
+/* The listener whose queue holds client s's connection (its place, 1: first, in *pos), or NULL. */
+const struct sk_diag *sk_unix_pending_listener(const struct sk_set *set, const struct sk_diag *s,
+					       uint32_t *pos);
+/* Why client s, not yet accepted by l, cannot be dumped, or NULL. */
+const char *sk_unix_pending_unsupported(const struct sk_diag *s, const struct sk_diag *l,
+					const struct sk_set *set, char *buf, size_t len);
+/* A datagram socket ESTABLISHED without a peer: connected to one closed since, or
+ * not connected (another connected to it): peer_closed; one that had a name: refused. */
+int sk_unix_dgram_peer_closed(int copy, struct sk_unix *u);
+/* Why no stand-in can send again to rcv a datagram from a socket not dumped (its address
+ * flen bytes long), or NULL. */
+const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen);
 
 /* sk_inet.c */
 /* s: the socket as sock_diag lists it (its receive queue), or NULL */
