@@ -25,28 +25,31 @@ case_unixq_lr() {
 }
 add unixq-lr case_unixq_lr
 
-# unixq_refused MODE PATTERN: the dump fails in one line matching PATTERN,
+# What the dump of each refused mode of t-sockunixq must say.
+declare -A UNIXQ_WHY=(
+	[data]='l.sock LISTEN: a connection it has not accepted yet holds data its client socket:\[[0-9]+\] sent'
+	[closed]='l.sock LISTEN: a connection it has not accepted yet was closed by its client'
+	[tree]='comes from socket:\[[0-9]+\] outside the process \(another process of the tree\)'
+	[outside]='l.sock LISTEN: a connection it has not accepted yet comes from socket:\[[0-9]+\] outside the process\)'
+	[named]='a datagram queued from a socket outside the process: its sender has a name'
+	[namedpeer]='UNIX socket [0-9]+ is connected to a socket closed since, which had a name'
+)
+
+# unixq_refused MODE: the dump fails in one line saying UNIXQ_WHY[MODE],
 # before the target is harmed: it runs on, and its checks (of the refused
 # state too) pass.
 case_unixq_refused() {
 	start_prog t-sockunixq "$1"
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
-	grep -qE "$2" "$MD_ERR" || fail "the error does not say: $2"
+	grep -qE "${UNIXQ_WHY[$1]}" "$MD_ERR" || fail "the error does not say: ${UNIXQ_WHY[$1]}"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 	check_child_pass
 }
-add unixq-refused-data case_unixq_refused data \
-	'l.sock LISTEN: a connection it has not accepted yet holds data its client socket:\[[0-9]+\] sent'
-add unixq-refused-closed case_unixq_refused closed \
-	'l.sock LISTEN: a connection it has not accepted yet was closed by its client'
-add unixq-refused-tree case_unixq_refused tree \
-	'comes from socket:\[[0-9]+\] outside the process \(another process of the tree\)'
-add unixq-refused-outside case_unixq_refused outside \
-	'l.sock LISTEN: a connection it has not accepted yet comes from socket:\[[0-9]+\] outside the process\)'
-add unixq-refused-named case_unixq_refused named \
-	'a datagram queued from a socket outside the process: its sender has a name'
+for m in data closed tree outside named namedpeer; do
+	add "unixq-refused-$m" case_unixq_refused "$m"
+done
 
 # A killing dump SIGKILLed (memdump and its worker) once its images are
 # written: the target runs on unharmed, its pending connections and queues

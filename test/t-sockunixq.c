@@ -14,9 +14,10 @@
  * Refused modes (the dump must name them): data (a client not accepted
  * sent data), closed (a client not accepted closed), tree (a client not
  * accepted is a child's), outside (a client not accepted is a process outside
- * the tree's), named (a datagram from a named sender gone since); after the
+ * the tree's), named (a datagram from a named sender gone since), namedpeer (a
+ * datagram socket connected to a named one closed since); after the
  * refusal the same checks pass, the refused state included.
- * usage: t-sockunixq DIR [data|closed|tree|outside|named]
+ * usage: t-sockunixq DIR [data|closed|tree|outside|named|namedpeer]
  * READY <pid> */
 #include "tlib.h"
 
@@ -164,6 +165,21 @@ static void setup_dgrams(const char *mode)
 		child_does(path_d, SOCK_DGRAM, false, n, false);
 	} else {
 		child_does(path_d, SOCK_DGRAM, false, NULL, false);
+	}
+	if (!strcmp(mode, "namedpeer")) {	/* sent to, then connected to a named one, closed */
+		char t[120], c[120];
+		int a = sock(SOCK_DGRAM), x = sock(SOCK_DGRAM), cs = sock(SOCK_DGRAM);
+		struct sockaddr_un ad;
+		socklen_t l;
+
+		snprintf(t, sizeof(t), "%s/t.sock", t_dir);
+		snprintf(c, sizeof(c), "%s/c.sock", t_dir);
+		bind_to(a, t, false);
+		bind_to(cs, c, false);
+		l = mkaddr(&ad, t, false);
+		must(sendto(x, "early", 5, 0, (struct sockaddr *)&ad, l) == 5, "sendto");
+		connect_to(a, c, false);
+		close(cs);
 	}
 }
 

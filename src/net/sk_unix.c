@@ -249,6 +249,11 @@ static int peek_all(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
 				    "socket outside the %s: %s", (unsigned long)s->ino,
 				    d->tree ? "tree" : "process", why);
+		if (s->type == SOCK_DGRAM && u->peer_closed && p.sender)
+			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from "
+				    "socket:[%lu], sent before it connected to a socket closed since: "
+				    "memdump cannot send it again", (unsigned long)s->ino,
+				    (unsigned long)p.sender);
 		if (s->type == SOCK_DGRAM && u->deleted && !sent_connected(d, s, p.sender))
 			return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
 				    "socket not connected to it, and the file of its name was "
@@ -357,7 +362,7 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	if (sk_unix_pending_listener(&d->sockets, s, &u->accept_pos))	/* CRIU: the listener */
 		u->peer = sk_unix_pending_listener(&d->sockets, s, NULL)->ino;
 	if (s->type == SOCK_DGRAM && s->state == ESTABLISHED && !s->peer &&
-	    (ret = sk_unix_dgram_peer_closed(copy, u)))
+	    (ret = sk_unix_dgram_peer_closed(copy, &d->sockets, u)))
 		return ret;
 	if (s->type != SOCK_DGRAM && s->state != ESTABLISHED)
 		return 0;	/* listening or not connected: no queue */

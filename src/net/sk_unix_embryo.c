@@ -163,9 +163,12 @@ const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen)
 /*
  * A datagram socket is ESTABLISHED once it connects, and once another
  * connects to it; its peer closed, sock_diag shows no peer: getpeername()
- * tells the closed peer (its name) from none (ENOTCONN).
+ * tells the closed peer (its name) from none (ENOTCONN). Connected to its
+ * closed peer's stand-in on restore, no other socket may then connect or send
+ * to it: one connected to it, or a datagram another sent, is refused (neither
+ * can happen with an unnamed peer, a socketpair's twin: kept as a guard).
  */
-int sk_unix_dgram_peer_closed(int copy, struct sk_unix *u)
+int sk_unix_dgram_peer_closed(int copy, const struct sk_set *set, struct sk_unix *u)
 {
 	struct sockaddr_un a;
 	socklen_t l = sizeof(a);
@@ -178,6 +181,12 @@ int sk_unix_dgram_peer_closed(int copy, struct sk_unix *u)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu is connected to a socket closed since, "
 			    "which had a name: memdump cannot connect it to that closed socket "
 			    "again", (unsigned long)u->ino);
+	for (size_t i = 0; i < set->diag.n; i++)	/* connected to it: it connected elsewhere since */
+		if (set->diag.v[i].family == AF_UNIX && set->diag.v[i].peer == u->ino)
+			return fail(-EOPNOTSUPP, "UNIX socket %lu is connected to a socket closed "
+				    "since, and socket:[%lu] is connected to it: memdump cannot "
+				    "connect both again", (unsigned long)u->ino,
+				    (unsigned long)set->diag.v[i].ino);
 	u->peer_closed = true;
 	return 0;
 }

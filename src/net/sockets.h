@@ -207,7 +207,7 @@ const char *sk_unix_pending_unsupported(const struct sk_diag *s, const struct sk
 					const struct sk_set *set, char *buf, size_t len);
 /* A datagram socket ESTABLISHED without a peer: connected to one closed since, or
  * not connected (another connected to it): peer_closed; one that had a name: refused. */
-int sk_unix_dgram_peer_closed(int copy, struct sk_unix *u);
+int sk_unix_dgram_peer_closed(int copy, const struct sk_set *set, struct sk_unix *u);
 /* Why no stand-in can send again to rcv a datagram from a socket not dumped (its address
  * flen bytes long), or NULL. */
 const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen);
