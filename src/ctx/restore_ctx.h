@@ -120,18 +120,18 @@ struct sk_msg {
 };
 
 /* What the forked child does on UNIX sockets before its fds move (sk_queue.c). */
-enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF };
+enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF, SK_LATE_CONNECT };
 struct sk_late {
 	int op;
 	int fd;				/* memdump's fd, inherited by the child */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;
-	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected) */
+	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected); CONNECT to */
 	socklen_t tolen;
 };
 
-/* The stand-in for the closed peer of a stream socket: sends its data, then goes. */
+/* The stand-in for the closed peer of a socket, or for a datagram's sender: sends, then goes. */
 struct sk_helper {
 	uint32_t for_id;
 	int fd;

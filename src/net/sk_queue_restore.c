@@ -115,6 +115,10 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 		return 0;	/* a copy of another process's socket: that one refills it */
 	if (!snd && rcv)
 		fd = helper_for(r, rcv->id);
+	if (!snd && rcv && fd < 0 && m->e->has_sender && rcv->type == SOCK_DGRAM && !rcv->peer)
+		fd = sk_unix_standin(r, rcv);	/* a sender the dump did not hold */
+	if (fd < -1)
+		return fd;
 	if (!rcv || fd < 0)
 		return fail(-EIO, "sk-queues.img: a message for socket %u has no sender to send it",
 			    m->e->id_for);
@@ -123,7 +127,7 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 		return -ENOMEM;
 	l->msg = m;
 	l->dgram = rcv->type == SOCK_DGRAM;
-	if (l->dgram && snd && snd->peer != rcv->ino)
+	if (l->dgram && ((snd && snd->peer != rcv->ino) || (!snd && !rcv->peer_closed)))
 		l->tolen = sk_unix_conn_addr(r, rcv, &l->to);
 	return 0;
 }
@@ -133,7 +137,7 @@ static int plan_after(struct rst *r, const UnixSkEntry *u)
 	int fd = rst_desc(r, u->id)->fd;
 	struct sk_late *l;
 	static const int how[] = { -1, SHUT_RD, SHUT_WR, SHUT_RDWR };
-	bool closed_peer = helper_for(r, u->id) >= 0;
+	bool closed_peer = u->type != SOCK_DGRAM && helper_for(r, u->id) >= 0;
 
 	if (u->has_shutdown && u->shutdown > 0 && u->shutdown < 4 && !closed_peer) {
 		l = new_late(r, SK_LATE_SHUTDOWN, fd);
@@ -152,7 +156,10 @@ static int plan_after(struct rst *r, const UnixSkEntry *u)
 
 int sk_queue_plan(struct rst *r)
 {
-	int ret = load_queues(r);
+	int ret = sk_unix_pending_plan(r);	/* first: the connections not accepted yet */
+
+	if (!ret)
+		ret = load_queues(r);
 
 	for (size_t i = 0; !ret && i < r->nr_sk_msgs; i++)
 		ret = plan_send(r, &r->sk_msgs[i]);
@@ -205,6 +212,12 @@ static int send_all(struct rst *r, const struct sk_late *l)
 				return ret;
 		}
 		n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == ESRCH && m.msg_control && e->has_sender && !e->sender) {
+			/* a stand-in's: its sender's process is gone since (it would read 0) */
+			m.msg_control = NULL;
+			m.msg_controllen = 0;
+			n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
 		if (n < 0)
 			return -errno;
 		off += n;
@@ -224,13 +237,17 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 			ret = send_all(r, l);
 		else if (l->op == SK_LATE_SHUTDOWN)
 			ret = shutdown(l->fd, l->arg) ? -errno : 0;
+		else if (l->op == SK_LATE_CONNECT)
+			ret = connect(l->fd, (const struct sockaddr *)&l->to, l->tolen) ? -errno : 0;
 		else
 			ret = setsockopt(l->fd, SOL_SOCKET, SO_PEEK_OFF, &l->arg, sizeof(l->arg)) ?
 			      -errno : 0;
 		if (ret) {
 			snprintf(msg, len, "UNIX socket queues: cannot %s: %s",
 				 l->op == SK_LATE_SEND ? "send queued data again" :
-				 l->op == SK_LATE_SHUTDOWN ? "shut down" : "set SO_PEEK_OFF",
+				 l->op == SK_LATE_SHUTDOWN ? "shut down" :
+				 l->op == SK_LATE_CONNECT ? "connect a client its listener had not "
+				 "accepted" : "set SO_PEEK_OFF",
 				 strerror(-ret));
 			return ret;
 		}

@@ -83,8 +83,12 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 {
 	const struct sk_diag *peer = s->peer ? sk_table_find(&set->diag, s->peer) : NULL;
 	bool stream = s->type != SOCK_DGRAM;
+	const struct sk_diag *l = sk_unix_pending_listener(set, s, NULL);
+
 	if (s->state == LISTEN_STATE && s->nr_icons)
-		return "it has connections not yet accepted";
+		return sk_unix_icons_unsupported(s, set, buf, len);
+	if (l)
+		return sk_unix_pending_unsupported(s, l, set, buf, len);
 	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer)) {
 		char what[256] = "socket";
 
@@ -221,16 +225,24 @@ static int check_packet(struct dump_ctx *d, const struct sk_diag *s, struct sk_u
 			ssize_t n, struct sk_packet *p, const struct sockaddr_un *from,
 			socklen_t flen)
 {
+	const char *why;
+
 	if (n == 0 && s->type == SOCK_DGRAM)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has an empty datagram queued, "
 			    "which memdump cannot dump", (unsigned long)s->ino);
 	if (n == 0)
 		return 0;	/* stream: the end (EOF after a shutdown or none) */
 	p->sender = s->type == SOCK_DGRAM ? dgram_sender(&d->sockets, s, from, flen) : s->peer;
-	if (s->type == SOCK_DGRAM && !p->sender)
+	if (s->type == SOCK_DGRAM && !p->sender &&
+	    (why = sk_unix_standin_refused(s, flen)))
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
-			    "socket outside the %s", (unsigned long)s->ino,
-			    d->tree ? "tree" : "process");
+			    "socket outside the %s: %s", (unsigned long)s->ino,
+			    d->tree ? "tree" : "process", why);
+	if (s->type == SOCK_DGRAM && u->peer_closed && p->sender)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from "
+			    "socket:[%lu], sent before it connected to a socket closed since: "
+			    "memdump cannot send it again", (unsigned long)s->ino,
+			    (unsigned long)p->sender);
 	if (s->type == SOCK_DGRAM && u->deleted && !sent_connected(d, s, p->sender))
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has a datagram queued from a "
 			    "socket not connected to it, and the file of its name was "
@@ -381,6 +393,11 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	ret = s->has_vfs ? read_name_file(u, copy) : 0;
 	if (ret)
 		return ret;
+	if (sk_unix_pending_listener(&d->sockets, s, &u->accept_pos))	/* CRIU: the listener */
+		u->peer = sk_unix_pending_listener(&d->sockets, s, NULL)->ino;
+	if (s->type == SOCK_DGRAM && s->state == ESTABLISHED && !s->peer &&
+	    (ret = sk_unix_dgram_peer_closed(copy, &d->sockets, u)))
+		return ret;
 	if (s->type != SOCK_DGRAM && s->state != ESTABLISHED)
 		return 0;	/* listening or not connected: no queue */
 	return read_queue(d, copy, s, st);
@@ -403,6 +420,10 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	e.flags = f->flags;
 	e.backlog = u->backlog;
 	e.peer = u->peer;
+	e.has_accept_pos = u->accept_pos != 0;
+	e.accept_pos = u->accept_pos;
+	e.has_peer_closed = u->peer_closed;
+	e.peer_closed = u->peer_closed;
 	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;

@@ -528,20 +528,28 @@ static int open_connected_stream(struct rst *r, const UnixSkEntry *u)
 static int open_dgram(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *p = u->peer ? by_ino(r, u->peer) : NULL;
-	int fd;
+	int fd, ret;
 
 	if (p && p != u && p->peer == u->ino) {	/* a pair: each end names the other */
-		int ret = open_pair(r, u, p);
+		ret = open_pair(r, u, p);
 
 		if (!ret)
 			ret = sk_unix_bind(r, *fd_slot(r, u->id), u);
 		return ret ? ret : sk_unix_bind(r, *fd_slot(r, p->id), p);
 	}
+	if (u->peer_closed) {	/* a twin, closed after sending what it sent */
+		ret = open_pair(r, u, NULL);
+
+		return ret ? ret : sk_unix_bind(r, *fd_slot(r, u->id), u);
+	}
 	fd = sk_unix_new(u);
 	if (fd < 0)
 		return fd;
 	*fd_slot(r, u->id) = fd;
-	return sk_unix_bind(r, fd, u);
+	ret = sk_unix_bind(r, fd, u);
+	if (!ret && u->state == ESTABLISHED && !u->peer)
+		ret = sk_unix_dgram_touch(r, u);	/* ESTABLISHED as another connected to it */
+	return ret;
 }
 
 static int open_one(struct rst *r, const UnixSkEntry *u)
@@ -551,6 +559,8 @@ static int open_one(struct rst *r, const UnixSkEntry *u)
 
 	if (take_from_tree(r, u))
 		return 0;
+	if (sk_unix_is_pending(r, u))
+		return sk_unix_pending_open(r, u);	/* connected by the child, in order */
 	if (p)
 		return sk_tree_connect(r, u, p);	/* its peer is another process's */
 	if (u->type == SOCK_DGRAM)

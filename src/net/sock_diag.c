@@ -39,7 +39,7 @@ static struct sk_diag *new_entry(struct loader *l)
 	return v;
 }
 
-static void unix_attr(struct sk_diag *s, const struct rtattr *a)
+static void unix_attr(struct loader *l, struct sk_diag *s, const struct rtattr *a)
 {
 	const void *p = RTA_DATA(a);
 	size_t len = RTA_PAYLOAD(a);
@@ -64,6 +64,11 @@ static void unix_attr(struct sk_diag *s, const struct rtattr *a)
 		break;
 	case UNIX_DIAG_ICONS:
 		s->nr_icons = len / sizeof(uint32_t);
+		s->icons = calloc(s->nr_icons + 1, sizeof(uint32_t));
+		if (s->icons)
+			memcpy(s->icons, p, s->nr_icons * sizeof(uint32_t));
+		else
+			l->err = -ENOMEM;
 		break;
 	case UNIX_DIAG_RQLEN: {
 		const struct unix_diag_rqlen *q = p;
@@ -91,7 +96,7 @@ static void unix_answer(struct loader *l, const struct unix_diag_msg *m, int len
 	s->state = m->udiag_state;
 	len -= sizeof(*m);
 	for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
-		unix_attr(s, a);
+		unix_attr(l, s, a);
 }
 
 static void inet_answer(struct loader *l, const struct inet_diag_msg *m, int len)
@@ -285,8 +290,10 @@ const struct sk_diag *sk_table_find(const struct sk_table *t, uint64_t ino)
 
 void sk_table_free(struct sk_table *t)
 {
-	for (size_t i = 0; i < t->n; i++)
+	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i].groups);
+		free(t->v[i].icons);
+	}
 	free(t->v);
 	t->v = NULL;
 	t->n = 0;

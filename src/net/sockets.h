@@ -47,6 +47,7 @@ struct sk_diag {
 	uint32_t rqueue, wqueue;	/* UNIX listener: pending, backlog */
 	uint64_t peer;			/* UNIX: the peer's ino, 0: none */
 	uint32_t nr_icons;		/* UNIX listener: connections not accepted */
+	uint32_t *icons;		/* their clients' inodes, oldest first (0: closed) */
 	uint32_t vfs_dev, vfs_ino;	/* UNIX bound to a path: its file */
 	bool has_vfs;
 	char name[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -104,6 +105,8 @@ struct sk_unix {
 	uint32_t mode, uid, gid;	/* the file of a path name */
 	bool deleted;			/* that file removed (or replaced) since the bind */
 	char *name_dir;			/* a relative name's directory (malloc'd), or NULL */
+	uint32_t accept_pos;		/* not accepted yet: its place in peer's queue (1: first) */
+	bool peer_closed;		/* datagram: connected to a socket closed since */
 	struct sk_packet *queue;	/* its receive queue, oldest first */
 	size_t nr_queue;
 };
@@ -214,6 +217,22 @@ ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
 /* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
 int sk_scm_resolve(struct dump_ctx *d);
 void sk_scm_free(struct sk_packet *p);
+/* sk_unix_embryo.c: connections not accepted yet; datagrams from senders not dumped */
+/* Why listener l's connections not yet accepted cannot be dumped, or NULL. */
+const char *sk_unix_icons_unsupported(const struct sk_diag *l, const struct sk_set *set,
+				      char *buf, size_t len);
+/* The listener whose queue holds client s's connection (its place, 1: first, in *pos), or NULL. */
+const struct sk_diag *sk_unix_pending_listener(const struct sk_set *set, const struct sk_diag *s,
+					       uint32_t *pos);
+/* Why client s, not yet accepted by l, cannot be dumped, or NULL. */
+const char *sk_unix_pending_unsupported(const struct sk_diag *s, const struct sk_diag *l,
+					const struct sk_set *set, char *buf, size_t len);
+/* A datagram socket ESTABLISHED without a peer: connected to one closed since, or
+ * not connected (another connected to it): peer_closed; one that had a name: refused. */
+int sk_unix_dgram_peer_closed(int copy, const struct sk_set *set, struct sk_unix *u);
+/* Why no stand-in can send again to rcv a datagram from a socket not dumped (its address
+ * flen bytes long), or NULL. */
+const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen);
 
 /* sk_inet.c */
 /* s: the socket as sock_diag lists it (its receive queue), or NULL */
@@ -269,6 +288,19 @@ socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr
 /* The aliases of names whose file the process had removed, once every socket that
  * connects to one is made (sk_unix_restore.c). */
 void sk_unix_unlink_gone(struct rst *r);
+
+/*
+ * sk_unix_embryo_restore.c: a client whose connection its listener had not
+ * accepted: made (bound) with the others, connected by the child in the
+ * listener's queue order (planned first); a stand-in socket for the sender of
+ * a datagram the dump did not hold (its fd, or <0).
+ */
+bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_plan(struct rst *r);
+int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
+/* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
+int sk_unix_dgram_touch(struct rst *r, const UnixSkEntry *u);
 
 /*
  * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the

@@ -27,7 +27,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "net/netns.h"
+#include "ns/netns.h"
 #include "ns/mntns.h"
 #include "ns/mqueue.h"
 #include "ns/ns.h"

@@ -35,7 +35,7 @@
 #include "ipc-shm.pb-c.h"
 #include "ipc-var.pb-c.h"
 #include "utsns.pb-c.h"
-#include "net/netns.h"
+#include "ns/netns.h"
 #include "ns/mqueue.h"
 #include "ns/ns.h"
 

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "ctx/dump_ctx.h"
-#include "net/netns.h"
+#include "ns/netns.h"
 #include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"

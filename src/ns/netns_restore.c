@@ -37,7 +37,7 @@
 
 #include "files.pb-c.h"
 #include "netdev.pb-c.h"
-#include "net/netns.h"
+#include "ns/netns.h"
 
 #define NS_ID		1
 #define NS_MAX_DEVS	64
