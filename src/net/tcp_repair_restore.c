@@ -379,11 +379,54 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e)
 	return ret;
 }
 
+#ifndef SO_BUF_LOCK
+#define SO_BUF_LOCK	72
+#endif
+
+static int sol_int(int fd, int opt, int v)
+{
+	return setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v)) ? -errno : 0;
+}
+
+/*
+ * The bytes the process had queued and the kernel never sent, sent now (out
+ * of repair mode). The send buffer holds what it held when they fitted, but
+ * the rebuilt sent part may take more of it (other segment sizes): it is
+ * grown while they do not fit, then set back as dumped, its size and lock.
+ */
+static int send_unsent(int fd, const uint8_t *p, uint32_t len)
+{
+	int size = 0, lock = 0, ret = 0, grown = 0;
+	socklen_t l = sizeof(size);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &l))
+		return -errno;
+	l = sizeof(lock);
+	if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &lock, &l))
+		lock = -1;
+	while (!ret && len) {
+		ssize_t n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= n;
+		} else if (n < 0 && errno == EAGAIN && grown < 8) {
+			grown++;
+			ret = sol_int(fd, SO_SNDBUFFORCE, (int)MIN((int64_t)size << grown, INT_MAX / 2));
+		} else {
+			ret = n < 0 ? -errno : -EIO;
+		}
+	}
+	if (grown && !sol_int(fd, SO_SNDBUFFORCE, size / 2) && lock >= 0)
+		sol_int(fd, SO_BUF_LOCK, lock);
+	return ret;
+}
+
 static void release(const struct rtcp *k)
 {
 	uint32_t unsent = k->t->has_unsq_len ? MIN(k->t->unsq_len, k->t->outq_len) : 0;
 	const uint8_t *p = k->data + k->t->inq_len + (k->t->outq_len - unsent);
-	int reuse = k->reuseaddr;
+	int reuse = k->reuseaddr, ret;
 
 	if (k->flushed)
 		unsent = 0;	/* queued before its FIN (replay_close) */
@@ -392,17 +435,9 @@ static void release(const struct rtcp *k)
 	if (tcp_int(k->fd, TCP_REPAIR, 0) ||
 	    setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
 		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
-	while (unsent) {
-		ssize_t n = send(k->fd, p, unsent, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n <= 0) {
-			pr_warn("TCP: %u unsent byte(s) could not be sent again: %s\n", unsent,
-				strerror(errno));
-			break;
-		}
-		p += n;
-		unsent -= n;
-	}
+	if (unsent && (ret = send_unsent(k->fd, p, unsent)))
+		pr_warn("TCP: %u unsent byte(s) could not be sent again: %s\n", unsent,
+			strerror(-ret));
 }
 
 void tcp_release_all(struct rst *r)
