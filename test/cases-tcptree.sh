@@ -1,0 +1,69 @@
+# TCP connections with both ends in the dump (issue 24; zdtm socket-tcp-local,
+# socket-tcpbuf-local): t-tcptree's connection over the loopback of the
+# case's network namespace (case_sk_netns), data queued both ways up to full
+# send buffers, between a parent and its child (the listener's port shared
+# by the parent's listener and the child's accepted end) or in one process.
+# Every process locks its own connections; both ends come back in repair
+# mode with their queues and sequence numbers, and every byte arrives.
+
+# tcptree MODE FAMILY: dumped (killing) and restored twice from the same images
+case_tcptree() {
+	start_prog t-tcptree "$1" "$2"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	(( $(ls "$T/d"/tcp-stream-*.img "$T/d"/*/tcp-stream-*.img 2> /dev/null | wc -l) == 2 )) ||
+		fail "not two tcp-stream images: $(find "$T/d" -name 'tcp-stream-*')"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# --leave-running: both processes' locks and repair mode taken off, the tree runs on
+case_tcptree_lr() {
+	start_prog t-tcptree tree v4
+	dump "$PID" "$T/d" --tcp-established --leave-running
+	check_child_pass
+}
+
+# Every memdump process killed at POINT (ARGS: the dump's options) while the
+# connections of both processes of the tree are locked and in repair mode
+# (images-written), or the child's released and the parent's not yet
+# (net-unlocked): the guard takes every lock and repair mode off, the tree
+# runs on and its connection carries every byte.
+case_tcptree_killed() {
+	local point=$1 w mdpid; shift
+	start_prog t-tcptree tree v4
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established "$@" -v 3 \
+		2> "$MD_ERR" &
+	mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID" ||
+		fail "no network lock of the parent at $point"
+	w=$(pgrep -P "$mdpid")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	kill -STOP "$mdpid" $w
+	kill -9 "$mdpid" $w
+	note "killed memdump $mdpid and its worker $w at $point"
+	wait "$mdpid" 2> /dev/null
+	wait_until 10 eval '! nsenter -t '"$SK_NETNS"' -n nft list tables | grep -q memdump-lock' ||
+		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "a network lock is left after memdump was killed"; }
+	wait_line "$MD_ERR" "its guard [0-9]+ undoes" 10 || fail "no guard took over"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_untraced "$PID"
+	expect_untraced "${READY[2]}"
+	check_child_pass
+}
+
+if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
+	add tcptree-tree-v4 case_sk_netns case_tcptree tree v4
+	add tcptree-tree-v6 case_sk_netns case_tcptree tree v6
+	add tcptree-one-v4 case_sk_netns case_tcptree one v4
+	add tcptree-lr case_sk_netns case_tcptree_lr
+	add tcptree-killed-images case_sk_netns case_tcptree_killed images-written
+	add tcptree-killed-lr-unlocked case_sk_netns case_tcptree_killed net-unlocked \
+		--leave-running --no-snapshot
+fi
