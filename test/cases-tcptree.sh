@@ -58,6 +58,64 @@ case_tcptree_killed() {
 	check_child_pass
 }
 
+# A listener with a connection not yet accepted (zdtm socket-tcp-skip-in-flight),
+# its client end in the same process: refused by name (the target unharmed:
+# it accepts the pending connection, then a new one), or with
+# --skip-in-flight (CRIU's; RPC: tcp_skip_in_flight) dumped without it: the
+# restored listener accepts a new connection first.
+tcptree_inflight_py() {
+	OUT=$T/inflight.out
+	nsenter -t "$SK_NETNS" -n python3 -c '
+import socket, os, signal, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname())
+time.sleep(0.1)
+print("READY", os.getpid(), l.fileno(), c.fileno(), flush=True)
+while not got: time.sleep(0.05)
+n = socket.create_connection(l.getsockname())
+for skipped in range(3):
+	a, addr = l.accept()
+	if addr == n.getsockname(): break
+else:
+	print("FAIL the new connection was not accepted", flush=True); sys.exit(1)
+n.sendall(b"after"); a.shutdown(socket.SHUT_WR)
+if a.recv(5) != b"after" or n.recv(1) != b"":
+	print("FAIL the new connection does not carry data", flush=True); sys.exit(1)
+print("PASS skipped=%d" % skipped, flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 20 || { show_file inflight "$OUT"; fail "the target did not become READY"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	READY_SIZE=$(stat -c %s "$OUT")
+}
+
+case_tcptree_inflight_refused() {
+	tcptree_inflight_py
+	md dump dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	grep -q "fd ${READY[2]} (socket:\[[0-9]*\]: .*LISTEN: 1 connection(s) not yet accepted (--skip-in-flight" \
+		"$MD_ERR" || fail "the listener is not named: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+	[[ $RESULT == "PASS skipped=1" ]] || fail "the pending connection was not accepted first: $RESULT"
+}
+
+# how: cli (memdump dump --skip-in-flight) | rpc (tcp_skip_in_flight)
+case_tcptree_inflight_skip() {
+	tcptree_inflight_py
+	mkdir -p "$T/d"
+	case $1 in
+	cli) dump "$PID" "$T/d" --tcp-established --skip-in-flight ;;
+	rpc) "$TESTSRC/rpc-client.py" "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" \
+		tcp_established=true tcp_skip_in_flight=true > "$T/rpc.out" 2> "$T/rpc.err" < /dev/null ||
+		{ sed 's/^/#   /' "$T/rpc.out" "$T/rpc.err"; fail "the RPC dump failed"; } ;;
+	esac
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS skipped=0" ]] || fail "the restored listener had a pending connection: $RESULT"
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add tcptree-tree-v4 case_sk_netns case_tcptree tree v4
 	add tcptree-tree-v6 case_sk_netns case_tcptree tree v6
@@ -66,4 +124,7 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add tcptree-killed-images case_sk_netns case_tcptree_killed images-written
 	add tcptree-killed-lr-unlocked case_sk_netns case_tcptree_killed net-unlocked \
 		--leave-running --no-snapshot
+	add tcptree-inflight-refused case_sk_netns case_tcptree_inflight_refused
+	add tcptree-inflight-skip case_sk_netns case_tcptree_inflight_skip cli
+	add tcptree-inflight-skip-rpc case_sk_netns case_tcptree_inflight_skip rpc
 fi

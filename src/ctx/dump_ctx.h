@@ -188,6 +188,8 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool tcp_established;		/* --tcp-established */
+	bool skip_in_flight;		/* --skip-in-flight: a listener's connections not yet
+					 * accepted are dropped, not refused */
 	bool progress;			/* draw a progress bar on stderr */
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */

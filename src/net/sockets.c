@@ -222,10 +222,10 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 	(void)pid;
 }
 
-void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
-		     struct refusals *r)
+void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
 {
-	struct sk_set set = { .tcp_established = tcp_established, .tree = tree };
+	struct sk_set set = { .tcp_established = o->tcp_established,
+			      .skip_in_flight = o->skip_in_flight, .tree = o->tree };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *de;
@@ -328,15 +328,16 @@ static int lock_connections(struct dump_ctx *d)
 	return ret;
 }
 
-int sockets_prepare(struct dump_ctx *d, bool tcp_established)
+int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o)
 {
 	int ret;
 
 	d->sockets.tree = d->tree;
 	ret = load_set(d->pid, &d->sockets);
 
-	d->sockets.tcp_established = tcp_established;
-	if (!ret && tcp_established)
+	d->sockets.tcp_established = o->tcp_established;
+	d->sockets.skip_in_flight = o->skip_in_flight;
+	if (!ret && o->tcp_established)
 		ret = lock_connections(d);
 	return ret;
 }

@@ -25,6 +25,7 @@
 #include "sk-opts.pb-c.h"
 
 struct dump_ctx;
+struct dump_opts;
 struct file_desc;
 struct image;
 struct refusals;
@@ -149,6 +150,7 @@ struct sk_set {
 	uint64_t *tree_inos;		/* the sockets the tree's other processes hold */
 	size_t nr_tree_inos;
 	bool tcp_established;		/* --tcp-established */
+	bool skip_in_flight;		/* --skip-in-flight */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */
@@ -156,10 +158,9 @@ struct sk_set {
 
 /* sockets.c */
 /* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
-void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
-		     struct refusals *r);
+void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r);
 /* Frozen: the table and the target's socket inodes. */
-int sockets_prepare(struct dump_ctx *d, bool tcp_established);
+int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o);
 /* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
 int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
 /* Its entry in files.img, and the FD_TYPES__* of that entry. */
