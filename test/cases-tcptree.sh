@@ -116,6 +116,39 @@ case_tcptree_inflight_skip() {
 	[[ $RESULT == "PASS skipped=0" ]] || fail "the restored listener had a pending connection: $RESULT"
 }
 
+# An accepted connection restored before its listener (a lower fd), which
+# holds the same port: repair mode binds it anyway, the listener binds and
+# listens after it; both carry data.
+case_tcptree_port_order() {
+	OUT=$T/order.out
+	nsenter -t "$SK_NETNS" -n python3 -c '
+import socket, os, signal, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+os.dup2(a.fileno(), 50); os.dup2(l.fileno(), 60); os.dup2(c.fileno(), 61)
+for s in (a, l, c): s.close()
+a = socket.socket(fileno=50); l = socket.socket(fileno=60); c = socket.socket(fileno=61)
+c.sendall(b"q1"); a.sendall(b"r1")
+print("READY", os.getpid(), flush=True)
+while not got: time.sleep(0.05)
+if a.recv(2) != b"q1" or c.recv(2) != b"r1":
+	print("FAIL the queued bytes", flush=True); sys.exit(1)
+n = socket.create_connection(l.getsockname()); b, _ = l.accept()
+n.sendall(b"z")
+if b.recv(1) != b"z" or a.getsockname() != l.getsockname():
+	print("FAIL the listener", flush=True); sys.exit(1)
+print("PASS", flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 20 || { show_file order "$OUT"; fail "the target did not become READY"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+
 if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add tcptree-tree-v4 case_sk_netns case_tcptree tree v4
 	add tcptree-tree-v6 case_sk_netns case_tcptree tree v6
@@ -124,6 +157,7 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add tcptree-killed-images case_sk_netns case_tcptree_killed images-written
 	add tcptree-killed-lr-unlocked case_sk_netns case_tcptree_killed net-unlocked \
 		--leave-running --no-snapshot
+	add tcptree-port-order case_sk_netns case_tcptree_port_order
 	add tcptree-inflight-refused case_sk_netns case_tcptree_inflight_refused
 	add tcptree-inflight-skip case_sk_netns case_tcptree_inflight_skip cli
 	add tcptree-inflight-skip-rpc case_sk_netns case_tcptree_inflight_skip rpc
