@@ -143,6 +143,7 @@ struct rtcp {
 	uint8_t *data;			/* inq, then outq */
 	int reuseaddr;			/* as dumped: leaving repair mode clears it */
 	bool flushed;			/* its unsent data went before its FIN (closing) */
+	bool unrepaired;		/* out of repair mode, nothing sent yet */
 };
 
 /* pagecheck.c: the checksums of the pages, from the memory the blob fills */
@@ -553,6 +554,9 @@ int sk_netlink_open(const NetlinkSkEntry *e);
 
 /* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
+/* Out of repair mode, the lock still on (a tree: every process's, first) */
+void tcp_unrepair_all(struct rst *r);
+/* Out of repair mode, the lock off, window probes and unsent data */
 void tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
 

@@ -3,9 +3,12 @@
  * sequence numbers, bind and connect (no handshake in repair mode), MSS,
  * window scales, SACK and timestamps, the receive queue and the sent part of
  * the send queue, then the window. The socket stays in repair mode until
- * every thread is parked: tcp_release_all() takes the network lock off, then
- * repair mode (the kernel sends a window probe, the peer answers,
- * retransmissions resume) and sends what was never sent.
+ * every thread is parked: tcp_release_all() takes it out of repair mode
+ * (sending nothing), the network lock off, then sends a window probe (the
+ * peer answers, retransmissions resume) and what was never sent. A tree's
+ * processes all leave repair mode before any lock goes (tcp_unrepair_all()):
+ * a connection between two of them is in both locks, and neither end hears
+ * from the other before both are out of repair mode.
  *
  * A closing connection (tcp_states.h) is rebuilt established, then closed
  * as it was: this end's FIN by shutdown() (after its unsent data, or counted
@@ -422,26 +425,53 @@ static int send_unsent(int fd, const uint8_t *p, uint32_t len)
 	return ret;
 }
 
+static int set_reuseaddr(const struct rtcp *k)
+{
+	int reuse = k->reuseaddr;
+
+	return setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) ? -errno : 0;
+}
+
+/* Out of repair mode, the lock still on: nothing sent (no window probe). */
+static void unrepair(struct rtcp *k)
+{
+	if (k->unrepaired)
+		return;
+	/* leaving repair mode clears SO_REUSEADDR */
+	if (tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP) || set_reuseaddr(k))
+		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
+	k->unrepaired = true;
+}
+
+/*
+ * The lock off: the window probe that restarts the peer's retransmissions
+ * (repair mode on and off again sends it), then what was never sent.
+ */
 static void release(const struct rtcp *k)
 {
 	uint32_t unsent = k->t->has_unsq_len ? MIN(k->t->unsq_len, k->t->outq_len) : 0;
 	const uint8_t *p = k->data + k->t->inq_len + (k->t->outq_len - unsent);
-	int reuse = k->reuseaddr, ret;
+	int ret;
 
 	if (k->flushed)
 		unsent = 0;	/* queued before its FIN (replay_close) */
-
-	/* leaving repair mode clears SO_REUSEADDR */
-	if (tcp_int(k->fd, TCP_REPAIR, 0) ||
-	    setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
-		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
+	if (tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_ON) || tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_OFF) ||
+	    set_reuseaddr(k))
+		pr_warn("cannot send a TCP connection's window probe: %s\n", strerror(errno));
 	if (unsent && (ret = send_unsent(k->fd, p, unsent)))
 		pr_warn("TCP: %u unsent byte(s) could not be sent again: %s\n", unsent,
 			strerror(-ret));
 }
 
+void tcp_unrepair_all(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_tcp; i++)
+		unrepair(&r->tcp[i]);
+}
+
 void tcp_release_all(struct rst *r)
 {
+	tcp_unrepair_all(r);
 	if (r->nr_tcp)
 		netlock_remove(r->pid);
 	for (size_t i = 0; i < r->nr_tcp; i++)
