@@ -63,7 +63,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "file-locks", 'l', NOARG, NOOP, "file locks are always dumped", true },
 	{ "tcp-established", 0, NOARG, PASS, NULL, true },
 	{ "tcp-close", 0, NOARG, PASS, NULL, true },
-	{ "skip-in-flight", 0, NOARG, NOOP, "a connection not yet accepted is refused by name", true },
+	{ "skip-in-flight", 0, NOARG, PASS, NULL, true },
 	{ "ext-unix-sk", 'x', OPTARG, REFUSE, "UNIX sockets with a peer outside the dump are not supported yet", false },
 	{ "link-remap", 0, NOARG, NOOP, "an unlinked file is kept as a ghost image (--ghost-limit)", true },
 	{ "ghost-limit", 0, ARG, PASS, NULL, false },

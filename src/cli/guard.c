@@ -66,7 +66,7 @@ static void __attribute__((noreturn)) guard_run(struct dump_trace *t, int fd)
 	while (read(fd, &c, 1) < 0 && errno == EINTR)
 		;
 	if (dump_trace_pending(t)) {
-		pid = (pid_t)(t->net_pid ? t->net_pid : t->in.pid);
+		pid = (pid_t)(t->nr_net ? t->net[0].pid : t->in.pid);
 		pr_warn("memdump was killed during the dump of process %d: its guard %d undoes "
 			"what the dump left", pid, getpid());
 		wait_untraced((pid_t)t->in.pid);

@@ -39,6 +39,8 @@ static const char usage[] =
 	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
 	"        --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
+	"        --skip-in-flight: a listener's connections not yet accepted are\n"
+	"        dropped (their clients see a reset), not refused;\n"
 	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
 	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
 	"        back on restore (restore --shell-job: memdump's own);\n"
@@ -106,6 +108,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 	return (struct dump_opts){
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
+		.skip_in_flight = o->skip_in_flight,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
@@ -376,7 +379,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
-	       OPT_LAZY_PAGES, OPT_TCP_CLOSE };
+	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -391,6 +394,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
+		{ "skip-in-flight", no_argument, NULL, OPT_SKIP_IN_FLIGHT },
 		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
 		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
 		{ "page-server", no_argument, NULL, OPT_PAGE_SERVER },
@@ -475,6 +479,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_TCP_EST:
 			opts->tcp_established = true;
+			break;
+		case OPT_SKIP_IN_FLIGHT:
+			opts->skip_in_flight = true;
 			break;
 		case OPT_PREV:
 			opts->prev_dir = optarg;

@@ -30,6 +30,7 @@ struct options {
 	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
 	const char *stream;		/* dump, restore --stream FD|- */
 	bool tcp_established;		/* --tcp-established */
+	bool skip_in_flight;		/* dump --skip-in-flight */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */
 	bool page_server;		/* dump --page-server: pages to --address:--port */

@@ -357,6 +357,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.pid = co->pid, .dir = job->dir, .mode = MODE_SPLICE,
 		.leave_running = co->has_leave_running && co->leave_running,
 		.tcp_established = co->has_tcp_established && co->tcp_established,
+		.skip_in_flight = co->has_tcp_skip_in_flight && co->tcp_skip_in_flight,
 		.pages_write = PAGES_AUTO, .quiet = true,
 		.shell_job = co->has_shell_job && co->shell_job,
 		.ghost_limit = co->has_ghost_limit ? co->ghost_limit : GHOST_LIMIT_DEFAULT,

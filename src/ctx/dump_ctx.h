@@ -170,6 +170,8 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool tcp_established;		/* --tcp-established */
+	bool skip_in_flight;		/* --skip-in-flight: a listener's connections not yet
+					 * accepted are dropped, not refused */
 	bool progress;			/* draw a progress bar on stderr */
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
@@ -201,14 +203,18 @@ struct dump_opts {
  * connections left in repair mode behind the network lock.
  */
 #define DUMP_TRACE_REPAIRS	128
+#define DUMP_TRACE_NETS		32
 struct dump_trace {
 	struct infect_trace in;
-	volatile int locked;			/* the network lock of net_pid is on */
-	volatile int64_t net_pid;		/* whose connections are locked and repaired: in a
-						 * tree, one process's (treedump.c) */
+	volatile int nr_net;			/* processes whose connections are locked: in a */
+	struct {				/* tree, each with its own lock (sockets.c) */
+		volatile int64_t pid;
+		volatile int locked;		/* its network lock is (being) put on */
+	} net[DUMP_TRACE_NETS];
 	volatile int nr_repair;			/* sockets in TCP repair mode */
 	struct {
 		volatile uint64_t ino;
+		volatile int64_t pid;		/* whose fd it is */
 		volatile int reuseaddr;
 	} repair[DUMP_TRACE_REPAIRS];
 	volatile int cg_frozen;			/* the dump froze the cgroup at cg_path */

@@ -144,6 +144,7 @@ struct rtcp {
 	uint8_t *data;			/* inq, then outq */
 	int reuseaddr;			/* as dumped: leaving repair mode clears it */
 	bool flushed;			/* its unsent data went before its FIN (closing) */
+	bool unrepaired;		/* out of repair mode, nothing sent yet */
 };
 
 /* pagecheck.c: the checksums of the pages, from the memory the blob fills */

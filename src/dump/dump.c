@@ -181,7 +181,7 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 	if (!ret && o->tcp_established)
 		ret = hook_fire(o->hooks, HOOK_NETWORK_LOCK, d->pid);
 	if (!ret)
-		ret = sockets_prepare(d, o->tcp_established);	/* the network lock first */
+		ret = sockets_prepare(d, o);	/* the network lock first */
 	if (!ret)
 		ret = collect_fds(d);	/* before the parasite adds its own */
 	if (!ret)

@@ -35,7 +35,7 @@ static int repaired_reuseaddr(const struct dump_trace *t, uint64_t ino)
 	return -1;
 }
 
-static void unrepair_fd(const struct dump_trace *t, int pidfd, int fd)
+static void unrepair_fd(const struct dump_trace *t, pid_t pid, int pidfd, int fd)
 {
 	int copy = syscall(SYS_pidfd_getfd, pidfd, fd, 0), off = 0, reuse;
 	struct stat st;
@@ -46,10 +46,10 @@ static void unrepair_fd(const struct dump_trace *t, int pidfd, int fd)
 	    (reuse = repaired_reuseaddr(t, st.st_ino)) >= 0) {
 		if (setsockopt(copy, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
 		    setsockopt(copy, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
-			pr_warn("process %d: cannot take fd %d out of repair mode: %s",
-				(int)t->net_pid, fd, strerror(errno));
+			pr_warn("process %d: cannot take fd %d out of repair mode: %s", pid, fd,
+				strerror(errno));
 		else
-			pr_info("process %d: fd %d out of repair mode", (int)t->net_pid, fd);
+			pr_info("process %d: fd %d out of repair mode", pid, fd);
 	}
 	close(copy);
 }
@@ -65,7 +65,7 @@ static void unrepair_all(const struct dump_trace *t, pid_t pid)
 	dir = pidfd >= 0 ? opendir(path) : NULL;
 	while (dir && (e = readdir(dir)))
 		if (e->d_name[0] != '.')
-			unrepair_fd(t, pidfd, atoi(e->d_name));
+			unrepair_fd(t, pid, pidfd, atoi(e->d_name));
 	if (dir)
 		closedir(dir);
 	if (pidfd >= 0)
@@ -99,12 +99,47 @@ static bool running_on(pid_t pid)
 
 bool dump_trace_pending(const struct dump_trace *t)
 {
-	return t->in.area || t->locked || t->nr_repair || t->cg_frozen;
+	return t->in.area || t->nr_net || t->nr_repair || t->cg_frozen;
+}
+
+/* Was a socket of pid put in repair mode? */
+static bool has_repaired(const struct dump_trace *t, pid_t pid)
+{
+	for (int i = 0; i < t->nr_repair && i < DUMP_TRACE_REPAIRS; i++)
+		if (t->repair[i].pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * The locked processes' connections: every lock off first (a connection between two
+ * processes of a tree is in both locks), then repair mode.
+ */
+static void reclaim_net(const struct dump_trace *t)
+{
+	int n = t->nr_net < DUMP_TRACE_NETS ? t->nr_net : DUMP_TRACE_NETS;
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = (pid_t)t->net[i].pid;
+
+		if (running_on(pid) && t->net[i].locked) {	/* else its connections are gone */
+			netlock_remove(pid);
+			pr_info("removed the network lock of process %d", pid);
+		} else if (t->net[i].locked) {
+			pr_info("process %d was killed by the dump: its network lock stays for the "
+				"restore", pid);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		pid_t pid = (pid_t)t->net[i].pid;
+
+		if (running_on(pid) && has_repaired(t, pid))
+			unrepair_all(t, pid);
+	}
 }
 
 int dump_reclaim(struct dump_trace *t)
 {
-	pid_t npid = (pid_t)t->net_pid;
 	int ret;
 
 	/* the fault points are the worker's: cleaning up after it stalls at none */
@@ -113,15 +148,7 @@ int dump_reclaim(struct dump_trace *t)
 
 	freezer_reclaim(t);	/* a cgroup it froze runs again */
 
-	if (running_on(npid) && t->locked) {	/* else its connections are gone with it */
-		netlock_remove(npid);
-		pr_info("removed the network lock of process %d", npid);
-	} else if (t->locked) {
-		pr_info("process %d was killed by the dump: its network lock stays for the "
-			"restore", npid);
-	}
-	if (running_on(npid) && t->nr_repair)
-		unrepair_all(t, npid);
+	reclaim_net(t);
 	dump_trace_clear(t);	/* done: nothing left for the guard (guard.c) */
 	return ret;
 }
@@ -129,7 +156,7 @@ int dump_reclaim(struct dump_trace *t)
 void dump_trace_clear(struct dump_trace *t)
 {
 	t->in.area = 0;
-	t->locked = 0;
+	t->nr_net = 0;
 	t->nr_repair = 0;
 	t->cg_frozen = 0;
 }

@@ -498,7 +498,7 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	check_fds(o, t, r);
 	check_deleted_maps(o, r);
 	check_memfd_exe(pid, r);
-	sockets_refuse(pid, o->tree, o->tcp_established, r);
+	sockets_refuse(pid, o, r);
 	check_thread_modes(pid, r);
 	check_cgroups(pid, r);
 }

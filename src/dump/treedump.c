@@ -575,24 +575,6 @@ static int dump_member(struct tree_dump *td, int k)
 }
 
 /* A process other than the root, its images written: what dump_finish_images() does for it. */
-/*
- * --tcp-established: the connections of one process of the tree are locked
- * and put in repair mode; a killed worker's supervisor undoes that for one
- * process (dump_trace.net_pid), so a second process with established
- * connections is refused by name (before the freeze is over: no harm).
- */
-static int check_one_locker(const struct tree_dump *td, int k)
-{
-	if (!td->m[k].d.sockets.locked)
-		return 0;
-	for (int i = 0; i < k; i++)
-		if (td->m[i].d.sockets.locked)
-			return fail(-EOPNOTSUPP, "established TCP connections in processes %d and %d "
-				    "of the tree: --tcp-established dumps one process's only",
-				    td->m[i].d.pid, td->m[k].d.pid);
-	return 0;
-}
-
 static int finish_member(struct tree_dump *td, struct member *m)
 {
 	int ret = td->leave_running ? tty_put_back(&m->d) : sockets_check_queues(&m->d);
@@ -756,7 +738,7 @@ static int run(struct tree_dump *td)
 	if (!ret)
 		ret = list_members(td);
 	for (int i = 0; i < td->n && !ret; i++)
-		ret = dump_member(td, i) ?: check_one_locker(td, i);
+		ret = dump_member(td, i);
 	if (!ret)
 		ret = finish_all(td);
 	if (!ret && td->leave_running && (dead = dead_member(td)))

@@ -99,7 +99,13 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 	case TCP_LISTEN:
 		if (!ti.tcpi_unacked)
 			return NULL;
-		snprintf(buf, len, "%u connection(s) not yet accepted", ti.tcpi_unacked);
+		if (set->skip_in_flight) {	/* their clients see them reset */
+			pr_info("a listener's %u connection(s) not yet accepted are dropped "
+				"(--skip-in-flight)\n", ti.tcpi_unacked);
+			return NULL;
+		}
+		snprintf(buf, len, "%u connection(s) not yet accepted (--skip-in-flight drops them)",
+			 ti.tcpi_unacked);
 		return buf;
 	}
 	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established) {

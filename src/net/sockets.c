@@ -222,10 +222,10 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 	(void)pid;
 }
 
-void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
-		     struct refusals *r)
+void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
 {
-	struct sk_set set = { .tcp_established = tcp_established, .tree = tree };
+	struct sk_set set = { .tcp_established = o->tcp_established,
+			      .skip_in_flight = o->skip_in_flight, .tree = o->tree };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *de;
@@ -251,6 +251,50 @@ void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_establishe
 	sk_set_free(&set);
 }
 
+/*
+ * For the supervisor, should we die with pid's lock on. A tree's processes
+ * each lock their own connections: a connection between two of them is in
+ * both locks, and passes when both are off.
+ */
+static int trace_locked(struct dump_trace *tr, pid_t pid)
+{
+	int n;
+
+	if (!tr)
+		return 0;
+	n = tr->nr_net;
+	if (n == DUMP_TRACE_NETS)
+		return fail(-E2BIG, "established TCP connections in more than %d processes",
+			    DUMP_TRACE_NETS);
+	tr->net[n].pid = pid;
+	tr->net[n].locked = 1;
+	__atomic_store_n(&tr->nr_net, n + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Done with pid: nothing of its left for the supervisor to undo (the others' stay). */
+static void trace_forget(struct dump_trace *tr, pid_t pid)
+{
+	int k = 0;
+
+	if (!tr)
+		return;
+	for (int i = 0; i < tr->nr_repair; i++)
+		if (tr->repair[i].pid != pid) {
+			tr->repair[k].ino = tr->repair[i].ino;
+			tr->repair[k].reuseaddr = tr->repair[i].reuseaddr;
+			tr->repair[k++].pid = tr->repair[i].pid;
+		}
+	__atomic_store_n(&tr->nr_repair, k, __ATOMIC_RELEASE);
+	k = 0;
+	for (int i = 0; i < tr->nr_net; i++)
+		if (tr->net[i].pid != pid) {
+			tr->net[k].locked = tr->net[i].locked;
+			tr->net[k++].pid = tr->net[i].pid;
+		}
+	__atomic_store_n(&tr->nr_net, k, __ATOMIC_RELEASE);
+}
+
 /* --tcp-established: lock the target's connections (tcp_repairable) before reading them. */
 static int lock_connections(struct dump_ctx *d)
 {
@@ -273,11 +317,9 @@ static int lock_connections(struct dump_ctx *d)
 		c[n].sport = s->sport;
 		c[n++].dport = s->dport;
 	}
-	if (n && d->trace) {	/* before: a half-made lock is removed too */
-		d->trace->net_pid = d->pid;
-		d->trace->locked = 1;
-	}
 	if (n)
+		ret = trace_locked(d->trace, d->pid);	/* before: a half-made lock is removed too */
+	if (n && !ret)
 		ret = netlock_add(d->pid, c, n);
 	set->locked = n && !ret;
 	if (set->locked)
@@ -286,15 +328,16 @@ static int lock_connections(struct dump_ctx *d)
 	return ret;
 }
 
-int sockets_prepare(struct dump_ctx *d, bool tcp_established)
+int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o)
 {
 	int ret;
 
 	d->sockets.tree = d->tree;
 	ret = load_set(d->pid, &d->sockets);
 
-	d->sockets.tcp_established = tcp_established;
-	if (!ret && tcp_established)
+	d->sockets.tcp_established = o->tcp_established;
+	d->sockets.skip_in_flight = o->skip_in_flight;
+	if (!ret && o->tcp_established)
 		ret = lock_connections(d);
 	return ret;
 }
@@ -448,10 +491,8 @@ void sockets_finish(struct dump_ctx *d, bool killed)
 	}
 	set->nr_repair = 0;
 	set->locked = false;
-	if (d->trace) {		/* done: nothing for the supervisor to undo */
-		d->trace->nr_repair = 0;
-		d->trace->locked = 0;
-	}
+	trace_forget(d->trace, d->pid);
+
 }
 
 void sk_state_free(struct sk_state *s)

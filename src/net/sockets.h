@@ -32,6 +32,7 @@
 #include <sys/un.h>
 
 struct dump_ctx;
+struct dump_opts;
 struct file_desc;
 struct image;
 struct refusals;
@@ -162,6 +163,7 @@ struct sk_set {
 	uint64_t *tree_inos;		/* the sockets the tree's other processes hold */
 	size_t nr_tree_inos;
 	bool tcp_established;		/* --tcp-established */
+	bool skip_in_flight;		/* --skip-in-flight */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */
@@ -169,10 +171,9 @@ struct sk_set {
 
 /* sockets.c */
 /* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
-void sockets_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established,
-		     struct refusals *r);
+void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r);
 /* Frozen: the table and the target's socket inodes. */
-int sockets_prepare(struct dump_ctx *d, bool tcp_established);
+int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o);
 /* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
 int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
 /* Its entry in files.img, and the FD_TYPES__* of that entry. */
@@ -327,6 +328,9 @@ int sk_netlink_open(const NetlinkSkEntry *e);
 
 /* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
+/* Out of repair mode, the lock still on (a tree: every process's, first) */
+void tcp_unrepair_all(struct rst *r);
+/* Out of repair mode, the lock off, window probes and unsent data */
 void tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
 

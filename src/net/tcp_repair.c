@@ -115,7 +115,7 @@ static int read_options(int fd, struct tcp_stream *t)
 }
 
 /* For the supervisor, should we die with the socket in repair mode. */
-static int trace_repaired(struct dump_trace *tr, int fd, int reuseaddr)
+static int trace_repaired(struct dump_trace *tr, pid_t pid, int fd, int reuseaddr)
 {
 	struct stat st;
 	int n;
@@ -128,6 +128,7 @@ static int trace_repaired(struct dump_trace *tr, int fd, int reuseaddr)
 			    DUMP_TRACE_REPAIRS);
 	tr->repair[n].ino = st.st_ino;
 	tr->repair[n].reuseaddr = reuseaddr;
+	tr->repair[n].pid = pid;
 	__atomic_store_n(&tr->nr_repair, n + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -143,7 +144,7 @@ static int keep_repaired(struct dump_ctx *d, int copy, int reuseaddr)
 	if (fd < 0)
 		return -ENOMEM;
 	set->repair[set->nr_repair++] = (struct sk_repaired){ fd, reuseaddr };
-	return trace_repaired(d->trace, fd, reuseaddr);
+	return trace_repaired(d->trace, d->pid, fd, reuseaddr);
 }
 
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr)

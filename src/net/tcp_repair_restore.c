@@ -3,9 +3,12 @@
  * sequence numbers, bind and connect (no handshake in repair mode), MSS,
  * window scales, SACK and timestamps, the receive queue and the sent part of
  * the send queue, then the window. The socket stays in repair mode until
- * every thread is parked: tcp_release_all() takes the network lock off, then
- * repair mode (the kernel sends a window probe, the peer answers,
- * retransmissions resume) and sends what was never sent.
+ * every thread is parked: tcp_release_all() takes it out of repair mode
+ * (sending nothing), the network lock off, then sends a window probe (the
+ * peer answers, retransmissions resume) and what was never sent. A tree's
+ * processes all leave repair mode before any lock goes (tcp_unrepair_all()):
+ * a connection between two of them is in both locks, and neither end hears
+ * from the other before both are out of repair mode.
  *
  * A closing connection (tcp_states.h) is rebuilt established, then closed
  * as it was: this end's FIN by shutdown() (after its unsent data, or counted
@@ -380,34 +383,96 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e)
 	return ret;
 }
 
+#ifndef SO_BUF_LOCK
+#define SO_BUF_LOCK	72
+#endif
+
+static int sol_int(int fd, int opt, int v)
+{
+	return setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v)) ? -errno : 0;
+}
+
+/*
+ * The bytes the process had queued and the kernel never sent, sent now (out
+ * of repair mode). The send buffer holds what it held when they fitted, but
+ * the rebuilt sent part may take more of it (other segment sizes): it is
+ * grown while they do not fit, then set back as dumped, its size and lock.
+ */
+static int send_unsent(int fd, const uint8_t *p, uint32_t len)
+{
+	int size = 0, lock = 0, ret = 0, grown = 0;
+	socklen_t l = sizeof(size);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &l))
+		return -errno;
+	l = sizeof(lock);
+	if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &lock, &l))
+		lock = -1;
+	while (!ret && len) {
+		ssize_t n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			p += n;
+			len -= n;
+		} else if (n < 0 && errno == EAGAIN && grown < 8) {
+			grown++;
+			ret = sol_int(fd, SO_SNDBUFFORCE, (int)MIN((int64_t)size << grown, INT_MAX / 2));
+		} else {
+			ret = n < 0 ? -errno : -EIO;
+		}
+	}
+	if (grown && !sol_int(fd, SO_SNDBUFFORCE, size / 2) && lock >= 0)
+		sol_int(fd, SO_BUF_LOCK, lock);
+	return ret;
+}
+
+static int set_reuseaddr(const struct rtcp *k)
+{
+	int reuse = k->reuseaddr;
+
+	return setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) ? -errno : 0;
+}
+
+/* Out of repair mode, the lock still on: nothing sent (no window probe). */
+static void unrepair(struct rtcp *k)
+{
+	if (k->unrepaired)
+		return;
+	/* leaving repair mode clears SO_REUSEADDR */
+	if (tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP) || set_reuseaddr(k))
+		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
+	k->unrepaired = true;
+}
+
+/*
+ * The lock off: the window probe that restarts the peer's retransmissions
+ * (repair mode on and off again sends it), then what was never sent.
+ */
 static void release(const struct rtcp *k)
 {
 	uint32_t unsent = k->t->has_unsq_len ? MIN(k->t->unsq_len, k->t->outq_len) : 0;
 	const uint8_t *p = k->data + k->t->inq_len + (k->t->outq_len - unsent);
-	int reuse = k->reuseaddr;
+	int ret;
 
 	if (k->flushed)
 		unsent = 0;	/* queued before its FIN (replay_close) */
+	if (tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_ON) || tcp_int(k->fd, TCP_REPAIR, TCP_REPAIR_OFF) ||
+	    set_reuseaddr(k))
+		pr_warn("cannot send a TCP connection's window probe: %s\n", strerror(errno));
+	if (unsent && (ret = send_unsent(k->fd, p, unsent)))
+		pr_warn("TCP: %u unsent byte(s) could not be sent again: %s\n", unsent,
+			strerror(-ret));
+}
 
-	/* leaving repair mode clears SO_REUSEADDR */
-	if (tcp_int(k->fd, TCP_REPAIR, 0) ||
-	    setsockopt(k->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
-		pr_warn("cannot take a TCP connection out of repair mode: %s\n", strerror(errno));
-	while (unsent) {
-		ssize_t n = send(k->fd, p, unsent, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-		if (n <= 0) {
-			pr_warn("TCP: %u unsent byte(s) could not be sent again: %s\n", unsent,
-				strerror(errno));
-			break;
-		}
-		p += n;
-		unsent -= n;
-	}
+void tcp_unrepair_all(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_tcp; i++)
+		unrepair(&r->tcp[i]);
 }
 
 void tcp_release_all(struct rst *r)
 {
+	tcp_unrepair_all(r);
 	if (r->nr_tcp)
 		netlock_remove(r->pid);
 	for (size_t i = 0; i < r->nr_tcp; i++)

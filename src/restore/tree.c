@@ -758,6 +758,8 @@ static int release_all(struct rst *root)
 		ret = cgroups_move_threads(i ? &root->tree->m[i - 1] : root) ?:
 		      timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
 	if (!ret) {
+		for (size_t i = 0; i <= root->tree->n; i++)	/* every lock still on */
+			tcp_unrepair_all(i ? &root->tree->m[i - 1] : root);
 		for (size_t i = 0; i <= root->tree->n; i++)
 			tcp_release_all(i ? &root->tree->m[i - 1] : root);
 		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);

@@ -1,0 +1,246 @@
+/*
+ * t-tcptree DIR [tree|one] [v4|v6]: a TCP connection over the loopback whose
+ * two ends are both in the dump, with data queued both ways: each end wrote
+ * until its send buffer was full (the peer's receive queue full, the rest
+ * in its own send queue, part of it never sent), and nobody read.
+ *   tree: the parent holds the listener and the connecting end, its child
+ *         the accepted end (the listener's port: a listener and a
+ *         connection share it in one tree)
+ *   one:  one process holds the listener and both ends
+ * READY <pid> <child or 0> <port>
+ * On SIGUSR1 (the parent passes it to the child) each end reads all the
+ * bytes the other wrote, in order, then a message goes each way, then the
+ * parent shuts its end down: the child reads EOF and closes, the parent
+ * reads EOF.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "tlib.h"
+
+#define SEED_CONNECTOR	0x7c9d1
+#define SEED_ACCEPTED	0x3a5e7
+#define CHUNK		(64 << 10)
+
+static int family = AF_INET;
+
+static void must(bool ok, const char *what)
+{
+	if (!ok)
+		t_fail("%s: %s", what, strerror(errno));
+}
+
+static socklen_t loopback(struct sockaddr_storage *ss, uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (void *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		a->sin6_port = htons(port);
+		return sizeof(*a);
+	}
+	struct sockaddr_in *a = (void *)ss;
+
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a->sin_port = htons(port);
+	return sizeof(*a);
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
+	return ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+					  ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void pattern(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = t_byte(seed, off + i);
+}
+
+/* Writes the stream of seed until the socket takes no more; its length. */
+static uint64_t fill(int fd, uint64_t seed)
+{
+	static uint8_t buf[CHUNK];
+	uint64_t off = 0;
+	int fl = fcntl(fd, F_GETFL);
+
+	must(fl >= 0 && !fcntl(fd, F_SETFL, fl | O_NONBLOCK), "O_NONBLOCK");
+	for (;;) {
+		ssize_t n;
+
+		pattern(buf, sizeof(buf), seed, off);
+		n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd p = { fd, POLLOUT, 0 };
+
+			if (poll(&p, 1, 200) == 0)	/* full: the peer's queue too */
+				break;
+			continue;
+		}
+		must(n > 0, "send while filling");
+		off += n;
+	}
+	must(!fcntl(fd, F_SETFL, fl), "clear O_NONBLOCK");
+	return off;
+}
+
+static void read_exact(int fd, void *p, size_t len, const char *what)
+{
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n <= 0)
+			t_fail("%s: %s", what, n ? strerror(errno) : "EOF");
+		p = (char *)p + n;
+		len -= n;
+	}
+}
+
+/* All len bytes of the stream of seed, in order. */
+static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
+{
+	static uint8_t buf[CHUNK], want[CHUNK];
+	struct timeval tmo = { 30, 0 };
+	uint64_t off = 0;
+
+	must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
+	while (off < len) {
+		size_t n = len - off < CHUNK ? len - off : CHUNK;
+		ssize_t r = read(fd, buf, n);
+
+		if (r <= 0)
+			t_fail("%s: %s after %" PRIu64 " of %" PRIu64 " queued bytes", who,
+			       r ? strerror(errno) : "EOF", off, len);
+		pattern(want, r, seed, off);
+		if (memcmp(buf, want, r))
+			t_fail("%s: the bytes at %" PRIu64 " differ", who, off);
+		off += r;
+	}
+}
+
+static void expect_msg(int fd, const char *msg, const char *who)
+{
+	char buf[64] = "";
+
+	read_exact(fd, buf, strlen(msg), who);
+	if (memcmp(buf, msg, strlen(msg)))
+		t_fail("%s: got \"%.*s\", want \"%s\"", who, (int)strlen(msg), buf, msg);
+}
+
+static void expect_eof(int fd, const char *who)
+{
+	char c;
+	ssize_t n = read(fd, &c, 1);
+
+	if (n != 0)
+		t_fail("%s: %s instead of EOF", who, n < 0 ? strerror(errno) : "a byte");
+}
+
+/* The connecting end after the restore: what the accepted end queued, a message each way, EOF. */
+static void check_connector(int c, uint64_t from_acc, bool one, int a, uint64_t from_conn)
+{
+	if (one)
+		drain(a, SEED_CONNECTOR, from_conn, "accepted end");
+	drain(c, SEED_ACCEPTED, from_acc, "connecting end");
+	must(send(c, "later from the connector", 24, MSG_NOSIGNAL) == 24, "send after restore");
+	if (one) {
+		expect_msg(a, "later from the connector", "accepted end, later");
+		must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
+	}
+	expect_msg(c, "later from the acceptor", "connecting end, later");
+	must(!shutdown(c, SHUT_WR), "shutdown");
+	if (one) {
+		expect_eof(a, "accepted end");
+		close(a);
+	}
+	expect_eof(c, "connecting end");
+}
+
+static void __attribute__((noreturn)) child_main(int a, int to_parent, int from_parent)
+{
+	uint64_t mine = fill(a, SEED_ACCEPTED), theirs;
+
+	must(write(to_parent, &mine, sizeof(mine)) == sizeof(mine), "write count");
+	read_exact(from_parent, &theirs, sizeof(theirs), "the parent's count");
+	close(to_parent);
+	close(from_parent);
+	t_wait_usr1();
+	drain(a, SEED_CONNECTOR, theirs, "accepted end (child)");
+	expect_msg(a, "later from the connector", "accepted end (child), later");
+	must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
+	expect_eof(a, "accepted end (child)");
+	close(a);
+	exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	bool one = argc > 2 && !strcmp(argv[2], "one");
+	int l, c, a, up[2], down[2], one_ = 1, status;
+	struct sockaddr_storage ss;
+	uint64_t from_conn = 0, from_acc = 0;
+	socklen_t len;
+	pid_t child = 0;
+
+	t_init(argc, argv, SA_RESTART);
+	if (argc > 3 && !strcmp(argv[3], "v6"))
+		family = AF_INET6;
+	l = socket(family, SOCK_STREAM, 0);
+	must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one_, sizeof(one_)), "socket");
+	len = loopback(&ss, 0);
+	must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
+	c = socket(family, SOCK_STREAM, 0);
+	len = loopback(&ss, port_of(l));
+	must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
+	a = accept(l, NULL, NULL);
+	must(a >= 0, "accept");
+	must(!setsockopt(c, SOL_TCP, TCP_NODELAY, &one_, sizeof(one_)), "TCP_NODELAY");
+	if (one) {
+		from_conn = fill(c, SEED_CONNECTOR);
+		from_acc = fill(a, SEED_ACCEPTED);
+	} else {
+		must(!pipe(up) && !pipe(down), "pipe");
+		child = fork();
+		must(child >= 0, "fork");
+		if (child == 0) {
+			close(l);
+			close(c);
+			close(up[0]);
+			close(down[1]);
+			child_main(a, up[1], down[0]);
+		}
+		close(a);
+		close(up[1]);
+		close(down[0]);
+		from_conn = fill(c, SEED_CONNECTOR);
+		read_exact(up[0], &from_acc, sizeof(from_acc), "the child's count");
+		must(write(down[1], &from_conn, sizeof(from_conn)) == sizeof(from_conn), "count");
+		close(up[0]);
+		close(down[1]);
+	}
+	t_ready("%d %u", (int)child, port_of(l));
+	t_wait_usr1();
+	t_check_common();
+	if (child && kill(child, SIGUSR1))
+		t_fail("kill child: %s", strerror(errno));
+	check_connector(c, from_acc, one, a, from_conn);
+	if (child && (waitpid(child, &status, 0) != child || status))
+		t_fail("the child failed (status %#x)", status);
+	if (port_of(l) != ntohs(((struct sockaddr_in *)&ss)->sin_port))
+		t_fail("the listener's port changed");
+	t_pass(one ? "one process" : "tree");
+}
