@@ -385,8 +385,10 @@ int page_xfer_commit(struct dump_ctx *d);
 ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
 			size_t len);
 
-/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
+/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote;
+ * the leader's: thread_timer_slack() with what its blob read) */
 int collect_thread_sched(struct dump_ctx *d, int i);
+int thread_timer_slack(struct dump_ctx *d, int i, long ret);
 
 /* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
 int collect_seccomp(struct dump_ctx *d);
@@ -400,7 +402,10 @@ int collect_posix_timers(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);
+/* by remote syscalls in thread i; the leader's from its blob's answer */
 int collect_thread_inside(struct dump_ctx *d, int i);
+struct parasite_state;
+int leader_inside_from(struct dump_ctx *d, const struct parasite_state *st);
 int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
 /* A queued SIGSTOP is a stop: out of the queues, into d->stopped. */
 void collect_stop_state(struct dump_ctx *d);

@@ -114,6 +114,12 @@ uint64_t parasite_scratch(struct infect_ctx *c, void **local);
 /* Start the blob (parasite_vmsplice does it if need be); from here on the
  * process's memory does not change until infect_cure. */
 int parasite_start(struct infect_ctx *c);
+/* The leader out of the blob again (a remote syscall in it): parasite_start
+ * starts it again. Done by infect_syscall() when it needs the leader. */
+int parasite_pause(struct infect_ctx *c);
+/* The leader's state read by the blob in one command (parasite_abi.h). */
+struct parasite_state;
+int parasite_state(struct infect_ctx *c, struct parasite_state *out);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);

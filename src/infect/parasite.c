@@ -422,24 +422,46 @@ int infect_parasite(struct infect_ctx *c)
 	return err;
 }
 
-/* The pipe and the running blob are only needed by splice mode. */
+/*
+ * The blob runs in the leader for its commands: the leader's state
+ * (parasite_state) and splice mode's pages. The pipe, the bell and the
+ * rseq registration are made once; after a pause (a remote syscall in the
+ * leader) only the blob is started again.
+ */
 int parasite_start(struct infect_ctx *c)
 {
 	struct parasite *p = c->parasite;
-	int err;
+	int err = 0;
 
 	if (p->running)
 		return 0;
-	err = make_pipe(c, p);
-	if (!err)
+	if (p->pipe_rd < 0)
+		err = make_pipe(c, p);
+	if (!err && p->bell < 0)
 		err = make_bell(c, p);
-	if (!err)
+	if (!err && !p->rseq.len)
 		err = rseq_off(c, p);
 	if (!err)
 		err = start_blob(c, p);
 	if (!err)
 		fault_point("parasite-running");
 	return err;
+}
+
+/* The leader out of the blob, back in a ptrace stop for remote syscalls. */
+int parasite_pause(struct infect_ctx *c)
+{
+	struct parasite *p = c->parasite;
+	int err;
+
+	if (!p || !p->running)
+		return 0;
+	err = interrupt_thread(c, c->threads[0].tid, false);
+	if (err)
+		return fail(err, "cannot stop the parasite in process %d: %s", c->pid,
+			    strerror(-err));
+	p->running = false;
+	return put_thread_regs(&c->threads[0]);
 }
 
 static void ring(struct parasite *p)
@@ -558,6 +580,33 @@ static int vmsplice_batch(struct infect_ctx *c, const struct iovec *runs, size_t
 	if (err && a->ret)
 		return fail(err, "vmsplice in process %d failed: %s", c->pid, strerror(-err));
 	return err;
+}
+
+/* One command without pages: run it, wait for its answer. */
+static int command(struct infect_ctx *c, unsigned int cmd)
+{
+	struct parasite_args *a = args_of(c->parasite);
+	unsigned int seq;
+
+	a->cmd = cmd;
+	a->ret = 0;
+	seq = a->cmd_seq + 1;
+	__atomic_store_n(&a->cmd_seq, seq, __ATOMIC_RELEASE);
+	ring(c->parasite);
+	return wait_ack(c, seq);
+}
+
+int parasite_state(struct infect_ctx *c, struct parasite_state *out)
+{
+	int err = parasite_start(c);
+
+	if (!err)
+		err = command(c, PARASITE_CMD_STATE);
+	if (err)
+		return fail(err, "cannot read the state of process %d in the parasite: %s", c->pid,
+			    strerror(-err));
+	memcpy(out, (uint8_t *)args_of(c->parasite) + PARASITE_ARGS_SIZE, sizeof(*out));
+	return 0;
 }
 
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *runs, size_t nr, int out_fd)

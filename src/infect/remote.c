@@ -366,6 +366,11 @@ int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 	struct stack_frame sf = { 0 };
 	int err, put;
 
+	if (thread == 0) {
+		err = parasite_pause(c);	/* the leader may be running the blob */
+		if (err)
+			return err;
+	}
 	if (!c->syscall_insn) {
 		err = remote_init(c);
 		if (err)

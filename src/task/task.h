@@ -50,8 +50,14 @@ struct task_state {
 };
 
 struct dump_ctx;
+struct parasite_state;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
+/* What the leader itself tells, in one parasite command: after every remote
+ * syscall in it (the blob runs in the leader from here on). */
+int collect_leader_inside(struct dump_ctx *d, struct task_state *ts);
 /* procattr.c */
 int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
+/* the timers, subreaper flag and membarrier registrations the blob read */
+int task_attrs_from(struct dump_ctx *d, struct task_attrs *a, const struct parasite_state *st);
 
 #endif
