@@ -102,7 +102,9 @@ void infect_release(struct infect_ctx *c, bool kill_process);
 /* Not killed: neither gone nor a zombie. */
 bool infect_alive(const struct infect_ctx *c);
 
-/* remote.c: system calls executed by frozen thread number `thread` */
+/* remote.c: where remote syscalls run, looked for once (infect_syscall does) */
+int infect_remote_init(struct infect_ctx *c);
+/* system calls executed by frozen thread number `thread` */
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6);
 

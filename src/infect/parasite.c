@@ -2,8 +2,8 @@
  * The dumper's side of the parasite: put it into the target, give it work,
  * take it out again.
  *
- * Infection, all by remote system calls in the leader: memfd_create,
- * ftruncate, mmap (shared, rwx) of the parasite's area, and pipe2 for the
+ * Infection, by remote system calls in the leader: memfd_create (sized
+ * here), mmap (shared, rwx) of the parasite's area, and pipe2 for the
  * page pipe. The dumper takes the memfd and the pipe's read end with
  * pidfd_getfd, maps the same area, copies the blob in, and starts the leader
  * at the blob with a stack in the area. The target's fds used for this are
@@ -135,14 +135,9 @@ static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
 	return 0;
 }
 
-static int map_local(struct infect_ctx *c, struct parasite *p, int remote_fd)
+static int map_local(struct parasite *p, int fd)
 {
-	int fd = take_fd(c, remote_fd);
-
-	if (fd < 0)
-		return fd;
 	p->local = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
 	if (p->local == MAP_FAILED) {
 		p->local = NULL;
 		return fail(-errno, "cannot map the parasite area: %s", strerror(errno));
@@ -267,9 +262,9 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	long memfd, addr, ret;
 	size_t stride;
 	uint64_t name;
-	int err;
+	int err, fd;
 
-	err = infect_syscall(c, 0, SYS_getpid, &ret, 0, 0, 0, 0, 0, 0);	/* finds the vDSO */
+	err = infect_remote_init(c);	/* finds the vDSO */
 	if (!err)
 		err = area_size(c, p, &stride);
 	if (err)
@@ -282,13 +277,18 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	trace_memfd(c, (int)memfd, !err);
 	if (err)
 		return err;
-	err = rsys(c, SYS_ftruncate, &ret, memfd, p->len, 0, 0, 0, 0);
+	/* sized from here: the same file, one remote syscall less */
+	fd = take_fd(c, (int)memfd);
+	err = fd < 0 ? fd : ftruncate(fd, p->len) ? fail(-errno, "cannot size the parasite area: "
+							  "%s", strerror(errno)) : 0;
 	if (!err)
 		err = map_remote(c, p, memfd, &addr);
 	if (!err) {
 		p->remote = addr;
-		err = map_local(c, p, memfd);
+		err = map_local(p, fd);
 	}
+	if (fd >= 0)
+		close(fd);
 	if (!err)
 		err = write_frames(c, p, stride);
 	if (!rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0))

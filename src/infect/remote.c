@@ -152,6 +152,12 @@ static int remote_init(struct infect_ctx *c)
 	return 0;
 }
 
+/* Where remote syscalls will run, found once (the vDSO's start with it). */
+int infect_remote_init(struct infect_ctx *c)
+{
+	return c->syscall_insn ? 0 : remote_init(c);
+}
+
 /*
  * A thread's way home while no parasite area exists: its cure frame
  * (selfcure.c) written on its own stack, below the red zone, where the
@@ -382,11 +388,9 @@ int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		if (err)
 			return err;
 	}
-	if (!c->syscall_insn) {
-		err = remote_init(c);
-		if (err)
-			return err;
-	}
+	err = infect_remote_init(c);
+	if (err)
+		return err;
 	if (!(c->tramp && t->cure_sp) && c->sigreturn_insn) {
 		err = stack_frame_build(c, t, &sf);
 		if (err)
