@@ -3,9 +3,10 @@
  * dumper, and serves commands until the dumper stops it with PTRACE_INTERRUPT
  * (the dumper then puts the thread's registers back; nothing here unwinds).
  *
- * Its one command moves the target's pages into a pipe with vmsplice and
+ * Its main command moves the target's pages into a pipe with vmsplice and
  * SPLICE_F_GIFT: page references, no copy. The dumper drains the pipe into
- * the pages image while the target is still frozen.
+ * the pages image while the target is still frozen. The other reads the
+ * leader's state (signal actions, timers, prctl values) in one go.
  *
  * If the dumper dies (SIGKILL, say) the kernel detaches the thread, which
  * runs on here. The parasite watches the pipe while it waits; once no
@@ -17,6 +18,15 @@
 #include "sigframe.h"
 
 #define UIO_MAXIOV	1024
+#define __nr_getitimer	36
+#define __nr_membarrier	324
+#define PR_GET_PDEATHSIG	2
+#define PR_GET_DUMPABLE		3
+#define PR_GET_TIMERSLACK	30
+#define PR_GET_SECUREBITS	27
+#define PR_GET_CHILD_SUBREAPER	37
+#define PR_GET_TID_ADDRESS	40
+#define MEMBARRIER_CMD_GET_REGISTRATIONS	(1 << 9)
 #define SIGPIPE		13
 #define POLLIN		0x001
 #define POLLERR		0x008
@@ -50,6 +60,31 @@ static long vmsplice_all(struct parasite_args *a, struct blob_iovec *iov, u64 nr
 	return 0;
 }
 
+static long prctl_get(long option, void *out)
+{
+	return sys_call5(__nr_prctl, option, out, 0, 0, 0);
+}
+
+/* PARASITE_CMD_STATE: the timers first, before the blob's own CPU time counts. */
+static long read_state(struct parasite_state *s)
+{
+	for (int w = 0; w < 3; w++)
+		s->itimer_ret[w] = sys_call2(__nr_getitimer, w, &s->itimer[w]);
+	for (int sig = 1; sig <= PARASITE_NR_SIGS; sig++)
+		s->sa_ret[sig - 1] = sig == 9 || sig == 19 ? -22 :
+			sys_call4(__nr_rt_sigaction, sig, 0, &s->sa[sig - 1], 8);
+	s->brk = sys_call1(__nr_brk, 0);
+	s->dumpable = prctl_get(PR_GET_DUMPABLE, 0);
+	s->securebits = prctl_get(PR_GET_SECUREBITS, 0);
+	s->subreaper_ret = prctl_get(PR_GET_CHILD_SUBREAPER, &s->subreaper);
+	s->membarrier = sys_call3(__nr_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
+	s->tid_address_ret = prctl_get(PR_GET_TID_ADDRESS, &s->tid_address);
+	s->altstack_ret = sys_call2(__nr_sigaltstack, 0, &s->altstack);
+	s->pdeathsig_ret = prctl_get(PR_GET_PDEATHSIG, &s->pdeathsig);
+	s->timerslack = prctl_get(PR_GET_TIMERSLACK, 0);
+	return 0;
+}
+
 static long run(struct parasite_args *a)
 {
 	struct blob_iovec *iov = (struct blob_iovec *)a->iov;
@@ -58,6 +93,9 @@ static long run(struct parasite_args *a)
 	case PARASITE_CMD_VMSPLICE:
 		a->bytes_done = 0;
 		return vmsplice_all(a, iov, a->nr_iov);
+	case PARASITE_CMD_STATE:
+		blob_memset((void *)a->iov, 0, sizeof(struct parasite_state));
+		return read_state((struct parasite_state *)a->iov);
 	}
 	return -22; /* EINVAL */
 }

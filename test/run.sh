@@ -27,7 +27,7 @@ MD_DUMP_OPTS=${MD_DUMP_OPTS:-}
 KEEP=${KEEP:-0}
 MODES=(splice read mem)
 PROGS=(t-pattern t-threads t-filemap t-protnone t-hugepage t-sparse t-shared
-       t-sleeper t-piperead t-spinner t-writer t-fds t-sigpending t-seccomp)
+       t-sleeper t-piperead t-spinner t-writer t-fds t-sigpending t-seccomp t-sigact)
 
 LIST_ONLY=0
 if [[ ${1:-} == -l ]]; then LIST_ONLY=1; shift; fi

@@ -190,16 +190,18 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 		ret = select_pages_start(d);	/* beside the remote calls: they move no page */
 	if (!ret)
 		ret = infect_parasite(&d->in);
-	for (int i = 0; i < d->nr_threads && !ret; i++)
-		ret = collect_thread_inside(d, i);
+	for (int i = 1; i < d->nr_threads && !ret; i++)
+		ret = collect_thread_inside(d, i);	/* the leader's: collect_leader_inside */
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_sched(d, i);
+	if (!ret)
+		ret = collect_posix_timers(d);	/* remote syscalls, before the blob runs */
+	if (!ret)
+		ret = collect_leader_inside(d, ts);
 	if (!ret)
 		ret = collect_task(d, ts);
 	if (!ret)
 		ret = collect_task_attrs(d, &ts->attrs);
-	if (!ret)
-		ret = collect_posix_timers(d);
 	if (ret)
 		select_pages_wait(d);	/* the first error is the one reported */
 	return ret ?: select_pages_wait(d) ?: cow_select(d);

@@ -102,7 +102,9 @@ void infect_release(struct infect_ctx *c, bool kill_process);
 /* Not killed: neither gone nor a zombie. */
 bool infect_alive(const struct infect_ctx *c);
 
-/* remote.c: system calls executed by frozen thread number `thread` */
+/* remote.c: where remote syscalls run, looked for once (infect_syscall does) */
+int infect_remote_init(struct infect_ctx *c);
+/* system calls executed by frozen thread number `thread` */
 int infect_syscall(struct infect_ctx *c, int thread, long nr, long *ret,
 		   long a1, long a2, long a3, long a4, long a5, long a6);
 
@@ -114,6 +116,12 @@ uint64_t parasite_scratch(struct infect_ctx *c, void **local);
 /* Start the blob (parasite_vmsplice does it if need be); from here on the
  * process's memory does not change until infect_cure. */
 int parasite_start(struct infect_ctx *c);
+/* The leader out of the blob again (a remote syscall in it): parasite_start
+ * starts it again. Done by infect_syscall() when it needs the leader. */
+int parasite_pause(struct infect_ctx *c);
+/* The leader's state read by the blob in one command (parasite_abi.h). */
+struct parasite_state;
+int parasite_state(struct infect_ctx *c, struct parasite_state *out);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);

@@ -2,8 +2,8 @@
  * The dumper's side of the parasite: put it into the target, give it work,
  * take it out again.
  *
- * Infection, all by remote system calls in the leader: memfd_create,
- * ftruncate, mmap (shared, rwx) of the parasite's area, and pipe2 for the
+ * Infection, by remote system calls in the leader: memfd_create (sized
+ * here), mmap (shared, rwx) of the parasite's area, and pipe2 for the
  * page pipe. The dumper takes the memfd and the pipe's read end with
  * pidfd_getfd, maps the same area, copies the blob in, and starts the leader
  * at the blob with a stack in the area. The target's fds used for this are
@@ -135,14 +135,9 @@ static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
 	return 0;
 }
 
-static int map_local(struct infect_ctx *c, struct parasite *p, int remote_fd)
+static int map_local(struct parasite *p, int fd)
 {
-	int fd = take_fd(c, remote_fd);
-
-	if (fd < 0)
-		return fd;
 	p->local = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
 	if (p->local == MAP_FAILED) {
 		p->local = NULL;
 		return fail(-errno, "cannot map the parasite area: %s", strerror(errno));
@@ -267,9 +262,9 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	long memfd, addr, ret;
 	size_t stride;
 	uint64_t name;
-	int err;
+	int err, fd;
 
-	err = infect_syscall(c, 0, SYS_getpid, &ret, 0, 0, 0, 0, 0, 0);	/* finds the vDSO */
+	err = infect_remote_init(c);	/* finds the vDSO */
 	if (!err)
 		err = area_size(c, p, &stride);
 	if (err)
@@ -282,13 +277,18 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	trace_memfd(c, (int)memfd, !err);
 	if (err)
 		return err;
-	err = rsys(c, SYS_ftruncate, &ret, memfd, p->len, 0, 0, 0, 0);
+	/* sized from here: the same file, one remote syscall less */
+	fd = take_fd(c, (int)memfd);
+	err = fd < 0 ? fd : ftruncate(fd, p->len) ? fail(-errno, "cannot size the parasite area: "
+							  "%s", strerror(errno)) : 0;
 	if (!err)
 		err = map_remote(c, p, memfd, &addr);
 	if (!err) {
 		p->remote = addr;
-		err = map_local(c, p, memfd);
+		err = map_local(p, fd);
 	}
+	if (fd >= 0)
+		close(fd);
 	if (!err)
 		err = write_frames(c, p, stride);
 	if (!rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0))
@@ -422,24 +422,46 @@ int infect_parasite(struct infect_ctx *c)
 	return err;
 }
 
-/* The pipe and the running blob are only needed by splice mode. */
+/*
+ * The blob runs in the leader for its commands: the leader's state
+ * (parasite_state) and splice mode's pages. The pipe, the bell and the
+ * rseq registration are made once; after a pause (a remote syscall in the
+ * leader) only the blob is started again.
+ */
 int parasite_start(struct infect_ctx *c)
 {
 	struct parasite *p = c->parasite;
-	int err;
+	int err = 0;
 
 	if (p->running)
 		return 0;
-	err = make_pipe(c, p);
-	if (!err)
+	if (p->pipe_rd < 0)
+		err = make_pipe(c, p);
+	if (!err && p->bell < 0)
 		err = make_bell(c, p);
-	if (!err)
+	if (!err && !p->rseq.len)
 		err = rseq_off(c, p);
 	if (!err)
 		err = start_blob(c, p);
 	if (!err)
 		fault_point("parasite-running");
 	return err;
+}
+
+/* The leader out of the blob, back in a ptrace stop for remote syscalls. */
+int parasite_pause(struct infect_ctx *c)
+{
+	struct parasite *p = c->parasite;
+	int err;
+
+	if (!p || !p->running)
+		return 0;
+	err = interrupt_thread(c, c->threads[0].tid, false);
+	if (err)
+		return fail(err, "cannot stop the parasite in process %d: %s", c->pid,
+			    strerror(-err));
+	p->running = false;
+	return put_thread_regs(&c->threads[0]);
 }
 
 static void ring(struct parasite *p)
@@ -558,6 +580,33 @@ static int vmsplice_batch(struct infect_ctx *c, const struct iovec *runs, size_t
 	if (err && a->ret)
 		return fail(err, "vmsplice in process %d failed: %s", c->pid, strerror(-err));
 	return err;
+}
+
+/* One command without pages: run it, wait for its answer. */
+static int command(struct infect_ctx *c, unsigned int cmd)
+{
+	struct parasite_args *a = args_of(c->parasite);
+	unsigned int seq;
+
+	a->cmd = cmd;
+	a->ret = 0;
+	seq = a->cmd_seq + 1;
+	__atomic_store_n(&a->cmd_seq, seq, __ATOMIC_RELEASE);
+	ring(c->parasite);
+	return wait_ack(c, seq);
+}
+
+int parasite_state(struct infect_ctx *c, struct parasite_state *out)
+{
+	int err = parasite_start(c);
+
+	if (!err)
+		err = command(c, PARASITE_CMD_STATE);
+	if (err)
+		return fail(err, "cannot read the state of process %d in the parasite: %s", c->pid,
+			    strerror(-err));
+	memcpy(out, (uint8_t *)args_of(c->parasite) + PARASITE_ARGS_SIZE, sizeof(*out));
+	return 0;
 }
 
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *runs, size_t nr, int out_fd)

@@ -1,8 +1,9 @@
 /*
  * Process attributes the kernel keeps beside memory and threads: from /proc
  * (oom_score_adj, loginuid, cgroup membership) and from inside the leader by
- * remote system calls (interval timers, child-subreaper flag, membarrier
- * registrations). Every value is one that was read: a failure fails the dump.
+ * its parasite (interval timers, child-subreaper flag, membarrier
+ * registrations: task_attrs_from). Every value is one that was read: a
+ * failure fails the dump.
  */
 #include <errno.h>
 #include <sched.h>
@@ -17,9 +18,8 @@
 #include "ctx/dump_ctx.h"
 #include "task/task.h"
 #include "log.h"
+#include "parasite_abi.h"
 #include "nsswitch.h"
-
-#define MEMBARRIER_CMD_GET_REGISTRATIONS	(1 << 9)
 
 static int read_proc_text(pid_t pid, const char *name, char *buf, size_t len)
 {
@@ -76,26 +76,6 @@ static int read_proc_long(pid_t pid, const char *name, long long *v)
 	return 0;
 }
 
-/* nr(a1, buffer) in the leader, the buffer in the scratch area: getitimer, prctl(PR_GET_*). */
-static int leader_call(struct dump_ctx *d, const char *what, long nr, long a1, void *out,
-		       size_t len)
-{
-	void *local;
-	uint64_t remote = parasite_scratch(&d->in, &local);
-	long ret;
-	int err;
-
-	memset(local, 0, len);
-	err = dump_syscall(d, 0, nr, &ret, a1, (long)remote, 0, 0);
-	if (err)
-		return err;
-	if (ret < 0)
-		return fail((int)ret, "cannot read the %s of process %d: %s", what, d->pid,
-			    strerror((int)-ret));
-	memcpy(out, local, len);
-	return 0;
-}
-
 /*
  * A periodic ITIMER_REAL whose SIGALRM is pending (blocked, or not yet taken)
  * reads 0 time left: the kernel arms it again only when the signal is
@@ -111,16 +91,17 @@ static void itimer_pending_rearm(struct itimerval *it)
 	it->it_value = it->it_interval;
 }
 
-static int get_itimers(struct dump_ctx *d, struct task_attrs *a)
+static int get_itimers(struct dump_ctx *d, struct task_attrs *a, const struct parasite_state *st)
 {
 	static const char *const names[3] = { "ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF" };
 
 	for (int w = 0; w < 3; w++) {
-		struct itimerval it;
-		int ret = leader_call(d, names[w], SYS_getitimer, w, &it, sizeof(it));
+		const struct parasite_itimer *pt = &st->itimer[w];
+		struct itimerval it = { { pt->isec, pt->iusec }, { pt->vsec, pt->vusec } };
 
-		if (ret)
-			return ret;
+		if (st->itimer_ret[w] < 0)
+			return fail((int)st->itimer_ret[w], "cannot read the %s of process %d: %s",
+				    names[w], d->pid, strerror((int)-st->itimer_ret[w]));
 		itimer_pending_rearm(&it);
 		a->itimer[w].isec = it.it_interval.tv_sec;
 		a->itimer[w].iusec = it.it_interval.tv_usec;
@@ -130,28 +111,21 @@ static int get_itimers(struct dump_ctx *d, struct task_attrs *a)
 	return 0;
 }
 
-static int get_subreaper(struct dump_ctx *d, struct task_attrs *a)
+/* What the leader's blob read (collect_leader_inside): timers, subreaper, membarrier. */
+int task_attrs_from(struct dump_ctx *d, struct task_attrs *a, const struct parasite_state *st)
 {
-	int v = 0;
-	int ret = leader_call(d, "child-subreaper flag", SYS_prctl, PR_GET_CHILD_SUBREAPER, &v,
-			      sizeof(v));
+	int ret = get_itimers(d, a, st);
 
-	a->child_subreaper = v != 0;
-	return ret;
-}
-
-static int get_membarrier(struct dump_ctx *d, struct task_attrs *a)
-{
-	long ret;
-	int err = dump_syscall(d, 0, SYS_membarrier, &ret, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0,
-			       0);
-
-	if (err)
-		return err;
-	if (ret < 0)
-		return fail((int)ret, "cannot read the membarrier registrations of process %d: %s",
-			    d->pid, strerror((int)-ret));
-	a->membarrier_mask = ret;
+	if (ret)
+		return ret;
+	if (st->subreaper_ret < 0)
+		return fail((int)st->subreaper_ret, "cannot read the child-subreaper flag of "
+			    "process %d: %s", d->pid, strerror((int)-st->subreaper_ret));
+	a->child_subreaper = st->subreaper != 0;
+	if (st->membarrier < 0)
+		return fail((int)st->membarrier, "cannot read the membarrier registrations of "
+			    "process %d: %s", d->pid, strerror((int)-st->membarrier));
+	a->membarrier_mask = st->membarrier;
 	return 0;
 }
 
@@ -171,11 +145,5 @@ int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a)
 	ret = read_proc_text(d->pid, "cgroup", a->cgroup, sizeof(a->cgroup));
 	if (!ret)
 		ret = get_cgroup_ns(d, a);
-	if (!ret)
-		ret = get_itimers(d, a);
-	if (!ret)
-		ret = get_subreaper(d, a);
-	if (!ret)
-		ret = get_membarrier(d, a);
 	return ret;
 }

@@ -55,8 +55,11 @@ static int get_timer_slack(struct dump_ctx *d, int i)
 	long ret;
 	int err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_TIMERSLACK, 0, 0, 0);
 
-	if (err)
-		return err;
+	return err ? err : thread_timer_slack(d, i, ret);
+}
+
+int thread_timer_slack(struct dump_ctx *d, int i, long ret)
+{
 	if (ret < 0)
 		return fail((int)ret, "thread %d: cannot read its timer slack: %s",
 			    d->threads[i].tid, strerror((int)-ret));
@@ -71,7 +74,7 @@ int collect_thread_sched(struct dump_ctx *d, int i)
 
 	if (!ret)
 		ret = get_affinity(t->tid, &t->sched);
-	if (!ret)
+	if (!ret && i > 0)	/* the leader's comes with its state (leader_inside_from) */
 		ret = get_timer_slack(d, i);
 	return ret;
 }

@@ -1,7 +1,7 @@
 /*
  * Process-wide state: from /proc (stat, status, auxv, personality, links),
- * from prlimit, and from inside the leader by remote system calls
- * (rt_sigaction, brk, securebits, dumpable).
+ * from prlimit, and from inside the leader by one parasite command
+ * (signal actions, brk, securebits, dumpable: collect_leader_inside).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,34 +19,44 @@
 #include "infect/infect.h"
 #include "ctx/file_desc.h"
 #include "log.h"
+#include "parasite_abi.h"
 #include "task/task.h"
 
-static int get_sigactions(struct dump_ctx *d, struct task_state *ts)
+/* The signal actions as the leader's blob read them; SIGKILL's and SIGSTOP's stay 0. */
+static void take_sigactions(struct task_state *ts, const struct parasite_state *st)
 {
-	void *local;
-	uint64_t remote = parasite_scratch(&d->in, &local);
-
 	for (int sig = 1; sig <= NR_SIGS; sig++) {
-		long ret;
-		int err;
+		const struct parasite_sigact *sa = &st->sa[sig - 1];
 
-		if (sig == SIGKILL || sig == SIGSTOP)
+		if (sig == SIGKILL || sig == SIGSTOP || st->sa_ret[sig - 1])
 			continue;
-		err = dump_syscall(d, 0, SYS_rt_sigaction, &ret, sig, 0, remote, 8);
-		if (err)
-			return err;
-		if (ret == 0)
-			memcpy(&ts->sa[sig - 1], local, sizeof(ts->sa[0]));
+		ts->sa[sig - 1] = (struct ksigaction){ sa->handler, sa->flags, sa->restorer,
+						       sa->mask };
 	}
-	return 0;
 }
 
-static long remote_value(struct dump_ctx *d, long nr, long a1, long a2)
+/*
+ * What only the process itself can tell (signal actions, brk, securebits,
+ * dumpable, timers, the leader's own thread state): one parasite command
+ * in the leader, not a remote syscall each.
+ */
+int collect_leader_inside(struct dump_ctx *d, struct task_state *ts)
 {
-	long ret = -1;
+	struct parasite_state *st = malloc(sizeof(*st));
+	int ret = st ? parasite_state(&d->in, st) : -ENOMEM;
 
-	if (dump_syscall(d, 0, nr, &ret, a1, a2, 0, 0))
-		return -1;
+	if (!ret) {
+		take_sigactions(ts, st);
+		ts->brk = st->brk;
+		ts->dumpable = st->dumpable;
+		ts->creds.secbits = st->securebits;
+		ret = leader_inside_from(d, st);
+	}
+	if (!ret)
+		ret = thread_timer_slack(d, 0, st->timerslack);
+	if (!ret)
+		ret = task_attrs_from(d, &ts->attrs, st);
+	free(st);
 	return ret;
 }
 
@@ -194,11 +204,5 @@ int collect_task(struct dump_ctx *d, struct task_state *ts)
 	ts->root_id = files_id_of_proc_link(d, "root");
 	if (ts->exe_id < 0 || ts->cwd_id < 0 || ts->root_id < 0)
 		return MIN(ts->exe_id, MIN(ts->cwd_id, ts->root_id));
-	ret = get_sigactions(d, ts);
-	if (ret)
-		return ret;
-	ts->brk = remote_value(d, SYS_brk, 0, 0);
-	ts->dumpable = remote_value(d, SYS_prctl, PR_GET_DUMPABLE, 0);
-	ts->creds.secbits = remote_value(d, SYS_prctl, PR_GET_SECUREBITS, 0);
 	return 0;
 }

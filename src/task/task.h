@@ -53,12 +53,20 @@ struct task_state {
 };
 
 struct dump_ctx;
+struct parasite_state;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
+/* What the leader itself tells, in one parasite command: after every remote
+ * syscall in it (the blob runs in the leader from here on). */
+int collect_leader_inside(struct dump_ctx *d, struct task_state *ts);
 /* procattr.c */
 int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
+/* the timers, subreaper flag and membarrier registrations the blob read */
+int task_attrs_from(struct dump_ctx *d, struct task_attrs *a, const struct parasite_state *st);
 
-/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote) */
+/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote;
+ * the leader's: thread_timer_slack() with what its blob read) */
 int collect_thread_sched(struct dump_ctx *d, int i);
+int thread_timer_slack(struct dump_ctx *d, int i, long ret);
 
 /* seccomp.c: every thread's mode and filters (PTRACE_SECCOMP_GET_FILTER) */
 int collect_seccomp(struct dump_ctx *d);
@@ -72,7 +80,10 @@ int collect_posix_timers(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);
+/* by remote syscalls in thread i; the leader's from its blob's answer */
 int collect_thread_inside(struct dump_ctx *d, int i);
+struct parasite_state;
+int leader_inside_from(struct dump_ctx *d, const struct parasite_state *st);
 int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);
 /* A queued SIGSTOP is a stop: out of the queues, into d->stopped. */
 void collect_stop_state(struct dump_ctx *d);

@@ -20,6 +20,7 @@
 #include "infect/infect.h"
 #include "log.h"
 #include "task/task.h"
+#include "parasite_abi.h"
 
 #define XSAVE_MAX	(16 << 10)
 
@@ -135,13 +136,31 @@ int dump_syscall(struct dump_ctx *d, int i, long nr, long *ret, long a1, long a2
 	return infect_syscall(&d->in, i, nr, ret, a1, a2, a3, a4, 0, 0);
 }
 
+/* What the thread's own calls answered, judged alike by both ways of asking. */
+static void take_altstack(struct thread *t, long ret, const stack_t *ss)
+{
+	if (ret == 0 && !(ss->ss_flags & SS_DISABLE)) {
+		t->ss_sp = (uint64_t)ss->ss_sp;
+		t->ss_size = ss->ss_size;
+		t->ss_flags = ss->ss_flags & ~SS_ONSTACK;
+	}
+}
+
+static int take_pdeathsig(struct thread *t, long ret, uint32_t sig)
+{
+	if (ret)
+		return fail((int)ret, "thread %d: cannot read its parent-death signal: %s", t->tid,
+			    strerror((int)-ret));
+	t->pdeath_sig = sig;
+	return 0;
+}
+
 /* set_tid_address, sigaltstack and the parent-death signal: only the thread itself can ask. */
 int collect_thread_inside(struct dump_ctx *d, int i)
 {
 	struct thread *t = &d->threads[i];
 	void *local;
 	uint64_t remote = parasite_scratch(&d->in, &local);
-	stack_t *ss = local;
 	long ret;
 	int err;
 
@@ -153,19 +172,24 @@ int collect_thread_inside(struct dump_ctx *d, int i)
 	err = dump_syscall(d, i, SYS_sigaltstack, &ret, 0, remote, 0, 0);
 	if (err)
 		return err;
-	if (ret == 0 && !(ss->ss_flags & SS_DISABLE)) {
-		t->ss_sp = (uint64_t)ss->ss_sp;
-		t->ss_size = ss->ss_size;
-		t->ss_flags = ss->ss_flags & ~SS_ONSTACK;
-	}
+	take_altstack(t, ret, local);
 	err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_PDEATHSIG, remote, 0, 0);
 	if (err)
 		return err;
-	if (ret)
-		return fail((int)ret, "thread %d: cannot read its parent-death signal: %s", t->tid,
-			    strerror((int)-ret));
-	t->pdeath_sig = *(uint32_t *)local;
-	return 0;
+	return take_pdeathsig(t, ret, ret ? 0 : *(uint32_t *)local);
+}
+
+/* The same for the leader, from what its blob read (parasite_state). */
+int leader_inside_from(struct dump_ctx *d, const struct parasite_state *st)
+{
+	struct thread *t = &d->threads[0];
+	stack_t ss = { .ss_sp = (void *)st->altstack.sp, .ss_flags = st->altstack.flags,
+		       .ss_size = st->altstack.size };
+
+	if (st->tid_address_ret == 0)
+		t->tid_address = st->tid_address;
+	take_altstack(t, st->altstack_ret, &ss);
+	return take_pdeathsig(t, st->pdeathsig_ret, st->pdeathsig);
 }
 
 /*
