@@ -550,6 +550,8 @@ int inet_fail(const InetSkEntry *e, int err, const char *what);
 
 /* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
 int sk_netlink_open(const NetlinkSkEntry *e);
+/* sk_packet_restore.c: a packet socket (memdump's fd), or <0 after fail() */
+int sk_packet_open(const PacketSockEntry *e);
 
 /* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
