@@ -269,11 +269,12 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 }
 
 /*
- * A ping socket's shutdown bits (no sock_diag lists it): poll shows a shut
+ * A ping socket's shutdown bits (no sock_diag lists it; nor a raw socket
+ * without raw_diag): poll shows a shut
  * down reading side (POLLRDHUP) and both (POLLHUP); a shut down writing side
  * alone changes nothing a datagram socket does.
  */
-static uint8_t ping_shutdown(int copy)
+static uint8_t poll_shutdown(int copy)
 {
 	struct pollfd p = { .fd = copy, .events = POLLIN | POLLRDHUP };
 
@@ -309,7 +310,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 		if (in->state == TCP_LISTEN)
 			in->backlog = ti.tcpi_sacked;
 	}
-	in->shutdown = s ? s->shutdown : is_ping(in->type, in->proto) ? ping_shutdown(copy) : 0;
+	in->shutdown = s ? s->shutdown :
+		       is_ping(in->type, in->proto) || in->type == SOCK_RAW ? poll_shutdown(copy) : 0;
 	read_ip_opts(copy, in);
 	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state))
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
