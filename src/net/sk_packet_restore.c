@@ -145,7 +145,8 @@ static int add_memberships(int fd, const PacketSockEntry *e)
 		struct mreq_max mr = { .mr_ifindex = m->index, .mr_type = m->type,
 				       .mr_alen = MIN(m->addr.len, sizeof(mr.mr_address)) };
 
-		memcpy(mr.mr_address, m->addr.data, mr.mr_alen);
+		if (mr.mr_alen)
+			memcpy(mr.mr_address, m->addr.data, mr.mr_alen);
 		if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)))
 			return pk_fail(e, -errno, "cannot add its membership");
 	}
