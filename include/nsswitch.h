@@ -19,6 +19,8 @@ extern const struct ns_kind ns_kinds[];
 extern const int nr_ns_kinds;
 const struct ns_kind *ns_kind_by_name(const char *name);
 
+/* memdump's own namespace of this kind (before any thread entered another): its inode. */
+unsigned long ns_home_inode(const struct ns_kind *k);
 /* Whether pid's namespace of this kind is another one than memdump's. */
 bool ns_is_own(pid_t pid, const struct ns_kind *k);
 /* Its inode (the namespace's identity), or 0. */

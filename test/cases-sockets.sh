@@ -7,7 +7,7 @@ sk_py() {
 	OUT=$T/$1.out ERR=$T/$1.err
 	python3 -c "$2" > "$OUT" 2> "$ERR" < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file "$1 stderr" "$ERR"; fail "$1 did not become READY"; }
+	wait_line "$OUT" '^READY ' "$OP_TIMEOUT" || { show_file "$1 stderr" "$ERR"; fail "$1 did not become READY"; }
 	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
 }
 
@@ -20,13 +20,15 @@ s = socket.socket(socket.AF_UNIX); s.bind("'"$T"'/outside.sock"); s.listen()
 print("READY", os.getpid(), flush=True)
 c, _ = s.accept(); time.sleep(120)' > "$T/peer.out" 2>&1 < /dev/null &
 	peer=$!; track "$peer"
-	wait_line "$T/peer.out" '^READY' 10 || fail "the outside peer did not start"
+	wait_line "$T/peer.out" '^READY' "$OP_TIMEOUT" || fail "the outside peer did not start"
 	sk_py refuse-all '
 import socket, os, time
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
 c = socket.create_connection(l.getsockname()); a, _ = l.accept()
-p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b7))
+p.setsockopt(263, 18, 6 << 16 | 4243)  # PACKET_FANOUT, mode CBPF: its program cannot be read
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, 253)
+r.sendto(b"queued", ("127.0.0.1", 0))  # a datagram queued on itself
 u = socket.socket(socket.AF_UNIX); u.connect("'"$T"'/outside.sock")
 import struct
 n = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); n.bind((0, 0))
@@ -44,9 +46,9 @@ time.sleep(120)'
 	done
 	grep -qE 'TCP socket 127.0.0.1:[0-9]+ -> 127.0.0.1:[0-9]+ ESTABLISHED' "$MD_ERR" ||
 		fail "the established TCP socket is not described"
-	grep -q 'a packet raw socket (protocol [0-9]*): memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only' \
+	grep -q 'a packet raw socket (protocol 0x88b7): its fanout group 4243 steers by a BPF program' \
 		"$MD_ERR" || fail "the packet socket is not described"
-	grep -q 'an IPv4 raw socket (protocol 1): memdump dumps TCP, UDP and UDP-lite sockets only' "$MD_ERR" ||
+	grep -qE 'an IPv4 raw socket \(protocol 253\)[^:]*: it has datagrams queued' "$MD_ERR" ||
 		fail "the raw socket is not described"
 	grep -qE 'a netlink route socket \(protocol 0\) port -?[0-9]+: [0-9]+ bytes of messages queued' "$MD_ERR" ||
 		fail "the netlink socket with a queued reply is not described"

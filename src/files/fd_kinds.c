@@ -179,6 +179,7 @@ static bool has_mqf(const FileEntry *fe) { return fe->mqf; }
 static bool has_pidfd(const FileEntry *fe) { return fe->pidfd; }
 static bool has_usk(const FileEntry *fe) { return fe->usk && fe->usk->opts; }
 static bool has_nlsk(const FileEntry *fe) { return fe->nlsk && fe->nlsk->opts; }
+static bool has_psk(const FileEntry *fe) { return fe->psk && fe->psk->opts && fe->psk->fown; }
 
 static bool has_isk(const FileEntry *fe)
 {
@@ -266,6 +267,12 @@ static int netlink_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return opened(d, sk_netlink_open(fe->nlsk));
 }
 
+static int packet_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	(void)r;
+	return opened(d, sk_packet_open(fe->psk));
+}
+
 static int mqueue_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
 	(void)r;
@@ -324,10 +331,12 @@ static const struct fd_kind kinds[] = {
 	  inotify_fd_open, evloop_fd_show },
 	{ "UNIX socket", "net/sk_unix.c", FD_TYPES__UNIXSK, FK_SOCKET, is_socket, NULL,
 	  socket_fd_collect, socket_fd_write, has_usk, NULL, unix_fd_open, socket_fd_show },
-	{ "TCP/UDP socket", "net/sk_inet.c", FD_TYPES__INETSK, FK_SOCKET,
+	{ "inet socket", "net/sk_inet.c", FD_TYPES__INETSK, FK_SOCKET,
 	  .has_entry = has_isk, .open = inet_fd_open, .show = socket_fd_show },
 	{ "netlink socket", "net/sk_netlink.c", FD_TYPES__NETLINKSK, FK_SOCKET,
 	  .has_entry = has_nlsk, .open = netlink_fd_open, .show = socket_fd_show },
+	{ "packet socket", "net/sk_packet.c", FD_TYPES__PACKETSK, FK_SOCKET,
+	  .has_entry = has_psk, .open = packet_fd_open, .show = socket_fd_show },
 	{ "pidfd", "files/pidfd.c", FD_TYPES__PIDFD, FK_PIDFD, pidfd_is, pidfd_unsupported,
 	  pidfd_collect, pidfd_write, has_pidfd, pidfd_check, pidfd_open_desc, pidfd_show },
 	{ "POSIX message queue", "ns/mqueue.c", FD_TYPES__UND, FK_MQUEUE, is_mqueue,

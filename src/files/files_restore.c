@@ -666,6 +666,8 @@ static const FownEntry *entry_fown(const FileEntry *fe)
 		return fe->isk ? fe->isk->fown : NULL;
 	case FD_TYPES__NETLINKSK:
 		return fe->nlsk ? fe->nlsk->fown : NULL;
+	case FD_TYPES__PACKETSK:
+		return fe->psk ? fe->psk->fown : NULL;
 	default:
 		return NULL;
 	}
@@ -687,6 +689,8 @@ static uint32_t entry_flags(const FileEntry *fe)
 		return fe->isk ? fe->isk->flags : 0;
 	case FD_TYPES__NETLINKSK:
 		return fe->nlsk ? fe->nlsk->flags : 0;
+	case FD_TYPES__PACKETSK:
+		return fe->psk ? fe->psk->flags : 0;
 	default:
 		return 0;
 	}

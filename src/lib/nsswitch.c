@@ -56,6 +56,11 @@ static unsigned long home_inode(const struct ns_kind *k)
 	return home[i];
 }
 
+unsigned long ns_home_inode(const struct ns_kind *k)
+{
+	return home_inode(k);
+}
+
 bool ns_is_own(pid_t pid, const struct ns_kind *k)
 {
 	unsigned long a = ns_inode(pid, k->name);

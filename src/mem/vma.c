@@ -92,6 +92,9 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 	pid_t pid = d->pid;
 	char what[64];
 
+	if (!strncmp(v->name, "socket:[", 8))	/* before its VmFlags (mm): say what it is */
+		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
+			      "which memdump does not map again");
 	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
 	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)

@@ -1,6 +1,8 @@
 /*
- * TCP, UDP and UDP-lite sockets, IPv4 and IPv6 (UDP-lite: UDP's, with its
- * checksum coverage): family, addresses and ports from
+ * TCP, UDP, UDP-lite, ICMP (ping) and raw sockets, IPv4 and IPv6 (UDP-lite:
+ * UDP's, with its checksum coverage; raw: IP_HDRINCL, IP_NODEFRAG,
+ * IPV6_CHECKSUM, the ICMP filters; ping: its echo id is its port): family,
+ * addresses and ports from
  * getsockname/getpeername, the state from TCP_INFO (a listener's backlog and
  * accept queue too), IP and TCP options, shutdown bits from sock_diag.
  * Listening, bound and unbound sockets are re-created; an established
@@ -8,7 +10,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <linux/sockios.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"
+#include "nsswitch.h"
 
 #include "files.pb-c.h"
 
@@ -73,6 +79,68 @@ static bool closed_connection(int copy)
 	return peer_of_unconnected(copy, opt_int(copy, SOL_SOCKET, SO_DOMAIN), &ss);
 }
 
+static bool is_ping(int type, int proto)
+{
+	return type == SOCK_DGRAM && (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6);
+}
+
+/*
+ * A raw or ping socket: an error pending (poll's POLLERR: sk_err, or the
+ * error queue) is not restored, and reading it would take it from the
+ * process. Its queue: sock_diag's (raw), or, nothing pending to take, a peek
+ * at the first datagram (ping sockets are in no sock_diag table).
+ */
+static const char *raw_unsupported(int copy, const struct sk_diag *s)
+{
+	struct pollfd p = { .fd = copy, .events = POLLIN };
+	char c;
+
+	if (poll(&p, 1, 0) < 0)
+		return "poll() fails on it";
+	if (p.revents & POLLERR)
+		return "an error is pending on it (sk_err or its error queue), which memdump "
+		       "cannot restore";
+	if (s)
+		return s->rqueue ? "it has datagrams queued, which memdump does not dump" : NULL;
+	if ((p.revents & POLLIN) && recv(copy, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+		return "it has datagrams queued, which memdump does not dump";
+	return NULL;
+}
+
+/* The socket is of memdump's own network namespace (SIOCGSKNS), not one the dump entered. */
+static bool in_home_netns(int copy)
+{
+	struct stat its;
+	int ns = ioctl(copy, SIOCGSKNS);
+	bool same;
+
+	if (ns < 0)
+		return false;
+	same = !fstat(ns, &its) && its.st_ino == ns_home_inode(ns_kind_by_name("net"));
+	close(ns);
+	return same;
+}
+
+/*
+ * Ping sockets: the restore makes one as memdump, whose group must be in
+ * net.ipv4.ping_group_range: tried here. A namespace of the target's own is
+ * made anew by the restore, with the default range (no group): refused.
+ */
+static const char *ping_unsupported(int copy, int proto)
+{
+	int family = opt_int(copy, SOL_SOCKET, SO_DOMAIN), fd;
+
+	if (!in_home_netns(copy))
+		return "an ICMP socket of another network namespace, whose "
+		       "net.ipv4.ping_group_range memdump does not restore";
+	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, proto);
+	if (fd < 0)
+		return "memdump cannot make an ICMP socket here to restore it "
+		       "(net.ipv4.ping_group_range leaves its group out)";
+	close(fd);
+	return raw_unsupported(copy, NULL);
+}
+
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
 				char *buf, size_t len)
 {
@@ -85,8 +153,12 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 			return NULL;
 		return "it has datagrams queued, whose senders a restore could not be";
 	}
+	if (is_ping(type, proto))
+		return ping_unsupported(copy, proto);
+	if (type == SOCK_RAW)
+		return raw_unsupported(copy, s);
 	if (type != SOCK_STREAM || proto != IPPROTO_TCP)
-		return "memdump dumps TCP, UDP and UDP-lite sockets only";
+		return "memdump dumps TCP, UDP, UDP-lite, ICMP and raw sockets only";
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(copy, SOL_TCP, TCP_INFO, &ti, &l))
 		return "its TCP_INFO cannot be read";
@@ -152,6 +224,23 @@ static void split_addr(const struct sockaddr_storage *ss, uint8_t *addr, uint16_
 	}
 }
 
+/* A raw socket's own options; the ICMP filter of a raw ICMP socket (all words). */
+static void read_raw_opts(int copy, struct sk_inet *in)
+{
+	bool v6 = in->family == AF_INET6;
+	socklen_t l = v6 ? 8 * sizeof(uint32_t) : sizeof(uint32_t);
+
+	in->hdrincl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_HDRINCL) :
+			   opt_int(copy, IPPROTO_IP, IP_HDRINCL);
+	in->nodefrag = v6 ? -1 : opt_int(copy, IPPROTO_IP, IP_NODEFRAG);
+	in->checksum = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_CHECKSUM) : -1;
+	if (in->proto != (v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP))
+		return;
+	if (!getsockopt(copy, v6 ? IPPROTO_ICMPV6 : SOL_RAW, 1 /* ICMP_FILTER, ICMPV6_FILTER */,
+			in->icmp_filter, &l))
+		in->nr_icmp_filter = l / sizeof(uint32_t);
+}
+
 static void read_ip_opts(int copy, struct sk_inet *in)
 {
 	bool v6 = in->family == AF_INET6;
@@ -170,6 +259,8 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 	in->tos = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TCLASS) : opt_int(copy, IPPROTO_IP, IP_TOS);
 	in->ttl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_UNICAST_HOPS) :
 		       opt_int(copy, IPPROTO_IP, IP_TTL);
+	if (in->type == SOCK_RAW)
+		read_raw_opts(copy, in);
 	if (in->proto == IPPROTO_UDPLITE) {
 		in->send_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_SEND_CSCOV);
 		in->recv_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_RECV_CSCOV);
@@ -181,6 +272,21 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 	in->keepcnt = opt_int(copy, SOL_TCP, TCP_KEEPCNT);
 	in->keepidle = opt_int(copy, SOL_TCP, TCP_KEEPIDLE);
 	in->keepintvl = opt_int(copy, SOL_TCP, TCP_KEEPINTVL);
+}
+
+/*
+ * A ping socket's shutdown bits (no sock_diag lists it; nor a raw socket
+ * without raw_diag): poll shows a shut
+ * down reading side (POLLRDHUP) and both (POLLHUP); a shut down writing side
+ * alone changes nothing a datagram socket does.
+ */
+static uint8_t poll_shutdown(int copy)
+{
+	struct pollfd p = { .fd = copy, .events = POLLIN | POLLRDHUP };
+
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	return p.revents & POLLHUP ? 3 : p.revents & POLLRDHUP ? 1 : 0;
 }
 
 int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st)
@@ -210,7 +316,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 		if (in->state == TCP_LISTEN)
 			in->backlog = ti.tcpi_sacked;
 	}
-	in->shutdown = s ? s->shutdown : 0;
+	in->shutdown = s ? s->shutdown :
+		       is_ping(in->type, in->proto) || in->type == SOCK_RAW ? poll_shutdown(copy) : 0;
 	read_ip_opts(copy, in);
 	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state))
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
@@ -223,6 +330,21 @@ static void fill_addr(uint32_t *words, size_t *n, int family, const uint8_t *add
 	memcpy(words, addr, *n * 4);
 }
 
+static void fill_raw(const struct sk_inet *in, IpOptsRawEntry *raw)
+{
+	raw->has_hdrincl = in->hdrincl >= 0;
+	raw->hdrincl = in->hdrincl > 0;
+	raw->has_nodefrag = in->nodefrag >= 0;
+	raw->nodefrag = in->nodefrag > 0;
+	if (in->family == AF_INET6) {
+		raw->has_checksum = raw->has_checksum_offset = true;
+		raw->checksum = in->checksum >= 0;
+		raw->checksum_offset = in->checksum;
+	}
+	raw->n_icmpv_filter = in->nr_icmp_filter;
+	raw->icmpv_filter = (uint32_t *)in->icmp_filter;
+}
+
 int sk_inet_write(const struct file_desc *f, struct image *files)
 {
 	const struct sk_inet *in = &f->sk->in;
@@ -231,6 +353,7 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	FownEntry fown = FOWN_ENTRY__INIT;
 	SkOptsEntry opts = SK_OPTS_ENTRY__INIT;
 	IpOptsEntry ip = IP_OPTS_ENTRY__INIT;
+	IpOptsRawEntry raw = IP_OPTS_RAW_ENTRY__INIT;
 	TcpOptsEntry tcp = TCP_OPTS_ENTRY__INIT;
 	uint32_t src[4], dst[4];
 
@@ -268,6 +391,9 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	ip.mtu_discover = in->mtu_discover;
 	ip.has_transparent = in->transparent >= 0;
 	ip.transparent = in->transparent > 0;
+	if (in->type == SOCK_RAW)
+		fill_raw(in, &raw);
+	ip.raw = in->type == SOCK_RAW ? &raw : NULL;
 	e.ip_opts = &ip;
 	e.has_shutdown = true;
 	e.shutdown = in->shutdown;

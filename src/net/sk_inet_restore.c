@@ -1,6 +1,7 @@
 /*
- * Restore of TCP, UDP and UDP-lite sockets, IPv4 and IPv6 (UDP-lite: its
- * checksum coverage too): a new socket with its
+ * Restore of TCP, UDP, UDP-lite, ICMP (ping) and raw sockets, IPv4 and IPv6
+ * (UDP-lite: its checksum coverage too; raw: its raw options and ICMP
+ * filter; ping: bound to its echo id): a new socket with its
  * options, bound to its address (SO_REUSEADDR held on for the bind, then as
  * dumped), listening with its backlog, or connected (UDP); an established
  * TCP connection is rebuilt in repair mode (tcp_repair.c).
@@ -51,7 +52,9 @@ int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 int inet_fail(const InetSkEntry *e, int err, const char *what)
 {
 	char a[INET6_ADDRSTRLEN] = "?", b[INET6_ADDRSTRLEN] = "?";
-	const char *proto = e->proto == IPPROTO_TCP ? "TCP" :
+	const char *proto = e->type == SOCK_RAW ? "raw" :
+			    e->proto == IPPROTO_ICMP || e->proto == IPPROTO_ICMPV6 ? "ICMP" :
+			    e->proto == IPPROTO_TCP ? "TCP" :
 			    e->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
 	struct sockaddr_storage s, d;
 
@@ -127,6 +130,29 @@ static int set_udplite_opts(int fd, const InetSkEntry *e)
 	return ret;
 }
 
+/* A raw socket's options; its ICMP filter (ICMP_FILTER, v6: ICMPV6_FILTER, both 1). */
+static int set_raw_opts(int fd, const InetSkEntry *e)
+{
+	const IpOptsRawEntry *raw = e->ip_opts ? e->ip_opts->raw : NULL;
+	bool v6 = e->family == AF_INET6;
+	int ret = 0;
+
+	if (!raw || e->type != SOCK_RAW)
+		return 0;
+	if (raw->has_hdrincl)
+		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_HDRINCL, raw->hdrincl) :
+			   keep_opt(fd, IPPROTO_IP, IP_HDRINCL, raw->hdrincl);
+	if (!ret && raw->has_nodefrag && !v6)
+		ret = keep_opt(fd, IPPROTO_IP, IP_NODEFRAG, raw->nodefrag);
+	if (!ret && raw->has_checksum_offset && v6)
+		ret = keep_opt(fd, IPPROTO_IPV6, IPV6_CHECKSUM, raw->checksum_offset);
+	if (!ret && raw->n_icmpv_filter &&
+	    setsockopt(fd, v6 ? IPPROTO_ICMPV6 : SOL_RAW, 1, raw->icmpv_filter,
+		       raw->n_icmpv_filter * sizeof(uint32_t)))
+		ret = -errno;
+	return ret;
+}
+
 static int set_tcp_opts(int fd, const InetSkEntry *e)
 {
 	const TcpOptsEntry *t = e->tcp_opts;
@@ -159,8 +185,10 @@ static int set_options(int fd, const InetSkEntry *e)
 		ret = set_tcp_opts(fd, e);
 	if (!ret)
 		ret = set_udplite_opts(fd, e);
+	if (!ret)
+		ret = set_raw_opts(fd, e);
 	if (ret)
-		return inet_fail(e, ret, "cannot set its IP, TCP or UDP-lite options");
+		return inet_fail(e, ret, "cannot set its IP, TCP, UDP-lite or raw options");
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
 		return inet_fail(e, -errno, "SO_REUSEADDR");
 	return 0;
@@ -171,20 +199,39 @@ static int set_options(int fd, const InetSkEntry *e)
  * not (or no longer) the host's, with IP_FREEBIND turned off since (zdtm
  * sk-freebind-false). Its recorded value is put back once it is bound.
  */
+static int set_freebind(int fd, const InetSkEntry *e, int v)
+{
+	return e->family == AF_INET6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND, &v, sizeof(v)) :
+				       setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &v, sizeof(v));
+}
+
 static int bind_to(int fd, const InetSkEntry *e)
 {
 	struct sockaddr_storage ss;
 	socklen_t l = inet_addr_of(e, false, &ss);
-	int on = 1, off = 0, ret = 0;
+	int ret = 0;
 	bool keep = e->ip_opts && e->ip_opts->has_freebind && e->ip_opts->freebind;
 
-	if (!keep && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &on, sizeof(on)))
+	if (!keep && set_freebind(fd, e, 1))
 		return inet_fail(e, -errno, "cannot set IP_FREEBIND to bind");
 	if (bind(fd, (struct sockaddr *)&ss, l))
 		ret = inet_fail(e, -errno, "cannot bind");
-	if (!keep && setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &off, sizeof(off)) && !ret)
+	if (!keep && set_freebind(fd, e, 0) && !ret)
 		ret = inet_fail(e, -errno, "cannot turn IP_FREEBIND off again");
 	return ret;
+}
+
+/*
+ * A raw socket's port is its protocol: it is bound only to an address. A
+ * ping socket's port is its echo id (chosen at its first send, or bound).
+ */
+static bool needs_bind(const InetSkEntry *e)
+{
+	static const uint32_t any[4];
+
+	if (e->type != SOCK_RAW)
+		return e->src_port != 0;
+	return e->n_src_addr && memcmp(e->src_addr, any, e->n_src_addr * 4);
 }
 
 static bool reuseport_of(const InetSkEntry *e)
@@ -227,7 +274,7 @@ static int open_plain(struct rst *r, int fd, const InetSkEntry *e)
 	bool rejoin = rejoins_reuseport(r, e);
 	int ret = rejoin ? set_reuseport(fd, e, 1) : 0;
 
-	if (!ret && e->src_port)
+	if (!ret && needs_bind(e))
 		ret = bind_to(fd, e);
 	if (!ret && e->state == TCP_LISTEN && listen(fd, e->backlog))
 		ret = inet_fail(e, -errno, "cannot listen");
@@ -254,7 +301,7 @@ static int finish(int fd, const InetSkEntry *e)
 	 * same and says ENOTCONN, as it did for the process.
 	 */
 	if (e->has_shutdown && e->shutdown > 0 && e->shutdown < 4 && e->state != TCP_LISTEN &&
-	    shutdown(fd, how[e->shutdown]) && !(errno == ENOTCONN && e->type == SOCK_DGRAM))
+	    shutdown(fd, how[e->shutdown]) && !(errno == ENOTCONN && e->type != SOCK_STREAM))
 		return inet_fail(e, -errno, "cannot shut down");
 	if (fcntl(fd, F_SETFL, e->flags & O_NONBLOCK))
 		return inet_fail(e, -errno, "cannot set its file flags");

@@ -1,7 +1,8 @@
 /*
- * The table of every UNIX, TCP, UDP, UDP-lite and netlink socket of memdump's
- * network namespace, by inode, from sock_diag (NETLINK_SOCK_DIAG) through
- * libnl: one dump request per family and protocol (netlink: all protocols).
+ * The table of every UNIX, TCP, UDP, UDP-lite, raw, netlink and packet socket
+ * of memdump's network namespace, by inode, from sock_diag
+ * (NETLINK_SOCK_DIAG) through libnl: one dump request per family and
+ * protocol (raw: every protocol; netlink: all protocols; packet: every type).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink_diag.h>
+#include <linux/packet_diag.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
@@ -113,6 +115,10 @@ static void inet_answer(struct loader *l, const struct inet_diag_msg *m, int len
 	s->family = m->idiag_family;
 	s->proto = l->proto;
 	s->type = l->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM;
+	if (l->proto == IPPROTO_RAW) {	/* raw_diag: every raw socket, its protocol the port */
+		s->type = SOCK_RAW;
+		s->proto = ntohs(m->id.idiag_sport);
+	}
 	s->state = m->idiag_state;
 	s->rqueue = m->idiag_rqueue;
 	s->wqueue = m->idiag_wqueue;
@@ -181,6 +187,81 @@ static void netlink_answer(struct loader *l, const struct netlink_diag_msg *m, i
 		netlink_attr(l, s, a);
 }
 
+static void *dup_attr(struct loader *l, const struct rtattr *a, size_t min)
+{
+	void *p;
+
+	if (RTA_PAYLOAD(a) < min)
+		return NULL;
+	p = malloc(RTA_PAYLOAD(a));
+	if (!p)
+		l->err = -ENOMEM;
+	else
+		memcpy(p, RTA_DATA(a), RTA_PAYLOAD(a));
+	return p;
+}
+
+static void packet_attr(struct loader *l, struct sk_diag *s, const struct rtattr *a)
+{
+	struct sk_packet_diag *pk = s->pk;
+	size_t len = RTA_PAYLOAD(a);
+
+	switch (a->rta_type) {
+	case PACKET_DIAG_INFO:
+		memcpy(&pk->info, RTA_DATA(a), MIN(len, sizeof(pk->info)));
+		break;
+	case PACKET_DIAG_MCLIST:
+		pk->mc = len ? dup_attr(l, a, sizeof(*pk->mc)) : NULL;
+		pk->nr_mc = pk->mc ? len / sizeof(*pk->mc) : 0;
+		break;
+	case PACKET_DIAG_RX_RING:
+	case PACKET_DIAG_TX_RING: {
+		bool rx = a->rta_type == PACKET_DIAG_RX_RING;
+
+		memcpy(rx ? &pk->rx : &pk->tx, RTA_DATA(a), MIN(len, sizeof(pk->rx)));
+		*(rx ? &pk->has_rx : &pk->has_tx) = true;
+		break;
+	}
+	case PACKET_DIAG_FANOUT:
+		if (len >= sizeof(uint32_t)) {
+			pk->fanout = *(const uint32_t *)RTA_DATA(a);
+			pk->has_fanout = true;
+		}
+		break;
+	case PACKET_DIAG_MEMINFO:
+		if (len >= (SK_MEMINFO_RMEM_ALLOC + 1) * sizeof(uint32_t)) {
+			s->rqueue = ((const uint32_t *)RTA_DATA(a))[SK_MEMINFO_RMEM_ALLOC];
+			s->has_rmem = true;
+		}
+		break;
+	}
+}
+
+static void packet_answer(struct loader *l, const struct packet_diag_msg *m, int len)
+{
+	struct sk_diag *s;
+	struct rtattr *a = (struct rtattr *)(m + 1);
+
+	if (!m->pdiag_ino)
+		return;
+	s = new_entry(l);
+	if (!s)
+		return;
+	s->ino = m->pdiag_ino;
+	s->family = AF_PACKET;
+	s->type = m->pdiag_type;
+	s->pk = calloc(1, sizeof(*s->pk));
+	if (!s->pk) {
+		l->err = -ENOMEM;
+		return;
+	}
+	s->pk->num = m->pdiag_num;
+	s->proto = m->pdiag_num;
+	len -= sizeof(*m);
+	for (; RTA_OK(a, len) && !l->err; a = RTA_NEXT(a, len))
+		packet_attr(l, s, a);
+}
+
 static int on_msg(struct nl_msg *msg, void *arg)
 {
 	struct nlmsghdr *h = nlmsg_hdr(msg);
@@ -190,6 +271,8 @@ static int on_msg(struct nl_msg *msg, void *arg)
 		unix_answer(l, nlmsg_data(h), nlmsg_datalen(h));
 	else if (*(uint8_t *)nlmsg_data(h) == AF_NETLINK)
 		netlink_answer(l, nlmsg_data(h), nlmsg_datalen(h));
+	else if (*(uint8_t *)nlmsg_data(h) == AF_PACKET)
+		packet_answer(l, nlmsg_data(h), nlmsg_datalen(h));
 	else
 		inet_answer(l, nlmsg_data(h), nlmsg_datalen(h));
 	return l->err ? NL_STOP : NL_OK;
@@ -216,9 +299,10 @@ static int ask(struct nl_sock *sk, struct loader *l, const void *req, size_t len
 }
 
 /*
- * UDP-lite and netlink need modules a kernel may lack (udp_diag, netlink_diag):
- * without them their sockets are not in the table, and a netlink socket is
- * refused as not in sock_diag.
+ * UDP-lite, raw, netlink and packet sockets need modules a kernel may lack
+ * (udp_diag, raw_diag, netlink_diag, packet_diag): without them their sockets
+ * are not in the table, and a netlink or packet socket is refused as not in
+ * sock_diag.
  */
 static int ask_optional(struct nl_sock *sk, struct loader *l, const void *req, size_t len,
 			const char *what)
@@ -243,10 +327,16 @@ int sk_table_load(struct sk_table *t)
 		{ AF_INET, IPPROTO_TCP }, { AF_INET6, IPPROTO_TCP },
 		{ AF_INET, IPPROTO_UDP }, { AF_INET6, IPPROTO_UDP },
 		{ AF_INET, IPPROTO_UDPLITE }, { AF_INET6, IPPROTO_UDPLITE },
+		{ AF_INET, IPPROTO_RAW }, { AF_INET6, IPPROTO_RAW },
 	};
 	struct netlink_diag_req nreq = {
 		.sdiag_family = AF_NETLINK, .sdiag_protocol = NDIAG_PROTO_ALL,
 		.ndiag_show = NDIAG_SHOW_GROUPS | NDIAG_SHOW_MEMINFO | NDIAG_SHOW_FLAGS,
+	};
+	struct packet_diag_req preq = {
+		.sdiag_family = AF_PACKET,
+		.pdiag_show = PACKET_SHOW_INFO | PACKET_SHOW_MCLIST | PACKET_SHOW_RING_CFG |
+			      PACKET_SHOW_FANOUT | PACKET_SHOW_MEMINFO,
 	};
 	struct nl_sock *sk = nl_socket_alloc();
 	int ret;
@@ -262,18 +352,20 @@ int sk_table_load(struct sk_table *t)
 	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, on_msg, &l);
 	ret = ask(sk, &l, &ureq, sizeof(ureq));
 	for (size_t i = 0; !ret && i < ARRAY_SIZE(inet); i++) {
-		bool lite = inet[i].proto == IPPROTO_UDPLITE;
+		bool opt = inet[i].proto == IPPROTO_UDPLITE || inet[i].proto == IPPROTO_RAW;
 		struct inet_diag_req_v2 req = { .sdiag_family = inet[i].family,
 						.sdiag_protocol = inet[i].proto,
 						.idiag_states = ~0U,
 						.idiag_ext = 1 << (INET_DIAG_SHUTDOWN - 1) };
 
 		l.proto = inet[i].proto;
-		ret = lite ? ask_optional(sk, &l, &req, sizeof(req), "UDP-lite") :
-			     ask(sk, &l, &req, sizeof(req));
+		ret = opt ? ask_optional(sk, &l, &req, sizeof(req), "UDP-lite or raw") :
+			    ask(sk, &l, &req, sizeof(req));
 	}
 	if (!ret)
 		ret = ask_optional(sk, &l, &nreq, sizeof(nreq), "netlink");
+	if (!ret)
+		ret = ask_optional(sk, &l, &preq, sizeof(preq), "packet");
 	nl_socket_free(sk);
 	if (ret)
 		sk_table_free(t);
@@ -293,6 +385,9 @@ void sk_table_free(struct sk_table *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i].groups);
 		free(t->v[i].icons);
+		if (t->v[i].pk)
+			free(t->v[i].pk->mc);
+		free(t->v[i].pk);
 	}
 	free(t->v);
 	t->v = NULL;

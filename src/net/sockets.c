@@ -66,8 +66,17 @@ void sk_describe(const struct sk_diag *s, char *buf, size_t len)
 		sk_netlink_describe(s, buf, len);
 		return;
 	}
+	if (s->family == AF_PACKET) {
+		sk_packet_describe(s, buf, len);
+		return;
+	}
 	inet_ntop(s->family, s->src, src, sizeof(src));
 	inet_ntop(s->family, s->dst, dst, sizeof(dst));
+	if (s->type == SOCK_RAW) {
+		snprintf(buf, len, "an IPv%c raw socket (protocol %d) %s -> %s",
+			 s->family == AF_INET6 ? '6' : '4', s->proto, src, dst);
+		return;
+	}
 	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
 		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
 		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
@@ -124,8 +133,10 @@ static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *
 		why = sk_inet_unsupported(copy, s, set, buf, len);
 	else if (family == AF_NETLINK)
 		why = sk_netlink_unsupported(copy, s, buf, len);
+	else if (family == AF_PACKET)
+		why = sk_packet_unsupported(copy, s, set, buf, len);
 	else
-		why = "memdump dumps UNIX, TCP, UDP, UDP-lite and netlink sockets only";
+		why = "memdump dumps UNIX, inet, netlink and packet sockets only";
 	if (!why)
 		return false;
 	if (why == buf) {
@@ -374,7 +385,8 @@ int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 
 		getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &s->family, &l);
 		ret = s->family == AF_NETLINK ? sk_netlink_collect(copy, dg, s) :
-						sk_inet_collect(d, copy, dg, s);
+		      s->family == AF_PACKET ? sk_packet_collect(copy, dg, s) :
+					       sk_inet_collect(d, copy, dg, s);
 	}
 	close(copy);
 	return ret;
@@ -387,6 +399,8 @@ int sockets_write(const struct file_desc *f, struct image *files)
 		return sk_unix_write(f, files);
 	case AF_NETLINK:
 		return sk_netlink_write(f, files);
+	case AF_PACKET:
+		return sk_packet_write(f, files);
 	}
 	return sk_inet_write(f, files);
 }
@@ -398,16 +412,19 @@ int sockets_fd_type(const struct file_desc *f)
 		return FD_TYPES__UNIXSK;
 	case AF_NETLINK:
 		return FD_TYPES__NETLINKSK;
+	case AF_PACKET:
+		return FD_TYPES__PACKETSK;
 	}
 	return FD_TYPES__INETSK;
 }
 
-/* A socket whose queue is not dumped: datagram (UDP, UDP-lite) and netlink. */
+/* A socket whose queue is not dumped: datagram (UDP, UDP-lite, ICMP), raw, netlink, packet. */
 static bool queue_refused(const struct sk_state *s)
 {
-	if (s->family == AF_NETLINK)
+	if (s->family == AF_NETLINK || s->family == AF_PACKET)
 		return true;
-	return (s->family == AF_INET || s->family == AF_INET6) && s->in.type == SOCK_DGRAM;
+	return (s->family == AF_INET || s->family == AF_INET6) &&
+	       (s->in.type == SOCK_DGRAM || s->in.type == SOCK_RAW);
 }
 
 int sockets_check_queues(struct dump_ctx *d)
@@ -509,6 +526,8 @@ void sk_state_free(struct sk_state *s)
 		free(s->un.name_dir);
 	} else if (s->family == AF_NETLINK) {
 		free(s->nl.groups);
+	} else if (s->family == AF_PACKET) {
+		free(s->pk.mc);
 	} else {
 		tcp_stream_free(s->in.stream);
 	}

@@ -8,7 +8,9 @@
  *   sockets.c    which socket fds can be dumped (refusals name the others)
  *   sk_opts.c    options common to all kinds (SO_*)
  *   sk_unix.c    UNIX sockets and their queued data
- *   sk_inet.c    TCP, UDP and UDP-lite, IPv4 and IPv6; tcp_repair.c: established TCP
+ *   sk_inet.c    TCP, UDP, UDP-lite, ICMP (ping) and raw, IPv4 and IPv6; tcp_repair.c:
+ *                established TCP
+ *   sk_packet.c  packet sockets: bind, options, memberships, fanout, rings
  *   sk_netlink.c netlink sockets: protocol, port id, groups, destination
  */
 #ifndef MEMDUMP_SOCKETS_H
@@ -21,9 +23,11 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <linux/packet_diag.h>
 
 #include "sk-opts.pb-c.h"
 #include "sk-packet.pb-c.h"
+#include "packet-sock.pb-c.h"
 #include "sk-inet.pb-c.h"
 #include "sk-netlink.pb-c.h"
 #include "sk-opts.pb-c.h"
@@ -36,6 +40,17 @@ struct dump_opts;
 struct file_desc;
 struct image;
 struct refusals;
+
+/* A packet socket as packet_diag shows it (sk_diag.pk). */
+struct sk_packet_diag {
+	int num;			/* its protocol, host order */
+	struct packet_diag_info info;
+	struct packet_diag_mclist *mc;
+	size_t nr_mc;
+	struct packet_diag_ring rx, tx;
+	bool has_rx, has_tx, has_fanout;
+	uint32_t fanout;		/* id | type << 16 | flags << 24 */
+};
 
 /* One socket as sock_diag shows it. */
 struct sk_diag {
@@ -59,7 +74,8 @@ struct sk_diag {
 	uint32_t dst_group, nl_flags;	/* nl_flags: NDIAG_FLAG_* */
 	uint32_t *groups;		/* netlink: the group bitmap, nr_groups words */
 	size_t nr_groups;
-	bool has_rmem;			/* netlink: rqueue is the receive queue's memory */
+	bool has_rmem;			/* netlink, packet: rqueue is the receive queue's memory */
+	struct sk_packet_diag *pk;	/* packet */
 };
 
 struct sk_table {
@@ -67,7 +83,8 @@ struct sk_table {
 	size_t n;
 };
 
-/* sock_diag.c: every UNIX, TCP, UDP, UDP-lite and netlink socket of memdump's network namespace */
+/* sock_diag.c: every UNIX, TCP, UDP, UDP-lite, raw, netlink and packet socket of memdump's
+ * network namespace (raw, netlink and packet: when the kernel has their diag module) */
 int sk_table_load(struct sk_table *t);
 const struct sk_diag *sk_table_find(const struct sk_table *t, uint64_t ino);
 void sk_table_free(struct sk_table *t);
@@ -122,6 +139,9 @@ struct sk_inet {
 	uint8_t shutdown;
 	int v6only, freebind, tos, ttl, nodelay, cork, keepcnt, keepidle, keepintvl;
 	int pktinfo, recverr, mtu_discover, transparent;	/* v6: the IPV6_ options */
+	int hdrincl, nodefrag, checksum;	/* raw (v6: IPV6_HDRINCL, IPV6_CHECKSUM's offset) */
+	uint32_t icmp_filter[8];	/* raw ICMP: ICMP_FILTER (1 word), ICMPV6_FILTER (8) */
+	size_t nr_icmp_filter;
 	int send_cscov, recv_cscov;	/* UDP-lite */
 	struct tcp_stream *stream;	/* tcp_repairable() states (tcp_repair.c) */
 };
@@ -134,6 +154,18 @@ struct sk_netlink {
 	uint32_t opts;			/* bit n: the NETLINK_* option n is on */
 };
 
+/* A packet socket (sk_packet.c). */
+struct sk_pkt {
+	int type, num;			/* num: its protocol, host order */
+	struct packet_diag_info info;	/* bound ifindex, version, reserve, flags (PDI_*) */
+	struct packet_diag_mclist *mc;
+	size_t nr_mc;
+	struct packet_diag_ring rx, tx;
+	bool has_rx, has_tx, has_fanout;
+	uint32_t fanout;
+	int qdisc_bypass, ignore_outgoing, tx_has_off, vnet_hdr_sz;	/* -1: unknown */
+};
+
 /* A socket file description of the target. */
 struct sk_state {
 	int family;
@@ -143,6 +175,7 @@ struct sk_state {
 		struct sk_unix un;
 		struct sk_inet in;
 		struct sk_netlink nl;
+		struct sk_pkt pk;
 	};
 };
 
@@ -250,6 +283,14 @@ void sk_netlink_describe(const struct sk_diag *s, char *buf, size_t len);
 /* One sock_diag does not list (unbound): from the fd. */
 void sk_netlink_describe_fd(int copy, char *buf, size_t len);
 
+/* sk_packet.c */
+const char *sk_packet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
+				  char *buf, size_t len);
+int sk_packet_collect(int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_packet_write(const struct file_desc *f, struct image *files);
+/* "a packet raw socket (protocol 0x0800) on ifindex 1" */
+void sk_packet_describe(const struct sk_diag *s, char *buf, size_t len);
+
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
 /* A connection state tcp_repair dumps: established, opening (SYN_SENT) or closing. */
 bool tcp_repairable(int state);
@@ -325,6 +366,8 @@ int inet_fail(const InetSkEntry *e, int err, const char *what);
 
 /* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
 int sk_netlink_open(const NetlinkSkEntry *e);
+/* sk_packet_restore.c: a packet socket (memdump's fd), or <0 after fail() */
+int sk_packet_open(const PacketSockEntry *e);
 
 /* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);

@@ -1,7 +1,8 @@
 /*
  * memdump show: what a socket of the dump is, in the PATH column: UNIX
  * type, name, state, peer inode, shutdown; TCP/UDP/UDP-lite addresses and
- * state; netlink protocol, port id, groups and destination.
+ * state (raw, ICMP too); netlink protocol, port id, groups and destination;
+ * packet type, protocol, device, version, fanout group, rings, memberships.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -81,8 +82,9 @@ static void inet_text(const InetSkEntry *e, char *buf, size_t len)
 	addr_text(e->family, e->src_addr, e->n_src_addr, src, sizeof(src));
 	addr_text(e->family, e->dst_addr, e->n_dst_addr, dst, sizeof(dst));
 	ip_opts_text(e->ip_opts, opts, sizeof(opts));
-	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s%s", e->proto == IPPROTO_TCP ? "tcp" :
-		 e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
+	snprintf(buf, len, "%s%s %s:%u -> %s:%u %s%s", e->type == SOCK_RAW ? "raw" :
+		 e->proto == IPPROTO_ICMP || e->proto == IPPROTO_ICMPV6 ? "icmp" :
+		 e->proto == IPPROTO_TCP ? "tcp" : e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
 		 e->family == AF_INET6 ? "6" : "", src, e->src_port, dst, e->dst_port,
 		 state_name(e->state), opts);
 }
@@ -105,6 +107,25 @@ static void netlink_text(const NetlinkSkEntry *e, char *buf, size_t len)
 		snprintf(buf + off, len - off, " -> %d/%u", (int)e->dst_portid, e->dst_group);
 }
 
+static void show_packet(const PacketSockEntry *e, char *buf, size_t len)
+{
+	const char *type = e->type == SOCK_RAW ? "raw" : e->type == SOCK_DGRAM ? "dgram" :
+			   e->type == SOCK_PACKET ? "spkt" : "?";
+	size_t off = snprintf(buf, len, "packet %s proto 0x%04x ifindex %u v%u", type,
+			      ntohs(e->protocol), e->ifindex, e->version + 1);
+
+#define ADD(...) (off < len ? off += snprintf(buf + off, len - off, __VA_ARGS__) : 0)
+	if (e->has_fanout && e->fanout != 0xffffffff)
+		ADD(" fanout %u mode %u", e->fanout & 0xffff, (e->fanout >> 16) & 0xff);
+	if (e->rx_ring)
+		ADD(" rx-ring %ux%u", e->rx_ring->block_nr, e->rx_ring->block_size);
+	if (e->tx_ring)
+		ADD(" tx-ring %ux%u", e->tx_ring->block_nr, e->tx_ring->block_size);
+	if (e->n_mclist)
+		ADD(" memberships %zu", e->n_mclist);
+#undef ADD
+}
+
 bool show_socket(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 {
 	if (fe->type == FD_TYPES__UNIXSK && fe->usk) {
@@ -113,6 +134,9 @@ bool show_socket(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 	} else if (fe->type == FD_TYPES__INETSK && fe->isk) {
 		inet_text(fe->isk, buf, len);
 		*flags = fe->isk->flags;
+	} else if (fe->type == FD_TYPES__PACKETSK && fe->psk) {
+		show_packet(fe->psk, buf, len);
+		*flags = fe->psk->flags;
 	} else if (fe->type == FD_TYPES__NETLINKSK && fe->nlsk) {
 		netlink_text(fe->nlsk, buf, len);
 		*flags = fe->nlsk->flags;

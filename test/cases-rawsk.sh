@@ -1,0 +1,104 @@
+# ICMP (ping), raw and packet sockets (issue 24): t-rawsk checks its sockets after
+# the restore (options, names, memberships, fanout) and that they still work: the
+# ping socket gets its echo reply with its id, the raw socket and the packet socket
+# receive what is sent after the restore. What is not restored is refused by name.
+
+# rawsk_rst MODE WRAP SHOW_REGEX...: dump (killing), crit, show, restore twice
+rawsk_rst() {
+	local mode=$1 wrap=$2; shift 2
+	START_WRAP=$wrap start_prog t-rawsk "$mode"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	shows "$T/d" "$@"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+
+# In memdump's namespace: ping and raw sockets (the ping socket needs memdump's
+# group in net.ipv4.ping_group_range, as the target's needed its own).
+case_rawsk_inet() {
+	local range; range=$(cat /proc/sys/net/ipv4/ping_group_range)
+	read -r lo hi <<< "$range"
+	(( lo <= 0 && 0 <= hi )) || fail "net.ipv4.ping_group_range ($range) leaves out group 0"
+	rawsk_rst inet "" 'icmp 0\.0\.0\.0:[1-9][0-9]* -> 0\.0\.0\.0:0 CLOSE tos 0 ttl 33' \
+		'raw 127\.0\.0\.1:253 -> 0\.0\.0\.0:0 CLOSE tos 16 ttl 40' 'raw6 :::58 '
+}
+add rawsk-inet case_rawsk_inet
+
+case_rawsk_packet() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	rawsk_rst packet "$TESTSRC/netns-wrap" \
+		'packet raw proto 0x0003 ifindex 1 v2 fanout 77 mode 0 rx-ring 2x4096 memberships 2' \
+		'packet dgram proto 0x88b5 ifindex 1 v1 tx-ring 2x4096 memberships 1' \
+		'packet spkt proto 0x0003 ifindex 1' 'packet spkt proto 0x0003 ifindex 0'
+}
+add rawsk-packet case_rawsk_packet
+
+# rawsk_refused MODE WRAP TEXT: the dump fails naming TEXT, the target runs on intact
+rawsk_refused() {
+	START_WRAP=$2 start_prog t-rawsk "$1"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF -- "$3" "$MD_ERR" || fail "the error does not name: $3"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+case_rawsk_err_ring() {
+	rawsk_refused ringfull "$TESTSRC/netns-wrap" \
+		"1 frame(s) received in its RX ring not yet read, 0 queued in its TX ring not yet sent"
+}
+add rawsk-err-ring case_rawsk_err_ring
+
+case_rawsk_err_queued() {
+	rawsk_refused queued "$TESTSRC/netns-wrap" "bytes of frames queued, which memdump does not dump"
+}
+add rawsk-err-queued case_rawsk_err_queued
+
+case_rawsk_err_mapped() {
+	rawsk_refused mapped "$TESTSRC/netns-wrap" "a socket's ring mapped (a packet socket's RX/TX ring"
+}
+add rawsk-err-mapped case_rawsk_err_mapped
+
+# A fanout group a process outside the dump is in, and a ping socket of a
+# namespace of its own (whose ping_group_range the restore would not have).
+case_rawsk_err_outside() {
+	local peer
+	python3 -c '
+import os, socket, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b6))
+s.bind(("lo", 0x88b6))
+s.setsockopt(263, 18, 4242)  # SOL_PACKET, PACKET_FANOUT: group 4242, hash
+print("READY", os.getpid(), flush=True)
+time.sleep(120)' > "$T/peer.out" 2>&1 < /dev/null &
+	peer=$!; track "$peer"
+	wait_line "$T/peer.out" '^READY' "$OP_TIMEOUT" || { show_file peer "$T/peer.out"; fail "the outside socket did not start"; }
+	OUT=$T/inside.out
+	python3 -c '
+import os, socket, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88b6))
+s.bind(("lo", 0x88b6))
+s.setsockopt(263, 18, 4242)
+print("READY", os.getpid(), s.fileno(), flush=True)
+time.sleep(120)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY' "$OP_TIMEOUT" || { show_file inside "$OUT"; fail "the inside socket did not start"; }
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "its fanout group 4242 is shared with socket:\[[0-9]+\] outside the dump" "$MD_ERR" ||
+		fail "the error does not name the shared fanout group"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	command -v ip > /dev/null || return 0
+	START_WRAP="$TESTSRC/netns-wrap" NETNS_SETUP='sysctl -qw net.ipv4.ping_group_range="0 0"' \
+		start_prog t-rawsk inet
+	md refuse2 dump -t "$PID" -D "$T/d2"
+	expect_md_error
+	grep -qF "an ICMP socket of another network namespace, whose net.ipv4.ping_group_range memdump does not restore" \
+		"$MD_ERR" || fail "the error does not name the ICMP socket of the namespace"
+	no_inventory "$T/d2"
+	check_child_pass
+}
+add rawsk-err-outside case_rawsk_err_outside
