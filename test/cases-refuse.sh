@@ -88,18 +88,11 @@ case_rst_rlimits() {
 }
 add rst-rlimits case_rst_rlimits
 
-# File locks are restored (cases-files2.sh); leases stay refused.
+# File locks and leases are restored (cases-files2.sh, cases-fkinds.sh); a
+# lease being broken (another process's open waits on it) is refused.
 case_refuse_lease() {
-	python3 -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1] + "/leased", os.O_RDONLY | os.O_CREAT, 0o644)
-fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)   # F_SETLEASE
-print("READY", os.getpid(), fd, flush=True)
-time.sleep(300)' "$T" > "$T/l.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/l.out" '^READY' 10 || { show_file out "$T/l.out"; fail "python did not take the lease"; }
-	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/l.out")
-	expect_dump_refused "$PID" "fd $fd holds a file lease LEASE"
+	start_prog t-lease breaking
+	expect_dump_refused "$PID" "fd 10 holds a file lease being broken \\(LEASE BREAKING\\)"
 	expect_untraced "$PID"
 }
 add refuse-lease case_refuse_lease

@@ -1,0 +1,40 @@
+# File kinds refused before issue 24: leases, O_PATH fds, /proc files of a
+# process of the dump, namespace files. Each target checks itself after restore.
+
+# ---- leases
+
+# Read and write leases come back held by the restored process: another
+# process's open still breaks them with the holder's signal (t-lease).
+case_lease_rst() {
+	start_prog t-lease
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md show show -D "$T/d" || fail "show failed"
+	grep -qE '^locks +fd 10 lease read$' "$MD_OUT" && grep -qE '^ +fd 11 lease write$' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "show does not list the leases"; }
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add lease-rst case_lease_rst
+add lease-lr case_f2_lr t-lease
+
+# Another process opened the read-leased file for reading and writing since
+# the dump: the restore cannot take the lease back and fails naming it.
+case_lease_conflict() {
+	start_prog t-lease
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	sleep 300 3<> "$T/lease-rd" < /dev/null > /dev/null 2>&1 &
+	local holder=$!; track "$holder"
+	wait_until 5 eval '[[ -e /proc/'"$holder"'/fd/3 ]]' || fail "the writer did not start"
+	md restore restore -D "$T/d"
+	expect_md_error
+	grep -q "cannot take the lease read lock of fd 10 (0+0): the file is open elsewhere in a conflicting mode" "$MD_ERR" ||
+		fail "the error does not name the lease"
+	alive "$PID" && fail "a failed restore left pid $PID running"
+	kill "$holder"; wait "$holder" 2> /dev/null
+	restore_and_pass "$T/d" 1
+}
+add lease-conflict case_lease_conflict
