@@ -38,3 +38,12 @@ case_lease_conflict() {
 	restore_and_pass "$T/d" 1
 }
 add lease-conflict case_lease_conflict
+
+# ---- O_PATH fds
+
+# O_PATH fds on a file, a directory, a symlink itself and a FIFO: the same
+# inodes, still O_PATH, still working with *at() calls (t-opath).
+add opath-rst case_f2_rst t-opath
+add opath-lr case_f2_lr t-opath
+# and one on a removed file: a ghost, opened O_PATH again
+add opath-deleted-rst case_f2_rst t-opath deleted

@@ -19,6 +19,7 @@
 #include "dump/dump.h"
 #include "files/files.h"
 #include "files/ghost.h"
+#include "files/opath.h"
 #include "files/locks.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
@@ -267,6 +268,8 @@ static bool owner_unsupported(const struct dump_opts *o, int fd, const char *lin
 	bool async = fd_async(o->pid, fd);
 	int err = fd_owner_read(o->pid, fd, &w);
 
+	if (opath_fd(o->pid, fd))
+		return false;	/* it has none (F_GETOWN_EX: EBADF) */
 	if (!fd_owner_carried(st, link)) {
 		if (async || (!err && (w.pid || w.signum)))
 			snprintf(why, len, "signal-driven I/O (O_ASYNC, F_SETOWN or F_SETSIG) on a kind "

@@ -114,7 +114,8 @@ static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level
 	const char *path = rst_path(r, re->name, buf, sizeof(buf));
 	struct stat st;
 
-	if (stat(path, &st))
+	/* a symlink itself (an O_PATH|O_NOFOLLOW fd on it), not what it names */
+	if (re->has_mode && S_ISLNK(re->mode) ? lstat(path, &st) : stat(path, &st))
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
 	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino) &&
