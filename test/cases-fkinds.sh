@@ -47,3 +47,29 @@ add opath-rst case_f2_rst t-opath
 add opath-lr case_f2_lr t-opath
 # and one on a removed file: a ghost, opened O_PATH again
 add opath-deleted-rst case_f2_rst t-opath deleted
+
+# ---- /proc files of a process of the dump
+
+# /proc/CHILD/stat and a dup'ed /proc/CHILD/comm held by the parent: opened
+# again by the restored parent once its child has its PID (t-procfile).
+add procfile-rst case_f2_rst t-procfile
+add procfile-lr case_f2_lr t-procfile
+
+# /proc/PID/... of a process outside the dump stays refused, by name.
+case_procfile_outside() {
+	sleep 300 < /dev/null > /dev/null 2>&1 &
+	local other=$!; track "$other"
+	start_py pf "import os, sys, time
+fd = os.open('/proc/%s/stat' % sys.argv[1], os.O_RDONLY)
+print('READY', os.getpid(), fd, flush=True)
+time.sleep(300)" "$other"
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -q "fd $fd (/proc/$other/stat: a /proc file of a process outside the dump)" "$MD_ERR" ||
+		fail "the error does not name the /proc file"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill "$other"
+}
+add procfile-outside case_procfile_outside

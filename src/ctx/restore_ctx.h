@@ -72,6 +72,7 @@ struct rfd {
 	int target;		/* its number in the restored process */
 	bool cloexec;
 	const PidfdEntry *pidfd;	/* a pidfd of a process of the dump: the child opens it */
+	const RegFileEntry *proc_reg;	/* a /proc file of a process of the dump: likewise */
 };
 
 /* An open file description prepared for the target, by file id. */
@@ -419,6 +420,10 @@ int open_fds(struct rst *r);
  * anything starts; opened in memdump (d->fd; a pipe: every description at once). */
 int reg_check(struct rst *r, const FileEntry *fe);
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+/* A /proc/PID/... file of a process the set restores: its entry, or NULL. The fd's
+ * owner opens it once that PID exists (child.c): the fd or -errno. */
+const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe);
+int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re);
 int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int fifo_check(struct rst *r, const FileEntry *fe);
 int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
@@ -458,6 +463,8 @@ int tty_make_bound_pts(struct rst *r, const char *from);
 int pidfd_check(struct rst *r, const FileEntry *fe);
 int pidfd_open_desc(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int pidfd_open_in_child(const PidfdEntry *e);
+/* pid is a process the set restores: its root, or one of the tree's */
+bool pidfd_restored_here(struct rst *r, pid_t pid);
 void pidfd_close_all(struct rst *r);
 
 /* eventfd.c, signalfd.c: the new fd in memdump, or <0 after fail() */

@@ -219,6 +219,22 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
+/*
+ * A /proc/PID/... file of a live process of the dumped tree: restore gives
+ * that process its PID again, and the fd's owner opens the file once the
+ * process exists (files_restore.c).
+ */
+static bool proc_file_of_tree(const struct proc_tree *tree, const char *link)
+{
+	char *end;
+	long n = strtol(link + 6, &end, 10);
+
+	for (int i = 0; tree && *end == '/' && i < tree->n; i++)
+		if (tree->procs[i].pid == n && tree->procs[i].state != 'Z')
+			return true;
+	return false;
+}
+
 /* What an anonymous-inode file of no kind in the table (fd_kinds.c) is. */
 static const char *anon_unsupported(const char *link)
 {
@@ -324,8 +340,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(link, st, p->ghost_limit, why, len);
-	else if (is_other_proc_file(pid, link))
-		w = "a /proc file of another process";
+	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link))
+		w = "a /proc file of a process outside the dump";
 	if (w)
 		snprintf(why, len, "%s", w);
 	return w != NULL;

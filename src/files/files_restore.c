@@ -166,11 +166,26 @@ static int check_level(struct rst *r, uint32_t id)
 	return level;
 }
 
+const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
+{
+	const char *name = fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
+	char *end;
+	long pid;
+
+	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
+		return NULL;
+	pid = strtol(name + 6, &end, 10);
+	return end != name + 6 && *end == '/' && pid > 0 && pidfd_restored_here(r, (pid_t)pid) ?
+	       fe->reg : NULL;
+}
+
 /* A regular file (not deleted: a ghost is recreated from its image) must be the one dumped. */
 int reg_check(struct rst *r, const FileEntry *fe)
 {
 	if (dumpset_remap(&r->ds, fe->id))
 		return 0;	/* deleted: recreated from its ghost (ghost.c) */
+	if (reg_proc_of_set(r, fe))
+		return 0;	/* its process is made by this restore */
 	return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
 }
 
@@ -558,8 +573,38 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return tty_job_open(r, fe, n);	/* the job's termios, window size, foreground */
 }
 
+#define PROC_WAIT_MS	10000
+
+int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re)
+{
+	struct timespec pause_ms = { 0, 1000000 };
+	char buf[PATH_MAX];
+	const char *path = rst_path(r, re->name, buf, sizeof(buf));
+	int fd = -1;
+
+	for (int waited = 0; waited < PROC_WAIT_MS; waited++) {
+		fd = open(path, (reopen_flags(re->flags) & ~O_ASYNC) | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		nanosleep(&pause_ms, NULL);	/* its process is being forked */
+	}
+	if (fd < 0)
+		return -errno;
+	if (re->pos && lseek(fd, re->pos, SEEK_SET) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
+	if (reg_proc_of_set(r, fe)) {
+		d->fd = -1;	/* the restored process opens it (reg_proc_open_in_child) */
+		return 0;
+	}
 	d->fd = open_reg(r, fe->reg);
 	return d->fd < 0 ? d->fd : 0;
 }
@@ -627,6 +672,8 @@ int open_fds(struct rst *r)
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
+		if (shared < 0)
+			f->proc_reg = reg_proc_of_set(r, fe);	/* likewise */
 	}
 	return tty_prepare_fg(r);	/* its terminal's foreground group, once in it */
 }
