@@ -73,3 +73,18 @@ time.sleep(300)" "$other"
 	kill "$other"
 }
 add procfile-outside case_procfile_outside
+
+# ---- namespace files
+
+# Files of the process's own namespaces (net, uts, ipc, mnt) come back as
+# files of the namespaces it is restored in (t-nsfile): memdump's, and
+# namespaces of its own that the restore recreates.
+add nsfile-rst case_f2_rst t-nsfile
+add nsfile-lr case_f2_lr t-nsfile
+case_nsfile_own() {
+	START_WRAP="unshare --uts --ipc $TESTSRC/netns-wrap" start_prog t-nsfile
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add nsfile-own-rst case_nsfile_own

@@ -224,21 +224,24 @@ case_err_sysv_host() {
 }
 add err-sysv-host case_err_sysv_host
 
-# An fd on a namespace file (open("/proc/self/ns/net")): it has no path a
-# restore could open. Refused by name at dump time, not lost at restore.
+# A file of a namespace the process is no longer in (it unshared since): refused
+# by name (one of its own namespaces is restored: nsfile-* in cases-fkinds.sh).
 case_err_nsfile() {
 	mkdir -p "$T/d"
 	python3 -c '
-import os, time
+import ctypes, os, time
 fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+if ctypes.CDLL(None, use_errno=True).unshare(0x40000000):
+    print("NOUNSHARE", ctypes.get_errno(), flush=True); time.sleep(120)
 print("READY", os.getpid(), fd, flush=True)
 time.sleep(120)' > "$T/ns.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$T/ns.out" '^READY' 10 || fail "the program did not start"
+	wait_line "$T/ns.out" '^READY' 10 || { show_file out "$T/ns.out"; fail "the program did not start"; }
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/ns.out")
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
-	grep -qE "fd $fd \(net:\[[0-9]+\]: a namespace file" "$MD_ERR" || fail "the namespace file is not named"
+	grep -qE "fd $fd \(net:\[[0-9]+\]: a file of a net namespace the process is not in" "$MD_ERR" ||
+		fail "the namespace file is not named"
 	no_inventory "$T/d"
 	untraced "$PID" || fail "the process was harmed"
 }

@@ -328,7 +328,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	else if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
-		w = "a namespace file or another object with no path, which a restore cannot open";
+		w = "an object with no path, which a restore cannot open";
 	else if (!opath && is_tty(st))
 		w = tty_unsupported(p, fd, st, buf, sizeof(buf));
 	else if (!opath && (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||

@@ -674,6 +674,8 @@ int open_fds(struct rst *r)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
 		if (shared < 0)
 			f->proc_reg = reg_proc_of_set(r, fe);	/* likewise */
+		if (shared < 0 && fe->type == FD_TYPES__NS)
+			f->nsf = fe->nsf;	/* likewise (nsfile.h) */
 	}
 	return tty_prepare_fg(r);	/* its terminal's foreground group, once in it */
 }

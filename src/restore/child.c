@@ -30,6 +30,7 @@
 #include "log.h"
 #include "fault.h"
 #include "restore/restore.h"
+#include "ns/nsfile.h"
 
 void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
 {
@@ -113,19 +114,32 @@ static int proc_reg_up(struct rst *r, const RegFileEntry *re, int base)
 	return n;
 }
 
-/* fd i's description above base: opened now (a pidfd, a /proc file) or memdump's. */
+/* A file of one of its namespaces, opened now that it is in them, above base. */
+static int nsfile_up(struct rst *r, const NsFileEntry *e, int base)
+{
+	int fd = nsfile_open_in_child(r, e), n;
+
+	if (fd < 0)
+		child_exit_fail(r, fd, "cannot open its %s namespace file: %s",
+				nsfile_name(e->ns_cflag), strerror(-fd));
+	n = move_up(r, fd, base);
+	close(fd);
+	return n;
+}
+
+/* fd i's description above base: opened now (a pidfd, a /proc or namespace file) or memdump's. */
 static int fd_up(struct rst *r, const int *tmp_fd, size_t i, int base)
 {
 	const struct rfd *f = &r->fds[i];
 
 	if (f->pidfd)
 		return pidfd_up(r, f->pidfd, base);
-	if (!f->proc_reg)
+	if (!f->proc_reg && !f->nsf)
 		return move_up(r, f->src, base);
 	for (size_t k = 0; k < i; k++)	/* one description for its dups */
-		if (r->fds[k].proc_reg && r->fds[k].id == f->id)
+		if ((r->fds[k].proc_reg || r->fds[k].nsf) && r->fds[k].id == f->id)
 			return move_up(r, tmp_fd[k], base);
-	return proc_reg_up(r, f->proc_reg, base);
+	return f->nsf ? nsfile_up(r, f->nsf, base) : proc_reg_up(r, f->proc_reg, base);
 }
 
 /* Indexes into the blob's fd list become fd numbers: the list starts at high. */
