@@ -39,6 +39,26 @@ case_lease_conflict() {
 }
 add lease-conflict case_lease_conflict
 
+# A killing dump whose worker is killed while the parasite runs: the target
+# runs on untraced with its leases held, and they still break (kill_worker,
+# no_parasite_left: cases-faults.sh).
+case_fk_worker_killed() {
+	mkdir -p "$T/d"
+	start_prog "$@"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=parasite-running "$MEMDUMP" dump -t "$PID" -D "$T/d" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point parasite-running' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
+	kill_worker "$mdpid"
+	expect_untraced "$PID"
+	sleep 0.2	# the parasite wakes when its pipe loses its reader
+	no_parasite_left "$PID"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add lease-worker-killed case_fk_worker_killed t-lease
+
 # ---- O_PATH fds
 
 # O_PATH fds on a file, a directory, a symlink itself and a FIFO: the same
@@ -47,6 +67,7 @@ add opath-rst case_f2_rst t-opath
 add opath-lr case_f2_lr t-opath
 # and one on a removed file: a ghost, opened O_PATH again
 add opath-deleted-rst case_f2_rst t-opath deleted
+add opath-worker-killed case_fk_worker_killed t-opath
 
 # ---- /proc files of a process of the dump
 
@@ -54,6 +75,7 @@ add opath-deleted-rst case_f2_rst t-opath deleted
 # again by the restored parent once its child has its PID (t-procfile).
 add procfile-rst case_f2_rst t-procfile
 add procfile-lr case_f2_lr t-procfile
+add procfile-worker-killed case_fk_worker_killed t-procfile
 
 # /proc/PID/... of a process outside the dump stays refused, by name.
 case_procfile_outside() {
@@ -81,6 +103,7 @@ add procfile-outside case_procfile_outside
 # namespaces of its own that the restore recreates.
 add nsfile-rst case_f2_rst t-nsfile
 add nsfile-lr case_f2_lr t-nsfile
+add nsfile-worker-killed case_fk_worker_killed t-nsfile
 case_nsfile_own() {
 	START_WRAP="unshare --uts --ipc $TESTSRC/netns-wrap" start_prog t-nsfile
 	dump "$PID" "$T/d"
