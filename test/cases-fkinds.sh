@@ -65,8 +65,17 @@ add lease-worker-killed case_fk_worker_killed t-lease
 # inodes, still O_PATH, still working with *at() calls (t-opath).
 add opath-rst case_f2_rst t-opath
 add opath-lr case_f2_lr t-opath
-# and one on a removed file: a ghost, opened O_PATH again
-add opath-deleted-rst case_f2_rst t-opath deleted
+# and on a removed file and a removed symlink, with an fd on a removed device
+# node: ghosts made again, opened again, their names gone after the restore
+case_opath_deleted() {
+	case_f2_rst t-opath deleted
+	local n
+	for n in op-gone op-gonelink op-null; do
+		[[ -e $T/$n || -L $T/$n ]] && fail "the ghost $n is left after the restore"
+	done
+	return 0
+}
+add opath-deleted-rst case_opath_deleted
 add opath-worker-killed case_fk_worker_killed t-opath
 
 # ---- /proc files of a process of the dump

@@ -3,7 +3,9 @@
  *   fd 11: DIR/op-dir (a directory holding "inner"), O_PATH|O_DIRECTORY
  *   fd 12: DIR/op-link (a symlink to "op-file"), O_PATH|O_NOFOLLOW: the link itself
  *   fd 13: DIR/op-fifo (a FIFO), O_PATH
- *   `deleted`: fd 14: DIR/op-gone (a regular file holding "gone"), O_PATH, then removed
+ *   `deleted`: fd 14: DIR/op-gone (a regular file holding "gone"), O_PATH, then removed;
+ *     fd 15: DIR/op-gonelink (a symlink to "op-file"), O_PATH|O_NOFOLLOW, then removed;
+ *     fd 16: DIR/op-null (a node of /dev/null's device), O_RDWR, then removed
  * After SIGUSR1: each is still O_PATH on the same inode (fstat), works with
  * *at() calls (openat, readlinkat, fstatat with AT_EMPTY_PATH), and is no
  * open file (read: EBADF); the regular files read their bytes through
@@ -12,9 +14,10 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 static char dir[512];
-static struct stat before[15];
+static struct stat before[17];
 
 static void path_of(char *p, size_t len, const char *name)
 {
@@ -89,13 +92,13 @@ static void check_dir(void)
 	close(fd);
 }
 
-static void check_link(void)
+static void check_link(int fd, const char *want)
 {
 	char buf[64] = "";
-	ssize_t n = readlinkat(12, "", buf, sizeof(buf) - 1);
+	ssize_t n = readlinkat(fd, "", buf, sizeof(buf) - 1);
 
-	if (n != 7 || strcmp(buf, "op-file"))
-		t_fail("readlinkat fd 12: %zd \"%s\" (%s)", n, buf, strerror(errno));
+	if (n < 0 || strcmp(buf, want))
+		t_fail("readlinkat fd %d: %zd \"%s\" (%s)", fd, n, buf, strerror(errno));
 }
 
 int main(int argc, char **argv)
@@ -121,9 +124,19 @@ int main(int argc, char **argv)
 	if (deleted) {
 		make_file("op-gone", "gone");
 		open_path("op-gone", 0, 14);
-		path_of(p, sizeof(p), "op-gone");
-		if (unlink(p))
-			t_fail("unlink %s: %s", p, strerror(errno));
+		path_of(p, sizeof(p), "op-gonelink");
+		if (symlink("op-file", p))
+			t_fail("symlink %s: %s", p, strerror(errno));
+		open_path("op-gonelink", O_NOFOLLOW, 15);
+		path_of(p, sizeof(p), "op-null");
+		if (mknod(p, S_IFCHR | 0640, makedev(1, 3)) || dup2(open(p, O_RDWR), 16) != 16)
+			t_fail("mknod/open %s: %s", p, strerror(errno));
+		for (const char *n = "op-gone"; n; n = !strcmp(n, "op-gone") ? "op-gonelink" :
+						  !strcmp(n, "op-gonelink") ? "op-null" : NULL) {
+			path_of(p, sizeof(p), n);
+			if (unlink(p))
+				t_fail("unlink %s: %s", p, strerror(errno));
+		}
 	}
 	t_ready("");
 	t_wait_usr1();
@@ -133,7 +146,7 @@ int main(int argc, char **argv)
 	check_same(11, S_IFDIR);
 	check_dir();
 	check_same(12, S_IFLNK);
-	check_link();
+	check_link(12, "op-file");
 	check_same(13, S_IFIFO);
 	if (deleted) {
 		struct stat st;
@@ -141,6 +154,15 @@ int main(int argc, char **argv)
 		if (fstat(14, &st) || st.st_nlink || (st.st_mode & S_IFMT) != S_IFREG)
 			t_fail("fd 14: not a removed regular file (links %lu)", (unsigned long)st.st_nlink);
 		check_reads(14, "gone");
+		if (fstat(15, &st) || st.st_nlink || !S_ISLNK(st.st_mode))
+			t_fail("fd 15: not a removed symlink (links %lu)", (unsigned long)st.st_nlink);
+		check_link(15, "op-file");
+		if (fstat(16, &st) || st.st_nlink || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(1, 3) || (st.st_mode & 07777) != 0640)
+			t_fail("fd 16: not a removed node of 1:3 mode 0640 (links %lu, mode %o)",
+			       (unsigned long)st.st_nlink, st.st_mode);
+		if (write(16, "x", 1) != 1 || read(16, p, 1) != 0)
+			t_fail("fd 16 does not work as /dev/null: %s", strerror(errno));
 	}
 	t_pass(NULL);
 }
