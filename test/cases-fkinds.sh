@@ -90,10 +90,13 @@ add procfile-worker-killed case_fk_worker_killed t-procfile
 case_procfile_outside() {
 	sleep 300 < /dev/null > /dev/null 2>&1 &
 	local other=$!; track "$other"
-	start_py pf "import os, sys, time
+	OUT=$T/pf.out
+	python3 -c "import os, sys, time
 fd = os.open('/proc/%s/stat' % sys.argv[1], os.O_RDONLY)
 print('READY', os.getpid(), fd, flush=True)
-time.sleep(300)" "$other"
+time.sleep(300)" "$other" > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' "$OP_TIMEOUT" || { show_file pf "$OUT"; fail "python did not start"; }
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error

@@ -236,7 +236,7 @@ if ctypes.CDLL(None, use_errno=True).unshare(0x40000000):
 print("READY", os.getpid(), fd, flush=True)
 time.sleep(120)' > "$T/ns.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$T/ns.out" '^READY' 10 || { show_file out "$T/ns.out"; fail "the program did not start"; }
+	wait_line "$T/ns.out" '^READY' "$OP_TIMEOUT" || { show_file out "$T/ns.out"; fail "the program did not start"; }
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/ns.out")
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
