@@ -88,18 +88,11 @@ case_rst_rlimits() {
 }
 add rst-rlimits case_rst_rlimits
 
-# File locks are restored (cases-files2.sh); leases stay refused.
+# File locks and leases are restored (cases-files2.sh, cases-fkinds.sh); a
+# lease being broken (another process's open waits on it) is refused.
 case_refuse_lease() {
-	python3 -c '
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1] + "/leased", os.O_RDONLY | os.O_CREAT, 0o644)
-fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)   # F_SETLEASE
-print("READY", os.getpid(), fd, flush=True)
-time.sleep(300)' "$T" > "$T/l.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/l.out" '^READY' 10 || { show_file out "$T/l.out"; fail "python did not take the lease"; }
-	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/l.out")
-	expect_dump_refused "$PID" "fd $fd holds a file lease LEASE"
+	start_prog t-lease breaking
+	expect_dump_refused "$PID" "fd 10 holds a file lease being broken \\(LEASE BREAKING\\)"
 	expect_untraced "$PID"
 }
 add refuse-lease case_refuse_lease
@@ -231,21 +224,24 @@ case_err_sysv_host() {
 }
 add err-sysv-host case_err_sysv_host
 
-# An fd on a namespace file (open("/proc/self/ns/net")): it has no path a
-# restore could open. Refused by name at dump time, not lost at restore.
+# A file of a namespace the process is no longer in (it unshared since): refused
+# by name (one of its own namespaces is restored: nsfile-* in cases-fkinds.sh).
 case_err_nsfile() {
 	mkdir -p "$T/d"
 	python3 -c '
-import os, time
+import ctypes, os, time
 fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+if ctypes.CDLL(None, use_errno=True).unshare(0x40000000):
+    print("NOUNSHARE", ctypes.get_errno(), flush=True); time.sleep(120)
 print("READY", os.getpid(), fd, flush=True)
 time.sleep(120)' > "$T/ns.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$T/ns.out" '^READY' 10 || fail "the program did not start"
+	wait_line "$T/ns.out" '^READY' "$OP_TIMEOUT" || { show_file out "$T/ns.out"; fail "the program did not start"; }
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/ns.out")
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
-	grep -qE "fd $fd \(net:\[[0-9]+\]: a namespace file" "$MD_ERR" || fail "the namespace file is not named"
+	grep -qE "fd $fd \(net:\[[0-9]+\]: a file of a net namespace the process is not in" "$MD_ERR" ||
+		fail "the namespace file is not named"
 	no_inventory "$T/d"
 	untraced "$PID" || fail "the process was harmed"
 }

@@ -227,10 +227,13 @@ static void text_locks(const struct dumpset *ds)
 		const FileLockEntry *l = ds->locks[i];
 
 		printf("%-10s fd %d %s %s", i ? "" : "locks", l->fd, l->flag == 1 ? "POSIX" :
-		       l->flag == 2 ? "flock" : "OFD", l->type == 0 ? "read" : "write");
-		if (l->flag != 2 && l->len)
+		       l->flag == 2 ? "flock" : l->flag == 8 ? "lease" : "OFD",
+		       l->type == 0 ? "read" : "write");
+		if (l->flag == 2 || l->flag == 8)
+			;	/* flock and lease: the whole file */
+		else if (l->len)
 			printf(" from %" PRId64 " for %" PRId64 " bytes", l->start, l->len);
-		else if (l->flag != 2)
+		else
 			printf(" from %" PRId64 " to EOF", l->start);
 		printf("\n");
 	}

@@ -73,6 +73,8 @@ struct rfd {
 	int target;		/* its number in the restored process */
 	bool cloexec;
 	const PidfdEntry *pidfd;	/* a pidfd of a process of the dump: the child opens it */
+	const RegFileEntry *proc_reg;	/* a /proc file of a process of the dump: likewise */
+	const NsFileEntry *nsf;		/* a file of one of its namespaces: likewise */
 };
 
 /* An open file description prepared for the target, by file id. */

@@ -19,6 +19,7 @@
 #include "dump/dump.h"
 #include "files/files.h"
 #include "files/ghost.h"
+#include "files/opath.h"
 #include "files/locks.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
@@ -208,8 +209,9 @@ static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 /*
  * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored
  * (POSIX ones by the restorer, once it has closed the fds it mapped files
- * through: a close drops the process's POSIX locks on that file); leases
- * are not.
+ * through: a close drops the process's POSIX locks on that file), and read
+ * and write leases; a lease being broken is not (its breaker waits, and the
+ * kernel's break timer runs, in this system only).
  */
 static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 {
@@ -227,7 +229,10 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 		if (strncmp(line, "lock:", 5))
 			continue;
 		ret = lock_parse(line, &l, kind, sizeof(kind));
-		if (ret < 0)
+		if (ret < 0 && !strcmp(kind, "LEASE BREAKING"))
+			refuse_add(r, "fd %d holds a file lease being broken (LEASE BREAKING), whose "
+				   "break memdump cannot restore exactly", fd);
+		else if (ret < 0)
 			refuse_add(r, "fd %d holds a %s %s", fd, !strncmp(kind, "LEASE", 5) ||
 				   !strncmp(kind, "DELEG", 5) ? "file lease" : "file lock", kind);
 		if (ret < 0)
@@ -264,6 +269,8 @@ static bool owner_unsupported(const struct dump_opts *o, int fd, const char *lin
 	bool async = fd_async(o->pid, fd);
 	int err = fd_owner_read(o->pid, fd, &w);
 
+	if (opath_fd(o->pid, fd))
+		return false;	/* it has none (F_GETOWN_EX: EBADF) */
 	if (!fd_owner_carried(st, link)) {
 		if (async || (!err && (w.pid || w.signum)))
 			snprintf(why, len, "signal-driven I/O (O_ASYNC, F_SETOWN or F_SETSIG) on a kind "

@@ -23,6 +23,7 @@
 #include "net/sockets_show.h"
 #include "ns/mqueue.h"
 #include "mem/shmem.h"
+#include "ns/nsfile.h"
 
 /* Event-loop fds: anonymous inodes named by their link. */
 static bool link_is(const char *link, const char *name)
@@ -177,6 +178,7 @@ static bool has_epfd(const FileEntry *fe) { return fe->epfd; }
 static bool has_ify(const FileEntry *fe) { return fe->ify; }
 static bool has_mqf(const FileEntry *fe) { return fe->mqf; }
 static bool has_pidfd(const FileEntry *fe) { return fe->pidfd; }
+static bool has_nsf(const FileEntry *fe) { return fe->nsf; }
 static bool has_usk(const FileEntry *fe) { return fe->usk && fe->usk->opts; }
 static bool has_nlsk(const FileEntry *fe) { return fe->nlsk && fe->nlsk->opts; }
 static bool has_psk(const FileEntry *fe) { return fe->psk && fe->psk->opts && fe->psk->fown; }
@@ -289,6 +291,15 @@ static void pidfd_show(const struct dumpset *ds, const FileEntry *fe, struct fd_
 	s->flags = fe->pidfd->flags;
 }
 
+static void nsfile_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
+{
+	const char *name = nsfile_name(fe->nsf->ns_cflag);
+
+	(void)ds;
+	snprintf(s->path, sizeof(s->path), "%s namespace of the process", name ? name : "?");
+	s->flags = fe->nsf->flags;
+}
+
 static void evloop_fd_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
 {
 	(void)ds;
@@ -342,6 +353,8 @@ static const struct fd_kind kinds[] = {
 	{ "POSIX message queue", "ns/mqueue.c", FD_TYPES__UND, FK_MQUEUE, is_mqueue,
 	  mqueue_refused, mqueue_fd_collect, mqueue_fd_write, has_mqf, mqueue_fd_check,
 	  mqueue_fd_open, mqueue_show },
+	{ "namespace file", "ns/nsfile.c", FD_TYPES__NS, FK_NSFILE, nsfile_is, nsfile_unsupported,
+	  nsfile_collect, nsfile_write, has_nsf, nsfile_check, nsfile_open_desc, nsfile_show },
 };
 
 const struct fd_kind *fd_kind_of_fd(pid_t pid, int fd, const char *link, const struct stat *st)

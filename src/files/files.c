@@ -22,6 +22,7 @@
 #include "files/fd_kinds.h"
 #include "files/files.h"
 #include "files/ghost.h"
+#include "files/opath.h"
 #include "ns/mqueue.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
@@ -219,6 +220,22 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
+/*
+ * A /proc/PID/... file of a live process of the dumped tree: restore gives
+ * that process its PID again, and the fd's owner opens the file once the
+ * process exists (files_restore.c).
+ */
+static bool proc_file_of_tree(const struct proc_tree *tree, const char *link)
+{
+	char *end;
+	long n = strtol(link + 6, &end, 10);
+
+	for (int i = 0; tree && *end == '/' && i < tree->n; i++)
+		if (tree->procs[i].pid == n && tree->procs[i].state != 'Z')
+			return true;
+	return false;
+}
+
 /* What an anonymous-inode file of no kind in the table (fd_kinds.c) is. */
 static const char *anon_unsupported(const char *link)
 {
@@ -302,18 +319,21 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	pid_t pid = p->pid;
 	const char *w = NULL;
 	char buf[256];
-	const struct fd_kind *k = fd_kind_of_fd(pid, fd, link, st);
+	bool opath = opath_fd(pid, fd);		/* a path: whatever it names (opath.h) */
+	const struct fd_kind *k = opath ? NULL : fd_kind_of_fd(pid, fd, link, st);
 
 	if (k)		/* a kind with a home of its own; sockets: net/sockets.c decides */
 		return k->unsupported && k->unsupported(p, fd, link, st, why, len);
-	if (!strncmp(link, "anon_inode:", 11))
+	if (opath && (w = opath_unsupported(link, st)))
+		;
+	else if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
-		w = "a namespace file or another object with no path, which a restore cannot open";
-	else if (is_tty(st))
+		w = "an object with no path, which a restore cannot open";
+	else if (!opath && is_tty(st))
 		w = tty_unsupported(p, fd, st, buf, sizeof(buf));
-	else if (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
-					   S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode)))
+	else if (!opath && (S_ISBLK(st->st_mode) || !(S_ISFIFO(st->st_mode) || S_ISREG(st->st_mode) ||
+						     S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode))))
 		w = "a block device or unknown file";
 	else if ((w = special_fs(pid, fd)))
 		;
@@ -321,8 +341,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(link, st, p->ghost_limit, why, len);
-	else if (is_other_proc_file(pid, link))
-		w = "a /proc file of another process";
+	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link))
+		w = "a /proc file of a process outside the dump";
 	if (w)
 		snprintf(why, len, "%s", w);
 	return w != NULL;
@@ -358,19 +378,24 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	enum file_kind kind;
 	char why[512], proc[64];
 	const char *dw;
+	bool opath = flags & O_PATH;
 
 	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
-	k = fd_kind_of_fd(d->pid, fd, link, st);
+	k = opath ? NULL : fd_kind_of_fd(d->pid, fd, link, st);
 	if (k)
 		return describe_kind(d, k, fd, link, st, flags);
-	if (S_ISFIFO(st->st_mode))
+	if (opath)
+		kind = FK_REG;	/* whatever its path names (opath.h) */
+	else if (S_ISFIFO(st->st_mode))
 		kind = !strncmp(link, "pipe:", 5) ? FK_PIPE : FK_FIFO;
 	else if (is_tty(st))
 		kind = FK_TTY;
 	else
 		kind = FK_REG;
-	if (!strncmp(link, "/memfd:", 7)) {
+	if (opath)
+		;
+	else if (!strncmp(link, "/memfd:", 7)) {
 		int ret = shmem_add_memfd_fd(d, fd, link);
 
 		if (ret)
@@ -433,8 +458,8 @@ static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, cons
 	for (int i = 0; i < d->files.nr_descs && !f; i++)
 		if (d->files.descs[i].id == id)
 			f = &d->files.descs[i];
-	if (!f || !fd_owner_carried(st, link))
-		return 0;
+	if (!f || !fd_owner_carried(st, link) || (f->flags & O_PATH))
+		return 0;	/* an O_PATH fd has no owner (F_GETOWN_EX: EBADF) */
 	ret = fd_owner_read(d->pid, fd, &f->fown);
 	if (ret)
 		return fail(ret, "cannot read the owner (F_GETOWN_EX) of fd %d of process %d: %s",

@@ -40,6 +40,10 @@ int open_fds(struct rst *r);
  * anything starts; opened in memdump (d->fd; a pipe: every description at once). */
 int reg_check(struct rst *r, const FileEntry *fe);
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+/* A /proc/PID/... file of a process the set restores: its entry, or NULL. The fd's
+ * owner opens it once that PID exists (child.c): the fd or -errno. */
+const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe);
+int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re);
 int pipe_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int fifo_check(struct rst *r, const FileEntry *fe);
 int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d);

@@ -30,6 +30,7 @@
 #include "ctx/restore_ctx.h"
 #include "files/fd_kinds.h"
 #include "files/files.h"
+#include "files/pidfd.h"
 #include "files/ghost.h"
 #include "files/tty.h"
 #include "mem/shmem.h"
@@ -113,7 +114,8 @@ static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level
 	const char *path = rst_path(r, re->name, buf, sizeof(buf));
 	struct stat st;
 
-	if (stat(path, &st))
+	/* a symlink itself (an O_PATH|O_NOFOLLOW fd on it), not what it names */
+	if (re->has_mode && S_ISLNK(re->mode) ? lstat(path, &st) : stat(path, &st))
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
 	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino) &&
@@ -164,11 +166,26 @@ static int check_level(struct rst *r, uint32_t id)
 	return level;
 }
 
+const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
+{
+	const char *name = fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
+	char *end;
+	long pid;
+
+	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
+		return NULL;
+	pid = strtol(name + 6, &end, 10);
+	return end != name + 6 && *end == '/' && pid > 0 && pidfd_restored_here(r, (pid_t)pid) ?
+	       fe->reg : NULL;
+}
+
 /* A regular file (not deleted: a ghost is recreated from its image) must be the one dumped. */
 int reg_check(struct rst *r, const FileEntry *fe)
 {
 	if (dumpset_remap(&r->ds, fe->id))
 		return 0;	/* deleted: recreated from its ghost (ghost.c) */
+	if (reg_proc_of_set(r, fe))
+		return 0;	/* its process is made by this restore */
 	return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
 }
 
@@ -574,8 +591,38 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return tty_job_open(r, fe, n);	/* the job's termios, window size, foreground */
 }
 
+#define PROC_WAIT_MS	10000
+
+int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re)
+{
+	struct timespec pause_ms = { 0, 1000000 };
+	char buf[PATH_MAX];
+	const char *path = rst_path(r, re->name, buf, sizeof(buf));
+	int fd = -1;
+
+	for (int waited = 0; waited < PROC_WAIT_MS; waited++) {
+		fd = open(path, (reopen_flags(re->flags) & ~O_ASYNC) | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		nanosleep(&pause_ms, NULL);	/* its process is being forked */
+	}
+	if (fd < 0)
+		return -errno;
+	if (re->pos && lseek(fd, re->pos, SEEK_SET) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int reg_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
+	if (reg_proc_of_set(r, fe)) {
+		d->fd = -1;	/* the restored process opens it (reg_proc_open_in_child) */
+		return 0;
+	}
 	d->fd = open_reg(r, fe->reg);
 	return d->fd < 0 ? d->fd : 0;
 }
@@ -644,6 +691,10 @@ int open_fds(struct rst *r)
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
+		if (shared < 0)
+			f->proc_reg = reg_proc_of_set(r, fe);	/* likewise */
+		if (shared < 0 && fe->type == FD_TYPES__NS)
+			f->nsf = fe->nsf;	/* likewise (nsfile.h) */
 	}
 	return tty_prepare_fg(r);	/* its terminal's foreground group, once in it */
 }

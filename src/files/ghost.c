@@ -119,11 +119,11 @@ bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, 
 	}
 	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
 		return linked_unsupported(name, st, why, len);
-	if (S_ISFIFO(st->st_mode) || S_ISDIR(st->st_mode))
+	if (S_ISFIFO(st->st_mode) || S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode) ||
+	    S_ISBLK(st->st_mode) || S_ISLNK(st->st_mode))
 		return false;	/* a deleted directory is empty: only its attributes */
 	if (!S_ISREG(st->st_mode)) {
-		snprintf(why, len, "a deleted file that is neither a regular file, a directory "
-			 "nor a FIFO");
+		snprintf(why, len, "a deleted socket file");
 		return true;
 	}
 	/* its data, not its size: only the data extents are saved (a sparse file's holes
@@ -225,6 +225,23 @@ static int read_content(const char *src, struct ghost *g, uint64_t limit)
 	return ret;
 }
 
+/* A symlink's target, read through its /proc link (an O_PATH fd on the link itself). */
+static int read_target(const char *src, struct ghost *g)
+{
+	char target[PATH_MAX];
+	int fd = open(src, O_PATH | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : readlinkat(fd, "", target, sizeof(target) - 1);
+	int err = n < 0 ? -errno : 0;
+
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		return fail(err, "cannot read the deleted symlink %s: %s", src, strerror(-err));
+	target[n] = 0;
+	g->data = strdup(target);
+	return g->data ? 0 : -ENOMEM;
+}
+
 static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *src)
 {
 	struct ghost_set *gs = &d->files.ghosts;
@@ -237,7 +254,8 @@ static struct ghost *add(struct dump_ctx *d, const struct stat *st, const char *
 	memset(g, 0, sizeof(*g));
 	g->id = gs->nr + 1;
 	g->st = *st;
-	if (S_ISREG(st->st_mode) && read_content(src, g, d->policy.ghost_limit)) {
+	if ((S_ISREG(st->st_mode) && read_content(src, g, d->policy.ghost_limit)) ||
+	    (S_ISLNK(st->st_mode) && read_target(src, g))) {
 		free(g->data);
 		free(g->chunks);
 		return NULL;
@@ -328,6 +346,9 @@ static int write_ghost(struct dump_ctx *d, const struct ghost *g)
 	ge.dev = g->st.st_dev;
 	ge.ino = g->st.st_ino;
 	ge.size = S_ISREG(g->st.st_mode) ? g->st.st_size : 0;
+	ge.has_rdev = S_ISCHR(g->st.st_mode) || S_ISBLK(g->st.st_mode);
+	ge.rdev = ge.has_rdev ? (uint32_t)g->st.st_rdev : 0;
+	ge.symlnk_target = S_ISLNK(g->st.st_mode) ? g->data : NULL;
 	ge.chunks = S_ISREG(g->st.st_mode) && !is_dense(g);
 	at.tv_sec = g->st.st_atim.tv_sec;
 	at.tv_usec = g->st.st_atim.tv_nsec / 1000;

@@ -84,7 +84,7 @@ static int check_content(struct image *img, const GhostFileEntry *ge, uint32_t i
 {
 	struct stat st;
 
-	if (S_ISFIFO(ge->mode) || S_ISDIR(ge->mode))
+	if (!S_ISREG(ge->mode))
 		return 0;	/* no content */
 	if (!ge->has_size)
 		return fail(-EIO, "ghost-file-%x.img is corrupt: no size for %s", id, name);
@@ -113,9 +113,10 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 	ret = open_ghost(r, re->remap_id, &img, &ge);
 	if (ret)
 		return ret;
-	if (!S_ISREG(ge->mode) && !S_ISFIFO(ge->mode) && !S_ISDIR(ge->mode))
-		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is neither a regular file, a "
-			   "directory nor a FIFO", re->remap_id, name);
+	if (S_ISSOCK(ge->mode) || (S_ISLNK(ge->mode) && !ge->symlnk_target) ||
+	    ((S_ISCHR(ge->mode) || S_ISBLK(ge->mode)) && !ge->has_rdev))
+		ret = fail(-EIO, "ghost-file-%x.img: deleted file %s is a socket, a symlink without "
+			   "its target or a device node without its number", re->remap_id, name);
 	else
 		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
@@ -261,7 +262,20 @@ static int name_unnamed(struct rst *r, int fd, const char *path)
 	return 0;
 }
 
-/* A directory, FIFO or (no O_TMPFILE) regular file made at path, the sweeper told. */
+/* A device node or a symlink made at path: an O_PATH fd of it, or -errno. */
+static int make_node(const GhostFileEntry *ge, const char *path)
+{
+	int fd;
+
+	if (S_ISLNK(ge->mode) ? symlink(ge->symlnk_target, path) :
+	    mknod(path, ge->mode & (S_IFMT | 07777), ge->rdev))
+		return -errno;
+	fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* A directory, FIFO, device node, symlink or (no O_TMPFILE) regular file made at
+ * path, the sweeper told. */
 static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
 {
 	int fd, ret = ghost_sweep_tell(r, path, 0, 0);
@@ -279,6 +293,11 @@ static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
 			return fail(-errno, "cannot recreate the deleted FIFO %s: %s", path,
 				    strerror(errno));
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	} else if (!S_ISREG(ge->mode)) {
+		fd = make_node(ge, path);
+		if (fd < 0)
+			return fail(fd, "cannot recreate the deleted %s %s: %s", S_ISLNK(ge->mode) ?
+				    "symlink" : "device node", path, strerror(-fd));
 	} else {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			  ge->mode & 07777);
@@ -294,6 +313,18 @@ static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
 	return fd;
 }
 
+/* Owner, mode and times; of a device node or symlink (fd O_PATH) by its path, unfollowed. */
+static int set_attrs(int fd, const char *path, const GhostFileEntry *ge,
+		     const struct timespec ts[2])
+{
+	if (S_ISREG(ge->mode) || S_ISDIR(ge->mode) || S_ISFIFO(ge->mode))
+		return fchown(fd, ge->uid, ge->gid) || fchmod(fd, ge->mode & 07777) ||
+		       futimens(fd, ts) ? -errno : 0;
+	return fchownat(fd, "", ge->uid, ge->gid, AT_EMPTY_PATH) ||
+	       (!S_ISLNK(ge->mode) && chmod(path, ge->mode & 07777)) ||
+	       utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+}
+
 /*
  * The file itself, with its content, owner, mode and times. A regular file
  * is written unnamed and named once complete: a restore killed before that
@@ -306,7 +337,7 @@ static int make_file(struct rst *r, struct image *img, const GhostFileEntry *ge,
 		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
 		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
 	};
-	bool reg = !S_ISDIR(ge->mode) && !S_ISFIFO(ge->mode);
+	bool reg = S_ISREG(ge->mode);
 	int fd = reg ? open_unnamed(path, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
 	bool unnamed = fd >= 0;
 
@@ -319,8 +350,7 @@ static int make_file(struct rst *r, struct image *img, const GhostFileEntry *ge,
 	if (reg)
 		ret = ge->chunks ? copy_chunks(img, fd, ge->size, path)
 				 : copy_content(img, fd, ge->size, path);
-	if (!ret && (fchown(fd, ge->uid, ge->gid) || fchmod(fd, ge->mode & 07777) ||
-		     futimens(fd, ts)))
+	if (!ret && set_attrs(fd, path, ge, ts))
 		ret = fail(-errno, "cannot set the owner, mode or times of %s: %s", path,
 			   strerror(errno));
 	if (!ret && unnamed)

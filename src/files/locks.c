@@ -32,9 +32,14 @@ int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len)
 		return -EOPNOTSUPP;
 	}
 	snprintf(kind, len, "%s %s", k, mode);
-	if (strcmp(mode, "ADVISORY") || (strcmp(rw, "READ") && strcmp(rw, "WRITE")))
+	if (strcmp(rw, "READ") && strcmp(rw, "WRITE"))
 		return -EOPNOTSUPP;
-	if (!strcmp(k, "POSIX"))
+	/* a lease held, not one being broken (its break and its timer run now) */
+	if (!strcmp(k, "LEASE") && !strcmp(mode, "ACTIVE"))
+		l->flag = FL_LEASE;
+	else if (strcmp(mode, "ADVISORY"))
+		return -EOPNOTSUPP;
+	else if (!strcmp(k, "POSIX"))
 		l->flag = FL_POSIX;
 	else if (!strcmp(k, "FLOCK"))
 		l->flag = FL_FLOCK;

@@ -1,7 +1,8 @@
 /*
  * File locks of the target (locks.c): flock, POSIX and OFD locks, from the
- * "lock:" lines of /proc/PID/fdinfo, written to filelocks.img. Leases are
- * refused (refuse.c), and more POSIX locks than the restorer takes back.
+ * "lock:" lines of /proc/PID/fdinfo, written to filelocks.img; read and
+ * write leases too (FL_LEASE). A lease being broken is refused (refuse.c),
+ * and more POSIX locks than the restorer takes back.
  */
 #ifndef MEMDUMP_LOCKS_H
 #define MEMDUMP_LOCKS_H
@@ -15,13 +16,14 @@ struct dump_ctx;
 
 #define FL_POSIX	1
 #define FL_FLOCK	2
+#define FL_LEASE	8	/* CRIU's value */
 #define FL_OFDLCK	1024
 
 /* One lock line of fdinfo. */
 struct file_lock {
 	int fd;
 	uint32_t flag;		/* FL_* */
-	uint32_t type;		/* F_RDLCK, F_WRLCK */
+	uint32_t type;		/* F_RDLCK, F_WRLCK (a lease's: F_SETLEASE's) */
 	int32_t pid;
 	int64_t start, len;	/* len 0: to EOF */
 	char dev_ino[64];	/* "maj:min:ino" as fdinfo prints it */
@@ -34,7 +36,7 @@ struct lock_set {
 
 /*
  * One "lock:" line: 1 and *l when it is a lock memdump restores, 0 when it
- * is a waiter ("->"), -EOPNOTSUPP with what in kind[] (LEASE, DELEG...).
+ * is a waiter ("->"), -EOPNOTSUPP with what in kind[] (LEASE BREAKING, DELEG...).
  */
 int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len);
 /* The locks fd shows (held through its open file description). */

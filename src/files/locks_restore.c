@@ -3,7 +3,8 @@
  * itself, in the child once every fd has its number and nothing more is
  * closed before the blob (closing any fd of a file drops the process's
  * POSIX locks on it), so that each lock shows its own PID as it did. flock
- * and OFD locks belong to the open file description, POSIX locks to the
+ * and OFD locks and leases belong to the open file description (a lease set
+ * after the fd's SIGIO owner was restored keeps it), POSIX locks to the
  * process; all are taken non-blocking: a lock someone else holds now is a
  * clear failure, not a hang.
  */
@@ -20,11 +21,13 @@
 
 #define FL_POSIX	1
 #define FL_FLOCK	2
+#define FL_LEASE	8
 #define FL_OFDLCK	1024
 
 static const char *kind(const FileLockEntry *l)
 {
-	return l->flag == FL_POSIX ? "POSIX" : l->flag == FL_FLOCK ? "flock" : "OFD";
+	return l->flag == FL_POSIX ? "POSIX" : l->flag == FL_FLOCK ? "flock" :
+	       l->flag == FL_LEASE ? "lease" : "OFD";
 }
 
 int locks_check(struct rst *r)
@@ -45,7 +48,8 @@ int locks_check(struct rst *r)
 		if (!found)
 			return fail(-EIO, "filelocks.img: a lock on fd %d, which the process has not",
 				    l->fd);
-		if ((l->flag != FL_POSIX && l->flag != FL_FLOCK && l->flag != FL_OFDLCK) ||
+		if ((l->flag != FL_POSIX && l->flag != FL_FLOCK && l->flag != FL_OFDLCK &&
+		     l->flag != FL_LEASE) ||
 		    (l->type != F_RDLCK && l->type != F_WRLCK) || l->start < 0 || l->len < 0)
 			return fail(-EIO, "filelocks.img: the lock on fd %d is not one restore knows",
 				    l->fd);
@@ -60,6 +64,8 @@ static int take(const FileLockEntry *l)
 
 	if (l->flag == FL_FLOCK)
 		return flock(l->fd, (l->type == F_RDLCK ? LOCK_SH : LOCK_EX) | LOCK_NB);
+	if (l->flag == FL_LEASE)	/* the process's own: the owner restored before stays */
+		return fcntl(l->fd, F_SETLEASE, (int)l->type);
 	return fcntl(l->fd, l->flag == FL_POSIX ? F_SETLK : F_OFD_SETLK, &fl);
 }
 
@@ -89,8 +95,9 @@ int locks_apply_in_child(struct rst *r, char *why, size_t len)
 
 			snprintf(why, len, "cannot take the %s %s lock of fd %d (%" PRId64 "+%" PRId64
 				 "): %s", kind(l), l->type == F_RDLCK ? "read" : "write", l->fd,
-				 l->start, l->len, err == EAGAIN || err == EWOULDBLOCK ?
-				 "another process holds a conflicting lock" : strerror(err));
+				 l->start, l->len, err != EAGAIN && err != EWOULDBLOCK ? strerror(err) :
+				 l->flag == FL_LEASE ? "the file is open elsewhere in a conflicting mode" :
+				 "another process holds a conflicting lock");
 			return -err;
 		}
 	}

@@ -34,6 +34,8 @@ int pidfd_write(struct image *files, const struct file_desc *f);
 int pidfd_check(struct rst *r, const FileEntry *fe);
 int pidfd_open_desc(struct rst *r, const FileEntry *fe, struct rdesc *d);
 int pidfd_open_in_child(const PidfdEntry *e);
+/* pid is a process the set restores: its root, or one of the tree's */
+bool pidfd_restored_here(struct rst *r, pid_t pid);
 void pidfd_close_all(struct rst *r);
 
 #endif

@@ -31,7 +31,7 @@ static int pidfd_open_raw(pid_t pid, unsigned int flags)
 }
 
 /* Is pid a process the set restores: its root, or one of the tree's (pstree.img)? */
-static bool restored_here(struct rst *r, pid_t pid)
+bool pidfd_restored_here(struct rst *r, pid_t pid)
 {
 	const struct dumpset *ds = &tree_proc(r, 0)->ds;
 
@@ -43,7 +43,7 @@ static bool restored_here(struct rst *r, pid_t pid)
 
 int pidfd_check(struct rst *r, const FileEntry *fe)
 {
-	if (fe->pidfd->nspid == -1 || restored_here(r, fe->pidfd->nspid))
+	if (fe->pidfd->nspid == -1 || pidfd_restored_here(r, fe->pidfd->nspid))
 		return 0;
 	return fail(-EINVAL, "files.img: pidfd %u refers to process %d, which this set does not "
 		    "restore", fe->id, fe->pidfd->nspid);

@@ -41,6 +41,7 @@
 #include "ns/mntns.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
+#include "ns/nsfile.h"
 
 void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
 {
@@ -110,6 +111,46 @@ static int pidfd_up(struct rst *r, const PidfdEntry *e, int base)
 	n = move_up(r, fd, base);
 	close(fd);
 	return n;
+}
+
+/* A /proc file of a process of the set, opened now that its PID exists, above base. */
+static int proc_reg_up(struct rst *r, const RegFileEntry *re, int base)
+{
+	int fd = reg_proc_open_in_child(r, re), n;
+
+	if (fd < 0)
+		child_exit_fail(r, fd, "cannot open %s: %s", re->name, strerror(-fd));
+	n = move_up(r, fd, base);
+	close(fd);
+	return n;
+}
+
+/* A file of one of its namespaces, opened now that it is in them, above base. */
+static int nsfile_up(struct rst *r, const NsFileEntry *e, int base)
+{
+	int fd = nsfile_open_in_child(r, e), n;
+
+	if (fd < 0)
+		child_exit_fail(r, fd, "cannot open its %s namespace file: %s",
+				nsfile_name(e->ns_cflag), strerror(-fd));
+	n = move_up(r, fd, base);
+	close(fd);
+	return n;
+}
+
+/* fd i's description above base: opened now (a pidfd, a /proc or namespace file) or memdump's. */
+static int fd_up(struct rst *r, const int *tmp_fd, size_t i, int base)
+{
+	const struct rfd *f = &r->fds[i];
+
+	if (f->pidfd)
+		return pidfd_up(r, f->pidfd, base);
+	if (!f->proc_reg && !f->nsf)
+		return move_up(r, f->src, base);
+	for (size_t k = 0; k < i; k++)	/* one description for its dups */
+		if ((r->fds[k].proc_reg || r->fds[k].nsf) && r->fds[k].id == f->id)
+			return move_up(r, tmp_fd[k], base);
+	return f->nsf ? nsfile_up(r, f->nsf, base) : proc_reg_up(r, f->proc_reg, base);
 }
 
 /* Indexes into the blob's fd list become fd numbers: the list starts at high. */
@@ -197,8 +238,7 @@ static void child_fds(struct rst *r, struct rst *const *g, size_t n)
 	if (!tmp_fd)
 		child_exit_fail(r, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < r->nr_fds; i++)
-		tmp_fd[i] = r->fds[i].pidfd ? pidfd_up(r, r->fds[i].pidfd, base2) :
-					      move_up(r, r->fds[i].src, base2);
+		tmp_fd[i] = fd_up(r, tmp_fd, i, base2);
 	tmp_blob = move_blob_fds(r, g, n, base2);
 	lifeline = move_up(r, r->lifeline, base2);
 	log_copy = move_up(r, log_fileno() >= 0 ? log_fileno() : 2, base2);

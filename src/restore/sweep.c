@@ -72,7 +72,7 @@ static void sweep_one(const struct swept *s)
 	}
 	if (S_ISDIR(st.st_mode))
 		rmdir(s->path);		/* only empty: as it was made */
-	else if (S_ISFIFO(st.st_mode))
+	else if (!S_ISREG(st.st_mode))	/* a FIFO, device node or symlink: made by name */
 		unlink(s->path);
 }
 
