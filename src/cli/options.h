@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "image/crypt.h"
 #include "mntext.h"
 #include "restore/restore.h"
 
@@ -29,6 +30,10 @@ struct options {
 	enum pages_write pages_write;	/* --pages-write */
 	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
 	const char *stream;		/* dump, restore --stream FD|- */
+	const char *key_file;		/* dump --encrypt, the readers' --decrypt KEYFILE */
+	int key_fd;			/* --encrypt-key-fd, --decrypt-key-fd N, or -1 */
+	bool encrypt, decrypt;		/* which of them was given */
+	struct img_key key;		/* loaded from either (main.c) */
 	bool tcp_established;		/* --tcp-established */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */

@@ -182,6 +182,7 @@ int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int di
 		     struct warm_file *out);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
+struct img_key;
 struct dump_opts {
 	pid_t pid;			/* -t */
 	const char *dir;		/* -D */
@@ -211,6 +212,7 @@ struct dump_opts {
 	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
 	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
 	struct xfer *xfer;		/* --page-server: pages and pagemap go there, or NULL */
+	const struct img_key *key;	/* --encrypt: the set sealed with it (crypt.h), or NULL */
 };
 
 /*
