@@ -32,6 +32,10 @@ static const char usage[] =
 	"       [--compress[=lz4|zstd[:LEVEL]]] [--stream FD|- instead of -D DIR]\n"
 	"        --compress: pages-1.img compressed (lz4 by default); --stream: the set\n"
 	"        written to FD (-: stdout) as one stream (see pack)\n"
+	"       [--encrypt KEYFILE | --encrypt-key-fd N]\n"
+	"        --encrypt: every image sealed (AES-256-GCM) with the 32-byte key;\n"
+	"        readers (restore, show, verify, read-mem, unpack) take --decrypt KEYFILE\n"
+	"        or --decrypt-key-fd N\n"
 	"       [--page-server --address A --port P]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
@@ -674,8 +678,10 @@ static int run_sealed(const struct command *cmd, struct options *o)
 		return ret;
 	pr_info("image set %s decrypted and authenticated into memory", dir);
 	o->dir = path;
+	o->shown_dir = dir;
 	ret = cmd->run(o);
 	o->dir = dir;
+	o->shown_dir = NULL;
 	close(dirfd);
 	return ret;
 }

@@ -20,6 +20,8 @@
 struct options {
 	pid_t pid;			/* -t */
 	const char *dir;		/* -D */
+	const char *shown_dir;		/* what output names the set: -D, when dir is a
+					 * sealed set's opened copy (/proc/self/fd/N), or NULL */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	uint64_t ghost_limit;		/* --ghost-limit */
