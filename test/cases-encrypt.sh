@@ -282,3 +282,30 @@ case_enc_refused() {
 	return 0
 }
 add enc-refused case_enc_refused
+
+# A process tree: its processes' sets (proc-PID/) sealed with the set's id;
+# a file of one of them swapped for the root's is refused; the tree restores.
+case_enc_tree() {
+	enc_keys
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	local p
+	for p in "$PID" "$a" "$b" "$g"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	expect_sealed "$T/d" 20
+	[[ -d $T/d/proc-$a ]] || fail "no set proc-$a"
+	rm -rf "$T/c"; cp -a "$T/d" "$T/c"
+	cp "$T/c/pages-1.img" "$T/c/proc-$a/pages-1.img"
+	enc_refused subset "$T/c" "image proc-$a/pages-1.img is refused" --decrypt "$T/key"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --decrypt "$T/key"
+	wait_restored "$PID"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+add enc-tree case_enc_tree
