@@ -23,14 +23,15 @@ expect_sealed() {
 	(( n >= ${2:-6} )) || fail "only $n images in $1"
 }
 
-# expect_no_secret DIR...: the secret (READY field 2) is in no file of DIR, nor in any
-# file under /tmp and TMPDIR written since the case began (but the case's own outputs)
+# expect_no_secret DIR...: the secret (READY field 2) is in no file of DIR, nor in a
+# file memdump could have left in /tmp or TMPDIR since the case began (written since,
+# three levels down at most; the test runs' own directories are not memdump's)
 expect_no_secret() {
 	local secret=${READY[2]} hits
 	[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret"
 	hits=$( { grep -rlsF -D skip -- "$secret" "$@"
-		  find /tmp "${TMPDIR:-/tmp}" -xdev -type f -newer "$T/enc.start" -size -4G \
-			-not -path "$ROOT/*" -print0 2>/dev/null |
+		  find /tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f -newer "$T/enc.start" \
+			-size -256M -not -path '*/memdump-test.*' -print0 2>/dev/null |
 			xargs -0 -r grep -lsF -D skip -- "$secret"; } | sort -u)
 	[[ -z $hits ]] || fail "the secret is in: $(echo $hits)"
 	note "the secret is in no image nor temporary file"
