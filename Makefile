@@ -10,7 +10,7 @@
 CC       ?= gcc
 BLOB_CC  ?= $(CC)
 BUILD    ?= build
-PKGS     := libnl-3.0 libprotobuf-c liblz4 libzstd
+PKGS     := libnl-3.0 libprotobuf-c liblz4 libzstd libcrypto
 OPT      ?= -O2 -g
 CFLAGS   := $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/images \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -1,5 +1,6 @@
 /* memdump: command-line parsing and dispatch. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <net/if.h>
 #include <stdbool.h>
@@ -33,6 +34,10 @@ static const char usage[] =
 	"       [--compress[=lz4|zstd[:LEVEL]]] [--stream FD|- instead of -D DIR]\n"
 	"        --compress: pages-1.img compressed (lz4 by default); --stream: the set\n"
 	"        written to FD (-: stdout) as one stream (see pack)\n"
+	"       [--encrypt KEYFILE | --encrypt-key-fd N]\n"
+	"        --encrypt: every image sealed (AES-256-GCM) with the 32-byte key;\n"
+	"        readers (restore, show, verify, read-mem, unpack) take --decrypt KEYFILE\n"
+	"        or --decrypt-key-fd N\n"
 	"       [--page-server --address A --port P]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
@@ -119,6 +124,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.freeze_cgroup = o->freeze_cgroup,
 		.ext_net_ino = o->ext_net_ino, .ext_net_key = o->ext_net_key,
 		.ext_tty = o->ext_tty, .overwrite = o->overwrite,
+		.key = o->encrypt ? &o->key : NULL,
 	};
 }
 
@@ -131,6 +137,14 @@ static int dump_with(const struct options *o, bool pre_dump)
 	int ret = 0;
 
 	d.pre_dump = pre_dump;
+	if (o->decrypt)
+		return fail(-EINVAL, "--decrypt is a reader's (restore, show, verify, read-mem, "
+			    "unpack): a dump takes --encrypt KEYFILE");
+	if (o->encrypt && o->page_server)
+		return fail(-EOPNOTSUPP, "--encrypt with --page-server: the pages would go to the "
+			    "page server unencrypted");
+	if (o->encrypt && o->overwrite)
+		return fail(-EOPNOTSUPP, "--encrypt with --overwrite: remove the old set first");
 	if (o->page_server && !o->port)
 		return fail(-EINVAL, "--page-server needs --address A --port P");
 	if (o->page_server)
@@ -232,6 +246,23 @@ static int parse_pages_write(struct options *opts, const char *s)
 		}
 	}
 	return -1;
+}
+
+/* --encrypt KEYFILE, --encrypt-key-fd N and the --decrypt ones: one of them. */
+static int parse_key_option(struct options *opts, bool encrypt, bool fd, const char *arg)
+{
+	char *end;
+
+	if (opts->encrypt || opts->decrypt)
+		return -1;
+	opts->encrypt = encrypt;
+	opts->decrypt = !encrypt;
+	if (!fd) {
+		opts->key_file = arg;
+		return 0;
+	}
+	opts->key_fd = (int)strtol(arg, &end, 10);
+	return *end || opts->key_fd < 0 ? -1 : 0;
 }
 
 /* KIND:PATH, split in place (argv is ours). */
@@ -379,7 +410,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
-	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT };
+	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_ENCRYPT, OPT_ENCRYPT_FD,
+	       OPT_DECRYPT, OPT_DECRYPT_FD };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -391,6 +423,10 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ "compress", optional_argument, NULL, OPT_COMPRESS },
 		{ "stream", required_argument, NULL, OPT_STREAM },
+		{ "encrypt", required_argument, NULL, OPT_ENCRYPT },
+		{ "encrypt-key-fd", required_argument, NULL, OPT_ENCRYPT_FD },
+		{ "decrypt", required_argument, NULL, OPT_DECRYPT },
+		{ "decrypt-key-fd", required_argument, NULL, OPT_DECRYPT_FD },
 		{ "overwrite", no_argument, NULL, OPT_OVERWRITE },
 		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
@@ -470,6 +506,15 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_STREAM:
 			opts->stream = optarg;
+			break;
+		case OPT_ENCRYPT:
+		case OPT_ENCRYPT_FD:
+		case OPT_DECRYPT:
+		case OPT_DECRYPT_FD:
+			if (parse_key_option(opts, c == OPT_ENCRYPT || c == OPT_ENCRYPT_FD,
+					     c == OPT_ENCRYPT_FD || c == OPT_DECRYPT_FD, optarg))
+				return bad_usage("%s", "one key: --encrypt KEYFILE, --encrypt-key-fd N, "
+						 "--decrypt KEYFILE or --decrypt-key-fd N");
 			break;
 		case OPT_OVERWRITE:
 			opts->overwrite = true;
@@ -602,8 +647,62 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	return 0;
 }
 
+/* The commands that read a set: a sealed one is opened into memory first (crypt.h). */
+static bool reads_set(const struct command *cmd)
+{
+	return cmd->run == cmd_restore || cmd->run == cmd_show || cmd->run == cmd_verify ||
+	       cmd->run == cmd_read_mem;
+}
+
+/*
+ * A reader of a sealed set: the set opened, every file authenticated, into a
+ * private tmpfs before the command starts (a restore: before anything is
+ * restored); the command reads it there.
+ */
+static int run_sealed(const struct command *cmd, struct options *o)
+{
+	const char *dir = o->dir;
+	char path[64];
+	int dirfd = -1, ret, fd;
+
+	if (!dir)
+		return cmd->run(o);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && !img_set_sealed(fd) && o->decrypt)
+		ret = fail(-EINVAL, "image set %s is not encrypted (--decrypt)", dir);
+	else if (fd >= 0 && img_set_sealed(fd) && !o->decrypt)
+		ret = fail(-EACCES, "image set %s is encrypted: give --decrypt KEYFILE or "
+			   "--decrypt-key-fd N", dir);
+	else
+		ret = 1;
+	if (fd >= 0)
+		close(fd);
+	if (ret <= 0 || !o->decrypt)
+		return ret <= 0 ? ret : cmd->run(o);
+	if (o->lazy_pages)
+		return fail(-EOPNOTSUPP, "--lazy-pages with --decrypt: lazy pages of an encrypted "
+			    "set are not supported");
+	ret = crypt_open_set(&o->key, dir, &dirfd, path, sizeof(path));
+	if (ret)
+		return ret;
+	pr_info("image set %s decrypted and authenticated into memory", dir);
+	o->dir = path;
+	o->shown_dir = dir;
+	ret = cmd->run(o);
+	o->dir = dir;
+	o->shown_dir = NULL;
+	close(dirfd);
+	return ret;
+}
+
 static int run_plain(const struct command *cmd, struct options *o)
 {
+	if (reads_set(cmd))
+		return run_sealed(cmd, o);
+	if ((o->decrypt && cmd->run != cmd_unpack) ||
+	    (o->encrypt && cmd->run != cmd_dump && cmd->run != cmd_pre_dump))
+		return fail(-EINVAL, "--%s is not an option of %s", o->encrypt ? "encrypt" : "decrypt",
+			    cmd->name);
 	return cmd->in_worker ? run_in_worker(cmd->run, o, cmd->failure) : cmd->run(o);
 }
 
@@ -688,7 +787,7 @@ static void hoist_command(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct options opts = { .verbosity = LOG_WARN, .ghost_limit = GHOST_LIMIT_DEFAULT,
-				.status_fd = -1, .pre_dumps = -1 };
+				.status_fd = -1, .pre_dumps = -1, .key_fd = -1 };
 	const struct command *cmd = NULL;
 	int ret;
 
@@ -721,7 +820,10 @@ int main(int argc, char **argv)
 		log_report_failure(cmd->failure, -EINVAL);
 		return 1;
 	}
-	ret = run_command(cmd, &opts);
+	if ((opts.encrypt || opts.decrypt) && img_key_load(opts.key_file, opts.key_fd, &opts.key))
+		ret = -EINVAL;
+	else
+		ret = run_command(cmd, &opts);
 	if (ret < 0) {
 		log_report_failure(cmd->failure, ret);
 		ret = 1;

@@ -13,12 +13,15 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "image/crypt.h"
 #include "mntext.h"
 #include "restore/restore.h"
 
 struct options {
 	pid_t pid;			/* -t */
 	const char *dir;		/* -D */
+	const char *shown_dir;		/* what output names the set: -D, when dir is a
+					 * sealed set's opened copy (/proc/self/fd/N), or NULL */
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	uint64_t ghost_limit;		/* --ghost-limit */
@@ -29,6 +32,10 @@ struct options {
 	enum pages_write pages_write;	/* --pages-write */
 	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
 	const char *stream;		/* dump, restore --stream FD|- */
+	const char *key_file;		/* dump --encrypt, the readers' --decrypt KEYFILE */
+	int key_fd;			/* --encrypt-key-fd, --decrypt-key-fd N, or -1 */
+	bool encrypt, decrypt;		/* which of them was given */
+	struct img_key key;		/* loaded from either (main.c) */
 	bool tcp_established;		/* --tcp-established */
 	bool skip_in_flight;		/* dump --skip-in-flight */
 	const char *prev_dir;		/* --prev-images-dir */

@@ -580,11 +580,34 @@ static int make_beside(const char *dir, char *tmp, size_t len)
 	return 0;
 }
 
-int unpack_set(int fd, const char *dir)
+/* The unpacked set checked whole; a sealed one opened with key first (crypt.h). */
+static int verify_unpacked(const char *tmp, const struct img_key *key)
+{
+	size_t procs, images, runs;
+	int dirfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	bool sealed = dirfd >= 0 && img_set_sealed(dirfd);
+	char path[64];
+
+	if (dirfd >= 0)
+		close(dirfd);
+	if (!sealed)
+		return verify_image_set(tmp, &procs, &images, &runs);
+	if (!key) {
+		pr_info("%s", "the set is encrypted: checked by the stream's checksums only");
+		return 0;
+	}
+	ret = crypt_open_set(key, tmp, &dirfd, path, sizeof(path));
+	if (!ret) {
+		ret = verify_image_set(path, &procs, &images, &runs);
+		close(dirfd);
+	}
+	return ret;
+}
+
+int unpack_set(int fd, const char *dir, const struct img_key *key)
 {
 	char tmp[PATH_MAX];
 	struct sigaction old[3];
-	size_t procs, images, runs;
 	int ret = make_beside(dir, tmp, sizeof(tmp)), dirfd = -1;
 
 	if (ret)
@@ -596,7 +619,7 @@ int unpack_set(int fd, const char *dir)
 	if (dirfd >= 0)
 		close(dirfd);
 	if (!ret)
-		ret = verify_image_set(tmp, &procs, &images, &runs);
+		ret = verify_unpacked(tmp, key);
 	if (!ret && rename(tmp, dir))
 		ret = fail(-errno, "cannot move the unpacked set to %s: %s", dir,
 			   errno == ENOTEMPTY || errno == EEXIST ? "it exists and is not empty" :
@@ -627,7 +650,7 @@ int cmd_unpack(const struct options *o)
 
 	if (!dir || (o->dir && o->argc))
 		return fail(-EINVAL, "usage: memdump unpack DIR < FILE");
-	return unpack_set(STDIN_FILENO, dir);
+	return unpack_set(STDIN_FILENO, dir, o->decrypt ? &o->key : NULL);
 }
 
 /* ---- dump and restore --stream ---- */
@@ -720,7 +743,7 @@ int stream_restore_begin(struct options *o, struct stream_job *j)
 		return ret;
 	if ((size_t)snprintf(set, sizeof(set), "%.240s/set", j->dir) >= sizeof(set))
 		return fail(-ENAMETOOLONG, "TMPDIR is too long a path");
-	ret = unpack_set(fd, set);
+	ret = unpack_set(fd, set, NULL);	/* the restore opens a sealed set */
 	if (ret)
 		return ret;
 	snprintf(j->dir, sizeof(j->dir), "%s", set);

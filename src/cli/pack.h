@@ -15,7 +15,9 @@ int pack_set(const char *dir, int fd);
  * beside it, checked whole (every image against the inventory), then renamed
  * to dir. On any failure nothing is left behind. 0 or <0 after fail().
  */
-int unpack_set(int fd, const char *dir);
+/* key: a sealed set is opened with it and checked whole; NULL: a sealed set is
+ * checked by the stream's checksums only (the restore authenticates it). */
+int unpack_set(int fd, const char *dir, const struct img_key *key);
 
 /*
  * dump --stream: the set is written into a private directory (o->dir set to

@@ -502,9 +502,9 @@ int cmd_show(const struct options *o)
 	if (ret)
 		return ret;
 	if (o->json)
-		show_json(&ds, o->dir);
+		show_json(&ds, o->shown_dir ? o->shown_dir : o->dir);
 	else
-		show_text(&ds, o->dir);
+		show_text(&ds, o->shown_dir ? o->shown_dir : o->dir);
 	dumpset_free(&ds);
 	if (fflush(stdout) || ferror(stdout))
 		return fail(-EIO, "cannot write to stdout: %s", strerror(errno));

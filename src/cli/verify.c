@@ -47,9 +47,11 @@ int cmd_verify(const struct options *o)
 	int ret = verify_image_set(o->dir, &procs, &images, &runs);
 
 	if (!ret && procs > 1)
-		printf("image set %s verified: %zu processes, %zu images, %zu page runs\n", o->dir,
+		printf("image set %s verified: %zu processes, %zu images, %zu page runs\n",
+		       o->shown_dir ? o->shown_dir : o->dir,
 		       procs, images, runs);
 	else if (!ret)
-		printf("image set %s verified: %zu images, %zu page runs\n", o->dir, images, runs);
+		printf("image set %s verified: %zu images, %zu page runs\n",
+		       o->shown_dir ? o->shown_dir : o->dir, images, runs);
 	return ret;
 }

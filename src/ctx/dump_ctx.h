@@ -164,6 +164,7 @@ enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
 uint64_t pages_cache_room(uint64_t bytes);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
+struct img_key;
 struct dump_opts {
 	pid_t pid;			/* -t */
 	const char *dir;		/* -D */
@@ -195,6 +196,7 @@ struct dump_opts {
 	struct tty_ext ext_tty;		/* orphan_pts_master, --external tty[RDEV:DEV] */
 	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
 	struct xfer *xfer;		/* --page-server: pages and pagemap go there, or NULL */
+	const struct img_key *key;	/* --encrypt: the set sealed with it (crypt.h), or NULL */
 };
 
 /*

@@ -34,6 +34,7 @@
 #include "ns/pidns.h"
 #include "dump/refuse.h"
 #include "files/files.h"
+#include "image/crypt.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "fault.h"
@@ -67,7 +68,7 @@ void dump_catch_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-int dump_open_dir(const char *dir, bool overwrite)
+static int open_real_dir(const char *dir, bool overwrite)
 {
 	int fd;
 
@@ -93,6 +94,17 @@ int dump_open_dir(const char *dir, bool overwrite)
 			    "replaces it)", dir);
 	}
 	return fd;
+}
+
+int dump_open_dir(const struct dump_opts *o, struct img_crypt **crypt)
+{
+	int fd = open_real_dir(o->dir, o->overwrite), stage, ret;
+
+	*crypt = NULL;
+	if (fd < 0 || !o->key)
+		return fd;
+	ret = crypt_stage(o->key, fd, crypt, &stage);
+	return ret < 0 ? ret : stage;
 }
 
 /* A SIGSTOPped target stays so with --leave-running and is restored stopped. */
@@ -520,7 +532,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	d.own_ns = ns_saved_mask(d.pid, o->ext_net_ino);
 	d.ext_net_key = ns_own_mask(d.pid) != d.own_ns ? o->ext_net_key : NULL;
 	if (!ret)
-		ret = d.dir.fd = dump_open_dir(o->dir, o->overwrite);
+		ret = d.dir.fd = dump_open_dir(o, &d.dir.crypt);
 	if (ret >= 0)
 		ret = dump_prepare_incremental(&d, o->prev_dir);
 	if (ret >= 0) {
@@ -536,6 +548,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (ret < 0) {
 		if (d.dir.fd > 0)
 			close(d.dir.fd);
+		crypt_free(d.dir.crypt);
 		dump_ctx_free(&d);
 		free(ts);
 		return ret;
@@ -607,6 +620,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (!ret)
 		dump_summary(&d, frozen_us, o->quiet);
 	close(d.dir.fd);
+	crypt_free(d.dir.crypt);
 	dump_ctx_free(&d);
 	free(ts);
 	return ret;

@@ -34,7 +34,9 @@ void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
  */
 struct task_state;
 void dump_catch_signals(void);
-int dump_open_dir(const char *dir, bool overwrite);
+/* The dump directory (o->dir), opened: its fd, or with o->key the fd of its staging,
+ * *crypt what seals it there (crypt.h); <0 after fail(). */
+int dump_open_dir(const struct dump_opts *o, struct img_crypt **crypt);
 bool dump_target_stopped(pid_t pid);
 int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_opts *o);
 int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snapshot);

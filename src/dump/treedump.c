@@ -55,6 +55,7 @@
 #include "ctx/proc_tree.h"
 #include "dump/zombies.h"
 #include "files/tty.h"
+#include "image/crypt.h"
 #include "image/image.h"
 #include "fault.h"
 #include "log.h"
@@ -81,7 +82,8 @@ struct tree_dump {
 	struct proc_tree *t;
 	struct member *m;		/* the root first, parents before children */
 	int n;
-	int dirfd;			/* -D */
+	int dirfd;			/* -D (with --encrypt: its staging) */
+	struct img_crypt *crypt;	/* --encrypt: seals the staging into -D, or NULL */
 	bool leave_running;
 	uint64_t frozen_at;		/* the freeze that held: its first process's */
 	struct freezer fz;		/* --freeze-cgroup */
@@ -91,6 +93,9 @@ struct tree_dump {
 
 static int refuse_options(const struct dump_opts *o, int n)
 {
+	if (o->key && o->prev_dir)
+		return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with "
+			    "--encrypt and --prev-images-dir yet", n, o->pid);
 	if (!o->snapshot)
 		return 0;
 	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with "
@@ -180,7 +185,7 @@ static int warm_tree(struct tree_dump *td)
 
 	if (!pages_warm_wanted(td->o) || tree_collect(td->o->pid, &t))
 		return 0;	/* a tree that cannot be read is reported at the freeze */
-	td->dirfd = dump_open_dir(td->o->dir, td->o->overwrite);
+	td->dirfd = dump_open_dir(td->o, &td->crypt);
 	pids = calloc(t.n, sizeof(*pids));
 	td->warm = calloc(t.n, sizeof(*td->warm));
 	ret = td->dirfd < 0 ? td->dirfd : !pids || !td->warm ? -ENOMEM : 0;
@@ -221,10 +226,11 @@ static void warm_free(struct tree_dump *td)
 static int open_dirs(struct tree_dump *td)
 {
 	if (td->dirfd < 0)
-		td->dirfd = dump_open_dir(td->o->dir, td->o->overwrite);
+		td->dirfd = dump_open_dir(td->o, &td->crypt);
 	if (td->dirfd < 0)
 		return td->dirfd;
 	td->m[0].d.dir.fd = td->dirfd;
+	td->m[0].d.dir.crypt = td->crypt;
 	for (int i = 1; i < td->n; i++) {
 		struct member *m = &td->m[i];
 
@@ -789,5 +795,6 @@ int dump_tree(const struct dump_opts *o, struct proc_tree *t)
 	if (td.dirfd >= 0 && (!td.m || td.m[0].d.dir.fd != td.dirfd))
 		close(td.dirfd);	/* opened for the warming, never handed to the root */
 	members_free(&td);
+	crypt_free(td.crypt);
 	return ret;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "image/crypt.h"
 #include "image/hash.h"
 #include "image/image.h"
 #include "image/runsum.h"
@@ -97,6 +98,8 @@ void img_remove_created(struct img_dir *dir)
 		if (dir->created[i].name && !dir->created[i].remote)
 			unlinkat(dir->fd, dir->created[i].name, 0);
 	}
+	if (dir->crypt)
+		crypt_remove_sealed(dir->crypt);
 	img_forget_created(dir);
 }
 
@@ -507,6 +510,8 @@ int img_write_inventory(struct img_dir *dir, InventoryEntry *inv)
 
 	if (!ret)
 		ret = write_inventory_file(dir, &inv->base);
+	if (!ret && dir->crypt)
+		ret = crypt_seal(dir->crypt);	/* the staging into the directory, sealed */
 	inv->images = NULL;
 	inv->n_images = 0;
 	free(sums);
@@ -554,6 +559,8 @@ int img_sync_all(struct img_dir *dir)
 {
 	int ret = 0;
 
+	if (dir->crypt)
+		return crypt_sync(dir->crypt);	/* the staging is memory */
 	for (int i = 0; i < dir->nr_created && !ret; i++)
 		if (dir->created[i].name && dir->created[i].name[0] != '.' && !dir->created[i].remote)
 			ret = sync_file(dir->fd, dir->created[i].name);

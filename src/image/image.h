@@ -76,8 +76,10 @@ void img_name(enum img_type t, unsigned id, char *buf, size_t len);
  * once known: inventory.img lists them, a failed dump removes them.
  */
 struct created_img;
+struct img_crypt;
 struct img_dir {
 	int fd;
+	struct img_crypt *crypt;	/* an encrypted dump: fd is its staging (crypt.h) */
 	struct created_img *created;
 	int nr_created, max_created;
 	struct created_img *subsets;	/* proc-PID/: a tree's other processes' sets */

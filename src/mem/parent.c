@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
+#include "image/crypt.h"
 #include "image/image.h"
 #include "log.h"
 #include "pagemap.pb-c.h"
@@ -75,7 +76,13 @@ int parent_open(struct dump_ctx *d, const char *path)
 	int ret;
 
 	p->path = path;
-	p->dirfd = openat(d->dir.fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->dir.crypt) {	/* decrypted into the staging; the sealed set links path */
+		ret = crypt_stage_parent(d->dir.crypt, path, &p->dirfd, &p->path);
+		if (ret)
+			return ret;
+	} else {
+		p->dirfd = openat(d->dir.fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (p->dirfd < 0)
 		return fail(-errno, "cannot open the previous images %s: %s", path, strerror(errno));
 	ret = img_sum_file(p->dirfd, "inventory.img", &size, &p->inventory_hash);

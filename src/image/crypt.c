@@ -1,0 +1,872 @@
+/*
+ * Sealed (encrypted) image sets: see crypt.h and docs/images.md.
+ *
+ * A sealed file: a 64-byte head (SEAL_MAGIC, version, chunk size, the set
+ * id, the file's random nonce, the key's id, the plaintext size), then the
+ * chunks: each CHUNK bytes of plaintext (the last one shorter, an empty file
+ * has one empty chunk) encrypted with AES-256-GCM and followed by its 16-byte
+ * tag. Chunk i's nonce is the file's nonce and i; its associated data the
+ * whole head, i, whether it is the last chunk, and the file's path in its
+ * set. So a byte changed anywhere, a chunk moved, a file cut at a chunk's
+ * end, renamed, or taken from another set (another set id, which the head
+ * of the set's inventory.img gives) does not authenticate.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "common.h"
+#include "image/crypt.h"
+#include "log.h"
+
+#define SEAL_MAGIC	"MDSEAL01"
+#define SEAL_VERSION	1
+#define CHUNK		(1u << 20)
+#define TAG		16
+#define CHAIN_MAX	64	/* parents of a set, at most */
+
+struct seal_head {
+	char magic[8];
+	uint32_t version;
+	uint32_t chunk;
+	uint8_t setid[IMG_SETID_LEN];
+	uint8_t nonce[8];
+	uint8_t keyid[8];
+	uint64_t size;		/* of the plaintext */
+	uint64_t zero;
+};
+_Static_assert(sizeof(struct seal_head) == 64, "seal head layout");
+
+struct img_crypt {
+	struct img_key key;
+	uint8_t setid[IMG_SETID_LEN];
+	int realfd, rootfd, stagefd;
+	const char *parent_path;	/* the real parent link, for an incremental set */
+	char **sealed;			/* paths written in realfd, in order */
+	bool *sealed_dir;
+	int nr_sealed;
+	char **skip;			/* the runtime's files, copied in: not sealed */
+	int nr_skip;
+	int nr_parents;			/* decrypted into the staging: p0, p1, ... */
+};
+
+static int key_id(struct img_key *k)
+{
+	static const char label[] = "memdump image key id v1";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+		 EVP_DigestUpdate(ctx, label, sizeof(label)) &&
+		 EVP_DigestUpdate(ctx, k->key, sizeof(k->key)) && EVP_DigestFinal_ex(ctx, md, &len);
+
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return fail(-EIO, "cannot hash the image key (OpenSSL)");
+	memcpy(k->id, md, sizeof(k->id));
+	return 0;
+}
+
+int img_key_load(const char *path, int fd, struct img_key *k)
+{
+	const char *what = path ? path : "the key descriptor";
+	uint8_t buf[IMG_KEY_LEN + 1];
+	size_t got = 0;
+	int own = -1, ret = 0;
+
+	if (path) {
+		fd = own = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return fail(-errno, "cannot read the key file %s: %s", path, strerror(errno));
+	}
+	while (got < sizeof(buf)) {
+		ssize_t n = read(fd, buf + got, sizeof(buf) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = fail(-errno, "cannot read the key from %s: %s", what, strerror(errno));
+			break;
+		}
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	if (own >= 0)
+		close(own);
+	if (!ret && got != IMG_KEY_LEN)
+		ret = fail(-EINVAL, "the key in %s is not %d bytes (%s%zu): make one with "
+			   "`head -c 32 /dev/urandom`", what, IMG_KEY_LEN,
+			   got > IMG_KEY_LEN ? "more than " : "", got > IMG_KEY_LEN ? (size_t)IMG_KEY_LEN : got);
+	if (!ret) {
+		memcpy(k->key, buf, IMG_KEY_LEN);
+		ret = key_id(k);
+	}
+	memset(buf, 0, sizeof(buf));
+	return ret;
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return -ENODATA;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ENOSPC;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+bool img_set_sealed(int dirfd)
+{
+	int fd = openat(dirfd, "inventory.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	char magic[8];
+	bool sealed;
+
+	if (fd < 0)
+		return false;
+	sealed = pread(fd, magic, sizeof(magic), 0) == sizeof(magic) &&
+		 !memcmp(magic, SEAL_MAGIC, sizeof(magic));
+	close(fd);
+	return sealed;
+}
+
+/* ---- one file, in chunks, on both cores ---- */
+
+struct chunk_job {
+	const struct img_key *key;
+	const struct seal_head *head;
+	const char *name;	/* in the set: associated data */
+	bool seal;		/* or open */
+	int in, out;
+	uint64_t nr;		/* chunks */
+	int nr_threads;
+};
+
+struct chunk_worker {
+	struct chunk_job *j;
+	int first;
+	int ret;
+	uint64_t bad;		/* the chunk that failed */
+	pthread_t tid;
+};
+
+static uint64_t plain_off(uint64_t i) { return i * CHUNK; }
+static uint64_t sealed_off(uint64_t i) { return sizeof(struct seal_head) + i * (CHUNK + TAG); }
+
+static size_t chunk_len(const struct seal_head *h, uint64_t i)
+{
+	return (size_t)MIN((uint64_t)CHUNK, h->size - plain_off(i));
+}
+
+static int chunk_aad(EVP_CIPHER_CTX *ctx, bool seal, const struct chunk_job *j, uint64_t i)
+{
+	uint8_t idx[9];
+	int len;
+
+	memcpy(idx, &i, 8);
+	idx[8] = i + 1 == j->nr;
+	if (seal)
+		return EVP_EncryptUpdate(ctx, NULL, &len, (const uint8_t *)j->head, sizeof(*j->head)) &&
+		       EVP_EncryptUpdate(ctx, NULL, &len, idx, sizeof(idx)) &&
+		       EVP_EncryptUpdate(ctx, NULL, &len, (const uint8_t *)j->name, (int)strlen(j->name));
+	return EVP_DecryptUpdate(ctx, NULL, &len, (const uint8_t *)j->head, sizeof(*j->head)) &&
+	       EVP_DecryptUpdate(ctx, NULL, &len, idx, sizeof(idx)) &&
+	       EVP_DecryptUpdate(ctx, NULL, &len, (const uint8_t *)j->name, (int)strlen(j->name));
+}
+
+/* Chunk i: 0, -EBADMSG when it does not authenticate, or -errno of the I/O. */
+static int do_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, uint8_t *in,
+		    uint8_t *out)
+{
+	uint8_t iv[12];
+	size_t len = chunk_len(j->head, i);
+	uint32_t i32 = (uint32_t)i;
+	int n, ret;
+
+	memcpy(iv, j->head->nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+	if (j->seal) {
+		ret = pread_all(j->in, in, len, plain_off(i));
+		if (ret)
+			return ret;
+		if (!EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, iv) || !chunk_aad(ctx, true, j, i) ||
+		    !EVP_EncryptUpdate(ctx, out, &n, in, (int)len) ||
+		    !EVP_EncryptFinal_ex(ctx, out + n, &n) ||
+		    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG, out + len))
+			return -EIO;
+		return pwrite_all(j->out, out, len + TAG, sealed_off(i));
+	}
+	ret = pread_all(j->in, in, len + TAG, sealed_off(i));
+	if (ret)
+		return ret;
+	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) || !chunk_aad(ctx, false, j, i) ||
+	    !EVP_DecryptUpdate(ctx, out, &n, in, (int)len) ||
+	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, in + len) ||
+	    EVP_DecryptFinal_ex(ctx, out + n, &n) <= 0)
+		return -EBADMSG;
+	return pwrite_all(j->out, out, len, plain_off(i));
+}
+
+static void *chunk_thread(void *arg)
+{
+	struct chunk_worker *w = arg;
+	struct chunk_job *j = w->j;
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	uint8_t *in = malloc(CHUNK + TAG), *out = malloc(CHUNK + TAG);
+	int ok = ctx && in && out;
+
+	if (ok)
+		ok = j->seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL)
+			     : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL);
+	w->ret = ok ? 0 : -ENOMEM;
+	for (uint64_t i = (uint64_t)w->first; i < j->nr && !w->ret; i += (uint64_t)j->nr_threads) {
+		w->ret = do_chunk(ctx, j, i, in, out);
+		w->bad = i;
+	}
+	if (out)
+		memset(out, 0, CHUNK + TAG);
+	EVP_CIPHER_CTX_free(ctx);
+	free(in);
+	free(out);
+	return NULL;
+}
+
+/* Every chunk, on two threads when there are a few: the first failure (lowest chunk). */
+static int run_chunks(struct chunk_job *j, uint64_t *bad)
+{
+	struct chunk_worker w[2] = { { .j = j, .first = 0 }, { .j = j, .first = 1 } };
+	int ret = 0;
+
+	j->nr_threads = j->nr >= 4 ? 2 : 1;
+	if (j->nr_threads == 2 && pthread_create(&w[1].tid, NULL, chunk_thread, &w[1]))
+		j->nr_threads = 1;
+	chunk_thread(&w[0]);
+	if (j->nr_threads == 2)
+		pthread_join(w[1].tid, NULL);
+	for (int t = 0; t < j->nr_threads; t++) {
+		if (w[t].ret && (!ret || w[t].bad < *bad)) {
+			ret = w[t].ret;
+			*bad = w[t].bad;
+		}
+	}
+	return ret;
+}
+
+static uint64_t nr_chunks(uint64_t size)
+{
+	return size ? (size + CHUNK - 1) / CHUNK : 1;
+}
+
+/* The plaintext in (name in the set) sealed into out. */
+static int seal_file(const struct img_crypt *c, int in, int out, const char *name)
+{
+	struct seal_head h = { .version = SEAL_VERSION, .chunk = CHUNK };
+	struct chunk_job j = { .key = &c->key, .head = &h, .name = name, .seal = true,
+			       .in = in, .out = out };
+	struct stat st;
+	uint64_t bad = 0;
+	int ret;
+
+	if (fstat(in, &st))
+		return fail(-errno, "cannot read image %s: %s", name, strerror(errno));
+	memcpy(h.magic, SEAL_MAGIC, sizeof(h.magic));
+	memcpy(h.setid, c->setid, sizeof(h.setid));
+	memcpy(h.keyid, c->key.id, sizeof(h.keyid));
+	h.size = (uint64_t)st.st_size;
+	if (RAND_bytes(h.nonce, sizeof(h.nonce)) != 1)
+		return fail(-EIO, "no random bytes for image %s (OpenSSL)", name);
+	j.nr = nr_chunks(h.size);
+	ret = pwrite_all(out, &h, sizeof(h), 0);
+	if (!ret)
+		ret = run_chunks(&j, &bad);
+	if (ret)
+		return fail(ret, "cannot seal image %s: %s", name, strerror(-ret));
+	posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
+	return 0;
+}
+
+/* What is wrong with a sealed file's head, if anything: a sentence, or NULL. */
+static const char *head_problem(const struct seal_head *h, const struct img_key *k,
+				const uint8_t *setid, uint64_t file_size)
+{
+	if (memcmp(h->magic, SEAL_MAGIC, sizeof(h->magic)))
+		return "it is not encrypted (no sealed head)";
+	if (h->version != SEAL_VERSION || h->chunk != CHUNK || h->zero)
+		return "its sealed head is corrupt or of another version";
+	if (memcmp(h->keyid, k->id, sizeof(h->keyid)))
+		return "wrong key (it was encrypted with another key)";
+	if (setid && memcmp(h->setid, setid, IMG_SETID_LEN))
+		return "it is from another image set";
+	if (h->size > (1ull << 50) ||
+	    file_size != sizeof(*h) + h->size + nr_chunks(h->size) * TAG)
+		return file_size < sizeof(*h) + h->size + nr_chunks(h->size) * TAG ?
+		       "it is truncated" : "it has bytes past its end";
+	return NULL;
+}
+
+/*
+ * The sealed in (name in the set; shown as show) opened into out, every chunk
+ * authenticated. setid: the set's, or NULL (an inventory: taken from it, into got).
+ */
+static int open_file(const struct img_key *k, int in, int out, const char *name,
+		     const char *show, const uint8_t *setid, uint8_t *got)
+{
+	struct seal_head h;
+	struct chunk_job j = { .key = k, .head = &h, .name = name, .in = in, .out = out };
+	const char *why;
+	struct stat st;
+	uint64_t bad = 0;
+	int ret;
+
+	if (fstat(in, &st))
+		return fail(-errno, "cannot read image %s: %s", show, strerror(errno));
+	if ((uint64_t)st.st_size < sizeof(h))
+		return fail(-EBADMSG, "image %s is refused: %s", show,
+			    st.st_size ? "it is truncated" : "it is empty");
+	ret = pread_all(in, &h, sizeof(h), 0);
+	if (ret)
+		return fail(ret, "cannot read image %s: %s", show, strerror(-ret));
+	why = head_problem(&h, k, setid, (uint64_t)st.st_size);
+	if (why)
+		return fail(-EBADMSG, "image %s is refused: %s", show, why);
+	if (got)
+		memcpy(got, h.setid, IMG_SETID_LEN);
+	j.nr = nr_chunks(h.size);
+	ret = run_chunks(&j, &bad);
+	posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
+	if (ret == -EBADMSG)
+		return fail(ret, "image %s is refused: its chunk %" PRIu64 " of %" PRIu64 " does not "
+			    "authenticate (a changed, moved or cut chunk, or renamed)", show, bad + 1, j.nr);
+	if (ret)
+		return fail(ret, "cannot decrypt image %s: %s", show, strerror(-ret));
+	return 0;
+}
+
+/* ---- the private tmpfs ---- */
+
+static int private_tmpfs(void)
+{
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt;
+
+	if (fs < 0)
+		return fail(-errno, "cannot make a private tmpfs for the plaintext images: %s",
+			    strerror(errno));
+	/* huge pages where the kernel has them: fewer page faults filling it (best effort) */
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size", 0))
+		pr_debug("private tmpfs without huge pages: %s", strerror(errno));
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "0", 0) ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "0", 0) ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0)) {
+		close(fs);
+		return fail(-errno, "cannot make a private tmpfs for the plaintext images: %s",
+			    strerror(errno));
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (mnt < 0)
+		return fail(-errno, "cannot mount a private tmpfs for the plaintext images: %s",
+			    strerror(errno));
+	return mnt;
+}
+
+static int make_dir(int parent, const char *name)
+{
+	int fd;
+
+	if (mkdirat(parent, name, 0700))
+		return fail(-errno, "cannot create directory %s: %s", name, strerror(errno));
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? fail(-errno, "cannot open directory %s: %s", name, strerror(errno)) : fd;
+}
+
+static int copy_plain(int in, int out)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, (size_t)n) != n)
+			return -errno ?: -EIO;
+	}
+	return 0;
+}
+
+/* ---- opening a sealed set ---- */
+
+struct opening {
+	const struct img_key *key;
+	uint8_t setid[IMG_SETID_LEN];
+	char show[256];		/* prefix for messages: parent/ ... */
+};
+
+/* Our images must be sealed; a runtime's files and logs are copied as they are. */
+static bool must_be_sealed(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 4 && !strcmp(name + n - 4, ".img")) || !strcmp(name, "stats-dump");
+}
+
+static bool file_sealed(int fd)
+{
+	char magic[8];
+
+	return pread(fd, magic, sizeof(magic), 0) == sizeof(magic) &&
+	       !memcmp(magic, SEAL_MAGIC, sizeof(magic));
+}
+
+static int open_dir(struct opening *op, int src, int dst, const char *prefix, bool top);
+
+static int open_entry(struct opening *op, int src, int dst, const char *prefix,
+		      const struct dirent *e)
+{
+	char name[512], show[800];
+	int in, out, ret;
+	struct stat st;
+
+	snprintf(name, sizeof(name), "%s%s", prefix, e->d_name);
+	snprintf(show, sizeof(show), "%s%s", op->show, name);
+	if (fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(-errno, "cannot read image %s: %s", show, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		int s = openat(src, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int d = s < 0 ? -1 : make_dir(dst, e->d_name);
+
+		snprintf(name, sizeof(name), "%s%s/", prefix, e->d_name);
+		ret = s < 0 ? fail(-errno, "cannot open %s: %s", show, strerror(errno)) :
+		      d < 0 ? d : open_dir(op, s, d, name, false);
+		if (s >= 0)
+			close(s);
+		if (d >= 0)
+			close(d);
+		return ret;
+	}
+	if (S_ISLNK(st.st_mode)) {	/* copied: the set's checks refuse what is not theirs */
+		char link[4096];
+		ssize_t n = readlinkat(src, e->d_name, link, sizeof(link) - 1);
+
+		if (n < 0)
+			return fail(-errno, "cannot read link %s: %s", show, strerror(errno));
+		link[n] = 0;
+		return symlinkat(link, dst, e->d_name) ? fail(-errno, "cannot copy link %s", show) : 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return fail(-EIO, "image %s is not a regular file", show);
+	in = openat(src, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return fail(-errno, "cannot open image %s: %s", show, strerror(errno));
+	out = openat(dst, e->d_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		ret = fail(-errno, "cannot create %s in memory: %s", show, strerror(errno));
+	else if (must_be_sealed(e->d_name) || file_sealed(in))
+		ret = open_file(op->key, in, out, name, show, op->setid, NULL);
+	else
+		ret = copy_plain(in, out) ? fail(-EIO, "cannot copy %s", show) : 0;
+	close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+/* Every entry of src opened into dst; the top's parent link is the chain's business. */
+static int open_dir(struct opening *op, int src, int dst, const char *prefix, bool top)
+{
+	int fd = dup(src), ret = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	rewinddir(d);
+	while (!ret && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (top && (!strcmp(e->d_name, "parent") || !strcmp(e->d_name, "inventory.img")))
+			continue;
+		ret = open_entry(op, src, dst, prefix, e);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* The set realfd's inventory first (it gives the set id), then the rest. */
+static int open_one_set(struct opening *op, int realfd, int dst)
+{
+	int in = openat(realfd, "inventory.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out, ret;
+	char show[300];
+
+	snprintf(show, sizeof(show), "%sinventory.img", op->show);
+	if (in < 0)
+		return fail(-errno, "cannot open image %s: %s", show, strerror(errno));
+	out = openat(dst, "inventory.img", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ret = out < 0 ? fail(-errno, "cannot create %s in memory: %s", show, strerror(errno))
+		      : open_file(op->key, in, out, "inventory.img", show, NULL, op->setid);
+	close(in);
+	if (out >= 0)
+		close(out);
+	return ret ? ret : open_dir(op, realfd, dst, "", true);
+}
+
+static int open_chain(const struct img_key *k, int realfd, int root, int level)
+{
+	struct opening op = { .key = k };
+	char name[32], link[32];
+	int dst, pfd, ret;
+
+	for (int i = 0; i < level; i++)
+		strcat(op.show, "parent/");
+	if (level > CHAIN_MAX)
+		return fail(-ELOOP, "image set %s: more than %d parents", op.show, CHAIN_MAX);
+	snprintf(name, sizeof(name), "set%d", level);
+	dst = make_dir(root, name);
+	if (dst < 0)
+		return dst;
+	ret = open_one_set(&op, realfd, dst);
+	pfd = ret ? -1 : openat(realfd, "parent", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!ret && pfd < 0 && errno != ENOENT)
+		ret = fail(-errno, "cannot open the parent set %s: %s", op.show, strerror(errno));
+	if (!ret && pfd >= 0) {
+		snprintf(link, sizeof(link), "../set%d", level + 1);
+		ret = symlinkat(link, dst, "parent") ? -errno : 0;
+		if (!ret)
+			ret = open_chain(k, pfd, root, level + 1);
+	}
+	if (pfd >= 0)
+		close(pfd);
+	close(dst);
+	return ret;
+}
+
+int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len)
+{
+	int realfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), root, ret;
+
+	if (realfd < 0)
+		return fail(-errno, "cannot open directory %s: %s", dir, strerror(errno));
+	root = private_tmpfs();
+	ret = root < 0 ? root : open_chain(k, realfd, root, 0);
+	close(realfd);
+	if (!ret) {
+		*dirfd = openat(root, "set0", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ret = *dirfd < 0 ? -errno : 0;
+	}
+	if (root >= 0)
+		close(root);
+	if (!ret)
+		snprintf(path, len, "/proc/self/fd/%d", *dirfd);
+	return ret;
+}
+
+/* ---- a dump's staging ---- */
+
+static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir)
+{
+	char **l = realloc(*list, (size_t)(*nr + 1) * sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	*list = l;
+	if (dirs) {
+		bool *d = realloc(*dirs, (size_t)(*nr + 1) * sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		*dirs = d;
+		d[*nr] = dir;
+	}
+	l[*nr] = strdup(name);
+	return l[*nr] ? (*nr)++, 0 : -ENOMEM;
+}
+
+/* A runtime's files in the dump directory (runc's descriptors.json) go into the
+ * staging as they are, so that the inventory lists them; they stay unsealed. */
+static int copy_runtime_files(struct img_crypt *c)
+{
+	int fd = dup(c->realfd), ret = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	while (!ret && (e = readdir(d))) {
+		struct stat st;
+		int in, out;
+
+		if (e->d_name[0] == '.' || must_be_sealed(e->d_name) ||
+		    fstatat(c->realfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		in = openat(c->realfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		out = openat(c->stagefd, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		ret = in < 0 || out < 0 ? -errno : copy_plain(in, out);
+		if (!ret)
+			ret = remember(&c->skip, &c->nr_skip, e->d_name, NULL, false);
+		if (in >= 0)
+			close(in);
+		if (out >= 0)
+			close(out);
+	}
+	closedir(d);
+	return ret ? fail(ret, "cannot copy the runtime's files of the dump directory: %s",
+			  strerror(-ret)) : 0;
+}
+
+int crypt_stage(const struct img_key *k, int realfd, struct img_crypt **out, int *stagefd)
+{
+	struct img_crypt *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c) {
+		close(realfd);
+		return -ENOMEM;
+	}
+	c->key = *k;
+	c->realfd = realfd;
+	c->stagefd = -1;
+	c->rootfd = private_tmpfs();
+	ret = c->rootfd < 0 ? c->rootfd : 0;
+	if (!ret && RAND_bytes(c->setid, sizeof(c->setid)) != 1)
+		ret = fail(-EIO, "no random bytes for the set id (OpenSSL)");
+	if (!ret)
+		ret = c->stagefd = make_dir(c->rootfd, "set");
+	if (ret >= 0)
+		ret = copy_runtime_files(c);
+	if (ret < 0) {
+		crypt_free(c);
+		return ret;
+	}
+	*out = c;
+	*stagefd = dup(c->stagefd);
+	return *stagefd < 0 ? -errno : 0;
+}
+
+int crypt_stage_parent(struct img_crypt *c, const char *path, int *dirfd, const char **link)
+{
+	int realp = openat(c->realfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (realp < 0)
+		return fail(-errno, "cannot open the previous images %s: %s", path, strerror(errno));
+	if (!img_set_sealed(realp)) {
+		close(realp);
+		return fail(-EINVAL, "the previous images %s are not encrypted: an encrypted "
+			    "incremental set needs an encrypted parent", path);
+	}
+	/* p0 is the parent, its own parents p0's set1, ...: open_chain's layout */
+	ret = c->nr_parents ? fail(-EINVAL, "one previous set only") : make_dir(c->rootfd, "p0");
+	if (ret >= 0) {
+		int p0 = ret;
+
+		ret = open_chain(&c->key, realp, p0, 0);
+		close(p0);
+	}
+	close(realp);
+	if (ret)
+		return ret;
+	c->nr_parents = 1;
+	c->parent_path = path;
+	*dirfd = openat(c->rootfd, "p0/set0", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*link = "../p0/set0";
+	return *dirfd < 0 ? -errno : 0;
+}
+
+static bool skipped(const struct img_crypt *c, const char *name)
+{
+	for (int i = 0; i < c->nr_skip; i++)
+		if (!strcmp(c->skip[i], name))
+			return true;
+	return false;
+}
+
+static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix);
+
+static int seal_one(struct img_crypt *c, int src, int dst, const char *prefix, const char *ent,
+		    const char *as)
+{
+	char name[512];
+	struct stat st;
+	int in, out, ret;
+
+	snprintf(name, sizeof(name), "%s%s", prefix, ent);
+	if (fstatat(src, ent, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(-errno, "cannot read image %s: %s", name, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		int s = openat(src, ent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), d = -1;
+
+		ret = s < 0 ? -errno : remember(&c->sealed, &c->nr_sealed, name, &c->sealed_dir, true);
+		if (!ret)
+			ret = d = make_dir(dst, ent);
+		if (ret >= 0) {
+			snprintf(name, sizeof(name), "%s%s/", prefix, ent);
+			ret = seal_dir(c, s, d, name);
+		}
+		if (s >= 0)
+			close(s);
+		if (d >= 0)
+			close(d);
+		return ret;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		if (strcmp(name, "parent") || !c->parent_path)
+			return fail(-EIO, "cannot seal %s: a symbolic link", name);
+		if (symlinkat(c->parent_path, dst, "parent"))
+			return fail(-errno, "cannot create the parent link to %s: %s", c->parent_path,
+				    strerror(errno));
+		return remember(&c->sealed, &c->nr_sealed, name, &c->sealed_dir, false);
+	}
+	in = openat(src, ent, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return fail(-errno, "cannot open image %s: %s", name, strerror(errno));
+	out = openat(dst, as, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		ret = fail(-errno, "cannot create image %s: %s", name, strerror(errno));
+		close(in);
+		return ret;
+	}
+	ret = remember(&c->sealed, &c->nr_sealed, as == ent ? name : as, &c->sealed_dir, false);
+	if (!ret)
+		ret = seal_file(c, in, out, name);
+	close(in);
+	close(out);
+	return ret;
+}
+
+static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix)
+{
+	int fd = dup(src), ret = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	while (!ret && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (e->d_name[0] == '.' || (!prefix[0] && (!strcmp(e->d_name, "inventory.img") ||
+							       skipped(c, e->d_name))))
+			continue;
+		ret = seal_one(c, src, dst, prefix, e->d_name, e->d_name);
+	}
+	closedir(d);
+	return ret;
+}
+
+int crypt_seal(struct img_crypt *c)
+{
+	static const char tmp[] = ".inventory.img.sealing";
+	int ret = seal_dir(c, c->stagefd, c->realfd, "");
+
+	if (ret)
+		return ret;
+	unlinkat(c->realfd, tmp, 0);
+	ret = seal_one(c, c->stagefd, c->realfd, "", "inventory.img", tmp);
+	if (ret)
+		return ret;
+	if (renameat(c->realfd, tmp, c->realfd, "inventory.img"))
+		return fail(-errno, "cannot rename inventory image: %s", strerror(errno));
+	free(c->sealed[c->nr_sealed - 1]);
+	c->sealed[c->nr_sealed - 1] = strdup("inventory.img");
+	return c->sealed[c->nr_sealed - 1] ? 0 : -ENOMEM;
+}
+
+static int sync_path(int dirfd, const char *name, bool dir)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+	int ret = 0;
+
+	if (fd < 0)
+		return errno == ELOOP ? 0 : fail(-errno, "cannot sync image %s: %s", name,
+						 strerror(errno));
+	if ((dir ? fsync(fd) : fdatasync(fd)) && errno != EINVAL)
+		ret = fail(-errno, "cannot sync image %s: %s", name, strerror(errno));
+	close(fd);
+	return ret;
+}
+
+int crypt_sync(struct img_crypt *c)
+{
+	int ret = 0;
+
+	for (int i = 0; i < c->nr_sealed && !ret; i++)
+		ret = sync_path(c->realfd, c->sealed[i], c->sealed_dir[i]);
+	if (!ret && fsync(c->realfd))
+		ret = fail(-errno, "cannot sync the dump directory: %s", strerror(errno));
+	if (ret) {
+		unlinkat(c->realfd, "inventory.img", 0);
+		fsync(c->realfd);
+	}
+	return ret;
+}
+
+void crypt_remove_sealed(struct img_crypt *c)
+{
+	for (int i = c->nr_sealed - 1; i >= 0; i--) {
+		unlinkat(c->realfd, c->sealed[i], c->sealed_dir[i] ? AT_REMOVEDIR : 0);
+		free(c->sealed[i]);
+	}
+	c->nr_sealed = 0;
+}
+
+void crypt_free(struct img_crypt *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nr_sealed; i++)
+		free(c->sealed[i]);
+	for (int i = 0; i < c->nr_skip; i++)
+		free(c->skip[i]);
+	free(c->sealed);
+	free(c->sealed_dir);
+	free(c->skip);
+	if (c->stagefd >= 0)
+		close(c->stagefd);
+	if (c->rootfd >= 0)
+		close(c->rootfd);
+	close(c->realfd);
+	memset(&c->key, 0, sizeof(c->key));
+	free(c);
+}

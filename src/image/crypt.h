@@ -1,0 +1,58 @@
+/*
+ * Encrypted image sets (docs/images.md, "Encrypted images"): every file of a
+ * set sealed with AES-256-GCM (OpenSSL) in chunks, each chunk's associated
+ * data naming the set (a random id), the file and the chunk's place.
+ *
+ * Plaintext images never reach a file: a dump writes its set into a private
+ * tmpfs mounted nowhere (fsmount(): no path reaches it, it goes with
+ * memdump's last descriptor of it, a killed dump's too), and seals it into
+ * the directory when the inventory is written; readers open the sealed set
+ * into such a tmpfs, every file authenticated before anything else reads it.
+ */
+#ifndef MEMDUMP_CRYPT_H
+#define MEMDUMP_CRYPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define IMG_KEY_LEN	32
+#define IMG_SETID_LEN	16
+
+struct img_key {
+	uint8_t key[IMG_KEY_LEN];
+	uint8_t id[8];		/* SHA-256 of a label and the key: tells a wrong key */
+};
+
+/* A key from the file path, or (path NULL) from fd: exactly 32 bytes. 0 or <0 after fail(). */
+int img_key_load(const char *path, int fd, struct img_key *k);
+/* Does the directory fd hold a sealed set (its inventory.img is sealed)? */
+bool img_set_sealed(int dirfd);
+
+/* A dump's staging: the plaintext set in a private tmpfs, sealed into realfd. */
+struct img_crypt;
+/*
+ * The staging of a dump into the directory realfd (taken over): *stagefd the
+ * directory the dump writes into. 0 or <0 after fail().
+ */
+int crypt_stage(const struct img_key *k, int realfd, struct img_crypt **out, int *stagefd);
+/* The previous set path (relative to the real directory) opened for an incremental
+ * dump: decrypted into the staging, *dirfd it; *link what the staging's parent link
+ * names meanwhile. 0 or <0 after fail(). */
+int crypt_stage_parent(struct img_crypt *c, const char *path, int *dirfd, const char **link);
+/* The staging sealed into the real directory, inventory.img last. */
+int crypt_seal(struct img_crypt *c);
+/* The sealed files to the disk. */
+int crypt_sync(struct img_crypt *c);
+/* A failed dump: what crypt_seal() wrote removed. */
+void crypt_remove_sealed(struct img_crypt *c);
+void crypt_free(struct img_crypt *c);
+
+/*
+ * A sealed set (dir, with its chain of parents and its processes' sets)
+ * opened into a private tmpfs, every byte authenticated: *dirfd its
+ * directory there, path "/proc/self/fd/N" (len >= 32) naming it. 0 or <0
+ * after fail() naming the image that is wrong.
+ */
+int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len);
+
+#endif

@@ -1,0 +1,312 @@
+# Encrypted image sets (dump --encrypt, readers' --decrypt; src/image/crypt.c).
+# t-secret holds a secret string, made at start, in its heap and in a pipe.
+
+ENC_MB=8
+
+# enc_keys: $T/key, $T/key2 (another), $T/key.short (31 bytes), $T/key.long (33)
+enc_keys() {
+	head -c 32 /dev/urandom > "$T/key"
+	head -c 32 /dev/urandom > "$T/key2"
+	head -c 31 /dev/urandom > "$T/key.short"
+	head -c 33 /dev/urandom > "$T/key.long"
+	touch "$T/enc.start"
+}
+
+# expect_sealed DIR [MIN]: every image of DIR (and of its sub-sets) starts with the
+# sealed head; at least MIN (6) of them
+expect_sealed() {
+	local f n=0
+	while IFS= read -r f; do
+		[[ $(head -c 8 "$f") == MDSEAL01 ]] || fail "${f#"$1"/} is not encrypted"
+		n=$(( n + 1 ))
+	done < <(find "$1" -type f \( -name '*.img' -o -name stats-dump \))
+	(( n >= ${2:-6} )) || fail "only $n images in $1"
+}
+
+# expect_no_secret DIR...: the secret (READY field 2) is in no file of DIR, nor in a
+# file memdump could have left in /tmp or TMPDIR since the case began (written since,
+# three levels down at most; the test runs' own directories are not memdump's)
+expect_no_secret() {
+	local secret=${READY[2]} hits
+	[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret"
+	hits=$( { grep -rlsF -D skip -- "$secret" "$@"
+		  find /tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f -newer "$T/enc.start" \
+			-size -256M -not -path '*/memdump-test.*' -print0 2>/dev/null |
+			xargs -0 -r grep -lsF -D skip -- "$secret"; } | sort -u)
+	[[ -z $hits ]] || fail "the secret is in: $(echo $hits)"
+	note "the secret is in no image nor temporary file"
+}
+
+# enc_refused LABEL DIR WHAT ARGS...: restore DIR (with ARGS) fails naming WHAT, nothing restored
+enc_refused() {
+	local label=$1 dir=$2 what=$3; shift 3
+	md "restore.$label" restore -D "$dir" "$@" && fail "restore of $label succeeded"
+	[[ $(wc -l < "$MD_ERR") == 1 ]] || fail "restore of $label: not one line: $(cat "$MD_ERR")"
+	grep -qF -- "$what" "$MD_ERR" || fail "restore of $label does not name '$what': $(cat "$MD_ERR")"
+	alive "$PID" && fail "restore of $label left process $PID"
+	return 0
+}
+
+# enc_restore_and_pass DIR LABEL: restore_and_pass with --decrypt $T/key
+enc_restore_and_pass() {
+	truncate -s "$READY_SIZE" "$OUT"
+	alive "$PID" && fail "pid $PID is in use before restore"
+	restore_bg "$1" "$2" --decrypt "$T/key"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+
+# Round trip of a killing dump: every image sealed, no secret anywhere, the
+# readers with --decrypt, the restored process checks itself.
+case_enc_rt() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	expect_sealed "$T/d"
+	expect_no_secret "$T/d"
+	md verify.plain verify -D "$T/d" && fail "verify without the key passed"
+	grep -q "is encrypted: give --decrypt" "$MD_ERR" || fail "verify without the key: $(cat "$MD_ERR")"
+	md verify verify -D "$T/d" --decrypt "$T/key" || fail "verify failed: $(tail -n1 "$MD_ERR")"
+	md show show -D "$T/d" --decrypt "$T/key" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -q "t-secret" "$MD_OUT" || fail "show does not list t-secret"
+	md show.json show --json -D "$T/d" --decrypt "$T/key" || fail "show --json failed: $(tail -n1 "$MD_ERR")"
+	enc_restore_and_pass "$T/d" 1
+	expect_no_secret "$T/d"
+}
+add enc-rt case_enc_rt
+
+# --leave-running, the key from an fd; read-mem of a heap page shows the secret
+case_enc_lr_fd() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/d" --leave-running --encrypt-key-fd 7 7< "$T/key"
+	expect_untraced "$PID"
+	expect_sealed "$T/d"
+	expect_no_secret "$T/d"
+	"$MEMDUMP" read-mem -D "$T/d" --decrypt-key-fd 0 "${READY[3]}" 64 < "$T/key" \
+		> "$T/readmem.out" 2> "$T/readmem.err" ||
+		fail "read-mem failed: $(cat "$T/readmem.err")"
+	grep -qF "${READY[2]}" "$T/readmem.out" || fail "read-mem of the heap does not show the secret"
+	kill -9 "$PID"; expect_killed "$PID"
+	enc_restore_and_pass "$T/d" 1
+}
+add enc-lr-key-fd case_enc_lr_fd
+
+# A wrong key, no key, a key file missing or of the wrong size: refused, nothing restored;
+# a dump with a bad key refuses before the seize.
+case_enc_keys() {
+	enc_keys
+	start_prog t-secret 1
+	local k
+	for k in key.short key.long nokey; do
+		md "dump.$k" dump -t "$PID" -D "$T/bad" --encrypt "$T/$k" && fail "dump with $k succeeded"
+		grep -qE "not 32 bytes|cannot read the key" "$MD_ERR" || fail "dump with $k: $(cat "$MD_ERR")"
+		expect_untraced "$PID"
+	done
+	[[ -e $T/bad/inventory.img ]] && fail "a refused dump left an inventory"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	enc_refused wrong "$T/d" "image inventory.img is refused: wrong key" --decrypt "$T/key2"
+	enc_refused none "$T/d" "is encrypted: give --decrypt"
+	enc_refused short "$T/d" "not 32 bytes" --decrypt "$T/key.short"
+	enc_refused dir "$T/d" "cannot read the key" --decrypt "$T"
+	enc_restore_and_pass "$T/d" 1
+}
+add enc-keys case_enc_keys
+
+# One byte changed in each image of the set, each in its own copy: refused by name.
+case_enc_flip() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	local f n=0 size
+	for f in $(cd "$T/d" && ls); do
+		rm -rf "$T/c"; cp -a "$T/d" "$T/c"
+		size=$(stat -c %s "$T/c/$f")
+		printf '\x5a' | dd of="$T/c/$f" bs=1 seek=$(( 64 + (size - 64) / 2 )) conv=notrunc status=none
+		cmp -s "$T/d/$f" "$T/c/$f" && printf '\xa5' | dd of="$T/c/$f" bs=1 \
+			seek=$(( 64 + (size - 64) / 2 )) conv=notrunc status=none
+		enc_refused "flip.$f" "$T/c" "image $f is refused" --decrypt "$T/key"
+		n=$(( n + 1 ))
+	done
+	note "$n images, each refused with a changed byte"
+	printf '\x01' | dd of="$T/d/pages-1.img" bs=1 seek=20 conv=notrunc status=none	# the head's set id
+	enc_refused head "$T/d" "image pages-1.img is refused" --decrypt "$T/key"
+}
+add enc-flip case_enc_flip
+
+# A file from another set (same key, same process name), truncated and reordered files.
+case_enc_swap_trunc() {
+	enc_keys
+	start_prog t-secret 4
+	dump "$PID" "$T/a" --encrypt "$T/key" --leave-running
+	expect_untraced "$PID"
+	dump "$PID" "$T/b" --encrypt "$T/key"
+	expect_killed "$PID"
+	local f
+	for f in pages-1.img "pagemap-$PID.img" "core-$PID.img" files.img; do
+		rm -rf "$T/c"; cp -a "$T/a" "$T/c"; cp "$T/b/$f" "$T/c/$f"
+		enc_refused "swap.$f" "$T/c" "image $f is refused: it is from another image set" \
+			--decrypt "$T/key"
+	done
+	rm -rf "$T/c"; cp -a "$T/a" "$T/c"; cp "$T/b/inventory.img" "$T/c/inventory.img"
+	enc_refused swap.inventory "$T/c" "is from another image set" --decrypt "$T/key"
+	rm -rf "$T/c"; cp -a "$T/a" "$T/c"
+	truncate -s $(( 64 + (1048576 + 16) * 2 )) "$T/c/pages-1.img"	# at a chunk's end
+	enc_refused trunc.chunk "$T/c" "image pages-1.img is refused: it is truncated" --decrypt "$T/key"
+	rm -rf "$T/c"; cp -a "$T/a" "$T/c"
+	truncate -s -1 "$T/c/core-$PID.img"
+	enc_refused trunc.byte "$T/c" "image core-$PID.img is refused: it is truncated" --decrypt "$T/key"
+	rm -rf "$T/c"; cp -a "$T/a" "$T/c"
+	python3 - "$T/c/pages-1.img" <<'PY' || fail "cannot swap two chunks"
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); n = 1048576 + 16
+a, b = d[64:64 + n], d[64 + n:64 + 2 * n]
+d[64:64 + n], d[64 + n:64 + 2 * n] = b, a
+open(p, 'wb').write(d)
+PY
+	enc_refused reorder "$T/c" "image pages-1.img is refused: its chunk 1 of" --decrypt "$T/key"
+	enc_restore_and_pass "$T/b" 1
+}
+add enc-swap-trunc case_enc_swap_trunc
+
+# memdump killed (its worker, SIGKILL) while the plaintext set is in its staging,
+# and half way through the pages: the target runs on, no plaintext anywhere.
+case_enc_killed() {
+	enc_keys
+	local point=$1
+	mkdir -p "$T/d"
+	start_prog t-secret 64
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --encrypt "$T/key" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
+	kill_worker "$mdpid"
+	expect_untraced "$PID"
+	no_inventory "$T/d"
+	expect_no_secret "$T/d"
+	check_child_pass
+}
+add enc-killed-images case_enc_killed images-written
+add enc-killed-pages case_enc_killed pages-half
+
+# compressed, then encrypted
+case_enc_compress() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/d" --encrypt "$T/key" --compress=zstd
+	expect_killed "$PID"
+	expect_sealed "$T/d"
+	local size
+	size=$(stat -c %s "$T/d/pages-1.img")
+	(( size < (ENC_MB << 20) / 4 )) || fail "pages-1.img is $size bytes: not compressed"
+	md verify verify -D "$T/d" --decrypt "$T/key" || fail "verify failed: $(tail -n1 "$MD_ERR")"
+	enc_restore_and_pass "$T/d" 1
+}
+add enc-compress case_enc_compress
+
+# dump --stream | restore --stream, pack and unpack of an encrypted set
+case_enc_stream() {
+	enc_keys
+	mkdir -p "$T/tmp"
+	start_prog t-secret "$ENC_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		--encrypt "$T/key" | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	expect_no_secret "$T/s" "$T/tmp"
+	md_in "$T/s" unpack unpack --decrypt "$T/key" "$T/u" || fail "unpack failed: $(tail -n1 "$MD_ERR")"
+	expect_sealed "$T/u"
+	md_in "$T/s" unpack.nokey unpack "$T/u2" || fail "unpack without key failed: $(tail -n1 "$MD_ERR")"
+	md_in "$T/s" unpack.wrong unpack --decrypt "$T/key2" "$T/u3" && fail "unpack with a wrong key passed"
+	[[ -e $T/u3 ]] && fail "a refused unpack left $T/u3"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/u" > "$T/s2" 2> "$T/pack.err" || fail "pack failed: $(cat "$T/pack.err")"
+	truncate -s "$READY_SIZE" "$OUT"
+	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
+	( cat "$T/s2" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+	expect_no_secret "$T/tmp" "$T/u"
+}
+add enc-stream case_enc_stream
+
+# pre-dump and dump encrypted with the same key: an incremental chain
+case_enc_incr() {
+	enc_keys
+	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
+	pre_dump "$T/p1" --encrypt "$T/key"
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1 --encrypt "$T/key"
+	expect_killed "$PID"
+	expect_sealed "$T/p1" 3
+	expect_sealed "$T/d2"
+	[[ $(readlink "$T/d2/parent") == ../p1 ]] || fail "parent link: $(readlink "$T/d2/parent")"
+	md verify verify -D "$T/d2" --decrypt "$T/key" || fail "verify of the chain failed: $(tail -n1 "$MD_ERR")"
+	local a=$(( READY[2] ))
+	md read-mem read-mem -D "$T/d2" --decrypt "$T/key" $(( a + 4096 )) 4096 ||
+		fail "read-mem of the chain failed: $(tail -n1 "$MD_ERR")"
+	"$TESTBIN/t-incr" --gen $(( a + 4096 )) 4096 0x1acc0001 | cmp -s - "$MD_OUT" ||
+		fail "read-mem of a parent's page through the chain differs"
+	printf '\x5a' | dd of="$T/p1/pages-1.img" bs=1 seek=100 conv=notrunc status=none
+	md restore.bad restore -D "$T/d2" --decrypt "$T/key" && fail "a changed parent restored"
+	grep -q "image parent/pages-1.img is refused" "$MD_ERR" || fail "changed parent: $(cat "$MD_ERR")"
+}
+add enc-incr case_enc_incr
+
+# What an encrypted set cannot do yet is refused before the seize.
+case_enc_refused() {
+	enc_keys
+	start_prog t-secret 1
+	md ps dump -t "$PID" -D "$T/d" --encrypt "$T/key" --page-server --address 127.0.0.1 --port 1 &&
+		fail "--encrypt with --page-server passed"
+	grep -q "encrypt with --page-server" "$MD_ERR" || fail "page server: $(cat "$MD_ERR")"
+	expect_untraced "$PID"
+	md both dump -t "$PID" -D "$T/d" --encrypt "$T/key" --decrypt "$T/key" && fail "two keys passed"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	md lazy restore -D "$T/d" --decrypt "$T/key" --lazy-pages && fail "--lazy-pages with --decrypt passed"
+	grep -q "lazy-pages with --decrypt" "$MD_ERR" || fail "lazy: $(cat "$MD_ERR")"
+	alive "$PID" && fail "a refused restore left $PID"
+	return 0
+}
+add enc-refused case_enc_refused
+
+# A process tree: its processes' sets (proc-PID/) sealed with the set's id;
+# a file of one of them swapped for the root's is refused; the tree restores.
+case_enc_tree() {
+	enc_keys
+	start_prog t-tree
+	local a=${READY[2]} b=${READY[3]} g=${READY[4]}
+	track "$a"; track "$b"; track "$g"
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	local p
+	for p in "$PID" "$a" "$b" "$g"; do
+		wait_until 5 eval '[[ ! -d /proc/'"$p"' ]]' || fail "process $p outlived the killing dump"
+	done
+	expect_sealed "$T/d" 20
+	[[ -d $T/d/proc-$a ]] || fail "no set proc-$a"
+	rm -rf "$T/c"; cp -a "$T/d" "$T/c"
+	cp "$T/c/pages-1.img" "$T/c/proc-$a/pages-1.img"
+	enc_refused subset "$T/c" "image proc-$a/pages-1.img is refused" --decrypt "$T/key"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --decrypt "$T/key"
+	wait_restored "$PID"
+	tree_shape_ok "$PID" "$a" "$b" "$g"
+	tree_pass
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
+}
+add enc-tree case_enc_tree
