@@ -23,7 +23,7 @@
 #include "hooks.h"
 #include "mntext.h"
 #include "infect/infect.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "mem/track.h"
 #include "xfer.h"
 

@@ -47,6 +47,7 @@
 #include "files/tty.h"
 #include "mem/pages.h"
 #include "mem/vma.h"
+#include "files/sockets.h"
 
 volatile sig_atomic_t dump_interrupted;
 

@@ -29,10 +29,11 @@
 #include "mem/track.h"
 #include "ctx/proc_tree.h"
 #include "dump/zombies.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "log.h"
 #include "proc.h"
 #include "mem/pages.h"
+#include "files/sockets.h"
 
 /* PID 1, or the init of a nested PID namespace (last NSpid value 1) but as a tree's root. */
 static void check_init(pid_t pid, const struct proc_tree *tree, struct refusals *r)

@@ -49,7 +49,7 @@
 #include "dump/images.h"
 #include "ns/ns.h"
 #include "dump/refuse.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "task/task.h"
 #include "mem/track.h"
 #include "ctx/proc_tree.h"
@@ -63,6 +63,7 @@
 #include "vma_status.h"
 #include "fd-share.pb-c.h"
 #include "mem/pages.h"
+#include "files/sockets.h"
 
 /* One live process of the tree and its dump. */
 struct member {

@@ -19,11 +19,14 @@
 #include "files/pidfd.h"
 #include "image/image.h"
 #include "log.h"
-#include "net/sockets.h"
-#include "net/sockets_show.h"
+#include "net/sock.h"
+#include "files/sockets_show.h"
 #include "ns/mqueue.h"
 #include "mem/shmem.h"
 #include "ns/nsfile.h"
+#include "files/sockets.h"
+#include "inet/sk_inet.h"
+#include "unix/sk_unix.h"
 
 /* Event-loop fds: anonymous inodes named by their link. */
 static bool link_is(const char *link, const char *name)

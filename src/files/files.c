@@ -31,11 +31,13 @@
 #include "ctx/proc_tree.h"
 #include "ns/pidns.h"
 #include "mem/shmem.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "files/tty.h"
 
 #include "files.pb-c.h"
 #include "mem/pages.h"
+#include "files/sockets.h"
+#include "unix/sk_unix.h"
 
 
 static struct file_desc *new_desc(struct file_set *fs, enum file_kind kind)

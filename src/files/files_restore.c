@@ -37,6 +37,7 @@
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "mem/pages.h"
+#include "unix/sk_unix.h"
 
 #ifndef F_SETPIPE_SZ
 #define F_SETPIPE_SZ	1031

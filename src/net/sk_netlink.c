@@ -26,7 +26,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "image/image.h"
 #include "log.h"
 

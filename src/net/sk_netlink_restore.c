@@ -17,7 +17,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 
 static int nl_fail(const NetlinkSkEntry *e, int err, const char *what)
 {

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <linux/filter.h>
 
-#include "net/sockets.h"
+#include "net/sock.h"
 
 #include "sk-opts.pb-c.h"
 

@@ -13,7 +13,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK	72

@@ -19,7 +19,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 
 #ifndef PACKET_VNET_HDR_SZ
 #define PACKET_VNET_HDR_SZ	24

@@ -18,7 +18,7 @@
 #include <netlink/msg.h>
 
 #include "common.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "log.h"
 
 struct loader {

@@ -36,12 +36,13 @@
 #include "files/pidfd.h"
 #include "files/tty.h"
 #include "mem/premap.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
 #include "ns/nsfile.h"
+#include "unix/sk_unix.h"
 
 void child_exit_fail(struct rst *r, int err, const char *fmt, ...)
 {

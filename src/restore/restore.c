@@ -49,12 +49,14 @@
 #include "mem/pagesum.h"
 #include "mem/premap.h"
 #include "mem/shmem.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
+#include "inet/sk_inet.h"
+#include "unix/sk_unix.h"
 
 const FileEntry *rst_file(struct rst *r, uint32_t id)
 {

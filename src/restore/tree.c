@@ -39,12 +39,14 @@
 #include "files/tty.h"
 #include "mem/pagesum.h"
 #include "mem/premap.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
+#include "inet/sk_inet.h"
+#include "unix/sk_unix.h"
 
 struct rst_pipe {
 	uint32_t id;		/* pipe_id: the dumped pipe's inode */

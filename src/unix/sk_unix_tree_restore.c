@@ -29,7 +29,8 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
-#include "net/sockets.h"
+#include "net/sock.h"
+#include "unix/sk_unix.h"
 
 #define LISTEN_STATE	10
 #define ESTABLISHED	1

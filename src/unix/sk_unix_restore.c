@@ -38,7 +38,8 @@
 #include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
-#include "net/sockets.h"
+#include "net/sock.h"
+#include "unix/sk_unix.h"
 
 #define LISTEN_STATE	10
 #define ESTABLISHED	1

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
-#include "net/sockets_show.h"
+#include "files/sockets_show.h"
 
 static const char *type_name(uint32_t t)
 {

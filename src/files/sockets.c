@@ -20,7 +20,7 @@
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
 #include "ctx/refusals.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "ctx/proc_tree.h"
 #include "image/image.h"
 #include "fault.h"
@@ -28,38 +28,14 @@
 #include "netlock.h"
 
 #include "files.pb-c.h"
-
-static const char *tcp_state(int s)
-{
-	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
-				       "LAST_ACK", "LISTEN", "CLOSING" };
-
-	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
-}
-
-static void unix_text(const struct sk_diag *s, char *buf, size_t len)
-{
-	const char *type = s->type == SOCK_STREAM ? "stream" :
-			   s->type == SOCK_DGRAM ? "datagram" : "seqpacket";
-	char name[sizeof(s->name) + 16] = "(unnamed)";
-
-	if (s->name_len && s->name[0])
-		snprintf(name, sizeof(name), "%.*s", s->name_len, s->name);
-	else if (s->name_len)
-		snprintf(name, sizeof(name), "@%.*s", s->name_len - 1, s->name + 1);
-	snprintf(buf, len, "a UNIX %s socket %s%s", type, name,
-		 s->state == 10 ? " LISTEN" : s->peer ? " connected" : "");
-}
+#include "files/sockets.h"
+#include "inet/sk_inet.h"
+#include "unix/sk_unix.h"
 
 void sk_describe(const struct sk_diag *s, char *buf, size_t len)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	const char *proto = s->proto == IPPROTO_TCP ? "TCP" :
-			    s->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
-
 	if (s->family == AF_UNIX) {
-		unix_text(s, buf, len);
+		sk_unix_describe(s, buf, len);
 		return;
 	}
 	if (s->family == AF_NETLINK) {
@@ -70,16 +46,7 @@ void sk_describe(const struct sk_diag *s, char *buf, size_t len)
 		sk_packet_describe(s, buf, len);
 		return;
 	}
-	inet_ntop(s->family, s->src, src, sizeof(src));
-	inet_ntop(s->family, s->dst, dst, sizeof(dst));
-	if (s->type == SOCK_RAW) {
-		snprintf(buf, len, "an IPv%c raw socket (protocol %d) %s -> %s",
-			 s->family == AF_INET6 ? '6' : '4', s->proto, src, dst);
-		return;
-	}
-	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
-		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
-		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
+	sk_inet_describe(s, buf, len);
 }
 
 /* A socket sock_diag does not list (packet, raw, netlink, unbound inet): from the fd. */

@@ -20,7 +20,8 @@
 #include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
-#include "net/sockets.h"
+#include "net/sock.h"
+#include "unix/sk_unix.h"
 
 static int load_queues(struct rst *r)
 {

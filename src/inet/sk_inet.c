@@ -25,13 +25,14 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
 #include "log.h"
 #include "nsswitch.h"
 
 #include "files.pb-c.h"
+#include "inet/sk_inet.h"
 
 static int opt_int(int fd, int level, int opt)
 {
@@ -416,4 +417,32 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	fe.id = f->id;
 	fe.isk = &e;
 	return img_write_msg(files, &fe.base);
+}
+
+static const char *tcp_state(int s)
+{
+	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
+				       "LAST_ACK", "LISTEN", "CLOSING" };
+
+	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
+}
+
+/* "a TCP socket 1.2.3.4:5 -> 6.7.8.9:10 ESTABLISHED", "an IPv4 raw socket (protocol 1) ..." */
+void sk_inet_describe(const struct sk_diag *s, char *buf, size_t len)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	const char *proto = s->proto == IPPROTO_TCP ? "TCP" :
+			    s->proto == IPPROTO_UDPLITE ? "UDP-lite" : "UDP";
+
+	inet_ntop(s->family, s->src, src, sizeof(src));
+	inet_ntop(s->family, s->dst, dst, sizeof(dst));
+	if (s->type == SOCK_RAW) {
+		snprintf(buf, len, "an IPv%c raw socket (protocol %d) %s -> %s",
+			 s->family == AF_INET6 ? '6' : '4', s->proto, src, dst);
+		return;
+	}
+	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
+		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
+		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
 }

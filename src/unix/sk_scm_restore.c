@@ -20,6 +20,7 @@
 #include "ctx/restore_ctx.h"
 
 #include "sk-packet.pb-c.h"
+#include "unix/sk_unix.h"
 
 /* The files of e to open: those not yet among r->descs (room: one per files.img entry). */
 static int add_rights(struct rst *r, const SkPacketEntry *e)

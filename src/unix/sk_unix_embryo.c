@@ -21,8 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "log.h"
+#include "unix/sk_unix.h"
 
 #define LISTEN_STATE	10	/* TCP_LISTEN */
 #define ESTABLISHED	1
@@ -140,7 +141,7 @@ const char *sk_unix_pending_unsupported(const struct sk_diag *s, const struct sk
 
 	if (in_process(set, l->ino) && !(set->tree && in_tree(set, s->ino)))
 		return NULL;
-	sk_describe(l, what, sizeof(what));
+	sk_unix_describe(l, what, sizeof(what));
 	snprintf(buf, len, "its connection to %s (socket:[%lu]) is not accepted yet, and that "
 		 "listener is %s", what + 2, (unsigned long)l->ino,
 		 in_process(set, l->ino) ? "shared with another process of the tree" :

@@ -21,8 +21,9 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
-#include "net/tcp_states.h"
-#include "net/sockets.h"
+#include "inet/tcp_states.h"
+#include "net/sock.h"
+#include "inet/sk_inet.h"
 
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss)
 {

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 
 #include "netlock.h"
-#include "net/tcp_peer.h"
+#include "inet/tcp_peer.h"
 
 struct addr {
 	int family;		/* as on the wire */

@@ -33,11 +33,12 @@
 #include "log.h"
 #include "netlock.h"
 #include "ctx/restore_ctx.h"
-#include "net/tcp_peer.h"
-#include "net/tcp_states.h"
+#include "inet/tcp_peer.h"
+#include "inet/tcp_states.h"
 
 #include "tcp-stream.pb-c.h"
-#include "net/sockets.h"
+#include "net/sock.h"
+#include "inet/sk_inet.h"
 
 #define CHUNK	(64 << 10)
 

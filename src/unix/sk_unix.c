@@ -23,12 +23,13 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "image/image.h"
 #include "log.h"
 
 #include "files.pb-c.h"
 #include "sk-packet.pb-c.h"
+#include "unix/sk_unix.h"
 
 #define LISTEN_STATE	10	/* TCP_LISTEN */
 #define ESTABLISHED	1
@@ -93,7 +94,7 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 		char what[256] = "socket";
 
 		if (peer)
-			sk_describe(peer, what, sizeof(what));
+			sk_unix_describe(peer, what, sizeof(what));
 		snprintf(buf, len, "its peer (%s, socket:[%lu]) is outside the %s", what + 2,
 			 (unsigned long)s->peer, set->tree ? "tree" : "process");
 		return buf;
@@ -478,4 +479,19 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img)
 			ret = img_write_raw(img, p->data, p->len);
 	}
 	return ret;
+}
+
+/* "a UNIX stream socket /run/x.sock LISTEN" */
+void sk_unix_describe(const struct sk_diag *s, char *buf, size_t len)
+{
+	const char *type = s->type == SOCK_STREAM ? "stream" :
+			   s->type == SOCK_DGRAM ? "datagram" : "seqpacket";
+	char name[sizeof(s->name) + 16] = "(unnamed)";
+
+	if (s->name_len && s->name[0])
+		snprintf(name, sizeof(name), "%.*s", s->name_len, s->name);
+	else if (s->name_len)
+		snprintf(name, sizeof(name), "@%.*s", s->name_len - 1, s->name + 1);
+	snprintf(buf, len, "a UNIX %s socket %s%s", type, name,
+		 s->state == 10 ? " LISTEN" : s->peer ? " connected" : "");
 }

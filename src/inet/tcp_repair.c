@@ -20,13 +20,14 @@
 
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
-#include "net/sockets.h"
-#include "net/tcp_states.h"
+#include "net/sock.h"
+#include "inet/tcp_states.h"
 #include "image/image.h"
 #include "fault.h"
 #include "log.h"
 
 #include "tcp-stream.pb-c.h"
+#include "inet/sk_inet.h"
 
 struct tcp_stream {
 	uint32_t inq_seq, outq_seq;

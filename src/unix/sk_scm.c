@@ -25,8 +25,9 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
-#include "net/sockets.h"
+#include "net/sock.h"
 #include "log.h"
+#include "unix/sk_unix.h"
 
 int sk_scm_take(struct sk_packet *p, const int *fds, size_t n)
 {

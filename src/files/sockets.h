@@ -1,0 +1,34 @@
+/* The target's socket fds: which can be dumped, each handed to its family (sockets.c). */
+#ifndef MEMDUMP_FILES_SOCKETS_H
+#define MEMDUMP_FILES_SOCKETS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "net/sock.h"
+
+/* sockets.c */
+/* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
+void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r);
+/* Frozen: the table and the target's socket inodes. */
+int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o);
+/* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
+int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+/* Its entry in files.img, and the FD_TYPES__* of that entry. */
+int sockets_write(const struct file_desc *f, struct image *files);
+int sockets_fd_type(const struct file_desc *f);
+/*
+ * A killing dump, before its inventory: the datagram and netlink sockets
+ * found empty are still empty (what arrived since would die with the target).
+ */
+int sockets_check_queues(struct dump_ctx *d);
+/* sk-queues.img and tcp-stream-INO.img */
+int sockets_write_data(struct dump_ctx *d);
+/* After the dump: keep (killed) or release (resumed, failed) repair mode and the lock. */
+void sockets_finish(struct dump_ctx *d, bool killed);
+void sk_state_free(struct sk_state *s);
+void sk_set_free(struct sk_set *s);
+/* "a UNIX stream socket /run/x.sock", "a TCP socket 1.2.3.4:5 -> ... LISTEN" */
+void sk_describe(const struct sk_diag *s, char *buf, size_t len);
+
+#endif

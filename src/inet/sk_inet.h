@@ -1,0 +1,45 @@
+/* TCP, UDP, UDP-lite, ICMP and raw sockets (sk_inet.c), TCP repair (tcp_repair.c); and their restore. */
+#ifndef MEMDUMP_INET_SK_INET_H
+#define MEMDUMP_INET_SK_INET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "ctx/restore_ctx.h"
+#include "net/sock.h"
+
+/* sk_inet.c */
+/* "a TCP socket 1.2.3.4:5 -> 6.7.8.9:10 ESTABLISHED" */
+void sk_inet_describe(const struct sk_diag *s, char *buf, size_t len);
+/* s: the socket as sock_diag lists it (its receive queue), or NULL */
+const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
+				char *buf, size_t len);
+int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_inet_write(const struct file_desc *f, struct image *files);
+
+/* tcp_repair.c: an established connection, read in repair mode on a copy */
+/* A connection state tcp_repair dumps: established, opening (SYN_SENT) or closing. */
+bool tcp_repairable(int state);
+int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
+int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
+void tcp_stream_free(struct tcp_stream *t);
+
+/* Restore */
+/* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
+int sk_inet_open(struct rst *r, const InetSkEntry *e);
+int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
+int inet_fail(const InetSkEntry *e, int err, const char *what);
+
+/* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
+int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
+/* Out of repair mode, the lock still on (a tree: every process's, first) */
+void tcp_unrepair_all(struct rst *r);
+/* Out of repair mode, the lock off, window probes and unsent data */
+void tcp_release_all(struct rst *r);
+void tcp_close_all(struct rst *r);
+
+#endif

@@ -1,0 +1,109 @@
+/* UNIX sockets: dump (sk_unix.c, sk_unix_embryo.c, sk_scm.c) and restore (their _restore.c, sk_unix_tree_restore.c, sk_queue_restore.c). */
+#ifndef MEMDUMP_UNIX_SK_UNIX_H
+#define MEMDUMP_UNIX_SK_UNIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "ctx/restore_ctx.h"
+#include "net/sock.h"
+
+/* sk_unix.c */
+/* "a UNIX stream socket /run/x.sock LISTEN" */
+void sk_unix_describe(const struct sk_diag *s, char *buf, size_t len);
+/* Why this UNIX socket cannot be dumped, or NULL (set: the target's inodes). */
+const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
+				size_t len);
+int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
+int sk_unix_write(const struct file_desc *f, struct image *files);
+int sk_unix_write_queue(const struct file_desc *f, struct image *img);
+
+/* sk_scm.c: files in flight (SCM_RIGHTS) in UNIX socket queues */
+/* Keep n fds received with p (closed on failure). */
+int sk_scm_take(struct sk_packet *p, const int *fds, size_t n);
+/*
+ * Stream: the offset in a peeked run of n bytes with fds (at peek offset off)
+ * where the message with the fds starts, the run's bytes before it coming
+ * from messages without fds; the peek offset is left at off + n.
+ */
+ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
+/* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
+int sk_scm_resolve(struct dump_ctx *d);
+void sk_scm_free(struct sk_packet *p);
+/* sk_unix_embryo.c: connections not accepted yet; datagrams from senders not dumped */
+/* Why listener l's connections not yet accepted cannot be dumped, or NULL. */
+const char *sk_unix_icons_unsupported(const struct sk_diag *l, const struct sk_set *set,
+				      char *buf, size_t len);
+/* The listener whose queue holds client s's connection (its place, 1: first, in *pos), or NULL. */
+const struct sk_diag *sk_unix_pending_listener(const struct sk_set *set, const struct sk_diag *s,
+					       uint32_t *pos);
+/* Why client s, not yet accepted by l, cannot be dumped, or NULL. */
+const char *sk_unix_pending_unsupported(const struct sk_diag *s, const struct sk_diag *l,
+					const struct sk_set *set, char *buf, size_t len);
+/* A datagram socket ESTABLISHED without a peer: connected to one closed since, or
+ * not connected (another connected to it): peer_closed; one that had a name: refused. */
+int sk_unix_dgram_peer_closed(int copy, const struct sk_set *set, struct sk_unix *u);
+/* Why no stand-in can send again to rcv a datagram from a socket not dumped (its address
+ * flen bytes long), or NULL. */
+const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen);
+
+/* Restore */
+/* sk_unix.c: every UNIX socket, at once; sk_queue.c: their queued data */
+int sk_unix_open_all(struct rst *r);
+int sk_queue_plan(struct rst *r);
+/* In the child, before its fds move: the queues, shutdowns, peek offsets. */
+int sk_child_finish(struct rst *r, char *msg, size_t len);
+void sk_queue_free(struct rst *r);
+void sk_helpers_close(struct rst *r);
+/*
+ * sk_scm_restore.c: files in flight (SCM_RIGHTS). Their descriptions added to
+ * r->descs (open_fds(), after the fds' own); the control data of message e
+ * with memdump's fds of them, appended to m's (ctl: len bytes).
+ */
+int sk_scm_descs(struct rst *r);
+struct msghdr;
+int sk_scm_control(struct rst *r, const SkPacketEntry *e, struct msghdr *m, char *ctl,
+		   size_t len);
+/* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
+int sk_unix_new(const UnixSkEntry *u);
+int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
+int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
+/* The address to connect or send to u's name from anywhere (a relative name: made whole). */
+socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* The aliases of names whose file the process had removed, once every socket that
+ * connects to one is made (sk_unix_restore.c). */
+void sk_unix_unlink_gone(struct rst *r);
+
+/*
+ * sk_unix_embryo_restore.c: a client whose connection its listener had not
+ * accepted: made (bound) with the others, connected by the child in the
+ * listener's queue order (planned first); a stand-in socket for the sender of
+ * a datagram the dump did not hold (its fd, or <0).
+ */
+bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u);
+int sk_unix_pending_plan(struct rst *r);
+int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
+/* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
+int sk_unix_dgram_touch(struct rst *r, const UnixSkEntry *u);
+
+/*
+ * sk_unix_tree.c: UNIX sockets whose peer or listener another process of the
+ * tree opens. u's connection to p (another process's), u's end for this one,
+ * p's kept for its process; the entry and memdump's fd of socket ino anywhere
+ * in the tree; the queues of every process planned once all are made; in the
+ * forked child, a sender's credentials' process of the tree waited for.
+ */
+int sk_tree_connect(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
+const UnixSkEntry *sk_tree_entry(struct rst *r, uint32_t ino);
+int sk_tree_fd(struct rst *r, uint32_t ino);
+/* the tree's listener with u's name in *lfd (made ahead if need be): 0; 1 none; <0 */
+int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
+int sk_tree_plan_queues(struct rst *root);
+void sk_tree_wait_pid(struct rst *r, pid_t pid);
+
+#endif
