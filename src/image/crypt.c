@@ -505,18 +505,26 @@ static int open_entry(struct opening *op, int src, int dst, const char *prefix,
 	return ret;
 }
 
+/* A stream of dirfd's entries, on a copy of it (closedir leaves dirfd open); NULL */
+static DIR *opendir_dup(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 /* Every entry of src opened into dst; the top's parent link is the chain's business. */
 static int open_dir(struct opening *op, int src, int dst, const char *prefix, bool top)
 {
-	int fd = dup(src), ret = 0;
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = opendir_dup(src);
 	struct dirent *e;
+	int ret = 0;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return -ENOMEM;
-	}
 	rewinddir(d);
 	while (!ret && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -622,15 +630,12 @@ static int remember(char ***list, int *nr, const char *name, bool **dirs, bool d
  * staging as they are, so that the inventory lists them; they stay unsealed. */
 static int copy_runtime_files(struct img_crypt *c)
 {
-	int fd = dup(c->realfd), ret = 0;
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = opendir_dup(c->realfd);
 	struct dirent *e;
+	int ret = 0;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return -ENOMEM;
-	}
 	while (!ret && (e = readdir(d))) {
 		struct stat st;
 		int in, out;
@@ -774,15 +779,12 @@ static int seal_one(struct img_crypt *c, int src, int dst, const char *prefix, c
 
 static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix)
 {
-	int fd = dup(src), ret = 0;
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = opendir_dup(src);
 	struct dirent *e;
+	int ret = 0;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return -ENOMEM;
-	}
 	while (!ret && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;

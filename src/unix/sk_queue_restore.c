@@ -23,18 +23,27 @@
 #include "net/sock.h"
 #include "unix/sk_unix.h"
 
-static int load_queues(struct rst *r)
+/* sk-queues.img opened: 1; 0: the set has none; <0 */
+int sk_queues_open(struct rst *r, struct image **img)
 {
 	char name[64];
-	struct image *img;
-	SkPacketEntry *e;
 	int ret;
 
 	img_name(IMG_SK_QUEUES, 0, name, sizeof(name));
 	if (faccessat(r->ds.dirfd, name, F_OK, 0))
 		return 0;
-	ret = img_open(r->ds.dirfd, IMG_SK_QUEUES, 0, &img);
-	if (ret)
+	ret = img_open(r->ds.dirfd, IMG_SK_QUEUES, 0, img);
+	return ret ? ret : 1;
+}
+
+static int load_queues(struct rst *r)
+{
+	struct image *img;
+	SkPacketEntry *e;
+	int ret;
+
+	ret = sk_queues_open(r, &img);
+	if (ret <= 0)
 		return ret;
 	while ((ret = img_read_msg(img, &sk_packet_entry__descriptor, (void **)&e)) == 1) {
 		struct sk_msg *m = realloc(r->sk_msgs, (r->nr_sk_msgs + 1) * sizeof(*m));
@@ -68,7 +77,7 @@ static const UnixSkEntry *usk_of(struct rst *r, uint32_t id, bool by_ino)
 	return NULL;
 }
 
-static struct sk_late *new_late(struct rst *r, int op, int fd)
+struct sk_late *sk_late_new(struct rst *r, int op, int fd)
 {
 	struct sk_late *l = realloc(r->sk_late, (r->nr_sk_late + 1) * sizeof(*l));
 
@@ -123,7 +132,7 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 	if (!rcv || fd < 0)
 		return fail(-EIO, "sk-queues.img: a message for socket %u has no sender to send it",
 			    m->e->id_for);
-	l = new_late(r, SK_LATE_SEND, fd);
+	l = sk_late_new(r, SK_LATE_SEND, fd);
 	if (!l)
 		return -ENOMEM;
 	l->msg = m;
@@ -141,13 +150,13 @@ static int plan_after(struct rst *r, const UnixSkEntry *u)
 	bool closed_peer = u->type != SOCK_DGRAM && helper_for(r, u->id) >= 0;
 
 	if (u->has_shutdown && u->shutdown > 0 && u->shutdown < 4 && !closed_peer) {
-		l = new_late(r, SK_LATE_SHUTDOWN, fd);
+		l = sk_late_new(r, SK_LATE_SHUTDOWN, fd);
 		if (!l)
 			return -ENOMEM;
 		l->arg = how[u->shutdown];
 	}
 	if (u->opts->has_so_peek_off && u->opts->so_peek_off >= 0) {
-		l = new_late(r, SK_LATE_PEEK_OFF, fd);
+		l = sk_late_new(r, SK_LATE_PEEK_OFF, fd);
 		if (!l)
 			return -ENOMEM;
 		l->arg = u->opts->so_peek_off;

@@ -55,17 +55,13 @@ static bool ours(struct rst *r, const SkPacketEntry *e)
 
 int sk_scm_descs(struct rst *r)
 {
-	char name[64];
 	struct image *img;
 	SkPacketEntry *e;
 	uint8_t *skip = NULL;
 	int ret;
 
-	img_name(IMG_SK_QUEUES, 0, name, sizeof(name));
-	if (faccessat(r->ds.dirfd, name, F_OK, 0))
-		return 0;
-	ret = img_open(r->ds.dirfd, IMG_SK_QUEUES, 0, &img);
-	if (ret)
+	ret = sk_queues_open(r, &img);
+	if (ret <= 0)
 		return ret;
 	while ((ret = img_read_msg(img, &sk_packet_entry__descriptor, (void **)&e)) == 1) {
 		uint8_t *b = e->length <= (64u << 20) ? realloc(skip, e->length ?: 1) : NULL;

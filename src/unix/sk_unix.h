@@ -55,6 +55,11 @@ const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen);
 /* sk_unix.c: every UNIX socket, at once; sk_queue.c: their queued data */
 int sk_unix_open_all(struct rst *r);
 int sk_queue_plan(struct rst *r);
+/* sk-queues.img opened (1), or the set has none (0); <0 */
+struct image;
+int sk_queues_open(struct rst *r, struct image **img);
+/* One more step for the child (SK_LATE_*) on memdump's fd, zeroed; NULL: no memory */
+struct sk_late *sk_late_new(struct rst *r, int op, int fd);
 /* In the child, before its fds move: the queues, shutdowns, peek offsets. */
 int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);

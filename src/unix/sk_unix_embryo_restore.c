@@ -58,19 +58,6 @@ int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u)
 	return ret;
 }
 
-static struct sk_late *new_connect(struct rst *r)
-{
-	struct sk_late *l = realloc(r->sk_late, (r->nr_sk_late + 1) * sizeof(*l));
-
-	if (!l)
-		return NULL;
-	r->sk_late = l;
-	l = &l[r->nr_sk_late++];
-	memset(l, 0, sizeof(*l));
-	l->op = SK_LATE_CONNECT;
-	return l;
-}
-
 /* The clients of this process to connect, in the order of their listeners' queues. */
 static int cmp_pos(const void *a, const void *b)
 {
@@ -85,11 +72,10 @@ static int plan_one(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *ls = listener_of(r, u->peer);
 	struct rdesc *d = rst_desc(r, u->id);
-	struct sk_late *l = new_connect(r);
+	struct sk_late *l = sk_late_new(r, SK_LATE_CONNECT, d->fd);
 
 	if (!l)
 		return -ENOMEM;
-	l->fd = d->fd;
 	l->tolen = sk_unix_conn_addr(r, ls, &l->to);
 	return 0;
 }
