@@ -9,10 +9,11 @@
  * those files (sk_scm_restore.c).
  *
  * A stream socket joins the bytes of several messages in one read, up to and
- * including the first message with fds: the start of that message is found
- * by peeking one byte at a time from the end of the run (a peek gets the fds
- * only when it starts at their message's first byte), so that the fds come
- * back attached to the same bytes.
+ * including the first message with fds (a peek gets a message's fds from any
+ * of its bytes, and stops after that message): the start of that message is
+ * found by bisection over the run's bytes, one-byte peeks, so that the fds
+ * come back attached to the same bytes. A message with fds longer than one
+ * peek is refused: the next peek, inside it, would give the same fds again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -80,14 +81,36 @@ static int byte_has_fds(int copy, int off)
 ssize_t sk_scm_stream_start(int copy, int off, ssize_t n)
 {
 	int end = off + (int)n, ret = 0;
-	ssize_t k = n - 1;
+	ssize_t lo = 0, hi = n - 1;	/* the run's last byte is the fds message's */
 
-	/* the kernel gives a message's fds to a peek that starts at its first byte only */
-	for (; k > 0 && !ret; k--)
-		ret = byte_has_fds(copy, off + (int)k);
+	/*
+	 * A peek gets a message's fds from any of its bytes, and stops after that
+	 * message: its bytes are the run's end. The first of them, by bisection.
+	 */
+	while (lo < hi && ret >= 0) {
+		ssize_t mid = lo + (hi - lo) / 2;
+
+		ret = byte_has_fds(copy, off + (int)mid);
+		if (ret > 0)
+			hi = mid;
+		else if (!ret)
+			lo = mid + 1;
+	}
 	if (setsockopt(copy, SOL_SOCKET, SO_PEEK_OFF, &end, sizeof(end)) && ret >= 0)
 		ret = -errno;
-	return ret < 0 ? ret : ret ? k + 1 : 0;
+	return ret < 0 ? ret : lo;
+}
+
+/* Does the message with fds that ends a run at peek offset end go on past it? (1, 0, -errno) */
+int sk_scm_stream_goes_on(int copy, int end)
+{
+	int ret = byte_has_fds(copy, end);
+
+	if (ret == -EAGAIN)
+		ret = 0;	/* the queue ends there */
+	if (setsockopt(copy, SOL_SOCKET, SO_PEEK_OFF, &end, sizeof(end)) && ret >= 0)
+		ret = -errno;
+	return ret;
 }
 
 /* An earlier file in flight (of any socket) with the same description as fd: its id. */

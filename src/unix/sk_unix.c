@@ -256,12 +256,18 @@ static int add_stream_run(int copy, int off, struct sk_unix *u, const char *buf,
 			  struct sk_packet *p)
 {
 	ssize_t start = p->nr_fds && n > 1 ? sk_scm_stream_start(copy, off, n) : 0;
+	int ret = start < 0 ? (int)start : 0;
 	struct sk_packet plain = *p;
-	int ret;
 
-	if (start < 0)
-		return fail((int)start, "UNIX socket %lu: cannot peek its queue: %s",
-			    (unsigned long)u->ino, strerror((int)-start));
+	if (!ret && p->nr_fds && n == PEEK_BUF)
+		ret = sk_scm_stream_goes_on(copy, off + (int)n);
+	if (ret > 0)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu has files in flight (SCM_RIGHTS) with a "
+			    "message longer than %d bytes, which memdump cannot dump",
+			    (unsigned long)u->ino, PEEK_BUF);
+	if (ret < 0)
+		return fail(ret, "UNIX socket %lu: cannot peek its queue: %s",
+			    (unsigned long)u->ino, strerror(-ret));
 	plain.fds = NULL;
 	plain.fd_ids = NULL;
 	plain.nr_fds = 0;
@@ -394,6 +400,10 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	ret = s->has_vfs ? read_name_file(u, copy) : 0;
 	if (ret)
 		return ret;
+	if (s->state == LISTEN_STATE && s->nr_icons && u->deleted)
+		return fail(-EOPNOTSUPP, "UNIX socket %lu listens on %.*s, whose file was removed, "
+			    "with connections not yet accepted: memdump cannot connect them again",
+			    (unsigned long)u->ino, u->name_len, u->name);
 	if (sk_unix_pending_listener(&d->sockets, s, &u->accept_pos))	/* CRIU: the listener */
 		u->peer = sk_unix_pending_listener(&d->sockets, s, NULL)->ino;
 	if (s->type == SOCK_DGRAM && s->state == ESTABLISHED && !s->peer &&

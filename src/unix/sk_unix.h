@@ -31,6 +31,8 @@ int sk_scm_take(struct sk_packet *p, const int *fds, size_t n);
  * from messages without fds; the peek offset is left at off + n.
  */
 ssize_t sk_scm_stream_start(int copy, int off, ssize_t n);
+/* Does the message with fds that ends a run at peek offset end go on past it? (1, 0, -errno) */
+int sk_scm_stream_goes_on(int copy, int end);
 /* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
 int sk_scm_resolve(struct dump_ctx *d);
 void sk_scm_free(struct sk_packet *p);
