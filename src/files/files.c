@@ -588,6 +588,28 @@ static int describe_inflight(struct dump_ctx *d, int fd, const char *link, const
 	return d->files.descs[idx].id;
 }
 
+/*
+ * A file in flight the target holds too: its description's id, unless the restored
+ * process opens that description itself once it runs (a pidfd, a namespace file, a
+ * /proc file): memdump would have nothing to send with the message.
+ */
+static int held_inflight(const struct file_set *fs, int id, uint64_t ino, const char *link)
+{
+	for (int i = 0; i < fs->nr_descs; i++) {
+		const struct file_desc *f = &fs->descs[i];
+
+		if (f->id != id)
+			continue;
+		if (f->kind == FK_PIDFD || f->kind == FK_NSFILE ||
+		    (f->kind == FK_REG && f->path && !strncmp(f->path, "/proc/", 6)))
+			return fail(-EOPNOTSUPP, "UNIX socket %lu has a file descriptor in flight "
+				    "(SCM_RIGHTS), %s, that the restored process opens itself, "
+				    "which memdump cannot send again", (unsigned long)ino, link);
+		break;
+	}
+	return id;
+}
+
 int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 {
 	struct file_set *fs = &d->files;
@@ -604,10 +626,19 @@ int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 		return fail(-errno, "UNIX socket %lu: cannot inspect a file in flight: %s",
 			    (unsigned long)ino, strerror(errno));
 	link[n] = 0;
-	for (int i = 0; i < fs->nr_fds; i++)	/* one the target holds too */
-		if (syscall(SYS_kcmp, d->pid, getpid(), KCMP_FILE, fs->fds[i].fd, fd) == 0)
-			return fs->fds[i].id;
+	for (int i = 0; i < fs->nr_fds; i++) {	/* one the target holds too */
+		long same = syscall(SYS_kcmp, d->pid, getpid(), KCMP_FILE, fs->fds[i].fd, fd);
+
+		if (same < 0)
+			return fail(-errno, "UNIX socket %lu: cannot compare a file in flight with "
+				    "the process's (kcmp): %s", (unsigned long)ino, strerror(errno));
+		if (!same)
+			return held_inflight(fs, fs->fds[i].id, ino, link);
+	}
 	why = inflight_unsupported(fd, link, &st);
+	if (!why && fd_kind_of_fd(getpid(), fd, link, &st))
+		why = "a file of a kind the message alone holds (only a pipe end, a FIFO or a "
+		      "regular file can be)";
 	if (why)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has a file descriptor in flight "
 			    "(SCM_RIGHTS) that is %s (%s), which memdump cannot dump",

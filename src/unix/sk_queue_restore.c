@@ -222,8 +222,10 @@ static int send_all(struct rst *r, const struct sk_late *l)
 				return ret;
 		}
 		n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == ESRCH && m.msg_control && e->has_sender && !e->sender) {
-			/* a stand-in's: its sender's process is gone since (it would read 0) */
+		if (n < 0 && errno == ESRCH && m.msg_control && e->has_sender && !e->sender &&
+		    !e->n_scm) {
+			/* a stand-in's: its sender's process is gone since; sent without its
+			 * credentials (a reader with SO_PASSCRED sees the restorer's) */
 			m.msg_control = NULL;
 			m.msg_controllen = 0;
 			n = sendmsg(l->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
