@@ -32,6 +32,7 @@
 #include "common.h"
 #include "fault.h"
 #include "log.h"
+#include "netlock.h"
 #include "restore/restore.h"
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
@@ -760,8 +761,20 @@ static int release_all(struct rst *root)
 		ret = cgroups_move_threads(i ? &root->tree->m[i - 1] : root) ?:
 		      timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
 	if (!ret) {
-		for (size_t i = 0; i <= root->tree->n; i++)	/* every lock still on */
+		bool tcp = false;
+
+		for (size_t i = 0; i <= root->tree->n; i++) {	/* every lock still on */
+			tcp |= (i ? &root->tree->m[i - 1] : root)->nr_tcp > 0;
 			tcp_unrepair_all(i ? &root->tree->m[i - 1] : root);
+		}
+		/*
+		 * A process that shared its fd table held its parent's connections at
+		 * dump, and was locked for them: its lock goes too (none: nft fails,
+		 * silently).
+		 */
+		for (size_t i = 0; tcp && i <= root->tree->n; i++)
+			if (!(i ? &root->tree->m[i - 1] : root)->nr_tcp)
+				netlock_remove(i ? root->tree->m[i - 1].pid : root->pid);
 		for (size_t i = 0; i <= root->tree->n; i++)
 			tcp_release_all(i ? &root->tree->m[i - 1] : root);
 		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
