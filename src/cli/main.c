@@ -186,7 +186,8 @@ int cmd_restore(const struct options *o)
 	struct action_scripts as;
 	struct restore_opts r = {
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
-		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts, o->dir),
+		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts,
+				       o->shown_dir ? o->shown_dir : o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
 		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
@@ -200,12 +201,34 @@ static int find_extents(int fd, struct ghost *g, const char *src)
 	return 0;
 }
 
+/* Does a write lease (or one being broken) sit on st's inode? Any open would break it. */
+static bool write_leased(const struct stat *st)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256], kind[16], mode[16], rw[16];
+	unsigned int maj, min;
+	unsigned long ino;
+	bool leased = false;
+
+	while (f && !leased && fgets(line, sizeof(line), f))
+		leased = sscanf(line, "%*d: %15s %15s %15s %*d %x:%x:%lu", kind, mode, rw, &maj,
+				&min, &ino) == 6 && !strcmp(kind, "LEASE") && strcmp(rw, "READ") &&
+			 ino == st->st_ino && makedev(maj, min) == st->st_dev;
+	if (f)
+		fclose(f);
+	return leased;
+}
+
 /* The data extents of a regular file and their bytes, read through its /proc link. */
 static int read_content(const char *src, struct ghost *g, uint64_t limit)
 {
-	int fd = open(src, O_RDONLY | O_CLOEXEC), ret;
+	int fd, ret;
 	size_t total = 0, at = 0;
 
+	if (write_leased(&g->st))
+		return fail(-EOPNOTSUPP, "the deleted file %s holds a write lease, which reading "
+			    "its content would break", src);
+	fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, "cannot open the deleted file %s: %s", src, strerror(errno));
 	ret = find_extents(fd, g, src);

@@ -321,7 +321,7 @@ static int set_attrs(int fd, const char *path, const GhostFileEntry *ge,
 		return fchown(fd, ge->uid, ge->gid) || fchmod(fd, ge->mode & 07777) ||
 		       futimens(fd, ts) ? -errno : 0;
 	return fchownat(fd, "", ge->uid, ge->gid, AT_EMPTY_PATH) ||
-	       (!S_ISLNK(ge->mode) && chmod(path, ge->mode & 07777)) ||
+	       (!S_ISLNK(ge->mode) && fchmodat(AT_FDCWD, path, ge->mode & 07777, AT_SYMLINK_NOFOLLOW)) ||
 	       utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 

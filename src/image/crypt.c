@@ -388,6 +388,12 @@ static int private_tmpfs(void)
 	/* huge pages where the kernel has them: fewer page faults filling it (best effort) */
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "huge", "within_size", 0))
 		pr_debug("private tmpfs without huge pages: %s", strerror(errno));
+	/* its pages never written to swap: no plaintext on any disk (Linux 6.4) */
+	if (fsconfig(fs, FSCONFIG_SET_FLAG, "noswap", NULL, 0)) {
+		close(fs);
+		return fail(-errno, "cannot make a private tmpfs that is never swapped out "
+			    "(noswap) for the plaintext images: %s", strerror(errno));
+	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "0", 0) ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "0", 0) ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) ||
@@ -433,7 +439,7 @@ static int copy_plain(int in, int out)
 struct opening {
 	const struct img_key *key;
 	uint8_t setid[IMG_SETID_LEN];
-	char show[256];		/* prefix for messages: parent/ ... */
+	char show[(CHAIN_MAX + 1) * 7 + 1];	/* prefix for messages: parent/ ... */
 };
 
 /* Our images must be sealed; a runtime's files and logs are copied as they are. */
@@ -457,7 +463,7 @@ static int open_dir(struct opening *op, int src, int dst, const char *prefix, bo
 static int open_entry(struct opening *op, int src, int dst, const char *prefix,
 		      const struct dirent *e)
 {
-	char name[512], show[800];
+	char name[512], show[sizeof(op->show) + sizeof(name)];
 	int in, out, ret;
 	struct stat st;
 
@@ -561,10 +567,10 @@ static int open_chain(const struct img_key *k, int realfd, int root, int level)
 	char name[32], link[32];
 	int dst, pfd, ret;
 
+	if (level > CHAIN_MAX)
+		return fail(-ELOOP, "image set: more than %d parents", CHAIN_MAX);
 	for (int i = 0; i < level; i++)
 		strcat(op.show, "parent/");
-	if (level > CHAIN_MAX)
-		return fail(-ELOOP, "image set %s: more than %d parents", op.show, CHAIN_MAX);
 	snprintf(name, sizeof(name), "set%d", level);
 	dst = make_dir(root, name);
 	if (dst < 0)
