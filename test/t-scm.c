@@ -11,7 +11,8 @@
  *            the offset is shared), and its own pipe's write end
  *   "four"   both ends of a pipe holding "inside", only in flight
  * stream: "aaaa" (no fds), "bbb" with the pipe's read end, "cc", "d" with the file:
- *   a read of 4 bytes gets "aaaa" and no fds, then "bbb" + fd, then "ccd" + fd.
+ *   a read of 5 bytes gets "aaaab" + fd (the fds go with every byte of their message),
+ *   then "bbccd" + fd.
  * On SIGUSR1 every message is received and every fd checked: the kind of file, its
  * contents, offset and flags, the same socket, the same pipe.
  */
@@ -162,10 +163,9 @@ static void check_stream(void)
 {
 	int fds[MAXFD];
 
-	expect_nfds("aaaa", recv_fds("aaaa", 4, fds), 0);
-	expect_nfds("bbb", recv_fds("bbb", 0, fds), 1);
+	expect_nfds("aaaab", recv_fds("aaaab", 5, fds), 1);
 	check_pipe_rd(fds[0]);
-	expect_nfds("ccd", recv_fds("ccd", 0, fds), 1);
+	expect_nfds("bbccd", recv_fds("bbccd", 0, fds), 1);
 	check_file(fds[0]);
 }
 
