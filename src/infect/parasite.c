@@ -461,7 +461,10 @@ int parasite_pause(struct infect_ctx *c)
 		return fail(err, "cannot stop the parasite in process %d: %s", c->pid,
 			    strerror(-err));
 	p->running = false;
-	return put_thread_regs(&c->threads[0]);
+	err = put_thread_regs(&c->threads[0]);
+	if (!err)
+		rseq_on(c, p);	/* a memdump killed while paused leaves it registered */
+	return err;
 }
 
 static void ring(struct parasite *p)
