@@ -244,7 +244,7 @@ print("READY %d %d" % (os.getpid(), c), flush=True)
 while True:
     time.sleep(1)'
 
-# case_tree_sk_refuse open|queue
+queue$|queue
 case_tree_sk_refuse() {
 	command -p python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + "/outside.sock"); s.listen(1)
@@ -257,7 +257,8 @@ print("READY", flush=True); c, _ = s.accept(); time.sleep(300)' "$T" > "$T/outsi
 	wait_line "$OUT" '^READY' "$OP_TIMEOUT" || fail "the program did not start: $(cat "$T/r.err")"
 	local c; c=$(awk '/^READY/ { print $3 }' "$OUT"); track "$c"
 	command -p python3 -c 'import socket, sys
-x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); x.sendto(b"o", sys.argv[1] + "/u.sock")' "$T" ||
+x = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); x.bind(sys.argv[1] + "/x.sock")
+x.sendto(b"o", sys.argv[1] + "/u.sock")' "$T" ||
 		fail "cannot send the outside datagram"
 	md refuse dump -t "$PID" -D "$T/d"
 	expect_md_error
