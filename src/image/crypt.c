@@ -547,7 +547,7 @@ static int open_dir(struct opening *op, int src, int dst, const char *prefix, bo
 static int open_one_set(struct opening *op, int realfd, int dst)
 {
 	int in = openat(realfd, "inventory.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out, ret;
-	char show[300];
+	char show[sizeof(op->show) + sizeof("inventory.img")];
 
 	snprintf(show, sizeof(show), "%sinventory.img", op->show);
 	if (in < 0)
