@@ -244,7 +244,8 @@ print("READY %d %d" % (os.getpid(), c), flush=True)
 while True:
     time.sleep(1)'
 
-queue$|queue
+# case_tree_sk_refuse open|queue (queue: a datagram from a named sender outside the
+# tree, gone since; an unnamed one is sent again by a stand-in)
 case_tree_sk_refuse() {
 	command -p python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1] + "/outside.sock"); s.listen(1)
