@@ -42,5 +42,7 @@ int read_small_at(int dirfd, const char *name, char *buf, size_t len);
 ssize_t proc_fdinfo(pid_t pid, int fd, char **out);
 /* In such a text, what follows "key" at the start of a line, or NULL. */
 const char *proc_line_after(const char *text, const char *key);
+/* Does fd's open file have any of the open flags in mask (fdinfo "flags:")? false if unreadable. */
+bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
 
 #endif

@@ -245,16 +245,7 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 /* The fd's open file has O_ASYNC (fdinfo "flags:", octal). */
 static bool fd_async(pid_t pid, int fd)
 {
-	char *info = NULL;
-	const char *v;
-	bool on;
-
-	if (proc_fdinfo(pid, fd, &info) < 0)
-		return false;
-	v = proc_line_after(info, "flags:");
-	on = v && (strtoul(v, NULL, 8) & O_ASYNC);
-	free(info);
-	return on;
+	return proc_fd_flag(pid, fd, O_ASYNC);
 }
 
 /*

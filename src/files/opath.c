@@ -12,16 +12,7 @@
 
 bool opath_fd(pid_t pid, int fd)
 {
-	char *info = NULL;
-	const char *v;
-	bool on;
-
-	if (proc_fdinfo(pid, fd, &info) < 0)
-		return false;
-	v = proc_line_after(info, "flags:");
-	on = v && (strtoul(v, NULL, 8) & O_PATH);
-	free(info);
-	return on;
+	return proc_fd_flag(pid, fd, O_PATH);
 }
 
 const char *opath_unsupported(const char *link, const struct stat *st)

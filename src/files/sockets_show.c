@@ -10,20 +10,12 @@
 #include <netinet/in.h>
 
 #include "files/sockets_show.h"
+#include "net/sock.h"
 
 static const char *type_name(uint32_t t)
 {
 	return t == SOCK_STREAM ? "stream" : t == SOCK_DGRAM ? "dgram" :
 	       t == SOCK_SEQPACKET ? "seqpacket" : "?";
-}
-
-static const char *state_name(uint32_t s)
-{
-	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
-				       "LAST_ACK", "LISTEN", "CLOSING" };
-
-	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
 static void unix_text(const UnixSkEntry *u, char *buf, size_t len)
@@ -36,7 +28,7 @@ static void unix_text(const UnixSkEntry *u, char *buf, size_t len)
 		snprintf(name, sizeof(name), "@%.*s", (int)u->name.len - 1,
 			 (const char *)u->name.data + 1);
 	snprintf(buf, len, "unix %s %s %s peer %u%s%s", type_name(u->type), name,
-		 state_name(u->state), u->peer, u->has_shutdown && u->shutdown ? " shutdown " : "",
+		 sk_state_name(u->state), u->peer, u->has_shutdown && u->shutdown ? " shutdown " : "",
 		 !u->has_shutdown || !u->shutdown ? "" : u->shutdown == 1 ? "rd" :
 		 u->shutdown == 2 ? "wr" : "rdwr");
 }
@@ -86,7 +78,7 @@ static void inet_text(const InetSkEntry *e, char *buf, size_t len)
 		 e->proto == IPPROTO_ICMP || e->proto == IPPROTO_ICMPV6 ? "icmp" :
 		 e->proto == IPPROTO_TCP ? "tcp" : e->proto == IPPROTO_UDPLITE ? "udplite" : "udp",
 		 e->family == AF_INET6 ? "6" : "", src, e->src_port, dst, e->dst_port,
-		 state_name(e->state), opts);
+		 sk_state_name(e->state), opts);
 }
 
 /* "netlink 0 port 1234 groups 5,36 -> 0/0" (groups as numbers, then the destination) */

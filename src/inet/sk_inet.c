@@ -42,15 +42,6 @@ static int opt_int(int fd, int level, int opt)
 	return getsockopt(fd, level, opt, &v, &l) ? -1 : v;
 }
 
-static const char *state_name(int s)
-{
-	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
-				       "LAST_ACK", "LISTEN", "CLOSING" };
-
-	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
-}
-
 /*
  * A UDP socket's queue, without touching the socket: a recv(MSG_PEEK) would
  * consume a pending error (an ICMP port unreachable) that the process has not
@@ -183,13 +174,13 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 	}
 	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established) {
 		snprintf(buf, len, "a connection in state %s, dumped only with --tcp-established",
-			 state_name(ti.tcpi_state));
+			 sk_state_name(ti.tcpi_state));
 		return buf;
 	}
 	if (tcp_repairable(ti.tcpi_state))
 		return NULL;
 	snprintf(buf, len, "a connection in state %s, which memdump cannot dump",
-		 state_name(ti.tcpi_state));
+		 sk_state_name(ti.tcpi_state));
 	return buf;
 }
 
@@ -419,15 +410,6 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	return img_write_msg(files, &fe.base);
 }
 
-static const char *tcp_state(int s)
-{
-	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
-				       "LAST_ACK", "LISTEN", "CLOSING" };
-
-	return s > 0 && s < (int)ARRAY_SIZE(names) ? names[s] : "?";
-}
-
 /* "a TCP socket 1.2.3.4:5 -> 6.7.8.9:10 ESTABLISHED", "an IPv4 raw socket (protocol 1) ..." */
 void sk_inet_describe(const struct sk_diag *s, char *buf, size_t len)
 {
@@ -444,5 +426,5 @@ void sk_inet_describe(const struct sk_diag *s, char *buf, size_t len)
 	}
 	snprintf(buf, len, "a %s%s socket %s:%u -> %s:%u%s%s", proto,
 		 s->family == AF_INET6 ? "v6" : "", src, s->sport, dst, s->dport,
-		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? tcp_state(s->state) : "");
+		 s->proto == IPPROTO_TCP ? " " : "", s->proto == IPPROTO_TCP ? sk_state_name(s->state) : "");
 }

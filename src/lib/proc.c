@@ -272,3 +272,17 @@ bool self_capable(int cap)
 	cap_free(caps);
 	return v == CAP_SET;
 }
+
+bool proc_fd_flag(pid_t pid, int fd, unsigned long mask)
+{
+	char *info = NULL;
+	const char *v;
+	bool on;
+
+	if (proc_fdinfo(pid, fd, &info) < 0)
+		return false;
+	v = proc_line_after(info, "flags:");
+	on = v && (strtoul(v, NULL, 8) & mask);
+	free(info);
+	return on;
+}

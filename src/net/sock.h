@@ -89,6 +89,8 @@ struct sk_table {
 int sk_table_load(struct sk_table *t);
 const struct sk_diag *sk_table_find(const struct sk_table *t, uint64_t ino);
 void sk_table_free(struct sk_table *t);
+/* A socket state's name (TCP_ESTABLISHED ... TCP_CLOSING, the kernel's numbers), or "?" */
+const char *sk_state_name(int s);
 
 /* The common options, read from and set on a copy of the fd (sk_opts.c). */
 struct sk_opts {

@@ -393,3 +393,12 @@ void sk_table_free(struct sk_table *t)
 	t->v = NULL;
 	t->n = 0;
 }
+
+const char *sk_state_name(int s)
+{
+	static const char *names[] = { "?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+				       "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT",
+				       "LAST_ACK", "LISTEN", "CLOSING" };
+
+	return s > 0 && s < (int)(sizeof(names) / sizeof(names[0])) ? names[s] : "?";
+}
