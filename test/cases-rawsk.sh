@@ -108,3 +108,11 @@ time.sleep(120)' > "$OUT" 2>&1 < /dev/null &
 	check_child_pass
 }
 add rawsk-err-outside case_rawsk_err_outside
+
+# Every memdump process killed while the parasite runs in a process with packet
+# sockets (rings, memberships, fanout): it runs on untraced, its sockets as they
+# were (t-rawsk's own check), no parasite left, no image set.
+case_rawsk_worker_killed() {
+	START_WRAP="$TESTSRC/netns-wrap" case_fk_worker_killed t-rawsk packet
+}
+add rawsk-packet-worker-killed case_rawsk_worker_killed
