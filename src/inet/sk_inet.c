@@ -34,14 +34,6 @@
 #include "files.pb-c.h"
 #include "inet/sk_inet.h"
 
-static int opt_int(int fd, int level, int opt)
-{
-	int v = 0;
-	socklen_t l = sizeof(v);
-
-	return getsockopt(fd, level, opt, &v, &l) ? -1 : v;
-}
-
 /*
  * A UDP socket's queue, without touching the socket: a recv(MSG_PEEK) would
  * consume a pending error (an ICMP port unreachable) that the process has not
@@ -68,7 +60,7 @@ static bool closed_connection(int copy)
 {
 	struct sockaddr_storage ss;
 
-	return peer_of_unconnected(copy, opt_int(copy, SOL_SOCKET, SO_DOMAIN), &ss);
+	return peer_of_unconnected(copy, sk_int_opt(copy, SOL_SOCKET, SO_DOMAIN), &ss);
 }
 
 static bool is_ping(int type, int proto)
@@ -120,7 +112,7 @@ static bool in_home_netns(int copy)
  */
 static const char *ping_unsupported(int copy, int proto)
 {
-	int family = opt_int(copy, SOL_SOCKET, SO_DOMAIN), fd;
+	int family = sk_int_opt(copy, SOL_SOCKET, SO_DOMAIN), fd;
 
 	if (!in_home_netns(copy))
 		return "an ICMP socket of another network namespace, whose "
@@ -136,7 +128,7 @@ static const char *ping_unsupported(int copy, int proto)
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
 				char *buf, size_t len)
 {
-	int type = opt_int(copy, SOL_SOCKET, SO_TYPE), proto = opt_int(copy, SOL_SOCKET, SO_PROTOCOL);
+	int type = sk_int_opt(copy, SOL_SOCKET, SO_TYPE), proto = sk_int_opt(copy, SOL_SOCKET, SO_PROTOCOL);
 	struct tcp_info ti;
 	socklen_t l = sizeof(ti);
 
@@ -222,10 +214,10 @@ static void read_raw_opts(int copy, struct sk_inet *in)
 	bool v6 = in->family == AF_INET6;
 	socklen_t l = v6 ? 8 * sizeof(uint32_t) : sizeof(uint32_t);
 
-	in->hdrincl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_HDRINCL) :
-			   opt_int(copy, IPPROTO_IP, IP_HDRINCL);
-	in->nodefrag = v6 ? -1 : opt_int(copy, IPPROTO_IP, IP_NODEFRAG);
-	in->checksum = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_CHECKSUM) : -1;
+	in->hdrincl = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_HDRINCL) :
+			   sk_int_opt(copy, IPPROTO_IP, IP_HDRINCL);
+	in->nodefrag = v6 ? -1 : sk_int_opt(copy, IPPROTO_IP, IP_NODEFRAG);
+	in->checksum = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_CHECKSUM) : -1;
 	if (in->proto != (v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP))
 		return;
 	if (!getsockopt(copy, v6 ? IPPROTO_ICMPV6 : SOL_RAW, 1 /* ICMP_FILTER, ICMPV6_FILTER */,
@@ -237,33 +229,33 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 {
 	bool v6 = in->family == AF_INET6;
 
-	in->v6only = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_V6ONLY) : 0;
-	in->freebind = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_FREEBIND) :
-			    opt_int(copy, IPPROTO_IP, IP_FREEBIND);
-	in->pktinfo = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_RECVPKTINFO) :
-			   opt_int(copy, IPPROTO_IP, IP_PKTINFO);
-	in->recverr = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_RECVERR) :
-			   opt_int(copy, IPPROTO_IP, IP_RECVERR);
-	in->mtu_discover = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_MTU_DISCOVER) :
-				opt_int(copy, IPPROTO_IP, IP_MTU_DISCOVER);
-	in->transparent = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TRANSPARENT) :
-			       opt_int(copy, IPPROTO_IP, IP_TRANSPARENT);
-	in->tos = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_TCLASS) : opt_int(copy, IPPROTO_IP, IP_TOS);
-	in->ttl = v6 ? opt_int(copy, IPPROTO_IPV6, IPV6_UNICAST_HOPS) :
-		       opt_int(copy, IPPROTO_IP, IP_TTL);
+	in->v6only = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_V6ONLY) : 0;
+	in->freebind = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_FREEBIND) :
+			    sk_int_opt(copy, IPPROTO_IP, IP_FREEBIND);
+	in->pktinfo = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_RECVPKTINFO) :
+			   sk_int_opt(copy, IPPROTO_IP, IP_PKTINFO);
+	in->recverr = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_RECVERR) :
+			   sk_int_opt(copy, IPPROTO_IP, IP_RECVERR);
+	in->mtu_discover = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_MTU_DISCOVER) :
+				sk_int_opt(copy, IPPROTO_IP, IP_MTU_DISCOVER);
+	in->transparent = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_TRANSPARENT) :
+			       sk_int_opt(copy, IPPROTO_IP, IP_TRANSPARENT);
+	in->tos = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_TCLASS) : sk_int_opt(copy, IPPROTO_IP, IP_TOS);
+	in->ttl = v6 ? sk_int_opt(copy, IPPROTO_IPV6, IPV6_UNICAST_HOPS) :
+		       sk_int_opt(copy, IPPROTO_IP, IP_TTL);
 	if (in->type == SOCK_RAW)
 		read_raw_opts(copy, in);
 	if (in->proto == IPPROTO_UDPLITE) {
-		in->send_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_SEND_CSCOV);
-		in->recv_cscov = opt_int(copy, SOL_UDPLITE, UDPLITE_RECV_CSCOV);
+		in->send_cscov = sk_int_opt(copy, SOL_UDPLITE, UDPLITE_SEND_CSCOV);
+		in->recv_cscov = sk_int_opt(copy, SOL_UDPLITE, UDPLITE_RECV_CSCOV);
 	}
 	if (in->proto != IPPROTO_TCP)
 		return;
-	in->nodelay = opt_int(copy, SOL_TCP, TCP_NODELAY);
-	in->cork = opt_int(copy, SOL_TCP, TCP_CORK);
-	in->keepcnt = opt_int(copy, SOL_TCP, TCP_KEEPCNT);
-	in->keepidle = opt_int(copy, SOL_TCP, TCP_KEEPIDLE);
-	in->keepintvl = opt_int(copy, SOL_TCP, TCP_KEEPINTVL);
+	in->nodelay = sk_int_opt(copy, SOL_TCP, TCP_NODELAY);
+	in->cork = sk_int_opt(copy, SOL_TCP, TCP_CORK);
+	in->keepcnt = sk_int_opt(copy, SOL_TCP, TCP_KEEPCNT);
+	in->keepidle = sk_int_opt(copy, SOL_TCP, TCP_KEEPIDLE);
+	in->keepintvl = sk_int_opt(copy, SOL_TCP, TCP_KEEPINTVL);
 }
 
 /*
@@ -289,8 +281,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	struct tcp_info ti;
 
 	in->family = st->family;
-	in->type = opt_int(copy, SOL_SOCKET, SO_TYPE);
-	in->proto = opt_int(copy, SOL_SOCKET, SO_PROTOCOL);
+	in->type = sk_int_opt(copy, SOL_SOCKET, SO_TYPE);
+	in->proto = sk_int_opt(copy, SOL_SOCKET, SO_PROTOCOL);
 	if (!getsockname(copy, (struct sockaddr *)&ss, &l))
 		split_addr(&ss, in->src, &in->sport);
 	l = sizeof(ss);

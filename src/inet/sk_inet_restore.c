@@ -69,17 +69,6 @@ int inet_fail(const InetSkEntry *e, int err, const char *what)
 		    b, e->dst_port, what, strerror(-err));
 }
 
-/* Set opt to v unless the new socket has it already. */
-static int keep_opt(int fd, int level, int opt, int v)
-{
-	int cur = 0;
-	socklen_t l = sizeof(cur);
-
-	if (!getsockopt(fd, level, opt, &cur, &l) && cur == v)
-		return 0;
-	return setsockopt(fd, level, opt, &v, sizeof(v)) ? -errno : 0;
-}
-
 /* The options ip_opts_entry has a flag for: v6 sets the IPV6_ one of the same meaning. */
 static int set_ip_flags(int fd, const IpOptsEntry *ip, bool v6)
 {
@@ -94,8 +83,8 @@ static int set_ip_flags(int fd, const IpOptsEntry *ip, bool v6)
 
 	for (size_t i = 0; i < ARRAY_SIZE(o) && !ret; i++)
 		if (o[i].has)
-			ret = v6 ? keep_opt(fd, IPPROTO_IPV6, o[i].v6, o[i].v) :
-				   keep_opt(fd, IPPROTO_IP, o[i].v4, o[i].v);
+			ret = v6 ? sk_keep_int_opt(fd, IPPROTO_IPV6, o[i].v6, o[i].v) :
+				   sk_keep_int_opt(fd, IPPROTO_IP, o[i].v4, o[i].v);
 	return ret;
 }
 
@@ -106,15 +95,15 @@ static int set_ip_opts(int fd, const InetSkEntry *e)
 	int ret = 0;
 
 	if (v6 && e->has_v6only)
-		ret = keep_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, e->v6only);
+		ret = sk_keep_int_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, e->v6only);
 	if (!ret && ip)
 		ret = set_ip_flags(fd, ip, v6);
 	if (!ret && ip && ip->has_tos)
-		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_TCLASS, ip->tos) :
-			   keep_opt(fd, IPPROTO_IP, IP_TOS, ip->tos);
+		ret = v6 ? sk_keep_int_opt(fd, IPPROTO_IPV6, IPV6_TCLASS, ip->tos) :
+			   sk_keep_int_opt(fd, IPPROTO_IP, IP_TOS, ip->tos);
 	if (!ret && ip && ip->has_ttl)
-		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ip->ttl) :
-			   keep_opt(fd, IPPROTO_IP, IP_TTL, ip->ttl);
+		ret = v6 ? sk_keep_int_opt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, ip->ttl) :
+			   sk_keep_int_opt(fd, IPPROTO_IP, IP_TTL, ip->ttl);
 	return ret;
 }
 
@@ -125,9 +114,9 @@ static int set_udplite_opts(int fd, const InetSkEntry *e)
 	if (e->proto != IPPROTO_UDPLITE)
 		return 0;
 	if (e->has_udplite_send_cscov)
-		ret = keep_opt(fd, SOL_UDPLITE, UDPLITE_SEND_CSCOV, e->udplite_send_cscov);
+		ret = sk_keep_int_opt(fd, SOL_UDPLITE, UDPLITE_SEND_CSCOV, e->udplite_send_cscov);
 	if (!ret && e->has_udplite_recv_cscov)
-		ret = keep_opt(fd, SOL_UDPLITE, UDPLITE_RECV_CSCOV, e->udplite_recv_cscov);
+		ret = sk_keep_int_opt(fd, SOL_UDPLITE, UDPLITE_RECV_CSCOV, e->udplite_recv_cscov);
 	return ret;
 }
 
@@ -141,12 +130,12 @@ static int set_raw_opts(int fd, const InetSkEntry *e)
 	if (!raw || e->type != SOCK_RAW)
 		return 0;
 	if (raw->has_hdrincl)
-		ret = v6 ? keep_opt(fd, IPPROTO_IPV6, IPV6_HDRINCL, raw->hdrincl) :
-			   keep_opt(fd, IPPROTO_IP, IP_HDRINCL, raw->hdrincl);
+		ret = v6 ? sk_keep_int_opt(fd, IPPROTO_IPV6, IPV6_HDRINCL, raw->hdrincl) :
+			   sk_keep_int_opt(fd, IPPROTO_IP, IP_HDRINCL, raw->hdrincl);
 	if (!ret && raw->has_nodefrag && !v6)
-		ret = keep_opt(fd, IPPROTO_IP, IP_NODEFRAG, raw->nodefrag);
+		ret = sk_keep_int_opt(fd, IPPROTO_IP, IP_NODEFRAG, raw->nodefrag);
 	if (!ret && raw->has_checksum_offset && v6)
-		ret = keep_opt(fd, IPPROTO_IPV6, IPV6_CHECKSUM, raw->checksum_offset);
+		ret = sk_keep_int_opt(fd, IPPROTO_IPV6, IPV6_CHECKSUM, raw->checksum_offset);
 	if (!ret && raw->n_icmpv_filter &&
 	    setsockopt(fd, v6 ? IPPROTO_ICMPV6 : SOL_RAW, 1, raw->icmpv_filter,
 		       raw->n_icmpv_filter * sizeof(uint32_t)))
@@ -162,15 +151,15 @@ static int set_tcp_opts(int fd, const InetSkEntry *e)
 	if (!t || e->proto != IPPROTO_TCP)
 		return 0;
 	if (t->has_nodelay)
-		ret = keep_opt(fd, SOL_TCP, TCP_NODELAY, t->nodelay);
+		ret = sk_keep_int_opt(fd, SOL_TCP, TCP_NODELAY, t->nodelay);
 	if (!ret && t->has_cork)
-		ret = keep_opt(fd, SOL_TCP, TCP_CORK, t->cork);
+		ret = sk_keep_int_opt(fd, SOL_TCP, TCP_CORK, t->cork);
 	if (!ret && t->has_keepcnt && t->keepcnt)
-		ret = keep_opt(fd, SOL_TCP, TCP_KEEPCNT, t->keepcnt);
+		ret = sk_keep_int_opt(fd, SOL_TCP, TCP_KEEPCNT, t->keepcnt);
 	if (!ret && t->has_keepidle && t->keepidle)
-		ret = keep_opt(fd, SOL_TCP, TCP_KEEPIDLE, t->keepidle);
+		ret = sk_keep_int_opt(fd, SOL_TCP, TCP_KEEPIDLE, t->keepidle);
 	if (!ret && t->has_keepintvl && t->keepintvl)
-		ret = keep_opt(fd, SOL_TCP, TCP_KEEPINTVL, t->keepintvl);
+		ret = sk_keep_int_opt(fd, SOL_TCP, TCP_KEEPINTVL, t->keepintvl);
 	return ret;
 }
 

@@ -26,6 +26,15 @@ static int get_int(int fd, int opt, int *v)
 	return getsockopt(fd, SOL_SOCKET, opt, v, &l) ? -errno : 0;
 }
 
+/* An int option at any level, or -1 if the socket has none. */
+int sk_int_opt(int fd, int level, int opt)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, level, opt, &v, &l) ? -1 : v;
+}
+
 /* SO_GET_FILTER: the classic BPF program attached, if any. */
 static int read_filter(int fd, struct sk_opts *o)
 {

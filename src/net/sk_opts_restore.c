@@ -107,6 +107,20 @@ static int set_buffers(int fd, const SkOptsEntry *o, char *why, size_t len)
 	return ret;
 }
 
+/*
+ * Set an int option to v unless the new socket has it already: some say
+ * EBUSY to any set once in use (a packet socket's ring).
+ */
+int sk_keep_int_opt(int fd, int level, int opt, int v)
+{
+	int cur = 0;
+	socklen_t l = sizeof(cur);
+
+	if (!getsockopt(fd, level, opt, &cur, &l) && cur == v)
+		return 0;
+	return setsockopt(fd, level, opt, &v, sizeof(v)) ? -errno : 0;
+}
+
 int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len)
 {
 	int ret = set_buffers(fd, o, why, len);

@@ -189,14 +189,6 @@ const char *sk_packet_unsupported(int copy, const struct sk_diag *s, const struc
 	return why ? why : rings_unsupported(copy, s->pk, buf, len);
 }
 
-static int opt_int(int fd, int opt)
-{
-	int v = 0;
-	socklen_t l = sizeof(v);
-
-	return getsockopt(fd, SOL_PACKET, opt, &v, &l) ? -1 : v;
-}
-
 int sk_packet_collect(int copy, const struct sk_diag *s, struct sk_state *st)
 {
 	struct sk_pkt *pk = &st->pk;
@@ -221,10 +213,10 @@ int sk_packet_collect(int copy, const struct sk_diag *s, struct sk_state *st)
 		memcpy(pk->mc, s->pk->mc, s->pk->nr_mc * sizeof(*pk->mc));
 		pk->nr_mc = s->pk->nr_mc;
 	}
-	pk->qdisc_bypass = opt_int(copy, PACKET_QDISC_BYPASS);
-	pk->ignore_outgoing = opt_int(copy, PACKET_IGNORE_OUTGOING);
-	pk->tx_has_off = opt_int(copy, PACKET_TX_HAS_OFF);
-	pk->vnet_hdr_sz = opt_int(copy, PACKET_VNET_HDR_SZ);
+	pk->qdisc_bypass = sk_int_opt(copy, SOL_PACKET, PACKET_QDISC_BYPASS);
+	pk->ignore_outgoing = sk_int_opt(copy, SOL_PACKET, PACKET_IGNORE_OUTGOING);
+	pk->tx_has_off = sk_int_opt(copy, SOL_PACKET, PACKET_TX_HAS_OFF);
+	pk->vnet_hdr_sz = sk_int_opt(copy, SOL_PACKET, PACKET_VNET_HDR_SZ);
 	return 0;
 }
 

@@ -31,17 +31,6 @@ static int pk_fail(const PacketSockEntry *e, int err, const char *what)
 		    e->type, ntohs(e->protocol), e->ifindex, what, strerror(-err));
 }
 
-/* Set opt to v unless the new socket has it already (some say EBUSY once a ring is set). */
-static int keep_opt(int fd, int opt, int v)
-{
-	int cur = 0;
-	socklen_t l = sizeof(cur);
-
-	if (!getsockopt(fd, SOL_PACKET, opt, &cur, &l) && cur == v)
-		return 0;
-	return setsockopt(fd, SOL_PACKET, opt, &v, sizeof(v)) ? -errno : 0;
-}
-
 static int set_packet_opts(int fd, const PacketSockEntry *e)
 {
 	const struct { bool has; int opt, v; const char *name; } o[] = {
@@ -70,7 +59,7 @@ static int set_packet_opts(int fd, const PacketSockEntry *e)
 		/* PACKET_COPY_THRESH cannot be read: always set */
 		ret = o[i].opt == PACKET_COPY_THRESH ?
 		      (setsockopt(fd, SOL_PACKET, o[i].opt, &o[i].v, sizeof(int)) ? -errno : 0) :
-		      keep_opt(fd, o[i].opt, o[i].v);
+		      sk_keep_int_opt(fd, SOL_PACKET, o[i].opt, o[i].v);
 		if (!ret)
 			continue;
 		snprintf(what, sizeof(what), "cannot set %s to %d", o[i].name, o[i].v);

@@ -31,10 +31,14 @@
 #include "packet-sock.pb-c.h"
 #include "sk-inet.pb-c.h"
 #include "sk-netlink.pb-c.h"
-#include "sk-opts.pb-c.h"
 #include "sk-unix.pb-c.h"
-#include <sys/socket.h>
-#include <sys/un.h>
+
+/* The states sock_diag and the images give every family (TCP's numbering). */
+#define SK_ESTABLISHED	1
+#define SK_LISTEN	10
+
+/* The most fds one SCM_RIGHTS message carries (the kernel's SCM_MAX_FD). */
+#define SCM_MAX_FD	253
 
 struct dump_ctx;
 struct dump_opts;
@@ -207,6 +211,8 @@ struct sk_set {
 
 /* sk_opts.c */
 int sk_opts_read(int fd, struct sk_opts *o);
+/* An int option at any level, or -1 */
+int sk_int_opt(int fd, int level, int opt);
 void sk_opts_free(struct sk_opts *o);
 void sk_opts_fill(const struct sk_opts *o, SkOptsEntry *e);
 
@@ -232,6 +238,8 @@ struct rst;
 
 /* sk_opts.c: the common options of a new socket; <0 with what failed in why */
 int sk_opts_apply(int fd, const SkOptsEntry *o, bool reuseaddr, char *why, size_t len);
+/* set an int option unless it has that value already; -errno */
+int sk_keep_int_opt(int fd, int level, int opt, int v);
 
 /* sk_netlink.c: a netlink socket (memdump's fd), or <0 after fail() */
 int sk_netlink_open(const NetlinkSkEntry *e);

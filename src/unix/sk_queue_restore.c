@@ -201,7 +201,7 @@ static void add_creds(const SkPacketEntry *e, struct msghdr *m, char *ctl, size_
 static int send_all(struct rst *r, const struct sk_late *l)
 {
 	const SkPacketEntry *e = l->msg->e;
-	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(253 * sizeof(int))];
+	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(SCM_MAX_FD * sizeof(int))];
 	size_t off = 0;
 
 	do {

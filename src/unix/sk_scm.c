@@ -59,7 +59,7 @@ void sk_scm_free(struct sk_packet *p)
 /* Does the byte at peek offset off belong to a message with fds? (1, 0, or -errno) */
 static int byte_has_fds(int copy, int off)
 {
-	char ctl[CMSG_SPACE(253 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred)) + 64], c;
+	char ctl[CMSG_SPACE(SCM_MAX_FD * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred)) + 64], c;
 	struct iovec iov = { &c, 1 };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
 			    .msg_controllen = sizeof(ctl) };

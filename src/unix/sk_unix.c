@@ -31,8 +31,6 @@
 #include "sk-packet.pb-c.h"
 #include "unix/sk_unix.h"
 
-#define LISTEN_STATE	10	/* TCP_LISTEN */
-#define ESTABLISHED	1
 #define PEEK_BUF	(1 << 20)
 
 static bool in_process(const struct sk_set *set, uint64_t ino)
@@ -73,7 +71,7 @@ static bool has_listener(const struct sk_set *set, const struct sk_diag *s)
 	for (size_t i = 0; i < nr_all(set); i++) {
 		const struct sk_diag *l = sk_table_find(&set->diag, nth_ino(set, i));
 
-		if (l && l->family == AF_UNIX && l->state == LISTEN_STATE && same_name(l, s))
+		if (l && l->family == AF_UNIX && l->state == SK_LISTEN && same_name(l, s))
 			return true;
 	}
 	return false;
@@ -86,7 +84,7 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 	bool stream = s->type != SOCK_DGRAM;
 	const struct sk_diag *l = sk_unix_pending_listener(set, s, NULL);
 
-	if (s->state == LISTEN_STATE && s->nr_icons)
+	if (s->state == SK_LISTEN && s->nr_icons)
 		return sk_unix_icons_unsupported(s, set, buf, len);
 	if (l)
 		return sk_unix_pending_unsupported(s, l, set, buf, len);
@@ -99,7 +97,7 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 			 (unsigned long)s->peer, set->tree ? "tree" : "process");
 		return buf;
 	}
-	if (stream && s->state == ESTABLISHED && s->name_len && !has_listener(set, s) &&
+	if (stream && s->state == SK_ESTABLISHED && s->name_len && !has_listener(set, s) &&
 	    peer && peer->name_len)
 		return set->tree ? "it is named and connected to a named socket, and no listening "
 				   "socket of the tree has its name (which end was accepted cannot be "
@@ -127,7 +125,7 @@ static uint64_t dgram_sender(const struct sk_set *set, const struct sk_diag *rcv
 	for (size_t i = 0; i < nr_all(set); i++) {
 		const struct sk_diag *s = sk_table_find(&set->diag, nth_ino(set, i));
 
-		if (!s || s->family != AF_UNIX || s->state == LISTEN_STATE || s->name_len != nlen)
+		if (!s || s->family != AF_UNIX || s->state == SK_LISTEN || s->name_len != nlen)
 			continue;
 		/* unnamed senders look all the same: one connected to the receiver */
 		if (nlen ? !memcmp(s->name, from->sun_path, nlen) : s->peer == rcv->ino)
@@ -181,7 +179,7 @@ static int add_packet(struct sk_unix *u, const void *buf, size_t len, const stru
 static ssize_t peek_one(int copy, char *buf, struct sk_packet *p, struct sockaddr_un *from,
 			socklen_t *flen, int *err)
 {
-	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(253 * sizeof(int)) + 256];
+	char ctl[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(SCM_MAX_FD * sizeof(int)) + 256];
 	struct iovec iov = { buf, PEEK_BUF };
 	struct msghdr m = { .msg_name = from, .msg_namelen = sizeof(*from), .msg_iov = &iov,
 			    .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
@@ -394,22 +392,22 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	u->ino = s->ino;
 	u->peer = s->peer;
 	u->shutdown = s->shutdown;
-	u->backlog = s->state == LISTEN_STATE ? s->wqueue : 0;
+	u->backlog = s->state == SK_LISTEN ? s->wqueue : 0;
 	u->name_len = s->name_len;
 	memcpy(u->name, s->name, s->name_len);
 	ret = s->has_vfs ? read_name_file(u, copy) : 0;
 	if (ret)
 		return ret;
-	if (s->state == LISTEN_STATE && s->nr_icons && u->deleted)
+	if (s->state == SK_LISTEN && s->nr_icons && u->deleted)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu listens on %.*s, whose file was removed, "
 			    "with connections not yet accepted: memdump cannot connect them again",
 			    (unsigned long)u->ino, u->name_len, u->name);
 	if (sk_unix_pending_listener(&d->sockets, s, &u->accept_pos))	/* CRIU: the listener */
 		u->peer = sk_unix_pending_listener(&d->sockets, s, NULL)->ino;
-	if (s->type == SOCK_DGRAM && s->state == ESTABLISHED && !s->peer &&
+	if (s->type == SOCK_DGRAM && s->state == SK_ESTABLISHED && !s->peer &&
 	    (ret = sk_unix_dgram_peer_closed(copy, &d->sockets, u)))
 		return ret;
-	if (s->type != SOCK_DGRAM && s->state != ESTABLISHED)
+	if (s->type != SOCK_DGRAM && s->state != SK_ESTABLISHED)
 		return 0;	/* listening or not connected: no queue */
 	return read_queue(d, copy, s, st);
 }

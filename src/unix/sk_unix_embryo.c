@@ -25,9 +25,6 @@
 #include "log.h"
 #include "unix/sk_unix.h"
 
-#define LISTEN_STATE	10	/* TCP_LISTEN */
-#define ESTABLISHED	1
-
 static bool holds(const uint64_t *inos, size_t n, uint64_t ino)
 {
 	for (size_t i = 0; i < n; i++)
@@ -57,7 +54,7 @@ static bool tree_accepted(const struct sk_set *set, const struct sk_diag *l)
 	for (size_t i = 0; i < set->nr_tree_inos; i++) {
 		const struct sk_diag *s = sk_table_find(&set->diag, set->tree_inos[i]);
 
-		if (s && s->family == AF_UNIX && s->state == ESTABLISHED && s->type == l->type &&
+		if (s && s->family == AF_UNIX && s->state == SK_ESTABLISHED && s->type == l->type &&
 		    s->name_len == l->name_len && !memcmp(s->name, l->name, l->name_len))
 			return true;
 	}
@@ -117,12 +114,12 @@ const char *sk_unix_icons_unsupported(const struct sk_diag *l, const struct sk_s
 const struct sk_diag *sk_unix_pending_listener(const struct sk_set *set, const struct sk_diag *s,
 					       uint32_t *pos)
 {
-	if (s->family != AF_UNIX || s->type == SOCK_DGRAM || s->state != ESTABLISHED || s->peer)
+	if (s->family != AF_UNIX || s->type == SOCK_DGRAM || s->state != SK_ESTABLISHED || s->peer)
 		return NULL;
 	for (size_t i = 0; i < set->diag.n; i++) {
 		const struct sk_diag *l = &set->diag.v[i];
 
-		if (l->family != AF_UNIX || l->state != LISTEN_STATE || !l->icons)
+		if (l->family != AF_UNIX || l->state != SK_LISTEN || !l->icons)
 			continue;
 		for (uint32_t k = 0; k < l->nr_icons; k++)
 			if (l->icons[k] == s->ino) {
@@ -153,16 +150,16 @@ const char *sk_unix_standin_refused(const struct sk_diag *rcv, socklen_t flen)
 {
 	if (flen > offsetof(struct sockaddr_un, sun_path))
 		return "its sender has a name, which no stand-in can send from";
-	if (rcv->state == ESTABLISHED && rcv->peer)
+	if (rcv->state == SK_ESTABLISHED && rcv->peer)
 		return "the receiver is connected to another socket since, so that no stand-in "
 		       "can send it again";
-	if (rcv->state != ESTABLISHED && !rcv->name_len)
+	if (rcv->state != SK_ESTABLISHED && !rcv->name_len)
 		return "the receiver has no name a stand-in could send it to";
 	return NULL;
 }
 
 /*
- * A datagram socket is ESTABLISHED once it connects, and once another
+ * A datagram socket is SK_ESTABLISHED once it connects, and once another
  * connects to it; its peer closed, sock_diag shows no peer: getpeername()
  * tells the closed peer (its name) from none (ENOTCONN). Connected to its
  * closed peer's stand-in on restore, no other socket may then connect or send

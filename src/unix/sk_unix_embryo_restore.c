@@ -21,9 +21,6 @@
 #include "net/sock.h"
 #include "unix/sk_unix.h"
 
-#define LISTEN_STATE	10
-#define ESTABLISHED	1
-
 /* The listener entry with ino: this process's, or (a tree) another's. */
 static const UnixSkEntry *listener_of(struct rst *r, uint32_t ino)
 {
@@ -31,19 +28,19 @@ static const UnixSkEntry *listener_of(struct rst *r, uint32_t ino)
 		const FileEntry *fe = r->ds.files[i];
 
 		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino)
-			return fe->usk->state == LISTEN_STATE ? fe->usk : NULL;
+			return fe->usk->state == SK_LISTEN ? fe->usk : NULL;
 	}
 	if (r->tree) {
 		const UnixSkEntry *l = sk_tree_entry(r, ino);
 
-		return l && l->state == LISTEN_STATE ? l : NULL;
+		return l && l->state == SK_LISTEN ? l : NULL;
 	}
 	return NULL;
 }
 
 bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u)
 {
-	return u->type != SOCK_DGRAM && u->state == ESTABLISHED && u->peer &&
+	return u->type != SOCK_DGRAM && u->state == SK_ESTABLISHED && u->peer &&
 	       listener_of(r, u->peer);
 }
 

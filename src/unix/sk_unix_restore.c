@@ -41,9 +41,6 @@
 #include "net/sock.h"
 #include "unix/sk_unix.h"
 
-#define LISTEN_STATE	10
-#define ESTABLISHED	1
-
 /* The fd of file id (opened, or -1). */
 static int *fd_slot(struct rst *r, uint32_t id)
 {
@@ -157,7 +154,7 @@ static const struct sk_gone *gone_of(struct rst *r, const UnixSkEntry *u)
 		for (size_t k = 0; k < p->nr_sk_gone; k++) {
 			const struct sk_gone *g = &p->sk_gone[k];
 
-			if (g->ino == u->ino || (g->listens && u->state != LISTEN_STATE &&
+			if (g->ino == u->ino || (g->listens && u->state != SK_LISTEN &&
 						 same_name(g->u, u)))
 				return g;
 		}
@@ -259,7 +256,7 @@ static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *pa
 
 	if (!g)
 		return -ENOMEM;
-	*g = (struct sk_gone){ .ino = u->ino, .listens = u->state == LISTEN_STATE, .u = u };
+	*g = (struct sk_gone){ .ino = u->ino, .listens = u->state == SK_LISTEN, .u = u };
 	park = !lstat(path, &st);
 	snprintf(parked, sizeof(parked), "%s.memdump-%d", path, (int)getpid());
 	if (park && rename(path, parked))
@@ -419,7 +416,7 @@ static int listener_fd(struct rst *r, const UnixSkEntry *u)
 	for (size_t i = 0; i < r->ds.nr_files; i++) {
 		const FileEntry *fe = r->ds.files[i];
 
-		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->state == LISTEN_STATE &&
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->state == SK_LISTEN &&
 		    same_name(fe->usk, u) && fd_slot(r, fe->id))
 			return *fd_slot(r, fe->id);
 	}
@@ -548,8 +545,8 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 		return fd;
 	*fd_slot(r, u->id) = fd;
 	ret = sk_unix_bind(r, fd, u);
-	if (!ret && u->state == ESTABLISHED && !u->peer)
-		ret = sk_unix_dgram_touch(r, u);	/* ESTABLISHED as another connected to it */
+	if (!ret && u->state == SK_ESTABLISHED && !u->peer)
+		ret = sk_unix_dgram_touch(r, u);	/* SK_ESTABLISHED as another connected to it */
 	return ret;
 }
 
@@ -566,7 +563,7 @@ static int open_one(struct rst *r, const UnixSkEntry *u)
 		return sk_tree_connect(r, u, p);	/* its peer is another process's */
 	if (u->type == SOCK_DGRAM)
 		return open_dgram(r, u);
-	if (u->state == ESTABLISHED)
+	if (u->state == SK_ESTABLISHED)
 		return open_connected_stream(r, u);
 	fd = sk_unix_new(u);
 	if (fd < 0)
@@ -619,7 +616,7 @@ static int each(struct rst *r, usk_step step, bool open, bool listeners)
 		int *slot = fe->type == FD_TYPES__UNIXSK && fe->usk ? fd_slot(r, fe->id) : NULL;
 
 		if (!slot || (open != (*slot >= 0)) ||
-		    (listeners != (fe->usk->state == LISTEN_STATE) && !open))
+		    (listeners != (fe->usk->state == SK_LISTEN) && !open))
 			continue;
 		ret = step(r, fe->usk);
 	}

@@ -32,9 +32,6 @@
 #include "net/sock.h"
 #include "unix/sk_unix.h"
 
-#define LISTEN_STATE	10
-#define ESTABLISHED	1
-
 static bool named(const UnixSkEntry *u)
 {
 	return u->name.len > 0;
@@ -70,7 +67,7 @@ static bool has_ino(const UnixSkEntry *e, const void *ino)
 
 static bool listens_as(const UnixSkEntry *e, const void *u)
 {
-	return e->state == LISTEN_STATE && same_name(e, u);
+	return e->state == SK_LISTEN && same_name(e, u);
 }
 
 const UnixSkEntry *sk_tree_entry(struct rst *r, uint32_t ino)
