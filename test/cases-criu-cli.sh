@@ -53,6 +53,10 @@ case_criu_cli_refuse() {
 	[[ $out == *"criu lazy-pages is not supported by memdump" ]] || fail "lazy-pages: '$out'"
 	"$CRIU" check --feature mem_dirty_track > /dev/null || fail "mem_dirty_track not supported"
 	"$CRIU" check --feature lazy_pages > /dev/null && fail "lazy_pages said to be supported"
+	# loginuid is restored; the kernel has it when audit gives processes one
+	if [[ -e /proc/self/loginuid ]]; then
+		"$CRIU" check --feature loginuid > /dev/null || fail "loginuid not supported"
+	fi
 	"$CRIU" --version | grep -q '^Version: ' || fail "criu --version not in CRIU's format"
 	return 0
 }

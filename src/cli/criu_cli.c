@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "cli/criu_cli.h"
@@ -341,8 +342,21 @@ static int take_command(struct translation *t, const char *word)
 		      word, "");
 }
 
+/*
+ * Features that hang on this kernel's configuration: loginuid needs audit
+ * (CONFIG_AUDIT), which gives every process a /proc/self/loginuid.
+ */
+static bool kernel_has(const char *name)
+{
+	return !strcmp(name, "loginuid") && !access("/proc/self/loginuid", F_OK);
+}
+
 static int check_feature(const char *name)
 {
+	if (kernel_has(name)) {
+		printf("%s is supported\n", name);
+		return 0;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(criu_features); i++) {
 		if (!strcmp(name, criu_features[i])) {
 			printf("%s is supported\n", name);
