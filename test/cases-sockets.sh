@@ -562,23 +562,34 @@ case_sk_unix_gone_killed() {
 }
 add sk-unix-gone-killed case_sk_unix_gone_killed
 
-# restore --tcp-close: a connection dumped with --tcp-established comes back
-# closed, as CRIU's option does: both ends read the end, writes fail EPIPE;
-# the listener is untouched. A dump refuses --tcp-close.
-case_sk_tcp_close_rst() {
+# --tcp-close (CRIU's): connections come back closed, as if the peer had gone:
+# both ends read the end, writes fail EPIPE, the listener is untouched.
+#   rst:  dumped with --tcp-established, restored with --tcp-close;
+#   dump: dumped with --tcp-close (no repair, no lock), restored plainly (the
+#         inventory says so), with a connection closed both ways before the
+#         dump (TCP_CLOSE, zdtm socket-tcp-close2) too.
+# A dump refuses --tcp-close with --tcp-established.
+case_sk_tcp_close() {
+	local mode=$1
 	start_py tc '
-import errno, os, signal, socket
+import errno, os, signal, socket, time
 got = []
 signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
 signal.signal(signal.SIGPIPE, signal.SIG_IGN)
 l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
 c = socket.create_connection(l.getsockname()); a, _ = l.accept()
 c.send(b"lost")
+socks = [a, c]
+if "'"$mode"'" == "dump":
+    d = socket.create_connection(l.getsockname()); b, _ = l.accept()
+    d.shutdown(socket.SHUT_WR); b.shutdown(socket.SHUT_WR); time.sleep(0.3)
+    socks += [b, d]
 print("READY", os.getpid(), flush=True)
 while not got:
     signal.pause()
 bad = []
-for s in (a, c):
+for s in socks:
+    if s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] != 7: bad.append("fd %d not CLOSE" % s.fileno())
     if s.recv(10, socket.MSG_DONTWAIT) != b"": bad.append("fd %d reads data" % s.fileno())
     try:
         s.send(b"x"); bad.append("fd %d sends" % s.fileno())
@@ -587,21 +598,32 @@ for s in (a, c):
 n = socket.create_connection(l.getsockname()); m, _ = l.accept(); n.send(b"y")
 if m.recv(1) != b"y": bad.append("the listener")
 print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)'
-	md refuse dump -t "$PID" -D "$T/d0" --tcp-close
+	md refuse dump -t "$PID" -D "$T/d0" --tcp-close --tcp-established
 	expect_md_error
-	grep -q -- "--tcp-close is a restore's" "$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
+	grep -q -- "--tcp-close and --tcp-established" "$MD_ERR" ||
+		fail "the refusal does not say why: $(cat "$MD_ERR")"
 	alive "$PID" || fail "the refused dump harmed the target"
-	dump "$PID" "$T/d" --tcp-established
+	if [[ $mode == dump ]]; then
+		dump "$PID" "$T/d" --tcp-close
+		ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 && fail "a tcp-stream image with --tcp-close"
+		crit_decodes "$T/d"
+		! command -v crit > /dev/null ||
+			crit decode -i "$T/d/inventory.img" | grep -q '"tcp_close": true' ||
+			fail "the inventory does not say tcp_close"
+	else
+		dump "$PID" "$T/d" --tcp-established
+	fi
 	expect_killed "$PID"
 	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1 --tcp-close
+	if [[ $mode == dump ]]; then restore_bg "$T/d" 1; else restore_bg "$T/d" 1 --tcp-close; fi
 	wait_restored "$PID"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
-add sk-tcp-close-rst case_sk_tcp_close_rst
+add sk-tcp-close-rst case_sk_tcp_close rst
+add sk-tcp-close-dump case_sk_tcp_close dump
 
 # A socket bound with IP_FREEBIND to an address the host does not have, the
 # option turned off since: restored bound there, with IP_FREEBIND off.

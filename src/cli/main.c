@@ -27,7 +27,7 @@
 static const char usage[] =
 	"usage: memdump COMMAND [options]\n"
 	"\n"
-	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established]\n"
+	"  dump -t PID -D DIR [--mode splice|read|mem] [--leave-running] [--tcp-established | --tcp-close]\n"
 	"       [--pages-write auto|cache|direct] [--no-snapshot] [--ghost-limit SIZE] [--shell-job]\n"
 	"       [--prev-images-dir PDIR [--track-mem]] [--freeze-cgroup CGROUP] [--overwrite]\n"
 	"       [--external mnt[POINT]:KEY|net[INO]:KEY|tty[RDEV:DEV]]\n"
@@ -44,6 +44,7 @@ static const char usage[] =
 	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
 	"        --tcp-established dumps established\n"
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
+	"        --tcp-close saves them closed (the restore brings them back shut down);\n"
 	"        --skip-in-flight: a listener's connections not yet accepted are\n"
 	"        dropped (their clients see a reset), not refused;\n"
 	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
@@ -113,7 +114,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 	return (struct dump_opts){
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
-		.skip_in_flight = o->skip_in_flight,
+		.tcp_close = o->tcp_close, .skip_in_flight = o->skip_in_flight,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
@@ -159,9 +160,9 @@ static int dump_with(const struct options *o, bool pre_dump)
 
 int cmd_dump(const struct options *o)
 {
-	if (o->tcp_close)
-		return fail(-EINVAL, "--tcp-close is a restore's: a dump keeps connections with "
-			    "--tcp-established, and a restore with --tcp-close brings them back closed");
+	if (o->tcp_close && o->tcp_established)
+		return fail(-EINVAL, "--tcp-close and --tcp-established: a dump either keeps "
+			    "connections or saves them closed");
 	return dump_with(o, false);
 }
 

@@ -86,7 +86,7 @@ static const struct opt_rule rules[] = {
 	{ "link_remap", K_DUMP | K_RESTORE, NULL },	/* a deleted file: a ghost image */
 	{ "exec_cmd", 0, "memdump restore waits for or detaches from the process" },
 	{ "leave_stopped", 0, "memdump resumes or kills the target" },
-	{ "tcp_close", K_RESTORE, "a dump keeps connections with tcp_established" },
+	{ "tcp_close", K_DUMP | K_RESTORE, NULL },
 	{ "tcp_skip_in_flight", K_DUMP, "only a dump meets in-flight connections" },
 	{ "network_lock", 0, "memdump locks with nftables" },
 	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
@@ -357,6 +357,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.pid = co->pid, .dir = job->dir, .mode = MODE_SPLICE,
 		.leave_running = co->has_leave_running && co->leave_running,
 		.tcp_established = co->has_tcp_established && co->tcp_established,
+		.tcp_close = co->has_tcp_close && co->tcp_close,
 		.skip_in_flight = co->has_tcp_skip_in_flight && co->tcp_skip_in_flight,
 		.pages_write = PAGES_AUTO, .quiet = true,
 		.shell_job = co->has_shell_job && co->shell_job,

@@ -171,6 +171,7 @@ struct dump_opts {
 	enum dump_mode mode;		/* --mode */
 	bool leave_running;		/* --leave-running */
 	bool tcp_established;		/* --tcp-established */
+	bool tcp_close;			/* --tcp-close: connections dumped as closed */
 	bool skip_in_flight;		/* --skip-in-flight: a listener's connections not yet
 					 * accepted are dropped, not refused */
 	bool progress;			/* draw a progress bar on stderr */

@@ -745,6 +745,7 @@ int write_inventory(struct dump_ctx *d)
 	inv.kernel = u.release;
 	inv.has_pages_bytes = true;
 	inv.pages_bytes = d->stats.bytes_written;
+	inv.has_tcp_close = inv.tcp_close = d->sockets.tcp_close;
 	inv.has_pre_dump_mode = d->pre_dump;
 	inv.pre_dump_mode = d->mode == MODE_SPLICE ? 1 : 2;	/* CRIU: SPLICE, READ */
 	inv.has_parent_inventory = d->nr_parent_runs > 0;

@@ -202,7 +202,7 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 
 void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
 {
-	struct sk_set set = { .tcp_established = o->tcp_established,
+	struct sk_set set = { .tcp_established = o->tcp_established, .tcp_close = o->tcp_close,
 			      .skip_in_flight = o->skip_in_flight, .tree = o->tree };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
@@ -314,6 +314,7 @@ int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o)
 	ret = load_set(d->pid, &d->sockets);
 
 	d->sockets.tcp_established = o->tcp_established;
+	d->sockets.tcp_close = o->tcp_close;
 	d->sockets.skip_in_flight = o->skip_in_flight;
 	if (!ret && o->tcp_established)
 		ret = lock_connections(d);

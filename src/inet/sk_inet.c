@@ -148,7 +148,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 		return "its TCP_INFO cannot be read";
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
-		if (!closed_connection(copy))
+		if (set->tcp_close || !closed_connection(copy))
 			return NULL;
 		return "a connection closed since (its names are kept, its port is not), "
 		       "which memdump cannot restore";
@@ -164,7 +164,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 			 ti.tcpi_unacked);
 		return buf;
 	}
-	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established) {
+	if (tcp_repairable(ti.tcpi_state) && !set->tcp_established && !set->tcp_close) {
 		snprintf(buf, len, "a connection in state %s, dumped only with --tcp-established",
 			 sk_state_name(ti.tcpi_state));
 		return buf;
@@ -303,7 +303,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	in->shutdown = s ? s->shutdown :
 		       is_ping(in->type, in->proto) || in->type == SOCK_RAW ? poll_shutdown(copy) : 0;
 	read_ip_opts(copy, in);
-	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state))
+	/* --tcp-close: a connection's names only; the restore brings it back closed */
+	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state) && !d->sockets.tcp_close)
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
 	return 0;
 }

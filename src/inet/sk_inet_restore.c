@@ -299,8 +299,20 @@ static int finish(int fd, const InetSkEntry *e)
 }
 
 /*
- * restore --tcp-close (CRIU's): a connection comes back closed, a socket never
- * connected and shut down both ways: reads see the end, writes EPIPE, poll HUP.
+ * restore --tcp-close, or a set dumped with it (CRIU's): a connection, and one
+ * closed before the dump, comes back closed.
+ */
+static bool comes_back_closed(const struct rst *r, const InetSkEntry *e)
+{
+	bool closing = r->o->tcp_close || (r->ds.inv->has_tcp_close && r->ds.inv->tcp_close);
+
+	return closing && e->proto == IPPROTO_TCP &&
+	       (tcp_state_repairable(e->state) || (e->state == TCP_CLOSE && e->dst_port));
+}
+
+/*
+ * A socket never connected and shut down both ways: reads see the end, writes
+ * EPIPE, poll HUP.
  */
 static int open_closed(int fd, const InetSkEntry *e)
 {
@@ -318,7 +330,7 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 	if (fd < 0)
 		return inet_fail(e, -errno, "cannot create");
 	ret = set_options(fd, e);
-	if (!ret && r->o->tcp_close && e->proto == IPPROTO_TCP && tcp_state_repairable(e->state)) {
+	if (!ret && comes_back_closed(r, e)) {
 		ret = open_closed(fd, e);
 		if (ret)
 			close(fd);

@@ -203,6 +203,7 @@ struct sk_set {
 	uint64_t *tree_inos;		/* the sockets the tree's other processes hold */
 	size_t nr_tree_inos;
 	bool tcp_established;		/* --tcp-established */
+	bool tcp_close;			/* --tcp-close: connections saved as closed */
 	bool skip_in_flight;		/* --skip-in-flight */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
