@@ -150,6 +150,7 @@ static const char *const criu_features[] = {
 	"mnt_id", "mem_dirty_track", "timerfd", "seccomp_suspend", "seccomp_filters",
 	"clone3_set_tid", "nftables", "network_lock_nftables", "fdinfo_lock", "kcmp_epoll",
 	"get_rseq_conf", "tcp_half_closed", "ns_pid", "memfd", "cgroupns", "ipv6_freebind",
+	"pagemap_scan_guard_pages", "sockopt_buf_lock",
 };
 
 struct translation {
