@@ -1,0 +1,116 @@
+# More engines driving memdump end to end (issue 29): containerd's ctr, LXC,
+# podman's --tcp-established. The helpers (eng_setup, eng_run_ok...) are in
+# cases-engines.sh.
+
+# ------------------------------------------------------------------ containerd
+
+# eng_ctr_image DIR TARBALL: a docker-archive image (memdump-bb:test) of the
+# busybox rootfs eng_setup made, for `ctr image import`
+eng_ctr_image() {
+	local d=$1 sum
+	mkdir -p "$d" && cp "$T/bb.tar" "$d/layer.tar" || return 1
+	sum=$(sha256sum "$d/layer.tar" | cut -d' ' -f1)
+	printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/bin"],"Cmd":["sh"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+		"$sum" > "$d/config.json"
+	printf '[{"Config":"config.json","RepoTags":["memdump-bb:test"],"Layers":["layer.tar"]}]' > "$d/manifest.json"
+	tar -C "$d" -cf "$2" manifest.json config.json layer.tar
+}
+
+# eng_containerd: a containerd of the case's own (root, state, sockets under
+# $T/ctd, the CRI plugin off), memdump first on its PATH (the shim's runc
+# finds `criu` there); sets CTR (the ctr command for it, namespace of its own)
+eng_containerd() {
+	local d=$T/ctd
+	command -v containerd > /dev/null && command -v ctr > /dev/null ||
+		{ note "no containerd (scripts/install-deps): skipped"; return 1; }
+	command -v runc > /dev/null || { note "no runc (scripts/install-deps): skipped"; return 1; }
+	eng_setup || return 1
+	mkdir -p "$d"
+	cat > "$d/config.toml" <<-EOF
+	version = 2
+	root = "$d/root"
+	state = "$d/state"
+	disabled_plugins = ["io.containerd.grpc.v1.cri"]
+	[grpc]
+	  address = "$d/sock"
+	[ttrpc]
+	  address = "$d/sock.ttrpc"
+	EOF
+	containerd --config "$d/config.toml" > "$d/log" 2>&1 &
+	CTD_PID=$!
+	CTD_NS=memdump$$
+	CTR="ctr -a $d/sock -n $CTD_NS"
+	wait_until 60 eval "$CTR"' version > /dev/null 2>&1' ||
+		{ show_file containerd "$d/log"; fail "containerd did not start"; }
+	eng_ctr_image "$d/img" "$d/bb-image.tar" || fail "cannot make the image tarball"
+	$CTR image import "$d/bb-image.tar" > "$d/import.out" 2>&1 ||
+		fail "ctr image import failed: $(tail -n2 "$d/import.out")"
+}
+
+# eng_containerd_stop: every task, container and image of the case gone, the
+# containerd and the shims it started stopped, their mounts undone
+eng_containerd_stop() {
+	local c p
+	if [[ -n $CTR ]]; then
+		for c in $($CTR c ls -q 2> /dev/null); do
+			$CTR t kill -s KILL "$c" > /dev/null 2>&1
+			wait_until 10 eval '! '"$CTR"' t ls 2> /dev/null | grep -q "^'"$c"' .*RUNNING"'
+			$CTR t rm -f "$c" > /dev/null 2>&1
+			$CTR c rm "$c" > /dev/null 2>&1
+		done
+		for c in $($CTR i ls -q 2> /dev/null); do $CTR i rm "$c" > /dev/null 2>&1; done
+	fi
+	[[ -n $CTD_PID ]] && kill "$CTD_PID" 2> /dev/null &&
+		wait_until 20 eval '! kill -0 '"$CTD_PID"' 2> /dev/null'
+	# shims left behind (containerd killed with a task up): ours name our socket
+	for p in /proc/[0-9]*; do
+		grep -qsF -- "$T/ctd/sock" "$p/cmdline" && kill -9 "${p#/proc/}" 2> /dev/null
+	done
+	grep " $T/ctd" /proc/mounts | awk '{ print $2 }' | sort -r | xargs -r -n1 umount -l 2> /dev/null
+	[[ -n $CTD_NS ]] && rm -rf "/run/containerd/runc/$CTD_NS" 2> /dev/null
+	return 0
+}
+
+# eng_ctr_pid NAME: the pid of its task, if it runs
+eng_ctr_pid() { $CTR t ls 2> /dev/null | awk -v c="$1" '$1 == c && $3 == "RUNNING" { print $2 }'; }
+
+# eng_ctr_count PID: the last number the counter in the container wrote
+eng_ctr_count() { tail -n1 "/proc/$1/root/tmp/count" 2> /dev/null | tr -dc 0-9; }
+
+ENG_FILE_COUNTER='i=0; while true; do i=$((i+1)); echo $i >> /tmp/count; sleep 0.1; done'
+
+# 8. ctr container checkpoint --task --rw (containerd pauses the task, runc
+# dumps it leaving it running, the rw layer is taken while paused); the
+# container removed, ctr container restore --live --rw: the counter, writing
+# to a file of its rw layer, goes on from the checkpoint's number with no gap
+# and no repeat, with the same pid
+case_eng_ctr() {
+	local c=md-eng-c$$ ck=memdump/ck-$$:1 pid pid2 n
+	trap 'eng_containerd_stop' EXIT
+	eng_containerd || return 0
+	$CTR run -d --null-io docker.io/library/memdump-bb:test "$c" sh -c "$ENG_FILE_COUNTER" > "$T/run.out" 2>&1 ||
+		fail "ctr run failed: $(tail -n2 "$T/run.out")"
+	wait_until 20 eval '[[ -n $(eng_ctr_pid '"$c"') ]]' || fail "the container does not run"
+	pid=$(eng_ctr_pid "$c")
+	wait_until 20 eval '(( $(eng_ctr_count '"$pid"') >= 5 ))' || fail "the container does not count"
+	timeout -k 5 60 $CTR c checkpoint --task --rw "$c" "$ck" > "$T/ck.out" 2>&1 ||
+		fail "ctr c checkpoint failed: $(tail -n3 "$T/ck.out")"
+	eng_used_memdump
+	n=$(eng_ctr_count "$pid")
+	[[ -n $(eng_ctr_pid "$c") ]] || fail "the container stopped after the checkpoint"
+	$CTR t kill -s KILL "$c" > /dev/null 2>&1
+	wait_until 20 eval '[[ -z $(eng_ctr_pid '"$c"') ]]' || fail "the task did not stop"
+	$CTR t rm "$c" > /dev/null 2>&1 && $CTR c rm "$c" > /dev/null 2>&1 ||
+		fail "cannot remove the container"
+	timeout -k 5 60 $CTR c restore --live --rw "$c" "$ck" > "$T/rst.out" 2>&1 ||
+		fail "ctr c restore --live failed: $(tail -n3 "$T/rst.out")"
+	grep -q '^swrk' <(tail -n1 "$T/criu.calls") || fail "the restore did not run memdump"
+	pid2=$(eng_ctr_pid "$c")
+	[[ $pid2 == "$pid" ]] || fail "the restored task has pid '$pid2', it had $pid"
+	wait_until 20 eval '(( $(eng_ctr_count '"$pid"') >= '"$((n + 5))"' ))' ||
+		fail "the restored container does not count on from $n"
+	cp "/proc/$pid/root/tmp/count" "$T/count"
+	eng_run_ok "$T/count" || fail "the count has a gap or a repeat: $(uniq -d "$T/count" | head -3)"
+}
+
+add eng-ctr case_eng_ctr
