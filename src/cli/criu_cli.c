@@ -226,6 +226,22 @@ static const char *verbosity(const char *val)
 	return level;
 }
 
+/* --ext-mount-map KEY:VAL is CRIU's --external mnt[KEY]:VAL (dump: KEY the
+ * mount point, VAL its key; restore: KEY the key, VAL the path); `auto`:
+ * memdump finds the external mounts itself. */
+static int ext_mount_map(struct translation *t, const char *val)
+{
+	const char *colon = strchr(val, ':');
+	char *ext = NULL;
+
+	if (!strcmp(val, "auto"))
+		return 0;
+	if (!colon || colon == val || !colon[1] ||
+	    asprintf(&ext, "mnt[%.*s]:%s", (int)(colon - val), val, colon + 1) < 0)
+		return refuse("--ext-mount-map wants KEY:VALUE or auto, not '%s'%s", val, "");
+	return add(t, "--external") ?: add(t, ext);
+}
+
 static int apply(struct translation *t, const struct criu_opt *o, bool negated, const char *val)
 {
 	char flag[64];
@@ -261,9 +277,7 @@ static int apply(struct translation *t, const struct criu_opt *o, bool negated, 
 		return add(t, "--external") ?: add(t, ext);
 	}
 	case EXTMNT:
-		if (!strcmp(val, "auto"))
-			return 0;	/* memdump finds the external mounts itself */
-		return add(t, "--external") ?: add(t, joined("mnt[%s]%s", val, ""));
+		return ext_mount_map(t, val);
 	case PREDUMP_MODE:
 		if (strcmp(val, "splice") && strcmp(val, "read"))
 			return refuse("--pre-dump-mode wants splice or read, not '%s'%s", val, "");
