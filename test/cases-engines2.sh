@@ -114,3 +114,91 @@ case_eng_ctr() {
 }
 
 add eng-ctr case_eng_ctr
+
+# ------------------------------------------------------------------ LXC
+
+# eng_lxc NAME: a container NAME of the case's own under $T/lxc (lxc-start -P),
+# made by hand: the busybox rootfs, a network namespace with lo only, no
+# console or ttys, a host directory bound at /data (LXC passes it to criu as
+# an --ext-mount-map), /counter as init appending to /tmp/count
+eng_lxc() {
+	local n=$1 r=$T/rootfs
+	command -v lxc-start > /dev/null && command -v lxc-checkpoint > /dev/null ||
+		{ note "no lxc (scripts/install-deps): skipped"; return 1; }
+	eng_setup || return 1
+	LXC_PIVOT=$(ls -d /sys/fs/cgroup/*/lxc.pivot 2> /dev/null)	# LXC's, made on a stop
+	printf '#!/bin/sh\ni=0; while true; do i=$((i+1)); echo $i >> /tmp/count; sleep 0.1; done\n' \
+		> "$r/counter" && chmod +x "$r/counter" || fail "cannot write /counter"
+	mkdir -p "$T/lxc/$n" "$T/data" "$r/data"
+	cat > "$T/lxc/$n/config" <<-EOF
+	lxc.uts.name = $n
+	lxc.rootfs.path = dir:$r
+	lxc.net.0.type = empty
+	lxc.apparmor.profile = unconfined
+	lxc.autodev = 1
+	lxc.tty.max = 0
+	lxc.pty.max = 0
+	lxc.console.path = none
+	lxc.mount.auto = proc:mixed sys:ro
+	lxc.mount.entry = $T/data data none bind 0 0
+	lxc.environment = PATH=/bin
+	lxc.init.cmd = /counter
+	EOF
+	LXC_NAME=$n
+}
+
+eng_lxc_stop() {
+	local d
+	[[ -n $LXC_NAME ]] || return 0
+	lxc-stop -P "$T/lxc" -n "$LXC_NAME" -k > /dev/null 2>&1
+	for d in /sys/fs/cgroup/*/lxc.pivot; do	# those the case made, if empty
+		[[ $'\n'$LXC_PIVOT$'\n' == *$'\n'$d$'\n'* ]] || rmdir "$d" 2> /dev/null
+	done
+	return 0
+}
+
+# eng_lxc_pid: its init's pid while it runs
+eng_lxc_pid() {
+	[[ $(lxc-info -P "$T/lxc" -n "$LXC_NAME" -sH 2> /dev/null) == RUNNING ]] &&
+		lxc-info -P "$T/lxc" -n "$LXC_NAME" -pH 2> /dev/null
+}
+
+eng_lxc_count() { tail -n1 "$T/rootfs/tmp/count" 2> /dev/null | tr -dc 0-9; }
+
+# eng_lxc_ckpt WHAT ARGS...: lxc-checkpoint ARGS with memdump as criu
+eng_lxc_ckpt() {
+	local what=$1; shift
+	timeout -k 5 60 lxc-checkpoint -P "$T/lxc" -n "$LXC_NAME" -D "$T/ck" "$@" -l INFO \
+		-o "$T/lxc-$what.log" > "$T/lxc.out" 2>&1 ||
+		{ show_file "lxc-checkpoint $what" "$T/lxc.out"; fail "lxc-checkpoint $what failed"; }
+}
+
+# 9. lxc-checkpoint -s (LXC runs `criu dump` with its own options: cgroup
+# roots, the freezer, an external bind mount, --tcp-established...) stops the
+# container; lxc-checkpoint -r (`criu restore --root --restore-detached
+# --restore-sibling --external apparmor:...`) brings it back with the same
+# init pid: the count in its rootfs goes on with no gap and no repeat
+case_eng_lxc() {
+	local c=md-eng-x$$ pid n
+	trap 'eng_lxc_stop' EXIT
+	eng_lxc "$c" || return 0
+	lxc-start -P "$T/lxc" -n "$c" -l INFO -o "$T/lxc-start.log" > "$T/start.out" 2>&1 ||
+		{ show_file lxc-start "$T/lxc-start.log"; fail "lxc-start failed: $(tail -n2 "$T/start.out")"; }
+	wait_until 20 eval '(( $(eng_lxc_count) >= 5 ))' || fail "the container does not count"
+	pid=$(eng_lxc_pid)
+	[[ -n $pid ]] || fail "the container does not run"
+	eng_lxc_ckpt dump -s
+	grep -q '^dump .*--ext-mount-map /data:data' "$T/criu.calls" ||
+		fail "LXC did not run memdump as criu dump with its bind mount: $(head -c 300 "$T/criu.calls")"
+	[[ -z $(eng_lxc_pid) ]] || fail "the container runs on after lxc-checkpoint -s"
+	n=$(eng_lxc_count)
+	eng_lxc_ckpt restore -r
+	grep -q '^restore .*--restore-sibling' "$T/criu.calls" || fail "LXC did not run memdump as criu restore"
+	[[ $(eng_lxc_pid) == "$pid" ]] || fail "the restored container's init is '$(eng_lxc_pid)', it was $pid"
+	wait_until 20 eval '(( $(eng_lxc_count) >= '"$((n + 5))"' ))' ||
+		fail "the restored container does not count on from $n"
+	cp "$T/rootfs/tmp/count" "$T/count"
+	eng_run_ok "$T/count" || fail "the count has a gap or a repeat: $(uniq -d "$T/count" | head -3)"
+}
+
+add eng-lxc case_eng_lxc
