@@ -202,3 +202,86 @@ case_eng_lxc() {
 }
 
 add eng-lxc case_eng_lxc
+
+# ------------------------------------------------------------------ podman --tcp-established
+
+# eng_tcp_client IP GO: connects to IP:7001 (the IPv4 listener) and IP:7002
+# (the IPv6 one, v4-mapped), a line echoed on each, prints CONNECTED; once
+# the file GO exists, a line each way on both again: PASS, or FAIL and why
+ENG_TCP_CLIENT='
+import os, socket, sys, time
+ip, go = sys.argv[1], sys.argv[2]
+def exchange(s, msg):
+    s.sendall(msg)
+    got = b""
+    while len(got) < len(msg):
+        d = s.recv(len(msg) - len(got))
+        if not d:
+            raise OSError("the server closed the connection")
+        got += d
+    if got != msg:
+        raise OSError("echoed %r for %r" % (got, msg))
+try:
+    socks = [socket.create_connection((ip, p), timeout=10) for p in (7001, 7002)]
+    for i, s in enumerate(socks):
+        exchange(s, b"before %d\n" % i)
+    print("CONNECTED", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    for s in socks:
+        s.settimeout(30)
+    for i, s in enumerate(socks):
+        exchange(s, b"after %d, on the connection made before the checkpoint\n" % i)
+    print("PASS", flush=True)
+except OSError as e:
+    print("FAIL: %s" % e, flush=True)
+    sys.exit(1)
+'
+
+# 10. podman container checkpoint / restore --tcp-established: h-echosrv in
+# the container (on podman's default network) has an IPv4 and an IPv6
+# listener; a client on the host keeps a connection to each across the
+# checkpoint and the restore (podman gives the restore a new network
+# namespace with the same address): no reset, data both ways after
+case_eng_podman_tcp() {
+	eng_podman_setup_echo || return 0
+	local c=md-eng-t$$ ip cp
+	trap 'eng_podman_cleanup '"$c"'; [[ -n $cp ]] && kill $cp 2> /dev/null' EXIT
+	# shellcheck disable=SC2086
+	podman run -d $ENG_PODMAN_RUN --name "$c" "$PIMG" /bin/h-echosrv 7001 7002 > "$T/run.out" 2>&1 ||
+		fail "podman run failed: $(tail -n2 "$T/run.out")"
+	wait_until 20 eval 'podman logs '"$c"' 2> /dev/null | grep -q LISTENING' ||
+		fail "the echo server does not listen: $(podman logs "$c" 2>&1 | tail -n2)"
+	ip=$(podman inspect -f '{{.NetworkSettings.IPAddress}}' "$c")
+	[[ -n $ip ]] || fail "the container has no address"
+	python3 -c "$ENG_TCP_CLIENT" "$ip" "$T/go" > "$T/client.out" 2>&1 &
+	cp=$!
+	wait_line "$T/client.out" '^(CONNECTED|FAIL)' 20 && grep -q CONNECTED "$T/client.out" ||
+		fail "the client did not connect: $(cat "$T/client.out")"
+	eng_podman_do "checkpoint --tcp-established" checkpoint --tcp-established "$c"
+	eng_used_memdump
+	[[ $(podman inspect -f '{{.State.Status}}' "$c") == exited ]] ||
+		fail "the container runs on after the checkpoint"
+	eng_podman_do "restore --tcp-established" restore --tcp-established "$c"
+	[[ $(podman inspect -f '{{.NetworkSettings.IPAddress}}' "$c") == "$ip" ]] ||
+		fail "the restored container has another address"
+	touch "$T/go"
+	wait "$cp"; cp=
+	grep -q '^PASS' "$T/client.out" || fail "the client: $(cat "$T/client.out")"
+}
+
+add eng-podman-tcp case_eng_podman_tcp
+
+# eng_podman_setup_echo: eng_podman_setup with h-echosrv (and the libraries
+# it is linked with) in the image
+eng_podman_setup_echo() {
+	local l
+	command -v podman > /dev/null || { note "no podman (scripts/install-deps): skipped"; return 1; }
+	command -v python3 > /dev/null || { note "no python3: skipped"; return 1; }
+	mkdir -p "$T/rootfs/bin"
+	cp "$TESTBIN/h-echosrv" "$T/rootfs/bin/" || fail "no $TESTBIN/h-echosrv (run make)"
+	for l in $(ldd "$TESTBIN/h-echosrv" | grep -o '/[^ ]*'); do
+		cp -L --parents "$l" "$T/rootfs/" || fail "cannot copy $l into the rootfs"
+	done
+	eng_podman_setup
+}
