@@ -25,7 +25,8 @@ case_criu_cli_lxc() {
 	expect_killed "$PID"
 	truncate -s "$READY_SIZE" "$OUT"
 	"$CRIU" restore -D "$T/d" -o restore.log -v4 --restore-detached --file-locks \
-		--link-remap --lsm-profile "apparmor:unconfined" \
+		--link-remap --lsm-profile "apparmor:unconfined" --ext-mount-map console: \
+		--external apparmor:unconfined \
 		--pidfile "$T/pidfile" --no-default-config > "$T/restore.out" 2> "$T/restore.err" ||
 		{ show_file "criu restore stderr" "$T/restore.err"; fail "criu restore failed"; }
 	track "$PID"

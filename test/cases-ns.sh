@@ -176,7 +176,7 @@ case_ns_net_refuse() {
 	command -v nft > /dev/null && setup+=' && nft add table inet mdtest'
 	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
 	setup+=' && ip neigh add 127.0.0.9 lladdr 02:00:00:00:00:09 dev md-br0 nud permanent'
-	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet est
 	md refuse dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
 	local want
@@ -185,7 +185,7 @@ case_ns_net_refuse() {
 		    "IPv4 policy routing rule 100 (table 100)" \
 		    "route 10.9.0.0/16 in routing table 100" \
 		    "permanent neighbour entry 127.0.0.9/32 on md-br0" \
-		    "--tcp-established in a network namespace of its own"; do
+		    "in a network namespace of its own: --tcp-established does not restore it there yet"; do
 		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
 	done
 	if command -v nft > /dev/null; then

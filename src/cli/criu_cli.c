@@ -31,6 +31,7 @@ enum act {
 	VERBOSITY,	/* -v[N], --verbosity[=N] */
 	VETH,		/* --veth-pair IN=OUT[@BR] */
 	EXTMNT,		/* --ext-mount-map KEY:VAL | auto */
+	EXTERNAL,	/* --external KIND[...]:... */
 	PREDUMP_MODE,	/* --pre-dump-mode splice|read */
 	FEATURE,	/* check --feature NAME */
 	HELP,
@@ -76,7 +77,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "track-mem", 0, NOARG, PASS, NULL, true },
 	{ "pre-dump-mode", 0, ARG, PREDUMP_MODE, NULL, false },
 	{ "ext-mount-map", 'M', ARG, EXTMNT, NULL, false },
-	{ "external", 0, ARG, PASS, NULL, false },
+	{ "external", 0, ARG, EXTERNAL, NULL, false },
 	{ "inherit-fd", 0, ARG, PASS, NULL, false },
 	{ "freeze-cgroup", 0, ARG, PASS, NULL, false },
 	{ "cgroup-root", 0, ARG, PASS, NULL, false },
@@ -228,6 +229,24 @@ static const char *verbosity(const char *val)
 	return level;
 }
 
+/* --ext-mount-map KEY:VAL is CRIU's --external mnt[KEY]:VAL (dump: KEY the
+ * mount point, VAL its key; restore: KEY the key, VAL the path); `auto`:
+ * memdump finds the external mounts itself. An empty VAL (LXC's `console:`
+ * when the container has no console) maps nothing: no mount of the dump can
+ * be restored from it, and one that wants KEY is refused for its lack. */
+static int ext_mount_map(struct translation *t, const char *val)
+{
+	const char *colon = strchr(val, ':');
+	char *ext = NULL;
+
+	if (!strcmp(val, "auto") || (colon && colon != val && !colon[1]))
+		return 0;
+	if (!colon || colon == val ||
+	    asprintf(&ext, "mnt[%.*s]:%s", (int)(colon - val), val, colon + 1) < 0)
+		return refuse("--ext-mount-map wants KEY:VALUE or auto, not '%s'%s", val, "");
+	return add(t, "--external") ?: add(t, ext);
+}
+
 static int apply(struct translation *t, const struct criu_opt *o, bool negated, const char *val)
 {
 	char flag[64];
@@ -263,9 +282,12 @@ static int apply(struct translation *t, const struct criu_opt *o, bool negated, 
 		return add(t, "--external") ?: add(t, ext);
 	}
 	case EXTMNT:
-		if (!strcmp(val, "auto"))
-			return 0;	/* memdump finds the external mounts itself */
-		return add(t, "--external") ?: add(t, joined("mnt[%s]%s", val, ""));
+		return ext_mount_map(t, val);
+	case EXTERNAL:
+		/* LXC's apparmor:PROFILE: CRIU keeps the key, no state of its looks it up */
+		if (!strncmp(val, "apparmor:", 9))
+			return 0;
+		return add(t, "--external") ?: add(t, val);
 	case PREDUMP_MODE:
 		if (strcmp(val, "splice") && strcmp(val, "read"))
 			return refuse("--pre-dump-mode wants splice or read, not '%s'%s", val, "");
