@@ -13,7 +13,7 @@
  *      its late memfd seals;
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, personality, membarrier registrations, signal
- *      actions, rlimits;
+ *      actions, rlimits; last, mseal() the VMAs that were sealed;
  *   4. create the other threads with their TIDs (clone3 set_tid); every
  *      thread restores its own fs/gs base, clear_tid, robust list, rseq,
  *      name, scheduling (policy, nice, affinity, timer slack), credentials
@@ -53,12 +53,14 @@
 #define __nr_sched_setaffinity	203
 #define __nr_seccomp		317
 #define __nr_membarrier		324
+#define __nr_mseal		462
 
 #define PROT_READ	1
 #define PROT_WRITE	2
 #define PROT_EXEC	4
 #define MAP_SHARED	0x01
 #define MAP_PRIVATE	0x02
+#define MAP_DROPPABLE	0x08
 #define MAP_FIXED	0x10
 #define MREMAP_MAYMOVE	1
 #define MREMAP_FIXED	2
@@ -771,8 +773,8 @@ static void restore_memory(void)
 		}
 		if (v->nr_runs)
 			prot |= PROT_READ | PROT_WRITE;
-		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_GROWSDOWN |
-						 MAP_NORESERVE));
+		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_DROPPABLE |
+						 MAP_GROWSDOWN | MAP_NORESERVE));
 		if (v->how == RST_MAP_SYSV) {
 			map_sysv(v);
 			continue;
@@ -917,6 +919,28 @@ static void restore_process(void)
 	for (u32 i = 0; i < A->nr_close; i++)
 		sys_call1(__nr_close, fds[i]);
 	take_posix_locks();
+}
+
+/*
+ * The mseal()ed VMAs sealed again: the very last change to the mappings
+ * (after the vdso, PR_SET_MM_MAP, madvise, mlock, mprotect), since a sealed
+ * VMA can no longer be unmapped, moved, reprotected or madvised away. The
+ * restorer area itself is never sealed: memdump unmaps it afterwards.
+ */
+static void seal_memory(void)
+{
+	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
+
+	for (u32 i = 0; i < A->nr_vmas; i++) {
+		struct rst_vma *v = &vmas[i];
+		long ret;
+
+		if (!v->sealed)
+			continue;
+		ret = sys_call3(__nr_mseal, v->start, v->end - v->start, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot mseal VMA at", v->start);
+	}
 }
 
 static void restore_creds(struct rst_thread *t)
@@ -1339,6 +1363,7 @@ void blob_main(void *arg)
 	A->fill_us = now_us() - A->fill_us;
 	fault_point_fill();
 	restore_process();
+	seal_memory();
 
 	for (u32 i = 1; i < A->nr_threads; i++) {
 		struct rst_thread *t = &threads[i];
