@@ -155,6 +155,7 @@ struct rst_thread {
 	unsigned long chain_off;
 	unsigned int nr_chain;
 	unsigned int seccomp_tsync;	/* the leader installs for every thread */
+	unsigned int seccomp_strict;	/* enters SECCOMP_MODE_STRICT last, before rt_sigreturn */
 	unsigned int has_sas, has_rseq, has_creds, has_robust;
 	struct rst_gpregs regs;
 	unsigned long clear_tid;

@@ -85,6 +85,8 @@
 #define PR_CAPBSET_DROP		24
 #define PR_SET_NO_NEW_PRIVS	38
 #define PR_SET_THP_DISABLE	41
+#define PR_SET_SECCOMP		22
+#define SECCOMP_MODE_STRICT	1
 #define PR_CAP_AMBIENT		47
 #define PR_CAP_AMBIENT_RAISE	2
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
@@ -1302,6 +1304,11 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 		rst_fail_n(ret, "cannot set gs_base of thread", t->tid);
 	if (!seccomp_before_creds(t))
 		restore_seccomp(t);
+	if (t->seccomp_strict) {	/* read, write, exit and rt_sigreturn from here on */
+		ret = sys_call5(__nr_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0);
+		if (ret < 0)
+			rst_fail_n(ret, "cannot enter seccomp strict mode in thread", t->tid);
+	}
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
 		"mov	$15, %%eax\n"
