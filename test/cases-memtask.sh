@@ -30,3 +30,7 @@ case_seccomp_strict_nocap() {
 	check_child_pass
 }
 add err-seccomp-strict-nocap case_seccomp_strict_nocap
+
+# A process without a vDSO (zdtm vdso02: it unmapped [vdso] and [vvar]): the
+# parasite finds its memfd's empty name elsewhere, the restore maps none.
+add vma-novdso case_rst default t-novdso
