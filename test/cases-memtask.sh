@@ -34,3 +34,18 @@ add err-seccomp-strict-nocap case_seccomp_strict_nocap
 # A process without a vDSO (zdtm vdso02: it unmapped [vdso] and [vvar]): the
 # parasite finds its memfd's empty name elsewhere, the restore maps none.
 add vma-novdso case_rst default t-novdso
+
+# A process's own userfaultfd (issue 24): not recreated yet (its features,
+# registered ranges and pending faults would all have to be), so refused by
+# name before the seize; the process keeps its registration and data.
+case_uffd_refused() {
+	start_prog t-uffd
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	local want="fd ${READY[2]} (anon_inode:[userfaultfd]: a userfaultfd)"
+	grep -qF "$want" "$MD_ERR" || fail "the error does not say '$want'"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add err-uffd-own case_uffd_refused
