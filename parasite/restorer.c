@@ -945,6 +945,22 @@ static void seal_memory(void)
 	}
 }
 
+/*
+ * A thread with neither no_new_privs nor CAP_SYS_ADMIN in its restored
+ * credentials could not install its seccomp filters once they are back: it
+ * installs them in the middle of restore_creds(), once its uids and gids are
+ * set but while it still has CAP_SYS_ADMIN, and its calls from there on go
+ * through them (the dump checked that they are allowed:
+ * src/task/seccomp_check.c lists them; keep the two in step).
+ */
+static int seccomp_before_creds(const struct rst_thread *t)
+{
+	return t->nr_chain && t->has_creds && !t->creds.no_new_privs &&
+	       !(t->creds.cap_eff[0] & (1u << 21 /* CAP_SYS_ADMIN */));
+}
+
+static void restore_seccomp(struct rst_thread *t);
+
 static void restore_creds(struct rst_thread *t)
 {
 	struct rst_creds *c = &t->creds;
@@ -967,6 +983,9 @@ static void restore_creds(struct rst_thread *t)
 	if (ret < 0)
 		rst_fail_n(ret, "setresuid failed for thread", t->tid);
 	sys_call1(__nr_setfsuid, c->fsuid);
+	/* the ids are back, CAP_SYS_ADMIN still effective (SECURE_NO_SETUID_FIXUP) */
+	if (seccomp_before_creds(t))
+		restore_seccomp(t);
 	if (sys_call5(__nr_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0) != (long)c->secbits) {
 		ret = sys_call5(__nr_prctl, PR_SET_SECUREBITS, c->secbits, 0, 0, 0);
 		if (ret < 0)
@@ -1155,19 +1174,6 @@ static void restore_posix_timers(void)
 	}
 }
 
-/*
- * A thread with neither no_new_privs nor CAP_SYS_ADMIN in its restored
- * credentials could not install its seccomp filters once they are back: it
- * installs them before, while it still has CAP_SYS_ADMIN, and its calls
- * from there on go through them (the dump checked that they are allowed:
- * src/task/seccomp_check.c lists them; keep the two in step).
- */
-static int seccomp_before_creds(const struct rst_thread *t)
-{
-	return t->nr_chain && t->has_creds && !t->creds.no_new_privs &&
-	       !(t->creds.cap_eff[0] & (1u << 21 /* CAP_SYS_ADMIN */));
-}
-
 static void restore_thread(struct rst_thread *t)
 {
 	long ret;
@@ -1186,9 +1192,7 @@ static void restore_thread(struct rst_thread *t)
 			rst_fail_n(ret, "cannot register rseq of thread", t->tid);
 	}
 	restore_sched(t);
-	if (seccomp_before_creds(t))
-		restore_seccomp(t);
-	restore_creds(t);
+	restore_creds(t);	/* seccomp_before_creds(): its filters too */
 	/*
 	 * a credential change clears the parent-death signal: set it after; the
 	 * leader's memdump set (SIGKILL, child.c) goes then, the lifeline watches

@@ -49,3 +49,8 @@ case_uffd_refused() {
 	check_child_pass
 }
 add err-uffd-own case_uffd_refused
+
+# Seccomp filters installed without no_new_privs by root, which then dropped
+# its ids and capabilities, a filter denying setresuid (zdtm seccomp_filter):
+# the restorer installs them once the ids are set, before the capabilities.
+add seccomp-filter-uid case_rst default t-seccompuid
