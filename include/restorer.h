@@ -46,6 +46,7 @@ struct rst_vma {
 	int fd;			/* RST_MAP_FD: fd in the restored process while the blob runs;
 				 * RST_MAP_SYSV: the segment's id */
 	unsigned int locked;
+	unsigned int sealed;	/* mseal()ed once the process is in place */
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
 	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */
 	unsigned int lazy;	/* --lazy-pages: registered with the uffd, filled by the handler */
@@ -154,6 +155,7 @@ struct rst_thread {
 	unsigned long chain_off;
 	unsigned int nr_chain;
 	unsigned int seccomp_tsync;	/* the leader installs for every thread */
+	unsigned int seccomp_strict;	/* enters SECCOMP_MODE_STRICT last, before rt_sigreturn */
 	unsigned int has_sas, has_rseq, has_creds, has_robust;
 	struct rst_gpregs regs;
 	unsigned long clear_tid;

@@ -13,7 +13,7 @@
  *      its late memfd seals;
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, personality, membarrier registrations, signal
- *      actions, rlimits;
+ *      actions, rlimits; last, mseal() the VMAs that were sealed;
  *   4. create the other threads with their TIDs (clone3 set_tid); every
  *      thread restores its own fs/gs base, clear_tid, robust list, rseq,
  *      name, scheduling (policy, nice, affinity, timer slack), credentials
@@ -53,12 +53,14 @@
 #define __nr_sched_setaffinity	203
 #define __nr_seccomp		317
 #define __nr_membarrier		324
+#define __nr_mseal		462
 
 #define PROT_READ	1
 #define PROT_WRITE	2
 #define PROT_EXEC	4
 #define MAP_SHARED	0x01
 #define MAP_PRIVATE	0x02
+#define MAP_DROPPABLE	0x08
 #define MAP_FIXED	0x10
 #define MREMAP_MAYMOVE	1
 #define MREMAP_FIXED	2
@@ -83,6 +85,8 @@
 #define PR_CAPBSET_DROP		24
 #define PR_SET_NO_NEW_PRIVS	38
 #define PR_SET_THP_DISABLE	41
+#define PR_SET_SECCOMP		22
+#define SECCOMP_MODE_STRICT	1
 #define PR_CAP_AMBIENT		47
 #define PR_CAP_AMBIENT_RAISE	2
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
@@ -771,8 +775,8 @@ static void restore_memory(void)
 		}
 		if (v->nr_runs)
 			prot |= PROT_READ | PROT_WRITE;
-		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_GROWSDOWN |
-						 MAP_NORESERVE));
+		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_DROPPABLE |
+						 MAP_GROWSDOWN | MAP_NORESERVE));
 		if (v->how == RST_MAP_SYSV) {
 			map_sysv(v);
 			continue;
@@ -919,6 +923,44 @@ static void restore_process(void)
 	take_posix_locks();
 }
 
+/*
+ * The mseal()ed VMAs sealed again: the very last change to the mappings
+ * (after the vdso, PR_SET_MM_MAP, madvise, mlock, mprotect), since a sealed
+ * VMA can no longer be unmapped, moved, reprotected or madvised away. The
+ * restorer area itself is never sealed: memdump unmaps it afterwards.
+ */
+static void seal_memory(void)
+{
+	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
+
+	for (u32 i = 0; i < A->nr_vmas; i++) {
+		struct rst_vma *v = &vmas[i];
+		long ret;
+
+		if (!v->sealed)
+			continue;
+		ret = sys_call3(__nr_mseal, v->start, v->end - v->start, 0);
+		if (ret < 0)
+			rst_fail(ret, "cannot mseal VMA at", v->start);
+	}
+}
+
+/*
+ * A thread with neither no_new_privs nor CAP_SYS_ADMIN in its restored
+ * credentials could not install its seccomp filters once they are back: it
+ * installs them in the middle of restore_creds(), once its uids and gids are
+ * set but while it still has CAP_SYS_ADMIN, and its calls from there on go
+ * through them (the dump checked that they are allowed:
+ * src/task/seccomp_check.c lists them; keep the two in step).
+ */
+static int seccomp_before_creds(const struct rst_thread *t)
+{
+	return t->nr_chain && t->has_creds && !t->creds.no_new_privs &&
+	       !(t->creds.cap_eff[0] & (1u << 21 /* CAP_SYS_ADMIN */));
+}
+
+static void restore_seccomp(struct rst_thread *t);
+
 static void restore_creds(struct rst_thread *t)
 {
 	struct rst_creds *c = &t->creds;
@@ -941,6 +983,9 @@ static void restore_creds(struct rst_thread *t)
 	if (ret < 0)
 		rst_fail_n(ret, "setresuid failed for thread", t->tid);
 	sys_call1(__nr_setfsuid, c->fsuid);
+	/* the ids are back, CAP_SYS_ADMIN still effective (SECURE_NO_SETUID_FIXUP) */
+	if (seccomp_before_creds(t))
+		restore_seccomp(t);
 	if (sys_call5(__nr_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0) != (long)c->secbits) {
 		ret = sys_call5(__nr_prctl, PR_SET_SECUREBITS, c->secbits, 0, 0, 0);
 		if (ret < 0)
@@ -1129,19 +1174,6 @@ static void restore_posix_timers(void)
 	}
 }
 
-/*
- * A thread with neither no_new_privs nor CAP_SYS_ADMIN in its restored
- * credentials could not install its seccomp filters once they are back: it
- * installs them before, while it still has CAP_SYS_ADMIN, and its calls
- * from there on go through them (the dump checked that they are allowed:
- * src/task/seccomp_check.c lists them; keep the two in step).
- */
-static int seccomp_before_creds(const struct rst_thread *t)
-{
-	return t->nr_chain && t->has_creds && !t->creds.no_new_privs &&
-	       !(t->creds.cap_eff[0] & (1u << 21 /* CAP_SYS_ADMIN */));
-}
-
 static void restore_thread(struct rst_thread *t)
 {
 	long ret;
@@ -1160,9 +1192,7 @@ static void restore_thread(struct rst_thread *t)
 			rst_fail_n(ret, "cannot register rseq of thread", t->tid);
 	}
 	restore_sched(t);
-	if (seccomp_before_creds(t))
-		restore_seccomp(t);
-	restore_creds(t);
+	restore_creds(t);	/* seccomp_before_creds(): its filters too */
 	/*
 	 * a credential change clears the parent-death signal: set it after; the
 	 * leader's memdump set (SIGKILL, child.c) goes then, the lifeline watches
@@ -1278,6 +1308,11 @@ static void __attribute__((noreturn)) finish_thread(struct rst_thread *t, int le
 		rst_fail_n(ret, "cannot set gs_base of thread", t->tid);
 	if (!seccomp_before_creds(t))
 		restore_seccomp(t);
+	if (t->seccomp_strict) {	/* read, write, exit and rt_sigreturn from here on */
+		ret = sys_call5(__nr_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0);
+		if (ret < 0)
+			rst_fail_n(ret, "cannot enter seccomp strict mode in thread", t->tid);
+	}
 	__asm__ volatile(
 		"mov	%0, %%rsp\n"
 		"mov	$15, %%eax\n"
@@ -1339,6 +1374,7 @@ void blob_main(void *arg)
 	A->fill_us = now_us() - A->fill_us;
 	fault_point_fill();
 	restore_process();
+	seal_memory();
 
 	for (u32 i = 1; i < A->nr_threads; i++) {
 		struct rst_thread *t = &threads[i];

@@ -83,9 +83,6 @@ case_state_refused() {
 		chrt -d --sched-runtime 1000000 --sched-deadline 10000000 --sched-period 10000000 \
 			-p 0 "$PID" || fail "cannot make $PID SCHED_DEADLINE"
 		local want="thread $PID runs SCHED_DEADLINE" ;;
-	strict)
-		start_prog t-seccomp strict
-		local want="thread $PID is in seccomp strict mode" ;;
 	notify)
 		start_prog t-seccomp notify
 		local want="thread $PID has a seccomp filter that notifies a supervisor (SECCOMP_RET_USER_NOTIF)" ;;
@@ -117,7 +114,8 @@ case_state_oom_lower() {
 add rst-t-state case_rst default t-state
 add rst-t-state-perthread case_rst default t-state perthread
 add rst-state-oom-lower case_state_oom_lower
-add err-seccomp-strict case_state_refused strict
+# a process in seccomp strict mode: suspended while traced, entered again last
+add rst-seccomp-strict case_rst default t-seccomp strict
 add err-seccomp-notify case_state_refused notify
 add err-seccomp-nocap-deny case_state_refused nocap-deny
 # a runtime's default profile: filters without no_new_privs, no capability left

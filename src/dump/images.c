@@ -345,6 +345,8 @@ static void fill_vma(VmaEntry *e, const struct vma *v)
 	e->name = (char *)v->name;
 	e->has_locked = true;
 	e->locked = v->locked;
+	e->has_sealed = v->sealed;
+	e->sealed = v->sealed;
 }
 
 /* mm_entry.guards (field 50): the guard pages, which have no content. */

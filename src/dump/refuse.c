@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -401,7 +402,9 @@ static void check_group_holders(pid_t pid, const struct proc_tree *tree, struct 
 
 /*
  * Per thread: SCHED_DEADLINE (its runtime/deadline/period are not kept) and
- * seccomp strict mode (the dump's remote system calls would kill it).
+ * seccomp strict mode when memdump cannot suspend it while it traces the
+ * thread (PTRACE_O_SUSPEND_SECCOMP needs CAP_SYS_ADMIN): the dump's remote
+ * system calls would kill it.
  */
 static void check_thread_modes(pid_t pid, struct refusals *r)
 {
@@ -422,8 +425,11 @@ static void check_thread_modes(pid_t pid, struct refusals *r)
 		free(stat);
 		if (policy == 6)
 			refuse_add(r, "thread %d runs SCHED_DEADLINE", tids[i]);
-		if (!proc_status_field(tids[i], "Seccomp", v, sizeof(v)) && atoi(v) == 1)
-			refuse_add(r, "thread %d is in seccomp strict mode", tids[i]);
+		if (!proc_status_field(tids[i], "Seccomp", v, sizeof(v)) && atoi(v) == 1 &&
+		    !self_capable(CAP_SYS_ADMIN))
+			refuse_add(r, "thread %d is in seccomp strict mode, which memdump cannot "
+				   "suspend without CAP_SYS_ADMIN (PTRACE_O_SUSPEND_SECCOMP)",
+				   tids[i]);
 	}
 	free(tids);
 }

@@ -73,7 +73,8 @@ struct infect_ctx {
 	uint64_t sigreturn_insn;	/* `mov $15, %rax; syscall` there, or 0 */
 	unsigned int sigreturn_len;	/* its length */
 	uint64_t tramp;			/* the parasite area's trampoline, or 0 */
-	uint64_t vdso;			/* start of its [vdso] */
+	uint64_t vdso;			/* start of its [vdso], or 0 (unmapped) */
+	uint64_t nul_byte;		/* a NUL byte in its code: the memfd's empty name */
 	struct parasite *parasite;
 	/* Set by the caller's signal handler: waits give up with -EINTR. */
 	const volatile sig_atomic_t *stop;

@@ -96,10 +96,10 @@ static int take_fd(struct infect_ctx *c, int remote_fd)
 	return fd;
 }
 
-/* A NUL byte in the target to serve as the memfd's (empty) name. */
+/* A NUL byte in the target to serve as the memfd's (empty) name (remote.c). */
 static uint64_t empty_string(struct infect_ctx *c)
 {
-	return c->vdso ? c->vdso + 7 : 0;	/* ELF ident: EI_OSABI = 0 */
+	return c->nul_byte;
 }
 
 /*
@@ -271,7 +271,7 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 		return err;
 	name = empty_string(c);
 	if (!name)
-		return fail(-ENOEXEC, "process %d has no vDSO", c->pid);
+		return fail(-ENOEXEC, "process %d has no NUL byte in its code", c->pid);
 	trace_memfd(c, lowest_free_fd(c->pid), true);
 	err = rsys(c, SYS_memfd_create, &memfd, name, MFD_CLOEXEC, 0, 0, 0, 0);
 	trace_memfd(c, (int)memfd, !err);

@@ -137,12 +137,37 @@ static int find_sigreturn_insn(struct infect_ctx *c)
 	return 0;
 }
 
+/*
+ * A NUL byte the target can pass as a string: the vDSO's EI_OSABI, or, in a
+ * process that unmapped its vDSO, the first one in its code.
+ */
+static int find_nul_byte(struct infect_ctx *c)
+{
+	static const uint8_t nul[] = { 0 };
+	char path[64], *maps;
+	ssize_t n;
+
+	if (c->vdso) {
+		c->nul_byte = c->vdso + 7;	/* ELF ident: EI_OSABI = 0 */
+		return 0;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
+	n = proc_read_file(path, &maps);
+	if (n < 0)
+		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
+	c->nul_byte = find_in_maps(c, maps, nul, sizeof(nul));
+	free(maps);
+	return 0;
+}
+
 static int remote_init(struct infect_ctx *c)
 {
 	int ret = find_syscall_insn(c);
 
 	if (!ret)
 		ret = find_sigreturn_insn(c);
+	if (!ret)
+		ret = find_nul_byte(c);
 	if (ret)
 		return ret;
 	if (!c->syscall_insn)

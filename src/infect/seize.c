@@ -124,8 +124,8 @@ static int seize_once(struct infect_ctx *c, pid_t tid)
 	    strcmp(mode, "0")) {
 		if (!ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD | PTRACE_O_SUSPEND_SECCOMP))
 			return 0;
-		if (errno != EPERM || proc_tracer(tid) > 0)
-			return -1;
+		if (errno != EPERM || proc_tracer(tid) > 0 || !strcmp(mode, "1"))
+			return -1;	/* strict mode: a remote syscall would kill it */
 		pr_warn("process %d has seccomp filters and memdump cannot suspend them (no "
 			"CAP_SYS_ADMIN): they judge the dump's own system calls too", c->pid);
 		c->seccomp_unsuspended = true;

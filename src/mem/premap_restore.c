@@ -47,7 +47,7 @@
 /* Private anonymous memory, or a private mapping of a file (its COW copies shared). */
 static bool premappable(const VmaEntry *v)
 {
-	if (v->flags & MAP_GROWSDOWN)
+	if (v->flags & (MAP_GROWSDOWN | MAP_DROPPABLE))	/* dropped: nothing to share */
 		return false;
 	if (vma_how(v) == RST_MAP_ANON)
 		return true;

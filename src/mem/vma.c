@@ -44,6 +44,7 @@ static void madvise_bits(struct vma *v)
 		if (has_flag(v, map[i].flag))
 			v->madv |= 1ULL << map[i].advice;
 	v->locked = has_flag(v, "lo");
+	v->sealed = has_flag(v, "sl");
 }
 
 static int refuse(pid_t pid, const struct vma *v, const char *what)
@@ -62,6 +63,8 @@ static const char *const restored_flags[] = {
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
 	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
 	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
+	"dp",					/* MAP_DROPPABLE: mapped so again, empty */
+	"sl",					/* mseal(): sealed again by the restorer, last */
 };
 
 static const struct { const char *flag, *what; } refused_flags[] = {
@@ -70,7 +73,6 @@ static const struct { const char *flag, *what; } refused_flags[] = {
 	{ "uw", "a userfaultfd write-protect registration (VmFlags uw)" },
 	{ "ui", "a userfaultfd minor-fault registration (VmFlags ui)" },
 	{ "ss", "a shadow stack (VmFlags ss)" },
-	{ "sl", "a sealed mapping, mseal() (VmFlags sl)" },
 	{ "mm", "a mixed PFN mapping (VmFlags mm)" },
 	{ "sf", "synchronous page faults, DAX (VmFlags sf)" },
 };
@@ -157,6 +159,19 @@ static int classify_shmem_private(struct dump_ctx *d, struct vma *v, uint64_t in
 	return shmem_add_vma(d, v);
 }
 
+/*
+ * MAP_DROPPABLE memory (VmFlags dp): the kernel may drop its pages whenever
+ * it likes, so its content is no state a program can count on. It is mapped
+ * MAP_DROPPABLE again, empty, as if the kernel had dropped it (as CRIU does;
+ * zdtm maps11 checks it is empty after a restore).
+ */
+static void droppable(struct vma *v)
+{
+	v->flags = MAP_DROPPABLE | MAP_ANONYMOUS;
+	v->status |= VMA_ANON_PRIVATE;
+	v->dump = false;
+}
+
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
 	int ret = check_vmflags(d, v, d->track.fd >= 0);
@@ -208,6 +223,8 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		}
 	} else if (v->name[0] == '/') {
 		return classify_file(d, v, shared);
+	} else if (has_flag(v, "dp")) {
+		droppable(v);
 	} else {
 		v->flags = MAP_PRIVATE | MAP_ANONYMOUS;
 		v->status |= VMA_ANON_PRIVATE;

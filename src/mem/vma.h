@@ -5,6 +5,10 @@
 #include "ctx/dump_ctx.h"
 #include "ctx/restore_ctx.h"
 
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE	0x08	/* Linux 6.11; not in every libc's headers */
+#endif
+
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);
 /* RST_MAP_*: how the blob maps v */

@@ -216,9 +216,13 @@ void resume_seize(struct rst *r)
 	long opts = PTRACE_O_TRACESYSGOOD;
 	int ret = 0, status;
 
-	/* the filters the threads install must not stop the syscalls injected afterwards */
+	/* the filters (or strict mode) the threads enter must not stop the syscalls
+	 * injected afterwards */
 	if (r->a->nr_filters)
 		opts |= PTRACE_O_SUSPEND_SECCOMP;
+	for (size_t i = 0; i < n; i++)
+		if (rt[i].seccomp_strict)
+			opts |= PTRACE_O_SUSPEND_SECCOMP;
 	for (; seized < n; seized++) {
 		pid_t tid = rt[seized].tid;
 

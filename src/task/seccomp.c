@@ -7,8 +7,9 @@
  * supervisor (SECCOMP_RET_USER_NOTIF: its listener cannot be recreated), and,
  * on a thread with neither no_new_privs nor CAP_SYS_ADMIN (installed again
  * before its credentials), filters that deny the restorer's own calls after
- * that point (seccomp_check.c). Strict mode is refused before the seize
- * (refuse.c): a remote system call would kill the target.
+ * that point (seccomp_check.c). Strict mode is kept (the restorer enters it
+ * last, before its rt_sigreturn); memdump suspends it while it traces the
+ * thread, or refuses it before the seize (refuse.c) when it cannot.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -164,7 +165,8 @@ int collect_seccomp(struct dump_ctx *d)
 		t->seccomp.top = -1;
 		if (t->seccomp.mode == SECCOMP_MODE_FILTER)
 			ret = thread_filters(d, t);
-		else if (t->seccomp.mode != SECCOMP_MODE_DISABLED)
+		else if (t->seccomp.mode != SECCOMP_MODE_DISABLED &&
+			 t->seccomp.mode != SECCOMP_MODE_STRICT)
 			ret = fail(-EOPNOTSUPP, "thread %d in seccomp mode %u", t->tid,
 				   t->seccomp.mode);
 		if (ret)

@@ -5,9 +5,9 @@
  * restorer installs them last, just before rt_sigreturn. A thread with
  * neither (a container's process under a runtime's default profile) cannot
  * install them once its credentials are back: the restorer then installs
- * them before it sets the credentials, while it still holds CAP_SYS_ADMIN
- * (as CRIU does), and its own system calls after that point go through the
- * filters. Those calls are known (parasite/restorer.c, restore_thread() and
+ * them once its uids and gids are set but before its capabilities are,
+ * while it still holds CAP_SYS_ADMIN, and its own system calls after that
+ * point go through the filters. Those calls are known (parasite/restorer.c, restore_thread() and
  * finish_thread()): each is run through the thread's filters here, with a
  * small classic-BPF interpreter, and a filter that does not allow one of
  * them is refused by name at dump time, before the target is harmed.
@@ -38,6 +38,8 @@ struct late_call {
 	const char *name;
 	int nr;
 	uint64_t arg0;
+	bool others;	/* made before them by the installing thread: late only for
+			 * the other threads of a TSYNC install */
 };
 
 /*
@@ -46,38 +48,38 @@ struct late_call {
  * restore: their calls from there on count too.
  */
 static const struct late_call late_calls[] = {
-	{ "prctl(PR_SET_NAME)", SYS_prctl, PR_SET_NAME },
-	{ "set_tid_address", SYS_set_tid_address, 0 },
-	{ "set_robust_list", SYS_set_robust_list, 0 },
-	{ "rseq", SYS_rseq, 0 },
-	{ "setpriority", SYS_setpriority, 0 },
-	{ "sched_setscheduler", SYS_sched_setscheduler, 0 },
-	{ "sched_setaffinity", SYS_sched_setaffinity, 0 },
-	{ "prctl(PR_SET_TIMERSLACK)", SYS_prctl, PR_SET_TIMERSLACK },
-	{ "setgroups", SYS_setgroups, 0 },
-	{ "prctl(PR_SET_SECUREBITS)", SYS_prctl, PR_SET_SECUREBITS },
-	{ "prctl(PR_GET_SECUREBITS)", SYS_prctl, PR_GET_SECUREBITS },
-	{ "prctl(PR_CAPBSET_DROP)", SYS_prctl, PR_CAPBSET_DROP },
-	{ "prctl(PR_CAP_AMBIENT)", SYS_prctl, PR_CAP_AMBIENT },
-	{ "prctl(PR_SET_PDEATHSIG)", SYS_prctl, PR_SET_PDEATHSIG },
-	{ "prctl(PR_SET_DUMPABLE)", SYS_prctl, PR_SET_DUMPABLE },
-	{ "setresgid", SYS_setresgid, 0 },
-	{ "setfsgid", SYS_setfsgid, 0 },
-	{ "setresuid", SYS_setresuid, 0 },
-	{ "setfsuid", SYS_setfsuid, 0 },
-	{ "capset", SYS_capset, 0 },
-	{ "rt_sigqueueinfo", SYS_rt_sigqueueinfo, 0 },
-	{ "rt_tgsigqueueinfo", SYS_rt_tgsigqueueinfo, 0 },
-	{ "sched_yield", SYS_sched_yield, 0 },
-	{ "setitimer", SYS_setitimer, 0 },
-	{ "timer_create", SYS_timer_create, 0 },
-	{ "timer_delete", SYS_timer_delete, 0 },
-	{ "timer_settime", SYS_timer_settime, 0 },
-	{ "futex", SYS_futex, 0 },
-	{ "arch_prctl", SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */ },
-	{ "exit", SYS_exit, 0 },
-	{ "exit_group", SYS_exit_group, 0 },
-	{ "rt_sigreturn", SYS_rt_sigreturn, 0 },
+	{ "prctl(PR_SET_NAME)", SYS_prctl, PR_SET_NAME, false },
+	{ "set_tid_address", SYS_set_tid_address, 0, false },
+	{ "set_robust_list", SYS_set_robust_list, 0, false },
+	{ "rseq", SYS_rseq, 0, false },
+	{ "setpriority", SYS_setpriority, 0, false },
+	{ "sched_setscheduler", SYS_sched_setscheduler, 0, false },
+	{ "sched_setaffinity", SYS_sched_setaffinity, 0, false },
+	{ "prctl(PR_SET_TIMERSLACK)", SYS_prctl, PR_SET_TIMERSLACK, false },
+	{ "setgroups", SYS_setgroups, 0, true },
+	{ "setresgid", SYS_setresgid, 0, true },
+	{ "setfsgid", SYS_setfsgid, 0, true },
+	{ "setresuid", SYS_setresuid, 0, true },
+	{ "setfsuid", SYS_setfsuid, 0, true },
+	{ "prctl(PR_SET_SECUREBITS)", SYS_prctl, PR_SET_SECUREBITS, false },
+	{ "prctl(PR_GET_SECUREBITS)", SYS_prctl, PR_GET_SECUREBITS, false },
+	{ "prctl(PR_CAPBSET_DROP)", SYS_prctl, PR_CAPBSET_DROP, false },
+	{ "prctl(PR_CAP_AMBIENT)", SYS_prctl, PR_CAP_AMBIENT, false },
+	{ "prctl(PR_SET_PDEATHSIG)", SYS_prctl, PR_SET_PDEATHSIG, false },
+	{ "prctl(PR_SET_DUMPABLE)", SYS_prctl, PR_SET_DUMPABLE, false },
+	{ "capset", SYS_capset, 0, false },
+	{ "rt_sigqueueinfo", SYS_rt_sigqueueinfo, 0, false },
+	{ "rt_tgsigqueueinfo", SYS_rt_tgsigqueueinfo, 0, false },
+	{ "sched_yield", SYS_sched_yield, 0, false },
+	{ "setitimer", SYS_setitimer, 0, false },
+	{ "timer_create", SYS_timer_create, 0, false },
+	{ "timer_delete", SYS_timer_delete, 0, false },
+	{ "timer_settime", SYS_timer_settime, 0, false },
+	{ "futex", SYS_futex, 0, false },
+	{ "arch_prctl", SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, false },
+	{ "exit", SYS_exit, 0, false },
+	{ "exit_group", SYS_exit_group, 0, false },
+	{ "rt_sigreturn", SYS_rt_sigreturn, 0, false },
 };
 
 static uint32_t alu(uint16_t op, uint32_t a, uint32_t v, bool *bad)
@@ -184,10 +186,15 @@ static bool allowed(uint32_t ret)
 	return action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG;
 }
 
-/* The first of late_calls that one of the thread's filters does not allow, or NULL. */
+/*
+ * The first of late_calls that one of the thread's filters does not allow, or
+ * NULL. A process of one thread installs no filter for another (TSYNC).
+ */
 static const struct late_call *first_denied(const struct dump_ctx *d, int top)
 {
 	for (size_t c = 0; c < ARRAY_SIZE(late_calls); c++) {
+		if (late_calls[c].others && d->nr_threads == 1)
+			continue;
 		struct seccomp_data data = {
 			.nr = late_calls[c].nr,
 			.arch = AUDIT_ARCH_X86_64,

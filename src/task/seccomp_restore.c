@@ -53,7 +53,8 @@ int seccomp_check(struct rst *r)
 		const ThreadCoreEntry *th = r->ds.cores[i]->thread_core;
 		unsigned tid = pe->n_threads ? pe->threads[i] : pe->pid;
 
-		if (!th->has_seccomp_mode || th->seccomp_mode == SECCOMP_MODE__disabled)
+		if (!th->has_seccomp_mode || th->seccomp_mode == SECCOMP_MODE__disabled ||
+		    th->seccomp_mode == SECCOMP_MODE__strict)
 			continue;
 		if (th->seccomp_mode != SECCOMP_MODE__filter)
 			return fail(-EOPNOTSUPP, "thread %u is in seccomp mode %d", tid,
@@ -138,6 +139,9 @@ void seccomp_fill(struct rst *r, size_t off)
 		rt[i].nr_chain = top < 0 || (tsync && i) ? 0 :
 				 fill_chain(r, top, (uint32_t *)(r->area + off));
 		rt[i].seccomp_tsync = tsync && i == 0;
+		rt[i].seccomp_strict = r->ds.cores[i]->thread_core->has_seccomp_mode &&
+				       r->ds.cores[i]->thread_core->seccomp_mode ==
+				       SECCOMP_MODE__strict;
 		off += n * sizeof(uint32_t);
 	}
 }

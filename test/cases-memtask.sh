@@ -1,0 +1,56 @@
+# Memory and task states of zdtm and issue 24 (Beyond CRIU): each restored
+# exactly, or refused by name before the target is harmed.
+
+# mseal()ed mappings (VmFlags sl): sealed again by the restorer, last, with
+# their bytes; the unsealed rest of a split VMA stays unsealed (t-mseal).
+add vma-mseal case_rst default t-mseal
+
+# MAP_DROPPABLE memory (VmFlags dp): mapped droppable again, empty, as the
+# kernel may leave it at any time; wipe-on-fork memory beside it intact.
+add vma-droppable case_rst default t-droppable
+
+# A thread in seccomp strict mode (zdtm seccomp_strict): memdump suspends it
+# while it traces it (PTRACE_O_SUSPEND_SECCOMP); the restorer enters strict
+# mode last, just before the thread's rt_sigreturn (t-seccompstrict).
+add seccomp-strict case_rst default t-seccompstrict
+
+# Strict mode with a memdump that cannot suspend it (no CAP_SYS_ADMIN, so no
+# PTRACE_O_SUSPEND_SECCOMP): refused by name before the seize, target unharmed.
+case_seccomp_strict_nocap() {
+	start_prog t-seccompstrict
+	printf '#!/bin/sh\nexec setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin %s "$@"\n' \
+		"$MEMDUMP" > "$T/md-nocap"
+	chmod +x "$T/md-nocap"
+	MEMDUMP=$T/md-nocap md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	local want="thread ${READY[2]} is in seccomp strict mode, which memdump cannot suspend without CAP_SYS_ADMIN"
+	grep -qF "$want" "$MD_ERR" || fail "the error does not say '$want'"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add err-seccomp-strict-nocap case_seccomp_strict_nocap
+
+# A process without a vDSO (zdtm vdso02: it unmapped [vdso] and [vvar]): the
+# parasite finds its memfd's empty name elsewhere, the restore maps none.
+add vma-novdso case_rst default t-novdso
+
+# A process's own userfaultfd (issue 24): not recreated yet (its features,
+# registered ranges and pending faults would all have to be), so refused by
+# name before the seize; the process keeps its registration and data.
+case_uffd_refused() {
+	start_prog t-uffd
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	local want="fd ${READY[2]} (anon_inode:[userfaultfd]: a userfaultfd)"
+	grep -qF "$want" "$MD_ERR" || fail "the error does not say '$want'"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add err-uffd-own case_uffd_refused
+
+# Seccomp filters installed without no_new_privs by root, which then dropped
+# its ids and capabilities, a filter denying setresuid (zdtm seccomp_filter):
+# the restorer installs them once the ids are set, before the capabilities.
+add seccomp-filter-uid case_rst default t-seccompuid
