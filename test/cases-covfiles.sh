@@ -8,3 +8,35 @@
 # restored process once it has its PID (t-procself).
 add procself-rst case_f2_rst t-procself
 add procself-lr case_f2_lr t-procself
+
+# ---- /proc files of processes outside the dump (zdtm pid_file)
+
+# /proc/OTHER/stat (offset kept) of a sleep outside the dump, and
+# /proc/1/status: the same files again, opened by path, the restore having
+# checked OTHER is still the same process (t-procout).
+case_procout_rst() {
+	sleep 300 < /dev/null > /dev/null 2>&1 &
+	local other=$!; track "$other"
+	case_f2_rst t-procout "$other"
+	kill "$other"
+}
+add procout-rst case_procout_rst
+
+# The process outside the dump is gone before the restore: the restore
+# fails naming it (its PID may be another process's by then) and leaves
+# nothing running.
+case_procout_gone() {
+	sleep 300 < /dev/null > /dev/null 2>&1 &
+	local other=$!; track "$other"
+	start_prog t-procout "$other"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	kill "$other"; wait "$other" 2> /dev/null
+	md restore restore -D "$T/d"
+	expect_md_error
+	grep -q "file /proc/$other/stat: process $other, outside the dump, is gone" "$MD_ERR" ||
+		fail "the error does not name the process that is gone"
+	alive "$PID" && fail "a failed restore left pid $PID running"
+	return 0
+}
+add procout-gone case_procout_gone
