@@ -40,3 +40,16 @@ case_procout_gone() {
 	return 0
 }
 add procout-gone case_procout_gone
+
+# ---- files open in removed directories (zdtm rmdir_open)
+
+# A directory removed with its parent, a file deleted in a directory removed
+# with its parent: the directories gone are made again for the restore and
+# removed again after it (t-rmdiropen).
+case_rmdiropen_rst() {
+	case_f2_rst t-rmdiropen
+	[[ -e $T/rmo-par || -e $T/rmo-gone ]] && fail "a directory made for the restore is left"
+	return 0
+}
+add rmdiropen-rst case_rmdiropen_rst
+add rmdiropen-lr case_f2_lr t-rmdiropen
