@@ -53,3 +53,29 @@ case_rmdiropen_rst() {
 }
 add rmdiropen-rst case_rmdiropen_rst
 add rmdiropen-lr case_f2_lr t-rmdiropen
+
+# A restore killed (SIGKILL) once its ghosts are made, and once its processes
+# are: the sweeper removes the ghosts and the directories made for them, and
+# a restore after it passes (rstfail_wait_exit: cases-rstfail.sh).
+case_rmdiropen_kill_restore() {
+	start_prog t-rmdiropen
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	local point md_pid
+	for point in rst-ghosts rst-prepared; do
+		MEMDUMP_FAULT=$point restore_bg "$T/d" "$point.KILL"
+		wait_line "$MD_ERR" "fault point $point: " "$OP_TIMEOUT" ||
+			fail "$point: the restore did not reach its fault point: $(cat "$MD_ERR")"
+		[[ $point != rst-ghosts || -d $T/rmo-gone/deep ]] ||
+			fail "rst-ghosts: no directory made for the restore to leave behind"
+		md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+		[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+		kill -KILL "$md_pid"
+		rstfail_wait_exit
+		wait_until 5 eval '[[ ! -e $T/rmo-par && ! -e $T/rmo-gone ]]' ||
+			fail "$point: directories made for the restore are left: $(ls "$T")"
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+}
+add rmdiropen-kill-restore case_rmdiropen_kill_restore
