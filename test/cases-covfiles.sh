@@ -79,3 +79,27 @@ case_rmdiropen_kill_restore() {
 	restore_and_pass "$T/d" 1
 }
 add rmdiropen-kill-restore case_rmdiropen_kill_restore
+
+# ---- a deleted file above the ghost limit (zdtm ghost_holes_large01)
+
+# 2 MiB of data around a 1 GiB hole: refused under the default 1 MiB limit,
+# the message saying which --ghost-limit takes it; with that limit, dumped
+# in chunks (only the data) and restored with its hole (t-ghostlarge).
+case_ghostlarge_rst() {
+	start_prog t-ghostlarge
+	md dump.limit dump -t "$PID" -D "$T/d0"
+	expect_md_error
+	grep -qE "fd 10 \(.*/ghostlarge \(deleted\): a deleted file with 2097152 bytes of data, above the ghost limit of 1048576 bytes: dump with --ghost-limit 2048K or more\)" "$MD_ERR" ||
+		fail "the error does not say how to raise the limit: $(tail -n1 "$MD_ERR")"
+	no_inventory "$T/d0"
+	expect_untraced "$PID"
+	state_snap "$PID"
+	dump "$PID" "$T/d" --ghost-limit 2048K
+	expect_killed "$PID"
+	local saved; saved=$(du -sk "$T/d" | cut -f1)
+	(( saved < 8192 )) || fail "the images take $saved KiB: the hole was saved"
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add ghostlarge-rst case_ghostlarge_rst
