@@ -231,18 +231,23 @@ case_cgroup_strict_own() {
 }
 add cgroup-strict-own case_cgroup_strict_own
 
-# The dry run over files: its own /proc/PID/cgroup held open (zdtm cgroup_ignore), which a
-# restore would reopen before the process exists, refused before the kill
-case_err_dryrun_procself() {
+# Its own /proc/PID/cgroup held open (zdtm cgroup_ignore): opened again by
+# the restored process once it has its PID, the file of the same name
+case_procself_cgroup_rst() {
 	printf '#!/bin/sh\nexec 3< /proc/self/cgroup\nexec "$@"\n' > "$T/procwrap"
 	chmod +x "$T/procwrap"
 	START_WRAP=$T/procwrap start_prog t-pattern
 	[[ $(readlink "/proc/$PID/fd/3") == /proc/$PID/cgroup ]] || fail "fd 3 is not /proc/$PID/cgroup"
-	md dump.procself dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "a restore here would fail: file /proc/$PID/cgroup, in the process's own /proc" \
-		"$MD_ERR" || fail "the dry run did not name /proc/$PID/cgroup"
-	no_inventory "$T/d"
-	check_child_pass
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(readlink "/proc/$PID/fd/3") == /proc/$PID/cgroup ]] ||
+		fail "restored fd 3 is $(readlink "/proc/$PID/fd/3"), not /proc/$PID/cgroup"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
-add err-dryrun-procself case_err_dryrun_procself
+add procself-cgroup-rst case_procself_cgroup_rst

@@ -361,7 +361,9 @@ case_ghost_exe() {
 }
 add ghost-exe case_ghost_exe
 
-# A deleted file whose directory is gone too cannot be recreated: refused.
+# A deleted file whose directory is gone too, and a file where the directory
+# was: no directory to make it in again, refused (one whose directory is
+# only gone is made again in it: t-rmdiropen).
 case_ghost_dir_gone() {
 	mkdir "$T/gone"
 	python3 -c '
@@ -369,6 +371,7 @@ import os, sys, time
 d = sys.argv[1]
 f = open(d + "/gone/x", "w"); f.write("data"); f.flush()
 os.unlink(d + "/gone/x"); os.rmdir(d + "/gone")
+open(d + "/gone", "w").close()
 print("READY", os.getpid(), f.fileno(), flush=True)
 time.sleep(60)' "$T" > "$T/g.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
@@ -376,7 +379,7 @@ time.sleep(60)' "$T" > "$T/g.out" 2>&1 < /dev/null &
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/g.out")
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd $fd \(.*/gone/x \(deleted\): a deleted file whose directory is gone too\)" "$MD_ERR" ||
+	grep -qE "fd $fd \(.*/gone/x \(deleted\): a deleted file whose directory is gone too, with no directory left to make it in again\)" "$MD_ERR" ||
 		fail "the error does not name the file"
 	no_inventory "$T/d"
 	expect_untraced "$PID"

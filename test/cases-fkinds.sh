@@ -86,27 +86,6 @@ add procfile-rst case_f2_rst t-procfile
 add procfile-lr case_f2_lr t-procfile
 add procfile-worker-killed case_fk_worker_killed t-procfile
 
-# /proc/PID/... of a process outside the dump stays refused, by name.
-case_procfile_outside() {
-	sleep 300 < /dev/null > /dev/null 2>&1 &
-	local other=$!; track "$other"
-	OUT=$T/pf.out
-	python3 -c "import os, sys, time
-fd = os.open('/proc/%s/stat' % sys.argv[1], os.O_RDONLY)
-print('READY', os.getpid(), fd, flush=True)
-time.sleep(300)" "$other" > "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' "$OP_TIMEOUT" || { show_file pf "$OUT"; fail "python did not start"; }
-	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
-	md dump dump -t "$PID" -D "$T/d" --leave-running
-	expect_md_error
-	grep -q "fd $fd (/proc/$other/stat: a /proc file of a process outside the dump)" "$MD_ERR" ||
-		fail "the error does not name the /proc file"
-	no_inventory "$T/d"
-	expect_untraced "$PID"
-	kill "$other"
-}
-add procfile-outside case_procfile_outside
 
 # ---- namespace files
 

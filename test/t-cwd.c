@@ -4,7 +4,7 @@
  *   fd 11: DIR/cwd-fdonly (mode 0750), only open, removed too
  * argv[2] "renamed": the runner makes DIR/cwd-gone again before the restore (the
  * directory comes back beside it); "parentgone": the cwd is DIR/cwd-par/cwd-gone and
- * both are removed (the dump refuses it).
+ * both are removed (the restore makes cwd-par again, and removes it again).
  * After SIGUSR1: the cwd reads "DIR/cwd-gone (deleted)" (or a name beside it when
  * renamed), is a directory of mode 0710 with no link left, getcwd() fails with ENOENT,
  * nothing can be made in it, fd 10 is on the cwd's inode, fd 11 reads

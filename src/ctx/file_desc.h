@@ -45,6 +45,7 @@ struct file_desc {
 	int fifo_reg_id;	/* FIFO: REG entry with its path */
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
 	char *deleted_name;	/* REG: the deleted name it was open by, path another link */
+	uint64_t proc_start;	/* REG: /proc file of a process outside the dump: its start time */
 	struct fd_owner fown;	/* REG, PIPE, TTY, SOCKET: its SIGIO owner */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */

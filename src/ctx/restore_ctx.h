@@ -107,6 +107,7 @@ struct inherited {
 struct rghost {
 	uint32_t id;		/* remap_id */
 	char *path;		/* where it was recreated */
+	char *top;		/* the outermost of the directories gone too made for it, or NULL */
 };
 
 /* A timerfd to arm right before the threads resume (timerfd.c). */

@@ -3,7 +3,7 @@
  * before the target is killed, every object they record is checked to be one
  * a restore on this machine can recreate, with the capabilities it will have
  * (image/rstcheck.c, shared with the restore's own checks): cgroups, files
- * under the process's own /proc directory, rlimits. A failure fails
+ * under the /proc directory of a thread, rlimits. A failure fails
  * the dump with a sentence naming the object: the target runs on and no
  * inventory.img is written. One function per kind of object; a kind is added
  * to dump_dry_run().
@@ -84,8 +84,13 @@ static int dryrun_rlimits(struct dump_ctx *d)
 	return ret;
 }
 
-/* name is in the /proc directory of the process or one of its threads. */
-static bool own_proc_path(const struct dump_ctx *d, const char *name)
+/*
+ * name is in the /proc directory of one of its threads other than the
+ * leader: the leader's (/proc/self) the restored process opens once it
+ * exists (files_restore.c, reg_proc_open_in_child), a thread's is looked up
+ * before.
+ */
+static bool thread_proc_path(const struct dump_ctx *d, const char *name)
 {
 	long id;
 	char *end;
@@ -96,14 +101,14 @@ static bool own_proc_path(const struct dump_ctx *d, const char *name)
 	if (end == name + 6 || (*end && *end != '/'))
 		return false;
 	for (int i = 0; i < d->nr_threads; i++)
-		if (id == d->threads[i].tid)
+		if (id == d->threads[i].tid && id != d->pid)
 			return true;
-	return id == d->pid;
+	return false;
 }
 
 /*
- * Its files: one under its own /proc directory (zdtm cgroup_ignore holds
- * /proc/self/cgroup open) is reopened by path before the process exists.
+ * Its files: one under the /proc directory of one of its threads (not the
+ * leader's) is reopened by path before the thread exists.
  */
 static int dryrun_files(struct dump_ctx *d)
 {
@@ -116,9 +121,10 @@ static int dryrun_files(struct dump_ctx *d)
 	ret = img_open(d->dir.fd, IMG_FILES, 0, &img);
 	while (!ret && (ret = img_read_msg(img, &file_entry__descriptor, (void **)&fe)) == 1) {
 		ret = 0;
-		if (fe->type == FD_TYPES__REG && fe->reg && own_proc_path(d, fe->reg->name))
-			ret = fail(-EOPNOTSUPP, "file %s, in the process's own /proc directory, "
-				   "which does not exist when a restore opens its files",
+		if (fe->type == FD_TYPES__REG && fe->reg && thread_proc_path(d, fe->reg->name))
+			ret = fail(-EOPNOTSUPP, "file %s, in the /proc directory of one of the "
+				   "process's threads, which does not exist when a restore opens "
+				   "its files",
 				   fe->reg->name);
 		img_free(&file_entry__descriptor, fe);
 	}

@@ -238,6 +238,20 @@ static bool proc_file_of_tree(const struct proc_tree *tree, const char *link)
 	return false;
 }
 
+/*
+ * The start time of the process outside the dump whose /proc/PID/... file
+ * link is, 0 if it cannot be read: restore opens the file again by path
+ * only if PID is still that process (files_restore.c).
+ */
+static uint64_t outside_proc_start(const char *link)
+{
+	struct proc_stat ps;
+	char *end;
+	long n = strtol(link + 6, &end, 10);
+
+	return *end == '/' && n > 0 && !proc_read_stat((pid_t)n, &ps) ? ps.start_time : 0;
+}
+
 /* What an anonymous-inode file of no kind in the table (fd_kinds.c) is. */
 static const char *anon_unsupported(const char *link)
 {
@@ -343,8 +357,10 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(link, st, p->ghost_limit, why, len);
-	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link))
-		w = "a /proc file of a process outside the dump";
+	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link) &&
+		 !outside_proc_start(link))
+		w = "a /proc file of a process outside the dump that memdump cannot read the start "
+		    "time of";
 	if (w)
 		snprintf(why, len, "%s", w);
 	return w != NULL;
@@ -432,6 +448,8 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 
 		return ret ? ret : f->id;
 	}
+	if (kind == FK_REG && is_other_proc_file(d->pid, link) && !proc_file_of_tree(d->tree, link))
+		f->proc_start = outside_proc_start(link);	/* checked by fd_unsupported */
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	if (kind == FK_REG && ghost_is_deleted(link)) {
 		int ret = ghost_attach(d, f, proc);
@@ -683,6 +701,8 @@ static void fill_reg(RegFileEntry *r, const struct file_desc *f)
 	r->ino = f->st.st_ino;
 	r->mtime_ns = f->st.st_mtim.tv_sec * 1000000000ULL + f->st.st_mtim.tv_nsec;
 	r->rdev = f->st.st_rdev;
+	r->has_proc_start = f->proc_start != 0;
+	r->proc_start = f->proc_start;
 }
 
 static int write_file_entry(struct image *img, const struct file_desc *f)

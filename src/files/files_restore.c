@@ -27,6 +27,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "vma_status.h"
+#include "proc.h"
 #include "ctx/restore_ctx.h"
 #include "files/fd_kinds.h"
 #include "files/files.h"
@@ -180,6 +181,23 @@ const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 	       fe->reg : NULL;
 }
 
+/*
+ * A /proc/PID/... file of a process outside the dump: PID must still be that
+ * process (the same start time), or the path would name another's file.
+ */
+static int check_outside_proc(const RegFileEntry *re)
+{
+	struct proc_stat ps;
+	long pid = strtol(re->name + 6, NULL, 10);
+
+	if (proc_read_stat((pid_t)pid, &ps))
+		return fail(-ESRCH, "file %s: process %ld, outside the dump, is gone", re->name, pid);
+	if (ps.start_time != re->proc_start)
+		return fail(-ESRCH, "file %s: process %ld, outside the dump, is gone (its PID is "
+			    "another process's now)", re->name, pid);
+	return 0;
+}
+
 /* A regular file (not deleted: a ghost is recreated from its image) must be the one dumped. */
 int reg_check(struct rst *r, const FileEntry *fe)
 {
@@ -187,6 +205,12 @@ int reg_check(struct rst *r, const FileEntry *fe)
 		return 0;	/* deleted: recreated from its ghost (ghost.c) */
 	if (reg_proc_of_set(r, fe))
 		return 0;	/* its process is made by this restore */
+	if (fe->reg->has_proc_start && !strncmp(fe->reg->name, "/proc/", 6)) {
+		int ret = check_outside_proc(fe->reg);
+
+		if (ret)
+			return ret;
+	}
 	return check_file_unchanged(r, fe->reg, check_level(r, fe->id));
 }
 

@@ -36,17 +36,28 @@ bool ghost_is_deleted(const char *name)
 	return n > k && !strcmp(name + n - k, deleted) && strncmp(name, "/memfd:", 7);
 }
 
-/* The directory of a deleted file's name is still there: restore recreates it in it. */
-static bool dir_exists(const char *name)
+/*
+ * The nearest directory of a deleted file's name still there, into dir:
+ * restore recreates the file in its directory, made again with those
+ * between if they are gone too (ghost_restore.c); false: none (a name
+ * that is no absolute path, or a file where a directory was).
+ */
+static bool nearest_dir(const char *name, char *dir, size_t len)
 {
-	char dir[PATH_MAX];
-	const char *slash = strrchr(name, '/');
 	struct stat st;
+	char *slash;
 
-	if (!slash || name[0] != '/')
+	if (name[0] != '/')
 		return false;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - name), name);
-	return !stat(dir[0] ? dir : "/", &st) && S_ISDIR(st.st_mode);
+	snprintf(dir, len, "%s", name);
+	while ((slash = strrchr(dir, '/'))) {
+		slash[slash == dir] = 0;	/* "/" stays "/" */
+		if (!stat(dir, &st))
+			return S_ISDIR(st.st_mode);
+		if (errno != ENOENT || slash == dir)
+			return false;
+	}
+	return false;
 }
 
 /* name without its " (deleted)" into buf */
@@ -96,24 +107,24 @@ static bool linked_unsupported(const char *name, const struct stat *st, char *wh
 }
 
 /* A filesystem no file can be made on (procfs: the /proc/PID of an exited process). */
-static bool kernel_fs(const char *name)
+static bool kernel_fs(const char *dir)
 {
-	char dir[PATH_MAX];
-	const char *slash = strrchr(name, '/');
 	struct statfs fs;
 
-	snprintf(dir, sizeof(dir), "%.*s", slash && slash != name ? (int)(slash - name) : 1, name);
 	return !statfs(dir, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
 }
 
 bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
 		       size_t len)
 {
-	if (!dir_exists(name)) {
-		snprintf(why, len, "a deleted file whose directory is gone too");
+	char dir[PATH_MAX];
+
+	if (!nearest_dir(name, dir, sizeof(dir))) {
+		snprintf(why, len, "a deleted file whose directory is gone too, with no "
+			 "directory left to make it in again");
 		return true;
 	}
-	if (kernel_fs(name)) {
+	if (kernel_fs(dir)) {
 		snprintf(why, len, "a deleted file of procfs or sysfs (of a process that exited), "
 			 "which cannot be made again");
 		return true;

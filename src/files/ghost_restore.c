@@ -96,6 +96,25 @@ static int check_content(struct image *img, const GhostFileEntry *ge, uint32_t i
 	return 0;
 }
 
+/*
+ * The nearest directory of name still there, into dir: its directories gone
+ * too are made again in it (make_parents); false: a file where one was.
+ */
+static bool nearest_dir(const char *name, char *dir, size_t len, struct stat *st)
+{
+	char *slash;
+
+	snprintf(dir, len, "%s", name);
+	while ((slash = strrchr(dir, '/'))) {
+		slash[slash == dir] = 0;	/* "/" stays "/" */
+		if (!stat(dir, st))
+			return S_ISDIR(st->st_mode);
+		if (errno != ENOENT || slash == dir)
+			return false;
+	}
+	return false;
+}
+
 static int check_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
@@ -121,10 +140,9 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
 	img_abort(img);
-	snprintf(dir, sizeof(dir), "%s", name);
-	if (!ret && stat(dirname(dir), &st))
-		ret = fail(-errno, "deleted file %s: its directory %s is gone: %s", name, dir,
-			   strerror(errno));
+	if (!ret && !nearest_dir(name, dir, sizeof(dir), &st))
+		ret = fail(-ENOTDIR, "deleted file %s: no directory is left on its path to make it "
+			   "in again", name);
 	return ret;
 }
 
@@ -375,6 +393,55 @@ static char *pick_path(const char *name, uint32_t id)
 	return p;
 }
 
+/*
+ * The directories of path that are gone too (zdtm rmdir_open: a directory
+ * removed with its parent) made again, outermost first, each told to the
+ * sweeper before it is made; top: the outermost one made, or NULL.
+ */
+static int make_parents(struct rst *r, const char *path, char **top)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int ret = 0;
+
+	*top = NULL;
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *p = dir + 1; !ret && *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (stat(dir, &st) && errno == ENOENT) {
+			ret = ghost_sweep_tell(r, dir, 0, 0);
+			if (!ret && mkdir(dir, 0700))
+				ret = fail(-errno, "cannot make the removed directory %s again for the "
+					   "deleted file %s: %s", dir, path, strerror(errno));
+			if (!ret && !*top && !(*top = strdup(dir)))
+				ret = -ENOMEM;
+		}
+		*p = '/';
+	}
+	return ret;
+}
+
+/* The directories make_parents made, innermost first: removed, or told again with their inodes. */
+static int walk_parents(struct rst *r, const char *path, const char *top, bool remove)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat st;
+	int ret = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	while (!ret && top && (slash = strrchr(dir, '/')) && slash > dir &&
+	       strlen(dir) > strlen(top)) {
+		*slash = 0;
+		if (remove && rmdir(dir) && errno != ENOENT)
+			pr_warn("cannot remove %s again: %s\n", dir, strerror(errno));
+		else if (!remove)	/* after what is in it: the sweeper removes it after them */
+			ret = stat(dir, &st) ? -errno : ghost_sweep_tell(r, dir, st.st_dev, st.st_ino);
+	}
+	return ret;
+}
+
 static int create_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id)), *made;
@@ -396,15 +463,25 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	made = ge->has_dev && ge->has_ino ? tree_ghost_get(r, ge->dev, ge->ino) : NULL;
 	g->path = made ? strdup(made) : pick_path(rst_path(r, name, buf, sizeof(buf)),
 						  re->remap_id);
+	g->top = NULL;
 	if (!g->path)
 		ret = -ENOMEM;
 	if (!ret && !made)
+		ret = make_parents(r, g->path, &g->top);
+	if (!ret && !made)
 		ret = make_file(r, img, ge, g->path);
+	if (!ret && g->top)
+		ret = walk_parents(r, g->path, g->top, false);
 	if (!ret && !made && ge->has_dev && ge->has_ino)
 		ret = tree_ghost_put(r, ge->dev, ge->ino, g->path);
 	img_free(&ghost_file_entry__descriptor, ge);
 	img_abort(img);
 	if (ret) {
+		if (g->path && g->top) {
+			remove_ghost(g->path);
+			walk_parents(r, g->path, g->top, true);
+		}
+		free(g->top);
 		free(g->path);
 		return ret;
 	}
@@ -466,6 +543,10 @@ void ghost_unlink_all(struct rst *r)
 	for (size_t i = 0; i < r->nr_ghosts; i++) {
 		if (remove_ghost(r->ghosts[i].path) && errno != ENOENT)
 			pr_warn("cannot delete %s again: %s\n", r->ghosts[i].path, strerror(errno));
+	}
+	for (size_t i = r->nr_ghosts; i-- > 0; ) {	/* the directories made for them: emptied now */
+		walk_parents(r, r->ghosts[i].path, r->ghosts[i].top, true);
+		free(r->ghosts[i].top);
 		free(r->ghosts[i].path);
 	}
 	free(r->ghosts);
