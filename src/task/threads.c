@@ -189,10 +189,13 @@ int collect_threads_inside(struct dump_ctx *d)
 	st = calloc(d->nr_threads, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	pr_debug("%d thread(s) to read their state in the parasite", d->nr_threads - 1);
 	err = parasite_threads_state(&d->in, st);
 	for (int i = 1; i < d->nr_threads && !err; i++)
 		err = thread_inside_from(d, i, &st[i]);
 	free(st);
+	if (!err)
+		pr_debug("the threads' state read");
 	return err;
 }
 
