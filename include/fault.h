@@ -22,7 +22,8 @@
  * in repair mode), "net-unlocked" (the lock off again, the connections still
  * in repair mode), "target-killed" (a killing dump: the process with the
  * locked connections is dead, the lock stays for the restore),
- * "remote-set-NR", "remote-entry-NR", "remote-exit-NR" (the first remote
+ * "threads-in-parasite" (every thread but the leader runs the blob for its
+ * own state), "remote-set-NR", "remote-entry-NR", "remote-exit-NR" (the first remote
  * syscall number NR: its registers set, stopped at its entry, stopped at its
  * exit, before the thread gets its own registers back). A restore's points:
  * src/ctx/restore_ctx.h (RST_FAULT_*). */

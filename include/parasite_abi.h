@@ -35,6 +35,7 @@
 
 #define PARASITE_CODE_SIZE	4096UL		/* blob code and the trampoline */
 #define PARASITE_TRAMPOLINE_OFF	(PARASITE_CODE_SIZE - 16)
+#define PARASITE_GONE_OFF	(PARASITE_TRAMPOLINE_OFF - 16)	/* u32: the dumper is gone */
 #define PARASITE_FRAMES_OFF	PARASITE_CODE_SIZE
 #define PARASITE_ARGS_SIZE	4096UL		/* struct parasite_args, then scratch */
 #define PARASITE_SCRATCH_OFF	2048UL		/* from the args */
@@ -60,6 +61,7 @@ struct parasite_args {
 	unsigned long	rseq;		/* the leader's rseq area, unregistered while */
 	unsigned int	rseq_len;	/* the blob runs (the kernel would write it), */
 	unsigned int	rseq_sig;	/* registered again on the way home */
+	unsigned long	gone;		/* at PARASITE_GONE_OFF: set, woken, by self-cure */
 };
 
 /*
@@ -85,6 +87,17 @@ struct parasite_stack {
 	unsigned long	size;				/* stack_t */
 };
 
+/* What only a thread itself can tell: each thread's, the leader's too. */
+struct parasite_thread_state {
+	long			tid_address_ret;	/* PR_GET_TID_ADDRESS */
+	unsigned long		tid_address;
+	long			altstack_ret;		/* sigaltstack(NULL, &ss) */
+	struct parasite_stack	altstack;
+	long			pdeathsig_ret;		/* PR_GET_PDEATHSIG */
+	int			pdeathsig;
+	long			timerslack;		/* PR_GET_TIMERSLACK */
+};
+
 struct parasite_state {
 	/* the process's */
 	long			itimer_ret[3];		/* getitimer: REAL, VIRTUAL, PROF */
@@ -97,14 +110,27 @@ struct parasite_state {
 	long			subreaper_ret;		/* PR_GET_CHILD_SUBREAPER */
 	int			subreaper;
 	long			membarrier;		/* MEMBARRIER_CMD_GET_REGISTRATIONS */
-	/* the leader thread's */
-	long			tid_address_ret;	/* PR_GET_TID_ADDRESS */
-	unsigned long		tid_address;
-	long			altstack_ret;		/* sigaltstack(NULL, &ss) */
-	struct parasite_stack	altstack;
-	long			pdeathsig_ret;		/* PR_GET_PDEATHSIG */
-	int			pdeathsig;
-	long			timerslack;		/* PR_GET_TIMERSLACK */
+	struct parasite_thread_state	leader;		/* the leader thread's */
+};
+
+/*
+ * The other threads' state, all of them at once: each runs the blob from
+ * its entry with %rsi at its slot, which follows its cure frame in the
+ * area's head (self-cure never unmaps it) and ends with the thread's stack.
+ * The thread reads its state, sets done and wakes the dumper, then sleeps
+ * in a futex wait without a timeout (its restart block stays its own) on
+ * the word at PARASITE_GONE_OFF until the dumper interrupts it; should the
+ * dumper die, the leader's self-cure sets that word and wakes it, and it
+ * returns home through its frame.
+ */
+#define PARASITE_THREAD_SLOT	2048UL
+
+struct parasite_thread {
+	unsigned int			done;		/* futex: 1 once st is read */
+	unsigned int			pad;
+	unsigned long			gone;		/* PARASITE_GONE_OFF, in the target */
+	unsigned long			cure_sp;	/* this thread's frame + 8 */
+	struct parasite_thread_state	st;
 };
 
 #endif

@@ -6,7 +6,8 @@
  * Its main command moves the target's pages into a pipe with vmsplice and
  * SPLICE_F_GIFT: page references, no copy. The dumper drains the pipe into
  * the pages image while the target is still frozen. The other reads the
- * leader's state (signal actions, timers, prctl values) in one go.
+ * leader's state (signal actions, timers, prctl values) in one go. The
+ * other threads run it once each, for their own state (thread_main).
  *
  * If the dumper dies (SIGKILL, say) the kernel detaches the thread, which
  * runs on here. The parasite watches the pipe while it waits; once no
@@ -65,6 +66,15 @@ static long prctl_get(long option, void *out)
 	return sys_call5(__nr_prctl, option, out, 0, 0, 0);
 }
 
+/* What only the calling thread can tell (the leader's, or another thread's). */
+static void read_thread(struct parasite_thread_state *s)
+{
+	s->tid_address_ret = prctl_get(PR_GET_TID_ADDRESS, &s->tid_address);
+	s->altstack_ret = sys_call2(__nr_sigaltstack, 0, &s->altstack);
+	s->pdeathsig_ret = prctl_get(PR_GET_PDEATHSIG, &s->pdeathsig);
+	s->timerslack = prctl_get(PR_GET_TIMERSLACK, 0);
+}
+
 /* PARASITE_CMD_STATE: the timers first, before the blob's own CPU time counts. */
 static long read_state(struct parasite_state *s)
 {
@@ -78,10 +88,7 @@ static long read_state(struct parasite_state *s)
 	s->securebits = prctl_get(PR_GET_SECUREBITS, 0);
 	s->subreaper_ret = prctl_get(PR_GET_CHILD_SUBREAPER, &s->subreaper);
 	s->membarrier = sys_call3(__nr_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
-	s->tid_address_ret = prctl_get(PR_GET_TID_ADDRESS, &s->tid_address);
-	s->altstack_ret = sys_call2(__nr_sigaltstack, 0, &s->altstack);
-	s->pdeathsig_ret = prctl_get(PR_GET_PDEATHSIG, &s->pdeathsig);
-	s->timerslack = prctl_get(PR_GET_TIMERSLACK, 0);
+	read_thread(&s->leader);
 	return 0;
 }
 
@@ -143,6 +150,8 @@ static __attribute__((noreturn)) void self_cure(struct parasite_args *a, u64 pen
 	u64 set = sigpipe_bit();
 	struct blob_timespec now = { 0, 0 };
 
+	WRITE_ONCE(*(u32 *)a->gone, 1);		/* the other threads home first */
+	sys_futex_wake((u32 *)a->gone);
 	sys_call1(__nr_close, a->pipe_fd);
 	sys_call1(__nr_close, a->bell_fd);
 	if (a->rseq_len)
@@ -166,9 +175,41 @@ static __attribute__((noreturn)) void self_cure(struct parasite_args *a, u64 pen
 	__builtin_unreachable();
 }
 
-void blob_main(struct parasite_args *a)
+/* Home through the thread's own frame: rt_sigreturn with %rsp at it + 8. */
+static __attribute__((noreturn)) void go_home(unsigned long cure_sp)
 {
-	u64 pending_before = pending_signals();
+	register long sp asm("rdx") = (long)cure_sp;
+
+	__asm__ volatile(
+		"mov	%%rdx, %%rsp\n"
+		"mov	$15, %%eax\n"	/* rt_sigreturn */
+		"syscall\n"
+		"ud2\n"
+		: : "r"(sp) : "memory", "rax", "rcx", "r11");
+	__builtin_unreachable();
+}
+
+/* A thread but the leader (parasite_abi.h): its state, then wait to be taken back. */
+static __attribute__((noreturn)) void thread_main(struct parasite_thread *t)
+{
+	u32 *gone = (u32 *)t->gone;
+
+	read_thread(&t->st);
+	barrier();
+	WRITE_ONCE(t->done, 1);
+	sys_futex_wake(&t->done);
+	while (!READ_ONCE(*gone))
+		sys_futex_wait(gone, 0);
+	go_home(t->cure_sp);
+}
+
+void blob_main(struct parasite_args *a, struct parasite_thread *t)
+{
+	u64 pending_before;
+
+	if (t)
+		thread_main(t);
+	pending_before = pending_signals();
 
 	for (;;) {
 		u32 seq = READ_ONCE(a->cmd_seq);

@@ -203,12 +203,12 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 		ret = select_pages_start(d);	/* beside the remote calls: they move no page */
 	if (!ret)
 		ret = infect_parasite(&d->in);
-	for (int i = 1; i < d->nr_threads && !ret; i++)
-		ret = collect_thread_inside(d, i);	/* the leader's: collect_leader_inside */
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_sched(d, i);
 	if (!ret)
 		ret = collect_posix_timers(d);	/* remote syscalls, before the blob runs */
+	if (!ret)
+		ret = collect_threads_inside(d);	/* the leader's: collect_leader_inside */
 	if (!ret)
 		ret = collect_leader_inside(d, ts);
 	if (!ret)

@@ -123,6 +123,10 @@ int parasite_pause(struct infect_ctx *c);
 /* The leader's state read by the blob in one command (parasite_abi.h). */
 struct parasite_state;
 int parasite_state(struct infect_ctx *c, struct parasite_state *out);
+/* Every other thread's own state at once, out[i] for thread i (out[0]
+ * untouched): each runs the blob briefly (parasite_abi.h). */
+struct parasite_thread_state;
+int parasite_threads_state(struct infect_ctx *c, struct parasite_thread_state *out);
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);

@@ -48,6 +48,8 @@ struct parasite {
 	uint8_t *local;		/* the same area here */
 	size_t len;
 	size_t frames_len;	/* page-rounded: the args follow */
+	size_t stride;		/* a thread's: its cure frame, then its slot */
+	size_t frame_room;	/* the frame's part of it */
 	int pipe_wr_remote;	/* page pipe's write end, in the target */
 	int pipe_rd;		/* its read end, here */
 	int bell_remote;	/* eventfd that wakes the blob for a command, there */
@@ -115,8 +117,10 @@ static const uint8_t trampoline[] = {
 };
 
 /* A cure frame for every thread, then the trampoline that uses them. */
-static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
+static int write_frames(struct infect_ctx *c, struct parasite *p)
 {
+	size_t stride = p->stride;
+
 	for (int i = 0; i < c->nr_threads; i++) {
 		struct infect_thread *t = &c->threads[i];
 		size_t off = PARASITE_FRAMES_OFF + i * stride, len;
@@ -124,7 +128,7 @@ static int write_frames(struct infect_ctx *c, struct parasite *p, size_t stride)
 
 		if (t->exited)
 			continue;
-		err = selfcure_frame(t, p->local + off, p->remote + off, stride, &len);
+		err = selfcure_frame(t, p->local + off, p->remote + off, p->frame_room, &len);
 		if (err)
 			return fail(err, "cannot save thread %d's state in the parasite area: %s",
 				    t->tid, strerror(-err));
@@ -145,16 +149,20 @@ static int map_local(struct parasite *p, int fd)
 	return 0;
 }
 
-/* The area's size: as many frames as threads, each as big as the FPU state wants. */
-static int area_size(struct infect_ctx *c, struct parasite *p, size_t *stride)
+/*
+ * The area's size: as many frames as threads, each as big as the FPU state
+ * wants, each followed by the thread's slot (parasite_abi.h).
+ */
+static int area_size(struct infect_ctx *c, struct parasite *p)
 {
-	int err = selfcure_frame_len(c->threads[0].tid, stride);
+	int err = selfcure_frame_len(c->threads[0].tid, &p->frame_room);
 
 	if (err)
 		return fail(err, "cannot read thread %d's FPU state: %s", c->threads[0].tid,
 			    strerror(-err));
-	*stride = (*stride + 63) & ~63UL;
-	p->frames_len = (c->nr_threads * *stride + PAGE_SIZE - 1) & PAGE_MASK;
+	p->frame_room = (p->frame_room + 63) & ~63UL;
+	p->stride = p->frame_room + PARASITE_THREAD_SLOT;
+	p->frames_len = (c->nr_threads * p->stride + PAGE_SIZE - 1) & PAGE_MASK;
 	p->len = PARASITE_CODE_SIZE + p->frames_len + PARASITE_TAIL_SIZE;
 	return 0;
 }
@@ -260,13 +268,12 @@ static int map_remote(struct infect_ctx *c, struct parasite *p, long memfd, long
 static int map_area(struct infect_ctx *c, struct parasite *p)
 {
 	long memfd, addr, ret;
-	size_t stride;
 	uint64_t name;
 	int err, fd;
 
 	err = infect_remote_init(c);	/* finds the vDSO */
 	if (!err)
-		err = area_size(c, p, &stride);
+		err = area_size(c, p);
 	if (err)
 		return err;
 	name = empty_string(c);
@@ -290,7 +297,7 @@ static int map_area(struct infect_ctx *c, struct parasite *p)
 	if (fd >= 0)
 		close(fd);
 	if (!err)
-		err = write_frames(c, p, stride);
+		err = write_frames(c, p);
 	if (!rsys(c, SYS_close, &ret, memfd, 0, 0, 0, 0, 0))
 		trace_memfd(c, -1, false);
 	return err;
@@ -381,9 +388,10 @@ static int start_blob(struct infect_ctx *c, struct parasite *p)
 	struct parasite_args *a = args_of(p);
 	uint64_t tail = p->remote + args_off(p), all = ~0ULL;
 
-	if (len > PARASITE_TRAMPOLINE_OFF)
+	if (len > PARASITE_GONE_OFF)
 		return fail(-E2BIG, "parasite blob too large");
 	memcpy(p->local, parasite_blob, len);
+	*(uint32_t *)(p->local + PARASITE_GONE_OFF) = 0;
 	memset(a, 0, sizeof(*a));
 	a->pipe_fd = p->pipe_wr_remote;
 	a->bell_fd = p->bell_remote;
@@ -394,9 +402,11 @@ static int start_blob(struct infect_ctx *c, struct parasite *p)
 	a->rseq = p->rseq.ptr;
 	a->rseq_len = p->rseq.len;
 	a->rseq_sig = p->rseq.sig;
+	a->gone = p->remote + PARASITE_GONE_OFF;
 	r.rip = p->remote;
 	r.rsp = p->remote + p->len;
 	r.rdi = tail;
+	r.rsi = 0;			/* the leader's blob, no thread slot */
 	r.orig_rax = -1;
 	t->regs_dirty = true;
 	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(all), &all) ||
@@ -476,13 +486,34 @@ static void ring(struct parasite *p)
 }
 
 /*
- * Did the parasite stop (a fault) or the process die? Only the leader runs;
- * every other thread sits in a ptrace stop, so any exit means SIGKILL. All
- * tracees are polled: a killed leader is reported only after the others.
+ * A thread that runs the blob for its own state stopped: a SIGSTOP it
+ * dequeued (it cannot be blocked) is suppressed and sent again at the
+ * release, as during a remote syscall; anything else is a fault.
+ */
+static int thread_stopped(struct infect_ctx *c, pid_t tid, int status)
+{
+	for (int i = 1; i < c->nr_threads; i++) {
+		if (c->threads[i].tid != tid)
+			continue;
+		if (status >> 16 == 0 && WSTOPSIG(status) == SIGSTOP) {
+			c->threads[i].sigstops_taken++;
+			return ptrace(PTRACE_CONT, tid, 0, 0) ? -errno : 0;
+		}
+		break;
+	}
+	return fail(-EFAULT, "the parasite stopped with signal %d in thread %d", WSTOPSIG(status),
+		    tid);
+}
+
+/*
+ * Did the parasite stop (a fault) or the process die? Only the leader runs
+ * (and, for their state, the other threads); every thread else sits in a
+ * ptrace stop, so any exit means SIGKILL. All tracees are polled: a killed
+ * leader is reported only after the others.
  */
 static int check_target(struct infect_ctx *c)
 {
-	int status;
+	int status, err;
 	pid_t r;
 
 	while ((r = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
@@ -492,6 +523,11 @@ static int check_target(struct infect_ctx *c)
 			c->parasite->running = false;
 			return fail(-EFAULT, "the parasite stopped with signal %d in process %d",
 				    WSTOPSIG(status), c->pid);
+		}
+		if (WIFSTOPPED(status)) {
+			err = thread_stopped(c, r, status);
+			if (err)
+				return err;
 		}
 	}
 	if (r < 0 && errno != EINTR)
@@ -609,6 +645,101 @@ int parasite_state(struct infect_ctx *c, struct parasite_state *out)
 		return fail(err, "cannot read the state of process %d in the parasite: %s", c->pid,
 			    strerror(-err));
 	memcpy(out, (uint8_t *)args_of(c->parasite) + PARASITE_ARGS_SIZE, sizeof(*out));
+	return 0;
+}
+
+/* Thread i's slot (parasite_abi.h), here and in the target. */
+static struct parasite_thread *slot_of(struct parasite *p, int i, uint64_t *remote)
+{
+	size_t off = PARASITE_FRAMES_OFF + i * p->stride + p->frame_room;
+
+	*remote = p->remote + off;
+	return (struct parasite_thread *)(p->local + off);
+}
+
+/* Thread i off into the blob for its state, every signal blocked. */
+static int start_thread(struct infect_ctx *c, struct parasite *p, int i)
+{
+	struct infect_thread *t = &c->threads[i];
+	struct user_regs_struct r = t->regs;
+	uint64_t remote, all = ~0ULL;
+	struct parasite_thread *s = slot_of(p, i, &remote);
+
+	if (t->exited)
+		return fail(-ESRCH, "thread %d is gone", t->tid);
+	memset(s, 0, sizeof(*s));
+	s->gone = p->remote + PARASITE_GONE_OFF;
+	s->cure_sp = t->cure_sp;
+	r.rip = p->remote;
+	r.rsp = remote + PARASITE_THREAD_SLOT;
+	r.rdi = 0;
+	r.rsi = remote;
+	r.orig_rax = -1;
+	t->regs_dirty = true;
+	if (ptrace(PTRACE_SETSIGMASK, t->tid, sizeof(all), &all) ||
+	    ptrace(PTRACE_SETREGS, t->tid, 0, &r) || ptrace(PTRACE_CONT, t->tid, 0, 0))
+		return fail(-errno, "cannot start the parasite in thread %d: %s", t->tid,
+			    strerror(errno));
+	return 0;
+}
+
+/* Until every started thread (1 .. nr - 1) has read its state. */
+static int wait_threads(struct infect_ctx *c, struct parasite *p, int nr)
+{
+	for (int i = 1; i < nr; i++) {
+		uint64_t remote;
+		struct parasite_thread *s = slot_of(p, i, &remote);
+
+		while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+			int err;
+
+			syscall(SYS_futex, &s->done, FUTEX_WAIT, 0, &ts, NULL, 0);
+			err = check_target(c);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* Threads 1 .. nr - 1 out of the blob, their own registers back. */
+static int stop_threads(struct infect_ctx *c, int nr)
+{
+	int first = 0;
+
+	for (int i = 1; i < nr; i++) {
+		struct infect_thread *t = &c->threads[i];
+		int err = interrupt_thread(c, t->tid, false);
+
+		if (!err)
+			err = put_thread_regs(t);
+		if (err && !first)
+			first = fail(err, "cannot take thread %d out of the parasite: %s", t->tid,
+				     strerror(-err));
+	}
+	return first;
+}
+
+int parasite_threads_state(struct infect_ctx *c, struct parasite_thread_state *out)
+{
+	struct parasite *p = c->parasite;
+	int err = parasite_start(c), stop, i;
+
+	for (i = 1; i < c->nr_threads && !err; i++)
+		err = start_thread(c, p, i);
+	if (!err)
+		fault_point("threads-in-parasite");
+	if (!err)
+		err = wait_threads(c, p, i);
+	stop = stop_threads(c, err ? i - 1 : i);
+	if (err || stop)
+		return err ?: stop;
+	for (i = 1; i < c->nr_threads; i++) {
+		uint64_t remote;
+
+		out[i] = slot_of(p, i, &remote)->st;
+	}
 	return 0;
 }
 

@@ -50,14 +50,6 @@ static int get_affinity(pid_t tid, struct thread_sched *s)
 	return 0;
 }
 
-static int get_timer_slack(struct dump_ctx *d, int i)
-{
-	long ret;
-	int err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_TIMERSLACK, 0, 0, 0);
-
-	return err ? err : thread_timer_slack(d, i, ret);
-}
-
 int thread_timer_slack(struct dump_ctx *d, int i, long ret)
 {
 	if (ret < 0)
@@ -74,7 +66,5 @@ int collect_thread_sched(struct dump_ctx *d, int i)
 
 	if (!ret)
 		ret = get_affinity(t->tid, &t->sched);
-	if (!ret && i > 0)	/* the leader's comes with its state (leader_inside_from) */
-		ret = get_timer_slack(d, i);
-	return ret;
+	return ret;	/* the timer slack: each thread's own, with its state (threads.c) */
 }

@@ -53,8 +53,6 @@ int collect_leader_inside(struct dump_ctx *d, struct task_state *ts)
 		ret = leader_inside_from(d, st);
 	}
 	if (!ret)
-		ret = thread_timer_slack(d, 0, st->timerslack);
-	if (!ret)
 		ret = task_attrs_from(d, &ts->attrs, st);
 	free(st);
 	return ret;

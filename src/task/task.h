@@ -63,8 +63,8 @@ int collect_task_attrs(struct dump_ctx *d, struct task_attrs *a);
 /* the timers, subreaper flag and membarrier registrations the blob read */
 int task_attrs_from(struct dump_ctx *d, struct task_attrs *a, const struct parasite_state *st);
 
-/* sched.c: policy, priority, nice, affinity (outside), timer slack (remote;
- * the leader's: thread_timer_slack() with what its blob read) */
+/* sched.c: policy, priority, nice, affinity (outside); the timer slack
+ * each thread's parasite read goes in by thread_timer_slack() */
 int collect_thread_sched(struct dump_ctx *d, int i);
 int thread_timer_slack(struct dump_ctx *d, int i, long ret);
 
@@ -80,8 +80,9 @@ int collect_posix_timers(struct dump_ctx *d);
 
 /* threads.c */
 int collect_threads(struct dump_ctx *d);
-/* by remote syscalls in thread i; the leader's from its blob's answer */
-int collect_thread_inside(struct dump_ctx *d, int i);
+/* every thread but the leader, by the parasite in each; the leader's from
+ * its blob's answer */
+int collect_threads_inside(struct dump_ctx *d);
 struct parasite_state;
 int leader_inside_from(struct dump_ctx *d, const struct parasite_state *st);
 int collect_pending_signals(pid_t tid, bool shared, siginfo_t **out, int *nr);

@@ -1,7 +1,8 @@
 /*
  * Per-thread state for the images, read from outside with ptrace:
  * registers, XSAVE area, signal mask, robust futex list, rseq; and from
- * inside with remote system calls: set_tid_address value and sigaltstack.
+ * inside, by the parasite in each thread: set_tid_address value,
+ * sigaltstack, parent-death signal and timer slack.
  */
 #include <elf.h>
 #include <errno.h>
@@ -155,41 +156,53 @@ static int take_pdeathsig(struct thread *t, long ret, uint32_t sig)
 	return 0;
 }
 
-/* set_tid_address, sigaltstack and the parent-death signal: only the thread itself can ask. */
-int collect_thread_inside(struct dump_ctx *d, int i)
+/*
+ * set_tid_address, sigaltstack, the parent-death signal and the timer
+ * slack of thread i, as the thread itself read them in the parasite.
+ */
+static int thread_inside_from(struct dump_ctx *d, int i, const struct parasite_thread_state *st)
 {
 	struct thread *t = &d->threads[i];
-	void *local;
-	uint64_t remote = parasite_scratch(&d->in, &local);
-	long ret;
+	stack_t ss = { .ss_sp = (void *)st->altstack.sp, .ss_flags = st->altstack.flags,
+		       .ss_size = st->altstack.size };
 	int err;
 
-	err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_TID_ADDRESS, remote, 0, 0);
-	if (err)
-		return err;
-	if (ret == 0)
-		t->tid_address = *(uint64_t *)local;
-	err = dump_syscall(d, i, SYS_sigaltstack, &ret, 0, remote, 0, 0);
-	if (err)
-		return err;
-	take_altstack(t, ret, local);
-	err = dump_syscall(d, i, SYS_prctl, &ret, PR_GET_PDEATHSIG, remote, 0, 0);
-	if (err)
-		return err;
-	return take_pdeathsig(t, ret, ret ? 0 : *(uint32_t *)local);
+	if (st->tid_address_ret == 0)
+		t->tid_address = st->tid_address;
+	take_altstack(t, st->altstack_ret, &ss);
+	err = take_pdeathsig(t, st->pdeathsig_ret, st->pdeathsig);
+	return err ?: thread_timer_slack(d, i, st->timerslack);
+}
+
+/*
+ * Every thread but the leader: all of them run the parasite at once, each
+ * for its own state (the leader's comes with parasite_state), instead of
+ * four remote syscalls each.
+ */
+int collect_threads_inside(struct dump_ctx *d)
+{
+	struct parasite_thread_state *st;
+	int err = 0;
+
+	if (d->nr_threads < 2)
+		return 0;
+	st = calloc(d->nr_threads, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	pr_debug("%d thread(s) to read their state in the parasite", d->nr_threads - 1);
+	err = parasite_threads_state(&d->in, st);
+	for (int i = 1; i < d->nr_threads && !err; i++)
+		err = thread_inside_from(d, i, &st[i]);
+	free(st);
+	if (!err)
+		pr_debug("the threads' state read");
+	return err;
 }
 
 /* The same for the leader, from what its blob read (parasite_state). */
 int leader_inside_from(struct dump_ctx *d, const struct parasite_state *st)
 {
-	struct thread *t = &d->threads[0];
-	stack_t ss = { .ss_sp = (void *)st->altstack.sp, .ss_flags = st->altstack.flags,
-		       .ss_size = st->altstack.size };
-
-	if (st->tid_address_ret == 0)
-		t->tid_address = st->tid_address;
-	take_altstack(t, st->altstack_ret, &ss);
-	return take_pdeathsig(t, st->pdeathsig_ret, st->pdeathsig);
+	return thread_inside_from(d, 0, &st->leader);
 }
 
 /*
