@@ -58,6 +58,8 @@ struct img_crypt {
 	char **skip;			/* the runtime's files, copied in: not sealed */
 	int nr_skip;
 	int nr_parents;			/* decrypted into the staging: p0, p1, ... */
+	struct crypt_pages **pages;	/* sealed as written, named by crypt_seal() */
+	int nr_pages;
 };
 
 static int key_id(struct img_key *k)
@@ -611,6 +613,217 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 	return ret;
 }
 
+/* ---- a pages image sealed as it is written (pages.c) ---- */
+
+static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir);
+
+/*
+ * The page writer hands its plaintext buffers over in order; each is sealed
+ * in place (a chunk's ciphertext is as long as its plaintext) and written
+ * at its place in the sealed layout, the tag after each chunk's last byte.
+ * The file is the real directory's (unnamed until crypt_seal() names it),
+ * so the pages are copied once, and only ciphertext reaches its page cache.
+ */
+struct crypt_pages {
+	struct img_crypt *c;
+	struct seal_head head;
+	struct chunk_job job;		/* the associated data's parts */
+	char name[64];
+	EVP_CIPHER_CTX *ctx;
+	int fd;				/* a copy of the writer's */
+	bool named;			/* no O_TMPFILE here: created under its name */
+	bool in_chunk;			/* a chunk begun, its tag not written yet */
+	bool done;			/* every chunk sealed */
+	uint64_t plain;			/* bytes sealed */
+	uint64_t off;			/* where the next sealed byte goes */
+};
+
+int crypt_pages_dir(const struct img_crypt *c)
+{
+	return c->realfd;
+}
+
+static int pages_file(struct img_crypt *c, struct crypt_pages *p, int fd)
+{
+	if (fd >= 0) {
+		p->fd = dup(fd);
+		return p->fd < 0 ? -errno : 0;
+	}
+	p->fd = openat(c->realfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (p->fd >= 0)
+		return 0;
+	/* a filesystem without O_TMPFILE: named now, removed if the dump fails */
+	p->fd = openat(c->realfd, p->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (p->fd < 0)
+		return -errno;
+	p->named = true;
+	return remember(&c->sealed, &c->nr_sealed, p->name, &c->sealed_dir, false);
+}
+
+static void pages_free(struct crypt_pages *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	EVP_CIPHER_CTX_free(p->ctx);
+	memset(p, 0, sizeof(*p));
+	free(p);
+}
+
+int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *fd,
+		     struct crypt_pages **out)
+{
+	struct crypt_pages *p = calloc(1, sizeof(*p));
+	struct crypt_pages **l = realloc(c->pages, (size_t)(c->nr_pages + 1) * sizeof(*l));
+	int ret;
+
+	if (l)
+		c->pages = l;
+	if (!p || !l) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->c = c;
+	p->fd = -1;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	memcpy(p->head.magic, SEAL_MAGIC, sizeof(p->head.magic));
+	p->head.version = SEAL_VERSION;
+	p->head.chunk = CHUNK;
+	memcpy(p->head.setid, c->setid, sizeof(p->head.setid));
+	memcpy(p->head.keyid, c->key.id, sizeof(p->head.keyid));
+	p->head.size = size;
+	p->job = (struct chunk_job){ .key = &c->key, .head = &p->head, .name = p->name,
+				     .seal = true, .nr = nr_chunks(size) };
+	p->off = sizeof(p->head);
+	ret = pages_file(c, p, *fd);
+	if (ret)
+		ret = fail(ret, "cannot create image %s: %s", name, strerror(-ret));
+	if (!ret && RAND_bytes(p->head.nonce, sizeof(p->head.nonce)) != 1)
+		ret = fail(-EIO, "no random bytes for image %s (OpenSSL)", name);
+	p->ctx = ret ? NULL : EVP_CIPHER_CTX_new();
+	if (!ret && (!p->ctx || !EVP_EncryptInit_ex(p->ctx, EVP_aes_256_gcm(), NULL, c->key.key, NULL)))
+		ret = fail(-ENOMEM, "cannot seal image %s (OpenSSL)", name);
+	if (!ret && *fd < 0) {
+		*fd = dup(p->fd);
+		if (*fd < 0)
+			ret = fail(-errno, "cannot create image %s: %s", name, strerror(errno));
+	}
+	if (ret) {
+		pages_free(p);
+		return ret;
+	}
+	c->pages[c->nr_pages++] = p;
+	*out = p;
+	return 0;
+}
+
+/* Chunk i begun: its nonce and associated data. */
+static int pages_begin(struct crypt_pages *p, uint64_t i)
+{
+	uint8_t iv[12];
+	uint32_t i32 = (uint32_t)i;
+
+	memcpy(iv, p->head.nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+	if (!EVP_EncryptInit_ex(p->ctx, NULL, NULL, NULL, iv) || !chunk_aad(p->ctx, true, &p->job, i))
+		return -EIO;
+	p->in_chunk = true;
+	return 0;
+}
+
+/* The chunk begun ended: its tag written after it. */
+static int pages_end(struct crypt_pages *p)
+{
+	uint8_t tag[TAG];
+	int n, ret;
+
+	if (!EVP_EncryptFinal_ex(p->ctx, tag, &n) ||
+	    !EVP_CIPHER_CTX_ctrl(p->ctx, EVP_CTRL_GCM_GET_TAG, TAG, tag))
+		return -EIO;
+	ret = pwrite_all(p->fd, tag, TAG, p->off);
+	p->off += TAG;
+	p->in_chunk = false;
+	p->done = p->plain == p->head.size;
+	return ret;
+}
+
+static int pages_seal(struct crypt_pages *p, uint8_t *buf, size_t len)
+{
+	while (len) {
+		uint64_t i = p->plain / CHUNK, end;
+		size_t take;
+		int n, ret;
+
+		if (p->plain >= p->head.size)
+			return -EFBIG;
+		end = plain_off(i) + chunk_len(&p->head, i);
+		take = (size_t)MIN((uint64_t)len, end - p->plain);
+		ret = p->in_chunk ? 0 : pages_begin(p, i);
+		if (!ret && !EVP_EncryptUpdate(p->ctx, buf, &n, buf, (int)take))
+			ret = -EIO;
+		if (!ret)
+			ret = pwrite_all(p->fd, buf, take, p->off);
+		if (ret)
+			return ret;
+		p->off += take;
+		p->plain += take;
+		buf += take;
+		len -= take;
+		if (p->plain == end)
+			ret = pages_end(p);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int crypt_pages_write(struct crypt_pages *p, uint8_t *buf, size_t len)
+{
+	int ret = pages_seal(p, buf, len);
+
+	if (ret == -EFBIG)
+		return fail(ret, "cannot seal image %s: more than the %" PRIu64 " bytes counted",
+			    p->name, p->head.size);
+	if (ret)
+		return fail(ret, "cannot write image %s: %s", p->name, strerror(-ret));
+	return 0;
+}
+
+int crypt_pages_close(struct crypt_pages *p)
+{
+	int ret = 0;
+
+	if (!p->head.size && !p->done)		/* one empty chunk */
+		ret = pages_begin(p, 0) ?: pages_end(p);
+	if (!ret && p->plain != p->head.size)
+		return fail(-EIO, "cannot seal image %s: %" PRIu64 " bytes written of %" PRIu64,
+			    p->name, p->plain, p->head.size);
+	if (!ret)
+		ret = pwrite_all(p->fd, &p->head, sizeof(p->head), 0);
+	if (!ret && ftruncate(p->fd, (off_t)p->off))	/* a warmed file was larger */
+		ret = -errno;
+	return ret ? fail(ret, "cannot write image %s: %s", p->name, strerror(-ret)) : 0;
+}
+
+/* The pages images sealed as written named in the real directory. */
+static int name_pages(struct img_crypt *c)
+{
+	char path[64];
+	int ret = 0;
+
+	for (int i = 0; i < c->nr_pages && !ret; i++) {
+		struct crypt_pages *p = c->pages[i];
+
+		if (!p->done || p->named)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", p->fd);
+		if (linkat(AT_FDCWD, path, c->realfd, p->name, AT_SYMLINK_FOLLOW))
+			return fail(-errno, "cannot create image %s: %s", p->name, strerror(errno));
+		p->named = true;
+		ret = remember(&c->sealed, &c->nr_sealed, p->name, &c->sealed_dir, false);
+	}
+	return ret;
+}
+
 /* ---- a dump's staging ---- */
 
 static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir)
@@ -806,7 +1019,7 @@ static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix)
 int crypt_seal(struct img_crypt *c)
 {
 	static const char tmp[] = ".inventory.img.sealing";
-	int ret = seal_dir(c, c->stagefd, c->realfd, "");
+	int ret = name_pages(c) ?: seal_dir(c, c->stagefd, c->realfd, "");
 
 	if (ret)
 		return ret;
@@ -867,6 +1080,9 @@ void crypt_free(struct img_crypt *c)
 		free(c->sealed[i]);
 	for (int i = 0; i < c->nr_skip; i++)
 		free(c->skip[i]);
+	for (int i = 0; i < c->nr_pages; i++)
+		pages_free(c->pages[i]);
+	free(c->pages);
 	free(c->sealed);
 	free(c->sealed_dir);
 	free(c->skip);
