@@ -79,6 +79,32 @@ case_enc_rt() {
 }
 add enc-rt case_enc_rt
 
+# The layout as docs/images.md gives it, read by another implementation
+# (sealcheck.py, python3-cryptography): every file of a killing dump and of a
+# --leave-running one under the same key authenticates with its set's own
+# key (HKDF of the key and the set id), the two sets' keys differ, and the
+# pages image (sealed by the page writer) holds the secret in its plaintext.
+case_enc_layout() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/a" --encrypt "$T/key" --leave-running
+	expect_untraced "$PID"
+	dump "$PID" "$T/b" --encrypt "$T/key"
+	expect_killed "$PID"
+	local s
+	for s in a b; do
+		python3 "$TESTSRC/sealcheck.py" "$T/key" "$T/$s" "${READY[2]}" > "$T/check.$s" 2>&1 ||
+			fail "set $s does not open as documented: $(tail -n 3 "$T/check.$s")"
+		grep -qE '^holds:.* pages-1\.img' "$T/check.$s" ||
+			fail "set $s: the secret is not in pages-1.img's plaintext: $(cat "$T/check.$s")"
+	done
+	[[ $(grep -o 'set key [0-9a-f]*' "$T/check.a") != $(grep -o 'set key [0-9a-f]*' "$T/check.b") ]] ||
+		fail "two sets under one key are sealed with the same set key"
+	expect_no_secret "$T/a" "$T/b"
+	enc_restore_and_pass "$T/b" 1
+}
+add enc-layout case_enc_layout
+
 # --leave-running, the key from an fd; read-mem of a heap page shows the secret
 case_enc_lr_fd() {
 	enc_keys

@@ -7,7 +7,10 @@
  * has one empty chunk) encrypted with AES-256-GCM and followed by its 16-byte
  * tag. Chunk i's nonce is the file's nonce and i; its associated data the
  * whole head, i, whether it is the last chunk, and the file's path in its
- * set. So a byte changed anywhere, a chunk moved, a file cut at a chunk's
+ * set. The key of every chunk is the set's own (version 2): HKDF-SHA256 of
+ * the key, salted with the set id (set_key()), so sets sealed with one key
+ * never share a (key, nonce) pair whatever their random nonces; version 1
+ * (the key itself) is still read. So a byte changed anywhere, a chunk moved, a file cut at a chunk's
  * end, renamed, or taken from another set (another set id, which the head
  * of the set's inventory.img gives) does not authenticate.
  */
@@ -23,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/rand.h>
 
 #include "common.h"
@@ -30,7 +34,7 @@
 #include "log.h"
 
 #define SEAL_MAGIC	"MDSEAL01"
-#define SEAL_VERSION	1
+#define SEAL_VERSION	2	/* written; 1 (no per-set key) is read too */
 #define CHUNK		(1u << 20)
 #define TAG		16
 #define CHAIN_MAX	64	/* parents of a set, at most */
@@ -50,6 +54,7 @@ _Static_assert(sizeof(struct seal_head) == 64, "seal head layout");
 struct img_crypt {
 	struct img_key key;
 	uint8_t setid[IMG_SETID_LEN];
+	uint8_t subkey[IMG_KEY_LEN];	/* the set's: set_key() */
 	int realfd, rootfd, stagefd;
 	const char *parent_path;	/* the real parent link, for an incremental set */
 	char **sealed;			/* paths written in realfd, in order */
@@ -152,6 +157,33 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/*
+ * The key a set's chunks are sealed with: HKDF-SHA256 (RFC 5869) of the
+ * key, the set id as salt, a label as info; version 1: the key itself.
+ */
+static int set_key(const struct img_key *k, const uint8_t *setid, uint32_t version,
+		   uint8_t out[IMG_KEY_LEN])
+{
+	static const char info[] = "memdump image set key v2";
+	EVP_PKEY_CTX *ctx;
+	size_t len = IMG_KEY_LEN;
+	int ok;
+
+	if (version == 1) {
+		memcpy(out, k->key, IMG_KEY_LEN);
+		return 0;
+	}
+	ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+	ok = ctx && EVP_PKEY_derive_init(ctx) > 0 &&
+	     EVP_PKEY_CTX_set_hkdf_md(ctx, EVP_sha256()) > 0 &&
+	     EVP_PKEY_CTX_set1_hkdf_salt(ctx, setid, IMG_SETID_LEN) > 0 &&
+	     EVP_PKEY_CTX_set1_hkdf_key(ctx, k->key, IMG_KEY_LEN) > 0 &&
+	     EVP_PKEY_CTX_add1_hkdf_info(ctx, (const unsigned char *)info, sizeof(info) - 1) > 0 &&
+	     EVP_PKEY_derive(ctx, out, &len) > 0 && len == IMG_KEY_LEN;
+	EVP_PKEY_CTX_free(ctx);
+	return ok ? 0 : fail(-EIO, "cannot derive the image set's key (OpenSSL HKDF)");
+}
+
 bool img_set_sealed(int dirfd)
 {
 	int fd = openat(dirfd, "inventory.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -169,7 +201,7 @@ bool img_set_sealed(int dirfd)
 /* ---- one file, in chunks, on both cores ---- */
 
 struct chunk_job {
-	const struct img_key *key;
+	const uint8_t *key;	/* the set's (set_key()) */
 	const struct seal_head *head;
 	const char *name;	/* in the set: associated data */
 	bool seal;		/* or open */
@@ -252,8 +284,8 @@ static void *chunk_thread(void *arg)
 	int ok = ctx && in && out;
 
 	if (ok)
-		ok = j->seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL)
-			     : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL);
+		ok = j->seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key, NULL)
+			     : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key, NULL);
 	w->ret = ok ? 0 : -ENOMEM;
 	for (uint64_t i = (uint64_t)w->first; i < j->nr && !w->ret; i += (uint64_t)j->nr_threads) {
 		w->ret = do_chunk(ctx, j, i, in, out);
@@ -297,7 +329,7 @@ static uint64_t nr_chunks(uint64_t size)
 static int seal_file(const struct img_crypt *c, int in, int out, const char *name)
 {
 	struct seal_head h = { .version = SEAL_VERSION, .chunk = CHUNK };
-	struct chunk_job j = { .key = &c->key, .head = &h, .name = name, .seal = true,
+	struct chunk_job j = { .key = c->subkey, .head = &h, .name = name, .seal = true,
 			       .in = in, .out = out };
 	struct stat st;
 	uint64_t bad = 0;
@@ -327,7 +359,7 @@ static const char *head_problem(const struct seal_head *h, const struct img_key 
 {
 	if (memcmp(h->magic, SEAL_MAGIC, sizeof(h->magic)))
 		return "it is not encrypted (no sealed head)";
-	if (h->version != SEAL_VERSION || h->chunk != CHUNK || h->zero)
+	if ((h->version != SEAL_VERSION && h->version != 1) || h->chunk != CHUNK || h->zero)
 		return "its sealed head is corrupt or of another version";
 	if (memcmp(h->keyid, k->id, sizeof(h->keyid)))
 		return "wrong key (it was encrypted with another key)";
@@ -348,7 +380,8 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 		     const char *show, const uint8_t *setid, uint8_t *got)
 {
 	struct seal_head h;
-	struct chunk_job j = { .key = k, .head = &h, .name = name, .in = in, .out = out };
+	uint8_t sk[IMG_KEY_LEN];
+	struct chunk_job j = { .key = sk, .head = &h, .name = name, .in = in, .out = out };
 	const char *why;
 	struct stat st;
 	uint64_t bad = 0;
@@ -368,7 +401,11 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 	if (got)
 		memcpy(got, h.setid, IMG_SETID_LEN);
 	j.nr = nr_chunks(h.size);
+	ret = set_key(k, h.setid, h.version, sk);
+	if (ret)
+		return ret;
 	ret = run_chunks(&j, &bad);
+	memset(sk, 0, sizeof(sk));
 	posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
 	if (ret == -EBADMSG)
 		return fail(ret, "image %s is refused: its chunk %" PRIu64 " of %" PRIu64 " does not "
@@ -691,7 +728,7 @@ int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *
 	memcpy(p->head.setid, c->setid, sizeof(p->head.setid));
 	memcpy(p->head.keyid, c->key.id, sizeof(p->head.keyid));
 	p->head.size = size;
-	p->job = (struct chunk_job){ .key = &c->key, .head = &p->head, .name = p->name,
+	p->job = (struct chunk_job){ .key = c->subkey, .head = &p->head, .name = p->name,
 				     .seal = true, .nr = nr_chunks(size) };
 	p->off = sizeof(p->head);
 	ret = pages_file(c, p, *fd);
@@ -700,7 +737,7 @@ int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *
 	if (!ret && RAND_bytes(p->head.nonce, sizeof(p->head.nonce)) != 1)
 		ret = fail(-EIO, "no random bytes for image %s (OpenSSL)", name);
 	p->ctx = ret ? NULL : EVP_CIPHER_CTX_new();
-	if (!ret && (!p->ctx || !EVP_EncryptInit_ex(p->ctx, EVP_aes_256_gcm(), NULL, c->key.key, NULL)))
+	if (!ret && (!p->ctx || !EVP_EncryptInit_ex(p->ctx, EVP_aes_256_gcm(), NULL, c->subkey, NULL)))
 		ret = fail(-ENOMEM, "cannot seal image %s (OpenSSL)", name);
 	if (!ret && *fd < 0) {
 		*fd = dup(p->fd);
@@ -893,6 +930,8 @@ int crypt_stage(const struct img_key *k, int realfd, struct img_crypt **out, int
 	ret = c->rootfd < 0 ? c->rootfd : 0;
 	if (!ret && RAND_bytes(c->setid, sizeof(c->setid)) != 1)
 		ret = fail(-EIO, "no random bytes for the set id (OpenSSL)");
+	if (!ret)
+		ret = set_key(&c->key, c->setid, SEAL_VERSION, c->subkey);
 	if (!ret)
 		ret = c->stagefd = make_dir(c->rootfd, "set");
 	if (ret >= 0)
@@ -1092,5 +1131,6 @@ void crypt_free(struct img_crypt *c)
 		close(c->rootfd);
 	close(c->realfd);
 	memset(&c->key, 0, sizeof(c->key));
+	memset(c->subkey, 0, sizeof(c->subkey));
 	free(c);
 }
