@@ -336,3 +336,29 @@ case_enc_tree() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 add enc-tree case_enc_tree
+
+# CRIU's RPC with memdump's image_key_fd (criu_opts field 1000): a sealed dump
+# and its restore; a restore of it without the key is refused by name.
+case_enc_rpc() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	mkdir "$T/d"
+	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" image_key="$T/key"
+	rpc_ok
+	expect_killed "$PID"
+	expect_sealed "$T/d"
+	expect_no_secret "$T/d"
+	rpc r0 "$MEMDUMP" RESTORE images_dir="$T/d"
+	grep -q "success=False.*is encrypted: the request gives no key" "$RPC_OUT" ||
+		fail "RPC restore without the key: $(cat "$RPC_OUT")"
+	alive "$PID" && fail "a refused RPC restore left process $PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	rpc r "$MEMDUMP" RESTORE images_dir="$T/d" image_key="$T/key"
+	rpc_ok
+	track "$PID"
+	grep -q "^RESP type=RESTORE success=True errno=0 pid=$PID " "$RPC_OUT" ||
+		fail "the RESTORE response does not carry pid $PID: $(cat "$RPC_OUT")"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+}
+add enc-rpc case_enc_rpc
