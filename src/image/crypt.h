@@ -8,6 +8,9 @@
  * memdump's last descriptor of it, a killed dump's too), and seals it into
  * the directory when the inventory is written; readers open the sealed set
  * into such a tmpfs, every file authenticated before anything else reads it.
+ * A killing dump's or pre-dump's pages image is not staged: the page writer
+ * seals it as it writes it into the real directory (crypt_pages_*).
+ * Every set is sealed with its own key, derived from the key and its id.
  */
 #ifndef MEMDUMP_CRYPT_H
 #define MEMDUMP_CRYPT_H
