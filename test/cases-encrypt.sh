@@ -79,6 +79,32 @@ case_enc_rt() {
 }
 add enc-rt case_enc_rt
 
+# The layout as docs/images.md gives it, read by another implementation
+# (sealcheck.py, python3-cryptography): every file of a killing dump and of a
+# --leave-running one under the same key authenticates with its set's own
+# key (HKDF of the key and the set id), the two sets' keys differ, and the
+# pages image (sealed by the page writer) holds the secret in its plaintext.
+case_enc_layout() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	dump "$PID" "$T/a" --encrypt "$T/key" --leave-running
+	expect_untraced "$PID"
+	dump "$PID" "$T/b" --encrypt "$T/key"
+	expect_killed "$PID"
+	local s
+	for s in a b; do
+		python3 "$TESTSRC/sealcheck.py" "$T/key" "$T/$s" "${READY[2]}" > "$T/check.$s" 2>&1 ||
+			fail "set $s does not open as documented: $(tail -n 3 "$T/check.$s")"
+		grep -qE '^holds:.* pages-1\.img' "$T/check.$s" ||
+			fail "set $s: the secret is not in pages-1.img's plaintext: $(cat "$T/check.$s")"
+	done
+	[[ $(grep -o 'set key [0-9a-f]*' "$T/check.a") != $(grep -o 'set key [0-9a-f]*' "$T/check.b") ]] ||
+		fail "two sets under one key are sealed with the same set key"
+	expect_no_secret "$T/a" "$T/b"
+	enc_restore_and_pass "$T/b" 1
+}
+add enc-layout case_enc_layout
+
 # --leave-running, the key from an fd; read-mem of a heap page shows the secret
 case_enc_lr_fd() {
 	enc_keys
@@ -310,3 +336,29 @@ case_enc_tree() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 add enc-tree case_enc_tree
+
+# CRIU's RPC with memdump's image_key_fd (criu_opts field 1000): a sealed dump
+# and its restore; a restore of it without the key is refused by name.
+case_enc_rpc() {
+	enc_keys
+	start_prog t-secret "$ENC_MB"
+	mkdir "$T/d"
+	rpc d "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" image_key="$T/key"
+	rpc_ok
+	expect_killed "$PID"
+	expect_sealed "$T/d"
+	expect_no_secret "$T/d"
+	rpc r0 "$MEMDUMP" RESTORE images_dir="$T/d"
+	grep -q "success=False.*is encrypted: the request gives no key" "$RPC_OUT" ||
+		fail "RPC restore without the key: $(cat "$RPC_OUT")"
+	alive "$PID" && fail "a refused RPC restore left process $PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	rpc r "$MEMDUMP" RESTORE images_dir="$T/d" image_key="$T/key"
+	rpc_ok
+	track "$PID"
+	grep -q "^RESP type=RESTORE success=True errno=0 pid=$PID " "$RPC_OUT" ||
+		fail "the RESTORE response does not carry pid $PID: $(cat "$RPC_OUT")"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+}
+add enc-rpc case_enc_rpc

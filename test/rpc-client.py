@@ -7,7 +7,8 @@ module (pycriu.rpc_pb2, Debian's criu package): what runc and go-criu send.
 Starts MEMDUMP swrk FD (as argv[0] --argv0) on a SOCK_SEQPACKET socketpair,
 sends one criu_req of TYPE (VERSION, CHECK, DUMP, ...) with criu_opts set
 from field=value (images_dir=PATH opens PATH here and passes images_dir_fd,
-work_dir=PATH likewise; ints and true/false as such; repeated fields as a
+work_dir=PATH likewise; image_key=PATH opens PATH and passes its fd as memdump's
+field 1000, image_key_fd, which CRIU's module does not know; ints and true/false as such; repeated fields as a
 comma list, key:val for messages), answers each NOTIFY, and prints one line per message:
 
   NOTIFY <script> pid=<pid>
@@ -34,8 +35,21 @@ import time
 from pycriu import rpc_pb2 as rpc
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7f) | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
 def set_opt(opts, kv):
     name, _, val = kv.partition("=")
+    if name == "image_key":     # field 1000, varint: kept as an unknown field
+        fd = os.open(val, os.O_RDONLY)
+        opts.MergeFromString(varint(1000 << 3) + varint(fd))
+        return
     if name in ("images_dir", "work_dir"):
         fd = os.open(val, os.O_RDONLY | os.O_DIRECTORY)
         setattr(opts, name + "_fd", fd)

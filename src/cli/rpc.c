@@ -17,6 +17,7 @@
  * success false and the one-line reason in cr_errmsg (its errno in cr_errno).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,7 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType 
 		ret = worker_call(dump_in_worker, &job, c->sk, &res);
 	if (!ret && res.ret < 0)
 		ret = fail(res.ret, "%s", res.reason);
+	memset(&job.key, 0, sizeof(job.key));
 	if (!ret)
 		stats_dump_to_work_dir(job.dir, job.work_dir);
 	resp.type = type;
@@ -144,20 +146,52 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType 
 	return respond(c, &resp, ret);
 }
 
+/*
+ * An encrypted set opened (authenticated whole) into a private tmpfs, as the
+ * command line's restore --decrypt: *dirfd its directory there, path naming
+ * it, job->restore reads it. Refused by name without a key. 0 or <0.
+ */
+static int open_sealed(struct rpc_job *job, int *dirfd, char *path, size_t len)
+{
+	int fd = open(job->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool sealed = fd >= 0 && img_set_sealed(fd);
+	int ret;
+
+	if (fd >= 0)
+		close(fd);
+	if (sealed && !job->has_key)
+		return fail(-EACCES, "image set %s is encrypted: the request gives no key "
+			    "(criu_opts image_key_fd, field 1000, memdump's own)", job->dir);
+	if (!sealed && job->has_key)
+		return fail(-EINVAL, "image set %s is not encrypted (image_key_fd)", job->dir);
+	if (!sealed)
+		return 0;
+	ret = crypt_open_set(&job->key, job->dir, dirfd, path, len);
+	if (!ret)
+		job->restore.dir = path;
+	return ret;
+}
+
 static int serve_restore(const struct rpc_conn *c, const CriuReq *req)
 {
 	CriuResp resp = CRIU_RESP__INIT;
 	CriuRestoreResp rr = CRIU_RESTORE_RESP__INIT;
 	struct rpc_notifier n;
 	struct rpc_job job;
-	int ret = prepare_job(c, req, &job);
+	char sealed[64];
+	int dirfd = -1, ret = prepare_job(c, req, &job);
 
 	if (!ret && job.notify)
 		job.restore.hooks = rpc_notifier_init(&n, c);
 	uint64_t t0 = now_us();
 
 	if (!ret)
+		ret = open_sealed(&job, &dirfd, sealed, sizeof(sealed));
+	memset(&job.key, 0, sizeof(job.key));
+	if (!ret)
 		ret = restore_run(&job.restore);
+	if (dirfd >= 0)
+		close(dirfd);
 	if (!ret)
 		stats_restore_to_work_dir(job.work_dir, now_us() - t0);
 	resp.type = CRIU_REQ_TYPE__RESTORE;

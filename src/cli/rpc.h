@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "dump/dump.h"
+#include "image/crypt.h"
 #include "mntext.h"
 #include "restore/restore.h"
 #include "rpc.pb-c.h"
@@ -55,6 +56,8 @@ struct rpc_job {
 	bool notify;			/* notify_scripts */
 	struct mnt_ext mnt_ext[MNT_EXT_MAX];	/* ext_mnt (its strings are the request's) */
 	int nr_mnt_ext;
+	struct img_key key;		/* image_key_fd's: the set is encrypted (crypt.h) */
+	bool has_key;
 };
 
 /* net[INO]:KEY (CRIU's external network namespace: runc's for a netns path, the command

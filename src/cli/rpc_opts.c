@@ -24,10 +24,12 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "log.h"
 #include "cli/rpc.h"
+#include "image/crypt.h"
 #include "ns/cgroups.h"
 #include "mem/pages.h"
 
@@ -45,6 +47,7 @@ static const struct opt_rule rules[] = {
 	{ "images_dir_fd", K_ALL, NULL },
 	{ "images_dir", K_ALL, NULL },
 	{ "work_dir_fd", K_ALL, NULL },
+	{ "image_key_fd", K_DUMP | K_RESTORE, "only a dump seals a set and a restore opens one" },
 	{ "log_level", K_ALL, NULL },
 	{ "log_file", K_ALL, NULL },
 	{ "notify_scripts", K_DUMP | K_RESTORE, NULL },
@@ -337,6 +340,21 @@ static int map_dirs_and_log(const CriuOpts *co, CriuReqType type, const struct r
 	return ret;
 }
 
+/* image_key_fd: the key of an encrypted set, read from the client's fd (as images_dir_fd). */
+static int map_key(const CriuOpts *co, const struct rpc_conn *c, struct rpc_job *job)
+{
+	char path[64];
+
+	if (!co->has_image_key_fd)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", c->peer, co->image_key_fd);
+	if (access(path, F_OK))
+		return fail(-errno, "image_key_fd %d: no such fd in the client (process %d): %s",
+			    co->image_key_fd, c->peer, strerror(errno));
+	job->has_key = true;
+	return img_key_load(path, -1, &job->key);
+}
+
 /* parent_img: the previous set, relative to the images directory (as CRIU). */
 /* ext_mnt: CRIU's key and value, as --external mnt[KEY]:VALUE. */
 static int map_ext_mnt(const CriuOpts *co, struct rpc_job *job)
@@ -367,7 +385,9 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.mnt_ext = job->mnt_ext,
 		.freeze_cgroup = co->freeze_cgroup && co->freeze_cgroup[0] ? co->freeze_cgroup : NULL,
 		.ext_tty = { .any = co->has_orphan_pts_master && co->orphan_pts_master },
-		.overwrite = true,	/* as CRIU: runtimes reuse their checkpoint directory */
+		/* as CRIU: runtimes reuse their checkpoint directory; not into a sealed one */
+		.overwrite = !job->has_key,
+		.key = job->has_key ? &job->key : NULL,
 	};
 	int ret = map_ext_mnt(co, job);
 
@@ -484,6 +504,8 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 		ret = refuse_unhonoured(co, type);
 	if (!ret)
 		ret = check_root(co, type);
+	if (!ret)
+		ret = map_key(co, c, job);
 	if (ret)
 		return ret;
 	job->notify = co->has_notify_scripts && co->notify_scripts;

@@ -313,6 +313,8 @@ struct dump_ctx {
 					 * again: the page cache is summed then (pages.c) */
 	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */
 	int pages_fd;			/* pages-1.img made before the freeze, or -1 */
+	bool seal_pages;		/* --encrypt: pages-1.img sealed as written, in the
+					 * real directory (crypt.h), not staged */
 	uint64_t pages_warm;		/* the bytes of it in the page cache (pagewarm.c) */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */

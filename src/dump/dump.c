@@ -518,6 +518,9 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
+	/* a snapshot writes into its image at places, compression reads the plaintext back:
+	 * those go through the staging */
+	d.seal_pages = o->key && !snapshot && o->compress.algo == PZ_NONE && !o->xfer;
 	if (o->track_mem && !leave_running)
 		pr_warn("--track-mem without --leave-running: the process is killed, nothing to track");
 	dump_catch_signals();

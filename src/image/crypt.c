@@ -7,7 +7,10 @@
  * has one empty chunk) encrypted with AES-256-GCM and followed by its 16-byte
  * tag. Chunk i's nonce is the file's nonce and i; its associated data the
  * whole head, i, whether it is the last chunk, and the file's path in its
- * set. So a byte changed anywhere, a chunk moved, a file cut at a chunk's
+ * set. The key of every chunk is the set's own (version 2): HKDF-SHA256 of
+ * the key, salted with the set id (set_key()), so sets sealed with one key
+ * never share a (key, nonce) pair whatever their random nonces; version 1
+ * (the key itself) is still read. So a byte changed anywhere, a chunk moved, a file cut at a chunk's
  * end, renamed, or taken from another set (another set id, which the head
  * of the set's inventory.img gives) does not authenticate.
  */
@@ -23,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <openssl/rand.h>
 
 #include "common.h"
@@ -30,7 +34,7 @@
 #include "log.h"
 
 #define SEAL_MAGIC	"MDSEAL01"
-#define SEAL_VERSION	1
+#define SEAL_VERSION	2	/* written; 1 (no per-set key) is read too */
 #define CHUNK		(1u << 20)
 #define TAG		16
 #define CHAIN_MAX	64	/* parents of a set, at most */
@@ -50,6 +54,7 @@ _Static_assert(sizeof(struct seal_head) == 64, "seal head layout");
 struct img_crypt {
 	struct img_key key;
 	uint8_t setid[IMG_SETID_LEN];
+	uint8_t subkey[IMG_KEY_LEN];	/* the set's: set_key() */
 	int realfd, rootfd, stagefd;
 	const char *parent_path;	/* the real parent link, for an incremental set */
 	char **sealed;			/* paths written in realfd, in order */
@@ -58,6 +63,8 @@ struct img_crypt {
 	char **skip;			/* the runtime's files, copied in: not sealed */
 	int nr_skip;
 	int nr_parents;			/* decrypted into the staging: p0, p1, ... */
+	struct crypt_pages **pages;	/* sealed as written, named by crypt_seal() */
+	int nr_pages;
 };
 
 static int key_id(struct img_key *k)
@@ -150,6 +157,33 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/*
+ * The key a set's chunks are sealed with: HKDF-SHA256 (RFC 5869) of the
+ * key, the set id as salt, a label as info; version 1: the key itself.
+ */
+static int set_key(const struct img_key *k, const uint8_t *setid, uint32_t version,
+		   uint8_t out[IMG_KEY_LEN])
+{
+	static const char info[] = "memdump image set key v2";
+	EVP_PKEY_CTX *ctx;
+	size_t len = IMG_KEY_LEN;
+	int ok;
+
+	if (version == 1) {
+		memcpy(out, k->key, IMG_KEY_LEN);
+		return 0;
+	}
+	ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+	ok = ctx && EVP_PKEY_derive_init(ctx) > 0 &&
+	     EVP_PKEY_CTX_set_hkdf_md(ctx, EVP_sha256()) > 0 &&
+	     EVP_PKEY_CTX_set1_hkdf_salt(ctx, setid, IMG_SETID_LEN) > 0 &&
+	     EVP_PKEY_CTX_set1_hkdf_key(ctx, k->key, IMG_KEY_LEN) > 0 &&
+	     EVP_PKEY_CTX_add1_hkdf_info(ctx, (const unsigned char *)info, sizeof(info) - 1) > 0 &&
+	     EVP_PKEY_derive(ctx, out, &len) > 0 && len == IMG_KEY_LEN;
+	EVP_PKEY_CTX_free(ctx);
+	return ok ? 0 : fail(-EIO, "cannot derive the image set's key (OpenSSL HKDF)");
+}
+
 bool img_set_sealed(int dirfd)
 {
 	int fd = openat(dirfd, "inventory.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -167,7 +201,7 @@ bool img_set_sealed(int dirfd)
 /* ---- one file, in chunks, on both cores ---- */
 
 struct chunk_job {
-	const struct img_key *key;
+	const uint8_t *key;	/* the set's (set_key()) */
 	const struct seal_head *head;
 	const char *name;	/* in the set: associated data */
 	bool seal;		/* or open */
@@ -250,8 +284,8 @@ static void *chunk_thread(void *arg)
 	int ok = ctx && in && out;
 
 	if (ok)
-		ok = j->seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL)
-			     : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key->key, NULL);
+		ok = j->seal ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key, NULL)
+			     : EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, j->key, NULL);
 	w->ret = ok ? 0 : -ENOMEM;
 	for (uint64_t i = (uint64_t)w->first; i < j->nr && !w->ret; i += (uint64_t)j->nr_threads) {
 		w->ret = do_chunk(ctx, j, i, in, out);
@@ -295,7 +329,7 @@ static uint64_t nr_chunks(uint64_t size)
 static int seal_file(const struct img_crypt *c, int in, int out, const char *name)
 {
 	struct seal_head h = { .version = SEAL_VERSION, .chunk = CHUNK };
-	struct chunk_job j = { .key = &c->key, .head = &h, .name = name, .seal = true,
+	struct chunk_job j = { .key = c->subkey, .head = &h, .name = name, .seal = true,
 			       .in = in, .out = out };
 	struct stat st;
 	uint64_t bad = 0;
@@ -325,7 +359,7 @@ static const char *head_problem(const struct seal_head *h, const struct img_key 
 {
 	if (memcmp(h->magic, SEAL_MAGIC, sizeof(h->magic)))
 		return "it is not encrypted (no sealed head)";
-	if (h->version != SEAL_VERSION || h->chunk != CHUNK || h->zero)
+	if ((h->version != SEAL_VERSION && h->version != 1) || h->chunk != CHUNK || h->zero)
 		return "its sealed head is corrupt or of another version";
 	if (memcmp(h->keyid, k->id, sizeof(h->keyid)))
 		return "wrong key (it was encrypted with another key)";
@@ -346,7 +380,8 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 		     const char *show, const uint8_t *setid, uint8_t *got)
 {
 	struct seal_head h;
-	struct chunk_job j = { .key = k, .head = &h, .name = name, .in = in, .out = out };
+	uint8_t sk[IMG_KEY_LEN];
+	struct chunk_job j = { .key = sk, .head = &h, .name = name, .in = in, .out = out };
 	const char *why;
 	struct stat st;
 	uint64_t bad = 0;
@@ -366,7 +401,11 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 	if (got)
 		memcpy(got, h.setid, IMG_SETID_LEN);
 	j.nr = nr_chunks(h.size);
+	ret = set_key(k, h.setid, h.version, sk);
+	if (ret)
+		return ret;
 	ret = run_chunks(&j, &bad);
+	memset(sk, 0, sizeof(sk));
 	posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
 	if (ret == -EBADMSG)
 		return fail(ret, "image %s is refused: its chunk %" PRIu64 " of %" PRIu64 " does not "
@@ -611,6 +650,217 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 	return ret;
 }
 
+/* ---- a pages image sealed as it is written (pages.c) ---- */
+
+static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir);
+
+/*
+ * The page writer hands its plaintext buffers over in order; each is sealed
+ * in place (a chunk's ciphertext is as long as its plaintext) and written
+ * at its place in the sealed layout, the tag after each chunk's last byte.
+ * The file is the real directory's (unnamed until crypt_seal() names it),
+ * so the pages are copied once, and only ciphertext reaches its page cache.
+ */
+struct crypt_pages {
+	struct img_crypt *c;
+	struct seal_head head;
+	struct chunk_job job;		/* the associated data's parts */
+	char name[64];
+	EVP_CIPHER_CTX *ctx;
+	int fd;				/* a copy of the writer's */
+	bool named;			/* no O_TMPFILE here: created under its name */
+	bool in_chunk;			/* a chunk begun, its tag not written yet */
+	bool done;			/* every chunk sealed */
+	uint64_t plain;			/* bytes sealed */
+	uint64_t off;			/* where the next sealed byte goes */
+};
+
+int crypt_pages_dir(const struct img_crypt *c)
+{
+	return c->realfd;
+}
+
+static int pages_file(struct img_crypt *c, struct crypt_pages *p, int fd)
+{
+	if (fd >= 0) {
+		p->fd = dup(fd);
+		return p->fd < 0 ? -errno : 0;
+	}
+	p->fd = openat(c->realfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (p->fd >= 0)
+		return 0;
+	/* a filesystem without O_TMPFILE: named now, removed if the dump fails */
+	p->fd = openat(c->realfd, p->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (p->fd < 0)
+		return -errno;
+	p->named = true;
+	return remember(&c->sealed, &c->nr_sealed, p->name, &c->sealed_dir, false);
+}
+
+static void pages_free(struct crypt_pages *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	EVP_CIPHER_CTX_free(p->ctx);
+	memset(p, 0, sizeof(*p));
+	free(p);
+}
+
+int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *fd,
+		     struct crypt_pages **out)
+{
+	struct crypt_pages *p = calloc(1, sizeof(*p));
+	struct crypt_pages **l = realloc(c->pages, (size_t)(c->nr_pages + 1) * sizeof(*l));
+	int ret;
+
+	if (l)
+		c->pages = l;
+	if (!p || !l) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->c = c;
+	p->fd = -1;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	memcpy(p->head.magic, SEAL_MAGIC, sizeof(p->head.magic));
+	p->head.version = SEAL_VERSION;
+	p->head.chunk = CHUNK;
+	memcpy(p->head.setid, c->setid, sizeof(p->head.setid));
+	memcpy(p->head.keyid, c->key.id, sizeof(p->head.keyid));
+	p->head.size = size;
+	p->job = (struct chunk_job){ .key = c->subkey, .head = &p->head, .name = p->name,
+				     .seal = true, .nr = nr_chunks(size) };
+	p->off = sizeof(p->head);
+	ret = pages_file(c, p, *fd);
+	if (ret)
+		ret = fail(ret, "cannot create image %s: %s", name, strerror(-ret));
+	if (!ret && RAND_bytes(p->head.nonce, sizeof(p->head.nonce)) != 1)
+		ret = fail(-EIO, "no random bytes for image %s (OpenSSL)", name);
+	p->ctx = ret ? NULL : EVP_CIPHER_CTX_new();
+	if (!ret && (!p->ctx || !EVP_EncryptInit_ex(p->ctx, EVP_aes_256_gcm(), NULL, c->subkey, NULL)))
+		ret = fail(-ENOMEM, "cannot seal image %s (OpenSSL)", name);
+	if (!ret && *fd < 0) {
+		*fd = dup(p->fd);
+		if (*fd < 0)
+			ret = fail(-errno, "cannot create image %s: %s", name, strerror(errno));
+	}
+	if (ret) {
+		pages_free(p);
+		return ret;
+	}
+	c->pages[c->nr_pages++] = p;
+	*out = p;
+	return 0;
+}
+
+/* Chunk i begun: its nonce and associated data. */
+static int pages_begin(struct crypt_pages *p, uint64_t i)
+{
+	uint8_t iv[12];
+	uint32_t i32 = (uint32_t)i;
+
+	memcpy(iv, p->head.nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+	if (!EVP_EncryptInit_ex(p->ctx, NULL, NULL, NULL, iv) || !chunk_aad(p->ctx, true, &p->job, i))
+		return -EIO;
+	p->in_chunk = true;
+	return 0;
+}
+
+/* The chunk begun ended: its tag written after it. */
+static int pages_end(struct crypt_pages *p)
+{
+	uint8_t tag[TAG];
+	int n, ret;
+
+	if (!EVP_EncryptFinal_ex(p->ctx, tag, &n) ||
+	    !EVP_CIPHER_CTX_ctrl(p->ctx, EVP_CTRL_GCM_GET_TAG, TAG, tag))
+		return -EIO;
+	ret = pwrite_all(p->fd, tag, TAG, p->off);
+	p->off += TAG;
+	p->in_chunk = false;
+	p->done = p->plain == p->head.size;
+	return ret;
+}
+
+static int pages_seal(struct crypt_pages *p, uint8_t *buf, size_t len)
+{
+	while (len) {
+		uint64_t i = p->plain / CHUNK, end;
+		size_t take;
+		int n, ret;
+
+		if (p->plain >= p->head.size)
+			return -EFBIG;
+		end = plain_off(i) + chunk_len(&p->head, i);
+		take = (size_t)MIN((uint64_t)len, end - p->plain);
+		ret = p->in_chunk ? 0 : pages_begin(p, i);
+		if (!ret && !EVP_EncryptUpdate(p->ctx, buf, &n, buf, (int)take))
+			ret = -EIO;
+		if (!ret)
+			ret = pwrite_all(p->fd, buf, take, p->off);
+		if (ret)
+			return ret;
+		p->off += take;
+		p->plain += take;
+		buf += take;
+		len -= take;
+		if (p->plain == end)
+			ret = pages_end(p);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int crypt_pages_write(struct crypt_pages *p, uint8_t *buf, size_t len)
+{
+	int ret = pages_seal(p, buf, len);
+
+	if (ret == -EFBIG)
+		return fail(ret, "cannot seal image %s: more than the %" PRIu64 " bytes counted",
+			    p->name, p->head.size);
+	if (ret)
+		return fail(ret, "cannot write image %s: %s", p->name, strerror(-ret));
+	return 0;
+}
+
+int crypt_pages_close(struct crypt_pages *p)
+{
+	int ret = 0;
+
+	if (!p->head.size && !p->done)		/* one empty chunk */
+		ret = pages_begin(p, 0) ?: pages_end(p);
+	if (!ret && p->plain != p->head.size)
+		return fail(-EIO, "cannot seal image %s: %" PRIu64 " bytes written of %" PRIu64,
+			    p->name, p->plain, p->head.size);
+	if (!ret)
+		ret = pwrite_all(p->fd, &p->head, sizeof(p->head), 0);
+	if (!ret && ftruncate(p->fd, (off_t)p->off))	/* a warmed file was larger */
+		ret = -errno;
+	return ret ? fail(ret, "cannot write image %s: %s", p->name, strerror(-ret)) : 0;
+}
+
+/* The pages images sealed as written named in the real directory. */
+static int name_pages(struct img_crypt *c)
+{
+	char path[64];
+	int ret = 0;
+
+	for (int i = 0; i < c->nr_pages && !ret; i++) {
+		struct crypt_pages *p = c->pages[i];
+
+		if (!p->done || p->named)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", p->fd);
+		if (linkat(AT_FDCWD, path, c->realfd, p->name, AT_SYMLINK_FOLLOW))
+			return fail(-errno, "cannot create image %s: %s", p->name, strerror(errno));
+		p->named = true;
+		ret = remember(&c->sealed, &c->nr_sealed, p->name, &c->sealed_dir, false);
+	}
+	return ret;
+}
+
 /* ---- a dump's staging ---- */
 
 static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir)
@@ -680,6 +930,8 @@ int crypt_stage(const struct img_key *k, int realfd, struct img_crypt **out, int
 	ret = c->rootfd < 0 ? c->rootfd : 0;
 	if (!ret && RAND_bytes(c->setid, sizeof(c->setid)) != 1)
 		ret = fail(-EIO, "no random bytes for the set id (OpenSSL)");
+	if (!ret)
+		ret = set_key(&c->key, c->setid, SEAL_VERSION, c->subkey);
 	if (!ret)
 		ret = c->stagefd = make_dir(c->rootfd, "set");
 	if (ret >= 0)
@@ -806,7 +1058,7 @@ static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix)
 int crypt_seal(struct img_crypt *c)
 {
 	static const char tmp[] = ".inventory.img.sealing";
-	int ret = seal_dir(c, c->stagefd, c->realfd, "");
+	int ret = name_pages(c) ?: seal_dir(c, c->stagefd, c->realfd, "");
 
 	if (ret)
 		return ret;
@@ -867,6 +1119,9 @@ void crypt_free(struct img_crypt *c)
 		free(c->sealed[i]);
 	for (int i = 0; i < c->nr_skip; i++)
 		free(c->skip[i]);
+	for (int i = 0; i < c->nr_pages; i++)
+		pages_free(c->pages[i]);
+	free(c->pages);
 	free(c->sealed);
 	free(c->sealed_dir);
 	free(c->skip);
@@ -876,5 +1131,6 @@ void crypt_free(struct img_crypt *c)
 		close(c->rootfd);
 	close(c->realfd);
 	memset(&c->key, 0, sizeof(c->key));
+	memset(c->subkey, 0, sizeof(c->subkey));
 	free(c);
 }

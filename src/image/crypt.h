@@ -8,6 +8,9 @@
  * memdump's last descriptor of it, a killed dump's too), and seals it into
  * the directory when the inventory is written; readers open the sealed set
  * into such a tmpfs, every file authenticated before anything else reads it.
+ * A killing dump's or pre-dump's pages image is not staged: the page writer
+ * seals it as it writes it into the real directory (crypt_pages_*).
+ * Every set is sealed with its own key, derived from the key and its id.
  */
 #ifndef MEMDUMP_CRYPT_H
 #define MEMDUMP_CRYPT_H
@@ -39,6 +42,20 @@ int crypt_stage(const struct img_key *k, int realfd, struct img_crypt **out, int
  * dump: decrypted into the staging, *dirfd it; *link what the staging's parent link
  * names meanwhile. 0 or <0 after fail(). */
 int crypt_stage_parent(struct img_crypt *c, const char *path, int *dirfd, const char **link);
+/*
+ * A pages image sealed as the page writer writes it (no staging copy): name
+ * its path in the set, size its plaintext bytes (exactly), *fd the file to
+ * write (in crypt_pages_dir(), a warmed unnamed one) or -1: then one made
+ * there, *fd a copy of it. crypt_seal() names it. 0 or <0 after fail().
+ */
+struct crypt_pages;
+int crypt_pages_dir(const struct img_crypt *c);
+int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *fd,
+		     struct crypt_pages **out);
+/* The next len bytes of plaintext, sealed in place (buf then holds ciphertext) and written. */
+int crypt_pages_write(struct crypt_pages *p, uint8_t *buf, size_t len);
+/* Every byte written: the last tag, the head. 0 or <0 after fail(). */
+int crypt_pages_close(struct crypt_pages *p);
 /* The staging sealed into the real directory, inventory.img last. */
 int crypt_seal(struct img_crypt *c);
 /* The sealed files to the disk. */

@@ -13,6 +13,10 @@
  * In read and mem modes a writer thread writes one buffer while the next is
  * read: the copy and the disk overlap.
  *
+ * --encrypt (d->seal_pages): read mode, each buffer sealed in place by the
+ * writer thread (crypt.c) and written into the real directory's image, so
+ * the image's page cache holds ciphertext only and no staging copy is made.
+ *
  * Runs in VMAs without PROT_READ always go through /proc/PID/mem (the only
  * way that may read them). When vmsplice is refused (EPERM, EOPNOTSUPP, a
  * seccomp filter, ...) before any byte was moved, splice mode falls back to
@@ -34,6 +38,7 @@
 #include "mem/pagesum.h"
 #include "infect/infect.h"
 #include "fault.h"
+#include "image/crypt.h"
 #include "image/image.h"
 #include "log.h"
 #include "progress.h"
@@ -59,6 +64,7 @@ struct pages_out {
 	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
 	struct dump_ctx *remote;	/* to a page server: each piece behind a header */
 	bool partial;		/* a piece's header sent, not all of its bytes */
+	struct crypt_pages *seal;	/* --encrypt: sealed as written (crypt.h), or NULL */
 	pthread_t writer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -79,6 +85,18 @@ static void direct_from_here(struct pages_out *o)
 static uint64_t until_switch(const struct pages_out *o)
 {
 	return o->direct ? UINT64_MAX : o->cache_end - o->written;
+}
+
+/* Sealed in place, then written (buf holds ciphertext after). */
+static int seal_buf(struct pages_out *o, uint8_t *buf, size_t len)
+{
+	int ret = crypt_pages_write(o->seal, buf, len);
+
+	if (ret)
+		return ret;
+	o->written += len;
+	progress_update(&o->bar, o->written);
+	return 0;
 }
 
 static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
@@ -130,10 +148,17 @@ static void *writer_main(void *arg)
 		if (!o->len[i])
 			break;
 		pthread_mutex_unlock(&o->lock);
-		int err = o->err ? 0 : write_buf(o, o->buf[i], o->len[i]);
+		int err = 0;
 
-		if (!err && o->sum)
-			pagesum_feed(o->sum, o->buf[i], o->len[i]);
+		if (!o->err && o->seal) {	/* summed as plaintext, then sealed */
+			if (o->sum)
+				pagesum_feed(o->sum, o->buf[i], o->len[i]);
+			err = seal_buf(o, o->buf[i], o->len[i]);
+		} else if (!o->err) {
+			err = write_buf(o, o->buf[i], o->len[i]);
+			if (!err && o->sum)
+				pagesum_feed(o->sum, o->buf[i], o->len[i]);
+		}
 		pthread_mutex_lock(&o->lock);
 		if (err && !o->err)
 			o->err = err;
@@ -365,10 +390,42 @@ static int open_remote(struct dump_ctx *d, struct pages_out *o)
 	return o->fd < 0 ? o->fd : 0;
 }
 
+/*
+ * --encrypt: the warmed file (in the real directory: pagewarm.c) or a new
+ * one there, sealed as written; through the page cache (the sealed layout is
+ * not aligned for O_DIRECT). Listed like a page server's image: not in the
+ * staging, crypt_seal() names it.
+ */
+static int open_sealed(struct dump_ctx *d, struct pages_out *o)
+{
+	char name[64];
+	int ret;
+
+	img_name(IMG_PAGES, 1, name, sizeof(name));
+	o->fd = d->pages_fd;
+	d->pages_fd = -1;
+	ret = crypt_pages_open(d->dir.crypt, name, d->nr_pages * PAGE_SIZE, &o->fd, &o->seal);
+	if (!ret)
+		ret = img_remember_remote(&d->dir, IMG_PAGES, 1);
+	o->cache_end = UINT64_MAX;
+	d->stats.pages_cached = true;
+	if (d->mode == MODE_SPLICE)	/* the writer seals buffers: read mode */
+		d->mode = MODE_READ;
+	if (ret && o->fd >= 0) {
+		close(o->fd);
+		o->fd = -1;
+	}
+	if (!ret)
+		pr_info("%s: sealed as written, through the page cache", name);
+	return ret;
+}
+
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
 	if (d->xfer)
 		return open_remote(d, o);
+	if (d->seal_pages && d->dir.crypt)
+		return open_sealed(d, o);
 	o->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
 	if (o->fd < 0)
 		return o->fd;
@@ -445,6 +502,8 @@ static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_
 
 	if (o->remote)		/* nothing to read back here */
 		return d->mode == MODE_SPLICE ? PAGESUM_MEMORY : PAGESUM_FED;
+	if (o->seal)		/* the image holds ciphertext */
+		return PAGESUM_FED;
 	if (d->sums_late && all_cached)
 		return PAGESUM_LATER;
 	if (d->mode != MODE_SPLICE)
@@ -504,7 +563,7 @@ int write_pages(struct dump_ctx *d)
 	if (o.remote)
 		return ret ? page_xfer_error(d, ret) : 0;
 	if (!ret)
-		ret = pages_warm_trim(d, o.fd, o.written);
+		ret = o.seal ? crypt_pages_close(o.seal) : pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)
 		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
 	return ret;

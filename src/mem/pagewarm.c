@@ -37,6 +37,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
+#include "image/crypt.h"
 #include "image/image.h"
 #include "log.h"
 #include "proc.h"
@@ -179,7 +180,9 @@ int pages_warm(struct dump_ctx *d, const struct dump_opts *o)
 
 	if (!pages_warm_wanted(o))
 		return 0;
-	ret = pages_warm_procs(o, &d->pid, 1, d->dir.fd, &w);
+	/* a sealed pages image is written in the real directory, not the staging */
+	ret = pages_warm_procs(o, &d->pid, 1, d->seal_pages && d->dir.crypt ?
+			       crypt_pages_dir(d->dir.crypt) : d->dir.fd, &w);
 	d->pages_fd = w.fd;
 	d->pages_warm = w.bytes;
 	return ret;
