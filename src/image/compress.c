@@ -120,6 +120,77 @@ static int write_all(int fd, const void *buf, size_t len, const char *name)
 	return 0;
 }
 
+/*
+ * Compression on both cores: PZ_BATCH blocks at a time, the even ones on this
+ * thread and the odd ones on a second, each into its slot of the batch's
+ * buffer (room bytes a block); then written in order.
+ */
+#define PZ_BATCH	64u
+
+struct pz_batch {
+	const struct pz_opts *o;
+	const uint8_t *raw;
+	uint64_t len, b0, n;		/* blocks [b0, b0 + n) of len raw bytes */
+	uint8_t *out;
+	size_t room;
+	size_t *sizes;			/* compressed size, 0: stored as is */
+};
+
+struct pz_half {
+	struct pz_batch *bt;
+	uint64_t first;
+	ZSTD_CCtx *zc;
+};
+
+static size_t block_len(uint64_t len, uint64_t b)
+{
+	return (size_t)(b + 1 < nr_blocks(len) ? PZ_BLOCK : len - b * PZ_BLOCK);
+}
+
+static void *compress_half(void *arg)
+{
+	struct pz_half *h = arg;
+	struct pz_batch *bt = h->bt;
+
+	for (uint64_t i = h->first; i < bt->n; i += 2) {
+		uint64_t b = bt->b0 + i;
+
+		bt->sizes[i] = compress_block(bt->o, h->zc, bt->raw + b * PZ_BLOCK,
+					      block_len(bt->len, b), bt->out + i * bt->room, bt->room);
+	}
+	return NULL;
+}
+
+static void compress_batch(struct pz_batch *bt, struct pz_half h[2])
+{
+	pthread_t t;
+	bool two = bt->n > 1 && !pthread_create(&t, NULL, compress_half, &h[1]);
+
+	compress_half(&h[0]);
+	if (two)
+		pthread_join(t, NULL);
+	else if (bt->n > 1)
+		compress_half(&h[1]);
+}
+
+/* A batch's blocks into fd in order, their sizes into index. */
+static int write_batch(int fd, const struct pz_batch *bt, uint32_t *index, const char *name,
+		       uint64_t *pos)
+{
+	int ret = 0;
+
+	for (uint64_t i = 0; i < bt->n && !ret; i++) {
+		uint64_t b = bt->b0 + i;
+		size_t in_len = block_len(bt->len, b), n = bt->sizes[i];
+
+		index[b] = n ? (uint32_t)n : (uint32_t)in_len | PZ_RAW_BIT;
+		ret = write_all(fd, n ? bt->out + i * bt->room : bt->raw + b * PZ_BLOCK,
+				n ? n : in_len, name);
+		*pos += n ? n : in_len;
+	}
+	return ret;
+}
+
 /* The blocks of raw (len bytes) into fd, after the header and index (filled in here). */
 static int write_blocks(int fd, const uint8_t *raw, uint64_t len, const struct pz_opts *o,
 			const char *name, uint64_t *packed)
@@ -127,23 +198,24 @@ static int write_blocks(int fd, const uint8_t *raw, uint64_t len, const struct p
 	uint64_t nb = nr_blocks(len);
 	struct pz_header h = { .algo = o->algo, .block = PZ_BLOCK, .raw = len, .nr_blocks = nb };
 	uint32_t *index = calloc(nb + 1, sizeof(*index));
-	size_t room = bound(o->algo);
-	uint8_t *out = malloc(room);
-	ZSTD_CCtx *zc = o->algo == PZ_ZSTD ? ZSTD_createCCtx() : NULL;
+	struct pz_batch bt = { .o = o, .raw = raw, .len = len, .room = bound(o->algo) };
+	struct pz_half half[2] = { { &bt, 0, NULL }, { &bt, 1, NULL } };
 	uint64_t pos = sizeof(h) + nb * sizeof(*index);
-	int ret = index && out && (zc || o->algo != PZ_ZSTD) ? 0 : -ENOMEM;
+	int ret;
 
+	bt.out = malloc(PZ_BATCH * bt.room);
+	bt.sizes = calloc(PZ_BATCH, sizeof(*bt.sizes));
+	for (int i = 0; i < 2 && o->algo == PZ_ZSTD; i++)
+		half[i].zc = ZSTD_createCCtx();
+	ret = index && bt.out && bt.sizes &&
+	      (o->algo != PZ_ZSTD || (half[0].zc && half[1].zc)) ? 0 : -ENOMEM;
 	memcpy(h.magic, PZ_MAGIC, 8);
 	if (!ret && lseek(fd, (off_t)pos, SEEK_SET) < 0)
 		ret = fail(-errno, "cannot write the compressed %s: %s", name, strerror(errno));
-	for (uint64_t b = 0; !ret && b < nb; b++) {
-		size_t in_len = (size_t)(b + 1 < nb ? PZ_BLOCK : len - b * PZ_BLOCK);
-		const uint8_t *in = raw + b * PZ_BLOCK;
-		size_t n = compress_block(o, zc, in, in_len, out, room);
-
-		index[b] = n ? (uint32_t)n : (uint32_t)in_len | PZ_RAW_BIT;
-		ret = write_all(fd, n ? out : in, n ? n : in_len, name);
-		pos += n ? n : in_len;
+	for (bt.b0 = 0; !ret && bt.b0 < nb; bt.b0 += bt.n) {
+		bt.n = MIN(nb - bt.b0, (uint64_t)PZ_BATCH);
+		compress_batch(&bt, half);
+		ret = write_batch(fd, &bt, index, name, &pos);
 	}
 	if (!ret && pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		ret = fail(-EIO, "cannot write the compressed %s", name);
@@ -151,8 +223,10 @@ static int write_blocks(int fd, const uint8_t *raw, uint64_t len, const struct p
 			  (ssize_t)(nb * sizeof(*index)))
 		ret = fail(-EIO, "cannot write the compressed %s", name);
 	*packed = pos;
-	ZSTD_freeCCtx(zc);
-	free(out);
+	for (int i = 0; i < 2; i++)
+		ZSTD_freeCCtx(half[i].zc);
+	free(bt.sizes);
+	free(bt.out);
 	free(index);
 	return ret;
 }
@@ -175,28 +249,35 @@ static int map_file(int fd, const char *name, const uint8_t **map, uint64_t *len
 	return 0;
 }
 
-int pz_compress_image(int dirfd, const char *name, const struct pz_opts *o, uint64_t *packed)
+int pz_compress_fd(int dirfd, const char *name, int out, const struct pz_opts *o,
+		   uint64_t *packed)
 {
-	char tmp[80];
 	const uint8_t *raw;
 	uint64_t len;
-	int in = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out, ret;
+	int in = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret;
 
 	if (in < 0)
 		return fail(-errno, "cannot open %s to compress it: %s", name, strerror(errno));
-	snprintf(tmp, sizeof(tmp), ".%s.z", name);
 	ret = map_file(in, name, &raw, &len);
 	close(in);
-	if (ret)
-		return ret;
-	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (out < 0)
-		ret = fail(-errno, "cannot create the compressed %s: %s", name, strerror(errno));
 	if (!ret)
 		ret = write_blocks(out, raw, len, o, name, packed);
 	if (raw)
 		munmap((void *)raw, len);
-	if (out >= 0 && close(out) && !ret)
+	return ret;
+}
+
+int pz_compress_image(int dirfd, const char *name, const struct pz_opts *o, uint64_t *packed)
+{
+	char tmp[80];
+	int out, ret;
+
+	snprintf(tmp, sizeof(tmp), ".%s.z", name);
+	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return fail(-errno, "cannot create the compressed %s: %s", name, strerror(errno));
+	ret = pz_compress_fd(dirfd, name, out, o, packed);
+	if (close(out) && !ret)
 		ret = fail(-errno, "cannot write the compressed %s: %s", name, strerror(errno));
 	if (!ret && renameat(dirfd, tmp, dirfd, name))
 		ret = fail(-errno, "cannot rename the compressed %s: %s", name, strerror(errno));
