@@ -15,6 +15,8 @@
  * commands), "snapshot-copy" (--snapshot: the target runs again, its pages
  * are still write-protected), "images-written" (a killing dump, its images
  * written, before the last look at the sockets' queues and the inventory),
+ * "pages-compressed" (a killing dump with --compress, the target killed,
+ * the compressed pages-1.img complete but not yet renamed over the raw one),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
  * target), "net-locked" (--tcp-established: the network lock is on, no

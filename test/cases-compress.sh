@@ -103,6 +103,44 @@ case_compress_corrupt() {
 }
 for h in block index trunc; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
 
+# A killing dump compresses after the kill. Its worker killed there (stalled
+# at pages-compressed: the compressed pages-1.img complete, not yet renamed):
+# the raw set is whole (inventory, raw pages, no leftover file) and restores.
+case_compress_killed_late() {
+	start_prog t-compress "$CZ_MB"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=pages-compressed "$MEMDUMP" dump -t "$PID" -D "$T/d" --compress 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" 'fault point pages-compressed' "$OP_TIMEOUT" ||
+		fail "the dump never reached pages-compressed"
+	alive "$PID" && [[ $(proc_state "$PID") != Z ]] &&
+		fail "the target still runs at pages-compressed: the compression was not after the kill"
+	kill_worker "$mdpid"
+	expect_killed "$PID"
+	[[ -e $T/d/inventory.img ]] || fail "the raw set lost its inventory.img"
+	[[ $(head -c 8 "$T/d/pages-1.img") != MDPAGEZ1 ]] || fail "pages-1.img is compressed"
+	local extra; extra=$(find "$T/d" -name '.*' ! -name . | head -n1)
+	[[ -z $extra ]] || fail "a file is left behind: $extra"
+	md verify verify -D "$T/d" || fail "verify of the raw set failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" 1
+}
+add compress-killed-late case_compress_killed_late
+
+# The compression after the kill, then done: the compressed set is complete.
+case_compress_late_done() {
+	start_prog t-compress "$CZ_MB"
+	MD_ERR=$T/md.dump.err
+	"$MEMDUMP" dump -t "$PID" -D "$T/d" --compress -v 3 2> "$MD_ERR" || fail "dump failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	expect_compressed "$T/d"
+	grep -q 'pages-1.img: .* compressed to' "$MD_ERR" || fail "no line about the compression"
+	[[ -z $(find "$T/d" -name '.*' ! -name . | head -n1) ]] || fail "a dot file is left in the set"
+	md verify verify -D "$T/d" || fail "verify failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" 1
+}
+add compress-late-done case_compress_late_done
+
 # pack DIR > FILE, unpack: the same files, and the unpacked set restores.
 case_pack_rt() {
 	start_prog t-compress "$CZ_MB"

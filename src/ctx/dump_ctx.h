@@ -290,6 +290,9 @@ struct dump_ctx {
 	enum dump_mode mode;
 	enum pages_write pages_write;
 	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
+	bool compress_late;		/* a killing dump: compressed after the kill (images.c) */
+	bool pages_compressed;		/* pages-1.img is compressed: the pagemap says so */
+	uint64_t *late_sums;		/* compress_late: the runs' checksums, for the new pagemap */
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	struct page_scan scan;
 	struct dump_trace *trace;	/* or NULL */

@@ -326,6 +326,7 @@ void dump_ctx_free(struct dump_ctx *d)
 	free(d->parent_runs);
 	free(d->tparent_runs);
 	free(d->run_sums);
+	free(d->late_sums);
 	if (d->pages_fd >= 0)
 		close(d->pages_fd);
 	parent_free(d);
@@ -537,6 +538,9 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	d.ext_net_key = ns_own_mask(d.pid) != d.own_ns ? o->ext_net_key : NULL;
 	if (!ret)
 		ret = d.dir.fd = dump_open_dir(o, &d.dir.crypt);
+	/* compressed after the kill, but where the set must be final before it (images.c) */
+	d.compress_late = o->compress.algo != PZ_NONE && !leave_running && !o->hooks &&
+			  !d.dir.crypt;
 	if (ret >= 0)
 		ret = dump_prepare_incremental(&d, o->prev_dir);
 	if (ret >= 0) {
@@ -601,6 +605,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (!ret && d.snap)
 		ret = snapshot_copy(&d);	/* the target runs: its other pages */
 	snapshot_end(&d);
+	if (!ret && inventory)
+		ret = dump_compress_late(&d);	/* the target is gone: off the frozen time */
 	/*
 	 * inventory.img lists every image's checksum; the pages images are read
 	 * back for it, which the target need not wait for: it is done after the

@@ -4,16 +4,19 @@
  * pages are on disk) and inventory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/images.h"
+#include "fault.h"
 #include "ns/cgroups.h"
 #include "ns/ns.h"
 #include "image/compress.h"
@@ -456,19 +459,20 @@ static enum run_kind next_kind(const struct dump_ctx *d, const size_t i[3])
  * of the parent set and of the tree parent's set, merged in address order as
  * CRIU lists them.
  */
-static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
+static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const char *tmp)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
 	size_t i[3] = { 0, 0, 0 };
 	size_t total = d->nr_runs + d->nr_parent_runs + d->nr_tparent_runs;
-	int ret = img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
+	int ret = tmp ? img_create_as(&d->dir, IMG_PAGEMAP, tmp, &img) :
+			img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
 
 	if (ret)
 		return ret;
 	head.pages_id = 1;
-	head.has_compress = d->compress.algo != PZ_NONE;
-	head.compress = d->compress.algo;
+	head.has_compress = d->pages_compressed;
+	head.compress = d->pages_compressed ? d->compress.algo : PZ_NONE;
 	ret = img_write_msg(img, &head.base);
 	for (size_t done = 0; !ret && done < total; done++) {
 		enum run_kind k = next_kind(d, i);
@@ -488,10 +492,18 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums)
 	return img_close(img);
 }
 
+static void compress_note(const struct dump_ctx *d, const char *name, uint64_t t0, uint64_t packed)
+{
+	pr_info("%s: %" PRIu64 " bytes compressed to %" PRIu64 " (%s) in %.3f s", name,
+		d->stats.bytes_written, packed, pz_name(d->compress.algo), (now_us() - t0) / 1e6);
+}
+
 /*
  * --compress: pages-1.img, summed, replaced by its compressed form. Here, in
  * the inventory's writing: after the target runs again when it does
- * (--leave-running, pre-dump), still frozen before a killing dump's kill.
+ * (--leave-running, pre-dump); a killing dump's (compress_late) comes after
+ * its kill, in dump_compress_late(), but with hooks, encryption or in a tree
+ * dump, where it is still frozen.
  */
 static int compress_pages(struct dump_ctx *d)
 {
@@ -499,14 +511,13 @@ static int compress_pages(struct dump_ctx *d)
 	char name[64];
 	int ret;
 
-	if (d->compress.algo == PZ_NONE)
+	if (d->compress.algo == PZ_NONE || d->compress_late)
 		return 0;
 	img_name(IMG_PAGES, 1, name, sizeof(name));
 	ret = pz_compress_image(d->dir.fd, name, &d->compress, &packed);
+	d->pages_compressed = !ret;
 	if (!ret)
-		pr_info("%s: %" PRIu64 " bytes compressed to %" PRIu64 " (%s) in %.3f s", name,
-			d->stats.bytes_written, packed, pz_name(d->compress.algo),
-			(now_us() - t0) / 1e6);
+		compress_note(d, name, t0, packed);
 	return ret;
 }
 
@@ -533,8 +544,13 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 	if (!ret)
 		ret = compress_pages(d);
 	if (!ret)
-		ret = write_pagemap(d, sums);
+		ret = write_pagemap(d, sums, NULL);
 	free(lens);
+	if (!ret && d->compress_late) {
+		free(d->late_sums);
+		d->late_sums = sums;	/* for the pagemap of the compressed pages */
+		return 0;
+	}
 	free(sums);
 	return ret;
 }
@@ -720,7 +736,73 @@ int write_stats(struct dump_ctx *d)
 	return write_one(&d->dir, IMG_STATS, 0, &se.base);
 }
 
+static int inventory(struct dump_ctx *d, bool pagemap);
+
 int write_inventory(struct dump_ctx *d)
+{
+	return inventory(d, true);
+}
+
+/*
+ * The compressed pages-1.img (an unnamed file until it is complete: a
+ * memdump killed while it compresses leaves the raw set whole, nothing
+ * else) and its pagemap are renamed over the raw ones, inventory.img
+ * removed first and written again last: at no moment a set that looks
+ * complete but is not.
+ */
+static int swap_compressed(struct dump_ctx *d, int zfd, const char *pages)
+{
+	char pagemap[64], tmp[80];
+	int ret;
+
+	img_name(IMG_PAGEMAP, d->pid, pagemap, sizeof(pagemap));
+	snprintf(tmp, sizeof(tmp), ".%s.z", pagemap);
+	fault_point("pages-compressed");
+	if (unlinkat(d->dir.fd, "inventory.img", 0))
+		return fail(-errno, "cannot remove the raw set's inventory.img: %s", strerror(errno));
+	d->pages_compressed = true;
+	ret = img_replace_fd(&d->dir, pages, zfd);
+	if (!ret)
+		ret = write_pagemap(d, d->late_sums, tmp);
+	if (!ret)
+		ret = img_rename_created(&d->dir, tmp, pagemap);
+	if (!ret)
+		ret = inventory(d, false);
+	if (ret) {
+		unlinkat(d->dir.fd, tmp, 0);
+		fail_context("process %d was killed, but its compressed images are not complete: ",
+			     d->pid);
+	}
+	return ret;
+}
+
+int dump_compress_late(struct dump_ctx *d)
+{
+	uint64_t t0 = now_us(), packed = 0;
+	char pages[64];
+	int zfd, ret;
+
+	if (!d->compress_late)
+		return 0;
+	d->compress_late = false;
+	img_name(IMG_PAGES, 1, pages, sizeof(pages));
+	zfd = img_create_unnamed(d->dir.fd);
+	ret = zfd < 0 ? fail(zfd, "cannot create the compressed %s: %s", pages, strerror(-zfd)) :
+			pz_compress_fd(d->dir.fd, pages, zfd, &d->compress, &packed);
+	if (ret) {	/* the raw set is complete: the process is in it */
+		pr_warn("%s; %s is left uncompressed", fail_reason(), pages);
+		fail_clear();
+		if (zfd >= 0)
+			close(zfd);
+		return 0;
+	}
+	compress_note(d, pages, t0, packed);
+	ret = swap_compressed(d, zfd, pages);
+	close(zfd);
+	return ret;
+}
+
+static int inventory(struct dump_ctx *d, bool pagemap)
 {
 	InventoryEntry inv = INVENTORY_ENTRY__INIT;
 	TaskKobjIdsEntry ids = TASK_KOBJ_IDS_ENTRY__INIT;
@@ -752,8 +834,8 @@ int write_inventory(struct dump_ctx *d)
 	inv.pre_dump_mode = d->mode == MODE_SPLICE ? 1 : 2;	/* CRIU: SPLICE, READ */
 	inv.has_parent_inventory = d->nr_parent_runs > 0;
 	inv.parent_inventory = d->parent.inventory_hash;
-	ret = sum_and_write_pagemap(d);
-	if (!ret && d->xfer)	/* the page server holds its images first */
+	ret = pagemap ? sum_and_write_pagemap(d) : 0;
+	if (!ret && pagemap && d->xfer)	/* the page server holds its images first */
 		ret = page_xfer_commit(d);
 	return ret ? ret : img_write_inventory(&d->dir, &inv);
 }

@@ -8,5 +8,12 @@ struct task_state;
 int write_task_images(struct dump_ctx *d, const struct task_state *ts);
 int write_stats(struct dump_ctx *d);
 int write_inventory(struct dump_ctx *d);
+/*
+ * A killing dump's --compress once the process is gone (compress_late): its
+ * raw set, inventory and all, replaced by the compressed one. A failure
+ * before the swap keeps the raw set (a warning, 0); one in the swap leaves
+ * no inventory: <0 after fail().
+ */
+int dump_compress_late(struct dump_ctx *d);
 
 #endif

@@ -25,9 +25,13 @@ int pz_parse(const char *s, struct pz_opts *o);
 const char *pz_name(enum pz_algo a);
 /*
  * The raw pages image name in dirfd replaced by its compressed form (written
- * under a dot name, renamed over it): 0 or <0 after fail(); *packed its size.
+ * under a dot name, renamed over it), on both cores: 0 or <0 after fail();
+ * *packed its size.
  */
 int pz_compress_image(int dirfd, const char *name, const struct pz_opts *o, uint64_t *packed);
+/* Its compressed form written into out (at its start, seekable; name stays). */
+int pz_compress_fd(int dirfd, const char *name, int out, const struct pz_opts *o,
+		   uint64_t *packed);
 /*
  * A compressed pages image (fd, named name for errors) decompressed, on both
  * cores, into a new memfd holding the raw bytes: that fd, or <0 after fail().

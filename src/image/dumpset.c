@@ -206,7 +206,6 @@ struct run_list {
 	struct dump_run *runs;
 	size_t nr, cap;
 	uint64_t off;		/* where the next present run's bytes start */
-	bool compressed;	/* its pages image is (compress.h) */
 };
 
 static int add_run(struct run_list *l, const PagemapEntry *pe)
@@ -265,7 +264,6 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 		ret = fail(-EIO, "image %s is empty", img->name);
 	if (ret > 0) {
 		*pages_id = head->pages_id;
-		l->compressed = head->has_compress && head->compress;
 		ret = open_pages(ds, head, pages_fd);
 	}
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
@@ -381,8 +379,6 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
 		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
-	if (t == IMG_PAGEMAP && l.compressed)
-		ds->pages_sums_deferred = false;	/* decompressed up front: checked there too */
 	if (!ret && t == IMG_PAGEMAP && ds->pages_sums_deferred)
 		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
 	else if (!ret)

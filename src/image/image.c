@@ -77,6 +77,8 @@ void img_name(enum img_type t, unsigned id, char *buf, size_t len)
 #pragma GCC diagnostic pop
 }
 
+static struct created_img *find_created(struct img_dir *dir, const char *name);
+
 static int remember(struct img_dir *dir, const char *name)
 {
 	if (dir->nr_created == dir->max_created) {
@@ -275,6 +277,42 @@ int img_link_fd(struct img_dir *dir, enum img_type t, unsigned id, int fd)
 	if (idx < 0)
 		unlinkat(dir->fd, name, 0);
 	return idx < 0 ? idx : 0;
+}
+
+int img_replace_fd(struct img_dir *dir, const char *name, int fd)
+{
+	char tmp[80], path[64];
+	int ret = 0;
+
+	snprintf(tmp, sizeof(tmp), ".%s.new", name);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	unlinkat(dir->fd, tmp, 0);
+	if (linkat(AT_FDCWD, path, dir->fd, tmp, AT_SYMLINK_FOLLOW) ||
+	    renameat(dir->fd, tmp, dir->fd, name))
+		ret = fail(-errno, "cannot replace image %s: %s", name, strerror(errno));
+	if (ret)
+		unlinkat(dir->fd, tmp, 0);
+	return ret;
+}
+
+int img_create_as(struct img_dir *dir, enum img_type t, const char *tmp, struct image **out)
+{
+	unlinkat(dir->fd, tmp, 0);
+	return create_named(dir, t, tmp, out);
+}
+
+int img_rename_created(struct img_dir *dir, const char *tmp, const char *name)
+{
+	struct created_img *from = find_created(dir, tmp), *to = find_created(dir, name);
+
+	if (!from || !to || !from->summed)
+		return fail(-ENOENT, "image %s was not written", tmp);
+	if (renameat(dir->fd, tmp, dir->fd, name))
+		return fail(-errno, "cannot rename image %s: %s", tmp, strerror(errno));
+	*to = (struct created_img){ to->name, true, from->size, from->hash, from->of_runs, false };
+	free(from->name);
+	from->name = NULL;
+	return 0;
 }
 
 int img_close(struct image *img)

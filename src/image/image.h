@@ -110,6 +110,13 @@ int img_create_fd(struct img_dir *dir, enum img_type t, unsigned id);
 int img_create_unnamed(int dirfd);
 /* That file named as image t/id in dir (on the same filesystem), O_EXCL, remembered. */
 int img_link_fd(struct img_dir *dir, enum img_type t, unsigned id, int fd);
+/* The unnamed file fd (img_create_unnamed) linked over image name of dir, atomically
+ * (through .NAME.new); name keeps its remembered checksum. */
+int img_replace_fd(struct img_dir *dir, const char *name, int fd);
+/* Image t created under the name tmp (a dot name: never listed), remembered; then
+ * img_rename_created() renames it over name, which gets its checksum. */
+int img_create_as(struct img_dir *dir, enum img_type t, const char *tmp, struct image **out);
+int img_rename_created(struct img_dir *dir, const char *tmp, const char *name);
 /* Image t/id is written elsewhere (a page server): listed in the inventory with the
  * checksum img_set_sum() gives, never synced nor removed here. */
 int img_remember_remote(struct img_dir *dir, enum img_type t, unsigned id);
