@@ -192,6 +192,8 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 		fault_point("tcp-repaired");
 	if (!ret)
 		ret = leave_repair(copy, reuseaddr);
+	else
+		leave_repair(copy, reuseaddr);	/* the dump fails: not left in it meanwhile */
 	if (ret)
 		return fail(ret, "cannot read a TCP connection in repair mode: %s", strerror(-ret));
 	fault_point("tcp-read");
