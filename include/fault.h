@@ -21,9 +21,11 @@
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
  * target), "net-locked" (--tcp-established: the network lock is on, no
  * connection in repair mode yet), "tcp-repaired" (a connection read, still
- * in repair mode), "net-unlocked" (the lock off again, the connections still
- * in repair mode), "target-killed" (a killing dump: the process with the
- * locked connections is dead, the lock stays for the restore),
+ * in repair mode: the only moment it is), "tcp-read" (the connection read
+ * and out of repair mode again), "net-unlocked" (--leave-running or a
+ * failed dump: the lock off, before the connections' window probes),
+ * "target-killed" (a killing dump: the process with the locked connections
+ * is dead, its lock made plain for the restore),
  * "threads-in-parasite" (every thread but the leader runs the blob for its
  * own state), "remote-set-NR", "remote-entry-NR", "remote-exit-NR" (the first remote
  * syscall number NR: its registers set, stopped at its entry, stopped at its

@@ -1,9 +1,16 @@
 /*
  * The network lock, as CRIU's: while an established TCP connection of a
  * process is dumped, and until it is restored, packets of that connection are
- * dropped on input (an nftables table "inet memdump-lock-PID"), so its peer
- * can neither slip data in after the queues were read nor get a reset from a
- * socket that is gone: it retransmits until the restore takes the lock off.
+ * dropped on input and output (an nftables table "inet memdump-lock-PID"), so
+ * its peer can neither slip data in after the queues were read nor get a
+ * reset from a socket that is gone: it retransmits until the restore takes
+ * the lock off.
+ *
+ * While the dump runs, the table is owned (NFT_TABLE_F_OWNER) by a netlink
+ * socket only the dump holds: if memdump dies, however, the kernel removes
+ * it with that socket. A killing dump that got its target killed swaps it
+ * for a plain table of the same name and rules in one transaction
+ * (netlock_keep): that one outlives memdump until the restore removes it.
  */
 #ifndef MEMDUMP_NETLOCK_H
 #define MEMDUMP_NETLOCK_H
@@ -24,9 +31,28 @@ struct netlock_conn {
 	uint16_t sport, dport;
 };
 
-/* Drop every packet of conns (both directions); 0 or <0 after fail(). */
-int netlock_add(pid_t pid, const struct netlock_conn *conns, size_t n);
-/* Take pid's lock off (nothing if there is none). */
-void netlock_remove(pid_t pid);
+/* A dump's lock: its owning socket and what it drops. */
+struct netlock {
+	int sk;				/* nf_tables netlink socket in pid's namespace, or -1 */
+	pid_t pid;
+	uint32_t seq;
+	struct netlock_conn *conns;
+	size_t n;
+};
+
+/*
+ * Drop every packet of conns (both directions) in a table owned by a socket
+ * of lk's own (lk->sk, close-on-exec): 0 or <0 after fail().
+ */
+int netlock_add(struct netlock *lk, pid_t pid, const struct netlock_conn *conns, size_t n);
+/* Take the owned lock off and close its socket; 0 or <0 after fail(). */
+int netlock_release(struct netlock *lk);
+/*
+ * The target is dead: the owned lock becomes a plain one (one transaction,
+ * never no lock), which the restore takes off; 0 or <0 after fail().
+ */
+int netlock_keep(struct netlock *lk);
+/* Take pid's plain lock off: 1 removed, 0 there was none, <0 after fail(). */
+int netlock_remove(pid_t pid);
 
 #endif

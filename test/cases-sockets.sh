@@ -177,7 +177,7 @@ case_sk_worker_killed() {
 	wait_line "$MD_ERR" 'fault point infected' "$OP_TIMEOUT" || fail "the dump never reached the parasite"
 	nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock || fail "no network lock during the dump"
 	kill_worker "$mdpid"
-	grep -q "removed the network lock of process $PID" "$MD_ERR" || fail "the lock was not removed"
+	grep -q "the network lock of process $PID is off" "$MD_ERR" || fail "the lock was not removed"
 	grep -q "out of repair mode" "$MD_ERR" || fail "no socket was taken out of repair mode"
 	expect_untraced "$PID"
 	check_child_pass
@@ -217,10 +217,11 @@ case_sk_killed_all() {
 }
 
 # Every memdump process killed once a killing dump has killed the target:
-# the guard leaves the network lock for the restore, which takes it off; the
+# the network lock it made plain for the restore stays (not owned by a
+# socket of memdump's: nft lists no owner), the restore takes it off; the
 # restored connection carries data both ways.
 case_sk_killed_all_after() {
-	local w
+	local w table
 	start_prog t-sockinet est
 	MD_ERR=$T/md.dump.err
 	mkdir -p "$T/d"
@@ -234,11 +235,54 @@ case_sk_killed_all_after() {
 	kill -9 "$mdpid" $w
 	wait "$mdpid" 2> /dev/null
 	expect_killed "$PID"
-	wait_line "$MD_ERR" "its network lock stays for the restore" 10 ||
-		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "the guard did not leave the lock"; }
 	sed 's/^/#   stderr: /' "$MD_ERR"
-	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID" || fail "the network lock was taken off"
+	table=$(nsenter -t "$SK_NETNS" -n nft list table inet "memdump-lock-$PID" 2>&1) ||
+		fail "the network lock was taken off: $table"
+	[[ $table != *owner* ]] || fail "the lock left for the restore is owned: $table"
 	restore_and_pass "$T/d" 1
+}
+
+# memdump-guard processes whose stderr is FILE (the guard keeps memdump's):
+# the guard of this case's dump, not another case's.
+guards_of() {
+	local g
+	for g in $(pgrep -x memdump-guard); do
+		[[ $(readlink "/proc/$g/fd/2" 2> /dev/null) == "$1" ]] && echo "$g"
+	done
+}
+
+# Every memdump process killed at POINT of a --tcp-established dump (ARGS),
+# the guard too, so that nothing of memdump's undoes anything: the kernel
+# removes the network lock with memdump's netlink socket, and the
+# connections are in repair mode only while memdump reads them (tcp-repaired,
+# the one moment left). The target runs on untraced, its connection carries
+# data both ways (t-sockinet), no memdump table is left (case_sk_netns).
+# sk_killed_everything POINT ARGS...
+case_sk_killed_everything() {
+	local point=$1 w g; shift
+	start_prog t-sockinet est
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established "$@" -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
+	[[ $point == net-unlocked ]] || nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock ||
+		fail "no network lock at $point"
+	w=$(pgrep -P "$mdpid")
+	g=$(guards_of "$(readlink -f "$MD_ERR")")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	[[ -n $g ]] || fail "memdump $mdpid has no guard process"
+	kill -STOP "$mdpid" $w $g
+	kill -9 "$mdpid" $w $g
+	note "killed memdump $mdpid, its worker $w and its guard $g at $point"
+	wait "$mdpid" 2> /dev/null
+	wait_until 10 eval '! alive '"$g" || fail "the guard $g lives on"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	! grep -qE "its guard [0-9]+ undoes" "$MD_ERR" || fail "the guard ran"
+	wait_until 10 eval '! nsenter -t '"$SK_NETNS"' -n nft list tables | grep -q memdump' ||
+		fail "a network lock is left: $(nsenter -t "$SK_NETNS" -n nft list tables)"
+	expect_untraced "$PID"
+	check_child_pass
 }
 
 # The same through RPC (memdump swrk, as runc drives it): the service and its
@@ -278,6 +322,15 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add sk-killed-all-kill-repaired case_sk_netns case_sk_killed_all tcp-repaired yes
 	add sk-killed-all-kill-images case_sk_netns case_sk_killed_all images-written yes
 	add sk-tcp-worker-killed case_sk_netns case_sk_worker_killed
+	add sk-killed-everything-locked case_sk_netns case_sk_killed_everything net-locked \
+		--leave-running --no-snapshot
+	add sk-killed-everything-read case_sk_netns case_sk_killed_everything tcp-read \
+		--leave-running --no-snapshot
+	add sk-killed-everything-parasite case_sk_netns case_sk_killed_everything parasite-running
+	add sk-killed-everything-unlocked case_sk_netns case_sk_killed_everything net-unlocked \
+		--leave-running --no-snapshot
+	add sk-killed-everything-kill-read case_sk_netns case_sk_killed_everything tcp-read
+	add sk-killed-everything-kill-images case_sk_netns case_sk_killed_everything images-written
 	add sk-tcp-established case_sk_netns case_sk_rst t-sockinet est
 	add sk-tcp-established-lr case_sk_netns case_sk_lr t-sockinet est
 	add sk-netlink case_sk_netns case_sk_rst t-socknl

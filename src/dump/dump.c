@@ -591,13 +591,15 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		dump_undo(&d);
 		network_unlocked(o, d.pid);
 	} else {
-		if (leave_running)
+		if (leave_running) {
 			sockets_finish(&d, false);	/* before it runs again */
-		infect_release(&d.in, !leave_running);
-		if (!leave_running) {
-			fault_point("target-killed");
-			sockets_finish(&d, true);
+		} else {
+			infect_doom(&d.in);		/* it never runs again: the lock is kept */
+			ret = sockets_finish(&d, true);
 		}
+		infect_release(&d.in, !leave_running);
+		if (!leave_running)
+			fault_point("target-killed");
 		else
 			network_unlocked(o, d.pid);
 	}

@@ -2,10 +2,11 @@
  * After a dump's worker was killed (struct dump_trace): the target runs on
  * where the kernel detached it; undo what the worker left. The parasite
  * area's head (infect_reclaim), and if the target is alive, its TCP
- * connections in repair mode and the network lock: the lock off first, then
- * repair mode, as the dump itself ends (sockets.c). A target the dump was
- * killing keeps its lock (the restore takes it off): one that is exiting,
- * a zombie, or has a SIGKILL pending is not running on.
+ * connections in repair mode and the network lock: the lock off first (the
+ * kernel removed it with the worker's netlink socket: a plain one is
+ * removed), then repair mode, as the dump itself ends (sockets.c). A target
+ * the dump was killing (exiting, a zombie, or a SIGKILL pending) is left
+ * alone: its lock was made plain for the restore, or it went with the dump.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -122,13 +123,12 @@ static void reclaim_net(const struct dump_trace *t)
 	for (int i = 0; i < n; i++) {
 		pid_t pid = (pid_t)t->net[i].pid;
 
-		if (running_on(pid) && t->net[i].locked) {	/* else its connections are gone */
-			netlock_remove(pid);
-			pr_info("removed the network lock of process %d", pid);
-		} else if (t->net[i].locked) {
-			pr_info("process %d was killed by the dump: its network lock stays for the "
-				"restore", pid);
-		}
+		/* the kernel removed the owned lock with the worker's socket (netlock.h) */
+		if (running_on(pid) && t->net[i].locked && netlock_remove(pid) >= 0)
+			pr_info("the network lock of process %d is off", pid);
+		else if (t->net[i].locked && !running_on(pid))
+			pr_info("process %d was killed by the dump before its network lock was "
+				"kept for the restore: the lock went with the dump", pid);
 	}
 	for (int i = 0; i < n; i++) {
 		pid_t pid = (pid_t)t->net[i].pid;

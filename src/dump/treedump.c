@@ -615,14 +615,20 @@ static int release_all(struct tree_dump *td)
 	int ret = 0;
 
 	for (int i = td->n - 1; i >= 0; i--) {
-		if (td->leave_running)
+		bool locked = td->m[i].d.sockets.locked;
+		int r = 0;
+
+		if (td->leave_running) {
 			sockets_finish(&td->m[i].d, false);
+		} else {
+			infect_doom(&td->m[i].d.in);	/* it never runs again: the lock is kept */
+			r = sockets_finish(&td->m[i].d, true);
+		}
+		ret = ret ?: r;
 		infect_release(&td->m[i].d.in, !td->leave_running);
 		td->m[i].prepared = td->m[i].seized = false;
-		if (!td->leave_running && td->m[i].d.sockets.locked)
+		if (!td->leave_running && locked)
 			fault_point("target-killed");
-		if (!td->leave_running)
-			sockets_finish(&td->m[i].d, true);
 	}
 	for (int i = td->n - 1; i > 0 && !ret; i--) {
 		struct member *m = &td->m[i];

@@ -298,7 +298,7 @@ static int lock_connections(struct dump_ctx *d)
 	if (n)
 		ret = trace_locked(d->trace, d->pid);	/* before: a half-made lock is removed too */
 	if (n && !ret)
-		ret = netlock_add(d->pid, c, n);
+		ret = netlock_add(&set->lock, d->pid, c, n);
 	set->locked = n && !ret;
 	if (set->locked)
 		fault_point("net-locked");
@@ -452,32 +452,65 @@ int sockets_write_data(struct dump_ctx *d)
 	return ret;
 }
 
-void sockets_finish(struct dump_ctx *d, bool killed)
+/*
+ * The target is killed (SIGKILL sent: it never runs again; memdump's copies
+ * keep its sockets open): repair mode on, so that closing them sends
+ * nothing, then the owned lock swapped for a plain one that stays until the
+ * restore takes it off.
+ */
+static int finish_killed(struct sk_set *set)
 {
-	struct sk_set *set = &d->sockets;
+	int on = 1, ret = 0;
 
-	/*
-	 * Killed: the sockets stay in repair mode, so that closing them sends
-	 * nothing, and the lock stays until the restore takes it off. Resumed or
-	 * failed: the lock off, then repair mode (which sends a window probe).
-	 */
-	if (set->locked && !killed) {
-		netlock_remove(d->pid);
+	for (size_t i = 0; i < set->nr_repair; i++)
+		if (setsockopt(set->repair[i].fd, SOL_TCP, TCP_REPAIR, &on, sizeof(on)) && !ret)
+			ret = fail(-errno, "cannot put a TCP connection of the killed target in "
+				   "repair mode: %m");
+	if (set->locked) {
+		int r = netlock_keep(&set->lock);
+
+		ret = ret ?: r;
+	}
+	return ret;
+}
+
+/*
+ * Resumed or failed: the lock off, then a window probe (TCP_REPAIR off; the
+ * sockets left repair mode as soon as they were read, tcp_stream_collect())
+ * to restart what the lock held back.
+ */
+static void finish_resumed(struct sk_set *set)
+{
+	int off = 0;
+
+	if (set->locked) {
+		netlock_release(&set->lock);
 		fault_point("net-unlocked");
 	}
 	for (size_t i = 0; i < set->nr_repair; i++) {
-		int fd = set->repair[i].fd, off = 0;
+		int fd = set->repair[i].fd;
 
-		if (!killed && (setsockopt(fd, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
-				setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &set->repair[i].reuseaddr,
-					   sizeof(int))))
-			pr_warn("cannot take a socket out of repair mode: %s\n", strerror(errno));
-		close(fd);
+		if (setsockopt(fd, SOL_TCP, TCP_REPAIR, &off, sizeof(off)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &set->repair[i].reuseaddr, sizeof(int)))
+			pr_warn("cannot send a TCP connection's window probe: %s\n", strerror(errno));
 	}
+}
+
+int sockets_finish(struct dump_ctx *d, bool killed)
+{
+	struct sk_set *set = &d->sockets;
+	int ret = 0;
+
+	if (killed)
+		ret = finish_killed(set);
+	else
+		finish_resumed(set);
+	for (size_t i = 0; i < set->nr_repair; i++)
+		close(set->repair[i].fd);
 	set->nr_repair = 0;
 	set->locked = false;
 	trace_forget(d->trace, d->pid);
-
+	return ret;
 }
 
 void sk_state_free(struct sk_state *s)

@@ -24,8 +24,11 @@ int sockets_fd_type(const struct file_desc *f);
 int sockets_check_queues(struct dump_ctx *d);
 /* sk-queues.img and tcp-stream-INO.img */
 int sockets_write_data(struct dump_ctx *d);
-/* After the dump: keep (killed) or release (resumed, failed) repair mode and the lock. */
-void sockets_finish(struct dump_ctx *d, bool killed);
+/*
+ * After the dump: keep the lock for the restore once the target is killed
+ * (SIGKILL sent, before it is reaped), or release it (resumed, failed).
+ */
+int sockets_finish(struct dump_ctx *d, bool killed);
 void sk_state_free(struct sk_state *s);
 void sk_set_free(struct sk_set *s);
 /* "a UNIX stream socket /run/x.sock", "a TCP socket 1.2.3.4:5 -> ... LISTEN" */

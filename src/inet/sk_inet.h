@@ -39,7 +39,7 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 /* Out of repair mode, the lock still on (a tree: every process's, first) */
 void tcp_unrepair_all(struct rst *r);
 /* Out of repair mode, the lock off, window probes and unsent data */
-void tcp_release_all(struct rst *r);
+int tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
 
 #endif

@@ -5,8 +5,11 @@
  * acknowledged, then not yet sent), the window (TCP_REPAIR_WINDOW), MSS,
  * window scales, SACK and timestamps. The network lock (netlock.h) is on
  * before: nothing the peer sends meanwhile can be lost, nor answered with a
- * reset. The socket stays in repair mode when the target is killed (its
- * close sends nothing); resumed, it leaves it (sockets_finish()).
+ * reset. The socket is in repair mode only while it is read: a memdump
+ * killed later (every process of it) leaves a connection that works once
+ * the kernel took the lock away with memdump's socket (netlock.h). A killing
+ * dump puts it in repair mode again once the target is killed, so that its
+ * close sends nothing (sockets_finish()).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -148,6 +151,19 @@ static int keep_repaired(struct dump_ctx *d, int copy, int reuseaddr)
 	return trace_repaired(d->trace, d->pid, fd, reuseaddr);
 }
 
+/*
+ * Out of repair mode at once, without the window probe (the lock would drop
+ * it): leaving it clears SO_REUSEADDR, which is put back.
+ */
+static int leave_repair(int fd, int reuseaddr)
+{
+	int ret = set_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
+
+	if (!ret && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuseaddr, sizeof(reuseaddr)))
+		ret = -errno;
+	return ret;
+}
+
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr)
 {
 	struct tcp_stream *t = calloc(1, sizeof(*t));
@@ -172,9 +188,15 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 	if (!ret)
 		ret = read_queue(copy, TCP_SEND_QUEUE, t->outq_len, &t->outq_seq, &t->outq);
 	set_int(copy, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
+	if (!ret)
+		fault_point("tcp-repaired");
+	if (!ret)
+		ret = leave_repair(copy, reuseaddr);
+	else
+		leave_repair(copy, reuseaddr);	/* the dump fails: not left in it meanwhile */
 	if (ret)
 		return fail(ret, "cannot read a TCP connection in repair mode: %s", strerror(-ret));
-	fault_point("tcp-repaired");
+	fault_point("tcp-read");
 	return 0;
 }
 

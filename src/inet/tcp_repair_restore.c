@@ -471,14 +471,17 @@ void tcp_unrepair_all(struct rst *r)
 		unrepair(&r->tcp[i]);
 }
 
-void tcp_release_all(struct rst *r)
+int tcp_release_all(struct rst *r)
 {
+	int ret = 0;
+
 	tcp_unrepair_all(r);
 	if (r->nr_tcp)
-		netlock_remove(r->pid);
+		ret = netlock_remove(r->pid);
 	for (size_t i = 0; i < r->nr_tcp; i++)
 		release(&r->tcp[i]);
 	tcp_close_all(r);
+	return ret < 0 ? ret : 0;
 }
 
 void tcp_close_all(struct rst *r)

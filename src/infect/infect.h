@@ -99,6 +99,8 @@ int infect_preseize_wait(struct preseized *ps);
 void infect_preseized_free(struct preseized *ps);
 /* target.c: 0, or fail() when pid is no process memdump may trace. */
 int target_check(pid_t pid);
+/* SIGKILL sent: the process never runs again; infect_release(c, true) reaps it. */
+void infect_doom(struct infect_ctx *c);
 void infect_release(struct infect_ctx *c, bool kill_process);
 /* Not killed: neither gone nor a zombie. */
 bool infect_alive(const struct infect_ctx *c);

@@ -397,6 +397,11 @@ static void detach_all(struct infect_ctx *c)
  * (each resumes from its stop as if nothing happened), or kill the process.
  * The parasite must have been cured first.
  */
+void infect_doom(struct infect_ctx *c)
+{
+	kill(c->pid, SIGKILL);
+}
+
 void infect_release(struct infect_ctx *c, bool kill_process)
 {
 	if (kill_process)

@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <linux/packet_diag.h>
 
+#include "netlock.h"
 #include "sk-opts.pb-c.h"
 #include "sk-packet.pb-c.h"
 #include "packet-sock.pb-c.h"
@@ -208,6 +209,7 @@ struct sk_set {
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */
+	struct netlock lock;		/* if locked: owned by the dump (netlock.h) */
 };
 
 /* sk_opts.c */

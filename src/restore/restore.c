@@ -400,8 +400,8 @@ static int release(struct rst *r)
 		return abort_parked(r, ret);
 	if (r->nr_tcp)
 		hook_fire_late(h, HOOK_NETWORK_UNLOCK, r->pid);
-	tcp_release_all(r);			/* the lock off, then repair mode */
-	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
+	ret = tcp_release_all(r) ?:		/* the lock off, then repair mode */
+	      hook_fire(h, HOOK_PRE_RESUME, r->pid);
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret)

@@ -769,15 +769,18 @@ static int release_all(struct rst *root)
 		}
 		/*
 		 * A process that shared its fd table held its parent's connections at
-		 * dump, and was locked for them: its lock goes too (none: nft fails,
-		 * silently).
+		 * dump, and was locked for them: its lock goes too (if it has one).
 		 */
 		for (size_t i = 0; tcp && i <= root->tree->n; i++)
-			if (!(i ? &root->tree->m[i - 1] : root)->nr_tcp)
-				netlock_remove(i ? root->tree->m[i - 1].pid : root->pid);
-		for (size_t i = 0; i <= root->tree->n; i++)
-			tcp_release_all(i ? &root->tree->m[i - 1] : root);
-		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
+			if (!(i ? &root->tree->m[i - 1] : root)->nr_tcp &&
+			    netlock_remove(i ? root->tree->m[i - 1].pid : root->pid) < 0 && !ret)
+				ret = -EIO;
+		for (size_t i = 0; i <= root->tree->n; i++) {
+			int r = tcp_release_all(i ? &root->tree->m[i - 1] : root);
+
+			ret = ret ?: r;
+		}
+		ret = ret ?: hook_fire(h, HOOK_PRE_RESUME, root->pid);
 	}
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
