@@ -421,23 +421,37 @@ int netlock_add(struct netlock *lk, pid_t pid, const struct netlock_conn *conns,
 	return 0;
 }
 
-int netlock_release(struct netlock *lk)
+/*
+ * One transaction on the dump's socket, which is closed after: the owned
+ * table deleted, and with plain made again without the owner (so that it
+ * outlives memdump). Closing the socket takes the owned table anyway.
+ */
+static int replace_owned(struct netlock *lk, bool plain, char *table, size_t len)
 {
 	struct nlbuf b = { 0 };
+	int ret;
+
+	table_name(table, len, lk->pid);
+	batch_begin(&b, lk->seq);
+	table_del(&b, table);
+	if (plain)
+		table_add(&b, table, false, lk);
+	batch_end(&b);
+	lk->seq = b.seq;
+	ret = send_batch(lk->sk, &b);
+	free(b.p);
+	netlock_close(lk);
+	return ret;
+}
+
+int netlock_release(struct netlock *lk)
+{
 	char table[64];
 	int ret;
 
 	if (lk->sk < 0)
 		return 0;
-	table_name(table, sizeof(table), lk->pid);
-	batch_begin(&b, lk->seq);
-	table_del(&b, table);
-	batch_end(&b);
-	lk->seq = b.seq;
-	ret = send_batch(lk->sk, &b);
-	free(b.p);
-	/* should that fail, closing the socket takes the table with it */
-	netlock_close(lk);
+	ret = replace_owned(lk, false, table, sizeof(table));
 	if (ret < 0)
 		pr_warn("cannot delete table inet %s (%s): it goes with the dump's socket\n", table,
 			strerror(-ret));
@@ -448,21 +462,12 @@ int netlock_release(struct netlock *lk)
 
 int netlock_keep(struct netlock *lk)
 {
-	struct nlbuf b = { 0 };
 	char table[64];
 	int ret;
 
 	if (lk->sk < 0)
 		return 0;
-	table_name(table, sizeof(table), lk->pid);
-	batch_begin(&b, lk->seq);
-	table_del(&b, table);
-	table_add(&b, table, false, lk);
-	batch_end(&b);
-	lk->seq = b.seq;
-	ret = send_batch(lk->sk, &b);
-	free(b.p);
-	netlock_close(lk);
+	ret = replace_owned(lk, true, table, sizeof(table));
 	if (ret < 0)
 		return fail(ret, "cannot keep the network lock of process %d for the restore "
 			    "(table inet %s): %s", lk->pid, table, strerror(-ret));
