@@ -35,6 +35,21 @@ add err-seccomp-strict-nocap case_seccomp_strict_nocap
 # parasite finds its memfd's empty name elsewhere, the restore maps none.
 add vma-novdso case_rst default t-novdso
 
+# A vDSO moved apart from its data pages (mremap of [vdso] alone): the restore
+# maps this kernel's vDSO as one block, so the dump refuses it by name, the
+# target untouched (before, the restore failed after a killing dump).
+case_vdso_moved_refused() {
+	start_prog t-novdso moved
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "its vDSO (\[vdso\] at .*) is not laid out as this kernel's" "$MD_ERR" ||
+		fail "the refusal does not name the vDSO: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add err-vdso-moved case_vdso_moved_refused
+
 # A process's own userfaultfd (issue 24): not recreated yet (its features,
 # registered ranges and pending faults would all have to be), so refused by
 # name before the seize; the process keeps its registration and data.

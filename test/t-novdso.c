@@ -1,7 +1,9 @@
 /* t-novdso: a process that unmapped its vDSO and vvar pages (as one booted
  * with vdso=0 has none). It then makes raw system calls only for the time.
  * After restore: still no [vdso] nor [vvar*] mapping, 16 pages of data keep
- * their bytes, clock_gettime works as a system call. READY <pid> */
+ * their bytes, clock_gettime works as a system call. READY <pid>
+ * t-novdso DIR moved: [vdso] moved away from its [vvar] pages (mremap), which
+ * a dump must refuse; on SIGUSR1 it checks its data only. */
 #include "tlib.h"
 
 #define SEED 0x5eed0026ULL
@@ -30,6 +32,27 @@ static int unmap_vdso(int unmap)
 	return n;
 }
 
+/* mremap [vdso] 1 MiB away from where it was, into a hole of our own */
+static void move_vdso(void)
+{
+	char line[512];
+	unsigned long s = 0, e = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]"))
+			sscanf(line, "%lx-%lx", &s, &e);
+	if (f)
+		fclose(f);
+	if (!s)
+		t_fail("no [vdso] to move");
+	char *hole = mmap(NULL, (e - s) + (2 << 20), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (hole == MAP_FAILED || mremap((void *)s, e - s, e - s, MREMAP_MAYMOVE | MREMAP_FIXED,
+					 hole + (1 << 20)) == MAP_FAILED)
+		t_fail("cannot move the vDSO: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	struct timespec ts;
@@ -38,6 +61,14 @@ int main(int argc, char **argv)
 	uint8_t *data = t_mmap(LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 
 	t_fill(data, LEN, SEED);
+	if (argc > 2 && !strcmp(argv[2], "moved")) {
+		move_vdso();
+		t_ready("%p", (void *)data);
+		t_wait_usr1();
+		if (t_verify(data, LEN, SEED))
+			t_fail("data differs");
+		t_pass("vDSO moved, data intact");
+	}
 	if (unmap_vdso(1) <= 0)
 		t_fail("no vDSO to unmap, or munmap failed: %s", strerror(errno));
 	if (unmap_vdso(0) != 0)

@@ -23,6 +23,7 @@
 #include "proc.h"
 #include "mem/shmem.h"
 #include "vma_status.h"
+#include "vdso_layout.h"
 
 static bool has_flag(const struct vma *v, const char *f)
 {
@@ -265,6 +266,28 @@ static int parse_header(const char *line, struct vma *v, bool *shared, uint64_t 
 	return 0;
 }
 
+/* The restore maps this kernel's vDSO where the target's was: it must be laid out alike. */
+static int check_vdso(const struct dump_ctx *d)
+{
+	struct vdso_part parts[8];
+	size_t n = 0;
+	char why[160];
+
+	for (int i = 0; i < d->nr_vmas; i++) {
+		const struct vma *v = &d->vmas[i];
+
+		if (!(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR)))
+			continue;
+		if (n == 8)
+			return fail(-EOPNOTSUPP, "process %d has more than 8 vDSO mappings", d->pid);
+		parts[n++] = (struct vdso_part){ v->name, v->start, v->end };
+	}
+	if (!vdso_layout_check(parts, n, why, sizeof(why)))
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d: %s (moved apart with mremap?), which memdump cannot "
+		    "map again", d->pid, why);
+}
+
 int collect_vmas(struct dump_ctx *d)
 {
 	char path[64], *line = NULL;
@@ -317,5 +340,5 @@ int collect_vmas(struct dump_ctx *d)
 	if (!d->nr_vmas)
 		return fail(-ESRCH, "process %d has no memory (exited?)", d->pid);
 	pr_info("process %d: %d VMAs", d->pid, d->nr_vmas);
-	return 0;
+	return check_vdso(d);
 }

@@ -22,6 +22,7 @@
 #include "image/rstcheck.h"
 #include "restore/restore.h"
 #include "vma_status.h"
+#include "vdso_layout.h"
 #include "files/ghost.h"
 #include "files/locks.h"
 #include "mem/shmem.h"
@@ -150,69 +151,31 @@ static int check_threads(struct rst *r)
 	return 0;
 }
 
-/* The running kernel's vdso layout: names, offsets and sizes from the start. */
-struct vdso_part {
-	char name[64];
-	unsigned long off, len;
-};
-
-static int own_vdso_layout(struct vdso_part *parts, int max)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	unsigned long base = 0;
-	int n = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char name[64] = "";
-
-		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %63s", &s, &e, name) < 2)
-			continue;
-		if (strcmp(name, "[vdso]") && strncmp(name, "[vvar", 5))
-			continue;
-		if (n == max)
-			break;
-		if (!n)
-			base = s;
-		snprintf(parts[n].name, sizeof(parts[n].name), "%s", name);
-		parts[n].off = s - base;
-		parts[n].len = e - s;
-		n++;
-	}
-	fclose(f);
-	return n;
-}
-
+/* The dumped vDSO is where the restore maps this kernel's: laid out the same. */
 static int check_vdso(struct rst *r)
 {
 	const MmEntry *mm = r->ds.mm;
-	struct vdso_part own[8];
-	int n_own = own_vdso_layout(own, 8), k = 0;
+	struct vdso_part parts[8];
+	size_t n = 0;
+	char why[160];
 
 	for (size_t i = 0; i < mm->n_vmas; i++) {
 		const VmaEntry *v = mm->vmas[i];
-		const char *name = v->name ? v->name : "";
 
 		if (!(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR)))
 			continue;
-		if (!k) {
-			r->vdso_start = v->start;
-			r->has_vdso = true;
-		}
-		if (k >= n_own || strcmp(own[k].name, name) || own[k].off != v->start - r->vdso_start ||
-		    own[k].len != v->end - v->start)
-			return fail(-EINVAL, "the dumped vdso layout (%s at +%#lx, %#lx bytes) differs "
-				    "from this kernel's: dumped on another kernel?", name,
-				    (unsigned long)(v->start - r->vdso_start),
-				    (unsigned long)(v->end - v->start));
-		r->vdso_len = v->end - r->vdso_start;
-		k++;
+		if (n == 8)
+			return fail(-EINVAL, "the dumped vdso has more than 8 parts");
+		parts[n++] = (struct vdso_part){ v->name ? v->name : "", v->start, v->end };
 	}
-	if (k && k != n_own)
-		return fail(-EINVAL, "the dumped vdso has %d parts, this kernel's has %d", k, n_own);
+	if (vdso_layout_check(parts, n, why, sizeof(why)))
+		return fail(-EINVAL, "the dumped process cannot have its vdso back: %s%s", why,
+			    " (dumped on another kernel?)");
+	r->has_vdso = n > 0;
+	if (n) {
+		r->vdso_start = parts[0].start;
+		r->vdso_len = parts[n - 1].end - parts[0].start;
+	}
 	return 0;
 }
 
