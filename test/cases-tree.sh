@@ -77,13 +77,41 @@ time.sleep(300)' "$1" "$2" < /dev/null > /dev/null 2>&1 &
 		fail "no zombie child appeared"
 }
 
-# a zombie that left its parent's group cannot be made by the restored parent
+# a zombie that left its parent's session cannot be made by the restored parent
 case_tree_refuse_zombie() {
-	zombie_parent "os.setpgid(0, 0)" 3
+	zombie_parent "os.setsid()" 3
 	local z; z=$(tree_children "$PID")
-	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $z, session [0-9]+, not its parent's"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in session $z, not its parent's"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
+}
+
+# a zombie in a group of its own, or in one whose leader is gone (zdtm
+# zombie01): the restored parent makes it there again (a stand-in with the
+# leader's PID makes the group); t-zombiepg checks group and status
+case_tree_zombie_pg() {
+	start_prog t-zombiepg "$1"
+	local z=${READY[2]} g=${READY[3]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$z"' ]]' || fail "zombie $z outlived its killed parent"
+	restore_and_pass "$T/d" 1
+	[[ -d /proc/$g ]] && [[ $g != "$z" ]] && fail "the group's stand-in $g is still there"
+	return 0
+}
+
+# a zombie in a group that has a live member outside the dump: refused
+case_tree_refuse_zombie_group() {
+	command -p python3 -c 'import os, time; os.setpgid(0, 0); time.sleep(300)' \
+		< /dev/null > /dev/null 2>&1 &
+	local other=$!; track "$other"
+	wait_until 5 eval '[[ $(awk "{print \$5}" /proc/'"$other"'/stat) == '"$other"' ]]' ||
+		fail "the group leader $other did not make its group"
+	zombie_parent "os.setpgid(0, $other)" 3
+	local z; z=$(tree_children "$PID")
+	[[ $(awk '{print $5}' "/proc/$z/stat") == "$other" ]] || fail "the zombie did not join group $other"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in process group $other, not its parent's"
+	tree_untouched "$PID"
 }
 
 # zombies restored as zombies: t-zombie checks them and their status
@@ -665,6 +693,9 @@ add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net
 add tree-pidns-refuse case_tree_pidns_refuse
 add tree-refuse-zombie case_tree_refuse_zombie
+add tree-zombie-pg-own case_tree_zombie_pg own
+add tree-zombie-pg-dead case_tree_zombie_pg dead
+add tree-refuse-zombie-group case_tree_refuse_zombie_group
 add tree-refuse-traced case_tree_refuse_traced
 add tree-refuse-leader-exited case_tree_refuse_leader_exited
 add tree-zombie-rst case_tree_zombie_rst

@@ -5,12 +5,14 @@
  * entry and into core-ZPID.img (task_state TASK_DEAD, exit_code), as CRIU
  * writes them; restore/zombies.c makes them again.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "dump/dump.h"
@@ -40,6 +42,41 @@ static const char *creds_differ(pid_t z, pid_t parent)
 	return NULL;
 }
 
+/*
+ * A process group whose leader is gone and whose members are all zombies of
+ * root (zdtm zombie01): the restore makes it again with a stand-in that has
+ * the leader's PID (restore/zombies.c).
+ */
+static bool group_of_zombies(pid_t pgid, pid_t root)
+{
+	char path[32];
+	struct dirent *e;
+	bool ours = true;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d", pgid);
+	if (!access(path, F_OK))
+		return false;		/* its leader is still there */
+	d = opendir("/proc");
+	if (!d)
+		return false;
+	while (ours && (e = readdir(d))) {
+		struct proc_stat st;
+		pid_t p = atoi(e->d_name);
+
+		if (p > 0 && !proc_read_stat(p, &st) && st.pgid == pgid)
+			ours = st.state == 'Z' && st.ppid == root;
+	}
+	closedir(d);
+	return ours;
+}
+
+/* The restored parent forks it into its own group, its own (pgid its PID), or one of zombies. */
+static bool group_restorable(const struct tree_proc *z, const struct tree_proc *root)
+{
+	return z->pgid == root->pgid || z->pgid == z->pid || group_of_zombies(z->pgid, root->pid);
+}
+
 bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
 		    size_t len)
 {
@@ -47,9 +84,11 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 
 	if (z->ppid != root->pid)
 		snprintf(why, len, "not a child of %d", root->pid);
-	else if (z->pgid != root->pgid || z->sid != root->sid)
-		snprintf(why, len, "in process group %d, session %d, not its parent's", z->pgid,
-			 z->sid);
+	else if (z->sid != root->sid)
+		snprintf(why, len, "in session %d, not its parent's", z->sid);
+	else if (!group_restorable(z, root))
+		snprintf(why, len, "in process group %d, not its parent's, whose other members are "
+			 "not zombies of the dump", z->pgid);
 	else if (z->exit_signal != SIGCHLD)
 		snprintf(why, len, "its exit signal is %d, not SIGCHLD", z->exit_signal);
 	else if (WIFSIGNALED(z->exit_code) && WCOREDUMP(z->exit_code))

@@ -6,6 +6,7 @@
  * the parent, restored, finds it as it was and reaps it when it wants.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,25 @@ static bool kills_by_default(int sig)
 	       sig != SIGTTOU;
 }
 
+/*
+ * A zombie's group: its parent's (inherited), its own, or one whose leader
+ * was gone at the dump (dump/zombies.c): a stand-in with the leader's PID
+ * makes the group, the zombie joins it, the stand-in exits and is reaped.
+ */
+static bool needs_stand_in(const struct rst *r, const PstreeEntry *z)
+{
+	return z->pgid != r->ds.procs[0]->pgid && z->pgid != z->pid;
+}
+
+/* 0: no process has PID id (a zombie of the killing dump waited for); >0: one has */
+static int pid_free(pid_t id)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", id);
+	return access(path, F_OK) ? 0 : rst_wait_zombie_gone(id);
+}
+
 int zombies_check(struct rst *r)
 {
 	int ret;
@@ -39,18 +59,18 @@ int zombies_check(struct rst *r)
 	for (size_t i = 1; i < r->ds.nr_procs; i++) {
 		pid_t z = (pid_t)r->ds.procs[i]->pid;
 		int code = (int)r->ds.zombie_cores[i - 1]->tc->exit_code;
-		char path[32];
 
 		if ((WIFSIGNALED(code) && (!kills_by_default(WTERMSIG(code)) || WCOREDUMP(code))) ||
 		    (!WIFSIGNALED(code) && !WIFEXITED(code)))
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
-		snprintf(path, sizeof(path), "/proc/%d", z);
-		if (access(path, F_OK))
-			continue;
-		ret = rst_wait_zombie_gone(z);	/* a zombie left by the killing dump? */
+		ret = pid_free(z);	/* a zombie left by the killing dump? */
 		if (ret > 0)
 			return fail(-EEXIST, "PID %d (a zombie child of the dump) is in use", z);
+		ret = ret ? ret : needs_stand_in(r, r->ds.procs[i]) ? pid_free(r->ds.procs[i]->pgid) : 0;
+		if (ret > 0)
+			return fail(-EEXIST, "PID %d (the process group of zombie %d) is in use",
+				    r->ds.procs[i]->pgid, z);
 		if (ret < 0)
 			return ret;
 	}
@@ -137,27 +157,90 @@ static int status_of(const siginfo_t *si)
 	return si->si_code == CLD_EXITED ? (si->si_status & 0xff) << 8 : si->si_status & 0x7f;
 }
 
+/*
+ * The stand-in leader of group pgid, held until *hold is closed; 0 when the
+ * group is there already (an earlier zombie of it), <0: -errno.
+ */
+static pid_t group_stand_in(pid_t pgid, int *hold)
+{
+	int p[2];
+	pid_t s;
+	char c;
+
+	*hold = -1;
+	if (!kill(-pgid, 0))
+		return 0;
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	s = rst_fork_pid(pgid);
+	if (s == 0) {
+		close(p[1]);
+		setpgid(0, 0);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	if (s < 0 || setpgid(s, s)) {	/* the group exists before the zombie forks */
+		int err = -errno;
+
+		close(p[1]);
+		if (s > 0)
+			waitpid(s, NULL, 0);
+		return err;
+	}
+	*hold = p[1];
+	return s;
+}
+
+static void stand_in_end(pid_t s, int hold)
+{
+	if (s <= 0)
+		return;
+	close(hold);
+	while (waitpid(s, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 {
-	pid_t set_tid = (pid_t)r->ds.procs[i]->pid, z;
+	const PstreeEntry *pe = r->ds.procs[i];
+	pid_t set_tid = (pid_t)pe->pid, z, s = 0;
+	int hold = -1;
 	siginfo_t si;
 
+	if (needs_stand_in(r, pe) && (s = group_stand_in(pe->pgid, &hold)) < 0) {
+		snprintf(why, len, "cannot make process group %d again for zombie %d: %s",
+			 pe->pgid, set_tid, strerror(-s));
+		return s;
+	}
 	z = rst_fork_pid(set_tid);
-	if (z == 0)
+	if (z == 0) {
+		if (pe->pgid != r->ds.procs[0]->pgid &&
+		    setpgid(0, pe->pgid == pe->pid ? 0 : (pid_t)pe->pgid))
+			syscall(SYS_exit_group, 126);	/* the parent sees another status: fails */
 		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
+	}
 	if (z < 0) {
-		snprintf(why, len, "cannot create zombie %d: %s", set_tid, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		snprintf(why, len, "cannot create zombie %d: %s", set_tid, strerror(-err));
+		stand_in_end(s, hold);
+		return err;
 	}
 	while (waitid(P_PID, z, &si, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR) {
-			snprintf(why, len, "zombie %d did not exit: %s", z, strerror(errno));
-			return -errno;
+			int err = -errno;
+
+			snprintf(why, len, "zombie %d did not exit: %s", z, strerror(-err));
+			stand_in_end(s, hold);
+			return err;
 		}
+	stand_in_end(s, hold);
 	drop_sigchld();
 	if (status_of(&si) != (int)r->ds.zombie_cores[i - 1]->tc->exit_code) {
-		snprintf(why, len, "zombie %d could not take its credentials (it exited with "
-			 "%#x)", z, (unsigned)status_of(&si));
+		snprintf(why, len, "zombie %d could not take its group or credentials (it exited "
+			 "with %#x)", z, (unsigned)status_of(&si));
 		return -EPERM;
 	}
 	return 0;
