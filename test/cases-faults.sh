@@ -153,27 +153,8 @@ add err-worker-killed-parasite case_worker_killed_parasite
 # (stalled there): the leader's blob, woken by its pipe losing its reader,
 # sends them home before it goes; t-threads checks each thread's registers,
 # xmm, stack, altstack and TLS, and the target keeps no fd of memdump's.
-case_worker_killed_threads() {
-	mkdir -p "$T/d"
-	start_prog t-threads
-	ls "/proc/$PID/fd" > "$T/fds.before"
-	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=threads-in-parasite "$MEMDUMP" dump -t "$PID" -D "$T/d" 2> "$MD_ERR" &
-	local mdpid=$!
-	track "$mdpid"
-	wait_line "$MD_ERR" 'fault point threads-in-parasite' "$OP_TIMEOUT" ||
-		fail "the dump never ran the parasite in the threads"
-	kill_worker "$mdpid"
-	expect_untraced "$PID"
-	sleep 0.2	# the blob wakes when its pipe loses its reader
-	no_parasite_left "$PID"
-	ls "/proc/$PID/fd" > "$T/fds.after"
-	cmp -s "$T/fds.before" "$T/fds.after" ||
-		fail "the target's fds changed: $(diff "$T/fds.before" "$T/fds.after" | tr '\n' ' ')"
-	no_inventory "$T/d"
-	check_child_pass
-}
-add err-worker-killed-threads case_worker_killed_threads
+# (case_worker_killed_remote, cases-infectkill.sh, at this fault point)
+add err-worker-killed-threads case_worker_killed_remote threads-in-parasite
 add err-worker-killed-infected-splice case_worker_killed_infected splice infected
 add err-worker-killed-infected-mem case_worker_killed_infected mem infected
 add err-worker-killed-in-syscall case_worker_killed_infected read in-remote-syscall

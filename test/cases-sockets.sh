@@ -189,18 +189,26 @@ case_sk_worker_killed() {
 # takes the network lock and repair mode off: the connection carries data
 # both ways (t-sockinet), and no lock is left (case_sk_netns).
 # sk_killed_all POINT REPAIRED(yes|no) ARGS...
-case_sk_killed_all() {
-	local point=$1 repaired=$2 w; shift 2
+# sk_dump_stalled POINT ARGS...: t-sockinet's connection dumped with
+# --tcp-established ARGS, stalled at fault POINT with its lock on (but at
+# net-unlocked); mdpid and w: memdump and its worker
+sk_dump_stalled() {
+	local point=$1; shift
 	start_prog t-sockinet est
 	MD_ERR=$T/md.dump.err
 	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established "$@" -v 3 2> "$MD_ERR" &
-	local mdpid=$!
+	mdpid=$!
 	track "$mdpid"
 	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
 	[[ $point == net-unlocked ]] || nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock ||
 		fail "no network lock at $point"
 	w=$(pgrep -P "$mdpid")
 	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+}
+
+case_sk_killed_all() {
+	local point=$1 repaired=$2 w mdpid; shift 2
+	sk_dump_stalled "$point" "$@"
 	kill -STOP "$mdpid" $w
 	kill -9 "$mdpid" $w
 	note "killed memdump $mdpid and its worker $w at $point"
@@ -259,18 +267,9 @@ guards_of() {
 # data both ways (t-sockinet), no memdump table is left (case_sk_netns).
 # sk_killed_everything POINT ARGS...
 case_sk_killed_everything() {
-	local point=$1 w g; shift
-	start_prog t-sockinet est
-	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established "$@" -v 3 2> "$MD_ERR" &
-	local mdpid=$!
-	track "$mdpid"
-	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
-	[[ $point == net-unlocked ]] || nsenter -t "$SK_NETNS" -n nft list tables | grep -q memdump-lock ||
-		fail "no network lock at $point"
-	w=$(pgrep -P "$mdpid")
+	local point=$1 w g mdpid; shift
+	sk_dump_stalled "$point" "$@"
 	g=$(guards_of "$(readlink -f "$MD_ERR")")
-	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
 	[[ -n $g ]] || fail "memdump $mdpid has no guard process"
 	kill -STOP "$mdpid" $w $g
 	kill -9 "$mdpid" $w $g
