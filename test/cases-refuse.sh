@@ -33,16 +33,18 @@ case_refuse_children() {
 }
 
 # everything the tree holds, in one line: the root's reasons, then each child's
-# (a deleted cwd whose parent directory is gone too: no place to recreate it)
+# (a cwd in the /proc directory of a process gone: nothing can make it again)
 case_refuse_two() {
-	mkdir -p "$T/par/gone"
-	(cd "$T/par/gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
+	sleep 300 < /dev/null > /dev/null 2>&1 &
+	local gone=$!
+	(cd "/proc/$gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
 	PID=$!; track "$PID"
 	wait_until 5 has_child "$PID" || fail "no child appeared"
 	local child; child=$(first_child "$PID"); track "$child"
-	rmdir "$T/par/gone" "$T/par"
-	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: a deleted cwd \(.*gone \(deleted\)\)" \
-		"process $child \(sleep\): a deleted cwd \(.*gone \(deleted\)\)"
+	kill -9 "$gone"; wait "$gone" 2> /dev/null
+	# a cwd in the /proc directory of a process gone (zdtm unhashed_proc)
+	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: a deleted cwd \(/proc/$gone \(deleted\)\)" \
+		"process $child \(sleep\): a deleted cwd \(/proc/$gone \(deleted\)\)"
 	expect_untraced "$PID"
 	expect_untraced "$child"
 }

@@ -172,7 +172,8 @@ int cow_select(struct dump_ctx *d)
 		return fail(ret, "cannot compare the pages of process %d with its parent's: %s",
 			    d->pid, strerror(-ret));
 	}
-	qsort(s.shared.runs, s.shared.nr, sizeof(*s.shared.runs), cmp_run);
+	if (s.shared.nr)	/* none: no array (qsort must not get NULL) */
+		qsort(s.shared.runs, s.shared.nr, sizeof(*s.shared.runs), cmp_run);
 	for (size_t i = 0; i < s.shared.nr; i++)
 		s.nr_shared += s.shared.runs[i].nr_pages;
 	for (size_t i = 0; i < own.nr; i++)
