@@ -150,14 +150,11 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&o->lock);
 		int err = 0;
 
-		if (!o->err && o->seal) {	/* summed as plaintext, then sealed */
+		if (!o->err) {	/* summed as plaintext: sealing is in place */
 			if (o->sum)
 				pagesum_feed(o->sum, o->buf[i], o->len[i]);
-			err = seal_buf(o, o->buf[i], o->len[i]);
-		} else if (!o->err) {
-			err = write_buf(o, o->buf[i], o->len[i]);
-			if (!err && o->sum)
-				pagesum_feed(o->sum, o->buf[i], o->len[i]);
+			err = o->seal ? seal_buf(o, o->buf[i], o->len[i]) :
+					write_buf(o, o->buf[i], o->len[i]);
 		}
 		pthread_mutex_lock(&o->lock);
 		if (err && !o->err)
