@@ -58,6 +58,13 @@ case_criu_cli_refuse() {
 	if [[ -e /proc/self/loginuid ]]; then
 		"$CRIU" check --feature loginuid > /dev/null || fail "loginuid not supported"
 	fi
+	# has_ipt_legacy: legacy iptables installed (tests add their own rules with it)
+	if command -v iptables-legacy > /dev/null && command -v ip6tables-legacy > /dev/null; then
+		"$CRIU" check --feature has_ipt_legacy > /dev/null || fail "has_ipt_legacy not supported"
+	else
+		PATH=/nonexistent "$CRIU" check --feature has_ipt_legacy > /dev/null &&
+			fail "has_ipt_legacy said to be supported without iptables-legacy"
+	fi
 	"$CRIU" --version | grep -q '^Version: ' || fail "criu --version not in CRIU's format"
 	return 0
 }

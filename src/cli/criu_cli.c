@@ -12,6 +12,7 @@
  * options before or after the command; so does this.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,18 +366,43 @@ static int take_command(struct translation *t, const char *word)
 		      word, "");
 }
 
-/*
- * Features that hang on this kernel's configuration: loginuid needs audit
- * (CONFIG_AUDIT), which gives every process a /proc/self/loginuid.
- */
-static bool kernel_has(const char *name)
+/* Is PROG an executable file in one of PATH's directories? */
+static bool on_path(const char *prog)
 {
-	return !strcmp(name, "loginuid") && !access("/proc/self/loginuid", F_OK);
+	const char *p = getenv("PATH") ?: "/usr/sbin:/usr/bin:/sbin:/bin";
+
+	while (*p) {
+		const char *end = strchrnul(p, ':');
+		char file[PATH_MAX];
+		int n = snprintf(file, sizeof(file), "%.*s/%s", (int)(end - p), p, prog);
+
+		if (end > p && n > 0 && n < (int)sizeof(file) && !access(file, X_OK))
+			return true;
+		p = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+/*
+ * Features that hang on this machine, not on memdump: loginuid needs audit
+ * (CONFIG_AUDIT), which gives every process a /proc/self/loginuid;
+ * has_ipt_legacy is CRIU's name for legacy iptables being installed (tests
+ * set their own rules with it). memdump's network lock is nftables whatever
+ * --network-lock says, and nftables and legacy iptables rules apply side
+ * by side.
+ */
+static bool machine_has(const char *name)
+{
+	if (!strcmp(name, "loginuid"))
+		return !access("/proc/self/loginuid", F_OK);
+	if (!strcmp(name, "has_ipt_legacy"))
+		return on_path("iptables-legacy") && on_path("ip6tables-legacy");
+	return false;
 }
 
 static int check_feature(const char *name)
 {
-	if (kernel_has(name)) {
+	if (machine_has(name)) {
 		printf("%s is supported\n", name);
 		return 0;
 	}
