@@ -15,6 +15,7 @@
 #ifndef MEMDUMP_NETLOCK_H
 #define MEMDUMP_NETLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,7 @@ struct netlock {
 	uint32_t seq;
 	struct netlock_conn *conns;
 	size_t n;
+	bool isolate;			/* everything but lo (netlock_isolate) */
 };
 
 /*
@@ -52,6 +54,14 @@ int netlock_release(struct netlock *lk);
  * never no lock), which the restore takes off; 0 or <0 after fail().
  */
 int netlock_keep(struct netlock *lk);
+/*
+ * A network namespace the restore makes again (the calling thread's, still
+ * without devices up): a plain table of pid's name that drops every packet
+ * not on lo, both ways, until netlock_remove(pid). The peers outside of the
+ * connections restored in it retransmit, and are not reset by a namespace
+ * whose sockets do not exist yet. 0 or <0 after fail().
+ */
+int netlock_isolate(pid_t pid);
 /* Take pid's plain lock off: 1 removed, 0 there was none, <0 after fail(). */
 int netlock_remove(pid_t pid);
 

@@ -148,21 +148,27 @@ add ns-cgroup-rst case_ns_cgroup_rst
 
 # A network namespace of its own with lo only: sockets (TCP listeners, UDP,
 # UDP-lite, v4 and v6) come back in a new namespace whose lo is up.
+# est: with an established connection to itself (--tcp-established)
 case_ns_net_rst() {
+	local est=${1:-}
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
-	START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet $est
 	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
-	dump "$PID" "$T/d"
+	dump "$PID" "$T/d" ${est:+--tcp-established}
 	expect_killed "$PID"
 	[[ -f $T/d/netdev-1.img ]] || fail "netdev-1.img missing"
 	crit_decodes "$T/d"
 	shows "$T/d" 'net namespace: lo up'
 	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
+	restore_bg "$T/d" 1 ${est:+--tcp-established}
 	wait_restored "$PID"
 	same_ns "$PID" net self && fail "restored pid $PID is in memdump's network namespace"
 	nsenter -t "$PID" -n ip link show lo | grep -q 'state UNKNOWN\|,UP' ||
 		fail "lo is not up in the restored namespace"
+	if [[ -n $est ]] && command -v nft > /dev/null; then
+		nsenter -t "$PID" -n nft list tables | grep -q memdump-lock &&
+			fail "the restore left its lock in the namespace"
+	fi
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -184,8 +190,7 @@ case_ns_net_refuse() {
 		    "network interface md-ifb0 (ifb) in its network namespace" \
 		    "IPv4 policy routing rule 100 (table 100)" \
 		    "route 10.9.0.0/16 in routing table 100" \
-		    "permanent neighbour entry 127.0.0.9/32 on md-br0" \
-		    "in a network namespace of its own: --tcp-established does not restore it there yet"; do
+		    "permanent neighbour entry 127.0.0.9/32 on md-br0"; do
 		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
 	done
 	if command -v nft > /dev/null; then
@@ -214,14 +219,22 @@ veth_cleanup() { ip link del "$VBR" 2> /dev/null; ip link del "$VOUT" 2> /dev/nu
 # veth_start: t-vethsrv on port 7000 in a namespace with $VIN (addresses,
 # MTU 1400, a MAC, a route each way, an extra lo address), $VOUT outside;
 # $VETH_EXTRA: more shell for the setup inside.
-veth_start() {
+veth_setup() {
 	local s="ip link add $VIN type veth peer name $VOUT netns $$"
 	s+=" && ip addr add 127.0.0.77/8 dev lo"
 	s+=" && ip link set $VIN mtu 1400 address 02:00:00:e7:$(printf %02x "$VN"):02 up"
 	s+=" && ip addr add $V4.2/24 dev $VIN && ip addr add $V6::2/64 dev $VIN"
 	s+=" && ip route add 10.232.0.0/16 via $V4.1 && ip -6 route add fd99:$VN::/64 via $V6::1 dev $VIN"
-	s+=${VETH_EXTRA:-}
-	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7000
+	echo "$s${VETH_EXTRA:-}"
+}
+
+veth_start() {
+	NETNS_SETUP=$(veth_setup) START_WRAP="$TESTSRC/netns-wrap" start_prog t-vethsrv 7000
+	veth_outside
+}
+
+# veth_outside: the outer end's addresses, up, the inner end's IPv6 ready
+veth_outside() {
 	ip addr add "$V4.1/24" dev "$VOUT" && ip addr add "$V6::1/64" dev "$VOUT" nodad &&
 		ip link set "$VOUT" up || fail "cannot set up $VOUT"
 	wait_until 5 eval '! nsenter -t $PID -n ip -6 addr show dev $VIN | grep -q tentative' ||
@@ -427,8 +440,44 @@ case_ns_net_veth_tree() {
 }
 
 add ns-net-rst case_ns_net_rst
+add ns-net-rst-tcp case_ns_net_rst est
 add ns-net-refuse case_ns_net_refuse
 add ns-net-veth case_ns_net_veth
+
+# --tcp-established in a network namespace the dump saves: a host client keeps
+# a connection over the veth to each of an IPv4 and an IPv6 listener (v4-mapped)
+# of h-echosrv inside, across a killing dump and the restore, which cuts the new
+# namespace off but for lo until the connections are rebuilt; data both ways after.
+case_ns_net_veth_tcp() {
+	command -v ip > /dev/null && command -v nft > /dev/null || fail "ip or nft is not installed"
+	veth_names
+	local cp=
+	trap 'veth_cleanup; [[ -n $cp ]] && kill $cp 2> /dev/null' EXIT
+	NETNS_SETUP=$(veth_setup) "$TESTSRC/netns-wrap" "$TESTBIN/h-echosrv" 7001 7002 \
+		> "$T/srv.out" 2>&1 < /dev/null &
+	PID=$!
+	track "$PID"
+	wait_line "$T/srv.out" '^LISTENING' 10 || fail "h-echosrv does not listen: $(cat "$T/srv.out")"
+	veth_outside
+	python3 -c "$ENG_TCP_CLIENT" "$V4.2" "$T/go" > "$T/client.out" 2>&1 &
+	cp=$!
+	wait_line "$T/client.out" '^(CONNECTED|FAIL)' 20 && grep -q CONNECTED "$T/client.out" ||
+		fail "the client did not connect: $(cat "$T/client.out")"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	ls "$T"/d/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image: the connections were not dumped"
+	restore_bg "$T/d" 1 --tcp-established
+	wait_until 20 eval 'nsenter -t $PID -n true 2> /dev/null && [[ -s $RPIDFILE ]]' ||
+		fail "restored pid $PID not running: $(tail -n1 "$MD_ERR")"
+	touch "$T/go"
+	wait "$cp" || true
+	cp=
+	grep -q '^PASS' "$T/client.out" || fail "the client: $(cat "$T/client.out")"
+	nsenter -t "$PID" -n nft list tables | grep -q memdump-lock &&
+		fail "the restore left its lock in the namespace: $(nsenter -t "$PID" -n nft list tables)"
+	return 0
+}
+add ns-net-veth-tcp case_ns_net_veth_tcp
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree

@@ -878,7 +878,7 @@ cleanup_case() {
 	if [[ -f $T/pids ]]; then
 		while read -r p; do
 			[[ -d /proc/$p ]] || continue
-			if tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null |
+			if tr '\0' ' ' 2>/dev/null < "/proc/$p/cmdline" |
 				grep -qF -e "$TESTBIN" -e "$MEMDUMP" -e "$T" -e seq.py; then
 				kill -9 "$p" 2>/dev/null
 			fi

@@ -476,7 +476,7 @@ int tcp_release_all(struct rst *r)
 	int ret = 0;
 
 	tcp_unrepair_all(r);
-	if (r->nr_tcp)
+	if (r->nr_tcp || r->net_isolated)
 		ret = netlock_remove(r->pid);
 	for (size_t i = 0; i < r->nr_tcp; i++)
 		release(&r->tcp[i]);

@@ -14,6 +14,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -171,18 +172,23 @@ static void expr_payload(struct nlbuf *b, uint32_t base, uint32_t offset, uint32
 	nest_end(b, e);
 }
 
-/* Register 1 equals value, or the rule stops here. */
-static void expr_cmp(struct nlbuf *b, const void *value, size_t len)
+/* Register 1 compared (op) with value, or the rule stops here. */
+static void expr_cmp_op(struct nlbuf *b, uint32_t op, const void *value, size_t len)
 {
 	size_t e = expr_begin(b, "cmp"), d = nest_begin(b, NFTA_EXPR_DATA), v;
 
 	attr_u32(b, NFTA_CMP_SREG, NFT_REG_1);
-	attr_u32(b, NFTA_CMP_OP, NFT_CMP_EQ);
+	attr_u32(b, NFTA_CMP_OP, op);
 	v = nest_begin(b, NFTA_CMP_DATA);
 	attr(b, NFTA_DATA_VALUE, value, len);
 	nest_end(b, v);
 	nest_end(b, d);
 	nest_end(b, e);
+}
+
+static void expr_cmp(struct nlbuf *b, const void *value, size_t len)
+{
+	expr_cmp_op(b, NFT_CMP_EQ, value, len);
 }
 
 static void expr_verdict(struct nlbuf *b, uint32_t verdict)
@@ -256,6 +262,26 @@ static void rule_mark(struct nlbuf *b, const char *table, const char *chain)
 	msg_end(b, m);
 }
 
+/*
+ * "iifname != lo drop" (in) or "oifname != lo drop" (out): a namespace cut
+ * off from everything but itself. The kernel copies the name into the
+ * register with strncpy: all IFNAMSIZ bytes compare.
+ */
+static void rule_not_lo(struct nlbuf *b, const char *table, const char *chain, uint32_t hook)
+{
+	char lo[IF_NAMESIZE] = "lo";
+	size_t m = nft_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND), x;
+
+	attr_str(b, NFTA_RULE_TABLE, table);
+	attr_str(b, NFTA_RULE_CHAIN, chain);
+	x = nest_begin(b, NFTA_RULE_EXPRESSIONS);
+	expr_meta(b, hook == NF_INET_LOCAL_IN ? NFT_META_IIFNAME : NFT_META_OIFNAME);
+	expr_cmp_op(b, NFT_CMP_NEQ, lo, sizeof(lo));
+	expr_verdict(b, NF_DROP);
+	nest_end(b, x);
+	msg_end(b, m);
+}
+
 /* One base chain per direction: what the peer sends, and what the socket might still send. */
 static void chain(struct nlbuf *b, const char *table, const char *name, uint32_t hook,
 		  const struct netlock *lk)
@@ -272,6 +298,8 @@ static void chain(struct nlbuf *b, const char *table, const char *name, uint32_t
 	attr_str(b, NFTA_CHAIN_TYPE, "filter");
 	msg_end(b, m);
 	rule_mark(b, table, name);
+	if (lk->isolate)
+		rule_not_lo(b, table, name, hook);
 	for (size_t i = 0; i < lk->n; i++) {
 		rule_conn(b, table, name, &lk->conns[i], false);
 		rule_conn(b, table, name, &lk->conns[i], true);
@@ -472,6 +500,32 @@ int netlock_keep(struct netlock *lk)
 		return fail(ret, "cannot keep the network lock of process %d for the restore "
 			    "(table inet %s): %s", lk->pid, table, strerror(-ret));
 	pr_info("network lock kept for the restore: table inet %s\n", table);
+	return 0;
+}
+
+int netlock_isolate(pid_t pid)
+{
+	struct netlock lk = { .pid = pid, .isolate = true };
+	struct nlbuf b = { 0 };
+	char table[64];
+	int sk = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER), one = 1;
+	int ret = sk < 0 ? -errno : 0;
+
+	table_name(table, sizeof(table), pid);
+	if (!ret) {
+		setsockopt(sk, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+		batch_begin(&b, 1);
+		table_add(&b, table, false, &lk);
+		batch_end(&b);
+		ret = send_batch(sk, &b);
+		close(sk);
+	}
+	free(b.p);
+	if (ret < 0)
+		return fail(ret, "cannot lock the new network namespace until its TCP connections "
+			    "are restored (table inet %s): %s", table, strerror(-ret));
+	pr_info("network namespace cut off but for lo until its connections are restored: "
+		"table inet %s\n", table);
 	return 0;
 }
 

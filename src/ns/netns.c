@@ -660,49 +660,11 @@ static int open_read(struct netns_read *n, int host_netns, struct refusals *r)
 	return ret;
 }
 
-/*
- * --tcp-established: the connections of a network namespace memdump makes
- * again are not restored yet. Refused one by one, so that a runtime that
- * always passes the option (LXC) dumps a container without any.
- */
-static bool tcp_connection_state(unsigned st)
-{
-	/* LISTEN, CLOSE, TIME_WAIT (no socket) and NEW_SYN_RECV (a listener's) are not */
-	return st && st != 10 && st != 7 && st != 6 && st != 3 && st != 12;
-}
-
-static void refuse_connections_in(const char *file, struct refusals *r)
-{
-	FILE *f = fopen(file, "r");
-	char line[512], local[64], remote[64];
-	unsigned st;
-
-	if (!f) {
-		refuse_add(r, "its TCP connections (%s unreadable: %s)", file, strerror(errno));
-		return;
-	}
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, " %*u: %63s %63s %x", local, remote, &st) == 3 &&
-		    tcp_connection_state(st))
-			refuse_add(r, "a TCP connection %s -> %s (state %u) in a network namespace of "
-				   "its own: --tcp-established does not restore it there yet",
-				   local, remote, st);
-	fclose(f);
-}
-
-static void refuse_connections(struct refusals *r)
-{
-	refuse_connections_in("/proc/thread-self/net/tcp", r);
-	refuse_connections_in("/proc/thread-self/net/tcp6", r);
-}
-
-void netns_refuse(bool tcp_established, int host_netns, struct refusals *r)
+void netns_refuse(int host_netns, struct refusals *r)
 {
 	struct netns_read *n = calloc(1, sizeof(*n));
 	int ret;
 
-	if (tcp_established)
-		refuse_connections(r);
 	if (!n || open_read(n, host_netns, r)) {
 		refuse_add(r, "its network namespace (unreadable: %s)", fail_reason());
 		fail_clear();

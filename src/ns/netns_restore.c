@@ -16,6 +16,7 @@
  * A failure leaves nothing behind: the namespace dies with the thread's
  * reference to it, and the veth pair with it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <arpa/inet.h>
@@ -32,6 +33,7 @@
 
 #include "image/image.h"
 #include "log.h"
+#include "netlock.h"
 #include "ctx/restore_ctx.h"
 #include "rtnl.h"
 
@@ -421,6 +423,46 @@ static int restore_lo_only(struct netns_rst *n)
 	return ret;
 }
 
+/* Whether dir holds a tcp-stream image (a connection rebuilt in repair mode); sub: its proc-PID too. */
+static bool has_tcp_stream(int dirfd, bool sub)
+{
+	DIR *d = fdopendir(dup(dirfd));
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		if (!strncmp(e->d_name, "tcp-stream-", 11))
+			found = true;
+		else if (sub && !strncmp(e->d_name, "proc-", 5)) {
+			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			found = fd >= 0 && has_tcp_stream(fd, false);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * Before any device is up: connections to be rebuilt here keep their peers
+ * outside retransmitting (no reset from a namespace without their sockets
+ * yet) until tcp_release_all() takes the lock off.
+ */
+static int isolate(struct netns_rst *n)
+{
+	int ret;
+
+	if (!has_tcp_stream(n->r->ds.dirfd, true))
+		return 0;
+	ret = netlock_isolate(n->r->pid);
+	if (!ret)
+		n->r->net_isolated = true;
+	return ret;
+}
+
 static int restore_all(struct netns_rst *n)
 {
 	int ret = load_devices(n);
@@ -432,6 +474,8 @@ static int restore_all(struct netns_rst *n)
 					    : restore_lo_only(n);
 	if (!ret)
 		ret = check_externals(n);
+	if (!ret)
+		ret = isolate(n);
 	if (!ret)
 		ret = rtnl_open(&n->in);
 	if (!ret)

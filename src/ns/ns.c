@@ -143,8 +143,8 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 	ns_return(back, k);
 }
 
-void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
-	       uint64_t ext_net_ino, struct refusals *r)
+void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t ext_net_ino,
+	       struct refusals *r)
 {
 	uint32_t own = ns_saved_mask(pid, ext_net_ino);
 
@@ -154,7 +154,7 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, in
 	if (own & CLONE_NEWIPC)
 		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
-		netns_refuse(tcp_established, host_netns, r);	/* this thread is in it */
+		netns_refuse(host_netns, r);	/* this thread is in it */
 	if (own & CLONE_NEWNS) {
 		static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
 

@@ -25,8 +25,8 @@ uint32_t ns_saved_mask(pid_t pid, uint64_t ext_net_ino);
  * System V objects memdump cannot recreate exactly, network devices. */
 struct proc_tree;
 /* tree: a tree dump's processes, which share pid's namespaces (or NULL) */
-void ns_refuse(pid_t pid, const struct proc_tree *tree, bool tcp_established, int host_netns,
-	       uint64_t ext_net_ino, struct refusals *r);
+void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t ext_net_ino,
+	       struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */
 int ns_enter_net(pid_t pid, int *back);
