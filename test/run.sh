@@ -473,7 +473,7 @@ case_img_writer_kill() {
 # fails naming each file it cannot decode
 crit_decodes() {
 	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
-	local f n bad=()
+	local f n bad=() nr=0
 	while IFS= read -r -d '' f; do
 		n=${f#"$1"/}
 		# raw, as CRIU's are: pages; ifaddr, route, route6 (iproute2's dumps);
@@ -481,12 +481,15 @@ crit_decodes() {
 		# *.log and descriptors.json: a runtime's files, not images
 		[[ $(basename "$n") == @(pages|ifaddr|route|route6|tmpfs)-* ||
 		   $n == *.log || $n == descriptors.json ]] && continue
+		nr=$(( nr + 1 ))
 		if ! timeout 30 crit decode -i "$f" > "$T/crit.out" 2>&1; then
 			bad+=("$n")
 			note "crit decode -i $n: $(tail -n1 "$T/crit.out")"
 		fi
 	done < <(find "$1" -type f -print0 | sort -z)
+	(( nr > 0 )) || fail "no image in $1 for crit"
 	(( ${#bad[@]} == 0 )) || fail "crit cannot decode: ${bad[*]}"
+	CRIT_DECODED=$nr
 }
 
 # crit understands every image
