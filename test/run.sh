@@ -480,9 +480,8 @@ crit_decodes() {
 	while IFS= read -r -d '' f; do
 		n=${f#"$1"/}
 		# raw, as CRIU's are: pages; ifaddr, route, route6 (iproute2's dumps);
-		# tmpfs: memdump's own, not yet in a layout of CRIU's (CRIU's is a raw tar);
 		# *.log and descriptors.json: a runtime's files, not images
-		[[ $(basename "$n") == @(pages|ifaddr|route|route6|tmpfs)-* ||
+		[[ $(basename "$n") == @(pages|ifaddr|route|route6)-* ||
 		   $n == *.log || $n == descriptors.json ]] && continue
 		files+=("$f")
 	done < <(find "$1" -type f -print0 | sort -z)

@@ -1,4 +1,5 @@
 /* Load a whole image set into memory for the commands that read a dump. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -525,6 +526,30 @@ static int check_guards(const struct dumpset *ds)
 	return 0;
 }
 
+/* Does the directory hold name, or (name ending in '-') a file whose name starts so? */
+static bool holds_file(int dirfd, const char *name)
+{
+	size_t n = strlen(name);
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+	int fd;
+
+	if (name[n - 1] != '-')
+		return !faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW);
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, name, n);
+	closedir(d);
+	return found;
+}
+
 /*
  * Images of memdump's own that older versions wrote, behind magics crit does
  * not know; their state is now in CRIU's images. Such a set is refused by
@@ -535,12 +560,14 @@ static int refuse_old_images(const struct dumpset *ds)
 	static const char *const old[][2] = {
 		{ "fd-share.img", "fds a tree's processes share, now in fdinfo-1.img" },
 		{ "mqueues-1.img", "POSIX message queues, now in ipcns-var-1.img" },
+		{ "tmpfs-", "a tmpfs's files, now in mountpoints-1.img" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(old); i++)
-		if (!faccessat(ds->dirfd, old[i][0], F_OK, AT_SYMLINK_NOFOLLOW))
-			return fail(-EPROTO, "the image set holds %s (%s), which only an older "
+		if (holds_file(ds->dirfd, old[i][0]))
+			return fail(-EPROTO, "the image set holds %s%s (%s), which only an older "
 				    "memdump wrote and this one does not read: dump again", old[i][0],
+				    old[i][0][strlen(old[i][0]) - 1] == '-' ? "MNTID.img" : "",
 				    old[i][1]);
 	return 0;
 }

@@ -54,7 +54,6 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_ROUTE]      = { "route-%u.img",    0, 0 },
 	[IMG_ROUTE6]     = { "route6-%u.img",   0, 0 },
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
-	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
 	[IMG_CGROUP]     = { "cgroup.img",      0x59383330, IMG_COMMON_MAGIC },
 };
 

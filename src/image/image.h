@@ -64,7 +64,6 @@ enum img_type {
 	IMG_ROUTE,	/* route-ID.img (raw, `ip route save`): its IPv4 routes */
 	IMG_ROUTE6,	/* route6-ID.img (raw, `ip -6 route save`): its IPv6 routes */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
-	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
 	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
 	IMG_NR_TYPES
 };
