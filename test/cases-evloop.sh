@@ -1,19 +1,6 @@
 # Event-loop fds (issue 8): eventfd, timerfd, signalfd, epoll. Each target
 # program checks its own fds after restore; the images must decode with crit
-# and `memdump show` must list them.
-
-# crit_decodes DIR: every framed image of DIR decodes
-crit_decodes() {
-	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
-	local f
-	for f in "$1"/*.img; do
-		# pages: raw; ifaddr, route, route6: iproute2's dumps, which crit (as CRIU's) does not
-		# read; mqueues: memdump's own (CRIU has no image for POSIX message queues)
-		[[ $(basename "$f") == @(pages|ifaddr|route|route6|mqueues)-* ]] && continue
-		timeout 30 crit decode -i "$f" > "$T/crit.out" 2>&1 ||
-			fail "crit cannot decode $(basename "$f"): $(tail -n1 "$T/crit.out")"
-	done
-}
+# (crit_decodes, run.sh) and `memdump show` must list them.
 
 # shows DIR REGEX...: `memdump show -D DIR` prints every REGEX
 shows() {

@@ -22,7 +22,9 @@ case_mqueue_rst() {
 	mq_start "${1:-}"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	[[ -s $T/d/mqueues-1.img ]] || fail "no mqueues-1.img"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -q ', 3 POSIX message queues' "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "ipcns-var-1.img does not hold the 3 queues"; }
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
@@ -47,7 +49,7 @@ case_mqueue_lr() {
 	crit decode -i "$T/d/files.img" > "$T/files.json" || fail "crit cannot decode files.img"
 	[[ $(grep -o '"type": "UND"' "$T/files.json" | wc -l) == 2 ]] ||
 		fail "files.img does not hold the two queue fds as UND: $(cat "$T/files.json")"
-	crit_decodes "$T/d"	# every image but mqueues-1.img, memdump's own
+	crit_decodes "$T/d"	# the queues are in ipcns-var-1.img (field 50, which crit skips)
 	md show show -D "$T/d" || fail "show failed"
 	grep -q '3 POSIX message queues' "$MD_OUT" || fail "show does not count 3 POSIX message queues"
 	grep -qE ' rdwr,nonblock,cloexec +- +/md-a \(POSIX message queue\)' "$MD_OUT" &&
@@ -80,7 +82,10 @@ case_mqueue_tree() {
 	track "$c"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	[[ -s $T/d/proc-$c/fd-share.img ]] || fail "the child's queue fd is not its parent's description"
+	md show show -D "$T/d/proc-$c" || fail "show of proc-$c failed: $(tail -n1 "$MD_ERR")"
+	grep -qE "^ *${READY[2]} .*/md-a \(POSIX message queue\) \(shared with fd ${READY[2]} of process $PID\)\$" "$MD_OUT" ||
+		{ show_file show "$MD_OUT"; fail "the child's queue fd is not its parent's description"; }
+	crit_decodes "$T/d"
 	restore_and_pass "$T/d" 1
 	[[ $RESULT == "PASS tree" ]] || fail "program said $RESULT"
 }

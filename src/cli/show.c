@@ -33,6 +33,7 @@ struct fd_row {
 	char flags[128];
 	uint64_t pos;
 	bool has_pos;
+	uint32_t share_pid, share_fd;	/* the description of share_fd of process share_pid */
 };
 
 struct totals {
@@ -147,6 +148,10 @@ static void fd_row(const struct dumpset *ds, const FdinfoEntry *fi, struct fd_ro
 		fd_file(ds, fe, fi->flags & FD_CLOEXEC, r);
 	else
 		snprintf(r->path, sizeof(r->path), "(file %u not in files.img)", fi->id);
+	if (fi->has_share_pid) {	/* a tree's process: restore takes that description */
+		r->share_pid = fi->share_pid;
+		r->share_fd = fi->share_fd;
+	}
 }
 
 static uint64_t run_pages(const struct dump_run *runs, size_t nr)
@@ -304,10 +309,13 @@ static void text_fds(const struct dumpset *ds)
 	for (size_t i = 0; i < ds->nr_fds; i++) {
 		fd_row(ds, ds->fds[i], &r);
 		if (r.has_pos)
-			printf("%4u  %-9s %-24s %10" PRIu64 "  %s\n", r.fd, r.type, r.flags, r.pos,
+			printf("%4u  %-9s %-24s %10" PRIu64 "  %s", r.fd, r.type, r.flags, r.pos,
 			       r.path);
 		else
-			printf("%4u  %-9s %-24s %10s  %s\n", r.fd, r.type, r.flags, "-", r.path);
+			printf("%4u  %-9s %-24s %10s  %s", r.fd, r.type, r.flags, "-", r.path);
+		if (r.share_pid)
+			printf(" (shared with fd %u of process %u)", r.share_fd, r.share_pid);
+		printf("\n");
 	}
 }
 
@@ -450,6 +458,9 @@ static void json_fds(const struct dumpset *ds)
 		json_key_str("flags", r.flags, "");
 		if (r.has_pos)
 			printf(", \"pos\": %" PRIu64, r.pos);
+		if (r.share_pid)
+			printf(", \"shared_with\": {\"pid\": %u, \"fd\": %u}", r.share_pid,
+			       r.share_fd);
 		printf("}%s\n", i + 1 == ds->nr_fds ? "" : ",");
 	}
 	printf("],\n");

@@ -65,6 +65,8 @@ struct fd_entry {
 	int fd;
 	int id;
 	bool cloexec;
+	pid_t share_pid;	/* a tree: the earlier process holding its description, or 0 */
+	int share_fd;		/* and its fd there */
 };
 
 struct fd_policy;	/* dump.h */

@@ -7,10 +7,11 @@
  *                   every other process's set with the checksum of that
  *                   set's inventory.img
  *   DIR/proc-PID/   the set of each other process, complete by itself
- *                   (`memdump show -D DIR/proc-PID` reads it), with
- *                   fd-share.img: its fds whose open file description a
- *                   process dumped before it holds too (kcmp), which
- *                   restore gives it from that process
+ *                   (`memdump show -D DIR/proc-PID` reads it); in its
+ *                   fdinfo-1.img, each fd whose open file description a
+ *                   process dumped before it holds too (kcmp) names that
+ *                   process and fd (share_pid, share_fd), and restore gives
+ *                   it the description from that process
  *
  * Each process goes through dump.c's steps in turn (the parasite is in one
  * process at a time); all of them stay frozen until every set is written,
@@ -61,7 +62,6 @@
 #include "log.h"
 #include "proc.h"
 #include "vma_status.h"
-#include "fd-share.pb-c.h"
 #include "mem/pages.h"
 #include "files/sockets.h"
 
@@ -454,25 +454,13 @@ static const char *unshareable(const struct file_desc *f)
 	return NULL;
 }
 
-static int write_share(struct image *img, const struct fd_entry *fe, pid_t owner, int owner_fd)
-{
-	FdShareEntry e = FD_SHARE_ENTRY__INIT;
-
-	e.fd = fe->fd;
-	e.owner_pid = owner;
-	e.owner_fd = owner_fd;
-	return img_write_msg(img, &e.base);
-}
-
-/* fd-share.img of process k: every fd whose description an earlier process holds. */
+/* Its fds whose description an earlier process holds: marked for fdinfo-1.img (write_fdinfo). */
 static int share_fds(struct tree_dump *td, int k)
 {
 	struct dump_ctx *d = &td->m[k].d;
-	struct image *img = NULL;
-	int ret = img_create(&d->dir, IMG_FD_SHARE, 0, &img);
 
-	for (int i = 0; i < d->files.nr_fds && !ret; i++) {
-		const struct fd_entry *fe = &d->files.fds[i];
+	for (int i = 0; i < d->files.nr_fds; i++) {
+		struct fd_entry *fe = &d->files.fds[i];
 		int owner_fd, j = find_owner(td, k, fe, &owner_fd);
 		const char *what;
 
@@ -480,16 +468,12 @@ static int share_fds(struct tree_dump *td, int k)
 			continue;
 		what = unshareable(desc_of(d, fe->id));
 		if (what)
-			ret = fail(-EOPNOTSUPP, "its fd %d is %s that process %d holds too, which "
-				   "restore does not share yet", fe->fd, what, td->m[j].d.pid);
-		else
-			ret = write_share(img, fe, td->m[j].d.pid, owner_fd);
+			return fail(-EOPNOTSUPP, "its fd %d is %s that process %d holds too, which "
+				    "restore does not share yet", fe->fd, what, td->m[j].d.pid);
+		fe->share_pid = td->m[j].d.pid;
+		fe->share_fd = owner_fd;
 	}
-	if (img && ret)
-		img_abort(img);
-	else if (img)
-		ret = img_close(img);
-	return ret;
+	return 0;
 }
 
 /* The root's pstree.img lists every live process of the tree after its own zombies. */

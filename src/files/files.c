@@ -864,6 +864,9 @@ static int write_fdinfo(struct dump_ctx *d)
 		fe.fd = fs->fds[i].fd;
 		fe.flags = fs->fds[i].cloexec ? FD_CLOEXEC : 0;
 		fe.type = fd_type(&fs->descs[fs->fds[i].id - 1]);
+		fe.has_share_pid = fe.has_share_fd = fs->fds[i].share_pid > 0;
+		fe.share_pid = (uint32_t)fs->fds[i].share_pid;
+		fe.share_fd = (uint32_t)fs->fds[i].share_fd;
 		ret = img_write_msg(img, &fe.base);
 	}
 	if (ret) {

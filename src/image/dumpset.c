@@ -1,4 +1,5 @@
 /* Load a whole image set into memory for the commands that read a dump. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -470,9 +471,6 @@ static int load_optional(struct dumpset *ds, unsigned pid)
 	if (!ret && img_exists(ds->dirfd, IMG_SECCOMP, 0))
 		ret = img_read_one(ds->dirfd, IMG_SECCOMP, 0, &seccomp_entry__descriptor,
 				   (void **)&ds->seccomp);
-	if (!ret && img_exists(ds->dirfd, IMG_FD_SHARE, 0))
-		ret = read_all(ds->dirfd, IMG_FD_SHARE, 0, &fd_share_entry__descriptor,
-			       (void ***)&ds->fd_shares, &ds->nr_fd_shares);
 	return ret;
 }
 
@@ -528,6 +526,52 @@ static int check_guards(const struct dumpset *ds)
 	return 0;
 }
 
+/* Does the directory hold name, or (name ending in '-') a file whose name starts so? */
+static bool holds_file(int dirfd, const char *name)
+{
+	size_t n = strlen(name);
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+	int fd;
+
+	if (name[n - 1] != '-')
+		return !faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW);
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, name, n);
+	closedir(d);
+	return found;
+}
+
+/*
+ * Images of memdump's own that older versions wrote, behind magics crit does
+ * not know; their state is now in CRIU's images. Such a set is refused by
+ * name rather than restored without it.
+ */
+static int refuse_old_images(const struct dumpset *ds)
+{
+	static const char *const old[][2] = {
+		{ "fd-share.img", "fds a tree's processes share, now in fdinfo-1.img" },
+		{ "mqueues-1.img", "POSIX message queues, now in ipcns-var-1.img" },
+		{ "tmpfs-", "a tmpfs's files, now in mountpoints-1.img" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(old); i++)
+		if (holds_file(ds->dirfd, old[i][0]))
+			return fail(-EPROTO, "the image set holds %s%s (%s), which only an older "
+				    "memdump wrote and this one does not read: dump again", old[i][0],
+				    old[i][0][strlen(old[i][0]) - 1] == '-' ? "MNTID.img" : "",
+				    old[i][1]);
+	return 0;
+}
+
 static int load_images(struct dumpset *ds)
 {
 	int ret = img_read_one(ds->dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor,
@@ -535,6 +579,8 @@ static int load_images(struct dumpset *ds)
 
 	if (!ret)
 		ret = imgset_verify(ds->dirfd, ds->inv);
+	if (!ret)
+		ret = refuse_old_images(ds);
 	if (!ret && ds->inv->has_pre_dump_mode)
 		ret = fail(-EINVAL, "this is a pre-dump (memory only): use the dump made after it "
 			   "(--prev-images-dir)");
@@ -668,7 +714,6 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&memfd_inode_entry__descriptor, (void **)ds->memfds, ds->nr_memfds);
 	free_all(&remap_file_path_entry__descriptor, (void **)ds->remaps, ds->nr_remaps);
 	free_all(&file_lock_entry__descriptor, (void **)ds->locks, ds->nr_locks);
-	free_all(&fd_share_entry__descriptor, (void **)ds->fd_shares, ds->nr_fd_shares);
 	free(ds->pages_checked);
 	for (size_t i = 0; i < ds->nr_chain; i++) {
 		dumpset_free(ds->chain[i]);

@@ -18,7 +18,6 @@
 #include "mm.pb-c.h"
 #include "pagemap.pb-c.h"
 #include "pstree.pb-c.h"
-#include "fd-share.pb-c.h"
 #include "remap-file-path.pb-c.h"
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
@@ -86,8 +85,6 @@ struct dumpset {
 	size_t nr_remaps;
 	FileLockEntry **locks;		/* filelocks.img, when present */
 	size_t nr_locks;
-	FdShareEntry **fd_shares;	/* fd-share.img (a tree's process), when present */
-	size_t nr_fd_shares;
 	unsigned *pages_checked;	/* ids of the pages images verified so far */
 	size_t nr_pages_checked;
 	/*

@@ -53,10 +53,7 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_IFADDR]     = { "ifaddr-%u.img",   0, 0 },
 	[IMG_ROUTE]      = { "route-%u.img",    0, 0 },
 	[IMG_ROUTE6]     = { "route6-%u.img",   0, 0 },
-	[IMG_FD_SHARE]   = { "fd-share.img",    0x58524843, IMG_COMMON_MAGIC },
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
-	[IMG_TMPFS]      = { "tmpfs-%u.img",    0x58524844, IMG_COMMON_MAGIC },
-	[IMG_MQUEUES]    = { "mqueues-%u.img",  0x58524845, IMG_COMMON_MAGIC },
 	[IMG_CGROUP]     = { "cgroup.img",      0x59383330, IMG_COMMON_MAGIC },
 };
 
@@ -691,7 +688,7 @@ int img_read_msg(struct image *img, const ProtobufCMessageDescriptor *desc, void
 		return 0;
 	if (ret != sizeof(len))
 		return fail(-EIO, "image %s is truncated", img->name);
-	if (len > (64u << 20))
+	if (len > IMG_MAX_ENTRY)
 		return fail(-EIO, "image %s is corrupt: entry of %u bytes", img->name, len);
 	if (len > sizeof(stackbuf) && !(buf = malloc(len)))
 		return -ENOMEM;

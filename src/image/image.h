@@ -24,6 +24,9 @@
 #define IMG_COMMON_MAGIC	0x54564319
 #define IMG_SERVICE_MAGIC	0x55105940
 /* What iproute2 puts first in `ip addr save` and `ip route save` (ifaddr, route images). */
+/* The largest entry a reader takes (img_read_msg): a larger one is refused at dump. */
+#define IMG_MAX_ENTRY		(64u << 20)
+
 #define IPROUTE_ADDR_MAGIC	0x47361222
 #define IPROUTE_ROUTE_MAGIC	0x45311224
 
@@ -60,10 +63,7 @@ enum img_type {
 	IMG_IFADDR,	/* ifaddr-ID.img (raw, `ip addr save`): a network namespace's addresses */
 	IMG_ROUTE,	/* route-ID.img (raw, `ip route save`): its IPv4 routes */
 	IMG_ROUTE6,	/* route6-ID.img (raw, `ip -6 route save`): its IPv6 routes */
-	IMG_FD_SHARE,	/* fd-share.img: fds sharing another process's description */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
-	IMG_TMPFS,	/* tmpfs-MNTID.img: a tmpfs mount's files */
-	IMG_MQUEUES,	/* mqueues-ID.img: an IPC namespace's POSIX message queues */
 	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
 	IMG_NR_TYPES
 };

@@ -5,8 +5,8 @@
  * unmounted and mounts it made since. mountpoints-1.img lists every mount
  * (CRIU's mnt_entry) with how restore makes it from memdump's copy: kept
  * (with its propagation: private, slave, or as memdump's), unmounted, or
- * mounted: proc, sysfs, mqueue, devpts, tmpfs (its files in
- * tmpfs-MNTID.img), and bind mounts of a path the namespace sees. A root
+ * mounted: proc, sysfs, mqueue, devpts, tmpfs (its files in its entry,
+ * memdump's field 55), and bind mounts of a path the namespace sees. A root
  * of its own (pivot_root, a container) is a bind mount of a path memdump
  * sees, and so is every mount from outside it (a cgroup hierarchy); any
  * other mount is refused by name.
@@ -404,11 +404,50 @@ static char *data_of(const char *super)
 }
 
 struct tmpfs_walk {
-	struct image *img;
+	TmpfsFileEntry **files;		/* for mnt_entry.tmpfs_files, parents first */
+	size_t n;
 	dev_t dev;
 	uint64_t bytes;
 	const char *mp;
 };
+
+static void tmpfs_files_free(struct tmpfs_walk *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->files[i]->path);
+		free(w->files[i]->link);
+		free(w->files[i]->data.data);
+		free(w->files[i]);
+	}
+	free(w->files);
+	w->files = NULL;
+	w->n = 0;
+}
+
+/* A copy of e into w's files: its path and link copied, its data taken (w frees it). */
+static int keep_file(struct tmpfs_walk *w, const TmpfsFileEntry *e)
+{
+	TmpfsFileEntry **v = realloc(w->files, (w->n + 1) * sizeof(*v));
+	TmpfsFileEntry *f = malloc(sizeof(*f));
+
+	if (v)
+		w->files = v;
+	if (!v || !f) {
+		free(f);
+		return -ENOMEM;
+	}
+	*f = *e;
+	f->path = strdup(e->path);
+	f->link = e->link ? strdup(e->link) : NULL;
+	if (!f->path || (e->link && !f->link)) {
+		free(f->path);
+		free(f->link);
+		free(f);
+		return -ENOMEM;
+	}
+	w->files[w->n++] = f;
+	return 0;
+}
 
 static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel);
 
@@ -457,7 +496,7 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 	e.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
 	if (st.st_dev != w->dev) {	/* another mount's root on an entry of it (hidden: */
 		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
-		return img_write_msg(w->img, &e.base);
+		return keep_file(w, &e);
 	}
 	if (S_ISREG(st.st_mode) && st.st_nlink > 1)
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has %lu hard links, which restore does "
@@ -495,8 +534,9 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 		e.has_rdev = true;
 		e.rdev = st.st_rdev;
 	}
-	ret = img_write_msg(w->img, &e.base);
-	free(data);
+	ret = keep_file(w, &e);
+	if (ret)
+		free(data);	/* else the kept entry holds it */
 	if (!ret && S_ISDIR(st.st_mode)) {
 		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
@@ -533,10 +573,9 @@ static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
 	return ret;
 }
 
-/* tmpfs-MNTID.img: the files of the tmpfs mounted at m, read through the process's root. */
-static int dump_tmpfs(struct dump_ctx *d, const struct mount *m)
+/* The files of the tmpfs mounted at m, read through the process's root, into w. */
+static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
 {
-	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char path[4200];
 	struct stat st;
 	int fd, ret;
@@ -550,18 +589,38 @@ static int dump_tmpfs(struct dump_ctx *d, const struct mount *m)
 		close(fd);
 		return -errno;
 	}
-	w.dev = st.st_dev;
-	ret = img_create(&d->dir, IMG_TMPFS, (unsigned)m->id, &w.img);
-	if (ret) {
-		close(fd);
+	w->dev = st.st_dev;
+	ret = walk_dir(w, fd, "");	/* closes fd */
+	if (ret)
+		tmpfs_files_free(w);
+	return ret;
+}
+
+/* Its files into e (memdump's field 55), if the entry stays one a reader takes. */
+static int add_tmpfs(const struct dump_ctx *d, const struct mount *m, MntEntry *e,
+		     struct tmpfs_walk *w)
+{
+	size_t len;
+	int ret = dump_tmpfs(d, m, w);
+
+	if (ret)
 		return ret;
-	}
-	ret = walk_dir(&w, fd, "");
-	if (ret) {
-		img_abort(w.img);
-		return ret;
-	}
-	return img_close(w.img);
+	e->n_tmpfs_files = w->n;
+	e->tmpfs_files = w->files;
+	len = protobuf_c_message_get_packed_size(&e->base);
+	if (len > IMG_MAX_ENTRY)
+		return fail(-EFBIG, "tmpfs at %s: its %zu files take %zu bytes, more than the %u "
+			    "of one entry of mountpoints-1.img", m->mountpoint, w->n, len,
+			    IMG_MAX_ENTRY);
+	return 0;
+}
+
+/* A tmpfs the process mounted itself, whose files restore makes. */
+static bool made_tmpfs(const struct mnt_plan *p, size_t i)
+{
+	const struct mount *m = &p->theirs.m[i];
+
+	return p->how[i] == HOW_MOUNTED && !strcmp(m->fstype, "tmpfs") && !strcmp(m->root, "/");
 }
 
 /* The key --external mnt[POINT]:KEY gives the bind mount at m's point, or NULL. */
@@ -578,8 +637,9 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 {
 	const struct mount *m = &p->theirs.m[i];
 	MntEntry e = MNT_ENTRY__INIT;
+	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char *data = data_of(m->super), *src = NULL;
-	int ret, from = -2;
+	int ret = 0, from = -2;
 
 	e.fstype = criu_fstype(m->fstype);
 	e.mnt_id = (uint32_t)m->id;
@@ -611,7 +671,11 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.has_in_child = true;
 		e.in_child = in[i];
 	}
-	ret = img_write_msg(img, &e.base);
+	if (made_tmpfs(p, i))
+		ret = add_tmpfs(d, m, &e, &w);
+	if (!ret)
+		ret = img_write_msg(img, &e.base);
+	tmpfs_files_free(&w);
 	free(data);
 	free(src);
 	return ret;
@@ -651,10 +715,6 @@ int mntns_dump(struct dump_ctx *d)
 		img_abort(img);
 	else if (img)
 		ret = img_close(img);
-	for (size_t i = 0; i < p.theirs.n && !ret; i++)
-		if (p.how[i] == HOW_MOUNTED && !strcmp(p.theirs.m[i].fstype, "tmpfs") &&
-		    !strcmp(p.theirs.m[i].root, "/"))
-			ret = dump_tmpfs(d, &p.theirs.m[i]);
 	plan_free(&p);
 	free(in);
 	return ret;

@@ -1,6 +1,6 @@
 /*
  * mntns.c: a mount namespace of the process's own, as what it changed from
- * memdump's (mountpoints-1.img, tmpfs-MNTID.img).
+ * memdump's (mountpoints-1.img, a tmpfs's files in its mount's entry).
  */
 #ifndef MEMDUMP_MNTNS_H
 #define MEMDUMP_MNTNS_H

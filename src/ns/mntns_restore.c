@@ -255,43 +255,20 @@ static void set_mtime(int dirfd, const TmpfsFileEntry *f)
 		utimensat(dirfd, f->path, ts, AT_SYMLINK_NOFOLLOW);
 }
 
-/* The files of tmpfs e, from tmpfs-MNTID.img, into the mount at at. */
-static int fill_tmpfs(const struct rst *r, const MntEntry *e, const char *at)
+/* The files of tmpfs e (its tmpfs_files, memdump's field 55) into the mount at at. */
+static int fill_tmpfs(const MntEntry *e, const char *at)
 {
-	TmpfsFileEntry **files = NULL;
-	struct image *img;
-	size_t n = 0;
-	void *msg;
-	int dirfd, ret = img_open(r->ds.dirfd, IMG_TMPFS, e->mnt_id, &img);
+	int ret = 0, dirfd = open(at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (ret)
-		return ret;
-	while ((ret = img_read_msg(img, &tmpfs_file_entry__descriptor, &msg)) == 1) {
-		TmpfsFileEntry **nf = realloc(files, (n + 1) * sizeof(*nf));
-
-		if (!nf) {
-			img_free(&tmpfs_file_entry__descriptor, msg);
-			ret = -ENOMEM;
-			break;
-		}
-		files = nf;
-		files[n++] = msg;
-	}
-	img_abort(img);
-	dirfd = ret < 0 ? -1 : open(at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ret >= 0 && dirfd < 0)
-		ret = fail(-errno, "cannot open the restored tmpfs at %s: %s", e->mountpoint,
-			   strerror(errno));
-	for (size_t i = 0; ret >= 0 && i < n; i++)
-		ret = make_file(dirfd, files[i], e->mountpoint);
-	for (size_t i = n; ret >= 0 && i-- > 0;)
-		set_mtime(dirfd, files[i]);	/* children first: a directory's last */
-	if (dirfd >= 0)
-		close(dirfd);
-	for (size_t i = 0; i < n; i++)
-		img_free(&tmpfs_file_entry__descriptor, files[i]);
-	free(files);
-	return ret < 0 ? ret : 0;
+	if (dirfd < 0)
+		return fail(-errno, "cannot open the restored tmpfs at %s: %s", e->mountpoint,
+			    strerror(errno));
+	for (size_t i = 0; !ret && i < e->n_tmpfs_files; i++)
+		ret = make_file(dirfd, e->tmpfs_files[i], e->mountpoint);
+	for (size_t i = e->n_tmpfs_files; !ret && i-- > 0;)
+		set_mtime(dirfd, e->tmpfs_files[i]);	/* children first: a directory's last */
+	close(dirfd);
+	return ret;
 }
 
 #define MOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | \
@@ -360,7 +337,7 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 	if (!ret && !e->bind_from)
 		note_dev(r, at);
 	if (!ret && e->fsname && !strcmp(e->fsname, "tmpfs") && !e->bind_from) {
-		ret = fill_tmpfs(r, e, at);
+		ret = fill_tmpfs(e, at);
 		if (ret)
 			snprintf(why, len, "%s", fail_reason());
 		return ret;

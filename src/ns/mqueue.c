@@ -5,8 +5,8 @@
  * fsmount: the namespace's own superblock, nothing mounted anywhere); each
  * one is read whole while the target is frozen (mq_receive of every message)
  * and its messages sent back in the order they came, so the queue is as it
- * was, into mqueues-1.img (memdump's own image, with a magic of its own that
- * crit does not know; written only when there is a queue).
+ * was, into the namespace's ipcns-var-1.img (ipc_var_entry.mqueues, field
+ * 50: memdump's, which crit skips; CRIU has no image for them).
  *
  * Refused by name: a queue with an mq_notify registration (sending the
  * messages back could fire it, and restore could not register it again),
@@ -177,15 +177,44 @@ static int take_and_put_back(mqd_t mq, const char *name, const struct mq_attr *a
 	return ret;
 }
 
-struct mq_out {
-	struct img_dir *dir;
-	struct image *img;	/* made with the first queue: none, no image */
+/* A queue as dumped: its entry first, so that the set's pointers to entries free it. */
+struct mq_queue {
+	MqueueEntry e;
+	struct mq_msgs msgs;
 };
+
+/* One more queue into s; its messages are taken from q. */
+static int add_queue(struct mq_set *s, const char *name, const struct stat *st,
+		     const struct mq_attr *a, struct mq_msgs *q)
+{
+	MqueueEntry **v = realloc(s->q, (s->n + 1) * sizeof(*v));
+	struct mq_queue *mq = calloc(1, sizeof(*mq));
+	char *n = strdup(name);
+
+	if (v)
+		s->q = v;
+	if (!v || !mq || !n) {
+		free(mq);
+		free(n);
+		return -ENOMEM;
+	}
+	mqueue_entry__init(&mq->e);
+	mq->e.name = n;
+	mq->e.mode = st->st_mode & 07777;
+	mq->e.uid = st->st_uid;
+	mq->e.gid = st->st_gid;
+	mq->e.maxmsg = (uint64_t)a->mq_maxmsg;
+	mq->e.msgsize = (uint64_t)a->mq_msgsize;
+	mq->msgs = *q;
+	*q = (struct mq_msgs){ 0 };
+	mq->e.n_msgs = mq->msgs.n;
+	mq->e.msgs = mq->msgs.pm;
+	s->q[s->n++] = &mq->e;
+	return 0;
+}
 
 static int dump_one(int root, const char *name, void *arg)
 {
-	struct mq_out *out = arg;
-	MqueueEntry e = MQUEUE_ENTRY__INIT;
 	struct mq_msgs q = { 0 };
 	struct mq_attr a;
 	struct stat st;
@@ -208,33 +237,33 @@ static int dump_one(int root, const char *name, void *arg)
 	if (!ret)
 		ret = take_and_put_back(mq, name, &a, &q);
 	mq_close(mq);
-	e.name = (char *)name;
-	e.mode = st.st_mode & 07777;
-	e.uid = st.st_uid;
-	e.gid = st.st_gid;
-	e.maxmsg = (uint64_t)a.mq_maxmsg;
-	e.msgsize = (uint64_t)a.mq_msgsize;
-	e.n_msgs = q.n;
-	e.msgs = q.pm;
-	if (!ret && !out->img)
-		ret = img_create(out->dir, IMG_MQUEUES, NS_ID, &out->img);
-	if (!ret)
-		ret = img_write_msg(out->img, &e.base);
 	if (!ret)
 		pr_info("POSIX message queue %s: %zu messages\n", path, q.n);
+	if (!ret)
+		ret = add_queue(arg, name, &st, &a, &q);
 	msgs_free(&q);
 	return ret;
 }
 
-int mqueue_dump(struct img_dir *dir)
+void mqueue_set_free(struct mq_set *s)
 {
-	struct mq_out out = { dir, NULL };
-	int ret = each_queue(dump_one, &out);
+	for (size_t i = 0; i < s->n; i++) {
+		struct mq_queue *mq = (struct mq_queue *)s->q[i];
 
-	if (out.img && ret)
-		img_abort(out.img);
-	else if (out.img)
-		ret = img_close(out.img);
+		msgs_free(&mq->msgs);
+		free(mq->e.name);
+		free(mq);
+	}
+	free(s->q);
+	*s = (struct mq_set){ 0 };
+}
+
+int mqueue_dump(struct mq_set *s)
+{
+	int ret = each_queue(dump_one, s);
+
+	if (ret)
+		mqueue_set_free(s);
 	return ret;
 }
 

@@ -1,5 +1,5 @@
 /*
- * POSIX message queues (ns/mqueue.c saved them in mqueues-1.img): in the
+ * POSIX message queues (ns/mqueue.c saved them in ipcns-var-1.img): in the
  * fresh IPC namespace this thread made, each queue is created with its name,
  * attributes, owner and mode, and its messages sent in the order they were
  * received at the dump, so mq_receive gives them in the same order again.
@@ -25,8 +25,6 @@
 #include "mqueue.pb-c.h"
 #include "ns/mqueue.h"
 
-#define NS_ID		1
-
 static bool name_ok(const char *name)
 {
 	return name && name[0] && !strchr(name, '/') && strlen(name) <= NAME_MAX;
@@ -50,7 +48,7 @@ static int create_one(const MqueueEntry *e)
 	mqd_t mq;
 
 	if (!name_ok(e->name) || e->n_msgs > e->maxmsg)
-		return fail(-EIO, "image mqueues-1.img is corrupt: a queue named \"%s\" with %zu "
+		return fail(-EIO, "image ipcns-var-1.img is corrupt: a POSIX message queue named \"%s\" with %zu "
 			    "of %" PRIu64 " messages", e->name ? e->name : "", e->n_msgs, e->maxmsg);
 	snprintf(path, sizeof(path), "/%s", e->name);
 	mq = mq_open(path, O_CREAT | O_EXCL | O_RDWR | O_NONBLOCK | O_CLOEXEC, 0600, &a);
@@ -68,30 +66,16 @@ static int create_one(const MqueueEntry *e)
 	return ret;
 }
 
-int mqueue_restore_ns(struct rst *r)
+int mqueue_restore_ns(MqueueEntry *const *q, size_t n)
 {
 	struct rlimit old, inf = { RLIM_INFINITY, RLIM_INFINITY };
-	struct image *img;
-	char name[64];
-	void *e;
-	int ret;
+	int ret = 0;
 
-	img_name(IMG_MQUEUES, NS_ID, name, sizeof(name));
-	if (faccessat(r->ds.dirfd, name, F_OK, 0))
-		return 0;	/* a dump made before memdump saved them */
-	ret = img_open(r->ds.dirfd, IMG_MQUEUES, NS_ID, &img);
-	if (ret)
-		return ret;
 	getrlimit(RLIMIT_MSGQUEUE, &old);	/* memdump's user is charged: not the owner's limit */
 	setrlimit(RLIMIT_MSGQUEUE, &inf);
-	while ((ret = img_read_msg(img, &mqueue_entry__descriptor, &e)) == 1) {
-		ret = create_one(e);
-		img_free(&mqueue_entry__descriptor, e);
-		if (ret)
-			break;
-	}
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = create_one(q[i]);
 	setrlimit(RLIMIT_MSGQUEUE, &old);
-	img_abort(img);
 	return ret;
 }
 

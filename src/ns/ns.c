@@ -8,7 +8,7 @@
  *
  * Not saved (documented in docs/trees-and-namespaces.md): SysV times and last PIDs
  * (shm_atime, sem_otime, msg_lspid ...), semaphore undo lists (SEM_UNDO
- * adjustments are lost). POSIX message queues: mqueue.c.
+ * adjustments are lost). POSIX message queues: mqueue.c (in ipcns-var-1.img).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -244,8 +244,23 @@ static int read_sysctl(const char *name, uint64_t *v, int n)
 	return i == n ? 0 : fail(-EINVAL, "%s: expected %d numbers", path, n);
 }
 
-/* The sysctls of the namespace this thread is in. */
-static int dump_ipc_var(struct img_dir *dir)
+/* The queues in e (memdump's field 50), if the entry stays one a reader takes. */
+static int add_mqueues(IpcVarEntry *e, const struct mq_set *mq)
+{
+	size_t len;
+
+	e->n_mqueues = mq->n;
+	e->mqueues = mq->q;
+	len = protobuf_c_message_get_packed_size(&e->base);
+	if (len > IMG_MAX_ENTRY)
+		return fail(-EFBIG, "the POSIX message queues of its IPC namespace (%zu queues) "
+			    "take %zu bytes, more than the %u of one entry of ipcns-var-1.img",
+			    mq->n, len, IMG_MAX_ENTRY);
+	return 0;
+}
+
+/* The sysctls of the namespace this thread is in, and its POSIX message queues (mq). */
+static int dump_ipc_var(struct img_dir *dir, const struct mq_set *mq)
 {
 	static const char *const names[] = {
 		"kernel/msgmax", "kernel/msgmnb", "kernel/msgmni", "kernel/auto_msgmni",
@@ -275,7 +290,9 @@ static int dump_ipc_var(struct img_dir *dir)
 	e.mq_msg_default = v[11]; e.mq_msgsize_default = v[12];
 	e.has_msg_next_id = e.has_sem_next_id = e.has_shm_next_id = true;
 	e.msg_next_id = v[13]; e.sem_next_id = v[14]; e.shm_next_id = v[15];
-	ret = img_create(dir, IMG_IPC_VAR, NS_ID, &img);
+	ret = add_mqueues(&e, mq);
+	if (!ret)
+		ret = img_create(dir, IMG_IPC_VAR, NS_ID, &img);
 	return ret ? ret : close_image(img, write_entry(img, &e.base));
 }
 
@@ -447,21 +464,23 @@ static int check_sysv_vmas(const struct dump_ctx *d)
 static int dump_ipc(struct dump_ctx *d)
 {
 	const struct ns_kind *k = ns_kind_by_name("ipc");
+	struct mq_set mq = { 0 };
 	int back, ret = ns_enter_pid(d->pid, k, &back);
 
 	if (ret)
 		return ret;
 	ret = check_sysv_vmas(d);
+	if (!ret && (!d->tree || d->tree->procs[0].pid == d->pid))
+		ret = mqueue_dump(&mq);	/* the tree's root holds them for all */
 	if (!ret)
-		ret = dump_ipc_var(&d->dir);
+		ret = dump_ipc_var(&d->dir, &mq);
+	mqueue_set_free(&mq);
 	if (!ret)
 		ret = dump_shms(&d->dir);
 	if (!ret)
 		ret = dump_sems(&d->dir);
 	if (!ret)
 		ret = dump_msqs(&d->dir);
-	if (!ret && (!d->tree || d->tree->procs[0].pid == d->pid))
-		ret = mqueue_dump(&d->dir);	/* the tree's root holds them for all */
 	ns_return(back, k);
 	return ret;
 }

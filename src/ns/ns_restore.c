@@ -331,7 +331,7 @@ static int restore_ipc(struct rst *r)
 		ret = restore_objects(r, IMG_IPCNS_MSG, &ipc_msg_entry__descriptor, one_msq,
 				      v->msg_ctlmax);
 	if (!ret)
-		ret = mqueue_restore_ns(r);
+		ret = mqueue_restore_ns(v->mqueues, v->n_mqueues);
 	if (!ret && v->has_shm_next_id)
 		ret = next_id("shm", v->shm_next_id);
 	if (!ret && v->has_sem_next_id)

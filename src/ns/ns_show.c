@@ -9,7 +9,7 @@
 #include "image/image.h"
 
 #include "ipc-msg.pb-c.h"
-#include "mqueue.pb-c.h"
+#include "ipc-var.pb-c.h"
 #include "ipc-sem.pb-c.h"
 #include "ipc-shm.pb-c.h"
 #include "netdev.pb-c.h"
@@ -32,8 +32,6 @@ static int skip(struct image *img, uint64_t len)
 /* Bytes that follow an entry: the segment, the semaphores, or the messages. */
 static int skip_data(struct image *img, enum img_type t, const void *e)
 {
-	if (t == IMG_MQUEUES)
-		return 0;	/* the messages are in the entry */
 	if (t == IMG_IPCNS_SHM)
 		return skip(img, (((const IpcShmEntry *)e)->size + 3) & ~3ULL);
 	if (t == IMG_IPCNS_SEM)
@@ -71,6 +69,19 @@ static long count(int dirfd, enum img_type t, const ProtobufCMessageDescriptor *
 	}
 	img_abort(img);
 	return ret ? -1 : n;
+}
+
+/* The POSIX message queues ipcns-var-1.img holds (memdump's field 50), or -1. */
+static long posix_queues(int dirfd)
+{
+	IpcVarEntry *v;
+	long n;
+
+	if (img_read_one(dirfd, IMG_IPC_VAR, 1, &ipc_var_entry__descriptor, (void **)&v))
+		return -1;
+	n = (long)v->n_mqueues;
+	img_free(&ipc_var_entry__descriptor, v);
+	return n;
 }
 
 static const char *plural(long n) { return n == 1 ? "" : "s"; }
@@ -119,12 +130,7 @@ void show_namespaces(const struct dumpset *ds)
 		long sem = count(ds->dirfd, IMG_IPCNS_SEM, &ipc_sem_entry__descriptor);
 		long msg = count(ds->dirfd, IMG_IPCNS_MSG, &ipc_msg_entry__descriptor);
 
-		char name[64];
-		long mq = 0;
-
-		img_name(IMG_MQUEUES, 1, name, sizeof(name));
-		if (!faccessat(ds->dirfd, name, F_OK, 0))	/* older dumps have none */
-			mq = count(ds->dirfd, IMG_MQUEUES, &mqueue_entry__descriptor);
+		long mq = posix_queues(ds->dirfd);
 		printf("ipc namespace: %ld shm segment%s, %ld semaphore set%s, %ld message queue%s, "
 		       "%ld POSIX message queue%s\n", shm, plural(shm), sem, plural(sem), msg,
 		       plural(msg), mq, plural(mq));

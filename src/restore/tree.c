@@ -5,7 +5,8 @@
  *
  *   1. Every set is loaded and checked as the root's is, and its place in
  *      the tree (its parent is the root or a process listed before it);
- *      fd-share.img says which fds take an earlier process's description.
+ *      fdinfo-1.img says which fds take an earlier process's description
+ *      (share_pid, share_fd).
  *   2. Every process is prepared in memdump, in tree order: its files (a
  *      shared description is a copy of its first holder's fd; a pipe met in
  *      several processes is created once, its data put back once, and so
@@ -119,25 +120,34 @@ static bool has_fd(const struct dumpset *ds, uint32_t fd)
 	return false;
 }
 
-/* fd-share.img of member i: each fd and the earlier process it shares with. */
+static int share_corrupt(const struct rst *m, const FdinfoEntry *e)
+{
+	return fail(-EIO, "image fdinfo-1.img of process %d is corrupt: fd %u shares with fd "
+		    "%u of process %u, which the images do not hold", m->pid, e->fd, e->share_fd,
+		    e->share_pid);
+}
+
+/* Member i's fds that take an earlier process's description (share_pid in fdinfo-1.img). */
 static int load_shares(struct rst *root, size_t i)
 {
 	struct rst *m = &root->tree->m[i];
-	FdShareEntry **e = m->ds.fd_shares;
-	size_t n = m->ds.nr_fd_shares;
+	FdinfoEntry **e = m->ds.fds;
+	size_t n = m->ds.nr_fds;
 
 	m->shares = calloc(n + 1, sizeof(*m->shares));
 	if (!m->shares)
 		return -ENOMEM;
 	for (size_t k = 0; k < n; k++) {
-		struct rst *o = proc_of(root, (pid_t)e[k]->owner_pid, i);
+		struct rst *o;
 
-		if (!o || !has_fd(&m->ds, e[k]->fd) || !has_fd(&o->ds, e[k]->owner_fd))
-			return fail(-EIO, "image fd-share.img of process %d is corrupt: fd %u "
-				    "shares with fd %u of process %u, which the images do not hold",
-				    m->pid, e[k]->fd, e[k]->owner_fd, e[k]->owner_pid);
+		if (!e[k]->has_share_pid && !e[k]->has_share_fd)
+			continue;
+		o = proc_of(root, (pid_t)e[k]->share_pid, i);
+		if (!e[k]->has_share_pid || !e[k]->has_share_fd || !o ||
+		    !has_fd(&o->ds, e[k]->share_fd))
+			return share_corrupt(m, e[k]);
 		m->shares[m->nr_shares++] = (struct rst_share){ .fd = (int)e[k]->fd, .owner = o,
-			.owner_fd = (int)e[k]->owner_fd, .src = -1 };
+			.owner_fd = (int)e[k]->share_fd, .src = -1 };
 	}
 	return 0;
 }

@@ -1,13 +1,13 @@
 /*
  * UNIX sockets between processes of a restored tree. Each socket is opened
  * by one process, the first of the tree (pstree order) that holds it: the
- * others get a copy of its description (fd-share.img). When a socket's peer,
- * or the listener its connection was accepted from, is opened by another
- * process, whichever of the two comes first makes the connection as one
- * process's restore would (a socketpair; connect to the listener and accept,
- * so both names are the dumped ones; a datagram socket bound and connected
- * to its peer's name) and keeps the other process's end in the tree
- * (tree_sock_put) until that process takes it. A listener or a datagram
+ * others get a copy of its description (share_pid in their fdinfo-1.img).
+ * When a socket's peer, or the listener its connection was accepted from, is
+ * opened by another process, whichever of the two comes first makes the
+ * connection as one process's restore would (a socketpair; connect to the
+ * listener and accept, so both names are the dumped ones; a datagram socket
+ * bound and connected to its peer's name) and keeps the other process's end
+ * in the tree (tree_sock_put) until that process takes it. A listener or a datagram
  * peer another process opens later is made ahead for it the same way.
  *
  * Queued data: each receive queue is in the set of the process opening the
