@@ -228,8 +228,12 @@ static void text_locks(const struct dumpset *ds)
 
 		printf("%-10s fd %d %s %s", i ? "" : "locks", l->fd, l->flag == 1 ? "POSIX" :
 		       l->flag == 2 ? "flock" : l->flag == 8 ? "lease" : "OFD",
-		       l->type == 0 ? "read" : "write");
-		if (l->flag == 2 || l->flag == 8)
+		       (l->type & 4) && l->has_lease_held ? (l->lease_held == 0 ? "read" : "write") :
+		       (l->type & 4) ? "" : l->type == 0 ? "read" : "write");
+		if (l->flag == 8 && (l->type & 4))	/* LEASE_BREAKING: to its target */
+			printf("%sbeing broken to %s", l->has_lease_held ? ", " : "",
+			       (l->type & ~4u) == 0 ? "read" : "unlock");
+		else if (l->flag == 2 || l->flag == 8)
 			;	/* flock and lease: the whole file */
 		else if (l->len)
 			printf(" from %" PRId64 " for %" PRId64 " bytes", l->start, l->len);
