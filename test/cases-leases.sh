@@ -44,6 +44,20 @@ case_leasebrk_tree() {
 add lease-brk-tree case_leasebrk_tree tree
 add lease-brk-handed case_leasebrk_tree handed
 
+# A child's blocking open for writing waits on its parent's read lease: after
+# the restore it waits on, restarted, until the parent gives the lease up.
+case_leasebrk_waiter() {
+	start_prog t-leasebrk waiter
+	local c=${READY[2]}
+	track "$c"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS waiter" ]] || fail "program said $RESULT"
+}
+add lease-brk-waiter case_leasebrk_waiter
+
 # Another process opened brk-ro for reading since the dump: the write lease
 # cannot be taken again, the restore fails naming it and leaves nothing running.
 case_leasebrk_conflict() {

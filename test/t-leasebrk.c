@@ -17,6 +17,9 @@
  * a fork: the child holds the same open file description; `handed`: the
  * parent closed its fd after the fork, the child alone holds the lease. The
  * child checks its fd on the parent's word, the parent the rest.
+ * `waiter`: fd 10 is DIR/brk-wait, O_RDONLY, a read lease a child's blocking
+ * open for writing waits on: after SIGUSR1 it still waits, until the parent
+ * gives the lease up; then its open succeeds.
  * READY <pid> [<child>] */
 #include "tlib.h"
 #include <fcntl.h>
@@ -248,6 +251,42 @@ static void run_tree(bool handed)
 	t_pass(handed ? "handed" : "tree");
 }
 
+/* A child's blocking open for writing waits on fd 10's read lease. */
+static void run_waiter(void)
+{
+	int st;
+	pid_t c;
+
+	open_at("brk-wait", O_RDONLY, 10);
+	if (fcntl(10, F_SETSIG, SIGIO) || fcntl(10, F_SETLEASE, F_RDLCK))
+		t_fail("fd 10: F_SETLEASE: %s", strerror(errno));
+	c = fork();
+	if (c == 0) {
+		char p[600];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		path_of("brk-wait", p, sizeof(p));
+		_exit(open(p, O_WRONLY) >= 0 ? 0 : 1);
+	}
+	wait_signals(10, 1);	/* its open met the lease */
+	t_ready("%d", (int)c);
+	t_wait_usr1();
+	t_check_common();
+	no_ghost();
+	expect_lease(10, F_UNLCK);
+	expect_breaking(10);
+	if (waitpid(c, &st, WNOHANG) != 0)
+		t_fail("the child's open did not wait for the lease");
+	if (fcntl(10, F_SETLEASE, F_UNLCK))
+		t_fail("fd 10: cannot give the lease up: %s", strerror(errno));
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+		t_fail("the child's open failed once the lease was given up (status %#x)", st);
+	if (got[10] != 1)
+		t_fail("fd 10: %d break signals, want 1", (int)got[10]);
+	no_ghost();
+	t_pass("waiter");
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_sigaction = on_break, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -261,5 +300,7 @@ int main(int argc, char **argv)
 		run_tree(false);
 	if (argc > 2 && !strcmp(argv[2], "handed"))
 		run_tree(true);
+	if (argc > 2 && !strcmp(argv[2], "waiter"))
+		run_waiter();
 	run_one();
 }
