@@ -77,6 +77,17 @@ case_leasebrk_conflict() {
 }
 add lease-brk-conflict case_leasebrk_conflict
 
+# Two read leases of one file, two open file descriptions, both being broken:
+# the first one broken again at restore would stop the second being taken.
+# Refused by name before the seize; the target runs on with both (--leave-running
+# too: expect_dump_refused), and checks them.
+case_leasebrk_two() {
+	start_prog t-leasebrk two
+	expect_dump_refused "$PID" "fd 1[01] holds a lease being broken on a file with 2 leases"
+	check_child_pass
+}
+add lease-brk-two-refused case_leasebrk_two
+
 # A killing dump whose worker is killed while the parasite runs: the target
 # runs on untraced, its leases still being broken (cases-fkinds.sh).
 add lease-brk-worker-killed case_fk_worker_killed t-leasebrk

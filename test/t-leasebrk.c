@@ -20,6 +20,8 @@
  * `waiter`: fd 10 is DIR/brk-wait, O_RDONLY, a read lease a child's blocking
  * open for writing waits on: after SIGUSR1 it still waits, until the parent
  * gives the lease up; then its open succeeds.
+ * `two`: fds 10 and 11 are two opens of DIR/brk-two, O_RDONLY, each with a
+ * read lease (fd 11's signal SIGRTMIN+3), both broken by one writer (refused).
  * READY <pid> [<child>] */
 #include "tlib.h"
 #include <fcntl.h>
@@ -287,6 +289,28 @@ static void run_waiter(void)
 	t_pass("waiter");
 }
 
+/* Two read leases of one file, two open file descriptions, broken by one writer. */
+static void run_two(void)
+{
+	open_at("brk-two", O_RDONLY, 10);
+	open_at("brk-two", O_RDONLY, 11);
+	if (fcntl(11, F_SETSIG, SIGRTMIN + 3) || fcntl(11, F_SETLEASE, F_RDLCK))
+		t_fail("fd 11: F_SETLEASE: %s", strerror(errno));
+	lease_and_break(10, F_RDLCK, SIGIO, "brk-two", O_WRONLY);
+	wait_signals(11, 1);
+	t_ready("");
+	t_wait_usr1();
+	t_check_common();
+	no_ghost();
+	expect_lease(10, F_UNLCK);
+	expect_lease(11, F_UNLCK);
+	if (fcntl(11, F_SETLEASE, F_UNLCK))
+		t_fail("fd 11: cannot give the lease up: %s", strerror(errno));
+	expect_open("brk-two", O_WRONLY, 1);	/* fd 10's lease still there */
+	give_up(10, "brk-two");
+	t_pass("two");
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_sigaction = on_break, .sa_flags = SA_SIGINFO | SA_RESTART };
@@ -302,5 +326,7 @@ int main(int argc, char **argv)
 		run_tree(true);
 	if (argc > 2 && !strcmp(argv[2], "waiter"))
 		run_waiter();
+	if (argc > 2 && !strcmp(argv[2], "two"))
+		run_two();
 	run_one();
 }

@@ -80,6 +80,21 @@ int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len)
 	return 1;
 }
 
+int leases_on_inode(const char *dev_ino)
+{
+	char *buf = NULL, *line, *save = NULL, id[64];
+	int n = 0;
+
+	if (proc_read_file("/proc/locks", &buf) < 0)
+		return -errno;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strstr(line, "->") && sscanf(line, "%*d: LEASE %*s %*s %*d %63s", id) == 1 &&
+		    !strcmp(id, dev_ino))
+			n++;
+	free(buf);
+	return n;
+}
+
 /* The restorer takes POSIX locks back from a fixed table (restorer.h). */
 static int too_many_posix(const struct dump_ctx *d, const struct lock_set *ls)
 {

@@ -43,6 +43,13 @@ struct lock_set {
  * is a waiter ("->"), -EOPNOTSUPP with what in kind[] (DELEG, ...).
  */
 int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len);
+/*
+ * How many leases /proc/locks shows on the file dev_ino ("maj:min:ino"), or
+ * -errno. Read leases of several open file descriptions being broken are
+ * refused (refuse.c): the first one broken again would stop the others
+ * being taken (no new lease while one is being broken to an unlock).
+ */
+int leases_on_inode(const char *dev_ino);
 /* The locks fd shows (held through its open file description). */
 int locks_collect(struct dump_ctx *d, int fd);
 int write_locks(struct dump_ctx *d);
