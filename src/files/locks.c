@@ -83,10 +83,11 @@ int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len)
 int leases_on_inode(const char *dev_ino)
 {
 	char *buf = NULL, *line, *save = NULL, id[64];
+	ssize_t got = proc_read_file("/proc/locks", &buf);
 	int n = 0;
 
-	if (proc_read_file("/proc/locks", &buf) < 0)
-		return -errno;
+	if (got < 0)
+		return (int)got;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		if (!strstr(line, "->") && sscanf(line, "%*d: LEASE %*s %*s %*d %63s", id) == 1 &&
 		    !strcmp(id, dev_ino))

@@ -3,9 +3,8 @@
  * itself, in the child once every fd has its number and nothing more is
  * closed before the blob (closing any fd of a file drops the process's
  * POSIX locks on it), so that each lock shows its own PID as it did. flock
- * and OFD locks and leases belong to the open file description (a lease set
- * after the fd's SIGIO owner was restored keeps it), POSIX locks to the
- * process; all are taken non-blocking: a lock someone else holds now is a
+ * and OFD locks and leases belong to the open file description, POSIX locks
+ * to the process; all are taken non-blocking: a lock someone else holds now is a
  * clear failure, not a hang. Leases are taken earlier, before the fds' SIGIO
  * owners are given back (leases_apply_in_child()); one being broken is
  * broken again there, by a non-blocking open of the kind that broke it, the
@@ -22,7 +21,6 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "files/locks.h"
-
 
 static const char *kind(const FileLockEntry *l)
 {
