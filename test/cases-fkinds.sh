@@ -31,7 +31,7 @@ case_lease_conflict() {
 	wait_until 5 eval '[[ -e /proc/'"$holder"'/fd/3 ]]' || fail "the writer did not start"
 	md restore restore -D "$T/d"
 	expect_md_error
-	grep -q "cannot take the lease read lock of fd 10 (0+0): the file is open elsewhere in a conflicting mode" "$MD_ERR" ||
+	grep -q "cannot take the read lease of fd 10: the file is open elsewhere in a conflicting mode" "$MD_ERR" ||
 		fail "the error does not name the lease"
 	alive "$PID" && fail "a failed restore left pid $PID running"
 	kill "$holder"; wait "$holder" 2> /dev/null

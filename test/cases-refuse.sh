@@ -90,14 +90,8 @@ case_rst_rlimits() {
 }
 add rst-rlimits case_rst_rlimits
 
-# File locks and leases are restored (cases-files2.sh, cases-fkinds.sh); a
-# lease being broken (another process's open waits on it) is refused.
-case_refuse_lease() {
-	start_prog t-lease breaking
-	expect_dump_refused "$PID" "fd 10 holds a file lease being broken \\(LEASE BREAKING\\)"
-	expect_untraced "$PID"
-}
-add refuse-lease case_refuse_lease
+# File locks and leases are restored (cases-files2.sh, cases-fkinds.sh), and
+# leases being broken too (cases-leases.sh).
 
 # A SIGSTOPped target stays stopped with --leave-running and comes back stopped.
 case_rst_stopped() {

@@ -231,10 +231,15 @@ static void text_locks(const struct dumpset *ds)
 	for (size_t i = 0; i < ds->nr_locks; i++) {
 		const FileLockEntry *l = ds->locks[i];
 
+		bool breaking = l->flag == 8 && (l->type & 4);	/* a lease, LEASE_BREAKING */
+		uint32_t type = breaking ? (l->has_lease_held ? l->lease_held : 3) : l->type;
+
 		printf("%-10s fd %d %s %s", i ? "" : "locks", l->fd, l->flag == 1 ? "POSIX" :
 		       l->flag == 2 ? "flock" : l->flag == 8 ? "lease" : "OFD",
-		       l->type == 0 ? "read" : "write");
-		if (l->flag == 2 || l->flag == 8)
+		       type == 0 ? "read" : type == 1 ? "write" : "of the fd's mode");
+		if (breaking)	/* to its target */
+			printf(", being broken to %s", (l->type & ~4u) == 0 ? "read" : "unlock");
+		else if (l->flag == 2 || l->flag == 8)
 			;	/* flock and lease: the whole file */
 		else if (l->len)
 			printf(" from %" PRId64 " for %" PRId64 " bytes", l->start, l->len);

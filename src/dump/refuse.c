@@ -212,8 +212,9 @@ static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
  * "lock:" lines of an fd's fdinfo: flock, POSIX and OFD locks are restored
  * (POSIX ones by the restorer, once it has closed the fds it mapped files
  * through: a close drops the process's POSIX locks on that file), and read
- * and write leases; a lease being broken is not (its breaker waits, and the
- * kernel's break timer runs, in this system only).
+ * and write leases, held or being broken (restore breaks them again) but a
+ * lease being broken on a file other descriptions hold leases on too (locks.h).
+ * What else fdinfo shows (delegations, what memdump cannot read) is refused.
  */
 static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 {
@@ -226,15 +227,19 @@ static void check_fd_locks(pid_t pid, int fd, struct refusals *r)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		struct file_lock l;
-		int ret;
+		int ret, n;
 
 		if (strncmp(line, "lock:", 5))
 			continue;
 		ret = lock_parse(line, &l, kind, sizeof(kind));
-		if (ret < 0 && !strcmp(kind, "LEASE BREAKING"))
-			refuse_add(r, "fd %d holds a file lease being broken (LEASE BREAKING), whose "
-				   "break memdump cannot restore exactly", fd);
-		else if (ret < 0)
+		if (ret > 0 && l.flag == FL_LEASE && (l.type & LEASE_BREAKING) &&
+		    (n = leases_on_inode(l.dev_ino)) > 1) {
+			refuse_add(r, "fd %d holds a lease being broken on a file with %d leases "
+				   "(of other open file descriptions), which restore cannot all "
+				   "take back before it breaks them again", fd, n);
+			break;
+		}
+		if (ret < 0)
 			refuse_add(r, "fd %d holds a %s %s", fd, !strncmp(kind, "LEASE", 5) ||
 				   !strncmp(kind, "DELEG", 5) ? "file lease" : "file lock", kind);
 		if (ret < 0)

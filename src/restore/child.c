@@ -273,7 +273,9 @@ static void child_table(struct rst *r)
 	share_followers(r, g + 1, n);
 	share_owner_wait(r, g + 1, n);	/* every follower's children forked */
 	child_fds(r, g, n + 1);
-	ret = files_fown_in_child(r, msg, sizeof(msg));
+	ret = leases_apply_in_child(r, msg, sizeof(msg));	/* before their SIGIO owners */
+	if (!ret)
+		ret = files_fown_in_child(r, msg, sizeof(msg));
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	share_owner_done(g + 1, n);
