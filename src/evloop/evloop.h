@@ -132,6 +132,15 @@ int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);
-int inotify_open(const InotifyFileEntry *e);
+/* ghosts: for each watch on a deleted file ("PATH (deleted)"), its ghost's path (or NULL) */
+int inotify_open(const InotifyFileEntry *e, const char *const *ghosts);
+/*
+ * An instance watching ghosts: the events the restore itself causes on them
+ * (writing, naming, deleting them again) are read away right before the
+ * process resumes, by inotify_drain_all(); inotify_drain_close frees the list.
+ */
+int inotify_drain_later(struct rst *r, int fd);
+void inotify_drain_all(struct rst *r);
+void inotify_drain_close(struct rst *r);
 
 #endif

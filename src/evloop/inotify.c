@@ -117,7 +117,35 @@ static bool find_watched(pid_t pid, const struct stat *want, char *path, size_t 
 	return cwd[0] == '/' && !ghost_is_deleted(cwd) && find_below(cwd, want, 2, path, len);
 }
 
-/* The path of a watched inode, into w->path; 0, or -errno with why[] filled. */
+/*
+ * Whether pid holds the file want on an fd: a deleted file watched is then
+ * recreated as that fd's ghost, and the watch added again on it.
+ */
+static bool held_by_fd(pid_t pid, const struct stat *want)
+{
+	char dir[64], p[320];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		found = is_file(p, want);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * The path of a watched inode, into w->path; 0, or -errno with why[] filled.
+ * A deleted file the process holds open keeps its "PATH (deleted)": restore
+ * watches the ghost it makes of it (fd_kinds.c).
+ */
 static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 {
 	struct { struct file_handle h; unsigned char b[MAX_HANDLE_BYTES]; } fh;
@@ -153,9 +181,14 @@ static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 			 "find (inode %lu)", w->wd, (unsigned long)want.st_ino);
 		return -ENOENT;
 	}
-	if (n <= 0 || path[0] != '/' || ghost_is_deleted(path)) {
-		snprintf(why, len, "an inotify watch (wd %u) on a deleted or unreachable file (%s)",
-			 w->wd, path);
+	if (n > 0 && path[0] == '/' && ghost_is_deleted(path) && !held_by_fd(pid, &want)) {
+		snprintf(why, len, "an inotify watch (wd %u) on a deleted file no fd of the process "
+			 "holds (%s), which a restore cannot make again", w->wd, path);
+		return -ENOENT;
+	}
+	if (n <= 0 || path[0] != '/') {
+		snprintf(why, len, "an inotify watch (wd %u) on an unreachable file (%s)", w->wd,
+			 path);
 		return -ENOENT;
 	}
 	w->path = strdup(path);

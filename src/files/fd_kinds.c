@@ -15,6 +15,7 @@
 #include "evloop/evloop_show.h"
 #include "files/fd_kinds.h"
 #include "files/files.h"
+#include "files/ghost.h"
 #include "files/files_show.h"
 #include "files/pidfd.h"
 #include "image/image.h"
@@ -198,9 +199,39 @@ static int memfd_check(struct rst *r, const FileEntry *fe)
 	       fail(-EIO, "files.img: memfd %u has no inode in memfd.img", fe->id);
 }
 
+/*
+ * The file entry of the deleted file "PATH (deleted)" an inotify watch is on:
+ * a file of the process recreated as a ghost (ghost.c), or NULL.
+ */
+static const FileEntry *watched_ghost(struct rst *r, const InotifyWdEntry *w)
+{
+	const char *path = w->f_handle ? w->f_handle->path : NULL;
+	size_t n = path ? strlen(path) : 0, k = strlen(" (deleted)");
+
+	if (!path || !ghost_is_deleted(path))
+		return NULL;
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		const char *name = dumpset_file_path(fe);
+
+		if (fe->type == FD_TYPES__REG && name && strlen(name) == n - k &&
+		    !strncmp(name, path, n - k) && dumpset_remap(&r->ds, fe->id))
+			return fe;
+	}
+	return NULL;
+}
+
 static int inotify_fd_check(struct rst *r, const FileEntry *fe)
 {
-	(void)r;
+	for (size_t i = 0; i < fe->ify->n_wd; i++) {
+		const InotifyWdEntry *w = fe->ify->wd[i];
+
+		if (w->f_handle && w->f_handle->path && ghost_is_deleted(w->f_handle->path) &&
+		    !watched_ghost(r, w))
+			return fail(-EIO, "files.img: inotify %u: watch %u is on the deleted file %s, "
+				    "of which the process has no ghost", fe->id, w->wd,
+				    w->f_handle->path);
+	}
 	return inotify_check(fe->ify);
 }
 
@@ -249,10 +280,28 @@ static int epoll_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return opened(d, epoll_open(fe->epfd));
 }
 
+/* Its watches on deleted files added on their ghosts, there while the fds are opened. */
 static int inotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
-	(void)r;
-	return opened(d, inotify_open(fe->ify));
+	const char **ghosts = calloc(fe->ify->n_wd + 1, sizeof(*ghosts));
+	bool any = false;
+	int ret;
+
+	if (!ghosts)
+		return -ENOMEM;
+	for (size_t i = 0; i < fe->ify->n_wd; i++) {
+		const FileEntry *g = watched_ghost(r, fe->ify->wd[i]);
+
+		ghosts[i] = g ? ghost_path(r, g->id) : NULL;
+		any |= g != NULL;
+	}
+	ret = opened(d, inotify_open(fe->ify, ghosts));
+	free(ghosts);
+	if (!ret && any && (ret = inotify_drain_later(r, d->fd))) {
+		close(d->fd);
+		d->fd = -1;
+	}
+	return ret;
 }
 
 static int unix_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
