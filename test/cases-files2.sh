@@ -155,27 +155,7 @@ time.sleep(60)' "$T" > "$T/i.out" 2>&1 < /dev/null &
 }
 add inotify-deleted case_inotify_deleted
 
-# fanotify stays refused, by name.
-case_fanotify_refused() {
-	python3 -c '
-import ctypes, os, time
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.fanotify_init(0, 0)
-if fd < 0:
-    print("NOFAN", ctypes.get_errno(), flush=True); time.sleep(60)
-print("READY", os.getpid(), fd, flush=True)
-time.sleep(60)' > "$T/f.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/f.out" '^(READY|NOFAN)' 10 || fail "python did not start"
-	grep -q NOFAN "$T/f.out" && { note "fanotify_init refused here: skipped"; return 0; }
-	md dump dump -t "$PID" -D "$T/d" --leave-running
-	expect_md_error
-	grep -qE "fd [0-9]+ \(anon_inode:\[fanotify\]: a fanotify group\)" "$MD_ERR" ||
-		fail "the error does not name the fanotify group"
-	no_inventory "$T/d"
-	expect_untraced "$PID"
-}
-add fanotify-refused case_fanotify_refused
+# fanotify: cases-evloop.sh (fanotify-*).
 
 # ---- file locks
 

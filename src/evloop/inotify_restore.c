@@ -128,10 +128,22 @@ int inotify_drain_later(struct rst *r, int fd)
 	return 0;
 }
 
+static bool is_fanotify(int fd)
+{
+	char proc[64], link[64];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	link[n < 0 ? 0 : n] = 0;
+	return !strcmp(link, "anon_inode:[fanotify]");
+}
+
 void inotify_drain_all(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_ify_drain; i++)
-		drain(r->ify_drain[i]);
+		is_fanotify(r->ify_drain[i]) ? fanotify_drain(r->ify_drain[i])
+					     : drain(r->ify_drain[i]);
 	inotify_drain_close(r);
 }
 

@@ -65,6 +65,12 @@ static bool is_inotify(pid_t pid, int fd, const char *link, const struct stat *s
 	return link_is(link, "anon_inode:inotify");
 }
 
+static bool is_fanotify(pid_t pid, int fd, const char *link, const struct stat *st)
+{
+	(void)pid, (void)fd, (void)st;
+	return link_is(link, "anon_inode:[fanotify]");
+}
+
 static bool is_socket(pid_t pid, int fd, const char *link, const struct stat *st)
 {
 	(void)pid, (void)fd, (void)link;
@@ -89,6 +95,13 @@ static bool inotify_refused(const struct fd_policy *p, int fd, const char *link,
 {
 	(void)link, (void)st;
 	return inotify_unsupported(p->pid, fd, why, len);
+}
+
+static bool fanotify_refused(const struct fd_policy *p, int fd, const char *link,
+			     const struct stat *st, char *why, size_t len)
+{
+	(void)link, (void)st;
+	return fanotify_unsupported(p->pid, fd, why, len);
 }
 
 static bool mqueue_refused(const struct fd_policy *p, int fd, const char *link,
@@ -130,6 +143,12 @@ static int inotify_fd_collect(struct dump_ctx *d, int fd, const char *link, stru
 {
 	(void)link;
 	return inotify_collect(d, fd, &f->ify);
+}
+
+static int fanotify_fd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f)
+{
+	(void)link;
+	return fanotify_collect(d, fd, &f->ffy);
 }
 
 static int socket_fd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f)
@@ -180,6 +199,7 @@ static bool has_sgfd(const FileEntry *fe) { return fe->sgfd; }
 static bool has_tfd(const FileEntry *fe) { return fe->tfd; }
 static bool has_epfd(const FileEntry *fe) { return fe->epfd; }
 static bool has_ify(const FileEntry *fe) { return fe->ify; }
+static bool has_ffy(const FileEntry *fe) { return fe->ffy && fe->ffy->fown; }
 static bool has_mqf(const FileEntry *fe) { return fe->mqf; }
 static bool has_pidfd(const FileEntry *fe) { return fe->pidfd; }
 static bool has_nsf(const FileEntry *fe) { return fe->nsf; }
@@ -233,6 +253,12 @@ static int inotify_fd_check(struct rst *r, const FileEntry *fe)
 				    w->f_handle->path);
 	}
 	return inotify_check(fe->ify);
+}
+
+static int fanotify_fd_check(struct rst *r, const FileEntry *fe)
+{
+	(void)r;
+	return fanotify_check(fe->ffy);
 }
 
 static int epoll_fd_check(struct rst *r, const FileEntry *fe)
@@ -302,6 +328,11 @@ static int inotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 		d->fd = -1;
 	}
 	return ret;
+}
+
+static int fanotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	return opened(d, fanotify_open(r, fe->ffy));
 }
 
 static int unix_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
@@ -392,6 +423,9 @@ static const struct fd_kind kinds[] = {
 	{ "inotify", "evloop/inotify.c", FD_TYPES__INOTIFY, FK_INOTIFY, is_inotify,
 	  inotify_refused, inotify_fd_collect, inotify_write, has_ify, inotify_fd_check,
 	  inotify_fd_open, evloop_fd_show },
+	{ "fanotify", "evloop/fanotify.c", FD_TYPES__FANOTIFY, FK_FANOTIFY, is_fanotify,
+	  fanotify_refused, fanotify_fd_collect, fanotify_write, has_ffy, fanotify_fd_check,
+	  fanotify_fd_open, evloop_fd_show },
 	{ "UNIX socket", "net/sk_unix.c", FD_TYPES__UNIXSK, FK_SOCKET, is_socket, NULL,
 	  socket_fd_collect, socket_fd_write, has_usk, NULL, unix_fd_open, socket_fd_show },
 	{ "inet socket", "net/sk_inet.c", FD_TYPES__INETSK, FK_SOCKET,
