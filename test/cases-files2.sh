@@ -131,25 +131,29 @@ case_inotify_rst() {
 add inotify-rst case_inotify_rst
 add inotify-lr case_f2_lr t-inotify
 
-# A watched file deleted while open (the watch lives on, its path is gone):
+# A watched file deleted, held by a mapping but by no fd (the watch lives on,
+# its path is gone; one an fd holds is restored on its ghost: inotifydel-rst):
 # refused by name.
 case_inotify_deleted() {
 	python3 -c '
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 d = sys.argv[1]; p = d + "/watched"
-keep = open(p, "w")
+keep = open(p, "w+b"); keep.write(b"x"); keep.flush()
+libc.mmap(None, 1, 1, 1, keep.fileno(), 0)	# PROT_READ, MAP_SHARED
 fd = libc.inotify_init1(0)
 wd = libc.inotify_add_watch(fd, p.encode(), 2)
-os.unlink(p)
+os.unlink(p); keep.close()
 print("READY", os.getpid(), fd, wd, flush=True)
 time.sleep(60)' "$T" > "$T/i.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$T/i.out" '^READY' 10 || { show_file out "$T/i.out"; fail "python did not start"; }
+	wait_line "$T/i.out" '^READY' "$OP_TIMEOUT" || { show_file out "$T/i.out"; fail "python did not start"; }
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd [0-9]+ \(anon_inode:inotify: an inotify watch \(wd 1\) on a deleted or unreachable file" "$MD_ERR" ||
-		fail "the error does not name the watch"
+	grep -qE "fd [0-9]+ \(anon_inode:inotify: an inotify watch \(wd 1\) on a deleted file no fd of the process holds" "$MD_ERR" ||
+		fail "the error does not name the watch: $(cat "$MD_ERR")"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }

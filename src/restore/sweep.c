@@ -116,10 +116,12 @@ static void __attribute__((noreturn)) sweeper_main(int fd)
 /*
  * The sweeper forked holding a copy of every fd the restore had open then,
  * the unnamed file of a ghost being written among them: its close_range()
- * must be done before the restore goes on. The last close of an O_TMPFILE
- * file drops the dentry it was made with; after the ghost is deleted again
- * that removes the inode (IN_DELETE_SELF), which takes every inotify watch
- * off it, the ones the restore just added on the ghost (zdtm inotify00).
+ * is done before the restore goes on, so that no file of the restore is
+ * closed last by the sweeper at a time of its own. The last close of an
+ * O_TMPFILE file drops the dentry it was made with; after the ghost is
+ * deleted again that removes the inode (IN_DELETE_SELF), which takes every
+ * inotify watch off it (zdtm inotify00; a watched ghost is also made by its
+ * name, ghost_restore.c).
  */
 static bool sweeper_ready(int fd)
 {
