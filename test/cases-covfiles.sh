@@ -103,3 +103,10 @@ case_ghostlarge_rst() {
 	restore_and_pass "$T/d" 2
 }
 add ghostlarge-rst case_ghostlarge_rst
+
+# ---- inotify watches on deleted files (zdtm inotify00)
+
+# A watch on a file deleted while the process holds it open: added again,
+# with its wd, on the ghost the restore makes of that file (t-inotifydel).
+add inotifydel-rst case_f2_rst t-inotifydel
+add inotifydel-lr case_f2_lr t-inotifydel

@@ -284,3 +284,25 @@ print("PASS" if ok else "FAIL events %r" % ev, flush=True)' "$T/w"
 	restore_and_pass "$T/d" 1
 }
 add inotify-dropped-dentry case_inotify_dropped_dentry
+
+# ---- fanotify (zdtm fanotify00)
+
+# Two groups: their init and event flags, inode and mount marks with masks,
+# ignored masks (FAN_MARK_IGNORED_MASK with FAN_MARK_IGNORED_SURV_MODIFY, and
+# FAN_MARK_IGNORE) restored as fdinfo showed them, and their events after
+# (t-fanotify); the restore's own events on the marked mount read away.
+add fanotify-rst case_f2_rst t-fanotify
+add fanotify-lr case_f2_lr t-fanotify
+
+# case_fanotify_refuse MODE WHAT: t-fanotify MODE's fd 12 refused by name, before the seize.
+case_fanotify_refuse() {
+	start_prog t-fanotify "$1"
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE "fd 12 \(anon_inode:\[fanotify\]: $2" "$MD_ERR" ||
+		fail "the error does not name the fanotify group: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add fanotify-perm case_fanotify_refuse perm 'a fanotify group that gets permission events'
+add fanotify-fs case_fanotify_refuse fs 'a fanotify mark memdump cannot restore .*on a whole filesystem'

@@ -20,7 +20,8 @@ struct dump_ctx;
 struct file_set;
 
 enum file_kind { FK_REG, FK_PIPE, FK_FIFO, FK_TTY, FK_MEMFD, FK_EVENTFD, FK_TIMERFD,
-		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET, FK_MQUEUE, FK_PIDFD, FK_NSFILE };
+		 FK_SIGNALFD, FK_EPOLL, FK_INOTIFY, FK_SOCKET, FK_MQUEUE, FK_PIDFD, FK_NSFILE,
+		 FK_FANOTIFY };
 
 struct sk_state;
 struct tty_state;
@@ -56,6 +57,7 @@ struct file_desc {
 		uint64_t sigmask;
 		struct epoll_state ep;
 		struct inotify_state ify;
+		struct fanotify_state ffy;
 		int32_t pidfd_pid;	/* PIDFD: the process, -1: exited (pidfd.c) */
 		uint32_t ns_cflag;	/* NSFILE: its kind, CLONE_NEW* (nsfile.c) */
 	};

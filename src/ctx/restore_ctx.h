@@ -202,6 +202,9 @@ struct rst {
 	struct rtimer *timers;
 	size_t nr_timers;
 
+	int *ify_drain;		/* inotify fds watching ghosts: emptied right before resume */
+	size_t nr_ify_drain;
+
 	struct rghost *ghosts;
 	size_t nr_ghosts;
 	int ghost_sweep_fd;	/* the sweeper's pipe (restore/sweep.c), 0: none */

@@ -71,6 +71,22 @@ struct inotify_state {
 	size_t nr;
 };
 
+/*
+ * One fanotify mark: on an inode (w: its inode by file handle and path, as an
+ * inotify watch's) or on a mount (w.path: its mount point, mnt_id).
+ */
+struct fanotify_mark {
+	int type;		/* MARK_TYPE__INODE, MARK_TYPE__MOUNT */
+	uint32_t mflags, mnt_id;
+	struct inotify_watch w;	/* mask, ignored_mask, sdev; wd unused */
+};
+
+struct fanotify_state {
+	uint32_t faflags, evflags;	/* of fanotify_init() */
+	struct fanotify_mark *m;
+	size_t nr;
+};
+
 /* eventfd.c (eventfd_write is glibc's) */
 int eventfd_collect(pid_t pid, int fd, struct eventfd_state *s);
 int eventfd_write_entry(struct image *img, const struct file_desc *f);
@@ -109,6 +125,19 @@ bool inotify_unsupported(pid_t pid, int fd, char *why, size_t len);
 int inotify_collect(struct dump_ctx *d, int fd, struct inotify_state *s);
 int inotify_write(struct image *img, const struct file_desc *f);
 void inotify_state_free(struct inotify_state *s);
+/*
+ * The path of the inode w names by file handle (w->sdev, fh), into w->path;
+ * what: the watch or mark, for why[]. A deleted file ("PATH (deleted)") is
+ * kept when deleted_ok and an fd of pid holds it. 0, or -errno with why[].
+ */
+int fsnotify_inode_path(pid_t pid, struct inotify_watch *w, const char *what, bool deleted_ok,
+			char *why, size_t len);
+
+/* fanotify.c: a group, its init flags and every mark on an inode or a mount */
+bool fanotify_unsupported(pid_t pid, int fd, char *why, size_t len);
+int fanotify_collect(struct dump_ctx *d, int fd, struct fanotify_state *s);
+int fanotify_write(struct image *img, const struct file_desc *f);
+void fanotify_state_free(struct fanotify_state *s);
 
 /* Restore (its _restore.c files) */
 
@@ -132,6 +161,25 @@ int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);
-int inotify_open(const InotifyFileEntry *e);
+/* ghosts: for each watch on a deleted file ("PATH (deleted)"), its ghost's path (or NULL) */
+int inotify_open(const InotifyFileEntry *e, const char *const *ghosts);
+/*
+ * An instance watching ghosts: the events the restore itself causes on them
+ * (writing, naming, deleting them again) are read away right before the
+ * process resumes, by inotify_drain_all(); inotify_drain_close frees the list.
+ */
+int inotify_drain_later(struct rst *r, int fd);
+void inotify_drain_all(struct rst *r);
+void inotify_drain_close(struct rst *r);
+
+/*
+ * fanotify_restore.c: the group with its init flags, every mark added again
+ * and checked against the dump in fdinfo; the events the restore causes on
+ * its marks are read away right before the process resumes (the drain list
+ * above: fanotify_drain, the fds events carry closed).
+ */
+int fanotify_check(const FanotifyFileEntry *e);
+int fanotify_open(struct rst *r, const FanotifyFileEntry *e);
+void fanotify_drain(int fd);
 
 #endif

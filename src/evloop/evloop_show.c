@@ -66,6 +66,22 @@ static void inotify_text(const InotifyFileEntry *e, char *buf, size_t len)
 	}
 }
 
+static void fanotify_text(const FanotifyFileEntry *e, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "fanotify flags %#x event flags %#x, %zu mark(s)", e->faflags,
+			    e->evflags, e->n_mark);
+
+	for (size_t i = 0; i < e->n_mark && n < len; i++) {
+		const FanotifyMarkEntry *m = e->mark[i];
+		const char *path = m->type == MARK_TYPE__MOUNT ? (m->me ? m->me->path : NULL) :
+				   m->ie && m->ie->f_handle ? m->ie->f_handle->path : NULL;
+
+		n += snprintf(buf + n, len - n, "%s %s %s mask %#x ignored %#x", i ? ";" : ":",
+			      m->type == MARK_TYPE__MOUNT ? "mount" : "inode", path ? path : "?",
+			      m->mask, m->ignored_mask);
+	}
+}
+
 bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 {
 	if (fe->type == FD_TYPES__EVENTFD && fe->efd) {
@@ -80,6 +96,9 @@ bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 	} else if (fe->type == FD_TYPES__INOTIFY && fe->ify) {
 		inotify_text(fe->ify, buf, len);
 		*flags = fe->ify->flags;
+	} else if (fe->type == FD_TYPES__FANOTIFY && fe->ffy) {
+		fanotify_text(fe->ffy, buf, len);
+		*flags = fe->ffy->flags;
 	} else if (fe->type == FD_TYPES__EVENTPOLL && fe->epfd) {
 		epoll_text(fe->epfd, buf, len);
 		*flags = fe->epfd->flags;

@@ -117,8 +117,32 @@ static bool find_watched(pid_t pid, const struct stat *want, char *path, size_t 
 	return cwd[0] == '/' && !ghost_is_deleted(cwd) && find_below(cwd, want, 2, path, len);
 }
 
-/* The path of a watched inode, into w->path; 0, or -errno with why[] filled. */
-static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
+/*
+ * Whether pid holds the file want on an fd: a deleted file watched is then
+ * recreated as that fd's ghost, and the watch added again on it.
+ */
+static bool held_by_fd(pid_t pid, const struct stat *want)
+{
+	char dir[64], p[320];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		found = is_file(p, want);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int fsnotify_inode_path(pid_t pid, struct inotify_watch *w, const char *what, bool deleted_ok,
+			char *why, size_t len)
 {
 	struct { struct file_handle h; unsigned char b[MAX_HANDLE_BYTES]; } fh;
 	char proc[64], path[PATH_MAX];
@@ -127,8 +151,7 @@ static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 	ssize_t n;
 
 	if (mfd < 0) {
-		snprintf(why, len, "an inotify watch (wd %u) on a filesystem memdump cannot find "
-			 "mounted", w->wd);
+		snprintf(why, len, "%s on a filesystem memdump cannot find mounted", what);
 		return -ENOENT;
 	}
 	fh.h.handle_bytes = w->fh_bytes;
@@ -137,8 +160,7 @@ static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 	fd = open_by_handle_at(mfd, &fh.h, O_PATH | O_CLOEXEC);
 	close(mfd);
 	if (fd < 0) {
-		snprintf(why, len, "an inotify watch (wd %u) whose file cannot be found: %s", w->wd,
-			 strerror(errno));
+		snprintf(why, len, "%s whose file cannot be found: %s", what, strerror(errno));
 		return -errno;
 	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -149,17 +171,35 @@ static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
 	close(fd);
 	if (n > 0 && path[0] == '/' && !ghost_is_deleted(path) && !is_file(path, &want) &&
 	    !find_watched(pid, &want, path, sizeof(path))) {
-		snprintf(why, len, "an inotify watch (wd %u) on a file whose path memdump cannot "
-			 "find (inode %lu)", w->wd, (unsigned long)want.st_ino);
+		snprintf(why, len, "%s on a file whose path memdump cannot find (inode %lu)", what,
+			 (unsigned long)want.st_ino);
 		return -ENOENT;
 	}
-	if (n <= 0 || path[0] != '/' || ghost_is_deleted(path)) {
-		snprintf(why, len, "an inotify watch (wd %u) on a deleted or unreachable file (%s)",
-			 w->wd, path);
+	if (n > 0 && path[0] == '/' && ghost_is_deleted(path) &&
+	    (!deleted_ok || !held_by_fd(pid, &want))) {
+		snprintf(why, len, "%s on a deleted file %s(%s), which a restore cannot make again",
+			 what, deleted_ok ? "no fd of the process holds " : "", path);
+		return -ENOENT;
+	}
+	if (n <= 0 || path[0] != '/') {
+		snprintf(why, len, "%s on an unreachable file (%s)", what, path);
 		return -ENOENT;
 	}
 	w->path = strdup(path);
 	return w->path ? 0 : -ENOMEM;
+}
+
+/*
+ * The path of a watched inode, into w->path; 0, or -errno with why[] filled.
+ * A deleted file the process holds open keeps its "PATH (deleted)": restore
+ * watches the ghost it makes of it (fd_kinds.c).
+ */
+static int resolve(pid_t pid, struct inotify_watch *w, char *why, size_t len)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "an inotify watch (wd %u)", w->wd);
+	return fsnotify_inode_path(pid, w, what, true, why, len);
 }
 
 /* Every watch of inotify fd of pid with its path; on failure, why[]. */

@@ -4,7 +4,9 @@
  * (cyclic, from 1): a watch whose wd is still ahead is added and removed
  * until the next one is it, as CRIU does. The IN_IGNORED events those
  * removals queue are read away before the process gets the fd; events
- * queued at the dump are lost (docs/restore.md).
+ * queued at the dump are lost (docs/restore.md). A watch on a deleted file
+ * ("PATH (deleted)") is added on the ghost the restore made of it, by the
+ * path the caller gives (fd_kinds.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "ctx/file_desc.h"
 #include "evloop/evloop.h"
 
 #define MAX_WD_STEPS	(1 << 20)
@@ -35,9 +38,12 @@ static int check_watch(uint32_t id, const InotifyWdEntry *w)
 
 	if (!path || path[0] != '/')
 		return fail(-EIO, "files.img: inotify %u: watch %u has no path", id, w->wd);
-	if (lstat(path, &st))
+	if (ghost_is_deleted(path))
+		;	/* a ghost: new inode, made later (its file is checked by fd_kinds.c) */
+	else if (lstat(path, &st))
 		return fail(-errno, "inotify %u: watched file %s: %s", id, path, strerror(errno));
-	if (st.st_ino != w->i_ino || ((major(st.st_dev) << 20) | minor(st.st_dev)) != w->s_dev)
+	else if (st.st_ino != w->i_ino ||
+		 ((major(st.st_dev) << 20) | minor(st.st_dev)) != w->s_dev)
 		return fail(-ESTALE, "inotify %u: watched file %s was replaced since the dump", id,
 			    path);
 	if (!w->wd || w->wd > MAX_WD_STEPS)
@@ -60,17 +66,21 @@ int inotify_check(const InotifyFileEntry *e)
 	return ret;
 }
 
+struct watch_at {
+	const InotifyWdEntry *w;
+	const char *path;	/* where it is added */
+};
+
 static int cmp_wd(const void *a, const void *b)
 {
-	const InotifyWdEntry *x = *(InotifyWdEntry *const *)a, *y = *(InotifyWdEntry *const *)b;
+	const InotifyWdEntry *x = ((const struct watch_at *)a)->w, *y = ((const struct watch_at *)b)->w;
 
 	return x->wd < y->wd ? -1 : x->wd > y->wd;
 }
 
-/* Add w on fd until the kernel gives it its dumped wd. */
-static int add_watch(int fd, uint32_t id, const InotifyWdEntry *w)
+/* Add w on fd, at path, until the kernel gives it its dumped wd. */
+static int add_watch(int fd, uint32_t id, const InotifyWdEntry *w, const char *path)
 {
-	const char *path = watch_path(w);
 	uint32_t mask = w->mask;
 	struct stat st;
 
@@ -104,9 +114,51 @@ static void drain(int fd)
 	fcntl(fd, F_SETFL, fl);
 }
 
-int inotify_open(const InotifyFileEntry *e)
+int inotify_drain_later(struct rst *r, int fd)
 {
-	InotifyWdEntry **sorted = calloc(e->n_wd + 1, sizeof(*sorted));
+	int *n = realloc(r->ify_drain, (r->nr_ify_drain + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	r->ify_drain = n;
+	n[r->nr_ify_drain] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (n[r->nr_ify_drain] < 0)
+		return fail(-errno, "cannot keep an inotify fd: %s", strerror(errno));
+	r->nr_ify_drain++;
+	return 0;
+}
+
+static bool is_fanotify(int fd)
+{
+	char proc[64], link[64];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	link[n < 0 ? 0 : n] = 0;
+	return !strcmp(link, "anon_inode:[fanotify]");
+}
+
+void inotify_drain_all(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_ify_drain; i++)
+		is_fanotify(r->ify_drain[i]) ? fanotify_drain(r->ify_drain[i])
+					     : drain(r->ify_drain[i]);
+	inotify_drain_close(r);
+}
+
+void inotify_drain_close(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_ify_drain; i++)
+		close(r->ify_drain[i]);
+	free(r->ify_drain);
+	r->ify_drain = NULL;
+	r->nr_ify_drain = 0;
+}
+
+int inotify_open(const InotifyFileEntry *e, const char *const *ghosts)
+{
+	struct watch_at *sorted = calloc(e->n_wd + 1, sizeof(*sorted));
 	int fd = inotify_init1(IN_CLOEXEC | (e->flags & O_NONBLOCK ? IN_NONBLOCK : 0)), ret = 0;
 
 	if (fd < 0 || !sorted) {
@@ -114,10 +166,12 @@ int inotify_open(const InotifyFileEntry *e)
 			     : -ENOMEM;
 		goto out;
 	}
-	memcpy(sorted, e->wd, e->n_wd * sizeof(*sorted));
+	for (size_t i = 0; i < e->n_wd; i++)
+		sorted[i] = (struct watch_at){ e->wd[i], ghosts && ghosts[i] ? ghosts[i] :
+							  watch_path(e->wd[i]) };
 	qsort(sorted, e->n_wd, sizeof(*sorted), cmp_wd);
 	for (size_t i = 0; !ret && i < e->n_wd; i++)
-		ret = add_watch(fd, e->id, sorted[i]);
+		ret = add_watch(fd, e->id, sorted[i].w, sorted[i].path);
 	drain(fd);
 out:
 	free(sorted);

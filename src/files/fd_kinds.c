@@ -15,6 +15,7 @@
 #include "evloop/evloop_show.h"
 #include "files/fd_kinds.h"
 #include "files/files.h"
+#include "files/ghost.h"
 #include "files/files_show.h"
 #include "files/pidfd.h"
 #include "image/image.h"
@@ -64,6 +65,12 @@ static bool is_inotify(pid_t pid, int fd, const char *link, const struct stat *s
 	return link_is(link, "anon_inode:inotify");
 }
 
+static bool is_fanotify(pid_t pid, int fd, const char *link, const struct stat *st)
+{
+	(void)pid, (void)fd, (void)st;
+	return link_is(link, "anon_inode:[fanotify]");
+}
+
 static bool is_socket(pid_t pid, int fd, const char *link, const struct stat *st)
 {
 	(void)pid, (void)fd, (void)link;
@@ -88,6 +95,13 @@ static bool inotify_refused(const struct fd_policy *p, int fd, const char *link,
 {
 	(void)link, (void)st;
 	return inotify_unsupported(p->pid, fd, why, len);
+}
+
+static bool fanotify_refused(const struct fd_policy *p, int fd, const char *link,
+			     const struct stat *st, char *why, size_t len)
+{
+	(void)link, (void)st;
+	return fanotify_unsupported(p->pid, fd, why, len);
 }
 
 static bool mqueue_refused(const struct fd_policy *p, int fd, const char *link,
@@ -129,6 +143,12 @@ static int inotify_fd_collect(struct dump_ctx *d, int fd, const char *link, stru
 {
 	(void)link;
 	return inotify_collect(d, fd, &f->ify);
+}
+
+static int fanotify_fd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f)
+{
+	(void)link;
+	return fanotify_collect(d, fd, &f->ffy);
 }
 
 static int socket_fd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f)
@@ -179,6 +199,7 @@ static bool has_sgfd(const FileEntry *fe) { return fe->sgfd; }
 static bool has_tfd(const FileEntry *fe) { return fe->tfd; }
 static bool has_epfd(const FileEntry *fe) { return fe->epfd; }
 static bool has_ify(const FileEntry *fe) { return fe->ify; }
+static bool has_ffy(const FileEntry *fe) { return fe->ffy && fe->ffy->fown; }
 static bool has_mqf(const FileEntry *fe) { return fe->mqf; }
 static bool has_pidfd(const FileEntry *fe) { return fe->pidfd; }
 static bool has_nsf(const FileEntry *fe) { return fe->nsf; }
@@ -198,10 +219,46 @@ static int memfd_check(struct rst *r, const FileEntry *fe)
 	       fail(-EIO, "files.img: memfd %u has no inode in memfd.img", fe->id);
 }
 
+/*
+ * The file entry of the deleted file "PATH (deleted)" an inotify watch is on:
+ * a file of the process recreated as a ghost (ghost.c), or NULL.
+ */
+static const FileEntry *watched_ghost(struct rst *r, const InotifyWdEntry *w)
+{
+	const char *path = w->f_handle ? w->f_handle->path : NULL;
+	size_t n = path ? strlen(path) : 0, k = strlen(" (deleted)");
+
+	if (!path || !ghost_is_deleted(path))
+		return NULL;
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		const char *name = dumpset_file_path(fe);
+
+		if (fe->type == FD_TYPES__REG && name && strlen(name) == n - k &&
+		    !strncmp(name, path, n - k) && dumpset_remap(&r->ds, fe->id))
+			return fe;
+	}
+	return NULL;
+}
+
 static int inotify_fd_check(struct rst *r, const FileEntry *fe)
 {
-	(void)r;
+	for (size_t i = 0; i < fe->ify->n_wd; i++) {
+		const InotifyWdEntry *w = fe->ify->wd[i];
+
+		if (w->f_handle && w->f_handle->path && ghost_is_deleted(w->f_handle->path) &&
+		    !watched_ghost(r, w))
+			return fail(-EIO, "files.img: inotify %u: watch %u is on the deleted file %s, "
+				    "of which the process has no ghost", fe->id, w->wd,
+				    w->f_handle->path);
+	}
 	return inotify_check(fe->ify);
+}
+
+static int fanotify_fd_check(struct rst *r, const FileEntry *fe)
+{
+	(void)r;
+	return fanotify_check(fe->ffy);
 }
 
 static int epoll_fd_check(struct rst *r, const FileEntry *fe)
@@ -249,10 +306,33 @@ static int epoll_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 	return opened(d, epoll_open(fe->epfd));
 }
 
+/* Its watches on deleted files added on their ghosts, there while the fds are opened. */
 static int inotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
-	(void)r;
-	return opened(d, inotify_open(fe->ify));
+	const char **ghosts = calloc(fe->ify->n_wd + 1, sizeof(*ghosts));
+	bool any = false;
+	int ret;
+
+	if (!ghosts)
+		return -ENOMEM;
+	for (size_t i = 0; i < fe->ify->n_wd; i++) {
+		const FileEntry *g = watched_ghost(r, fe->ify->wd[i]);
+
+		ghosts[i] = g ? ghost_path(r, g->id) : NULL;
+		any |= g != NULL;
+	}
+	ret = opened(d, inotify_open(fe->ify, ghosts));
+	free(ghosts);
+	if (!ret && any && (ret = inotify_drain_later(r, d->fd))) {
+		close(d->fd);
+		d->fd = -1;
+	}
+	return ret;
+}
+
+static int fanotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
+{
+	return opened(d, fanotify_open(r, fe->ffy));
 }
 
 static int unix_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
@@ -343,6 +423,9 @@ static const struct fd_kind kinds[] = {
 	{ "inotify", "evloop/inotify.c", FD_TYPES__INOTIFY, FK_INOTIFY, is_inotify,
 	  inotify_refused, inotify_fd_collect, inotify_write, has_ify, inotify_fd_check,
 	  inotify_fd_open, evloop_fd_show },
+	{ "fanotify", "evloop/fanotify.c", FD_TYPES__FANOTIFY, FK_FANOTIFY, is_fanotify,
+	  fanotify_refused, fanotify_fd_collect, fanotify_write, has_ffy, fanotify_fd_check,
+	  fanotify_fd_open, evloop_fd_show },
 	{ "UNIX socket", "net/sk_unix.c", FD_TYPES__UNIXSK, FK_SOCKET, is_socket, NULL,
 	  socket_fd_collect, socket_fd_write, has_usk, NULL, unix_fd_open, socket_fd_show },
 	{ "inet socket", "net/sk_inet.c", FD_TYPES__INETSK, FK_SOCKET,

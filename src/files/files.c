@@ -257,7 +257,6 @@ static const char *anon_unsupported(const char *link)
 {
 	static const struct { const char *link, *what; } names[] = {
 		{ "anon_inode:[io_uring]", "an io_uring instance" },
-		{ "anon_inode:[fanotify]", "a fanotify group" },
 		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },
 		{ "anon_inode:[perf_event]", "a perf event" },
@@ -917,6 +916,8 @@ void files_free(struct file_set *fs)
 			epoll_state_free(&fs->descs[i].ep);
 		if (fs->descs[i].kind == FK_INOTIFY)
 			inotify_state_free(&fs->descs[i].ify);
+		if (fs->descs[i].kind == FK_FANOTIFY)
+			fanotify_state_free(&fs->descs[i].ffy);
 		sk_state_free(fs->descs[i].sk);
 		tty_state_free(fs->descs[i].tty);
 	}

@@ -344,19 +344,46 @@ static int set_attrs(int fd, const char *path, const GhostFileEntry *ge,
 }
 
 /*
+ * Whether an inotify watch of the dump is on the deleted file name ("NAME
+ * (deleted)", zdtm inotify00). Such a ghost is made by its name, not
+ * unnamed: an O_TMPFILE file's own dentry is a second one of the inode, and
+ * should anything hold it past the ghost's deletion (a path walk through
+ * /proc/PID/fd of memdump by any process reading fd links), its end then
+ * removes the inode, which takes every watch off it (IN_DELETE_SELF).
+ */
+static bool inotify_watched(struct rst *r, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+
+		for (size_t k = 0; fe->type == FD_TYPES__INOTIFY && fe->ify && k < fe->ify->n_wd; k++) {
+			const FhEntry *fh = fe->ify->wd[k]->f_handle;
+
+			if (fh && fh->path && !strncmp(fh->path, name, n) &&
+			    !strcmp(fh->path + n, " (deleted)"))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
  * The file itself, with its content, owner, mode and times. A regular file
  * is written unnamed and named once complete: a restore killed before that
- * leaves nothing; after it, the sweeper removes the name.
+ * leaves nothing; after it, the sweeper removes the name. One an inotify
+ * watch is on (by_name) is made at its name, told to the sweeper first.
  */
 static int make_file(struct rst *r, struct image *img, const GhostFileEntry *ge,
-		     const char *path)
+		     const char *path, bool by_name)
 {
 	struct timespec ts[2] = {
 		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
 		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
 	};
 	bool reg = S_ISREG(ge->mode);
-	int fd = reg ? open_unnamed(path, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
+	int fd = reg && !by_name ? open_unnamed(path, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
 	bool unnamed = fd >= 0;
 
 	if (fd < 0 && fd != -EOPNOTSUPP)
@@ -469,7 +496,7 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	if (!ret && !made)
 		ret = make_parents(r, g->path, &g->top);
 	if (!ret && !made)
-		ret = make_file(r, img, ge, g->path);
+		ret = make_file(r, img, ge, g->path, inotify_watched(r, name));
 	if (!ret && g->top)
 		ret = walk_parents(r, g->path, g->top, false);
 	if (!ret && !made && ge->has_dev && ge->has_ino)

@@ -396,6 +396,7 @@ static int release(struct rst *r)
 
 	if (!ret)
 		ret = timerfd_arm_all(r);	/* as late as possible: the restore takes no time off */
+	inotify_drain_all(r);		/* what the restore did to the ghosts it watches */
 	if (ret)
 		return abort_parked(r, ret);
 	if (r->nr_tcp)
@@ -585,6 +586,7 @@ void rst_free(struct rst *r)
 	cgroups_join_free(r);
 	close_inherited(r);
 	timerfd_close_all(r);
+	inotify_drain_close(r);
 	pidfd_close_all(r);
 	tcp_close_all(r);
 	sk_queue_free(r);

@@ -113,6 +113,27 @@ static void __attribute__((noreturn)) sweeper_main(int fd)
 	_exit(0);
 }
 
+/*
+ * The sweeper forked holding a copy of every fd the restore had open then,
+ * the unnamed file of a ghost being written among them: its close_range()
+ * is done before the restore goes on, so that no file of the restore is
+ * closed last by the sweeper at a time of its own. The last close of an
+ * O_TMPFILE file drops the dentry it was made with; after the ghost is
+ * deleted again that removes the inode (IN_DELETE_SELF), which takes every
+ * inotify watch off it (zdtm inotify00; a watched ghost is also made by its
+ * name, ghost_restore.c).
+ */
+static bool sweeper_ready(int fd)
+{
+	char c;
+	ssize_t n;
+
+	do
+		n = recv(fd, &c, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n == 1;
+}
+
 /* The sweeper's pipe, started on first use: the tree's root holds it. */
 static int sweeper_fd(struct rst *r)
 {
@@ -138,9 +159,16 @@ static int sweeper_fd(struct rst *r)
 		if (dup2(p[0], 3) != 3)
 			_exit(1);
 		close_range(4, ~0U, 0);
+		if (send(3, "", 1, MSG_NOSIGNAL) != 1)	/* it holds none of the restore's files */
+			_exit(1);
 		sweeper_main(3);
 	}
 	close(p[0]);
+	if (!sweeper_ready(p[1])) {
+		close(p[1]);
+		waitpid(pid, NULL, 0);
+		return fail(-EIO, "the deleted files' sweeper did not start");
+	}
 	root->ghost_sweep_fd = p[1];
 	root->ghost_sweep_pid = pid;
 	return p[1];

@@ -770,6 +770,8 @@ static int release_all(struct rst *root)
 	for (size_t i = 0; i <= root->tree->n && !ret; i++)
 		ret = cgroups_move_threads(i ? &root->tree->m[i - 1] : root) ?:
 		      timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
+	for (size_t i = 0; i <= root->tree->n; i++)	/* what the restore did to watched ghosts */
+		inotify_drain_all(i ? &root->tree->m[i - 1] : root);
 	if (!ret) {
 		bool tcp = false;
 
