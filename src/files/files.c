@@ -550,11 +550,28 @@ static bool self_fd_locked(int fd)
 	return locked;
 }
 
-/* Which file in flight (not the target's) memdump cannot dump; NULL: it can. */
-static const char *inflight_unsupported(int fd, const char *link, const struct stat *st)
+/* What a file in flight carries that the message does not give back (owner, lock), or NULL. */
+static const char *inflight_attached(int fd)
 {
 	struct f_owner_ex ex = { 0 };
 
+	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
+		return "a file with a SIGIO owner no process of the dump holds";
+	if (self_fd_locked(fd))
+		return "a file with a lock (flock, OFD) no process of the dump holds";
+	return NULL;
+}
+
+/*
+ * Which file in flight (not the target's) memdump cannot dump; NULL: it can.
+ * own_kind: of a kind that dumps from memdump's copy (an eventfd, timerfd,
+ * signalfd, epoll set: fd_kinds.c).
+ */
+static const char *inflight_unsupported(int fd, const char *link, const struct stat *st,
+					bool own_kind)
+{
+	if (own_kind)
+		return inflight_attached(fd);
 	if (S_ISSOCK(st->st_mode))
 		return "a socket no process of the dump holds";
 	if (!strncmp(link, "anon_inode:", 11))
@@ -570,11 +587,23 @@ static const char *inflight_unsupported(int fd, const char *link, const struct s
 		return "a block device or unknown file";
 	if (!strncmp(link, "/proc/", 6) || special_fs(getpid(), fd))
 		return "a /proc or other special file";
-	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
-		return "a file with a SIGIO owner no process of the dump holds";
-	if (self_fd_locked(fd))
-		return "a file with a lock (flock, OFD) no process of the dump holds";
-	return NULL;
+	return inflight_attached(fd);
+}
+
+/* A new description of a kind of fd_kinds.c for a file only in flight, from memdump's copy. */
+static int describe_inflight_kind(struct dump_ctx *d, const struct fd_kind *k, int fd,
+				  const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, k->kind);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	f->inflight_fd = fd;
+	ret = k->collect_inflight(d, fd, f);
+	return ret ? ret : f->id;
 }
 
 /* A new description for a file only in flight: a pipe end, a FIFO, a regular file. */
@@ -630,6 +659,7 @@ static int held_inflight(const struct file_set *fs, int id, uint64_t ino, const 
 
 int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 {
+	const struct fd_kind *k;
 	struct file_set *fs = &d->files;
 	char proc[64], link[PATH_MAX];
 	uint32_t flags = 0;
@@ -653,14 +683,17 @@ int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 		if (!same)
 			return held_inflight(fs, fs->fds[i].id, ino, link);
 	}
-	why = inflight_unsupported(fd, link, &st);
-	if (!why && fd_kind_of_fd(getpid(), fd, link, &st))
-		why = "a file of a kind the message alone holds (only a pipe end, a FIFO or a "
-		      "regular file can be)";
+	k = fd_kind_of_fd(getpid(), fd, link, &st);
+	why = inflight_unsupported(fd, link, &st, k && k->collect_inflight);
+	if (!why && k && !k->collect_inflight)
+		why = "a file of a kind the message alone holds (only a pipe end, a FIFO, a "
+		      "regular file, an eventfd, timerfd, signalfd or epoll set can be)";
 	if (why)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has a file descriptor in flight "
 			    "(SCM_RIGHTS) that is %s (%s), which memdump cannot dump",
 			    (unsigned long)ino, why, link);
+	if (k)		/* its kind's collector names what it refuses */
+		return describe_inflight_kind(d, k, fd, &st, flags);
 	return describe_inflight(d, fd, link, &st, flags, pos);
 }
 
