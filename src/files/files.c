@@ -20,6 +20,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "files/fd_kinds.h"
+#include "files/proccwd.h"
 #include "files/files.h"
 #include "files/ghost.h"
 #include "files/opath.h"
@@ -78,6 +79,28 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 	return ret ? ret : f->id;
 }
 
+/* A cwd in the /proc directory of a process that exited (proccwd.h): path /proc/PID. */
+static int add_proc_gone(struct dump_ctx *d, const char *name, const struct stat *st)
+{
+	pid_t gone = proccwd_pid(name);
+	const char *why = proccwd_unsupported(d->pid, st);
+	struct file_desc *f;
+
+	if (why)
+		return fail(-EOPNOTSUPP, "process %d: its cwd %s is %s", d->pid, name, why);
+	f = new_desc(&d->files, FK_REG);
+	if (!f || asprintf(&f->path, "/proc/%d", gone) < 0) {
+		if (f)
+			f->path = NULL;
+		return -ENOMEM;
+	}
+	f->st = *st;
+	f->flags = O_RDONLY | O_DIRECTORY;
+	f->gone_pid = gone;
+	pr_debug("cwd %s: the /proc directory of process %d, which exited", name, gone);
+	return f->id;
+}
+
 int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 {
 	char proc[64], path[PATH_MAX];
@@ -89,6 +112,8 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 	if (n < 0 || stat(proc, &st))
 		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
 	path[n] = 0;
+	if (!strcmp(link, "cwd") && proccwd_pid(path))
+		return add_proc_gone(d, path, &st);
 	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
 			      proc);
 }
