@@ -87,3 +87,70 @@ case_cwd_deleted_tree() {
 	return 0
 }
 add cwd-deleted-tree case_cwd_deleted_tree
+
+# A cwd in the /proc directory of a process that exited (zdtm unhashed_proc): a
+# stand-in with its PID while the process changes into it, gone before it runs.
+# t-proccwd checks the link, getcwd's ENOENT, the directory, its PID free.
+# proccwd_remap DIR: remap-fpath.img remaps the cwd as PROCFS to the PID (crit)
+proccwd_remap() {
+	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
+	timeout 30 crit show "$1/remap-fpath.img" > "$T/crit.remap.json" 2>&1 ||
+		fail "crit cannot decode remap-fpath.img: $(tail -n1 "$T/crit.remap.json")"
+	grep -q '"remap_type": "PROCFS"' "$T/crit.remap.json" &&
+		grep -q "\"remap_id\": $2\b" "$T/crit.remap.json" ||
+		{ sed 's/^/#   /' "$T/crit.remap.json"; fail "no PROCFS remap to PID $2"; }
+}
+
+case_cwd_proc_gone() {
+	start_prog t-proccwd "$@"
+	local gone=${READY[2]}
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	proccwd_remap "$T/d" "$gone"
+	restore_and_pass "$T/d" 1
+	kill -0 "$gone" 2> /dev/null && fail "PID $gone (the stand-in) is left after the restore"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add cwd-proc-gone-rst case_cwd_proc_gone
+add cwd-proc-gone-tree case_cwd_proc_gone tree
+
+case_cwd_proc_gone_lr() {
+	start_prog t-proccwd
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+add cwd-proc-gone-lr case_cwd_proc_gone_lr
+
+# Its PID taken by another process when the restore comes: refused before anything
+# starts, naming the PID; the other process untouched.
+case_cwd_proc_gone_taken() {
+	start_prog t-proccwd
+	local gone=${READY[2]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	python3 -c '
+import ctypes, os, signal, struct, sys
+args = struct.pack("QQQQQQQQQQQ", 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0)
+tid = ctypes.c_int(int(sys.argv[1]))
+buf = bytearray(args)
+struct.pack_into("QQ", buf, 64, ctypes.addressof(tid), 1)	# set_tid, set_tid_size
+b = ctypes.create_string_buffer(bytes(buf), len(buf))
+pid = ctypes.CDLL(None, use_errno=True).syscall(435, b, len(buf))
+if pid == 0:
+    signal.pause()
+    os._exit(0)
+print("TOOK", pid, flush=True)
+os.waitpid(pid, 0)' "$gone" > "$T/taker.out" 2>&1 &
+	local taker=$!; track "$taker"
+	wait_line "$T/taker.out" "^TOOK $gone" 10 || { show_file taker "$T/taker.out"; fail "cannot take PID $gone"; }
+	track "$gone"
+	md restore restore -D "$T/d" -d
+	expect_md_error
+	grep -qE "PID $gone is in use" "$MD_ERR" || fail "the error does not name PID $gone"
+	alive "$PID" && fail "process $PID was restored"
+	alive "$gone" || fail "the process with PID $gone is gone"
+	kill -9 "$gone"
+}
+add cwd-proc-gone-taken case_cwd_proc_gone_taken

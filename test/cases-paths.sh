@@ -75,22 +75,5 @@ print("PASS" if got == want else "FAIL %r %r" % (got, want), flush=True)'
 }
 add rst-proc-file case_proc_file_rst
 
-# A cwd in the /proc directory of a process that exited since: it cannot be
-# made again, so the dump refuses it by name (the restore failed, unhashed_proc).
-case_proc_cwd_gone_refused() {
-	start_py proccwd '
-import os, signal, time
-c = os.fork()
-if c == 0:
-    time.sleep(0.5); os._exit(0)
-os.chdir("/proc/%d" % c)
-os.waitpid(c, 0)
-print("READY", os.getpid(), flush=True)
-signal.pause()'
-	md refuse dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "procfs" "$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
-	expect_untraced "$PID"
-	kill "$PID"
-}
-add err-proc-cwd-gone case_proc_cwd_gone_refused
+# A cwd in the /proc directory of a process that exited since (zdtm unhashed_proc)
+# is restored now: cases-cwd.sh, cwd-proc-gone-*.

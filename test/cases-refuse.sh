@@ -33,18 +33,23 @@ case_refuse_children() {
 }
 
 # everything the tree holds, in one line: the root's reasons, then each child's
-# (a cwd in the /proc directory of a process gone: nothing can make it again)
+# (a root directory removed: a restore has no root to put them in)
+REFUSE_TWO='
+import os, signal, sys
+os.chroot(sys.argv[1])
+os.chdir("/")
+if os.fork() == 0:
+    signal.pause()
+print("READY", os.getpid(), flush=True)
+signal.pause()'
 case_refuse_two() {
-	sleep 300 < /dev/null > /dev/null 2>&1 &
-	local gone=$!
-	(cd "/proc/$gone" && exec bash -c 'sleep 300 & wait') < /dev/null > /dev/null 2>&1 &
-	PID=$!; track "$PID"
+	mkdir "$T/jail"
+	start_py refuse-two "$REFUSE_TWO" "$T/jail"
 	wait_until 5 has_child "$PID" || fail "no child appeared"
 	local child; child=$(first_child "$PID"); track "$child"
-	kill -9 "$gone"; wait "$gone" 2> /dev/null
-	# a cwd in the /proc directory of a process gone (zdtm unhashed_proc)
-	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: a deleted cwd \(/proc/$gone \(deleted\)\)" \
-		"process $child \(sleep\): a deleted cwd \(/proc/$gone \(deleted\)\)"
+	rmdir "$T/jail"
+	expect_dump_refused "$PID" "process $PID holds state memdump cannot dump: .*a deleted root \\($T/jail \\(deleted\\)\\)" \
+		"process $child \\(python3\\): .*a deleted root \\($T/jail \\(deleted\\)\\)"
 	expect_untraced "$PID"
 	expect_untraced "$child"
 }

@@ -47,6 +47,8 @@ struct file_desc {
 	int ghost_id;		/* REG of a deleted file: its ghost (ghost.c), 0: none */
 	char *deleted_name;	/* REG: the deleted name it was open by, path another link */
 	uint64_t proc_start;	/* REG: /proc file of a process outside the dump: its start time */
+	pid_t gone_pid;		/* REG: the /proc/PID directory of a process that exited (a
+				 * cwd: files/proccwd.h), PID; 0: none */
 	struct fd_owner fown;	/* REG, PIPE, TTY, SOCKET: its SIGIO owner */
 	struct sk_state *sk;	/* SOCKET (sockets.h) */
 	struct tty_state *tty;	/* TTY of a pty pair in the process (tty.h), or NULL */

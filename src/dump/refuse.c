@@ -20,6 +20,7 @@
 #include "dump/dump.h"
 #include "files/files.h"
 #include "files/ghost.h"
+#include "files/proccwd.h"
 #include "files/opath.h"
 #include "files/locks.h"
 #include "ns/mntns.h"
@@ -179,7 +180,9 @@ static void check_posix_timers(pid_t pid, struct refusals *r)
 
 /*
  * A deleted cwd is an empty directory (rmdir): a ghost, recreated by the
- * restore, if its parent is still there. A deleted root stays refused.
+ * restore, if its parent is still there; the /proc directory of a process
+ * that exited is made again with a stand-in of its PID (files/proccwd.h). A
+ * deleted root stays refused.
  */
 static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 {
@@ -199,6 +202,14 @@ static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 		target[n] = 0;
 		if (!ghost_is_deleted(target))
 			continue;
+		if (i == 0 && proccwd_pid(target)) {	/* a /proc dir of a process gone */
+			const char *w = stat(path, &st) ? "unreachable" :
+					proccwd_unsupported(o->pid, &st);
+
+			if (w)
+				refuse_add(r, "a deleted cwd (%s): %s", target, w);
+			continue;
+		}
 		if (i == 0 && stat(path, &st))
 			refuse_add(r, "an unreachable deleted cwd (%s)", target);
 		else if (i == 0 && ghost_unsupported(target, &st, o->ghost_limit, why, sizeof(why)))

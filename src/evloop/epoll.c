@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
 
 #include "ctx/dump_ctx.h"
 #include "evloop/evloop.h"
@@ -112,19 +113,16 @@ static bool target_ready(int pidfd, const struct epoll_tfd *t)
 	return ready;
 }
 
-static void mark_taken_edges(struct dump_ctx *d, int epfd, struct epoll_state *s)
+/* ep: memdump's copy of the set; pidfd: of the process whose file_fds the registrations name. */
+static void mark_taken_edges(int pidfd, int ep, struct epoll_state *s)
 {
-	int ep = syscall(SYS_pidfd_getfd, d->in.pidfd, epfd, 0);
 	struct pollfd p = { .fd = ep, .events = POLLIN };
 
-	if (ep < 0)
-		return;
 	if (poll(&p, 1, 0) == 0) {	/* its ready list holds nothing ready */
 		for (size_t i = 0; i < s->nr; i++)
 			s->tfds[i].edge_taken = (s->tfds[i].events & EPOLLET) &&
-						target_ready(d->in.pidfd, &s->tfds[i]);
+						target_ready(pidfd, &s->tfds[i]);
 	}
-	close(ep);
 }
 
 /* Only the registrations this process adds again (epoll_tree.c): the others are another's. */
@@ -157,9 +155,18 @@ static int keep_own(struct dump_ctx *d, int fd, struct epoll_state *s)
 	return 0;
 }
 
+static void log_tfds(int fd, const struct epoll_state *s)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		pr_debug("epoll fd %d: fd %u (file of fd %u) events %#x data %#llx%s\n", fd,
+			 s->tfds[i].tfd, s->tfds[i].file_fd, s->tfds[i].events,
+			 (unsigned long long)s->tfds[i].data,
+			 s->tfds[i].edge_taken ? " (edge taken)" : "");
+}
+
 int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
 {
-	int ret = read_tfds(d->pid, fd, s);
+	int ret = read_tfds(d->pid, fd, s), ep;
 
 	if (ret)
 		return fail(ret, "fd %d: cannot read the epoll set's registrations: %s", fd,
@@ -167,12 +174,72 @@ int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s)
 	ret = keep_own(d, fd, s);
 	if (ret)
 		return ret;
-	mark_taken_edges(d, fd, s);
-	for (size_t i = 0; i < s->nr; i++)
-		pr_debug("epoll fd %d: fd %u (file of fd %u) events %#x data %#llx%s\n", fd,
-			 s->tfds[i].tfd, s->tfds[i].file_fd, s->tfds[i].events,
-			 (unsigned long long)s->tfds[i].data,
-			 s->tfds[i].edge_taken ? " (edge taken)" : "");
+	ep = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
+	if (ep >= 0) {
+		mark_taken_edges(d->in.pidfd, ep, s);
+		close(ep);
+	}
+	log_tfds(fd, s);
+	return 0;
+}
+
+/*
+ * The fd of process pid that is the file registered as s->tfds[i] in memdump's
+ * set ep: the registered number when it still is that file, else the first;
+ * -EBADF: none.
+ */
+static int inflight_file_fd(const struct dump_ctx *d, int ep, const struct epoll_state *s,
+			    size_t i)
+{
+	struct kcmp_epoll_slot slot = { .efd = ep, .tfd = s->tfds[i].tfd, .toff = 0 };
+	pid_t self = getpid();
+
+	for (size_t j = 0; j < i; j++)		/* the same number added before: toff */
+		slot.toff += s->tfds[j].tfd == s->tfds[i].tfd;
+	if (!syscall(SYS_kcmp, d->pid, self, KCMP_EPOLL_TFD, slot.tfd, &slot))
+		return (int)slot.tfd;
+	for (int k = 0; k < d->files.nr_fds; k++)
+		if (!syscall(SYS_kcmp, d->pid, self, KCMP_EPOLL_TFD, d->files.fds[k].fd, &slot))
+			return d->files.fds[k].fd;
+	return -EBADF;
+}
+
+/* Is the process's fd an epoll set (a set in flight watching one is refused)? */
+static bool fd_is_epoll(pid_t pid, int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[eventpoll]");
+}
+
+int epoll_collect_inflight(struct dump_ctx *d, int ep, struct epoll_state *s)
+{
+	int ret = read_tfds(getpid(), ep, s);
+
+	if (ret)
+		return fail(ret, "cannot read the registrations of an epoll set in flight: %s",
+			    strerror(-ret));
+	for (size_t i = 0; i < s->nr; i++) {
+		int file_fd = inflight_file_fd(d, ep, s, i);
+
+		if (file_fd < 0)
+			return fail(-EOPNOTSUPP, "an epoll set in flight (SCM_RIGHTS) watches fd "
+				    "%u, a file that process %d does not hold as any fd, which "
+				    "memdump cannot dump", s->tfds[i].tfd, d->pid);
+		if (fd_is_epoll(d->pid, file_fd))
+			return fail(-EOPNOTSUPP, "an epoll set in flight (SCM_RIGHTS) watches "
+				    "another epoll set (fd %d of process %d), which memdump cannot "
+				    "dump", file_fd, d->pid);
+		s->tfds[i].file_fd = (uint32_t)file_fd;
+	}
+	mark_taken_edges(d->in.pidfd, ep, s);
+	log_tfds(ep, s);
 	return 0;
 }
 

@@ -181,6 +181,71 @@ static int fill_set(const EventpollFileEntry *e, int epfd, char *msg, size_t len
 	return ret;
 }
 
+/*
+ * A set only in flight: registration t on memdump's fd file of the registered
+ * file (the child still has memdump's fds), through its number tfd for the time
+ * of the add, the fd there now put back after.
+ */
+static int add_inflight(int epfd, const EventpollTfdEntry *t, int file, char *msg, size_t len)
+{
+	EventpollTfdEntry at = *t;
+
+	if (file == (int)t->tfd)
+		return ctl_add(epfd, t, msg, len);
+	at.has_file_fd = true;
+	at.file_fd = (uint32_t)file;
+	return add_borrowed(epfd, &at, msg, len);
+}
+
+/* Every registration of set e (memdump's epfd), the taken edges first (fill_set). */
+static int fill_inflight(struct rst *r, const EventpollFileEntry *e, int epfd, char *msg,
+			 size_t len)
+{
+	size_t taken = 0;
+	int ret = 0;
+
+	for (int pass = 0; pass < 2 && !ret; pass++) {
+		for (size_t i = 0; !ret && i < e->n_tfd; i++) {
+			const EventpollTfdEntry *t = e->tfd[i];
+			const FdinfoEntry *fe = fd_entry(&r->ds, file_fd(t));
+			struct rdesc *d = fe ? rst_desc(r, fe->id) : NULL;
+			bool edge = t->has_edge_taken && t->edge_taken;
+
+			if (edge != !pass)
+				continue;
+			if (!d || d->fd < 0) {
+				snprintf(msg, len, "epoll set %u in flight: the file of fd %u is not "
+					 "open", e->id, file_fd(t));
+				return -EBADF;
+			}
+			ret = add_inflight(epfd, t, d->fd, msg, len);
+			taken += edge;
+		}
+		if (!pass && taken)
+			take_edges(epfd, taken);
+	}
+	return ret;
+}
+
+int epoll_fill_inflight(struct rst *r, char *msg, size_t len)
+{
+	for (size_t k = 0; k < r->ds.nr_files; k++) {
+		const FileEntry *fe = r->ds.files[k];
+		struct rdesc *d;
+		int ret;
+
+		if (fe->type != FD_TYPES__EVENTPOLL || !fe->epfd || fd_of_file(&r->ds, fe->id) >= 0)
+			continue;
+		d = rst_desc(r, fe->id);
+		if (!d || d->fd < 0)
+			continue;	/* not this process's (a tree's other member) */
+		ret = fill_inflight(r, fe->epfd, d->fd, msg, len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Whether every epoll set that e watches is in done. */
 static bool inner_done(const struct dumpset *ds, const EventpollFileEntry *e, const bool *done)
 {

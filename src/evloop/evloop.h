@@ -93,6 +93,8 @@ int eventfd_write_entry(struct image *img, const struct file_desc *f);
 
 /* timerfd.c */
 int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s);
+/* A timerfd only in flight (SCM_RIGHTS): from memdump's own copy fd. */
+int timerfd_collect_own(int fd, struct timerfd_state *s);
 int timerfd_write(struct image *img, const struct file_desc *f);
 
 /* signalfd.c */
@@ -107,6 +109,11 @@ int signalfd_write(struct image *img, const struct file_desc *f);
 bool epoll_target_gone(const struct proc_tree *tree, pid_t pid, int epfd, char *why,
 		       size_t len);
 int epoll_collect(struct dump_ctx *d, int fd, struct epoll_state *s);
+/*
+ * A set only in flight (SCM_RIGHTS), memdump's copy ep: its registrations,
+ * each on a file the process holds (file_fd its fd); refused by name otherwise.
+ */
+int epoll_collect_inflight(struct dump_ctx *d, int ep, struct epoll_state *s);
 int epoll_write(struct image *img, const struct file_desc *f);
 
 /*
@@ -158,6 +165,8 @@ int epoll_open(const EventpollFileEntry *e);
 int epoll_check(const struct dumpset *ds, const EventpollFileEntry *e);
 /* In the child: every set's registrations; <0 with what failed in msg. */
 int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
+/* In the child, on memdump's fds before they move: the sets only in flight. */
+int epoll_fill_inflight(struct rst *r, char *msg, size_t len);
 
 /* inotify.c: every watch on its path, with its mask and wd */
 int inotify_check(const InotifyFileEntry *e);

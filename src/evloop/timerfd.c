@@ -73,16 +73,14 @@ static int settle(struct dump_ctx *d, int fd)
 	return ret;
 }
 
-int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s)
+/* The state of timerfd fd of process pid (memdump's own: getpid()), settled. */
+static int read_state(pid_t pid, int fd, struct timerfd_state *s)
 {
 	struct timespec now;
 	char *buf = NULL;
-	ssize_t n;
-	int ret = settle(d, fd);
+	ssize_t n = proc_fdinfo(pid, fd, &buf);
+	int ret;
 
-	if (ret)
-		return ret;
-	n = proc_fdinfo(d->pid, fd, &buf);
 	if (n < 0)
 		return fail(n, "cannot read the fdinfo of timerfd %d: %s", fd, strerror(-n));
 	ret = parse(buf, s);
@@ -94,6 +92,22 @@ int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s)
 			    s->clockid, strerror(-ret));
 	s->dump_ns = now.tv_sec * NS + now.tv_nsec;
 	return 0;
+}
+
+int timerfd_collect(struct dump_ctx *d, int fd, struct timerfd_state *s)
+{
+	int ret = settle(d, fd);
+
+	return ret ? ret : read_state(d->pid, fd, s);
+}
+
+int timerfd_collect_own(int fd, struct timerfd_state *s)
+{
+	struct itimerspec its;
+
+	if (timerfd_gettime(fd, &its))
+		return fail(-errno, "timerfd_gettime on a timerfd in flight: %s", strerror(errno));
+	return read_state(getpid(), fd, s);
 }
 
 int timerfd_write(struct image *img, const struct file_desc *f)

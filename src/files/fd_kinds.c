@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
@@ -149,6 +150,30 @@ static int fanotify_fd_collect(struct dump_ctx *d, int fd, const char *link, str
 {
 	(void)link;
 	return fanotify_collect(d, fd, &f->ffy);
+}
+
+/* The event-loop kinds a message can hold alone: from memdump's copy (its own fdinfo). */
+static int eventfd_inflight(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	(void)d;
+	return eventfd_collect(getpid(), fd, &f->efd);
+}
+
+static int timerfd_inflight(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	(void)d;
+	return timerfd_collect_own(fd, &f->tfd);
+}
+
+static int signalfd_inflight(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	(void)d;
+	return signalfd_collect(getpid(), fd, &f->sigmask);
+}
+
+static int epoll_inflight(struct dump_ctx *d, int fd, struct file_desc *f)
+{
+	return epoll_collect_inflight(d, fd, &f->ep);
 }
 
 static int socket_fd_collect(struct dump_ctx *d, int fd, const char *link, struct file_desc *f)
@@ -412,22 +437,25 @@ static const struct fd_kind kinds[] = {
 	{ "memfd", "mem/shmem.c", FD_TYPES__MEMFD, FK_MEMFD, .has_entry = has_memfd,
 	  .check = memfd_check, .open = memfd_fd_open, .show = memfd_show },
 	{ "eventfd", "evloop/eventfd.c", FD_TYPES__EVENTFD, FK_EVENTFD, is_eventfd, NULL,
-	  eventfd_fd_collect, eventfd_write_entry, has_efd, NULL, eventfd_fd_open, evloop_fd_show },
+	  eventfd_fd_collect, eventfd_write_entry, has_efd, NULL, eventfd_fd_open, evloop_fd_show,
+	  eventfd_inflight },
 	{ "timerfd", "evloop/timerfd.c", FD_TYPES__TIMERFD, FK_TIMERFD, is_timerfd, NULL,
-	  timerfd_fd_collect, timerfd_write, has_tfd, NULL, timerfd_fd_open, evloop_fd_show },
+	  timerfd_fd_collect, timerfd_write, has_tfd, NULL, timerfd_fd_open, evloop_fd_show,
+	  timerfd_inflight },
 	{ "signalfd", "evloop/signalfd.c", FD_TYPES__SIGNALFD, FK_SIGNALFD, is_signalfd, NULL,
-	  signalfd_fd_collect, signalfd_write, has_sgfd, NULL, signalfd_fd_open, evloop_fd_show },
+	  signalfd_fd_collect, signalfd_write, has_sgfd, NULL, signalfd_fd_open, evloop_fd_show,
+	  signalfd_inflight },
 	{ "epoll set", "evloop/epoll.c", FD_TYPES__EVENTPOLL, FK_EPOLL, is_epoll,
 	  epoll_unsupported, epoll_fd_collect, epoll_write, has_epfd, epoll_fd_check,
-	  epoll_fd_open, evloop_fd_show },
+	  epoll_fd_open, evloop_fd_show, epoll_inflight },
 	{ "inotify", "evloop/inotify.c", FD_TYPES__INOTIFY, FK_INOTIFY, is_inotify,
 	  inotify_refused, inotify_fd_collect, inotify_write, has_ify, inotify_fd_check,
-	  inotify_fd_open, evloop_fd_show },
+	  inotify_fd_open, evloop_fd_show, NULL },
 	{ "fanotify", "evloop/fanotify.c", FD_TYPES__FANOTIFY, FK_FANOTIFY, is_fanotify,
 	  fanotify_refused, fanotify_fd_collect, fanotify_write, has_ffy, fanotify_fd_check,
-	  fanotify_fd_open, evloop_fd_show },
+	  fanotify_fd_open, evloop_fd_show, NULL },
 	{ "UNIX socket", "net/sk_unix.c", FD_TYPES__UNIXSK, FK_SOCKET, is_socket, NULL,
-	  socket_fd_collect, socket_fd_write, has_usk, NULL, unix_fd_open, socket_fd_show },
+	  socket_fd_collect, socket_fd_write, has_usk, NULL, unix_fd_open, socket_fd_show, NULL },
 	{ "inet socket", "net/sk_inet.c", FD_TYPES__INETSK, FK_SOCKET,
 	  .has_entry = has_isk, .open = inet_fd_open, .show = socket_fd_show },
 	{ "netlink socket", "net/sk_netlink.c", FD_TYPES__NETLINKSK, FK_SOCKET,
@@ -435,12 +463,12 @@ static const struct fd_kind kinds[] = {
 	{ "packet socket", "net/sk_packet.c", FD_TYPES__PACKETSK, FK_SOCKET,
 	  .has_entry = has_psk, .open = packet_fd_open, .show = socket_fd_show },
 	{ "pidfd", "files/pidfd.c", FD_TYPES__PIDFD, FK_PIDFD, pidfd_is, pidfd_unsupported,
-	  pidfd_collect, pidfd_write, has_pidfd, pidfd_check, pidfd_open_desc, pidfd_show },
+	  pidfd_collect, pidfd_write, has_pidfd, pidfd_check, pidfd_open_desc, pidfd_show, NULL },
 	{ "POSIX message queue", "ns/mqueue.c", FD_TYPES__UND, FK_MQUEUE, is_mqueue,
 	  mqueue_refused, mqueue_fd_collect, mqueue_fd_write, has_mqf, mqueue_fd_check,
-	  mqueue_fd_open, mqueue_show },
+	  mqueue_fd_open, mqueue_show, NULL },
 	{ "namespace file", "ns/nsfile.c", FD_TYPES__NS, FK_NSFILE, nsfile_is, nsfile_unsupported,
-	  nsfile_collect, nsfile_write, has_nsf, nsfile_check, nsfile_open_desc, nsfile_show },
+	  nsfile_collect, nsfile_write, has_nsf, nsfile_check, nsfile_open_desc, nsfile_show, NULL },
 };
 
 const struct fd_kind *fd_kind_of_fd(pid_t pid, int fd, const char *link, const struct stat *st)

@@ -58,6 +58,11 @@ struct fd_kind {
 	/* opened in memdump: d->fd, or 0 when it opened every fd of its kind at once */
 	int (*open)(struct rst *r, const FileEntry *fe, struct rdesc *d);
 	void (*show)(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s);
+	/*
+	 * dump: f (kind, st, flags set) filled from memdump's own copy fd of a file
+	 * only in flight (SCM_RIGHTS: no process of the dump holds it); NULL: refused
+	 */
+	int (*collect_inflight)(struct dump_ctx *d, int fd, struct file_desc *f);
 };
 
 /* Dump: the kind of fd, or NULL when it is the files kind's own (or unknown). */

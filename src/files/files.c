@@ -20,6 +20,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "files/fd_kinds.h"
+#include "files/proccwd.h"
 #include "files/files.h"
 #include "files/ghost.h"
 #include "files/opath.h"
@@ -78,6 +79,28 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 	return ret ? ret : f->id;
 }
 
+/* A cwd in the /proc directory of a process that exited (proccwd.h): path /proc/PID. */
+static int add_proc_gone(struct dump_ctx *d, const char *name, const struct stat *st)
+{
+	pid_t gone = proccwd_pid(name);
+	const char *why = proccwd_unsupported(d->pid, st);
+	struct file_desc *f;
+
+	if (why)
+		return fail(-EOPNOTSUPP, "process %d: its cwd %s is %s", d->pid, name, why);
+	f = new_desc(&d->files, FK_REG);
+	if (!f || asprintf(&f->path, "/proc/%d", gone) < 0) {
+		if (f)
+			f->path = NULL;
+		return -ENOMEM;
+	}
+	f->st = *st;
+	f->flags = O_RDONLY | O_DIRECTORY;
+	f->gone_pid = gone;
+	pr_debug("cwd %s: the /proc directory of process %d, which exited", name, gone);
+	return f->id;
+}
+
 int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 {
 	char proc[64], path[PATH_MAX];
@@ -89,6 +112,8 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 	if (n < 0 || stat(proc, &st))
 		return fail(-errno, "cannot read %s: %s", proc, strerror(errno));
 	path[n] = 0;
+	if (!strcmp(link, "cwd") && proccwd_pid(path))
+		return add_proc_gone(d, path, &st);
 	return files_add_path(d, path, &st, O_RDONLY | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0),
 			      proc);
 }
@@ -549,11 +574,28 @@ static bool self_fd_locked(int fd)
 	return locked;
 }
 
-/* Which file in flight (not the target's) memdump cannot dump; NULL: it can. */
-static const char *inflight_unsupported(int fd, const char *link, const struct stat *st)
+/* What a file in flight carries that the message does not give back (owner, lock), or NULL. */
+static const char *inflight_attached(int fd)
 {
 	struct f_owner_ex ex = { 0 };
 
+	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
+		return "a file with a SIGIO owner no process of the dump holds";
+	if (self_fd_locked(fd))
+		return "a file with a lock (flock, OFD) no process of the dump holds";
+	return NULL;
+}
+
+/*
+ * Which file in flight (not the target's) memdump cannot dump; NULL: it can.
+ * own_kind: of a kind that dumps from memdump's copy (an eventfd, timerfd,
+ * signalfd, epoll set: fd_kinds.c).
+ */
+static const char *inflight_unsupported(int fd, const char *link, const struct stat *st,
+					bool own_kind)
+{
+	if (own_kind)
+		return inflight_attached(fd);
 	if (S_ISSOCK(st->st_mode))
 		return "a socket no process of the dump holds";
 	if (!strncmp(link, "anon_inode:", 11))
@@ -569,11 +611,23 @@ static const char *inflight_unsupported(int fd, const char *link, const struct s
 		return "a block device or unknown file";
 	if (!strncmp(link, "/proc/", 6) || special_fs(getpid(), fd))
 		return "a /proc or other special file";
-	if (fcntl(fd, F_GETOWN_EX, &ex) || ex.pid)
-		return "a file with a SIGIO owner no process of the dump holds";
-	if (self_fd_locked(fd))
-		return "a file with a lock (flock, OFD) no process of the dump holds";
-	return NULL;
+	return inflight_attached(fd);
+}
+
+/* A new description of a kind of fd_kinds.c for a file only in flight, from memdump's copy. */
+static int describe_inflight_kind(struct dump_ctx *d, const struct fd_kind *k, int fd,
+				  const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, k->kind);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->st = *st;
+	f->flags = flags & ~O_CLOEXEC;
+	f->inflight_fd = fd;
+	ret = k->collect_inflight(d, fd, f);
+	return ret ? ret : f->id;
 }
 
 /* A new description for a file only in flight: a pipe end, a FIFO, a regular file. */
@@ -629,6 +683,7 @@ static int held_inflight(const struct file_set *fs, int id, uint64_t ino, const 
 
 int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 {
+	const struct fd_kind *k;
 	struct file_set *fs = &d->files;
 	char proc[64], link[PATH_MAX];
 	uint32_t flags = 0;
@@ -652,14 +707,17 @@ int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 		if (!same)
 			return held_inflight(fs, fs->fds[i].id, ino, link);
 	}
-	why = inflight_unsupported(fd, link, &st);
-	if (!why && fd_kind_of_fd(getpid(), fd, link, &st))
-		why = "a file of a kind the message alone holds (only a pipe end, a FIFO or a "
-		      "regular file can be)";
+	k = fd_kind_of_fd(getpid(), fd, link, &st);
+	why = inflight_unsupported(fd, link, &st, k && k->collect_inflight);
+	if (!why && k && !k->collect_inflight)
+		why = "a file of a kind the message alone holds (only a pipe end, a FIFO, a "
+		      "regular file, an eventfd, timerfd, signalfd or epoll set can be)";
 	if (why)
 		return fail(-EOPNOTSUPP, "UNIX socket %lu has a file descriptor in flight "
 			    "(SCM_RIGHTS) that is %s (%s), which memdump cannot dump",
 			    (unsigned long)ino, why, link);
+	if (k)		/* its kind's collector names what it refuses */
+		return describe_inflight_kind(d, k, fd, &st, flags);
 	return describe_inflight(d, fd, link, &st, flags, pos);
 }
 

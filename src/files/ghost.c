@@ -413,12 +413,17 @@ static int write_remaps(struct dump_ctx *d)
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		RemapFilePathEntry re = REMAP_FILE_PATH_ENTRY__INIT;
 
-		if (!fs->descs[i].ghost_id)
+		if (!fs->descs[i].ghost_id && !fs->descs[i].gone_pid)
 			continue;
 		re.orig_id = fs->descs[i].id;
-		re.remap_id = fs->descs[i].ghost_id;
 		re.has_remap_type = true;
-		re.remap_type = REMAP_TYPE__GHOST;
+		if (fs->descs[i].gone_pid) {	/* a /proc directory of a process gone: proccwd.h */
+			re.remap_id = (uint32_t)fs->descs[i].gone_pid;
+			re.remap_type = REMAP_TYPE__PROCFS;
+		} else {
+			re.remap_id = fs->descs[i].ghost_id;
+			re.remap_type = REMAP_TYPE__GHOST;
+		}
 		ret = img_write_msg(img, &re.base);
 	}
 	if (ret) {
@@ -431,9 +436,12 @@ static int write_remaps(struct dump_ctx *d)
 int write_ghosts(struct dump_ctx *d)
 {
 	struct ghost_set *gs = &d->files.ghosts;
+	bool gone = false;	/* a /proc directory of a process gone: its remap (proccwd.h) */
 	int ret = 0;
 
-	if (!gs->nr)
+	for (int i = 0; i < d->files.nr_descs; i++)
+		gone |= d->files.descs[i].gone_pid != 0;
+	if (!gs->nr && !gone)
 		return 0;
 	for (int i = 0; i < gs->nr && !ret; i++)
 		ret = write_ghost(d, &gs->g[i]);

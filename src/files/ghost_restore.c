@@ -23,6 +23,7 @@
 
 #include "ghost-file.pb-c.h"
 #include "files/ghost.h"
+#include "files/proccwd.h"
 
 /* The ghost entry of ghost-file-ID.img, the image left open at its content. */
 static int open_ghost(struct rst *r, uint32_t id, struct image **img, GhostFileEntry **ge)
@@ -124,6 +125,8 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 	struct stat st;
 	int ret;
 
+	if (re->has_remap_type && re->remap_type == REMAP_TYPE__PROCFS)
+		return proccwd_check(r, re);	/* a cwd in /proc of a process gone */
 	if (!re->has_remap_type || re->remap_type != REMAP_TYPE__GHOST)
 		return fail(-EOPNOTSUPP, "remap-fpath.img: file %u is remapped in a way restore "
 			    "does not support", re->orig_id);
@@ -155,6 +158,12 @@ int ghost_check(struct rst *r)
 	return ret;
 }
 
+/* A ghost's remap (not a /proc directory's: proccwd.h)? */
+static bool is_ghost(const RemapFilePathEntry *re)
+{
+	return re && re->has_remap_type && re->remap_type == REMAP_TYPE__GHOST;
+}
+
 static struct rghost *find(struct rst *r, uint32_t remap_id)
 {
 	for (size_t i = 0; i < r->nr_ghosts; i++)
@@ -166,7 +175,7 @@ static struct rghost *find(struct rst *r, uint32_t remap_id)
 const char *ghost_path(struct rst *r, uint32_t file_id)
 {
 	const RemapFilePathEntry *re = dumpset_remap(&r->ds, file_id);
-	struct rghost *g = re ? find(r, re->remap_id) : NULL;
+	struct rghost *g = is_ghost(re) ? find(r, re->remap_id) : NULL;
 
 	return g ? g->path : NULL;
 }
@@ -560,7 +569,7 @@ int ghost_create_all(struct rst *r)
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < r->ds.nr_remaps; i++)
-		if (!find(r, r->ds.remaps[i]->remap_id))
+		if (is_ghost(r->ds.remaps[i]) && !find(r, r->ds.remaps[i]->remap_id))
 			ret = create_one(r, r->ds.remaps[i]);
 	return ret;
 }

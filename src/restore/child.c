@@ -333,7 +333,9 @@ void child_main(struct rst *r)
 		if (ret)
 			child_exit_fail(r, ret, "%s", msg);
 	}
-	ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
+	ret = epoll_fill_inflight(r, msg, sizeof(msg));	/* sets sent again next */
+	if (!ret)
+		ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	/* a deleted cwd, deleted again by now: by the fd memdump kept, before it goes */

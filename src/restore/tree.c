@@ -38,6 +38,7 @@
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
 #include "files/ghost.h"
+#include "files/proccwd.h"
 #include "files/tty.h"
 #include "mem/pagesum.h"
 #include "mem/premap.h"
@@ -728,6 +729,8 @@ static int wait_all(struct rst *root)
 	}
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = rst_wait_parked(all[i]);
+	for (size_t i = 0; i < n; i++)
+		proccwd_end(all[i]);	/* each in its cwd, which goes with its stand-in */
 	for (size_t i = 0; i < n; i++)
 		ret = pagecheck_finish(all[i], !ret) ?: ret;
 	if (ret) {

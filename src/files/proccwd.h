@@ -1,0 +1,45 @@
+/*
+ * A cwd in the /proc/PID directory of a process that exited (zdtm
+ * unhashed_proc): the directory is unhashed, /proc/self/cwd reads
+ * "/proc/PID (deleted)" and getcwd() fails with ENOENT. Nothing makes such a
+ * directory but a process with that PID that exits: the restore makes a
+ * stand-in with the PID (clone3 set_tid) and opens its /proc directory, the
+ * restored process changes into it by that fd (child.c, as for a deleted
+ * cwd), and once every process is parked the stand-in is killed and reaped:
+ * its directory is unhashed again before the process runs.
+ *
+ * In the images the cwd's REG entry names /proc/PID and remap-fpath.img
+ * remaps it as PROCFS, remap_id the PID (as CRIU writes it).
+ *
+ * Only in memdump's /proc, PID namespace, mount namespace and root: the PID
+ * is then one of memdump's namespace and /proc/PID memdump's path to it.
+ */
+#ifndef MEMDUMP_PROCCWD_H
+#define MEMDUMP_PROCCWD_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "remap-file-path.pb-c.h"
+
+struct rst;
+
+/* The PID of a path "/proc/PID (deleted)" (a /proc link's reading); 0: not one. */
+pid_t proccwd_pid(const char *name);
+/*
+ * Why process pid's cwd st, the /proc directory of a process gone, cannot be
+ * made again by a restore; NULL: it can.
+ */
+const char *proccwd_unsupported(pid_t pid, const struct stat *st);
+
+/* Restore (proccwd_restore.c) */
+
+/* remap-fpath.img's PROCFS entry re: the process's cwd, its PID free, in memdump's namespace. */
+int proccwd_check(struct rst *r, const RemapFilePathEntry *re);
+/* The cwd of PROCFS remap: a stand-in with its PID, its /proc directory open as r->cwd_fd. */
+int proccwd_open(struct rst *r);
+/* The stand-in killed and reaped (its directory unhashed again); nothing when there is none. */
+void proccwd_end(struct rst *r);
+
+#endif
