@@ -310,18 +310,23 @@ case_tty_shell_job() {
 }
 add tty-shell-job case_tty_shell_job
 
-# A terminal that is not the job's own (a pty slave whose master is not in
-# the process; pairs it holds are dumped, cases-tty.sh): refused by name,
-# with --shell-job too.
+# A terminal that is not the job's own (a pty slave whose master another
+# process, outside the dump, holds; pairs it holds are dumped, cases-tty.sh;
+# a slave whose master was closed, hung up, too: cases-ttydev.sh): refused by
+# name, with --shell-job too.
 case_tty_other() {
 	python3 -c '
 import os, time
 m, s = os.openpty()
-os.close(m)     # a pty slave without its master in the process
+if os.fork() == 0:
+    os.close(s); time.sleep(60); os._exit(0)
+os.close(m)     # a pty slave whose master is in its child, outside the dump
 print("READY", os.getpid(), s, flush=True)
 time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
 	wait_line "$T/p.out" '^READY' 10 || { show_file out "$T/p.out"; fail "python did not start"; }
+	local kid; kid=$(pgrep -P "$PID")
+	[[ -n $kid ]] && track "$kid"
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/p.out")
 	md dump dump -t "$PID" -D "$T/d" --leave-running --shell-job
 	expect_md_error

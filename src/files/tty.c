@@ -858,14 +858,38 @@ static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *
 	return 0;
 }
 
+/* Restore keeps at most 4 new pairs for a tree (struct rst_orphan): hung-up slaves and
+ * runtime terminals of different indexes. */
+#define NEW_PAIRS_MAX	4
+
+static int check_new_pairs(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	int n = 0;
+
+	for (int i = 0; i < fs->nr_descs; i++) {
+		const struct tty_state *t = fs->descs[i].tty;
+
+		if (t && (t->hung || t->orphan) && !info_seen(fs, i))
+			n++;
+	}
+	if (n <= NEW_PAIRS_MAX)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds %d hung-up or runtime terminals (pty slaves "
+		    "whose master is not in the dump), more than the %d memdump restores", d->pid,
+		    n, NEW_PAIRS_MAX);
+}
+
 int tty_write(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
 	struct tty_state lone_t = { .local = -1 };
 	struct file_desc lone = { 0 };
 	bool any = false;
-	int ret = lone_ctty(d, &lone, &lone_t);
+	int ret = check_new_pairs(d);
 
+	if (!ret)
+		ret = lone_ctty(d, &lone, &lone_t);
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = check_status(d, fs->descs[i].tty);
