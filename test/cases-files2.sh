@@ -319,14 +319,16 @@ case_tty_other() {
 import os, time
 m, s = os.openpty()
 if os.fork() == 0:
-    os.close(s); time.sleep(60); os._exit(0)
-os.close(m)     # a pty slave whose master is in its child, outside the dump
-print("READY", os.getpid(), s, flush=True)
+    os.close(m)     # a pty slave whose master its parent, outside the dump, holds
+    print("READY", os.getpid(), s, flush=True)
+    time.sleep(60)
+    os._exit(0)
+os.close(s)
 time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/p.out" '^READY' 10 || { show_file out "$T/p.out"; fail "python did not start"; }
-	local kid; kid=$(pgrep -P "$PID")
-	[[ -n $kid ]] && track "$kid"
+	track "$!"
+	wait_line "$T/p.out" '^READY' "$OP_TIMEOUT" || { show_file out "$T/p.out"; fail "python did not start"; }
+	PID=$(awk '/^READY/ { print $2 }' "$T/p.out")
+	track "$PID"
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/p.out")
 	md dump dump -t "$PID" -D "$T/d" --leave-running --shell-job
 	expect_md_error

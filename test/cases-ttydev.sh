@@ -4,22 +4,26 @@
 # again by its path with its termios, window size, exclusive mode, and taken
 # again by the leader. A console node likewise (never a controlling
 # terminal). A pty slave whose master was closed is hung up with its node
-# deleted: every fd of it hung up again at the same index. What cannot be
+# deleted: every fd of it hung up again at the same index (hungtree: its
+# descriptions shared with a child). What cannot be
 # restored exactly is refused by name, the target running on.
 
 # tty_dev_rst MODE: dump (killing), images and show, restore twice (statecmp each time)
 case_tty_dev_rst() {
 	local mode=$1
 	start_prog t-ttydev "$mode"
+	local p pids=$PID
+	[[ $mode == hungtree ]] && pids=$(tree_pids "$PID")
+	for p in $pids; do track "$p"; done
 	state_snap "$PID"
 	dump "$PID" "$T/d"
-	expect_killed "$PID"
+	for p in $pids; do expect_killed "$p"; done
 	crit_decodes "$T/d"
 	case $mode in
 	vt) shows "$T/d" "${READY[2]} \(terminal device\)" \
 		'virtual terminal 4:47: .*winsize 77x22, exclusive, its session.s controlling terminal' ;;
 	console) shows "$T/d" "${READY[2]} \(terminal device\)" 'console 5:1: termios' ;;
-	hung) shows "$T/d" "${READY[2]} \(deleted\) \(pty slave\)" \
+	hung*) shows "$T/d" "${READY[2]} \(deleted\) \(pty slave\)" \
 		"pty ${READY[2]} slave: hung up, its master closed" ;;
 	esac
 	restore_and_pass "$T/d" 1
@@ -34,7 +38,7 @@ case_tty_dev_lr() {
 	check_child_pass
 }
 
-for m in vt console hung; do
+for m in vt console hung hungtree; do
 	add "tty-dev-rst-$m" case_tty_dev_rst "$m"
 	add "tty-dev-lr-$m" case_tty_dev_lr "$m"
 done

@@ -1,5 +1,5 @@
 /* t-ttydev: terminals that are devices, and a pty slave whose master is gone.
- *   t-ttydev DIR vt|console|hung|vtdeleted|vtinput|hungopen
+ *   t-ttydev DIR vt|console|hung|hungtree|vtdeleted|vtinput|hungopen
  * vt: the process leads a session of its own and opens a virtual terminal node
  *     it made (DIR/vt, 4:VT_MINOR) without O_NOCTTY, so the vt becomes its
  *     controlling terminal (fd 20, O_RDWR|O_NONBLOCK); fd 21 is a second,
@@ -16,6 +16,7 @@
  *     /dev/pts/N (deleted) of the same index, hung up (ioctl EIO, read EOF,
  *     write EIO, poll HUP), 20 and 22 one description, 21 another, the index
  *     still taken, no controlling terminal.
+ * hungtree: hung, with a child keeping the same descriptions of the slave.
  * vtdeleted: the vt node removed after the open (refused);
  * vtinput: a line of input queued on the vt, not read (refused);
  * hungopen: its controlling pty slave hung up by vhangup() while it holds the
@@ -28,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <termios.h>
 
 #define VT_MINOR	47	/* a vt no other test or zdtm (tty5) uses */
@@ -244,6 +246,33 @@ static void check_hung_fd(int fd, int flags)
 		t_fail("fd %d: flags %o", fd, fcntl(fd, F_GETFL));
 }
 
+static pid_t kid;
+
+/* hungtree: a child keeps the same descriptions (forked after the setup). */
+static void fork_keeper(void)
+{
+	kid = fork();
+	if (kid < 0)
+		t_fail("fork: %s", strerror(errno));
+	if (kid == 0) {
+		for (;;)
+			pause();
+	}
+}
+
+static void check_keeper(void)
+{
+	pid_t me = getpid();
+
+	if (kill(kid, 0))
+		t_fail("its child %d is gone", (int)kid);
+	for (int fd = 20; fd <= 22; fd++)
+		if (syscall(SYS_kcmp, me, kid, 0 /* KCMP_FILE */, fd, fd) != 0)
+			t_fail("its child's fd %d is not its own description", fd);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+}
+
 static void check_hung(void)
 {
 	pid_t me = getpid();
@@ -275,6 +304,8 @@ int main(int argc, char **argv)
 		setup_hung();
 	else
 		t_fail("unknown mode %s", mode);
+	if (!strcmp(mode, "hungtree"))
+		fork_keeper();
 	t_ready("%s", path);
 	t_wait_usr1();
 	t_check_common();
@@ -284,5 +315,9 @@ int main(int argc, char **argv)
 		check_console();
 	else if (!strcmp(mode, "hung"))
 		check_hung();
+	else if (!strcmp(mode, "hungtree")) {
+		check_hung();
+		check_keeper();
+	}
 	t_pass(mode);
 }
