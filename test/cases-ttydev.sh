@@ -56,5 +56,7 @@ add tty-dev-err-deleted case_tty_dev_err vtdeleted \
 	'a virtual terminal whose device node was deleted'
 add tty-dev-err-input case_tty_dev_err vtinput \
 	'a virtual terminal) has 6 bytes of input not read yet'
+add tty-dev-err-devtty case_tty_dev_err vtdevtty \
+	'/dev/tty of a controlling terminal that is a console, virtual terminal or serial port'
 add tty-dev-err-hungopen case_tty_dev_err hungopen \
 	'a pseudo-terminal slave hung up (vhangup) while its master is open'

@@ -1,5 +1,5 @@
 /* t-ttydev: terminals that are devices, and a pty slave whose master is gone.
- *   t-ttydev DIR vt|console|hung|hungtree|vtdeleted|vtinput|hungopen
+ *   t-ttydev DIR vt|console|hung|hungtree|vtdeleted|vtinput|vtdevtty|hungopen
  * vt: the process leads a session of its own and opens a virtual terminal node
  *     it made (DIR/vt, 4:VT_MINOR) without O_NOCTTY, so the vt becomes its
  *     controlling terminal (fd 20, O_RDWR|O_NONBLOCK); fd 21 is a second,
@@ -19,6 +19,7 @@
  * hungtree: hung, with a child keeping the same descriptions of the slave.
  * vtdeleted: the vt node removed after the open (refused);
  * vtinput: a line of input queued on the vt, not read (refused);
+ * vtdevtty: /dev/tty open too, its terminal the vt (refused);
  * hungopen: its controlling pty slave hung up by vhangup() while it holds the
  *     master (refused).
  * READY <pid> <path>
@@ -86,6 +87,9 @@ static void setup_vt(void)
 	tcgetattr(20, &tio0);
 	if (!strcmp(mode, "vtdeleted"))
 		unlink(path);
+	if (!strcmp(mode, "vtdevtty") && (fd = open("/dev/tty", O_RDWR)) != 23 &&
+	    dup2(fd, 23) != 23)
+		t_fail("open /dev/tty: %s", strerror(errno));
 	if (!strcmp(mode, "vtinput")) {
 		for (const char *c = "typed\n"; *c; c++)
 			if (ioctl(20, TIOCSTI, c))

@@ -294,6 +294,9 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 	}
 	if (tty_devtty_of_pair(p, st, &why, buf, len))
 		return why;	/* /dev/tty of a pair of the dump (tty.c) */
+	if (tty_devtty_of_dev(p, st))
+		return "/dev/tty of a controlling terminal that is a console, virtual terminal or "
+		       "serial port (memdump opens /dev/tty again for a pseudo-terminal's only)";
 	if (tty_dev_type(st)) {
 		bool job;
 		const char *w = tty_dev_unsupported(p, fd, st, &job, buf, len);

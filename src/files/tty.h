@@ -89,6 +89,9 @@ int tty_dev_type(const struct stat *st);
  */
 const char *tty_dev_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
 				bool *job, char *buf, size_t len);
+/* /dev/tty whose controlling terminal is such a device, not the job's terminal (refused:
+ * /dev/tty is opened again for a pty pair's only). */
+bool tty_devtty_of_dev(const struct fd_policy *p, const struct stat *st);
 /* A device the restore opens again by its path (not the job's terminal)? */
 bool tty_dev_reopened(const struct fd_policy *p, const struct stat *st);
 /* Its termios, locked termios, window size, exclusive mode, controlling terminal. */

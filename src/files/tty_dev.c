@@ -168,6 +168,18 @@ bool tty_dev_reopened(const struct fd_policy *p, const struct stat *st)
 	return tty_dev_type(st) && !proc_read_stat(p->pid, &ps) && !job_terminal(p, st, &ps);
 }
 
+bool tty_devtty_of_dev(const struct fd_policy *p, const struct stat *st)
+{
+	struct stat ctty = { .st_mode = S_IFCHR };
+	struct proc_stat ps;
+
+	if (!S_ISCHR(st->st_mode) || st->st_rdev != makedev(TTYAUX_MAJOR, 0) ||
+	    proc_read_stat(p->pid, &ps) || !ps.tty_nr)
+		return false;
+	ctty.st_rdev = ctty_dev(&ps);
+	return tty_dev_type(&ctty) && !job_terminal(p, &ctty, &ps);
+}
+
 static int refuse(struct dump_ctx *d, int fd, const struct file_desc *f, const char *what)
 {
 	return fail(-EOPNOTSUPP, "process %d: fd %d (%s, %s) %s, which memdump cannot dump yet",
