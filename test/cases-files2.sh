@@ -294,18 +294,25 @@ case_tty_shell_job() {
 }
 add tty-shell-job case_tty_shell_job
 
-# A terminal that is not the job's own (a pty slave whose master is not in
-# the process; pairs it holds are dumped, cases-tty.sh): refused by name,
-# with --shell-job too.
+# A terminal that is not the job's own (a pty slave whose master another
+# process, outside the dump, holds; pairs it holds are dumped, cases-tty.sh;
+# a slave whose master was closed, hung up, too: cases-ttydev.sh): refused by
+# name, with --shell-job too.
 case_tty_other() {
 	python3 -c '
 import os, time
 m, s = os.openpty()
-os.close(m)     # a pty slave without its master in the process
-print("READY", os.getpid(), s, flush=True)
+if os.fork() == 0:
+    os.close(m)     # a pty slave whose master its parent, outside the dump, holds
+    print("READY", os.getpid(), s, flush=True)
+    time.sleep(60)
+    os._exit(0)
+os.close(s)
 time.sleep(60)' > "$T/p.out" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$T/p.out" '^READY' 10 || { show_file out "$T/p.out"; fail "python did not start"; }
+	track "$!"
+	wait_line "$T/p.out" '^READY' "$OP_TIMEOUT" || { show_file out "$T/p.out"; fail "python did not start"; }
+	PID=$(awk '/^READY/ { print $2 }' "$T/p.out")
+	track "$PID"
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$T/p.out")
 	md dump dump -t "$PID" -D "$T/d" --leave-running --shell-job
 	expect_md_error

@@ -258,6 +258,7 @@ struct rst {
 		uint32_t info_id;
 		int fd;
 		bool given;	/* set up and handed out (hooks) */
+		bool hung;	/* a hung-up slave's: closed once the processes are forked */
 	} orphans[4];
 	size_t nr_orphans;
 

@@ -318,6 +318,16 @@ static const char *tty_unsupported(const struct fd_policy *p, int fd, const stru
 	}
 	if (tty_devtty_of_pair(p, st, &why, buf, len))
 		return why;	/* /dev/tty of a pair of the dump (tty.c) */
+	if (tty_devtty_of_dev(p, st))
+		return "/dev/tty of a controlling terminal that is a console, virtual terminal or "
+		       "serial port (memdump opens /dev/tty again for a pseudo-terminal's only)";
+	if (tty_dev_type(st)) {
+		bool job;
+		const char *w = tty_dev_unsupported(p, fd, st, &job, buf, len);
+
+		if (w || !job)
+			return w;	/* a console, vt or serial port, opened again (tty_dev.c) */
+	}
 	if (proc_read_stat(p->pid, &ps))
 		return "a terminal of a process memdump cannot read";
 	maj = (ps.tty_nr >> 8) & 0xfff;
@@ -461,9 +471,15 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		f->pipe_id = st->st_ino;
 	if (kind != FK_PIPE && !(f->path = strdup(link)))
 		return -ENOMEM;
-	if (kind == FK_TTY && ((tty_is_pty(st) && !tty_external(&d->policy, st)) ||
+	if (kind == FK_TTY && ((tty_is_pty(st) && (!tty_external(&d->policy, st) ||
+						   tty_hung_slave(d->pid, fd, st))) ||
 			       tty_devtty_of_pair(&d->policy, st, &dw, why, sizeof(why)))) {
 		int ret = tty_collect(d, fd, f);
+
+		return ret ? ret : f->id;
+	}
+	if (kind == FK_TTY && tty_dev_reopened(&d->policy, st)) {	/* console, vt, serial */
+		int ret = tty_dev_collect(d, fd, f);
 
 		return ret ? ret : f->id;
 	}

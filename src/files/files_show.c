@@ -4,6 +4,7 @@
 
 #include "files/fd_kinds.h"
 #include "files/files_show.h"
+#include "files/tty.h"
 #include "image/dumpset.h"
 
 void reg_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
@@ -46,6 +47,7 @@ void tty_fd_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *
 	(void)ds;
 	snprintf(s->path, sizeof(s->path), "%s%s", fe->tty->name ? fe->tty->name : "tty",
 		 !fe->tty->tty_info_id ? " (the job's terminal)" :
+		 TTY_IS_DEV_INFO_ID(fe->tty->tty_info_id) ? " (terminal device)" :
 		 fe->tty->tty_info_id % 2 ? " (pty slave)" : " (pty master)");
 	s->flags = fe->tty->flags;
 }

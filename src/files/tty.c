@@ -318,6 +318,8 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 			 "does not hold%s", idx, p->tree ? " (nor any process of the tree)" : "");
 		return buf;
 	}
+	if (tty_hung_slave(p->pid, fd, st))
+		return tty_hung_unsupported(p, fd, st, buf, len);
 	if (is_orphan(p, st))
 		return orphan_unsupported(p, fd, st, buf, len);
 	if (!in_dev_pts(st) && !master_dumped(p, slave_index(st))) {
@@ -335,6 +337,51 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 	if (shared_unsupported(p, slave_index(st), buf, len))
 		return buf;
 	return ctty_unsupported(p, st, buf, len);
+}
+
+/* Is fd of pid a hung-up file (its ioctls fail with EIO)? */
+static bool is_hung(pid_t pid, int fd)
+{
+	int lfd = copy_fd(pid, fd);
+	struct kterm t;
+	bool hung;
+
+	if (lfd < 0)
+		return false;
+	hung = kterm_get(lfd, &t) == -EIO;
+	close(lfd);
+	return hung;
+}
+
+static bool link_deleted(pid_t pid, int fd)
+{
+	char path[64], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	return n > 10 && !strcmp(link + n - 10, " (deleted)");
+}
+
+bool tty_hung_slave(pid_t pid, int fd, const struct stat *st)
+{
+	return is_slave(st) && is_hung(pid, fd);
+}
+
+/*
+ * Its master closed: the kernel hung up every file of the slave and deleted
+ * its node, no new file of it can be opened. The index stays taken until
+ * the last of them is closed: no other process may hold one.
+ */
+const char *tty_hung_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				 char *buf, size_t len)
+{
+	if (!link_deleted(p->pid, fd))
+		return "a pseudo-terminal slave hung up (vhangup) while its master is open";
+	if (!in_dev_pts(st))
+		return "a hung-up pseudo-terminal slave of a devpts other than /dev/pts";
+	return shared_unsupported(p, slave_index(st), buf, len);
 }
 
 static bool is_devtty(const struct stat *st)
@@ -452,6 +499,12 @@ int tty_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 	t->master = is_master(&f->st);
 	if (is_devtty(&f->st))
 		return collect_devtty(d, t);
+	if (tty_hung_slave(d->pid, fd, &f->st)) {	/* no modes left to read */
+		t->hung = true;
+		t->index = slave_index(&f->st);
+		t->info_id = t->index * 2 + 1;
+		return 0;
+	}
 	lfd = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0);
 	if (lfd < 0)
 		return fail(-errno, "cannot take pty fd %d of process %d: %s", fd, d->pid,
@@ -666,7 +719,8 @@ static int write_info(struct image *img, const struct file_desc *f)
 	uint32_t cc[PTY_NCC], lcc[PTY_NCC];
 
 	e.id = t->info_id;
-	e.type = t->devtty ? TTY_TYPE__CTTY : t->job ? TTY_TYPE__EXT_TTY : TTY_TYPE__PTY;
+	e.type = t->devtty ? TTY_TYPE__CTTY : t->job ? TTY_TYPE__EXT_TTY :
+		 t->dev_type ? (TtyType)t->dev_type : TTY_TYPE__PTY;
 	e.locked = t->lock;
 	e.exclusive = t->excl;
 	e.packet_mode = t->pkt;
@@ -677,15 +731,15 @@ static int write_info(struct image *img, const struct file_desc *f)
 	e.dev = f->st.st_dev;
 	fill_termios(&tio, cc, &t->t);
 	fill_termios(&lck, lcc, &t->locked);
-	e.termios = &tio;
-	e.termios_locked = &lck;
+	e.termios = t->hung ? NULL : &tio;	/* CRIU's hung-up terminal: no modes */
+	e.termios_locked = t->hung ? NULL : &lck;
 	ws.ws_row = t->ws.ws_row;
 	ws.ws_col = t->ws.ws_col;
 	ws.ws_xpixel = t->ws.ws_xpixel;
 	ws.ws_ypixel = t->ws.ws_ypixel;
-	e.winsize = &ws;
+	e.winsize = t->hung ? NULL : &ws;
 	pty.index = t->index;
-	e.pty = &pty;
+	e.pty = t->dev_type ? NULL : &pty;
 	e.has_ctty = e.has_master = true;
 	e.ctty = t->ctty;
 	e.master = t->master;
@@ -763,7 +817,8 @@ static bool holds_slave(const struct file_set *fs, uint32_t idx)
 	for (int i = 0; i < fs->nr_descs; i++) {
 		const struct tty_state *t = fs->descs[i].tty;
 
-		if (t && !t->master && !t->job && !t->devtty && !t->orphan && t->index == idx)
+		if (t && !t->master && !t->job && !t->devtty && !t->orphan && !t->dev_type &&
+		    !t->hung && t->index == idx)
 			return true;
 	}
 	return false;
@@ -803,14 +858,38 @@ static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *
 	return 0;
 }
 
+/* Restore keeps at most 4 new pairs for a tree (struct rst_orphan): hung-up slaves and
+ * runtime terminals of different indexes. */
+#define NEW_PAIRS_MAX	4
+
+static int check_new_pairs(struct dump_ctx *d)
+{
+	struct file_set *fs = &d->files;
+	int n = 0;
+
+	for (int i = 0; i < fs->nr_descs; i++) {
+		const struct tty_state *t = fs->descs[i].tty;
+
+		if (t && (t->hung || t->orphan) && !info_seen(fs, i))
+			n++;
+	}
+	if (n <= NEW_PAIRS_MAX)
+		return 0;
+	return fail(-EOPNOTSUPP, "process %d holds %d hung-up or runtime terminals (pty slaves "
+		    "whose master is not in the dump), more than the %d memdump restores", d->pid,
+		    n, NEW_PAIRS_MAX);
+}
+
 int tty_write(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;
 	struct tty_state lone_t = { .local = -1 };
 	struct file_desc lone = { 0 };
 	bool any = false;
-	int ret = lone_ctty(d, &lone, &lone_t);
+	int ret = check_new_pairs(d);
 
+	if (!ret)
+		ret = lone_ctty(d, &lone, &lone_t);
 	for (int i = 0; i < fs->nr_descs && !ret; i++) {
 		if (fs->descs[i].tty && fs->descs[i].tty->master)
 			ret = check_status(d, fs->descs[i].tty);

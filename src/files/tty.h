@@ -14,9 +14,11 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "ptyq.h"
 #include "ctx/restore_ctx.h"
+#include "tty.pb-c.h"
 
 struct dump_ctx;
 struct file_desc;
@@ -27,6 +29,10 @@ struct fd_policy;
 /* tty-info id of the job's terminal (--shell-job): its termios, window size, foreground group,
  * given to the restoring shell's terminal; files.img keeps tty_info_id 0 for it. */
 #define TTY_JOB_INFO_ID		0x40000001u
+/* tty-info id of a console, virtual terminal or serial port (tty_dev.c), by its device. */
+#define TTY_DEV_INFO_ID(rdev)	(0x20000000u | (uint32_t)(major(rdev) & 0xfff) << 16 | \
+				 (uint32_t)(minor(rdev) & 0xffff))
+#define TTY_IS_DEV_INFO_ID(id)	(((id) & 0xf0000000u) == 0x20000000u)
 
 struct tty_state {
 	bool master;
@@ -47,6 +53,8 @@ struct tty_state {
 	bool orphan;		/* slave whose master a runtime holds (fd_policy.ext_tty) */
 	bool devtty;		/* /dev/tty: index is the controlling terminal's (TTY_CTTY_INFO_ID) */
 	bool job;		/* the job's terminal (TTY_JOB_INFO_ID) */
+	int dev_type;		/* a device (tty_dev.c): its TtyType, 0: a pty end */
+	bool hung;		/* slave: hung up, its master closed (no modes: CRIU's hung entry) */
 };
 
 /* A /dev/ptmx master or a /dev/pts/N slave. */
@@ -68,6 +76,34 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
  */
 bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
 			char *buf, size_t len);
+/*
+ * A console, virtual terminal or serial port node (tty_dev.c): its TtyType
+ * (CONSOLE, VT, SERIAL), 0 for any other file.
+ */
+int tty_dev_type(const struct stat *st);
+/*
+ * Why such a device on fd cannot be dumped (its node gone from the process's
+ * root, a controlling terminal restore cannot make again), or NULL. *job: it is
+ * the controlling terminal of a session led outside the dump (the job's terminal,
+ * the caller's --shell-job rules).
+ */
+const char *tty_dev_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				bool *job, char *buf, size_t len);
+/* /dev/tty whose controlling terminal is such a device, not the job's terminal (refused:
+ * /dev/tty is opened again for a pty pair's only). */
+bool tty_devtty_of_dev(const struct fd_policy *p, const struct stat *st);
+/* A device the restore opens again by its path (not the job's terminal)? */
+bool tty_dev_reopened(const struct fd_policy *p, const struct stat *st);
+/* Its termios, locked termios, window size, exclusive mode, controlling terminal. */
+int tty_dev_collect(struct dump_ctx *d, int fd, struct file_desc *f);
+/*
+ * A pty slave hung up because its master was closed (its /dev/pts node
+ * deleted, every fd of it hung up): restore makes a pair at its index, opens
+ * the slave and closes the master. Why it cannot be, or NULL.
+ */
+bool tty_hung_slave(pid_t pid, int fd, const struct stat *st);
+const char *tty_hung_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
+				 char *buf, size_t len);
 /* A pty slave whose master is not in the process, not declared a runtime's (the job's
  * terminal). */
 bool tty_external(const struct fd_policy *p, const struct stat *st);
@@ -89,6 +125,12 @@ void tty_state_free(struct tty_state *t);
  * controlling terminal taken again in the child, once it leads its session.
  */
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+/* tty_dev_restore.c: a console, vt or serial port (e: its entry) opened again by its path. */
+int tty_dev_check(struct rst *r, const FileEntry *fe, const TtyInfoEntry *e);
+int tty_dev_open(struct rst *r, const FileEntry *fe, struct rdesc *d, const TtyInfoEntry *e);
+/* The pairs made for hung-up slaves: their masters closed (the slaves hung up again) once
+ * memdump forked the processes holding them. */
+void tty_close_hung(struct rst *r);
 int tty_check(struct rst *r, const FileEntry *fe);
 int tty_ctty_in_child(struct rst *r, char *why, size_t len);
 /* Its fds on /dev/tty opened again, its session's terminal made (after tty_ctty_in_child). */

@@ -334,7 +334,7 @@ static int keep_orphan(struct rst *root, const char *ptmx, uint32_t idx, struct 
 	if (m < 0)
 		return m;
 	*o = &root->orphans[root->nr_orphans++];
-	**o = (struct rst_orphan){ idx * 2 + 1, m, false };
+	**o = (struct rst_orphan){ idx * 2 + 1, m, false, false };
 	return 0;
 }
 
@@ -372,6 +372,82 @@ static int orphan_master(struct rst *r, const FileEntry *fe, const TtyInfoEntry 
 		ret = hook_give_fd(r->o->hooks, HOOK_ORPHAN_PTS_MASTER, root->pid, o->fd);
 	o->given = !ret;
 	return ret ? ret : o->fd;
+}
+
+/* CRIU's hung-up slave: a pty entry without modes. */
+static bool is_hung(const TtyInfoEntry *e)
+{
+	return e && e->type == TTY_TYPE__PTY && e->pty && !e->termios && !(e->has_master && e->master);
+}
+
+/* The ptmx of the devpts of a slave's path (its " (deleted)" off), as memdump sees it. */
+static int hung_ptmx(struct rst *r, const FileEntry *fe, char *buf, size_t len)
+{
+	char ptmx[PATH_MAX], at[PATH_MAX], *slash;
+
+	snprintf(ptmx, sizeof(ptmx) - 8, "%s", fe->tty->name ? fe->tty->name : "");
+	slash = strrchr(ptmx, '/');
+	if (!slash || ptmx[0] != '/')
+		return fail(-EIO, "files.img: terminal %u has no path", fe->id);
+	strcpy(slash, "/ptmx");
+	snprintf(buf, len, "%s", rst_path(r, ptmx, at, sizeof(at)));
+	return 0;
+}
+
+static int check_hung(struct rst *r, const FileEntry *fe, const TtyInfoEntry *e)
+{
+	char ptmx[PATH_MAX];
+	struct stat st;
+	int ret = hung_ptmx(r, fe, ptmx, sizeof(ptmx));
+
+	if (!ret && (stat(ptmx, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(5, 2)))
+		ret = fail(-ENOENT, "/dev/pts/%u was hung up: no devpts %s to make it again in",
+			   e->pty->index, ptmx);
+	return ret;
+}
+
+/*
+ * A hung-up slave: a pair made at its index, kept by the tree's root until
+ * memdump forked the processes (tty_close_hung), each description of the
+ * slave opened from it; closing the master hangs them up again and deletes
+ * the slave's node, as the dumped master's close did.
+ */
+static int open_hung(struct rst *r, const FileEntry *fe, struct rdesc *d, const TtyInfoEntry *si)
+{
+	struct rst *root = root_of(r);
+	struct rst_orphan *o = NULL;
+	char ptmx[PATH_MAX], why[256] = "";
+	int ret = 0;
+
+	for (size_t i = 0; i < root->nr_orphans && !o; i++)
+		if (root->orphans[i].hung && root->orphans[i].info_id == si->id &&
+		    root->orphans[i].fd >= 0)
+			o = &root->orphans[i];
+	if (!o) {
+		ret = hung_ptmx(r, fe, ptmx, sizeof(ptmx));
+		if (!ret)
+			ret = keep_orphan(root, ptmx, si->pty->index, &o);
+		if (ret)
+			return ret;
+		o->hung = true;
+		ret = set_slave_owner(si, si->pty->index, why, sizeof(why));
+		if (ret)
+			return fail(ret, "pty /dev/pts/%u: %s", si->pty->index, why);
+	}
+	d->fd = pty_open_peer(o->fd, fe->tty->flags & ~O_CLOEXEC);
+	if (d->fd < 0)
+		return fail(d->fd, "cannot open /dev/pts/%u of the new pair: %s", si->pty->index,
+			    strerror(-d->fd));
+	return 0;
+}
+
+void tty_close_hung(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_orphans; i++)
+		if (r->orphans[i].hung && r->orphans[i].fd >= 0) {
+			close(r->orphans[i].fd);
+			r->orphans[i].fd = -1;
+		}
 }
 
 int tty_make_bound_pts(struct rst *r, const char *from)
@@ -519,12 +595,16 @@ int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 
 	if (!si)
 		return fail(-EIO, "tty-info.img: no entry %u", fe->tty->tty_info_id);
-	ret = is_orphan(si) ? open_orphan(r, fe, d, si) : open_paired(r, fe, d, &done);
+	if (TTY_IS_DEV_INFO_ID(fe->tty->tty_info_id))
+		ret = tty_dev_open(r, fe, d, si);	/* its exclusive mode given too */
+	else
+		ret = is_hung(si) ? open_hung(r, fe, d, si) :
+		      is_orphan(si) ? open_orphan(r, fe, d, si) : open_paired(r, fe, d, &done);
 	if (!ret && !done && si->has_ctty && si->ctty && pe->sid == pe->pid) {
 		r->ctty_target = target_fd_of(r, fe->id) + 1;
 		r->ctty_src = d->fd + 1;
 	}
-	if (!ret && !done && si->exclusive && ioctl(d->fd, TIOCEXCL))
+	if (!ret && !done && si->pty && si->exclusive && ioctl(d->fd, TIOCEXCL))
 		ret = fail(-errno, "cannot make /dev/pts/%u exclusive: %s", si->pty->index,
 			   strerror(errno));
 	img_free(&tty_info_entry__descriptor, si);
@@ -551,7 +631,11 @@ int tty_check(struct rst *r, const FileEntry *fe)
 	bool ctty = e && e->has_ctty && e->ctty;
 	int ret = 0;
 
-	if (is_devtty(fe) && (!e || e->type != TTY_TYPE__CTTY))
+	if (TTY_IS_DEV_INFO_ID(fe->tty->tty_info_id))
+		ret = tty_dev_check(r, fe, e);	/* a console, vt or serial port: by its path */
+	else if (e && e->pty && e->pty->index == idx && is_hung(e))
+		ret = check_hung(r, fe, e);
+	else if (is_devtty(fe) && (!e || e->type != TTY_TYPE__CTTY))
 		ret = fail(-EIO, "tty-info.img: no entry for /dev/tty (file %u)", fe->id);
 	else if (is_devtty(fe))
 		;	/* opened by the process once its session has its terminal */
@@ -634,7 +718,8 @@ int tty_ctty_in_child(struct rst *r, char *why, size_t len)
 void tty_close_orphans(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_orphans; i++)
-		close(r->orphans[i].fd);
+		if (r->orphans[i].fd >= 0)
+			close(r->orphans[i].fd);
 	r->nr_orphans = 0;
 }
 

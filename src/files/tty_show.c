@@ -45,6 +45,21 @@ static void show_one(const struct dumpset *ds, const TtyInfoEntry *e)
 		       w ? w->ws_row : 0, e->pgrp);
 		return;
 	}
+	if (e->type == TTY_TYPE__CONSOLE || e->type == TTY_TYPE__VT || e->type == TTY_TYPE__SERIAL) {
+		printf("%s %u:%u: termios lflag %#o, winsize %ux%u%s%s\n",
+		       e->type == TTY_TYPE__CONSOLE ? "console" :
+		       e->type == TTY_TYPE__VT ? "virtual terminal" : "serial port",
+		       e->rdev >> 8 & 0xfff, (e->rdev & 0xff) | (e->rdev >> 12 & 0xfff00),
+		       t ? t->c_lflag : 0, w ? w->ws_col : 0, w ? w->ws_row : 0,
+		       e->exclusive ? ", exclusive" : "",
+		       e->has_ctty && e->ctty ? ", its session's controlling terminal" : "");
+		return;
+	}
+	if (e->type == TTY_TYPE__PTY && !t && !master) {
+		printf("pty /dev/pts/%u slave: hung up, its master closed\n",
+		       e->pty ? e->pty->index : 0);
+		return;
+	}
 	printf("pty /dev/pts/%u %s:", e->pty ? e->pty->index : 0, master ? "master" : "slave");
 	if (t && !master)
 		printf(" termios iflag %#o oflag %#o cflag %#o lflag %#o speed %u/%u,", t->c_iflag,

@@ -104,6 +104,7 @@ void rst_close_prepared(struct rst *r)
 	r->cwd_fd = -1;
 	close_inherited(r);
 	tty_close_fg(r);
+	tty_close_hung(r);	/* its slaves hung up again */
 	sk_helpers_close(r);
 	cgroups_close_join(r);
 }
