@@ -310,6 +310,15 @@ static void tell_status(const struct options *o)
 	close(o->status_fd);
 }
 
+/* The name a client's certificate must carry (--tls): the address listened on, as
+ * CRIU's; none for a wildcard one (0.0.0.0, ::), which names no host. */
+static const char *client_name(const char *addr)
+{
+	if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
+		return NULL;
+	return addr;
+}
+
 static int accept_one(const struct options *o, struct xfer *x)
 {
 	int lfd = xfer_listen(o->address, o->port), fd;
@@ -324,7 +333,7 @@ static int accept_one(const struct options *o, struct xfer *x)
 	close(lfd);
 	if (fd < 0)
 		return fail(-errno, "cannot accept a connection: %s", strerror(errno));
-	return xfer_accept(x, fd, o->address, &o->tls);
+	return xfer_accept(x, fd, client_name(o->address), &o->tls);
 }
 
 static int receive(const struct options *o, bool migrate)

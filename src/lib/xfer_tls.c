@@ -7,7 +7,8 @@
  * /etc/pki/CA/cacrl.pem if present), expiry included. The peer's certificate
  * must also name the host: the client checks the server's against the
  * address it connects to, the server the client's against its --address
- * (as CRIU does; none without --address); --tls-no-cn-verify skips that.
+ * (as CRIU does; none without --address or for a wildcard one);
+ * --tls-no-cn-verify skips that.
  *
  * A failure is one line naming what failed (the file, the peer and why its
  * certificate was not accepted); nothing is sent before the session is made
@@ -202,6 +203,7 @@ static int refused_here(struct xfer *x)
 
 static int handshake(struct xfer *x)
 {
+	char *desc;
 	int ret;
 
 	do
@@ -221,7 +223,9 @@ static int handshake(struct xfer *x)
 		return fail(-ECONNABORTED, "TLS handshake with the %s failed: %s", x->peer,
 			    gt.gnutls_strerror(ret));
 	x->tls->up = true;
-	pr_info("TLS with the %s: %s", x->peer, gt.gnutls_session_get_desc(x->tls->s));
+	desc = gt.gnutls_session_get_desc(x->tls->s);	/* gnutls_free()d */
+	pr_info("TLS with the %s: %s", x->peer, desc ? desc : "?");
+	(*gt.free)(desc);
 	return 0;
 }
 
