@@ -13,7 +13,8 @@ BUILD    ?= build
 PKGS     := libnl-3.0 libprotobuf-c liblz4 libzstd libcrypto
 OPT      ?= -O2 -g
 CFLAGS   := $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Isrc -I$(BUILD)/images \
-            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+            $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+            $(shell pkg-config --cflags gnutls 2>/dev/null)	# headers only: xfer_tls.c dlopens it
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcap -lpthread
 
 # Freestanding blobs: position-independent, no libc, no startup files.

@@ -22,7 +22,13 @@
  *
  * A server that loses the connection before DONE (or, for a page server,
  * before COMMIT) removes every file it made: no set that looks complete is
- * left behind on either side.
+ * left behind on either side. The server answers HELLO (a REPLY), so a
+ * client learns before it dumps anything that the peer speaks this stream.
+ *
+ * With --tls (xfer_tls.c) the stream goes through a GnuTLS session, both
+ * sides authenticated by X.509 certificates (CRIU's options and defaults);
+ * the kernel has no kTLS here, so the bytes pass through memdump's buffers
+ * (no splice into the socket, no sendfile).
  */
 #ifndef MEMDUMP_XFER_H
 #define MEMDUMP_XFER_H
@@ -32,7 +38,7 @@
 #include <sys/types.h>
 
 #define XFER_MAGIC	0x4d445846u	/* "FXDM" */
-#define XFER_VERSION	1
+#define XFER_VERSION	2	/* 2: HELLO is answered */
 #define XFER_NAME_MAX	255
 
 enum xfer_cmd {
@@ -54,15 +60,32 @@ struct xfer_hdr {
 	uint64_t len;
 };
 
-/* The client's end: a connected socket, and whom it reaches (for messages). */
+/* --tls and its files, as CRIU's options (NULL: CRIU's default paths). */
+struct xfer_tls {
+	bool on;		/* --tls */
+	const char *cacert;	/* --tls-cacert: only this CA (else the system's and the default) */
+	const char *cacrl;	/* --tls-cacrl: required if given (the default only if present) */
+	const char *cert;	/* --tls-cert */
+	const char *key;	/* --tls-key */
+	bool no_cn_verify;	/* --tls-no-cn-verify */
+};
+
+struct xfer_tls_session;	/* xfer_tls.c */
+
+/* One end of a connection: its socket, its TLS session (or NULL), whom it reaches. */
 struct xfer {
 	int fd;
+	struct xfer_tls_session *tls;
 	char peer[96];		/* "page server 10.1.2.3:1234" */
 };
 
-/* Connect to addr:port; what names the peer in errors ("page server", "receiver"). */
-int xfer_connect(struct xfer *x, const char *what, const char *addr, int port);
+/* Connect to addr:port (TLS when tls->on; tls may be NULL); what names the peer in
+ * errors ("page server", "receiver"). HELLO sent and answered. */
+int xfer_connect(struct xfer *x, const char *what, const char *addr, int port,
+		 const struct xfer_tls *tls);
 void xfer_close(struct xfer *x);
+/* Whether the bytes must pass through memdump (TLS): no splice, no sendfile into x->fd. */
+bool xfer_copies(const struct xfer *x);
 /* A header, then payload (NULL when the caller sends the len bytes itself). */
 int xfer_send(struct xfer *x, enum xfer_cmd cmd, const void *payload, uint64_t len);
 /* The file name in dirfd as FILE + DATA (sendfile: no copy through memdump). */
@@ -74,10 +97,21 @@ int xfer_lost(struct xfer *x, int err);
 
 /* The server's side. */
 int xfer_listen(const char *addr, int port);
-int xfer_read_exact(int fd, void *buf, size_t len);	/* 0, -EPIPE at EOF, -errno */
-int xfer_recv_hdr(int fd, struct xfer_hdr *h);
-int xfer_reply(int fd, int status, const char *msg);
-/* len bytes from the socket into fd_out (splice through a pipe). */
-int xfer_recv_data(int sock, int fd_out, uint64_t len);
+/* The connection accepted on fd (taken: closed on failure), TLS when tls->on; addr is
+ * the name the client's certificate must carry (CRIU's: --address), NULL for none. */
+int xfer_accept(struct xfer *x, int fd, const char *addr, const struct xfer_tls *tls);
+int xfer_read_exact(struct xfer *x, void *buf, size_t len);	/* 0, -EPIPE at EOF, -errno */
+int xfer_recv_hdr(struct xfer *x, struct xfer_hdr *h);
+int xfer_reply(struct xfer *x, int status, const char *msg);
+/* len bytes from the connection into fd_out (splice through a pipe, without TLS). */
+int xfer_recv_data(struct xfer *x, int fd_out, uint64_t len);
+
+/* xfer_tls.c: the session over x->fd, made and verified (0, or <0 after fail()); what
+ * it sends and receives (bytes, or -errno; 0 at the peer's end of the stream). */
+int xfer_tls_start(struct xfer *x, bool server, const char *hostname,
+		   const struct xfer_tls *tls);
+void xfer_tls_end(struct xfer *x);
+ssize_t xfer_tls_send(struct xfer *x, const void *buf, size_t len);
+ssize_t xfer_tls_recv(struct xfer *x, void *buf, size_t len);
 
 #endif

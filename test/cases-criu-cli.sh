@@ -42,10 +42,15 @@ add criu-cli-lxc case_criu_cli_lxc
 case_criu_cli_refuse() {
 	criu_link
 	local out
+	out=$("$CRIU" dump -t 1 -D "$T" --auto-dedup 2>&1)
+	(( $? == 1 )) || fail "criu dump --auto-dedup did not exit 1"
+	[[ $out == "memdump (as criu): --auto-dedup is not supported: deduplication of parent images is not supported" ]] ||
+		fail "--auto-dedup refusal: '$out'"
+	# --tls is passed on (the page server's): without --page-server, memdump's own refusal
 	out=$("$CRIU" dump -t 1 -D "$T" --tls 2>&1)
-	(( $? == 1 )) || fail "criu dump --tls did not exit 1"
-	[[ $out == "memdump (as criu): --tls is not supported: TLS is for the page server, not supported yet" ]] ||
-		fail "TLS refusal: '$out'"
+	(( $? == 1 )) || fail "criu dump --tls without --page-server did not exit 1"
+	[[ $out == *"--tls is for the page server's connection: with --page-server" ]] ||
+		fail "--tls without --page-server: '$out'"
 	out=$("$CRIU" restore -D "$T" --no-such-option 2>&1)
 	(( $? == 1 )) || fail "an unknown option did not exit 1"
 	[[ $out == *"unknown option --no-such-option (not one of CRIU 4.2's)" ]] ||

@@ -134,7 +134,7 @@ case_rpc_refuse_options() {
 	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true \
 		lsm_profile=apparmor:x tls=true weak_sysctls=true link_remap=true
 	rpc_refused "RESTORE: options memdump cannot honour" "lazy_pages \(" "leave_running \(" \
-		"lsm_profile \(memdump does not change LSM" "tls \(memdump has no page server"
+		"lsm_profile \(memdump does not change LSM" "tls \(TLS is the page server's, over the command line only"
 	grep -q "weak_sysctls\|link_remap" "$RPC_OUT" && fail "weak_sysctls or link_remap refused"
 	rpc nopid "$MEMDUMP" DUMP images_dir="$T/d"
 	rpc_refused "no pid"

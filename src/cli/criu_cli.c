@@ -125,12 +125,12 @@ static const struct criu_opt criu_opts[] = {
 	{ "status-fd", 0, ARG, PASS, NULL, false },	/* page-server's */
 	{ "auto-dedup", 0, NOARG, REFUSE, "deduplication of parent images is not supported", true },
 	{ "stream", 0, NOARG, REFUSE, "streamed images are not supported yet", true },
-	{ "tls", 0, NOARG, REFUSE, "TLS is for the page server, not supported yet", true },
-	{ "tls-cacert", 0, ARG, REFUSE, "TLS is for the page server, not supported yet", false },
-	{ "tls-cacrl", 0, ARG, REFUSE, "TLS is for the page server, not supported yet", false },
-	{ "tls-cert", 0, ARG, REFUSE, "TLS is for the page server, not supported yet", false },
-	{ "tls-key", 0, ARG, REFUSE, "TLS is for the page server, not supported yet", false },
-	{ "tls-no-cn-verify", 0, NOARG, REFUSE, "TLS is for the page server, not supported yet", false },
+	{ "tls", 0, NOARG, PASS, NULL, true },	/* the page server's (xfer_tls.c) */
+	{ "tls-cacert", 0, ARG, PASS, NULL, false },
+	{ "tls-cacrl", 0, ARG, PASS, NULL, false },
+	{ "tls-cert", 0, ARG, PASS, NULL, false },
+	{ "tls-key", 0, ARG, PASS, NULL, false },
+	{ "tls-no-cn-verify", 0, NOARG, PASS, NULL, false },
 	{ "config", 0, ARG, REFUSE, "memdump reads no configuration file", false },
 	{ "libdir", 'L', ARG, REFUSE, "plugins are not supported", false },
 	{ "exec-cmd", 0, NOARG, REFUSE, "restore --exec-cmd is not supported", false },

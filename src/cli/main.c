@@ -59,7 +59,8 @@ static const char usage[] =
 	"        runtime's), the slave is dumped alone; --overwrite: a dump DIR already\n"
 	"        holds is removed first (as CRIU does; without it, DIR must hold none)\n"
 	"        --page-server: pages-1.img and the pagemap go to a memdump page-server\n"
-	"        at A:P (spliced into the socket), the other images to DIR\n"
+	"        at A:P (spliced into the socket), the other images to DIR; with the\n"
+	"        TLS options below, through TLS (read mode: no splice)\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID (and of the processes below it), leave it running\n"
 	"        and track the pages it writes\n"
@@ -73,6 +74,11 @@ static const char usage[] =
 	"        runs, the final dump frozen, restored there; killed here once it runs there\n"
 	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD]\n"
 	"        receive one migration into DIR and restore it (detached)\n"
+	"  TLS options (dump/pre-dump --page-server, page-server, migrate, migrate-receive):\n"
+	"       [--tls [--tls-cacert FILE] [--tls-cacrl FILE] [--tls-cert FILE] [--tls-key FILE]\n"
+	"        [--tls-no-cn-verify]]\n"
+	"        as CRIU's: both sides present an X.509 certificate and check the peer's\n"
+	"        (CA, CRL, dates, name: the address; not with --tls-no-cn-verify)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--lazy-pages] [--tcp-close]\n"
 	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
@@ -148,10 +154,13 @@ static int dump_with(const struct options *o, bool pre_dump)
 		return fail(-EOPNOTSUPP, "--encrypt with --overwrite: remove the old set first");
 	if (o->page_server && !o->port)
 		return fail(-EINVAL, "--page-server needs --address A --port P");
-	if (o->page_server)
-		ret = xfer_connect(&x, "page server", o->address ? o->address : "localhost",
-				   o->port);
+	if (o->tls.on && !o->page_server)
+		return fail(-EINVAL, "--tls is for the page server's connection: with --page-server");
 	d.xfer = o->page_server ? &x : NULL;
+	ret = dump_check_opts(&d);	/* before the page server hears of it */
+	if (!ret && o->page_server)
+		ret = xfer_connect(&x, "page server", o->address ? o->address : "localhost",
+				   o->port, &o->tls);
 	if (!ret)
 		ret = dump_run(&d);
 	xfer_close(&x);
@@ -413,7 +422,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
 	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_ENCRYPT, OPT_ENCRYPT_FD,
-	       OPT_DECRYPT, OPT_DECRYPT_FD };
+	       OPT_DECRYPT, OPT_DECRYPT_FD, OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACRL, OPT_TLS_CERT,
+	       OPT_TLS_KEY, OPT_TLS_NO_CN };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -439,6 +449,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "address", required_argument, NULL, OPT_ADDRESS },
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "status-fd", required_argument, NULL, OPT_STATUS_FD },
+		{ "tls", no_argument, NULL, OPT_TLS },
+		{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
+		{ "tls-cacrl", required_argument, NULL, OPT_TLS_CACRL },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		{ "tls-no-cn-verify", no_argument, NULL, OPT_TLS_NO_CN },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "pre-dumps", required_argument, NULL, OPT_PRE_DUMPS },
 		{ "stop", no_argument, NULL, OPT_STOP },
@@ -551,6 +567,24 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			opts->status_fd = strtol(optarg, &end, 10);
 			if (*end || opts->status_fd < 0)
 				return bad_usage("bad --status-fd '%s'", optarg);
+			break;
+		case OPT_TLS:
+			opts->tls.on = true;
+			break;
+		case OPT_TLS_CACERT:
+			opts->tls.cacert = optarg;
+			break;
+		case OPT_TLS_CACRL:
+			opts->tls.cacrl = optarg;
+			break;
+		case OPT_TLS_CERT:
+			opts->tls.cert = optarg;
+			break;
+		case OPT_TLS_KEY:
+			opts->tls.key = optarg;
+			break;
+		case OPT_TLS_NO_CN:
+			opts->tls.no_cn_verify = true;
 			break;
 		case OPT_TO:
 			opts->to = optarg;

@@ -204,7 +204,7 @@ int cmd_migrate(const struct options *o)
 	if (!ret)
 		ret = make_work(&m);
 	if (!ret)
-		ret = xfer_connect(&m.x, "receiver", host, port);
+		ret = xfer_connect(&m.x, "receiver", host, port, &o->tls);
 	for (int i = 0; i < pre && !ret; i++)
 		ret = one_dump(&m, false);
 	if (!ret)

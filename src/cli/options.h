@@ -16,6 +16,7 @@
 #include "image/crypt.h"
 #include "mntext.h"
 #include "restore/restore.h"
+#include "xfer.h"
 
 struct options {
 	pid_t pid;			/* -t */
@@ -44,6 +45,7 @@ struct options {
 	const char *address;		/* --address (page-server, migrate-receive: to listen on) */
 	int port;			/* --port */
 	int status_fd;			/* --status-fd: a byte once listening (CRIU's), or -1 */
+	struct xfer_tls tls;		/* --tls, --tls-cacert, ... (page server, migrate) */
 	const char *to;			/* migrate --to HOST:PORT */
 	int pre_dumps;			/* migrate --pre-dumps N, or -1 */
 	bool stop;			/* track --stop */

@@ -29,7 +29,7 @@
 #define MADE_MAX	4096
 
 struct rx {
-	int sock;
+	struct xfer conn;	/* the one client: its socket, its TLS session */
 	int root;		/* -D */
 	int dirfd;		/* the current set's directory: root or root/SET */
 	char set[XFER_NAME_MAX + 1];
@@ -80,7 +80,7 @@ static int read_name(struct rx *r, uint64_t len, char *name)
 
 	if (!len || len > XFER_NAME_MAX)
 		return fail(-EPROTO, "a name of %llu bytes", (unsigned long long)len);
-	ret = xfer_read_exact(r->sock, name, len);
+	ret = xfer_read_exact(&r->conn, name, len);
 	if (ret)
 		return ret;
 	name[len] = '\0';
@@ -150,7 +150,7 @@ static int on_data(struct rx *r, uint64_t len)
 
 	if (r->fd < 0)
 		return fail(-EPROTO, "data before a file");
-	ret = xfer_recv_data(r->sock, r->fd, len);
+	ret = xfer_recv_data(&r->conn, r->fd, len);
 	if (ret == -EPIPE)
 		return ret;
 	return ret ? fail(ret, "cannot write a received image: %s", strerror(-ret)) : 0;
@@ -163,7 +163,7 @@ static int on_link(struct rx *r, uint64_t len)
 
 	if (!r->migrate || len >= sizeof(buf) || len < 3)
 		return fail(-EPROTO, "a bad link was sent");
-	ret = xfer_read_exact(r->sock, buf, len);
+	ret = xfer_read_exact(&r->conn, buf, len);
 	if (ret)
 		return ret;
 	buf[len] = '\0';
@@ -181,7 +181,7 @@ static int on_commit(struct rx *r)
 
 	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
 		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
-	if (xfer_reply(r->sock, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
+	if (xfer_reply(&r->conn, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
 		ret = -EPIPE;
 	r->committed = !ret;
 	return ret;
@@ -240,7 +240,7 @@ static int on_restore(struct rx *r)
 			ret = fail(ret, "restore of %s/%s failed: %s", r->o->dir, r->set, msg);
 	}
 	r->restored = !ret;
-	if (xfer_reply(r->sock, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
+	if (xfer_reply(&r->conn, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
 		pr_warn("the process is restored, but its source did not hear it");
 	return ret;
 }
@@ -248,10 +248,15 @@ static int on_restore(struct rx *r)
 static int on_hello(struct rx *r, uint64_t len)
 {
 	uint32_t v;
-	int ret = len == sizeof(v) ? xfer_read_exact(r->sock, &v, sizeof(v)) : -EPROTO;
+	int ret = len == sizeof(v) ? xfer_read_exact(&r->conn, &v, sizeof(v)) : -EPROTO;
 
-	if (!ret && v != XFER_VERSION)
+	if (!ret && v != XFER_VERSION) {
 		ret = fail(-EPROTO, "protocol version %u (this memdump speaks %u)", v, XFER_VERSION);
+		xfer_reply(&r->conn, -ret, fail_reason());
+		return ret;
+	}
+	if (!ret)
+		ret = xfer_reply(&r->conn, 0, "");
 	return ret;
 }
 
@@ -266,7 +271,7 @@ static int serve_one(struct rx *r, const struct xfer_hdr *h)
 	case XFER_LINK:		return on_link(r, h->len);
 	case XFER_COMMIT:	return h->len ? -EPROTO : on_commit(r);
 	case XFER_RESTORE:	return h->len ? -EPROTO : on_restore(r);
-	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(r->sock, 0, "");
+	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(&r->conn, 0, "");
 	case XFER_DONE:		return 1;
 	}
 	return fail(-EPROTO, "unknown message %u", h->cmd);
@@ -278,7 +283,7 @@ static int serve(struct rx *r)
 	int ret;
 
 	for (;;) {
-		ret = xfer_recv_hdr(r->sock, &h);
+		ret = xfer_recv_hdr(&r->conn, &h);
 		if (ret == -EPIPE && r->committed && !r->migrate)
 			return 0;	/* the dump closed after its COMMIT: done */
 		if (!ret)
@@ -288,7 +293,8 @@ static int serve(struct rx *r)
 		if (ret == -EPIPE || ret == -ECONNRESET)
 			return fail(ret, "the connection ended before the images were complete");
 		if (ret == -EPROTO)
-			return fail(ret, "not memdump's image stream");
+			return fail(ret, "not memdump's image stream from the %s%s", r->conn.peer,
+				    r->conn.tls ? "" : " (a TLS client? --tls)");
 		if (ret)
 			return ret;
 	}
@@ -304,7 +310,16 @@ static void tell_status(const struct options *o)
 	close(o->status_fd);
 }
 
-static int accept_one(const struct options *o)
+/* The name a client's certificate must carry (--tls): the address listened on, as
+ * CRIU's; none for a wildcard one (0.0.0.0, ::), which names no host. */
+static const char *client_name(const char *addr)
+{
+	if (!addr || !strcmp(addr, "0.0.0.0") || !strcmp(addr, "::"))
+		return NULL;
+	return addr;
+}
+
+static int accept_one(const struct options *o, struct xfer *x)
 {
 	int lfd = xfer_listen(o->address, o->port), fd;
 
@@ -318,12 +333,12 @@ static int accept_one(const struct options *o)
 	close(lfd);
 	if (fd < 0)
 		return fail(-errno, "cannot accept a connection: %s", strerror(errno));
-	return fd;
+	return xfer_accept(x, fd, client_name(o->address), &o->tls);
 }
 
 static int receive(const struct options *o, bool migrate)
 {
-	struct rx r = { .fd = -1, .migrate = migrate, .o = o };
+	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 } };
 	int ret;
 
 	if (!o->dir || !o->port)
@@ -339,16 +354,16 @@ static int receive(const struct options *o, bool migrate)
 		return fail(-EEXIST, "directory %s already holds a dump", o->dir);
 	}
 	r.dirfd = r.root;
-	r.sock = accept_one(o);
-	ret = r.sock < 0 ? r.sock : serve(&r);
+	ret = accept_one(o, &r.conn);
+	if (!ret)
+		ret = serve(&r);
 	if (r.fd >= 0)
 		close(r.fd);
 	if (ret && !r.restored)
 		remove_made(&r);
 	if (r.dirfd != r.root)
 		close(r.dirfd);
-	if (r.sock >= 0)
-		close(r.sock);
+	xfer_close(&r.conn);
 	close(r.root);
 	free_made(&r);
 	return ret;

@@ -42,6 +42,7 @@ struct opt_rule {
 };
 
 #define NEEDS_NS	"external namespaces and mount sharing are not supported"
+#define TLS_PS		"TLS is the page server's, over the command line only (dump --page-server --tls)"
 
 static const struct opt_rule rules[] = {
 	{ "images_dir_fd", K_ALL, NULL },
@@ -63,7 +64,7 @@ static const struct opt_rule rules[] = {
 	{ "manage_cgroups", K_DUMP | K_RESTORE, NULL },
 	{ "manage_cgroups_mode", K_DUMP | K_RESTORE, NULL },
 	{ "root", K_DUMP | K_RESTORE, NULL },
-	{ "ps", 0, "memdump has no page server" },
+	{ "ps", 0, "the page server is over the command line only (dump --page-server)" },
 	{ "parent_img", K_DUMP, "only a dump or pre-dump has a parent" },
 	{ "track_mem", K_DUMP, "only a dump or pre-dump tracks memory" },
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
@@ -111,12 +112,12 @@ static const struct opt_rule rules[] = {
 	{ "cgroup_dump_controller", 0, "only CRIU's default cgroup properties are saved and "
 	  "restored" },
 	{ "cgroup_yard", 0, "over CRIU's command line only (--cgroup-yard)" },
-	{ "tls", 0, "memdump has no page server" },
-	{ "tls_cacert", 0, "memdump has no page server" },
-	{ "tls_cacrl", 0, "memdump has no page server" },
-	{ "tls_cert", 0, "memdump has no page server" },
-	{ "tls_key", 0, "memdump has no page server" },
-	{ "tls_no_cn_verify", 0, "memdump has no page server" },
+	{ "tls", 0, TLS_PS },
+	{ "tls_cacert", 0, TLS_PS },
+	{ "tls_cacrl", 0, TLS_PS },
+	{ "tls_cert", 0, TLS_PS },
+	{ "tls_key", 0, TLS_PS },
+	{ "tls_no_cn_verify", 0, TLS_PS },
 	{ "pidfd_store_sk", 0, "no pidfd store: pidfd_store is false" },
 	{ "log_to_stderr", 0, "the log goes to log_file; memdump's stderr is the runtime's" },
 };

@@ -475,6 +475,26 @@ static bool wants_snapshot(const struct dump_opts *o)
 			       !o->track_mem && !o->prev_dir && !o->hooks && !o->xfer);
 }
 
+/* The options that cannot go together, refused before anything is touched (the CLI
+ * asks before it connects to a page server too). */
+int dump_check_opts(const struct dump_opts *o)
+{
+	if (!o->pid || !o->dir)
+		return fail(-EINVAL, "%s needs -t PID and -D DIR", o->pre_dump ? "pre-dump" : "dump");
+	if (o->snapshot && !o->leave_running)
+		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
+	if (o->compress.algo != PZ_NONE && o->xfer)
+		return fail(-EINVAL, "--compress with --page-server: the pages go to the page "
+			    "server as they are, there is no pages-1.img here to compress");
+	if (o->snapshot && o->xfer)
+		return fail(-EINVAL, "--snapshot with --page-server: the snapshot writes pages into "
+			    "the image at their places once the target runs, a stream cannot");
+	if (o->snapshot && o->hooks)
+		return fail(-EINVAL, "--snapshot with action scripts or notifications: the post-dump "
+			    "hook would see a set whose pages are written once the target runs again");
+	return 0;
+}
+
 static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
@@ -494,28 +514,10 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (!ts)
 		return -ENOMEM;
 	track_init(&d.track, o->pid);
-	if (!o->pid || !o->dir) {
+	ret = dump_check_opts(o);
+	if (ret) {
 		free(ts);
-		return fail(-EINVAL, "%s needs -t PID and -D DIR", o->pre_dump ? "pre-dump" : "dump");
-	}
-	if (o->snapshot && !o->leave_running) {
-		free(ts);
-		return fail(-EINVAL, "--snapshot needs --leave-running (a killed target needs none)");
-	}
-	if (o->compress.algo != PZ_NONE && o->xfer) {
-		free(ts);
-		return fail(-EINVAL, "--compress with --page-server: the pages go to the page "
-			    "server as they are, there is no pages-1.img here to compress");
-	}
-	if (o->snapshot && o->xfer) {
-		free(ts);
-		return fail(-EINVAL, "--snapshot with --page-server: the snapshot writes pages into "
-			    "the image at their places once the target runs, a stream cannot");
-	}
-	if (o->snapshot && o->hooks) {
-		free(ts);
-		return fail(-EINVAL, "--snapshot with action scripts or notifications: the post-dump "
-			    "hook would see a set whose pages are written once the target runs again");
+		return ret;
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */

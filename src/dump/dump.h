@@ -19,6 +19,8 @@ void dump_trace_clear(struct dump_trace *t);
 
 /* dump.c: the pipeline; <0 after fail() */
 int dump_run(const struct dump_opts *o);
+/* Options that cannot go together: 0, or <0 after fail() (dump_run() asks too). */
+int dump_check_opts(const struct dump_opts *o);
 
 struct dump_ctx;
 /* Process k of a tree (prev: the k before it, its parent among them at ppid): its ids. */

@@ -49,6 +49,18 @@ int page_xfer_data(struct dump_ctx *d, uint64_t bytes)
 	return xfer_send(d->xfer, XFER_DATA, NULL, bytes);
 }
 
+/* With TLS: no splice into the session, the pages are read into buffers (pages.c). */
+bool page_xfer_copies(const struct dump_ctx *d)
+{
+	return xfer_copies(d->xfer);
+}
+
+/* A buffer of pages as one DATA piece, through the session. */
+int page_xfer_send(struct dump_ctx *d, const void *buf, uint64_t bytes)
+{
+	return xfer_send(d->xfer, XFER_DATA, buf, bytes);
+}
+
 /* A write into the socket failed (err): the page server is named, not "the pages image". */
 int page_xfer_error(struct dump_ctx *d, int err)
 {

@@ -63,6 +63,7 @@ struct pages_out {
 	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
 	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
 	struct dump_ctx *remote;	/* to a page server: each piece behind a header */
+	bool remote_copy;	/* ... through memdump's buffers (TLS): page_xfer_send() */
 	bool partial;		/* a piece's header sent, not all of its bytes */
 	struct crypt_pages *seal;	/* --encrypt: sealed as written (crypt.h), or NULL */
 	pthread_t writer;
@@ -99,8 +100,23 @@ static int seal_buf(struct pages_out *o, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* A buffer to a page server through TLS: one DATA piece (records of the session). */
+static int send_buf(struct pages_out *o, const uint8_t *buf, size_t len)
+{
+	int ret = page_xfer_send(o->remote, buf, len);
+
+	if (ret)
+		return ret;
+	o->written += len;
+	pagesum_written(o->follow, o->written);
+	progress_update(&o->bar, o->written);
+	return 0;
+}
+
 static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 {
+	if (o->remote_copy)
+		return send_buf(o, buf, len);
 	while (len) {
 		ssize_t n;
 
@@ -383,6 +399,11 @@ static int open_remote(struct dump_ctx *d, struct pages_out *o)
 	o->fd = page_xfer_open(d);
 	o->remote = d;
 	o->cache_end = UINT64_MAX;
+	o->remote_copy = page_xfer_copies(d);
+	if (o->remote_copy && d->mode == MODE_SPLICE) {	/* no splice into a TLS session */
+		d->mode = MODE_READ;
+		pr_info("pages-1.img: read mode, the pages through TLS");
+	}
 	pr_info("pages-1.img: to the %s", d->xfer->peer);
 	return o->fd < 0 ? o->fd : 0;
 }

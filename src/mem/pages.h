@@ -53,6 +53,8 @@ int write_pages(struct dump_ctx *d);
  * a DATA header before each piece, and at the end the pagemap and the commit */
 int page_xfer_open(struct dump_ctx *d);
 int page_xfer_data(struct dump_ctx *d, uint64_t bytes);
+bool page_xfer_copies(const struct dump_ctx *d);	/* TLS: no splice into the stream */
+int page_xfer_send(struct dump_ctx *d, const void *buf, uint64_t bytes);	/* header and bytes */
 int page_xfer_sync(struct dump_ctx *d);
 int page_xfer_error(struct dump_ctx *d, int err);
 int page_xfer_commit(struct dump_ctx *d);
