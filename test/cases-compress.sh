@@ -168,8 +168,9 @@ case_compress_corrupt() {
 for h in block index trunc token stored; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
 
 # A killing dump compresses after the kill. Its worker killed there (stalled
-# at pages-compressed: the compressed pages-1.img complete, not yet renamed):
-# the raw set is whole (inventory, raw pages, no leftover file) and restores.
+# at pages-compressed: the compressed pages-1.img, its pagemap and inventory
+# written and synced, all unnamed, nothing renamed yet): the raw set is whole
+# (inventory, raw pages, no leftover file) and restores.
 case_compress_killed_late() {
 	start_prog t-compress "$CZ_MB"
 	MD_ERR=$T/md.dump.err
@@ -190,6 +191,27 @@ case_compress_killed_late() {
 	restore_and_pass "$T/d" 1
 }
 add compress-killed-late case_compress_killed_late
+
+# The compressed set fails as its last unnamed file is written (as on a full
+# disk: fault point pages-compressed made to fail): the dump keeps the raw
+# set, complete and untouched, says so, and it restores.
+case_compress_late_fail() {
+	start_prog t-compress "$CZ_MB"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=pages-compressed MEMDUMP_FAULT_FAIL=1 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--compress 2> "$MD_ERR" || fail "dump failed: $(tail -n1 "$MD_ERR")"
+	show_file "dump stderr" "$MD_ERR"
+	expect_killed "$PID"
+	grep -q 'fault injected at pages-compressed.*pages-1.img is left uncompressed' "$MD_ERR" ||
+		fail "the dump does not say the pages are left uncompressed"
+	[[ -e $T/d/inventory.img ]] || fail "the raw set lost its inventory.img"
+	[[ $(head -c 8 "$T/d/pages-1.img") != MDPAGEZ1 ]] || fail "pages-1.img is compressed"
+	local extra; extra=$(find "$T/d" -name '.*' ! -name . | head -n1)
+	[[ -z $extra ]] || fail "a file is left behind: $extra"
+	md verify verify -D "$T/d" || fail "verify of the raw set failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" 1
+}
+add compress-late-fail case_compress_late_fail
 
 # The compression after the kill, then done: the compressed set is complete.
 case_compress_late_done() {
