@@ -68,6 +68,13 @@ $(BUILD)/test/%: test/%.c $(wildcard test/*.h)
 	@mkdir -p $(BUILD)/test
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread -o $@ $< -lpthread -lrt
 
+# The blob's LZ4 block decoder built for the host and fuzzed against liblz4,
+# with ASan and UBSan (test/lz4blk-fuzz.c, scripts/fuzz-lz4blk).
+$(BUILD)/test/lz4blk-fuzz: test/lz4blk-fuzz.c include/lz4blk.h
+	@mkdir -p $(BUILD)/test
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined \
+		-fno-sanitize-recover=undefined -fno-omit-frame-pointer -o $@ $< -llz4
+
 # The libFuzzer target (fuzz/fuzz-images.c): every object but main.o, built by
 # clang with ASan/UBSan and libFuzzer's coverage; the blobs stay gcc's.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

@@ -69,6 +69,20 @@ struct rst_run {
 };
 
 /*
+ * A block of an LZ4 compressed pages image (docs/images.md, "Compressed
+ * pages"): raw bytes [b * RST_ZBLOCK, ...) of the image, len bytes at off in
+ * the file, an LZ4 block or (stored) those raw bytes as they are.
+ */
+#define RST_ZBLOCK		(256UL << 10)
+#define RST_ZTHREADS		2	/* threads that decode: the leader and the sum helper */
+
+struct rst_zblock {
+	unsigned long off;
+	unsigned int len;
+	unsigned int stored;
+};
+
+/*
  * A pending signal, as the raw siginfo the dump saved. tid 0: queued for the
  * process (rt_sigqueueinfo by the leader); otherwise for that thread only
  * (rt_tgsigqueueinfo by the thread itself: the kernel lets only the target
@@ -279,6 +293,20 @@ struct rst_args {
 	 */
 	int sum_pages;
 	struct hash64 pages_whole;
+
+	/*
+	 * nr_zblocks: pages_fd is an LZ4 compressed pages image, its runs'
+	 * file_off offsets in its raw bytes (z_raw of them), its blocks at
+	 * zblocks_off. The blob decodes each block straight into the memory it
+	 * fills, the leader and the sum helper taking a piece's blocks in turn
+	 * (z_claimed: blocks handed out, z_done: decoded, counted over every
+	 * piece); each decoding thread i has two RST_ZBLOCK buffers at
+	 * zbuf_off + i * 2 * RST_ZBLOCK (the block read, the block decoded
+	 * when only part of it goes into this piece).
+	 */
+	unsigned long zblocks_off, nr_zblocks, z_raw, zbuf_off;
+	volatile unsigned int z_claimed, z_done;
+	unsigned long z_blocks_helped;	/* blocks the sum helper decoded */
 
 	/* synchronisation (futex words) */
 	volatile unsigned int stage;

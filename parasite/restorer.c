@@ -31,6 +31,7 @@
 #include "sys.h"
 #include "restorer.h"
 #include "sigframe.h"
+#include "lz4blk.h"
 
 #define __nr_setresuid		117
 #define __nr_setresgid		119
@@ -248,6 +249,21 @@ static void __attribute__((noreturn)) rst_die(long err, const char *what, u64 v,
 		sys_call1(__nr_exit_group, 127);
 }
 
+/* A message of its own, said as it is (no errno after it). */
+static void __attribute__((noreturn)) rst_fail_msg(long err, const char *msg)
+{
+	char *p = A->msg, *end = A->msg + sizeof(A->msg);
+
+	if (__sync_bool_compare_and_swap(&A->err, 0, (int)err)) {
+		str_append(&p, end, msg);
+		A->msg_has_errno = 1;
+		WRITE_ONCE(A->stage, RST_STAGE_FAILED);
+		sys_futex_wake((u32 *)&A->stage);
+	}
+	for (;;)
+		sys_call1(__nr_exit_group, 127);
+}
+
 /* ... at an address (hex), or of a thread, signal, limit, ... (decimal) */
 static void __attribute__((noreturn)) rst_fail(long err, const char *what, u64 addr)
 {
@@ -451,6 +467,190 @@ static void read_piece(const struct piece *p)
 }
 
 /*
+ * An LZ4 compressed pages-1.img (A->nr_zblocks, docs/images.md): each run's
+ * raw bytes [x, x + len) lie in blocks x / RST_ZBLOCK .. (x + len - 1) /
+ * RST_ZBLOCK. A piece's tasks are those blocks for each of its runs in
+ * order; the leader and the sum helper take them in turn (z_claim). A block
+ * wholly inside the run is decoded straight into the run's memory; one that
+ * goes only partly into it (a run's or a piece's edge) is decoded into the
+ * thread's buffer, kept there for the next part (the run after it), and its
+ * part copied. The decoder never writes outside the room it is given (the
+ * block's place in the run, or the buffer) nor reads outside the block.
+ */
+struct zthread {
+	u8 *in, *out;
+	u64 cached;		/* the block in out, or -1 */
+};
+
+static void zthread_init(struct zthread *zt, int i)
+{
+	zt->in = (u8 *)area(A->zbuf_off + (u64)i * 2 * RST_ZBLOCK);
+	zt->out = zt->in + RST_ZBLOCK;
+	zt->cached = (u64)-1;
+}
+
+static int run_compressed(const struct rst_run *r)
+{
+	return A->nr_zblocks && r->fd == A->pages_fd;
+}
+
+/* image pages-1.img is corrupt: its block K (pages bytes 0xA-0xB) does not decompress */
+static void __attribute__((noreturn)) z_corrupt(u64 k, u64 raw0, u64 raw1)
+{
+	char msg[160], *p = msg, *end = msg + sizeof(msg);
+
+	str_append(&p, end, "image pages-1.img is corrupt: its block ");
+	dec_append(&p, end, (long)k);
+	str_append(&p, end, " (pages bytes ");
+	hex_append(&p, end, raw0);
+	str_append(&p, end, "-");
+	hex_append(&p, end, raw1);
+	str_append(&p, end, ") does not decompress");
+	rst_fail_msg(-5, msg);
+}
+
+static void pread_all(int fd, u8 *to, u64 len, u64 off, u64 addr)
+{
+	while (len) {
+		long ret = sys_call4(__nr_pread64, fd, to, len, off);
+
+		if (ret <= 0)
+			rst_fail(ret ? ret : -5, "cannot read a pages image for", addr);
+		to += ret;
+		off += ret;
+		len -= ret;
+	}
+}
+
+/* Block k decoded into [to, to + want), its raw bytes [k * RST_ZBLOCK, + want). */
+static void z_decode(struct zthread *zt, u64 k, u8 *to, u64 want)
+{
+	const struct rst_zblock *zb = &((const struct rst_zblock *)area(A->zblocks_off))[k];
+
+	if (zb->stored || zb->len > RST_ZBLOCK)
+		z_corrupt(k, k * RST_ZBLOCK, k * RST_ZBLOCK + want);
+	pread_all(A->pages_fd, zt->in, zb->len, zb->off, (u64)to);
+	if (lz4blk_decode(zt->in, zb->len, to, want) != (long)want)
+		z_corrupt(k, k * RST_ZBLOCK, k * RST_ZBLOCK + want);
+}
+
+/* The part of block k in memory [a, a + len), whose raw bytes start at x. */
+static void z_block(struct zthread *zt, u64 k, u64 a, u64 x, u64 len)
+{
+	const struct rst_zblock *zb = &((const struct rst_zblock *)area(A->zblocks_off))[k];
+	u64 b0 = k * RST_ZBLOCK, blen, lo, hi;
+
+	if (k >= A->nr_zblocks)
+		rst_fail(-5, "pages-1.img holds no block for the pages at", a);
+	blen = k + 1 < A->nr_zblocks ? RST_ZBLOCK : A->z_raw - b0;
+	lo = x > b0 ? x : b0;
+	hi = x + len < b0 + blen ? x + len : b0 + blen;
+	if (zb->stored) {	/* its raw bytes as they are: read straight in */
+		if (zb->len != blen)
+			z_corrupt(k, b0, b0 + blen);
+		pread_all(A->pages_fd, (u8 *)(a + (lo - x)), hi - lo, zb->off + (lo - b0), a);
+	} else if (lo == b0 && hi == b0 + blen) {
+		z_decode(zt, k, (u8 *)(a + (lo - x)), blen);
+	} else {
+		if (zt->cached != k) {
+			zt->cached = (u64)-1;
+			z_decode(zt, k, zt->out, blen);
+			zt->cached = k;
+		}
+		lz4blk_copy((u8 *)(a + (lo - x)), zt->out + (lo - b0), hi - lo, 0, 0);
+	}
+}
+
+/* Where a piece's tasks are: run i of the piece, whose first task is number base. */
+struct zwalk {
+	u64 i, base;
+};
+
+/* Run r's part [*a, *b) of piece p, its raw offset *x; its number of tasks. */
+static u64 z_run_part(const struct piece *p, const struct rst_run *r, u64 *a, u64 *b, u64 *x)
+{
+	piece_part(p, r, a, b);
+	*x = r->file_off + (*a - r->vaddr);
+	if (!run_compressed(r))
+		return 1;
+	return (*x + (*b - *a) - 1) / RST_ZBLOCK - *x / RST_ZBLOCK + 1;
+}
+
+static u32 z_piece_tasks(const struct piece *p)
+{
+	u64 n = 0, a, b, x;
+
+	for (u64 i = p->r0; i < p->r1; i++)
+		n += z_run_part(p, run_at(i), &a, &b, &x);
+	return (u32)n;
+}
+
+/* Task t of piece p (t only grows from call to call with the same w). */
+static void z_task(struct zthread *zt, const struct piece *p, struct zwalk *w, u64 t)
+{
+	u64 a, b, x, n;
+	const struct rst_run *r;
+
+	for (;;) {
+		r = run_at(w->i);
+		n = z_run_part(p, r, &a, &b, &x);
+		if (t < w->base + n)
+			break;
+		w->base += n;
+		w->i++;
+	}
+	if (!run_compressed(r)) {	/* a run of another image: read as it is */
+		pread_all(r->fd, (u8 *)a, b - a, x, a);
+		return;
+	}
+	z_block(zt, x / RST_ZBLOCK + (t - w->base), a, x, b - a);
+}
+
+/* A task below end not taken yet: taken, 1; 0 when there is none. */
+static int z_claim(u32 end, u32 *t)
+{
+	u32 c = READ_ONCE(A->z_claimed);
+
+	while (c < end) {
+		if (__sync_bool_compare_and_swap(&A->z_claimed, c, c + 1)) {
+			*t = c;
+			return 1;
+		}
+		c = READ_ONCE(A->z_claimed);
+	}
+	return 0;
+}
+
+/* Tasks [base, base + n) of piece p, those this thread takes; how many it did. */
+static u64 z_work(struct zthread *zt, const struct piece *p, u32 base, u32 n)
+{
+	struct zwalk w = { p->r0, 0 };
+	u64 done = 0;
+	u32 t;
+
+	while (z_claim(base + n, &t)) {
+		z_task(zt, p, &w, t - base);
+		__atomic_add_fetch(&A->z_done, 1, __ATOMIC_RELEASE);
+		sys_futex_wake((u32 *)&A->z_done);
+		done++;
+	}
+	return done;
+}
+
+/* The leader: piece p decoded, with the sum helper's blocks, once all are done. */
+static void z_read_piece(struct zthread *zt, const struct piece *p, u32 base)
+{
+	u32 n = z_piece_tasks(p), d;
+	u64 t0 = now_us();
+
+	z_work(zt, p, base, n);
+	while ((d = __atomic_load_n(&A->z_done, __ATOMIC_ACQUIRE)) < base + n)
+		sys_futex_wait((u32 *)&A->z_done, d);
+	A->pages_restored += (p->b - p->a) / PAGE;
+	A->read_us += now_us() - t0;
+}
+
+/*
  * A piece read, summed (sum_pages) into its runs of pages-1.img: each run's
  * checksum, h carrying it from piece to piece, and the whole file's in the
  * same pass (memdump compares them once the process is parked: pagecheck.c).
@@ -483,11 +683,19 @@ static void fill_alone(void)
 	struct cursor c;
 	struct piece p;
 	struct hash64 h;
+	struct zthread zt;
+	u32 base = 0;
 
 	cursor_init(&c);
+	zthread_init(&zt, 0);
 	while (next_piece(&c, &p)) {
 		prep_span(p.v, p.a, p.b);
-		read_piece(&p);
+		if (A->nr_zblocks) {
+			z_read_piece(&zt, &p, base);
+			base += z_piece_tasks(&p);
+		} else {
+			read_piece(&p);
+		}
 		sum_piece(&p, &h);
 	}
 }
@@ -525,17 +733,31 @@ static void prep_helper(void *arg)
 	sys_call1(__nr_exit, 0);
 }
 
-/* The checksum helper: every piece summed once the reader has read it. */
+/*
+ * The checksum helper: every piece summed once the reader has read it. With
+ * a compressed image it first decodes blocks of the piece beside the leader
+ * (once the piece is present), then sums it when all its blocks are in.
+ */
 static void sum_helper(void *arg)
 {
 	struct cursor c;
 	struct piece p;
 	struct hash64 h;
+	struct zthread zt;
 	unsigned long waited = 0;
+	u32 base = 0;
 
 	(void)arg;
 	cursor_init(&c);
+	zthread_init(&zt, 1);
 	for (u32 n = 0; next_piece(&c, &p); n++) {
+		if (A->nr_zblocks) {
+			u32 tasks = z_piece_tasks(&p);
+
+			wait_above(&A->fill_prepped, n, &waited);
+			A->z_blocks_helped += z_work(&zt, &p, base, tasks);
+			base += tasks;
+		}
 		wait_above(&A->fill_read, n, &waited);
 		sum_piece(&p, &h);
 	}
@@ -601,13 +823,29 @@ static void fill_with_helpers(long prep_tid, long sum_tid)
 	u32 n = 0, k;
 	int more;
 
+	struct zthread zt;
+	u32 base = 0;
+
 	cursor_init(&c);
+	zthread_init(&zt, 0);
 	more = next_piece(&c, &p);
 	while (more) {
-		if (prep_tid > 0)
+		if (prep_tid > 0) {
 			wait_above(&A->fill_prepped, n, &A->wait_us);
-		else
+		} else {
 			prep_span(p.v, p.a, p.b);
+			publish(&A->fill_prepped, n + 1);	/* the sum helper decodes it too */
+		}
+		if (A->nr_zblocks) {	/* decoded piece by piece, with the sum helper */
+			more = next_piece(&c, &q);
+			z_read_piece(&zt, &p, base);
+			base += z_piece_tasks(&p);
+			if (sum_tid <= 0)
+				sum_piece(&p, &h);
+			publish(&A->fill_read, ++n);
+			p = q;
+			continue;
+		}
 		for (k = 1; (more = next_piece(&c, &q)) && prep_tid > 0 && joins(&p, &q, n + k); k++) {
 			p.b = q.b;
 			p.r1 = q.r1;

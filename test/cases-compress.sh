@@ -75,6 +75,52 @@ case_compress_chain() {
 add compress-chain-z-raw case_compress_chain z raw
 add compress-chain-raw-z case_compress_chain raw z
 
+# An LZ4 set restores with the blob decoding the blocks straight into the
+# process's memory (no memfd of raw bytes): whole blocks, blocks stored as
+# they are (the incompressible pages), blocks cut by a run's or a piece's
+# edge (the program's small VMAs share blocks), with both of the blob's fill
+# helpers, with its sum helper alone, and with none.
+case_compress_blob() {
+	local helper=$1
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	expect_compressed "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	if [[ $helper == both ]]; then
+		restore_bg "$T/d" 1 -v 3
+	else
+		MEMDUMP_FILL_HELPER=$helper restore_bg "$T/d" 1 -v 3
+	fi
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	grep -q 'pages-1.img: LZ4, [0-9]* blocks decoded into the memory by the blob' "$MD_ERR" ||
+		fail "the blob did not decode the blocks itself"
+	grep -q 'compressed pages-1.img' "$MD_ERR" && fail "a memfd was filled: $(grep -m1 memfd "$MD_ERR")"
+	return 0
+}
+for h in both sum 0; do add "compress-blob-$h" case_compress_blob "$h"; done
+
+# first_block DIR STORED: the file offset of the first block of DIR/pages-1.img
+# stored as it is (STORED=1) or compressed (0), and its length
+first_block() {
+	python3 - "$1/pages-1.img" "$2" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+magic, algo, block, raw, nb = struct.unpack_from('<8sIIQQ', d, 0)
+pos = 32 + 4 * nb
+for b in range(nb):
+    (v,) = struct.unpack_from('<I', d, 32 + 4 * b)
+    if (v >> 31) == int(sys.argv[2]):
+        print(pos, v & 0x7fffffff, b)
+        break
+    pos += v & 0x7fffffff
+PY
+}
+
 # A corrupted compressed image is refused by name before anything is restored;
 # the pristine copy still restores.
 case_compress_corrupt() {
@@ -91,21 +137,40 @@ case_compress_corrupt() {
 	index)	# the size of the first block
 		printf '\x07\x00\x00\x00' | dd of="$T/d/pages-1.img" bs=1 seek=32 conv=notrunc status=none ;;
 	trunc)	truncate -s $(( s - 5000 )) "$T/d/pages-1.img" ;;
+	token|stored)	# a compressed block's first tokens (it cannot decode), a stored block's byte
+		local at len blk
+		read -r at len blk < <(first_block "$T/d" $([[ $how == stored ]] && echo 1 || echo 0))
+		[[ -n $at ]] || fail "no such block in pages-1.img"
+		note "block $blk at $at, $len bytes"
+		if [[ $how == token ]]; then
+			printf '\xf0\xff\xff\xff\xff\xff\xff\xff' | dd of="$T/d/pages-1.img" bs=1 \
+				seek="$at" conv=notrunc status=none
+		else
+			printf '\x5a' | dd of="$T/d/pages-1.img" bs=1 seek=$(( at + len / 2 )) \
+				conv=notrunc status=none
+		fi ;;
 	esac
 	md restore restore -D "$T/d"
 	expect_md_error
 	grep -q 'pages-1.img is \(corrupt\|truncated\)' "$MD_ERR" ||
 		fail "the error does not name pages-1.img as corrupt: $(cat "$MD_ERR")"
+	case $how in
+	token) grep -q "pages-1.img is corrupt: its block $blk (pages bytes .*) does not decompress" \
+		"$MD_ERR" || fail "the error does not name the block: $(cat "$MD_ERR")" ;;
+	stored) grep -q 'pages-1.img is corrupt: the pages of the run at' "$MD_ERR" ||
+		fail "the error does not name the run: $(cat "$MD_ERR")" ;;
+	esac
 	sleep 0.2
 	alive "$PID" && fail "a process with pid $PID is left after the failed restore"
 	md verify verify -D "$T/d" && fail "verify passed a corrupted compressed image"
 	restore_and_pass "$T/good" good
 }
-for h in block index trunc; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
+for h in block index trunc token stored; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
 
 # A killing dump compresses after the kill. Its worker killed there (stalled
-# at pages-compressed: the compressed pages-1.img complete, not yet renamed):
-# the raw set is whole (inventory, raw pages, no leftover file) and restores.
+# at pages-compressed: the compressed pages-1.img, its pagemap and inventory
+# written and synced, all unnamed, nothing renamed yet): the raw set is whole
+# (inventory, raw pages, no leftover file) and restores.
 case_compress_killed_late() {
 	start_prog t-compress "$CZ_MB"
 	MD_ERR=$T/md.dump.err
@@ -126,6 +191,27 @@ case_compress_killed_late() {
 	restore_and_pass "$T/d" 1
 }
 add compress-killed-late case_compress_killed_late
+
+# The compressed set fails as its last unnamed file is written (as on a full
+# disk: fault point pages-compressed made to fail): the dump keeps the raw
+# set, complete and untouched, says so, and it restores.
+case_compress_late_fail() {
+	start_prog t-compress "$CZ_MB"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=pages-compressed MEMDUMP_FAULT_FAIL=1 "$MEMDUMP" dump -t "$PID" -D "$T/d" \
+		--compress 2> "$MD_ERR" || fail "dump failed: $(tail -n1 "$MD_ERR")"
+	show_file "dump stderr" "$MD_ERR"
+	expect_killed "$PID"
+	grep -q 'fault injected at pages-compressed.*pages-1.img is left uncompressed' "$MD_ERR" ||
+		fail "the dump does not say the pages are left uncompressed"
+	[[ -e $T/d/inventory.img ]] || fail "the raw set lost its inventory.img"
+	[[ $(head -c 8 "$T/d/pages-1.img") != MDPAGEZ1 ]] || fail "pages-1.img is compressed"
+	local extra; extra=$(find "$T/d" -name '.*' ! -name . | head -n1)
+	[[ -z $extra ]] || fail "a file is left behind: $extra"
+	md verify verify -D "$T/d" || fail "verify of the raw set failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/d" 1
+}
+add compress-late-fail case_compress_late_fail
 
 # The compression after the kill, then done: the compressed set is complete.
 case_compress_late_done() {

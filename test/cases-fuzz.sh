@@ -24,3 +24,21 @@ case_fuzz_images() {
 }
 add fuzz-images case_fuzz_images
 case_limit fuzz-images 600
+
+# The restorer blob's LZ4 block decoder (include/lz4blk.h), its host build
+# with ASan/UBSan against liblz4 (test/lz4blk-fuzz.c): a fixed number of
+# blocks, each decoded exactly, and damaged copies of each decoded as liblz4
+# decodes them or refused, never read or written out of bounds.
+# scripts/fuzz-lz4blk runs it longer.
+case_fuzz_lz4blk() {
+	local fz=$TESTBIN/lz4blk-fuzz seed=$(( (RANDOM << 15) | RANDOM ))
+	[[ -x $fz ]] || fail "$fz missing (run make)"
+	"$fz" --iters 300 --seed "$seed" > "$T/fz.out" 2>&1
+	local rc=$?
+	show_file "lz4blk-fuzz" "$T/fz.out"
+	(( rc == 0 )) || fail "lz4blk-fuzz exited $rc (replay: $fz --iters 300 --seed $seed)"
+	grep -q '^lz4blk-fuzz: 300 blocks decoded exactly, 2400 damaged ones' "$T/fz.out" ||
+		fail "lz4blk-fuzz did not report its 300 blocks"
+}
+add fuzz-lz4blk case_fuzz_lz4blk
+case_limit fuzz-lz4blk 600

@@ -459,13 +459,14 @@ static enum run_kind next_kind(const struct dump_ctx *d, const size_t i[3])
  * of the parent set and of the tree parent's set, merged in address order as
  * CRIU lists them.
  */
-static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const char *tmp)
+/* tmp: an unnamed file remembered as tmp, kept in *fd (dump_compress_late) */
+static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const char *tmp, int *fd)
 {
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
 	size_t i[3] = { 0, 0, 0 };
 	size_t total = d->nr_runs + d->nr_parent_runs + d->nr_tparent_runs;
-	int ret = tmp ? img_create_as(&d->dir, IMG_PAGEMAP, tmp, &img) :
+	int ret = tmp ? img_create_unnamed_as(&d->dir, IMG_PAGEMAP, tmp, &img, fd) :
 			img_create(&d->dir, IMG_PAGEMAP, d->pid, &img);
 
 	if (ret)
@@ -544,7 +545,7 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 	if (!ret)
 		ret = compress_pages(d);
 	if (!ret)
-		ret = write_pagemap(d, sums, NULL);
+		ret = write_pagemap(d, sums, NULL, NULL);
 	free(lens);
 	if (!ret && d->compress_late) {
 		free(d->late_sums);
@@ -736,43 +737,70 @@ int write_stats(struct dump_ctx *d)
 	return write_one(&d->dir, IMG_STATS, 0, &se.base);
 }
 
-static int inventory(struct dump_ctx *d, bool pagemap);
+static int inventory(struct dump_ctx *d, bool pagemap, int *unnamed);
 
 int write_inventory(struct dump_ctx *d)
 {
-	return inventory(d, true);
+	return inventory(d, true, NULL);
+}
+
+/* The unnamed files' data on the disk before their names replace the raw set's. */
+static int sync_unnamed(const int fds[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (fdatasync(fds[i]) && errno != EINVAL)
+			return fail(-errno, "cannot sync the compressed images: %s", strerror(errno));
+	return 0;
 }
 
 /*
- * The compressed pages-1.img (an unnamed file until it is complete: a
- * memdump killed while it compresses leaves the raw set whole, nothing
- * else) and its pagemap are renamed over the raw ones, inventory.img
- * removed first and written again last: at no moment a set that looks
- * complete but is not.
+ * The compressed set written whole beside the raw one, nothing of it named:
+ * pages-1.img (zfd), its pagemap and the inventory that lists the new
+ * pagemap, each an unnamed file, synced. A memdump killed, or a disk full,
+ * until then leaves the raw set as it was, complete (compress-killed-late,
+ * compress-late-fail).
  */
-static int swap_compressed(struct dump_ctx *d, int zfd, const char *pages)
+static int write_compressed_set(struct dump_ctx *d, int fds[3])
 {
 	char pagemap[64], tmp[80];
 	int ret;
 
 	img_name(IMG_PAGEMAP, d->pid, pagemap, sizeof(pagemap));
 	snprintf(tmp, sizeof(tmp), ".%s.z", pagemap);
-	fault_point("pages-compressed");
-	if (unlinkat(d->dir.fd, "inventory.img", 0))
-		return fail(-errno, "cannot remove the raw set's inventory.img: %s", strerror(errno));
 	d->pages_compressed = true;
-	ret = img_replace_fd(&d->dir, pages, zfd);
+	ret = write_pagemap(d, d->late_sums, tmp, &fds[1]);
 	if (!ret)
-		ret = write_pagemap(d, d->late_sums, tmp);
+		ret = img_adopt_created(&d->dir, tmp, pagemap);
 	if (!ret)
-		ret = img_rename_created(&d->dir, tmp, pagemap);
+		ret = inventory(d, false, &fds[2]);
 	if (!ret)
-		ret = inventory(d, false);
-	if (ret) {
-		unlinkat(d->dir.fd, tmp, 0);
+		ret = sync_unnamed(fds);
+	if (!ret)
+		ret = fault_step("pages-compressed");
+	if (ret)
+		d->pages_compressed = false;
+	return ret;
+}
+
+/*
+ * Then its three names over the raw ones, inventory.img last: a few renames
+ * in which a kill leaves a set the checks refuse (the pagemap's size or
+ * checksum does not match), never one restored wrong.
+ */
+static int swap_compressed(struct dump_ctx *d, const int fds[3], const char *pages)
+{
+	char pagemap[64];
+	int ret;
+
+	img_name(IMG_PAGEMAP, d->pid, pagemap, sizeof(pagemap));
+	ret = img_replace_fd(&d->dir, pages, fds[0]);
+	if (!ret)
+		ret = img_replace_fd(&d->dir, pagemap, fds[1]);
+	if (!ret)
+		ret = img_replace_fd(&d->dir, "inventory.img", fds[2]);
+	if (ret)
 		fail_context("process %d was killed, but its compressed images are not complete: ",
 			     d->pid);
-	}
 	return ret;
 }
 
@@ -780,29 +808,34 @@ int dump_compress_late(struct dump_ctx *d)
 {
 	uint64_t t0 = now_us(), packed = 0;
 	char pages[64];
-	int zfd, ret;
+	int fds[3] = { -1, -1, -1 }, ret;
 
 	if (!d->compress_late)
 		return 0;
 	d->compress_late = false;
 	img_name(IMG_PAGES, 1, pages, sizeof(pages));
-	zfd = img_create_unnamed(d->dir.fd);
-	ret = zfd < 0 ? fail(zfd, "cannot create the compressed %s: %s", pages, strerror(-zfd)) :
-			pz_compress_fd(d->dir.fd, pages, zfd, &d->compress, &packed);
+	fds[0] = img_create_unnamed(d->dir.fd);
+	ret = fds[0] < 0 ? fail(fds[0], "cannot create the compressed %s: %s", pages,
+				strerror(-fds[0])) :
+			   pz_compress_fd(d->dir.fd, pages, fds[0], &d->compress, &packed);
+	if (!ret)
+		ret = write_compressed_set(d, fds);
 	if (ret) {	/* the raw set is complete: the process is in it */
 		pr_warn("%s; %s is left uncompressed", fail_reason(), pages);
 		fail_clear();
-		if (zfd >= 0)
-			close(zfd);
-		return 0;
+		ret = 0;
+	} else {
+		compress_note(d, pages, t0, packed);
+		ret = swap_compressed(d, fds, pages);
 	}
-	compress_note(d, pages, t0, packed);
-	ret = swap_compressed(d, zfd, pages);
-	close(zfd);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return ret;
 }
 
-static int inventory(struct dump_ctx *d, bool pagemap)
+/* unnamed: inventory.img's content into an unnamed file, *unnamed (dump_compress_late) */
+static int inventory(struct dump_ctx *d, bool pagemap, int *unnamed)
 {
 	InventoryEntry inv = INVENTORY_ENTRY__INIT;
 	TaskKobjIdsEntry ids = TASK_KOBJ_IDS_ENTRY__INIT;
@@ -837,5 +870,8 @@ static int inventory(struct dump_ctx *d, bool pagemap)
 	ret = pagemap ? sum_and_write_pagemap(d) : 0;
 	if (!ret && pagemap && d->xfer)	/* the page server holds its images first */
 		ret = page_xfer_commit(d);
-	return ret ? ret : img_write_inventory(&d->dir, &inv);
+	if (ret)
+		return ret;
+	return unnamed ? img_write_inventory_unnamed(&d->dir, &inv, unnamed) :
+			 img_write_inventory(&d->dir, &inv);
 }

@@ -444,6 +444,59 @@ static int fill_memfd(struct pz_read *r, int mfd)
 	return 0;
 }
 
+static int copy_layout(const struct pz_read *r, struct pz_layout *l)
+{
+	uint64_t nb = r->h.nr_blocks;
+
+	l->algo = (enum pz_algo)r->h.algo;
+	l->raw = r->h.raw;
+	l->nr_blocks = nb;
+	l->off = calloc(nb + 1, sizeof(*l->off));
+	l->len = calloc(nb + 1, sizeof(*l->len));
+	l->stored = calloc(nb + 1, sizeof(*l->stored));
+	if (!l->off || !l->len || !l->stored)
+		return -ENOMEM;
+	for (uint64_t b = 0; b < nb; b++) {
+		size_t want = (size_t)(b + 1 < nb ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
+
+		l->off[b] = r->start[b];
+		l->len[b] = r->index[b] & ~PZ_RAW_BIT;
+		l->stored[b] = !!(r->index[b] & PZ_RAW_BIT);
+		/* a block that did not shrink is stored: a compressed one is shorter than its bytes */
+		if (l->stored[b] ? l->len[b] != want : l->len[b] >= want)
+			return fail(-EIO, "image %s is corrupt: its block %" PRIu64 " has a wrong "
+				    "size (%u bytes for %zu)", r->name, b, l->len[b], want);
+	}
+	return 0;
+}
+
+int pz_read_layout(int fd, const char *name, struct pz_layout *l)
+{
+	struct pz_read r = { .name = name };
+	uint64_t len = 0;
+	int ret = map_file(fd, name, &r.src, &len);
+
+	memset(l, 0, sizeof(*l));
+	if (!ret)
+		ret = check_layout(&r, len);
+	if (!ret)
+		ret = copy_layout(&r, l);
+	if (r.src)
+		munmap((void *)r.src, len);
+	free(r.start);
+	if (ret)
+		pz_layout_free(l);
+	return ret;
+}
+
+void pz_layout_free(struct pz_layout *l)
+{
+	free(l->off);
+	free(l->len);
+	free(l->stored);
+	memset(l, 0, sizeof(*l));
+}
+
 int pz_open_raw(int fd, const char *name)
 {
 	struct pz_read r = { .name = name };

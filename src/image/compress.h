@@ -39,4 +39,23 @@ int pz_compress_fd(int dirfd, const char *name, int out, const struct pz_opts *o
  */
 int pz_open_raw(int fd, const char *name);
 
+/*
+ * The layout of a compressed pages image, checked as pz_open_raw checks it,
+ * for a reader that decodes its blocks itself (the restorer blob decodes
+ * LZ4 blocks straight into the restored memory): block b holds raw bytes
+ * [b * PZ_BLOCK, ...) and its len[b] bytes start at off[b] in the file
+ * (stored[b]: as they are, not compressed; then len[b] is its raw size).
+ */
+struct pz_layout {
+	enum pz_algo algo;
+	uint64_t raw, nr_blocks;
+	uint64_t *off;
+	uint32_t *len;
+	uint8_t *stored;
+};
+
+/* 0, or <0 after fail() naming name (corrupt, truncated, not compressed). */
+int pz_read_layout(int fd, const char *name, struct pz_layout *l);
+void pz_layout_free(struct pz_layout *l);
+
 #endif

@@ -237,8 +237,12 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	return 0;
 }
 
-/* pages-ID.img; a compressed one (the pagemap head says so) as its raw bytes in a memfd. */
-static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd)
+/*
+ * pages-ID.img; a compressed one (the pagemap head says so) as its raw bytes
+ * in a memfd, or, keep and LZ4, as it is with its layout in *z.
+ */
+static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd, bool keep,
+		      struct pz_layout **z)
 {
 	char name[64];
 	int raw;
@@ -247,6 +251,10 @@ static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd
 	*fd = img_open_file(ds->dirfd, name, 0);
 	if (*fd < 0 || !head->has_compress || !head->compress)
 		return *fd < 0 ? *fd : 0;
+	if (keep && head->compress == PZ_LZ4) {
+		*z = calloc(1, sizeof(**z));
+		return *z ? pz_read_layout(*fd, name, *z) : -ENOMEM;
+	}
 	raw = pz_open_raw(*fd, name);
 	close(*fd);
 	*fd = raw;
@@ -255,7 +263,7 @@ static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd
 
 /* A pagemap image: a head naming pages-N.img, then the runs in file order. */
 static int read_runs(const struct dumpset *ds, struct image *img, struct run_list *l,
-		     int *pages_fd, unsigned *pages_id)
+		     int *pages_fd, unsigned *pages_id, bool keep, struct pz_layout **z)
 {
 	PagemapHead *head = NULL;
 	void *msg;
@@ -265,7 +273,7 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 		ret = fail(-EIO, "image %s is empty", img->name);
 	if (ret > 0) {
 		*pages_id = head->pages_id;
-		ret = open_pages(ds, head, pages_fd);
+		ret = open_pages(ds, head, pages_fd, keep, z);
 	}
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
 		ret = add_run(l, msg);
@@ -273,6 +281,39 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 	}
 	img_free(&pagemap_head__descriptor, head);
 	return ret;
+}
+
+static void free_layout(struct pz_layout **z)
+{
+	if (*z)
+		pz_layout_free(*z);
+	free(*z);
+	*z = NULL;
+}
+
+/*
+ * A compressed image kept for the blob only when it sums every run as it
+ * decodes it (RST_SUM_RUNS); otherwise its raw bytes in a memfd after all.
+ */
+static int keep_or_open_raw(const struct run_list *l, unsigned pages_id, int *fd,
+			    struct pz_layout **z)
+{
+	char name[64];
+	int raw;
+
+	if (!*z)
+		return 0;
+	for (size_t i = 0; i < l->nr; i++)
+		if (l->runs[i].present && !l->runs[i].has_sum)
+			goto open_raw;
+	return 0;
+open_raw:
+	free_layout(z);
+	img_name(IMG_PAGES, pages_id, name, sizeof(name));
+	raw = pz_open_raw(*fd, name);
+	close(*fd);
+	*fd = raw;
+	return raw < 0 ? raw : 0;
 }
 
 struct name64 {
@@ -297,15 +338,31 @@ static int check_runs(const char *name, const struct dump_run *runs, size_t nr)
 	return 0;
 }
 
-/* The pages image must hold the bytes of the runs, no more, no less. */
-static int check_pages_size(const char *name, uint64_t bytes, int pages_fd)
+/* The pages image must hold the bytes of the runs, no more, no less (z: its raw size). */
+static int check_pages_size(const char *name, uint64_t bytes, int pages_fd,
+			    const struct pz_layout *z)
 {
 	struct stat st;
 
-	if (pages_fd >= 0 && !fstat(pages_fd, &st) && (uint64_t)st.st_size != bytes)
+	if (pages_fd < 0 || fstat(pages_fd, &st))
+		return 0;
+	if (z)
+		st.st_size = (off_t)z->raw;
+	if ((uint64_t)st.st_size != bytes)
 		return fail(-EIO, "image %s is corrupt: it lists %" PRIu64 " bytes of pages, "
 			    "its pages image holds %" PRIu64, name, bytes, (uint64_t)st.st_size);
 	return 0;
+}
+
+int64_t dumpset_pages_size(const struct dumpset *ds)
+{
+	struct stat st;
+
+	if (ds->pages_z)
+		return (int64_t)ds->pages_z->raw;
+	if (fstat(ds->pages_fd, &st))
+		return fail(-errno, "cannot stat pages-1.img: %s", strerror(errno));
+	return st.st_size;
 }
 
 static bool pages_checked(const struct dumpset *ds, unsigned id)
@@ -363,21 +420,31 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	struct run_list l = { 0 };
 	struct image *img;
 	unsigned pages_id = 0;
+	struct pz_layout *z = NULL;
+	/* the process's own pages, read by the blob alone: a set with no parent and no tree */
+	bool keep = t == IMG_PAGEMAP && ds->blob_lz4 && ds->pages_sums_deferred && ds->inv &&
+		    !ds->inv->has_parent_inventory && !ds->nr_members;
 	int ret = need_img(ds, t, id);
 
 	if (!ret)
 		ret = img_open(ds->dirfd, t, id, &img);
 	if (ret)
 		return ret;
-	ret = read_runs(ds, img, &l, pages_fd, &pages_id);
+	ret = read_runs(ds, img, &l, pages_fd, &pages_id, keep, &z);
 	img_abort(img);
+	if (ret >= 0)
+		ret = keep_or_open_raw(&l, pages_id, pages_fd, &z);
 	*runs = l.runs;
 	*nr = l.nr;
 	for (size_t i = 0; i < l.nr; i++)
 		l.runs[i].fd = *pages_fd;
+	if (t == IMG_PAGEMAP)
+		ds->pages_z = z;
+	else
+		free_layout(&z);
 	if (ret < 0)
 		return ret;
-	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd);
+	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd, z);
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
 		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
 	if (!ret && t == IMG_PAGEMAP && ds->pages_sums_deferred)
@@ -616,7 +683,7 @@ static int load_images(struct dumpset *ds)
 	return ret;
 }
 
-static int load_set(const char *dir, struct dumpset *ds, bool defer_sums)
+static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool blob_lz4)
 {
 	int ret;
 
@@ -624,6 +691,7 @@ static int load_set(const char *dir, struct dumpset *ds, bool defer_sums)
 	ds->pages_fd = -1;
 	ds->dirfd = -1;
 	ds->pages_sums_deferred = defer_sums;
+	ds->blob_lz4 = blob_lz4;
 	ret = open_dir(dir, ds);
 	if (!ret)
 		ret = load_images(ds);
@@ -678,12 +746,12 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
 
 int dumpset_load(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false);
+	return load_set(dir, ds, false, false);
 }
 
-int dumpset_load_for_restore(const char *dir, struct dumpset *ds)
+int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4)
 {
-	return load_set(dir, ds, true);
+	return load_set(dir, ds, true, blob_lz4);
 }
 
 void dumpset_free(struct dumpset *ds)
@@ -697,6 +765,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&core_entry__descriptor, (void **)ds->cores, ds->nr_cores);
 	img_free(&mm_entry__descriptor, ds->mm);
 	free(ds->runs);
+	free_layout(&ds->pages_z);
 	free_all(&file_entry__descriptor, (void **)ds->files, ds->nr_files);
 	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);
 	img_free(&fs_entry__descriptor, ds->fs);

@@ -22,6 +22,8 @@
 #include "seccomp.pb-c.h"
 #include "stats.pb-c.h"
 
+struct pz_layout;
+
 /* One run of pages from pagemap-PID.img. */
 struct dump_run {
 	uint64_t start, end;	/* addresses */
@@ -101,6 +103,16 @@ struct dumpset {
 	 * runs (mem/pagecheck_restore.c).
 	 */
 	bool pages_sums_deferred;
+	/*
+	 * dumpset_load_for_restore(..., blob_lz4): an LZ4 compressed pages image
+	 * of the process (a set alone: no parent, no tree) is left compressed
+	 * for the restorer blob to decode into the memory it fills: pages_fd is
+	 * the compressed file, pages_z its layout (runs' offsets stay those of
+	 * the raw bytes). NULL: pages_fd holds the raw bytes (a memfd for a
+	 * compressed image).
+	 */
+	bool blob_lz4;
+	struct pz_layout *pages_z;
 };
 
 /* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */
@@ -124,8 +136,11 @@ int dumpset_load(const char *dir, struct dumpset *ds);
  * The same, but everything about the process's pages image except its bytes'
  * checksums (its size, its runs): ds->pages_sums_deferred is set and the
  * caller must check them with imgset_check_run_sums() before using the pages.
+ * blob_lz4: an LZ4 compressed pages image may stay compressed (pages_z).
  */
-int dumpset_load_for_restore(const char *dir, struct dumpset *ds);
+int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4);
+/* The raw bytes of the process's pages image (pages_z: its raw size); <0 after fail(). */
+int64_t dumpset_pages_size(const struct dumpset *ds);
 /*
  * The set of process pid of the tree whose root set is root (proc-PID/,
  * never through a symlink), checked against root's inventory, loaded as

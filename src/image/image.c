@@ -129,8 +129,9 @@ static int write_header(struct image *img)
 	return n ? img_write_raw(img, hdr, n * sizeof(hdr[0])) : 0;
 }
 
-static int create_named(struct img_dir *dir, enum img_type t, const char *name,
-			struct image **out)
+/* unnamed: an O_TMPFILE file of the directory, remembered as name all the same */
+static int create_in(struct img_dir *dir, enum img_type t, const char *name, bool unnamed,
+		     struct image **out)
 {
 	struct image *img = calloc(1, sizeof(*img));
 	int ret;
@@ -140,7 +141,8 @@ static int create_named(struct img_dir *dir, enum img_type t, const char *name,
 	img->type = t;
 	snprintf(img->name, sizeof(img->name), "%s", name);
 	img->dir = dir;
-	img->fd = openat(dir->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	img->fd = unnamed ? openat(dir->fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) :
+			    openat(dir->fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (img->fd < 0) {
 		ret = -errno;
 		free(img);
@@ -172,6 +174,28 @@ static int create_named(struct img_dir *dir, enum img_type t, const char *name,
 	}
 	*out = img;
 	return 0;
+}
+
+static int create_named(struct img_dir *dir, enum img_type t, const char *name,
+			struct image **out)
+{
+	return create_in(dir, t, name, false, out);
+}
+
+int img_create_unnamed_as(struct img_dir *dir, enum img_type t, const char *tmp,
+			  struct image **out, int *fd)
+{
+	int ret = create_in(dir, t, tmp, true, out);
+
+	if (ret)
+		return ret;
+	*fd = fcntl((*out)->fd, F_DUPFD_CLOEXEC, 3);
+	if (*fd < 0) {
+		ret = fail(-errno, "cannot create image %s: %s", tmp, strerror(errno));
+		img_abort(*out);
+		*out = NULL;
+	}
+	return ret;
 }
 
 int img_create(struct img_dir *dir, enum img_type t, unsigned id, struct image **out)
@@ -298,6 +322,18 @@ int img_create_as(struct img_dir *dir, enum img_type t, const char *tmp, struct 
 	return create_named(dir, t, tmp, out);
 }
 
+int img_adopt_created(struct img_dir *dir, const char *tmp, const char *name)
+{
+	struct created_img *from = find_created(dir, tmp), *to = find_created(dir, name);
+
+	if (!from || !to || !from->summed)
+		return fail(-ENOENT, "image %s was not written", tmp);
+	*to = (struct created_img){ to->name, true, from->size, from->hash, from->of_runs, false };
+	free(from->name);
+	from->name = NULL;
+	return 0;
+}
+
 int img_rename_created(struct img_dir *dir, const char *tmp, const char *name)
 {
 	struct created_img *from = find_created(dir, tmp), *to = find_created(dir, name);
@@ -306,10 +342,7 @@ int img_rename_created(struct img_dir *dir, const char *tmp, const char *name)
 		return fail(-ENOENT, "image %s was not written", tmp);
 	if (renameat(dir->fd, tmp, dir->fd, name))
 		return fail(-errno, "cannot rename image %s: %s", tmp, strerror(errno));
-	*to = (struct created_img){ to->name, true, from->size, from->hash, from->of_runs, false };
-	free(from->name);
-	from->name = NULL;
-	return 0;
+	return img_adopt_created(dir, tmp, name);
 }
 
 int img_close(struct image *img)
@@ -547,6 +580,38 @@ int img_write_inventory(struct img_dir *dir, InventoryEntry *inv)
 		ret = write_inventory_file(dir, &inv->base);
 	if (!ret && dir->crypt)
 		ret = crypt_seal(dir->crypt);	/* the staging into the directory, sealed */
+	inv->images = NULL;
+	inv->n_images = 0;
+	free(sums);
+	free(ptrs);
+	return ret;
+}
+
+int img_write_inventory_unnamed(struct img_dir *dir, InventoryEntry *inv, int *fd)
+{
+	size_t max = dir->nr_created + dir->nr_subsets + RUNTIME_FILES_MAX + 1;
+	ImageSumEntry *sums = calloc(max, sizeof(*sums));
+	ImageSumEntry **ptrs = calloc(max, sizeof(*ptrs));
+	struct runtime_file rt[RUNTIME_FILES_MAX];
+	struct image *img = NULL;
+	int ret = sums && ptrs ? list_images(dir, inv, sums, ptrs, rt) : -ENOMEM;
+
+	*fd = -1;
+	if (!ret && dir->crypt)
+		ret = fail(-EINVAL, "an unnamed inventory.img cannot be sealed");
+	if (!ret)
+		ret = img_create_unnamed_as(dir, IMG_INVENTORY, ".inventory.img.u", &img, fd);
+	if (!ret) {
+		ret = img_write_msg(img, &inv->base);
+		if (ret)
+			img_abort(img);
+		else
+			ret = img_close(img);
+	}
+	if (ret && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	inv->images = NULL;
 	inv->n_images = 0;
 	free(sums);

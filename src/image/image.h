@@ -117,6 +117,15 @@ int img_replace_fd(struct img_dir *dir, const char *name, int fd);
  * img_rename_created() renames it over name, which gets its checksum. */
 int img_create_as(struct img_dir *dir, enum img_type t, const char *tmp, struct image **out);
 int img_rename_created(struct img_dir *dir, const char *tmp, const char *name);
+/*
+ * The same, but unnamed (O_TMPFILE): nothing shows in the directory; *fd keeps
+ * the file for img_replace_fd() once img_close() wrote it, and
+ * img_adopt_created() gives name tmp's checksum before that (the inventory
+ * written meanwhile lists it).
+ */
+int img_create_unnamed_as(struct img_dir *dir, enum img_type t, const char *tmp,
+			  struct image **out, int *fd);
+int img_adopt_created(struct img_dir *dir, const char *tmp, const char *name);
 /* Image t/id is written elsewhere (a page server): listed in the inventory with the
  * checksum img_set_sum() gives, never synced nor removed here. */
 int img_remember_remote(struct img_dir *dir, enum img_type t, unsigned id);
@@ -128,6 +137,8 @@ void img_remove_created(struct img_dir *dir);	/* after a failure */
 /* Every created image, then inventory.img and the directory, to the disk:
  * img_close() only writes into the page cache. */
 int img_sync_all(struct img_dir *dir);
+/* inventory.img's content into an unnamed file, *fd, for img_replace_fd() (not sealed). */
+int img_write_inventory_unnamed(struct img_dir *dir, InventoryEntry *inv, int *fd);
 void img_forget_created(struct img_dir *dir);		/* after success */
 
 /*

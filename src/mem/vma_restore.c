@@ -16,6 +16,7 @@
 #include "common.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "image/compress.h"
 #include "mem/lazy.h"
 #include "vma_status.h"
 #include "mem/shmem.h"
@@ -191,11 +192,15 @@ static bool large_runs(const struct dumpset *ds, int fd)
 	return !runs || bytes / runs >= DIRECT_MIN_RUN;
 }
 
-static int open_pages_for_blob(int fd, bool direct)
+static int open_pages_for_blob(int fd, bool direct, bool compressed)
 {
 	char path[64];
 	int d = -1;
 
+	if (compressed) {	/* read block by block, not aligned: through the page cache */
+		direct = false;
+		posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);	/* read ahead while memdump prepares */
+	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (direct)
 		d = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -225,7 +230,7 @@ static int pages_index(struct rst *r, int fd, int *seen, int *idx, size_t *nr, s
 			return idx[k];
 	if (*nr == cap)
 		return fail(-EIO, "more pages images than sets in the chain");
-	d = open_pages_for_blob(fd, large_runs(&r->ds, fd));
+	d = open_pages_for_blob(fd, large_runs(&r->ds, fd), r->ds.pages_z && fd == r->ds.pages_fd);
 	if (d < 0)
 		return d;
 	i = add_blob_fd(r, d);
@@ -258,6 +263,25 @@ static int open_pages(struct rst *r)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * An LZ4 compressed pages-1.img left compressed (dumpset.h, pages_z): its
+ * blocks for the blob, which decodes them into the memory it fills.
+ */
+_Static_assert(RST_ZBLOCK == PZ_BLOCK, "the blob's block is the image's");
+
+static void fill_zblocks(struct rst *r)
+{
+	const struct pz_layout *z = r->ds.pages_z;
+	struct rst_zblock *zb = (struct rst_zblock *)(r->area + r->a->zblocks_off);
+
+	if (!z)
+		return;
+	r->a->nr_zblocks = z->nr_blocks;
+	r->a->z_raw = z->raw;
+	for (uint64_t b = 0; b < z->nr_blocks; b++)
+		zb[b] = (struct rst_zblock){ z->off[b], z->len[b], z->stored[b] };
+}
+
 /* The pages images and the exe file, for the blob. */
 static int open_pages_exe(struct rst *r)
 {
@@ -286,6 +310,7 @@ int vma_area_fill(struct rst *r)
 	int ret;
 
 	fill_memory(r);
+	fill_zblocks(r);
 	ret = open_blob_files(r, (struct rst_vma *)(r->area + r->a->vmas_off));
 	if (!ret)
 		ret = open_pages_exe(r);

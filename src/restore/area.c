@@ -18,6 +18,7 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "files/locks.h"
+#include "image/compress.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
 #include "restore/pipeline.h"
@@ -25,8 +26,8 @@
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {
-	size_t blob, vmas, runs, guards, threads, auxv, close, seals, xsave, sigs, filters, stacks,
-	       size;
+	size_t blob, vmas, runs, guards, threads, auxv, close, seals, xsave, sigs, filters, zblocks,
+	       zbuf, stacks, size;
 };
 
 int add_blob_fd(struct rst *r, int fd)
@@ -150,6 +151,10 @@ static void plan_layout(struct rst *r, struct layout *l)
 	off += pending_sigs_count(r) * sizeof(struct rst_siginfo);
 	l->filters = ALIGN_UP(off, 64);
 	off = l->filters + seccomp_area_size(r);
+	l->zblocks = ALIGN_UP(off, 64);	/* an LZ4 pages image the blob decodes: its blocks */
+	off = l->zblocks + (ds->pages_z ? ds->pages_z->nr_blocks * sizeof(struct rst_zblock) : 0);
+	l->zbuf = ALIGN_UP(off, PAGE_SIZE);	/* and the decoding threads' buffers */
+	off = l->zbuf + (ds->pages_z ? RST_ZTHREADS * 2 * RST_ZBLOCK : 0);
 	l->stacks = ALIGN_UP(off, PAGE_SIZE);
 	l->size = l->stacks + (nt + 2) * RST_STACK_SIZE;	/* + the fill helpers' */
 }
@@ -194,6 +199,8 @@ static void fill_args(struct rst *r, const struct layout *l)
 	a->close_off = l->close;
 	a->sigs_off = l->sigs;
 	a->seals_off = l->seals;
+	a->zblocks_off = l->zblocks;
+	a->zbuf_off = l->zbuf;
 	a->nr_vmas = r->ds.mm->n_vmas;
 	a->nr_runs = r->ds.nr_runs;
 	a->nr_threads = r->ds.nr_cores;

@@ -155,7 +155,7 @@ static int check_threads(struct rst *r)
 static int check_vdso(struct rst *r)
 {
 	const MmEntry *mm = r->ds.mm;
-	struct vdso_part parts[8];
+	struct vdso_part parts[8] = { 0 };	/* gcc 12 warns it maybe-uninitialized */
 	size_t n = 0;
 	char why[160];
 
@@ -248,18 +248,19 @@ static int check_memory(struct rst *r)
 {
 	struct dumpset *ds = &r->ds;
 	uint64_t total;
-	struct stat st;
+	int64_t size;
 	int ret = check_vmas(r);
 
 	if (!ret)
 		ret = check_runs(r, &total);
 	if (ret)
 		return ret;
-	if (fstat(ds->pages_fd, &st))
-		return fail(-errno, "cannot stat pages-1.img: %s", strerror(errno));
-	if ((uint64_t)st.st_size != total)
+	size = dumpset_pages_size(ds);	/* a compressed one's raw bytes */
+	if (size < 0)
+		return (int)size;
+	if ((uint64_t)size != total)
 		return fail(-EIO, "pages-1.img holds %lld bytes, the pagemap lists %" PRIu64,
-			    (long long)st.st_size, total);
+			    (long long)size, total);
 	if (ds->inv->has_pages_bytes && ds->inv->pages_bytes != total)
 		return fail(-EIO, "inventory.img says %" PRIu64 " bytes of pages, the pagemap lists %"
 			    PRIu64, ds->inv->pages_bytes, total);

@@ -382,6 +382,9 @@ void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 		a->fill_us ? a->pages_restored * 4096.0 / a->fill_us : 0.0,
 		a->prep_us / 1e6, a->read_us / 1e6, a->sum_us / 1e6, a->fill_threads,
 		a->fill_threads == 1 ? "" : "s", a->wait_us / 1e6, (now_us() - t2) / 1e6);
+	if (a->nr_zblocks)
+		pr_info("pages-1.img: LZ4, %lu blocks decoded into the memory by the blob (%lu of them "
+			"by its sum helper; read is the decoding)\n", a->nr_zblocks, a->z_blocks_helped);
 }
 
 /* A hook refused the parked process: it goes, before any of its code ran. */
@@ -546,7 +549,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	if (!ret)
 		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
 		ret = defer_sums && (!o->lazy || lazy_check_late()) ?
-			dumpset_load_for_restore(o->dir, &r->ds)
+			dumpset_load_for_restore(o->dir, &r->ds, !o->lazy)
 				 : dumpset_load(o->dir, &r->ds);
 	if (ret)
 		return ret;
