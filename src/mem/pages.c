@@ -338,6 +338,7 @@ struct seal_share {
 	pthread_cond_t cond;
 	uint64_t next;		/* the next chunk to take */
 	uint64_t summed;	/* chunks fed to the checksums, in order */
+	bool half_due;		/* half of the bytes written: the first thread's fault point */
 	int err;		/* the first failure (fail() called under the lock) */
 };
 
@@ -431,12 +432,16 @@ static int seal_write(struct seal_worker *w, uint64_t i, size_t len)
 	if (ret)
 		seal_failed(sh, fail(ret, "cannot write the pages image (chunk %" PRIu64 " of %" PRIu64
 				     "): %s", i + 1, sh->nr, strerror(-ret)));
-	half = !ret && o->copied < o->half && o->copied + len >= o->half;
+	if (!ret && o->copied < o->half && o->copied + len >= o->half)
+		sh->half_due = true;
 	o->copied += len;
 	o->written += len;
 	progress_update(&o->bar, o->written);
+	half = w->first && sh->half_due;
+	if (half)
+		sh->half_due = false;
 	pthread_mutex_unlock(&sh->lock);
-	if (half && w->first)	/* the fault point "pages-half": on the thread signals reach */
+	if (half)		/* the fault point "pages-half": on the thread signals reach */
 		fault_point("pages-half");
 	return ret;
 }
@@ -537,6 +542,8 @@ static int seal_runs(struct dump_ctx *d, struct pages_out *o)
 		seal_main(&w[0]);
 	for (int t = 1; !ret && t < nr; t++)
 		pthread_join(w[t].tid, NULL);
+	if (!ret && sh.half_due)	/* the other thread wrote the half, and the rest */
+		fault_point("pages-half");
 	for (int t = 0; t < nr; t++)
 		seal_worker_free(&w[t]);
 	free(sh.offs);
