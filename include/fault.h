@@ -19,7 +19,8 @@
  * the compressed pages-1.img complete but not yet renamed over the raw one),
  * "cgroup-frozen" (--freeze-cgroup: the cgroup frozen, the tree not yet
  * seized), "pages-half" (half of pages-1.img's bytes taken from the
- * target), "net-locked" (--tcp-established: the network lock is on, no
+ * target), "seal-chunk" (--encrypt, MEMDUMP_FAULT_FAIL=1 only: sealing
+ * pages-1.img's middle chunk fails, on either sealing thread), "net-locked" (--tcp-established: the network lock is on, no
  * connection in repair mode yet), "tcp-repaired" (a connection read, still
  * in repair mode: the only moment it is), "tcp-read" (the connection read
  * and out of repair mode again), "net-unlocked" (--leave-running or a

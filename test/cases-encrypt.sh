@@ -222,6 +222,26 @@ case_enc_killed() {
 add enc-killed-images case_enc_killed images-written
 add enc-killed-pages case_enc_killed pages-half
 
+# The pages are sealed on two threads (pages.c, seal_runs): sealing the middle
+# chunk fails on whichever took it; the other stops, the dump fails with one
+# line naming the chunk, the target runs on, no inventory, no plaintext.
+case_enc_seal_fail() {
+	enc_keys
+	mkdir -p "$T/d"
+	start_prog t-secret 64
+	MEMDUMP_FAULT=seal-chunk MEMDUMP_FAULT_FAIL=1 md dump.fail dump -t "$PID" -D "$T/d" \
+		--encrypt "$T/key" && fail "the dump succeeded with a failing chunk"
+	[[ $(wc -l < "$MD_ERR") == 1 ]] || fail "not one line: $(cat "$MD_ERR")"
+	grep -qE 'cannot write the pages image \(chunk [0-9]+ of [0-9]+\)' "$MD_ERR" ||
+		fail "the error does not name the chunk: $(cat "$MD_ERR")"
+	expect_untraced "$PID"
+	no_inventory "$T/d"
+	[[ -z $(ls -A "$T/d") ]] || fail "the failed dump left files: $(ls -A "$T/d")"
+	expect_no_secret "$T/d"
+	check_child_pass
+}
+add enc-seal-fail case_enc_seal_fail
+
 # compressed, then encrypted
 case_enc_compress() {
 	enc_keys

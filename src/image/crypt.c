@@ -35,8 +35,8 @@
 
 #define SEAL_MAGIC	"MDSEAL01"
 #define SEAL_VERSION	2	/* written; 1 (no per-set key) is read too */
-#define CHUNK		(1u << 20)
-#define TAG		16
+#define CHUNK		CRYPT_CHUNK
+#define TAG		CRYPT_TAG
 #define CHAIN_MAX	64	/* parents of a set, at most */
 
 struct seal_head {
@@ -280,7 +280,9 @@ static void *chunk_thread(void *arg)
 	struct chunk_worker *w = arg;
 	struct chunk_job *j = w->j;
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-	uint8_t *in = malloc(CHUNK + TAG), *out = malloc(CHUNK + TAG);
+	/* a small file's buffers as small: a fresh 1 MiB costs its page faults */
+	size_t size = MIN((uint64_t)CHUNK, j->head->size) + TAG;
+	uint8_t *in = malloc(size), *out = malloc(size);
 	int ok = ctx && in && out;
 
 	if (ok)
@@ -292,7 +294,7 @@ static void *chunk_thread(void *arg)
 		w->bad = i;
 	}
 	if (out)
-		memset(out, 0, CHUNK + TAG);
+		memset(out, 0, size);
 	EVP_CIPHER_CTX_free(ctx);
 	free(in);
 	free(out);
@@ -655,9 +657,9 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir);
 
 /*
- * The page writer hands its plaintext buffers over in order; each is sealed
- * in place (a chunk's ciphertext is as long as its plaintext) and written
- * at its place in the sealed layout, the tag after each chunk's last byte.
+ * The page writer's threads hand over whole chunks, in any order; each is
+ * sealed in place (a chunk's ciphertext is as long as its plaintext) and
+ * written at its place in the sealed layout, its tag after its last byte.
  * The file is the real directory's (unnamed until crypt_seal() names it),
  * so the pages are copied once, and only ciphertext reaches its page cache.
  */
@@ -783,51 +785,80 @@ static int pages_end(struct crypt_pages *p)
 	return ret;
 }
 
-static int pages_seal(struct crypt_pages *p, uint8_t *buf, size_t len)
-{
-	while (len) {
-		uint64_t i = p->plain / CHUNK, end;
-		size_t take;
-		int n, ret;
+/* ---- the same, chunk by chunk, on several threads (each its own sealer) ---- */
 
-		if (p->plain >= p->head.size)
-			return -EFBIG;
-		end = plain_off(i) + chunk_len(&p->head, i);
-		take = (size_t)MIN((uint64_t)len, end - p->plain);
-		ret = p->in_chunk ? 0 : pages_begin(p, i);
-		if (!ret && !EVP_EncryptUpdate(p->ctx, buf, &n, buf, (int)take))
-			ret = -EIO;
-		if (!ret)
-			ret = pwrite_all(p->fd, buf, take, p->off);
-		if (ret)
-			return ret;
-		p->off += take;
-		p->plain += take;
-		buf += take;
-		len -= take;
-		if (p->plain == end)
-			ret = pages_end(p);
-		if (ret)
-			return ret;
+struct crypt_sealer {
+	struct crypt_pages *p;
+	EVP_CIPHER_CTX *ctx;
+};
+
+int crypt_sealer_new(struct crypt_pages *p, struct crypt_sealer **out)
+{
+	struct crypt_sealer *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->ctx = EVP_CIPHER_CTX_new();
+	if (!s || !s->ctx ||
+	    !EVP_EncryptInit_ex(s->ctx, EVP_aes_256_gcm(), NULL, p->c->subkey, NULL)) {
+		crypt_sealer_free(s);
+		return fail(-ENOMEM, "cannot seal image %s (OpenSSL)", p->name);
 	}
+	s->p = p;
+	*out = s;
 	return 0;
 }
 
-int crypt_pages_write(struct crypt_pages *p, uint8_t *buf, size_t len)
+void crypt_sealer_free(struct crypt_sealer *s)
 {
-	int ret = pages_seal(p, buf, len);
+	if (!s)
+		return;
+	EVP_CIPHER_CTX_free(s->ctx);
+	free(s);
+}
 
-	if (ret == -EFBIG)
-		return fail(ret, "cannot seal image %s: more than the %" PRIu64 " bytes counted",
-			    p->name, p->head.size);
-	if (ret)
-		return fail(ret, "cannot write image %s: %s", p->name, strerror(-ret));
-	return 0;
+uint64_t crypt_pages_nr_chunks(const struct crypt_pages *p)
+{
+	return p->head.size ? nr_chunks(p->head.size) : 0;
+}
+
+/* Chunk i sealed in place, its tag after it: the sealed chunk written at its place. */
+int crypt_pages_chunk(struct crypt_sealer *s, uint64_t i, uint8_t *buf, size_t len)
+{
+	struct crypt_pages *p = s->p;
+	uint8_t iv[12];
+	uint32_t i32 = (uint32_t)i;
+	int n;
+
+	if (i >= crypt_pages_nr_chunks(p) || len != chunk_len(&p->head, i))
+		return -EFBIG;
+	memcpy(iv, p->head.nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+	if (!EVP_EncryptInit_ex(s->ctx, NULL, NULL, NULL, iv) || !chunk_aad(s->ctx, true, &p->job, i) ||
+	    !EVP_EncryptUpdate(s->ctx, buf, &n, buf, (int)len) ||
+	    !EVP_EncryptFinal_ex(s->ctx, buf + len, &n) ||
+	    !EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_GCM_GET_TAG, TAG, buf + len))
+		return -EIO;
+	int ret = pwrite_all(p->fd, buf, len + TAG, sealed_off(i));
+
+	if (!ret)
+		__atomic_add_fetch(&p->plain, (uint64_t)len, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/* Chunks sealed by crypt_pages_chunk(): where the file ends, whether all are. */
+static void pages_chunked_end(struct crypt_pages *p)
+{
+	if (p->in_chunk || p->off != sizeof(p->head) || !p->head.size)
+		return;		/* nothing sealed, or the empty chunk */
+	p->off = sizeof(p->head) + p->head.size + nr_chunks(p->head.size) * TAG;
+	p->done = p->plain == p->head.size;
 }
 
 int crypt_pages_close(struct crypt_pages *p)
 {
 	int ret = 0;
+
+	pages_chunked_end(p);
 
 	if (!p->head.size && !p->done)		/* one empty chunk */
 		ret = pages_begin(p, 0) ?: pages_end(p);

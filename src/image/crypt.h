@@ -16,6 +16,7 @@
 #define MEMDUMP_CRYPT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define IMG_KEY_LEN	32
@@ -52,8 +53,20 @@ struct crypt_pages;
 int crypt_pages_dir(const struct img_crypt *c);
 int crypt_pages_open(struct img_crypt *c, const char *name, uint64_t size, int *fd,
 		     struct crypt_pages **out);
-/* The next len bytes of plaintext, sealed in place (buf then holds ciphertext) and written. */
-int crypt_pages_write(struct crypt_pages *p, uint8_t *buf, size_t len);
+/*
+ * Its chunks, on several threads: chunk i (of crypt_pages_nr_chunks(),
+ * CRYPT_CHUNK bytes of plaintext each, the last one shorter) sealed in place
+ * in buf, which has CRYPT_TAG bytes of room after its len, and written at its
+ * place. Each thread its own sealer (new: 0 or <0 after fail()); a chunk:
+ * 0 or -errno, reported by the caller.
+ */
+#define CRYPT_CHUNK	(1u << 20)
+#define CRYPT_TAG	16
+struct crypt_sealer;
+int crypt_sealer_new(struct crypt_pages *p, struct crypt_sealer **out);
+void crypt_sealer_free(struct crypt_sealer *s);
+uint64_t crypt_pages_nr_chunks(const struct crypt_pages *p);
+int crypt_pages_chunk(struct crypt_sealer *s, uint64_t i, uint8_t *buf, size_t len);
 /* Every byte written: the last tag, the head. 0 or <0 after fail(). */
 int crypt_pages_close(struct crypt_pages *p);
 /* The staging sealed into the real directory, inventory.img last. */

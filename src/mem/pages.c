@@ -13,9 +13,11 @@
  * In read and mem modes a writer thread writes one buffer while the next is
  * read: the copy and the disk overlap.
  *
- * --encrypt (d->seal_pages): read mode, each buffer sealed in place by the
- * writer thread (crypt.c) and written into the real directory's image, so
- * the image's page cache holds ciphertext only and no staging copy is made.
+ * --encrypt (d->seal_pages): read mode, on two threads that each read a
+ * chunk of the sealed layout into their own buffer, sum it (in the chunks'
+ * order), seal it in place (crypt.c) and write it at its place in the real
+ * directory's image (seal_runs()), so the image's page cache holds
+ * ciphertext only and no staging copy is made.
  *
  * Runs in VMAs without PROT_READ always go through /proc/PID/mem (the only
  * way that may read them). When vmsplice is refused (EPERM, EOPNOTSUPP, a
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -86,18 +89,6 @@ static void direct_from_here(struct pages_out *o)
 static uint64_t until_switch(const struct pages_out *o)
 {
 	return o->direct ? UINT64_MAX : o->cache_end - o->written;
-}
-
-/* Sealed in place, then written (buf holds ciphertext after). */
-static int seal_buf(struct pages_out *o, uint8_t *buf, size_t len)
-{
-	int ret = crypt_pages_write(o->seal, buf, len);
-
-	if (ret)
-		return ret;
-	o->written += len;
-	progress_update(&o->bar, o->written);
-	return 0;
 }
 
 /* A buffer to a page server through TLS: one DATA piece (records of the session). */
@@ -166,11 +157,10 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&o->lock);
 		int err = 0;
 
-		if (!o->err) {	/* summed as plaintext: sealing is in place */
+		if (!o->err) {
 			if (o->sum)
 				pagesum_feed(o->sum, o->buf[i], o->len[i]);
-			err = o->seal ? seal_buf(o, o->buf[i], o->len[i]) :
-					write_buf(o, o->buf[i], o->len[i]);
+			err = write_buf(o, o->buf[i], o->len[i]);
 		}
 		pthread_mutex_lock(&o->lock);
 		if (err && !o->err)
@@ -344,10 +334,247 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 	return ret;
 }
 
+/*
+ * --encrypt: the runs sealed chunk by chunk (crypt.h), on two threads at
+ * once. Each takes the next chunk, reads its bytes from the frozen target
+ * into its own buffer, feeds them to the checksums in the chunks' order (one
+ * thread at a time, in turn), then seals the buffer in place and writes it
+ * at its place in the image, while the other thread reads and sums the next
+ * chunk: the copy, the checksums and the cipher share both CPUs.
+ */
+#define SEAL_THREADS	2
+
+struct seal_share {
+	struct dump_ctx *d;
+	struct pages_out *o;
+	uint64_t nr;		/* chunks */
+	uint64_t total;		/* bytes */
+	uint64_t *offs;		/* where each run starts in the image's plaintext; [nr_runs]: total */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t next;		/* the next chunk to take */
+	uint64_t summed;	/* chunks fed to the checksums, in order */
+	bool half_due;		/* half of the bytes written: the first thread's fault point */
+	int err;		/* the first failure (fail() called under the lock) */
+};
+
+struct seal_worker {
+	struct seal_share *sh;
+	struct crypt_sealer *sealer;
+	uint8_t *buf;		/* a chunk and its tag */
+	size_t run;		/* the run the last chunk started in */
+	bool first;		/* the calling thread: the fault point is its */
+	pthread_t tid;
+};
+
+/* The first failure, recorded (err from fail() under the lock) and told to the others. */
+static void seal_failed(struct seal_share *sh, int err)
+{
+	if (!sh->err)
+		sh->err = err;
+	pthread_cond_broadcast(&sh->cond);
+}
+
+/* The plaintext bytes [start, start + len) of the image, from the target into w->buf. */
+static int seal_read(struct seal_worker *w, uint64_t start, size_t len)
+{
+	struct seal_share *sh = w->sh;
+	const struct dump_ctx *d = sh->d;
+	size_t done = 0;
+
+	while (done < len) {
+		uint64_t at = start + done, pos, take;
+		const struct page_run *r;
+		ssize_t n;
+
+		while (sh->offs[w->run + 1] <= at)
+			w->run++;
+		r = &d->runs[w->run];
+		pos = at - sh->offs[w->run];
+		take = MIN((uint64_t)(len - done), sh->offs[w->run + 1] - at);
+		n = read_target_mem(d, r->unreadable || d->mode == MODE_MEM, r->start + pos,
+				    w->buf + done, take);
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+
+			pthread_mutex_lock(&sh->lock);
+			seal_failed(sh, fail(err, "cannot read memory of process %d at %#lx: %s", d->pid,
+					     (unsigned long)(r->start + pos),
+					     n < 0 ? strerror(-err) : "short read"));
+			pthread_mutex_unlock(&sh->lock);
+			return err;
+		}
+		done += (size_t)n;	/* a short read ends on a page boundary: on from there */
+	}
+	return 0;
+}
+
+/* Chunk i's plaintext to the checksums, after chunk i - 1's; false: another failed. */
+static bool seal_sum(struct seal_worker *w, uint64_t i, size_t len)
+{
+	struct seal_share *sh = w->sh;
+
+	pthread_mutex_lock(&sh->lock);
+	while (!sh->err && sh->summed != i)
+		pthread_cond_wait(&sh->cond, &sh->lock);
+	pthread_mutex_unlock(&sh->lock);
+	if (sh->err)
+		return false;
+	if (sh->o->sum)
+		pagesum_feed(sh->o->sum, w->buf, len);
+	pthread_mutex_lock(&sh->lock);
+	sh->summed++;
+	pthread_cond_broadcast(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+	return true;
+}
+
+/* The fault "seal-chunk" (with MEMDUMP_FAULT_FAIL=1): the middle chunk's sealing fails,
+ * on whichever thread took it. */
+static bool seal_fault(const struct seal_share *sh, uint64_t i)
+{
+	return i == sh->nr / 2 && fault_wanted("seal-chunk") && fault_fails();
+}
+
+/* Chunk i sealed and written; counted. */
+static int seal_write(struct seal_worker *w, uint64_t i, size_t len)
+{
+	struct seal_share *sh = w->sh;
+	struct pages_out *o = sh->o;
+	int ret = seal_fault(sh, i) ? -EIO : crypt_pages_chunk(w->sealer, i, w->buf, len);
+	bool half;
+
+	pthread_mutex_lock(&sh->lock);
+	if (ret)
+		seal_failed(sh, fail(ret, "cannot write the pages image (chunk %" PRIu64 " of %" PRIu64
+				     "): %s", i + 1, sh->nr, strerror(-ret)));
+	if (!ret && o->copied < o->half && o->copied + len >= o->half)
+		sh->half_due = true;
+	o->copied += len;
+	o->written += len;
+	progress_update(&o->bar, o->written);
+	half = w->first && sh->half_due;
+	if (half)
+		sh->half_due = false;
+	pthread_mutex_unlock(&sh->lock);
+	if (half)		/* the fault point "pages-half": on the thread signals reach */
+		fault_point("pages-half");
+	return ret;
+}
+
+/* The next chunk to take, or false: none left, or a failure. */
+static bool seal_take(struct seal_share *sh, uint64_t *i)
+{
+	bool ok;
+
+	pthread_mutex_lock(&sh->lock);
+	if (!sh->err && dump_interrupted)
+		seal_failed(sh, fail(-EINTR, "interrupted"));
+	ok = !sh->err && sh->next < sh->nr;
+	if (ok)
+		*i = sh->next++;
+	pthread_mutex_unlock(&sh->lock);
+	return ok;
+}
+
+static void *seal_main(void *arg)
+{
+	struct seal_worker *w = arg;
+	struct seal_share *sh = w->sh;
+	uint64_t i;
+
+	while (seal_take(sh, &i)) {
+		uint64_t start = i * CRYPT_CHUNK;
+		size_t len = (size_t)MIN((uint64_t)CRYPT_CHUNK, sh->total - start);
+
+		if (seal_read(w, start, len) || !seal_sum(w, i, len) || seal_write(w, i, len))
+			break;
+	}
+	return NULL;
+}
+
+/* Where each run starts in the image's plaintext; NULL: no memory. */
+static uint64_t *run_offsets(const struct dump_ctx *d)
+{
+	uint64_t *offs = malloc((d->nr_runs + 1) * sizeof(*offs));
+
+	if (!offs)
+		return NULL;
+	offs[0] = 0;
+	for (size_t i = 0; i < d->nr_runs; i++)
+		offs[i + 1] = offs[i] + d->runs[i].nr_pages * PAGE_SIZE;
+	return offs;
+}
+
+static int seal_worker_init(struct seal_worker *w, struct seal_share *sh, bool first)
+{
+	*w = (struct seal_worker){ .sh = sh, .first = first };
+	if (posix_memalign((void **)&w->buf, PAGE_SIZE, CRYPT_CHUNK + CRYPT_TAG))
+		return -ENOMEM;
+	return crypt_sealer_new(sh->o->seal, &w->sealer);
+}
+
+static void seal_worker_free(struct seal_worker *w)
+{
+	crypt_sealer_free(w->sealer);
+	if (w->buf)
+		memset(w->buf, 0, CRYPT_CHUNK + CRYPT_TAG);	/* plaintext, or ciphertext */
+	free(w->buf);
+}
+
+/* A second thread, with every signal blocked: they go to the dumping thread. */
+static bool seal_spawn(struct seal_worker *w)
+{
+	sigset_t all, old;
+	bool ok;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ok = !pthread_create(&w->tid, NULL, seal_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+static int seal_runs(struct dump_ctx *d, struct pages_out *o)
+{
+	struct seal_share sh = { .d = d, .o = o, .nr = crypt_pages_nr_chunks(o->seal),
+				 .offs = run_offsets(d) };
+	struct seal_worker w[SEAL_THREADS];
+	int nr = 0, ret = sh.offs ? 0 : -ENOMEM;
+
+	sh.total = sh.offs ? sh.offs[d->nr_runs] : 0;
+	if (!ret && sh.total != d->nr_pages * PAGE_SIZE)
+		ret = fail(-EIO, "the pages to dump (%" PRIu64 " bytes) are not their runs' %" PRIu64,
+			   d->nr_pages * PAGE_SIZE, sh.total);
+	pthread_mutex_init(&sh.lock, NULL);
+	pthread_cond_init(&sh.cond, NULL);
+	for (; nr < SEAL_THREADS && !ret; nr++)
+		ret = seal_worker_init(&w[nr], &sh, nr == 0);
+	if (!ret && nr > 1 && !seal_spawn(&w[1])) {
+		pr_warn("cannot start a second sealing thread: sealing on one");
+		seal_worker_free(&w[--nr]);
+	}
+	if (!ret)
+		seal_main(&w[0]);
+	for (int t = 1; !ret && t < nr; t++)
+		pthread_join(w[t].tid, NULL);
+	if (!ret && sh.half_due)	/* the other thread wrote the half, and the rest */
+		fault_point("pages-half");
+	for (int t = 0; t < nr; t++)
+		seal_worker_free(&w[t]);
+	free(sh.offs);
+	pthread_mutex_destroy(&sh.lock);
+	pthread_cond_destroy(&sh.cond);
+	return ret ?: sh.err;
+}
+
 static int dump_runs(struct dump_ctx *d, struct pages_out *o)
 {
 	size_t i = 0;
 	int ret = 0;
+
+	if (o->seal)
+		return seal_runs(d, o);
 
 	while (i < d->nr_runs && !ret) {
 		size_t j = i;
@@ -461,6 +688,8 @@ static int open_pages(struct dump_ctx *d, struct pages_out *o)
 
 static int start_writer(struct pages_out *o)
 {
+	if (o->seal)		/* seal_runs() has its own threads */
+		return 0;
 	pthread_mutex_init(&o->lock, NULL);
 	pthread_cond_init(&o->cond, NULL);
 	for (int i = 0; i < NR_BUFS; i++)
@@ -473,6 +702,8 @@ static int start_writer(struct pages_out *o)
 
 static int stop_writer(struct pages_out *o)
 {
+	if (o->seal)
+		return 0;
 	int err = flush_buffers(o);
 
 	pthread_mutex_lock(&o->lock);
