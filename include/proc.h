@@ -44,5 +44,7 @@ ssize_t proc_fdinfo(pid_t pid, int fd, char **out);
 const char *proc_line_after(const char *text, const char *key);
 /* Does fd's open file have any of the open flags in mask (fdinfo "flags:")? false if unreadable. */
 bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
+/* Is /proc/PID/fd/FD a link to exactly want? false if unreadable. */
+bool proc_fd_link_is(pid_t pid, int fd, const char *want);
 
 #endif

@@ -207,15 +207,7 @@ static int inflight_file_fd(const struct dump_ctx *d, int ep, const struct epoll
 /* Is the process's fd an epoll set (a set in flight watching one is refused)? */
 static bool fd_is_epoll(pid_t pid, int fd)
 {
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "anon_inode:[eventpoll]");
+	return proc_fd_link_is(pid, fd, "anon_inode:[eventpoll]");
 }
 
 int epoll_collect_inflight(struct dump_ctx *d, int ep, struct epoll_state *s)

@@ -130,6 +130,8 @@ void epoll_state_free(struct epoll_state *s);
 /* A watch that cannot be restored (its file deleted or not found): why. */
 bool inotify_unsupported(pid_t pid, int fd, char *why, size_t len);
 int inotify_collect(struct dump_ctx *d, int fd, struct inotify_state *s);
+/* inotify.c: a warning when an inotify or fanotify (kind) fd has events queued (not kept). */
+void notify_warn_pending(struct dump_ctx *d, int fd, const char *kind);
 int inotify_write(struct image *img, const struct file_desc *f);
 void inotify_state_free(struct inotify_state *s);
 /*

@@ -160,19 +160,6 @@ bool fanotify_unsupported(pid_t pid, int fd, char *why, size_t len)
 	return bad;
 }
 
-/* How many bytes of events wait in the group: they are not kept. */
-static void warn_pending(struct dump_ctx *d, int fd)
-{
-	int copy = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0), bytes = 0;
-
-	if (copy < 0)
-		return;
-	if (!ioctl(copy, FIONREAD, &bytes) && bytes > 0)
-		pr_warn("process %d: fanotify fd %d has %d bytes of events queued; they are not "
-			"kept by the dump\n", d->pid, fd, bytes);
-	close(copy);
-}
-
 int fanotify_collect(struct dump_ctx *d, int fd, struct fanotify_state *s)
 {
 	char why[512];
@@ -180,7 +167,7 @@ int fanotify_collect(struct dump_ctx *d, int fd, struct fanotify_state *s)
 
 	if (ret)
 		return fail(ret, "process %d: fd %d is %s", d->pid, fd, why);
-	warn_pending(d, fd);
+	notify_warn_pending(d, fd, "fanotify");
 	return 0;
 }
 

@@ -247,16 +247,15 @@ bool inotify_unsupported(pid_t pid, int fd, char *why, size_t len)
 	return bad;
 }
 
-/* How many bytes of events wait in the instance: they are not kept. */
-static void warn_pending(struct dump_ctx *d, int fd)
+void notify_warn_pending(struct dump_ctx *d, int fd, const char *kind)
 {
 	int copy = syscall(SYS_pidfd_getfd, d->in.pidfd, fd, 0), bytes = 0;
 
 	if (copy < 0)
 		return;
 	if (!ioctl(copy, FIONREAD, &bytes) && bytes > 0)
-		pr_warn("process %d: inotify fd %d has %d bytes of events queued; they are not "
-			"kept by the dump\n", d->pid, fd, bytes);
+		pr_warn("process %d: %s fd %d has %d bytes of events queued; they are not "
+			"kept by the dump\n", d->pid, kind, fd, bytes);
 	close(copy);
 }
 
@@ -276,7 +275,7 @@ int inotify_collect(struct dump_ctx *d, int fd, struct inotify_state *s)
 		return fail(ret, "process %d: fd %d is %s", d->pid, fd, why);
 	if (s->nr)	/* the kernel lists the newest first */
 		qsort(s->w, s->nr, sizeof(*s->w), cmp_wd);
-	warn_pending(d, fd);
+	notify_warn_pending(d, fd, "inotify");
 	return 0;
 }
 

@@ -125,6 +125,8 @@ void tty_state_free(struct tty_state *t);
  * controlling terminal taken again in the child, once it leads its session.
  */
 int tty_open(struct rst *r, const FileEntry *fe, struct rdesc *d);
+/* tty_restore.c: an image's termios as the kernel takes it (all zero for none). */
+void tty_to_kterm(const TermiosEntry *e, struct kterm *k);
 /* tty_dev_restore.c: a console, vt or serial port (e: its entry) opened again by its path. */
 int tty_dev_check(struct rst *r, const FileEntry *fe, const TtyInfoEntry *e);
 int tty_dev_open(struct rst *r, const FileEntry *fe, struct rdesc *d, const TtyInfoEntry *e);

@@ -47,20 +47,6 @@ int tty_dev_check(struct rst *r, const FileEntry *fe, const TtyInfoEntry *e)
 	return 0;
 }
 
-static void to_kterm(const TermiosEntry *e, struct kterm *k)
-{
-	memset(k, 0, sizeof(*k));
-	k->iflag = e->c_iflag;
-	k->oflag = e->c_oflag;
-	k->cflag = e->c_cflag;
-	k->lflag = e->c_lflag;
-	k->line = e->c_line;
-	k->ispeed = e->c_ispeed;
-	k->ospeed = e->c_ospeed;
-	for (size_t i = 0; i < e->n_c_cc && i < PTY_NCC; i++)
-		k->cc[i] = e->c_cc[i];
-}
-
 /* Locked termios first (they bind the others), termios, window size, exclusive mode. */
 static int set_modes(int fd, const TtyInfoEntry *e)
 {
@@ -69,11 +55,11 @@ static int set_modes(int fd, const TtyInfoEntry *e)
 	int ret = 0;
 
 	if (e->termios_locked) {
-		to_kterm(e->termios_locked, &t);
+		tty_to_kterm(e->termios_locked, &t);
 		ret = kterm_set_locked(fd, &t);
 	}
 	if (!ret && e->termios) {
-		to_kterm(e->termios, &t);
+		tty_to_kterm(e->termios, &t);
 		ret = kterm_set(fd, &t);
 	}
 	if (!ret && e->winsize) {

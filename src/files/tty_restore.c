@@ -108,7 +108,7 @@ static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len, uint3
 	return ret < 0 ? ret : 0;
 }
 
-static void to_kterm(const TermiosEntry *e, struct kterm *k)
+void tty_to_kterm(const TermiosEntry *e, struct kterm *k)
 {
 	memset(k, 0, sizeof(*k));
 	if (!e)
@@ -184,8 +184,8 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 	int unlock = 0, pkt = mi->packet_mode, ret;
 	char why[256] = "";
 
-	to_kterm(si->termios, &t);
-	to_kterm(si->termios_locked, &locked);
+	tty_to_kterm(si->termios, &t);
+	tty_to_kterm(si->termios_locked, &locked);
 	if (si->winsize) {
 		ws.ws_row = si->winsize->ws_row;
 		ws.ws_col = si->winsize->ws_col;
@@ -307,8 +307,8 @@ static int set_orphan(int m, const TtyInfoEntry *si)
 	struct winsize ws = { 0 };
 	int unlock = 0;
 
-	to_kterm(si->termios, &t);
-	to_kterm(si->termios_locked, &locked);
+	tty_to_kterm(si->termios, &t);
+	tty_to_kterm(si->termios_locked, &locked);
 	if (si->winsize) {
 		ws.ws_row = si->winsize->ws_row;
 		ws.ws_col = si->winsize->ws_col;
@@ -845,7 +845,7 @@ static int give_job_modes(int n, const TtyInfoEntry *e)
 	struct kterm t;
 	int ret = 0;
 
-	to_kterm(e->termios, &t);
+	tty_to_kterm(e->termios, &t);
 	if (e->winsize) {
 		ws.ws_row = e->winsize->ws_row;
 		ws.ws_col = e->winsize->ws_col;

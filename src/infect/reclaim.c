@@ -14,6 +14,7 @@
 
 #include "infect/infect.h"
 #include "log.h"
+#include "proc.h"
 
 #define TRIES		30
 #define RETRY_NS	(50 * 1000 * 1000)
@@ -55,15 +56,7 @@ static bool thread_inside(const struct infect_ctx *c, uint64_t addr, uint64_t le
 /* Is fd of pid a memfd like the area's (no name, deleted)? */
 static bool is_area_memfd(pid_t pid, int fd)
 {
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "/memfd: (deleted)");
+	return proc_fd_link_is(pid, fd, "/memfd: (deleted)");
 }
 
 /* The area's memfd, were the dumper killed between its creation and its close. */

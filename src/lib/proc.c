@@ -286,3 +286,16 @@ bool proc_fd_flag(pid_t pid, int fd, unsigned long mask)
 	free(info);
 	return on;
 }
+
+bool proc_fd_link_is(pid_t pid, int fd, const char *want)
+{
+	char path[64], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, want);
+}
