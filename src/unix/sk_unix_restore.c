@@ -304,6 +304,31 @@ static int set_perms(const UnixSkEntry *u, const char *path)
 	return 0;
 }
 
+#define ABSTRACT_WAIT_MS	3000
+
+/*
+ * An abstract name still bound by the dumped socket, which only a queue in
+ * flight (SCM_RIGHTS) held when the original died: it goes when the kernel's
+ * collector of in-flight sockets runs, which closing a UNIX socket schedules.
+ * Kicked and waited for, a while; EADDRINUSE stays for a name held by others.
+ */
+static int bind_abstract(int fd, const struct sockaddr_un *a, socklen_t l)
+{
+	for (int waited = 0;; waited += 10) {
+		int pair[2];
+
+		if (!bind(fd, (const struct sockaddr *)a, l))
+			return 0;
+		if (errno != EADDRINUSE || waited >= ABSTRACT_WAIT_MS)
+			return -errno;
+		if (!socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair)) {
+			close(pair[0]);
+			close(pair[1]);
+		}
+		usleep(10000);
+	}
+}
+
 /* bind() with the dumped name itself (getsockname() shows it): a relative one in its directory. */
 static int bind_name(int fd, const UnixSkEntry *u)
 {
@@ -314,8 +339,13 @@ static int bind_name(int fd, const UnixSkEntry *u)
 
 	if (rel && (back < 0 || chdir(u->name_dir)))
 		ret = sk_fail(u, -errno, "cannot enter the directory of its relative name");
-	if (!ret && bind(fd, (struct sockaddr *)&a, l))
-		ret = sk_fail(u, -errno, "cannot bind");
+	if (!ret) {
+		int err = !u->name.data[0] ? bind_abstract(fd, &a, l) :
+			  bind(fd, (struct sockaddr *)&a, l) ? -errno : 0;
+
+		if (err)
+			ret = sk_fail(u, err, "cannot bind");
+	}
 	if (back >= 0) {
 		if (fchdir(back))
 			ret = ret ?: fail(-errno, "cannot go back to memdump's directory: %s",
