@@ -179,7 +179,6 @@ case_ns_net_refuse() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
 	local setup='ip link add md-br0 type bridge && ip link add md-ifb0 type ifb'
 	setup+=' && ip rule add pref 100 table 100 && ip route add 10.9.0.0/16 dev lo table 100'
-	command -v nft > /dev/null && setup+=' && nft add table inet mdtest'
 	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
 	setup+=' && ip neigh add 127.0.0.9 lladdr 02:00:00:00:00:09 dev md-br0 nud permanent'
 	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet est
@@ -193,9 +192,6 @@ case_ns_net_refuse() {
 		    "permanent neighbour entry 127.0.0.9/32 on md-br0"; do
 		grep -qF -- "$want" "$MD_ERR" || fail "the refusal does not name: $want"
 	done
-	if command -v nft > /dev/null; then
-		grep -qF "nftables table mdtest" "$MD_ERR" || fail "the refusal does not name the nftables table"
-	fi
 	if command -v tc > /dev/null; then
 		grep -qF "traffic control qdisc pfifo on lo" "$MD_ERR" || fail "the refusal does not name the qdisc"
 	fi
@@ -442,6 +438,58 @@ case_ns_net_veth_tree() {
 add ns-net-rst case_ns_net_rst
 add ns-net-rst-tcp case_ns_net_rst est
 add ns-net-refuse case_ns_net_refuse
+
+# fw_state PID: the namespace's nftables ruleset (memdump's lock left out) and
+# its legacy iptables tables with their counters
+fw_state() {
+	nsenter -t "$1" -n nft list ruleset
+	if command -v iptables-legacy-save > /dev/null; then
+		nsenter -t "$1" -n iptables-legacy-save -c | grep -v '^#'
+		nsenter -t "$1" -n ip6tables-legacy-save -c | grep -v '^#'
+	fi
+}
+
+# The firewall of a network namespace the dump saves: an nftables table with a
+# counter that has counted, and legacy iptables rules (IPv4 and IPv6, with
+# counters) come back as they were, before the restored process runs.
+case_ns_net_fw() {
+	command -v ip > /dev/null && command -v nft > /dev/null || fail "ip or nft is not installed"
+	local setup='nft add table inet mdfw && nft add chain inet mdfw input "{ type filter hook input priority 0; policy accept; }"'
+	setup+=' && nft add rule inet mdfw input tcp dport 9 counter drop'
+	setup+=' && nft add set inet mdfw deny "{ type ipv4_addr; }" && nft add element inet mdfw deny "{ 10.9.9.9 }"'
+	if command -v iptables-legacy > /dev/null; then
+		setup+=' && iptables-legacy -A INPUT -p udp --dport 9 -j DROP'
+		setup+=' && ip6tables-legacy -A OUTPUT -p udp --dport 9 -j DROP'
+	fi
+	NETNS_SETUP=$setup START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	# packets for the counters: a TCP SYN to port 9 dropped, UDP to 9 dropped
+	nsenter -t "$PID" -n bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2> /dev/null &
+	sleep 0.5
+	kill $! 2> /dev/null
+	nsenter -t "$PID" -n bash -c 'echo x > /dev/udp/127.0.0.1/9; echo x > /dev/udp/::1/9' 2> /dev/null
+	local before; before=$(fw_state "$PID")
+	[[ $before == *"counter packets 0 "* ]] && fail "the nft counter counted nothing"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	[[ -f $T/d/nftables-1.img ]] || fail "nftables-1.img missing"
+	grep -q "memdump-lock" "$T/d/nftables-1.img" && fail "memdump's lock is in the image"
+	if command -v iptables-legacy > /dev/null; then
+		[[ -f $T/d/iptables-1.img && -f $T/d/ip6tables-1.img ]] || fail "no iptables images"
+	fi
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	local after; after=$(fw_state "$PID")
+	if [[ $after != "$before" ]]; then
+		diff <(echo "$before") <(echo "$after") | sed 's/^/#   /'
+		fail "the restored firewall differs from the dumped one"
+	fi
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add ns-net-fw case_ns_net_fw
 add ns-net-veth case_ns_net_veth
 
 # --tcp-established in a network namespace the dump saves: a host client keeps

@@ -480,8 +480,9 @@ crit_decodes() {
 	while IFS= read -r -d '' f; do
 		n=${f#"$1"/}
 		# raw, as CRIU's are: pages; ifaddr, route, route6 (iproute2's dumps);
+		# nftables, iptables, ip6tables (nft's and iptables-legacy-save's text);
 		# *.log and descriptors.json: a runtime's files, not images
-		[[ $(basename "$n") == @(pages|ifaddr|route|route6)-* ||
+		[[ $(basename "$n") == @(pages|ifaddr|route|route6|nftables|iptables|ip6tables)-* ||
 		   $n == *.log || $n == descriptors.json ]] && continue
 		files+=("$f")
 	done < <(find "$1" -type f -print0 | sort -z)

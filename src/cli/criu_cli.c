@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "cli/criu_cli.h"
+#include "spawn_cmd.h"
 
 enum act {
 	PASS,		/* the same option of memdump's, its argument as given */
@@ -366,23 +367,6 @@ static int take_command(struct translation *t, const char *word)
 		      word, "");
 }
 
-/* Is PROG an executable file in one of PATH's directories? */
-static bool on_path(const char *prog)
-{
-	const char *p = getenv("PATH") ?: "/usr/sbin:/usr/bin:/sbin:/bin";
-
-	while (*p) {
-		const char *end = strchrnul(p, ':');
-		char file[PATH_MAX];
-		int n = snprintf(file, sizeof(file), "%.*s/%s", (int)(end - p), p, prog);
-
-		if (end > p && n > 0 && n < (int)sizeof(file) && !access(file, X_OK))
-			return true;
-		p = *end ? end + 1 : end;
-	}
-	return false;
-}
-
 /*
  * Features that hang on this machine, not on memdump: loginuid needs audit
  * (CONFIG_AUDIT), which gives every process a /proc/self/loginuid;
@@ -396,7 +380,7 @@ static bool machine_has(const char *name)
 	if (!strcmp(name, "loginuid"))
 		return !access("/proc/self/loginuid", F_OK);
 	if (!strcmp(name, "has_ipt_legacy"))
-		return on_path("iptables-legacy") && on_path("ip6tables-legacy");
+		return spawn_found("iptables-legacy") && spawn_found("ip6tables-legacy");
 	return false;
 }
 

@@ -53,6 +53,9 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_IFADDR]     = { "ifaddr-%u.img",   0, 0 },
 	[IMG_ROUTE]      = { "route-%u.img",    0, 0 },
 	[IMG_ROUTE6]     = { "route6-%u.img",   0, 0 },
+	[IMG_NFTABLES]   = { "nftables-%u.img", 0, 0 },
+	[IMG_IPTABLES]   = { "iptables-%u.img", 0, 0 },
+	[IMG_IP6TABLES]  = { "ip6tables-%u.img", 0, 0 },
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
 	[IMG_CGROUP]     = { "cgroup.img",      0x59383330, IMG_COMMON_MAGIC },
 };

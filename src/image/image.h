@@ -63,6 +63,9 @@ enum img_type {
 	IMG_IFADDR,	/* ifaddr-ID.img (raw, `ip addr save`): a network namespace's addresses */
 	IMG_ROUTE,	/* route-ID.img (raw, `ip route save`): its IPv4 routes */
 	IMG_ROUTE6,	/* route6-ID.img (raw, `ip -6 route save`): its IPv6 routes */
+	IMG_NFTABLES,	/* nftables-ID.img (raw, `nft list table ...`): its nftables tables */
+	IMG_IPTABLES,	/* iptables-ID.img (raw, `iptables-legacy-save -c`): its legacy IPv4 tables */
+	IMG_IP6TABLES,	/* ip6tables-ID.img (raw, `ip6tables-legacy-save -c`): its legacy IPv6 tables */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
 	IMG_NR_TYPES

@@ -30,6 +30,7 @@
 #include <linux/neighbour.h>
 #include <linux/net_namespace.h>
 #include <linux/pkt_sched.h>
+#include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <sched.h>
@@ -38,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ns/netns.h"
 #include "ctx/refusals.h"
@@ -46,6 +48,7 @@
 #include "nsswitch.h"
 #include "proc.h"
 #include "rtnl.h"
+#include "spawn_cmd.h"
 
 #include "netdev.pb-c.h"
 
@@ -59,6 +62,13 @@ struct nslink {
 	bool has_mac;
 };
 
+#define NS_MAX_TABLES	64
+
+struct nft_table {
+	const char *family;		/* nft's name of it: ip, ip6, inet, arp, bridge, netdev */
+	char name[64];
+};
+
 /* One reading of the namespace: the refusal pass (img NULL) or the dump. */
 struct netns_read {
 	struct rtnl nl;			/* in the target's namespace */
@@ -69,6 +79,8 @@ struct netns_read {
 	struct image *img;		/* the image being written */
 	struct nslink links[NS_MAX_LINKS];
 	int nr_links;
+	struct nft_table tables[NS_MAX_TABLES];	/* nftables tables, memdump's lock left out */
+	int nr_tables;
 	int ret;			/* the first error of a callback */
 };
 
@@ -596,53 +608,189 @@ static int check_qdiscs(struct netns_read *n)
 	return rtnl_dump(&n->nl, &q.h, on_qdisc, n);
 }
 
+static const char *nft_family(uint8_t f)
+{
+	switch (f) {
+	case NFPROTO_IPV4: return "ip";
+	case NFPROTO_IPV6: return "ip6";
+	case NFPROTO_INET: return "inet";
+	case NFPROTO_ARP: return "arp";
+	case NFPROTO_BRIDGE: return "bridge";
+	case NFPROTO_NETDEV: return "netdev";
+	}
+	return NULL;
+}
+
+/* Each table but memdump's own lock (netlock.c), which the restore makes itself. */
 static int on_nft_table(const struct nlmsghdr *h, void *arg)
 {
 	struct netns_read *n = arg;
+	const struct nfgenmsg *g = NLMSG_DATA(h);
 	struct rtattr *tb[NFTA_TABLE_MAX + 1];
+	const char *name, *family = nft_family(g->nfgen_family);
+	struct nft_table *t;
 
 	if (NFNL_MSG_TYPE(h->nlmsg_type) != NFT_MSG_NEWTABLE)
 		return 0;
 	rtnl_parse_msg(tb, NFTA_TABLE_MAX, h, sizeof(struct nfgenmsg));
-	refuse_add(n->r, "nftables table %s in its network namespace (not saved)",
-		   tb[NFTA_TABLE_NAME] ? (const char *)RTA_DATA(tb[NFTA_TABLE_NAME]) : "?");
+	name = tb[NFTA_TABLE_NAME] ? (const char *)RTA_DATA(tb[NFTA_TABLE_NAME]) : "?";
+	if (!strncmp(name, "memdump-lock-", 13))
+		return 0;
+	if (!family || strlen(name) >= sizeof(t->name) || n->nr_tables == NS_MAX_TABLES) {
+		refuse_add(n->r, "nftables table %s in its network namespace (not saved: family %u, "
+			   "or more than %d tables)", name, g->nfgen_family, NS_MAX_TABLES);
+		return 0;
+	}
+	if (!spawn_found("nft"))
+		refuse_add(n->r, "nftables table %s %s in its network namespace (nft, which saves "
+			   "it, is not installed)", family, name);
+	t = &n->tables[n->nr_tables++];
+	t->family = family;
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	return 0;
 }
 
-static void check_nftables(struct netns_read *n)
+static int list_nftables(struct netns_read *n)
 {
 	struct rtnl nf;
 	struct rtnl_req q;
 	struct nfgenmsg *g;
 
+	n->nr_tables = 0;
 	if (nl_open_proto(&nf, NETLINK_NETFILTER))
-		return;		/* no nfnetlink: no tables */
+		return 0;	/* no nfnetlink: no tables */
 	g = rtnl_req_init(&q, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, 0, sizeof(*g));
 	g->nfgen_family = AF_UNSPEC;
 	g->version = NFNETLINK_V0;
 	rtnl_dump(&nf, &q.h, on_nft_table, n);
 	rtnl_close(&nf);
+	return 0;
 }
 
-/* x_tables (legacy iptables) tables are made in a namespace on first use. */
+/*
+ * x_tables (legacy iptables) tables are made in a namespace on first use:
+ * IPv4 and IPv6 ones are saved by iptables-legacy-save, with their counters;
+ * arptables are not.
+ */
+static const struct xt_family {
+	const char *names, *save, *restore;
+	enum img_type img;
+} xt_families[] = {
+	{ "ip_tables_names", "iptables-legacy-save", "iptables-legacy-restore", IMG_IPTABLES },
+	{ "ip6_tables_names", "ip6tables-legacy-save", "ip6tables-legacy-restore", IMG_IP6TABLES },
+	{ "arp_tables_names", NULL, NULL, 0 },
+};
+
+/* The first table of family x in the thread's namespace, into buf ("" for none). */
+static void xt_first_table(const struct xt_family *x, char *buf, size_t len)
+{
+	char path[64], *text = NULL;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/net/%s", x->names);
+	buf[0] = 0;
+	if (proc_read_file(path, &text) > 0)
+		snprintf(buf, len, "%.*s", (int)strcspn(text, "\n"), text);
+	free(text);
+}
+
 static void check_iptables(struct netns_read *n)
 {
-	static const char *const files[] = { "ip_tables_names", "ip6_tables_names",
-					     "arp_tables_names" };
+	for (size_t i = 0; i < ARRAY_SIZE(xt_families); i++) {
+		const struct xt_family *x = &xt_families[i];
+		char table[64];
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		char path[64], *buf = NULL;
-		ssize_t len;
-
-		snprintf(path, sizeof(path), "/proc/thread-self/net/%s", files[i]);
-		len = proc_read_file(path, &buf);
-		if (len > 0) {
-			buf[strcspn(buf, "\n")] = 0;
-			refuse_add(n->r, "legacy iptables table %s (%s) in its network namespace "
-				   "(not saved)", buf, files[i]);
-		}
-		free(buf);
+		xt_first_table(x, table, sizeof(table));
+		if (!table[0])
+			continue;
+		if (!x->save)
+			refuse_add(n->r, "legacy arptables table %s in its network namespace (not "
+				   "saved)", table);
+		else if (!spawn_found(x->save))
+			refuse_add(n->r, "legacy iptables table %s (%s) in its network namespace (%s, "
+				   "which saves it, is not installed)", table, x->names, x->save);
 	}
+}
+
+static int write_raw_image(struct netns_read *n, enum img_type t, const char *buf, size_t len)
+{
+	int ret = img_create(n->dir, t, NS_ID, &n->img);
+
+	if (ret)
+		return ret;
+	ret = img_write_raw(n->img, buf, len);
+	if (ret)
+		img_abort(n->img);
+	else
+		ret = img_close(n->img);
+	n->img = NULL;
+	return ret;
+}
+
+/* One program's output (run in the target's namespace, this thread's) into an image. */
+static int save_output(struct netns_read *n, enum img_type t, char *const argv[])
+{
+	char err[256] = "", *out = NULL;
+	size_t len = 0;
+	int ret = spawn_capture(argv, -1, &out, &len, err, sizeof(err));
+
+	if (ret)
+		ret = fail(ret, "cannot save the network namespace's firewall with %s: %s", argv[0],
+			   err[0] ? err : strerror(-ret));
+	else
+		ret = write_raw_image(n, t, out, len);
+	free(out);
+	return ret;
+}
+
+/* nftables-1.img: every table, as `nft list table` prints it, which `nft -f` takes again. */
+static int save_nftables(struct netns_read *n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int ret = 0;
+
+	if (!n->nr_tables)
+		return 0;
+	for (int i = 0; !ret && i < n->nr_tables; i++) {
+		char *argv[] = { "nft", "list", "table", (char *)n->tables[i].family,
+				 n->tables[i].name, NULL };
+		char err[256] = "", *out = NULL;
+		size_t l = 0;
+		char *p;
+
+		ret = spawn_capture(argv, -1, &out, &l, err, sizeof(err));
+		if (ret) {
+			ret = fail(ret, "cannot save nftables table %s %s: %s", n->tables[i].family,
+				   n->tables[i].name, err[0] ? err : strerror(-ret));
+		} else if (!(p = realloc(text, len + l + 1))) {
+			ret = -ENOMEM;
+		} else {
+			text = p;
+			memcpy(text + len, out, l);
+			len += l;
+		}
+		free(out);
+	}
+	if (!ret)
+		ret = write_raw_image(n, IMG_NFTABLES, text, len);
+	free(text);
+	return ret;
+}
+
+static int save_iptables(struct netns_read *n)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(xt_families); i++) {
+		const struct xt_family *x = &xt_families[i];
+		char table[64];
+		char *argv[] = { (char *)x->save, "-c", NULL };
+
+		xt_first_table(x, table, sizeof(table));
+		if (table[0] && x->save)
+			ret = save_output(n, x->img, argv);
+	}
+	return ret;
 }
 
 /* ------------------------------------------------------------------ the two passes */
@@ -688,7 +836,7 @@ void netns_refuse(int host_netns, struct refusals *r)
 		ret = check_neighbours(n);
 	if (ret)
 		refuse_add(r, "its network namespace (unreadable: %s)", strerror(-ret));
-	check_nftables(n);
+	list_nftables(n);
 	check_iptables(n);
 	rtnl_close(&n->nl);
 	free(n);
@@ -739,6 +887,8 @@ int netns_dump(struct dump_ctx *d, int host_netns)
 			ret = write_image(n, IMG_ROUTE, IPROUTE_ROUTE_MAGIC, read_routes, AF_INET);
 		if (!ret)
 			ret = write_image(n, IMG_ROUTE6, IPROUTE_ROUTE_MAGIC, read_routes, AF_INET6);
+		if (!ret)
+			ret = list_nftables(n) ?: save_nftables(n) ?: save_iptables(n);
 		rtnl_close(&n->nl);
 	}
 	/* what the refusal pass let through must still be all there is, the target frozen */

@@ -31,11 +31,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "image/image.h"
 #include "log.h"
 #include "netlock.h"
 #include "ctx/restore_ctx.h"
 #include "rtnl.h"
+#include "spawn_cmd.h"
 
 #include "files.pb-c.h"
 #include "netdev.pb-c.h"
@@ -463,6 +465,42 @@ static int isolate(struct netns_rst *n)
 	return ret;
 }
 
+/*
+ * The firewall, before any device is up: nftables tables (`nft -f`) and legacy
+ * iptables tables with their counters (`ip[6]tables-legacy-restore -c`), each
+ * image given to the program on its standard input, run in this thread's
+ * namespace, the new one.
+ */
+static int restore_firewall(struct netns_rst *n)
+{
+	static const struct { enum img_type t; char *argv[4]; } progs[] = {
+		{ IMG_NFTABLES, { "nft", "-f", "-", NULL } },
+		{ IMG_IPTABLES, { "iptables-legacy-restore", "-c", NULL } },
+		{ IMG_IP6TABLES, { "ip6tables-legacy-restore", "-c", NULL } },
+	};
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(progs); i++) {
+		char name[64], err[256] = "";
+		int fd;
+
+		img_name(progs[i].t, NS_ID, name, sizeof(name));
+		if (faccessat(n->r->ds.dirfd, name, F_OK, 0))
+			continue;
+		fd = img_open_file(n->r->ds.dirfd, name, 0);
+		if (fd < 0)
+			return fd;
+		ret = spawn_capture(progs[i].argv, fd, NULL, NULL, err, sizeof(err));
+		close(fd);
+		if (ret)
+			ret = fail(ret, "cannot restore the network namespace's firewall (%s) with %s: %s",
+				   name, progs[i].argv[0], err[0] ? err : strerror(-ret));
+		else
+			pr_info("net namespace: firewall of %s restored\n", name);
+	}
+	return ret;
+}
+
 static int restore_all(struct netns_rst *n)
 {
 	int ret = load_devices(n);
@@ -476,6 +514,8 @@ static int restore_all(struct netns_rst *n)
 		ret = check_externals(n);
 	if (!ret)
 		ret = isolate(n);
+	if (!ret)
+		ret = restore_firewall(n);
 	if (!ret)
 		ret = rtnl_open(&n->in);
 	if (!ret)
