@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -108,21 +109,42 @@ static void last_line(const char *text, size_t len, char *buf, size_t buf_len)
 	snprintf(buf, buf_len, "%.*s", (int)(end - start), text + start);
 }
 
+/* The child's signals as a fresh program's: none blocked, SIGPIPE's default action. */
+static int fresh_signals(posix_spawnattr_t *at)
+{
+	sigset_t none, pipe;
+	int ret = posix_spawnattr_init(at);
+
+	sigemptyset(&none);
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	ret = ret ?: posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	ret = ret ?: posix_spawnattr_setsigmask(at, &none);
+	return ret ?: posix_spawnattr_setsigdefault(at, &pipe);
+}
+
 static int run(char *const argv[], int in, int out_w, int err_w, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
-	int ret = posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_t at;
+	int ret = fresh_signals(&at);
 
 	if (ret)
 		return -ret;
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret) {
+		posix_spawnattr_destroy(&at);
+		return -ret;
+	}
 	if (in >= 0)
 		ret = posix_spawn_file_actions_adddup2(&fa, in, 0);
 	else
 		ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	ret = ret ?: posix_spawn_file_actions_adddup2(&fa, out_w, 1);
 	ret = ret ?: posix_spawn_file_actions_adddup2(&fa, err_w, 2);
-	ret = ret ?: posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+	ret = ret ?: posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	return -ret;
 }
 
