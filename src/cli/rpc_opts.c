@@ -69,7 +69,7 @@ static const struct opt_rule rules[] = {
 	{ "track_mem", K_DUMP, "only a dump or pre-dump tracks memory" },
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
 	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
-	{ "status_fd", 0, "memdump has no page server or lazy-pages daemon to report ready" },
+	{ "status_fd", 0, "the page server and lazy pages are over the command line only: nothing to report ready" },
 	{ "rst_sibling", K_RESTORE, NULL },
 	{ "inherit_fd", K_RESTORE, "only a restore inherits fds" },
 	{ "freeze_cgroup", K_DUMP, "only a dump freezes" },
