@@ -97,6 +97,62 @@ add sk-tcp-listen case_sk_rst t-socket
 add sk-inet case_sk_rst t-sockinet
 add sk-inet-lr case_sk_lr t-sockinet
 
+# --ext-unix-sk: datagram sockets connected to sockets of a process outside the
+# dump (one bound to a path, one abstract, as /dev/log and systemd's are) are
+# connected to those names again: what the restored process sends on them
+# reaches the outside process. Without the option: refused by name.
+SK_EXT_PEER='
+import os, socket, sys
+d = sys.argv[1]
+socks = []
+for name in (d + "/ext.sock", "\0md-ext-%d" % os.getpid()):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(name)
+    socks.append(s)
+print("READY", os.getpid(), flush=True)
+for s in socks:
+    print("GOT", s.recv(64).decode(), flush=True)
+'
+SK_EXT_TARGET='
+import os, signal, socket, sys
+d, peer = sys.argv[1], sys.argv[2]
+socks = []
+for name in (d + "/ext.sock", "\0md-ext-" + peer):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.connect(name)
+    socks.append(s)
+def check(*a):
+    try:
+        for i, s in enumerate(socks):
+            s.send(b"after-%d" % i)
+        print("PASS", flush=True)
+    except OSError as e:
+        print("FAIL", e, flush=True)
+    os._exit(0)
+signal.signal(signal.SIGUSR1, check)
+print("READY", os.getpid(), flush=True)
+while True:
+    signal.pause()
+'
+case_sk_ext_unix() {
+	python3 -c "$SK_EXT_PEER" "$T" > "$T/peer.out" 2>&1 < /dev/null &
+	local peer=$!
+	track "$peer"
+	wait_line "$T/peer.out" '^READY ' 10 || fail "the outside peer did not start"
+	start_py target "$SK_EXT_TARGET" "$T" "$peer"
+	md refused dump -t "$PID" -D "$T/r"
+	expect_md_error
+	grep -q "is outside the process" "$MD_ERR" || fail "the outside peer is not named"
+	no_inventory "$T/r"
+	alive "$PID" || fail "the refused dump harmed the target"
+	dump "$PID" "$T/d" --ext-unix-sk
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	wait_until 10 eval '[[ $(grep -c "^GOT after-" "$T/peer.out") == 2 ]]' ||
+		fail "the outside peer did not get both datagrams: $(cat "$T/peer.out")"
+}
+add sk-ext-unix case_sk_ext_unix
+
 # An established connection is refused without --tcp-established.
 case_sk_tcp_refused() {
 	start_prog t-sockinet est

@@ -68,7 +68,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "tcp-established", 0, NOARG, PASS, NULL, true },
 	{ "tcp-close", 0, NOARG, PASS, NULL, true },
 	{ "skip-in-flight", 0, NOARG, PASS, NULL, true },
-	{ "ext-unix-sk", 'x', OPTARG, REFUSE, "UNIX sockets with a peer outside the dump are not supported yet", false },
+	{ "ext-unix-sk", 'x', OPTARG, PASS, NULL, false },
 	{ "link-remap", 0, NOARG, NOOP, "an unlinked file is kept as a ghost image (--ghost-limit)", true },
 	{ "ghost-limit", 0, ARG, PASS, NULL, false },
 	{ "ghost-fiemap", 0, NOARG, NOOP, "ghost images keep their holes whatever the option", true },

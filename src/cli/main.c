@@ -46,7 +46,9 @@ static const char usage[] =
 	"        TCP connections (TCP_REPAIR, the network locked until the restore);\n"
 	"        --tcp-close saves them closed (the restore brings them back shut down);\n"
 	"        --skip-in-flight: a listener's connections not yet accepted are\n"
-	"        dropped (their clients see a reset), not refused;\n"
+	"        dropped (their clients see a reset), not refused; --ext-unix-sk: a\n"
+	"        datagram socket connected to a named socket outside is connected\n"
+	"        to that name again;\n"
 	"        deleted files it holds are saved up to --ghost-limit bytes each\n"
 	"        (default 1M); --shell-job: the job's controlling terminal is given\n"
 	"        back on restore (restore --shell-job: memdump's own);\n"
@@ -121,6 +123,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.pid = o->pid, .dir = o->dir, .mode = o->mode,
 		.leave_running = o->leave_running, .tcp_established = o->tcp_established,
 		.tcp_close = o->tcp_close, .skip_in_flight = o->skip_in_flight,
+		.ext_unix_sk = o->ext_unix_sk,
 		.progress = o->progress, .trace = o->trace, .pages_write = o->pages_write,
 		.compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
@@ -421,7 +424,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
-	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_ENCRYPT, OPT_ENCRYPT_FD,
+	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_EXT_UNIX_SK, OPT_ENCRYPT, OPT_ENCRYPT_FD,
 	       OPT_DECRYPT, OPT_DECRYPT_FD, OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACRL, OPT_TLS_CERT,
 	       OPT_TLS_KEY, OPT_TLS_NO_CN };
 	static const struct option longopts[] = {
@@ -443,6 +446,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "no-snapshot", no_argument, NULL, OPT_NO_SNAPSHOT },
 		{ "tcp-established", no_argument, NULL, OPT_TCP_EST },
 		{ "skip-in-flight", no_argument, NULL, OPT_SKIP_IN_FLIGHT },
+		{ "ext-unix-sk", optional_argument, NULL, OPT_EXT_UNIX_SK },
 		{ "prev-images-dir", required_argument, NULL, OPT_PREV },
 		{ "track-mem", no_argument, NULL, OPT_TRACK_MEM },
 		{ "page-server", no_argument, NULL, OPT_PAGE_SERVER },
@@ -545,6 +549,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SKIP_IN_FLIGHT:
 			opts->skip_in_flight = true;
+			break;
+		case OPT_EXT_UNIX_SK:
+			if (optarg)
+				return bad_usage("--ext-unix-sk takes no inodes here: it applies to "
+						 "every datagram peer outside the dump%s", "");
+			opts->ext_unix_sk = true;
 			break;
 		case OPT_PREV:
 			opts->prev_dir = optarg;

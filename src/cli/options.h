@@ -39,6 +39,7 @@ struct options {
 	struct img_key key;		/* loaded from either (main.c) */
 	bool tcp_established;		/* --tcp-established */
 	bool skip_in_flight;		/* dump --skip-in-flight */
+	bool ext_unix_sk;		/* dump --ext-unix-sk */
 	const char *prev_dir;		/* --prev-images-dir */
 	bool track_mem;			/* --track-mem */
 	bool page_server;		/* dump --page-server: pages to --address:--port */

@@ -7,10 +7,10 @@
  * one is named in the one error of the response. An honoured option is one
  * memdump does exactly, or whose state it refuses at dump time by name:
  * file_locks asks CRIU to dump file locks, which memdump always does;
- * ext_unix_sk asks CRIU to accept a process with UNIX peers outside it;
- * memdump's dump refuses such a process naming the thing, so the option
- * changes nothing it could get wrong. orphan_pts_master: a pty slave whose
- * master is outside the dump (a container's terminal) is dumped alone, and
+ * ext_unix_sk is memdump's --ext-unix-sk (a datagram peer outside the dump
+ * connected to by name again; any other peer outside is still refused).
+ * orphan_pts_master: a pty slave whose master is outside the dump (a
+ * container's terminal) is dumped alone, and
  * restored on a new pair whose master goes to the client in an
  * orphan-pts-master notification (tty.c). shell_job and ghost_limit are
  * memdump's --shell-job and --ghost-limit.
@@ -378,6 +378,7 @@ static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 		.tcp_established = co->has_tcp_established && co->tcp_established,
 		.tcp_close = co->has_tcp_close && co->tcp_close,
 		.skip_in_flight = co->has_tcp_skip_in_flight && co->tcp_skip_in_flight,
+		.ext_unix_sk = co->has_ext_unix_sk && co->ext_unix_sk,
 		.pages_write = PAGES_AUTO, .quiet = true,
 		.shell_job = co->has_shell_job && co->shell_job,
 		.ghost_limit = co->has_ghost_limit ? co->ghost_limit : GHOST_LIMIT_DEFAULT,

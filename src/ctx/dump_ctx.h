@@ -175,6 +175,8 @@ struct dump_opts {
 	bool tcp_close;			/* --tcp-close: connections dumped as closed */
 	bool skip_in_flight;		/* --skip-in-flight: a listener's connections not yet
 					 * accepted are dropped, not refused */
+	bool ext_unix_sk;		/* --ext-unix-sk: a datagram socket connected to a named
+					 * socket outside the dump is connected to its name again */
 	bool progress;			/* draw a progress bar on stderr */
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */

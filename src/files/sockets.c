@@ -203,7 +203,8 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
 {
 	struct sk_set set = { .tcp_established = o->tcp_established, .tcp_close = o->tcp_close,
-			      .skip_in_flight = o->skip_in_flight, .tree = o->tree };
+			      .skip_in_flight = o->skip_in_flight, .ext_unix_sk = o->ext_unix_sk,
+			      .tree = o->tree };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *de;
@@ -316,6 +317,7 @@ int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o)
 	d->sockets.tcp_established = o->tcp_established;
 	d->sockets.tcp_close = o->tcp_close;
 	d->sockets.skip_in_flight = o->skip_in_flight;
+	d->sockets.ext_unix_sk = o->ext_unix_sk;
 	if (!ret && o->tcp_established)
 		ret = lock_connections(d);
 	return ret;

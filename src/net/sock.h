@@ -133,6 +133,8 @@ struct sk_unix {
 	char *name_dir;			/* a relative name's directory (malloc'd), or NULL */
 	uint32_t accept_pos;		/* not accepted yet: its place in peer's queue (1: first) */
 	bool peer_closed;		/* datagram: connected to a socket closed since */
+	char ext_peer[sizeof(((struct sockaddr_un *)0)->sun_path)];	/* --ext-unix-sk: */
+	int ext_peer_len;		/* the name of a peer outside the dump, or 0 */
 	struct sk_packet *queue;	/* its receive queue, oldest first */
 	size_t nr_queue;
 };
@@ -206,6 +208,7 @@ struct sk_set {
 	bool tcp_established;		/* --tcp-established */
 	bool tcp_close;			/* --tcp-close: connections saved as closed */
 	bool skip_in_flight;		/* --skip-in-flight */
+	bool ext_unix_sk;		/* --ext-unix-sk: datagram peers outside reconnected by name */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */

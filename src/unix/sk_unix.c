@@ -77,6 +77,17 @@ static bool has_listener(const struct sk_set *set, const struct sk_diag *s)
 	return false;
 }
 
+/*
+ * --ext-unix-sk: a datagram socket connected to one outside the dump is
+ * connected to the peer's name again at restore, which needs a name that
+ * means the same wherever the restore runs: absolute or abstract.
+ */
+static bool ext_peer_ok(const struct sk_diag *s, const struct sk_diag *peer)
+{
+	return s->type == SOCK_DGRAM && peer && peer->name_len &&
+	       (peer->name[0] == '/' || peer->name[0] == '\0');
+}
+
 const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
 				size_t len)
 {
@@ -88,7 +99,8 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 		return sk_unix_icons_unsupported(s, set, buf, len);
 	if (l)
 		return sk_unix_pending_unsupported(s, l, set, buf, len);
-	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer)) {
+	if (s->peer && !in_process(set, s->peer) && !in_tree(set, s->peer) &&
+	    !(set->ext_unix_sk && ext_peer_ok(s, peer))) {
 		char what[256] = "socket";
 
 		if (peer)
@@ -407,6 +419,15 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	if (s->type == SOCK_DGRAM && s->state == SK_ESTABLISHED && !s->peer &&
 	    (ret = sk_unix_dgram_peer_closed(copy, &d->sockets, u)))
 		return ret;
+	if (d->sockets.ext_unix_sk && s->peer && !u->accept_pos &&
+	    !in_process(&d->sockets, s->peer) && !in_tree(&d->sockets, s->peer)) {
+		const struct sk_diag *peer = sk_table_find(&d->sockets.diag, s->peer);
+
+		if (ext_peer_ok(s, peer)) {	/* sk_unix_unsupported() let it through */
+			memcpy(u->ext_peer, peer->name, peer->name_len);
+			u->ext_peer_len = peer->name_len;
+		}
+	}
 	if (s->type != SOCK_DGRAM && s->state != SK_ESTABLISHED)
 		return 0;	/* listening or not connected: no queue */
 	return read_queue(d, copy, s, st);
@@ -433,6 +454,9 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	e.accept_pos = u->accept_pos;
 	e.has_peer_closed = u->peer_closed;
 	e.peer_closed = u->peer_closed;
+	e.has_ext_peer_name = u->ext_peer_len > 0;
+	e.ext_peer_name.len = u->ext_peer_len;
+	e.ext_peer_name.data = (uint8_t *)u->ext_peer;
 	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -602,6 +603,29 @@ static int open_one(struct rst *r, const UnixSkEntry *u)
 	return sk_unix_bind(r, fd, u);
 }
 
+/*
+ * dump --ext-unix-sk: a peer outside the dump, connected to by its name again
+ * (whatever socket has that name now: the same one after a killing dump, the
+ * outside process running on).
+ */
+static int connect_ext(struct rst *r, const UnixSkEntry *u)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	size_t n = u->ext_peer_name.len;
+
+	if (!n || n > sizeof(a.sun_path) || (u->ext_peer_name.data[0] != '/' &&
+					     u->ext_peer_name.data[0] != 0))
+		return sk_fail(u, -EIO, "its image is corrupt: a bad name of its peer outside");
+	memcpy(a.sun_path, u->ext_peer_name.data, n);
+	if (connect(*fd_slot(r, u->id), (struct sockaddr *)&a,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)))
+		return sk_fail(u, -errno, "cannot connect to its peer outside the dump");
+	pr_info("UNIX socket %u: connected to %s%.*s outside the dump again\n", u->ino,
+		a.sun_path[0] ? "" : "@", (int)(a.sun_path[0] ? n : n - 1),
+		a.sun_path[0] ? a.sun_path : a.sun_path + 1);
+	return 0;
+}
+
 /* A datagram socket connected to a peer that is not its socketpair twin. */
 static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 {
@@ -614,6 +638,8 @@ static int connect_dgram(struct rst *r, const UnixSkEntry *u)
 	/* not a socketpair's end; one connected to its own name is connected here */
 	if (u->type != SOCK_DGRAM || !u->peer || (p && p != u && p->peer == u->ino))
 		return 0;
+	if (!p && u->has_ext_peer_name)
+		return connect_ext(r, u);
 	if (!p || !named(p))
 		return sk_fail(u, -EINVAL, "its peer has no name to connect to");
 	l = sk_unix_conn_addr(r, p, &a);
