@@ -406,17 +406,28 @@ static int refuse_fd(pid_t pid, int fd, const char *link, const char *what)
 		    pid, fd, link, what);
 }
 
+/* A new description of kind k's, with the file's stat and open flags. */
+static struct file_desc *kind_desc(struct dump_ctx *d, const struct fd_kind *k,
+				   const struct stat *st, uint32_t flags)
+{
+	struct file_desc *f = new_desc(&d->files, k->kind);
+
+	if (f) {
+		f->st = *st;
+		f->flags = flags & ~O_CLOEXEC;
+	}
+	return f;
+}
+
 /* An fd of a kind with a home of its own (evloop/, net/, ns/: fd_kinds.c). */
 static int describe_kind(struct dump_ctx *d, const struct fd_kind *k, int fd, const char *link,
 			 const struct stat *st, uint32_t flags)
 {
-	struct file_desc *f = new_desc(&d->files, k->kind);
+	struct file_desc *f = kind_desc(d, k, st, flags);
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	f->st = *st;
-	f->flags = flags & ~O_CLOEXEC;
 	ret = k->collect(d, fd, link, f);
 	return ret ? ret : f->id;
 }
@@ -634,13 +645,11 @@ static const char *inflight_unsupported(int fd, const char *link, const struct s
 static int describe_inflight_kind(struct dump_ctx *d, const struct fd_kind *k, int fd,
 				  const struct stat *st, uint32_t flags)
 {
-	struct file_desc *f = new_desc(&d->files, k->kind);
+	struct file_desc *f = kind_desc(d, k, st, flags);
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	f->st = *st;
-	f->flags = flags & ~O_CLOEXEC;
 	f->inflight_fd = fd;
 	ret = k->collect_inflight(d, fd, f);
 	return ret ? ret : f->id;
