@@ -636,6 +636,12 @@ static int on_nft_table(const struct nlmsghdr *h, void *arg)
 	name = tb[NFTA_TABLE_NAME] ? (const char *)RTA_DATA(tb[NFTA_TABLE_NAME]) : "?";
 	if (!strncmp(name, "memdump-lock-", 13))
 		return 0;
+	if (tb[NFTA_TABLE_FLAGS] &&
+	    (ntohl(*(uint32_t *)RTA_DATA(tb[NFTA_TABLE_FLAGS])) & NFT_TABLE_F_OWNER)) {
+		refuse_add(n->r, "nftables table %s in its network namespace, owned by a process's "
+			   "netlink socket (made again it would go with nft's)", name);
+		return 0;
+	}
 	if (!family || strlen(name) >= sizeof(t->name) || n->nr_tables == NS_MAX_TABLES) {
 		refuse_add(n->r, "nftables table %s in its network namespace (not saved: family %u, "
 			   "or more than %d tables)", name, g->nfgen_family, NS_MAX_TABLES);
