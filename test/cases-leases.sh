@@ -36,7 +36,9 @@ case_leasebrk_tree() {
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	if [[ $1 == tree ]]; then
-		[[ -s $T/d/proc-$c/fd-share.img ]] || fail "the child's fd 10 is not its parent's description"
+		md show show -D "$T/d/proc-$c"
+		grep -qE "^ *10 .*\(shared with fd [0-9]+ of process $PID\)" "$MD_OUT" ||
+			fail "the child's fd 10 is not its parent's description: $(cat "$MD_OUT")"
 	fi
 	restore_and_pass "$T/d" 1
 	[[ $RESULT == "PASS $1" ]] || fail "program said $RESULT"
