@@ -717,19 +717,22 @@ static void check_iptables(struct netns_read *n)
 	}
 }
 
-static int write_raw_image(struct netns_read *n, enum img_type t, const char *buf, size_t len)
+/* The image being written closed, or dropped after ret, an error. */
+static int image_done(struct netns_read *n, int ret)
 {
-	int ret = img_create(n->dir, t, NS_ID, &n->img);
-
-	if (ret)
-		return ret;
-	ret = img_write_raw(n->img, buf, len);
 	if (ret)
 		img_abort(n->img);
 	else
 		ret = img_close(n->img);
 	n->img = NULL;
 	return ret;
+}
+
+static int write_raw_image(struct netns_read *n, enum img_type t, const char *buf, size_t len)
+{
+	int ret = img_create(n->dir, t, NS_ID, &n->img);
+
+	return ret ? ret : image_done(n, img_write_raw(n->img, buf, len));
 }
 
 /* One program's output (run in the target's namespace, this thread's) into an image. */
@@ -858,12 +861,7 @@ static int write_image(struct netns_read *n, enum img_type t, uint32_t magic,
 	ret = magic ? write_magic(n->img, magic) : 0;
 	if (!ret)
 		ret = read(n, family);
-	if (ret)
-		img_abort(n->img);
-	else
-		ret = img_close(n->img);
-	n->img = NULL;
-	return ret;
+	return image_done(n, ret);
 }
 
 static int links_of(struct netns_read *n, int family)
