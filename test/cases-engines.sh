@@ -73,9 +73,14 @@ eng_podman_counts_on() {
 }
 
 eng_podman_do() { # eng_podman_do WHAT ARGS...: podman container ARGS, failing with WHAT
-	local what=$1; shift
-	timeout -k 5 60 podman container "$@" > "$T/podman.out" 2>&1 ||
-		fail "podman $what failed: $(tail -n3 "$T/podman.out")"
+	local what=$1 dir; shift
+	timeout -k 5 60 podman container "$@" > "$T/podman.out" 2>&1 && return 0
+	# memdump's own log of it, in the container's directory (the last argument names it)
+	dir=$(podman inspect -f '{{.StaticDir}}' "${!#}" 2> /dev/null) &&
+		for f in dump.log restore.log; do
+			tail -n 30 "$dir/$f" > "$T/$f.tail" 2> /dev/null && show_file "$f" "$T/$f.tail"
+		done
+	fail "podman $what failed: $(tail -n3 "$T/podman.out")"
 }
 
 # 1. checkpoint (the container gone) and restore under its name: the counter

@@ -12,6 +12,7 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -297,6 +298,26 @@ static int seize_all(struct infect_ctx *c)
 	return 0;
 }
 
+static bool process_alive(pid_t pid);
+
+/*
+ * Until pid is a zombie or gone, for up to 3 s. A caller told the process
+ * is dead (runc destroys the container next) must not find it running: the
+ * init of a PID namespace, for one, lingers until its namespace is empty.
+ */
+static void wait_dead(pid_t pid)
+{
+	struct timespec step = { 0, 1000000 };
+
+	for (int ms = 0; process_alive(pid); ms++) {
+		if (ms == 3000) {
+			pr_warn("process %d still runs 3 s after SIGKILL", pid);
+			return;
+		}
+		nanosleep(&step, NULL);
+	}
+}
+
 /* Reap every seized thread after SIGKILL; a tracer must, or the leader
  * is never reported and the process lingers as a zombie. */
 static void kill_all(struct infect_ctx *c)
@@ -314,6 +335,7 @@ static void kill_all(struct infect_ctx *c)
 		}
 		t->seized = false;
 	}
+	wait_dead(c->pid);
 }
 
 static bool process_alive(pid_t pid)
