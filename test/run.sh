@@ -16,8 +16,12 @@
 #   CASE_TIMEOUT  seconds allowed for a whole case (120)
 #   MD_DUMP_OPTS  extra options for every successful-path dump, e.g. "-v 4"
 #   KEEP=1        keep all case dirs (failed cases' dirs are always kept)
+#   PATH          the system directories are put first (Debian's python3)
 
 set -u
+# The system's programs first: the cases use Debian's python3 and its modules
+# (scripts/install-deps), not a python3 a user's PATH puts earlier (pyenv).
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}
 TESTSRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MEMDUMP=${MEMDUMP:-$(dirname "$TESTSRC")/build/memdump}
 TESTBIN=${TESTBIN:-$(dirname "$TESTSRC")/build/test}
