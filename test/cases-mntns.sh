@@ -167,3 +167,33 @@ case_mntns_external() {
 	wait_restore_exit
 }
 add mntns-external case_mntns_external
+
+# A whole tmpfs of the host bound in (zdtm's ns flavour gives its /dev so),
+# named external: bound again from the path the restore is given, its files
+# neither saved nor made; a restore given no path for it is refused by name
+case_mntns_external_tmpfs() {
+	mkdir -p "$T/tmp1" "$T/tmp2"
+	mount -t tmpfs memdump-ext1 "$T/tmp1" && mount -t tmpfs memdump-ext2 "$T/tmp2" ||
+		fail "cannot mount the tmpfs"
+	trap 'umount -l "$T/tmp1" "$T/tmp2" 2> /dev/null' EXIT
+	echo one > "$T/tmp1/f"
+	echo two > "$T/tmp2/f"
+	mnt_start "mount --bind $T/tmp1 /mnt"
+	dump "$PID" "$T/d" --external "mnt[/mnt]:vol"
+	expect_killed "$PID"
+	md rst-none restore -D "$T/d"
+	expect_md_error
+	grep -q "the mount at /mnt is external (key vol): give it with --external mnt\[vol\]:PATH" \
+		"$MD_ERR" || fail "a restore without the external mount was not refused: $(cat "$MD_ERR")"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --external "mnt[vol]:$T/tmp2"
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == two ]] ||
+		fail "the external tmpfs is not bound from the path given: $(nsenter -t "$PID" -m cat /mnt/f)"
+	echo three > "$T/tmp2/f"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == three ]] || fail "/mnt is a copy, not the tmpfs given"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-external-tmpfs case_mntns_external_tmpfs

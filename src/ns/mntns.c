@@ -639,6 +639,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	MntEntry e = MNT_ENTRY__INIT;
 	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char *data = data_of(m->super), *src = NULL;
+	const char *ext = p->how[i] == HOW_KEPT ? NULL : ext_key_of(d, m);
 	int ret = 0, from = -2;
 
 	e.fstype = criu_fstype(m->fstype);
@@ -661,17 +662,20 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.has_propagation = true;
 		e.propagation = (uint32_t)kept_propagation(p, i);
 	} else {
-		if (!(is_kind(m, made_kinds) && !strcmp(m->root, "/")))
+		if (ext)	/* an external mount: bound from the path the restore is given */
+			e.bind_from = src = strdup(m->root);
+		else if (!(is_kind(m, made_kinds) && !strcmp(m->root, "/")))
 			e.bind_from = src = bind_source(p, i, &from);
+		if (ext && !src)
+			ret = -ENOMEM;
 		e.has_bind_host = from == -1;
 		e.bind_host = from == -1;
-		if (e.bind_from)
-			e.ext_key = (char *)ext_key_of(d, m);	/* an external mount */
+		e.ext_key = (char *)ext;
 		in[i] = by_init(p, i, in, pid_ns, from);
 		e.has_in_child = true;
 		e.in_child = in[i];
 	}
-	if (made_tmpfs(p, i))
+	if (!ret && !ext && made_tmpfs(p, i))
 		ret = add_tmpfs(d, m, &e, &w);
 	if (!ret)
 		ret = img_write_msg(img, &e.base);

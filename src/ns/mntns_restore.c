@@ -168,6 +168,16 @@ static const MntEntry *own_root(const struct rst *r)
 	return NULL;
 }
 
+/* The path --external mnt[KEY]:PATH gives bind mount e (KEY: its key, or its point), or NULL. */
+static const char *ext_path(const struct rst *r, const MntEntry *e)
+{
+	for (int i = 0; i < r->o->nr_mnt_ext; i++)
+		if ((e->ext_key && !strcmp(r->o->mnt_ext[i].key, e->ext_key)) ||
+		    !strcmp(r->o->mnt_ext[i].key, e->mountpoint))
+			return r->o->mnt_ext[i].val;
+	return NULL;
+}
+
 int mntns_load(struct rst *r)
 {
 	struct mounts ms = { 0 };
@@ -200,6 +210,11 @@ int mntns_load(struct rst *r)
 			ret = fail(-ENOENT, "--external mnt[%s]: the dump has no bind mount with "
 				   "that key or at that point", r->o->mnt_ext[k].key);
 	}
+	for (size_t i = 0; !ret && i < r->nr_mnts; i++)
+		if (r->mnts[i]->ext_key && !ext_path(r, r->mnts[i]))
+			ret = fail(-EINVAL, "the mount at %s is external (key %s): give it with "
+				   "--external mnt[%s]:PATH", r->mnts[i]->mountpoint,
+				   r->mnts[i]->ext_key, r->mnts[i]->ext_key);
 	if (!ret && r->o->root && !own_root(r))
 		ret = fail(-EINVAL, "--root %s: the dump has no root of its own to put there",
 			   r->o->root);
@@ -273,16 +288,6 @@ static int fill_tmpfs(const MntEntry *e, const char *at)
 
 #define MOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | \
 		     MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME | MS_NOSYMFOLLOW)
-
-/* The path --external mnt[KEY]:PATH gives bind mount e (KEY: its key, or its point), or NULL. */
-static const char *ext_path(const struct rst *r, const MntEntry *e)
-{
-	for (int i = 0; i < r->o->nr_mnt_ext; i++)
-		if ((e->ext_key && !strcmp(r->o->mnt_ext[i].key, e->ext_key)) ||
-		    !strcmp(r->o->mnt_ext[i].key, e->mountpoint))
-			return r->o->mnt_ext[i].val;
-	return NULL;
-}
 
 static void note_dev(struct rst *r, const char *at)
 {
