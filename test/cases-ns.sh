@@ -529,3 +529,37 @@ add ns-net-veth-tcp case_ns_net_veth_tcp
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree
+
+# A time namespace of its own (zdtm's ns flavour puts every test in one): the
+# restore makes a new one whose clocks go on from their values at the dump
+# (t-timens checks the namespace, its children's, both clocks and the
+# offsets); `tree`: a child in it too, forked into it by the restored parent
+case_ns_time_rst() {
+	[[ -e /proc/self/timens_offsets ]] || { note "no time namespaces here: skipped"; return 0; }
+	start_prog t-timens "$@"
+	[[ ${1:-} == tree ]] && track "${READY[2]}"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md show show -D "$T/d" || fail "show failed"
+	grep -q "^time namespace: at the dump monotonic " "$MD_OUT" ||
+		fail "show does not list the time namespace"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == "PASS ${1:-}" ]] || fail "program said $RESULT"
+}
+add ns-time-rst case_ns_time_rst
+add ns-time-tree case_ns_time_rst tree
+
+# A time namespace made for its children only (unshare, no setns, no fork):
+# refused by name, the target left running
+case_ns_time_refuse() {
+	[[ -e /proc/self/timens_offsets ]] || { note "no time namespaces here: skipped"; return 0; }
+	start_prog t-timens forkids
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "a time namespace for its children it is not in itself" "$MD_ERR" ||
+		fail "the refusal does not name the time namespace: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add ns-time-refuse case_ns_time_refuse

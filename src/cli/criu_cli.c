@@ -373,7 +373,7 @@ static int take_command(struct translation *t, const char *word)
  * has_ipt_legacy is CRIU's name for legacy iptables being installed (tests
  * set their own rules with it). memdump's network lock is nftables whatever
  * --network-lock says, and nftables and legacy iptables rules apply side
- * by side.
+ * by side. Time namespaces are memdump's where the kernel has them.
  */
 static bool machine_has(const char *name)
 {
@@ -381,6 +381,8 @@ static bool machine_has(const char *name)
 		return !access("/proc/self/loginuid", F_OK);
 	if (!strcmp(name, "has_ipt_legacy"))
 		return spawn_found("iptables-legacy") && spawn_found("ip6tables-legacy");
+	if (!strcmp(name, "timens"))	/* saved and restored where the kernel has them */
+		return !access("/proc/self/timens_offsets", F_OK);
 	return false;
 }
 

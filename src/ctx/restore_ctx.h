@@ -245,6 +245,11 @@ struct rst {
 	bool has_vdso;
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
+	struct {		/* its own time namespace (ns/timens_restore.c) */
+		bool own;
+		long long mono_sec, boot_sec;	/* its clocks at the dump */
+		long mono_nsec, boot_nsec;
+	} timens;
 	int ctty_target;	/* fd number of its controlling terminal + 1, 0: none (files/tty_restore.c) */
 	int ctty_src;		/* memdump's fd of it + 1 (taken before a tree's children are
 				 * forked, so they have it too), 0: none */

@@ -26,6 +26,7 @@
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "ns/pidns.h"
+#include "ns/timens.h"
 #include "dump/refuse.h"
 #include "nsswitch.h"
 #include "mem/track.h"
@@ -148,6 +149,8 @@ static void check_namespaces(pid_t pid, const struct proc_tree *tree, struct ref
 			continue;	/* the tree's PID namespace: pidns.c */
 		if (!strcmp(ns_names[i], "mnt"))
 			continue;	/* mntns.c, through ns_refuse() */
+		if (!strncmp(ns_names[i], "time", 4))
+			continue;	/* saved: timens.c, which refuses what it cannot */
 		char path[96], self[64];
 		struct stat a, b;
 
@@ -159,6 +162,7 @@ static void check_namespaces(pid_t pid, const struct proc_tree *tree, struct ref
 		if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 			refuse_add(r, "its own %s namespace", ns_names[i]);
 	}
+	timens_refuse(pid, r);
 }
 
 /* /proc/PID/timers lists POSIX timers, one "ID: n" line each: the restorer takes 64. */

@@ -68,6 +68,7 @@ enum img_type {
 	IMG_IP6TABLES,	/* ip6tables-ID.img (raw, `ip6tables-legacy-save -c`): its legacy IPv6 tables */
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
+	IMG_TIMENS,	/* timens-ID.img: a time namespace's clocks */
 	IMG_NR_TYPES
 };
 

@@ -31,6 +31,7 @@
 #include "ns/mntns.h"
 #include "ns/mqueue.h"
 #include "ns/ns.h"
+#include "ns/timens.h"
 #include "ctx/proc_tree.h"
 #include "ctx/refusals.h"
 #include "image/image.h"
@@ -56,6 +57,8 @@ uint32_t ns_own_mask(pid_t pid)
 			m |= ns_kinds[i].flag;
 	if (mntns_own(pid))
 		m |= CLONE_NEWNS;	/* mntns.c */
+	if (timens_own(pid))
+		m |= CLONE_NEWTIME;	/* timens.c */
 	return m;
 }
 
@@ -77,6 +80,8 @@ void ns_fill_ids(uint32_t own, TaskKobjIdsEntry *ids)
 	ids->net_ns_id = own & CLONE_NEWNET ? NS_ID : 0;
 	ids->uts_ns_id = own & CLONE_NEWUTS ? NS_ID : 0;
 	ids->ipc_ns_id = own & CLONE_NEWIPC ? NS_ID : 0;
+	ids->has_time_ns_id = true;
+	ids->time_ns_id = own & CLONE_NEWTIME ? NS_ID : 0;
 }
 
 /* Is p a live process of the tree being dumped? */
@@ -497,5 +502,7 @@ int ns_dump(struct dump_ctx *d)
 		ret = netns_dump(d, d->host_netns);	/* this thread is in it */
 	if (!ret && (d->own_ns & CLONE_NEWNS) && (!d->tree || d->tree->procs[0].pid == d->pid))
 		ret = mntns_dump(d);	/* the tree's root holds it for all */
+	if (!ret && (d->own_ns & CLONE_NEWTIME) && (!d->tree || d->tree->procs[0].pid == d->pid))
+		ret = timens_dump(d);	/* so does it the time namespace */
 	return ret;
 }

@@ -1,5 +1,6 @@
 /* memdump show: the UTS and IPC namespaces of a set (images of ns/ns.c). */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "ipc-sem.pb-c.h"
 #include "ipc-shm.pb-c.h"
 #include "netdev.pb-c.h"
+#include "timens.pb-c.h"
 #include "utsns.pb-c.h"
 
 static int skip(struct image *img, uint64_t len)
@@ -109,6 +111,21 @@ static void show_netdevs(int dirfd)
 	img_abort(img);
 }
 
+static void show_timens(int dirfd)
+{
+	TimensEntry *t;
+
+	if (img_read_one(dirfd, IMG_TIMENS, 1, &timens_entry__descriptor, (void **)&t)) {
+		printf("time namespace: (unreadable timens-1.img)\n");
+		return;
+	}
+	printf("time namespace: at the dump monotonic %" PRIu64 ".%09" PRIu64 " s, boottime %"
+	       PRIu64 ".%09" PRIu64 " s (restored going on from there)\n",
+	       t->monotonic->tv_sec, t->monotonic->tv_nsec, t->boottime->tv_sec,
+	       t->boottime->tv_nsec);
+	img_free(&timens_entry__descriptor, t);
+}
+
 void show_namespaces(const struct dumpset *ds)
 {
 	uint32_t own = ds->inv->has_own_ns ? ds->inv->own_ns : 0;
@@ -125,6 +142,8 @@ void show_namespaces(const struct dumpset *ds)
 	}
 	if (own & CLONE_NEWNET)
 		show_netdevs(ds->dirfd);
+	if (own & CLONE_NEWTIME)
+		show_timens(ds->dirfd);
 	if (own & CLONE_NEWIPC) {
 		long shm = count(ds->dirfd, IMG_IPCNS_SHM, &ipc_shm_entry__descriptor);
 		long sem = count(ds->dirfd, IMG_IPCNS_SEM, &ipc_sem_entry__descriptor);

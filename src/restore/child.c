@@ -39,6 +39,7 @@
 #include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
+#include "ns/timens.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
 #include "ns/nsfile.h"
@@ -319,7 +320,10 @@ void child_main(struct rst *r)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (memdump_gone(r))	/* before the prctl: nothing would take it */
 		_exit(127);
-	ret = cgroups_join_in_child(r, msg, sizeof(msg));	/* while memdump's mounts are there */
+	/* the root, alone still: its time namespace, which the others are forked into */
+	ret = r->tree_parent ? 0 : timens_restore_in_child(r, msg, sizeof(msg));
+	if (!ret)
+		ret = cgroups_join_in_child(r, msg, sizeof(msg));	/* while memdump's mounts are there */
 	if (!ret)
 		ret = mntns_mount_in_child(r, msg, sizeof(msg));	/* its root, its proc */
 	if (ret)

@@ -54,6 +54,7 @@
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
+#include "ns/timens.h"
 #include "restore/pipeline.h"
 #include "task/task.h"
 #include "inet/sk_inet.h"
@@ -557,6 +558,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 	ret = mntns_load(r);	/* the root's set holds the tree's mount namespace */
 	if (!ret && enter)
 		ret = hook_fire(o->hooks, HOOK_PRE_RESTORE, r->pid);
+	if (!ret && enter)
+		ret = timens_restore_load(r);	/* made by the root once forked (child.c) */
 	if (!ret && enter)
 		ret = ns_restore_enter(r);
 	if (!ret && enter)
