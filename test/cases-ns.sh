@@ -563,3 +563,22 @@ case_ns_time_refuse() {
 	check_child_pass
 }
 add ns-time-refuse case_ns_time_refuse
+
+# A memdump without CAP_SYS_TIME could not set a new time namespace's clocks:
+# the killing dump refuses it in its dry run, the target runs on
+case_ns_time_nocap() {
+	[[ -e /proc/self/timens_offsets ]] || { note "no time namespaces here: skipped"; return 0; }
+	command -v capsh > /dev/null || fail "capsh (libcap2-bin) is not installed"
+	start_prog t-timens
+	# shellcheck disable=SC2016
+	printf '#!/bin/sh\nexec capsh --drop=cap_sys_time -- -c '\''exec "$0" "$@"'\'' %s "$@"\n' \
+		"$MEMDUMP" > "$T/md-nocap"
+	chmod +x "$T/md-nocap"
+	MEMDUMP=$T/md-nocap md nocap dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "its own time namespace: setting the clocks of a new one needs CAP_SYS_ADMIN and CAP_SYS_TIME" \
+		"$MD_ERR" || fail "the refusal does not name the capability: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add ns-time-nocap case_ns_time_nocap

@@ -3,13 +3,14 @@
  * before the target is killed, every object they record is checked to be one
  * a restore on this machine can recreate, with the capabilities it will have
  * (image/rstcheck.c, shared with the restore's own checks): cgroups, files
- * under the /proc directory of a thread, rlimits. A failure fails
+ * under the /proc directory of a thread, rlimits, a time namespace. A failure fails
  * the dump with a sentence naming the object: the target runs on and no
  * inventory.img is written. One function per kind of object; a kind is added
  * to dump_dry_run().
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,16 @@ static int dryrun_files(struct dump_ctx *d)
 	return ret < 0 ? ret : 0;
 }
 
+/* Its own time namespace: a restore here makes one and sets its clocks (ns/timens_restore.c). */
+static int dryrun_timens(const struct dump_ctx *d)
+{
+	if (!(d->own_ns & CLONE_NEWTIME) || (self_capable(CAP_SYS_ADMIN) &&
+					     self_capable(CAP_SYS_TIME)))
+		return 0;
+	return fail(-EPERM, "its own time namespace: setting the clocks of a new one needs "
+		    "CAP_SYS_ADMIN and CAP_SYS_TIME, which memdump does not have");
+}
+
 int dump_dry_run(struct dump_ctx *d)
 {
 	int ret = dryrun_cgroups(d);
@@ -142,6 +153,8 @@ int dump_dry_run(struct dump_ctx *d)
 
 	if (!ret)
 		ret = dryrun_rlimits(d);
+	if (!ret)
+		ret = dryrun_timens(d);
 	if (ret)
 		fail_context("a restore here would fail: ");
 	return ret;
