@@ -245,6 +245,8 @@ struct rst {
 	bool has_vdso;
 	struct pagecheck pagecheck;
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
+	int own_oom;		/* memdump's oom_score_adj and loginuid, which it inherits */
+	uint32_t own_loginuid;
 	struct {		/* its own time namespace (ns/timens_restore.c) */
 		bool own;
 		long long mono_sec, boot_sec;	/* its clocks at the dump */

@@ -516,6 +516,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->cwd_fd = -1;
 	r->lazy_peer = -1;
 	r->make_bound_pts = tty_make_bound_pts;
+	attrs_read_own(r);
 }
 
 int rst_check_loaded(struct rst *r)

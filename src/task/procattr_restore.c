@@ -79,6 +79,15 @@ static uint32_t own_loginuid(void)
 	return strtoul(v, NULL, 10);
 }
 
+void attrs_read_own(struct rst *r)
+{
+	char v[16] = "0";
+
+	read_small_at(AT_FDCWD, "/proc/self/oom_score_adj", v, sizeof(v));
+	r->own_oom = atoi(v);
+	r->own_loginuid = own_loginuid();
+}
+
 static bool is_thread(struct rst *r, int32_t tid)
 {
 	for (size_t i = 0; i < r->ds.nr_cores; i++)
@@ -249,11 +258,13 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	int ret = 0;
 
 	attrs_apply_groups(r);
-	if (!ret && tc->has_oom_score_adj) {
+	/* what it inherited from memdump is not written again: its root may
+	 * have no /proc (a mount namespace without one, zdtm's clean_mntns) */
+	if (!ret && tc->has_oom_score_adj && tc->oom_score_adj != r->own_oom) {
 		snprintf(v, sizeof(v), "%d", tc->oom_score_adj);
 		ret = write_own("/proc/self/oom_score_adj", v, why, len);
 	}
-	if (!ret && tc->has_loginuid && tc->loginuid != own_loginuid()) {
+	if (!ret && tc->has_loginuid && tc->loginuid != r->own_loginuid) {
 		snprintf(v, sizeof(v), "%u", tc->loginuid);
 		ret = write_own("/proc/self/loginuid", v, why, len);
 	}

@@ -111,6 +111,8 @@ int attrs_check(struct rst *r);
 void attrs_fill(struct rst *r);
 /* In the child, before the blob: 0, or -errno with why[] filled. */
 int attrs_apply_in_child(struct rst *r, char *why, size_t len);
+/* memdump's own oom_score_adj and loginuid, which a forked process inherits (rst_init) */
+void attrs_read_own(struct rst *r);
 /* In the child, first: its session and process group as dumped. */
 void attrs_apply_groups(struct rst *r);
 /* The ID thread host_tid of the process sees of itself (its PID namespace's), for the blob. */
