@@ -168,6 +168,27 @@ case_mntns_external() {
 }
 add mntns-external case_mntns_external
 
+# One tmpfs mounted twice (the second a bind of the first, whole, read-only):
+# restored as one tmpfs again, what is written through one seen through the
+# other, the second still read-only (zdtm mnt_ro_bind)
+case_mntns_tmpfs_twice() {
+	mnt_start "mount -t tmpfs memdump-t /mnt && mkdir /mnt/a /mnt/b && mount -t tmpfs memdump-u /mnt/a && echo x > /mnt/a/f && mount --bind /mnt/a /mnt/b && mount -o remount,bind,ro /mnt/b"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/b/f) == x ]] || fail "/mnt/b lost the file"
+	nsenter -t "$PID" -m sh -c 'echo y > /mnt/a/g' || fail "cannot write into /mnt/a"
+	[[ $(nsenter -t "$PID" -m cat /mnt/b/g 2> /dev/null) == y ]] ||
+		fail "/mnt/b is another tmpfs than /mnt/a: it does not show what /mnt/a got"
+	nsenter -t "$PID" -m sh -c 'echo z > /mnt/b/h' 2> /dev/null && fail "/mnt/b is writable"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-twice case_mntns_tmpfs_twice
+
 # A whole tmpfs of the host bound in (zdtm's ns flavour gives its /dev so),
 # named external: bound again from the path the restore is given, its files
 # neither saved nor made; a restore given no path for it is refused by name

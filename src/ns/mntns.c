@@ -127,6 +127,24 @@ static bool is_kind(const struct mount *m, const char *const *kinds)
 
 static const char *const made_kinds[] = { "proc", "sysfs", "mqueue", "devpts", "tmpfs", NULL };
 
+/*
+ * Mount i is one restore makes anew (a proc, a tmpfs ... mounted whole): the
+ * first mount of its filesystem. Another of the same filesystem (a tmpfs
+ * bound elsewhere whole) is bound from the first, so both show one content.
+ */
+static bool made_anew(const struct mount *ms, size_t i)
+{
+	const struct mount *m = &ms[i];
+
+	if (!is_kind(m, made_kinds) || strcmp(m->root, "/"))
+		return false;
+	for (size_t k = 0; k < i; k++)
+		if (ms[k].major == m->major && ms[k].minor == m->minor &&
+		    !strcmp(ms[k].fstype, m->fstype))
+			return false;
+	return true;
+}
+
 /* Where bind mount m comes from: a path under mount s of the same device. */
 static char *path_under(const struct mount *s, const struct mount *m)
 {
@@ -317,7 +335,7 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 			refuse_in_own_root(tree->procs[i].pid, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
-		bool made = is_kind(m, made_kinds) && !strcmp(m->root, "/");
+		bool made = made_anew(p->theirs.m, i);
 		int from = -2;
 		char *src = NULL;
 
@@ -620,7 +638,7 @@ static bool made_tmpfs(const struct mnt_plan *p, size_t i)
 {
 	const struct mount *m = &p->theirs.m[i];
 
-	return p->how[i] == HOW_MOUNTED && !strcmp(m->fstype, "tmpfs") && !strcmp(m->root, "/");
+	return p->how[i] == HOW_MOUNTED && !strcmp(m->fstype, "tmpfs") && made_anew(p->theirs.m, i);
 }
 
 /* The key --external mnt[POINT]:KEY gives the bind mount at m's point, or NULL. */
@@ -664,7 +682,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	} else {
 		if (ext)	/* an external mount: bound from the path the restore is given */
 			e.bind_from = src = strdup(m->root);
-		else if (!(is_kind(m, made_kinds) && !strcmp(m->root, "/")))
+		else if (!made_anew(p->theirs.m, i))
 			e.bind_from = src = bind_source(p, i, &from);
 		if (ext && !src)
 			ret = -ENOMEM;
