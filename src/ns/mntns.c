@@ -323,6 +323,44 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 		closedir(d);
 }
 
+/* m's place in its parent mount pm: its point under pm's, "" when the same */
+static const char *rel_point(const struct mount *m, const struct mount *pm)
+{
+	size_t n = strcmp(pm->mountpoint, "/") ? strlen(pm->mountpoint) : 0;
+
+	return strncmp(m->mountpoint, pm->mountpoint, n) ? m->mountpoint : m->mountpoint + n;
+}
+
+/*
+ * Mount i is a copy mount propagation made: its parent receives mounts from
+ * another mount's peer group (slave or peer of it), and the same filesystem
+ * is mounted at the same place on that other mount. Restore makes every
+ * mount private and each once: the copy would be mounted twice, and an
+ * unmount would no longer take it away (zdtm mntns_overmount).
+ */
+static bool propagated_copy(const struct mnt_plan *p, size_t i)
+{
+	const struct mount *m = &p->theirs.m[i];
+	int pi = index_of(&p->theirs, m->parent);
+	const struct mount *mp = pi >= 0 ? &p->theirs.m[pi] : NULL;
+
+	if (!mp || (!mp->shared && !mp->master))
+		return false;
+	for (size_t k = 0; k < p->theirs.n; k++) {
+		const struct mount *o = &p->theirs.m[k];
+		int pk = index_of(&p->theirs, o->parent);
+		const struct mount *op = pk >= 0 ? &p->theirs.m[pk] : NULL;
+
+		if (k == i || !op || pk == pi || !op->shared ||
+		    (op->shared != mp->master && op->shared != mp->shared))
+			continue;
+		if (o->major == m->major && o->minor == m->minor && !strcmp(o->fstype, m->fstype) &&
+		    !strcmp(o->root, m->root) && !strcmp(rel_point(o, op), rel_point(m, mp)))
+			return true;
+	}
+	return false;
+}
+
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
 			struct refusals *r)
 {
@@ -351,6 +389,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
+		else if (propagated_copy(p, i))
+			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
+				   "makes mounts private, each once)", m->fstype, m->mountpoint);
 		else if (!made && !src)
 			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
 				   m->mountpoint, m->source);
