@@ -692,6 +692,26 @@ add tree-real-subprocess case_tree_real_subprocess
 add tree-pidns-ns case_tree_pidns --uts --ipc --net
 add tree-pidns-all case_tree_pidns --mount --mount-proc=/proc --uts --ipc --net
 add tree-pidns-refuse case_tree_pidns_refuse
+
+# t-procfile as the init of a PID namespace with its own /proc: the /proc
+# files it holds of its child name the child's PID in the namespace (2, which
+# is another process outside: kthreadd); restore takes them for the set's and
+# the restored process opens them in its own /proc (zdtm shm, ns flavour)
+case_tree_pidns_procfile() {
+	OUT=$T/procfile.out
+	# the inner unshare execs: the mount namespace is t-procfile's alone
+	unshare --pid --fork --kill-child sh -c 'exec unshare --mount --mount-proc=/proc "$0" "$1"' \
+		"$TESTBIN/t-procfile" "$T" > "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-procfile did not start"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	track "$(tree_children "$PID")"
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	restore_and_pass "$T/d" 1
+}
+add tree-pidns-procfile case_tree_pidns_procfile
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-zombie-pg-own case_tree_zombie_pg own
 add tree-zombie-pg-dead case_tree_zombie_pg dead

@@ -168,6 +168,21 @@ static int check_level(struct rst *r, uint32_t id)
 	return level;
 }
 
+/* pid names a process of this restore: as its PID namespace sees it (a /proc path
+ * of a process in its own is the namespace's), else its PID */
+static bool proc_pid_of_set(struct rst *r, pid_t pid)
+{
+	const struct dumpset *ds = &tree_proc(r, 0)->ds;
+
+	for (size_t i = 0; i <= ds->nr_members; i++) {
+		const PstreeEntry *pe = i < ds->nr_members ? ds->members[i] : ds->pstree;
+
+		if ((pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : (pid_t)pe->pid) == pid)
+			return true;
+	}
+	return false;
+}
+
 const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 {
 	const char *name = fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
@@ -177,7 +192,7 @@ const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
 		return NULL;
 	pid = strtol(name + 6, &end, 10);
-	return end != name + 6 && *end == '/' && pid > 0 && pidfd_restored_here(r, (pid_t)pid) ?
+	return end != name + 6 && *end == '/' && pid > 0 && proc_pid_of_set(r, (pid_t)pid) ?
 	       fe->reg : NULL;
 }
 
@@ -618,12 +633,18 @@ static int open_tty(struct rst *r, const FileEntry *fe, struct rdesc *d)
 
 #define PROC_WAIT_MS	10000
 
+/*
+ * In the restored process, which is in its root and sees its PID
+ * namespace's /proc by now (a root of its own: the init pivoted before any
+ * process opens its files): the path as dumped, not under memdump's stage.
+ */
 int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re)
 {
 	struct timespec pause_ms = { 0, 1000000 };
-	char buf[PATH_MAX];
-	const char *path = rst_path(r, re->name, buf, sizeof(buf));
+	const char *path = re->name;
 	int fd = -1;
+
+	(void)r;
 
 	for (int waited = 0; waited < PROC_WAIT_MS; waited++) {
 		fd = open(path, (reopen_flags(re->flags) & ~O_ASYNC) | O_CLOEXEC);
