@@ -189,6 +189,23 @@ case_mntns_tmpfs_twice() {
 }
 add mntns-tmpfs-twice case_mntns_tmpfs_twice
 
+# A tmpfs made read-only after its files were written: restored with its
+# files, read-only again (zdtm tempfs_ro)
+case_mntns_tmpfs_ro() {
+	mnt_start "mount -t tmpfs memdump-ro /mnt && echo a > /mnt/f && mount -o remount,ro /mnt"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == a ]] || fail "/mnt/f lost its content"
+	nsenter -t "$PID" -m sh -c 'echo b > /mnt/g' 2> /dev/null && fail "/mnt is writable"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-ro case_mntns_tmpfs_ro
+
 # A whole tmpfs of the host bound in (zdtm's ns flavour gives its /dev so),
 # named external: bound again from the path the restore is given, its files
 # neither saved nor made; a restore given no path for it is refused by name

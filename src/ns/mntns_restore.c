@@ -336,8 +336,9 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		if (mount(from, at, NULL, MS_BIND, NULL) ||
 		    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
 			ret = -errno;
-	} else if (mount(e->source, at, e->fsname, flags, e->options[0] ? e->options : NULL)) {
-		ret = -errno;
+	} else if (mount(e->source, at, e->fsname, e->n_tmpfs_files ? flags & ~MS_RDONLY : flags,
+			 e->options[0] ? e->options : NULL)) {
+		ret = -errno;	/* a read-only tmpfs with files: made writable, filled, then not */
 	}
 	if (!ret && !e->bind_from)
 		note_dev(r, at);
@@ -345,6 +346,10 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		ret = fill_tmpfs(e, at);
 		if (ret)
 			snprintf(why, len, "%s", fail_reason());
+		else if (e->n_tmpfs_files && (flags & MS_RDONLY) &&
+			 mount(NULL, at, NULL, MS_REMOUNT | flags, e->options[0] ? e->options : NULL))
+			snprintf(why, len, "cannot make the tmpfs at %s read-only: %s", e->mountpoint,
+				 strerror(-(ret = -errno)));
 		return ret;
 	}
 	if (ret)
