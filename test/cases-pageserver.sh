@@ -165,14 +165,14 @@ case_ps_dump_killed() {
 }
 add ps-dump-killed case_ps_dump_killed
 
-# ms_receiver: memdump migrate-receive on host B (a mount and a PID namespace of its
+# ms_receiver [OPTS]: memdump migrate-receive on host B (a mount and a PID namespace of its
 # own, whose init stays for the restored process). Sets RXPID (the unshare), RXERR.
 ms_receiver() {
 	RXERR=$T/rx.err
 	rm -f "$T/rx.status"
 	nsenter --net="/run/netns/$NSB" unshare -m -p -f --mount-proc sh -c \
 		"'$MEMDUMP' migrate-receive -D '$T/B' --address 10.77.0.2 --port $PS_PORT \
-		 --status-fd 3 2> '$RXERR'; echo \$? > '$T/rx.rc'; exec sleep 600" \
+		 --status-fd 3 $* 2> '$RXERR'; echo \$? > '$T/rx.rc'; exec sleep 600" \
 		3> "$T/rx.status" > /dev/null < /dev/null &
 	RXPID=$!
 	track "$RXPID"
@@ -246,3 +246,52 @@ case_ms_receiver_killed() {
 	check_child_pass
 }
 add ms-receiver-killed case_ms_receiver_killed
+
+# migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
+# last set), the process runs on B at once, its page handler fetches the final set's
+# pages-1.img from the source (faults first, then the rest), the source exits once
+# every page is in and removes what it kept; the beats are one sequence, the memory
+# the source's, and B's pages-1.img the source's whole (verify).
+case_ms_lazy_heartbeat() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver -v 3
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	grep -q 'set 3: 0 bytes of pages received before the restore, pages-1.img left on the source' \
+		"$RXERR" || fail "the final set's pages went with the freeze"
+	grep -q 'set 1: [1-9][0-9]* bytes of pages received' "$RXERR" ||
+		fail "the receiver's count of the pre-dump's pages is wrong"
+	local size
+	size=$(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
+	[[ -n $size ]] && (( size > 0 )) || fail "the final set held no pages"
+	grep -q "served $size bytes of pages-1.img to the receiver" "$MD_ERR" ||
+		fail "the source did not serve its final $size bytes once"
+	grep -q "every page of $T/B/3 is here" "$RXERR" ||
+		fail "the receiver's page handler did not say every page is in"
+	[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept its final pages-1.img"
+	local dest ns0 beats
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	ns0=$(head -n1 "$T/beat" | cut -d' ' -f2)
+	wait_until "$OP_TIMEOUT" eval '[[ $(tail -n1 "$T/beat" | cut -d" " -f2) != "$ns0" ]]' ||
+		fail "no heartbeat from host B"
+	beats=$(awk 'NR > 1 && $1 != prev + 1 { print "beat " $1 " after " prev; exit }
+		     { prev = $1 }' "$T/beat")
+	[[ -z $beats ]] || fail "the heartbeats are not one sequence: $beats"
+	note "beats: $(grep -c " $ns0\$" "$T/beat") on A, $(grep -vc " $ns0\$" "$T/beat") on B so far"
+	md verify verify -D "$T/B/3" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-lazy-heartbeat case_ms_lazy_heartbeat
+case_limit ms-lazy-heartbeat 300

@@ -473,6 +473,8 @@ static int copy_pages(struct handler *h, struct lz_mm *m, struct lazy_seg *s, ui
 	const void *src = h->src->get(h->src, LAZY_PAGE_IMG(s->pg[i]), LAZY_PAGE_OFF(s->pg[i]),
 				      n * PAGE_SIZE);
 
+	if (!src && h->src->why)
+		fatal(h, "%s", h->src->why);
 	if (!src)
 		fatal(h, "the pages of %#" PRIx64 " are not in their image any more",
 		      s->start + i * PAGE_SIZE);
@@ -728,6 +730,8 @@ static int check_step(struct handler *h)
 	n = c->len - h->check_done < LAZY_FILL_PAGES * PAGE_SIZE * 8 ?
 		c->len - h->check_done : LAZY_FILL_PAGES * PAGE_SIZE * 8;
 	src = h->src->get(h->src, c->img, c->off + h->check_done, n);
+	if (!src && h->src->why)
+		fatal(h, "%s", h->src->why);
 	if (!src)
 		fatal(h, "the pages of the run at %#" PRIx64 " are not in pages-1.img any more",
 		      c->vaddr);
@@ -735,7 +739,7 @@ static int check_step(struct handler *h)
 	h->check_done += n;
 	if (h->check_done < c->len)
 		return 1;
-	if (h64_final(&h->check_h) != c->sum)
+	if (!c->no_sum && h64_final(&h->check_h) != c->sum)
 		fatal(h, "image pages-1.img is corrupt: the pages of the run at %#" PRIx64
 		      " (%" PRIu64 " pages) do not match their checksum", c->vaddr,
 		      c->len / PAGE_SIZE);
