@@ -295,3 +295,77 @@ case_ms_lazy_heartbeat() {
 }
 add ms-lazy-heartbeat case_ms_lazy_heartbeat
 case_limit ms-lazy-heartbeat 300
+
+# migrate --lazy-pages with no pre-dump: the final set is the whole memory, and the
+# freeze sends none of it (the receiver's count); the restore on B fetches only what
+# no lazy VMA takes, the page handler the rest; the source serves every byte of its
+# pages-1.img once; B's set verifies whole and the process passes there.
+case_ms_lazy_freeze_no_pages() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver -v 3
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 2 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" --lazy-pages --pre-dumps 0 -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	grep -q 'set 1: 0 bytes of pages received before the restore, pages-1.img left on the source' \
+		"$RXERR" || fail "the final freeze sent pages"
+	local size
+	size=$(sed -n 's/.*pages-1.img of set 1 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
+	(( size > 64 << 20 )) || fail "the final set holds $size bytes, not the whole memory"
+	grep -q "served $size bytes of pages-1.img to the receiver" "$MD_ERR" ||
+		fail "the source did not serve its $size bytes once"
+	[[ ! -e $T/A/1/pages-1.img ]] || fail "the source kept its pages-1.img"
+	[[ $(stat -c %s "$T/B/1/pages-1.img") == "$size" ]] || fail "B's pages-1.img has another size"
+	md verify verify -D "$T/B/1" || fail "B's set is not complete: $(tail -n1 "$MD_ERR")"
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-lazy-freeze-no-pages case_ms_lazy_freeze_no_pages
+case_limit ms-lazy-freeze-no-pages 300
+
+# The source's memdump SIGKILLed after the switch, mid background fill (paced): the
+# page handler on B cannot complete the memory, so it kills the restored process with
+# one line in the receiver's log; nothing hangs, the receiver fails, nothing runs.
+case_ms_lazy_source_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	expect_killed "$PID"
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
+	# the worker (cli/worker.c) serves the pages: the pid of its log lines
+	local md; md=$(sed -n 's/.*Info *\([0-9]*\): dumped process.*/\1/p' "$MD_ERR")
+	[[ -n $md ]] && alive "$md" || fail "no memdump worker serving the pages"
+	kill -9 "$md"
+	note "killed the source's memdump worker $md after the switch"
+	wait "$MDPID" 2>/dev/null
+	wait_until "$OP_TIMEOUT" eval '! alive '"$dest" ||
+		fail "the restored process $dest still runs without its source"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver hung"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") != 0 ]] || fail "the receiver exited 0 without every page"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored process was killed"
+	grep -q "lazy-pages: lost the migration's source of pages-1.img.*killed the restored processes $PID " \
+		"$RXERR" || fail "the line does not say the source was lost"
+	grep -q '^PASS' "$OUT" && fail "the killed process passed"
+	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+}
+add ms-lazy-source-killed case_ms_lazy_source_killed
+case_limit ms-lazy-source-killed 300

@@ -12,15 +12,18 @@
  *       After a LAZY set (migrate --lazy-pages) the restore takes
  *       --lazy-pages and a channel to this process (MEMDUMP_LAZY_REMOTE_FD,
  *       mem/lazy_remote.c): its page handler's requests for bytes of the
- *       set's pages-1.img go to the source as GET, the answers back; the
- *       handler's log goes on to this stderr. Once it says every page is
- *       in, DONE goes to the source; this exits when the handler does.
+ *       set's pages-1.img go to the source as GET, the answers back (while
+ *       the restore runs too: it fetches what no lazy VMA takes); the
+ *       handler logs to this stderr (MEMDUMP_LAZY_LOG_FD). Once it says
+ *       every page is in, DONE goes to the source and this exits.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -55,7 +58,6 @@ struct rx {
 	int chan;		/* lazy: this end of the restore's page handler's channel */
 	bool lazy_done;		/* lazy: the handler said every page is in */
 	void *buf;		/* lazy: XFER_GET_MAX, a GET's bytes */
-	int errpipe;		/* lazy: the restore's (then its handler's) stderr */
 	const struct options *o;
 };
 
@@ -196,6 +198,25 @@ static int on_link(struct rx *r, uint64_t len)
 	return remember(r, buf, false);
 }
 
+/*
+ * The process will depend on the source for its pages: a source host that
+ * vanishes without a word (no FIN, no RST) must end the connection too, or
+ * the page handler would wait on it forever (TCP keepalive, user timeout).
+ */
+static void keep_alive(int fd)
+{
+	int on = 1, idle = 10, intvl = 5, cnt = 3;
+	unsigned int user_ms = 30000;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)))
+		pr_warn("cannot set TCP keepalive on the connection to the source: %s",
+			strerror(errno));
+}
+
 /* migrate --lazy-pages: pages-1.img of this set stays on the source; a file of its size here. */
 static int on_lazy(struct rx *r, uint64_t len)
 {
@@ -218,6 +239,7 @@ static int on_lazy(struct rx *r, uint64_t len)
 	close(fd);
 	r->lazy = true;
 	r->lazy_size = size;
+	keep_alive(r->conn.fd);
 	if (!r->buf)
 		r->buf = malloc(XFER_GET_MAX);
 	if (!r->buf)
@@ -330,7 +352,11 @@ static int chan_request(struct rx *r)
 	if (!req[1]) {
 		r->lazy_done = true;
 		pr_info("every page of %s/%s is here", r->o->dir, r->set);
-		return xfer_send(&r->conn, XFER_DONE, NULL, 0);
+		if (xfer_send(&r->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
+			pr_warn("%s", fail_reason());
+			fail_clear();
+		}
+		return 0;
 	}
 	if (req[1] > XFER_GET_MAX || req[0] > r->lazy_size || req[1] > r->lazy_size - req[0])
 		return chan_fail(r, fail(-EPROTO, "the page handler asked for bytes out of "
@@ -338,47 +364,21 @@ static int chan_request(struct rx *r)
 	return fetch_one(r, req, r->buf);
 }
 
-/* The handler's log on to this stderr; false at its end. */
-static bool forward_log(struct rx *r)
-{
-	char buf[4096];
-	ssize_t n = read(r->errpipe, buf, sizeof(buf));
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n > 0 && write_full(STDERR_FILENO, buf, (size_t)n))
-		pr_debug("cannot write the page handler's log");
-	return n > 0;
-}
-
 /*
- * Until the page handler exits: its requests through (until it says every
- * page is in), its log on. A failure closes the channel (the handler then
- * kills what it restored, saying so in the log that is forwarded still).
+ * Until the page handler says every page is in: its requests through. A
+ * failure closes the channel: the handler then kills what it restored,
+ * saying so in its log (this stderr, which it holds itself).
  */
 static int proxy(struct rx *r)
 {
 	int ret = 0;
 
-	while (r->errpipe >= 0) {
-		struct pollfd p[2] = { { r->chan, POLLIN, 0 }, { r->errpipe, POLLIN, 0 } };
+	while (!ret && !r->lazy_done && r->chan >= 0) {
+		struct pollfd p = { r->chan, POLLIN, 0 };
 
-		if (poll(p, 2, -1) < 0)
-			continue;
-		if (p[1].revents && !forward_log(r)) {
-			close(r->errpipe);
-			r->errpipe = -1;
-		}
-		if (p[0].revents && r->chan >= 0)
+		if (poll(&p, 1, -1) > 0)
 			ret = chan_request(r);
-		if ((ret || r->lazy_done) && r->chan >= 0) {
-			close(r->chan);
-			r->chan = -1;
-		}
 	}
-	if (!ret && !r->lazy_done)
-		ret = fail(-EPIPE, "the page handler ended before every page of %s/%s was "
-			   "fetched", r->o->dir, r->set);
 	return ret;
 }
 
@@ -389,6 +389,12 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int ch
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
+	if (chan >= 0) {	/* the handler logs here (not to the pipe: it outlives this) */
+		int log = fcntl(STDERR_FILENO, F_DUPFD, 3);
+
+		snprintf(fd, sizeof(fd), "%d", log);
+		setenv("MEMDUMP_LAZY_LOG_FD", fd, 1);
+	}
 	dup2(err, STDERR_FILENO);
 	if (chan >= 0) {
 		snprintf(fd, sizeof(fd), "%d", chan);
@@ -485,12 +491,9 @@ static int run_restore(struct rx *r, char *msg, size_t len)
 	if (strrchr(msg, '\n'))
 		memmove(msg, strrchr(msg, '\n') + 1, strlen(strrchr(msg, '\n')));
 	fprintf(stderr, "%s%s", msg, got ? "\n" : "");
-	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->lazy) {
-		fcntl(p[0], F_SETFL, 0);
-		r->errpipe = p[0];	/* the page handler's log, from now on */
-		return 0;
-	}
 	close(p[0]);
+	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;	/* with --lazy-pages, the channel to its page handler stays */
 	if (r->chan >= 0)
 		close(r->chan);
 	r->chan = -1;
@@ -621,7 +624,7 @@ static int accept_one(const struct options *o, struct xfer *x)
 static int receive(const struct options *o, bool migrate)
 {
 	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 }, .chan = -1,
-			.errpipe = -1 };
+ };
 	int ret;
 
 	if (!o->dir || !o->port)
@@ -648,8 +651,6 @@ static int receive(const struct options *o, bool migrate)
 		close(r.dirfd);
 	if (r.chan >= 0)
 		close(r.chan);
-	if (r.errpipe >= 0)
-		close(r.errpipe);
 	free(r.buf);
 	xfer_close(&r.conn);
 	close(r.root);

@@ -329,6 +329,21 @@ static int remote_image(struct rst *r, struct images *im)
 	return 0;
 }
 
+/*
+ * migrate-receive's restore: the handler logs to MEMDUMP_LAZY_LOG_FD (the
+ * receiver's own stderr) instead of the restore's stderr, a pipe whose
+ * reader may be gone while the handler still has something to say.
+ */
+static void handler_log(void)
+{
+	const char *s = getenv("MEMDUMP_LAZY_LOG_FD");
+	int fd = s ? atoi(s) : -1;
+
+	if (fd > 2 && dup2(fd, STDERR_FILENO) == STDERR_FILENO)
+		close(fd);
+	unsetenv("MEMDUMP_LAZY_LOG_FD");
+}
+
 static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n)
 {
 	static struct images im;
@@ -338,6 +353,7 @@ static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t
 
 	handler_signals();
 	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
+	handler_log();
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]) ?:
 		      remote_image(all[i], &im);
