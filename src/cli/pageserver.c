@@ -440,6 +440,7 @@ static void read_restore_err(struct rx *r, int fd, pid_t pid, char *msg, size_t 
 		if (!exited && p[2].revents && r->chan >= 0 && (chan_request(r) || r->lazy_done)) {
 			close(r->chan);	/* the restore fails (or fetched all): nothing more */
 			r->chan = -1;
+			fail_clear();	/* the restore's own line says why */
 		}
 		if (!exited && p[2].revents && !p[0].revents && !p[1].revents)
 			continue;
