@@ -365,7 +365,51 @@ case_ms_lazy_source_killed() {
 	grep -q "lazy-pages: lost the migration's source of pages-1.img.*killed the restored processes $PID " \
 		"$RXERR" || fail "the line does not say the source was lost"
 	grep -q '^PASS' "$OUT" && fail "the killed process passed"
-	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	dest=$(ms_dest_pid "$PID")	# a zombie of B's PID namespace (its init is sleep) is gone
+	[[ -z $dest ]] || ! alive "$dest" || fail "a process $PID runs on host B"
 }
 add ms-lazy-source-killed case_ms_lazy_source_killed
 case_limit ms-lazy-source-killed 300
+
+# The receiver SIGKILLed after the switch, mid background fill (paced): the page
+# handler, whose channel to it broke, kills the restored process with one line in the
+# log it shares with the receiver; the source's migrate fails naming the receiver.
+case_ms_lazy_receiver_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	expect_killed "$PID"
+	local dest rx
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
+	rx=$(pgrep -f "migrate-receive -D $T/B")
+	[[ -n $rx ]] || fail "no receiver to kill"
+	kill -9 $rx
+	note "killed the receiver $rx after the switch"
+	wait_until "$OP_TIMEOUT" eval '! alive '"$dest" ||
+		fail "the restored process $dest still runs without its receiver"
+	wait "$MDPID"; MD_RC=$?
+	(( MD_RC != 0 && MD_RC < 128 )) || fail "migrate exited $MD_RC, expected an error"
+	grep -q '^memdump: migrate failed: .*receiver 10.77.0.2' "$MD_ERR" ||
+		fail "no error line naming the receiver: $(tail -n1 "$MD_ERR")"
+	wait_until "$OP_TIMEOUT" eval 'grep -q "killed the restored processes" "$RXERR"' ||
+		{ show_file "receiver stderr" "$RXERR"; fail "no line saying the process was killed"; }
+	show_file "receiver stderr" "$RXERR"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored process was killed"
+	grep -q "lazy-pages: lost the migration's source of pages-1.img (memdump migrate-receive gone" \
+		"$RXERR" || fail "the line does not say the receiver was lost"
+	grep -q '^PASS' "$OUT" && fail "the killed process passed"
+	dest=$(ms_dest_pid "$PID")	# a zombie of B's PID namespace (its init is sleep) is gone
+	[[ -z $dest ]] || ! alive "$dest" || fail "a process $PID runs on host B"
+}
+add ms-lazy-receiver-killed case_ms_lazy_receiver_killed
+case_limit ms-lazy-receiver-killed 300
