@@ -413,3 +413,20 @@ case_ms_lazy_receiver_killed() {
 }
 add ms-lazy-receiver-killed case_ms_lazy_receiver_killed
 case_limit ms-lazy-receiver-killed 300
+
+# migrate --lazy-pages of a tree, with no pre-dump to refuse it first: the final dump
+# refuses it by name before anything is touched; the tree runs on, passes.
+case_ms_lazy_tree_refused() {
+	ps_hosts
+	ps_target t-tree
+	ms_receiver
+	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
+		--pre-dumps 0
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q "^memdump: migrate failed: --lazy-pages: process $PID has children, and a tree cannot be migrated yet" \
+		"$MD_ERR" || fail "not refused by name"
+	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	check_child_pass
+}
+add ms-lazy-tree-refused case_ms_lazy_tree_refused
