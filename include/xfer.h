@@ -16,7 +16,14 @@
  *                                      the pages spliced with SPLICE_F_GIFT into
  *                                      the socket are the target's own pages
  *                                      until then (and TCP may send them again)
- *   DONE    -                          the session ends well
+ *   LAZY    size (8 bytes)             migrate --lazy-pages: the current set's
+ *                                      pages-1.img (size bytes) stays on the
+ *                                      source; the restore fetches it with GET
+ *   GET     offset, length (8 + 8)     receiver -> client after the switch: DATA
+ *                                      with those bytes of that pages-1.img
+ *                                      (at most XFER_GET_MAX)
+ *   DONE    -                          the session ends well (after LAZY: from
+ *                                      the receiver, every page fetched)
  *   REPLY   status (4 bytes, 0 or an errno) and a message
  *                                      server -> client
  *
@@ -38,8 +45,9 @@
 #include <sys/types.h>
 
 #define XFER_MAGIC	0x4d445846u	/* "FXDM" */
-#define XFER_VERSION	2	/* 2: HELLO is answered */
+#define XFER_VERSION	3	/* 2: HELLO is answered; 3: LAZY, GET */
 #define XFER_NAME_MAX	255
+#define XFER_GET_MAX	(2ULL << 20)
 
 enum xfer_cmd {
 	XFER_HELLO = 1,
@@ -52,6 +60,8 @@ enum xfer_cmd {
 	XFER_DONE,
 	XFER_REPLY,
 	XFER_SYNC,
+	XFER_LAZY,
+	XFER_GET,
 };
 
 struct xfer_hdr {
@@ -92,6 +102,8 @@ int xfer_send(struct xfer *x, enum xfer_cmd cmd, const void *payload, uint64_t l
 int xfer_send_file(struct xfer *x, int dirfd, const char *name);
 /* Send cmd (COMMIT, RESTORE) and wait for the REPLY: 0, or <0 after fail() with its message. */
 int xfer_request(struct xfer *x, enum xfer_cmd cmd);
+/* The rest of a message whose header h was read: a REPLY, as xfer_request() takes it. */
+int xfer_reply_body(struct xfer *x, const struct xfer_hdr *h);
 /* After err from writing to the socket: fail() naming the peer (its connection lost). */
 int xfer_lost(struct xfer *x, int err);
 

@@ -165,14 +165,14 @@ case_ps_dump_killed() {
 }
 add ps-dump-killed case_ps_dump_killed
 
-# ms_receiver: memdump migrate-receive on host B (a mount and a PID namespace of its
+# ms_receiver [OPTS]: memdump migrate-receive on host B (a mount and a PID namespace of its
 # own, whose init stays for the restored process). Sets RXPID (the unshare), RXERR.
 ms_receiver() {
 	RXERR=$T/rx.err
 	rm -f "$T/rx.status"
 	nsenter --net="/run/netns/$NSB" unshare -m -p -f --mount-proc sh -c \
 		"'$MEMDUMP' migrate-receive -D '$T/B' --address 10.77.0.2 --port $PS_PORT \
-		 --status-fd 3 2> '$RXERR'; echo \$? > '$T/rx.rc'; exec sleep 600" \
+		 --status-fd 3 $* 2> '$RXERR'; echo \$? > '$T/rx.rc'; exec sleep 600" \
 		3> "$T/rx.status" > /dev/null < /dev/null &
 	RXPID=$!
 	track "$RXPID"
@@ -246,3 +246,187 @@ case_ms_receiver_killed() {
 	check_child_pass
 }
 add ms-receiver-killed case_ms_receiver_killed
+
+# migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
+# last set), the process runs on B at once, its page handler fetches the final set's
+# pages-1.img from the source (faults first, then the rest), the source exits once
+# every page is in and removes what it kept; the beats are one sequence, the memory
+# the source's, and B's pages-1.img the source's whole (verify).
+case_ms_lazy_heartbeat() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver -v 3
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	grep -q 'set 3: 0 bytes of pages received before the restore, pages-1.img left on the source' \
+		"$RXERR" || fail "the final set's pages went with the freeze"
+	grep -q 'set 1: [1-9][0-9]* bytes of pages received' "$RXERR" ||
+		fail "the receiver's count of the pre-dump's pages is wrong"
+	local size
+	size=$(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
+	[[ -n $size ]] && (( size > 0 )) || fail "the final set held no pages"
+	grep -q "served $size bytes of pages-1.img to the receiver" "$MD_ERR" ||
+		fail "the source did not serve its final $size bytes once"
+	grep -q "every page of $T/B/3 is here" "$RXERR" ||
+		fail "the receiver's page handler did not say every page is in"
+	[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept its final pages-1.img"
+	local dest ns0 beats
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	ns0=$(head -n1 "$T/beat" | cut -d' ' -f2)
+	wait_until "$OP_TIMEOUT" eval '[[ $(tail -n1 "$T/beat" | cut -d" " -f2) != "$ns0" ]]' ||
+		fail "no heartbeat from host B"
+	beats=$(awk 'NR > 1 && $1 != prev + 1 { print "beat " $1 " after " prev; exit }
+		     { prev = $1 }' "$T/beat")
+	[[ -z $beats ]] || fail "the heartbeats are not one sequence: $beats"
+	note "beats: $(grep -c " $ns0\$" "$T/beat") on A, $(grep -vc " $ns0\$" "$T/beat") on B so far"
+	md verify verify -D "$T/B/3" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-lazy-heartbeat case_ms_lazy_heartbeat
+case_limit ms-lazy-heartbeat 300
+
+# migrate --lazy-pages with no pre-dump: the final set is the whole memory, and the
+# freeze sends none of it (the receiver's count); the restore on B fetches only what
+# no lazy VMA takes, the page handler the rest; the source serves every byte of its
+# pages-1.img once; B's set verifies whole and the process passes there.
+case_ms_lazy_freeze_no_pages() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver -v 3
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 2 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" --lazy-pages --pre-dumps 0 -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	grep -q 'set 1: 0 bytes of pages received before the restore, pages-1.img left on the source' \
+		"$RXERR" || fail "the final freeze sent pages"
+	local size
+	size=$(sed -n 's/.*pages-1.img of set 1 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
+	(( size > 64 << 20 )) || fail "the final set holds $size bytes, not the whole memory"
+	grep -q "served $size bytes of pages-1.img to the receiver" "$MD_ERR" ||
+		fail "the source did not serve its $size bytes once"
+	[[ ! -e $T/A/1/pages-1.img ]] || fail "the source kept its pages-1.img"
+	[[ $(stat -c %s "$T/B/1/pages-1.img") == "$size" ]] || fail "B's pages-1.img has another size"
+	md verify verify -D "$T/B/1" || fail "B's set is not complete: $(tail -n1 "$MD_ERR")"
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-lazy-freeze-no-pages case_ms_lazy_freeze_no_pages
+case_limit ms-lazy-freeze-no-pages 300
+
+# The source's memdump SIGKILLed after the switch, mid background fill (paced): the
+# page handler on B cannot complete the memory, so it kills the restored process with
+# one line in the receiver's log; nothing hangs, the receiver fails, nothing runs.
+case_ms_lazy_source_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	expect_killed "$PID"
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
+	# the worker (cli/worker.c) serves the pages: the pid of its log lines
+	local md; md=$(sed -n 's/.*Info *\([0-9]*\): dumped process.*/\1/p' "$MD_ERR")
+	[[ -n $md ]] && alive "$md" || fail "no memdump worker serving the pages"
+	kill -9 "$md"
+	note "killed the source's memdump worker $md after the switch"
+	wait "$MDPID" 2>/dev/null
+	wait_until "$OP_TIMEOUT" eval '! alive '"$dest" ||
+		fail "the restored process $dest still runs without its source"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver hung"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") != 0 ]] || fail "the receiver exited 0 without every page"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored process was killed"
+	grep -q "lazy-pages: lost the migration's source of pages-1.img.*killed the restored processes $PID " \
+		"$RXERR" || fail "the line does not say the source was lost"
+	grep -q '^PASS' "$OUT" && fail "the killed process passed"
+	dest=$(ms_dest_pid "$PID")	# a zombie of B's PID namespace (its init is sleep) is gone
+	[[ -z $dest ]] || ! alive "$dest" || fail "a process $PID runs on host B"
+}
+add ms-lazy-source-killed case_ms_lazy_source_killed
+case_limit ms-lazy-source-killed 300
+
+# The receiver SIGKILLed after the switch, mid background fill (paced): the page
+# handler, whose channel to it broke, kills the restored process with one line in the
+# log it shares with the receiver; the source's migrate fails naming the receiver.
+case_ms_lazy_receiver_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	expect_killed "$PID"
+	local dest rx
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
+	rx=$(pgrep -f "migrate-receive -D $T/B")
+	[[ -n $rx ]] || fail "no receiver to kill"
+	kill -9 $rx
+	note "killed the receiver $rx after the switch"
+	wait_until "$OP_TIMEOUT" eval '! alive '"$dest" ||
+		fail "the restored process $dest still runs without its receiver"
+	wait "$MDPID"; MD_RC=$?
+	(( MD_RC != 0 && MD_RC < 128 )) || fail "migrate exited $MD_RC, expected an error"
+	grep -q '^memdump: migrate failed: .*receiver 10.77.0.2' "$MD_ERR" ||
+		fail "no error line naming the receiver: $(tail -n1 "$MD_ERR")"
+	wait_until "$OP_TIMEOUT" eval 'grep -q "killed the restored processes" "$RXERR"' ||
+		{ show_file "receiver stderr" "$RXERR"; fail "no line saying the process was killed"; }
+	show_file "receiver stderr" "$RXERR"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored process was killed"
+	grep -q "lazy-pages: lost the migration's source of pages-1.img (memdump migrate-receive gone" \
+		"$RXERR" || fail "the line does not say the receiver was lost"
+	grep -q '^PASS' "$OUT" && fail "the killed process passed"
+	dest=$(ms_dest_pid "$PID")	# a zombie of B's PID namespace (its init is sleep) is gone
+	[[ -z $dest ]] || ! alive "$dest" || fail "a process $PID runs on host B"
+}
+add ms-lazy-receiver-killed case_ms_lazy_receiver_killed
+case_limit ms-lazy-receiver-killed 300
+
+# migrate --lazy-pages of a tree, with no pre-dump to refuse it first: the final dump
+# refuses it by name before anything is touched; the tree runs on, passes.
+case_ms_lazy_tree_refused() {
+	ps_hosts
+	ps_target t-tree
+	ms_receiver
+	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
+		--pre-dumps 0
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q "^memdump: migrate failed: --lazy-pages: process $PID has children, and a tree cannot be migrated yet" \
+		"$MD_ERR" || fail "not refused by name"
+	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	check_child_pass
+}
+add ms-lazy-tree-refused case_ms_lazy_tree_refused

@@ -124,18 +124,27 @@ tls_receiver() {
 }
 
 # migrate --tls: the process runs on host B, its memory the source's.
+# (tls-migrate-lazy: with --lazy-pages, the pages fetched after the switch through the
+# same session; the source served its final set's pages and B's set verifies whole.)
 case_tls_migrate() {
+	local lazy=${1:-}
 	ps_hosts
 	tls_certs
 	ps_target t-heartbeat 64
 	tls_receiver "$(tls_opts host)"
 	# shellcheck disable=SC2046
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" $(tls_opts host) ||
+		--to "10.77.0.2:$PS_PORT" $(tls_opts host) ${lazy:+--lazy-pages -v 3 -D "$T/A"} ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	expect_killed "$PID"
 	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
 	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	if [[ -n $lazy ]]; then
+		grep -q 'served [1-9][0-9]* bytes of pages-1.img to the receiver' "$MD_ERR" ||
+			fail "the source served no pages of its final set"
+		[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept its final pages-1.img"
+		md verify verify -D "$T/B/3" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	fi
 	local dest
 	dest=$(ms_dest_pid "$PID")
 	[[ -n $dest ]] || fail "no process $PID runs on host B"
@@ -144,6 +153,8 @@ case_tls_migrate() {
 }
 add tls-migrate case_tls_migrate
 case_limit tls-migrate 300
+add tls-migrate-lazy case_tls_migrate lazy
+case_limit tls-migrate-lazy 300
 
 # migrate --tls to a receiver of another CA: refused before the first dump, the
 # source untouched (not tracked), nothing on host B.

@@ -18,9 +18,15 @@
  *      gone, its restore failing) fails the dump: the source runs on, its
  *      tracker removed, and the receiver removes what it got.
  *
- * Lazy post-copy (restore --lazy-pages) would take the final dump's pages
- * from the same connection at the receiver instead: the stream has room for
- * it (another SET, and pages fetched on demand); not done here.
+ * --lazy-pages (post-copy): the final dump writes its pages into the local
+ * set (work/N/pages-1.img) instead of the connection, so the freeze sends
+ * no pages; the receiver gets its size (LAZY) instead of the file and
+ * restores with --lazy-pages, its page handler fetching byte ranges of it
+ * (GET) over this connection. A local file rather than the page pipes:
+ * the dump releases its pipes when it ends and kills the target, a file
+ * outlives both and serves any range at any time. Once the source is
+ * killed this side serves GETs until the receiver's DONE (every page is
+ * in there), then removes the file.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -47,6 +53,13 @@ struct migration {
 	char work[PATH_MAX];	/* the local sets: work/1, work/2, ... */
 	bool own_work;		/* made here: removed at the end */
 	int set;		/* the current set's number */
+	bool lazy;		/* --lazy-pages: the final set's pages-1.img stays here */
+	int pages_fd;		/* that file, open once the set is sent, or -1 */
+	uint64_t pages_size;
+	void *buf;		/* XFER_GET_MAX: a GET's bytes */
+	uint64_t served;	/* bytes of it sent */
+	uint64_t frozen_served;	/* ... before the process ran there */
+	bool all_in;		/* the receiver said every byte is there (DONE) */
 };
 
 /* "HOST:PORT", "[V6]:PORT" */
@@ -94,25 +107,110 @@ static int send_entry(struct migration *m, int dirfd, const char *name)
 	return xfer_send(&m->x, XFER_LINK, buf, len + 1 + (size_t)n);
 }
 
+/* One GET: len bytes of the final pages-1.img at off, as DATA. */
+static int serve_get(struct migration *m)
+{
+	uint64_t req[2];
+	size_t got = 0;
+	int ret = xfer_read_exact(&m->x, req, sizeof(req));
+
+	if (ret)
+		return xfer_lost(&m->x, ret);
+	if (!req[1] || req[1] > XFER_GET_MAX || req[0] > m->pages_size ||
+	    req[1] > m->pages_size - req[0])
+		return fail(-EPROTO, "the %s asked for bytes %llu+%llu of a pages-1.img of %llu",
+			    m->x.peer, (unsigned long long)req[0], (unsigned long long)req[1],
+			    (unsigned long long)m->pages_size);
+	while (got < req[1]) {
+		ssize_t n = pread(m->pages_fd, (char *)m->buf + got, req[1] - got,
+				  (off_t)(req[0] + got));
+
+		if (n <= 0)
+			return fail(n ? -errno : -EIO, "cannot read the final set's pages-1.img: %s",
+				    n ? strerror(errno) : "it is shorter than it was");
+		got += (size_t)n;
+	}
+	m->served += req[1];
+	return xfer_send(&m->x, XFER_DATA, m->buf, req[1]);
+}
+
+/*
+ * The receiver's messages until it answers (until_reply: the REPLY to the
+ * RESTORE) or says every page is in (DONE): its GETs served meanwhile (the
+ * restore fetches what no lazy VMA takes before the process runs).
+ */
+static int serve_gets(struct migration *m, bool until_reply)
+{
+	struct xfer_hdr h;
+	int ret;
+
+	for (;;) {
+		if (!until_reply && m->all_in)
+			return 0;
+		ret = xfer_recv_hdr(&m->x, &h);
+		if (ret == -EPROTO)
+			return fail(ret, "the %s sent something else than GET or DONE", m->x.peer);
+		if (ret)
+			return fail(ret, "the connection to the %s ended before every page was "
+				    "fetched: %s", m->x.peer, strerror(-ret));
+		if (h.cmd == XFER_REPLY && until_reply)
+			return xfer_reply_body(&m->x, &h);
+		if (h.cmd == XFER_DONE && !h.len)
+			m->all_in = true;
+		else if (h.cmd == XFER_GET && h.len == 2 * sizeof(uint64_t))
+			ret = serve_get(m);
+		else
+			ret = fail(-EPROTO, "the %s sent something else than GET or DONE",
+				   m->x.peer);
+		if (ret)
+			return ret;
+	}
+}
+
+/* --lazy-pages, the final set: its pages-1.img stays here, the receiver learns its size. */
+static int send_lazy(struct migration *m, int dirfd)
+{
+	struct stat st;
+	uint64_t size;
+
+	m->pages_fd = openat(dirfd, "pages-1.img", O_RDONLY | O_CLOEXEC);
+	m->buf = malloc(XFER_GET_MAX);
+	if (!m->buf)
+		return -ENOMEM;
+	if (m->pages_fd < 0 || fstat(m->pages_fd, &st))
+		return fail(-errno, "cannot open the final set's pages-1.img: %s", strerror(errno));
+	size = m->pages_size = (uint64_t)st.st_size;
+	pr_info("pages-1.img of set %d (%llu bytes) stays here until the %s fetched it",
+		m->set, (unsigned long long)size, m->x.peer);
+	return xfer_send(&m->x, XFER_LAZY, &size, sizeof(size));
+}
+
 /* Every image of the local set (pages-1.img went already), inventory.img last. */
 static int send_set(struct migration *m, enum xfer_cmd end)
 {
 	char dir[PATH_MAX + 16];
 	struct dirent *e;
 	DIR *dp;
+	bool lazy = m->lazy && end == XFER_RESTORE;
 	int ret = 0;
 
 	snprintf(dir, sizeof(dir), "%s/%d", m->work, m->set);
 	dp = opendir(dir);
 	if (!dp)
 		return fail(-errno, "cannot open %s: %s", dir, strerror(errno));
+	if (lazy)
+		ret = send_lazy(m, dirfd(dp));
 	while (!ret && (e = readdir(dp)))
-		if (e->d_name[0] != '.' && strcmp(e->d_name, "inventory.img"))
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "inventory.img") &&
+		    !(lazy && !strcmp(e->d_name, "pages-1.img")))
 			ret = send_entry(m, dirfd(dp), e->d_name);
 	if (!ret)
 		ret = send_entry(m, dirfd(dp), "inventory.img");
 	closedir(dp);
-	return ret ? ret : xfer_request(&m->x, end);
+	if (ret || !lazy)
+		return ret ? ret : xfer_request(&m->x, end);
+	ret = xfer_send(&m->x, end, NULL, 0);
+	return ret ? ret : serve_gets(m, true);
 }
 
 /* The final dump's post-dump hook: the set to the receiver, which restores it. */
@@ -128,6 +226,7 @@ static int post_dump(void *arg, enum hook_point p, pid_t pid)
 	if (!ret)
 		pr_info("process %d runs at the %s after %.3f s", pid, m->x.peer,
 			(now_us() - t) / 1e6);
+	m->frozen_served = m->served;	/* the restore's, and its handler's once it ran */
 	return ret;
 }
 
@@ -140,7 +239,8 @@ static int one_dump(struct migration *m, bool final)
 		.pid = o->pid, .dir = dir, .mode = o->mode, .progress = o->progress,
 		.trace = o->trace, .ghost_limit = o->ghost_limit, .no_snapshot = true,
 		.tcp_established = final && o->tcp_established, .pre_dump = !final,
-		.xfer = &m->x, .hooks = final ? &h : NULL, .quiet = true,
+		.xfer = final && m->lazy ? NULL : &m->x, .hooks = final ? &h : NULL,
+		.quiet = true, .one_process = true,
 	};
 	int ret;
 
@@ -154,6 +254,27 @@ static int one_dump(struct migration *m, bool final)
 		ret = dump_run(&d);
 	if (!ret && !final)
 		ret = send_set(m, XFER_COMMIT);
+	return ret;
+}
+
+/*
+ * --lazy-pages, after the switch: the source is gone, its final pages are
+ * in work/N/pages-1.img; serve them until the receiver says every page is
+ * in (DONE), then remove them. A failure here is the destination's loss:
+ * its page handler kills what it restored.
+ */
+static int serve_pages(struct migration *m)
+{
+	char path[PATH_MAX + 32];
+	int ret = serve_gets(m, false);
+
+	snprintf(path, sizeof(path), "%s/%d/pages-1.img", m->work, m->set);
+	if (!ret)
+		unlink(path);
+	if (!ret)
+		pr_info("served %llu bytes of pages-1.img to the %s (%llu after the switch)",
+			(unsigned long long)m->served, m->x.peer,
+			(unsigned long long)(m->served - m->frozen_served));
 	return ret;
 }
 
@@ -194,7 +315,7 @@ static void untrack(pid_t pid, int err)
 
 int cmd_migrate(const struct options *o)
 {
-	struct migration m = { .o = o, .x = { .fd = -1 } };
+	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = o->lazy_pages, .pages_fd = -1 };
 	char host[256];
 	int port = 0, ret, pre = o->pre_dumps >= 0 ? o->pre_dumps : 2;
 
@@ -211,11 +332,16 @@ int cmd_migrate(const struct options *o)
 		ret = one_dump(&m, true);
 	if (ret && m.set)
 		untrack(o->pid, ret);
-	if (!ret && xfer_send(&m.x, XFER_DONE, NULL, 0)) {	/* it runs there, this one is gone */
+	if (!ret && m.lazy)
+		ret = serve_pages(&m);	/* it runs there, this one is gone: its pages */
+	else if (!ret && xfer_send(&m.x, XFER_DONE, NULL, 0)) {	/* it runs there, this one is gone */
 		pr_warn("%s", fail_reason());
 		fail_clear();
 	}
 	xfer_close(&m.x);
+	if (m.pages_fd >= 0)
+		close(m.pages_fd);
+	free(m.buf);
 	if (m.own_work)
 		nftw(m.work, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	if (!ret)

@@ -9,14 +9,25 @@
  *       serves one migration (memdump migrate): each set into DIR/NAME, and
  *       at RESTORE the last one restored (detached); exits 0 at DONE. Lost
  *       before the restore: everything received is removed, nothing runs.
+ *       After a LAZY set (migrate --lazy-pages) the restore takes
+ *       --lazy-pages and a channel to this process (MEMDUMP_LAZY_REMOTE_FD,
+ *       mem/lazy_remote.c): its page handler's requests for bytes of the
+ *       set's pages-1.img go to the source as GET, the answers back (while
+ *       the restore runs too: it fetches what no lazy VMA takes); the
+ *       handler logs to this stderr (MEMDUMP_LAZY_LOG_FD). Once it says
+ *       every page is in, DONE goes to the source and this exits.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +51,13 @@ struct rx {
 	bool migrate;		/* SET, LINK, RESTORE allowed */
 	bool committed;		/* a page server: everything synced */
 	bool restored;		/* migrate-receive: the process runs here now */
+	bool file_pages;	/* the current file is a pages image */
+	uint64_t pages_bytes;	/* of pages images received in the current set */
+	bool lazy;		/* the current set's pages-1.img is fetched from the source */
+	uint64_t lazy_size;
+	int chan;		/* lazy: this end of the restore's page handler's channel */
+	bool lazy_done;		/* lazy: the handler said every page is in */
+	void *buf;		/* lazy: XFER_GET_MAX, a GET's bytes */
 	const struct options *o;
 };
 
@@ -124,6 +142,8 @@ static int on_set(struct rx *r, uint64_t len)
 		return fail(-errno, "cannot open %s: %s", name, strerror(errno));
 	}
 	snprintf(r->set, sizeof(r->set), "%s", name);
+	r->pages_bytes = 0;
+	r->lazy = false;
 	return ret;
 }
 
@@ -141,6 +161,7 @@ static int on_file(struct rx *r, uint64_t len)
 	if (r->fd < 0)
 		return fail(-errno, "cannot create %s: %s", name, strerror(errno));
 	pr_debug("receiving %s", name);
+	r->file_pages = !strncmp(name, "pages-", 6);
 	return remember(r, name, false);
 }
 
@@ -151,6 +172,8 @@ static int on_data(struct rx *r, uint64_t len)
 	if (r->fd < 0)
 		return fail(-EPROTO, "data before a file");
 	ret = xfer_recv_data(&r->conn, r->fd, len);
+	if (!ret && r->file_pages)
+		r->pages_bytes += len;
 	if (ret == -EPIPE)
 		return ret;
 	return ret ? fail(ret, "cannot write a received image: %s", strerror(-ret)) : 0;
@@ -175,55 +198,308 @@ static int on_link(struct rx *r, uint64_t len)
 	return remember(r, buf, false);
 }
 
+/*
+ * The process will depend on the source for its pages: a source host that
+ * vanishes without a word (no FIN, no RST) must end the connection too, or
+ * the page handler would wait on it forever (TCP keepalive, user timeout).
+ */
+static void keep_alive(int fd)
+{
+	int on = 1, idle = 10, intvl = 5, cnt = 3;
+	unsigned int user_ms = 30000;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)))
+		pr_warn("cannot set TCP keepalive on the connection to the source: %s",
+			strerror(errno));
+}
+
+/* migrate --lazy-pages: pages-1.img of this set stays on the source; a file of its size here. */
+static int on_lazy(struct rx *r, uint64_t len)
+{
+	uint64_t size;
+	int ret = r->migrate && len == sizeof(size) ? 0 : -EPROTO;
+	int fd;
+
+	if (!ret)
+		ret = xfer_read_exact(&r->conn, &size, sizeof(size));
+	if (!ret)
+		ret = close_file(r);
+	if (ret)
+		return ret;
+	fd = openat(r->dirfd, "pages-1.img", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return fail(-errno, "cannot create pages-1.img: %s", strerror(errno));
+	if (ftruncate(fd, (off_t)size))
+		ret = fail(-errno, "cannot size pages-1.img: %s", strerror(errno));
+	close(fd);
+	r->lazy = true;
+	r->lazy_size = size;
+	keep_alive(r->conn.fd);
+	if (!r->buf)
+		r->buf = malloc(XFER_GET_MAX);
+	if (!r->buf)
+		return -ENOMEM;
+	return ret ? ret : remember(r, "pages-1.img", false);
+}
+
 static int on_commit(struct rx *r)
 {
 	int ret = close_file(r);
 
 	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
 		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
+	if (!ret && r->migrate)
+		pr_info("set %s: %llu bytes of pages received", r->set,
+			(unsigned long long)r->pages_bytes);
 	if (xfer_reply(&r->conn, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
 		ret = -EPIPE;
 	r->committed = !ret;
 	return ret;
 }
 
-/* Run `memdump restore -D DIR/SET -d` and take the last line it printed on stderr. */
-static int run_restore(struct rx *r, char *msg, size_t len)
+/* ---- after a lazy restore: the page handler's requests to the source ---- */
+
+static int write_full(int fd, const void *buf, size_t len)
 {
-	char path[PATH_MAX], verb[8];
-	int p[2], status;
-	ssize_t n, got = 0;
-	pid_t pid;
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The answer to the handler (lazy_remote.c): status, the length of a message, of the bytes. */
+struct chan_reply {
+	int32_t status;
+	uint32_t msg_len;
+	uint64_t len;
+};
+
+static int chan_fail(struct rx *r, int err)
+{
+	const char *why = fail_reason();
+	struct chan_reply a = { err, (uint32_t)strnlen(why, 400), 0 };
+
+	if (!write_full(r->chan, &a, sizeof(a)))
+		write_full(r->chan, why, a.msg_len);
+	return err;
+}
+
+/* One GET through: len bytes at off of the set's pages-1.img, from the source. */
+static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
+{
+	struct chan_reply a = { 0, 0, req[1] };
+	struct xfer_hdr h;
+	int ret = xfer_send(&r->conn, XFER_GET, req, 2 * sizeof(uint64_t));
+
+	if (!ret) {
+		ret = xfer_recv_hdr(&r->conn, &h);
+		if (!ret && (h.cmd != XFER_DATA || h.len != req[1]))
+			ret = fail(-EPROTO, "the %s answered a GET with something else",
+				   r->conn.peer);
+		else if (!ret)
+			ret = xfer_read_exact(&r->conn, buf, req[1]);
+		if (ret && ret != -EPROTO)
+			ret = xfer_lost(&r->conn, ret);
+	}
+	if (ret)
+		return chan_fail(r, ret);
+	ret = write_full(r->chan, &a, sizeof(a));
+	if (!ret)
+		ret = write_full(r->chan, buf, req[1]);
+	return ret ? fail(ret, "lost the page handler: %s", strerror(-ret)) : 0;
+}
+
+/* One request of the handler: a GET, or (len 0) every page is in: DONE to the source. */
+static int chan_request(struct rx *r)
+{
+	uint64_t req[2];
+	int ret = read_full(r->chan, req, sizeof(req));
+
+	if (ret)
+		return fail(ret, "the page handler ended before every page of %s/%s was fetched",
+			    r->o->dir, r->set);
+	if (!req[1]) {
+		r->lazy_done = true;
+		pr_info("every page of %s/%s is here", r->o->dir, r->set);
+		if (xfer_send(&r->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
+			pr_warn("%s", fail_reason());
+			fail_clear();
+		}
+		return 0;
+	}
+	if (req[1] > XFER_GET_MAX || req[0] > r->lazy_size || req[1] > r->lazy_size - req[0])
+		return chan_fail(r, fail(-EPROTO, "the page handler asked for bytes out of "
+					 "pages-1.img"));
+	return fetch_one(r, req, r->buf);
+}
+
+/*
+ * Until the page handler says every page is in: its requests through. A
+ * failure closes the channel: the handler then kills what it restored,
+ * saying so in its log (this stderr, which it holds itself).
+ */
+static int proxy(struct rx *r)
+{
+	int ret = 0;
+
+	while (!ret && !r->lazy_done && r->chan >= 0) {
+		struct pollfd p = { r->chan, POLLIN, 0 };
+
+		if (poll(&p, 1, -1) > 0)
+			ret = chan_request(r);
+	}
+	return ret;
+}
+
+/* The restore's child side: its stderr the pipe, the lazy channel kept open and named. */
+static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int chan)
+{
+	char path[PATH_MAX], verb[8], fd[16];
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
-	if (pipe2(p, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid == 0) {
-		dup2(p[1], STDERR_FILENO);
+	if (chan >= 0) {	/* the handler logs here (not to the pipe: it outlives this) */
+		int log = fcntl(STDERR_FILENO, F_DUPFD, 3);
+
+		snprintf(fd, sizeof(fd), "%d", log);
+		setenv("MEMDUMP_LAZY_LOG_FD", fd, 1);
+	}
+	dup2(err, STDERR_FILENO);
+	if (chan >= 0) {
+		snprintf(fd, sizeof(fd), "%d", chan);
+		fcntl(chan, F_SETFD, 0);
+		setenv("MEMDUMP_LAZY_REMOTE_FD", fd, 1);
+		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
+		      "-v", verb, (char *)NULL);
+	} else {
 		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "-v", verb,
 		      (char *)NULL);
-		_exit(127);
 	}
-	close(p[1]);
-	msg[0] = '\0';
-	while (pid > 0 && (n = read(p[0], msg + got, len - 1 - got)) > 0) {
-		got += n;
-		if ((size_t)got == len - 1) {	/* keep the tail */
+	_exit(127);
+}
+
+/* n bytes more of the restore's stderr into msg, keeping its tail. */
+static void keep_tail(char *msg, size_t len, ssize_t *got, const char *buf, ssize_t n)
+{
+	for (ssize_t i = 0; i < n; i++) {
+		if ((size_t)*got == len - 1) {
 			memmove(msg, msg + len / 2, len - 1 - len / 2);
-			got = len - 1 - len / 2;
+			*got = (ssize_t)(len - 1 - len / 2);
 		}
+		msg[(*got)++] = buf[i];
 	}
-	close(p[0]);
+}
+
+/*
+ * The restore's stderr until it exits (not to its end: with --lazy-pages
+ * its page handler holds it on), the last line in msg.
+ */
+static void read_restore_err(struct rx *r, int fd, pid_t pid, char *msg, size_t len)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	bool exited = pidfd < 0;	/* no pidfd: read to the end */
+	char buf[4096];
+	ssize_t got = 0, n;
+
+	for (;;) {
+		struct pollfd p[3] = { { fd, POLLIN, 0 }, { pidfd, POLLIN, 0 }, { r->chan, POLLIN, 0 } };
+
+		if (!exited && poll(p, 3, -1) < 0 && errno == EINTR)
+			continue;
+		if (!exited && p[2].revents && r->chan >= 0 && (chan_request(r) || r->lazy_done)) {
+			close(r->chan);	/* the restore fails (or fetched all): nothing more */
+			r->chan = -1;
+			fail_clear();	/* the restore's own line says why */
+		}
+		if (!exited && p[2].revents && !p[0].revents && !p[1].revents)
+			continue;
+		if (!exited && p[1].revents && !p[0].revents) {
+			exited = true;
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+		}
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		keep_tail(msg, len, &got, buf, n);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
 	msg[got] = '\0';
+}
+
+/* Run `memdump restore -D DIR/SET -d` and take the last line it printed on stderr. */
+static int run_restore(struct rx *r, char *msg, size_t len)
+{
+	int p[2], ch[2] = { -1, -1 }, status;
+	size_t got;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	if (r->lazy && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch)) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	pid = fork();
+	if (pid == 0)
+		exec_restore(r, p[1], ch[1]);
+	close(p[1]);
+	if (ch[1] >= 0)
+		close(ch[1]);
+	r->chan = ch[0];
+	msg[0] = '\0';
+	if (pid > 0)
+		read_restore_err(r, p[0], pid, msg, len);
 	if (pid < 0 || waitpid(pid, &status, 0) < 0)
-		return -ECHILD;
+		status = -1;
+	got = strlen(msg);
 	if (got && msg[got - 1] == '\n')
 		msg[--got] = '\0';
 	if (strrchr(msg, '\n'))
 		memmove(msg, strrchr(msg, '\n') + 1, strlen(strrchr(msg, '\n')));
 	fprintf(stderr, "%s%s", msg, got ? "\n" : "");
+	close(p[0]);
+	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;	/* with --lazy-pages, the channel to its page handler stays */
+	if (r->chan >= 0)
+		close(r->chan);
+	r->chan = -1;
+	if (pid < 0 || status == -1)
+		return -ECHILD;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
@@ -234,6 +510,13 @@ static int on_restore(struct rx *r)
 
 	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
 		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
+	if (!ret)
+		pr_info("set %s: %llu bytes of pages received before the restore%s", r->set,
+			(unsigned long long)r->pages_bytes,
+			r->lazy ? ", pages-1.img left on the source" : "");
+	if (!ret && r->lazy)
+		pr_info("set %s: pages-1.img (%llu bytes) is fetched from the source as the "
+			"process runs", r->set, (unsigned long long)r->lazy_size);
 	if (!ret) {
 		ret = run_restore(r, msg, sizeof(msg));
 		if (ret)
@@ -272,6 +555,7 @@ static int serve_one(struct rx *r, const struct xfer_hdr *h)
 	case XFER_COMMIT:	return h->len ? -EPROTO : on_commit(r);
 	case XFER_RESTORE:	return h->len ? -EPROTO : on_restore(r);
 	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(&r->conn, 0, "");
+	case XFER_LAZY:		return on_lazy(r, h->len);
 	case XFER_DONE:		return 1;
 	}
 	return fail(-EPROTO, "unknown message %u", h->cmd);
@@ -288,6 +572,8 @@ static int serve(struct rx *r)
 			return 0;	/* the dump closed after its COMMIT: done */
 		if (!ret)
 			ret = serve_one(r, &h);
+		if (!ret && r->restored && r->lazy)
+			return proxy(r);	/* it runs here: its pages from the source */
 		if (ret == 1)
 			return close_file(r);
 		if (ret == -EPIPE || ret == -ECONNRESET)
@@ -338,7 +624,8 @@ static int accept_one(const struct options *o, struct xfer *x)
 
 static int receive(const struct options *o, bool migrate)
 {
-	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 } };
+	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 }, .chan = -1,
+ };
 	int ret;
 
 	if (!o->dir || !o->port)
@@ -363,6 +650,9 @@ static int receive(const struct options *o, bool migrate)
 		remove_made(&r);
 	if (r.dirfd != r.root)
 		close(r.dirfd);
+	if (r.chan >= 0)
+		close(r.chan);
+	free(r.buf);
 	xfer_close(&r.conn);
 	close(r.root);
 	free_made(&r);

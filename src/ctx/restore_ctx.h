@@ -303,6 +303,7 @@ struct rst {
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
 	int lazy_peer;		/* --lazy-pages: the page handler's end of the blob's socket, -1 */
+	struct lazy_remote *lazy_remote;	/* migrate --lazy-pages: pages-1.img from the source */
 	/* Set by the pipeline: the pty of a bind mount's source /dev/pts/N of a devpts the
 	 * restore made, made first (files/tty_restore.c, tty_make_bound_pts); called by
 	 * mntns_restore.c while it mounts, so that the source exists. */

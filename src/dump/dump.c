@@ -442,6 +442,9 @@ int dump_run(const struct dump_opts *o)
 		if (tree && o->xfer)
 			ret = fail(-EOPNOTSUPP, "--page-server: process %d has children, and a "
 				   "tree's pages cannot go to a page server yet", o->pid);
+		else if (tree && o->one_process)
+			ret = fail(-EOPNOTSUPP, "--lazy-pages: process %d has children, and a "
+				   "tree cannot be migrated yet", o->pid);
 		else if (tree)
 			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
 							 * init, or frozen by its cgroup */

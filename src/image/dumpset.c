@@ -447,7 +447,7 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd, z);
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
 		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
-	if (!ret && t == IMG_PAGEMAP && ds->pages_sums_deferred)
+	if (!ret && t == IMG_PAGEMAP && (ds->pages_sums_deferred || ds->pages_remote))
 		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
 	else if (!ret)
 		ret = verify_pages(ds, pages_id, *pages_fd, l.runs, l.nr);
@@ -683,14 +683,16 @@ static int load_images(struct dumpset *ds)
 	return ret;
 }
 
-static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool blob_lz4)
+static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool blob_lz4,
+		    bool remote)
 {
 	int ret;
 
 	memset(ds, 0, sizeof(*ds));
 	ds->pages_fd = -1;
 	ds->dirfd = -1;
-	ds->pages_sums_deferred = defer_sums;
+	ds->pages_sums_deferred = defer_sums && !remote;
+	ds->pages_remote = remote;
 	ds->blob_lz4 = blob_lz4;
 	ret = open_dir(dir, ds);
 	if (!ret)
@@ -746,12 +748,17 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
 
 int dumpset_load(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false, false);
+	return load_set(dir, ds, false, false, false);
 }
 
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4)
 {
-	return load_set(dir, ds, true, blob_lz4);
+	return load_set(dir, ds, true, blob_lz4, false);
+}
+
+int dumpset_load_remote_pages(const char *dir, struct dumpset *ds)
+{
+	return load_set(dir, ds, false, false, true);
 }
 
 void dumpset_free(struct dumpset *ds)

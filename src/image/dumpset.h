@@ -113,6 +113,12 @@ struct dumpset {
 	 */
 	bool blob_lz4;
 	struct pz_layout *pages_z;
+	/*
+	 * dumpset_load_remote_pages(): the set's own pages-1.img is being
+	 * fetched from a migration's source (mem/lazy_remote.c): not read at
+	 * load, its runs checked as their bytes arrive.
+	 */
+	bool pages_remote;
 };
 
 /* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */
@@ -139,6 +145,8 @@ int dumpset_load(const char *dir, struct dumpset *ds);
  * blob_lz4: an LZ4 compressed pages image may stay compressed (pages_z).
  */
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4);
+/* migrate --lazy-pages: as dumpset_load(), pages-1.img of DIR not read (pages_remote). */
+int dumpset_load_remote_pages(const char *dir, struct dumpset *ds);
 /* The raw bytes of the process's pages image (pages_z: its raw size); <0 after fail(). */
 int64_t dumpset_pages_size(const struct dumpset *ds);
 /*

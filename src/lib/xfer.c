@@ -214,9 +214,21 @@ int xfer_send_file(struct xfer *x, int dirfd, const char *name)
 static int read_reply(struct xfer *x)
 {
 	struct xfer_hdr h;
+	int ret = xfer_recv_hdr(x, &h);
+
+	if (ret == -EPROTO)
+		return fail(ret, "the %s does not speak memdump's image stream", x->peer);
+	if (ret)
+		return xfer_lost(x, ret);
+	return xfer_reply_body(x, &h);
+}
+
+int xfer_reply_body(struct xfer *x, const struct xfer_hdr *hp)
+{
+	struct xfer_hdr h = *hp;
 	char msg[512];
 	int32_t status;
-	int ret = xfer_recv_hdr(x, &h);
+	int ret = 0;
 
 	if (!ret && (h.cmd != XFER_REPLY || h.len < sizeof(status) ||
 		     h.len >= sizeof(status) + sizeof(msg)))

@@ -9,8 +9,11 @@
  *                  keeper (a process that kills the restored processes when
  *                  the handler dies before their memory is complete)
  *
- * The handler takes the bytes from a struct lazy_source: the pages images
- * today, a page server later.
+ *  lazy_remote.c   migrate --lazy-pages: the set's pages-1.img is on the
+ *                  migration's source; its bytes are fetched through
+ *                  memdump migrate-receive into the local (sparse) file
+ *
+ * The handler takes the bytes from a struct lazy_source: the pages images.
  */
 #ifndef MEMDUMP_MEM_LAZY_H
 #define MEMDUMP_MEM_LAZY_H
@@ -37,7 +40,35 @@ int lazy_start(struct rst *const *all, size_t n);
 struct lazy_source {
 	const void *(*get)(struct lazy_source *s, unsigned int img, uint64_t off, size_t len);
 	void *priv;
+	const char *why;	/* after a NULL from get: why, or NULL */
 };
+
+/*
+ * migrate --lazy-pages (lazy_remote.c). memdump migrate-receive runs the
+ * restore with MEMDUMP_LAZY_REMOTE_FD naming a stream socket to it; the
+ * restore's own pages-1.img is then a file of its size whose bytes come
+ * through that socket: a request is { offset, length } (length 0: every
+ * byte is here, the end), its answer a struct lazy_remote_reply, then
+ * msg_len bytes of message (status < 0: why it failed) or len bytes.
+ */
+struct lazy_remote_reply {
+	int32_t status;		/* 0 or -errno */
+	uint32_t msg_len;
+	uint64_t len;
+};
+
+struct lazy_remote;
+/* The socket of MEMDUMP_LAZY_REMOTE_FD, or -1. */
+int lazy_remote_fd(void);
+/* r's pages-1.img from the source: what no lazy VMA takes fetched and checked now. */
+int lazy_remote_plan(struct rst *r);
+/* Bytes [off, off + len) of that image present in its file (fetched if not yet); 0 or -errno,
+ * lazy_remote_why() saying why. */
+int lazy_remote_fetch(struct lazy_remote *lr, uint64_t off, uint64_t len);
+const char *lazy_remote_why(const struct lazy_remote *lr);
+/* The fds the handler keeps (the socket, the file opened to write), -1 for none. */
+void lazy_remote_fds(const struct lazy_remote *lr, int fds[2]);
+void lazy_remote_free(struct lazy_remote *lr);
 
 /* A page not to fill (no bytes dumped, or removed since): it reads zeros. */
 #define LAZY_NONE		UINT64_MAX
@@ -57,6 +88,7 @@ struct lazy_seg {
 struct lazy_check {
 	unsigned int img;
 	uint64_t off, len, sum, vaddr;
+	bool no_sum;		/* only read (fetched from the source), nothing to compare */
 };
 
 /* One restored process as the handler first knows it. */

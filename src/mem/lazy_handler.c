@@ -473,6 +473,8 @@ static int copy_pages(struct handler *h, struct lz_mm *m, struct lazy_seg *s, ui
 	const void *src = h->src->get(h->src, LAZY_PAGE_IMG(s->pg[i]), LAZY_PAGE_OFF(s->pg[i]),
 				      n * PAGE_SIZE);
 
+	if (!src && h->src->why)
+		fatal(h, "%s", h->src->why);
 	if (!src)
 		fatal(h, "the pages of %#" PRIx64 " are not in their image any more",
 		      s->start + i * PAGE_SIZE);
@@ -728,6 +730,8 @@ static int check_step(struct handler *h)
 	n = c->len - h->check_done < LAZY_FILL_PAGES * PAGE_SIZE * 8 ?
 		c->len - h->check_done : LAZY_FILL_PAGES * PAGE_SIZE * 8;
 	src = h->src->get(h->src, c->img, c->off + h->check_done, n);
+	if (!src && h->src->why)
+		fatal(h, "%s", h->src->why);
 	if (!src)
 		fatal(h, "the pages of the run at %#" PRIx64 " are not in pages-1.img any more",
 		      c->vaddr);
@@ -735,7 +739,7 @@ static int check_step(struct handler *h)
 	h->check_done += n;
 	if (h->check_done < c->len)
 		return 1;
-	if (h64_final(&h->check_h) != c->sum)
+	if (!c->no_sum && h64_final(&h->check_h) != c->sum)
 		fatal(h, "image pages-1.img is corrupt: the pages of the run at %#" PRIx64
 		      " (%" PRIu64 " pages) do not match their checksum", c->vaddr,
 		      c->len / PAGE_SIZE);
@@ -894,10 +898,26 @@ static void report(struct handler *h)
 		h->events[3]);
 }
 
+/* One piece between faults: a run's checksum first (a damaged image found before it is
+ * all in; from a migration's source, the fetch), else memory filled. */
+static void background_step(struct handler *h, struct lz_mm *m)
+{
+	uint64_t t0, f0;
+
+	if (check_step(h) || !m)
+		return;
+	t0 = now_ns();
+	f0 = h->filled;
+	fill_step(h, m);
+	h->bg_us += (now_ns() - t0) / 1000;
+	h->bg_pages += h->filled - f0;
+}
+
 int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 {
 	struct handler h = { .procs = procs, .nr_procs = n, .src = src, .keeper_pidfd = -1 };
 	const char *thp = getenv("MEMDUMP_LAZY_THP");
+	uint64_t next_bg = 0;	/* MEMDUMP_LAZY_PACE_MS: when the next background piece is due */
 
 	prctl(PR_SET_NAME, "memdump-lazy", 0, 0, 0);
 	h.t0 = now_ns();
@@ -919,18 +939,15 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 	}
 	while (busy(&h)) {
 		struct lz_mm *m = next_to_fill(&h);
+		uint64_t now = now_ns();
 
-		poll_all(&h, m || next_check(&h) ? h.pace_ms : 1000);
+		poll_all(&h, !m && !next_check(&h) ? 1000 :
+			     next_bg > now ? (int)((next_bg - now) / 1000000 + 1) : 0);
 		drain_all(&h);
 		m = next_to_fill(&h);
-		if (check_step(&h)) {
-			/* checked first: a damaged image is found before it is all in */
-		} else if (m) {
-			uint64_t t0 = now_ns(), f0 = h.filled;
-
-			fill_step(&h, m);
-			h.bg_us += (now_ns() - t0) / 1000;
-			h.bg_pages += h.filled - f0;
+		if (now_ns() >= next_bg) {	/* paced: faults only until the next piece is due */
+			next_bg = now_ns() + (uint64_t)h.pace_ms * 1000000;
+			background_step(&h, m);
 		}
 		close_complete(&h);
 		h.ks->left = left(&h);

@@ -87,7 +87,7 @@ int lazy_plan(struct rst *r)
 		return 0;
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
 		rv[i].lazy = vma_lazy(&rv[i]);
-	ret = plan_checks(r, rv);
+	ret = plan_checks(r, rv) ?: lazy_remote_plan(r);
 	if (ret)
 		return ret;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
@@ -116,6 +116,8 @@ struct images {
 	int fd[72];
 	unsigned int nr;
 	uint8_t *buf;
+	struct lazy_remote *remote;	/* migrate --lazy-pages: image remote_img's bytes */
+	int remote_img;
 };
 
 static int image_index(struct images *im, int fd)
@@ -145,8 +147,13 @@ static const void *image_get(struct lazy_source *s, unsigned int img, uint64_t o
 	const struct images *im = s->priv;
 	size_t got = 0;
 
+	s->why = NULL;
 	if (img >= im->nr || len > LAZY_BUF)
 		return NULL;
+	if (im->remote && (int)img == im->remote_img && lazy_remote_fetch(im->remote, off, len)) {
+		s->why = lazy_remote_why(im->remote);
+		return NULL;
+	}
 	while (got < len) {
 		ssize_t n = pread(im->fd[img], im->buf + got, len - got, (off_t)(off + got));
 
@@ -232,19 +239,23 @@ static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
 	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
 	const struct dump_run *runs = r->ds.runs;
 
-	if (!r->ds.pages_sums_deferred)
+	if (!r->ds.pages_sums_deferred && !r->lazy_remote)
 		return 0;
 	p->checks = calloc(r->ds.nr_runs + 1, sizeof(*p->checks));
 	if (!p->checks)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->a->nr_vmas; i++) {
 		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
-			int img = image_index(im, runs[k].fd);
+			int img;
 
+			if (r->lazy_remote && (!runs[k].present || runs[k].fd != r->ds.pages_fd))
+				continue;	/* only the source's bytes: fetched as checked */
+			img = image_index(im, runs[k].fd);
 			if (img < 0)
 				return img;
 			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, runs[k].off,
-				runs[k].end - runs[k].start, runs[k].sum, runs[k].start };
+				runs[k].end - runs[k].start, runs[k].sum, runs[k].start,
+				!runs[k].has_sum };
 		}
 	}
 	return 0;
@@ -263,8 +274,8 @@ static int cmp_int(const void *a, const void *b)
  */
 static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im)
 {
-	int keep[n + im->nr + 4], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int from = 3;
+	int keep[n + im->nr + 6], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int from = 3, rfd[2];
 
 	if (nul >= 0) {
 		dup2(nul, 0);
@@ -275,6 +286,10 @@ static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im
 		keep[nk++] = procs[i].sock;
 	for (unsigned int i = 0; i < im->nr; i++)
 		keep[nk++] = im->fd[i];
+	lazy_remote_fds(im->remote, rfd);
+	for (int i = 0; i < 2; i++)
+		if (rfd[i] >= 0)
+			keep[nk++] = rfd[i];
 	if (log_fileno() >= 0)
 		keep[nk++] = log_fileno();
 	qsort(keep, nk, sizeof(int), cmp_int);
@@ -299,17 +314,49 @@ static void handler_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* migrate --lazy-pages: which of the images is fetched from the source. */
+static int remote_image(struct rst *r, struct images *im)
+{
+	int img;
+
+	if (!r->lazy_remote)
+		return 0;
+	img = image_index(im, r->ds.pages_fd);
+	if (img < 0)
+		return img;
+	im->remote = r->lazy_remote;
+	im->remote_img = img;
+	return 0;
+}
+
+/*
+ * migrate-receive's restore: the handler logs to MEMDUMP_LAZY_LOG_FD (the
+ * receiver's own stderr) instead of the restore's stderr, a pipe whose
+ * reader may be gone while the handler still has something to say.
+ */
+static void handler_log(void)
+{
+	const char *s = getenv("MEMDUMP_LAZY_LOG_FD");
+	int fd = s ? atoi(s) : -1;
+
+	if (fd > 2 && dup2(fd, STDERR_FILENO) == STDERR_FILENO)
+		close(fd);
+	unsetenv("MEMDUMP_LAZY_LOG_FD");
+}
+
 static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n)
 {
 	static struct images im;
 	struct lazy_proc *procs = calloc(n, sizeof(*procs));
-	struct lazy_source src = { image_get, &im };
+	struct lazy_source src = { image_get, &im, NULL };
 	int ret = procs ? 0 : -ENOMEM;
 
 	handler_signals();
 	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
+	handler_log();
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]);
+		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]) ?:
+		      remote_image(all[i], &im);
 	if (!ret) {
 		keep_only(procs, n, &im);
 		ret = image_buffer(&im);
@@ -336,6 +383,8 @@ int lazy_start(struct rst *const *all, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		close(all[i]->lazy_peer);
 		all[i]->lazy_peer = -1;
+		lazy_remote_free(all[i]->lazy_remote);	/* the handler's now */
+		all[i]->lazy_remote = NULL;
 	}
 	return 0;
 }

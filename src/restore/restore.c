@@ -100,6 +100,8 @@ void rst_close_prepared(struct rst *r)
 	if (r->lazy_peer >= 0)
 		close(r->lazy_peer);
 	r->lazy_peer = -1;
+	lazy_remote_free(r->lazy_remote);
+	r->lazy_remote = NULL;
 	if (r->cwd_fd >= 0)
 		close(r->cwd_fd);
 	r->cwd_fd = -1;
@@ -550,7 +552,8 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = scan_inherited(r);
 	if (!ret)
 		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
-		ret = defer_sums && (!o->lazy || lazy_check_late()) ?
+		ret = o->lazy && lazy_remote_fd() >= 0 ? dumpset_load_remote_pages(o->dir, &r->ds) :
+		      defer_sums && (!o->lazy || lazy_check_late()) ?
 			dumpset_load_for_restore(o->dir, &r->ds, !o->lazy)
 				 : dumpset_load(o->dir, &r->ds);
 	if (ret)

@@ -1,0 +1,339 @@
+/*
+ * migrate --lazy-pages, the destination's restore (lazy.h). The final set's
+ * pages-1.img stayed on the migration's source: here it is a file of its
+ * size (memdump migrate-receive made it), holes where nothing was fetched.
+ * Its bytes come through the socket MEMDUMP_LAZY_REMOTE_FD names (to
+ * migrate-receive, which asks the source), each written into the file at
+ * its place, so the file fills up and the rest of the restore reads it as
+ * a local image:
+ *
+ *  - before anything runs (lazy_remote_plan, from lazy_plan()): every byte
+ *    that no lazy VMA takes (the blob fills those VMAs from the file), each
+ *    of those runs checked against its checksum;
+ *  - as the process runs, by the page handler: a fault's pages first, then
+ *    the lazy runs in order, each checked as it comes (lazy_handler.c's
+ *    late checks), the memory filled after from the local file.
+ *
+ * Once every byte is in, the end (length 0) goes to migrate-receive, which
+ * tells the source to stop. The socket lost before (the source or the
+ * receiver gone): a fetch fails with why, and the handler kills the
+ * restored processes with that line (never a page of zeros).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "hash64.h"
+#include "log.h"
+#include "ctx/restore_ctx.h"
+#include "mem/lazy.h"
+
+#define FETCH_MAX	(2ULL << 20)	/* a request (xfer.h's XFER_GET_MAX) */
+
+struct lazy_remote {
+	int sock;		/* to migrate-receive; -1 once every byte is in */
+	int fd;			/* the image, opened to write */
+	uint64_t pages;		/* its size in pages */
+	uint8_t *have;		/* per page: in the file */
+	uint64_t missing;	/* pages not in the file yet */
+	uint8_t *buf;		/* FETCH_MAX */
+	char why[600];
+};
+
+int lazy_remote_fd(void)
+{
+	const char *s = getenv("MEMDUMP_LAZY_REMOTE_FD");
+	char *end;
+	long fd;
+
+	if (!s || !*s)
+		return -1;
+	fd = strtol(s, &end, 10);
+	return *end || fd < 3 || fd > 1 << 20 ? -1 : (int)fd;
+}
+
+const char *lazy_remote_why(const struct lazy_remote *lr)
+{
+	return lr->why;
+}
+
+void lazy_remote_fds(const struct lazy_remote *lr, int fds[2])
+{
+	fds[0] = lr ? lr->sock : -1;
+	fds[1] = lr ? lr->fd : -1;
+}
+
+void lazy_remote_free(struct lazy_remote *lr)
+{
+	if (!lr)
+		return;
+	if (lr->sock >= 0)
+		close(lr->sock);
+	if (lr->fd >= 0)
+		close(lr->fd);
+	free(lr->have);
+	free(lr->buf);
+	free(lr);
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int lost(struct lazy_remote *lr, int err)
+{
+	snprintf(lr->why, sizeof(lr->why), "lost the migration's source of pages-1.img "
+		 "(memdump migrate-receive gone: %s)", strerror(-err));
+	return err;
+}
+
+/* Every byte in: the end to migrate-receive (the source may go now). */
+static void all_in(struct lazy_remote *lr)
+{
+	uint64_t end[2] = { 0, 0 };
+
+	if (write_full(lr->sock, end, sizeof(end)))
+		pr_warn("lazy-pages: cannot tell migrate-receive that every page is in");
+	close(lr->sock);
+	lr->sock = -1;
+	pr_info("lazy-pages: every page of pages-1.img is here from the migration's source");
+}
+
+/* Pages [pg, pg + n) from the source into the file. */
+static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
+{
+	uint64_t req[2] = { pg * PAGE_SIZE, n * PAGE_SIZE };
+	struct lazy_remote_reply a;
+	int ret;
+
+	if (lr->sock < 0)
+		return lost(lr, -EPIPE);
+	ret = write_full(lr->sock, req, sizeof(req));
+	if (!ret)
+		ret = read_full(lr->sock, &a, sizeof(a));
+	if (ret)
+		return lost(lr, ret);
+	if (a.status < 0) {
+		char msg[512];
+		uint32_t m = a.msg_len < sizeof(msg) ? a.msg_len : sizeof(msg) - 1;
+
+		if (read_full(lr->sock, msg, m))
+			m = 0;
+		msg[m] = '\0';
+		snprintf(lr->why, sizeof(lr->why), "lost the migration's source of pages-1.img: %s",
+			 msg);
+		return a.status;
+	}
+	if (a.len != req[1])
+		return lost(lr, -EPROTO);
+	ret = read_full(lr->sock, lr->buf, a.len);
+	if (ret)
+		return lost(lr, ret);
+	if (pwrite(lr->fd, lr->buf, a.len, (off_t)req[0]) != (ssize_t)a.len) {
+		snprintf(lr->why, sizeof(lr->why), "cannot write pages-1.img: %s", strerror(errno));
+		return -EIO;
+	}
+	memset(lr->have + pg, 1, n);
+	lr->missing -= n;
+	if (!lr->missing)
+		all_in(lr);
+	return 0;
+}
+
+int lazy_remote_fetch(struct lazy_remote *lr, uint64_t off, uint64_t len)
+{
+	uint64_t pg = off / PAGE_SIZE, end = (off + len + PAGE_SIZE - 1) / PAGE_SIZE;
+
+	if (end > lr->pages) {
+		snprintf(lr->why, sizeof(lr->why), "bytes past the end of pages-1.img wanted");
+		return -EINVAL;
+	}
+	while (pg < end) {
+		uint64_t n = 0;
+		int ret;
+
+		if (lr->have[pg]) {
+			pg++;
+			continue;
+		}
+		while (pg + n < end && !lr->have[pg + n] && n < FETCH_MAX / PAGE_SIZE)
+			n++;
+		ret = fetch_pages(lr, pg, n);
+		if (ret)
+			return ret;
+		pg += n;
+	}
+	return 0;
+}
+
+static int remote_open(struct rst *r, int sock)
+{
+	struct lazy_remote *lr = calloc(1, sizeof(*lr));
+	char path[64];
+	struct stat st;
+
+	if (!lr)
+		return -ENOMEM;
+	lr->sock = sock;
+	r->lazy_remote = lr;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->ds.pages_fd);
+	lr->fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (lr->fd < 0 || fstat(lr->fd, &st))
+		return fail(-errno, "cannot open pages-1.img to fill it from the source: %s",
+			    strerror(errno));
+	lr->pages = (uint64_t)st.st_size / PAGE_SIZE;
+	lr->missing = lr->pages;
+	lr->have = calloc(lr->pages + 1, 1);
+	lr->buf = malloc(FETCH_MAX);
+	if (!lr->have || !lr->buf)
+		return -ENOMEM;
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The bytes of the lazy runs of the image, as sorted { off, end } pairs; n of them. */
+static uint64_t (*lazy_ranges(struct rst *r, size_t *n))[2]
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	uint64_t (*l)[2] = calloc(r->ds.nr_runs + 1, sizeof(*l));
+
+	*n = 0;
+	for (size_t i = 0; l && i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs;
+		     k++) {
+			const struct dump_run *run = &r->ds.runs[k];
+
+			if (run->present && run->fd == r->ds.pages_fd) {
+				l[*n][0] = run->off;
+				l[*n][1] = run->off + (run->end - run->start);
+				(*n)++;
+			}
+		}
+	if (l && *n)
+		qsort(l, *n, sizeof(*l), cmp_range);
+	return l;
+}
+
+/* Everything of the image between the lazy runs: the blob reads it before the process runs. */
+static int fetch_eager(struct rst *r)
+{
+	struct lazy_remote *lr = r->lazy_remote;
+	uint64_t at = 0, size = lr->pages * PAGE_SIZE;
+	size_t n;
+	uint64_t (*l)[2] = lazy_ranges(r, &n);
+	int ret = l ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !ret && i <= n; i++) {
+		uint64_t to = i < n ? l[i][0] : size;
+
+		if (to > at)
+			ret = lazy_remote_fetch(lr, at, to - at);
+		if (i < n && l[i][1] > at)
+			at = l[i][1];
+	}
+	free(l);
+	if (ret)
+		return fail(ret, "%s", lr->why);
+	return 0;
+}
+
+/* A run the blob fills, as fetched, against its checksum. */
+static int check_run(struct rst *r, const struct dump_run *run)
+{
+	uint64_t len = run->end - run->start, done = 0;
+	uint8_t *buf = r->lazy_remote->buf;
+	struct hash64 h;
+
+	h64_init(&h);
+	while (done < len) {
+		size_t n = len - done < FETCH_MAX ? len - done : FETCH_MAX;
+
+		if (pread(r->ds.pages_fd, buf, n, (off_t)(run->off + done)) != (ssize_t)n)
+			return fail(-EIO, "cannot read pages-1.img: %s", strerror(errno));
+		h64_update(&h, buf, n);
+		done += n;
+	}
+	if (h64_final(&h) != run->sum)
+		return fail(-EIO, "image pages-1.img is corrupt: the pages of the run at %#llx "
+			    "(%llu pages) from the migration's source do not match their checksum",
+			    (unsigned long long)run->start, (unsigned long long)(len / PAGE_SIZE));
+	return 0;
+}
+
+static int check_eager(struct rst *r)
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run;
+		     !ret && !rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
+			const struct dump_run *run = &r->ds.runs[k];
+
+			if (run->present && run->has_sum && run->fd == r->ds.pages_fd)
+				ret = check_run(r, run);
+		}
+	return ret;
+}
+
+int lazy_remote_plan(struct rst *r)
+{
+	int sock = lazy_remote_fd(), ret;
+
+	if (sock < 0 || !r->ds.pages_remote || r->ds.pages_fd < 0)
+		return 0;
+	if (fcntl(sock, F_SETFD, FD_CLOEXEC))
+		return fail(-errno, "MEMDUMP_LAZY_REMOTE_FD %d: %s", sock, strerror(errno));
+	unsetenv("MEMDUMP_LAZY_REMOTE_FD");	/* this process's own, once */
+	ret = remote_open(r, sock);
+	if (!ret)
+		ret = fetch_eager(r);
+	if (!ret)
+		ret = check_eager(r);
+	if (!ret)
+		pr_info("lazy-pages: %llu of %llu pages of pages-1.img to come from the "
+			"migration's source", (unsigned long long)r->lazy_remote->missing,
+			(unsigned long long)r->lazy_remote->pages);
+	return ret;
+}
