@@ -821,6 +821,10 @@ static int defer_pages(struct opening *op, int in, int out, const char *show)
 	if (!ret && (ftruncate(out, (off_t)f->head.size) || fstat(out, &st)))
 		ret = fail(-errno, "cannot make %s in memory: %s", show, strerror(errno));
 	if (!ret) {
+		/* the ciphertext read from the disk while the restore prepares (the page
+		 * cache holds only ciphertext): the feed then waits for the AES, not the disk */
+		posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+		posix_fadvise(in, 0, 0, POSIX_FADV_WILLNEED);
 		f->dev = st.st_dev;
 		f->ino = st.st_ino;
 		f->sealed = fcntl(in, F_DUPFD_CLOEXEC, 3);
