@@ -9,7 +9,9 @@
  * the directory when the inventory is written; readers open the sealed set
  * into such a tmpfs, every file authenticated before anything else reads it.
  * A killing dump's or pre-dump's pages image is not staged: the page writer
- * seals it as it writes it into the real directory (crypt_pages_*).
+ * seals it as it writes it into the real directory (crypt_pages_*); nor is a
+ * one-process set's at restore: it is fed to the blob as it is decrypted
+ * (crypt_feed_*).
  * Every set is sealed with its own key, derived from the key and its id.
  */
 #ifndef MEMDUMP_CRYPT_H
