@@ -305,6 +305,15 @@ struct rst_args {
 	 * when only part of it goes into this piece).
 	 */
 	unsigned long zblocks_off, nr_zblocks, z_raw, zbuf_off;
+
+	/*
+	 * pages_feed: pages_fd is a pipe memdump writes pages-1.img into, in
+	 * file order, as it decrypts it (image/crypt.h, crypt_feed_start): its
+	 * runs are read in address order, which is their file order, the
+	 * leader alone reading; feed_pos the bytes read so far.
+	 */
+	int pages_feed;
+	unsigned long feed_pos;
 	volatile unsigned int z_claimed, z_done;
 	unsigned long z_blocks_helped;	/* blocks the sum helper decoded */
 

@@ -442,6 +442,21 @@ static void piece_part(const struct piece *p, const struct rst_run *r, u64 *a, u
 	*b = run_end(r) < p->b ? run_end(r) : p->b;
 }
 
+/* [a, b) from the pipe memdump feeds pages-1.img into: its bytes from off, in order. */
+static void read_fed(int fd, u64 a, u64 b, u64 off)
+{
+	if (off != A->feed_pos)
+		rst_fail(-5, "pages-1.img is fed out of order at", a);
+	A->feed_pos = off + (b - a);
+	while (a < b) {
+		long ret = sys_call3(__nr_read, fd, a, b - a);
+
+		if (ret <= 0)	/* the feed ended: memdump tells why (a chunk refused) */
+			rst_fail(ret ? ret : -5, "the pages image ended early, at", a);
+		a += ret;
+	}
+}
+
 /* The bytes of a piece from their pages images, into memory made present. */
 static void read_piece(const struct piece *p)
 {
@@ -454,6 +469,10 @@ static void read_piece(const struct piece *p)
 		piece_part(p, r, &a, &b);
 		off = r->file_off + (a - r->vaddr);
 		A->pages_restored += (b - a) / PAGE;
+		if (A->pages_feed && r->fd == A->pages_fd) {
+			read_fed(r->fd, a, b, off);
+			continue;
+		}
 		while (a < b) {
 			long ret = sys_call4(__nr_pread64, r->fd, a, b - a, off);
 

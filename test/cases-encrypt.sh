@@ -166,6 +166,39 @@ case_enc_flip() {
 }
 add enc-flip case_enc_flip
 
+# A restore feeds the pages image to the restorer as it decrypts it (crypt.c,
+# crypt_feed_*): a byte changed in its last chunk is found when most of the
+# memory is filled already; the restore is refused naming that chunk, the
+# process never runs. The set itself restores through the feed and passes.
+case_enc_late_flip() {
+	enc_keys
+	start_prog t-secret 48
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	local size n
+	size=$(stat -c %s "$T/d/pages-1.img")
+	n=$(( (size - 64 + 1048576 + 16 - 1) / (1048576 + 16) ))
+	(( n >= 40 )) || fail "pages-1.img has only $n chunks"
+	cp -a "$T/d" "$T/c"
+	printf '\x5a' | dd of="$T/c/pages-1.img" bs=1 seek=$(( size - 40 )) conv=notrunc status=none
+	cmp -s "$T/d/pages-1.img" "$T/c/pages-1.img" && printf '\xa5' | dd of="$T/c/pages-1.img" \
+		bs=1 seek=$(( size - 40 )) conv=notrunc status=none
+	enc_refused late "$T/c" "image pages-1.img is refused: its chunk $n of $n does not authenticate" \
+		--decrypt "$T/key"
+	note "refused: $(cat "$MD_ERR")"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --decrypt "$T/key" -v 3 --log-file "$T/restore.log"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	grep -q "pages-1.img fed to the restorer as it is decrypted" "$T/restore.log" ||
+		fail "the pages image was not fed as it was decrypted: $(grep -i decrypt "$T/restore.log")"
+	expect_no_secret "$T/d"
+}
+add enc-late-flip case_enc_late_flip
+
 # A file from another set (same key, same process name), truncated and reordered files.
 case_enc_swap_trunc() {
 	enc_keys

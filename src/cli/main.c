@@ -202,7 +202,7 @@ int cmd_restore(const struct options *o)
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts,
 				       o->shown_dir ? o->shown_dir : o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
-		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -728,15 +728,21 @@ static int run_sealed(const struct command *cmd, struct options *o)
 	if (o->lazy_pages)
 		return fail(-EOPNOTSUPP, "--lazy-pages with --decrypt: lazy pages of an encrypted "
 			    "set are not supported");
-	ret = crypt_open_set(&o->key, dir, &dirfd, path, sizeof(path));
+	/* a restore's pages image: decrypted as the restore fills the memory */
+	ret = crypt_open_set(&o->key, dir, &dirfd, path, sizeof(path),
+			     cmd->run == cmd_restore ? &o->feed : NULL);
 	if (ret)
 		return ret;
-	pr_info("image set %s decrypted and authenticated into memory", dir);
+	pr_info("image set %s %s into memory", dir, o->feed ?
+		"authenticated (its pages image as it is restored) and decrypted" :
+		"decrypted and authenticated");
 	o->dir = path;
 	o->shown_dir = dir;
 	ret = cmd->run(o);
 	o->dir = dir;
 	o->shown_dir = NULL;
+	crypt_feed_free(o->feed);
+	o->feed = NULL;
 	close(dirfd);
 	return ret;
 }

@@ -596,7 +596,7 @@ static int verify_unpacked(const char *tmp, const struct img_key *key)
 		pr_info("%s", "the set is encrypted: checked by the stream's checksums only");
 		return 0;
 	}
-	ret = crypt_open_set(key, tmp, &dirfd, path, sizeof(path));
+	ret = crypt_open_set(key, tmp, &dirfd, path, sizeof(path), NULL);
 	if (!ret) {
 		ret = verify_image_set(path, &procs, &images, &runs);
 		close(dirfd);

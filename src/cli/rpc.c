@@ -166,7 +166,7 @@ static int open_sealed(struct rpc_job *job, int *dirfd, char *path, size_t len)
 		return fail(-EINVAL, "image set %s is not encrypted (image_key_fd)", job->dir);
 	if (!sealed)
 		return 0;
-	ret = crypt_open_set(&job->key, job->dir, dirfd, path, len);
+	ret = crypt_open_set(&job->key, job->dir, dirfd, path, len, NULL);
 	if (!ret)
 		job->restore.dir = path;
 	return ret;

@@ -63,6 +63,7 @@ struct restore_opts {
 					 * lo only, a runtime's hook sets up the rest (CRIU's) */
 	bool lazy;			/* --lazy-pages: private anon memory filled by a handler */
 	bool tcp_close;			/* --tcp-close: TCP connections come back closed (CRIU's) */
+	struct crypt_feed *feed;	/* --decrypt: pages-1.img kept sealed (image/crypt.h), or NULL */
 };
 
 
@@ -244,6 +245,7 @@ struct rst {
 	unsigned long vdso_start, vdso_len;
 	bool has_vdso;
 	struct pagecheck pagecheck;
+	struct crypt_feed *feed;	/* its sealed pages-1.img fed to the blob (o->feed), running */
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
 	int own_oom;		/* memdump's oom_score_adj and loginuid, which it inherits */
 	uint32_t own_loginuid;

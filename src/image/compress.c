@@ -30,6 +30,11 @@
 #include "log.h"
 
 #define PZ_MAGIC	"MDPAGEZ1"
+
+bool pz_is_compressed(const void *start, size_t len)
+{
+	return len >= 8 && !memcmp(start, PZ_MAGIC, 8);
+}
 #define PZ_RAW_BIT	0x80000000u
 
 struct pz_header {

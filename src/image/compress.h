@@ -9,6 +9,7 @@
 #ifndef MEMDUMP_COMPRESS_H
 #define MEMDUMP_COMPRESS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum pz_algo { PZ_NONE = 0, PZ_LZ4 = 1, PZ_ZSTD = 2 };
@@ -38,6 +39,8 @@ int pz_compress_fd(int dirfd, const char *name, int out, const struct pz_opts *o
  * fd stays open.
  */
 int pz_open_raw(int fd, const char *name);
+/* Do the len bytes a pages image starts with say it is compressed (its magic)? */
+bool pz_is_compressed(const void *start, size_t len);
 
 /*
  * The layout of a compressed pages image, checked as pz_open_raw checks it,

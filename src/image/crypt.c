@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +33,7 @@
 #include <openssl/rand.h>
 
 #include "common.h"
+#include "image/compress.h"
 #include "image/crypt.h"
 #include "log.h"
 
@@ -242,6 +246,33 @@ static int chunk_aad(EVP_CIPHER_CTX *ctx, bool seal, const struct chunk_job *j, 
 	       EVP_DecryptUpdate(ctx, NULL, &len, (const uint8_t *)j->name, (int)strlen(j->name));
 }
 
+/*
+ * Sealed chunk i read from j->in and opened into out (its chunk_len() bytes):
+ * 0, -EBADMSG when it does not authenticate, or -errno of the read. Nothing
+ * of it is to be used unless it returns 0 (GCM's plaintext comes before its
+ * tag is checked).
+ */
+static int open_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, uint8_t *in,
+		      uint8_t *out)
+{
+	uint8_t iv[12];
+	size_t len = chunk_len(j->head, i);
+	uint32_t i32 = (uint32_t)i;
+	int n, ret;
+
+	memcpy(iv, j->head->nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+	ret = pread_all(j->in, in, len + TAG, sealed_off(i));
+	if (ret)
+		return ret;
+	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) || !chunk_aad(ctx, false, j, i) ||
+	    !EVP_DecryptUpdate(ctx, out, &n, in, (int)len) ||
+	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, in + len) ||
+	    EVP_DecryptFinal_ex(ctx, out + n, &n) <= 0)
+		return -EBADMSG;
+	return 0;
+}
+
 /* Chunk i: 0, -EBADMSG when it does not authenticate, or -errno of the I/O. */
 static int do_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, uint8_t *in,
 		    uint8_t *out)
@@ -264,15 +295,8 @@ static int do_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, 
 			return -EIO;
 		return pwrite_all(j->out, out, len + TAG, sealed_off(i));
 	}
-	ret = pread_all(j->in, in, len + TAG, sealed_off(i));
-	if (ret)
-		return ret;
-	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) || !chunk_aad(ctx, false, j, i) ||
-	    !EVP_DecryptUpdate(ctx, out, &n, in, (int)len) ||
-	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, in + len) ||
-	    EVP_DecryptFinal_ex(ctx, out + n, &n) <= 0)
-		return -EBADMSG;
-	return pwrite_all(j->out, out, len, plain_off(i));
+	ret = open_chunk(ctx, j, i, in, out);
+	return ret ? ret : pwrite_all(j->out, out, len, plain_off(i));
 }
 
 static void *chunk_thread(void *arg)
@@ -374,6 +398,37 @@ static const char *head_problem(const struct seal_head *h, const struct img_key 
 	return NULL;
 }
 
+/* What opening chunks of image show ended with: 0, or fail() naming the chunk. */
+static int open_failed(int ret, const char *show, uint64_t bad, uint64_t nr)
+{
+	if (ret == -EBADMSG)
+		return fail(ret, "image %s is refused: its chunk %" PRIu64 " of %" PRIu64 " does not "
+			    "authenticate (a changed, moved or cut chunk, or renamed)", show, bad + 1, nr);
+	if (ret)
+		return fail(ret, "cannot decrypt image %s: %s", show, strerror(-ret));
+	return 0;
+}
+
+/* The sealed in's head read and checked (against setid): 0 or fail(). */
+static int read_head(const struct img_key *k, int in, const char *show, const uint8_t *setid,
+		     struct seal_head *h)
+{
+	const char *why;
+	struct stat st;
+	int ret;
+
+	if (fstat(in, &st))
+		return fail(-errno, "cannot read image %s: %s", show, strerror(errno));
+	if ((uint64_t)st.st_size < sizeof(*h))
+		return fail(-EBADMSG, "image %s is refused: %s", show,
+			    st.st_size ? "it is truncated" : "it is empty");
+	ret = pread_all(in, h, sizeof(*h), 0);
+	if (ret)
+		return fail(ret, "cannot read image %s: %s", show, strerror(-ret));
+	why = head_problem(h, k, setid, (uint64_t)st.st_size);
+	return why ? fail(-EBADMSG, "image %s is refused: %s", show, why) : 0;
+}
+
 /*
  * The sealed in (name in the set; shown as show) opened into out, every chunk
  * authenticated. setid: the set's, or NULL (an inventory: taken from it, into got).
@@ -384,22 +439,11 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 	struct seal_head h;
 	uint8_t sk[IMG_KEY_LEN];
 	struct chunk_job j = { .key = sk, .head = &h, .name = name, .in = in, .out = out };
-	const char *why;
-	struct stat st;
 	uint64_t bad = 0;
-	int ret;
+	int ret = read_head(k, in, show, setid, &h);
 
-	if (fstat(in, &st))
-		return fail(-errno, "cannot read image %s: %s", show, strerror(errno));
-	if ((uint64_t)st.st_size < sizeof(h))
-		return fail(-EBADMSG, "image %s is refused: %s", show,
-			    st.st_size ? "it is truncated" : "it is empty");
-	ret = pread_all(in, &h, sizeof(h), 0);
 	if (ret)
-		return fail(ret, "cannot read image %s: %s", show, strerror(-ret));
-	why = head_problem(&h, k, setid, (uint64_t)st.st_size);
-	if (why)
-		return fail(-EBADMSG, "image %s is refused: %s", show, why);
+		return ret;
 	if (got)
 		memcpy(got, h.setid, IMG_SETID_LEN);
 	j.nr = nr_chunks(h.size);
@@ -409,12 +453,7 @@ static int open_file(const struct img_key *k, int in, int out, const char *name,
 	ret = run_chunks(&j, &bad);
 	memset(sk, 0, sizeof(sk));
 	posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
-	if (ret == -EBADMSG)
-		return fail(ret, "image %s is refused: its chunk %" PRIu64 " of %" PRIu64 " does not "
-			    "authenticate (a changed, moved or cut chunk, or renamed)", show, bad + 1, j.nr);
-	if (ret)
-		return fail(ret, "cannot decrypt image %s: %s", show, strerror(-ret));
-	return 0;
+	return open_failed(ret, show, bad, j.nr);
 }
 
 /* ---- the private tmpfs ---- */
@@ -481,7 +520,11 @@ struct opening {
 	const struct img_key *key;
 	uint8_t setid[IMG_SETID_LEN];
 	char show[(CHAIN_MAX + 1) * 7 + 1];	/* prefix for messages: parent/ ... */
+	struct crypt_feed **feed;	/* pages-1.img kept sealed (crypt_feed_*), or NULL */
 };
+
+static int defer_pages(struct opening *op, int in, int out, const char *show);
+static bool one_set(int realfd);
 
 /* Our images must be sealed; a runtime's files and logs are copied as they are. */
 static bool must_be_sealed(const char *name)
@@ -542,6 +585,8 @@ static int open_entry(struct opening *op, int src, int dst, const char *prefix,
 	out = openat(dst, e->d_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0)
 		ret = fail(-errno, "cannot create %s in memory: %s", show, strerror(errno));
+	else if (op->feed && !*prefix && !strcmp(e->d_name, "pages-1.img"))
+		ret = defer_pages(op, in, out, show);
 	else if (must_be_sealed(e->d_name) || file_sealed(in))
 		ret = open_file(op->key, in, out, name, show, op->setid, NULL);
 	else
@@ -602,9 +647,10 @@ static int open_one_set(struct opening *op, int realfd, int dst)
 	return ret ? ret : open_dir(op, realfd, dst, "", true);
 }
 
-static int open_chain(const struct img_key *k, int realfd, int root, int level)
+static int open_chain(const struct img_key *k, int realfd, int root, int level,
+		      struct crypt_feed **feed)
 {
-	struct opening op = { .key = k };
+	struct opening op = { .key = k, .feed = level ? NULL : feed };
 	char name[32], link[32];
 	int dst, pfd, ret;
 
@@ -624,7 +670,7 @@ static int open_chain(const struct img_key *k, int realfd, int root, int level)
 		snprintf(link, sizeof(link), "../set%d", level + 1);
 		ret = symlinkat(link, dst, "parent") ? -errno : 0;
 		if (!ret)
-			ret = open_chain(k, pfd, root, level + 1);
+			ret = open_chain(k, pfd, root, level + 1, NULL);
 	}
 	if (pfd >= 0)
 		close(pfd);
@@ -632,15 +678,22 @@ static int open_chain(const struct img_key *k, int realfd, int root, int level)
 	return ret;
 }
 
-int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len)
+int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len,
+		   struct crypt_feed **feed)
 {
 	int realfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), root, ret;
 
+	if (feed)
+		*feed = NULL;
 	if (realfd < 0)
 		return fail(-errno, "cannot open directory %s: %s", dir, strerror(errno));
 	root = private_tmpfs();
-	ret = root < 0 ? root : open_chain(k, realfd, root, 0);
+	ret = root < 0 ? root : open_chain(k, realfd, root, 0, feed && one_set(realfd) ? feed : NULL);
 	close(realfd);
+	if (ret && feed) {
+		crypt_feed_free(*feed);
+		*feed = NULL;
+	}
 	if (!ret) {
 		*dirfd = openat(root, "set0", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		ret = *dirfd < 0 ? -errno : 0;
@@ -652,7 +705,357 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 	return ret;
 }
 
-/* ---- a pages image sealed as it is written (pages.c) ---- */
+/* ---- a restore's pages image fed as it is decrypted ---- */
+
+/*
+ * The sealed pages-1.img of a restore's set (crypt.h): its chunks opened on
+ * two threads, each into its own buffer, and written into a pipe in their
+ * order (chunk i waits for turn i), so the blob reading the pipe fills the
+ * process's memory while the next chunks are decrypted; a chunk that does
+ * not authenticate ends the feed before a byte of it is written.
+ */
+struct feed_worker {
+	struct crypt_feed *f;
+	uint64_t first;		/* its chunks: first, first + nr_threads, ... */
+};
+
+struct crypt_feed {
+	struct seal_head head;
+	uint8_t sk[IMG_KEY_LEN];	/* the set's key */
+	char show[sizeof("pages-1.img")];	/* its name in messages: at the top of its set */
+	int sealed, plain;		/* the sealed file; its stand-in in the tmpfs */
+	dev_t dev;
+	ino_t ino;
+	bool filled;
+	/* a feed running */
+	bool running;
+	int wfd, cancel;		/* the pipe's write end (non-blocking); an eventfd */
+	int nr_threads;
+	pthread_t tid[2];
+	struct feed_worker w[2];
+	pthread_mutex_t lock;
+	pthread_cond_t turn_cv;
+	uint64_t turn;			/* the chunk to be written next */
+	bool stop;
+	int err;
+	uint64_t bad;
+};
+
+/* A set with no parent and no processes' sets (no directory): one process's. */
+static bool one_set(int realfd)
+{
+	DIR *d = opendir_dup(realfd);
+	struct dirent *e;
+	bool one = d != NULL;
+
+	if (d)
+		rewinddir(d);
+	while (one && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!strcmp(e->d_name, "parent") ||
+		    fstatat(realfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
+			one = false;
+	}
+	if (d)
+		closedir(d);
+	return one;
+}
+
+static struct chunk_job feed_job(struct crypt_feed *f);
+
+/*
+ * Is the feed's pages image compressed (its first chunk, opened, says so)?
+ * A compressed one is read by the restore's loading (compress.c): opened
+ * whole first. A process's memory that starts like one is opened so too.
+ */
+static int feed_compressed(struct crypt_feed *f)
+{
+	struct chunk_job j = feed_job(f);
+	size_t size = chunk_len(&f->head, 0) + TAG;
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	uint8_t *in = malloc(size), *out = malloc(size);
+	int ret = ctx && in && out &&
+		  EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, f->sk, NULL) ? 0 : -ENOMEM;
+
+	if (!ret)
+		ret = open_chunk(ctx, &j, 0, in, out);
+	if (!ret)
+		ret = pz_is_compressed(out, chunk_len(&f->head, 0));
+	if (out)
+		memset(out, 0, size);
+	EVP_CIPHER_CTX_free(ctx);
+	free(in);
+	free(out);
+	return ret < 0 ? open_failed(ret, f->show, 0, nr_chunks(f->head.size)) : ret;
+}
+
+/*
+ * The sealed pages image in kept sealed, out (in the tmpfs) an empty file of
+ * its size; a compressed one opened into out as ever.
+ */
+static int defer_pages(struct opening *op, int in, int out, const char *show)
+{
+	struct crypt_feed *f = calloc(1, sizeof(*f));
+	struct stat st;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->sealed = f->plain = f->wfd = f->cancel = -1;
+	snprintf(f->show, sizeof(f->show), "pages-1.img");
+	ret = read_head(op->key, in, show, op->setid, &f->head);
+	if (!ret)
+		ret = set_key(op->key, f->head.setid, f->head.version, f->sk);
+	if (!ret) {
+		f->sealed = in;
+		ret = feed_compressed(f);
+		f->sealed = -1;
+		if (ret > 0) {
+			crypt_feed_free(f);
+			return open_file(op->key, in, out, "pages-1.img", show, op->setid, NULL);
+		}
+	}
+	if (!ret && (ftruncate(out, (off_t)f->head.size) || fstat(out, &st)))
+		ret = fail(-errno, "cannot make %s in memory: %s", show, strerror(errno));
+	if (!ret) {
+		/* the ciphertext read from the disk while the restore prepares (the page
+		 * cache holds only ciphertext): the feed then waits for the AES, not the disk */
+		posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+		posix_fadvise(in, 0, 0, POSIX_FADV_WILLNEED);
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		f->sealed = fcntl(in, F_DUPFD_CLOEXEC, 3);
+		f->plain = fcntl(out, F_DUPFD_CLOEXEC, 3);
+		if (f->sealed < 0 || f->plain < 0)
+			ret = fail(-errno, "cannot keep %s open: %s", show, strerror(errno));
+	}
+	if (ret) {
+		crypt_feed_free(f);
+		return ret;
+	}
+	*op->feed = f;
+	return 0;
+}
+
+struct crypt_feed *crypt_feed_find(struct crypt_feed *f, int fd)
+{
+	struct stat st;
+
+	if (!f || fd < 0 || fstat(fd, &st))
+		return NULL;
+	return st.st_dev == f->dev && st.st_ino == f->ino ? f : NULL;
+}
+
+static struct chunk_job feed_job(struct crypt_feed *f)
+{
+	return (struct chunk_job){ .key = f->sk, .head = &f->head, .name = "pages-1.img",
+				   .in = f->sealed, .out = f->plain, .nr = nr_chunks(f->head.size) };
+}
+
+int crypt_feed_fill(struct crypt_feed *f)
+{
+	struct chunk_job j = feed_job(f);
+	uint64_t bad = 0;
+	int ret;
+
+	if (f->filled)
+		return 0;
+	ret = open_failed(run_chunks(&j, &bad), f->show, bad, j.nr);
+	f->filled = !ret;
+	return ret;
+}
+
+/* len bytes into the pipe, waiting for room: 0, -EPIPE (no reader), -ECANCELED. */
+static int feed_write(struct crypt_feed *f, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(f->wfd, buf, len);
+		struct pollfd p[2] = { { .fd = f->wfd, .events = POLLOUT },
+				       { .fd = f->cancel, .events = POLLIN } };
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (p[1].revents)
+			return -ECANCELED;
+	}
+	return 0;
+}
+
+/* Chunk i's turn to be written (the ones before it are), or the feed stopped: false. */
+static bool feed_turn(struct crypt_feed *f, uint64_t i)
+{
+	bool go;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->stop && f->turn != i)
+		pthread_cond_wait(&f->turn_cv, &f->lock);
+	go = !f->stop;
+	pthread_mutex_unlock(&f->lock);
+	return go;
+}
+
+/* Chunk i written (ret 0: the next one's turn) or the feed stopped by it. */
+static void feed_done(struct crypt_feed *f, uint64_t i, int ret)
+{
+	pthread_mutex_lock(&f->lock);
+	if (ret) {
+		f->stop = true;
+		f->err = ret;
+		f->bad = i;
+	} else {
+		f->turn = i + 1;
+	}
+	/* the reader sees the end: the turn's holder alone writes, the others see stop */
+	if ((ret || f->turn == nr_chunks(f->head.size)) && f->wfd >= 0) {
+		close(f->wfd);
+		f->wfd = -1;
+	}
+	pthread_cond_broadcast(&f->turn_cv);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void *feed_thread(void *arg)
+{
+	struct crypt_feed *f = ((struct feed_worker *)arg)->f;
+	uint64_t first = ((struct feed_worker *)arg)->first;
+	struct chunk_job j = feed_job(f);
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	size_t size = MIN((uint64_t)CHUNK, f->head.size) + TAG;
+	uint8_t *in = malloc(size), *out = malloc(size);
+	int ret = ctx && in && out &&
+		  EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, f->sk, NULL) ? 0 : -ENOMEM;
+
+	for (uint64_t i = first; i < j.nr; i += (uint64_t)f->nr_threads) {
+		if (!ret)
+			ret = open_chunk(ctx, &j, i, in, out);
+		if (!feed_turn(f, i))
+			break;
+		if (!ret)
+			ret = feed_write(f, out, chunk_len(&f->head, i));
+		feed_done(f, i, ret);
+		if (ret)
+			break;
+	}
+	if (out)
+		memset(out, 0, size);
+	EVP_CIPHER_CTX_free(ctx);
+	free(in);
+	free(out);
+	return NULL;
+}
+
+/* The pipe (its read end blocking, its write end not) and the eventfd that cancels. */
+static int feed_pipe(struct crypt_feed *f, int *rfd)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return fail(-errno, "cannot make a pipe for %s: %s", f->show, strerror(errno));
+	*rfd = p[0];
+	f->wfd = p[1];
+	/* a chunk at once in the pipe (best effort: pipe-max-size may be less) */
+	fcntl(p[1], F_SETPIPE_SZ, CHUNK);
+	f->cancel = eventfd(0, EFD_CLOEXEC);
+	if (f->cancel < 0 || fcntl(p[1], F_SETFL, O_NONBLOCK)) {
+		int err = -errno;
+
+		close(p[0]);
+		return fail(err, "cannot make a pipe for %s: %s", f->show, strerror(-err));
+	}
+	return 0;
+}
+
+int crypt_feed_start(struct crypt_feed *f, int *rfd)
+{
+	uint64_t nr = nr_chunks(f->head.size);
+	sigset_t all, old;
+	int ret = feed_pipe(f, rfd);
+
+	if (ret)
+		return ret;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->turn_cv, NULL);
+	f->turn = 0;
+	f->nr_threads = nr >= 2 ? 2 : 1;
+	/* no signal for them: memdump's handlers run on its own thread; EPIPE, not SIGPIPE */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int t = 0; t < f->nr_threads; t++) {
+		f->w[t] = (struct feed_worker){ f, (uint64_t)t };
+		ret = -pthread_create(&f->tid[t], NULL, feed_thread, &f->w[t]);
+		if (ret) {
+			f->nr_threads = t;
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	f->running = true;
+	if (ret) {
+		crypt_feed_end(f, true);
+		close(*rfd);
+		*rfd = -1;
+		return fail(ret, "cannot start decrypting %s: %s", f->show, strerror(-ret));
+	}
+	return 0;
+}
+
+int crypt_feed_end(struct crypt_feed *f, bool cancel)
+{
+	uint64_t nr, one = 1;
+	int ret;
+
+	if (!f || !f->running)
+		return 0;
+	nr = nr_chunks(f->head.size);
+	if (cancel) {
+		pthread_mutex_lock(&f->lock);
+		f->stop = true;
+		pthread_cond_broadcast(&f->turn_cv);
+		pthread_mutex_unlock(&f->lock);
+		if (write(f->cancel, &one, sizeof(one)) != sizeof(one))
+			pr_debug("cannot cancel the feed of %s: %s", f->show, strerror(errno));
+	}
+	for (int t = 0; t < f->nr_threads; t++)
+		pthread_join(f->tid[t], NULL);
+	f->running = false;
+	if (f->wfd >= 0)
+		close(f->wfd);
+	close(f->cancel);
+	f->wfd = f->cancel = -1;
+	pthread_cond_destroy(&f->turn_cv);
+	pthread_mutex_destroy(&f->lock);
+	if (cancel)
+		return 0;
+	ret = f->err ? f->err : f->turn != nr ? -EPIPE : 0;
+	if (!ret || ret == -EPIPE)	/* -EPIPE: the reader went first, the caller knows why */
+		return ret;
+	fail_clear();
+	return open_failed(ret, f->show, f->bad, nr);
+}
+
+void crypt_feed_free(struct crypt_feed *f)
+{
+	if (!f)
+		return;
+	crypt_feed_end(f, true);
+	if (f->sealed >= 0)
+		close(f->sealed);
+	if (f->plain >= 0)
+		close(f->plain);
+	memset(f->sk, 0, sizeof(f->sk));
+	free(f);
+}
+
 
 static int remember(char ***list, int *nr, const char *name, bool **dirs, bool dir);
 
@@ -992,7 +1395,7 @@ int crypt_stage_parent(struct img_crypt *c, const char *path, int *dirfd, const 
 	if (ret >= 0) {
 		int p0 = ret;
 
-		ret = open_chain(&c->key, realp, p0, 0);
+		ret = open_chain(&c->key, realp, p0, 0, NULL);
 		close(p0);
 	}
 	close(realp);

@@ -9,7 +9,9 @@
  * the directory when the inventory is written; readers open the sealed set
  * into such a tmpfs, every file authenticated before anything else reads it.
  * A killing dump's or pre-dump's pages image is not staged: the page writer
- * seals it as it writes it into the real directory (crypt_pages_*).
+ * seals it as it writes it into the real directory (crypt_pages_*); nor is a
+ * one-process set's at restore: it is fed to the blob as it is decrypted
+ * (crypt_feed_*).
  * Every set is sealed with its own key, derived from the key and its id.
  */
 #ifndef MEMDUMP_CRYPT_H
@@ -82,7 +84,34 @@ void crypt_free(struct img_crypt *c);
  * opened into a private tmpfs, every byte authenticated: *dirfd its
  * directory there, path "/proc/self/fd/N" (len >= 32) naming it. 0 or <0
  * after fail() naming the image that is wrong.
+ *
+ * feed (a restore's), not NULL: a one-process set with no parent keeps its
+ * pages-1.img sealed, its head checked (key, set, size): the tmpfs holds an
+ * empty file of its size, *feed (or NULL) the way to its bytes, which the
+ * restore gets either fed as they are decrypted (crypt_feed_start) or
+ * decrypted into that file (crypt_feed_fill) before anything reads it.
  */
-int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len);
+struct crypt_feed;
+int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len,
+		   struct crypt_feed **feed);
+/* The feed whose stand-in file fd is (same inode), or NULL. */
+struct crypt_feed *crypt_feed_find(struct crypt_feed *f, int fd);
+/* Its plaintext decrypted into its stand-in file, every chunk authenticated: 0 or <0 after fail(). */
+int crypt_feed_fill(struct crypt_feed *f);
+/*
+ * Its plaintext fed into a pipe in file order by two threads, each chunk
+ * authenticated before a byte of it is written: *rfd the pipe's read end
+ * (the caller's). 0 or <0 after fail().
+ */
+int crypt_feed_start(struct crypt_feed *f, int *rfd);
+/*
+ * The feed's threads gone (cancel: stopped first, 0): 0 when every chunk was
+ * authenticated and written; -EPIPE when its reader went before the end (no
+ * fail(): the reader's failure says why); or <0 after fail() naming the
+ * chunk that does not authenticate or cannot be read (fail_clear() first:
+ * the reader's "the pages ended early" is only its echo).
+ */
+int crypt_feed_end(struct crypt_feed *f, bool cancel);
+void crypt_feed_free(struct crypt_feed *f);
 
 #endif

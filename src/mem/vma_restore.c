@@ -17,7 +17,9 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "image/compress.h"
+#include "image/crypt.h"
 #include "mem/lazy.h"
+#include "mem/pagesum.h"
 #include "vma_status.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
@@ -220,6 +222,68 @@ static int open_pages_for_blob(int fd, bool direct, bool compressed)
 	return d;
 }
 
+/*
+ * May the blob read pages-1.img from a pipe, as it is decrypted? When it
+ * reads every byte of it once, in file order: no parent, no tree, no lazy
+ * pages, not compressed, its runs in address order one after the other in
+ * the file and filling it; and when the blob sums what it reads (memdump
+ * then reads none of it: pagecheck.c).
+ */
+static bool feedable(const struct rst *r)
+{
+	const struct dumpset *ds = &r->ds;
+	uint64_t next = 0;
+
+	if (r->tree || r->o->lazy || ds->pages_z || pagecheck_mode(ds) == RST_SUM_NONE)
+		return false;
+	for (size_t i = 0; i < ds->nr_runs; i++) {
+		const struct dump_run *run = &ds->runs[i];
+
+		if (run->fd != ds->pages_fd || !run->present || run->tparent || run->off != next)
+			return false;
+		next = run->off + (run->end - run->start);
+	}
+	return (int64_t)next == dumpset_pages_size(ds);
+}
+
+/*
+ * A sealed pages-1.img kept sealed (image/crypt.h: restore --decrypt): fed
+ * to the blob through a pipe as it is decrypted when it may be, else
+ * decrypted into its stand-in file first. *fd the pipe's read end, or -1
+ * (the file as ever).
+ */
+static int fed_pages(struct rst *r, int *fd)
+{
+	struct crypt_feed *f = crypt_feed_find(r->o->feed, r->ds.pages_fd);
+	int ret;
+
+	*fd = -1;
+	if (!f)
+		return 0;
+	if (!feedable(r)) {
+		pr_info("%s", "pages-1.img decrypted before the restore (not read in file order)");
+		return crypt_feed_fill(f);
+	}
+	ret = crypt_feed_start(f, fd);
+	if (ret)
+		return ret;
+	r->feed = f;
+	r->a->pages_feed = 1;
+	r->a->feed_pos = 0;
+	pr_info("%s", "pages-1.img fed to the restorer as it is decrypted");
+	return 0;
+}
+
+/* The pages image fd for the blob: its own open file, or the pipe of its feed. */
+static int open_for_blob(struct rst *r, int fd)
+{
+	int d = -1, ret = fd == r->ds.pages_fd ? fed_pages(r, &d) : 0;
+
+	if (ret || d >= 0)
+		return ret ? ret : d;
+	return open_pages_for_blob(fd, large_runs(&r->ds, fd), r->ds.pages_z && fd == r->ds.pages_fd);
+}
+
 /* The blob's index of the pages image fd (of this set or a parent set), added once. */
 static int pages_index(struct rst *r, int fd, int *seen, int *idx, size_t *nr, size_t cap)
 {
@@ -230,7 +294,7 @@ static int pages_index(struct rst *r, int fd, int *seen, int *idx, size_t *nr, s
 			return idx[k];
 	if (*nr == cap)
 		return fail(-EIO, "more pages images than sets in the chain");
-	d = open_pages_for_blob(fd, large_runs(&r->ds, fd), r->ds.pages_z && fd == r->ds.pages_fd);
+	d = open_for_blob(r, fd);
 	if (d < 0)
 		return d;
 	i = add_blob_fd(r, d);

@@ -40,6 +40,7 @@
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
+#include "image/crypt.h"
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
 #include "files/files.h"
@@ -436,6 +437,25 @@ int rst_detached(struct rst *r)
 	return 0;
 }
 
+/*
+ * Its sealed pages image fed to the blob (vma_restore.c): every chunk
+ * authenticated before it may run; a chunk refused is the reason of the
+ * failure (the blob only saw its pages end), one not read means the blob
+ * failed first (ret says why) or parked without its pages.
+ */
+static int feed_finish(struct rst *r, int ret)
+{
+	int fret;
+
+	if (!r->feed)
+		return ret;
+	fret = crypt_feed_end(r->feed, false);
+	r->feed = NULL;
+	if (fret == -EPIPE && !ret)
+		return fail(-EIO, "process %d was restored without all of its pages image", r->pid);
+	return fret && fret != -EPIPE ? fret : ret;
+}
+
 static int restore(struct rst *r)
 {
 	uint64_t t0 = now_us(), t1, t2;
@@ -479,7 +499,7 @@ static int restore(struct rst *r)
 		waitpid(r->pid, NULL, __WALL);
 		return ret;
 	}
-	ret = rst_wait_parked(r);
+	ret = feed_finish(r, rst_wait_parked(r));
 	proccwd_end(r);		/* in its cwd, which goes with the stand-in */
 	ret = pagecheck_finish(r, !ret) ?: ret;
 	t2 = now_us();
@@ -581,6 +601,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 
 void rst_free(struct rst *r)
 {
+	crypt_feed_end(r->feed, true);	/* a restore that failed before its end */
 	tree_free_members(r);
 	mntns_restore_leave(r);
 	ns_restore_leave(r);
