@@ -321,6 +321,8 @@ struct dump_ctx {
 	bool seal_pages;		/* --encrypt: pages-1.img sealed as written, in the
 					 * real directory (crypt.h), not staged */
 	uint64_t pages_warm;		/* the bytes of it in the page cache (pagewarm.c) */
+	struct pages_flush *pages_flush;	/* its writeback, started as it is written
+						 * (pageflush.c), or NULL */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;
