@@ -619,7 +619,7 @@ static uint64_t cache_end(const struct dump_ctx *d)
 
 	if (d->pages_write != PAGES_AUTO)
 		return d->pages_write == PAGES_CACHE ? UINT64_MAX : 0;
-	room = pages_cache_room(bytes);
+	room = pages_cache_room(bytes, d->pages_warm_dirty);
 	return room >= bytes ? UINT64_MAX : room;
 }
 

@@ -26,6 +26,7 @@ struct warm_file {
 	pid_t pid;
 	int fd;
 	uint64_t bytes;
+	uint64_t dirty;		/* of them, dirty: zeros written (pagewarm.c) */
 };
 int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
 		     struct warm_file *out);
