@@ -161,8 +161,11 @@ enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
  * the page cache when the image fits under the dirty limit, else its head
  * through it and the rest with O_DIRECT (pagecache.c). */
 enum pages_write { PAGES_AUTO, PAGES_CACHE, PAGES_DIRECT };
-/* pagecache.c: how many of an image's bytes go through the page cache (all: it fits) */
-uint64_t pages_cache_room(uint64_t bytes);
+/* pagecache.c: how many of an image's bytes go through the page cache (all: it fits);
+ * own_dirty: bytes of it already dirty in the cache (warmed by writing: pagewarm.c) */
+uint64_t pages_cache_room(uint64_t bytes, uint64_t own_dirty);
+/* Dirty bytes the kernel's flusher would still leave alone (its background threshold) */
+uint64_t pages_background_room(void);
 
 /* What the caller (the CLI, later an RPC server) asks of one dump. */
 struct img_key;
@@ -322,6 +325,9 @@ struct dump_ctx {
 	bool seal_pages;		/* --encrypt: pages-1.img sealed as written, in the
 					 * real directory (crypt.h), not staged */
 	uint64_t pages_warm;		/* the bytes of it in the page cache (pagewarm.c) */
+	uint64_t pages_warm_dirty;	/* of them, dirty (zeros written, not read) */
+	struct pages_flush *pages_flush;	/* its writeback, started as it is written
+						 * (pageflush.c), or NULL */
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;

@@ -258,7 +258,10 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
  */
 int dump_make_durable(struct dump_ctx *d, bool leave_running)
 {
-	int ret = img_sync_all(&d->dir);
+	int ret;
+
+	pages_flush_end(d);	/* the pages image's writeback is queued: the sync waits for it */
+	ret = img_sync_all(&d->dir);
 
 	if (ret && !leave_running) {
 		unlinkat(d->dir.fd, "inventory.img", 0);
@@ -314,6 +317,7 @@ void dump_summary(const struct dump_ctx *d, uint64_t frozen_us, bool quiet)
 void dump_ctx_free(struct dump_ctx *d)
 {
 	snapshot_end(d);	/* armed before a failure, maybe */
+	pages_flush_abort(d);
 	for (int i = 0; i < d->nr_threads; i++) {
 		free(d->threads[i].xsave);
 		free(d->threads[i].sigpending);

@@ -209,6 +209,7 @@ static void take_warm(struct tree_dump *td, struct dump_ctx *d)
 			continue;
 		d->pages_fd = td->warm[i].fd;
 		d->pages_warm = td->warm[i].bytes;
+		d->pages_warm_dirty = td->warm[i].dirty;
 		td->warm[i].fd = -1;
 		return;
 	}

@@ -1,6 +1,7 @@
 /* Reading and writing CRIU-format image files. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -647,31 +648,107 @@ static int write_inventory_file(struct img_dir *dir, const ProtobufCMessage *msg
 	return 0;
 }
 
-static int sync_file(int dirfd, const char *name)
+/* A created image of this directory that it syncs (not a dot name, not a page server's). */
+static bool synced_here(const struct created_img *c)
 {
-	int fd = img_open_file(dirfd, name, 0), ret = 0;
+	return c->name && c->name[0] != '.' && !c->remote;
+}
+
+/*
+ * The set's files synced on several threads at once (img_sync_all): each
+ * fdatasync ends with a flush of the disk's write cache, and on this VM's
+ * virtio disk a flush takes milliseconds; the block layer merges flushes
+ * that wait at the same time, and the journal commits the files' blocks
+ * once. 15 small files, one after the other: 55-140 ms at load 8; on 4
+ * threads: 5-25 ms.
+ */
+#define SYNC_THREADS	4
+
+struct sync_batch {
+	int dirfd;
+	const char **names;	/* NULL: the directory itself */
+	int n;
+	pthread_mutex_t lock;
+	int next;		/* the next to take */
+	int bad;		/* the first that failed, or -1 */
+	int err;		/* its errno */
+};
+
+/* One file (or the directory) to the disk: 0 or an errno. */
+static int sync_one(int dirfd, const char *name)
+{
+	int fd = name ? openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) :
+			dirfd, err = 0;
 
 	if (fd < 0)
-		return fd;
-	if (fdatasync(fd) && errno != EINVAL)
-		ret = fail(-errno, "cannot sync image %s: %s", name, strerror(errno));
-	close(fd);
-	return ret;
+		return errno;
+	if (name ? fdatasync(fd) && errno != EINVAL : fsync(fd) != 0)
+		err = errno;
+	if (name)
+		close(fd);
+	return err;
+}
+
+static void *sync_main(void *arg)
+{
+	struct sync_batch *b = arg;
+
+	for (;;) {
+		int i, err;
+
+		pthread_mutex_lock(&b->lock);
+		i = b->bad < 0 ? b->next++ : b->n;
+		pthread_mutex_unlock(&b->lock);
+		if (i >= b->n)
+			return NULL;
+		err = sync_one(b->dirfd, b->names[i]);
+		pthread_mutex_lock(&b->lock);
+		if (err && b->bad < 0) {
+			b->bad = i;
+			b->err = err;
+		}
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* Every name of b synced, on up to SYNC_THREADS threads (this one too). */
+static int sync_batch_run(struct sync_batch *b)
+{
+	pthread_t t[SYNC_THREADS - 1];
+	int nt = 0;
+
+	pthread_mutex_init(&b->lock, NULL);
+	b->bad = -1;
+	while (nt < SYNC_THREADS - 1 && nt + 1 < b->n && !pthread_create(&t[nt], NULL, sync_main, b))
+		nt++;
+	sync_main(b);
+	for (int i = 0; i < nt; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&b->lock);
+	if (b->bad < 0)
+		return 0;
+	if (!b->names[b->bad])
+		return fail(-b->err, "cannot sync the dump directory: %s", strerror(b->err));
+	return fail(-b->err, "cannot sync image %s: %s", b->names[b->bad], strerror(b->err));
 }
 
 int img_sync_all(struct img_dir *dir)
 {
-	int ret = 0;
+	struct sync_batch b = { .dirfd = dir->fd };
+	int ret;
 
 	if (dir->crypt)
 		return crypt_sync(dir->crypt);	/* the staging is memory */
-	for (int i = 0; i < dir->nr_created && !ret; i++)
-		if (dir->created[i].name && dir->created[i].name[0] != '.' && !dir->created[i].remote)
-			ret = sync_file(dir->fd, dir->created[i].name);
-	if (!ret)
-		ret = sync_file(dir->fd, "inventory.img");
-	if (!ret && fsync(dir->fd))
-		ret = fail(-errno, "cannot sync the dump directory: %s", strerror(errno));
+	b.names = calloc(dir->nr_created + 2, sizeof(*b.names));
+	if (!b.names)
+		return -ENOMEM;
+	for (int i = 0; i < dir->nr_created; i++)
+		if (synced_here(&dir->created[i]))
+			b.names[b.n++] = dir->created[i].name;
+	b.names[b.n++] = "inventory.img";
+	b.names[b.n++] = NULL;		/* the directory: the names */
+	ret = sync_batch_run(&b);
+	free(b.names);
 	return ret;
 }
 

@@ -65,7 +65,19 @@ static uint64_t test_cap(uint64_t room)
 	return v ? MIN(room, strtoull(v, NULL, 0) & ~(PAGE_SIZE - 1)) : room;
 }
 
-uint64_t pages_cache_room(uint64_t bytes)
+uint64_t pages_background_room(void)
+{
+	char *mi = NULL;
+	uint64_t room = 0;
+
+	if (proc_read_file("/proc/meminfo", &mi) > 0)
+		room = background_room(meminfo_bytes(mi, "MemAvailable:"),
+				       meminfo_bytes(mi, "Dirty:") + meminfo_bytes(mi, "Writeback:"));
+	free(mi);
+	return room;
+}
+
+uint64_t pages_cache_room(uint64_t bytes, uint64_t own_dirty)
 {
 	char *mi = NULL;
 	uint64_t avail, dirty, limit, room;
@@ -77,6 +89,7 @@ uint64_t pages_cache_room(uint64_t bytes)
 	}
 	avail = meminfo_bytes(mi, "MemAvailable:");
 	dirty = meminfo_bytes(mi, "Dirty:") + meminfo_bytes(mi, "Writeback:");
+	dirty -= MIN(dirty, own_dirty);	/* overwritten, not added */
 	free(mi);
 	limit = sysctl_u64("/proc/sys/vm/dirty_bytes");
 	if (!limit)

@@ -64,6 +64,7 @@ struct pages_out {
 	bool stop;
 	struct pagesum *sum;	/* read and mem modes: fed what is written */
 	struct pagesum *follow;	/* PAGESUM_FILE: told how far the image is written */
+	struct pages_flush *flush;	/* pageflush.c: so is this, or NULL */
 	uint64_t copied, half;	/* bytes taken from the target, and half of them all */
 	struct dump_ctx *remote;	/* to a page server: each piece behind a header */
 	bool remote_copy;	/* ... through memdump's buffers (TLS): page_xfer_send() */
@@ -137,6 +138,7 @@ static int write_buf(struct pages_out *o, const uint8_t *buf, size_t len)
 		o->partial = len != 0;
 		o->written += n;
 		pagesum_written(o->follow, o->written);
+		pages_flush_written(o->flush, o->written);
 		progress_update(&o->bar, o->written);
 	}
 	return 0;
@@ -328,6 +330,7 @@ static int splice_runs(struct dump_ctx *d, struct pages_out *o, const struct pag
 		o->written += bytes;
 		copied(o, bytes);
 		pagesum_written(o->follow, o->written);
+		pages_flush_written(o->flush, o->written);
 		progress_update(&o->bar, o->written);
 	}
 	free(iov);
@@ -616,7 +619,7 @@ static uint64_t cache_end(const struct dump_ctx *d)
 
 	if (d->pages_write != PAGES_AUTO)
 		return d->pages_write == PAGES_CACHE ? UINT64_MAX : 0;
-	room = pages_cache_room(bytes);
+	room = pages_cache_room(bytes, d->pages_warm_dirty);
 	return room >= bytes ? UINT64_MAX : room;
 }
 
@@ -678,6 +681,10 @@ static int open_pages(struct dump_ctx *d, struct pages_out *o)
 	direct_from_here(o);
 	d->stats.pages_cached = !o->direct;
 	d->stats.pages_direct_tail = !o->direct && o->cache_end != UINT64_MAX;
+	if (!o->direct && o->cache_end == UINT64_MAX) {	/* no O_DIRECT tail to wait for */
+		pages_flush_start(d, o->fd);
+		o->flush = d->pages_flush;
+	}
 	if (o->cache_end != UINT64_MAX)
 		pr_info("pages-1.img: through the page cache for %" PRIu64 " MiB, then O_DIRECT",
 			o->cache_end >> 20);
@@ -783,6 +790,7 @@ int write_pages(struct dump_ctx *d)
 	/* the blob's start writes memory (rseq): before the checksums read it */
 	ret = d->mode == MODE_SPLICE ? parasite_start(&d->in) : 0;
 	if (ret) {
+		pages_flush_abort(d);
 		close_pages(&o);
 		return ret;
 	}
@@ -791,6 +799,7 @@ int write_pages(struct dump_ctx *d)
 		ret = start_writer(&o);
 	if (ret) {
 		keep_sums(d, &ps, ret);
+		pages_flush_abort(d);
 		close_pages(&o);
 		return ret;
 	}
@@ -815,5 +824,9 @@ int write_pages(struct dump_ctx *d)
 		ret = o.seal ? crypt_pages_close(o.seal) : pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)
 		ret = fail(-errno, "cannot write the pages image: %s", strerror(errno));
+	if (ret)
+		pages_flush_abort(d);
+	else
+		pages_flush_close(o.flush, o.written);	/* on beside the rest of the dump */
 	return ret;
 }

@@ -26,6 +26,7 @@ struct warm_file {
 	pid_t pid;
 	int fd;
 	uint64_t bytes;
+	uint64_t dirty;		/* of them, dirty: zeros written (pagewarm.c) */
 };
 int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
 		     struct warm_file *out);
@@ -49,6 +50,17 @@ void parent_free(struct dump_ctx *d);
 
 /* pages.c */
 int write_pages(struct dump_ctx *d);
+/*
+ * pageflush.c: pages-1.img (fd, through the page cache) queued for the disk by
+ * a thread of its own as it is written (d->pages_flush; none if it cannot
+ * start); told how far it is written, then that no more comes; ended (joined)
+ * before the set is synced, or aborted after a failure. NULL: nothing.
+ */
+void pages_flush_start(struct dump_ctx *d, int fd);
+void pages_flush_written(struct pages_flush *f, uint64_t end);
+void pages_flush_close(struct pages_flush *f, uint64_t end);
+void pages_flush_end(struct dump_ctx *d);
+void pages_flush_abort(struct dump_ctx *d);
 /* page_xfer.c: pages-1.img to the page server: its stream opened (the fd to write to),
  * a DATA header before each piece, and at the end the pagemap and the commit */
 int page_xfer_open(struct dump_ctx *d);

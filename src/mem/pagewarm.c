@@ -9,9 +9,11 @@
  * Figures). So, while the target still runs, the image is created at the
  * size of the target's anonymous memory (as much of it as goes through the
  * cache: pagecache.c), allocated on the disk (fallocate: unwritten extents,
- * no I/O) and read (zeroed clean pages in the cache, no I/O either). The
- * frozen copy overwrites those pages; write_pages() cuts the image to what
- * it wrote. The warming costs the running target some CPU and no frozen
+ * no I/O) and filled with zeros written into it (dirty pages, which the
+ * frozen copy overwrites before the kernel's flusher would write them, as
+ * far as its background threshold leaves room; the rest read: zeroed clean
+ * pages, no I/O either; populate_window says why written). write_pages()
+ * cuts the image to what it wrote. The warming costs the running target some CPU and no frozen
  * time; on a machine that does not fault in the host it is a wash.
  *
  * A snapshot's image is warmed too: its copier, and a target thread that
@@ -78,21 +80,32 @@ static bool forced(uint64_t *bytes)
 }
 
 /*
- * Read into a small buffer, not mapped with MADV_POPULATE_READ: every page
- * of a mapping costs a fault in the host of this VM (shadow page tables)
- * when it is set up, and taking the mapping down flushes every CPU's TLB.
- * 256 MiB, caches dropped, alternating: 1.07 / 1.25 s (0.34 / 0.32 s CPU)
- * read against 1.77 / 1.35 s (0.60 / 0.38 s CPU) mapped, and the copy into
- * the cache after ran at 2.7-3.0 GB/s against 1.5-1.9 GB/s.
+ * Zeros written from a small buffer (write), or read into it: not mapped
+ * with MADV_POPULATE_READ, as every page of a mapping costs a fault in the
+ * host of this VM (shadow page tables) when it is set up, and taking the
+ * mapping down flushes every CPU's TLB (256 MiB, caches dropped,
+ * alternating: 1.07 / 1.25 s read against 1.77 / 1.35 s mapped).
+ *
+ * Written rather than read since issue 25's durable time: reading the
+ * unwritten extents has ext4 zero large folios of readahead, and that
+ * zeroing ran at 0.3-1 GB/s on this VM (70% of a dump's CPU in perf),
+ * where writing the same zeros ran at 2.5-4 GB/s; the copy into the cache
+ * after is as fast either way. memdump dump, load 14-17, alternating, 256
+ * MiB: 1.7-2.8 s wall and 210-310 ms CPU written against 3.1-4.9 s and
+ * 590-830 ms read; 1 GiB: 4.5-5.6 s and 0.8-1.0 s against 11.6-12.5 s and
+ * 3.2 s, frozen 2.6-2.7 s against 1.9-2.5 s (7.6-11 s not warmed).
+ * Written zeros are dirty: the copy overwrites them (it adds no dirty
+ * page), and pages_cache_room() is told they are the image's.
  */
-static int populate_window(int fd, uint64_t off, size_t len, uint8_t *buf)
+static int populate_window(int fd, uint64_t off, size_t len, uint8_t *buf, bool write)
 {
 	while (len) {
 		ssize_t n;
 
 		if (dump_interrupted)
 			return -EINTR;
-		n = pread(fd, buf, MIN(len, WARM_READ), (off_t)off);
+		n = write ? pwrite(fd, buf, MIN(len, WARM_READ), (off_t)off) :
+			    pread(fd, buf, MIN(len, WARM_READ), (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -103,10 +116,28 @@ static int populate_window(int fd, uint64_t off, size_t len, uint8_t *buf)
 	return 0;
 }
 
-static int warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
+/*
+ * How many of the first bytes are warmed by writing zeros: as many as the
+ * kernel's flusher leaves alone (dirty pages under its background
+ * threshold, those of the processes warmed before counted), so that no
+ * zero goes to the disk before the copy overwrites it; the rest is read.
+ * MEMDUMP_PAGES_WARM_HOW=read: all read (comparisons).
+ */
+static uint64_t write_part(uint64_t bytes)
+{
+	const char *env = getenv("MEMDUMP_PAGES_WARM_HOW");
+	uint64_t room = pages_background_room();
+
+	if (env && !strcmp(env, "read"))
+		return 0;
+	return bytes <= room ? bytes : room & ~(WARM_WINDOW - 1);
+}
+
+static int warm_file(pid_t pid, int dirfd, uint64_t bytes, uint64_t *dirty, int *out)
 {
 	uint64_t t0 = now_us();
 	int fd = img_create_unnamed(dirfd), ret;
+	uint64_t wr = write_part(bytes);
 	uint8_t *buf;
 
 	*out = -1;
@@ -114,10 +145,10 @@ static int warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 		pr_debug("pages image of process %d not warmed (%s)", pid, strerror(-fd));
 		return 0;
 	}
-	buf = malloc(WARM_READ);
+	buf = calloc(1, WARM_READ);	/* zeros */
 	ret = !buf ? -ENOMEM : fallocate(fd, 0, 0, (off_t)bytes) ? -errno : 0;
 	for (uint64_t off = 0; off < bytes && !ret; off += WARM_WINDOW)
-		ret = populate_window(fd, off, MIN(WARM_WINDOW, bytes - off), buf);
+		ret = populate_window(fd, off, MIN(WARM_WINDOW, bytes - off), buf, off < wr);
 	free(buf);
 	if (ret) {
 		close(fd);	/* it vanishes */
@@ -127,6 +158,7 @@ static int warm_file(pid_t pid, int dirfd, uint64_t bytes, int *out)
 		pr_debug("pages image of process %d not warmed (%s)", pid, strerror(-ret));
 		return 0;	/* no room, or a filesystem that cannot: written as it comes */
 	}
+	*dirty += wr;
 	pr_info("pages image of process %d: %" PRIu64 " MiB of page cache ready in %.3f s, "
 		"before the freeze", pid, bytes >> 20, (now_us() - t0) / 1e6);
 	*out = fd;
@@ -143,7 +175,7 @@ static void warm_sizes(const struct dump_opts *o, struct warm_file *w, int n)
 		w[i].bytes = anon_bytes(w[i].pid) & ~(WARM_ALIGN - 1);
 		total += w[i].bytes;
 	}
-	room = o->pages_write == PAGES_CACHE ? total : MIN(total, pages_cache_room(total));
+	room = o->pages_write == PAGES_CACHE ? total : MIN(total, pages_cache_room(total, 0));
 	for (int i = 0; i < n; i++) {
 		uint64_t bytes = MIN(w[i].bytes, room) & ~(WARM_ALIGN - 1);
 
@@ -155,20 +187,23 @@ static void warm_sizes(const struct dump_opts *o, struct warm_file *w, int n)
 int pages_warm_procs(const struct dump_opts *o, const pid_t *pids, int n, int dirfd,
 		     struct warm_file *out)
 {
-	uint64_t bytes;
+	uint64_t bytes, dirty = 0;
 	int ret = 0;
 
 	for (int i = 0; i < n; i++)
-		out[i] = (struct warm_file){ pids[i], -1, 0 };
+		out[i] = (struct warm_file){ pids[i], -1, 0, 0 };
 	if (forced(&bytes))
 		for (int i = 0; i < n; i++)
 			out[i].bytes = bytes;
 	else
 		warm_sizes(o, out, n);
 	for (int i = 0; i < n && !ret; i++) {
-		ret = out[i].bytes ? warm_file(pids[i], dirfd, out[i].bytes, &out[i].fd) : 0;
+		uint64_t before = dirty;
+
+		ret = out[i].bytes ? warm_file(pids[i], dirfd, out[i].bytes, &dirty, &out[i].fd) : 0;
 		if (out[i].fd < 0)
 			out[i].bytes = 0;
+		out[i].dirty = dirty - before;
 	}
 	return ret;
 }
@@ -185,6 +220,7 @@ int pages_warm(struct dump_ctx *d, const struct dump_opts *o)
 			       crypt_pages_dir(d->dir.crypt) : d->dir.fd, &w);
 	d->pages_fd = w.fd;
 	d->pages_warm = w.bytes;
+	d->pages_warm_dirty = w.dirty;
 	return ret;
 }
 
