@@ -14,8 +14,11 @@
  * write-protect fault; a handler thread reads the page (still as it was at
  * the freeze), writes it to its place in pages-1.img, then lifts the
  * protection, which lets the thread go on. Meanwhile the copier goes
- * through every run in order, reads what is still protected, writes it and
- * lifts the protection chunk by chunk. A per-page bit says which pages are
+ * through every run in order, reads what is still protected and writes it;
+ * it lifts nothing (a write to a page it saved is let through by the
+ * handler): every lift while the target runs costs the target, so the
+ * protection is lifted once, after the copy, a slice at a time
+ * (lift_all). A per-page bit says which pages are
  * saved: set under the lock before a protection is lifted, read by the
  * copier after its read, so it never writes a page read after the target
  * could change it.
@@ -48,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -95,6 +99,7 @@ struct snapshot {
 	int handler_err;
 	struct dump_ctx *d;
 	uint64_t faults;		/* pages saved by the handler */
+	uint64_t let_through;		/* write faults on pages saved already */
 	bool prearmed;			/* protected before the freeze */
 	bool copying;			/* the handler saves pages (else only lifts) */
 	bool frozen;			/* the handler notes what it lifts in redo[] */
@@ -154,6 +159,63 @@ static int protect(struct snapshot *s, uint64_t start, uint64_t len, bool on)
 	if (ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp))
 		return -errno;
 	return 0;
+}
+
+/*
+ * Changing the write protection of a running target's pages costs it about
+ * as much again as the ioctl (in this VM its shadow page tables are synced
+ * at its next run), all at once: 1 GiB of 4 KiB pages in one ioctl stopped
+ * the target for 300-700 ms at load 16. So the passes made while it runs
+ * (arming before the freeze, lifting after the copy) go a slice at a time,
+ * 2 MiB aligned (no huge page split), and after a slice that took long
+ * memdump pauses as long, so the target pays in pieces between them.
+ */
+#define SLICE_SIZE	(32UL << 20)
+#define PAUSE_MIN_US	200	/* a slice that took less: no pause */
+
+static uint64_t slice_end(uint64_t addr, uint64_t end)
+{
+	return MIN(end, (addr & ~(SLICE_SIZE - 1)) + SLICE_SIZE);
+}
+
+static void let_target_run(uint64_t t0)
+{
+	uint64_t us = now_us() - t0;
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	if (us >= PAUSE_MIN_US)
+		nanosleep(&ts, NULL);
+}
+
+/* [start, end) write-protected a slice at a time, the target running. */
+static int protect_sliced(struct snapshot *s, uint64_t start, uint64_t end)
+{
+	int err = 0;
+
+	for (uint64_t a = start; a < end && !err; a = slice_end(a, end)) {
+		uint64_t t0 = now_us();
+
+		err = protect(s, a, slice_end(a, end) - a, true);
+		let_target_run(t0);
+	}
+	return err;
+}
+
+/*
+ * The copy is complete: [start, end) unregistered (which lifts its
+ * protection) a slice at a time, rather than all of it when the
+ * userfaultfd is closed.
+ */
+static void unregister_sliced(struct snapshot *s, uint64_t start, uint64_t end)
+{
+	for (uint64_t a = start; a < end; a = slice_end(a, end)) {
+		struct uffdio_range r = { .start = a, .len = slice_end(a, end) - a };
+		uint64_t t0 = now_us();
+
+		if (ioctl(s->uffd, UFFDIO_UNREGISTER, &r))
+			return;	/* closing the userfaultfd lifts the rest */
+		let_target_run(t0);
+	}
 }
 
 /* The process makes the userfaultfd (it is bound to its mm); we take it. */
@@ -334,12 +396,15 @@ static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *buf)
 {
 	uint64_t len = fault_span(s, addr), base = addr & ~(len - 1);
 	struct snap_run *r = run_of(s, addr);
+	uint64_t before = s->faults;
 	int err = 0;
 
 	if (r && (base < r->start || base + len > r->end))
 		base = addr, len = PAGE_SIZE;
 	if (r && r->protected)
 		err = copy_range(s, r, base, len, buf, &s->faults);
+	if (s->faults == before)
+		s->let_through++;	/* saved by the copier, which lifts nothing */
 	protect(s, base, len, false);	/* wakes the thread, whatever happened */
 	return err;
 }
@@ -696,7 +761,7 @@ static int protect_anon(struct snapshot *s)
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
 			   &maj, &min, &ino, &pos) < 7 || !anon_private(perms, ino, line + pos))
 			continue;
-		if (register_range(s, start, end) || protect(s, start, end - start, true))
+		if (register_range(s, start, end) || protect_sliced(s, start, end))
 			continue;
 		s->prearmed_bytes += end - start;
 	}
@@ -761,28 +826,52 @@ int snapshot_written(struct dump_ctx *d, uint64_t start, uint64_t end)
 	return err;
 }
 
+/*
+ * Every page is saved. The copier lifted nothing: each lift while the
+ * target runs costs it a pass over those entries (a write to a saved page
+ * is let through by the handler). Now the VMAs that held protected runs
+ * are unregistered, a slice at a time (a VMA is split in two at most).
+ */
+static void lift_all(struct snapshot *s, uint64_t t0)
+{
+	const struct vma *last = NULL;
+	uint64_t t1 = now_us();
+
+	for (size_t i = 0; i < s->nr_runs; i++) {
+		const struct vma *v = vma_of(s->d, s->runs[i].start);
+
+		if (!s->runs[i].protected || v == last)
+			continue;
+		unregister_sliced(s, v->start, v->end);
+		last = v;
+	}
+	pr_info("snapshot: copied in %.1f ms, protection lifted in %.1f ms", (t1 - t0) / 1000.0,
+		(now_us() - t1) / 1000.0);
+}
+
 int snapshot_copy(struct dump_ctx *d)
 {
 	struct snapshot *s = d->snap;
 	uint8_t *buf = malloc(CHUNK_SIZE);
 	int err = buf ? 0 : -ENOMEM;
+	uint64_t t0 = now_us();
 
 	fault_point("snapshot-copy");
 	for (size_t i = 0; i < s->nr_runs && !err; i++) {
 		struct snap_run *r = &s->runs[i];
 
-		for (uint64_t a = r->start; a < r->end && !err && r->protected; a = chunk_end(r, a)) {
+		for (uint64_t a = r->start; a < r->end && !err && r->protected; a = chunk_end(r, a))
 			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL);
-			if (!err)
-				protect(s, a, chunk_end(r, a) - a, false);
-		}
 	}
 	free(buf);
 	err = err ?: s->handler_err;
 	if (!err)
+		lift_all(s, t0);
+	if (!err)
 		err = pages_warm_trim(d, s->fd, d->nr_pages * PAGE_SIZE);
 	if (!err) {
-		pr_info("snapshot: %lu of %lu pages saved on a write fault", s->faults, d->nr_pages);
+		pr_info("snapshot: %lu of %lu pages saved on a write fault, %lu writes to saved "
+			"pages let through", s->faults, d->nr_pages, s->let_through);
 		d->stats.snapshot = true;
 		d->stats.snap_fault_pages = s->faults;
 	}
