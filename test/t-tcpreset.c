@@ -8,7 +8,7 @@
  *     fin    the accepted end, closed both ways (the peer first: no TIME_WAIT here)
  *   argv[3] family: v4 (127.0.0.1), v6 (::1)
  * READY <pid> <fd>. On SIGUSR1: its names as before, then a fixed sequence of
- * calls (poll, SIOCINQ, TCP_INFO state, recv, [epipe: SO_ERROR], recv, send,
+ * calls (poll, SIOCINQ, SIOCOUTQ, TCP_INFO state, recv, [epipe: SO_ERROR], recv, send,
  * SO_ERROR, recv),
  * printed as "SEQ ..." for the case to compare with a run never dumped; PASS
  * when the first recv gave the bytes left. */
@@ -164,14 +164,15 @@ static int rd(int fd, char *buf, size_t len, char *seq, size_t sl)
 static void sequence(int fd, bool err_first, char *seq, size_t sl, char *first, size_t fl)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT | POLLRDHUP };
-	int inq = -1, e = -1;
+	int inq = -1, outq = -1, e = -1;
 	socklen_t el = sizeof(e);
 	char buf[64];
 	ssize_t n;
 
 	poll(&p, 1, 0);
 	ioctl(fd, SIOCINQ, &inq);
-	snprintf(seq, sl, "p%x q%d s%d", p.revents, inq, state_of(fd));
+	ioctl(fd, SIOCOUTQ, &outq);
+	snprintf(seq, sl, "p%x q%d o%d s%d", p.revents, inq, outq, state_of(fd));
 	n = rd(fd, first, fl - 1, seq, sl);
 	first[n > 0 ? n : 0] = 0;
 	if (err_first) {

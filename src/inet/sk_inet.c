@@ -129,7 +129,8 @@ static const char *ping_unsupported(int copy, int proto)
 /*
  * A connection over (tcp_states.h: reset, timed out, or closed both ways),
  * rebuilt established and reset. Its send queue is empty (a reset empties
- * it, a close both ways had it acknowledged); its pending error, read
+ * it, a close both ways had it acknowledged) but what it had not sent yet
+ * (SIOCOUTQNSD) the rebuild cannot count as such; its pending error, read
  * without taking it, is none or a reset's: ECONNRESET, or EPIPE (reset
  * after the peer's FIN). A timeout's ETIMEDOUT, a refused connect's
  * ECONNREFUSED, an ICMP error (soft or not) and the error queue cannot be
@@ -165,8 +166,8 @@ static const char *over_unsupported(int copy, const struct sk_set *set, char *bu
 	if (!set->tcp_established)
 		return "a connection over (reset, timed out or closed both ways) that still names "
 		       "its peer, dumped only with --tcp-established";
-	if (ioctl(copy, SIOCOUTQ, &out) || out)
-		return "a connection over with data in its send queue, which memdump cannot restore";
+	if (ioctl(copy, SIOCOUTQNSD, &out) || out)
+		return "a connection over with data it never sent, which memdump cannot restore";
 	ret = tcp_over_errors(copy, &e);
 	if (ret == -EMSGSIZE)
 		return "a connection over with messages in its error queue, which memdump cannot "

@@ -74,6 +74,21 @@ static int read_queue(int fd, int q, uint32_t len, uint32_t *seq, uint8_t **data
 	return (uint32_t)n == len ? 0 : -EIO;
 }
 
+/*
+ * A connection over: the reset (or timeout) purged its send queue but left
+ * write_seq and snd_una apart, which SIOCOUTQ still shows; as many bytes of
+ * zeros stand for them, sent in the rebuild and purged by its reset.
+ */
+static int purged_queue(int fd, struct tcp_stream *t)
+{
+	int ret = read_queue(fd, TCP_SEND_QUEUE, 0, &t->outq_seq, NULL);
+
+	if (ret || !t->outq_len)
+		return ret;
+	t->outq = calloc(1, t->outq_len);
+	return t->outq ? 0 : -ENOMEM;
+}
+
 bool tcp_repairable(int state)
 {
 	return tcp_state_repairable(state);
@@ -221,7 +236,9 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 		ret = read_options(copy, t);
 	if (!ret)
 		ret = read_queue(copy, TCP_RECV_QUEUE, t->inq_len, &t->inq_seq, &t->inq);
-	if (!ret)
+	if (!ret && tcp_conn_over(in->state, in->dport))
+		ret = purged_queue(copy, t);
+	else if (!ret)
 		ret = read_queue(copy, TCP_SEND_QUEUE, t->outq_len, &t->outq_seq, &t->outq);
 	set_int(copy, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
 	if (!ret)

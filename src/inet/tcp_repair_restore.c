@@ -382,8 +382,10 @@ static int check_error(const InetSkEntry *e, int fd, int want)
 /*
  * A connection over (tcp_conn_over): rebuilt established, or in CLOSE_WAIT
  * for EPIPE (a reset after the peer's FIN), then reset by a segment in the
- * peer's name: the kernel closes it with that state's error and keeps its
- * receive queue (and its port: bound), as it did for the process. No error
+ * peer's name: the kernel closes it with that state's error, keeps its
+ * receive queue (and its port: bound) and purges its send queue (refilled
+ * as sent, with the dump's zeros: the sequence numbers SIOCOUTQ shows), as
+ * it did for the process. No error
  * pending (the process had taken it, or it was closed both ways): the
  * reset's is taken (SO_ERROR). It stays in repair mode (SO_REUSEADDR forced,
  * for a listener on its port yet to come) until the release, as the others.
@@ -397,8 +399,8 @@ static int rebuild_over(int fd, const InetSkEntry *e, const TcpStreamEntry *t, c
 
 	if (err && err != ECONNRESET && err != EPIPE)
 		return inet_fail(e, -EINVAL, "a connection over with an error other than a reset's");
-	if (t->outq_len)
-		return inet_fail(e, -EINVAL, "a connection over with data in its send queue");
+	if (t->has_unsq_len && t->unsq_len)
+		return inet_fail(e, -EINVAL, "a connection over with data it never sent");
 	before.state = err == EPIPE ? TCP_CLOSE_WAIT : TCP_ESTABLISHED;
 	ret = rebuild(fd, &before, t, data, &flushed);
 	if (!ret)
