@@ -69,9 +69,10 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	unset st fam name
 fi
 
-# A connection closed both ways (TCP_CLOSE, as zdtm socket-tcp-closed): the
-# socket keeps its names but not its port, which a restore would bind again
-# (in TIME_WAIT: the restore fails). Refused by name, the target unharmed.
+# A connection closed both ways from this end first (TCP_CLOSE, as zdtm
+# socket-tcp-closed): its address pair is in TIME_WAIT, where the restore
+# could not connect it again. Refused by name, the target unharmed. (The
+# other end, closed last, has no TIME_WAIT: tcpreset-fin-*.)
 case_tcpst_closed_refused() {
 	sk_py closed '
 import socket, os, time
@@ -84,9 +85,74 @@ time.sleep(120)'
 	[[ ${READY[4]} == 7 ]] || fail "the connection is in state ${READY[4]}, not CLOSE"
 	md dump dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
-	grep -q "fd ${READY[2]} (socket:\[[0-9]*\]: .*a connection closed since" "$MD_ERR" ||
+	grep -q "fd ${READY[2]} (socket:\[[0-9]*\]: .*a connection over whose address pair is held (TIME_WAIT" "$MD_ERR" ||
 		fail "the closed connection is not named"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }
 add tcpst-closed-refused case_tcpst_closed_refused
+
+# A TCP connection over (TCP_CLOSE, its peer named) with bytes left in its
+# receive queue (test/t-tcpreset.c; zdtm socket-tcp-reseted): reset
+# (ECONNRESET pending), reset after the peer's FIN (EPIPE), its error taken
+# already, the connecting end (an ephemeral port), closed both ways. A run
+# never dumped gives the kernel's sequence of answers (poll, SIOCINQ,
+# SIOCOUTQ, state, recv, send, SO_ERROR); the restored process gives the same.
+tcpreset_control() { # tcpreset_control MODE FAM -> CONTROL
+	start_prog t-tcpreset "$1" "$2"
+	kill -USR1 "$PID" || fail "cannot signal pid $PID"
+	get_result "$OUT"
+	timeout_wait "$PID" || fail "the control run exited with $?"
+	CONTROL=$(grep -m1 '^SEQ ' "$OUT")
+	note "never dumped: $CONTROL"
+}
+
+tcpreset_same() { # tcpreset_same: the program's SEQ line is CONTROL
+	local seq; seq=$(grep -m1 '^SEQ ' "$OUT")
+	[[ $seq == "$CONTROL" ]] || fail "answers differ: '$seq', never dumped: '$CONTROL'"
+}
+
+case_tcpreset() {
+	local mode=$1 fam=$2
+	tcpreset_control "$mode" "$fam"
+	start_prog t-tcpreset "$mode" "$fam"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+	tcpreset_same
+}
+
+# --leave-running: the dump reads the pending error without taking it
+case_tcpreset_lr() {
+	local mode=$1
+	tcpreset_control "$mode" v4
+	start_prog t-tcpreset "$mode" v4
+	dump "$PID" "$T/d" --tcp-established --leave-running
+	check_child_pass
+	tcpreset_same
+}
+
+# Without --tcp-established: refused by name, the target unharmed
+case_tcpreset_noest() {
+	tcpreset_control rst v4
+	start_prog t-tcpreset rst v4
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "fd 10 (socket:\[[0-9]*\]: .*a connection over .*dumped only with --tcp-established" \
+		"$MD_ERR" || fail "the connection over is not named"
+	no_inventory "$T/d"
+	check_child_pass
+	tcpreset_same
+}
+
+for mode in rst epipe taken clt fin; do
+	for fam in v4 v6; do
+		add "tcpreset-$mode-$fam" case_tcpreset "$mode" "$fam"
+	done
+done
+unset mode fam
+add tcpreset-rst-lr case_tcpreset_lr rst
+add tcpreset-epipe-lr case_tcpreset_lr epipe
+add tcpreset-noest case_tcpreset_noest

@@ -30,6 +30,8 @@
 #include "kernel_uapi.h"
 #include "log.h"
 #include "nsswitch.h"
+#include "net/sk_err.h"
+#include "inet/tcp_states.h"
 
 #include "files.pb-c.h"
 #include "inet/sk_inet.h"
@@ -53,8 +55,7 @@ static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *s
 
 /*
  * A socket in TCP_CLOSE that had a connection: it keeps its two names
- * (getsockname, SO_PEERNAME) but not its port, which a restore would bind
- * again (in TIME_WAIT, or taken since: the restore fails).
+ * (getsockname, SO_PEERNAME), and its receive queue (tcp_conn_over).
  */
 static bool closed_connection(int copy)
 {
@@ -125,6 +126,70 @@ static const char *ping_unsupported(int copy, int proto)
 	return raw_unsupported(copy, NULL);
 }
 
+/*
+ * A connection over (tcp_states.h: reset, timed out, or closed both ways),
+ * rebuilt established and reset. Its send queue is empty (a reset empties
+ * it, a close both ways had it acknowledged) but what it had not sent yet
+ * (SIOCOUTQNSD) the rebuild cannot count as such; its pending error, read
+ * without taking it, is none or a reset's: ECONNRESET, or EPIPE (reset
+ * after the peer's FIN). A timeout's ETIMEDOUT, a refused connect's
+ * ECONNREFUSED, an ICMP error (soft or not) and the error queue cannot be
+ * made again.
+ */
+static const char *pair_taken(int copy, char *buf, size_t len)
+{
+	struct sockaddr_storage local, peer;
+	socklen_t l = sizeof(local);
+	int st;
+
+	if (getsockname(copy, (struct sockaddr *)&local, &l) ||
+	    !peer_of_unconnected(copy, local.ss_family, &peer))
+		return "a connection over whose names cannot be read";
+	st = tcp_tuple_state(&local, &peer);
+	if (st == -ENOENT || st == TCP_LISTEN)
+		return NULL;
+	if (st < 0)
+		snprintf(buf, len, "a connection over: sock_diag cannot tell whether its address "
+			 "pair is free (%s)", strerror(-st));
+	else
+		snprintf(buf, len, "a connection over whose address pair is held (%s%s), so that a "
+			 "restore could not connect it again", sk_state_name(st),
+			 st == TCP_TIME_WAIT ? ": closed both ways from this end" : "");
+	return buf;
+}
+
+static const char *over_unsupported(int copy, const struct sk_set *set, char *buf, size_t len)
+{
+	struct sk_errs e;
+	int out = 0, ret;
+
+	if (!set->tcp_established)
+		return "a connection over (reset, timed out or closed both ways) that still names "
+		       "its peer, dumped only with --tcp-established";
+	if (ioctl(copy, SIOCOUTQNSD, &out) || out)
+		return "a connection over with data it never sent, which memdump cannot restore";
+	ret = tcp_over_errors(copy, &e);
+	if (ret == -EMSGSIZE)
+		return "a connection over with messages in its error queue, which memdump cannot "
+		       "restore";
+	if (ret) {
+		snprintf(buf, len, "a connection over with an error pending, which memdump cannot "
+			 "read without taking it from the process (BPF: %s)", strerror(-ret));
+		return buf;
+	}
+	if (e.soft) {
+		snprintf(buf, len, "a connection over with a soft error pending (%s), which "
+			 "memdump cannot restore", strerror(e.soft));
+		return buf;
+	}
+	if (e.err && e.err != ECONNRESET && e.err != EPIPE) {
+		snprintf(buf, len, "a connection over with the error \"%s\" pending, which memdump "
+			 "cannot restore (a reset's only: ECONNRESET, EPIPE)", strerror(e.err));
+		return buf;
+	}
+	return pair_taken(copy, buf, len);
+}
+
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,
 				char *buf, size_t len)
 {
@@ -150,8 +215,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 	case TCP_CLOSE:
 		if (set->tcp_close || !closed_connection(copy))
 			return NULL;
-		return "a connection closed since (its names are kept, its port is not), "
-		       "which memdump cannot restore";
+		return over_unsupported(copy, set, buf, len);
 	case TCP_LISTEN:
 		if (!ti.tcpi_unacked)
 			return NULL;
@@ -304,7 +368,8 @@ int sk_inet_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 		       is_ping(in->type, in->proto) || in->type == SOCK_RAW ? poll_shutdown(copy) : 0;
 	read_ip_opts(copy, in);
 	/* --tcp-close: a connection's names only; the restore brings it back closed */
-	if (in->proto == IPPROTO_TCP && tcp_repairable(in->state) && !d->sockets.tcp_close)
+	if (in->proto == IPPROTO_TCP && !d->sockets.tcp_close &&
+	    (tcp_repairable(in->state) || tcp_conn_over(in->state, in->dport)))
 		return tcp_stream_collect(d, copy, in, st->opts.reuseaddr);
 	return 0;
 }

@@ -24,9 +24,22 @@ int sk_inet_write(const struct file_desc *f, struct image *files);
 /* tcp_repair.c: an established connection, read in repair mode on a copy */
 /* A connection state tcp_repair dumps: established, opening (SYN_SENT) or closing. */
 bool tcp_repairable(int state);
+struct sk_errs;
+/*
+ * A connection over (tcp_conn_over): its pending errors, read without taking
+ * them; -EMSGSIZE: its error queue holds messages.
+ */
+int tcp_over_errors(int copy, struct sk_errs *e);
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr);
 int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f);
 void tcp_stream_free(struct tcp_stream *t);
+
+/*
+ * tcp_tuple.c: the state of the socket holding the TCP address pair
+ * local-peer in the table of connections (TCP_TIME_WAIT ...; TCP_LISTEN: a
+ * listener on the local port, none holds the pair), -ENOENT: none, or -errno.
+ */
+int tcp_tuple_state(const struct sockaddr_storage *local, const struct sockaddr_storage *peer);
 
 /* Restore */
 /* sk_inet.c: a TCP, UDP or UDP-lite socket (memdump's fd), or <0 after fail() */
@@ -34,7 +47,7 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e);
 int inet_addr_of(const InetSkEntry *e, bool dst, struct sockaddr_storage *ss);
 int inet_fail(const InetSkEntry *e, int err, const char *what);
 
-/* tcp_repair.c: connections (established, opening, closing), released once the threads are parked */
+/* tcp_repair.c: connections (established, opening, closing, over), released once the threads are parked */
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 /* Out of repair mode, the lock still on (a tree: every process's, first) */
 void tcp_unrepair_all(struct rst *r);

@@ -283,7 +283,13 @@ static int finish(int fd, const InetSkEntry *e)
 	int reuse = e->opts->has_reuseaddr && e->opts->reuseaddr;
 	static const int how[] = { -1, SHUT_RD, SHUT_WR, SHUT_RDWR };
 
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
+	/*
+	 * A connection over keeps its port forced reusable (repair mode) until
+	 * the release puts SO_REUSEADDR back (tcp_repair_restore.c): a listener
+	 * on that port may come after it.
+	 */
+	if (!tcp_conn_over(e->state, e->dst_port) &&
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)))
 		return inet_fail(e, -errno, "SO_REUSEADDR");
 	/*
 	 * A datagram socket shut down while unconnected (or disconnected by the
@@ -291,6 +297,7 @@ static int finish(int fd, const InetSkEntry *e)
 	 * same and says ENOTCONN, as it did for the process.
 	 */
 	if (e->has_shutdown && e->shutdown > 0 && e->shutdown < 4 && e->state != TCP_LISTEN &&
+	    !tcp_conn_over(e->state, e->dst_port) &&	/* reset: shut down both ways */
 	    shutdown(fd, how[e->shutdown]) && !(errno == ENOTCONN && e->type != SOCK_STREAM))
 		return inet_fail(e, -errno, "cannot shut down");
 	if (fcntl(fd, F_SETFL, e->flags & O_NONBLOCK))
@@ -336,7 +343,8 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 			close(fd);
 		return ret ? ret : fd;
 	}
-	if (!ret && e->proto == IPPROTO_TCP && tcp_state_repairable(e->state))
+	if (!ret && e->proto == IPPROTO_TCP &&
+	    (tcp_state_repairable(e->state) || tcp_conn_over(e->state, e->dst_port)))
 		ret = tcp_repair_open(r, fd, e);
 	else if (!ret)
 		ret = open_plain(r, fd, e);

@@ -86,7 +86,8 @@ static void fill_tcp(struct tcphdr *th, const struct tcp_peer_seg *s, const stru
 	th->ack_seq = htonl(s->ack);
 	th->doff = sizeof(*th) / 4;
 	th->ack = 1;
-	th->fin = s->fin;
+	th->fin = s->fin && !s->rst;
+	th->rst = s->rst;
 	th->window = htons(s->win);
 	th->check = tcp_csum(from->family, from->ip, to->ip, th);
 }

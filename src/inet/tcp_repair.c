@@ -1,5 +1,5 @@
 /*
- * A TCP connection (established, SYN_SENT, or closing: tcp_states.h), read in
+ * A TCP connection (established, SYN_SENT, closing, or over: tcp_states.h), read in
  * repair mode (TCP_REPAIR) from a copy of the target's fd: both sequence numbers, the receive queue (read,
  * not yet taken by the process) and the send queue (sent and not yet
  * acknowledged, then not yet sent), the window (TCP_REPAIR_WINDOW), MSS,
@@ -12,6 +12,7 @@
  * close sends nothing (sockets_finish()).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -24,6 +25,7 @@
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
 #include "net/sock.h"
+#include "net/sk_err.h"
 #include "inet/tcp_states.h"
 #include "image/image.h"
 #include "fault.h"
@@ -33,6 +35,7 @@
 #include "inet/sk_inet.h"
 
 struct tcp_stream {
+	uint32_t sk_err;	/* a connection over (tcp_conn_over): its pending error */
 	uint32_t inq_seq, outq_seq;
 	uint8_t *inq, *outq;
 	uint32_t inq_len, outq_len, unsq_len;
@@ -69,6 +72,21 @@ static int read_queue(int fd, int q, uint32_t len, uint32_t *seq, uint8_t **data
 	if (n < 0)
 		return -errno;
 	return (uint32_t)n == len ? 0 : -EIO;
+}
+
+/*
+ * A connection over: the reset (or timeout) purged its send queue but left
+ * write_seq and snd_una apart, which SIOCOUTQ still shows; as many bytes of
+ * zeros stand for them, sent in the rebuild and purged by its reset.
+ */
+static int purged_queue(int fd, struct tcp_stream *t)
+{
+	int ret = read_queue(fd, TCP_SEND_QUEUE, 0, &t->outq_seq, NULL);
+
+	if (ret || !t->outq_len)
+		return ret;
+	t->outq = calloc(1, t->outq_len);
+	return t->outq ? 0 : -ENOMEM;
 }
 
 bool tcp_repairable(int state)
@@ -164,16 +182,49 @@ static int leave_repair(int fd, int reuseaddr)
 	return ret;
 }
 
+/*
+ * POLLERR: sk_err, or the error queue. Both errors are read through BPF; one
+ * that cannot be, with POLLERR, fails; without it, none is pending (soft
+ * errors, which poll does not show, are taken as none, as for a connection
+ * that is not over).
+ */
+int tcp_over_errors(int copy, struct sk_errs *e)
+{
+	struct pollfd p = { .fd = copy, .events = POLLIN };
+	int ret;
+
+	if (poll(&p, 1, 0) < 0)
+		return -errno;
+	ret = sk_errs_peek(copy, e);
+	if (ret && !(p.revents & POLLERR)) {
+		pr_debug("sk_err of a connection over not read (%s), none pending (no POLLERR)\n",
+			 strerror(-ret));
+		*e = (struct sk_errs){ 0, 0 };
+		return 0;
+	}
+	if (!ret && (p.revents & POLLERR) && !e->err)
+		return -EMSGSIZE;
+	return ret;
+}
+
 int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reuseaddr)
 {
 	struct tcp_stream *t = calloc(1, sizeof(*t));
+	struct sk_errs e;
 	int ret;
 
 	if (!t)
 		return -ENOMEM;
 	in->stream = t;
-	if (!d->sockets.locked)
+	if (tcp_conn_over(in->state, in->dport)) {	/* sends nothing, receives nothing */
+		ret = tcp_over_errors(copy, &e);
+		if (ret)
+			return fail(ret, "cannot read the pending error of a TCP connection over: %s",
+				    strerror(-ret));
+		t->sk_err = e.err;
+	} else if (!d->sockets.locked) {
 		return fail(-EIO, "an established connection without the network lock");
+	}
 	ret = keep_repaired(d, copy, reuseaddr);	/* traced before it is in repair mode */
 	if (!ret)
 		ret = set_int(copy, TCP_REPAIR, 1);
@@ -185,7 +236,9 @@ int tcp_stream_collect(struct dump_ctx *d, int copy, struct sk_inet *in, int reu
 		ret = read_options(copy, t);
 	if (!ret)
 		ret = read_queue(copy, TCP_RECV_QUEUE, t->inq_len, &t->inq_seq, &t->inq);
-	if (!ret)
+	if (!ret && tcp_conn_over(in->state, in->dport))
+		ret = purged_queue(copy, t);
+	else if (!ret)
 		ret = read_queue(copy, TCP_SEND_QUEUE, t->outq_len, &t->outq_seq, &t->outq);
 	set_int(copy, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
 	if (!ret)
@@ -228,6 +281,8 @@ int tcp_stream_write(struct dump_ctx *d, const struct file_desc *f)
 	e.max_window = t->win.max_window;
 	e.rcv_wnd = t->win.rcv_wnd;
 	e.rcv_wup = t->win.rcv_wup;
+	e.has_sk_err = tcp_conn_over(f->sk->in.state, f->sk->in.dport);
+	e.sk_err = t->sk_err;
 	ret = img_write_msg(img, &e.base);
 	if (!ret && t->inq_len)
 		ret = img_write_raw(img, t->inq, t->inq_len);

@@ -15,7 +15,8 @@
  * as sent when the peer had acknowledged it), the peer's FIN, and its
  * acknowledgment of ours, by segments sent in the peer's name
  * (tcp_peer.h). One in SYN_SENT connects again, from the same initial
- * sequence number.
+ * sequence number. One over (reset, or closed both ways) is rebuilt
+ * established, then reset in the peer's name (rebuild_over()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -35,6 +36,7 @@
 #include "ctx/restore_ctx.h"
 #include "inet/tcp_peer.h"
 #include "inet/tcp_states.h"
+#include "net/sk_err.h"
 
 #include "tcp-stream.pb-c.h"
 #include "net/sock.h"
@@ -349,6 +351,67 @@ static int rebuild(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const 
 	return ret ? ret : check_state(fd, e);
 }
 
+/* The peer's reset, at the sequence the socket expects next (RFC 5961: exactly). */
+static int peer_resets(const InetSkEntry *e, const TcpStreamEntry *t)
+{
+	struct sockaddr_storage local, peer;
+	struct tcp_peer_seg s = { .local = &local, .peer = &peer, .rst = true,
+				  .seq = t->inq_seq, .ack = t->outq_seq };
+	int ret;
+
+	inet_addr_of(e, false, &local);
+	inet_addr_of(e, true, &peer);
+	ret = tcp_peer_send(&s);
+	return ret ? inet_fail(e, ret, "cannot reset it in the peer's name") : 0;
+}
+
+/* The error the reset left, read without taking it, where BPF can (net/sk_err.h). */
+static int check_error(const InetSkEntry *e, int fd, int want)
+{
+	struct sk_errs got;
+	char why[96];
+
+	if (sk_errs_peek(fd, &got))
+		return 0;
+	if (got.err == want && !got.soft)
+		return 0;
+	snprintf(why, sizeof(why), "reset with the error %d pending instead of %d", got.err, want);
+	return inet_fail(e, -EPROTO, why);
+}
+
+/*
+ * A connection over (tcp_conn_over): rebuilt established, or in CLOSE_WAIT
+ * for EPIPE (a reset after the peer's FIN), then reset by a segment in the
+ * peer's name: the kernel closes it with that state's error, keeps its
+ * receive queue (and its port: bound) and purges its send queue (refilled
+ * as sent, with the dump's zeros: the sequence numbers SIOCOUTQ shows), as
+ * it did for the process. No error
+ * pending (the process had taken it, or it was closed both ways): the
+ * reset's is taken (SO_ERROR). It stays in repair mode (SO_REUSEADDR forced,
+ * for a listener on its port yet to come) until the release, as the others.
+ */
+static int rebuild_over(int fd, const InetSkEntry *e, const TcpStreamEntry *t, const uint8_t *data)
+{
+	InetSkEntry before = *e;
+	int err = t->has_sk_err ? (int)t->sk_err : 0, got = 0, ret;
+	socklen_t l = sizeof(got);
+	bool flushed;
+
+	if (err && err != ECONNRESET && err != EPIPE)
+		return inet_fail(e, -EINVAL, "a connection over with an error other than a reset's");
+	if (t->has_unsq_len && t->unsq_len)
+		return inet_fail(e, -EINVAL, "a connection over with data it never sent");
+	before.state = err == EPIPE ? TCP_CLOSE_WAIT : TCP_ESTABLISHED;
+	ret = rebuild(fd, &before, t, data, &flushed);
+	if (!ret)
+		ret = peer_resets(e, t);
+	if (!ret)
+		ret = check_state(fd, e);
+	if (!ret && !err && getsockopt(fd, SOL_SOCKET, SO_ERROR, &got, &l))
+		ret = inet_fail(e, -errno, "cannot take the reset's error (SO_ERROR)");
+	return ret ? ret : check_error(e, fd, err);
+}
+
 static int keep(struct rst *r, int fd, const InetSkEntry *e, TcpStreamEntry *t, uint8_t *data,
 		bool flushed)
 {
@@ -372,7 +435,9 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e)
 	bool flushed = false;
 	int ret = load_stream(r, e, &t, &data);
 
-	if (!ret)
+	if (!ret && tcp_conn_over(e->state, e->dst_port))
+		ret = rebuild_over(fd, e, t, data);
+	else if (!ret)
 		ret = rebuild(fd, e, t, data, &flushed);
 	if (!ret)
 		ret = keep(r, fd, e, t, data, flushed);

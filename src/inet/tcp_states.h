@@ -40,4 +40,14 @@ static inline bool tcp_state_repairable(int s)
 	       tcp_fin_received(s);
 }
 
+/*
+ * A connection that is over but still names its peer (SO_PEERNAME): reset,
+ * timed out, or closed by both ends. Its receive queue stays readable; it is
+ * dumped through TCP_REPAIR too, and rebuilt established, then reset.
+ */
+static inline bool tcp_conn_over(int s, unsigned int dport)
+{
+	return s == TCP_CLOSE && dport;
+}
+
 #endif
