@@ -21,7 +21,7 @@
 #include "cli/worker.h"
 #include "restore/restore.h"
 #include "ns/cgroups.h"
-#include "mem/track.h"
+#include "track/track.h"
 
 
 static const char usage[] =

@@ -45,7 +45,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "xfer.h"
-#include "mem/track.h"
+#include "track/track.h"
 
 struct migration {
 	const struct options *o;

@@ -24,7 +24,7 @@
 #include "mntext.h"
 #include "infect/infect.h"
 #include "net/sock.h"
-#include "mem/track.h"
+#include "track/track.h"
 #include "xfer.h"
 
 #define AFFINITY_WORDS	16	/* 1024 CPUs */

@@ -29,7 +29,7 @@
 #include "ns/timens.h"
 #include "dump/refuse.h"
 #include "nsswitch.h"
-#include "mem/track.h"
+#include "track/track.h"
 #include "ctx/proc_tree.h"
 #include "dump/zombies.h"
 #include "net/sock.h"

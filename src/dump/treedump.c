@@ -52,7 +52,7 @@
 #include "dump/refuse.h"
 #include "net/sock.h"
 #include "task/task.h"
-#include "mem/track.h"
+#include "track/track.h"
 #include "ctx/proc_tree.h"
 #include "dump/zombies.h"
 #include "files/tty.h"

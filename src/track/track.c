@@ -26,7 +26,7 @@
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
-#include "mem/track.h"
+#include "track/track.h"
 #include "infect/infect.h"
 #include "kernel_uapi.h"
 #include "log.h"

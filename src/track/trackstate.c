@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "mem/track.h"
+#include "track/track.h"
 #include "log.h"
 
 #define RUN_DIR	"/run/memdump"
