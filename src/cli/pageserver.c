@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "common.h"
 #include "cli/options.h"
 #include "log.h"
@@ -264,40 +265,6 @@ static int on_commit(struct rx *r)
 
 /* ---- after a lazy restore: the page handler's requests to the source ---- */
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The answer to the handler (lazy_remote.c): status, the length of a message, of the bytes. */
 struct chan_reply {
 	int32_t status;
@@ -310,8 +277,8 @@ static int chan_fail(struct rx *r, int err)
 	const char *why = fail_reason();
 	struct chan_reply a = { err, (uint32_t)strnlen(why, 400), 0 };
 
-	if (!write_full(r->chan, &a, sizeof(a)))
-		write_full(r->chan, why, a.msg_len);
+	if (!fd_write_full(r->chan, &a, sizeof(a)))
+		fd_write_full(r->chan, why, a.msg_len);
 	return err;
 }
 
@@ -334,9 +301,9 @@ static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
 	}
 	if (ret)
 		return chan_fail(r, ret);
-	ret = write_full(r->chan, &a, sizeof(a));
+	ret = fd_write_full(r->chan, &a, sizeof(a));
 	if (!ret)
-		ret = write_full(r->chan, buf, req[1]);
+		ret = fd_write_full(r->chan, buf, req[1]);
 	return ret ? fail(ret, "lost the page handler: %s", strerror(-ret)) : 0;
 }
 
@@ -344,7 +311,7 @@ static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
 static int chan_request(struct rx *r)
 {
 	uint64_t req[2];
-	int ret = read_full(r->chan, req, sizeof(req));
+	int ret = fd_read_full(r->chan, req, sizeof(req));
 
 	if (ret)
 		return fail(ret, "the page handler ended before every page of %s/%s was fetched",

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "common.h"
 #include "hash64.h"
 #include "log.h"
@@ -81,40 +82,6 @@ void lazy_remote_free(struct lazy_remote *lr)
 	free(lr);
 }
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int lost(struct lazy_remote *lr, int err)
 {
 	snprintf(lr->why, sizeof(lr->why), "lost the migration's source of pages-1.img "
@@ -127,7 +94,7 @@ static void all_in(struct lazy_remote *lr)
 {
 	uint64_t end[2] = { 0, 0 };
 
-	if (write_full(lr->sock, end, sizeof(end)))
+	if (fd_write_full(lr->sock, end, sizeof(end)))
 		pr_warn("lazy-pages: cannot tell migrate-receive that every page is in");
 	close(lr->sock);
 	lr->sock = -1;
@@ -143,16 +110,16 @@ static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 
 	if (lr->sock < 0)
 		return lost(lr, -EPIPE);
-	ret = write_full(lr->sock, req, sizeof(req));
+	ret = fd_write_full(lr->sock, req, sizeof(req));
 	if (!ret)
-		ret = read_full(lr->sock, &a, sizeof(a));
+		ret = fd_read_full(lr->sock, &a, sizeof(a));
 	if (ret)
 		return lost(lr, ret);
 	if (a.status < 0) {
 		char msg[512];
 		uint32_t m = a.msg_len < sizeof(msg) ? a.msg_len : sizeof(msg) - 1;
 
-		if (read_full(lr->sock, msg, m))
+		if (fd_read_full(lr->sock, msg, m))
 			m = 0;
 		msg[m] = '\0';
 		snprintf(lr->why, sizeof(lr->why), "lost the migration's source of pages-1.img: %s",
@@ -161,7 +128,7 @@ static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 	}
 	if (a.len != req[1])
 		return lost(lr, -EPROTO);
-	ret = read_full(lr->sock, lr->buf, a.len);
+	ret = fd_read_full(lr->sock, lr->buf, a.len);
 	if (ret)
 		return lost(lr, ret);
 	if (pwrite(lr->fd, lr->buf, a.len, (off_t)req[0]) != (ssize_t)a.len) {
