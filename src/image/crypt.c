@@ -246,6 +246,15 @@ static int chunk_aad(EVP_CIPHER_CTX *ctx, bool seal, const struct chunk_job *j, 
 	       EVP_DecryptUpdate(ctx, NULL, &len, (const uint8_t *)j->name, (int)strlen(j->name));
 }
 
+/* Chunk i's nonce: the set's 8 bytes, then i */
+static void chunk_iv(const struct chunk_job *j, uint64_t i, uint8_t iv[12])
+{
+	uint32_t i32 = (uint32_t)i;
+
+	memcpy(iv, j->head->nonce, 8);
+	memcpy(iv + 8, &i32, 4);
+}
+
 /*
  * Sealed chunk i read from j->in and opened into out (its chunk_len() bytes):
  * 0, -EBADMSG when it does not authenticate, or -errno of the read. Nothing
@@ -257,11 +266,9 @@ static int open_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i
 {
 	uint8_t iv[12];
 	size_t len = chunk_len(j->head, i);
-	uint32_t i32 = (uint32_t)i;
 	int n, ret;
 
-	memcpy(iv, j->head->nonce, 8);
-	memcpy(iv + 8, &i32, 4);
+	chunk_iv(j, i, iv);
 	ret = pread_all(j->in, in, len + TAG, sealed_off(i));
 	if (ret)
 		return ret;
@@ -279,11 +286,9 @@ static int do_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, 
 {
 	uint8_t iv[12];
 	size_t len = chunk_len(j->head, i);
-	uint32_t i32 = (uint32_t)i;
 	int n, ret;
 
-	memcpy(iv, j->head->nonce, 8);
-	memcpy(iv + 8, &i32, 4);
+	chunk_iv(j, i, iv);
 	if (j->seal) {
 		ret = pread_all(j->in, in, len, plain_off(i));
 		if (ret)
