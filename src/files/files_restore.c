@@ -168,8 +168,12 @@ static int check_level(struct rst *r, uint32_t id)
 	return level;
 }
 
-/* pid names a process of this restore: as its PID namespace sees it (a /proc path
- * of a process in its own is the namespace's), else its PID */
+/*
+ * pid names a process of this restore: its PID as its PID namespace sees it
+ * (a /proc of that namespace, mounted in its own mount namespace) or as
+ * memdump does (the host's /proc). The restored process opens the path in
+ * the /proc it has, as the original did.
+ */
 static bool proc_pid_of_set(struct rst *r, pid_t pid)
 {
 	const struct dumpset *ds = &tree_proc(r, 0)->ds;
@@ -177,7 +181,7 @@ static bool proc_pid_of_set(struct rst *r, pid_t pid)
 	for (size_t i = 0; i <= ds->nr_members; i++) {
 		const PstreeEntry *pe = i < ds->nr_members ? ds->members[i] : ds->pstree;
 
-		if ((pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : (pid_t)pe->pid) == pid)
+		if ((pid_t)pe->pid == pid || (pe->n_ns_threads && (pid_t)pe->ns_threads[0] == pid))
 			return true;
 	}
 	return false;
