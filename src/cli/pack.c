@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "common.h"
 #include "cli/pack.h"
 #include "image/hash.h"
@@ -62,20 +63,9 @@ _Static_assert(sizeof(struct entry_head) == 24, "entry head");
 
 static int write_full(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
+	int ret = fd_write_full(fd, buf, len);
 
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return fail(n < 0 ? -errno : -EIO, "cannot write the stream: %s",
-				    strerror(n < 0 ? errno : EIO));
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return ret ? fail(ret, "cannot write the stream: %s", strerror(-ret)) : 0;
 }
 
 /* Interrupted by SIGINT, SIGTERM, SIGHUP (unpack cleans up): set by on_signal(). */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "fdio.h"
 #include "common.h"
 #include "image/compress.h"
 #include "log.h"
@@ -109,20 +110,9 @@ static size_t compress_block(const struct pz_opts *o, ZSTD_CCtx *zc, const void 
 
 static int write_all(int fd, const void *buf, size_t len, const char *name)
 {
-	const char *p = buf;
+	int ret = fd_write_full(fd, buf, len);
 
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return fail(n < 0 ? -errno : -ENOSPC, "cannot write the compressed %s: %s",
-				    name, strerror(n < 0 ? errno : ENOSPC));
-		p += n;
-		len -= n;
-	}
-	return 0;
+	return ret ? fail(ret, "cannot write the compressed %s: %s", name, strerror(-ret)) : 0;
 }
 
 /*
