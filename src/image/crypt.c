@@ -304,6 +304,16 @@ static int do_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, 
 	return ret ? ret : pwrite_all(j->out, out, len, plain_off(i));
 }
 
+/* A chunk worker's cipher and buffers gone, the plaintext buffer wiped first. */
+static void chunk_bufs_free(EVP_CIPHER_CTX *ctx, uint8_t *in, uint8_t *out, size_t size)
+{
+	if (out)
+		memset(out, 0, size);
+	EVP_CIPHER_CTX_free(ctx);
+	free(in);
+	free(out);
+}
+
 static void *chunk_thread(void *arg)
 {
 	struct chunk_worker *w = arg;
@@ -322,11 +332,7 @@ static void *chunk_thread(void *arg)
 		w->ret = do_chunk(ctx, j, i, in, out);
 		w->bad = i;
 	}
-	if (out)
-		memset(out, 0, size);
-	EVP_CIPHER_CTX_free(ctx);
-	free(in);
-	free(out);
+	chunk_bufs_free(ctx, in, out, size);
 	return NULL;
 }
 
@@ -789,11 +795,7 @@ static int feed_compressed(struct crypt_feed *f)
 		ret = open_chunk(ctx, &j, 0, in, out);
 	if (!ret)
 		ret = pz_is_compressed(out, chunk_len(&f->head, 0));
-	if (out)
-		memset(out, 0, size);
-	EVP_CIPHER_CTX_free(ctx);
-	free(in);
-	free(out);
+	chunk_bufs_free(ctx, in, out, size);
 	return ret < 0 ? open_failed(ret, f->show, 0, nr_chunks(f->head.size)) : ret;
 }
 
@@ -951,11 +953,7 @@ static void *feed_thread(void *arg)
 		if (ret)
 			break;
 	}
-	if (out)
-		memset(out, 0, size);
-	EVP_CIPHER_CTX_free(ctx);
-	free(in);
-	free(out);
+	chunk_bufs_free(ctx, in, out, size);
 	return NULL;
 }
 
