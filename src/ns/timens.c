@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "common.h"
@@ -18,37 +17,24 @@
 #include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"
+#include "nsswitch.h"
 #include "ns/timens.h"
 #include "timens.pb-c.h"
 
 #define NS_ID	1
 
-static int ns_ino(pid_t pid, const char *name, struct stat *st)
-{
-	char path[64];
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-	return stat(path, st) ? -errno : 0;
-}
-
 bool timens_own(pid_t pid)
 {
-	struct stat a, b;
+	unsigned long t = ns_inode(pid, "time");
 
-	return !ns_ino(pid, "time", &a) && !ns_ino(0, "time", &b) &&
-	       (a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+	return t && t != ns_inode(0, "time");
 }
 
 void timens_refuse(pid_t pid, struct refusals *r)
 {
-	struct stat a, b;
+	unsigned long t = ns_inode(pid, "time"), kids = ns_inode(pid, "time_for_children");
 
-	if (ns_ino(pid, "time", &a) || ns_ino(pid, "time_for_children", &b))
-		return;		/* no time namespaces here (or gone: the freeze tells) */
-	if (a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+	if (t && kids && t != kids)	/* none here (or gone: the freeze tells) otherwise */
 		refuse_add(r, "a time namespace for its children it is not in itself "
 			   "(unshare(CLONE_NEWTIME) before any fork)");
 }
