@@ -66,6 +66,24 @@ case_img_unlisted() {
 }
 add img-unlisted case_img_unlisted
 
+# Records no restore reads (CRIU's test runner writes ACTION.cropt before each action; an earlier
+# restore's stats-restore) are let be; a name that could be an image is not.
+case_img_records() {
+	start_prog t-pattern 1
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	echo "--images-dir $T/d" > "$T/d/restore.cropt"
+	echo x > "$T/d/stats-restore"
+	md verify verify -D "$T/d" || fail "verify refused the records: $(cat "$MD_ERR")"
+	echo x > "$T/d/restore.cropt.img"
+	md verify2 verify -D "$T/d"
+	expect_md_error
+	grep -q "restore.cropt.img is not listed" "$MD_ERR" || fail "error does not name it: $(cat "$MD_ERR")"
+	rm "$T/d/restore.cropt.img"
+	restore_and_pass "$T/d" records
+}
+add img-records case_img_records
+
 case_img_planted_links() {
 	start_prog t-pattern 1
 	dump "$PID" "$T/d"

@@ -6,7 +6,8 @@
  * still finds nothing unlisted in the directory, and finds them unchanged.
  * Only plain regular files that cannot be taken for an image are: no
  * ".img" name (a stale image of another dump stays unlisted, and so
- * refused), no hidden or proc-PID name, no log (logs are never listed),
+ * refused), no hidden or proc-PID name, no log or CRIU option record
+ * (*.cropt: never listed, never read),
  * at most RUNTIME_FILES_MAX of at most RUNTIME_FILE_SIZE bytes.
  */
 #include <dirent.h>
@@ -34,6 +35,7 @@ static bool candidate(int dirfd, const char *name)
 	unsigned pid;
 
 	if (name[0] == '.' || has_suffix(name, ".img") || has_suffix(name, ".log") ||
+	    has_suffix(name, ".cropt") ||
 	    img_is_subset(name, &pid) || !strcmp(name, "parent") || !strncmp(name, "stats-", 6))
 		return false;
 	return !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&

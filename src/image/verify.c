@@ -190,15 +190,25 @@ static bool listed(const InventoryEntry *inv, const char *name)
 	return entry_of(inv, name) != NULL;
 }
 
-/* A log a runtime had written beside the images (runc: dump.log, restore.log): never an image. */
-static bool is_log(const char *name)
+static bool has_suffix(const char *name, const char *suf)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(name), s = strlen(suf);
 
-	return n > 4 && !strcmp(name + n - 4, ".log");
+	return n > s && !strcmp(name + n - s, suf);
 }
 
-/* Nothing in the directory that the inventory does not list, but logs. */
+/*
+ * A record a tool wrote beside the images that no restore reads: logs (runc's
+ * dump.log, restore.log), the options CRIU's test runner notes for each action
+ * (dump.cropt, restore.cropt), and the stats of an earlier restore.
+ */
+static bool is_record(const char *name)
+{
+	return has_suffix(name, ".log") || has_suffix(name, ".cropt") ||
+	       !strcmp(name, "stats-restore");
+}
+
+/* Nothing in the directory that the inventory does not list, but records. */
 static int check_unlisted(int dirfd, const InventoryEntry *inv)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -215,7 +225,7 @@ static int check_unlisted(int dirfd, const InventoryEntry *inv)
 	while (!ret && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
 		    !strcmp(de->d_name, "inventory.img") || listed(inv, de->d_name) ||
-		    is_log(de->d_name) ||
+		    is_record(de->d_name) ||
 		    (inv->has_parent_inventory && !strcmp(de->d_name, "parent")))
 			continue;	/* parent: the set it is based on, checked by chain.c */
 		img_escape(de->d_name, esc, sizeof(esc));
