@@ -74,3 +74,43 @@ case_criu_cli_refuse() {
 	return 0
 }
 add criu-cli-refuse case_criu_cli_refuse
+
+# Every long option of CRIU 4.2 (criu/config.c's table: B boolean, so --no-X too; A with an
+# argument; N without), for dump and restore: never "unknown option".
+CRIU42_OPTS="A:tree N:leave-stopped N:leave-running B:restore-detached B:restore-sibling B:daemon
+	A:images-dir A:work-dir A:log-file A:join-ns A:root N:help B:tcp-established A:close
+	B:log-pid N:version B:evasive-devices A:pidfile A:veth-pair A:action-script B:link-remap
+	B:shell-job B:file-locks B:page-server A:address A:port A:prev-images-dir N:ms B:track-mem
+	B:auto-dedup A:libdir N:cpu-cap B:force-irmap A:ext-mount-map N:exec-cmd N:manage-cgroups
+	A:cgroup-root A:inherit-fd A:feature A:skip-mnt A:enable-fs N:enable-external-sharing
+	N:enable-external-masters A:freeze-cgroup A:ghost-limit A:irmap-scan-path A:lsm-profile
+	A:timeout A:external A:empty-ns N:lazy-pages B:extra B:experimental N:all A:cgroup-props
+	A:cgroup-props-file A:cgroup-dump-controller B:skip-in-flight B:deprecated B:display-stats
+	B:weak-sysctls A:status-fd B:tcp-close N:verbosity A:ps-socket B:stream A:config
+	N:no-default-config A:tls-cacert A:tls-cacrl A:tls-cert A:tls-key B:tls N:tls-no-cn-verify
+	A:cgroup-yard A:pre-dump-mode A:file-validation B:skip-file-rwx-check A:lsm-mount-context
+	A:network-lock B:mntns-compat-mode B:unprivileged B:ghost-fiemap B:allow-uprobes"
+
+case_criu_cli_every_option() {
+	criu_link
+	local o name forms f act out n=0
+	for o in $CRIU42_OPTS; do
+		name=${o#?:}
+		case $o in
+		B:*) forms="--$name --no-$name" ;;
+		A:*) forms="--$name=1" ;;
+		*) forms="--$name" ;;
+		esac
+		for f in $forms; do
+			for act in dump restore; do
+				out=$(timeout 10 "$CRIU" "$act" -t 1 -D "$T/none" "$f" 2>&1 < /dev/null)
+				[[ $out == *"unknown option"* || $out == *"unrecognized"* ]] &&
+					fail "criu $act $f: '$out'"
+				n=$((n + 1))
+			done
+		done
+	done
+	note "$n option forms of CRIU 4.2 taken or refused by name"
+	(( n >= 200 )) || fail "only $n option forms tried"
+}
+add criu-cli-every-option case_criu_cli_every_option

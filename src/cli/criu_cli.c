@@ -118,7 +118,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "unprivileged", 0, NOARG, NOOP, "capabilities are checked where needed", true },
 	{ "allow-uprobes", 0, NOARG, NOOP, "a uprobes mapping is refused by name", true },
 	/* refused */
-	{ "page-server", 0, NOARG, PASS, NULL, false },
+	{ "page-server", 0, NOARG, PASS, NULL, true },
 	{ "address", 0, ARG, PASS, NULL, false },
 	{ "port", 0, ARG, PASS, NULL, false },
 	{ "ps-socket", 0, ARG, REFUSE, "the page server is not supported yet", false },
