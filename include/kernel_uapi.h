@@ -92,6 +92,19 @@ struct pm_scan_arg {
 #define SYS_clone3		435
 #endif
 
+/* pidfd ioctls (Linux 6.11): an fd of the pidfd's process's namespace of a kind */
+#ifndef PIDFD_GET_CGROUP_NAMESPACE
+#define PIDFS_IOCTL_MAGIC		0xFF
+#define PIDFD_GET_CGROUP_NAMESPACE	_IO(PIDFS_IOCTL_MAGIC, 1)
+#define PIDFD_GET_IPC_NAMESPACE		_IO(PIDFS_IOCTL_MAGIC, 2)
+#define PIDFD_GET_MNT_NAMESPACE		_IO(PIDFS_IOCTL_MAGIC, 3)
+#define PIDFD_GET_NET_NAMESPACE		_IO(PIDFS_IOCTL_MAGIC, 4)
+#define PIDFD_GET_PID_NAMESPACE		_IO(PIDFS_IOCTL_MAGIC, 5)
+#define PIDFD_GET_TIME_NAMESPACE	_IO(PIDFS_IOCTL_MAGIC, 7)
+#define PIDFD_GET_USER_NAMESPACE	_IO(PIDFS_IOCTL_MAGIC, 9)
+#define PIDFD_GET_UTS_NAMESPACE		_IO(PIDFS_IOCTL_MAGIC, 10)
+#endif
+
 /* Kernel-internal syscall restart codes seen in rax at a ptrace stop. */
 #define ERESTARTSYS		512
 #define ERESTARTNOINTR		513

@@ -84,6 +84,60 @@ case_runc_busybox() {
 
 add runc-busybox case_runc_busybox
 
+# A container's init holding files of its own namespaces (fd 7: /proc/self/ns/net,
+# fd 8: uts): the restored init opens them again under its own root, in its new
+# namespaces (zdtm's proc-self in the ns flavour). Its children get neither: a
+# description of one shared by two processes is refused by name (runc-nsfile-shared).
+NSFILE_LOOP='exec 7< /proc/self/ns/net 8< /proc/self/ns/uts > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1 SHARE; done'
+
+case_runc_nsfile() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-n$$ n k
+	runc_bundle "$b" "${NSFILE_LOOP/SHARE/7<&- 8<&-}"
+	trap 'runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	n=$(count_of "$b/rootfs/tmp/count")
+	md rst restore -D "$T/d" -d || fail "restore failed: $(cat "$MD_ERR")"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the restored container does not count on from $n"
+	for k in 7:net 8:uts; do
+		[[ $(readlink /proc/"$PID"/fd/"${k%:*}") == "$(readlink /proc/"$PID"/ns/"${k#*:}")" ]] ||
+			fail "fd ${k%:*} is $(readlink /proc/"$PID"/fd/"${k%:*}"), not its ${k#*:} namespace $(readlink /proc/"$PID"/ns/"${k#*:}")"
+	done
+	[[ $(readlink /proc/"$PID"/ns/net) != "$(readlink /proc/self/ns/net)" ]] ||
+		fail "the restored container is in memdump's network namespace"
+}
+add runc-nsfile case_runc_nsfile
+
+case_runc_nsfile_shared() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id=memdump-s$$
+	runc_bundle "$b" "${NSFILE_LOOP/SHARE/}"
+	trap 'runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$id" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+	md d dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "is a namespace file that process $PID holds too" "$MD_ERR" ||
+		fail "the refusal does not name the shared namespace file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	local n; n=$(count_of "$b/rootfs/tmp/count")
+	wait_until 5 eval '(( $(count_of '"$b"'/rootfs/tmp/count) > '"$n"' ))' ||
+		fail "the container stopped counting after the refused dump"
+}
+add runc-nsfile-shared case_runc_nsfile_shared
+
 # runc_ctr_state ID FIELD: a field of `runc state`
 runc_ctr_state() {
 	runc state "$1" 2> /dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["'"$2"'"])'

@@ -449,6 +449,12 @@ static int find_owner(const struct tree_dump *td, int k, const struct fd_entry *
 /* Kinds whose sharing between processes restore cannot give yet. */
 static const char *unshareable(const struct file_desc *f)
 {
+	if (f->kind == FK_NSFILE)	/* each of these the restored process opens itself */
+		return "a namespace file";
+	if (f->kind == FK_PIDFD)
+		return "a pidfd";
+	if (f->kind == FK_REG && f->path && !strncmp(f->path, "/proc/", 6))
+		return "a /proc file";
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";

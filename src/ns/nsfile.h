@@ -2,8 +2,10 @@
  * Open namespace files (open("/proc/self/ns/net")): an fd whose link is
  * "NAME:[INODE]", no path. One of a namespace the process is in itself is
  * dumped as CRIU's ns_file_entry (type NS) and opened again by the restored
- * process from its own /proc/self/ns/NAME, once it is in its restored
- * namespaces (child.c). One of any other namespace is refused by name.
+ * process itself, once it is in its restored namespaces and root (child.c):
+ * /proc/self/ns/NAME, or its pidfd's namespace ioctl where its root has no
+ * /proc of its own. One of any other namespace is refused by name, and so is
+ * one description held by two processes of a tree (treedump.c).
  */
 #ifndef MEMDUMP_NSFILE_H
 #define MEMDUMP_NSFILE_H
