@@ -77,3 +77,61 @@ add rst-proc-file case_proc_file_rst
 
 # A cwd in the /proc directory of a process that exited since (zdtm unhashed_proc)
 # is restored now: cases-cwd.sh, cwd-proc-gone-*.
+
+# A deleted file mapped by a process with a root of its own (its mount namespace
+# pivot_root'ed into a directory: zdtm's unlink_mmap00 in the ns flavour): the
+# restore recreated the file under the new root, then looked for it under that
+# root twice over ("cannot open ROOT/ROOT/... for its mapping") and lost the process.
+case_root_own_unlinked_map() {
+	local l
+	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
+	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
+	: > "$T/nr/data/in"
+	cat > "$T/pivot" <<'SH'
+#!/bin/sh
+set -e
+mount --bind "$1/nr" "$1/nr"
+mount --rbind /usr "$1/nr/usr"
+cd "$1/nr"
+mkdir -p old
+pivot_root . old
+cd /
+mount -t proc proc /proc
+umount -l /old
+shift
+exec "$@" < /data/in > /data/out 2>&1
+SH
+	chmod +x "$T/pivot"
+	OUT=$T/nr/data/out
+	unshare --mount --propagation private "$T/pivot" "$T" /usr/bin/python3 -c '
+import ctypes, os, signal
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+path = "/data/unlinked"
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+os.write(fd, b"mapped then unlinked\n" * 400)
+a = libc.mmap(None, 8192, 3, 1, fd, 0)	# PROT_READ|PROT_WRITE, MAP_SHARED
+os.close(fd)
+os.unlink(path)
+m = (ctypes.c_char * 8192).from_address(a)
+m[0:5] = b"DIRTY"
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+ok = m[0:5] == b"DIRTY" and m[5:21] == b"d then unlinked\n" and not os.path.exists(path)
+print("PASS" if ok else "FAIL %r" % m[0:21], flush=True)' 2> "$T/umap.err" &
+	PID=$!
+	track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file umap "$OUT"; show_file err "$T/umap.err"; fail "the target did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
+		fail "the target is not in a mount namespace of its own"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-unlinked-map case_root_own_unlinked_map

@@ -355,6 +355,9 @@ int rst_share_src(const struct rst *r, int fd);
 const FileEntry *rst_file(struct rst *r, uint32_t id);
 /* Path of a regular file entry (a deleted one: where it is recreated), NULL for other types. */
 const char *rst_reg_path(struct rst *r, uint32_t id);
+/* The same file as memdump opens it: under the restored root (rst_path) unless a ghost,
+ * whose path is already where memdump made it. */
+const char *rst_reg_host_path(struct rst *r, uint32_t id, char *buf, size_t len);
 /* A path of the process as memdump opens it: under the root memdump built for it (mntns.c). */
 const char *rst_path(const struct rst *r, const char *path, char *buf, size_t len);
 /* memdump holds capability cap (CAP_*) in its effective set */

@@ -256,7 +256,7 @@ static int open_reg(struct rst *r, const RegFileEntry *re)
 	int flags = reopen_flags(re->flags) & ~O_ASYNC;
 	char buf[PATH_MAX];
 	int fd = re->deleted_name ? ghost_open_linked(r, re, flags)
-				  : open(rst_path(r, rst_reg_path(r, re->id), buf, sizeof(buf)),
+				  : open(rst_reg_host_path(r, re->id, buf, sizeof(buf)),
 					 flags | O_CLOEXEC);
 
 	if (fd < 0 && re->deleted_name)
@@ -592,7 +592,7 @@ static int open_pipe(struct rst *r, uint32_t pipe_id)
 int fifo_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 {
 	char buf[PATH_MAX];
-	const char *path = rst_path(r, rst_reg_path(r, fe->fifo->regf_id), buf, sizeof(buf));
+	const char *path = rst_reg_host_path(r, fe->fifo->regf_id, buf, sizeof(buf));
 	const FileEntry *re = rst_file(r, fe->fifo->regf_id);
 	int helper, ret;
 

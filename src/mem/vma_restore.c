@@ -84,7 +84,7 @@ static int open_blob_files_in(struct rst *r, struct rst_vma *rv, uint64_t *seen,
 		/* a file: one fd per file and mode (closed by the blob) */
 		{
 			char buf[PATH_MAX];
-			const char *path = rst_path(r, rst_reg_path(r, v->shmid), buf, sizeof(buf));
+			const char *path = rst_reg_host_path(r, v->shmid, buf, sizeof(buf));
 			int fl = O_RDONLY;
 
 			if (v->status & VMA_FILE_SHARED)
@@ -350,7 +350,7 @@ static void fill_zblocks(struct rst *r)
 static int open_pages_exe(struct rst *r)
 {
 	char buf[PATH_MAX];
-	const char *exe = rst_path(r, rst_reg_path(r, r->ds.mm->exe_file_id), buf, sizeof(buf));
+	const char *exe = rst_reg_host_path(r, r->ds.mm->exe_file_id, buf, sizeof(buf));
 	int ret = open_pages(r), idx;
 
 	if (ret)

@@ -84,6 +84,13 @@ const char *rst_reg_path(struct rst *r, uint32_t id)
 	return fe && fe->type == FD_TYPES__REG && fe->reg ? fe->reg->name : NULL;
 }
 
+const char *rst_reg_host_path(struct rst *r, uint32_t id, char *buf, size_t len)
+{
+	const char *ghost = ghost_path(r, id);
+
+	return ghost ? ghost : rst_path(r, rst_reg_path(r, id), buf, len);	/* made there */
+}
+
 void rst_close_prepared(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_descs; i++)
