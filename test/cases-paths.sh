@@ -135,3 +135,43 @@ print("PASS" if ok else "FAIL %r" % m[0:21], flush=True)' 2> "$T/umap.err" &
 	restore_and_pass "$T/d" 1
 }
 add rst-root-own-unlinked-map case_root_own_unlinked_map
+
+# One description of a /proc file held by a parent and its child (opened before
+# the fork). A sysctl's (zdtm fd01) memdump opens again and shares; one of a
+# process of the tree the restored process opens itself, so a second holder is
+# refused by name, not lost at restore ("the fd it shares was not prepared").
+proc_shared_py='
+import os, signal, sys
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+fd = os.open(sys.argv[1], os.O_RDONLY)
+want = os.pread(fd, 64, 0)
+child = os.fork()
+if child == 0:
+    while True:
+        signal.pause()
+print("READY", os.getpid(), child, flush=True)
+while not got:
+    signal.pause()
+ok = os.pread(fd, 64, 0) == want
+os.kill(child, 9)
+print("PASS" if ok else "FAIL", flush=True)'
+
+case_proc_shared_sysctl() {
+	start_py procsh "$proc_shared_py" /proc/sys/fs/nr_open
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-proc-shared-sysctl case_proc_shared_sysctl
+
+case_proc_shared_own() {
+	start_py procsh "$proc_shared_py" /proc/self/stat
+	md d dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "is a /proc file of a process of the tree that process $PID holds too" "$MD_ERR" ||
+		fail "the refusal does not name the shared /proc file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add err-proc-shared-own case_proc_shared_own

@@ -446,15 +446,49 @@ static int find_owner(const struct tree_dump *td, int k, const struct fd_entry *
 	return -1;
 }
 
+/* The innermost of pid's PIDs (NSpid's last), as its namespace shows it; pid if unknown. */
+static pid_t innermost_pid(pid_t pid)
+{
+	char buf[128], *last;
+
+	if (proc_task_status_field(pid, pid, "NSpid", buf, sizeof(buf)))
+		return pid;
+	last = strrchr(buf, '\t');
+	return (pid_t)atoi(last ? last + 1 : buf);
+}
+
+/*
+ * A /proc file of a process of the tree (/proc/self/..., /proc/N/... with N as
+ * memdump or the process's namespace sees it): the restored process opens it
+ * itself (files_restore.c), once N exists. Other /proc files memdump opens.
+ */
+static bool proc_file_of_tree(const struct tree_dump *td, const char *path)
+{
+	const char *p = path + 6;
+	char *end;
+	long n;
+
+	if (!strncmp(p, "self/", 5) || !strncmp(p, "thread-self/", 12))
+		return true;
+	n = strtol(p, &end, 10);
+	if (end == p || *end != '/' || n <= 0)
+		return false;
+	for (int j = 0; j < td->n; j++)
+		if (td->m[j].d.pid == n || innermost_pid(td->m[j].d.pid) == n)
+			return true;
+	return false;
+}
+
 /* Kinds whose sharing between processes restore cannot give yet. */
-static const char *unshareable(const struct file_desc *f)
+static const char *unshareable(const struct tree_dump *td, const struct file_desc *f)
 {
 	if (f->kind == FK_NSFILE)	/* each of these the restored process opens itself */
 		return "a namespace file";
 	if (f->kind == FK_PIDFD)
 		return "a pidfd";
-	if (f->kind == FK_REG && f->path && !strncmp(f->path, "/proc/", 6))
-		return "a /proc file";
+	if (f->kind == FK_REG && f->path && !strncmp(f->path, "/proc/", 6) &&
+	    proc_file_of_tree(td, f->path))
+		return "a /proc file of a process of the tree";
 	if (f->kind == FK_SOCKET && (!f->sk || (f->sk->family != AF_INET &&
 					       f->sk->family != AF_INET6 && f->sk->family != AF_UNIX)))
 		return "a socket other than TCP, UDP or UNIX";
@@ -473,7 +507,7 @@ static int share_fds(struct tree_dump *td, int k)
 
 		if (j < 0)
 			continue;
-		what = unshareable(desc_of(d, fe->id));
+		what = unshareable(td, desc_of(d, fe->id));
 		if (what)
 			return fail(-EOPNOTSUPP, "its fd %d is %s that process %d holds too, which "
 				    "restore does not share yet", fe->fd, what, td->m[j].d.pid);
