@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fault.h"
 #include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"
@@ -158,6 +159,8 @@ int sysctl_write(const char *path, const SysctlEntry *e)
 		len = snprintf(text, sizeof(text), "%d", e->iarg);
 	if (len < 0 || (size_t)len >= sizeof(text))
 		return -E2BIG;
+	if (fault_wanted("netns-sysctl-write") && fault_fails())
+		return -EACCES;	/* as a value read only in a namespace (tests) */
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -256,11 +259,9 @@ int sysctl_apply(enum sysctl_list l, const char *cmp, const char *dev, SysctlEnt
 
 				sysctl_dotted(l, dev, s->name, name, sizeof(name));
 				if (v[i]->type == SYSCTL_TYPE__CTL_STR)
-					snprintf(bad, len, "%s = \"%s\": %s", name, v[i]->sarg,
-						 strerror(-ret));
+					snprintf(bad, len, "%s = \"%s\"", name, v[i]->sarg);
 				else
-					snprintf(bad, len, "%s = %d: %s", name, v[i]->iarg,
-						 strerror(-ret));
+					snprintf(bad, len, "%s = %d", name, v[i]->iarg);
 				return ret;
 			}
 		}
@@ -346,10 +347,11 @@ static void try_list(enum sysctl_list l, const char *cmp, const char *dev, Sysct
 		     size_t n, struct refusals *r)
 {
 	char bad[512];
+	int ret = sysctl_apply(l, cmp, dev, v, n, bad, sizeof(bad));
 
-	if (sysctl_apply(l, cmp, dev, v, n, bad, sizeof(bad)))
-		refuse_add(r, "sysctl %s of its network namespace (the restore cannot write it "
-			   "into a new one)", bad);
+	if (ret)
+		refuse_add(r, "sysctl %s of its network namespace (a new one does not take it: %s)",
+			   bad, strerror(-ret));
 }
 
 /*

@@ -56,7 +56,7 @@ void sysctl_entries_free(SysctlEntry **v, size_t n);
 /*
  * v's values (list l) into dev's, each one unlike cmp's (dev's own, or
  * default's for a device made after it), forwarding before accept_redirects.
- * On a failure (-errno, not reported) bad gets "name = value: error".
+ * On a failure (-errno, not reported) bad gets "net.x.y = value".
  */
 int sysctl_apply(enum sysctl_list l, const char *cmp, const char *dev, SysctlEntry *const *v,
 		 size_t n, char *bad, size_t len);

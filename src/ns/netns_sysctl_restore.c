@@ -32,7 +32,7 @@ static int apply(enum sysctl_list l, const char *dev, SysctlEntry *const *v, siz
 			    "netns-1.img", n, l == SL_CONF4 ? "ipv4.conf" : l == SL_CONF6 ?
 			    "ipv6.conf" : l == SL_UNIX ? "unix" : "ipv4", known);
 	ret = sysctl_apply(l, dev, dev, v, n, bad, sizeof(bad));
-	return ret ? fail(ret, "cannot restore sysctl %s", bad) : 0;
+	return ret ? fail(ret, "cannot restore sysctl %s: %s", bad, strerror(-ret)) : 0;
 }
 
 int netns_sysctl_restore(int dirfd)
