@@ -526,6 +526,87 @@ case_ns_net_veth_tcp() {
 	return 0
 }
 add ns-net-veth-tcp case_ns_net_veth_tcp
+
+# The sysctls of a network namespace the dump saves (issue 24), one of each
+# kind: net.ipv4.conf and net.ipv6.conf of all, default, lo and a veth,
+# net.unix and net.ipv4.ping_group_range. all.forwarding gets the other value
+# than a new namespace has (it may inherit the host's), and accept_redirects
+# the same one after it, which writing forwarding alone would not give.
+NS_SYSCTLS="ipv4/conf/all/forwarding ipv4/conf/all/accept_redirects ipv4/conf/all/accept_local
+ipv4/conf/default/arp_ignore ipv6/conf/all/hop_limit ipv6/conf/default/dad_transmits
+ipv4/conf/lo/tag ipv6/conf/lo/mtu ipv6/conf/lo/stable_secret unix/max_dgram_qlen
+ipv4/ping_group_range"
+ns_sysctl_setup() {
+	local fwd; fwd=$(( 1 - $(unshare --net cat /proc/sys/net/ipv4/conf/all/forwarding) ))
+	local v=("$fwd" "$fwd" 1 2 33 3 77 9000 fd00:1:2:3:4:5:6:7 77 "100 200") s i=0 out=
+	for s in $NS_SYSCTLS; do
+		out+=" && echo '${v[i++]}' > /proc/sys/net/$s"
+	done
+	echo "$out && echo 9 > /proc/sys/net/ipv4/conf/$VIN/tag && echo 0 > /proc/sys/net/ipv6/conf/$VIN/autoconf"
+}
+
+# sysctl_state PID|new: the values of NS_SYSCTLS and $VIN's (new: a new namespace's)
+sysctl_state() {
+	local s run=(nsenter -t "$1" -n)
+	[[ $1 == new ]] && run=(unshare --net)
+	for s in $NS_SYSCTLS; do
+		printf '%s=%s\n' "$s" "$("${run[@]}" cat "/proc/sys/net/$s" 2>&1)"
+	done
+	[[ $1 == new ]] && return 0
+	"${run[@]}" cat "/proc/sys/net/ipv4/conf/$VIN/tag" "/proc/sys/net/ipv6/conf/$VIN/autoconf"
+}
+
+case_ns_net_sysctl() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	veth_names
+	trap veth_cleanup EXIT
+	VETH_EXTRA=$(ns_sysctl_setup) veth_start
+	local before fresh; before=$(sysctl_state "$PID") fresh=$(sysctl_state new)
+	[[ $before == *"ipv4/conf/lo/tag=77"* ]] || fail "the setup did not take: $before"
+	[[ $(nsenter -t "$PID" -n cat /proc/sys/net/ipv4/conf/$VIN/tag) == 9 ]] || fail "no tag on $VIN"
+	local s
+	# each one the restore has to write (accept_redirects: once forwarding is)
+	for s in ${NS_SYSCTLS/ipv4\/conf\/all\/accept_redirects}; do
+		[[ $(grep "^$s=" <<< "$before") != $(grep "^$s=" <<< "$fresh") ]] ||
+			fail "$s is a new namespace's already: $(grep "^$s=" <<< "$fresh")"
+	done
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	[[ -f $T/d/netns-1.img ]] || fail "netns-1.img missing"
+	crit_decodes "$T/d"
+	shows "$T/d" 'unix max_dgram_qlen 77'
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	local after; after=$(sysctl_state "$PID")
+	if [[ $after != "$before" ]]; then
+		diff <(echo "$before") <(echo "$after") | sed 's/^/#   /'
+		fail "the restored namespace's sysctls differ from the dumped ones"
+	fi
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+
+# A sysctl the restore could not write into a new namespace (here the write
+# fails by MEMDUMP_FAULT, as one read only in a namespace would) is refused by
+# name by the dump's dry run, the target untouched.
+case_ns_net_sysctl_refuse() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	NETNS_SETUP='echo 55 > /proc/sys/net/unix/max_dgram_qlen' START_WRAP="$TESTSRC/netns-wrap" \
+		start_prog t-sockinet
+	MEMDUMP_FAULT=netns-sysctl-write MEMDUMP_FAULT_FAIL=1 md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	local want="sysctl net.unix.max_dgram_qlen = 55 of its network namespace"
+	want+=" (a new one does not take it: Permission denied)"
+	grep -qF "$want" "$MD_ERR" || fail "the refusal does not name net.unix.max_dgram_qlen: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	[[ $(nsenter -t "$PID" -n cat /proc/sys/net/unix/max_dgram_qlen) == 55 ]] ||
+		fail "the target's namespace changed"
+	check_child_pass
+}
+add ns-net-sysctl case_ns_net_sysctl
+add ns-net-sysctl-refuse case_ns_net_sysctl_refuse
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree

@@ -26,6 +26,7 @@
 #include "fault.h"
 #include "log.h"
 #include "netlock.h"
+#include "ns/ns.h"
 
 #include "files.pb-c.h"
 #include "files/sockets.h"
@@ -204,7 +205,8 @@ void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
 {
 	struct sk_set set = { .tcp_established = o->tcp_established, .tcp_close = o->tcp_close,
 			      .skip_in_flight = o->skip_in_flight, .ext_unix_sk = o->ext_unix_sk,
-			      .tree = o->tree };
+			      .tree = o->tree,
+			      .netns_saved = ns_saved_mask(pid, o->ext_net_ino) & CLONE_NEWNET };
 	int pidfd = syscall(SYS_pidfd_open, pid, 0);
 	char path[64];
 	struct dirent *de;
@@ -318,6 +320,7 @@ int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o)
 	d->sockets.tcp_close = o->tcp_close;
 	d->sockets.skip_in_flight = o->skip_in_flight;
 	d->sockets.ext_unix_sk = o->ext_unix_sk;
+	d->sockets.netns_saved = d->own_ns & CLONE_NEWNET;
 	if (!ret && o->tcp_established)
 		ret = lock_connections(d);
 	return ret;

@@ -60,6 +60,7 @@ static const struct img_desc descs[IMG_NR_TYPES] = {
 	[IMG_MNTS]       = { "mountpoints-%u.img", 0x55563928, IMG_COMMON_MAGIC },
 	[IMG_CGROUP]     = { "cgroup.img",      0x59383330, IMG_COMMON_MAGIC },
 	[IMG_TIMENS]     = { "timens-%u.img",   0x43114433, IMG_COMMON_MAGIC },
+	[IMG_NETNS]      = { "netns-%u.img",    0x55933752, IMG_COMMON_MAGIC },
 };
 
 /* Every image a dump created, with its checksum once it is closed. */

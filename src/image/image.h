@@ -69,6 +69,7 @@ enum img_type {
 	IMG_MNTS,	/* mountpoints-ID.img: a mount namespace */
 	IMG_CGROUP,	/* cgroup.img: the process's cgroups and their properties */
 	IMG_TIMENS,	/* timens-ID.img: a time namespace's clocks */
+	IMG_NETNS,	/* netns-ID.img: a network namespace's sysctls */
 	IMG_NR_TYPES
 };
 

@@ -106,22 +106,42 @@ static bool in_home_netns(int copy)
 	return same;
 }
 
+/* The socket is of the namespace the dumping thread is in. */
+static bool in_thread_netns(int copy)
+{
+	struct stat its, here;
+	int ns = ioctl(copy, SIOCGSKNS);
+	bool same;
+
+	if (ns < 0)
+		return false;
+	same = !fstat(ns, &its) && !stat("/proc/thread-self/ns/net", &here) &&
+	       its.st_ino == here.st_ino;
+	close(ns);
+	return same;
+}
+
 /*
  * Ping sockets: the restore makes one as memdump, whose group must be in
- * net.ipv4.ping_group_range: tried here. A namespace of the target's own is
- * made anew by the restore, with the default range (no group): refused.
+ * net.ipv4.ping_group_range: tried here, in memdump's namespace or in the
+ * target's own saved one (the dumping thread is in it), whose range the
+ * restore writes back before the sockets are made (ns/netns_sysctl.c).
  */
-static const char *ping_unsupported(int copy, int proto)
+static const char *ping_unsupported(int copy, int proto, const struct sk_set *set)
 {
 	int family = sk_int_opt(copy, SOL_SOCKET, SO_DOMAIN), fd;
+	bool home = in_home_netns(copy);
 
-	if (!in_home_netns(copy))
-		return "an ICMP socket of another network namespace, whose "
-		       "net.ipv4.ping_group_range memdump does not restore";
+	if (!home && !(set->netns_saved && in_thread_netns(copy)))
+		return "an ICMP socket of another network namespace than memdump's or the "
+		       "process's own (whose net.ipv4.ping_group_range memdump does not restore)";
 	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, proto);
 	if (fd < 0)
-		return "memdump cannot make an ICMP socket here to restore it "
-		       "(net.ipv4.ping_group_range leaves its group out)";
+		return home ? "memdump cannot make an ICMP socket here to restore it "
+			      "(net.ipv4.ping_group_range leaves its group out)"
+			    : "memdump cannot make an ICMP socket in the process's network "
+			      "namespace to restore it (its net.ipv4.ping_group_range leaves "
+			      "memdump's group out)";
 	close(fd);
 	return raw_unsupported(copy, NULL);
 }
@@ -203,7 +223,7 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 		return "it has datagrams queued, whose senders a restore could not be";
 	}
 	if (is_ping(type, proto))
-		return ping_unsupported(copy, proto);
+		return ping_unsupported(copy, proto, set);
 	if (type == SOCK_RAW)
 		return raw_unsupported(copy, s);
 	if (type != SOCK_STREAM || proto != IPPROTO_TCP)

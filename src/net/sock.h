@@ -209,6 +209,8 @@ struct sk_set {
 	bool tcp_close;			/* --tcp-close: connections saved as closed */
 	bool skip_in_flight;		/* --skip-in-flight */
 	bool ext_unix_sk;		/* --ext-unix-sk: datagram peers outside reconnected by name */
+	bool netns_saved;		/* the target's network namespace is its own, saved (and the
+					 * dumping thread is in it): its sysctls come back */
 	struct sk_repaired *repair;	/* copies of TCP sockets put in repair mode */
 	size_t nr_repair;
 	bool locked;			/* the network lock is on (netlock.h) */

@@ -18,7 +18,8 @@
  * addresses and routes from router advertisements, routes of other tables
  * or through nexthop objects, policy routing rules, qdiscs, permanent
  * neighbour entries, nftables tables and legacy iptables tables. The
- * namespace's sysctls are not saved (docs/trees-and-namespaces.md).
+ * namespace's sysctls and its devices' are saved with them (netns_sysctl.c:
+ * netns-1.img, and each device's entry).
  */
 #include <errno.h>
 #include <net/if.h>
@@ -42,6 +43,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ns/netns.h"
+#include "ns/netns_sysctl.h"
 #include "ctx/refusals.h"
 #include "image/image.h"
 #include "log.h"
@@ -60,6 +62,7 @@ struct nslink {
 	char name[IF_NAMESIZE];
 	unsigned char mac[6];
 	bool has_mac;
+	bool saved;			/* lo or a veth: its sysctls go with it */
 };
 
 #define NS_MAX_TABLES	64
@@ -301,6 +304,7 @@ static void free_entry(NetDeviceEntry *e, struct peer *p)
 	free(e->peer_name);
 	free(e->peer_master);
 	free(e->peer_address.data);
+	netns_sysctl_dev_free(e);
 	for (size_t i = 0; i < e->n_peer_ifaddr; i++)
 		free(p->addrs[i].data);
 }
@@ -326,6 +330,8 @@ static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struc
 	}
 	if (!e.name || (e.has_address && !e.address.data))
 		ret = -ENOMEM;
+	if (!ret)
+		ret = netns_sysctl_dev(&e);
 	if (!ret && e.type == ND_TYPE__VETH) {
 		e.has_peer_ifindex = e.has_peer_nsid = true;
 		e.peer_ifindex = u32_of(tb[IFLA_LINK], 0);
@@ -367,7 +373,10 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 		memcpy(l->mac, RTA_DATA(tb[IFLA_ADDRESS]), 6);
 		l->has_mac = true;
 	}
-	if (!link_ok(n, ifi, tb, name) || !n->img)
+	if (!link_ok(n, ifi, tb, name))
+		return 0;
+	l->saved = true;
+	if (!n->img)
 		return 0;
 	return write_device(n, ifi, tb, name);
 }
@@ -817,6 +826,18 @@ static int open_read(struct netns_read *n, int host_netns, struct refusals *r)
 	return ret;
 }
 
+/* The sysctls of the namespace and of its devices saved, tried in a scratch namespace. */
+static void refuse_sysctls(struct netns_read *n)
+{
+	const char *devs[NS_MAX_LINKS];
+	int nr = 0;
+
+	for (int i = 0; i < n->nr_links; i++)
+		if (n->links[i].saved)
+			devs[nr++] = n->links[i].name;
+	netns_sysctl_refuse(devs, nr, n->r);
+}
+
 void netns_refuse(int host_netns, struct refusals *r)
 {
 	struct netns_read *n = calloc(1, sizeof(*n));
@@ -847,6 +868,8 @@ void netns_refuse(int host_netns, struct refusals *r)
 		refuse_add(r, "its network namespace (unreadable: %s)", strerror(-ret));
 	list_nftables(n);
 	check_iptables(n);
+	if (!ret)
+		refuse_sysctls(n);
 	rtnl_close(&n->nl);
 	free(n);
 }
@@ -893,6 +916,8 @@ int netns_dump(struct dump_ctx *d, int host_netns)
 			ret = write_image(n, IMG_ROUTE6, IPROUTE_ROUTE_MAGIC, read_routes, AF_INET6);
 		if (!ret)
 			ret = list_nftables(n) ?: save_nftables(n) ?: save_iptables(n);
+		if (!ret)
+			ret = netns_sysctl_dump(n->dir);
 		rtnl_close(&n->nl);
 	}
 	/* what the refusal pass let through must still be all there is, the target frozen */

@@ -1,4 +1,5 @@
-/* A network namespace of the target's own: lo and veth devices, addresses, routes (netns.c). */
+/* A network namespace of the target's own: lo and veth devices, addresses, routes, firewall,
+ * sysctls (netns.c, netns_sysctl.c). */
 #ifndef MEMDUMP_DUMP_NETNS_H
 #define MEMDUMP_DUMP_NETNS_H
 
@@ -14,7 +15,8 @@ struct refusals;
  * cannot be saved, each by name.
  */
 void netns_refuse(int host_netns, struct refusals *r);
-/* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img (inside, while frozen). */
+/* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img, the firewall's and netns-1.img
+ * (its sysctls: netns_sysctl.c), inside, while frozen. */
 int netns_dump(struct dump_ctx *d, int host_netns);
 
 /* Restore (its _restore.c files) */

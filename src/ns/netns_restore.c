@@ -6,7 +6,8 @@
  * veth[IN]:OUT gives), with its MAC, MTU and addresses, or attached to the
  * bridge it was a port of (or veth[IN]:OUT@BRIDGE's); then the devices' flags (up), the addresses
  * of ifaddr-1.img and the routes of route-1.img and route6-1.img, sent as
- * they were dumped. Last, the IPv6 addresses made are waited for until their
+ * they were dumped. The namespace's sysctls (netns_sysctl_restore.c) are
+ * written before the devices are made, each device's once it is. Last, the IPv6 addresses made are waited for until their
  * duplicate address detection is over, so that a socket bound to one can be
  * bound again; the kernel's link-local ones only when a dumped socket is
  * bound to a link-local address: their detection takes up to 2 s after the
@@ -42,6 +43,7 @@
 #include "files.pb-c.h"
 #include "netdev.pb-c.h"
 #include "ns/netns.h"
+#include "ns/netns_sysctl.h"
 
 #define NS_ID		1
 #define NS_MAX_DEVS	64
@@ -520,8 +522,10 @@ static int restore_all(struct netns_rst *n)
 		ret = rtnl_open(&n->in);
 	if (!ret)
 		ret = rtnl_open_in(&n->host, n->host_netns);
+	if (!ret)
+		ret = netns_sysctl_restore(n->r->ds.dirfd);
 	for (int i = 0; !ret && i < n->nr_devs; i++)
-		ret = make_device(n, n->devs[i]);
+		ret = make_device(n, n->devs[i]) ?: netns_sysctl_restore_dev(n->devs[i]);
 	if (!ret)
 		ret = replay(n, IMG_IFADDR, IPROUTE_ADDR_MAGIC, RTM_NEWADDR);
 	if (!ret)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ns/ns_show.h"
+#include "ns/netns_sysctl.h"
 #include "image/image.h"
 
 #include "ipc-msg.pb-c.h"
@@ -140,8 +141,10 @@ void show_namespaces(const struct dumpset *ds)
 			img_free(&utsns_entry__descriptor, u);
 		}
 	}
-	if (own & CLONE_NEWNET)
+	if (own & CLONE_NEWNET) {
 		show_netdevs(ds->dirfd);
+		netns_sysctl_show(ds->dirfd);
+	}
 	if (own & CLONE_NEWTIME)
 		show_timens(ds->dirfd);
 	if (own & CLONE_NEWIPC) {
