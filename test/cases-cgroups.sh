@@ -251,3 +251,50 @@ case_procself_cgroup_rst() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 add procself-cgroup-rst case_procself_cgroup_rst
+
+# The empty cgroups below the process's own (zdtm cgroup01, cgroup03, cgroup04), removed after
+# the dump, made again with their mode, owner, properties (a file's perms, devices.list),
+# and a directory fd on its own cgroup (zdtm cgroup02) opened on the one made again
+case_cgroup_below() {
+	local cpu=/sys/fs/cgroup/cpu dev=/sys/fs/cgroup/devices
+	[[ -d $cpu && -d $dev ]] || { note "no v1 cpu and devices hierarchies: skipped"; return 0; }
+	cg_setup
+	mkdir -p "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e1/deep" "$dev/$CGN/sub/e0" ||
+		fail "cannot make the empty cgroups"
+	echo 300 > "$cpu/$CGN/sub/e0/cpu.shares"; echo 1 > "$cpu/$CGN/sub/e0/notify_on_release"
+	chmod 0750 "$cpu/$CGN/sub/e0"; chown 1000:1000 "$cpu/$CGN/sub/e0"
+	chmod 0666 "$cpu/$CGN/sub/e0/notify_on_release"; chown 1000:1000 "$cpu/$CGN/sub/e0/cgroup.procs"
+	echo a > "$dev/$CGN/sub/e0/devices.deny"; echo 'c 1:3 rwm' > "$dev/$CGN/sub/e0/devices.allow"
+	echo 'b 7:* r' > "$dev/$CGN/sub/e0/devices.allow"
+	local f want=()
+	for f in "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e0/notify_on_release" "$cpu/$CGN/sub/e0/cgroup.procs"; do
+		want+=("$(stat -c '%n %a %u %g' "$f")")
+	done
+	want+=("$(cat "$cpu/$CGN/sub/e0/cpu.shares" "$cpu/$CGN/sub/e0/notify_on_release" \
+		     "$dev/$CGN/sub/e0/devices.list" | tr '\n' ' ')")
+	printf '#!/bin/sh\nexec 3< %s\nexec "$@"\n' "$cpu/$CGN/sub" > "$T/dirwrap"
+	chmod +x "$T/dirwrap"
+	START_WRAP="$T/cgwrap $T/dirwrap" start_prog t-threads
+	[[ $(readlink "/proc/$PID/fd/3") == "$cpu/$CGN/sub" ]] || fail "fd 3 is not $cpu/$CGN/sub"
+	cat "/proc/$PID/cgroup" > "$T/cg.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit decode -i "$T/d/cgroup.img" > "$T/cg.json" 2>&1 || fail "crit cannot decode cgroup.img"
+	grep -q "\"$CGN/sub/e1/deep\"" "$T/cg.json" || fail "cgroup.img does not name $CGN/sub/e1/deep"
+	cg_remove
+	[[ -d $cpu/$CGN ]] && fail "$cpu/$CGN not removed"
+	restore_cg below
+	cg_same "$PID" "$T/cg.before"
+	[[ -d $cpu/$CGN/sub/e1/deep ]] || fail "$CGN/sub/e1/deep not made again"
+	local got=()
+	for f in "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e0/notify_on_release" "$cpu/$CGN/sub/e0/cgroup.procs"; do
+		got+=("$(stat -c '%n %a %u %g' "$f")")
+	done
+	got+=("$(cat "$cpu/$CGN/sub/e0/cpu.shares" "$cpu/$CGN/sub/e0/notify_on_release" \
+		    "$dev/$CGN/sub/e0/devices.list" | tr '\n' ' ')")
+	[[ "${got[*]}" == "${want[*]}" ]] || fail "made again as '${got[*]}', dumped '${want[*]}'"
+	[[ $(readlink "/proc/$PID/fd/3") == "$cpu/$CGN/sub" ]] ||
+		fail "restored fd 3 is $(readlink "/proc/$PID/fd/3"), not $cpu/$CGN/sub"
+	finish_cg
+}
+add cgroup-below case_cgroup_below
