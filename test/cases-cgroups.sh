@@ -298,3 +298,37 @@ case_cgroup_below() {
 	finish_cg
 }
 add cgroup-below case_cgroup_below
+
+# A v1 hierarchy no mount shows (zdtm's tests umount theirs once joined): read at the dump,
+# made again and joined by the restore through mounts of their own, not attached anywhere
+case_cgroup_unmounted() {
+	local name=memdump-cgu$$ m=$T/cgmnt
+	mkdir -p "$m"
+	mount -t cgroup -o "none,name=$name" none "$m" || { note "cannot mount a named v1 hierarchy: skipped"; return 0; }
+	CGN=memdump-cg$$-$RANDOM
+	trap 'mount -t cgroup -o "none,name='"$name"'" none "'"$m"'" 2>/dev/null; for p in $(cat "'"$m/$CGN"'"/sub/cgroup.procs 2>/dev/null); do kill -9 $p; done; sleep 0.2; find "'"$m/$CGN"'" -depth -type d -exec rmdir {} \; 2>/dev/null; umount "'"$m"'" 2>/dev/null' EXIT
+	mkdir -p "$m/$CGN/sub/e0" || fail "cannot make $CGN/sub/e0"
+	chmod 0700 "$m/$CGN/sub/e0"; echo 1 > "$m/$CGN/sub/e0/notify_on_release"
+	printf '#!/bin/sh\necho $$ > %s/cgroup.procs || exit 1\nexec "$@"\n' "$m/$CGN/sub" > "$T/uwrap"
+	chmod +x "$T/uwrap"
+	START_WRAP=$T/uwrap start_prog t-threads
+	umount "$m" || fail "cannot umount $m"
+	grep -q "name=$name" /proc/self/mountinfo && fail "$name still mounted"
+	grep -q ":name=$name:/$CGN/sub\$" "/proc/$PID/cgroup" || fail "the target is not in $CGN/sub"
+	cat "/proc/$PID/cgroup" > "$T/cg.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit decode -i "$T/d/cgroup.img" > "$T/cg.json" 2>&1 || fail "crit cannot decode cgroup.img"
+	grep -q "\"$CGN/sub/e0\"" "$T/cg.json" || fail "cgroup.img does not name $CGN/sub/e0"
+	mount -t cgroup -o "none,name=$name" none "$m" || fail "cannot mount $name again"
+	rmdir "$m/$CGN/sub/e0" "$m/$CGN/sub" "$m/$CGN" || fail "cannot remove $CGN"
+	umount "$m" || fail "cannot umount $m"
+	restore_cg unmounted
+	cg_same "$PID" "$T/cg.before"
+	mount -t cgroup -o "none,name=$name" none "$m" || fail "cannot mount $name again"
+	[[ $(stat -c %a "$m/$CGN/sub/e0" 2>&1) == 700 ]] ||
+		fail "$CGN/sub/e0 made again as $(stat -c %a "$m/$CGN/sub/e0" 2>&1), dumped 700"
+	[[ $(cat "$m/$CGN/sub/e0/notify_on_release") == 1 ]] || fail "e0's notify_on_release not restored"
+	finish_cg
+}
+add cgroup-unmounted case_cgroup_unmounted
