@@ -306,8 +306,9 @@ case_cgroup_unmounted() {
 	mkdir -p "$m"
 	mount -t cgroup -o "none,name=$name" none "$m" || { note "cannot mount a named v1 hierarchy: skipped"; return 0; }
 	CGN=memdump-cg$$-$RANDOM
-	trap 'mount -t cgroup -o "none,name='"$name"'" none "'"$m"'" 2>/dev/null; for p in $(cat "'"$m/$CGN"'"/sub/cgroup.procs 2>/dev/null); do kill -9 $p; done; sleep 0.2; find "'"$m/$CGN"'" -depth -type d -exec rmdir {} \; 2>/dev/null; umount "'"$m"'" 2>/dev/null' EXIT
-	mkdir -p "$m/$CGN/sub/e0" || fail "cannot make $CGN/sub/e0"
+	trap 'mount -t cgroup -o "none,name='"$name"'" none "'"$m"'" 2>/dev/null; for p in $(cat "'"$m/$CGN"'"/sub/cgroup.procs 2>/dev/null); do kill -9 $p; done; sleep 0.2; find "'"$m/$CGN"'" -depth -type d -exec rmdir {} \; 2>/dev/null; rmdir "'"$m/$CGN-holder"'" 2>/dev/null; umount "'"$m"'" 2>/dev/null' EXIT
+	# a cgroup outside the case's keeps the hierarchy while nothing mounts it (zdtm's holder)
+	mkdir -p "$m/$CGN/sub/e0" "$m/$CGN-holder" || fail "cannot make $CGN/sub/e0"
 	chmod 0700 "$m/$CGN/sub/e0"; echo 1 > "$m/$CGN/sub/e0/notify_on_release"
 	printf '#!/bin/sh\necho $$ > %s/cgroup.procs || exit 1\nexec "$@"\n' "$m/$CGN/sub" > "$T/uwrap"
 	chmod +x "$T/uwrap"

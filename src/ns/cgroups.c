@@ -306,7 +306,8 @@ static int add_below(struct cg_build *b, const char *mnt, CgroupDirEntry *de, bo
 		free_names(names, n);
 		return -ENOMEM;
 	}
-	memcpy(list, de->children, de->n_children * sizeof(*list));
+	if (de->n_children)
+		memcpy(list, de->children, de->n_children * sizeof(*list));
 	de->children = list;
 	for (size_t i = 0; i < n && !ret; i++) {
 		CgroupDirEntry *c;
