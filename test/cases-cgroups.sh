@@ -251,3 +251,85 @@ case_procself_cgroup_rst() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 add procself-cgroup-rst case_procself_cgroup_rst
+
+# The empty cgroups below the process's own (zdtm cgroup01, cgroup03, cgroup04), removed after
+# the dump, made again with their mode, owner, properties (a file's perms, devices.list),
+# and a directory fd on its own cgroup (zdtm cgroup02) opened on the one made again
+case_cgroup_below() {
+	local cpu=/sys/fs/cgroup/cpu dev=/sys/fs/cgroup/devices
+	[[ -d $cpu && -d $dev ]] || { note "no v1 cpu and devices hierarchies: skipped"; return 0; }
+	cg_setup
+	mkdir -p "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e1/deep" "$dev/$CGN/sub/e0" ||
+		fail "cannot make the empty cgroups"
+	echo 300 > "$cpu/$CGN/sub/e0/cpu.shares"; echo 1 > "$cpu/$CGN/sub/e0/notify_on_release"
+	chmod 0750 "$cpu/$CGN/sub/e0"; chown 1000:1000 "$cpu/$CGN/sub/e0"
+	chmod 0666 "$cpu/$CGN/sub/e0/notify_on_release"; chown 1000:1000 "$cpu/$CGN/sub/e0/cgroup.procs"
+	echo a > "$dev/$CGN/sub/e0/devices.deny"; echo 'c 1:3 rwm' > "$dev/$CGN/sub/e0/devices.allow"
+	echo 'b 7:* r' > "$dev/$CGN/sub/e0/devices.allow"
+	local f want=()
+	for f in "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e0/notify_on_release" "$cpu/$CGN/sub/e0/cgroup.procs"; do
+		want+=("$(stat -c '%n %a %u %g' "$f")")
+	done
+	want+=("$(cat "$cpu/$CGN/sub/e0/cpu.shares" "$cpu/$CGN/sub/e0/notify_on_release" \
+		     "$dev/$CGN/sub/e0/devices.list" | tr '\n' ' ')")
+	printf '#!/bin/sh\nexec 3< %s\nexec "$@"\n' "$cpu/$CGN/sub" > "$T/dirwrap"
+	chmod +x "$T/dirwrap"
+	START_WRAP="$T/cgwrap $T/dirwrap" start_prog t-threads
+	[[ $(readlink "/proc/$PID/fd/3") == "$cpu/$CGN/sub" ]] || fail "fd 3 is not $cpu/$CGN/sub"
+	cat "/proc/$PID/cgroup" > "$T/cg.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit decode -i "$T/d/cgroup.img" > "$T/cg.json" 2>&1 || fail "crit cannot decode cgroup.img"
+	grep -q "\"$CGN/sub/e1/deep\"" "$T/cg.json" || fail "cgroup.img does not name $CGN/sub/e1/deep"
+	cg_remove
+	[[ -d $cpu/$CGN ]] && fail "$cpu/$CGN not removed"
+	restore_cg below
+	cg_same "$PID" "$T/cg.before"
+	[[ -d $cpu/$CGN/sub/e1/deep ]] || fail "$CGN/sub/e1/deep not made again"
+	local got=()
+	for f in "$cpu/$CGN/sub/e0" "$cpu/$CGN/sub/e0/notify_on_release" "$cpu/$CGN/sub/e0/cgroup.procs"; do
+		got+=("$(stat -c '%n %a %u %g' "$f")")
+	done
+	got+=("$(cat "$cpu/$CGN/sub/e0/cpu.shares" "$cpu/$CGN/sub/e0/notify_on_release" \
+		    "$dev/$CGN/sub/e0/devices.list" | tr '\n' ' ')")
+	[[ "${got[*]}" == "${want[*]}" ]] || fail "made again as '${got[*]}', dumped '${want[*]}'"
+	[[ $(readlink "/proc/$PID/fd/3") == "$cpu/$CGN/sub" ]] ||
+		fail "restored fd 3 is $(readlink "/proc/$PID/fd/3"), not $cpu/$CGN/sub"
+	finish_cg
+}
+add cgroup-below case_cgroup_below
+
+# A v1 hierarchy no mount shows (zdtm's tests umount theirs once joined): read at the dump,
+# made again and joined by the restore through mounts of their own, not attached anywhere
+case_cgroup_unmounted() {
+	local name=memdump-cgu$$ m=$T/cgmnt
+	mkdir -p "$m"
+	mount -t cgroup -o "none,name=$name" none "$m" || { note "cannot mount a named v1 hierarchy: skipped"; return 0; }
+	CGN=memdump-cg$$-$RANDOM
+	trap 'mount -t cgroup -o "none,name='"$name"'" none "'"$m"'" 2>/dev/null; for p in $(cat "'"$m/$CGN"'"/sub/cgroup.procs 2>/dev/null); do kill -9 $p; done; sleep 0.2; find "'"$m/$CGN"'" -depth -type d -exec rmdir {} \; 2>/dev/null; rmdir "'"$m/$CGN-holder"'" 2>/dev/null; umount "'"$m"'" 2>/dev/null' EXIT
+	# a cgroup outside the case's keeps the hierarchy while nothing mounts it (zdtm's holder)
+	mkdir -p "$m/$CGN/sub/e0" "$m/$CGN-holder" || fail "cannot make $CGN/sub/e0"
+	chmod 0700 "$m/$CGN/sub/e0"; echo 1 > "$m/$CGN/sub/e0/notify_on_release"
+	printf '#!/bin/sh\necho $$ > %s/cgroup.procs || exit 1\nexec "$@"\n' "$m/$CGN/sub" > "$T/uwrap"
+	chmod +x "$T/uwrap"
+	START_WRAP=$T/uwrap start_prog t-threads
+	umount "$m" || fail "cannot umount $m"
+	grep -q "name=$name" /proc/self/mountinfo && fail "$name still mounted"
+	grep -q ":name=$name:/$CGN/sub\$" "/proc/$PID/cgroup" || fail "the target is not in $CGN/sub"
+	cat "/proc/$PID/cgroup" > "$T/cg.before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit decode -i "$T/d/cgroup.img" > "$T/cg.json" 2>&1 || fail "crit cannot decode cgroup.img"
+	grep -q "\"$CGN/sub/e0\"" "$T/cg.json" || fail "cgroup.img does not name $CGN/sub/e0"
+	mount -t cgroup -o "none,name=$name" none "$m" || fail "cannot mount $name again"
+	rmdir "$m/$CGN/sub/e0" "$m/$CGN/sub" "$m/$CGN" || fail "cannot remove $CGN"
+	umount "$m" || fail "cannot umount $m"
+	restore_cg unmounted
+	cg_same "$PID" "$T/cg.before"
+	mount -t cgroup -o "none,name=$name" none "$m" || fail "cannot mount $name again"
+	[[ $(stat -c %a "$m/$CGN/sub/e0" 2>&1) == 700 ]] ||
+		fail "$CGN/sub/e0 made again as $(stat -c %a "$m/$CGN/sub/e0" 2>&1), dumped 700"
+	[[ $(cat "$m/$CGN/sub/e0/notify_on_release") == 1 ]] || fail "e0's notify_on_release not restored"
+	finish_cg
+}
+add cgroup-unmounted case_cgroup_unmounted

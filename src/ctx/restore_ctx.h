@@ -230,6 +230,8 @@ struct rst {
 	struct CgroupEntry *cg;	/* cgroup.img, NULL: none or --manage-cgroups ignore */
 	char **cg_made;		/* cgroup directories this restore created (cgroups.c) */
 	size_t nr_cg_made;
+	bool cg_early;		/* a restore, not a check: cgroups made before the files' checks */
+	bool cg_ready;		/* they are made (cgroups_recreate) */
 	char **cg_join;		/* cgroup.procs files the child joins (ns/cgroups_join_restore.c) */
 	size_t nr_cg_join;
 	char **cg_root;		/* a cgroup namespace's root: joined before the unshare */

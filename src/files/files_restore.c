@@ -35,6 +35,7 @@
 #include "files/ghost.h"
 #include "files/tty.h"
 #include "mem/shmem.h"
+#include "ns/cgroups.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "mem/pages.h"
@@ -121,7 +122,8 @@ static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
 	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino) &&
-	    !mntns_new_dev(r, st.st_dev) && !dynamic_inode(path) && !on_given_root(r, re, st.st_dev))
+	    !mntns_new_dev(r, st.st_dev) && !dynamic_inode(path) && !on_given_root(r, re, st.st_dev) &&
+	    !(S_ISDIR(st.st_mode) && cgroups_made_inode(r, st.st_dev, st.st_ino)))
 		return fail(-ESTALE, "%s %s was replaced since the dump (other inode)", why,
 			    re->name);
 	if (re->has_mode && (st.st_mode & S_IFMT) != (re->mode & S_IFMT))

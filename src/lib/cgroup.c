@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/mount.h>
 
 #include "cgroup.h"
 #include "common.h"
@@ -60,7 +62,7 @@ static bool has_options(const char *opts, const char *want, size_t wlen)
 }
 
 /* The mount point of the hierarchy's root: cgroup2 for an empty controller list. */
-static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
+static int mounted_hierarchy(const char *ctl, size_t clen, char *mnt, size_t len)
 {
 	char *text = NULL, *line, *save = NULL;
 	int ret = -ENOENT;
@@ -82,6 +84,87 @@ static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
 	}
 	free(text);
 	return ret;
+}
+
+/* memdump is in a cgroup of the v1 hierarchy ctl: this machine has it. */
+static bool hierarchy_exists(const char *ctl, size_t clen)
+{
+	char own[4096];
+
+	if (!clen || read_small_at(AT_FDCWD, "/proc/self/cgroup", own, sizeof(own)))
+		return false;
+	for (const char *p = own; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *c = strchr(p, ':');
+
+		if (c && !strncmp(c + 1, ctl, clen) && c[clen + 1] == ':')
+			return true;
+	}
+	return false;
+}
+
+/* A new detached mount of the v1 hierarchy ctl ("cpu,cpuacct", "name=x"), its fd. */
+static int detached_mount(const char *ctl, size_t clen)
+{
+	int fs = (int)syscall(SYS_fsopen, "cgroup", FSOPEN_CLOEXEC), mfd = -1, ret = 0;
+	bool named_only = true;
+
+	if (fs < 0)
+		return -errno;
+	for (const char *w = ctl; w < ctl + clen && !ret; w += strcspn(w, ",:") + 1) {
+		char item[128];
+		size_t n = MIN(strcspn(w, ",:"), (size_t)(ctl + clen - w));
+
+		snprintf(item, sizeof(item), "%.*s", (int)n, w);
+		if (!strncmp(item, "name=", 5))
+			ret = (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "name", item + 5, 0);
+		else
+			ret = (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, item, NULL, 0);
+		named_only &= !strncmp(item, "name=", 5);
+	}
+	if (!ret && named_only)
+		ret = (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "none", NULL, 0);
+	if (!ret)
+		ret = (int)syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+	if (!ret)
+		mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
+	ret = mfd < 0 ? -errno : mfd;
+	close(fs);
+	return ret;
+}
+
+/*
+ * A v1 hierarchy this machine has but no mount shows (zdtm's tests umount
+ * theirs once they joined): a detached mount of it, kept open for the rest
+ * of memdump's run (not in any mount namespace: nothing to clean up), seen
+ * through /proc/self/fd. One per hierarchy, reused.
+ */
+static int unmounted_hierarchy(const char *ctl, size_t clen, char *mnt, size_t len)
+{
+	static struct { char ctl[128]; int fd; } kept[16];
+	static int nr_kept;
+	int i, fd;
+
+	if (clen >= sizeof(kept[0].ctl) || !hierarchy_exists(ctl, clen))
+		return -ENOENT;
+	for (i = 0; i < nr_kept; i++)
+		if (strlen(kept[i].ctl) == clen && !strncmp(kept[i].ctl, ctl, clen))
+			break;
+	if (i == nr_kept) {
+		if (nr_kept == (int)ARRAY_SIZE(kept) || (fd = detached_mount(ctl, clen)) < 0)
+			return -ENOENT;
+		snprintf(kept[i].ctl, sizeof(kept[i].ctl), "%.*s", (int)clen, ctl);
+		kept[i].fd = fd;
+		nr_kept++;
+	}
+	snprintf(mnt, len, "/proc/self/fd/%d", kept[i].fd);
+	return 0;
+}
+
+static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
+{
+	int ret = mounted_hierarchy(ctl, clen, mnt, len);
+
+	return ret == -ENOENT ? unmounted_hierarchy(ctl, clen, mnt, len) : ret;
 }
 
 int cgroup_mount_of(const char *ctl, char *mnt, size_t len)

@@ -12,6 +12,7 @@
  * pids.max, cpuset.cpus, cpuset.mems. Order matters (a period before its
  * quota, the hard memory limit before the soft one, cpuset before a join).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,18 +32,23 @@
 static const char *const v1_props[] = {
 	"cpuset.cpus", "cpuset.mems", "cpu.shares", "cpu.cfs_period_us", "cpu.cfs_quota_us",
 	"memory.limit_in_bytes", "memory.soft_limit_in_bytes", "memory.swappiness",
-	"pids.max", "net_prio.ifpriomap",
+	"pids.max", "net_prio.ifpriomap", "notify_on_release", "devices.list",
+	"cgroup.procs", "tasks",
 };
 static const char *const v2_props[] = {
 	"cpuset.cpus", "cpuset.mems", "cpu.weight", "cpu.max", "memory.max", "memory.high",
-	"memory.low", "memory.min", "pids.max",
+	"memory.low", "memory.min", "pids.max", "cgroup.procs",
 };
 
 /* Everything a dump allocates for the image, freed at once. */
 struct cg_build {
 	void **mem;
 	size_t nr, max;
+	size_t nr_below;	/* directories recorded below the process's cgroups */
 };
+
+/* Cgroups below the process's own recorded at most (more: the dump refuses). */
+#define CG_MAX_BELOW	512
 
 static void *cg_keep(struct cg_build *b, void *p)
 {
@@ -83,6 +89,37 @@ static CgroupPerms *perms_of(struct cg_build *b, const struct stat *st)
 	return p;
 }
 
+/* cgroup.procs, tasks: their perms are restored, their members are the processes'. */
+static bool cg_prop_perms_only(const char *name)
+{
+	return !strcmp(name, "cgroup.procs") || !strcmp(name, "tasks");
+}
+
+/* One property of dir (its value, its file's perms) in *out; 1: it has none. */
+static int read_prop(struct cg_build *b, int dirfd, const char *name, CgroupPropEntry **out)
+{
+	char val[16384] = "";
+	CgroupPropEntry *pe;
+	struct stat st;
+	size_t len;
+
+	if (fstatat(dirfd, name, &st, 0) || faccessat(dirfd, name, R_OK, 0) ||
+	    (!cg_prop_perms_only(name) && read_small_at(dirfd, name, val, sizeof(val))))
+		return 1;
+	len = strlen(val);
+	while (len && val[len - 1] == '\n')
+		val[--len] = 0;
+	pe = cg_keep(b, malloc(sizeof(*pe)));
+	if (!pe)
+		return -ENOMEM;
+	cgroup_prop_entry__init(pe);
+	pe->name = (char *)name;
+	pe->value = cg_keep(b, strdup(val));
+	pe->perms = perms_of(b, &st);
+	*out = pe;
+	return pe->value && pe->perms ? 0 : -ENOMEM;
+}
+
 /* The properties of the list that dir has, with their values as read. */
 static int read_props(struct cg_build *b, int dirfd, bool v2, CgroupDirEntry *de)
 {
@@ -93,25 +130,13 @@ static int read_props(struct cg_build *b, int dirfd, bool v2, CgroupDirEntry *de
 	if (!de->properties)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		char val[4096];
 		CgroupPropEntry *pe;
-		size_t len;
+		int ret = read_prop(b, dirfd, names[i], &pe);
 
-		if (faccessat(dirfd, names[i], R_OK, 0) ||
-		    read_small_at(dirfd, names[i], val, sizeof(val)))
-			continue;
-		len = strlen(val);
-		while (len && val[len - 1] == '\n')
-			val[--len] = 0;
-		pe = cg_keep(b, malloc(sizeof(*pe)));
-		if (!pe)
-			return -ENOMEM;
-		cgroup_prop_entry__init(pe);
-		pe->name = (char *)names[i];
-		pe->value = cg_keep(b, strdup(val));
-		if (!pe->value)
-			return -ENOMEM;
-		de->properties[de->n_properties++] = pe;
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			de->properties[de->n_properties++] = pe;
 	}
 	return 0;
 }
@@ -192,6 +217,141 @@ static int insert_chain(struct cg_build *b, const char *mnt, const char *path, b
 		while (*p == '/')
 			p++;
 	}
+	return ret;
+}
+
+/* The recorded directory rel ("a/b") of a hierarchy, NULL if none. */
+static CgroupDirEntry *find_path(CgroupDirEntry **list, size_t n, const char *rel)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(list[i]->dir_name);
+
+		if (!strcmp(list[i]->dir_name, rel))
+			return list[i];
+		if (!strncmp(list[i]->dir_name, rel, l) && rel[l] == '/')
+			return find_path(list[i]->children, list[i]->n_children, rel);
+	}
+	return NULL;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The names of dir's subdirectories (its child cgroups), malloc'ed. */
+static int subdirs_of(const char *path, char ***out, size_t *nr)
+{
+	DIR *dir = opendir(path);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0;
+
+	if (!dir)
+		return fail(-errno, "cannot list cgroup %s: %s", path, strerror(errno));
+	while ((e = readdir(dir))) {
+		char **m;
+
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		m = realloc(names, (n + 1) * sizeof(*m));
+		if (m)
+			names = m;
+		if (!m || !(names[n] = strdup(e->d_name))) {
+			closedir(dir);
+			free_names(names, n);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	closedir(dir);
+	*out = names;
+	*nr = n;
+	return 0;
+}
+
+/* The names of ce's controllers joined ("cpu,cpuacct") are name. */
+static bool controller_has_name(const CgControllerEntry *ce, const char *name)
+{
+	char s[256] = "";
+	size_t o = 0;
+
+	for (size_t j = 0; j < ce->n_cnames && o < sizeof(s); j++)
+		o += snprintf(s + o, sizeof(s) - o, "%s%s", j ? "," : "", ce->cnames[j]);
+	return !strcmp(s, name);
+}
+
+/*
+ * Every cgroup below de (the process's own, "a/b" below mnt), recorded as its
+ * children: the restore makes them again with their properties (CRIU's
+ * --manage-cgroups). Never from a hierarchy's root: a process there would
+ * record every cgroup of the host.
+ */
+static int add_below(struct cg_build *b, const char *mnt, CgroupDirEntry *de, bool v2)
+{
+	char path[1400], **names = NULL, rel[1100];
+	CgroupDirEntry **list;
+	size_t n = 0;
+	int ret;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", mnt, de->dir_name) >= sizeof(path))
+		return fail(-ENAMETOOLONG, "cgroup %s: path too long", path);
+	ret = subdirs_of(path, &names, &n);
+	if (ret || !n)
+		return ret;
+	list = cg_keep(b, calloc(de->n_children + n, sizeof(*list)));
+	if (!list) {
+		free_names(names, n);
+		return -ENOMEM;
+	}
+	if (de->n_children)
+		memcpy(list, de->children, de->n_children * sizeof(*list));
+	de->children = list;
+	for (size_t i = 0; i < n && !ret; i++) {
+		CgroupDirEntry *c;
+
+		if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", de->dir_name, names[i]) >= sizeof(rel))
+			ret = fail(-ENAMETOOLONG, "cgroup %s/%s: path too long", path, names[i]);
+		else if (find_path(de->children, de->n_children, rel))
+			continue;	/* on the chain of another thread's cgroup */
+		else if (++b->nr_below > CG_MAX_BELOW)
+			ret = fail(-E2BIG, "cgroup %s has more than %d cgroups below it, which "
+				   "memdump does not record", path, CG_MAX_BELOW);
+		else
+			ret = dir_entry(b, mnt, rel, v2, &c);
+		if (!ret) {
+			de->children[de->n_children++] = c;
+			ret = add_below(b, mnt, c, v2);
+		}
+	}
+	free_names(names, n);
+	return ret;
+}
+
+/* Each set's cgroup in each mounted hierarchy (not a root): the cgroups below it. */
+static int add_all_below(struct cg_build *b, CgroupEntry *cg)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < cg->n_sets && !ret; i++)
+		for (size_t j = 0; j < cg->sets[i]->n_ctls && !ret; j++) {
+			const CgMemberEntry *m = cg->sets[i]->ctls[j];
+			CgControllerEntry *ce = NULL;
+			CgroupDirEntry *de;
+			const char *rel = m->path + strspn(m->path, "/");
+			char mnt[256];
+
+			for (size_t k = 0; k < cg->n_controllers && !ce; k++)
+				if (controller_has_name(cg->controllers[k], m->name))
+					ce = cg->controllers[k];
+			if (!*rel || !ce || cgroup_mount_of(m->name, mnt, sizeof(mnt)))
+				continue;
+			de = find_path(ce->dirs, ce->n_dirs, rel);
+			if (de)		/* again for a second set: nothing new */
+				ret = add_below(b, mnt, de, !*m->name);
+		}
 	return ret;
 }
 
@@ -333,6 +493,8 @@ int write_cgroups(struct dump_ctx *d, const char *cgroup_text)
 			       : -ENOMEM;
 	if (!ret)
 		ret = thread_sets(&b, d, &cg, cgroup_text, texts);
+	if (!ret)
+		ret = add_all_below(&b, &cg);
 	if (!ret)
 		ret = img_create(&d->dir, IMG_CGROUP, 0, &img);
 	if (!ret) {

@@ -29,6 +29,8 @@ int cgroups_procs(struct rst *r, const char *line, char *procs, size_t len);
 int cgroups_recreate(struct rst *r);
 /* Parked, before they run: each thread in other cgroups than its leader moved there. */
 int cgroups_move_threads(struct rst *r);
+/* The directory (dev, ino) is one this restore made (a file on it is not "replaced"). */
+bool cgroups_made_inode(const struct rst *r, dev_t dev, ino_t ino);
 /* After a failed restore: the directories it made removed again. */
 void cgroups_undo(struct rst *r);
 void cgroups_forget(struct rst *r);

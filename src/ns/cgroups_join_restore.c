@@ -259,10 +259,13 @@ int cgroups_check_join(struct rst *r)
 	if (ret || r->o->cg_mode == CG_MODE_IGNORE)
 		return ret;	/* --manage-cgroups ignore: it stays in memdump's cgroups */
 	if (tc->cgroup && tc->cgroup_ns)
-		return check_cgroup_ns(r, tc->cgroup, tc->cgroup_ns);
-	if (tc->cgroup)
-		return check_cgroups(r, tc->cgroup);
-	return 0;
+		ret = check_cgroup_ns(r, tc->cgroup, tc->cgroup_ns);
+	else if (tc->cgroup)
+		ret = check_cgroups(r, tc->cgroup);
+	/* before the files are checked: one may be a cgroup it makes again */
+	if (!ret && r->cg_early)
+		ret = cgroups_recreate(r);
+	return ret;
 }
 
 static void free_list(char ***list, size_t *nr)

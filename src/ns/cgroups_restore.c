@@ -65,14 +65,11 @@ static const CgroupDirEntry *find_dir(CgroupDirEntry **dirs, size_t n, const cha
 	return NULL;
 }
 
-/* The deepest directory of the dumped chain: the process's cgroup. */
-static const CgroupDirEntry *leaf_dir(const CgControllerEntry *ce)
+/* The dumped directory of a member's cgroup (path "/a/b"), NULL if none. */
+static const CgroupDirEntry *leaf_dir(const CgControllerEntry *ce, const char *path)
 {
-	const CgroupDirEntry *d = ce->n_dirs ? ce->dirs[0] : NULL;
-
-	while (d && d->n_children)
-		d = d->children[0];
-	return d;
+	path += strspn(path, "/");
+	return *path ? find_dir(ce->dirs, ce->n_dirs, path) : NULL;
 }
 
 /* One property; a multi-line value (net_prio.ifpriomap) is written a line at a time. */
@@ -114,14 +111,59 @@ static int set_prop(int dirfd, const char *path, const CgroupPropEntry *p)
 		    strerror(err));
 }
 
+/* A property file's recorded mode and owner, where they differ. */
+static int set_perms(int dirfd, const char *path, const CgroupPropEntry *p)
+{
+	const CgroupPerms *pm = p->perms;
+	struct stat st;
+
+	if (!pm || fstatat(dirfd, p->name, &st, 0))
+		return 0;	/* none recorded, or no such file here: its value said so */
+	if ((st.st_mode & 07777) != (pm->mode & 07777) && fchmodat(dirfd, p->name, pm->mode & 07777, 0))
+		return fail(-errno, "cannot give %s of cgroup %s its mode %o: %s", p->name, path,
+			    pm->mode & 07777, strerror(errno));
+	if ((st.st_uid != pm->uid || st.st_gid != pm->gid) &&
+	    fchownat(dirfd, p->name, pm->uid, pm->gid, 0))
+		return fail(-errno, "cannot give %s of cgroup %s to %u:%u: %s", p->name, path,
+			    pm->uid, pm->gid, strerror(errno));
+	return 0;
+}
+
+/*
+ * devices.list is the result of devices.deny and devices.allow: everything
+ * denied, then each recorded rule allowed.
+ */
+static int set_devices(int dirfd, const char *path, const CgroupPropEntry *p)
+{
+	CgroupPropEntry deny = *p, allow = *p;
+	char cur[16384];
+
+	if (!read_small_at(dirfd, p->name, cur, sizeof(cur)) &&
+	    !strncmp(cur, p->value, strlen(p->value)) && !strcmp(cur + strlen(p->value),
+								 *p->value ? "\n" : ""))
+		return 0;
+	deny.name = "devices.deny";
+	deny.value = "a";
+	allow.name = "devices.allow";
+	return set_prop(dirfd, path, &deny) ?: set_prop(dirfd, path, &allow);
+}
+
 static int set_props(const char *path, const CgroupDirEntry *d)
 {
 	int dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
 
 	if (dirfd < 0)
 		return fail(-errno, "cannot open cgroup %s: %s", path, strerror(errno));
-	for (size_t i = 0; i < d->n_properties && !ret; i++)
-		ret = set_prop(dirfd, path, d->properties[i]);
+	for (size_t i = 0; i < d->n_properties && !ret; i++) {
+		const CgroupPropEntry *p = d->properties[i];
+
+		if (!strcmp(p->name, "devices.list"))
+			ret = set_devices(dirfd, path, p);
+		else if (strcmp(p->name, "cgroup.procs") && strcmp(p->name, "tasks"))
+			ret = set_prop(dirfd, path, p);
+		if (!ret)
+			ret = set_perms(dirfd, path, p);
+	}
 	close(dirfd);
 	return ret;
 }
@@ -138,6 +180,25 @@ static int remember_made(struct rst *r, const char *path)
 		return -ENOMEM;
 	r->nr_cg_made++;
 	return 0;
+}
+
+/* path is a directory this restore made (two sets share a chain). */
+static bool made_here(const struct rst *r, const char *path)
+{
+	for (size_t i = 0; i < r->nr_cg_made; i++)
+		if (!strcmp(r->cg_made[i], path))
+			return true;
+	return false;
+}
+
+bool cgroups_made_inode(const struct rst *r, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < r->nr_cg_made; i++)
+		if (!stat(r->cg_made[i], &st) && st.st_dev == dev && st.st_ino == ino)
+			return true;
+	return false;
 }
 
 /*
@@ -187,7 +248,8 @@ static int make_one(struct rst *r, const char *path, const char *ctl, const char
 
 	if (!made && errno != EEXIST)
 		return fail(-errno, "cannot create cgroup %s: %s", path, strerror(errno));
-	if (!made && r->o->cg_mode == CG_MODE_STRICT && !cgroup_own_or_above(ctl, rel))
+	if (!made && r->o->cg_mode == CG_MODE_STRICT && !cgroup_own_or_above(ctl, rel) &&
+	    !made_here(r, path))
 		return fail(-EEXIST, "cgroup %s exists already (--manage-cgroups strict creates "
 			    "every cgroup of the process)", path);
 	if (made) {
@@ -200,14 +262,17 @@ static int make_one(struct rst *r, const char *path, const char *ctl, const char
 	    chown(path, d->dir_perms->uid, d->dir_perms->gid))
 		ret = fail(-errno, "cannot give cgroup %s to %u:%u: %s", path, d->dir_perms->uid,
 			   d->dir_perms->gid, strerror(errno));
+	if (!ret && made && chmod(path, mode))	/* mkdir's was under the umask */
+		ret = fail(-errno, "cannot give cgroup %s its mode %o: %s", path, mode,
+			   strerror(errno));
 	if (!ret && d && (made || r->o->cg_mode != CG_MODE_SOFT))
 		ret = set_props(path, d);
 	return ret;
 }
 
 /* Every directory of one hierarchy's (mapped) path, from its root down. */
-static int make_path(struct rst *r, const CgControllerEntry *ce, const char *ctl,
-		     const char *mnt, const char *path, bool moved)
+static int make_path(struct rst *r, const CgControllerEntry *ce, const CgroupDirEntry *leaf,
+		     const char *ctl, const char *mnt, const char *path, bool moved)
 {
 	const char *p = path;
 	int ret = 0;
@@ -225,7 +290,7 @@ static int make_path(struct rst *r, const CgControllerEntry *ce, const char *ctl
 		while (*p == '/')
 			p++;
 		last = !*p;
-		d = moved ? (last ? leaf_dir(ce) : NULL) : find_dir(ce->dirs, ce->n_dirs, rel + 1);
+		d = moved ? (last ? leaf : NULL) : find_dir(ce->dirs, ce->n_dirs, rel + 1);
 		if ((size_t)snprintf(full, sizeof(full), "%s%s", mnt, rel) >= sizeof(full))
 			return -ENAMETOOLONG;
 		ret = make_one(r, full, ctl, rel, d);
@@ -295,11 +360,37 @@ static int mapped_member(struct rst *r, const CgMemberEntry *m, char *mapped, si
 	return ret;
 }
 
+/*
+ * The cgroups recorded below the process's (d, made again at dir, its path
+ * in the hierarchy rel): each with its mode, owner and properties.
+ */
+static int make_below(struct rst *r, const char *ctl, const char *dir, const char *rel,
+		      const CgroupDirEntry *d)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < d->n_children && !ret; i++) {
+		const CgroupDirEntry *c = d->children[i];
+		const char *name = strrchr(c->dir_name, '/');
+		char cdir[1700], crel[1400];
+
+		name = name ? name + 1 : c->dir_name;
+		if ((size_t)snprintf(cdir, sizeof(cdir), "%s/%s", dir, name) >= sizeof(cdir) ||
+		    (size_t)snprintf(crel, sizeof(crel), "%s/%s", rel, name) >= sizeof(crel))
+			return -ENAMETOOLONG;
+		ret = make_one(r, cdir, ctl, crel, c);
+		if (!ret)
+			ret = make_below(r, ctl, cdir, crel, c);
+	}
+	return ret;
+}
+
 /* Every directory of one member's (mapped) path. */
 static int make_member(struct rst *r, const CgroupEntry *cg, const CgMemberEntry *m)
 {
 	const CgControllerEntry *ce = controller_of(cg, m->name);
-	char mapped[1400], mnt[256];
+	char mapped[1400], mnt[256], dir[1700];
+	const CgroupDirEntry *leaf;
 	const char *mpath;
 	int ret;
 
@@ -311,7 +402,11 @@ static int make_member(struct rst *r, const CgroupEntry *cg, const CgMemberEntry
 	if (cgroup_mount_of(m->name, mnt, sizeof(mnt)))
 		return fail(-ENOENT, "the process was in cgroup %s of hierarchy '%s', which is not "
 			    "mounted here: it cannot be recreated", m->path, m->name);
-	return make_path(r, ce, m->name, mnt, mpath, strcmp(mpath, m->path) != 0);
+	leaf = leaf_dir(ce, m->path);
+	ret = make_path(r, ce, leaf, m->name, mnt, mpath, strcmp(mpath, m->path) != 0);
+	if (!ret && leaf && (size_t)snprintf(dir, sizeof(dir), "%s%s", mnt, mpath) >= sizeof(dir))
+		ret = -ENAMETOOLONG;
+	return ret || !leaf ? ret : make_below(r, m->name, dir, mpath, leaf);
 }
 
 /* A thread's cgroup: joinable or creatable here. */
@@ -366,9 +461,12 @@ int cgroups_recreate(struct rst *r)
 	const CgroupEntry *cg = r->cg;
 	int ret = 0;
 
+	if (r->cg_ready)
+		return 0;	/* made before the files' checks already */
 	for (size_t i = 0; cg && i < cg->n_sets && !ret; i++)
 		for (size_t j = 0; j < cg->sets[i]->n_ctls && !ret; j++)
 			ret = make_member(r, cg, cg->sets[i]->ctls[j]);
+	r->cg_ready = !ret;
 	return ret;
 }
 

@@ -597,6 +597,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = mntns_restore_enter(r);
 	if (!ret && enter)
 		ret = fault_step(RST_FAULT_MOUNTS) ?: rst_interrupted();
+	r->cg_early = enter;	/* a directory fd may be on a cgroup it makes again */
 	if (!ret)
 		ret = rst_check_loaded(r);
 	if (!ret && r->ds.nr_members)
