@@ -70,6 +70,8 @@ struct options {
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */
 	bool lazy_pages;		/* restore --lazy-pages */
+	int lazy_timeout;		/* migrate-receive --lazy-timeout S: a page the source does
+					 * not send in S s kills the restored process (0: default) */
 	bool tcp_close;			/* restore --tcp-close */
 	bool sibling;			/* restore --restore-sibling */
 	bool json;			/* show --json */
