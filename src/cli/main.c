@@ -238,6 +238,7 @@ static const struct command {
 	{ "page-server", cmd_page_server, "page-server failed", false },
 	{ "migrate-receive", cmd_migrate_receive, "migrate-receive failed", false },
 	{ "migrate", cmd_migrate, "migrate failed", true },
+	{ "lazy-pages", cmd_lazy_pages, "lazy-pages failed", false },
 };
 
 static int parse_mode(struct options *opts, const char *s)

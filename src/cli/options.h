@@ -101,6 +101,7 @@ int cmd_unpack(const struct options *o);	/* memdump unpack DIR < FILE */
 int cmd_swrk(const struct options *o);		/* rpc.c: CRIU's RPC on fd argv[0] */
 int cmd_page_server(const struct options *o);	/* pageserver.c */
 int cmd_migrate_receive(const struct options *o);	/* migrate.c */
+int cmd_lazy_pages(const struct options *o);	/* pageserver.c: refused by name */
 int cmd_migrate(const struct options *o);
 
 /* check.c: every probe, one line each on out (NULL: the log); <0 when a required one is missing */
