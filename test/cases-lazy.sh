@@ -267,6 +267,115 @@ case_lazy_corrupt() {
 	return 0
 }
 
+# criu_one_line LABEL CMD...: CMD (memdump as criu) exits 1 with one line on stderr
+# saying "not supported" (never an unknown option or command); the line in CRIU_ERR
+criu_one_line() {
+	local label=$1; shift
+	CRIU_ERR=$T/criu.$label.err
+	timeout -k 5 "$OP_TIMEOUT" "$@" > /dev/null 2> "$CRIU_ERR" < /dev/null
+	local rc=$?
+	(( rc == 1 )) || fail "$label: exited $rc, expected 1: $(head -c 300 "$CRIU_ERR")"
+	[[ $(grep -c . "$CRIU_ERR") == 1 ]] || fail "$label: not one line: $(head -c 300 "$CRIU_ERR")"
+	grep -q 'not supported' "$CRIU_ERR" || fail "$label: not refused by name: $(cat "$CRIU_ERR")"
+	grep -qiE 'unknown|unrecognized' "$CRIU_ERR" && fail "$label: an unknown option or command: $(cat "$CRIU_ERR")"
+	note "$label: $(cat "$CRIU_ERR")"
+}
+
+# CRIU's lazy-pages flow on CRIU's command line: the pieces memdump has not (a
+# dump leaving a page server for a lazy restore, the lazy-pages daemon, a restore
+# handing its userfaultfds to one on DIR/lazy-pages.socket) refused by name in one
+# line, the target untouched; `criu restore --lazy-pages` of local images is
+# memdump's lazy restore (its own page handler): the process runs, every byte exact.
+case_lazy_criu_cli() {
+	local criu=$T/bin/criu
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$criu" || fail "cannot link criu"
+	start_prog t-pattern 64
+	criu_one_line criu-dump "$criu" dump -t "$PID" -D "$T/e" --lazy-pages --address 127.0.0.1 \
+		--port 27391 -o dump.log
+	grep -q 'criu dump --lazy-pages' "$CRIU_ERR" || fail "the line does not name dump --lazy-pages"
+	expect_untraced "$PID"
+	no_inventory "$T/e"
+	criu_one_line criu-lazy-pages "$criu" lazy-pages --page-server --address 127.0.0.1 \
+		--port 27391 -D "$T/d"
+	grep -q 'criu lazy-pages' "$CRIU_ERR" || fail "the line does not name criu lazy-pages"
+	criu_one_line criu-ps-lazy "$criu" page-server --lazy-pages -D "$T/d" --port 27391
+	md lazy-pages lazy-pages -D "$T/d" --page-server --address 127.0.0.1 --port 27391
+	expect_md_error
+	grep -q 'lazy-pages daemon is not supported' "$MD_ERR" || fail "memdump lazy-pages: $(cat "$MD_ERR")"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	: > "$T/d/lazy-pages.socket"
+	criu_one_line criu-restore-daemon "$criu" restore -d --lazy-pages -D "$T/d"
+	grep -q 'lazy-pages.socket' "$CRIU_ERR" || fail "the line does not name lazy-pages.socket"
+	alive "$PID" && fail "a refused restore left pid $PID"
+	rm "$T/d/lazy-pages.socket"
+	truncate -s "$READY_SIZE" "$OUT"
+	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" -v4 -o lazy.log \
+		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
+		{ show_file "log" "$T/d/lazy.log"; fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"; }
+	track "$PID"
+	LZ_LOG=$T/d/lazy.log
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
+	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log: not a lazy restore"; }
+	track "$LZ_HANDLER"
+	lazy_pass
+	lazy_done 16384
+}
+add lazy-criu-cli case_lazy_criu_cli
+
+# runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server
+# A:P --status-fd FD` wants a dump that leaves a page server serving the memory:
+# memdump refuses the DUMP request by name (lazy_pages, ps, status_fd) in the log runc
+# points to, before anything is touched, and the container runs on, counting. `runc restore --lazy-pages` (lazy_pages in the
+# RESTORE request) of a plain checkpoint is memdump's lazy restore: the container
+# counts on from where it was, its memory served by the page handler.
+case_lazy_runc() {
+	command -v runc > /dev/null && command -v busybox > /dev/null ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	local b=$T/bundle id0=memdump-lc$$ id=memdump-lr$$ n
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	runc_bundle "$b"
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	(cd "$b" && runc run -d "$id0") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$id0" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --lazy-pages \
+		--page-server 127.0.0.1:27393 --status-fd 1 --image-path "$T/lazyimg" "$id0") \
+		> "$T/ckpt-lazy.out" 2>&1 && fail "runc checkpoint --lazy-pages succeeded"
+	note "runc checkpoint --lazy-pages: $(tail -n1 "$T/ckpt-lazy.out")"
+	show_file dump.log "$T/lazyimg/dump.log"
+	grep -q 'DUMP failed: .*lazy_pages (.*CRIU.s lazy dump) is not supported yet' "$T/lazyimg/dump.log" ||
+		fail "the refusal does not name lazy_pages: $(tail -n2 "$T/lazyimg/dump.log")"
+	grep -q 'ps (' "$T/lazyimg/dump.log" || fail "the refusal does not name ps"
+	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the refusal"
+	n=$(count_of "$b/rootfs/tmp/count")
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	[[ -e $T/lazyimg/inventory.img ]] && fail "a refused lazy checkpoint left an inventory"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--image-path "$T/img" "$id0") > "$T/ckpt.out" 2>&1 ||
+		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	n=$(count_of "$b/rootfs/tmp/count")
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
+		--image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/img/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	grep -q 'lazy-pages: page handler [0-9]' "$T/img/restore.log" ||
+		{ show_file restore.log "$T/img/restore.log"; fail "no page handler: not a lazy restore"; }
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 5))"' ))' ||
+		fail "the restored container does not count on from $n"
+	local last; last=$(count_of "$b/rootfs/tmp/count")
+	[[ $(head -n "$last" "$b/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
+		fail "the count has a gap or a repeat"
+	wait_until "$OP_TIMEOUT" eval 'grep -q "lazy-pages: done: " '"$T"'/img/restore.log' ||
+		fail "the page handler did not finish: $(grep lazy-pages "$T/img/restore.log" | tail -n2)"
+}
+add lazy-runc case_lazy_runc
+case_limit lazy-runc 240
+
 add lazy-big case_lazy_big
 add lazy-threads case_lazy_threads
 add lazy-tree case_lazy_tree

@@ -414,6 +414,74 @@ case_ms_lazy_receiver_killed() {
 add ms-lazy-receiver-killed case_ms_lazy_receiver_killed
 case_limit ms-lazy-receiver-killed 300
 
+# ms_lazy_switched: t-heartbeat migrated with --lazy-pages --pre-dumps 0, the fill paced
+# (receiver options $*): MD_ERR, MDPID (migrate), DEST (the process on B), MDW (the
+# source's memdump worker, which serves the pages) once the process runs on B.
+ms_lazy_switched() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3 "$@"
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 4 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	expect_killed "$PID"
+	DEST=$(ms_dest_pid "$PID")
+	[[ -n $DEST ]] || fail "no process $PID runs on host B after the switch"
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the stop (pace too fast?)"
+	MDW=$(sed -n 's/.*Info *\([0-9]*\): dumped process.*/\1/p' "$MD_ERR")
+	[[ -n $MDW ]] && alive "$MDW" || fail "no memdump worker serving the pages"
+}
+
+# ms_lazy_one_kill_line REGEX: the restored process was killed, with one line matching
+ms_lazy_one_kill_line() {
+	wait_until "$OP_TIMEOUT" eval 'grep -q "killed the restored processes" "$RXERR"' ||
+		{ show_file "receiver stderr" "$RXERR"; fail "no line saying the process was killed"; }
+	show_file "receiver stderr" "$RXERR"
+	wait_until "$OP_TIMEOUT" eval '! alive '"$DEST" ||
+		fail "the restored process $DEST still runs without its pages"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored process was killed"
+	grep -q -E "$1" "$RXERR" || fail "the line does not match '$1'"
+	grep -q '^PASS' "$OUT" && fail "the killed process passed"
+}
+
+# The source's memdump alive but stopped after the switch (it keeps its connection
+# open: no FIN, no keepalive failure): the receiver's bounded wait (--lazy-timeout)
+# ends the fetch, and the handler kills the restored process naming the page.
+case_ms_lazy_source_stopped() {
+	ms_lazy_switched --lazy-timeout 3
+	kill -STOP "$MDW"
+	note "stopped the source's memdump worker $MDW after the switch"
+	ms_lazy_one_kill_line "lazy-pages: lost the migration's source of pages-1.img: the client 10\.77\.0\.1:[0-9]+ did not answer in 3 s for bytes 0x[0-9a-f]+-0x[0-9a-f]+ of .*pages-1\.img \(stopped\?\), for the pages? at 0x[0-9a-f]+.*: killed the restored processes $PID "
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver hung"
+	[[ $(cat "$T/rx.rc") != 0 ]] || fail "the receiver exited 0 without every page"
+	kill -CONT "$MDW"
+	wait "$MDPID"; MD_RC=$?
+	(( MD_RC != 0 && MD_RC < 124 )) || fail "migrate exited $MD_RC, expected an error (not a hang)"
+}
+add ms-lazy-source-stopped case_ms_lazy_source_stopped
+case_limit ms-lazy-source-stopped 300
+
+# The receiver stopped after the switch: the handler's own bounded wait on it
+# (--lazy-timeout plus 5 s) kills the restored process naming the page.
+case_ms_lazy_receiver_stopped() {
+	ms_lazy_switched --lazy-timeout 2
+	local rx; rx=$(pgrep -f "migrate-receive -D $T/B")
+	[[ -n $rx ]] || fail "no receiver to stop"
+	kill -STOP $rx
+	note "stopped the receiver $rx after the switch"
+	ms_lazy_one_kill_line "lazy-pages: no answer in 7 s for bytes 0x[0-9a-f]+-0x[0-9a-f]+ of pages-1\.img from the migration's source \(memdump migrate-receive stopped\?\), for the pages? at 0x[0-9a-f]+.*: killed the restored processes $PID "
+	kill -CONT $rx
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver hung once continued"
+	[[ $(cat "$T/rx.rc") != 0 ]] || fail "the receiver exited 0 without every page"
+}
+add ms-lazy-receiver-stopped case_ms_lazy_receiver_stopped
+case_limit ms-lazy-receiver-stopped 300
+
 # migrate --lazy-pages of a tree, with no pre-dump to refuse it first: the final dump
 # refuses it by name before anything is touched; the tree runs on, passes.
 case_ms_lazy_tree_refused() {

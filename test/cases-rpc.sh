@@ -59,7 +59,7 @@ case_rpc_version() {
 case_rpc_features() {
 	rpc f "$MEMDUMP" FEATURE_CHECK
 	rpc_ok
-	grep -qx 'FEATURES mem_track=True lazy_pages=False pidfd_store=False' "$RPC_OUT" ||
+	grep -qx 'FEATURES mem_track=True lazy_pages=True pidfd_store=False' "$RPC_OUT" ||
 		fail "FEATURE_CHECK answer: $(grep '^FEATURES' "$RPC_OUT")"
 	# keep_open: a VERSION request on the same connection
 	rpc keep --keep-open "$MEMDUMP" FEATURE_CHECK
@@ -133,9 +133,10 @@ case_rpc_refuse_options() {
 	rpc_refused "root \(/tmp is not the root of the target"
 	rpc rst "$MEMDUMP" RESTORE images_dir="$T/d" lazy_pages=true leave_running=true \
 		lsm_profile=apparmor:x tls=true weak_sysctls=true link_remap=true
-	rpc_refused "RESTORE: options memdump cannot honour" "lazy_pages \(" "leave_running \(" \
+	rpc_refused "RESTORE: options memdump cannot honour" "leave_running \(" \
 		"lsm_profile \(memdump does not change LSM" "tls \(TLS is the page server's, over the command line only"
 	grep -q "weak_sysctls\|link_remap" "$RPC_OUT" && fail "weak_sysctls or link_remap refused"
+	grep -q "lazy_pages" "$RPC_OUT" && fail "a restore's lazy_pages refused (memdump's lazy restore)"
 	rpc nopid "$MEMDUMP" DUMP images_dir="$T/d"
 	rpc_refused "no pid"
 	rpc psrv "$MEMDUMP" PAGE_SERVER images_dir="$T/d" pid="$PID"

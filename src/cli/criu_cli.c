@@ -36,6 +36,7 @@ enum act {
 	EXTERNAL,	/* --external KIND[...]:... */
 	PREDUMP_MODE,	/* --pre-dump-mode splice|read */
 	FEATURE,	/* check --feature NAME */
+	LAZY,		/* --lazy-pages: restore's only (lazy_flow()) */
 	HELP,
 };
 
@@ -122,7 +123,7 @@ static const struct criu_opt criu_opts[] = {
 	{ "address", 0, ARG, PASS, NULL, false },
 	{ "port", 0, ARG, PASS, NULL, false },
 	{ "ps-socket", 0, ARG, REFUSE, "the page server is not supported yet", false },
-	{ "lazy-pages", 0, NOARG, REFUSE, "lazy restore is not supported yet", false },
+	{ "lazy-pages", 0, NOARG, LAZY, NULL, false },
 	{ "status-fd", 0, ARG, PASS, NULL, false },	/* page-server's */
 	{ "auto-dedup", 0, NOARG, REFUSE, "deduplication of parent images is not supported", true },
 	{ "stream", 0, NOARG, REFUSE, "streamed images are not supported yet", true },
@@ -159,6 +160,7 @@ static const char *const criu_features[] = {
 struct translation {
 	const char *cmd;		/* CRIU's command */
 	const char *images_dir, *work_dir, *log_file, *feature;
+	bool lazy;			/* --lazy-pages */
 	const char *out[256];		/* memdump's argv: its name, the command, the rest */
 	int n;
 };
@@ -297,6 +299,9 @@ static int apply(struct translation *t, const struct criu_opt *o, bool negated, 
 	case FEATURE:
 		t->feature = val;
 		return 0;
+	case LAZY:
+		t->lazy = true;
+		return 0;
 	case HELP:
 		return add(t, "--help");
 	}
@@ -357,6 +362,10 @@ static int take_command(struct translation *t, const char *word)
 	for (size_t i = 0; i < ARRAY_SIZE(criu_cmds); i++) {
 		if (strcmp(word, criu_cmds[i].criu))
 			continue;
+		if (!strcmp(word, "lazy-pages"))
+			return refuse("criu lazy-pages is not supported by memdump: no daemon takes "
+				      "a restore's userfaultfds (%s); restore --lazy-pages serves the "
+				      "pages itself from the images%s", "lazy-pages.socket", "");
 		if (!criu_cmds[i].memdump)
 			return refuse("criu %s is not supported by memdump%s", word, "");
 		t->cmd = word;
@@ -400,6 +409,35 @@ static int check_feature(const char *name)
 	}
 	printf("%s is not supported by memdump\n", name);
 	return 1;
+}
+
+/*
+ * --lazy-pages. restore: memdump's lazy restore, its own page handler serving
+ * the pages from the images in -D (CRIU's hands its userfaultfds to a
+ * `criu lazy-pages` daemon on DIR/lazy-pages.socket; one waiting there, a
+ * real CRIU's, would never get them: refused). dump, pre-dump, page-server:
+ * CRIU's lazy dump leaves a page server serving the dumped memory; memdump
+ * has none yet (migrate --lazy-pages is its post-copy migration).
+ */
+static int lazy_flow(struct translation *t)
+{
+	char *sock;
+	bool daemon;
+
+	if (!t->lazy)
+		return 0;
+	if (strcmp(t->cmd, "restore"))
+		return refuse("criu %s --lazy-pages is not supported: a page server left serving "
+			      "the dumped memory for a lazy restore elsewhere is not done yet%s",
+			      t->cmd, " (memdump migrate --lazy-pages migrates post-copy)");
+	sock = joined("%s/%s", t->images_dir ? t->images_dir : ".", "lazy-pages.socket");
+	daemon = sock && !access(sock, F_OK);
+	free(sock);
+	if (daemon)
+		return refuse("criu restore --lazy-pages with a lazy-pages daemon (%s/lazy-pages.socket) "
+			      "is not supported: memdump's own page handler serves the pages%s",
+			      t->images_dir ? t->images_dir : ".", "");
+	return add(t, "--lazy-pages");
 }
 
 /* The log file: CRIU's -o names it relative to the work dir (-W, else -D). */
@@ -460,7 +498,7 @@ int criu_cli(int *argc, char ***argv)
 			      "");
 	if (t.feature)
 		return check_feature(t.feature);
-	if (add_log(&t))
+	if (add_log(&t) || lazy_flow(&t))
 		return 1;
 	/* CRIU writes over a dump the directory holds */
 	if ((!strcmp(t.cmd, "dump") || !strcmp(t.cmd, "pre-dump")) && add(&t, "--overwrite"))

@@ -74,8 +74,10 @@ static const char usage[] =
 	"  migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--tcp-established]\n"
 	"        move PID to a migrate-receive on HOST: N pre-dumps (default 2) while it\n"
 	"        runs, the final dump frozen, restored there; killed here once it runs there\n"
-	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD]\n"
-	"        receive one migration into DIR and restore it (detached)\n"
+	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD] [--lazy-timeout S]\n"
+	"        receive one migration into DIR and restore it (detached); after a\n"
+	"        migrate --lazy-pages, a page the source does not send within S s\n"
+	"        (default 30) kills the restored process, naming the page\n"
 	"  TLS options (dump/pre-dump --page-server, page-server, migrate, migrate-receive):\n"
 	"       [--tls [--tls-cacert FILE] [--tls-cacrl FILE] [--tls-cert FILE] [--tls-key FILE]\n"
 	"        [--tls-no-cn-verify]]\n"
@@ -236,6 +238,7 @@ static const struct command {
 	{ "page-server", cmd_page_server, "page-server failed", false },
 	{ "migrate-receive", cmd_migrate_receive, "migrate-receive failed", false },
 	{ "migrate", cmd_migrate, "migrate failed", true },
+	{ "lazy-pages", cmd_lazy_pages, "lazy-pages failed", false },
 };
 
 static int parse_mode(struct options *opts, const char *s)
@@ -426,7 +429,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
 	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_EXT_UNIX_SK, OPT_ENCRYPT, OPT_ENCRYPT_FD,
 	       OPT_DECRYPT, OPT_DECRYPT_FD, OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACRL, OPT_TLS_CERT,
-	       OPT_TLS_KEY, OPT_TLS_NO_CN };
+	       OPT_TLS_KEY, OPT_TLS_NO_CN, OPT_LAZY_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -474,6 +477,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
+		{ "lazy-timeout", required_argument, NULL, OPT_LAZY_TIMEOUT },
 		{ "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "fd-kinds", no_argument, NULL, OPT_FD_KINDS },
@@ -621,6 +625,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LAZY_PAGES:
 			opts->lazy_pages = true;
+			break;
+		case OPT_LAZY_TIMEOUT:
+			opts->lazy_timeout = (int)strtol(optarg, &end, 10);
+			if (*end || opts->lazy_timeout < 1 || opts->lazy_timeout > 3600)
+				return bad_usage("--lazy-timeout wants seconds (1 to 3600), not '%s'",
+						 optarg);
 			break;
 		case OPT_TCP_CLOSE:
 			opts->tcp_close = true;

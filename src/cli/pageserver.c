@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #include "cli/options.h"
 #include "log.h"
 #include "xfer.h"
+#include "mem/lazy.h"
 #include "mem/pages.h"
 
 #define MADE_MAX	4096
@@ -282,6 +284,29 @@ static int chan_fail(struct rx *r, int err)
 	return err;
 }
 
+static int lazy_timeout(const struct rx *r)
+{
+	return r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
+}
+
+/* A source alive but silent (stopped) must not hold the restored process forever. */
+static void bound_wait(struct rx *r, int secs)
+{
+	struct timeval tv = { secs, 0 };
+
+	if (setsockopt(r->conn.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		pr_warn("cannot bound the wait for the source: %s", strerror(errno));
+}
+
+static int silent_source(struct rx *r, const uint64_t req[2])
+{
+	fail_clear();
+	return fail(-ETIMEDOUT, "the %s did not answer in %d s for bytes %#llx-%#llx of %s/%s/"
+		    "pages-1.img (stopped?)", r->conn.peer, lazy_timeout(r),
+		    (unsigned long long)req[0], (unsigned long long)(req[0] + req[1]), r->o->dir,
+		    r->set);
+}
+
 /* One GET through: len bytes at off of the set's pages-1.img, from the source. */
 static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
 {
@@ -289,6 +314,7 @@ static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
 	struct xfer_hdr h;
 	int ret = xfer_send(&r->conn, XFER_GET, req, 2 * sizeof(uint64_t));
 
+	bound_wait(r, lazy_timeout(r));
 	if (!ret) {
 		ret = xfer_recv_hdr(&r->conn, &h);
 		if (!ret && (h.cmd != XFER_DATA || h.len != req[1]))
@@ -296,9 +322,12 @@ static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
 				   r->conn.peer);
 		else if (!ret)
 			ret = xfer_read_exact(&r->conn, buf, req[1]);
-		if (ret && ret != -EPROTO)
+		if (ret == -EAGAIN || ret == -EWOULDBLOCK)
+			ret = silent_source(r, req);
+		else if (ret && ret != -EPROTO)
 			ret = xfer_lost(&r->conn, ret);
 	}
+	bound_wait(r, 0);
 	if (ret)
 		return chan_fail(r, ret);
 	ret = fd_write_full(r->chan, &a, sizeof(a));
@@ -367,6 +396,8 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int ch
 		snprintf(fd, sizeof(fd), "%d", chan);
 		fcntl(chan, F_SETFD, 0);
 		setenv("MEMDUMP_LAZY_REMOTE_FD", fd, 1);
+		snprintf(fd, sizeof(fd), "%d", lazy_timeout(r) + LAZY_TIMEOUT_SLACK);
+		setenv("MEMDUMP_LAZY_TIMEOUT", fd, 1);
 		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
 		      "-v", verb, (char *)NULL);
 	} else {
@@ -636,4 +667,18 @@ int cmd_migrate_receive(const struct options *o)
 {
 	signal(SIGPIPE, SIG_IGN);
 	return receive(o, true);
+}
+
+/*
+ * CRIU's lazy-pages daemon (fed the restore's userfaultfds on
+ * DIR/lazy-pages.socket, fetching from a `dump --lazy-pages` page server):
+ * memdump has neither end yet. Its restore --lazy-pages starts its own
+ * handler; migrate --lazy-pages is its post-copy from a source host.
+ */
+int cmd_lazy_pages(const struct options *o)
+{
+	(void)o;
+	return fail(-EOPNOTSUPP, "a lazy-pages daemon is not supported: restore --lazy-pages "
+		    "serves the pages itself from the images, and migrate --lazy-pages fetches "
+		    "them from the source host (no page server is left serving a dump's memory)");
 }

@@ -6,7 +6,7 @@
  *
  *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
  *   FEATURE_CHECK  mem_track true (a userfaultfd the target keeps, not soft-dirty),
- *                  lazy_pages and pidfd_store false
+ *                  lazy_pages true (a restore's; a dump's refused), pidfd_store false
  *   PRE_DUMP       as DUMP, pre_dump: memory only, left running and tracked
  *   CHECK          memdump check's probes, quietly
  *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
@@ -72,14 +72,18 @@ static int serve_version(const struct rpc_conn *c)
 	return respond(c, &resp, 0);
 }
 
-/* Truthful: memory tracking (pre-dump), no lazy pages, no pidfd store yet. */
+/*
+ * Truthful: memory tracking (pre-dump), lazy pages (a RESTORE's lazy_pages is
+ * memdump's lazy restore; a DUMP's, CRIU's lazy dump, is refused by name in its
+ * answer, as runc's checkpoint --lazy-pages would not say why), no pidfd store yet.
+ */
 static int serve_features(const struct rpc_conn *c)
 {
 	CriuResp resp = CRIU_RESP__INIT;
 	CriuFeatures f = CRIU_FEATURES__INIT;
 
 	f.has_mem_track = f.has_lazy_pages = f.has_pidfd_store = true;
-	f.mem_track = true;
+	f.mem_track = f.lazy_pages = true;
 	resp.type = CRIU_REQ_TYPE__FEATURE_CHECK;
 	resp.features = &f;
 	return respond(c, &resp, 0);

@@ -68,8 +68,9 @@ static const struct opt_rule rules[] = {
 	{ "parent_img", K_DUMP, "only a dump or pre-dump has a parent" },
 	{ "track_mem", K_DUMP, "only a dump or pre-dump tracks memory" },
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
-	{ "lazy_pages", 0, "no lazy pages: lazy_pages is false" },
-	{ "status_fd", 0, "the page server and lazy pages are over the command line only: nothing to report ready" },
+	{ "lazy_pages", K_RESTORE, "a dump leaving a page server to serve its memory to a lazy "
+	  "restore elsewhere (CRIU's lazy dump) is not supported yet" },
+	{ "status_fd", 0, "the page server is over the command line only: nothing to report ready" },
 	{ "rst_sibling", K_RESTORE, NULL },
 	{ "inherit_fd", K_RESTORE, "only a restore inherits fds" },
 	{ "freeze_cgroup", K_DUMP, "only a dump freezes" },
@@ -473,6 +474,7 @@ static int map_restore(const CriuOpts *co, struct rpc_job *job)
 					      .orphan_pts = co->has_orphan_pts_master &&
 							    co->orphan_pts_master,
 					      .tcp_close = co->has_tcp_close && co->tcp_close,
+					      .lazy = co->has_lazy_pages && co->lazy_pages,
 					      .empty_net = co->has_empty_ns &&
 							   (co->empty_ns & CLONE_NEWNET) };
 	if (co->root && co->root[0] && !same_dir(co->root, "/"))

@@ -57,6 +57,16 @@ struct lazy_remote_reply {
 	uint64_t len;
 };
 
+/*
+ * A source alive but silent (a stopped memdump) must not hold the process
+ * forever: migrate-receive --lazy-timeout S (default) bounds its wait for a
+ * GET's answer; the handler's own wait on migrate-receive (its
+ * MEMDUMP_LAZY_TIMEOUT, in seconds) is a few seconds longer, so the
+ * receiver's word, which names the source, comes first.
+ */
+#define LAZY_TIMEOUT_SECS	30
+#define LAZY_TIMEOUT_SLACK	5
+
 struct lazy_remote;
 /* The socket of MEMDUMP_LAZY_REMOTE_FD, or -1. */
 int lazy_remote_fd(void);

@@ -474,7 +474,7 @@ static int copy_pages(struct handler *h, struct lz_mm *m, struct lazy_seg *s, ui
 				      n * PAGE_SIZE);
 
 	if (!src && h->src->why)
-		fatal(h, "%s", h->src->why);
+		fatal(h, "%s, for the page at %#" PRIx64, h->src->why, s->start + i * PAGE_SIZE);
 	if (!src)
 		fatal(h, "the pages of %#" PRIx64 " are not in their image any more",
 		      s->start + i * PAGE_SIZE);
@@ -731,7 +731,8 @@ static int check_step(struct handler *h)
 		c->len - h->check_done : LAZY_FILL_PAGES * PAGE_SIZE * 8;
 	src = h->src->get(h->src, c->img, c->off + h->check_done, n);
 	if (!src && h->src->why)
-		fatal(h, "%s", h->src->why);
+		fatal(h, "%s, for the pages at %#" PRIx64 " (pid %d)", h->src->why,
+		      c->vaddr + h->check_done, h->procs[h->check_proc].pid);
 	if (!src)
 		fatal(h, "the pages of the run at %#" PRIx64 " are not in pages-1.img any more",
 		      c->vaddr);

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct lazy_remote {
 	uint8_t *have;		/* per page: in the file */
 	uint64_t missing;	/* pages not in the file yet */
 	uint8_t *buf;		/* FETCH_MAX */
+	int timeout_ms;		/* the longest wait for an answer (MEMDUMP_LAZY_TIMEOUT) */
 	char why[600];
 };
 
@@ -56,6 +58,18 @@ int lazy_remote_fd(void)
 		return -1;
 	fd = strtol(s, &end, 10);
 	return *end || fd < 3 || fd > 1 << 20 ? -1 : (int)fd;
+}
+
+/* MEMDUMP_LAZY_TIMEOUT (seconds, from migrate-receive), in ms. */
+static int timeout_ms(void)
+{
+	const char *s = getenv("MEMDUMP_LAZY_TIMEOUT");
+	char *end;
+	long secs = s && *s ? strtol(s, &end, 10) : 0;
+
+	if (secs < 1 || secs > 3600 || *end)
+		secs = LAZY_TIMEOUT_SECS + LAZY_TIMEOUT_SLACK;
+	return (int)secs * 1000;
 }
 
 const char *lazy_remote_why(const struct lazy_remote *lr)
@@ -101,6 +115,22 @@ static void all_in(struct lazy_remote *lr)
 	pr_info("lazy-pages: every page of pages-1.img is here from the migration's source");
 }
 
+/* The answer to a request, within the bounded wait: 0, or -ETIMEDOUT with why. */
+static int await_answer(struct lazy_remote *lr, uint64_t off, uint64_t len)
+{
+	struct pollfd p = { lr->sock, POLLIN, 0 };
+	int ret;
+
+	while ((ret = poll(&p, 1, lr->timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (ret)
+		return 0;	/* readable, or an error the read says */
+	snprintf(lr->why, sizeof(lr->why), "no answer in %d s for bytes %#llx-%#llx of "
+		 "pages-1.img from the migration's source (memdump migrate-receive stopped?)",
+		 lr->timeout_ms / 1000, (unsigned long long)off, (unsigned long long)(off + len));
+	return -ETIMEDOUT;
+}
+
 /* Pages [pg, pg + n) from the source into the file. */
 static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 {
@@ -111,8 +141,12 @@ static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 	if (lr->sock < 0)
 		return lost(lr, -EPIPE);
 	ret = fd_write_full(lr->sock, req, sizeof(req));
-	if (!ret)
-		ret = fd_read_full(lr->sock, &a, sizeof(a));
+	if (ret)
+		return lost(lr, ret);
+	ret = await_answer(lr, req[0], req[1]);
+	if (ret)
+		return ret;
+	ret = fd_read_full(lr->sock, &a, sizeof(a));
 	if (ret)
 		return lost(lr, ret);
 	if (a.status < 0) {
@@ -177,6 +211,7 @@ static int remote_open(struct rst *r, int sock)
 	if (!lr)
 		return -ENOMEM;
 	lr->sock = sock;
+	lr->timeout_ms = timeout_ms();
 	r->lazy_remote = lr;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->ds.pages_fd);
 	lr->fd = open(path, O_WRONLY | O_CLOEXEC);
