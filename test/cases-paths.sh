@@ -219,3 +219,38 @@ print("PASS" if os.pread(g, 21, 0) == b"on a read-only mount\n" else "FAIL", flu
 	get_result "$OUT"
 }
 add rst-root-own-ghost-ro case_root_own_ghost_ro
+
+# A deleted file whose directory under a root of its own was replaced by a
+# symlink to an absolute path: as the process sees it, that path is not there
+# and the ghost is made in the directory above; memdump, following the link
+# from the staged root, would have made it in the host's directory the link
+# names. The restore fails by name instead, and writes nothing there.
+case_root_own_ghost_symlink() {
+	mkdir -p "$T/escape"
+	root_own_start '
+import os, signal, sys
+os.closerange(3, 256)
+os.mkdir("/data/esc")
+g = os.open("/data/esc/x", os.O_RDWR | os.O_CREAT, 0o600)
+os.write(g, b"ghost behind a symlink\n")
+os.unlink("/data/esc/x")
+os.rmdir("/data/esc")
+os.symlink("'"$T/escape"'", "/data/esc")
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+ok = os.readlink("/proc/self/fd/%d" % g) == "/data/esc/x (deleted)"
+print("PASS" if ok else "FAIL", flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md restore.esc restore -D "$T/d" --pidfile "$T/esc.pid"
+	expect_md_error
+	grep -qF "deleted file /data/esc/x: its directory /data/esc leads out of the restored root (a symlink)" "$MD_ERR" ||
+		fail "the restore does not name the symlink"
+	[[ -z $(ls -A "$T/escape") ]] || fail "the restore wrote into $T/escape: $(ls -A "$T/escape")"
+	alive "$PID" && fail "a process $PID runs after the failed restore"
+	true
+}
+add rst-root-own-ghost-symlink case_root_own_ghost_symlink
