@@ -254,3 +254,39 @@ print("PASS" if ok else "FAIL", flush=True)'
 	true
 }
 add rst-root-own-ghost-symlink case_root_own_ghost_symlink
+
+# An inotify instance of a process with a root of its own (zdtm inotify00 in
+# the ns flavour) was refused: its watches are found through the process's
+# mounts (its paths as it sees them) and added again under the restored root.
+# After restore the same wds report a write to the watched file and a file
+# made in the watched directory; a watch that went to memdump's /data instead
+# would report neither.
+case_root_own_inotify() {
+	root_own_start '
+import ctypes, os, signal, struct
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+open("/data/watched", "w").close()
+ify = libc.inotify_init1(os.O_NONBLOCK)
+wf = libc.inotify_add_watch(ify, b"/data/watched", 0x2)		# IN_MODIFY
+wd = libc.inotify_add_watch(ify, b"/data", 0x100)		# IN_CREATE
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+with open("/data/watched", "a") as f:
+    f.write("more\n")
+open("/data/made", "w").close()
+ev, buf = [], os.read(ify, 4096)
+while buf:
+    w, mask, cookie, n = struct.unpack("iIII", buf[:16])
+    ev.append((w, mask, buf[16:16 + n].rstrip(b"\0")))
+    buf = buf[16 + n:]
+ok = (wf, 0x2, b"") in ev and (wd, 0x100, b"made") in ev and wf > 0 and wd > 0
+print("PASS" if ok else "FAIL %r %d %d" % (ev, wf, wd), flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-inotify case_root_own_inotify

@@ -333,9 +333,7 @@ static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 		if (!strncmp(link, "socket:", 7) && unix_socket_with_path(pid, atoi(fd), sun, sizeof(sun)))
 			refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of "
 				   "its own", pid, fd, link, sun);
-		else if (!strcmp(link, "anon_inode:inotify"))
-			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
-		return;
+		return;	/* inotify: its watches are found as pid sees them (inotify.c) */
 	}
 	if (!strncmp(link, "/memfd:", 7))
 		return;		/* no path: shared memory (shmem.c) */
