@@ -120,7 +120,7 @@ static bool nearest_dir(const char *name, char *dir, size_t len, struct stat *st
 static int check_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], buf[PATH_MAX];
 	GhostFileEntry *ge;
 	struct image *img;
 	struct stat st;
@@ -144,7 +144,7 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
 	img_abort(img);
-	if (!ret && !nearest_dir(name, dir, sizeof(dir), &st))
+	if (!ret && !nearest_dir(rst_path(r, name, buf, sizeof(buf)), dir, sizeof(dir), &st))
 		ret = fail(-ENOTDIR, "deleted file %s: no directory is left on its path to make it "
 			   "in again", name);
 	return ret;
