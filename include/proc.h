@@ -46,5 +46,13 @@ const char *proc_line_after(const char *text, const char *key);
 bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
 /* Is /proc/PID/fd/FD a link to exactly want? false if unreadable. */
 bool proc_fd_link_is(pid_t pid, int fd, const char *want);
+/*
+ * path as process pid sees it (an absolute path of its fd links), opened
+ * under its root (/proc/PID/root) with flags (O_CLOEXEC added): no "..",
+ * no symlink and no magic link leads out of that root. An fd or -errno.
+ */
+int proc_root_open(pid_t pid, const char *path, int flags);
+/* The same under the directory root (an fd): path resolved as if root were "/". */
+int root_open_at(int root, const char *path, int flags);
 
 #endif

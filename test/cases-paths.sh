@@ -78,11 +78,10 @@ add rst-proc-file case_proc_file_rst
 # A cwd in the /proc directory of a process that exited since (zdtm unhashed_proc)
 # is restored now: cases-cwd.sh, cwd-proc-gone-*.
 
-# A deleted file mapped by a process with a root of its own (its mount namespace
-# pivot_root'ed into a directory: zdtm's unlink_mmap00 in the ns flavour): the
-# restore recreated the file under the new root, then looked for it under that
-# root twice over ("cannot open ROOT/ROOT/... for its mapping") and lost the process.
-case_root_own_unlinked_map() {
+# root_own_start PYCODE: python3 running PYCODE as the target, in a mount
+# namespace of its own pivot_root'ed into $T/nr (/usr bound in, /data its
+# own directory; stdin /data/in, stdout and stderr /data/out: $OUT).
+root_own_start() {
 	local l
 	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
 	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
@@ -103,7 +102,24 @@ exec "$@" < /data/in > /data/out 2>&1
 SH
 	chmod +x "$T/pivot"
 	OUT=$T/nr/data/out
-	unshare --mount --propagation private "$T/pivot" "$T" /usr/bin/python3 -c '
+	unshare --mount --propagation private "$T/pivot" "$T" /usr/bin/python3 -c "$1" \
+		2> "$T/rootown.err" &
+	PID=$!
+	track "$PID"
+	wait_line "$OUT" '^READY ' 10 ||
+		{ show_file out "$OUT"; show_file err "$T/rootown.err"; fail "the target did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
+		fail "the target is not in a mount namespace of its own"
+}
+
+
+# A deleted file mapped by a process with a root of its own (its mount namespace
+# pivot_root'ed into a directory: zdtm's unlink_mmap00 in the ns flavour): the
+# restore recreated the file under the new root, then looked for it under that
+# root twice over ("cannot open ROOT/ROOT/... for its mapping") and lost the process.
+case_root_own_unlinked_map() {
+	root_own_start '
 import ctypes, os, signal
 os.closerange(3, 256)
 got = []
@@ -123,13 +139,7 @@ print("READY", os.getpid(), flush=True)
 while not got:
     signal.pause()
 ok = m[0:5] == b"DIRTY" and m[5:21] == b"d then unlinked\n" and not os.path.exists(path)
-print("PASS" if ok else "FAIL %r" % m[0:21], flush=True)' 2> "$T/umap.err" &
-	PID=$!
-	track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file umap "$OUT"; show_file err "$T/umap.err"; fail "the target did not start"; }
-	READY_SIZE=$(stat -c %s "$OUT")
-	[[ $(readlink /proc/"$PID"/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
-		fail "the target is not in a mount namespace of its own"
+print("PASS" if ok else "FAIL %r" % m[0:21], flush=True)'
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	restore_and_pass "$T/d" 1
@@ -175,3 +185,148 @@ case_proc_shared_own() {
 	expect_untraced "$PID"
 }
 add err-proc-shared-own case_proc_shared_own
+
+# Open deleted files and memfds of a process with a root of its own (zdtm's
+# ghost_holes00, memfd00 and kin in the ns flavour) were refused ("in a root of
+# its own"): the deleted file is made again under the restored root, the memfd
+# is shared memory with no path. After restore: the fds name the same paths,
+# the sparse ghost keeps its bytes and its hole, the memfd its bytes, and
+# nothing of the ghost is left in the root's directory.
+case_root_own_ghost_fd() {
+	root_own_start '
+import os, signal
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+path = "/data/ghost"
+g = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+os.write(g, b"head of the ghost\n")
+os.pwrite(g, b"tail after a hole\n", 1 << 20)
+os.unlink(path)
+m = os.memfd_create("rootown-mfd", 0)
+os.write(m, b"memfd bytes\n" * 100)
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+def link(fd):
+    return os.readlink("/proc/self/fd/%d" % fd)
+st = os.fstat(g)
+ok = (link(g) == path + " (deleted)" and st.st_nlink == 0 and
+      st.st_size == (1 << 20) + 18 and st.st_blocks * 512 < (1 << 19) and
+      os.pread(g, 18, 0) == b"head of the ghost\n" and
+      os.pread(g, 18, 1 << 20) == b"tail after a hole\n" and
+      link(m) == "/memfd:rootown-mfd (deleted)" and
+      os.pread(m, 1200, 0) == b"memfd bytes\n" * 100 and not os.path.exists(path))
+print("PASS" if ok else "FAIL %s %r" % (link(g), st), flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -z $(ls -A "$T/nr/data" | grep -v '^\(in\|out\)$') ]] ||
+		fail "the ghost left files in the root's /data: $(ls -A "$T/nr/data")"
+}
+add rst-root-own-ghost-fd case_root_own_ghost_fd
+
+# A deleted file on a read-only mount under a root of its own (zdtm
+# ghost_on_rofs in the ns flavour): restore makes the mount read-only before
+# the ghost, so the dump killed the process and the restore lost it
+# ("Read-only file system"). Refused by name now, the target unharmed.
+case_root_own_ghost_ro() {
+	root_own_start '
+import os, signal, subprocess
+os.closerange(3, 256)
+os.mkdir("/data/ro")
+subprocess.run(["mount", "-t", "tmpfs", "rootown-ro", "/data/ro"], check=True)
+w = os.open("/data/ro/ghost", os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(w, b"on a read-only mount\n")
+os.close(w)
+g = os.open("/data/ro/ghost", os.O_RDONLY)
+os.unlink("/data/ro/ghost")
+subprocess.run(["mount", "-o", "remount,bind,ro", "/data/ro"], check=True)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), g, flush=True)
+while not got:
+    signal.pause()
+print("PASS" if os.pread(g, 21, 0) == b"on a read-only mount\n" else "FAIL", flush=True)'
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF "fd $fd (/data/ro/ghost (deleted)), a deleted file on a read-only mount in a root of its own" "$MD_ERR" ||
+		fail "the error does not name the deleted file on the read-only mount"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add rst-root-own-ghost-ro case_root_own_ghost_ro
+
+# A deleted file whose directory under a root of its own was replaced by a
+# symlink to an absolute path: as the process sees it, that path is not there
+# and the ghost is made in the directory above; memdump, following the link
+# from the staged root, would have made it in the host's directory the link
+# names. The restore fails by name instead, and writes nothing there.
+case_root_own_ghost_symlink() {
+	mkdir -p "$T/escape"
+	root_own_start '
+import os, signal, sys
+os.closerange(3, 256)
+os.mkdir("/data/esc")
+g = os.open("/data/esc/x", os.O_RDWR | os.O_CREAT, 0o600)
+os.write(g, b"ghost behind a symlink\n")
+os.unlink("/data/esc/x")
+os.rmdir("/data/esc")
+os.symlink("'"$T/escape"'", "/data/esc")
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+ok = os.readlink("/proc/self/fd/%d" % g) == "/data/esc/x (deleted)"
+print("PASS" if ok else "FAIL", flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	md restore.esc restore -D "$T/d" --pidfile "$T/esc.pid"
+	expect_md_error
+	grep -qF "deleted file /data/esc/x: its directory /data/esc leads out of the restored root (a symlink)" "$MD_ERR" ||
+		fail "the restore does not name the symlink"
+	[[ -z $(ls -A "$T/escape") ]] || fail "the restore wrote into $T/escape: $(ls -A "$T/escape")"
+	alive "$PID" && fail "a process $PID runs after the failed restore"
+	true
+}
+add rst-root-own-ghost-symlink case_root_own_ghost_symlink
+
+# An inotify instance of a process with a root of its own (zdtm inotify00 in
+# the ns flavour) was refused: its watches are found through the process's
+# mounts (its paths as it sees them) and added again under the restored root.
+# After restore the same wds report a write to the watched file and a file
+# made in the watched directory; a watch that went to memdump's /data instead
+# would report neither.
+case_root_own_inotify() {
+	root_own_start '
+import ctypes, os, signal, struct
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+open("/data/watched", "w").close()
+ify = libc.inotify_init1(os.O_NONBLOCK)
+wf = libc.inotify_add_watch(ify, b"/data/watched", 0x2)		# IN_MODIFY
+wd = libc.inotify_add_watch(ify, b"/data", 0x100)		# IN_CREATE
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+with open("/data/watched", "a") as f:
+    f.write("more\n")
+open("/data/made", "w").close()
+ev, buf = [], os.read(ify, 4096)
+while buf:
+    w, mask, cookie, n = struct.unpack("iIII", buf[:16])
+    ev.append((w, mask, buf[16:16 + n].rstrip(b"\0")))
+    buf = buf[16 + n:]
+ok = (wf, 0x2, b"") in ev and (wd, 0x100, b"made") in ev and wf > 0 and wd > 0
+print("PASS" if ok else "FAIL %r %d %d" % (ev, wf, wd), flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-inotify case_root_own_inotify

@@ -109,9 +109,10 @@ void fd_owner_fill(void *e, const struct fd_owner *o);
 bool ghost_is_deleted(const char *name);
 /*
  * Why the deleted file name (" (deleted)" at its end) cannot be a ghost: its
- * kind, a size above limit, a directory that is gone too; in why. Else false.
+ * kind, a size above limit, a directory that is gone too (as process pid sees its
+ * directories, under its root); in why. Else false.
  */
-bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
-		       size_t len);
+bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint64_t limit,
+		       char *why, size_t len);
 
 #endif

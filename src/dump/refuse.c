@@ -216,7 +216,7 @@ static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 		}
 		if (i == 0 && stat(path, &st))
 			refuse_add(r, "an unreachable deleted cwd (%s)", target);
-		else if (i == 0 && ghost_unsupported(target, &st, o->ghost_limit, why, sizeof(why)))
+		else if (i == 0 && ghost_unsupported(o->pid, target, &st, o->ghost_limit, why, sizeof(why)))
 			refuse_add(r, "a deleted cwd (%s): %s", target, why);
 		else if (i != 0)
 			refuse_add(r, "a deleted %s (%s)", links[i], target);
@@ -359,7 +359,7 @@ static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
 			continue;
 		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", o->pid, s, e);
-		if (!stat(mf, &st) && ghost_unsupported(name, &st, o->ghost_limit, why, sizeof(why)))
+		if (!stat(mf, &st) && ghost_unsupported(o->pid, name, &st, o->ghost_limit, why, sizeof(why)))
 			refuse_add(r, "a mapping %lx-%lx of %s: %s", s, e, name, why);
 	}
 	free(line);

@@ -171,9 +171,9 @@ int epoll_fill_all(const struct dumpset *ds, char *msg, size_t len);
 int epoll_fill_inflight(struct rst *r, char *msg, size_t len);
 
 /* inotify.c: every watch on its path, with its mask and wd */
-int inotify_check(const InotifyFileEntry *e);
+int inotify_check(const struct rst *r, const InotifyFileEntry *e);
 /* ghosts: for each watch on a deleted file ("PATH (deleted)"), its ghost's path (or NULL) */
-int inotify_open(const InotifyFileEntry *e, const char *const *ghosts);
+int inotify_open(const struct rst *r, const InotifyFileEntry *e, const char *const *ghosts);
 /*
  * An instance watching ghosts: the events the restore itself causes on them
  * (writing, naming, deleting them again) are read away right before the

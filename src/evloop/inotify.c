@@ -44,13 +44,18 @@ static int parse_watch(const char *line, struct inotify_watch *w)
 	return 0;
 }
 
-/* A directory of the mount whose device is sdev (the kernel's encoding). */
-static int mount_of(uint32_t sdev)
+/*
+ * A directory of a mount of pid whose device is sdev (the kernel's encoding),
+ * opened under its root: a file opened by handle on it reads back (its
+ * /proc/self/fd link) as the path pid sees, whatever its root.
+ */
+static int mount_of(pid_t pid, uint32_t sdev)
 {
-	char *text = NULL, *line, *save = NULL;
+	char *text = NULL, *line, *save = NULL, info[64];
 	int fd = -ENOENT;
 
-	if (proc_read_file("/proc/self/mountinfo", &text) < 0)
+	snprintf(info, sizeof(info), "/proc/%d/mountinfo", (int)pid);
+	if (proc_read_file(info, &text) < 0)
 		return -EIO;
 	for (line = strtok_r(text, "\n", &save); line && fd < 0; line = strtok_r(NULL, "\n", &save)) {
 		unsigned maj, min;
@@ -58,7 +63,7 @@ static int mount_of(uint32_t sdev)
 
 		if (sscanf(line, "%*d %*d %u:%u %*s %4095s", &maj, &min, mnt) == 3 &&
 		    ((maj << 20) | min) == sdev)
-			fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			fd = proc_root_open(pid, mnt, O_RDONLY | O_DIRECTORY);
 	}
 	free(text);
 	return fd;
@@ -71,10 +76,35 @@ static bool is_file(const char *path, const struct stat *want)
 	return !stat(path, &st) && st.st_ino == want->st_ino && st.st_dev == want->st_dev;
 }
 
-/* path below dir (depth levels of directories) that is the file want, into out. */
-static bool find_below(const char *dir, const struct stat *want, int depth, char *out, size_t len)
+/* path as pid sees it (under its root) is the file want */
+static bool is_file_in(pid_t pid, const char *path, const struct stat *want)
 {
-	DIR *d = opendir(dir);
+	int fd = proc_root_open(pid, path, O_PATH);
+	struct stat st;
+	bool same = fd >= 0 && !fstat(fd, &st) && st.st_ino == want->st_ino &&
+		    st.st_dev == want->st_dev;
+
+	if (fd >= 0)
+		close(fd);
+	return same;
+}
+
+/* Directory dir of pid (under its root) as a DIR, or NULL. */
+static DIR *opendir_in(pid_t pid, const char *dir)
+{
+	int fd = proc_root_open(pid, dir, O_RDONLY | O_DIRECTORY);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (fd >= 0 && !d)
+		close(fd);
+	return d;
+}
+
+/* path below dir of pid (depth levels of directories) that is the file want, into out. */
+static bool find_below(pid_t pid, const char *dir, const struct stat *want, int depth, char *out,
+		       size_t len)
+{
+	DIR *d = opendir_in(pid, dir);
 	struct dirent *e;
 	bool found = false;
 
@@ -86,11 +116,11 @@ static bool find_below(const char *dir, const struct stat *want, int depth, char
 		if (snprintf(p, sizeof(p), "%s/%s", strcmp(dir, "/") ? dir : "", e->d_name) >=
 		    (int)sizeof(p))
 			continue;
-		if (e->d_ino == want->st_ino && is_file(p, want)) {
+		if (e->d_ino == want->st_ino && is_file_in(pid, p, want)) {
 			snprintf(out, len, "%s", p);
 			found = true;
 		} else if (depth > 0 && e->d_type == DT_DIR) {
-			found = find_below(p, want, depth - 1, out, len);
+			found = find_below(pid, p, want, depth - 1, out, len);
 		}
 	}
 	if (d)
@@ -114,7 +144,7 @@ static bool find_watched(pid_t pid, const struct stat *want, char *path, size_t 
 	if (n <= 0)
 		return false;
 	cwd[n] = 0;
-	return cwd[0] == '/' && !ghost_is_deleted(cwd) && find_below(cwd, want, 2, path, len);
+	return cwd[0] == '/' && !ghost_is_deleted(cwd) && find_below(pid, cwd, want, 2, path, len);
 }
 
 /*
@@ -146,7 +176,7 @@ int fsnotify_inode_path(pid_t pid, struct inotify_watch *w, const char *what, bo
 {
 	struct { struct file_handle h; unsigned char b[MAX_HANDLE_BYTES]; } fh;
 	char proc[64], path[PATH_MAX];
-	int mfd = mount_of(w->sdev), fd;
+	int mfd = mount_of(pid, w->sdev), fd;
 	struct stat want;
 	ssize_t n;
 
@@ -169,7 +199,7 @@ int fsnotify_inode_path(pid_t pid, struct inotify_watch *w, const char *what, bo
 	if (fstat(fd, &want))
 		n = -1;
 	close(fd);
-	if (n > 0 && path[0] == '/' && !ghost_is_deleted(path) && !is_file(path, &want) &&
+	if (n > 0 && path[0] == '/' && !ghost_is_deleted(path) && !is_file_in(pid, path, &want) &&
 	    !find_watched(pid, &want, path, sizeof(path))) {
 		snprintf(why, len, "%s on a file whose path memdump cannot find (inode %lu)", what,
 			 (unsigned long)want.st_ino);

@@ -30,10 +30,19 @@ static const char *watch_path(const InotifyWdEntry *w)
 	return w->f_handle && w->f_handle->path ? w->f_handle->path : NULL;
 }
 
-/* The watched file is the one dumped: same inode, same filesystem. */
-static int check_watch(uint32_t id, const InotifyWdEntry *w)
+/* Where memdump finds a watched file: under the root it built for the process (rst_path). */
+static const char *host_path(const struct rst *r, const InotifyWdEntry *w, char *buf, size_t len)
 {
 	const char *path = watch_path(w);
+
+	return path && !ghost_is_deleted(path) ? rst_path(r, path, buf, len) : path;
+}
+
+/* The watched file is the one dumped: same inode, same filesystem. */
+static int check_watch(const struct rst *r, uint32_t id, const InotifyWdEntry *w)
+{
+	char buf[PATH_MAX];
+	const char *path = host_path(r, w, buf, sizeof(buf));
 	struct stat st;
 
 	if (!path || path[0] != '/')
@@ -52,12 +61,12 @@ static int check_watch(uint32_t id, const InotifyWdEntry *w)
 	return 0;
 }
 
-int inotify_check(const InotifyFileEntry *e)
+int inotify_check(const struct rst *r, const InotifyFileEntry *e)
 {
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < e->n_wd; i++) {
-		ret = check_watch(e->id, e->wd[i]);
+		ret = check_watch(r, e->id, e->wd[i]);
 		for (size_t j = 0; !ret && j < i; j++)
 			if (e->wd[j]->wd == e->wd[i]->wd)
 				ret = fail(-EIO, "files.img: inotify %u: wd %u is listed twice",
@@ -156,24 +165,26 @@ void inotify_drain_close(struct rst *r)
 	r->nr_ify_drain = 0;
 }
 
-int inotify_open(const InotifyFileEntry *e, const char *const *ghosts)
+int inotify_open(const struct rst *r, const InotifyFileEntry *e, const char *const *ghosts)
 {
 	struct watch_at *sorted = calloc(e->n_wd + 1, sizeof(*sorted));
+	char (*bufs)[PATH_MAX] = calloc(e->n_wd + 1, sizeof(*bufs));
 	int fd = inotify_init1(IN_CLOEXEC | (e->flags & O_NONBLOCK ? IN_NONBLOCK : 0)), ret = 0;
 
-	if (fd < 0 || !sorted) {
+	if (fd < 0 || !sorted || !bufs) {
 		ret = fd < 0 ? fail(-errno, "cannot create inotify %u: %s", e->id, strerror(errno))
 			     : -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < e->n_wd; i++)
 		sorted[i] = (struct watch_at){ e->wd[i], ghosts && ghosts[i] ? ghosts[i] :
-							  watch_path(e->wd[i]) };
+				host_path(r, e->wd[i], bufs[i], sizeof(bufs[i])) };
 	qsort(sorted, e->n_wd, sizeof(*sorted), cmp_wd);
 	for (size_t i = 0; !ret && i < e->n_wd; i++)
 		ret = add_watch(fd, e->id, sorted[i].w, sorted[i].path);
 	drain(fd);
 out:
+	free(bufs);
 	free(sorted);
 	if (ret && fd >= 0)
 		close(fd);

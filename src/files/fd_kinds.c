@@ -277,7 +277,7 @@ static int inotify_fd_check(struct rst *r, const FileEntry *fe)
 				    "of which the process has no ghost", fe->id, w->wd,
 				    w->f_handle->path);
 	}
-	return inotify_check(fe->ify);
+	return inotify_check(r, fe->ify);
 }
 
 static int fanotify_fd_check(struct rst *r, const FileEntry *fe)
@@ -346,7 +346,7 @@ static int inotify_fd_open(struct rst *r, const FileEntry *fe, struct rdesc *d)
 		ghosts[i] = g ? ghost_path(r, g->id) : NULL;
 		any |= g != NULL;
 	}
-	ret = opened(d, inotify_open(fe->ify, ghosts));
+	ret = opened(d, inotify_open(r, fe->ify, ghosts));
 	free(ghosts);
 	if (!ret && any && (ret = inotify_drain_later(r, d->fd))) {
 		close(d->fd);

@@ -390,7 +390,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 	else if (S_ISREG(st->st_mode) && !strcmp(link, "/dev/zero (deleted)"))
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
-		return ghost_unsupported(link, st, p->ghost_limit, why, len);
+		return ghost_unsupported(pid, link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link) &&
 		 !outside_proc_start(link))
 		w = "a /proc file of a process outside the dump that memdump cannot read the start "

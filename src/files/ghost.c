@@ -23,6 +23,7 @@
 #include "files/ghost.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 
 #include "ghost-file.pb-c.h"
 #include "remap-file-path.pb-c.h"
@@ -37,12 +38,13 @@ bool ghost_is_deleted(const char *name)
 }
 
 /*
- * The nearest directory of a deleted file's name still there, into dir:
+ * The nearest directory of a deleted file's name still there, as process pid
+ * sees it (under its root), opened into *dirfd (O_PATH), its path into dir:
  * restore recreates the file in its directory, made again with those
  * between if they are gone too (ghost_restore.c); false: none (a name
  * that is no absolute path, or a file where a directory was).
  */
-static bool nearest_dir(const char *name, char *dir, size_t len)
+static bool nearest_dir(pid_t pid, const char *name, char *dir, size_t len, int *at)
 {
 	struct stat st;
 	char *slash;
@@ -51,10 +53,17 @@ static bool nearest_dir(const char *name, char *dir, size_t len)
 		return false;
 	snprintf(dir, len, "%s", name);
 	while ((slash = strrchr(dir, '/'))) {
+		int fd;
+
 		slash[slash == dir] = 0;	/* "/" stays "/" */
-		if (!stat(dir, &st))
-			return S_ISDIR(st.st_mode);
-		if (errno != ENOENT || slash == dir)
+		fd = proc_root_open(pid, dir, O_PATH);
+		if (fd >= 0 && !fstat(fd, &st) && S_ISDIR(st.st_mode)) {
+			*at = fd;
+			return true;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (fd != -ENOENT || slash == dir)
 			return false;
 	}
 	return false;
@@ -66,11 +75,11 @@ static void undeleted(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)(strlen(name) - (sizeof(deleted) - 1)), name);
 }
 
-int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len)
+int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len)
 {
 	char path[PATH_MAX], *slash;
 	struct dirent *de;
-	int ret = -ENOENT;
+	int ret = -ENOENT, fd;
 	DIR *dir;
 
 	undeleted(name, path, sizeof(path));
@@ -78,9 +87,14 @@ int ghost_other_link(const char *name, const struct stat *st, char *out, size_t 
 	if (!slash)
 		return -ENOENT;
 	*slash = 0;
-	dir = opendir(path[0] ? path : "/");
-	if (!dir)
+	fd = proc_root_open(pid, path[0] ? path : "/", O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
 		return -errno;
+	}
 	while (ret && (de = readdir(dir))) {
 		struct stat ls;
 
@@ -95,11 +109,12 @@ int ghost_other_link(const char *name, const struct stat *st, char *out, size_t 
 }
 
 /* A deleted name of a file still linked: another name of it in the same directory, else why. */
-static bool linked_unsupported(const char *name, const struct stat *st, char *why, size_t len)
+static bool linked_unsupported(pid_t pid, const char *name, const struct stat *st, char *why,
+			       size_t len)
 {
 	char other[PATH_MAX];
 
-	if (!ghost_other_link(name, st, other, sizeof(other)))
+	if (!ghost_other_link(pid, name, st, other, sizeof(other)))
 		return false;
 	snprintf(why, len, "a deleted name of a file still linked %lu time(s) elsewhere, with no "
 		 "other name in its directory", (unsigned long)st->st_nlink);
@@ -107,30 +122,34 @@ static bool linked_unsupported(const char *name, const struct stat *st, char *wh
 }
 
 /* A filesystem no file can be made on (procfs: the /proc/PID of an exited process). */
-static bool kernel_fs(const char *dir)
+static bool kernel_fs(int at)
 {
 	struct statfs fs;
 
-	return !statfs(dir, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
+	return !fstatfs(at, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
 }
 
-bool ghost_unsupported(const char *name, const struct stat *st, uint64_t limit, char *why,
-		       size_t len)
+bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint64_t limit,
+		       char *why, size_t len)
 {
 	char dir[PATH_MAX];
+	bool kfs;
+	int at;
 
-	if (!nearest_dir(name, dir, sizeof(dir))) {
+	if (!nearest_dir(pid, name, dir, sizeof(dir), &at)) {
 		snprintf(why, len, "a deleted file whose directory is gone too, with no "
 			 "directory left to make it in again");
 		return true;
 	}
-	if (kernel_fs(dir)) {
+	kfs = kernel_fs(at);
+	close(at);
+	if (kfs) {
 		snprintf(why, len, "a deleted file of procfs or sysfs (of a process that exited), "
 			 "which cannot be made again");
 		return true;
 	}
 	if (S_ISREG(st->st_mode) && st->st_nlink > 0)
-		return linked_unsupported(name, st, why, len);
+		return linked_unsupported(pid, name, st, why, len);
 	if (S_ISFIFO(st->st_mode) || S_ISDIR(st->st_mode) || S_ISCHR(st->st_mode) ||
 	    S_ISBLK(st->st_mode) || S_ISLNK(st->st_mode))
 		return false;	/* a deleted directory is empty: only its attributes */
@@ -305,7 +324,7 @@ static int attach_linked(struct dump_ctx *d, struct file_desc *f)
 	char *p;
 
 	undeleted(f->path, name, sizeof(name));
-	if (ghost_other_link(f->path, &f->st, other, sizeof(other)))
+	if (ghost_other_link(d->pid, f->path, &f->st, other, sizeof(other)))
 		return fail(-EOPNOTSUPP, "process %d: %s is a deleted name of a file still linked "
 			    "elsewhere, with no other name in its directory", d->pid, f->path);
 	if (!(p = strdup(other)) || !(f->deleted_name = strdup(name))) {
@@ -323,7 +342,7 @@ int ghost_attach(struct dump_ctx *d, struct file_desc *f, const char *src)
 	char why[256];
 	struct ghost *g;
 
-	if (ghost_unsupported(f->path, &f->st, d->policy.ghost_limit, why, sizeof(why)))
+	if (ghost_unsupported(d->pid, f->path, &f->st, d->policy.ghost_limit, why, sizeof(why)))
 		return fail(-EOPNOTSUPP, "process %d: %s is %s", d->pid, f->path, why);
 	if (S_ISREG(f->st.st_mode) && f->st.st_nlink > 0)
 		return attach_linked(d, f);

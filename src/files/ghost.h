@@ -43,9 +43,10 @@ struct ghost_set {
 
 /*
  * A deleted name (" (deleted)" at its end) of a file st still linked elsewhere: another
- * name of the same inode in the same directory, into out. -ENOENT: none.
+ * name of the same inode in the same directory (as process pid sees it, under its
+ * root), into out. -ENOENT: none.
  */
-int ghost_other_link(const char *name, const struct stat *st, char *out, size_t len);
+int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len);
 /*
  * f (a REG or the path entry of a FIFO, its path still with " (deleted)")
  * becomes a deleted file: the suffix is dropped and its inode's ghost, read

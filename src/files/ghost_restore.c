@@ -19,6 +19,7 @@
 #include "common.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "ctx/restore_ctx.h"
 
 #include "ghost-file.pb-c.h"
@@ -119,7 +120,7 @@ static bool nearest_dir(const char *name, char *dir, size_t len, struct stat *st
 static int check_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id));
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], buf[PATH_MAX];
 	GhostFileEntry *ge;
 	struct image *img;
 	struct stat st;
@@ -143,7 +144,7 @@ static int check_one(struct rst *r, const RemapFilePathEntry *re)
 		ret = check_content(img, ge, re->remap_id, name);
 	img_free(&ghost_file_entry__descriptor, ge);
 	img_abort(img);
-	if (!ret && !nearest_dir(name, dir, sizeof(dir), &st))
+	if (!ret && !nearest_dir(rst_path(r, name, buf, sizeof(buf)), dir, sizeof(dir), &st))
 		ret = fail(-ENOTDIR, "deleted file %s: no directory is left on its path to make it "
 			   "in again", name);
 	return ret;
@@ -478,6 +479,37 @@ static int walk_parents(struct rst *r, const char *path, const char *top, bool r
 	return ret;
 }
 
+/*
+ * A ghost's path under the root restore builds (r->mnt_stage): its nearest
+ * directory must be the one the process will see there, not one a symlink
+ * of that tree (absolute, or with "..") leads memdump to outside it.
+ */
+static int check_in_stage(const struct rst *r, const char *path)
+{
+	size_t n = r->mnt_stage ? strlen(r->mnt_stage) : 0;
+	char dir[PATH_MAX];
+	struct stat host, in;
+	int root, fd;
+
+	if (!n || strncmp(path, r->mnt_stage, n) || path[n] != '/' ||
+	    !nearest_dir(path, dir, sizeof(dir), &host) || strlen(dir) < n)
+		return 0;	/* not under it; or no directory: make_parents tells */
+	root = open(r->mnt_stage, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return fail(-errno, "cannot open the restored root %s: %s", r->mnt_stage,
+			    strerror(errno));
+	fd = root_open_at(root, dir[n] ? dir + n : "/", O_PATH | O_DIRECTORY);
+	close(root);
+	if (fd >= 0 && !fstat(fd, &in) && in.st_dev == host.st_dev && in.st_ino == host.st_ino) {
+		close(fd);
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return fail(-EXDEV, "deleted file %s: its directory %s leads out of the restored root "
+		    "(a symlink)", path + n, dir + n);
+}
+
 static int create_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id)), *made;
@@ -502,6 +534,8 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	g->top = NULL;
 	if (!g->path)
 		ret = -ENOMEM;
+	if (!ret && !made)
+		ret = check_in_stage(r, g->path);
 	if (!ret && !made)
 		ret = make_parents(r, g->path, &g->top);
 	if (!ret && !made)

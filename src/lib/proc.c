@@ -1,5 +1,7 @@
 /* Readers of /proc/PID/{stat,status,task,comm}. */
 #include <dirent.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/capability.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -298,4 +300,29 @@ bool proc_fd_link_is(pid_t pid, int fd, const char *want)
 		return false;
 	link[n] = 0;
 	return !strcmp(link, want);
+}
+
+int root_open_at(int root, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+int proc_root_open(pid_t pid, const char *path, int flags)
+{
+	char root[64];
+	int dir, fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	fd = root_open_at(dir, path, flags);
+	close(dir);
+	return fd;
 }

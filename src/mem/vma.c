@@ -128,7 +128,7 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
 			    v->end, v->name, strerror(errno));
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
 		return refuse(d->pid, v, "a mapping of a device");
-	if (ghost_is_deleted(v->name) && ghost_unsupported(v->name, &st, d->policy.ghost_limit,
+	if (ghost_is_deleted(v->name) && ghost_unsupported(d->pid, v->name, &st, d->policy.ghost_limit,
 						     why, sizeof(why)))
 		return refuse(d->pid, v, why);
 	id = files_add_path(d, v->name, &st, shared ? O_RDWR : O_RDONLY, path);

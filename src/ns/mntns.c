@@ -36,6 +36,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "mountinfo.h"
+#include "proc.h"
 #include "mnt.pb-c.h"
 #include "tmpfs-file.pb-c.h"
 
@@ -276,6 +277,77 @@ static bool same_pty(const char *in_root, const struct stat *at)
 	       in.st_rdev == at->st_rdev && in.st_dev == at->st_dev;
 }
 
+/*
+ * The mount flags (MS_*) of the mount fd of pid is on, when its
+ * /proc/PID/mountinfo lists it: a mount under its root, in its namespace
+ * (the kernel leaves the mounts outside its root out of that file). -ENOENT:
+ * not listed.
+ */
+static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
+{
+	char path[64], *info = NULL;
+	const char *id = NULL;
+	struct mounts ms = { 0 };
+	int ret = -ENOENT;
+
+	if (proc_fdinfo(pid, fd, &info) > 0)
+		id = proc_line_after(info, "mnt_id:");
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	if (id && !mounts_read(path, &ms))
+		for (size_t i = 0; i < ms.n && ret; i++)
+			if (ms.m[i].id == atoi(id)) {
+				*flags = ms.m[i].flags;
+				ret = 0;
+			}
+	mounts_free(&ms);
+	free(info);
+	return ret;
+}
+
+/*
+ * A deleted file (fd, link) of pid: restore makes it again under the root it
+ * builds, once every mount is there; one on a mount outside that root (or
+ * not in its namespace) or on a read-only mount cannot be made so.
+ */
+static void refuse_ghost_in_own_root(pid_t pid, const char *fd, const char *link,
+				     struct refusals *r)
+{
+	unsigned long flags = 0;
+
+	if (fd_mount_flags(pid, atoi(fd), &flags))
+		refuse_add(r, "process %d: fd %s (%s), a deleted file on a mount outside its root "
+			   "or its mount namespace", pid, fd, link);
+	else if (flags & MS_RDONLY)
+		refuse_add(r, "process %d: fd %s (%s), a deleted file on a read-only mount in a "
+			   "root of its own", pid, fd, link);
+}
+
+/* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
+static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
+				  const struct stat *at, struct refusals *r)
+{
+	char path[4300], sun[120];
+	struct stat in;
+
+	if (link[0] != '/') {
+		if (!strncmp(link, "socket:", 7) && unix_socket_with_path(pid, atoi(fd), sun, sizeof(sun)))
+			refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of "
+				   "its own", pid, fd, link, sun);
+		return;	/* inotify: its watches are found as pid sees them (inotify.c) */
+	}
+	if (!strncmp(link, "/memfd:", 7))
+		return;		/* no path: shared memory (shmem.c) */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
+	if (strstr(link, " (deleted)"))
+		refuse_ghost_in_own_root(pid, fd, link, r);
+	else if (!strncmp(link, "/dev/pts/", 9) && !same_pty(path, at))
+		refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
+	else if (stat(path, &in) || (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) &&
+				       at->st_rdev == in.st_rdev) &&
+				     (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
+		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
 static void refuse_in_own_root(pid_t pid, struct refusals *r)
 {
@@ -286,7 +358,7 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
 	d = opendir(dir);
 	while (d && (de = readdir(d))) {
-		struct stat in, at;
+		struct stat at;
 		ssize_t n;
 
 		if (de->d_name[0] == '.')
@@ -296,28 +368,7 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 		if (n <= 0 || stat(path, &at))
 			continue;
 		link[n] = 0;
-		if (link[0] != '/') {
-			char sun[120];
-
-			if (!strncmp(link, "socket:", 7) &&
-			    unix_socket_with_path(pid, atoi(de->d_name), sun, sizeof(sun)))
-				refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a "
-					   "root of its own", pid, de->d_name, link, sun);
-			else if (!strcmp(link, "anon_inode:inotify"))
-				refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid,
-					   de->d_name, link);
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
-		if (strstr(link, " (deleted)") || (!strncmp(link, "/dev/pts/", 9) &&
-						    !same_pty(path, &at)))
-			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, de->d_name,
-				   link);
-		else if (stat(path, &in) || (!(S_ISCHR(at.st_mode) && S_ISCHR(in.st_mode) &&
-					    at.st_rdev == in.st_rdev) &&
-					  (in.st_dev != at.st_dev || in.st_ino != at.st_ino)))
-			refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid,
-				   de->d_name, link);
+		refuse_fd_in_own_root(pid, de->d_name, link, &at, r);
 	}
 	if (d)
 		closedir(d);
@@ -361,6 +412,14 @@ static bool propagated_copy(const struct mnt_plan *p, size_t i)
 	return false;
 }
 
+/* A mount of a directory removed since (mountinfo's root ends in "//deleted"). */
+static bool deleted_root(const struct mount *m)
+{
+	size_t n = strlen(m->root), k = strlen("//deleted");
+
+	return n >= k && !strcmp(m->root + n - k, "//deleted");
+}
+
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
 			struct refusals *r)
 {
@@ -392,6 +451,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
+		else if (deleted_root(m))
+			refuse_add(r, "the mount at %s, bound from a deleted directory (%s)",
+				   m->mountpoint, m->root);
 		else if (!made && !src)
 			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
 				   m->mountpoint, m->source);
