@@ -1,6 +1,7 @@
 /* t-hugepage: an 8 MB, 2 MB-aligned anonymous region with
- * MADV_HUGEPAGE (transparent huge pages), fully written; plus, if the
- * system has free hugetlb pages, a MAP_HUGETLB region.
+ * MADV_HUGEPAGE (transparent huge pages), fully written; with the argument
+ * `hugetlb` (after DIR) also a MAP_HUGETLB region (memdump refuses it:
+ * err-hugetlb), or exits 2 if the system has no free hugetlb page.
  * After restore the data must match and the VMA must still carry the
  * MADV_HUGEPAGE flag ("hg" in VmFlags).
  * READY <pid> <addr> <len> <seed> <hugetlb-addr-or-0> */
@@ -22,12 +23,17 @@ int main(int argc, char **argv)
 		t_fail("madvise(MADV_HUGEPAGE): %s", strerror(errno));
 	t_fill(r, LEN, SEED);
 
-	uint8_t *h = mmap(NULL, HP, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-	if (h == MAP_FAILED)
-		h = NULL;
-	else
+	uint8_t *h = NULL;
+
+	if (argc > 2 && !strcmp(argv[2], "hugetlb")) {
+		h = mmap(NULL, HP, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (h == MAP_FAILED) {
+			fprintf(stderr, "no hugetlb page: %s\n", strerror(errno));
+			return 2;
+		}
 		t_fill(h, HP, SEED + 1);
+	}
 
 	char thp[128] = "";
 	t_smaps_field(r, "AnonHugePages:", thp, sizeof(thp));

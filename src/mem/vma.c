@@ -60,7 +60,8 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
  */
 static const char *const restored_flags[] = {
 	"rd", "wr", "ex", "sh", "mr", "mw", "me", "ms",	/* prot and sharing */
-	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb */
+	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb
+						 * (a file's or System V's; others refused below) */
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
 	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
 	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
@@ -98,6 +99,9 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 	if (!strncmp(v->name, "socket:[", 8))	/* before its VmFlags (mm): say what it is */
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
 			      "which memdump does not map again");
+	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)"))
+		return refuse(pid, v, "MAP_HUGETLB memory (anonymous, a memfd's or a deleted "
+			      "hugetlbfs file's), which memdump does not restore yet");
 	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
 	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
