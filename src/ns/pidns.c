@@ -53,6 +53,14 @@ bool pidns_own(pid_t pid)
 	return theirs && mine && theirs != mine;
 }
 
+pid_t pidns_inner(pid_t pid)
+{
+	long v[4];
+	int n = ns_values(pid, pid, "NSpid", v);
+
+	return n > 0 ? (pid_t)v[n - 1] : -ESRCH;
+}
+
 /* Processes in the namespace ino that the tree does not hold (setns, a ptraced outsider...). */
 static int strangers(ino_t ino, const struct proc_tree *t, pid_t *first)
 {
