@@ -772,6 +772,8 @@ case_tree_pidns_fd() {
 add tree-pidns-pidfd case_tree_pidns_fd t-pidfd
 add tree-pidns-fown case_tree_pidns_fd t-fown
 add tree-pidns-procchild case_tree_pidns_fd t-procfile
+# zombies of a PID namespace's init, in its group: forked again with both PIDs
+add tree-pidns-zombie case_tree_pidns_fd t-zombie
 
 # what is left refused in a PID namespace, by name: a pidfd and a SIGIO owner
 # of a process outside it (this shell), taken before the namespace was made;

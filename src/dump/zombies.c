@@ -20,6 +20,7 @@
 #include "dump/zombies.h"
 #include "image/image.h"
 #include "log.h"
+#include "ns/pidns.h"
 #include "proc.h"
 #include "core.pb-c.h"
 #include "pstree.pb-c.h"
@@ -153,14 +154,29 @@ static int write_zombie_core(struct dump_ctx *d, const struct tree_proc *z)
 	return img_close(img);
 }
 
+static int zombie_ns_ids(PstreeEntry *pe, uint32_t *ns_tid)
+{
+	pid_t tid = (pid_t)pe->pid;
+	int ret = pidns_ids(tid, &tid, 1, ns_tid, &pe->ns_pgid, &pe->ns_sid);
+
+	if (ret)
+		return fail(ret, "cannot read the PID namespace IDs of zombie %u", pe->pid);
+	pe->n_ns_threads = 1;
+	pe->ns_threads = ns_tid;
+	pe->has_ns_pgid = pe->has_ns_sid = true;
+	return 0;
+}
+
 int write_zombies(struct dump_ctx *d, struct image *pstree)
 {
 	int ret = 0;
 
+	bool pid_ns = d->tree && pidns_own(d->pid);
+
 	for (int i = 0; i < d->nr_zombies && !ret; i++) {
 		const struct tree_proc *z = &d->zombies[i];
 		PstreeEntry pe = PSTREE_ENTRY__INIT;
-		uint32_t tid = (uint32_t)z->pid;
+		uint32_t tid = (uint32_t)z->pid, ns_tid = 0;
 
 		pe.pid = z->pid;
 		pe.ppid = z->ppid;
@@ -168,7 +184,10 @@ int write_zombies(struct dump_ctx *d, struct image *pstree)
 		pe.sid = z->sid;
 		pe.n_threads = 1;
 		pe.threads = &tid;
-		ret = img_write_msg(pstree, &pe.base);
+		if (pid_ns)	/* its IDs in the tree's PID namespace too, as a live one's */
+			ret = zombie_ns_ids(&pe, &ns_tid);
+		if (!ret)
+			ret = img_write_msg(pstree, &pe.base);
 		if (!ret)
 			ret = write_zombie_core(d, z);
 	}

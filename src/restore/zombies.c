@@ -64,6 +64,10 @@ int zombies_check(struct rst *r)
 		    (!WIFSIGNALED(code) && !WIFEXITED(code)))
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
+		if (rst_ns_pid(r->ds.procs[i]) && needs_stand_in(r, r->ds.procs[i]))
+			return fail(-EINVAL, "pstree.img: zombie %d of a PID namespace is in process "
+				    "group %d, neither its parent's nor its own", z,
+				    r->ds.procs[i]->pgid);
 		ret = pid_free(z);	/* a zombie left by the killing dump? */
 		if (ret > 0)
 			return fail(-EEXIST, "PID %d (a zombie child of the dump) is in use", z);
@@ -214,7 +218,7 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 			 pe->pgid, set_tid, strerror(-s));
 		return s;
 	}
-	z = rst_fork_pid(set_tid);
+	z = rst_fork_pid_ns(set_tid, rst_ns_pid(pe), 0);	/* in a PID namespace: both PIDs */
 	if (z == 0) {
 		if (pe->pgid != r->ds.procs[0]->pgid &&
 		    setpgid(0, pe->pgid == pe->pid ? 0 : (pid_t)pe->pgid))
