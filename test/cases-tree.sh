@@ -747,7 +747,7 @@ pidns_prog() {
 # images name them by their PIDs there, the restored processes open them there
 case_tree_pidns_fd() {
 	local prog=$1 before
-	pidns_prog "$prog"
+	pidns_prog "$@"
 	[[ $prog == t-fown ]] || (( READY[2] > PIDNS_BASE )) ||
 		fail "the child's PID in the namespace is ${READY[2]}, not above $PIDNS_BASE"
 	before=$(ns_pids "$PID")
@@ -774,6 +774,10 @@ add tree-pidns-fown case_tree_pidns_fd t-fown
 add tree-pidns-procchild case_tree_pidns_fd t-procfile
 # zombies of a PID namespace's init, in its group: forked again with both PIDs
 add tree-pidns-zombie case_tree_pidns_fd t-zombie
+# a zombie in a group of its own, and one in a group whose leader is gone (a
+# stand-in leader made in the namespace with both PIDs): zdtm zombie01, ns
+add tree-pidns-zombie-pg-own case_tree_pidns_fd t-zombiepg own
+add tree-pidns-zombie-pg-dead case_tree_pidns_fd t-zombiepg dead
 
 # what is left refused in a PID namespace, by name: a pidfd and a SIGIO owner
 # of a process outside it (this shell), taken before the namespace was made;

@@ -113,10 +113,11 @@ void pidns_refuse(const struct proc_tree *t, struct refusals *r)
 	for (int i = 0; i < t->n; i++) {
 		const struct tree_proc *p = &t->procs[i];
 
-		if (tree_is_zombie(p) && p->pgid != p->pid && p->pgid != pgid_of(t, p->ppid))
+		if (tree_is_zombie(p) && p->pgid != p->pid && p->pgid != pgid_of(t, p->ppid) &&
+		    (ns_values(p->pid, p->pid, "NSpgid", v) != 2 || !v[1]))
 			refuse_add(r, "child process %d (%s) of %d, a zombie in a PID namespace in "
-				   "process group %d, neither its parent's nor its own", p->pid,
-				   p->comm, p->ppid, p->pgid);
+				   "process group %d, which is outside it", p->pid, p->comm, p->ppid,
+				   p->pgid);
 		else if (tree_is_zombie(p))
 			continue;	/* made again by its parent there (restore/zombies.c) */
 		else if (ns_ino(p->pid, "pid_for_children") != ino)

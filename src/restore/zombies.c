@@ -64,9 +64,10 @@ int zombies_check(struct rst *r)
 		    (!WIFSIGNALED(code) && !WIFEXITED(code)))
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
-		if (rst_ns_pid(r->ds.procs[i]) && needs_stand_in(r, r->ds.procs[i]))
+		if (rst_ns_pid(r->ds.procs[i]) && needs_stand_in(r, r->ds.procs[i]) &&
+		    !r->ds.procs[i]->ns_pgid)
 			return fail(-EINVAL, "pstree.img: zombie %d of a PID namespace is in process "
-				    "group %d, neither its parent's nor its own", z,
+				    "group %d, which is outside the namespace", z,
 				    r->ds.procs[i]->pgid);
 		ret = pid_free(z);	/* a zombie left by the killing dump? */
 		if (ret > 0)
@@ -162,21 +163,22 @@ static int status_of(const siginfo_t *si)
 }
 
 /*
- * The stand-in leader of group pgid, held until *hold is closed; 0 when the
- * group is there already (an earlier zombie of it), <0: -errno.
+ * The stand-in leader of group pgid (ns_pgid in the PID namespace of the set,
+ * 0: none), held until *hold is closed; 0 when the group is there already (an
+ * earlier zombie of it), <0: -errno.
  */
-static pid_t group_stand_in(pid_t pgid, int *hold)
+static pid_t group_stand_in(pid_t pgid, pid_t ns_pgid, int *hold)
 {
 	int p[2];
 	pid_t s;
 	char c;
 
 	*hold = -1;
-	if (!kill(-pgid, 0))
+	if (!kill(-(ns_pgid ? ns_pgid : pgid), 0))
 		return 0;
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
-	s = rst_fork_pid(pgid);
+	s = rst_fork_pid_ns(pgid, ns_pgid, 0);	/* in a PID namespace: both PIDs */
 	if (s == 0) {
 		close(p[1]);
 		setpgid(0, 0);
@@ -210,10 +212,11 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 {
 	const PstreeEntry *pe = r->ds.procs[i];
 	pid_t set_tid = (pid_t)pe->pid, z, s = 0;
+	pid_t ns_pgid = rst_ns_pid(pe) ? (pid_t)pe->ns_pgid : 0;	/* as the zombie sees it */
 	int hold = -1;
 	siginfo_t si;
 
-	if (needs_stand_in(r, pe) && (s = group_stand_in(pe->pgid, &hold)) < 0) {
+	if (needs_stand_in(r, pe) && (s = group_stand_in(pe->pgid, ns_pgid, &hold)) < 0) {
 		snprintf(why, len, "cannot make process group %d again for zombie %d: %s",
 			 pe->pgid, set_tid, strerror(-s));
 		return s;
@@ -221,7 +224,7 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 	z = rst_fork_pid_ns(set_tid, rst_ns_pid(pe), 0);	/* in a PID namespace: both PIDs */
 	if (z == 0) {
 		if (pe->pgid != r->ds.procs[0]->pgid &&
-		    setpgid(0, pe->pgid == pe->pid ? 0 : (pid_t)pe->pgid))
+		    setpgid(0, pe->pgid == pe->pid ? 0 : ns_pgid ? ns_pgid : (pid_t)pe->pgid))
 			syscall(SYS_exit_group, 126);	/* the parent sees another status: fails */
 		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
 	}
