@@ -779,6 +779,60 @@ add tree-pidns-zombie case_tree_pidns_fd t-zombie
 add tree-pidns-zombie-pg-own case_tree_pidns_fd t-zombiepg own
 add tree-pidns-zombie-pg-dead case_tree_pidns_fd t-zombiepg dead
 
+# a zombie of a PID namespace's init in a session whose leader is gone (its
+# parent made the session, forked it, and exited: zdtm helper_zombie_child):
+# a stand-in leader makes the session again, forks it and exits, the zombie
+# falls to the init; same PIDs, session, group and status
+case_tree_pidns_zombie_session() {
+	OUT=$T/zs.out
+	unshare --pid --fork --kill-child sh -c 'exec unshare --mount --mount-proc=/proc "$@"' sh \
+		python3 -c '
+import os, signal, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+r, w = os.pipe()
+c = os.fork()
+if c == 0:
+    os.setsid()
+    z = os.fork()
+    if z == 0:
+        os._exit(5)
+    os.waitid(os.P_PID, z, os.WEXITED | os.WNOWAIT)
+    os.write(w, b"%d" % z)
+    os._exit(0)
+os.waitpid(c, 0)
+z = int(os.read(r, 32))
+def stat():
+    return open("/proc/%d/stat" % z).read().rsplit(")", 1)[1].split()[:4]
+while stat()[1] != "1":
+    time.sleep(0.01)
+print("READY", os.getpid(), z, c, flush=True)
+while not got:
+    signal.pause()
+st = stat()
+pid, status = os.waitpid(z, 0)
+ok = st == ["Z", "1", str(c), str(c)] and os.waitstatus_to_exitcode(status) == 5
+print("PASS" if ok else "FAIL %r %#x" % (st, status), flush=True)' > "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	local before; before=$(ns_pids "$PID")
+	[[ $(echo "$before" | wc -l) == 2 ]] || fail "not an init and its zombie: $before"
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(ns_pids "$PID") == "$before" ]] ||
+		fail "PIDs differ: before [$before] after [$(ns_pids "$PID")]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-pidns-zombie-session case_tree_pidns_zombie_session
+
 # what is left refused in a PID namespace, by name: a pidfd and a SIGIO owner
 # of a process outside it (this shell), taken before the namespace was made;
 # the init of the namespace is left running, untraced
