@@ -21,6 +21,8 @@ struct proc_stat {
 };
 
 int proc_read_stat(pid_t pid, struct proc_stat *st);
+/* The same from a stat file at path (another /proc: pid, ppid... as its namespace sees them). */
+int proc_read_stat_path(const char *path, struct proc_stat *st);
 pid_t proc_ppid(pid_t pid);
 pid_t proc_tgid(pid_t pid);
 pid_t proc_tracer(pid_t pid);

@@ -712,6 +712,160 @@ case_tree_pidns_procfile() {
 	restore_and_pass "$T/d" 1
 }
 add tree-pidns-procfile case_tree_pidns_procfile
+
+# far_pids: N, with no process of this machine at N+1 .. N+8 (below pid_max)
+far_pids() {
+	local n k max; max=$(cat /proc/sys/kernel/pid_max)
+	for ((n = max - 400; n > 1000; n -= 50)); do
+		for ((k = 1; k <= 8; k++)); do [[ -d /proc/$((n + k)) ]] && break; done
+		(( k > 8 )) && { echo "$n"; return 0; }
+	done
+	return 1
+}
+
+# pidns_prog PROG [ARGS]: PROG as the init of a PID namespace with its own
+# /proc, whose next PIDs there (its children's) are no PIDs memdump sees;
+# PID is its PID outside
+pidns_prog() {
+	local base; base=$(far_pids) || fail "no free run of PIDs"
+	OUT=$T/pidns.out
+	unshare --pid --fork --kill-child sh -c 'exec unshare --mount --mount-proc=/proc sh -c '\''
+		echo "$0" > /proc/sys/kernel/ns_last_pid && exec "$@"'\'' "$0" "$@"' "$base" \
+		"$TESTBIN/$1" "$T" "${@:2}" > "$OUT" 2> /dev/null < /dev/null &
+	PIDNS_U=$!; track "$PIDNS_U"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "$1 did not start"
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	[[ ${READY[1]} == 1 ]] || fail "$1 is not the init of its namespace: ${READY[*]}"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$PIDNS_U"); track "$PID"
+	local p; for p in $(tree_pids "$PID"); do track "$p"; done
+	PIDNS_BASE=$base
+}
+
+# pidfds, SIGIO owners and /proc files of processes of a PID namespace, held
+# in it (zdtm pidfd_*, file_lease*, child_opened_proc in the ns flavour): the
+# images name them by their PIDs there, the restored processes open them there
+case_tree_pidns_fd() {
+	local prog=$1 before
+	pidns_prog "$@"
+	[[ $prog == t-fown ]] || (( READY[2] > PIDNS_BASE )) ||
+		fail "the child's PID in the namespace is ${READY[2]}, not above $PIDNS_BASE"
+	before=$(ns_pids "$PID")
+	dump "$PID" "$T/d"
+	wait "$PIDNS_U" 2> /dev/null
+	crit_decodes "$T/d"
+	if [[ $prog == t-fown ]] && command -v crit > /dev/null; then
+		crit show "$T/d/files.img" > "$T/files.json" || fail "crit cannot decode files.img"
+		grep -qE '"pid": 1,?$' "$T/files.json" && ! grep -qE "\"pid\": $PID,?\$" "$T/files.json" ||
+			fail "the owners in files.img are not named by the PID in the namespace (1)"
+	fi
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(ns_pids "$PID") == "$before" ]] ||
+		fail "PIDs differ: before [$before] after [$(ns_pids "$PID")]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-pidns-pidfd case_tree_pidns_fd t-pidfd
+add tree-pidns-fown case_tree_pidns_fd t-fown
+add tree-pidns-procchild case_tree_pidns_fd t-procfile
+# zombies of a PID namespace's init, in its group: forked again with both PIDs
+add tree-pidns-zombie case_tree_pidns_fd t-zombie
+# a zombie in a group of its own, and one in a group whose leader is gone (a
+# stand-in leader made in the namespace with both PIDs): zdtm zombie01, ns
+add tree-pidns-zombie-pg-own case_tree_pidns_fd t-zombiepg own
+add tree-pidns-zombie-pg-dead case_tree_pidns_fd t-zombiepg dead
+
+# a zombie of a PID namespace's init in a session whose leader is gone (its
+# parent made the session, forked it, and exited: zdtm helper_zombie_child):
+# a stand-in leader makes the session again, forks it and exits, the zombie
+# falls to the init; same PIDs, session, group and status
+case_tree_pidns_zombie_session() {
+	OUT=$T/zs.out
+	unshare --pid --fork --kill-child sh -c 'exec unshare --mount --mount-proc=/proc "$@"' sh \
+		python3 -c '
+import os, signal, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+r, w = os.pipe()
+c = os.fork()
+if c == 0:
+    os.setsid()
+    z = os.fork()
+    if z == 0:
+        os._exit(5)
+    os.waitid(os.P_PID, z, os.WEXITED | os.WNOWAIT)
+    os.write(w, b"%d" % z)
+    os._exit(0)
+os.waitpid(c, 0)
+z = int(os.read(r, 32))
+def stat():
+    return open("/proc/%d/stat" % z).read().rsplit(")", 1)[1].split()[:4]
+while stat()[1] != "1":
+    time.sleep(0.01)
+print("READY", os.getpid(), z, c, flush=True)
+while not got:
+    signal.pause()
+st = stat()
+pid, status = os.waitpid(z, 0)
+ok = st == ["Z", "1", str(c), str(c)] and os.waitstatus_to_exitcode(status) == 5
+print("PASS" if ok else "FAIL %r %#x" % (st, status), flush=True)' > "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the program did not start"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	local before; before=$(ns_pids "$PID")
+	[[ $(echo "$before" | wc -l) == 2 ]] || fail "not an init and its zombie: $before"
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(ns_pids "$PID") == "$before" ]] ||
+		fail "PIDs differ: before [$before] after [$(ns_pids "$PID")]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-pidns-zombie-session case_tree_pidns_zombie_session
+
+# what is left refused in a PID namespace, by name: a pidfd and a SIGIO owner
+# of a process outside it (this shell), taken before the namespace was made;
+# the init of the namespace is left running, untraced
+case_tree_pidns_outside() {
+	start_py pidnsout '
+import ctypes, fcntl, os, signal, sys, time
+out = os.getppid()
+pfd = os.pidfd_open(out)
+r, w = os.pipe()
+fcntl.fcntl(r, fcntl.F_SETOWN, out)
+if ctypes.CDLL(None, use_errno=True).unshare(0x20000000):
+    sys.exit("unshare(CLONE_NEWPID) failed")
+c = os.fork()
+if c == 0:
+    os.dup2(pfd, 20); os.dup2(r, 21)
+    time.sleep(120); os._exit(0)
+print("READY", c, out, flush=True)
+os.waitpid(c, 0)'
+	local init out
+	read -r _ init out < <(grep -m1 '^READY ' "$OUT")
+	track "$init"
+	[[ $(proc_field "$init" NSpid | awk '{ print $NF }') == 1 ]] || fail "$init is not an init"
+	md dump dump -t "$init" -D "$T/d"
+	expect_md_error
+	grep -qE "fd 20 \(anon_inode:\[pidfd\]: a pidfd of process $out, which is not dumped with it" \
+		"$MD_ERR" || fail "the pidfd is not refused by name: $(tail -n1 "$MD_ERR")"
+	grep -qE "fd 21 \([^)]*\) with a SIGIO owner \(F_SETOWN_EX, type 1, id $out\): a process that is not the fd's own" \
+		"$MD_ERR" || fail "the owner is not refused by name: $(tail -n1 "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$init"
+	kill "$init"
+}
+add tree-pidns-fd-refuse case_tree_pidns_outside
 add tree-refuse-zombie case_tree_refuse_zombie
 add tree-zombie-pg-own case_tree_zombie_pg own
 add tree-zombie-pg-dead case_tree_zombie_pg dead

@@ -20,6 +20,7 @@
 #include "dump/zombies.h"
 #include "image/image.h"
 #include "log.h"
+#include "ns/pidns.h"
 #include "proc.h"
 #include "core.pb-c.h"
 #include "pstree.pb-c.h"
@@ -43,32 +44,57 @@ static const char *creds_differ(pid_t z, pid_t parent)
 }
 
 /*
+ * How many members process group id (session: session id) has when they are
+ * all zombies of root and its leader is gone; 0 otherwise.
+ */
+static int all_zombies_of(pid_t id, bool session, pid_t root)
+{
+	char path[32];
+	struct dirent *e;
+	bool ours = true;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d", id);
+	if (!access(path, F_OK))
+		return 0;		/* its leader is still there */
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while (ours && (e = readdir(d))) {
+		struct proc_stat st;
+		pid_t p = atoi(e->d_name);
+
+		if (p > 0 && !proc_read_stat(p, &st) && (session ? st.sid : st.pgid) == id) {
+			ours = st.state == 'Z' && st.ppid == root;
+			n++;
+		}
+	}
+	closedir(d);
+	return ours ? n : 0;
+}
+
+/*
  * A process group whose leader is gone and whose members are all zombies of
  * root (zdtm zombie01): the restore makes it again with a stand-in that has
  * the leader's PID (restore/zombies.c).
  */
 static bool group_of_zombies(pid_t pgid, pid_t root)
 {
-	char path[32];
-	struct dirent *e;
-	bool ours = true;
-	DIR *d;
+	return all_zombies_of(pgid, false, root) > 0;
+}
 
-	snprintf(path, sizeof(path), "/proc/%d", pgid);
-	if (!access(path, F_OK))
-		return false;		/* its leader is still there */
-	d = opendir("/proc");
-	if (!d)
-		return false;
-	while (ours && (e = readdir(d))) {
-		struct proc_stat st;
-		pid_t p = atoi(e->d_name);
-
-		if (p > 0 && !proc_read_stat(p, &st) && st.pgid == pgid)
-			ours = st.state == 'Z' && st.ppid == root;
-	}
-	closedir(d);
-	return ours;
+/*
+ * A session whose leader is gone, whose one member is a zombie of root, the
+ * init of a PID namespace of the tree, in the group the leader made:
+ * restore makes it again with a stand-in leader that forks the zombie and
+ * exits, so that the zombie falls to the init, as it had (zdtm
+ * helper_zombie_child; restore/zombies.c).
+ */
+static bool session_of_zombies(const struct tree_proc *z, const struct tree_proc *root)
+{
+	return z->pgid == z->sid && pidns_own(root->pid) && pidns_inner(root->pid) == 1 &&
+	       all_zombies_of(z->sid, true, root->pid) == 1;
 }
 
 /* The restored parent forks it into its own group, its own (pgid its PID), or one of zombies. */
@@ -84,7 +110,7 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 
 	if (z->ppid != root->pid)
 		snprintf(why, len, "not a child of %d", root->pid);
-	else if (z->sid != root->sid)
+	else if (z->sid != root->sid && !session_of_zombies(z, root))
 		snprintf(why, len, "in session %d, not its parent's", z->sid);
 	else if (!group_restorable(z, root))
 		snprintf(why, len, "in process group %d, not its parent's, whose other members are "
@@ -153,14 +179,29 @@ static int write_zombie_core(struct dump_ctx *d, const struct tree_proc *z)
 	return img_close(img);
 }
 
+static int zombie_ns_ids(PstreeEntry *pe, uint32_t *ns_tid)
+{
+	pid_t tid = (pid_t)pe->pid;
+	int ret = pidns_ids(tid, &tid, 1, ns_tid, &pe->ns_pgid, &pe->ns_sid);
+
+	if (ret)
+		return fail(ret, "cannot read the PID namespace IDs of zombie %u", pe->pid);
+	pe->n_ns_threads = 1;
+	pe->ns_threads = ns_tid;
+	pe->has_ns_pgid = pe->has_ns_sid = true;
+	return 0;
+}
+
 int write_zombies(struct dump_ctx *d, struct image *pstree)
 {
 	int ret = 0;
 
+	bool pid_ns = d->tree && pidns_own(d->pid);
+
 	for (int i = 0; i < d->nr_zombies && !ret; i++) {
 		const struct tree_proc *z = &d->zombies[i];
 		PstreeEntry pe = PSTREE_ENTRY__INIT;
-		uint32_t tid = (uint32_t)z->pid;
+		uint32_t tid = (uint32_t)z->pid, ns_tid = 0;
 
 		pe.pid = z->pid;
 		pe.ppid = z->ppid;
@@ -168,7 +209,10 @@ int write_zombies(struct dump_ctx *d, struct image *pstree)
 		pe.sid = z->sid;
 		pe.n_threads = 1;
 		pe.threads = &tid;
-		ret = img_write_msg(pstree, &pe.base);
+		if (pid_ns)	/* its IDs in the tree's PID namespace too, as a live one's */
+			ret = zombie_ns_ids(&pe, &ns_tid);
+		if (!ret)
+			ret = img_write_msg(pstree, &pe.base);
 		if (!ret)
 			ret = write_zombie_core(d, z);
 	}

@@ -211,8 +211,6 @@ const char *fd_owner_problem(pid_t pid, const struct proc_tree *tree, const stru
 {
 	if (!w->pid)
 		return NULL;
-	if (pidns_own(pid))
-		return "an owner in a PID namespace of its own, which memdump does not restore";
 	switch (w->pid_type) {
 	case F_OWNER_TID:
 		if (proc_tgid(w->pid) != (pid_t)w->pid)
@@ -247,18 +245,45 @@ static bool is_other_proc_file(pid_t pid, const char *link)
 	       strncmp(link, self, n);
 }
 
+/* The start time of process n of the /proc that holder sees (through its root), 0 if none. */
+static uint64_t seen_proc_start(pid_t holder, long n)
+{
+	char path[96];
+	struct proc_stat ps;
+
+	snprintf(path, sizeof(path), "/proc/%d/root/proc/%ld/stat", holder, n);
+	return proc_read_stat_path(path, &ps) ? 0 : ps.start_time;
+}
+
+/* Is tree process t the process of start time start that its namespace or memdump calls n? */
+static bool tree_proc_is(const struct tree_proc *t, long n, uint64_t start)
+{
+	struct proc_stat ps;
+
+	if (t->state == 'Z' || (t->pid != n && pidns_inner(t->pid) != n))
+		return false;
+	return !proc_read_stat(t->pid, &ps) && ps.start_time == start;
+}
+
 /*
  * A /proc/PID/... file of a live process of the dumped tree: restore gives
  * that process its PID again, and the fd's owner opens the file once the
- * process exists (files_restore.c).
+ * process exists (files_restore.c). PID is as the /proc the holder sees
+ * names it: memdump's, or one of the tree's PID namespace, where it is the
+ * PID there (the process with that PID there and the same start time).
  */
-static bool proc_file_of_tree(const struct proc_tree *tree, const char *link)
+static bool proc_file_of_tree(pid_t holder, const struct proc_tree *tree, const char *link)
 {
 	char *end;
 	long n = strtol(link + 6, &end, 10);
+	uint64_t start;
 
-	for (int i = 0; tree && *end == '/' && i < tree->n; i++)
-		if (tree->procs[i].pid == n && tree->procs[i].state != 'Z')
+	if (!tree || *end != '/' || n <= 0)
+		return false;
+	start = pidns_own(holder) ? seen_proc_start(holder, n) : 0;
+	for (int i = 0; i < tree->n; i++)
+		if (start ? tree_proc_is(&tree->procs[i], n, start)
+			  : tree->procs[i].pid == n && tree->procs[i].state != 'Z')
 			return true;
 	return false;
 }
@@ -266,15 +291,21 @@ static bool proc_file_of_tree(const struct proc_tree *tree, const char *link)
 /*
  * The start time of the process outside the dump whose /proc/PID/... file
  * link is, 0 if it cannot be read: restore opens the file again by path
- * only if PID is still that process (files_restore.c).
+ * only if PID is still that process (files_restore.c). A holder in a PID
+ * namespace must see memdump's /proc (the same process there), as restore
+ * checks it in memdump's.
  */
-static uint64_t outside_proc_start(const char *link)
+static uint64_t outside_proc_start(pid_t holder, const char *link)
 {
 	struct proc_stat ps;
 	char *end;
 	long n = strtol(link + 6, &end, 10);
 
-	return *end == '/' && n > 0 && !proc_read_stat((pid_t)n, &ps) ? ps.start_time : 0;
+	if (*end != '/' || n <= 0 || proc_read_stat((pid_t)n, &ps))
+		return 0;
+	if (pidns_own(holder) && seen_proc_start(holder, n) != ps.start_time)
+		return 0;
+	return ps.start_time;
 }
 
 /* What an anonymous-inode file of no kind in the table (fd_kinds.c) is. */
@@ -391,10 +422,12 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(pid, link, st, p->ghost_limit, why, len);
-	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(p->tree, link) &&
-		 !outside_proc_start(link))
-		w = "a /proc file of a process outside the dump that memdump cannot read the start "
-		    "time of";
+	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(pid, p->tree, link) &&
+		 !outside_proc_start(pid, link))
+		w = pidns_own(pid) ? "a /proc file of a process outside the dump that memdump's "
+				     "/proc does not show as the same process, or not at all"
+				   : "a /proc file of a process outside the dump that memdump cannot "
+				     "read the start time of";
 	if (w)
 		snprintf(why, len, "%s", w);
 	return w != NULL;
@@ -499,8 +532,9 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 
 		return ret ? ret : f->id;
 	}
-	if (kind == FK_REG && is_other_proc_file(d->pid, link) && !proc_file_of_tree(d->tree, link))
-		f->proc_start = outside_proc_start(link);	/* checked by fd_unsupported */
+	if (kind == FK_REG && is_other_proc_file(d->pid, link) &&
+	    !proc_file_of_tree(d->pid, d->tree, link))
+		f->proc_start = outside_proc_start(d->pid, link);	/* checked by fd_unsupported */
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	if (kind == FK_REG && ghost_is_deleted(link)) {
 		int ret = ghost_attach(d, f, proc);
@@ -516,6 +550,25 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		return fs->descs[idx].id;
 	}
 	return f->id;
+}
+
+/*
+ * The owner as process pid names it: in a PID namespace of its own (a tree's,
+ * made again with the same PIDs inside), its PID there, which the restored
+ * process gives F_SETOWN_EX (files_restore.c).
+ */
+static int owner_as_seen(pid_t pid, struct fd_owner *w)
+{
+	pid_t inner;
+
+	if (!w->pid || !pidns_own(pid))
+		return 0;
+	inner = pidns_inner((pid_t)w->pid);
+	if (inner < 0)
+		return fail(inner, "process %d: the SIGIO owner %u of one of its fds is gone", pid,
+			    w->pid);
+	w->pid = (uint32_t)inner;
+	return 0;
 }
 
 /* The SIGIO owner of new description id (fd), for the kinds that carry one. */
@@ -541,7 +594,7 @@ static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, cons
 		return fail(-EOPNOTSUPP, "process %d: fd %d (%s) has a SIGIO owner (type %u, id %u) "
 			    "set since the check: %s", d->pid, fd, link, f->fown.pid_type,
 			    f->fown.pid, why);
-	return 0;
+	return owner_as_seen(d->pid, &f->fown);
 }
 
 static int collect_fd(struct dump_ctx *d, int fd)

@@ -30,15 +30,22 @@ static int pidfd_open_raw(pid_t pid, unsigned int flags)
 	return (int)syscall(SYS_pidfd_open, pid, flags);
 }
 
-/* Is pid a process the set restores: its root, or one of the tree's (pstree.img)? */
+/*
+ * Is pid a process the set restores: its root, or one of the tree's
+ * (pstree.img)? In a PID namespace of the set, pid is as the namespace sees it.
+ */
 bool pidfd_restored_here(struct rst *r, pid_t pid)
 {
 	const struct dumpset *ds = &tree_proc(r, 0)->ds;
 
-	for (size_t i = 0; i < ds->nr_members; i++)
-		if ((pid_t)ds->members[i]->pid == pid)
+	for (size_t i = 0; i <= ds->nr_members; i++) {
+		const PstreeEntry *pe = i < ds->nr_members ? ds->members[i] : ds->pstree;
+		pid_t seen = pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : (pid_t)pe->pid;
+
+		if (seen == pid)
 			return true;
-	return (pid_t)ds->pstree->pid == pid;
+	}
+	return false;
 }
 
 int pidfd_check(struct rst *r, const FileEntry *fe)

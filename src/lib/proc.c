@@ -70,12 +70,19 @@ ssize_t proc_read_file(const char *path, char **out)
 
 int proc_read_stat(pid_t pid, struct proc_stat *st)
 {
-	char path[64], *buf, *p;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	return proc_read_stat_path(path, st);
+}
+
+int proc_read_stat_path(const char *path, struct proc_stat *st)
+{
+	char *buf, *p;
 	unsigned long long v[52];
 	ssize_t len;
 	int i;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	len = proc_read_file(path, &buf);
 	if (len < 0)
 		return len;

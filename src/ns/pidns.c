@@ -53,6 +53,14 @@ bool pidns_own(pid_t pid)
 	return theirs && mine && theirs != mine;
 }
 
+pid_t pidns_inner(pid_t pid)
+{
+	long v[4];
+	int n = ns_values(pid, pid, "NSpid", v);
+
+	return n > 0 ? (pid_t)v[n - 1] : -ESRCH;
+}
+
 /* Processes in the namespace ino that the tree does not hold (setns, a ptraced outsider...). */
 static int strangers(ino_t ino, const struct proc_tree *t, pid_t *first)
 {
@@ -77,6 +85,15 @@ static int strangers(ino_t ino, const struct proc_tree *t, pid_t *first)
 	return n;
 }
 
+/* The process group of process pid of tree t, 0 if it is not in t. */
+static pid_t pgid_of(const struct proc_tree *t, pid_t pid)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->procs[i].pid == pid)
+			return t->procs[i].pgid;
+	return 0;
+}
+
 void pidns_refuse(const struct proc_tree *t, struct refusals *r)
 {
 	pid_t root = t->procs[0].pid, other = 0;
@@ -96,9 +113,13 @@ void pidns_refuse(const struct proc_tree *t, struct refusals *r)
 	for (int i = 0; i < t->n; i++) {
 		const struct tree_proc *p = &t->procs[i];
 
-		if (tree_is_zombie(p))
-			refuse_add(r, "child process %d (%s) of %d, a zombie in a PID namespace",
-				   p->pid, p->comm, p->ppid);
+		if (tree_is_zombie(p) && p->pgid != p->pid && p->pgid != pgid_of(t, p->ppid) &&
+		    (ns_values(p->pid, p->pid, "NSpgid", v) != 2 || !v[1]))
+			refuse_add(r, "child process %d (%s) of %d, a zombie in a PID namespace in "
+				   "process group %d, which is outside it", p->pid, p->comm, p->ppid,
+				   p->pgid);
+		else if (tree_is_zombie(p))
+			continue;	/* made again by its parent there (restore/zombies.c) */
 		else if (ns_ino(p->pid, "pid_for_children") != ino)
 			refuse_add(r, "process %d (%s), whose children would be in another PID "
 				   "namespace (unshare(CLONE_NEWPID))", p->pid, p->comm);

@@ -13,6 +13,8 @@ struct refusals;
 
 /* Is pid in another PID namespace than memdump? */
 bool pidns_own(pid_t pid);
+/* Process pid's PID as its innermost PID namespace sees it (pid in memdump's), or -ESRCH. */
+pid_t pidns_inner(pid_t pid);
 /* What stops the dump of tree t, whose root is in a PID namespace of its own, into r. */
 void pidns_refuse(const struct proc_tree *t, struct refusals *r);
 /* The IDs process pid and its n threads tids see in their namespace; -ESRCH: gone. */

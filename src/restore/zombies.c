@@ -43,6 +43,12 @@ static bool needs_stand_in(const struct rst *r, const PstreeEntry *z)
 	return z->pgid != r->ds.procs[0]->pgid && z->pgid != z->pid;
 }
 
+/* A zombie of a session whose leader is gone, the set's root a PID namespace's init. */
+static bool in_lost_session(const struct rst *r, const PstreeEntry *z)
+{
+	return z->sid != r->ds.procs[0]->sid;
+}
+
 /* 0: no process has PID id (a zombie of the killing dump waited for); >0: one has */
 static int pid_free(pid_t id)
 {
@@ -64,6 +70,16 @@ int zombies_check(struct rst *r)
 		    (!WIFSIGNALED(code) && !WIFEXITED(code)))
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
+		if (in_lost_session(r, r->ds.procs[i]) && (rst_ns_pid(r->ds.procs[0]) != 1 ||
+		    r->ds.procs[i]->pgid != r->ds.procs[i]->sid || !r->ds.procs[i]->ns_sid))
+			return fail(-EINVAL, "pstree.img: zombie %d is in session %d, not its "
+				    "parent's, which is no PID namespace's init", z,
+				    r->ds.procs[i]->sid);
+		if (rst_ns_pid(r->ds.procs[i]) && needs_stand_in(r, r->ds.procs[i]) &&
+		    !r->ds.procs[i]->ns_pgid)
+			return fail(-EINVAL, "pstree.img: zombie %d of a PID namespace is in process "
+				    "group %d, which is outside the namespace", z,
+				    r->ds.procs[i]->pgid);
 		ret = pid_free(z);	/* a zombie left by the killing dump? */
 		if (ret > 0)
 			return fail(-EEXIST, "PID %d (a zombie child of the dump) is in use", z);
@@ -158,21 +174,22 @@ static int status_of(const siginfo_t *si)
 }
 
 /*
- * The stand-in leader of group pgid, held until *hold is closed; 0 when the
- * group is there already (an earlier zombie of it), <0: -errno.
+ * The stand-in leader of group pgid (ns_pgid in the PID namespace of the set,
+ * 0: none), held until *hold is closed; 0 when the group is there already (an
+ * earlier zombie of it), <0: -errno.
  */
-static pid_t group_stand_in(pid_t pgid, int *hold)
+static pid_t group_stand_in(pid_t pgid, pid_t ns_pgid, int *hold)
 {
 	int p[2];
 	pid_t s;
 	char c;
 
 	*hold = -1;
-	if (!kill(-pgid, 0))
+	if (!kill(-(ns_pgid ? ns_pgid : pgid), 0))
 		return 0;
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
-	s = rst_fork_pid(pgid);
+	s = rst_fork_pid_ns(pgid, ns_pgid, 0);	/* in a PID namespace: both PIDs */
 	if (s == 0) {
 		close(p[1]);
 		setpgid(0, 0);
@@ -202,22 +219,64 @@ static void stand_in_end(pid_t s, int hold)
 		;
 }
 
+/*
+ * Zombie i in its session again (dump/zombies.c): a stand-in with the leader's
+ * PID makes the session and its group, forks the zombie in it and exits
+ * without reaping it, so that the zombie falls to this process, the init of
+ * the namespace. Its PID here, or -errno.
+ */
+static pid_t session_zombie(struct rst *r, size_t i)
+{
+	const PstreeEntry *pe = r->ds.procs[i];
+	pid_t s = rst_fork_pid_ns((pid_t)pe->sid, (pid_t)pe->ns_sid, 0), z;
+	siginfo_t si;
+	int status;
+
+	if (s == 0) {
+		if (setsid() < 0)
+			_exit(1);
+		z = rst_fork_pid_ns((pid_t)pe->pid, rst_ns_pid(pe), 0);
+		if (z == 0)
+			zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
+		while (z > 0 && waitid(P_PID, z, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+			;
+		_exit(z > 0 ? 0 : 2);
+	}
+	if (s < 0)
+		return -errno;
+	while (waitpid(s, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return WIFEXITED(status) && WEXITSTATUS(status) == 1 ? -EPERM : -ECHILD;
+	return rst_ns_pid(pe);
+}
+
 static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 {
 	const PstreeEntry *pe = r->ds.procs[i];
 	pid_t set_tid = (pid_t)pe->pid, z, s = 0;
+	pid_t ns_pgid = rst_ns_pid(pe) ? (pid_t)pe->ns_pgid : 0;	/* as the zombie sees it */
 	int hold = -1;
 	siginfo_t si;
 
-	if (needs_stand_in(r, pe) && (s = group_stand_in(pe->pgid, &hold)) < 0) {
+	if (in_lost_session(r, pe)) {
+		z = session_zombie(r, i);
+		if (z < 0) {
+			snprintf(why, len, "cannot make session %d again for zombie %d: %s", pe->sid,
+				 set_tid, strerror(-z));
+			return z;
+		}
+	} else if (needs_stand_in(r, pe) && (s = group_stand_in(pe->pgid, ns_pgid, &hold)) < 0) {
 		snprintf(why, len, "cannot make process group %d again for zombie %d: %s",
 			 pe->pgid, set_tid, strerror(-s));
 		return s;
+	} else {
+		z = rst_fork_pid_ns(set_tid, rst_ns_pid(pe), 0);	/* in a PID namespace: both PIDs */
 	}
-	z = rst_fork_pid(set_tid);
 	if (z == 0) {
 		if (pe->pgid != r->ds.procs[0]->pgid &&
-		    setpgid(0, pe->pgid == pe->pid ? 0 : (pid_t)pe->pgid))
+		    setpgid(0, pe->pgid == pe->pid ? 0 : ns_pgid ? ns_pgid : (pid_t)pe->pgid))
 			syscall(SYS_exit_group, 126);	/* the parent sees another status: fails */
 		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
 	}
