@@ -257,7 +257,8 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	char v[32];
 	int ret = 0;
 
-	attrs_apply_groups(r);
+	if (!r->tree)	/* a tree's processes took theirs before forking (treefork.c) */
+		attrs_apply_groups(r);
 	/* what it inherited from memdump is not written again: its root may
 	 * have no /proc (a mount namespace without one, zdtm's clean_mntns) */
 	if (!ret && tc->has_oom_score_adj && tc->oom_score_adj != r->own_oom) {
