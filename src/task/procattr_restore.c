@@ -226,7 +226,8 @@ static int write_own(const char *path, const char *text, char *why, size_t len)
 }
 
 /*
- * Session and process group as dumped: a leader of its own session or group
+ * The session and group of a process restored alone or of a tree's root (the
+ * others': treefork.c): a leader of its own session or group
  * gets a new one; another group of memdump's session is joined. One that is
  * gone, or in another session, cannot be entered: said, and memdump's kept.
  */
