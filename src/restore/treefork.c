@@ -151,6 +151,18 @@ static pid_t group_helper(struct rst *r, const struct sess_node *g, int *hold)
 	return h;
 }
 
+/* setpgid's argument: 0 for its own group, the root's now for the root's outside the tree. */
+static pid_t join_target(struct rst *r, const struct sess_node *n)
+{
+	const struct sess_plan *pl = tree_plan(r);
+
+	if (n->join == n->pid)
+		return 0;
+	if (pl->outer_pgid && n->join == pl->outer_pgid)
+		return getpgid(pl->n[0].pid);	/* memdump's group, as the root kept it */
+	return n->join;
+}
+
 /* Its session and group as planned: failing it fails the restore. */
 static void apply_groups(struct rst *r, const struct sess_node *n)
 {
@@ -161,7 +173,7 @@ static void apply_groups(struct rst *r, const struct sess_node *n)
 		child_exit_fail(r, -errno, "process %d cannot lead its session again: %m", r->pid);
 	if (n->group_helper >= 0)
 		h = group_helper(r, &tree_plan(r)->n[n->group_helper], &hold);
-	if (n->join && setpgid(0, n->join == n->pid ? 0 : n->join))
+	if (n->join && setpgid(0, join_target(r, n)))
 		child_exit_fail(r, -errno, "process %d cannot join its process group %d: %m",
 				r->pid, n->join);
 	if (h > 0) {

@@ -280,7 +280,8 @@ static int planner_init(struct planner *pl, const struct sess_proc *p, int np, b
 
 	*pl = (struct planner){ .p = p, .np = np, .ns_init = ns_init, .plan = plan,
 				.cap = 2 * np + 8 };
-	*plan = (struct sess_plan){ .nr_procs = np };
+	*plan = (struct sess_plan){ .nr_procs = np,
+				    .outer_pgid = p[0].pgid != p[0].pid ? p[0].pgid : 0 };
 	plan->n = calloc(pl->cap, sizeof(*plan->n));
 	pl->born = calloc(np, sizeof(*pl->born));
 	pl->sid = calloc(2 * (size_t)np + 8, sizeof(*pl->sid));	/* a helper per process at most */

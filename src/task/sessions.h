@@ -42,6 +42,7 @@ struct sess_node {
 struct sess_plan {
 	struct sess_node *n;
 	int nr, nr_procs;
+	pid_t outer_pgid;	/* the root's group when it is not its own (memdump's at restore), or 0 */
 };
 
 /*
