@@ -713,6 +713,67 @@ case_tree_pidns_procfile() {
 }
 add tree-pidns-procfile case_tree_pidns_procfile
 
+# host view of a tree: "pid ppid pgid sid" of each process, sorted (the root's
+# parent left out: unshare's, then memdump's)
+tree_ids() {
+	local p
+	for p in $(tree_pids "$1"); do
+		awk '{ sub(/^.*\) /, ""); print "'"$p"'", ("'"$p"'" == "'"$1"'" ? "-" : $2), $3, $4 }' \
+			/proc/"$p"/stat
+	done | sort
+}
+
+# t-sessions as the init of a PID namespace: sessions whose leader is dead
+# (a child of the init in it), a child of the init in a live leader's session,
+# a process in the session its parent left by setsid, a group whose leader is
+# dead, one whose leader is in another branch; restored with every process's
+# session, group and parent (t-sessions checks them as the init sees them, the
+# case as memdump sees them)
+case_tree_pidns_sessions() {
+	OUT=$T/sessions.out
+	unshare --pid --fork --kill-child "$TESTBIN/t-sessions" "$T" > "$OUT" 2> /dev/null \
+		< /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "t-sessions did not start: $(cat "$OUT")"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	local before after p
+	for p in $(tree_pids "$PID"); do track "$p"; done
+	before=$(tree_ids "$PID")
+	[[ $(echo "$before" | wc -l) == 9 ]] || fail "not 9 processes: $before"
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 8 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	after=$(tree_ids "$PID")
+	[[ $before == "$after" ]] ||
+		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tr '\n' ';' <<< "$after")]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-pidns-sessions case_tree_pidns_sessions
+
+# a child subreaper (no PID namespace) with a child in the session of a dead
+# process: no helper could give it that session and the root as parent again:
+# refused by name, the tree running on untouched
+case_tree_sessions_refuse() {
+	start_prog t-sessions subreaper
+	local y=${READY[2]}; track "$y"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	no_inventory "$T/d"
+	grep -q "process $y is in session [0-9]*, which restore cannot give it: it was reparented" \
+		"$MD_ERR" || fail "the refusal does not say why: $(cat "$MD_ERR")"
+	alive "$y" || fail "Y is gone after the refused dump"
+	check_child_pass
+}
+add tree-sessions-refuse case_tree_sessions_refuse
+
 # far_pids: N, with no process of this machine at N+1 .. N+8 (below pid_max)
 far_pids() {
 	local n k max; max=$(cat /proc/sys/kernel/pid_max)

@@ -278,6 +278,7 @@ struct rst {
 	struct rst *tree_parent;	/* the process that forks this one; NULL: memdump */
 	const char *tree_cgroup;	/* the tree's root's cgroups (core), NULL: r is the root */
 	int tree_sync_fd;		/* in the forked child: tells its parent it is grouped */
+	pid_t via_helper;		/* in the forked child: forked by this helper (its PID), 0: by its parent */
 	struct rst_share *shares;
 	size_t nr_shares;
 	unsigned long share_flags;	/* CLONE_FILES, CLONE_FS: its parent's tables (share.c) */

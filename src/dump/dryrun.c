@@ -27,6 +27,7 @@
 #include "dump/dryrun.h"
 #include "image/image.h"
 #include "image/rstcheck.h"
+#include "task/sessions.h"
 
 /* The path of memdump's own cgroup in the hierarchy named ctl ("cpu,cpuacct", "" for v2). */
 static bool own_path(const char *own, const char *ctl, char *out, size_t len)
@@ -142,6 +143,73 @@ static int dryrun_timens(const struct dump_ctx *d)
 		return 0;
 	return fail(-EPERM, "its own time namespace: setting the clocks of a new one needs "
 		    "CAP_SYS_ADMIN and CAP_SYS_TIME, which memdump does not have");
+}
+
+/* pstree.img's root and, after its zombies, the tree's other live processes. */
+static int read_pstree(struct dump_ctx *d, PstreeEntry ***out, int *n)
+{
+	struct image *img = NULL;
+	PstreeEntry **pe = NULL;
+	int nr = 0, ret = img_open(d->dir.fd, IMG_PSTREE, 0, &img);
+
+	while (!ret) {
+		PstreeEntry **x = realloc(pe, (nr + 1) * sizeof(*pe));
+		void *m = NULL;
+
+		if (!x) {
+			ret = -ENOMEM;
+			break;
+		}
+		pe = x;
+		ret = img_read_msg(img, &pstree_entry__descriptor, &m);
+		if (ret == 1) {
+			pe[nr++] = m;
+			ret = 0;
+		} else {
+			break;
+		}
+	}
+	if (img)
+		img_abort(img);	/* read: nothing to finish */
+	if (!ret && nr < d->nr_below + 1)
+		ret = fail(-EIO, "pstree.img lists %d processes, fewer than the tree's %d", nr,
+			   d->nr_below + 1);
+	*out = pe;
+	*n = nr;
+	return ret;
+}
+
+int dump_check_sessions(struct dump_ctx *d)
+{
+	PstreeEntry **pe = NULL, **sel = NULL;
+	struct sess_proc *sp = NULL;
+	struct sess_plan plan;
+	int n = 0, m = d->nr_below + 1, ret;
+
+	if (d->nr_below <= 0)
+		return 0;
+	ret = read_pstree(d, &pe, &n);
+	if (!ret) {
+		sp = calloc(m, sizeof(*sp));
+		sel = calloc(m, sizeof(*sel));
+		ret = sp && sel ? 0 : -ENOMEM;
+	}
+	if (!ret) {	/* the root, then the others after its zombies */
+		sel[0] = pe[0];
+		memcpy(sel + 1, pe + n - d->nr_below, d->nr_below * sizeof(*sel));
+		ret = sess_procs_of(sel, m, sp);
+	}
+	if (!ret)
+		ret = sess_plan_make(sp, m, sel[0]->n_ns_threads && sel[0]->ns_threads[0] == 1,
+				     &plan);
+	if (!ret)
+		sess_plan_free(&plan);
+	free(sp);
+	free(sel);
+	for (int i = 0; pe && i < n; i++)
+		img_free(&pstree_entry__descriptor, pe[i]);
+	free(pe);
+	return ret;
 }
 
 int dump_dry_run(struct dump_ctx *d)

@@ -47,6 +47,13 @@ void rst_free(struct rst *r);
 int tree_load(struct rst *root);
 int restore_tree(struct rst *root);
 void tree_free_members(struct rst *r);
+struct sess_plan *tree_plan(struct rst *r);
+int tree_node(struct rst *r);
+/*
+ * treefork.c: in each forked process of a tree, still memdump's code: its
+ * session and group, then its children (and the helpers of its sessions and
+ * groups, task/sessions.c), each subtree whole before the next.
+ */
 void tree_fork_children(struct rst *r);
 /*
  * share.c: the fd table and fs a process shares with its parent (ids-PID.img),

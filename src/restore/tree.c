@@ -47,6 +47,7 @@
 #include "ns/mntns.h"
 #include "ns/ns.h"
 #include "restore/pipeline.h"
+#include "task/sessions.h"
 #include "task/task.h"
 #include "inet/sk_inet.h"
 #include "unix/sk_unix.h"
@@ -91,6 +92,7 @@ struct rst_tree {
 		int fd;
 	} *ptys;
 	size_t nr_ptys;
+	struct sess_plan plan;	/* who forks whom, and their sessions and groups */
 };
 
 struct rst *tree_member(struct rst *root, size_t i)
@@ -184,6 +186,30 @@ static int load_member(struct rst *root, size_t i)
 	return load_shares(root, i);
 }
 
+/* The sessions and groups of the tree, as the dump's dry run planned them too (sessions.c). */
+static int plan_sessions(struct rst *root)
+{
+	size_t n = root->tree->n + 1;
+	PstreeEntry **pe = calloc(n, sizeof(*pe));
+	struct sess_proc *sp = calloc(n, sizeof(*sp));
+	int ret = pe && sp ? 0 : -ENOMEM;
+
+	if (!ret) {
+		pe[0] = root->ds.pstree;
+		for (size_t i = 1; i < n; i++)
+			pe[i] = root->ds.members[i - 1];
+		ret = sess_procs_of(pe, (int)n, sp);
+	}
+	if (!ret)
+		ret = sess_plan_make(sp, (int)n, rst_ns_pid(root->ds.pstree) == 1,
+				     &root->tree->plan);
+	if (ret)
+		fail_context("the tree's sessions and groups: ");
+	free(pe);
+	free(sp);
+	return ret;
+}
+
 int tree_load(struct rst *root)
 {
 	struct rst_tree *t = calloc(1, sizeof(*t));
@@ -199,7 +225,22 @@ int tree_load(struct rst *root)
 		t->n = i + 1;
 		ret = load_member(root, i);
 	}
+	if (!ret)
+		ret = plan_sessions(root);
 	return ret ? ret : share_load(root);
+}
+
+struct sess_plan *tree_plan(struct rst *r)
+{
+	return &r->tree->plan;
+}
+
+/* r's node in the plan: the root 0, then the members in pstree order. */
+int tree_node(struct rst *r)
+{
+	struct rst_tree *t = r->tree;
+
+	return r >= t->m && r < t->m + t->n ? (int)(r - t->m) + 1 : 0;
 }
 
 int tree_shm_get(struct rst *r, uint64_t shmid)
@@ -424,6 +465,7 @@ void tree_free_members(struct rst *r)
 	}
 	close_shared(t);
 	share_free(r);
+	sess_plan_free(&t->plan);
 	free(t->m);
 	free(t);
 	r->tree = NULL;
@@ -538,64 +580,6 @@ void rst_close_shares(struct rst *r)
 	}
 }
 
-/*
- * In a forked process of the tree (child.c), still memdump's code: its session
- * and group, told to its parent, then its children, each with its PID.
- */
-void tree_fork_children(struct rst *r)
-{
-	struct rst *root = r;
-	char c = 1;
-
-	char why[256];
-	int ret;
-
-	attrs_apply_groups(r);
-	ret = tty_ctty_early(r, why, sizeof(why));	/* its children are in its session */
-	if (!ret)
-		ret = tty_fg_early(r, why, sizeof(why));	/* in its group: the foreground */
-	if (ret)
-		child_exit_fail(r, ret, "%s", why);
-	if (r->tree_sync_fd >= 0) {
-		if (write(r->tree_sync_fd, &c, 1) != 1)
-			child_exit_fail(r, -errno, "cannot tell its parent it is in its group: %m");
-		if (!(r->share_flags & CLONE_FILES))	/* one table: its parent closes it */
-			close(r->tree_sync_fd);
-		r->tree_sync_fd = -1;
-	}
-	while (root->tree_parent)
-		root = root->tree_parent;
-	for (size_t i = 0; i < root->tree->n; i++) {
-		struct rst *k = &root->tree->m[i];
-		unsigned long flags;
-		int p[2];
-		pid_t pid;
-
-		if (k->tree_parent != r)
-			continue;
-		if (pipe2(p, O_CLOEXEC))
-			child_exit_fail(r, -errno, "cannot create a pipe: %m");
-		flags = share_clone_flags(k);	/* CLONE_FILES: one table, the parent closes */
-		pid = rst_fork_pid_ns(k->pid, rst_ns_pid(k->ds.pstree), flags);
-		if (pid == 0) {
-			if (!(flags & CLONE_FILES))
-				close(p[0]);
-			k->tree_sync_fd = p[1];
-			child_main(k);
-		}
-		if (pid < 0)
-			child_exit_fail(r, -errno, errno == EEXIST ? "PID %d is in use" :
-					"cannot create process %d: %m", k->pid);
-		if (!(flags & CLONE_FILES))
-			close(p[1]);
-		if (read(p[0], &c, 1) != 1)	/* it failed: its own area says why */
-			pr_debug("process %d stopped before its group was set\n", k->pid);
-		close(p[0]);
-		if (flags & CLONE_FILES)
-			close(p[1]);
-	}
-}
-
 static void kill_all(struct rst *root)
 {
 	for (size_t i = root->tree->n; i-- > 0;)
@@ -690,11 +674,23 @@ static int fork_all(struct rst *root)
 	return ret;
 }
 
+static bool any_failed(struct rst *root)
+{
+	if (__atomic_load_n(&root->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED)
+		return true;
+	for (size_t i = 0; i < root->tree->n; i++)
+		if (root->tree->m[i].a &&
+		    __atomic_load_n(&root->tree->m[i].a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED)
+			return true;
+	return false;
+}
+
 /*
- * Its parent forks m (tree_fork_children): it exists, or why it never will
- * (its parent failed or is gone, each told by its own area).
+ * Its parent, or a helper another process forks, forks m (treefork.c): it
+ * exists, or why it never will (a process failed, told by its own area, or
+ * its parent is gone).
  */
-static int wait_born(struct rst *m)
+static int wait_born(struct rst *root, struct rst *m)
 {
 	for (int i = 0; i < 30000; i++) {
 		const struct rst *p = m->tree_parent;
@@ -703,10 +699,9 @@ static int wait_born(struct rst *m)
 			return 0;
 		if (rst_interrupted())
 			return -EINTR;
-		if (__atomic_load_n(&p->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED ||
-		    (p->tree_parent && kill(p->pid, 0)))
-			return fail(-ECHILD, "process %d was not created: its parent %d failed",
-				    m->pid, p->pid);
+		if (any_failed(root) || (p->tree_parent && kill(p->pid, 0)))
+			return fail(-ECHILD, "process %d was not created: a process of the tree "
+				    "or its parent %d failed", m->pid, p->pid);
 		usleep(1000);
 	}
 	return fail(-ETIMEDOUT, "process %d was not created within 30 s", m->pid);
@@ -723,7 +718,7 @@ static int wait_all(struct rst *root)
 	for (size_t i = 0; i < root->tree->n; i++)
 		all[n++] = &root->tree->m[i];
 	for (size_t i = 0; i < n && !ret; i++) {
-		ret = i ? wait_born(all[i]) : 0;
+		ret = i ? wait_born(root, all[i]) : 0;
 		if (!ret)
 			ret = pagecheck_start(all[i]);
 	}

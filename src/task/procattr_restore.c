@@ -226,7 +226,8 @@ static int write_own(const char *path, const char *text, char *why, size_t len)
 }
 
 /*
- * Session and process group as dumped: a leader of its own session or group
+ * The session and group of a process restored alone or of a tree's root (the
+ * others': treefork.c): a leader of its own session or group
  * gets a new one; another group of memdump's session is joined. One that is
  * gone, or in another session, cannot be entered: said, and memdump's kept.
  */
@@ -257,7 +258,8 @@ int attrs_apply_in_child(struct rst *r, char *why, size_t len)
 	char v[32];
 	int ret = 0;
 
-	attrs_apply_groups(r);
+	if (!r->tree)	/* a tree's processes took theirs before forking (treefork.c) */
+		attrs_apply_groups(r);
 	/* what it inherited from memdump is not written again: its root may
 	 * have no /proc (a mount namespace without one, zdtm's clean_mntns) */
 	if (!ret && tc->has_oom_score_adj && tc->oom_score_adj != r->own_oom) {
