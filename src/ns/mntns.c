@@ -66,6 +66,36 @@ static int index_of(const struct mounts *ms, int id)
 	return -1;
 }
 
+/* Is path a under directory b (b a prefix of a, up to a '/'), not b itself? */
+static bool path_below(const char *a, const char *b)
+{
+	size_t n = strcmp(b, "/") ? strlen(b) : 0;
+
+	return !strncmp(a, b, n) && a[n] == '/' && a[n + 1];
+}
+
+/*
+ * A mount hidden under a sibling (same parent, its point under the
+ * sibling's: zdtm overmount_with_shared_parent, a copy propagation made
+ * before the sibling covered the place) was there first: it goes before the
+ * sibling, so restore can still reach its point when it mounts it.
+ */
+static void hidden_first(struct mounts *ms)
+{
+	for (size_t i = 1, moves = 0; i < ms->n && moves < ms->n * ms->n; i++) {
+		for (size_t j = 0; j < i; j++) {
+			struct mount m = ms->m[i];
+
+			if (ms->m[j].parent != m.parent || !path_below(m.mountpoint, ms->m[j].mountpoint))
+				continue;
+			memmove(&ms->m[j + 1], &ms->m[j], (i - j) * sizeof(m));
+			ms->m[j] = m;
+			moves++;
+			break;
+		}
+	}
+}
+
 /*
  * Which of the process's mounts memdump has too: the same mount (point,
  * device, root, type, source) on the same parent. A namespace's copy lists
@@ -89,6 +119,7 @@ static int plan_make(pid_t pid, struct mnt_plan *p)
 		ret = mounts_read(path, &p->theirs);
 	if (ret)
 		return ret;
+	hidden_first(&p->theirs);
 	p->how = calloc(p->theirs.n + 1, sizeof(*p->how));
 	p->kept_as = calloc(p->theirs.n + 1, sizeof(*p->kept_as));
 	p->gone = calloc(p->own.n + 1, sizeof(*p->gone));
@@ -169,6 +200,16 @@ static char *path_under(const struct mount *s, const struct mount *m)
 	return out;
 }
 
+/* Is mount k covered, when mount i is made, by one made between them? */
+static bool hidden_at(const struct mounts *ms, size_t k, size_t i)
+{
+	for (size_t j = k + 1; j < i; j++)
+		if (!strcmp(ms->m[j].mountpoint, ms->m[k].mountpoint) ||
+		    path_below(ms->m[k].mountpoint, ms->m[j].mountpoint))
+			return true;
+	return false;
+}
+
 /*
  * The path mount i is bound from: under an earlier mount of the process's
  * (*from its index), or, for a root of its own, under one of memdump's
@@ -181,7 +222,7 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 	char *out;
 
 	for (size_t k = i; k-- > 0;)
-		if ((out = path_under(&p->theirs.m[k], m))) {
+		if (!hidden_at(&p->theirs, k, i) && (out = path_under(&p->theirs.m[k], m))) {
 			*from = (int)k;
 			return out;
 		}
@@ -361,6 +402,64 @@ static bool propagated_copy(const struct mnt_plan *p, size_t i)
 	return false;
 }
 
+/* Is filesystem root a at or under root b of the same filesystem as mount mb? */
+static bool root_within(const struct mount *ma, const struct mount *mb)
+{
+	return ma->major == mb->major && ma->minor == mb->minor &&
+	       (!strcmp(ma->root, mb->root) || path_below(ma->root, mb->root));
+}
+
+/* Has peer group g a mount in memdump's namespace (it reaches outside the process's)? */
+static bool group_outside(const struct mnt_plan *p, int g)
+{
+	for (size_t k = 0; k < p->own.n; k++)
+		if (p->own.m[k].shared == g)
+			return true;
+	return false;
+}
+
+/*
+ * The mount of peer group g restore makes first (the others join it, and its
+ * slaves are made from it: move_mount(MOVE_MOUNT_SET_GROUP) takes a mount
+ * whose root holds theirs): the first with the shortest root; -1 if none.
+ */
+static int mntprop_leader(const struct mount *ms, size_t n, int g)
+{
+	int best = -1;
+
+	for (size_t k = 0; g && k < n; k++)
+		if (ms[k].shared == g && (best < 0 || strlen(ms[k].root) < strlen(ms[best].root)))
+			best = (int)k;
+	return best;
+}
+
+/*
+ * Why restore cannot give mount i, which the process made under a root of
+ * its own, its propagation (peers and master among the namespace's own
+ * mounts), or NULL; in: mounted by the restored init.
+ */
+static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in)
+{
+	const struct mount *m = &p->theirs.m[i], *ms = p->theirs.m;
+	int pi = index_of(&p->theirs, m->parent), lead;
+
+	if (in && (m->shared || m->master))
+		return "mounted by the restored init (its PID namespace's proc) and shared or a slave";
+	if (in && pi >= 0 && (ms[pi].shared || ms[pi].master))
+		return "mounted by the restored init on a shared or slave mount";
+	if (m->shared && group_outside(p, m->shared))
+		return "its peer group has mounts outside its mount namespace";
+	if (m->master && group_outside(p, m->master))
+		return "a slave of a peer group outside its mount namespace";
+	lead = mntprop_leader(ms, p->theirs.n, m->master);
+	if (m->master && (lead < 0 || !root_within(m, &ms[lead])))
+		return "a slave of a peer group none of whose mounts in its namespace holds its root";
+	lead = mntprop_leader(ms, p->theirs.n, m->shared);
+	if (m->shared && !root_within(m, &ms[lead]))
+		return "its peer group has no mount whose root holds all of theirs";
+	return NULL;
+}
+
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
 			struct refusals *r)
 {
@@ -389,6 +488,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
+		else if (propagation_why(p, i, in[i]))
+			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
+				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i]));
 		else if (propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
