@@ -12,6 +12,8 @@
  * other mount is refused by name.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <stddef.h>
 #include <sys/mount.h>
+#include <linux/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -734,15 +737,77 @@ static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
 	return ret;
 }
 
-/* The files of the tmpfs mounted at m, read through the process's root, into w. */
+struct clone_req {
+	pid_t pid;
+	const struct mount *m;
+	int fd;			/* out: the detached clone, or -errno */
+};
+
+/*
+ * On a thread of its own (its fs information unshared, as setns wants):
+ * into the process's mount namespace, where a mount can be cloned, and a
+ * clone of mount m alone (OPEN_TREE_CLONE: none of the mounts on it), at its
+ * point under the process's root, checked to be m (the mount at the top
+ * there is m: dump refuses a tmpfs covered at its very point).
+ */
+static void *clone_in_ns(void *arg)
+{
+	struct clone_req *q = arg;
+	char path[64];
+	struct statx sx;
+	int root, ns, fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", q->pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", q->pid);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (root < 0 || ns < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
+		q->fd = -errno;
+	else if ((fd = (int)syscall(SYS_open_tree, root, q->m->mountpoint[1] ?
+				    q->m->mountpoint + 1 : ".", OPEN_TREE_CLONE |
+				    OPEN_TREE_CLOEXEC)) < 0)
+		q->fd = -errno;
+	else if (statx(root, q->m->mountpoint[1] ? q->m->mountpoint + 1 : ".", 0, STATX_MNT_ID,
+		       &sx) || sx.stx_mnt_id != (uint64_t)q->m->id)
+		q->fd = -ESTALE;
+	else
+		q->fd = fd;
+	if (q->fd < 0 && fd >= 0)
+		close(fd);
+	if (root >= 0)
+		close(root);
+	if (ns >= 0)
+		close(ns);
+	return NULL;
+}
+
+/* A detached clone of mount m of the process's namespace, or -errno. */
+static int clone_mount(pid_t pid, const struct mount *m)
+{
+	struct clone_req q = { .pid = pid, .m = m, .fd = -EIO };
+	pthread_t t;
+	int ret = pthread_create(&t, NULL, clone_in_ns, &q);
+
+	if (ret)
+		return -ret;
+	pthread_join(t, NULL);
+	return q.fd;
+}
+
+/*
+ * The files of the tmpfs mounted at m, into w: read in a clone of it alone,
+ * where no mount covers any (zdtm tempfs: a file under another mount).
+ */
 static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
 {
-	char path[4200];
 	struct stat st;
-	int fd, ret;
+	int fd, tree = clone_mount(d->pid, m), ret;
 
-	snprintf(path, sizeof(path), "/proc/%d/root%s", d->pid, m->mountpoint);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tree < 0)
+		return fail(tree, "cannot clone the tmpfs at %s in the process's mount namespace: "
+			    "%s", m->mountpoint, strerror(-tree));
+	fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(tree);
 	if (fd < 0)
 		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
 			    strerror(errno));

@@ -179,6 +179,21 @@ static const char *ext_path(const struct rst *r, const MntEntry *e)
 	return NULL;
 }
 
+/*
+ * Propagation is made again only among the mounts of a root of its own
+ * that memdump makes (dump refuses the rest): an image asking more fails.
+ */
+static int check_propagation(const struct rst *r, const MntEntry *e)
+{
+	if (e->how != HOW_MOUNTED || (!e->has_shared_id && !e->has_master_id))
+		return 0;
+	if (!own_root(r) || (e->has_in_child && e->in_child))
+		return fail(-EINVAL, "the mount at %s is shared or a slave (shared:%u master:%u), "
+			    "which memdump makes again only for a mount of a root of its own that "
+			    "it mounts itself", e->mountpoint, e->shared_id, e->master_id);
+	return 0;
+}
+
 int mntns_load(struct rst *r)
 {
 	struct mounts ms = { 0 };
@@ -196,6 +211,8 @@ int mntns_load(struct rst *r)
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
+	for (size_t i = 0; !ret && i < r->nr_mnts; i++)
+		ret = check_propagation(r, r->mnts[i]);
 	for (int k = 0; !ret && k < r->o->nr_mnt_ext; k++) {
 		bool found = false;
 
