@@ -334,14 +334,55 @@ case_mntns_hidden() {
 }
 add mntns-hidden case_mntns_hidden
 
-# A slave of a peer group of memdump's namespace (bound from a shared mount of
-# the host): restore cannot make that master, refused by name, the target unharmed
+# A mount of a root of its own bound from a shared mount of memdump's
+# namespace, a slave of its peer group (zdtm mnt_ext_master): bound again
+# from there, a slave of that group still (what the host mounts there reaches
+# it); made shared too, it is refused by name, the target unharmed, and so is
+# a whole tmpfs bound so (restore would make a tmpfs of its own, no slave)
+prop_host_start() {
+	mkdir -p "$T/ext"
+	mount -t tmpfs memdump-ext "$T/ext" && mount --make-shared "$T/ext" && mkdir -p "$T/ext/s/q" ||
+		fail "cannot mount $T/ext"
+	trap 'umount -l "$T/ext/s/q" 2> /dev/null; umount -l "$T/ext" 2> /dev/null' EXIT
+	ROOT_PRE='mkdir -p "$1/nr/ext" && mount --bind "$1/ext/s" "$1/nr/ext"'"$1" root_start slave ""
+	grep -q " /ext .*master:" /proc/"$PID"/mountinfo || fail "/ext is no slave: $(grep /ext /proc/"$PID"/mountinfo)"
+}
+
+case_mntns_prop_host() {
+	local g
+	prop_host_start ""
+	g=$(awk '$5 == "/ext" { for (i = 7; $i != "-"; i++) if ($i ~ /^master:/) print $i }' /proc/"$PID"/mountinfo)
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	grep -q " /ext .* $g " /proc/"$PID"/mountinfo ||
+		fail "/ext is not a slave of $g: $(grep /ext /proc/"$PID"/mountinfo)"
+	mount -t tmpfs memdump-extq "$T/ext/s/q" || fail "cannot mount on $T/ext/s/q"
+	grep -q " /ext/q " /proc/"$PID"/mountinfo || fail "a mount on the master did not reach /ext/q"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-prop-host case_mntns_prop_host
+
 case_mntns_prop_refuse() {
+	prop_host_start ' && mount --make-shared "$1/nr/ext"'
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the tmpfs mount at /ext (shared:[0-9]* master:[0-9]*): a slave of a peer group outside its mount namespace" "$MD_ERR" ||
+		fail "the refusal does not name /ext: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+case_mntns_prop_refuse_whole() {
 	mkdir -p "$T/ext"
 	mount -t tmpfs memdump-ext "$T/ext" && mount --make-shared "$T/ext" || fail "cannot mount $T/ext"
 	trap 'umount -l "$T/ext" 2> /dev/null' EXIT
 	ROOT_PRE='mkdir -p "$1/nr/ext" && mount --bind "$1/ext" "$1/nr/ext"' root_start slave ""
-	grep -q " /ext .*master:" /proc/"$PID"/mountinfo || fail "/ext is no slave: $(grep /ext /proc/"$PID"/mountinfo)"
 	md refuse dump -t "$PID" -D "$T/d"
 	expect_md_error
 	grep -q "the tmpfs mount at /ext (shared:0 master:[0-9]*): a slave of a peer group outside its mount namespace" "$MD_ERR" ||
@@ -349,6 +390,7 @@ case_mntns_prop_refuse() {
 	no_inventory "$T/d"
 	check_child_pass
 }
+add mntns-prop-refuse-whole case_mntns_prop_refuse_whole
 add mntns-prop-refuse case_mntns_prop_refuse
 
 # Files of a tmpfs under another mount (zdtm tempfs: a tmpfs on a directory

@@ -437,6 +437,25 @@ static int mntprop_leader(const struct mount *ms, size_t n, int g)
 }
 
 /*
+ * The peer group of memdump's mount that mount i, of a root of its own, is
+ * bound from (restore binds it from there: a bind of memdump's copy, a slave
+ * of that group, is a slave of it too), or 0.
+ */
+static int host_group(const struct mnt_plan *p, size_t i)
+{
+	int from = -2;
+	char *src = made_anew(p->theirs.m, i) ? NULL : bind_source(p, i, &from), *out;
+
+	free(src);	/* a whole tmpfs, proc ... is made anew: no slave of anything */
+	for (size_t k = p->own.n; from == -1 && k-- > 0;)
+		if ((out = path_under(&p->own.m[k], &p->theirs.m[i]))) {
+			free(out);
+			return p->own.m[k].shared;
+		}
+	return 0;
+}
+
+/*
  * Why restore cannot give mount i, which the process made under a root of
  * its own, its propagation (peers and master among the namespace's own
  * mounts), or NULL; in: mounted by the restored init.
@@ -452,8 +471,11 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in)
 		return "mounted by the restored init on a shared or slave mount";
 	if (m->shared && group_outside(p, m->shared))
 		return "its peer group has mounts outside its mount namespace";
+	if (m->master && group_outside(p, m->master) && !m->shared && host_group(p, i) == m->master)
+		return NULL;	/* zdtm mnt_ext_master: bound again from that group, a slave */
 	if (m->master && group_outside(p, m->master))
-		return "a slave of a peer group outside its mount namespace";
+		return "a slave of a peer group outside its mount namespace (but of the one of "
+		       "the mount it is bound from)";
 	lead = mntprop_leader(ms, p->theirs.n, m->master);
 	if (m->master && (lead < 0 || !root_within(m, &ms[lead])))
 		return "a slave of a peer group none of whose mounts in its namespace holds its root";
@@ -573,6 +595,7 @@ struct tmpfs_walk {
 	dev_t dev;
 	uint64_t bytes;
 	const char *mp;
+	bool through_root;	/* read through the process's root: a mount on it hides */
 };
 
 static void tmpfs_files_free(struct tmpfs_walk *w)
@@ -658,6 +681,9 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 	e.gid = st.st_gid;
 	e.has_mtime_ns = true;
 	e.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+	if (st.st_dev != w->dev && w->through_root)
+		return fail(-EOPNOTSUPP, "tmpfs at %s: unbindable (memdump cannot clone it), with "
+			    "a mount on %s that hides what is under it", w->mp, rel);
 	if (st.st_dev != w->dev) {	/* another mount's root on an entry of it (hidden: */
 		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
 		return keep_file(w, &e);
@@ -796,18 +822,26 @@ static int clone_mount(pid_t pid, const struct mount *m)
 
 /*
  * The files of the tmpfs mounted at m, into w: read in a clone of it alone,
- * where no mount covers any (zdtm tempfs: a file under another mount).
+ * where no mount covers any (zdtm tempfs: a file under another mount); an
+ * unbindable one, which cannot be cloned, through the process's root.
  */
 static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
 {
+	char path[4200];
 	struct stat st;
 	int fd, tree = clone_mount(d->pid, m), ret;
 
-	if (tree < 0)
+	if (tree == -EINVAL) {	/* unbindable: read through the process's root */
+		w->through_root = true;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", d->pid, m->mountpoint);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else if (tree < 0) {
 		return fail(tree, "cannot clone the tmpfs at %s in the process's mount namespace: "
 			    "%s", m->mountpoint, strerror(-tree));
-	fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	close(tree);
+	} else {
+		fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(tree);
+	}
 	if (fd < 0)
 		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
 			    strerror(errno));

@@ -472,6 +472,8 @@ static int prop_one(const struct rst *r, const int *fds, const bool *done, size_
 		return -EAGAIN;
 	if (g && lead != (int)i)	/* a mount bound from a slave is one: private first */
 		return set_prop(fds[i], MS_PRIVATE) ?: join_group(fds[lead], fds[i]);
+	if (m && !g && mlead < 0 && e->bind_host)
+		return 0;	/* bound from memdump's copy of its master: a slave of it already */
 	if (m && (mlead < 0 || mlead == (int)i))
 		return -EINVAL;	/* dump refuses it: a master outside the namespace */
 	if (m && !done[mlead])
