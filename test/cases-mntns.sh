@@ -411,3 +411,31 @@ case_mntns_tmpfs_under() {
 	wait_restore_exit
 }
 add mntns-tmpfs-under case_mntns_tmpfs_under
+
+# An unbindable tmpfs (it cannot be cloned: read through the process's root):
+# its files restored; with a mount on a directory of it (what that hides
+# cannot be read so) refused by name, the target unharmed
+case_mntns_tmpfs_unbindable() {
+	mnt_start "mount -t tmpfs memdump-n /mnt && echo n > /mnt/f && mount --make-unbindable /mnt"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == n ]] || fail "/mnt/f lost its content"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-unbindable case_mntns_tmpfs_unbindable
+
+case_mntns_tmpfs_unbindable_refuse() {
+	mnt_start "mount -t tmpfs memdump-n /mnt && mkdir /mnt/u && echo n > /mnt/u/f && mount --make-unbindable /mnt && mount -t tmpfs memdump-o /mnt/u"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "tmpfs at /mnt: unbindable (memdump cannot clone it), with a mount on u that hides what is under it" "$MD_ERR" ||
+		fail "the refusal does not name /mnt/u: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-tmpfs-unbindable-refuse case_mntns_tmpfs_unbindable_refuse
