@@ -421,6 +421,39 @@ static bool group_outside(const struct mnt_plan *p, int g)
 	return false;
 }
 
+/* Is peer group g a single mount with no slaves (an LXC container's mounts)? */
+static bool group_alone(const struct mnt_plan *p, int g)
+{
+	int n = 0;
+
+	for (size_t k = 0; k < p->theirs.n; k++)
+		n += (p->theirs.m[k].shared == g) + 2 * (p->theirs.m[k].master == g);
+	return n == 1 && !group_outside(p, g);
+}
+
+static int mntprop_leader(const struct mount *ms, size_t n, int g);
+
+/*
+ * Mount i, made by the restored init (in_before: which of the mounts before
+ * it are too), can be made shared in its peer group: the group has no
+ * slaves; its leader is i (made shared), or one memdump makes, not covered
+ * (the init joins it by its point) and holding i's root.
+ */
+static bool init_can_join(const struct mnt_plan *p, size_t i, const bool *in_before)
+{
+	int g = p->theirs.m[i].shared, lead = mntprop_leader(p->theirs.m, p->theirs.n, g);
+
+	for (size_t k = 0; k < p->theirs.n; k++)
+		if (p->theirs.m[k].master == g)
+			return false;
+	if (group_outside(p, g))
+		return false;
+	if (lead == (int)i)
+		return true;
+	return lead < (int)i && !in_before[lead] && !hidden_at(&p->theirs, (size_t)lead, p->theirs.n) &&
+	       root_within(&p->theirs.m[i], &p->theirs.m[lead]);
+}
+
 /*
  * The mount of peer group g restore makes first (the others join it, and its
  * slaves are made from it: move_mount(MOVE_MOUNT_SET_GROUP) takes a mount
@@ -460,15 +493,22 @@ static int host_group(const struct mnt_plan *p, size_t i)
  * its own, its propagation (peers and master among the namespace's own
  * mounts), or NULL; in: mounted by the restored init.
  */
-static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in)
+static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
+				   const bool *in_before)
 {
 	const struct mount *m = &p->theirs.m[i], *ms = p->theirs.m;
 	int pi = index_of(&p->theirs, m->parent), lead;
 
-	if (in && (m->shared || m->master))
-		return "mounted by the restored init (its PID namespace's proc) and shared or a slave";
-	if (in && pi >= 0 && (ms[pi].shared || ms[pi].master))
-		return "mounted by the restored init on a shared or slave mount";
+	if (in && (m->master || (m->shared && !init_can_join(p, i, in_before))))
+		return "mounted by the restored init (its PID namespace's proc), a slave or in a "
+		       "peer group it cannot join (slaves, or its first mount covered or the "
+		       "init's too)";
+	if (in && pi >= 0 && ms[pi].shared && !group_alone(p, ms[pi].shared))
+		return "mounted by the restored init on a mount whose peer group has other mounts "
+		       "or slaves (it would propagate there)";
+	if (p->own_root && i == 0 && m->shared && (m->master || !group_alone(p, m->shared)))
+		return "the root, shared with other mounts or a slave too (pivot_root takes no "
+		       "shared root: the restored init makes it shared after, alone)";
 	if (m->shared && group_outside(p, m->shared))
 		return "its peer group has mounts outside its mount namespace";
 	if (m->master && group_outside(p, m->master) && !m->shared && host_group(p, i) == m->master)
@@ -513,9 +553,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
-		else if (propagation_why(p, i, in[i]))
+		else if (propagation_why(p, i, in[i], in))
 			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
-				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i]));
+				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i], in));
 		else if (propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);

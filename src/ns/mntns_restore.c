@@ -179,6 +179,33 @@ static const char *ext_path(const struct rst *r, const MntEntry *e)
 	return NULL;
 }
 
+/* The entry of peer group g made first (its shortest root: it holds the others'), or -1. */
+static int group_leader(const struct rst *r, uint32_t g)
+{
+	int best = -1;
+
+	for (size_t k = 0; g && k < r->nr_mnts; k++)
+		if (r->mnts[k]->has_shared_id && r->mnts[k]->shared_id == g &&
+		    (best < 0 || strlen(r->mnts[k]->root) < strlen(r->mnts[best]->root)))
+			best = (int)k;
+	return best;
+}
+
+/*
+ * e, made by the restored init, shared: its group has no slaves, and its
+ * leader is e or a mount memdump makes (the init joins it).
+ */
+static bool init_shared_ok(const struct rst *r, const MntEntry *e)
+{
+	int lead = group_leader(r, e->shared_id);
+
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if (r->mnts[i]->has_master_id && r->mnts[i]->master_id == e->shared_id)
+			return false;
+	return !e->has_master_id && e->has_shared_id && lead >= 0 &&
+	       (r->mnts[lead] == e || !(r->mnts[lead]->has_in_child && r->mnts[lead]->in_child));
+}
+
 /*
  * Propagation is made again only among the mounts of a root of its own
  * that memdump makes (dump refuses the rest): an image asking more fails.
@@ -187,7 +214,7 @@ static int check_propagation(const struct rst *r, const MntEntry *e)
 {
 	if (e->how != HOW_MOUNTED || (!e->has_shared_id && !e->has_master_id))
 		return 0;
-	if (!own_root(r) || (e->has_in_child && e->in_child))
+	if (!own_root(r) || (e->has_in_child && e->in_child && !init_shared_ok(r, e)))
 		return fail(-EINVAL, "the mount at %s is shared or a slave (shared:%u master:%u), "
 			    "which memdump makes again only for a mount of a root of its own that "
 			    "it mounts itself", e->mountpoint, e->shared_id, e->master_id);
@@ -402,6 +429,32 @@ static int set_propagation(const struct rst *r, const int *match)
 	return 0;
 }
 
+
+static int set_prop(int fd, uint64_t how);
+static int join_group(int from, int to);
+
+/*
+ * In the restored init, entry i just mounted at at (on top there), shared:
+ * the leader of its group, made shared; else joined to its leader, a mount
+ * memdump made and no mount covers (mntns_load, the dump checked); private
+ * first (bound from a shared mount, it is a peer of that one already).
+ */
+static int init_share(const struct rst *r, size_t i, const char *at)
+{
+	int lead = group_leader(r, r->mnts[i]->shared_id), from, to, ret;
+
+	if (lead == (int)i)
+		return mount(NULL, at, NULL, MS_SHARED, NULL) ? -errno : 0;
+	from = open(r->mnts[lead]->mountpoint, O_PATH | O_CLOEXEC);
+	to = open(at, O_PATH | O_CLOEXEC);
+	ret = from < 0 || to < 0 ? -errno : set_prop(to, MS_PRIVATE) ?: join_group(from, to);
+	if (from >= 0)
+		close(from);
+	if (to >= 0)
+		close(to);
+	return ret;
+}
+
 /*
  * The process's own mounts (in_child: those of the restored init), in
  * order; fds (or NULL): an O_PATH fd on each one's root, taken as it is
@@ -422,6 +475,11 @@ static int mount_own(struct rst *r, bool in_child, const char *stage, int *fds, 
 			return ret;
 		snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
 			 e->mountpoint : "");
+		if (in_child && e->has_shared_id && (ret = init_share(r, i, at))) {
+			snprintf(why, len, "cannot make the mount at %s shared: %s", e->mountpoint,
+				 strerror(-ret));
+			return ret;
+		}
 		if (fds && (fds[i] = open(at, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			snprintf(why, len, "cannot open the mount at %s: %s", e->mountpoint,
 				 strerror(errno));
@@ -431,17 +489,6 @@ static int mount_own(struct rst *r, bool in_child, const char *stage, int *fds, 
 	return 0;
 }
 
-/* The entry of peer group g made first (its shortest root: it holds the others'), or -1. */
-static int group_leader(const struct rst *r, uint32_t g)
-{
-	int best = -1;
-
-	for (size_t k = 0; g && k < r->nr_mnts; k++)
-		if (r->mnts[k]->has_shared_id && r->mnts[k]->shared_id == g &&
-		    (best < 0 || strlen(r->mnts[k]->root) < strlen(r->mnts[best]->root)))
-			best = (int)k;
-	return best;
-}
 
 static int set_prop(int fd, uint64_t how)
 {
@@ -465,7 +512,8 @@ static int join_group(int from, int to)
 static int prop_one(const struct rst *r, const int *fds, const bool *done, size_t i)
 {
 	const MntEntry *e = r->mnts[i];
-	uint32_t g = e->has_shared_id ? e->shared_id : 0, m = e->has_master_id ? e->master_id : 0;
+	uint32_t g = e->has_shared_id && e != own_root(r) ? e->shared_id : 0;	/* mntns_mount_in_child */
+	uint32_t m = e->has_master_id ? e->master_id : 0;
 	int lead = group_leader(r, g), mlead = group_leader(r, m), ret;
 
 	if (g && lead != (int)i && !done[lead])
@@ -659,6 +707,11 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 		return 0;
 	if (r->mnt_stage)
 		ret = enter_root(r, why, len);
+	if (!ret && own_root(r) && own_root(r)->has_shared_id &&
+	    mount(NULL, "/", NULL, MS_SHARED, NULL)) {	/* pivot_root takes no shared root */
+		ret = -errno;	/* (dump: alone in its peer group) */
+		snprintf(why, len, "cannot make the root shared: %s", strerror(errno));
+	}
 	return ret ? ret : mount_own(r, true, "", NULL, why, len);
 }
 
