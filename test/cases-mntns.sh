@@ -235,3 +235,207 @@ case_mntns_external_tmpfs() {
 	wait_restore_exit
 }
 add mntns-external-tmpfs case_mntns_external_tmpfs
+
+# root_start PIVOT_OPTS SETUP: a python target in a mount namespace of its own
+# (unshare --propagation PIVOT_OPTS) pivot_root'ed into $T/nr (a private bind of
+# it, /usr bound in), after the shell SETUP run there; OUT is its /data/out
+root_start() {
+	local l
+	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
+	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
+	: > "$T/nr/data/in"
+	printf '#!/bin/sh\nset -e\nmount --bind "$1/nr" "$1/nr"\nmount --make-private "$1/nr"\n%s\nmount --rbind /usr "$1/nr/usr"\ncd "$1/nr"\nmkdir -p old\npivot_root . old\ncd /\nmount -t proc proc /proc\numount -l /old\n%s\nshift\nexec "$@" < /data/in > /data/out 2>&1\n' \
+		"${ROOT_PRE:-}" "$2" > "$T/pivot"
+	chmod +x "$T/pivot"
+	OUT=$T/nr/data/out
+	unshare --mount --propagation "$1" "$T/pivot" "$T" /usr/bin/python3 -c '
+import os, signal
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+print("PASS", flush=True)' 2> "$T/root.err" &
+	PID=$!
+	track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; show_file err "$T/root.err"; fail "the target did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+}
+
+# mounts_of PID PREFIX: its mounts under PREFIX (point, root, propagation), peer
+# group ids renamed in order of appearance (restore makes new ones)
+mounts_of() {
+	awk -v pre="$2" '$5 ~ "^" pre {
+		tags = ""
+		for (i = 7; $i != "-"; i++) {
+			split($i, kv, ":")
+			if (kv[1] != "shared" && kv[1] != "master") continue
+			if (!(kv[2] in g)) g[kv[2]] = "G" (++n)
+			tags = tags " " kv[1] ":" g[kv[2]]
+		}
+		print $5, $4 tags
+	}' /proc/"$1"/mountinfo
+}
+
+# Propagation among the mounts of a root of its own (zdtm
+# shared_mount_propagation, mntns_shared_bind03): a shared tmpfs, a peer bound
+# from a directory of it, a slave, a slave shared in a group of its own, a
+# private bind; restored alike, and a mount on the tmpfs still reaches its peer
+# and slaves but not the private one
+MNT_PROP='mkdir -p "$1/nr/p" && mount -t tmpfs memdump-p "$1/nr/p" && cd "$1/nr/p" && mkdir -p a/q b c d e && mount --make-shared . && mount --bind a b && mount --bind a c && mount --make-slave c && mount --bind a d && mount --make-private d && mount --bind a e && mount --make-slave e && mount --make-shared e && cd /'
+case_mntns_propagation() {
+	local before after
+	ROOT_PRE=$MNT_PROP root_start private ""
+	before=$(mounts_of "$PID" /p)
+	[[ $before == *master:* && $before == *shared:* ]] || fail "the setup made no propagation: $before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	after=$(mounts_of "$PID" /p)
+	[[ $after == "$before" ]] || fail "propagation differs after restore: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+	nsenter -t "$PID" -m mount -t tmpfs memdump-q /p/a/q || fail "cannot mount on /p/a/q"
+	after=$(mounts_of "$PID" /p)
+	local m
+	for m in /p/b/q /p/c/q /p/e/q; do
+		grep -q "^$m " <<< "$after" || fail "a mount on /p/a/q did not reach $m: $after"
+	done
+	grep -q "^/p/d/q " <<< "$after" && fail "a mount on /p/a/q reached the private /p/d"
+	grep -q memdump-p /proc/self/mountinfo && fail "memdump's namespace got the mounts"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-propagation case_mntns_propagation
+
+# A mount hidden under a sibling on a shared parent (zdtm
+# overmount_with_shared_parent: a/b bound on a, d then on a/c, which
+# propagation put at a/b/c of the parent, under a): made again, hidden
+case_mntns_hidden() {
+	local before after
+	ROOT_PRE='mkdir -p "$1/nr/h/a/b/c" "$1/nr/h/d" && mount --bind "$1/nr/h" "$1/nr/h" && mount --make-shared "$1/nr/h" && mount --bind "$1/nr/h/a/b" "$1/nr/h/a" && mount --bind "$1/nr/h/d" "$1/nr/h/a/c"' \
+		root_start private ""
+	before=$(mounts_of "$PID" /h | sort)
+	grep -q "^/h/a/b/c " <<< "$before" || fail "the setup made no hidden mount: $before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	after=$(mounts_of "$PID" /h | sort)	# a restore makes the hidden one first
+	[[ $after == "$before" ]] || fail "the mounts differ after restore: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-hidden case_mntns_hidden
+
+# A mount of a root of its own bound from a shared mount of memdump's
+# namespace, a slave of its peer group (zdtm mnt_ext_master): bound again
+# from there, a slave of that group still (what the host mounts there reaches
+# it); made shared too, it is refused by name, the target unharmed, and so is
+# a whole tmpfs bound so (restore would make a tmpfs of its own, no slave)
+prop_host_start() {
+	mkdir -p "$T/ext"
+	mount -t tmpfs memdump-ext "$T/ext" && mount --make-shared "$T/ext" && mkdir -p "$T/ext/s/q" ||
+		fail "cannot mount $T/ext"
+	trap 'umount -l "$T/ext/s/q" 2> /dev/null; umount -l "$T/ext" 2> /dev/null' EXIT
+	ROOT_PRE='mkdir -p "$1/nr/ext" && mount --bind "$1/ext/s" "$1/nr/ext"'"$1" root_start slave ""
+	grep -q " /ext .*master:" /proc/"$PID"/mountinfo || fail "/ext is no slave: $(grep /ext /proc/"$PID"/mountinfo)"
+}
+
+case_mntns_prop_host() {
+	local g
+	prop_host_start ""
+	g=$(awk '$5 == "/ext" { for (i = 7; $i != "-"; i++) if ($i ~ /^master:/) print $i }' /proc/"$PID"/mountinfo)
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	grep -q " /ext .* $g " /proc/"$PID"/mountinfo ||
+		fail "/ext is not a slave of $g: $(grep /ext /proc/"$PID"/mountinfo)"
+	mount -t tmpfs memdump-extq "$T/ext/s/q" || fail "cannot mount on $T/ext/s/q"
+	grep -q " /ext/q " /proc/"$PID"/mountinfo || fail "a mount on the master did not reach /ext/q"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-prop-host case_mntns_prop_host
+
+case_mntns_prop_refuse() {
+	prop_host_start ' && mount --make-shared "$1/nr/ext"'
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the tmpfs mount at /ext (shared:[0-9]* master:[0-9]*): a slave of a peer group outside its mount namespace" "$MD_ERR" ||
+		fail "the refusal does not name /ext: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+
+case_mntns_prop_refuse_whole() {
+	mkdir -p "$T/ext"
+	mount -t tmpfs memdump-ext "$T/ext" && mount --make-shared "$T/ext" || fail "cannot mount $T/ext"
+	trap 'umount -l "$T/ext" 2> /dev/null' EXIT
+	ROOT_PRE='mkdir -p "$1/nr/ext" && mount --bind "$1/ext" "$1/nr/ext"' root_start slave ""
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the tmpfs mount at /ext (shared:0 master:[0-9]*): a slave of a peer group outside its mount namespace" "$MD_ERR" ||
+		fail "the refusal does not name /ext: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-prop-refuse-whole case_mntns_prop_refuse_whole
+add mntns-prop-refuse case_mntns_prop_refuse
+
+# Files of a tmpfs under another mount (zdtm tempfs: a tmpfs on a directory
+# holding a file): dumped from the tmpfs itself, there again under the mount
+case_mntns_tmpfs_under() {
+	mnt_start "mount -t tmpfs memdump-t /mnt && mkdir /mnt/u && echo under > /mnt/u/f && echo top > /mnt/g && mount -t tmpfs memdump-u /mnt/u && echo over > /mnt/u/o"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/u/o) == over ]] || fail "the upper tmpfs lost /mnt/u/o"
+	nsenter -t "$PID" -m test -e /mnt/u/f && fail "the file under the mount shows through it"
+	[[ $(nsenter -t "$PID" -m sh -c 'umount /mnt/u && cat /mnt/u/f') == under ]] ||
+		fail "the file under /mnt/u was not restored"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-under case_mntns_tmpfs_under
+
+# An unbindable tmpfs (it cannot be cloned: read through the process's root):
+# its files restored; with a mount on a directory of it (what that hides
+# cannot be read so) refused by name, the target unharmed
+case_mntns_tmpfs_unbindable() {
+	mnt_start "mount -t tmpfs memdump-n /mnt && echo n > /mnt/f && mount --make-unbindable /mnt"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/f) == n ]] || fail "/mnt/f lost its content"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-unbindable case_mntns_tmpfs_unbindable
+
+case_mntns_tmpfs_unbindable_refuse() {
+	mnt_start "mount -t tmpfs memdump-n /mnt && mkdir /mnt/u && echo n > /mnt/u/f && mount --make-unbindable /mnt && mount -t tmpfs memdump-o /mnt/u"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "tmpfs at /mnt: unbindable (memdump cannot clone it), with a mount on u that hides what is under it" "$MD_ERR" ||
+		fail "the refusal does not name /mnt/u: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-tmpfs-unbindable-refuse case_mntns_tmpfs_unbindable_refuse

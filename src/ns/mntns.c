@@ -12,6 +12,8 @@
  * other mount is refused by name.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <stddef.h>
 #include <sys/mount.h>
+#include <linux/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -67,6 +70,36 @@ static int index_of(const struct mounts *ms, int id)
 	return -1;
 }
 
+/* Is path a under directory b (b a prefix of a, up to a '/'), not b itself? */
+static bool path_below(const char *a, const char *b)
+{
+	size_t n = strcmp(b, "/") ? strlen(b) : 0;
+
+	return !strncmp(a, b, n) && a[n] == '/' && a[n + 1];
+}
+
+/*
+ * A mount hidden under a sibling (same parent, its point under the
+ * sibling's: zdtm overmount_with_shared_parent, a copy propagation made
+ * before the sibling covered the place) was there first: it goes before the
+ * sibling, so restore can still reach its point when it mounts it.
+ */
+static void hidden_first(struct mounts *ms)
+{
+	for (size_t i = 1, moves = 0; i < ms->n && moves < ms->n * ms->n; i++) {
+		for (size_t j = 0; j < i; j++) {
+			struct mount m = ms->m[i];
+
+			if (ms->m[j].parent != m.parent || !path_below(m.mountpoint, ms->m[j].mountpoint))
+				continue;
+			memmove(&ms->m[j + 1], &ms->m[j], (i - j) * sizeof(m));
+			ms->m[j] = m;
+			moves++;
+			break;
+		}
+	}
+}
+
 /*
  * Which of the process's mounts memdump has too: the same mount (point,
  * device, root, type, source) on the same parent. A namespace's copy lists
@@ -90,6 +123,7 @@ static int plan_make(pid_t pid, struct mnt_plan *p)
 		ret = mounts_read(path, &p->theirs);
 	if (ret)
 		return ret;
+	hidden_first(&p->theirs);
 	p->how = calloc(p->theirs.n + 1, sizeof(*p->how));
 	p->kept_as = calloc(p->theirs.n + 1, sizeof(*p->kept_as));
 	p->gone = calloc(p->own.n + 1, sizeof(*p->gone));
@@ -170,6 +204,16 @@ static char *path_under(const struct mount *s, const struct mount *m)
 	return out;
 }
 
+/* Is mount k covered, when mount i is made, by one made between them? */
+static bool hidden_at(const struct mounts *ms, size_t k, size_t i)
+{
+	for (size_t j = k + 1; j < i; j++)
+		if (!strcmp(ms->m[j].mountpoint, ms->m[k].mountpoint) ||
+		    path_below(ms->m[k].mountpoint, ms->m[j].mountpoint))
+			return true;
+	return false;
+}
+
 /*
  * The path mount i is bound from: under an earlier mount of the process's
  * (*from its index), or, for a root of its own, under one of memdump's
@@ -182,7 +226,7 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 	char *out;
 
 	for (size_t k = i; k-- > 0;)
-		if ((out = path_under(&p->theirs.m[k], m))) {
+		if (!hidden_at(&p->theirs, k, i) && (out = path_under(&p->theirs.m[k], m))) {
 			*from = (int)k;
 			return out;
 		}
@@ -420,6 +464,126 @@ static bool deleted_root(const struct mount *m)
 	return n >= k && !strcmp(m->root + n - k, "//deleted");
 }
 
+/* Is filesystem root a at or under root b of the same filesystem as mount mb? */
+static bool root_within(const struct mount *ma, const struct mount *mb)
+{
+	return ma->major == mb->major && ma->minor == mb->minor &&
+	       (!strcmp(ma->root, mb->root) || path_below(ma->root, mb->root));
+}
+
+/* Has peer group g a mount in memdump's namespace (it reaches outside the process's)? */
+static bool group_outside(const struct mnt_plan *p, int g)
+{
+	for (size_t k = 0; k < p->own.n; k++)
+		if (p->own.m[k].shared == g)
+			return true;
+	return false;
+}
+
+/* Is peer group g a single mount with no slaves (an LXC container's mounts)? */
+static bool group_alone(const struct mnt_plan *p, int g)
+{
+	int n = 0;
+
+	for (size_t k = 0; k < p->theirs.n; k++)
+		n += (p->theirs.m[k].shared == g) + 2 * (p->theirs.m[k].master == g);
+	return n == 1 && !group_outside(p, g);
+}
+
+static int mntprop_leader(const struct mount *ms, size_t n, int g);
+
+/*
+ * Mount i, made by the restored init (in_before: which of the mounts before
+ * it are too), can be made shared in its peer group: the group has no
+ * slaves; its leader is i (made shared), or one memdump makes, not covered
+ * (the init joins it by its point) and holding i's root.
+ */
+static bool init_can_join(const struct mnt_plan *p, size_t i, const bool *in_before)
+{
+	int g = p->theirs.m[i].shared, lead = mntprop_leader(p->theirs.m, p->theirs.n, g);
+
+	for (size_t k = 0; k < p->theirs.n; k++)
+		if (p->theirs.m[k].master == g)
+			return false;
+	if (group_outside(p, g))
+		return false;
+	if (lead == (int)i)
+		return true;
+	return lead < (int)i && !in_before[lead] && !hidden_at(&p->theirs, (size_t)lead, p->theirs.n) &&
+	       root_within(&p->theirs.m[i], &p->theirs.m[lead]);
+}
+
+/*
+ * The mount of peer group g restore makes first (the others join it, and its
+ * slaves are made from it: move_mount(MOVE_MOUNT_SET_GROUP) takes a mount
+ * whose root holds theirs): the first with the shortest root; -1 if none.
+ */
+static int mntprop_leader(const struct mount *ms, size_t n, int g)
+{
+	int best = -1;
+
+	for (size_t k = 0; g && k < n; k++)
+		if (ms[k].shared == g && (best < 0 || strlen(ms[k].root) < strlen(ms[best].root)))
+			best = (int)k;
+	return best;
+}
+
+/*
+ * The peer group of memdump's mount that mount i, of a root of its own, is
+ * bound from (restore binds it from there: a bind of memdump's copy, a slave
+ * of that group, is a slave of it too), or 0.
+ */
+static int host_group(const struct mnt_plan *p, size_t i)
+{
+	int from = -2;
+	char *src = made_anew(p->theirs.m, i) ? NULL : bind_source(p, i, &from), *out;
+
+	free(src);	/* a whole tmpfs, proc ... is made anew: no slave of anything */
+	for (size_t k = p->own.n; from == -1 && k-- > 0;)
+		if ((out = path_under(&p->own.m[k], &p->theirs.m[i]))) {
+			free(out);
+			return p->own.m[k].shared;
+		}
+	return 0;
+}
+
+/*
+ * Why restore cannot give mount i, which the process made under a root of
+ * its own, its propagation (peers and master among the namespace's own
+ * mounts), or NULL; in: mounted by the restored init.
+ */
+static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
+				   const bool *in_before)
+{
+	const struct mount *m = &p->theirs.m[i], *ms = p->theirs.m;
+	int pi = index_of(&p->theirs, m->parent), lead;
+
+	if (in && (m->master || (m->shared && !init_can_join(p, i, in_before))))
+		return "mounted by the restored init (its PID namespace's proc), a slave or in a "
+		       "peer group it cannot join (slaves, or its first mount covered or the "
+		       "init's too)";
+	if (in && pi >= 0 && ms[pi].shared && !group_alone(p, ms[pi].shared))
+		return "mounted by the restored init on a mount whose peer group has other mounts "
+		       "or slaves (it would propagate there)";
+	if (p->own_root && i == 0 && m->shared && (m->master || !group_alone(p, m->shared)))
+		return "the root, shared with other mounts or a slave too (pivot_root takes no "
+		       "shared root: the restored init makes it shared after, alone)";
+	if (m->shared && group_outside(p, m->shared))
+		return "its peer group has mounts outside its mount namespace";
+	if (m->master && group_outside(p, m->master) && !m->shared && host_group(p, i) == m->master)
+		return NULL;	/* zdtm mnt_ext_master: bound again from that group, a slave */
+	if (m->master && group_outside(p, m->master))
+		return "a slave of a peer group outside its mount namespace (but of the one of "
+		       "the mount it is bound from)";
+	lead = mntprop_leader(ms, p->theirs.n, m->master);
+	if (m->master && (lead < 0 || !root_within(m, &ms[lead])))
+		return "a slave of a peer group none of whose mounts in its namespace holds its root";
+	lead = mntprop_leader(ms, p->theirs.n, m->shared);
+	if (m->shared && !root_within(m, &ms[lead]))
+		return "its peer group has no mount whose root holds all of theirs";
+	return NULL;
+}
+
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
 			struct refusals *r)
 {
@@ -448,6 +612,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
+		else if (propagation_why(p, i, in[i], in))
+			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
+				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i], in));
 		else if (propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
@@ -530,6 +697,7 @@ struct tmpfs_walk {
 	dev_t dev;
 	uint64_t bytes;
 	const char *mp;
+	bool through_root;	/* read through the process's root: a mount on it hides */
 };
 
 static void tmpfs_files_free(struct tmpfs_walk *w)
@@ -615,6 +783,9 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 	e.gid = st.st_gid;
 	e.has_mtime_ns = true;
 	e.mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+	if (st.st_dev != w->dev && w->through_root)
+		return fail(-EOPNOTSUPP, "tmpfs at %s: unbindable (memdump cannot clone it), with "
+			    "a mount on %s that hides what is under it", w->mp, rel);
 	if (st.st_dev != w->dev) {	/* another mount's root on an entry of it (hidden: */
 		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
 		return keep_file(w, &e);
@@ -694,15 +865,85 @@ static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
 	return ret;
 }
 
-/* The files of the tmpfs mounted at m, read through the process's root, into w. */
+struct clone_req {
+	pid_t pid;
+	const struct mount *m;
+	int fd;			/* out: the detached clone, or -errno */
+};
+
+/*
+ * On a thread of its own (its fs information unshared, as setns wants):
+ * into the process's mount namespace, where a mount can be cloned, and a
+ * clone of mount m alone (OPEN_TREE_CLONE: none of the mounts on it), at its
+ * point under the process's root, checked to be m (the mount at the top
+ * there is m: dump refuses a tmpfs covered at its very point).
+ */
+static void *clone_in_ns(void *arg)
+{
+	struct clone_req *q = arg;
+	char path[64];
+	struct statx sx;
+	int root, ns, fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", q->pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", q->pid);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (root < 0 || ns < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
+		q->fd = -errno;
+	else if ((fd = (int)syscall(SYS_open_tree, root, q->m->mountpoint[1] ?
+				    q->m->mountpoint + 1 : ".", OPEN_TREE_CLONE |
+				    OPEN_TREE_CLOEXEC)) < 0)
+		q->fd = -errno;
+	else if (statx(root, q->m->mountpoint[1] ? q->m->mountpoint + 1 : ".", 0, STATX_MNT_ID,
+		       &sx) || sx.stx_mnt_id != (uint64_t)q->m->id)
+		q->fd = -ESTALE;
+	else
+		q->fd = fd;
+	if (q->fd < 0 && fd >= 0)
+		close(fd);
+	if (root >= 0)
+		close(root);
+	if (ns >= 0)
+		close(ns);
+	return NULL;
+}
+
+/* A detached clone of mount m of the process's namespace, or -errno. */
+static int clone_mount(pid_t pid, const struct mount *m)
+{
+	struct clone_req q = { .pid = pid, .m = m, .fd = -EIO };
+	pthread_t t;
+	int ret = pthread_create(&t, NULL, clone_in_ns, &q);
+
+	if (ret)
+		return -ret;
+	pthread_join(t, NULL);
+	return q.fd;
+}
+
+/*
+ * The files of the tmpfs mounted at m, into w: read in a clone of it alone,
+ * where no mount covers any (zdtm tempfs: a file under another mount); an
+ * unbindable one, which cannot be cloned, through the process's root.
+ */
 static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
 {
 	char path[4200];
 	struct stat st;
-	int fd, ret;
+	int fd, tree = clone_mount(d->pid, m), ret;
 
-	snprintf(path, sizeof(path), "/proc/%d/root%s", d->pid, m->mountpoint);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tree == -EINVAL) {	/* unbindable: read through the process's root */
+		w->through_root = true;
+		snprintf(path, sizeof(path), "/proc/%d/root%s", d->pid, m->mountpoint);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else if (tree < 0) {
+		return fail(tree, "cannot clone the tmpfs at %s in the process's mount namespace: "
+			    "%s", m->mountpoint, strerror(-tree));
+	} else {
+		fd = openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(tree);
+	}
 	if (fd < 0)
 		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
 			    strerror(errno));

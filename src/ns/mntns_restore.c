@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -178,6 +179,48 @@ static const char *ext_path(const struct rst *r, const MntEntry *e)
 	return NULL;
 }
 
+/* The entry of peer group g made first (its shortest root: it holds the others'), or -1. */
+static int group_leader(const struct rst *r, uint32_t g)
+{
+	int best = -1;
+
+	for (size_t k = 0; g && k < r->nr_mnts; k++)
+		if (r->mnts[k]->has_shared_id && r->mnts[k]->shared_id == g &&
+		    (best < 0 || strlen(r->mnts[k]->root) < strlen(r->mnts[best]->root)))
+			best = (int)k;
+	return best;
+}
+
+/*
+ * e, made by the restored init, shared: its group has no slaves, and its
+ * leader is e or a mount memdump makes (the init joins it).
+ */
+static bool init_shared_ok(const struct rst *r, const MntEntry *e)
+{
+	int lead = group_leader(r, e->shared_id);
+
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if (r->mnts[i]->has_master_id && r->mnts[i]->master_id == e->shared_id)
+			return false;
+	return !e->has_master_id && e->has_shared_id && lead >= 0 &&
+	       (r->mnts[lead] == e || !(r->mnts[lead]->has_in_child && r->mnts[lead]->in_child));
+}
+
+/*
+ * Propagation is made again only among the mounts of a root of its own
+ * that memdump makes (dump refuses the rest): an image asking more fails.
+ */
+static int check_propagation(const struct rst *r, const MntEntry *e)
+{
+	if (e->how != HOW_MOUNTED || (!e->has_shared_id && !e->has_master_id))
+		return 0;
+	if (!own_root(r) || (e->has_in_child && e->in_child && !init_shared_ok(r, e)))
+		return fail(-EINVAL, "the mount at %s is shared or a slave (shared:%u master:%u), "
+			    "which memdump makes again only for a mount of a root of its own that "
+			    "it mounts itself", e->mountpoint, e->shared_id, e->master_id);
+	return 0;
+}
+
 int mntns_load(struct rst *r)
 {
 	struct mounts ms = { 0 };
@@ -195,6 +238,8 @@ int mntns_load(struct rst *r)
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
+	for (size_t i = 0; !ret && i < r->nr_mnts; i++)
+		ret = check_propagation(r, r->mnts[i]);
 	for (int k = 0; !ret && k < r->o->nr_mnt_ext; k++) {
 		bool found = false;
 
@@ -384,10 +429,43 @@ static int set_propagation(const struct rst *r, const int *match)
 	return 0;
 }
 
-static int mount_own(struct rst *r, bool in_child, const char *stage, char *why, size_t len)
+
+static int set_prop(int fd, uint64_t how);
+static int join_group(int from, int to);
+
+/*
+ * In the restored init, entry i just mounted at at (on top there), shared:
+ * the leader of its group, made shared; else joined to its leader, a mount
+ * memdump made and no mount covers (mntns_load, the dump checked); private
+ * first (bound from a shared mount, it is a peer of that one already).
+ */
+static int init_share(const struct rst *r, size_t i, const char *at)
+{
+	int lead = group_leader(r, r->mnts[i]->shared_id), from, to, ret;
+
+	if (lead == (int)i)
+		return mount(NULL, at, NULL, MS_SHARED, NULL) ? -errno : 0;
+	from = open(r->mnts[lead]->mountpoint, O_PATH | O_CLOEXEC);
+	to = open(at, O_PATH | O_CLOEXEC);
+	ret = from < 0 || to < 0 ? -errno : set_prop(to, MS_PRIVATE) ?: join_group(from, to);
+	if (from >= 0)
+		close(from);
+	if (to >= 0)
+		close(to);
+	return ret;
+}
+
+/*
+ * The process's own mounts (in_child: those of the restored init), in
+ * order; fds (or NULL): an O_PATH fd on each one's root, taken as it is
+ * made, before a later mount can cover it.
+ */
+static int mount_own(struct rst *r, bool in_child, const char *stage, int *fds, char *why,
+		     size_t len)
 {
 	for (size_t i = 0; i < r->nr_mnts; i++) {
 		const MntEntry *e = r->mnts[i];
+		char at[PATH_MAX];
 		int ret;
 
 		if (e->how != HOW_MOUNTED || (e->has_in_child && e->in_child) != in_child)
@@ -395,8 +473,104 @@ static int mount_own(struct rst *r, bool in_child, const char *stage, char *why,
 		ret = mount_one(r, e, stage, in_child, why, len);
 		if (ret)
 			return ret;
+		snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
+			 e->mountpoint : "");
+		if (in_child && e->has_shared_id && (ret = init_share(r, i, at))) {
+			snprintf(why, len, "cannot make the mount at %s shared: %s", e->mountpoint,
+				 strerror(-ret));
+			return ret;
+		}
+		if (fds && (fds[i] = open(at, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			snprintf(why, len, "cannot open the mount at %s: %s", e->mountpoint,
+				 strerror(errno));
+			return -errno;
+		}
 	}
 	return 0;
+}
+
+
+static int set_prop(int fd, uint64_t how)
+{
+	struct mount_attr a = { .propagation = how };
+
+	return syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof(a)) ? -errno : 0;
+}
+
+/* Mount to joins the peer group of from, and takes its master. */
+static int join_group(int from, int to)
+{
+	return syscall(SYS_move_mount, from, "", to, "", MOVE_MOUNT_SET_GROUP |
+		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) ? -errno : 0;
+}
+
+/*
+ * Entry i's propagation, its master's leader done (done[]): private; a
+ * slave (joined to its master's group, then made a slave of it); the
+ * leader of its peer group made shared (after that), another joined to it.
+ */
+static int prop_one(const struct rst *r, const int *fds, const bool *done, size_t i)
+{
+	const MntEntry *e = r->mnts[i];
+	uint32_t g = e->has_shared_id && e != own_root(r) ? e->shared_id : 0;	/* mntns_mount_in_child */
+	uint32_t m = e->has_master_id ? e->master_id : 0;
+	int lead = group_leader(r, g), mlead = group_leader(r, m), ret;
+
+	if (g && lead != (int)i && !done[lead])
+		return -EAGAIN;
+	if (g && lead != (int)i)	/* a mount bound from a slave is one: private first */
+		return set_prop(fds[i], MS_PRIVATE) ?: join_group(fds[lead], fds[i]);
+	if (m && !g && mlead < 0 && e->bind_host)
+		return 0;	/* bound from memdump's copy of its master: a slave of it already */
+	if (m && (mlead < 0 || mlead == (int)i))
+		return -EINVAL;	/* dump refuses it: a master outside the namespace */
+	if (m && !done[mlead])
+		return -EAGAIN;
+	ret = set_prop(fds[i], MS_PRIVATE);
+	if (!ret && m)
+		ret = join_group(fds[mlead], fds[i]);
+	if (!ret && m)
+		ret = set_prop(fds[i], MS_SLAVE);
+	if (!ret && g)
+		ret = set_prop(fds[i], MS_SHARED);
+	return ret;
+}
+
+/*
+ * The propagation of the mounts of a root of its own (made private as
+ * bound): peer groups and masters among them, made again from each group's
+ * leader, masters' groups first.
+ */
+static int set_own_propagation(const struct rst *r, const int *fds)
+{
+	bool *done = calloc(r->nr_mnts + 1, sizeof(*done)), progress = true;
+	int ret = 0;
+
+	if (!done)
+		return -ENOMEM;
+	while (progress && !ret) {
+		progress = false;
+		for (size_t i = 0; i < r->nr_mnts && !ret; i++) {
+			if (done[i] || fds[i] < 0)
+				continue;
+			ret = prop_one(r, fds, done, i);
+			if (ret == -EAGAIN)
+				ret = 0;
+			else if (!ret)
+				done[i] = progress = true;
+			else
+				ret = fail(ret, "cannot give the mount at %s its propagation (shared:%u "
+					   "master:%u): %s", r->mnts[i]->mountpoint,
+					   r->mnts[i]->shared_id, r->mnts[i]->master_id,
+					   strerror(-ret));
+		}
+	}
+	for (size_t i = 0; i < r->nr_mnts && !ret; i++)
+		if (fds[i] >= 0 && !done[i])
+			ret = fail(-EINVAL, "image mountpoints-1.img is corrupt: the mount at %s "
+				   "has a master or peers it does not list", r->mnts[i]->mountpoint);
+	free(done);
+	return ret;
 }
 
 /* From memdump's copy: its kept mounts, the rest unmounted, its own mounted. */
@@ -412,7 +586,7 @@ static int build_from_copy(struct rst *r)
 		ret = unmount_extra(&ms, taken);
 	if (!ret)
 		ret = set_propagation(r, match);
-	if (!ret && mount_own(r, false, "", why, sizeof(why)))
+	if (!ret && mount_own(r, false, "", NULL, why, sizeof(why)))
 		ret = fail(-EIO, "%s", why);
 	mounts_free(&ms);
 	free(match);
@@ -427,16 +601,27 @@ static int build_from_copy(struct rst *r)
  */
 static int build_root(struct rst *r, const MntEntry *root)
 {
+	int *fds = malloc((r->nr_mnts + 1) * sizeof(*fds)), ret = 0;
 	char why[512];
 
 	r->mnt_stage = strdup(r->o->root ? r->o->root : root->bind_from);	/* --root */
-	if (!r->mnt_stage)
+	if (!r->mnt_stage || !fds) {
+		free(fds);
 		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		fds[i] = -1;
 	if (pipe2(r->mnt_go, O_CLOEXEC))
-		return fail(-errno, "cannot create a pipe: %s", strerror(errno));
-	if (mount_own(r, false, r->mnt_stage, why, sizeof(why)))
-		return fail(-EIO, "%s", why);
-	return 0;
+		ret = fail(-errno, "cannot create a pipe: %s", strerror(errno));
+	if (!ret && mount_own(r, false, r->mnt_stage, fds, why, sizeof(why)))
+		ret = fail(-EIO, "%s", why);
+	if (!ret)
+		ret = set_own_propagation(r, fds);
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	return ret;
 }
 
 static int build(struct rst *r)
@@ -522,7 +707,12 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 		return 0;
 	if (r->mnt_stage)
 		ret = enter_root(r, why, len);
-	return ret ? ret : mount_own(r, true, "", why, len);
+	if (!ret && own_root(r) && own_root(r)->has_shared_id &&
+	    mount(NULL, "/", NULL, MS_SHARED, NULL)) {	/* pivot_root takes no shared root */
+		ret = -errno;	/* (dump: alone in its peer group) */
+		snprintf(why, len, "cannot make the root shared: %s", strerror(errno));
+	}
+	return ret ? ret : mount_own(r, true, "", NULL, why, len);
 }
 
 void mntns_free(struct rst *r)
