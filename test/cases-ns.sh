@@ -526,6 +526,40 @@ case_ns_net_veth_tcp() {
 	return 0
 }
 add ns-net-veth-tcp case_ns_net_veth_tcp
+
+# Both ends of a closing TCP connection in a network namespace the dump saves
+# (issue 24; zdtm socket-tcp-closing, socket-tcp-last-ack in the ns flavour):
+# t-tcpclose's parent CLOSING or LAST_ACK with its FIN behind bytes it could
+# not send, its child FIN_WAIT2 with a full receive queue. The restore rebuilds
+# one end, then the other, in a namespace where nothing of theirs may pass
+# before both exist; each comes back in its state, the child reads every byte
+# and the FIN, the parent's FIN is acknowledged, and no lock is left.
+case_ns_net_tcp_close() {
+	command -v ip > /dev/null && command -v nft > /dev/null || fail "ip or nft is not installed"
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-tcpclose "$1" "$2"
+	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	(( $(ls "$T"/d/tcp-stream-*.img "$T"/d/*/tcp-stream-*.img 2> /dev/null | wc -l) == 2 )) ||
+		fail "not two tcp-stream images: $(find "$T/d" -name 'tcp-stream-*')"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	nsenter -t "$PID" -n nft list tables | grep -q memdump-lock &&
+		fail "the restore left its lock in the namespace: $(nsenter -t "$PID" -n nft list tables)"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	[[ $RESULT == "PASS $1" ]] || fail "program said $RESULT"
+}
+for mode in closing lastack; do
+	for fam in v4 v6 v4mapped; do
+		add "ns-net-tcp-$mode-$fam" case_ns_net_tcp_close "$mode" "$fam"
+	done
+done
+unset mode fam
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree
