@@ -113,7 +113,8 @@ static void attr(struct nlbuf *b, uint16_t type, const void *data, size_t len)
 	a = (struct nlattr *)(b->p + off);
 	a->nla_type = type;
 	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, data, len);
+	if (len)	/* a nest begins empty: no data */
+		memcpy((char *)a + NLA_HDRLEN, data, len);
 }
 
 static void attr_u32(struct nlbuf *b, uint16_t type, uint32_t v)
