@@ -560,6 +560,41 @@ for mode in closing lastack; do
 	done
 done
 unset mode fam
+
+# A connection (and its listener) on an address its namespace no longer has
+# (added to lo, connected, removed): the namespace made again would not have
+# it and the restore could not bind them. The killing dump's dry run refuses
+# it by name; the target runs on and, the address back, its connection
+# carries data both ways.
+case_ns_net_tcp_addr_gone() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	OUT=$T/gone.out
+	NETNS_SETUP='ip addr add 10.77.0.1/32 dev lo' "$TESTSRC/netns-wrap" python3 -c '
+import socket, os, signal, subprocess, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+l = socket.socket(); l.bind(("10.77.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+subprocess.check_call(["ip", "addr", "del", "10.77.0.1/32", "dev", "lo"])
+print("READY", os.getpid(), c.fileno(), l.getsockname()[1], flush=True)
+while not got: time.sleep(0.05)
+subprocess.check_call(["ip", "addr", "add", "10.77.0.1/32", "dev", "lo"])
+c.sendall(b"still"); a.sendall(b"here")
+if a.recv(5) != b"still" or c.recv(4) != b"here":
+	print("FAIL no data after the dump", flush=True); sys.exit(1)
+print("PASS", flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 20 || { show_file gone "$OUT"; fail "the target did not become READY"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	READY_SIZE=$(stat -c %s "$OUT")
+	md refuse dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	grep -qE "a restore here would fail: process $PID: TCP socket [0-9]+ bound to 10\.77\.0\.1 port [0-9]+, an address its network namespace no longer has" \
+		"$MD_ERR" || fail "the refusal does not name the socket on 10.77.0.1"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add ns-net-tcp-addr-gone case_ns_net_tcp_addr_gone
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree
