@@ -39,7 +39,7 @@ struct netlock {
 	uint32_t seq;
 	struct netlock_conn *conns;
 	size_t n;
-	bool isolate;			/* everything but lo (netlock_isolate) */
+	bool isolate;			/* everything but lo, and TCP on lo (netlock_isolate) */
 };
 
 /*
@@ -57,9 +57,11 @@ int netlock_keep(struct netlock *lk);
 /*
  * A network namespace the restore makes again (the calling thread's, still
  * without devices up): a plain table of pid's name that drops every packet
- * not on lo, both ways, until netlock_remove(pid). The peers outside of the
- * connections restored in it retransmit, and are not reset by a namespace
- * whose sockets do not exist yet. 0 or <0 after fail().
+ * not on lo and every TCP segment on lo, both ways (but the restore's own,
+ * marked), until netlock_remove(pid). The peers outside of the connections
+ * restored in it retransmit, and are not reset by a namespace whose sockets
+ * do not exist yet; nor is a connection with both ends inside by the end
+ * rebuilt last, before it exists. 0 or <0 after fail().
  */
 int netlock_isolate(pid_t pid);
 /* Take pid's plain lock off: 1 removed, 0 there was none, <0 after fail(). */

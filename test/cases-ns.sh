@@ -607,6 +607,75 @@ case_ns_net_sysctl_refuse() {
 }
 add ns-net-sysctl case_ns_net_sysctl
 add ns-net-sysctl-refuse case_ns_net_sysctl_refuse
+
+# Both ends of a closing TCP connection in a network namespace the dump saves
+# (issue 24; zdtm socket-tcp-closing, socket-tcp-last-ack in the ns flavour):
+# t-tcpclose's parent CLOSING or LAST_ACK with its FIN behind bytes it could
+# not send, its child FIN_WAIT2 with a full receive queue. The restore rebuilds
+# one end, then the other, in a namespace where nothing of theirs may pass
+# before both exist; each comes back in its state, the child reads every byte
+# and the FIN, the parent's FIN is acknowledged, and no lock is left.
+case_ns_net_tcp_close() {
+	command -v ip > /dev/null && command -v nft > /dev/null || fail "ip or nft is not installed"
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-tcpclose "$1" "$2"
+	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	(( $(ls "$T"/d/tcp-stream-*.img "$T"/d/*/tcp-stream-*.img 2> /dev/null | wc -l) == 2 )) ||
+		fail "not two tcp-stream images: $(find "$T/d" -name 'tcp-stream-*')"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	nsenter -t "$PID" -n nft list tables | grep -q memdump-lock &&
+		fail "the restore left its lock in the namespace: $(nsenter -t "$PID" -n nft list tables)"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	[[ $RESULT == "PASS $1" ]] || fail "program said $RESULT"
+}
+for mode in closing lastack; do
+	for fam in v4 v6 v4mapped; do
+		add "ns-net-tcp-$mode-$fam" case_ns_net_tcp_close "$mode" "$fam"
+	done
+done
+unset mode fam
+
+# A connection (and its listener) on an address its namespace no longer has
+# (added to lo, connected, removed): the namespace made again would not have
+# it and the restore could not bind them. The killing dump's dry run refuses
+# it by name; the target runs on and, the address back, its connection
+# carries data both ways.
+case_ns_net_tcp_addr_gone() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	OUT=$T/gone.out
+	NETNS_SETUP='ip addr add 10.77.0.1/32 dev lo' "$TESTSRC/netns-wrap" python3 -c '
+import socket, os, signal, subprocess, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+l = socket.socket(); l.bind(("10.77.0.1", 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+subprocess.check_call(["ip", "addr", "del", "10.77.0.1/32", "dev", "lo"])
+print("READY", os.getpid(), c.fileno(), l.getsockname()[1], flush=True)
+while not got: time.sleep(0.05)
+subprocess.check_call(["ip", "addr", "add", "10.77.0.1/32", "dev", "lo"])
+c.sendall(b"still"); a.sendall(b"here")
+if a.recv(5) != b"still" or c.recv(4) != b"here":
+	print("FAIL no data after the dump", flush=True); sys.exit(1)
+print("PASS", flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 20 || { show_file gone "$OUT"; fail "the target did not become READY"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	READY_SIZE=$(stat -c %s "$OUT")
+	md refuse dump -t "$PID" -D "$T/d" --tcp-established
+	expect_md_error
+	grep -qE "a restore here would fail: process $PID: TCP socket [0-9]+ bound to 10\.77\.0\.1 port [0-9]+, an address its network namespace no longer has" \
+		"$MD_ERR" || fail "the refusal does not name the socket on 10.77.0.1"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add ns-net-tcp-addr-gone case_ns_net_tcp_addr_gone
 add ns-net-veth-refuse case_ns_net_veth_refuse
 add ns-net-veth-rpc case_ns_net_veth_rpc
 add ns-net-veth-tree case_ns_net_veth_tree

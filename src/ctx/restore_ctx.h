@@ -220,7 +220,7 @@ struct rst {
 	size_t nr_sk_gone;
 	struct rtcp *tcp;
 	size_t nr_tcp;
-	bool net_isolated;	/* its fresh network namespace locked but for lo (netns_restore.c) */
+	bool net_isolated;	/* its fresh network namespace locked (netns_restore.c) */
 
 	int exe_fd;
 	const char *cwd, *root;

@@ -3,11 +3,14 @@
  * before the target is killed, every object they record is checked to be one
  * a restore on this machine can recreate, with the capabilities it will have
  * (image/rstcheck.c, shared with the restore's own checks): cgroups, files
- * under the /proc directory of a thread, rlimits, a time namespace. A failure fails
+ * under the /proc directory of a thread, rlimits, a time namespace, the
+ * addresses of sockets in a network namespace made again. A failure fails
  * the dump with a sentence naming the object: the target runs on and no
  * inventory.img is written. One function per kind of object; a kind is added
  * to dump_dry_run().
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -27,6 +30,7 @@
 #include "dump/dryrun.h"
 #include "image/image.h"
 #include "image/rstcheck.h"
+#include "ns/netns.h"
 #include "task/sessions.h"
 
 /* The path of memdump's own cgroup in the hierarchy named ctl ("cpu,cpuacct", "" for v2). */
@@ -135,6 +139,103 @@ static int dryrun_files(struct dump_ctx *d)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * An inet socket's local address: none (the wildcard), link-local IPv6 (the
+ * kernel makes it again from the MAC), or one a freebind or transparent
+ * socket may bind to anyway: not checked. *family and addr: as bind() sees it
+ * (an IPv6 socket's v4-mapped address is IPv4).
+ */
+static bool sk_addr_to_check(const InetSkEntry *e, int *family, uint8_t addr[16])
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const IpOptsEntry *ip = e->ip_opts;
+	size_t n = e->family == AF_INET ? 1 : 4;
+	static const uint8_t zero[16];
+
+	if ((e->family != AF_INET && e->family != AF_INET6) || e->n_src_addr < n ||
+	    (ip && ((ip->has_freebind && ip->freebind) || (ip->has_transparent && ip->transparent))))
+		return false;
+	memcpy(addr, e->src_addr, n * 4);
+	*family = (int)e->family;
+	if (*family == AF_INET6 && !memcmp(addr, mapped, 12)) {
+		memmove(addr, addr + 12, 4);
+		*family = AF_INET;
+	}
+	if (!memcmp(addr, zero, *family == AF_INET ? 4 : 16))
+		return false;
+	return !(*family == AF_INET6 && addr[0] == 0xfe && (addr[1] & 0xc0) == 0x80);
+}
+
+/* The inet sockets of one process's files.img: each address local in the namespace made again. */
+static int sk_addrs_in(int dirfd, const char *who, const struct netns_addrs *local)
+{
+	struct image *img = NULL;
+	FileEntry *fe;
+	int ret;
+
+	if (faccessat(dirfd, "files.img", F_OK, 0))
+		return 0;
+	ret = img_open(dirfd, IMG_FILES, 0, &img);
+	while (!ret && (ret = img_read_msg(img, &file_entry__descriptor, (void **)&fe)) == 1) {
+		const InetSkEntry *e = fe->type == FD_TYPES__INETSK ? fe->isk : NULL;
+		char a[INET6_ADDRSTRLEN] = "?";
+		uint8_t addr[16];
+		int family;
+
+		ret = 0;
+		if (e && sk_addr_to_check(e, &family, addr) &&
+		    !netns_addrs_local(local, family, addr)) {
+			inet_ntop(family, addr, a, sizeof(a));
+			ret = fail(-EADDRNOTAVAIL, "process %s: %s socket %u bound to %s port %u, "
+				   "an address its network namespace no longer has (the namespace "
+				   "made again gets the addresses it has: bind() would fail)", who,
+				   e->proto == IPPROTO_TCP ? "TCP" : e->proto == IPPROTO_UDP ? "UDP" :
+				   "inet", e->id, a, e->src_port);
+		}
+		img_free(&file_entry__descriptor, fe);
+	}
+	if (img)
+		img_abort(img);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * A network namespace of its own (the tree's, its images in the root's
+ * directory beside the processes' proc-PID ones): a socket bound to an
+ * address the namespace no longer has, which the restore could not bind.
+ */
+static int dryrun_sk_addrs(struct dump_ctx *d)
+{
+	struct netns_addrs *local = NULL;
+	char pid[16];
+	DIR *dir;
+	struct dirent *de;
+	int ret;
+
+	if (!(d->own_ns & CLONE_NEWNET) || faccessat(d->dir.fd, "netdev-1.img", F_OK, 0))
+		return 0;
+	snprintf(pid, sizeof(pid), "%d", d->pid);
+	ret = netns_addrs_load(d->dir.fd, &local);
+	if (!ret)
+		ret = sk_addrs_in(d->dir.fd, pid, local);
+	dir = ret ? NULL : fdopendir(dup(d->dir.fd));
+	while (dir && !ret && (de = readdir(dir))) {
+		int fd;
+
+		if (strncmp(de->d_name, "proc-", 5))
+			continue;
+		fd = openat(d->dir.fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ret = sk_addrs_in(fd, de->d_name + 5, local);
+		close(fd);
+	}
+	if (dir)
+		closedir(dir);
+	netns_addrs_free(local);
+	return ret;
+}
+
 /* Its own time namespace: a restore here makes one and sets its clocks (ns/timens_restore.c). */
 static int dryrun_timens(const struct dump_ctx *d)
 {
@@ -223,6 +324,8 @@ int dump_dry_run(struct dump_ctx *d)
 		ret = dryrun_rlimits(d);
 	if (!ret)
 		ret = dryrun_timens(d);
+	if (!ret)
+		ret = dryrun_sk_addrs(d);
 	if (ret)
 		fail_context("a restore here would fail: ");
 	return ret;

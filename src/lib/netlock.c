@@ -7,6 +7,7 @@
  * both directions pass both hooks). An IPv6 socket's connection to an IPv4
  * peer (v4-mapped) gets IPv4 rules. The expressions are those nft makes of
  * "ip saddr A tcp sport P ip daddr B tcp dport Q drop" (nft lists them so).
+ * A namespace the restore makes is locked whole instead (netlock_isolate).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -112,7 +113,8 @@ static void attr(struct nlbuf *b, uint16_t type, const void *data, size_t len)
 	a = (struct nlattr *)(b->p + off);
 	a->nla_type = type;
 	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, data, len);
+	if (len)	/* a nest begins empty: no data */
+		memcpy((char *)a + NLA_HDRLEN, data, len);
 }
 
 static void attr_u32(struct nlbuf *b, uint16_t type, uint32_t v)
@@ -282,6 +284,28 @@ static void rule_not_lo(struct nlbuf *b, const char *table, const char *chain, u
 	msg_end(b, m);
 }
 
+/*
+ * "meta l4proto tcp drop": in a namespace the restore makes, every TCP segment
+ * on lo too. Both ends of a connection there are rebuilt one after the
+ * other: what the first sends while the second does not exist yet (its FIN,
+ * its unsent data, its ACK of the FIN replayed in its peer's name) would be
+ * answered by a reset. Only the restore's own marked segments pass.
+ */
+static void rule_all_tcp(struct nlbuf *b, const char *table, const char *chain)
+{
+	uint8_t l4 = IPPROTO_TCP;
+	size_t m = nft_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND), x;
+
+	attr_str(b, NFTA_RULE_TABLE, table);
+	attr_str(b, NFTA_RULE_CHAIN, chain);
+	x = nest_begin(b, NFTA_RULE_EXPRESSIONS);
+	expr_meta(b, NFT_META_L4PROTO);
+	expr_cmp(b, &l4, 1);
+	expr_verdict(b, NF_DROP);
+	nest_end(b, x);
+	msg_end(b, m);
+}
+
 /* One base chain per direction: what the peer sends, and what the socket might still send. */
 static void chain(struct nlbuf *b, const char *table, const char *name, uint32_t hook,
 		  const struct netlock *lk)
@@ -298,8 +322,10 @@ static void chain(struct nlbuf *b, const char *table, const char *name, uint32_t
 	attr_str(b, NFTA_CHAIN_TYPE, "filter");
 	msg_end(b, m);
 	rule_mark(b, table, name);
-	if (lk->isolate)
+	if (lk->isolate) {
 		rule_not_lo(b, table, name, hook);
+		rule_all_tcp(b, table, name);
+	}
 	for (size_t i = 0; i < lk->n; i++) {
 		rule_conn(b, table, name, &lk->conns[i], false);
 		rule_conn(b, table, name, &lk->conns[i], true);
@@ -524,7 +550,7 @@ int netlock_isolate(pid_t pid)
 	if (ret < 0)
 		return fail(ret, "cannot lock the new network namespace until its TCP connections "
 			    "are restored (table inet %s): %s", table, strerror(-ret));
-	pr_info("network namespace cut off but for lo until its connections are restored: "
+	pr_info("network namespace cut off, TCP on lo too, until its connections are restored: "
 		"table inet %s\n", table);
 	return 0;
 }

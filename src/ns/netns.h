@@ -4,6 +4,7 @@
 #define MEMDUMP_DUMP_NETNS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ctx/restore_ctx.h"
 
@@ -18,6 +19,17 @@ void netns_refuse(int host_netns, struct refusals *r);
 /* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img, the firewall's and netns-1.img
  * (its sysctls: netns_sysctl.c), inside, while frozen. */
 int netns_dump(struct dump_ctx *d, int host_netns);
+
+/*
+ * netns_check.c: the addresses that will be local in the namespace a restore
+ * makes from the images in dirfd (lo's and ifaddr-1.img's), for the dump's
+ * dry run. 0 or <0 (after fail() for a corrupt image).
+ */
+struct netns_addrs;
+int netns_addrs_load(int dirfd, struct netns_addrs **out);
+/* addr: 4 bytes (AF_INET) or 16 (AF_INET6) */
+bool netns_addrs_local(const struct netns_addrs *s, int family, const uint8_t *addr);
+void netns_addrs_free(struct netns_addrs *s);
 
 /* Restore (its _restore.c files) */
 

@@ -1,0 +1,251 @@
+/*
+ * t-tcpclose DIR closing|lastack v4|v6|v4mapped: a TCP connection over the
+ * loopback closing, both of its ends in the dump: the parent holds the
+ * accepted end (the server, its FIN stuck behind bytes it could not send),
+ * its child the connecting end (its FIN acknowledged, its receive queue full,
+ * not reading). v4mapped: the listener is IPv6 (dual stack), the child
+ * connects over IPv4.
+ *   closing: both wrote until full and shut down; the parent then read all
+ *            the child's bytes and its FIN: the parent CLOSING, the child
+ *            FIN_WAIT2 (zdtm socket-tcp-closing)
+ *   lastack: the child shut down, the parent read its FIN, wrote until full
+ *            and shut down: the parent LAST_ACK, the child FIN_WAIT2
+ *            (zdtm socket-tcp-last-ack)
+ * READY <pid> <child> <port>
+ * On SIGUSR1 each end checks it is in the state it was (the parent passes
+ * SIGUSR1 on to the child), and reads EOF again; the child reads every byte
+ * the parent wrote, in order, then EOF, and sends its count back on a pipe;
+ * the parent's FIN is acknowledged (its socket closed both ways).
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "tlib.h"
+
+#define SEED_SERVER	0x51c3d
+#define SEED_CLIENT	0x2b7e1
+#define CHUNK		(64 << 10)
+
+static int srv_family = AF_INET, clt_family = AF_INET;
+
+static void must(bool ok, const char *what)
+{
+	if (!ok)
+		t_fail("%s: %s", what, strerror(errno));
+}
+
+static socklen_t loopback(int family, struct sockaddr_storage *ss, uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (void *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = clt_family == AF_INET ? in6addr_any : in6addr_loopback;
+		a->sin6_port = htons(port);
+		return sizeof(*a);
+	}
+	struct sockaddr_in *a = (void *)ss;
+
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a->sin_port = htons(port);
+	return sizeof(*a);
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+						((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static int tcp_state(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	must(!getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &l), "TCP_INFO");
+	return ti.tcpi_state;
+}
+
+/* Waits (10 s at most) for fd to reach state. */
+static void wait_state(int fd, int state, const char *who)
+{
+	for (int i = 0; i < 1000 && tcp_state(fd) != state; i++)
+		t_sleep_ms(10);
+	if (tcp_state(fd) != state)
+		t_fail("%s: in TCP state %d, not %d", who, tcp_state(fd), state);
+}
+
+static void pattern(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = t_byte(seed, off + i);
+}
+
+/* Writes the stream of seed until the socket takes no more; its length. */
+static uint64_t fill(int fd, uint64_t seed)
+{
+	static uint8_t buf[CHUNK];
+	uint64_t off = 0;
+	int fl = fcntl(fd, F_GETFL);
+
+	must(fl >= 0 && !fcntl(fd, F_SETFL, fl | O_NONBLOCK), "O_NONBLOCK");
+	for (;;) {
+		ssize_t n;
+
+		pattern(buf, sizeof(buf), seed, off);
+		n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd p = { fd, POLLOUT, 0 };
+
+			if (poll(&p, 1, 200) == 0)	/* full: the peer's queue too */
+				break;
+			continue;
+		}
+		must(n > 0, "send while filling");
+		off += n;
+	}
+	must(!fcntl(fd, F_SETFL, fl), "clear O_NONBLOCK");
+	return off;
+}
+
+/* All len bytes of the stream of seed, in order, then EOF. */
+static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
+{
+	static uint8_t buf[CHUNK], want[CHUNK];
+	struct timeval tmo = { 30, 0 };
+	uint64_t off = 0;
+
+	must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
+	for (;;) {
+		ssize_t r = read(fd, buf, CHUNK);
+
+		if (r < 0)
+			t_fail("%s: %s after %" PRIu64 " of %" PRIu64 " bytes", who, strerror(errno),
+			       off, len);
+		if (r == 0)
+			break;
+		pattern(want, r, seed, off);
+		if (memcmp(buf, want, r))
+			t_fail("%s: the bytes at %" PRIu64 " differ", who, off);
+		off += r;
+	}
+	if (off != len)
+		t_fail("%s: EOF after %" PRIu64 " bytes, %" PRIu64 " were sent", who, off, len);
+}
+
+static void expect_eof(int fd, const char *who)
+{
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+
+	if (n != 0)
+		t_fail("%s: %s instead of EOF", who, n < 0 ? strerror(errno) : "a byte");
+}
+
+/* The connecting end: shut down (closing: after filling), then waits. */
+static void __attribute__((noreturn)) child_main(int c, bool closing, int up, int down)
+{
+	uint64_t sent = closing ? fill(c, SEED_CLIENT) : 0, theirs;
+
+	must(!shutdown(c, SHUT_WR), "shutdown (child)");
+	must(write(up, &sent, sizeof(sent)) == sizeof(sent), "write count");
+	if (read(down, &theirs, sizeof(theirs)) != sizeof(theirs))
+		t_fail("the parent's count: %s", strerror(errno));
+	wait_state(c, TCP_FIN_WAIT2, "connecting end (child)");
+	t_wait_usr1();
+	if (tcp_state(c) != TCP_FIN_WAIT2)
+		t_fail("connecting end (child): restored in TCP state %d, not FIN_WAIT2",
+		       tcp_state(c));
+	drain(c, SEED_SERVER, theirs, "connecting end (child)");
+	must(write(up, &theirs, sizeof(theirs)) == sizeof(theirs), "write result");
+	exit(0);
+}
+
+/* The accepted end, its close as the mode wants it; the bytes it queued. */
+static uint64_t server_close(int a, bool closing, int up, int down)
+{
+	uint64_t from_child, mine;
+	int want = closing ? TCP_CLOSING : TCP_LAST_ACK;
+
+	if (read(up, &from_child, sizeof(from_child)) != sizeof(from_child))
+		t_fail("the child's count: %s", strerror(errno));
+	if (closing) {
+		mine = fill(a, SEED_SERVER);
+		must(!shutdown(a, SHUT_WR), "shutdown (parent)");
+		drain(a, SEED_CLIENT, from_child, "accepted end (parent)");
+	} else {
+		drain(a, SEED_CLIENT, from_child, "accepted end (parent)");
+		mine = fill(a, SEED_SERVER);
+		must(!shutdown(a, SHUT_WR), "shutdown (parent)");
+	}
+	must(write(down, &mine, sizeof(mine)) == sizeof(mine), "count");
+	wait_state(a, want, "accepted end (parent)");
+	return mine;
+}
+
+int main(int argc, char **argv)
+{
+	bool closing = argc > 2 && !strcmp(argv[2], "closing");
+	const char *fam = argc > 3 ? argv[3] : "v4";
+	int l, c, a, up[2], down[2], one = 1, status;
+	struct sockaddr_storage ss;
+	uint64_t mine, got;
+	socklen_t len;
+	pid_t child;
+
+	t_init(argc, argv, SA_RESTART);
+	if (!strcmp(fam, "v6"))
+		srv_family = clt_family = AF_INET6;
+	else if (!strcmp(fam, "v4mapped"))
+		srv_family = AF_INET6;
+	l = socket(srv_family, SOCK_STREAM, 0);
+	must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), "socket");
+	len = loopback(srv_family, &ss, 0);
+	must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
+	c = socket(clt_family, SOCK_STREAM, 0);
+	len = loopback(clt_family, &ss, port_of(l));
+	must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
+	a = accept(l, NULL, NULL);
+	must(a >= 0, "accept");
+	must(!pipe(up) && !pipe(down), "pipe");
+	child = fork();
+	must(child >= 0, "fork");
+	if (child == 0) {
+		close(l);
+		close(a);
+		close(up[0]);
+		close(down[1]);
+		child_main(c, closing, up[1], down[0]);
+	}
+	close(c);
+	close(up[1]);
+	close(down[0]);
+	mine = server_close(a, closing, up[0], down[1]);
+	t_ready("%d %u", (int)child, port_of(l));
+	t_wait_usr1();
+	t_check_common();
+	if (tcp_state(a) != (closing ? TCP_CLOSING : TCP_LAST_ACK))
+		t_fail("accepted end (parent): restored in TCP state %d", tcp_state(a));
+	if (closing)
+		expect_eof(a, "accepted end (parent)");
+	if (kill(child, SIGUSR1))
+		t_fail("kill child: %s", strerror(errno));
+	if (read(up[0], &got, sizeof(got)) != sizeof(got) || got != mine)
+		t_fail("the child did not read the %" PRIu64 " bytes the parent sent", mine);
+	if (waitpid(child, &status, 0) != child || status)
+		t_fail("the child failed (status %#x)", status);
+	wait_state(a, TCP_CLOSE, "accepted end (parent), its FIN acknowledged");
+	t_pass(closing ? "closing" : "lastack");
+}
