@@ -90,17 +90,22 @@ add runc-busybox case_runc_busybox
 # description of one shared by two processes is refused by name (runc-nsfile-shared).
 NSFILE_LOOP='exec 7< /proc/self/ns/net 8< /proc/self/ns/uts > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1 SHARE; done'
 
+# runc_nsfile_start BUNDLE ID SCRIPT: the container running SCRIPT, counting; PID its init
+runc_nsfile_start() {
+	runc_bundle "$1" "$3"
+	trap 'runc_cleanup '"$2" EXIT
+	(cd "$1" && runc run -d "$2") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$2" pid)
+	[[ $PID -gt 1 ]] || fail "no container init"
+	track "$PID"
+	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+}
+
 case_runc_nsfile() {
 	command -v runc > /dev/null && command -v busybox > /dev/null ||
 		{ note "no runc or busybox: skipped"; return 0; }
-	local b=$T/bundle id=memdump-n$$ n k
-	runc_bundle "$b" "${NSFILE_LOOP/SHARE/7<&- 8<&-}"
-	trap 'runc_cleanup '"$id" EXIT
-	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
-	PID=$(runc_ctr_state "$id" pid)
-	[[ $PID -gt 1 ]] || fail "no container init"
-	track "$PID"
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+	local b=$T/bundle n k
+	runc_nsfile_start "$b" memdump-n$$ "${NSFILE_LOOP/SHARE/7<&- 8<&-}"
 	dump "$PID" "$T/d"
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
 	n=$(count_of "$b/rootfs/tmp/count")
@@ -119,14 +124,8 @@ add runc-nsfile case_runc_nsfile
 case_runc_nsfile_shared() {
 	command -v runc > /dev/null && command -v busybox > /dev/null ||
 		{ note "no runc or busybox: skipped"; return 0; }
-	local b=$T/bundle id=memdump-s$$
-	runc_bundle "$b" "${NSFILE_LOOP/SHARE/}"
-	trap 'runc_cleanup '"$id" EXIT
-	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
-	PID=$(runc_ctr_state "$id" pid)
-	[[ $PID -gt 1 ]] || fail "no container init"
-	track "$PID"
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
+	local b=$T/bundle
+	runc_nsfile_start "$b" memdump-s$$ "${NSFILE_LOOP/SHARE/}"
 	md d dump -t "$PID" -D "$T/d"
 	expect_md_error
 	grep -q "is a namespace file that process $PID holds too" "$MD_ERR" ||

@@ -27,18 +27,13 @@
 #include <sys/wait.h>
 
 #include "tlib.h"
+#include "tstream.h"
 
 #define SEED_SERVER	0x51c3d
 #define SEED_CLIENT	0x2b7e1
-#define CHUNK		(64 << 10)
+#define CHUNK		T_STREAM_CHUNK
 
 static int srv_family = AF_INET, clt_family = AF_INET;
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		t_fail("%s: %s", what, strerror(errno));
-}
 
 static socklen_t loopback(int family, struct sockaddr_storage *ss, uint16_t port)
 {
@@ -64,7 +59,7 @@ static uint16_t port_of(int fd)
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof(ss);
 
-	must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
+	t_must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
 	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
 						((struct sockaddr_in *)&ss)->sin_port);
 }
@@ -74,7 +69,7 @@ static int tcp_state(int fd)
 	struct tcp_info ti;
 	socklen_t l = sizeof(ti);
 
-	must(!getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &l), "TCP_INFO");
+	t_must(!getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &l), "TCP_INFO");
 	return ti.tcpi_state;
 }
 
@@ -87,39 +82,6 @@ static void wait_state(int fd, int state, const char *who)
 		t_fail("%s: in TCP state %d, not %d", who, tcp_state(fd), state);
 }
 
-static void pattern(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = t_byte(seed, off + i);
-}
-
-/* Writes the stream of seed until the socket takes no more; its length. */
-static uint64_t fill(int fd, uint64_t seed)
-{
-	static uint8_t buf[CHUNK];
-	uint64_t off = 0;
-	int fl = fcntl(fd, F_GETFL);
-
-	must(fl >= 0 && !fcntl(fd, F_SETFL, fl | O_NONBLOCK), "O_NONBLOCK");
-	for (;;) {
-		ssize_t n;
-
-		pattern(buf, sizeof(buf), seed, off);
-		n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
-		if (n < 0 && errno == EAGAIN) {
-			struct pollfd p = { fd, POLLOUT, 0 };
-
-			if (poll(&p, 1, 200) == 0)	/* full: the peer's queue too */
-				break;
-			continue;
-		}
-		must(n > 0, "send while filling");
-		off += n;
-	}
-	must(!fcntl(fd, F_SETFL, fl), "clear O_NONBLOCK");
-	return off;
-}
-
 /* All len bytes of the stream of seed, in order, then EOF. */
 static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
 {
@@ -127,7 +89,7 @@ static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
 	struct timeval tmo = { 30, 0 };
 	uint64_t off = 0;
 
-	must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
+	t_must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
 	for (;;) {
 		ssize_t r = read(fd, buf, CHUNK);
 
@@ -136,7 +98,7 @@ static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
 			       off, len);
 		if (r == 0)
 			break;
-		pattern(want, r, seed, off);
+		t_stream_pattern(want, r, seed, off);
 		if (memcmp(buf, want, r))
 			t_fail("%s: the bytes at %" PRIu64 " differ", who, off);
 		off += r;
@@ -157,10 +119,10 @@ static void expect_eof(int fd, const char *who)
 /* The connecting end: shut down (closing: after filling), then waits. */
 static void __attribute__((noreturn)) child_main(int c, bool closing, int up, int down)
 {
-	uint64_t sent = closing ? fill(c, SEED_CLIENT) : 0, theirs;
+	uint64_t sent = closing ? t_stream_fill(c, SEED_CLIENT) : 0, theirs;
 
-	must(!shutdown(c, SHUT_WR), "shutdown (child)");
-	must(write(up, &sent, sizeof(sent)) == sizeof(sent), "write count");
+	t_must(!shutdown(c, SHUT_WR), "shutdown (child)");
+	t_must(write(up, &sent, sizeof(sent)) == sizeof(sent), "write count");
 	if (read(down, &theirs, sizeof(theirs)) != sizeof(theirs))
 		t_fail("the parent's count: %s", strerror(errno));
 	wait_state(c, TCP_FIN_WAIT2, "connecting end (child)");
@@ -169,7 +131,7 @@ static void __attribute__((noreturn)) child_main(int c, bool closing, int up, in
 		t_fail("connecting end (child): restored in TCP state %d, not FIN_WAIT2",
 		       tcp_state(c));
 	drain(c, SEED_SERVER, theirs, "connecting end (child)");
-	must(write(up, &theirs, sizeof(theirs)) == sizeof(theirs), "write result");
+	t_must(write(up, &theirs, sizeof(theirs)) == sizeof(theirs), "write result");
 	exit(0);
 }
 
@@ -182,15 +144,15 @@ static uint64_t server_close(int a, bool closing, int up, int down)
 	if (read(up, &from_child, sizeof(from_child)) != sizeof(from_child))
 		t_fail("the child's count: %s", strerror(errno));
 	if (closing) {
-		mine = fill(a, SEED_SERVER);
-		must(!shutdown(a, SHUT_WR), "shutdown (parent)");
+		mine = t_stream_fill(a, SEED_SERVER);
+		t_must(!shutdown(a, SHUT_WR), "shutdown (parent)");
 		drain(a, SEED_CLIENT, from_child, "accepted end (parent)");
 	} else {
 		drain(a, SEED_CLIENT, from_child, "accepted end (parent)");
-		mine = fill(a, SEED_SERVER);
-		must(!shutdown(a, SHUT_WR), "shutdown (parent)");
+		mine = t_stream_fill(a, SEED_SERVER);
+		t_must(!shutdown(a, SHUT_WR), "shutdown (parent)");
 	}
-	must(write(down, &mine, sizeof(mine)) == sizeof(mine), "count");
+	t_must(write(down, &mine, sizeof(mine)) == sizeof(mine), "count");
 	wait_state(a, want, "accepted end (parent)");
 	return mine;
 }
@@ -211,17 +173,17 @@ int main(int argc, char **argv)
 	else if (!strcmp(fam, "v4mapped"))
 		srv_family = AF_INET6;
 	l = socket(srv_family, SOCK_STREAM, 0);
-	must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), "socket");
+	t_must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), "socket");
 	len = loopback(srv_family, &ss, 0);
-	must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
+	t_must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
 	c = socket(clt_family, SOCK_STREAM, 0);
 	len = loopback(clt_family, &ss, port_of(l));
-	must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
+	t_must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
 	a = accept(l, NULL, NULL);
-	must(a >= 0, "accept");
-	must(!pipe(up) && !pipe(down), "pipe");
+	t_must(a >= 0, "accept");
+	t_must(!pipe(up) && !pipe(down), "pipe");
 	child = fork();
-	must(child >= 0, "fork");
+	t_must(child >= 0, "fork");
 	if (child == 0) {
 		close(l);
 		close(a);

@@ -23,18 +23,13 @@
 #include <sys/wait.h>
 
 #include "tlib.h"
+#include "tstream.h"
 
 #define SEED_CONNECTOR	0x7c9d1
 #define SEED_ACCEPTED	0x3a5e7
-#define CHUNK		(64 << 10)
+#define CHUNK		T_STREAM_CHUNK
 
 static int family = AF_INET;
-
-static void must(bool ok, const char *what)
-{
-	if (!ok)
-		t_fail("%s: %s", what, strerror(errno));
-}
 
 static socklen_t loopback(struct sockaddr_storage *ss, uint16_t port)
 {
@@ -60,42 +55,9 @@ static uint16_t port_of(int fd)
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof(ss);
 
-	must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
+	t_must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
 	return ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
 					  ((struct sockaddr_in *)&ss)->sin_port);
-}
-
-static void pattern(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = t_byte(seed, off + i);
-}
-
-/* Writes the stream of seed until the socket takes no more; its length. */
-static uint64_t fill(int fd, uint64_t seed)
-{
-	static uint8_t buf[CHUNK];
-	uint64_t off = 0;
-	int fl = fcntl(fd, F_GETFL);
-
-	must(fl >= 0 && !fcntl(fd, F_SETFL, fl | O_NONBLOCK), "O_NONBLOCK");
-	for (;;) {
-		ssize_t n;
-
-		pattern(buf, sizeof(buf), seed, off);
-		n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
-		if (n < 0 && errno == EAGAIN) {
-			struct pollfd p = { fd, POLLOUT, 0 };
-
-			if (poll(&p, 1, 200) == 0)	/* full: the peer's queue too */
-				break;
-			continue;
-		}
-		must(n > 0, "send while filling");
-		off += n;
-	}
-	must(!fcntl(fd, F_SETFL, fl), "clear O_NONBLOCK");
-	return off;
 }
 
 static void read_exact(int fd, void *p, size_t len, const char *what)
@@ -117,7 +79,7 @@ static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
 	struct timeval tmo = { 30, 0 };
 	uint64_t off = 0;
 
-	must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
+	t_must(!setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)), "SO_RCVTIMEO");
 	while (off < len) {
 		size_t n = len - off < CHUNK ? len - off : CHUNK;
 		ssize_t r = read(fd, buf, n);
@@ -125,7 +87,7 @@ static void drain(int fd, uint64_t seed, uint64_t len, const char *who)
 		if (r <= 0)
 			t_fail("%s: %s after %" PRIu64 " of %" PRIu64 " queued bytes", who,
 			       r ? strerror(errno) : "EOF", off, len);
-		pattern(want, r, seed, off);
+		t_stream_pattern(want, r, seed, off);
 		if (memcmp(buf, want, r))
 			t_fail("%s: the bytes at %" PRIu64 " differ", who, off);
 		off += r;
@@ -156,13 +118,13 @@ static void check_connector(int c, uint64_t from_acc, bool one, int a, uint64_t 
 	if (one)
 		drain(a, SEED_CONNECTOR, from_conn, "accepted end");
 	drain(c, SEED_ACCEPTED, from_acc, "connecting end");
-	must(send(c, "later from the connector", 24, MSG_NOSIGNAL) == 24, "send after restore");
+	t_must(send(c, "later from the connector", 24, MSG_NOSIGNAL) == 24, "send after restore");
 	if (one) {
 		expect_msg(a, "later from the connector", "accepted end, later");
-		must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
+		t_must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
 	}
 	expect_msg(c, "later from the acceptor", "connecting end, later");
-	must(!shutdown(c, SHUT_WR), "shutdown");
+	t_must(!shutdown(c, SHUT_WR), "shutdown");
 	if (one) {
 		expect_eof(a, "accepted end");
 		close(a);
@@ -172,16 +134,16 @@ static void check_connector(int c, uint64_t from_acc, bool one, int a, uint64_t 
 
 static void __attribute__((noreturn)) child_main(int a, int to_parent, int from_parent)
 {
-	uint64_t mine = fill(a, SEED_ACCEPTED), theirs;
+	uint64_t mine = t_stream_fill(a, SEED_ACCEPTED), theirs;
 
-	must(write(to_parent, &mine, sizeof(mine)) == sizeof(mine), "write count");
+	t_must(write(to_parent, &mine, sizeof(mine)) == sizeof(mine), "write count");
 	read_exact(from_parent, &theirs, sizeof(theirs), "the parent's count");
 	close(to_parent);
 	close(from_parent);
 	t_wait_usr1();
 	drain(a, SEED_CONNECTOR, theirs, "accepted end (child)");
 	expect_msg(a, "later from the connector", "accepted end (child), later");
-	must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
+	t_must(send(a, "later from the acceptor", 23, MSG_NOSIGNAL) == 23, "send back");
 	expect_eof(a, "accepted end (child)");
 	close(a);
 	exit(0);
@@ -200,22 +162,22 @@ int main(int argc, char **argv)
 	if (argc > 3 && !strcmp(argv[3], "v6"))
 		family = AF_INET6;
 	l = socket(family, SOCK_STREAM, 0);
-	must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one_, sizeof(one_)), "socket");
+	t_must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one_, sizeof(one_)), "socket");
 	len = loopback(&ss, 0);
-	must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
+	t_must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
 	c = socket(family, SOCK_STREAM, 0);
 	len = loopback(&ss, port_of(l));
-	must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
+	t_must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
 	a = accept(l, NULL, NULL);
-	must(a >= 0, "accept");
-	must(!setsockopt(c, SOL_TCP, TCP_NODELAY, &one_, sizeof(one_)), "TCP_NODELAY");
+	t_must(a >= 0, "accept");
+	t_must(!setsockopt(c, SOL_TCP, TCP_NODELAY, &one_, sizeof(one_)), "TCP_NODELAY");
 	if (one) {
-		from_conn = fill(c, SEED_CONNECTOR);
-		from_acc = fill(a, SEED_ACCEPTED);
+		from_conn = t_stream_fill(c, SEED_CONNECTOR);
+		from_acc = t_stream_fill(a, SEED_ACCEPTED);
 	} else {
-		must(!pipe(up) && !pipe(down), "pipe");
+		t_must(!pipe(up) && !pipe(down), "pipe");
 		child = fork();
-		must(child >= 0, "fork");
+		t_must(child >= 0, "fork");
 		if (child == 0) {
 			close(l);
 			close(c);
@@ -226,9 +188,9 @@ int main(int argc, char **argv)
 		close(a);
 		close(up[1]);
 		close(down[0]);
-		from_conn = fill(c, SEED_CONNECTOR);
+		from_conn = t_stream_fill(c, SEED_CONNECTOR);
 		read_exact(up[0], &from_acc, sizeof(from_acc), "the child's count");
-		must(write(down[1], &from_conn, sizeof(from_conn)) == sizeof(from_conn), "count");
+		t_must(write(down[1], &from_conn, sizeof(from_conn)) == sizeof(from_conn), "count");
 		close(up[0]);
 		close(down[1]);
 	}
