@@ -20,7 +20,7 @@ struct mount {
 	char *fstype;
 	char *source;
 	char *super;		/* per superblock options */
-	unsigned long flags;	/* opts as MS_* mount flags */
+	unsigned long flags;	/* opts as MS_* mount flags, and MS_UNBINDABLE */
 };
 
 struct mounts {

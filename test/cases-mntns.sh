@@ -423,6 +423,8 @@ case_mntns_tmpfs_unbindable() {
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
 	[[ $(nsenter -t "$PID" -m cat /mnt/f) == n ]] || fail "/mnt/f lost its content"
+	nsenter -t "$PID" -m awk '$5 == "/mnt"' /proc/self/mountinfo | grep -q " unbindable " ||
+		fail "/mnt is not unbindable: $(nsenter -t "$PID" -m awk '$5 == "/mnt"' /proc/self/mountinfo)"
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	wait_restore_exit

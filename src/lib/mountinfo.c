@@ -65,6 +65,7 @@ static unsigned long flags_of(const char *opts)
 static int parse_line(char *line, struct mount *m)
 {
 	char *p = line, *f;
+	bool unbindable = false;
 
 	memset(m, 0, sizeof(*m));
 	if (sscanf(p, "%d %d %u:%u", &m->id, &m->parent, &m->major, &m->minor) != 4)
@@ -77,6 +78,7 @@ static int parse_line(char *line, struct mount *m)
 	while ((f = field(&p)) && *f && strcmp(f, "-")) {
 		sscanf(f, "shared:%d", &m->shared);
 		sscanf(f, "master:%d", &m->master);
+		unbindable |= !strcmp(f, "unbindable");
 		free(f);
 	}
 	free(f);
@@ -85,7 +87,7 @@ static int parse_line(char *line, struct mount *m)
 	m->super = field(&p);
 	if (!m->root || !m->mountpoint || !m->opts || !m->fstype || !m->source || !m->super)
 		return -ENOMEM;
-	m->flags = flags_of(m->opts);
+	m->flags = flags_of(m->opts) | (unbindable ? MS_UNBINDABLE : 0);
 	return 0;
 }
 

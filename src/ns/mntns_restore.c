@@ -415,6 +415,17 @@ static int unmount_extra(const struct mounts *ms, const bool *taken)
 	return 0;
 }
 
+/* The copy's unbindable mounts (a root of its own: prop_one), once all are there. */
+static int set_unbindable(const struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_mnts; i++)
+		if ((r->mnts[i]->flags & MS_UNBINDABLE) &&
+		    mount(NULL, r->mnts[i]->mountpoint, NULL, MS_UNBINDABLE, NULL))
+			return fail(-errno, "cannot make %s unbindable: %s", r->mnts[i]->mountpoint,
+				    strerror(errno));
+	return 0;
+}
+
 static int set_propagation(const struct rst *r, const int *match)
 {
 	for (size_t i = 0; i < r->nr_mnts; i++) {
@@ -533,6 +544,8 @@ static int prop_one(const struct rst *r, const int *fds, const bool *done, size_
 		ret = set_prop(fds[i], MS_SLAVE);
 	if (!ret && g)
 		ret = set_prop(fds[i], MS_SHARED);
+	if (!ret && !g && (e->flags & MS_UNBINDABLE))	/* a slave may be unbindable too */
+		ret = set_prop(fds[i], MS_UNBINDABLE);
 	return ret;
 }
 
@@ -588,6 +601,8 @@ static int build_from_copy(struct rst *r)
 		ret = set_propagation(r, match);
 	if (!ret && mount_own(r, false, "", NULL, why, sizeof(why)))
 		ret = fail(-EIO, "%s", why);
+	if (!ret)
+		ret = set_unbindable(r);
 	mounts_free(&ms);
 	free(match);
 	free(taken);
