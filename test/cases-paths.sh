@@ -330,3 +330,35 @@ print("PASS" if ok else "FAIL %r %d %d" % (ev, wf, wd), flush=True)'
 	restore_and_pass "$T/d" 1
 }
 add rst-root-own-inotify case_root_own_inotify
+
+# A /proc file other than a process's, and a fanotify group, held by a process with
+# a root of its own: the first was opened under the built root before the restored
+# init mounted its /proc there, the second's marks by memdump's paths (zdtm fd01 and
+# fanotify00 in the ns flavour, dumped and then lost). Refused by name, both.
+case_root_own_proc_fanotify() {
+	root_own_start '
+import ctypes, os, signal
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+s = os.open("/proc/sys/fs/nr_open", os.O_RDONLY)
+fan = libc.fanotify_init(0, 0)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), s, fan, flush=True)
+while not got:
+    signal.pause()
+print("PASS" if fan >= 0 and os.pread(s, 8, 0) else "FAIL", flush=True)'
+	local s fan; read -r _ _ s fan < <(grep -m1 '^READY' "$OUT")
+	(( fan >= 0 )) || fail "fanotify_init failed in the target"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF "fd $s (/proc/sys/fs/nr_open), a /proc file in a root of its own" "$MD_ERR" ||
+		fail "the error does not name the /proc file: $(cat "$MD_ERR")"
+	grep -qF "fd $fan (anon_inode:[fanotify]) in a root of its own" "$MD_ERR" ||
+		fail "the error does not name the fanotify group: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add err-root-own-proc-fanotify case_root_own_proc_fanotify

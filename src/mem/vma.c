@@ -61,7 +61,8 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
 static const char *const restored_flags[] = {
 	"rd", "wr", "ex", "sh", "mr", "mw", "me", "ms",	/* prot and sharing */
 	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb
-						 * (a file's or System V's; others refused below) */
+						 * (a hugetlbfs file's, System V's: ns.c; others
+						 * refused below) */
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
 	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
 	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */

@@ -366,6 +366,18 @@ static void refuse_ghost_in_own_root(pid_t pid, const char *fd, const char *link
 			   "root of its own", pid, fd, link);
 }
 
+/* /proc/N/..., /proc/self/..., /proc/thread-self/...: opened by the restored process itself */
+static bool proc_of_a_process(const char *link)
+{
+	const char *p = link + 6;
+
+	if (!strncmp(p, "self/", 5) || !strncmp(p, "thread-self/", 12))
+		return true;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p > link + 6 && (*p == '/' || !*p);
+}
+
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
 static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 				  const struct stat *at, struct refusals *r)
@@ -377,10 +389,16 @@ static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 		if (!strncmp(link, "socket:", 7) && unix_socket_with_path(pid, atoi(fd), sun, sizeof(sun)))
 			refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of "
 				   "its own", pid, fd, link, sun);
+		if (!strcmp(link, "anon_inode:[fanotify]"))	/* its marks: by memdump's paths */
+			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
 		return;	/* inotify: its watches are found as pid sees them (inotify.c) */
 	}
 	if (!strncmp(link, "/memfd:", 7))
 		return;		/* no path: shared memory (shmem.c) */
+	if (!strncmp(link, "/proc/", 6) && !proc_of_a_process(link))
+		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
+			   "is mounted by the restored init, after the files are opened)", pid, fd,
+			   link);
 	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
 	if (strstr(link, " (deleted)"))
 		refuse_ghost_in_own_root(pid, fd, link, r);

@@ -123,8 +123,40 @@ static void refuse_sharers(pid_t pid, const struct proc_tree *tree, const struct
 	closedir(d);
 }
 
-/* Segments marked for removal and huge-page segments cannot be made again as they were. */
-static void refuse_shm(pid_t pid, struct refusals *r)
+/* Does pid, or a process of its tree, map System V segment key with huge pages (VmFlags ht)? */
+static bool shm_hugetlb_mapped(pid_t pid, const struct proc_tree *tree, key_t key)
+{
+	char name[64], path[64], line[512];
+	bool hit = false;
+
+	snprintf(name, sizeof(name), "/SYSV%08x (deleted)", (unsigned int)key);
+	for (int i = 0; i < (tree ? tree->n : 1) && !hit; i++) {
+		bool in = false;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/smaps", tree ? tree->procs[i].pid : pid);
+		f = fopen(path, "re");
+		while (f && !hit && fgets(line, sizeof(line), f)) {
+			unsigned long a, b;
+			char perms[8];
+
+			if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)	/* a VMA's first line */
+				in = strstr(line, name) != NULL;
+			else if (in && !strncmp(line, "VmFlags:", 8))
+				hit = strstr(line, " ht") != NULL;
+		}
+		if (f)
+			fclose(f);
+	}
+	return hit;
+}
+
+/*
+ * Segments marked for removal and huge-page segments cannot be made again as
+ * they were. SHM_HUGETLB is not in shm_perm.mode: a segment of huge pages is
+ * found by a mapping of it in the tree; an unattached one looks like any other.
+ */
+static void refuse_shm(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	const struct ns_kind *k = ns_kind_by_name("ipc");
 	struct shm_info info;
@@ -141,7 +173,7 @@ static void refuse_shm(pid_t pid, struct refusals *r)
 			continue;
 		if (ds.shm_perm.mode & SHM_DEST)
 			refuse_add(r, "System V shm segment %d, removed while attached", id);
-		if (ds.shm_perm.mode & SHM_HUGETLB)
+		if (shm_hugetlb_mapped(pid, tree, ds.shm_perm.__key))
 			refuse_add(r, "System V shm segment %d of huge pages", id);
 	}
 	mqueue_refuse(r);
@@ -157,7 +189,7 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t
 		if (own & ns_kinds[i].flag)
 			refuse_sharers(pid, tree, &ns_kinds[i], r);
 	if (own & CLONE_NEWIPC)
-		refuse_shm(pid, r);
+		refuse_shm(pid, tree, r);
 	if (own & CLONE_NEWNET)
 		netns_refuse(host_netns, r);	/* this thread is in it */
 	if (own & CLONE_NEWNS) {
