@@ -114,3 +114,19 @@ case_criu_cli_every_option() {
 	(( n >= 200 )) || fail "only $n option forms tried"
 }
 add criu-cli-every-option case_criu_cli_every_option
+
+# CRIU's --external mnt[] (external bind mounts found by the dump itself, :s
+# and :m for their sharing): memdump finds them anyway, so the forms are taken;
+# another flag is refused by name
+case_criu_cli_mnt_auto() {
+	criu_link
+	local f out
+	for f in 'mnt[]' 'mnt[]:s' 'mnt[]:m' 'mnt[]:sm'; do
+		out=$("$CRIU" dump -t 1 -D "$T/none" --external "$f" 2>&1)
+		[[ $out == *"is init"* ]] || fail "--external $f not taken: '$out'"
+	done
+	out=$("$CRIU" dump -t 1 -D "$T/none" --external 'mnt[]:x' 2>&1)
+	[[ $out == "memdump (as criu): --external mnt[] takes the flags s and m, not ':x'" ]] ||
+		fail "--external mnt[]:x: '$out'"
+}
+add criu-cli-mnt-auto case_criu_cli_mnt_auto

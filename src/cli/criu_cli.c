@@ -251,6 +251,14 @@ static int ext_mount_map(struct translation *t, const char *val)
 	return add(t, "--external") ?: add(t, ext);
 }
 
+/* The flags of CRIU's --external mnt[]:FLAGS: s (external sharing), m (external masters). */
+static int auto_mnt_flags(const char *flags)
+{
+	if (*flags && (*flags != ':' || strspn(flags + 1, "sm") != strlen(flags + 1)))
+		return refuse("--external mnt[] takes the flags s and m, not '%s'%s", flags, "");
+	return 0;
+}
+
 static int apply(struct translation *t, const struct criu_opt *o, bool negated, const char *val)
 {
 	char flag[64];
@@ -291,6 +299,9 @@ static int apply(struct translation *t, const struct criu_opt *o, bool negated, 
 		/* LXC's apparmor:PROFILE: CRIU keeps the key, no state of its looks it up */
 		if (!strncmp(val, "apparmor:", 9))
 			return 0;
+		/* mnt[] (:s, :m): CRIU finds external bind mounts itself, as memdump does */
+		if (!strcmp(val, "mnt[]") || !strncmp(val, "mnt[]:", 6))
+			return auto_mnt_flags(val + 5);
 		return add(t, "--external") ?: add(t, val);
 	case PREDUMP_MODE:
 		if (strcmp(val, "splice") && strcmp(val, "read"))
