@@ -279,14 +279,19 @@ add err-async case_err_async
 # allowed it (hugetlb lost), and was refused as a deleted file too big without;
 # now refused by name, even with the limit raised. The case gives the system two
 # hugetlb pages for its run if it has none.
-case_err_hugetlb() {
+# hugetlb_reserve: two hugetlb pages reserved for the case if the system has none
+# (given back when it ends); fails if none is free then
+hugetlb_reserve() {
 	local nr; nr=$(cat /proc/sys/vm/nr_hugepages)
 	if (( nr < 2 )); then
 		echo 2 > /proc/sys/vm/nr_hugepages
 		trap 'echo '"$nr"' > /proc/sys/vm/nr_hugepages' EXIT
 	fi
-	(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) >= 1 )) ||
-		{ note "no free hugetlb page: skipped"; return 0; }
+	(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) >= 1 ))
+}
+
+case_err_hugetlb() {
+	hugetlb_reserve || { note "no free hugetlb page: skipped"; return 0; }
 	start_prog t-hugepage hugetlb
 	grep -q ' 0x[0-9a-f]*$' "$OUT" && [[ ${READY[5]} != "(nil)" ]] ||
 		fail "no MAP_HUGETLB region: ${READY[*]}"
@@ -305,13 +310,7 @@ add err-hugetlb case_err_hugetlb
 # shm-hugetlb in the ns flavour): SHM_HUGETLB is not in its shm_perm.mode, so it
 # was made again as a plain segment. Found by its mapping, refused by name.
 case_err_shm_hugetlb() {
-	local nr; nr=$(cat /proc/sys/vm/nr_hugepages)
-	if (( nr < 2 )); then
-		echo 2 > /proc/sys/vm/nr_hugepages
-		trap 'echo '"$nr"' > /proc/sys/vm/nr_hugepages' EXIT
-	fi
-	(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) >= 1 )) ||
-		{ note "no free hugetlb page: skipped"; return 0; }
+	hugetlb_reserve || { note "no free hugetlb page: skipped"; return 0; }
 	OUT=$T/shmh.out
 	unshare --ipc python3 -c '
 import ctypes, signal, os
