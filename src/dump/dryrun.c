@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "inet/tcp_states.h"
 #include "log.h"
 #include "proc.h"
 #include "cgroup.pb-c.h"
@@ -140,10 +141,12 @@ static int dryrun_files(struct dump_ctx *d)
 }
 
 /*
- * An inet socket's local address: none (the wildcard), link-local IPv6 (the
- * kernel makes it again from the MAC), or one a freebind or transparent
- * socket may bind to anyway: not checked. *family and addr: as bind() sees it
- * (an IPv6 socket's v4-mapped address is IPv4).
+ * A TCP connection's local address, which the restore binds in repair mode
+ * (tcp_repair_restore.c; every other inet socket is bound with IP_FREEBIND
+ * on for the bind, zdtm sk-freebind-false): not the wildcard, not link-local
+ * IPv6 (the kernel makes it again from the MAC), not of a freebind or
+ * transparent socket. *family and addr: as bind() sees it (an IPv6 socket's
+ * v4-mapped address is IPv4).
  */
 static bool sk_addr_to_check(const InetSkEntry *e, int *family, uint8_t addr[16])
 {
@@ -152,6 +155,8 @@ static bool sk_addr_to_check(const InetSkEntry *e, int *family, uint8_t addr[16]
 	size_t n = e->family == AF_INET ? 1 : 4;
 	static const uint8_t zero[16];
 
+	if (e->proto != IPPROTO_TCP || !tcp_state_repairable((int)e->state))
+		return false;
 	if ((e->family != AF_INET && e->family != AF_INET6) || e->n_src_addr < n ||
 	    (ip && ((ip->has_freebind && ip->freebind) || (ip->has_transparent && ip->transparent))))
 		return false;

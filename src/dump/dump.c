@@ -367,7 +367,7 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 	int ret = leave_running ? tty_put_back(d) : 0;	/* the bytes queued in its ptys */
 
 	*inventory = !leave_running || o->hooks;
-	if (!ret)
+	if (!ret && !d->pre_dump)	/* a pre-dump writes no pstree.img: memory only */
 		ret = dump_check_sessions(d);	/* a tree's: what restore rebuilds */
 	if (!ret && !leave_running) {
 		fault_point("images-written");
