@@ -334,24 +334,8 @@ case_limit ms-lazy-freeze-no-pages 300
 # page handler on B cannot complete the memory, so it kills the restored process with
 # one line in the receiver's log; nothing hangs, the receiver fails, nothing runs.
 case_ms_lazy_source_killed() {
-	ps_hosts
-	ps_target t-heartbeat 64
-	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
-	MD_ERR=$T/md.migrate.err
-	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
-		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
-	MDPID=$!
-	track "$MDPID"
-	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
-		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
-	expect_killed "$PID"
-	local dest
-	dest=$(ms_dest_pid "$PID")
-	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
-	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
-	# the worker (cli/worker.c) serves the pages: the pid of its log lines
-	local md; md=$(sed -n 's/.*Info *\([0-9]*\): dumped process.*/\1/p' "$MD_ERR")
-	[[ -n $md ]] && alive "$md" || fail "no memdump worker serving the pages"
+	ms_lazy_switched
+	local dest=$DEST md=$MDW
 	kill -9 "$md"
 	note "killed the source's memdump worker $md after the switch"
 	wait "$MDPID" 2>/dev/null
@@ -375,21 +359,8 @@ case_limit ms-lazy-source-killed 300
 # handler, whose channel to it broke, kills the restored process with one line in the
 # log it shares with the receiver; the source's migrate fails naming the receiver.
 case_ms_lazy_receiver_killed() {
-	ps_hosts
-	ps_target t-heartbeat 64
-	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
-	MD_ERR=$T/md.migrate.err
-	timeout -k 5 $(( OP_TIMEOUT * 2 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
-		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
-	MDPID=$!
-	track "$MDPID"
-	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
-		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
-	expect_killed "$PID"
-	local dest rx
-	dest=$(ms_dest_pid "$PID")
-	[[ -n $dest ]] || fail "no process $PID runs on host B after the switch"
-	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the kill (pace too fast?)"
+	ms_lazy_switched
+	local dest=$DEST rx
 	rx=$(pgrep -f "migrate-receive -D $T/B")
 	[[ -n $rx ]] || fail "no receiver to kill"
 	kill -9 $rx
