@@ -35,35 +35,6 @@
 
 static int srv_family = AF_INET, clt_family = AF_INET;
 
-static socklen_t loopback(int family, struct sockaddr_storage *ss, uint16_t port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET6) {
-		struct sockaddr_in6 *a = (void *)ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = clt_family == AF_INET ? in6addr_any : in6addr_loopback;
-		a->sin6_port = htons(port);
-		return sizeof(*a);
-	}
-	struct sockaddr_in *a = (void *)ss;
-
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a->sin_port = htons(port);
-	return sizeof(*a);
-}
-
-static uint16_t port_of(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof(ss);
-
-	t_must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
-	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-						((struct sockaddr_in *)&ss)->sin_port);
-}
-
 static int tcp_state(int fd)
 {
 	struct tcp_info ti;
@@ -174,10 +145,10 @@ int main(int argc, char **argv)
 		srv_family = AF_INET6;
 	l = socket(srv_family, SOCK_STREAM, 0);
 	t_must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), "socket");
-	len = loopback(srv_family, &ss, 0);
+	len = t_loopback(srv_family, clt_family == AF_INET, &ss, 0);
 	t_must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
 	c = socket(clt_family, SOCK_STREAM, 0);
-	len = loopback(clt_family, &ss, port_of(l));
+	len = t_loopback(clt_family, clt_family == AF_INET, &ss, t_port_of(l));
 	t_must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
 	a = accept(l, NULL, NULL);
 	t_must(a >= 0, "accept");
@@ -195,7 +166,7 @@ int main(int argc, char **argv)
 	close(up[1]);
 	close(down[0]);
 	mine = server_close(a, closing, up[0], down[1]);
-	t_ready("%d %u", (int)child, port_of(l));
+	t_ready("%d %u", (int)child, t_port_of(l));
 	t_wait_usr1();
 	t_check_common();
 	if (tcp_state(a) != (closing ? TCP_CLOSING : TCP_LAST_ACK))

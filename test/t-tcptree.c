@@ -31,35 +31,6 @@
 
 static int family = AF_INET;
 
-static socklen_t loopback(struct sockaddr_storage *ss, uint16_t port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET6) {
-		struct sockaddr_in6 *a = (void *)ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		a->sin6_port = htons(port);
-		return sizeof(*a);
-	}
-	struct sockaddr_in *a = (void *)ss;
-
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a->sin_port = htons(port);
-	return sizeof(*a);
-}
-
-static uint16_t port_of(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof(ss);
-
-	t_must(!getsockname(fd, (struct sockaddr *)&ss, &l), "getsockname");
-	return ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-					  ((struct sockaddr_in *)&ss)->sin_port);
-}
-
 static void read_exact(int fd, void *p, size_t len, const char *what)
 {
 	while (len) {
@@ -163,10 +134,10 @@ int main(int argc, char **argv)
 		family = AF_INET6;
 	l = socket(family, SOCK_STREAM, 0);
 	t_must(l >= 0 && !setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one_, sizeof(one_)), "socket");
-	len = loopback(&ss, 0);
+	len = t_loopback(family, false, &ss, 0);
 	t_must(!bind(l, (struct sockaddr *)&ss, len) && !listen(l, 8), "listen");
 	c = socket(family, SOCK_STREAM, 0);
-	len = loopback(&ss, port_of(l));
+	len = t_loopback(family, false, &ss, t_port_of(l));
 	t_must(c >= 0 && !connect(c, (struct sockaddr *)&ss, len), "connect");
 	a = accept(l, NULL, NULL);
 	t_must(a >= 0, "accept");
@@ -194,7 +165,7 @@ int main(int argc, char **argv)
 		close(up[0]);
 		close(down[1]);
 	}
-	t_ready("%d %u", (int)child, port_of(l));
+	t_ready("%d %u", (int)child, t_port_of(l));
 	t_wait_usr1();
 	t_check_common();
 	if (child && kill(child, SIGUSR1))
@@ -202,7 +173,7 @@ int main(int argc, char **argv)
 	check_connector(c, from_acc, one, a, from_conn);
 	if (child && (waitpid(child, &status, 0) != child || status))
 		t_fail("the child failed (status %#x)", status);
-	if (port_of(l) != ntohs(((struct sockaddr_in *)&ss)->sin_port))
+	if (t_port_of(l) != ntohs(((struct sockaddr_in *)&ss)->sin_port))
 		t_fail("the listener's port changed");
 	t_pass(one ? "one process" : "tree");
 }
