@@ -803,6 +803,20 @@ pidns_prog() {
 	PIDNS_BASE=$base
 }
 
+# pidns_restore_same BEFORE: $T/d restored; the tree's PIDs (ns_pids) are BEFORE again,
+# and the program passes and exits 0
+pidns_restore_same() {
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(ns_pids "$PID") == "$1" ]] ||
+		fail "PIDs differ: before [$1] after [$(ns_pids "$PID")]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+
 # pidfds, SIGIO owners and /proc files of processes of a PID namespace, held
 # in it (zdtm pidfd_*, file_lease*, child_opened_proc in the ns flavour): the
 # images name them by their PIDs there, the restored processes open them there
@@ -820,15 +834,7 @@ case_tree_pidns_fd() {
 		grep -qE '"pid": 1,?$' "$T/files.json" && ! grep -qE "\"pid\": $PID,?\$" "$T/files.json" ||
 			fail "the owners in files.img are not named by the PID in the namespace (1)"
 	fi
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	[[ $(ns_pids "$PID") == "$before" ]] ||
-		fail "PIDs differ: before [$before] after [$(ns_pids "$PID")]"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pidns_restore_same "$before"
 }
 add tree-pidns-pidfd case_tree_pidns_fd t-pidfd
 add tree-pidns-fown case_tree_pidns_fd t-fown
@@ -882,15 +888,7 @@ print("PASS" if ok else "FAIL %r %#x" % (st, status), flush=True)' > "$OUT" 2> /
 	[[ $(echo "$before" | wc -l) == 2 ]] || fail "not an init and its zombie: $before"
 	dump "$PID" "$T/d"
 	wait "$u" 2> /dev/null
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	[[ $(ns_pids "$PID") == "$before" ]] ||
-		fail "PIDs differ: before [$before] after [$(ns_pids "$PID")]"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pidns_restore_same "$before"
 }
 add tree-pidns-zombie-session case_tree_pidns_zombie_session
 
