@@ -219,3 +219,51 @@ case_scm_tree() {
 add scm-tree-stream case_scm_tree SOCK_STREAM
 add scm-tree-dgram case_scm_tree SOCK_DGRAM
 add scm-tree-seqpacket case_scm_tree SOCK_SEQPACKET
+
+# A file only in flight on sockets of two processes of a tree (P sent a pipe's read
+# end to C and to itself, then closed it): the two sets would each make a pipe of
+# their own, so the dump refuses it naming the socket and the other process; the
+# tree runs on untraced and both still receive that pipe.
+SCM_TREE_TWICE='import os, signal, socket, time
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+c, e = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+xr, xw = os.pipe()
+ino = os.fstat(xr).st_ino
+ctl_r, ctl_w = os.pipe()
+ack_r, ack_w = os.pipe()
+k = os.fork()
+if k == 0:
+    a.close(); c.close(); e.close(); os.close(xr); os.close(xw)
+    os.read(ctl_r, 1)
+    _, fds, _, _ = socket.recv_fds(b, 10, 1)
+    os.write(ack_w, b"ok" if len(fds) == 1 and os.fstat(fds[0]).st_ino == ino else b"no")
+    os._exit(0)
+b.close()
+socket.send_fds(a, [b"x"], [xr])
+socket.send_fds(c, [b"x"], [xr])
+os.close(xr)
+time.sleep(0.2)
+print("READY %d %d" % (os.getpid(), k), flush=True)
+while not usr1:
+    time.sleep(0.01)
+os.write(ctl_w, b"g")
+_, fds, _, _ = socket.recv_fds(e, 10, 1)
+child = os.read(ack_r, 2)
+ok = child == b"ok" and len(fds) == 1 and os.fstat(fds[0]).st_ino == ino
+print("PASS" if ok else "FAIL child %r, parent %r" % (child, fds), flush=True)'
+
+case_scm_tree_twice() {
+	local child
+	start_py scm-tree-twice "$SCM_TREE_TWICE"
+	child=$(awk '/^READY/ { print $3 }' "$OUT"); track "$child"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "UNIX socket [0-9]+ has a file descriptor in flight \(SCM_RIGHTS\) that is in flight on a socket of process $PID of the tree too" "$MD_ERR" ||
+		fail "the error does not name the file in flight twice"
+	no_inventory "$T/d"
+	expect_untraced "$child"
+	check_child_pass
+}
+add scm-tree-refused-twice case_scm_tree_twice
