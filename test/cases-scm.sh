@@ -267,3 +267,45 @@ case_scm_tree_twice() {
 	check_child_pass
 }
 add scm-tree-refused-twice case_scm_tree_twice
+
+# A pidfd in flight to the child that only the parent holds: the restored parent
+# opens its pidfd itself, memdump would have nothing to send; refused naming the
+# socket, the parent and its fd, the tree left running.
+SCM_TREE_PIDFD='import os, signal, socket, time
+usr1 = []
+signal.signal(signal.SIGUSR1, lambda *x: usr1.append(1))
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+ctl_r, ctl_w = os.pipe()
+ack_r, ack_w = os.pipe()
+k = os.fork()
+if k == 0:
+    a.close()
+    os.read(ctl_r, 1)
+    _, fds, _, _ = socket.recv_fds(b, 10, 1)
+    ok = len(fds) == 1 and os.readlink("/proc/self/fd/%d" % fds[0]) == "anon_inode:[pidfd]"
+    os.write(ack_w, b"ok" if ok else b"no")
+    os._exit(0)
+b.close()
+pfd = os.pidfd_open(os.getpid())
+socket.send_fds(a, [b"x"], [pfd])
+print("READY %d %d %d" % (os.getpid(), k, pfd), flush=True)
+while not usr1:
+    time.sleep(0.01)
+os.write(ctl_w, b"g")
+child = os.read(ack_r, 2)
+print("PASS" if child == b"ok" else "FAIL child %r" % child, flush=True)'
+
+case_scm_tree_pidfd() {
+	local child fd
+	start_py scm-tree-pidfd "$SCM_TREE_PIDFD"
+	child=$(awk '/^READY/ { print $3 }' "$OUT"); track "$child"
+	fd=$(awk '/^READY/ { print $4 }' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "UNIX socket [0-9]+ has a file descriptor in flight \(SCM_RIGHTS\) that is a pidfd process $PID of the tree holds as fd $fd, which the restored process opens itself" "$MD_ERR" ||
+		fail "the error does not name the pidfd in flight"
+	no_inventory "$T/d"
+	expect_untraced "$child"
+	check_child_pass
+}
+add scm-tree-refused-pidfd case_scm_tree_pidfd
