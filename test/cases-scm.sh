@@ -220,6 +220,15 @@ add scm-tree-stream case_scm_tree SOCK_STREAM
 add scm-tree-dgram case_scm_tree SOCK_DGRAM
 add scm-tree-seqpacket case_scm_tree SOCK_SEQPACKET
 
+# --leave-running: the tree's queues and their files are its own still.
+case_scm_tree_lr() {
+	start_py scm-tree-lr "$SCM_TREE" "$T" SOCK_STREAM
+	track "$(awk '/^READY/ { print $3 }' "$OUT")"
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+add scm-tree-lr case_scm_tree_lr
+
 # A file only in flight on sockets of two processes of a tree (P sent a pipe's read
 # end to C and to itself, then closed it): the two sets would each make a pipe of
 # their own, so the dump refuses it naming the socket and the other process; the
