@@ -874,11 +874,11 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
 		return keep_file(w, &e);
 	}
-	if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+	if ((S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) && st.st_nlink > 1)
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has %lu hard links, which restore does "
 			    "not make", w->mp, rel, (unsigned long)st.st_nlink);
-	if (S_ISSOCK(st.st_mode))
-		return fail(-EOPNOTSUPP, "tmpfs at %s: %s is a UNIX socket file", w->mp, rel);
+	/* a socket file: made as a node no socket is bound to (a stale one), which the
+	 * bind of a socket of the process named by it replaces (unix/sk_unix_restore.c) */
 	if (has_xattrs(dirfd, name))
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has extended attributes (or an ACL), "
 			    "which restore does not make", w->mp, rel);
