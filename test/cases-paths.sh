@@ -293,6 +293,36 @@ print("PASS" if not bad else "FAIL %s" % bad, flush=True)'
 }
 add rst-root-own-unix case_root_own_unix
 
+# A UNIX socket of a process with a root of its own whose file a mount covers
+# since the bind (zdtm overmount_sock in the ns flavour): restore would bind
+# its name on the covering mount, another file. Refused by name, the target
+# unharmed.
+case_root_own_unix_covered() {
+	root_own_start '
+import os, signal, socket, subprocess
+os.closerange(3, 256)
+os.mkdir("/data/cov")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/data/cov/sk")
+subprocess.run(["mount", "-t", "tmpfs", "rootown-cov", "/data/cov"], check=True)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), s.fileno(), flush=True)
+while not got:
+    signal.pause()
+print("PASS" if s.getsockname() == "/data/cov/sk" else "FAIL", flush=True)'
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF "fd $fd (socket:[" "$MD_ERR" && grep -qF "a UNIX socket named /data/cov/sk) in a root of its own, its file not at that path in its root" "$MD_ERR" ||
+		fail "the error does not name the covered socket: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add err-root-own-unix-covered case_root_own_unix_covered
+
 # A deleted file on a read-only mount under a root of its own (zdtm
 # ghost_on_rofs in the ns flavour): restore makes the mount read-only before
 # the ghost, so the dump killed the process and the restore lost it

@@ -189,9 +189,11 @@ static socklen_t conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_
 	    (u->name.data[0] == '/' && !(at && r->mnt_stage)) || name_path(u, path, sizeof(path)))
 		return addr_of(u, a);
 	p = at ? rst_path(r, path, buf, sizeof(buf)) : path;	/* under the root built for it */
-	if (strlen(p) >= sizeof(a->sun_path)) {
+	if (strlen(p) >= sizeof(a->sun_path)) {	/* no other socket's: connect() fails */
 		pr_warn("UNIX socket %u: %s is too long a name to connect to\n", u->ino, p);
-		return addr_of(u, a);
+		memset(a, 0, sizeof(*a));
+		a->sun_family = AF_UNIX;
+		return offsetof(struct sockaddr_un, sun_path);
 	}
 	return path_addr(p, a);
 }
