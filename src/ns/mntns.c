@@ -312,15 +312,18 @@ static void unix_path_name(int copy, char *path, size_t len)
 		snprintf(path, len, "%.*s", (int)sizeof(a.sun_path), a.sun_path);
 }
 
-/* Is the file of socket copy's name removed? -errno: it has none. */
-static int unix_name_removed(int pfd)
+/*
+ * Is the file of a socket's name (pfd) removed? Its path in *path (as the
+ * process sees it: the file is on a mount of its namespace). -errno: none.
+ */
+static int unix_name_removed(int pfd, char *path, size_t len)
 {
 	static const char del[] = " (deleted)";
-	char link[64], path[PATH_MAX];
+	char link[64];
 	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-	n = readlink(link, path, sizeof(path) - 1);
+	n = readlink(link, path, len - 1);
 	if (n < 0)
 		return -errno;
 	path[n] = 0;
@@ -350,13 +353,13 @@ static bool unix_name_in_root(pid_t pid, const char *name, int pfd)
  * bound to a path: restore binds it again under the root it builds, as the
  * process sees it (unix/sk_unix_restore.c), a removed name there too. Its file
  * must be at its absolute name in that root; a relative name is bound in the
- * directory its file is in.
+ * directory its file is in, where its file must be too.
  */
 static void refuse_unix_in_own_root(pid_t pid, const char *fd, const char *link,
 				    struct refusals *r)
 {
 	int copy = fd_copy(pid, atoi(fd)), pfd = -1, removed = 0;
-	char sun[120];
+	char sun[120], path[PATH_MAX];
 
 	if (copy < 0)
 		return;		/* gone since, or not a socket memdump can take: sockets.c says */
@@ -364,11 +367,12 @@ static void refuse_unix_in_own_root(pid_t pid, const char *fd, const char *link,
 	if (sun[0])
 		pfd = ioctl(copy, SIOCUNIXFILE);
 	if (pfd >= 0)
-		removed = unix_name_removed(pfd);
+		removed = unix_name_removed(pfd, path, sizeof(path));
 	if (sun[0] && (pfd < 0 || removed < 0))
 		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s): the file of its "
 			   "name cannot be found", pid, fd, link, sun);
-	else if (sun[0] == '/' && !removed && !unix_name_in_root(pid, sun, pfd))
+	else if (sun[0] && !removed &&
+		 !unix_name_in_root(pid, sun[0] == '/' ? sun : path, pfd))
 		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of its own, "
 			   "its file not at that path in its root", pid, fd, link, sun);
 	if (pfd >= 0)
