@@ -389,7 +389,7 @@ static int leave_root(int back)
 	return ret ? fail(ret, "cannot go back to memdump's root: %s", strerror(-ret)) : 0;
 }
 
-/* bind(), memdump in the directory of a relative name: 0 or -errno */
+/* bind(), memdump in the directory of a relative name (reported) */
 static int bind_in(int fd, const UnixSkEntry *u)
 {
 	struct sockaddr_un a;
@@ -412,13 +412,16 @@ static int bind_in(int fd, const UnixSkEntry *u)
 static int bind_name(struct rst *r, int fd, const UnixSkEntry *u)
 {
 	bool rel = u->name.data[0] && u->name.data[0] != '/' && u->name_dir;
-	bool in_root = r->mnt_stage && u->name.data[0];
-	int back = rel || in_root ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1, root = -1;
-	int ret = 0;
+	bool staged = r->mnt_stage && u->name.data[0];
+	int back, root = -1, ret = 0;
 
-	if ((rel || in_root) && back < 0)
+	if (staged && u->name.data[0] != '/' && !u->name_dir)	/* memdump's cwd is not in it */
+		return sk_fail(u, -EINVAL, "a relative name whose directory the image lacks, "
+			       "in a root of its own");
+	back = rel || staged ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if ((rel || staged) && back < 0)
 		ret = fail(-errno, "cannot open memdump's directory: %s", strerror(errno));
-	if (!ret && in_root)
+	if (!ret && staged)
 		ret = enter_root(r, u, &root);
 	if (!ret)
 		ret = bind_in(fd, u);
