@@ -87,6 +87,8 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
 int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 /* The address to connect or send to u's name from anywhere (a relative name: made whole). */
 socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* The same for the forked child (SK_LATE_*): in the root built for it, when its own. */
+socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
 /* The aliases of names whose file the process had removed, once every socket that
  * connects to one is made (sk_unix_restore.c). */
 void sk_unix_unlink_gone(struct rst *r);
