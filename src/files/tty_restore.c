@@ -157,20 +157,29 @@ static int open_at_index(const char *path, int flags, uint32_t idx)
 	return fd;
 }
 
-/* The slave's device node gets its owner and mode back (a terminal program's user's). */
-static int set_slave_owner(const TtyInfoEntry *si, uint32_t index, char *why, size_t len)
+/*
+ * The slave's device node gets its owner and mode back (a terminal program's
+ * user's), through a file of it opened from its master m: the node of m's
+ * devpts, wherever that is mounted.
+ */
+static int set_slave_owner(int m, const TtyInfoEntry *si, uint32_t index, char *why, size_t len)
 {
-	char path[32];
+	int fd, ret = 0;
 
 	if (!si->has_uid || !si->has_gid || !si->has_mode)
 		return 0;	/* an older image */
-	snprintf(path, sizeof(path), "/dev/pts/%u", index);
-	if (chown(path, si->uid, si->gid) || chmod(path, si->mode)) {
-		snprintf(why, len, "cannot give %s its owner %u:%u and mode %o: %s", path, si->uid,
-			 si->gid, si->mode, strerror(errno));
-		return -errno;
+	fd = pty_open_peer(m, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(why, len, "cannot open /dev/pts/%u: %s", index, strerror(-fd));
+		return fd;
 	}
-	return 0;
+	if (fchown(fd, si->uid, si->gid) || fchmod(fd, si->mode)) {
+		ret = -errno;
+		snprintf(why, len, "cannot give /dev/pts/%u its owner %u:%u and mode %o: %s", index,
+			 si->uid, si->gid, si->mode, strerror(errno));
+	}
+	close(fd);
+	return ret;
 }
 
 /* Termios, window size, locked termios, packet mode and queued bytes of a new pair. */
@@ -209,7 +218,7 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 	if (!ret && mi->exclusive && ioctl(m, TIOCEXCL))
 		ret = -errno;
 	if (!ret)
-		ret = set_slave_owner(si, mi->pty->index, why, sizeof(why));
+		ret = set_slave_owner(m, si, mi->pty->index, why, sizeof(why));
 	free(in);
 	free(out);
 	free(lines);
@@ -250,13 +259,15 @@ static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 {
 	TtyInfoEntry *mi = info_of(r, mfe->tty->tty_info_id);
 	TtyInfoEntry *si = slave_info(r, mfe->tty->tty_info_id - 1);
+	char at[PATH_MAX];
 	int lock = 1, ret = 0;
 
 	*fd = -1;
 	if (!mi || !si || !mi->pty)
 		ret = fail(-EIO, "tty-info.img: pty of file %u is missing", mfe->id);
 	if (!ret)
-		ret = *fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
+		ret = *fd = open_at_index(rst_path(r, mfe->tty->name ? mfe->tty->name :
+						   "/dev/ptmx", at, sizeof(at)),
 					  mfe->tty->flags, mi->pty->index);
 	if (ret >= 0)
 		ret = set_pair(r, *fd, mi, si);
@@ -430,7 +441,7 @@ static int open_hung(struct rst *r, const FileEntry *fe, struct rdesc *d, const 
 		if (ret)
 			return ret;
 		o->hung = true;
-		ret = set_slave_owner(si, si->pty->index, why, sizeof(why));
+		ret = set_slave_owner(o->fd, si, si->pty->index, why, sizeof(why));
 		if (ret)
 			return fail(ret, "pty /dev/pts/%u: %s", si->pty->index, why);
 	}
