@@ -511,6 +511,7 @@ static bool held_slave(pid_t pid, dev_t rdev, struct stat *st)
 {
 	char path[64];
 	struct dirent *de;
+	struct stat at;
 	bool found = false;
 	DIR *dir;
 
@@ -518,11 +519,13 @@ static bool held_slave(pid_t pid, dev_t rdev, struct stat *st)
 	dir = opendir(path);
 	while (dir && !found && (de = readdir(dir))) {
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, atoi(de->d_name));
-		found = de->d_name[0] != '.' && !stat(path, st) && is_slave(st) &&
-			st->st_rdev == rdev;
+		found = de->d_name[0] != '.' && !stat(path, &at) && is_slave(&at) &&
+			at.st_rdev == rdev;
 	}
 	if (dir)
 		closedir(dir);
+	if (found)
+		*st = at;
 	return found;
 }
 

@@ -254,6 +254,29 @@ static TtyInfoEntry *slave_info(struct rst *r, uint32_t id)
 	return e;
 }
 
+static struct rst *root_of(struct rst *r);
+
+/*
+ * The pair a bind mount of its slave made first (tty_make_bound_pts: the
+ * restored devpts, /dev/pts/idx bound on /dev/console), taken for its
+ * dumped master (read and write, as that pair was opened): a copy of its
+ * master, or -1.
+ */
+static int bound_pair(struct rst *r, const FileEntry *mfe, uint32_t idx)
+{
+	struct rst *root = root_of(r);
+
+	if ((mfe->tty->flags & O_ACCMODE) != O_RDWR)
+		return -1;
+	for (size_t i = 0; i < root->nr_orphans; i++) {
+		struct rst_orphan *o = &root->orphans[i];
+
+		if (o->info_id == idx * 2 + 1 && !o->given && !o->hung && o->fd >= 0)
+			return fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+	}
+	return -1;
+}
+
 /* A new pair as the master holder r dumped it; *fd its master. */
 static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 {
@@ -266,9 +289,11 @@ static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 	if (!mi || !si || !mi->pty)
 		ret = fail(-EIO, "tty-info.img: pty of file %u is missing", mfe->id);
 	if (!ret)
-		ret = *fd = open_at_index(rst_path(r, mfe->tty->name ? mfe->tty->name :
-						   "/dev/ptmx", at, sizeof(at)),
-					  mfe->tty->flags, mi->pty->index);
+		*fd = bound_pair(r, mfe, mi->pty->index);
+	if (!ret)
+		ret = *fd >= 0 ? *fd :
+		      (*fd = open_at_index(rst_path(r, mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
+						    at, sizeof(at)), mfe->tty->flags, mi->pty->index));
 	if (ret >= 0)
 		ret = set_pair(r, *fd, mi, si);
 	if (!ret && fcntl(*fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
