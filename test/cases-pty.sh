@@ -182,3 +182,36 @@ case_pty_own_devpts() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 add pty-own-devpts case_pty_own_devpts
+
+# The same pair, its devpts then detached (umount -l /dev/pts): the master's
+# path no longer leads to its ptmx, restore could not make it: refused by
+# name, the target unharmed (its input still queued, the pair joined).
+PTY_DETACHED_PY='
+import os, signal, ctypes
+os.closerange(3, 256)
+m, s = os.openpty()
+if ctypes.CDLL(None).umount2(b"/dev/pts", 2):
+    raise SystemExit("umount2: %d" % ctypes.get_errno())
+os.write(m, b"typed\n")
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), os.readlink("/proc/self/fd/%d" % m), flush=True)
+while not got:
+    signal.pause()
+os.set_blocking(s, False)
+first = os.read(s, 64)
+os.write(m, b"more\n")
+print("PASS" if first == b"typed\n" and os.read(s, 64) == b"more\n" else "FAIL %r" % first, flush=True)'
+
+case_pty_own_devpts_err_detached() {
+	ROOT_PY=$PTY_DETACHED_PY root_start private "$PTY_OWN_SETUP"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd [0-9]+ \(/ptmx: a pseudo-terminal master whose path does not lead to the ptmx of its devpts" "$MD_ERR" ||
+		fail "the refusal does not name the pty: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add pty-own-devpts-err-detached case_pty_own_devpts_err_detached
