@@ -99,45 +99,46 @@ static bool on_devpts(int fd)
 }
 
 /*
- * The devpts instance (its st_dev) a ptmx at path (as the process sees it,
- * in_root: the same under /proc/PID/root) hands out ptys of, as the kernel
- * finds it: the devpts the node is on (pts/ptmx), else the devpts mounted
- * at "pts" beside it (/dev/ptmx).
+ * The devpts path is on (a ptmx node when master, else its root directory):
+ * its st_dev; -EXDEV when path is on another file system.
+ */
+static int devpts_at(const char *path, bool master, dev_t *pts)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC | (master ? 0 : O_DIRECTORY)), ret = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || (master && !is_master(&st)))
+		ret = -ENODEV;
+	else if (!on_devpts(fd))
+		ret = -EXDEV;
+	else
+		*pts = st.st_dev;
+	close(fd);
+	return ret;
+}
+
+/*
+ * The devpts instance (its st_dev) a ptmx at in_root (a path under
+ * /proc/PID/root) hands out ptys of, as the kernel finds it: the devpts the
+ * node is on (pts/ptmx), else the devpts mounted at "pts" beside it
+ * (/dev/ptmx).
  */
 static int ptmx_devpts(const char *in_root, dev_t *pts)
 {
 	char dir[PATH_MAX + 80], *slash;
-	struct stat st;
-	int fd;
+	int ret = devpts_at(in_root, true, pts);
 
-	fd = open(in_root, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !is_master(&st)) {
-		close(fd);
-		return -ENODEV;
-	}
-	if (on_devpts(fd)) {
-		*pts = st.st_dev;
-		close(fd);
-		return 0;
-	}
-	close(fd);
+	if (ret != -EXDEV)
+		return ret;
 	snprintf(dir, sizeof(dir), "%s", in_root);
 	slash = strrchr(dir, '/');
 	if (!slash)
 		return -ENOENT;
 	snprintf(slash, sizeof(dir) - (slash - dir), "/pts");
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (!on_devpts(fd) || fstat(fd, &st)) {
-		close(fd);
-		return -ENODEV;
-	}
-	*pts = st.st_dev;
-	close(fd);
-	return 0;
+	ret = devpts_at(dir, false, pts);
+	return ret == -EXDEV ? -ENODEV : ret;
 }
 
 /* The path fd of pid was opened by, under pid's root (/proc/PID/root/...): in_root. */
