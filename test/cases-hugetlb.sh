@@ -100,3 +100,57 @@ case_hugetlb_dryrun() {
 	check_child_pass
 }
 add hugetlb-dryrun case_hugetlb_dryrun
+
+# System V segments of huge pages (SHM_HUGETLB) in an IPC namespace the dump
+# saves (zdtm shm-hugetlb): one attached, one attached by no process (was
+# refused: err-shm-hugetlb; memdump tells it by its own attach). After the
+# restore both hold their bytes, and an attach of each is of 2 MiB pages.
+case_hugetlb_sysv() {
+	hugetlb_reserve 2 || { note "no free hugetlb page: skipped"; return 0; }
+	OUT=$T/shmh.out
+	unshare --ipc python3 -c '
+import ctypes, signal, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+def huge(a):
+    cur = False
+    for line in open("/proc/self/smaps"):
+        f = line.split()
+        if "-" in f[0] and len(f) > 4:
+            cur = int(f[0].split("-")[0], 16) == a
+        elif cur and f[0] == "KernelPageSize:":
+            return f[1] == "2048"
+    return False
+ids, addrs = [], []
+for k, c in ((0x4d440001, b"A"), (0x4d440002, b"B")):
+    sid = libc.shmget(k, 2 << 20, 0o1000 | 0o4000 | 0o600)	# IPC_CREAT | SHM_HUGETLB
+    a = libc.shmat(sid, None, 0) if sid >= 0 else None
+    if a in (None, ctypes.c_void_p(-1).value):
+        print("NOHUGE", ctypes.get_errno(), flush=True); raise SystemExit(2)
+    ctypes.memset(a, c[0], 4096)
+    ids.append(sid); addrs.append(a)
+libc.shmdt(ctypes.c_void_p(addrs[1]))			# B: attached by no process
+got = []
+signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
+print("READY", os.getpid(), *ids, flush=True)
+while not got:
+    signal.pause()
+b = libc.shmat(ids[1], None, 0)
+ok = (b not in (None, ctypes.c_void_p(-1).value) and huge(addrs[0]) and huge(b) and
+      ctypes.string_at(addrs[0], 4) == b"AAAA" and ctypes.string_at(b, 4) == b"BBBB")
+print("PASS sysv" if ok else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^(READY|NOHUGE) ' 10 || { show_file out "$OUT"; fail "the program did not start"; }
+	grep -q '^NOHUGE' "$OUT" && { note "no hugetlb segment: skipped"; return 0; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	# SHM_HUGETLB | 21 << 26 (2 MiB pages), as CRIU writes it, for both
+	local img; img=$(ls "$T"/d/ipcns-shm-*.img | head -n1)
+	(( $(crit decode -i "$img" | grep -o '"hugetlb_flag": 1409288192' | wc -l) == 2 )) ||
+		fail "the segments' hugetlb_flag is not in $img"
+	restore_and_pass "$T/d" 1
+}
+add hugetlb-sysv case_hugetlb_sysv

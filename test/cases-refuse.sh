@@ -305,37 +305,3 @@ print("PASS" if m[0] == 0x5a else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null
 }
 add err-hugetlb case_err_hugetlb
 
-# A System V segment of huge pages in an IPC namespace the dump saves (zdtm
-# shm-hugetlb in the ns flavour): SHM_HUGETLB is not in its shm_perm.mode, so it
-# was made again as a plain segment. Found by its mapping, refused by name.
-case_err_shm_hugetlb() {
-	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
-	OUT=$T/shmh.out
-	unshare --ipc python3 -c '
-import ctypes, signal, os
-libc = ctypes.CDLL(None, use_errno=True)
-libc.shmat.restype = ctypes.c_void_p
-sid = libc.shmget(0, 2 << 20, 0o1000 | 0o4000 | 0o600)	# IPC_CREAT | SHM_HUGETLB
-a = libc.shmat(sid, None, 0)
-if sid < 0 or a in (None, ctypes.c_void_p(-1).value):
-    print("NOHUGE", ctypes.get_errno(), flush=True); raise SystemExit(2)
-ctypes.memset(a, 0x5a, 4096)
-got = []
-signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
-print("READY", os.getpid(), sid, flush=True)
-while not got:
-    signal.pause()
-print("PASS" if ctypes.string_at(a, 4) == b"ZZZZ" else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^(READY|NOHUGE) ' 10 || { show_file out "$OUT"; fail "the program did not start"; }
-	grep -q '^NOHUGE' "$OUT" && { note "no hugetlb segment: skipped"; return 0; }
-	md dump dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "System V shm segment [0-9]* of huge pages" "$MD_ERR" ||
-		fail "the segment is not named: $(cat "$MD_ERR")"
-	no_inventory "$T/d"
-	expect_untraced "$PID"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-}
-add err-shm-hugetlb case_err_shm_hugetlb
