@@ -154,3 +154,59 @@ print("PASS sysv" if ok else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null &
 	restore_and_pass "$T/d" 1
 }
 add hugetlb-sysv case_hugetlb_sysv
+
+# memfds made with MFD_HUGETLB (zdtm maps10's kin): one mapped shared and
+# privately (a COW copy of its own), one only held by its fd. They came back
+# as plain memfds, or were refused mapped; now made again in huge pages of
+# the same size (hugetlbfs: statvfs f_bsize 2 MiB) with their bytes.
+case_hugetlb_memfd() {
+	hugetlb_reserve 4 || { note "no free hugetlb page: skipped"; return 0; }
+	OUT=$T/mfdh.out
+	python3 -c '
+import mmap, os, signal
+H = 2 << 20
+def kps(a):
+    cur = False
+    for line in open("/proc/self/smaps"):
+        f = line.split()
+        if "-" in f[0] and len(f) > 4:
+            cur = int(f[0].split("-")[0], 16) == a
+        elif cur and f[0] == "KernelPageSize:":
+            return f[1]
+import ctypes
+def addr(m):
+    return ctypes.addressof(ctypes.c_char.from_buffer(m))
+a = os.memfd_create("t-mfdh-a", os.MFD_HUGETLB)
+os.ftruncate(a, 2 * H)
+sh = mmap.mmap(a, 2 * H)
+sh[0:4] = b"AAAA"; sh[H:H + 4] = b"aaaa"
+pv = mmap.mmap(a, H, flags=mmap.MAP_PRIVATE)
+pv[8:12] = b"PPPP"
+b = os.memfd_create("t-mfdh-b", os.MFD_HUGETLB)
+os.ftruncate(b, H)
+t = mmap.mmap(b, H); t[0:4] = b"BBBB"; t.close()
+got = []
+signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
+print("READY", os.getpid(), a, b, flush=True)
+while not got:
+    signal.pause()
+tb = mmap.mmap(b, H)
+ok = {
+  "a data": sh[0:4] == b"AAAA" and sh[H:H + 4] == b"aaaa",
+  "private": pv[8:12] == b"PPPP" and pv[0:4] == b"AAAA" and sh[8:12] != b"PPPP",
+  "b data": tb[0:4] == b"BBBB",
+  "a huge": os.fstatvfs(a).f_bsize == H and os.fstat(a).st_size == 2 * H,
+  "b huge": os.fstatvfs(b).f_bsize == H,
+  "maps huge": kps(addr(sh)) == "2048" and kps(addr(pv)) == "2048",
+}
+bad = [k for k, v in ok.items() if not v]
+print("PASS memfd" if not bad else "FAIL " + " ".join(bad), flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; fail "the program did not start"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add hugetlb-memfd case_hugetlb_memfd

@@ -274,34 +274,39 @@ time.sleep(120)' "$T/async-fifo" > "$T/async.out" 2>&1 < /dev/null &
 }
 add err-async case_err_async
 
-# MAP_HUGETLB memory of a memfd (MFD_HUGETLB): a /memfd:... mapping with
-# VmFlags ht came back as a plain file mapping of a ghost once --ghost-limit
-# allowed it (hugetlb lost); refused by name, even with the limit raised.
-# (Anonymous MAP_HUGETLB memory is restored: cases-hugetlb.sh.)
+# MAP_HUGETLB memory of a deleted file of a hugetlbfs mount: it came back as
+# a plain file mapping of a ghost once --ghost-limit allowed it (hugetlb
+# lost); refused by name, even with the limit raised. (Anonymous MAP_HUGETLB
+# memory, memfds of huge pages and System V ones are restored: cases-hugetlb.sh.)
 case_err_hugetlb() {
 	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
-	OUT=$T/mfdh.out
+	mkdir -p "$T/htlb"
+	mount -t hugetlbfs none "$T/htlb" || { note "no hugetlbfs mount: skipped"; return 0; }
+	OUT=$T/fh.out
 	python3 -c '
-import mmap, os, signal
-fd = os.memfd_create("t-mfdhuge", os.MFD_HUGETLB)
+import mmap, os, signal, sys
+p = sys.argv[1] + "/f"
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
 os.ftruncate(fd, 2 << 20)
 m = mmap.mmap(fd, 2 << 20)
 m[0] = 0x5a
+os.unlink(p)
 got = []
 signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
 print("READY", os.getpid(), flush=True)
 while not got:
     signal.pause()
-print("PASS" if m[0] == 0x5a else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null &
+print("PASS" if m[0] == 0x5a else "FAIL", flush=True)' "$T/htlb" > "$OUT" 2>&1 < /dev/null &
 	PID=$!; track "$PID"
-	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; fail "the program did not start"; }
+	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; umount "$T/htlb"; fail "the program did not start"; }
 	md dump dump -t "$PID" -D "$T/d" --ghost-limit 64M
 	expect_md_error
-	grep -q "/memfd:t-mfdhuge (deleted): MAP_HUGETLB memory of a memfd" "$MD_ERR" ||
-		fail "the hugetlb mapping is not named: $(cat "$MD_ERR")"
+	grep -q "htlb/f (deleted): MAP_HUGETLB memory of a deleted hugetlbfs file" "$MD_ERR" ||
+		{ umount -l "$T/htlb"; fail "the hugetlb mapping is not named: $(cat "$MD_ERR")"; }
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 	check_child_pass
+	umount -l "$T/htlb"
 }
 add err-hugetlb case_err_hugetlb
 

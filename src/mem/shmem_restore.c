@@ -94,6 +94,8 @@ int shm_collect(struct rst *r)
 		if (me->has_anon && me->anon) {
 			s->sized = true;
 			s->size = me->size;
+			if (me->has_hugetlb_flag && (me->hugetlb_flag & MFD_HUGETLB))
+				s->huge = VMA_MAP_HUGETLB | (me->hugetlb_flag & VMA_MAP_HUGE_MASK);
 		} else {
 			s->memfd = me;
 		}
@@ -198,7 +200,14 @@ static int create_memfd(struct shm_obj *s)
 {
 	const MemfdInodeEntry *me = s->memfd;
 
-	s->fd = memfd_create(me->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	unsigned int huge = me->has_hugetlb_flag ? me->hugetlb_flag : 0;
+
+	/* MFD_HUGETLB and the page size: of huge pages, as it was */
+	s->fd = memfd_create(me->name, MFD_CLOEXEC | MFD_ALLOW_SEALING | huge);
+	if ((s->fd < 0 || ftruncate(s->fd, s->size)) && (huge & MFD_HUGETLB))
+		return fail(-errno, "cannot create memfd %s of %" PRIu64 " bytes in huge pages of "
+			    "%llu kB: %s", me->name, s->size, VMA_HUGE_SIZE(huge) >> 10,
+			    strerror(errno));
 	if (s->fd < 0 || ftruncate(s->fd, s->size))
 		return fail(-errno, "cannot create memfd %s of %" PRIu64 " bytes: %s", me->name,
 			    s->size, strerror(errno));

@@ -57,6 +57,24 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
 		    v->start, v->end, v->name[0] ? v->name : "(anonymous)", what);
 }
 
+/* VMA_MAP_HUGETLB and the page size bits of a hugetlb VMA (VmFlags ht), 0 of another. */
+static int hugetlb_bits(const struct dump_ctx *d, const struct vma *v, uint32_t *bits)
+{
+	uint64_t sz = v->kpagesize;
+	unsigned shift = 0;
+
+	*bits = 0;
+	if (!has_flag(v, "ht"))
+		return 0;
+	while (shift < 63 && (1ULL << shift) < sz)
+		shift++;
+	if (sz <= PAGE_SIZE || (1ULL << shift) != sz || shift > (VMA_MAP_HUGE_MASK >> VMA_MAP_HUGE_SHIFT))
+		return refuse(d->pid, v, "MAP_HUGETLB memory whose page size (smaps KernelPageSize) "
+			      "is not a huge page's");
+	*bits = VMA_MAP_HUGETLB | (shift << VMA_MAP_HUGE_SHIFT);
+	return 0;
+}
+
 /*
  * Every VmFlags mnemonic is either restored (from the VMA's prot, flags,
  * madvise bits and mlock state) or refused by name: nothing is dropped.
@@ -104,9 +122,9 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
 			      "which memdump does not map again");
 	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)") &&
-	    strcmp(v->name, ANON_HUGETLB))
-		return refuse(pid, v, "MAP_HUGETLB memory of a memfd or a deleted hugetlbfs file, "
-			      "which memdump does not restore yet");
+	    strcmp(v->name, ANON_HUGETLB) && strncmp(v->name, "/memfd:", 7))
+		return refuse(pid, v, "MAP_HUGETLB memory of a deleted hugetlbfs file, which "
+			      "memdump does not restore yet");
 	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
 	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
@@ -160,8 +178,13 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
  */
 static int classify_shmem_private(struct dump_ctx *d, struct vma *v, uint64_t ino)
 {
+	uint32_t huge;
+	int ret = hugetlb_bits(d, v, &huge);	/* a memfd's (MFD_HUGETLB) */
+
+	if (ret)
+		return ret;
 	v->shmid = ino;
-	v->flags = MAP_PRIVATE;
+	v->flags = MAP_PRIVATE | huge;
 	v->status |= VMA_FILE_PRIVATE | VMA_AREA_MEMFD;
 	v->anon_only = true;
 	if (has_flag(v, "nr"))
@@ -191,16 +214,12 @@ static void droppable(struct vma *v)
  */
 static int classify_hugetlb(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
 {
-	uint64_t sz = v->kpagesize;
-	unsigned shift = 0;
+	uint32_t bits;
+	int ret = hugetlb_bits(d, v, &bits);
 
-	while (shift < 63 && (1ULL << shift) < sz)
-		shift++;
-	if (sz <= PAGE_SIZE || (1ULL << shift) != sz || shift > (VMA_MAP_HUGE_MASK >> VMA_MAP_HUGE_SHIFT))
-		return refuse(d->pid, v, "MAP_HUGETLB memory whose page size (smaps KernelPageSize) "
-			      "is not a huge page's");
-	v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | VMA_MAP_HUGETLB |
-		   (shift << VMA_MAP_HUGE_SHIFT);
+	if (ret)
+		return ret;
+	v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | bits;
 	if (has_flag(v, "nr"))
 		v->flags |= MAP_NORESERVE;
 	if (!shared) {
@@ -255,8 +274,13 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */
+		uint32_t huge;
+
+		ret = hugetlb_bits(d, v, &huge);	/* a memfd's (MFD_HUGETLB) */
+		if (ret)
+			return ret;
 		v->shmid = ino;
-		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
+		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | huge;
 		v->status |= shared ? VMA_ANON_SHARED : VMA_ANON_PRIVATE;
 		if (v->name[1] == 'm')
 			v->status |= VMA_AREA_MEMFD;
