@@ -49,17 +49,19 @@ case_hugetlb_rst() {
 add hugetlb-private case_hugetlb_rst hugetlb 1
 add hugetlb-shared-tree case_hugetlb_rst hugetlb-shared 2
 
-# The same dumped --leave-running in read mode (a copy of the pages, not
-# vmsplice): the original checks itself, then the set restores
-case_hugetlb_lr_read() {
+# The same dumped --leave-running (the snapshot leaves hugetlb memory out:
+# saved while frozen), and in read mode (a copy of the pages, not vmsplice):
+# the original checks itself, then the set restores
+case_hugetlb_lr() {
 	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
 	start_prog t-hugepage hugetlb
-	dump "$PID" "$T/d" --leave-running --mode read
+	dump "$PID" "$T/d" --leave-running "$@"
 	check_child_pass
 	restore_and_pass "$T/d" 1
 	[[ $RESULT == *hugetlb=yes* ]] || fail "program said $RESULT"
 }
-add hugetlb-lr-read case_hugetlb_lr_read
+add hugetlb-lr case_hugetlb_lr
+add hugetlb-lr-read case_hugetlb_lr --mode read
 
 # A restore the pool cannot give the huge pages to fails before it starts,
 # with one line naming their size and count; once they are free it works.
@@ -207,6 +209,9 @@ print("PASS memfd" if not bad else "FAIL " + " ".join(bad), flush=True)' > "$OUT
 	READY_SIZE=$(stat -c %s "$OUT")
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
+	# MFD_HUGETLB | 21 << 26 (2 MiB pages), CRIU's field, for both
+	(( $(crit decode -i "$T/d/memfd.img" | grep -o '"hugetlb_flag": 1409286148' | wc -l) == 2 )) ||
+		fail "the memfds' hugetlb_flag is not in memfd.img"
 	restore_and_pass "$T/d" 1
 }
 add hugetlb-memfd case_hugetlb_memfd
