@@ -63,6 +63,21 @@ case_hugetlb_lr() {
 add hugetlb-lr case_hugetlb_lr
 add hugetlb-lr-read case_hugetlb_lr --mode read
 
+# --lazy-pages (cases-lazy.sh): the hugetlb region is filled before the
+# process runs (the handler copies 4 KiB pages, which a hugetlb VMA takes
+# not), the THP region by the handler
+case_hugetlb_lazy() {
+	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
+	start_prog t-hugepage hugetlb
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_restore "$T/d" 1
+	lazy_done 2048
+	lazy_pass
+	[[ $RESULT == *hugetlb=yes* ]] || fail "program said $RESULT"
+}
+add hugetlb-lazy case_hugetlb_lazy
+
 # A restore the pool cannot give the huge pages to fails before it starts,
 # with one line naming their size and count; once they are free it works.
 case_hugetlb_rst_short() {
