@@ -18,9 +18,11 @@ hugetlb_reserve() {
 	(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) >= want ))
 }
 
-# hugetlb_hog: every free huge page of 2 MiB taken by a process of the case
-# (HOG), so that the pool has none to give until it is killed
+# hugetlb_hog [KEEP]: every free huge page of 2 MiB but KEEP taken by a process
+# of the case (HOG), so that the pool has no more to give until it is killed
 hugetlb_hog() {
+	local n=$(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) - ${1:-0} ))
+	(( n >= 0 )) || n=0
 	python3 -c '
 import mmap, os, sys, time
 n = int(sys.argv[1])
@@ -28,7 +30,7 @@ m = mmap.mmap(-1, n << 21, flags=mmap.MAP_PRIVATE | 0x40000) if n else None
 for i in range(n):
     m[i << 21] = 1
 print("HOGGED", n, flush=True)
-time.sleep(600)' "$(awk '/HugePages_Free/ { print $2 }' /proc/meminfo)" > "$T/hog.out" 2>&1 < /dev/null &
+time.sleep(600)' "$n" > "$T/hog.out" 2>&1 < /dev/null &
 	HOG=$!; track "$HOG"
 	wait_line "$T/hog.out" '^HOGGED' 10 || { show_file hog "$T/hog.out"; fail "the hog did not start"; }
 }
@@ -95,6 +97,20 @@ case_hugetlb_rst_short() {
 	restore_and_pass "$T/d" 1
 }
 add hugetlb-rst-short case_hugetlb_rst_short
+
+# MAP_NORESERVE hugetlb memory takes only the pages filled: two pages mapped,
+# one written, restored with one free page in the pool (counted whole, the
+# restore was refused)
+case_hugetlb_noreserve() {
+	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
+	start_prog t-hugepage hugetlb-noreserve
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	hugetlb_hog 1
+	restore_and_pass "$T/d" 1
+	[[ $RESULT == *hugetlb=yes* ]] || fail "program said $RESULT"
+}
+add hugetlb-noreserve case_hugetlb_noreserve
 
 # A killing dump of a process whose huge page is a surplus one (the pool had
 # none; nr_overcommit_hugepages lent it) when the pool cannot give one back:

@@ -1,6 +1,8 @@
 /* t-hugepage: an 8 MB, 2 MB-aligned anonymous region with
  * MADV_HUGEPAGE (transparent huge pages), fully written; after DIR:
  *   hugetlb:        also a private MAP_HUGETLB region of one 2 MiB page
+ *   hugetlb-noreserve: instead two pages MAP_NORESERVE, the first written
+ *                   (the second never touched: it takes no huge page)
  *   hugetlb-shared: also a shared MAP_HUGETLB region of two 2 MiB pages and a
  *                   child (fork) sharing it; on SIGUSR1 the parent writes a
  *                   word there that the child answers in it (shared after the
@@ -74,17 +76,19 @@ int main(int argc, char **argv)
 
 	uint8_t *h = NULL;
 	bool shared = argc > 2 && !strcmp(argv[2], "hugetlb-shared");
-	size_t hlen = shared ? SHLEN : HP;
+	bool nores = argc > 2 && !strcmp(argv[2], "hugetlb-noreserve");
+	size_t hlen = shared || nores ? SHLEN : HP;
 	pid_t child = 0;
 
-	if (argc > 2 && (shared || !strcmp(argv[2], "hugetlb"))) {
+	if (argc > 2 && (shared || nores || !strcmp(argv[2], "hugetlb"))) {
 		h = mmap(NULL, hlen, PROT_READ | PROT_WRITE,
-			 (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+			 (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | MAP_HUGETLB |
+			 (nores ? MAP_NORESERVE : 0), -1, 0);
 		if (h == MAP_FAILED) {
 			fprintf(stderr, "no hugetlb page: %s\n", strerror(errno));
 			return 2;
 		}
-		t_fill(h, hlen, SEED + 1);
+		t_fill(h, nores ? HP : hlen, SEED + 1);
 	}
 	if (shared) {
 		child = fork();
@@ -108,7 +112,7 @@ int main(int argc, char **argv)
 	const void *bad = t_verify(r, LEN, SEED);
 	if (bad)
 		t_fail("THP region differs at %p", bad);
-	if (h && (bad = t_verify(h, shared ? HP : hlen, SEED + 1)))
+	if (h && (bad = t_verify(h, shared || nores ? HP : hlen, SEED + 1)))
 		t_fail("hugetlb region differs at %p", bad);
 	if (h && not_hugetlb(h))
 		t_fail("hugetlb region: %s", not_hugetlb(h));

@@ -253,8 +253,11 @@ static int dryrun_hugetlb(const struct dump_ctx *d)
 		const struct vma *v = &d->vmas[i];
 		bool shared = v->status & VMA_ANON_SHARED;
 
+		uint64_t len = hugetlb_vma_bytes(v->flags, v->end - v->start,
+						 v->nr_pages * PAGE_SIZE);
+
 		ret = hugetlb_need_add(&n, v->flags, shared ? v->shmid : 0,
-				       (shared ? v->pgoff : 0) + v->end - v->start);
+				       (shared ? v->pgoff : 0) + len);
 	}
 	if (!ret)
 		ret = hugetlb_need_check(&n, true);

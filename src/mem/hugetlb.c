@@ -2,7 +2,8 @@
  * Huge pages a restore needs (MAP_HUGETLB memory, vma.c): counted by page
  * size over a process's VMAs, and checked against what the system's pools
  * can give (/sys/kernel/mm/hugepages/hugepages-<kB>kB). A private VMA
- * reserves all its pages when it is mapped again; a shared object holds all
+ * reserves all its pages when it is mapped again (MAP_NORESERVE: takes those
+ * filled); a shared object holds all
  * its pages, once however many VMAs map it. The restore checks before it
  * starts anything (restore/check.c); a killing dump's dry run checks before
  * the kill (dump/dryrun.c), counting the pages the killed process gives back
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common.h"
 #include "log.h"
@@ -52,16 +54,36 @@ int hugetlb_need_add(struct hugetlb_need *n, uint32_t flags, uint64_t shmid, uin
 	return 0;
 }
 
-int hugetlb_need_mm(struct hugetlb_need *n, const MmEntry *mm)
+/* The bytes of runs (sorted by address) in [start, end). */
+static uint64_t run_bytes(const struct dump_run *runs, size_t nr, uint64_t start, uint64_t end)
+{
+	uint64_t sum = 0;
+
+	for (size_t k = 0; k < nr && runs[k].start < end; k++)
+		if (runs[k].end > start)
+			sum += MIN(runs[k].end, end) - MAX(runs[k].start, start);
+	return sum;
+}
+
+uint64_t hugetlb_vma_bytes(uint32_t flags, uint64_t len, uint64_t dumped)
+{
+	/* MAP_NORESERVE reserves nothing: only the pages filled are taken */
+	return (flags & MAP_NORESERVE) && !(flags & MAP_SHARED) ? dumped : len;
+}
+
+int hugetlb_need_mm(struct hugetlb_need *n, const MmEntry *mm, const struct dump_run *runs,
+		    size_t nr_runs)
 {
 	int ret = 0;
 
 	for (size_t i = 0; mm && i < mm->n_vmas && !ret; i++) {
 		const VmaEntry *v = mm->vmas[i];
 		bool shared = v->status & VMA_ANON_SHARED;
+		uint64_t len = hugetlb_vma_bytes(v->flags, v->end - v->start,
+						 run_bytes(runs, nr_runs, v->start, v->end));
 
 		ret = hugetlb_need_add(n, v->flags, shared ? v->shmid : 0,
-				       (shared ? v->pgoff : 0) + v->end - v->start);
+				       (shared ? v->pgoff : 0) + len);
 	}
 	return ret;
 }

@@ -338,7 +338,7 @@ static int check_rlimits(struct rst *r)
 static int check_hugetlb(struct rst *r)
 {
 	struct hugetlb_need n = { 0 };
-	int ret = hugetlb_need_mm(&n, r->ds.mm);
+	int ret = hugetlb_need_mm(&n, r->ds.mm, r->ds.runs, r->ds.nr_runs);
 
 	if (!ret)
 		ret = hugetlb_need_check(&n, false);
