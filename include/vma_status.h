@@ -22,6 +22,15 @@
 #define PE_PARENT		(1u << 0)	/* pagemap entry: pages are in the parent set */
 #define PE_PRESENT		(1u << 2)	/* pagemap entry: pages are in pages-N.img */
 
+/*
+ * vma_entry.flags of MAP_HUGETLB memory (VmFlags ht; CRIU's encoding, mmap's):
+ * MAP_HUGETLB and log2 of the huge page size (smaps KernelPageSize) in bits 26-31.
+ */
+#define VMA_MAP_HUGETLB		0x40000u
+#define VMA_MAP_HUGE_SHIFT	26
+#define VMA_MAP_HUGE_MASK	(0x3fu << VMA_MAP_HUGE_SHIFT)
+#define VMA_HUGE_SIZE(flags)	(1ULL << (((flags) & VMA_MAP_HUGE_MASK) >> VMA_MAP_HUGE_SHIFT))
+
 /* vma_entry.madv: bit N set means madvise(N) applies to the whole VMA. */
 
 #endif

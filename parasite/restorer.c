@@ -30,6 +30,7 @@
  */
 #include "sys.h"
 #include "restorer.h"
+#include "vma_status.h"
 #include "sigframe.h"
 #include "lz4blk.h"
 
@@ -312,7 +313,7 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 	u64 h0 = (a + RST_HUGE_SIZE - 1) & ~(RST_HUGE_SIZE - 1);
 	u64 h1 = b & ~(RST_HUGE_SIZE - 1);
 	int huge = v->how == RST_MAP_ANON && !(v->madv & (1UL << MADV_NOHUGEPAGE)) &&
-		   !A->thp_disabled;
+		   !(v->flags & VMA_MAP_HUGETLB) && !A->thp_disabled;
 	long ret;
 	u64 t0 = now_us();
 
@@ -1034,6 +1035,8 @@ static void restore_memory(void)
 			prot |= PROT_READ | PROT_WRITE;
 		flags = MAP_FIXED | (v->flags & (MAP_SHARED | MAP_PRIVATE | MAP_DROPPABLE |
 						 MAP_GROWSDOWN | MAP_NORESERVE));
+		if (v->how == RST_MAP_ANON)	/* its huge pages, of their size */
+			flags |= v->flags & (VMA_MAP_HUGETLB | VMA_MAP_HUGE_MASK);
 		if (v->how == RST_MAP_SYSV) {
 			map_sysv(v);
 			continue;

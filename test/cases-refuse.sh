@@ -274,69 +274,39 @@ time.sleep(120)' "$T/async-fifo" > "$T/async.out" 2>&1 < /dev/null &
 }
 add err-async case_err_async
 
-# MAP_HUGETLB memory (t-hugepage hugetlb): a /anon_hugepage mapping came back
-# as a plain file mapping of a ghost made at "/anon_hugepage" once --ghost-limit
-# allowed it (hugetlb lost), and was refused as a deleted file too big without;
-# now refused by name, even with the limit raised. The case gives the system two
-# hugetlb pages for its run if it has none.
-# hugetlb_reserve: two hugetlb pages reserved for the case if the system has none
-# (given back when it ends); fails if none is free then
-hugetlb_reserve() {
-	local nr; nr=$(cat /proc/sys/vm/nr_hugepages)
-	if (( nr < 2 )); then
-		echo 2 > /proc/sys/vm/nr_hugepages
-		trap 'echo '"$nr"' > /proc/sys/vm/nr_hugepages' EXIT
-	fi
-	(( $(awk '/HugePages_Free/ { print $2 }' /proc/meminfo) >= 1 ))
-}
-
+# MAP_HUGETLB memory of a deleted file of a hugetlbfs mount: it came back as
+# a plain file mapping of a ghost once --ghost-limit allowed it (hugetlb
+# lost); refused by name, even with the limit raised. (Anonymous MAP_HUGETLB
+# memory, memfds of huge pages and System V ones are restored: cases-hugetlb.sh.)
 case_err_hugetlb() {
-	hugetlb_reserve || { note "no free hugetlb page: skipped"; return 0; }
-	start_prog t-hugepage hugetlb
-	grep -q ' 0x[0-9a-f]*$' "$OUT" && [[ ${READY[5]} != "(nil)" ]] ||
-		fail "no MAP_HUGETLB region: ${READY[*]}"
+	hugetlb_reserve 1 || { note "no free hugetlb page: skipped"; return 0; }
+	mkdir -p "$T/htlb"
+	mount -t hugetlbfs none "$T/htlb" || { note "no hugetlbfs mount: skipped"; return 0; }
+	OUT=$T/fh.out
+	python3 -c '
+import mmap, os, signal, sys
+p = sys.argv[1] + "/f"
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
+os.ftruncate(fd, 2 << 20)
+m = mmap.mmap(fd, 2 << 20)
+m[0] = 0x5a
+os.unlink(p)
+got = []
+signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+print("PASS" if m[0] == 0x5a else "FAIL", flush=True)' "$T/htlb" > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; umount "$T/htlb"; fail "the program did not start"; }
 	md dump dump -t "$PID" -D "$T/d" --ghost-limit 64M
 	expect_md_error
-	grep -q "/anon_hugepage (deleted): MAP_HUGETLB memory" "$MD_ERR" ||
-		fail "the hugetlb mapping is not named: $(cat "$MD_ERR")"
+	grep -q "htlb/f (deleted): MAP_HUGETLB memory of a deleted hugetlbfs file" "$MD_ERR" ||
+		{ umount -l "$T/htlb"; fail "the hugetlb mapping is not named: $(cat "$MD_ERR")"; }
 	no_inventory "$T/d"
-	[[ ! -e /anon_hugepage ]] || fail "a ghost was made at /anon_hugepage"
 	expect_untraced "$PID"
 	check_child_pass
+	umount -l "$T/htlb"
 }
 add err-hugetlb case_err_hugetlb
 
-# A System V segment of huge pages in an IPC namespace the dump saves (zdtm
-# shm-hugetlb in the ns flavour): SHM_HUGETLB is not in its shm_perm.mode, so it
-# was made again as a plain segment. Found by its mapping, refused by name.
-case_err_shm_hugetlb() {
-	hugetlb_reserve || { note "no free hugetlb page: skipped"; return 0; }
-	OUT=$T/shmh.out
-	unshare --ipc python3 -c '
-import ctypes, signal, os
-libc = ctypes.CDLL(None, use_errno=True)
-libc.shmat.restype = ctypes.c_void_p
-sid = libc.shmget(0, 2 << 20, 0o1000 | 0o4000 | 0o600)	# IPC_CREAT | SHM_HUGETLB
-a = libc.shmat(sid, None, 0)
-if sid < 0 or a in (None, ctypes.c_void_p(-1).value):
-    print("NOHUGE", ctypes.get_errno(), flush=True); raise SystemExit(2)
-ctypes.memset(a, 0x5a, 4096)
-got = []
-signal.signal(signal.SIGUSR1, lambda *x: got.append(1))
-print("READY", os.getpid(), sid, flush=True)
-while not got:
-    signal.pause()
-print("PASS" if ctypes.string_at(a, 4) == b"ZZZZ" else "FAIL", flush=True)' > "$OUT" 2>&1 < /dev/null &
-	PID=$!; track "$PID"
-	wait_line "$OUT" '^(READY|NOHUGE) ' 10 || { show_file out "$OUT"; fail "the program did not start"; }
-	grep -q '^NOHUGE' "$OUT" && { note "no hugetlb segment: skipped"; return 0; }
-	md dump dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "System V shm segment [0-9]* of huge pages" "$MD_ERR" ||
-		fail "the segment is not named: $(cat "$MD_ERR")"
-	no_inventory "$T/d"
-	expect_untraced "$PID"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-}
-add err-shm-hugetlb case_err_shm_hugetlb

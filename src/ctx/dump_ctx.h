@@ -125,6 +125,7 @@ struct vma {
 	bool snap_armed;		/* registered with the snapshot's userfaultfd before
 					 * the freeze (snapshot.c) */
 	uint64_t nr_pages;		/* dumped */
+	uint64_t kpagesize;		/* smaps KernelPageSize, bytes */
 	char vmflags[128];
 	char name[PATH_MAX];
 };

@@ -90,6 +90,7 @@ struct shm_obj {
 	uint64_t size;
 	const MemfdInodeEntry *memfd;	/* NULL: anonymous shared memory */
 	bool sized;			/* anonymous, its size from memfd.img (anon) */
+	unsigned int huge;		/* MAP_HUGETLB memory: its VMAs' VMA_MAP_HUGETLB and size bits */
 	bool given;			/* its own description went to an fd (memfd_create's) */
 	const struct dump_shmem *content; /* NULL: all zeros */
 	int fd;				/* memdump's fd on the object, -1 */

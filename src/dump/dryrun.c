@@ -31,6 +31,8 @@
 #include "dump/dryrun.h"
 #include "image/image.h"
 #include "image/rstcheck.h"
+#include "mem/hugetlb.h"
+#include "vma_status.h"
 #include "ns/netns.h"
 #include "task/sessions.h"
 
@@ -241,6 +243,28 @@ static int dryrun_sk_addrs(struct dump_ctx *d)
 	return ret;
 }
 
+/* Its MAP_HUGETLB memory: the pools can give its huge pages again once it is killed. */
+static int dryrun_hugetlb(const struct dump_ctx *d)
+{
+	struct hugetlb_need n = { 0 };
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_vmas && !ret; i++) {
+		const struct vma *v = &d->vmas[i];
+		bool shared = v->status & VMA_ANON_SHARED;
+
+		uint64_t len = hugetlb_vma_bytes(v->flags, v->end - v->start,
+						 v->nr_pages * PAGE_SIZE);
+
+		ret = hugetlb_need_add(&n, v->flags, shared ? v->shmid : 0,
+				       (shared ? v->pgoff : 0) + len);
+	}
+	if (!ret)
+		ret = hugetlb_need_check(&n, true);
+	hugetlb_need_free(&n);
+	return ret;
+}
+
 /* Its own time namespace: a restore here makes one and sets its clocks (ns/timens_restore.c). */
 static int dryrun_timens(const struct dump_ctx *d)
 {
@@ -331,6 +355,8 @@ int dump_dry_run(struct dump_ctx *d)
 		ret = dryrun_timens(d);
 	if (!ret)
 		ret = dryrun_sk_addrs(d);
+	if (!ret)
+		ret = dryrun_hugetlb(d);
 	if (ret)
 		fail_context("a restore here would fail: ");
 	return ret;

@@ -338,7 +338,10 @@ static void check_fds(const struct dump_opts *o, const struct tracker *t, struct
 	closedir(dir);
 }
 
-/* Mappings of deleted files become ghosts: each must fit the ghost limit. */
+/*
+ * Mappings of deleted files become ghosts: each must fit the ghost limit.
+ * Shared memory is not a file (anonymous MAP_HUGETLB memory: mem/vma.c).
+ */
 static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 {
 	char path[64], *line = NULL;
@@ -356,7 +359,8 @@ static void check_deleted_maps(const struct dump_opts *o, struct refusals *r)
 
 		line[strcspn(line, "\n")] = 0;
 		if (!name || !ghost_is_deleted(name) || !strncmp(name, "/dev/zero", 9) ||
-		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
+		    !strncmp(name, "/SYSV", 5) || !strcmp(name, "/anon_hugepage (deleted)") ||
+		    sscanf(line, "%lx-%lx", &s, &e) != 2)
 			continue;
 		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", o->pid, s, e);
 		if (!stat(mf, &st) && ghost_unsupported(o->pid, name, &st, o->ghost_limit, why, sizeof(why)))

@@ -29,10 +29,12 @@
 #include "ctx/restore_ctx.h"
 #include "image/verify.h"
 #include "mem/lazy.h"
+#include "vma_status.h"
 
 static bool vma_lazy(const struct rst_vma *v)
 {
 	return v->how == RST_MAP_ANON && (v->flags & MAP_PRIVATE) && v->nr_runs &&
+	       !(v->flags & VMA_MAP_HUGETLB) &&	/* the handler copies 4 KiB pages */
 	       (v->prot & (PROT_READ | PROT_WRITE)) == (PROT_READ | PROT_WRITE) &&
 	       !v->locked && !v->nr_guards && !(v->madv & (1UL << MADV_WIPEONFORK));
 }

@@ -49,6 +49,8 @@ static bool premappable(const VmaEntry *v)
 {
 	if (v->flags & (MAP_GROWSDOWN | MAP_DROPPABLE))	/* dropped: nothing to share */
 		return false;
+	if (v->flags & VMA_MAP_HUGETLB)	/* no huge page is moved: filled in its place */
+		return false;
 	if (vma_how(v) == RST_MAP_ANON)
 		return true;
 	return vma_how(v) == RST_MAP_FD && (v->flags & MAP_PRIVATE) &&

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -27,7 +28,29 @@ struct shmem {
 	bool memfd;
 	bool entry;		/* anonymous, but an fd or a private mapping needs its
 				 * memfd.img entry (its size, anon) */
+	uint32_t huge;		/* of hugetlbfs: MFD_HUGETLB and log2 of the page size */
 };
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC	0x958458f6
+#endif
+
+/*
+ * An object of hugetlbfs (MAP_HUGETLB memory, a memfd made with MFD_HUGETLB,
+ * mapped or not): its memfd_create flags, as memfd.img keeps them
+ * (hugetlb_flag: MFD_HUGETLB | log2 of the page size << 26, CRIU's). 0: not.
+ */
+static uint32_t huge_flags(int fd)
+{
+	struct statfs sf;
+	unsigned shift = 0;
+
+	if (fstatfs(fd, &sf) || (unsigned long)sf.f_type != HUGETLBFS_MAGIC)
+		return 0;
+	while (shift < 63 && (1UL << shift) < (unsigned long)sf.f_bsize)
+		shift++;
+	return MFD_HUGETLB | (shift << VMA_MAP_HUGE_SHIFT);
+}
 
 static struct shmem *find(struct shmem_set *set, uint64_t ino)
 {
@@ -214,6 +237,7 @@ static int dump_one(struct dump_ctx *d, struct shmem *s, unsigned pages_id, uint
 		return ret;
 	}
 	*size = st.st_size;
+	s->huge = huge_flags(src);
 	head.pages_id = pages_id;
 	ret = img_create(&d->dir, IMG_SHMEM_PAGEMAP, s->ino, &pm);
 	if (!ret)
@@ -257,6 +281,8 @@ static int write_memfd_inode(struct image *img, const struct shmem *s, uint64_t 
 	me.shmid = s->ino;
 	me.inode_id = s->ino;
 	me.seals = seals > 0 ? seals : 0;
+	me.has_hugetlb_flag = s->huge != 0;
+	me.hugetlb_flag = s->huge;
 	return img_write_msg(img, &me.base);
 }
 

@@ -79,6 +79,8 @@ int shm_collect(struct rst *r)
 			return -ENOMEM;
 		if (v->status & VMA_ANON_SHARED)	/* a private one may reach past the end */
 			s->size = MAX(s->size, v->pgoff + (v->end - v->start));
+		if ((v->status & VMA_ANON_SHARED) && (v->flags & VMA_MAP_HUGETLB))
+			s->huge = v->flags & (VMA_MAP_HUGETLB | VMA_MAP_HUGE_MASK);
 		ret = dumpset_load_shmem(&r->ds, v->shmid);
 		if (ret)
 			return ret;
@@ -92,6 +94,8 @@ int shm_collect(struct rst *r)
 		if (me->has_anon && me->anon) {
 			s->sized = true;
 			s->size = me->size;
+			if (me->has_hugetlb_flag && (me->hugetlb_flag & MFD_HUGETLB))
+				s->huge = VMA_MAP_HUGETLB | (me->hugetlb_flag & VMA_MAP_HUGE_MASK);
 		} else {
 			s->memfd = me;
 		}
@@ -161,13 +165,20 @@ int shm_check(struct rst *r)
 	return 0;
 }
 
-/* An anonymous shared memory object, as MAP_SHARED|MAP_ANONYMOUS makes it. */
+/*
+ * An anonymous shared memory object, as MAP_SHARED|MAP_ANONYMOUS makes it
+ * (with MAP_HUGETLB and its page size: a hugetlbfs object, as it was).
+ */
 static int create_anon(struct shm_obj *s)
 {
 	char path[64];
-	void *p = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | s->huge,
+		       -1, 0);
 	int err;
 
+	if (p == MAP_FAILED && s->huge)
+		return fail(-errno, "cannot create %" PRIu64 " bytes of shared memory in huge pages "
+			    "of %llu kB: %s", s->size, VMA_HUGE_SIZE(s->huge) >> 10, strerror(errno));
 	if (p == MAP_FAILED)
 		return fail(-errno, "cannot create %" PRIu64 " bytes of shared memory: %s", s->size,
 			    strerror(errno));
@@ -179,7 +190,7 @@ static int create_anon(struct shm_obj *s)
 	if (s->fd < 0)
 		return fail(-err, "cannot open shared memory object: %s", strerror(err));
 	/* its size as dumped, not rounded to pages (an fd may have truncated it) */
-	if (s->sized && ftruncate(s->fd, s->size))
+	if (s->sized && !s->huge && ftruncate(s->fd, s->size))
 		return fail(-errno, "cannot size shared memory %" PRIu64 " to %" PRIu64 " bytes: %s",
 			    s->shmid, s->size, strerror(errno));
 	return 0;
@@ -189,7 +200,14 @@ static int create_memfd(struct shm_obj *s)
 {
 	const MemfdInodeEntry *me = s->memfd;
 
-	s->fd = memfd_create(me->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	unsigned int huge = me->has_hugetlb_flag ? me->hugetlb_flag : 0;
+
+	/* MFD_HUGETLB and the page size: of huge pages, as it was */
+	s->fd = memfd_create(me->name, MFD_CLOEXEC | MFD_ALLOW_SEALING | huge);
+	if ((s->fd < 0 || ftruncate(s->fd, s->size)) && (huge & MFD_HUGETLB))
+		return fail(-errno, "cannot create memfd %s of %" PRIu64 " bytes in huge pages of "
+			    "%llu kB: %s", me->name, s->size, VMA_HUGE_SIZE(huge) >> 10,
+			    strerror(errno));
 	if (s->fd < 0 || ftruncate(s->fd, s->size))
 		return fail(-errno, "cannot create memfd %s of %" PRIu64 " bytes: %s", me->name,
 			    s->size, strerror(errno));

@@ -126,9 +126,10 @@ static const struct vma *vma_of(const struct dump_ctx *d, uint64_t addr)
 	return NULL;
 }
 
+/* Not MAP_HUGETLB memory: write-protect faults and their saving go by 4 KiB or THP pages. */
 static bool coverable(const struct vma *v)
 {
-	return v && (v->status & VMA_ANON_PRIVATE) &&
+	return v && (v->status & VMA_ANON_PRIVATE) && !(v->flags & VMA_MAP_HUGETLB) &&
 	       !(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL));
 }
 

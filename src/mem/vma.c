@@ -25,6 +25,9 @@
 #include "vma_status.h"
 #include "vdso_layout.h"
 
+/* What smaps names anonymous MAP_HUGETLB memory, private or shared. */
+#define ANON_HUGETLB	"/anon_hugepage (deleted)"
+
 static bool has_flag(const struct vma *v, const char *f)
 {
 	for (const char *p = v->vmflags; (p = strstr(p, f)); p += 2)
@@ -54,6 +57,24 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
 		    v->start, v->end, v->name[0] ? v->name : "(anonymous)", what);
 }
 
+/* VMA_MAP_HUGETLB and the page size bits of a hugetlb VMA (VmFlags ht), 0 of another. */
+static int hugetlb_bits(const struct dump_ctx *d, const struct vma *v, uint32_t *bits)
+{
+	uint64_t sz = v->kpagesize;
+	unsigned shift = 0;
+
+	*bits = 0;
+	if (!has_flag(v, "ht"))
+		return 0;
+	while (shift < 63 && (1ULL << shift) < sz)
+		shift++;
+	if (sz <= PAGE_SIZE || (1ULL << shift) != sz || shift > (VMA_MAP_HUGE_MASK >> VMA_MAP_HUGE_SHIFT))
+		return refuse(d->pid, v, "MAP_HUGETLB memory whose page size (smaps KernelPageSize) "
+			      "is not a huge page's");
+	*bits = VMA_MAP_HUGETLB | (shift << VMA_MAP_HUGE_SHIFT);
+	return 0;
+}
+
 /*
  * Every VmFlags mnemonic is either restored (from the VMA's prot, flags,
  * madvise bits and mlock state) or refused by name: nothing is dropped.
@@ -61,8 +82,8 @@ static int refuse(pid_t pid, const struct vma *v, const char *what)
 static const char *const restored_flags[] = {
 	"rd", "wr", "ex", "sh", "mr", "mw", "me", "ms",	/* prot and sharing */
 	"gd", "nr", "ac", "ht",			/* MAP_GROWSDOWN, MAP_NORESERVE, accounted, hugetlb
-						 * (a hugetlbfs file's, System V's: ns.c; others
-						 * refused below) */
+						 * (anonymous, a hugetlbfs file's, System V's: ns.c;
+						 * others refused below) */
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
 	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
 	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
@@ -100,9 +121,10 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 	if (!strncmp(v->name, "socket:[", 8))	/* before its VmFlags (mm): say what it is */
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
 			      "which memdump does not map again");
-	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)"))
-		return refuse(pid, v, "MAP_HUGETLB memory (anonymous, a memfd's or a deleted "
-			      "hugetlbfs file's), which memdump does not restore yet");
+	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)") &&
+	    strcmp(v->name, ANON_HUGETLB) && strncmp(v->name, "/memfd:", 7))
+		return refuse(pid, v, "MAP_HUGETLB memory of a deleted hugetlbfs file, which "
+			      "memdump does not restore yet");
 	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
 	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
@@ -156,8 +178,13 @@ static int classify_file(struct dump_ctx *d, struct vma *v, bool shared)
  */
 static int classify_shmem_private(struct dump_ctx *d, struct vma *v, uint64_t ino)
 {
+	uint32_t huge;
+	int ret = hugetlb_bits(d, v, &huge);	/* a memfd's (MFD_HUGETLB) */
+
+	if (ret)
+		return ret;
 	v->shmid = ino;
-	v->flags = MAP_PRIVATE;
+	v->flags = MAP_PRIVATE | huge;
 	v->status |= VMA_FILE_PRIVATE | VMA_AREA_MEMFD;
 	v->anon_only = true;
 	if (has_flag(v, "nr"))
@@ -176,6 +203,33 @@ static void droppable(struct vma *v)
 	v->flags = MAP_DROPPABLE | MAP_ANONYMOUS;
 	v->status |= VMA_ANON_PRIVATE;
 	v->dump = false;
+}
+
+/*
+ * Anonymous MAP_HUGETLB memory (smaps names it ANON_HUGETLB): private, its
+ * pages dumped as any anonymous memory's (pagescan.c; vmsplice and the copy
+ * modes read huge pages alike); shared, an object of hugetlbfs dumped by
+ * content (shmem.c). Either is mapped again with MAP_HUGETLB and the size of
+ * its huge pages (KernelPageSize) in the VMA's flags.
+ */
+static int classify_hugetlb(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
+{
+	uint32_t bits;
+	int ret = hugetlb_bits(d, v, &bits);
+
+	if (ret)
+		return ret;
+	v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | bits;
+	if (has_flag(v, "nr"))
+		v->flags |= MAP_NORESERVE;
+	if (!shared) {
+		v->status |= VMA_ANON_PRIVATE;
+		return 0;
+	}
+	v->shmid = ino;
+	v->status |= VMA_ANON_SHARED;
+	v->dump = false;	/* dumped by content: shmem.c */
+	return shmem_add_vma(d, v);
 }
 
 static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino)
@@ -201,6 +255,8 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		return refuse(d->pid, v, "VM_IO/VM_PFNMAP (device memory)");
 	} else if (!strcmp(v->name, "[uprobes]") || !strncmp(v->name, "/[aio]", 6)) {
 		return refuse(d->pid, v, "a kernel-owned mapping");
+	} else if (has_flag(v, "ht") && !strcmp(v->name, ANON_HUGETLB)) {
+		return classify_hugetlb(d, v, shared, ino);
 	} else if (!strncmp(v->name, "/SYSV", 5) && (d->own_ns & CLONE_NEWIPC)) {
 		/* the segment is saved with its namespace (ns.c); the inode is its id */
 		v->shmid = ino;
@@ -218,8 +274,13 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 	} else if (!strncmp(v->name, "/memfd:", 7) || !strncmp(v->name, "/dev/zero", 9) ||
 		   (!v->name[0] && shared)) {
 		/* Shared anonymous memory is shmem: its content is dumped. */
+		uint32_t huge;
+
+		ret = hugetlb_bits(d, v, &huge);	/* a memfd's (MFD_HUGETLB) */
+		if (ret)
+			return ret;
 		v->shmid = ino;
-		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
+		v->flags = (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | huge;
 		v->status |= shared ? VMA_ANON_SHARED : VMA_ANON_PRIVATE;
 		if (v->name[1] == 'm')
 			v->status |= VMA_AREA_MEMFD;
@@ -308,6 +369,10 @@ int collect_vmas(struct dump_ctx *d)
 	if (!f)
 		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
 	while (getline(&line, &cap, f) > 0 && !ret) {
+		if (cur && !strncmp(line, "KernelPageSize:", 15)) {
+			cur->kpagesize = strtoull(line + 15, NULL, 10) << 10;	/* kB */
+			continue;
+		}
 		if (!strncmp(line, "VmFlags:", 8)) {
 			if (!cur)
 				continue;

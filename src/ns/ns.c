@@ -123,40 +123,11 @@ static void refuse_sharers(pid_t pid, const struct proc_tree *tree, const struct
 	closedir(d);
 }
 
-/* Does pid, or a process of its tree, map System V segment key with huge pages (VmFlags ht)? */
-static bool shm_hugetlb_mapped(pid_t pid, const struct proc_tree *tree, key_t key)
-{
-	char name[64], path[64], line[512];
-	bool hit = false;
-
-	snprintf(name, sizeof(name), "/SYSV%08x (deleted)", (unsigned int)key);
-	for (int i = 0; i < (tree ? tree->n : 1) && !hit; i++) {
-		bool in = false;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/smaps", tree ? tree->procs[i].pid : pid);
-		f = fopen(path, "re");
-		while (f && !hit && fgets(line, sizeof(line), f)) {
-			unsigned long a, b;
-			char perms[8];
-
-			if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) == 3)	/* a VMA's first line */
-				in = strstr(line, name) != NULL;
-			else if (in && !strncmp(line, "VmFlags:", 8))
-				hit = strstr(line, " ht") != NULL;
-		}
-		if (f)
-			fclose(f);
-	}
-	return hit;
-}
-
 /*
- * Segments marked for removal and huge-page segments cannot be made again as
- * they were. SHM_HUGETLB is not in shm_perm.mode: a segment of huge pages is
- * found by a mapping of it in the tree; an unattached one looks like any other.
+ * Segments marked for removal cannot be made again as they were. (A segment
+ * of huge pages is: dump_one_shm() tells it by memdump's own attach.)
  */
-static void refuse_shm(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+static void refuse_shm(pid_t pid, struct refusals *r)
 {
 	const struct ns_kind *k = ns_kind_by_name("ipc");
 	struct shm_info info;
@@ -173,8 +144,6 @@ static void refuse_shm(pid_t pid, const struct proc_tree *tree, struct refusals 
 			continue;
 		if (ds.shm_perm.mode & SHM_DEST)
 			refuse_add(r, "System V shm segment %d, removed while attached", id);
-		if (shm_hugetlb_mapped(pid, tree, ds.shm_perm.__key))
-			refuse_add(r, "System V shm segment %d of huge pages", id);
 	}
 	mqueue_refuse(r);
 	ns_return(back, k);
@@ -189,7 +158,7 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t
 		if (own & ns_kinds[i].flag)
 			refuse_sharers(pid, tree, &ns_kinds[i], r);
 	if (own & CLONE_NEWIPC)
-		refuse_shm(pid, tree, r);
+		refuse_shm(pid, r);
 	if (own & CLONE_NEWNET)
 		netns_refuse(host_netns, r);	/* this thread is in it */
 	if (own & CLONE_NEWNS) {
@@ -344,11 +313,49 @@ static void fill_desc(IpcDescEntry *de, const struct ipc_perm *p, int id)
 	de->id = (uint32_t)id;
 }
 
+/*
+ * SHM_HUGETLB is not in shm_perm.mode: a segment of huge pages is told by
+ * memdump's own attach of it at mem (VmFlags ht, KernelPageSize in smaps),
+ * attached by the target or not. Its shmget flags (SHM_HUGETLB and log2 of
+ * the page size, as CRIU writes hugetlb_flag), 0 for 4 KiB pages, -errno.
+ */
+static int64_t shm_huge_flag(const void *mem)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	uint64_t kb = 0;
+	bool in = false, ht = false;
+	unsigned shift = 0;
+
+	if (!f)
+		return fail(-errno, "cannot read memdump's smaps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a == (unsigned long)mem;
+		else if (in && !strncmp(line, "KernelPageSize:", 15))
+			kb = strtoull(line + 15, NULL, 10);
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			ht = strstr(line, " ht") != NULL;
+	}
+	fclose(f);
+	if (!ht)
+		return 0;
+	while (shift < 63 && (1ULL << shift) < (kb << 10))
+		shift++;
+	if (kb << 10 <= PAGE_SIZE || (1ULL << shift) != kb << 10)
+		return fail(-EOPNOTSUPP, "a System V shm segment of huge pages of %" PRIu64 " kB",
+			    kb);
+	return SHM_HUGETLB | ((int64_t)shift << VMA_MAP_HUGE_SHIFT);
+}
+
 /* One segment: its entry, then its bytes read through a read-only attach. */
 static int dump_one_shm(struct image *img, int id, const struct shmid_ds *ds)
 {
 	IpcShmEntry e = IPC_SHM_ENTRY__INIT;
 	IpcDescEntry de = IPC_DESC_ENTRY__INIT;
+	int64_t huge;
 	void *mem;
 	int ret;
 
@@ -359,7 +366,12 @@ static int dump_one_shm(struct image *img, int id, const struct shmid_ds *ds)
 	if (mem == (void *)-1)
 		return fail(-errno, "cannot attach System V shm segment %d: %s", id,
 			    strerror(errno));
-	ret = write_entry(img, &e.base);
+	huge = shm_huge_flag(mem);
+	if (huge > 0) {
+		e.has_hugetlb_flag = true;
+		e.hugetlb_flag = (uint32_t)huge;
+	}
+	ret = huge < 0 ? (int)huge : write_entry(img, &e.base);
 	if (!ret)
 		ret = write_padded(img, mem, e.size, 4);
 	shmdt(mem);

@@ -29,6 +29,7 @@
 #include "nsswitch.h"
 #include "image/image.h"
 #include "ctx/restore_ctx.h"
+#include "vma_status.h"
 
 #include "ipc-msg.pb-c.h"
 #include "ipc-sem.pb-c.h"
@@ -175,7 +176,15 @@ static int restore_one_shm(struct image *img, const IpcShmEntry *e)
 	if (e->has_in_pagemaps && e->in_pagemaps)
 		return fail(-EOPNOTSUPP, "System V shm %u: content in pagemaps (not memdump's)",
 			    d->id);
-	id = shmget(d->key, e->size, IPC_CREAT | IPC_EXCL | (d->mode & 0777));
+	unsigned long long huge = 1ULL << (e->hugetlb_flag >> VMA_MAP_HUGE_SHIFT & 0x3f);
+
+	/* of huge pages: SHM_HUGETLB and their size, as dumped */
+	id = shmget(d->key, e->size, IPC_CREAT | IPC_EXCL | (d->mode & 0777) |
+		    (e->has_hugetlb_flag ? (int)e->hugetlb_flag : 0));
+	if (id < 0 && e->has_hugetlb_flag)
+		return fail(-errno, "cannot make System V shm %u of %" PRIu64 " bytes in huge pages "
+			    "of %llu kB (%llu of them): %s", d->id, e->size, huge >> 10,
+			    (e->size + huge - 1) / huge, strerror(errno));
 	ret = check_id("shm segment", id, d->id);
 	if (!ret)
 		ret = fill_shm(img, id, e->size);

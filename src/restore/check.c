@@ -25,6 +25,7 @@
 #include "vdso_layout.h"
 #include "files/ghost.h"
 #include "files/locks.h"
+#include "mem/hugetlb.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
 #include "ns/cgroups.h"
@@ -333,6 +334,20 @@ static int check_rlimits(struct rst *r)
 				rst_capable(CAP_SYS_RESOURCE));
 }
 
+/* The huge pages its MAP_HUGETLB memory needs are there to take (mem/hugetlb.c). */
+static int check_hugetlb(struct rst *r)
+{
+	struct hugetlb_need n = { 0 };
+	int ret = hugetlb_need_mm(&n, r->ds.mm, r->ds.runs, r->ds.nr_runs);
+
+	if (!ret)
+		ret = hugetlb_need_check(&n, false);
+	hugetlb_need_free(&n);
+	if (ret)
+		fail_context("process %d: ", r->pid);
+	return ret;
+}
+
 int check_images(struct rst *r)
 {
 	int ret;
@@ -360,5 +375,7 @@ int check_images(struct rst *r)
 		ret = check_memory(r);
 	if (!ret)
 		ret = shm_check(r);
+	if (!ret)
+		ret = check_hugetlb(r);
 	return ret;
 }
