@@ -54,12 +54,36 @@ time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
 	grep -q NOURING "$T/u.out" && { note "io_uring_setup refused here: skipped"; return 0; }
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance\)" "$MD_ERR" ||
+	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 0, SqTail 0, CqHead 0, CqTail 0\), whose rings memdump does not restore yet\)" "$MD_ERR" ||
 		fail "the error does not name the io_uring instance"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }
 add evloop-refuse-iouring case_evloop_refuse_iouring
+
+# t-iouring's ring (fixed file and buffer, 302 requests done, MODE's state) is
+# refused with what it holds, before the seize: the program then finds its
+# counters as it left them and does more I/O through the ring (docs/io_uring.md).
+case_evloop_iouring_refuse() {
+	local mode=$1 want=$2
+	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
+		{ note "io_uring disabled here: skipped"; return 0; }
+	start_prog t-iouring ${mode:+"$mode"}
+	md dump dump -t "$PID" -D "$T/d" --leave-running
+	expect_md_error
+	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the ring's state ($want)"
+	no_inventory "$T/d"
+	check_child_pass
+}
+IOU='fd 10 \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 30[23], SqTail 30[23], CqHead 30[23], CqTail 30[23]'
+IOU_REG='1 registered files, 1 registered buffers\), whose rings memdump does not restore yet\)'
+add evloop-iouring-refuse case_evloop_iouring_refuse '' "$IOU, $IOU_REG"
+add evloop-iouring-refuse-pending case_evloop_iouring_refuse pending "$IOU, 1 CQEs not reaped, $IOU_REG"
+add evloop-iouring-refuse-unsubmitted case_evloop_iouring_refuse unsubmitted \
+	"$IOU, 1 SQEs queued, not submitted, $IOU_REG"
+add evloop-iouring-refuse-sqpoll case_evloop_iouring_refuse sqpoll "$IOU, 1 SQPOLL thread, $IOU_REG"
+add evloop-iouring-refuse-closed case_evloop_iouring_refuse closed \
+	"unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped"
 
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {

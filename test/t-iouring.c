@@ -82,7 +82,9 @@ static struct io_uring_sqe *queue(struct ring *r, int op, uint64_t data)
 
 static void submit(struct ring *r, unsigned n, unsigned wait)
 {
-	long ret = syscall(__NR_io_uring_enter, r->fd, n, wait, IORING_ENTER_GETEVENTS, NULL, 0);
+	unsigned fl = IORING_ENTER_GETEVENTS |
+		      (r->p.flags & IORING_SETUP_SQPOLL ? IORING_ENTER_SQ_WAKEUP : 0);
+	long ret = syscall(__NR_io_uring_enter, r->fd, n, wait, fl, NULL, 0);
 
 	if (ret != (long)n)
 		t_fail("io_uring_enter submitted %ld of %u: %s", ret, n, strerror(errno));
