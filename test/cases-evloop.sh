@@ -82,6 +82,8 @@ add evloop-iouring-refuse-pending case_evloop_iouring_refuse pending "$IOU, 1 CQ
 add evloop-iouring-refuse-unsubmitted case_evloop_iouring_refuse unsubmitted \
 	"$IOU, 1 SQEs queued, not submitted, $IOU_REG"
 add evloop-iouring-refuse-sqpoll case_evloop_iouring_refuse sqpoll "$IOU, 1 SQPOLL thread, $IOU_REG"
+add evloop-iouring-refuse-inflight case_evloop_iouring_refuse inflight \
+	"$IOU, 1 requests armed for poll, $IOU_REG"
 add evloop-iouring-refuse-closed case_evloop_iouring_refuse closed \
 	"unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped"
 

@@ -9,12 +9,14 @@
  *   unsubmitted  one SQE queued, never submitted: SqHead != SqTail
  *   sqpoll       the ring has an SQPOLL thread
  *   closed       fd 10 closed, the ring still mapped
+ *   inflight     a poll of an empty pipe in the kernel (completed on SIGUSR1)
  * After SIGUSR1: the counters as left, the pending CQE (pending), then a
  * write and a read through the fixed file and buffer: their results, the
  * file's bytes, and each counter advanced by exactly what was submitted.
  * READY <pid> <sq head> <cq tail> */
 #include "tlib.h"
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <linux/io_uring.h>
 
@@ -179,6 +181,8 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "";
 	bool pending = !strcmp(mode, "pending"), unsubmitted = !strcmp(mode, "unsubmitted");
+	bool inflight = !strcmp(mode, "inflight");
+	int pfd[2];
 	struct ring r = { 0 };
 	char path[4096];
 	int file;
@@ -197,6 +201,17 @@ int main(int argc, char **argv)
 	}
 	if (unsubmitted)
 		queue(&r, IORING_OP_NOP, 78);
+	if (inflight) {
+		struct io_uring_sqe *e;
+
+		if (pipe(pfd))
+			exit(2);
+		e = queue(&r, IORING_OP_POLL_ADD, 79);
+		e->fd = pfd[0];
+		e->poll32_events = POLLIN;
+		submit(&r, 1, 0);
+		r.cq_tail--;		/* not completed yet */
+	}
 	if (!strcmp(mode, "closed"))
 		close(RING_FD);
 	t_ready("%u %u", r.sq_head, r.cq_tail);
@@ -207,6 +222,13 @@ int main(int argc, char **argv)
 		t_pass("closed: the ring's memory intact");
 	if (pending && reap(&r, 77))
 		t_fail("the pending NOP's CQE has an error");
+	if (inflight) {
+		if (write(pfd[1], "x", 1) != 1)
+			exit(2);
+		r.cq_tail++;
+		if (!(reap(&r, 79) & POLLIN))
+			t_fail("the poll in flight did not complete with POLLIN");
+	}
 	if (unsubmitted) {
 		submit(&r, 1, 1);
 		if (reap(&r, 78))
