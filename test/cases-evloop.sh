@@ -64,28 +64,40 @@ add evloop-refuse-iouring case_evloop_refuse_iouring
 # t-iouring's ring (fixed file and buffer, 302 requests done, MODE's state) is
 # refused with what it holds, before the seize: the program then finds its
 # counters as it left them and does more I/O through the ring (docs/io_uring.md).
+# kill: a killing dump, refused as early.
+iouring_refusal() {
+	local iou='fd 10 \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 30[23], SqTail 30[23], CqHead 30[23], CqTail 30[23]'
+	local reg='1 registered files, 1 registered buffers\), whose rings memdump does not restore yet\)$'
+	case $1 in
+	plain) echo "$iou, $reg" ;;
+	pending) echo "$iou, 1 CQEs not reaped, $reg" ;;
+	unsubmitted) echo "$iou, 1 SQEs queued, not submitted, $reg" ;;
+	sqpoll) echo "$iou, 1 SQPOLL thread, $reg" ;;
+	inflight) echo "$iou, 1 requests armed for poll, $reg" ;;
+	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
+	esac
+}
 case_evloop_iouring_refuse() {
-	local mode=$1 want=$2
+	local mode=$1 want; want=$(iouring_refusal "$1")
 	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
 		{ note "io_uring disabled here: skipped"; return 0; }
-	start_prog t-iouring ${mode:+"$mode"}
-	md dump dump -t "$PID" -D "$T/d" --leave-running
+	start_prog t-iouring "$mode"
+	if [[ ${2-} == kill ]]; then
+		md dump dump -t "$PID" -D "$T/d"
+	else
+		md dump dump -t "$PID" -D "$T/d" --leave-running
+	fi
 	expect_md_error
 	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the ring's state ($want)"
 	no_inventory "$T/d"
 	check_child_pass
+	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
-IOU='fd 10 \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 30[23], SqTail 30[23], CqHead 30[23], CqTail 30[23]'
-IOU_REG='1 registered files, 1 registered buffers\), whose rings memdump does not restore yet\)'
-add evloop-iouring-refuse case_evloop_iouring_refuse '' "$IOU, $IOU_REG"
-add evloop-iouring-refuse-pending case_evloop_iouring_refuse pending "$IOU, 1 CQEs not reaped, $IOU_REG"
-add evloop-iouring-refuse-unsubmitted case_evloop_iouring_refuse unsubmitted \
-	"$IOU, 1 SQEs queued, not submitted, $IOU_REG"
-add evloop-iouring-refuse-sqpoll case_evloop_iouring_refuse sqpoll "$IOU, 1 SQPOLL thread, $IOU_REG"
-add evloop-iouring-refuse-inflight case_evloop_iouring_refuse inflight \
-	"$IOU, 1 requests armed for poll, $IOU_REG"
-add evloop-iouring-refuse-closed case_evloop_iouring_refuse closed \
-	"unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped"
+for m in plain pending unsubmitted sqpoll inflight closed; do
+	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
+done
+add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
+add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {
