@@ -74,6 +74,7 @@ iouring_refusal() {
 	unsubmitted) echo "$iou, 1 SQEs queued, not submitted, $reg" ;;
 	sqpoll) echo "$iou, 1 SQPOLL thread, $reg" ;;
 	inflight) echo "$iou, 1 requests armed for poll, $reg" ;;
+	hidden) echo "thread [0-9]+ of process [0-9]+ holds io_uring instances registered by index \(IORING_REGISTER_RING_FDS, indexes 0x1\), which memdump does not restore yet$" ;;
 	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
 	esac
 }
@@ -93,11 +94,12 @@ case_evloop_iouring_refuse() {
 	check_child_pass
 	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
-for m in plain pending unsubmitted sqpoll inflight closed; do
+for m in plain pending unsubmitted sqpoll inflight closed hidden; do
 	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
 done
 add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
 add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
+add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {

@@ -10,6 +10,10 @@
  *   sqpoll       the ring has an SQPOLL thread
  *   closed       fd 10 closed, the ring still mapped
  *   inflight     a poll of an empty pipe in the kernel (completed on SIGUSR1)
+ *   hidden       only a ring made with IORING_SETUP_NO_MMAP in the program's
+ *                own memory, its fd registered (IORING_REGISTER_RING_FDS) and
+ *                closed: no fd, no io_uring mapping shows it; on SIGUSR1 a NOP
+ *                through its registered index
  * After SIGUSR1: the counters as left, the pending CQE (pending), then a
  * write and a read through the fixed file and buffer: their results, the
  * file's bytes, and each counter advanced by exactly what was submitted.
@@ -33,6 +37,62 @@ struct ring {
 };
 
 static char buf[4096] __attribute__((aligned(4096)));
+
+/* The uapi headers of an older build host may lack these (6.5+). */
+#ifndef IORING_SETUP_NO_MMAP
+#define IORING_SETUP_NO_MMAP (1U << 14)
+#endif
+
+/* The hidden ring: its memory is the program's (rings, then SQEs). */
+struct hidden {
+	char *mem;
+	struct io_uring_params p;
+	unsigned idx;			/* its registered index */
+};
+
+static void hidden_setup(struct hidden *h)
+{
+	struct io_uring_rsrc_update up = { .offset = -1U };
+	int fd;
+
+	h->mem = mmap(NULL, 2 * T_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h->mem == MAP_FAILED)
+		exit(2);
+	memset(h->mem, 0, 2 * T_PAGE);
+	memset(&h->p, 0, sizeof(h->p));
+	h->p.flags = IORING_SETUP_NO_MMAP;
+	h->p.cq_off.resv2 = (uintptr_t)h->mem;		/* user_addr: the rings */
+	h->p.sq_off.resv2 = (uintptr_t)h->mem + T_PAGE;	/* user_addr: the SQEs */
+	fd = (int)syscall(__NR_io_uring_setup, 4, &h->p);
+	if (fd < 0)
+		t_fail("IORING_SETUP_NO_MMAP: %s", strerror(errno));
+	up.data = (uint64_t)fd;
+	if (syscall(__NR_io_uring_register, fd, IORING_REGISTER_RING_FDS, &up, 1) != 1)
+		t_fail("IORING_REGISTER_RING_FDS: %s", strerror(errno));
+	h->idx = up.offset;
+	close(fd);
+}
+
+/* A NOP through the registered index: the ring is still there. */
+static void hidden_check(struct hidden *h)
+{
+	unsigned *tail = (unsigned *)(h->mem + h->p.sq_off.tail);
+	unsigned *array = (unsigned *)(h->mem + h->p.sq_off.array);
+	struct io_uring_sqe *e = (struct io_uring_sqe *)(h->mem + T_PAGE);
+	long ret;
+
+	memset(e, 0, sizeof(*e));
+	e->opcode = IORING_OP_NOP;
+	array[0] = 0;
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	ret = syscall(__NR_io_uring_enter, h->idx, 1, 1,
+		      IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING, NULL, 0);
+	if (ret != 1)
+		t_fail("the hidden ring's NOP: %ld (%s)", ret, strerror(errno));
+	if (*(unsigned *)(h->mem + h->p.cq_off.tail) != 1)
+		t_fail("the hidden ring's CQ tail is %u, want 1",
+		       *(unsigned *)(h->mem + h->p.cq_off.tail));
+}
 
 static volatile unsigned *at(struct ring *r, unsigned off)
 {
@@ -181,13 +241,22 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "";
 	bool pending = !strcmp(mode, "pending"), unsubmitted = !strcmp(mode, "unsubmitted");
-	bool inflight = !strcmp(mode, "inflight");
+	bool inflight = !strcmp(mode, "inflight"), hidden = !strcmp(mode, "hidden");
+	struct hidden h;
 	int pfd[2];
 	struct ring r = { 0 };
 	char path[4096];
 	int file;
 
 	t_init(argc, argv, SA_RESTART);
+	if (hidden) {
+		hidden_setup(&h);
+		t_ready("0 0");
+		t_wait_usr1();
+		t_check_common();
+		hidden_check(&h);
+		t_pass(mode);
+	}
 	snprintf(path, sizeof(path), "%s/iou", t_dir);
 	if ((file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) < 0)
 		exit(2);
