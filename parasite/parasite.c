@@ -28,6 +28,13 @@
 #define PR_GET_CHILD_SUBREAPER	37
 #define PR_GET_TID_ADDRESS	40
 #define MEMBARRIER_CMD_GET_REGISTRATIONS	(1 << 9)
+#define __nr_io_uring_register	427
+#define IORING_REGISTER_FILES	2
+#define IORING_REGISTER_USE_REGISTERED_RING	(1U << 31)
+#define IO_RINGFD_REG_MAX	16
+#define EFAULT	14
+#define EACCES	13
+#define EEXIST	17
 #define SIGPIPE		13
 #define POLLIN		0x001
 #define POLLERR		0x008
@@ -66,6 +73,27 @@ static long prctl_get(long option, void *out)
 	return sys_call5(__nr_prctl, option, out, 0, 0, 0);
 }
 
+/*
+ * The io_uring rings this thread registered by index, which no fd may show.
+ * IORING_REGISTER_FILES without its array changes nothing: it fails EFAULT
+ * once it found a ring at the index (EEXIST: another thread is its only
+ * submitter; EACCES: the ring is restricted), EBADF for an empty index,
+ * EINVAL when the thread never used io_uring (ENOSYS: no io_uring).
+ */
+static unsigned long ring_fds(void)
+{
+	unsigned long mask = 0;
+
+	for (int i = 0; i < IO_RINGFD_REG_MAX; i++) {
+		long r = sys_call4(__nr_io_uring_register, i,
+				   IORING_REGISTER_FILES | IORING_REGISTER_USE_REGISTERED_RING, 0, 0);
+
+		if (r == -EFAULT || r == -EEXIST || r == -EACCES)
+			mask |= 1UL << i;
+	}
+	return mask;
+}
+
 /* What only the calling thread can tell (the leader's, or another thread's). */
 static void read_thread(struct parasite_thread_state *s)
 {
@@ -73,6 +101,7 @@ static void read_thread(struct parasite_thread_state *s)
 	s->altstack_ret = sys_call2(__nr_sigaltstack, 0, &s->altstack);
 	s->pdeathsig_ret = prctl_get(PR_GET_PDEATHSIG, &s->pdeathsig);
 	s->timerslack = prctl_get(PR_GET_TIMERSLACK, 0);
+	s->ring_fds = ring_fds();
 }
 
 /* PARASITE_CMD_STATE: the timers first, before the blob's own CPU time counts. */

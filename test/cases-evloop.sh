@@ -54,12 +54,52 @@ time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
 	grep -q NOURING "$T/u.out" && { note "io_uring_setup refused here: skipped"; return 0; }
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance\)" "$MD_ERR" ||
+	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 0, SqTail 0, CqHead 0, CqTail 0\), whose rings memdump does not restore yet\)" "$MD_ERR" ||
 		fail "the error does not name the io_uring instance"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }
 add evloop-refuse-iouring case_evloop_refuse_iouring
+
+# t-iouring's ring (fixed file and buffer, 302 requests done, MODE's state) is
+# refused with what it holds, before the seize: the program then finds its
+# counters as it left them and does more I/O through the ring (docs/io_uring.md).
+# kill: a killing dump, refused as early.
+iouring_refusal() {
+	local iou='fd 10 \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 30[23], SqTail 30[23], CqHead 30[23], CqTail 30[23]'
+	local reg='1 registered files, 1 registered buffers\), whose rings memdump does not restore yet\)$'
+	case $1 in
+	plain) echo "$iou, $reg" ;;
+	pending) echo "$iou, 1 CQEs not reaped, $reg" ;;
+	unsubmitted) echo "$iou, 1 SQEs queued, not submitted, $reg" ;;
+	sqpoll) echo "$iou, 1 SQPOLL thread, $reg" ;;
+	inflight) echo "$iou, 1 requests armed for poll, $reg" ;;
+	hidden) echo "thread [0-9]+ of process [0-9]+ holds io_uring instances registered by index \(IORING_REGISTER_RING_FDS, indexes 0x1\), which memdump does not restore yet$" ;;
+	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
+	esac
+}
+case_evloop_iouring_refuse() {
+	local mode=$1 want; want=$(iouring_refusal "$1")
+	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
+		{ note "io_uring disabled here: skipped"; return 0; }
+	start_prog t-iouring "$mode"
+	if [[ ${2-} == kill ]]; then
+		md dump dump -t "$PID" -D "$T/d"
+	else
+		md dump dump -t "$PID" -D "$T/d" --leave-running
+	fi
+	expect_md_error
+	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the ring's state ($want)"
+	no_inventory "$T/d"
+	check_child_pass
+	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
+}
+for m in plain pending unsubmitted sqpoll inflight closed hidden; do
+	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
+done
+add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
+add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
+add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {

@@ -34,6 +34,7 @@
 #include "mem/shmem.h"
 #include "net/sock.h"
 #include "files/tty.h"
+#include "evloop/iouring.h"
 
 #include "files.pb-c.h"
 #include "mem/pages.h"
@@ -312,7 +313,6 @@ static uint64_t outside_proc_start(pid_t holder, const char *link)
 static const char *anon_unsupported(const char *link)
 {
 	static const struct { const char *link, *what; } names[] = {
-		{ "anon_inode:[io_uring]", "an io_uring instance" },
 		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },
 		{ "anon_inode:[perf_event]", "a perf event" },
@@ -407,7 +407,10 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		return k->unsupported && k->unsupported(p, fd, link, st, why, len);
 	if (opath && (w = opath_unsupported(link, st)))
 		;
-	else if (!strncmp(link, "anon_inode:", 11))
+	else if (!strcmp(link, "anon_inode:[io_uring]")) {
+		iouring_refusal(pid, fd, why, len);	/* with what it holds (evloop/iouring.c) */
+		return true;
+	} else if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
 		w = "an object with no path, which a restore cannot open";

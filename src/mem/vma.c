@@ -109,6 +109,20 @@ static bool flag_in(const char *f, const char *const *set, size_t n)
 	return false;
 }
 
+/* An io_uring mapping, by its offset (IORING_OFF_*, docs/io_uring.md). */
+static const char *iouring_region(uint64_t pgoff)
+{
+	if (pgoff == 0)
+		return "an io_uring instance's SQ ring (and CQ ring) mapped, which memdump does "
+		       "not map again yet";
+	if (pgoff == 0x8000000)
+		return "an io_uring instance's CQ ring mapped, which memdump does not map again yet";
+	if (pgoff == 0x10000000)
+		return "an io_uring instance's SQE array mapped, which memdump does not map again yet";
+	return "an io_uring instance's provided-buffer ring or other region mapped, which "
+	       "memdump does not map again yet";
+}
+
 /*
  * tracked: memdump's tracker is in the process; track_register() decides on
  * uw. Else uw may be the registration of a snapshot armed before the freeze.
@@ -121,6 +135,8 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 	if (!strncmp(v->name, "socket:[", 8))	/* before its VmFlags (mm): say what it is */
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
 			      "which memdump does not map again");
+	if (!strcmp(v->name, "anon_inode:[io_uring]"))	/* likewise (mm): which region */
+		return refuse(pid, v, iouring_region(v->pgoff));
 	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)") &&
 	    strcmp(v->name, ANON_HUGETLB) && strncmp(v->name, "/memfd:", 7))
 		return refuse(pid, v, "MAP_HUGETLB memory of a deleted hugetlbfs file, which "

@@ -167,6 +167,10 @@ static int thread_inside_from(struct dump_ctx *d, int i, const struct parasite_t
 		       .ss_size = st->altstack.size };
 	int err;
 
+	if (st->ring_fds)	/* docs/io_uring.md */
+		return fail(-EOPNOTSUPP, "thread %d of process %d holds io_uring instances registered "
+			    "by index (IORING_REGISTER_RING_FDS, indexes %#lx), which memdump does "
+			    "not restore yet", t->tid, d->pid, st->ring_fds);
 	if (st->tid_address_ret == 0)
 		t->tid_address = st->tid_address;
 	take_altstack(t, st->altstack_ret, &ss);
