@@ -294,6 +294,12 @@ struct rst {
 	int mnt_go[2];		/* a root of its own: memdump left, the init may pivot_root */
 	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
 	size_t nr_mnt_devs;
+	/* a tree's process in another mount namespace than the root's (mnt_ns_id N
+	 * >= 2): that namespace, built by memdump from mountpoints-N.img; its first
+	 * process owns the fd, the others in it share it */
+	uint32_t mnt_ns_id;
+	int mnt_ns_fd;
+	bool mnt_ns_owner;
 
 	/*
 	 * premap_restore.c: memory it shares copy-on-write with its parent or its

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <linux/kcmp.h>
 #include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -675,8 +677,9 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	return NULL;
 }
 
+/* member: a tree's process in another mount namespace than its root's */
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
-			struct refusals *r)
+			struct refusals *r, bool member)
 {
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
@@ -700,7 +703,11 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if (!made)
 			src = bind_source(p, i, &from);
 		in[i] = by_init(p, i, in, pid_ns, from);
-		if ((m->shared || m->master) && !p->own_root)
+		if (member && in[i])
+			refuse_add(r, "the %s mount at %s of a mount namespace other than the tree "
+				   "root's (only its PID namespace's init could make it)",
+				   m->fstype, m->mountpoint);
+		else if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
 		else if (propagation_why(p, i, in[i], in))
@@ -749,8 +756,132 @@ void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else
-		refuse_plan(pid, tree, &p, r);
+		refuse_plan(pid, tree, &p, r, false);
 	plan_free(&p);
+}
+
+static bool mount_listed(const struct mounts *ms, int id)
+{
+	return index_of(ms, id) >= 0;
+}
+
+/*
+ * Does a process of the tree before pid hold fd's description? Restore
+ * opens it for that one, in its namespace, and pid's fd is a copy.
+ */
+static bool held_before(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
+		pid_t q = tree->procs[i].pid;
+		char path[64];
+		struct dirent *e;
+		bool hit = false;
+		DIR *dir;
+
+		if (tree_is_zombie(&tree->procs[i]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		dir = opendir(path);
+		while (dir && !hit && (e = readdir(dir)))
+			hit = e->d_name[0] != '.' &&
+			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
+		if (dir)
+			closedir(dir);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Its fds on a file of a mount its namespace does not have (opened in
+ * another), but copies of an earlier process's, which restore opens there.
+ */
+static void refuse_fds_elsewhere(pid_t pid, const struct mnt_plan *p,
+				 const struct proc_tree *tree, struct refusals *r)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+	dir = opendir(path);
+	while (dir && (e = readdir(dir))) {
+		char fdi[96], link[PATH_MAX], line[256];
+		int mnt_id = -1;
+		ssize_t n;
+		FILE *f;
+
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(fdi, sizeof(fdi), "/proc/%d/fd/%d", pid, fd);
+		n = readlink(fdi, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (link[0] != '/' || !strncmp(link, "/memfd:", 7))
+			continue;	/* pipes, sockets, anon inodes, memfds: no mount of a namespace */
+		snprintf(fdi, sizeof(fdi), "/proc/%d/fdinfo/%d", pid, fd);
+		f = fopen(fdi, "r");
+		while (f && fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %d", &mnt_id) != 1)
+			;
+		if (f)
+			fclose(f);
+		if (mnt_id >= 0 && !mount_listed(&p->theirs, mnt_id) &&
+		    !held_before(pid, fd, tree))
+			refuse_add(r, "fd %d (%s), a file of another mount namespace than its "
+				   "process's", fd, link);
+	}
+	if (dir)
+		closedir(dir);
+}
+
+/*
+ * Its tmpfs the tree root's namespace has too (a copy unshare made of it):
+ * restore makes each namespace's anew, which would make two of one.
+ */
+static void refuse_tmpfs_shared(const struct mnt_plan *p, const struct mnt_plan *rp,
+				struct refusals *r)
+{
+	for (size_t i = 0; i < p->theirs.n; i++) {
+		const struct mount *m = &p->theirs.m[i];
+
+		if (p->how[i] != HOW_MOUNTED || strcmp(m->fstype, "tmpfs"))
+			continue;
+		for (size_t k = 0; k < rp->theirs.n; k++)
+			if (rp->theirs.m[k].major == m->major && rp->theirs.m[k].minor == m->minor) {
+				refuse_add(r, "the tmpfs at %s, which the tree root's mount "
+					   "namespace has too (at %s): restore would make two",
+					   m->mountpoint, rp->theirs.m[k].mountpoint);
+				break;
+			}
+	}
+}
+
+void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t root = tree && tree->n ? tree->procs[0].pid : 0;
+	struct mnt_plan p, rp;
+	int ret = plan_make(pid, &p);
+
+	if (!ret)
+		ret = plan_make(root, &rp);
+	else
+		memset(&rp, 0, sizeof(rp));
+	if (ret)
+		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
+	else if (p.own_root || rp.own_root)
+		refuse_add(r, "a mount namespace other than the tree root's (%d), in a tree with "
+			   "a root of its own (pivot_root)", root);
+	else {
+		refuse_plan(pid, NULL, &p, r, true);
+		refuse_fds_elsewhere(pid, &p, tree, r);
+		refuse_tmpfs_shared(&p, &rp, r);
+	}
+	plan_free(&p);
+	plan_free(&rp);
 }
 
 static uint32_t criu_fstype(const char *t)
@@ -1152,7 +1283,7 @@ int mntns_dump(struct dump_ctx *d)
 		plan_free(&p);
 		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
 	}
-	for (int k = 0; k < d->nr_mnt_ext && !ret; k++) {
+	for (int k = 0; k < d->nr_mnt_ext && !ret && !d->mnt_ns_id; k++) {
 		bool found = false;
 
 		for (size_t i = 0; i < p.theirs.n && !found; i++)
@@ -1165,7 +1296,7 @@ int mntns_dump(struct dump_ctx *d)
 				   "mounted nothing there", d->mnt_ext[k].key);
 	}
 	if (!ret)
-		ret = img_create(&d->dir, IMG_MNTS, 1, &img);
+		ret = img_create(&d->dir, IMG_MNTS, d->mnt_ns_id ? d->mnt_ns_id : 1, &img);
 	for (size_t i = 0; i < p.theirs.n && !ret; i++)
 		ret = write_mount(d, img, &p, i, in, pid_ns);
 	if (img && ret)

@@ -21,6 +21,9 @@ struct proc_tree;
 void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 /* Its images, while the process is frozen. */
 int mntns_dump(struct dump_ctx *d);
+/* A process of tree in another mount namespace than the tree's root: what of
+ * it restore cannot make (mntns.c builds it from memdump's, as the root's). */
+void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 
 /* Restore (its _restore.c files) */
 
@@ -36,5 +39,18 @@ bool mntns_new_dev(const struct rst *r, dev_t dev);
 void mntns_restore_leave(struct rst *r);
 int mntns_mount_in_child(struct rst *r, char *why, size_t len);
 void mntns_free(struct rst *r);
+/*
+ * A tree's process m in another mount namespace than the root's: built from
+ * memdump's (mountpoints-N.img of its namespace's first process) while the
+ * tree loads, or shared with an earlier process in it; memdump's thread
+ * goes into it (enter) while it checks and opens m's files, back after
+ * (leave); the process itself enters it once forked (mntns_mount_in_child).
+ */
+struct mnt_back {
+	int ns, cwd;
+};
+int mntns_member_load(struct rst *root, struct rst *m);
+int mntns_member_enter(const struct rst *m, struct mnt_back *b);
+void mntns_member_leave(struct mnt_back *b);
 
 #endif

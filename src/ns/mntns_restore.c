@@ -67,11 +67,11 @@ static int join_mntns(const char *path)
 	return ret;
 }
 
-static int load_entries(struct rst *r)
+static int load_entries(struct rst *r, unsigned id)
 {
 	struct image *img;
 	void *msg;
-	int ret = img_open(r->ds.dirfd, IMG_MNTS, 1, &img);
+	int ret = img_open(r->ds.dirfd, IMG_MNTS, id, &img);
 
 	if (ret)
 		return ret;
@@ -233,7 +233,7 @@ int mntns_load(struct rst *r)
 	if (!own_mntns(r))
 		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
 					 "its own", r->o->root) : 0;
-	ret = load_entries(r);
+	ret = load_entries(r, 1);
 	if (!ret && own_root(r) && (!own_root(r)->bind_from || !own_root(r)->bind_host))
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
@@ -718,6 +718,12 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 {
 	int ret = 0;
 
+	if (r->tree_parent && r->mnt_ns_fd >= 0 && setns(r->mnt_ns_fd, CLONE_NEWNS)) {
+		ret = -errno;
+		snprintf(why, len, "cannot enter its mount namespace: %s", strerror(-ret));
+		return ret;
+	}
+
 	if (!own_mntns(r) || r->tree_parent)
 		return 0;
 	if (r->mnt_stage)
@@ -730,8 +736,139 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 	return ret ? ret : mount_own(r, true, "", NULL, why, len);
 }
 
+/* The mount namespace of an earlier process of the tree numbered id, or NULL. */
+static const struct rst *member_with(struct rst *root, const struct rst *m, uint32_t id)
+{
+	for (size_t i = 0; i < tree_size(root); i++) {
+		const struct rst *o = tree_member(root, i);
+
+		if (o == m)
+			break;
+		if (o->mnt_ns_id == id)
+			return o;
+	}
+	return NULL;
+}
+
+/* Its entries as the image of another mount namespace of the tree must be. */
+static int check_member_entries(const struct rst *m, uint32_t id)
+{
+	if (!m->nr_mnts)
+		return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: no mount",
+			    id, m->pid);
+	for (size_t i = 0; i < m->nr_mnts; i++) {
+		const MntEntry *e = m->mnts[i];
+
+		if ((e->has_in_child && e->in_child) || own_root(m))
+			return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: the "
+				    "mount at %s is one memdump does not make there", id, m->pid,
+				    e->mountpoint);
+		if (check_propagation(m, e))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* memdump's thread into memdump's own namespace, a copy of it built for m. */
+static int build_member(const struct rst *root, struct rst *m)
+{
+	int ret;
+
+	if (root->mnt_back >= 0 && setns(root->mnt_back, CLONE_NEWNS))
+		return fail(-errno, "cannot go back to memdump's mount namespace: %s",
+			    strerror(errno));
+	if (unshare(CLONE_NEWNS))
+		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
+	ret = build(m);
+	if (!ret) {
+		m->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		if (m->mnt_ns_fd < 0)
+			ret = fail(-errno, "cannot keep a mount namespace: %s", strerror(errno));
+	}
+	m->mnt_ns_owner = m->mnt_ns_fd >= 0;
+	return ret;
+}
+
+int mntns_member_load(struct rst *root, struct rst *m)
+{
+	const TaskKobjIdsEntry *ids = m->ds.ids;
+	uint32_t id = ids && ids->has_mnt_ns_id ? ids->mnt_ns_id : 0;
+	const struct rst *o;
+	struct mnt_back b;
+	int ret;
+
+	if (!id)
+		return 0;	/* the root's */
+	m->mnt_ns_id = id;
+	if (id < 2)
+		return fail(-EIO, "image set proc-%d is corrupt: mount namespace %u", m->pid, id);
+	o = member_with(root, m, id);
+	m->mnt_stage = NULL;
+	m->mnt_devs = o ? o->mnt_devs : NULL;
+	m->nr_mnt_devs = o ? o->nr_mnt_devs : 0;
+	if (o) {
+		m->mnt_ns_fd = o->mnt_ns_fd;	/* its own: the first one's */
+		return 0;
+	}
+	if (join_path(root->o) || root->mnt_stage)
+		return fail(-EINVAL, "process %d is in a mount namespace of its own, which memdump "
+			    "does not make in %s", m->pid, root->mnt_stage ? "a root of the "
+			    "tree's own" : "--join-ns mnt");
+	ret = load_entries(m, id);
+	if (ret)
+		return fail(ret, "cannot read mountpoints-%u.img of process %d: %s", id, m->pid,
+			    strerror(-ret));
+	ret = check_member_entries(m, id);
+	if (ret)
+		return ret;
+	b.ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	b.cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b.ns < 0 || b.cwd < 0)
+		ret = fail(-errno, "cannot keep memdump's mount namespace: %s", strerror(errno));
+	if (!ret)
+		ret = build_member(root, m);
+	if (!ret)
+		pr_info("mount namespace of process %d: new, %zu mounts\n", m->pid, m->nr_mnts);
+	mntns_member_leave(&b);
+	return ret;
+}
+
+int mntns_member_enter(const struct rst *m, struct mnt_back *b)
+{
+	b->ns = b->cwd = -1;
+	if (m->mnt_ns_fd < 0)
+		return 0;
+	b->ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	b->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b->ns < 0 || b->cwd < 0 || setns(m->mnt_ns_fd, CLONE_NEWNS)) {
+		int ret = -errno;
+
+		mntns_member_leave(b);
+		return fail(ret, "cannot enter the mount namespace of process %d: %s", m->pid,
+			    strerror(-ret));
+	}
+	return 0;
+}
+
+void mntns_member_leave(struct mnt_back *b)
+{
+	if (b->ns >= 0 && setns(b->ns, CLONE_NEWNS))
+		pr_warn("cannot go back to the tree's mount namespace: %m\n");
+	if (b->cwd >= 0 && fchdir(b->cwd))
+		pr_warn("cannot go back to memdump's directory: %m\n");
+	if (b->ns >= 0)
+		close(b->ns);
+	if (b->cwd >= 0)
+		close(b->cwd);
+	b->ns = b->cwd = -1;
+}
+
 void mntns_free(struct rst *r)
 {
+	if (r->mnt_ns_owner && r->mnt_ns_fd >= 0)
+		close(r->mnt_ns_fd);
+	r->mnt_ns_fd = -1;
+	r->mnt_ns_owner = false;
 	if (r->mnts) {		/* the root's: the tree's other processes point to them */
 		free(r->mnt_stage);
 		free(r->mnt_devs);
