@@ -299,7 +299,8 @@ struct rst {
 	 * process owns the fd, the others in it share it */
 	uint32_t mnt_ns_id;
 	int mnt_ns_fd;
-	bool mnt_ns_owner;
+	bool mnt_ns_owner;	/* it enters mnt_ns_fd once forked */
+	int *mnt_from_fds;	/* per mnts[]: a clone of the root's tmpfs (from_root_mnt), or -1 */
 
 	/*
 	 * premap_restore.c: memory it shares copy-on-write with its parent or its

@@ -677,9 +677,8 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	return NULL;
 }
 
-/* member: a tree's process in another mount namespace than its root's */
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
-			struct refusals *r, bool member)
+			struct refusals *r)
 {
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
@@ -703,11 +702,7 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if (!made)
 			src = bind_source(p, i, &from);
 		in[i] = by_init(p, i, in, pid_ns, from);
-		if (member && in[i])
-			refuse_add(r, "the %s mount at %s of a mount namespace other than the tree "
-				   "root's (only its PID namespace's init could make it)",
-				   m->fstype, m->mountpoint);
-		else if ((m->shared || m->master) && !p->own_root)
+		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
 		else if (propagation_why(p, i, in[i], in))
@@ -756,7 +751,7 @@ void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else
-		refuse_plan(pid, tree, &p, r, false);
+		refuse_plan(pid, tree, &p, r);
 	plan_free(&p);
 }
 
@@ -838,25 +833,94 @@ static void refuse_fds_elsewhere(pid_t pid, const struct mnt_plan *p,
 		closedir(dir);
 }
 
+static bool made_tmpfs(const struct mnt_plan *p, size_t i);
+
 /*
- * Its tmpfs the tree root's namespace has too (a copy unshare made of it):
- * restore makes each namespace's anew, which would make two of one.
+ * Tmpfs i of a tree's other mount namespace as a mount of the tree root's
+ * namespace (a copy unshare made): the index of one restore makes there
+ * that holds it, bound from it again; -1 if none.
  */
+static int root_tmpfs(const struct mnt_plan *p, size_t i, const struct mnt_plan *rp)
+{
+	const struct mount *m = &p->theirs.m[i];
+
+	if (!made_tmpfs(p, i))
+		return -1;
+	for (size_t k = 0; k < rp->theirs.n; k++)
+		if (rp->how[k] == HOW_MOUNTED && !strcmp(rp->theirs.m[k].fstype, "tmpfs") &&
+		    root_within(m, &rp->theirs.m[k]))
+			return (int)k;
+	return -1;
+}
+
+/* Its tmpfs the tree root's namespace has too, which restore would make twice. */
 static void refuse_tmpfs_shared(const struct mnt_plan *p, const struct mnt_plan *rp,
 				struct refusals *r)
 {
 	for (size_t i = 0; i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
 
-		if (p->how[i] != HOW_MOUNTED || strcmp(m->fstype, "tmpfs"))
+		if (p->how[i] != HOW_MOUNTED || strcmp(m->fstype, "tmpfs") || root_tmpfs(p, i, rp) >= 0)
 			continue;
 		for (size_t k = 0; k < rp->theirs.n; k++)
 			if (rp->theirs.m[k].major == m->major && rp->theirs.m[k].minor == m->minor) {
 				refuse_add(r, "the tmpfs at %s, which the tree root's mount "
-					   "namespace has too (at %s): restore would make two",
+					   "namespace has too (at %s) but does not hold whole",
 					   m->mountpoint, rp->theirs.m[k].mountpoint);
 				break;
 			}
+	}
+}
+
+/* A peer group id of q's namespace, or master id, is group g? */
+static bool group_in(pid_t q, int g)
+{
+	char path[64];
+	struct mounts ms;
+	bool hit = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", q);
+	if (mounts_read(path, &ms))
+		return false;
+	for (size_t k = 0; k < ms.n && !hit; k++)
+		hit = ms.m[k].shared == g || ms.m[k].master == g;
+	mounts_free(&ms);
+	return hit;
+}
+
+static unsigned long mnt_ns_ino(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+/*
+ * Its mounts in a peer group (or slaves of one) that another mount namespace
+ * of the tree has too: each namespace's groups are made anew, apart.
+ */
+static void refuse_peers_elsewhere(pid_t pid, const struct mnt_plan *p,
+				   const struct proc_tree *tree, struct refusals *r)
+{
+	unsigned long mine = mnt_ns_ino(pid);
+
+	for (size_t i = 0; i < p->theirs.n; i++) {
+		const struct mount *m = &p->theirs.m[i];
+
+		for (int k = 0; (m->shared || m->master) && k < tree->n; k++) {
+			pid_t q = tree->procs[k].pid;
+
+			if (tree_is_zombie(&tree->procs[k]) || mnt_ns_ino(q) == mine ||
+			    !(group_in(q, m->shared ? m->shared : m->master) ||
+			      (m->master && group_in(q, m->master))))
+				continue;
+			refuse_add(r, "the mount at %s (shared:%d master:%d), whose peer group "
+				   "process %d's mount namespace has too", m->mountpoint, m->shared,
+				   m->master, q);
+			break;
+		}
 	}
 }
 
@@ -872,13 +936,11 @@ void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusal
 		memset(&rp, 0, sizeof(rp));
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
-	else if (p.own_root || rp.own_root)
-		refuse_add(r, "a mount namespace other than the tree root's (%d), in a tree with "
-			   "a root of its own (pivot_root)", root);
 	else {
-		refuse_plan(pid, NULL, &p, r, true);
+		refuse_plan(pid, NULL, &p, r);
 		refuse_fds_elsewhere(pid, &p, tree, r);
 		refuse_tmpfs_shared(&p, &rp, r);
+		refuse_peers_elsewhere(pid, &p, tree, r);
 	}
 	plan_free(&p);
 	plan_free(&rp);
@@ -1216,15 +1278,16 @@ static const char *ext_key_of(const struct dump_ctx *d, const struct mount *m)
 	return NULL;
 }
 
+/* rp: the tree root's namespace, for a tree's other one (or NULL) */
 static int write_mount(const struct dump_ctx *d, struct image *img, const struct mnt_plan *p,
-		       size_t i, bool *in, bool pid_ns)
+		       size_t i, bool *in, bool pid_ns, const struct mnt_plan *rp)
 {
 	const struct mount *m = &p->theirs.m[i];
 	MntEntry e = MNT_ENTRY__INIT;
 	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char *data = data_of(m->super), *src = NULL;
 	const char *ext = p->how[i] == HOW_KEPT ? NULL : ext_key_of(d, m);
-	int ret = 0, from = -2;
+	int ret = 0, from = -2, rk = !ext && rp ? root_tmpfs(p, i, rp) : -1;
 
 	e.fstype = criu_fstype(m->fstype);
 	e.mnt_id = (uint32_t)m->id;
@@ -1248,9 +1311,13 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	} else {
 		if (ext)	/* an external mount: bound from the path the restore is given */
 			e.bind_from = src = strdup(m->root);
-		else if (!made_anew(p->theirs.m, i))
+		else if (rk >= 0) {	/* the tree root's namespace's tmpfs */
+			e.has_from_root_mnt = true;
+			e.from_root_mnt = (uint32_t)rp->theirs.m[rk].id;
+			e.bind_from = src = strdup("/");
+		} else if (!made_anew(p->theirs.m, i))
 			e.bind_from = src = bind_source(p, i, &from);
-		if (ext && !src)
+		if ((ext || rk >= 0) && !src)
 			ret = -ENOMEM;
 		e.has_bind_host = from == -1;
 		e.bind_host = from == -1;
@@ -1259,7 +1326,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.has_in_child = true;
 		e.in_child = in[i];
 	}
-	if (!ret && !ext && made_tmpfs(p, i))
+	if (!ret && !ext && rk < 0 && made_tmpfs(p, i))
 		ret = add_tmpfs(d, m, &e, &w);
 	if (!ret)
 		ret = img_write_msg(img, &e.base);
@@ -1273,14 +1340,17 @@ int mntns_dump(struct dump_ctx *d)
 {
 	bool pid_ns = pidns_own(d->pid), *in = NULL;
 	struct image *img = NULL;
-	struct mnt_plan p;
+	struct mnt_plan p, rp = { 0 };
 	int ret = plan_make(d->pid, &p);
 
+	if (!ret && d->mnt_ns_id && d->tree)	/* a tree's other namespace: beside the root's */
+		ret = plan_make(d->tree->procs[0].pid, &rp);
 	if (!ret && !(in = calloc(p.theirs.n + 1, sizeof(*in))))
 		ret = -ENOMEM;
 	if (ret) {
 		free(in);
 		plan_free(&p);
+		plan_free(&rp);
 		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
 	}
 	for (int k = 0; k < d->nr_mnt_ext && !ret && !d->mnt_ns_id; k++) {
@@ -1298,12 +1368,13 @@ int mntns_dump(struct dump_ctx *d)
 	if (!ret)
 		ret = img_create(&d->dir, IMG_MNTS, d->mnt_ns_id ? d->mnt_ns_id : 1, &img);
 	for (size_t i = 0; i < p.theirs.n && !ret; i++)
-		ret = write_mount(d, img, &p, i, in, pid_ns);
+		ret = write_mount(d, img, &p, i, in, pid_ns, d->mnt_ns_id ? &rp : NULL);
 	if (img && ret)
 		img_abort(img);
 	else if (img)
 		ret = img_close(img);
 	plan_free(&p);
+	plan_free(&rp);
 	free(in);
 	return ret;
 }

@@ -353,6 +353,27 @@ bool mntns_new_dev(const struct rst *r, dev_t dev)
 	return false;
 }
 
+/* A tree's other namespace: tmpfs e, a clone of the root's (mnt_from_fds), at at. */
+static int attach_root_tmpfs(struct rst *r, const MntEntry *e, const char *at, char *why,
+			     size_t len)
+{
+	unsigned long flags = e->flags & MOUNT_FLAGS;
+	int fd = -1, ret = 0;
+
+	for (size_t k = 0; k < r->nr_mnts && r->mnt_from_fds; k++)
+		if (r->mnts[k] == e)
+			fd = r->mnt_from_fds[k];
+	if (fd < 0 || syscall(SYS_move_mount, fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) ||
+	    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
+		ret = fd < 0 ? -EBADF : -errno;
+	if (ret)
+		snprintf(why, len, "cannot mount the tree root's tmpfs at %s: %s", e->mountpoint,
+			 strerror(-ret));
+	else
+		note_dev(r, at);
+	return ret;
+}
+
 /*
  * One mount the process made, at its point (under stage, where memdump
  * builds a root of the process's own; "" once the init is in it); why into
@@ -367,6 +388,8 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 
 	snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
 		 e->mountpoint : "");
+	if (e->has_from_root_mnt)	/* the tree root's tmpfs: its clone, attached here */
+		return attach_root_tmpfs(r, e, at, why, len);
 	if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
 		snprintf(from, sizeof(from), "%s", ext_path(r, e));
 	else if (e->bind_from && r->o->root && !strcmp(e->mountpoint, "/"))
@@ -699,12 +722,14 @@ static int enter_root(struct rst *r, char *why, size_t len)
 {
 	char go;
 
-	close(r->mnt_go[1]);
-	if (read(r->mnt_go[0], &go, 1) != 1) {
-		snprintf(why, len, "memdump did not leave the new mount namespace");
-		return -EIO;
+	if (r->mnt_go[0] >= 0) {	/* a tree's other namespace: memdump left it before */
+		close(r->mnt_go[1]);
+		if (read(r->mnt_go[0], &go, 1) != 1) {
+			snprintf(why, len, "memdump did not leave the new mount namespace");
+			return -EIO;
+		}
+		close(r->mnt_go[0]);
 	}
-	close(r->mnt_go[0]);
 	if (chdir(r->mnt_stage) || syscall(SYS_pivot_root, ".", ".") ||
 	    umount2(".", MNT_DETACH) || chdir("/")) {
 		snprintf(why, len, "cannot make %s the process's root (pivot_root): %s",
@@ -718,13 +743,17 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 {
 	int ret = 0;
 
-	if (r->tree_parent && r->mnt_ns_fd >= 0 && setns(r->mnt_ns_fd, CLONE_NEWNS)) {
+	/* a tree's process enters its own namespace, if it is the first in it */
+	if (r->tree_parent && !r->mnt_ns_owner)
+		return 0;
+	if (r->tree_parent && setns(r->mnt_ns_fd, CLONE_NEWNS)) {
 		ret = -errno;
 		snprintf(why, len, "cannot enter its mount namespace: %s", strerror(-ret));
 		return ret;
 	}
-
-	if (!own_mntns(r) || r->tree_parent)
+	if (r->tree_parent && !r->mnts)
+		return 0;	/* the root's again, which the root has made whole */
+	if (!r->tree_parent && !own_mntns(r))
 		return 0;
 	if (r->mnt_stage)
 		ret = enter_root(r, why, len);
@@ -751,21 +780,19 @@ static const struct rst *member_with(struct rst *root, const struct rst *m, uint
 }
 
 /* Its entries as the image of another mount namespace of the tree must be. */
-static int check_member_entries(const struct rst *m, uint32_t id)
+static int check_member_entries(const struct rst *root, const struct rst *m, uint32_t id)
 {
-	if (!m->nr_mnts)
-		return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: no mount",
-			    id, m->pid);
-	for (size_t i = 0; i < m->nr_mnts; i++) {
-		const MntEntry *e = m->mnts[i];
+	const MntEntry *mine = own_root(m), *theirs = own_root(root);
 
-		if ((e->has_in_child && e->in_child) || own_root(m))
-			return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: the "
-				    "mount at %s is one memdump does not make there", id, m->pid,
-				    e->mountpoint);
-		if (check_propagation(m, e))
+	if (!m->nr_mnts || (mine && (!mine->bind_from || !mine->bind_host)))
+		return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: no mount, "
+			    "or a root bound from nowhere", id, m->pid);
+	if (mine && root->o->root && (!theirs || strcmp(theirs->bind_from, mine->bind_from)))
+		return fail(-EINVAL, "--root %s: process %d has a root of its own other than the "
+			    "tree's root's (%s)", root->o->root, m->pid, mine->bind_from);
+	for (size_t i = 0; i < m->nr_mnts; i++)
+		if (check_propagation(m, m->mnts[i]))
 			return -EINVAL;
-	}
 	return 0;
 }
 
@@ -780,6 +807,10 @@ static int build_member(const struct rst *root, struct rst *m)
 	if (unshare(CLONE_NEWNS))
 		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
 	ret = build(m);
+	for (int i = 0; i < 2; i++)	/* no memdump to wait for at the pivot */
+		if (m->mnt_go[i] >= 0)
+			close(m->mnt_go[i]);
+	m->mnt_go[0] = m->mnt_go[1] = -1;
 	if (!ret) {
 		m->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
 		if (m->mnt_ns_fd < 0)
@@ -787,6 +818,61 @@ static int build_member(const struct rst *root, struct rst *m)
 	}
 	m->mnt_ns_owner = m->mnt_ns_fd >= 0;
 	return ret;
+}
+
+/* Member m enters the tree root's namespace once forked (its parent is in another). */
+static int enter_root_ns(struct rst *root, struct rst *m)
+{
+	if (root->mnt_ns_fd < 0)	/* this thread is in it (or in memdump's, the root's) */
+		root->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (root->mnt_ns_fd < 0)
+		return fail(-errno, "cannot keep the tree's mount namespace: %s", strerror(errno));
+	m->mnt_ns_fd = root->mnt_ns_fd;
+	m->mnt_ns_owner = true;
+	return 0;
+}
+
+/*
+ * While this thread is in the tree root's namespace: a clone (open_tree) of
+ * each of its tmpfs m's namespace has too (from_root_mnt), which
+ * build_member attaches there.
+ */
+static int clone_root_tmpfs(const struct rst *root, struct rst *m)
+{
+	for (size_t i = 0; i < m->nr_mnts; i++) {
+		const MntEntry *e = m->mnts[i];
+		int k = e->has_from_root_mnt ? entry_index(root, e->from_root_mnt) : -1;
+		const char *stage = root->mnt_stage ? root->mnt_stage : "";
+		char at[PATH_MAX];
+		struct stat st;
+		int fd;
+
+		if (!e->has_from_root_mnt)
+			continue;
+		if (!m->mnt_from_fds) {
+			m->mnt_from_fds = malloc(m->nr_mnts * sizeof(int));
+			if (!m->mnt_from_fds)
+				return -ENOMEM;
+			for (size_t j = 0; j < m->nr_mnts; j++)
+				m->mnt_from_fds[j] = -1;
+		}
+		if (k < 0 || root->mnts[k]->how != HOW_MOUNTED ||
+		    (root->mnts[k]->has_in_child && root->mnts[k]->in_child))
+			return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: the "
+				    "tmpfs at %s is from no mount the tree's root has", m->mnt_ns_id,
+				    m->pid, e->mountpoint);
+		snprintf(at, sizeof(at), "%s%s", stage, strcmp(root->mnts[k]->mountpoint, "/") ||
+			 !*stage ? root->mnts[k]->mountpoint : "");
+		fd = (int)syscall(SYS_open_tree, AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fd < 0)
+			return fail(-errno, "cannot clone the tmpfs at %s of the tree's root: %s",
+				    root->mnts[k]->mountpoint, strerror(errno));
+		m->mnt_from_fds[i] = fd;
+		if (fstat(fd, &st) || !mntns_new_dev(root, st.st_dev))
+			return fail(-EIO, "the tmpfs at %s of the tree's root is covered: process "
+				    "%d's namespace cannot have it", root->mnts[k]->mountpoint, m->pid);
+	}
+	return 0;
 }
 
 int mntns_member_load(struct rst *root, struct rst *m)
@@ -797,34 +883,39 @@ int mntns_member_load(struct rst *root, struct rst *m)
 	struct mnt_back b;
 	int ret;
 
+	m->mnt_ns_id = id;
+	o = id ? member_with(root, m, id) : NULL;
+	if (id == 1 || (o && m->tree_parent->mnt_ns_id != id))
+		return fail(-EIO, "image set proc-%d is corrupt: its mount namespace %u is not "
+			    "its parent's (%u), or is the tree's root's", m->pid, id,
+			    m->tree_parent->mnt_ns_id);
+	if (!id && m->tree_parent->mnt_ns_id)
+		return enter_root_ns(root, m);	/* the root's, under a parent in another */
 	if (!id)
 		return 0;	/* the root's */
-	m->mnt_ns_id = id;
-	if (id < 2)
-		return fail(-EIO, "image set proc-%d is corrupt: mount namespace %u", m->pid, id);
-	o = member_with(root, m, id);
-	m->mnt_stage = NULL;
+	m->mnt_stage = o ? o->mnt_stage : NULL;
 	m->mnt_devs = o ? o->mnt_devs : NULL;
 	m->nr_mnt_devs = o ? o->nr_mnt_devs : 0;
-	if (o) {
-		m->mnt_ns_fd = o->mnt_ns_fd;	/* its own: the first one's */
+	if (o) {	/* forked by its parent in it: it shares its first process's */
+		m->mnt_ns_fd = o->mnt_ns_fd;
 		return 0;
 	}
-	if (join_path(root->o) || root->mnt_stage)
+	if (join_path(root->o))
 		return fail(-EINVAL, "process %d is in a mount namespace of its own, which memdump "
-			    "does not make in %s", m->pid, root->mnt_stage ? "a root of the "
-			    "tree's own" : "--join-ns mnt");
+			    "does not make with --join-ns mnt", m->pid);
 	ret = load_entries(m, id);
 	if (ret)
 		return fail(ret, "cannot read mountpoints-%u.img of process %d: %s", id, m->pid,
 			    strerror(-ret));
-	ret = check_member_entries(m, id);
+	ret = check_member_entries(root, m, id);
 	if (ret)
 		return ret;
 	b.ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	b.cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (b.ns < 0 || b.cwd < 0)
 		ret = fail(-errno, "cannot keep memdump's mount namespace: %s", strerror(errno));
+	if (!ret)
+		ret = clone_root_tmpfs(root, m);
 	if (!ret)
 		ret = build_member(root, m);
 	if (!ret)
@@ -836,8 +927,8 @@ int mntns_member_load(struct rst *root, struct rst *m)
 int mntns_member_enter(const struct rst *m, struct mnt_back *b)
 {
 	b->ns = b->cwd = -1;
-	if (m->mnt_ns_fd < 0)
-		return 0;
+	if (m->mnt_ns_fd < 0 || !m->mnt_ns_id)
+		return 0;	/* the root's: this thread is in it */
 	b->ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	b->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (b->ns < 0 || b->cwd < 0 || setns(m->mnt_ns_fd, CLONE_NEWNS)) {
@@ -865,7 +956,13 @@ void mntns_member_leave(struct mnt_back *b)
 
 void mntns_free(struct rst *r)
 {
-	if (r->mnt_ns_owner && r->mnt_ns_fd >= 0)
+	for (size_t i = 0; r->mnt_from_fds && i < r->nr_mnts; i++)
+		if (r->mnt_from_fds[i] >= 0)
+			close(r->mnt_from_fds[i]);
+	free(r->mnt_from_fds);
+	r->mnt_from_fds = NULL;
+	/* the root's (entered again by a member), or a namespace a member built */
+	if (r->mnt_ns_fd >= 0 && (!r->tree_parent || r->mnts))
 		close(r->mnt_ns_fd);
 	r->mnt_ns_fd = -1;
 	r->mnt_ns_owner = false;

@@ -178,6 +178,19 @@ static const struct tree_proc *tree_proc_of(const struct proc_tree *tree, pid_t 
 	return NULL;
 }
 
+/* Is another process of tree in mount namespace ino, under a parent in another? */
+static bool entered_twice(pid_t pid, const struct proc_tree *tree, unsigned long ino)
+{
+	for (int i = 1; i < tree->n; i++) {
+		const struct tree_proc *q = &tree->procs[i];
+
+		if (q->pid != pid && !tree_is_zombie(q) && ns_inode(q->pid, "mnt") == ino &&
+		    ns_inode(q->ppid, "mnt") != ino)
+			return true;
+	}
+	return false;
+}
+
 void ns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
@@ -188,12 +201,12 @@ void ns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *
 	if (!me || !tree->n || tree->procs[0].pid == pid || !ino)
 		return;
 	root = ns_inode(tree->procs[0].pid, "mnt");
-	if (ino != root) {
+	if (ino != root && ppid && ns_inode(ppid, "mnt") != ino && entered_twice(pid, tree, ino))
+		refuse_add(r, "a mount namespace another process of the tree is in, under a "
+			   "parent in another (restore makes a process enter it once)");
+	else if (ino != root) {	/* (one under a parent in another enters the root's again) */
 		refuse_sharers(pid, tree, &mnt, r);
 		mntns_refuse_member(pid, tree, r);
-	} else if (ppid && tree_proc_of(tree, ppid) && ns_inode(ppid, "mnt") != root) {
-		refuse_add(r, "the mount namespace of the tree's root, under a parent (%d) in "
-			   "another", ppid);
 	}
 }
 

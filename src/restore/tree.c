@@ -196,14 +196,13 @@ static int load_member(struct rst *root, size_t i)
 	if (ret)
 		return ret;
 	m->pid = dumpset_pid(&m->ds);
-	ret = mntns_member_load(root, m);	/* a mount namespace other than the root's */
-	if (ret)
-		return ret;
 	m->tree_parent = proc_of(root, (pid_t)pe->ppid, i);
 	if (!m->tree_parent || m->ds.pstree->ppid != pe->ppid)
 		return fail(-EIO, "pstree.img is corrupt: the parent %u of process %u is not "
 			    "listed before it", pe->ppid, pe->pid);
-	ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
+	ret = mntns_member_load(root, m);	/* a mount namespace other than the root's */
+	if (!ret)
+		ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
 	if (!ret)
 		ret = check_in_mntns(m);
 	if (ret)
