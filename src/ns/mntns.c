@@ -860,7 +860,8 @@ static void refuse_tmpfs_shared(const struct mnt_plan *p, const struct mnt_plan 
 	for (size_t i = 0; i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
 
-		if (p->how[i] != HOW_MOUNTED || strcmp(m->fstype, "tmpfs") || root_tmpfs(p, i, rp) >= 0)
+		/* (a bind of one of its own namespace's is bound from that one) */
+		if (!made_tmpfs(p, i) || root_tmpfs(p, i, rp) >= 0)
 			continue;
 		for (size_t k = 0; k < rp->theirs.n; k++)
 			if (rp->theirs.m[k].major == m->major && rp->theirs.m[k].minor == m->minor) {
@@ -1278,6 +1279,26 @@ static const char *ext_key_of(const struct dump_ctx *d, const struct mount *m)
 	return NULL;
 }
 
+/*
+ * The key of m as a tree's other namespace's mount (rp: the root's): a copy
+ * of the root's external mount (the same point, filesystem and root), not
+ * whatever that namespace mounted at its point since (zdtm mnt_ext_collision).
+ */
+static const char *member_ext_key(const struct dump_ctx *d, const struct mount *m,
+				  const struct mnt_plan *rp)
+{
+	const char *key = ext_key_of(d, m);
+
+	for (size_t k = 0; key && k < rp->theirs.n; k++) {
+		const struct mount *o = &rp->theirs.m[k];
+
+		if (!strcmp(o->mountpoint, m->mountpoint) && o->major == m->major &&
+		    o->minor == m->minor && !strcmp(o->root, m->root))
+			return key;
+	}
+	return NULL;
+}
+
 /* rp: the tree root's namespace, for a tree's other one (or NULL) */
 static int write_mount(const struct dump_ctx *d, struct image *img, const struct mnt_plan *p,
 		       size_t i, bool *in, bool pid_ns, const struct mnt_plan *rp)
@@ -1286,7 +1307,8 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	MntEntry e = MNT_ENTRY__INIT;
 	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char *data = data_of(m->super), *src = NULL;
-	const char *ext = p->how[i] == HOW_KEPT ? NULL : ext_key_of(d, m);
+	const char *ext = p->how[i] == HOW_KEPT ? NULL : rp ? member_ext_key(d, m, rp) :
+			  ext_key_of(d, m);
 	int ret = 0, from = -2, rk = !ext && rp ? root_tmpfs(p, i, rp) : -1;
 
 	e.fstype = criu_fstype(m->fstype);
