@@ -938,7 +938,9 @@ void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusal
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else {
-		refuse_plan(pid, NULL, &p, r);
+		struct proc_tree none = { 0 };	/* its files: the root's check names them */
+
+		refuse_plan(pid, &none, &p, r);
 		refuse_fds_elsewhere(pid, &p, tree, r);
 		refuse_tmpfs_shared(&p, &rp, r);
 		refuse_peers_elsewhere(pid, &p, tree, r);
