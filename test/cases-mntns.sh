@@ -491,17 +491,21 @@ case_mntns_nest_own() {
 	mntnest_run "unshare --mount --propagation private $T/mnt-setup" grand
 }
 
-# the child holds a file the parent opened in its own namespace (zdtm
-# mntns_open): refused by name, the tree left running
+# the child alone holds a file the parent opened in its namespace (zdtm
+# mntns_open): opened there again (root_mntns), on the parent's mount
+case_mntns_nest_open() { mntnest_run "" open; }
+
+# the same file deleted: refused by name, the tree left running
 case_mntns_nest_refuse() {
-	start_prog t-mntnest open
+	start_prog t-mntnest opendel
 	md refuse dump -t "$PID" -D "$T/d"
 	expect_md_error
-	grep -q "($T/mntnest-p), a file of another mount namespace than its process's" "$MD_ERR" ||
-		fail "the refusal does not name the file: $(cat "$MD_ERR")"
+	grep -q "($T/mntnest-p (deleted)), a file of another mount namespace than its process's" \
+		"$MD_ERR" || fail "the refusal does not name the file: $(cat "$MD_ERR")"
 	no_inventory "$T/d"
 	check_child_pass
 }
 add mntns-nest case_mntns_nest
 add mntns-nest-own case_mntns_nest_own
+add mntns-nest-open case_mntns_nest_open
 add mntns-nest-refuse case_mntns_nest_refuse

@@ -6,8 +6,9 @@
  * offset), that DIR/m is still its tmpfs and that its namespace is not the
  * parent's; the parent checks that it does not see the tmpfs, and prints PASS.
  * `open`: the child also holds a file the parent opened before the fork, and
- * the parent closed its own fd (zdtm mntns_open: a file of another mount
- * namespace than the child's, which memdump refuses).
+ * the parent closed its own fd (zdtm mntns_open): still on the parent's
+ * mount, not one of the child's namespace, offset and content kept;
+ * `opendel`: the same file, deleted (refused).
  * READY <parent> <child> */
 #include "tlib.h"
 #include <fcntl.h>
@@ -91,6 +92,56 @@ static void drop_transient(void)
 		fclose(f);
 }
 
+/* mount id of fd (fdinfo), and is it in pid's mountinfo? */
+static int mnt_id_of(int fd)
+{
+	char p[64], line[256];
+	int id = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %d", &id) != 1)
+		;
+	if (f)
+		fclose(f);
+	return id;
+}
+
+static bool listed(pid_t pid, int id)
+{
+	char p[64], line[4096];
+	bool hit = false;
+	int m;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(p, "r");
+	while (f && !hit && fgets(line, sizeof(line), f))
+		hit = sscanf(line, "%d", &m) == 1 && m == id;
+	if (f)
+		fclose(f);
+	return hit;
+}
+
+static int held_fd = -1;	/* open: the parent's file, the child's alone */
+
+static int check_held(pid_t parent)
+{
+	char buf[16] = { 0 };
+	int id = mnt_id_of(held_fd);
+
+	if (held_fd < 0)
+		return 0;
+	if (lseek(held_fd, 0, SEEK_CUR) != 2 || pread(held_fd, buf, 5, 0) != 5 ||
+	    strcmp(buf, "held\n"))
+		return fprintf(stderr, "child: the held file lost its offset or content\n"), 1;
+	if (listed(getpid(), id) || !listed(parent, id))
+		return fprintf(stderr, "child: the held file is on mount %d, not the parent's\n",
+			       id), 1;
+	return 0;
+}
+
 static void __attribute__((noreturn)) child(pid_t parent, bool grand, int ready)
 {
 	pid_t g = 0;
@@ -120,6 +171,7 @@ static void __attribute__((noreturn)) child(pid_t parent, bool grand, int ready)
 		st = 1;
 	}
 	st |= check_fd("child", fd);
+	st |= check_held(parent);
 	if (g) {
 		int gs;
 
@@ -133,7 +185,8 @@ static void __attribute__((noreturn)) child(pid_t parent, bool grand, int ready)
 int main(int argc, char **argv)
 {
 	bool grand = argc > 2 && !strcmp(argv[2], "grand");
-	bool held = argc > 2 && !strcmp(argv[2], "open");
+	bool del = argc > 2 && !strcmp(argv[2], "opendel");
+	bool held = del || (argc > 2 && !strcmp(argv[2], "open"));
 	int p[2], st, pfd = -1;
 	char c;
 	pid_t kid;
@@ -149,9 +202,12 @@ int main(int argc, char **argv)
 		char pf[4200];
 
 		snprintf(pf, sizeof(pf), "%s/mntnest-p", t_dir);
-		pfd = open(pf, O_RDWR | O_CREAT, 0600);
-		if (pfd < 0)
+		pfd = open(pf, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (pfd < 0 || write(pfd, "held\n", 5) != 5 || lseek(pfd, 2, SEEK_SET) != 2)
 			t_fail("open %s: %m", pf);
+		held_fd = pfd;
+		if (del)
+			unlink(pf);
 	}
 	kid = fork();
 	if (kid < 0)

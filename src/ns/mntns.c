@@ -760,6 +760,58 @@ static bool mount_listed(const struct mounts *ms, int id)
 	return index_of(ms, id) >= 0;
 }
 
+static int fd_mnt_id(pid_t pid, int fd)
+{
+	char path[64], line[256];
+	int mnt_id = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %d", &mnt_id) != 1)
+		;
+	if (f)
+		fclose(f);
+	return mnt_id;
+}
+
+/* Does q's mount namespace list mount mnt_id? */
+static bool ns_lists(pid_t q, int mnt_id)
+{
+	char path[64];
+	struct mounts ms;
+	bool hit;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", q);
+	if (mounts_read(path, &ms))
+		return false;
+	hit = index_of(&ms, mnt_id) >= 0;
+	mounts_free(&ms);
+	return hit;
+}
+
+bool mntns_fd_of_root(pid_t pid, int fd, pid_t root)
+{
+	int mnt_id = fd_mnt_id(pid, fd);
+
+	return mnt_id >= 0 && !ns_lists(pid, mnt_id) && ns_lists(root, mnt_id);
+}
+
+/*
+ * Its fd's file as the tree's root sees it at the same path (what restore
+ * opens there): not deleted, the same inode.
+ */
+static bool root_sees(pid_t pid, int fd, const char *link, pid_t root)
+{
+	char a[64], b[PATH_MAX + 64];
+	struct stat sa, sb;
+
+	snprintf(a, sizeof(a), "/proc/%d/fd/%d", pid, fd);
+	snprintf(b, sizeof(b), "/proc/%d/root%s", root, link);
+	return !strstr(link, " (deleted)") && !stat(a, &sa) && !stat(b, &sb) &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /*
  * Does a process of the tree before pid hold fd's description? Restore
  * opens it for that one, in its namespace, and pid's fd is a copy.
@@ -802,12 +854,9 @@ static void refuse_fds_elsewhere(pid_t pid, const struct mnt_plan *p,
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
 	dir = opendir(path);
 	while (dir && (e = readdir(dir))) {
-		char fdi[96], link[PATH_MAX], line[256];
-		int mnt_id = -1;
+		char fdi[96], link[PATH_MAX];
+		int mnt_id, fd = atoi(e->d_name);
 		ssize_t n;
-		FILE *f;
-
-		int fd = atoi(e->d_name);
 
 		if (e->d_name[0] == '.')
 			continue;
@@ -818,14 +867,10 @@ static void refuse_fds_elsewhere(pid_t pid, const struct mnt_plan *p,
 		link[n] = 0;
 		if (link[0] != '/' || !strncmp(link, "/memfd:", 7))
 			continue;	/* pipes, sockets, anon inodes, memfds: no mount of a namespace */
-		snprintf(fdi, sizeof(fdi), "/proc/%d/fdinfo/%d", pid, fd);
-		f = fopen(fdi, "r");
-		while (f && fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %d", &mnt_id) != 1)
-			;
-		if (f)
-			fclose(f);
+		mnt_id = fd_mnt_id(pid, fd);
 		if (mnt_id >= 0 && !mount_listed(&p->theirs, mnt_id) &&
-		    !held_before(pid, fd, tree))
+		    !held_before(pid, fd, tree) &&
+		    !(ns_lists(tree->procs[0].pid, mnt_id) && root_sees(pid, fd, link, tree->procs[0].pid)))
 			refuse_add(r, "fd %d (%s), a file of another mount namespace than its "
 				   "process's", fd, link);
 	}

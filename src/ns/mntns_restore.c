@@ -347,9 +347,12 @@ static void note_dev(struct rst *r, const char *at)
 
 bool mntns_new_dev(const struct rst *r, dev_t dev)
 {
-	for (size_t i = 0; i < r->nr_mnt_devs; i++)
-		if (r->mnt_devs[i] == dev)
-			return true;
+	/* a tree's: those of its namespace's, and of the namespaces above it
+	 * (a file of the root's namespace, root_mntns) */
+	for (const struct rst *t = r; t; t = t->tree_parent)
+		for (size_t i = 0; i < t->nr_mnt_devs; i++)
+			if (t->mnt_devs[i] == dev)
+				return true;
 	return false;
 }
 
@@ -903,6 +906,10 @@ int mntns_member_load(struct rst *root, struct rst *m)
 	if (join_path(root->o))
 		return fail(-EINVAL, "process %d is in a mount namespace of its own, which memdump "
 			    "does not make with --join-ns mnt", m->pid);
+	if (root->mnt_ns_fd < 0)	/* its files of the root's namespace are opened there */
+		root->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (root->mnt_ns_fd < 0)
+		return fail(-errno, "cannot keep the tree's mount namespace: %s", strerror(errno));
 	ret = load_entries(m, id);
 	if (ret)
 		return fail(ret, "cannot read mountpoints-%u.img of process %d: %s", id, m->pid,
@@ -921,6 +928,61 @@ int mntns_member_load(struct rst *root, struct rst *m)
 	if (!ret)
 		pr_info("mount namespace of process %d: new, %zu mounts\n", m->pid, m->nr_mnts);
 	mntns_member_leave(&b);
+	return ret;
+}
+
+static struct rst *root_of(struct rst *r)
+{
+	while (r->tree_parent)
+		r = r->tree_parent;
+	return r;
+}
+
+/* memdump's thread into the tree root's namespace, from r's; path: name there. */
+static int to_root_ns(struct rst *r, const char *name, char *path, size_t len)
+{
+	const struct rst *root = root_of(r);
+
+	if (!r->mnt_ns_id || r->mnt_ns_fd < 0 || root->mnt_ns_fd < 0)
+		return fail(-EIO, "image set proc-%d is corrupt: %s is of the tree root's mount "
+			    "namespace, and it is in that one", r->pid, name);
+	snprintf(path, len, "%s%s", root->mnt_stage ? root->mnt_stage : "", name);
+	if (setns(root->mnt_ns_fd, CLONE_NEWNS))
+		return fail(-errno, "cannot enter the tree's mount namespace: %s", strerror(errno));
+	return 0;
+}
+
+static void back_from_root_ns(const struct rst *r)
+{
+	if (setns(r->mnt_ns_fd, CLONE_NEWNS))
+		pr_warn("cannot go back to the mount namespace of process %d: %m\n", r->pid);
+}
+
+int mntns_root_open(struct rst *r, const char *name, int flags)
+{
+	char path[PATH_MAX];
+	int ret = to_root_ns(r, name, path, sizeof(path)), fd;
+
+	if (ret)
+		return ret;
+	fd = open(path, flags | O_CLOEXEC);
+	ret = fd < 0 ? -errno : fd;
+	back_from_root_ns(r);
+	if (ret < 0)
+		return fail(ret, "cannot open %s in the tree's mount namespace: %s", name,
+			    strerror(-ret));
+	return ret;
+}
+
+int mntns_root_stat(struct rst *r, const char *name, struct stat *st)
+{
+	char path[PATH_MAX];
+	int ret = to_root_ns(r, name, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	ret = stat(path, st) ? -errno : 0;
+	back_from_root_ns(r);
 	return ret;
 }
 
