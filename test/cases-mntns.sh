@@ -483,10 +483,10 @@ mntnest_run() {
 }
 
 case_mntns_nest() { mntnest_run ""; }
-# (the network namespaces other tests mount in /run/netns for a while
-# unmounted first: restore would look for them in memdump's)
+# (what other tests mount in /run/netns and their /tmp/memdump-test.*
+# for a while unmounted first: restore would look for them in memdump's)
 case_mntns_nest_own() {
-	printf '#!/bin/sh\nfor m in $(awk '"'"'$2 ~ "^/run/netns/" {print $2}'"'"' /proc/self/mounts); do umount -l "$m"; done\nexec "$@"\n' > "$T/mnt-setup"
+	printf '#!/bin/sh\nfor m in $(awk '"'"'$2 ~ "^(/run/netns/|/tmp/memdump-test[.])" {print $2}'"'"' /proc/self/mounts | sort -r); do umount -l "$m"; done\nexec "$@"\n' > "$T/mnt-setup"
 	chmod +x "$T/mnt-setup"
 	mntnest_run "unshare --mount --propagation private $T/mnt-setup" grand
 }

@@ -76,9 +76,10 @@ static void __attribute__((noreturn)) grandchild(int ready)
 }
 
 /*
- * Other tests mount network namespaces in /run/netns for a while: in a
- * copy of the host's namespace they would be mounts restore looks for in
- * memdump's, gone by then. Unmounted here, they are not looked for.
+ * Other tests mount network namespaces in /run/netns, and file systems in
+ * their /tmp/memdump-test.* directories, for a while: in a copy of the
+ * host's namespace they would be mounts restore looks for in memdump's,
+ * gone by then. Unmounted here (before its own), they are not looked for.
  */
 static void drop_transient(void)
 {
@@ -86,7 +87,8 @@ static void drop_transient(void)
 	FILE *f = fopen("/proc/self/mounts", "r");
 
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%255s %4095s", dev, mp) == 2 && !strncmp(mp, "/run/netns/", 11))
+		if (sscanf(line, "%255s %4095s", dev, mp) == 2 &&
+		    (!strncmp(mp, "/run/netns/", 11) || !strncmp(mp, "/tmp/memdump-test.", 18)))
 			umount2(mp, MNT_DETACH);
 	if (f)
 		fclose(f);
@@ -148,10 +150,11 @@ static void __attribute__((noreturn)) child(pid_t parent, bool grand, int ready)
 	int fd, st = 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("memdump-nest", dir, "tmpfs", 0, "size=1m,mode=0700"))
-		t_fail("unshare and mount: %m");
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		t_fail("unshare: %m");
 	drop_transient();
+	if (mount("memdump-nest", dir, "tmpfs", 0, "size=1m,mode=0700"))
+		t_fail("mount: %m");
 	fd = open(file, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 || write(fd, TEXT, strlen(TEXT)) != (ssize_t)strlen(TEXT) ||
 	    lseek(fd, 7, SEEK_SET) != 7)
