@@ -445,3 +445,67 @@ case_mntns_tmpfs_unbindable_refuse() {
 	check_child_pass
 }
 add mntns-tmpfs-unbindable-refuse case_mntns_tmpfs_unbindable_refuse
+
+# A tree in two mount namespaces: the child of t-mntnest unshared its own
+# and mounted a tmpfs only it sees, a file of it open; memdump's namespace
+# (mntns-nest) or one of the parent's own (mntns-nest-own, with a grandchild
+# in the child's): each process comes back into its own namespace, the
+# child's built from mountpoints-2.img of its set.
+mntnest_check() {
+	local parent=$1 kid=$2
+	[[ $(readlink /proc/"$kid"/ns/mnt) != "$(readlink /proc/"$parent"/ns/mnt)" ]] ||
+		fail "the child is in its parent's mount namespace"
+	[[ $(nsenter -t "$kid" -m cat "$T/mntnest/f") == "nested mount namespace" ]] ||
+		fail "the child's tmpfs lost its file"
+	nsenter -t "$parent" -m test -e "$T/mntnest/f" && fail "the parent sees the child's tmpfs"
+	! grep -q " memdump-nest " /proc/self/mounts || fail "memdump's own namespace got the tmpfs"
+	return 0
+}
+
+mntnest_run() {
+	START_WRAP=$1 start_prog t-mntnest "${@:2}"
+	local kid=${READY[2]}
+	mntnest_check "$PID" "$kid"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	[[ -s $T/d/proc-$kid/mountpoints-2.img ]] || fail "no mountpoints-2.img in the child's set"
+	[[ $(crit show "$T/d/proc-$kid/ids-$kid.img" | grep -c '"mnt_ns_id": 2') == 1 ]] ||
+		fail "the child's ids do not name its mount namespace 2"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	mntnest_check "$PID" "$kid"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+case_mntns_nest() { mntnest_run ""; }
+# (what other tests mount in /run/netns and their /tmp/memdump-test.*
+# for a while unmounted first: restore would look for them in memdump's)
+case_mntns_nest_own() {
+	printf '#!/bin/sh\nfor m in $(awk '"'"'$2 ~ "^(/run/netns/|/tmp/memdump-test[.])" {print $2}'"'"' /proc/self/mounts | sort -r); do umount -l "$m"; done\nexec "$@"\n' > "$T/mnt-setup"
+	chmod +x "$T/mnt-setup"
+	mntnest_run "unshare --mount --propagation private $T/mnt-setup" grand
+}
+
+# the child alone holds a file the parent opened in its namespace (zdtm
+# mntns_open): opened there again (root_mntns), on the parent's mount
+case_mntns_nest_open() { mntnest_run "" open; }
+
+# the same file deleted: refused by name, the tree left running
+case_mntns_nest_refuse() {
+	start_prog t-mntnest opendel
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "($T/mntnest-p (deleted)), a file of another mount namespace than its process's" \
+		"$MD_ERR" || fail "the refusal does not name the file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-nest case_mntns_nest
+add mntns-nest-own case_mntns_nest_own
+add mntns-nest-open case_mntns_nest_open
+add mntns-nest-refuse case_mntns_nest_refuse

@@ -347,6 +347,11 @@ struct dump_ctx {
 	struct sk_set sockets;		/* sockets.c */
 	uint32_t own_ns;		/* CLONE_NEWUTS|CLONE_NEWIPC saved (ns.c) */
 	const char *ext_net_key;	/* its network namespace is external (dump_opts) */
+	/* a tree's process in another mount namespace than the root's: its number
+	 * (2, 3...: mountpoints-N.img, ids' mnt_ns_id), 0 in the root's; the first
+	 * process of it in the tree writes the image */
+	uint32_t mnt_ns_id;
+	bool mnt_ns_first;
 	struct kobj_ids kobj;		/* the tables it shares in its tree (share.c) */
 	int host_netns;			/* memdump's network namespace (dump_opts) */
 	struct tree_proc *zombies;	/* its zombie children (zombies.c) */

@@ -294,6 +294,13 @@ struct rst {
 	int mnt_go[2];		/* a root of its own: memdump left, the init may pivot_root */
 	dev_t *mnt_devs;	/* the filesystems it mounted anew (their files have new inodes) */
 	size_t nr_mnt_devs;
+	/* a tree's process in another mount namespace than the root's (mnt_ns_id N
+	 * >= 2): that namespace, built by memdump from mountpoints-N.img; its first
+	 * process owns the fd, the others in it share it */
+	uint32_t mnt_ns_id;
+	int mnt_ns_fd;
+	bool mnt_ns_owner;	/* it enters mnt_ns_fd once forked */
+	int *mnt_from_fds;	/* per mnts[]: a clone of the root's tmpfs (from_root_mnt), or -1 */
 
 	/*
 	 * premap_restore.c: memory it shares copy-on-write with its parent or its

@@ -651,6 +651,8 @@ static int write_ids_fs(struct dump_ctx *d, const struct task_state *ts)
 	ids.files_id = d->kobj.files ? d->kobj.files : 1;
 	ids.fs_id = d->kobj.fs ? d->kobj.fs : 1;
 	ns_fill_ids(d->own_ns, &ids);
+	ids.has_mnt_ns_id = d->mnt_ns_id != 0;	/* another mount namespace than its root's */
+	ids.mnt_ns_id = d->mnt_ns_id;
 	ret = write_one(&d->dir, IMG_IDS, d->pid, &ids.base);
 	if (ret)
 		return ret;

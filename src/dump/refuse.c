@@ -519,6 +519,8 @@ static void refuse_collect(const struct dump_opts *o, const struct tracker *t,
 	share_refuse(pid, o->tree, r);
 	if (!o->tree || o->tree->procs[0].pid == pid)
 		ns_refuse(pid, o->tree, o->host_netns, o->ext_net_ino, r);	/* the others are in its own */
+	else
+		ns_refuse_member(pid, o->tree, r);	/* but for a mount namespace of their own */
 	if (o->nr_mnt_ext && !o->mnt_ext[0].optional && !mntns_own(pid))
 		refuse_add(r, "--external mnt[%s] given, but no mount namespace of its own",
 			   o->mnt_ext[0].key);

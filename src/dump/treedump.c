@@ -149,11 +149,13 @@ static int members_init(struct tree_dump *td)
 	return 0;
 }
 
-/* The namespaces every process must share with the root: restore makes them once. */
+/*
+ * The namespaces every process must share with the root: restore makes them
+ * once. A mount namespace may differ (numbered by number_mnt_ns).
+ */
 static int check_same_ns(const struct tree_dump *td)
 {
-	static const char *const kinds[] = { "pid", "mnt", "net", "uts", "ipc", "cgroup", "user",
-					     "time" };
+	static const char *const kinds[] = { "pid", "net", "uts", "ipc", "cgroup", "user", "time" };
 
 	for (int i = 1; i < td->n; i++)
 		for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
@@ -336,12 +338,51 @@ static bool tree_changed(const struct tree_dump *td)
 
 static void members_reset(struct tree_dump *td);
 
+static unsigned long mnt_ns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+/*
+ * Each mount namespace other than the root's, numbered from 2 in tree order
+ * (mountpoints-N.img, ids' mnt_ns_id); its first process writes its image.
+ */
+static void number_mnt_ns(struct tree_dump *td)
+{
+	unsigned long root = mnt_ns_of(td->m[0].d.pid), *ino = calloc(td->n, sizeof(*ino));
+	uint32_t next = 2;
+
+	for (int i = 1; ino && i < td->n; i++) {
+		struct dump_ctx *d = &td->m[i].d;
+
+		ino[i] = mnt_ns_of(d->pid);
+		if (!ino[i] || ino[i] == root)
+			continue;	/* gone: the freeze tells */
+		for (int j = 1; j < i && !d->mnt_ns_id; j++)
+			if (ino[j] == ino[i])
+				d->mnt_ns_id = td->m[j].d.mnt_ns_id;
+		if (!d->mnt_ns_id) {
+			d->mnt_ns_id = next++;
+			d->mnt_ns_first = true;
+		}
+	}
+	free(ino);
+}
+
 /* What memdump cannot dump in the tree: every process's refusals, in one. */
 static int check_tree(struct tree_dump *td)
 {
 	int ret = refuse_check_tree(&td->m[0].o);
 
-	return ret ? ret : check_same_ns(td);
+	if (!ret)
+		ret = check_same_ns(td);
+	if (!ret)
+		number_mnt_ns(td);
+	return ret;
 }
 
 /* After a failed freeze: the checks' whole refusal if they refuse, else the freeze's reason. */

@@ -24,6 +24,7 @@
 #include "files/files.h"
 #include "files/ghost.h"
 #include "files/opath.h"
+#include "ns/mntns.h"
 #include "ns/mqueue.h"
 #include "image/image.h"
 #include "kernel_uapi.h"
@@ -881,7 +882,23 @@ static void fill_reg(RegFileEntry *r, const struct file_desc *f)
 	r->proc_start = f->proc_start;
 }
 
-static int write_file_entry(struct image *img, const struct file_desc *f)
+/*
+ * A tree's process in another mount namespace than the root's: is desc f,
+ * its own (not a copy of an earlier process's), on a mount of the root's?
+ */
+static bool of_root_mntns(const struct dump_ctx *d, const struct file_desc *f)
+{
+	const struct file_set *fs = &d->files;
+
+	if (!d->mnt_ns_id || !d->tree || f->kind != FK_REG || f->ghost_id)
+		return false;
+	for (int i = 0; i < fs->nr_fds; i++)
+		if (fs->fds[i].id == f->id && !fs->fds[i].share_pid)
+			return mntns_fd_of_root(d->pid, fs->fds[i].fd, d->tree->procs[0].pid);
+	return false;
+}
+
+static int write_file_entry(struct image *img, const struct file_desc *f, bool root_mntns)
 {
 	FileEntry fe = FILE_ENTRY__INIT;
 	RegFileEntry reg = REG_FILE_ENTRY__INIT;
@@ -897,6 +914,7 @@ static int write_file_entry(struct image *img, const struct file_desc *f)
 	case FK_REG:
 		fe.type = FD_TYPES__REG;
 		fill_reg(&reg, f);
+		reg.has_root_mntns = reg.root_mntns = root_mntns;
 		reg.fown = &fown;
 		fe.reg = &reg;
 		break;
@@ -1061,7 +1079,7 @@ int write_files(struct dump_ctx *d)
 	if (ret)
 		return ret;
 	for (int i = 0; i < fs->nr_descs && !ret; i++)
-		ret = write_file_entry(img, &fs->descs[i]);
+		ret = write_file_entry(img, &fs->descs[i], of_root_mntns(d, &fs->descs[i]));
 	if (ret) {
 		img_abort(img);
 		return ret;

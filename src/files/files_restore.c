@@ -117,8 +117,13 @@ static int check_file_unchanged(struct rst *r, const RegFileEntry *re, int level
 	const char *path = rst_path(r, re->name, buf, sizeof(buf));
 	struct stat st;
 
+	int err = re->has_root_mntns && re->root_mntns ? mntns_root_stat(r, re->name, &st) : 0;
+
+	if (err)	/* a file of the tree root's mount namespace: there */
+		return fail(err, "%s %s: %s", why, re->name, strerror(-err));
 	/* a symlink itself (an O_PATH|O_NOFOLLOW fd on it), not what it names */
-	if (re->has_mode && S_ISLNK(re->mode) ? lstat(path, &st) : stat(path, &st))
+	if (!(re->has_root_mntns && re->root_mntns) &&
+	    (re->has_mode && S_ISLNK(re->mode) ? lstat(path, &st) : stat(path, &st)))
 		return fail(-errno, "%s %s: %s", why, re->name, strerror(errno));
 	/* on a filesystem the restore mounted anew (a tmpfs): its files have new inodes */
 	if (re->has_dev && re->has_ino && (st.st_dev != re->dev || st.st_ino != re->ino) &&
@@ -258,10 +263,10 @@ static int open_reg(struct rst *r, const RegFileEntry *re)
 	int flags = reopen_flags(re->flags) & ~O_ASYNC;
 	char buf[PATH_MAX];
 	int fd = re->deleted_name ? ghost_open_linked(r, re, flags)
-				  : open(rst_reg_host_path(r, re->id, buf, sizeof(buf)),
-					 flags | O_CLOEXEC);
+		 : re->has_root_mntns && re->root_mntns ? mntns_root_open(r, re->name, flags)
+		 : open(rst_reg_host_path(r, re->id, buf, sizeof(buf)), flags | O_CLOEXEC);
 
-	if (fd < 0 && re->deleted_name)
+	if (fd < 0 && (re->deleted_name || (re->has_root_mntns && re->root_mntns)))
 		return fd;
 	if (fd < 0)
 		return fail(-errno, "cannot open %s: %s", re->name, strerror(errno));

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <linux/kcmp.h>
 #include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -753,6 +755,245 @@ void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 	plan_free(&p);
 }
 
+static bool mount_listed(const struct mounts *ms, int id)
+{
+	return index_of(ms, id) >= 0;
+}
+
+static int fd_mnt_id(pid_t pid, int fd)
+{
+	char path[64], line[256];
+	int mnt_id = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "mnt_id: %d", &mnt_id) != 1)
+		;
+	if (f)
+		fclose(f);
+	return mnt_id;
+}
+
+/* Does q's mount namespace list mount mnt_id? */
+static bool ns_lists(pid_t q, int mnt_id)
+{
+	char path[64];
+	struct mounts ms;
+	bool hit;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", q);
+	if (mounts_read(path, &ms))
+		return false;
+	hit = index_of(&ms, mnt_id) >= 0;
+	mounts_free(&ms);
+	return hit;
+}
+
+bool mntns_fd_of_root(pid_t pid, int fd, pid_t root)
+{
+	int mnt_id = fd_mnt_id(pid, fd);
+
+	return mnt_id >= 0 && !ns_lists(pid, mnt_id) && ns_lists(root, mnt_id);
+}
+
+/*
+ * Its fd's file as the tree's root sees it at the same path (what restore
+ * opens there): not deleted, the same inode.
+ */
+static bool root_sees(pid_t pid, int fd, const char *link, pid_t root)
+{
+	char a[64], b[PATH_MAX + 64];
+	struct stat sa, sb;
+
+	snprintf(a, sizeof(a), "/proc/%d/fd/%d", pid, fd);
+	snprintf(b, sizeof(b), "/proc/%d/root%s", root, link);
+	return !strstr(link, " (deleted)") && !stat(a, &sa) && !stat(b, &sb) &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Does a process of the tree before pid hold fd's description? Restore
+ * opens it for that one, in its namespace, and pid's fd is a copy.
+ */
+static bool held_before(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
+		pid_t q = tree->procs[i].pid;
+		char path[64];
+		struct dirent *e;
+		bool hit = false;
+		DIR *dir;
+
+		if (tree_is_zombie(&tree->procs[i]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		dir = opendir(path);
+		while (dir && !hit && (e = readdir(dir)))
+			hit = e->d_name[0] != '.' &&
+			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
+		if (dir)
+			closedir(dir);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Its fds on a file of a mount its namespace does not have (opened in
+ * another), but copies of an earlier process's, which restore opens there.
+ */
+static void refuse_fds_elsewhere(pid_t pid, const struct mnt_plan *p,
+				 const struct proc_tree *tree, struct refusals *r)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+	dir = opendir(path);
+	while (dir && (e = readdir(dir))) {
+		char fdi[96], link[PATH_MAX];
+		int mnt_id, fd = atoi(e->d_name);
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(fdi, sizeof(fdi), "/proc/%d/fd/%d", pid, fd);
+		n = readlink(fdi, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (link[0] != '/' || !strncmp(link, "/memfd:", 7))
+			continue;	/* pipes, sockets, anon inodes, memfds: no mount of a namespace */
+		mnt_id = fd_mnt_id(pid, fd);
+		if (mnt_id >= 0 && !mount_listed(&p->theirs, mnt_id) &&
+		    !held_before(pid, fd, tree) &&
+		    !(ns_lists(tree->procs[0].pid, mnt_id) && root_sees(pid, fd, link, tree->procs[0].pid)))
+			refuse_add(r, "fd %d (%s), a file of another mount namespace than its "
+				   "process's", fd, link);
+	}
+	if (dir)
+		closedir(dir);
+}
+
+static bool made_tmpfs(const struct mnt_plan *p, size_t i);
+
+/*
+ * Tmpfs i of a tree's other mount namespace as a mount of the tree root's
+ * namespace (a copy unshare made): the index of one restore makes there
+ * that holds it, bound from it again; -1 if none.
+ */
+static int root_tmpfs(const struct mnt_plan *p, size_t i, const struct mnt_plan *rp)
+{
+	const struct mount *m = &p->theirs.m[i];
+
+	if (!made_tmpfs(p, i))
+		return -1;
+	for (size_t k = 0; k < rp->theirs.n; k++)
+		if (rp->how[k] == HOW_MOUNTED && !strcmp(rp->theirs.m[k].fstype, "tmpfs") &&
+		    root_within(m, &rp->theirs.m[k]))
+			return (int)k;
+	return -1;
+}
+
+/* Its tmpfs the tree root's namespace has too, which restore would make twice. */
+static void refuse_tmpfs_shared(const struct mnt_plan *p, const struct mnt_plan *rp,
+				struct refusals *r)
+{
+	for (size_t i = 0; i < p->theirs.n; i++) {
+		const struct mount *m = &p->theirs.m[i];
+
+		/* (a bind of one of its own namespace's is bound from that one) */
+		if (!made_tmpfs(p, i) || root_tmpfs(p, i, rp) >= 0)
+			continue;
+		for (size_t k = 0; k < rp->theirs.n; k++)
+			if (rp->theirs.m[k].major == m->major && rp->theirs.m[k].minor == m->minor) {
+				refuse_add(r, "the tmpfs at %s, which the tree root's mount "
+					   "namespace has too (at %s) but does not hold whole",
+					   m->mountpoint, rp->theirs.m[k].mountpoint);
+				break;
+			}
+	}
+}
+
+/* A peer group id of q's namespace, or master id, is group g? */
+static bool group_in(pid_t q, int g)
+{
+	char path[64];
+	struct mounts ms;
+	bool hit = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", q);
+	if (mounts_read(path, &ms))
+		return false;
+	for (size_t k = 0; k < ms.n && !hit; k++)
+		hit = ms.m[k].shared == g || ms.m[k].master == g;
+	mounts_free(&ms);
+	return hit;
+}
+
+static unsigned long mnt_ns_ino(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+/*
+ * Its mounts in a peer group (or slaves of one) that another mount namespace
+ * of the tree has too: each namespace's groups are made anew, apart.
+ */
+static void refuse_peers_elsewhere(pid_t pid, const struct mnt_plan *p,
+				   const struct proc_tree *tree, struct refusals *r)
+{
+	unsigned long mine = mnt_ns_ino(pid);
+
+	for (size_t i = 0; i < p->theirs.n; i++) {
+		const struct mount *m = &p->theirs.m[i];
+
+		for (int k = 0; (m->shared || m->master) && k < tree->n; k++) {
+			pid_t q = tree->procs[k].pid;
+
+			if (tree_is_zombie(&tree->procs[k]) || mnt_ns_ino(q) == mine ||
+			    !(group_in(q, m->shared ? m->shared : m->master) ||
+			      (m->master && group_in(q, m->master))))
+				continue;
+			refuse_add(r, "the mount at %s (shared:%d master:%d), whose peer group "
+				   "process %d's mount namespace has too", m->mountpoint, m->shared,
+				   m->master, q);
+			break;
+		}
+	}
+}
+
+void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t root = tree && tree->n ? tree->procs[0].pid : 0;
+	struct mnt_plan p, rp;
+	int ret = plan_make(pid, &p);
+
+	if (!ret)
+		ret = plan_make(root, &rp);
+	else
+		memset(&rp, 0, sizeof(rp));
+	if (ret)
+		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
+	else {
+		struct proc_tree none = { 0 };	/* its files: the root's check names them */
+
+		refuse_plan(pid, &none, &p, r);
+		refuse_fds_elsewhere(pid, &p, tree, r);
+		refuse_tmpfs_shared(&p, &rp, r);
+		refuse_peers_elsewhere(pid, &p, tree, r);
+	}
+	plan_free(&p);
+	plan_free(&rp);
+}
+
 static uint32_t criu_fstype(const char *t)
 {
 	static const struct { const char *name; uint32_t v; } types[] = {
@@ -1085,15 +1326,37 @@ static const char *ext_key_of(const struct dump_ctx *d, const struct mount *m)
 	return NULL;
 }
 
+/*
+ * The key of m as a tree's other namespace's mount (rp: the root's): a copy
+ * of the root's external mount (the same point, filesystem and root), not
+ * whatever that namespace mounted at its point since (zdtm mnt_ext_collision).
+ */
+static const char *member_ext_key(const struct dump_ctx *d, const struct mount *m,
+				  const struct mnt_plan *rp)
+{
+	const char *key = ext_key_of(d, m);
+
+	for (size_t k = 0; key && k < rp->theirs.n; k++) {
+		const struct mount *o = &rp->theirs.m[k];
+
+		if (!strcmp(o->mountpoint, m->mountpoint) && o->major == m->major &&
+		    o->minor == m->minor && !strcmp(o->root, m->root))
+			return key;
+	}
+	return NULL;
+}
+
+/* rp: the tree root's namespace, for a tree's other one (or NULL) */
 static int write_mount(const struct dump_ctx *d, struct image *img, const struct mnt_plan *p,
-		       size_t i, bool *in, bool pid_ns)
+		       size_t i, bool *in, bool pid_ns, const struct mnt_plan *rp)
 {
 	const struct mount *m = &p->theirs.m[i];
 	MntEntry e = MNT_ENTRY__INIT;
 	struct tmpfs_walk w = { .mp = m->mountpoint };
 	char *data = data_of(m->super), *src = NULL;
-	const char *ext = p->how[i] == HOW_KEPT ? NULL : ext_key_of(d, m);
-	int ret = 0, from = -2;
+	const char *ext = p->how[i] == HOW_KEPT ? NULL : rp ? member_ext_key(d, m, rp) :
+			  ext_key_of(d, m);
+	int ret = 0, from = -2, rk = !ext && rp ? root_tmpfs(p, i, rp) : -1;
 
 	e.fstype = criu_fstype(m->fstype);
 	e.mnt_id = (uint32_t)m->id;
@@ -1117,9 +1380,13 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	} else {
 		if (ext)	/* an external mount: bound from the path the restore is given */
 			e.bind_from = src = strdup(m->root);
-		else if (!made_anew(p->theirs.m, i))
+		else if (rk >= 0) {	/* the tree root's namespace's tmpfs */
+			e.has_from_root_mnt = true;
+			e.from_root_mnt = (uint32_t)rp->theirs.m[rk].id;
+			e.bind_from = src = strdup("/");
+		} else if (!made_anew(p->theirs.m, i))
 			e.bind_from = src = bind_source(p, i, &from);
-		if (ext && !src)
+		if ((ext || rk >= 0) && !src)
 			ret = -ENOMEM;
 		e.has_bind_host = from == -1;
 		e.bind_host = from == -1;
@@ -1128,7 +1395,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.has_in_child = true;
 		e.in_child = in[i];
 	}
-	if (!ret && !ext && made_tmpfs(p, i))
+	if (!ret && !ext && rk < 0 && made_tmpfs(p, i))
 		ret = add_tmpfs(d, m, &e, &w);
 	if (!ret)
 		ret = img_write_msg(img, &e.base);
@@ -1142,17 +1409,20 @@ int mntns_dump(struct dump_ctx *d)
 {
 	bool pid_ns = pidns_own(d->pid), *in = NULL;
 	struct image *img = NULL;
-	struct mnt_plan p;
+	struct mnt_plan p, rp = { 0 };
 	int ret = plan_make(d->pid, &p);
 
+	if (!ret && d->mnt_ns_id && d->tree)	/* a tree's other namespace: beside the root's */
+		ret = plan_make(d->tree->procs[0].pid, &rp);
 	if (!ret && !(in = calloc(p.theirs.n + 1, sizeof(*in))))
 		ret = -ENOMEM;
 	if (ret) {
 		free(in);
 		plan_free(&p);
+		plan_free(&rp);
 		return fail(ret, "cannot read the mount namespace of %d: %s", d->pid, strerror(-ret));
 	}
-	for (int k = 0; k < d->nr_mnt_ext && !ret; k++) {
+	for (int k = 0; k < d->nr_mnt_ext && !ret && !d->mnt_ns_id; k++) {
 		bool found = false;
 
 		for (size_t i = 0; i < p.theirs.n && !found; i++)
@@ -1165,14 +1435,15 @@ int mntns_dump(struct dump_ctx *d)
 				   "mounted nothing there", d->mnt_ext[k].key);
 	}
 	if (!ret)
-		ret = img_create(&d->dir, IMG_MNTS, 1, &img);
+		ret = img_create(&d->dir, IMG_MNTS, d->mnt_ns_id ? d->mnt_ns_id : 1, &img);
 	for (size_t i = 0; i < p.theirs.n && !ret; i++)
-		ret = write_mount(d, img, &p, i, in, pid_ns);
+		ret = write_mount(d, img, &p, i, in, pid_ns, d->mnt_ns_id ? &rp : NULL);
 	if (img && ret)
 		img_abort(img);
 	else if (img)
 		ret = img_close(img);
 	plan_free(&p);
+	plan_free(&rp);
 	free(in);
 	return ret;
 }

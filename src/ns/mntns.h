@@ -6,6 +6,7 @@
 #define MEMDUMP_MNTNS_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "ctx/restore_ctx.h"
@@ -21,6 +22,11 @@ struct proc_tree;
 void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 /* Its images, while the process is frozen. */
 int mntns_dump(struct dump_ctx *d);
+/* Is pid's fd on a mount of root's mount namespace, not of its own? */
+bool mntns_fd_of_root(pid_t pid, int fd, pid_t root);
+/* A process of tree in another mount namespace than the tree's root: what of
+ * it restore cannot make (mntns.c builds it from memdump's, as the root's). */
+void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 
 /* Restore (its _restore.c files) */
 
@@ -36,5 +42,22 @@ bool mntns_new_dev(const struct rst *r, dev_t dev);
 void mntns_restore_leave(struct rst *r);
 int mntns_mount_in_child(struct rst *r, char *why, size_t len);
 void mntns_free(struct rst *r);
+/*
+ * A tree's process m in another mount namespace than the root's: built from
+ * memdump's (mountpoints-N.img of its namespace's first process) while the
+ * tree loads, or shared with an earlier process in it; memdump's thread
+ * goes into it (enter) while it checks and opens m's files, back after
+ * (leave); the process itself enters it once forked (mntns_mount_in_child).
+ */
+struct mnt_back {
+	int ns, cwd;
+};
+int mntns_member_load(struct rst *root, struct rst *m);
+/* Member r's file name of the tree root's namespace (root_mntns), opened or
+ * stat'ed there: -errno. */
+int mntns_root_open(struct rst *r, const char *name, int flags);
+int mntns_root_stat(struct rst *r, const char *name, struct stat *st);
+int mntns_member_enter(const struct rst *m, struct mnt_back *b);
+void mntns_member_leave(struct mnt_back *b);
 
 #endif

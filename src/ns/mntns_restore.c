@@ -67,11 +67,11 @@ static int join_mntns(const char *path)
 	return ret;
 }
 
-static int load_entries(struct rst *r)
+static int load_entries(struct rst *r, unsigned id)
 {
 	struct image *img;
 	void *msg;
-	int ret = img_open(r->ds.dirfd, IMG_MNTS, 1, &img);
+	int ret = img_open(r->ds.dirfd, IMG_MNTS, id, &img);
 
 	if (ret)
 		return ret;
@@ -233,7 +233,7 @@ int mntns_load(struct rst *r)
 	if (!own_mntns(r))
 		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
 					 "its own", r->o->root) : 0;
-	ret = load_entries(r);
+	ret = load_entries(r, 1);
 	if (!ret && own_root(r) && (!own_root(r)->bind_from || !own_root(r)->bind_host))
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
@@ -347,10 +347,34 @@ static void note_dev(struct rst *r, const char *at)
 
 bool mntns_new_dev(const struct rst *r, dev_t dev)
 {
-	for (size_t i = 0; i < r->nr_mnt_devs; i++)
-		if (r->mnt_devs[i] == dev)
-			return true;
+	/* a tree's: those of its namespace's, and of the namespaces above it
+	 * (a file of the root's namespace, root_mntns) */
+	for (const struct rst *t = r; t; t = t->tree_parent)
+		for (size_t i = 0; i < t->nr_mnt_devs; i++)
+			if (t->mnt_devs[i] == dev)
+				return true;
 	return false;
+}
+
+/* A tree's other namespace: tmpfs e, a clone of the root's (mnt_from_fds), at at. */
+static int attach_root_tmpfs(struct rst *r, const MntEntry *e, const char *at, char *why,
+			     size_t len)
+{
+	unsigned long flags = e->flags & MOUNT_FLAGS;
+	int fd = -1, ret = 0;
+
+	for (size_t k = 0; k < r->nr_mnts && r->mnt_from_fds; k++)
+		if (r->mnts[k] == e)
+			fd = r->mnt_from_fds[k];
+	if (fd < 0 || syscall(SYS_move_mount, fd, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) ||
+	    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
+		ret = fd < 0 ? -EBADF : -errno;
+	if (ret)
+		snprintf(why, len, "cannot mount the tree root's tmpfs at %s: %s", e->mountpoint,
+			 strerror(-ret));
+	else
+		note_dev(r, at);
+	return ret;
 }
 
 /*
@@ -367,6 +391,8 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 
 	snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
 		 e->mountpoint : "");
+	if (e->has_from_root_mnt)	/* the tree root's tmpfs: its clone, attached here */
+		return attach_root_tmpfs(r, e, at, why, len);
 	if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
 		snprintf(from, sizeof(from), "%s", ext_path(r, e));
 	else if (e->bind_from && r->o->root && !strcmp(e->mountpoint, "/"))
@@ -699,12 +725,14 @@ static int enter_root(struct rst *r, char *why, size_t len)
 {
 	char go;
 
-	close(r->mnt_go[1]);
-	if (read(r->mnt_go[0], &go, 1) != 1) {
-		snprintf(why, len, "memdump did not leave the new mount namespace");
-		return -EIO;
+	if (r->mnt_go[0] >= 0) {	/* a tree's other namespace: memdump left it before */
+		close(r->mnt_go[1]);
+		if (read(r->mnt_go[0], &go, 1) != 1) {
+			snprintf(why, len, "memdump did not leave the new mount namespace");
+			return -EIO;
+		}
+		close(r->mnt_go[0]);
 	}
-	close(r->mnt_go[0]);
 	if (chdir(r->mnt_stage) || syscall(SYS_pivot_root, ".", ".") ||
 	    umount2(".", MNT_DETACH) || chdir("/")) {
 		snprintf(why, len, "cannot make %s the process's root (pivot_root): %s",
@@ -718,7 +746,17 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 {
 	int ret = 0;
 
-	if (!own_mntns(r) || r->tree_parent)
+	/* a tree's process enters its own namespace, if it is the first in it */
+	if (r->tree_parent && !r->mnt_ns_owner)
+		return 0;
+	if (r->tree_parent && setns(r->mnt_ns_fd, CLONE_NEWNS)) {
+		ret = -errno;
+		snprintf(why, len, "cannot enter its mount namespace: %s", strerror(-ret));
+		return ret;
+	}
+	if (r->tree_parent && !r->mnts)
+		return 0;	/* the root's again, which the root has made whole */
+	if (!r->tree_parent && !own_mntns(r))
 		return 0;
 	if (r->mnt_stage)
 		ret = enter_root(r, why, len);
@@ -730,8 +768,266 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 	return ret ? ret : mount_own(r, true, "", NULL, why, len);
 }
 
+/* The mount namespace of an earlier process of the tree numbered id, or NULL. */
+static const struct rst *member_with(struct rst *root, const struct rst *m, uint32_t id)
+{
+	for (size_t i = 0; i < tree_size(root); i++) {
+		const struct rst *o = tree_member(root, i);
+
+		if (o == m)
+			break;
+		if (o->mnt_ns_id == id)
+			return o;
+	}
+	return NULL;
+}
+
+/* Its entries as the image of another mount namespace of the tree must be. */
+static int check_member_entries(const struct rst *root, const struct rst *m, uint32_t id)
+{
+	const MntEntry *mine = own_root(m), *theirs = own_root(root);
+
+	if (!m->nr_mnts || (mine && (!mine->bind_from || !mine->bind_host)))
+		return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: no mount, "
+			    "or a root bound from nowhere", id, m->pid);
+	if (mine && root->o->root && (!theirs || strcmp(theirs->bind_from, mine->bind_from)))
+		return fail(-EINVAL, "--root %s: process %d has a root of its own other than the "
+			    "tree's root's (%s)", root->o->root, m->pid, mine->bind_from);
+	for (size_t i = 0; i < m->nr_mnts; i++)
+		if (check_propagation(m, m->mnts[i]))
+			return -EINVAL;
+	return 0;
+}
+
+/* memdump's thread into memdump's own namespace, a copy of it built for m. */
+static int build_member(const struct rst *root, struct rst *m)
+{
+	int ret;
+
+	if (root->mnt_back >= 0 && setns(root->mnt_back, CLONE_NEWNS))
+		return fail(-errno, "cannot go back to memdump's mount namespace: %s",
+			    strerror(errno));
+	if (unshare(CLONE_NEWNS))
+		return fail(-errno, "cannot create a mount namespace: %s", strerror(errno));
+	ret = build(m);
+	for (int i = 0; i < 2; i++)	/* no memdump to wait for at the pivot */
+		if (m->mnt_go[i] >= 0)
+			close(m->mnt_go[i]);
+	m->mnt_go[0] = m->mnt_go[1] = -1;
+	if (!ret) {
+		m->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		if (m->mnt_ns_fd < 0)
+			ret = fail(-errno, "cannot keep a mount namespace: %s", strerror(errno));
+	}
+	m->mnt_ns_owner = m->mnt_ns_fd >= 0;
+	return ret;
+}
+
+/* Member m enters the tree root's namespace once forked (its parent is in another). */
+static int enter_root_ns(struct rst *root, struct rst *m)
+{
+	if (root->mnt_ns_fd < 0)	/* this thread is in it (or in memdump's, the root's) */
+		root->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (root->mnt_ns_fd < 0)
+		return fail(-errno, "cannot keep the tree's mount namespace: %s", strerror(errno));
+	m->mnt_ns_fd = root->mnt_ns_fd;
+	m->mnt_ns_owner = true;
+	return 0;
+}
+
+/*
+ * While this thread is in the tree root's namespace: a clone (open_tree) of
+ * each of its tmpfs m's namespace has too (from_root_mnt), which
+ * build_member attaches there.
+ */
+static int clone_root_tmpfs(const struct rst *root, struct rst *m)
+{
+	for (size_t i = 0; i < m->nr_mnts; i++) {
+		const MntEntry *e = m->mnts[i];
+		int k = e->has_from_root_mnt ? entry_index(root, e->from_root_mnt) : -1;
+		const char *stage = root->mnt_stage ? root->mnt_stage : "";
+		char at[PATH_MAX];
+		struct stat st;
+		int fd;
+
+		if (!e->has_from_root_mnt)
+			continue;
+		if (!m->mnt_from_fds) {
+			m->mnt_from_fds = malloc(m->nr_mnts * sizeof(int));
+			if (!m->mnt_from_fds)
+				return -ENOMEM;
+			for (size_t j = 0; j < m->nr_mnts; j++)
+				m->mnt_from_fds[j] = -1;
+		}
+		if (k < 0 || root->mnts[k]->how != HOW_MOUNTED ||
+		    (root->mnts[k]->has_in_child && root->mnts[k]->in_child))
+			return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: the "
+				    "tmpfs at %s is from no mount the tree's root has", m->mnt_ns_id,
+				    m->pid, e->mountpoint);
+		snprintf(at, sizeof(at), "%s%s", stage, strcmp(root->mnts[k]->mountpoint, "/") ||
+			 !*stage ? root->mnts[k]->mountpoint : "");
+		fd = (int)syscall(SYS_open_tree, AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fd < 0)
+			return fail(-errno, "cannot clone the tmpfs at %s of the tree's root: %s",
+				    root->mnts[k]->mountpoint, strerror(errno));
+		m->mnt_from_fds[i] = fd;
+		if (fstat(fd, &st) || !mntns_new_dev(root, st.st_dev))
+			return fail(-EIO, "the tmpfs at %s of the tree's root is covered: process "
+				    "%d's namespace cannot have it", root->mnts[k]->mountpoint, m->pid);
+	}
+	return 0;
+}
+
+int mntns_member_load(struct rst *root, struct rst *m)
+{
+	const TaskKobjIdsEntry *ids = m->ds.ids;
+	uint32_t id = ids && ids->has_mnt_ns_id ? ids->mnt_ns_id : 0;
+	const struct rst *o;
+	struct mnt_back b;
+	int ret;
+
+	m->mnt_ns_id = id;
+	o = id ? member_with(root, m, id) : NULL;
+	if (id == 1 || (o && m->tree_parent->mnt_ns_id != id))
+		return fail(-EIO, "image set proc-%d is corrupt: its mount namespace %u is not "
+			    "its parent's (%u), or is the tree's root's", m->pid, id,
+			    m->tree_parent->mnt_ns_id);
+	if (!id && m->tree_parent->mnt_ns_id)
+		return enter_root_ns(root, m);	/* the root's, under a parent in another */
+	if (!id)
+		return 0;	/* the root's */
+	m->mnt_stage = o ? o->mnt_stage : NULL;
+	m->mnt_devs = o ? o->mnt_devs : NULL;
+	m->nr_mnt_devs = o ? o->nr_mnt_devs : 0;
+	if (o) {	/* forked by its parent in it: it shares its first process's */
+		m->mnt_ns_fd = o->mnt_ns_fd;
+		return 0;
+	}
+	if (join_path(root->o))
+		return fail(-EINVAL, "process %d is in a mount namespace of its own, which memdump "
+			    "does not make with --join-ns mnt", m->pid);
+	if (root->mnt_ns_fd < 0)	/* its files of the root's namespace are opened there */
+		root->mnt_ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (root->mnt_ns_fd < 0)
+		return fail(-errno, "cannot keep the tree's mount namespace: %s", strerror(errno));
+	ret = load_entries(m, id);
+	if (ret)
+		return fail(ret, "cannot read mountpoints-%u.img of process %d: %s", id, m->pid,
+			    strerror(-ret));
+	ret = check_member_entries(root, m, id);
+	if (ret)
+		return ret;
+	b.ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	b.cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b.ns < 0 || b.cwd < 0)
+		ret = fail(-errno, "cannot keep memdump's mount namespace: %s", strerror(errno));
+	if (!ret)
+		ret = clone_root_tmpfs(root, m);
+	if (!ret)
+		ret = build_member(root, m);
+	if (!ret)
+		pr_info("mount namespace of process %d: new, %zu mounts\n", m->pid, m->nr_mnts);
+	mntns_member_leave(&b);
+	return ret;
+}
+
+static struct rst *root_of(struct rst *r)
+{
+	while (r->tree_parent)
+		r = r->tree_parent;
+	return r;
+}
+
+/* memdump's thread into the tree root's namespace, from r's; path: name there. */
+static int to_root_ns(struct rst *r, const char *name, char *path, size_t len)
+{
+	const struct rst *root = root_of(r);
+
+	if (!r->mnt_ns_id || r->mnt_ns_fd < 0 || root->mnt_ns_fd < 0)
+		return fail(-EIO, "image set proc-%d is corrupt: %s is of the tree root's mount "
+			    "namespace, and it is in that one", r->pid, name);
+	snprintf(path, len, "%s%s", root->mnt_stage ? root->mnt_stage : "", name);
+	if (setns(root->mnt_ns_fd, CLONE_NEWNS))
+		return fail(-errno, "cannot enter the tree's mount namespace: %s", strerror(errno));
+	return 0;
+}
+
+static void back_from_root_ns(const struct rst *r)
+{
+	if (setns(r->mnt_ns_fd, CLONE_NEWNS))
+		pr_warn("cannot go back to the mount namespace of process %d: %m\n", r->pid);
+}
+
+int mntns_root_open(struct rst *r, const char *name, int flags)
+{
+	char path[PATH_MAX];
+	int ret = to_root_ns(r, name, path, sizeof(path)), fd;
+
+	if (ret)
+		return ret;
+	fd = open(path, flags | O_CLOEXEC);
+	ret = fd < 0 ? -errno : fd;
+	back_from_root_ns(r);
+	if (ret < 0)
+		return fail(ret, "cannot open %s in the tree's mount namespace: %s", name,
+			    strerror(-ret));
+	return ret;
+}
+
+int mntns_root_stat(struct rst *r, const char *name, struct stat *st)
+{
+	char path[PATH_MAX];
+	int ret = to_root_ns(r, name, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	ret = stat(path, st) ? -errno : 0;
+	back_from_root_ns(r);
+	return ret;
+}
+
+int mntns_member_enter(const struct rst *m, struct mnt_back *b)
+{
+	b->ns = b->cwd = -1;
+	if (m->mnt_ns_fd < 0 || !m->mnt_ns_id)
+		return 0;	/* the root's: this thread is in it */
+	b->ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	b->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b->ns < 0 || b->cwd < 0 || setns(m->mnt_ns_fd, CLONE_NEWNS)) {
+		int ret = -errno;
+
+		mntns_member_leave(b);
+		return fail(ret, "cannot enter the mount namespace of process %d: %s", m->pid,
+			    strerror(-ret));
+	}
+	return 0;
+}
+
+void mntns_member_leave(struct mnt_back *b)
+{
+	if (b->ns >= 0 && setns(b->ns, CLONE_NEWNS))
+		pr_warn("cannot go back to the tree's mount namespace: %m\n");
+	if (b->cwd >= 0 && fchdir(b->cwd))
+		pr_warn("cannot go back to memdump's directory: %m\n");
+	if (b->ns >= 0)
+		close(b->ns);
+	if (b->cwd >= 0)
+		close(b->cwd);
+	b->ns = b->cwd = -1;
+}
+
 void mntns_free(struct rst *r)
 {
+	for (size_t i = 0; r->mnt_from_fds && i < r->nr_mnts; i++)
+		if (r->mnt_from_fds[i] >= 0)
+			close(r->mnt_from_fds[i]);
+	free(r->mnt_from_fds);
+	r->mnt_from_fds = NULL;
+	/* the root's (entered again by a member), or a namespace a member built */
+	if (r->mnt_ns_fd >= 0 && (!r->tree_parent || r->mnts))
+		close(r->mnt_ns_fd);
+	r->mnt_ns_fd = -1;
+	r->mnt_ns_owner = false;
 	if (r->mnts) {		/* the root's: the tree's other processes point to them */
 		free(r->mnt_stage);
 		free(r->mnt_devs);

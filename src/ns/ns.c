@@ -169,6 +169,47 @@ void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t
 	}
 }
 
+/* The tree's process of pid, or NULL. */
+static const struct tree_proc *tree_proc_of(const struct proc_tree *tree, pid_t pid)
+{
+	for (int i = 0; i < tree->n; i++)
+		if (tree->procs[i].pid == pid)
+			return &tree->procs[i];
+	return NULL;
+}
+
+/* Is another process of tree in mount namespace ino, under a parent in another? */
+static bool entered_twice(pid_t pid, const struct proc_tree *tree, unsigned long ino)
+{
+	for (int i = 1; i < tree->n; i++) {
+		const struct tree_proc *q = &tree->procs[i];
+
+		if (q->pid != pid && !tree_is_zombie(q) && ns_inode(q->pid, "mnt") == ino &&
+		    ns_inode(q->ppid, "mnt") != ino)
+			return true;
+	}
+	return false;
+}
+
+void ns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	static const struct ns_kind mnt = { "mnt", CLONE_NEWNS };
+	const struct tree_proc *me = tree ? tree_proc_of(tree, pid) : NULL;
+	unsigned long ino = ns_inode(pid, "mnt"), root;
+	pid_t ppid = me ? me->ppid : 0;
+
+	if (!me || !tree->n || tree->procs[0].pid == pid || !ino)
+		return;
+	root = ns_inode(tree->procs[0].pid, "mnt");
+	if (ino != root && ppid && ns_inode(ppid, "mnt") != ino && entered_twice(pid, tree, ino))
+		refuse_add(r, "a mount namespace another process of the tree is in, under a "
+			   "parent in another (restore makes a process enter it once)");
+	else if (ino != root) {	/* (one under a parent in another enters the root's again) */
+		refuse_sharers(pid, tree, &mnt, r);
+		mntns_refuse_member(pid, tree, r);
+	}
+}
+
 int ns_enter_net(pid_t pid, int *back)
 {
 	const struct ns_kind *k = ns_kind_by_name("net");
@@ -544,8 +585,9 @@ int ns_dump(struct dump_ctx *d)
 		ret = dump_ipc(d);
 	if (!ret && (d->own_ns & CLONE_NEWNET))
 		ret = netns_dump(d, d->host_netns);	/* this thread is in it */
-	if (!ret && (d->own_ns & CLONE_NEWNS) && (!d->tree || d->tree->procs[0].pid == d->pid))
-		ret = mntns_dump(d);	/* the tree's root holds it for all */
+	if (!ret && (d->own_ns & CLONE_NEWNS) &&
+	    (!d->tree || d->tree->procs[0].pid == d->pid || d->mnt_ns_first))
+		ret = mntns_dump(d);	/* the tree's root holds it for all in it */
 	if (!ret && (d->own_ns & CLONE_NEWTIME) && (!d->tree || d->tree->procs[0].pid == d->pid))
 		ret = timens_dump(d);	/* so does it the time namespace */
 	return ret;

@@ -27,6 +27,9 @@ struct proc_tree;
 /* tree: a tree dump's processes, which share pid's namespaces (or NULL) */
 void ns_refuse(pid_t pid, const struct proc_tree *tree, int host_netns, uint64_t ext_net_ino,
 	       struct refusals *r);
+/* A process of tree other than its root: its mount namespace, when it is not
+ * the root's (processes outside the dump in it, mntns_refuse_member). */
+void ns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 /* The dumping thread into pid's own network namespace for the whole dump
  * (*back: -1 when it has none), so that its sockets are found. */
 int ns_enter_net(pid_t pid, int *back);

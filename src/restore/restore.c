@@ -540,6 +540,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->ns_back[0] = r->ns_back[1] = r->ns_back[2] = -1;
 	r->tree_sync_fd = -1;
 	r->mnt_back = r->mnt_cwd = -1;
+	r->mnt_ns_fd = -1;
 	r->mnt_go[0] = r->mnt_go[1] = -1;
 	r->lifeline = -1;
 	r->cwd_fd = -1;

@@ -155,6 +155,30 @@ static int load_shares(struct rst *root, size_t i)
 	return 0;
 }
 
+/* rst_check_loaded, in its mount namespace (its files as it sees them). */
+static int check_in_mntns(struct rst *m)
+{
+	struct mnt_back b;
+	int ret = mntns_member_enter(m, &b);
+
+	if (!ret)
+		ret = rst_check_loaded(m);
+	mntns_member_leave(&b);
+	return ret;
+}
+
+/* rst_prepare, in its mount namespace. */
+static int prepare_in_mntns(struct rst *m)
+{
+	struct mnt_back b;
+	int ret = mntns_member_enter(m, &b);
+
+	if (!ret)
+		ret = rst_prepare(m);
+	mntns_member_leave(&b);
+	return ret;
+}
+
 /* Member i: its set, its checks, its parent already in the tree. */
 static int load_member(struct rst *root, size_t i)
 {
@@ -171,13 +195,16 @@ static int load_member(struct rst *root, size_t i)
 	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
 	if (ret)
 		return ret;
+	m->pid = dumpset_pid(&m->ds);
 	m->tree_parent = proc_of(root, (pid_t)pe->ppid, i);
 	if (!m->tree_parent || m->ds.pstree->ppid != pe->ppid)
 		return fail(-EIO, "pstree.img is corrupt: the parent %u of process %u is not "
 			    "listed before it", pe->ppid, pe->pid);
-	ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
+	ret = mntns_member_load(root, m);	/* a mount namespace other than the root's */
 	if (!ret)
-		ret = rst_check_loaded(m);
+		ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
+	if (!ret)
+		ret = check_in_mntns(m);
 	if (ret)
 		return ret;
 	if (m->ds.pstree->pgid != pe->pgid || m->ds.pstree->sid != pe->sid)
@@ -627,7 +654,7 @@ static int prepare_all(struct rst *root)
 
 		ret = resolve_shares(m);
 		if (!ret)
-			ret = rst_prepare(m);
+			ret = prepare_in_mntns(m);
 		if (!ret)
 			m->a->sum_pages = pagecheck_mode(&m->ds);
 		if (ret)
