@@ -58,6 +58,63 @@ case_tcptree_killed() {
 	check_child_pass
 }
 
+# Every memdump process but the guard killed at the first target-killed of a
+# killing dump of the tree (the child's lock kept for the restore). Both
+# processes were sent SIGKILL before any lock was kept: none runs on while a
+# lock kept for its dead peer cuts its connection (the stale tables
+# memdump-lock-PID of a dead PID once found on the host: the child killed,
+# its lock plain, memdump killed before the parent was; the guard gave the
+# parent its network back, not its peer). The images are whole: the restore
+# takes every lock off (case_sk_netns: no table left) and the connection
+# carries every byte.
+case_tcptree_killed_after_kill() {
+	local w mdpid
+	start_prog t-tcptree tree v4
+	local child=${READY[2]}
+	track "$child"
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/d"
+	MEMDUMP_FAULT=target-killed "$MEMDUMP" dump -t "$PID" -D "$T/d" --tcp-established -v 3 \
+		2> "$MD_ERR" &
+	mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point target-killed" "$OP_TIMEOUT" ||
+		{ sed 's/^/#   stderr: /' "$MD_ERR"; fail "the dump never reached target-killed"; }
+	w=$(pgrep -P "$mdpid")
+	[[ -n $w ]] || fail "memdump $mdpid has no worker process"
+	kill -STOP "$mdpid" $w
+	kill -9 "$mdpid" $w
+	note "killed memdump $mdpid and its worker $w at the first target-killed"
+	wait "$mdpid" 2> /dev/null
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	wait_until 5 eval '! alive '"$child" || fail "the child $child was not killed"
+	wait_until 5 eval '! alive '"$PID" ||
+		fail "the parent $PID runs on, its peer killed: $(nsenter -t "$SK_NETNS" -n nft list tables)"
+	wait "$PID" 2> /dev/null
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' && ! -d /proc/'"$child"' ]]' || fail "not reaped"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$child" ||
+		fail "the child's lock was not kept for the restore"
+	restore_and_pass "$T/d" 1
+}
+
+# Both ends' locks off before either sends its window probe: the parent's
+# acknowledgment of bytes the child had read was lost before the dump (t-tcptree
+# lostack: its own nft table, deleted once the tree is dumped and killed).
+# Restored, the parent must have that acknowledgment as soon as it runs: its
+# probe reaches the child, which answers with it. A probe sent while the
+# child's lock was still on was dropped, and the parent held the bytes as
+# unacknowledged until its retransmission timer, backed off while the restore
+# ran (zdtm socket-tcpbuf-local's stalls after a restore under load). The
+# restore is held at rst-prepared (every socket rebuilt, nothing forked) for
+# 4 s, as a loaded machine would hold it: the timer backs off meanwhile.
+case_tcptree_lostack() {
+	start_prog t-tcptree lostack v4
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	nsenter -t "$SK_NETNS" -n nft delete table inet t-lostack || fail "cannot delete t-lostack"
+	MEMDUMP_FAULT=rst-prepared MEMDUMP_FAULT_SECS=4 restore_and_pass "$T/d" 1
+}
+
 # A listener with a connection not yet accepted (zdtm socket-tcp-skip-in-flight),
 # its client end in the same process: refused by name (the target unharmed:
 # it accepts the pending connection, then a new one), or with
@@ -157,6 +214,8 @@ if command -v unshare > /dev/null && command -v nsenter > /dev/null; then
 	add tcptree-killed-images case_sk_netns case_tcptree_killed images-written
 	add tcptree-killed-lr-unlocked case_sk_netns case_tcptree_killed net-unlocked \
 		--leave-running --no-snapshot
+	add tcptree-killed-after-kill case_sk_netns case_tcptree_killed_after_kill
+	add tcptree-lostack case_sk_netns case_tcptree_lostack
 	add tcptree-port-order case_sk_netns case_tcptree_port_order
 	add tcptree-inflight-refused case_sk_netns case_tcptree_inflight_refused
 	add tcptree-inflight-skip case_sk_netns case_tcptree_inflight_skip cli

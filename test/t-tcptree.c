@@ -7,6 +7,13 @@
  *         the accepted end (the listener's port: a listener and a
  *         connection share it in one tree)
  *   one:  one process holds the listener and both ends
+ *   lostack: as tree, but nothing queued: the connecting end (the parent)
+ *         sent LOSTACK_LEN bytes the child read, whose acknowledgment a
+ *         table of nft rules of its own (t-lostack, left to the case to
+ *         delete) dropped: the parent holds them as unacknowledged
+ *         (SIOCOUTQ) when it is dumped. Restored, it must have the child's
+ *         acknowledgment as soon as it runs (the restore's window probes
+ *         make the child send it); then as tree.
  * READY <pid> <child or 0> <port>
  * On SIGUSR1 (the parent passes it to the child) each end reads all the
  * bytes the other wrote, in order, then a message goes each way, then the
@@ -18,6 +25,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -28,6 +37,7 @@
 #define SEED_CONNECTOR	0x7c9d1
 #define SEED_ACCEPTED	0x3a5e7
 #define CHUNK		T_STREAM_CHUNK
+#define LOSTACK_LEN	4096
 
 static int family = AF_INET;
 
@@ -103,9 +113,43 @@ static void check_connector(int c, uint64_t from_acc, bool one, int a, uint64_t 
 	expect_eof(c, "connecting end");
 }
 
-static void __attribute__((noreturn)) child_main(int a, int to_parent, int from_parent)
+/* The bytes the connecting end sent and holds as not yet acknowledged. */
+static int unacked(int c)
 {
-	uint64_t mine = t_stream_fill(a, SEED_ACCEPTED), theirs;
+	int outq = -1;
+
+	t_must(!ioctl(c, SIOCOUTQ, &outq), "SIOCOUTQ");
+	return outq;
+}
+
+/*
+ * lostack: the accepted end's segments to the connecting end dropped (nft,
+ * in the case's network namespace), then LOSTACK_LEN bytes sent, which the
+ * child reads: their acknowledgment never arrives.
+ */
+static void lose_acks(int c, uint16_t lport)
+{
+	static const uint8_t zeros[LOSTACK_LEN];
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "nft add table inet t-lostack && nft add chain inet t-lostack out "
+		 "'{ type filter hook output priority 0; }' && nft add rule inet t-lostack out "
+		 "tcp sport %u tcp dport %u drop", lport, t_port_of(c));
+	t_must(system(cmd) == 0, "nft: the table dropping the accepted end's segments");
+	t_must(send(c, zeros, sizeof(zeros), MSG_NOSIGNAL) == sizeof(zeros), "send lostack");
+}
+
+static void __attribute__((noreturn)) child_main(int a, int to_parent, int from_parent,
+						 bool lostack)
+{
+	uint64_t mine = lostack ? 0 : t_stream_fill(a, SEED_ACCEPTED), theirs;
+
+	if (lostack) {
+		static uint8_t got[LOSTACK_LEN];
+
+		read_exact(a, got, sizeof(got), "the lostack bytes");
+	}
 
 	t_must(write(to_parent, &mine, sizeof(mine)) == sizeof(mine), "write count");
 	read_exact(from_parent, &theirs, sizeof(theirs), "the parent's count");
@@ -123,6 +167,7 @@ static void __attribute__((noreturn)) child_main(int a, int to_parent, int from_
 int main(int argc, char **argv)
 {
 	bool one = argc > 2 && !strcmp(argv[2], "one");
+	bool lostack = argc > 2 && !strcmp(argv[2], "lostack");
 	int l, c, a, up[2], down[2], one_ = 1, status;
 	struct sockaddr_storage ss;
 	uint64_t from_conn = 0, from_acc = 0;
@@ -154,13 +199,19 @@ int main(int argc, char **argv)
 			close(c);
 			close(up[0]);
 			close(down[1]);
-			child_main(a, up[1], down[0]);
+			child_main(a, up[1], down[0], lostack);
 		}
 		close(a);
 		close(up[1]);
 		close(down[0]);
-		from_conn = t_stream_fill(c, SEED_CONNECTOR);
+		if (lostack)
+			lose_acks(c, t_port_of(l));
+		else
+			from_conn = t_stream_fill(c, SEED_CONNECTOR);
 		read_exact(up[0], &from_acc, sizeof(from_acc), "the child's count");
+		if (lostack && unacked(c) != LOSTACK_LEN)
+			t_fail("%d bytes unacknowledged, want %d: the acknowledgment was not lost",
+			       unacked(c), LOSTACK_LEN);
 		t_must(write(down[1], &from_conn, sizeof(from_conn)) == sizeof(from_conn), "count");
 		close(up[0]);
 		close(down[1]);
@@ -168,6 +219,9 @@ int main(int argc, char **argv)
 	t_ready("%d %u", (int)child, t_port_of(l));
 	t_wait_usr1();
 	t_check_common();
+	if (lostack && unacked(c))
+		t_fail("restored with %d bytes unacknowledged that its peer had received (its "
+		       "acknowledgment held back by the lock did not come)", unacked(c));
 	if (child && kill(child, SIGUSR1))
 		t_fail("kill child: %s", strerror(errno));
 	check_connector(c, from_acc, one, a, from_conn);
@@ -175,5 +229,5 @@ int main(int argc, char **argv)
 		t_fail("the child failed (status %#x)", status);
 	if (t_port_of(l) != ntohs(((struct sockaddr_in *)&ss)->sin_port))
 		t_fail("the listener's port changed");
-	t_pass(one ? "one process" : "tree");
+	t_pass(one ? "one process" : lostack ? "lostack" : "tree");
 }

@@ -682,21 +682,36 @@ static int finish_all(struct tree_dump *td)
 	return ret;
 }
 
+/*
+ * Before any process's connections are finished: resumed, every lock off
+ * (then the window probes reach the other ends: sockets.h); killed, every
+ * process sent SIGKILL (memdump dying between two would leave a process
+ * running whose peers in the tree are dead, its connections cut by their
+ * locks kept for a restore that cannot be: its PID is taken).
+ */
+static void release_first(struct tree_dump *td)
+{
+	for (int i = td->n - 1; i >= 0; i--)
+		if (td->leave_running)
+			sockets_unlock(&td->m[i].d);
+		else
+			infect_doom(&td->m[i].d.in);	/* it never runs again: the lock is kept */
+}
+
 /* Resumed (or killed, children first), then what waited for that: inventories, the disk. */
 static int release_all(struct tree_dump *td)
 {
 	int ret = 0;
 
+	release_first(td);
 	for (int i = td->n - 1; i >= 0; i--) {
 		bool locked = td->m[i].d.sockets.locked;
 		int r = 0;
 
-		if (td->leave_running) {
+		if (td->leave_running)
 			sockets_finish(&td->m[i].d, false);
-		} else {
-			infect_doom(&td->m[i].d.in);	/* it never runs again: the lock is kept */
+		else
 			r = sockets_finish(&td->m[i].d, true);
-		}
 		ret = ret ?: r;
 		infect_release(&td->m[i].d.in, !td->leave_running);
 		td->m[i].prepared = td->m[i].seized = false;
@@ -735,6 +750,8 @@ static void remove_subsets(struct tree_dump *td)
 /* A failure before the release: every process as it was, nothing of the set left. */
 static void undo_all(struct tree_dump *td)
 {
+	for (int i = td->n - 1; i >= 0; i--)	/* every lock off before any probe */
+		sockets_unlock(&td->m[i].d);
 	for (int i = td->n - 1; i >= 0; i--) {
 		struct member *m = &td->m[i];
 

@@ -479,19 +479,29 @@ static int finish_killed(struct sk_set *set)
 	return ret;
 }
 
-/*
- * Resumed or failed: the lock off, then a window probe (TCP_REPAIR off; the
- * sockets left repair mode as soon as they were read, tcp_stream_collect())
- * to restart what the lock held back.
- */
-static void finish_resumed(struct sk_set *set)
+void sockets_unlock(struct dump_ctx *d)
 {
+	struct sk_set *set = &d->sockets;
+
+	if (!set->locked)
+		return;
+	netlock_release(&set->lock);
+	set->locked = false;
+	fault_point("net-unlocked");
+}
+
+/*
+ * Resumed or failed: the lock off (if sockets_unlock() has not taken it
+ * off yet), then a window probe (TCP_REPAIR off; the sockets left repair mode
+ * as soon as they were read, tcp_stream_collect()) to restart what the lock
+ * held back.
+ */
+static void finish_resumed(struct dump_ctx *d)
+{
+	struct sk_set *set = &d->sockets;
 	int off = 0;
 
-	if (set->locked) {
-		netlock_release(&set->lock);
-		fault_point("net-unlocked");
-	}
+	sockets_unlock(d);
 	for (size_t i = 0; i < set->nr_repair; i++) {
 		int fd = set->repair[i].fd;
 
@@ -509,7 +519,7 @@ int sockets_finish(struct dump_ctx *d, bool killed)
 	if (killed)
 		ret = finish_killed(set);
 	else
-		finish_resumed(set);
+		finish_resumed(d);
 	for (size_t i = 0; i < set->nr_repair; i++)
 		close(set->repair[i].fd);
 	set->nr_repair = 0;

@@ -25,6 +25,14 @@ int sockets_check_queues(struct dump_ctx *d);
 /* sk-queues.img and tcp-stream-INO.img */
 int sockets_write_data(struct dump_ctx *d);
 /*
+ * Resumed or failed: the network lock off, no window probe yet (that is
+ * sockets_finish()'s). A tree's processes are all unlocked first: a
+ * connection between two of them is in both locks, and a probe sent while
+ * the other's is on is lost (the end that sent it learns nothing of what its
+ * peer received until its retransmission timer, backed off while locked).
+ */
+void sockets_unlock(struct dump_ctx *d);
+/*
  * After the dump: keep the lock for the restore once the target is killed
  * (SIGKILL sent, before it is reaped), or release it (resumed, failed).
  */

@@ -51,7 +51,11 @@ int inet_fail(const InetSkEntry *e, int err, const char *what);
 int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 /* Out of repair mode, the lock still on (a tree: every process's, first) */
 void tcp_unrepair_all(struct rst *r);
-/* Out of repair mode, the lock off, window probes and unsent data */
+/* Out of repair mode and the lock off, nothing sent yet (a tree: every process, first) */
+int tcp_unlock_all(struct rst *r);
+/* Window probes and unsent data, every lock off; memdump's copies closed */
+void tcp_probe_all(struct rst *r);
+/* The three for one process alone */
 int tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
 

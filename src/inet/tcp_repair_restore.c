@@ -6,9 +6,14 @@
  * every thread is parked: tcp_release_all() takes it out of repair mode
  * (sending nothing), the network lock off, then sends a window probe (the
  * peer answers, retransmissions resume) and what was never sent. A tree's
- * processes all leave repair mode before any lock goes (tcp_unrepair_all()):
- * a connection between two of them is in both locks, and neither end hears
- * from the other before both are out of repair mode.
+ * processes all leave repair mode before any lock goes (tcp_unrepair_all()),
+ * and every lock goes before any probe (tcp_unlock_all(), then
+ * tcp_probe_all()): a connection between two of them is in both locks,
+ * neither end hears from the other before both are out of repair mode, and
+ * each end's probe reaches the other. A probe the other's lock dropped would
+ * leave its sender without what the dump's lock had held back (the ACK of
+ * bytes its peer has) until its retransmission timer, backed off all the
+ * while the lock was on.
  *
  * A closing connection (tcp_states.h) is rebuilt established, then closed
  * as it was: this end's FIN by shutdown() (after its unsent data, or counted
@@ -536,17 +541,29 @@ void tcp_unrepair_all(struct rst *r)
 		unrepair(&r->tcp[i]);
 }
 
-int tcp_release_all(struct rst *r)
+int tcp_unlock_all(struct rst *r)
 {
 	int ret = 0;
 
 	tcp_unrepair_all(r);
 	if (r->nr_tcp || r->net_isolated)
 		ret = netlock_remove(r->pid);
+	return ret < 0 ? ret : 0;
+}
+
+void tcp_probe_all(struct rst *r)
+{
 	for (size_t i = 0; i < r->nr_tcp; i++)
 		release(&r->tcp[i]);
 	tcp_close_all(r);
-	return ret < 0 ? ret : 0;
+}
+
+int tcp_release_all(struct rst *r)
+{
+	int ret = tcp_unlock_all(r);
+
+	tcp_probe_all(r);
+	return ret;
 }
 
 void tcp_close_all(struct rst *r)

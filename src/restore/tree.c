@@ -813,10 +813,12 @@ static int release_all(struct rst *root)
 			    netlock_remove(i ? root->tree->m[i - 1].pid : root->pid) < 0 && !ret)
 				ret = -EIO;
 		for (size_t i = 0; i <= root->tree->n; i++) {
-			int r = tcp_release_all(i ? &root->tree->m[i - 1] : root);
+			int r = tcp_unlock_all(i ? &root->tree->m[i - 1] : root);
 
 			ret = ret ?: r;
 		}
+		for (size_t i = 0; i <= root->tree->n; i++)	/* every lock off: then the probes */
+			tcp_probe_all(i ? &root->tree->m[i - 1] : root);
 		ret = ret ?: hook_fire(h, HOOK_PRE_RESUME, root->pid);
 	}
 	if (!ret)
