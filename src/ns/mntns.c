@@ -269,15 +269,6 @@ static int kept_propagation(const struct mnt_plan *p, size_t i)
 	return o->shared || o->master ? MS_PRIVATE : 0;
 }
 
-/* Is mount i covered by a later one at the same mount point? */
-static bool covered(const struct mounts *ms, size_t i)
-{
-	for (size_t k = i + 1; k < ms->n; k++)
-		if (!strcmp(ms->m[k].mountpoint, ms->m[i].mountpoint))
-			return true;
-	return false;
-}
-
 /*
  * A UNIX socket bound to, or connected to, a path: restore binds and
  * connects by that path as memdump sees it, not under the root of its own.
@@ -645,9 +636,9 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (in[i] && from == -1)
 			refuse_add(r, "the mount at %s, bound from outside its root onto its proc",
 				   m->mountpoint);
-		if (!strcmp(m->fstype, "tmpfs") && made && covered(&p->theirs, i))
-			refuse_add(r, "the tmpfs at %s, under another mount at the same place",
-				   m->mountpoint);
+		if (made && (m->flags & MS_UNBINDABLE) && hidden_at(&p->theirs, i, p->theirs.n))
+			refuse_add(r, "the unbindable %s at %s, under another mount (memdump reads "
+				   "its files through the process's root)", m->fstype, m->mountpoint);
 		free(src);
 	}
 	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
@@ -886,51 +877,168 @@ static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
 struct clone_req {
 	pid_t pid;
 	const struct mount *m;
+	const struct mounts *all;	/* the process's mounts, m among them */
 	int fd;			/* out: the detached clone, or -errno */
 };
+
+/* The index in copy of the copy of mount i of all (matched by the tree), or -1. */
+static int copy_of(const struct mounts *all, const struct mounts *copy, int i, size_t depth)
+{
+	int pi = index_of(all, all->m[i].parent), cp = -1;
+
+	if (depth > all->n)
+		return -1;
+	if (pi >= 0 && (cp = copy_of(all, copy, pi, depth + 1)) < 0)
+		return -1;
+	for (size_t k = 0; k < copy->n; k++) {
+		int kp = index_of(copy, copy->m[k].parent);
+
+		if ((pi < 0 ? kp < 0 : kp == cp) && mount_same(&copy->m[k], &all->m[i]))
+			return (int)k;
+	}
+	return -1;
+}
+
+/* Is mount a of ms mount b or one b is (directly or not) mounted on? */
+static bool holds(const struct mounts *ms, int a, int b)
+{
+	for (size_t n = 0; b >= 0 && n <= ms->n; n++, b = index_of(ms, ms->m[b].parent))
+		if (a == b)
+			return true;
+	return false;
+}
+
+/*
+ * The mount of ms that hides mount c nearest the root (the shortest point):
+ * on c or one c is on, at c's point or a directory above it; -1: none.
+ */
+static int outer_cover(const struct mounts *ms, int c)
+{
+	const char *at = ms->m[c].mountpoint;
+	int best = -1;
+
+	for (size_t k = 0; k < ms->n; k++) {
+		const struct mount *x = &ms->m[k];
+		int xp = index_of(ms, x->parent);
+
+		if (holds(ms, (int)k, c) || xp < 0 || !holds(ms, xp, c) ||
+		    (strcmp(x->mountpoint, at) && !path_below(at, x->mountpoint)))
+			continue;
+		if (best < 0 || strlen(x->mountpoint) < strlen(ms->m[best].mountpoint))
+			best = (int)k;
+	}
+	return best;
+}
+
+/*
+ * In a private copy of the namespace (this thread's, its root the process's):
+ * what hides mount id (the copy of q->m) unmounted, outermost first, until it
+ * is on top at its point. 0, or -errno.
+ */
+static int uncover(const struct clone_req *q, int task, int id)
+{
+	int ret = 0;
+
+	for (size_t n = 0; !ret && n <= q->all->n; n++) {
+		struct mounts ms;
+		int c, x;
+
+		ret = mounts_read_at(task, "mountinfo", &ms);
+		if (ret)
+			return ret;
+		c = index_of(&ms, id);
+		x = c < 0 ? -2 : outer_cover(&ms, c);
+		if (x == -1) {
+			mounts_free(&ms);
+			return 0;
+		}
+		ret = x < 0 ? -ENOENT : umount2(ms.m[x].mountpoint, MNT_DETACH) ? -errno : 0;
+		mounts_free(&ms);
+	}
+	return ret ? ret : -ELOOP;
+}
+
+/*
+ * Mount q->m, hidden under another (zdtm tempfs_overmounted: a tmpfs under
+ * one at the same point, or at a directory above it): in a copy of the
+ * namespace of this thread's own (root: the process's; made private first, so
+ * nothing done in it propagates back), what hides it unmounted, then cloned
+ * alone. task: this thread's /proc directory, opened before the chroot.
+ */
+static int clone_hidden(const struct clone_req *q, int root, int task)
+{
+	struct mounts copy = { 0 };
+	struct statx sx;
+	int c = -1, id = 0, ret = 0, fd;
+
+	if (fchdir(root) || chroot(".") || unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -errno;
+	ret = mounts_read_at(task, "mountinfo", &copy);
+	if (!ret)
+		c = copy_of(q->all, &copy, (int)(q->m - q->all->m), 0);
+	if (!ret && c < 0)
+		ret = -ENOENT;
+	if (!ret)
+		id = copy.m[c].id;
+	mounts_free(&copy);
+	if (!ret)
+		ret = uncover(q, task, id);
+	if (ret)
+		return ret;
+	if (statx(AT_FDCWD, q->m->mountpoint, 0, STATX_MNT_ID, &sx) ||
+	    sx.stx_mnt_id != (uint64_t)id)
+		return -ESTALE;
+	fd = (int)syscall(SYS_open_tree, AT_FDCWD, q->m->mountpoint, OPEN_TREE_CLONE |
+			  OPEN_TREE_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
 
 /*
  * On a thread of its own (its fs information unshared, as setns wants):
  * into the process's mount namespace, where a mount can be cloned, and a
  * clone of mount m alone (OPEN_TREE_CLONE: none of the mounts on it), at its
- * point under the process's root, checked to be m (the mount at the top
- * there is m: dump refuses a tmpfs covered at its very point).
+ * point under the process's root, checked to be m (the mount on top there);
+ * one hidden under another, from a copy of the namespace (clone_hidden).
  */
 static void *clone_in_ns(void *arg)
 {
 	struct clone_req *q = arg;
 	char path[64];
 	struct statx sx;
-	int root, ns, fd = -1;
+	int root, ns, task, fd = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/root", q->pid);
 	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", q->pid);
 	ns = open(path, O_RDONLY | O_CLOEXEC);
-	if (root < 0 || ns < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
+	task = open("/proc/thread-self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || ns < 0 || task < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
 		q->fd = -errno;
 	else if ((fd = (int)syscall(SYS_open_tree, root, q->m->mountpoint[1] ?
 				    q->m->mountpoint + 1 : ".", OPEN_TREE_CLONE |
 				    OPEN_TREE_CLOEXEC)) < 0)
-		q->fd = -errno;
+		q->fd = errno == EINVAL || !q->all ? -errno : clone_hidden(q, root, task);
 	else if (statx(root, q->m->mountpoint[1] ? q->m->mountpoint + 1 : ".", 0, STATX_MNT_ID,
 		       &sx) || sx.stx_mnt_id != (uint64_t)q->m->id)
-		q->fd = -ESTALE;
+		q->fd = q->all ? clone_hidden(q, root, task) : -ESTALE;
 	else
 		q->fd = fd;
-	if (q->fd < 0 && fd >= 0)
+	if (fd >= 0 && q->fd != fd)
 		close(fd);
 	if (root >= 0)
 		close(root);
 	if (ns >= 0)
 		close(ns);
+	if (task >= 0)
+		close(task);
 	return NULL;
 }
 
 /* A detached clone of mount m of the process's namespace, or -errno. */
-static int clone_mount(pid_t pid, const struct mount *m)
+static int clone_mount(pid_t pid, const struct mounts *all, const struct mount *m)
 {
-	struct clone_req q = { .pid = pid, .m = m, .fd = -EIO };
+	struct clone_req q = { .pid = pid, .m = m, .all = all, .fd = -EIO };
 	pthread_t t;
 	int ret = pthread_create(&t, NULL, clone_in_ns, &q);
 
@@ -940,16 +1048,26 @@ static int clone_mount(pid_t pid, const struct mount *m)
 	return q.fd;
 }
 
+/* Is fd on mount m? */
+static bool same_mount_id(int fd, const struct mount *m)
+{
+	struct statx sx;
+
+	errno = 0;
+	return !statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) && sx.stx_mnt_id == (uint64_t)m->id;
+}
+
 /*
  * The files of the tmpfs mounted at m, into w: read in a clone of it alone,
  * where no mount covers any (zdtm tempfs: a file under another mount); an
  * unbindable one, which cannot be cloned, through the process's root.
  */
-static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
+static int dump_tmpfs(const struct dump_ctx *d, const struct mounts *all, const struct mount *m,
+		      struct tmpfs_walk *w)
 {
 	char path[4200];
 	struct stat st;
-	int fd, tree = clone_mount(d->pid, m), ret;
+	int fd, tree = clone_mount(d->pid, all, m), ret;
 
 	if (tree == -EINVAL) {	/* unbindable: read through the process's root */
 		w->through_root = true;
@@ -965,9 +1083,10 @@ static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tm
 	if (fd < 0)
 		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
 			    strerror(errno));
-	if (fstat(fd, &st)) {
+	if (fstat(fd, &st) || (w->through_root && !same_mount_id(fd, m))) {
+		ret = errno ? -errno : -ESTALE;
 		close(fd);
-		return -errno;
+		return fail(ret, "the tmpfs at %s: not the mount on top there", m->mountpoint);
 	}
 	w->dev = st.st_dev;
 	ret = walk_dir(w, fd, "");	/* closes fd */
@@ -977,11 +1096,11 @@ static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tm
 }
 
 /* Its files into e (memdump's field 55), if the entry stays one a reader takes. */
-static int add_tmpfs(const struct dump_ctx *d, const struct mount *m, MntEntry *e,
-		     struct tmpfs_walk *w)
+static int add_tmpfs(const struct dump_ctx *d, const struct mounts *all, const struct mount *m,
+		     MntEntry *e, struct tmpfs_walk *w)
 {
 	size_t len;
-	int ret = dump_tmpfs(d, m, w);
+	int ret = dump_tmpfs(d, all, m, w);
 
 	if (ret)
 		return ret;
@@ -1056,7 +1175,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.in_child = in[i];
 	}
 	if (!ret && !ext && made_tmpfs(p, i))
-		ret = add_tmpfs(d, m, &e, &w);
+		ret = add_tmpfs(d, &p->theirs, m, &e, &w);
 	if (!ret)
 		ret = img_write_msg(img, &e.base);
 	tmpfs_files_free(&w);
