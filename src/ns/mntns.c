@@ -101,6 +101,41 @@ static void hidden_first(struct mounts *ms)
 }
 
 /*
+ * Every mount after the one it is on (restore mounts in this order): a mount
+ * moved (MS_MOVE) onto one made after it is listed before its parent (zdtm
+ * tempfs_overmounted01). The order is kept otherwise.
+ */
+static int parents_first(struct mounts *ms)
+{
+	struct mount *out = calloc(ms->n + 1, sizeof(*out));
+	bool *done = calloc(ms->n + 1, sizeof(*done));
+	size_t n = 0;
+
+	for (bool progress = true; out && done && progress;) {
+		progress = false;
+		for (size_t i = 0; i < ms->n; i++) {
+			int pi = index_of(ms, ms->m[i].parent);
+
+			if (done[i] || (pi >= 0 && pi != (int)i && !done[pi]))
+				continue;
+			out[n++] = ms->m[i];
+			done[i] = progress = true;
+		}
+	}
+	for (size_t i = 0; out && done && i < ms->n; i++)
+		if (!done[i])
+			out[n++] = ms->m[i];	/* a loop of parents: as listed */
+	free(done);
+	if (!out || n != ms->n) {
+		free(out);
+		return -ENOMEM;
+	}
+	free(ms->m);
+	ms->m = out;
+	return 0;
+}
+
+/*
  * Which of the process's mounts memdump has too: the same mount (point,
  * device, root, type, source) on the same parent. A namespace's copy lists
  * its mounts parents first, not in the original's order, so the match goes
@@ -121,6 +156,8 @@ static int plan_make(pid_t pid, struct mnt_plan *p)
 	ret = mounts_read("/proc/thread-self/mountinfo", &p->own);
 	if (!ret)
 		ret = mounts_read(path, &p->theirs);
+	if (!ret)
+		ret = parents_first(&p->theirs);
 	if (ret)
 		return ret;
 	hidden_first(&p->theirs);
@@ -215,6 +252,26 @@ static bool hidden_at(const struct mounts *ms, size_t k, size_t i)
 }
 
 /*
+ * Is path at, under mount k, covered when mount i is made (by a mount made
+ * between them at it or at a directory above it)? Binding it then would
+ * bind the covering mount's root (zdtm tempfs_overmounted01).
+ */
+static bool path_hidden(const struct mounts *ms, size_t k, size_t i, const char *at)
+{
+	size_t n = strlen(at);
+
+	while (n > 1 && at[n - 1] == '/')	/* a whole mount's point: "/mnt/" */
+		n--;
+	for (size_t j = k + 1; j < i; j++) {
+		const char *mp = ms->m[j].mountpoint;
+
+		if ((strlen(mp) == n && !strncmp(mp, at, n)) || path_below(at, mp))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The path mount i is bound from: under an earlier mount of the process's
  * (*from its index), or, for a root of its own, under one of memdump's
  * (*from -1: a path memdump sees, to bind before the process's root is
@@ -226,9 +283,11 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 	char *out;
 
 	for (size_t k = i; k-- > 0;)
-		if (!hidden_at(&p->theirs, k, i) && (out = path_under(&p->theirs.m[k], m))) {
+		if ((out = path_under(&p->theirs.m[k], m)) && !path_hidden(&p->theirs, k, i, out)) {
 			*from = (int)k;
 			return out;
+		} else {
+			free(out);
 		}
 	if (!p->own_root)
 		return NULL;
