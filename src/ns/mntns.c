@@ -429,7 +429,7 @@ static bool proc_of_a_process(const char *link)
 }
 
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
-static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
+static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
 				  const struct stat *at, struct refusals *r)
 {
 	char path[4300], sun[120];
@@ -449,21 +449,56 @@ static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
 			   "is mounted by the restored init, after the files are opened)", pid, fd,
 			   link);
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);
 	if (strstr(link, " (deleted)"))
 		refuse_ghost_in_own_root(pid, fd, link, r);
 	else if (!strncmp(link, "/dev/pts/", 9) && !same_pty(path, at))
 		refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
-	else if (stat(path, &in) || (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) &&
+	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) || (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) &&
 				       at->st_rdev == in.st_rdev) &&
 				     (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
 		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
 }
 
+static bool same_mntns(pid_t a, pid_t b)
+{
+	char pa[64], pb[64];
+	struct stat sa, sb;
+
+	snprintf(pa, sizeof(pa), "/proc/%d/ns/mnt", a);
+	snprintf(pb, sizeof(pb), "/proc/%d/ns/mnt", b);
+	return !stat(pa, &sa) && !stat(pb, &sb) && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+/* Is pid's root the root of its mount namespace (not a chroot in it)? */
+static bool at_ns_root(pid_t pid)
+{
+	char path[64], link[8];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	return readlink(path, link, sizeof(link)) == 1 && link[0] == '/';
+}
+
+/*
+ * A process of the tree (or pid itself) whose root is the root of pid's mount
+ * namespace: the links of pid's fds are paths from there (a process that
+ * chrooted, zdtm chroot: its fds opened before, outside its root, are
+ * opened there by restore, before it chroots). pid itself when none is.
+ */
+static pid_t ns_root_proc(pid_t pid, const struct proc_tree *tree)
+{
+	for (int i = 0; !at_ns_root(pid) && tree && i < tree->n; i++)
+		if (!tree_is_zombie(&tree->procs[i]) && at_ns_root(tree->procs[i].pid) &&
+		    same_mntns(pid, tree->procs[i].pid))
+			return tree->procs[i].pid;
+	return pid;
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
-static void refuse_in_own_root(pid_t pid, struct refusals *r)
+static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	char dir[64], link[4200], path[4300];
+	pid_t at_root = ns_root_proc(pid, tree);
 	struct dirent *de;
 	DIR *d;
 
@@ -480,7 +515,7 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 		if (n <= 0 || stat(path, &at))
 			continue;
 		link[n] = 0;
-		refuse_fd_in_own_root(pid, de->d_name, link, &at, r);
+		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, r);
 	}
 	if (d)
 		closedir(d);
@@ -658,10 +693,10 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
 	if (p->own_root && !tree)
-		refuse_in_own_root(pid, r);
+		refuse_in_own_root(pid, NULL, r);
 	for (int i = 0; p->own_root && tree && i < tree->n; i++)	/* every process is in it */
 		if (!tree_is_zombie(&tree->procs[i]))
-			refuse_in_own_root(tree->procs[i].pid, r);
+			refuse_in_own_root(tree->procs[i].pid, tree, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
 		bool made = made_anew(p->theirs.m, i);
