@@ -718,7 +718,7 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (propagation_why(p, i, in[i], in))
 			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
 				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i], in));
-		else if (propagated_copy(p, i))
+		else if (!p->own_root && propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
 		else if (deleted_root(m))
