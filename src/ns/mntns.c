@@ -299,6 +299,43 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 	return NULL;
 }
 
+static bool holds(const struct mounts *ms, int a, int b);
+
+/*
+ * For mount i, of a root of its own, that bind_source finds no path for: an
+ * earlier mount k it is bound from (*from), hidden by then, which restore
+ * reaches by the fd it took on k's root when it made it (zdtm mntns_remap,
+ * tempfs_overmounted01); the path under k's root (rest), or NULL. The path
+ * must not be covered by a mount made on k since.
+ */
+static char *hidden_source(const struct mnt_plan *p, size_t i, int *from)
+{
+	const struct mounts *ms = &p->theirs;
+	const struct mount *m = &ms->m[i];
+
+	for (size_t k = i; p->own_root && k-- > 0;) {
+		const struct mount *s = &ms->m[k];
+		char *out = path_under(s, m), *rest;
+		bool covered = false;
+
+		if (!out)
+			continue;
+		for (size_t j = k + 1; j < i && !covered; j++)
+			covered = holds(ms, (int)k, index_of(ms, ms->m[j].parent)) &&
+				  path_below(ms->m[j].mountpoint, s->mountpoint) &&
+				  (!strcmp(ms->m[j].mountpoint, out) ||
+				   path_below(out, ms->m[j].mountpoint));
+		rest = covered ? NULL : strdup(out + (strcmp(s->mountpoint, "/") ?
+						     strlen(s->mountpoint) : 0));
+		free(out);
+		if (rest) {
+			*from = (int)k;
+			return rest;
+		}
+	}
+	return NULL;
+}
+
 /*
  * Mounted by the restored init rather than memdump: its PID namespace's
  * proc, what is mounted on it or bound from it (in[] so far).
@@ -699,7 +736,7 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 			refuse_in_own_root(tree->procs[i].pid, tree, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
-		bool made = made_anew(p->theirs.m, i);
+		bool made = made_anew(p->theirs.m, i), hidden = false;
 		int from = -2;
 		char *src = NULL;
 
@@ -709,8 +746,8 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 					   "restore cannot give it", m->mountpoint, m->shared, m->master);
 			continue;
 		}
-		if (!made)
-			src = bind_source(p, i, &from);
+		if (!made && !(src = bind_source(p, i, &from)) && (src = hidden_source(p, i, &from)))
+			hidden = true;
 		in[i] = by_init(p, i, in, pid_ns, from);
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
@@ -727,6 +764,10 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (!made && !src)
 			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
 				   m->mountpoint, m->source);
+		else if (in[i] && hidden)
+			refuse_add(r, "the mount at %s, bound from a hidden path of the mount at %s, "
+				   "both mounted by the restored init", m->mountpoint,
+				   p->theirs.m[from].mountpoint);
 		else if (in[i] && from == -1)
 			refuse_add(r, "the mount at %s, bound from outside its root onto its proc",
 				   m->mountpoint);
@@ -1257,8 +1298,11 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	} else {
 		if (ext)	/* an external mount: bound from the path the restore is given */
 			e.bind_from = src = strdup(m->root);
-		else if (!made_anew(p->theirs.m, i))
-			e.bind_from = src = bind_source(p, i, &from);
+		else if (!made_anew(p->theirs.m, i) && !(e.bind_from = src = bind_source(p, i, &from)) &&
+			 (e.bind_from = src = hidden_source(p, i, &from))) {
+			e.has_bind_mnt = true;	/* under that mount's root, by restore's fd on it */
+			e.bind_mnt = (uint32_t)p->theirs.m[from].id;
+		}
 		if (ext && !src)
 			ret = -ENOMEM;
 		e.has_bind_host = from == -1;
