@@ -558,6 +558,56 @@ static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct r
 		closedir(d);
 }
 
+/* Is mount m of pid's mountinfo hidden (not the mount on top at its point, as pid sees it)? */
+static bool mount_hidden(pid_t pid, const struct mount *m)
+{
+	char path[4200];
+	struct statx sx;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->mountpoint);
+	return statx(AT_FDCWD, path, 0, STATX_MNT_ID, &sx) || sx.stx_mnt_id != (uint64_t)m->id;
+}
+
+/*
+ * fds of pid on a mount hidden under another (zdtm overmounted_file: a file
+ * of a tmpfs under a bind of itself): restore opens files by path, through
+ * the mount on top, which would be another mount (or no such file).
+ */
+static void refuse_hidden_fds(pid_t pid, struct refusals *r)
+{
+	char path[64], fdp[320], link[4200], *info = NULL;
+	struct mounts ms = { 0 };
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	if (mounts_read(path, &ms))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		const char *id;
+		ssize_t n;
+		int k;
+
+		free(info);
+		info = NULL;
+		if (de->d_name[0] == '.' || proc_fdinfo(pid, atoi(de->d_name), &info) <= 0 ||
+		    !(id = proc_line_after(info, "mnt_id:")) || (k = index_of(&ms, atoi(id))) < 0 ||
+		    !mount_hidden(pid, &ms.m[k]))
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, de->d_name);
+		n = readlink(fdp, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = 0;
+		refuse_add(r, "process %d: fd %s (%s), on the %s mount at %s, hidden under another "
+			   "mount", pid, de->d_name, link, ms.m[k].fstype, ms.m[k].mountpoint);
+	}
+	free(info);
+	if (d)
+		closedir(d);
+	mounts_free(&ms);
+}
+
 /* m's place in its parent mount pm: its point under pm's, "" when the same */
 static const char *rel_point(const struct mount *m, const struct mount *pm)
 {
@@ -734,6 +784,11 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 	for (int i = 0; p->own_root && tree && i < tree->n; i++)	/* every process is in it */
 		if (!tree_is_zombie(&tree->procs[i]))
 			refuse_in_own_root(tree->procs[i].pid, tree, r);
+	if (!tree)
+		refuse_hidden_fds(pid, r);
+	for (int i = 0; tree && i < tree->n; i++)
+		if (!tree_is_zombie(&tree->procs[i]))
+			refuse_hidden_fds(tree->procs[i].pid, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
 		bool made = made_anew(p->theirs.m, i), hidden = false;
