@@ -554,3 +554,17 @@ case_mntns_chroot() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 add mntns-chroot case_mntns_chroot
+
+# An fd on a file of a mount hidden under another (zdtm overmounted_file: the
+# tmpfs bound onto itself): restore would open it through the mount on top;
+# refused by name, the target unharmed
+case_mntns_refuse_hidden_fd() {
+	mnt_start "mount -t tmpfs memdump-o /mnt && echo o > /mnt/f && exec 7< /mnt/f && mount --bind /mnt /mnt"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "fd 7 (/mnt/f), on the tmpfs mount at /mnt, hidden under another mount" "$MD_ERR" ||
+		fail "the refusal does not name fd 7: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-refuse-hidden-fd case_mntns_refuse_hidden_fd
