@@ -457,6 +457,7 @@ root_cycle() {
 	before=$(mounts_of "$PID" /h | sort)
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
+	crit_decodes "$T/d"	# mountpoints-1.img with memdump's field 56 (bind_mnt)
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
