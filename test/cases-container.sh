@@ -304,33 +304,36 @@ PY
 add runc-criu-tcp case_runc_criu_tcp
 
 # A process of a container (not its init) with a UNIX socket bound to a path in the
-# container's root (busybox syslogd's /dev/log): restore would bind that path as
-# memdump sees it, outside the container, so the dump refuses it by name and the
-# container runs on.
-case_runc_refuse_unix_path() {
+# container's root (busybox syslogd's /dev/log, on the container's /dev tmpfs):
+# it was refused (restore would have bound that path as memdump sees it, outside
+# the container). Bound again under the restored root now: the container counts
+# on, and a message sent to /dev/log inside it reaches syslogd's log.
+case_runc_unix_path() {
 	command -v runc > /dev/null && command -v busybox > /dev/null ||
 		{ note "no runc or busybox: skipped"; return 0; }
 	local b=$T/bundle id=memdump-u$$ n
 	runc_bundle "$b" 'syslogd -n -O /tmp/log & exec > /tmp/count; i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done'
-	ln -sf busybox "$b/rootfs/bin/syslogd"
+	for n in syslogd logger; do ln -sf busybox "$b/rootfs/bin/$n"; done
 	trap 'runc_cleanup '"$id" EXIT
 	(cd "$b" && runc run -d "$id") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
 	PID=$(runc_ctr_state "$id" pid)
 	track "$PID"
 	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 3 ))' || fail "the container does not count"
-	wait_until 10 test -S "$b/rootfs/dev/log" -o -S /proc/"$PID"/root/dev/log || fail "no /dev/log in the container"
-	md refuse dump -t "$PID" -D "$T/d"
-	expect_md_error
-	grep -q "a UNIX socket named /dev/log) in a root of its own" "$MD_ERR" ||
-		fail "the refusal does not name the socket: $(cat "$MD_ERR")"
-	no_inventory "$T/d"
+	wait_until 10 test -S /proc/"$PID"/root/dev/log || fail "no /dev/log in the container"
+	dump "$PID" "$T/d"
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
 	n=$(count_of "$b/rootfs/tmp/count")
+	md rst restore -D "$T/d" -d || fail "restore failed: $(cat "$MD_ERR")"
 	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
-		fail "the container does not count on after the refusal"
-	[[ $(proc_field "$PID" TracerPid) == 0 ]] || fail "the container's init is left traced"
+		fail "the restored container does not count on from $n"
+	[[ -S /proc/$PID/root/dev/log ]] || fail "no /dev/log in the restored container"
+	nsenter -t "$PID" -m /bin/busybox logger -t memdump "after-restore-$$" ||
+		fail "logger cannot send to the restored /dev/log"
+	wait_until 10 grep -q "after-restore-$$" "$b/rootfs/tmp/log" ||
+		fail "the restored syslogd did not log the message: $(tail -n2 "$b/rootfs/tmp/log")"
 }
 
-add runc-refuse-unix-path case_runc_refuse_unix_path
+add runc-unix-path case_runc_unix_path
 
 # A mount that mount propagation copied (a tmpfs mounted under a shared tmpfs,
 # copied onto its slave bind, zdtm mntns_overmount): each restored once, the

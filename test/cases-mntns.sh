@@ -236,8 +236,7 @@ case_mntns_external_tmpfs() {
 }
 add mntns-external-tmpfs case_mntns_external_tmpfs
 
-# root_start PIVOT_OPTS SETUP: a python target in a mount namespace of its own
-ROOT_PY_WAIT='
+ROOT_PY_IDLE='
 import os, signal
 os.closerange(3, 256)
 got = []
@@ -247,8 +246,10 @@ while not got:
     signal.pause()
 print("PASS", flush=True)'
 
-# (unshare --propagation PIVOT_OPTS) pivot_root'ed into $T/nr (a private bind of
-# it, /usr bound in), after the shell SETUP run there; OUT is its /data/out
+# root_start PIVOT_OPTS SETUP: a python target (ROOT_PY, else ROOT_PY_IDLE) in a
+# mount namespace of its own (unshare --propagation PIVOT_OPTS) pivot_root'ed
+# into $T/nr (a private bind of it, /usr bound in), after the shell SETUP run
+# there; OUT is its /data/out
 root_start() {
 	local l
 	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
@@ -258,7 +259,8 @@ root_start() {
 		"${ROOT_PRE:-}" "$2" > "$T/pivot"
 	chmod +x "$T/pivot"
 	OUT=$T/nr/data/out
-	unshare --mount --propagation "$1" "$T/pivot" "$T" /usr/bin/python3 -c "${ROOT_PY:-$ROOT_PY_WAIT}" 2> "$T/root.err" &
+	unshare --mount --propagation "$1" "$T/pivot" "$T" /usr/bin/python3 -c "${ROOT_PY:-$ROOT_PY_IDLE}" \
+		2> "$T/root.err" &
 	PID=$!
 	track "$PID"
 	wait_line "$OUT" '^READY ' 10 || { show_file out "$OUT"; show_file err "$T/root.err"; fail "the target did not start"; }

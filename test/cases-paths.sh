@@ -226,6 +226,103 @@ print("PASS" if ok else "FAIL %s %r" % (link(g), st), flush=True)'
 }
 add rst-root-own-ghost-fd case_root_own_ghost_fd
 
+# UNIX sockets bound to paths by a process with a root of its own (zdtm's
+# sockets00, sk-unix-rel, del_standalone_un and kin in the ns flavour) were
+# refused ("in a root of its own"): they are bound again under the restored
+# root, as the process sees it. After restore: a listener at its absolute name
+# with its file's mode and owner, reachable by name, its accepted end and
+# client with data queued both ways, a datagram socket bound by a relative
+# name connected to one whose name was removed (still removed, its datagram
+# queued), the names getsockname() shows; nothing left in the root's /data.
+case_root_own_unix() {
+	root_own_start '
+import os, signal, socket, stat
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+os.mkdir("/data/sk")
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+ls.bind("/data/sk/listen")
+os.chmod("/data/sk/listen", 0o640)
+os.chown("/data/sk/listen", 1, 2)
+ls.listen(5)
+cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cl.connect("/data/sk/listen")
+ac, _ = ls.accept()
+cl.sendall(b"to the accepted end")
+ac.sendall(b"to the client")
+gone = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+gone.bind("/data/sk/gone")
+os.chdir("/data/sk")
+rel = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+rel.bind("rel")
+os.chdir("/")
+rel.connect("/data/sk/gone")
+gone.connect("/data/sk/rel")
+os.unlink("/data/sk/gone")
+rel.send(b"to the removed name")
+gone.send(b"to the relative name")
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+st = os.stat("/data/sk/listen")
+new = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+new.connect("/data/sk/listen")
+bad = []
+def check(what, ok):
+    if not ok:
+        bad.append(what)
+check("listener name", ls.getsockname() == "/data/sk/listen")
+check("listener file", stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o640 and
+      (st.st_uid, st.st_gid) == (1, 2))
+check("accepted name", ac.getsockname() == "/data/sk/listen" and cl.getpeername() == "/data/sk/listen")
+check("accepted data", ac.recv(64) == b"to the accepted end")
+check("client data", cl.recv(64) == b"to the client")
+check("new connection", ls.accept()[0].getpeername() in ("", b"", None))
+check("relative name", rel.getsockname() == "rel" and gone.getpeername() == "rel")
+check("removed name", gone.getsockname() == "/data/sk/gone" and not os.path.lexists("/data/sk/gone"))
+check("datagram to the removed name", gone.recv(64) == b"to the removed name")
+check("datagram to the relative name", rel.recv(64) == b"to the relative name")
+check("data dir", sorted(os.listdir("/data/sk")) == ["listen", "rel"])
+print("PASS" if not bad else "FAIL %s" % bad, flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ $(ls -A "$T/nr/data/sk" | tr '\n' ' ') == "listen rel " ]] ||
+		fail "the restore left files in the root's /data/sk: $(ls -A "$T/nr/data/sk")"
+}
+add rst-root-own-unix case_root_own_unix
+
+# A UNIX socket of a process with a root of its own whose file a mount covers
+# since the bind (zdtm overmount_sock in the ns flavour): restore would bind
+# its name on the covering mount, another file. Refused by name, the target
+# unharmed.
+case_root_own_unix_covered() {
+	root_own_start '
+import os, signal, socket, subprocess
+os.closerange(3, 256)
+os.mkdir("/data/cov")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/data/cov/sk")
+subprocess.run(["mount", "-t", "tmpfs", "rootown-cov", "/data/cov"], check=True)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), s.fileno(), flush=True)
+while not got:
+    signal.pause()
+print("PASS" if s.getsockname() == "/data/cov/sk" else "FAIL", flush=True)'
+	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qF "fd $fd (socket:[" "$MD_ERR" && grep -qF "a UNIX socket named /data/cov/sk) in a root of its own, its file not at that path in its root" "$MD_ERR" ||
+		fail "the error does not name the covered socket: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add err-root-own-unix-covered case_root_own_unix_covered
+
 # A deleted file on a read-only mount under a root of its own (zdtm
 # ghost_on_rofs in the ns flavour): restore makes the mount read-only before
 # the ghost, so the dump killed the process and the restore lost it

@@ -121,3 +121,97 @@ case_pty_shell_job_raw() {
 	[[ $(cat "$T/restore.status") == 0 ]] || fail "memdump restore exited with $(cat "$T/restore.status")"
 }
 add pty-shell-job-raw case_pty_shell_job_raw
+
+# A pty pair in a root of its own with a devpts instance of its own (zdtm's ns
+# flavour: newinstance, /dev/ptmx a link to pts/ptmx), the slave the session's
+# controlling terminal, raw, 33x77, bytes queued both ways: the pair is found
+# in the process's devpts (not memdump's), made again at its index in the
+# restored devpts, every setting and byte back.
+PTY_OWN_PY='
+import os, signal, fcntl, termios, struct, tty
+os.closerange(3, 256)
+os.setsid()
+TIOCGPTN = 0x80045430
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+n = struct.unpack("I", fcntl.ioctl(m, TIOCGPTN, b"\0" * 4))[0]
+name = "/dev/pts/%d" % n
+tty.setraw(s)
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 77, 0, 0))
+os.write(m, b"typed")
+os.write(s, b"shown")
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), name, os.stat(name).st_dev == os.stat("/dev/pts").st_dev, flush=True)
+while not got:
+    signal.pause()
+bad = []
+def check(what, ok):
+    ok or bad.append(what)
+check("own devpts", os.stat("/dev/pts").st_dev == os.fstat(s).st_dev)
+check("index", os.ttyname(s) == name and struct.unpack("I", fcntl.ioctl(m, TIOCGPTN, b"\0" * 4))[0] == n)
+check("raw", not termios.tcgetattr(s)[3] & termios.ICANON)
+check("winsize", struct.unpack("HHHH", fcntl.ioctl(m, termios.TIOCGWINSZ, b"\0" * 8))[:2] == (33, 77))
+check("session", os.getsid(0) == os.getpid() and os.tcgetpgrp(s) == os.getpgrp())
+os.set_blocking(s, False)
+os.set_blocking(m, False)
+check("input", os.read(s, 64) == b"typed")
+check("output", os.read(m, 64) == b"shown")
+os.write(m, b"more")
+check("pair", os.read(s, 64) == b"more")
+try:
+    t = os.open("/dev/tty", os.O_RDWR)
+    check("/dev/tty", os.tcgetpgrp(t) == os.getpgrp())
+except OSError as e:
+    check("/dev/tty: %s" % e, False)
+print("FAIL " + " ".join(bad) if bad else "PASS", flush=True)'
+PTY_OWN_SETUP='mkdir -p /dev/pts && mknod -m 666 /dev/tty c 5 0 && mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts /dev/pts && ln -sf pts/ptmx /dev/ptmx'
+
+case_pty_own_devpts() {
+	ROOT_PY=$PTY_OWN_PY root_start private "$PTY_OWN_SETUP"
+	grep -q "^READY $PID /dev/pts/[0-9]* True" "$OUT" || fail "the pty is not of a devpts of its own: $(head -n1 "$OUT")"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add pty-own-devpts case_pty_own_devpts
+
+# The same pair, its devpts then detached (umount -l /dev/pts): the master's
+# path no longer leads to its ptmx, restore could not make it: refused by
+# name, the target unharmed (its input still queued, the pair joined).
+PTY_DETACHED_PY='
+import os, signal, ctypes
+os.closerange(3, 256)
+m, s = os.openpty()
+if ctypes.CDLL(None).umount2(b"/dev/pts", 2):
+    raise SystemExit("umount2: %d" % ctypes.get_errno())
+os.write(m, b"typed\n")
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), os.readlink("/proc/self/fd/%d" % m), flush=True)
+while not got:
+    signal.pause()
+os.set_blocking(s, False)
+first = os.read(s, 64)
+os.write(m, b"more\n")
+print("PASS" if first == b"typed\n" and os.read(s, 64) == b"more\n" else "FAIL %r" % first, flush=True)'
+
+case_pty_own_devpts_err_detached() {
+	ROOT_PY=$PTY_DETACHED_PY root_start private "$PTY_OWN_SETUP"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd [0-9]+ \(/ptmx: a pseudo-terminal master whose path does not lead to the ptmx of its devpts" "$MD_ERR" ||
+		fail "the refusal does not name the pty: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add pty-own-devpts-err-detached case_pty_own_devpts_err_detached

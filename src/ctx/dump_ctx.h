@@ -315,6 +315,10 @@ struct dump_ctx {
 	/* a tree's process: its parent, dumped before it and still frozen (treedump.c),
 	 * and the pages it shares with it, listed as its parent's (cowpages.c) */
 	const struct dump_ctx *tree_parent;
+	/* the processes of its tree dumped before it, while it is (treedump.c): the
+	 * files in flight on their sockets (sk_scm_tree.c) */
+	const struct dump_ctx *const *tree_prev;
+	int nr_tree_prev;
 	struct page_run *tparent_runs;	/* sorted, none in runs */
 	size_t nr_tparent_runs;
 	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */

@@ -90,6 +90,12 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link);	/* cwd, root, e
  * any other file is refused, naming ino.
  */
 int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino);
+/* The id of the target's own description of memdump's copy fd (kcmp), 0: none; refused
+ * (naming ino) when the restored process opens it itself (a pidfd, ...). */
+int files_inflight_held(struct dump_ctx *d, int fd, uint64_t ino);
+/* Memdump's copy fd is a file the restored process opens itself (a pidfd, a namespace
+ * or /proc file), which memdump cannot send with a message: what it is; NULL: sendable. */
+const char *files_unsendable(int fd);
 
 /* files/files.c: the owner of fd of process pid's open file, read on a pidfd_getfd copy */
 int fd_owner_read(pid_t pid, int fd, struct fd_owner *o);

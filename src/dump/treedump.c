@@ -570,11 +570,16 @@ static const struct dump_ctx *parent_member(const struct tree_dump *td, int k)
 
 static int dump_member(struct tree_dump *td, int k)
 {
+	const struct dump_ctx *prev[td->n];
 	pid_t dead;
 	struct member *m = &td->m[k];
 	int ret;
 
 	m->d.tree_parent = parent_member(td, k);	/* the pages they share: cowpages.c */
+	for (int j = 0; j < k; j++)
+		prev[j] = &td->m[j].d;
+	m->d.tree_prev = prev;		/* the files in flight they hold: sk_scm_tree.c */
+	m->d.nr_tree_prev = k;
 
 	m->d.trace = td->o->trace;
 	if (m->d.trace)
@@ -595,6 +600,8 @@ static int dump_member(struct tree_dump *td, int k)
 		ret = share_fds(td, k);
 	if (!ret)
 		ret = dump_write_images(&m->d, &m->ts, false);
+	m->d.tree_prev = NULL;		/* prev goes with this frame */
+	m->d.nr_tree_prev = 0;
 	dead = ret ? dead_member(td) : 0;
 	if (dead) {	/* SIGKILL reaches a frozen process: say so */
 		fail_clear();

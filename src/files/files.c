@@ -759,11 +759,55 @@ static int held_inflight(const struct file_set *fs, int id, uint64_t ino, const 
 	return id;
 }
 
+int files_inflight_held(struct dump_ctx *d, int fd, uint64_t ino)
+{
+	const struct file_set *fs = &d->files;
+	char proc[64], link[PATH_MAX] = "?";
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	if (n > 0)
+		link[n] = 0;
+	for (int i = 0; i < fs->nr_fds; i++) {
+		long same = syscall(SYS_kcmp, d->pid, getpid(), KCMP_FILE, fs->fds[i].fd, fd);
+
+		if (same < 0)
+			return fail(-errno, "UNIX socket %lu: cannot compare a file in flight with "
+				    "the process's (kcmp): %s", (unsigned long)ino, strerror(errno));
+		if (!same)
+			return held_inflight(fs, fs->fds[i].id, ino, link);
+	}
+	return 0;
+}
+
+const char *files_unsendable(int fd)
+{
+	char proc[64], link[PATH_MAX];
+	const struct fd_kind *k;
+	struct stat st;
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, link, sizeof(link) - 1);
+	if (n < 0 || fstat(fd, &st))
+		return "a file memdump cannot inspect";
+	link[n] = 0;
+	k = fd_kind_of_fd(getpid(), fd, link, &st);
+	if (k && k->kind == FK_PIDFD)
+		return "a pidfd";
+	if (k && k->kind == FK_NSFILE)
+		return "a namespace file";
+	if (!strncmp(link, "/proc/", 6))
+		return "a /proc file";
+	return NULL;
+}
+
 int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 {
 	const struct fd_kind *k;
-	struct file_set *fs = &d->files;
 	char proc[64], link[PATH_MAX];
+	int id;
 	uint32_t flags = 0;
 	uint64_t pos = 0;
 	const char *why;
@@ -776,15 +820,9 @@ int files_add_inflight(struct dump_ctx *d, int fd, uint64_t ino)
 		return fail(-errno, "UNIX socket %lu: cannot inspect a file in flight: %s",
 			    (unsigned long)ino, strerror(errno));
 	link[n] = 0;
-	for (int i = 0; i < fs->nr_fds; i++) {	/* one the target holds too */
-		long same = syscall(SYS_kcmp, d->pid, getpid(), KCMP_FILE, fs->fds[i].fd, fd);
-
-		if (same < 0)
-			return fail(-errno, "UNIX socket %lu: cannot compare a file in flight with "
-				    "the process's (kcmp): %s", (unsigned long)ino, strerror(errno));
-		if (!same)
-			return held_inflight(fs, fs->fds[i].id, ino, link);
-	}
+	id = files_inflight_held(d, fd, ino);	/* one the target holds too */
+	if (id)
+		return id;
 	k = fd_kind_of_fd(getpid(), fd, link, &st);
 	why = inflight_unsupported(fd, link, &st, k && k->collect_inflight);
 	if (!why && k && !k->collect_inflight)

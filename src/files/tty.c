@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
@@ -89,8 +91,95 @@ static bool in_dev_pts(const struct stat *st)
 	return !stat("/dev/pts", &pts) && pts.st_dev == st->st_dev;
 }
 
-/* A target fd on the master (or a slave) of pty idx, or -1. */
-static int find_end(pid_t pid, bool master, uint32_t idx)
+static bool on_devpts(int fd)
+{
+	struct statfs sfs;
+
+	return !fstatfs(fd, &sfs) && sfs.f_type == DEVPTS_SUPER_MAGIC;
+}
+
+/*
+ * The devpts path is on (a ptmx node when master, else its root directory):
+ * its st_dev; -EXDEV when path is on another file system.
+ */
+static int devpts_at(const char *path, bool master, dev_t *pts)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC | (master ? 0 : O_DIRECTORY)), ret = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || (master && !is_master(&st)))
+		ret = -ENODEV;
+	else if (!on_devpts(fd))
+		ret = -EXDEV;
+	else
+		*pts = st.st_dev;
+	close(fd);
+	return ret;
+}
+
+/*
+ * The devpts instance (its st_dev) a ptmx at in_root (a path under
+ * /proc/PID/root) hands out ptys of, as the kernel finds it: the devpts the
+ * node is on (pts/ptmx), else the devpts mounted at "pts" beside it
+ * (/dev/ptmx).
+ */
+static int ptmx_devpts(const char *in_root, dev_t *pts)
+{
+	char dir[PATH_MAX + 80], *slash;
+	int ret = devpts_at(in_root, true, pts);
+
+	if (ret != -EXDEV)
+		return ret;
+	snprintf(dir, sizeof(dir), "%s", in_root);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return -ENOENT;
+	snprintf(slash, sizeof(dir) - (slash - dir), "/pts");
+	ret = devpts_at(dir, false, pts);
+	return ret == -EXDEV ? -ENODEV : ret;
+}
+
+/* The path fd of pid was opened by, under pid's root (/proc/PID/root/...): in_root. */
+static int fd_path_in_root(pid_t pid, int fd, char *link, size_t llen, char *in_root,
+			   size_t rlen)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	n = readlink(path, link, llen - 1);
+	if (n <= 0 || link[0] != '/')
+		return -ENOENT;
+	link[n] = 0;
+	snprintf(in_root, rlen, "/proc/%d/root%s", pid, link);
+	return 0;
+}
+
+/* The devpts instance of the master fd of pid: the one its ptmx path led to. */
+static int master_pts(pid_t pid, int fd, dev_t *pts)
+{
+	char link[PATH_MAX], in_root[PATH_MAX + 64];
+	struct stat st;
+	int lfd = copy_fd(pid, fd), ret;
+
+	if (lfd < 0)
+		return lfd;
+	ret = fstat(lfd, &st) ? -errno : 0;
+	if (!ret && on_devpts(lfd)) {
+		*pts = st.st_dev;
+		close(lfd);
+		return 0;
+	}
+	close(lfd);
+	if (!ret)
+		ret = fd_path_in_root(pid, fd, link, sizeof(link), in_root, sizeof(in_root));
+	return ret ? ret : ptmx_devpts(in_root, pts);
+}
+
+/* A target fd on the master (or a slave) of pty idx of devpts pts, or -1. */
+static int find_end(pid_t pid, bool master, dev_t pts, uint32_t idx)
 {
 	char path[64];
 	struct dirent *de;
@@ -102,14 +191,16 @@ static int find_end(pid_t pid, bool master, uint32_t idx)
 	while (dir && found < 0 && (de = readdir(dir))) {
 		int fd = atoi(de->d_name);
 		uint32_t n = ~0U;
+		dev_t in = 0;
 		struct stat st;
 
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
 		if (de->d_name[0] == '.' || stat(path, &st))
 			continue;
-		if (master && is_master(&st) && !master_index(pid, fd, &n) && n == idx)
+		if (master && is_master(&st) && !master_index(pid, fd, &n) && n == idx &&
+		    !master_pts(pid, fd, &in) && in == pts)
 			found = fd;
-		else if (!master && is_slave(&st) && slave_index(&st) == idx && in_dev_pts(&st))
+		else if (!master && is_slave(&st) && slave_index(&st) == idx && st.st_dev == pts)
 			found = fd;
 	}
 	if (dir)
@@ -126,7 +217,7 @@ static bool in_tree(const struct proc_tree *t, pid_t pid)
 }
 
 /* A process outside the dump (pid, its tree) with an fd on pty idx (its slave, or master), or 0. */
-static pid_t other_holder(const struct fd_policy *p, uint32_t idx)
+static pid_t other_holder(const struct fd_policy *p, dev_t pts, uint32_t idx)
 {
 	DIR *proc = opendir("/proc");
 	struct dirent *de;
@@ -138,9 +229,9 @@ static pid_t other_holder(const struct fd_policy *p, uint32_t idx)
 
 		if (other <= 0 || other == p->pid || other == getpid() || in_tree(p->tree, other))
 			continue;	/* memdump holds its copies of the masters it read */
-		fd = find_end(other, false, idx);
+		fd = find_end(other, false, pts, idx);
 		if (fd < 0)
-			fd = find_end(other, true, idx);
+			fd = find_end(other, true, pts, idx);
 		if (fd >= 0)
 			found = other;
 	}
@@ -149,10 +240,10 @@ static pid_t other_holder(const struct fd_policy *p, uint32_t idx)
 	return found;
 }
 
-static const char *shared_unsupported(const struct fd_policy *p, uint32_t idx, char *buf,
-				      size_t len)
+static const char *shared_unsupported(const struct fd_policy *p, dev_t pts, uint32_t idx,
+				      char *buf, size_t len)
 {
-	pid_t other = other_holder(p, idx);
+	pid_t other = other_holder(p, pts, idx);
 	struct proc_stat ps;
 
 	if (!other)
@@ -168,41 +259,41 @@ static dev_t ctty_of(const struct proc_stat *ps)
 }
 
 /* A process of the dump (pid, or its tree) holding the master (or a slave) of pty idx? */
-static bool end_dumped(const struct fd_policy *p, bool master, uint32_t idx)
+static bool end_dumped(const struct fd_policy *p, bool master, dev_t pts, uint32_t idx)
 {
-	if (find_end(p->pid, master, idx) >= 0)
+	if (find_end(p->pid, master, pts, idx) >= 0)
 		return true;
 	for (int i = 0; p->tree && i < p->tree->n; i++)
 		if (!tree_is_zombie(&p->tree->procs[i]) &&
-		    find_end(p->tree->procs[i].pid, master, idx) >= 0)
+		    find_end(p->tree->procs[i].pid, master, pts, idx) >= 0)
 			return true;
 	return false;
 }
 
-static bool master_dumped(const struct fd_policy *p, uint32_t idx)
+static bool master_dumped(const struct fd_policy *p, dev_t pts, uint32_t idx)
 {
-	return end_dumped(p, true, idx);
+	return end_dumped(p, true, pts, idx);
 }
 
 static bool ctty_slave(pid_t pid, struct stat *st);
 
-/* Does pid lead its session, whose controlling terminal is /dev/pts/idx? */
-static bool leads_on(pid_t pid, uint32_t idx)
+/* Does pid lead its session, whose controlling terminal is /dev/pts/idx of devpts pts? */
+static bool leads_on(pid_t pid, dev_t pts, uint32_t idx)
 {
 	struct proc_stat ps;
 	struct stat st;
 
 	return !proc_read_stat(pid, &ps) && ps.sid == pid && ctty_slave(pid, &st) &&
-	       slave_index(&st) == idx;
+	       slave_index(&st) == idx && st.st_dev == pts;
 }
 
 /* A slave of pty idx in the dump: an fd, or a session leader's controlling terminal. */
-static bool slave_dumped(const struct fd_policy *p, uint32_t idx)
+static bool slave_dumped(const struct fd_policy *p, dev_t pts, uint32_t idx)
 {
-	if (end_dumped(p, false, idx) || leads_on(p->pid, idx))
+	if (end_dumped(p, false, pts, idx) || leads_on(p->pid, pts, idx))
 		return true;
 	for (int i = 0; p->tree && i < p->tree->n; i++)
-		if (!tree_is_zombie(&p->tree->procs[i]) && leads_on(p->tree->procs[i].pid, idx))
+		if (!tree_is_zombie(&p->tree->procs[i]) && leads_on(p->tree->procs[i].pid, pts, idx))
 			return true;
 	return false;
 }
@@ -214,12 +305,12 @@ static bool is_orphan(const struct fd_policy *p, const struct stat *st)
 	bool declared = e->any || (e->one && e->rdev == (uint32_t)st->st_rdev &&
 				   e->dev == (uint32_t)st->st_dev);
 
-	return is_slave(st) && declared && !master_dumped(p, slave_index(st));
+	return is_slave(st) && declared && !master_dumped(p, st->st_dev, slave_index(st));
 }
 
 bool tty_external(const struct fd_policy *p, const struct stat *st)
 {
-	return is_slave(st) && !master_dumped(p, slave_index(st)) && !is_orphan(p, st);
+	return is_slave(st) && !master_dumped(p, st->st_dev, slave_index(st)) && !is_orphan(p, st);
 }
 
 /*
@@ -303,6 +394,29 @@ static const char *ctty_unsupported(const struct fd_policy *p, const struct stat
 	return buf;
 }
 
+/* Does the master fd's path, in pid's root, lead to a ptmx of devpts pts (restore opens it)? */
+static bool master_path_leads(pid_t pid, int fd, dev_t pts)
+{
+	char link[PATH_MAX], in_root[PATH_MAX + 64];
+	dev_t at;
+
+	return !fd_path_in_root(pid, fd, link, sizeof(link), in_root, sizeof(in_root)) &&
+	       !ptmx_devpts(in_root, &at) && at == pts;
+}
+
+/* Is there a ptmx of devpts pts beside the slave fd's path (" (deleted)" off) in pid's root? */
+static bool ptmx_beside(pid_t pid, int fd, dev_t pts)
+{
+	char link[PATH_MAX], in_root[PATH_MAX + 64], *slash;
+	dev_t at;
+
+	if (fd_path_in_root(pid, fd, link, sizeof(link), in_root, sizeof(in_root)))
+		return false;
+	slash = strrchr(in_root, '/');
+	snprintf(slash, sizeof(in_root) - (slash - in_root), "/ptmx");
+	return !ptmx_devpts(in_root, &at) && at == pts;
+}
+
 const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct stat *st,
 				bool *external, char *buf, size_t len)
 {
@@ -310,10 +424,15 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 
 	*external = false;
 	if (is_master(st)) {
-		if (master_index(p->pid, fd, &idx))
-			return "a pseudo-terminal master memdump cannot read (TIOCGPTN)";
-		if (slave_dumped(p, idx))
-			return shared_unsupported(p, idx, buf, len);
+		dev_t pts;
+
+		if (master_index(p->pid, fd, &idx) || master_pts(p->pid, fd, &pts))
+			return "a pseudo-terminal master memdump cannot read (TIOCGPTN, its devpts)";
+		if (!master_path_leads(p->pid, fd, pts))
+			return "a pseudo-terminal master whose path does not lead to the ptmx of its "
+			       "devpts in the process's root";
+		if (slave_dumped(p, pts, idx))
+			return shared_unsupported(p, pts, idx, buf, len);
 		snprintf(buf, len, "a pseudo-terminal master whose slave /dev/pts/%u the process "
 			 "does not hold%s", idx, p->tree ? " (nor any process of the tree)" : "");
 		return buf;
@@ -322,19 +441,17 @@ const char *tty_pty_unsupported(const struct fd_policy *p, int fd, const struct 
 		return tty_hung_unsupported(p, fd, st, buf, len);
 	if (is_orphan(p, st))
 		return orphan_unsupported(p, fd, st, buf, len);
-	if (!in_dev_pts(st) && !master_dumped(p, slave_index(st))) {
+	if (!in_dev_pts(st) && !master_dumped(p, st->st_dev, slave_index(st))) {
 		snprintf(buf, len, "a pseudo-terminal slave whose master is outside the dump (a "
 			 "runtime's terminal: dump with --external tty[%x:%x], or orphan_pts_master)",
 			 (uint32_t)st->st_rdev, (uint32_t)st->st_dev);
 		return buf;
 	}
-	if (!in_dev_pts(st))
-		return "a pseudo-terminal slave of a devpts other than /dev/pts";
-	if (!master_dumped(p, slave_index(st))) {
+	if (!master_dumped(p, st->st_dev, slave_index(st))) {
 		*external = true;	/* the job's terminal, or refused as such */
 		return NULL;
 	}
-	if (shared_unsupported(p, slave_index(st), buf, len))
+	if (shared_unsupported(p, st->st_dev, slave_index(st), buf, len))
 		return buf;
 	return ctty_unsupported(p, st, buf, len);
 }
@@ -379,9 +496,10 @@ const char *tty_hung_unsupported(const struct fd_policy *p, int fd, const struct
 {
 	if (!link_deleted(p->pid, fd))
 		return "a pseudo-terminal slave hung up (vhangup) while its master is open";
-	if (!in_dev_pts(st))
-		return "a hung-up pseudo-terminal slave of a devpts other than /dev/pts";
-	return shared_unsupported(p, slave_index(st), buf, len);
+	if (!ptmx_beside(p->pid, fd, st->st_dev))
+		return "a hung-up pseudo-terminal slave whose devpts has no ptmx beside its path in "
+		       "the process's root";
+	return shared_unsupported(p, st->st_dev, slave_index(st), buf, len);
 }
 
 static bool is_devtty(const struct stat *st)
@@ -389,11 +507,38 @@ static bool is_devtty(const struct stat *st)
 	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(5, 0);
 }
 
-/* The process's controlling terminal, when it is a pty slave in /dev/pts: its stat. */
+/* A slave of device rdev that pid holds an fd of: its stat. */
+static bool held_slave(pid_t pid, dev_t rdev, struct stat *st)
+{
+	char path[64];
+	struct dirent *de;
+	struct stat at;
+	bool found = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	while (dir && !found && (de = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, atoi(de->d_name));
+		found = de->d_name[0] != '.' && !stat(path, &at) && is_slave(&at) &&
+			at.st_rdev == rdev;
+	}
+	if (dir)
+		closedir(dir);
+	if (found)
+		*st = at;
+	return found;
+}
+
+/*
+ * The process's controlling terminal, when it is a pty slave: its stat. Its
+ * device number names no devpts: the slave of an fd of the process, else
+ * /dev/pts/N in the process's root.
+ */
 static bool ctty_slave(pid_t pid, struct stat *st)
 {
 	struct proc_stat ps;
-	char path[64];
+	char path[96];
 
 	if (proc_read_stat(pid, &ps) || !ps.tty_nr)
 		return false;
@@ -401,8 +546,10 @@ static bool ctty_slave(pid_t pid, struct stat *st)
 	st->st_rdev = ctty_of(&ps);
 	if (!is_slave(st))
 		return false;
-	snprintf(path, sizeof(path), "/dev/pts/%u", slave_index(st));
-	return !stat(path, st) && st->st_rdev == ctty_of(&ps) && in_dev_pts(st);
+	if (held_slave(pid, ctty_of(&ps), st))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/root/dev/pts/%u", pid, slave_index(st));
+	return !stat(path, st) && st->st_rdev == ctty_of(&ps);
 }
 
 bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const char **why,
@@ -411,7 +558,7 @@ bool tty_devtty_of_pair(const struct fd_policy *p, const struct stat *st, const 
 	struct stat slave;
 
 	*why = NULL;
-	if (!is_devtty(st) || !ctty_slave(p->pid, &slave) || !master_dumped(p, slave_index(&slave)))
+	if (!is_devtty(st) || !ctty_slave(p->pid, &slave) || !master_dumped(p, slave.st_dev, slave_index(&slave)))
 		return false;
 	*why = ctty_unsupported(p, &slave, buf, len);
 	return true;
@@ -832,11 +979,11 @@ static bool holds_slave(const struct file_set *fs, uint32_t idx)
 static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *t)
 {
 	struct proc_stat ps;
-	char path[32];
+	char path[96];
 	int fd, ret;
 
 	if (proc_read_stat(d->pid, &ps) || ps.sid != d->pid || !ctty_slave(d->pid, &f->st) ||
-	    !master_dumped(&d->policy, slave_index(&f->st)) ||
+	    !master_dumped(&d->policy, f->st.st_dev, slave_index(&f->st)) ||
 	    holds_slave(&d->files, slave_index(&f->st)))
 		return 0;
 	t->index = slave_index(&f->st);
@@ -844,7 +991,7 @@ static int lone_ctty(struct dump_ctx *d, struct file_desc *f, struct tty_state *
 	t->ctty = true;
 	t->sid = (uint32_t)ps.sid;
 	t->pgrp = (uint32_t)ps.tpgid;
-	snprintf(path, sizeof(path), "/dev/pts/%u", t->index);
+	snprintf(path, sizeof(path), "/proc/%d/root/dev/pts/%u", d->pid, t->index);
 	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, "process %d: cannot open its controlling terminal %s: %s",

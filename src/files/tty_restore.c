@@ -157,20 +157,29 @@ static int open_at_index(const char *path, int flags, uint32_t idx)
 	return fd;
 }
 
-/* The slave's device node gets its owner and mode back (a terminal program's user's). */
-static int set_slave_owner(const TtyInfoEntry *si, uint32_t index, char *why, size_t len)
+/*
+ * The slave's device node gets its owner and mode back (a terminal program's
+ * user's), through a file of it opened from its master m: the node of m's
+ * devpts, wherever that is mounted.
+ */
+static int set_slave_owner(int m, const TtyInfoEntry *si, uint32_t index, char *why, size_t len)
 {
-	char path[32];
+	int fd, ret = 0;
 
 	if (!si->has_uid || !si->has_gid || !si->has_mode)
 		return 0;	/* an older image */
-	snprintf(path, sizeof(path), "/dev/pts/%u", index);
-	if (chown(path, si->uid, si->gid) || chmod(path, si->mode)) {
-		snprintf(why, len, "cannot give %s its owner %u:%u and mode %o: %s", path, si->uid,
-			 si->gid, si->mode, strerror(errno));
-		return -errno;
+	fd = pty_open_peer(m, O_RDONLY | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(why, len, "cannot open /dev/pts/%u: %s", index, strerror(-fd));
+		return fd;
 	}
-	return 0;
+	if (fchown(fd, si->uid, si->gid) || fchmod(fd, si->mode)) {
+		ret = -errno;
+		snprintf(why, len, "cannot give /dev/pts/%u its owner %u:%u and mode %o: %s", index,
+			 si->uid, si->gid, si->mode, strerror(errno));
+	}
+	close(fd);
+	return ret;
 }
 
 /* Termios, window size, locked termios, packet mode and queued bytes of a new pair. */
@@ -209,7 +218,7 @@ static int set_pair(struct rst *r, int m, const TtyInfoEntry *mi, const TtyInfoE
 	if (!ret && mi->exclusive && ioctl(m, TIOCEXCL))
 		ret = -errno;
 	if (!ret)
-		ret = set_slave_owner(si, mi->pty->index, why, sizeof(why));
+		ret = set_slave_owner(m, si, mi->pty->index, why, sizeof(why));
 	free(in);
 	free(out);
 	free(lines);
@@ -245,19 +254,46 @@ static TtyInfoEntry *slave_info(struct rst *r, uint32_t id)
 	return e;
 }
 
+static struct rst *root_of(struct rst *r);
+
+/*
+ * The pair a bind mount of its slave made first (tty_make_bound_pts: the
+ * restored devpts, /dev/pts/idx bound on /dev/console), taken for its
+ * dumped master (read and write, as that pair was opened): a copy of its
+ * master, or -1.
+ */
+static int bound_pair(struct rst *r, const FileEntry *mfe, uint32_t idx)
+{
+	struct rst *root = root_of(r);
+
+	if ((mfe->tty->flags & O_ACCMODE) != O_RDWR)
+		return -1;
+	for (size_t i = 0; i < root->nr_orphans; i++) {
+		struct rst_orphan *o = &root->orphans[i];
+
+		if (o->info_id == idx * 2 + 1 && !o->given && !o->hung && o->fd >= 0)
+			return fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+	}
+	return -1;
+}
+
 /* A new pair as the master holder r dumped it; *fd its master. */
 static int open_pair(struct rst *r, const FileEntry *mfe, int *fd)
 {
 	TtyInfoEntry *mi = info_of(r, mfe->tty->tty_info_id);
 	TtyInfoEntry *si = slave_info(r, mfe->tty->tty_info_id - 1);
+	char at[PATH_MAX];
 	int lock = 1, ret = 0;
 
 	*fd = -1;
 	if (!mi || !si || !mi->pty)
 		ret = fail(-EIO, "tty-info.img: pty of file %u is missing", mfe->id);
 	if (!ret)
-		ret = *fd = open_at_index(mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
-					  mfe->tty->flags, mi->pty->index);
+		*fd = bound_pair(r, mfe, mi->pty->index);
+	if (!ret)
+		ret = *fd >= 0 ? *fd :
+		      (*fd = open_at_index(rst_path(r, mfe->tty->name ? mfe->tty->name : "/dev/ptmx",
+						    at, sizeof(at)), mfe->tty->flags, mi->pty->index));
 	if (ret >= 0)
 		ret = set_pair(r, *fd, mi, si);
 	if (!ret && fcntl(*fd, F_SETFL, mfe->tty->flags & ~(O_ACCMODE | O_ASYNC)))
@@ -430,7 +466,7 @@ static int open_hung(struct rst *r, const FileEntry *fe, struct rdesc *d, const 
 		if (ret)
 			return ret;
 		o->hung = true;
-		ret = set_slave_owner(si, si->pty->index, why, sizeof(why));
+		ret = set_slave_owner(o->fd, si, si->pty->index, why, sizeof(why));
 		if (ret)
 			return fail(ret, "pty /dev/pts/%u: %s", si->pty->index, why);
 	}

@@ -118,6 +118,8 @@ struct sk_packet {
 	struct ucred creds;
 	int *fds;			/* UNIX: the files in flight with it (SCM_RIGHTS), */
 	uint32_t *fd_ids;		/* memdump's copies and their ids in files.img (sk_scm.c) */
+	uint32_t *share_pid;		/* a tree: 0, or the process of the tree holding it */
+	uint32_t *share_fd;		/* (then fd_ids 0) and its fd there (sk_scm_tree.c) */
 	size_t nr_fds;
 };
 

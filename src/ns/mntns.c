@@ -20,8 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <limits.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <linux/mount.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -365,35 +368,103 @@ static int kept_propagation(const struct mnt_plan *p, size_t i)
 	return o->shared || o->master ? MS_PRIVATE : 0;
 }
 
-/*
- * A UNIX socket bound to, or connected to, a path: restore binds and
- * connects by that path as memdump sees it, not under the root of its own.
- * Unnamed, abstract and internet sockets involve no path.
- */
-static bool unix_socket_with_path(pid_t pid, int fd, char *path, size_t len)
+#ifndef SIOCUNIXFILE
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)	/* linux/un.h: an O_PATH fd on the file of its name */
+#endif
+
+/* A copy of pid's fd, or -errno. */
+static int fd_copy(pid_t pid, int fd)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	int copy = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	struct sockaddr_un a[2];
-	bool found = false;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0), copy;
 
-	for (int k = 0; copy >= 0 && k < 2 && !found; k++) {
-		socklen_t l = sizeof(a[k]);
+	if (pidfd < 0)
+		return -errno;
+	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	if (copy < 0)
+		copy = -errno;
+	close(pidfd);
+	return copy;
+}
 
-		memset(&a[k], 0, sizeof(a[k]));
-		if ((k ? getpeername(copy, (struct sockaddr *)&a[k], &l)
-		       : getsockname(copy, (struct sockaddr *)&a[k], &l)) ||
-		    a[k].sun_family != AF_UNIX || l <= offsetof(struct sockaddr_un, sun_path) ||
-		    !a[k].sun_path[0])
-			continue;
-		snprintf(path, len, "%.*s", (int)sizeof(a[k].sun_path), a[k].sun_path);
-		found = true;
-	}
-	if (copy >= 0)
-		close(copy);
-	if (pidfd >= 0)
-		close(pidfd);
-	return found;
+/* The path name socket copy is bound to (getsockname()), "" if none. */
+static void unix_path_name(int copy, char *path, size_t len)
+{
+	struct sockaddr_un a;
+	socklen_t l = sizeof(a);
+
+	memset(&a, 0, sizeof(a));
+	path[0] = 0;
+	if (!getsockname(copy, (struct sockaddr *)&a, &l) && a.sun_family == AF_UNIX &&
+	    l > offsetof(struct sockaddr_un, sun_path) && a.sun_path[0])
+		snprintf(path, len, "%.*s", (int)sizeof(a.sun_path), a.sun_path);
+}
+
+/*
+ * Is the file of a socket's name (pfd) removed? Its path in *path (as the
+ * process sees it: the file is on a mount of its namespace). -errno: none.
+ */
+static int unix_name_removed(int pfd, char *path, size_t len)
+{
+	static const char del[] = " (deleted)";
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
+	n = readlink(link, path, len - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = 0;
+	return (size_t)n > sizeof(del) - 1 && !strcmp(path + n - (sizeof(del) - 1), del);
+}
+
+/*
+ * Is the file of the absolute path name a socket of pid is bound to, its
+ * socket file (pfd), at that path in pid's root? Restore binds the name
+ * under the root it builds; a name bound before a pivot_root or chroot, or
+ * a file a mount now covers, would be another file there.
+ */
+static bool unix_name_in_root(pid_t pid, const char *name, int pfd)
+{
+	struct stat a, b;
+	int fd = proc_root_open(pid, name, O_PATH | O_NOFOLLOW);
+	bool same = fd >= 0 && !fstat(fd, &a) && !fstat(pfd, &b) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino;
+
+	if (fd >= 0)
+		close(fd);
+	return same;
+}
+
+/*
+ * A UNIX socket (fd, its link) of pid, a process with a root of its own,
+ * bound to a path: restore binds it again under the root it builds, as the
+ * process sees it (unix/sk_unix_restore.c), a removed name there too. Its file
+ * must be at its absolute name in that root; a relative name is bound in the
+ * directory its file is in, where its file must be too.
+ */
+static void refuse_unix_in_own_root(pid_t pid, const char *fd, const char *link,
+				    struct refusals *r)
+{
+	int copy = fd_copy(pid, atoi(fd)), pfd = -1, removed = 0;
+	char sun[120], path[PATH_MAX];
+
+	if (copy < 0)
+		return;		/* gone since, or not a socket memdump can take: sockets.c says */
+	unix_path_name(copy, sun, sizeof(sun));
+	if (sun[0])
+		pfd = ioctl(copy, SIOCUNIXFILE);
+	if (pfd >= 0)
+		removed = unix_name_removed(pfd, path, sizeof(path));
+	if (sun[0] && (pfd < 0 || removed < 0))
+		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s): the file of its "
+			   "name cannot be found", pid, fd, link, sun);
+	else if (sun[0] && !removed &&
+		 !unix_name_in_root(pid, sun[0] == '/' ? sun : path, pfd))
+		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of its own, "
+			   "its file not at that path in its root", pid, fd, link, sun);
+	if (pfd >= 0)
+		close(pfd);
+	close(copy);
 }
 
 /*
@@ -469,13 +540,12 @@ static bool proc_of_a_process(const char *link)
 static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
 				  const struct stat *at, struct refusals *r)
 {
-	char path[4300], sun[120];
+	char path[4300];
 	struct stat in;
 
 	if (link[0] != '/') {
-		if (!strncmp(link, "socket:", 7) && unix_socket_with_path(pid, atoi(fd), sun, sizeof(sun)))
-			refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of "
-				   "its own", pid, fd, link, sun);
+		if (!strncmp(link, "socket:", 7))
+			refuse_unix_in_own_root(pid, fd, link, r);
 		if (!strcmp(link, "anon_inode:[fanotify]"))	/* its marks: by memdump's paths */
 			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
 		return;	/* inotify: its watches are found as pid sees them (inotify.c) */
@@ -487,13 +557,16 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 			   "is mounted by the restored init, after the files are opened)", pid, fd,
 			   link);
 	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);
+	if (strstr(link, " (deleted)") && S_ISCHR(at->st_mode) && major(at->st_rdev) >= 136 &&
+	    major(at->st_rdev) < 144)
+		return;	/* a hung-up pty slave: tty.c decides (a ptmx beside its path) */
 	if (strstr(link, " (deleted)"))
 		refuse_ghost_in_own_root(pid, fd, link, r);
 	else if (!strncmp(link, "/dev/pts/", 9) && !same_pty(path, at))
 		refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
-	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) || (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) &&
-				       at->st_rdev == in.st_rdev) &&
-				     (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
+	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) ||
+		 (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) && at->st_rdev == in.st_rdev) &&
+		  (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
 		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
 }
 
@@ -989,11 +1062,11 @@ static int save_entry(struct tmpfs_walk *w, int dirfd, const char *name, const c
 		e.mode = S_ISDIR(st.st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644; /* runc's console */
 		return keep_file(w, &e);
 	}
-	if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+	if ((S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)) && st.st_nlink > 1)
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has %lu hard links, which restore does "
 			    "not make", w->mp, rel, (unsigned long)st.st_nlink);
-	if (S_ISSOCK(st.st_mode))
-		return fail(-EOPNOTSUPP, "tmpfs at %s: %s is a UNIX socket file", w->mp, rel);
+	/* a socket file: made as a node no socket is bound to (a stale one), which the
+	 * bind of a socket of the process named by it replaces (unix/sk_unix_restore.c) */
 	if (has_xattrs(dirfd, name))
 		return fail(-EOPNOTSUPP, "tmpfs at %s: %s has extended attributes (or an ACL), "
 			    "which restore does not make", w->mp, rel);

@@ -138,7 +138,7 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 	l->msg = m;
 	l->dgram = rcv->type == SOCK_DGRAM;
 	if (l->dgram && ((snd && snd->peer != rcv->ino) || (!snd && !rcv->peer_closed)))
-		l->tolen = sk_unix_conn_addr(r, rcv, &l->to);
+		l->tolen = sk_unix_late_addr(r, rcv, &l->to);
 	return 0;
 }
 

@@ -5,8 +5,9 @@
  * Once every fd of the target is collected, each gets its id in files.img:
  * the target's own description when it still holds one (kcmp), an earlier
  * file in flight, or a new description of its own (files_add_inflight(),
- * which refuses what it cannot dump). Restore sends the message again with
- * those files (sk_scm_restore.c).
+ * which refuses what it cannot dump); in a tree dump, another process's fd
+ * too (sk_scm_tree.c). Restore sends the message again with those files
+ * (sk_scm_restore.c).
  *
  * A stream socket joins the bytes of several messages in one read, up to and
  * including the first message with fds (a peek gets a message's fds from any
@@ -51,8 +52,11 @@ void sk_scm_free(struct sk_packet *p)
 		close(p->fds[i]);
 	free(p->fds);
 	free(p->fd_ids);
+	free(p->share_pid);
+	free(p->share_fd);
 	p->fds = NULL;
 	p->fd_ids = NULL;
+	p->share_pid = p->share_fd = NULL;
 	p->nr_fds = 0;
 }
 
@@ -134,26 +138,39 @@ static uint32_t earlier_inflight(const struct dump_ctx *d, int fd)
 	return 0;
 }
 
+/* The id of one file in flight, or 0 when another process of the tree holds it (share_pid). */
+static int resolve_one(struct dump_ctx *d, uint64_t ino, struct sk_packet *p, size_t k)
+{
+	int id = earlier_inflight(d, p->fds[k]);
+
+	if (!id && d->tree)	/* its own, another process's (sk_scm_tree.c) */
+		id = files_inflight_held(d, p->fds[k], ino);
+	if (!id && d->tree) {
+		id = sk_scm_tree_share(d, ino, p, k);
+		if (id)
+			return id < 0 ? id : 0;
+	}
+	return id ?: files_add_inflight(d, p->fds[k], ino);
+}
+
 static int resolve_packet(struct dump_ctx *d, uint64_t ino, struct sk_packet *p)
 {
 	if (!p->nr_fds)
 		return 0;
-	if (d->tree)
-		return fail(-EOPNOTSUPP, "UNIX socket %lu has file descriptors in flight "
-			    "(SCM_RIGHTS) in a tree dump, which memdump cannot dump yet",
-			    (unsigned long)ino);
 	p->fd_ids = calloc(p->nr_fds, sizeof(*p->fd_ids));
 	if (!p->fd_ids)
 		return -ENOMEM;
 	for (size_t k = 0; k < p->nr_fds; k++) {
-		int id = earlier_inflight(d, p->fds[k]);
+		int id = resolve_one(d, ino, p, k);
 
-		if (!id)
-			id = files_add_inflight(d, p->fds[k], ino);
 		if (id < 0)
 			return id;
 		p->fd_ids[k] = id;
-		pr_debug("UNIX socket %lu: file %d in flight", (unsigned long)ino, id);
+		if (id)
+			pr_debug("UNIX socket %lu: file %d in flight", (unsigned long)ino, id);
+		else
+			pr_debug("UNIX socket %lu: file in flight, fd %u of process %u",
+				 (unsigned long)ino, p->share_fd[k], p->share_pid[k]);
 	}
 	return 0;
 }
@@ -168,6 +185,8 @@ int sk_scm_resolve(struct dump_ctx *d)
 
 		if (d->files.descs[i].kind != FK_SOCKET || sk->family != AF_UNIX)
 			continue;
+		if (d->tree && sk_scm_tree_copy(d, sk->un.ino))
+			continue;	/* an earlier process's socket: its queue is sent there */
 		for (size_t q = 0; q < sk->un.nr_queue && !ret; q++)
 			ret = resolve_packet(d, sk->un.ino, &sk->un.queue[q]);
 	}

@@ -499,13 +499,16 @@ int sk_unix_write_queue(const struct file_desc *f, struct image *img)
 			e.cred_uid = p->creds.uid;
 			e.cred_gid = p->creds.gid;
 		}
-		if (p->nr_fds) {	/* the files in flight, in order (sk_scm.c) */
+		if (p->nr_fds && p->fd_ids) {	/* the files in flight, in order (sk_scm.c) */
 			scm.type = SCM_RIGHTS;
 			scm.n_rights = p->nr_fds;
 			scm.rights = p->fd_ids;
+			scm.n_share_pid = scm.n_share_fd = p->share_pid ? p->nr_fds : 0;
+			scm.share_pid = p->share_pid;
+			scm.share_fd = p->share_fd;
 			e.n_scm = 1;
 			e.scm = scms;
-		}
+		}	/* none: a copy of an earlier process's socket in a tree (sk_scm_tree.c) */
 		ret = img_write_msg(img, &e.base);
 		if (!ret)
 			ret = img_write_raw(img, p->data, p->len);

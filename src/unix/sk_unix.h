@@ -36,6 +36,12 @@ int sk_scm_stream_goes_on(int copy, int end);
 /* Frozen, every fd collected: the ids of the files in flight on every UNIX socket. */
 int sk_scm_resolve(struct dump_ctx *d);
 void sk_scm_free(struct sk_packet *p);
+/* sk_scm_tree.c: a tree dump's. Does an earlier process of the tree hold socket ino (its
+ * queue is sent by that process's restore)? */
+bool sk_scm_tree_copy(const struct dump_ctx *d, uint64_t ino);
+/* File k in flight on ino, not d's own: another process's of the tree (1: share_pid,
+ * share_fd set), or 0: none holds it; refused (naming ino) when that cannot be restored. */
+int sk_scm_tree_share(const struct dump_ctx *d, uint64_t ino, struct sk_packet *p, size_t k);
 /* sk_unix_embryo.c: connections not accepted yet; datagrams from senders not dumped */
 /* Why listener l's connections not yet accepted cannot be dumped, or NULL. */
 const char *sk_unix_icons_unsupported(const struct sk_diag *l, const struct sk_set *set,
@@ -81,6 +87,8 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
 int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 /* The address to connect or send to u's name from anywhere (a relative name: made whole). */
 socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* The same for the forked child (SK_LATE_*): in the root built for it, when its own. */
+socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
 /* The aliases of names whose file the process had removed, once every socket that
  * connects to one is made (sk_unix_restore.c). */
 void sk_unix_unlink_gone(struct rst *r);

@@ -73,7 +73,7 @@ static int plan_one(struct rst *r, const UnixSkEntry *u)
 
 	if (!l)
 		return -ENOMEM;
-	l->tolen = sk_unix_conn_addr(r, ls, &l->to);
+	l->tolen = sk_unix_late_addr(r, ls, &l->to);
 	return 0;
 }
 

@@ -165,17 +165,47 @@ static const struct sk_gone *gone_of(struct rst *r, const UnixSkEntry *u)
 	return NULL;
 }
 
-socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a)
+/* A path under the root built for the process, as it sees it there (memdump's path less the stage). */
+static const char *in_root(const struct rst *r, const char *path)
+{
+	size_t n = r->mnt_stage ? strlen(r->mnt_stage) : 0;
+
+	return n && !strncmp(path, r->mnt_stage, n) && path[n] == '/' ? path + n : path;
+}
+
+/*
+ * u's name to connect or send to, by memdump (at) or by the forked child
+ * (!at), which, with a root of its own, is in that root by then.
+ */
+static socklen_t conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a, bool at)
 {
 	const struct sk_gone *g = u->deleted ? gone_of(r, u) : NULL;
-	char path[PATH_MAX];
+	char path[PATH_MAX], buf[PATH_MAX];
+	const char *p;
 
 	if (g)
-		return path_addr(g->alias, a);
-	if (!named(u) || !u->name.data[0] || u->name.data[0] == '/' || !u->name_dir ||
-	    name_path(u, path, sizeof(path)) || strlen(path) >= sizeof(a->sun_path))
+		return path_addr(at ? g->alias : in_root(r, g->alias), a);
+	if (!named(u) || !u->name.data[0] || (!u->name_dir && u->name.data[0] != '/') ||
+	    (u->name.data[0] == '/' && !(at && r->mnt_stage)) || name_path(u, path, sizeof(path)))
 		return addr_of(u, a);
-	return path_addr(path, a);
+	p = at ? rst_path(r, path, buf, sizeof(buf)) : path;	/* under the root built for it */
+	if (strlen(p) >= sizeof(a->sun_path)) {	/* no other socket's: connect() fails */
+		pr_warn("UNIX socket %u: %s is too long a name to connect to\n", u->ino, p);
+		memset(a, 0, sizeof(*a));
+		a->sun_family = AF_UNIX;
+		return offsetof(struct sockaddr_un, sun_path);
+	}
+	return path_addr(p, a);
+}
+
+socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a)
+{
+	return conn_addr(r, u, a, true);
+}
+
+socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a)
+{
+	return conn_addr(r, u, a, false);
 }
 
 static struct sk_gone *new_gone(struct rst *r)
@@ -243,7 +273,7 @@ static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, stru
 }
 
 /* bind() with the dumped name itself (getsockname() shows it): a relative one in its directory. */
-static int bind_name(int fd, const UnixSkEntry *u);
+static int bind_name(struct rst *r, int fd, const UnixSkEntry *u);
 static int set_perms(const UnixSkEntry *u, const char *path);
 
 /* A removed name: bound, linked under an alias, removed, what was at the path put back. */
@@ -265,7 +295,7 @@ static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *pa
 	if (!park)
 		ret = make_dirs(u, path, &made);
 	if (!ret)
-		ret = bind_name(fd, u);
+		ret = bind_name(r, fd, u);
 	if (!ret && lstat(path, &sk))
 		ret = sk_fail(u, -errno, "cannot find the file its bind made");
 	if (!ret)	/* the sweeper removes the name too should the restore be killed */
@@ -330,23 +360,73 @@ static int bind_abstract(int fd, const struct sockaddr_un *a, socklen_t l)
 	}
 }
 
-/* bind() with the dumped name itself (getsockname() shows it): a relative one in its directory. */
-static int bind_name(int fd, const UnixSkEntry *u)
+/*
+ * A root of its own (r->mnt_stage): the restoring thread, whose fs information
+ * is its own since it unshared its mount namespace, takes the built root as
+ * its root for a bind, so the socket's name is the dumped one as the process
+ * sees it; *back: memdump's root, to go back to (leave_root()).
+ */
+static int enter_root(struct rst *r, const UnixSkEntry *u, int *back)
+{
+	*back = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*back < 0)
+		return fail(-errno, "cannot open memdump's root: %s", strerror(errno));
+	if (chroot(r->mnt_stage)) {
+		int err = -errno;
+
+		close(*back);
+		*back = -1;
+		return sk_fail(u, err, "cannot enter the root built for its process");
+	}
+	return 0;
+}
+
+static int leave_root(int back)
+{
+	int ret = fchdir(back) || chroot(".") ? -errno : 0;
+
+	close(back);
+	return ret ? fail(ret, "cannot go back to memdump's root: %s", strerror(-ret)) : 0;
+}
+
+/* bind(), memdump in the directory of a relative name (reported) */
+static int bind_in(int fd, const UnixSkEntry *u)
 {
 	struct sockaddr_un a;
 	socklen_t l = addr_of(u, &a);
 	bool rel = u->name.data[0] && u->name.data[0] != '/' && u->name_dir;
-	int back = rel ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1, ret = 0;
+	int err;
 
-	if (rel && (back < 0 || chdir(u->name_dir)))
-		ret = sk_fail(u, -errno, "cannot enter the directory of its relative name");
-	if (!ret) {
-		int err = !u->name.data[0] ? bind_abstract(fd, &a, l) :
-			  bind(fd, (struct sockaddr *)&a, l) ? -errno : 0;
+	if (rel && chdir(u->name_dir))
+		return sk_fail(u, -errno, "cannot enter the directory of its relative name");
+	err = !u->name.data[0] ? bind_abstract(fd, &a, l) :
+		  bind(fd, (struct sockaddr *)&a, l) ? -errno : 0;
+	return err ? sk_fail(u, err, "cannot bind") : 0;
+}
 
-		if (err)
-			ret = sk_fail(u, err, "cannot bind");
-	}
+/*
+ * bind() with the dumped name itself (getsockname() shows it): a relative one
+ * in its directory, a path under the root built for a process with a root of
+ * its own, as it sees it.
+ */
+static int bind_name(struct rst *r, int fd, const UnixSkEntry *u)
+{
+	bool rel = u->name.data[0] && u->name.data[0] != '/' && u->name_dir;
+	bool staged = r->mnt_stage && u->name.data[0];
+	int back, root = -1, ret = 0;
+
+	if (staged && u->name.data[0] != '/' && !u->name_dir)	/* memdump's cwd is not in it */
+		return sk_fail(u, -EINVAL, "a relative name whose directory the image lacks, "
+			       "in a root of its own");
+	back = rel || staged ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if ((rel || staged) && back < 0)
+		ret = fail(-errno, "cannot open memdump's directory: %s", strerror(errno));
+	if (!ret && staged)
+		ret = enter_root(r, u, &root);
+	if (!ret)
+		ret = bind_in(fd, u);
+	if (root >= 0)
+		ret = leave_root(root) ?: ret;
 	if (back >= 0) {
 		if (fchdir(back))
 			ret = ret ?: fail(-errno, "cannot go back to memdump's directory: %s",
@@ -358,20 +438,22 @@ static int bind_name(int fd, const UnixSkEntry *u)
 
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 {
-	char path[PATH_MAX];
+	char name[PATH_MAX], buf[PATH_MAX];
+	const char *path;
 	int ret;
 
 	if (!named(u))
 		return 0;
 	if (!u->name.data[0])
-		return bind_name(fd, u);	/* abstract */
-	ret = name_path(u, path, sizeof(path));
+		return bind_name(r, fd, u);	/* abstract */
+	ret = name_path(u, name, sizeof(name));
+	path = rst_path(r, name, buf, sizeof(buf));	/* its file as memdump finds it */
 	if (!ret && u->deleted)
 		return bind_gone(r, fd, u, path);
 	if (!ret)
 		ret = free_path(u, path);
 	if (!ret)
-		ret = bind_name(fd, u);
+		ret = bind_name(r, fd, u);
 	return ret ? ret : set_perms(u, path);
 }
 
@@ -617,6 +699,16 @@ static int connect_ext(struct rst *r, const UnixSkEntry *u)
 					     u->ext_peer_name.data[0] != 0))
 		return sk_fail(u, -EIO, "its image is corrupt: a bad name of its peer outside");
 	memcpy(a.sun_path, u->ext_peer_name.data, n);
+	if (r->mnt_stage && a.sun_path[0] == '/') {	/* a path under the root built for it */
+		char buf[PATH_MAX];
+		const char *at = rst_path(r, a.sun_path, buf, sizeof(buf));
+
+		if (strlen(at) >= sizeof(a.sun_path))
+			return sk_fail(u, -ENAMETOOLONG, "its peer outside's path under its root");
+		memset(a.sun_path, 0, sizeof(a.sun_path));
+		n = strlen(at) + 1;
+		memcpy(a.sun_path, at, n);
+	}
 	if (connect(*fd_slot(r, u->id), (struct sockaddr *)&a,
 		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)))
 		return sk_fail(u, -errno, "cannot connect to its peer outside the dump");
