@@ -33,6 +33,8 @@ enum { HOW_KEPT, HOW_MOUNTED };
 
 /* Parse path (e.g. /proc/PID/mountinfo); 0 or -errno. */
 int mounts_read(const char *path, struct mounts *out);
+/* The same, path relative to directory dirfd (a /proc/PID/task/TID opened before a chroot). */
+int mounts_read_at(int dirfd, const char *path, struct mounts *out);
 void mounts_free(struct mounts *ms);
 /* The same mount: mount point, device, root, type and source alike. */
 bool mount_same(const struct mount *a, const struct mount *b);

@@ -38,6 +38,8 @@ int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
 int proc_task_status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t len);
 /* Whole small file into a malloc'ed, NUL-terminated buffer; returns length. */
 ssize_t proc_read_file(const char *path, char **out);
+/* The same, path relative to directory dirfd (AT_FDCWD: as proc_read_file). */
+ssize_t proc_read_file_at(int dirfd, const char *path, char **out);
 /* A small file (dirfd-relative, or AT_FDCWD) read into buf, NUL-terminated; 0 or -errno. */
 int read_small_at(int dirfd, const char *name, char *buf, size_t len);
 /* /proc/PID/fdinfo/FD the same way. */

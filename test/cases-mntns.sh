@@ -509,3 +509,129 @@ add mntns-nest case_mntns_nest
 add mntns-nest-own case_mntns_nest_own
 add mntns-nest-open case_mntns_nest_open
 add mntns-nest-refuse case_mntns_nest_refuse
+
+# mounts_same BEFORE: the restored $PID's mounts under /h (mounts_of, sorted) are BEFORE
+mounts_same() {
+	local after
+	after=$(mounts_of "$PID" /h | sort)
+	[[ $after == "$1" ]] || fail "the mounts differ after restore: $(diff <(echo "$1") <(echo "$after") | tr '\n' ' ')"
+}
+
+# root_cycle: dump $PID (killed), restore it, its mounts under /h as before, PASS
+root_cycle() {
+	local before
+	before=$(mounts_of "$PID" /h | sort)
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"	# mountpoints-1.img with memdump's field 57 (bind_mnt)
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	mounts_same "$before"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+# tmpfs hidden under other mounts (zdtm tempfs_overmounted): one under a tmpfs at
+# the same point, one under a tmpfs on a directory above it; each one's files
+# read from it, restored, still hidden, there again once the upper ones go
+case_mntns_tmpfs_stacked() {
+	mnt_start "mkdir -p /mnt && mount -t tmpfs memdump-l /mnt && mkdir /mnt/u && echo low > /mnt/u/f && mount -t tmpfs memdump-v /mnt/u && echo v > /mnt/u/v && mount -t tmpfs memdump-h /mnt && echo high > /mnt/g"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(nsenter -t "$PID" -m cat /mnt/g) == high ]] || fail "the upper tmpfs lost /mnt/g"
+	nsenter -t "$PID" -m test -e /mnt/u && fail "the lower tmpfs shows through the upper one"
+	[[ $(nsenter -t "$PID" -m sh -c 'umount /mnt && cat /mnt/u/v') == v ]] ||
+		fail "the tmpfs at /mnt/u, under the upper /mnt, lost its file"
+	[[ $(nsenter -t "$PID" -m sh -c 'umount /mnt/u && cat /mnt/u/f') == low ]] ||
+		fail "the lower tmpfs at /mnt lost /mnt/u/f"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add mntns-tmpfs-stacked case_mntns_tmpfs_stacked
+
+# A bind mount whose source a mount moved over it hides (zdtm
+# tempfs_overmounted01: b bound from a, a covered by a bind of a/b, b moved to
+# a/c): bound again from the hidden tmpfs, mounts alike
+case_mntns_hidden_source() {
+	ROOT_PRE='mkdir -p "$1/nr/h" && mount -t tmpfs memdump-h "$1/nr/h" && cd "$1/nr/h" && mkdir a b && mount -t tmpfs memdump-z a && mount --bind a b && mkdir -p a/b/c && echo z > a/f && mount --bind a/b a && mount --move b a/c && cd /' \
+		root_start private ""
+	grep -q " / /h/a/c " /proc/"$PID"/mountinfo || fail "the setup made no moved bind: $(mounts_of "$PID" /h)"
+	root_cycle
+}
+add mntns-hidden-source case_mntns_hidden_source
+
+# Copies mount propagation made (zdtm private_bind_propagation,
+# shared_slave_mount_children): a bind on one of two peers, copied on the
+# other, the original made private, the copy a peer of its source's group;
+# each restored as its own mount, in its group
+case_mntns_prop_copy() {
+	ROOT_PRE='mkdir -p "$1/nr/h" && mount -t tmpfs memdump-h "$1/nr/h" && mount --make-shared "$1/nr/h" && cd "$1/nr/h" && mkdir s1 s2 src && mount -t tmpfs memdump-s s1 && mount --make-shared s1 && mount --bind s1 s2 && mkdir s1/c && mount --bind src s1/c && mount --make-private s1/c && cd /' \
+		root_start private ""
+	grep -q " /src /h/s2/c .*shared:" /proc/"$PID"/mountinfo || fail "the setup made no copy: $(mounts_of "$PID" /h)"
+	root_cycle
+}
+add mntns-prop-copy case_mntns_prop_copy
+
+# A process that chrooted after opening files outside its new root, its
+# parent at the namespace's root (zdtm chroot, chroot-file): those files opened
+# from the namespace's root, then the chroot; its cwd stays outside it
+ROOT_PY_CHROOT='
+import os, signal, sys
+os.closerange(3, 256)
+fd = os.open("/data/x", os.O_RDWR | os.O_CREAT, 0o600)
+os.write(fd, b"outside")
+os.makedirs("/data/c/inside", exist_ok=True)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+pid = os.fork()
+if pid == 0:
+    os.chroot("/data/c")
+    print("READY", os.getppid(), flush=True)
+    while not got:
+        signal.pause()
+    ok = os.pread(fd, 7, 0) == b"outside" and os.listdir("/") == ["inside"] and not os.path.samestat(os.stat("."), os.stat("/"))
+    sys.exit(0 if ok else 1)
+while not got:
+    signal.pause()
+os.kill(pid, signal.SIGUSR1)
+_, st = os.waitpid(pid, 0)
+print("PASS" if st == 0 else "FAIL child %d" % st, flush=True)'
+case_mntns_chroot() {
+	ROOT_PY=$ROOT_PY_CHROOT root_start private ""
+	[[ $(readlink /proc/"$(pgrep -P "$PID")"/root) == */data/c ]] || fail "the child did not chroot"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	local child
+	child=$(pgrep -P "$PID")
+	[[ $(readlink /proc/"$child"/root) == */data/c ]] ||
+		fail "the restored child's root is $(readlink /proc/"$child"/root), not /data/c"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-chroot case_mntns_chroot
+
+# An fd on a file of a mount hidden under another (zdtm overmounted_file: the
+# tmpfs bound onto itself): restore would open it through the mount on top;
+# refused by name, the target unharmed
+case_mntns_refuse_hidden_fd() {
+	mnt_start "mount -t tmpfs memdump-o /mnt && echo o > /mnt/f && exec 7< /mnt/f && mount --bind /mnt /mnt"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "fd 7 (/mnt/f), on the tmpfs mount at /mnt, hidden under another mount" "$MD_ERR" ||
+		fail "the refusal does not name fd 7: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-refuse-hidden-fd case_mntns_refuse_hidden_fd

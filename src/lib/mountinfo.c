@@ -3,6 +3,7 @@
  * with spaces, tabs, newlines and backslashes in paths escaped as \ooo.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,13 +104,18 @@ static void mount_free(struct mount *m)
 
 int mounts_read(const char *path, struct mounts *out)
 {
+	return mounts_read_at(AT_FDCWD, path, out);
+}
+
+int mounts_read_at(int dirfd, const char *path, struct mounts *out)
+{
 	char *buf = NULL, *line, *save = NULL;
 	int ret = 0;
 
 	ssize_t len;
 
 	*out = (struct mounts){ 0 };
-	len = proc_read_file(path, &buf);
+	len = proc_read_file_at(dirfd, path, &buf);
 	if (len < 0)
 		return (int)len;
 	for (line = strtok_r(buf, "\n", &save); line && !ret; line = strtok_r(NULL, "\n", &save)) {

@@ -29,9 +29,14 @@ int read_small_at(int dirfd, const char *name, char *buf, size_t len)
 
 ssize_t proc_read_file(const char *path, char **out)
 {
+	return proc_read_file_at(AT_FDCWD, path, out);
+}
+
+ssize_t proc_read_file_at(int dirfd, const char *path, char **out)
+{
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap + 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0 || !buf) {

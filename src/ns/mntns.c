@@ -106,6 +106,41 @@ static void hidden_first(struct mounts *ms)
 }
 
 /*
+ * Every mount after the one it is on (restore mounts in this order): a mount
+ * moved (MS_MOVE) onto one made after it is listed before its parent (zdtm
+ * tempfs_overmounted01). The order is kept otherwise.
+ */
+static int parents_first(struct mounts *ms)
+{
+	struct mount *out = calloc(ms->n + 1, sizeof(*out));
+	bool *done = calloc(ms->n + 1, sizeof(*done));
+	size_t n = 0;
+
+	for (bool progress = true; out && done && progress;) {
+		progress = false;
+		for (size_t i = 0; i < ms->n; i++) {
+			int pi = index_of(ms, ms->m[i].parent);
+
+			if (done[i] || (pi >= 0 && pi != (int)i && !done[pi]))
+				continue;
+			out[n++] = ms->m[i];
+			done[i] = progress = true;
+		}
+	}
+	for (size_t i = 0; out && done && i < ms->n; i++)
+		if (!done[i])
+			out[n++] = ms->m[i];	/* a loop of parents: as listed */
+	free(done);
+	if (!out || n != ms->n) {
+		free(out);
+		return -ENOMEM;
+	}
+	free(ms->m);
+	ms->m = out;
+	return 0;
+}
+
+/*
  * Which of the process's mounts memdump has too: the same mount (point,
  * device, root, type, source) on the same parent. A namespace's copy lists
  * its mounts parents first, not in the original's order, so the match goes
@@ -126,6 +161,8 @@ static int plan_make(pid_t pid, struct mnt_plan *p)
 	ret = mounts_read("/proc/thread-self/mountinfo", &p->own);
 	if (!ret)
 		ret = mounts_read(path, &p->theirs);
+	if (!ret)
+		ret = parents_first(&p->theirs);
 	if (ret)
 		return ret;
 	hidden_first(&p->theirs);
@@ -220,6 +257,26 @@ static bool hidden_at(const struct mounts *ms, size_t k, size_t i)
 }
 
 /*
+ * Is path at, under mount k, covered when mount i is made (by a mount made
+ * between them at it or at a directory above it)? Binding it then would
+ * bind the covering mount's root (zdtm tempfs_overmounted01).
+ */
+static bool path_hidden(const struct mounts *ms, size_t k, size_t i, const char *at)
+{
+	size_t n = strlen(at);
+
+	while (n > 1 && at[n - 1] == '/')	/* a whole mount's point: "/mnt/" */
+		n--;
+	for (size_t j = k + 1; j < i; j++) {
+		const char *mp = ms->m[j].mountpoint;
+
+		if ((strlen(mp) == n && !strncmp(mp, at, n)) || path_below(at, mp))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The path mount i is bound from: under an earlier mount of the process's
  * (*from its index), or, for a root of its own, under one of memdump's
  * (*from -1: a path memdump sees, to bind before the process's root is
@@ -231,9 +288,11 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 	char *out;
 
 	for (size_t k = i; k-- > 0;)
-		if (!hidden_at(&p->theirs, k, i) && (out = path_under(&p->theirs.m[k], m))) {
+		if ((out = path_under(&p->theirs.m[k], m)) && !path_hidden(&p->theirs, k, i, out)) {
 			*from = (int)k;
 			return out;
+		} else {
+			free(out);
 		}
 	if (!p->own_root)
 		return NULL;
@@ -242,6 +301,43 @@ static char *bind_source(const struct mnt_plan *p, size_t i, int *from)
 			*from = -1;
 			return out;
 		}
+	return NULL;
+}
+
+static bool holds(const struct mounts *ms, int a, int b);
+
+/*
+ * For mount i, of a root of its own, that bind_source finds no path for: an
+ * earlier mount k it is bound from (*from), hidden by then, which restore
+ * reaches by the fd it took on k's root when it made it (zdtm mntns_remap,
+ * tempfs_overmounted01); the path under k's root (rest), or NULL. The path
+ * must not be covered by a mount made on k since.
+ */
+static char *hidden_source(const struct mnt_plan *p, size_t i, int *from)
+{
+	const struct mounts *ms = &p->theirs;
+	const struct mount *m = &ms->m[i];
+
+	for (size_t k = i; p->own_root && k-- > 0;) {
+		const struct mount *s = &ms->m[k];
+		char *out = path_under(s, m), *rest;
+		bool covered = false;
+
+		if (!out)
+			continue;
+		for (size_t j = k + 1; j < i && !covered; j++)
+			covered = holds(ms, (int)k, index_of(ms, ms->m[j].parent)) &&
+				  path_below(ms->m[j].mountpoint, s->mountpoint) &&
+				  (!strcmp(ms->m[j].mountpoint, out) ||
+				   path_below(out, ms->m[j].mountpoint));
+		rest = covered ? NULL : strdup(out + (strcmp(s->mountpoint, "/") ?
+						     strlen(s->mountpoint) : 0));
+		free(out);
+		if (rest) {
+			*from = (int)k;
+			return rest;
+		}
+	}
 	return NULL;
 }
 
@@ -272,15 +368,6 @@ static int kept_propagation(const struct mnt_plan *p, size_t i)
 		return t->master == o->master && !o->shared ? 0 :
 		       t->master == o->shared ? MS_SLAVE : -1;
 	return o->shared || o->master ? MS_PRIVATE : 0;
-}
-
-/* Is mount i covered by a later one at the same mount point? */
-static bool covered(const struct mounts *ms, size_t i)
-{
-	for (size_t k = i + 1; k < ms->n; k++)
-		if (!strcmp(ms->m[k].mountpoint, ms->m[i].mountpoint))
-			return true;
-	return false;
 }
 
 #ifndef SIOCUNIXFILE
@@ -452,7 +539,7 @@ static bool proc_of_a_process(const char *link)
 }
 
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
-static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
+static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
 				  const struct stat *at, struct refusals *r)
 {
 	char path[4300];
@@ -471,7 +558,7 @@ static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
 			   "is mounted by the restored init, after the files are opened)", pid, fd,
 			   link);
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, link);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);
 	if (strstr(link, " (deleted)") && S_ISCHR(at->st_mode) && major(at->st_rdev) >= 136 &&
 	    major(at->st_rdev) < 144)
 		return;	/* a hung-up pty slave: tty.c decides (a ptmx beside its path) */
@@ -479,16 +566,51 @@ static void refuse_fd_in_own_root(pid_t pid, const char *fd, const char *link,
 		refuse_ghost_in_own_root(pid, fd, link, r);
 	else if (!strncmp(link, "/dev/pts/", 9) && !same_pty(path, at))
 		refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
-	else if (stat(path, &in) || (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) &&
-				       at->st_rdev == in.st_rdev) &&
-				     (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
+	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) ||
+		 (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) && at->st_rdev == in.st_rdev) &&
+		  (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
 		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
 }
 
+static bool same_mntns(pid_t a, pid_t b)
+{
+	char pa[64], pb[64];
+	struct stat sa, sb;
+
+	snprintf(pa, sizeof(pa), "/proc/%d/ns/mnt", a);
+	snprintf(pb, sizeof(pb), "/proc/%d/ns/mnt", b);
+	return !stat(pa, &sa) && !stat(pb, &sb) && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+/* Is pid's root the root of its mount namespace (not a chroot in it)? */
+static bool at_ns_root(pid_t pid)
+{
+	char path[64], link[8];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	return readlink(path, link, sizeof(link)) == 1 && link[0] == '/';
+}
+
+/*
+ * A process of the tree (or pid itself) whose root is the root of pid's mount
+ * namespace: the links of pid's fds are paths from there (a process that
+ * chrooted, zdtm chroot: its fds opened before, outside its root, are
+ * opened there by restore, before it chroots). pid itself when none is.
+ */
+static pid_t ns_root_proc(pid_t pid, const struct proc_tree *tree)
+{
+	for (int i = 0; !at_ns_root(pid) && tree && i < tree->n; i++)
+		if (!tree_is_zombie(&tree->procs[i]) && at_ns_root(tree->procs[i].pid) &&
+		    same_mntns(pid, tree->procs[i].pid))
+			return tree->procs[i].pid;
+	return pid;
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
-static void refuse_in_own_root(pid_t pid, struct refusals *r)
+static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	char dir[64], link[4200], path[4300];
+	pid_t at_root = ns_root_proc(pid, tree);
 	struct dirent *de;
 	DIR *d;
 
@@ -505,10 +627,60 @@ static void refuse_in_own_root(pid_t pid, struct refusals *r)
 		if (n <= 0 || stat(path, &at))
 			continue;
 		link[n] = 0;
-		refuse_fd_in_own_root(pid, de->d_name, link, &at, r);
+		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, r);
 	}
 	if (d)
 		closedir(d);
+}
+
+/* Is mount m of pid's mountinfo hidden (not the mount on top at its point, as pid sees it)? */
+static bool mount_hidden(pid_t pid, const struct mount *m)
+{
+	char path[4200];
+	struct statx sx;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->mountpoint);
+	return statx(AT_FDCWD, path, 0, STATX_MNT_ID, &sx) || sx.stx_mnt_id != (uint64_t)m->id;
+}
+
+/*
+ * fds of pid on a mount hidden under another (zdtm overmounted_file: a file
+ * of a tmpfs under a bind of itself): restore opens files by path, through
+ * the mount on top, which would be another mount (or no such file).
+ */
+static void refuse_hidden_fds(pid_t pid, struct refusals *r)
+{
+	char path[64], fdp[320], link[4200], *info = NULL;
+	struct mounts ms = { 0 };
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	if (mounts_read(path, &ms))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		const char *id;
+		ssize_t n;
+		int k;
+
+		free(info);
+		info = NULL;
+		if (de->d_name[0] == '.' || proc_fdinfo(pid, atoi(de->d_name), &info) <= 0 ||
+		    !(id = proc_line_after(info, "mnt_id:")) || (k = index_of(&ms, atoi(id))) < 0 ||
+		    !mount_hidden(pid, &ms.m[k]))
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, de->d_name);
+		n = readlink(fdp, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = 0;
+		refuse_add(r, "process %d: fd %s (%s), on the %s mount at %s, hidden under another "
+			   "mount", pid, de->d_name, link, ms.m[k].fstype, ms.m[k].mountpoint);
+	}
+	free(info);
+	if (d)
+		closedir(d);
+	mounts_free(&ms);
 }
 
 /* m's place in its parent mount pm: its point under pm's, "" when the same */
@@ -683,13 +855,18 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
 	if (p->own_root && !tree)
-		refuse_in_own_root(pid, r);
+		refuse_in_own_root(pid, NULL, r);
 	for (int i = 0; p->own_root && tree && i < tree->n; i++)	/* every process is in it */
 		if (!tree_is_zombie(&tree->procs[i]))
-			refuse_in_own_root(tree->procs[i].pid, r);
+			refuse_in_own_root(tree->procs[i].pid, tree, r);
+	if (!tree)
+		refuse_hidden_fds(pid, r);
+	for (int i = 0; tree && i < tree->n; i++)
+		if (!tree_is_zombie(&tree->procs[i]))
+			refuse_hidden_fds(tree->procs[i].pid, r);
 	for (size_t i = 0; in && i < p->theirs.n; i++) {
 		const struct mount *m = &p->theirs.m[i];
-		bool made = made_anew(p->theirs.m, i);
+		bool made = made_anew(p->theirs.m, i), hidden = false;
 		int from = -2;
 		char *src = NULL;
 
@@ -699,8 +876,8 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 					   "restore cannot give it", m->mountpoint, m->shared, m->master);
 			continue;
 		}
-		if (!made)
-			src = bind_source(p, i, &from);
+		if (!made && !(src = bind_source(p, i, &from)) && (src = hidden_source(p, i, &from)))
+			hidden = true;
 		in[i] = by_init(p, i, in, pid_ns, from);
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
@@ -708,7 +885,7 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (propagation_why(p, i, in[i], in))
 			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
 				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i], in));
-		else if (propagated_copy(p, i))
+		else if (!p->own_root && propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
 		else if (deleted_root(m))
@@ -717,12 +894,16 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		else if (!made && !src)
 			refuse_add(r, "the %s mount at %s (%s), which memdump cannot make", m->fstype,
 				   m->mountpoint, m->source);
+		else if (in[i] && hidden)
+			refuse_add(r, "the mount at %s, bound from a hidden path of the mount at %s, "
+				   "both mounted by the restored init", m->mountpoint,
+				   p->theirs.m[from].mountpoint);
 		else if (in[i] && from == -1)
 			refuse_add(r, "the mount at %s, bound from outside its root onto its proc",
 				   m->mountpoint);
-		if (!strcmp(m->fstype, "tmpfs") && made && covered(&p->theirs, i))
-			refuse_add(r, "the tmpfs at %s, under another mount at the same place",
-				   m->mountpoint);
+		if (made && (m->flags & MS_UNBINDABLE) && hidden_at(&p->theirs, i, p->theirs.n))
+			refuse_add(r, "the unbindable %s at %s, under another mount (memdump reads "
+				   "its files through the process's root)", m->fstype, m->mountpoint);
 		free(src);
 	}
 	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
@@ -1200,51 +1381,168 @@ static int walk_dir(struct tmpfs_walk *w, int fd, const char *rel)
 struct clone_req {
 	pid_t pid;
 	const struct mount *m;
+	const struct mounts *all;	/* the process's mounts, m among them */
 	int fd;			/* out: the detached clone, or -errno */
 };
+
+/* The index in copy of the copy of mount i of all (matched by the tree), or -1. */
+static int copy_of(const struct mounts *all, const struct mounts *copy, int i, size_t depth)
+{
+	int pi = index_of(all, all->m[i].parent), cp = -1;
+
+	if (depth > all->n)
+		return -1;
+	if (pi >= 0 && (cp = copy_of(all, copy, pi, depth + 1)) < 0)
+		return -1;
+	for (size_t k = 0; k < copy->n; k++) {
+		int kp = index_of(copy, copy->m[k].parent);
+
+		if ((pi < 0 ? kp < 0 : kp == cp) && mount_same(&copy->m[k], &all->m[i]))
+			return (int)k;
+	}
+	return -1;
+}
+
+/* Is mount a of ms mount b or one b is (directly or not) mounted on? */
+static bool holds(const struct mounts *ms, int a, int b)
+{
+	for (size_t n = 0; b >= 0 && n <= ms->n; n++, b = index_of(ms, ms->m[b].parent))
+		if (a == b)
+			return true;
+	return false;
+}
+
+/*
+ * The mount of ms that hides mount c nearest the root (the shortest point):
+ * on c or one c is on, at c's point or a directory above it; -1: none.
+ */
+static int outer_cover(const struct mounts *ms, int c)
+{
+	const char *at = ms->m[c].mountpoint;
+	int best = -1;
+
+	for (size_t k = 0; k < ms->n; k++) {
+		const struct mount *x = &ms->m[k];
+		int xp = index_of(ms, x->parent);
+
+		if (holds(ms, (int)k, c) || xp < 0 || !holds(ms, xp, c) ||
+		    (strcmp(x->mountpoint, at) && !path_below(at, x->mountpoint)))
+			continue;
+		if (best < 0 || strlen(x->mountpoint) < strlen(ms->m[best].mountpoint))
+			best = (int)k;
+	}
+	return best;
+}
+
+/*
+ * In a private copy of the namespace (this thread's, its root the process's):
+ * what hides mount id (the copy of q->m) unmounted, outermost first, until it
+ * is on top at its point. 0, or -errno.
+ */
+static int uncover(const struct clone_req *q, int task, int id)
+{
+	int ret = 0;
+
+	for (size_t n = 0; !ret && n <= q->all->n; n++) {
+		struct mounts ms;
+		int c, x;
+
+		ret = mounts_read_at(task, "mountinfo", &ms);
+		if (ret)
+			return ret;
+		c = index_of(&ms, id);
+		x = c < 0 ? -2 : outer_cover(&ms, c);
+		if (x == -1) {
+			mounts_free(&ms);
+			return 0;
+		}
+		ret = x < 0 ? -ENOENT : umount2(ms.m[x].mountpoint, MNT_DETACH) ? -errno : 0;
+		mounts_free(&ms);
+	}
+	return ret ? ret : -ELOOP;
+}
+
+/*
+ * Mount q->m, hidden under another (zdtm tempfs_overmounted: a tmpfs under
+ * one at the same point, or at a directory above it): in a copy of the
+ * namespace of this thread's own (root: the process's; made private first, so
+ * nothing done in it propagates back), what hides it unmounted, then cloned
+ * alone. task: this thread's /proc directory, opened before the chroot.
+ */
+static int clone_hidden(const struct clone_req *q, int root, int task)
+{
+	struct mounts copy = { 0 };
+	struct statx sx;
+	int c = -1, id = 0, ret = 0, fd;
+
+	if (fchdir(root) || chroot(".") || unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -errno;
+	ret = mounts_read_at(task, "mountinfo", &copy);
+	if (!ret)
+		c = copy_of(q->all, &copy, (int)(q->m - q->all->m), 0);
+	if (!ret && c < 0)
+		ret = -ENOENT;
+	if (!ret)
+		id = copy.m[c].id;
+	mounts_free(&copy);
+	if (!ret)
+		ret = uncover(q, task, id);
+	if (ret)
+		return ret;
+	if (statx(AT_FDCWD, q->m->mountpoint, 0, STATX_MNT_ID, &sx) ||
+	    sx.stx_mnt_id != (uint64_t)id)
+		return -ESTALE;
+	fd = (int)syscall(SYS_open_tree, AT_FDCWD, q->m->mountpoint, OPEN_TREE_CLONE |
+			  OPEN_TREE_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
 
 /*
  * On a thread of its own (its fs information unshared, as setns wants):
  * into the process's mount namespace, where a mount can be cloned, and a
  * clone of mount m alone (OPEN_TREE_CLONE: none of the mounts on it), at its
- * point under the process's root, checked to be m (the mount at the top
- * there is m: dump refuses a tmpfs covered at its very point).
+ * point under the process's root, checked to be m (the mount on top there);
+ * one hidden under another, from a copy of the namespace (clone_hidden).
  */
 static void *clone_in_ns(void *arg)
 {
 	struct clone_req *q = arg;
 	char path[64];
 	struct statx sx;
-	int root, ns, fd = -1;
+	int root, ns, task, fd = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/root", q->pid);
 	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", q->pid);
 	ns = open(path, O_RDONLY | O_CLOEXEC);
-	if (root < 0 || ns < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
+	task = open("/proc/thread-self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || ns < 0 || task < 0 || unshare(CLONE_FS) || setns(ns, CLONE_NEWNS))
 		q->fd = -errno;
 	else if ((fd = (int)syscall(SYS_open_tree, root, q->m->mountpoint[1] ?
 				    q->m->mountpoint + 1 : ".", OPEN_TREE_CLONE |
 				    OPEN_TREE_CLOEXEC)) < 0)
-		q->fd = -errno;
+		q->fd = errno == EINVAL || !q->all ? -errno : clone_hidden(q, root, task);
 	else if (statx(root, q->m->mountpoint[1] ? q->m->mountpoint + 1 : ".", 0, STATX_MNT_ID,
 		       &sx) || sx.stx_mnt_id != (uint64_t)q->m->id)
-		q->fd = -ESTALE;
+		q->fd = q->all ? clone_hidden(q, root, task) : -ESTALE;
 	else
 		q->fd = fd;
-	if (q->fd < 0 && fd >= 0)
+	if (fd >= 0 && q->fd != fd)
 		close(fd);
 	if (root >= 0)
 		close(root);
 	if (ns >= 0)
 		close(ns);
+	if (task >= 0)
+		close(task);
 	return NULL;
 }
 
 /* A detached clone of mount m of the process's namespace, or -errno. */
-static int clone_mount(pid_t pid, const struct mount *m)
+static int clone_mount(pid_t pid, const struct mounts *all, const struct mount *m)
 {
-	struct clone_req q = { .pid = pid, .m = m, .fd = -EIO };
+	struct clone_req q = { .pid = pid, .m = m, .all = all, .fd = -EIO };
 	pthread_t t;
 	int ret = pthread_create(&t, NULL, clone_in_ns, &q);
 
@@ -1254,16 +1552,26 @@ static int clone_mount(pid_t pid, const struct mount *m)
 	return q.fd;
 }
 
+/* Is fd on mount m? */
+static bool same_mount_id(int fd, const struct mount *m)
+{
+	struct statx sx;
+
+	errno = 0;
+	return !statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) && sx.stx_mnt_id == (uint64_t)m->id;
+}
+
 /*
  * The files of the tmpfs mounted at m, into w: read in a clone of it alone,
  * where no mount covers any (zdtm tempfs: a file under another mount); an
  * unbindable one, which cannot be cloned, through the process's root.
  */
-static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tmpfs_walk *w)
+static int dump_tmpfs(const struct dump_ctx *d, const struct mounts *all, const struct mount *m,
+		      struct tmpfs_walk *w)
 {
 	char path[4200];
 	struct stat st;
-	int fd, tree = clone_mount(d->pid, m), ret;
+	int fd, tree = clone_mount(d->pid, all, m), ret;
 
 	if (tree == -EINVAL) {	/* unbindable: read through the process's root */
 		w->through_root = true;
@@ -1279,9 +1587,10 @@ static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tm
 	if (fd < 0)
 		return fail(-errno, "cannot open the tmpfs at %s: %s", m->mountpoint,
 			    strerror(errno));
-	if (fstat(fd, &st)) {
+	if (fstat(fd, &st) || (w->through_root && !same_mount_id(fd, m))) {
+		ret = errno ? -errno : -ESTALE;
 		close(fd);
-		return -errno;
+		return fail(ret, "the tmpfs at %s: not the mount on top there", m->mountpoint);
 	}
 	w->dev = st.st_dev;
 	ret = walk_dir(w, fd, "");	/* closes fd */
@@ -1291,11 +1600,11 @@ static int dump_tmpfs(const struct dump_ctx *d, const struct mount *m, struct tm
 }
 
 /* Its files into e (memdump's field 55), if the entry stays one a reader takes. */
-static int add_tmpfs(const struct dump_ctx *d, const struct mount *m, MntEntry *e,
-		     struct tmpfs_walk *w)
+static int add_tmpfs(const struct dump_ctx *d, const struct mounts *all, const struct mount *m,
+		     MntEntry *e, struct tmpfs_walk *w)
 {
 	size_t len;
-	int ret = dump_tmpfs(d, m, w);
+	int ret = dump_tmpfs(d, all, m, w);
 
 	if (ret)
 		return ret;
@@ -1384,8 +1693,12 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 			e.has_from_root_mnt = true;
 			e.from_root_mnt = (uint32_t)rp->theirs.m[rk].id;
 			e.bind_from = src = strdup("/");
-		} else if (!made_anew(p->theirs.m, i))
-			e.bind_from = src = bind_source(p, i, &from);
+		} else if (!made_anew(p->theirs.m, i) &&
+			   !(e.bind_from = src = bind_source(p, i, &from)) &&
+			   (e.bind_from = src = hidden_source(p, i, &from))) {
+			e.has_bind_mnt = true;	/* under that mount's root, by restore's fd on it */
+			e.bind_mnt = (uint32_t)p->theirs.m[from].id;
+		}
 		if ((ext || rk >= 0) && !src)
 			ret = -ENOMEM;
 		e.has_bind_host = from == -1;
@@ -1396,7 +1709,7 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 		e.in_child = in[i];
 	}
 	if (!ret && !ext && rk < 0 && made_tmpfs(p, i))
-		ret = add_tmpfs(d, m, &e, &w);
+		ret = add_tmpfs(d, &p->theirs, m, &e, &w);
 	if (!ret)
 		ret = img_write_msg(img, &e.base);
 	tmpfs_files_free(&w);

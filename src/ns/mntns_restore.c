@@ -221,6 +221,23 @@ static int check_propagation(const struct rst *r, const MntEntry *e)
 	return 0;
 }
 
+/* A mount bound through the fd on an earlier one's root: only in a root of its own that memdump builds. */
+static int check_bind_mnt(const struct rst *r, size_t i)
+{
+	const MntEntry *e = r->mnts[i];
+	int under = e->has_bind_mnt ? entry_index(r, e->bind_mnt) : (int)i - 1;
+
+	if (!e->has_bind_mnt)
+		return 0;
+	if (!own_root(r) || !e->bind_from || under < 0 || under >= (int)i ||
+	    r->mnts[under]->how != HOW_MOUNTED || (e->has_in_child && e->in_child) ||
+	    (r->mnts[under]->has_in_child && r->mnts[under]->in_child))
+		return fail(-EIO, "image mountpoints-1.img is corrupt: the mount at %s is bound "
+			    "from mount %u, not one memdump makes before it", e->mountpoint,
+			    e->bind_mnt);
+	return 0;
+}
+
 int mntns_load(struct rst *r)
 {
 	struct mounts ms = { 0 };
@@ -239,7 +256,7 @@ int mntns_load(struct rst *r)
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
 	for (size_t i = 0; !ret && i < r->nr_mnts; i++)
-		ret = check_propagation(r, r->mnts[i]);
+		ret = check_propagation(r, r->mnts[i]) ?: check_bind_mnt(r, i);
 	for (int k = 0; !ret && k < r->o->nr_mnt_ext; k++) {
 		bool found = false;
 
@@ -383,8 +400,9 @@ static int attach_root_tmpfs(struct rst *r, const MntEntry *e, const char *at, c
  * why/len on failure.
  */
 static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool in_child,
-		     char *why, size_t len)
+		     const int *fds, char *why, size_t len)
 {
+	int under = e->has_bind_mnt ? entry_index(r, e->bind_mnt) : -1;
 	unsigned long flags = e->flags & MOUNT_FLAGS;
 	char at[PATH_MAX], from[PATH_MAX];
 	int ret = 0;
@@ -393,7 +411,14 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		 e->mountpoint : "");
 	if (e->has_from_root_mnt)	/* the tree root's tmpfs: its clone, attached here */
 		return attach_root_tmpfs(r, e, at, why, len);
-	if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
+	if (e->has_bind_mnt && (under < 0 || !fds || fds[under] < 0)) {
+		snprintf(why, len, "the mount at %s is bound from one memdump did not make first",
+			 e->mountpoint);
+		return -EINVAL;
+	}
+	if (e->has_bind_mnt)	/* hidden by now: through the fd on its root */
+		snprintf(from, sizeof(from), "/proc/self/fd/%d%s", fds[under], e->bind_from);
+	else if (e->bind_from && ext_path(r, e))	/* --external mnt[KEY]:PATH: a path of memdump's */
 		snprintf(from, sizeof(from), "%s", ext_path(r, e));
 	else if (e->bind_from && r->o->root && !strcmp(e->mountpoint, "/"))
 		snprintf(from, sizeof(from), "%s", r->o->root);	/* --root: the given root, as is */
@@ -507,7 +532,7 @@ static int mount_own(struct rst *r, bool in_child, const char *stage, int *fds, 
 
 		if (e->how != HOW_MOUNTED || (e->has_in_child && e->in_child) != in_child)
 			continue;
-		ret = mount_one(r, e, stage, in_child, why, len);
+		ret = mount_one(r, e, stage, in_child, fds, why, len);
 		if (ret)
 			return ret;
 		snprintf(at, sizeof(at), "%s%s", stage, strcmp(e->mountpoint, "/") || !*stage ?
