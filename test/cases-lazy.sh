@@ -282,10 +282,10 @@ criu_one_line() {
 }
 
 # CRIU's lazy-pages flow on CRIU's command line: the pieces memdump has not (a
-# dump leaving a page server for a lazy restore, the lazy-pages daemon, a restore
-# handing its userfaultfds to one on DIR/lazy-pages.socket) refused by name in one
-# line, the target untouched; `criu restore --lazy-pages` of local images is
-# memdump's lazy restore (its own page handler): the process runs, every byte exact.
+# dump leaving a page server for a lazy restore, a lazy-pages daemon fetching from
+# one) refused by name in one line, the target untouched; `criu restore
+# --lazy-pages` of local images is memdump's lazy restore (its own page handler):
+# the process runs, every byte exact.
 case_lazy_criu_cli() {
 	local criu=$T/bin/criu
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$criu" || fail "cannot link criu"
@@ -297,18 +297,13 @@ case_lazy_criu_cli() {
 	no_inventory "$T/e"
 	criu_one_line criu-lazy-pages "$criu" lazy-pages --page-server --address 127.0.0.1 \
 		--port 27391 -D "$T/d"
-	grep -q 'criu lazy-pages' "$CRIU_ERR" || fail "the line does not name criu lazy-pages"
+	grep -q 'criu lazy-pages --page-server' "$CRIU_ERR" || fail "the line does not name lazy-pages --page-server"
 	criu_one_line criu-ps-lazy "$criu" page-server --lazy-pages -D "$T/d" --port 27391
 	md lazy-pages lazy-pages -D "$T/d" --page-server --address 127.0.0.1 --port 27391
 	expect_md_error
-	grep -q 'lazy-pages daemon is not supported' "$MD_ERR" || fail "memdump lazy-pages: $(cat "$MD_ERR")"
+	grep -q 'lazy-pages --page-server is not supported' "$MD_ERR" || fail "memdump lazy-pages: $(cat "$MD_ERR")"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	: > "$T/d/lazy-pages.socket"
-	criu_one_line criu-restore-daemon "$criu" restore -d --lazy-pages -D "$T/d"
-	grep -q 'lazy-pages.socket' "$CRIU_ERR" || fail "the line does not name lazy-pages.socket"
-	alive "$PID" && fail "a refused restore left pid $PID"
-	rm "$T/d/lazy-pages.socket"
 	truncate -s "$READY_SIZE" "$OUT"
 	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" -v4 -o lazy.log \
 		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
@@ -322,6 +317,80 @@ case_lazy_criu_cli() {
 	lazy_done 16384
 }
 add lazy-criu-cli case_lazy_criu_cli
+
+# lazyd_start DIR: `criu lazy-pages -D DIR` in the background (LZD_PID), its socket up
+lazyd_start() {
+	"$T/bin/criu" lazy-pages -D "$1" -v4 -o lazyd.log > "$T/lazyd.out" 2> "$T/lazyd.err" &
+	LZD_PID=$!
+	track "$LZD_PID"
+	wait_until 10 test -S "$1/lazy-pages.socket" || fail "criu lazy-pages made no socket: $(cat "$T/lazyd.err")"
+}
+
+# lazyd_exit WANT: the daemon exited with WANT (0 or 1); its socket removed
+lazyd_exit() {
+	local rc=0
+	wait_until "$OP_TIMEOUT" eval '! alive '"$LZD_PID" || fail "criu lazy-pages $LZD_PID did not exit"
+	wait "$LZD_PID" || rc=$?
+	(( rc == $1 )) || { show_file "daemon log" "$T/$2/lazyd.log"; fail "criu lazy-pages exited $rc, want $1"; }
+	[[ -e $T/$2/lazy-pages.socket ]] && fail "the daemon left its socket"
+	return 0
+}
+
+# CRIU's lazy-pages daemon (as CRIU's test runner drives it: `criu lazy-pages -D DIR`
+# started, then `criu restore --lazy-pages -D DIR`): the restore finds its socket
+# and tells it who the page handler is and how the filling went; the daemon exits
+# 0 once every page is in, 1 naming why when the handler is killed mid-fill. A
+# socket nobody listens on fails the restore before anything runs.
+case_lazy_daemon() {
+	local criu=$T/bin/criu
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$criu" || fail "cannot link criu"
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+		"$T/d/lazy-pages.socket" || fail "cannot make a stale socket"
+	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" > /dev/null \
+		2> "$T/stale.err" < /dev/null && fail "a restore to a stale daemon socket succeeded"
+	[[ $(grep -c . "$T/stale.err") == 1 ]] || fail "not one line: $(cat "$T/stale.err")"
+	grep -q 'cannot reach the lazy-pages daemon' "$T/stale.err" || fail "the line does not name the daemon: $(cat "$T/stale.err")"
+	alive "$PID" && fail "a failed restore left pid $PID"
+	lazyd_start "$T/d"
+	grep -q 'waiting on .*lazy-pages.socket' "$T/d/lazyd.log" || fail "the daemon did not replace the stale socket"
+	truncate -s "$READY_SIZE" "$OUT"
+	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" -v4 -o lazy.log \
+		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
+		{ show_file "log" "$T/d/lazy.log"; fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"; }
+	track "$PID"
+	LZ_LOG=$T/d/lazy.log
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
+	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log"; }
+	track "$LZ_HANDLER"
+	lazy_pass
+	lazy_done 16384
+	lazyd_exit 0 d
+	grep -q "the restore's page handler is process $LZ_HANDLER" "$T/d/lazyd.log" ||
+		{ show_file "daemon log" "$T/d/lazyd.log"; fail "the daemon was not told the handler"; }
+	grep -q 'every page is in' "$T/d/lazyd.log" || fail "the daemon's log does not say every page is in"
+
+	start_prog t-pattern 64
+	dump "$PID" "$T/d2"
+	expect_killed "$PID"
+	lazyd_start "$T/d2"
+	truncate -s "$READY_SIZE" "$OUT"
+	MEMDUMP_LAZY_PACE_MS=20 timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d2" \
+		-v4 -o lazy.log > "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
+		fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"
+	track "$PID"
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$T/d2/lazy.log" | head -n1)
+	[[ -n $LZ_HANDLER ]] || fail "no page handler in the log"
+	grep -q 'lazy-pages: done' "$T/d2/lazy.log" && fail "the paced fill is done already"
+	kill -KILL "$LZ_HANDLER" || fail "cannot kill the handler"
+	lazyd_exit 1 d2
+	grep -q 'ended before every page was in' "$T/d2/lazyd.log" ||
+		{ show_file "daemon log" "$T/d2/lazyd.log"; fail "the daemon's line does not say the handler ended early"; }
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" || fail "pid $PID outlived its killed page handler"
+}
+add lazy-daemon case_lazy_daemon
 
 # runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server
 # A:P --status-fd FD` wants a dump that leaves a page server serving the memory:

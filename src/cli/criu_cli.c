@@ -17,10 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "cli/criu_cli.h"
+#include "mem/lazy.h"
 #include "spawn_cmd.h"
 
 enum act {
@@ -145,7 +152,7 @@ static const struct criu_opt criu_opts[] = {
 static const struct { const char *criu, *memdump; } criu_cmds[] = {
 	{ "dump", "dump" }, { "pre-dump", "pre-dump" }, { "restore", "restore" },
 	{ "check", "check" }, { "swrk", "swrk" }, { "show", "show" },
-	{ "page-server", "page-server" }, { "lazy-pages", NULL }, { "service", NULL },
+	{ "page-server", "page-server" }, { "lazy-pages", "lazy-pages" }, { "service", NULL },
 	{ "exec", NULL }, { "cpuinfo", NULL },
 };
 
@@ -373,10 +380,6 @@ static int take_command(struct translation *t, const char *word)
 	for (size_t i = 0; i < ARRAY_SIZE(criu_cmds); i++) {
 		if (strcmp(word, criu_cmds[i].criu))
 			continue;
-		if (!strcmp(word, "lazy-pages"))
-			return refuse("criu lazy-pages is not supported by memdump: no daemon takes "
-				      "a restore's userfaultfds (%s); restore --lazy-pages serves the "
-				      "pages itself from the images%s", "lazy-pages.socket", "");
 		if (!criu_cmds[i].memdump)
 			return refuse("criu %s is not supported by memdump%s", word, "");
 		t->cmd = word;
@@ -395,6 +398,24 @@ static int take_command(struct translation *t, const char *word)
  * --network-lock says, and nftables and legacy iptables rules apply side
  * by side. Time namespaces are memdump's where the kernel has them.
  */
+/* The events the lazy restore's handler follows (a fork, mremap, madvise, munmap). */
+#define UFFD_NONCOOP (UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | \
+		      UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP)
+
+/* userfaultfd, with the features want: what restore --lazy-pages needs. */
+static bool uffd_has(uint64_t want)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !ioctl(fd, UFFDIO_API, &api) && (api.features & want) == want;
+	close(fd);
+	return ok;
+}
+
 static bool machine_has(const char *name)
 {
 	if (!strcmp(name, "loginuid"))
@@ -403,6 +424,8 @@ static bool machine_has(const char *name)
 		return spawn_found("iptables-legacy") && spawn_found("ip6tables-legacy");
 	if (!strcmp(name, "timens"))	/* saved and restored where the kernel has them */
 		return !access("/proc/self/timens_offsets", F_OK);
+	if (!strcmp(name, "uffd") || !strcmp(name, "uffd-noncoop"))
+		return uffd_has(!strcmp(name, "uffd") ? 0 : UFFD_NONCOOP);
 	return false;
 }
 
@@ -422,32 +445,59 @@ static int check_feature(const char *name)
 	return 1;
 }
 
+/* Was option opt passed on to memdump? */
+static bool passed(const struct translation *t, const char *opt)
+{
+	for (int i = 2; i < t->n; i++)
+		if (!strcmp(t->out[i], opt))
+			return true;
+	return false;
+}
+
+/* A lazy-pages daemon's socket at path, waited for up to 1 s (it may be starting as we do). */
+static bool daemon_socket(const char *path)
+{
+	struct stat st;
+
+	for (int i = 0; i < 100; i++) {
+		if (!lstat(path, &st) && S_ISSOCK(st.st_mode))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /*
- * --lazy-pages. restore: memdump's lazy restore, its own page handler serving
- * the pages from the images in -D (CRIU's hands its userfaultfds to a
- * `criu lazy-pages` daemon on DIR/lazy-pages.socket; one waiting there, a
- * real CRIU's, would never get them: refused). dump, pre-dump, page-server:
+ * --lazy-pages, and CRIU's lazy-pages daemon. Both find the daemon's socket
+ * in the work dir (-W, else -D). restore: memdump's lazy restore, its own
+ * page handler serving the pages from the images in -D; a daemon waiting on
+ * the socket is told how it went (cli/lazy_daemon.c), and exits with that,
+ * as CRIU's would. dump, pre-dump, page-server, lazy-pages --page-server:
  * CRIU's lazy dump leaves a page server serving the dumped memory; memdump
  * has none yet (migrate --lazy-pages is its post-copy migration).
  */
 static int lazy_flow(struct translation *t)
 {
-	char *sock;
-	bool daemon;
+	const char *dir = t->work_dir ?: t->images_dir ?: ".";
+	char *sock = joined("%s/%s", dir, LAZY_DAEMON_SOCK);
+	bool lazyd = !strcmp(t->cmd, "lazy-pages");
 
+	if (!sock)
+		return refuse("out of memory%s%s", "", "");
+	if (lazyd && passed(t, "--page-server"))
+		return refuse("criu lazy-pages --page-server is not supported: no page server is "
+			      "left serving a dump's memory for a lazy restore elsewhere%s%s",
+			      " (memdump migrate --lazy-pages migrates post-copy)", "");
+	if (lazyd)
+		return add(t, "--lazy-socket") ?: add(t, sock);
 	if (!t->lazy)
 		return 0;
 	if (strcmp(t->cmd, "restore"))
 		return refuse("criu %s --lazy-pages is not supported: a page server left serving "
 			      "the dumped memory for a lazy restore elsewhere is not done yet%s",
 			      t->cmd, " (memdump migrate --lazy-pages migrates post-copy)");
-	sock = joined("%s/%s", t->images_dir ? t->images_dir : ".", "lazy-pages.socket");
-	daemon = sock && !access(sock, F_OK);
-	free(sock);
-	if (daemon)
-		return refuse("criu restore --lazy-pages with a lazy-pages daemon (%s/lazy-pages.socket) "
-			      "is not supported: memdump's own page handler serves the pages%s",
-			      t->images_dir ? t->images_dir : ".", "");
+	if (daemon_socket(sock) && (add(t, "--lazy-socket") || add(t, sock)))
+		return 1;
 	return add(t, "--lazy-pages");
 }
 

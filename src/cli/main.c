@@ -84,7 +84,8 @@ static const char usage[] =
 	"        as CRIU's: both sides present an X.509 certificate and check the peer's\n"
 	"        (CA, CRL, dates, name: the address; not with --tls-no-cn-verify)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
-	"          [--root DIR] [--restore-sibling] [--lazy-pages] [--tcp-close]\n"
+	"          [--root DIR] [--restore-sibling] [--lazy-pages [--lazy-socket PATH]]\n"
+	"          [--tcp-close]\n"
 	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
@@ -102,7 +103,12 @@ static const char usage[] =
 	"        --cgroup-root: the root's cgroup (of CTRL's hierarchy, or of every other)\n"
 	"        is PATH, the others' below it; --inherit-fd: the dumped pipe INO is\n"
 	"        memdump's fd N (as CRIU's, runc's for a container's stdio); the pty\n"
-	"        slave dumped with --external tty[RDEV:DEV] is memdump's terminal fd N\n"
+	"        slave dumped with --external tty[RDEV:DEV] is memdump's terminal fd N;\n"
+	"        --lazy-socket: tell the lazy-pages daemon there how the page filling went\n"
+	"  lazy-pages -D DIR [--lazy-socket PATH] [-d [--pidfile FILE]] [--status-fd FD]\n"
+	"        CRIU's lazy-pages daemon: wait on PATH (DIR/lazy-pages.socket) for a\n"
+	"        restore --lazy-pages --lazy-socket PATH, exit once its memory is all in\n"
+	"        (0) or its page handler failed (1)\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -204,7 +210,7 @@ int cmd_restore(const struct options *o)
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts,
 				       o->shown_dir ? o->shown_dir : o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
-		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.lazy = o->lazy_pages, .lazy_socket = o->lazy_socket, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -429,7 +435,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
 	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_EXT_UNIX_SK, OPT_ENCRYPT, OPT_ENCRYPT_FD,
 	       OPT_DECRYPT, OPT_DECRYPT_FD, OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACRL, OPT_TLS_CERT,
-	       OPT_TLS_KEY, OPT_TLS_NO_CN, OPT_LAZY_TIMEOUT };
+	       OPT_TLS_KEY, OPT_TLS_NO_CN, OPT_LAZY_TIMEOUT, OPT_LAZY_SOCKET };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -478,6 +484,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
 		{ "lazy-timeout", required_argument, NULL, OPT_LAZY_TIMEOUT },
+		{ "lazy-socket", required_argument, NULL, OPT_LAZY_SOCKET },
 		{ "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "fd-kinds", no_argument, NULL, OPT_FD_KINDS },
@@ -625,6 +632,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LAZY_PAGES:
 			opts->lazy_pages = true;
+			break;
+		case OPT_LAZY_SOCKET:
+			opts->lazy_socket = optarg;
 			break;
 		case OPT_LAZY_TIMEOUT:
 			opts->lazy_timeout = (int)strtol(optarg, &end, 10);

@@ -70,6 +70,7 @@ struct options {
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */
 	bool lazy_pages;		/* restore --lazy-pages */
+	const char *lazy_socket;	/* restore, lazy-pages --lazy-socket PATH */
 	int lazy_timeout;		/* migrate-receive --lazy-timeout S: a page the source does
 					 * not send in S s kills the restored process (0: default) */
 	bool tcp_close;			/* restore --tcp-close */
@@ -101,7 +102,7 @@ int cmd_unpack(const struct options *o);	/* memdump unpack DIR < FILE */
 int cmd_swrk(const struct options *o);		/* rpc.c: CRIU's RPC on fd argv[0] */
 int cmd_page_server(const struct options *o);	/* pageserver.c */
 int cmd_migrate_receive(const struct options *o);	/* migrate.c */
-int cmd_lazy_pages(const struct options *o);	/* pageserver.c: refused by name */
+int cmd_lazy_pages(const struct options *o);	/* lazy_daemon.c */
 int cmd_migrate(const struct options *o);
 
 /* check.c: every probe, one line each on out (NULL: the log); <0 when a required one is missing */

@@ -668,17 +668,3 @@ int cmd_migrate_receive(const struct options *o)
 	signal(SIGPIPE, SIG_IGN);
 	return receive(o, true);
 }
-
-/*
- * CRIU's lazy-pages daemon (fed the restore's userfaultfds on
- * DIR/lazy-pages.socket, fetching from a `dump --lazy-pages` page server):
- * memdump has neither end yet. Its restore --lazy-pages starts its own
- * handler; migrate --lazy-pages is its post-copy from a source host.
- */
-int cmd_lazy_pages(const struct options *o)
-{
-	(void)o;
-	return fail(-EOPNOTSUPP, "a lazy-pages daemon is not supported: restore --lazy-pages "
-		    "serves the pages itself from the images, and migrate --lazy-pages fetches "
-		    "them from the source host (no page server is left serving a dump's memory)");
-}

@@ -200,12 +200,13 @@ static bool has_suffix(const char *name, const char *suf)
 /*
  * A record a tool wrote beside the images that no restore reads: logs (runc's
  * dump.log, restore.log), the options CRIU's test runner notes for each action
- * (dump.cropt, restore.cropt), and the stats of an earlier restore.
+ * (dump.cropt, restore.cropt), the stats of an earlier restore, and the socket
+ * of a lazy-pages daemon waiting for the restore (CRIU's place for it).
  */
 static bool is_record(const char *name)
 {
 	return has_suffix(name, ".log") || has_suffix(name, ".cropt") ||
-	       !strcmp(name, "stats-restore");
+	       !strcmp(name, "stats-restore") || !strcmp(name, "lazy-pages.socket");
 }
 
 /* Nothing in the directory that the inventory does not list, but records. */

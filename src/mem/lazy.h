@@ -111,6 +111,33 @@ struct lazy_proc {
 	size_t nr_checks;
 };
 
+/*
+ * CRIU's lazy flow: `memdump lazy-pages -D DIR` (criu lazy-pages) waits on
+ * DIR/lazy-pages.socket (or --lazy-socket PATH) for the restore --lazy-pages
+ * that names it. memdump's page handler serves the pages (it is a child of
+ * the restore, which has the plan of every lazy range); the daemon is told
+ * who the handler is, then how it ended, and exits with that: 0 once every
+ * page is in, 1 if the handler failed or ended without saying (killed).
+ * Each message is a struct lazy_daemon_msg and len bytes of text.
+ */
+#define LAZY_DAEMON_MAGIC	0x4d444c5aU	/* "MDLZ" */
+enum lazy_daemon_kind {
+	LAZY_DAEMON_HELLO = 1,	/* value: the handler's pid */
+	LAZY_DAEMON_DONE = 2,	/* value: its exit status; the text says how it went */
+};
+struct lazy_daemon_msg {
+	uint32_t magic, kind;
+	int32_t value;
+	uint32_t len;		/* at most LAZY_DAEMON_TEXT */
+};
+#define LAZY_DAEMON_TEXT	1024
+#define LAZY_DAEMON_SOCK	"lazy-pages.socket"
+
+/* The restore's side: connected to the daemon at path (before the handler starts), or -errno. */
+int lazy_daemon_connect(const char *path);
+/* One message to the daemon (text may be NULL). */
+int lazy_daemon_send(int fd, enum lazy_daemon_kind kind, int value, const char *text);
+
 /* The handler process's work: returns its exit status. */
 int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src);
 

@@ -16,15 +16,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "fdio.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "image/verify.h"
@@ -274,9 +277,9 @@ static int cmp_int(const void *a, const void *b)
  * may outlive memdump here. stdin and stdout on /dev/null (a caller reading
  * memdump's output to its end must not wait for the handler).
  */
-static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im)
+static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im, int daemon)
 {
-	int keep[n + im->nr + 6], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int keep[n + im->nr + 7], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int from = 3, rfd[2];
 
 	if (nul >= 0) {
@@ -294,6 +297,8 @@ static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im
 			keep[nk++] = rfd[i];
 	if (log_fileno() >= 0)
 		keep[nk++] = log_fileno();
+	if (daemon >= 0)
+		keep[nk++] = daemon;
 	qsort(keep, nk, sizeof(int), cmp_int);
 	for (int i = 0; i < nk; i++) {
 		if (keep[i] > from)
@@ -346,42 +351,102 @@ static void handler_log(void)
 	unsetenv("MEMDUMP_LAZY_LOG_FD");
 }
 
-static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n)
+int lazy_daemon_connect(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return fail(-ENAMETOOLONG, "the lazy-pages daemon's socket %s: name too long", path);
+	if (lstat(path, &st))
+		return fail(-errno, "no lazy-pages daemon at %s: %s", path, strerror(errno));
+	if (!S_ISSOCK(st.st_mode))
+		return fail(-ENOTSOCK, "the lazy-pages daemon's socket %s is not a socket", path);
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(-errno, "cannot make a socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		int err = errno;
+
+		close(fd);
+		return fail(-err, "cannot reach the lazy-pages daemon at %s: %s", path,
+			    strerror(err));
+	}
+	return fd;
+}
+
+int lazy_daemon_send(int fd, enum lazy_daemon_kind kind, int value, const char *text)
+{
+	size_t len = text ? MIN(strlen(text), (size_t)LAZY_DAEMON_TEXT) : 0;
+	struct lazy_daemon_msg m = { LAZY_DAEMON_MAGIC, kind, value, (uint32_t)len };
+
+	return fd_write_full(fd, &m, sizeof(m)) ?: (len ? fd_write_full(fd, text, len) : 0);
+}
+
+/* The daemon (if any) told how the handler ended; its exit status. */
+static int __attribute__((noreturn)) handler_exit(int daemon, int status, const char *why)
+{
+	if (daemon >= 0)
+		lazy_daemon_send(daemon, LAZY_DAEMON_DONE, status, why);
+	_exit(status);
+}
+
+static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t n, int daemon)
 {
 	static struct images im;
 	struct lazy_proc *procs = calloc(n, sizeof(*procs));
 	struct lazy_source src = { image_get, &im, NULL };
+	char why[300];
 	int ret = procs ? 0 : -ENOMEM;
 
 	handler_signals();
 	setsid();	/* not in memdump's process group: a ^C of memdump leaves it serving */
 	handler_log();
+	if (daemon >= 0)
+		lazy_daemon_send(daemon, LAZY_DAEMON_HELLO, getpid(), NULL);
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = build_segs(all[i], &im, &procs[i]) ?: build_checks(all[i], &im, &procs[i]) ?:
 		      remote_image(all[i], &im);
 	if (!ret) {
-		keep_only(procs, n, &im);
+		keep_only(procs, n, &im, daemon);
 		ret = image_buffer(&im);
 	}
 	if (ret) {
-		pr_err("lazy-pages: cannot start the page handler: %s", strerror(-ret));
-		_exit(1);
+		snprintf(why, sizeof(why), "cannot start the page handler: %s", strerror(-ret));
+		pr_err("lazy-pages: %s", why);
+		handler_exit(daemon, 1, why);
 	}
-	_exit(lazy_handler_run(procs, n, &src));
+	ret = lazy_handler_run(procs, n, &src);
+	handler_exit(daemon, ret, ret ? "the page handler failed: the restore's log says why" :
+			 "every page is in");
 }
 
 int lazy_start(struct rst *const *all, size_t n)
 {
+	const char *sock;
+	int daemon = -1;
 	pid_t pid;
 
 	if (!n || !all[0]->o->lazy)
 		return 0;
+	sock = all[0]->o->lazy_socket;
+	if (sock && (daemon = lazy_daemon_connect(sock)) < 0)
+		return daemon;
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		if (daemon >= 0)
+			close(daemon);
 		return fail(-errno, "cannot start the page handler: %s", strerror(errno));
+	}
 	if (pid == 0)
-		handler_main(all, n);
+		handler_main(all, n, daemon);
+	if (daemon >= 0)
+		close(daemon);	/* the handler's: it tells the daemon how it ended */
 	pr_info("lazy-pages: page handler %d", pid);
+	if (sock)
+		pr_info("lazy-pages: the handler reports to the daemon at %s", sock);
 	for (size_t i = 0; i < n; i++) {
 		close(all[i]->lazy_peer);
 		all[i]->lazy_peer = -1;
