@@ -340,7 +340,9 @@ lazyd_exit() {
 # started, then `criu restore --lazy-pages -D DIR`): the restore finds its socket
 # and tells it who the page handler is and how the filling went; the daemon exits
 # 0 once every page is in, 1 naming why when the handler is killed mid-fill. A
-# socket nobody listens on fails the restore before anything runs.
+# socket nobody listens on, or one whose listener does not greet as memdump's does
+# (a real CRIU's daemon, which waits for userfaultfds), fails the restore before
+# anything runs.
 case_lazy_daemon() {
 	local criu=$T/bin/criu
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$criu" || fail "cannot link criu"
@@ -354,6 +356,17 @@ case_lazy_daemon() {
 	[[ $(grep -c . "$T/stale.err") == 1 ]] || fail "not one line: $(cat "$T/stale.err")"
 	grep -q 'cannot reach the lazy-pages daemon' "$T/stale.err" || fail "the line does not name the daemon: $(cat "$T/stale.err")"
 	alive "$PID" && fail "a failed restore left pid $PID"
+	rm "$T/d/lazy-pages.socket"
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); c = s.accept(); time.sleep(60)' \
+		"$T/d/lazy-pages.socket" & local silent=$!
+	track "$silent"
+	wait_until 10 test -S "$T/d/lazy-pages.socket" || fail "no silent listener"
+	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" > /dev/null \
+		2> "$T/silent.err" < /dev/null && fail "a restore to a daemon that is not memdump's succeeded"
+	grep -q 'is not memdump.s' "$T/silent.err" || fail "the line does not say the daemon is not memdump's: $(cat "$T/silent.err")"
+	alive "$PID" && fail "a failed restore left pid $PID"
+	kill "$silent"
 	lazyd_start "$T/d"
 	grep -q 'waiting on .*lazy-pages.socket' "$T/d/lazyd.log" || fail "the daemon did not replace the stale socket"
 	truncate -s "$READY_SIZE" "$OUT"

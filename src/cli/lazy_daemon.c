@@ -155,7 +155,11 @@ static int serve(int lsk, int sigfd)
 	if (conn < 0)
 		return fail(-errno, "accept: %s", strerror(errno));
 	pr_info("lazy-pages: a restore connected");
-	ret = follow(conn, sigfd);
+	ret = lazy_daemon_send(conn, LAZY_DAEMON_GREET, 0, NULL);
+	if (ret)
+		fail(ret, "cannot greet the restore: %s", strerror(-ret));
+	else
+		ret = follow(conn, sigfd);
 	close(conn);
 	return ret;
 }

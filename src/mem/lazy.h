@@ -118,13 +118,17 @@ struct lazy_proc {
  * the restore, which has the plan of every lazy range); the daemon is told
  * who the handler is, then how it ended, and exits with that: 0 once every
  * page is in, 1 if the handler failed or ended without saying (killed).
- * Each message is a struct lazy_daemon_msg and len bytes of text.
+ * Each message is a struct lazy_daemon_msg and len bytes of text. The daemon
+ * speaks first (GREET): a socket that stays silent (a real CRIU's daemon,
+ * which waits for userfaultfds) fails the restore before anything runs.
  */
 #define LAZY_DAEMON_MAGIC	0x4d444c5aU	/* "MDLZ" */
 enum lazy_daemon_kind {
 	LAZY_DAEMON_HELLO = 1,	/* value: the handler's pid */
 	LAZY_DAEMON_DONE = 2,	/* value: its exit status; the text says how it went */
+	LAZY_DAEMON_GREET = 3,	/* the daemon's, on accept */
 };
+#define LAZY_DAEMON_GREET_MS	5000	/* the restore's wait for it */
 struct lazy_daemon_msg {
 	uint32_t magic, kind;
 	int32_t value;

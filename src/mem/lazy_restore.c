@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,16 @@ static void handler_log(void)
 	unsetenv("MEMDUMP_LAZY_LOG_FD");
 }
 
+/* The daemon's GREET within LAZY_DAEMON_GREET_MS. */
+static bool greeted(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct lazy_daemon_msg m;
+
+	return poll(&p, 1, LAZY_DAEMON_GREET_MS) == 1 && read(fd, &m, sizeof(m)) == sizeof(m) &&
+	       m.magic == LAZY_DAEMON_MAGIC && m.kind == LAZY_DAEMON_GREET && !m.len;
+}
+
 int lazy_daemon_connect(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -373,6 +384,11 @@ int lazy_daemon_connect(const char *path)
 		close(fd);
 		return fail(-err, "cannot reach the lazy-pages daemon at %s: %s", path,
 			    strerror(err));
+	}
+	if (!greeted(fd)) {
+		close(fd);
+		return fail(-EPROTO, "the lazy-pages daemon at %s is not memdump's (no greeting "
+			    "in %d s)", path, LAZY_DAEMON_GREET_MS / 1000);
 	}
 	return fd;
 }
