@@ -37,6 +37,7 @@
 #include "cli/options.h"
 #include "log.h"
 #include "xfer.h"
+#include "cli/lazy_proxy.h"
 #include "mem/lazy.h"
 #include "mem/pages.h"
 
@@ -57,10 +58,7 @@ struct rx {
 	bool file_pages;	/* the current file is a pages image */
 	uint64_t pages_bytes;	/* of pages images received in the current set */
 	bool lazy;		/* the current set's pages-1.img is fetched from the source */
-	uint64_t lazy_size;
-	int chan;		/* lazy: this end of the restore's page handler's channel */
-	bool lazy_done;		/* lazy: the handler said every page is in */
-	void *buf;		/* lazy: XFER_GET_MAX, a GET's bytes */
+	struct lazy_proxy lp;	/* lazy: the restore's page handler's requests to it */
 	const struct options *o;
 };
 
@@ -241,11 +239,14 @@ static int on_lazy(struct rx *r, uint64_t len)
 		ret = fail(-errno, "cannot size pages-1.img: %s", strerror(errno));
 	close(fd);
 	r->lazy = true;
-	r->lazy_size = size;
+	r->lp.size = size;
+	r->lp.conn = &r->conn;
+	r->lp.timeout = r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
+	snprintf(r->lp.what, sizeof(r->lp.what), "%s/%s/pages-1.img", r->o->dir, r->set);
 	keep_alive(r->conn.fd);
-	if (!r->buf)
-		r->buf = malloc(XFER_GET_MAX);
-	if (!r->buf)
+	if (!r->lp.buf)
+		r->lp.buf = malloc(XFER_GET_MAX);
+	if (!r->lp.buf)
 		return -ENOMEM;
 	return ret ? ret : remember(r, "pages-1.img", false);
 }
@@ -262,119 +263,6 @@ static int on_commit(struct rx *r)
 	if (xfer_reply(&r->conn, ret ? -ret : 0, ret ? fail_reason() : "") && !ret)
 		ret = -EPIPE;
 	r->committed = !ret;
-	return ret;
-}
-
-/* ---- after a lazy restore: the page handler's requests to the source ---- */
-
-/* The answer to the handler (lazy_remote.c): status, the length of a message, of the bytes. */
-struct chan_reply {
-	int32_t status;
-	uint32_t msg_len;
-	uint64_t len;
-};
-
-static int chan_fail(struct rx *r, int err)
-{
-	const char *why = fail_reason();
-	struct chan_reply a = { err, (uint32_t)strnlen(why, 400), 0 };
-
-	if (!fd_write_full(r->chan, &a, sizeof(a)))
-		fd_write_full(r->chan, why, a.msg_len);
-	return err;
-}
-
-static int lazy_timeout(const struct rx *r)
-{
-	return r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
-}
-
-/* A source alive but silent (stopped) must not hold the restored process forever. */
-static void bound_wait(struct rx *r, int secs)
-{
-	struct timeval tv = { secs, 0 };
-
-	if (setsockopt(r->conn.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
-		pr_warn("cannot bound the wait for the source: %s", strerror(errno));
-}
-
-static int silent_source(struct rx *r, const uint64_t req[2])
-{
-	fail_clear();
-	return fail(-ETIMEDOUT, "the %s did not answer in %d s for bytes %#llx-%#llx of %s/%s/"
-		    "pages-1.img (stopped?)", r->conn.peer, lazy_timeout(r),
-		    (unsigned long long)req[0], (unsigned long long)(req[0] + req[1]), r->o->dir,
-		    r->set);
-}
-
-/* One GET through: len bytes at off of the set's pages-1.img, from the source. */
-static int fetch_one(struct rx *r, const uint64_t req[2], void *buf)
-{
-	struct chan_reply a = { 0, 0, req[1] };
-	struct xfer_hdr h;
-	int ret = xfer_send(&r->conn, XFER_GET, req, 2 * sizeof(uint64_t));
-
-	bound_wait(r, lazy_timeout(r));
-	if (!ret) {
-		ret = xfer_recv_hdr(&r->conn, &h);
-		if (!ret && (h.cmd != XFER_DATA || h.len != req[1]))
-			ret = fail(-EPROTO, "the %s answered a GET with something else",
-				   r->conn.peer);
-		else if (!ret)
-			ret = xfer_read_exact(&r->conn, buf, req[1]);
-		if (ret == -EAGAIN || ret == -EWOULDBLOCK)
-			ret = silent_source(r, req);
-		else if (ret && ret != -EPROTO)
-			ret = xfer_lost(&r->conn, ret);
-	}
-	bound_wait(r, 0);
-	if (ret)
-		return chan_fail(r, ret);
-	ret = fd_write_full(r->chan, &a, sizeof(a));
-	if (!ret)
-		ret = fd_write_full(r->chan, buf, req[1]);
-	return ret ? fail(ret, "lost the page handler: %s", strerror(-ret)) : 0;
-}
-
-/* One request of the handler: a GET, or (len 0) every page is in: DONE to the source. */
-static int chan_request(struct rx *r)
-{
-	uint64_t req[2];
-	int ret = fd_read_full(r->chan, req, sizeof(req));
-
-	if (ret)
-		return fail(ret, "the page handler ended before every page of %s/%s was fetched",
-			    r->o->dir, r->set);
-	if (!req[1]) {
-		r->lazy_done = true;
-		pr_info("every page of %s/%s is here", r->o->dir, r->set);
-		if (xfer_send(&r->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
-			pr_warn("%s", fail_reason());
-			fail_clear();
-		}
-		return 0;
-	}
-	if (req[1] > XFER_GET_MAX || req[0] > r->lazy_size || req[1] > r->lazy_size - req[0])
-		return chan_fail(r, fail(-EPROTO, "the page handler asked for bytes out of "
-					 "pages-1.img"));
-	return fetch_one(r, req, r->buf);
-}
-
-/*
- * Until the page handler says every page is in: its requests through. A
- * failure closes the channel: the handler then kills what it restored,
- * saying so in its log (this stderr, which it holds itself).
- */
-static int proxy(struct rx *r)
-{
-	int ret = 0;
-
-	while (!ret && !r->lazy_done && r->chan >= 0) {
-		struct pollfd p = { r->chan, POLLIN, 0 };
-
-		if (poll(&p, 1, -1) > 0)
-			ret = chan_request(r);
-	}
 	return ret;
 }
 
@@ -396,7 +284,7 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int ch
 		snprintf(fd, sizeof(fd), "%d", chan);
 		fcntl(chan, F_SETFD, 0);
 		setenv("MEMDUMP_LAZY_REMOTE_FD", fd, 1);
-		snprintf(fd, sizeof(fd), "%d", lazy_timeout(r) + LAZY_TIMEOUT_SLACK);
+		snprintf(fd, sizeof(fd), "%d", r->lp.timeout + LAZY_TIMEOUT_SLACK);
 		setenv("MEMDUMP_LAZY_TIMEOUT", fd, 1);
 		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
 		      "-v", verb, (char *)NULL);
@@ -431,13 +319,15 @@ static void read_restore_err(struct rx *r, int fd, pid_t pid, char *msg, size_t 
 	ssize_t got = 0, n;
 
 	for (;;) {
-		struct pollfd p[3] = { { fd, POLLIN, 0 }, { pidfd, POLLIN, 0 }, { r->chan, POLLIN, 0 } };
+		struct pollfd p[3] = { { fd, POLLIN, 0 }, { pidfd, POLLIN, 0 },
+				       { r->lp.chan, POLLIN, 0 } };
 
 		if (!exited && poll(p, 3, -1) < 0 && errno == EINTR)
 			continue;
-		if (!exited && p[2].revents && r->chan >= 0 && (chan_request(r) || r->lazy_done)) {
-			close(r->chan);	/* the restore fails (or fetched all): nothing more */
-			r->chan = -1;
+		if (!exited && p[2].revents && r->lp.chan >= 0 &&
+		    (lazy_proxy_request(&r->lp) || r->lp.done)) {
+			close(r->lp.chan);	/* the restore fails (or fetched all): nothing more */
+			r->lp.chan = -1;
 			fail_clear();	/* the restore's own line says why */
 		}
 		if (!exited && p[2].revents && !p[0].revents && !p[1].revents)
@@ -478,7 +368,7 @@ static int run_restore(struct rx *r, char *msg, size_t len)
 	close(p[1]);
 	if (ch[1] >= 0)
 		close(ch[1]);
-	r->chan = ch[0];
+	r->lp.chan = ch[0];
 	msg[0] = '\0';
 	if (pid > 0)
 		read_restore_err(r, p[0], pid, msg, len);
@@ -493,9 +383,9 @@ static int run_restore(struct rx *r, char *msg, size_t len)
 	close(p[0]);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;	/* with --lazy-pages, the channel to its page handler stays */
-	if (r->chan >= 0)
-		close(r->chan);
-	r->chan = -1;
+	if (r->lp.chan >= 0)
+		close(r->lp.chan);
+	r->lp.chan = -1;
 	if (pid < 0 || status == -1)
 		return -ECHILD;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
@@ -514,7 +404,7 @@ static int on_restore(struct rx *r)
 			r->lazy ? ", pages-1.img left on the source" : "");
 	if (!ret && r->lazy)
 		pr_info("set %s: pages-1.img (%llu bytes) is fetched from the source as the "
-			"process runs", r->set, (unsigned long long)r->lazy_size);
+			"process runs", r->set, (unsigned long long)r->lp.size);
 	if (!ret) {
 		ret = run_restore(r, msg, sizeof(msg));
 		if (ret)
@@ -571,7 +461,7 @@ static int serve(struct rx *r)
 		if (!ret)
 			ret = serve_one(r, &h);
 		if (!ret && r->restored && r->lazy)
-			return proxy(r);	/* it runs here: its pages from the source */
+			return lazy_proxy_run(&r->lp);	/* it runs here: its pages from the source */
 		if (ret == 1)
 			return close_file(r);
 		if (ret == -EPIPE || ret == -ECONNRESET)
@@ -622,8 +512,8 @@ static int accept_one(const struct options *o, struct xfer *x)
 
 static int receive(const struct options *o, bool migrate)
 {
-	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 }, .chan = -1,
- };
+	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 },
+			.lp = { .chan = -1 } };
 	int ret;
 
 	if (!o->dir || !o->port)
@@ -648,9 +538,9 @@ static int receive(const struct options *o, bool migrate)
 		remove_made(&r);
 	if (r.dirfd != r.root)
 		close(r.dirfd);
-	if (r.chan >= 0)
-		close(r.chan);
-	free(r.buf);
+	if (r.lp.chan >= 0)
+		close(r.lp.chan);
+	free(r.lp.buf);
 	xfer_close(&r.conn);
 	close(r.root);
 	free_made(&r);

@@ -1,0 +1,110 @@
+/* A lazy restore's page requests to a source host (lazy_proxy.h). */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "fdio.h"
+#include "common.h"
+#include "log.h"
+#include "cli/lazy_proxy.h"
+#include "mem/lazy.h"
+
+/* The failure, as the handler's answer: it kills what it restored with this line. */
+static int chan_fail(struct lazy_proxy *p, int err)
+{
+	const char *why = fail_reason();
+	struct lazy_remote_reply a = { err, (uint32_t)strnlen(why, 400), 0 };
+
+	if (!fd_write_full(p->chan, &a, sizeof(a)))
+		fd_write_full(p->chan, why, a.msg_len);
+	return err;
+}
+
+/* A source alive but silent (stopped) must not hold the restored process forever. */
+static void bound_wait(struct lazy_proxy *p, int secs)
+{
+	struct timeval tv = { secs, 0 };
+
+	if (setsockopt(p->conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		pr_warn("cannot bound the wait for the source: %s", strerror(errno));
+}
+
+static int silent_source(struct lazy_proxy *p, const uint64_t req[2])
+{
+	fail_clear();
+	return fail(-ETIMEDOUT, "the %s did not answer in %d s for bytes %#llx-%#llx of %s "
+		    "(stopped?)", p->conn->peer, p->timeout, (unsigned long long)req[0],
+		    (unsigned long long)(req[0] + req[1]), p->what);
+}
+
+/* One GET through: len bytes at off of pages-1.img, from the source. */
+static int fetch_one(struct lazy_proxy *p, const uint64_t req[2])
+{
+	struct lazy_remote_reply a = { 0, 0, req[1] };
+	struct xfer_hdr h;
+	int ret = xfer_send(p->conn, XFER_GET, req, 2 * sizeof(uint64_t));
+
+	bound_wait(p, p->timeout);
+	if (!ret) {
+		ret = xfer_recv_hdr(p->conn, &h);
+		if (!ret && (h.cmd != XFER_DATA || h.len != req[1]))
+			ret = fail(-EPROTO, "the %s answered a GET with something else",
+				   p->conn->peer);
+		else if (!ret)
+			ret = xfer_read_exact(p->conn, p->buf, req[1]);
+		if (ret == -EAGAIN || ret == -EWOULDBLOCK)
+			ret = silent_source(p, req);
+		else if (ret && ret != -EPROTO)
+			ret = xfer_lost(p->conn, ret);
+	}
+	bound_wait(p, 0);
+	if (ret)
+		return chan_fail(p, ret);
+	ret = fd_write_full(p->chan, &a, sizeof(a));
+	if (!ret)
+		ret = fd_write_full(p->chan, p->buf, req[1]);
+	return ret ? fail(ret, "lost the page handler: %s", strerror(-ret)) : 0;
+}
+
+int lazy_proxy_request(struct lazy_proxy *p)
+{
+	uint64_t req[2];
+	int ret = fd_read_full(p->chan, req, sizeof(req));
+
+	if (ret)
+		return fail(ret, "the page handler ended before every page of %s was fetched",
+			    p->what);
+	if (!req[1]) {
+		p->done = true;
+		pr_info("every page of %s is here", p->what);
+		if (xfer_send(p->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
+			pr_warn("%s", fail_reason());
+			fail_clear();
+		}
+		return 0;
+	}
+	if (req[1] > XFER_GET_MAX || req[0] > p->size || req[1] > p->size - req[0])
+		return chan_fail(p, fail(-EPROTO, "the page handler asked for bytes out of "
+					 "pages-1.img"));
+	return fetch_one(p, req);
+}
+
+/*
+ * Until the page handler says every page is in: its requests through. A
+ * failure closes the channel: the handler then kills what it restored,
+ * saying so in its log.
+ */
+int lazy_proxy_run(struct lazy_proxy *p)
+{
+	int ret = 0;
+
+	while (!ret && !p->done && p->chan >= 0) {
+		struct pollfd pf = { p->chan, POLLIN, 0 };
+
+		if (poll(&pf, 1, -1) > 0)
+			ret = lazy_proxy_request(p);
+	}
+	return ret;
+}
