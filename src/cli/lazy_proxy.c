@@ -34,8 +34,8 @@ static void bound_wait(struct lazy_proxy *p, int secs)
 static int silent_source(struct lazy_proxy *p, const uint64_t req[2])
 {
 	fail_clear();
-	return fail(-ETIMEDOUT, "the %s did not answer in %d s for bytes %#llx-%#llx of %s "
-		    "(stopped?)", p->conn->peer, p->timeout, (unsigned long long)req[0],
+	return fail(-ETIMEDOUT, "the %s did not answer in %d s for bytes %#llx-%#llx of "
+		    "%s/pages-1.img (stopped?)", p->conn->peer, p->timeout, (unsigned long long)req[0],
 		    (unsigned long long)(req[0] + req[1]), p->what);
 }
 

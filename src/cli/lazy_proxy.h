@@ -18,7 +18,7 @@ struct lazy_proxy {
 	int chan;		/* this end of the page handler's channel, -1 */
 	uint64_t size;		/* of pages-1.img */
 	int timeout;		/* s: a source silent longer fails the request */
-	char what[300];		/* "DIR/SET/pages-1.img", in messages */
+	char what[300];		/* the set's directory ("DIR/SET"), in messages */
 	void *buf;		/* XFER_GET_MAX bytes */
 	bool done;		/* the handler said every page is in; DONE sent */
 };

@@ -45,6 +45,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "xfer.h"
+#include "cli/lazy_server.h"
 #include "track/track.h"
 
 struct migration {
@@ -110,28 +111,7 @@ static int send_entry(struct migration *m, int dirfd, const char *name)
 /* One GET: len bytes of the final pages-1.img at off, as DATA. */
 static int serve_get(struct migration *m)
 {
-	uint64_t req[2];
-	size_t got = 0;
-	int ret = xfer_read_exact(&m->x, req, sizeof(req));
-
-	if (ret)
-		return xfer_lost(&m->x, ret);
-	if (!req[1] || req[1] > XFER_GET_MAX || req[0] > m->pages_size ||
-	    req[1] > m->pages_size - req[0])
-		return fail(-EPROTO, "the %s asked for bytes %llu+%llu of a pages-1.img of %llu",
-			    m->x.peer, (unsigned long long)req[0], (unsigned long long)req[1],
-			    (unsigned long long)m->pages_size);
-	while (got < req[1]) {
-		ssize_t n = pread(m->pages_fd, (char *)m->buf + got, req[1] - got,
-				  (off_t)(req[0] + got));
-
-		if (n <= 0)
-			return fail(n ? -errno : -EIO, "cannot read the final set's pages-1.img: %s",
-				    n ? strerror(errno) : "it is shorter than it was");
-		got += (size_t)n;
-	}
-	m->served += req[1];
-	return xfer_send(&m->x, XFER_DATA, m->buf, req[1]);
+	return lazy_serve_get(&m->x, m->pages_fd, m->pages_size, m->buf, &m->served);
 }
 
 /*

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "xfer.h"
 #include "cli/lazy_proxy.h"
+#include "cli/lazy_server.h"
 #include "mem/lazy.h"
 #include "mem/pages.h"
 
@@ -242,7 +243,7 @@ static int on_lazy(struct rx *r, uint64_t len)
 	r->lp.size = size;
 	r->lp.conn = &r->conn;
 	r->lp.timeout = r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
-	snprintf(r->lp.what, sizeof(r->lp.what), "%s/%s/pages-1.img", r->o->dir, r->set);
+	snprintf(r->lp.what, sizeof(r->lp.what), "%s/%s", r->o->dir, r->set);
 	keep_alive(r->conn.fd);
 	if (!r->lp.buf)
 		r->lp.buf = malloc(XFER_GET_MAX);
@@ -493,7 +494,7 @@ static const char *client_name(const char *addr)
 	return addr;
 }
 
-static int accept_one(const struct options *o, struct xfer *x)
+int page_server_accept(const struct options *o, struct xfer *x)
 {
 	int lfd = xfer_listen(o->address, o->port), fd;
 
@@ -529,7 +530,7 @@ static int receive(const struct options *o, bool migrate)
 		return fail(-EEXIST, "directory %s already holds a dump", o->dir);
 	}
 	r.dirfd = r.root;
-	ret = accept_one(o, &r.conn);
+	ret = page_server_accept(o, &r.conn);
 	if (!ret)
 		ret = serve(&r);
 	if (r.fd >= 0)
@@ -550,6 +551,9 @@ static int receive(const struct options *o, bool migrate)
 int cmd_page_server(const struct options *o)
 {
 	signal(SIGPIPE, SIG_IGN);
+	if (o->lazy_pages)	/* CRIU's page-server --lazy-pages: a set's pages to a lazy restore */
+		return o->dir && o->port ? lazy_serve(o, o->dir) :
+		       fail(-EINVAL, "page-server --lazy-pages needs -D DIR and --port P");
 	return receive(o, false);
 }
 
