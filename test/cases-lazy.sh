@@ -8,10 +8,11 @@
 # the READY line); the handler's log in LZ_LOG, its pid in LZ_HANDLER
 lazy_restore() {
 	local dir=$1 label=$2
+	shift 2
 	LZ_LOG=$T/lazy.$label.log
 	truncate -s "$READY_SIZE" "$OUT"
 	alive "$PID" && fail "pid $PID is in use before restore"
-	md "lazy.$label" restore -D "$dir" -d --lazy-pages -v 3 --log-file "$LZ_LOG" ||
+	md "lazy.$label" restore -D "$dir" -d --lazy-pages -v 3 --log-file "$LZ_LOG" "$@" ||
 		fail "restore --lazy-pages failed: $(tail -n1 "$MD_ERR")"
 	track "$PID"
 	[[ $(tr -dc 0-9 < "$MD_OUT") == "$PID" ]] || fail "restore -d printed '$(cat "$MD_OUT")', want $PID"
@@ -281,27 +282,22 @@ criu_one_line() {
 	note "$label: $(cat "$CRIU_ERR")"
 }
 
-# CRIU's lazy-pages flow on CRIU's command line: the pieces memdump has not (a
-# dump leaving a page server for a lazy restore, a lazy-pages daemon fetching from
-# one) refused by name in one line, the target untouched; `criu restore
-# --lazy-pages` of local images is memdump's lazy restore (its own page handler):
-# the process runs, every byte exact.
+# CRIU's lazy-pages flow on CRIU's command line: a pre-dump with --lazy-pages (only a
+# dump serves its pages to a lazy restore) refused by name in one line, the target
+# untouched; `criu restore --lazy-pages` of local images is memdump's lazy restore
+# (its own page handler): the process runs, every byte exact.
 case_lazy_criu_cli() {
 	local criu=$T/bin/criu
 	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$criu" || fail "cannot link criu"
 	start_prog t-pattern 64
-	criu_one_line criu-dump "$criu" dump -t "$PID" -D "$T/e" --lazy-pages --address 127.0.0.1 \
-		--port 27391 -o dump.log
-	grep -q 'criu dump --lazy-pages' "$CRIU_ERR" || fail "the line does not name dump --lazy-pages"
+	criu_one_line criu-predump "$criu" pre-dump -t "$PID" -D "$T/e" --lazy-pages -o dump.log
+	grep -q 'criu pre-dump --lazy-pages' "$CRIU_ERR" || fail "the line does not name pre-dump --lazy-pages"
 	expect_untraced "$PID"
 	no_inventory "$T/e"
-	criu_one_line criu-lazy-pages "$criu" lazy-pages --page-server --address 127.0.0.1 \
-		--port 27391 -D "$T/d"
-	grep -q 'criu lazy-pages --page-server' "$CRIU_ERR" || fail "the line does not name lazy-pages --page-server"
-	criu_one_line criu-ps-lazy "$criu" page-server --lazy-pages -D "$T/d" --port 27391
-	md lazy-pages lazy-pages -D "$T/d" --page-server --address 127.0.0.1 --port 27391
+	md lazy-pages dump -t "$PID" -D "$T/e" --lazy-pages
 	expect_md_error
-	grep -q 'lazy-pages --page-server is not supported' "$MD_ERR" || fail "memdump lazy-pages: $(cat "$MD_ERR")"
+	grep -q 'dump --lazy-pages needs --port P' "$MD_ERR" || fail "memdump dump --lazy-pages without a port: $(cat "$MD_ERR")"
+	no_inventory "$T/e"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	truncate -s "$READY_SIZE" "$OUT"
@@ -404,6 +400,76 @@ s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); c = s.accep
 	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" || fail "pid $PID outlived its killed page handler"
 }
 add lazy-daemon case_lazy_daemon
+
+# lzps_dump DIR PORT: `dump --lazy-pages` of PID in the background (LZPS_PID), serving its pages
+lzps_dump() {
+	"$MEMDUMP" dump -t "$PID" -D "$1" --lazy-pages --address 127.0.0.1 --port "$2" -v 3 \
+		> "$T/lzps.out" 2>&1 < /dev/null &
+	LZPS_PID=$!
+	track "$LZPS_PID"
+	wait_until "$OP_TIMEOUT" grep -q 'listening on' "$T/lzps.out" ||
+		{ show_file "dump" "$T/lzps.out"; fail "dump --lazy-pages does not listen"; }
+	expect_killed "$PID"
+}
+
+# lzps_other DIR: DIR a copy of the set but for pages-1.img (another host's), its daemon up
+lzps_other() {
+	cp -a "$T/src" "$1" && rm "$1/pages-1.img" || fail "cannot copy the set"
+	"$MEMDUMP" lazy-pages -D "$1" --page-server --address 127.0.0.1 --port "$2" -v 3 \
+		> "$T/lzd.out" 2>&1 < /dev/null &
+	LZD_PID=$!
+	track "$LZD_PID"
+	wait_until 10 test -S "$1/lazy-pages.socket" || fail "no daemon socket: $(cat "$T/lzd.out")"
+}
+
+# exit_of PID WANT WHAT: the background PID exited with WANT
+exit_of() {
+	local rc=0
+	wait_until "$OP_TIMEOUT" eval '! alive '"$1" || fail "$3 $1 did not exit"
+	wait "$1" || rc=$?
+	(( rc == $2 )) || fail "$3 exited $rc, want $2"
+}
+
+# CRIU's lazy migration: `dump --lazy-pages --port P` leaves its set whole on disk and
+# serves pages-1.img there; on the other side (a copy of the set without pages-1.img)
+# `lazy-pages --page-server` fetches it for `restore --lazy-pages`: the process runs,
+# every byte exact; the page server and the daemon exit 0 once every page is in, and the
+# other side's pages-1.img is the source's.
+case_lazy_page_server() {
+	start_prog t-pattern 64
+	lzps_dump "$T/src" 27411
+	lzps_other "$T/dst" 27411
+	grep -q 'pages-1.img ([0-9]* bytes) comes from the page server' "$T/lzd.out" ||
+		fail "the daemon does not name the page server: $(cat "$T/lzd.out")"
+	lazy_restore "$T/dst" 1 --lazy-socket "$T/dst/lazy-pages.socket"
+	grep -q "pages-1.img comes from the daemon's page server" "$LZ_LOG" || fail "the restore did not take the page channel"
+	lazy_pass
+	lazy_done 16384
+	exit_of "$LZD_PID" 0 "the lazy-pages daemon"
+	exit_of "$LZPS_PID" 0 "dump --lazy-pages"
+	grep -q 'every page fetched' "$T/lzps.out" || fail "the page server does not say every page was fetched"
+	cmp -s "$T/src/pages-1.img" "$T/dst/pages-1.img" || fail "pages-1.img differs from the source's"
+}
+add lazy-page-server case_lazy_page_server
+
+# The lazy dump's page server (memdump and its worker) killed mid-fill: the restored
+# process dies (one line, no zero page), the daemon exits 1; the source's set, whole
+# on disk, restores plainly.
+case_lazy_page_server_killed() {
+	start_prog t-pattern 64
+	lzps_dump "$T/src" 27412
+	lzps_other "$T/dst" 27412
+	MEMDUMP_LAZY_PACE_MS=300 lazy_restore "$T/dst" 1 --lazy-socket "$T/dst/lazy-pages.socket"
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	pkill -KILL -P "$LZPS_PID" || fail "no worker of the page server to kill"	# it serves
+	kill -KILL "$LZPS_PID" 2> /dev/null	# and the memdump above it, if still there
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" || fail "pid $PID outlived its page server"
+	exit_of "$LZD_PID" 1 "the lazy-pages daemon"
+	grep -q '^PASS' "$OUT" && fail "the program ran on to PASS"
+	wait_until 5 eval '! [[ -d /proc/'"$PID"' ]]' || true
+	restore_and_pass "$T/src" 2
+}
+add lazy-page-server-killed case_lazy_page_server_killed
 
 # runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server
 # A:P --status-fd FD` wants a dump that leaves a page server serving the memory:

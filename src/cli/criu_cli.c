@@ -445,15 +445,6 @@ static int check_feature(const char *name)
 	return 1;
 }
 
-/* Was option opt passed on to memdump? */
-static bool passed(const struct translation *t, const char *opt)
-{
-	for (int i = 2; i < t->n; i++)
-		if (!strcmp(t->out[i], opt))
-			return true;
-	return false;
-}
-
 /* A lazy-pages daemon's socket at path, waited for up to 1 s (it may be starting as we do). */
 static bool daemon_socket(const char *path)
 {
@@ -470,33 +461,28 @@ static bool daemon_socket(const char *path)
 /*
  * --lazy-pages, and CRIU's lazy-pages daemon. Both find the daemon's socket
  * in the work dir (-W, else -D). restore: memdump's lazy restore, its own
- * page handler serving the pages from the images in -D; a daemon waiting on
- * the socket is told how it went (cli/lazy_daemon.c), and exits with that,
- * as CRIU's would. dump, pre-dump, page-server, lazy-pages --page-server:
- * CRIU's lazy dump leaves a page server serving the dumped memory; memdump
- * has none yet (migrate --lazy-pages is its post-copy migration).
+ * page handler serving the pages; a daemon waiting on the socket is told how
+ * it went (cli/lazy_daemon.c), and exits with that, as CRIU's would; with
+ * --page-server, the daemon fetches pages-1.img from a lazy dump's page
+ * server. dump, page-server: CRIU's lazy dump, the set's pages served to such
+ * a daemon (cli/lazy_server.c). pre-dump: refused.
  */
 static int lazy_flow(struct translation *t)
 {
 	const char *dir = t->work_dir ?: t->images_dir ?: ".";
 	char *sock = joined("%s/%s", dir, LAZY_DAEMON_SOCK);
-	bool lazyd = !strcmp(t->cmd, "lazy-pages");
 
 	if (!sock)
 		return refuse("out of memory%s%s", "", "");
-	if (lazyd && passed(t, "--page-server"))
-		return refuse("criu lazy-pages --page-server is not supported: no page server is "
-			      "left serving a dump's memory for a lazy restore elsewhere%s%s",
-			      " (memdump migrate --lazy-pages migrates post-copy)", "");
-	if (lazyd)
+	if (!strcmp(t->cmd, "lazy-pages"))
 		return add(t, "--lazy-socket") ?: add(t, sock);
 	if (!t->lazy)
 		return 0;
-	if (strcmp(t->cmd, "restore"))
-		return refuse("criu %s --lazy-pages is not supported: a page server left serving "
-			      "the dumped memory for a lazy restore elsewhere is not done yet%s",
-			      t->cmd, " (memdump migrate --lazy-pages migrates post-copy)");
-	if (daemon_socket(sock) && (add(t, "--lazy-socket") || add(t, sock)))
+	if (!strcmp(t->cmd, "pre-dump"))
+		return refuse("criu pre-dump --lazy-pages is not supported: only a dump leaves its "
+			      "pages served to a lazy restore%s%s", "", "");
+	if (!strcmp(t->cmd, "restore") && daemon_socket(sock) &&
+	    (add(t, "--lazy-socket") || add(t, sock)))
 		return 1;
 	return add(t, "--lazy-pages");
 }

@@ -25,6 +25,7 @@
 #include "common.h"
 #include "fdio.h"
 #include "log.h"
+#include "cli/lazy_proxy.h"
 #include "cli/options.h"
 #include "mem/lazy.h"
 
@@ -121,31 +122,56 @@ static int read_msg(int fd, struct lazy_daemon_msg *m, char *text)
 	return 0;
 }
 
-/* The messages of one restore, until its handler says how it ended. */
-static int follow(int conn, int sigfd)
+/* One message of the handler's: 1 once it said how it ended (0: every page in). */
+static int handler_msg(int conn)
 {
 	char text[LAZY_DAEMON_TEXT + 1];
 	struct lazy_daemon_msg m;
-	int ret;
+	int ret = read_msg(conn, &m, text);
 
-	for (;;) {
-		ret = wait_readable(conn, sigfd) ?: read_msg(conn, &m, text);
-		if (ret < 0)
-			return ret;
-		if (ret == 1)
-			return fail(-EPIPE, "the restore's page handler ended before every page was "
-				    "in (killed?): the restore's log says more");
-		if (m.kind == LAZY_DAEMON_HELLO)
+	if (ret == 1)
+		return fail(-EPIPE, "the restore's page handler ended before every page was in "
+			    "(killed?): the restore's log says more");
+	if (ret || m.kind == LAZY_DAEMON_HELLO) {
+		if (!ret)
 			pr_info("lazy-pages: the restore's page handler is process %d", m.value);
-		else if (m.kind == LAZY_DAEMON_DONE && !m.value) {
-			pr_info("lazy-pages: %s", text);
-			return 0;
-		} else if (m.kind == LAZY_DAEMON_DONE)
-			return fail(-EIO, "%s", text);
+		return ret;
 	}
+	if (m.kind != LAZY_DAEMON_DONE)
+		return 0;
+	if (m.value)
+		return fail(-EIO, "%s", text);
+	pr_info("lazy-pages: %s", text);
+	return 1;
 }
 
-static int serve(int lsk, int sigfd)
+/* The handler's page requests (lp, with a page server) and messages, until it says how it ended. */
+static int follow(int conn, int sigfd, struct lazy_proxy *lp)
+{
+	int ret = 0;
+
+	while (!ret) {
+		struct pollfd p[3] = { { conn, POLLIN, 0 }, { sigfd, POLLIN, 0 },
+				       { lp ? lp->chan : -1, POLLIN, 0 } };
+
+		if (poll(p, 3, -1) < 0) {
+			ret = errno == EINTR ? 0 : fail(-errno, "poll: %s", strerror(errno));
+			continue;
+		}
+		if (p[1].revents)
+			return fail(-EINTR, "stopped by a signal before the restore's memory was all in");
+		if (p[2].revents && (lazy_proxy_request(lp) || lp->done)) {
+			close(lp->chan);	/* failed (the handler was told) or all fetched */
+			lp->chan = -1;
+		}
+		if (p[0].revents)
+			ret = handler_msg(conn);
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* One connection of the restore's, greeted (value 1: the pages come from a page server). */
+static int take(int lsk, int sigfd, bool remote)
 {
 	int conn, ret = wait_readable(lsk, sigfd);
 
@@ -154,13 +180,81 @@ static int serve(int lsk, int sigfd)
 	conn = accept4(lsk, NULL, NULL, SOCK_CLOEXEC);
 	if (conn < 0)
 		return fail(-errno, "accept: %s", strerror(errno));
+	ret = lazy_daemon_send(conn, LAZY_DAEMON_GREET, remote, NULL);
+	if (ret) {
+		close(conn);
+		return fail(ret, "cannot greet the restore: %s", strerror(-ret));
+	}
+	return conn;
+}
+
+static int serve(int lsk, int sigfd, struct lazy_proxy *lp)
+{
+	int conn = take(lsk, sigfd, lp != NULL), ret = 0;
+
+	if (conn < 0)
+		return conn;
 	pr_info("lazy-pages: a restore connected");
-	ret = lazy_daemon_send(conn, LAZY_DAEMON_GREET, 0, NULL);
-	if (ret)
-		fail(ret, "cannot greet the restore: %s", strerror(-ret));
-	else
-		ret = follow(conn, sigfd);
+	if (lp) {	/* its page channel next */
+		lp->chan = take(lsk, sigfd, true);
+		ret = lp->chan < 0 ? lp->chan : 0;
+	}
+	if (!ret)
+		ret = follow(conn, sigfd, lp);
 	close(conn);
+	return ret;
+}
+
+/* DIR/pages-1.img: a file of size bytes the restore fills from the page server; one there
+ * already (the same set's, copied whole) is left as it is, and filled over. */
+static int pages_file(const char *dir, uint64_t size)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, ret = 0;
+	struct stat st;
+
+	if (dfd < 0)
+		return fail(-errno, "cannot open %s: %s", dir, strerror(errno));
+	fd = openat(dfd, "pages-1.img", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && ftruncate(fd, (off_t)size))
+		ret = fail(-errno, "cannot size %s/pages-1.img: %s", dir, strerror(errno));
+	else if (fd < 0 && (errno != EEXIST || fstatat(dfd, "pages-1.img", &st, AT_SYMLINK_NOFOLLOW)))
+		ret = fail(-errno, "cannot make %s/pages-1.img: %s", dir, strerror(errno));
+	else if (fd < 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != size))
+		ret = fail(-EEXIST, "%s/pages-1.img is there and is not the page server's (%llu "
+			   "bytes)", dir, (unsigned long long)size);
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return ret;
+}
+
+/* --page-server: connected to the lazy dump's page server, told the size of its pages-1.img. */
+static int page_server(const struct options *o, struct xfer *x, struct lazy_proxy *lp)
+{
+	struct xfer_hdr h;
+	int ret = xfer_connect(x, "page server", o->address ? o->address : "localhost", o->port,
+			       &o->tls);
+
+	if (ret)
+		return ret;
+	ret = xfer_recv_hdr(x, &h);
+	if (!ret && (h.cmd != XFER_LAZY || h.len != sizeof(lp->size)))
+		ret = fail(-EPROTO, "the %s serves no lazy dump's pages (page-server --lazy-pages, "
+			   "dump --lazy-pages)", x->peer);
+	if (!ret)
+		ret = xfer_read_exact(x, &lp->size, sizeof(lp->size));
+	lp->conn = x;
+	lp->chan = -1;
+	lp->timeout = o->lazy_timeout ? o->lazy_timeout : LAZY_TIMEOUT_SECS;
+	snprintf(lp->what, sizeof(lp->what), "%s", o->dir);
+	lp->buf = malloc(XFER_GET_MAX);
+	if (!ret && !lp->buf)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = pages_file(o->dir, lp->size);
+	if (!ret)
+		pr_info("lazy-pages: pages-1.img (%llu bytes) comes from the %s",
+			(unsigned long long)lp->size, x->peer);
 	return ret;
 }
 
@@ -188,22 +282,26 @@ int cmd_lazy_pages(const struct options *o)
 	char path[PATH_MAX];
 	int lsk, sigfd, ret;
 
-	if (o->page_server)
-		return fail(-EOPNOTSUPP, "lazy-pages --page-server is not supported: no page server "
-			    "is left serving a dump's memory for a lazy restore elsewhere (memdump "
-			    "migrate --lazy-pages migrates post-copy)");
-	if (!o->lazy_socket && !o->dir)
-		return fail(-EINVAL, "lazy-pages needs -D DIR or --lazy-socket PATH");
+	struct xfer x = { .fd = -1 };
+	struct lazy_proxy lp = { .chan = -1 };
+
+	if (!o->dir)
+		return fail(-EINVAL, "lazy-pages needs -D DIR");
+	if (o->page_server && !o->port)
+		return fail(-EINVAL, "lazy-pages --page-server needs --port P (and --address A)");
 	if ((size_t)snprintf(path, sizeof(path), "%s", o->lazy_socket ?: "") >= sizeof(path) ||
 	    (!o->lazy_socket && (size_t)snprintf(path, sizeof(path), "%s/%s", o->dir,
 						 LAZY_DAEMON_SOCK) >= sizeof(path)))
 		return fail(-ENAMETOOLONG, "the socket's path is too long");
-	sigfd = stop_signals();
-	if (sigfd < 0)
-		return sigfd;
-	lsk = listen_on(path);
+	signal(SIGPIPE, SIG_IGN);
+	ret = o->page_server ? page_server(o, &x, &lp) : 0;
+	sigfd = ret ? ret : stop_signals();
+	lsk = sigfd < 0 ? sigfd : listen_on(path);
 	if (lsk < 0) {
-		close(sigfd);
+		if (sigfd >= 0)
+			close(sigfd);
+		xfer_close(&x);
+		free(lp.buf);
 		return lsk;
 	}
 	pr_info("lazy-pages: waiting on %s", path);
@@ -214,9 +312,13 @@ int cmd_lazy_pages(const struct options *o)
 		close(o->status_fd);
 	}
 	if (!ret)
-		ret = serve(lsk, sigfd);
+		ret = serve(lsk, sigfd, o->page_server ? &lp : NULL);
 	close(lsk);
 	close(sigfd);
 	unlink(path);
+	if (lp.chan >= 0)
+		close(lp.chan);
+	xfer_close(&x);
+	free(lp.buf);
 	return ret;
 }

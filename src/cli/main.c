@@ -14,11 +14,13 @@
 #include "xfer.h"
 #include "cli/action_script.h"
 #include "cli/criu_cli.h"
+#include "cli/lazy_server.h"
 #include "cli/options.h"
 #include "cli/pack.h"
 #include "cli/rpc.h"
 #include "dump/dump.h"
 #include "cli/worker.h"
+#include "mem/lazy.h"
 #include "restore/restore.h"
 #include "ns/cgroups.h"
 #include "track/track.h"
@@ -38,7 +40,7 @@ static const char usage[] =
 	"        --encrypt: every image sealed (AES-256-GCM) with the 32-byte key;\n"
 	"        readers (restore, show, verify, read-mem, unpack) take --decrypt KEYFILE\n"
 	"        or --decrypt-key-fd N\n"
-	"       [--page-server --address A --port P]\n"
+	"       [--page-server --address A --port P] [--lazy-pages --port P [--address A]]\n"
 	"        checkpoint process PID into DIR; the process is killed afterwards\n"
 	"        unless --leave-running is given (a copy-on-write snapshot then keeps it\n"
 	"        frozen only briefly; --no-snapshot: frozen until every page is written);\n"
@@ -62,7 +64,9 @@ static const char usage[] =
 	"        holds is removed first (as CRIU does; without it, DIR must hold none)\n"
 	"        --page-server: pages-1.img and the pagemap go to a memdump page-server\n"
 	"        at A:P (spliced into the socket), the other images to DIR; with the\n"
-	"        TLS options below, through TLS (read mode: no splice)\n"
+	"        TLS options below, through TLS (read mode: no splice); --lazy-pages:\n"
+	"        once DIR is whole, its pages-1.img is served at A:P to a lazy-pages\n"
+	"        --page-server until every byte is fetched (CRIU's lazy migration)\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID (and of the processes below it), leave it running\n"
 	"        and track the pages it writes\n"
@@ -70,7 +74,8 @@ static const char usage[] =
 	"  page-server -D DIR --port P [--address A] [--status-fd FD]\n"
 	"        receive one dump's pages (dump or pre-dump --page-server --address A\n"
 	"        --port P): pages-1.img and the pagemap into DIR, the other images stay\n"
-	"        in the dump's -D; exits once the dump is done (as CRIU's)\n"
+	"        in the dump's -D; exits once the dump is done (as CRIU's); with\n"
+	"        --lazy-pages: serve DIR/pages-1.img to a lazy-pages --page-server\n"
 	"  migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--tcp-established]\n"
 	"        move PID to a migrate-receive on HOST: N pre-dumps (default 2) while it\n"
 	"        runs, the final dump frozen, restored there; killed here once it runs there\n"
@@ -106,9 +111,11 @@ static const char usage[] =
 	"        slave dumped with --external tty[RDEV:DEV] is memdump's terminal fd N;\n"
 	"        --lazy-socket: tell the lazy-pages daemon there how the page filling went\n"
 	"  lazy-pages -D DIR [--lazy-socket PATH] [-d [--pidfile FILE]] [--status-fd FD]\n"
+	"          [--page-server --address A --port P [TLS options]]\n"
 	"        CRIU's lazy-pages daemon: wait on PATH (DIR/lazy-pages.socket) for a\n"
 	"        restore --lazy-pages --lazy-socket PATH, exit once its memory is all in\n"
-	"        (0) or its page handler failed (1)\n"
+	"        (0) or its page handler failed (1); --page-server: pages-1.img from\n"
+	"        the dump --lazy-pages (page-server --lazy-pages) at A:P\n"
 	"  show -D DIR [--json]      what a dump holds\n"
 	"  read-mem -D DIR ADDR LEN  write the dumped memory at ADDR to stdout\n"
 	"  verify -D DIR             check every image against the inventory's checksums\n"
@@ -165,7 +172,14 @@ static int dump_with(const struct options *o, bool pre_dump)
 		return fail(-EOPNOTSUPP, "--encrypt with --overwrite: remove the old set first");
 	if (o->page_server && !o->port)
 		return fail(-EINVAL, "--page-server needs --address A --port P");
-	if (o->tls.on && !o->page_server)
+	if (o->lazy_pages && (pre_dump || o->page_server || !o->port || o->encrypt))
+		return fail(-EINVAL, "%s", pre_dump ? "pre-dump --lazy-pages: only a dump leaves its "
+			    "pages served to a lazy restore" : o->page_server ? "--lazy-pages and "
+			    "--page-server: a lazy dump serves its pages itself (--port P)" :
+			    o->encrypt ? "--lazy-pages with --encrypt: a lazy restore of an "
+			    "encrypted set is not supported" : "dump --lazy-pages needs --port P "
+			    "(and --address A): its pages are served there to a lazy restore");
+	if (o->tls.on && !o->page_server && !o->lazy_pages)
 		return fail(-EINVAL, "--tls is for the page server's connection: with --page-server");
 	d.xfer = o->page_server ? &x : NULL;
 	ret = dump_check_opts(&d);	/* before the page server hears of it */
@@ -180,10 +194,14 @@ static int dump_with(const struct options *o, bool pre_dump)
 
 int cmd_dump(const struct options *o)
 {
+	int ret;
+
 	if (o->tcp_close && o->tcp_established)
 		return fail(-EINVAL, "--tcp-close and --tcp-established: a dump either keeps "
 			    "connections or saves them closed");
-	return dump_with(o, false);
+	ret = dump_with(o, false);
+	/* CRIU's lazy dump: the set is whole on disk; its pages served until fetched */
+	return ret || !o->lazy_pages ? ret : lazy_serve(o, o->dir);
 }
 
 int cmd_pre_dump(const struct options *o)
@@ -198,6 +216,32 @@ int cmd_track(const struct options *o)
 	return track_stop_run(o->pid);
 }
 
+/*
+ * restore --lazy-socket: the lazy-pages daemon reached before anything runs
+ * (and its page channel, when it fetches the pages from a lazy dump's page
+ * server). The fds go to the pipeline in r (fd + 1).
+ */
+static int lazy_daemon_join(const struct options *o, struct restore_opts *r)
+{
+	bool remote = false;
+	int fd;
+
+	if (!o->lazy_pages)
+		return fail(-EINVAL, "--lazy-socket is for restore --lazy-pages");
+	fd = lazy_daemon_connect(o->lazy_socket, &remote);
+	if (fd < 0)
+		return fd;
+	r->lazy_daemon = fd + 1;
+	if (!remote)
+		return 0;
+	fd = lazy_daemon_connect(o->lazy_socket, &remote);
+	if (fd < 0)
+		return fd;
+	r->lazy_remote_sock = fd + 1;
+	pr_info("lazy-pages: pages-1.img comes from the daemon's page server");
+	return 0;
+}
+
 int cmd_restore(const struct options *o)
 {
 	if (o->ext_tty.one)
@@ -205,12 +249,13 @@ int cmd_restore(const struct options *o)
 			    "with --inherit-fd fd[N]:tty[RDEV:DEV]");
 
 	struct action_scripts as;
+	int ret;
 	struct restore_opts r = {
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts,
 				       o->shown_dir ? o->shown_dir : o->dir),
 		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
-		.lazy = o->lazy_pages, .lazy_socket = o->lazy_socket, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
+		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
 	memcpy(r.join_ns, o->join_ns, sizeof(r.join_ns));
@@ -221,7 +266,14 @@ int cmd_restore(const struct options *o)
 	memcpy(r.inherit_fd, o->inherit_fd, sizeof(r.inherit_fd));
 	r.nr_inherit_fd = o->nr_inherit_fd;
 	r.nr_veth_ext = o->nr_veth_ext;
-	return restore_run(&r);
+	ret = o->lazy_socket ? lazy_daemon_join(o, &r) : 0;
+	if (!ret)
+		ret = restore_run(&r);
+	if (r.lazy_daemon)
+		close(r.lazy_daemon - 1);	/* the page handler holds its own */
+	if (r.lazy_remote_sock)
+		close(r.lazy_remote_sock - 1);
+	return ret;
 }
 
 static const struct command {

@@ -62,7 +62,10 @@ struct restore_opts {
 	bool empty_net;			/* RPC empty_ns CLONE_NEWNET: a new network namespace with
 					 * lo only, a runtime's hook sets up the rest (CRIU's) */
 	bool lazy;			/* --lazy-pages: private anon memory filled by a handler */
-	const char *lazy_socket;	/* --lazy-socket: a lazy-pages daemon told how it went */
+	int lazy_daemon;		/* --lazy-socket: the fd + 1 of the connection to the
+					 * lazy-pages daemon (told how the filling went), 0 */
+	int lazy_remote_sock;		/* the fd + 1 of its page channel when it fetches
+					 * pages-1.img from a lazy dump's page server, 0 */
 	bool tcp_close;			/* --tcp-close: TCP connections come back closed (CRIU's) */
 	struct crypt_feed *feed;	/* --decrypt: pages-1.img kept sealed (image/crypt.h), or NULL */
 };

@@ -68,8 +68,10 @@ struct lazy_remote_reply {
 #define LAZY_TIMEOUT_SLACK	5
 
 struct lazy_remote;
-/* The socket of MEMDUMP_LAZY_REMOTE_FD, or -1. */
-int lazy_remote_fd(void);
+struct restore_opts;
+/* The page channel: the lazy-pages daemon's (o->lazy_remote_sock), else the socket of
+ * MEMDUMP_LAZY_REMOTE_FD (migrate-receive's), or -1. */
+int lazy_remote_fd(const struct restore_opts *o);
 /* r's pages-1.img from the source: what no lazy VMA takes fetched and checked now. */
 int lazy_remote_plan(struct rst *r);
 /* Bytes [off, off + len) of that image present in its file (fetched if not yet); 0 or -errno,
@@ -126,7 +128,7 @@ struct lazy_proc {
 enum lazy_daemon_kind {
 	LAZY_DAEMON_HELLO = 1,	/* value: the handler's pid */
 	LAZY_DAEMON_DONE = 2,	/* value: its exit status; the text says how it went */
-	LAZY_DAEMON_GREET = 3,	/* the daemon's, on accept */
+	LAZY_DAEMON_GREET = 3,	/* the daemon's, on accept; value 1: pages from a page server */
 };
 #define LAZY_DAEMON_GREET_MS	5000	/* the restore's wait for it */
 struct lazy_daemon_msg {
@@ -137,8 +139,13 @@ struct lazy_daemon_msg {
 #define LAZY_DAEMON_TEXT	1024
 #define LAZY_DAEMON_SOCK	"lazy-pages.socket"
 
-/* The restore's side: connected to the daemon at path (before the handler starts), or -errno. */
-int lazy_daemon_connect(const char *path);
+/*
+ * The restore's side, before anything runs: connected to the daemon at path,
+ * or -errno. *remote: the daemon fetches pages-1.img from a lazy dump's page
+ * server (GREET's value 1); the restore then connects again for the page
+ * channel (lazy_remote.c's protocol), which the daemon passes on.
+ */
+int lazy_daemon_connect(const char *path, bool *remote);
 /* One message to the daemon (text may be NULL). */
 int lazy_daemon_send(int fd, enum lazy_daemon_kind kind, int value, const char *text);
 

@@ -48,12 +48,14 @@ struct lazy_remote {
 	char why[600];
 };
 
-int lazy_remote_fd(void)
+int lazy_remote_fd(const struct restore_opts *o)
 {
 	const char *s = getenv("MEMDUMP_LAZY_REMOTE_FD");
 	char *end;
 	long fd;
 
+	if (o->lazy_remote_sock)
+		return o->lazy_remote_sock - 1;
 	if (!s || !*s)
 		return -1;
 	fd = strtol(s, &end, 10);
@@ -321,10 +323,13 @@ static int check_eager(struct rst *r)
 
 int lazy_remote_plan(struct rst *r)
 {
-	int sock = lazy_remote_fd(), ret;
+	int sock = lazy_remote_fd(r->o), ret;
 
 	if (sock < 0 || !r->ds.pages_remote || r->ds.pages_fd < 0)
 		return 0;
+	if (r->ds.nr_members)	/* only the root's pages-1.img is served */
+		return fail(-EOPNOTSUPP, "lazy pages from a page server: a process tree is not "
+			    "supported (pages of the processes below the root)");
 	if (fcntl(sock, F_SETFD, FD_CLOEXEC))
 		return fail(-errno, "MEMDUMP_LAZY_REMOTE_FD %d: %s", sock, strerror(errno));
 	unsetenv("MEMDUMP_LAZY_REMOTE_FD");	/* this process's own, once */

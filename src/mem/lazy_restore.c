@@ -353,16 +353,19 @@ static void handler_log(void)
 }
 
 /* The daemon's GREET within LAZY_DAEMON_GREET_MS. */
-static bool greeted(int fd)
+static bool greeted(int fd, bool *remote)
 {
 	struct pollfd p = { fd, POLLIN, 0 };
 	struct lazy_daemon_msg m;
 
-	return poll(&p, 1, LAZY_DAEMON_GREET_MS) == 1 && read(fd, &m, sizeof(m)) == sizeof(m) &&
-	       m.magic == LAZY_DAEMON_MAGIC && m.kind == LAZY_DAEMON_GREET && !m.len;
+	if (poll(&p, 1, LAZY_DAEMON_GREET_MS) != 1 || read(fd, &m, sizeof(m)) != sizeof(m) ||
+	    m.magic != LAZY_DAEMON_MAGIC || m.kind != LAZY_DAEMON_GREET || m.len)
+		return false;
+	*remote = m.value == 1;
+	return true;
 }
 
-int lazy_daemon_connect(const char *path)
+int lazy_daemon_connect(const char *path, bool *remote)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -385,7 +388,7 @@ int lazy_daemon_connect(const char *path)
 		return fail(-err, "cannot reach the lazy-pages daemon at %s: %s", path,
 			    strerror(err));
 	}
-	if (!greeted(fd)) {
+	if (!greeted(fd, remote)) {
 		close(fd);
 		return fail(-EPROTO, "the lazy-pages daemon at %s is not memdump's (no greeting "
 			    "in %d s)", path, LAZY_DAEMON_GREET_MS / 1000);
@@ -441,28 +444,20 @@ static int __attribute__((noreturn)) handler_main(struct rst *const *all, size_t
 
 int lazy_start(struct rst *const *all, size_t n)
 {
-	const char *sock;
-	int daemon = -1;
+	int daemon;
 	pid_t pid;
 
 	if (!n || !all[0]->o->lazy)
 		return 0;
-	sock = all[0]->o->lazy_socket;
-	if (sock && (daemon = lazy_daemon_connect(sock)) < 0)
-		return daemon;
+	daemon = all[0]->o->lazy_daemon - 1;
 	pid = fork();
-	if (pid < 0) {
-		if (daemon >= 0)
-			close(daemon);
+	if (pid < 0)
 		return fail(-errno, "cannot start the page handler: %s", strerror(errno));
-	}
 	if (pid == 0)
 		handler_main(all, n, daemon);
-	if (daemon >= 0)
-		close(daemon);	/* the handler's: it tells the daemon how it ended */
 	pr_info("lazy-pages: page handler %d", pid);
-	if (sock)
-		pr_info("lazy-pages: the handler reports to the daemon at %s", sock);
+	if (daemon >= 0)
+		pr_info("lazy-pages: the handler reports to the lazy-pages daemon");
 	for (size_t i = 0; i < n; i++) {
 		close(all[i]->lazy_peer);
 		all[i]->lazy_peer = -1;

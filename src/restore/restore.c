@@ -580,7 +580,7 @@ static int load_and_check(struct rst *r, const struct restore_opts *o, bool defe
 		ret = scan_inherited(r);
 	if (!ret)
 		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
-		ret = o->lazy && lazy_remote_fd() >= 0 ? dumpset_load_remote_pages(o->dir, &r->ds) :
+		ret = o->lazy && lazy_remote_fd(o) >= 0 ? dumpset_load_remote_pages(o->dir, &r->ds) :
 		      defer_sums && (!o->lazy || lazy_check_late()) ?
 			dumpset_load_for_restore(o->dir, &r->ds, !o->lazy)
 				 : dumpset_load(o->dir, &r->ds);
