@@ -831,3 +831,20 @@ except BlockingIOError:
 	grep -q '^PASS' "$T/u.out" || fail "after the dump: $(tail -n1 "$T/u.out")"
 }
 add sk-udp-error-kept case_sk_udp_error_kept
+
+# SO_PEERCRED: the peer credentials the kernel fixed when the pair or the
+# connection was made. A pair made by a process gone since names a pid no
+# restored process has: refused by name, the target unharmed. (t-peercred self,
+# the process's own pair and connection, is not a case yet: the restore makes
+# sockets in memdump, docs/restore.md.)
+case_sk_peercred_gone() {
+	start_prog t-peercred gone
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE 'peer credentials .*pid [0-9]+ uid [0-9]+ gid [0-9]+' "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the peer credentials"; }
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add sk-peercred-gone case_sk_peercred_gone

@@ -82,7 +82,8 @@ static void describe_fd(int copy, char *buf, size_t len)
 }
 
 /* Why the socket behind copy (inode ino) cannot be dumped, in buf; false when it can. */
-static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *buf, size_t len)
+static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, pid_t pid, char *buf,
+			size_t len)
 {
 	const struct sk_diag *s = sk_table_find(&set->diag, ino);
 	char what[256];
@@ -96,7 +97,9 @@ static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, char *
 	else
 		describe_fd(copy, what, sizeof(what));
 	if (family == AF_UNIX)
-		why = s ? sk_unix_unsupported(s, set, buf, len) : "it is not in sock_diag";
+		why = !s ? "it is not in sock_diag" :
+		      sk_unix_unsupported(s, set, buf, len) ?:
+		      sk_unix_peercred_unsupported(copy, set, pid, buf, len);
 	else if (family == AF_INET || family == AF_INET6)
 		why = sk_inet_unsupported(copy, s, set, buf, len);
 	else if (family == AF_NETLINK)
@@ -195,10 +198,9 @@ static void refuse_fd(pid_t pid, int pidfd, int fd, const struct stat *st, const
 		refuse_add(r, "fd %d (a socket memdump cannot copy: %s)", fd, strerror(errno));
 		return;
 	}
-	if (unsupported(copy, st->st_ino, set, why, sizeof(why)))
+	if (unsupported(copy, st->st_ino, set, pid, why, sizeof(why)))
 		refuse_add(r, "fd %d (socket:[%lu]: %s)", fd, (unsigned long)st->st_ino, why);
 	close(copy);
-	(void)pid;
 }
 
 void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r)
@@ -343,7 +345,7 @@ int sockets_collect(struct dump_ctx *d, int fd, struct file_desc *f)
 	}
 	f->sk = s;
 	s->ino = f->st.st_ino;
-	if (unsupported(copy, s->ino, &d->sockets, why, sizeof(why))) {
+	if (unsupported(copy, s->ino, &d->sockets, d->pid, why, sizeof(why))) {
 		close(copy);
 		return fail(-EOPNOTSUPP, "process %d: fd %d is %s", d->pid, fd, why);
 	}

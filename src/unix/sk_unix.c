@@ -23,6 +23,7 @@
 #include "common.h"
 #include "ctx/dump_ctx.h"
 #include "ctx/file_desc.h"
+#include "ctx/proc_tree.h"
 #include "net/sock.h"
 #include "image/image.h"
 #include "log.h"
@@ -120,6 +121,38 @@ const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *se
 	if (!stream && peer && !peer->name_len && peer->peer != s->ino)
 		return "it is connected to an unnamed socket that is not its pair";
 	return NULL;
+}
+
+/* Is pid the process's or (a tree dump) one of the tree's processes? */
+static bool restored_pid(const struct sk_set *set, pid_t self, pid_t pid)
+{
+	if (pid == self)
+		return true;
+	for (int i = 0; set->tree && i < set->tree->n; i++)
+		if (set->tree->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * The kernel fixed a socket's peer credentials when its pair was made, or at
+ * connect(): the maker's, the connecting process's, the listener's. They name
+ * a pid: one no process of the restore will have cannot be made again.
+ */
+const char *sk_unix_peercred_unsupported(int copy, const struct sk_set *set, pid_t pid,
+					 char *buf, size_t len)
+{
+	struct ucred c = { 0 };
+	socklen_t l = sizeof(c);
+
+	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid <= 0 ||
+	    restored_pid(set, pid, c.pid))
+		return NULL;
+	snprintf(buf, len, "its peer credentials (SO_PEERCRED: pid %d uid %u gid %u) name process "
+		 "%d, which is not in the %s (gone, or outside): no restored process has that pid",
+		 (int)c.pid, (unsigned)c.uid, (unsigned)c.gid, (int)c.pid,
+		 set->tree ? "tree" : "process");
+	return buf;
 }
 
 /* The socket of the process (or of the tree) that sent a datagram from name (empty: an unnamed one). */

@@ -18,6 +18,10 @@ void sk_unix_describe(const struct sk_diag *s, char *buf, size_t len);
 /* Why this UNIX socket cannot be dumped, or NULL (set: the target's inodes). */
 const char *sk_unix_unsupported(const struct sk_diag *s, const struct sk_set *set, char *buf,
 				size_t len);
+/* Why the peer credentials (SO_PEERCRED) of the socket behind copy, held by process pid,
+ * cannot be made again (they name a process the restore will not have), or NULL. */
+const char *sk_unix_peercred_unsupported(int copy, const struct sk_set *set, pid_t pid,
+					 char *buf, size_t len);
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_unix_write(const struct file_desc *f, struct image *files);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
