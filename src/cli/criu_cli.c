@@ -424,7 +424,7 @@ static bool machine_has(const char *name)
 		return spawn_found("iptables-legacy") && spawn_found("ip6tables-legacy");
 	if (!strcmp(name, "timens"))	/* saved and restored where the kernel has them */
 		return !access("/proc/self/timens_offsets", F_OK);
-	if (!strcmp(name, "uffd") || !strcmp(name, "uffd-noncoop"))
+	if (!strcmp(name, "uffd") || !strcmp(name, "uffd-noncoop") || !strcmp(name, "lazy_pages"))
 		return uffd_has(!strcmp(name, "uffd") ? 0 : UFFD_NONCOOP);
 	return false;
 }
