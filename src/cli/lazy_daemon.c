@@ -201,6 +201,12 @@ static int serve(int lsk, int sigfd, struct lazy_proxy *lp)
 	}
 	if (!ret)
 		ret = follow(conn, sigfd, lp);
+	if (!ret && lp && !lp->done) {	/* its processes ended before needing the rest */
+		pr_info("lazy-pages: the restored processes are done; the page server may go");
+		if (xfer_send(lp->conn, XFER_DONE, NULL, 0))
+			pr_warn("%s", fail_reason());
+		fail_clear();
+	}
 	close(conn);
 	return ret;
 }

@@ -109,7 +109,8 @@ int lazy_serve(const struct options *o, const char *dir)
 	if (!ret)
 		ret = serve_gets(&x, fd, size, buf, &served);
 	if (!ret)
-		pr_info("every page fetched: %llu bytes served", (unsigned long long)served);
+		pr_info("the lazy restore is done: %llu of %llu bytes served", (unsigned long long)served,
+			(unsigned long long)size);
 	xfer_close(&x);
 	if (fd >= 0)
 		close(fd);

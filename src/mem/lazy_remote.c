@@ -327,9 +327,6 @@ int lazy_remote_plan(struct rst *r)
 
 	if (sock < 0 || !r->ds.pages_remote || r->ds.pages_fd < 0)
 		return 0;
-	if (r->ds.nr_members)	/* only the root's pages-1.img is served */
-		return fail(-EOPNOTSUPP, "lazy pages from a page server: a process tree is not "
-			    "supported (pages of the processes below the root)");
 	if (fcntl(sock, F_SETFD, FD_CLOEXEC))
 		return fail(-errno, "MEMDUMP_LAZY_REMOTE_FD %d: %s", sock, strerror(errno));
 	unsetenv("MEMDUMP_LAZY_REMOTE_FD");	/* this process's own, once */
