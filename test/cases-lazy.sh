@@ -282,6 +282,20 @@ criu_one_line() {
 	note "$label: $(cat "$CRIU_ERR")"
 }
 
+# criu_lazy_restore DIR: `criu restore -d --lazy-pages -D DIR` ($T/bin/criu), the
+# restored PID and its page handler (LZ_HANDLER, its log LZ_LOG) tracked
+criu_lazy_restore() {
+	truncate -s "$READY_SIZE" "$OUT"
+	timeout -k 5 "$OP_TIMEOUT" "$T/bin/criu" restore -d --lazy-pages -D "$1" -v4 -o lazy.log \
+		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
+		{ show_file "log" "$1/lazy.log"; fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"; }
+	track "$PID"
+	LZ_LOG=$1/lazy.log
+	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
+	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log: not a lazy restore"; }
+	track "$LZ_HANDLER"
+}
+
 # CRIU's lazy-pages flow on CRIU's command line: a pre-dump with --lazy-pages (only a
 # dump serves its pages to a lazy restore) refused by name in one line, the target
 # untouched; `criu restore --lazy-pages` of local images is memdump's lazy restore
@@ -300,15 +314,7 @@ case_lazy_criu_cli() {
 	no_inventory "$T/e"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	truncate -s "$READY_SIZE" "$OUT"
-	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" -v4 -o lazy.log \
-		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
-		{ show_file "log" "$T/d/lazy.log"; fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"; }
-	track "$PID"
-	LZ_LOG=$T/d/lazy.log
-	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
-	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log: not a lazy restore"; }
-	track "$LZ_HANDLER"
+	criu_lazy_restore "$T/d"
 	lazy_pass
 	lazy_done 16384
 }
@@ -364,16 +370,9 @@ s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); c = s.accep
 	alive "$PID" && fail "a failed restore left pid $PID"
 	kill "$silent"
 	lazyd_start "$T/d"
-	grep -q 'waiting on .*lazy-pages.socket' "$T/d/lazyd.log" || fail "the daemon did not replace the stale socket"
-	truncate -s "$READY_SIZE" "$OUT"
-	timeout -k 5 "$OP_TIMEOUT" "$criu" restore -d --lazy-pages -D "$T/d" -v4 -o lazy.log \
-		> "$T/criu.rst.out" 2> "$T/criu.rst.err" < /dev/null ||
-		{ show_file "log" "$T/d/lazy.log"; fail "criu restore --lazy-pages failed: $(tail -n1 "$T/criu.rst.err")"; }
-	track "$PID"
-	LZ_LOG=$T/d/lazy.log
-	LZ_HANDLER=$(sed -n 's/.*lazy-pages: page handler \([0-9]*\)$/\1/p' "$LZ_LOG" | head -n1)
-	[[ -n $LZ_HANDLER ]] || { show_file "log" "$LZ_LOG"; fail "no page handler in the log"; }
-	track "$LZ_HANDLER"
+	wait_until 10 grep -q 'waiting on .*lazy-pages.socket' "$T/d/lazyd.log" ||
+		fail "the daemon did not replace the stale socket"
+	criu_lazy_restore "$T/d"
 	lazy_pass
 	lazy_done 16384
 	lazyd_exit 0 d
