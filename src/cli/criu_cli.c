@@ -470,21 +470,26 @@ static bool daemon_socket(const char *path)
 static int lazy_flow(struct translation *t)
 {
 	const char *dir = t->work_dir ?: t->images_dir ?: ".";
-	char *sock = joined("%s/%s", dir, LAZY_DAEMON_SOCK);
+	bool lazyd = !strcmp(t->cmd, "lazy-pages"), restore = !strcmp(t->cmd, "restore");
+	char *sock;
 
-	if (!sock)
-		return refuse("out of memory%s%s", "", "");
-	if (!strcmp(t->cmd, "lazy-pages"))
-		return add(t, "--lazy-socket") ?: add(t, sock);
-	if (!t->lazy)
+	if (!lazyd && !t->lazy)
 		return 0;
-	if (!strcmp(t->cmd, "pre-dump"))
+	if (!lazyd && !strcmp(t->cmd, "pre-dump"))
 		return refuse("criu pre-dump --lazy-pages is not supported: only a dump leaves its "
 			      "pages served to a lazy restore%s%s", "", "");
-	if (!strcmp(t->cmd, "restore") && daemon_socket(sock) &&
-	    (add(t, "--lazy-socket") || add(t, sock)))
-		return 1;
-	return add(t, "--lazy-pages");
+	if (!lazyd && !restore)
+		return add(t, "--lazy-pages");
+	sock = joined("%s/%s", dir, LAZY_DAEMON_SOCK);	/* kept in t->out once added */
+	if (!sock)
+		return refuse("out of memory%s%s", "", "");
+	if (lazyd || daemon_socket(sock)) {
+		if (add(t, "--lazy-socket") || add(t, sock))
+			return 1;
+	} else {
+		free(sock);
+	}
+	return lazyd ? 0 : add(t, "--lazy-pages");
 }
 
 /* The log file: CRIU's -o names it relative to the work dir (-W, else -D). */
