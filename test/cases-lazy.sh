@@ -400,6 +400,22 @@ s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); c = s.accep
 }
 add lazy-daemon case_lazy_daemon
 
+# The daemon SIGKILLed mid-fill (memdump's own page handler serves the pages): the
+# restored process is filled and runs on to PASS; only the daemon's word is lost.
+case_lazy_daemon_killed() {
+	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazyd_start "$T/d"
+	MEMDUMP_LAZY_PACE_MS=20 criu_lazy_restore "$T/d"
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	kill -KILL "$LZD_PID" || fail "cannot kill the daemon"
+	lazy_pass
+	lazy_done 16384
+}
+add lazy-daemon-killed case_lazy_daemon_killed
+
 # lzps_dump DIR PORT: `dump --lazy-pages` of PID in the background (LZPS_PID), serving its pages
 lzps_dump() {
 	"$MEMDUMP" dump -t "$PID" -D "$1" --lazy-pages --address 127.0.0.1 --port "$2" -v 3 \
