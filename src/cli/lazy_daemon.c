@@ -283,45 +283,58 @@ static int detach(const struct options *o)
 	_exit(0);
 }
 
+/* The socket's path: --lazy-socket, else DIR/lazy-pages.socket. */
+static int socket_path(const struct options *o, char *path, size_t len)
+{
+	int n = o->lazy_socket ? snprintf(path, len, "%s", o->lazy_socket) :
+		snprintf(path, len, "%s/%s", o->dir, LAZY_DAEMON_SOCK);
+
+	return (size_t)n >= len ? fail(-ENAMETOOLONG, "the socket's path is too long") : 0;
+}
+
+/* CRIU's --status-fd: a zero byte once the socket listens. */
+static void tell_listening(const struct options *o)
+{
+	if (o->status_fd < 0)
+		return;
+	if (write(o->status_fd, "", 1) != 1)
+		pr_warn("cannot write to --status-fd %d", o->status_fd);
+	close(o->status_fd);
+}
+
 int cmd_lazy_pages(const struct options *o)
 {
-	char path[PATH_MAX];
-	int lsk, sigfd, ret;
-
 	struct xfer x = { .fd = -1 };
 	struct lazy_proxy lp = { .chan = -1 };
+	int lsk = -1, sigfd = -1, ret;
+	char path[PATH_MAX];
 
 	if (!o->dir)
 		return fail(-EINVAL, "lazy-pages needs -D DIR");
 	if (o->page_server && !o->port)
 		return fail(-EINVAL, "lazy-pages --page-server needs --port P (and --address A)");
-	if ((size_t)snprintf(path, sizeof(path), "%s", o->lazy_socket ?: "") >= sizeof(path) ||
-	    (!o->lazy_socket && (size_t)snprintf(path, sizeof(path), "%s/%s", o->dir,
-						 LAZY_DAEMON_SOCK) >= sizeof(path)))
-		return fail(-ENAMETOOLONG, "the socket's path is too long");
 	signal(SIGPIPE, SIG_IGN);
-	ret = o->page_server ? page_server(o, &x, &lp) : 0;
-	sigfd = ret ? ret : stop_signals();
-	lsk = sigfd < 0 ? sigfd : listen_on(path);
-	if (lsk < 0) {
-		if (sigfd >= 0)
-			close(sigfd);
-		xfer_close(&x);
-		free(lp.buf);
-		return lsk;
+	ret = socket_path(o, path, sizeof(path));
+	if (!ret && o->page_server)
+		ret = page_server(o, &x, &lp);
+	if (!ret && (sigfd = stop_signals()) < 0)
+		ret = sigfd;
+	if (!ret && (lsk = listen_on(path)) < 0)
+		ret = lsk;
+	if (!ret) {
+		pr_info("lazy-pages: waiting on %s", path);
+		ret = o->detach ? detach(o) : 0;
 	}
-	pr_info("lazy-pages: waiting on %s", path);
-	ret = o->detach ? detach(o) : 0;
-	if (!ret && o->status_fd >= 0) {	/* CRIU's: a zero byte once the socket listens */
-		if (write(o->status_fd, "", 1) != 1)
-			pr_warn("cannot write to --status-fd %d", o->status_fd);
-		close(o->status_fd);
-	}
-	if (!ret)
+	if (!ret) {
+		tell_listening(o);
 		ret = serve(lsk, sigfd, o->page_server ? &lp : NULL);
-	close(lsk);
-	close(sigfd);
-	unlink(path);
+	}
+	if (lsk >= 0) {
+		close(lsk);
+		unlink(path);
+	}
+	if (sigfd >= 0)
+		close(sigfd);
 	if (lp.chan >= 0)
 		close(lp.chan);
 	xfer_close(&x);
