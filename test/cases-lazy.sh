@@ -328,12 +328,17 @@ lazyd_start() {
 	wait_until 10 test -S "$1/lazy-pages.socket" || fail "criu lazy-pages made no socket: $(cat "$T/lazyd.err")"
 }
 
-# lazyd_exit WANT: the daemon exited with WANT (0 or 1); its socket removed
-lazyd_exit() {
+# exit_of PID WANT WHAT: the background PID exited with WANT
+exit_of() {
 	local rc=0
-	wait_until "$OP_TIMEOUT" eval '! alive '"$LZD_PID" || fail "criu lazy-pages $LZD_PID did not exit"
-	wait "$LZD_PID" || rc=$?
-	(( rc == $1 )) || { show_file "daemon log" "$T/$2/lazyd.log"; fail "criu lazy-pages exited $rc, want $1"; }
+	wait_until "$OP_TIMEOUT" eval '! alive '"$1" || fail "$3 $1 did not exit"
+	wait "$1" || rc=$?
+	(( rc == $2 )) || fail "$3 exited $rc, want $2"
+}
+
+# lazyd_exit WANT D: the daemon of $T/D exited with WANT (0 or 1); its socket removed
+lazyd_exit() {
+	exit_of "$LZD_PID" "$1" "criu lazy-pages"
 	[[ -e $T/$2/lazy-pages.socket ]] && fail "the daemon left its socket"
 	return 0
 }
@@ -435,14 +440,6 @@ lzps_other() {
 	LZD_PID=$!
 	track "$LZD_PID"
 	wait_until 10 test -S "$1/lazy-pages.socket" || fail "no daemon socket: $(cat "$T/lzd.out")"
-}
-
-# exit_of PID WANT WHAT: the background PID exited with WANT
-exit_of() {
-	local rc=0
-	wait_until "$OP_TIMEOUT" eval '! alive '"$1" || fail "$3 $1 did not exit"
-	wait "$1" || rc=$?
-	(( rc == $2 )) || fail "$3 exited $rc, want $2"
 }
 
 # CRIU's lazy migration: `dump --lazy-pages --port P` leaves its set whole on disk and

@@ -26,6 +26,7 @@
 #include "fdio.h"
 #include "log.h"
 #include "cli/lazy_proxy.h"
+#include "cli/lazy_server.h"
 #include "cli/options.h"
 #include "mem/lazy.h"
 
@@ -292,16 +293,6 @@ static int socket_path(const struct options *o, char *path, size_t len)
 	return (size_t)n >= len ? fail(-ENAMETOOLONG, "the socket's path is too long") : 0;
 }
 
-/* CRIU's --status-fd: a zero byte once the socket listens. */
-static void tell_listening(const struct options *o)
-{
-	if (o->status_fd < 0)
-		return;
-	if (write(o->status_fd, "", 1) != 1)
-		pr_warn("cannot write to --status-fd %d", o->status_fd);
-	close(o->status_fd);
-}
-
 int cmd_lazy_pages(const struct options *o)
 {
 	struct xfer x = { .fd = -1 };
@@ -326,7 +317,7 @@ int cmd_lazy_pages(const struct options *o)
 		ret = o->detach ? detach(o) : 0;
 	}
 	if (!ret) {
-		tell_listening(o);
+		tell_status(o);	/* CRIU's: a zero byte once the socket listens */
 		ret = serve(lsk, sigfd, o->page_server ? &lp : NULL);
 	}
 	if (lsk >= 0) {

@@ -26,5 +26,7 @@ int lazy_serve_get(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t *s
 
 /* pageserver.c: listen on o's --address:--port, say so on --status-fd, take one client. */
 int page_server_accept(const struct options *o, struct xfer *x);
+/* pageserver.c: CRIU's --status-fd, a zero byte once listening (then closed). */
+void tell_status(const struct options *o);
 
 #endif

@@ -476,7 +476,7 @@ static int serve(struct rx *r)
 }
 
 /* CRIU's --status-fd: a byte once listening. */
-static void tell_status(const struct options *o)
+void tell_status(const struct options *o)
 {
 	if (o->status_fd < 0)
 		return;
