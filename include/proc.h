@@ -51,6 +51,11 @@ bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
 /* Is /proc/PID/fd/FD a link to exactly want? false if unreadable. */
 bool proc_fd_link_is(pid_t pid, int fd, const char *want);
 /*
+ * memdump's own fd's path (/proc/self/fd/FD) into path; whether it ends in
+ * " (deleted)" (kept in path), or -errno.
+ */
+int self_fd_link(int fd, char *path, size_t len);
+/*
  * path as process pid sees it (an absolute path of its fd links), opened
  * under its root (/proc/PID/root) with flags (O_CLOEXEC added): no "..",
  * no symlink and no magic link leads out of that root. An fd or -errno.

@@ -314,6 +314,20 @@ bool proc_fd_link_is(pid_t pid, int fd, const char *want)
 	return !strcmp(link, want);
 }
 
+int self_fd_link(int fd, char *path, size_t len)
+{
+	static const char del[] = " (deleted)";
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, len - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = 0;
+	return (size_t)n > sizeof(del) - 1 && !strcmp(path + n - (sizeof(del) - 1), del);
+}
+
 int root_open_at(int root, const char *path, int flags)
 {
 	struct open_how how = {

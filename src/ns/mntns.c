@@ -402,24 +402,6 @@ static void unix_path_name(int copy, char *path, size_t len)
 }
 
 /*
- * Is the file of a socket's name (pfd) removed? Its path in *path (as the
- * process sees it: the file is on a mount of its namespace). -errno: none.
- */
-static int unix_name_removed(int pfd, char *path, size_t len)
-{
-	static const char del[] = " (deleted)";
-	char link[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-	n = readlink(link, path, len - 1);
-	if (n < 0)
-		return -errno;
-	path[n] = 0;
-	return (size_t)n > sizeof(del) - 1 && !strcmp(path + n - (sizeof(del) - 1), del);
-}
-
-/*
  * Is the file of the absolute path name a socket of pid is bound to, its
  * socket file (pfd), at that path in pid's root? Restore binds the name
  * under the root it builds; a name bound before a pivot_root or chroot, or
@@ -456,7 +438,7 @@ static void refuse_unix_in_own_root(pid_t pid, const char *fd, const char *link,
 	if (sun[0])
 		pfd = ioctl(copy, SIOCUNIXFILE);
 	if (pfd >= 0)
-		removed = unix_name_removed(pfd, path, sizeof(path));
+		removed = self_fd_link(pfd, path, sizeof(path));	/* as the process sees it */
 	if (sun[0] && (pfd < 0 || removed < 0))
 		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s): the file of its "
 			   "name cannot be found", pid, fd, link, sun);

@@ -26,6 +26,7 @@
 #include "ctx/proc_tree.h"
 #include "net/sock.h"
 #include "image/image.h"
+#include "proc.h"
 #include "log.h"
 
 #include "files.pb-c.h"
@@ -376,18 +377,13 @@ static int read_queue(struct dump_ctx *d, int copy, const struct sk_diag *s, str
  */
 static int name_file_path(int pfd, char *path, size_t len, bool *deleted)
 {
-	static const char del[] = " (deleted)";
-	char link[64];
-	ssize_t n;
+	int n = self_fd_link(pfd, path, len);
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", pfd);
-	n = readlink(link, path, len - 1);
 	if (n < 0)
-		return -errno;
-	path[n] = 0;
-	*deleted = (size_t)n > sizeof(del) - 1 && !strcmp(path + n - (sizeof(del) - 1), del);
+		return n;
+	*deleted = n;
 	if (*deleted)
-		path[n - (sizeof(del) - 1)] = 0;
+		path[strlen(path) - (sizeof(" (deleted)") - 1)] = 0;
 	return 0;
 }
 
