@@ -175,32 +175,29 @@ static int reap(struct ring *r, uint64_t data)
 	return res;
 }
 
+/* One 4 KiB op (WRITE_FIXED, READ_FIXED) at off through fixed file 0 and fixed buffer 0. */
+static void fixed_io(struct ring *r, uint8_t op, uint64_t data, off_t off, const char *what)
+{
+	struct io_uring_sqe *e = queue(r, op, data);
+	int res;
+
+	e->flags = IOSQE_FIXED_FILE;
+	e->fd = 0;
+	e->addr = (uintptr_t)buf;
+	e->len = sizeof(buf);
+	e->off = (uint64_t)off;
+	submit(r, 1, 1);
+	if ((res = reap(r, data)) != (int)sizeof(buf))
+		t_fail("%s: %d", what, res);
+}
+
 /* A write then a read of 4 KiB at off through fixed file 0 and fixed buffer 0. */
 static void write_read(struct ring *r, uint64_t seed, off_t off)
 {
-	struct io_uring_sqe *e;
-	int res;
-
 	t_fill(buf, sizeof(buf), seed);
-	e = queue(r, IORING_OP_WRITE_FIXED, 1);
-	e->flags = IOSQE_FIXED_FILE;
-	e->fd = 0;
-	e->addr = (uintptr_t)buf;
-	e->len = sizeof(buf);
-	e->off = (uint64_t)off;
-	submit(r, 1, 1);
-	if ((res = reap(r, 1)) != (int)sizeof(buf))
-		t_fail("fixed write: %d", res);
+	fixed_io(r, IORING_OP_WRITE_FIXED, 1, off, "fixed write");
 	memset(buf, 0, sizeof(buf));
-	e = queue(r, IORING_OP_READ_FIXED, 2);
-	e->flags = IOSQE_FIXED_FILE;
-	e->fd = 0;
-	e->addr = (uintptr_t)buf;
-	e->len = sizeof(buf);
-	e->off = (uint64_t)off;
-	submit(r, 1, 1);
-	if ((res = reap(r, 2)) != (int)sizeof(buf))
-		t_fail("fixed read: %d", res);
+	fixed_io(r, IORING_OP_READ_FIXED, 2, off, "fixed read");
 	if (t_verify(buf, sizeof(buf), seed))
 		t_fail("the bytes read back through the ring differ at %lld", (long long)off);
 }
