@@ -155,26 +155,14 @@ static int load_shares(struct rst *root, size_t i)
 	return 0;
 }
 
-/* rst_check_loaded, in its mount namespace (its files as it sees them). */
-static int check_in_mntns(struct rst *m)
+/* step (rst_check_loaded, rst_prepare) for m, in its mount namespace (its files as it sees them). */
+static int in_mntns(struct rst *m, int (*step)(struct rst *))
 {
 	struct mnt_back b;
 	int ret = mntns_member_enter(m, &b);
 
 	if (!ret)
-		ret = rst_check_loaded(m);
-	mntns_member_leave(&b);
-	return ret;
-}
-
-/* rst_prepare, in its mount namespace. */
-static int prepare_in_mntns(struct rst *m)
-{
-	struct mnt_back b;
-	int ret = mntns_member_enter(m, &b);
-
-	if (!ret)
-		ret = rst_prepare(m);
+		ret = step(m);
 	mntns_member_leave(&b);
 	return ret;
 }
@@ -204,7 +192,7 @@ static int load_member(struct rst *root, size_t i)
 	if (!ret)
 		ret = tparent_resolve(&m->ds, &m->tree_parent->ds);	/* pages shared with it */
 	if (!ret)
-		ret = check_in_mntns(m);
+		ret = in_mntns(m, rst_check_loaded);
 	if (ret)
 		return ret;
 	if (m->ds.pstree->pgid != pe->pgid || m->ds.pstree->sid != pe->sid)
@@ -654,7 +642,7 @@ static int prepare_all(struct rst *root)
 
 		ret = resolve_shares(m);
 		if (!ret)
-			ret = prepare_in_mntns(m);
+			ret = in_mntns(m, rst_prepare);
 		if (!ret)
 			m->a->sum_pages = pagecheck_mode(&m->ds);
 		if (ret)
