@@ -550,3 +550,57 @@ add lazy-image-gone case_lazy_image_gone
 add lazy-wait case_lazy_wait
 add lazy-corrupt case_lazy_corrupt
 add lazy-check-late case_lazy_check_late
+
+# pages_present PID ADDR NPAGES STRIDE: how many of the pages ADDR + k*STRIDE*4096
+# (k < NPAGES/STRIDE) are in memory (/proc/PID/pagemap's bit 63)
+pages_present() {
+	python3 - "$@" <<'PY'
+import struct, sys
+pid, addr, n, stride = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3]), int(sys.argv[4])
+with open(f"/proc/{pid}/pagemap", "rb") as f:
+    c = 0
+    for p in range(0, n, stride):
+        f.seek((addr // 4096 + p) * 8)
+        c += struct.unpack("<Q", f.read(8))[0] >> 63
+print(c)
+PY
+}
+
+# a chain (pre-dump, a step that rewrites 1 page in 8, dump on it): the lazy
+# fill takes the pages written since the pre-dump (the dump's own pages) first,
+# then the rest in address order. The process is idle until the hot pass is
+# over, so whatever is in by then the background put there: every rewritten
+# page, and none of the others yet (the handler's count of pages left and its
+# -v 4 log order); then every byte is checked
+case_lazy_hot_first() {
+	local mb=16 stride=8
+	local pages=$(( mb * 256 )) hot=$(( mb * 256 / stride ))
+	start_prog t-incr "$mb" "$stride" keep
+	local addr=${READY[2]}
+	pre_dump "$T/p1"
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+	MEMDUMP_LAZY_PACE_MS=5 lazy_restore "$T/d2" 1 -v 4
+	local first
+	first=$(grep -m1 "lazy-pages: $PID: [0-9]* hot pages first" "$LZ_LOG") ||
+		{ show_file "log" "$LZ_LOG"; fail "no 'hot pages first' line"; }
+	first=${first##*: }; first=${first%% *}
+	(( first >= hot )) || fail "$first hot pages planned, want at least $hot (the rewritten ones)"
+	wait_until "$OP_TIMEOUT" eval 'grep -q "lazy-pages: $PID: the hot pages are in" "$LZ_LOG"' ||
+		{ show_file "log" "$LZ_LOG"; fail "the hot pass did not end"; }
+	local line left n
+	line=$(grep -m1 "lazy-pages: $PID: the hot pages are in" "$LZ_LOG")
+	note "${line#*: lazy-pages: }"
+	left=$(sed 's/.*are in (\([0-9]*\) pages left.*/\1/' <<< "$line")
+	(( left >= pages - hot )) ||
+		fail "$left pages left after the hot pass, want at least $(( pages - hot )): cold pages came first"
+	n=$(pages_present "$PID" "$addr" "$pages" "$stride")
+	(( n == hot )) || fail "$n of the $hot rewritten pages are in after the hot pass"
+	lazy_pass
+	lazy_done "$pages"
+	# the log order: no address-order piece before the last hot piece
+	local order; order=$(grep -o "lazy-pages: $PID: \(hot\|fill\) " "$LZ_LOG" | awk '{print $3}' | uniq | tr '\n' ' ')
+	[[ $order =~ ^hot\ (fill\ )?$ ]] || fail "the pieces came in the order '$order', want the hot ones first"
+}
+add lazy-hot-first case_lazy_hot_first

@@ -87,7 +87,14 @@ void lazy_remote_free(struct lazy_remote *lr);
 #define LAZY_IMG_SHIFT		52
 #define LAZY_PAGE(img, off)	(((uint64_t)(img) << LAZY_IMG_SHIFT) | (off))
 #define LAZY_PAGE_IMG(p)	((unsigned int)((p) >> LAZY_IMG_SHIFT))
-#define LAZY_PAGE_OFF(p)	((p) & ((1ULL << LAZY_IMG_SHIFT) - 1))
+#define LAZY_PAGE_OFF(p)	((p) & ((1ULL << LAZY_HOT_SHIFT) - 1))
+/*
+ * A hot page: written since the parent set (its bytes are in the newest
+ * set's own pages image of a chain). The background fill takes those first.
+ */
+#define LAZY_HOT_SHIFT		51
+#define LAZY_HOT		(1ULL << LAZY_HOT_SHIFT)
+#define LAZY_PAGE_HOT(p)	(((p) & LAZY_HOT) != 0)
 
 /* A lazy range of a process: page i of [start, end) comes from pg[i]. */
 struct lazy_seg {
@@ -111,6 +118,7 @@ struct lazy_proc {
 	size_t nr_segs;
 	struct lazy_check *checks;
 	size_t nr_checks;
+	uint64_t hot_pages;	/* of its pages, those LAZY_HOT */
 };
 
 /*

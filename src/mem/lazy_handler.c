@@ -10,8 +10,10 @@
  *    parent had not got yet), REMAP (mremap moves the pages still to come),
  *    REMOVE (madvise(DONTNEED): those pages read zeros now, not the dump),
  *    UNMAP (nothing to fill there any more);
- *  - fills everything else in the background, in address order (the images
- *    record no access times), in LAZY_FILL_PAGES pieces between faults;
+ *  - fills everything else in the background, in LAZY_FILL_PAGES pieces
+ *    between faults: the hot pages first (LAZY_HOT: written since the
+ *    chain's last pre-dump, the process's working set), then the rest in
+ *    address order;
  *    a 2 MiB filled whole in a VMA that may have huge pages is collapsed
  *    into one (process_madvise(MADV_COLLAPSE)), as the eager fill does;
  *  - closes each uffd once everything of it is filled (the process then no
@@ -81,6 +83,7 @@ struct lz_mm {
 	uint64_t left;		/* pages still to fill */
 	size_t cur_seg;		/* the background fill's cursor */
 	uint64_t cur_pg;
+	bool hot_done;		/* the hot pass over (the cursor then goes in address order) */
 	uint64_t retry[MAX_RETRY];	/* faults met with EAGAIN (mm changing): again later */
 	size_t nr_retry;
 };
@@ -408,6 +411,10 @@ static int mm_of_proc(struct handler *h, const struct lazy_proc *p, int uffd)
 	m->nr = m->cap = p->nr_segs;
 	for (size_t i = 0; i < m->nr; i++)
 		m->left += seg_pending(&m->segs[i]);
+	m->hot_done = !p->hot_pages;
+	if (p->hot_pages)
+		pr_info("lazy-pages: %d: %" PRIu64 " hot pages first (written since the parent set)",
+			p->pid, p->hot_pages);
 	return 0;
 }
 
@@ -433,6 +440,7 @@ static int mm_of_fork(struct handler *h, const struct lz_mm *parent, int uffd)
 		memcpy(m->segs[i].pg, s->pg, n * sizeof(uint64_t));
 	}
 	m->left = parent->left;
+	m->hot_done = parent->hot_done;
 	return 0;
 }
 
@@ -652,6 +660,54 @@ static void collapse(struct handler *h, struct lz_mm *m, const struct lazy_seg *
 		h->collapsed++;
 }
 
+/* The next hot page still to fill from (seg, i) on, the cursor moved there: false at the end. */
+static bool next_hot(struct lz_mm *m)
+{
+	for (; m->cur_seg < m->nr; m->cur_seg++, m->cur_pg = 0) {
+		const struct lazy_seg *s = &m->segs[m->cur_seg];
+		uint64_t np = (s->end - s->start) / PAGE_SIZE;
+
+		while (m->cur_pg < np && !(pending(s->pg[m->cur_pg]) && LAZY_PAGE_HOT(s->pg[m->cur_pg])))
+			m->cur_pg++;
+		if (m->cur_pg < np)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One background piece of the hot pass: up to LAZY_FILL_PAGES hot pages
+ * (runs scattered over the address space, taken together). At the end of
+ * the segments the pass is over, and the cursor starts again for the rest.
+ */
+static void hot_step(struct handler *h, struct lz_mm *m)
+{
+	uint64_t budget = LAZY_FILL_PAGES;
+
+	while (budget && next_hot(m)) {
+		struct lazy_seg *s = &m->segs[m->cur_seg];
+		uint64_t i = m->cur_pg, n = copyable(s, i, budget);
+		int ret = copy_pages(h, m, s, i, n);
+
+		if (ret == -ESRCH) {
+			mm_close(m);
+			return;
+		}
+		pr_debug("lazy-pages: %d: hot %#" PRIx64 " %" PRIu64 " pages", m->pid,
+			 s->start + i * PAGE_SIZE, n);
+		if (ret)
+			return;		/* the process's mappings are changing: its event first */
+		budget -= n;
+	}
+	if (m->cur_seg < m->nr)
+		return;
+	m->hot_done = true;
+	m->cur_seg = 0;
+	m->cur_pg = 0;
+	pr_info("lazy-pages: %d: the hot pages are in (%" PRIu64 " pages left, in address order)",
+		m->pid, m->left);
+}
+
 /*
  * One background piece of m, from its cursor: 0 when nothing is left. The
  * cursor stays on a piece not copied whole (the process's mappings were
@@ -684,6 +740,8 @@ static int fill_step(struct handler *h, struct lz_mm *m)
 		room = LAZY_FILL_PAGES - ((s->start / PAGE_SIZE + i) % LAZY_FILL_PAGES);
 		n = copyable(s, i, room);
 		ret = copy_pages(h, m, s, i, n);
+		pr_debug("lazy-pages: %d: fill %#" PRIx64 " %" PRIu64 " pages", m->pid,
+			 s->start + i * PAGE_SIZE, n);
 		if (ret == -ESRCH) {
 			mm_close(m);
 			return 0;
@@ -909,7 +967,10 @@ static void background_step(struct handler *h, struct lz_mm *m)
 		return;
 	t0 = now_ns();
 	f0 = h->filled;
-	fill_step(h, m);
+	if (!m->hot_done)
+		hot_step(h, m);
+	else
+		fill_step(h, m);
 	h->bg_us += (now_ns() - t0) / 1000;
 	h->bg_pages += h->filled - f0;
 }
