@@ -581,6 +581,10 @@ case_lazy_hot_first() {
 	incr_step
 	dump "$PID" "$T/d2" --prev-images-dir ../p1
 	expect_killed "$PID"
+	expect_parent_entries "$T/d2"	# crit decodes the set: the record is the chain's own
+	md show show -D "$T/d2" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	local shown; shown=$(sed -n 's/^hot  *\([0-9]*\) pages written since the parent set.*/\1/p' "$MD_OUT")
+	[[ -n $shown ]] && (( shown >= hot )) || fail "show gives '$shown' hot pages, want at least $hot"
 	MEMDUMP_LAZY_PACE_MS=5 lazy_restore "$T/d2" 1 -v 4
 	local first
 	first=$(grep -m1 "lazy-pages: $PID: [0-9]* hot pages first" "$LZ_LOG") ||

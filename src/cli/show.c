@@ -332,6 +332,9 @@ static void text_totals(const struct dumpset *ds)
 	count_totals(ds, &t);
 	printf("\ntotal      %zu VMAs, %" PRIu64 " pages dumped, %" PRIu64 " bytes (%.1f MiB)\n",
 	       t.vmas, t.pages, t.bytes, t.bytes / 1048576.0);
+	if (dumpset_has_parent_pages(ds))
+		printf("hot        %" PRIu64 " pages written since the parent set (a lazy restore "
+		       "fills them first)\n", dumpset_hot_pages(ds));
 	if (!d) {
 		printf("stats      none (no stats-dump)\n");
 		return;

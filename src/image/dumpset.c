@@ -916,6 +916,31 @@ uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v)
 	return runs_pages_in(src.runs, src.nr_runs, src.base, src.base + (v->end - v->start));
 }
 
+bool dumpset_has_parent_pages(const struct dumpset *ds)
+{
+	for (size_t k = 0; k < ds->nr_runs; k++)
+		if (ds->runs[k].present && !ds->runs[k].tparent && ds->runs[k].fd != ds->pages_fd)
+			return true;
+	return false;
+}
+
+bool dumpset_run_hot(const struct dumpset *ds, size_t k)
+{
+	return ds->runs[k].present && ds->runs[k].fd == ds->pages_fd && ds->pages_fd >= 0;
+}
+
+uint64_t dumpset_hot_pages(const struct dumpset *ds)
+{
+	uint64_t n = 0;
+
+	if (!dumpset_has_parent_pages(ds))
+		return 0;
+	for (size_t k = 0; k < ds->nr_runs; k++)
+		if (dumpset_run_hot(ds, k))
+			n += (ds->runs[k].end - ds->runs[k].start) / PAGE_SIZE;
+	return n;
+}
+
 const VmaEntry *dumpset_vma_at(const struct dumpset *ds, uint64_t addr)
 {
 	size_t lo = 0, hi = ds->mm->n_vmas;

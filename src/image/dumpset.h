@@ -177,6 +177,15 @@ uint64_t dumpset_pages_in(const struct dumpset *ds, uint64_t start, uint64_t end
 void dumpset_vma_src(const struct dumpset *ds, const VmaEntry *v, struct vma_src *src);
 /* Pages of v whose bytes the dump holds. */
 uint64_t dumpset_vma_pages(const struct dumpset *ds, const VmaEntry *v);
+/*
+ * The hot pages: in a chain (some of the process's pages are in a parent
+ * set), those in this set's own pages image, written since the last
+ * pre-dump; a lazy restore fills them first. 0 for a set without a parent.
+ * dumpset_run_hot(): run k of the process's pagemap is one of them.
+ */
+bool dumpset_has_parent_pages(const struct dumpset *ds);
+bool dumpset_run_hot(const struct dumpset *ds, size_t k);
+uint64_t dumpset_hot_pages(const struct dumpset *ds);
 /* The loaded content of shared object shmid, or NULL. */
 const struct dump_shmem *dumpset_shmem(const struct dumpset *ds, uint64_t shmid);
 /*

@@ -198,23 +198,10 @@ static bool vma_huge(const struct rst_vma *v, bool always, bool disabled)
 	return always || (v->madv & (1UL << MADV_HUGEPAGE));
 }
 
-/*
- * Hot pages: in a chain (the set has a parent), the runs of the newest set's
- * own pages image were written since the last pre-dump; a single dump has no
- * such record (every page is its own) and is filled in address order.
- */
-static bool set_has_parent(const struct rst *r)
-{
-	for (size_t k = 0; k < r->ds.nr_runs; k++)
-		if (r->ds.runs[k].present && !r->ds.runs[k].tparent && r->ds.runs[k].fd != r->ds.pages_fd)
-			return true;
-	return false;
-}
-
 /* The lazy VMAs of r, with where each page's bytes are. */
 static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 {
-	bool always = thp_always(), chain = set_has_parent(r);
+	bool always = thp_always(), chain = dumpset_has_parent_pages(&r->ds);
 
 	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
 	const struct dump_run *runs = r->ds.runs;
@@ -240,8 +227,8 @@ static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 		memset(s->pg, 0xff, n * sizeof(*s->pg));	/* LAZY_NONE */
 		for (size_t k = v->first_run; k < v->first_run + v->nr_runs; k++) {
 			int img = image_index(im, runs[k].fd);
-			uint64_t hot = chain && runs[k].present && runs[k].fd == r->ds.pages_fd ?
-				       LAZY_HOT : 0;
+			/* a chain's pages written since its last pre-dump: filled first */
+			uint64_t hot = chain && dumpset_run_hot(&r->ds, k) ? LAZY_HOT : 0;
 
 			if (img < 0)
 				return img;
