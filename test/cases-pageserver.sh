@@ -278,6 +278,8 @@ case_ms_lazy_heartbeat() {
 		fail "the source did not serve its final $size bytes once"
 	grep -q "every page of $T/B/3 is here" "$RXERR" ||
 		fail "the receiver's page handler did not say every page is in"
+	grep -q "lazy-pages: [0-9]*: [1-9][0-9]* hot pages first" "$RXERR" ||
+		fail "the page handler on B did not take the final set's pages (the hot ones) first"
 	[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept its final pages-1.img"
 	local dest ns0 beats
 	dest=$(ms_dest_pid "$PID")
