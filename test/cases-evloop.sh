@@ -101,7 +101,7 @@ add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
 add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
-# A userfaultfd of the process's own (t-uffd: a handler thread serving MISSING
+# A userfaultfd of the process's own (t-uffdserve: a handler thread serving MISSING
 # faults, a WP range with 2 pages protected) is refused for now, naming its
 # features, flags, ranges and protected pages, and a fault in flight (pending:
 # unread by the handler); the program, unharmed, serves its faults after.
@@ -112,7 +112,7 @@ uffd_refusal() {
 }
 case_evloop_uffd_refuse() {
 	local mode=$1 want; want=$(uffd_refusal "$1")
-	start_prog t-uffd "$mode"
+	start_prog t-uffdserve "$mode"
 	if [[ ${2-} == kill ]]; then
 		md dump dump -t "$PID" -D "$T/d"
 	else
@@ -122,7 +122,7 @@ case_evloop_uffd_refuse() {
 	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the userfaultfd's state ($want)"
 	no_inventory "$T/d"
 	check_child_pass
-	grep -qx "PASS $mode 16 served, 1 WP report" "$OUT" || fail "t-uffd did not serve its faults"
+	grep -qx "PASS $mode 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
 }
 add evloop-uffd-refuse-idle case_evloop_uffd_refuse idle
 add evloop-uffd-refuse-pending case_evloop_uffd_refuse pending
