@@ -101,6 +101,33 @@ add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
 add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
+# A userfaultfd of the process's own (t-uffdserve: a handler thread serving MISSING
+# faults, a WP range with 2 pages protected) is refused for now, naming its
+# features, flags, ranges and protected pages, and a fault in flight (pending:
+# unread by the handler); the program, unharmed, serves its faults after.
+uffd_refusal() {
+	local pend=''
+	[[ $1 == pending ]] && pend=', 1 faults pending, not read by its handler'
+	echo "fd 9 \(anon_inode:\[userfaultfd\]: a userfaultfd \(features 0x100, O_NONBLOCK, O_CLOEXEC$pend, 1 MISSING ranges, 1 WP ranges, 2 pages write-protected; the ranges are the process's, of every userfaultfd it has\), which memdump does not restore yet\)"
+}
+case_evloop_uffd_refuse() {
+	local mode=$1 want; want=$(uffd_refusal "$1")
+	start_prog t-uffdserve "$mode"
+	if [[ ${2-} == kill ]]; then
+		md dump dump -t "$PID" -D "$T/d"
+	else
+		md dump dump -t "$PID" -D "$T/d" --leave-running
+	fi
+	expect_md_error
+	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the userfaultfd's state ($want)"
+	no_inventory "$T/d"
+	check_child_pass
+	grep -qx "PASS $mode 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
+}
+add evloop-uffd-refuse-idle case_evloop_uffd_refuse idle
+add evloop-uffd-refuse-pending case_evloop_uffd_refuse pending
+add evloop-uffd-refuse-pending-kill case_evloop_uffd_refuse pending kill
+
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {
 	start_prog t-timerfd

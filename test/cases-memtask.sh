@@ -57,7 +57,7 @@ case_uffd_refused() {
 	start_prog t-uffd
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	local want="fd ${READY[2]} (anon_inode:[userfaultfd]: a userfaultfd)"
+	local want="fd ${READY[2]} (anon_inode:[userfaultfd]: a userfaultfd (features 0, O_NONBLOCK, O_CLOEXEC, 1 MISSING ranges; the ranges are the process's, of every userfaultfd it has), which memdump does not restore yet)"
 	grep -qF "$want" "$MD_ERR" || fail "the error does not say '$want'"
 	no_inventory "$T/d"
 	expect_untraced "$PID"

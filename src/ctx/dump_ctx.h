@@ -93,6 +93,7 @@ struct fd_policy {
 	pid_t pid;		/* the target */
 	const struct proc_tree *tree;	/* a tree dump: its processes, or NULL */
 	struct tty_ext ext_tty;	/* orphan_pts_master, --external tty[..] */
+	bool tracked;		/* memdump's tracker holds VMAs of the target (track/) */
 };
 
 /* A POSIX timer (ptimers.c). */

@@ -302,9 +302,9 @@ static bool owner_unsupported(const struct dump_opts *o, int fd, const char *lin
 	return false;
 }
 
-static void check_fd(const struct dump_opts *o, int fd, struct refusals *r)
+static void check_fd(const struct dump_opts *o, bool tracked, int fd, struct refusals *r)
 {
-	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty };
+	struct fd_policy p = { o->ghost_limit, o->shell_job, o->pid, o->tree, o->ext_tty, tracked };
 	pid_t pid = o->pid;
 	char path[64], link[PATH_MAX], why[512];
 	struct stat st;
@@ -334,7 +334,7 @@ static void check_fds(const struct dump_opts *o, const struct tracker *t, struct
 		return;
 	while ((de = readdir(dir)))
 		if (de->d_name[0] != '.' && !track_owns_fd(t, atoi(de->d_name)))
-			check_fd(o, atoi(de->d_name), r);
+			check_fd(o, t->fd >= 0, atoi(de->d_name), r);
 	closedir(dir);
 }
 

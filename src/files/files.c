@@ -36,6 +36,7 @@
 #include "net/sock.h"
 #include "files/tty.h"
 #include "evloop/iouring.h"
+#include "evloop/uffd.h"
 
 #include "files.pb-c.h"
 #include "mem/pages.h"
@@ -314,7 +315,6 @@ static uint64_t outside_proc_start(pid_t holder, const char *link)
 static const char *anon_unsupported(const char *link)
 {
 	static const struct { const char *link, *what; } names[] = {
-		{ "anon_inode:[userfaultfd]", "a userfaultfd" },
 		{ "anon_inode:bpf", "a BPF object" },
 		{ "anon_inode:[perf_event]", "a perf event" },
 	};
@@ -410,6 +410,9 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		;
 	else if (!strcmp(link, "anon_inode:[io_uring]")) {
 		iouring_refusal(pid, fd, why, len);	/* with what it holds (evloop/iouring.c) */
+		return true;
+	} else if (!strcmp(link, "anon_inode:[userfaultfd]")) {
+		uffd_refusal(pid, fd, p->tracked, why, len);	/* with what it holds (evloop/uffd.c) */
 		return true;
 	} else if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
