@@ -13,6 +13,7 @@
 #include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -39,6 +40,7 @@ static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
 	return buf;
 }
 
+#define NR_MSEAL	462	/* x86-64; not in every libc's headers */
 #define ZOMBIE_WAIT_MS	5000
 
 /*
@@ -172,10 +174,39 @@ static int check_vdso(struct rst *r)
 	if (vdso_layout_check(parts, n, why, sizeof(why)))
 		return fail(-EINVAL, "the dumped process cannot have its vdso back: %s%s", why,
 			    " (dumped on another kernel?)");
+	if (n && vdso_own_sealed() > 0)
+		return fail(-EOPNOTSUPP, "this kernel seals the vDSO of every process "
+			    "(CONFIG_MSEAL_SYSTEM_MAPPINGS): the restore cannot move it where the "
+			    "dumped one was");
 	r->has_vdso = n > 0;
 	if (n) {
 		r->vdso_start = parts[0].start;
 		r->vdso_len = parts[n - 1].end - parts[0].start;
+	}
+	return 0;
+}
+
+/*
+ * Sealed VMAs are sealed again by the restorer, last: refused before
+ * anything runs on a kernel without mseal() (Linux < 6.10), which
+ * mseal(0, 0, 0) tells (0 there, ENOSYS or EINVAL before).
+ */
+static int check_seal(struct rst *r)
+{
+	const MmEntry *mm = r->ds.mm;
+	char buf[256];
+	int err;
+
+	for (size_t i = 0; i < mm->n_vmas; i++) {
+		const VmaEntry *v = mm->vmas[i];
+
+		if (!v->has_sealed || !v->sealed)
+			continue;
+		if (!syscall(NR_MSEAL, 0UL, 0UL, 0UL))
+			return 0;
+		err = errno;
+		return fail(-err, "mm-%u.img: %s is sealed (mseal), which this kernel cannot "
+			    "do: %s", r->pid, vma_desc(v, buf, sizeof(buf)), strerror(err));
 	}
 	return 0;
 }
@@ -202,10 +233,13 @@ static int check_vmas(struct rst *r)
 		if ((file || vma_shm_private(v)) && (v->pgoff & (PAGE_SIZE - 1)))
 			return fail(-EIO, "mm-%u.img: %s has an unaligned file offset", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
+		if (v->has_lock_onfault && v->lock_onfault && !(v->has_locked && v->locked))
+			return fail(-EIO, "mm-%u.img: %s is locked on fault but not locked", r->pid,
+				    vma_desc(v, buf, sizeof(buf)));
 		if (!(v->status & VMA_AREA_VSYSCALL))
 			prev_end = v->end;
 	}
-	return 0;
+	return check_seal(r);
 }
 
 /*
