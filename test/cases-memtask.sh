@@ -2,8 +2,12 @@
 # exactly, or refused by name before the target is harmed.
 
 # mseal()ed mappings (VmFlags sl): sealed again by the restorer, last, with
-# their bytes; the unsealed rest of a split VMA stays unsealed (t-mseal).
+# their bytes; the unsealed rest of a split VMA stays unsealed; file mappings
+# sealed; mlock2(MLOCK_ONFAULT) memory locked on fault again (lf) (t-mseal).
 add vma-mseal case_rst default t-mseal
+# The same with the process's vDSO sealed (as CONFIG_MSEAL_SYSTEM_MAPPINGS or
+# glibc.rtld.seal would): mapped again where it was, then sealed.
+add vma-mseal-vdso case_rst default t-mseal vdso
 
 # MAP_DROPPABLE memory (VmFlags dp): mapped droppable again, empty, as the
 # kernel may leave it at any time; wipe-on-fork memory beside it intact.
