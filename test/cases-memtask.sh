@@ -9,6 +9,34 @@ add vma-mseal case_rst default t-mseal
 # glibc.rtld.seal would): mapped again where it was, then sealed.
 add vma-mseal-vdso case_rst default t-mseal vdso
 
+# Without mseal() (a kernel before 6.10, here a seccomp filter that answers
+# ENOSYS), a restore of sealed memory is refused in its checks, one line
+# naming the VMA, nothing started; the same images restore without it.
+case_vma_mseal_nokernel() {
+	start_prog t-mseal
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	cat > "$T/noseal" <<-'PY'
+	import ctypes, os, struct, sys
+	f = [(0x20, 0, 0, 0), (0x15, 0, 1, 462), (0x06, 0, 0, 0x50000 | 38), (0x06, 0, 0, 0x7fff0000)]
+	buf = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in f))
+	prog = struct.pack("HxxxxxxQ", len(f), ctypes.addressof(buf))
+	libc = ctypes.CDLL(None, use_errno=True)
+	if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.c_char_p(prog), 0, 0):
+	    sys.exit("seccomp: %s" % os.strerror(ctypes.get_errno()))
+	os.execv(sys.argv[1], sys.argv[1:])
+	PY
+	printf '#!/bin/sh\nexec python3 %s %s "$@"\n' "$T/noseal" "$MEMDUMP" > "$T/noseal.sh"
+	chmod +x "$T/noseal.sh"
+	MEMDUMP=$T/noseal.sh md noseal restore -D "$T/d"
+	expect_md_error
+	grep -q 'is sealed (mseal), which this kernel cannot do' "$MD_ERR" ||
+		fail "restore without mseal(): '$(cat "$MD_ERR")'"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	restore_and_pass "$T/d" 1
+}
+add vma-mseal-nokernel case_vma_mseal_nokernel
+
 # MAP_DROPPABLE memory (VmFlags dp): mapped droppable again, empty, as the
 # kernel may leave it at any time; wipe-on-fork memory beside it intact.
 add vma-droppable case_rst default t-droppable
