@@ -8,6 +8,9 @@ add vma-mseal case_rst default t-mseal
 # The same with the process's vDSO sealed (as CONFIG_MSEAL_SYSTEM_MAPPINGS or
 # glibc.rtld.seal would): mapped again where it was, then sealed.
 add vma-mseal-vdso case_rst default t-mseal vdso
+# A --leave-running snapshot (userfaultfd write-protection of the target's
+# memory) of sealed memory: the dump changes no sealed range (cases-snapshot.sh).
+add vma-mseal-snap case_snapshot_rst t-mseal
 
 # Without mseal() (a kernel before 6.10, here a seccomp filter that answers
 # ENOSYS), a restore of sealed memory is refused in its checks, one line
