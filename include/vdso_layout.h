@@ -24,11 +24,4 @@ int vdso_part_name(const char *name);
  */
 int vdso_layout_check(const struct vdso_part *parts, size_t n, char *why, size_t len);
 
-/*
- * 1 if memdump's own vDSO is sealed (VmFlags sl: a kernel built with
- * CONFIG_MSEAL_SYSTEM_MAPPINGS seals it in every process), 0 if not, or
- * -errno: the restorer, forked from memdump, could not unmap it then.
- */
-int vdso_own_sealed(void);
-
 #endif

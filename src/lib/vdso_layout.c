@@ -72,24 +72,3 @@ int vdso_layout_check(const struct vdso_part *parts, size_t n, char *why, size_t
 	}
 	return 0;
 }
-
-int vdso_own_sealed(void)
-{
-	FILE *f = fopen("/proc/self/smaps", "re");
-	char line[512];
-	int part = 0, sealed = 0;
-
-	if (!f)
-		return -errno;
-	while (!sealed && fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char name[32] = "";
-
-		if (!strncmp(line, "VmFlags:", 8))
-			sealed = part && strstr(line, " sl") != NULL;
-		else if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %31s", &s, &e, name) >= 2)
-			part = vdso_part_name(name);
-	}
-	fclose(f);
-	return sealed;
-}

@@ -174,10 +174,6 @@ static int check_vdso(struct rst *r)
 	if (vdso_layout_check(parts, n, why, sizeof(why)))
 		return fail(-EINVAL, "the dumped process cannot have its vdso back: %s%s", why,
 			    " (dumped on another kernel?)");
-	if (n && vdso_own_sealed() > 0)
-		return fail(-EOPNOTSUPP, "this kernel seals the vDSO of every process "
-			    "(CONFIG_MSEAL_SYSTEM_MAPPINGS): the restore cannot move it where the "
-			    "dumped one was");
 	r->has_vdso = n > 0;
 	if (n) {
 		r->vdso_start = parts[0].start;
@@ -243,6 +239,25 @@ static int check_vmas(struct rst *r)
 }
 
 /*
+ * The restorer, forked from memdump, unmaps every mapping of memdump's
+ * first: none may be sealed (a kernel built with CONFIG_MSEAL_SYSTEM_MAPPINGS
+ * seals the vDSO of every process, glibc.rtld.seal the loader's mappings).
+ */
+static int check_own_seals(void)
+{
+	char what[320];
+	int ret = self_sealed_mapping(what, sizeof(what));
+
+	if (ret < 0)
+		return fail(ret, "cannot read memdump's own smaps: %s", strerror(-ret));
+	if (ret)
+		return fail(-EOPNOTSUPP, "memdump's own mapping %s is sealed (mseal: "
+			    "CONFIG_MSEAL_SYSTEM_MAPPINGS or glibc.rtld.seal): the restorer could "
+			    "not unmap it", what);
+	return 0;
+}
+
+/*
  * The runs of pagemap-PID.img: present, in order, each inside a VMA that
  * takes them (shared memory has its own pagemap-shmem images); *total: bytes.
  */
@@ -299,7 +314,8 @@ static int check_memory(struct rst *r)
 	if (ds->inv->has_pages_bytes && ds->inv->pages_bytes != total)
 		return fail(-EIO, "inventory.img says %" PRIu64 " bytes of pages, the pagemap lists %"
 			    PRIu64, ds->inv->pages_bytes, total);
-	return check_vdso(r);
+	ret = check_vdso(r);
+	return ret ? ret : check_own_seals();
 }
 
 /* Every entry of files.img of a kind memdump restores, and what its kind checks. */
