@@ -12,10 +12,12 @@ add vma-mseal-vdso case_rst default t-mseal vdso
 # memory) of sealed memory: the dump changes no sealed range (cases-snapshot.sh).
 add vma-mseal-snap case_snapshot_rst t-mseal
 
-# Without mseal() (a kernel before 6.10, here a seccomp filter that answers
-# ENOSYS), a restore of sealed memory is refused in its checks, one line
-# naming the VMA, nothing started; the same images restore without it.
-case_vma_mseal_nokernel() {
+# A restore of sealed memory refused in its checks, one line, nothing started:
+# without mseal() (a kernel before 6.10, here a seccomp filter that answers
+# ENOSYS), naming the VMA; with a mapping of memdump's own sealed (its vDSO,
+# as CONFIG_MSEAL_SYSTEM_MAPPINGS would; here sealed by an LD_PRELOAD), which
+# the restorer could not unmap. The same images restore without either.
+case_vma_mseal_refused() {
 	start_prog t-mseal
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
@@ -36,9 +38,32 @@ case_vma_mseal_nokernel() {
 	grep -q 'is sealed (mseal), which this kernel cannot do' "$MD_ERR" ||
 		fail "restore without mseal(): '$(cat "$MD_ERR")'"
 	alive "$PID" && fail "pid $PID runs after a refused restore"
+	cat > "$T/sealvdso.c" <<-'C'
+	#define _GNU_SOURCE
+	#include <stdio.h>
+	#include <string.h>
+	#include <unistd.h>
+	__attribute__((constructor)) static void seal_vdso(void)
+	{
+		char l[512]; unsigned long s, e; FILE *f = fopen("/proc/self/maps", "r");
+		while (f && fgets(l, sizeof(l), f))
+			if (strstr(l, "[vdso]") && sscanf(l, "%lx-%lx", &s, &e) == 2)
+				syscall(462, s, e - s, 0);
+		if (f)
+			fclose(f);
+	}
+	C
+	gcc -shared -fPIC -o "$T/sealvdso.so" "$T/sealvdso.c" 2> "$T/cc.err" ||
+		{ show_file cc "$T/cc.err"; fail "cannot build sealvdso.so"; }
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		LD_PRELOAD=$T/sealvdso.so md ownseal restore -D "$T/d"
+	expect_md_error
+	grep -q "memdump's own mapping .* \[vdso\] is sealed" "$MD_ERR" ||
+		fail "restore with memdump's vDSO sealed: '$(cat "$MD_ERR")'"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
 	restore_and_pass "$T/d" 1
 }
-add vma-mseal-nokernel case_vma_mseal_nokernel
+add vma-mseal-refused case_vma_mseal_refused
 
 # MAP_DROPPABLE memory (VmFlags dp): mapped droppable again, empty, as the
 # kernel may leave it at any time; wipe-on-fork memory beside it intact.
