@@ -56,6 +56,12 @@ bool proc_fd_link_is(pid_t pid, int fd, const char *want);
  */
 int self_fd_link(int fd, char *path, size_t len);
 /*
+ * 1 with "START-END NAME" of memdump's first sealed mapping (VmFlags sl:
+ * the vDSO of a kernel with CONFIG_MSEAL_SYSTEM_MAPPINGS, the loader's with
+ * glibc.rtld.seal) in what, 0 when none is, or -errno.
+ */
+int self_sealed_mapping(char *what, size_t len);
+/*
  * path as process pid sees it (an absolute path of its fd links), opened
  * under its root (/proc/PID/root) with flags (O_CLOEXEC added): no "..",
  * no symlink and no magic link leads out of that root. An fd or -errno.

@@ -42,6 +42,8 @@
 #define __nr_capget		125
 #define __nr_capset		126
 #define __nr_mlock		149
+#define __nr_mlock2		325
+#define MLOCK_ONFAULT		1
 #define __nr_prlimit64		302
 #define __nr_rt_sigaction_	13
 #define __nr_rt_sigqueueinfo	129
@@ -1077,8 +1079,9 @@ static void restore_memory(void)
 			if (ret < 0)
 				rst_fail(ret, "cannot mprotect VMA at", v->start);
 		}
-		if (v->locked) {
-			ret = sys_call2(__nr_mlock, v->start, len);
+		if (v->locked) {	/* MLOCK_ONFAULT: locked as faulted in, not populated now */
+			ret = v->lock_onfault ? sys_call3(__nr_mlock2, v->start, len, MLOCK_ONFAULT) :
+						sys_call2(__nr_mlock, v->start, len);
 			if (ret < 0)
 				rst_fail(ret, "cannot mlock VMA at", v->start);
 		}

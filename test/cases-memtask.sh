@@ -2,8 +2,68 @@
 # exactly, or refused by name before the target is harmed.
 
 # mseal()ed mappings (VmFlags sl): sealed again by the restorer, last, with
-# their bytes; the unsealed rest of a split VMA stays unsealed (t-mseal).
+# their bytes; the unsealed rest of a split VMA stays unsealed; file mappings
+# sealed; mlock2(MLOCK_ONFAULT) memory locked on fault again (lf) (t-mseal).
 add vma-mseal case_rst default t-mseal
+# The same with the process's vDSO sealed (as CONFIG_MSEAL_SYSTEM_MAPPINGS or
+# glibc.rtld.seal would): mapped again where it was, then sealed.
+add vma-mseal-vdso case_rst default t-mseal vdso
+# A --leave-running snapshot (userfaultfd write-protection of the target's
+# memory) of sealed memory: the dump changes no sealed range (cases-snapshot.sh).
+add vma-mseal-snap case_snapshot_rst t-mseal
+
+# A restore of sealed memory refused in its checks, one line, nothing started:
+# without mseal() (a kernel before 6.10, here a seccomp filter that answers
+# ENOSYS), naming the VMA; with a mapping of memdump's own sealed (its vDSO,
+# as CONFIG_MSEAL_SYSTEM_MAPPINGS would; here sealed by an LD_PRELOAD), which
+# the restorer could not unmap. The same images restore without either.
+case_vma_mseal_refused() {
+	start_prog t-mseal
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	cat > "$T/noseal" <<-'PY'
+	import ctypes, os, struct, sys
+	f = [(0x20, 0, 0, 0), (0x15, 0, 1, 462), (0x06, 0, 0, 0x50000 | 38), (0x06, 0, 0, 0x7fff0000)]
+	buf = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in f))
+	prog = struct.pack("HxxxxxxQ", len(f), ctypes.addressof(buf))
+	libc = ctypes.CDLL(None, use_errno=True)
+	if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.c_char_p(prog), 0, 0):
+	    sys.exit("seccomp: %s" % os.strerror(ctypes.get_errno()))
+	os.execv(sys.argv[1], sys.argv[1:])
+	PY
+	printf '#!/bin/sh\nexec python3 %s %s "$@"\n' "$T/noseal" "$MEMDUMP" > "$T/noseal.sh"
+	chmod +x "$T/noseal.sh"
+	MEMDUMP=$T/noseal.sh md noseal restore -D "$T/d"
+	expect_md_error
+	grep -q 'is sealed (mseal), which this kernel cannot do' "$MD_ERR" ||
+		fail "restore without mseal(): '$(cat "$MD_ERR")'"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	cat > "$T/sealvdso.c" <<-'C'
+	#define _GNU_SOURCE
+	#include <stdio.h>
+	#include <string.h>
+	#include <unistd.h>
+	__attribute__((constructor)) static void seal_vdso(void)
+	{
+		char l[512]; unsigned long s, e; FILE *f = fopen("/proc/self/maps", "r");
+		while (f && fgets(l, sizeof(l), f))
+			if (strstr(l, "[vdso]") && sscanf(l, "%lx-%lx", &s, &e) == 2)
+				syscall(462, s, e - s, 0);
+		if (f)
+			fclose(f);
+	}
+	C
+	gcc -shared -fPIC -o "$T/sealvdso.so" "$T/sealvdso.c" 2> "$T/cc.err" ||
+		{ show_file cc "$T/cc.err"; fail "cannot build sealvdso.so"; }
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		LD_PRELOAD=$T/sealvdso.so md ownseal restore -D "$T/d"
+	expect_md_error
+	grep -q "memdump's own mapping .* \[vdso\] is sealed" "$MD_ERR" ||
+		fail "restore with memdump's vDSO sealed: '$(cat "$MD_ERR")'"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	restore_and_pass "$T/d" 1
+}
+add vma-mseal-refused case_vma_mseal_refused
 
 # MAP_DROPPABLE memory (VmFlags dp): mapped droppable again, empty, as the
 # kernel may leave it at any time; wipe-on-fork memory beside it intact.

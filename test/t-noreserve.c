@@ -3,7 +3,7 @@
  * MADV_WIPEONFORK and MADV_DONTDUMP. After restore the reservation still has
  * VmFlags "nr", the madvise flags are still there, the content is the same.
  * With "onfault" as second argument it also holds an mlock2(MLOCK_ONFAULT)
- * region, which memdump refuses by name.
+ * region, which must still show VmFlags lo lf.
  * READY <pid> <addr> <len> */
 #include "tlib.h"
 
@@ -30,6 +30,8 @@ int main(int argc, char **argv)
 {
 	static const char *const nr[] = { "nr" };
 	static const char *const madv[] = { "dc", "wf", "dd" };
+	static const char *const onfault[] = { "lo", "lf" };
+	uint8_t *l = NULL;
 
 	if (argc > 1 && !strcmp(argv[1], "--gen"))
 		return t_gen(argc, argv);
@@ -44,8 +46,7 @@ int main(int argc, char **argv)
 	    madvise(m, MADV_LEN / 2, MADV_WIPEONFORK))
 		t_fail("madvise: %s", strerror(errno));
 	if (argc > 2 && !strcmp(argv[2], "onfault")) {
-		uint8_t *l = t_mmap(4 * T_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE);
-
+		l = t_mmap(4 * T_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 		if (syscall(SYS_mlock2, l, 4 * T_PAGE, 1 /* MLOCK_ONFAULT */))
 			t_fail("mlock2: %s", strerror(errno));
 	}
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 
 	expect_flags(r, nr, 1);
 	expect_flags(m, madv, 3);
+	if (l)
+		expect_flags(l, onfault, 2);
 	for (size_t off = 0; off < LEN; off += STRIDE)
 		if (t_verify(r + off, T_PAGE, SEED))
 			t_fail("touched page at %p differs", (void *)(r + off));

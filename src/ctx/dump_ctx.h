@@ -119,6 +119,7 @@ struct vma {
 	uint64_t madv;
 	bool locked;
 	bool sealed;			/* mseal() (VmFlags sl): sealed again on restore */
+	bool lock_onfault;		/* mlock2(MLOCK_ONFAULT) (VmFlags lf), with locked */
 	bool dump;			/* its pages go to the image */
 	bool anon_only;			/* dump only anonymous (COW) pages */
 	bool uffd_wp;			/* VmFlags uw: registered with the tracker, or refused */

@@ -350,6 +350,8 @@ static void fill_vma(VmaEntry *e, const struct vma *v)
 	e->locked = v->locked;
 	e->has_sealed = v->sealed;
 	e->sealed = v->sealed;
+	e->has_lock_onfault = v->lock_onfault;
+	e->lock_onfault = v->lock_onfault;
 }
 
 /* mm_entry.guards (field 50): the guard pages, which have no content. */

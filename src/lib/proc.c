@@ -352,3 +352,30 @@ int proc_root_open(pid_t pid, const char *path, int flags)
 	close(dir);
 	return fd;
 }
+
+int self_sealed_mapping(char *what, size_t len)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512], cur[512] = "";
+	int sealed = 0;
+
+	if (!f)
+		return -errno;
+	while (!sealed && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (!strncmp(line, "VmFlags:", 8))
+			sealed = strstr(line, " sl") != NULL;
+		else if (sscanf(line, "%lx-%lx ", &s, &e) == 2)
+			snprintf(cur, sizeof(cur), "%s", line);
+	}
+	fclose(f);
+	if (sealed) {
+		char name[256] = "";
+		unsigned long s, e;
+
+		sscanf(cur, "%lx-%lx %*s %*s %*s %*s %255[^\n]", &s, &e, name);
+		snprintf(what, len, "%#lx-%#lx %s", s, e, *name ? name : "(anonymous)");
+	}
+	return sealed;
+}

@@ -49,6 +49,7 @@ static void madvise_bits(struct vma *v)
 			v->madv |= 1ULL << map[i].advice;
 	v->locked = has_flag(v, "lo");
 	v->sealed = has_flag(v, "sl");
+	v->lock_onfault = has_flag(v, "lf");
 }
 
 static int refuse(pid_t pid, const struct vma *v, const char *what)
@@ -85,14 +86,14 @@ static const char *const restored_flags[] = {
 						 * (anonymous, a hugetlbfs file's, System V's: ns.c;
 						 * others refused below) */
 	"dc", "dd", "wf", "hg", "nh", "mg", "sr", "rr",	/* madvise bits */
-	"lo", "de", "dw", "sd", "io", "pf",	/* mlock; kernel-set; io/pf refused below */
+	"lo", "lf", "de", "dw", "sd", "io", "pf",	/* mlock, MLOCK_ONFAULT; kernel-set; io/pf
+						 * refused below */
 	"gu",					/* guard pages: recorded by pagescan.c, reinstalled */
 	"dp",					/* MAP_DROPPABLE: mapped so again, empty */
 	"sl",					/* mseal(): sealed again by the restorer, last */
 };
 
 static const struct { const char *flag, *what; } refused_flags[] = {
-	{ "lf", "mlock2(MLOCK_ONFAULT) (VmFlags lf)" },
 	{ "um", "a userfaultfd registration (VmFlags um)" },
 	{ "uw", "a userfaultfd write-protect registration (VmFlags uw)" },
 	{ "ui", "a userfaultfd minor-fault registration (VmFlags ui)" },

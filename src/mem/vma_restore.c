@@ -152,6 +152,7 @@ static void fill_memory(struct rst *r)
 		rv[i].how = vma_how(v);
 		rv[i].locked = v->has_locked && v->locked;
 		rv[i].sealed = v->has_sealed && v->sealed;
+		rv[i].lock_onfault = v->has_lock_onfault && v->lock_onfault;
 		while (vi < ds->nr_runs && ds->runs[vi].start < v->start)
 			vi++;
 		rv[i].first_run = vi;

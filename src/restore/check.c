@@ -13,6 +13,7 @@
 #include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -39,6 +40,7 @@ static const char *vma_desc(const VmaEntry *v, char *buf, size_t len)
 	return buf;
 }
 
+#define NR_MSEAL	462	/* x86-64; not in every libc's headers */
 #define ZOMBIE_WAIT_MS	5000
 
 /*
@@ -180,6 +182,31 @@ static int check_vdso(struct rst *r)
 	return 0;
 }
 
+/*
+ * Sealed VMAs are sealed again by the restorer, last: refused before
+ * anything runs on a kernel without mseal() (Linux < 6.10), which
+ * mseal(0, 0, 0) tells (0 there, ENOSYS or EINVAL before).
+ */
+static int check_seal(struct rst *r)
+{
+	const MmEntry *mm = r->ds.mm;
+	char buf[256];
+	int err;
+
+	for (size_t i = 0; i < mm->n_vmas; i++) {
+		const VmaEntry *v = mm->vmas[i];
+
+		if (!v->has_sealed || !v->sealed)
+			continue;
+		if (!syscall(NR_MSEAL, 0UL, 0UL, 0UL))
+			return 0;
+		err = errno;
+		return fail(-err, "mm-%u.img: %s is sealed (mseal), which this kernel cannot "
+			    "do: %s", r->pid, vma_desc(v, buf, sizeof(buf)), strerror(err));
+	}
+	return 0;
+}
+
 static int check_vmas(struct rst *r)
 {
 	const MmEntry *mm = r->ds.mm;
@@ -202,9 +229,31 @@ static int check_vmas(struct rst *r)
 		if ((file || vma_shm_private(v)) && (v->pgoff & (PAGE_SIZE - 1)))
 			return fail(-EIO, "mm-%u.img: %s has an unaligned file offset", r->pid,
 				    vma_desc(v, buf, sizeof(buf)));
+		if (v->has_lock_onfault && v->lock_onfault && !(v->has_locked && v->locked))
+			return fail(-EIO, "mm-%u.img: %s is locked on fault but not locked", r->pid,
+				    vma_desc(v, buf, sizeof(buf)));
 		if (!(v->status & VMA_AREA_VSYSCALL))
 			prev_end = v->end;
 	}
+	return check_seal(r);
+}
+
+/*
+ * The restorer, forked from memdump, unmaps every mapping of memdump's
+ * first: none may be sealed (a kernel built with CONFIG_MSEAL_SYSTEM_MAPPINGS
+ * seals the vDSO of every process, glibc.rtld.seal the loader's mappings).
+ */
+static int check_own_seals(void)
+{
+	char what[320];
+	int ret = self_sealed_mapping(what, sizeof(what));
+
+	if (ret < 0)
+		return fail(ret, "cannot read memdump's own smaps: %s", strerror(-ret));
+	if (ret)
+		return fail(-EOPNOTSUPP, "memdump's own mapping %s is sealed (mseal: "
+			    "CONFIG_MSEAL_SYSTEM_MAPPINGS or glibc.rtld.seal): the restorer could "
+			    "not unmap it", what);
 	return 0;
 }
 
@@ -265,7 +314,8 @@ static int check_memory(struct rst *r)
 	if (ds->inv->has_pages_bytes && ds->inv->pages_bytes != total)
 		return fail(-EIO, "inventory.img says %" PRIu64 " bytes of pages, the pagemap lists %"
 			    PRIu64, ds->inv->pages_bytes, total);
-	return check_vdso(r);
+	ret = check_vdso(r);
+	return ret ? ret : check_own_seals();
 }
 
 /* Every entry of files.img of a kind memdump restores, and what its kind checks. */
