@@ -579,6 +579,48 @@ case_mntns_prop_copy() {
 }
 add mntns-prop-copy case_mntns_prop_copy
 
+# An fd on shared anonymous memory (opened through /proc/self/map_files, its
+# link "/dev/zero (deleted)", the mapping gone: zdtm shmemfd, shmemfd-priv in
+# the ns flavour) in a root of its own: memory, not a deleted file to make
+# again under that root. Restored, the fd is the same object: its content,
+# size, offset and flags.
+ROOT_PY_SHMFD='
+import mmap, os, signal, fcntl
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+import ctypes
+m = mmap.mmap(-1, 4096, mmap.MAP_SHARED)
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+fd = os.open("/proc/self/map_files/%x-%x" % (base, base + 4096), os.O_RDWR)
+os.ftruncate(fd, 0)
+ctypes.CDLL(None).munmap(ctypes.c_void_p(base), ctypes.c_size_t(4096))	# the fd alone holds it
+fcntl.fcntl(fd, fcntl.F_SETFL, os.O_APPEND)
+os.write(fd, b"hello"); os.lseek(fd, 3, os.SEEK_SET)
+before = (os.readlink("/proc/self/fd/%d" % fd), fcntl.fcntl(fd, fcntl.F_GETFL), os.fstat(fd).st_size)
+print("READY", os.getpid(), fd, flush=True)
+while not got:
+    signal.pause()
+after = (os.readlink("/proc/self/fd/%d" % fd), fcntl.fcntl(fd, fcntl.F_GETFL), os.fstat(fd).st_size)
+pos = os.lseek(fd, 0, os.SEEK_CUR)
+data = os.pread(fd, 16, 0)
+print("PASS" if (after, pos, data) == (before, 3, b"hello") else "FAIL %r" % ((after, pos, data, before),), flush=True)'
+case_mntns_shmfd() {
+	ROOT_PY=$ROOT_PY_SHMFD root_start private ""
+	grep -q "^READY $PID " "$OUT" || fail "the target: $(cat "$OUT")"
+	[[ $(stat -Lc %d:%i /proc/"$PID"/root) != $(stat -Lc %d:%i /) ]] || fail "the target has memdump's root"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+add mntns-shmfd case_mntns_shmfd
+
 # A process that chrooted after opening files outside its new root, its
 # parent at the namespace's root (zdtm chroot, chroot-file): those files opened
 # from the namespace's root, then the chroot; its cwd stays outside it

@@ -642,6 +642,61 @@ for mode in closing lastack; do
 done
 unset mode fam
 
+# zdtm socket-tcp-closed-last-ack in the ns flavour: in a network namespace
+# the dump saves, the accepting end LAST_ACK (its FIN unacknowledged: a rule
+# of the namespace's firewall drops what comes to its port), the connecting
+# end closed both ways first (its pair in TIME_WAIT, which the namespace made
+# anew has not). The LAST_ACK end's rebuild replays the peer's FIN to that
+# port: the rule must not be there yet. After the restore the rule is
+# (deleting it fails otherwise), both ends read EOF, cannot write, and keep
+# their names.
+case_ns_net_tcp_lastack_fw() {
+	command -v nft > /dev/null || fail "nft is not installed"
+	OUT=$T/lastack.out
+	"$TESTSRC/netns-wrap" python3 -c '
+import socket, os, signal, subprocess, sys, time
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+def state(s): return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+def names(): return [(s.getsockname(), s.getsockopt(socket.SOL_SOCKET, 28, 16)) for s in (a, c)]  # SO_PEERNAME, IPv4
+def wait(s, st):
+	for i in range(500):
+		if state(s) == st: return
+		time.sleep(0.01)
+	print("FAIL state", state(s), "not", st, flush=True); sys.exit(1)
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+port = l.getsockname()[1]
+c = socket.create_connection(("127.0.0.1", port)); a, _ = l.accept(); l.close()
+c.shutdown(socket.SHUT_WR); wait(a, 8)
+subprocess.check_call(["nft", "add table ip t; add chain ip t in { type filter hook input priority 0; }; add rule ip t in tcp dport %d drop" % port])
+a.shutdown(socket.SHUT_WR); wait(a, 9); wait(c, 7)
+before = names()
+print("READY", os.getpid(), c.fileno(), a.fileno(), flush=True)
+while not got: time.sleep(0.05)
+if state(a) != 9 or state(c) != 7:
+	print("FAIL states", state(a), state(c), flush=True); sys.exit(1)
+if subprocess.call(["nft", "delete table ip t"]):
+	print("FAIL the firewall rule is not there", flush=True); sys.exit(1)
+if names() != before:
+	print("FAIL names", flush=True); sys.exit(1)
+for s in (a, c):
+	if s.recv(1) != b"":
+		print("FAIL no EOF", flush=True); sys.exit(1)
+	try:
+		s.send(b"x"); print("FAIL a write passed", flush=True); sys.exit(1)
+	except OSError: pass
+print("PASS", flush=True)' > "$OUT" 2>&1 < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" '^(READY|FAIL)' 20 || { show_file lastack "$OUT"; fail "the target did not become READY"; }
+	grep -q '^READY' "$OUT" || fail "the target: $(cat "$OUT")"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+}
+add ns-net-tcp-lastack-fw case_ns_net_tcp_lastack_fw
+
 # A connection (and its listener) on an address its namespace no longer has
 # (added to lo, connected, removed): the namespace made again would not have
 # it and the restore could not bind them. The killing dump's dry run refuses

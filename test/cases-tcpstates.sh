@@ -105,6 +105,7 @@ tcpreset_control() { # tcpreset_control MODE FAM -> CONTROL
 	timeout_wait "$PID" || fail "the control run exited with $?"
 	CONTROL=$(grep -m1 '^SEQ ' "$OUT")
 	note "never dumped: $CONTROL"
+	rm -f "$OUT"	# the next start_prog must not find this run's READY
 }
 
 tcpreset_same() { # tcpreset_same: the program's SEQ line is CONTROL
@@ -153,6 +154,24 @@ for mode in rst epipe taken clt fin; do
 	done
 done
 unset mode fam
+# The connecting end closed both ways first (its pair in TIME_WAIT), in a
+# network namespace the dump saves (zdtm socket-tcp-closed in the ns
+# flavour): the namespace made anew has no TIME_WAIT, the connection is
+# rebuilt there and answers as a run never dumped. (In memdump's own
+# namespace it is refused: tcpst-closed-refused.)
+case_tcpreset_tw_ns() {
+	START_WRAP="$TESTSRC/netns-wrap" tcpreset_control tw "$1"
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-tcpreset tw "$1"
+	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+	tcpreset_same
+}
+add tcpreset-tw-ns-v4 case_tcpreset_tw_ns v4
+add tcpreset-tw-ns-v6 case_tcpreset_tw_ns v6
 add tcpreset-rst-lr case_tcpreset_lr rst
 add tcpreset-epipe-lr case_tcpreset_lr epipe
 add tcpreset-noest case_tcpreset_noest

@@ -6,6 +6,7 @@
  *     taken  as rst, the error taken (SO_ERROR) before READY
  *     clt    the connecting end (an ephemeral port), reset by the accepted one
  *     fin    the accepted end, closed both ways (the peer first: no TIME_WAIT here)
+ *     tw     the connecting end, closed both ways first (its pair in TIME_WAIT)
  *   argv[3] family: v4 (127.0.0.1), v6 (::1)
  * READY <pid> <fd>. On SIGUSR1: its names as before, then a fixed sequence of
  * calls (poll, SIOCINQ, SIOCOUTQ, TCP_INFO state, recv, [epipe: SO_ERROR], recv, send,
@@ -103,6 +104,20 @@ static void connect_pair(int *l, int *c, int *a)
 		t_fail("accept: %s", strerror(errno));
 }
 
+/* c shut down first, then a: c's pair in TIME_WAIT, c at VICTIM */
+static const char *closed_first(int a, int c)
+{
+	send_all(a, "abc");
+	t_sleep_ms(50);
+	shutdown(c, SHUT_WR);
+	wait_state(a, TCP_CLOSE_WAIT);
+	shutdown(a, SHUT_WR);
+	wait_state(c, TCP_CLOSE);
+	close(a);
+	at(c, VICTIM);
+	return "abc";
+}
+
 static const char *set_up(const char *mode)
 {
 	int l, c, a, e;
@@ -119,6 +134,8 @@ static const char *set_up(const char *mode)
 		wait_state(VICTIM, TCP_CLOSE);
 		return "xyz";
 	}
+	if (!strcmp(mode, "tw"))
+		return closed_first(a, c);
 	send_all(c, "abc");
 	t_sleep_ms(50);
 	if (!strcmp(mode, "epipe") || !strcmp(mode, "fin")) {

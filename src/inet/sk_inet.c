@@ -147,6 +147,17 @@ static const char *ping_unsupported(int copy, int proto, const struct sk_set *se
 }
 
 /*
+ * The pair held by this connection's own TIME_WAIT in a network namespace
+ * the dump saves (the dumping thread is in it): the namespace is made anew
+ * at restore, with no TIME_WAIT entries (none is a process's), so the pair
+ * is free there (zdtm socket-tcp*-closed in the ns flavour).
+ */
+static bool tw_left_behind(int st, int copy, const struct sk_set *set)
+{
+	return st == TCP_TIME_WAIT && set->netns_saved && in_thread_netns(copy);
+}
+
+/*
  * A connection over (tcp_states.h: reset, timed out, or closed both ways),
  * rebuilt established and reset. Its send queue is empty (a reset empties
  * it, a close both ways had it acknowledged) but what it had not sent yet
@@ -156,7 +167,7 @@ static const char *ping_unsupported(int copy, int proto, const struct sk_set *se
  * ECONNREFUSED, an ICMP error (soft or not) and the error queue cannot be
  * made again.
  */
-static const char *pair_taken(int copy, char *buf, size_t len)
+static const char *pair_taken(int copy, const struct sk_set *set, char *buf, size_t len)
 {
 	struct sockaddr_storage local, peer;
 	socklen_t l = sizeof(local);
@@ -166,7 +177,7 @@ static const char *pair_taken(int copy, char *buf, size_t len)
 	    !peer_of_unconnected(copy, local.ss_family, &peer))
 		return "a connection over whose names cannot be read";
 	st = tcp_tuple_state(&local, &peer);
-	if (st == -ENOENT || st == TCP_LISTEN)
+	if (st == -ENOENT || st == TCP_LISTEN || tw_left_behind(st, copy, set))
 		return NULL;
 	if (st < 0)
 		snprintf(buf, len, "a connection over: sock_diag cannot tell whether its address "
@@ -207,7 +218,7 @@ static const char *over_unsupported(int copy, const struct sk_set *set, char *bu
 			 "cannot restore (a reset's only: ECONNRESET, EPIPE)", strerror(e.err));
 		return buf;
 	}
-	return pair_taken(copy, buf, len);
+	return pair_taken(copy, set, buf, len);
 }
 
 const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct sk_set *set,

@@ -534,8 +534,9 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 			refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
 		return;	/* inotify: its watches are found as pid sees them (inotify.c) */
 	}
-	if (!strncmp(link, "/memfd:", 7))
-		return;		/* no path: shared memory (shmem.c) */
+	if (!strncmp(link, "/memfd:", 7) ||
+	    (S_ISREG(at->st_mode) && !strcmp(link, "/dev/zero (deleted)")))
+		return;		/* no path: shared memory (shmem.c), anonymous or a memfd */
 	if (!strncmp(link, "/proc/", 6) && !proc_of_a_process(link))
 		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
 			   "is mounted by the restored init, after the files are opened)", pid, fd,

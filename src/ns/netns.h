@@ -36,5 +36,8 @@ void netns_addrs_free(struct netns_addrs *s);
 /* netns.c: the dumped devices, addresses and routes in the new network namespace this
  * thread is in; the veth pairs' other ends in host_netns (memdump's, open). */
 int netns_restore(struct rst *r, int host_netns);
+/* The firewall of a namespace netns_restore() cut off, its connections rebuilt (r: the
+ * root); 0 when there is none to restore late. */
+int netns_firewall_late(struct rst *r);
 
 #endif

@@ -36,6 +36,7 @@
 #include "image/image.h"
 #include "log.h"
 #include "netlock.h"
+#include "nsswitch.h"
 #include "ctx/restore_ctx.h"
 #include "rtnl.h"
 #include "spawn_cmd.h"
@@ -469,12 +470,11 @@ static int isolate(struct netns_rst *n)
 }
 
 /*
- * The firewall, before any device is up: nftables tables (`nft -f`) and legacy
- * iptables tables with their counters (`ip[6]tables-legacy-restore -c`), each
- * image given to the program on its standard input, run in this thread's
- * namespace, the new one.
+ * The firewall: nftables tables (`nft -f`) and legacy iptables tables with
+ * their counters (`ip[6]tables-legacy-restore -c`), each image given to the
+ * program on its standard input, run in this thread's namespace, the new one.
  */
-static int restore_firewall(struct netns_rst *n)
+static int restore_firewall(struct rst *r)
 {
 	static const struct { enum img_type t; char *argv[4]; } progs[] = {
 		{ IMG_NFTABLES, { "nft", "-f", "-", NULL } },
@@ -488,9 +488,9 @@ static int restore_firewall(struct netns_rst *n)
 		int fd;
 
 		img_name(progs[i].t, NS_ID, name, sizeof(name));
-		if (faccessat(n->r->ds.dirfd, name, F_OK, 0))
+		if (faccessat(r->ds.dirfd, name, F_OK, 0))
 			continue;
-		fd = img_open_file(n->r->ds.dirfd, name, 0);
+		fd = img_open_file(r->ds.dirfd, name, 0);
 		if (fd < 0)
 			return fd;
 		ret = spawn_capture(progs[i].argv, fd, NULL, NULL, err, sizeof(err));
@@ -517,8 +517,8 @@ static int restore_all(struct netns_rst *n)
 		ret = check_externals(n);
 	if (!ret)
 		ret = isolate(n);
-	if (!ret)
-		ret = restore_firewall(n);
+	if (!ret && !n->r->net_isolated)	/* else netns_firewall_late() */
+		ret = restore_firewall(n->r);
 	if (!ret)
 		ret = rtnl_open(&n->in);
 	if (!ret)
@@ -535,6 +535,32 @@ static int restore_all(struct netns_rst *n)
 		ret = replay(n, IMG_ROUTE6, IPROUTE_ROUTE_MAGIC, RTM_NEWROUTE);
 	if (!ret)
 		ret = wait_dad(n);
+	return ret;
+}
+
+/*
+ * The firewall of a namespace cut off (isolate): after its connections are
+ * rebuilt, before the lock comes off. The segments the rebuild sends in a
+ * peer's name (a FIN received: tcp_peer_restore.c) carry the lock's mark,
+ * which the lock's table accepts, but a rule of the process's (zdtm
+ * socket-tcp-closed-last-ack: INPUT to its port dropped) would drop them
+ * still: no base chain's accept binds another's. Nothing else passes before
+ * the release (the lock drops all but lo, and all TCP; the processes are
+ * parked), and the rules' counters do not count the rebuild.
+ */
+int netns_firewall_late(struct rst *r)
+{
+	const struct ns_kind *k = ns_kind_by_name("net");
+	int back, ret;
+
+	if (!r->net_isolated)
+		return 0;
+	ret = ns_enter_pid(r->pid, k, &back);
+	if (ret)
+		return fail(ret, "cannot enter the network namespace of process %d to restore "
+			    "its firewall", r->pid);
+	ret = restore_firewall(r);
+	ns_return(back, k);
 	return ret;
 }
 

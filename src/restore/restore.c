@@ -54,6 +54,7 @@
 #include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
+#include "ns/netns.h"
 #include "ns/ns.h"
 #include "ns/timens.h"
 #include "restore/pipeline.h"
@@ -419,6 +420,9 @@ static int release(struct rst *r)
 		return abort_parked(r, ret);
 	if (r->nr_tcp)
 		hook_fire_late(h, HOOK_NETWORK_UNLOCK, r->pid);
+	ret = netns_firewall_late(r);
+	if (ret)
+		return abort_parked(r, ret);
 	ret = tcp_release_all(r) ?:		/* the lock off, then repair mode */
 	      hook_fire(h, HOOK_PRE_RESUME, r->pid);
 	if (!ret)

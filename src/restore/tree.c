@@ -45,6 +45,7 @@
 #include "net/sock.h"
 #include "ns/cgroups.h"
 #include "ns/mntns.h"
+#include "ns/netns.h"
 #include "ns/ns.h"
 #include "restore/pipeline.h"
 #include "task/sessions.h"
@@ -785,6 +786,8 @@ static int release_all(struct rst *root)
 		      timerfd_arm_all(i ? &root->tree->m[i - 1] : root);
 	for (size_t i = 0; i <= root->tree->n; i++)	/* what the restore did to watched ghosts */
 		inotify_drain_all(i ? &root->tree->m[i - 1] : root);
+	if (!ret)
+		ret = netns_firewall_late(root);	/* the connections rebuilt, the lock on */
 	if (!ret) {
 		bool tcp = false;
 
