@@ -375,6 +375,75 @@ case_ms_receiver_killed() {
 }
 add ms-receiver-killed case_ms_receiver_killed
 
+# A tree migrated (t-tree in a session of its own: a pipe between two processes, each its
+# own memory): two pre-dumps and the final dump, every process's set in its proc-PID on B; the source's
+# root is gone only once B's runs; every process passes its checks there.
+case_ms_tree() {
+	ps_hosts
+	# its own session, as a container's init: B's PID namespace has no other leader
+	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-tree
+	ms_receiver
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	ps_tree_gone
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	local dest p s
+	for s in 1 2 3; do
+		for p in $(ps_tree_members); do
+			[[ -s $T/B/$s/proc-$p/pages-1.img && -s $T/B/$s/proc-$p/inventory.img ]] ||
+				fail "no set of process $p in $T/B/$s/proc-$p"
+		done
+	done
+	for p in "$PID" $(ps_tree_members); do
+		[[ -n $(ms_dest_pid "$p") ]] || fail "no process $p runs on host B"
+	done
+	dest=$(ms_dest_pid "$PID")
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$dest" || fail "cannot signal the migrated tree's root"
+	get_result "$OUT"
+	(( $(grep -c '^ok ' "$OUT") == 3 )) || fail "not every child passed: $(grep -c '^ok ' "$OUT") ok lines"
+}
+add ms-tree case_ms_tree
+case_limit ms-tree 300
+
+# The receiver killed while a tree's migration sends the pages of its second process:
+# migrate fails naming it, every process of the tree runs on, untracked; nothing on B.
+case_ms_tree_receiver_killed() {
+	ps_hosts
+	ps_target t-tree
+	ms_receiver
+	MD_ERR=$T/md.migrate.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
+		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_until "$OP_TIMEOUT" eval \
+		'(( $(grep -c "fault point pages-half: stalling" "$MD_ERR") >= 2 ))' ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never reached its second process's pages"; }
+	local sh rx p
+	sh=$(pgrep -P "$RXPID") && rx=$(pgrep -P "$sh") || fail "no receiver below $RXPID"
+	kill -9 "$rx"
+	note "killed the receiver $rx during the migration"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q 'receiver 10.77.0.2' "$MD_ERR" || fail "the error does not name the receiver"
+	for p in "$PID" $(ps_tree_members); do
+		expect_untraced "$p"
+		expect_untracked "$p"
+		[[ -z $(ms_dest_pid "$p") ]] || fail "a process $p runs on host B"
+	done
+	check_child_pass
+}
+add ms-tree-receiver-killed case_ms_tree_receiver_killed
+
 # migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
 # last set), the process runs on B at once, its page handler fetches the final set's
 # pages-1.img from the source (faults first, then the rest), the source exits once

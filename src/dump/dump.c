@@ -446,8 +446,8 @@ int dump_run(const struct dump_opts *o)
 				(t.n && pidns_own(o->pid)) || (t.n && o->freeze_cgroup));
 
 		if (tree && o->one_process)
-			ret = fail(-EOPNOTSUPP, "%s: process %d has children, and a tree cannot "
-				   "be migrated yet", o->xfer ? "migrate" : "--lazy-pages", o->pid);
+			ret = fail(-EOPNOTSUPP, "--lazy-pages: process %d has children, and a "
+				   "tree cannot be migrated yet", o->pid);
 		else if (tree)
 			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
 							 * init, or frozen by its cgroup */
