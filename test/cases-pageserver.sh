@@ -650,19 +650,27 @@ case_ms_lazy_receiver_stopped() {
 add ms-lazy-receiver-stopped case_ms_lazy_receiver_stopped
 case_limit ms-lazy-receiver-stopped 300
 
-# migrate --lazy-pages of a tree, with no pre-dump to refuse it first: the final dump
-# refuses it by name before anything is touched; the tree runs on, passes.
+# migrate --lazy-pages of a tree (with no pre-dump, or refused by its first pre-dump):
+# refused by name before anything is touched: no tracker, nothing kept on B; the tree
+# runs on, passes.
 case_ms_lazy_tree_refused() {
 	ps_hosts
 	ps_target t-tree
 	ms_receiver
 	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
-		--pre-dumps 0
+		--pre-dumps "$1"
 	sed 's/^/#   stderr: /' "$MD_ERR"
 	expect_md_error
 	grep -q "^memdump: migrate failed: --lazy-pages: process $PID has children, and a tree cannot be migrated yet" \
 		"$MD_ERR" || fail "not refused by name"
-	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	local p
+	for p in "$PID" $(ps_tree_members); do
+		expect_untracked "$p"
+		[[ -z $(ms_dest_pid "$p") ]] || fail "a process $p runs on host B"
+	done
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ -z $(ls -A "$T/B") ]] || fail "the receiver kept files: $(ls "$T/B")"
 	check_child_pass
 }
-add ms-lazy-tree-refused case_ms_lazy_tree_refused
+add ms-lazy-tree-refused case_ms_lazy_tree_refused 0
+add ms-lazy-tree-refused-predump case_ms_lazy_tree_refused 2
