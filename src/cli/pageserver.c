@@ -195,9 +195,12 @@ static int on_sub(struct rx *r, uint64_t len)
 		return ret;
 	snprintf(path, sizeof(path), "%s%s%s", r->set, r->set[0] ? "/" : "", name);
 	if (!made_dir(r, path)) {
-		if (mkdirat(r->setfd, name, 0700))
-			return fail(-errno, "cannot make %s: %s", path, strerror(errno));
-		ret = remember(r, name, true);
+		int made = mkdirat(r->setfd, name, 0700) ? -errno : 0;
+
+		/* one there already is the dump's own (-D shared, as zdtm's): not removed */
+		if (made && made != -EEXIST)
+			return fail(made, "cannot make %s: %s", path, strerror(-made));
+		ret = made ? 0 : remember(r, name, true);
 		if (ret)
 			return ret;
 	}
