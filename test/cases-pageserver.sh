@@ -205,6 +205,25 @@ case_ps_tree() {
 }
 add ps-tree case_ps_tree
 
+# Memory a parent shares copy-on-write with its child (t-cow, cases-cow.sh) through the
+# page server: the dump leaves it shared (its checksums read the frozen memory without
+# pinning it), writes it once, and the restore on B shares it again.
+case_ps_tree_cow() {
+	ps_hosts
+	START_WRAP="nsenter --net=/run/netns/$NSA" cow_start
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_dump dump "$T/A" dump
+	expect_killed "$PID"
+	local bytes
+	bytes=$(cow_pages_bytes "$T/B")
+	note "pages images on B: $bytes bytes for two processes of $COW_MB MiB"
+	(( bytes < COW_MB * 1024 * 1024 * 5 / 4 )) ||
+		fail "the pages images hold $bytes bytes: the shared pages twice"
+	ps_gather "$T/A" "$T/B"
+	cow_restore_shared "$T/B"
+}
+add ps-tree-cow case_ps_tree_cow
+
 # A tree's incremental chain through page servers: pre-dump, dump --leave-running
 # --track-mem, the killing dump; each process's later sets incremental, the chain
 # restored on B.
