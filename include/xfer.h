@@ -6,6 +6,9 @@
  *
  *   HELLO   version (4 bytes)          client -> server, first
  *   SET     a directory name           the files from here on go into DIR/name
+ *   SUB     a directory name, or ""    the files from here on go into that
+ *                                      directory of the current set (made if
+ *                                      new: a tree's proc-PID), "" the set's own
  *   FILE    a file name                created (truncated) in the current directory
  *   DATA    raw bytes                  appended to the current file (spliced
  *                                      from the page pipes on the sending side)
@@ -45,7 +48,7 @@
 #include <sys/types.h>
 
 #define XFER_MAGIC	0x4d445846u	/* "FXDM" */
-#define XFER_VERSION	3	/* 2: HELLO is answered; 3: LAZY, GET */
+#define XFER_VERSION	4	/* 2: HELLO is answered; 3: LAZY, GET; 4: SUB */
 #define XFER_NAME_MAX	255
 #define XFER_GET_MAX	(2ULL << 20)
 
@@ -62,6 +65,7 @@ enum xfer_cmd {
 	XFER_SYNC,
 	XFER_LAZY,
 	XFER_GET,
+	XFER_SUB,
 };
 
 struct xfer_hdr {

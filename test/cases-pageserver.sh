@@ -165,6 +165,153 @@ case_ps_dump_killed() {
 }
 add ps-dump-killed case_ps_dump_killed
 
+# ps_tree_members: the processes of t-tree below its root (READY P A B G)
+ps_tree_members() { echo "${READY[@]:2}"; }
+
+# ps_tree_pages DIR_A DIR_B: every process's pages and pagemap on B, in the set's layout
+# (the root's in DIR_B, each other's in DIR_B/proc-PID), no pages image on A
+ps_tree_pages() {
+	local a=$1 b=$2 p
+	[[ -s $b/pages-1.img && -s $b/pagemap-$PID.img ]] || fail "no pages of the root $PID on B"
+	for p in $(ps_tree_members); do
+		[[ -s $b/proc-$p/pages-1.img ]] || fail "no pages-1.img of process $p in $b/proc-$p"
+		[[ -s $b/proc-$p/pagemap-$p.img ]] || fail "no pagemap of process $p in $b/proc-$p"
+		[[ ! -e $a/proc-$p/pages-1.img ]] || fail "pages-1.img of process $p was written on A"
+		[[ -s $a/proc-$p/pagemap-$p.img ]] || fail "no copy of process $p's pagemap on A"
+	done
+}
+
+# ps_tree_gone: every process of the tree killed by the dump
+ps_tree_gone() {
+	local p
+	expect_killed "$PID"
+	for p in $(ps_tree_members); do
+		wait_until 5 eval '! alive '"$p" || fail "process $p of the tree runs after the dump"
+	done
+}
+
+# A tree (t-tree: a pipe between two of its processes, each its own memory) through the
+# page server: every process's pages on B, where the set has them; verified, restored there.
+case_ps_tree() {
+	ps_hosts
+	ps_target t-tree
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_dump dump "$T/A" dump
+	ps_tree_gone
+	ps_tree_pages "$T/A" "$T/B"
+	ps_gather "$T/A" "$T/B"
+	md verify verify -D "$T/B" || fail "verify on host B failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/B" 1
+}
+add ps-tree case_ps_tree
+
+# Memory a parent shares copy-on-write with its child (t-cow, cases-cow.sh) through the
+# page server: the dump leaves it shared (its checksums read the frozen memory without
+# pinning it), writes it once, and the restore on B shares it again.
+case_ps_tree_cow() {
+	ps_hosts
+	START_WRAP="nsenter --net=/run/netns/$NSA" cow_start
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_dump dump "$T/A" dump
+	expect_killed "$PID"
+	local bytes
+	bytes=$(cow_pages_bytes "$T/B")
+	note "pages images on B: $bytes bytes for two processes of $COW_MB MiB"
+	(( bytes < COW_MB * 1024 * 1024 * 5 / 4 )) ||
+		fail "the pages images hold $bytes bytes: the shared pages twice"
+	ps_gather "$T/A" "$T/B"
+	cow_restore_shared "$T/B"
+}
+add ps-tree-cow case_ps_tree_cow
+
+# A tree's incremental chain through page servers: pre-dump, dump --leave-running
+# --track-mem, the killing dump; each process's later sets incremental, the chain
+# restored on B.
+case_ps_tree_incr() {
+	ps_hosts
+	ps_target t-tree
+	local s p full small
+	PSDIR=$T/B/1; ps_server "$T/B/1"
+	ps_dump pre1 "$T/A/1" pre-dump
+	PSDIR=$T/B/2; ps_server "$T/B/2"
+	ps_dump dump2 "$T/A/2" dump --leave-running --track-mem --prev-images-dir ../1
+	expect_untraced "$PID"
+	PSDIR=$T/B/3; ps_server "$T/B/3"
+	ps_dump dump3 "$T/A/3" dump --prev-images-dir ../2
+	ps_tree_gone
+	for s in 1 2 3; do ps_tree_pages "$T/A/$s" "$T/B/$s"; done
+	for p in $(ps_tree_members); do
+		full=$(stat -c %s "$T/B/1/proc-$p/pages-1.img")
+		small=$(stat -c %s "$T/B/3/proc-$p/pages-1.img")
+		note "process $p: $full bytes in the pre-dump, $small in the last dump"
+		(( small * 8 < full )) || fail "process $p's last dump was not incremental"
+	done
+	for s in 1 2 3; do ps_gather "$T/A/$s" "$T/B/$s"; done
+	md verify verify -D "$T/B/3" || fail "verify of the chain on B failed: $(tail -n1 "$MD_ERR")"
+	restore_and_pass "$T/B/3" 1
+}
+add ps-tree-incr case_ps_tree_incr
+case_limit ps-tree-incr 300
+
+# ps_tree_stalled_dump: a tree's dump on A to the page server, stalled halfway through the
+# pages of its second process (the first below the root: its proc-PID made on B)
+ps_tree_stalled_dump() {
+	MD_ERR=$T/md.dump.err
+	mkdir -p "$T/A"
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MDA" dump \
+		-t "$PID" -D "$T/A" --page-server --address 10.77.0.2 --port "$PS_PORT" \
+		2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_until "$OP_TIMEOUT" eval \
+		'(( $(grep -c "fault point pages-half: stalling" "$MD_ERR") >= 2 ))' ||
+		{ show_file "dump" "$MD_ERR"; fail "the dump never reached its second process's pages"; }
+	[[ -d $T/B/proc-${READY[2]} ]] || fail "no proc-${READY[2]} on B during its pages"
+}
+
+# The page server killed mid-dump of a tree: the dump fails naming it, every process runs
+# on untraced, no inventory on A; the tree passes.
+case_ps_tree_server_killed() {
+	ps_hosts
+	ps_target t-tree
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_tree_stalled_dump
+	kill -9 "$PSPID"
+	note "killed the page server during the dump"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	(( MD_RC == 124 )) && fail "the dump hung after the page server was killed"
+	expect_md_error
+	grep -q 'page server 10.77.0.2' "$MD_ERR" || fail "the error does not name the page server"
+	no_inventory "$T/A"
+	local p
+	for p in $(ps_tree_members); do expect_untraced "$p"; done
+	check_child_pass
+}
+add ps-tree-server-killed case_ps_tree_server_killed
+
+# The dump of a tree killed mid-transfer: the page server fails and removes everything,
+# the proc-PID directories too; the tree runs on and passes.
+case_ps_tree_dump_killed() {
+	ps_hosts
+	ps_target t-tree
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_tree_stalled_dump
+	local md p; md=$(pgrep -P "$MDPID")	# memdump, below timeout
+	[[ -n $md ]] || fail "no memdump below timeout $MDPID"
+	kill -9 "$md"
+	note "killed memdump $md during the dump"
+	ps_server_exit
+	(( PSRC != 0 )) || fail "the page server exited 0 after the dump was killed"
+	grep -q '^memdump: page-server failed: ' "$PSERR" || fail "no error line from the page server"
+	[[ -z $(ls -A "$T/B") ]] || fail "the page server left files: $(ls -R "$T/B")"
+	no_inventory "$T/A"
+	for p in "$PID" $(ps_tree_members); do expect_untraced "$p"; done
+	check_child_pass
+}
+add ps-tree-dump-killed case_ps_tree_dump_killed
+
 # ms_receiver [OPTS]: memdump migrate-receive on host B (a mount and a PID namespace of its
 # own, whose init stays for the restored process). Sets RXPID (the unshare), RXERR.
 ms_receiver() {
@@ -246,6 +393,75 @@ case_ms_receiver_killed() {
 	check_child_pass
 }
 add ms-receiver-killed case_ms_receiver_killed
+
+# A tree migrated (t-tree in a session of its own: a pipe between two processes, each its
+# own memory): two pre-dumps and the final dump, every process's set in its proc-PID on B; the source's
+# root is gone only once B's runs; every process passes its checks there.
+case_ms_tree() {
+	ps_hosts
+	# its own session, as a container's init: B's PID namespace has no other leader
+	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-tree
+	ms_receiver
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	ps_tree_gone
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	local dest p s
+	for s in 1 2 3; do
+		for p in $(ps_tree_members); do
+			[[ -s $T/B/$s/proc-$p/pages-1.img && -s $T/B/$s/proc-$p/inventory.img ]] ||
+				fail "no set of process $p in $T/B/$s/proc-$p"
+		done
+	done
+	for p in "$PID" $(ps_tree_members); do
+		[[ -n $(ms_dest_pid "$p") ]] || fail "no process $p runs on host B"
+	done
+	dest=$(ms_dest_pid "$PID")
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$dest" || fail "cannot signal the migrated tree's root"
+	get_result "$OUT"
+	(( $(grep -c '^ok ' "$OUT") == 3 )) || fail "not every child passed: $(grep -c '^ok ' "$OUT") ok lines"
+}
+add ms-tree case_ms_tree
+case_limit ms-tree 300
+
+# The receiver killed while a tree's migration sends the pages of its second process:
+# migrate fails naming it, every process of the tree runs on, untracked; nothing on B.
+case_ms_tree_receiver_killed() {
+	ps_hosts
+	ps_target t-tree
+	ms_receiver
+	MD_ERR=$T/md.migrate.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
+		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_until "$OP_TIMEOUT" eval \
+		'(( $(grep -c "fault point pages-half: stalling" "$MD_ERR") >= 2 ))' ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never reached its second process's pages"; }
+	local sh rx p
+	sh=$(pgrep -P "$RXPID") && rx=$(pgrep -P "$sh") || fail "no receiver below $RXPID"
+	kill -9 "$rx"
+	note "killed the receiver $rx during the migration"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point pages-half: stalling/d' "$MD_ERR"
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q 'receiver 10.77.0.2' "$MD_ERR" || fail "the error does not name the receiver"
+	for p in "$PID" $(ps_tree_members); do
+		expect_untraced "$p"
+		expect_untracked "$p"
+		[[ -z $(ms_dest_pid "$p") ]] || fail "a process $p runs on host B"
+	done
+	check_child_pass
+}
+add ms-tree-receiver-killed case_ms_tree_receiver_killed
 
 # migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
 # last set), the process runs on B at once, its page handler fetches the final set's
@@ -455,19 +671,27 @@ case_ms_lazy_receiver_stopped() {
 add ms-lazy-receiver-stopped case_ms_lazy_receiver_stopped
 case_limit ms-lazy-receiver-stopped 300
 
-# migrate --lazy-pages of a tree, with no pre-dump to refuse it first: the final dump
-# refuses it by name before anything is touched; the tree runs on, passes.
+# migrate --lazy-pages of a tree (with no pre-dump, or refused by its first pre-dump):
+# refused by name before anything is touched: no tracker, nothing kept on B; the tree
+# runs on, passes.
 case_ms_lazy_tree_refused() {
 	ps_hosts
 	ps_target t-tree
 	ms_receiver
 	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
-		--pre-dumps 0
+		--pre-dumps "$1"
 	sed 's/^/#   stderr: /' "$MD_ERR"
 	expect_md_error
 	grep -q "^memdump: migrate failed: --lazy-pages: process $PID has children, and a tree cannot be migrated yet" \
 		"$MD_ERR" || fail "not refused by name"
-	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	local p
+	for p in "$PID" $(ps_tree_members); do
+		expect_untracked "$p"
+		[[ -z $(ms_dest_pid "$p") ]] || fail "a process $p runs on host B"
+	done
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ -z $(ls -A "$T/B") ]] || fail "the receiver kept files: $(ls "$T/B")"
 	check_child_pass
 }
-add ms-lazy-tree-refused case_ms_lazy_tree_refused
+add ms-lazy-tree-refused case_ms_lazy_tree_refused 0
+add ms-lazy-tree-refused-predump case_ms_lazy_tree_refused 2

@@ -41,6 +41,7 @@
 
 #include "common.h"
 #include "cli/options.h"
+#include "ctx/proc_tree.h"
 #include "dump/dump.h"
 #include "hooks.h"
 #include "log.h"
@@ -165,11 +166,67 @@ static int send_lazy(struct migration *m, int dirfd)
 	return xfer_send(&m->x, XFER_LAZY, &size, sizeof(size));
 }
 
-/* Every image of the local set (pages-1.img went already), inventory.img last. */
+/* The images of one directory of the set (not lazy's pages-1.img), inventory.img last. */
+static int send_files(struct migration *m, DIR *dp, bool lazy)
+{
+	struct dirent *e;
+	int ret = 0;
+
+	rewinddir(dp);
+	while (!ret && (e = readdir(dp)))	/* directories: send_entry() skips them */
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "inventory.img") &&
+		    !(lazy && !strcmp(e->d_name, "pages-1.img")))
+			ret = send_entry(m, dirfd(dp), e->d_name);
+	return ret ? ret : send_entry(m, dirfd(dp), "inventory.img");
+}
+
+/* A proc-PID directory of a tree's set (treedump.c) into the same one there (SUB). */
+static int send_subset(struct migration *m, int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dp = fd < 0 ? NULL : fdopendir(fd);
+	int ret;
+
+	if (!dp) {
+		ret = fail(-errno, "cannot open %s/%d/%s: %s", m->work, m->set, name,
+			   strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	ret = xfer_send(&m->x, XFER_SUB, name, strlen(name));
+	if (!ret)
+		ret = send_files(m, dp, false);
+	closedir(dp);
+	return ret;
+}
+
+static bool is_dir(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode);
+}
+
+/* A tree's set: every other process's set first, then back in the root's (SUB ""). */
+static int send_subsets(struct migration *m, DIR *dp)
+{
+	struct dirent *e;
+	bool any = false;
+	int ret = 0;
+
+	while (!ret && (e = readdir(dp)))
+		if (!strncmp(e->d_name, "proc-", 5) && is_dir(dirfd(dp), e->d_name)) {
+			ret = send_subset(m, dirfd(dp), e->d_name);
+			any = true;
+		}
+	return ret || !any ? ret : xfer_send(&m->x, XFER_SUB, "", 0);
+}
+
+/* Every image of the local set (pages-1.img went already), the root's inventory.img last. */
 static int send_set(struct migration *m, enum xfer_cmd end)
 {
 	char dir[PATH_MAX + 16];
-	struct dirent *e;
 	DIR *dp;
 	bool lazy = m->lazy && end == XFER_RESTORE;
 	int ret = 0;
@@ -180,12 +237,10 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 		return fail(-errno, "cannot open %s: %s", dir, strerror(errno));
 	if (lazy)
 		ret = send_lazy(m, dirfd(dp));
-	while (!ret && (e = readdir(dp)))
-		if (e->d_name[0] != '.' && strcmp(e->d_name, "inventory.img") &&
-		    !(lazy && !strcmp(e->d_name, "pages-1.img")))
-			ret = send_entry(m, dirfd(dp), e->d_name);
 	if (!ret)
-		ret = send_entry(m, dirfd(dp), "inventory.img");
+		ret = send_subsets(m, dp);
+	if (!ret)
+		ret = send_files(m, dp, lazy);
 	closedir(dp);
 	if (ret || !lazy)
 		return ret ? ret : xfer_request(&m->x, end);
@@ -220,7 +275,7 @@ static int one_dump(struct migration *m, bool final)
 		.trace = o->trace, .ghost_limit = o->ghost_limit, .no_snapshot = true,
 		.tcp_established = final && o->tcp_established, .pre_dump = !final,
 		.xfer = final && m->lazy ? NULL : &m->x, .hooks = final ? &h : NULL,
-		.quiet = true, .one_process = true,
+		.quiet = true, .one_process = m->lazy,	/* a tree: its proc-PID sets too */
 	};
 	int ret;
 
@@ -281,14 +336,20 @@ static int make_work(struct migration *m)
 	return 0;
 }
 
-/* A failed migration leaves the source as it was: no tracker either. */
+/* A failed migration leaves the source as it was: no tracker either (a tree's: in each). */
 static void untrack(pid_t pid, int err)
 {
+	struct proc_tree t = { 0 };
 	char why[1024];
 
 	snprintf(why, sizeof(why), "%s", fail_reason());
 	if (track_stop_run(pid))
 		pr_debug("no tracker to remove in %d", pid);
+	if (!tree_collect(pid, &t))
+		for (int i = 0; i < t.n; i++)
+			if (t.procs[i].pid != pid && track_stop_run(t.procs[i].pid))
+				pr_debug("no tracker to remove in %d", t.procs[i].pid);
+	tree_free(&t);
 	fail_clear();
 	fail(err, "%s", why);
 }

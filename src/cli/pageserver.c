@@ -47,8 +47,11 @@
 struct rx {
 	struct xfer conn;	/* the one client: its socket, its TLS session */
 	int root;		/* -D */
-	int dirfd;		/* the current set's directory: root or root/SET */
+	int setfd;		/* the current set's directory: root or root/SET */
+	int dirfd;		/* where FILE goes: setfd, or a directory of it (SUB: a tree's
+				 * proc-PID) */
 	char set[XFER_NAME_MAX + 1];
+	char cur[2 * XFER_NAME_MAX + 2];	/* dirfd's path below root, "" for root */
 	int fd;			/* the current file, or -1 */
 	char *made[MADE_MAX];	/* paths below root, in the order made, to remove on failure */
 	bool made_dir[MADE_MAX];
@@ -65,14 +68,11 @@ struct rx {
 
 static int remember(struct rx *r, const char *name, bool dir)
 {
-	char path[2 * XFER_NAME_MAX + 2];
+	char path[3 * XFER_NAME_MAX + 3];
 
 	if (r->nr_made == MADE_MAX)
 		return fail(-E2BIG, "too many files received");
-	if (r->dirfd != r->root && !dir)
-		snprintf(path, sizeof(path), "%s/%s", r->set, name);
-	else
-		snprintf(path, sizeof(path), "%s", name);
+	snprintf(path, sizeof(path), "%s%s%s", r->cur, r->cur[0] ? "/" : "", name);
 	r->made[r->nr_made] = strdup(path);
 	r->made_dir[r->nr_made] = dir;
 	return r->made[r->nr_made++] ? 0 : -ENOMEM;
@@ -123,6 +123,21 @@ static int close_file(struct rx *r)
 	return ret;
 }
 
+/* Back in the set's own directory from a directory of it (SUB), which is synced. */
+static int leave_sub(struct rx *r)
+{
+	int ret = 0;
+
+	if (r->dirfd == r->setfd)
+		return 0;
+	if (fsync(r->dirfd))
+		ret = fail(-errno, "cannot sync %s/%s: %s", r->o->dir, r->cur, strerror(errno));
+	close(r->dirfd);
+	r->dirfd = r->setfd;
+	snprintf(r->cur, sizeof(r->cur), "%s", r->set);
+	return ret;
+}
+
 static int on_set(struct rx *r, uint64_t len)
 {
 	char name[XFER_NAME_MAX + 1];
@@ -130,23 +145,72 @@ static int on_set(struct rx *r, uint64_t len)
 
 	if (!ret)
 		ret = close_file(r);
+	if (!ret)
+		ret = leave_sub(r);
 	if (ret)
 		return ret;
 	if (mkdirat(r->root, name, 0700))
 		return fail(-errno, "cannot make %s: %s", name, strerror(errno));
-	if (r->dirfd != r->root)
-		close(r->dirfd);
-	r->dirfd = r->root;
+	if (r->setfd != r->root)
+		close(r->setfd);
+	r->setfd = r->dirfd = r->root;
+	r->set[0] = r->cur[0] = '\0';
 	ret = remember(r, name, true);
 	r->dirfd = openat(r->root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->dirfd < 0) {
 		r->dirfd = r->root;
 		return fail(-errno, "cannot open %s: %s", name, strerror(errno));
 	}
+	r->setfd = r->dirfd;
 	snprintf(r->set, sizeof(r->set), "%s", name);
+	snprintf(r->cur, sizeof(r->cur), "%s", name);
 	r->pages_bytes = 0;
 	r->lazy = false;
 	return ret;
+}
+
+/* Whether path (below root) is a directory this server made. */
+static bool made_dir(const struct rx *r, const char *path)
+{
+	for (int i = 0; i < r->nr_made; i++)
+		if (r->made_dir[i] && !strcmp(r->made[i], path))
+			return true;
+	return false;
+}
+
+/*
+ * SUB: the files from here on go into a directory of the set (a tree's
+ * proc-PID, made the first time it is named), or the set's own ("").
+ */
+static int on_sub(struct rx *r, uint64_t len)
+{
+	char name[XFER_NAME_MAX + 1], path[sizeof(r->cur)];
+	int ret = len ? read_name(r, len, name) : 0;
+
+	if (!ret)
+		ret = close_file(r);
+	if (!ret)
+		ret = leave_sub(r);
+	if (ret || !len)
+		return ret;
+	snprintf(path, sizeof(path), "%s%s%s", r->set, r->set[0] ? "/" : "", name);
+	if (!made_dir(r, path)) {
+		int made = mkdirat(r->setfd, name, 0700) ? -errno : 0;
+
+		/* one there already is the dump's own (-D shared, as zdtm's): not removed */
+		if (made && made != -EEXIST)
+			return fail(made, "cannot make %s: %s", path, strerror(-made));
+		ret = made ? 0 : remember(r, name, true);
+		if (ret)
+			return ret;
+	}
+	r->dirfd = openat(r->setfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->dirfd < 0) {
+		r->dirfd = r->setfd;
+		return fail(-errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	snprintf(r->cur, sizeof(r->cur), "%s", path);
+	return 0;
 }
 
 static int on_file(struct rx *r, uint64_t len)
@@ -256,7 +320,9 @@ static int on_commit(struct rx *r)
 {
 	int ret = close_file(r);
 
-	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
+	if (!ret)
+		ret = leave_sub(r);
+	if (!ret && (fsync(r->setfd) || fsync(r->root)))
 		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
 	if (!ret && r->migrate)
 		pr_info("set %s: %llu bytes of pages received", r->set,
@@ -397,7 +463,9 @@ static int on_restore(struct rx *r)
 	char msg[1024];
 	int ret = r->migrate ? close_file(r) : fail(-EPROTO, "RESTORE to a page server");
 
-	if (!ret && (fsync(r->dirfd) || fsync(r->root)))
+	if (!ret)
+		ret = leave_sub(r);
+	if (!ret && (fsync(r->setfd) || fsync(r->root)))
 		ret = fail(-errno, "cannot sync %s: %s", r->o->dir, strerror(errno));
 	if (!ret)
 		pr_info("set %s: %llu bytes of pages received before the restore%s", r->set,
@@ -438,6 +506,7 @@ static int serve_one(struct rx *r, const struct xfer_hdr *h)
 	switch (h->cmd) {
 	case XFER_HELLO:	return on_hello(r, h->len);
 	case XFER_SET:		return on_set(r, h->len);
+	case XFER_SUB:		return on_sub(r, h->len);
 	case XFER_FILE:		return on_file(r, h->len);
 	case XFER_DATA:		return on_data(r, h->len);
 	case XFER_LINK:		return on_link(r, h->len);
@@ -529,7 +598,7 @@ static int receive(const struct options *o, bool migrate)
 		close(r.root);
 		return fail(-EEXIST, "directory %s already holds a dump", o->dir);
 	}
-	r.dirfd = r.root;
+	r.setfd = r.dirfd = r.root;
 	ret = page_server_accept(o, &r.conn);
 	if (!ret)
 		ret = serve(&r);
@@ -537,8 +606,10 @@ static int receive(const struct options *o, bool migrate)
 		close(r.fd);
 	if (ret && !r.restored)
 		remove_made(&r);
-	if (r.dirfd != r.root)
+	if (r.dirfd != r.setfd)
 		close(r.dirfd);
+	if (r.setfd != r.root)
+		close(r.setfd);
 	if (r.lp.chan >= 0)
 		close(r.lp.chan);
 	free(r.lp.buf);

@@ -364,6 +364,8 @@ struct dump_ctx {
 	const struct mnt_ext *mnt_ext;	/* from dump_opts: keys of external bind mounts */
 	int nr_mnt_ext;
 	struct xfer *xfer;		/* from dump_opts: the page server, or NULL */
+	const char *xfer_sub;		/* a tree's process: its set's directory there (SUB: its
+					 * proc-PID, "" the root's), or NULL: one process */
 };
 
 

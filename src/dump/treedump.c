@@ -28,6 +28,10 @@
  * its own tracker and record (track.c), and each set its own parent: the
  * root's is the option's, a process's proc-PID there is its own (a `parent`
  * link ../PDIR/proc-PID); a process new since then writes every page.
+ *
+ * --page-server: each process's pages and pagemap go to the page server,
+ * into the same layout there (page_xfer.c: its proc-PID directory), the
+ * root's COMMIT last; the other images stay here, as for one process.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +140,8 @@ static int members_init(struct tree_dump *td)
 					  .parent = { .dirfd = -1 }, .pages_fd = -1, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
+		m->d.xfer = td->o->xfer;	/* into its proc-PID there (page_xfer.c) */
+		m->d.xfer_sub = td->o->xfer ? m->subdir : NULL;
 		track_init(&m->d.track, p->pid);
 		m->d.sums_late = td->leave_running && !td->o->hooks;	/* finish_member() */
 		n++;

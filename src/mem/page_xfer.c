@@ -9,6 +9,13 @@
  * inventory written (images.c), so a page server that died or closed
  * leaves a dump that fails, the target running, no inventory here and no
  * complete set there.
+ *
+ * A tree (treedump.c): each process's pages and pagemap go into its own
+ * set's directory there (SUB proc-PID, or "" for the root's), the layout
+ * the set has here. Only the root's pagemap is followed by the COMMIT: its
+ * inventory is the last one written, after every other process's, so the
+ * page server holds a complete tree when it answers, and a dump that stops
+ * before leaves it uncommitted (it removes everything).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +28,14 @@
 #include "xfer.h"
 #include "mem/pages.h"
 
+/* A tree's process: the files from here on into its own set's directory there. */
+static int to_own_dir(struct dump_ctx *d)
+{
+	if (!d->xfer_sub)
+		return 0;
+	return xfer_send(d->xfer, XFER_SUB, d->xfer_sub, strlen(d->xfer_sub));
+}
+
 int page_xfer_open(struct dump_ctx *d)
 {
 	char name[64];
@@ -28,6 +43,8 @@ int page_xfer_open(struct dump_ctx *d)
 
 	img_name(IMG_PAGES, 1, name, sizeof(name));
 	ret = img_remember_remote(&d->dir, IMG_PAGES, 1);
+	if (!ret)
+		ret = to_own_dir(d);
 	if (!ret)
 		ret = xfer_send(d->xfer, XFER_FILE, name, strlen(name));
 	return ret ? ret : d->xfer->fd;
@@ -75,6 +92,10 @@ int page_xfer_commit(struct dump_ctx *d)
 	int ret;
 
 	img_name(IMG_PAGEMAP, (unsigned)d->pid, name, sizeof(name));
-	ret = xfer_send_file(d->xfer, d->dir.fd, name);
-	return ret ? ret : xfer_request(d->xfer, XFER_COMMIT);
+	ret = to_own_dir(d);
+	if (!ret)
+		ret = xfer_send_file(d->xfer, d->dir.fd, name);
+	if (ret || (d->xfer_sub && d->xfer_sub[0]))
+		return ret;	/* a tree's process other than its root: the root's COMMIT */
+	return xfer_request(d->xfer, XFER_COMMIT);
 }
