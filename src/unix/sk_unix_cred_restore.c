@@ -15,7 +15,8 @@
  *    unnamed: listen() again (the listener's credentials), connect(), accept().
  *
  * Not made again (the fds memdump made, with its own pid and ids): those
- * another process of a tree holds too, those of a process with an epoll set.
+ * another process of a tree holds too, those of a process with an epoll set
+ * in flight (filled before, on memdump's fds).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +61,15 @@ static int target_of(const struct rst *r, uint32_t id)
 	return -1;
 }
 
+/* Is fd number fd of process r one of file id's? */
+static bool fd_is(const struct rst *r, int fd, uint32_t id)
+{
+	for (size_t i = 0; i < r->nr_fds; i++)
+		if (r->fds[i].target == fd)
+			return r->fds[i].id == id;
+	return false;
+}
+
 /* Does another process of the tree take u's description from this one? */
 static bool shared_out(struct rst *r, const UnixSkEntry *u)
 {
@@ -67,16 +77,18 @@ static bool shared_out(struct rst *r, const UnixSkEntry *u)
 
 	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
 		for (size_t k = 0; o != r && k < o->nr_shares; k++)
-			if (o->shares[k].owner == r &&
-			    o->shares[k].owner_fd == target_of(r, u->id))
+			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id))
 				return true;
 	return false;
 }
 
-static bool has_epoll(const struct rst *r)
+/* An epoll set only in flight (SCM_RIGHTS): filled on memdump's fds before the remakes.
+ * (The others are filled once the fds moved, with the sockets made again.) */
+static bool epoll_in_flight(const struct rst *r)
 {
 	for (size_t i = 0; i < r->ds.nr_files; i++)
-		if (r->ds.files[i]->type == FD_TYPES__EVENTPOLL)
+		if (r->ds.files[i]->type == FD_TYPES__EVENTPOLL &&
+		    target_of(r, r->ds.files[i]->id) < 0)
 			return true;
 	return false;
 }
@@ -173,7 +185,7 @@ int sk_cred_plan(struct rst *r)
 {
 	int ret = 0;
 
-	if (has_epoll(r))
+	if (epoll_in_flight(r))
 		return 0;
 	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
 		const FileEntry *fe = r->ds.files[i];
