@@ -12,7 +12,8 @@
  *
  *  - a socketpair of the process, both ends unnamed;
  *  - a connection accepted from a listener of the process, the client's end
- *    unnamed: listen() again (the listener's credentials), connect(), accept().
+ *    unnamed, the listener's name not removed: listen() again (the listener's
+ *    credentials), connect(), accept().
  *
  * Not made again (the fds memdump made, with its own pid and ids): those
  * another process of a tree holds too, those of a process with an epoll set
@@ -176,7 +177,8 @@ static int plan_one(struct rst *r, const UnixSkEntry *u)
 	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
 		return 0;
 	l = listener_of(r, u);		/* u accepted from l, p its client */
-	if (!l || !mine(r, l) || !same_cred(l->peer_cred, p->peer_cred) || pending_on(r, l))
+	if (!l || l->deleted || !mine(r, l) || !same_cred(l->peer_cred, p->peer_cred) ||
+	    pending_on(r, l))	/* a removed name: its alias is gone when the child runs */
 		return 0;
 	return plan(r, SK_LATE_ACCEPT, u, p, l);
 }
