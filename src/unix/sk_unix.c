@@ -423,32 +423,16 @@ static int read_name_file(struct sk_unix *u, int copy)
 	return u->name[0] == '/' ? 0 : name_dir_of(u, path);
 }
 
-/* pid as its own PID namespace shows it (NSpid's last), or <= 0 when unknown. */
-static pid_t inner_pid(pid_t pid)
-{
-	char buf[128], *last;
-
-	if (proc_task_status_field(pid, pid, "NSpid", buf, sizeof(buf)))
-		return 0;
-	last = strrchr(buf, '\t');
-	return (pid_t)atoi(last ? last + 1 : buf);
-}
-
 /* Its peer credentials, when they name a process: restore makes them again (sk_unix_cred.c). */
 static int read_peercred(int copy, struct sk_unix *u)
 {
 	socklen_t l = sizeof(u->cred);
 	gid_t g[SK_UNIX_MAX_GROUPS];
 
-	pid_t inner;
-
 	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &u->cred, &l) || u->cred.pid <= 0) {
 		memset(&u->cred, 0, sizeof(u->cred));
 		return 0;
 	}
-	inner = inner_pid(u->cred.pid);	/* as the tree's PID namespace shows it */
-	if (inner > 0)
-		u->cred.pid = inner;
 	l = sizeof(g);
 	if (getsockopt(copy, SOL_SOCKET, SO_PEERGROUPS, g, &l))
 		return fail(-errno, "UNIX socket %lu: its peer's groups (SO_PEERGROUPS): %s%s",
