@@ -114,6 +114,8 @@ static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *
 
 	if (!s)
 		return -ENOMEM;
+	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials\n",
+		u->ino, p->ino, r->pid);
 	s->fd2 = fd_of(r, p);
 	s->u = u;
 	s->p = p;
