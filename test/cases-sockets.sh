@@ -833,10 +833,21 @@ except BlockingIOError:
 add sk-udp-error-kept case_sk_udp_error_kept
 
 # SO_PEERCRED: the peer credentials the kernel fixed when the pair or the
-# connection was made. A pair made by a process gone since names a pid no
-# restored process has: refused by name, the target unharmed. (t-peercred self,
-# the process's own pair and connection, is not a case yet: the restore makes
-# sockets in memdump, docs/restore.md.)
+# connection was made. The process's own pairs (stream, datagram) and its
+# connection to its own listener come back with them: pid, uid, gid, groups;
+# made under other effective ids (euid); in a child of the tree (child).
+case_sk_peercred() {
+	start_prog t-peercred "$1"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add sk-peercred-self case_sk_peercred self
+add sk-peercred-euid case_sk_peercred euid
+add sk-peercred-child case_sk_peercred child
+
+# A pair made by a process gone since names a pid no restored process has:
+# refused by name, the target unharmed.
 case_sk_peercred_gone() {
 	start_prog t-peercred gone
 	md dump dump -t "$PID" -D "$T/d"

@@ -2,20 +2,28 @@
  * restore. usage: t-peercred DIR MODE
  *   self: a stream socketpair made by the process; a connection to its own
  *         listener, the client's end and the accepted end
+ *   euid: the same made under other effective ids (uid, gid, groups), the
+ *         listener's listen() under the process's own
+ *   child: `self` and `euid` in a child of the tree, which checks its own
  *   gone: a stream socketpair made by a child (sharing the fd table) that
  *         exited: its pid is no process's at restore
+ * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS.
  * READY <pid> */
 #include "tlib.h"
 
+#include <grp.h>
 #include <sched.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#define MAX 8
+#define MAX 16
+#define NG 8
 static int fds[MAX], nr;
 static struct ucred before[MAX];
+static gid_t groups[MAX][NG];
+static socklen_t glen[MAX];
 
 static void must(int ok, const char *what) { if (!ok) t_fail("%s: %s", what, strerror(errno)); }
 
@@ -28,23 +36,105 @@ static struct ucred peer(int fd)
 	return c;
 }
 
-static void keep(int fd) { fds[nr] = fd; before[nr++] = peer(fd); }
+static socklen_t peer_groups(int fd, gid_t *g)
+{
+	socklen_t l = NG * sizeof(gid_t);
 
-static void self(void)
+	must(!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l), "SO_PEERGROUPS");
+	return l;
+}
+
+static void keep(int fd)
+{
+	fds[nr] = fd;
+	glen[nr] = peer_groups(fd, groups[nr]);
+	before[nr++] = peer(fd);
+}
+
+/* other effective ids for a while (as_other), or the process's own back */
+static void as_other(int on)
+{
+	static const gid_t g[] = { 65534, 100, 4 }, none[] = { 0 };
+
+	if (on) {
+		must(!setgroups(3, g) && !setresgid(-1, 65533, -1) && !setresuid(-1, 65532, -1),
+		     "other ids");
+	} else {
+		must(!setresuid(-1, 0, -1) && !setresgid(-1, 0, -1) && !setgroups(1, none),
+		     "own ids");
+	}
+}
+
+static void self(int other)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
-		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d", (int)getpid());
-	int sv[2], s = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-%d",
+			       (int)getpid(), other);
+	int sv[2], dv[2], s = socket(AF_UNIX, SOCK_STREAM, 0), c;
 
+	must(s >= 0, "socket");
+	must(!bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+	if (other)
+		as_other(1);
 	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	c = socket(AF_UNIX, SOCK_STREAM, 0);
+	must(c >= 0 && !connect(c, (struct sockaddr *)&a, l), "connect");
+	if (other)
+		as_other(0);
 	keep(sv[0]);
 	keep(sv[1]);
-	must(s >= 0 && c >= 0, "socket");
-	must(!bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
-	must(!connect(c, (struct sockaddr *)&a, l), "connect");
+	keep(dv[0]);
+	keep(dv[1]);
 	keep(c);
 	keep(accept(s, NULL, NULL));
+	must(write(sv[0], "x", 1) == 1, "write");	/* a queue, sent again on the new pair */
+}
+
+static int check(void)
+{
+	int bad = 0;
+
+	for (int i = 0; i < nr; i++) {
+		struct ucred c = peer(fds[i]);
+		gid_t g[NG];
+		socklen_t gl = peer_groups(fds[i], g);
+
+		if (c.pid != before[i].pid || c.uid != before[i].uid || c.gid != before[i].gid) {
+			printf("FAIL fd %d: peer pid %d uid %u gid %u, was pid %d uid %u gid %u\n",
+			       fds[i], (int)c.pid, c.uid, c.gid, (int)before[i].pid, before[i].uid,
+			       before[i].gid);
+			bad = 1;
+		} else if (gl != glen[i] || memcmp(g, groups[i], gl)) {
+			printf("FAIL fd %d: peer groups (%u bytes) not the dumped ones (%u bytes)\n",
+			       fds[i], (unsigned)gl, (unsigned)glen[i]);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+static void in_child(void)
+{
+	int st;
+	pid_t k = fork();
+
+	must(k >= 0, "fork");
+	if (k == 0) {
+		self(0);
+		self(1);
+		while (!t_usr1)
+			t_sleep_ms(10);
+		fflush(stdout);
+		_exit(check());
+	}
+	t_ready("child %d", (int)k);
+	t_wait_usr1();
+	must(!kill(k, SIGUSR1) && waitpid(k, &st, 0) == k, "the child");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		t_fail("the child's peer credentials changed (status %#x)", st);
+	t_pass("child");
 }
 
 static char stack[65536];
@@ -74,20 +164,18 @@ int main(int argc, char **argv)
 
 	t_init(argc, argv, 0);
 	if (!strcmp(mode, "self"))
-		self();
+		self(0);
+	else if (!strcmp(mode, "euid"))
+		self(1);
+	else if (!strcmp(mode, "child"))
+		in_child();
 	else if (!strcmp(mode, "gone"))
 		gone();
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);
 	t_wait_usr1();
-	for (int i = 0; i < nr; i++) {
-		struct ucred c = peer(fds[i]);
-
-		if (c.pid != before[i].pid || c.uid != before[i].uid || c.gid != before[i].gid)
-			t_fail("fd %d: peer pid %d uid %u gid %u, was pid %d uid %u gid %u", fds[i],
-			       (int)c.pid, c.uid, c.gid, (int)before[i].pid, before[i].uid,
-			       before[i].gid);
-	}
+	if (check())
+		exit(1);
 	t_pass(mode);
 }

@@ -123,6 +123,8 @@ struct sk_packet {
 	size_t nr_fds;
 };
 
+#define SK_UNIX_MAX_GROUPS	64
+
 struct sk_unix {
 	uint32_t type, state, backlog;
 	uint64_t ino, peer;
@@ -137,6 +139,9 @@ struct sk_unix {
 	bool peer_closed;		/* datagram: connected to a socket closed since */
 	char ext_peer[sizeof(((struct sockaddr_un *)0)->sun_path)];	/* --ext-unix-sk: */
 	int ext_peer_len;		/* the name of a peer outside the dump, or 0 */
+	struct ucred cred;		/* SO_PEERCRED (pid 0: none) and SO_PEERGROUPS */
+	uint32_t groups[SK_UNIX_MAX_GROUPS];
+	int nr_groups;
 	struct sk_packet *queue;	/* its receive queue, oldest first */
 	size_t nr_queue;
 };

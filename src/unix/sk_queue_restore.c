@@ -166,7 +166,11 @@ static int plan_after(struct rst *r, const UnixSkEntry *u)
 
 int sk_queue_plan(struct rst *r)
 {
-	int ret = sk_unix_pending_plan(r);	/* first: the connections not accepted yet */
+	int ret = sk_cred_plan(r);	/* first: pairs and connections made again with their
+					 * credentials, then the connections not accepted yet */
+
+	if (!ret)
+		ret = sk_unix_pending_plan(r);
 
 	if (!ret)
 		ret = load_queues(r);
@@ -245,7 +249,9 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 
 		if (l->op == SK_LATE_SEND && l->msg->e->has_cred_pid)
 			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
-		if (l->op == SK_LATE_SEND)
+		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT)
+			ret = sk_cred_remake(l);
+		else if (l->op == SK_LATE_SEND)
 			ret = send_all(r, l);
 		else if (l->op == SK_LATE_SHUTDOWN)
 			ret = shutdown(l->fd, l->arg) ? -errno : 0;
@@ -259,7 +265,8 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 				 l->op == SK_LATE_SEND ? "send queued data again" :
 				 l->op == SK_LATE_SHUTDOWN ? "shut down" :
 				 l->op == SK_LATE_CONNECT ? "connect a client its listener had not "
-				 "accepted" : "set SO_PEEK_OFF",
+				 "accepted" : l->op == SK_LATE_PEEK_OFF ? "set SO_PEEK_OFF" :
+				 "make a pair or connection again with its peer credentials",
 				 strerror(-ret));
 			return ret;
 		}

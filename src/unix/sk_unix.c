@@ -423,6 +423,27 @@ static int read_name_file(struct sk_unix *u, int copy)
 	return u->name[0] == '/' ? 0 : name_dir_of(u, path);
 }
 
+/* Its peer credentials, when they name a process: restore makes them again (sk_unix_cred.c). */
+static int read_peercred(int copy, struct sk_unix *u)
+{
+	socklen_t l = sizeof(u->cred);
+	gid_t g[SK_UNIX_MAX_GROUPS];
+
+	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &u->cred, &l) || u->cred.pid <= 0) {
+		memset(&u->cred, 0, sizeof(u->cred));
+		return 0;
+	}
+	l = sizeof(g);
+	if (getsockopt(copy, SOL_SOCKET, SO_PEERGROUPS, g, &l))
+		return fail(-errno, "UNIX socket %lu: its peer's groups (SO_PEERGROUPS): %s%s",
+			    (unsigned long)u->ino, strerror(errno),
+			    errno == ERANGE ? " (more than memdump keeps)" : "");
+	u->nr_groups = (int)(l / sizeof(g[0]));
+	for (int i = 0; i < u->nr_groups; i++)
+		u->groups[i] = g[i];
+	return 0;
+}
+
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st)
 {
 	struct sk_unix *u = &st->un;
@@ -437,6 +458,8 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	u->name_len = s->name_len;
 	memcpy(u->name, s->name, s->name_len);
 	ret = s->has_vfs ? read_name_file(u, copy) : 0;
+	if (!ret)
+		ret = read_peercred(copy, u);
 	if (ret)
 		return ret;
 	if (s->state == SK_LISTEN && s->nr_icons && u->deleted)
@@ -470,8 +493,17 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	FownEntry fown = FOWN_ENTRY__INIT;
 	SkOptsEntry opts = SK_OPTS_ENTRY__INIT;
 	FilePermsEntry perms = FILE_PERMS_ENTRY__INIT;
+	UnixPeerCredEntry cred = UNIX_PEER_CRED_ENTRY__INIT;
 
 	sk_opts_fill(&f->sk->opts, &opts);
+	if (u->cred.pid > 0) {
+		cred.pid = (uint32_t)u->cred.pid;
+		cred.uid = u->cred.uid;
+		cred.gid = u->cred.gid;
+		cred.n_groups = (size_t)u->nr_groups;
+		cred.groups = (uint32_t *)u->groups;
+		e.peer_cred = &cred;
+	}
 	e.id = f->id;
 	e.ino = u->ino;
 	e.type = u->type;

@@ -107,6 +107,13 @@ bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u);
 int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u);
 int sk_unix_pending_plan(struct rst *r);
 int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
+/*
+ * sk_unix_cred_restore.c: the pairs and accepted connections whose peer
+ * credentials are the process's own, made again by the forked child with them
+ * (SK_LATE_PAIR, SK_LATE_ACCEPT), planned before every other step; one made.
+ */
+int sk_cred_plan(struct rst *r);
+int sk_cred_remake(const struct sk_late *l);
 /* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
 int sk_unix_dgram_touch(struct rst *r, const UnixSkEntry *u);
 
