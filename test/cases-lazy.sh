@@ -484,32 +484,42 @@ case_lazy_page_server_killed() {
 }
 add lazy-page-server-killed case_lazy_page_server_killed
 
-# runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server
-# A:P --status-fd FD` wants a dump that leaves a page server serving the memory:
-# memdump refuses the DUMP request by name (lazy_pages, ps, status_fd) in the log runc
-# points to, before anything is touched, and the container runs on, counting. `runc restore --lazy-pages` (lazy_pages in the
-# RESTORE request) of a plain checkpoint is memdump's lazy restore: the container
-# counts on from where it was, its memory served by the page handler.
-case_lazy_runc() {
-	command -v runc > /dev/null && command -v busybox > /dev/null ||
-		{ note "no runc or busybox: skipped"; return 0; }
-	local b=$T/bundle id0=memdump-lc$$ id=memdump-lr$$ n
-	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
-	runc_bundle "$b"
-	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
-	(cd "$b" && runc run -d "$id0") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
-	PID=$(runc_ctr_state "$id0" pid)
+# lrc_start B ID: a counting busybox container ID of bundle B (PID its init), criu linked
+lrc_start() {
+	command -v runc > /dev/null && command -v busybox > /dev/null || return 1
+	mkdir -p "$T/bin" && ln -sf "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	[[ -d $1 ]] || runc_bundle "$1"
+	(cd "$1" && runc run -d "$2") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$2" pid)
 	[[ $PID -gt 1 ]] || fail "no container init"
 	track "$PID"
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
-	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --lazy-pages \
-		--page-server 127.0.0.1:27393 --status-fd 1 --image-path "$T/lazyimg" "$id0") \
-		> "$T/ckpt-lazy.out" 2>&1 && fail "runc checkpoint --lazy-pages succeeded"
-	note "runc checkpoint --lazy-pages: $(tail -n1 "$T/ckpt-lazy.out")"
-	show_file dump.log "$T/lazyimg/dump.log"
-	grep -q 'DUMP failed: .*lazy_pages (.*CRIU.s lazy dump) is not supported yet' "$T/lazyimg/dump.log" ||
-		fail "the refusal does not name lazy_pages: $(tail -n2 "$T/lazyimg/dump.log")"
-	grep -q 'ps (' "$T/lazyimg/dump.log" || fail "the refusal does not name ps"
+	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
+}
+
+# lrc_counts_on B N: the container of bundle B counts on past N, no gap and no repeat
+lrc_counts_on() {
+	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= '"$(($2 + 5))"' ))' ||
+		fail "the restored container does not count on from $2"
+	local last; last=$(count_of "$1/rootfs/tmp/count")
+	[[ $(head -n "$last" "$1/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
+		fail "the count has a gap or a repeat"
+}
+
+# `runc checkpoint --pre-dump --lazy-pages` (a PRE_DUMP with lazy_pages): refused by name
+# in the log runc points to, before anything is touched; the container counts on. `runc
+# restore --lazy-pages` (lazy_pages in the RESTORE request) of a plain checkpoint, no
+# lazy-pages daemon in its work directory, is memdump's lazy restore: the container counts
+# on from where it was, its memory served by the page handler.
+case_lazy_runc() {
+	local b=$T/bundle id0=memdump-lc$$ id=memdump-lr$$ n
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	lrc_start "$b" "$id0" || { note "no runc or busybox: skipped"; return 0; }
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --pre-dump \
+		--lazy-pages --page-server 127.0.0.1:27393 --image-path "$T/lazyimg" "$id0") \
+		> "$T/ckpt-lazy.out" 2>&1 && fail "runc checkpoint --pre-dump --lazy-pages succeeded"
+	note "runc checkpoint --pre-dump --lazy-pages: $(tail -n1 "$T/ckpt-lazy.out")"
+	grep -q 'PRE_DUMP failed: .*lazy_pages (a pre-dump leaves no pages served' "$T/lazyimg/dump.log" ||
+		{ show_file dump.log "$T/lazyimg/dump.log"; fail "the refusal does not name lazy_pages"; }
 	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the refusal"
 	n=$(count_of "$b/rootfs/tmp/count")
 	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
@@ -526,16 +536,64 @@ case_lazy_runc() {
 	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
 	grep -q 'lazy-pages: page handler [0-9]' "$T/img/restore.log" ||
 		{ show_file restore.log "$T/img/restore.log"; fail "no page handler: not a lazy restore"; }
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 5))"' ))' ||
-		fail "the restored container does not count on from $n"
-	local last; last=$(count_of "$b/rootfs/tmp/count")
-	[[ $(head -n "$last" "$b/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
-		fail "the count has a gap or a repeat"
+	lrc_counts_on "$b" "$n"
 	wait_until "$OP_TIMEOUT" eval 'grep -q "lazy-pages: done: " '"$T"'/img/restore.log' ||
 		fail "the page handler did not finish: $(grep lazy-pages "$T/img/restore.log" | tail -n2)"
 }
 add lazy-runc case_lazy_runc
 case_limit lazy-runc 240
+
+# runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server A:P
+# --status-fd FD` (a DUMP with lazy_pages and ps) leaves the set whole on disk and serves
+# its pages-1.img at A:P, saying so with a zero byte on FD (runc's, from memdump's
+# status-ready NOTIFY). The "destination", a copy of the set without pages-1.img, runs
+# `criu lazy-pages --page-server` (memdump through CRIU's command line) and `runc restore
+# --lazy-pages`: the container counts on from where it stopped (its shell's memory came
+# over the page server), the checkpoint returns 0 once every page is fetched, and the
+# source container is gone.
+case_lazy_runc_migrate() {
+	local b=$T/bundle id0=memdump-lm$$ id=memdump-ln$$ n rd
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	lrc_start "$b" "$id0" || { note "no runc or busybox: skipped"; return 0; }
+	mkfifo "$T/status" || fail "no fifo"
+	head -c1 "$T/status" > "$T/status.byte" &
+	rd=$!
+	(cd "$b" && exec timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--lazy-pages --page-server 127.0.0.1:27394 --status-fd 3 --image-path "$T/src" \
+		"$id0" 3> "$T/status") < /dev/null > "$T/ckpt.out" 2>&1 &
+	LZPS_PID=$!
+	track "$LZPS_PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/status.byte" ||
+		{ show_file dump.log "$T/src/dump.log"; fail "no byte on the status fd: $(tail -n2 "$T/ckpt.out")"; }
+	[[ $(od -An -tx1 "$T/status.byte") == " 00" ]] || fail "the status byte is not a zero"
+	wait "$rd"
+	grep -q 'lazy dump: serving .*pages-1.img on 127.0.0.1:27394' "$T/src/dump.log" ||
+		{ show_file dump.log "$T/src/dump.log"; fail "the dump does not say it serves"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	n=$(count_of "$b/rootfs/tmp/count")
+	cp -a "$T/src" "$T/dst" && rm "$T/dst/pages-1.img" "$T/dst/dump.log" || fail "cannot copy the set"
+	"$T/bin/criu" lazy-pages --page-server --address 127.0.0.1 --port 27394 -D "$T/dst" \
+		-o lazyd.log -v4 > "$T/lzd.out" 2>&1 < /dev/null &
+	LZD_PID=$!
+	track "$LZD_PID"
+	wait_until 10 test -S "$T/dst/lazy-pages.socket" || fail "no daemon socket: $(cat "$T/lzd.out")"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
+		--image-path "$T/dst" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/dst/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	grep -q "pages-1.img comes from the daemon's page server" "$T/dst/restore.log" ||
+		{ show_file restore.log "$T/dst/restore.log"; fail "the restore did not take the daemon's page channel"; }
+	lrc_counts_on "$b" "$n"
+	exit_of "$LZD_PID" 0 "the lazy-pages daemon"
+	exit_of "$LZPS_PID" 0 "runc checkpoint --lazy-pages"
+	grep -q 'the lazy restore is done: \([0-9]*\) of \1 bytes served' "$T/src/dump.log" ||
+		fail "the page server does not say every byte was served: $(tail -n1 "$T/src/dump.log")"
+	cmp -s "$T/src/pages-1.img" "$T/dst/pages-1.img" || fail "pages-1.img differs from the source's"
+	runc state "$id0" > /dev/null 2>&1 && fail "the source container $id0 is still there"
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "the restored container stopped"
+}
+add lazy-runc-migrate case_lazy_runc_migrate
+case_limit lazy-runc-migrate 240
 
 add lazy-big case_lazy_big
 add lazy-threads case_lazy_threads
