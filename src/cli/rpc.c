@@ -6,11 +6,12 @@
  *
  *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
  *   FEATURE_CHECK  mem_track true (a userfaultfd the target keeps, not soft-dirty),
- *                  lazy_pages true (a restore's; a dump's refused), pidfd_store false
+ *                  lazy_pages true (a restore's, and a dump's with ps), pidfd_store false
  *   PRE_DUMP       as DUMP, pre_dump: memory only, left running and tracked
  *   CHECK          memdump check's probes, quietly
  *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
- *                  and the target runs on
+ *                  and the target runs on; with lazy_pages and ps its pages served
+ *                  after (lazy_server.c) before the answer, as CRIU's lazy dump
  *   RESTORE        restore_run() detached: the response carries the restored PID
  *
  * Any failure, a malformed or unknown request included, is answered with
@@ -76,8 +77,7 @@ static int serve_version(const struct rpc_conn *c)
 
 /*
  * Truthful: memory tracking (pre-dump), lazy pages (a RESTORE's lazy_pages is
- * memdump's lazy restore; a DUMP's, CRIU's lazy dump, is refused by name in its
- * answer, as runc's checkpoint --lazy-pages would not say why), no pidfd store yet.
+ * memdump's lazy restore, a DUMP's with ps CRIU's lazy dump), no pidfd store yet.
  */
 static int serve_features(const struct rpc_conn *c)
 {

@@ -13,7 +13,9 @@
  * container's terminal) is dumped alone, and
  * restored on a new pair whose master goes to the client in an
  * orphan-pts-master notification (tty.c). shell_job and ghost_limit are
- * memdump's --shell-job and --ghost-limit.
+ * memdump's --shell-job and --ghost-limit. ps is dump --page-server, or with
+ * lazy_pages dump --lazy-pages (its page server's status-ready point is a NOTIFY,
+ * and status_fd, reopened, gets its byte: rpc.c).
  *
  * The client names its directories by fd (images_dir_fd, work_dir_fd):
  * numbers in its own fd table, reached through /proc/PEER/fd/N as CRIU does.
