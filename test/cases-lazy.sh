@@ -484,6 +484,36 @@ case_lazy_page_server_killed() {
 }
 add lazy-page-server-killed case_lazy_page_server_killed
 
+# CRIU's lazy dump over the RPC: a DUMP with lazy_pages, ps and status_fd (the client's
+# fd 3, reopened) and notify_scripts: the status-ready NOTIFY and a zero byte on fd 3
+# once the page server listens, the set whole on disk; the other side (the CLI) fetches
+# the pages; the DUMP is answered with success once every byte is served.
+case_lazy_rpc_dump() {
+	start_prog t-pattern 64
+	mkdir "$T/src" || fail "no dir"
+	"$TESTSRC/rpc-client.py" "$MEMDUMP" DUMP images_dir="$T/src" pid="$PID" lazy_pages=true \
+		ps=address:127.0.0.1,port:27396 status_fd=3 notify_scripts=true log_file=dump.log \
+		3> "$T/status" > "$T/rpc.out" 2> "$T/rpc.err" < /dev/null &
+	LZPS_PID=$!
+	track "$LZPS_PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/status" ||
+		{ show_file rpc "$T/rpc.out"; show_file dump.log "$T/src/dump.log"; fail "no byte on status_fd"; }
+	[[ $(od -An -tx1 "$T/status") == " 00" ]] || fail "the status byte is not one zero"
+	wait_line "$T/rpc.out" '^NOTIFY status-ready pid=' 5 || fail "no status-ready NOTIFY: $(cat "$T/rpc.out")"
+	grep -q '^RESP' "$T/rpc.out" && fail "the DUMP was answered before its pages were served"
+	expect_killed "$PID"
+	lzps_other "$T/dst" 27396
+	lazy_restore "$T/dst" 1 --lazy-socket "$T/dst/lazy-pages.socket"
+	lazy_pass
+	lazy_done 16384
+	exit_of "$LZD_PID" 0 "the lazy-pages daemon"
+	exit_of "$LZPS_PID" 0 "rpc-client's DUMP"
+	grep -q '^RESP type=DUMP success=True' "$T/rpc.out" || fail "the DUMP response: $(grep '^RESP' "$T/rpc.out")"
+	grep -q '^EXIT 0' "$T/rpc.out" || fail "memdump swrk: $(grep '^EXIT' "$T/rpc.out")"
+	cmp -s "$T/src/pages-1.img" "$T/dst/pages-1.img" || fail "pages-1.img differs from the source's"
+}
+add lazy-rpc-dump case_lazy_rpc_dump
+
 # lrc_start B ID: a counting busybox container ID of bundle B (PID its init), criu linked
 lrc_start() {
 	command -v runc > /dev/null && command -v busybox > /dev/null || return 1

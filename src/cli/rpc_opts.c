@@ -230,6 +230,7 @@ static void check_config_file(const CriuOpts *co, char *list, size_t len)
 static void check_lazy_dump(const CriuOpts *co, CriuReqType type, char *list, size_t len)
 {
 	bool lazy = co->has_lazy_pages && co->lazy_pages;
+	bool served = lazy && co->ps && type == CRIU_REQ_TYPE__DUMP;
 
 	if (type != CRIU_REQ_TYPE__DUMP && type != CRIU_REQ_TYPE__PRE_DUMP)
 		return;
@@ -246,7 +247,7 @@ static void check_lazy_dump(const CriuOpts *co, CriuReqType type, char *list, si
 	else if (lazy && !co->ps)
 		add_refusal(list, len, "lazy_pages", "a lazy dump needs ps (the port its pages are "
 			    "served on)");
-	if (co->has_status_fd && !lazy)
+	if (co->has_status_fd && !served)
 		add_refusal(list, len, "status_fd", "only a lazy dump's page server reports ready");
 }
 
