@@ -158,7 +158,7 @@ static int say_ready(void *arg, enum hook_point p, pid_t pid)
 		close(*r->status_fd);
 		*r->status_fd = -1;
 	}
-	return hook_fire(r->notify, p, pid);
+	return r->notify ? r->notify->fire(r->notify->arg, p, pid) : 0;	/* logged once, above */
 }
 
 /*
