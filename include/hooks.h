@@ -23,6 +23,7 @@ enum hook_point {
 	HOOK_PRE_RESUME,	/* just before its threads run on */
 	HOOK_POST_RESUME,	/* it runs */
 	HOOK_ORPHAN_PTS_MASTER,	/* a new pty master for a slave whose master was outside (an fd) */
+	HOOK_STATUS_READY,	/* a lazy dump's page server listens (CRIU's status-ready) */
 	HOOK_NR
 };
 

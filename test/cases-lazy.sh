@@ -484,32 +484,73 @@ case_lazy_page_server_killed() {
 }
 add lazy-page-server-killed case_lazy_page_server_killed
 
-# runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server
-# A:P --status-fd FD` wants a dump that leaves a page server serving the memory:
-# memdump refuses the DUMP request by name (lazy_pages, ps, status_fd) in the log runc
-# points to, before anything is touched, and the container runs on, counting. `runc restore --lazy-pages` (lazy_pages in the
-# RESTORE request) of a plain checkpoint is memdump's lazy restore: the container
-# counts on from where it was, its memory served by the page handler.
-case_lazy_runc() {
-	command -v runc > /dev/null && command -v busybox > /dev/null ||
-		{ note "no runc or busybox: skipped"; return 0; }
-	local b=$T/bundle id0=memdump-lc$$ id=memdump-lr$$ n
-	mkdir -p "$T/bin" && ln -s "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
-	runc_bundle "$b"
-	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
-	(cd "$b" && runc run -d "$id0") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
-	PID=$(runc_ctr_state "$id0" pid)
+# CRIU's lazy dump over the RPC: a DUMP with lazy_pages, ps and status_fd (the client's
+# fd 3, reopened) and notify_scripts: the status-ready NOTIFY and a zero byte on fd 3
+# once the page server listens, the set whole on disk; the other side (the CLI) fetches
+# the pages; the DUMP is answered with success once every byte is served.
+case_lazy_rpc_dump() {
+	start_prog t-pattern 64
+	mkdir "$T/src" || fail "no dir"
+	"$TESTSRC/rpc-client.py" "$MEMDUMP" DUMP images_dir="$T/src" pid="$PID" lazy_pages=true \
+		ps=address:127.0.0.1,port:27396 status_fd=3 notify_scripts=true log_file=dump.log \
+		3> "$T/status" > "$T/rpc.out" 2> "$T/rpc.err" < /dev/null &
+	LZPS_PID=$!
+	track "$LZPS_PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/status" ||
+		{ show_file rpc "$T/rpc.out"; show_file dump.log "$T/src/dump.log"; fail "no byte on status_fd"; }
+	[[ $(od -An -tx1 "$T/status") == " 00" ]] || fail "the status byte is not one zero"
+	wait_line "$T/rpc.out" '^NOTIFY status-ready pid=' 5 || fail "no status-ready NOTIFY: $(cat "$T/rpc.out")"
+	grep -q '^RESP' "$T/rpc.out" && fail "the DUMP was answered before its pages were served"
+	expect_killed "$PID"
+	lzps_other "$T/dst" 27396
+	lazy_restore "$T/dst" 1 --lazy-socket "$T/dst/lazy-pages.socket"
+	lazy_pass
+	lazy_done 16384
+	exit_of "$LZD_PID" 0 "the lazy-pages daemon"
+	exit_of "$LZPS_PID" 0 "rpc-client's DUMP"
+	grep -q '^RESP type=DUMP success=True' "$T/rpc.out" || fail "the DUMP response: $(grep '^RESP' "$T/rpc.out")"
+	grep -q '^EXIT 0' "$T/rpc.out" || fail "memdump swrk: $(grep '^EXIT' "$T/rpc.out")"
+	cmp -s "$T/src/pages-1.img" "$T/dst/pages-1.img" || fail "pages-1.img differs from the source's"
+}
+add lazy-rpc-dump case_lazy_rpc_dump
+
+# lrc_start B ID [SCRIPT]: a counting busybox container ID of bundle B (PID its init),
+# criu linked
+lrc_start() {
+	command -v runc > /dev/null && command -v busybox > /dev/null || return 1
+	mkdir -p "$T/bin" && ln -sf "$MEMDUMP" "$T/bin/criu" || fail "cannot link criu"
+	[[ -d $1 ]] || runc_bundle "$1" ${3:+"$3"}
+	(cd "$1" && runc run -d "$2") < /dev/null > /dev/null 2>&1 || fail "runc run failed"
+	PID=$(runc_ctr_state "$2" pid)
 	[[ $PID -gt 1 ]] || fail "no container init"
 	track "$PID"
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
-	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --lazy-pages \
-		--page-server 127.0.0.1:27393 --status-fd 1 --image-path "$T/lazyimg" "$id0") \
-		> "$T/ckpt-lazy.out" 2>&1 && fail "runc checkpoint --lazy-pages succeeded"
-	note "runc checkpoint --lazy-pages: $(tail -n1 "$T/ckpt-lazy.out")"
-	show_file dump.log "$T/lazyimg/dump.log"
-	grep -q 'DUMP failed: .*lazy_pages (.*CRIU.s lazy dump) is not supported yet' "$T/lazyimg/dump.log" ||
-		fail "the refusal does not name lazy_pages: $(tail -n2 "$T/lazyimg/dump.log")"
-	grep -q 'ps (' "$T/lazyimg/dump.log" || fail "the refusal does not name ps"
+	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
+}
+
+# lrc_counts_on B N: the container of bundle B counts on past N, no gap and no repeat
+lrc_counts_on() {
+	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= '"$(($2 + 5))"' ))' ||
+		fail "the restored container does not count on from $2"
+	local last; last=$(count_of "$1/rootfs/tmp/count")
+	[[ $(head -n "$last" "$1/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
+		fail "the count has a gap or a repeat"
+}
+
+# `runc checkpoint --pre-dump --lazy-pages` (a PRE_DUMP with lazy_pages): refused by name
+# in the log runc points to, before anything is touched; the container counts on. `runc
+# restore --lazy-pages` (lazy_pages in the RESTORE request) of a plain checkpoint, no
+# lazy-pages daemon in its work directory, is memdump's lazy restore: the container counts
+# on from where it was, its memory served by the page handler.
+case_lazy_runc() {
+	local b=$T/bundle id0=memdump-lc$$ id=memdump-lr$$ n
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	lrc_start "$b" "$id0" || { note "no runc or busybox: skipped"; return 0; }
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint --pre-dump \
+		--lazy-pages --page-server 127.0.0.1:27393 --image-path "$T/lazyimg" "$id0") \
+		> "$T/ckpt-lazy.out" 2>&1 && fail "runc checkpoint --pre-dump --lazy-pages succeeded"
+	note "runc checkpoint --pre-dump --lazy-pages: $(tail -n1 "$T/ckpt-lazy.out")"
+	grep -q 'PRE_DUMP failed: .*lazy_pages (a pre-dump leaves no pages served' "$T/lazyimg/dump.log" ||
+		{ show_file dump.log "$T/lazyimg/dump.log"; fail "the refusal does not name lazy_pages"; }
 	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the refusal"
 	n=$(count_of "$b/rootfs/tmp/count")
 	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
@@ -526,16 +567,95 @@ case_lazy_runc() {
 	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
 	grep -q 'lazy-pages: page handler [0-9]' "$T/img/restore.log" ||
 		{ show_file restore.log "$T/img/restore.log"; fail "no page handler: not a lazy restore"; }
-	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 5))"' ))' ||
-		fail "the restored container does not count on from $n"
-	local last; last=$(count_of "$b/rootfs/tmp/count")
-	[[ $(head -n "$last" "$b/rootfs/tmp/count") == "$(seq 1 "$last")" ]] ||
-		fail "the count has a gap or a repeat"
+	lrc_counts_on "$b" "$n"
 	wait_until "$OP_TIMEOUT" eval 'grep -q "lazy-pages: done: " '"$T"'/img/restore.log' ||
 		fail "the page handler did not finish: $(grep lazy-pages "$T/img/restore.log" | tail -n2)"
 }
 add lazy-runc case_lazy_runc
 case_limit lazy-runc 240
+
+# runc's lazy migration over CRIU's RPC: `runc checkpoint --lazy-pages --page-server A:P
+# --status-fd FD` (a DUMP with lazy_pages and ps) leaves the set whole on disk and serves
+# its pages-1.img at A:P, saying so with a zero byte on FD (runc's, from memdump's
+# status-ready NOTIFY). The "destination", a copy of the set without pages-1.img, runs
+# `criu lazy-pages --page-server` (memdump through CRIU's command line) and `runc restore
+# --lazy-pages`: the container counts on from where it stopped (its shell's memory came
+# over the page server), the checkpoint returns 0 once every page is fetched, and the
+# source container is gone.
+case_lazy_runc_migrate() {
+	local b=$T/bundle id0=memdump-lm$$ id=memdump-ln$$ n rd
+	trap 'runc_cleanup '"$id0"'; runc_cleanup '"$id" EXIT
+	# one process: it waits on a FIFO of its own, no `sleep` child (a tree is refused)
+	lrc_start "$b" "$id0" 'exec > /tmp/count; busybox mkfifo /tmp/f; exec 3<> /tmp/f; i=0; while true; do i=$((i+1)); echo $i; read -t 0.1 x <&3; done' ||
+		{ note "no runc or busybox: skipped"; return 0; }
+	mkfifo "$T/status" || fail "no fifo"
+	head -c1 "$T/status" > "$T/status.byte" &
+	rd=$!
+	(cd "$b" && exec timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--lazy-pages --page-server 127.0.0.1:27394 --status-fd 3 --image-path "$T/src" \
+		"$id0" 3> "$T/status") < /dev/null > "$T/ckpt.out" 2>&1 &
+	LZPS_PID=$!
+	track "$LZPS_PID"
+	wait_until "$OP_TIMEOUT" test -s "$T/status.byte" ||
+		{ show_file dump.log "$T/src/dump.log"; fail "no byte on the status fd: $(tail -n2 "$T/ckpt.out")"; }
+	[[ $(od -An -tx1 "$T/status.byte") == " 00" ]] || fail "the status byte is not a zero"
+	wait "$rd"
+	grep -q 'lazy dump: serving .*pages-1.img on 127.0.0.1:27394' "$T/src/dump.log" ||
+		{ show_file dump.log "$T/src/dump.log"; fail "the dump does not say it serves"; }
+	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
+	n=$(count_of "$b/rootfs/tmp/count")
+	cp -a "$T/src" "$T/dst" && rm "$T/dst/pages-1.img" "$T/dst/dump.log" || fail "cannot copy the set"
+	"$T/bin/criu" lazy-pages --page-server --address 127.0.0.1 --port 27394 -D "$T/dst" \
+		-o lazyd.log -v4 > "$T/lzd.out" 2>&1 < /dev/null &
+	LZD_PID=$!
+	track "$LZD_PID"
+	wait_until 10 test -S "$T/dst/lazy-pages.socket" || fail "no daemon socket: $(cat "$T/lzd.out")"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
+		--image-path "$T/dst" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$T/dst/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	grep -q "pages-1.img comes from the daemon's page server" "$T/dst/restore.log" ||
+		{ show_file restore.log "$T/dst/restore.log"; fail "the restore did not take the daemon's page channel"; }
+	lrc_counts_on "$b" "$n"
+	exit_of "$LZD_PID" 0 "the lazy-pages daemon"
+	exit_of "$LZPS_PID" 0 "runc checkpoint --lazy-pages"
+	grep -q 'the lazy restore is done: \([0-9]*\) of \1 bytes served' "$T/src/dump.log" ||
+		fail "the page server does not say every byte was served: $(tail -n1 "$T/src/dump.log")"
+	cmp -s "$T/src/pages-1.img" "$T/dst/pages-1.img" || fail "pages-1.img differs from the source's"
+	runc state "$id0" > /dev/null 2>&1 && fail "the source container $id0 is still there"
+	[[ $(runc_ctr_state "$id" status) == running ]] || fail "the restored container stopped"
+}
+add lazy-runc-migrate case_lazy_runc_migrate
+case_limit lazy-runc-migrate 240
+
+# runc's plain dump over a page server: `runc checkpoint --page-server A:P` (ps in the
+# DUMP, no lazy_pages) is memdump's dump --page-server, which takes one process, not a
+# tree (a container's init, its PID namespace's, is one): refused by name in dump.log
+# before the container is touched; it counts on, the image path holds no inventory.
+case_lazy_runc_ps() {
+	local b=$T/bundle id0=memdump-lp$$ n
+	trap 'runc_cleanup '"$id0" EXIT
+	lrc_start "$b" "$id0" || { note "no runc or busybox: skipped"; return 0; }
+	"$MEMDUMP" page-server -D "$T/ps" --address 127.0.0.1 --port 27395 --status-fd 3 \
+		3> "$T/ps.status" > "$T/ps.out" 2>&1 < /dev/null &
+	PSPID=$!
+	track "$PSPID"
+	wait_until "$OP_TIMEOUT" test -s "$T/ps.status" || fail "the page server does not listen: $(cat "$T/ps.out")"
+	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" checkpoint \
+		--page-server 127.0.0.1:27395 --image-path "$T/img" "$id0") < /dev/null > "$T/ckpt.out" 2>&1 &&
+		fail "runc checkpoint --page-server of a container succeeded"
+	grep -q 'DUMP failed: --page-server: process [0-9]* has children, and a tree.s pages cannot go to a page server' "$T/img/dump.log" ||
+		{ show_file dump.log "$T/img/dump.log"; fail "the refusal does not name the page server"; }
+	[[ $(runc_ctr_state "$id0" status) == running ]] || fail "the container is $(runc_ctr_state "$id0" status) after the refusal"
+	n=$(count_of "$b/rootfs/tmp/count")
+	wait_until 10 eval '(( $(count_of '"$b"'/rootfs/tmp/count) >= '"$((n + 3))"' ))' ||
+		fail "the container does not count on after the refusal"
+	no_inventory "$T/img"
+	[[ -e $T/ps/inventory.img ]] && fail "the page server holds an inventory"
+	return 0
+}
+add lazy-runc-ps case_lazy_runc_ps
+case_limit lazy-runc-ps 240
 
 add lazy-big case_lazy_big
 add lazy-threads case_lazy_threads
@@ -608,3 +728,17 @@ case_lazy_hot_first() {
 	[[ $order =~ ^hot\ (fill\ )?$ ]] || fail "the pieces came in the order '$order', want the hot ones first"
 }
 add lazy-hot-first case_lazy_hot_first
+
+# A lazy dump of a tree (t-lazy tree: a child sharing memory copy-on-write): refused by
+# name while frozen, before anything is written; the tree runs on to PASS. (Restored
+# elsewhere, that shared memory would be read from a pages-1.img not yet fetched.)
+case_lazy_page_server_tree() {
+	start_prog t-lazy tree 32
+	md lzt dump -t "$PID" -D "$T/src" --lazy-pages --address 127.0.0.1 --port 27413
+	expect_md_error
+	grep -q 'lazy-pages: a process tree (2 processes from [0-9]*) is not served to a lazy restore elsewhere' "$MD_ERR" ||
+		fail "the refusal does not name the tree: $(cat "$MD_ERR")"
+	no_inventory "$T/src"
+	check_child_pass
+}
+add lazy-page-server-tree case_lazy_page_server_tree

@@ -123,10 +123,14 @@ case_rpc_refuse_options() {
 		cg_root=cpu:/x empty_ns=$((0x20000 | 0x40000000)) config_file="$T/criu.conf" \
 		log_file=rpc.log
 	rpc_refused "DUMP: options memdump cannot honour" "auto_dedup \(" \
-		"lazy_pages \(" "status_fd \(" "manage_cgroups_mode \(" "external \(only one net" \
+		"lazy_pages \(a lazy dump needs ps" "status_fd \(" "manage_cgroups_mode \(" "external \(only one net" \
 		"cg_root \(" "empty_ns \(only CLONE_NEWNET" "config_file \(.*criu.conf exists"
 	grep -q "DUMP failed: .*config_file" "$T/d/rpc.log" ||
 		fail "the refusal is not in the request's log file (where runc points)"
+	rpc ps "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" ps=port:27396,fd:1 lazy_pages=true
+	rpc_refused "DUMP: options memdump cannot honour" "ps \(fd: a connection of the client's"
+	rpc lpd "$MEMDUMP" PRE_DUMP images_dir="$T/d" pid="$PID" ps=port:27396 lazy_pages=true
+	rpc_refused "PRE_DUMP: options memdump cannot honour" "lazy_pages \(a pre-dump leaves no pages"
 	rpc fz "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" freeze_cgroup=/sys/fs/cgroup/x
 	rpc_refused "freeze cgroup /sys/fs/cgroup/x: No such file"
 	rpc root "$MEMDUMP" DUMP images_dir="$T/d" pid="$PID" root=/tmp

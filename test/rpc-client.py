@@ -9,7 +9,7 @@ sends one criu_req of TYPE (VERSION, CHECK, DUMP, ...) with criu_opts set
 from field=value (images_dir=PATH opens PATH here and passes images_dir_fd,
 work_dir=PATH likewise; image_key=PATH opens PATH and passes its fd as memdump's
 field 1000, image_key_fd, which CRIU's module does not know; ints and true/false as such; repeated fields as a
-comma list, key:val for messages), answers each NOTIFY, and prints one line per message:
+comma list, key:val for messages, ps=port:P,address:A), answers each NOTIFY, and prints one line per message:
 
   NOTIFY <script> pid=<pid>
   RESP type=<type> success=<bool> errno=<n> pid=<pid> msg=<cr_errmsg>
@@ -60,6 +60,12 @@ def set_opt(opts, kv):
             m = getattr(opts, name).add()
             for f, v in zip(m.DESCRIPTOR.fields, item.split(":", 1)):
                 setattr(m, f.name, int(v) if f.type == f.TYPE_INT32 else v)
+    elif field.type == field.TYPE_MESSAGE:    # key:val, key:val ... into its fields
+        m = getattr(opts, name)
+        for item in val.split(","):
+            k, _, v = item.partition(":")
+            f = m.DESCRIPTOR.fields_by_name[k]
+            setattr(m, k, int(v) if f.type == f.TYPE_INT32 else v)
     elif field.label == field.LABEL_REPEATED:
         getattr(opts, name).extend(val.split(","))
     elif field.type == field.TYPE_BOOL:

@@ -317,8 +317,9 @@ int cmd_lazy_pages(const struct options *o)
 		ret = o->detach ? detach(o) : 0;
 	}
 	if (!ret) {
-		tell_status(o);	/* CRIU's: a zero byte once the socket listens */
-		ret = serve(lsk, sigfd, o->page_server ? &lp : NULL);
+		ret = tell_status(o);	/* CRIU's: a zero byte once the socket listens */
+		if (!ret)
+			ret = serve(lsk, sigfd, o->page_server ? &lp : NULL);
 	}
 	if (lsk >= 0) {
 		close(lsk);
@@ -331,4 +332,31 @@ int cmd_lazy_pages(const struct options *o)
 	xfer_close(&x);
 	free(lp.buf);
 	return ret;
+}
+
+int lazy_daemon_join(const char *path, struct restore_opts *r)
+{
+	bool remote = false;
+	int fd = lazy_daemon_connect(path, &remote);
+
+	if (fd < 0)
+		return fd;
+	r->lazy_daemon = fd + 1;
+	if (!remote)
+		return 0;
+	fd = lazy_daemon_connect(path, &remote);	/* the page channel */
+	if (fd < 0)
+		return fd;
+	r->lazy_remote_sock = fd + 1;
+	pr_info("lazy-pages: pages-1.img comes from the daemon's page server");
+	return 0;
+}
+
+void lazy_daemon_leave(struct restore_opts *r)
+{
+	if (r->lazy_daemon)
+		close(r->lazy_daemon - 1);	/* the page handler holds its own */
+	if (r->lazy_remote_sock)
+		close(r->lazy_remote_sock - 1);
+	r->lazy_daemon = r->lazy_remote_sock = 0;
 }

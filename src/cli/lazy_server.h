@@ -26,7 +26,15 @@ int lazy_serve_get(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t *s
 
 /* pageserver.c: listen on o's --address:--port, say so on --status-fd, take one client. */
 int page_server_accept(const struct options *o, struct xfer *x);
-/* pageserver.c: CRIU's --status-fd, a zero byte once listening (then closed). */
-void tell_status(const struct options *o);
+/* pageserver.c: CRIU's --status-fd, a zero byte once listening (then closed), and
+ * o->ready's status-ready hook; <0 after fail() when that hook fails. */
+int tell_status(const struct options *o);
+
+struct restore_opts;
+/* lazy_daemon.c: the lazy-pages daemon at path joined by a restore --lazy-pages before
+ * anything runs (and its page channel when it fetches from a lazy dump's page server):
+ * r->lazy_daemon, r->lazy_remote_sock (fd + 1). lazy_daemon_leave closes them. */
+int lazy_daemon_join(const char *path, struct restore_opts *r);
+void lazy_daemon_leave(struct restore_opts *r);
 
 #endif

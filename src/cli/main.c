@@ -182,6 +182,7 @@ static int dump_with(const struct options *o, bool pre_dump)
 	if (o->tls.on && !o->page_server && !o->lazy_pages)
 		return fail(-EINVAL, "--tls is for the page server's connection: with --page-server");
 	d.xfer = o->page_server ? &x : NULL;
+	d.lazy_served = o->lazy_pages;
 	ret = dump_check_opts(&d);	/* before the page server hears of it */
 	if (!ret && o->page_server)
 		ret = xfer_connect(&x, "page server", o->address ? o->address : "localhost",
@@ -216,32 +217,6 @@ int cmd_track(const struct options *o)
 	return track_stop_run(o->pid);
 }
 
-/*
- * restore --lazy-socket: the lazy-pages daemon reached before anything runs
- * (and its page channel, when it fetches the pages from a lazy dump's page
- * server). The fds go to the pipeline in r (fd + 1).
- */
-static int lazy_daemon_join(const struct options *o, struct restore_opts *r)
-{
-	bool remote = false;
-	int fd;
-
-	if (!o->lazy_pages)
-		return fail(-EINVAL, "--lazy-socket is for restore --lazy-pages");
-	fd = lazy_daemon_connect(o->lazy_socket, &remote);
-	if (fd < 0)
-		return fd;
-	r->lazy_daemon = fd + 1;
-	if (!remote)
-		return 0;
-	fd = lazy_daemon_connect(o->lazy_socket, &remote);
-	if (fd < 0)
-		return fd;
-	r->lazy_remote_sock = fd + 1;
-	pr_info("lazy-pages: pages-1.img comes from the daemon's page server");
-	return 0;
-}
-
 int cmd_restore(const struct options *o)
 {
 	if (o->ext_tty.one)
@@ -266,13 +241,12 @@ int cmd_restore(const struct options *o)
 	memcpy(r.inherit_fd, o->inherit_fd, sizeof(r.inherit_fd));
 	r.nr_inherit_fd = o->nr_inherit_fd;
 	r.nr_veth_ext = o->nr_veth_ext;
-	ret = o->lazy_socket ? lazy_daemon_join(o, &r) : 0;
+	if (o->lazy_socket && !o->lazy_pages)
+		return fail(-EINVAL, "--lazy-socket is for restore --lazy-pages");
+	ret = o->lazy_socket ? lazy_daemon_join(o->lazy_socket, &r) : 0;
 	if (!ret)
 		ret = restore_run(&r);
-	if (r.lazy_daemon)
-		close(r.lazy_daemon - 1);	/* the page handler holds its own */
-	if (r.lazy_remote_sock)
-		close(r.lazy_remote_sock - 1);
+	lazy_daemon_leave(&r);
 	return ret;
 }
 

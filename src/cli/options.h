@@ -47,6 +47,7 @@ struct options {
 	const char *address;		/* --address (page-server, migrate-receive: to listen on) */
 	int port;			/* --port */
 	int status_fd;			/* --status-fd: a byte once listening (CRIU's), or -1 */
+	const struct hooks *ready;	/* fired at status-ready too (an RPC client's), or NULL */
 	struct xfer_tls tls;		/* --tls, --tls-cacert, ... (page server, migrate) */
 	const char *to;			/* migrate --to HOST:PORT */
 	int pre_dumps;			/* migrate --pre-dumps N, or -1 */

@@ -545,13 +545,16 @@ static int serve(struct rx *r)
 }
 
 /* CRIU's --status-fd: a byte once listening. */
-void tell_status(const struct options *o)
+int tell_status(const struct options *o)
 {
+	int ret = hook_fire(o->ready, HOOK_STATUS_READY, getpid());
+
 	if (o->status_fd < 0)
-		return;
+		return ret;
 	if (write(o->status_fd, "", 1) != 1)
 		pr_warn("cannot write to --status-fd %d", o->status_fd);
 	close(o->status_fd);
+	return ret;
 }
 
 /* The name a client's certificate must carry (--tls): the address listened on, as
@@ -570,7 +573,11 @@ int page_server_accept(const struct options *o, struct xfer *x)
 	if (lfd < 0)
 		return lfd;
 	pr_info("listening on %s:%d", o->address ? o->address : "*", o->port);
-	tell_status(o);
+	fd = tell_status(o);
+	if (fd < 0) {
+		close(lfd);
+		return fd;
+	}
 	do
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	while (fd < 0 && errno == EINTR);

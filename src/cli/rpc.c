@@ -6,11 +6,12 @@
  *
  *   VERSION        CRIU RPC_CRIU_MAJOR.RPC_CRIU_MINOR, name "memdump", gitid memdump's version
  *   FEATURE_CHECK  mem_track true (a userfaultfd the target keeps, not soft-dirty),
- *                  lazy_pages true (a restore's; a dump's refused), pidfd_store false
+ *                  lazy_pages true (a restore's, and a dump's with ps), pidfd_store false
  *   PRE_DUMP       as DUMP, pre_dump: memory only, left running and tracked
  *   CHECK          memdump check's probes, quietly
  *   DUMP           dump_run() in a worker (worker.c): a client that hangs up stops it,
- *                  and the target runs on
+ *                  and the target runs on; with lazy_pages and ps its pages served
+ *                  after (lazy_server.c) before the answer, as CRIU's lazy dump
  *   RESTORE        restore_run() detached: the response carries the restored PID
  *
  * Any failure, a malformed or unknown request included, is answered with
@@ -23,10 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "log.h"
+#include "cli/lazy_server.h"
 #include "cli/options.h"
 #include "cli/rpc.h"
 #include "cli/stats_files.h"
@@ -74,8 +77,7 @@ static int serve_version(const struct rpc_conn *c)
 
 /*
  * Truthful: memory tracking (pre-dump), lazy pages (a RESTORE's lazy_pages is
- * memdump's lazy restore; a DUMP's, CRIU's lazy dump, is refused by name in its
- * answer, as runc's checkpoint --lazy-pages would not say why), no pidfd store yet.
+ * memdump's lazy restore, a DUMP's with ps CRIU's lazy dump), no pidfd store yet.
  */
 static int serve_features(const struct rpc_conn *c)
 {
@@ -118,12 +120,64 @@ static int serve_check(const struct rpc_conn *c, const CriuReq *req)
 	return respond_error(c, CRIU_REQ_TYPE__CHECK, ret);
 }
 
+/* ps without lazy_pages: the pages go to the page server at ps (as dump --page-server). */
 static int dump_in_worker(void *arg, struct dump_trace *trace)
 {
+	static const struct xfer_tls no_tls;
 	struct rpc_job *job = arg;
+	struct xfer x = { .fd = -1 };
+	bool ps = job->ps_port && !job->lazy_dump;
+	int ret;
 
 	job->dump.trace = trace;
-	return dump_run(&job->dump);
+	job->dump.xfer = ps ? &x : NULL;
+	ret = dump_check_opts(&job->dump);	/* before the page server hears of it */
+	if (!ret && ps)
+		ret = xfer_connect(&x, "page server", job->ps_addr ? job->ps_addr : "localhost",
+				   job->ps_port, &no_tls);
+	if (!ret)
+		ret = dump_run(&job->dump);
+	xfer_close(&x);
+	return ret;
+}
+
+/* The lazy dump's page server listens: status_fd's zero byte, the client's NOTIFY. */
+struct ready {
+	struct hooks hooks;
+	const struct hooks *notify;	/* notify_scripts', or NULL */
+	int *status_fd;
+};
+
+static int say_ready(void *arg, enum hook_point p, pid_t pid)
+{
+	struct ready *r = arg;
+
+	if (*r->status_fd >= 0) {
+		if (write(*r->status_fd, "", 1) != 1)
+			pr_warn("cannot write to status_fd: %s", strerror(errno));
+		close(*r->status_fd);
+		*r->status_fd = -1;
+	}
+	return r->notify ? r->notify->fire(r->notify->arg, p, pid) : 0;	/* logged once, above */
+}
+
+/*
+ * lazy_pages with ps (CRIU's lazy dump): the set is whole on disk, the target gone;
+ * its pages-1.img served at ps to one lazy-pages --page-server until every page is
+ * fetched. The DUMP is answered after, as CRIU's (runc waits for it to destroy the
+ * container). A page server lost before the end leaves the set whole to restore.
+ */
+static int serve_lazy(struct rpc_job *job, const struct hooks *notify)
+{
+	struct ready r = { .hooks = { .fire = say_ready }, .notify = notify,
+			   .status_fd = &job->status_fd };
+	struct options o = { .address = job->ps_addr, .port = job->ps_port, .status_fd = -1,
+			     .ready = &r.hooks };
+
+	r.hooks.arg = &r;
+	pr_info("lazy dump: serving %s/pages-1.img on %s:%d", job->dir,
+		job->ps_addr ? job->ps_addr : "*", job->ps_port);
+	return lazy_serve(&o, job->dir);
 }
 
 static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType type)
@@ -141,6 +195,10 @@ static int serve_dump(const struct rpc_conn *c, const CriuReq *req, CriuReqType 
 		ret = worker_call(dump_in_worker, &job, c->sk, &res);
 	if (!ret && res.ret < 0)
 		ret = fail(res.ret, "%s", res.reason);
+	if (!ret && job.lazy_dump)
+		ret = serve_lazy(&job, job.notify ? &n.hooks : NULL);
+	if (job.status_fd >= 0)
+		close(job.status_fd);
 	memset(&job.key, 0, sizeof(job.key));
 	if (!ret)
 		stats_dump_to_work_dir(job.dir, job.work_dir);
@@ -176,6 +234,27 @@ static int open_sealed(struct rpc_job *job, int *dirfd, char *path, size_t len)
 	return ret;
 }
 
+/*
+ * lazy_pages on a restore: a lazy-pages daemon waiting on lazy-pages.socket in the
+ * work directory (else the images directory), as CRIU's, is joined, and takes the
+ * pages from a lazy dump's page server when it was started so; without one, memdump's
+ * own page handler serves them from the set's pages-1.img.
+ */
+static int join_lazy_daemon(struct rpc_job *job)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/lazy-pages.socket",
+		 job->work_dir[0] ? job->work_dir : job->dir);
+	if (lstat(path, &st) || !S_ISSOCK(st.st_mode)) {
+		pr_info("lazy restore: no lazy-pages daemon at %s, memdump's page handler "
+			"serves the pages", path);
+		return 0;
+	}
+	return lazy_daemon_join(path, &job->restore);
+}
+
 static int serve_restore(const struct rpc_conn *c, const CriuReq *req)
 {
 	CriuResp resp = CRIU_RESP__INIT;
@@ -192,8 +271,11 @@ static int serve_restore(const struct rpc_conn *c, const CriuReq *req)
 	if (!ret)
 		ret = open_sealed(&job, &dirfd, sealed, sizeof(sealed));
 	memset(&job.key, 0, sizeof(job.key));
+	if (!ret && job.restore.lazy)
+		ret = join_lazy_daemon(&job);
 	if (!ret)
 		ret = restore_run(&job.restore);
+	lazy_daemon_leave(&job.restore);
 	if (dirfd >= 0)
 		close(dirfd);
 	if (!ret)

@@ -58,6 +58,12 @@ struct rpc_job {
 	int nr_mnt_ext;
 	struct img_key key;		/* image_key_fd's: the set is encrypted (crypt.h) */
 	bool has_key;
+	/* ps: a dump's pages to the page server at ps_addr:ps_port; with lazy_pages (CRIU's
+	 * lazy dump) the set whole on disk, its pages served there to a lazy-pages daemon */
+	const char *ps_addr;		/* the request's string, or NULL: localhost (any: lazy) */
+	int ps_port;			/* 0: no ps */
+	bool lazy_dump;
+	int status_fd;			/* status_fd, reopened from the client's, or -1 */
 };
 
 /* net[INO]:KEY (CRIU's external network namespace: runc's for a netns path, the command

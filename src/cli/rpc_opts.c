@@ -13,12 +13,15 @@
  * container's terminal) is dumped alone, and
  * restored on a new pair whose master goes to the client in an
  * orphan-pts-master notification (tty.c). shell_job and ghost_limit are
- * memdump's --shell-job and --ghost-limit.
+ * memdump's --shell-job and --ghost-limit. ps is dump --page-server, or with
+ * lazy_pages dump --lazy-pages (its page server's status-ready point is a NOTIFY,
+ * and status_fd, reopened, gets its byte: rpc.c).
  *
  * The client names its directories by fd (images_dir_fd, work_dir_fd):
  * numbers in its own fd table, reached through /proc/PEER/fd/N as CRIU does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,13 +67,13 @@ static const struct opt_rule rules[] = {
 	{ "manage_cgroups", K_DUMP | K_RESTORE, NULL },
 	{ "manage_cgroups_mode", K_DUMP | K_RESTORE, NULL },
 	{ "root", K_DUMP | K_RESTORE, NULL },
-	{ "ps", 0, "the page server is over the command line only (dump --page-server)" },
+	{ "ps", K_DUMP, "only a dump sends pages to a page server or serves them" },
 	{ "parent_img", K_DUMP, "only a dump or pre-dump has a parent" },
 	{ "track_mem", K_DUMP, "only a dump or pre-dump tracks memory" },
 	{ "auto_dedup", 0, "memdump does not deduplicate parent images" },
-	{ "lazy_pages", K_RESTORE, "a dump leaving a page server to serve its memory to a lazy "
-	  "restore elsewhere (CRIU's lazy dump) is not supported yet" },
-	{ "status_fd", 0, "the page server is over the command line only: nothing to report ready" },
+	{ "lazy_pages", K_DUMP | K_RESTORE, "only a dump serves pages lazily and a restore takes "
+	  "them so" },
+	{ "status_fd", K_DUMP, "only a lazy dump's page server reports ready" },
 	{ "rst_sibling", K_RESTORE, NULL },
 	{ "inherit_fd", K_RESTORE, "only a restore inherits fds" },
 	{ "freeze_cgroup", K_DUMP, "only a dump freezes" },
@@ -219,9 +222,39 @@ static void check_config_file(const CriuOpts *co, char *list, size_t len)
 	add_refusal(list, len, "config_file", why);
 }
 
-/* The values of honoured options that memdump cannot take: cgroup mode props. */
-static void check_values(const CriuOpts *co, char *list, size_t len)
+/*
+ * ps, lazy_pages and status_fd on a dump: a page server that is memdump's (no fd of the
+ * client's), a lazy dump only whole (not a pre-dump's) and unencrypted, status_fd only
+ * for a lazy dump's page server (it says when that listens).
+ */
+static void check_lazy_dump(const CriuOpts *co, CriuReqType type, char *list, size_t len)
 {
+	bool lazy = co->has_lazy_pages && co->lazy_pages;
+	bool served = lazy && co->ps && type == CRIU_REQ_TYPE__DUMP;
+
+	if (type != CRIU_REQ_TYPE__DUMP && type != CRIU_REQ_TYPE__PRE_DUMP)
+		return;
+	if (co->ps && co->ps->has_fd)
+		add_refusal(list, len, "ps", "fd: a connection of the client's; memdump connects "
+			    "to or listens on address and port itself");
+	else if (co->ps && (!co->ps->has_port || co->ps->port <= 0 || co->ps->port > 65535))
+		add_refusal(list, len, "ps", "no port (1 to 65535)");
+	else if (co->ps && co->has_image_key_fd)
+		add_refusal(list, len, "ps", "with image_key_fd: the pages would leave unencrypted");
+	if (lazy && type == CRIU_REQ_TYPE__PRE_DUMP)
+		add_refusal(list, len, "lazy_pages", "a pre-dump leaves no pages served to a lazy "
+			    "restore");
+	else if (lazy && !co->ps)
+		add_refusal(list, len, "lazy_pages", "a lazy dump needs ps (the port its pages are "
+			    "served on)");
+	if (co->has_status_fd && !served)
+		add_refusal(list, len, "status_fd", "only a lazy dump's page server reports ready");
+}
+
+/* The values of honoured options that memdump cannot take: cgroup mode props. */
+static void check_values(const CriuOpts *co, CriuReqType type, char *list, size_t len)
+{
+	check_lazy_dump(co, type, list, len);
 	if (co->has_manage_cgroups_mode && co->manage_cgroups_mode == CRIU_CG_MODE__PROPS)
 		add_refusal(list, len, "manage_cgroups_mode",
 			    "props: only soft, full, strict and ignore");
@@ -260,7 +293,7 @@ static int refuse_unhonoured(const CriuOpts *co, CriuReqType type)
 		snprintf(name, sizeof(name), "field %u", co->base.unknown_fields[i].tag);
 		add_refusal(list, sizeof(list), name, "unknown to memdump");
 	}
-	check_values(co, list, sizeof(list));
+	check_values(co, type, list, sizeof(list));
 	if (list[0])
 		return fail(-EOPNOTSUPP, "%s: options memdump cannot honour: %s",
 			    rpc_type_name(type), list);
@@ -366,6 +399,27 @@ static int map_ext_mnt(const CriuOpts *co, struct rpc_job *job)
 	for (size_t i = 0; i < co->n_ext_mnt; i++)
 		job->mnt_ext[i] = (struct mnt_ext){ co->ext_mnt[i]->key, co->ext_mnt[i]->val, true };
 	job->nr_mnt_ext = (int)co->n_ext_mnt;
+	return 0;
+}
+
+/* ps, lazy_pages, status_fd (as CRIU: the client's fd reopened, written once ready). */
+static int map_page_server(const CriuOpts *co, const struct rpc_conn *c, struct rpc_job *job)
+{
+	char path[64];
+
+	job->lazy_dump = co->has_lazy_pages && co->lazy_pages;
+	job->dump.lazy_served = job->lazy_dump;
+	if (co->ps) {
+		job->ps_addr = co->ps->address && co->ps->address[0] ? co->ps->address : NULL;
+		job->ps_port = co->ps->port;
+	}
+	if (!co->has_status_fd)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", c->peer, co->status_fd);
+	job->status_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (job->status_fd < 0)
+		return fail(-errno, "status_fd %d: cannot open the client's (process %d) for "
+			    "writing: %s", co->status_fd, c->peer, strerror(errno));
 	return 0;
 }
 
@@ -501,6 +555,7 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 	int ret;
 
 	memset(job, 0, sizeof(*job));
+	job->status_fd = -1;
 	if (!co)
 		co = &none;
 	ret = map_dirs_and_log(co, type, c, job);	/* first: a refusal goes to the log too */
@@ -513,8 +568,10 @@ int rpc_opts_map(const CriuOpts *co, CriuReqType type, const struct rpc_conn *c,
 	if (ret)
 		return ret;
 	job->notify = co->has_notify_scripts && co->notify_scripts;
-	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP)
-		return map_dump(co, type, job);
+	if (type == CRIU_REQ_TYPE__DUMP || type == CRIU_REQ_TYPE__PRE_DUMP) {
+		ret = map_dump(co, type, job);
+		return ret ? ret : map_page_server(co, c, job);
+	}
 	if (type == CRIU_REQ_TYPE__RESTORE)
 		return map_restore(co, job);
 	return 0;

@@ -20,6 +20,7 @@ const char *hook_name(enum hook_point p)
 		[HOOK_PRE_RESUME] = "pre-resume",
 		[HOOK_POST_RESUME] = "post-resume",
 		[HOOK_ORPHAN_PTS_MASTER] = "orphan-pts-master",
+		[HOOK_STATUS_READY] = "status-ready",
 	};
 
 	return p < HOOK_NR ? names[p] : "?";
