@@ -78,20 +78,26 @@ iouring_refusal() {
 	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
 	esac
 }
-case_evloop_iouring_refuse() {
-	local mode=$1 want; want=$(iouring_refusal "$1")
-	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
-		{ note "io_uring disabled here: skipped"; return 0; }
-	start_prog t-iouring "$mode"
-	if [[ ${2-} == kill ]]; then
+# expect_refused_unharmed REGEX WHAT [kill]: a dump of $PID (killing with
+# "kill", else --leave-running) is refused naming WHAT (REGEX), leaves no
+# inventory, and the program runs on to its own check
+expect_refused_unharmed() {
+	if [[ ${3-} == kill ]]; then
 		md dump dump -t "$PID" -D "$T/d"
 	else
 		md dump dump -t "$PID" -D "$T/d" --leave-running
 	fi
 	expect_md_error
-	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the ring's state ($want)"
+	grep -qE -- "$1" "$MD_ERR" || fail "the error does not name $2 ($1)"
 	no_inventory "$T/d"
 	check_child_pass
+}
+case_evloop_iouring_refuse() {
+	local mode=$1 want; want=$(iouring_refusal "$1")
+	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
+		{ note "io_uring disabled here: skipped"; return 0; }
+	start_prog t-iouring "$mode"
+	expect_refused_unharmed "$want" "the ring's state" "${2-}"
 	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
 for m in plain pending unsubmitted sqpoll inflight closed hidden; do
@@ -113,15 +119,7 @@ uffd_refusal() {
 case_evloop_uffd_refuse() {
 	local mode=$1 want; want=$(uffd_refusal "$1")
 	start_prog t-uffdserve "$mode"
-	if [[ ${2-} == kill ]]; then
-		md dump dump -t "$PID" -D "$T/d"
-	else
-		md dump dump -t "$PID" -D "$T/d" --leave-running
-	fi
-	expect_md_error
-	grep -qE -- "$want" "$MD_ERR" || fail "the error does not name the userfaultfd's state ($want)"
-	no_inventory "$T/d"
-	check_child_pass
+	expect_refused_unharmed "$want" "the userfaultfd's state" "${2-}"
 	grep -qx "PASS $mode 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
 }
 add evloop-uffd-refuse-idle case_evloop_uffd_refuse idle

@@ -113,16 +113,22 @@ tcpreset_same() { # tcpreset_same: the program's SEQ line is CONTROL
 	[[ $seq == "$CONTROL" ]] || fail "answers differ: '$seq', never dumped: '$CONTROL'"
 }
 
-case_tcpreset() {
-	local mode=$1 fam=$2
-	tcpreset_control "$mode" "$fam"
-	start_prog t-tcpreset "$mode" "$fam"
+# tcpreset_roundtrip: $PID dumped killing with --tcp-established, restored, and
+# answering as the control run did
+tcpreset_roundtrip() {
 	dump "$PID" "$T/d" --tcp-established
 	expect_killed "$PID"
 	ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
 	crit_decodes "$T/d"
 	restore_and_pass "$T/d" 1
 	tcpreset_same
+}
+
+case_tcpreset() {
+	local mode=$1 fam=$2
+	tcpreset_control "$mode" "$fam"
+	start_prog t-tcpreset "$mode" "$fam"
+	tcpreset_roundtrip
 }
 
 # --leave-running: the dump reads the pending error without taking it
@@ -163,12 +169,7 @@ case_tcpreset_tw_ns() {
 	START_WRAP="$TESTSRC/netns-wrap" tcpreset_control tw "$1"
 	START_WRAP="$TESTSRC/netns-wrap" start_prog t-tcpreset tw "$1"
 	same_ns "$PID" net self && fail "the target is in memdump's network namespace"
-	dump "$PID" "$T/d" --tcp-established
-	expect_killed "$PID"
-	ls "$T/d"/tcp-stream-*.img > /dev/null 2>&1 || fail "no tcp-stream image"
-	crit_decodes "$T/d"
-	restore_and_pass "$T/d" 1
-	tcpreset_same
+	tcpreset_roundtrip
 }
 add tcpreset-tw-ns-v4 case_tcpreset_tw_ns v4
 add tcpreset-tw-ns-v6 case_tcpreset_tw_ns v6
