@@ -611,13 +611,7 @@ case_mntns_shmfd() {
 	[[ $(stat -Lc %d:%i /proc/"$PID"/root) != $(stat -Lc %d:%i /) ]] || fail "the target has memdump's root"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	restore_and_pass "$T/d" 1
 }
 add mntns-shmfd case_mntns_shmfd
 
