@@ -265,9 +265,29 @@ rstfail_tcp_peer() {
 	PEER_PORT=$(awk '/^READY/ { print $3; exit }' "$PEER_OUT")
 }
 
-# rstfail_tcp_silent WHAT: the peer heard nothing, its end still established
+# rstfail_tcp_count LPORT: an nft table of the case's own counts the FIN and RST
+# segments sent from LPORT, seen before the lock (priority -300) drops them
+rstfail_tcp_count() {
+	nsenter -t "$SK_NETNS" -n nft -f - <<-NFT || fail "cannot add the counting table"
+	table inet t-tcpcommit {
+		chain out {
+			type filter hook output priority -350;
+			tcp sport $1 tcp flags & (fin | rst) != 0 counter
+		}
+	}
+	NFT
+}
+
+# rstfail_tcp_sent: segments with FIN or RST the restored end sent
+rstfail_tcp_sent() {
+	nsenter -t "$SK_NETNS" -n nft list table inet t-tcpcommit |
+		sed -n 's/.*counter packets \([0-9]*\).*/\1/p'
+}
+
+# rstfail_tcp_silent WHAT: nothing sent, the peer heard nothing, its end still established
 rstfail_tcp_silent() {
 	sleep 1		# what a killed process sends reaches the peer at once
+	[[ $(rstfail_tcp_sent) == 0 ]] || fail "$1: the restored end sent $(rstfail_tcp_sent) FIN or RST"
 	grep -q '^PEER' "$PEER_OUT" && fail "$1: the peer lost its connection: $(grep '^PEER' "$PEER_OUT")"
 	nsenter -t "$SK_NETNS" -n ss -Htn state established "( sport = :$PEER_PORT )" | grep -q . ||
 		fail "$1: the peer's end is no longer established: $(nsenter -t "$SK_NETNS" -n ss -tan)"
@@ -283,6 +303,7 @@ case_rstfail_tcp() {
 	start_prog t-tcpcommit "$PEER_PORT"
 	dump "$PID" "$T/d" --tcp-established
 	expect_killed "$PID"
+	rstfail_tcp_count "${READY[2]}"
 	rstfail_tcp_silent dump
 	for point in rst-child-files rst-fill rst-commit; do
 		if [[ $mode == fail ]]; then
@@ -304,6 +325,7 @@ case_rstfail_tcp() {
 	wait_line "$PEER_OUT" '^PEER' "$OP_TIMEOUT" || fail "the peer did not read EOF"
 	grep -q "^PEER EOF 65536 ok$" "$PEER_OUT" ||
 		fail "the peer did not get every byte: $(grep '^PEER' "$PEER_OUT")"
+	(( $(rstfail_tcp_sent) > 0 )) || fail "the counting table did not count the restored end's FIN"
 }
 add rstfail-tcp-points case_sk_netns case_rstfail_tcp fail
 add rstfail-tcp-kill case_sk_netns case_rstfail_tcp kill
