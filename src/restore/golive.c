@@ -41,8 +41,6 @@ static int release_net(struct rst *const *all, size_t n)
 		tcp |= all[i]->nr_tcp > 0;
 		tcp_unrepair_all(all[i]);
 	}
-	if (tcp)	/* the root is last (tree.c) or alone */
-		hook_fire_late(all[0]->o->hooks, HOOK_NETWORK_UNLOCK, all[n - 1]->pid);
 	/*
 	 * A process that shared its fd table held its parent's connections at
 	 * dump, and was locked for them: its lock goes too (if it has one).
@@ -58,6 +56,21 @@ static int release_net(struct rst *const *all, size_t n)
 	for (size_t i = 0; i < n; i++)	/* every lock off: then the probes */
 		tcp_probe_all(all[i]);
 	return ret;
+}
+
+/*
+ * The network-unlock hook, where CRIU's is (after post-restore, before
+ * pre-resume): before the commit point, memdump's own lock still on; it tells
+ * a user's script to take its own lock off.
+ */
+void rst_hook_network_unlock(struct rst *const *all, size_t n)
+{
+	bool tcp = false;
+
+	for (size_t i = 0; i < n; i++)
+		tcp |= all[i]->nr_tcp > 0;
+	if (tcp)	/* the root is last (tree.c) or alone */
+		hook_fire_late(all[0]->o->hooks, HOOK_NETWORK_UNLOCK, all[n - 1]->pid);
 }
 
 int rst_commit_live(struct rst *const *all, size_t n)

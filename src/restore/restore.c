@@ -422,6 +422,7 @@ static int release(struct rst *r)
 	if (ret)
 		return abort_parked(r, ret);
 	/* its connections stay in repair mode and locked until the commit (golive.c) */
+	rst_hook_network_unlock(&r, 1);
 	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();

@@ -789,7 +789,14 @@ static int release_all(struct rst *root)
 	if (!ret)
 		ret = netns_firewall_late(root);	/* the connections rebuilt, the lock on */
 	/* the connections stay in repair mode and locked until the commit (golive.c) */
-	ret = ret ?: hook_fire(h, HOOK_PRE_RESUME, root->pid);
+	if (!ret) {
+		struct rst *all[root->tree->n + 1];
+
+		for (size_t i = 0; i <= root->tree->n; i++)
+			all[i] = i < root->tree->n ? &root->tree->m[i] : root;	/* the root last */
+		rst_hook_network_unlock(all, root->tree->n + 1);
+		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
+	}
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret) {
