@@ -224,3 +224,108 @@ case_rstfail_child_log() {
 	return 0
 }
 add rstfail-child-log case_rstfail_child_log
+
+# ---- TCP connections go live only after the commit point (src/restore/golive.c)
+# t-tcpcommit's connection to a peer outside the dump (a python listener in the
+# case's network namespace): a restore failed or killed at a point before the
+# commit kills a process whose socket is still in repair mode and locked, so
+# the peer hears nothing (no FIN, no RST), the lock stays, and the next restore
+# of the same set gets the connection back: the peer then reads every byte, in
+# order, and EOF.
+RSTFAIL_TCP_PEER='
+import os, socket, sys
+n = int(sys.argv[1])
+want = bytes((i * 31 + 7) % 251 for i in range(2 * n))
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(1)
+print("READY", os.getpid(), l.getsockname()[1], flush=True)
+c, _ = l.accept()
+c.sendall(bytes((i * 31 + 3) % 251 for i in range(n)))
+got = b""
+try:
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        got += b
+except OSError as e:
+    print("PEER LOST", len(got), e, flush=True)
+    sys.exit(1)
+print("PEER EOF", len(got), "ok" if got == want else "differs", flush=True)
+'
+
+# rstfail_tcp_peer: the peer started in the case's namespace, its port in PEER_PORT
+rstfail_tcp_peer() {
+	PEER_OUT=$T/peer.out
+	nsenter -t "$SK_NETNS" -n python3 -c "$RSTFAIL_TCP_PEER" 32768 > "$PEER_OUT" 2>&1 < /dev/null &
+	PEER_PID=$!
+	track "$PEER_PID"
+	wait_line "$PEER_OUT" '^READY ' 10 || { show_file peer "$PEER_OUT"; fail "the peer did not start"; }
+	PEER_PORT=$(awk '/^READY/ { print $3; exit }' "$PEER_OUT")
+}
+
+# rstfail_tcp_count LPORT: an nft table of the case's own counts the FIN and RST
+# segments sent from LPORT, seen before the lock (priority -300) drops them
+rstfail_tcp_count() {
+	nsenter -t "$SK_NETNS" -n nft -f - <<-NFT || fail "cannot add the counting table"
+	table inet t-tcpcommit {
+		chain out {
+			type filter hook output priority -350;
+			tcp sport $1 tcp flags & (fin | rst) != 0 counter
+		}
+	}
+	NFT
+}
+
+# rstfail_tcp_sent: segments with FIN or RST the restored end sent
+rstfail_tcp_sent() {
+	nsenter -t "$SK_NETNS" -n nft list table inet t-tcpcommit |
+		sed -n 's/.*counter packets \([0-9]*\).*/\1/p'
+}
+
+# rstfail_tcp_silent WHAT: nothing sent, the peer heard nothing, its end still established
+rstfail_tcp_silent() {
+	sleep 1		# what a killed process sends reaches the peer at once
+	[[ $(rstfail_tcp_sent) == 0 ]] || fail "$1: the restored end sent $(rstfail_tcp_sent) FIN or RST"
+	grep -q '^PEER' "$PEER_OUT" && fail "$1: the peer lost its connection: $(grep '^PEER' "$PEER_OUT")"
+	nsenter -t "$SK_NETNS" -n ss -Htn state established "( sport = :$PEER_PORT )" | grep -q . ||
+		fail "$1: the peer's end is no longer established: $(nsenter -t "$SK_NETNS" -n ss -tan)"
+	nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID" ||
+		fail "$1: the network lock kept for the restore is gone"
+}
+
+# tcpcommit MODE (fail|kill): failed, or memdump SIGKILLed, at each point
+# around the commit, then restored: the peer gets all its data
+case_rstfail_tcp() {
+	local mode=$1 point md_pid
+	rstfail_tcp_peer
+	start_prog t-tcpcommit "$PEER_PORT"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	rstfail_tcp_count "${READY[2]}"
+	rstfail_tcp_silent dump
+	for point in rst-child-files rst-fill rst-commit; do
+		if [[ $mode == fail ]]; then
+			rstfail_fail_at "$point" "$PID"
+		else
+			MEMDUMP_FAULT=$point restore_bg "$T/d" "$point.KILL"
+			wait_line "$MD_ERR" "fault point $point: " "$OP_TIMEOUT" ||
+				fail "$point: the restore did not reach its fault point: $(cat "$MD_ERR")"
+			md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+			[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+			kill -KILL "$md_pid"
+			rstfail_wait_exit
+			(( MD_RC == 137 )) || fail "$point: memdump exited $MD_RC, not killed"
+			rstfail_gone "$PID"
+		fi
+		rstfail_tcp_silent "$point"
+	done
+	restore_and_pass "$T/d" 1
+	wait_line "$PEER_OUT" '^PEER' "$OP_TIMEOUT" || fail "the peer did not read EOF"
+	grep -q "^PEER EOF 65536 ok$" "$PEER_OUT" ||
+		fail "the peer did not get every byte: $(grep '^PEER' "$PEER_OUT")"
+	(( $(rstfail_tcp_sent) > 0 )) || fail "the counting table did not count the restored end's FIN"
+}
+add rstfail-tcp-points case_sk_netns case_rstfail_tcp fail
+add rstfail-tcp-kill case_sk_netns case_rstfail_tcp kill

@@ -55,8 +55,6 @@ void tcp_unrepair_all(struct rst *r);
 int tcp_unlock_all(struct rst *r);
 /* Window probes and unsent data, every lock off; memdump's copies closed */
 void tcp_probe_all(struct rst *r);
-/* The three for one process alone */
-int tcp_release_all(struct rst *r);
 void tcp_close_all(struct rst *r);
 
 #endif

@@ -3,10 +3,10 @@
  * sequence numbers, bind and connect (no handshake in repair mode), MSS,
  * window scales, SACK and timestamps, the receive queue and the sent part of
  * the send queue, then the window. The socket stays in repair mode until
- * every thread is parked: tcp_release_all() takes it out of repair mode
- * (sending nothing), the network lock off, then sends a window probe (the
- * peer answers, retransmissions resume) and what was never sent. A tree's
- * processes all leave repair mode before any lock goes (tcp_unrepair_all()),
+ * the restore's commit point (golive.c): then it leaves repair mode (sending
+ * nothing), the network lock goes, then it sends a window probe (the peer
+ * answers, retransmissions resume) and what was never sent. Every process
+ * of a tree (or the one) leaves repair mode before any lock goes (tcp_unrepair_all()),
  * and every lock goes before any probe (tcp_unlock_all(), then
  * tcp_probe_all()): a connection between two of them is in both locks,
  * neither end hears from the other before both are out of repair mode, and
@@ -556,14 +556,6 @@ void tcp_probe_all(struct rst *r)
 	for (size_t i = 0; i < r->nr_tcp; i++)
 		release(&r->tcp[i]);
 	tcp_close_all(r);
-}
-
-int tcp_release_all(struct rst *r)
-{
-	int ret = tcp_unlock_all(r);
-
-	tcp_probe_all(r);
-	return ret;
 }
 
 void tcp_close_all(struct rst *r)

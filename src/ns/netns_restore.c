@@ -455,7 +455,8 @@ static bool has_tcp_stream(int dirfd, bool sub)
  * Before any device is up: connections to be rebuilt here keep their peers
  * outside retransmitting (no reset from a namespace without their sockets
  * yet), and those with both ends here hear nothing of each other while one
- * end is rebuilt before the other, until tcp_release_all() takes the lock off.
+ * end is rebuilt before the other, until the release after the restore's
+ * commit point takes the lock off (golive.c).
  */
 static int isolate(struct netns_rst *n)
 {

@@ -108,6 +108,11 @@ int resume_finish(struct rst *r);
 void rst_catch_signals(void);
 int rst_interrupted(void);
 void rst_commit(struct rst *const *all, size_t n);	/* resume_go() each, seized */
+/* golive.c: rst_commit(), then the TCP connections out of repair mode, unlocked, probed,
+ * before any restored instruction runs; <0 after fail(): a lock left on (they run on) */
+int rst_commit_live(struct rst *const *all, size_t n);
+/* golive.c: the network-unlock hook (any connection), before pre-resume as CRIU's */
+void rst_hook_network_unlock(struct rst *const *all, size_t n);
 void rst_default_signals(void);		/* past the commit: memdump's own again, a signal
 					 * that came meanwhile delivered */
 void rst_release_signals(void);		/* the restore done: memdump's own again */

@@ -418,18 +418,17 @@ static int release(struct rst *r)
 	inotify_drain_all(r);		/* what the restore did to the ghosts it watches */
 	if (ret)
 		return abort_parked(r, ret);
-	if (r->nr_tcp)
-		hook_fire_late(h, HOOK_NETWORK_UNLOCK, r->pid);
 	ret = netns_firewall_late(r);
 	if (ret)
 		return abort_parked(r, ret);
-	ret = tcp_release_all(r) ?:		/* the lock off, then repair mode */
-	      hook_fire(h, HOOK_PRE_RESUME, r->pid);
+	/* its connections stay in repair mode and locked until the commit (golive.c) */
+	rst_hook_network_unlock(&r, 1);
+	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret)
 		return abort_parked(r, ret);
-	ret = resume_threads(r);	/* the commit point (abort.c) */
+	ret = resume_threads(r);	/* the commit point (abort.c), then the network */
 	if (ret)
 		return ret;
 	rst_default_signals();

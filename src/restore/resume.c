@@ -286,12 +286,16 @@ int resume_finish(struct rst *r)
 	return 0;
 }
 
-/* One process: traced, let go (the commit point), run into its contexts. */
+/*
+ * One process: traced, let go (the commit point) and its connections live
+ * (golive.c), run into its contexts. A lock left on is reported after it runs.
+ */
 int resume_threads(struct rst *r)
 {
 	struct rst *one[1] = { r };
+	int net;
 
 	resume_seize(r);
-	rst_commit(one, 1);
-	return resume_finish(r);
+	net = rst_commit_live(one, 1);
+	return resume_finish(r) ?: net;
 }

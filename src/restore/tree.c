@@ -33,7 +33,6 @@
 #include "common.h"
 #include "fault.h"
 #include "log.h"
-#include "netlock.h"
 #include "restore/restore.h"
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
@@ -756,7 +755,7 @@ static int wait_all(struct rst *root)
  * killed before it, they all exit; after it, they all run), then each run
  * into its dumped contexts, the children first.
  */
-static int resume_all(struct rst *root)
+static int resume_all(struct rst *root, int *net)
 {
 	struct rst *all[root->tree->n + 1];
 	size_t n = 0;
@@ -767,7 +766,7 @@ static int resume_all(struct rst *root)
 	all[n++] = root;
 	for (size_t i = 0; i < n; i++)
 		resume_seize(all[i]);
-	rst_commit(all, n);
+	*net = rst_commit_live(all, n);	/* then the connections live (golive.c) */
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = resume_finish(all[i]);
 	if (!ret)
@@ -780,6 +779,7 @@ static int release_all(struct rst *root)
 {
 	const struct hooks *h = root->o->hooks;
 	int ret = rst_fire_setup_ns(root) ?: hook_fire(h, HOOK_POST_RESTORE, root->pid);
+	int net;
 
 	for (size_t i = 0; i <= root->tree->n && !ret; i++)
 		ret = cgroups_move_threads(i ? &root->tree->m[i - 1] : root) ?:
@@ -788,29 +788,14 @@ static int release_all(struct rst *root)
 		inotify_drain_all(i ? &root->tree->m[i - 1] : root);
 	if (!ret)
 		ret = netns_firewall_late(root);	/* the connections rebuilt, the lock on */
+	/* the connections stay in repair mode and locked until the commit (golive.c) */
 	if (!ret) {
-		bool tcp = false;
+		struct rst *all[root->tree->n + 1];
 
-		for (size_t i = 0; i <= root->tree->n; i++) {	/* every lock still on */
-			tcp |= (i ? &root->tree->m[i - 1] : root)->nr_tcp > 0;
-			tcp_unrepair_all(i ? &root->tree->m[i - 1] : root);
-		}
-		/*
-		 * A process that shared its fd table held its parent's connections at
-		 * dump, and was locked for them: its lock goes too (if it has one).
-		 */
-		for (size_t i = 0; tcp && i <= root->tree->n; i++)
-			if (!(i ? &root->tree->m[i - 1] : root)->nr_tcp &&
-			    netlock_remove(i ? root->tree->m[i - 1].pid : root->pid) < 0 && !ret)
-				ret = -EIO;
-		for (size_t i = 0; i <= root->tree->n; i++) {
-			int r = tcp_unlock_all(i ? &root->tree->m[i - 1] : root);
-
-			ret = ret ?: r;
-		}
-		for (size_t i = 0; i <= root->tree->n; i++)	/* every lock off: then the probes */
-			tcp_probe_all(i ? &root->tree->m[i - 1] : root);
-		ret = ret ?: hook_fire(h, HOOK_PRE_RESUME, root->pid);
+		for (size_t i = 0; i <= root->tree->n; i++)
+			all[i] = i < root->tree->n ? &root->tree->m[i] : root;	/* the root last */
+		rst_hook_network_unlock(all, root->tree->n + 1);
+		ret = hook_fire(h, HOOK_PRE_RESUME, root->pid);
 	}
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
@@ -818,12 +803,12 @@ static int release_all(struct rst *root)
 		kill_all(root);
 		return ret;
 	}
-	ret = resume_all(root);
+	ret = resume_all(root, &net);
 	if (ret)
 		kill_all(root);
 	else
 		hook_fire_late(h, HOOK_POST_RESUME, root->pid);
-	return ret;
+	return ret ?: net;	/* a lock left on: they run on, it is named */
 }
 
 int restore_tree(struct rst *root)
