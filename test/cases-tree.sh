@@ -154,12 +154,42 @@ case_tree_refuse_traced() {
 	alive "$c" || fail "the traced child $c is gone"
 }
 
-# a zombie of another user than its parent: the restored parent could not make it
+# a zombie with more supplementary groups than a core holds: refused by name
 case_tree_refuse_zombie_creds() {
-	zombie_parent "os.setresuid(65534, 65534, 65534)" 0
+	zombie_parent "os.setgroups(list(range(1000, 1065)))" 0
 	local z; z=$(tree_children "$PID")
-	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie whose credentials \(Uid\) are not its parent's"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie with more than 64 supplementary groups \(Groups\)"
 	tree_untouched "$PID"
+}
+
+# a zombie of another user than its root parent (zdtm helper_zombie_child):
+# it comes back with its own ids and groups; t-zombiecred checks /proc and
+# the si_uid and status waitid gives
+case_tree_zombie_own_creds() {
+	start_prog t-zombiecred
+	local z=${READY[2]} k before=()
+	for k in Uid Gid Groups; do before+=("$(proc_field "$z" "$k")"); done
+	[[ ${before[0]} == "2001"*"2002"*"2003"*"2003" ]] || fail "zombie $z: Uid ${before[0]}"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$z"' ]]' || fail "zombie $z outlived its killed parent"
+	crit_decodes "$T/d"
+	if command -v crit > /dev/null; then
+		crit show "$T/d/core-$z.img" | tr -d ' \n' | grep -q '"uid":2001,"gid":1001,"euid":2002' ||
+			fail "core-$z.img does not hold the zombie's credentials"
+	fi
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	local i=0
+	for k in Uid Gid Groups; do
+		[[ $(proc_field "$z" "$k") == "${before[i]}" ]] ||
+			fail "zombie $z: $k $(proc_field "$z" "$k"), was ${before[i]}"
+		i=$((i + 1))
+	done
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0"
 }
 
 # a non-root parent's zombies come back with its credentials, not memdump's
@@ -935,6 +965,7 @@ add tree-zombie-rst case_tree_zombie_rst
 add tree-zombie-lr case_tree_zombie_lr
 add tree-refuse-zombie-creds case_tree_refuse_zombie_creds
 add tree-zombie-user case_tree_zombie_user
+add tree-zombie-own-creds case_tree_zombie_own_creds
 
 # --restore-sibling (CRIU's rst_sibling, as runc asks): the restored process is
 # the child of memdump's parent, which reaps it; memdump prints its PID, returns

@@ -98,7 +98,7 @@ static void fill_fpregs(UserX86FpregsEntry *f, UserX86XsaveEntry *x, const struc
 	f->xsave_raw.len = t->xsave_len;
 }
 
-static void fill_creds(CredsEntry *c, const struct creds *cr, uint32_t caps[5][2])
+void fill_creds(CredsEntry *c, const struct creds *cr, uint32_t caps[5][2])
 {
 	const uint64_t *sets[5] = { &cr->cap_inh, &cr->cap_prm, &cr->cap_eff, &cr->cap_bnd,
 				    &cr->cap_amb };
@@ -629,7 +629,7 @@ static int write_pstree(struct dump_ctx *d, const struct task_state *ts)
 	if (!ret)
 		ret = img_write_msg(img, &pe.base);
 	if (!ret)
-		ret = write_zombies(d, img);	/* after their parent, as CRIU orders them */
+		ret = write_zombies(d, ts, img);	/* after their parent, as CRIU orders them */
 	if (!ret)
 		ret = write_below(d, img, pid_ns);
 	if (img && ret)

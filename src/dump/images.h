@@ -2,10 +2,16 @@
 #ifndef MEMDUMP_DUMP_IMAGES_H
 #define MEMDUMP_DUMP_IMAGES_H
 
+#include <stdint.h>
+
 struct dump_ctx;
 struct task_state;
 
 int write_task_images(struct dump_ctx *d, const struct task_state *ts);
+/* cr as a core's creds_entry; caps: its capability words, as long as c is used. */
+struct CredsEntry;
+struct creds;
+void fill_creds(struct CredsEntry *c, const struct creds *cr, uint32_t caps[5][2]);
 int write_stats(struct dump_ctx *d);
 int write_inventory(struct dump_ctx *d);
 /*

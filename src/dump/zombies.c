@@ -17,30 +17,27 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "ctx/proc_tree.h"
+#include "dump/images.h"
 #include "dump/zombies.h"
 #include "image/image.h"
 #include "log.h"
 #include "ns/pidns.h"
 #include "proc.h"
+#include "task/task.h"
 #include "core.pb-c.h"
 #include "pstree.pb-c.h"
 
 #define TASK_DEAD 2	/* CRIU's task_state of a zombie */
 
-/* The restored zombie gets its parent's credentials: the first /proc status line that differs. */
-static const char *creds_differ(pid_t z, pid_t parent)
+/*
+ * The restored zombie takes its own credentials (write_zombie_core), set by
+ * root before it exits: true when it has more groups than a core holds.
+ */
+static bool groups_unsettable(pid_t z)
 {
-	static const char *const keys[] = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff",
-					    "CapBnd", "CapAmb", "NoNewPrivs" };
+	struct creds c = { 0 };
 
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-		char a[512] = "", b[512] = "";
-
-		if (proc_status_field(z, keys[i], a, sizeof(a)) ||
-		    proc_status_field(parent, keys[i], b, sizeof(b)) || strcmp(a, b))
-			return keys[i];
-	}
-	return NULL;
+	return !task_proc_creds(z, &c);
 }
 
 /*
@@ -106,8 +103,6 @@ static bool group_restorable(const struct tree_proc *z, const struct tree_proc *
 bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
 		    size_t len)
 {
-	const char *key;
-
 	if (z->ppid != root->pid)
 		snprintf(why, len, "not a child of %d", root->pid);
 	else if (z->sid != root->sid && !session_of_zombies(z, root))
@@ -121,8 +116,8 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 		snprintf(why, len, "it dumped core (signal %d)", WTERMSIG(z->exit_code));
 	else if (!WIFEXITED(z->exit_code) && !WIFSIGNALED(z->exit_code))
 		snprintf(why, len, "its wait status %#x is no exit", (unsigned)z->exit_code);
-	else if ((key = creds_differ(z->pid, root->pid)))
-		snprintf(why, len, "whose credentials (%s) are not its parent's", key);
+	else if (groups_unsettable(z->pid))
+		snprintf(why, len, "with more than 64 supplementary groups (Groups)");
 	else
 		return false;
 	return true;
@@ -156,13 +151,28 @@ int collect_zombies(struct dump_ctx *d)
 	return ret;
 }
 
-static int write_zombie_core(struct dump_ctx *d, const struct tree_proc *z)
+/*
+ * Its core: TASK_DEAD, the wait status and, as a live thread's, its
+ * credentials; the securebits /proc does not show are its parent's (ts).
+ */
+static int write_zombie_core(struct dump_ctx *d, const struct task_state *ts,
+			     const struct tree_proc *z)
 {
 	CoreEntry core = CORE_ENTRY__INIT;
 	TaskCoreEntry tc = TASK_CORE_ENTRY__INIT;
+	ThreadCoreEntry thc = THREAD_CORE_ENTRY__INIT;
+	CredsEntry ce = CREDS_ENTRY__INIT;
+	struct creds cr = { 0 };
+	uint32_t caps[5][2];
 	struct image *img;
 	int ret;
 
+	if (!task_proc_creds(z->pid, &cr))	/* refused at collect: not so many groups then */
+		return fail(-EOPNOTSUPP, "zombie %d has more than 64 supplementary groups", z->pid);
+	cr.secbits = ts->creds.secbits;
+	fill_creds(&ce, &cr, caps);
+	thc.creds = &ce;
+	core.thread_core = &thc;
 	core.mtype = CORE_ENTRY__MARCH__X86_64;
 	core.tc = &tc;
 	tc.task_state = TASK_DEAD;
@@ -192,7 +202,7 @@ static int zombie_ns_ids(PstreeEntry *pe, uint32_t *ns_tid)
 	return 0;
 }
 
-int write_zombies(struct dump_ctx *d, struct image *pstree)
+int write_zombies(struct dump_ctx *d, const struct task_state *ts, struct image *pstree)
 {
 	int ret = 0;
 
@@ -214,7 +224,7 @@ int write_zombies(struct dump_ctx *d, struct image *pstree)
 		if (!ret)
 			ret = img_write_msg(pstree, &pe.base);
 		if (!ret)
-			ret = write_zombie_core(d, z);
+			ret = write_zombie_core(d, ts, z);
 	}
 	return ret;
 }

@@ -14,12 +14,14 @@
 struct dump_ctx;
 struct image;
 struct refusals;
+struct task_state;
 /* Why zombie z, a child of root, cannot be recreated, into why; false: it can. */
 bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
 		    size_t len);
 /* Once frozen: the target's zombie children into d. */
 int collect_zombies(struct dump_ctx *d);
-/* Their pstree entries into the open pstree.img, and their core images. */
-int write_zombies(struct dump_ctx *d, struct image *pstree);
+/* Their pstree entries into the open pstree.img, and their core images with their
+ * credentials (the securebits /proc does not show: the parent's, ts). */
+int write_zombies(struct dump_ctx *d, const struct task_state *ts, struct image *pstree);
 
 #endif

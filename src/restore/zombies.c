@@ -24,6 +24,7 @@
 #include "log.h"
 #include "restore/restore.h"
 #include "restore/pipeline.h"
+#include "task/task.h"
 
 /* Signals that do not end a process by default: no zombie can hold them. */
 static bool kills_by_default(int sig)
@@ -80,6 +81,11 @@ int zombies_check(struct rst *r)
 			return fail(-EINVAL, "pstree.img: zombie %d of a PID namespace is in process "
 				    "group %d, which is outside the namespace", z,
 				    r->ds.procs[i]->pgid);
+		if (r->ds.zombie_cores[i - 1]->thread_core &&
+		    r->ds.zombie_cores[i - 1]->thread_core->creds &&
+		    r->ds.zombie_cores[i - 1]->thread_core->creds->n_groups > RST_MAX_GROUPS)
+			return fail(-EOPNOTSUPP, "core-%d.img: zombie %d has more than %d groups", z,
+				    z, RST_MAX_GROUPS);
 		ret = pid_free(z);	/* a zombie left by the killing dump? */
 		if (ret > 0)
 			return fail(-EEXIST, "PID %d (a zombie child of the dump) is in use", z);
@@ -94,9 +100,10 @@ int zombies_check(struct rst *r)
 }
 
 /*
- * The parent's dumped credentials, which the dump checked the zombie had too
- * (dump/zombies.c), set as the blob sets a thread's (restorer.c,
- * restore_creds); -errno on what the kernel refused.
+ * The zombie's dumped credentials (its core's, dump/zombies.c; an older set
+ * without them: its parent's, which the dump checked it had too), set as
+ * the blob sets a thread's (restorer.c, restore_creds): groups, gids, uids,
+ * securebits, capabilities; -errno on what the kernel refused.
  */
 static int zombie_creds(const struct rst_creds *c)
 {
@@ -132,16 +139,23 @@ static int zombie_creds(const struct rst_creds *c)
 }
 
 /* In the zombie: end with the dumped status, no core, no atexit handler. */
-static void __attribute__((noreturn)) zombie_exit(const struct rst *r, const TaskCoreEntry *tc)
+static void __attribute__((noreturn)) zombie_exit(const struct rst *r, const TaskCoreEntry *tc,
+						    const ThreadCoreEntry *th)
 {
 	const struct rst_thread *leader = (const struct rst_thread *)(r->area + r->a->threads_off);
 	int code = (int)tc->exit_code;
 	struct rlimit none = { 0, 0 };
+	struct rst_creds own;
 	sigset_t only;
 
 	prctl(PR_SET_NAME, tc->comm);
-	if (leader->has_creds && zombie_creds(&leader->creds))
-		syscall(SYS_exit_group, 127);	/* the parent sees another status: fails */
+	if (th && th->creds) {
+		creds_from_image(&own, th->creds);
+		if (zombie_creds(&own))
+			syscall(SYS_exit_group, 127);	/* the parent sees another status: fails */
+	} else if (leader->has_creds && zombie_creds(&leader->creds)) {
+		syscall(SYS_exit_group, 127);
+	}
 	if (WIFSIGNALED(code)) {
 		prctl(PR_SET_DUMPABLE, 0);
 		setrlimit(RLIMIT_CORE, &none);
@@ -237,7 +251,8 @@ static pid_t session_zombie(struct rst *r, size_t i)
 			_exit(1);
 		z = rst_fork_pid_ns((pid_t)pe->pid, rst_ns_pid(pe), 0);
 		if (z == 0)
-			zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
+			zombie_exit(r, r->ds.zombie_cores[i - 1]->tc,
+				    r->ds.zombie_cores[i - 1]->thread_core);
 		while (z > 0 && waitid(P_PID, z, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
 			;
 		_exit(z > 0 ? 0 : 2);
@@ -278,7 +293,8 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 		if (pe->pgid != r->ds.procs[0]->pgid &&
 		    setpgid(0, pe->pgid == pe->pid ? 0 : ns_pgid ? ns_pgid : (pid_t)pe->pgid))
 			syscall(SYS_exit_group, 126);	/* the parent sees another status: fails */
-		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc);
+		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc,
+			    r->ds.zombie_cores[i - 1]->thread_core);
 	}
 	if (z < 0) {
 		int err = -errno;

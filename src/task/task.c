@@ -92,9 +92,10 @@ static void status_ids(pid_t pid, const char *key, uint32_t out[4])
 	sscanf(v, "%u %u %u %u", &out[0], &out[1], &out[2], &out[3]);
 }
 
-static void get_creds(pid_t pid, struct creds *c)
+bool task_proc_creds(pid_t pid, struct creds *c)
 {
 	char v[1024] = "", *p = v, *end;
+	bool more;
 
 	status_ids(pid, "Uid", c->uid);
 	status_ids(pid, "Gid", c->gid);
@@ -112,8 +113,10 @@ static void get_creds(pid_t pid, struct creds *c)
 		c->groups[c->nr_groups++] = g;
 		p = end;
 	}
+	more = strtoul(p, &end, 10) || end != p;
 	if (!proc_status_field(pid, "NoNewPrivs", v, sizeof(v)))
 		c->no_new_privs = atoi(v);
+	return !more;
 }
 
 static void get_misc(pid_t pid, struct task_state *ts)
@@ -192,7 +195,7 @@ int collect_task(struct dump_ctx *d, struct task_state *ts)
 	ret = get_auxv(d, ts);
 	if (ret)
 		return ret;
-	get_creds(d->pid, &ts->creds);
+	task_proc_creds(d->pid, &ts->creds);
 	get_misc(d->pid, ts);
 	ret = get_rlimits(d->pid, ts);
 	if (ret)

@@ -55,6 +55,9 @@ struct task_state {
 struct dump_ctx;
 struct parasite_state;
 int collect_task(struct dump_ctx *d, struct task_state *ts);
+/* The ids, groups, capabilities and no_new_privs /proc/PID/status shows (no securebits);
+ * a zombie's too. false: more groups than c holds. */
+bool task_proc_creds(pid_t pid, struct creds *c);
 /* What the leader itself tells, in one parasite command: after every remote
  * syscall in it (the blob runs in the leader from here on). */
 int collect_leader_inside(struct dump_ctx *d, struct task_state *ts);
@@ -100,6 +103,9 @@ size_t pending_sigs_fill(struct rst *r, struct rst_siginfo *d);
 void fill_process(struct rst *r);
 int fill_helper_wanted(void);
 void fill_threads(struct rst *r, size_t xs_off, size_t stacks_off);
+/* A core's creds_entry as the blob (and a zombie) sets them. */
+struct CredsEntry;
+void creds_from_image(struct rst_creds *d, const struct CredsEntry *c);
 
 /* seccomp.c: seccomp.img checked, then its filters and each thread's chain in the area */
 int seccomp_check(struct rst *r);

@@ -27,7 +27,7 @@ static void regs_from_image(struct rst_gpregs *d, const UserX86RegsEntry *s)
 	d->gs_base = s->gs_base;
 }
 
-static void creds_from_image(struct rst_creds *d, const CredsEntry *c)
+void creds_from_image(struct rst_creds *d, const CredsEntry *c)
 {
 	const uint32_t *sets[5] = { c->cap_inh, c->cap_prm, c->cap_eff, c->cap_bnd, c->cap_amb };
 	size_t ns[5] = { c->n_cap_inh, c->n_cap_prm, c->n_cap_eff, c->n_cap_bnd, c->n_cap_amb };
