@@ -129,3 +129,8 @@ add err-uffd-own case_uffd_refused
 # its ids and capabilities, a filter denying setresuid (zdtm seccomp_filter):
 # the restorer installs them once the ids are set, before the capabilities.
 add seccomp-filter-uid case_rst default t-seccompuid
+
+# Threads with credentials of their own (a thread changed its uids, gids and
+# groups with raw system calls; the main thread root with 100 groups): each
+# thread comes back with its own, as /proc/self/task/TID/status shows them.
+add thread-creds case_rst default t-threadcreds many

@@ -156,9 +156,9 @@ case_tree_refuse_traced() {
 
 # a zombie with more supplementary groups than a core holds: refused by name
 case_tree_refuse_zombie_creds() {
-	zombie_parent "os.setgroups(list(range(1000, 1065)))" 0
+	zombie_parent "os.setgroups(list(range(1000, 1257)))" 0
 	local z; z=$(tree_children "$PID")
-	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie with more than 64 supplementary groups \(Groups\)"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie with more than 256 supplementary groups \(Groups\)"
 	tree_untouched "$PID"
 }
 

@@ -277,6 +277,21 @@ static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
 	}
 }
 
+/*
+ * A thread's own ids, groups and capabilities (a raw setresuid() changes
+ * only the calling thread's): /proc/TID/status. The securebits
+ * are the process's (the parasite reads them in its thread; /proc has none).
+ */
+static int thread_creds(const struct task_state *ts, const struct thread *t, struct creds *c)
+{
+	*c = (struct creds){ 0 };
+	if (!task_proc_creds(t->tid, c))
+		return fail(-EOPNOTSUPP, "thread %d has more than %d supplementary groups",
+			    t->tid, CREDS_MAX_GROUPS);	/* refused at collect */
+	c->secbits = ts->creds.secbits;
+	return 0;
+}
+
 static int write_core(struct dump_ctx *d, const struct task_state *ts, const struct thread *t)
 {
 	CoreEntry core = CORE_ENTRY__INIT;
@@ -289,6 +304,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 	RseqEntry rseq = RSEQ_ENTRY__INIT;
 	CredsEntry cr = CREDS_ENTRY__INIT;
 	struct user_regs_struct regs = t->regs;
+	struct creds own;
 	uint32_t caps[5][2];
 	int ret;
 
@@ -317,7 +333,10 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 		rseq.signature = t->rseq_sig;
 		thc.rseq_entry = &rseq;
 	}
-	fill_creds(&cr, &ts->creds, caps);
+	ret = thread_creds(ts, t, &own);
+	if (ret)
+		return ret;
+	fill_creds(&cr, &own, caps);
 	thc.creds = &cr;
 	thc.comm = (char *)t->comm;
 	fill_thread_attrs(&thc, t);

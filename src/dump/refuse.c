@@ -25,6 +25,7 @@
 #include "files/locks.h"
 #include "ns/mntns.h"
 #include "ns/ns.h"
+#include "task/task.h"
 #include "ns/pidns.h"
 #include "ns/timens.h"
 #include "dump/refuse.h"
@@ -425,10 +426,11 @@ static void check_group_holders(pid_t pid, const struct proc_tree *tree, struct 
 }
 
 /*
- * Per thread: SCHED_DEADLINE (its runtime/deadline/period are not kept) and
+ * Per thread: SCHED_DEADLINE (its runtime/deadline/period are not kept),
  * seccomp strict mode when memdump cannot suspend it while it traces the
  * thread (PTRACE_O_SUSPEND_SECCOMP needs CAP_SYS_ADMIN): the dump's remote
- * system calls would kill it.
+ * system calls would kill it; more supplementary groups than the restorer
+ * sets (each thread's own are dumped).
  */
 static void check_thread_modes(pid_t pid, struct refusals *r)
 {
@@ -449,6 +451,9 @@ static void check_thread_modes(pid_t pid, struct refusals *r)
 		free(stat);
 		if (policy == 6)
 			refuse_add(r, "thread %d runs SCHED_DEADLINE", tids[i]);
+		if (!task_proc_creds(tids[i], &(struct creds){ 0 }))
+			refuse_add(r, "thread %d has more than %d supplementary groups (Groups)",
+				   tids[i], CREDS_MAX_GROUPS);
 		if (!proc_status_field(tids[i], "Seccomp", v, sizeof(v)) && atoi(v) == 1 &&
 		    !self_capable(CAP_SYS_ADMIN))
 			refuse_add(r, "thread %d is in seccomp strict mode, which memdump cannot "

@@ -117,7 +117,8 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 	else if (!WIFEXITED(z->exit_code) && !WIFSIGNALED(z->exit_code))
 		snprintf(why, len, "its wait status %#x is no exit", (unsigned)z->exit_code);
 	else if (groups_unsettable(z->pid))
-		snprintf(why, len, "with more than 64 supplementary groups (Groups)");
+		snprintf(why, len, "with more than %d supplementary groups (Groups)",
+			 CREDS_MAX_GROUPS);
 	else
 		return false;
 	return true;
@@ -168,7 +169,8 @@ static int write_zombie_core(struct dump_ctx *d, const struct task_state *ts,
 	int ret;
 
 	if (!task_proc_creds(z->pid, &cr))	/* refused at collect: not so many groups then */
-		return fail(-EOPNOTSUPP, "zombie %d has more than 64 supplementary groups", z->pid);
+		return fail(-EOPNOTSUPP, "zombie %d has more than %d supplementary groups", z->pid,
+			    CREDS_MAX_GROUPS);
 	cr.secbits = ts->creds.secbits;
 	fill_creds(&ce, &cr, caps);
 	thc.creds = &ce;

@@ -94,7 +94,7 @@ static void status_ids(pid_t pid, const char *key, uint32_t out[4])
 
 bool task_proc_creds(pid_t pid, struct creds *c)
 {
-	char v[1024] = "", *p = v, *end;
+	char v[CREDS_MAX_GROUPS * 11 + 64] = "", *p = v, *end;
 	bool more;
 
 	status_ids(pid, "Uid", c->uid);

@@ -17,11 +17,14 @@ struct ksigaction {
 	uint64_t handler, flags, restorer, mask;
 };
 
+/* As many supplementary groups as the restorer sets (RST_MAX_GROUPS). */
+#define CREDS_MAX_GROUPS	256
+
 struct creds {
 	uint32_t uid[4], gid[4];	/* real, effective, saved, fs */
 	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
 	uint32_t secbits;
-	uint32_t groups[64];
+	uint32_t groups[CREDS_MAX_GROUPS];
 	int nr_groups;
 	uint32_t no_new_privs;
 };
