@@ -346,14 +346,28 @@ static int fetch_run(struct rst *root, const struct dump_run *run)
 	return run->has_sum ? check_run(root, run) : 0;
 }
 
-/* Does memdump read run of m before the fork (a premapped VMA of m's)? */
-static bool premapped(const struct rst *m, const struct dump_run *run)
+/* The premapped VMA of m that holds run, or -1. */
+static long premap_vma(const struct rst *m, const struct dump_run *run)
 {
 	for (size_t j = 0; m->premap && j < m->ds.mm->n_vmas; j++)
 		if (m->premap[j] && run->start >= m->ds.mm->vmas[j]->start &&
 		    run->end <= m->ds.mm->vmas[j]->end)
-			return true;
-	return false;
+			return (long)j;
+	return -1;
+}
+
+/*
+ * Is run, of root's pages-1.img, read before anything runs? The root's in a
+ * premapped VMA (memdump fills it before the fork); a child's piece of its
+ * parent's pages unless its VMA is inherited (those pages are the parent's slot's).
+ */
+static bool read_early(const struct rst *root, const struct rst *m, const struct dump_run *run)
+{
+	long j = premap_vma(m, run);
+
+	if (m == root)
+		return j >= 0;
+	return j < 0 || !m->inherited[j];
 }
 
 int lazy_remote_shared(struct rst *root, struct rst *m)
@@ -367,8 +381,8 @@ int lazy_remote_shared(struct rst *root, struct rst *m)
 
 		if (!run->present || run->fd != root->ds.pages_fd)
 			continue;
-		if (m == root && !premapped(m, run))
-			continue;	/* the page handler's, or fetched already */
+		if (!read_early(root, m, run))
+			continue;	/* the page handler's, fetched already, or inherited */
 		if (m != root && !(q = root_run(root, run->start)))
 			return fail(-EIO, "pages at %#llx of process %d are listed as its parent's, "
 				    "which does not hold them", (unsigned long long)run->start, m->pid);
