@@ -745,6 +745,8 @@ case_lazy_page_server_tree() {
 	lazy_restore "$T/dst" 1 --lazy-socket "$T/dst/lazy-pages.socket"
 	grep -q 'memory shared copy-on-write in the tree: [0-9]* MiB premapped' "$LZ_LOG" ||
 		fail "nothing premapped: the case does not test the shared memory"
+	grep -q "lazy-pages: [0-9]* pages of pages-1.img process $PID reads before anything runs" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "the shared memory was not fetched before the fork"; }
 	alive "$kids" || fail "the child $kids was not restored"
 	lazy_pass
 	lazy_done 1

@@ -372,10 +372,12 @@ static bool read_early(const struct rst *root, const struct rst *m, const struct
 
 int lazy_remote_shared(struct rst *root, struct rst *m)
 {
+	uint64_t before;
 	int ret = 0;
 
 	if (!root->lazy_remote)
 		return 0;
+	before = root->lazy_remote->missing;
 	for (size_t k = 0; !ret && k < m->ds.nr_runs; k++) {
 		const struct dump_run *run = &m->ds.runs[k], *q = run;
 
@@ -388,6 +390,10 @@ int lazy_remote_shared(struct rst *root, struct rst *m)
 				    "which does not hold them", (unsigned long long)run->start, m->pid);
 		ret = fetch_run(root, q);
 	}
+	if (!ret && before > root->lazy_remote->missing)
+		pr_info("lazy-pages: %llu pages of pages-1.img process %d reads before anything runs "
+			"(shared copy-on-write) fetched and checked",
+			(unsigned long long)(before - root->lazy_remote->missing), m->pid);
 	return ret;
 }
 
