@@ -6,7 +6,8 @@
  *   threads  MB in the main thread, 8 MiB more per each of 4 threads; each
  *            thread checks its own region (concurrent faults)
  *   tree     threads, and a forked child with 2 threads and a region of its
- *            own: the child gets SIGUSR1 too and exits 0 when all is exact
+ *            own: the child gets SIGUSR1 too and exits 0 when all is exact,
+ *            the region it shares copy-on-write with its parent too
  *   fork     on SIGUSR1 forks at once; the child checks the whole region
  *            (pages its parent never touched come from the FORK event's
  *            uffd) while the parent rewrites its first MiB; both exact; a
@@ -92,7 +93,8 @@ static void child_usr1(int sig)
 	go = 1;
 }
 
-static void tree_child(void)
+/* The child also checks the parent's region it shares copy-on-write since the fork. */
+static void tree_child(const uint8_t *big, size_t len)
 {
 	struct thr t[2];
 	uint8_t *mem = t_mmap(TMB, PROT_READ | PROT_WRITE, MAP_PRIVATE);
@@ -102,7 +104,8 @@ static void tree_child(void)
 	start_threads(t, 2, SEED + 200);
 	while (!go)
 		t_sleep_ms(1);
-	_exit(t_verify(mem, TMB, SEED + 100) || threads_done(t, 2) ? 1 : 0);
+	_exit(t_verify(mem, TMB, SEED + 100) || threads_done(t, 2) ? 1 :
+	      t_verify(big, len, SEED) ? 2 : 0);
 }
 
 static uint8_t *wipe;	/* fork: 2 MiB of MADV_WIPEONFORK */
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "tree")) {
 		child = fork();
 		if (child == 0)
-			tree_child();
+			tree_child(big, len);
 	}
 	t_ready("%s", mode);
 	t_wait_usr1();

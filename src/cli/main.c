@@ -182,7 +182,6 @@ static int dump_with(const struct options *o, bool pre_dump)
 	if (o->tls.on && !o->page_server && !o->lazy_pages)
 		return fail(-EINVAL, "--tls is for the page server's connection: with --page-server");
 	d.xfer = o->page_server ? &x : NULL;
-	d.lazy_served = o->lazy_pages;
 	ret = dump_check_opts(&d);	/* before the page server hears of it */
 	if (!ret && o->page_server)
 		ret = xfer_connect(&x, "page server", o->address ? o->address : "localhost",

@@ -408,7 +408,6 @@ static int map_page_server(const CriuOpts *co, const struct rpc_conn *c, struct 
 	char path[64];
 
 	job->lazy_dump = co->has_lazy_pages && co->lazy_pages;
-	job->dump.lazy_served = job->lazy_dump;
 	if (co->ps) {
 		job->ps_addr = co->ps->address && co->ps->address[0] ? co->ps->address : NULL;
 		job->ps_port = co->ps->port;

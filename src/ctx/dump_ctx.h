@@ -191,8 +191,6 @@ struct dump_opts {
 	bool snapshot;			/* --snapshot (with leave_running) */
 	bool no_snapshot;		/* --no-snapshot: leave_running without one */
 	bool one_process;		/* a tree refused (migrate --lazy-pages: one set) */
-	bool lazy_served;		/* dump --lazy-pages: pages-1.img served to a lazy restore
-					 * elsewhere; more than one process refused (treedump.c) */
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
 	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
 	bool quiet;			/* the summary goes to the log, not to stdout */

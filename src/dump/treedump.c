@@ -384,17 +384,6 @@ static int check_tree(struct tree_dump *td)
 {
 	int ret = refuse_check_tree(&td->m[0].o);
 
-	/*
-	 * A lazy migration restores a tree's memory shared copy-on-write from the set
-	 * before the page server has sent it (the other side's pages-1.img is sparse
-	 * then): the children would run on zeros. Refused until that memory comes lazily.
-	 */
-	if (!ret && td->o->lazy_served && td->t->n > 1)
-		return fail(-EOPNOTSUPP, "--lazy-pages: a process tree (%d processes from %d) is "
-			    "not served to a lazy restore elsewhere yet (its memory shared "
-			    "copy-on-write would be restored before its pages come)", td->t->n,
-			    td->o->pid);
-
 	if (!ret)
 		ret = check_same_ns(td);
 	if (!ret)

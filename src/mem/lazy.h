@@ -74,6 +74,10 @@ struct restore_opts;
 int lazy_remote_fd(const struct restore_opts *o);
 /* r's pages-1.img from the source: what no lazy VMA takes fetched and checked now. */
 int lazy_remote_plan(struct rst *r);
+/* A tree's (lazy_remote.c): what member m reads of root's remote pages-1.img before
+ * anything runs (its memory shared copy-on-write, premapped: premap_restore.c),
+ * fetched and checked now. After premap_plan(root). */
+int lazy_remote_shared(struct rst *root, struct rst *m);
 /* Bytes [off, off + len) of that image present in its file (fetched if not yet); 0 or -errno,
  * lazy_remote_why() saying why. */
 int lazy_remote_fetch(struct lazy_remote *lr, uint64_t off, uint64_t len);

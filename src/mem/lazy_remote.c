@@ -10,6 +10,10 @@
  *  - before anything runs (lazy_remote_plan, from lazy_plan()): every byte
  *    that no lazy VMA takes (the blob fills those VMAs from the file), each
  *    of those runs checked against its checksum;
+ *  - of a tree (lazy_remote_shared, after premap_plan()): the root's runs
+ *    that memdump reads itself before the fork, the memory the tree shares
+ *    copy-on-write (premap_restore.c), and those a child reads from the
+ *    root's set (its pages listed as the parent's), each checked;
  *  - as the process runs, by the page handler: a fault's pages first, then
  *    the lazy runs in order, each checked as it comes (lazy_handler.c's
  *    late checks), the memory filled after from the local file.
@@ -318,6 +322,78 @@ static int check_eager(struct rst *r)
 			if (run->present && run->has_sum && run->fd == r->ds.pages_fd)
 				ret = check_run(r, run);
 		}
+	return ret;
+}
+
+/* The root's run holding the root's pages at addr (a child's piece of it), or NULL. */
+static const struct dump_run *root_run(const struct rst *root, uint64_t addr)
+{
+	size_t i = dumpset_run_after(&root->ds, addr);
+
+	if (i < root->ds.nr_runs && root->ds.runs[i].start <= addr && addr < root->ds.runs[i].end)
+		return &root->ds.runs[i];
+	return NULL;
+}
+
+/* A run of the root's pages-1.img, whole, fetched and checked against its checksum. */
+static int fetch_run(struct rst *root, const struct dump_run *run)
+{
+	struct lazy_remote *lr = root->lazy_remote;
+	int ret = lazy_remote_fetch(lr, run->off, run->end - run->start);
+
+	if (ret)
+		return fail(ret, "%s", lr->why);
+	return run->has_sum ? check_run(root, run) : 0;
+}
+
+/* The premapped VMA of m that holds run, or -1. */
+static long premap_vma(const struct rst *m, const struct dump_run *run)
+{
+	for (size_t j = 0; m->premap && j < m->ds.mm->n_vmas; j++)
+		if (m->premap[j] && run->start >= m->ds.mm->vmas[j]->start &&
+		    run->end <= m->ds.mm->vmas[j]->end)
+			return (long)j;
+	return -1;
+}
+
+/*
+ * Is run, of root's pages-1.img, read before anything runs? The root's in a
+ * premapped VMA (memdump fills it before the fork); a child's piece of its
+ * parent's pages unless its VMA is inherited (those pages are the parent's slot's).
+ */
+static bool read_early(const struct rst *root, const struct rst *m, const struct dump_run *run)
+{
+	long j = premap_vma(m, run);
+
+	if (m == root)
+		return j >= 0;
+	return j < 0 || !m->inherited[j];
+}
+
+int lazy_remote_shared(struct rst *root, struct rst *m)
+{
+	uint64_t before;
+	int ret = 0;
+
+	if (!root->lazy_remote)
+		return 0;
+	before = root->lazy_remote->missing;
+	for (size_t k = 0; !ret && k < m->ds.nr_runs; k++) {
+		const struct dump_run *run = &m->ds.runs[k], *q = run;
+
+		if (!run->present || run->fd != root->ds.pages_fd)
+			continue;
+		if (!read_early(root, m, run))
+			continue;	/* the page handler's, fetched already, or inherited */
+		if (m != root && !(q = root_run(root, run->start)))
+			return fail(-EIO, "pages at %#llx of process %d are listed as its parent's, "
+				    "which does not hold them", (unsigned long long)run->start, m->pid);
+		ret = fetch_run(root, q);
+	}
+	if (!ret && before > root->lazy_remote->missing)
+		pr_info("lazy-pages: %llu pages of pages-1.img process %d reads before anything runs "
+			"(shared copy-on-write) fetched and checked",
+			(unsigned long long)(before - root->lazy_remote->missing), m->pid);
 	return ret;
 }
 

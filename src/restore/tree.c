@@ -652,6 +652,8 @@ static int prepare_all(struct rst *root)
 		ret = sk_tree_plan_queues(root);	/* every socket made: senders anywhere */
 	if (!ret)
 		ret = premap_plan(root);	/* every area built: memory shared copy-on-write */
+	for (size_t i = 0; i <= root->tree->n && !ret; i++)	/* that memory, if remote: now */
+		ret = lazy_remote_shared(root, i ? &root->tree->m[i - 1] : root);
 	unlink_ghosts(root);
 	ghost_sweep_end(root);	/* every name removed */
 	return ret;
