@@ -7,6 +7,9 @@
  *   child: `self` and `euid` in a child of the tree, which checks its own
  *   gone: a stream socketpair made by a child (sharing the fd table) that
  *         exited: its pid is no process's at restore
+ *   tree: a stream pair (own ids) and a datagram pair (other ids) made, then
+ *         a fork: the parent keeps one end of each, the child the other, data
+ *         queued both ways; both check theirs (the maker's pid and ids)
  * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS.
  * READY <pid> */
 #include "tlib.h"
@@ -137,6 +140,45 @@ static void in_child(void)
 	t_pass("child");
 }
 
+/* both ends' credentials are the maker's: kept by each process after the fork */
+static void tree(void)
+{
+	int sv[2], dv[2], st;
+	pid_t k;
+
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+	as_other(1);
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	as_other(0);
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		close(sv[0]);
+		close(dv[0]);
+		nr = 0;
+		keep(sv[1]);
+		keep(dv[1]);
+		must(write(sv[1], "c", 1) == 1 && write(dv[1], "c", 1) == 1, "write");
+		while (!t_usr1)
+			t_sleep_ms(10);
+		fflush(stdout);
+		_exit(check());
+	}
+	close(sv[1]);
+	close(dv[1]);
+	keep(sv[0]);
+	keep(dv[0]);
+	must(write(sv[0], "p", 1) == 1 && write(dv[0], "p", 1) == 1, "write");
+	t_ready("tree %d", (int)k);
+	t_wait_usr1();
+	must(!kill(k, SIGUSR1) && waitpid(k, &st, 0) == k, "the child");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		t_fail("the child's peer credentials changed (status %#x)", st);
+	if (check())
+		exit(1);
+	t_pass("tree");
+}
+
 static char stack[65536];
 static int sv_gone[2];
 
@@ -171,6 +213,8 @@ int main(int argc, char **argv)
 		in_child();
 	else if (!strcmp(mode, "gone"))
 		gone();
+	else if (!strcmp(mode, "tree"))
+		tree();
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);

@@ -15,9 +15,14 @@
  *    unnamed, the listener's name not removed: listen() again (the listener's
  *    credentials), connect(), accept().
  *
+ * In a tree, a process also makes again, before it forks its children, an
+ * unnamed pair it made whose other end a process it forks (or one below)
+ * holds alone: that end goes on memdump's fd for it, which it inherits.
+ *
  * Not made again (the fds memdump made, with its own pid and ids): those
- * another process of a tree holds too, those of a process with an epoll set
- * in flight (filled before, on memdump's fds).
+ * another process of a tree holds too (but the pair above), those of a
+ * process with an epoll set in flight (filled before, on memdump's fds; the
+ * pair above is made before that).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,11 +170,89 @@ static bool pending_on(struct rst *r, const UnixSkEntry *l)
 	return false;
 }
 
+/* Is d forked by r, or by one r forks (so it gets r's fds as they are before its fork)? */
+static bool descends(const struct rst *d, const struct rst *r)
+{
+	for (d = d ? d->tree_parent : NULL; d; d = d->tree_parent)
+		if (d == r)
+			return true;
+	return false;
+}
+
+/* Does x hold socket ino in its table or in flight (a description memdump made for it)? */
+static bool holds(struct rst *x, uint32_t ino)
+{
+	for (size_t i = 0; i < x->ds.nr_files; i++) {
+		const FileEntry *fe = x->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino &&
+		    (target_of(x, fe->id) >= 0 ||
+		     (rst_desc(x, fe->id) && rst_desc(x, fe->id)->fd >= 0)))
+			return true;
+	}
+	return false;
+}
+
+/* Socket ino in x's table and nowhere else in the tree (no other table, no message). */
+static bool alone_in(struct rst *x, uint32_t ino)
+{
+	const UnixSkEntry *s = own(x, ino);
+	struct rst *o;
+
+	if (!s || target_of(x, s->id) < 0 || shared_out(x, s))
+		return false;
+	for (size_t i = 0; (o = tree_proc(x, i)); i++)
+		if (o != x && holds(o, ino))
+			return false;
+	return true;
+}
+
+/* The process of the tree, forked by r or below, that alone holds socket ino, or NULL. */
+static struct rst *holder_below(struct rst *r, uint32_t ino)
+{
+	struct rst *o;
+
+	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
+		if (o != r && own(o, ino))
+			return descends(o, r) && alone_in(o, ino) ? o : NULL;
+	return NULL;
+}
+
+/*
+ * u, this process's end of an unnamed pair whose other end p a process it
+ * forks (or one below) holds alone, both made by this process: made again
+ * by it under the dumped ids before it forks (SK_LATE_TREE_PAIR), p put on
+ * memdump's fd the other process inherits and installs.
+ */
+static int plan_tree_pair(struct rst *r, const UnixSkEntry *u)
+{
+	struct rst *o = holder_below(r, u->peer);
+	const UnixSkEntry *p = o ? own(o, u->peer) : NULL;
+	struct sk_late *s;
+
+	if (!p || p->peer != u->ino || !unnamed(u) || !unnamed(p) || u->accept_pos ||
+	    p->accept_pos || !u->peer_cred || u->peer_cred->pid != (uint32_t)r->pid ||
+	    !same_cred(u->peer_cred, p->peer_cred) || !alone_in(r, u->ino))
+		return 0;
+	s = sk_late_new(r, SK_LATE_TREE_PAIR, fd_of(r, u));
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials, "
+		"%u for process %d\n", u->ino, p->ino, r->pid, p->ino, o->pid);
+	s->fd2 = rst_desc(o, p->id)->fd;
+	s->u = u;
+	s->p = p;
+	s->lfd = -1;
+	return 0;
+}
+
 /* u, one end of an established pair or connection of this process: its remake planned. */
 static int plan_one(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *p = own(r, u->peer), *l;
 
+	if (!p && r->tree)
+		return plan_tree_pair(r, u);
 	if (!p || p->peer != u->ino || !mine(r, u) || !mine(r, p) || u->accept_pos ||
 	    p->accept_pos)
 		return 0;
@@ -187,16 +270,19 @@ static int plan_one(struct rst *r, const UnixSkEntry *u)
 
 int sk_cred_plan(struct rst *r)
 {
+	bool epoll = epoll_in_flight(r);	/* only the pairs made before the fork then */
 	int ret = 0;
 
-	if (epoll_in_flight(r))
-		return 0;
 	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
 		const FileEntry *fe = r->ds.files[i];
+		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
 
-		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->state == SK_ESTABLISHED &&
-		    own(r, fe->usk->ino) == fe->usk)
-			ret = plan_one(r, fe->usk);
+		if (!u || u->state != SK_ESTABLISHED || own(r, u->ino) != u)
+			continue;
+		if (!epoll)
+			ret = plan_one(r, u);
+		else if (r->tree && !own(r, u->peer))
+			ret = plan_tree_pair(r, u);
 	}
 	return ret;
 }
@@ -319,5 +405,20 @@ static int remake_accepted(const struct sk_late *l)
 
 int sk_cred_remake(const struct sk_late *l)
 {
-	return l->op == SK_LATE_PAIR ? remake_pair(l) : remake_accepted(l);
+	return l->op == SK_LATE_ACCEPT ? remake_accepted(l) : remake_pair(l);
+}
+
+int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++) {
+		const struct sk_late *l = &r->sk_late[i];
+		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) : 0;
+
+		if (ret) {
+			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the pair again with "
+				 "its peer credentials: %s", l->u->ino, l->p->ino, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
 }
