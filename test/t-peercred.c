@@ -10,6 +10,10 @@
  *   tree: a stream pair (own ids) and a datagram pair (other ids) made, then
  *         a fork: the parent keeps one end of each, the child the other, data
  *         queued both ways; both check theirs (the maker's pid and ids)
+ *   tree-conn: two connections to its listener made (listen, connect, accept),
+ *         then a fork: the child keeps the client end of one and the
+ *         accepted end of the other, the parent the other ends and the
+ *         listener; both check theirs
  * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS.
  * READY <pid> */
 #include "tlib.h"
@@ -140,21 +144,43 @@ static void in_child(void)
 	t_pass("child");
 }
 
-/* both ends' credentials are the maker's: kept by each process after the fork */
-static void tree(void)
+/* a connection to s (at a, l) made: *c the client's end, *acc the accepted one */
+static void conn(int s, struct sockaddr_un *a, socklen_t l, int *c, int *acc)
 {
-	int sv[2], dv[2], st;
+	*c = socket(AF_UNIX, SOCK_STREAM, 0);
+	must(*c >= 0 && !connect(*c, (struct sockaddr *)a, l), "connect");
+	*acc = accept(s, NULL, NULL);
+	must(*acc >= 0, "accept");
+}
+
+/* both ends' credentials are the maker's: kept by each process after the fork */
+static void tree(int connections)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-t",
+			       (int)getpid());
+	int sv[2], dv[2], st, s = -1;
 	pid_t k;
 
-	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
-	as_other(1);
-	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
-	as_other(0);
+	if (connections) {	/* sv: child's client end, dv: child's accepted end */
+		s = socket(AF_UNIX, SOCK_STREAM, 0);
+		must(s >= 0 && !bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+		conn(s, &a, l, &sv[1], &sv[0]);
+		conn(s, &a, l, &dv[0], &dv[1]);
+	} else {
+		must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+		as_other(1);
+		must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+		as_other(0);
+	}
 	k = fork();
 	must(k >= 0, "fork");
 	if (k == 0) {
 		close(sv[0]);
 		close(dv[0]);
+		if (s >= 0)
+			close(s);
 		nr = 0;
 		keep(sv[1]);
 		keep(dv[1]);
@@ -169,14 +195,14 @@ static void tree(void)
 	keep(sv[0]);
 	keep(dv[0]);
 	must(write(sv[0], "p", 1) == 1 && write(dv[0], "p", 1) == 1, "write");
-	t_ready("tree %d", (int)k);
+	t_ready("tree%s %d", connections ? "-conn" : "", (int)k);
 	t_wait_usr1();
 	must(!kill(k, SIGUSR1) && waitpid(k, &st, 0) == k, "the child");
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		t_fail("the child's peer credentials changed (status %#x)", st);
 	if (check())
 		exit(1);
-	t_pass("tree");
+	t_pass(connections ? "tree-conn" : "tree");
 }
 
 static char stack[65536];
@@ -214,7 +240,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "gone"))
 		gone();
 	else if (!strcmp(mode, "tree"))
-		tree();
+		tree(0);
+	else if (!strcmp(mode, "tree-conn"))
+		tree(1);
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);

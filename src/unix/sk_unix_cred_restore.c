@@ -15,9 +15,10 @@
  *    unnamed, the listener's name not removed: listen() again (the listener's
  *    credentials), connect(), accept().
  *
- * In a tree, a process also makes again, before it forks its children, an
- * unnamed pair it made whose other end a process it forks (or one below)
- * holds alone: that end goes on memdump's fd for it, which it inherits.
+ * In a tree, a process also makes again, before it forks its children, a
+ * pair, or a connection accepted from its listener, it made alone (both
+ * ends' credentials its own) whose other end a process it forks (or one
+ * below) holds alone: that end goes on memdump's fd for it, which it inherits.
  *
  * Not made again (the fds memdump made, with its own pid and ids): those
  * another process of a tree holds too (but the pair above), those of a
@@ -218,32 +219,55 @@ static struct rst *holder_below(struct rst *r, uint32_t ino)
 	return NULL;
 }
 
-/*
- * u, this process's end of an unnamed pair whose other end p a process it
- * forks (or one below) holds alone, both made by this process: made again
- * by it under the dumped ids before it forks (SK_LATE_TREE_PAIR), p put on
- * memdump's fd the other process inherits and installs.
- */
-static int plan_tree_pair(struct rst *r, const UnixSkEntry *u)
+/* The remake of u (this process's) and p (o's) planned, before the fork (TREE_PAIR, TREE_ACCEPT). */
+static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
+		     const UnixSkEntry *p, const UnixSkEntry *l)
 {
-	struct rst *o = holder_below(r, u->peer);
-	const UnixSkEntry *p = o ? own(o, u->peer) : NULL;
-	struct sk_late *s;
+	const UnixSkEntry *acc = op == SK_LATE_TREE_PAIR || !unnamed(u) ? u : p;
+	const UnixSkEntry *cli = acc == u ? p : u;
+	struct rst *ao = acc == u ? r : o, *co = acc == u ? o : r;
+	struct sk_late *s = sk_late_new(r, op, rst_desc(ao, acc->id)->fd);
 
-	if (!p || p->peer != u->ino || !unnamed(u) || !unnamed(p) || u->accept_pos ||
-	    p->accept_pos || !u->peer_cred || u->peer_cred->pid != (uint32_t)r->pid ||
-	    !same_cred(u->peer_cred, p->peer_cred) || !alone_in(r, u->ino))
-		return 0;
-	s = sk_late_new(r, SK_LATE_TREE_PAIR, fd_of(r, u));
 	if (!s)
 		return -ENOMEM;
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials, "
 		"%u for process %d\n", u->ino, p->ino, r->pid, p->ino, o->pid);
-	s->fd2 = rst_desc(o, p->id)->fd;
-	s->u = u;
-	s->p = p;
-	s->lfd = -1;
+	s->fd2 = rst_desc(co, cli->id)->fd;
+	s->u = acc;
+	s->p = cli;
+	s->l = l;
+	s->lfd = l ? fd_of(r, l) : -1;
+	if (l)
+		s->tolen = sk_unix_late_addr(r, l, &s->to);
 	return 0;
+}
+
+/*
+ * u, this process's end of a pair or connection whose other end p a process
+ * it forks (or one below) holds alone, both ends' credentials this process's
+ * (it made the pair, or listened, connected and accepted, before it forked):
+ * made again by it under the dumped ids before it forks (SK_LATE_TREE_PAIR,
+ * SK_LATE_TREE_ACCEPT), p put on memdump's fd the other process inherits.
+ */
+static int plan_tree_pair(struct rst *r, const UnixSkEntry *u)
+{
+	struct rst *o = holder_below(r, u->peer);
+	const UnixSkEntry *p = o ? own(o, u->peer) : NULL, *l;
+
+	if (!p || p->peer != u->ino || u->accept_pos || p->accept_pos || !u->peer_cred ||
+	    !p->peer_cred || u->peer_cred->pid != (uint32_t)r->pid ||
+	    p->peer_cred->pid != (uint32_t)r->pid || !alone_in(r, u->ino))
+		return 0;
+	if (unnamed(u) && unnamed(p))
+		return same_cred(u->peer_cred, p->peer_cred) ?
+		       plan_tree(r, SK_LATE_TREE_PAIR, u, o, p, NULL) : 0;
+	if (u->type == SOCK_DGRAM || unnamed(u) == unnamed(p))
+		return 0;
+	l = listener_of(r, unnamed(u) ? p : u);	/* the accepted end's name is its listener's */
+	if (!l || l->deleted || !mine(r, l) || !alone_in(r, l->ino) ||
+	    !same_cred(l->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred) || pending_on(r, l))
+		return 0;
+	return plan_tree(r, SK_LATE_TREE_ACCEPT, u, o, p, l);
 }
 
 /* u, one end of an established pair or connection of this process: its remake planned. */
@@ -405,18 +429,20 @@ static int remake_accepted(const struct sk_late *l)
 
 int sk_cred_remake(const struct sk_late *l)
 {
-	return l->op == SK_LATE_ACCEPT ? remake_accepted(l) : remake_pair(l);
+	return l->op == SK_LATE_PAIR ? remake_pair(l) : remake_accepted(l);
 }
 
 int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
 {
 	for (size_t i = 0; i < r->nr_sk_late; i++) {
 		const struct sk_late *l = &r->sk_late[i];
-		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) : 0;
+		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) :
+			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) : 0;
 
 		if (ret) {
-			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the pair again with "
-				 "its peer credentials: %s", l->u->ino, l->p->ino, strerror(-ret));
+			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the %s again with "
+				 "its peer credentials: %s", l->u->ino, l->p->ino,
+				 l->op == SK_LATE_TREE_PAIR ? "pair" : "connection", strerror(-ret));
 			return ret;
 		}
 	}
