@@ -845,6 +845,10 @@ case_sk_peercred() {
 add sk-peercred-self case_sk_peercred self
 add sk-peercred-euid case_sk_peercred euid
 add sk-peercred-child case_sk_peercred child
+# a pair made by the parent, one end in each process after its fork (tree)
+add sk-peercred-tree case_sk_peercred tree
+# connections to the parent's listener made by it, one end of each kept by its child
+add sk-peercred-tree-conn case_sk_peercred tree-conn
 
 # A pair made by a process gone since names a pid no restored process has:
 # refused by name, the target unharmed.

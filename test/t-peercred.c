@@ -7,6 +7,13 @@
  *   child: `self` and `euid` in a child of the tree, which checks its own
  *   gone: a stream socketpair made by a child (sharing the fd table) that
  *         exited: its pid is no process's at restore
+ *   tree: a stream pair (own ids) and a datagram pair (other ids) made, then
+ *         a fork: the parent keeps one end of each, the child the other, data
+ *         queued both ways; both check theirs (the maker's pid and ids)
+ *   tree-conn: two connections to its listener made (listen, connect, accept),
+ *         then a fork: the child keeps the client end of one and the
+ *         accepted end of the other, the parent the other ends and the
+ *         listener; both check theirs
  * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS.
  * READY <pid> */
 #include "tlib.h"
@@ -137,6 +144,67 @@ static void in_child(void)
 	t_pass("child");
 }
 
+/* a connection to s (at a, l) made: *c the client's end, *acc the accepted one */
+static void conn(int s, struct sockaddr_un *a, socklen_t l, int *c, int *acc)
+{
+	*c = socket(AF_UNIX, SOCK_STREAM, 0);
+	must(*c >= 0 && !connect(*c, (struct sockaddr *)a, l), "connect");
+	*acc = accept(s, NULL, NULL);
+	must(*acc >= 0, "accept");
+}
+
+/* both ends' credentials are the maker's: kept by each process after the fork */
+static void tree(int connections)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-t",
+			       (int)getpid());
+	int sv[2], dv[2], st, s = -1;
+	pid_t k;
+
+	if (connections) {	/* sv: child's client end, dv: child's accepted end */
+		s = socket(AF_UNIX, SOCK_STREAM, 0);
+		must(s >= 0 && !bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+		conn(s, &a, l, &sv[1], &sv[0]);
+		conn(s, &a, l, &dv[0], &dv[1]);
+	} else {
+		must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+		as_other(1);
+		must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+		as_other(0);
+	}
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		close(sv[0]);
+		close(dv[0]);
+		if (s >= 0)
+			close(s);
+		nr = 0;
+		keep(sv[1]);
+		keep(dv[1]);
+		must(write(sv[1], "c", 1) == 1 && write(dv[1], "c", 1) == 1, "write");
+		while (!t_usr1)
+			t_sleep_ms(10);
+		fflush(stdout);
+		_exit(check());
+	}
+	close(sv[1]);
+	close(dv[1]);
+	keep(sv[0]);
+	keep(dv[0]);
+	must(write(sv[0], "p", 1) == 1 && write(dv[0], "p", 1) == 1, "write");
+	t_ready("tree%s %d", connections ? "-conn" : "", (int)k);
+	t_wait_usr1();
+	must(!kill(k, SIGUSR1) && waitpid(k, &st, 0) == k, "the child");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		t_fail("the child's peer credentials changed (status %#x)", st);
+	if (check())
+		exit(1);
+	t_pass(connections ? "tree-conn" : "tree");
+}
+
 static char stack[65536];
 static int sv_gone[2];
 
@@ -171,6 +239,10 @@ int main(int argc, char **argv)
 		in_child();
 	else if (!strcmp(mode, "gone"))
 		gone();
+	else if (!strcmp(mode, "tree"))
+		tree(0);
+	else if (!strcmp(mode, "tree-conn"))
+		tree(1);
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);

@@ -130,12 +130,13 @@ struct sk_msg {
 
 /* What the forked child does on UNIX sockets before its fds move (sk_queue.c). */
 enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF, SK_LATE_CONNECT, SK_LATE_PAIR,
-       SK_LATE_ACCEPT };
+       SK_LATE_ACCEPT, SK_LATE_TREE_PAIR, SK_LATE_TREE_ACCEPT };
 struct sk_late {
 	int op;
 	int fd;				/* memdump's fd, inherited by the child */
-	int fd2, lfd;			/* PAIR, ACCEPT: the peer's fd; ACCEPT: the listener's */
-	const UnixSkEntry *u, *p, *l;	/* PAIR, ACCEPT (sk_unix_cred_restore.c): fd's, fd2's, lfd's */
+	int fd2, lfd;			/* PAIR, ACCEPT: the peer's fd; ACCEPT: the listener's;
+					 * TREE_*: either may be another process's (memdump's) */
+	const UnixSkEntry *u, *p, *l;	/* PAIR, ACCEPT, TREE_* (sk_unix_cred_restore.c) */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;

@@ -330,6 +330,9 @@ void child_main(struct rst *r)
 		child_exit_fail(r, ret, "%s", msg);
 	if (r->tree) {
 		premap_fill(r);		/* what its children share with it, before they exist */
+		ret = sk_cred_remake_tree(r, msg, sizeof(msg));	/* their ends inherited */
+		if (ret)
+			child_exit_fail(r, ret, "%s", msg);
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
 	} else if (r->ctty_lone) {	/* its terminal from memdump's fd, before fds move */
 		attrs_apply_groups(r);

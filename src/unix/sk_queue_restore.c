@@ -249,6 +249,8 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 
 		if (l->op == SK_LATE_SEND && l->msg->e->has_cred_pid)
 			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
+		if (l->op == SK_LATE_TREE_PAIR || l->op == SK_LATE_TREE_ACCEPT)
+			continue;	/* made before the fork (sk_cred_remake_tree) */
 		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT)
 			ret = sk_cred_remake(l);
 		else if (l->op == SK_LATE_SEND)

@@ -114,6 +114,8 @@ int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
  */
 int sk_cred_plan(struct rst *r);
 int sk_cred_remake(const struct sk_late *l);
+/* In the forked process of a tree, before it forks its children: its SK_LATE_TREE_PAIR and _ACCEPT made. */
+int sk_cred_remake_tree(struct rst *r, char *msg, size_t len);
 /* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
 int sk_unix_dgram_touch(struct rst *r, const UnixSkEntry *u);
 

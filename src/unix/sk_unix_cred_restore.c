@@ -15,9 +15,15 @@
  *    unnamed, the listener's name not removed: listen() again (the listener's
  *    credentials), connect(), accept().
  *
+ * In a tree, a process also makes again, before it forks its children, a
+ * pair, or a connection accepted from its listener, it made alone (both
+ * ends' credentials its own) whose other end a process it forks (or one
+ * below) holds alone: that end goes on memdump's fd for it, which it inherits.
+ *
  * Not made again (the fds memdump made, with its own pid and ids): those
- * another process of a tree holds too, those of a process with an epoll set
- * in flight (filled before, on memdump's fds).
+ * another process of a tree holds too (but the pair above), those of a
+ * process with an epoll set in flight (filled before, on memdump's fds; the
+ * pair above is made before that).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,11 +171,112 @@ static bool pending_on(struct rst *r, const UnixSkEntry *l)
 	return false;
 }
 
+/* Is d forked by r, or by one r forks (so it gets r's fds as they are before its fork)? */
+static bool descends(const struct rst *d, const struct rst *r)
+{
+	for (d = d ? d->tree_parent : NULL; d; d = d->tree_parent)
+		if (d == r)
+			return true;
+	return false;
+}
+
+/* Does x hold socket ino in its table or in flight (a description memdump made for it)? */
+static bool holds(struct rst *x, uint32_t ino)
+{
+	for (size_t i = 0; i < x->ds.nr_files; i++) {
+		const FileEntry *fe = x->ds.files[i];
+
+		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino &&
+		    (target_of(x, fe->id) >= 0 ||
+		     (rst_desc(x, fe->id) && rst_desc(x, fe->id)->fd >= 0)))
+			return true;
+	}
+	return false;
+}
+
+/* Socket ino in x's table and nowhere else in the tree (no other table, no message). */
+static bool alone_in(struct rst *x, uint32_t ino)
+{
+	const UnixSkEntry *s = own(x, ino);
+	struct rst *o;
+
+	if (!s || target_of(x, s->id) < 0 || shared_out(x, s))
+		return false;
+	for (size_t i = 0; (o = tree_proc(x, i)); i++)
+		if (o != x && holds(o, ino))
+			return false;
+	return true;
+}
+
+/* The process of the tree, forked by r or below, that alone holds socket ino, or NULL. */
+static struct rst *holder_below(struct rst *r, uint32_t ino)
+{
+	struct rst *o;
+
+	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
+		if (o != r && own(o, ino))
+			return descends(o, r) && alone_in(o, ino) ? o : NULL;
+	return NULL;
+}
+
+/* The remake of u (this process's) and p (o's) planned, before the fork (TREE_PAIR, TREE_ACCEPT). */
+static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
+		     const UnixSkEntry *p, const UnixSkEntry *l)
+{
+	const UnixSkEntry *acc = op == SK_LATE_TREE_PAIR || !unnamed(u) ? u : p;
+	const UnixSkEntry *cli = acc == u ? p : u;
+	struct rst *ao = acc == u ? r : o, *co = acc == u ? o : r;
+	struct sk_late *s = sk_late_new(r, op, rst_desc(ao, acc->id)->fd);
+
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials, "
+		"%u for process %d\n", u->ino, p->ino, r->pid, p->ino, o->pid);
+	s->fd2 = rst_desc(co, cli->id)->fd;
+	s->u = acc;
+	s->p = cli;
+	s->l = l;
+	s->lfd = l ? fd_of(r, l) : -1;
+	if (l)
+		s->tolen = sk_unix_late_addr(r, l, &s->to);
+	return 0;
+}
+
+/*
+ * u, this process's end of a pair or connection whose other end p a process
+ * it forks (or one below) holds alone, both ends' credentials this process's
+ * (it made the pair, or listened, connected and accepted, before it forked):
+ * made again by it under the dumped ids before it forks (SK_LATE_TREE_PAIR,
+ * SK_LATE_TREE_ACCEPT), p put on memdump's fd the other process inherits.
+ */
+static int plan_tree_pair(struct rst *r, const UnixSkEntry *u)
+{
+	struct rst *o = holder_below(r, u->peer);
+	const UnixSkEntry *p = o ? own(o, u->peer) : NULL, *l;
+
+	if (!p || p->peer != u->ino || u->accept_pos || p->accept_pos || !u->peer_cred ||
+	    !p->peer_cred || u->peer_cred->pid != (uint32_t)r->pid ||
+	    p->peer_cred->pid != (uint32_t)r->pid || !alone_in(r, u->ino))
+		return 0;
+	if (unnamed(u) && unnamed(p))
+		return same_cred(u->peer_cred, p->peer_cred) ?
+		       plan_tree(r, SK_LATE_TREE_PAIR, u, o, p, NULL) : 0;
+	if (u->type == SOCK_DGRAM || unnamed(u) == unnamed(p))
+		return 0;
+	l = listener_of(r, unnamed(u) ? p : u);	/* the accepted end's name is its listener's */
+	if (!l || l->deleted || !mine(r, l) || !alone_in(r, l->ino) ||
+	    !same_cred(l->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred) || pending_on(r, l))
+		return 0;
+	return plan_tree(r, SK_LATE_TREE_ACCEPT, u, o, p, l);
+}
+
 /* u, one end of an established pair or connection of this process: its remake planned. */
 static int plan_one(struct rst *r, const UnixSkEntry *u)
 {
 	const UnixSkEntry *p = own(r, u->peer), *l;
 
+	if (!p && r->tree)
+		return plan_tree_pair(r, u);
 	if (!p || p->peer != u->ino || !mine(r, u) || !mine(r, p) || u->accept_pos ||
 	    p->accept_pos)
 		return 0;
@@ -187,16 +294,19 @@ static int plan_one(struct rst *r, const UnixSkEntry *u)
 
 int sk_cred_plan(struct rst *r)
 {
+	bool epoll = epoll_in_flight(r);	/* only the pairs made before the fork then */
 	int ret = 0;
 
-	if (epoll_in_flight(r))
-		return 0;
 	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
 		const FileEntry *fe = r->ds.files[i];
+		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
 
-		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->state == SK_ESTABLISHED &&
-		    own(r, fe->usk->ino) == fe->usk)
-			ret = plan_one(r, fe->usk);
+		if (!u || u->state != SK_ESTABLISHED || own(r, u->ino) != u)
+			continue;
+		if (!epoll)
+			ret = plan_one(r, u);
+		else if (r->tree && !own(r, u->peer))
+			ret = plan_tree_pair(r, u);
 	}
 	return ret;
 }
@@ -320,4 +430,21 @@ static int remake_accepted(const struct sk_late *l)
 int sk_cred_remake(const struct sk_late *l)
 {
 	return l->op == SK_LATE_PAIR ? remake_pair(l) : remake_accepted(l);
+}
+
+int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++) {
+		const struct sk_late *l = &r->sk_late[i];
+		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) :
+			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) : 0;
+
+		if (ret) {
+			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the %s again with "
+				 "its peer credentials: %s", l->u->ino, l->p->ino,
+				 l->op == SK_LATE_TREE_PAIR ? "pair" : "connection", strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
 }
