@@ -110,8 +110,10 @@ case_ps_incr() {
 }
 add ps-incr case_ps_incr
 
-# ps_stalled_dump: a dump on A to the page server, stalled halfway through the pages
+# ps_stalled_dump [N]: a dump on A to the page server, stalled halfway through the pages
+# of its Nth process (default 1: the only one, or a tree's root)
 ps_stalled_dump() {
+	local n=${1:-1}
 	MD_ERR=$T/md.dump.err
 	mkdir -p "$T/A"
 	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MDA" dump \
@@ -119,8 +121,9 @@ ps_stalled_dump() {
 		2> "$MD_ERR" < /dev/null &
 	MDPID=$!
 	track "$MDPID"
-	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
-		{ show_file "dump" "$MD_ERR"; fail "the dump never reached half of the pages"; }
+	wait_until "$OP_TIMEOUT" eval \
+		'(( $(grep -c "fault point pages-half: stalling" "$MD_ERR") >= '"$n"' ))' ||
+		{ show_file "dump" "$MD_ERR"; fail "the dump never reached the pages of its process $n"; }
 }
 
 # (the fault point stalls the dump: the target's size does not matter)
@@ -262,16 +265,7 @@ case_limit ps-tree-incr 300
 # ps_tree_stalled_dump: a tree's dump on A to the page server, stalled halfway through the
 # pages of its second process (the first below the root: its proc-PID made on B)
 ps_tree_stalled_dump() {
-	MD_ERR=$T/md.dump.err
-	mkdir -p "$T/A"
-	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 "$OP_TIMEOUT" "$MDA" dump \
-		-t "$PID" -D "$T/A" --page-server --address 10.77.0.2 --port "$PS_PORT" \
-		2> "$MD_ERR" < /dev/null &
-	MDPID=$!
-	track "$MDPID"
-	wait_until "$OP_TIMEOUT" eval \
-		'(( $(grep -c "fault point pages-half: stalling" "$MD_ERR") >= 2 ))' ||
-		{ show_file "dump" "$MD_ERR"; fail "the dump never reached its second process's pages"; }
+	ps_stalled_dump 2
 	[[ -d $T/B/proc-${READY[2]} ]] || fail "no proc-${READY[2]} on B during its pages"
 }
 
