@@ -298,7 +298,7 @@ rstfail_tcp_silent() {
 # tcpcommit MODE (fail|kill): failed, or memdump SIGKILLed, at each point
 # around the commit, then restored: the peer gets all its data
 case_rstfail_tcp() {
-	local mode=$1 point md_pid
+	local mode=$1 point
 	rstfail_tcp_peer
 	start_prog t-tcpcommit "$PEER_PORT"
 	dump "$PID" "$T/d" --tcp-established
@@ -309,15 +309,7 @@ case_rstfail_tcp() {
 		if [[ $mode == fail ]]; then
 			rstfail_fail_at "$point" "$PID"
 		else
-			MEMDUMP_FAULT=$point restore_bg "$T/d" "$point.KILL"
-			wait_line "$MD_ERR" "fault point $point: " "$OP_TIMEOUT" ||
-				fail "$point: the restore did not reach its fault point: $(cat "$MD_ERR")"
-			md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
-			[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
-			kill -KILL "$md_pid"
-			rstfail_wait_exit
-			(( MD_RC == 137 )) || fail "$point: memdump exited $MD_RC, not killed"
-			rstfail_gone "$PID"
+			A=$PID B=$PID G=$PID rstfail_stop_at "$point" KILL
 		fi
 		rstfail_tcp_silent "$point"
 	done
