@@ -113,6 +113,18 @@ static bool mine(struct rst *r, const UnixSkEntry *u)
 	return u->peer_cred && u->peer_cred->pid == (uint32_t)r->pid && !shared_out(r, u);
 }
 
+/* The ends s makes again: u, its peer p, and the listener l (NULL: a pair) of r's. */
+static void late_ends(struct rst *r, struct sk_late *s, const UnixSkEntry *u,
+		      const UnixSkEntry *p, const UnixSkEntry *l)
+{
+	s->u = u;
+	s->p = p;
+	s->l = l;
+	s->lfd = l ? fd_of(r, l) : -1;
+	if (l)
+		s->tolen = sk_unix_late_addr(r, l, &s->to);
+}
+
 static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *p,
 		const UnixSkEntry *l)
 {
@@ -123,12 +135,7 @@ static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials\n",
 		u->ino, p->ino, r->pid);
 	s->fd2 = fd_of(r, p);
-	s->u = u;
-	s->p = p;
-	s->l = l;
-	s->lfd = l ? fd_of(r, l) : -1;
-	if (l)
-		s->tolen = sk_unix_late_addr(r, l, &s->to);
+	late_ends(r, s, u, p, l);
 	return 0;
 }
 
@@ -233,12 +240,7 @@ static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials, "
 		"%u for process %d\n", u->ino, p->ino, r->pid, p->ino, o->pid);
 	s->fd2 = rst_desc(co, cli->id)->fd;
-	s->u = acc;
-	s->p = cli;
-	s->l = l;
-	s->lfd = l ? fd_of(r, l) : -1;
-	if (l)
-		s->tolen = sk_unix_late_addr(r, l, &s->to);
+	late_ends(r, s, acc, cli, l);
 	return 0;
 }
 
