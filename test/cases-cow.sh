@@ -89,7 +89,16 @@ cow_dump_restore() {
 # images and one page again in both processes; every byte as dumped
 case_cow_tree() {
 	cow_start
-	cow_dump_restore "$T/d"
+	cow_dump_restore "$T/d" "$@"
+}
+
+# --leave-running in read mode: the tree still shares its pages after the dump
+# (a read that pins a shared page would give the target a copy of its own)
+case_cow_tree_lr() {
+	cow_start
+	dump "$PID" "$T/d" --leave-running "$@"
+	cow_expect_shared "$PID" "$CPID" "after the dump"
+	check_child_pass
 }
 
 # a grandchild that wrote nothing: one page with its parent (the child) for
@@ -139,4 +148,8 @@ case_cow_incr() {
 add cow-crit case_cow_crit
 add cow-incr case_cow_incr
 add cow-tree case_cow_tree
+add cow-tree-read case_cow_tree --mode read
+add cow-tree-mem case_cow_tree --mode mem
+add cow-tree-lr-read case_cow_tree_lr --mode read --no-snapshot
+add cow-tree-lr-snap case_cow_tree_lr --mode read
 add cow-deep case_cow_deep

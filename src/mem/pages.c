@@ -215,12 +215,20 @@ static int flush_buffers(struct pages_out *o)
 	return err;
 }
 
+/*
+ * In a tree, always through /proc/PID/mem: process_vm_readv pins the pages it
+ * reads, and the kernel gives a copy-on-write page it pins a copy of its own
+ * (the target's), so a parent's pages would no longer be its child's (the
+ * images would hold them twice, cowpages.c finding none shared, and the
+ * processes two copies from then on: cow-tree-read, cow-tree-lr-*); a read of
+ * /proc/PID/mem takes the page without pinning it.
+ */
 ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
 			size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)addr, len };
 
-	if (use_mem)
+	if (use_mem || d->tree)
 		return pread(d->in.mem_fd, buf, len, addr);
 	return process_vm_readv(d->pid, &local, 1, &remote, 1, 0);
 }

@@ -71,7 +71,7 @@ int page_xfer_sync(struct dump_ctx *d);
 int page_xfer_error(struct dump_ctx *d, int err);
 int page_xfer_commit(struct dump_ctx *d);
 /* The frozen target's memory: process_vm_readv, or /proc/PID/mem (use_mem,
- * which reads pages without PROT_READ too). */
+ * which reads pages without PROT_READ too; always in a tree). */
 ssize_t read_target_mem(const struct dump_ctx *d, bool use_mem, uint64_t addr, void *buf,
 			size_t len);
 

@@ -35,24 +35,12 @@
 #define CHUNK	(1UL << 20)
 #define READ_CHUNK	(256UL << 10)
 
-/*
- * In a tree, through /proc/PID/mem: process_vm_readv pins the pages it reads,
- * and the kernel unshares a copy-on-write page it pins (a copy for the
- * target), so a parent's pages would no longer be its child's (cowpages.c
- * would find none, and the processes hold two copies from then on); a read
- * of /proc/PID/mem takes the page without pinning it.
- */
-static bool sum_via_mem(const struct dump_ctx *d, const struct page_run *r)
-{
-	return r->unreadable || d->tree;
-}
-
 static int sum_run(struct pagesum *ps, const struct page_run *r, uint8_t *buf)
 {
 	uint64_t addr = r->start, left = r->nr_pages * PAGE_SIZE;
 
 	while (left && !ps->stop) {
-		ssize_t n = read_target_mem(ps->d, sum_via_mem(ps->d, r), addr, buf,
+		ssize_t n = read_target_mem(ps->d, r->unreadable, addr, buf,
 					    MIN(left, CHUNK));
 
 		if (n < 0 && errno == ESRCH)
