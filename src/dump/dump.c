@@ -504,7 +504,8 @@ int dump_check_opts(const struct dump_opts *o)
 static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 {
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
-			      .policy = { o->ghost_limit, o->shell_job, o->pid, NULL, o->ext_tty },
+			      .policy = { .ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
+					  .pid = o->pid, .ext_tty = o->ext_tty },
 			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
 			      .compress = o->compress,
 			      .host_netns = o->host_netns,

@@ -133,8 +133,9 @@ static int members_init(struct tree_dump *td)
 					  .keep_tracking = td->o->pre_dump ||
 							   (td->o->track_mem && td->leave_running),
 					  .progress = td->o->progress && !n,
-					  .policy = { td->o->ghost_limit, td->o->shell_job, p->pid, td->t,
-						      td->o->ext_tty },
+					  .policy = { .ghost_limit = td->o->ghost_limit,
+						      .shell_job = td->o->shell_job, .pid = p->pid,
+						      .tree = td->t, .ext_tty = td->o->ext_tty },
 					  .pages_write = td->o->pages_write, .host_netns = td->o->host_netns,
 					  .compress = td->o->compress,
 					  .parent = { .dirfd = -1 }, .pages_fd = -1, .tree = td->t,
