@@ -8,6 +8,7 @@
  * The refusal names all of it, so that a user sees what the process does
  * with it; the restore is not written yet.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 
 #include "evloop/uffd.h"
 #include "proc.h"
+#include "mm.pb-c.h"
 
 #define FEATURE_INITIALIZED	(1UL << 31)	/* the kernel's own bit, shown in fdinfo */
 #define PM_UFFD_WP		(1ULL << 57)
@@ -31,25 +33,40 @@ struct uffd_info {
 	unsigned long protected;	/* pages of WP ranges write-protected now */
 };
 
-static void parse_fdinfo(const char *buf, struct uffd_info *in)
+static void parse_fdinfo(const char *buf, struct uffd_state *st)
 {
 	const char *v;
 
 	if ((v = proc_line_after(buf, "pending:")))
-		in->pending = strtoul(v, NULL, 10);
+		st->pending = strtoul(v, NULL, 10);
 	if ((v = proc_line_after(buf, "total:")))
-		in->total = strtoul(v, NULL, 10);
+		st->total = strtoul(v, NULL, 10);
 	if ((v = proc_line_after(buf, "flags:")))
-		in->flags = strtoul(v, NULL, 8);
+		st->flags = strtoul(v, NULL, 8);
 	if ((v = proc_line_after(buf, "API:")) && (v = strchr(v, ':')))
-		in->features = strtoul(v + 1, NULL, 16) & ~FEATURE_INITIALIZED;
+		st->features = strtoul(v + 1, NULL, 16) & ~FEATURE_INITIALIZED;
 }
 
-/* Pages in [start, end) whose pagemap entry has PM_UFFD_WP. */
-static unsigned long wp_pages(int pagemap, unsigned long start, unsigned long end)
+/* Page a (protected) appended to st's runs: the last one grown when it ends at a. */
+static int add_wp(struct uffd_state *st, unsigned long a, unsigned long psz)
 {
-	long psz = sysconf(_SC_PAGESIZE);
-	unsigned long n = 0;
+	struct uffd_span *r;
+
+	if (st->nr_wp && st->wp[st->nr_wp - 1].end == a) {
+		st->wp[st->nr_wp - 1].end = a + psz;
+		return 0;
+	}
+	if (!(r = realloc(st->wp, (st->nr_wp + 1) * sizeof(*r))))
+		return -ENOMEM;
+	st->wp = r;
+	st->wp[st->nr_wp++] = (struct uffd_span){ a, a + psz, 0 };
+	return 0;
+}
+
+/* The pages of [start, end) whose pagemap entry has PM_UFFD_WP, as runs in st. */
+static int wp_pages(struct uffd_state *st, int pagemap, unsigned long start, unsigned long end)
+{
+	unsigned long psz = (unsigned long)sysconf(_SC_PAGESIZE);
 	uint64_t e[512];
 
 	for (unsigned long a = start; a < end;) {
@@ -57,52 +74,117 @@ static unsigned long wp_pages(int pagemap, unsigned long start, unsigned long en
 		ssize_t got = pread(pagemap, e, want * 8, (off_t)(a / psz * 8));
 
 		if (got <= 0)
-			break;
+			return got < 0 ? -errno : -EIO;
 		for (ssize_t i = 0; i < got / 8; i++)
-			n += !!(e[i] & PM_UFFD_WP);
+			if ((e[i] & PM_UFFD_WP) && add_wp(st, a + (unsigned long)i * psz, psz))
+				return -ENOMEM;
 		a += (unsigned long)(got / 8) * psz;
 	}
-	return n;
+	return 0;
 }
 
-/* One VMA's VmFlags line, with the VMA's bounds: its registrations counted. */
-static void count_vma(struct uffd_info *in, bool tracked, int pagemap, const char *vmflags,
-		      unsigned long start, unsigned long end)
+/* One VMA's VmFlags line, with the VMA's bounds: its registration, if any, in st. */
+static int add_vma(struct uffd_state *st, bool tracked, int pagemap, const char *vmflags,
+		   unsigned long start, unsigned long end)
 {
 	static const char *const modes[3] = { " um", " uw", " ui" };
-	long psz = sysconf(_SC_PAGESIZE);
+	struct uffd_span *r;
+	unsigned m = 0;
 
-	for (int m = 0; m < 3; m++) {
-		if (!strstr(vmflags, modes[m]) || (m == 1 && tracked))
-			continue;
-		in->ranges[m]++;
-		in->pages[m] += (end - start) / psz;
-		if (m == 1 && pagemap >= 0)
-			in->protected += wp_pages(pagemap, start, end);
-	}
+	for (int i = 0; i < 3; i++)
+		if (strstr(vmflags, modes[i]) && !(i == 1 && tracked))
+			m |= 1u << i;
+	if (!m)
+		return 0;
+	if (!(r = realloc(st->ranges, (st->nr_ranges + 1) * sizeof(*r))))
+		return -ENOMEM;
+	st->ranges = r;
+	st->ranges[st->nr_ranges++] = (struct uffd_span){ start, end, m };
+	return (m & UFFD_MODE_WP) && pagemap >= 0 ? wp_pages(st, pagemap, start, end) : 0;
 }
 
-static void scan_vmas(pid_t pid, bool tracked, struct uffd_info *in)
+static int scan_vmas(pid_t pid, bool tracked, struct uffd_state *st)
 {
 	char path[64], line[512];
 	unsigned long start = 0, end = 0;
-	int pagemap;
+	int pagemap, ret = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
 	if (!(f = fopen(path, "re")))
-		return;
+		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
 	pagemap = open(path, O_RDONLY | O_CLOEXEC);
-	while (fgets(line, sizeof(line), f)) {
+	if (pagemap < 0)
+		ret = -errno;
+	while (!ret && fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "VmFlags:", 8))
-			count_vma(in, tracked, pagemap, line + 7, start, end);
+			ret = add_vma(st, tracked, pagemap, line + 7, start, end);
 		else if (strchr("0123456789abcdef", line[0]) && strchr(line, '-'))
 			sscanf(line, "%lx-%lx", &start, &end);
 	}
 	if (pagemap >= 0)
 		close(pagemap);
 	fclose(f);
+	return ret;
+}
+
+int uffd_read(pid_t pid, int fd, bool tracked, struct uffd_state *st)
+{
+	char *buf = NULL;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	st->fd = fd;
+	if ((ret = proc_fdinfo(pid, fd, &buf)) < 0)
+		return ret;
+	parse_fdinfo(buf, st);
+	free(buf);
+	if ((ret = scan_vmas(pid, tracked, st)) < 0)
+		uffd_state_free(st);
+	return ret;
+}
+
+void uffd_state_free(struct uffd_state *st)
+{
+	free(st->ranges);
+	free(st->wp);
+	st->ranges = st->wp = NULL;
+	st->nr_ranges = st->nr_wp = 0;
+}
+
+/* What the refusal counts, from the state read. */
+static void summarise(const struct uffd_state *st, struct uffd_info *in)
+{
+	unsigned long psz = (unsigned long)sysconf(_SC_PAGESIZE);
+
+	in->pending = st->pending;
+	in->total = st->total;
+	in->features = st->features;
+	in->flags = st->flags;
+	for (size_t i = 0; i < st->nr_ranges; i++)
+		for (int m = 0; m < 3; m++)
+			if (st->ranges[i].modes & (1u << m)) {
+				in->ranges[m]++;
+				in->pages[m] += (st->ranges[i].end - st->ranges[i].start) / psz;
+			}
+	for (size_t i = 0; i < st->nr_wp; i++)
+		in->protected += (st->wp[i].end - st->wp[i].start) / psz;
+}
+
+const char *uffd_beyond(const struct uffd_state *st, bool tracked)
+{
+	if (st->pending || st->total)
+		return "faults in flight (fdinfo pending/total), which a restore cannot give back";
+	if (st->features & UFFD_NONCOOP_FEATURES)
+		return "non-cooperative event features (fork, remap, remove, unmap), whose "
+		       "queued events fdinfo does not show";
+	for (size_t i = 0; i < st->nr_ranges; i++)
+		if (st->ranges[i].modes & UFFD_MODE_MINOR)
+			return "a range registered MINOR, which memdump does not restore";
+	if (tracked)
+		return "WP ranges memdump's tracker cannot tell from its own";
+	return NULL;
 }
 
 static void add(char *held, size_t len, bool on, const char *fmt, unsigned long n)
@@ -133,18 +215,91 @@ static void describe(const struct uffd_info *in, char *held, size_t len)
 
 void uffd_refusal(pid_t pid, int fd, bool tracked, char *why, size_t len)
 {
+	struct uffd_state st;
 	struct uffd_info in = { 0 };
-	char *buf = NULL, held[320] = "";
+	char held[320] = "";
 
-	if (proc_fdinfo(pid, fd, &buf) < 0) {
+	if (uffd_read(pid, fd, tracked, &st) < 0) {
 		snprintf(why, len, "a userfaultfd, which memdump does not restore yet");
 		return;
 	}
-	parse_fdinfo(buf, &in);
-	free(buf);
-	scan_vmas(pid, tracked, &in);
+	summarise(&st, &in);
+	uffd_state_free(&st);
 	describe(&in, held, sizeof(held));
 	snprintf(why, len, "a userfaultfd (features %#lx%s; %s), which memdump does not restore yet",
 		 in.features, held, tracked ? "the ranges are the process's but WP ones, memdump's "
 		 "tracker's too" : "the ranges are the process's, of every userfaultfd it has");
+}
+
+/* The registered ranges into e, one array of entries behind e->ranges. */
+static int fill_spans(const struct uffd_span *s, size_t n, UffdEntry *e)
+{
+	UffdRangeEntry *r;
+
+	if (!n)
+		return 0;
+	r = calloc(n, sizeof(*r));
+	e->ranges = calloc(n + 1, sizeof(*e->ranges));
+	if (!r || !e->ranges) {
+		free(r);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uffd_range_entry__init(&r[i]);
+		r[i].start = s[i].start;
+		r[i].end = s[i].end;
+		r[i].modes = s[i].modes;
+		e->ranges[i] = &r[i];
+	}
+	e->n_ranges = n;
+	return 0;
+}
+
+/* The protected runs into e, the same way. */
+static int fill_wp(const struct uffd_span *s, size_t n, UffdEntry *e)
+{
+	UffdWpEntry *w;
+
+	if (!n)
+		return 0;
+	w = calloc(n, sizeof(*w));
+	e->protected_ = calloc(n + 1, sizeof(*e->protected_));
+	if (!w || !e->protected_) {
+		free(w);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uffd_wp_entry__init(&w[i]);
+		w[i].start = s[i].start;
+		w[i].end = s[i].end;
+		e->protected_[i] = &w[i];
+	}
+	e->n_protected_ = n;
+	return 0;
+}
+
+int uffd_fill_entry(const struct uffd_state *st, UffdEntry *e)
+{
+	uffd_entry__init(e);
+	e->fd = (uint32_t)st->fd;
+	e->flags = (uint32_t)st->flags & (O_CLOEXEC | O_NONBLOCK);
+	e->features = st->features;
+	if (fill_spans(st->ranges, st->nr_ranges, e) || fill_wp(st->wp, st->nr_wp, e)) {
+		uffd_entry_release(e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void uffd_entry_release(UffdEntry *e)
+{
+	if (e->ranges)
+		free(e->ranges[0]);	/* the array fill_spans made */
+	if (e->protected_)
+		free(e->protected_[0]);
+	free(e->ranges);
+	free(e->protected_);
+	e->ranges = NULL;
+	e->protected_ = NULL;
+	e->n_ranges = e->n_protected_ = 0;
 }

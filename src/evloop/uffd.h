@@ -17,6 +17,46 @@
  * ranges are not counted (they are the tracker's, or its own: smaps does not
  * tell).
  */
+/* UFFDIO_REGISTER_MODE_* as the state holds them */
+#define UFFD_MODE_MISSING	1u
+#define UFFD_MODE_WP		2u
+#define UFFD_MODE_MINOR		4u
+/* UFFD_FEATURE_EVENT_FORK, _REMAP, _REMOVE, _UNMAP */
+#define UFFD_NONCOOP_FEATURES	((1UL << 1) | (1UL << 2) | (1UL << 3) | (1UL << 6))
+
+struct uffd_span {
+	unsigned long start, end;	/* [start, end) */
+	unsigned modes;			/* UFFD_MODE_*: a range's; 0 for a protected run */
+};
+
+/*
+ * What a userfaultfd holds, as the dump records it (mm_entry.uffd): fdinfo's
+ * counts, flags and features, each VMA registered (smaps um/uw/ui) and the
+ * runs of pages write-protected now (pagemap bit 57) in the WP ones.
+ */
+struct uffd_state {
+	int fd;
+	unsigned long pending, total, features, flags;
+	struct uffd_span *ranges, *wp;
+	size_t nr_ranges, nr_wp;
+};
+
+/* st read from /proc for fd of pid; tracked: WP ranges left out (the tracker's). */
+int uffd_read(pid_t pid, int fd, bool tracked, struct uffd_state *st);
+void uffd_state_free(struct uffd_state *st);
+
+/*
+ * What of st is beyond the case a restore makes exactly (one userfaultfd,
+ * nothing in flight, MISSING and WP ranges, no event features, no tracker),
+ * named for a refusal; NULL when st is that case.
+ */
+const char *uffd_beyond(const struct uffd_state *st, bool tracked);
+
+/* st as mm_entry.uffd (field 93); e released with uffd_entry_release. */
+struct UffdEntry;
+int uffd_fill_entry(const struct uffd_state *st, struct UffdEntry *e);
+void uffd_entry_release(struct UffdEntry *e);
+
 void uffd_refusal(pid_t pid, int fd, bool tracked, char *why, size_t len);
 
 #endif
