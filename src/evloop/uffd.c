@@ -183,7 +183,8 @@ const char *uffd_beyond(const struct uffd_state *st, bool tracked)
 		if (st->ranges[i].modes & UFFD_MODE_MINOR)
 			return "a range registered MINOR, which memdump does not restore";
 	if (tracked)
-		return "WP ranges memdump's tracker cannot tell from its own";
+		return "a userfaultfd while memdump's tracker holds the process, whose WP "
+		       "ranges smaps does not tell from the tracker's";
 	return NULL;
 }
 
