@@ -19,12 +19,14 @@
  *                                      the pages spliced with SPLICE_F_GIFT into
  *                                      the socket are the target's own pages
  *                                      until then (and TCP may send them again)
- *   LAZY    size (8 bytes)             migrate --lazy-pages: the current set's
+ *   LAZY    size (8 bytes)             migrate --lazy-pages: the current directory's
  *                                      pages-1.img (size bytes) stays on the
  *                                      source; the restore fetches it with GET
- *   GET     offset, length (8 + 8)     receiver -> client after the switch: DATA
- *                                      with those bytes of that pages-1.img
- *                                      (at most XFER_GET_MAX)
+ *   GET     offset, length (8 + 8),    receiver -> client after the switch: DATA
+ *           then a set's name          with those bytes of that set's pages-1.img
+ *                                      (at most XFER_GET_MAX): "" the root's (the
+ *                                      LAZY of the set's own directory), "proc-PID"
+ *                                      a tree's process's (the LAZY after SUB proc-PID)
  *   DONE    -                          the session ends well (after LAZY: from
  *                                      the receiver, every page fetched)
  *   REPLY   status (4 bytes, 0 or an errno) and a message
@@ -48,7 +50,7 @@
 #include <sys/types.h>
 
 #define XFER_MAGIC	0x4d445846u	/* "FXDM" */
-#define XFER_VERSION	4	/* 2: HELLO is answered; 3: LAZY, GET; 4: SUB */
+#define XFER_VERSION	5	/* 2: HELLO is answered; 3: LAZY, GET; 4: SUB; 5: GET names its set */
 #define XFER_NAME_MAX	255
 #define XFER_GET_MAX	(2ULL << 20)
 

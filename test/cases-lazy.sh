@@ -484,6 +484,56 @@ case_lazy_page_server_killed() {
 }
 add lazy-page-server-killed case_lazy_page_server_killed
 
+# A GET names the set it reads (protocol 5): the lazy dump's page server answers one
+# naming "" (its own pages-1.img) with those bytes, and refuses one naming a tree's
+# process's set (it serves its own only) with a line naming it; the set stays whole on
+# disk and restores plainly.
+case_lazy_page_server_get_set() {
+	start_prog t-pattern 16
+	lzps_dump "$T/src" 27414
+	command -p python3 - 127.0.0.1 27414 "$T/src/pages-1.img" > "$T/py.out" 2>&1 <<'PY' ||
+import socket, struct, sys
+MAGIC, HELLO, DATA, REPLY, LAZY, GET = 0x4d445846, 1, 4, 9, 11, 12
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+def send(cmd, body):
+    s.sendall(struct.pack('<IIQ', MAGIC, cmd, len(body)) + body)
+def exact(n):
+    b = b''
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            return None
+        b += c
+    return b
+def recv():
+    h = exact(16)
+    if h is None:
+        return None, None
+    magic, cmd, n = struct.unpack('<IIQ', h)
+    return cmd, exact(n)
+send(HELLO, struct.pack('<I', 5))
+cmd, body = recv()
+assert cmd == REPLY and struct.unpack('<i', body[:4])[0] == 0, (cmd, body)
+cmd, body = recv()
+assert cmd == LAZY and len(body) == 8, cmd
+want = open(sys.argv[3], 'rb').read(4096)
+send(GET, struct.pack('<QQ', 0, 4096) + b'')
+cmd, body = recv()
+assert cmd == DATA and body == want, ('root set', cmd)
+send(GET, struct.pack('<QQ', 0, 4096) + b'proc-1')
+cmd, body = recv()
+assert cmd is None, ('proc-1 answered', cmd)
+print('DONE')
+PY
+		{ show_file "client" "$T/py.out"; fail "the GETs were not answered as named"; }
+	grep -q '^DONE' "$T/py.out" || fail "the client did not print DONE"
+	exit_of "$LZPS_PID" 1 "dump --lazy-pages"
+	grep -q "asked for the pages of proc-1: only the dump's own pages-1.img is served here" \
+		"$T/lzps.out" || fail "the refusal does not name the set: $(tail -n2 "$T/lzps.out")"
+	restore_and_pass "$T/src" 2
+}
+add lazy-page-server-get-set case_lazy_page_server_get_set
+
 # CRIU's lazy dump over the RPC: a DUMP with lazy_pages, ps and status_fd (the client's
 # fd 3, reopened) and notify_scripts: the status-ready NOTIFY and a zero byte on fd 3
 # once the page server listens, the set whole on disk; the other side (the CLI) fetches

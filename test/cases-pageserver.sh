@@ -687,3 +687,61 @@ case_ms_lazy_tree_refused() {
 }
 add ms-lazy-tree-refused case_ms_lazy_tree_refused 0
 add ms-lazy-tree-refused-predump case_ms_lazy_tree_refused 2
+
+# A receiver asking for pages of a set the final dump did not leave on the source
+# (a GET naming proc-9, protocol 5) fails the migration before the switch, naming
+# it: the source process is untracked, runs on and passes its checks.
+case_ms_lazy_get_other_set() {
+	ps_hosts
+	ps_target t-pattern 16
+	nsenter --net="/run/netns/$NSB" "$(command -p -v python3)" - 10.77.0.2 "$PS_PORT" \
+		> "$T/fake.out" 2>&1 < /dev/null <<'PY' &
+import socket, struct, sys
+MAGIC, HELLO, COMMIT, RESTORE, REPLY, SYNC, GET = 0x4d445846, 1, 6, 7, 9, 10, 12
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], int(sys.argv[2])))
+l.listen(1)
+print('LISTENING', flush=True)
+l.settimeout(60)
+s, _ = l.accept()
+s.settimeout(60)
+def exact(n):
+    b = b''
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            return None
+        b += c
+    return b
+def send(cmd, body):
+    s.sendall(struct.pack('<IIQ', MAGIC, cmd, len(body)) + body)
+while True:
+    h = exact(16)
+    if h is None:
+        break
+    magic, cmd, n = struct.unpack('<IIQ', h)
+    if exact(n) is None and n:
+        break
+    if cmd in (HELLO, COMMIT, SYNC):
+        send(REPLY, struct.pack('<i', 0))
+    elif cmd == RESTORE:
+        send(GET, struct.pack('<QQ', 0, 4096) + b'proc-9')
+        print('ASKED', flush=True)
+print('EOF', flush=True)
+PY
+	track $!
+	wait_until "$OP_TIMEOUT" grep -q LISTENING "$T/fake.out" ||
+		{ show_file "fake receiver" "$T/fake.out"; fail "the fake receiver does not listen"; }
+	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
+		--pre-dumps 0
+	sed 's/^/#   stderr: /' "$MD_ERR"
+	expect_md_error
+	grep -q "asked for pages of proc-9, which the final set does not leave here" "$MD_ERR" ||
+		fail "the GET of another set is not refused by name"
+	grep -q ASKED "$T/fake.out" || fail "the source never asked for the restore"
+	expect_untracked "$PID"
+	check_child_pass
+}
+add ms-lazy-get-other-set case_ms_lazy_get_other_set
+case_limit ms-lazy-get-other-set 300

@@ -39,12 +39,23 @@ static int silent_source(struct lazy_proxy *p, const uint64_t req[2])
 		    (unsigned long long)(req[0] + req[1]), p->what);
 }
 
+/* A GET: { offset, length } and the set's name (xfer.h). */
+static int send_get(struct lazy_proxy *p, const uint64_t req[2])
+{
+	char get[2 * sizeof(uint64_t) + XFER_NAME_MAX];
+	size_t n = strnlen(p->set, XFER_NAME_MAX);
+
+	memcpy(get, req, 2 * sizeof(uint64_t));
+	memcpy(get + 2 * sizeof(uint64_t), p->set, n);
+	return xfer_send(p->conn, XFER_GET, get, 2 * sizeof(uint64_t) + n);
+}
+
 /* One GET through: len bytes at off of pages-1.img, from the source. */
 static int fetch_one(struct lazy_proxy *p, const uint64_t req[2])
 {
 	struct lazy_remote_reply a = { 0, 0, req[1] };
 	struct xfer_hdr h;
-	int ret = xfer_send(p->conn, XFER_GET, req, 2 * sizeof(uint64_t));
+	int ret = send_get(p, req);
 
 	bound_wait(p, p->timeout);
 	if (!ret) {

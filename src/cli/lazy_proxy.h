@@ -17,6 +17,7 @@ struct lazy_proxy {
 	struct xfer *conn;	/* to the source of pages-1.img */
 	int chan;		/* this end of the page handler's channel, -1 */
 	uint64_t size;		/* of pages-1.img */
+	char set[XFER_NAME_MAX + 1];	/* the GETs name it: "" the root's set, "proc-PID" */
 	int timeout;		/* s: a source silent longer fails the request */
 	char what[300];		/* the set's directory ("DIR/SET"), in messages */
 	void *buf;		/* XFER_GET_MAX bytes */

@@ -12,14 +12,30 @@
 #include "cli/lazy_server.h"
 #include "cli/options.h"
 
-int lazy_serve_get(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t *served)
+int lazy_read_get(struct xfer *x, uint64_t hlen, uint64_t req[2], char *set)
 {
-	uint64_t req[2];
-	size_t got = 0;
-	int ret = xfer_read_exact(x, req, sizeof(req));
+	uint64_t n = hlen - 2 * sizeof(uint64_t);
+	int ret;
 
+	if (hlen < 2 * sizeof(uint64_t) || n > XFER_NAME_MAX)
+		return fail(-EPROTO, "the %s sent a GET of %llu bytes", x->peer,
+			    (unsigned long long)hlen);
+	ret = xfer_read_exact(x, req, 2 * sizeof(uint64_t));
+	if (!ret)
+		ret = xfer_read_exact(x, set, n);
 	if (ret)
 		return xfer_lost(x, ret);
+	set[n] = '\0';
+	if (strlen(set) != n || strchr(set, '/') || (n && strncmp(set, "proc-", 5)))
+		return fail(-EPROTO, "the %s sent a GET naming no set of this dump", x->peer);
+	return 0;
+}
+
+int lazy_serve_get(struct xfer *x, const uint64_t req[2], int fd, uint64_t size, void *buf,
+		   uint64_t *served)
+{
+	size_t got = 0;
+
 	if (!req[1] || req[1] > XFER_GET_MAX || req[0] > size || req[1] > size - req[0])
 		return fail(-EPROTO, "the %s asked for bytes %llu+%llu of a pages-1.img of %llu",
 			    x->peer, (unsigned long long)req[0], (unsigned long long)req[1],
@@ -60,7 +76,9 @@ static int hello(struct xfer *x)
 /* GETs until DONE. */
 static int serve_gets(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t *served)
 {
+	char set[XFER_NAME_MAX + 1];
 	struct xfer_hdr h;
+	uint64_t req[2];
 	int ret;
 
 	for (;;) {
@@ -71,9 +89,14 @@ static int serve_gets(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t
 				    (unsigned long long)*served, (unsigned long long)size);
 		if (h.cmd == XFER_DONE && !h.len)
 			return 0;
-		if (h.cmd != XFER_GET || h.len != 2 * sizeof(uint64_t))
+		if (h.cmd != XFER_GET)
 			return fail(-EPROTO, "the %s sent something else than GET or DONE", x->peer);
-		ret = lazy_serve_get(x, fd, size, buf, served);
+		ret = lazy_read_get(x, h.len, req, set);
+		if (!ret && *set)	/* a lazy dump's set is one process's */
+			ret = fail(-EPROTO, "the %s asked for the pages of %s: only the dump's own "
+				   "pages-1.img is served here", x->peer, set);
+		if (!ret)
+			ret = lazy_serve_get(x, req, fd, size, buf, served);
 		if (ret)
 			return ret;
 	}

@@ -5,7 +5,7 @@
  * already there. One client, a `memdump lazy-pages --page-server`:
  *
  *   client HELLO, server REPLY; server LAZY (the size of pages-1.img);
- *   client GET (offset, length) ..., each answered with DATA; client DONE.
+ *   client GET (offset, length, set "") ..., each answered with DATA; client DONE.
  *
  * pages-1.img stays in DIR: a server lost before DONE leaves a set that a
  * plain restore still takes, so the dumped process is never only in memory.
@@ -21,8 +21,12 @@ struct options;
 
 /* Serve DIR/pages-1.img to one lazy-pages daemon (o: --address, --port, --status-fd, TLS). */
 int lazy_serve(const struct options *o, const char *dir);
-/* One GET read after its header: len bytes of fd (size bytes) at off, as DATA. */
-int lazy_serve_get(struct xfer *x, int fd, uint64_t size, void *buf, uint64_t *served);
+/* A GET's body after its header (hlen bytes): req { offset, length } and the set it
+ * names into set (XFER_NAME_MAX + 1 bytes): "" the root's, "proc-PID" a tree's process's. */
+int lazy_read_get(struct xfer *x, uint64_t hlen, uint64_t req[2], char *set);
+/* One GET read: req[1] bytes of fd (size bytes) at req[0], as DATA. */
+int lazy_serve_get(struct xfer *x, const uint64_t req[2], int fd, uint64_t size, void *buf,
+		   uint64_t *served);
 
 /* pageserver.c: listen on o's --address:--port, say so on --status-fd, take one client. */
 int page_server_accept(const struct options *o, struct xfer *x);

@@ -24,9 +24,11 @@
  * restores with --lazy-pages, its page handler fetching byte ranges of it
  * (GET) over this connection. A local file rather than the page pipes:
  * the dump releases its pipes when it ends and kills the target, a file
- * outlives both and serves any range at any time. Once the source is
+ * outlives both and serves any range at any time. Each GET names the set
+ * whose file it reads (the root's "", a tree's process's "proc-PID": one
+ * source per set, each announced by its own LAZY). Once the source is
  * killed this side serves GETs until the receiver's DONE (every page is
- * in there), then removes the file.
+ * in there), then removes the files.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -49,6 +51,15 @@
 #include "cli/lazy_server.h"
 #include "track/track.h"
 
+/* A final set's pages-1.img kept here for the receiver's GETs. */
+struct lazy_src {
+	char set[XFER_NAME_MAX + 1];	/* "" the root's, "proc-PID" */
+	int fd;
+	uint64_t size;
+};
+
+#define LAZY_SRC_MAX	1024	/* a tree's processes (treedump.c's bound is lower) */
+
 struct migration {
 	const struct options *o;
 	struct xfer x;
@@ -56,8 +67,8 @@ struct migration {
 	bool own_work;		/* made here: removed at the end */
 	int set;		/* the current set's number */
 	bool lazy;		/* --lazy-pages: the final set's pages-1.img stays here */
-	int pages_fd;		/* that file, open once the set is sent, or -1 */
-	uint64_t pages_size;
+	struct lazy_src *srcs;	/* those files, open once the set is sent */
+	int nr_srcs;
 	void *buf;		/* XFER_GET_MAX: a GET's bytes */
 	uint64_t served;	/* bytes of it sent */
 	uint64_t frozen_served;	/* ... before the process ran there */
@@ -109,10 +120,19 @@ static int send_entry(struct migration *m, int dirfd, const char *name)
 	return xfer_send(&m->x, XFER_LINK, buf, len + 1 + (size_t)n);
 }
 
-/* One GET: len bytes of the final pages-1.img at off, as DATA. */
-static int serve_get(struct migration *m)
+/* One GET (hlen bytes after its header): the bytes of the pages-1.img of the set it names. */
+static int serve_get(struct migration *m, uint64_t hlen)
 {
-	return lazy_serve_get(&m->x, m->pages_fd, m->pages_size, m->buf, &m->served);
+	char set[XFER_NAME_MAX + 1];
+	uint64_t req[2];
+	int ret = lazy_read_get(&m->x, hlen, req, set);
+
+	for (int i = 0; !ret && i < m->nr_srcs; i++)
+		if (!strcmp(m->srcs[i].set, set))
+			return lazy_serve_get(&m->x, req, m->srcs[i].fd, m->srcs[i].size, m->buf,
+					      &m->served);
+	return ret ? ret : fail(-EPROTO, "the %s asked for pages of %s, which the final set "
+				"does not leave here", m->x.peer, *set ? set : "the root's set");
 }
 
 /*
@@ -138,8 +158,8 @@ static int serve_gets(struct migration *m, bool until_reply)
 			return xfer_reply_body(&m->x, &h);
 		if (h.cmd == XFER_DONE && !h.len)
 			m->all_in = true;
-		else if (h.cmd == XFER_GET && h.len == 2 * sizeof(uint64_t))
-			ret = serve_get(m);
+		else if (h.cmd == XFER_GET)
+			ret = serve_get(m, h.len);
 		else
 			ret = fail(-EPROTO, "the %s sent something else than GET or DONE",
 				   m->x.peer);
@@ -148,21 +168,39 @@ static int serve_gets(struct migration *m, bool until_reply)
 	}
 }
 
-/* --lazy-pages, the final set: its pages-1.img stays here, the receiver learns its size. */
-static int send_lazy(struct migration *m, int dirfd)
+/*
+ * --lazy-pages, the final set: the pages-1.img of dirfd (the root's set "",
+ * or a tree's process's "proc-PID") stays here, the receiver learns its size.
+ */
+static int send_lazy(struct migration *m, int dirfd, const char *set)
 {
+	struct lazy_src *l;
 	struct stat st;
 	uint64_t size;
 
-	m->pages_fd = openat(dirfd, "pages-1.img", O_RDONLY | O_CLOEXEC);
-	m->buf = malloc(XFER_GET_MAX);
+	if (!m->srcs)
+		m->srcs = calloc(LAZY_SRC_MAX, sizeof(*m->srcs));
 	if (!m->buf)
+		m->buf = malloc(XFER_GET_MAX);
+	if (!m->buf || !m->srcs)
 		return -ENOMEM;
-	if (m->pages_fd < 0 || fstat(m->pages_fd, &st))
-		return fail(-errno, "cannot open the final set's pages-1.img: %s", strerror(errno));
-	size = m->pages_size = (uint64_t)st.st_size;
-	pr_info("pages-1.img of set %d (%llu bytes) stays here until the %s fetched it",
-		m->set, (unsigned long long)size, m->x.peer);
+	if (m->nr_srcs == LAZY_SRC_MAX)
+		return fail(-E2BIG, "--lazy-pages: more than %d processes", LAZY_SRC_MAX);
+	l = &m->srcs[m->nr_srcs];
+	snprintf(l->set, sizeof(l->set), "%s", set);
+	l->fd = openat(dirfd, "pages-1.img", O_RDONLY | O_CLOEXEC);
+	if (l->fd < 0 || fstat(l->fd, &st)) {
+		int ret = fail(-errno, "cannot open the final set's %s%spages-1.img: %s", set,
+			       *set ? "/" : "", strerror(errno));
+
+		if (l->fd >= 0)
+			close(l->fd);
+		return ret;
+	}
+	m->nr_srcs++;
+	size = l->size = (uint64_t)st.st_size;
+	pr_info("%s%spages-1.img of set %d (%llu bytes) stays here until the %s fetched it", set,
+		*set ? "/" : "", m->set, (unsigned long long)size, m->x.peer);
 	return xfer_send(&m->x, XFER_LAZY, &size, sizeof(size));
 }
 
@@ -181,7 +219,7 @@ static int send_files(struct migration *m, DIR *dp, bool lazy)
 }
 
 /* A proc-PID directory of a tree's set (treedump.c) into the same one there (SUB). */
-static int send_subset(struct migration *m, int dirfd, const char *name)
+static int send_subset(struct migration *m, int dirfd, const char *name, bool lazy)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *dp = fd < 0 ? NULL : fdopendir(fd);
@@ -195,8 +233,10 @@ static int send_subset(struct migration *m, int dirfd, const char *name)
 		return ret;
 	}
 	ret = xfer_send(&m->x, XFER_SUB, name, strlen(name));
+	if (!ret && lazy)
+		ret = send_lazy(m, fd, name);
 	if (!ret)
-		ret = send_files(m, dp, false);
+		ret = send_files(m, dp, lazy);
 	closedir(dp);
 	return ret;
 }
@@ -209,7 +249,7 @@ static bool is_dir(int dirfd, const char *name)
 }
 
 /* A tree's set: every other process's set first, then back in the root's (SUB ""). */
-static int send_subsets(struct migration *m, DIR *dp)
+static int send_subsets(struct migration *m, DIR *dp, bool lazy)
 {
 	struct dirent *e;
 	bool any = false;
@@ -217,7 +257,7 @@ static int send_subsets(struct migration *m, DIR *dp)
 
 	while (!ret && (e = readdir(dp)))
 		if (!strncmp(e->d_name, "proc-", 5) && is_dir(dirfd(dp), e->d_name)) {
-			ret = send_subset(m, dirfd(dp), e->d_name);
+			ret = send_subset(m, dirfd(dp), e->d_name, lazy);
 			any = true;
 		}
 	return ret || !any ? ret : xfer_send(&m->x, XFER_SUB, "", 0);
@@ -235,10 +275,9 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 	dp = opendir(dir);
 	if (!dp)
 		return fail(-errno, "cannot open %s: %s", dir, strerror(errno));
-	if (lazy)
-		ret = send_lazy(m, dirfd(dp));
-	if (!ret)
-		ret = send_subsets(m, dp);
+	ret = send_subsets(m, dp, lazy);
+	if (!ret && lazy)	/* after the last SUB "": the root's own */
+		ret = send_lazy(m, dirfd(dp), "");
 	if (!ret)
 		ret = send_files(m, dp, lazy);
 	closedir(dp);
@@ -300,12 +339,14 @@ static int one_dump(struct migration *m, bool final)
  */
 static int serve_pages(struct migration *m)
 {
-	char path[PATH_MAX + 32];
+	char path[PATH_MAX + XFER_NAME_MAX + 32];
 	int ret = serve_gets(m, false);
 
-	snprintf(path, sizeof(path), "%s/%d/pages-1.img", m->work, m->set);
-	if (!ret)
+	for (int i = 0; !ret && i < m->nr_srcs; i++) {
+		snprintf(path, sizeof(path), "%s/%d/%s%spages-1.img", m->work, m->set,
+			 m->srcs[i].set, *m->srcs[i].set ? "/" : "");
 		unlink(path);
+	}
 	if (!ret)
 		pr_info("served %llu bytes of pages-1.img to the %s (%llu after the switch)",
 			(unsigned long long)m->served, m->x.peer,
@@ -356,7 +397,7 @@ static void untrack(pid_t pid, int err)
 
 int cmd_migrate(const struct options *o)
 {
-	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = o->lazy_pages, .pages_fd = -1 };
+	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = o->lazy_pages };
 	char host[256];
 	int port = 0, ret, pre = o->pre_dumps >= 0 ? o->pre_dumps : 2;
 
@@ -380,8 +421,9 @@ int cmd_migrate(const struct options *o)
 		fail_clear();
 	}
 	xfer_close(&m.x);
-	if (m.pages_fd >= 0)
-		close(m.pages_fd);
+	for (int i = 0; i < m.nr_srcs; i++)
+		close(m.srcs[i].fd);
+	free(m.srcs);
 	free(m.buf);
 	if (m.own_work)
 		nftw(m.work, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -294,6 +294,9 @@ static int on_lazy(struct rx *r, uint64_t len)
 		ret = xfer_read_exact(&r->conn, &size, sizeof(size));
 	if (!ret)
 		ret = close_file(r);
+	if (!ret && r->dirfd != r->setfd)	/* the restore has one page source: the root's */
+		ret = fail(-EOPNOTSUPP, "LAZY in %s: only the pages of a set's own process are "
+			   "fetched from the source, not a tree's process's", r->cur);
 	if (ret)
 		return ret;
 	fd = openat(r->dirfd, "pages-1.img", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
@@ -307,6 +310,7 @@ static int on_lazy(struct rx *r, uint64_t len)
 	r->lp.size = size;
 	r->lp.conn = &r->conn;
 	r->lp.timeout = r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
+	r->lp.set[0] = '\0';	/* the GETs name the set's own pages-1.img */
 	snprintf(r->lp.what, sizeof(r->lp.what), "%s/%s", r->o->dir, r->set);
 	keep_alive(r->conn.fd);
 	if (!r->lp.buf)
