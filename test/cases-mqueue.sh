@@ -32,7 +32,7 @@ case_mqueue_rst() {
 		[[ $(ls "/proc/$PID/root$T/mq" | tr '\n' ' ') == "md-a md-b md-c " ]] ||
 			fail "the restored mqueue mount shows $(ls "/proc/$PID/root$T/mq" | tr '\n' ' ')"
 	fi
-	[[ $(readlink "/proc/$PID/ns/ipc") != $(readlink /proc/self/ns/ipc) ]] ||
+	[[ $(readlink "/proc/$PID/ns/ipc") != "$(readlink /proc/self/ns/ipc)" ]] ||
 		fail "the restored process is in memdump's IPC namespace"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"

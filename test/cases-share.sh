@@ -82,7 +82,7 @@ case_share_deep() {
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
 	for p in "$c" "$g" "$d"; do wait_until 5 untraced "$p" || fail "process $p not restored"; done
-	[[ $(readlink /proc/$c/fd/0) == $(readlink /proc/$PID/fd/0) ]] || fail "C has another stdin"
+	[[ $(readlink /proc/$c/fd/0) == "$(readlink /proc/$PID/fd/0)" ]] || fail "C has another stdin"
 	kill -USR1 "$PID" || fail "cannot signal $PID"
 	get_result "$OUT"
 	[[ $RESULT == "PASS deep" ]] || fail "program said $RESULT"

@@ -172,7 +172,9 @@ case_sk_netns() {
 	unshare -n sleep 600 < /dev/null > /dev/null 2>&1 &
 	local holder=$! p
 	track "$holder"
-	wait_until 5 eval '[[ $(readlink /proc/'"$holder"'/ns/net) != $(readlink /proc/self/ns/net) ]]' ||
+	# the right side quoted: unquoted, net:[N] is a pattern matching no namespace's
+	# name, so the wait ended at once and lo could be set up in ours, before unshare
+	wait_until 5 eval '[[ $(readlink /proc/'"$holder"'/ns/net) != "$(readlink /proc/self/ns/net)" ]]' ||
 		fail "no network namespace"
 	nsenter -t "$holder" -n ip link set lo up || fail "cannot bring lo up in the namespace"
 	mkdir -p "$T/bin"

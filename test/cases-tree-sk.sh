@@ -197,18 +197,22 @@ add tree-sk-unix-rev case_tree_sk_unix tree_sk_rev.py
 # python multiprocessing with a Manager(): its server process listens on a
 # UNIX socket path, the parent and two workers each hold a connection accepted
 # there (requests and replies in flight at any instant); dumped mid-run and
-# restored, the output of an uninterrupted run
+# restored, the output of an uninterrupted run. The dump waits for the
+# program's "started" (every connection made so far accepted) and the workers
+# go on until $T/go exists (made once the dump is done): no process of the
+# tree is starting or exiting, and no connection is queued, when it begins.
 case_tree_real_mp_manager() {
-	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 < /dev/null > "$T/ref.out" 2>&1 ||
+	touch "$T/ref.go"
+	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 "$T/ref.go" < /dev/null > "$T/ref.out" 2>&1 ||
 		fail "the reference run failed: $(cat "$T/ref.out")"
-	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 < /dev/null > "$T/mp.out" 2>&1 &
+	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 "$T/go" < /dev/null > "$T/mp.out" 2>&1 &
 	PID=$!; track "$PID"
 	wait_line "$T/mp.out" '^started' "$OP_TIMEOUT" || fail "the workers did not start"
-	sleep 0.3
 	local p; for p in $(tree_pids "$PID"); do track "$p"; done
 	tree_has 3 "$PID" || fail "not a manager and two workers below $PID: $(tree_pids "$PID")"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
+	touch "$T/go"
 	restore_bg "$T/d" 1
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "the restored program exited with $MD_RC: $(cat "$T/mp.out")"
