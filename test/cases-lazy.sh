@@ -491,26 +491,15 @@ add lazy-page-server-killed case_lazy_page_server_killed
 case_lazy_page_server_get_set() {
 	start_prog t-pattern 16
 	lzps_dump "$T/src" 27414
-	command -p python3 - 127.0.0.1 27414 "$T/src/pages-1.img" > "$T/py.out" 2>&1 <<'PY' ||
+	PYTHONPATH=$TESTSRC command -p python3 - 127.0.0.1 27414 "$T/src/pages-1.img" > "$T/py.out" 2>&1 <<'PY' ||
 import socket, struct, sys
-MAGIC, HELLO, DATA, REPLY, LAZY, GET = 0x4d445846, 1, 4, 9, 11, 12
+from xfer_wire import HELLO, DATA, REPLY, LAZY, GET
+import xfer_wire
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
 def send(cmd, body):
-    s.sendall(struct.pack('<IIQ', MAGIC, cmd, len(body)) + body)
-def exact(n):
-    b = b''
-    while len(b) < n:
-        c = s.recv(n - len(b))
-        if not c:
-            return None
-        b += c
-    return b
+    xfer_wire.send(s, cmd, body)
 def recv():
-    h = exact(16)
-    if h is None:
-        return None, None
-    magic, cmd, n = struct.unpack('<IIQ', h)
-    return cmd, exact(n)
+    return xfer_wire.recv(s)
 send(HELLO, struct.pack('<I', 5))
 cmd, body = recv()
 assert cmd == REPLY and struct.unpack('<i', body[:4])[0] == 0, (cmd, body)

@@ -694,10 +694,10 @@ add ms-lazy-tree-refused-predump case_ms_lazy_tree_refused 2
 case_ms_lazy_get_other_set() {
 	ps_hosts
 	ps_target t-pattern 16
-	nsenter --net="/run/netns/$NSB" "$(command -p -v python3)" - 10.77.0.2 "$PS_PORT" \
-		> "$T/fake.out" 2>&1 < /dev/null <<'PY' &
+	PYTHONPATH=$TESTSRC nsenter --net="/run/netns/$NSB" "$(command -p -v python3)" - \
+		10.77.0.2 "$PS_PORT" > "$T/fake.out" 2>&1 <<'PY' &
 import socket, struct, sys
-MAGIC, HELLO, COMMIT, RESTORE, REPLY, SYNC, GET = 0x4d445846, 1, 6, 7, 9, 10, 12
+from xfer_wire import HELLO, COMMIT, RESTORE, REPLY, SYNC, GET, recv, send
 l = socket.socket()
 l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 l.bind((sys.argv[1], int(sys.argv[2])))
@@ -706,27 +706,14 @@ print('LISTENING', flush=True)
 l.settimeout(60)
 s, _ = l.accept()
 s.settimeout(60)
-def exact(n):
-    b = b''
-    while len(b) < n:
-        c = s.recv(n - len(b))
-        if not c:
-            return None
-        b += c
-    return b
-def send(cmd, body):
-    s.sendall(struct.pack('<IIQ', MAGIC, cmd, len(body)) + body)
 while True:
-    h = exact(16)
-    if h is None:
-        break
-    magic, cmd, n = struct.unpack('<IIQ', h)
-    if exact(n) is None and n:
+    cmd, body = recv(s)
+    if cmd is None or body is None:
         break
     if cmd in (HELLO, COMMIT, SYNC):
-        send(REPLY, struct.pack('<i', 0))
+        send(s, REPLY, struct.pack('<i', 0))
     elif cmd == RESTORE:
-        send(GET, struct.pack('<QQ', 0, 4096) + b'proc-9')
+        send(s, GET, struct.pack('<QQ', 0, 4096) + b'proc-9')
         print('ASKED', flush=True)
 print('EOF', flush=True)
 PY
