@@ -104,7 +104,7 @@ static bool same_cred(const UnixPeerCredEntry *a, const UnixPeerCredEntry *b)
 {
 	return a && b && a->pid == b->pid && a->uid == b->uid && a->gid == b->gid &&
 	       a->n_groups == b->n_groups &&
-	       !memcmp(a->groups, b->groups, a->n_groups * sizeof(a->groups[0]));
+	       (!a->n_groups || !memcmp(a->groups, b->groups, a->n_groups * sizeof(a->groups[0])));
 }
 
 /* u's credentials are this process's own, and u is its alone. */
