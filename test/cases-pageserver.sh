@@ -154,12 +154,9 @@ case_ps_server_killed() {
 }
 add ps-server-killed case_ps_server_killed
 
-# The dump killed mid-transfer: the page server fails and leaves nothing behind.
-case_ps_dump_killed() {
-	ps_hosts
-	ps_target t-pattern 64
-	PSDIR=$T/B; ps_server "$T/B"
-	ps_stalled_dump
+# ps_kill_dump_mid_transfer: memdump of a stalled dump SIGKILLed: the page server
+# fails with one line and leaves nothing behind, no inventory on A
+ps_kill_dump_mid_transfer() {
 	local md; md=$(pgrep -P "$MDPID")	# memdump, below timeout
 	[[ -n $md ]] || fail "no memdump below timeout $MDPID"
 	kill -9 "$md"
@@ -167,8 +164,17 @@ case_ps_dump_killed() {
 	ps_server_exit
 	(( PSRC != 0 )) || fail "the page server exited 0 after the dump was killed"
 	grep -q '^memdump: page-server failed: ' "$PSERR" || fail "no error line from the page server"
-	[[ -z $(ls -A "$T/B") ]] || fail "the page server left files: $(ls "$T/B")"
+	[[ -z $(ls -A "$T/B") ]] || fail "the page server left files: $(ls -R "$T/B")"
 	no_inventory "$T/A"
+}
+
+# The dump killed mid-transfer: the page server fails and leaves nothing behind.
+case_ps_dump_killed() {
+	ps_hosts
+	ps_target t-pattern 64
+	PSDIR=$T/B; ps_server "$T/B"
+	ps_stalled_dump
+	ps_kill_dump_mid_transfer
 	expect_untraced "$PID"
 	check_child_pass
 }
@@ -290,15 +296,8 @@ case_ps_tree_dump_killed() {
 	ps_target t-tree
 	PSDIR=$T/B; ps_server "$T/B"
 	ps_tree_stalled_dump
-	local md p; md=$(pgrep -P "$MDPID")	# memdump, below timeout
-	[[ -n $md ]] || fail "no memdump below timeout $MDPID"
-	kill -9 "$md"
-	note "killed memdump $md during the dump"
-	ps_server_exit
-	(( PSRC != 0 )) || fail "the page server exited 0 after the dump was killed"
-	grep -q '^memdump: page-server failed: ' "$PSERR" || fail "no error line from the page server"
-	[[ -z $(ls -A "$T/B") ]] || fail "the page server left files: $(ls -R "$T/B")"
-	no_inventory "$T/A"
+	ps_kill_dump_mid_transfer
+	local p
 	for p in "$PID" $(ps_tree_members); do expect_untraced "$p"; done
 	check_child_pass
 }
