@@ -87,11 +87,9 @@ case_ps_roundtrip() {
 }
 for m in "${MODES[@]}"; do add "ps-roundtrip-$m" case_ps_roundtrip "$m"; done
 
-# Incremental through the page server: pre-dump, dump --leave-running --track-mem on it,
-# then the killing dump; each set's pages on B, the chain restored there.
-case_ps_incr() {
-	ps_hosts
-	ps_target t-heartbeat 64
+# ps_incr_chain: pre-dump, dump --leave-running --track-mem, then the killing dump of
+# $PID, each to its own page server (B/1, B/2, B/3), the sets on A/1..3
+ps_incr_chain() {
 	PSDIR=$T/B/1; ps_server "$T/B/1"
 	ps_dump pre1 "$T/A/1" pre-dump
 	PSDIR=$T/B/2; ps_server "$T/B/2"
@@ -99,6 +97,14 @@ case_ps_incr() {
 	expect_untraced "$PID"
 	PSDIR=$T/B/3; ps_server "$T/B/3"
 	ps_dump dump3 "$T/A/3" dump --prev-images-dir ../2
+}
+
+# Incremental through the page server: pre-dump, dump --leave-running --track-mem on it,
+# then the killing dump; each set's pages on B, the chain restored there.
+case_ps_incr() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ps_incr_chain
 	expect_killed "$PID"
 	local full small
 	full=$(stat -c %s "$T/B/1/pages-1.img") small=$(stat -c %s "$T/B/3/pages-1.img")
@@ -246,13 +252,7 @@ case_ps_tree_incr() {
 	ps_hosts
 	ps_target t-tree
 	local s p full small
-	PSDIR=$T/B/1; ps_server "$T/B/1"
-	ps_dump pre1 "$T/A/1" pre-dump
-	PSDIR=$T/B/2; ps_server "$T/B/2"
-	ps_dump dump2 "$T/A/2" dump --leave-running --track-mem --prev-images-dir ../1
-	expect_untraced "$PID"
-	PSDIR=$T/B/3; ps_server "$T/B/3"
-	ps_dump dump3 "$T/A/3" dump --prev-images-dir ../2
+	ps_incr_chain
 	ps_tree_gone
 	for s in 1 2 3; do ps_tree_pages "$T/A/$s" "$T/B/$s"; done
 	for p in $(ps_tree_members); do
