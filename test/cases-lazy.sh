@@ -566,6 +566,14 @@ lrc_start() {
 	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= 5 ))' || fail "the container does not count"
 }
 
+# lrc_restore_lazy BUNDLE DIR ID: runc restore -d --lazy-pages of DIR as ID, running
+lrc_restore_lazy() {
+	(cd "$1" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
+		--image-path "$2" "$3") < /dev/null > "$T/rst.out" 2>&1 ||
+		{ show_file restore.log "$2/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
+	[[ $(runc_ctr_state "$3" status) == running ]] || fail "runc state: $(runc state "$3" 2>&1)"
+}
+
 # lrc_counts_on B N: the container of bundle B counts on past N, no gap and no repeat
 lrc_counts_on() {
 	wait_until 10 eval '(( $(count_of '"$1"'/rootfs/tmp/count) >= '"$(($2 + 5))"' ))' ||
@@ -600,10 +608,7 @@ case_lazy_runc() {
 		{ show_file dump.log "$T/img/dump.log"; fail "runc checkpoint failed: $(tail -n2 "$T/ckpt.out")"; }
 	wait_until 5 eval '[[ ! -d /proc/'"$PID"' ]]' || fail "the container's init outlived the dump"
 	n=$(count_of "$b/rootfs/tmp/count")
-	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
-		--image-path "$T/img" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
-		{ show_file restore.log "$T/img/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
-	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	lrc_restore_lazy "$b" "$T/img" "$id"
 	grep -q 'lazy-pages: page handler [0-9]' "$T/img/restore.log" ||
 		{ show_file restore.log "$T/img/restore.log"; fail "no page handler: not a lazy restore"; }
 	lrc_counts_on "$b" "$n"
@@ -649,10 +654,7 @@ case_lazy_runc_migrate() {
 	LZD_PID=$!
 	track "$LZD_PID"
 	wait_until 10 test -S "$T/dst/lazy-pages.socket" || fail "no daemon socket: $(cat "$T/lzd.out")"
-	(cd "$b" && timeout -k 5 "$OP_TIMEOUT" runc --criu "$T/bin/criu" restore -d --lazy-pages \
-		--image-path "$T/dst" "$id") < /dev/null > "$T/rst.out" 2>&1 ||
-		{ show_file restore.log "$T/dst/restore.log"; fail "runc restore --lazy-pages failed: $(tail -n2 "$T/rst.out")"; }
-	[[ $(runc_ctr_state "$id" status) == running ]] || fail "runc state: $(runc state "$id" 2>&1)"
+	lrc_restore_lazy "$b" "$T/dst" "$id"
 	grep -q "pages-1.img comes from the daemon's page server" "$T/dst/restore.log" ||
 		{ show_file restore.log "$T/dst/restore.log"; fail "the restore did not take the daemon's page channel"; }
 	lrc_counts_on "$b" "$n"
