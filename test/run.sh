@@ -921,11 +921,37 @@ cleanup_case() {
 	done
 }
 
+# The host's network-lock tables (src/lib/netlock.c): "inet memdump-lock-PID".
+lock_tables() {
+	command -v nft > /dev/null || return 0
+	nft list tables 2> /dev/null | awk '$3 ~ /^memdump-lock-/ { print $2 " " $3 }' | sort
+}
+
+# after_case T BEFORE: what a case must not leave behind, named in its
+# reason: a network-lock table in the host's namespace whose process is gone
+# (it drops that connection's traffic for every later case; removed here),
+# and a report of UndefinedBehaviorSanitizer, which recovers and goes on.
+after_case() {
+	local T=$1 before=$2 fam name pid ub
+	while read -r fam name; do
+		[[ -n $name ]] || continue
+		pid=${name#memdump-lock-}
+		[[ -d /proc/$pid ]] && continue
+		nft delete table "$fam" "$name" 2> /dev/null
+		[[ -e $T/reason ]] || echo "left the network lock table $fam $name in the host's namespace" > "$T/reason"
+	done < <(comm -13 <(printf '%s\n' "$before") <(lock_tables))
+	ub=$(grep -rIh -m1 "runtime error: " "$T" 2> /dev/null | head -n1)
+	if [[ -n $ub ]] && [[ ! -e $T/reason ]]; then
+		echo "UBSan: $ub" > "$T/reason"
+	fi
+}
+
 PASSED=0 FAILED=0
 for c in "${CASES[@]}"; do
 	[[ -z $PATTERN || $c =~ $PATTERN ]] || continue
 	T=$ROOT/$c
 	mkdir -p "$T"
+	tables_before=$(lock_tables)
 	(
 		export MDTEST_CASE=$T
 		cd "$T" || exit 1
@@ -951,6 +977,7 @@ for c in "${CASES[@]}"; do
 		echo "case timed out after ${limit}s" > "$T/reason"
 		rc=1
 	fi
+	after_case "$T" "$tables_before"
 	if (( rc == 0 )) && [[ ! -e $T/reason ]]; then
 		echo "ok $c"
 		PASSED=$((PASSED + 1))
