@@ -321,3 +321,32 @@ case_rstfail_tcp() {
 }
 add rstfail-tcp-points case_sk_netns case_rstfail_tcp fail
 add rstfail-tcp-kill case_sk_netns case_rstfail_tcp kill
+
+# memdump SIGKILLed after the go, its connection not yet live: the guard it
+# forked makes it live; the program reads its peer's bytes, the peer all of its
+case_rstfail_tcp_golive() {
+	local md_pid
+	rstfail_tcp_peer
+	start_prog t-tcpcommit "$PEER_PORT"
+	dump "$PID" "$T/d" --tcp-established
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	MEMDUMP_FAULT=rst-golive restore_bg "$T/d" golive
+	wait_line "$MD_ERR" "fault point rst-golive: " "$OP_TIMEOUT" ||
+		fail "the restore did not reach rst-golive: $(cat "$MD_ERR")"
+	md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+	kill -KILL "$md_pid"
+	wait "$RPID"
+	wait_until 10 eval '! nsenter -t "$SK_NETNS" -n nft list tables | grep -q "memdump-lock-$PID"' ||
+		fail "the network lock is still on after memdump was killed"
+	wait_until 10 untraced "$PID" || fail "restored pid $PID is gone or still traced"
+	grep -q "its guard [0-9]* makes them live" "$MD_ERR" ||
+		fail "the guard did not say it took over: $(tail -n2 "$MD_ERR")"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_line "$PEER_OUT" '^PEER' "$OP_TIMEOUT" || fail "the peer did not read EOF"
+	grep -q "^PEER EOF 65536 ok$" "$PEER_OUT" ||
+		fail "the peer did not get every byte: $(grep '^PEER' "$PEER_OUT")"
+}
+add rstfail-tcp-golive-kill case_sk_netns case_rstfail_tcp_golive

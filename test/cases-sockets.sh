@@ -731,6 +731,8 @@ print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)'
 	get_result "$OUT"
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	! nft list tables 2> /dev/null | grep -q "memdump-lock-$PID\$" ||
+		fail "the dump's network lock is still on after the restore"
 }
 add sk-tcp-close-rst case_sk_tcp_close rst
 add sk-tcp-close-dump case_sk_tcp_close dump

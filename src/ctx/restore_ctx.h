@@ -230,6 +230,7 @@ struct rst {
 	struct rtcp *tcp;
 	size_t nr_tcp;
 	bool net_isolated;	/* its fresh network namespace locked (netns_restore.c) */
+	bool lock_kept;		/* a connection its dump locked comes back closed (--tcp-close) */
 
 	int exe_fd;
 	const char *cwd, *root;
@@ -420,5 +421,6 @@ void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst 
 #define RST_FAULT_CHILD		"rst-child-files" /* in each forked process: its fds installed */
 #define RST_FAULT_FILL		"rst-fill"	/* in the blob: its memory filled */
 #define RST_FAULT_COMMIT	"rst-commit"	/* every process parked, before they go */
+#define RST_FAULT_GOLIVE	"rst-golive"	/* gone, their connections not yet live (golive.c) */
 
 #endif

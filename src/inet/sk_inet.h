@@ -53,8 +53,9 @@ int tcp_repair_open(struct rst *r, int fd, const InetSkEntry *e);
 void tcp_unrepair_all(struct rst *r);
 /* Out of repair mode and the lock off, nothing sent yet (a tree: every process, first) */
 int tcp_unlock_all(struct rst *r);
-/* Window probes and unsent data, every lock off; memdump's copies closed */
-void tcp_probe_all(struct rst *r);
+/* Connection i's window probe and unsent data, every lock off */
+void tcp_probe_one(struct rst *r, size_t i);
+/* memdump's copies closed */
 void tcp_close_all(struct rst *r);
 
 #endif

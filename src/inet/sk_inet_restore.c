@@ -338,6 +338,8 @@ int sk_inet_open(struct rst *r, const InetSkEntry *e)
 		return inet_fail(e, -errno, "cannot create");
 	ret = set_options(fd, e);
 	if (!ret && comes_back_closed(r, e)) {
+		/* restore --tcp-close of a set dumped with --tcp-established: its lock goes too */
+		r->lock_kept |= r->o->tcp_close;
 		ret = open_closed(fd, e);
 		if (ret)
 			close(fd);

@@ -546,16 +546,14 @@ int tcp_unlock_all(struct rst *r)
 	int ret = 0;
 
 	tcp_unrepair_all(r);
-	if (r->nr_tcp || r->net_isolated)
+	if (r->nr_tcp || r->net_isolated || r->lock_kept)
 		ret = netlock_remove(r->pid);
 	return ret < 0 ? ret : 0;
 }
 
-void tcp_probe_all(struct rst *r)
+void tcp_probe_one(struct rst *r, size_t i)
 {
-	for (size_t i = 0; i < r->nr_tcp; i++)
-		release(&r->tcp[i]);
-	tcp_close_all(r);
+	release(&r->tcp[i]);
 }
 
 void tcp_close_all(struct rst *r)
