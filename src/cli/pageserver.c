@@ -10,12 +10,14 @@
  *       at RESTORE the last one restored (detached); exits 0 at DONE. Lost
  *       before the restore: everything received is removed, nothing runs.
  *       After a LAZY set (migrate --lazy-pages) the restore takes
- *       --lazy-pages and a channel to this process (MEMDUMP_LAZY_REMOTE_FD,
- *       mem/lazy_remote.c): its page handler's requests for bytes of the
- *       set's pages-1.img go to the source as GET, the answers back (while
- *       the restore runs too: it fetches what no lazy VMA takes); the
- *       handler logs to this stderr (MEMDUMP_LAZY_LOG_FD). Once it says
- *       every page is in, DONE goes to the source and this exits.
+ *       --lazy-pages and a channel to this process per set left on the
+ *       source (the root's MEMDUMP_LAZY_REMOTE_FD, a tree's processes'
+ *       MEMDUMP_LAZY_REMOTE_TREE; mem/lazy_remote.c): its page handler's
+ *       requests for bytes of that set's pages-1.img go to the source as
+ *       GET naming the set, the answers back (while the restore runs too:
+ *       it fetches what no lazy VMA takes); the handler logs to this stderr
+ *       (MEMDUMP_LAZY_LOG_FD). Once every channel says its set is in, DONE
+ *       goes to the source and this exits.
  */
 #include <errno.h>
 #include <fcntl.h>
