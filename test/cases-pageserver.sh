@@ -680,7 +680,7 @@ ms_lazy_beats_on() {
 # ms_lazy_tree_target: t-lazytree (a parent, two children sharing its memory copy-on-write,
 # one child with a second thread) on host A, in a session of its own (as a container's init)
 ms_lazy_tree_target() {
-	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-lazytree 16
+	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-lazytree "${1:-16}"
 }
 
 # migrate --lazy-pages of a tree: the final freeze sends no pages, each process's final
@@ -744,8 +744,8 @@ case_limit ms-lazy-tree 300
 # the receiver's log; nothing hangs, the receiver fails, nothing of the tree runs on B.
 case_ms_lazy_tree_source_killed() {
 	ps_hosts
-	ms_lazy_tree_target
-	MEMDUMP_LAZY_PACE_MS=300 ms_receiver -v 3
+	ms_lazy_tree_target 64
+	MEMDUMP_LAZY_PACE_MS=1000 ms_receiver -v 3
 	MD_ERR=$T/md.migrate.err
 	timeout -k 5 $(( OP_TIMEOUT * 4 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
 		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
