@@ -170,6 +170,7 @@ static int on_set(struct rx *r, uint64_t len)
 	snprintf(r->cur, sizeof(r->cur), "%s", name);
 	r->pages_bytes = 0;
 	r->lazy = false;
+	lazy_proxies_free(&r->lps);	/* a set's LAZYs are its own */
 	return ret;
 }
 
@@ -343,7 +344,6 @@ static int on_commit(struct rx *r)
 	return ret;
 }
 
-/* The restore's child side: its stderr the pipe, the lazy channel kept open and named. */
 /*
  * The restore's ends of the page channels, kept open and named: the root's
  * set's in MEMDUMP_LAZY_REMOTE_FD, a tree's processes' in
@@ -371,11 +371,11 @@ static void lazy_channels_env(const struct rx *r, const int *chans)
 	free(tree);
 }
 
+/* The restore's child side: its stderr the pipe, the lazy channels kept open and named. */
 static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, const int *chans)
 {
-	int chan = chans ? chans[0] : -1;
-
 	char path[PATH_MAX], verb[8], fd[16];
+	int chan = chans ? chans[0] : -1;
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
