@@ -715,6 +715,10 @@ case_ms_lazy_tree() {
 		[[ ! -e $T/A/3/proc-$p/pages-1.img ]] || fail "the source kept process $p's pages-1.img"
 	done
 	[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept the root's pages-1.img"
+	for p in "$PID" $(ps_tree_members); do	# its lazy memory through the page handler
+		grep -q "lazy-pages: $p: [1-9][0-9]* hot pages first" "$RXERR" ||
+			fail "the page handler on B did not fill process $p's final pages"
+	done
 	for size in $(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR"); do
 		total=$(( total + size ))
 	done
