@@ -662,30 +662,134 @@ case_ms_lazy_receiver_stopped() {
 add ms-lazy-receiver-stopped case_ms_lazy_receiver_stopped
 case_limit ms-lazy-receiver-stopped 300
 
-# migrate --lazy-pages of a tree (with no pre-dump, or refused by its first pre-dump):
-# refused by name before anything is touched: no tracker, nothing kept on B; the tree
-# runs on, passes.
-case_ms_lazy_tree_refused() {
-	ps_hosts
-	ps_target t-tree
-	ms_receiver
-	MEMDUMP=$MDA md migrate migrate -t "$PID" --to "10.77.0.2:$PS_PORT" --lazy-pages \
-		--pre-dumps "$1"
-	sed 's/^/#   stderr: /' "$MD_ERR"
-	expect_md_error
-	grep -q "^memdump: migrate failed: --lazy-pages: process $PID has children, and a tree cannot be migrated yet" \
-		"$MD_ERR" || fail "not refused by name"
-	local p
-	for p in "$PID" $(ps_tree_members); do
-		expect_untracked "$p"
-		[[ -z $(ms_dest_pid "$p") ]] || fail "a process $p runs on host B"
+# ms_lazy_beats_on ID...: each beat file DIR/beat-ID goes on on host B, one sequence
+ms_lazy_beats_on() {
+	local id f ns0 gap
+	for id in "$@"; do
+		f=$T/beat-$id
+		ns0=$(head -n1 "$f" | cut -d' ' -f2)
+		wait_until "$OP_TIMEOUT" eval '[[ $(tail -n1 "'"$f"'" | cut -d" " -f2) != "'"$ns0"'" ]]' ||
+			fail "no heartbeat of $id from host B"
+		gap=$(awk 'NR > 1 && $1 != prev + 1 { print "beat " $1 " after " prev; exit }
+			   { prev = $1 }' "$f")
+		[[ -z $gap ]] || fail "the heartbeats of $id are not one sequence: $gap"
+		note "beats of $id: $(grep -c " $ns0\$" "$f") on A, $(grep -vc " $ns0\$" "$f") on B so far"
 	done
-	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
-	[[ -z $(ls -A "$T/B") ]] || fail "the receiver kept files: $(ls "$T/B")"
-	check_child_pass
 }
-add ms-lazy-tree-refused case_ms_lazy_tree_refused 0
-add ms-lazy-tree-refused-predump case_ms_lazy_tree_refused 2
+
+# ms_lazy_tree_target: t-lazytree (a parent, two children sharing its memory copy-on-write,
+# one child with a second thread) on host A, in a session of its own (as a container's init)
+ms_lazy_tree_target() {
+	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-lazytree "${1:-16}"
+}
+
+# migrate --lazy-pages of a tree: the final freeze sends no pages, each process's final
+# pages-1.img stays on the source, the tree runs on B at once (the source's gone only
+# then), each process's page channel fetches its own set's file through the one
+# connection; every set's pages come in (the receiver says so per set), the source
+# serves its bytes once and removes them; every heartbeat (each process's, the
+# thread's) goes on there as one sequence, B's sets verify whole, and every process
+# passes its checks there with the memory checksum it had on A.
+case_ms_lazy_tree() {
+	ps_hosts
+	ms_lazy_tree_target
+	ms_receiver -v 3
+	( while alive "$PID"; do sleep 0.005; done
+	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	ps_tree_gone
+	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
+	[[ $(cat "$T/order") == dest-first ]] || fail "the source was gone before the destination ran"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	grep -q 'set 3: 0 bytes of pages received before the restore, pages-1.img left on the source' \
+		"$RXERR" || fail "the final set's pages went with the freeze"
+	local p size total=0
+	grep -q "every page of $T/B/3 is here" "$RXERR" || fail "the root's pages did not all come in"
+	for p in $(ps_tree_members); do
+		grep -q "every page of $T/B/3/proc-$p is here" "$RXERR" ||
+			fail "the pages of process $p did not all come in"
+		[[ ! -e $T/A/3/proc-$p/pages-1.img ]] || fail "the source kept process $p's pages-1.img"
+	done
+	[[ ! -e $T/A/3/pages-1.img ]] || fail "the source kept the root's pages-1.img"
+	for p in "$PID" $(ps_tree_members); do	# its lazy memory through the page handler
+		grep -q "lazy-pages: $p: [1-9][0-9]* hot pages first" "$RXERR" ||
+			fail "the page handler on B did not fill process $p's final pages"
+	done
+	for size in $(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR"); do
+		total=$(( total + size ))
+	done
+	[[ $(grep -c 'pages-1.img of set 3 (.*) stays here' "$MD_ERR") == 3 ]] ||
+		fail "the final dump did not leave one pages-1.img per process"
+	grep -q "served $total bytes of pages-1.img to the receiver" "$MD_ERR" ||
+		fail "the source did not serve its final $total bytes once"
+	ms_lazy_beats_on p a b t
+	md verify verify -D "$T/B/3" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	for p in "$PID" $(ps_tree_members); do
+		[[ -n $(ms_dest_pid "$p") ]] || fail "no process $p runs on host B"
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	kill -USR1 "$(ms_dest_pid "$PID")" || fail "cannot signal the migrated tree's root"
+	get_result "$OUT"
+	local id
+	for id in p a b; do
+		grep -q "^ok $id $(cat "$T/sum-$id") " "$OUT" ||
+			fail "process $id's memory checksum on B is not its checksum on A"
+	done
+}
+add ms-lazy-tree case_ms_lazy_tree
+case_limit ms-lazy-tree 300
+
+# The source's memdump SIGKILLed after a tree's switch, mid background fill (paced): the
+# one page handler on B kills every process of the tree with one line naming them all in
+# the receiver's log; nothing hangs, the receiver fails, nothing of the tree runs on B.
+case_ms_lazy_tree_source_killed() {
+	ps_hosts
+	ms_lazy_tree_target 64
+	MEMDUMP_LAZY_PACE_MS=1000 ms_receiver -v 3
+	MD_ERR=$T/md.migrate.err
+	timeout -k 5 $(( OP_TIMEOUT * 4 )) "$MDA" migrate -t "$PID" --to "10.77.0.2:$PS_PORT" \
+		--lazy-pages --pre-dumps 0 -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+	ps_tree_gone
+	local p dests=() md
+	for p in "$PID" $(ps_tree_members); do
+		dests+=("$(ms_dest_pid "$p")")
+		[[ -n ${dests[-1]} ]] || fail "no process $p runs on host B after the switch"
+	done
+	grep -q 'served' "$MD_ERR" && fail "every page was fetched before the stop (pace too fast?)"
+	md=$(sed -n 's/.*Info *\([0-9]*\): dumped process.*/\1/p' "$MD_ERR" | head -n1)
+	[[ -n $md ]] && alive "$md" || fail "no memdump worker serving the pages"
+	kill -9 "$md"
+	note "killed the source's memdump worker $md after the switch"
+	wait "$MDPID" 2>/dev/null
+	for p in "${dests[@]}"; do
+		wait_until "$OP_TIMEOUT" eval '! alive '"$p" ||
+			fail "the restored process $p still runs without its source"
+	done
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver hung"
+	show_file "receiver stderr" "$RXERR"
+	[[ $(cat "$T/rx.rc") != 0 ]] || fail "the receiver exited 0 without every page"
+	[[ $(grep -c 'killed the restored processes' "$RXERR") == 1 ]] ||
+		fail "not one line saying the restored tree was killed"
+	grep -q "lazy-pages: lost the migration's source of pages-1.img.*killed the restored processes" \
+		"$RXERR" || fail "the line does not say the source was lost"
+	grep -q '^PASS' "$OUT" && fail "the killed tree passed"
+	for p in "$PID" $(ps_tree_members); do
+		grep "killed the restored processes" "$RXERR" | grep -q -w "$p" ||
+			fail "the line does not name process $p"
+		p=$(ms_dest_pid "$p")	# a zombie of B's PID namespace (its init is sleep) is gone
+		[[ -z $p ]] || ! alive "$p" || fail "a process of the tree runs on host B"
+	done
+}
+add ms-lazy-tree-source-killed case_ms_lazy_tree_source_killed
+case_limit ms-lazy-tree-source-killed 300
 
 # A receiver asking for pages of a set the final dump did not leave on the source
 # (a GET naming proc-9, protocol 5) fails the migration before the switch, naming

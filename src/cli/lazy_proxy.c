@@ -1,7 +1,10 @@
 /* A lazy restore's page requests to a source host (lazy_proxy.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -90,7 +93,7 @@ int lazy_proxy_request(struct lazy_proxy *p)
 	if (!req[1]) {
 		p->done = true;
 		pr_info("every page of %s is here", p->what);
-		if (xfer_send(p->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
+		if (!p->hold_done && xfer_send(p->conn, XFER_DONE, NULL, 0)) {	/* the source may not wait */
 			pr_warn("%s", fail_reason());
 			fail_clear();
 		}
@@ -118,4 +121,109 @@ int lazy_proxy_run(struct lazy_proxy *p)
 			ret = lazy_proxy_request(p);
 	}
 	return ret;
+}
+
+struct lazy_proxy *lazy_proxies_add(struct lazy_proxies *g, const char *set, int *err)
+{
+	struct lazy_proxy *p;
+
+	*err = 0;
+	if (g->n == LAZY_PROXIES_MAX) {
+		*err = fail(-E2BIG, "--lazy-pages: more than %d sets fetched from the source",
+			    LAZY_PROXIES_MAX);
+		return NULL;
+	}
+	if (!g->buf)
+		g->buf = malloc(XFER_GET_MAX);
+	p = g->buf ? realloc(g->p, (size_t)(g->n + 1) * sizeof(*p)) : NULL;
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	g->p = p;
+	p = &g->p[g->n++];
+	memset(p, 0, sizeof(*p));
+	p->chan = -1;
+	p->buf = g->buf;
+	p->hold_done = true;
+	snprintf(p->set, sizeof(p->set), "%s", set);
+	return p;
+}
+
+struct lazy_proxy *lazy_proxies_find(struct lazy_proxies *g, const char *set)
+{
+	for (int i = 0; i < g->n; i++)
+		if (!strcmp(g->p[i].set, set))
+			return &g->p[i];
+	return NULL;
+}
+
+void lazy_proxies_pollfds(const struct lazy_proxies *g, struct pollfd *pf)
+{
+	for (int i = 0; i < g->n; i++)
+		pf[i] = (struct pollfd){ g->p[i].done ? -1 : g->p[i].chan, POLLIN, 0 };
+}
+
+/* Every member done: DONE to the source, once (it may not wait for it). */
+static void all_done(struct lazy_proxies *g)
+{
+	for (int i = 0; i < g->n; i++)
+		if (!g->p[i].done)
+			return;
+	if (g->done_sent || !g->n)
+		return;
+	g->done_sent = true;
+	if (xfer_send(g->p[0].conn, XFER_DONE, NULL, 0)) {
+		pr_warn("%s", fail_reason());
+		fail_clear();
+	}
+}
+
+int lazy_proxies_serve(struct lazy_proxies *g, const struct pollfd *pf)
+{
+	int ret = 0;
+
+	for (int i = 0; i < g->n && !ret; i++) {
+		struct lazy_proxy *p = &g->p[i];
+
+		if (!pf[i].revents || p->chan < 0 || p->done)
+			continue;
+		ret = lazy_proxy_request(p);
+		if (ret || p->done) {	/* failed (the handler was told) or all fetched */
+			close(p->chan);
+			p->chan = -1;
+		}
+	}
+	if (!ret)
+		all_done(g);
+	return ret;
+}
+
+int lazy_proxies_run(struct lazy_proxies *g)
+{
+	struct pollfd *pf = calloc((size_t)g->n + 1, sizeof(*pf));
+	int ret = pf ? 0 : -ENOMEM;
+
+	all_done(g);
+	while (!ret && !g->done_sent) {
+		lazy_proxies_pollfds(g, pf);
+		for (int i = 0; i < g->n; i++)
+			if (pf[i].fd < 0 && !g->p[i].done)	/* closed before its end */
+				ret = fail(-EPIPE, "the page handler's channel for %s closed before "
+					   "every page was fetched", g->p[i].what);
+		if (!ret && poll(pf, (nfds_t)g->n, -1) > 0)
+			ret = lazy_proxies_serve(g, pf);
+	}
+	free(pf);
+	return ret;
+}
+
+void lazy_proxies_free(struct lazy_proxies *g)
+{
+	for (int i = 0; i < g->n; i++)
+		if (g->p[i].chan >= 0)
+			close(g->p[i].chan);
+	free(g->p);
+	free(g->buf);
+	memset(g, 0, sizeof(*g));
 }

@@ -314,7 +314,7 @@ static int one_dump(struct migration *m, bool final)
 		.trace = o->trace, .ghost_limit = o->ghost_limit, .no_snapshot = true,
 		.tcp_established = final && o->tcp_established, .pre_dump = !final,
 		.xfer = final && m->lazy ? NULL : &m->x, .hooks = final ? &h : NULL,
-		.quiet = true, .one_process = m->lazy,	/* a tree: its proc-PID sets too */
+		.quiet = true,
 	};
 	int ret;
 

@@ -10,12 +10,14 @@
  *       at RESTORE the last one restored (detached); exits 0 at DONE. Lost
  *       before the restore: everything received is removed, nothing runs.
  *       After a LAZY set (migrate --lazy-pages) the restore takes
- *       --lazy-pages and a channel to this process (MEMDUMP_LAZY_REMOTE_FD,
- *       mem/lazy_remote.c): its page handler's requests for bytes of the
- *       set's pages-1.img go to the source as GET, the answers back (while
- *       the restore runs too: it fetches what no lazy VMA takes); the
- *       handler logs to this stderr (MEMDUMP_LAZY_LOG_FD). Once it says
- *       every page is in, DONE goes to the source and this exits.
+ *       --lazy-pages and a channel to this process per set left on the
+ *       source (the root's MEMDUMP_LAZY_REMOTE_FD, a tree's processes'
+ *       MEMDUMP_LAZY_REMOTE_TREE; mem/lazy_remote.c): its page handler's
+ *       requests for bytes of that set's pages-1.img go to the source as
+ *       GET naming the set, the answers back (while the restore runs too:
+ *       it fetches what no lazy VMA takes); the handler logs to this stderr
+ *       (MEMDUMP_LAZY_LOG_FD). Once every channel says its set is in, DONE
+ *       goes to the source and this exits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +64,9 @@ struct rx {
 	bool file_pages;	/* the current file is a pages image */
 	uint64_t pages_bytes;	/* of pages images received in the current set */
 	bool lazy;		/* the current set's pages-1.img is fetched from the source */
-	struct lazy_proxy lp;	/* lazy: the restore's page handler's requests to it */
+	struct lazy_proxies lps;	/* lazy: the restore's page handler's requests to it,
+					 * one channel per set (the root's "", a tree's proc-PID) */
+	int lazy_timeout;	/* s: --lazy-timeout */
 	const struct options *o;
 };
 
@@ -166,6 +170,7 @@ static int on_set(struct rx *r, uint64_t len)
 	snprintf(r->cur, sizeof(r->cur), "%s", name);
 	r->pages_bytes = 0;
 	r->lazy = false;
+	lazy_proxies_free(&r->lps);	/* a set's LAZYs are its own */
 	return ret;
 }
 
@@ -286,6 +291,8 @@ static void keep_alive(int fd)
 /* migrate --lazy-pages: pages-1.img of this set stays on the source; a file of its size here. */
 static int on_lazy(struct rx *r, uint64_t len)
 {
+	struct lazy_proxy *lp;
+	const char *set;
 	uint64_t size;
 	int ret = r->migrate && len == sizeof(size) ? 0 : -EPROTO;
 	int fd;
@@ -294,10 +301,15 @@ static int on_lazy(struct rx *r, uint64_t len)
 		ret = xfer_read_exact(&r->conn, &size, sizeof(size));
 	if (!ret)
 		ret = close_file(r);
-	if (!ret && r->dirfd != r->setfd)	/* the restore has one page source: the root's */
-		ret = fail(-EOPNOTSUPP, "LAZY in %s: only the pages of a set's own process are "
-			   "fetched from the source, not a tree's process's", r->cur);
 	if (ret)
+		return ret;
+	set = r->dirfd == r->setfd ? "" : r->cur + strlen(r->set) + 1;	/* SUB's proc-PID */
+	if (*set && (strncmp(set, "proc-", 5) || atoi(set + 5) <= 0))
+		return fail(-EPROTO, "LAZY in %s: not a tree's process's set", r->cur);
+	if (lazy_proxies_find(&r->lps, set))
+		return fail(-EPROTO, "a second LAZY in %s", r->cur);
+	lp = lazy_proxies_add(&r->lps, set, &ret);
+	if (!lp)
 		return ret;
 	fd = openat(r->dirfd, "pages-1.img", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		    0600);
@@ -307,16 +319,11 @@ static int on_lazy(struct rx *r, uint64_t len)
 		ret = fail(-errno, "cannot size pages-1.img: %s", strerror(errno));
 	close(fd);
 	r->lazy = true;
-	r->lp.size = size;
-	r->lp.conn = &r->conn;
-	r->lp.timeout = r->o->lazy_timeout ? r->o->lazy_timeout : LAZY_TIMEOUT_SECS;
-	r->lp.set[0] = '\0';	/* the GETs name the set's own pages-1.img */
-	snprintf(r->lp.what, sizeof(r->lp.what), "%s/%s", r->o->dir, r->set);
+	lp->size = size;
+	lp->conn = &r->conn;
+	lp->timeout = r->lazy_timeout;	/* the GETs name lp->set, whose pages-1.img it is */
+	snprintf(lp->what, sizeof(lp->what), "%.160s/%.130s", r->o->dir, r->cur);
 	keep_alive(r->conn.fd);
-	if (!r->lp.buf)
-		r->lp.buf = malloc(XFER_GET_MAX);
-	if (!r->lp.buf)
-		return -ENOMEM;
 	return ret ? ret : remember(r, "pages-1.img", false);
 }
 
@@ -337,10 +344,38 @@ static int on_commit(struct rx *r)
 	return ret;
 }
 
-/* The restore's child side: its stderr the pipe, the lazy channel kept open and named. */
-static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int chan)
+/*
+ * The restore's ends of the page channels, kept open and named: the root's
+ * set's in MEMDUMP_LAZY_REMOTE_FD, a tree's processes' in
+ * MEMDUMP_LAZY_REMOTE_TREE ("PID:FD,PID:FD...", mem/lazy_remote.c).
+ */
+static void lazy_channels_env(const struct rx *r, const int *chans)
+{
+	size_t cap = (size_t)r->lps.n * 24 + 1, at = 0;
+	char *tree = calloc(cap, 1), fd[16];
+
+	for (int i = 0; i < r->lps.n; i++) {
+		const char *set = r->lps.p[i].set;
+
+		fcntl(chans[i], F_SETFD, 0);
+		if (!*set) {
+			snprintf(fd, sizeof(fd), "%d", chans[i]);
+			setenv("MEMDUMP_LAZY_REMOTE_FD", fd, 1);
+		} else if (tree) {
+			at += (size_t)snprintf(tree + at, cap - at, "%s%d:%d", at ? "," : "",
+					       atoi(set + 5), chans[i]);
+		}
+	}
+	if (tree && at)
+		setenv("MEMDUMP_LAZY_REMOTE_TREE", tree, 1);
+	free(tree);
+}
+
+/* The restore's child side: its stderr the pipe, the lazy channels kept open and named. */
+static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, const int *chans)
 {
 	char path[PATH_MAX], verb[8], fd[16];
+	int chan = chans ? chans[0] : -1;
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
@@ -352,10 +387,8 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, int ch
 	}
 	dup2(err, STDERR_FILENO);
 	if (chan >= 0) {
-		snprintf(fd, sizeof(fd), "%d", chan);
-		fcntl(chan, F_SETFD, 0);
-		setenv("MEMDUMP_LAZY_REMOTE_FD", fd, 1);
-		snprintf(fd, sizeof(fd), "%d", r->lp.timeout + LAZY_TIMEOUT_SLACK);
+		lazy_channels_env(r, chans);
+		snprintf(fd, sizeof(fd), "%d", r->lazy_timeout + LAZY_TIMEOUT_SLACK);
 		setenv("MEMDUMP_LAZY_TIMEOUT", fd, 1);
 		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
 		      "-v", verb, (char *)NULL);
@@ -388,20 +421,22 @@ static void read_restore_err(struct rx *r, int fd, pid_t pid, char *msg, size_t 
 	bool exited = pidfd < 0;	/* no pidfd: read to the end */
 	char buf[4096];
 	ssize_t got = 0, n;
+	struct pollfd p[LAZY_PROXIES_MAX + 2];
 
 	for (;;) {
-		struct pollfd p[3] = { { fd, POLLIN, 0 }, { pidfd, POLLIN, 0 },
-				       { r->lp.chan, POLLIN, 0 } };
+		bool chan = false;
 
-		if (!exited && poll(p, 3, -1) < 0 && errno == EINTR)
+		p[0] = (struct pollfd){ fd, POLLIN, 0 };
+		p[1] = (struct pollfd){ pidfd, POLLIN, 0 };
+		lazy_proxies_pollfds(&r->lps, p + 2);
+		if (!exited && poll(p, (nfds_t)r->lps.n + 2, -1) < 0 && errno == EINTR)
 			continue;
-		if (!exited && p[2].revents && r->lp.chan >= 0 &&
-		    (lazy_proxy_request(&r->lp) || r->lp.done)) {
-			close(r->lp.chan);	/* the restore fails (or fetched all): nothing more */
-			r->lp.chan = -1;
-			fail_clear();	/* the restore's own line says why */
-		}
-		if (!exited && p[2].revents && !p[0].revents && !p[1].revents)
+		for (int i = 0; !exited && i < r->lps.n; i++)
+			chan = chan || p[2 + i].revents;
+		/* a failure: the restore fails, its own line says why */
+		if (chan && lazy_proxies_serve(&r->lps, p + 2))
+			fail_clear();
+		if (chan && !p[0].revents && !p[1].revents)
 			continue;
 		if (!exited && p[1].revents && !p[0].revents) {
 			exited = true;
@@ -419,27 +454,55 @@ static void read_restore_err(struct rx *r, int fd, pid_t pid, char *msg, size_t 
 	msg[got] = '\0';
 }
 
+/* A socket pair per lazy set: this end its proxy's chan, the restore's in *theirs. */
+static int open_channels(struct rx *r, int **theirs)
+{
+	int ch[2];
+
+	*theirs = calloc((size_t)r->lps.n + 1, sizeof(int));
+	if (!*theirs)
+		return -ENOMEM;
+	for (int i = 0; i < r->lps.n; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch)) {
+			int err = fail(-errno, "cannot make a page channel: %s", strerror(errno));
+
+			while (i--) {
+				close((*theirs)[i]);
+				close(r->lps.p[i].chan);
+				r->lps.p[i].chan = -1;
+			}
+			free(*theirs);
+			*theirs = NULL;
+			return err;
+		}
+		r->lps.p[i].chan = ch[0];
+		(*theirs)[i] = ch[1];
+	}
+	return 0;
+}
+
 /* Run `memdump restore -D DIR/SET -d` and take the last line it printed on stderr. */
 static int run_restore(struct rx *r, char *msg, size_t len)
 {
-	int p[2], ch[2] = { -1, -1 }, status;
+	int p[2], ret, status, *theirs = NULL;
 	size_t got;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC))
 		return -errno;
-	if (r->lazy && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch)) {
+	ret = r->lazy ? open_channels(r, &theirs) : 0;
+	if (ret) {
 		close(p[0]);
 		close(p[1]);
-		return -errno;
+		return ret;
 	}
 	pid = fork();
 	if (pid == 0)
-		exec_restore(r, p[1], ch[1]);
+		exec_restore(r, p[1], theirs);
 	close(p[1]);
-	if (ch[1] >= 0)
-		close(ch[1]);
-	r->lp.chan = ch[0];
+	for (int i = 0; theirs && i < r->lps.n; i++)
+		close(theirs[i]);
+	free(theirs);
 	msg[0] = '\0';
 	if (pid > 0)
 		read_restore_err(r, p[0], pid, msg, len);
@@ -453,10 +516,12 @@ static int run_restore(struct rx *r, char *msg, size_t len)
 	fprintf(stderr, "%s%s", msg, got ? "\n" : "");
 	close(p[0]);
 	if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;	/* with --lazy-pages, the channel to its page handler stays */
-	if (r->lp.chan >= 0)
-		close(r->lp.chan);
-	r->lp.chan = -1;
+		return 0;	/* with --lazy-pages, the channels to its page handler stay */
+	for (int i = 0; i < r->lps.n; i++) {
+		if (r->lps.p[i].chan >= 0)
+			close(r->lps.p[i].chan);
+		r->lps.p[i].chan = -1;
+	}
 	if (pid < 0 || status == -1)
 		return -ECHILD;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
@@ -477,7 +542,8 @@ static int on_restore(struct rx *r)
 			r->lazy ? ", pages-1.img left on the source" : "");
 	if (!ret && r->lazy)
 		pr_info("set %s: pages-1.img (%llu bytes) is fetched from the source as the "
-			"process runs", r->set, (unsigned long long)r->lp.size);
+			"process runs%s", r->set, (unsigned long long)r->lps.p[r->lps.n - 1].size,
+			r->lps.n > 1 ? ", and a tree's processes' too" : "");
 	if (!ret) {
 		ret = run_restore(r, msg, sizeof(msg));
 		if (ret)
@@ -535,7 +601,7 @@ static int serve(struct rx *r)
 		if (!ret)
 			ret = serve_one(r, &h);
 		if (!ret && r->restored && r->lazy)
-			return lazy_proxy_run(&r->lp);	/* it runs here: its pages from the source */
+			return lazy_proxies_run(&r->lps);	/* it runs here: its pages from the source */
 		if (ret == 1)
 			return close_file(r);
 		if (ret == -EPIPE || ret == -ECONNRESET)
@@ -594,7 +660,7 @@ int page_server_accept(const struct options *o, struct xfer *x)
 static int receive(const struct options *o, bool migrate)
 {
 	struct rx r = { .fd = -1, .migrate = migrate, .o = o, .conn = { .fd = -1 },
-			.lp = { .chan = -1 } };
+			.lazy_timeout = o->lazy_timeout ? o->lazy_timeout : LAZY_TIMEOUT_SECS };
 	int ret;
 
 	if (!o->dir || !o->port)
@@ -621,9 +687,7 @@ static int receive(const struct options *o, bool migrate)
 		close(r.dirfd);
 	if (r.setfd != r.root)
 		close(r.setfd);
-	if (r.lp.chan >= 0)
-		close(r.lp.chan);
-	free(r.lp.buf);
+	lazy_proxies_free(&r.lps);
 	xfer_close(&r.conn);
 	close(r.root);
 	free_made(&r);

@@ -190,7 +190,6 @@ struct dump_opts {
 	struct pz_opts compress;	/* --compress: pages-1.img compressed (compress.h) */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	bool no_snapshot;		/* --no-snapshot: leave_running without one */
-	bool one_process;		/* a tree refused (migrate --lazy-pages: one set) */
 	struct dump_trace *trace;	/* shared with a supervisor, or NULL */
 	const struct hooks *hooks;	/* pre-dump, post-dump ... (hooks.h), or NULL */
 	bool quiet;			/* the summary goes to the log, not to stdout */

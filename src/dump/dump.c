@@ -445,10 +445,7 @@ int dump_run(const struct dump_opts *o)
 		bool as_tree = false, tree = o->pid > 1 && (tree_live_below(o->pid, &t) ||
 				(t.n && pidns_own(o->pid)) || (t.n && o->freeze_cgroup));
 
-		if (tree && o->one_process)
-			ret = fail(-EOPNOTSUPP, "--lazy-pages: process %d has children, and a "
-				   "tree cannot be migrated yet", o->pid);
-		else if (tree)
+		if (tree)
 			ret = dump_tree(&in_ns, &t);	/* treedump.c: a tree, a PID namespace's
 							 * init, or frozen by its cgroup */
 		else

@@ -721,7 +721,7 @@ static int check_subset_inventory(const struct dumpset *root, const char *name, 
 	return fail(-EIO, "image set %s is not listed in inventory.img", name);
 }
 
-int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds)
+static int load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds, bool remote)
 {
 	char name[32];
 	int ret;
@@ -729,7 +729,8 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
 	snprintf(name, sizeof(name), "proc-%d", pid);
 	memset(ds, 0, sizeof(*ds));
 	ds->pages_fd = -1;
-	ds->pages_sums_deferred = root->pages_sums_deferred;
+	ds->pages_sums_deferred = root->pages_sums_deferred && !remote;
+	ds->pages_remote = remote;
 	ds->dirfd = img_open_subset(root->dirfd, name);
 	if (ds->dirfd < 0)
 		return ds->dirfd;
@@ -744,6 +745,16 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
 		dumpset_free(ds);
 	}
 	return ret;
+}
+
+int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds)
+{
+	return load_member(root, pid, ds, false);
+}
+
+int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dumpset *ds)
+{
+	return load_member(root, pid, ds, true);
 }
 
 int dumpset_load(const char *dir, struct dumpset *ds)

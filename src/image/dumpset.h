@@ -155,6 +155,9 @@ int64_t dumpset_pages_size(const struct dumpset *ds);
  * dumpset_load()/dumpset_load_for_restore() (as root was) load a set.
  */
 int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *ds);
+/* As dumpset_load_member(), its pages-1.img being fetched from a migration's source
+ * (pages_remote: migrate --lazy-pages of a tree). */
+int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
 
 pid_t dumpset_pid(const struct dumpset *ds);

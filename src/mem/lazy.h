@@ -72,11 +72,15 @@ struct restore_opts;
 /* The page channel: the lazy-pages daemon's (o->lazy_remote_sock), else the socket of
  * MEMDUMP_LAZY_REMOTE_FD (migrate-receive's), or -1. */
 int lazy_remote_fd(const struct restore_opts *o);
-/* r's pages-1.img from the source: what no lazy VMA takes fetched and checked now. */
+/* A tree's process's page channel (migrate --lazy-pages of a tree): the socket
+ * MEMDUMP_LAZY_REMOTE_TREE names for it ("PID:FD,PID:FD..."), or -1. */
+int lazy_remote_member_fd(pid_t pid);
+/* r's pages-1.img from the source (the root's, or a tree's process's on its own channel):
+ * what no lazy VMA takes fetched and checked now. */
 int lazy_remote_plan(struct rst *r);
-/* A tree's (lazy_remote.c): what member m reads of root's remote pages-1.img before
- * anything runs (its memory shared copy-on-write, premapped: premap_restore.c),
- * fetched and checked now. After premap_plan(root). */
+/* A tree's (lazy_remote.c): what member m (or root) reads of its own or an ancestor's
+ * remote pages-1.img before anything runs (its memory shared copy-on-write, premapped:
+ * premap_restore.c), fetched and checked now. After premap_plan(root). */
 int lazy_remote_shared(struct rst *root, struct rst *m);
 /* Bytes [off, off + len) of that image present in its file (fetched if not yet); 0 or -errno,
  * lazy_remote_why() saying why. */

@@ -49,6 +49,7 @@ struct lazy_remote {
 	uint64_t missing;	/* pages not in the file yet */
 	uint8_t *buf;		/* FETCH_MAX */
 	int timeout_ms;		/* the longest wait for an answer (MEMDUMP_LAZY_TIMEOUT) */
+	pid_t pid;		/* whose set's image it is */
 	char why[600];
 };
 
@@ -64,6 +65,27 @@ int lazy_remote_fd(const struct restore_opts *o)
 		return -1;
 	fd = strtol(s, &end, 10);
 	return *end || fd < 3 || fd > 1 << 20 ? -1 : (int)fd;
+}
+
+/* A tree's process's channel: "PID:FD" of MEMDUMP_LAZY_REMOTE_TREE ("PID:FD,PID:FD..."), or -1. */
+int lazy_remote_member_fd(pid_t pid)
+{
+	const char *s = getenv("MEMDUMP_LAZY_REMOTE_TREE");
+
+	while (s && *s) {
+		char *end;
+		long p = strtol(s, &end, 10), fd;
+
+		if (*end != ':')
+			return -1;
+		fd = strtol(end + 1, &end, 10);
+		if (*end && *end != ',')
+			return -1;
+		if (p == pid)
+			return fd < 3 || fd > 1 << 20 ? -1 : (int)fd;
+		s = *end ? end + 1 : end;
+	}
+	return -1;
 }
 
 /* MEMDUMP_LAZY_TIMEOUT (seconds, from migrate-receive), in ms. */
@@ -118,7 +140,8 @@ static void all_in(struct lazy_remote *lr)
 		pr_warn("lazy-pages: cannot tell migrate-receive that every page is in");
 	close(lr->sock);
 	lr->sock = -1;
-	pr_info("lazy-pages: every page of pages-1.img is here from the migration's source");
+	pr_info("lazy-pages: every page of pages-1.img of process %d is here from the "
+		"migration's source", lr->pid);
 }
 
 /* The answer to a request, within the bounded wait: 0, or -ETIMEDOUT with why. */
@@ -217,6 +240,7 @@ static int remote_open(struct rst *r, int sock)
 	if (!lr)
 		return -ENOMEM;
 	lr->sock = sock;
+	lr->pid = r->pid;
 	lr->timeout_ms = timeout_ms();
 	r->lazy_remote = lr;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->ds.pages_fd);
@@ -230,6 +254,8 @@ static int remote_open(struct rst *r, int sock)
 	lr->buf = malloc(FETCH_MAX);
 	if (!lr->have || !lr->buf)
 		return -ENOMEM;
+	if (!lr->missing)	/* an empty image (a process that wrote nothing since): all in */
+		all_in(lr);
 	return 0;
 }
 
@@ -325,25 +351,35 @@ static int check_eager(struct rst *r)
 	return ret;
 }
 
-/* The root's run holding the root's pages at addr (a child's piece of it), or NULL. */
-static const struct dump_run *root_run(const struct rst *root, uint64_t addr)
+/* The owner's run holding the owner's pages at addr (a child's piece of it), or NULL. */
+static const struct dump_run *owner_run(const struct rst *owner, uint64_t addr)
 {
-	size_t i = dumpset_run_after(&root->ds, addr);
+	size_t i = dumpset_run_after(&owner->ds, addr);
 
-	if (i < root->ds.nr_runs && root->ds.runs[i].start <= addr && addr < root->ds.runs[i].end)
-		return &root->ds.runs[i];
+	if (i < owner->ds.nr_runs && owner->ds.runs[i].start <= addr &&
+	    addr < owner->ds.runs[i].end)
+		return &owner->ds.runs[i];
 	return NULL;
 }
 
-/* A run of the root's pages-1.img, whole, fetched and checked against its checksum. */
-static int fetch_run(struct rst *root, const struct dump_run *run)
+/* A run of the owner's pages-1.img, whole, fetched and checked against its checksum. */
+static int fetch_run(struct rst *owner, const struct dump_run *run)
 {
-	struct lazy_remote *lr = root->lazy_remote;
+	struct lazy_remote *lr = owner->lazy_remote;
 	int ret = lazy_remote_fetch(lr, run->off, run->end - run->start);
 
 	if (ret)
 		return fail(ret, "%s", lr->why);
-	return run->has_sum ? check_run(root, run) : 0;
+	return run->has_sum ? check_run(owner, run) : 0;
+}
+
+/* The process of the tree whose pages-1.img fd is (m itself, or one above it), or NULL. */
+static struct rst *pages_owner(struct rst *m, int fd)
+{
+	for (struct rst *p = m; p; p = p->tree_parent)
+		if (p->ds.pages_fd == fd)
+			return p;
+	return NULL;
 }
 
 /* The premapped VMA of m that holds run, or -1. */
@@ -357,63 +393,75 @@ static long premap_vma(const struct rst *m, const struct dump_run *run)
 }
 
 /*
- * Is run, of root's pages-1.img, read before anything runs? The root's in a
- * premapped VMA (memdump fills it before the fork); a child's piece of its
- * parent's pages unless its VMA is inherited (those pages are the parent's slot's).
+ * Is run, of owner's pages-1.img, read before anything runs? m's own in a
+ * premapped VMA (memdump fills it before the fork); a child's piece of an
+ * ancestor's pages unless its VMA is inherited (those pages are the
+ * ancestor's slot's).
  */
-static bool read_early(const struct rst *root, const struct rst *m, const struct dump_run *run)
+static bool read_early(const struct rst *owner, const struct rst *m, const struct dump_run *run)
 {
 	long j = premap_vma(m, run);
 
-	if (m == root)
+	if (m == owner)
 		return j >= 0;
 	return j < 0 || !m->inherited[j];
 }
 
-int lazy_remote_shared(struct rst *root, struct rst *m)
+/* The remote pages in m's runs that are read before anything runs, fetched and checked. */
+static int fetch_shared(struct rst *m, uint64_t *got)
 {
-	uint64_t before;
-	int ret = 0;
-
-	if (!root->lazy_remote)
-		return 0;
-	before = root->lazy_remote->missing;
-	for (size_t k = 0; !ret && k < m->ds.nr_runs; k++) {
+	for (size_t k = 0; k < m->ds.nr_runs; k++) {
 		const struct dump_run *run = &m->ds.runs[k], *q = run;
+		struct rst *owner = run->present ? pages_owner(m, run->fd) : NULL;
+		uint64_t before;
+		int ret;
 
-		if (!run->present || run->fd != root->ds.pages_fd)
-			continue;
-		if (!read_early(root, m, run))
-			continue;	/* the page handler's, fetched already, or inherited */
-		if (m != root && !(q = root_run(root, run->start)))
+		if (!owner || !owner->lazy_remote || !read_early(owner, m, run))
+			continue;	/* local, the page handler's, or inherited */
+		if (m != owner && !(q = owner_run(owner, run->start)))
 			return fail(-EIO, "pages at %#llx of process %d are listed as its parent's, "
 				    "which does not hold them", (unsigned long long)run->start, m->pid);
-		ret = fetch_run(root, q);
+		before = owner->lazy_remote->missing;
+		ret = fetch_run(owner, q);
+		if (ret)
+			return ret;
+		*got += before - owner->lazy_remote->missing;
 	}
-	if (!ret && before > root->lazy_remote->missing)
+	return 0;
+}
+
+int lazy_remote_shared(struct rst *root, struct rst *m)
+{
+	uint64_t got = 0;
+	int ret;
+
+	(void)root;
+	ret = fetch_shared(m, &got);
+	if (!ret && got)
 		pr_info("lazy-pages: %llu pages of pages-1.img process %d reads before anything runs "
-			"(shared copy-on-write) fetched and checked",
-			(unsigned long long)(before - root->lazy_remote->missing), m->pid);
+			"(shared copy-on-write) fetched and checked", (unsigned long long)got, m->pid);
 	return ret;
 }
 
 int lazy_remote_plan(struct rst *r)
 {
-	int sock = lazy_remote_fd(r->o), ret;
+	/* a tree's process (it has a parent in the tree): its own channel */
+	int sock = r->tree_parent ? lazy_remote_member_fd(r->pid) : lazy_remote_fd(r->o), ret;
 
 	if (sock < 0 || !r->ds.pages_remote || r->ds.pages_fd < 0)
 		return 0;
 	if (fcntl(sock, F_SETFD, FD_CLOEXEC))
 		return fail(-errno, "MEMDUMP_LAZY_REMOTE_FD %d: %s", sock, strerror(errno));
-	unsetenv("MEMDUMP_LAZY_REMOTE_FD");	/* this process's own, once */
+	if (!r->tree_parent)
+		unsetenv("MEMDUMP_LAZY_REMOTE_FD");	/* this process's own, once */
 	ret = remote_open(r, sock);
 	if (!ret)
 		ret = fetch_eager(r);
 	if (!ret)
 		ret = check_eager(r);
 	if (!ret)
-		pr_info("lazy-pages: %llu of %llu pages of pages-1.img to come from the "
-			"migration's source", (unsigned long long)r->lazy_remote->missing,
-			(unsigned long long)r->lazy_remote->pages);
+		pr_info("lazy-pages: %llu of %llu pages of pages-1.img of process %d to come from "
+			"the migration's source", (unsigned long long)r->lazy_remote->missing,
+			(unsigned long long)r->lazy_remote->pages, r->pid);
 	return ret;
 }

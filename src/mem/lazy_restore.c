@@ -118,12 +118,14 @@ int lazy_plan(struct rst *r)
  */
 #define LAZY_BUF	(2UL << 20)
 
+#define LAZY_IMAGES	72
+
 struct images {
-	int fd[72];
+	int fd[LAZY_IMAGES];
 	unsigned int nr;
 	uint8_t *buf;
-	struct lazy_remote *remote;	/* migrate --lazy-pages: image remote_img's bytes */
-	int remote_img;
+	/* migrate --lazy-pages: image i's bytes from the source (each process's own set) */
+	struct lazy_remote *remote[LAZY_IMAGES];
 };
 
 static int image_index(struct images *im, int fd)
@@ -156,8 +158,8 @@ static const void *image_get(struct lazy_source *s, unsigned int img, uint64_t o
 	s->why = NULL;
 	if (img >= im->nr || len > LAZY_BUF)
 		return NULL;
-	if (im->remote && (int)img == im->remote_img && lazy_remote_fetch(im->remote, off, len)) {
-		s->why = lazy_remote_why(im->remote);
+	if (im->remote[img] && lazy_remote_fetch(im->remote[img], off, len)) {
+		s->why = lazy_remote_why(im->remote[img]);
 		return NULL;
 	}
 	while (got < len) {
@@ -283,7 +285,7 @@ static int cmp_int(const void *a, const void *b)
  */
 static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im, int daemon)
 {
-	int keep[n + im->nr + 7], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int keep[n + 3 * im->nr + 7], nk = 0, nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int from = 3, rfd[2];
 
 	if (nul >= 0) {
@@ -293,12 +295,13 @@ static void keep_only(struct lazy_proc *procs, size_t n, const struct images *im
 	}
 	for (size_t i = 0; i < n; i++)
 		keep[nk++] = procs[i].sock;
-	for (unsigned int i = 0; i < im->nr; i++)
+	for (unsigned int i = 0; i < im->nr; i++) {
 		keep[nk++] = im->fd[i];
-	lazy_remote_fds(im->remote, rfd);
-	for (int i = 0; i < 2; i++)
-		if (rfd[i] >= 0)
-			keep[nk++] = rfd[i];
+		lazy_remote_fds(im->remote[i], rfd);
+		for (int k = 0; k < 2; k++)
+			if (rfd[k] >= 0)
+				keep[nk++] = rfd[k];
+	}
 	if (log_fileno() >= 0)
 		keep[nk++] = log_fileno();
 	if (daemon >= 0)
@@ -325,7 +328,7 @@ static void handler_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* migrate --lazy-pages: which of the images is fetched from the source. */
+/* migrate --lazy-pages: which of the images r's is, fetched from the source. */
 static int remote_image(struct rst *r, struct images *im)
 {
 	int img;
@@ -335,8 +338,7 @@ static int remote_image(struct rst *r, struct images *im)
 	img = image_index(im, r->ds.pages_fd);
 	if (img < 0)
 		return img;
-	im->remote = r->lazy_remote;
-	im->remote_img = img;
+	im->remote[img] = r->lazy_remote;
 	return 0;
 }
 

@@ -180,7 +180,10 @@ static int load_member(struct rst *root, size_t i)
 	m->mnt_stage = root->mnt_stage;		/* its files are under the tree's root */
 	m->mnt_devs = root->mnt_devs;
 	m->nr_mnt_devs = root->nr_mnt_devs;
-	ret = dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
+	/* migrate --lazy-pages of a tree: its pages-1.img comes over a channel of its own */
+	ret = root->o->lazy && lazy_remote_member_fd((pid_t)pe->pid) >= 0 ?
+	      dumpset_load_member_remote(&root->ds, (pid_t)pe->pid, &m->ds) :
+	      dumpset_load_member(&root->ds, (pid_t)pe->pid, &m->ds);
 	if (ret)
 		return ret;
 	m->pid = dumpset_pid(&m->ds);
