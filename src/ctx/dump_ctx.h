@@ -313,6 +313,7 @@ struct dump_ctx {
 	int nr_threads;
 	struct vma *vmas;
 	int nr_vmas;
+	uint32_t mlock_future;		/* mlockall(MCL_FUTURE[|MCL_ONFAULT]) in force, or 0 */
 	struct page_run *runs;
 	size_t nr_runs;
 	/* a tree's process: its parent, dumped before it and still frozen (treedump.c),

@@ -422,6 +422,8 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	mm.dumpable = ts->dumpable;
 	mm.has_thp_disabled = true;
 	mm.thp_disabled = ts->thp_disabled;
+	mm.has_mlock_future = d->mlock_future != 0;
+	mm.mlock_future = d->mlock_future;
 	for (int i = 0; i < d->nr_vmas; i++) {
 		vma_entry__init(&ve[i]);
 		fill_vma(&ve[i], &d->vmas[i]);
