@@ -71,6 +71,7 @@ struct thread {
 	int nr_sigpending;
 	struct thread_sched sched;	/* sched.c */
 	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
+	uint32_t secbits;		/* PR_GET_SECUREBITS, its own (a thread's cred) */
 	struct thread_seccomp seccomp;	/* seccomp.c */
 	uint32_t cg_set;		/* its set in cgroup.img (cgroups.c) */
 };
