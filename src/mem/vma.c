@@ -460,6 +460,25 @@ static int vmflags_at(pid_t pid, uint64_t start, char *buf, size_t len)
 }
 
 /*
+ * Fast path: VmLck (the mm's locked_vm) no more than the locked VMAs
+ * collect_vmas saw, while frozen since: the area was not locked. Anything
+ * else (a VMA whose lock is not counted so, an unreadable status) reads the
+ * area's own VmFlags.
+ */
+static bool area_not_locked(const struct dump_ctx *d)
+{
+	uint64_t seen = 0;
+	char v[32];
+
+	if (proc_status_field(d->pid, "VmLck", v, sizeof(v)))
+		return false;
+	for (int i = 0; i < d->nr_vmas; i++)
+		if (d->vmas[i].locked)
+			seen += (d->vmas[i].end - d->vmas[i].start) >> 10;
+	return strtoull(v, NULL, 10) == seen;	/* "123 kB" */
+}
+
+/*
  * mlockall(MCL_FUTURE) leaves no trace in /proc but in the mappings made
  * after it: the mm's default flags lock each new one (lo), on fault with
  * MCL_ONFAULT (lf). The parasite's area is such a mapping, made by the
@@ -474,6 +493,8 @@ int collect_mlock_future(struct dump_ctx *d)
 	if (!area.start)
 		return fail(-EINVAL, "process %d: no parasite area to read the mlockall state from",
 			    d->pid);
+	if (area_not_locked(d))
+		return 0;
 	ret = vmflags_at(d->pid, area.start, area.vmflags, sizeof(area.vmflags));
 	if (ret)
 		return ret;
