@@ -279,14 +279,18 @@ static int map_remote(struct infect_ctx *c, struct parasite *p, long memfd, long
 	err = want ? infect_syscall(c, 0, SYS_mmap, addr, want, p->len,
 				    PROT_READ | PROT_WRITE | PROT_EXEC,
 				    MAP_SHARED | MAP_FIXED_NOREPLACE, memfd, 0) : 0;
-	if (!err && *addr == -EAGAIN)
-		return refuse_locked_area(c, p);
-	if (!err && *addr < 0 && *addr > -4096) {	/* no room after all: where the kernel likes */
+	if (!err && *addr < 0 && *addr > -4096 && *addr != -EAGAIN) {	/* no room after all:
+									 * where the kernel likes */
 		if (want)
 			pr_debug("cannot map the parasite area at %#lx (%ld): anywhere", want, *addr);
-		err = rsys(c, SYS_mmap, addr, 0, p->len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_SHARED, memfd, 0);
+		err = infect_syscall(c, 0, SYS_mmap, addr, 0, p->len,
+				     PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, memfd, 0);
 	}
+	if (!err && *addr == -EAGAIN)
+		err = refuse_locked_area(c, p);
+	else if (!err && *addr < 0 && *addr > -4096)
+		err = fail((int)*addr, "remote syscall %d in process %d failed: %s", SYS_mmap,
+			   c->pid, strerror((int)-*addr));
 	if (c->trace)
 		c->trace->area = err ? 0 : *addr;
 	return err;
