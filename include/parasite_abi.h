@@ -96,6 +96,8 @@ struct parasite_thread_state {
 	long			pdeathsig_ret;		/* PR_GET_PDEATHSIG */
 	int			pdeathsig;
 	long			timerslack;		/* PR_GET_TIMERSLACK */
+	long			securebits;		/* PR_GET_SECUREBITS: a thread's own
+							 * (creds are per thread) */
 	unsigned long		ring_fds;		/* io_uring rings registered by index
 							 * (IORING_REGISTER_RING_FDS): a bit each */
 };

@@ -259,6 +259,7 @@ struct rst_args {
 	unsigned long vdso_start;	/* dumped [vvar] (first vdso-related VMA) start */
 	unsigned long vdso_len;		/* from vdso_start to the end of [vdso] */
 	int dumpable, thp_disabled;
+	unsigned int mlock_future;	/* mlockall() flags once the mappings are made, or 0 */
 	unsigned int personality;
 	unsigned int membarrier_mask;	/* MEMBARRIER_CMD_REGISTER_* to issue */
 	int has_itimers;

@@ -101,6 +101,7 @@ static void read_thread(struct parasite_thread_state *s)
 	s->altstack_ret = sys_call2(__nr_sigaltstack, 0, &s->altstack);
 	s->pdeathsig_ret = prctl_get(PR_GET_PDEATHSIG, &s->pdeathsig);
 	s->timerslack = prctl_get(PR_GET_TIMERSLACK, 0);
+	s->securebits = prctl_get(PR_GET_SECUREBITS, 0);
 	s->ring_fds = ring_fds();
 }
 

@@ -43,6 +43,7 @@
 #define __nr_capset		126
 #define __nr_mlock		149
 #define __nr_mlock2		325
+#define __nr_mlockall		151
 #define MLOCK_ONFAULT		1
 #define __nr_prlimit64		302
 #define __nr_rt_sigaction_	13
@@ -1172,6 +1173,16 @@ static void restore_process(void)
 	}
 	if (A->thp_disabled)
 		sys_call5(__nr_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	/*
+	 * mlockall(MCL_FUTURE): every mapping is made (the vdso's too), and only
+	 * the mm's default flags change (no MCL_CURRENT). Before the rlimits and
+	 * the credentials: root here needs no room under RLIMIT_MEMLOCK.
+	 */
+	if (A->mlock_future) {
+		ret = sys_call1(__nr_mlockall, A->mlock_future);
+		if (ret < 0)
+			rst_fail(ret, "cannot restore mlockall() flags", A->mlock_future);
+	}
 	if (A->has_rlimits) {
 		for (int i = 0; i < RST_NR_RLIMITS; i++) {
 			ret = sys_call4(__nr_prlimit64, 0, i, &A->rlimits[i], 0);

@@ -134,3 +134,6 @@ add seccomp-filter-uid case_rst default t-seccompuid
 # groups with raw system calls; the main thread root with 100 groups): each
 # thread comes back with its own, as /proc/self/task/TID/status shows them.
 add thread-creds case_rst default t-threadcreds many
+# securebits of each thread its own (PR_SET_SECUREBITS in one thread), read by
+# each thread in the parasite, set again by each in the blob
+add thread-secbits case_rst default t-threadsecbits

@@ -92,6 +92,36 @@ time.sleep(120)'
 }
 add tcpst-closed-refused case_tcpst_closed_refused
 
+# Connections closed both ways, refused without --tcp-established, each named
+# with its own family: an IPv6 pair on ::1, and an IPv4 client of an IPv6
+# listener (v4-mapped accepted end), as zdtm socket-tcp6-closed is built
+# (ZDTM_IPV4V6 wins over ZDTM_IPV6 there: its client is IPv4).
+case_tcpst_closed_family() {
+	sk_py closedfam '
+import socket, os, time
+def pair(fam, dst):
+    l = socket.socket(socket.AF_INET6); l.bind(("::", 0)); l.listen()
+    c = socket.socket(fam); c.connect((dst, l.getsockname()[1])); a, _ = l.accept(); l.close()
+    c.shutdown(socket.SHUT_WR); a.shutdown(socket.SHUT_WR)
+    return c, a
+c6, a6 = pair(socket.AF_INET6, "::1")
+c4, a4 = pair(socket.AF_INET, "127.0.0.1")
+time.sleep(0.5)
+print("READY", os.getpid(), c6.fileno(), a6.fileno(), c4.fileno(), a4.fileno(), flush=True)
+time.sleep(120)'
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	local fd fam i=2
+	for fam in IPv6 IPv6 IPv4 IPv6; do
+		fd=${READY[i]}; i=$((i + 1))
+		grep -q "fd $fd (socket:\[[0-9]*\]: an $fam stream socket (protocol 6): a connection over .*dumped only with --tcp-established" "$MD_ERR" ||
+			fail "fd $fd is not named an $fam connection over"
+	done
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+}
+add tcpst-closed-family case_tcpst_closed_family
+
 # A TCP connection over (TCP_CLOSE, its peer named) with bytes left in its
 # receive queue (test/t-tcpreset.c; zdtm socket-tcp-reseted): reset
 # (ECONNRESET pending), reset after the peer's FIN (EPIPE), its error taken

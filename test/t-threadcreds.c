@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 		printf("SKIP not root\n");
 		return 2;
 	}
-	if (argc > 1 && !strcmp(argv[1], "many")) {
+	if (argc > 2 && !strcmp(argv[2], "many")) {	/* argv[1]: the scratch dir */
 		gid_t g[NMANY];
 
 		for (int i = 0; i < NMANY; i++)

@@ -285,6 +285,9 @@ static void text_process(const struct dumpset *ds, const char *dir)
 	if (ds->fs)
 		printf("cwd        %s  root %s\n", fs_path(ds, ds->fs->cwd_id),
 		       fs_path(ds, ds->fs->root_id));
+	if (ds->mm && ds->mm->has_mlock_future && ds->mm->mlock_future)	/* MCL_FUTURE 2, MCL_ONFAULT 4 */
+		printf("mlockall   MCL_FUTURE%s: every new mapping locked\n",
+		       ds->mm->mlock_future & 4 ? "|MCL_ONFAULT" : "");
 	text_ptimers(ds);
 	text_locks(ds);
 	show_namespaces(ds);

@@ -71,6 +71,7 @@ struct thread {
 	int nr_sigpending;
 	struct thread_sched sched;	/* sched.c */
 	uint32_t pdeath_sig;		/* PR_GET_PDEATHSIG */
+	uint32_t secbits;		/* PR_GET_SECUREBITS, its own (a thread's cred) */
 	struct thread_seccomp seccomp;	/* seccomp.c */
 	uint32_t cg_set;		/* its set in cgroup.img (cgroups.c) */
 };
@@ -312,6 +313,7 @@ struct dump_ctx {
 	int nr_threads;
 	struct vma *vmas;
 	int nr_vmas;
+	uint32_t mlock_future;		/* mlockall(MCL_FUTURE[|MCL_ONFAULT]) in force, or 0 */
 	struct page_run *runs;
 	size_t nr_runs;
 	/* a tree's process: its parent, dumped before it and still frozen (treedump.c),

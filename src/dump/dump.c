@@ -203,6 +203,8 @@ int dump_collect(struct dump_ctx *d, struct task_state *ts, const struct dump_op
 		ret = select_pages_start(d);	/* beside the remote calls: they move no page */
 	if (!ret)
 		ret = infect_parasite(&d->in);
+	if (!ret)
+		ret = collect_mlock_future(d);	/* from the area just mapped */
 	for (int i = 0; i < d->nr_threads && !ret; i++)
 		ret = collect_thread_sched(d, i);
 	if (!ret)

@@ -279,16 +279,17 @@ static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
 
 /*
  * A thread's own ids, groups and capabilities (a raw setresuid() changes
- * only the calling thread's): /proc/TID/status. The securebits
- * are the process's (the parasite reads them in its thread; /proc has none).
+ * only the calling thread's): /proc/TID/status. Its securebits, which /proc
+ * does not show, the thread read itself in the parasite (a prctl in one
+ * thread sets that thread's only).
  */
-static int thread_creds(const struct task_state *ts, const struct thread *t, struct creds *c)
+static int thread_creds(const struct thread *t, struct creds *c)
 {
 	*c = (struct creds){ 0 };
 	if (!task_proc_creds(t->tid, c))
 		return fail(-EOPNOTSUPP, "thread %d has more than %d supplementary groups",
 			    t->tid, CREDS_MAX_GROUPS);	/* refused at collect */
-	c->secbits = ts->creds.secbits;
+	c->secbits = t->secbits;
 	return 0;
 }
 
@@ -333,7 +334,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 		rseq.signature = t->rseq_sig;
 		thc.rseq_entry = &rseq;
 	}
-	ret = thread_creds(ts, t, &own);
+	ret = thread_creds(t, &own);
 	if (ret)
 		return ret;
 	fill_creds(&cr, &own, caps);
@@ -422,6 +423,8 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	mm.dumpable = ts->dumpable;
 	mm.has_thp_disabled = true;
 	mm.thp_disabled = ts->thp_disabled;
+	mm.has_mlock_future = d->mlock_future != 0;
+	mm.mlock_future = d->mlock_future;
 	for (int i = 0; i < d->nr_vmas; i++) {
 		vma_entry__init(&ve[i]);
 		fill_vma(&ve[i], &d->vmas[i]);

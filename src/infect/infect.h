@@ -116,6 +116,9 @@ int infect_parasite(struct infect_ctx *c);
 /* A scratch buffer of 2 KiB shared with the process: *local here, the
  * returned address there (for remote syscalls' in and out arguments). */
 uint64_t parasite_scratch(struct infect_ctx *c, void **local);
+/* The area's start in the process, 0 before infect_parasite: a mapping the
+ * process did not make, that the process's mm made as it makes its own. */
+uint64_t parasite_area(const struct infect_ctx *c);
 /* Start the blob (parasite_vmsplice does it if need be); from here on the
  * process's memory does not change until infect_cure. */
 int parasite_start(struct infect_ctx *c);

@@ -77,6 +77,12 @@ uint64_t parasite_scratch(struct infect_ctx *c, void **local)
 	return p->remote + args_off(p) + PARASITE_SCRATCH_OFF;
 }
 
+/* Where the area is in the process (0: not mapped). */
+uint64_t parasite_area(const struct infect_ctx *c)
+{
+	return c->parasite ? c->parasite->remote : 0;
+}
+
 static int rsys(struct infect_ctx *c, long nr, long *ret, long a1, long a2, long a3, long a4,
 		long a5, long a6)
 {
@@ -236,6 +242,25 @@ static uint64_t free_range(struct infect_ctx *c, size_t len)
 #endif
 
 /*
+ * mmap's EAGAIN: the process's mappings are locked as they are made
+ * (mlockall(MCL_FUTURE)) and the area does not fit under its RLIMIT_MEMLOCK
+ * (no CAP_IPC_LOCK). Nothing was mapped.
+ */
+static int refuse_locked_area(struct infect_ctx *c, const struct parasite *p)
+{
+	char path[64], *limits = NULL, *l, lim[32] = "?";
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", c->pid);	/* prlimit() needs
+									 * CAP_SYS_RESOURCE */
+	if (proc_read_file(path, &limits) >= 0 && (l = strstr(limits, "Max locked memory")))
+		sscanf(l + strlen("Max locked memory"), "%31s", lim);
+	free(limits);
+	return fail(-EOPNOTSUPP, "process %d locks its future mappings (mlockall MCL_FUTURE) and "
+		    "its RLIMIT_MEMLOCK (%s bytes) leaves no room for memdump's %zu KiB parasite "
+		    "area", c->pid, lim, p->len >> 10);
+}
+
+/*
  * The memfd mapped in the target where the supervisor is told before the
  * mmap runs: were the dumper killed at any moment of it, infect_reclaim()
  * finds the area, or nothing there.
@@ -254,12 +279,18 @@ static int map_remote(struct infect_ctx *c, struct parasite *p, long memfd, long
 	err = want ? infect_syscall(c, 0, SYS_mmap, addr, want, p->len,
 				    PROT_READ | PROT_WRITE | PROT_EXEC,
 				    MAP_SHARED | MAP_FIXED_NOREPLACE, memfd, 0) : 0;
-	if (!err && *addr < 0 && *addr > -4096) {	/* no room after all: where the kernel likes */
+	if (!err && *addr < 0 && *addr > -4096 && *addr != -EAGAIN) {	/* no room after all:
+									 * where the kernel likes */
 		if (want)
 			pr_debug("cannot map the parasite area at %#lx (%ld): anywhere", want, *addr);
-		err = rsys(c, SYS_mmap, addr, 0, p->len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_SHARED, memfd, 0);
+		err = infect_syscall(c, 0, SYS_mmap, addr, 0, p->len,
+				     PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED, memfd, 0);
 	}
+	if (!err && *addr == -EAGAIN)
+		err = refuse_locked_area(c, p);
+	else if (!err && *addr < 0 && *addr > -4096)
+		err = fail((int)*addr, "remote syscall %d in process %d failed: %s", SYS_mmap,
+			   c->pid, strerror((int)-*addr));
 	if (c->trace)
 		c->trace->area = err ? 0 : *addr;
 	return err;

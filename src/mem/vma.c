@@ -22,6 +22,7 @@
 #include "log.h"
 #include "proc.h"
 #include "mem/shmem.h"
+#include "infect/infect.h"
 #include "vma_status.h"
 #include "vdso_layout.h"
 
@@ -428,4 +429,83 @@ int collect_vmas(struct dump_ctx *d)
 		return fail(-ESRCH, "process %d has no memory (exited?)", d->pid);
 	pr_info("process %d: %d VMAs", d->pid, d->nr_vmas);
 	return check_vdso(d);
+}
+
+/* The VmFlags line of the VMA that starts at start, into buf ("" when none). */
+static int vmflags_at(pid_t pid, uint64_t start, char *buf, size_t len)
+{
+	char path[64], *line = NULL;
+	bool here = false;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return fail(-errno, "cannot read %s: %s", path, strerror(errno));
+	buf[0] = 0;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			here = lo == start;
+		else if (here && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(buf, len, "%s", line + 9);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Fast path: VmLck (the mm's locked_vm) no more than the locked VMAs
+ * collect_vmas saw, while frozen since: the area was not locked. Anything
+ * else (a VMA whose lock is not counted so, an unreadable status) reads the
+ * area's own VmFlags.
+ */
+static bool area_not_locked(const struct dump_ctx *d)
+{
+	uint64_t seen = 0;
+	char v[32];
+
+	if (proc_status_field(d->pid, "VmLck", v, sizeof(v)))
+		return false;
+	for (int i = 0; i < d->nr_vmas; i++)
+		if (d->vmas[i].locked)
+			seen += (d->vmas[i].end - d->vmas[i].start) >> 10;
+	return strtoull(v, NULL, 10) == seen;	/* "123 kB" */
+}
+
+/*
+ * mlockall(MCL_FUTURE) leaves no trace in /proc but in the mappings made
+ * after it: the mm's default flags lock each new one (lo), on fault with
+ * MCL_ONFAULT (lf). The parasite's area is such a mapping, made by the
+ * process itself while it was frozen.
+ */
+int collect_mlock_future(struct dump_ctx *d)
+{
+	struct vma area = { .start = parasite_area(&d->in) };
+	int ret;
+
+	d->mlock_future = 0;
+	if (!area.start)
+		return fail(-EINVAL, "process %d: no parasite area to read the mlockall state from",
+			    d->pid);
+	if (area_not_locked(d))
+		return 0;
+	ret = vmflags_at(d->pid, area.start, area.vmflags, sizeof(area.vmflags));
+	if (ret)
+		return ret;
+	if (!area.vmflags[0])
+		return fail(-ESRCH, "process %d: the parasite area %#lx is not in its smaps", d->pid,
+			    area.start);
+	area.vmflags[strcspn(area.vmflags, "\n")] = 0;
+	if (has_flag(&area, "lo"))
+		d->mlock_future = MCL_FUTURE | (has_flag(&area, "lf") ? MCL_ONFAULT : 0);
+	if (d->mlock_future)
+		pr_info("process %d: mlockall(MCL_FUTURE%s) in force", d->pid,
+			d->mlock_future & MCL_ONFAULT ? "|MCL_ONFAULT" : "");
+	return 0;
 }

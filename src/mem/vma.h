@@ -11,6 +11,8 @@
 
 /* vma.c */
 int collect_vmas(struct dump_ctx *d);
+/* Once the parasite is in: d->mlock_future, from the VmFlags of its area */
+int collect_mlock_future(struct dump_ctx *d);
 /* RST_MAP_*: how the blob maps v */
 int vma_how(const VmaEntry *v);
 /* vma_restore.c: the VMAs, their page runs and guards, the blob's fds, in the area */

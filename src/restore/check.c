@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -109,6 +110,25 @@ static int check_sigqueue(const SignalQueueEntry *q, unsigned tid)
 	return 0;
 }
 
+/*
+ * mlockall(MCL_FUTURE[|MCL_ONFAULT]), which the blob calls as memdump's
+ * child: it needs CAP_IPC_LOCK or room under RLIMIT_MEMLOCK here.
+ */
+static int check_mlock_future(const MmEntry *mm, unsigned int pid)
+{
+	struct rlimit rl;
+
+	if (!mm->has_mlock_future || !mm->mlock_future)
+		return 0;
+	if (mm->mlock_future != MCL_FUTURE && mm->mlock_future != (MCL_FUTURE | MCL_ONFAULT))
+		return fail(-EIO, "mm-%u.img: mlock_future %#x is not mlockall(MCL_FUTURE) flags",
+			    pid, mm->mlock_future);
+	if (rst_capable(CAP_IPC_LOCK) || (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur))
+		return 0;
+	return fail(-EPERM, "process %u locks its future mappings (mlockall MCL_FUTURE), which "
+		    "needs CAP_IPC_LOCK or a non-zero RLIMIT_MEMLOCK here", pid);
+}
+
 static int check_threads(struct rst *r)
 {
 	const PstreeEntry *pe = r->ds.pstree;
@@ -151,7 +171,7 @@ static int check_threads(struct rst *r)
 		return ret;
 	if (r->ds.mm->n_mm_saved_auxv > RST_MAX_AUXV)
 		return fail(-E2BIG, "mm-%u.img: auxv too long", pe->pid);
-	return 0;
+	return check_mlock_future(r->ds.mm, pe->pid);
 }
 
 /* The dumped vDSO is where the restore maps this kernel's: laid out the same. */

@@ -160,6 +160,7 @@ void fill_process(struct rst *r)
 	a->fill_mode = fill_mode();
 	a->thp_disabled = (mm->has_thp_disabled && mm->thp_disabled) ||
 			  (tc->has_thp_disabled && tc->thp_disabled);
+	a->mlock_future = mm->has_mlock_future ? mm->mlock_future : 0;	/* check.c checked it */
 	for (size_t i = 0; i < RST_NR_SIGS && i < tc->n_sigactions; i++) {
 		a->sigacts[i].handler = tc->sigactions[i]->sigaction;
 		a->sigacts[i].flags = tc->sigactions[i]->flags;

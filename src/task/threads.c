@@ -157,8 +157,8 @@ static int take_pdeathsig(struct thread *t, long ret, uint32_t sig)
 }
 
 /*
- * set_tid_address, sigaltstack, the parent-death signal and the timer
- * slack of thread i, as the thread itself read them in the parasite.
+ * set_tid_address, sigaltstack, securebits, the parent-death signal and the
+ * timer slack of thread i, as the thread itself read them in the parasite.
  */
 static int thread_inside_from(struct dump_ctx *d, int i, const struct parasite_thread_state *st)
 {
@@ -174,6 +174,10 @@ static int thread_inside_from(struct dump_ctx *d, int i, const struct parasite_t
 	if (st->tid_address_ret == 0)
 		t->tid_address = st->tid_address;
 	take_altstack(t, st->altstack_ret, &ss);
+	if (st->securebits < 0)
+		return fail((int)st->securebits, "thread %d: cannot read its securebits: %s", t->tid,
+			    strerror((int)-st->securebits));
+	t->secbits = (uint32_t)st->securebits;
 	err = take_pdeathsig(t, st->pdeathsig_ret, st->pdeathsig);
 	return err ?: thread_timer_slack(d, i, st->timerslack);
 }
