@@ -250,8 +250,9 @@ bool uffd_unsupported(pid_t pid, int fd, bool tracked, char *why, size_t len)
 {
 	struct uffd_state st;
 	const char *what;
-	int n = proc_count_fd_links(pid, "anon_inode:[userfaultfd]");
+	int n = tracked ? 1 : proc_count_fd_links(pid, "anon_inode:[userfaultfd]");
 
+	/* tracked: one of them is memdump's tracker's, and uffd_beyond refuses */
 	if (n > 1) {
 		snprintf(why, len, "one of %d userfaultfd fds, which memdump does not restore "
 			 "(one per process, not shared by fds)", n);
@@ -328,7 +329,7 @@ static int collect_zero(pid_t pid, struct uffd_state *st)
 	return ret;
 }
 
-int uffd_collect(pid_t pid, int fd, struct uffd_state **out)
+int uffd_collect(pid_t pid, int fd, bool tracked, struct uffd_state **out)
 {
 	struct uffd_state *st = calloc(1, sizeof(*st));
 	char why[512];
@@ -336,7 +337,7 @@ int uffd_collect(pid_t pid, int fd, struct uffd_state **out)
 
 	if (!st)
 		return -ENOMEM;
-	if (uffd_unsupported(pid, fd, false, why, sizeof(why))) {
+	if (uffd_unsupported(pid, fd, tracked, why, sizeof(why))) {
 		free(st);
 		return fail(-EOPNOTSUPP, "process %d: fd %d (anon_inode:[userfaultfd]) is %s, which "
 			    "memdump cannot dump yet (seen frozen)", pid, fd, why);

@@ -72,7 +72,7 @@ bool uffd_unsupported(pid_t pid, int fd, bool tracked, char *why, size_t len);
  * zero pages of its MISSING ranges, into *out (freed with uffd_state_free
  * and free); refused by name when it is beyond a restore now.
  */
-int uffd_collect(pid_t pid, int fd, struct uffd_state **out);
+int uffd_collect(pid_t pid, int fd, bool tracked, struct uffd_state **out);
 
 /*
  * The restore (uffd_restore.c): mm_entry.uffd checked against the VMAs and

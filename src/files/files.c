@@ -613,7 +613,7 @@ static int collect_uffd(struct dump_ctx *d, int fd)
 	if (d->uffd)
 		return fail(-EOPNOTSUPP, "process %d: fd %d is a second userfaultfd, which "
 			    "memdump does not restore (one per process)", d->pid, fd);
-	return uffd_collect(d->pid, fd, &d->uffd);
+	return uffd_collect(d->pid, fd, d->policy.tracked, &d->uffd);
 }
 
 static int collect_fd(struct dump_ctx *d, int fd)
