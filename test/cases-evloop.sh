@@ -142,6 +142,16 @@ case_evloop_uffd_refuse() {
 add evloop-uffd-refuse-pending case_evloop_uffd_refuse pending
 add evloop-uffd-refuse-pending-kill case_evloop_uffd_refuse pending kill
 
+# A MISSING range locked by mlock (not MLOCK_ONFAULT): no order of mlock and
+# register keeps its absent pages exact, so it is refused by name.
+case_evloop_uffd_refuse_locked() {
+	start_prog t-uffdserve locked
+	expect_refused_unharmed "fd 9 \(anon_inode:\[userfaultfd\]: a userfaultfd \(features 0x100, O_NONBLOCK, O_CLOEXEC, 1 MISSING ranges, 1 WP ranges, 2 pages write-protected; .*\) with a MISSING range locked by mlock \(not MLOCK_ONFAULT\)" \
+		"the locked MISSING range" kill
+	grep -qx "PASS locked 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
+}
+add evloop-uffd-refuse-locked-kill case_evloop_uffd_refuse_locked
+
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {
 	start_prog t-timerfd

@@ -4,7 +4,8 @@
  * served at READY, page 3 with UFFDIO_ZEROPAGE: the shared zero page) and is told of writes to an 8-page region registered WP,
  * pages 2 and 5 write-protected (it unprotects them).
  * Modes: `idle`: nothing in flight at READY; `pending`: a thread's fault on
- * page 10 is left unread until SIGUSR1 (fdinfo pending: 1).
+ * page 10 is left unread until SIGUSR1 (fdinfo pending: 1); `locked`: the
+ * MISSING region mlock()ed at start (its populate served by the handler).
  * On SIGUSR1: the fault in flight is served, the other pages fault in and
  * hold what the handler gave them, each page served once (after a restore
  * too: page 3 still maps the zero page, pages never served still fault), a write to page 2 of the WP region is
@@ -173,6 +174,8 @@ int main(int argc, char **argv)
 		t_fail("pthread_create");
 	for (int pg = 0; pg < 4; pg++)
 		(void)*(volatile char *)(mreg + pg * T_PAGE);
+	if (!strcmp(mode, "locked") && mlock(mreg, MPAGES * T_PAGE))
+		t_fail("mlock: %s", strerror(errno));
 	if (!strcmp(mode, "pending")) {
 		hold = 1;
 		while (!held)
