@@ -50,6 +50,8 @@ const char *proc_line_after(const char *text, const char *key);
 bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
 /* Is /proc/PID/fd/FD a link to exactly want? false if unreadable. */
 bool proc_fd_link_is(pid_t pid, int fd, const char *want);
+/* How many of pid's fds link to want ("anon_inode:[userfaultfd]"), or -errno. */
+int proc_count_fd_links(pid_t pid, const char *want);
 /*
  * memdump's own fd's path (/proc/self/fd/FD) into path; whether it ends in
  * " (deleted)" (kept in path), or -errno.

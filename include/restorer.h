@@ -60,6 +60,17 @@ struct rst_guard {
 	unsigned long start, end;
 };
 
+/*
+ * The process's own userfaultfd (evloop/uffd_restore.c): ranges to register
+ * (modes UFFDIO_REGISTER_MODE_MISSING 1, WP 2), then runs of pages to
+ * write-protect (modes 0), then runs of zero pages (modes 0) of MISSING ranges,
+ * in one array.
+ */
+struct rst_uffd_span {
+	unsigned long start, end;
+	unsigned int modes, pad;
+};
+
 /* A run of dumped pages: in pages-1.img, or in a parent set's pages image. */
 struct rst_run {
 	unsigned long vaddr, nr_pages;
@@ -339,6 +350,19 @@ struct rst_args {
 	 */
 	int lazy_sock;
 	unsigned int nr_lazy;		/* VMAs registered (by the blob) */
+
+	/*
+	 * The process's own userfaultfd (uffd_fd -1: none), made by the blob
+	 * once the memory is in place: userfaultfd(uffd_flags), UFFDIO_API with
+	 * uffd_features, dup3 to uffd_fd, the zero pages mapped again, the
+	 * ranges registered, the runs write-protected (struct rst_uffd_span at
+	 * uffd_off). uffd_nothp: a MISSING range, so THP stays off while the
+	 * memory is filled (a huge page would fill its never-populated pages).
+	 */
+	int uffd_fd;
+	unsigned int uffd_flags, uffd_nothp;
+	unsigned long uffd_features, uffd_off;
+	unsigned int nr_uffd_ranges, nr_uffd_wp, nr_uffd_zero;
 };
 
 #endif

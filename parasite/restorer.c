@@ -75,6 +75,7 @@
 
 #define MADV_HUGEPAGE		14
 #define MADV_NOHUGEPAGE		15
+#define MADV_POPULATE_READ	22
 #define MADV_POPULATE_WRITE	23
 #define MADV_COLLAPSE		25
 #define MADV_GUARD_INSTALL	102
@@ -316,7 +317,7 @@ static void prep_span(struct rst_vma *v, u64 a, u64 b)
 	u64 h0 = (a + RST_HUGE_SIZE - 1) & ~(RST_HUGE_SIZE - 1);
 	u64 h1 = b & ~(RST_HUGE_SIZE - 1);
 	int huge = v->how == RST_MAP_ANON && !(v->madv & (1UL << MADV_NOHUGEPAGE)) &&
-		   !(v->flags & VMA_MAP_HUGETLB) && !A->thp_disabled;
+		   !(v->flags & VMA_MAP_HUGETLB) && !A->thp_disabled && !A->uffd_nothp;
 	long ret;
 	u64 t0 = now_us();
 
@@ -1014,12 +1015,77 @@ static void lazy_register(void)
 	lazy_send(uffd);
 }
 
+/*
+ * The process's own userfaultfd, once the memory is in place: the zero pages
+ * of its MISSING ranges mapped again by a read populate (THP off: no huge zero
+ * page over their never-populated neighbours), then the fd made with its
+ * flags and features at its number (the blob's fds are above it), its ranges
+ * registered (pages never populated stay absent, and fault to the process's
+ * handler once its threads run), its protected pages write-protected.
+ */
+#define UFFDIO_WRITEPROTECT_IOC	0xc018aa06UL
+#define __nr_dup3		292
+
+static void uffd_call(long fd, unsigned long ioc, void *arg, const char *what, u64 addr)
+{
+	long ret = sys_call3(__nr_ioctl, fd, ioc, arg);
+
+	if (ret < 0)
+		rst_fail(ret, what, addr);
+}
+
+static void restore_uffd(void)
+{
+	struct rst_uffd_span *s = (struct rst_uffd_span *)area(A->uffd_off);
+	struct rst_uffd_span *wp = s + A->nr_uffd_ranges, *zero = wp + A->nr_uffd_wp;
+	struct { u64 api, features, ioctls; } api = { UFFD_API_V, A->uffd_features, 0 };
+	long fd, ret;
+
+	if (A->uffd_fd < 0)
+		return;
+	for (u32 i = 0; i < A->nr_uffd_zero; i++) {
+		ret = sys_call3(__nr_madvise, zero[i].start, zero[i].end - zero[i].start,
+				MADV_POPULATE_READ);
+		if (ret < 0)
+			rst_fail(ret, "cannot map the zero pages of a userfaultfd range at",
+				 zero[i].start);
+	}
+	if (A->uffd_nothp)
+		sys_call5(__nr_prctl, PR_SET_THP_DISABLE, A->thp_disabled ? 1 : 0, 0, 0, 0);
+	fd = sys_call1(__nr_userfaultfd, A->uffd_flags);
+	if (fd < 0)
+		rst_fail_n(fd, "cannot make the process's userfaultfd", A->uffd_fd);
+	uffd_call(fd, UFFDIO_API_IOC, &api, "UFFDIO_API of the process's userfaultfd failed, "
+		  "features", A->uffd_features);
+	if (fd != A->uffd_fd) {
+		ret = sys_call3(__nr_dup3, fd, A->uffd_fd, A->uffd_flags & 02000000);
+		if (ret < 0)
+			rst_fail_n(ret, "cannot move the process's userfaultfd to fd", A->uffd_fd);
+		sys_call1(__nr_close, fd);
+	}
+	for (u32 i = 0; i < A->nr_uffd_ranges; i++) {
+		struct { u64 start, len, mode, ioctls; } reg = { s[i].start, s[i].end - s[i].start,
+								 s[i].modes, 0 };
+
+		uffd_call(A->uffd_fd, UFFDIO_REGISTER_IOC, &reg,
+			  "cannot register a range with the process's userfaultfd at", s[i].start);
+	}
+	for (u32 i = 0; i < A->nr_uffd_wp; i++) {
+		struct { u64 start, len, mode; } w = { wp[i].start, wp[i].end - wp[i].start, 1 };
+
+		uffd_call(A->uffd_fd, UFFDIO_WRITEPROTECT_IOC, &w,
+			  "cannot write-protect pages of the process's userfaultfd at", wp[i].start);
+	}
+}
+
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
 	long ret;
 
 	h64_init(&A->pages_whole);
+	if (A->uffd_nothp)	/* until restore_uffd: see there */
+		sys_call5(__nr_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	for (u32 i = 0; i < A->nr_vmas; i++) {
 		struct rst_vma *v = &vmas[i];
 		u64 len = v->end - v->start;
@@ -1088,6 +1154,7 @@ static void restore_memory(void)
 		}
 	}
 	lazy_register();	/* after the madvise and mlock calls: they do not touch lazy VMAs */
+	restore_uffd();		/* likewise: a MISSING range locked is refused */
 }
 
 #define F_ADD_SEALS	1033

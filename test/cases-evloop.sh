@@ -108,13 +108,30 @@ add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
 # A userfaultfd of the process's own (t-uffdserve: a handler thread serving MISSING
-# faults, a WP range with 2 pages protected) is refused for now, naming its
-# features, flags, ranges and protected pages, and a fault in flight (pending:
-# unread by the handler); the program, unharmed, serves its faults after.
+# faults, page 3 with the zero page, a WP range with 2 pages protected; issue 24)
+# is dumped and made again by the restorer blob: after the restore the handler
+# serves the pages never served (each page once: the zero page is still there),
+# the write to protected page 2 is reported, the one to page 3 is not.
+case_evloop_uffd() {
+	start_prog t-uffdserve idle
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	md lazy restore -D "$T/d" -d --lazy-pages
+	expect_md_error
+	grep -qF "has a userfaultfd of its own (fd 9), which restore --lazy-pages does not restore" "$MD_ERR" ||
+		fail "restore --lazy-pages does not refuse the userfaultfd by name"
+	alive "$PID" && fail "the refused lazy restore left pid $PID"
+	restore_and_pass "$T/d" 1
+	grep -qx "PASS idle 16 served, 1 WP report" "$OUT" || fail "t-uffdserve: $(grep -m1 PASS "$OUT")"
+}
+add evloop-uffd case_evloop_uffd
+
+# With a fault in flight (pending: unread by the handler) it is refused, naming
+# its features, flags, ranges and protected pages; the program, unharmed,
+# serves its faults after.
 uffd_refusal() {
-	local pend=''
-	[[ $1 == pending ]] && pend=', 1 faults pending, not read by its handler'
-	echo "fd 9 \(anon_inode:\[userfaultfd\]: a userfaultfd \(features 0x100, O_NONBLOCK, O_CLOEXEC$pend, 1 MISSING ranges, 1 WP ranges, 2 pages write-protected; the ranges are the process's, of every userfaultfd it has\), which memdump does not restore yet\)"
+	echo "fd 9 \(anon_inode:\[userfaultfd\]: a userfaultfd \(features 0x100, O_NONBLOCK, O_CLOEXEC, 1 faults pending, not read by its handler, 1 MISSING ranges, 1 WP ranges, 2 pages write-protected; the ranges are the process's, of every userfaultfd it has\) with faults in flight \(fdinfo pending/total\), which a restore cannot give back\)"
 }
 case_evloop_uffd_refuse() {
 	local mode=$1 want; want=$(uffd_refusal "$1")
@@ -122,9 +139,18 @@ case_evloop_uffd_refuse() {
 	expect_refused_unharmed "$want" "the userfaultfd's state" "${2-}"
 	grep -qx "PASS $mode 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
 }
-add evloop-uffd-refuse-idle case_evloop_uffd_refuse idle
 add evloop-uffd-refuse-pending case_evloop_uffd_refuse pending
 add evloop-uffd-refuse-pending-kill case_evloop_uffd_refuse pending kill
+
+# A MISSING range locked by mlock (not MLOCK_ONFAULT): no order of mlock and
+# register keeps its absent pages exact, so it is refused by name.
+case_evloop_uffd_refuse_locked() {
+	start_prog t-uffdserve locked
+	expect_refused_unharmed "fd 9 \(anon_inode:\[userfaultfd\]: a userfaultfd \(features 0x100, O_NONBLOCK, O_CLOEXEC, 1 MISSING ranges, 1 WP ranges, 2 pages write-protected; .*\) with a MISSING range locked by mlock \(not MLOCK_ONFAULT\)" \
+		"the locked MISSING range" kill
+	grep -qx "PASS locked 16 served, 1 WP report" "$OUT" || fail "t-uffdserve did not serve its faults"
+}
+add evloop-uffd-refuse-locked-kill case_evloop_uffd_refuse_locked
 
 # t-timerfd's absolute timer (READY + 2 s) expires while the process is dumped.
 case_evloop_timerfd() {

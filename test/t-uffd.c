@@ -1,9 +1,8 @@
 /* t-uffd: a process with a userfaultfd of its own: API handshake done with
  * UFFD_FEATURE_MISSING_SHMEM asked, a 4-page anonymous range registered for
- * missing faults, no fault pending. memdump does not recreate such a uffd
- * (issue 24): the dump must refuse it by name, and the process go on
- * unharmed: on SIGUSR1 it checks its uffd still has the range registered
- * (VmFlags um) and its data. READY <pid> <uffd> <range> */
+ * missing faults, no fault pending, no handler (issue 24): dumped and made
+ * again by the restorer blob; on SIGUSR1 it checks its uffd still has the
+ * range registered (VmFlags um) and its data. READY <pid> <uffd> <range> */
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>

@@ -1,12 +1,14 @@
 /* t-uffdserve - a process that serves its own page faults with a userfaultfd (fd 9,
  * O_CLOEXEC|O_NONBLOCK, UFFD_FEATURE_THREAD_ID). A handler thread fills the
  * missing pages of a 16-page region registered MISSING (4 of them already
- * served at READY) and is told of writes to an 8-page region registered WP,
+ * served at READY, page 3 with UFFDIO_ZEROPAGE: the shared zero page) and is told of writes to an 8-page region registered WP,
  * pages 2 and 5 write-protected (it unprotects them).
  * Modes: `idle`: nothing in flight at READY; `pending`: a thread's fault on
- * page 10 is left unread until SIGUSR1 (fdinfo pending: 1).
+ * page 10 is left unread until SIGUSR1 (fdinfo pending: 1); `locked`: the
+ * MISSING region mlock()ed at start (its populate served by the handler).
  * On SIGUSR1: the fault in flight is served, the other pages fault in and
- * hold what the handler gave them, a write to page 2 of the WP region is
+ * hold what the handler gave them, each page served once (after a restore
+ * too: page 3 still maps the zero page, pages never served still fault), a write to page 2 of the WP region is
  * reported to the handler (once), one to page 3 is not.
  */
 #include "tlib.h"
@@ -20,6 +22,7 @@
 #define UFD 9
 #define MPAGES 16
 #define WPAGES 8
+#define ZPAGE 3		/* served with UFFDIO_ZEROPAGE */
 
 static char *mreg, *wreg;
 static volatile int hold, held, served, wp_faults;
@@ -30,7 +33,14 @@ static void serve_missing(int ufd, uintptr_t addr)
 	static char page[T_PAGE] __attribute__((aligned(4096)));
 	uintptr_t a = addr & ~(T_PAGE - 1);
 	struct uffdio_copy c = { a, (uintptr_t)page, T_PAGE, 0, 0 };
+	struct uffdio_zeropage z = { { a, T_PAGE }, 0, 0 };
 
+	if (a == (uintptr_t)mreg + ZPAGE * T_PAGE) {
+		if (ioctl(ufd, UFFDIO_ZEROPAGE, &z))
+			t_fail("UFFDIO_ZEROPAGE at %#lx: %s", (unsigned long)a, strerror(errno));
+		served++;
+		return;
+	}
 	for (size_t i = 0; i < T_PAGE / 8; i++)	/* what t_verify(a, T_PAGE, 1) expects */
 		((uint64_t *)page)[i] = t_word(1, a + i * 8);
 	if (ioctl(ufd, UFFDIO_COPY, &c))
@@ -127,6 +137,13 @@ static void check_missing(void)
 	for (int pg = 0; pg < MPAGES; pg++) {
 		uintptr_t a = (uintptr_t)mreg + pg * T_PAGE;
 
+		if (pg == ZPAGE) {
+			for (size_t i = 0; i < T_PAGE; i++)
+				if (((volatile char *)a)[i])
+					t_fail("the zero page %d holds %#x at %zu", pg,
+					       ((volatile char *)a)[i] & 0xff, i);
+			continue;
+		}
 		if (t_verify((void *)a, T_PAGE, 1))
 			t_fail("MISSING page %d does not hold what the handler gave it", pg);
 	}
@@ -157,6 +174,8 @@ int main(int argc, char **argv)
 		t_fail("pthread_create");
 	for (int pg = 0; pg < 4; pg++)
 		(void)*(volatile char *)(mreg + pg * T_PAGE);
+	if (!strcmp(mode, "locked") && mlock(mreg, MPAGES * T_PAGE))
+		t_fail("mlock: %s", strerror(errno));
 	if (!strcmp(mode, "pending")) {
 		hold = 1;
 		while (!held)

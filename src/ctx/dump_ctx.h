@@ -30,6 +30,8 @@
 #define AFFINITY_WORDS	16	/* 1024 CPUs */
 
 /* How a thread is scheduled: policy (with SCHED_RESET_ON_FORK), priority, nice, CPUs, slack. */
+struct uffd_state;
+
 struct thread_sched {
 	uint32_t policy, prio;
 	int32_t nice;
@@ -339,6 +341,7 @@ struct dump_ctx {
 	uint64_t nr_pages;
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;
+	struct uffd_state *uffd;	/* its own userfaultfd (evloop/uffd.h), or NULL */
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;

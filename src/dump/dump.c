@@ -30,9 +30,11 @@
 #include "mem/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
+#include "evloop/uffd.h"
 #include "ns/ns.h"
 #include "ns/pidns.h"
 #include "dump/refuse.h"
+#include "evloop/uffd.h"
 #include "files/files.h"
 #include "image/crypt.h"
 #include "image/image.h"
@@ -338,6 +340,9 @@ void dump_ctx_free(struct dump_ctx *d)
 	parent_free(d);
 	track_close(&d->track);
 	free(d->guards);
+	if (d->uffd)
+		uffd_state_free(d->uffd);
+	free(d->uffd);
 	free(d->zombies);
 	files_free(&d->files);
 	sk_set_free(&d->sockets);

@@ -16,6 +16,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/images.h"
+#include "evloop/uffd.h"
 #include "fault.h"
 #include "ns/cgroups.h"
 #include "ns/ns.h"
@@ -398,6 +399,7 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	VmaEntry **vp = calloc(d->nr_vmas, sizeof(*vp));
 	const struct proc_stat *s = &ts->stat;
 	GuardRegionEntry *ge = NULL;
+	UffdEntry ue;
 	int ret;
 
 	if (!ve || !vp) {
@@ -433,8 +435,12 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	mm.n_vmas = d->nr_vmas;
 	mm.vmas = vp;
 	ret = fill_guards(&mm, d, &ge);
+	if (!ret && d->uffd && !(ret = uffd_fill_entry(d->uffd, &ue)))
+		mm.uffd = &ue;
 	if (!ret)
 		ret = write_one(&d->dir, IMG_MM, d->pid, &mm.base);
+	if (mm.uffd)
+		uffd_entry_release(&ue);
 	free(ve);
 	free(vp);
 	free(ge);

@@ -5,8 +5,11 @@
  * VmFlags of the VMAs registered with it (um MISSING, uw WP, ui MINOR: the
  * process's, as smaps does not say which userfaultfd a VMA is registered
  * with) and, in a WP range, the pagemap's bit 57 of each page protected.
- * The refusal names all of it, so that a user sees what the process does
- * with it; the restore is not written yet.
+ * The common case (one userfaultfd, nothing in flight, MISSING and WP
+ * ranges, no event features) is dumped as mm_entry.uffd, with the zero pages
+ * of its MISSING ranges (PAGE_IS_PFNZERO, which the page scan leaves out),
+ * and made again by the restorer blob (uffd_restore.c); the rest is refused
+ * with all of it named, so that a user sees what the process does with it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include "kernel_uapi.h"
 
 #include "evloop/uffd.h"
+#include "log.h"
 #include "proc.h"
 #include "mm.pb-c.h"
 
@@ -96,6 +102,8 @@ static int add_vma(struct uffd_state *st, bool tracked, int pagemap, const char 
 			m |= 1u << i;
 	if (!m)
 		return 0;
+	if (strstr(vmflags, " lo") && !strstr(vmflags, " lf"))
+		m |= UFFD_MODE_LOCKED;
 	if (!(r = realloc(st->ranges, (st->nr_ranges + 1) * sizeof(*r))))
 		return -ENOMEM;
 	st->ranges = r;
@@ -149,8 +157,9 @@ void uffd_state_free(struct uffd_state *st)
 {
 	free(st->ranges);
 	free(st->wp);
-	st->ranges = st->wp = NULL;
-	st->nr_ranges = st->nr_wp = 0;
+	free(st->zero);
+	st->ranges = st->wp = st->zero = NULL;
+	st->nr_ranges = st->nr_wp = st->nr_zero = 0;
 }
 
 /* What the refusal counts, from the state read. */
@@ -179,9 +188,19 @@ const char *uffd_beyond(const struct uffd_state *st, bool tracked)
 	if (st->features & UFFD_NONCOOP_FEATURES)
 		return "non-cooperative event features (fork, remap, remove, unmap), whose "
 		       "queued events fdinfo does not show";
-	for (size_t i = 0; i < st->nr_ranges; i++)
-		if (st->ranges[i].modes & UFFD_MODE_MINOR)
+	for (size_t i = 0; i < st->nr_ranges; i++) {
+		unsigned m = st->ranges[i].modes;
+
+		if (m & UFFD_MODE_MINOR)
 			return "a range registered MINOR, which memdump does not restore";
+		if ((m & UFFD_MODE_MISSING) && (m & UFFD_MODE_LOCKED))
+			return "a MISSING range locked by mlock (not MLOCK_ONFAULT), whose populate "
+			       "would fill its missing pages before the register, or fault to a "
+			       "handler not running yet after it";
+	}
+	if (!st->nr_ranges)
+		return "no range of this process registered with it (none yet, or the "
+		       "userfaultfd of another process), which memdump does not restore";
 	if (tracked)
 		return "a userfaultfd while memdump's tracker holds the process, whose WP "
 		       "ranges smaps does not tell from the tracker's";
@@ -214,22 +233,128 @@ static void describe(const struct uffd_info *in, char *held, size_t len)
 	add(held, len, in->protected, "%lu pages write-protected", in->protected);
 }
 
-void uffd_refusal(pid_t pid, int fd, bool tracked, char *why, size_t len)
+static void refusal(const struct uffd_state *st, bool tracked, const char *what, char *why,
+		    size_t len)
 {
-	struct uffd_state st;
 	struct uffd_info in = { 0 };
 	char held[320] = "";
 
-	if (uffd_read(pid, fd, tracked, &st) < 0) {
-		snprintf(why, len, "a userfaultfd, which memdump does not restore yet");
-		return;
-	}
-	summarise(&st, &in);
-	uffd_state_free(&st);
+	summarise(st, &in);
 	describe(&in, held, sizeof(held));
-	snprintf(why, len, "a userfaultfd (features %#lx%s; %s), which memdump does not restore yet",
-		 in.features, held, tracked ? "the ranges are the process's but WP ones, memdump's "
-		 "tracker's too" : "the ranges are the process's, of every userfaultfd it has");
+	snprintf(why, len, "a userfaultfd (features %#lx%s; %s) with %s", in.features, held,
+		 tracked ? "the ranges are the process's but WP ones, memdump's tracker's too" :
+		 "the ranges are the process's, of every userfaultfd it has", what);
+}
+
+bool uffd_unsupported(pid_t pid, int fd, bool tracked, char *why, size_t len)
+{
+	struct uffd_state st;
+	const char *what;
+	int n = tracked ? 1 : proc_count_fd_links(pid, "anon_inode:[userfaultfd]");
+
+	/* tracked: one of them is memdump's tracker's, and uffd_beyond refuses */
+	if (n > 1) {
+		snprintf(why, len, "one of %d userfaultfd fds, which memdump does not restore "
+			 "(one per process, not shared by fds)", n);
+		return true;
+	}
+	if (n < 0 || uffd_read(pid, fd, tracked, &st) < 0) {
+		snprintf(why, len, "a userfaultfd whose state memdump cannot read");
+		return true;
+	}
+	what = uffd_beyond(&st, tracked);
+	if (what)
+		refusal(&st, tracked, what, why, len);
+	uffd_state_free(&st);
+	return what != NULL;
+}
+
+/* Page-aligned [a, b) appended to *s (a run of n), the last run grown when it ends at a. */
+static int add_run(struct uffd_span **s, size_t *n, unsigned long a, unsigned long b)
+{
+	struct uffd_span *r;
+
+	if (*n && (*s)[*n - 1].end == a) {
+		(*s)[*n - 1].end = b;
+		return 0;
+	}
+	if (!(r = realloc(*s, (*n + 1) * sizeof(*r))))
+		return -ENOMEM;
+	*s = r;
+	(*s)[(*n)++] = (struct uffd_span){ a, b, 0 };
+	return 0;
+}
+
+/*
+ * The pages of [start, end) that map the shared zero page (served with
+ * UFFDIO_ZEROPAGE, or read before the register): absent from the pages the
+ * dump writes, made again by the blob with a read populate before it registers.
+ */
+static int zero_pages(struct uffd_state *st, int pm, unsigned long start, unsigned long end)
+{
+	struct page_region vec[64];
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg), .start = start, .end = end,
+		.vec = (uintptr_t)vec, .vec_len = 64,
+		.category_mask = PAGE_IS_PFNZERO, .return_mask = PAGE_IS_PFNZERO,
+	};
+
+	while (arg.start < end) {
+		long n = ioctl(pm, PAGEMAP_SCAN, &arg);
+
+		if (n < 0)
+			return -errno;
+		for (long i = 0; i < n; i++)
+			if (add_run(&st->zero, &st->nr_zero, vec[i].start, vec[i].end))
+				return -ENOMEM;
+		if (n < 64 && arg.walk_end >= end)
+			break;
+		arg.start = n > 0 && vec[n - 1].end > arg.walk_end ? vec[n - 1].end : arg.walk_end;
+	}
+	return 0;
+}
+
+static int collect_zero(pid_t pid, struct uffd_state *st)
+{
+	char path[64];
+	int pm, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	if ((pm = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	for (size_t i = 0; !ret && i < st->nr_ranges; i++)
+		if (st->ranges[i].modes & UFFD_MODE_MISSING)
+			ret = zero_pages(st, pm, st->ranges[i].start, st->ranges[i].end);
+	close(pm);
+	return ret;
+}
+
+int uffd_collect(pid_t pid, int fd, bool tracked, struct uffd_state **out)
+{
+	struct uffd_state *st = calloc(1, sizeof(*st));
+	char why[512];
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	if (uffd_unsupported(pid, fd, tracked, why, sizeof(why))) {
+		free(st);
+		return fail(-EOPNOTSUPP, "process %d: fd %d (anon_inode:[userfaultfd]) is %s, which "
+			    "memdump cannot dump yet (seen frozen)", pid, fd, why);
+	}
+	ret = uffd_read(pid, fd, false, st);
+	if (!ret && (ret = collect_zero(pid, st)) < 0)
+		fail(ret, "process %d: cannot scan the zero pages of its userfaultfd's ranges: %s",
+		     pid, strerror(-ret));
+	else if (ret < 0)
+		fail(ret, "process %d: cannot read its userfaultfd %d: %s", pid, fd, strerror(-ret));
+	if (ret < 0) {
+		uffd_state_free(st);
+		free(st);
+		return ret;
+	}
+	*out = st;
+	return 0;
 }
 
 /* The registered ranges into e, one array of entries behind e->ranges. */
@@ -249,23 +374,23 @@ static int fill_spans(const struct uffd_span *s, size_t n, UffdEntry *e)
 		uffd_range_entry__init(&r[i]);
 		r[i].start = s[i].start;
 		r[i].end = s[i].end;
-		r[i].modes = s[i].modes;
+		r[i].modes = s[i].modes & (UFFD_MODE_MISSING | UFFD_MODE_WP);
 		e->ranges[i] = &r[i];
 	}
 	e->n_ranges = n;
 	return 0;
 }
 
-/* The protected runs into e, the same way. */
-static int fill_wp(const struct uffd_span *s, size_t n, UffdEntry *e)
+/* Runs of pages into *to (n_to of them), the same way. */
+static int fill_runs(const struct uffd_span *s, size_t n, UffdWpEntry ***to, size_t *n_to)
 {
 	UffdWpEntry *w;
 
 	if (!n)
 		return 0;
 	w = calloc(n, sizeof(*w));
-	e->protected_ = calloc(n + 1, sizeof(*e->protected_));
-	if (!w || !e->protected_) {
+	*to = calloc(n + 1, sizeof(**to));
+	if (!w || !*to) {
 		free(w);
 		return -ENOMEM;
 	}
@@ -273,10 +398,21 @@ static int fill_wp(const struct uffd_span *s, size_t n, UffdEntry *e)
 		uffd_wp_entry__init(&w[i]);
 		w[i].start = s[i].start;
 		w[i].end = s[i].end;
-		e->protected_[i] = &w[i];
+		(*to)[i] = &w[i];
 	}
-	e->n_protected_ = n;
+	*n_to = n;
 	return 0;
+}
+
+/* The protected runs, and the zero pages of the MISSING ranges. */
+static int fill_wp(const struct uffd_span *s, size_t n, UffdEntry *e)
+{
+	return fill_runs(s, n, &e->protected_, &e->n_protected_);
+}
+
+static int fill_zero(const struct uffd_span *s, size_t n, UffdEntry *e)
+{
+	return fill_runs(s, n, &e->zero, &e->n_zero);
 }
 
 int uffd_fill_entry(const struct uffd_state *st, UffdEntry *e)
@@ -285,7 +421,8 @@ int uffd_fill_entry(const struct uffd_state *st, UffdEntry *e)
 	e->fd = (uint32_t)st->fd;
 	e->flags = (uint32_t)st->flags & (O_CLOEXEC | O_NONBLOCK);
 	e->features = st->features;
-	if (fill_spans(st->ranges, st->nr_ranges, e) || fill_wp(st->wp, st->nr_wp, e)) {
+	if (fill_spans(st->ranges, st->nr_ranges, e) || fill_wp(st->wp, st->nr_wp, e) ||
+	    fill_zero(st->zero, st->nr_zero, e)) {
 		uffd_entry_release(e);
 		return -ENOMEM;
 	}
@@ -298,9 +435,12 @@ void uffd_entry_release(UffdEntry *e)
 		free(e->ranges[0]);	/* the array fill_spans made */
 	if (e->protected_)
 		free(e->protected_[0]);
+	if (e->zero)
+		free(e->zero[0]);
 	free(e->ranges);
 	free(e->protected_);
+	free(e->zero);
 	e->ranges = NULL;
-	e->protected_ = NULL;
-	e->n_ranges = e->n_protected_ = 0;
+	e->protected_ = e->zero = NULL;
+	e->n_ranges = e->n_protected_ = e->n_zero = 0;
 }

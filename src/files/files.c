@@ -412,8 +412,8 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 		iouring_refusal(pid, fd, why, len);	/* with what it holds (evloop/iouring.c) */
 		return true;
 	} else if (!strcmp(link, "anon_inode:[userfaultfd]")) {
-		uffd_refusal(pid, fd, p->tracked, why, len);	/* with what it holds (evloop/uffd.c) */
-		return true;
+		/* made again by the restorer blob, or refused with what it holds (evloop/uffd.c) */
+		return uffd_unsupported(pid, fd, p->tracked, why, len);
 	} else if (!strncmp(link, "anon_inode:", 11))
 		w = anon_unsupported(link);
 	else if (link[0] != '/' && !S_ISFIFO(st->st_mode))
@@ -604,6 +604,18 @@ static int collect_owner(struct dump_ctx *d, int fd, const struct stat *st, cons
 	return owner_as_seen(d->pid, &f->fown);
 }
 
+/*
+ * The process's own userfaultfd: in mm_entry.uffd, not in the fd tables (the
+ * restorer blob makes it at its number in the restored mm: evloop/uffd.c).
+ */
+static int collect_uffd(struct dump_ctx *d, int fd)
+{
+	if (d->uffd)
+		return fail(-EOPNOTSUPP, "process %d: fd %d is a second userfaultfd, which "
+			    "memdump does not restore (one per process)", d->pid, fd);
+	return uffd_collect(d->pid, fd, d->policy.tracked, &d->uffd);
+}
+
 static int collect_fd(struct dump_ctx *d, int fd)
 {
 	struct file_set *fs = &d->files;
@@ -621,6 +633,8 @@ static int collect_fd(struct dump_ctx *d, int fd)
 		return errno == ENOENT ? 0 : fail(-errno, "cannot inspect fd %d of process %d: %s",
 						  fd, d->pid, strerror(errno));
 	link[n] = 0;
+	if (!strcmp(link, "anon_inode:[userfaultfd]"))
+		return collect_uffd(d, fd);
 	id = same_description(d, fd);
 	if (!id) {
 		id = describe_fd(d, fd, link, &st, flags, pos);

@@ -314,6 +314,32 @@ bool proc_fd_link_is(pid_t pid, int fd, const char *want)
 	return !strcmp(link, want);
 }
 
+int proc_count_fd_links(pid_t pid, const char *want)
+{
+	char path[64], fdp[320], link[128];
+	struct dirent *de;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	if (!(dir = opendir(path)))
+		return -errno;
+	while ((de = readdir(dir))) {
+		ssize_t k;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, de->d_name);
+		k = readlink(fdp, link, sizeof(link) - 1);
+		if (k > 0) {
+			link[k] = 0;
+			n += !strcmp(link, want);
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
 int self_fd_link(int fd, char *path, size_t len)
 {
 	static const char del[] = " (deleted)";

@@ -126,6 +126,18 @@ static const char *iouring_region(uint64_t pgoff)
 }
 
 /*
+ * A MISSING or WP registration (VmFlags um, uw) of the process's one
+ * userfaultfd: dumped with the fd (mm_entry.uffd), which the fd's check
+ * refuses when it is beyond a restore (evloop/uffd.c); not with memdump's
+ * tracker in the process (its uw is the tracker's, and the fd is refused).
+ */
+static bool own_uffd(pid_t pid, const struct vma *v, bool tracked)
+{
+	return !tracked && !v->snap_armed && (has_flag(v, "um") || has_flag(v, "uw")) &&
+	       !has_flag(v, "ui") && proc_count_fd_links(pid, "anon_inode:[userfaultfd]") == 1;
+}
+
+/*
  * tracked: memdump's tracker is in the process; track_register() decides on
  * uw. Else uw may be the registration of a snapshot armed before the freeze.
  */
@@ -133,6 +145,7 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 {
 	pid_t pid = d->pid;
 	char what[64];
+	bool own;
 
 	if (!strncmp(v->name, "socket:[", 8))	/* before its VmFlags (mm): say what it is */
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
@@ -145,13 +158,16 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 			      "memdump does not restore yet");
 	v->snap_armed = !tracked && has_flag(v, "uw") && snapshot_owns(d, v);
 	v->uffd_wp = (tracked || v->snap_armed) && has_flag(v, "uw");
+	own = own_uffd(pid, v, tracked);
 	for (size_t i = 0; i < ARRAY_SIZE(refused_flags); i++)
 		if (has_flag(v, refused_flags[i].flag) &&
-		    !(v->uffd_wp && !strcmp(refused_flags[i].flag, "uw")))
+		    !(v->uffd_wp && !strcmp(refused_flags[i].flag, "uw")) &&
+		    !(own && (!strcmp(refused_flags[i].flag, "uw") ||
+			      !strcmp(refused_flags[i].flag, "um"))))
 			return refuse(pid, v, refused_flags[i].what);
 	for (const char *p = v->vmflags; *p; p++) {
 		if (*p == ' ' || flag_in(p, restored_flags, ARRAY_SIZE(restored_flags)) ||
-		    (v->uffd_wp && !strncmp(p, "uw", 2))) {
+		    ((v->uffd_wp || own) && !strncmp(p, "uw", 2)) || (own && !strncmp(p, "um", 2))) {
 			p += *p != ' ';
 			continue;
 		}

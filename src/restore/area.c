@@ -18,6 +18,7 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "files/locks.h"
+#include "evloop/uffd.h"
 #include "image/compress.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
@@ -26,7 +27,7 @@
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {
-	size_t blob, vmas, runs, guards, threads, auxv, close, seals, xsave, sigs, filters, zblocks,
+	size_t blob, vmas, runs, guards, uffd, threads, auxv, close, seals, xsave, sigs, filters, zblocks,
 	       zbuf, stacks, size;
 };
 
@@ -132,6 +133,8 @@ static void plan_layout(struct rst *r, struct layout *l)
 	off += ALIGN_UP(ds->nr_runs * sizeof(struct rst_run), 64);
 	l->guards = off;
 	off += ALIGN_UP(ds->mm->n_guards * sizeof(struct rst_guard), 64);
+	l->uffd = off;
+	off += ALIGN_UP(uffd_area_size(r), 64);
 	l->threads = off;
 	off += ALIGN_UP(nt * sizeof(struct rst_thread), 64);
 	l->auxv = off;
@@ -221,6 +224,7 @@ int build_area(struct rst *r)
 	if (ret)
 		return ret;
 	r->a->nr_seals = shm_blob_seals(r, (struct rst_seal *)(r->area + l.seals));
+	uffd_area_fill(r, l.uffd);
 	fill_process(r);
 	fill_threads(r, l.xsave, l.stacks);
 	r->a->fill_stack_top = l.size;

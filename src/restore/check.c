@@ -27,6 +27,7 @@
 #include "vdso_layout.h"
 #include "files/ghost.h"
 #include "files/locks.h"
+#include "evloop/uffd.h"
 #include "mem/hugetlb.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
@@ -443,6 +444,8 @@ int check_images(struct rst *r)
 		ret = locks_check(r);
 	if (!ret)
 		ret = check_memory(r);
+	if (!ret)
+		ret = uffd_check(r);	/* after the fds: its own is kept free */
 	if (!ret)
 		ret = shm_check(r);
 	if (!ret)
