@@ -459,3 +459,85 @@ print("PASS" if fan >= 0 and os.pread(s, 8, 0) else "FAIL", flush=True)'
 	get_result "$OUT"
 }
 add err-root-own-proc-fanotify case_root_own_proc_fanotify
+
+# root_own_pidns_start MODE: as root_own_start, with a PID namespace of its own
+# whose proc its init (python, PID 1) mounts; it opens /proc/sys/fs/nr_open,
+# reads 3 bytes; MODE shared: a child (fork) holds the description too
+root_own_pidns_start() {
+	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
+	local l u
+	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
+	: > "$T/nr/data/in"
+	cat > "$T/pivot" <<'SH'
+#!/bin/sh
+set -e
+mount --bind "$1/nr" "$1/nr"
+mount --rbind /usr "$1/nr/usr"
+cd "$1/nr"
+mkdir -p old
+pivot_root . old
+cd /
+mount -t proc proc /proc
+umount -l /old
+shift
+exec "$@" < /data/in > /data/out 2>&1
+SH
+	chmod +x "$T/pivot"
+	OUT=$T/nr/data/out
+	unshare --pid --fork --kill-child unshare --mount --propagation private "$T/pivot" "$T" \
+		/usr/bin/python3 -c '
+import os, signal, sys
+os.closerange(3, 256)
+s = os.open("/proc/sys/fs/nr_open", os.O_RDONLY)
+want = os.pread(s, 64, 0)
+os.read(s, 3)
+if sys.argv[1] == "shared" and os.fork() == 0:
+    signal.pause()
+    os._exit(0)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), s, flush=True)
+while not got:
+    signal.pause()
+mnt = [l.split()[1] for l in open("/proc/self/fdinfo/%d" % s) if l.startswith("mnt_id:")]
+procs = [l.split()[0] for l in open("/proc/self/mountinfo") if l.split()[4] == "/proc"]
+ok = (os.readlink("/proc/self/fd/%d" % s) == "/proc/sys/fs/nr_open" and
+      os.lseek(s, 0, os.SEEK_CUR) == 3 and os.pread(s, 64, 0) == want and mnt == procs[-1:])
+print("PASS" if ok else "FAIL %r %r %d" % (mnt, procs, os.lseek(s, 0, os.SEEK_CUR)), flush=True)' \
+		"$1" 2> "$T/rootown.err" &
+	u=$!
+	track "$u"
+	wait_line "$OUT" '^READY ' 10 ||
+		{ show_file out "$OUT"; show_file err "$T/rootown.err"; fail "the target did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(cat /proc/"$u"/task/*/children | tr ' ' '\n' | grep -m1 .)
+	track "$PID"
+}
+
+# A /proc file that is no process's (zdtm fd01 in the ns flavour) held by a
+# process with a root and a PID namespace of its own: its init mounts that
+# /proc once forked, so the restored process opens the file itself then, at its
+# offset, on its own /proc mount
+case_root_own_proc_sys() {
+	root_own_pidns_start alone
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-proc-sys case_root_own_proc_sys
+
+# The same file held by two processes (a child forked after the open): one
+# description, which each restored process opening it would split: refused
+case_root_own_proc_sys_shared() {
+	root_own_pidns_start shared
+	local s; read -r _ _ s < <(grep -m1 '^READY' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd $s \(/proc/sys/fs/nr_open\), a /proc file in a root of its own that process [0-9]+ holds too" "$MD_ERR" ||
+		fail "the error does not name the shared /proc file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add err-root-own-proc-sys-shared case_root_own_proc_sys_shared

@@ -203,6 +203,8 @@ const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
 		return NULL;
 	pid = strtol(name + 6, &end, 10);
+	if (end == name + 6 && strncmp(name + 6, "self/", 5) && strncmp(name + 6, "thread-self/", 12))
+		return mntns_by_init(r, name) ? fe->reg : NULL;	/* /proc/sys/..., mounted late */
 	return end != name + 6 && *end == '/' && pid > 0 && proc_pid_of_set(r, (pid_t)pid) ?
 	       fe->reg : NULL;
 }

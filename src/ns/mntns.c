@@ -464,12 +464,12 @@ static bool same_pty(const char *in_root, const struct stat *at)
 }
 
 /*
- * The mount flags (MS_*) of the mount fd of pid is on, when its
- * /proc/PID/mountinfo lists it: a mount under its root, in its namespace
- * (the kernel leaves the mounts outside its root out of that file). -ENOENT:
- * not listed.
+ * The mount flags (MS_*) of the mount fd of pid is on, and whether it is a
+ * proc, when its /proc/PID/mountinfo lists it: a mount under its root, in its
+ * namespace (the kernel leaves the mounts outside its root out of that file).
+ * -ENOENT: not listed.
  */
-static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
+static int fd_mount(pid_t pid, int fd, unsigned long *flags, bool *proc)
 {
 	char path[64], *info = NULL;
 	const char *id = NULL;
@@ -483,11 +483,32 @@ static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
 		for (size_t i = 0; i < ms.n && ret; i++)
 			if (ms.m[i].id == atoi(id)) {
 				*flags = ms.m[i].flags;
+				*proc = !strcmp(ms.m[i].fstype, "proc");
 				ret = 0;
 			}
 	mounts_free(&ms);
 	free(info);
 	return ret;
+}
+
+static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
+{
+	bool proc;
+
+	return fd_mount(pid, fd, flags, &proc);
+}
+
+/*
+ * A /proc file (not a process's) of pid, on a proc of its own PID namespace:
+ * the restored init mounts it, and the process opens the file itself then
+ * (files_restore.c, as a process's /proc files).
+ */
+static bool proc_by_init(pid_t pid, pid_t at_root, const char *fd)
+{
+	unsigned long flags;
+	bool proc = false;
+
+	return pidns_own(at_root) && !fd_mount(pid, atoi(fd), &flags, &proc) && proc;
 }
 
 /*
@@ -520,9 +541,56 @@ static bool proc_of_a_process(const char *link)
 	return p > link + 6 && (*p == '/' || !*p);
 }
 
+/*
+ * Another process of the tree, with an fd table of its own, holding fd's
+ * description (inherited over fork), or 0.
+ */
+static pid_t held_by_another(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	for (int i = 0; tree && i < tree->n; i++) {
+		pid_t q = tree->procs[i].pid;
+		char path[64];
+		struct dirent *e;
+		bool hit = false;
+		DIR *dir;
+
+		if (q == pid || tree_is_zombie(&tree->procs[i]) ||
+		    !syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		dir = opendir(path);
+		while (dir && !hit && (e = readdir(dir)))
+			hit = e->d_name[0] != '.' &&
+			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
+		if (dir)
+			closedir(dir);
+		if (hit)
+			return q;
+	}
+	return 0;
+}
+
+/* A /proc file that is no process's in a root of its own: what restore cannot open. */
+static void refuse_proc_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
+				    const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t other;
+
+	if (!proc_by_init(pid, at_root, fd))
+		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
+			   "is mounted by the restored init, after the files are opened)", pid, fd,
+			   link);
+	else if ((other = held_by_another(pid, atoi(fd), tree)))
+		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own that process "
+			   "%d holds too (each restored process opens such a file itself once its "
+			   "init has mounted /proc: one description cannot be shared)", pid, fd, link,
+			   other);
+}
+
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
 static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
-				  const struct stat *at, struct refusals *r)
+				  const struct stat *at, const struct proc_tree *tree,
+				  struct refusals *r)
 {
 	char path[4300];
 	struct stat in;
@@ -538,9 +606,7 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	    (S_ISREG(at->st_mode) && !strcmp(link, "/dev/zero (deleted)")))
 		return;		/* no path: shared memory (shmem.c), anonymous or a memfd */
 	if (!strncmp(link, "/proc/", 6) && !proc_of_a_process(link))
-		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
-			   "is mounted by the restored init, after the files are opened)", pid, fd,
-			   link);
+		refuse_proc_in_own_root(pid, at_root, fd, link, tree, r);
 	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);
 	if (strstr(link, " (deleted)") && S_ISCHR(at->st_mode) && major(at->st_rdev) >= 136 &&
 	    major(at->st_rdev) < 144)
@@ -610,7 +676,7 @@ static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct r
 		if (n <= 0 || stat(path, &at))
 			continue;
 		link[n] = 0;
-		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, r);
+		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, tree, r);
 	}
 	if (d)
 		closedir(d);
