@@ -541,6 +541,39 @@ static bool proc_of_a_process(const char *link)
 	return p > link + 6 && (*p == '/' || !*p);
 }
 
+static bool same_mntns(pid_t a, pid_t b);
+static int fd_mnt_id(pid_t pid, int fd);
+static bool ns_lists(pid_t q, int mnt_id);
+
+/* A process of the tree in another mount namespace than pid's that has fd's mount, or 0. */
+static pid_t mount_of_another_ns(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	int mnt_id = fd_mnt_id(pid, fd);
+
+	for (int i = 0; mnt_id >= 0 && tree && i < tree->n; i++) {
+		pid_t q = tree->procs[i].pid;
+
+		if (q != pid && !tree_is_zombie(&tree->procs[i]) && !same_mntns(pid, q) &&
+		    ns_lists(q, mnt_id))
+			return q;
+	}
+	return 0;
+}
+
+/* fd of pid, on a file outside its root: named the sharper when another namespace has it. */
+static void refuse_outside_root(pid_t pid, const char *fd, const char *link,
+				const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t q = mount_of_another_ns(pid, atoi(fd), tree);
+
+	if (q)
+		refuse_add(r, "process %d: fd %s (%s), a file on a mount of the mount namespace of "
+			   "process %d, another than its own (memdump opens a file in its holder's "
+			   "namespace, or the tree root's)", pid, fd, link, q);
+	else
+		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
+}
+
 /*
  * Another process of the tree, with an fd table of its own, holding fd's
  * description (inherited over fork), or 0.
@@ -618,7 +651,7 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) ||
 		 (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) && at->st_rdev == in.st_rdev) &&
 		  (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
-		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
+		refuse_outside_root(pid, fd, link, tree, r);
 }
 
 static bool same_mntns(pid_t a, pid_t b)
