@@ -750,7 +750,9 @@ int open_fds(struct rst *r)
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
-		if (shared < 0)
+		if (shared < 0 && rst_share_late(r, (int)ds->fds[i]->fd))
+			f->src = -1;	/* its owner's, inherited (tree_open_late) */
+		else if (shared < 0)
 			f->proc_reg = reg_proc_of_set(r, fe);	/* likewise */
 		if (shared < 0 && fe->type == FD_TYPES__NS)
 			f->nsf = fe->nsf;	/* likewise (nsfile.h) */

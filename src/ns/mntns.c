@@ -575,20 +575,24 @@ static void refuse_outside_root(pid_t pid, const char *fd, const char *link,
 }
 
 /*
- * Another process of the tree, with an fd table of its own, holding fd's
- * description (inherited over fork), or 0.
+ * The first process of the tree before pid, with an fd table of its own,
+ * holding fd's description (inherited over fork), or 0: restore opens the
+ * description for that one.
  */
-static pid_t held_by_another(pid_t pid, int fd, const struct proc_tree *tree)
+static pid_t first_holder(pid_t pid, int fd, const struct proc_tree *tree)
 {
-	for (int i = 0; tree && i < tree->n; i++) {
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++)
+		if (!tree_is_zombie(&tree->procs[i]) &&
+		    !syscall(SYS_kcmp, pid, tree->procs[i].pid, KCMP_FILES, 0, 0))
+			return 0;	/* its fd table is an earlier process's: that one's fds */
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
 		pid_t q = tree->procs[i].pid;
 		char path[64];
 		struct dirent *e;
 		bool hit = false;
 		DIR *dir;
 
-		if (q == pid || tree_is_zombie(&tree->procs[i]) ||
-		    !syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0))
+		if (tree_is_zombie(&tree->procs[i]) || !syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd", q);
 		dir = opendir(path);
@@ -603,21 +607,41 @@ static pid_t held_by_another(pid_t pid, int fd, const struct proc_tree *tree)
 	return 0;
 }
 
-/* A /proc file that is no process's in a root of its own: what restore cannot open. */
+/* Is pid a descendant of anc in tree? */
+static bool descends_from(pid_t pid, pid_t anc, const struct proc_tree *tree)
+{
+	for (int hops = 0; pid > 0 && hops <= (tree ? tree->n : 0); hops++) {
+		pid_t parent = 0;
+
+		for (int i = 0; tree && i < tree->n; i++)
+			if (tree->procs[i].pid == pid)
+				parent = tree->procs[i].ppid;
+		if (parent == anc)
+			return true;
+		pid = parent;
+	}
+	return false;
+}
+
+/*
+ * A /proc file that is no process's in a root of its own: what restore cannot
+ * open. A description held by several processes is opened by the first once
+ * forked, before it forks the others (tree_open_late), which inherit it:
+ * they must be its descendants.
+ */
 static void refuse_proc_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
 				    const struct proc_tree *tree, struct refusals *r)
 {
-	pid_t other;
+	pid_t first;
 
 	if (!proc_by_init(pid, at_root, fd))
 		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
 			   "is mounted by the restored init, after the files are opened)", pid, fd,
 			   link);
-	else if ((other = held_by_another(pid, atoi(fd), tree)))
+	else if ((first = first_holder(pid, atoi(fd), tree)) && !descends_from(pid, first, tree))
 		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own that process "
-			   "%d holds too (each restored process opens such a file itself once its "
-			   "init has mounted /proc: one description cannot be shared)", pid, fd, link,
-			   other);
+			   "%d holds too, which is not its ancestor (the first holder opens such a "
+			   "file once forked, its descendants inherit it)", pid, fd, link, first);
 }
 
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
