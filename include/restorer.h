@@ -47,6 +47,7 @@ struct rst_vma {
 				 * RST_MAP_SYSV: the segment's id */
 	unsigned int locked;
 	unsigned int lock_onfault;	/* with locked: mlock2(MLOCK_ONFAULT), not mlock */
+	unsigned int sysv_rdonly;	/* RST_MAP_SYSV: attached SHM_RDONLY (no VM_MAYWRITE) */
 	unsigned int sealed;	/* mseal()ed once the process is in place */
 	unsigned long first_run, nr_runs;	/* its page runs in the run array */
 	unsigned long first_guard, nr_guards;	/* its guard regions in the guard array */

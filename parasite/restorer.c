@@ -921,21 +921,93 @@ static void install_guards(const struct rst_vma *v)
 #define SHM_REMAP	040000
 #define SHM_EXEC	0100000
 
-/* A System V attach, whole (the dump refuses a part), then its protection. */
-static void map_sysv(const struct rst_vma *v)
-{
-	long natural = PROT_READ | (v->prot & (PROT_WRITE | PROT_EXEC));
-	long fl = SHM_REMAP | (v->prot & PROT_WRITE ? 0 : SHM_RDONLY) |
-		  (v->prot & PROT_EXEC ? SHM_EXEC : 0);
-	long ret = sys_call3(__nr_shmat, v->fd, v->start, fl);
+#define IPC_STAT_	2
 
+/* The size of System V segment id, rounded up to pages; 0 if shmctl fails. */
+static u64 sysv_size(long id)
+{
+	u64 ds[16];	/* struct shmid64_ds (112 bytes): shm_segsz at 48 */
+
+	if (sys_call3(__nr_shmctl, id, IPC_STAT_, (long)ds) < 0)
+		return 0;
+	return (ds[6] + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* The mprotect that gives a System V VMA its protection, if its attach did not. */
+static void sysv_protect(const struct rst_vma *v)
+{
+	long natural = PROT_READ | (v->sysv_rdonly ? 0 : PROT_WRITE) | (v->prot & PROT_EXEC);
+	long ret;
+
+	if (natural == (long)v->prot)
+		return;
+	ret = sys_call3(__nr_mprotect, v->start, v->end - v->start, v->prot);
+	if (ret < 0)
+		rst_fail(ret, "cannot mprotect System V shm at", v->start);
+}
+
+/* w is a piece of the attach v begins: the same segment at the same base. */
+static int sysv_same_attach(const struct rst_vma *v, const struct rst_vma *w)
+{
+	return w->how == RST_MAP_SYSV && w->fd == v->fd && w->start - w->pgoff == v->start - v->pgoff;
+}
+
+/*
+ * The pieces of one System V attach (an mprotect or munmap of a part split
+ * it), vmas[i] the first: one attach of the whole where the kernel likes
+ * (one attach, so shmdt of its base detaches every piece), each piece moved
+ * to its place over a placeholder that kept the kernel from attaching there,
+ * the rest detached.
+ */
+static void map_sysv_pieces(struct rst_vma *vmas, u32 i, u64 size, long fl)
+{
+	long tmp, ret;
+
+	for (u32 k = i; k < A->nr_vmas; k++)
+		if (sysv_same_attach(&vmas[i], &vmas[k]) &&
+		    mmap6(vmas[k].start, vmas[k].end - vmas[k].start, 0 /* PROT_NONE */,
+			  MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != (long)vmas[k].start)
+			rst_fail(-12, "cannot hold the place of System V shm at", vmas[k].start);
+	tmp = sys_call3(__nr_shmat, vmas[i].fd, 0, fl);
+	if (tmp < 0 && tmp > -4096)
+		rst_fail(tmp, "cannot attach System V shm for its piece at", vmas[i].start);
+	for (u32 k = i; k < A->nr_vmas; k++) {
+		const struct rst_vma *w = &vmas[k];
+		u64 len = w->end - w->start;
+
+		if (!sysv_same_attach(&vmas[i], w))
+			continue;
+		if (w->pgoff + len > size)
+			rst_fail(-22, "System V shm piece beyond its segment at", w->start);
+		ret = sys_call5(__nr_mremap, tmp + w->pgoff, len, len,
+				MREMAP_MAYMOVE | MREMAP_FIXED, w->start);
+		if (ret != (long)w->start)
+			rst_fail(ret, "cannot move a piece of System V shm to", w->start);
+		sysv_protect(w);
+	}
+	sys_call2(__nr_munmap, tmp, size);	/* what no piece took */
+}
+
+/* A System V attach, whole or in pieces, in its mode, then its protection. */
+static void map_sysv(struct rst_vma *vmas, u32 i)
+{
+	const struct rst_vma *v = &vmas[i];
+	long fl = (v->sysv_rdonly ? SHM_RDONLY : 0) | (v->prot & PROT_EXEC ? SHM_EXEC : 0);
+	u64 size;
+	long ret;
+
+	for (u32 k = 0; k < i; k++)
+		if (sysv_same_attach(v, &vmas[k]))
+			return;		/* mapped with the first piece */
+	size = sysv_size(v->fd);
+	if (v->pgoff || v->end - v->start < size) {	/* huge pages: whole, rounded up more */
+		map_sysv_pieces(vmas, i, size, fl);
+		return;
+	}
+	ret = sys_call3(__nr_shmat, v->fd, v->start, fl | SHM_REMAP);
 	if (ret != (long)v->start)
 		rst_fail(ret, "cannot attach System V shm at", v->start);
-	if (natural != (long)v->prot) {
-		ret = sys_call3(__nr_mprotect, v->start, v->end - v->start, v->prot);
-		if (ret < 0)
-			rst_fail(ret, "cannot mprotect System V shm at", v->start);
-	}
+	sysv_protect(v);
 }
 
 /*
@@ -1107,7 +1179,7 @@ static void restore_memory(void)
 		if (v->how == RST_MAP_ANON)	/* its huge pages, of their size */
 			flags |= v->flags & (VMA_MAP_HUGETLB | VMA_MAP_HUGE_MASK);
 		if (v->how == RST_MAP_SYSV) {
-			map_sysv(v);
+			map_sysv(vmas, i);
 			continue;
 		}
 		if (v->how == RST_MAP_ANON)

@@ -27,6 +27,7 @@ typedef unsigned char	u8;
 #define __nr_mremap		25
 #define __nr_madvise		28
 #define __nr_shmat		30
+#define __nr_shmctl		31
 #define __nr_getpid		39
 #define __nr_clone		56
 #define __nr_exit		60

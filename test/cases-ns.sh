@@ -110,7 +110,18 @@ case_ns_join_bad() {
 	check_child_pass
 }
 
+# System V attaches split by mprotect and munmap of a part (zdtm shm-mp): each
+# piece where it was, with its protection, still one attach of its segment
+case_ns_shm_pieces() {
+	start_ns_prog t-shmpart
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	restore_and_pass "$T/d" 1
+}
+
 add ns-ipc-rst case_ns_ipc_rst
+add ns-shm-pieces case_ns_shm_pieces
 add ns-ipc-lr case_ns_ipc_lr
 add ns-refuse-shared case_ns_refuse_shared
 add ns-join case_ns_join

@@ -459,3 +459,114 @@ print("PASS" if fan >= 0 and os.pread(s, 8, 0) else "FAIL", flush=True)'
 	get_result "$OUT"
 }
 add err-root-own-proc-fanotify case_root_own_proc_fanotify
+
+# root_own_pidns_start MODE: as root_own_start, with a PID namespace of its own
+# whose proc its init (python, PID 1) mounts; it opens /proc/sys/fs/nr_open,
+# reads 3 bytes; MODE shared: a child (fork) holds the description too,
+# siblings: two children do, and it closes it
+root_own_pidns_start() {
+	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
+	local l u
+	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
+	: > "$T/nr/data/in"
+	cat > "$T/pivot" <<'SH'
+#!/bin/sh
+set -e
+mount --bind "$1/nr" "$1/nr"
+mount --rbind /usr "$1/nr/usr"
+cd "$1/nr"
+mkdir -p old
+pivot_root . old
+cd /
+mount -t proc proc /proc
+umount -l /old
+shift
+exec "$@" < /data/in > /data/out 2>&1
+SH
+	chmod +x "$T/pivot"
+	OUT=$T/nr/data/out
+	unshare --pid --fork --kill-child unshare --mount --propagation private "$T/pivot" "$T" \
+		/usr/bin/python3 -c '
+import os, signal, sys
+os.closerange(3, 256)
+mode = sys.argv[1]
+s = os.open("/proc/sys/fs/nr_open", os.O_RDONLY)
+want = os.pread(s, 64, 0)
+os.read(s, 3)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+def same(at):
+    mnt = [l.split()[1] for l in open("/proc/self/fdinfo/%d" % s) if l.startswith("mnt_id:")]
+    procs = [l.split()[0] for l in open("/proc/self/mountinfo") if l.split()[4] == "/proc"]
+    return (os.readlink("/proc/self/fd/%d" % s) == "/proc/sys/fs/nr_open" and
+            os.lseek(s, 0, os.SEEK_CUR) == at and os.pread(s, 64, 0) == want and
+            mnt == procs[-1:])
+kids = []
+for k in range({"alone": 0, "shared": 1, "siblings": 2}[mode]):
+    c = os.fork()
+    if c == 0:
+        while not got:
+            signal.pause()
+        ok = same(3 + k)
+        os.lseek(s, 4 + k, os.SEEK_SET)	# the parent sees it: one description
+        os._exit(0 if ok else 1)
+    kids.append(c)
+if mode == "siblings":
+    os.close(s)
+print("READY", os.getpid(), s, flush=True)
+while not got:
+    signal.pause()
+bad = 0
+for c in kids:
+    os.kill(c, signal.SIGUSR1)
+    bad += os.waitpid(c, 0)[1] != 0
+ok = not bad and (mode == "siblings" or same(3 + len(kids)))
+print("PASS" if ok else "FAIL %d" % bad, flush=True)' \
+		"$1" 2> "$T/rootown.err" &
+	u=$!
+	track "$u"
+	wait_line "$OUT" '^READY ' 10 ||
+		{ show_file out "$OUT"; show_file err "$T/rootown.err"; fail "the target did not start"; }
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(cat /proc/"$u"/task/*/children | tr ' ' '\n' | grep -m1 .)
+	track "$PID"
+}
+
+# A /proc file that is no process's (zdtm fd01 in the ns flavour) held by a
+# process with a root and a PID namespace of its own: its init mounts that
+# /proc once forked, so the restored process opens the file itself then, at its
+# offset, on its own /proc mount
+case_root_own_proc_sys() {
+	root_own_pidns_start alone
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-proc-sys case_root_own_proc_sys
+
+# The same file held by a child too (forked after the open): one description,
+# which the parent opens once forked and its child inherits; the child's lseek
+# moves the parent's offset after restore
+case_root_own_proc_sys_shared() {
+	root_own_pidns_start shared
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-proc-sys-shared case_root_own_proc_sys_shared
+
+# Held by two siblings (their parent closed it): the second's description is
+# the first's, which it cannot inherit: refused, naming the first
+case_root_own_proc_sys_siblings() {
+	root_own_pidns_start siblings
+	local s; read -r _ _ s < <(grep -m1 '^READY' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd $s \(/proc/sys/fs/nr_open\), a /proc file in a root of its own that process [0-9]+ holds too, which is not its ancestor" "$MD_ERR" ||
+		fail "the error does not name the /proc file of a sibling: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+}
+add err-root-own-proc-sys-siblings case_root_own_proc_sys_siblings

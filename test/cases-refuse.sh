@@ -225,6 +225,20 @@ case_err_sysv_host() {
 }
 add err-sysv-host case_err_sysv_host
 
+# A UNIX socket made in a network namespace the process left since (zdtm
+# netns_sub): sock_diag of its namespace does not list it; refused naming that
+case_err_sk_netns() {
+	mkdir -p "$T/d"
+	start_prog t-sknetns
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "a UNIX datagram socket \(protocol 0\): it was made in another network namespace \(net:\[[0-9]+\]\) than the one its process is in" "$MD_ERR" ||
+		fail "the refusal does not say the socket is of another namespace: $(tail -n1 "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add err-sk-netns case_err_sk_netns
+
 # A file of a namespace the process is no longer in (it unshared since): refused
 # by name (one of its own namespaces is restored: nsfile-* in cases-fkinds.sh).
 case_err_nsfile() {

@@ -123,6 +123,7 @@ struct vma {
 	bool locked;
 	bool sealed;			/* mseal() (VmFlags sl): sealed again on restore */
 	bool lock_onfault;		/* mlock2(MLOCK_ONFAULT) (VmFlags lf), with locked */
+	bool sysv_rdonly;		/* a System V attach without VmFlags mw (SHM_RDONLY) */
 	bool dump;			/* its pages go to the image */
 	bool anon_only;			/* dump only anonymous (COW) pages */
 	bool uffd_wp;			/* VmFlags uw: registered with the tracker, or refused */

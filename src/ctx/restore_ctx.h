@@ -175,6 +175,8 @@ struct rst_share {
 	struct rst *owner;	/* the process first restored with it */
 	int owner_fd;
 	int src;		/* memdump's copy of the owner's prepared fd, -1 */
+	bool late;		/* a /proc file the owner opens once forked, before it forks
+				 * this process, which inherits it (tree_open_late) */
 };
 
 struct rst_tree;
@@ -370,6 +372,14 @@ bool tree_fifo_first(struct rst *r, uint32_t id);
 bool tree_has_pipe(struct rst *r, uint32_t id);
 /* memdump's copy of the description fd shares with an earlier process, or -1 */
 int rst_share_src(const struct rst *r, int fd);
+/* Is fd a description an earlier process opens once forked (a late /proc file)? */
+bool rst_share_late(const struct rst *r, int fd);
+/*
+ * In forked process r, before it forks its children: the /proc files its
+ * descendants share with it, opened now (they inherit them); 0 or -errno
+ * with why.
+ */
+int tree_open_late(struct rst *r, char *why, size_t len);
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);

@@ -373,6 +373,10 @@ static void fill_vma(VmaEntry *e, const struct vma *v)
 	e->sealed = v->sealed;
 	e->has_lock_onfault = v->lock_onfault;
 	e->lock_onfault = v->lock_onfault;
+	if (v->status & VMA_AREA_SYSVIPC) {	/* the attach's mode, as a file's open mode */
+		e->has_fdflags = true;
+		e->fdflags = v->sysv_rdonly ? O_RDONLY : O_RDWR;
+	}
 }
 
 /* mm_entry.guards (field 50): the guard pages, which have no content. */

@@ -385,8 +385,21 @@ static int check_tree(struct tree_dump *td)
 {
 	int ret = refuse_check_tree(&td->m[0].o);
 
-	if (!ret)
-		ret = check_same_ns(td);
+	if (ret) {	/* a process in another namespace too: say that as well */
+		char why[2048];
+
+		snprintf(why, sizeof(why), "%s", fail_reason());
+		fail_clear();
+		if (check_same_ns(td)) {
+			char ns[256];
+
+			snprintf(ns, sizeof(ns), "%s", fail_reason());
+			fail_clear();
+			return fail(ret, "%s; %s", why, ns);
+		}
+		return fail(ret, "%s", why);
+	}
+	ret = check_same_ns(td);
 	if (!ret)
 		number_mnt_ns(td);
 	return ret;

@@ -181,7 +181,10 @@ int fsnotify_inode_path(pid_t pid, struct inotify_watch *w, const char *what, bo
 	ssize_t n;
 
 	if (mfd < 0) {
-		snprintf(why, len, "%s on a filesystem memdump cannot find mounted", what);
+		snprintf(why, len, "%s on a filesystem (device %u:%u) mounted nowhere in its process's "
+			 "mount namespace (memdump adds a watch again through its holder's mounts; "
+			 "one of another namespace's, or unmounted since, it cannot)", what,
+			 w->sdev >> 20, w->sdev & 0xfffff);
 		return -ENOENT;
 	}
 	fh.h.handle_bytes = w->fh_bytes;

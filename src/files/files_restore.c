@@ -203,6 +203,8 @@ const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
 		return NULL;
 	pid = strtol(name + 6, &end, 10);
+	if (end == name + 6 && strncmp(name + 6, "self/", 5) && strncmp(name + 6, "thread-self/", 12))
+		return mntns_by_init(r, name) ? fe->reg : NULL;	/* /proc/sys/..., mounted late */
 	return end != name + 6 && *end == '/' && pid > 0 && proc_pid_of_set(r, (pid_t)pid) ?
 	       fe->reg : NULL;
 }
@@ -748,7 +750,9 @@ int open_fds(struct rst *r)
 		f->cloexec = ds->fds[i]->flags & FD_CLOEXEC;
 		if (fe->type == FD_TYPES__PIDFD && fe->pidfd && fe->pidfd->nspid != -1)
 			f->pidfd = fe->pidfd;	/* opened by the restored process (child.c) */
-		if (shared < 0)
+		if (shared < 0 && rst_share_late(r, (int)ds->fds[i]->fd))
+			f->src = -1;	/* its owner's, inherited (tree_open_late) */
+		else if (shared < 0)
 			f->proc_reg = reg_proc_of_set(r, fe);	/* likewise */
 		if (shared < 0 && fe->type == FD_TYPES__NS)
 			f->nsf = fe->nsf;	/* likewise (nsfile.h) */

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -81,6 +83,44 @@ static void describe_fd(int copy, char *buf, size_t len)
 		snprintf(buf, len, "a socket of family %d", family);
 }
 
+/* The inode of net namespace file path, 0 if it cannot be read. */
+static unsigned long netns_ino(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+/*
+ * A socket sock_diag does not list: of another network namespace than the
+ * one memdump asks it in (the holder's own, or the tree root's)? Made in a
+ * namespace its process entered and left since (zdtm netns_sub), or held by
+ * a process of the tree in another namespace than the root's.
+ */
+static const char *unlisted(int copy, pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	struct stat its;
+	int ns = ioctl(copy, SIOCGSKNS);
+	bool known;
+
+	if (ns < 0)
+		return "it is not in sock_diag";
+	known = !fstat(ns, &its);
+	close(ns);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (known && its.st_ino != netns_ino(path))
+		snprintf(buf, len, "it was made in another network namespace (net:[%lu]) than the "
+			 "one its process is in: memdump reads and makes a socket in its holder's "
+			 "namespace only", (unsigned long)its.st_ino);
+	else if (known && its.st_ino != netns_ino("/proc/thread-self/ns/net"))
+		snprintf(buf, len, "it is of its process's network namespace (net:[%lu]), another "
+			 "than the tree's root's, where memdump reads sockets", (unsigned long)its.st_ino);
+	else
+		return "it is not in sock_diag";
+	return buf;
+}
+
 /* Why the socket behind copy (inode ino) cannot be dumped, in buf; false when it can. */
 static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, pid_t pid, char *buf,
 			size_t len)
@@ -97,7 +137,7 @@ static bool unsupported(int copy, uint64_t ino, const struct sk_set *set, pid_t 
 	else
 		describe_fd(copy, what, sizeof(what));
 	if (family == AF_UNIX)
-		why = !s ? "it is not in sock_diag" :
+		why = !s ? unlisted(copy, pid, buf, len) :
 		      sk_unix_unsupported(s, set, buf, len) ?:
 		      sk_unix_peercred_unsupported(copy, set, pid, buf, len);
 	else if (family == AF_INET || family == AF_INET6)

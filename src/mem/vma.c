@@ -296,6 +296,7 @@ static int classify(struct dump_ctx *d, struct vma *v, bool shared, uint64_t ino
 		v->shmid = ino;
 		v->flags = MAP_SHARED;
 		v->status |= VMA_AREA_SYSVIPC;
+		v->sysv_rdonly = !has_flag(v, "mw");	/* attached SHM_RDONLY */
 		v->dump = false;
 	} else if (!strncmp(v->name, "/secretmem", 10) || !strncmp(v->name, "/SYSV", 5)) {
 		return refuse(d->pid, v, v->name[1] == 's' ? "memfd_secret memory" :

@@ -153,6 +153,9 @@ static void fill_memory(struct rst *r)
 		rv[i].locked = v->has_locked && v->locked;
 		rv[i].sealed = v->has_sealed && v->sealed;
 		rv[i].lock_onfault = v->has_lock_onfault && v->lock_onfault;
+		/* the attach's mode (fdflags); an older image: the VMA's prot */
+		rv[i].sysv_rdonly = v->has_fdflags ? (v->fdflags & O_ACCMODE) == O_RDONLY :
+				    !(v->prot & PROT_WRITE);
 		while (vi < ds->nr_runs && ds->runs[vi].start < v->start)
 			vi++;
 		rv[i].first_run = vi;

@@ -464,12 +464,12 @@ static bool same_pty(const char *in_root, const struct stat *at)
 }
 
 /*
- * The mount flags (MS_*) of the mount fd of pid is on, when its
- * /proc/PID/mountinfo lists it: a mount under its root, in its namespace
- * (the kernel leaves the mounts outside its root out of that file). -ENOENT:
- * not listed.
+ * The mount flags (MS_*) of the mount fd of pid is on, and whether it is a
+ * proc, when its /proc/PID/mountinfo lists it: a mount under its root, in its
+ * namespace (the kernel leaves the mounts outside its root out of that file).
+ * -ENOENT: not listed.
  */
-static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
+static int fd_mount(pid_t pid, int fd, unsigned long *flags, bool *proc)
 {
 	char path[64], *info = NULL;
 	const char *id = NULL;
@@ -483,11 +483,32 @@ static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
 		for (size_t i = 0; i < ms.n && ret; i++)
 			if (ms.m[i].id == atoi(id)) {
 				*flags = ms.m[i].flags;
+				*proc = !strcmp(ms.m[i].fstype, "proc");
 				ret = 0;
 			}
 	mounts_free(&ms);
 	free(info);
 	return ret;
+}
+
+static int fd_mount_flags(pid_t pid, int fd, unsigned long *flags)
+{
+	bool proc;
+
+	return fd_mount(pid, fd, flags, &proc);
+}
+
+/*
+ * A /proc file (not a process's) of pid, on a proc of its own PID namespace:
+ * the restored init mounts it, and the process opens the file itself then
+ * (files_restore.c, as a process's /proc files).
+ */
+static bool proc_by_init(pid_t pid, pid_t at_root, const char *fd)
+{
+	unsigned long flags;
+	bool proc = false;
+
+	return pidns_own(at_root) && !fd_mount(pid, atoi(fd), &flags, &proc) && proc;
 }
 
 /*
@@ -520,9 +541,113 @@ static bool proc_of_a_process(const char *link)
 	return p > link + 6 && (*p == '/' || !*p);
 }
 
+static bool same_mntns(pid_t a, pid_t b);
+static int fd_mnt_id(pid_t pid, int fd);
+static bool ns_lists(pid_t q, int mnt_id);
+
+/* A process of the tree in another mount namespace than pid's that has fd's mount, or 0. */
+static pid_t mount_of_another_ns(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	int mnt_id = fd_mnt_id(pid, fd);
+
+	for (int i = 0; mnt_id >= 0 && tree && i < tree->n; i++) {
+		pid_t q = tree->procs[i].pid;
+
+		if (q != pid && !tree_is_zombie(&tree->procs[i]) && !same_mntns(pid, q) &&
+		    ns_lists(q, mnt_id))
+			return q;
+	}
+	return 0;
+}
+
+/* fd of pid, on a file outside its root: named the sharper when another namespace has it. */
+static void refuse_outside_root(pid_t pid, const char *fd, const char *link,
+				const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t q = mount_of_another_ns(pid, atoi(fd), tree);
+
+	if (q)
+		refuse_add(r, "process %d: fd %s (%s), a file on a mount of the mount namespace of "
+			   "process %d, another than its own (memdump opens a file in its holder's "
+			   "namespace, or the tree root's)", pid, fd, link, q);
+	else
+		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
+}
+
+/*
+ * The first process of the tree before pid, with an fd table of its own,
+ * holding fd's description (inherited over fork), or 0: restore opens the
+ * description for that one.
+ */
+static pid_t first_holder(pid_t pid, int fd, const struct proc_tree *tree)
+{
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++)
+		if (!tree_is_zombie(&tree->procs[i]) &&
+		    !syscall(SYS_kcmp, pid, tree->procs[i].pid, KCMP_FILES, 0, 0))
+			return 0;	/* its fd table is an earlier process's: that one's fds */
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
+		pid_t q = tree->procs[i].pid;
+		char path[64];
+		struct dirent *e;
+		bool hit = false;
+		DIR *dir;
+
+		if (tree_is_zombie(&tree->procs[i]) || !syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd", q);
+		dir = opendir(path);
+		while (dir && !hit && (e = readdir(dir)))
+			hit = e->d_name[0] != '.' &&
+			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
+		if (dir)
+			closedir(dir);
+		if (hit)
+			return q;
+	}
+	return 0;
+}
+
+/* Is pid a descendant of anc in tree? */
+static bool descends_from(pid_t pid, pid_t anc, const struct proc_tree *tree)
+{
+	for (int hops = 0; pid > 0 && hops <= (tree ? tree->n : 0); hops++) {
+		pid_t parent = 0;
+
+		for (int i = 0; tree && i < tree->n; i++)
+			if (tree->procs[i].pid == pid)
+				parent = tree->procs[i].ppid;
+		if (parent == anc)
+			return true;
+		pid = parent;
+	}
+	return false;
+}
+
+/*
+ * A /proc file that is no process's in a root of its own: what restore cannot
+ * open. A description held by several processes is opened by the first once
+ * forked, before it forks the others (tree_open_late), which inherit it:
+ * they must be its descendants.
+ */
+static void refuse_proc_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
+				    const struct proc_tree *tree, struct refusals *r)
+{
+	pid_t first;
+
+	if (!proc_by_init(pid, at_root, fd))
+		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
+			   "is mounted by the restored init, after the files are opened)", pid, fd,
+			   link);
+	else if ((first = first_holder(pid, atoi(fd), tree)) && !descends_from(pid, first, tree))
+		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own that process "
+			   "%d holds too, which is not its ancestor (the first holder opens such a "
+			   "file once forked, its descendants inherit it)", pid, fd, link, first);
+}
+
 /* fd (its link, stat at) of pid, a process with a root of its own: what restore cannot make */
 static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, const char *link,
-				  const struct stat *at, struct refusals *r)
+				  const struct stat *at, const struct proc_tree *tree,
+				  struct refusals *r)
 {
 	char path[4300];
 	struct stat in;
@@ -538,9 +663,7 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	    (S_ISREG(at->st_mode) && !strcmp(link, "/dev/zero (deleted)")))
 		return;		/* no path: shared memory (shmem.c), anonymous or a memfd */
 	if (!strncmp(link, "/proc/", 6) && !proc_of_a_process(link))
-		refuse_add(r, "process %d: fd %s (%s), a /proc file in a root of its own (its /proc "
-			   "is mounted by the restored init, after the files are opened)", pid, fd,
-			   link);
+		refuse_proc_in_own_root(pid, at_root, fd, link, tree, r);
 	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);
 	if (strstr(link, " (deleted)") && S_ISCHR(at->st_mode) && major(at->st_rdev) >= 136 &&
 	    major(at->st_rdev) < 144)
@@ -552,7 +675,7 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) ||
 		 (!(S_ISCHR(at->st_mode) && S_ISCHR(in.st_mode) && at->st_rdev == in.st_rdev) &&
 		  (in.st_dev != at->st_dev || in.st_ino != at->st_ino)))
-		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
+		refuse_outside_root(pid, fd, link, tree, r);
 }
 
 static bool same_mntns(pid_t a, pid_t b)
@@ -610,7 +733,7 @@ static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct r
 		if (n <= 0 || stat(path, &at))
 			continue;
 		link[n] = 0;
-		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, r);
+		refuse_fd_in_own_root(pid, at_root, de->d_name, link, &at, tree, r);
 	}
 	if (d)
 		closedir(d);

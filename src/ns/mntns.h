@@ -55,6 +55,12 @@ struct mnt_back {
 int mntns_member_load(struct rst *root, struct rst *m);
 /* Member r's file name of the tree root's namespace (root_mntns), opened or
  * stat'ed there: -errno. */
+/*
+ * Is path name of r's root on a mount the restored init makes (its PID
+ * namespace's proc, or one on it)? Then memdump cannot open it before the
+ * fork: the process opens it itself.
+ */
+bool mntns_by_init(struct rst *r, const char *name);
 int mntns_root_open(struct rst *r, const char *name, int flags);
 int mntns_root_stat(struct rst *r, const char *name, struct stat *st);
 int mntns_member_enter(const struct rst *m, struct mnt_back *b);

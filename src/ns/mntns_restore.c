@@ -983,6 +983,38 @@ static void back_from_root_ns(const struct rst *r)
 		pr_warn("cannot go back to the mount namespace of process %d: %m\n", r->pid);
 }
 
+/* The process whose entries describe r's mount namespace: r, its first process, or the root. */
+static const struct rst *mnts_of(struct rst *r)
+{
+	struct rst *root = root_of(r);
+	const struct rst *o;
+
+	if (!r->mnt_ns_id || r->mnts)
+		return r->mnt_ns_id ? r : root;
+	o = member_with(root, r, r->mnt_ns_id);
+	return o ? o : r;
+}
+
+bool mntns_by_init(struct rst *r, const char *name)
+{
+	const struct rst *h = mnts_of(r);
+	const MntEntry *best = NULL;
+	size_t best_len = 0;
+
+	if (!own_mntns(root_of(r)))
+		return false;
+	for (size_t i = 0; i < h->nr_mnts; i++) {
+		const char *at = h->mnts[i]->mountpoint;
+		size_t n = strcmp(at, "/") ? strlen(at) : 0;
+
+		if (strncmp(name, at, n) || (name[n] != '/' && name[n]) || (best && n < best_len))
+			continue;
+		best = h->mnts[i];
+		best_len = n;
+	}
+	return best && best->has_in_child && best->in_child;
+}
+
 int mntns_root_open(struct rst *r, const char *name, int flags)
 {
 	char path[PATH_MAX];

@@ -531,7 +531,10 @@ static int dump_msqs(struct img_dir *dir)
 	return img ? close_image(img, ret) : ret;
 }
 
-/* Every attached segment is mapped whole: shmat gives back nothing less. */
+/*
+ * A VMA of a System V attach lies inside its segment: the whole, or a piece
+ * an mprotect or munmap of a part left (the restorer maps the piece alone).
+ */
 static int check_sysv_vmas(const struct dump_ctx *d)
 {
 	for (int i = 0; i < d->nr_vmas; i++) {
@@ -543,10 +546,15 @@ static int check_sysv_vmas(const struct dump_ctx *d)
 		if (shmctl((int)v->shmid, IPC_STAT, &ds) < 0)
 			return fail(-errno, "System V shm segment %" PRIu64 " mapped at %#" PRIx64
 				    ": %s", v->shmid, v->start, strerror(errno));
-		if (v->pgoff || v->end - v->start != ALIGN_UP(ds.shm_segsz, PAGE_SIZE))
-			return fail(-EOPNOTSUPP, "System V shm segment %" PRIu64 " is mapped in "
-				    "part at %#" PRIx64 " (mprotect or munmap of a part): not "
-				    "supported", v->shmid, v->start);
+		if (v->pgoff + (v->end - v->start) > ALIGN_UP(ds.shm_segsz, PAGE_SIZE))
+			return fail(-EOPNOTSUPP, "System V shm segment %" PRIu64 " mapped at %#"
+				    PRIx64 " beyond its %zu bytes (at offset %#" PRIx64 ")",
+				    v->shmid, v->start, ds.shm_segsz, v->pgoff);
+		if (v->kpagesize > PAGE_SIZE &&
+		    (v->pgoff || v->end - v->start != ALIGN_UP(ds.shm_segsz, v->kpagesize)))
+			return fail(-EOPNOTSUPP, "System V shm segment %" PRIu64 " in huge pages is "
+				    "mapped in part at %#" PRIx64 " (mprotect or munmap of a part): "
+				    "not supported", v->shmid, v->start);
 	}
 	return 0;
 }

@@ -330,6 +330,9 @@ void child_main(struct rst *r)
 		child_exit_fail(r, ret, "%s", msg);
 	if (r->tree) {
 		premap_fill(r);		/* what its children share with it, before they exist */
+		ret = tree_open_late(r, msg, sizeof(msg));	/* /proc files they inherit */
+		if (ret)
+			child_exit_fail(r, ret, "%s", msg);
 		ret = sk_cred_remake_tree(r, msg, sizeof(msg));	/* their ends inherited */
 		if (ret)
 			child_exit_fail(r, ret, "%s", msg);

@@ -36,6 +36,7 @@
 #include "restore/restore.h"
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
+#include "files/files.h"
 #include "files/ghost.h"
 #include "files/proccwd.h"
 #include "files/tty.h"
@@ -564,6 +565,15 @@ int tree_pipe_put(struct rst *r, uint32_t id, const int p[2])
 	return 0;
 }
 
+/* Is o an ancestor of m (m forked in its subtree, after it)? */
+static bool descends(const struct rst *m, const struct rst *o)
+{
+	for (const struct rst *p = m->tree_parent; p; p = p->tree_parent)
+		if (p == o)
+			return true;
+	return false;
+}
+
 /* The shared fds of m: copies of their owners' prepared descriptions. */
 static int resolve_shares(struct rst *m)
 {
@@ -571,10 +581,19 @@ static int resolve_shares(struct rst *m)
 		struct rst_share *s = &m->shares[i];
 		const struct rst *o = s->owner;
 
-		for (size_t k = 0; k < o->nr_fds && s->src < 0; k++)
-			if (o->fds[k].target == s->owner_fd)
+		for (size_t k = 0; k < o->nr_fds && s->src < 0 && !s->late; k++) {
+			if (o->fds[k].target != s->owner_fd)
+				continue;
+			if (o->fds[k].proc_reg && !descends(m, o))
+				return fail(-EOPNOTSUPP, "fd %d of process %d: %s, which process %d "
+					    "opens once forked, and it does not fork this one",
+					    s->fd, m->pid, o->fds[k].proc_reg->name, o->pid);
+			if (o->fds[k].proc_reg)
+				s->late = true;		/* inherited: tree_open_late() */
+			else
 				s->src = fcntl(o->fds[k].src, F_DUPFD_CLOEXEC, 3);
-		if (s->src < 0)
+		}
+		if (s->src < 0 && !s->late)
 			return fail(-EIO, "fd %d of process %d: the fd %d of process %d it shares "
 				    "was not prepared", s->fd, m->pid, s->owner_fd, o->pid);
 	}
@@ -587,6 +606,62 @@ int rst_share_src(const struct rst *r, int fd)
 		if (r->shares[i].fd == fd)
 			return r->shares[i].src;
 	return -1;
+}
+
+bool rst_share_late(const struct rst *r, int fd)
+{
+	for (size_t i = 0; i < r->nr_shares; i++)
+		if (r->shares[i].fd == fd)
+			return r->shares[i].late;
+	return false;
+}
+
+/* Members of r's tree sharing r's fd owner_fd late: their fds take fd (inherited). */
+static bool give_late(struct rst *r, int owner_fd, int fd)
+{
+	struct rst *root = tree_root(r);
+	bool any = false;
+
+	for (size_t i = 0; root->tree && i < root->tree->n; i++) {
+		struct rst *m = &root->tree->m[i];
+
+		for (size_t k = 0; k < m->nr_shares; k++) {
+			if (!m->shares[k].late || m->shares[k].owner != r ||
+			    m->shares[k].owner_fd != owner_fd)
+				continue;
+			for (size_t j = 0; j < m->nr_fds; j++)
+				if (m->fds[j].target == m->shares[k].fd)
+					m->fds[j].src = fd;
+			any = true;
+		}
+	}
+	return any;
+}
+
+int tree_open_late(struct rst *r, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->nr_fds; i++) {
+		struct rfd *f = &r->fds[i];
+		int fd;
+
+		if (!f->proc_reg || !give_late(r, f->target, -1))
+			continue;
+
+		fd = reg_proc_open_in_child(r, f->proc_reg);
+		if (fd < 0) {
+			snprintf(why, len, "cannot open %s: %s", f->proc_reg->name, strerror(-fd));
+			return fd;
+		}
+		for (size_t k = i; k < r->nr_fds; k++)	/* its dups too: one description */
+			if (r->fds[k].proc_reg && r->fds[k].id == f->id && k != i) {
+				r->fds[k].src = fd;
+				r->fds[k].proc_reg = NULL;
+			}
+		give_late(r, f->target, fd);
+		f->src = fd;
+		f->proc_reg = NULL;
+	}
+	return 0;
 }
 
 void rst_close_shares(struct rst *r)
