@@ -847,6 +847,8 @@ case_sk_peercred() {
 add sk-peercred-self case_sk_peercred self
 add sk-peercred-euid case_sk_peercred euid
 add sk-peercred-child case_sk_peercred child
+# listeners alone: listen()ed again by the restored process under the dumped ids
+add sk-peercred-listen case_sk_peercred listen
 # a pair made by the parent, one end in each process after its fork (tree)
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child
@@ -865,3 +867,24 @@ case_sk_peercred_gone() {
 	check_child_pass
 }
 add sk-peercred-gone case_sk_peercred_gone
+
+# Shapes whose peer credentials the restore cannot make again: refused by name
+# (the socket, its credentials, the shape), no inventory, the tree unharmed.
+# forkconn: a child connected after the fork to its parent's listener;
+# shared: a socketpair end both processes hold (one description).
+case_sk_peercred_refused() {
+	local shape='a socket held by two processes of the tree'
+
+	[ "$1" = forkconn ] &&
+		shape='the accepted end of a connection process [0-9]+ made to a listener of process [0-9]+ after a fork'
+	start_prog t-peercred "$1"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "process [0-9]+: fd [0-9]+ \(socket:\[[0-9]+\]: a UNIX stream socket whose peer credentials \(pid [0-9]+, uid 0\) memdump cannot make again: $shape" "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the socket and its shape"; }
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add sk-peercred-forkconn-refused case_sk_peercred_refused forkconn
+add sk-peercred-shared-refused case_sk_peercred_refused shared
