@@ -1,7 +1,8 @@
 /* t-peercred: UNIX sockets' peer credentials (SO_PEERCRED) checked after a
  * restore. usage: t-peercred DIR MODE
  *   self: a stream socketpair made by the process; a connection to its own
- *         listener, the client's end and the accepted end
+ *         listener, the client's end and the accepted end; the listener; a
+ *         stream and a datagram pair whose other end it closed
  *   euid: the same made under other effective ids (uid, gid, groups), the
  *         listener's listen() under the process's own
  *   child: `self` and `euid` in a child of the tree, which checks its own
@@ -32,7 +33,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#define MAX 16
+#define MAX 32
 #define NG 8
 static int fds[MAX], nr;
 static struct ucred before[MAX];
@@ -104,7 +105,18 @@ static void self(int other)
 	keep(c);
 	keep(accept(s, NULL, NULL));
 	keep(s);
-	must(write(sv[0], "x", 1) == 1, "write");	/* a queue, sent again on the new pair */
+	must(write(sv[0], "x", 1) == 1, "write");
+	if (other)
+		as_other(1);
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");	/* peers closed */
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	if (other)
+		as_other(0);
+	must(write(sv[1], "y", 1) == 1 && write(dv[1], "y", 1) == 1, "write");
+	close(sv[1]);
+	close(dv[1]);
+	keep(sv[0]);
+	keep(dv[0]);	/* a queue, sent again on the new pair */
 }
 
 static int check(void)

@@ -146,9 +146,15 @@ const char *sk_unix_peercred_unsupported(int copy, const struct sk_set *set, pid
 	struct ucred c = { 0 };
 	socklen_t l = sizeof(c);
 
-	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid <= 0 ||
-	    restored_pid(set, pid, c.pid))
-		return NULL;
+	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid < 0 ||
+	    (!c.pid && c.uid == (uid_t)-1) || (c.pid && restored_pid(set, pid, c.pid)))
+		return NULL;	/* none (never connected), or a process of the restore */
+	if (!c.pid) {
+		snprintf(buf, len, "its peer credentials (SO_PEERCRED: pid 0 uid %u gid %u) name a "
+			 "process memdump cannot see (another PID namespace): the restore cannot "
+			 "make them again", (unsigned)c.uid, (unsigned)c.gid);
+		return buf;
+	}
 	snprintf(buf, len, "its peer credentials (SO_PEERCRED: pid %d uid %u gid %u) name process "
 		 "%d, which is not in the %s (gone, or outside): no restored process has that pid",
 		 (int)c.pid, (unsigned)c.uid, (unsigned)c.gid, (int)c.pid,

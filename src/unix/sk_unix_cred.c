@@ -11,9 +11,11 @@
  *
  *  - LISTEN: a listener whose listen() it made: listen() again under the
  *    dumped ids (first: a client connected after copies them);
- *  - PAIR: a socketpair of its own, both ends unnamed, both its alone;
- *  - ACCEPT: a connection accepted from its own listener (no connection
- *    pending there, its name not removed), the client's end unnamed;
+ *  - PAIR: a socketpair of its own, both ends unnamed, both its alone; an
+ *    unnamed end whose peer was closed, with the stand-in for that peer;
+ *  - ACCEPT: a connection accepted from its own listener (its name not
+ *    removed), the client's end unnamed (before any connection not accepted
+ *    yet is connected again: accept() takes this one);
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
  *    a process it forks (or one below that) holds alone.
  *
@@ -66,19 +68,6 @@ static const struct ucv_sk *listener_of(const struct ucv_proc *x, const UnixSkEn
 			return &x->sks[i];
 	}
 	return NULL;
-}
-
-/* A connection not accepted yet from l, anywhere: the process's accept() might take it. */
-static bool pending_on(const struct ucv *v, const UnixSkEntry *l)
-{
-	for (size_t i = 0; i < v->n; i++)
-		for (size_t k = 0; k < v->procs[i].nr_sks; k++) {
-			const UnixSkEntry *c = v->procs[i].sks[k].u;
-
-			if (c->has_accept_pos && c->accept_pos && c->peer == l->ino)
-				return true;
-		}
-	return false;
 }
 
 /* Is process d forked by r, or by one r forks? */
@@ -140,10 +129,16 @@ static int tree_pair(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_
 		return 0;
 	ls = listener_of(x, unnamed(u) ? p : u);	/* the accepted end's name is its listener's */
 	if (!ls || ls->u->deleted || !mine(x, ls) || !alone_in(v, r, ls->u->ino) ||
-	    !same_cred(ls->u->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred) ||
-	    pending_on(v, ls->u))
+	    !same_cred(ls->u->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred))
 		return 0;
 	return op(fn, arg, SK_LATE_TREE_ACCEPT, r, u, (size_t)o, p, ls->u);
+}
+
+/* A stream end whose peer was closed, a datagram one whose pair twin was: a stand-in
+ * plays the peer (sk_unix_restore.c), made with it. */
+static bool peer_gone(const UnixSkEntry *u)
+{
+	return u->type == SOCK_DGRAM ? u->has_peer_closed && u->peer_closed : !u->peer;
 }
 
 /* s, one end of an established pair or connection of process r. */
@@ -153,6 +148,8 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 	const struct ucv_sk *ps = own(x, s->u->peer), *ls;
 	const UnixSkEntry *u = s->u, *p = ps ? ps->u : NULL;
 
+	if (!p && peer_gone(u) && mine(x, s) && unnamed(u) && !u->accept_pos)
+		return op(fn, arg, SK_LATE_PAIR, r, u, r, NULL, NULL);	/* with a stand-in */
 	if (!p && v->tree)
 		return tree_pair(v, r, s, fn, arg);
 	if (!p || p->peer != u->ino || !mine(x, s) || !mine(x, ps) || u->accept_pos ||
@@ -164,9 +161,8 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
 		return 0;
 	ls = listener_of(x, u);		/* u accepted from l, p its client */
-	if (!ls || ls->u->deleted || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred) ||
-	    pending_on(v, ls->u))	/* a removed name: its alias is gone when the child runs */
-		return 0;
+	if (!ls || ls->u->deleted || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
+		return 0;	/* a removed name: its alias is gone when the child runs */
 	return op(fn, arg, SK_LATE_ACCEPT, r, u, r, p, ls->u);
 }
 
@@ -209,7 +205,7 @@ static int covers(void *arg, const struct ucv_op *o)
 {
 	struct covered *c = arg;
 
-	if (o->u->ino == c->ino || o->p->ino == c->ino)
+	if (o->u->ino == c->ino || (o->p && o->p->ino == c->ino))
 		c->hit = true;
 	return 0;
 }

@@ -220,6 +220,27 @@ static int plan_listen(struct rst *r, const UnixSkEntry *l)
 	return 0;
 }
 
+/* u, whose peer was closed, made again with the stand-in for that peer (sk_unix_restore.c). */
+static int plan_closed(struct rst *r, const UnixSkEntry *u)
+{
+	struct sk_late *s;
+	int fd = -1;
+
+	for (size_t i = 0; i < r->nr_sk_helpers; i++)
+		if (r->sk_helpers[i].for_id == u->id)
+			fd = r->sk_helpers[i].fd;
+	if (fd < 0)
+		return fail(-EIO, "UNIX socket %u: no stand-in for its closed peer", u->ino);
+	s = sk_late_new(r, SK_LATE_PAIR, fd_of(r, u));
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX socket %u: made again by process %d with its peer credentials, its closed "
+		"peer's stand-in too\n", u->ino, r->pid);
+	s->fd2 = fd;
+	s->u = u;
+	return 0;
+}
+
 static int plan_op(void *arg, const struct ucv_op *o)
 {
 	struct view *w = arg;
@@ -227,6 +248,8 @@ static int plan_op(void *arg, const struct ucv_op *o)
 
 	if (o->op == SK_LATE_LISTEN)
 		return plan_listen(r, o->l);
+	if (o->op == SK_LATE_PAIR && !o->p)
+		return plan_closed(r, o->u);
 	if (o->op == SK_LATE_PAIR || o->op == SK_LATE_ACCEPT)
 		return plan(r, o->op, o->u, o->p, o->l);
 	return plan_tree(r, o->op, o->u, w->rst[o->p_proc], o->p, o->l);
@@ -303,13 +326,16 @@ static int ids_leave(struct ids *s)
 	return ret;
 }
 
-/* A socket made on memdump's fd number, with u's options and file flags. */
+/* A socket made on memdump's fd number, with u's options and file flags (u NULL: a
+ * stand-in's, none). */
 static int put(int fd, int at, const UnixSkEntry *u)
 {
 	char why[160];
 	int ret = dup3(fd, at, O_CLOEXEC) < 0 ? -errno : 0;
 
 	close(fd);
+	if (!ret && !u)
+		return 0;
 	if (!ret)
 		ret = sk_opts_apply(at, u->opts, true, why, sizeof(why));
 	if (!ret && fcntl(at, F_SETFL, u->flags & O_NONBLOCK))
