@@ -876,6 +876,9 @@ add sk-peercred-euid case_sk_peercred euid
 add sk-peercred-child case_sk_peercred child
 # listeners alone: listen()ed again by the restored process under the dumped ids
 add sk-peercred-listen case_sk_peercred listen
+# a pair whose end the parent and its child both hold (one description): made
+# again before the fork, the child inherits the new one (nginx's channels)
+add sk-peercred-shared case_sk_peercred shared
 # a pair made by the parent, one end in each process after its fork (tree)
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child
@@ -898,9 +901,9 @@ add sk-peercred-gone case_sk_peercred_gone
 # Shapes whose peer credentials the restore cannot make again: refused by name
 # (the socket, its credentials, the shape), no inventory, the tree unharmed.
 # forkconn: a child connected after the fork to its parent's listener;
-# shared: a socketpair end both processes hold (one description).
+# shared2: a socketpair end two siblings hold (one description).
 case_sk_peercred_refused() {
-	local shape='a socket held by two processes of the tree'
+	local shape='a socket held by two processes of the tree \(one description\), one not forked by the other'
 
 	[ "$1" = forkconn ] &&
 		shape='the accepted end of a connection process [0-9]+ made to a listener of process [0-9]+ after a fork'
@@ -914,4 +917,4 @@ case_sk_peercred_refused() {
 	check_child_pass
 }
 add sk-peercred-forkconn-refused case_sk_peercred_refused forkconn
-add sk-peercred-shared-refused case_sk_peercred_refused shared
+add sk-peercred-shared2-refused case_sk_peercred_refused shared2

@@ -20,7 +20,9 @@
  *         accepts (a server forking workers); both check theirs, the parent
  *         its listener's too (refused for now: the accepted end names the child)
  *   shared: a stream socketpair, then a fork: both keep one end (one
- *         description in two processes), the parent the other (refused)
+ *         description in two processes), the parent the other
+ *   shared2: a stream socketpair, then two forks: both children keep one end
+ *         (one description in two siblings), the parent the other (refused)
  * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS (a listener's: its
  * listen()'s, in self and euid).
  * READY <pid> */
@@ -317,6 +319,39 @@ static void shared(void)
 	t_pass("shared");
 }
 
+/* a socketpair, then two forks: one end in both children, the other in the parent */
+static void shared2(void)
+{
+	int sv[2];
+	pid_t k[2];
+
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+	for (int i = 0; i < 2; i++) {
+		k[i] = fork();
+		must(k[i] >= 0, "fork");
+		if (k[i] == 0) {
+			close(sv[1]);
+			nr = 0;
+			keep(sv[0]);
+			child_checks(0);
+		}
+	}
+	close(sv[0]);
+	keep(sv[1]);
+	t_ready("shared2 %d %d", (int)k[0], (int)k[1]);
+	t_wait_usr1();
+	for (int i = 0; i < 2; i++) {
+		int st;
+
+		must(!kill(k[i], SIGUSR1) && waitpid(k[i], &st, 0) == k[i], "a child");
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			t_fail("a child's peer credentials changed (status %#x)", st);
+	}
+	if (check())
+		exit(1);
+	t_pass("shared2");
+}
+
 static char stack[65536];
 static int sv_gone[2];
 
@@ -361,6 +396,8 @@ int main(int argc, char **argv)
 		forkconn();
 	else if (!strcmp(mode, "shared"))
 		shared();
+	else if (!strcmp(mode, "shared2"))
+		shared2();
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);

@@ -124,6 +124,7 @@ struct ucv_sk {
 	const UnixSkEntry *u;
 	int fd;			/* its fd in the process's table, -1: only in flight */
 	bool shared_out;	/* a later process of the tree takes this description */
+	bool shared_other;	/* one that the process does not fork (nor one below it) */
 };
 struct ucv_proc {
 	pid_t pid;

@@ -17,7 +17,9 @@
  *    removed), the client's end unnamed (before any connection not accepted
  *    yet is connected again: accept() takes this one);
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
- *    a process it forks (or one below that) holds alone.
+ *    a process it forks (or one below that) holds alone; TREE_PAIR too: a
+ *    socketpair of its own whose ends only processes it forks (or below)
+ *    hold too (a server's channels to its workers), their copies made anew.
  *
  * A client not accepted yet is connected by the process after its listener's
  * LISTEN: it copies that listener's credentials. Every other socket with
@@ -50,6 +52,13 @@ static bool same_cred(const UnixPeerCredEntry *a, const UnixPeerCredEntry *b)
 static bool mine(const struct ucv_proc *x, const struct ucv_sk *s)
 {
 	return s->u->peer_cred && s->u->peer_cred->pid == (uint32_t)x->pid && !s->shared_out;
+}
+
+/* The same, or s is shared only with processes x forks (or ones below): made again
+ * before the fork, they inherit it. */
+static bool mine_below(const struct ucv_proc *x, const struct ucv_sk *s)
+{
+	return s->u->peer_cred && s->u->peer_cred->pid == (uint32_t)x->pid && !s->shared_other;
 }
 
 static bool unnamed(const UnixSkEntry *u)
@@ -152,6 +161,11 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 		return op(fn, arg, SK_LATE_PAIR, r, u, r, NULL, NULL);	/* with a stand-in */
 	if (!p && v->tree)
 		return tree_pair(v, r, s, fn, arg);
+	if (p && v->tree && p->peer == u->ino && (s->shared_out || ps->shared_out) &&
+	    mine_below(x, s) && mine_below(x, ps) && unnamed(u) && unnamed(p) &&
+	    !u->accept_pos && !p->accept_pos)	/* a pair its children hold too: nginx */
+		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
+		       op(fn, arg, SK_LATE_TREE_PAIR, r, u, r, p, NULL) : 0;
 	if (!p || p->peer != u->ino || !mine(x, s) || !mine(x, ps) || u->accept_pos ||
 	    p->accept_pos)
 		return 0;
@@ -243,6 +257,9 @@ static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, 
 	else if (u->has_accept_pos && u->accept_pos)
 		snprintf(buf, len, "a connection not accepted yet whose credentials are not its "
 			 "listener's");
+	else if (s->shared_other)
+		snprintf(buf, len, "a socket held by two processes of the tree (one description), "
+			 "one not forked by the other (nor below it)");
 	else if (s->shared_out)
 		snprintf(buf, len, "a socket held by two processes of the tree (one description)");
 	else if (q < 0)
@@ -271,9 +288,9 @@ static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, 
 		snprintf(buf, len, "a pair or connection made by process %u, not by process %d that "
 			 "holds both ends", pid, (int)x->pid);
 	else
-		snprintf(buf, len, "a named pair end, a connection whose listener has connections "
-			 "pending, whose name was removed or whose listen() credentials differ from "
-			 "its client's");
+		snprintf(buf, len, "a named pair end, a named end whose peer was closed, or a "
+			 "connection whose listener was closed, whose name was removed or whose "
+			 "listen() credentials differ from its client's");
 	return buf;
 }
 

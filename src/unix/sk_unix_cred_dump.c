@@ -54,15 +54,27 @@ static int own_fd(const struct dump_ctx *d, int id, bool *copied)
 	return -1;
 }
 
-/* Does a later process of the view take d's description id (one of its fds)? */
-static bool taken(struct dump_ctx *const *ds, size_t n, const struct dump_ctx *d, int id)
+/* Is e forked by d, or by one d forks? */
+static bool below(const struct dump_ctx *e, const struct dump_ctx *d)
+{
+	for (e = e->tree_parent; e; e = e->tree_parent)
+		if (e == d)
+			return true;
+	return false;
+}
+
+/* Does a later process of the view take d's description id (one of its fds)? other:
+ * only one that d does not fork (nor one below). */
+static bool taken(struct dump_ctx *const *ds, size_t n, const struct dump_ctx *d, int id,
+		  bool other)
 {
 	for (size_t k = 0; k < n; k++)
 		for (int i = 0; ds[k] != d && i < ds[k]->files.nr_fds; i++) {
 			const struct fd_entry *e = &ds[k]->files.fds[i];
 
 			for (int j = 0; e->share_pid == d->pid && j < d->files.nr_fds; j++)
-				if (d->files.fds[j].fd == e->share_fd && d->files.fds[j].id == id)
+				if (d->files.fds[j].fd == e->share_fd && d->files.fds[j].id == id &&
+				    (!other || !below(ds[k], d)))
 					return true;
 		}
 	return false;
@@ -113,7 +125,8 @@ static int dview_proc(struct dview *w, struct dump_ctx *const *ds, size_t n, siz
 		unix_peer_cred_entry__init(&c->c);
 		sk_unix_entry(f, &c->e, &c->c);
 		p->sks[p->nr_sks++] = (struct ucv_sk){ .u = &c->e, .fd = fd,
-						       .shared_out = taken(ds, n, d, f->id) };
+			.shared_out = taken(ds, n, d, f->id, false),
+			.shared_other = taken(ds, n, d, f->id, true) };
 	}
 	return 0;
 }

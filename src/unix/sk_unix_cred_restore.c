@@ -77,16 +77,41 @@ static bool fd_is(const struct rst *r, int fd, uint32_t id)
 	return false;
 }
 
-/* Does another process of the tree take u's description from this one? */
-static bool shared_out(struct rst *r, const UnixSkEntry *u)
+/* Is d forked by r, or by one r forks? */
+static bool below(const struct rst *d, const struct rst *r)
+{
+	for (d = d->tree_parent; d; d = d->tree_parent)
+		if (d == r)
+			return true;
+	return false;
+}
+
+/* Does another process of the tree take u's description from this one? other: one
+ * r does not fork (nor one below). */
+static bool shared_out(struct rst *r, const UnixSkEntry *u, bool other)
 {
 	struct rst *o;
 
 	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
 		for (size_t k = 0; o != r && k < o->nr_shares; k++)
-			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id))
+			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id) &&
+			    (!other || !below(o, r)))
 				return true;
 	return false;
+}
+
+/* Made again before the fork: the copies of u's description kept for the processes
+ * that take it (they inherit them) become copies of the new one, at. */
+static int reshare(struct rst *r, const UnixSkEntry *u, int at)
+{
+	struct rst *o;
+
+	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
+		for (size_t k = 0; o != r && k < o->nr_shares; k++)
+			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id) &&
+			    o->shares[k].src >= 0 && dup3(at, o->shares[k].src, O_CLOEXEC) < 0)
+				return -errno;
+	return 0;
 }
 
 /* An epoll set only in flight (SCM_RIGHTS): filled on memdump's fds before the remakes.
@@ -173,7 +198,8 @@ static int view_proc(struct rst *x, struct ucv_proc *p)
 
 		if (u && own(x, u->ino) == u)
 			p->sks[p->nr_sks++] = (struct ucv_sk){ .u = u, .fd = target_of(x, u->id),
-							       .shared_out = shared_out(x, u) };
+				.shared_out = shared_out(x, u, false),
+				.shared_other = shared_out(x, u, true) };
 	}
 	return 0;
 }
@@ -409,6 +435,10 @@ int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
 		const struct sk_late *l = &r->sk_late[i];
 		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) :
 			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) : 0;
+
+		if (!ret && l->op == SK_LATE_TREE_PAIR)	/* shared with processes it forks */
+			ret = reshare(r, l->u, l->fd) ?:
+			      own(r, l->p->ino) == l->p ? reshare(r, l->p, l->fd2) : 0;
 
 		if (ret) {
 			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the %s again with "
