@@ -20,10 +20,12 @@
  * ends' credentials its own) whose other end a process it forks (or one
  * below) holds alone: that end goes on memdump's fd for it, which it inherits.
  *
- * Not made again (the fds memdump made, with its own pid and ids): those
- * another process of a tree holds too (but the pair above), those of a
- * process with an epoll set in flight (filled before, on memdump's fds; the
- * pair above is made before that).
+ * Which: unix/sk_unix_cred.c decides (sk_cred_ops), over a view of the tree
+ * built here from the images; the dump refused every other socket with peer
+ * credentials, deciding over the same view of its own (sk_unix_cred_dump.c).
+ * A listener whose listen() the process made is listened to again (first),
+ * an unnamed end whose peer was closed made again with its stand-in, a pair
+ * the processes it forks hold too made again before the fork (reshare()).
  */
 #include <errno.h>
 #include <fcntl.h>
