@@ -582,7 +582,6 @@ signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
 os.chdir(d + "/rel")
 rl = socket.socket(socket.AF_UNIX); rl.bind("rel.sock"); rl.listen()
 gl = socket.socket(socket.AF_UNIX); gl.bind(d + "/gone/l.sock"); gl.listen()
-gc = socket.socket(socket.AF_UNIX); gc.connect(d + "/gone/l.sock"); ga, _ = gl.accept()
 os.unlink(d + "/gone/l.sock")
 dg = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); dg.bind(d + "/gone/d.sock")
 ds = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ds.connect(d + "/gone/d.sock")
@@ -599,7 +598,6 @@ c = socket.socket(socket.AF_UNIX); c.connect("rel.sock"); a, _ = rl.accept()
 c.send(b"x"); bad += [] if a.recv(1) == b"x" else ["relative listener"]
 if rl.getsockname() != "rel.sock": bad.append("rel name %r" % rl.getsockname())
 if gl.getsockname() != d + "/gone/l.sock": bad.append("gone name %r" % gl.getsockname())
-gc.send(b"y"); bad += [] if ga.recv(1) == b"y" else ["connection to the removed listener"]
 if os.path.exists(d + "/gone/l.sock"): bad.append("the removed file is back")
 if open(d + "/gone/d.sock").read() != "not a socket": bad.append("the replacing file changed")
 ds.send(b"after")
@@ -617,8 +615,9 @@ print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)' "$T"
 add sk-unix-gone case_sk_unix_gone
 
 # A connection accepted from a listener closed since, in one process and across
-# a tree (zdtm deleted_unix_sock): the accepted end keeps the listener's name,
-# its file removed in the tree's case. A listener stands in for the restore.
+# a tree (zdtm deleted_unix_sock): its peer credentials cannot be made again
+# (no listener to listen() under them, docs/refused.md): refused by name, the
+# tree unharmed.
 SK_LCLOSED='
 import os, signal, socket, sys
 d = sys.argv[1]
@@ -646,17 +645,45 @@ os.kill(k, signal.SIGKILL)'
 
 case_sk_unix_listener_closed() {
 	start_py lclosed "$SK_LCLOSED" "$T"
-	dump "$PID" "$T/d"
-	expect_killed "$PID"
-	restore_and_pass "$T/d" 1
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE 'a UNIX stream socket whose peer credentials \(pid [0-9]+, uid 0\) memdump cannot make again' "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the connection"; }
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
 }
 add sk-unix-listener-closed case_sk_unix_listener_closed
 
-# The same restore SIGKILLed while the alias of the removed name exists (the
-# root's sockets made, the child's ghosts' fault point): the sweeper removes
-# the alias, and the next restore works.
+# A restore SIGKILLed while the alias of a removed name exists (a datagram
+# socket bound to a name removed since, another connected to it, made by the
+# root; its child's ghosts' fault point): the sweeper removes the alias, and the next restore works.
+SK_DGONE='
+import os, signal, socket, sys
+d = sys.argv[1]
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+dg = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); dg.bind(d + "/two.sock")
+ds = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); ds.connect(d + "/two.sock")
+os.unlink(d + "/two.sock")
+ds.send(b"queued")
+k = os.fork()
+if k == 0:
+    signal.pause(); os._exit(0)
+print("READY", os.getpid(), k, flush=True)
+while not got:
+    signal.pause()
+os.kill(k, signal.SIGKILL)
+bad = []
+if dg.getsockname() != d + "/two.sock": bad.append("removed name %r" % dg.getsockname())
+if os.path.exists(d + "/two.sock"): bad.append("the removed name is back")
+ds.send(b"after")
+r = [dg.recv(10), dg.recv(10)]
+if r != [b"queued", b"after"]: bad.append("datagrams %r" % r)
+print("PASS" if not bad else "FAIL " + "; ".join(bad), flush=True)'
+
 case_sk_unix_gone_killed() {
-	start_py lclosed "$SK_LCLOSED" "$T"
+	start_py dgone "$SK_DGONE" "$T"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	MEMDUMP_FAULT=rst-ghosts MEMDUMP_FAULT_SECS=2 restore_bg "$T/d" kill
@@ -849,6 +876,11 @@ case_sk_peercred() {
 add sk-peercred-self case_sk_peercred self
 add sk-peercred-euid case_sk_peercred euid
 add sk-peercred-child case_sk_peercred child
+# listeners alone: listen()ed again by the restored process under the dumped ids
+add sk-peercred-listen case_sk_peercred listen
+# a pair whose end the parent and its child both hold (one description): made
+# again before the fork, the child inherits the new one (nginx's channels)
+add sk-peercred-shared case_sk_peercred shared
 # a pair made by the parent, one end in each process after its fork (tree)
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child
@@ -867,3 +899,24 @@ case_sk_peercred_gone() {
 	check_child_pass
 }
 add sk-peercred-gone case_sk_peercred_gone
+
+# Shapes whose peer credentials the restore cannot make again: refused by name
+# (the socket, its credentials, the shape), no inventory, the tree unharmed.
+# forkconn: a child connected after the fork to its parent's listener;
+# shared2: a socketpair end two siblings hold (one description).
+case_sk_peercred_refused() {
+	local shape='a socket held by two processes of the tree \(one description\), one not forked by the other'
+
+	[ "$1" = forkconn ] &&
+		shape='the accepted end of a connection process [0-9]+ made to a listener of process [0-9]+ after a fork'
+	start_prog t-peercred "$1"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "process [0-9]+: fd [0-9]+ \(socket:\[[0-9]+\]: a UNIX stream socket whose peer credentials \(pid [0-9]+, uid 0\) memdump cannot make again: $shape" "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the socket and its shape"; }
+	no_inventory "$T/d"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add sk-peercred-forkconn-refused case_sk_peercred_refused forkconn
+add sk-peercred-shared2-refused case_sk_peercred_refused shared2

@@ -156,51 +156,38 @@ sk_tree_pass() {
 
 # a named listener, connections accepted from it living in another process
 # than it, bytes queued both ways on each, datagrams queued from two other
-# processes of the tree: every byte once and in order, names and credentials
-# (tree_sk_unix.py, W P's child); tree_sk_rev.py: the other order, the parent
-# a client of its child's listener, whose accepted end is in a grandchild W
-# (restore makes the listener and a datagram socket ahead for the child)
-case_tree_sk_unix() {
+# processes of the tree (tree_sk_unix.py, W P's child); tree_sk_rev.py: the
+# other order, the parent a client of its child's listener, whose accepted end
+# is in a grandchild W. The connections were made after the forks: their
+# accepted ends' peer credentials name the connecting process, which the
+# restore cannot make again (docs/refused.md): refused by name, with
+# --leave-running too, the tree unharmed: it finishes as if never dumped.
+case_tree_sk_unix_refused() {
 	sk_tree_start "$1"
-	local wparent=$PID
-	[[ $1 == tree_sk_rev.py ]] && wparent=$C
-	dump "$PID" "$T/d"
-	expect_killed "$PID"
-	local label
-	for label in 1 2; do
-		truncate -s "$READY_SIZE" "$OUT"
-		restore_bg "$T/d" "$label"
-		sk_tree_pass "$wparent"
-	done
-}
-add tree-sk-unix case_tree_sk_unix tree_sk_unix.py
-
-# --leave-running: the tree finishes as if never dumped (the queues were only
-# peeked), then its image restores and finishes the same way
-case_tree_sk_unix_lr() {
-	sk_tree_start tree_sk_unix.py
-	dump "$PID" "$T/d" --leave-running
+	shift
+	md dump dump -t "$PID" -D "$T/d" "$@"
+	expect_md_error
+	grep -qE 'fd [0-9]+ \(socket:\[[0-9]+\]: a UNIX stream socket whose peer credentials \(pid [0-9]+, uid 0\) memdump cannot make again: the accepted end of a connection process [0-9]+ made to a listener' "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the accepted end"; }
+	no_inventory "$T/d"
 	tree_untouched "$PID" "$C" "$W"
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	local rc=0
 	timeout_wait "$PID" || rc=$?
-	(( rc == 0 )) || fail "the dumped tree exited with $rc"
-	wait_until 5 eval '[[ ! -d /proc/'"$C"' && ! -d /proc/'"$W"' ]]' || fail "C or W is left"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	sk_tree_pass "$PID"
+	(( rc == 0 )) || fail "the tree exited with $rc"
 }
-add tree-sk-unix-lr case_tree_sk_unix_lr
-add tree-sk-unix-rev case_tree_sk_unix tree_sk_rev.py
+add tree-sk-unix case_tree_sk_unix_refused tree_sk_unix.py
+add tree-sk-unix-lr case_tree_sk_unix_refused tree_sk_unix.py --leave-running
+add tree-sk-unix-rev case_tree_sk_unix_refused tree_sk_rev.py
 
 # python multiprocessing with a Manager(): its server process listens on a
 # UNIX socket path, the parent and two workers each hold a connection accepted
-# there (requests and replies in flight at any instant); dumped mid-run and
-# restored, the output of an uninterrupted run. The dump waits for the
-# program's "started" (every connection made so far accepted) and the workers
-# go on until $T/go exists (made once the dump is done): no process of the
-# tree is starting or exiting, and no connection is queued, when it begins.
+# there (requests and replies in flight at any instant). The connections were
+# made after the forks (their accepted ends name the connecting process, which
+# the restore cannot make again): the dump is refused by name, and the
+# program, unharmed, gives the output of an uninterrupted run. The dump waits
+# for the program's "started" and the workers go on until $T/go exists.
 case_tree_real_mp_manager() {
 	touch "$T/ref.go"
 	command -p python3 "$TESTSRC/tree_sk_manager.py" 40 "$T/ref.go" < /dev/null > "$T/ref.out" 2>&1 ||
@@ -210,12 +197,15 @@ case_tree_real_mp_manager() {
 	wait_line "$T/mp.out" '^started' "$OP_TIMEOUT" || fail "the workers did not start"
 	local p; for p in $(tree_pids "$PID"); do track "$p"; done
 	tree_has 3 "$PID" || fail "not a manager and two workers below $PID: $(tree_pids "$PID")"
-	dump "$PID" "$T/d"
-	expect_killed "$PID"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q 'memdump cannot make again: the accepted end of a connection process' "$MD_ERR" ||
+		{ show_file err "$MD_ERR"; fail "the refusal does not name the accepted ends"; }
+	no_inventory "$T/d"
 	touch "$T/go"
-	restore_bg "$T/d" 1
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "the restored program exited with $MD_RC: $(cat "$T/mp.out")"
+	local rc=0
+	timeout_wait "$PID" || rc=$?
+	(( rc == 0 )) || fail "the program exited with $rc: $(cat "$T/mp.out")"
 	cmp -s "$T/ref.out" "$T/mp.out" ||
 		fail "the output is not an uninterrupted run's: $(tr '\n' '|' < "$T/mp.out")"
 }

@@ -1,7 +1,8 @@
 /* t-peercred: UNIX sockets' peer credentials (SO_PEERCRED) checked after a
  * restore. usage: t-peercred DIR MODE
  *   self: a stream socketpair made by the process; a connection to its own
- *         listener, the client's end and the accepted end
+ *         listener, the client's end and the accepted end; the listener; a
+ *         stream and a datagram pair whose other end it closed
  *   euid: the same made under other effective ids (uid, gid, groups), the
  *         listener's listen() under the process's own
  *   child: `self` and `euid` in a child of the tree, which checks its own
@@ -14,7 +15,16 @@
  *         then a fork: the child keeps the client end of one and the
  *         accepted end of the other, the parent the other ends and the
  *         listener; both check theirs
- * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS.
+ *   listen: two listeners and nothing else, one listen()ed under other ids
+ *   forkconn: a listener, then a fork: the child connects to it, the parent
+ *         accepts (a server forking workers); both check theirs, the parent
+ *         its listener's too (refused for now: the accepted end names the child)
+ *   shared: a stream socketpair, then a fork: both keep one end (one
+ *         description in two processes), the parent the other
+ *   shared2: a stream socketpair, then two forks: both children keep one end
+ *         (one description in two siblings), the parent the other (refused)
+ * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS (a listener's: its
+ * listen()'s, in self and euid).
  * READY <pid> */
 #include "tlib.h"
 
@@ -25,7 +35,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#define MAX 16
+#define MAX 32
 #define NG 8
 static int fds[MAX], nr;
 static struct ucred before[MAX];
@@ -96,7 +106,19 @@ static void self(int other)
 	keep(dv[1]);
 	keep(c);
 	keep(accept(s, NULL, NULL));
-	must(write(sv[0], "x", 1) == 1, "write");	/* a queue, sent again on the new pair */
+	keep(s);
+	must(write(sv[0], "x", 1) == 1, "write");
+	if (other)
+		as_other(1);
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");	/* peers closed */
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	if (other)
+		as_other(0);
+	must(write(sv[1], "y", 1) == 1 && write(dv[1], "y", 1) == 1, "write");
+	close(sv[1]);
+	close(dv[1]);
+	keep(sv[0]);
+	keep(dv[0]);	/* a queue, sent again on the new pair */
 }
 
 static int check(void)
@@ -205,6 +227,131 @@ static void tree(int connections)
 	t_pass(connections ? "tree-conn" : "tree");
 }
 
+/* listeners only: their credentials are their listen()'s */
+static void listeners(void)
+{
+	for (int other = 0; other < 2; other++) {
+		int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		must(s >= 0 && !bind(s, (struct sockaddr *)&(struct sockaddr_un){ AF_UNIX, "" },
+				     sizeof(sa_family_t)), "autobind");
+		if (other)
+			as_other(1);
+		must(!listen(s, 4), "listen");
+		if (other)
+			as_other(0);
+		keep(s);
+	}
+}
+
+/* the child, forked: its ends kept and checked on SIGUSR1; the parent waits for it */
+static void child_checks(pid_t k)
+{
+	int st;
+
+	if (k == 0) {
+		while (!t_usr1)
+			t_sleep_ms(10);
+		fflush(stdout);
+		_exit(check());
+	}
+	t_wait_usr1();
+	must(!kill(k, SIGUSR1) && waitpid(k, &st, 0) == k, "the child");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		t_fail("the child's peer credentials changed (status %#x)", st);
+}
+
+/* a listener, then a fork: the child connects, the parent accepts */
+static void forkconn(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-f",
+			       (int)getpid());
+	int s = socket(AF_UNIX, SOCK_STREAM, 0), c;
+	pid_t k;
+
+	must(s >= 0 && !bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		close(s);
+		c = socket(AF_UNIX, SOCK_STREAM, 0);
+		must(c >= 0 && !connect(c, (struct sockaddr *)&a, l), "connect");
+		nr = 0;
+		keep(c);
+		must(write(c, "c", 1) == 1, "write");
+		child_checks(0);
+	}
+	c = accept(s, NULL, NULL);
+	must(c >= 0, "accept");
+	keep(c);
+	keep(s);
+	must(write(c, "p", 1) == 1, "write");
+	t_ready("forkconn %d", (int)k);
+	child_checks(k);
+	if (check())
+		exit(1);
+	t_pass("forkconn");
+}
+
+/* a socketpair, then a fork: one end in both processes */
+static void shared(void)
+{
+	int sv[2];
+	pid_t k;
+
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		close(sv[1]);
+		nr = 0;
+		keep(sv[0]);
+		child_checks(0);
+	}
+	keep(sv[0]);
+	keep(sv[1]);
+	t_ready("shared %d", (int)k);
+	child_checks(k);
+	if (check())
+		exit(1);
+	t_pass("shared");
+}
+
+/* a socketpair, then two forks: one end in both children, the other in the parent */
+static void shared2(void)
+{
+	int sv[2];
+	pid_t k[2];
+
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+	for (int i = 0; i < 2; i++) {
+		k[i] = fork();
+		must(k[i] >= 0, "fork");
+		if (k[i] == 0) {
+			close(sv[1]);
+			nr = 0;
+			keep(sv[0]);
+			child_checks(0);
+		}
+	}
+	close(sv[0]);
+	keep(sv[1]);
+	t_ready("shared2 %d %d", (int)k[0], (int)k[1]);
+	t_wait_usr1();
+	for (int i = 0; i < 2; i++) {
+		int st;
+
+		must(!kill(k[i], SIGUSR1) && waitpid(k[i], &st, 0) == k[i], "a child");
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			t_fail("a child's peer credentials changed (status %#x)", st);
+	}
+	if (check())
+		exit(1);
+	t_pass("shared2");
+}
+
 static char stack[65536];
 static int sv_gone[2];
 
@@ -243,6 +390,14 @@ int main(int argc, char **argv)
 		tree(0);
 	else if (!strcmp(mode, "tree-conn"))
 		tree(1);
+	else if (!strcmp(mode, "listen"))
+		listeners();
+	else if (!strcmp(mode, "forkconn"))
+		forkconn();
+	else if (!strcmp(mode, "shared"))
+		shared();
+	else if (!strcmp(mode, "shared2"))
+		shared2();
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);

@@ -68,9 +68,10 @@ static void setup(void)
 	must(!setsockopt(pr[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), "SO_SNDBUF");
 	must(!setsockopt(pr[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), "SO_RCVTIMEO");
 	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, pd), "socketpair dgram");
+	put(pd[1], "back");	/* before SO_PASSCRED: a send with it autobinds (a named pair
+				 * end, whose peer credentials are refused) */
 	must(!setsockopt(pd[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), "SO_PASSCRED");
 	put(pd[0], "d1"); put(pd[0], "dgram two"); put(pd[0], "3");
-	put(pd[1], "back");
 	must(!socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pq), "socketpair seqpacket");
 	put(pq[0], "rec1"); put(pq[0], "record2");
 	fcntl(pq[1], F_SETFL, O_NONBLOCK);

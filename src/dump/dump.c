@@ -376,6 +376,8 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 	*inventory = !leave_running || o->hooks;
 	if (!ret && !d->pre_dump)	/* a pre-dump writes no pstree.img: memory only */
 		ret = dump_check_sessions(d);	/* a tree's: what restore rebuilds */
+	if (!ret && !d->pre_dump && !d->nr_below)	/* a tree's: treedump.c, finish_all() */
+		ret = sockets_check_peercred(&d, 1);
 	if (!ret && !leave_running) {
 		fault_point("images-written");
 		ret = sockets_check_queues(d);

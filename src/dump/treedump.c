@@ -692,8 +692,13 @@ static int finish_member(struct tree_dump *td, struct member *m)
 /* Children first: the root's inventory lists their sets. */
 static int finish_all(struct tree_dump *td)
 {
+	struct dump_ctx *ds[td->n];
 	int ret = 0;
 
+	for (int i = 0; i < td->n; i++)
+		ds[i] = &td->m[i].d;
+	if (!td->m[0].d.pre_dump)	/* every process's sockets known: the restore's view */
+		ret = sockets_check_peercred(ds, (size_t)td->n);
 	for (int i = td->n - 1; i > 0 && !ret; i--)
 		ret = finish_member(td, &td->m[i]);
 	if (!ret)

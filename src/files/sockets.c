@@ -471,6 +471,11 @@ int sockets_check_queues(struct dump_ctx *d)
 	return ret;
 }
 
+int sockets_check_peercred(struct dump_ctx *const *ds, size_t n)
+{
+	return sk_unix_cred_check(ds, n);
+}
+
 int sockets_write_data(struct dump_ctx *d)
 {
 	struct file_set *fs = &d->files;

@@ -22,6 +22,12 @@ int sockets_fd_type(const struct file_desc *f);
  * found empty are still empty (what arrived since would die with the target).
  */
 int sockets_check_queues(struct dump_ctx *d);
+/*
+ * The n processes of a dump (the root first), their images written: a UNIX
+ * socket whose peer credentials the restore would not give back refused by
+ * name, all in one failure (unix/sk_unix_cred.c decides, as the restore does).
+ */
+int sockets_check_peercred(struct dump_ctx *const *ds, size_t n);
 /* sk-queues.img and tcp-stream-INO.img */
 int sockets_write_data(struct dump_ctx *d);
 /*

@@ -251,7 +251,7 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
 		if (l->op == SK_LATE_TREE_PAIR || l->op == SK_LATE_TREE_ACCEPT)
 			continue;	/* made before the fork (sk_cred_remake_tree) */
-		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT)
+		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT || l->op == SK_LATE_LISTEN)
 			ret = sk_cred_remake(l);
 		else if (l->op == SK_LATE_SEND)
 			ret = send_all(r, l);
@@ -268,6 +268,7 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 				 l->op == SK_LATE_SHUTDOWN ? "shut down" :
 				 l->op == SK_LATE_CONNECT ? "connect a client its listener had not "
 				 "accepted" : l->op == SK_LATE_PEEK_OFF ? "set SO_PEEK_OFF" :
+				 l->op == SK_LATE_LISTEN ? "listen again with its credentials" :
 				 "make a pair or connection again with its peer credentials",
 				 strerror(-ret));
 			return ret;

@@ -146,9 +146,15 @@ const char *sk_unix_peercred_unsupported(int copy, const struct sk_set *set, pid
 	struct ucred c = { 0 };
 	socklen_t l = sizeof(c);
 
-	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid <= 0 ||
-	    restored_pid(set, pid, c.pid))
-		return NULL;
+	if (getsockopt(copy, SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid < 0 ||
+	    (!c.pid && c.uid == (uid_t)-1) || (c.pid && restored_pid(set, pid, c.pid)))
+		return NULL;	/* none (never connected), or a process of the restore */
+	if (!c.pid) {
+		snprintf(buf, len, "its peer credentials (SO_PEERCRED: pid 0 uid %u gid %u) name a "
+			 "process memdump cannot see (another PID namespace): the restore cannot "
+			 "make them again", (unsigned)c.uid, (unsigned)c.gid);
+		return buf;
+	}
 	snprintf(buf, len, "its peer credentials (SO_PEERCRED: pid %d uid %u gid %u) name process "
 		 "%d, which is not in the %s (gone, or outside): no restored process has that pid",
 		 (int)c.pid, (unsigned)c.uid, (unsigned)c.gid, (int)c.pid,
@@ -485,6 +491,35 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	return read_queue(d, copy, s, st);
 }
 
+void sk_unix_entry(const struct file_desc *f, UnixSkEntry *e, UnixPeerCredEntry *cred)
+{
+	const struct sk_unix *u = &f->sk->un;
+
+	if (u->cred.pid > 0) {
+		cred->pid = (uint32_t)u->cred.pid;
+		cred->uid = u->cred.uid;
+		cred->gid = u->cred.gid;
+		cred->n_groups = (size_t)u->nr_groups;
+		cred->groups = (uint32_t *)u->groups;
+		e->peer_cred = cred;
+	}
+	e->id = f->id;
+	e->ino = u->ino;
+	e->type = u->type;
+	e->state = u->state;
+	e->flags = f->flags;
+	e->backlog = u->backlog;
+	e->peer = u->peer;
+	e->has_accept_pos = u->accept_pos != 0;
+	e->accept_pos = u->accept_pos;
+	e->has_peer_closed = u->peer_closed;
+	e->peer_closed = u->peer_closed;
+	e->name.len = u->name_len;
+	e->name.data = (uint8_t *)u->name;
+	e->has_deleted = u->deleted;
+	e->deleted = u->deleted;
+}
+
 int sk_unix_write(const struct file_desc *f, struct image *files)
 {
 	const struct sk_unix *u = &f->sk->un;
@@ -496,38 +531,16 @@ int sk_unix_write(const struct file_desc *f, struct image *files)
 	UnixPeerCredEntry cred = UNIX_PEER_CRED_ENTRY__INIT;
 
 	sk_opts_fill(&f->sk->opts, &opts);
-	if (u->cred.pid > 0) {
-		cred.pid = (uint32_t)u->cred.pid;
-		cred.uid = u->cred.uid;
-		cred.gid = u->cred.gid;
-		cred.n_groups = (size_t)u->nr_groups;
-		cred.groups = (uint32_t *)u->groups;
-		e.peer_cred = &cred;
-	}
-	e.id = f->id;
-	e.ino = u->ino;
-	e.type = u->type;
-	e.state = u->state;
-	e.flags = f->flags;
-	e.backlog = u->backlog;
-	e.peer = u->peer;
-	e.has_accept_pos = u->accept_pos != 0;
-	e.accept_pos = u->accept_pos;
-	e.has_peer_closed = u->peer_closed;
-	e.peer_closed = u->peer_closed;
+	sk_unix_entry(f, &e, &cred);
 	e.has_ext_peer_name = u->ext_peer_len > 0;
 	e.ext_peer_name.len = u->ext_peer_len;
 	e.ext_peer_name.data = (uint8_t *)u->ext_peer;
 	fd_owner_fill(&fown, &f->fown);
 	e.fown = &fown;
 	e.opts = &opts;
-	e.name.len = u->name_len;
-	e.name.data = (uint8_t *)u->name;
 	e.has_shutdown = true;
 	e.shutdown = u->shutdown;
 	e.name_dir = u->name_dir;
-	e.has_deleted = u->deleted;
-	e.deleted = u->deleted;
 	if (u->has_perms) {
 		perms.mode = u->mode;
 		perms.uid = u->uid;

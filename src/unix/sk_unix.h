@@ -24,6 +24,14 @@ const char *sk_unix_peercred_unsupported(int copy, const struct sk_set *set, pid
 					 char *buf, size_t len);
 int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struct sk_state *st);
 int sk_unix_write(const struct file_desc *f, struct image *files);
+/* The fields of f's unix_sk_entry the peer credentials are decided on (sk_unix_cred.c), as
+ * sk_unix_write() writes them; cred: the storage of e->peer_cred. */
+void sk_unix_entry(const struct file_desc *f, UnixSkEntry *e, UnixPeerCredEntry *cred);
+/* sk_unix_cred_dump.c: the n processes of a dump (the root first, pstree order), their
+ * images written: every UNIX socket whose peer credentials the restore would not give
+ * back (sk_cred_inexact) refused, all in one failure. */
+struct dump_ctx;
+int sk_unix_cred_check(struct dump_ctx *const *ds, size_t n);
 int sk_unix_write_queue(const struct file_desc *f, struct image *img);
 
 /* sk_scm.c: files in flight (SCM_RIGHTS) in UNIX socket queues */
@@ -107,6 +115,41 @@ bool sk_unix_is_pending(struct rst *r, const UnixSkEntry *u);
 int sk_unix_pending_open(struct rst *r, const UnixSkEntry *u);
 int sk_unix_pending_plan(struct rst *r);
 int sk_unix_standin(struct rst *r, const UnixSkEntry *rcv);
+/*
+ * sk_unix_cred.c: whose peer credentials the restore makes again, decided over a
+ * view of the tree the dump (files/sockets.c) and the restore
+ * (sk_unix_cred_restore.c) each build, so that they cannot drift.
+ */
+struct ucv_sk {
+	const UnixSkEntry *u;
+	int fd;			/* its fd in the process's table, -1: only in flight */
+	bool shared_out;	/* a later process of the tree takes this description */
+	bool shared_other;	/* one that the process does not fork (nor one below it) */
+};
+struct ucv_proc {
+	pid_t pid;
+	int parent;		/* the process (index) that forks it, -1: none of the view */
+	struct ucv_sk *sks;	/* the UNIX sockets it opens (not another's copies) */
+	size_t nr_sks;
+	bool epoll_in_flight;	/* an epoll set only in flight (SCM_RIGHTS) */
+};
+struct ucv {
+	struct ucv_proc *procs;	/* the root first, pstree order */
+	size_t n;
+	bool tree;
+};
+/* One remake (SK_LATE_*) by process proc: u (its), p (p_proc's), listener l. */
+struct ucv_op {
+	int op;
+	size_t proc, p_proc;
+	const UnixSkEntry *u, *p, *l;
+};
+typedef int (*ucv_fn)(void *arg, const struct ucv_op *op);
+/* Every remake process r makes, in order, to fn. */
+int sk_cred_ops(const struct ucv *v, size_t r, ucv_fn fn, void *arg);
+/* Why socket s of process r comes back with other peer credentials than dumped, or NULL. */
+const char *sk_cred_inexact(const struct ucv *v, size_t r, const struct ucv_sk *s, char *buf,
+			    size_t len);
 /*
  * sk_unix_cred_restore.c: the pairs and accepted connections whose peer
  * credentials are the process's own, made again by the forked child with them

@@ -20,10 +20,12 @@
  * ends' credentials its own) whose other end a process it forks (or one
  * below) holds alone: that end goes on memdump's fd for it, which it inherits.
  *
- * Not made again (the fds memdump made, with its own pid and ids): those
- * another process of a tree holds too (but the pair above), those of a
- * process with an epoll set in flight (filled before, on memdump's fds; the
- * pair above is made before that).
+ * Which: unix/sk_unix_cred.c decides (sk_cred_ops), over a view of the tree
+ * built here from the images; the dump refused every other socket with peer
+ * credentials, deciding over the same view of its own (sk_unix_cred_dump.c).
+ * A listener whose listen() the process made is listened to again (first),
+ * an unnamed end whose peer was closed made again with its stand-in, a pair
+ * the processes it forks hold too made again before the fork (reshare()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -77,16 +79,41 @@ static bool fd_is(const struct rst *r, int fd, uint32_t id)
 	return false;
 }
 
-/* Does another process of the tree take u's description from this one? */
-static bool shared_out(struct rst *r, const UnixSkEntry *u)
+/* Is d forked by r, or by one r forks? */
+static bool below(const struct rst *d, const struct rst *r)
+{
+	for (d = d->tree_parent; d; d = d->tree_parent)
+		if (d == r)
+			return true;
+	return false;
+}
+
+/* Does another process of the tree take u's description from this one? other: one
+ * r does not fork (nor one below). */
+static bool shared_out(struct rst *r, const UnixSkEntry *u, bool other)
 {
 	struct rst *o;
 
 	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
 		for (size_t k = 0; o != r && k < o->nr_shares; k++)
-			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id))
+			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id) &&
+			    (!other || !below(o, r)))
 				return true;
 	return false;
+}
+
+/* Made again before the fork: the copies of u's description kept for the processes
+ * that take it (they inherit them) become copies of the new one, at. */
+static int reshare(struct rst *r, const UnixSkEntry *u, int at)
+{
+	struct rst *o;
+
+	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
+		for (size_t k = 0; o != r && k < o->nr_shares; k++)
+			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id) &&
+			    o->shares[k].src >= 0 && dup3(at, o->shares[k].src, O_CLOEXEC) < 0)
+				return -errno;
+	return 0;
 }
 
 /* An epoll set only in flight (SCM_RIGHTS): filled on memdump's fds before the remakes.
@@ -98,19 +125,6 @@ static bool epoll_in_flight(const struct rst *r)
 		    target_of(r, r->ds.files[i]->id) < 0)
 			return true;
 	return false;
-}
-
-static bool same_cred(const UnixPeerCredEntry *a, const UnixPeerCredEntry *b)
-{
-	return a && b && a->pid == b->pid && a->uid == b->uid && a->gid == b->gid &&
-	       a->n_groups == b->n_groups &&
-	       (!a->n_groups || !memcmp(a->groups, b->groups, a->n_groups * sizeof(a->groups[0])));
-}
-
-/* u's credentials are this process's own, and u is its alone. */
-static bool mine(struct rst *r, const UnixSkEntry *u)
-{
-	return u->peer_cred && u->peer_cred->pid == (uint32_t)r->pid && !shared_out(r, u);
 }
 
 /* The ends s makes again: u, its peer p, and the listener l (NULL: a pair) of r's. */
@@ -139,98 +153,11 @@ static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *
 	return 0;
 }
 
-static bool unnamed(const UnixSkEntry *u)
-{
-	return !u->name.len;
-}
-
-/* The listener of this process u was accepted from (its name), or NULL. */
-static const UnixSkEntry *listener_of(struct rst *r, const UnixSkEntry *u)
-{
-	for (size_t i = 0; i < r->ds.nr_files; i++) {
-		const UnixSkEntry *l = r->ds.files[i]->type == FD_TYPES__UNIXSK ?
-				       r->ds.files[i]->usk : NULL;
-
-		if (l && l->state == SK_LISTEN && l->name.len == u->name.len &&
-		    !memcmp(l->name.data, u->name.data, u->name.len) && own(r, l->ino) == l)
-			return l;
-	}
-	return NULL;
-}
-
-/* A connection not accepted yet from l, anywhere in the tree: the child's accept() might
- * take it. */
-static bool pending_on(struct rst *r, const UnixSkEntry *l)
-{
-	struct rst *o = r;
-
-	for (size_t i = 0; o; o = r->tree ? tree_proc(r, i++) : NULL) {
-		for (size_t k = 0; k < o->ds.nr_files; k++) {
-			const UnixSkEntry *c = o->ds.files[k]->type == FD_TYPES__UNIXSK ?
-					       o->ds.files[k]->usk : NULL;
-
-			if (c && c->has_accept_pos && c->accept_pos && c->peer == l->ino)
-				return true;
-		}
-		if (!r->tree)
-			break;
-	}
-	return false;
-}
-
-/* Is d forked by r, or by one r forks (so it gets r's fds as they are before its fork)? */
-static bool descends(const struct rst *d, const struct rst *r)
-{
-	for (d = d ? d->tree_parent : NULL; d; d = d->tree_parent)
-		if (d == r)
-			return true;
-	return false;
-}
-
-/* Does x hold socket ino in its table or in flight (a description memdump made for it)? */
-static bool holds(struct rst *x, uint32_t ino)
-{
-	for (size_t i = 0; i < x->ds.nr_files; i++) {
-		const FileEntry *fe = x->ds.files[i];
-
-		if (fe->type == FD_TYPES__UNIXSK && fe->usk && fe->usk->ino == ino &&
-		    (target_of(x, fe->id) >= 0 ||
-		     (rst_desc(x, fe->id) && rst_desc(x, fe->id)->fd >= 0)))
-			return true;
-	}
-	return false;
-}
-
-/* Socket ino in x's table and nowhere else in the tree (no other table, no message). */
-static bool alone_in(struct rst *x, uint32_t ino)
-{
-	const UnixSkEntry *s = own(x, ino);
-	struct rst *o;
-
-	if (!s || target_of(x, s->id) < 0 || shared_out(x, s))
-		return false;
-	for (size_t i = 0; (o = tree_proc(x, i)); i++)
-		if (o != x && holds(o, ino))
-			return false;
-	return true;
-}
-
-/* The process of the tree, forked by r or below, that alone holds socket ino, or NULL. */
-static struct rst *holder_below(struct rst *r, uint32_t ino)
-{
-	struct rst *o;
-
-	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
-		if (o != r && own(o, ino))
-			return descends(o, r) && alone_in(o, ino) ? o : NULL;
-	return NULL;
-}
-
 /* The remake of u (this process's) and p (o's) planned, before the fork (TREE_PAIR, TREE_ACCEPT). */
 static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 		     const UnixSkEntry *p, const UnixSkEntry *l)
 {
-	const UnixSkEntry *acc = op == SK_LATE_TREE_PAIR || !unnamed(u) ? u : p;
+	const UnixSkEntry *acc = op == SK_LATE_TREE_PAIR || u->name.len ? u : p;
 	const UnixSkEntry *cli = acc == u ? p : u;
 	struct rst *ao = acc == u ? r : o, *co = acc == u ? o : r;
 	struct sk_late *s = sk_late_new(r, op, rst_desc(ao, acc->id)->fd);
@@ -244,72 +171,126 @@ static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 	return 0;
 }
 
-/*
- * u, this process's end of a pair or connection whose other end p a process
- * it forks (or one below) holds alone, both ends' credentials this process's
- * (it made the pair, or listened, connected and accepted, before it forked):
- * made again by it under the dumped ids before it forks (SK_LATE_TREE_PAIR,
- * SK_LATE_TREE_ACCEPT), p put on memdump's fd the other process inherits.
- */
-static int plan_tree_pair(struct rst *r, const UnixSkEntry *u)
-{
-	struct rst *o = holder_below(r, u->peer);
-	const UnixSkEntry *p = o ? own(o, u->peer) : NULL, *l;
+/* The view of r's tree (r alone: a view of one) sk_unix_cred.c decides over. */
+struct view {
+	struct ucv v;
+	struct rst **rst;	/* procs[i]'s */
+	size_t self;		/* r's index */
+};
 
-	if (!p || p->peer != u->ino || u->accept_pos || p->accept_pos || !u->peer_cred ||
-	    !p->peer_cred || u->peer_cred->pid != (uint32_t)r->pid ||
-	    p->peer_cred->pid != (uint32_t)r->pid || !alone_in(r, u->ino))
-		return 0;
-	if (unnamed(u) && unnamed(p))
-		return same_cred(u->peer_cred, p->peer_cred) ?
-		       plan_tree(r, SK_LATE_TREE_PAIR, u, o, p, NULL) : 0;
-	if (u->type == SOCK_DGRAM || unnamed(u) == unnamed(p))
-		return 0;
-	l = listener_of(r, unnamed(u) ? p : u);	/* the accepted end's name is its listener's */
-	if (!l || l->deleted || !mine(r, l) || !alone_in(r, l->ino) ||
-	    !same_cred(l->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred) || pending_on(r, l))
-		return 0;
-	return plan_tree(r, SK_LATE_TREE_ACCEPT, u, o, p, l);
+static void view_free(struct view *w)
+{
+	for (size_t i = 0; w->v.procs && i < w->v.n; i++)
+		free(w->v.procs[i].sks);
+	free(w->v.procs);
+	free(w->rst);
 }
 
-/* u, one end of an established pair or connection of this process: its remake planned. */
-static int plan_one(struct rst *r, const UnixSkEntry *u)
+/* x's UNIX sockets, those it opens itself. */
+static int view_proc(struct rst *x, struct ucv_proc *p)
 {
-	const UnixSkEntry *p = own(r, u->peer), *l;
+	p->pid = x->pid;
+	p->epoll_in_flight = epoll_in_flight(x);
+	p->sks = calloc(x->ds.nr_files + 1, sizeof(*p->sks));
+	if (!p->sks)
+		return -ENOMEM;
+	for (size_t i = 0; i < x->ds.nr_files; i++) {
+		const FileEntry *fe = x->ds.files[i];
+		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
 
-	if (!p && r->tree)
-		return plan_tree_pair(r, u);
-	if (!p || p->peer != u->ino || !mine(r, u) || !mine(r, p) || u->accept_pos ||
-	    p->accept_pos)
-		return 0;
-	if (unnamed(u) && unnamed(p))	/* a socketpair: each pair once */
-		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
-		       plan(r, SK_LATE_PAIR, u, p, NULL) : 0;
-	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
-		return 0;
-	l = listener_of(r, u);		/* u accepted from l, p its client */
-	if (!l || l->deleted || !mine(r, l) || !same_cred(l->peer_cred, p->peer_cred) ||
-	    pending_on(r, l))	/* a removed name: its alias is gone when the child runs */
-		return 0;
-	return plan(r, SK_LATE_ACCEPT, u, p, l);
+		if (u && own(x, u->ino) == u)
+			p->sks[p->nr_sks++] = (struct ucv_sk){ .u = u, .fd = target_of(x, u->id),
+				.shared_out = shared_out(x, u, false),
+				.shared_other = shared_out(x, u, true) };
+	}
+	return 0;
+}
+
+static int view_build(struct rst *r, struct view *w)
+{
+	size_t n = 1;
+	int ret = 0;
+
+	while (r->tree && tree_proc(r, n))
+		n++;
+	w->v.tree = r->tree != NULL;
+	w->v.n = n;
+	w->v.procs = calloc(n, sizeof(*w->v.procs));
+	w->rst = calloc(n, sizeof(*w->rst));
+	if (!w->v.procs || !w->rst)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		w->rst[i] = r->tree ? tree_proc(r, i) : r;
+		if (w->rst[i] == r)
+			w->self = i;
+	}
+	for (size_t i = 0; !ret && i < n; i++) {
+		w->v.procs[i].parent = -1;
+		for (size_t k = 0; k < n; k++)
+			if (w->rst[i]->tree_parent == w->rst[k])
+				w->v.procs[i].parent = (int)k;
+		ret = view_proc(w->rst[i], &w->v.procs[i]);
+	}
+	return ret;
+}
+
+/* A listener listened to again by the process under the dumped ids (first). */
+static int plan_listen(struct rst *r, const UnixSkEntry *l)
+{
+	struct sk_late *s = sk_late_new(r, SK_LATE_LISTEN, fd_of(r, l));
+
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX socket %u: listened to again by process %d with its credentials\n",
+		l->ino, r->pid);
+	s->u = s->p = s->l = l;
+	s->lfd = fd_of(r, l);
+	return 0;
+}
+
+/* u, whose peer was closed, made again with the stand-in for that peer (sk_unix_restore.c). */
+static int plan_closed(struct rst *r, const UnixSkEntry *u)
+{
+	struct sk_late *s;
+	int fd = -1;
+
+	for (size_t i = 0; i < r->nr_sk_helpers; i++)
+		if (r->sk_helpers[i].for_id == u->id)
+			fd = r->sk_helpers[i].fd;
+	if (fd < 0)
+		return fail(-EIO, "UNIX socket %u: no stand-in for its closed peer", u->ino);
+	s = sk_late_new(r, SK_LATE_PAIR, fd_of(r, u));
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX socket %u: made again by process %d with its peer credentials, its closed "
+		"peer's stand-in too\n", u->ino, r->pid);
+	s->fd2 = fd;
+	s->u = u;
+	return 0;
+}
+
+static int plan_op(void *arg, const struct ucv_op *o)
+{
+	struct view *w = arg;
+	struct rst *r = w->rst[o->proc];
+
+	if (o->op == SK_LATE_LISTEN)
+		return plan_listen(r, o->l);
+	if (o->op == SK_LATE_PAIR && !o->p)
+		return plan_closed(r, o->u);
+	if (o->op == SK_LATE_PAIR || o->op == SK_LATE_ACCEPT)
+		return plan(r, o->op, o->u, o->p, o->l);
+	return plan_tree(r, o->op, o->u, w->rst[o->p_proc], o->p, o->l);
 }
 
 int sk_cred_plan(struct rst *r)
 {
-	bool epoll = epoll_in_flight(r);	/* only the pairs made before the fork then */
-	int ret = 0;
+	struct view w = { 0 };
+	int ret = view_build(r, &w);
 
-	for (size_t i = 0; !ret && i < r->ds.nr_files; i++) {
-		const FileEntry *fe = r->ds.files[i];
-		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
-
-		if (!u || u->state != SK_ESTABLISHED || own(r, u->ino) != u)
-			continue;
-		if (!epoll)
-			ret = plan_one(r, u);
-		else if (r->tree && !own(r, u->peer))
-			ret = plan_tree_pair(r, u);
-	}
+	if (!ret)
+		ret = sk_cred_ops(&w.v, w.self, plan_op, &w);
+	view_free(&w);
 	return ret;
 }
 
@@ -373,13 +354,16 @@ static int ids_leave(struct ids *s)
 	return ret;
 }
 
-/* A socket made on memdump's fd number, with u's options and file flags. */
+/* A socket made on memdump's fd number, with u's options and file flags (u NULL: a
+ * stand-in's, none). */
 static int put(int fd, int at, const UnixSkEntry *u)
 {
 	char why[160];
 	int ret = dup3(fd, at, O_CLOEXEC) < 0 ? -errno : 0;
 
 	close(fd);
+	if (!ret && !u)
+		return 0;
 	if (!ret)
 		ret = sk_opts_apply(at, u->opts, true, why, sizeof(why));
 	if (!ret && fcntl(at, F_SETFL, u->flags & O_NONBLOCK))
@@ -429,8 +413,21 @@ static int remake_accepted(const struct sk_late *l)
 	return put(c, l->fd2, l->p) ?: ret;
 }
 
+/* listen() again under the dumped ids: the credentials a client copies at connect(). */
+static int relisten(const struct sk_late *l)
+{
+	struct ids s = { 0 };
+	int ret = ids_enter(l->l->peer_cred, &s);
+
+	if (!ret && listen(l->lfd, (int)l->l->backlog))
+		ret = -errno;
+	return ids_leave(&s) ?: ret;
+}
+
 int sk_cred_remake(const struct sk_late *l)
 {
+	if (l->op == SK_LATE_LISTEN)
+		return relisten(l);
 	return l->op == SK_LATE_PAIR ? remake_pair(l) : remake_accepted(l);
 }
 
@@ -440,6 +437,10 @@ int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
 		const struct sk_late *l = &r->sk_late[i];
 		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) :
 			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) : 0;
+
+		if (!ret && l->op == SK_LATE_TREE_PAIR)	/* shared with processes it forks */
+			ret = reshare(r, l->u, l->fd) ?:
+			      own(r, l->p->ino) == l->p ? reshare(r, l->p, l->fd2) : 0;
 
 		if (ret) {
 			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the %s again with "

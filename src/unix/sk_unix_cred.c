@@ -1,0 +1,309 @@
+/*
+ * Which UNIX sockets' peer credentials (SO_PEERCRED, SO_PEERGROUPS) a restore
+ * makes again exactly, decided once for both sides over a view of the tree
+ * (struct ucv) that each builds from what it has: the dump from its file sets,
+ * before the target is harmed (files/sockets.c refuses every socket this does
+ * not make exact), the restore from the images (sk_unix_cred_restore.c plans
+ * what this returns). So the two cannot drift.
+ *
+ * memdump makes every socket itself (its pid and ids in their credentials);
+ * the forked process, with the dumped PID, makes again (sk_cred_ops):
+ *
+ *  - LISTEN: a listener whose listen() it made: listen() again under the
+ *    dumped ids (first: a client connected after copies them);
+ *  - PAIR: a socketpair of its own, both ends unnamed, both its alone; an
+ *    unnamed end whose peer was closed, with the stand-in for that peer;
+ *  - ACCEPT: a connection accepted from its own listener (its name not
+ *    removed), the client's end unnamed (before any connection not accepted
+ *    yet is connected again: accept() takes this one);
+ *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
+ *    a process it forks (or one below that) holds alone; TREE_PAIR too: a
+ *    socketpair of its own whose ends only processes it forks (or below)
+ *    hold too (a server's channels to its workers), their copies made anew.
+ *
+ * A client not accepted yet is connected by the process after its listener's
+ * LISTEN: it copies that listener's credentials. Every other socket with
+ * credentials would show memdump's: sk_cred_inexact() says why.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common.h"
+#include "net/sock.h"
+#include "unix/sk_unix.h"
+
+static const struct ucv_sk *own(const struct ucv_proc *x, uint32_t ino)
+{
+	for (size_t i = 0; i < x->nr_sks; i++)
+		if (x->sks[i].u->ino == ino)
+			return &x->sks[i];
+	return NULL;
+}
+
+static bool same_cred(const UnixPeerCredEntry *a, const UnixPeerCredEntry *b)
+{
+	return a && b && a->pid == b->pid && a->uid == b->uid && a->gid == b->gid &&
+	       a->n_groups == b->n_groups &&
+	       (!a->n_groups || !memcmp(a->groups, b->groups, a->n_groups * sizeof(a->groups[0])));
+}
+
+/* s's credentials are process x's own, and s is x's alone. */
+static bool mine(const struct ucv_proc *x, const struct ucv_sk *s)
+{
+	return s->u->peer_cred && s->u->peer_cred->pid == (uint32_t)x->pid && !s->shared_out;
+}
+
+/* The same, or s is shared only with processes x forks (or ones below): made again
+ * before the fork, they inherit it. */
+static bool mine_below(const struct ucv_proc *x, const struct ucv_sk *s)
+{
+	return s->u->peer_cred && s->u->peer_cred->pid == (uint32_t)x->pid && !s->shared_other;
+}
+
+static bool unnamed(const UnixSkEntry *u)
+{
+	return !u->name.len;
+}
+
+/* The listener of x that u was accepted from (its name), or NULL. */
+static const struct ucv_sk *listener_of(const struct ucv_proc *x, const UnixSkEntry *u)
+{
+	for (size_t i = 0; i < x->nr_sks; i++) {
+		const UnixSkEntry *l = x->sks[i].u;
+
+		if (l->state == SK_LISTEN && l->name.len == u->name.len &&
+		    !memcmp(l->name.data, u->name.data, u->name.len))
+			return &x->sks[i];
+	}
+	return NULL;
+}
+
+/* Is process d forked by r, or by one r forks? */
+static bool descends(const struct ucv *v, size_t d, size_t r)
+{
+	for (int p = v->procs[d].parent; p >= 0; p = v->procs[p].parent)
+		if ((size_t)p == r)
+			return true;
+	return false;
+}
+
+/* Socket ino in x's table and nowhere else in the tree. */
+static bool alone_in(const struct ucv *v, size_t x, uint32_t ino)
+{
+	const struct ucv_sk *s = own(&v->procs[x], ino);
+
+	if (!s || s->fd < 0 || s->shared_out)
+		return false;
+	for (size_t i = 0; i < v->n; i++)
+		if (i != x && own(&v->procs[i], ino))
+			return false;
+	return true;
+}
+
+/* The process forked by r or below that alone holds ino (its index), or -1. */
+static int holder_below(const struct ucv *v, size_t r, uint32_t ino)
+{
+	for (size_t i = 0; v->tree && i < v->n; i++)
+		if (i != r && own(&v->procs[i], ino))
+			return descends(v, i, r) && alone_in(v, i, ino) ? (int)i : -1;
+	return -1;
+}
+
+static int op(ucv_fn fn, void *arg, int kind, size_t r, const UnixSkEntry *u, size_t po,
+	      const UnixSkEntry *p, const UnixSkEntry *l)
+{
+	struct ucv_op o = { .op = kind, .proc = r, .u = u, .p = p, .l = l, .p_proc = po };
+
+	return fn(arg, &o);
+}
+
+/* u, r's end of a pair or connection whose other end a process below r holds alone. */
+static int tree_pair(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn, void *arg)
+{
+	const struct ucv_proc *x = &v->procs[r];
+	const UnixSkEntry *u = s->u, *p;
+	const struct ucv_sk *ls;
+	int o = holder_below(v, r, u->peer);
+
+	p = o >= 0 ? own(&v->procs[o], u->peer)->u : NULL;
+	if (!p || p->peer != u->ino || u->accept_pos || p->accept_pos || !u->peer_cred ||
+	    !p->peer_cred || u->peer_cred->pid != (uint32_t)x->pid ||
+	    p->peer_cred->pid != (uint32_t)x->pid || !alone_in(v, r, u->ino))
+		return 0;
+	if (unnamed(u) && unnamed(p))
+		return same_cred(u->peer_cred, p->peer_cred) ?
+		       op(fn, arg, SK_LATE_TREE_PAIR, r, u, (size_t)o, p, NULL) : 0;
+	if (u->type == SOCK_DGRAM || unnamed(u) == unnamed(p))
+		return 0;
+	ls = listener_of(x, unnamed(u) ? p : u);	/* the accepted end's name is its listener's */
+	if (!ls || ls->u->deleted || !mine(x, ls) || !alone_in(v, r, ls->u->ino) ||
+	    !same_cred(ls->u->peer_cred, unnamed(u) ? u->peer_cred : p->peer_cred))
+		return 0;
+	return op(fn, arg, SK_LATE_TREE_ACCEPT, r, u, (size_t)o, p, ls->u);
+}
+
+/* A stream end whose peer was closed, a datagram one whose pair twin was: a stand-in
+ * plays the peer (sk_unix_restore.c), made with it. */
+static bool peer_gone(const UnixSkEntry *u)
+{
+	return u->type == SOCK_DGRAM ? u->has_peer_closed && u->peer_closed : !u->peer;
+}
+
+/* s, one end of an established pair or connection of process r. */
+static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn, void *arg)
+{
+	const struct ucv_proc *x = &v->procs[r];
+	const struct ucv_sk *ps = own(x, s->u->peer), *ls;
+	const UnixSkEntry *u = s->u, *p = ps ? ps->u : NULL;
+
+	if (!p && peer_gone(u) && mine(x, s) && unnamed(u) && !u->accept_pos)
+		return op(fn, arg, SK_LATE_PAIR, r, u, r, NULL, NULL);	/* with a stand-in */
+	if (!p && v->tree)
+		return tree_pair(v, r, s, fn, arg);
+	if (p && v->tree && p->peer == u->ino && (s->shared_out || ps->shared_out) &&
+	    mine_below(x, s) && mine_below(x, ps) && unnamed(u) && unnamed(p) &&
+	    !u->accept_pos && !p->accept_pos)	/* a pair its children hold too: nginx */
+		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
+		       op(fn, arg, SK_LATE_TREE_PAIR, r, u, r, p, NULL) : 0;
+	if (!p || p->peer != u->ino || !mine(x, s) || !mine(x, ps) || u->accept_pos ||
+	    p->accept_pos)
+		return 0;
+	if (unnamed(u) && unnamed(p))	/* a socketpair: each pair once */
+		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
+		       op(fn, arg, SK_LATE_PAIR, r, u, r, p, NULL) : 0;
+	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
+		return 0;
+	ls = listener_of(x, u);		/* u accepted from l, p its client */
+	if (!ls || ls->u->deleted || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
+		return 0;	/* a removed name: its alias is gone when the child runs */
+	return op(fn, arg, SK_LATE_ACCEPT, r, u, r, p, ls->u);
+}
+
+/* A listener whose listen() r made: listened to again under its ids. */
+static bool relisten(const struct ucv_proc *x, const UnixSkEntry *u)
+{
+	return u->state == SK_LISTEN && u->peer_cred && u->peer_cred->pid == (uint32_t)x->pid;
+}
+
+int sk_cred_ops(const struct ucv *v, size_t r, ucv_fn fn, void *arg)
+{
+	const struct ucv_proc *x = &v->procs[r];
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < x->nr_sks; i++)	/* first: clients copy them after */
+		if (relisten(x, x->sks[i].u))
+			ret = op(fn, arg, SK_LATE_LISTEN, r, x->sks[i].u, r, x->sks[i].u,
+				 x->sks[i].u);
+	for (size_t i = 0; !ret && i < x->nr_sks; i++) {
+		const struct ucv_sk *s = &x->sks[i];
+
+		if (s->u->state != SK_ESTABLISHED)
+			continue;
+		if (!x->epoll_in_flight)
+			ret = one(v, r, s, fn, arg);
+		else if (v->tree && !own(x, s->u->peer))	/* only those made before the fork */
+			ret = tree_pair(v, r, s, fn, arg);
+	}
+	return ret;
+}
+
+/* The sockets some process's remakes cover. */
+struct covered {
+	const uint32_t *inos;
+	uint32_t ino;
+	bool hit;
+};
+
+static int covers(void *arg, const struct ucv_op *o)
+{
+	struct covered *c = arg;
+
+	if (o->u->ino == c->ino || (o->p && o->p->ino == c->ino))
+		c->hit = true;
+	return 0;
+}
+
+static bool made_again(const struct ucv *v, uint32_t ino)
+{
+	struct covered c = { .ino = ino };
+
+	for (size_t i = 0; i < v->n && !c.hit; i++)
+		sk_cred_ops(v, i, covers, &c);
+	return c.hit;
+}
+
+/* The process of the tree that opens ino (its index), or -1. */
+static int opener(const struct ucv *v, uint32_t ino)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (own(&v->procs[i], ino))
+			return (int)i;
+	return -1;
+}
+
+/* Why s (of process r, made again by nobody) keeps memdump's credentials. */
+static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, char *buf,
+			 size_t len)
+{
+	const struct ucv_proc *x = &v->procs[r];
+	const UnixSkEntry *u = s->u;
+	int q = u->peer ? opener(v, u->peer) : -1;
+	uint32_t pid = u->peer_cred->pid;
+
+	if (u->state == SK_LISTEN)
+		snprintf(buf, len, "a listener whose listen() process %u made, not process %d that "
+			 "opens it", pid, (int)x->pid);
+	else if (u->has_accept_pos && u->accept_pos)
+		snprintf(buf, len, "a connection not accepted yet whose credentials are not its "
+			 "listener's");
+	else if (s->shared_other)
+		snprintf(buf, len, "a socket held by two processes of the tree (one description), "
+			 "one not forked by the other (nor below it)");
+	else if (s->shared_out)
+		snprintf(buf, len, "a socket held by two processes of the tree (one description)");
+	else if (q < 0)
+		snprintf(buf, len, "its peer is closed or not dumped");
+	else if (own(&v->procs[q], u->peer)->shared_out)
+		snprintf(buf, len, "its peer (socket:[%u]) is held by two processes of the tree "
+			 "(one description)", u->peer);
+	else if (q != (int)r && pid != (uint32_t)x->pid && u->type != SOCK_DGRAM &&
+		 !unnamed(u) && unnamed(own(&v->procs[q], u->peer)->u))
+		snprintf(buf, len, "the accepted end of a connection process %u made to a listener "
+			 "of process %d after a fork", pid, (int)x->pid);
+	else if (q != (int)r && pid != (uint32_t)x->pid && u->type != SOCK_DGRAM && unnamed(u) &&
+		 !unnamed(own(&v->procs[q], u->peer)->u))
+		snprintf(buf, len, "the client end of a connection process %d made to a listener "
+			 "of process %u after a fork", (int)x->pid, pid);
+	else if (q != (int)r && pid != (uint32_t)x->pid)
+		snprintf(buf, len, "a pair or connection process %u made, whose ends processes %d "
+			 "and %d hold", pid, (int)x->pid, (int)v->procs[q].pid);
+	else if (q != (int)r)
+		snprintf(buf, len, "a pair or connection whose other end process %d holds, not one "
+			 "that process %d forked (or one below it) holds alone", (int)v->procs[q].pid,
+			 (int)x->pid);
+	else if (x->epoll_in_flight)
+		snprintf(buf, len, "process %d has an epoll set in flight (SCM_RIGHTS)", (int)x->pid);
+	else if (pid != (uint32_t)x->pid)
+		snprintf(buf, len, "a pair or connection made by process %u, not by process %d that "
+			 "holds both ends", pid, (int)x->pid);
+	else
+		snprintf(buf, len, "a named pair end, a named end whose peer was closed, or a "
+			 "connection whose listener was closed, whose name was removed or whose "
+			 "listen() credentials differ from its client's");
+	return buf;
+}
+
+const char *sk_cred_inexact(const struct ucv *v, size_t r, const struct ucv_sk *s, char *buf,
+			    size_t len)
+{
+	const UnixSkEntry *u = s->u;
+	const struct ucv_sk *l;
+
+	if (!u->peer_cred || made_again(v, u->ino))
+		return NULL;
+	l = u->has_accept_pos && u->accept_pos ? own(&v->procs[r], u->peer) : NULL;
+	if (l && relisten(&v->procs[r], l->u) && same_cred(l->u->peer_cred, u->peer_cred))
+		return NULL;	/* connected after its listener's LISTEN: its credentials */
+	return shape(v, r, s, buf, len);
+}
