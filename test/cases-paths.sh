@@ -78,10 +78,9 @@ add rst-proc-file case_proc_file_rst
 # A cwd in the /proc directory of a process that exited since (zdtm unhashed_proc)
 # is restored now: cases-cwd.sh, cwd-proc-gone-*.
 
-# root_own_start PYCODE: python3 running PYCODE as the target, in a mount
-# namespace of its own pivot_root'ed into $T/nr (/usr bound in, /data its
-# own directory; stdin /data/in, stdout and stderr /data/out: $OUT).
-root_own_start() {
+# root_own_pivot: $T/nr, a root of its own (/usr bound in, /proc mounted),
+# and $T/pivot DIR CMD..., which runs CMD there with /data/in and /data/out
+root_own_pivot() {
 	local l
 	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
 	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
@@ -102,6 +101,13 @@ exec "$@" < /data/in > /data/out 2>&1
 SH
 	chmod +x "$T/pivot"
 	OUT=$T/nr/data/out
+}
+
+# root_own_start PYCODE: python3 running PYCODE as the target, in a mount
+# namespace of its own pivot_root'ed into $T/nr (/usr bound in, /data its
+# own directory; stdin /data/in, stdout and stderr /data/out: $OUT).
+root_own_start() {
+	root_own_pivot
 	unshare --mount --propagation private "$T/pivot" "$T" /usr/bin/python3 -c "$1" \
 		2> "$T/rootown.err" &
 	PID=$!
@@ -465,26 +471,8 @@ add err-root-own-proc-fanotify case_root_own_proc_fanotify
 # reads 3 bytes; MODE shared: a child (fork) holds the description too,
 # siblings: two children do, and it closes it
 root_own_pidns_start() {
-	mkdir -p "$T/nr/usr" "$T/nr/data" "$T/nr/proc"
-	local l u
-	for l in bin lib lib64 sbin; do [[ -L /$l ]] && ln -s "$(readlink /$l)" "$T/nr/$l"; done
-	: > "$T/nr/data/in"
-	cat > "$T/pivot" <<'SH'
-#!/bin/sh
-set -e
-mount --bind "$1/nr" "$1/nr"
-mount --rbind /usr "$1/nr/usr"
-cd "$1/nr"
-mkdir -p old
-pivot_root . old
-cd /
-mount -t proc proc /proc
-umount -l /old
-shift
-exec "$@" < /data/in > /data/out 2>&1
-SH
-	chmod +x "$T/pivot"
-	OUT=$T/nr/data/out
+	local u
+	root_own_pivot
 	unshare --pid --fork --kill-child unshare --mount --propagation private "$T/pivot" "$T" \
 		/usr/bin/python3 -c '
 import os, signal, sys

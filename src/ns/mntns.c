@@ -574,6 +574,23 @@ static void refuse_outside_root(pid_t pid, const char *fd, const char *link,
 		refuse_add(r, "process %d: fd %s (%s), a file outside its root", pid, fd, link);
 }
 
+/* Does one of q's fds share pid's fd's description? */
+static bool holds_file(pid_t q, pid_t pid, int fd)
+{
+	char path[64];
+	struct dirent *e;
+	bool hit = false;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", q);
+	dir = opendir(path);
+	while (dir && !hit && (e = readdir(dir)))
+		hit = e->d_name[0] != '.' && !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
+	if (dir)
+		closedir(dir);
+	return hit;
+}
+
 /*
  * The first process of the tree before pid, with an fd table of its own,
  * holding fd's description (inherited over fork), or 0: restore opens the
@@ -587,21 +604,9 @@ static pid_t first_holder(pid_t pid, int fd, const struct proc_tree *tree)
 			return 0;	/* its fd table is an earlier process's: that one's fds */
 	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
 		pid_t q = tree->procs[i].pid;
-		char path[64];
-		struct dirent *e;
-		bool hit = false;
-		DIR *dir;
 
-		if (tree_is_zombie(&tree->procs[i]) || !syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/fd", q);
-		dir = opendir(path);
-		while (dir && !hit && (e = readdir(dir)))
-			hit = e->d_name[0] != '.' &&
-			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
-		if (dir)
-			closedir(dir);
-		if (hit)
+		if (!tree_is_zombie(&tree->procs[i]) && syscall(SYS_kcmp, pid, q, KCMP_FILES, 0, 0) &&
+		    holds_file(q, pid, fd))
 			return q;
 	}
 	return 0;
@@ -1105,25 +1110,9 @@ static bool root_sees(pid_t pid, int fd, const char *link, pid_t root)
  */
 static bool held_before(pid_t pid, int fd, const struct proc_tree *tree)
 {
-	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++) {
-		pid_t q = tree->procs[i].pid;
-		char path[64];
-		struct dirent *e;
-		bool hit = false;
-		DIR *dir;
-
-		if (tree_is_zombie(&tree->procs[i]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/fd", q);
-		dir = opendir(path);
-		while (dir && !hit && (e = readdir(dir)))
-			hit = e->d_name[0] != '.' &&
-			      !syscall(SYS_kcmp, pid, q, KCMP_FILE, fd, atoi(e->d_name));
-		if (dir)
-			closedir(dir);
-		if (hit)
+	for (int i = 0; tree && i < tree->n && tree->procs[i].pid != pid; i++)
+		if (!tree_is_zombie(&tree->procs[i]) && holds_file(tree->procs[i].pid, pid, fd))
 			return true;
-	}
 	return false;
 }
 
