@@ -140,6 +140,7 @@ struct sk_late {
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;
+	bool bind;			/* PAIR: its ends bound to their names once made */
 	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected); CONNECT to */
 	socklen_t tolen;
 };

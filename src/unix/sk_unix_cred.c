@@ -11,8 +11,9 @@
  *
  *  - LISTEN: a listener whose listen() it made: listen() again under the
  *    dumped ids (first: a client connected after copies them);
- *  - PAIR: a socketpair of its own, both ends unnamed, both its alone; an
- *    unnamed end whose peer was closed, with the stand-in for that peer;
+ *  - PAIR: a socketpair of its own, both ends unnamed, both its alone (a
+ *    datagram one: named too, its ends bound after); an unnamed end whose
+ *    peer was closed, with the stand-in for that peer;
  *  - ACCEPT: a connection accepted from its own listener (its name not
  *    removed), the client's end unnamed (before any connection not accepted
  *    yet is connected again: accept() takes this one);
@@ -150,6 +151,20 @@ static bool peer_gone(const UnixSkEntry *u)
 	return u->type == SOCK_DGRAM ? u->has_peer_closed && u->peer_closed : !u->peer;
 }
 
+/* Is a socket of the tree other than their twins connected to u or p by name? (a named
+ * datagram pair end is bound only when the child made it again: too late for those) */
+static bool named_peers(const struct ucv *v, const UnixSkEntry *u, const UnixSkEntry *p)
+{
+	for (size_t i = 0; i < v->n; i++)
+		for (size_t k = 0; k < v->procs[i].nr_sks; k++) {
+			const UnixSkEntry *o = v->procs[i].sks[k].u;
+
+			if (o != u && o != p && (o->peer == u->ino || o->peer == p->ino))
+				return true;
+		}
+	return false;
+}
+
 /* s, one end of an established pair or connection of process r. */
 static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn, void *arg)
 {
@@ -169,14 +184,17 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 	if (!p || p->peer != u->ino || !mine(x, s) || !mine(x, ps) || u->accept_pos ||
 	    p->accept_pos)
 		return 0;
+	if (u->type == SOCK_DGRAM && (!unnamed(u) || !unnamed(p)))	/* names bound after */
+		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) &&
+		       !named_peers(v, u, p) ? op(fn, arg, SK_LATE_PAIR, r, u, r, p, NULL) : 0;
 	if (unnamed(u) && unnamed(p))	/* a socketpair: each pair once */
 		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
 		       op(fn, arg, SK_LATE_PAIR, r, u, r, p, NULL) : 0;
-	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
+	if (unnamed(u) || !unnamed(p))
 		return 0;
 	ls = listener_of(x, u);		/* u accepted from l, p its client */
-	if (!ls || ls->u->deleted || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
-		return 0;	/* a removed name: its alias is gone when the child runs */
+	if (!ls || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
+		return 0;	/* a removed name: its alias kept until the process is parked */
 	return op(fn, arg, SK_LATE_ACCEPT, r, u, r, p, ls->u);
 }
 
@@ -288,7 +306,8 @@ static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, 
 		snprintf(buf, len, "a pair or connection made by process %u, not by process %d that "
 			 "holds both ends", pid, (int)x->pid);
 	else
-		snprintf(buf, len, "a named pair end, a named end whose peer was closed, or a "
+		snprintf(buf, len, "a named stream pair end, a named datagram pair end another "
+			 "socket is connected to, a named end whose peer was closed, or a "
 			 "connection whose listener was closed, whose name was removed or whose "
 			 "listen() credentials differ from its client's");
 	return buf;

@@ -149,7 +149,43 @@ static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials\n",
 		u->ino, p->ino, r->pid);
 	s->fd2 = fd_of(r, p);
+	s->bind = op == SK_LATE_PAIR && sk_cred_binds_late(r, u, p);
 	late_ends(r, s, u, p, l);
+	if (l && l->deleted)	/* the child connects to its alias */
+		sk_unix_keep_alias(r, l);
+	return 0;
+}
+
+bool sk_cred_binds_late(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
+{
+	return u->type == SOCK_DGRAM && p->type == SOCK_DGRAM && (u->name.len || p->name.len) &&
+	       u->peer_cred && p->peer_cred && u->peer_cred->pid == (uint32_t)r->pid &&
+	       p->peer_cred->pid == (uint32_t)r->pid;
+}
+
+/* Is u (left unbound for it) an end of a pair the process makes again and binds? */
+static bool bound_late(const struct rst *r, const UnixSkEntry *u)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++)
+		if (r->sk_late[i].bind && (r->sk_late[i].u == u || r->sk_late[i].p == u))
+			return true;
+	return false;
+}
+
+/* Every named datagram pair end open_dgram() left unbound is bound by the child. */
+static int check_bound(struct rst *r)
+{
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
+		const UnixSkEntry *p = u && u->peer ? own(r, u->peer) : NULL;
+
+		if (u && own(r, u->ino) == u && p && p != u && p->peer == u->ino &&
+		    sk_cred_binds_late(r, u, p) && !bound_late(r, u))
+			return fail(-EIO, "UNIX socket %u: a named datagram pair end that process "
+				    "%d does not make again (its image is not the dump's)", u->ino,
+				    r->pid);
+	}
 	return 0;
 }
 
@@ -291,7 +327,7 @@ int sk_cred_plan(struct rst *r)
 	if (!ret)
 		ret = sk_cred_ops(&w.v, w.self, plan_op, &w);
 	view_free(&w);
-	return ret;
+	return ret ?: check_bound(r);
 }
 
 /* The child's effective ids and groups, to go back to. */
@@ -374,13 +410,20 @@ static int put(int fd, int at, const UnixSkEntry *u)
 static int remake_pair(const struct sk_late *l)
 {
 	struct ids s = { 0 };
-	int sv[2], ret = ids_enter(l->u->peer_cred, &s);
+	int sv[2] = { -1, -1 }, ret = ids_enter(l->u->peer_cred, &s);
 
 	if (!ret && socketpair(AF_UNIX, (int)l->u->type | SOCK_CLOEXEC, 0, sv))
 		ret = -errno;
 	ret = ids_leave(&s) ?: ret;
-	if (ret)
+	if (!ret && l->bind)	/* the names after: bind() leaves the credentials */
+		ret = sk_unix_bind_late(sv[0], l->u) ?: sk_unix_bind_late(sv[1], l->p);
+	if (ret) {
+		if (sv[0] >= 0) {
+			close(sv[0]);
+			close(sv[1]);
+		}
 		return ret;
+	}
 	ret = put(sv[0], l->fd, l->u);
 	return put(sv[1], l->fd2, l->p) ?: ret;
 }
