@@ -885,6 +885,11 @@ add sk-peercred-shared case_sk_peercred shared
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child
 add sk-peercred-tree-conn case_sk_peercred tree-conn
+# named after they were made (zdtm sk-unix01): a datagram pair's ends bound (a
+# path since removed, an abstract name), bound again by the process once it
+# made the pair again; a connection accepted from a listener whose file was
+# removed, made again through the listener's alias (kept until it is parked)
+add sk-peercred-named case_sk_peercred named
 
 # A pair made by a process gone since names a pid no restored process has:
 # refused by name, the target unharmed.
