@@ -17,8 +17,8 @@
  *         listener; both check theirs
  *   listen: two listeners and nothing else, one listen()ed under other ids
  *   forkconn: a listener, then a fork: the child connects to it, the parent
- *         accepts (a server forking workers); both check theirs, the parent
- *         its listener's too (refused for now: the accepted end names the child)
+ *         accepts (a server forking workers), a byte queued each way; both
+ *         check theirs and the byte, the parent its listener's too
  *   shared: a stream socketpair, then a fork: both keep one end (one
  *         description in two processes), the parent the other
  *   shared2: a stream socketpair, then two forks: both children keep one end
@@ -125,9 +125,18 @@ static void self(int other)
 	keep(dv[0]);	/* a queue, sent again on the new pair */
 }
 
+static int data_fd = -1;	/* forkconn: one byte queued by the peer, 'c' or 'p' */
+static char data_want;
+
 static int check(void)
 {
 	int bad = 0;
+	char b = 0;
+
+	if (data_fd >= 0 && (read(data_fd, &b, 1) != 1 || b != data_want)) {
+		printf("FAIL fd %d: the byte queued by its peer is not there\n", data_fd);
+		bad = 1;
+	}
 
 	for (int i = 0; i < nr; i++) {
 		struct ucred c = peer(fds[i]);
@@ -285,6 +294,8 @@ static void forkconn(void)
 		nr = 0;
 		keep(c);
 		must(write(c, "c", 1) == 1, "write");
+		data_fd = c;
+		data_want = 'p';
 		child_checks(0);
 	}
 	c = accept(s, NULL, NULL);
@@ -292,6 +303,8 @@ static void forkconn(void)
 	keep(c);
 	keep(s);
 	must(write(c, "p", 1) == 1, "write");
+	data_fd = c;
+	data_want = 'c';
 	t_ready("forkconn %d", (int)k);
 	child_checks(k);
 	if (check())

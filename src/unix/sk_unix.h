@@ -169,6 +169,11 @@ int sk_cred_plan(struct rst *r);
  * once it made the pair again (SK_LATE_PAIR); sk_cred_plan() fails if it would not. */
 bool sk_cred_binds_late(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
 int sk_cred_remake(const struct sk_late *l);
+/* FORK_ACCEPT, FORK_CONNECT: a connection a child made after the fork, made again in r. */
+int sk_cred_remake_fork(struct rst *r, const struct sk_late *l);
+/* The process that makes socket ino again after the fork (FORK_*), or NULL: the data
+ * its peer had queued is sent by it, on the new socket. */
+struct rst *sk_cred_fork_holder(struct rst *r, uint32_t ino);
 /* In the forked process of a tree, before it forks its children: its SK_LATE_TREE_PAIR and _ACCEPT made. */
 int sk_cred_remake_tree(struct rst *r, char *msg, size_t len);
 /* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */
