@@ -885,6 +885,15 @@ add sk-peercred-shared case_sk_peercred shared
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child
 add sk-peercred-tree-conn case_sk_peercred tree-conn
+# a connection its child made after the fork to the parent's listener (a server
+# forking workers): the parent listens again before the fork, the child connects
+# with its ids, the parent accepts; a byte queued each way
+add sk-peercred-forkconn case_sk_peercred forkconn
+# named after they were made (zdtm sk-unix01): a datagram pair's ends bound (a
+# path since removed, an abstract name), bound again by the process once it
+# made the pair again; a connection accepted from a listener whose file was
+# removed, made again through the listener's alias (kept until it is parked)
+add sk-peercred-named case_sk_peercred named
 
 # A pair made by a process gone since names a pid no restored process has:
 # refused by name, the target unharmed.
@@ -902,13 +911,10 @@ add sk-peercred-gone case_sk_peercred_gone
 
 # Shapes whose peer credentials the restore cannot make again: refused by name
 # (the socket, its credentials, the shape), no inventory, the tree unharmed.
-# forkconn: a child connected after the fork to its parent's listener;
 # shared2: a socketpair end two siblings hold (one description).
 case_sk_peercred_refused() {
 	local shape='a socket held by two processes of the tree \(one description\), one not forked by the other'
 
-	[ "$1" = forkconn ] &&
-		shape='the accepted end of a connection process [0-9]+ made to a listener of process [0-9]+ after a fork'
 	start_prog t-peercred "$1"
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
@@ -918,5 +924,4 @@ case_sk_peercred_refused() {
 	expect_untraced "$PID"
 	check_child_pass
 }
-add sk-peercred-forkconn-refused case_sk_peercred_refused forkconn
 add sk-peercred-shared2-refused case_sk_peercred_refused shared2

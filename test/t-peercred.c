@@ -17,12 +17,16 @@
  *         listener; both check theirs
  *   listen: two listeners and nothing else, one listen()ed under other ids
  *   forkconn: a listener, then a fork: the child connects to it, the parent
- *         accepts (a server forking workers); both check theirs, the parent
- *         its listener's too (refused for now: the accepted end names the child)
+ *         accepts (a server forking workers), a byte queued each way; both
+ *         check theirs and the byte, the parent its listener's too
  *   shared: a stream socketpair, then a fork: both keep one end (one
  *         description in two processes), the parent the other
  *   shared2: a stream socketpair, then two forks: both children keep one end
  *         (one description in two siblings), the parent the other (refused)
+ *   named: a datagram socketpair (under other ids) whose ends were then bound
+ *         (a path since removed, an abstract name), and a connection accepted
+ *         from a listener whose file was removed (zdtm sk-unix01's shapes);
+ *         their names and a datagram each way checked too
  * Checked: SO_PEERCRED's pid, uid and gid, SO_PEERGROUPS (a listener's: its
  * listen()'s, in self and euid).
  * READY <pid> */
@@ -121,9 +125,18 @@ static void self(int other)
 	keep(dv[0]);	/* a queue, sent again on the new pair */
 }
 
+static int data_fd = -1;	/* forkconn: one byte queued by the peer, 'c' or 'p' */
+static char data_want;
+
 static int check(void)
 {
 	int bad = 0;
+	char b = 0;
+
+	if (data_fd >= 0 && (read(data_fd, &b, 1) != 1 || b != data_want)) {
+		printf("FAIL fd %d: the byte queued by its peer is not there\n", data_fd);
+		bad = 1;
+	}
 
 	for (int i = 0; i < nr; i++) {
 		struct ucred c = peer(fds[i]);
@@ -281,6 +294,8 @@ static void forkconn(void)
 		nr = 0;
 		keep(c);
 		must(write(c, "c", 1) == 1, "write");
+		data_fd = c;
+		data_want = 'p';
 		child_checks(0);
 	}
 	c = accept(s, NULL, NULL);
@@ -288,6 +303,8 @@ static void forkconn(void)
 	keep(c);
 	keep(s);
 	must(write(c, "p", 1) == 1, "write");
+	data_fd = c;
+	data_want = 'c';
 	t_ready("forkconn %d", (int)k);
 	child_checks(k);
 	if (check())
@@ -373,6 +390,80 @@ static void gone(void)
 	keep(sv_gone[1]);
 }
 
+static struct sockaddr_un names[MAX];
+static socklen_t nlen[MAX];
+static int nnamed, named_fd[MAX];
+
+static void keep_named(int fd)
+{
+	named_fd[nnamed] = fd;
+	nlen[nnamed] = sizeof(names[0]);
+	must(!getsockname(fd, (struct sockaddr *)&names[nnamed], &nlen[nnamed]), "getsockname");
+	nnamed++;
+	keep(fd);
+}
+
+static socklen_t path_name(struct sockaddr_un *a, const char *dir, const char *n)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	snprintf(a->sun_path, sizeof(a->sun_path), "%s/%s", dir, n);
+	return offsetof(struct sockaddr_un, sun_path) + strlen(a->sun_path) + 1;
+}
+
+static void named(const char *dir)
+{
+	struct sockaddr_un a;
+	socklen_t l;
+	int dv[2], s = socket(AF_UNIX, SOCK_STREAM, 0), c;
+
+	as_other(1);
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	as_other(0);
+	l = path_name(&a, dir, "dp");
+	must(!bind(dv[0], (struct sockaddr *)&a, l) && !unlink(a.sun_path), "bind dp");
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	l = offsetof(struct sockaddr_un, sun_path) + 1 +
+	    snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-n-%d", (int)getpid());
+	must(!bind(dv[1], (struct sockaddr *)&a, l), "bind abstract");
+	keep_named(dv[0]);
+	keep_named(dv[1]);
+	l = path_name(&a, dir, "ls");
+	must(s >= 0 && !bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+	c = socket(AF_UNIX, SOCK_STREAM, 0);
+	must(c >= 0 && !connect(c, (struct sockaddr *)&a, l), "connect");
+	must(!unlink(a.sun_path), "unlink ls");
+	keep_named(c);
+	keep_named(accept(s, NULL, NULL));
+	keep_named(s);
+	must(write(dv[0], "a", 1) == 1, "write");	/* queued: sent again after the bind */
+}
+
+/* names as before, and a datagram each way on the pair */
+static int check_named(void)
+{
+	char b[2] = { 0 };
+	int bad = 0;
+
+	for (int i = 0; i < nnamed; i++) {
+		struct sockaddr_un a;
+		socklen_t l = sizeof(a);
+
+		must(!getsockname(named_fd[i], (struct sockaddr *)&a, &l), "getsockname");
+		if (l != nlen[i] || memcmp(&a, &names[i], l)) {
+			printf("FAIL fd %d: its name is not the dumped one\n", named_fd[i]);
+			bad = 1;
+		}
+	}
+	if (nnamed && (read(named_fd[1], b, 1) != 1 || b[0] != 'a' ||
+		       write(named_fd[1], "b", 1) != 1 || read(named_fd[0], b, 1) != 1 || b[0] != 'b')) {
+		printf("FAIL the named datagram pair does not carry data both ways\n");
+		bad = 1;
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "self";
@@ -398,11 +489,13 @@ int main(int argc, char **argv)
 		shared();
 	else if (!strcmp(mode, "shared2"))
 		shared2();
+	else if (!strcmp(mode, "named"))
+		named(t_dir);
 	else
 		t_fail("unknown mode %s", mode);
 	t_ready("%s", mode);
 	t_wait_usr1();
-	if (check())
+	if (check() | check_named())
 		exit(1);
 	t_pass(mode);
 }

@@ -130,7 +130,8 @@ struct sk_msg {
 
 /* What the forked child does on UNIX sockets before its fds move (sk_queue.c). */
 enum { SK_LATE_SEND, SK_LATE_SHUTDOWN, SK_LATE_PEEK_OFF, SK_LATE_CONNECT, SK_LATE_PAIR,
-       SK_LATE_ACCEPT, SK_LATE_TREE_PAIR, SK_LATE_TREE_ACCEPT, SK_LATE_LISTEN };
+       SK_LATE_ACCEPT, SK_LATE_TREE_PAIR, SK_LATE_TREE_ACCEPT, SK_LATE_LISTEN,
+       SK_LATE_FORK_ACCEPT, SK_LATE_FORK_CONNECT };
 struct sk_late {
 	int op;
 	int fd;				/* memdump's fd, inherited by the child */
@@ -140,6 +141,7 @@ struct sk_late {
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;
+	bool bind;			/* PAIR: its ends bound to their names once made */
 	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected); CONNECT to */
 	socklen_t tolen;
 };

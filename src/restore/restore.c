@@ -309,7 +309,8 @@ int rst_prepare(struct rst *r)
 	if (!r->tree) {
 		ghost_unlink_all(r);	/* every fd and mapping of them is open (a tree: tree.c) */
 		sk_unix_unlink_gone(r);	/* every socket connected that needed the name */
-		ghost_sweep_end(r);
+		if (!sk_unix_aliases_kept(r))	/* else once parked: the sweeper would take them */
+			ghost_sweep_end(r);
 	}
 	return ret;
 }
@@ -510,6 +511,8 @@ static int restore(struct rst *r)
 		return ret;
 	}
 	ret = feed_finish(r, rst_wait_parked(r));
+	sk_unix_unlink_all(r);	/* aliases its child connected to (sk_unix_keep_alias) */
+	ghost_sweep_end(r);	/* the child closed its copy of the sweeper's socket by now */
 	proccwd_end(r);		/* in its cwd, which goes with the stand-in */
 	ret = pagecheck_finish(r, !ret) ?: ret;
 	t2 = now_us();

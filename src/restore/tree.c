@@ -709,6 +709,15 @@ static void unlink_ghosts(struct rst *root)
 	root->tree->nr_ghosts = 0;
 }
 
+static bool aliases_kept(const struct rst *root)
+{
+	bool kept = sk_unix_aliases_kept(root);
+
+	for (size_t i = 0; i < root->tree->n; i++)
+		kept = kept || sk_unix_aliases_kept(&root->tree->m[i]);
+	return kept;
+}
+
 static int prepare_all(struct rst *root)
 {
 	int ret = rst_prepare(root);
@@ -733,7 +742,8 @@ static int prepare_all(struct rst *root)
 	for (size_t i = 0; i <= root->tree->n && !ret; i++)	/* that memory, if remote: now */
 		ret = lazy_remote_shared(root, i ? &root->tree->m[i - 1] : root);
 	unlink_ghosts(root);
-	ghost_sweep_end(root);	/* every name removed */
+	if (!aliases_kept(root))	/* else once all are parked: the sweeper would take them */
+		ghost_sweep_end(root);	/* every name removed */
 	return ret;
 }
 
@@ -819,6 +829,9 @@ static int wait_all(struct rst *root)
 	}
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = rst_wait_parked(all[i]);
+	for (size_t i = 0; i < n; i++)
+		sk_unix_unlink_all(all[i]);	/* aliases their children connected to */
+	ghost_sweep_end(root);	/* each child closed its copy of the sweeper's socket */
 	for (size_t i = 0; i < n; i++)
 		proccwd_end(all[i]);	/* each in its cwd, which goes with its stand-in */
 	for (size_t i = 0; i < n; i++)

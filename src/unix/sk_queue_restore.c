@@ -132,6 +132,8 @@ static int plan_send(struct rst *r, const struct sk_msg *m)
 	if (!rcv || fd < 0)
 		return fail(-EIO, "sk-queues.img: a message for socket %u has no sender to send it",
 			    m->e->id_for);
+	if (snd && sk_cred_fork_holder(r, snd->ino) && !usk_of(r, snd->ino, true))
+		r = sk_cred_fork_holder(r, snd->ino);	/* sent by its process, once made again */
 	l = sk_late_new(r, SK_LATE_SEND, fd);
 	if (!l)
 		return -ENOMEM;
@@ -166,8 +168,9 @@ static int plan_after(struct rst *r, const UnixSkEntry *u)
 
 int sk_queue_plan(struct rst *r)
 {
-	int ret = sk_cred_plan(r);	/* first: pairs and connections made again with their
-					 * credentials, then the connections not accepted yet */
+	/* first: pairs and connections made again with their credentials (a tree's: every
+	 * process's, before any queue), then the connections not accepted yet */
+	int ret = r->tree ? 0 : sk_cred_plan(r);
 
 	if (!ret)
 		ret = sk_unix_pending_plan(r);
@@ -253,6 +256,8 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 			continue;	/* made before the fork (sk_cred_remake_tree) */
 		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT || l->op == SK_LATE_LISTEN)
 			ret = sk_cred_remake(l);
+		else if (l->op == SK_LATE_FORK_ACCEPT || l->op == SK_LATE_FORK_CONNECT)
+			ret = sk_cred_remake_fork(r, l);
 		else if (l->op == SK_LATE_SEND)
 			ret = send_all(r, l);
 		else if (l->op == SK_LATE_SHUTDOWN)

@@ -101,9 +101,18 @@ int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
 /* The same for the forked child (SK_LATE_*): in the root built for it, when its own. */
 socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* In the forked child, in its root: a pair end it made again bound to u's name. */
+int sk_unix_bind_late(int fd, const UnixSkEntry *u);
 /* The aliases of names whose file the process had removed, once every socket that
  * connects to one is made (sk_unix_restore.c). */
 void sk_unix_unlink_gone(struct rst *r);
+/* Listener l's alias kept until the process is parked: its child connects to it (an
+ * accepted connection made again); sk_unix_unlink_gone() leaves r's aliases then, and
+ * sk_unix_unlink_all() removes them, called once the process is parked (and at the end). */
+void sk_unix_keep_alias(struct rst *r, const UnixSkEntry *l);
+void sk_unix_unlink_all(struct rst *r);
+/* Does r keep an alias? (the deleted files' sweeper ends once the process is parked then) */
+bool sk_unix_aliases_kept(const struct rst *r);
 
 /*
  * sk_unix_embryo_restore.c: a client whose connection its listener had not
@@ -156,7 +165,15 @@ const char *sk_cred_inexact(const struct ucv *v, size_t r, const struct ucv_sk *
  * (SK_LATE_PAIR, SK_LATE_ACCEPT), planned before every other step; one made.
  */
 int sk_cred_plan(struct rst *r);
+/* A datagram pair of r's with a name, both ends' credentials r's: the child binds its ends
+ * once it made the pair again (SK_LATE_PAIR); sk_cred_plan() fails if it would not. */
+bool sk_cred_binds_late(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
 int sk_cred_remake(const struct sk_late *l);
+/* FORK_ACCEPT, FORK_CONNECT: a connection a child made after the fork, made again in r. */
+int sk_cred_remake_fork(struct rst *r, const struct sk_late *l);
+/* The process that makes socket ino again after the fork (FORK_*), or NULL: the data
+ * its peer had queued is sent by it, on the new socket. */
+struct rst *sk_cred_fork_holder(struct rst *r, uint32_t ino);
 /* In the forked process of a tree, before it forks its children: its SK_LATE_TREE_PAIR and _ACCEPT made. */
 int sk_cred_remake_tree(struct rst *r, char *msg, size_t len);
 /* A datagram socket another connected to (ESTABLISHED, no peer): one connects to it and goes. */

@@ -11,11 +11,15 @@
  *
  *  - LISTEN: a listener whose listen() it made: listen() again under the
  *    dumped ids (first: a client connected after copies them);
- *  - PAIR: a socketpair of its own, both ends unnamed, both its alone; an
- *    unnamed end whose peer was closed, with the stand-in for that peer;
+ *  - PAIR: a socketpair of its own, both ends unnamed, both its alone (a
+ *    datagram one: named too, its ends bound after); an unnamed end whose
+ *    peer was closed, with the stand-in for that peer;
  *  - ACCEPT: a connection accepted from its own listener (its name not
  *    removed), the client's end unnamed (before any connection not accepted
  *    yet is connected again: accept() takes this one);
+ *  - FORK_ACCEPT, FORK_CONNECT: a connection a process it forks (or one
+ *    below) made after the fork to its listener (listened to again before
+ *    the fork): that process connects with its ids, it accepts (fork_conn());
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
  *    a process it forks (or one below that) holds alone; TREE_PAIR too: a
  *    socketpair of its own whose ends only processes it forks (or below)
@@ -77,6 +81,15 @@ static const struct ucv_sk *listener_of(const struct ucv_proc *x, const UnixSkEn
 			return &x->sks[i];
 	}
 	return NULL;
+}
+
+/* The process of the tree that opens ino (its index), or -1. */
+static int opener(const struct ucv *v, uint32_t ino)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (own(&v->procs[i], ino))
+			return (int)i;
+	return -1;
 }
 
 /* Is process d forked by r, or by one r forks? */
@@ -143,11 +156,104 @@ static int tree_pair(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_
 	return op(fn, arg, SK_LATE_TREE_ACCEPT, r, u, (size_t)o, p, ls->u);
 }
 
+/* Does nothing else take connections from listener l of process q after the fork
+ * but the children's (a accepted from it, its client's pid its credentials')?
+ * No client not accepted yet, no connection q made to it itself, no other
+ * connection of the same client's process (q tells them apart by pid). */
+static bool only_forks(const struct ucv *v, size_t q, const UnixSkEntry *a,
+		       const UnixSkEntry *l)
+{
+	const struct ucv_proc *x = &v->procs[q];
+
+	for (size_t i = 0; i < v->n; i++)
+		for (size_t k = 0; k < v->procs[i].nr_sks; k++) {
+			const UnixSkEntry *o = v->procs[i].sks[k].u;
+
+			if (o->peer == l->ino && o->has_accept_pos && o->accept_pos)
+				return false;
+		}
+	for (size_t k = 0; k < x->nr_sks; k++) {
+		const UnixSkEntry *b = x->sks[k].u;
+
+		if (b == a || b->state != SK_ESTABLISHED || listener_of(x, b) != own(x, l->ino))
+			continue;
+		if (own(x, b->peer) || (b->peer_cred && b->peer_cred->pid == a->peer_cred->pid))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * a (process q's), accepted from q's listener, whose client end a process q
+ * forks (or one below) connected after the fork and holds alone (*co, *c),
+ * the listener *l: q listens again before the fork, that process connects
+ * with its ids, q accepts (FORK_ACCEPT, FORK_CONNECT).
+ */
+static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, size_t *co,
+		      const UnixSkEntry **c, const UnixSkEntry **l)
+{
+	const struct ucv_proc *x = &v->procs[q];
+	const UnixSkEntry *a = as->u;
+	const struct ucv_sk *ls;
+	int o;
+
+	if (!v->tree || unnamed(a) || a->type == SOCK_DGRAM || a->accept_pos || !a->peer_cred ||
+	    !alone_in(v, q, a->ino) || x->epoll_in_flight)
+		return false;
+	o = holder_below(v, q, a->peer);
+	ls = listener_of(x, a);
+	if (o < 0 || v->procs[o].epoll_in_flight || !ls || ls->u->deleted || !mine(x, ls) ||
+	    !alone_in(v, q, ls->u->ino))
+		return false;
+	*c = own(&v->procs[o], a->peer)->u;
+	*l = ls->u;
+	*co = (size_t)o;
+	return (*c)->peer == a->ino && unnamed(*c) && !(*c)->accept_pos &&
+	       (*c)->type == a->type && a->peer_cred->pid == (uint32_t)v->procs[o].pid &&
+	       same_cred((*c)->peer_cred, ls->u->peer_cred) && only_forks(v, q, a, ls->u);
+}
+
+/* s (process r's, its peer another's): an end of a connection made after the fork. */
+static int fork_end(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn, void *arg,
+		    bool *hit)
+{
+	const UnixSkEntry *c, *l;
+	size_t co;
+	int q;
+
+	if (!unnamed(s->u) && fork_conn(v, r, s, &co, &c, &l)) {
+		*hit = true;
+		return op(fn, arg, SK_LATE_FORK_ACCEPT, r, s->u, co, c, l);
+	}
+	q = unnamed(s->u) && s->u->peer ? opener(v, s->u->peer) : -1;
+	if (q < 0 || !descends(v, r, (size_t)q) ||
+	    !fork_conn(v, (size_t)q, own(&v->procs[q], s->u->peer), &co, &c, &l) || co != r ||
+	    c != s->u)
+		return 0;
+	*hit = true;
+	return op(fn, arg, SK_LATE_FORK_CONNECT, r, s->u, (size_t)q,
+		  own(&v->procs[q], s->u->peer)->u, l);
+}
+
 /* A stream end whose peer was closed, a datagram one whose pair twin was: a stand-in
  * plays the peer (sk_unix_restore.c), made with it. */
 static bool peer_gone(const UnixSkEntry *u)
 {
 	return u->type == SOCK_DGRAM ? u->has_peer_closed && u->peer_closed : !u->peer;
+}
+
+/* Is a socket of the tree other than their twins connected to u or p by name? (a named
+ * datagram pair end is bound only when the child made it again: too late for those) */
+static bool named_peers(const struct ucv *v, const UnixSkEntry *u, const UnixSkEntry *p)
+{
+	for (size_t i = 0; i < v->n; i++)
+		for (size_t k = 0; k < v->procs[i].nr_sks; k++) {
+			const UnixSkEntry *o = v->procs[i].sks[k].u;
+
+			if (o != u && o != p && (o->peer == u->ino || o->peer == p->ino))
+				return true;
+		}
+	return false;
 }
 
 /* s, one end of an established pair or connection of process r. */
@@ -159,8 +265,12 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 
 	if (!p && peer_gone(u) && mine(x, s) && unnamed(u) && !u->accept_pos)
 		return op(fn, arg, SK_LATE_PAIR, r, u, r, NULL, NULL);	/* with a stand-in */
-	if (!p && v->tree)
-		return tree_pair(v, r, s, fn, arg);
+	if (!p && v->tree) {
+		bool hit = false;
+		int ret = fork_end(v, r, s, fn, arg, &hit);
+
+		return hit ? ret : tree_pair(v, r, s, fn, arg);
+	}
 	if (p && v->tree && p->peer == u->ino && (s->shared_out || ps->shared_out) &&
 	    mine_below(x, s) && mine_below(x, ps) && unnamed(u) && unnamed(p) &&
 	    !u->accept_pos && !p->accept_pos)	/* a pair its children hold too: nginx */
@@ -169,14 +279,17 @@ static int one(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn,
 	if (!p || p->peer != u->ino || !mine(x, s) || !mine(x, ps) || u->accept_pos ||
 	    p->accept_pos)
 		return 0;
+	if (u->type == SOCK_DGRAM && (!unnamed(u) || !unnamed(p)))	/* names bound after */
+		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) &&
+		       !named_peers(v, u, p) ? op(fn, arg, SK_LATE_PAIR, r, u, r, p, NULL) : 0;
 	if (unnamed(u) && unnamed(p))	/* a socketpair: each pair once */
 		return u->ino < p->ino && same_cred(u->peer_cred, p->peer_cred) ?
 		       op(fn, arg, SK_LATE_PAIR, r, u, r, p, NULL) : 0;
-	if (u->type == SOCK_DGRAM || unnamed(u) || !unnamed(p))
+	if (unnamed(u) || !unnamed(p))
 		return 0;
 	ls = listener_of(x, u);		/* u accepted from l, p its client */
-	if (!ls || ls->u->deleted || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
-		return 0;	/* a removed name: its alias is gone when the child runs */
+	if (!ls || !mine(x, ls) || !same_cred(ls->u->peer_cred, p->peer_cred))
+		return 0;	/* a removed name: its alias kept until the process is parked */
 	return op(fn, arg, SK_LATE_ACCEPT, r, u, r, p, ls->u);
 }
 
@@ -233,14 +346,6 @@ static bool made_again(const struct ucv *v, uint32_t ino)
 	return c.hit;
 }
 
-/* The process of the tree that opens ino (its index), or -1. */
-static int opener(const struct ucv *v, uint32_t ino)
-{
-	for (size_t i = 0; i < v->n; i++)
-		if (own(&v->procs[i], ino))
-			return (int)i;
-	return -1;
-}
 
 /* Why s (of process r, made again by nobody) keeps memdump's credentials. */
 static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, char *buf,
@@ -288,7 +393,8 @@ static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, 
 		snprintf(buf, len, "a pair or connection made by process %u, not by process %d that "
 			 "holds both ends", pid, (int)x->pid);
 	else
-		snprintf(buf, len, "a named pair end, a named end whose peer was closed, or a "
+		snprintf(buf, len, "a named stream pair end, a named datagram pair end another "
+			 "socket is connected to, a named end whose peer was closed, or a "
 			 "connection whose listener was closed, whose name was removed or whose "
 			 "listen() credentials differ from its client's");
 	return buf;

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,43 @@ static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials\n",
 		u->ino, p->ino, r->pid);
 	s->fd2 = fd_of(r, p);
+	s->bind = op == SK_LATE_PAIR && sk_cred_binds_late(r, u, p);
 	late_ends(r, s, u, p, l);
+	if (l && l->deleted)	/* the child connects to its alias */
+		sk_unix_keep_alias(r, l);
+	return 0;
+}
+
+bool sk_cred_binds_late(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p)
+{
+	return u->type == SOCK_DGRAM && p->type == SOCK_DGRAM && (u->name.len || p->name.len) &&
+	       u->peer_cred && p->peer_cred && u->peer_cred->pid == (uint32_t)r->pid &&
+	       p->peer_cred->pid == (uint32_t)r->pid;
+}
+
+/* Is u (left unbound for it) an end of a pair the process makes again and binds? */
+static bool bound_late(const struct rst *r, const UnixSkEntry *u)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++)
+		if (r->sk_late[i].bind && (r->sk_late[i].u == u || r->sk_late[i].p == u))
+			return true;
+	return false;
+}
+
+/* Every named datagram pair end open_dgram() left unbound is bound by the child. */
+static int check_bound(struct rst *r)
+{
+	for (size_t i = 0; i < r->ds.nr_files; i++) {
+		const FileEntry *fe = r->ds.files[i];
+		const UnixSkEntry *u = fe->type == FD_TYPES__UNIXSK ? fe->usk : NULL;
+		const UnixSkEntry *p = u && u->peer ? own(r, u->peer) : NULL;
+
+		if (u && own(r, u->ino) == u && p && p != u && p->peer == u->ino &&
+		    sk_cred_binds_late(r, u, p) && !bound_late(r, u))
+			return fail(-EIO, "UNIX socket %u: a named datagram pair end that process "
+				    "%d does not make again (its image is not the dump's)", u->ino,
+				    r->pid);
+	}
 	return 0;
 }
 
@@ -269,10 +306,34 @@ static int plan_closed(struct rst *r, const UnixSkEntry *u)
 	return 0;
 }
 
+/* A connection made after the fork: r accepts (FORK_ACCEPT) or connects (FORK_CONNECT). */
+static int plan_fork(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
+		     const UnixSkEntry *p, const UnixSkEntry *l)
+{
+	struct sk_late *s = sk_late_new(r, op, fd_of(r, u));
+
+	if (!s)
+		return -ENOMEM;
+	pr_info("UNIX socket %u: %s again by process %d with its peer credentials (its peer %u "
+		"process %d's)\n", u->ino, op == SK_LATE_FORK_ACCEPT ? "accepted" : "connected",
+		r->pid, p->ino, o->pid);
+	s->u = u;
+	s->p = p;
+	s->l = l;
+	if (op == SK_LATE_FORK_ACCEPT)
+		s->lfd = rst_desc(r, l->id)->fd;
+	else
+		s->tolen = sk_unix_late_addr(r, l, &s->to);
+	return 0;
+}
+
 static int plan_op(void *arg, const struct ucv_op *o)
 {
 	struct view *w = arg;
 	struct rst *r = w->rst[o->proc];
+
+	if (o->op == SK_LATE_FORK_ACCEPT || o->op == SK_LATE_FORK_CONNECT)
+		return plan_fork(r, o->op, o->u, w->rst[o->p_proc], o->p, o->l);
 
 	if (o->op == SK_LATE_LISTEN)
 		return plan_listen(r, o->l);
@@ -291,7 +352,7 @@ int sk_cred_plan(struct rst *r)
 	if (!ret)
 		ret = sk_cred_ops(&w.v, w.self, plan_op, &w);
 	view_free(&w);
-	return ret;
+	return ret ?: check_bound(r);
 }
 
 /* The child's effective ids and groups, to go back to. */
@@ -374,13 +435,20 @@ static int put(int fd, int at, const UnixSkEntry *u)
 static int remake_pair(const struct sk_late *l)
 {
 	struct ids s = { 0 };
-	int sv[2], ret = ids_enter(l->u->peer_cred, &s);
+	int sv[2] = { -1, -1 }, ret = ids_enter(l->u->peer_cred, &s);
 
 	if (!ret && socketpair(AF_UNIX, (int)l->u->type | SOCK_CLOEXEC, 0, sv))
 		ret = -errno;
 	ret = ids_leave(&s) ?: ret;
-	if (ret)
+	if (!ret && l->bind)	/* the names after: bind() leaves the credentials */
+		ret = sk_unix_bind_late(sv[0], l->u) ?: sk_unix_bind_late(sv[1], l->p);
+	if (ret) {
+		if (sv[0] >= 0) {
+			close(sv[0]);
+			close(sv[1]);
+		}
 		return ret;
+	}
 	ret = put(sv[0], l->fd, l->u);
 	return put(sv[1], l->fd2, l->p) ?: ret;
 }
@@ -424,6 +492,74 @@ static int relisten(const struct sk_late *l)
 	return ids_leave(&s) ?: ret;
 }
 
+/* The child's end of a connection made after the fork: connect() with its ids, to the
+ * listener its parent (or an ancestor) listened to again before the fork. */
+static int fork_connect(const struct sk_late *l)
+{
+	struct ids s = { 0 };
+	int c = -1, ret = ids_enter(l->p->peer_cred, &s);
+
+	if (!ret && (c = socket(AF_UNIX, (int)l->u->type | SOCK_CLOEXEC, 0)) < 0)
+		ret = -errno;
+	if (!ret && connect(c, (const struct sockaddr *)&l->to, l->tolen))
+		ret = -errno;
+	ret = ids_leave(&s) ?: ret;
+	if (ret) {
+		if (c >= 0)
+			close(c);
+		return ret;
+	}
+	return put(c, l->fd, l->u);
+}
+
+/* Its accepted end, whichever child's connection accept() takes: put on the fd of
+ * the one whose credentials name that child (one connection per child: sk_unix_cred.c). */
+static int fork_accept(struct rst *r, const struct sk_late *l)
+{
+	struct pollfd pf = { .fd = l->lfd, .events = POLLIN };
+	struct ucred c;
+	socklen_t cl = sizeof(c);
+	int a;
+
+	while ((a = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC)) < 0 &&
+	       (errno == EAGAIN || errno == EINTR))
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			return -errno;
+	if (a < 0)
+		return -errno;
+	if (getsockopt(a, SOL_SOCKET, SO_PEERCRED, &c, &cl)) {
+		close(a);
+		return -errno;
+	}
+	for (size_t i = 0; i < r->nr_sk_late; i++) {
+		const struct sk_late *t = &r->sk_late[i];
+
+		if (t->op == SK_LATE_FORK_ACCEPT && t->lfd == l->lfd &&
+		    t->u->peer_cred->pid == (uint32_t)c.pid)
+			return put(a, t->fd, t->u);
+	}
+	close(a);
+	return -ESRCH;	/* not a child's it waits for */
+}
+
+int sk_cred_remake_fork(struct rst *r, const struct sk_late *l)
+{
+	return l->op == SK_LATE_FORK_ACCEPT ? fork_accept(r, l) : fork_connect(l);
+}
+
+/* A process of the tree whose remakes include socket ino's after the fork, or NULL. */
+struct rst *sk_cred_fork_holder(struct rst *r, uint32_t ino)
+{
+	struct rst *o;
+
+	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
+		for (size_t k = 0; k < o->nr_sk_late; k++)
+			if ((o->sk_late[k].op == SK_LATE_FORK_ACCEPT ||
+			     o->sk_late[k].op == SK_LATE_FORK_CONNECT) && o->sk_late[k].u->ino == ino)
+				return o;
+	return NULL;
+}
+
 int sk_cred_remake(const struct sk_late *l)
 {
 	if (l->op == SK_LATE_LISTEN)
@@ -436,7 +572,8 @@ int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
 	for (size_t i = 0; i < r->nr_sk_late; i++) {
 		const struct sk_late *l = &r->sk_late[i];
 		int ret = l->op == SK_LATE_TREE_PAIR ? remake_pair(l) :
-			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) : 0;
+			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) :
+			  l->op == SK_LATE_LISTEN ? relisten(l) : 0;	/* before children connect */
 
 		if (!ret && l->op == SK_LATE_TREE_PAIR)	/* shared with processes it forks */
 			ret = reshare(r, l->u, l->fd) ?:

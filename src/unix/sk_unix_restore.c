@@ -118,6 +118,7 @@ static int sk_fail(const UnixSkEntry *u, int err, const char *what)
 struct sk_gone {
 	uint32_t ino;
 	bool listens;
+	bool kept;		/* the child connects to it: it goes once the process is parked */
 	const UnixSkEntry *u;
 	char *alias;
 	char *path, *made;	/* its name's file; the first directory made for it, or NULL */
@@ -457,7 +458,81 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 	return ret ? ret : set_perms(u, path);
 }
 
-void sk_unix_unlink_gone(struct rst *r)
+/*
+ * The forked child, in its own root by then, binds a pair end it made again
+ * (sk_unix_cred_restore.c) to its dumped name: a removed one is bound and
+ * removed again, whatever is at its path moved aside meanwhile and the
+ * directories missing made for the while. Nobody connects to such a name: a
+ * pair end's peer is its twin. bind() leaves the peer credentials as they are.
+ */
+static int bind_late_gone(int fd, const UnixSkEntry *u, const char *path)
+{
+	char parked[PATH_MAX + 32], *made = NULL;
+	struct stat st;
+	bool park = !lstat(path, &st);
+	int ret = 0;
+
+	snprintf(parked, sizeof(parked), "%s.memdump-%d", path, (int)getpid());
+	if (park && rename(path, parked))
+		return sk_fail(u, -errno, "cannot move aside the file now at its path");
+	if (!park)
+		ret = make_dirs(u, path, &made);
+	if (!ret)
+		ret = bind_in(fd, u);
+	if (!ret)
+		ret = set_perms(u, path);
+	if (unlink(path) && errno != ENOENT && !ret)
+		ret = sk_fail(u, -errno, "cannot remove its name again");
+	if (park && rename(parked, path) && !ret)
+		ret = sk_fail(u, -errno, "cannot put back the file that was at its path");
+	if (made)
+		remove_dirs(path, made);
+	free(made);
+	return ret;
+}
+
+int sk_unix_bind_late(int fd, const UnixSkEntry *u)
+{
+	char path[PATH_MAX];
+	int back, ret;
+
+	if (!named(u))
+		return 0;
+	if (!u->name.data[0])
+		return bind_in(fd, u);	/* abstract */
+	ret = name_path(u, path, sizeof(path));
+	back = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!ret && back < 0)
+		ret = fail(-errno, "cannot open the directory: %s", strerror(errno));
+	if (!ret && u->deleted)
+		ret = bind_late_gone(fd, u, path);
+	else if (!ret)
+		ret = free_path(u, path) ?: bind_in(fd, u) ?: set_perms(u, path);
+	if (back >= 0) {
+		if (fchdir(back))
+			ret = ret ?: fail(-errno, "cannot go back to its directory: %s",
+					  strerror(errno));
+		close(back);
+	}
+	return ret;
+}
+
+void sk_unix_keep_alias(struct rst *r, const UnixSkEntry *l)
+{
+	for (size_t i = 0; i < r->nr_sk_gone; i++)
+		if (r->sk_gone[i].ino == l->ino)
+			r->sk_gone[i].kept = true;
+}
+
+bool sk_unix_aliases_kept(const struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_sk_gone; i++)
+		if (r->sk_gone[i].kept)
+			return true;
+	return false;
+}
+
+void sk_unix_unlink_all(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_sk_gone; i++) {
 		struct sk_gone *g = &r->sk_gone[i];
@@ -477,6 +552,12 @@ void sk_unix_unlink_gone(struct rst *r)
 	free(r->sk_gone);
 	r->sk_gone = NULL;
 	r->nr_sk_gone = 0;
+}
+
+void sk_unix_unlink_gone(struct rst *r)
+{
+	if (!sk_unix_aliases_kept(r))	/* else all together, the process parked (its directories too) */
+		sk_unix_unlink_all(r);
 }
 
 int sk_unix_new(const UnixSkEntry *u)
@@ -644,6 +725,8 @@ static int open_dgram(struct rst *r, const UnixSkEntry *u)
 	if (p && p != u && p->peer == u->ino) {	/* a pair: each end names the other */
 		ret = open_pair(r, u, p);
 
+		if (!ret && sk_cred_binds_late(r, u, p))
+			return 0;	/* made again and bound by the child */
 		if (!ret)
 			ret = sk_unix_bind(r, *fd_slot(r, u->id), u);
 		return ret ? ret : sk_unix_bind(r, *fd_slot(r, p->id), p);

@@ -244,6 +244,11 @@ int sk_tree_plan_queues(struct rst *root)
 	int ret = 0;
 
 	for (size_t i = 0; !ret && (p = tree_proc(root, i)); i++) {
+		ret = sk_cred_plan(p);	/* every process's first: senders after fork remakes */
+		if (ret)
+			fail_context("process %d: ", p->pid);
+	}
+	for (size_t i = 0; !ret && (p = tree_proc(root, i)); i++) {
 		ret = sk_queue_plan(p);
 		if (ret)
 			fail_context("process %d: ", p->pid);
