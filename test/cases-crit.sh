@@ -38,20 +38,20 @@ case_crit_tree_mqueue() {
 add crit-tree-mqueue case_crit_tree_mqueue
 case_limit crit-tree-mqueue 300
 
-# UNIX sockets between the processes of a tree (tree_sk_unix.py, cases-tree-sk.sh):
-# three sets, the sockets' and queues' images in each
+# UNIX sockets of a tree (t-peercred shared: a pair, one end held by the parent
+# and its child, one description): two sets, the sockets' images in each
 case_crit_tree_sk() {
 	crit_needed
-	sk_tree_start tree_sk_unix.py
+	start_prog t-peercred shared
+	local c=${READY[3]}
+	track "$c"
 	dump "$PID" "$T/d" --leave-running
-	[[ -d $T/d/proc-$C && -d $T/d/proc-$W ]] || fail "no sets proc-$C and proc-$W"
+	[[ -d $T/d/proc-$c ]] || fail "no set proc-$c for the child"
 	crit_decodes "$T/d"
-	grep -q '"shared_with"' < <("$MEMDUMP" show -D "$T/d/proc-$C" --json) ||
-		fail "no fd of $C shares a description with its parent"
-	tree_untouched "$PID" "$C" "$W"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	[[ $RESULT == PASS* ]] || fail "the tree said $RESULT"
+	grep -q '"shared_with"' < <("$MEMDUMP" show -D "$T/d/proc-$c" --json) ||
+		fail "no fd of $c shares a description with its parent"
+	tree_untouched "$PID" "$c"
+	check_child_pass
 }
 add crit-tree-sk case_crit_tree_sk
 case_limit crit-tree-sk 300
