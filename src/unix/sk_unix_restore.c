@@ -405,6 +405,17 @@ static int bind_in(int fd, const UnixSkEntry *u)
 	return err ? sk_fail(u, err, "cannot bind") : 0;
 }
 
+/* Back to the directory fd back (whose: for the message), closed; ret, or the failure. */
+static int go_back(int back, const char *whose, int ret)
+{
+	if (back < 0)
+		return ret;
+	if (fchdir(back))
+		ret = ret ?: fail(-errno, "cannot go back to %s directory: %s", whose, strerror(errno));
+	close(back);
+	return ret;
+}
+
 /*
  * bind() with the dumped name itself (getsockname() shows it): a relative one
  * in its directory, a path under the root built for a process with a root of
@@ -428,13 +439,7 @@ static int bind_name(struct rst *r, int fd, const UnixSkEntry *u)
 		ret = bind_in(fd, u);
 	if (root >= 0)
 		ret = leave_root(root) ?: ret;
-	if (back >= 0) {
-		if (fchdir(back))
-			ret = ret ?: fail(-errno, "cannot go back to memdump's directory: %s",
-					  strerror(errno));
-		close(back);
-	}
-	return ret;
+	return go_back(back, "memdump's", ret);
 }
 
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
@@ -508,13 +513,7 @@ int sk_unix_bind_late(int fd, const UnixSkEntry *u)
 		ret = bind_late_gone(fd, u, path);
 	else if (!ret)
 		ret = free_path(u, path) ?: bind_in(fd, u) ?: set_perms(u, path);
-	if (back >= 0) {
-		if (fchdir(back))
-			ret = ret ?: fail(-errno, "cannot go back to its directory: %s",
-					  strerror(errno));
-		close(back);
-	}
-	return ret;
+	return go_back(back, "its", ret);
 }
 
 void sk_unix_keep_alias(struct rst *r, const UnixSkEntry *l)
