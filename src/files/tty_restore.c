@@ -95,8 +95,8 @@ static int data_of(struct rst *r, uint32_t id, uint8_t **buf, size_t *len, uint3
 			*buf = malloc(e->data.len ? e->data.len : 1);
 			if (!*buf)
 				ret = -ENOMEM;
-			else
-				memcpy(*buf, e->data.data, (*len = e->data.len));
+			else if ((*len = e->data.len))	/* an empty one has no data pointer */
+				memcpy(*buf, e->data.data, *len);
 			if (!ret)
 				ret = copy_lines(e, lines, nr);
 		}

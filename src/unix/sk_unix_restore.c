@@ -73,7 +73,8 @@ static socklen_t addr_of(const UnixSkEntry *u, struct sockaddr_un *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	memcpy(a->sun_path, u->name.data, MIN(u->name.len, sizeof(a->sun_path)));
+	if (u->name.len)	/* unnamed: no data pointer */
+		memcpy(a->sun_path, u->name.data, MIN(u->name.len, sizeof(a->sun_path)));
 	return offsetof(struct sockaddr_un, sun_path) + MIN(u->name.len, sizeof(a->sun_path));
 }
 
