@@ -680,7 +680,7 @@ ms_lazy_beats_on() {
 # ms_lazy_tree_target: t-lazytree (a parent, two children sharing its memory copy-on-write,
 # one child with a second thread) on host A, in a session of its own (as a container's init)
 ms_lazy_tree_target() {
-	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-lazytree "${1:-16}"
+	START_WRAP="nsenter --net=/run/netns/$NSA setsid" start_prog t-lazytree "${1:-16}" ${2:+"$2"}
 }
 
 # migrate --lazy-pages of a tree: the final freeze sends no pages, each process's final
@@ -689,10 +689,13 @@ ms_lazy_tree_target() {
 # connection; every set's pages come in (the receiver says so per set), the source
 # serves its bytes once and removes them; every heartbeat (each process's, the
 # thread's) goes on there as one sequence, B's sets verify whole, and every process
-# passes its checks there with the memory checksum it had on A.
+# passes its checks there with the memory checksum it had on A. "merged": the parent's
+# VMA of the shared memory merged with a mapping it made after the forks, so the
+# children read their 384 pieces of it from its image instead of sharing its pages (each
+# piece's run was hashed whole once per piece: 6 GiB, the restore never got to run).
 case_ms_lazy_tree() {
 	ps_hosts
-	ms_lazy_tree_target
+	ms_lazy_tree_target 16 "${1:-}"
 	ms_receiver -v 3
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
@@ -742,6 +745,8 @@ case_ms_lazy_tree() {
 }
 add ms-lazy-tree case_ms_lazy_tree
 case_limit ms-lazy-tree 300
+add ms-lazy-tree-merged case_ms_lazy_tree merged
+case_limit ms-lazy-tree-merged 300
 
 # The source's memdump SIGKILLed after a tree's switch, mid background fill (paced): the
 # one page handler on B kills every process of the tree with one line naming them all in
@@ -756,7 +761,8 @@ case_ms_lazy_tree_source_killed() {
 	MDPID=$!
 	track "$MDPID"
 	wait_line "$MD_ERR" 'dumped process' "$(( OP_TIMEOUT * 2 ))" ||
-		{ show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
+		{ hang_report "$RXPID" | sed 's/^/#   receiver: /'; hang_report "$MDPID" | sed 's/^/#   source: /'
+		  show_file "migrate" "$MD_ERR"; fail "the migration never got to the switch"; }
 	ps_tree_gone
 	local p dests=() md
 	for p in "$PID" $(ps_tree_members); do
