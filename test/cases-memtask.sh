@@ -112,11 +112,19 @@ add err-vdso-moved case_vdso_moved_refused
 
 # A process's own userfaultfd (issue 24) with a range registered MISSING and
 # no handler, none of its pages populated: made again by the restorer blob at
-# its number, the range registered (VmFlags um), the data intact.
+# its number, the range registered (VmFlags um), the data intact. show names the
+# userfaultfd, its number and its range, in text and in --json.
 case_uffd_own() {
 	start_prog t-uffd
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -q "^userfaultfd fd ${READY[2]} flags .*: 1 range(s) ${READY[3]}-0x[0-9a-f]* MISSING;" \
+		"$MD_OUT" || { show_file show "$MD_OUT"; fail "show does not name the userfaultfd and its range"; }
+	md show.json show --json -D "$T/d" || fail "show --json failed: $(tail -n1 "$MD_ERR")"
+	python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["process"]
+assert p["userfaultfd"].startswith("fd " + sys.argv[2] + " "), p' "$MD_OUT" "${READY[2]}" ||
+		fail "show --json has no userfaultfd of fd ${READY[2]}"
 	restore_and_pass "$T/d" 1
 }
 add uffd-own case_uffd_own

@@ -39,7 +39,7 @@ case_mlockfut_nonroom() {
 }
 add err-mlockfut-nonroom case_mlockfut_nonroom
 
-# show names mlockall(MCL_FUTURE|MCL_ONFAULT), and nothing for MCL_CURRENT only
+# show names mlockall(MCL_FUTURE|MCL_ONFAULT) (text and --json), and nothing for MCL_CURRENT only
 case_mlockfut_show() {
 	local m
 	for m in onfault current; do
@@ -48,6 +48,10 @@ case_mlockfut_show() {
 		md show show -D "$T/d-$m" || fail "show failed: $(tail -n1 "$MD_ERR")"
 		if [[ $m == onfault ]]; then
 			grep -q '^mlockall   MCL_FUTURE|MCL_ONFAULT: ' "$MD_OUT" || fail "show names no mlockall(MCL_FUTURE|MCL_ONFAULT)"
+			md show.json show --json -D "$T/d-$m" || fail "show --json failed: $(tail -n1 "$MD_ERR")"
+			python3 -c 'import json, sys
+assert json.load(open(sys.argv[1]))["process"]["mlockall"] == "MCL_FUTURE|MCL_ONFAULT"' "$MD_OUT" ||
+				fail "show --json names no mlockall(MCL_FUTURE|MCL_ONFAULT)"
 		else
 			grep -q '^mlockall' "$MD_OUT" && fail "show names mlockall for MCL_CURRENT only"
 		fi

@@ -15,6 +15,7 @@
 #include "files/fd_kinds.h"
 #include "ns/ns_show.h"
 #include "files/tty_show.h"
+#include "evloop/evloop_show.h"
 #include "vma_status.h"
 
 /* One VMA, one fd, as both printers need them. */
@@ -264,6 +265,14 @@ static void text_zombies(const struct dumpset *ds)
 	}
 }
 
+/* mm_entry.mlock_future (MCL_FUTURE 2, MCL_ONFAULT 4) as mlockall's flags, or NULL */
+static const char *mlock_future(const struct dumpset *ds)
+{
+	if (!ds->mm || !ds->mm->has_mlock_future || !ds->mm->mlock_future)
+		return NULL;
+	return ds->mm->mlock_future & 4 ? "MCL_FUTURE|MCL_ONFAULT" : "MCL_FUTURE";
+}
+
 static void text_process(const struct dumpset *ds, const char *dir)
 {
 	const PstreeEntry *p = ds->pstree;
@@ -285,9 +294,14 @@ static void text_process(const struct dumpset *ds, const char *dir)
 	if (ds->fs)
 		printf("cwd        %s  root %s\n", fs_path(ds, ds->fs->cwd_id),
 		       fs_path(ds, ds->fs->root_id));
-	if (ds->mm && ds->mm->has_mlock_future && ds->mm->mlock_future)	/* MCL_FUTURE 2, MCL_ONFAULT 4 */
-		printf("mlockall   MCL_FUTURE%s: every new mapping locked\n",
-		       ds->mm->mlock_future & 4 ? "|MCL_ONFAULT" : "");
+	if (mlock_future(ds))
+		printf("mlockall   %s: every new mapping locked\n", mlock_future(ds));
+	if (ds->mm && ds->mm->uffd) {
+		char buf[1024];
+
+		show_uffd(ds->mm->uffd, buf, sizeof(buf));
+		printf("userfaultfd %s\n", buf);
+	}
 	text_ptimers(ds);
 	text_locks(ds);
 	show_namespaces(ds);
@@ -430,6 +444,17 @@ static void json_process(const struct dumpset *ds)
 		printf(", ");
 		json_key_str("cwd", fs_path(ds, ds->fs->cwd_id), ", ");
 		json_key_str("root", fs_path(ds, ds->fs->root_id), "");
+	}
+	if (mlock_future(ds)) {
+		printf(", ");
+		json_key_str("mlockall", mlock_future(ds), "");
+	}
+	if (ds->mm && ds->mm->uffd) {
+		char buf[1024];
+
+		show_uffd(ds->mm->uffd, buf, sizeof(buf));
+		printf(", ");
+		json_key_str("userfaultfd", buf, "");
 	}
 	printf("},\n");
 }

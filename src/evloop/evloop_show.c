@@ -1,7 +1,8 @@
 /*
  * memdump show: what an eventfd, timerfd, signalfd, epoll set or inotify
  * instance of the dump holds, in the PATH column: counter, clock and times,
- * signal mask, every registration of an epoll set, every inotify watch.
+ * signal mask, every registration of an epoll set, every inotify watch; and
+ * the process's own userfaultfd, which the blob makes (not in files.img).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -106,4 +107,34 @@ bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags)
 		return false;
 	}
 	return true;
+}
+
+/* uffd_range_entry.modes: MISSING 1, WP 2 */
+static const char *uffd_modes(uint32_t m)
+{
+	return m == 3 ? "MISSING|WP" : m == 2 ? "WP" : m == 1 ? "MISSING" : "?";
+}
+
+static size_t wp_pages(UffdWpEntry **runs, size_t n)
+{
+	size_t pages = 0;
+
+	for (size_t i = 0; i < n; i++)
+		pages += (runs[i]->end - runs[i]->start) / 4096;
+	return pages;
+}
+
+void show_uffd(const UffdEntry *u, char *buf, size_t len)
+{
+	size_t off = (size_t)snprintf(buf, len, "fd %u flags %#o features %#" PRIx64
+				      ": %zu range(s)", u->fd, u->flags, u->features,
+				      u->n_ranges);
+
+	for (size_t i = 0; i < u->n_ranges && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s %#" PRIx64 "-%#" PRIx64 " %s",
+					i ? "," : "", u->ranges[i]->start, u->ranges[i]->end,
+					uffd_modes(u->ranges[i]->modes));
+	if (off < len)
+		snprintf(buf + off, len - off, "; %zu page(s) write-protected, %zu zero page(s)",
+			 wp_pages(u->protected_, u->n_protected_), wp_pages(u->zero, u->n_zero));
 }

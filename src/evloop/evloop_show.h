@@ -7,8 +7,12 @@
 #include <stdint.h>
 
 #include "files.pb-c.h"
+#include "mm.pb-c.h"
 
 /* Describe fe into buf and set *flags; false when fe is not of these kinds. */
 bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags);
+
+/* The process's own userfaultfd (mm_entry.uffd) into buf: fd, flags, ranges, runs. */
+void show_uffd(const UffdEntry *u, char *buf, size_t len);
 
 #endif
