@@ -112,6 +112,16 @@ case_cow_deep() {
 	cow_dump_restore "$T/d"
 }
 
+# the parent's VMA grew after the fork (a page it mapped below merged into it): the
+# child's VMA is a part of the parent's, its pages still shared after the restore
+case_cow_grown() {
+	start_prog t-cow "$COW_MB" grown
+	CPID=${READY[2]}
+	track "$CPID"
+	cow_expect_shared "$PID" "$CPID" "before the dump"
+	cow_dump_restore "$T/d"
+}
+
 # cow_expect_all_shared CHILD GRANDCHILD LABEL: every page one PFN in both
 cow_expect_all_shared() {
 	local r
@@ -153,3 +163,4 @@ add cow-tree-mem case_cow_tree --mode mem
 add cow-tree-lr-read case_cow_tree_lr --mode read --no-snapshot
 add cow-tree-lr-snap case_cow_tree_lr --mode read
 add cow-deep case_cow_deep
+add cow-grown case_cow_grown

@@ -5,6 +5,9 @@
  * untouched since fork (one physical page in both).
  * deep: the child then forks a grandchild that writes nothing (it shares
  * every page with the child).
+ * grown: once the child is set up, the parent maps a page of its own right
+ * below the memory, which the kernel merges into the memory's VMA: the
+ * parent's VMA is then larger than the child's.
  * READY <parent> <child> <addr> <pages> [<grandchild>]
  * On SIGUSR1 the parent checks its bytes, sends SIGUSR1 to the child, which
  * checks its own and exits 0 or 1; the parent prints PASS or FAIL. Neither
@@ -16,6 +19,7 @@
 #define SEED_BASE	0xc0c0ULL
 #define SEED_CHILD	0xc41dULL
 #define SEED_PARENT	0xfa7eULL
+#define SEED_BELOW	0xbe10ULL
 
 static char *mem;
 static size_t npages;
@@ -85,12 +89,38 @@ static void child_main(int ready, bool deep)
 	check_and_exit(g);
 }
 
+/* A page of the parent's right below mem, merged into mem's VMA (checked in maps). */
+static char *grow_below(void)
+{
+	char *below = mmap(mem - T_PAGE, T_PAGE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	char line[256], want[32];
+	bool merged = false;
+	FILE *f;
+
+	if (below != mem - T_PAGE)
+		t_fail("cannot map the page below the memory: %s", strerror(errno));
+	t_fill(below, T_PAGE, SEED_BELOW);
+	snprintf(want, sizeof(want), "%lx-%lx ", (unsigned long)below,
+		 (unsigned long)(mem + npages * T_PAGE));
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f))
+		merged = merged || !strncmp(line, want, strlen(want));
+	if (f)
+		fclose(f);
+	if (!merged)
+		t_fail("the page below the memory was not merged into its VMA");
+	return below;
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 0) : 32;
 	int p[2], status;
 	pid_t child, g;
 	bool deep = argc > 3 && !strcmp(argv[3], "deep");
+	bool grown = argc > 3 && !strcmp(argv[3], "grown");
+	char *below = NULL;
 	const char *why;
 
 	t_init(argc, argv, 0);
@@ -112,6 +142,8 @@ int main(int argc, char **argv)
 	if (read(p[0], &g, sizeof(g)) != sizeof(g))
 		t_fail("the child did not write its pages");
 	write_pages(parent_writes, SEED_PARENT);
+	if (grown)
+		below = grow_below();
 	if (deep)
 		t_ready("%d %p %zu %d", (int)child, (void *)mem, npages, (int)g);
 	else
@@ -119,6 +151,8 @@ int main(int argc, char **argv)
 	t_wait_usr1();
 	t_check_common();
 	why = check(false);
+	if (!why && below && t_verify(below, T_PAGE, SEED_BELOW))
+		why = "parent: the page below the memory differs";
 	if (kill(child, SIGUSR1))
 		t_fail("kill child %d: %s", (int)child, strerror(errno));
 	if (waitpid(child, &status, 0) != child)

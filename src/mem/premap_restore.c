@@ -4,9 +4,10 @@
  * them writes. The dump lists such pages of the child as its parent's
  * (in_tree_parent, cowpages.c); restore makes them one page again.
  *
- * Where the child's VMA is its parent's (the same range, private anonymous
- * memory or a private mapping of the same file, not a stack that grows
- * down), that VMA is mapped and filled in the
+ * Where the child's VMA is its parent's, or a part of it (the same range, or
+ * one the parent's VMA grew around after the fork; private anonymous
+ * memory or a private mapping of the same file at the same offset, not a
+ * stack that grows down), the parent's VMA is mapped and filled in the
  * parent's forked process before it forks its children, at a "slot" of a
  * range the tree reserves (free in memdump and in every dumped address
  * space). The child inherits the slot by the fork: its pages are the
@@ -14,7 +15,7 @@
  * fork, a copy of its own then) and drops those it does not have (zeros,
  * or the file's page).
  * A child's child inherits the slot from it in turn. The blob moves each
- * slot to its VMA's address (mremap: the pages stay shared) and unmaps the
+ * slot (a child's: its part of the parent's) to its VMA's address (mremap: the pages stay shared) and unmaps the
  * rest of the range; it reads nothing for those VMAs.
  *
  * The memdump process reads those pages and sums them (the checksums the
@@ -57,12 +58,19 @@ static bool premappable(const VmaEntry *v)
 	       !(v->status & (VMA_FILE_SHARED | VMA_ANON_SHARED));
 }
 
-/* Does p's VMA w map what m's v maps (the same object, from the same offset)? */
+/*
+ * Does p's VMA w map, over m's v (w holds v's range), what v maps: the same
+ * object, at the same offset? A file's pages at v's start are w's at that
+ * distance; an anonymous VMA's offset is what it was made with (0).
+ */
 static bool same_source(struct rst *m, const VmaEntry *v, struct rst *p, const VmaEntry *w)
 {
+	uint64_t pgoff = w->pgoff;
 	const char *a, *b;
 
-	if (vma_how(v) != vma_how(w) || v->pgoff != w->pgoff || v->flags != w->flags ||
+	if (vma_how(w) == RST_MAP_FD)
+		pgoff += (v->start - w->start) / PAGE_SIZE;
+	if (vma_how(v) != vma_how(w) || v->pgoff != pgoff || v->flags != w->flags ||
 	    (v->has_madv ? v->madv : 0) != (w->has_madv ? w->madv : 0))
 		return false;	/* what the mapping was made with is the parent's */
 	if (vma_how(v) == RST_MAP_ANON)
@@ -74,21 +82,25 @@ static bool same_source(struct rst *m, const VmaEntry *v, struct rst *p, const V
 	return a && b && !strcmp(a, b);
 }
 
-/* The index of the VMA of mm with v's range, or -1. */
-static long same_vma(const MmEntry *mm, const VmaEntry *v)
+/*
+ * The index of the VMA of mm that holds v's range, or -1: the same range, or a
+ * larger one when the parent's VMA grew after the fork (a mapping it made next
+ * to it merged, its heap's brk moved).
+ */
+static long holding_vma(const MmEntry *mm, const VmaEntry *v)
 {
 	size_t lo = 0, hi = mm->n_vmas;
 
-	while (lo < hi) {
+	while (lo < hi) {	/* the first VMA starting after v's start */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (mm->vmas[mid]->start < v->start)
+		if (mm->vmas[mid]->start <= v->start)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < mm->n_vmas && mm->vmas[lo]->start == v->start && mm->vmas[lo]->end == v->end)
-		return (long)lo;
+	if (lo && mm->vmas[lo - 1]->end >= v->end)
+		return (long)lo - 1;
 	return -1;
 }
 
@@ -134,7 +146,7 @@ static int plan_member(struct rst *m, unsigned long *size)
 
 		if (!premappable(v) || !has_tparent_in(&m->ds, v))
 			continue;
-		k = same_vma(p->ds.mm, v);
+		k = holding_vma(p->ds.mm, v);
 		if (k < 0 || !premappable(p->ds.mm->vmas[k]) ||
 		    !same_source(m, v, p, p->ds.mm->vmas[k]))
 			continue;
@@ -143,7 +155,8 @@ static int plan_member(struct rst *m, unsigned long *size)
 			break;
 		if (!p->premap[k])
 			p->premap[k] = new_slot(size, p->ds.mm->vmas[k]);
-		m->premap[j] = p->premap[k];
+		/* v's part of the parent's slot: the blob moves just that into place */
+		m->premap[j] = p->premap[k] + (v->start - p->ds.mm->vmas[k]->start);
 		m->inherited[j] = true;
 	}
 	return ret;
