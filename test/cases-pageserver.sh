@@ -689,10 +689,11 @@ ms_lazy_tree_target() {
 # connection; every set's pages come in (the receiver says so per set), the source
 # serves its bytes once and removes them; every heartbeat (each process's, the
 # thread's) goes on there as one sequence, B's sets verify whole, and every process
-# passes its checks there with the memory checksum it had on A. "merged": the parent's
-# VMA of the shared memory merged with a mapping it made after the forks, so the
-# children read their 384 pieces of it from its image instead of sharing its pages (each
-# piece's run was hashed whole once per piece: 6 GiB, the restore never got to run).
+# passes its checks there with the memory checksum it had on A. "split": the parent's
+# VMA of the shared memory split by an mprotect after the forks (the children's VMAs are
+# no longer one of its, nor a part of one), so they read their 384 pieces of it from the
+# parent's image instead of sharing its pages (each piece's run was hashed whole once
+# per piece: 6 GiB, the restore never got to run).
 case_ms_lazy_tree() {
 	ps_hosts
 	ms_lazy_tree_target 16 "${1:-}"
@@ -745,8 +746,8 @@ case_ms_lazy_tree() {
 }
 add ms-lazy-tree case_ms_lazy_tree
 case_limit ms-lazy-tree 300
-add ms-lazy-tree-merged case_ms_lazy_tree merged
-case_limit ms-lazy-tree-merged 300
+add ms-lazy-tree-split case_ms_lazy_tree split
+case_limit ms-lazy-tree-split 300
 
 # The source's memdump SIGKILLed after a tree's switch, mid background fill (paced): the
 # one page handler on B kills every process of the tree with one line naming them all in

@@ -1,5 +1,5 @@
 /*
- * t-lazytree DIR [MB [merged]]: a tree that goes on while it is migrated.
+ * t-lazytree DIR [MB [split]]: a tree that goes on while it is migrated.
  *
  * P fills MB MiB (default 16) of private memory with a pattern, then forks
  * A and B: the pattern is shared copy-on-write by the three. A writes pages
@@ -10,10 +10,10 @@
  * to DIR/beat-ID (ID p, a, b, t; NS the inode of its PID namespace: the host
  * it runs on in the tests). Each writes the checksum of the shared region as
  * it sees it to DIR/sum-ID once set up.
- * With "merged", P maps its ring right below the shared region after the forks,
- * so that the kernel merges the two: P's VMA is then not the one A and B have.
- * Otherwise an inaccessible page on each side of the region, mapped before the
- * forks, keeps it one VMA of the same bounds in the three.
+ * An inaccessible page on each side of the region, mapped before the forks,
+ * keeps it one VMA of the same bounds in the three. With "split", P then makes
+ * the region's last page read-only: its VMA is split in two, and A's and B's
+ * are no longer one of P's, nor a part of one.
  * READY <P> <A> <B>
  *
  * SIGUSR1 to P: P checks its memory and ring, passes SIGUSR1 to A and B;
@@ -83,19 +83,31 @@ static void check_mem(char id)
 	}
 }
 
-/* The ring at, when at is not NULL (merged with the region above it), else anywhere. */
-static void beater_init(struct beater *b, char id, uint8_t *at)
+/* The start of the mapping that holds addr, from /proc/self/maps (0: none). */
+static uintptr_t vma_start(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi;
+	char line[512];
+	uintptr_t at = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= (uintptr_t)addr &&
+		    (uintptr_t)addr < hi)
+			at = lo;
+	if (f)
+		fclose(f);
+	return at;
+}
+
+static void beater_init(struct beater *b, char id)
 {
 	char path[4096];
 
 	b->id = id;
 	b->k = 0;
 	b->stop = 0;
-	b->ring = at ? mmap(at, RING * T_PAGE, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) :
-		  t_mmap(RING * T_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
-	if (b->ring != (at ? at : b->ring) || b->ring == MAP_FAILED)
-		t_fail("%c: cannot map its ring at %p: %s", id, (void *)at, strerror(errno));
+	b->ring = t_mmap(RING * T_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
 	snprintf(path, sizeof(path), "%s/beat-%c", t_dir, id);
 	b->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (b->fd < 0)
@@ -169,9 +181,9 @@ static void __attribute__((noreturn)) child(char id, pid_t parent, int ready)
 	if (id == 'a')
 		write_pages(a_writes, SEED_A);
 	write_sum(id);
-	beater_init(&b, id, NULL);
+	beater_init(&b, id);
 	if (id == 'b') {
-		beater_init(&t, 't', NULL);
+		beater_init(&t, 't');
 		if (pthread_create(&th, NULL, thread_beats, &t))
 			t_fail("b: cannot start its thread");
 	}
@@ -231,27 +243,9 @@ static void reap(pid_t pid, char id)
 		t_fail("%c (%d) ended with status %#x", id, (int)pid, st);
 }
 
-/* The start of the mapping that holds addr, from /proc/self/maps (0: none). */
-static uintptr_t vma_start(const void *addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	unsigned long lo, hi;
-	char line[512];
-	uintptr_t at = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= (uintptr_t)addr &&
-		    (uintptr_t)addr < hi)
-			at = lo;
-	if (f)
-		fclose(f);
-	return at;
-}
-
 int main(int argc, char **argv)
 {
 	size_t len = (argc > 2 ? strtoul(argv[2], NULL, 0) : 16) << 20;
-	bool merged = argc > 3 && !strcmp(argv[3], "merged");
 	struct beater b;
 	pid_t a, bb;
 
@@ -259,23 +253,18 @@ int main(int argc, char **argv)
 	npages = len / T_PAGE;
 	mem = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
 	t_fill(mem, len, SEED_BASE);
-	if (!merged) {	/* a page already there is another VMA as well */
-		mmap(mem - T_PAGE, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		     MAP_FIXED_NOREPLACE, -1, 0);
-		mmap(mem + len, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		     MAP_FIXED_NOREPLACE, -1, 0);
-	}
+	/* a page already there is another VMA as well */
+	mmap(mem - T_PAGE, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	mmap(mem + len, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	a = start_child('a');
 	bb = start_child('b');
+	if (argc > 3 && !strcmp(argv[3], "split") &&
+	    (mprotect(mem + len - T_PAGE, T_PAGE, PROT_READ) || vma_start(mem + len - T_PAGE) !=
+	     (uintptr_t)(mem + len - T_PAGE)))
+		t_fail("p: cannot split its VMA of the shared region");
 	write_pages(p_writes, SEED_P);
 	write_sum('p');
-	if (merged) {
-		beater_init(&b, 'p', mem - RING * T_PAGE);
-		if (vma_start(mem) != (uintptr_t)b.ring)
-			t_fail("p: its ring was not merged with the shared region");
-	} else {
-		beater_init(&b, 'p', NULL);
-	}
+	beater_init(&b, 'p');
 	t_ready("%d %d", (int)a, (int)bb);
 	while (!t_usr1) {
 		beat(&b);
