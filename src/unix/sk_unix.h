@@ -194,5 +194,9 @@ int sk_tree_fd(struct rst *r, uint32_t ino);
 int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
 int sk_tree_plan_queues(struct rst *root);
 void sk_tree_wait_pid(struct rst *r, pid_t pid);
+/* Process pid of the tree (r itself or another; memdump's number, the images') as the
+ * forked process r sees it: the same, or its number in the tree's PID namespace
+ * (0: not a process of the tree). */
+pid_t sk_tree_seen_pid(struct rst *r, pid_t pid);
 
 #endif

@@ -535,7 +535,8 @@ static int fork_connect(struct rst *r, const struct sk_late *l)
 	return put(c, l->fd, l->u);
 }
 
-/* The accepted end still to make for a connection of process pid to listener lfd: of
+/* The accepted end still to make for a connection of process pid (as this process sees
+ * it: in a PID namespace, its number there) to listener lfd: of
  * its connections to it, the one whose client end's inode is the lowest (the connector
  * connects them in that order: connect_order()), or NULL. */
 static struct sk_late *next_of(struct rst *r, int lfd, pid_t pid)
@@ -546,7 +547,8 @@ static struct sk_late *next_of(struct rst *r, int lfd, pid_t pid)
 		struct sk_late *t = &r->sk_late[i];
 
 		if (t->op == SK_LATE_FORK_ACCEPT && t->lfd == lfd && !t->made &&
-		    t->u->peer_cred->pid == (uint32_t)pid && (!n || t->p->ino < n->p->ino))
+		    sk_tree_seen_pid(r, (pid_t)t->u->peer_cred->pid) == pid &&
+		    (!n || t->p->ino < n->p->ino))
 			n = t;
 	}
 	return n;
