@@ -889,6 +889,12 @@ add sk-peercred-tree-conn case_sk_peercred tree-conn
 # forking workers): the parent listens again before the fork, the child connects
 # with its ids, the parent accepts; a byte queued each way
 add sk-peercred-forkconn case_sk_peercred forkconn
+# python multiprocessing's Manager's shape: a child listens after its fork, its
+# earlier sibling, its parent and its later sibling (twice, the second under
+# other ids) connect: it listens again once forked, each connects with its ids
+# once it did, it accepts each on the fd of its connector's (by connect order for
+# two of one process); a byte queued each way on each
+add sk-peercred-mgr case_sk_peercred mgr
 # named after they were made (zdtm sk-unix01): a datagram pair's ends bound (a
 # path since removed, an abstract name), bound again by the process once it
 # made the pair again; a connection accepted from a listener whose file was

@@ -1049,3 +1049,17 @@ while True: time.sleep(1)' > "$T/p.out" 2>&1 < /dev/null &
 	kill "$child" "$PID"
 }
 add tree-child-appears case_tree_child_appears
+
+# peer credentials of connections made after the forks to another process's
+# listener, in a PID namespace (its init the parent): the listener's process
+# tells its connectors apart by their PIDs there (t-peercred mgr, forkconn)
+case_tree_pidns_peercred() {
+	local before
+	pidns_prog t-peercred "$1"
+	before=$(ns_pids "$PID")
+	dump "$PID" "$T/d"
+	wait "$PIDNS_U" 2> /dev/null
+	pidns_restore_same "$before"
+}
+add tree-pidns-peercred-mgr case_tree_pidns_peercred mgr
+add tree-pidns-peercred-forkconn case_tree_pidns_peercred forkconn

@@ -23,6 +23,12 @@
  *         description in two processes), the parent the other
  *   shared2: a stream socketpair, then two forks: both children keep one end
  *         (one description in two siblings), the parent the other (refused)
+ *   mgr:  python's multiprocessing Manager's shape: three children forked,
+ *         E, then L, then S; L listens (after its fork) and accepts four
+ *         connections: from its earlier sibling E, its parent, and two from
+ *         its later sibling S (the second under other ids); each connector
+ *         sends a byte, L sends it back upper-cased: all queued. Each checks
+ *         its ends' credentials and the byte its peer queued
  *   named: a datagram socketpair (under other ids) whose ends were then bound
  *         (a path since removed, an abstract name), and a connection accepted
  *         from a listener whose file was removed (zdtm sk-unix01's shapes);
@@ -127,6 +133,7 @@ static void self(int other)
 
 static int data_fd = -1;	/* forkconn: one byte queued by the peer, 'c' or 'p' */
 static char data_want;
+static char queued[MAX];	/* mgr: the byte fds[i]'s peer queued on it, 0: none */
 
 static int check(void)
 {
@@ -140,6 +147,12 @@ static int check(void)
 
 	for (int i = 0; i < nr; i++) {
 		struct ucred c = peer(fds[i]);
+
+		if (queued[i] && (read(fds[i], &b, 1) != 1 || b != queued[i])) {
+			printf("FAIL fd %d: the byte %c queued by its peer is not there\n", fds[i],
+			       queued[i]);
+			bad = 1;
+		}
 		gid_t g[NG];
 		socklen_t gl = peer_groups(fds[i], g);
 
@@ -310,6 +323,102 @@ static void forkconn(void)
 	if (check())
 		exit(1);
 	t_pass("forkconn");
+}
+
+/* mgr: a connector's connection to L's listener at a (its own ids, or other ones): its
+ * byte sent, L's upper-cased one wanted back; told to its parent on ready */
+static void mgr_connect(const struct sockaddr_un *a, socklen_t l, int other, char b)
+{
+	int c = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	must(c >= 0, "socket");
+	if (other)
+		as_other(1);
+	while (connect(c, (const struct sockaddr *)a, l))	/* L listens meanwhile */
+		must(errno == ECONNREFUSED || errno == ENOENT, "connect"), t_sleep_ms(5);
+	if (other)
+		as_other(0);
+	keep(c);
+	queued[nr - 1] = (char)(b - 'a' + 'A');
+	must(write(c, &b, 1) == 1, "write");
+}
+
+/* mgr: L's accepts, each connector's byte peeked (left queued) and sent back upper-cased */
+static void mgr_listen(const struct sockaddr_un *a, socklen_t l, int n)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	must(s >= 0 && !bind(s, (const struct sockaddr *)a, l) && !listen(s, 8), "listen");
+	keep(s);
+	for (int i = 0; i < n; i++) {
+		int c = accept(s, NULL, NULL);
+		char b = 0;
+
+		must(c >= 0 && recv(c, &b, 1, MSG_PEEK) == 1, "accept, peek");
+		keep(c);
+		queued[nr - 1] = b;
+		b = (char)(b - 'a' + 'A');
+		must(write(c, &b, 1) == 1, "write");
+	}
+}
+
+/* mgr: a child of the parent: its part (which: 'e', 'l', 's'), ready said on done, checked
+ * on SIGUSR1 */
+static void mgr_child(char which, const struct sockaddr_un *a, socklen_t l, int done)
+{
+	while (nr > 0)	/* the parent's connection: its own (python's workers close it too) */
+		close(fds[--nr]);
+	memset(queued, 0, sizeof(queued));
+	if (which == 'l') {
+		mgr_listen(a, l, 4);
+	} else if (which == 'e') {
+		mgr_connect(a, l, 0, 'e');
+	} else {
+		mgr_connect(a, l, 0, 's');
+		mgr_connect(a, l, 1, 't');
+	}
+	must(write(done, &which, 1) == 1, "write");
+	close(done);
+	child_checks(0);
+}
+
+static void mgr(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-m",
+			       (int)getpid());
+	static const char parts[] = "els";
+	pid_t k[3];
+	int done[2], st;
+	char b;
+
+	must(!pipe(done), "pipe");
+	for (int i = 0; i < 3; i++) {
+		k[i] = fork();
+		must(k[i] >= 0, "fork");
+		if (k[i] == 0) {
+			close(done[0]);
+			mgr_child(parts[i], &a, l, done[1]);
+		}
+		if (parts[i] == 'l')
+			mgr_connect(&a, l, 0, 'p');
+	}
+	close(done[1]);
+	for (int i = 0; i < 3; i++)
+		must(read(done[0], &b, 1) == 1, "a child's ready");
+	close(done[0]);
+	t_ready("mgr %d %d %d", (int)k[0], (int)k[1], (int)k[2]);
+	t_wait_usr1();
+	for (int i = 0; i < 3; i++) {
+		must(!kill(k[i], SIGUSR1) && waitpid(k[i], &st, 0) == k[i], "a child");
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			t_fail("child %c: its peer credentials or bytes changed (status %#x)",
+			       parts[i], st);
+	}
+	if (check())
+		exit(1);
+	t_pass("mgr");
 }
 
 /* a socketpair, then a fork: one end in both processes */
@@ -485,6 +594,8 @@ int main(int argc, char **argv)
 		listeners();
 	else if (!strcmp(mode, "forkconn"))
 		forkconn();
+	else if (!strcmp(mode, "mgr"))
+		mgr();
 	else if (!strcmp(mode, "shared"))
 		shared();
 	else if (!strcmp(mode, "shared2"))

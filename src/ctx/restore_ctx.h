@@ -138,6 +138,8 @@ struct sk_late {
 	int fd2, lfd;			/* PAIR, ACCEPT: the peer's fd; ACCEPT: the listener's;
 					 * TREE_*: either may be another process's (memdump's) */
 	const UnixSkEntry *u, *p, *l;	/* PAIR, ACCEPT, TREE_* (sk_unix_cred_restore.c) */
+	struct rst *lproc;		/* FORK_CONNECT: the listener's process, waited for */
+	bool made;			/* FORK_ACCEPT: a connection put on fd already */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;
@@ -382,6 +384,13 @@ bool rst_share_late(const struct rst *r, int fd);
  * with why.
  */
 int tree_open_late(struct rst *r, char *why, size_t len);
+/*
+ * share.c: in forked process self, the wait until process lis of the tree
+ * listened to its listeners again under their dumped ids (its
+ * sk_cred_remake_tree(), before it forks its children: what it waits for
+ * later never waits for self); fails self (child_exit_fail) when lis fails.
+ */
+void tree_wait_listened(struct rst *self, const struct rst *lis);
 
 /* restore.c: lookups and cleanup */
 const FileEntry *rst_file(struct rst *r, uint32_t id);

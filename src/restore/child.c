@@ -336,6 +336,7 @@ void child_main(struct rst *r)
 		ret = sk_cred_remake_tree(r, msg, sizeof(msg));	/* their ends inherited */
 		if (ret)
 			child_exit_fail(r, ret, "%s", msg);
+		share_listened(r);	/* the others of the tree connect to them now */
 		tree_fork_children(r);	/* its group first, then its children (tree.c) */
 	} else if (r->ctty_lone) {	/* its terminal from memdump's fd, before fds move */
 		attrs_apply_groups(r);

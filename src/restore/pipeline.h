@@ -67,6 +67,8 @@ size_t share_followers(struct rst *owner, struct rst **g, size_t max);
 void share_follower_wait(struct rst *m);
 void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n);
 void share_owner_done(struct rst *const *g, size_t n);
+/* Its listeners listened to again (sk_cred_remake_tree): tree_wait_listened() goes on. */
+void share_listened(struct rst *r);
 void rst_close_shares(struct rst *r);
 /* Close every fd prepared for the target (after the fork, or on failure). */
 void rst_close_prepared(struct rst *r);

@@ -28,6 +28,7 @@
 struct share_sync {
 	int ready;		/* a follower: its children forked, its table may change */
 	int installed;		/* its owner: the fds and its restorer fds are in place */
+	int listened;		/* its listeners listened to again (tree_wait_listened) */
 };
 
 static uint32_t files_id(const struct rst *r)
@@ -132,31 +133,42 @@ size_t share_followers(struct rst *owner, struct rst **g, size_t max)
 	return k;
 }
 
-/* Wait until *w is set, or until the process whose area is a failed (then fail too). */
-static void wait_flag(struct rst *self, int *w, const struct rst *other)
+/* Wait until *w is set, or until the process whose area is a failed (then fail too);
+ * why: what other is to self, for the message. */
+static void wait_flag(struct rst *self, int *w, const struct rst *other, const char *why)
 {
 	for (int i = 0; i < 30000; i++) {
 		if (__atomic_load_n(w, __ATOMIC_SEQ_CST))
 			return;
 		if (__atomic_load_n(&other->a->stage, __ATOMIC_SEQ_CST) == RST_STAGE_FAILED)
-			child_exit_fail(self, -ECHILD, "process %d, which shares its fd table, "
-					"failed", other->pid);
+			child_exit_fail(self, -ECHILD, "process %d, %s, failed", other->pid, why);
 		usleep(1000);
 	}
-	child_exit_fail(self, -ETIMEDOUT, "process %d, which shares its fd table, did not "
-			"get ready within 30 s", other->pid);
+	child_exit_fail(self, -ETIMEDOUT, "process %d, %s, did not get ready within 30 s",
+			other->pid, why);
 }
 
 void share_follower_wait(struct rst *m)
 {
 	__atomic_store_n(&m->share_sync->ready, 1, __ATOMIC_SEQ_CST);
-	wait_flag(m, &m->share_sync->installed, m->fdt_owner);
+	wait_flag(m, &m->share_sync->installed, m->fdt_owner, "which shares its fd table");
 }
 
 void share_owner_wait(struct rst *owner, struct rst *const *g, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		wait_flag(owner, &g[i]->share_sync->ready, g[i]);
+		wait_flag(owner, &g[i]->share_sync->ready, g[i], "which shares its fd table");
+}
+
+void share_listened(struct rst *r)
+{
+	if (r->share_sync)
+		__atomic_store_n(&r->share_sync->listened, 1, __ATOMIC_SEQ_CST);
+}
+
+void tree_wait_listened(struct rst *self, const struct rst *lis)
+{
+	wait_flag(self, &lis->share_sync->listened, lis, "whose listener it connects to");
 }
 
 void share_owner_done(struct rst *const *g, size_t n)

@@ -189,10 +189,13 @@ int sk_queue_plan(struct rst *r)
 	return ret;
 }
 
-/* The sender's credentials as control data of m (ctl: len bytes). */
-static void add_creds(const SkPacketEntry *e, struct msghdr *m, char *ctl, size_t len)
+/* The sender's credentials as control data of m (ctl: len bytes), its pid as the
+ * forked process r sees it (in a PID namespace of the tree's: its number there). */
+static void add_creds(struct rst *r, const SkPacketEntry *e, struct msghdr *m, char *ctl,
+		      size_t len)
 {
-	struct ucred c = { e->cred_pid, e->cred_uid, e->cred_gid };
+	pid_t seen = sk_tree_seen_pid(r, (pid_t)e->cred_pid);
+	struct ucred c = { seen ? seen : (pid_t)e->cred_pid, e->cred_uid, e->cred_gid };
 	struct cmsghdr *cm;
 
 	memset(ctl, 0, len);
@@ -221,7 +224,7 @@ static int send_all(struct rst *r, const struct sk_late *l)
 			m.msg_namelen = l->tolen;
 		}
 		if (e->has_cred_pid)
-			add_creds(e, &m, ctl, sizeof(ctl));
+			add_creds(r, e, &m, ctl, sizeof(ctl));
 		if (!off) {	/* the files in flight go with the first bytes (sk_scm_restore.c) */
 			int ret = sk_scm_control(r, e, &m, ctl, sizeof(ctl));
 

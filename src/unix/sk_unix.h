@@ -169,7 +169,8 @@ int sk_cred_plan(struct rst *r);
  * once it made the pair again (SK_LATE_PAIR); sk_cred_plan() fails if it would not. */
 bool sk_cred_binds_late(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p);
 int sk_cred_remake(const struct sk_late *l);
-/* FORK_ACCEPT, FORK_CONNECT: a connection a child made after the fork, made again in r. */
+/* FORK_ACCEPT, FORK_CONNECT: a connection a process of the tree made to another's
+ * listener, made again in r (the connector, or the listener's process). */
 int sk_cred_remake_fork(struct rst *r, const struct sk_late *l);
 /* The process that makes socket ino again after the fork (FORK_*), or NULL: the data
  * its peer had queued is sent by it, on the new socket. */
@@ -193,5 +194,9 @@ int sk_tree_fd(struct rst *r, uint32_t ino);
 int sk_tree_listener(struct rst *r, const UnixSkEntry *u, int *lfd);
 int sk_tree_plan_queues(struct rst *root);
 void sk_tree_wait_pid(struct rst *r, pid_t pid);
+/* Process pid of the tree (r itself or another; memdump's number, the images') as the
+ * forked process r sees it: the same, or its number in the tree's PID namespace
+ * (0: not a process of the tree). */
+pid_t sk_tree_seen_pid(struct rst *r, pid_t pid);
 
 #endif

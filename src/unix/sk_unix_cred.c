@@ -17,9 +17,12 @@
  *  - ACCEPT: a connection accepted from its own listener (its name not
  *    removed), the client's end unnamed (before any connection not accepted
  *    yet is connected again: accept() takes this one);
- *  - FORK_ACCEPT, FORK_CONNECT: a connection a process it forks (or one
- *    below) made after the fork to its listener (listened to again before
- *    the fork): that process connects with its ids, it accepts (fork_conn());
+ *  - FORK_ACCEPT, FORK_CONNECT: a connection another process of the tree
+ *    (one it forks, its parent, a sibling, ...) made to its listener: that
+ *    process connects with its ids once the listener is listened to again
+ *    (before the fork), it accepts (fork_conn()); two connections of one
+ *    process to one listener are told apart by connect order (their client
+ *    ends' inodes: the connector connects them in that order);
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
  *    a process it forks (or one below that) holds alone; TREE_PAIR too: a
  *    socketpair of its own whose ends only processes it forks (or below)
@@ -114,6 +117,15 @@ static bool alone_in(const struct ucv *v, size_t x, uint32_t ino)
 	return true;
 }
 
+/* The process other than r that alone holds ino (its index), or -1. */
+static int holder_other(const struct ucv *v, size_t r, uint32_t ino)
+{
+	for (size_t i = 0; v->tree && i < v->n; i++)
+		if (i != r && own(&v->procs[i], ino))
+			return alone_in(v, i, ino) ? (int)i : -1;
+	return -1;
+}
+
 /* The process forked by r or below that alone holds ino (its index), or -1. */
 static int holder_below(const struct ucv *v, size_t r, uint32_t ino)
 {
@@ -156,10 +168,10 @@ static int tree_pair(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_
 	return op(fn, arg, SK_LATE_TREE_ACCEPT, r, u, (size_t)o, p, ls->u);
 }
 
-/* Does nothing else take connections from listener l of process q after the fork
- * but the children's (a accepted from it, its client's pid its credentials')?
- * No client not accepted yet, no connection q made to it itself, no other
- * connection of the same client's process (q tells them apart by pid). */
+/* Does nothing else take connections from listener l of process q once it is
+ * listened to again but the other processes' (a accepted from it)? No client
+ * not accepted yet, no connection q made to it itself (its accept() would take
+ * another's). q tells the others apart by pid, then by connect order. */
 static bool only_forks(const struct ucv *v, size_t q, const UnixSkEntry *a,
 		       const UnixSkEntry *l)
 {
@@ -177,17 +189,17 @@ static bool only_forks(const struct ucv *v, size_t q, const UnixSkEntry *a,
 
 		if (b == a || b->state != SK_ESTABLISHED || listener_of(x, b) != own(x, l->ino))
 			continue;
-		if (own(x, b->peer) || (b->peer_cred && b->peer_cred->pid == a->peer_cred->pid))
+		if (own(x, b->peer))
 			return false;
 	}
 	return true;
 }
 
 /*
- * a (process q's), accepted from q's listener, whose client end a process q
- * forks (or one below) connected after the fork and holds alone (*co, *c),
- * the listener *l: q listens again before the fork, that process connects
- * with its ids, q accepts (FORK_ACCEPT, FORK_CONNECT).
+ * a (process q's), accepted from q's listener, whose client end another
+ * process of the tree connected and holds alone (*co, *c), the listener *l:
+ * q listens again before it forks, that process connects with its ids once
+ * q did, q accepts (FORK_ACCEPT, FORK_CONNECT).
  */
 static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, size_t *co,
 		      const UnixSkEntry **c, const UnixSkEntry **l)
@@ -200,7 +212,7 @@ static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, si
 	if (!v->tree || unnamed(a) || a->type == SOCK_DGRAM || a->accept_pos || !a->peer_cred ||
 	    !alone_in(v, q, a->ino) || x->epoll_in_flight)
 		return false;
-	o = holder_below(v, q, a->peer);
+	o = holder_other(v, q, a->peer);
 	ls = listener_of(x, a);
 	if (o < 0 || v->procs[o].epoll_in_flight || !ls || ls->u->deleted || !mine(x, ls) ||
 	    !alone_in(v, q, ls->u->ino))
@@ -213,7 +225,7 @@ static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, si
 	       same_cred((*c)->peer_cred, ls->u->peer_cred) && only_forks(v, q, a, ls->u);
 }
 
-/* s (process r's, its peer another's): an end of a connection made after the fork. */
+/* s (process r's, its peer another's): an end of a connection another process made. */
 static int fork_end(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_fn fn, void *arg,
 		    bool *hit)
 {
@@ -226,7 +238,7 @@ static int fork_end(const struct ucv *v, size_t r, const struct ucv_sk *s, ucv_f
 		return op(fn, arg, SK_LATE_FORK_ACCEPT, r, s->u, co, c, l);
 	}
 	q = unnamed(s->u) && s->u->peer ? opener(v, s->u->peer) : -1;
-	if (q < 0 || !descends(v, r, (size_t)q) ||
+	if (q < 0 || q == (int)r ||
 	    !fork_conn(v, (size_t)q, own(&v->procs[q], s->u->peer), &co, &c, &l) || co != r ||
 	    c != s->u)
 		return 0;

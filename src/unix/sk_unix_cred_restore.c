@@ -320,11 +320,29 @@ static int plan_fork(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 	s->u = u;
 	s->p = p;
 	s->l = l;
-	if (op == SK_LATE_FORK_ACCEPT)
+	if (op == SK_LATE_FORK_ACCEPT) {
 		s->lfd = rst_desc(r, l->id)->fd;
-	else
+	} else {
 		s->tolen = sk_unix_late_addr(r, l, &s->to);
+		s->lproc = o;
+	}
 	return 0;
+}
+
+/* Its FORK_CONNECTs in the order of their client ends' inodes (the connect order its
+ * listener's process takes them in: fork_accept()), where they are in its steps. */
+static void connect_order(struct rst *r)
+{
+	for (size_t i = 0; i < r->nr_sk_late; i++)
+		for (size_t k = i + 1; r->sk_late[i].op == SK_LATE_FORK_CONNECT &&
+		     k < r->nr_sk_late; k++)
+			if (r->sk_late[k].op == SK_LATE_FORK_CONNECT &&
+			    r->sk_late[k].u->ino < r->sk_late[i].u->ino) {
+				struct sk_late t = r->sk_late[i];
+
+				r->sk_late[i] = r->sk_late[k];
+				r->sk_late[k] = t;
+			}
 }
 
 static int plan_op(void *arg, const struct ucv_op *o)
@@ -352,6 +370,8 @@ int sk_cred_plan(struct rst *r)
 	if (!ret)
 		ret = sk_cred_ops(&w.v, w.self, plan_op, &w);
 	view_free(&w);
+	if (!ret)
+		connect_order(r);
 	return ret ?: check_bound(r);
 }
 
@@ -492,12 +512,15 @@ static int relisten(const struct sk_late *l)
 	return ids_leave(&s) ?: ret;
 }
 
-/* The child's end of a connection made after the fork: connect() with its ids, to the
- * listener its parent (or an ancestor) listened to again before the fork. */
-static int fork_connect(const struct sk_late *l)
+/* The client end of a connection this process made to another's listener: connect()
+ * with its ids, once that process listened to it again (before it forked). */
+static int fork_connect(struct rst *r, const struct sk_late *l)
 {
 	struct ids s = { 0 };
-	int c = -1, ret = ids_enter(l->p->peer_cred, &s);
+	int c = -1, ret;
+
+	tree_wait_listened(r, l->lproc);
+	ret = ids_enter(l->p->peer_cred, &s);
 
 	if (!ret && (c = socket(AF_UNIX, (int)l->u->type | SOCK_CLOEXEC, 0)) < 0)
 		ret = -errno;
@@ -512,10 +535,30 @@ static int fork_connect(const struct sk_late *l)
 	return put(c, l->fd, l->u);
 }
 
-/* Its accepted end, whichever child's connection accept() takes: put on the fd of
- * the one whose credentials name that child (one connection per child: sk_unix_cred.c). */
+/* The accepted end still to make for a connection of process pid (as this process sees
+ * it: in a PID namespace, its number there) to listener lfd: of
+ * its connections to it, the one whose client end's inode is the lowest (the connector
+ * connects them in that order: connect_order()), or NULL. */
+static struct sk_late *next_of(struct rst *r, int lfd, pid_t pid)
+{
+	struct sk_late *n = NULL;
+
+	for (size_t i = 0; i < r->nr_sk_late; i++) {
+		struct sk_late *t = &r->sk_late[i];
+
+		if (t->op == SK_LATE_FORK_ACCEPT && t->lfd == lfd && !t->made &&
+		    sk_tree_seen_pid(r, (pid_t)t->u->peer_cred->pid) == pid &&
+		    (!n || t->p->ino < n->p->ino))
+			n = t;
+	}
+	return n;
+}
+
+/* Its accepted end, whichever process's connection accept() takes: put on the fd of
+ * the one whose credentials name that process, the first of its (connect order). */
 static int fork_accept(struct rst *r, const struct sk_late *l)
 {
+	struct sk_late *t;
 	struct pollfd pf = { .fd = l->lfd, .events = POLLIN };
 	struct ucred c;
 	socklen_t cl = sizeof(c);
@@ -531,20 +574,18 @@ static int fork_accept(struct rst *r, const struct sk_late *l)
 		close(a);
 		return -errno;
 	}
-	for (size_t i = 0; i < r->nr_sk_late; i++) {
-		const struct sk_late *t = &r->sk_late[i];
-
-		if (t->op == SK_LATE_FORK_ACCEPT && t->lfd == l->lfd &&
-		    t->u->peer_cred->pid == (uint32_t)c.pid)
-			return put(a, t->fd, t->u);
+	t = next_of(r, l->lfd, c.pid);
+	if (!t) {
+		close(a);
+		return -ESRCH;	/* not a connection it waits for */
 	}
-	close(a);
-	return -ESRCH;	/* not a child's it waits for */
+	t->made = true;
+	return put(a, t->fd, t->u);
 }
 
 int sk_cred_remake_fork(struct rst *r, const struct sk_late *l)
 {
-	return l->op == SK_LATE_FORK_ACCEPT ? fork_accept(r, l) : fork_connect(l);
+	return l->op == SK_LATE_FORK_ACCEPT ? fork_accept(r, l) : fork_connect(r, l);
 }
 
 /* A process of the tree whose remakes include socket ino's after the fork, or NULL. */

@@ -278,38 +278,71 @@ static int alias_for(struct rst *r, const UnixSkEntry *u, const char *path, stru
 static int bind_name(struct rst *r, int fd, const UnixSkEntry *u);
 static int set_perms(const UnixSkEntry *u, const char *path);
 
-/* A removed name: bound, linked under an alias, removed, what was at the path put back. */
-static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *path)
+/*
+ * A removed name's path borrowed for bind_at(arg): the file now at it moved
+ * aside meanwhile, or its missing directories made (the first in *made, for
+ * the caller to remove); the name bound there removed after, what was at the
+ * path put back. Both binds of a removed name (memdump's, the child's) do this.
+ */
+static int on_borrowed_path(const UnixSkEntry *u, const char *path, char **made,
+			    int (*bind_at)(void *), void *arg)
 {
-	char parked[PATH_MAX + 32], *made = NULL;
-	struct sk_gone *g = new_gone(r);
-	bool park;
-	struct stat st, sk;
+	char parked[PATH_MAX + 32];
+	struct stat st;
+	bool park = !lstat(path, &st);
 	int ret = 0;
 
-	if (!g)
-		return -ENOMEM;
-	*g = (struct sk_gone){ .ino = u->ino, .listens = u->state == SK_LISTEN, .u = u };
-	park = !lstat(path, &st);
 	snprintf(parked, sizeof(parked), "%s.memdump-%d", path, (int)getpid());
 	if (park && rename(path, parked))
 		return sk_fail(u, -errno, "cannot move aside the file now at its path");
 	if (!park)
-		ret = make_dirs(u, path, &made);
+		ret = make_dirs(u, path, made);
 	if (!ret)
-		ret = bind_name(r, fd, u);
-	if (!ret && lstat(path, &sk))
-		ret = sk_fail(u, -errno, "cannot find the file its bind made");
-	if (!ret)	/* the sweeper removes the name too should the restore be killed */
-		ret = ghost_sweep_tell(r, path, sk.st_dev, sk.st_ino);
-	if (!ret)
-		ret = set_perms(u, path);
-	if (!ret)
-		ret = alias_for(r, u, path, g, &sk);
+		ret = bind_at(arg);
 	if (unlink(path) && errno != ENOENT && !ret)
 		ret = sk_fail(u, -errno, "cannot remove its name again");
 	if (park && rename(parked, path) && !ret)
 		ret = sk_fail(u, -errno, "cannot put back the file that was at its path");
+	return ret;
+}
+
+/* What bind_gone() binds at the borrowed path. */
+struct gone_bind {
+	struct rst *r;
+	int fd;
+	const UnixSkEntry *u;
+	const char *path;
+	struct sk_gone *g;
+};
+
+/* Bound, the sweeper told, its permissions set, linked under an alias for its peers. */
+static int gone_bind_at(void *arg)
+{
+	struct gone_bind *b = arg;
+	struct stat sk;
+	int ret = bind_name(b->r, b->fd, b->u);
+
+	if (!ret && lstat(b->path, &sk))
+		ret = sk_fail(b->u, -errno, "cannot find the file its bind made");
+	if (!ret)	/* the sweeper removes the name too should the restore be killed */
+		ret = ghost_sweep_tell(b->r, b->path, sk.st_dev, sk.st_ino);
+	if (!ret)
+		ret = set_perms(b->u, b->path);
+	return ret ?: alias_for(b->r, b->u, b->path, b->g, &sk);
+}
+
+/* A removed name: bound, linked under an alias, removed, what was at the path put back. */
+static int bind_gone(struct rst *r, int fd, const UnixSkEntry *u, const char *path)
+{
+	char *made = NULL;
+	struct sk_gone *g = new_gone(r);
+	struct gone_bind b = { .r = r, .fd = fd, .u = u, .path = path, .g = g };
+	int ret;
+
+	if (!g)
+		return -ENOMEM;
+	*g = (struct sk_gone){ .ino = u->ino, .listens = u->state == SK_LISTEN, .u = u };
+	ret = on_borrowed_path(u, path, &made, gone_bind_at, &b);
 	g->made = made;		/* removed with the alias */
 	g->path = strdup(path);
 	return ret ?: g->path ? 0 : -ENOMEM;
@@ -471,26 +504,26 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
  * directories missing made for the while. Nobody connects to such a name: a
  * pair end's peer is its twin. bind() leaves the peer credentials as they are.
  */
+/* What bind_late_gone() binds at the borrowed path. */
+struct late_bind {
+	int fd;
+	const UnixSkEntry *u;
+	const char *path;
+};
+
+static int late_bind_at(void *arg)
+{
+	struct late_bind *b = arg;
+
+	return bind_in(b->fd, b->u) ?: set_perms(b->u, b->path);
+}
+
 static int bind_late_gone(int fd, const UnixSkEntry *u, const char *path)
 {
-	char parked[PATH_MAX + 32], *made = NULL;
-	struct stat st;
-	bool park = !lstat(path, &st);
-	int ret = 0;
+	struct late_bind b = { .fd = fd, .u = u, .path = path };
+	char *made = NULL;
+	int ret = on_borrowed_path(u, path, &made, late_bind_at, &b);
 
-	snprintf(parked, sizeof(parked), "%s.memdump-%d", path, (int)getpid());
-	if (park && rename(path, parked))
-		return sk_fail(u, -errno, "cannot move aside the file now at its path");
-	if (!park)
-		ret = make_dirs(u, path, &made);
-	if (!ret)
-		ret = bind_in(fd, u);
-	if (!ret)
-		ret = set_perms(u, path);
-	if (unlink(path) && errno != ENOENT && !ret)
-		ret = sk_fail(u, -errno, "cannot remove its name again");
-	if (park && rename(parked, path) && !ret)
-		ret = sk_fail(u, -errno, "cannot put back the file that was at its path");
 	if (made)
 		remove_dirs(path, made);
 	free(made);

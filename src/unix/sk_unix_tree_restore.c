@@ -256,15 +256,36 @@ int sk_tree_plan_queues(struct rst *root)
 	return ret;
 }
 
+/* Process x's PID in its own PID namespace (the tree's), or 0: not known. */
+static pid_t ns_pid(const struct rst *x)
+{
+	const PstreeEntry *pe = x->ds.pstree;
+
+	return pe && pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : 0;
+}
+
+pid_t sk_tree_seen_pid(struct rst *r, pid_t pid)
+{
+	struct rst *p;
+
+	if (getpid() == r->pid)
+		return pid;	/* memdump's PID namespace: the dumped numbers */
+	if (pid == r->pid)
+		return ns_pid(r);
+	for (size_t i = 0; r->tree && (p = tree_proc(r, i)); i++)
+		if (p->pid == pid)
+			return ns_pid(p);
+	return 0;
+}
+
 void sk_tree_wait_pid(struct rst *r, pid_t pid)
 {
 	struct rst *p;
 	bool ours = false;
 
-	if (getpid() != r->pid)
-		return;		/* in a PID namespace of its own: pid is not its number there */
 	for (size_t i = 0; r->tree && !ours && (p = tree_proc(r, i)); i++)
 		ours = p->pid == pid;
-	for (int i = 0; ours && i < 10000 && kill(pid, 0) && errno == ESRCH; i++)
+	pid = ours ? sk_tree_seen_pid(r, pid) : 0;	/* in a PID namespace: its number there */
+	for (int i = 0; pid > 0 && i < 10000 && kill(pid, 0) && errno == ESRCH; i++)
 		usleep(1000);	/* forked by its parent meanwhile (tree_fork_children) */
 }
