@@ -71,6 +71,7 @@ struct pages_out {
 	bool partial;		/* a piece's header sent, not all of its bytes */
 	struct crypt_pages *seal;	/* --encrypt: sealed as written (crypt.h), or NULL */
 	pthread_t writer;
+	bool writer_up;		/* started at the first buffer (start_writer) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 };
@@ -175,11 +176,15 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* The next free buffer for the reader. */
+static int writer_up(struct pages_out *o);
+
+/* The next free buffer for the reader, or NULL (no writer: o->err says why). */
 static uint8_t *fill_buffer(struct pages_out *o)
 {
 	uint8_t *b;
 
+	if (writer_up(o))
+		return NULL;
 	pthread_mutex_lock(&o->lock);
 	while (o->len[o->next_fill])
 		pthread_cond_wait(&o->cond, &o->lock);
@@ -255,6 +260,8 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 		ssize_t n;
 		int ret;
 
+		if (!buf)
+			return o->err;
 		if (dump_interrupted)
 			return fail(-EINTR, "interrupted");
 		n = read_target_mem(d, use_mem, addr, buf, len);
@@ -707,11 +714,26 @@ static int start_writer(struct pages_out *o)
 		return 0;
 	pthread_mutex_init(&o->lock, NULL);
 	pthread_cond_init(&o->cond, NULL);
+	return 0;
+}
+
+/*
+ * The buffers and the writer thread, at the first buffer copied: a splice
+ * dump whose runs are all readable needs neither (a thread less to start,
+ * schedule and join while the target is frozen).
+ */
+static int writer_up(struct pages_out *o)
+{
+	if (o->writer_up)
+		return 0;
+	if (o->err)		/* set here only, before the thread exists */
+		return o->err;
 	for (int i = 0; i < NR_BUFS; i++)
-		if (posix_memalign((void **)&o->buf[i], PAGE_SIZE, BUF_SIZE))
-			return -ENOMEM;
+		if (!o->buf[i] && posix_memalign((void **)&o->buf[i], PAGE_SIZE, BUF_SIZE))
+			return o->err = fail(-ENOMEM, "no memory for the pages' buffers");
 	if (pthread_create(&o->writer, NULL, writer_main, o))
-		return -EAGAIN;
+		return o->err = fail(-EAGAIN, "cannot start the pages' writer thread");
+	o->writer_up = true;
 	return 0;
 }
 
@@ -725,7 +747,9 @@ static int stop_writer(struct pages_out *o)
 	o->stop = true;
 	pthread_cond_broadcast(&o->cond);
 	pthread_mutex_unlock(&o->lock);
-	pthread_join(o->writer, NULL);
+	if (o->writer_up)
+		pthread_join(o->writer, NULL);
+	o->writer_up = false;
 	for (int i = 0; i < NR_BUFS; i++)
 		free(o->buf[i]);
 	return err;
