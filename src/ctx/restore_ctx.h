@@ -445,5 +445,6 @@ void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst 
 #define RST_FAULT_FILL		"rst-fill"	/* in the blob: its memory filled */
 #define RST_FAULT_COMMIT	"rst-commit"	/* every process parked, before they go */
 #define RST_FAULT_GOLIVE	"rst-golive"	/* gone, their connections not yet live (golive.c) */
+#define RST_FAULT_COPY		"rst-copy"	/* --copies: a copy running, before the next one */
 
 #endif

@@ -30,6 +30,7 @@
 #include <linux/sched.h>
 
 #include "common.h"
+#include "fault.h"
 #include "log.h"
 #include "proc.h"
 #include "vma_status.h"
@@ -358,7 +359,7 @@ int fanout_run(const struct restore_opts *o)
 		ret = refuse(&r);
 	rst_free(&r);
 	for (int i = 0; i < o->copies && !ret; i++)
-		ret = one_copy(&one, &f);
+		ret = (i ? fault_step(RST_FAULT_COPY) : 0) ?: one_copy(&one, &f);
 	if (f.base)
 		munmap((void *)f.base, f.size);
 	free(f.sums);
