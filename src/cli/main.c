@@ -99,6 +99,8 @@ static const char usage[] =
 	"        into that existing namespace instead of a new one; --root: the root of\n"
 	"        a dumped mount namespace (a container's rootfs) is DIR; --restore-sibling:\n"
 	"        the process is memdump's parent's child (memdump prints its PID, returns);\n"
+	"        --copies N: N copies, each in a PID namespace of its own with the dumped\n"
+	"        PID, sharing the memory read once (one process; prints their PIDs);\n"
 	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
 	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
 	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
