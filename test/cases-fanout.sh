@@ -70,6 +70,26 @@ f.seek(int(sys.argv[2], 0) + 4096); f.write(b"fan-out!")' "${COPIES[0]}" "$addr"
 	check_child_pass
 }
 
+# 2 copies of t-threads: every thread with its TID in the copy's namespace, each
+# copy's threads check their registers, stacks and TLS; the source passes too
+case_fanout_threads() {
+	start_prog t-threads
+	local src=$PID tids p want got
+	tids=("${READY[@]:1}")
+	dump "$src" "$T/d" --leave-running
+	md threads restore -D "$T/d" --copies 2 || fail "restore --copies failed: $(tail -n1 "$MD_ERR")"
+	fanout_copies 2
+	want=$(printf '%s\n' "${tids[@]}" | sort -n | tr '\n' ' ')
+	for p in "${COPIES[@]}"; do
+		got=$(sed -n 's/^NSpid:[[:space:]]*[0-9]*[[:space:]]*//p' /proc/"$p"/task/*/status | sort -n | tr '\n' ' ')
+		[[ $got == "$want" ]] || fail "copy $p: its threads are '$got' in its namespace, want '$want'"
+		fanout_result "$p"
+		[[ $RESULT == PASS* ]] || fail "copy $p: $RESULT"
+	done
+	PID=$src
+	check_child_pass
+}
+
 # fanout_refused PROG WHAT: a dump of PROG refused for --copies by name, nothing made
 fanout_refused() {
 	local prog=$1 what=$2
@@ -141,6 +161,7 @@ case_fanout_opts() {
 
 add fanout-copies case_fanout_copies
 add fanout-kill case_fanout_kill
-add fanout-refuse-threads fanout_refused t-threads "[0-9]+ threads"
+add fanout-threads case_fanout_threads
+add fanout-refuse-sockets fanout_refused t-sockunix "a socket \\(fd [0-9]+\\)"
 add fanout-refuse-shared fanout_refused t-shared "shared anonymous memory at 0x[0-9a-f]+"
 add fanout-opts case_fanout_opts

@@ -332,10 +332,11 @@ struct rst {
 	/* --copies (fanout.c): the fan-out it is a copy of, or NULL; once forked, the
 	 * init of memdump's that holds its PID namespace (host PID) and its control
 	 * pipe (memdump's ends: from the init, to the init); r->pid is then the copy's
-	 * host PID, dumped_pid the one it has in its namespace */
+	 * host PID, dumped_pid the one it has in its namespace (its threads: fan_tids) */
 	struct fanout *fan;
 	pid_t fan_init, dumped_pid;
 	int fan_from, fan_to;
+	pid_t *fan_tids;	/* parked: each thread's TID here, by its index in the area */
 
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */

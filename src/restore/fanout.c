@@ -14,6 +14,7 @@
  * made for it as for one restore. The copies are made one after the other.
  * What fan-out cannot give each copy exactly is refused by name first.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -98,6 +99,21 @@ static bool is_socket(FdTypes t)
 	       t == FD_TYPES__NETLINKSK;
 }
 
+/* A thread in another cgroup than the leader's (cgroups_move_threads() moves it by its dumped TID). */
+static bool threads_cgroups(const struct rst *r)
+{
+	const TaskCoreEntry *tc = r->ds.cores[0]->tc;
+	uint32_t lead = tc && tc->has_cg_set ? tc->cg_set : 0;
+
+	for (size_t i = 1; i < r->ds.nr_cores; i++) {
+		const ThreadCoreEntry *th = r->ds.cores[i]->thread_core;
+
+		if (th && th->has_cg_set && th->cg_set != lead)
+			return true;
+	}
+	return false;
+}
+
 /* What one copy forked from a template would not have exactly: refused by name. */
 static int refuse(struct rst *r)
 {
@@ -107,8 +123,8 @@ static int refuse(struct rst *r)
 		add_why(why, sizeof(why), "a process tree (%zu processes)", r->ds.nr_members + 1);
 	if (r->ds.nr_procs > 1)
 		add_why(why, sizeof(why), "zombie children");
-	if (r->ds.nr_cores > 1)
-		add_why(why, sizeof(why), "%zu threads", r->ds.nr_cores);
+	if (threads_cgroups(r))
+		add_why(why, sizeof(why), "threads in other cgroups than its leader's");
 	if (rst_ns_pid(r->ds.pstree))
 		add_why(why, sizeof(why), "a PID namespace of its own");
 	if (r->ds.inv->has_own_ns && r->ds.inv->own_ns)
@@ -301,9 +317,62 @@ int fanout_fork(struct rst *r)
 	return init_reported(r);
 }
 
+/* The NSpid line of a task's status: its TID here and in the copy's namespace. */
+static int task_ids(pid_t pid, pid_t task, pid_t *here, pid_t *there)
+{
+	char path[96], *buf = NULL, *l;
+	int ret = -ESRCH;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, task);
+	if (proc_read_file(path, &buf) < 0)
+		return ret;
+	l = strstr(buf, "\nNSpid:");
+	if (l && sscanf(l, "\nNSpid: %d %d", here, there) == 2)
+		ret = 0;
+	free(buf);
+	return ret;
+}
+
+/* The copy's threads, parked: their TIDs here, by their index in the area (fan_tids). */
+static int map_tids(struct rst *r)
+{
+	const struct rst_thread *rt = (const struct rst_thread *)(r->area + r->a->threads_off);
+	size_t n = r->a->nr_threads, found = 0;
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+
+	r->fan_tids = calloc(n, sizeof(*r->fan_tids));
+	if (!r->fan_tids)
+		return fail(-ENOMEM, "out of memory");
+	snprintf(path, sizeof(path), "/proc/%d/task", r->pid);
+	d = opendir(path);
+	if (!d)
+		return fail(-errno, "cannot read the threads of copy %d: %s", r->pid, strerror(errno));
+	while ((e = readdir(d))) {
+		pid_t here, there;
+
+		if (e->d_name[0] == '.' || task_ids(r->pid, atoi(e->d_name), &here, &there))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if ((pid_t)rt[i].tid == there && !r->fan_tids[i]) {
+				r->fan_tids[i] = here;
+				found++;
+			}
+	}
+	closedir(d);
+	if (found != n)
+		return fail(-ESRCH, "copy %d has %zu of its %zu threads", r->pid, found, n);
+	return 0;
+}
+
 int fanout_disarm(struct rst *r)
 {
 	char c = 'd';
+	int ret = map_tids(r);
+
+	if (ret)
+		return ret;
 
 	if (write(r->fan_to, &c, 1) != 1 || read(r->fan_from, &c, 1) != 1)
 		return fail(-ECHILD, "the init of the PID namespace of copy %d is gone", r->pid);
@@ -324,6 +393,8 @@ static void fanout_end(struct rst *r, bool failed)
 		close(r->fan_to);
 	r->fan_from = r->fan_to = -1;
 	r->fan_init = 0;
+	free(r->fan_tids);
+	r->fan_tids = NULL;
 }
 
 static int one_copy(const struct restore_opts *o, struct fanout *f)

@@ -198,10 +198,10 @@ static int inject_cleanup(struct rst *r, pid_t tid)
 	return (int)ret;
 }
 
-/* Thread i's TID here: a copy's leader (--copies, fanout.c) has another than its own. */
+/* Thread i's TID here: a copy's (--copies, fanout.c) are not those it has in its namespace. */
 static pid_t host_tid(const struct rst *r, const struct rst_thread *rt, size_t i)
 {
-	return r->fan_init && i == 0 ? r->pid : (pid_t)rt[i].tid;
+	return r->fan_tids ? r->fan_tids[i] : (pid_t)rt[i].tid;
 }
 
 static void release(struct rst *r, unsigned int go)
