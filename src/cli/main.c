@@ -90,7 +90,7 @@ static const char usage[] =
 	"        (CA, CRL, dates, name: the address; not with --tls-no-cn-verify)\n"
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--lazy-pages [--lazy-socket PATH]]\n"
-	"          [--tcp-close]\n"
+	"          [--tcp-close] [--copies N]\n"
 	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
@@ -99,6 +99,8 @@ static const char usage[] =
 	"        into that existing namespace instead of a new one; --root: the root of\n"
 	"        a dumped mount namespace (a container's rootfs) is DIR; --restore-sibling:\n"
 	"        the process is memdump's parent's child (memdump prints its PID, returns);\n"
+	"        --copies N: N copies, each in a PID namespace of its own with the dumped\n"
+	"        PID, sharing the memory read once (one process; prints their PIDs);\n"
 	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
 	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
 	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
@@ -228,7 +230,7 @@ int cmd_restore(const struct options *o)
 		.dir = o->dir, .detach = o->detach, .pidfile = o->pidfile, .shell_job = o->shell_job,
 		.hooks = action_scripts_init(&as, o->action_scripts, o->nr_action_scripts,
 				       o->shown_dir ? o->shown_dir : o->dir),
-		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling,
+		.nr_join_ns = o->nr_join_ns, .root = o->root, .sibling = o->sibling, .copies = o->copies,
 		.lazy = o->lazy_pages, .tcp_close = o->tcp_close, .feed = o->feed, .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext,
 	};
 
@@ -455,7 +457,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	enum { OPT_MODE = 256, OPT_LEAVE, OPT_TCP_EST, OPT_PIDFILE, OPT_JSON, OPT_FD_KINDS, OPT_LOGFILE,
 	       OPT_NOPROGRESS, OPT_PAGES_WRITE, OPT_SNAPSHOT, OPT_GHOST, OPT_SHELL_JOB,
 	       OPT_ACTION_SCRIPT, OPT_PREV, OPT_TRACK_MEM, OPT_STOP, OPT_JOIN_NS, OPT_ROOT,
-	       OPT_SIBLING, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
+	       OPT_SIBLING, OPT_COPIES, OPT_EXTERNAL, OPT_FREEZE_CG, OPT_CG_ROOT, OPT_INHERIT_FD,
 	       OPT_OVERWRITE, OPT_NO_SNAPSHOT, OPT_CG_MODE, OPT_CG_YARD, OPT_COMPRESS, OPT_STREAM,
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
 	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_EXT_UNIX_SK, OPT_ENCRYPT, OPT_ENCRYPT_FD,
@@ -507,6 +509,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "cgroup-yard", required_argument, NULL, OPT_CG_YARD },
 		{ "inherit-fd", required_argument, NULL, OPT_INHERIT_FD },
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
+		{ "copies", required_argument, NULL, OPT_COPIES },
 		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
 		{ "lazy-timeout", required_argument, NULL, OPT_LAZY_TIMEOUT },
 		{ "lazy-socket", required_argument, NULL, OPT_LAZY_SOCKET },
@@ -654,6 +657,12 @@ static int parse_options(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_SIBLING:
 			opts->sibling = true;
+			break;
+		case OPT_COPIES:
+			opts->copies = (int)strtol(optarg, &end, 10);
+			if (*end || opts->copies < 1 || opts->copies > 1024)
+				return bad_usage("--copies wants a number of copies (1 to 1024), not '%s'",
+						 optarg);
 			break;
 		case OPT_LAZY_PAGES:
 			opts->lazy_pages = true;

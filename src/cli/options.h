@@ -76,6 +76,7 @@ struct options {
 					 * not send in S s kills the restored process (0: default) */
 	bool tcp_close;			/* restore --tcp-close */
 	bool sibling;			/* restore --restore-sibling */
+	int copies;			/* restore --copies N: N copies sharing the memory, 0 */
 	bool json;			/* show --json */
 	bool fd_kinds;			/* check --fd-kinds */
 	bool progress;			/* progress bar (default: when stderr is a tty) */

@@ -44,6 +44,8 @@ struct restore_opts {
 	int nr_veth_ext;
 	const char *root;		/* --root: where a dumped mount namespace's root is */
 	bool sibling;			/* --restore-sibling: memdump's parent's child (detached) */
+	int copies;			/* --copies N: N copies, each in its own PID namespace, sharing
+					 * the memory copy-on-write (restore/fanout.c); 0: one */
 	const struct mnt_ext *mnt_ext;	/* --external mnt[KEY]:PATH (mntext.h) */
 	int nr_mnt_ext;
 	struct cg_root_map {		/* --cgroup-root [CTRL:]PATH (RPC cg_root, as CRIU's) */
@@ -327,6 +329,16 @@ struct rst {
 	unsigned long *premap;
 	bool *inherited;
 	unsigned long premap_lo, premap_hi;
+	bool premap_kept;	/* --copies: the range is the fan-out's, unmapped by it */
+
+	/* --copies (fanout.c): the fan-out it is a copy of, or NULL; once forked, the
+	 * init of memdump's that holds its PID namespace (host PID) and its control
+	 * pipe (memdump's ends: from the init, to the init); r->pid is then the copy's
+	 * host PID, dumped_pid the one it has in its namespace (its threads: fan_tids) */
+	struct fanout *fan;
+	pid_t fan_init, dumped_pid;
+	int fan_from, fan_to;
+	pid_t *fan_tids;	/* parked: each thread's TID here, by its index in the area */
 
 	int lifeline;		/* memdump's pidfd, the blob's lifeline_fd (restore/abort.c), -1 */
 	bool untraced;		/* resume_seize() could not trace it: it runs with its area */
@@ -443,5 +455,6 @@ void __attribute__((noreturn, format(printf, 3, 4))) child_exit_fail(struct rst 
 #define RST_FAULT_FILL		"rst-fill"	/* in the blob: its memory filled */
 #define RST_FAULT_COMMIT	"rst-commit"	/* every process parked, before they go */
 #define RST_FAULT_GOLIVE	"rst-golive"	/* gone, their connections not yet live (golive.c) */
+#define RST_FAULT_COPY		"rst-copy"	/* --copies: a copy running, before the next one */
 
 #endif

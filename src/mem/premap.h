@@ -12,5 +12,10 @@
 int premap_plan(struct rst *root);
 void premap_fill(struct rst *r);
 void premap_free(struct rst *r);
+/* restore --copies: r's memory in slots of its own, filled once in memdump (restore/fanout.c) */
+int premap_plan_copies(struct rst *r, unsigned long *base, unsigned long *size);
+/* premap_fill() in memdump itself: an error is returned, reported */
+int premap_fill_here(struct rst *r);
+void premap_sums(struct rst *r, uint64_t *sums, bool save);
 
 #endif

@@ -300,7 +300,8 @@ int premap_plan(struct rst *root)
 }
 
 /* run's bytes from its pages image into to; its checksum into *sum. */
-static void read_run(struct rst *r, const struct dump_run *run, char *to, uint64_t *sum)
+static int read_run(struct rst *r, const struct dump_run *run, char *to, uint64_t *sum,
+		    char *why, size_t wlen)
 {
 	uint64_t len = run->end - run->start, done = 0;
 	struct hash64 h;
@@ -308,10 +309,11 @@ static void read_run(struct rst *r, const struct dump_run *run, char *to, uint64
 	while (done < len) {
 		ssize_t n = pread(run->fd, to + done, len - done, (off_t)(run->off + done));
 
-		if (n <= 0)
-			child_exit_fail(r, n ? -errno : -EIO, "cannot read the pages at %#" PRIx64
-					" of process %d: %s", run->start, r->pid,
-					n ? strerror(errno) : "end of file");
+		if (n <= 0) {
+			snprintf(why, wlen, "cannot read the pages at %#" PRIx64 " of process %d: %s",
+				 run->start, r->pid, n ? strerror(errno) : "end of file");
+			return n ? -errno : -EIO;
+		}
 		done += (uint64_t)n;
 	}
 	r->a->pages_restored += len / PAGE_SIZE;	/* progress for memdump's watchdog (stall.c) */
@@ -320,67 +322,176 @@ static void read_run(struct rst *r, const struct dump_run *run, char *to, uint64
 		h64_update(&h, to, len);
 		*sum = h64_final(&h);
 	}
+	return 0;
 }
 
 /* [a, b) of VMA v, at its slot, holds nothing of this process: zeros, or the file's. */
-static void drop_pages(struct rst *r, const VmaEntry *v, char *slot, uint64_t a, uint64_t b)
+static int drop_pages(struct rst *r, const VmaEntry *v, char *slot, uint64_t a, uint64_t b,
+		      char *why, size_t wlen)
 {
-	if (a < b && madvise(slot + (a - v->start), b - a, MADV_DONTNEED))
-		child_exit_fail(r, -errno, "cannot drop the pages at %#" PRIx64 " of process %d: %m",
-				a, r->pid);
+	if (a < b && madvise(slot + (a - v->start), b - a, MADV_DONTNEED)) {
+		snprintf(why, wlen, "cannot drop the pages at %#" PRIx64 " of process %d: %s", a,
+			 r->pid, strerror(errno));
+		return -errno;
+	}
+	return 0;
 }
 
-static void fill_slot(struct rst *r, size_t j)
+static int map_slot(struct rst *r, size_t j, char *why, size_t wlen)
+{
+	const VmaEntry *v = r->ds.mm->vmas[j];
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	int fl = MAP_PRIVATE | MAP_FIXED | (v->flags & MAP_NORESERVE);
+	char *slot = (char *)r->premap[j];
+	int fd = -1;
+
+	if (vma_how(v) == RST_MAP_FD)	/* the blob's fd, an index in blob_fds yet */
+		fd = r->blob_fds[rv[j].fd];
+	else
+		fl |= MAP_ANONYMOUS;
+	if (mmap(slot, v->end - v->start, PROT_READ | PROT_WRITE, fl, fd,
+		 fd >= 0 ? (off_t)v->pgoff : 0) != slot) {
+		snprintf(why, wlen, "cannot map the memory at %#" PRIx64 " of process %d before "
+			 "its children: %s", v->start, r->pid, strerror(errno));
+		return -errno;
+	}
+	if (v->has_madv && (v->madv & (1UL << MADV_HUGEPAGE)))
+		madvise(slot, v->end - v->start, MADV_HUGEPAGE);
+	return 0;
+}
+
+static int fill_slot(struct rst *r, size_t j, char *why, size_t wlen)
 {
 	const VmaEntry *v = r->ds.mm->vmas[j];
 	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
 	char *slot = (char *)r->premap[j];
 	uint64_t at = v->start;
+	int ret = r->inherited[j] ? 0 : map_slot(r, j, why, wlen);
 
-	if (!r->inherited[j]) {
-		const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
-		int fl = MAP_PRIVATE | MAP_FIXED | (v->flags & MAP_NORESERVE);
-		int fd = -1;
-
-		if (vma_how(v) == RST_MAP_FD)	/* the blob's fd, an index in blob_fds yet */
-			fd = r->blob_fds[rv[j].fd];
-		else
-			fl |= MAP_ANONYMOUS;
-		if (mmap(slot, v->end - v->start, PROT_READ | PROT_WRITE, fl, fd,
-			 fd >= 0 ? (off_t)v->pgoff : 0) != slot)
-			child_exit_fail(r, -errno, "cannot map the memory at %#" PRIx64 " of process "
-					"%d before its children: %m", v->start, r->pid);
-		if (v->has_madv && (v->madv & (1UL << MADV_HUGEPAGE)))
-			madvise(slot, v->end - v->start, MADV_HUGEPAGE);
-	}
-	for (size_t i = dumpset_run_after(&r->ds, v->start); i < r->ds.nr_runs &&
+	for (size_t i = dumpset_run_after(&r->ds, v->start); !ret && i < r->ds.nr_runs &&
 	     r->ds.runs[i].start < v->end; i++) {
 		const struct dump_run *run = &r->ds.runs[i];
 
 		if (r->inherited[j])
-			drop_pages(r, v, slot, at, run->start);
+			ret = drop_pages(r, v, slot, at, run->start, why, wlen);
 		at = run->end;
-		if (!r->inherited[j] || !run->tparent)	/* else its parent's page, kept */
-			read_run(r, run, slot + (run->start - v->start), &rr[i].sum);
+		if (!ret && (!r->inherited[j] || !run->tparent))	/* else its parent's page, kept */
+			ret = read_run(r, run, slot + (run->start - v->start), &rr[i].sum, why, wlen);
 	}
-	if (r->inherited[j])
-		drop_pages(r, v, slot, at, v->end);
+	if (!ret && r->inherited[j])
+		ret = drop_pages(r, v, slot, at, v->end, why, wlen);
+	return ret;
+}
+
+static int fill_all(struct rst *r, char *why, size_t wlen)
+{
+	int ret = 0;
+
+	for (size_t j = 0; !ret && r->premap && j < r->ds.mm->n_vmas; j++)
+		if (r->premap[j])
+			ret = fill_slot(r, j, why, wlen);
+	return ret;
 }
 
 void premap_fill(struct rst *r)
 {
-	for (size_t j = 0; r->premap && j < r->ds.mm->n_vmas; j++)
-		if (r->premap[j])
-			fill_slot(r, j);
+	char why[256];
+	int ret = fill_all(r, why, sizeof(why));
+
+	if (ret)
+		child_exit_fail(r, ret, "%s", why);
+}
+
+int premap_fill_here(struct rst *r)
+{
+	char why[256];
+	int ret = fill_all(r, why, sizeof(why));
+
+	return ret ? fail(ret, "%s", why) : 0;
 }
 
 void premap_free(struct rst *r)
 {
-	if (!r->tree_parent && r->premap_hi)	/* the root's memdump reserved the range */
+	if (!r->tree_parent && r->premap_hi && !r->premap_kept)	/* the root's memdump reserved it */
 		munmap((void *)r->premap_lo, r->premap_hi - r->premap_lo);
 	r->premap_lo = r->premap_hi = 0;
 	free(r->premap);
 	free(r->inherited);
 	r->premap = NULL;
 	r->inherited = NULL;
+}
+
+static bool has_runs(const struct rst *r, const VmaEntry *v)
+{
+	size_t i = dumpset_run_after(&r->ds, v->start);
+
+	return i < r->ds.nr_runs && r->ds.runs[i].start < v->end;
+}
+
+/*
+ * restore --copies (restore/fanout.c): each private anonymous VMA of r that
+ * has pages gets a slot of its own, filled by premap_fill() in memdump (the
+ * template) before the copies are forked; each copy inherits the slots and
+ * its blob moves them in place, so the copies share the pages copy-on-write.
+ * *base: the range, 0 for the first copy (found and reserved here; then
+ * *base and *size are set for the others, whose slots are the same).
+ * Without a free range or with an LZ4 pages image the blob of each copy
+ * fills its own memory (the same bytes, not shared).
+ */
+int premap_plan_copies(struct rst *r, unsigned long *base, unsigned long *size)
+{
+	unsigned long sz = 0;
+	int ret;
+
+	if (r->ds.pages_z || r->a->sum_pages == RST_SUM_WHOLE)
+		return 0;
+	ret = alloc_slots(r);
+	if (ret)
+		return ret;
+	for (size_t j = 0; j < r->ds.mm->n_vmas; j++) {
+		const VmaEntry *v = r->ds.mm->vmas[j];
+
+		if (premappable(v) && vma_how(v) == RST_MAP_ANON && has_runs(r, v))
+			r->premap[j] = new_slot(&sz, v);
+	}
+	sz = ALIGN_UP(sz, SLOT_ALIGN);
+	if (sz && !*base) {
+		unsigned long b = find_range(r, sz);
+
+		if (b && mmap((void *)b, sz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			      MAP_FIXED_NOREPLACE, -1, 0) == (void *)b) {
+			*base = b;
+			*size = sz;
+		}
+	}
+	if (!sz || !*base || *size != sz) {
+		if (sz)
+			pr_warn("no free range of %lu MiB for the memory the copies share: each copy "
+				"gets a copy of its own", sz >> 20);
+		drop_plan(r);
+		return 0;
+	}
+	place(r, *base, sz);
+	r->premap_kept = true;
+	return 0;
+}
+
+/* The checksums premap_fill() took of r's premapped runs: into sums (save), or back. */
+void premap_sums(struct rst *r, uint64_t *sums, bool save)
+{
+	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
+
+	for (size_t j = 0; r->premap && j < r->ds.mm->n_vmas; j++) {
+		const VmaEntry *v = r->ds.mm->vmas[j];
+
+		if (!r->premap[j])
+			continue;
+		for (size_t i = dumpset_run_after(&r->ds, v->start); i < r->ds.nr_runs &&
+		     r->ds.runs[i].start < v->end; i++) {
+			if (save)
+				sums[i] = rr[i].sum;
+			else
+				rr[i].sum = sums[i];
+		}
+	}
 }

@@ -163,7 +163,8 @@ static int check_threads(struct rst *r)
 			return ret;
 		if (c->thread_core->creds && c->thread_core->creds->n_groups > RST_MAX_GROUPS)
 			return fail(-E2BIG, "thread %u has too many groups", tid);
-		ret = check_id_free(tid, i == 0);
+		/* --copies: each in a new PID namespace, where every ID is free */
+		ret = r->o->copies ? 0 : check_id_free(tid, i == 0);
 		if (ret)
 			return ret;
 	}

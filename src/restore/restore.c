@@ -317,7 +317,7 @@ int rst_prepare(struct rst *r)
 
 bool rst_not_child(const struct rst *r)
 {
-	return r->tree_parent || r->o->sibling;
+	return r->tree_parent || r->o->sibling || r->fan_init;
 }
 
 pid_t rst_fork_pid(pid_t pid)
@@ -352,6 +352,8 @@ int rst_fork_target(struct rst *r)
 
 	if (fault_wanted(RST_FAULT_CHILD) && !fault_fails())
 		pr_warn("fault point %s: each process stalls there (MEMDUMP_FAULT)", RST_FAULT_CHILD);
+	if (r->fan)
+		return fanout_fork(r);	/* a copy, in a PID namespace of its own */
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
@@ -425,6 +427,8 @@ static int release(struct rst *r)
 	/* its connections stay in repair mode and locked until the commit (golive.c) */
 	rst_hook_network_unlock(&r, 1);
 	ret = hook_fire(h, HOOK_PRE_RESUME, r->pid);
+	if (!ret && r->fan)
+		ret = fanout_disarm(r);	/* its init outlives memdump from now on */
 	if (!ret)
 		ret = fault_step(RST_FAULT_COMMIT) ?: rst_interrupted();
 	if (ret)
@@ -467,12 +471,12 @@ static int feed_finish(struct rst *r, int ret)
 	return fret && fret != -EPIPE ? fret : ret;
 }
 
-static int restore(struct rst *r)
+int rst_restore_one(struct rst *r)
 {
 	uint64_t t0 = now_us(), t1, t2;
 	int ret;
 
-	ret = rst_prepare(r);	/* in its namespaces since load_and_check() */
+	ret = rst_prepare(r);	/* in its namespaces since rst_load() */
 	if (!ret)
 		ret = fault_step(RST_FAULT_PREPARED) ?: rst_interrupted();
 	if (!ret) {
@@ -549,6 +553,7 @@ void rst_init(struct rst *r, const struct restore_opts *o)
 	r->mnt_ns_fd = -1;
 	r->mnt_go[0] = r->mnt_go[1] = -1;
 	r->lifeline = -1;
+	r->fan_from = r->fan_to = -1;
 	r->cwd_fd = -1;
 	r->lazy_peer = -1;
 	r->make_bound_pts = tty_make_bound_pts;
@@ -575,8 +580,7 @@ int rst_check_loaded(struct rst *r)
  * goes into the process's new namespaces first (ns.c, mntns.c: nothing runs
  * in them yet), so that its files are checked where it will find them.
  */
-static int load_and_check(struct rst *r, const struct restore_opts *o, bool defer_sums,
-			  bool enter)
+int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool enter)
 {
 	int ret;
 
@@ -650,10 +654,12 @@ int restore_run(const struct restore_opts *o)
 	struct rst r;
 	int ret;
 
+	if (o->copies)
+		return fanout_run(o);
 	rst_catch_signals();	/* before anything is made: abort.c */
-	ret = load_and_check(&r, o, true, true);
+	ret = rst_load(&r, o, true, true);
 	if (!ret)
-		ret = r.tree ? restore_tree(&r) : restore(&r);
+		ret = r.tree ? restore_tree(&r) : rst_restore_one(&r);
 	if (ret)
 		cgroups_undo(&r);	/* the cgroups it made for nothing */
 	rst_free(&r);
@@ -664,7 +670,7 @@ int restore_run(const struct restore_opts *o)
 int restore_check(const struct restore_opts *o)
 {
 	struct rst r;
-	int ret = load_and_check(&r, o, false, false);
+	int ret = rst_load(&r, o, false, false);
 
 	rst_free(&r);
 	return ret;

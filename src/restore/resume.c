@@ -198,6 +198,12 @@ static int inject_cleanup(struct rst *r, pid_t tid)
 	return (int)ret;
 }
 
+/* Thread i's TID here: a copy's (--copies, fanout.c) are not those it has in its namespace. */
+static pid_t host_tid(const struct rst *r, const struct rst_thread *rt, size_t i)
+{
+	return r->fan_tids ? r->fan_tids[i] : (pid_t)rt[i].tid;
+}
+
 static void release(struct rst *r, unsigned int go)
 {
 	__atomic_store_n(&r->a->go, go, __ATOMIC_SEQ_CST);
@@ -224,7 +230,7 @@ void resume_seize(struct rst *r)
 		if (rt[i].seccomp_strict)
 			opts |= PTRACE_O_SUSPEND_SECCOMP;
 	for (; seized < n; seized++) {
-		pid_t tid = rt[seized].tid;
+		pid_t tid = host_tid(r, rt, seized);
 
 		if (ptrace(PTRACE_SEIZE, tid, 0, opts) ||
 		    ptrace(PTRACE_INTERRUPT, tid, 0, 0) || waitpid(tid, &status, __WALL) != tid) {
@@ -238,7 +244,7 @@ void resume_seize(struct rst *r)
 	pr_warn("cannot trace the restored threads (%s): the restorer area stays mapped at "
 		"%#lx\n", strerror(-ret), r->a->area_start);
 	for (size_t i = 0; i < seized; i++)
-		ptrace(PTRACE_DETACH, rt[i].tid, 0, 0);
+		ptrace(PTRACE_DETACH, host_tid(r, rt, i), 0, 0);
 	r->untraced = true;
 }
 
@@ -257,13 +263,13 @@ int resume_finish(struct rst *r)
 	if (r->untraced)
 		return 0;
 	for (size_t i = 0; i < n && !ret; i++) {
-		if (ptrace(PTRACE_SYSCALL, rt[i].tid, 0, 0))
+		if (ptrace(PTRACE_SYSCALL, host_tid(r, rt, i), 0, 0))
 			ret = -errno;
 	}
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = run_to_sigreturn(rt[i].tid);
+		ret = run_to_sigreturn(host_tid(r, rt, i));
 	if (!ret)
-		ret = inject_cleanup(r, rt[0].tid);
+		ret = inject_cleanup(r, host_tid(r, rt, 0));
 	if (ret) {
 		kill(r->pid, SIGKILL);
 		if (!rst_not_child(r))
@@ -282,7 +288,7 @@ int resume_finish(struct rst *r)
 	if (!stop && getenv("MEMDUMP_RESTORE_STOP"))
 		stop = SIGSTOP;
 	for (size_t i = 0; i < n; i++)
-		ptrace(PTRACE_DETACH, rt[i].tid, 0, i == 0 ? stop : 0);
+		ptrace(PTRACE_DETACH, host_tid(r, rt, i), 0, i == 0 ? stop : 0);
 	return 0;
 }
 
