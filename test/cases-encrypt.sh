@@ -345,6 +345,52 @@ case_enc_incr() {
 }
 add enc-incr case_enc_incr
 
+# sealed_pages_between DIR MIN MAX: DIR's sealed pages-1.img holds MIN..MAX pages
+# (its plaintext size, in the sealed head at byte 48)
+sealed_pages_between() {
+	local n=$(( $(od -An -t u8 -j 48 -N 8 "$1/pages-1.img") / 4096 ))
+	note "$1/pages-1.img: $n pages sealed"
+	(( n >= $2 && n <= $3 )) || fail "$1/pages-1.img holds $n pages, expected $2..$3"
+}
+
+# A tree's encrypted chain of three (incr-tree sealed): two pre-dumps and the
+# dump, each process's set sealed and linked to its own set in the previous
+# one, each writing its written pages only; a wrong key, a changed byte in a
+# grandparent's child set and a child set linked out of the chain are refused
+# by name before anything runs; the tree restores with every byte.
+case_enc_incr_tree() {
+	local w=$(( INCR_WRITTEN + 1 )) x=$(( INCR_WRITTEN + 64 )) s
+	enc_keys
+	start_incr_tree
+	pre_dump "$T/p1" --encrypt "$T/key"
+	grep -q "pre-dumped process tree of $PID: 2 processes" "$MD_OUT" || fail "no tree summary: $(cat "$MD_OUT")"
+	incr_tree_step 1
+	pre_dump "$T/p2" --prev-images-dir ../p1 --encrypt "$T/key"
+	incr_tree_step 2
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d3" --prev-images-dir ../p2 --encrypt "$T/key"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$CHILD"' ]]' || fail "the child outlived the dump"
+	expect_sealed "$T/p1"; expect_sealed "$T/p2"; expect_sealed "$T/d3" 20
+	for s in p2 p2/proc-$CHILD d3 d3/proc-$CHILD; do sealed_pages_between "$T/$s" "$w" "$x"; done
+	[[ $(readlink "$T/d3/parent") == ../p2 ]] || fail "parent link: $(readlink "$T/d3/parent")"
+	[[ $(readlink "$T/d3/proc-$CHILD/parent") == "../../p2/proc-$CHILD" &&
+	   $(readlink "$T/p2/proc-$CHILD/parent") == "../../p1/proc-$CHILD" ]] ||
+		fail "the child's parent links: $(readlink "$T/d3/proc-$CHILD/parent" "$T/p2/proc-$CHILD/parent")"
+	md verify verify -D "$T/d3" --decrypt "$T/key" || fail "verify of the chain failed: $(cat "$MD_ERR")"
+	enc_refused key2 "$T/d3" "wrong key" --decrypt "$T/key2"
+	mkdir "$T/c"; cp -a "$T/p1" "$T/p2" "$T/d3" "$T/c/"
+	printf '\x5a' | dd of="$T/c/p1/proc-$CHILD/pages-1.img" bs=1 seek=100 conv=notrunc status=none
+	enc_refused grandparent "$T/c/d3" "image parent/parent/proc-$CHILD/pages-1.img is refused" \
+		--decrypt "$T/key"
+	rm -rf "$T/c"; mkdir "$T/c"; cp -a "$T/p1" "$T/p2" "$T/d3" "$T/c/"
+	ln -sfn "../../p1/proc-$CHILD" "$T/c/d3/proc-$CHILD/parent"
+	enc_refused outside "$T/c/d3" "proc-$CHILD/parent (../../p1/proc-$CHILD) does not name" \
+		--decrypt "$T/key"
+	restore_incr_tree "$T/d3" --decrypt "$T/key"
+}
+add enc-incr-tree case_enc_incr_tree
+
 # What an encrypted set cannot do yet is refused before the seize.
 case_enc_refused() {
 	enc_keys
