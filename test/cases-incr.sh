@@ -317,13 +317,23 @@ incr_tree_step() {
 	wait_line "$COUT" "^STEP $1\$" "$OP_TIMEOUT" || fail "the child did not do its step $1"
 }
 
-# restore_incr_tree DIR ARGS...: the tree restored from DIR (after its step 2), both pass
-restore_incr_tree() {
-	local dir=$1 csize; shift
-	csize=$(grep -m1 -b '^STEP 2$' "$COUT" | cut -d: -f1)
+# incr_tree_rewind: the outputs of start_incr_tree's processes as they were after step 2
+incr_tree_rewind() {
+	local csize; csize=$(grep -m1 -b '^STEP 2$' "$COUT" | cut -d: -f1)
 	truncate -s "$READY_SIZE" "$OUT"
 	truncate -s $(( csize + 7 )) "$COUT"
+}
+
+# restore_incr_tree DIR ARGS...: the tree restored from DIR (after its step 2), both pass
+restore_incr_tree() {
+	local dir=$1; shift
+	incr_tree_rewind
 	restore_bg "$dir" 1 "$@"
+	incr_tree_pass
+}
+
+# incr_tree_pass: the restore started (RPID), both processes pass, the restore exits 0
+incr_tree_pass() {
 	wait_restored "$PID"
 	wait_until 5 alive "$CHILD" || fail "the child is not restored"
 	kill -USR1 "$CHILD"
