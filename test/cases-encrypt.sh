@@ -23,18 +23,22 @@ expect_sealed() {
 	(( n >= ${2:-6} )) || fail "only $n images in $1"
 }
 
-# expect_no_secret DIR...: the secret (READY field 2) is in no file of DIR, nor in a
-# file memdump could have left in /tmp or TMPDIR since the case began (written since,
-# three levels down at most; the test runs' own directories are not memdump's)
+# expect_no_secret DIR...: the secret (READY field 2, or each of SECRETS) is in no
+# file of DIR, nor in a file memdump could have left in /tmp, /var/tmp or TMPDIR since
+# the case began (written since, three levels down at most; the test runs' own
+# directories are not memdump's)
 expect_no_secret() {
-	local secret=${READY[2]} hits
-	[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret"
-	hits=$( { grep -rlsF -D skip -- "$secret" "$@"
-		  find /tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f -newer "$T/enc.start" \
-			-size -256M -not -path '*/memdump-test.*' -print0 2>/dev/null |
-			xargs -0 -r grep -lsF -D skip -- "$secret"; } | sort -u)
-	[[ -z $hits ]] || fail "the secret is in: $(echo $hits)"
-	note "the secret is in no image nor temporary file"
+	local secrets=("${SECRETS[@]:-${READY[2]}}") secret hits=""
+	for secret in "${secrets[@]}"; do
+		[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret: '$secret'"
+		hits+=$( { grep -rlsF -D skip -- "$secret" "$@"
+			   find /tmp /var/tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f \
+				-newer "$T/enc.start" -size -256M -not -path '*/memdump-test.*' \
+				-print0 2>/dev/null | xargs -0 -r grep -lsF -D skip -- "$secret"; } |
+			 sort -u)
+	done
+	[[ -z $hits ]] || fail "a secret is in: $(echo $hits)"
+	note "no secret (${#secrets[@]}) is in an image nor a temporary file"
 }
 
 # enc_refused LABEL DIR WHAT ARGS...: restore DIR (with ARGS) fails naming WHAT, nothing restored
@@ -390,6 +394,50 @@ case_enc_incr_tree() {
 	restore_incr_tree "$T/d3" --decrypt "$T/key"
 }
 add enc-incr-tree case_enc_incr_tree
+
+# No plaintext of a tree's memory on disk through an encrypted incremental
+# dump: two t-secret (a root and its child, each its own secret in MBs of heap
+# and a pipe), pre-dump and dump on it sealed; neither secret is in p1, d2,
+# /tmp, /var/tmp or TMPDIR, while read-mem through the key shows the root's
+# (the check can see it) and the restored tree has both (each checks itself).
+case_enc_no_plaintext_tree() {
+	local cout=$T/child.out child csize crs SECRETS
+	enc_keys
+	OUT=$T/root.out
+	sh -c "\"$TESTBIN/t-secret\" \"$T\" $ENC_MB > \"$cout\" 2>&1 & exec \"$TESTBIN/t-secret\" \"$T\" $ENC_MB" \
+		> "$OUT" 2> "$T/root.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the root did not become READY"
+	wait_line "$cout" "^READY " "$OP_TIMEOUT" || fail "the child did not become READY"
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	read -r -a crs < <(grep -m1 '^READY ' "$cout")
+	child=${crs[1]}; track "$child"
+	[[ $(proc_field "$child" PPid) == "$PID" ]] || fail "$child is not the child of $PID"
+	SECRETS=("${READY[2]}" "${crs[2]}")
+	READY_SIZE=$(stat -c %s "$OUT") csize=$(stat -c %s "$cout")
+	mkdir -p "$T/p1"
+	md pre-dump pre-dump -t "$PID" -D "$T/p1" --encrypt "$T/key" || fail "pre-dump failed: $(tail -n1 "$MD_ERR")"
+	dump "$PID" "$T/d2" --prev-images-dir ../p1 --encrypt "$T/key"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$child"' ]]' || fail "the child outlived the dump"
+	expect_sealed "$T/p1"; expect_sealed "$T/d2" 20
+	[[ -d $T/d2/proc-$child && -L $T/d2/proc-$child/parent ]] || fail "no incremental set proc-$child"
+	expect_no_secret "$T/p1" "$T/d2"
+	md read-mem read-mem -D "$T/d2" --decrypt "$T/key" "${READY[3]}" 64 || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
+	grep -qF "${READY[2]}" "$MD_OUT" || fail "read-mem of the root's heap does not show its secret"
+	truncate -s "$READY_SIZE" "$OUT"; truncate -s "$csize" "$cout"
+	restore_bg "$T/d2" 1 --decrypt "$T/key"
+	wait_restored "$PID"
+	wait_until 5 alive "$child" || fail "the child is not restored"
+	kill -USR1 "$child"
+	wait_line "$cout" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$cout")"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	expect_no_secret "$T/p1" "$T/d2"
+}
+add enc-no-plaintext-tree case_enc_no_plaintext_tree
 
 # What an encrypted set cannot do yet is refused before the seize.
 case_enc_refused() {
