@@ -406,12 +406,20 @@ case_stream_incr_tree() {
 	fi
 	"$MEMDUMP" pack "$T/u" > "$T/s2" 2> "$T/pack.err" || fail "pack of the chain failed: $(cat "$T/pack.err")"
 	cmp -s "$T/s" "$T/s2" || fail "the unpacked chain packs into another stream"
-	for want in corrupt trunc; do
-		stream_bad "$T/s" "$T/bad" "$want"
+	for want in corrupt trunc v1 nolink-dir; do
+		case $want in
+		corrupt|trunc) stream_bad "$T/s" "$T/bad" "$want" ;;
+		*) python3 "$TESTSRC/streamcraft.py" "$T/s" "$T/bad" "$want" ||
+			fail "streamcraft $want failed" ;;
+		esac
 		md_in "$T/bad" "unpack.$want" unpack "${dec[@]}" "$T/ub"
 		expect_md_error
 		[[ -z $(ls -d "$T"/ub* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/ub*)"
 	done
+	grep -q "links parent/proc-$CHILD, which it did not make" "$MD_ERR" ||
+		fail "a link to a directory never made: $(cat "$MD_ERR")"
+	python3 "$TESTSRC/streamcraft.py" "$T/s" "$T/same" same && cmp -s "$T/s" "$T/same" ||
+		fail "streamcraft.py does not rewrite a stream as it is: its refusals prove nothing"
 	incr_tree_rewind
 	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
 	( cat "$T/s" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \

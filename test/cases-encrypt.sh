@@ -439,6 +439,58 @@ case_enc_no_plaintext_tree() {
 }
 add enc-no-plaintext-tree case_enc_no_plaintext_tree
 
+# restore_stream_refused LABEL FILE WHAT ARGS...: restore --stream of FILE (with ARGS)
+# fails in one line naming WHAT; nothing restored, nothing left in TMPDIR ($T/tmp)
+restore_stream_refused() {
+	local label=$1 file=$2 what=$3; shift 3
+	TMPDIR=$T/tmp md_in "$file" "restore.$label" restore --stream - "$@"
+	expect_md_error
+	grep -qF -- "$what" "$MD_ERR" || fail "restore --stream ($label) does not name '$what': $(cat "$MD_ERR")"
+	sleep 0.2
+	alive "$PID" && fail "restore --stream ($label) left process $PID"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "restore --stream ($label) left in TMPDIR: $(ls -A "$T/tmp")"
+	return 0
+}
+
+# Bad input on an encrypted stream: without the key, a wrong key, and a stream
+# whose checksums hold but whose sealed pages image has a changed byte (packed
+# from a changed unpacked set): each refused in one line, nothing restored,
+# nothing left behind; unpack refuses the last with the key and names the chunk.
+case_stream_bad_enc() {
+	enc_keys
+	mkdir -p "$T/tmp"
+	start_prog t-secret "$ENC_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		--encrypt "$T/key" | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	restore_stream_refused nokey "$T/s" "is encrypted"
+	restore_stream_refused key2 "$T/s" "wrong key" --decrypt "$T/key2"
+	md_in "$T/s" unpack unpack "$T/u" || fail "unpack without the key failed: $(tail -n1 "$MD_ERR")"
+	printf '\x5a' | dd of="$T/u/pages-1.img" bs=1 seek=4000 conv=notrunc status=none
+	"$MEMDUMP" pack "$T/u" > "$T/bad" 2> "$T/pack.err" || fail "pack failed: $(cat "$T/pack.err")"
+	md_in "$T/bad" unpack.bad unpack --decrypt "$T/key" "$T/ub"
+	expect_md_error
+	grep -q "image pages-1.img is refused: its chunk 1 of .* does not authenticate" "$MD_ERR" ||
+		fail "unpack of a changed chunk: $(cat "$MD_ERR")"
+	[[ -z $(ls -d "$T"/ub* 2>/dev/null) ]] || fail "a refused unpack left $(ls -d "$T"/ub*)"
+	restore_stream_refused flipped "$T/bad" "image pages-1.img is refused" --decrypt "$T/key"
+	expect_no_secret "$T/tmp" "$T/u" "$T/s"
+	note "the intact stream still restores"
+	truncate -s "$READY_SIZE" "$OUT"
+	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
+	( cat "$T/s" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+}
+add stream-bad-enc case_stream_bad_enc
+
 # What an encrypted set cannot do yet is refused before the seize.
 case_enc_refused() {
 	enc_keys
