@@ -433,7 +433,8 @@ static int check_name(struct unpacker *u, const char *name, uint16_t kind)
 			    u->prev);
 	if (!*rest || rest[0] == '.' || strstr(name, "..") || strchr(name, '\\') ||
 	    (slash && strchr(slash + 1, '/')) || (slash && kind == E_DIR) ||
-	    (!slash && kind != E_DIR && !strcmp(rest, "parent")))
+	    (!slash && kind != E_DIR && !strcmp(rest, "parent")) ||
+	    (slash && kind == E_FILE && !strcmp(slash + 1, "parent")))
 		return fail(-EIO, "the stream is corrupt: it names a file \"%.64s\"", name);
 	if (levels > u->levels || (kind == E_LINK && (u->head.version < 2 || !slash ||
 						      strcmp(slash + 1, "parent"))))
