@@ -364,6 +364,74 @@ case_stream_bad() {
 }
 for h in trunc tail corrupt reorder other; do add "stream-bad-$h" case_stream_bad "$h"; done
 
+# A tree's chain in one stream: two pre-dumps (p1, p2 on it), then dump --stream
+# with --prev-images-dir p2 given relative to the current directory; the stream
+# carries p2 and p1 (parent/, parent/parent/, each proc-PID/parent made again),
+# unpack makes a chain that verifies, a changed byte in it or a truncated one is
+# refused with nothing left, and restore --stream brings the tree back whole.
+# With "enc": every set sealed and compressed (--encrypt --compress), unpacked
+# with and without the key, a wrong key refused.
+case_stream_incr_tree() {
+	local enc=() dec=() want
+	mkdir -p "$T/tmp"
+	if [[ ${1:-} == enc ]]; then
+		head -c 32 /dev/urandom > "$T/key"; head -c 32 /dev/urandom > "$T/key2"
+		enc=(--encrypt "$T/key" --compress) dec=(--decrypt "$T/key")
+	fi
+	start_incr_tree
+	pre_dump "$T/p1" "${enc[@]}"
+	incr_tree_step 1
+	pre_dump "$T/p2" --prev-images-dir ../p1 "${enc[@]}"
+	incr_tree_step 2
+	READY_SIZE=$(stat -c %s "$OUT")
+	( cd "$T" && TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		--prev-images-dir p2 "${enc[@]}" | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream of the chain failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$CHILD"' ]]' || fail "the child outlived the dump"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "dump --stream left in TMPDIR: $(ls -A "$T/tmp")"
+	md_in "$T/s" unpack unpack "${dec[@]}" "$T/u" || fail "unpack failed: $(tail -n1 "$MD_ERR")"
+	[[ -d $T/u/parent && ! -L $T/u/parent && -d $T/u/parent/parent/proc-$CHILD ]] ||
+		fail "the unpacked chain: $(ls -l "$T/u" "$T/u/parent")"
+	[[ $(readlink "$T/u/proc-$CHILD/parent") == ../parent/proc-$CHILD &&
+	   $(readlink "$T/u/parent/proc-$CHILD/parent") == ../parent/proc-$CHILD ]] ||
+		fail "the child's links: $(readlink "$T/u/proc-$CHILD/parent" "$T/u/parent/proc-$CHILD/parent")"
+	diff -r "$T/p1" "$T/u/parent/parent" > /dev/null || fail "the unpacked p1 differs from p1"
+	md verify verify -D "$T/u" "${dec[@]}" || fail "verify of the unpacked chain failed: $(tail -n1 "$MD_ERR")"
+	if [[ ${1:-} == enc ]]; then
+		md_in "$T/s" unpack.nokey unpack "$T/u2" || fail "unpack without the key failed: $(tail -n1 "$MD_ERR")"
+		md_in "$T/s" unpack.wrong unpack --decrypt "$T/key2" "$T/u3" && fail "unpack with a wrong key passed"
+		grep -q "wrong key" "$MD_ERR" || fail "the wrong key: $(cat "$MD_ERR")"
+		[[ -z $(ls -d "$T"/u3* 2>/dev/null) ]] || fail "a refused unpack left $(ls -d "$T"/u3*)"
+	fi
+	"$MEMDUMP" pack "$T/u" > "$T/s2" 2> "$T/pack.err" || fail "pack of the chain failed: $(cat "$T/pack.err")"
+	cmp -s "$T/s" "$T/s2" || fail "the unpacked chain packs into another stream"
+	for want in corrupt trunc v1 nolink-dir; do
+		case $want in
+		corrupt|trunc) stream_bad "$T/s" "$T/bad" "$want" ;;
+		*) python3 "$TESTSRC/streamcraft.py" "$T/s" "$T/bad" "$want" ||
+			fail "streamcraft $want failed" ;;
+		esac
+		md_in "$T/bad" "unpack.$want" unpack "${dec[@]}" "$T/ub"
+		expect_md_error
+		[[ -z $(ls -d "$T"/ub* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/ub*)"
+	done
+	grep -q "links parent/proc-$CHILD, which it did not make" "$MD_ERR" ||
+		fail "a link to a directory never made: $(cat "$MD_ERR")"
+	python3 "$TESTSRC/streamcraft.py" "$T/s" "$T/same" same && cmp -s "$T/s" "$T/same" ||
+		fail "streamcraft.py does not rewrite a stream as it is: its refusals prove nothing"
+	incr_tree_rewind
+	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
+	( cat "$T/s" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		"${dec[@]}" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+	incr_tree_pass
+	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+}
+add stream-incr-tree case_stream_incr_tree
+add stream-incr-tree-enc case_stream_incr_tree enc
+
 # --compress with --page-server: the pages go to the server as they are, so the
 # dump refuses the pair by name before it seizes the target.
 case_compress_page_server_refused() {

@@ -23,18 +23,22 @@ expect_sealed() {
 	(( n >= ${2:-6} )) || fail "only $n images in $1"
 }
 
-# expect_no_secret DIR...: the secret (READY field 2) is in no file of DIR, nor in a
-# file memdump could have left in /tmp or TMPDIR since the case began (written since,
-# three levels down at most; the test runs' own directories are not memdump's)
+# expect_no_secret DIR...: the secret (READY field 2, or each of SECRETS) is in no
+# file of DIR, nor in a file memdump could have left in /tmp, /var/tmp or TMPDIR since
+# the case began (written since, three levels down at most; the test runs' own
+# directories are not memdump's)
 expect_no_secret() {
-	local secret=${READY[2]} hits
-	[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret"
-	hits=$( { grep -rlsF -D skip -- "$secret" "$@"
-		  find /tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f -newer "$T/enc.start" \
-			-size -256M -not -path '*/memdump-test.*' -print0 2>/dev/null |
-			xargs -0 -r grep -lsF -D skip -- "$secret"; } | sort -u)
-	[[ -z $hits ]] || fail "the secret is in: $(echo $hits)"
-	note "the secret is in no image nor temporary file"
+	local secrets=("${SECRETS[@]:-${READY[2]}}") secret hits=""
+	for secret in "${secrets[@]}"; do
+		[[ $secret == MDSECRET-* ]] || fail "no secret from t-secret: '$secret'"
+		hits+=$( { grep -rlsF -D skip -- "$secret" "$@"
+			   find /tmp /var/tmp "${TMPDIR:-/tmp}" -xdev -maxdepth 3 -type f \
+				-newer "$T/enc.start" -size -256M -not -path '*/memdump-test.*' \
+				-print0 2>/dev/null | xargs -0 -r grep -lsF -D skip -- "$secret"; } |
+			 sort -u)
+	done
+	[[ -z $hits ]] || fail "a secret is in: $(echo $hits)"
+	note "no secret (${#secrets[@]}) is in an image nor a temporary file"
 }
 
 # enc_refused LABEL DIR WHAT ARGS...: restore DIR (with ARGS) fails naming WHAT, nothing restored
@@ -344,6 +348,148 @@ case_enc_incr() {
 	grep -q "image parent/pages-1.img is refused" "$MD_ERR" || fail "changed parent: $(cat "$MD_ERR")"
 }
 add enc-incr case_enc_incr
+
+# sealed_pages_between DIR MIN MAX: DIR's sealed pages-1.img holds MIN..MAX pages
+# (its plaintext size, in the sealed head at byte 48)
+sealed_pages_between() {
+	local n=$(( $(od -An -t u8 -j 48 -N 8 "$1/pages-1.img") / 4096 ))
+	note "$1/pages-1.img: $n pages sealed"
+	(( n >= $2 && n <= $3 )) || fail "$1/pages-1.img holds $n pages, expected $2..$3"
+}
+
+# A tree's encrypted chain of three (incr-tree sealed): two pre-dumps and the
+# dump, each process's set sealed and linked to its own set in the previous
+# one, each writing its written pages only; a wrong key, a changed byte in a
+# grandparent's child set and a child set linked out of the chain are refused
+# by name before anything runs; the tree restores with every byte.
+case_enc_incr_tree() {
+	local w=$(( INCR_WRITTEN + 1 )) x=$(( INCR_WRITTEN + 64 )) s
+	enc_keys
+	start_incr_tree
+	pre_dump "$T/p1" --encrypt "$T/key"
+	grep -q "pre-dumped process tree of $PID: 2 processes" "$MD_OUT" || fail "no tree summary: $(cat "$MD_OUT")"
+	incr_tree_step 1
+	pre_dump "$T/p2" --prev-images-dir ../p1 --encrypt "$T/key"
+	incr_tree_step 2
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d3" --prev-images-dir ../p2 --encrypt "$T/key"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$CHILD"' ]]' || fail "the child outlived the dump"
+	expect_sealed "$T/p1"; expect_sealed "$T/p2"; expect_sealed "$T/d3" 20
+	for s in p2 p2/proc-$CHILD d3 d3/proc-$CHILD; do sealed_pages_between "$T/$s" "$w" "$x"; done
+	[[ $(readlink "$T/d3/parent") == ../p2 ]] || fail "parent link: $(readlink "$T/d3/parent")"
+	[[ $(readlink "$T/d3/proc-$CHILD/parent") == "../../p2/proc-$CHILD" &&
+	   $(readlink "$T/p2/proc-$CHILD/parent") == "../../p1/proc-$CHILD" ]] ||
+		fail "the child's parent links: $(readlink "$T/d3/proc-$CHILD/parent" "$T/p2/proc-$CHILD/parent")"
+	md verify verify -D "$T/d3" --decrypt "$T/key" || fail "verify of the chain failed: $(cat "$MD_ERR")"
+	enc_refused key2 "$T/d3" "wrong key" --decrypt "$T/key2"
+	mkdir "$T/c"; cp -a "$T/p1" "$T/p2" "$T/d3" "$T/c/"
+	printf '\x5a' | dd of="$T/c/p1/proc-$CHILD/pages-1.img" bs=1 seek=100 conv=notrunc status=none
+	enc_refused grandparent "$T/c/d3" "image parent/parent/proc-$CHILD/pages-1.img is refused" \
+		--decrypt "$T/key"
+	rm -rf "$T/c"; mkdir "$T/c"; cp -a "$T/p1" "$T/p2" "$T/d3" "$T/c/"
+	ln -sfn "../../p1/proc-$CHILD" "$T/c/d3/proc-$CHILD/parent"
+	enc_refused outside "$T/c/d3" "proc-$CHILD/parent (../../p1/proc-$CHILD) does not name" \
+		--decrypt "$T/key"
+	restore_incr_tree "$T/d3" --decrypt "$T/key"
+}
+add enc-incr-tree case_enc_incr_tree
+
+# No plaintext of a tree's memory on disk through an encrypted incremental
+# dump: two t-secret (a root and its child, each its own secret in MBs of heap
+# and a pipe), pre-dump and dump on it sealed; neither secret is in p1, d2,
+# /tmp, /var/tmp or TMPDIR, while read-mem through the key shows the root's
+# (the check can see it) and the restored tree has both (each checks itself).
+case_enc_no_plaintext_tree() {
+	local cout=$T/child.out child csize crs SECRETS
+	enc_keys
+	OUT=$T/root.out
+	sh -c "\"$TESTBIN/t-secret\" \"$T\" $ENC_MB > \"$cout\" 2>&1 & exec \"$TESTBIN/t-secret\" \"$T\" $ENC_MB" \
+		> "$OUT" 2> "$T/root.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the root did not become READY"
+	wait_line "$cout" "^READY " "$OP_TIMEOUT" || fail "the child did not become READY"
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	read -r -a crs < <(grep -m1 '^READY ' "$cout")
+	child=${crs[1]}; track "$child"
+	[[ $(proc_field "$child" PPid) == "$PID" ]] || fail "$child is not the child of $PID"
+	SECRETS=("${READY[2]}" "${crs[2]}")
+	READY_SIZE=$(stat -c %s "$OUT") csize=$(stat -c %s "$cout")
+	mkdir -p "$T/p1"
+	md pre-dump pre-dump -t "$PID" -D "$T/p1" --encrypt "$T/key" || fail "pre-dump failed: $(tail -n1 "$MD_ERR")"
+	dump "$PID" "$T/d2" --prev-images-dir ../p1 --encrypt "$T/key"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$child"' ]]' || fail "the child outlived the dump"
+	expect_sealed "$T/p1"; expect_sealed "$T/d2" 20
+	[[ -d $T/d2/proc-$child && -L $T/d2/proc-$child/parent ]] || fail "no incremental set proc-$child"
+	expect_no_secret "$T/p1" "$T/d2"
+	md read-mem read-mem -D "$T/d2" --decrypt "$T/key" "${READY[3]}" 64 || fail "read-mem failed: $(tail -n1 "$MD_ERR")"
+	grep -qF "${READY[2]}" "$MD_OUT" || fail "read-mem of the root's heap does not show its secret"
+	truncate -s "$READY_SIZE" "$OUT"; truncate -s "$csize" "$cout"
+	restore_bg "$T/d2" 1 --decrypt "$T/key"
+	wait_restored "$PID"
+	wait_until 5 alive "$child" || fail "the child is not restored"
+	kill -USR1 "$child"
+	wait_line "$cout" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$cout")"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	expect_no_secret "$T/p1" "$T/d2"
+}
+add enc-no-plaintext-tree case_enc_no_plaintext_tree
+
+# restore_stream_refused LABEL FILE WHAT ARGS...: restore --stream of FILE (with ARGS)
+# fails in one line naming WHAT; nothing restored, nothing left in TMPDIR ($T/tmp)
+restore_stream_refused() {
+	local label=$1 file=$2 what=$3; shift 3
+	TMPDIR=$T/tmp md_in "$file" "restore.$label" restore --stream - "$@"
+	expect_md_error
+	grep -qF -- "$what" "$MD_ERR" || fail "restore --stream ($label) does not name '$what': $(cat "$MD_ERR")"
+	sleep 0.2
+	alive "$PID" && fail "restore --stream ($label) left process $PID"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "restore --stream ($label) left in TMPDIR: $(ls -A "$T/tmp")"
+	return 0
+}
+
+# Bad input on an encrypted stream: without the key, a wrong key, and a stream
+# whose checksums hold but whose sealed pages image has a changed byte (packed
+# from a changed unpacked set): each refused in one line, nothing restored,
+# nothing left behind; unpack refuses the last with the key and names the chunk.
+case_stream_bad_enc() {
+	enc_keys
+	mkdir -p "$T/tmp"
+	start_prog t-secret "$ENC_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
+		--encrypt "$T/key" | cat > "$T/s" ) 2> "$T/dump.err" ||
+		fail "dump --stream failed: $(cat "$T/dump.err")"
+	expect_killed "$PID"
+	restore_stream_refused nokey "$T/s" "is encrypted"
+	restore_stream_refused key2 "$T/s" "wrong key" --decrypt "$T/key2"
+	md_in "$T/s" unpack unpack "$T/u" || fail "unpack without the key failed: $(tail -n1 "$MD_ERR")"
+	printf '\x5a' | dd of="$T/u/pages-1.img" bs=1 seek=4000 conv=notrunc status=none
+	"$MEMDUMP" pack "$T/u" > "$T/bad" 2> "$T/pack.err" || fail "pack failed: $(cat "$T/pack.err")"
+	md_in "$T/bad" unpack.bad unpack --decrypt "$T/key" "$T/ub"
+	expect_md_error
+	grep -q "image pages-1.img is refused: its chunk 1 of .* does not authenticate" "$MD_ERR" ||
+		fail "unpack of a changed chunk: $(cat "$MD_ERR")"
+	[[ -z $(ls -d "$T"/ub* 2>/dev/null) ]] || fail "a refused unpack left $(ls -d "$T"/ub*)"
+	restore_stream_refused flipped "$T/bad" "image pages-1.img is refused" --decrypt "$T/key"
+	expect_no_secret "$T/tmp" "$T/u" "$T/s"
+	note "the intact stream still restores"
+	truncate -s "$READY_SIZE" "$OUT"
+	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
+	( cat "$T/s" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+}
+add stream-bad-enc case_stream_bad_enc
 
 # What an encrypted set cannot do yet is refused before the seize.
 case_enc_refused() {

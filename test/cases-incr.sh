@@ -296,16 +296,58 @@ add incr-broken-chain case_incr_broken_chain
 # dump on that write each one's written pages only (its proc-PID set linked to
 # its set in the previous one); the restored tree has every byte of both (each
 # checks itself on SIGUSR1).
-case_incr_tree() {
-	local child cout=$T/child.out rpid
+# start_incr_tree: the tree of case_incr_tree; PID the root (output OUT), CHILD the
+# child (output COUT)
+start_incr_tree() {
+	COUT=$T/child.out
 	OUT=$T/root.out
-	sh -c "\"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE > \"$cout\" 2>&1 & exec \"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE" \
+	sh -c "\"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE > \"$COUT\" 2>&1 & exec \"$TESTBIN/t-incr\" \"$T\" $INCR_MB $INCR_STRIDE" \
 		> "$OUT" 2> "$T/root.err" < /dev/null &
 	PID=$!; track "$PID"
 	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "the root did not become READY"
-	wait_line "$cout" "^READY " "$OP_TIMEOUT" || fail "the child did not become READY"
-	child=$(awk '/^READY /{print $2; exit}' "$cout"); track "$child"
-	[[ $(proc_field "$child" PPid) == "$PID" ]] || fail "$child is not the child of $PID"
+	wait_line "$COUT" "^READY " "$OP_TIMEOUT" || fail "the child did not become READY"
+	CHILD=$(awk '/^READY /{print $2; exit}' "$COUT"); track "$CHILD"
+	[[ $(proc_field "$CHILD" PPid) == "$PID" ]] || fail "$CHILD is not the child of $PID"
+}
+
+# incr_tree_step N: both processes of start_incr_tree do their step N
+incr_tree_step() {
+	kill -USR2 "$PID" "$CHILD"
+	wait_line "$OUT" "^STEP $1\$" "$OP_TIMEOUT" || fail "the root did not do its step $1"
+	wait_line "$COUT" "^STEP $1\$" "$OP_TIMEOUT" || fail "the child did not do its step $1"
+}
+
+# incr_tree_rewind: the outputs of start_incr_tree's processes as they were after step 2
+incr_tree_rewind() {
+	local csize; csize=$(grep -m1 -b '^STEP 2$' "$COUT" | cut -d: -f1)
+	truncate -s "$READY_SIZE" "$OUT"
+	truncate -s $(( csize + 7 )) "$COUT"
+}
+
+# restore_incr_tree DIR ARGS...: the tree restored from DIR (after its step 2), both pass
+restore_incr_tree() {
+	local dir=$1; shift
+	incr_tree_rewind
+	restore_bg "$dir" 1 "$@"
+	incr_tree_pass
+}
+
+# incr_tree_pass: the restore started (RPID), both processes pass, the restore exits 0
+incr_tree_pass() {
+	wait_restored "$PID"
+	wait_until 5 alive "$CHILD" || fail "the child is not restored"
+	kill -USR1 "$CHILD"
+	wait_line "$COUT" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$COUT")"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+
+case_incr_tree() {
+	local child cout
+	start_incr_tree
+	child=$CHILD cout=$COUT
 	mkdir -p "$T/p1"
 	md pre-dump pre-dump -t "$PID" -D "$T/p1" || fail "pre-dump of the tree failed: $(tail -n1 "$MD_ERR")"
 	grep -q "pre-dumped process tree of $PID: 2 processes" "$MD_OUT" || fail "no tree summary: $(cat "$MD_OUT")"
@@ -313,17 +355,13 @@ case_incr_tree() {
 	expect_tracked "$PID"; expect_tracked "$child"
 	pages_between "$T/p1" "$INCR_PAGES" $(( INCR_PAGES + 256 ))
 	pages_between "$T/p1/proc-$child" "$INCR_PAGES" $(( INCR_PAGES + 256 ))
-	kill -USR2 "$PID" "$child"
-	wait_line "$OUT" "^STEP 1\$" "$OP_TIMEOUT" || fail "the root did not do its step"
-	wait_line "$cout" "^STEP 1\$" "$OP_TIMEOUT" || fail "the child did not do its step"
+	incr_tree_step 1
 	mkdir -p "$T/p2"
 	md pre-dump2 pre-dump -t "$PID" -D "$T/p2" --prev-images-dir ../p1 ||
 		fail "the second pre-dump of the tree failed: $(tail -n1 "$MD_ERR")"
 	pages_between "$T/p2" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
 	pages_between "$T/p2/proc-$child" $(( INCR_WRITTEN + 1 )) $(( INCR_WRITTEN + 64 ))
-	kill -USR2 "$PID" "$child"
-	wait_line "$OUT" "^STEP 2\$" "$OP_TIMEOUT" || fail "the root did not do its step 2"
-	wait_line "$cout" "^STEP 2\$" "$OP_TIMEOUT" || fail "the child did not do its step 2"
+	incr_tree_step 2
 	READY_SIZE=$(stat -c %s "$OUT")
 	dump "$PID" "$T/d3" --prev-images-dir ../p2
 	expect_killed "$PID"
@@ -336,17 +374,6 @@ case_incr_tree() {
 	[[ ! -e /run/memdump/track-$PID && ! -e /run/memdump/track-$child ]] ||
 		fail "a tracking record is left after the killing dump"
 	md verify verify -D "$T/d3" || fail "verify of the tree's chain failed: $(cat "$MD_ERR")"
-	local csize; csize=$(grep -m1 -b '^STEP 2$' "$cout" | cut -d: -f1)
-	truncate -s "$READY_SIZE" "$OUT"
-	truncate -s $(( csize + 7 )) "$cout"
-	restore_bg "$T/d3" 1
-	wait_restored "$PID"
-	wait_until 5 alive "$child" || fail "the child is not restored"
-	kill -USR1 "$child"
-	wait_line "$cout" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$cout")"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	restore_incr_tree "$T/d3"
 }
 add incr-tree case_incr_tree

@@ -38,10 +38,11 @@
 
 #define STREAM_MAGIC	"MDSTRM01"
 #define ENTRY_MAGIC	0x4553444du	/* "MDSE" */
-#define NAME_MAX_LEN	200
+#define NAME_MAX_LEN	512	/* 64 levels of parent/, proc-PID/, a name */
+#define LEVELS_MAX	64	/* parents of a set in a stream, at most (chain.c's) */
 #define COPY_BUF	(1u << 20)
 
-enum { E_FILE = 1, E_DIR = 2, E_END = 3 };
+enum { E_FILE = 1, E_DIR = 2, E_END = 3, E_LINK = 4 };
 
 struct stream_head {
 	char magic[8];
@@ -101,16 +102,17 @@ static int read_full(int fd, void *buf, size_t len, const char *what)
 /* ---- the files of a set ---- */
 
 struct set_file {
-	char *name;	/* relative path: NAME, proc-PID, proc-PID/NAME */
-	bool dir;
+	char *name;	/* relative path: [parent/...]NAME, proc-PID, proc-PID/NAME */
+	uint16_t kind;	/* E_FILE, E_DIR, E_LINK (proc-PID/parent) */
 };
 
 struct file_list {
 	struct set_file *f;	/* sorted by name, inventory.img first */
 	size_t nr, cap;
+	bool chain;	/* with its parents: a version 2 stream */
 };
 
-static int list_add(struct file_list *l, const char *name, bool dir)
+static int list_add(struct file_list *l, const char *name, uint16_t kind)
 {
 	if (l->nr == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
@@ -124,7 +126,7 @@ static int list_add(struct file_list *l, const char *name, bool dir)
 	l->f[l->nr].name = strdup(name);
 	if (!l->f[l->nr].name)
 		return -ENOMEM;
-	l->f[l->nr++].dir = dir;
+	l->f[l->nr++].kind = kind;
 	return 0;
 }
 
@@ -137,7 +139,58 @@ static void list_free(struct file_list *l)
 
 static int list_dir(int dirfd, const char *dir, const char *prefix, struct file_list *l);
 
-/* One entry of the set's directory (or of a tree's set in it, prefix "proc-PID/"). */
+/* A set's own directory in the stream: "", "parent/", "parent/parent/", ... */
+static bool level_top(const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return !n || (n >= 7 && !strcmp(prefix + n - 7, "parent/"));
+}
+
+/* The set's parent (a link or a directory), listed as directory PREFIXparent. */
+static int list_parent(int dirfd, const char *dir, const char *prefix, struct file_list *l)
+{
+	int fd = openat(dirfd, "parent", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	char path[NAME_MAX_LEN + 16];
+
+	if (fd < 0)
+		return fail(-errno, "cannot open %s/%sparent: %s", dir, prefix, strerror(errno));
+	snprintf(path, sizeof(path), "%sparent", prefix);
+	ret = strlen(prefix) / 7 >= LEVELS_MAX ?
+		fail(-ELOOP, "%s: more than %d parents to stream", dir, LEVELS_MAX) :
+		list_add(l, path, E_DIR);
+	if (!ret) {
+		l->chain = true;
+		strcat(path, "/");
+		ret = list_dir(fd, dir, path, l);
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * A tree's process set's link to its own set in the parent (prefix
+ * "[parent/...]proc-PID/"): streamed as a link entry, made again as
+ * ../parent/proc-PID; one leading anywhere else is not streamed.
+ */
+static int list_subset_link(int dirfd, const char *dir, const char *prefix, const char *path,
+			    struct file_list *l)
+{
+	const char *sub = strrchr(prefix, '/'), *start = sub;
+	char there[NAME_MAX_LEN + 16];
+	struct stat a, b;
+
+	while (start > prefix && start[-1] != '/')
+		start--;
+	snprintf(there, sizeof(there), "../parent/%.*s", (int)(sub - start), start);
+	if (fstatat(dirfd, "parent", &a, 0) || fstatat(dirfd, there, &b, 0) ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return fail(-EOPNOTSUPP, "%s/%s does not link the parent set's %.*s: not streamed",
+			    dir, path, (int)(sub - start), start);
+	return list_add(l, path, E_LINK);
+}
+
+/* One entry of a set's directory (or of a tree's set in it, prefix "proc-PID/"). */
 static int list_one(int dirfd, const char *dir, const char *prefix, const char *name,
 		    struct file_list *l)
 {
@@ -149,20 +202,21 @@ static int list_one(int dirfd, const char *dir, const char *prefix, const char *
 		return fail(-errno, "cannot read %s/%s%s: %s", dir, prefix, name, strerror(errno));
 	if (snprintf(path, sizeof(path), "%s%s", prefix, name) >= NAME_MAX_LEN)
 		return fail(-ENAMETOOLONG, "%s/%s%s: name too long for a stream", dir, prefix, name);
-	if (S_ISLNK(st.st_mode) && !strcmp(name, "parent"))
-		return fail(-EOPNOTSUPP, "%s is an incremental dump (%sparent): the sets it is based "
-			    "on are not streamed", dir, prefix);
+	if (!strcmp(name, "parent") && level_top(prefix))
+		return list_parent(dirfd, dir, prefix, l);
+	if (!strcmp(name, "parent") && S_ISLNK(st.st_mode))
+		return list_subset_link(dirfd, dir, prefix, path, l);
 	if (S_ISREG(st.st_mode))
-		return list_add(l, path, false);
-	if (S_ISDIR(st.st_mode) && !*prefix && img_is_subset(name, &pid)) {
+		return list_add(l, path, E_FILE);
+	if (S_ISDIR(st.st_mode) && level_top(prefix) && img_is_subset(name, &pid)) {
 		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		int ret = fd < 0 ? fail(-errno, "cannot open %s/%s: %s", dir, name, strerror(errno))
-				 : list_add(l, path, true);
+				 : list_add(l, path, E_DIR);
 
 		if (!ret) {
-			char sub[NAME_MAX_LEN + 2];
+			char sub[NAME_MAX_LEN + 66];
 
-			snprintf(sub, sizeof(sub), "%s/", name);
+			snprintf(sub, sizeof(sub), "%s/", path);
 			ret = list_dir(fd, dir, sub, l);
 		}
 		if (fd >= 0)
@@ -276,9 +330,9 @@ static int put_file(struct packer *p, int dirfd, const char *dir, const char *na
 	return ret ? ret : put_entry_end(p, &h);
 }
 
-static int put_head(struct packer *p, int dirfd)
+static int put_head(struct packer *p, int dirfd, bool chain)
 {
-	struct stream_head s = { .version = 1 };
+	struct stream_head s = { .version = chain ? 2 : 1 };
 	int ret = img_sum_file(dirfd, "inventory.img", &s.inv_size, &s.inv_hash);
 
 	memcpy(s.magic, STREAM_MAGIC, 8);
@@ -308,12 +362,12 @@ int pack_set(const char *dir, int fd)
 	else
 		ret = p.buf ? list_set(dirfd, dir, &l) : -ENOMEM;
 	if (!ret)
-		ret = put_head(&p, dirfd);
+		ret = put_head(&p, dirfd, l.chain);
 	for (size_t i = 0; !ret && i < l.nr; i++) {
 		struct hash64 h;
 
-		if (l.f[i].dir) {
-			ret = put_entry_head(&p, &h, E_DIR, l.f[i].name, 0);
+		if (l.f[i].kind != E_FILE) {	/* a directory, a link: a name only */
+			ret = put_entry_head(&p, &h, l.f[i].kind, l.f[i].name, 0);
 			ret = ret ? ret : put_entry_end(&p, &h);
 		} else {
 			ret = put_file(&p, dirfd, dir, l.f[i].name);
@@ -337,13 +391,36 @@ struct unpacker {
 	struct stream_head head;
 	char prev[NAME_MAX_LEN + 1];	/* the last name, for the order */
 	char subdir[NAME_MAX_LEN + 1];	/* the last directory made */
+	int levels;			/* parent sets' directories made (version 2) */
 	uint8_t *buf;
 };
+
+/* name past its leading "parent/"s (a parent set's, version 2), *levels of them */
+static const char *strip_levels(const char *name, int *levels)
+{
+	*levels = 0;
+	while (!strncmp(name, "parent/", 7)) {
+		name += 7;
+		(*levels)++;
+	}
+	return name;
+}
+
+/* A parent set's directory ("parent/"... "parent"), the next level down: 1; 0 if not one */
+static int check_level(const struct unpacker *u, const char *rest, int levels, uint16_t kind)
+{
+	if (kind != E_DIR || strcmp(rest, "parent"))
+		return 0;
+	if (u->head.version < 2 || levels != u->levels || levels >= LEVELS_MAX)
+		return fail(-EIO, "the stream is corrupt: a parent set's directory at level %d", levels);
+	return 1;
+}
 
 /* A name as pack writes them: inventory.img first, then in order, only a set's files. */
 static int check_name(struct unpacker *u, const char *name, uint16_t kind)
 {
-	const char *slash = strchr(name, '/');
+	int levels, ret;
+	const char *rest = strip_levels(name, &levels), *slash = strchr(rest, '/');
 	unsigned pid;
 	char top[NAME_MAX_LEN + 1];
 
@@ -354,13 +431,22 @@ static int check_name(struct unpacker *u, const char *name, uint16_t kind)
 	if (u->index > 1 && strcmp(name, u->prev) <= 0)
 		return fail(-EIO, "the stream is corrupt: %s comes after %s (reordered?)", name,
 			    u->prev);
-	if (!*name || name[0] == '.' || strstr(name, "..") || strchr(name, '\\') ||
-	    (slash && strchr(slash + 1, '/')) || (slash && kind == E_DIR))
+	if (!*rest || rest[0] == '.' || strstr(name, "..") || strchr(name, '\\') ||
+	    (slash && strchr(slash + 1, '/')) || (slash && kind == E_DIR) ||
+	    (!slash && kind != E_DIR && !strcmp(rest, "parent")) ||
+	    (slash && kind == E_FILE && !strcmp(slash + 1, "parent")))
 		return fail(-EIO, "the stream is corrupt: it names a file \"%.64s\"", name);
-	snprintf(top, sizeof(top), "%.*s", slash ? (int)(slash - name) : (int)strlen(name), name);
+	if (levels > u->levels || (kind == E_LINK && (u->head.version < 2 || !slash ||
+						      strcmp(slash + 1, "parent"))))
+		return fail(-EIO, "the stream is corrupt: %.64s is not in a directory it made", name);
+	ret = check_level(u, rest, levels, kind);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	snprintf(top, sizeof(top), "%.*s", slash ? (int)(slash - rest) : (int)strlen(rest), rest);
 	if (kind == E_DIR && !img_is_subset(top, &pid))
 		return fail(-EIO, "the stream is corrupt: directory \"%.64s\"", name);
-	if (slash && strcmp(top, u->subdir))
+	if (slash && (strlen(u->subdir) != (size_t)(slash - name) ||
+		      strncmp(name, u->subdir, (size_t)(slash - name))))
 		return fail(-EIO, "the stream is corrupt: %.64s is not in a directory it made", name);
 	return 0;
 }
@@ -425,6 +511,40 @@ static int get_file(struct unpacker *u, const char *name, uint64_t size, struct 
 	return ret;
 }
 
+static int make_dir(struct unpacker *u, const char *name)
+{
+	int levels;
+	const char *rest = strip_levels(name, &levels);
+
+	if (mkdirat(u->dirfd, name, 0700))
+		return fail(-errno, "cannot make %s: %s", name, strerror(errno));
+	if (!strcmp(rest, "parent"))
+		u->levels++;
+	else
+		snprintf(u->subdir, sizeof(u->subdir), "%s", name);
+	return 0;
+}
+
+/* [parent/...]proc-PID/parent: linked to the parent set's proc-PID, made before */
+static int make_link(struct unpacker *u, const char *name)
+{
+	const char *slash = strrchr(name, '/'), *sub = slash;
+	char target[NAME_MAX_LEN + 16], there[NAME_MAX_LEN + 16];
+	struct stat st;
+
+	while (sub > name && sub[-1] != '/')
+		sub--;
+	snprintf(target, sizeof(target), "../parent/%.*s", (int)(slash - sub), sub);
+	snprintf(there, sizeof(there), "%.*sparent/%.*s", (int)(sub - name), name,
+		 (int)(slash - sub), sub);
+	if (fstatat(u->dirfd, there, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+		return fail(-EIO, "the stream is corrupt: %s links %s, which it did not make", name,
+			    there);
+	if (symlinkat(target, u->dirfd, name))
+		return fail(-errno, "cannot make the link %s: %s", name, strerror(errno));
+	return 0;
+}
+
 /* One entry: 1 when it was the end, 0 for any other, <0 after fail(). */
 static int get_entry(struct unpacker *u)
 {
@@ -435,7 +555,7 @@ static int get_entry(struct unpacker *u)
 
 	if (ret)
 		return ret;
-	if (e.magic != ENTRY_MAGIC || e.zero || e.kind < E_FILE || e.kind > E_END ||
+	if (e.magic != ENTRY_MAGIC || e.zero || e.kind < E_FILE || e.kind > E_LINK ||
 	    e.name_len > NAME_MAX_LEN)
 		return fail(-EIO, "the stream is corrupt: entry %u has a bad head", u->index);
 	if (e.index != u->index)
@@ -455,12 +575,12 @@ static int get_entry(struct unpacker *u)
 	hash64_init(&h);
 	hash64_update(&h, &e, sizeof(e));
 	hash64_update(&h, name, e.name_len);
+	if (e.kind != E_FILE && e.size)
+		return fail(-EIO, "the stream is corrupt: %s has bytes", name);
 	if (e.kind == E_DIR) {
-		if (e.size)
-			return fail(-EIO, "the stream is corrupt: directory %s has bytes", name);
-		if (mkdirat(u->dirfd, name, 0700))
-			return fail(-errno, "cannot make %s: %s", name, strerror(errno));
-		snprintf(u->subdir, sizeof(u->subdir), "%s", name);
+		ret = make_dir(u, name);
+	} else if (e.kind == E_LINK) {
+		ret = make_link(u, name);
 	} else {
 		ret = get_file(u, name, e.size, &h);
 	}
@@ -474,7 +594,8 @@ static int get_head(struct unpacker *u)
 
 	if (ret)
 		return ret;
-	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || u->head.version != 1 || u->head.zero)
+	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || (u->head.version != 1 && u->head.version != 2) ||
+	    u->head.zero)
 		return fail(-EIO, "not a memdump image stream (no MDSTRM01 head)");
 	hash64_init(&u->chain);
 	hash64_update(&u->chain, &u->head, sizeof(u->head));
@@ -674,6 +795,33 @@ static int private_dir(struct stream_job *j)
 	return 0;
 }
 
+/*
+ * --prev-images-dir with --stream: there is no -D to be relative to, so a
+ * relative path is the current directory's; the parent chain is streamed
+ * with the set, and checked for it before the dump (a killing dump whose
+ * stream would be refused after the kill keeps the process from nothing).
+ */
+static int stream_parent(struct options *o, struct stream_job *j)
+{
+	struct file_list l = { 0 };
+	int dirfd, ret;
+
+	if (!o->prev_dir)
+		return 0;
+	if (!realpath(o->prev_dir, j->prev))
+		return fail(-errno, "cannot open the previous images %s: %s", o->prev_dir,
+			    strerror(errno));
+	o->prev_dir = j->prev;
+	dirfd = open(j->prev, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return fail(-errno, "cannot open the previous images %s: %s", j->prev,
+			    strerror(errno));
+	ret = list_set(dirfd, j->prev, &l);	/* what pack_set() will stream of it */
+	list_free(&l);
+	close(dirfd);
+	return ret;
+}
+
 int stream_dump_begin(struct options *o, struct stream_job *j)
 {
 	bool own;
@@ -682,6 +830,8 @@ int stream_dump_begin(struct options *o, struct stream_job *j)
 	*j = (struct stream_job){ .fd = -1 };
 	if (o->dir)
 		return fail(-EINVAL, "--stream and -D: the set goes to the stream");
+	if (stream_parent(o, j))
+		return -EINVAL;
 	fd = stream_fd(o->stream, STDOUT_FILENO, &own);
 	if (fd < 0)
 		return fd;

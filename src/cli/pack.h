@@ -28,6 +28,7 @@ struct stream_job {
 	char dir[256];		/* the private directory, "" when none */
 	int fd;			/* the stream */
 	bool own_fd;		/* dup'ed here: closed by stream_end() */
+	char prev[PATH_MAX];	/* --prev-images-dir made absolute (pack.c) */
 };
 int stream_dump_begin(struct options *o, struct stream_job *j);
 /* after the dump: pack (when ret is 0) and remove the directory; the result */

@@ -98,9 +98,6 @@ struct tree_dump {
 
 static int refuse_options(const struct dump_opts *o, int n)
 {
-	if (o->key && o->prev_dir)
-		return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with "
-			    "--encrypt and --prev-images-dir yet", n, o->pid);
 	if (!o->snapshot)
 		return 0;
 	return fail(-EOPNOTSUPP, "a process tree (%d processes from %d) is not dumped with "
@@ -259,24 +256,22 @@ static int open_dirs(struct tree_dump *td)
  * --prev-images-dir: each process's previous set is the option's (the
  * root's) or its proc-PID there, named relative to its own set (as its
  * parent link). A process the previous dump did not have writes every page.
+ * With --encrypt the root's is decrypted into the staging (parent.c), whole
+ * with its proc-PID sets, and the others link theirs there; the sealed set
+ * links the real ones (crypt.c).
  */
 static int open_parents(struct tree_dump *td)
 {
 	const char *prev = td->o->prev_dir;
-	int ret = 0;
+	const struct parent_set *top = &td->m[0].d.parent;
+	int ret = prev ? dump_prepare_incremental(&td->m[0].d, prev) : 0;
 
-	for (int i = 0; prev && i < td->n && !ret; i++) {
+	for (int i = 1; prev && i < td->n && !ret; i++) {
 		struct member *m = &td->m[i];
-		char at_root[PATH_MAX];
 
-		if (!i) {
-			ret = dump_prepare_incremental(&m->d, prev);
-			continue;
-		}
-		snprintf(at_root, sizeof(at_root), "%s/%s", prev, m->subdir);
-		snprintf(m->prev, sizeof(m->prev), "%s%s/%s", prev[0] == '/' ? "" : "../", prev,
-			 m->subdir);
-		if (faccessat(td->dirfd, at_root, F_OK, 0)) {
+		snprintf(m->prev, sizeof(m->prev), "%s%s/%s", top->path[0] == '/' ? "" : "../",
+			 top->path, m->subdir);
+		if (faccessat(top->dirfd, m->subdir, F_OK, 0)) {
 			pr_warn("process %d has no set in %s (it is new): every page is written",
 				m->d.pid, prev);
 			continue;

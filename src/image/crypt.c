@@ -16,6 +16,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -532,6 +533,8 @@ struct opening {
 	uint8_t setid[IMG_SETID_LEN];
 	char show[(CHAIN_MAX + 1) * 7 + 1];	/* prefix for messages: parent/ ... */
 	struct crypt_feed **feed;	/* pages-1.img kept sealed (crypt_feed_*), or NULL */
+	int level;			/* the set's place in the chain: set<level> */
+	char top_link[PATH_MAX];	/* the set's own parent link, "" if it has none */
 };
 
 static int defer_pages(struct opening *op, int in, int out, const char *show);
@@ -554,6 +557,27 @@ static bool file_sealed(int fd)
 }
 
 static int open_dir(struct opening *op, int src, int dst, const char *prefix, bool top);
+
+/*
+ * A tree's process set proc-PID/ whose parent link names the same process's
+ * set in its top set's parent (treedump.c: "../" PARENT "/proc-PID"): linked
+ * to that set in the chain's layout, set<level + 1>/proc-PID; any other link
+ * is refused (it would lead out of the opened chain).
+ */
+static int subset_parent(const struct opening *op, int dst, const char *prefix, const char *link,
+			 const char *show)
+{
+	size_t sub = strlen(prefix) - 1;	/* prefix: "proc-PID/" */
+	char want[PATH_MAX + 64], in_chain[64];
+
+	snprintf(want, sizeof(want), "%s%s/%.*s", op->top_link[0] == '/' ? "" : "../",
+		 op->top_link, (int)sub, prefix);
+	if (!op->top_link[0] || strchr(prefix, '/') != prefix + sub || strcmp(link, want))
+		return fail(-EINVAL, "image set: link %s (%s) does not name the process's set in "
+			    "its set's parent", show, link);
+	snprintf(in_chain, sizeof(in_chain), "../../set%d/%.*s", op->level + 1, (int)sub, prefix);
+	return symlinkat(in_chain, dst, "parent") ? fail(-errno, "cannot copy link %s", show) : 0;
+}
 
 static int open_entry(struct opening *op, int src, int dst, const char *prefix,
 		      const struct dirent *e)
@@ -586,6 +610,8 @@ static int open_entry(struct opening *op, int src, int dst, const char *prefix,
 		if (n < 0)
 			return fail(-errno, "cannot read link %s: %s", show, strerror(errno));
 		link[n] = 0;
+		if (*prefix && !strcmp(e->d_name, "parent"))
+			return subset_parent(op, dst, prefix, link, show);
 		return symlinkat(link, dst, e->d_name) ? fail(-errno, "cannot copy link %s", show) : 0;
 	}
 	if (!S_ISREG(st.st_mode))
@@ -658,15 +684,27 @@ static int open_one_set(struct opening *op, int realfd, int dst)
 	return ret ? ret : open_dir(op, realfd, dst, "", true);
 }
 
+/* The set's parent link ("parent" for a parent directory in the set), "" if none. */
+static void top_link(int realfd, char *buf, size_t len)
+{
+	ssize_t n = readlinkat(realfd, "parent", buf, len - 1);
+	struct stat st;
+
+	if (n < 0 && !fstatat(realfd, "parent", &st, AT_SYMLINK_NOFOLLOW) && S_ISDIR(st.st_mode))
+		n = snprintf(buf, len, "parent");
+	buf[n < 0 ? 0 : n] = 0;
+}
+
 static int open_chain(const struct img_key *k, int realfd, int root, int level,
 		      struct crypt_feed **feed)
 {
-	struct opening op = { .key = k, .feed = level ? NULL : feed };
+	struct opening op = { .key = k, .feed = level ? NULL : feed, .level = level };
 	char name[32], link[32];
 	int dst, pfd, ret;
 
 	if (level > CHAIN_MAX)
 		return fail(-ELOOP, "image set: more than %d parents", CHAIN_MAX);
+	top_link(realfd, op.top_link, sizeof(op.top_link));
 	for (int i = 0; i < level; i++)
 		strcat(op.show, "parent/");
 	snprintf(name, sizeof(name), "set%d", level);
@@ -1421,6 +1459,48 @@ static bool skipped(const struct img_crypt *c, const char *name)
 
 static int seal_dir(struct img_crypt *c, int src, int dst, const char *prefix);
 
+/*
+ * The real parent link of the staging's link name: the set's is the option's
+ * path; a tree's process set proc-PID/ links the same process's set in it,
+ * as a plain tree dump does (treedump.c), where the staging links the
+ * decrypted parent's proc-PID (crypt_stage_parent(): p0/set0).
+ */
+static int real_link(const struct img_crypt *c, int src, const char *prefix, const char *name,
+		     char *real, size_t len)
+{
+	size_t sub = strlen(prefix);
+	char link[PATH_MAX], want[PATH_MAX];
+	ssize_t n;
+
+	if (!c->parent_path || strcmp(name + sub, "parent"))
+		return fail(-EIO, "cannot seal %s: a symbolic link", name);
+	if (!sub) {
+		snprintf(real, len, "%s", c->parent_path);
+		return 0;
+	}
+	sub--;	/* prefix: "proc-PID/" */
+	n = readlinkat(src, "parent", link, sizeof(link) - 1);
+	link[n < 0 ? 0 : n] = 0;
+	snprintf(want, sizeof(want), "../../p0/set0/%.*s", (int)sub, prefix);
+	if (strchr(prefix, '/') != prefix + sub || strcmp(link, want))
+		return fail(-EIO, "cannot seal %s: a symbolic link to %s", name, link);
+	snprintf(real, len, "%s%s/%.*s", c->parent_path[0] == '/' ? "" : "../", c->parent_path,
+		 (int)sub, prefix);
+	return 0;
+}
+
+static int seal_link(struct img_crypt *c, int src, int dst, const char *prefix, const char *name)
+{
+	char real[PATH_MAX + 64];
+	int ret = real_link(c, src, prefix, name, real, sizeof(real));
+
+	if (ret)
+		return ret;
+	if (symlinkat(real, dst, "parent"))
+		return fail(-errno, "cannot create the parent link to %s: %s", real, strerror(errno));
+	return remember(&c->sealed, &c->nr_sealed, name, &c->sealed_dir, false);
+}
+
 static int seal_one(struct img_crypt *c, int src, int dst, const char *prefix, const char *ent,
 		    const char *as)
 {
@@ -1447,14 +1527,8 @@ static int seal_one(struct img_crypt *c, int src, int dst, const char *prefix, c
 			close(d);
 		return ret;
 	}
-	if (S_ISLNK(st.st_mode)) {
-		if (strcmp(name, "parent") || !c->parent_path)
-			return fail(-EIO, "cannot seal %s: a symbolic link", name);
-		if (symlinkat(c->parent_path, dst, "parent"))
-			return fail(-errno, "cannot create the parent link to %s: %s", c->parent_path,
-				    strerror(errno));
-		return remember(&c->sealed, &c->nr_sealed, name, &c->sealed_dir, false);
-	}
+	if (S_ISLNK(st.st_mode))
+		return seal_link(c, src, dst, prefix, name);
 	in = openat(src, ent, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return fail(-errno, "cannot open image %s: %s", name, strerror(errno));
