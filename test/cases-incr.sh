@@ -195,16 +195,20 @@ add incr-worker-killed-pre-dump-stop case_incr_worker_killed pre-dump stop
 add incr-worker-killed-pre-dump-dump case_incr_worker_killed pre-dump dump
 add incr-worker-killed-dump-stop case_incr_worker_killed dump stop
 
-# SIGKILL of memdump itself while a pre-dump writes 1 GiB: its worker fails
-# the pre-dump at once and takes back the tracker it had created.
+# SIGKILL of memdump itself while a pre-dump writes 1 GiB (held half way: on a
+# loaded machine the pre-dump could end before the kill): its worker fails the
+# pre-dump at once and takes back the tracker it had created.
 case_incr_md_killed() {
 	start_prog t-incr 1024 "$INCR_STRIDE"
 	mkdir -p "$T/d"
 	MD_ERR=$T/md.killed.err
-	"$MEMDUMP" pre-dump -t "$PID" -D "$T/d" --mode read 2> "$MD_ERR" &
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=$(( OP_TIMEOUT * 2 )) \
+		"$MEMDUMP" pre-dump -t "$PID" -D "$T/d" --mode read 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_until "$OP_TIMEOUT" eval '[[ -n $(tracker_fd '"$PID"') ]]' || fail "no tracker appeared"
+	wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" ||
+		fail "the pre-dump never got half way: $(tail -n1 "$MD_ERR")"
+	[[ -n $(tracker_fd "$PID") ]] || fail "no tracker in $PID half way through the pre-dump"
 	kill -9 "$mdpid"
 	wait "$mdpid" 2> /dev/null
 	note "killed memdump $mdpid with the tracker in place"
