@@ -2,6 +2,11 @@
 # times, each copy in a PID namespace of its own with the dumped PID, the
 # memory filled once and shared copy-on-write between the copies.
 
+# fanout_start PROG ARGS...: PROG leading a session and group of its own (a copy's PID
+# namespace holds no other process: a copy of a process that does not lead them is
+# refused, fanout-refuse-session)
+fanout_start() { START_WRAP=setsid start_prog "$@"; }
+
 # fanout_copies: the host PIDs memdump printed (MD_OUT) into COPIES, each tracked
 fanout_copies() {
 	local want=$1 p
@@ -39,7 +44,7 @@ fanout_shared_kb() {
 # patterned memory shared; one copy's memory written, only that copy sees it;
 # the source, left running, untouched
 case_fanout_copies() {
-	start_prog t-pattern 4
+	fanout_start t-pattern 4
 	local src=$PID addr=${READY[2]} len=${READY[3]} p ns kb
 	dump "$src" "$T/d" --leave-running
 	md copies restore -D "$T/d" --copies 4 || fail "restore --copies failed: $(tail -n1 "$MD_ERR")"
@@ -73,7 +78,7 @@ f.seek(int(sys.argv[2], 0) + 4096); f.write(b"fan-out!")' "${COPIES[0]}" "$addr"
 # 2 copies of t-threads: every thread with its TID in the copy's namespace, each
 # copy's threads check their registers, stacks and TLS; the source passes too
 case_fanout_threads() {
-	start_prog t-threads
+	fanout_start t-threads
 	local src=$PID tids p want got
 	tids=("${READY[@]:1}")
 	dump "$src" "$T/d" --leave-running
@@ -117,7 +122,7 @@ fanout_none() {
 # memdump SIGKILLed mid fan-out: at copy 0's fill (nothing runs, its init and
 # itself gone), then between copies (copy 0 runs on, no other is left)
 case_fanout_kill() {
-	start_prog t-pattern 4
+	fanout_start t-pattern 4
 	local src=$PID pids
 	dump "$src" "$T/d" --leave-running
 	MEMDUMP_FAULT=rst-fill "$MEMDUMP" restore -D "$T/d" --copies 3 -v 3 \
@@ -164,4 +169,5 @@ add fanout-kill case_fanout_kill
 add fanout-threads case_fanout_threads
 add fanout-refuse-sockets fanout_refused t-sockunix "a socket \\(fd [0-9]+\\)"
 add fanout-refuse-shared fanout_refused t-shared "shared anonymous memory at 0x[0-9a-f]+"
+add fanout-refuse-session fanout_refused t-pattern "a session \\([0-9]+\\) or process group \\([0-9]+\\) it does not lead"
 add fanout-opts case_fanout_opts

@@ -137,6 +137,10 @@ static int refuse(struct rst *r)
 		}
 	if (r->ds.nr_locks)
 		add_why(why, sizeof(why), "file locks");
+	if (r->ds.pstree->sid != (uint32_t)r->pid || r->ds.pstree->pgid != (uint32_t)r->pid)
+		add_why(why, sizeof(why), "a session (%u) or process group (%u) it does not lead, "
+			"which a copy's PID namespace does not hold", r->ds.pstree->sid,
+			r->ds.pstree->pgid);
 	if (!why[0])
 		return 0;
 	return fail(-EOPNOTSUPP, "--copies: process %d has %s, which fan-out does not restore",
