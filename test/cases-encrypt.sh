@@ -294,6 +294,22 @@ case_enc_compress() {
 }
 add enc-compress case_enc_compress
 
+# restore_enc_stream_pass STREAM: restore --stream - --decrypt of STREAM (TMPDIR
+# $T/tmp) into a process that passes its checks, and the restore exits 0
+restore_enc_stream_pass() {
+	truncate -s "$READY_SIZE" "$OUT"
+	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
+	( cat "$1" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
+		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
+	RPID=$!
+	track "$RPID"
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+}
+
 # dump --stream | restore --stream, pack and unpack of an encrypted set
 case_enc_stream() {
 	enc_keys
@@ -310,17 +326,7 @@ case_enc_stream() {
 	md_in "$T/s" unpack.wrong unpack --decrypt "$T/key2" "$T/u3" && fail "unpack with a wrong key passed"
 	[[ -e $T/u3 ]] && fail "a refused unpack left $T/u3"
 	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/u" > "$T/s2" 2> "$T/pack.err" || fail "pack failed: $(cat "$T/pack.err")"
-	truncate -s "$READY_SIZE" "$OUT"
-	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
-	( cat "$T/s2" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
-		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
-	RPID=$!
-	track "$RPID"
-	wait_restored "$PID"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+	restore_enc_stream_pass "$T/s2"
 	[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
 	expect_no_secret "$T/tmp" "$T/u"
 }
@@ -427,14 +433,7 @@ case_enc_no_plaintext_tree() {
 	grep -qF "${READY[2]}" "$MD_OUT" || fail "read-mem of the root's heap does not show its secret"
 	truncate -s "$READY_SIZE" "$OUT"; truncate -s "$csize" "$cout"
 	restore_bg "$T/d2" 1 --decrypt "$T/key"
-	wait_restored "$PID"
-	wait_until 5 alive "$child" || fail "the child is not restored"
-	kill -USR1 "$child"
-	wait_line "$cout" "^PASS" "$OP_TIMEOUT" || fail "the restored child: $(tail -n2 "$cout")"
-	kill -USR1 "$PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	CHILD=$child COUT=$cout incr_tree_pass	# cases-incr.sh
 	expect_no_secret "$T/p1" "$T/d2"
 }
 add enc-no-plaintext-tree case_enc_no_plaintext_tree
@@ -477,17 +476,7 @@ case_stream_bad_enc() {
 	restore_stream_refused flipped "$T/bad" "image pages-1.img is refused" --decrypt "$T/key"
 	expect_no_secret "$T/tmp" "$T/u" "$T/s"
 	note "the intact stream still restores"
-	truncate -s "$READY_SIZE" "$OUT"
-	RPIDFILE=$T/pidfile.s MD_ERR=$T/md.restore.s.err MD_OUT=$T/md.restore.s.out
-	( cat "$T/s" | TMPDIR=$T/tmp timeout -k 5 $((OP_TIMEOUT * 3)) "$MEMDUMP" restore --stream - \
-		--decrypt "$T/key" --pidfile "$RPIDFILE" > "$MD_OUT" 2> "$MD_ERR" ) < /dev/null &
-	RPID=$!
-	track "$RPID"
-	wait_restored "$PID"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
+	restore_enc_stream_pass "$T/s"
 }
 add stream-bad-enc case_stream_bad_enc
 
