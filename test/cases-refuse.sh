@@ -9,6 +9,7 @@ has_child() { [[ -n $(first_child "$1") ]]; }
 expect_dump_refused() {
 	local pid=$1; shift
 	md dump dump -t "$pid" -D "$T/d" --leave-running
+	(( MD_RC != 124 )) || fail "the dump hung until its timeout (refused only then)"
 	expect_md_error
 	for re in "$@"; do
 		grep -qE "$re" "$MD_ERR" || fail "the error does not say '$re'"

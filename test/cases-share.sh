@@ -97,6 +97,9 @@ add tree-share-both case_share_rst both
 add tree-share-files-lr case_share_lr files
 add tree-share-fs-lr case_share_lr fs
 add tree-share-ids case_share_ids
+# a process in vfork() cannot be stopped until its child execs or exits: the dump
+# refuses it at once, naming the memory they share (it waited forever before: zdtm vfork00)
+add tree-share-refuse-vfork case_share_refuse vfork "process [0-9]+ \(t-share\): its memory and signal handlers \(CLONE_VM without CLONE_THREAD\), shared with process [0-9]+ of the tree"
 add tree-share-refuse-vm case_share_refuse vm "its memory and signal handlers \(CLONE_VM without CLONE_THREAD\), shared with process [0-9]+ of the tree"
 add tree-share-refuse-sib case_share_refuse sib "its fd table \(CLONE_FILES\), shared with process [0-9]+ of the tree but not with its parent [0-9]+"
 add tree-share-refuse-outside case_share_outside

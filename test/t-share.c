@@ -12,6 +12,10 @@
  *          file: C and G find it open, D does not. READY <P> <C> <G> <D>
  *   vm:    CLONE_VM|CLONE_SIGHAND (refused by name).
  *   sib:   two children sharing one fd table, their parent not (refused).
+ *   vfork: C (forked) is in vfork(), its child G (sharing its memory) blocked
+ *          in a read; a vforking process cannot be stopped (refused at once,
+ *          not waited for). On SIGUSR1 P lets G exit, C returns and exits 0.
+ *          READY <P> <C> <G>
  * Each side checks its PID and parent. READY <P> <C> */
 #include "tlib.h"
 #include <fcntl.h>
@@ -245,6 +249,22 @@ static void parent_deep(void)
 		t_fail("P: replies add up to %d, not 4", sum);
 }
 
+/* C: vfork() a G that blocks (it has C's memory) until P writes to dcmd, then exit 0. */
+static void __attribute__((noreturn)) child_vfork(void)
+{
+	pid_t g = vfork();
+	char c;
+
+	if (g == 0) {
+		pid_t me = getpid();
+
+		if (write(info[1], &me, sizeof(me)) != sizeof(me) || read(dcmd[0], &c, 1) != 1)
+			_exit(2);
+		_exit(0);
+	}
+	_exit(g > 0 && waitpid(g, NULL, 0) == g ? 0 : 3);
+}
+
 static int idle(void *arg)
 {
 	(void)arg;
@@ -303,6 +323,12 @@ int main(int argc, char **argv)
 		char *stack = t_mmap(1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE);
 
 		child_pid = clone(idle, stack + (1 << 16), CLONE_VM | CLONE_SIGHAND | SIGCHLD, NULL);
+	} else if (!strcmp(mode, "vfork")) {
+		fflush(stdout);
+		child_pid = fork();
+		if (child_pid == 0)
+			child_vfork();
+		other = get(info[0]);
 	} else if (!strcmp(mode, "sib")) {
 		child_pid = clone_plain(CLONE_FILES, sleep_forever);
 		other = clone_plain(CLONE_FILES, sleep_forever);
@@ -327,6 +353,8 @@ int main(int argc, char **argv)
 	}
 	else if (!strcmp(mode, "fs"))
 		parent_fs();
+	else if (!strcmp(mode, "vfork"))
+		put(dcmd[1], 1);	/* G exits, C returns from vfork() */
 	else {
 		kill(child_pid, SIGKILL);
 		if (other)

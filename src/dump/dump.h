@@ -29,6 +29,9 @@ struct proc_tree;
 struct refusals;
 /* Before the seize: pid's tables shared with a process outside the dump (tree, or NULL). */
 void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
+/* A child of pid in tree that shares its memory (a vfork() not exec'd yet: pid cannot
+ * be stopped until it is), or 0. */
+pid_t share_vfork_child(pid_t pid, const struct proc_tree *tree);
 
 /*
  * dump.c's steps, which the dump of a process tree (treedump.c) takes for

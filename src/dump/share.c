@@ -151,6 +151,15 @@ static void refuse_in_tree(pid_t pid, const struct proc_tree *tree, struct refus
 	}
 }
 
+pid_t share_vfork_child(pid_t pid, const struct proc_tree *tree)
+{
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].ppid == pid && !tree_is_zombie(&tree->procs[i]) &&
+		    same(pid, tree->procs[i].pid, KCMP_VM))
+			return tree->procs[i].pid;
+	return 0;
+}
+
 void share_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	DIR *d = opendir("/proc");

@@ -301,14 +301,22 @@ static int preseize_all(struct tree_dump *td)
 	return ret;
 }
 
-/* Parents first: a frozen parent forks no more; a child it forked before is caught after. */
+/*
+ * Parents first: a frozen parent forks no more; a child it forked before is caught after.
+ * A parent in vfork() waits for its child's exec or exit in a sleep no ptrace stop
+ * interrupts: it is not waited for (the freeze would hang), the checks refuse it.
+ */
 static int freeze_all(struct tree_dump *td)
 {
 	int ret = td->fz.dirfd >= 0 ? preseize_all(td) : 0;
 
 	for (int i = 0; i < td->n && !ret; i++) {
 		struct member *m = &td->m[i];
+		pid_t child = share_vfork_child(m->d.pid, td->t);
 
+		if (child)
+			return fail(-EOPNOTSUPP, "process %d cannot be stopped: it is in vfork(), "
+				    "its child %d shares its memory", m->d.pid, child);
 		m->d.stopped = dump_target_stopped(m->d.pid);
 		m->prepared = true;
 		ret = infect_prepare(&m->d.in, m->d.pid, &dump_interrupted);
