@@ -134,6 +134,7 @@ int tree_collect(pid_t root, struct proc_tree *t)
 void tree_free(struct proc_tree *t)
 {
 	free(t->procs);
+	free(t->sk);
 	*t = (struct proc_tree){ 0 };
 }
 

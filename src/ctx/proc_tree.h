@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct tree_proc {
@@ -19,9 +20,19 @@ struct tree_proc {
 	char comm[32];
 };
 
+/* A socket a process of the tree holds (one per fd table entry's inode and process). */
+struct tree_sk {
+	uint64_t ino;
+	pid_t pid;
+};
+
 struct proc_tree {
 	struct tree_proc *procs;	/* the root first, every parent before its children */
 	int n;
+	/* the socket inodes its live processes hold, sorted by inode: read once the tree
+	 * is frozen (files/sockets.c, sk_tree_index), NULL until then */
+	struct tree_sk *sk;
+	size_t nr_sk;
 };
 
 /* A live process of a dumped tree as the root's pstree.img lists it (treedump.c). */

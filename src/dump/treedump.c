@@ -451,8 +451,8 @@ static int freeze_stable(struct tree_dump *td)
 		td->frozen_at = now_us();
 		if (!ret)
 			ret = freeze_all(td);
-		if (!ret && !tree_changed(td))
-			return check_tree(td);	/* frozen: on a refusal run() resumes it */
+		if (!ret && !tree_changed(td))	/* frozen: on a refusal run() resumes it */
+			return sk_tree_index(td->t) ?: check_tree(td);
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret && !tree_changed(td)) {

@@ -197,9 +197,74 @@ static int list_inos_into(pid_t pid, uint64_t **inos, size_t *nr)
 	return 0;
 }
 
-/* The sockets the tree's other processes hold (a tree dump): a peer there is no outsider. */
+static int cmp_tree_sk(const void *a, const void *b)
+{
+	const struct tree_sk *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino ? 1 : x->pid - y->pid;
+}
+
+int sk_tree_index(struct proc_tree *t)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0, done = 0;
+	int ret = 0;
+
+	free(t->sk);
+	t->sk = NULL;
+	t->nr_sk = 0;
+	for (int i = 0; i < t->n && ret != -ENOMEM; i++) {
+		const struct tree_proc *p = &t->procs[i];
+		struct tree_sk *sk;
+
+		if (tree_is_zombie(p))
+			continue;
+		ret = list_inos_into(p->pid, &inos, &n);
+		sk = realloc(t->sk, (n + 1) * sizeof(*sk));
+		if (!sk) {
+			ret = -ENOMEM;
+			break;
+		}
+		t->sk = sk;
+		for (; done < n; done++)
+			t->sk[done] = (struct tree_sk){ inos[done], p->pid };
+	}
+	free(inos);
+	fail_clear();	/* one that exited meanwhile: the tree's freeze tells */
+	if (ret == -ENOMEM) {
+		free(t->sk);
+		t->sk = NULL;
+		return ret;
+	}
+	qsort(t->sk, done, sizeof(*t->sk), cmp_tree_sk);
+	t->nr_sk = done;
+	return 0;
+}
+
+/* From the tree's index: each socket another process than pid holds, once. */
+static int tree_inos_indexed(pid_t pid, struct sk_set *set)
+{
+	const struct proc_tree *t = set->tree;
+
+	set->tree_inos = malloc((t->nr_sk + 1) * sizeof(*set->tree_inos));
+	if (!set->tree_inos)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nr_sk; i++)
+		if (t->sk[i].pid != pid && (!set->nr_tree_inos ||
+		    set->tree_inos[set->nr_tree_inos - 1] != t->sk[i].ino))
+			set->tree_inos[set->nr_tree_inos++] = t->sk[i].ino;
+	return 0;
+}
+
+/*
+ * The sockets the tree's other processes hold (a tree dump): a peer there is no outsider.
+ * Once the tree is frozen, from its index: each process listing every other's fds
+ * was quadratic (250 processes of 682 inherited sockets each: minutes, zdtm session03).
+ */
 static int list_tree_inos(pid_t pid, struct sk_set *set)
 {
+	if (set->tree && set->tree->sk)
+		return tree_inos_indexed(pid, set);
 	for (int i = 0; set->tree && i < set->tree->n; i++) {
 		const struct tree_proc *p = &set->tree->procs[i];
 

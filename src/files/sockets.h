@@ -10,6 +10,9 @@
 /* sockets.c */
 /* Before the freeze: add every socket fd of pid that cannot be dumped to r. */
 void sockets_refuse(pid_t pid, const struct dump_opts *o, struct refusals *r);
+struct proc_tree;
+/* The tree's index of the sockets its live processes hold (t->sk), read once it is frozen. */
+int sk_tree_index(struct proc_tree *t);
 /* Frozen: the table and the target's socket inodes. */
 int sockets_prepare(struct dump_ctx *d, const struct dump_opts *o);
 /* Fill f (kind FK_SOCKET) from the target's fd; fails naming what is not supported. */
