@@ -174,6 +174,25 @@ case_fanout_damaged() {
 	check_child_pass
 }
 
+# A MADV_HUGEPAGE region (THP madvise mode) is huge in every copy, as dumped:
+# the template's huge pages shared, the VMA's flags kept (t-hugepage checks
+# VmFlags hg and its data; anon_huge_kb: cases-lazy.sh)
+case_fanout_thp() {
+	fanout_start t-hugepage
+	local src=$PID addr=${READY[2]} p kb
+	dump "$src" "$T/d" --leave-running
+	md copies restore -D "$T/d" --copies 2 || fail "restore --copies failed: $(tail -n1 "$MD_ERR")"
+	fanout_copies 2
+	for p in "${COPIES[@]}"; do
+		kb=$(anon_huge_kb "$p" "$addr")
+		note "copy $p: AnonHugePages at $addr: $kb kB"
+		(( ${kb:-0} > 0 )) || fail "copy $p: no huge page in its MADV_HUGEPAGE region"
+		fanout_result "$p"
+		[[ $RESULT == PASS* ]] || fail "copy $p: $RESULT"
+	done
+	check_child_pass
+}
+
 # The options that make one process each time are refused with --copies
 case_fanout_opts() {
 	mkdir -p "$T/d"
@@ -192,3 +211,4 @@ add fanout-refuse-shared fanout_refused t-shared "shared anonymous memory at 0x[
 add fanout-refuse-session fanout_refused t-pattern "a session \\([0-9]+\\) or process group \\([0-9]+\\) it does not lead"
 add fanout-opts case_fanout_opts
 add fanout-damaged case_fanout_damaged
+add fanout-thp case_fanout_thp
