@@ -154,6 +154,45 @@ case_fanout_kill() {
 	check_child_pass
 }
 
+# A damaged page in the memory the copies share (memdump fills it, in pieces on
+# its threads) fails the fan-out naming its run (the sums it took, compared by
+# the first copy's check): no PID printed, no copy left, the source untouched
+# (flip_byte, run_at_offset: cases-pagesums.sh)
+case_fanout_damaged() {
+	fanout_start t-pattern 40
+	local src=$PID pages off addr
+	dump "$src" "$T/d" --leave-running
+	pages=$(stat -c %s "$T/d/pages-1.img")
+	off=$(( pages * 3 / 4 + 123 ))	# past the first pieces
+	addr=$(run_at_offset "$T/d/pagemap-$src.img" "$off")
+	[[ -n $addr ]] || fail "no run holds offset $off of pages-1.img"
+	flip_byte "$T/d/pages-1.img" "$off"
+	md damaged restore -D "$T/d" --copies 3
+	expect_run_named "restore --copies" pages-1.img "$addr"
+	[[ ! -s $MD_OUT ]] || fail "a copy was made: $(cat "$MD_OUT")"
+	fanout_none "$src"
+	check_child_pass
+}
+
+# A MADV_HUGEPAGE region (THP madvise mode) is huge in every copy, as dumped:
+# the template's huge pages shared, the VMA's flags kept (t-hugepage checks
+# VmFlags hg and its data; anon_huge_kb: cases-lazy.sh)
+case_fanout_thp() {
+	fanout_start t-hugepage
+	local src=$PID addr=${READY[2]} p kb
+	dump "$src" "$T/d" --leave-running
+	md copies restore -D "$T/d" --copies 2 || fail "restore --copies failed: $(tail -n1 "$MD_ERR")"
+	fanout_copies 2
+	for p in "${COPIES[@]}"; do
+		kb=$(anon_huge_kb "$p" "$addr")
+		note "copy $p: AnonHugePages at $addr: $kb kB"
+		(( ${kb:-0} > 0 )) || fail "copy $p: no huge page in its MADV_HUGEPAGE region"
+		fanout_result "$p"
+		[[ $RESULT == PASS* ]] || fail "copy $p: $RESULT"
+	done
+	check_child_pass
+}
+
 # The options that make one process each time are refused with --copies
 case_fanout_opts() {
 	mkdir -p "$T/d"
@@ -171,3 +210,5 @@ add fanout-refuse-sockets fanout_refused t-sockunix "a socket \\(fd [0-9]+\\)"
 add fanout-refuse-shared fanout_refused t-shared "shared anonymous memory at 0x[0-9a-f]+"
 add fanout-refuse-session fanout_refused t-pattern "a session \\([0-9]+\\) or process group \\([0-9]+\\) it does not lead"
 add fanout-opts case_fanout_opts
+add fanout-damaged case_fanout_damaged
+add fanout-thp case_fanout_thp

@@ -25,16 +25,22 @@
  * the child's own: the same bytes, not shared.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "kernel_uapi.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
+#include "image/hash.h"
 #include "vma_status.h"
 #include "mem/premap.h"
 #include "mem/shmem.h"
@@ -402,12 +408,329 @@ void premap_fill(struct rst *r)
 		child_exit_fail(r, ret, "%s", why);
 }
 
+/*
+ * restore --copies: the template's fill, in memdump, as fast as the blob's
+ * (docs/restore.md "Filling memory"; docs/fanout.md "Speed"). The runs are
+ * cut in pieces of FAST_PIECE at aligned addresses (a slot keeps its VMA's
+ * place in a huge page, so each 2 MiB of the VMA is one of the slot's), and
+ * three stages go over them in order, on both CPUs: a helper makes each
+ * piece present (huge pages where the restored VMA may have them: populate
+ * one page per 2 MiB, then MADV_COLLAPSE, which leaves the VMA's flags
+ * alone; a MADV_HUGEPAGE VMA's populate faults them in whole), this thread
+ * reads it with O_DIRECT (the disk writes into the slot, no page cache),
+ * another helper sums it behind the reads into its run's checksum, which
+ * each copy's pagecheck compares as ever. MEMDUMP_FILL and
+ * MEMDUMP_FILL_HELPER choose as for the blob.
+ */
+#define FAST_PIECE	(16UL << 20)
+
+struct fast_piece {
+	char *at;		/* in the slot */
+	uint64_t len, off;	/* bytes, and where in the run's pages image */
+	size_t vma, run;
+	bool first, last;	/* of its run */
+};
+
+struct fast_fill {
+	struct rst *r;
+	struct fast_piece *p;
+	size_t n, cap;
+	int dio;		/* pages-1.img opened O_DIRECT, or -1 */
+	int mode;		/* RST_FILL_* */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t prepped, read;	/* pieces made present, read */
+	int err;
+	char why[256];
+	struct hash64 h;	/* the run being summed */
+};
+
+static void fast_fail(struct fast_fill *f, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&f->lock);
+	if (!f->err) {
+		f->err = err;
+		va_start(ap, fmt);
+		vsnprintf(f->why, sizeof(f->why), fmt, ap);
+		va_end(ap);
+	}
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static bool fast_failed(struct fast_fill *f)
+{
+	bool failed;
+
+	pthread_mutex_lock(&f->lock);
+	failed = f->err != 0;
+	pthread_mutex_unlock(&f->lock);
+	return failed;
+}
+
+/* *count moved on to n, for the stage behind. */
+static void fast_publish(struct fast_fill *f, size_t *count, size_t n)
+{
+	pthread_mutex_lock(&f->lock);
+	*count = n;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Until the stage ahead is past piece k: 0, or a stage failed. */
+static int fast_wait(struct fast_fill *f, const size_t *count, size_t k)
+{
+	int err;
+
+	pthread_mutex_lock(&f->lock);
+	while (*count <= k && !f->err)
+		pthread_cond_wait(&f->cond, &f->lock);
+	err = f->err;
+	pthread_mutex_unlock(&f->lock);
+	return err;
+}
+
+static int add_piece(struct fast_fill *f, struct fast_piece p)
+{
+	if (f->n == f->cap) {
+		struct fast_piece *x = realloc(f->p, (f->cap = f->cap ? f->cap * 2 : 64) * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		f->p = x;
+	}
+	f->p[f->n++] = p;
+	return 0;
+}
+
+/* Run i of VMA j in pieces. */
+static int cut_run(struct fast_fill *f, size_t j, size_t i)
+{
+	const struct dump_run *run = &f->r->ds.runs[i];
+	const VmaEntry *v = f->r->ds.mm->vmas[j];
+	char *slot = (char *)f->r->premap[j];
+	int ret = 0;
+
+	for (uint64_t a = run->start, b; a < run->end && !ret; a = b) {
+		b = MIN((a & ~(FAST_PIECE - 1)) + FAST_PIECE, run->end);
+		ret = add_piece(f, (struct fast_piece){ slot + (a - v->start), b - a,
+			run->off + (a - run->start), j, i, a == run->start, b == run->end });
+	}
+	return ret;
+}
+
+/* Every slot mapped, every run of them in pieces. */
+static int cut_pieces(struct fast_fill *f)
+{
+	struct rst *r = f->r;
+	int ret = 0;
+
+	for (size_t j = 0; !ret && j < r->ds.mm->n_vmas; j++) {
+		const VmaEntry *v = r->ds.mm->vmas[j];
+
+		if (!r->premap[j])
+			continue;
+		ret = map_slot(r, j, f->why, sizeof(f->why));
+		if (ret)
+			return ret;
+		for (size_t i = dumpset_run_after(&r->ds, v->start); !ret && i < r->ds.nr_runs &&
+		     r->ds.runs[i].start < v->end; i++)
+			ret = cut_run(f, j, i);
+		if (ret)
+			snprintf(f->why, sizeof(f->why), "out of memory");
+	}
+	return ret;
+}
+
+static uint64_t fast_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* [h0, h1) in huge pages without VM_HUGEPAGE; auto: 4K pages once it runs slow (the blob's rule). */
+static void fast_collapse(struct fast_fill *f, char *h0, char *h1)
+{
+	uint64_t t0 = fast_now_us(), mib = (uint64_t)(h1 - h0) >> 20;
+
+	for (char *c = h0; c < h1; c += RST_HUGE_SIZE)
+		madvise(c, PAGE_SIZE, MADV_POPULATE_WRITE);
+	madvise(h0, (size_t)(h1 - h0), MADV_COLLAPSE);
+	if (f->mode == RST_FILL_AUTO && mib >= RST_COLLAPSE_JUDGE_MIB &&
+	    fast_now_us() - t0 > mib * RST_COLLAPSE_SLOW_US) {
+		f->mode = RST_FILL_PLAIN;
+		pr_info("--copies: collapsing huge pages ran slow, 4 KiB pages from %p", (void *)h1);
+	}
+}
+
+/* Piece p present: huge pages where the VMA may have them, as the blob makes them. */
+static int fast_prep(struct fast_fill *f, const struct fast_piece *p)
+{
+	const VmaEntry *v = f->r->ds.mm->vmas[p->vma];
+	uint64_t madv = v->has_madv ? v->madv : 0;
+	char *h0 = (char *)ALIGN_UP((unsigned long)p->at, RST_HUGE_SIZE);
+	char *h1 = (char *)(((unsigned long)p->at + p->len) & ~(RST_HUGE_SIZE - 1));
+
+	if (h0 < h1 && f->mode != RST_FILL_PLAIN && !(madv & (1UL << MADV_NOHUGEPAGE)) &&
+	    !f->r->a->thp_disabled) {
+		if (madv & (1UL << MADV_HUGEPAGE))	/* map_slot() set it: faulted in whole */
+			madvise(h0, (size_t)(h1 - h0), MADV_POPULATE_WRITE);
+		else
+			fast_collapse(f, h0, h1);
+	}
+	if (madvise(p->at, p->len, MADV_POPULATE_WRITE) && errno != EINVAL) {
+		fast_fail(f, -errno, "cannot populate the memory of %#" PRIx64 " of process %d: %s",
+			  f->r->ds.runs[p->run].start, f->r->pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Piece p from its pages image: O_DIRECT where it can be. */
+static int fast_read(struct fast_fill *f, const struct fast_piece *p)
+{
+	const struct dump_run *run = &f->r->ds.runs[p->run];
+	bool direct = f->dio >= 0 && run->fd == f->r->ds.pages_fd;
+	uint64_t done = 0;
+
+	while (done < p->len) {
+		ssize_t n = pread(direct ? f->dio : run->fd, p->at + done, p->len - done,
+				  (off_t)(p->off + done));
+
+		if (n < 0 && direct && errno == EINVAL) {	/* no O_DIRECT here after all */
+			direct = false;
+			continue;
+		}
+		if (n <= 0) {
+			fast_fail(f, n ? -errno : -EIO, "cannot read the pages at %#" PRIx64
+				  " of process %d: %s", run->start, f->r->pid,
+				  n ? strerror(errno) : "end of file");
+			return -1;
+		}
+		done += (uint64_t)n;
+	}
+	f->r->a->pages_restored += p->len / PAGE_SIZE;	/* progress for the watchdog (stall.c) */
+	return 0;
+}
+
+/* Piece p into its run's checksum (a run of pages-1.img: pagecheck_restore.c). */
+static void fast_sum(struct fast_fill *f, const struct fast_piece *p)
+{
+	const struct dump_run *run = &f->r->ds.runs[p->run];
+	struct rst_run *rr = (struct rst_run *)(f->r->area + f->r->a->runs_off);
+
+	if (f->r->a->sum_pages != RST_SUM_RUNS || run->fd != f->r->ds.pages_fd || run->tparent)
+		return;
+	if (p->first)
+		hash64_init(&f->h);
+	hash64_update(&f->h, p->at, p->len);
+	if (p->last)
+		rr[p->run].sum = hash64_final(&f->h);
+}
+
+static void *fast_prep_helper(void *arg)
+{
+	struct fast_fill *f = arg;
+
+	for (size_t k = 0; k < f->n && !fast_failed(f); k++) {
+		if (fast_prep(f, &f->p[k]))
+			break;
+		fast_publish(f, &f->prepped, k + 1);
+	}
+	return NULL;
+}
+
+static void *fast_sum_helper(void *arg)
+{
+	struct fast_fill *f = arg;
+
+	for (size_t k = 0; k < f->n; k++) {
+		if (fast_wait(f, &f->read, k))
+			break;
+		fast_sum(f, &f->p[k]);
+	}
+	return NULL;
+}
+
+/* This thread's stage: the reads (and the others' when their helper is not there). */
+static void fast_reads(struct fast_fill *f, bool prep_helper, bool sum_helper)
+{
+	for (size_t k = 0; k < f->n; k++) {
+		if (prep_helper ? fast_wait(f, &f->prepped, k) != 0 : fast_prep(f, &f->p[k]) != 0)
+			return;
+		if (fast_read(f, &f->p[k]))
+			return;
+		if (!sum_helper)
+			fast_sum(f, &f->p[k]);
+		fast_publish(f, &f->read, k + 1);
+	}
+}
+
+static void fast_run(struct fast_fill *f)
+{
+	pthread_t prep, sum;
+	int help = f->r->a->fill_helper;
+	bool has_prep = help == RST_HELP_BOTH && !pthread_create(&prep, NULL, fast_prep_helper, f);
+	bool has_sum = help != RST_HELP_NONE && !pthread_create(&sum, NULL, fast_sum_helper, f);
+
+	fast_reads(f, has_prep, has_sum);	/* failed: the helpers stop at their next piece */
+	if (has_prep)
+		pthread_join(prep, NULL);
+	if (has_sum)
+		pthread_join(sum, NULL);
+}
+
+/* pages-1.img again, O_DIRECT (through memdump's verified fd), or -1. */
+static int open_direct(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return fd < 0 ? -1 : open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+}
+
+static bool any_inherited(const struct rst *r)
+{
+	for (size_t j = 0; r->premap && j < r->ds.mm->n_vmas; j++)
+		if (r->inherited[j])
+			return true;
+	return false;
+}
+
 int premap_fill_here(struct rst *r)
 {
-	char why[256];
-	int ret = fill_all(r, why, sizeof(why));
+	struct fast_fill f = { .r = r, .dio = -1, .mode = r->a->fill_mode };
+	uint64_t t0 = fast_now_us();
+	bool direct = false;
+	int ret;
 
-	return ret ? fail(ret, "%s", why) : 0;
+	if (any_inherited(r)) {	/* a tree's: the plain fill (premap_fill) */
+		ret = fill_all(r, f.why, sizeof(f.why));
+		return ret ? fail(ret, "%s", f.why) : 0;
+	}
+	pthread_mutex_init(&f.lock, NULL);
+	pthread_cond_init(&f.cond, NULL);
+	ret = cut_pieces(&f);
+	if (!ret) {
+		f.dio = open_direct(r->ds.pages_fd);
+		direct = f.dio >= 0;
+		fast_run(&f);
+		ret = f.err;
+	}
+	if (f.dio >= 0)
+		close(f.dio);
+	free(f.p);
+	pthread_cond_destroy(&f.cond);
+	pthread_mutex_destroy(&f.lock);
+	if (ret)
+		return fail(ret, "%s", f.why);
+	pr_info("--copies: the template filled in %" PRIu64 " ms (%s)",
+		(fast_now_us() - t0) / 1000, direct ? "O_DIRECT" : "the page cache");
+	return 0;
 }
 
 void premap_free(struct rst *r)

@@ -229,6 +229,18 @@ static pid_t copy_host_pid(pid_t init)
 	return pid > 0 ? pid : -1;
 }
 
+/*
+ * The template's range is copied into a child of memdump's only when it
+ * forks a copy's init: any other fork (a throwaway one in the checks, a
+ * sweeper) would copy the page tables of all of it (4 KiB pages: ~30 ms a
+ * GiB on this VM) and drop them again.
+ */
+static void template_forked(const struct fanout *f, bool forked)
+{
+	if (f->base)
+		madvise((void *)f->base, f->size, forked ? MADV_DOFORK : MADV_DONTFORK);
+}
+
 /* The template's memory: filled by the first copy's memdump, the same slots for the others. */
 static int plan_memory(struct rst *r)
 {
@@ -248,6 +260,8 @@ static int plan_memory(struct rst *r)
 	ret = premap_fill_here(r);
 	if (!ret)
 		premap_sums(r, f->sums, true);
+	if (!ret)	/* only the copies' inits get it (fork_init), no other fork of memdump's */
+		template_forked(f, false);
 	pr_info("--copies: %lu MiB filled once at %#lx, shared by the copies\n", f->size >> 20,
 		f->base);
 	return ret;
@@ -302,6 +316,7 @@ int fanout_fork(struct rst *r)
 	}
 	sigfillset(&all);	/* every signal blocked: the blob runs so (rst_fork_target) */
 	sigprocmask(SIG_SETMASK, &all, &old);
+	template_forked(r->fan, true);
 	init = fork_init();
 	if (init == 0) {
 		close(up[0]);
@@ -309,6 +324,7 @@ int fanout_fork(struct rst *r)
 		init_main(r, down[0], up[1]);
 	}
 	ret = init < 0 ? -errno : 0;
+	template_forked(r->fan, false);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(up[1]);
 	close(down[0]);
