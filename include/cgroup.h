@@ -18,6 +18,8 @@ int cgroup_own_line(const char *own_text, const char *line, char *out, size_t le
 int cgroup_procs_path(const char *line, char *out, size_t len);
 /* The mount point of the hierarchy of ctl ("cpu,cpuacct", "name=x", "" for v2); -ENOENT: none. */
 int cgroup_mount_of(const char *ctl, char *mnt, size_t len);
+/* The same from mountinfo, memdump's /proc/self/mountinfo read once for many (NULL: read now). */
+int cgroup_mount_in(const char *mountinfo, const char *ctl, char *mnt, size_t len);
 /* The directory of line's cgroup under a mount of its hierarchy (it may not exist). */
 int cgroup_dir_path(const char *line, char *out, size_t len);
 /* Is path ("/a/b") memdump's own cgroup in the hierarchy of ctl, or above it? */

@@ -34,6 +34,11 @@ bool self_capable(int cap);
 int proc_tasks(pid_t pid, pid_t **tids);
 /* Value of "Key:" in /proc/PID/status as text; 0 or -ENOENT. */
 int proc_status_field(pid_t pid, const char *key, char *buf, size_t len);
+/*
+ * The same from a status file's text already read (one read for many
+ * fields: the file is made afresh at each read, all of it).
+ */
+int status_text_field(const char *text, const char *key, char *buf, size_t len);
 /* The same from the status of thread tid of pid. */
 int proc_task_status_field(pid_t pid, pid_t tid, const char *key, char *buf, size_t len);
 /* Whole small file into a malloc'ed, NUL-terminated buffer; returns length. */

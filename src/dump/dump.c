@@ -520,6 +520,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 			      .in = { .pidfd = -1, .mem_fd = -1 } };
 	bool leave_running = o->leave_running || o->pre_dump, snapshot = wants_snapshot(o);
 	struct task_state *ts = calloc(1, sizeof(*ts));
+	struct proc_tree below = { 0 };
 	uint64_t frozen_us;
 	bool inventory = false;
 	int ret;
@@ -583,10 +584,11 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	if (d.trace)
 		d.trace->in.pid = d.pid;	/* for the supervisor: sockets come before the parasite */
 	d.in.trace = o->trace ? &o->trace->in : NULL;
-	if (!ret)
-		ret = refuse_check_frozen(d.pid, as_tree);	/* a child forked before the freeze */
+	if (!ret)	/* a child forked before the freeze; its tree read once for both */
+		ret = refuse_check_frozen(d.pid, &below, as_tree);
 	if (!ret && !d.pre_dump)
-		ret = collect_zombies(&d);
+		ret = collect_zombies_in(&d, &below);	/* frozen: its zombies stay as read */
+	tree_free(&below);
 	d.stats.frozen_at = now_us();
 	d.stats.threads = d.in.nr_threads;
 	if (!ret)

@@ -284,9 +284,15 @@ static void fill_thread_attrs(ThreadCoreEntry *thc, const struct thread *t)
  * does not show, the thread read itself in the parasite (a prctl in one
  * thread sets that thread's only).
  */
-static int thread_creds(const struct thread *t, struct creds *c)
+static int thread_creds(const struct dump_ctx *d, const struct task_state *ts,
+			const struct thread *t, struct creds *c)
 {
 	*c = (struct creds){ 0 };
+	if (t == &d->threads[0]) {	/* the leader's: read at collect_task, nothing changed them */
+		*c = ts->creds;
+		c->secbits = t->secbits;
+		return 0;
+	}
 	if (!task_proc_creds(t->tid, c))
 		return fail(-EOPNOTSUPP, "thread %d has more than %d supplementary groups",
 			    t->tid, CREDS_MAX_GROUPS);	/* refused at collect */
@@ -335,7 +341,7 @@ static int write_core(struct dump_ctx *d, const struct task_state *ts, const str
 		rseq.signature = t->rseq_sig;
 		thc.rseq_entry = &rseq;
 	}
-	ret = thread_creds(t, &own);
+	ret = thread_creds(d, ts, t, &own);
 	if (ret)
 		return ret;
 	fill_creds(&cr, &own, caps);

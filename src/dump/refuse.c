@@ -113,25 +113,43 @@ static void refuse_tree_error(int err, struct refusals *r)
  * cannot take. Only the direct children of pid are looked at then: the
  * grandchildren are their own parents' to check.
  */
-static int check_children(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+/* The live processes of t (pid's tree as read) that appeared below pid: refused. */
+static int children_alive(pid_t pid, const struct proc_tree *tree, const struct proc_tree *t,
+			  struct refusals *r)
 {
-	struct proc_tree t;
-	int ret = tree_collect(pid, &t), alive = 0;
+	int alive = 0;
+
+	for (int i = 1; i < t->n; i++)
+		if (!tree || t->procs[i].ppid == pid)
+			alive += refuse_descendant(&t->procs[i], &t->procs[0], tree, r);
+	if (alive && !tree)
+		refuse_add(r, "the process tree changed: %d live process(es) appeared below %d "
+			   "after the dump began (dump again)", alive, pid);
+	return tree ? 0 : alive;
+}
+
+/* pid's tree read into t (empty when pid is gone: target_check() and the freeze tell). */
+static int check_children_into(pid_t pid, const struct proc_tree *tree, struct proc_tree *t,
+			       struct refusals *r)
+{
+	int ret = tree_collect(pid, t);
 
 	if (ret == -ESRCH)
-		return 0;	/* target_check() and the freeze tell */
+		return 0;
 	if (ret) {
 		refuse_tree_error(ret, r);
 		return 0;
 	}
-	for (int i = 1; i < t.n; i++)
-		if (!tree || t.procs[i].ppid == pid)
-			alive += refuse_descendant(&t.procs[i], &t.procs[0], tree, r);
-	if (alive && !tree)
-		refuse_add(r, "the process tree changed: %d live process(es) appeared below %d "
-			   "after the dump began (dump again)", alive, pid);
+	return children_alive(pid, tree, t, r);
+}
+
+static int check_children(pid_t pid, const struct proc_tree *tree, struct refusals *r)
+{
+	struct proc_tree t;
+	int alive = check_children_into(pid, tree, &t, r);
+
 	tree_free(&t);
-	return tree ? 0 : alive;
+	return alive;
 }
 
 static const char *const ns_names[] = {
@@ -495,10 +513,10 @@ static int report(pid_t pid, const struct refusals *r)
 }
 
 /* Once frozen, only a child forked since refuse_check() can have appeared. */
-int refuse_check_frozen(pid_t pid, bool *children_only)
+int refuse_check_frozen(pid_t pid, struct proc_tree *below, bool *children_only)
 {
 	struct refusals r = { .len = 0 };
-	int appeared = check_children(pid, NULL, &r);
+	int appeared = check_children_into(pid, NULL, below, &r);
 
 	*children_only = appeared && r.n == appeared + 1;	/* dump_run() dumps the tree */
 	return report(pid, &r);

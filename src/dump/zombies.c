@@ -131,24 +131,33 @@ int collect_zombies(struct dump_ctx *d)
 
 	if (ret)
 		return fail(ret, "cannot read the process tree of %d: %s", d->pid, strerror(-ret));
-	d->zombies = calloc(t.n, sizeof(*d->zombies));
-	if (!d->zombies) {
-		tree_free(&t);
+	ret = collect_zombies_in(d, &t);
+	tree_free(&t);
+	return ret;
+}
+
+int collect_zombies_in(struct dump_ctx *d, const struct proc_tree *t)
+{
+	int ret = 0;
+
+	if (!t->n)
+		return fail(-ESRCH, "cannot read the process tree of %d: %s", d->pid,
+			    strerror(ESRCH));
+	d->zombies = calloc(t->n, sizeof(*d->zombies));
+	if (!d->zombies)
 		return -ENOMEM;
-	}
-	for (int i = 1; i < t.n; i++) {
+	for (int i = 1; i < t->n; i++) {
 		char why[128];
 
-		if (d->tree && (t.procs[i].ppid != d->pid || !tree_is_zombie(&t.procs[i])))
+		if (d->tree && (t->procs[i].ppid != d->pid || !tree_is_zombie(&t->procs[i])))
 			continue;	/* a tree dump: the live ones are its processes */
-		if (!tree_is_zombie(&t.procs[i]) || zombie_refused(&t.procs[i], &t.procs[0], why,
-							       sizeof(why)))
+		if (!tree_is_zombie(&t->procs[i]) || zombie_refused(&t->procs[i], &t->procs[0], why,
+								    sizeof(why)))
 			ret = fail(-EOPNOTSUPP, "child process %d (%s) of %d cannot be dumped "
-				   "once frozen", t.procs[i].pid, t.procs[i].comm, d->pid);
+				   "once frozen", t->procs[i].pid, t->procs[i].comm, d->pid);
 		else
-			d->zombies[d->nr_zombies++] = t.procs[i];
+			d->zombies[d->nr_zombies++] = t->procs[i];
 	}
-	tree_free(&t);
 	return ret;
 }
 

@@ -20,6 +20,8 @@ bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, cha
 		    size_t len);
 /* Once frozen: the target's zombie children into d. */
 int collect_zombies(struct dump_ctx *d);
+/* The same from its tree as read once frozen (refuse_check_frozen()): no second read. */
+int collect_zombies_in(struct dump_ctx *d, const struct proc_tree *t);
 /* Their pstree entries into the open pstree.img, and their core images with their
  * credentials (the securebits /proc does not show: the parent's, ts). */
 int write_zombies(struct dump_ctx *d, const struct task_state *ts, struct image *pstree);

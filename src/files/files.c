@@ -121,24 +121,29 @@ int files_id_of_proc_link(struct dump_ctx *d, const char *link)
 			      proc);
 }
 
+/* pos and flags of an fdinfo text */
+static void fdinfo_pos_flags(const char *info, uint64_t *pos, uint32_t *flags)
+{
+	const char *v = proc_line_after(info, "pos:");
+
+	if (v)
+		*pos = strtoull(v, NULL, 10);
+	v = proc_line_after(info, "flags:");
+	if (v)
+		*flags = strtoul(v, NULL, 8);
+}
+
 static int read_fdinfo(pid_t pid, int fd, uint64_t *pos, uint32_t *flags)
 {
-	char path[64], line[256];
-	FILE *f;
+	char *info = NULL;
+	ssize_t n = proc_fdinfo(pid, fd, &info);
 
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long v;
-
-		if (sscanf(line, "pos: %llu", &v) == 1)
-			*pos = v;
-		else if (sscanf(line, "flags: %llo", &v) == 1)
-			*flags = v;
+	if (n < 0) {
+		errno = -n;
+		return n;
 	}
-	fclose(f);
+	fdinfo_pos_flags(info, pos, flags);
+	free(info);
 	return 0;
 }
 
@@ -398,10 +403,15 @@ static const char *special_fs(pid_t pid, int fd)
 bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		    char *why, size_t len)
 {
+	return fd_unsupported_as(p, fd, link, st, opath_fd(p->pid, fd), why, len);
+}
+
+bool fd_unsupported_as(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		       bool opath, char *why, size_t len)
+{
 	pid_t pid = p->pid;
 	const char *w = NULL;
 	char buf[256];
-	bool opath = opath_fd(pid, fd);		/* a path: whatever it names (opath.h) */
 	const struct fd_kind *k = opath ? NULL : fd_kind_of_fd(pid, fd, link, st);
 
 	if (k)		/* a kind with a home of its own; sockets: net/sockets.c decides */
@@ -483,7 +493,7 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 	const char *dw;
 	bool opath = flags & O_PATH;
 
-	if (fd_unsupported(&d->policy, fd, link, st, why, sizeof(why)))
+	if (fd_unsupported_as(&d->policy, fd, link, st, opath, why, sizeof(why)))
 		return refuse_fd(d->pid, fd, link, why);
 	k = opath ? NULL : fd_kind_of_fd(d->pid, fd, link, st);
 	if (k)
@@ -619,7 +629,7 @@ static int collect_uffd(struct dump_ctx *d, int fd)
 static int collect_fd(struct dump_ctx *d, int fd)
 {
 	struct file_set *fs = &d->files;
-	char proc[64], link[PATH_MAX];
+	char proc[64], link[PATH_MAX], *info = NULL;
 	uint32_t flags = 0;
 	uint64_t pos = 0;
 	struct fd_entry *e;
@@ -629,24 +639,40 @@ static int collect_fd(struct dump_ctx *d, int fd)
 
 	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", d->pid, fd);
 	n = readlink(proc, link, sizeof(link) - 1);
-	if (n < 0 || stat(proc, &st) || read_fdinfo(d->pid, fd, &pos, &flags))
+	if (n >= 0 && !stat(proc, &st)) {
+		ssize_t in = proc_fdinfo(d->pid, fd, &info);	/* once: flags, pos, locks */
+
+		if (in < 0) {
+			errno = -in;
+			n = -1;
+		}
+	} else {
+		n = -1;
+	}
+	if (n < 0)
 		return errno == ENOENT ? 0 : fail(-errno, "cannot inspect fd %d of process %d: %s",
 						  fd, d->pid, strerror(errno));
 	link[n] = 0;
-	if (!strcmp(link, "anon_inode:[userfaultfd]"))
+	fdinfo_pos_flags(info, &pos, &flags);
+	if (!strcmp(link, "anon_inode:[userfaultfd]")) {
+		free(info);
 		return collect_uffd(d, fd);
+	}
 	id = same_description(d, fd);
 	if (!id) {
 		id = describe_fd(d, fd, link, &st, flags, pos);
 		if (id > 0) {	/* any file can be flock()ed */
-			int ret = locks_collect(d, fd);
+			int ret = locks_collect(d, fd, info);
 
 			if (!ret)
 				ret = collect_owner(d, fd, &st, link, id);
-			if (ret)
+			if (ret) {
+				free(info);
 				return ret;
+			}
 		}
 	}
+	free(info);
 	if (id < 0)
 		return id;
 	e = realloc(fs->fds, (fs->nr_fds + 1) * sizeof(*e));

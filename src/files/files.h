@@ -24,6 +24,9 @@ int collect_fds(struct dump_ctx *d);
 /* An fd kind memdump refuses (socket, eventfd, deleted file...): what, in why. */
 bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		    char *why, size_t len);
+/* The same with whether fd is an O_PATH one already known (its fdinfo read once). */
+bool fd_unsupported_as(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
+		       bool opath, char *why, size_t len);
 
 /* files.img, fdinfo-1.img, pipes-data.img, fifo-data.img */
 int write_files(struct dump_ctx *d);

@@ -130,14 +130,19 @@ static int leases_time_out(pid_t pid, int fd)
 	return err;
 }
 
-/* The fdinfo of fd, with its breaks already over ended (leases_time_out). */
-static ssize_t lock_fdinfo(pid_t pid, int fd, char **buf)
+/*
+ * The fdinfo of fd (info, as read for it, copied into buf), with its breaks
+ * already over ended (leases_time_out): read again then, it changed.
+ */
+static ssize_t lock_fdinfo(pid_t pid, int fd, const char *info, char **buf)
 {
-	ssize_t n = proc_fdinfo(pid, fd, buf);
 	int err;
 
-	if (n < 0 || !strstr(*buf, "BREAKING"))
-		return n;
+	*buf = strdup(info);
+	if (!*buf)
+		return -ENOMEM;
+	if (!strstr(*buf, "BREAKING"))
+		return strlen(*buf);
 	err = leases_time_out(pid, fd);
 	if (err)
 		return err;
@@ -190,11 +195,11 @@ static int add_lock(struct lock_set *ls, const struct file_lock *l)
 	return 0;
 }
 
-int locks_collect(struct dump_ctx *d, int fd)
+int locks_collect(struct dump_ctx *d, int fd, const char *info)
 {
 	struct lock_set *ls = &d->files.locks;
 	char *buf = NULL, *line, *save = NULL, kind[64];
-	ssize_t n = lock_fdinfo(d->pid, fd, &buf);
+	ssize_t n = lock_fdinfo(d->pid, fd, info, &buf);
 	unsigned int flags;
 	int ret = 0;
 

@@ -50,8 +50,8 @@ int lock_parse(const char *line, struct file_lock *l, char *kind, size_t len);
  * being taken (no new lease while one is being broken to an unlock).
  */
 int leases_on_inode(const char *dev_ino);
-/* The locks fd shows (held through its open file description). */
-int locks_collect(struct dump_ctx *d, int fd);
+/* The locks fd shows (held through its open file description); info: its fdinfo, as read. */
+int locks_collect(struct dump_ctx *d, int fd, const char *info);
 int write_locks(struct dump_ctx *d);
 void locks_free(struct lock_set *ls);
 

@@ -45,6 +45,7 @@ struct infect_thread {
 	int stop_sig;			/* the signal of its group-stop at the seize, or 0 */
 	bool sigstop_private;		/* a SIGSTOP queued for it alone at the seize */
 	int sigstops_taken;		/* SIGSTOPs it dequeued during remote syscalls */
+	uint64_t stack_lo;		/* start of the writable mapping at regs.rsp, 0: not read yet */
 };
 
 struct parasite;

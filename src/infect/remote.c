@@ -97,19 +97,11 @@ static uint64_t find_in_maps(struct infect_ctx *c, char *maps, const void *pat, 
 	return found;
 }
 
-static int find_syscall_insn(struct infect_ctx *c)
+static void find_syscall_insn(struct infect_ctx *c, char *maps)
 {
 	static const uint8_t syscall_insn[] = { 0x0f, 0x05 };
-	char path[64], *maps;
-	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
-	n = proc_read_file(path, &maps);
-	if (n < 0)
-		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
 	c->syscall_insn = find_in_maps(c, maps, syscall_insn, sizeof(syscall_insn));
-	free(maps);
-	return 0;
 }
 
 /*
@@ -117,59 +109,46 @@ static int find_syscall_insn(struct infect_ctx *c)
  * `mov $15, %eax; syscall`: where a remote syscall runs until the parasite
  * area exists (see infect_syscall).
  */
-static int find_sigreturn_insn(struct infect_ctx *c)
+static void find_sigreturn_insn(struct infect_ctx *c, char *maps)
 {
 	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
 	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
-	char path[64], *maps;
-	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
-	n = proc_read_file(path, &maps);
-	if (n < 0)
-		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
 	c->sigreturn_insn = find_in_maps(c, maps, mov_rax, sizeof(mov_rax));
 	if (c->sigreturn_insn)
 		c->sigreturn_len = sizeof(mov_rax);
 	else if ((c->sigreturn_insn = find_in_maps(c, maps, mov_eax, sizeof(mov_eax))))
 		c->sigreturn_len = sizeof(mov_eax);
-	free(maps);
-	return 0;
 }
 
 /*
  * A NUL byte the target can pass as a string: the vDSO's EI_OSABI, or, in a
  * process that unmapped its vDSO, the first one in its code.
  */
-static int find_nul_byte(struct infect_ctx *c)
+static void find_nul_byte(struct infect_ctx *c, char *maps)
 {
 	static const uint8_t nul[] = { 0 };
+
+	if (c->vdso)
+		c->nul_byte = c->vdso + 7;	/* ELF ident: EI_OSABI = 0 */
+	else
+		c->nul_byte = find_in_maps(c, maps, nul, sizeof(nul));
+}
+
+/* The three looked for in one read of /proc/PID/maps (frozen: it cannot change between). */
+static int remote_init(struct infect_ctx *c)
+{
 	char path[64], *maps;
 	ssize_t n;
 
-	if (c->vdso) {
-		c->nul_byte = c->vdso + 7;	/* ELF ident: EI_OSABI = 0 */
-		return 0;
-	}
 	snprintf(path, sizeof(path), "/proc/%d/maps", c->pid);
 	n = proc_read_file(path, &maps);
 	if (n < 0)
 		return fail((int)n, "cannot read %s: %s", path, strerror((int)-n));
-	c->nul_byte = find_in_maps(c, maps, nul, sizeof(nul));
+	find_syscall_insn(c, maps);
+	find_sigreturn_insn(c, maps);
+	find_nul_byte(c, maps);
 	free(maps);
-	return 0;
-}
-
-static int remote_init(struct infect_ctx *c)
-{
-	int ret = find_syscall_insn(c);
-
-	if (!ret)
-		ret = find_sigreturn_insn(c);
-	if (!ret)
-		ret = find_nul_byte(c);
-	if (ret)
-		return ret;
 	if (!c->syscall_insn)
 		return fail(-ENOEXEC, "no syscall instruction found in process %d's code", c->pid);
 	pr_debug("remote syscalls through the instruction at %#lx, signal return at %#lx",
@@ -248,7 +227,14 @@ static int stack_frame_build(struct infect_ctx *c, struct infect_thread *t, stru
 		return err;
 	room = (room + 63) & ~63UL;
 	sf->addr = (t->regs.rsp - RED_ZONE - room) & ~63UL;
-	err = writable_vma_start(c, t->regs.rsp, &lo);
+	/*
+	 * Read once per thread: the remote calls before the area (and the last
+	 * of the cure) map nothing at its stack, and a stack only grows down.
+	 */
+	err = t->stack_lo ? 0 : writable_vma_start(c, t->regs.rsp, &lo);
+	if (!err && !t->stack_lo)
+		t->stack_lo = lo;	/* only a writable one is kept */
+	lo = t->stack_lo;
 	if (!err && (sf->addr < lo || sf->addr > t->regs.rsp))
 		err = -ENOSPC;
 	sf->frame = err ? NULL : calloc(1, room);

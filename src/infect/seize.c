@@ -453,13 +453,33 @@ static void save_rseq(struct infect_thread *t)
 		t->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
 }
 
-/* Is SIGSTOP in the pending set KEY (SigPnd, ShdPnd) of /proc/TID/status? */
-static bool sigstop_queued(pid_t tid, const char *key)
+/* Is SIGSTOP in the pending set KEY (SigPnd, ShdPnd) of a status text? */
+static bool sigstop_in(const char *status, const char *key)
 {
 	char v[32] = "0";
 
-	proc_status_field(tid, key, v, sizeof(v));
+	status_text_field(status, key, v, sizeof(v));
 	return strtoull(v, NULL, 16) & (1ULL << (SIGSTOP - 1));
+}
+
+/*
+ * SIGSTOP queued for thread tid alone (SigPnd), and, when shared is given,
+ * for the whole process (ShdPnd, the same in every thread's status): one
+ * read of /proc/TID/status for both.
+ */
+static bool sigstop_queued(pid_t tid, bool *shared)
+{
+	char path[64], *status = NULL;
+	bool own;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	if (proc_read_file(path, &status) < 0)
+		return false;
+	own = sigstop_in(status, "SigPnd");
+	if (shared)
+		*shared = sigstop_in(status, "ShdPnd");
+	free(status);
+	return own;
 }
 
 /*
@@ -475,10 +495,11 @@ static int group_stop_signal(pid_t tid)
 	return si.si_signo == SIGTRAP ? 0 : si.si_signo;
 }
 
-static int save_thread(struct infect_thread *t)
+/* shared: where to say whether SIGSTOP is queued for the process too (the first thread's). */
+static int save_thread(struct infect_thread *t, bool *shared)
 {
 	t->stop_sig = group_stop_signal(t->tid);
-	t->sigstop_private = sigstop_queued(t->tid, "SigPnd");
+	t->sigstop_private = sigstop_queued(t->tid, shared);
 	if (ptrace(PTRACE_GETREGS, t->tid, 0, &t->regs))
 		return fail(-errno, "thread %d: cannot read registers: %s", t->tid, strerror(errno));
 	if (ptrace(PTRACE_GETSIGMASK, t->tid, sizeof(t->sigmask), &t->sigmask))
@@ -518,8 +539,6 @@ int infect_prepare(struct infect_ctx *c, pid_t pid, const volatile sig_atomic_t 
 	if (!ret)
 		ret = seize_all(c);
 	for (int i = 0; i < c->nr_threads && !ret; i++)
-		ret = save_thread(&c->threads[i]);
-	if (!ret)
-		c->sigstop_shared = sigstop_queued(c->pid, "ShdPnd");
+		ret = save_thread(&c->threads[i], i ? NULL : &c->sigstop_shared);
 	return ret;
 }

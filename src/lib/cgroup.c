@@ -61,25 +61,45 @@ static bool has_options(const char *opts, const char *want, size_t wlen)
 	return true;
 }
 
-/* The mount point of the hierarchy's root: cgroup2 for an empty controller list. */
-static int mounted_hierarchy(const char *ctl, size_t clen, char *mnt, size_t len)
+/* Is this mountinfo line a mount of the hierarchy's root? Its mount point into mnt. */
+static bool hierarchy_root_line(const char *line, const char *ctl, size_t clen, char *mnt,
+				size_t len)
 {
-	char *text = NULL, *line, *save = NULL;
+	char root[256], point[256], fstype[32], opts[512];
+	const char *dash = strstr(line, " - ");
+
+	if (!dash || sscanf(line, "%*s %*s %*s %255s %255s", root, point) != 2 ||
+	    sscanf(dash + 3, "%31s %*s %511s", fstype, opts) != 2 || strcmp(root, "/"))
+		return false;
+	if (clen ? !strcmp(fstype, "cgroup") && has_options(opts, ctl, clen)
+		 : !strcmp(fstype, "cgroup2")) {
+		snprintf(mnt, len, "%s", point);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The mount point of the hierarchy's root in mountinfo (memdump's own, read
+ * now when NULL): cgroup2 for an empty controller list.
+ */
+static int mounted_hierarchy(const char *mountinfo, const char *ctl, size_t clen, char *mnt,
+			     size_t len)
+{
+	char *text = NULL, line[2048];
 	int ret = -ENOENT;
 
-	if (proc_read_file("/proc/self/mountinfo", &text) < 0)
+	if (!mountinfo && proc_read_file("/proc/self/mountinfo", &text) < 0)
 		return -EIO;
-	for (line = strtok_r(text, "\n", &save); line && ret; line = strtok_r(NULL, "\n", &save)) {
-		char root[256], point[256], fstype[32], opts[512];
-		const char *dash = strstr(line, " - ");
+	for (const char *p = mountinfo ? mountinfo : text; p && *p && ret;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t n = strcspn(p, "\n");
 
-		if (!dash || sscanf(line, "%*s %*s %*s %255s %255s", root, point) != 2 ||
-		    sscanf(dash + 3, "%31s %*s %511s", fstype, opts) != 2 || strcmp(root, "/"))
-			continue;
-		if (clen ? !strcmp(fstype, "cgroup") && has_options(opts, ctl, clen)
-			 : !strcmp(fstype, "cgroup2")) {
-			snprintf(mnt, len, "%s", point);
-			ret = 0;
+		if (n < sizeof(line)) {
+			memcpy(line, p, n);
+			line[n] = 0;
+			if (hierarchy_root_line(line, ctl, clen, mnt, len))
+				ret = 0;
 		}
 	}
 	free(text);
@@ -160,16 +180,22 @@ static int unmounted_hierarchy(const char *ctl, size_t clen, char *mnt, size_t l
 	return 0;
 }
 
-static int hierarchy_mount(const char *ctl, size_t clen, char *mnt, size_t len)
+static int hierarchy_mount(const char *mountinfo, const char *ctl, size_t clen, char *mnt,
+			   size_t len)
 {
-	int ret = mounted_hierarchy(ctl, clen, mnt, len);
+	int ret = mounted_hierarchy(mountinfo, ctl, clen, mnt, len);
 
 	return ret == -ENOENT ? unmounted_hierarchy(ctl, clen, mnt, len) : ret;
 }
 
 int cgroup_mount_of(const char *ctl, char *mnt, size_t len)
 {
-	return hierarchy_mount(ctl, strlen(ctl), mnt, len);
+	return hierarchy_mount(NULL, ctl, strlen(ctl), mnt, len);
+}
+
+int cgroup_mount_in(const char *mountinfo, const char *ctl, char *mnt, size_t len)
+{
+	return hierarchy_mount(mountinfo, ctl, strlen(ctl), mnt, len);
 }
 
 int cgroup_dir_path(const char *line, char *out, size_t len)
@@ -182,7 +208,7 @@ int cgroup_dir_path(const char *line, char *out, size_t len)
 	if (!path)
 		return -EINVAL;
 	ctl++;
-	ret = hierarchy_mount(ctl, path - ctl, mnt, sizeof(mnt));
+	ret = hierarchy_mount(NULL, ctl, path - ctl, mnt, sizeof(mnt));
 	if (ret)
 		return ret;
 	path++;

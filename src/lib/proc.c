@@ -128,31 +128,33 @@ int proc_read_stat_path(const char *path, struct proc_stat *st)
 	return 0;
 }
 
-/* The value of line key of the status file at path, blanks before it left out. */
-static int status_field_at(const char *path, const char *key, char *out, size_t outlen)
+int status_text_field(const char *text, const char *key, char *out, size_t outlen)
 {
-	char *buf, *p;
 	size_t klen = strlen(key);
-	ssize_t len;
-	int ret = -ENOENT;
 
-	len = proc_read_file(path, &buf);
-	if (len < 0)
-		return len;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
 		if (!strncmp(p, key, klen) && p[klen] == ':') {
-			char *v = p + klen + 1, *e;
+			const char *v = p + klen + 1;
 
 			while (*v == ' ' || *v == '\t')
 				v++;
-			e = strchr(v, '\n');
-			if (e)
-				*e = 0;
-			snprintf(out, outlen, "%s", v);
-			ret = 0;
-			break;
+			snprintf(out, outlen, "%.*s", (int)strcspn(v, "\n"), v);
+			return 0;
 		}
 	}
+	return -ENOENT;
+}
+
+/* The value of line key of the status file at path, blanks before it left out. */
+static int status_field_at(const char *path, const char *key, char *out, size_t outlen)
+{
+	char *buf;
+	ssize_t len = proc_read_file(path, &buf);
+	int ret;
+
+	if (len < 0)
+		return len;
+	ret = status_text_field(buf, key, out, outlen);
 	free(buf);
 	return ret;
 }

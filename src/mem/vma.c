@@ -487,6 +487,7 @@ static bool area_not_locked(const struct dump_ctx *d)
 	uint64_t seen = 0;
 	char v[32];
 
+	/* read again, not collect_task's: it must see the area, mapped since */
 	if (proc_status_field(d->pid, "VmLck", v, sizeof(v)))
 		return false;
 	for (int i = 0; i < d->nr_vmas; i++)

@@ -45,6 +45,7 @@ struct cg_build {
 	void **mem;
 	size_t nr, max;
 	size_t nr_below;	/* directories recorded below the process's cgroups */
+	const char *mountinfo;	/* memdump's, read once for every hierarchy (NULL: each time) */
 };
 
 /* Cgroups below the process's own recorded at most (more: the dump refuses). */
@@ -346,7 +347,7 @@ static int add_all_below(struct cg_build *b, CgroupEntry *cg)
 			for (size_t k = 0; k < cg->n_controllers && !ce; k++)
 				if (controller_has_name(cg->controllers[k], m->name))
 					ce = cg->controllers[k];
-			if (!*rel || !ce || cgroup_mount_of(m->name, mnt, sizeof(mnt)))
+			if (!*rel || !ce || cgroup_mount_in(b->mountinfo, m->name, mnt, sizeof(mnt)))
 				continue;
 			de = find_path(ce->dirs, ce->n_dirs, rel);
 			if (de)		/* again for a second set: nothing new */
@@ -419,7 +420,7 @@ static int add_line(struct cg_build *b, const char *line, CgSetEntry *set, Cgrou
 	ce = controller_of(b, cg, ctl);
 	if (!ce)
 		return -ENOMEM;
-	if (cgroup_mount_of(ctl, mnt, sizeof(mnt)))
+	if (cgroup_mount_in(b->mountinfo, ctl, mnt, sizeof(mnt)))
 		return 0;	/* not mounted here: no properties to read */
 	return insert_chain(b, mnt, c2 + 1, !*ctl, ce, cap);
 }
@@ -486,8 +487,11 @@ int write_cgroups(struct dump_ctx *d, const char *cgroup_text)
 	struct cg_build b = { 0 };
 	char **texts = cg_keep(&b, calloc(d->nr_threads + 1, sizeof(*texts)));
 	struct image *img;
+	char *mountinfo = NULL;
 	int ret;
 
+	if (proc_read_file("/proc/self/mountinfo", &mountinfo) >= 0)
+		b.mountinfo = cg_keep(&b, mountinfo);	/* else each look reads it (and fails) */
 	cg.sets = cg_keep(&b, calloc(d->nr_threads + 1, sizeof(*cg.sets)));
 	ret = texts && cg.sets ? add_set(&b, &cg, CG_SET_ID, cgroup_text, d->nr_threads + 1)
 			       : -ENOMEM;

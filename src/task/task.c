@@ -76,35 +76,36 @@ static int get_auxv(struct dump_ctx *d, struct task_state *ts)
 	return 0;
 }
 
-static uint64_t status_hex(pid_t pid, const char *key)
+static uint64_t status_hex(const char *status, const char *key)
 {
 	char v[64] = "0";
 
-	proc_status_field(pid, key, v, sizeof(v));
+	status_text_field(status, key, v, sizeof(v));
 	return strtoull(v, NULL, 16);
 }
 
-static void status_ids(pid_t pid, const char *key, uint32_t out[4])
+static void status_ids(const char *status, const char *key, uint32_t out[4])
 {
 	char v[128] = "";
 
-	proc_status_field(pid, key, v, sizeof(v));
+	status_text_field(status, key, v, sizeof(v));
 	sscanf(v, "%u %u %u %u", &out[0], &out[1], &out[2], &out[3]);
 }
 
-bool task_proc_creds(pid_t pid, struct creds *c)
+/* The creds of a status file's text (see task_proc_creds). */
+static bool creds_from_status(const char *status, struct creds *c)
 {
 	char v[CREDS_MAX_GROUPS * 11 + 64] = "", *p = v, *end;
 	bool more;
 
-	status_ids(pid, "Uid", c->uid);
-	status_ids(pid, "Gid", c->gid);
-	c->cap_inh = status_hex(pid, "CapInh");
-	c->cap_prm = status_hex(pid, "CapPrm");
-	c->cap_eff = status_hex(pid, "CapEff");
-	c->cap_bnd = status_hex(pid, "CapBnd");
-	c->cap_amb = status_hex(pid, "CapAmb");
-	proc_status_field(pid, "Groups", v, sizeof(v));
+	status_ids(status, "Uid", c->uid);
+	status_ids(status, "Gid", c->gid);
+	c->cap_inh = status_hex(status, "CapInh");
+	c->cap_prm = status_hex(status, "CapPrm");
+	c->cap_eff = status_hex(status, "CapEff");
+	c->cap_bnd = status_hex(status, "CapBnd");
+	c->cap_amb = status_hex(status, "CapAmb");
+	status_text_field(status, "Groups", v, sizeof(v));
 	while (c->nr_groups < (int)ARRAY_SIZE(c->groups)) {
 		unsigned long g = strtoul(p, &end, 10);
 
@@ -114,12 +115,30 @@ bool task_proc_creds(pid_t pid, struct creds *c)
 		p = end;
 	}
 	more = strtoul(p, &end, 10) || end != p;
-	if (!proc_status_field(pid, "NoNewPrivs", v, sizeof(v)))
+	if (!status_text_field(status, "NoNewPrivs", v, sizeof(v)))
 		c->no_new_privs = atoi(v);
 	return !more;
 }
 
-static void get_misc(pid_t pid, struct task_state *ts)
+/* /proc/PID/status once: every field of it from the same read. */
+static char *read_status(pid_t pid)
+{
+	char path[64], *text = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	return proc_read_file(path, &text) < 0 ? NULL : text;
+}
+
+bool task_proc_creds(pid_t pid, struct creds *c)
+{
+	char *status = read_status(pid);
+	bool ret = creds_from_status(status ? status : "", c);
+
+	free(status);
+	return ret;
+}
+
+static void get_misc(pid_t pid, const char *status, struct task_state *ts)
 {
 	char path[64], v[64] = "";
 	FILE *f;
@@ -131,9 +150,9 @@ static void get_misc(pid_t pid, struct task_state *ts)
 			ts->personality = 0;
 		fclose(f);
 	}
-	if (!proc_status_field(pid, "Umask", v, sizeof(v)))
+	if (!status_text_field(status, "Umask", v, sizeof(v)))
 		ts->umask = strtoul(v, NULL, 8);
-	if (!proc_status_field(pid, "THP_enabled", v, sizeof(v)))
+	if (!status_text_field(status, "THP_enabled", v, sizeof(v)))
 		ts->thp_disabled = atoi(v) == 0;
 }
 
@@ -187,6 +206,7 @@ static int get_rlimits(pid_t pid, struct task_state *ts)
 
 int collect_task(struct dump_ctx *d, struct task_state *ts)
 {
+	char *status;
 	int ret;
 
 	ret = proc_read_stat(d->pid, &ts->stat);
@@ -195,8 +215,12 @@ int collect_task(struct dump_ctx *d, struct task_state *ts)
 	ret = get_auxv(d, ts);
 	if (ret)
 		return ret;
-	task_proc_creds(d->pid, &ts->creds);
-	get_misc(d->pid, ts);
+	status = read_status(d->pid);
+	if (!status)
+		return fail(-EIO, "cannot read /proc/%d/status", d->pid);
+	creds_from_status(status, &ts->creds);	/* more groups: refused before the freeze */
+	get_misc(d->pid, status, ts);
+	free(status);
 	ret = get_rlimits(d->pid, ts);
 	if (ret)
 		return ret;
