@@ -310,8 +310,8 @@ restore_enc_stream_pass() {
 	(( MD_RC == 0 )) || fail "restore --stream exited with $MD_RC"
 }
 
-# dump --stream | restore --stream, pack and unpack of an encrypted set
-case_enc_stream() {
+# enc_stream_dump: t-secret dumped with --stream - --encrypt into $T/s (TMPDIR $T/tmp), killed
+enc_stream_dump() {
 	enc_keys
 	mkdir -p "$T/tmp"
 	start_prog t-secret "$ENC_MB"
@@ -319,6 +319,11 @@ case_enc_stream() {
 		--encrypt "$T/key" | cat > "$T/s" ) 2> "$T/dump.err" ||
 		fail "dump --stream failed: $(cat "$T/dump.err")"
 	expect_killed "$PID"
+}
+
+# dump --stream | restore --stream, pack and unpack of an encrypted set
+case_enc_stream() {
+	enc_stream_dump
 	expect_no_secret "$T/s" "$T/tmp"
 	md_in "$T/s" unpack unpack --decrypt "$T/key" "$T/u" || fail "unpack failed: $(tail -n1 "$MD_ERR")"
 	expect_sealed "$T/u"
@@ -456,13 +461,7 @@ restore_stream_refused() {
 # from a changed unpacked set): each refused in one line, nothing restored,
 # nothing left behind; unpack refuses the last with the key and names the chunk.
 case_stream_bad_enc() {
-	enc_keys
-	mkdir -p "$T/tmp"
-	start_prog t-secret "$ENC_MB"
-	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - \
-		--encrypt "$T/key" | cat > "$T/s" ) 2> "$T/dump.err" ||
-		fail "dump --stream failed: $(cat "$T/dump.err")"
-	expect_killed "$PID"
+	enc_stream_dump
 	restore_stream_refused nokey "$T/s" "is encrypted"
 	restore_stream_refused key2 "$T/s" "wrong key" --decrypt "$T/key2"
 	md_in "$T/s" unpack unpack "$T/u" || fail "unpack without the key failed: $(tail -n1 "$MD_ERR")"
