@@ -743,12 +743,14 @@ case_err_memdump_killed() {
 	local sig=$1
 	start_big
 	MD_ERR=$T/md.dump.err
-	"$MEMDUMP" dump -t "$PID" -D "$T/d" 2> "$MD_ERR" &
+	# held half way through the pages: on a loaded machine the dump could end first
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=$(( OP_TIMEOUT * 2 )) \
+		"$MEMDUMP" dump -t "$PID" -D "$T/d" 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_seized "$PID" "$mdpid"
+	wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" ||
+		fail "the dump never got half way: $(tail -n1 "$MD_ERR")"
 	kill -0 "$mdpid" 2>/dev/null || fail "dump finished before memdump could be killed"
-	sleep 0.1
 	kill "-$sig" "$mdpid"
 	note "sent SIG$sig to memdump $mdpid during the dump"
 	# the worker stops writing pages at once: the target runs again within seconds
