@@ -25,11 +25,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -146,19 +147,19 @@ static void all_in(struct lazy_remote *lr)
 		"migration's source", lr->pid);
 }
 
-/* The answer to a request, within the bounded wait: 0, or -ETIMEDOUT with why. */
-static int await_answer(struct lazy_remote *lr, uint64_t off, uint64_t len)
+/*
+ * A read of the answer to req that failed: every read waits at most the bounded
+ * wait (SO_RCVTIMEO, remote_open), so a migrate-receive stopped before or in the
+ * middle of an answer ends the fetch (a stop mid-answer used to block for ever).
+ */
+static int answer_failed(struct lazy_remote *lr, int ret, const uint64_t req[2])
 {
-	struct pollfd p = { lr->sock, POLLIN, 0 };
-	int ret;
-
-	while ((ret = poll(&p, 1, lr->timeout_ms)) < 0 && errno == EINTR)
-		;
-	if (ret)
-		return 0;	/* readable, or an error the read says */
+	if (ret != -EAGAIN && ret != -EWOULDBLOCK)
+		return lost(lr, ret);
 	snprintf(lr->why, sizeof(lr->why), "no answer in %d s for bytes %#llx-%#llx of "
 		 "pages-1.img from the migration's source (memdump migrate-receive stopped?)",
-		 lr->timeout_ms / 1000, (unsigned long long)off, (unsigned long long)(off + len));
+		 lr->timeout_ms / 1000, (unsigned long long)req[0],
+		 (unsigned long long)(req[0] + req[1]));
 	return -ETIMEDOUT;
 }
 
@@ -174,12 +175,9 @@ static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 	ret = fd_write_full(lr->sock, req, sizeof(req));
 	if (ret)
 		return lost(lr, ret);
-	ret = await_answer(lr, req[0], req[1]);
-	if (ret)
-		return ret;
 	ret = fd_read_full(lr->sock, &a, sizeof(a));
 	if (ret)
-		return lost(lr, ret);
+		return answer_failed(lr, ret, req);
 	if (a.status < 0) {
 		char msg[512];
 		uint32_t m = a.msg_len < sizeof(msg) ? a.msg_len : sizeof(msg) - 1;
@@ -195,7 +193,7 @@ static int fetch_pages(struct lazy_remote *lr, uint64_t pg, uint64_t n)
 		return lost(lr, -EPROTO);
 	ret = fd_read_full(lr->sock, lr->buf, a.len);
 	if (ret)
-		return lost(lr, ret);
+		return answer_failed(lr, ret, req);
 	if (pwrite(lr->fd, lr->buf, a.len, (off_t)req[0]) != (ssize_t)a.len) {
 		snprintf(lr->why, sizeof(lr->why), "cannot write pages-1.img: %s", strerror(errno));
 		return -EIO;
@@ -233,6 +231,14 @@ int lazy_remote_fetch(struct lazy_remote *lr, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Every read of sock waits at most ms (SO_RCVTIMEO): then EAGAIN. */
+static int set_read_bound(int sock, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	return setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 static int remote_open(struct rst *r, int sock)
 {
 	struct lazy_remote *lr = calloc(1, sizeof(*lr));
@@ -245,6 +251,8 @@ static int remote_open(struct rst *r, int sock)
 	lr->pid = r->pid;
 	lr->timeout_ms = timeout_ms();
 	r->lazy_remote = lr;
+	if (set_read_bound(sock, lr->timeout_ms))
+		return fail(-errno, "cannot bound the wait for migrate-receive: %s", strerror(errno));
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->ds.pages_fd);
 	lr->fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (lr->fd < 0 || fstat(lr->fd, &st))
