@@ -452,7 +452,7 @@ static int freeze_stable(struct tree_dump *td)
 		if (!ret)
 			ret = freeze_all(td);
 		if (!ret && !tree_changed(td))	/* frozen: on a refusal run() resumes it */
-			return sk_tree_index(td->t) ?: check_tree(td);
+			return (td->n > 1 ? sk_tree_index(td->t) : 0) ?: check_tree(td);
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret && !tree_changed(td)) {
