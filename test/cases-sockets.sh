@@ -97,6 +97,17 @@ add sk-tcp-listen case_sk_rst t-socket
 add sk-inet case_sk_rst t-sockinet
 add sk-inet-lr case_sk_lr t-sockinet
 
+# a UDP socket holding a corked datagram (UDP_CORK, zdtm socket_udp-corked): refused by
+# name, and the program's datagram goes out whole once it pulls the cork (the restored
+# cork itself: t-sockinet's check in sk-inet)
+case_sk_udp_corked() {
+	start_prog t-sockinet corked
+	expect_dump_refused "$PID" "UDP socket.*datagrams not sent yet \\(corked by UDP_CORK"
+	expect_untraced "$PID"
+	check_child_pass
+}
+add sk-udp-corked-refused case_sk_udp_corked
+
 # --ext-unix-sk: datagram sockets connected to sockets of a process outside the
 # dump (one bound to a path, one abstract, as /dev/log and systemd's are) are
 # connected to those names again: what the restored process sends on them

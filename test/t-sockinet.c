@@ -4,8 +4,11 @@
  * socket with UDPLITE_RECV_CSCOV, a connected one with UDPLITE_SEND_CSCOV,
  * which must still reach it), and (argument "est") an established
  * TCP connection to itself with data queued both ways, unread and unsent,
- * which carries new data both ways after.
- * usage: t-sockinet DIR [est]
+ * which carries new data both ways after. A connected UDP socket with
+ * UDP_CORK set holds what it sends until the cork is pulled; with argument
+ * "corked" it already holds a datagram at the dump, which the dump refuses
+ * (the program then finds it delivered once uncorked).
+ * usage: t-sockinet DIR [est|corked]
  * READY <pid> <tcp4 port> <tcp6 port> */
 #include "tlib.h"
 
@@ -13,17 +16,18 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 
 #define UDPLITE_SEND_CSCOV	10
 #define UDPLITE_RECV_CSCOV	11
 
-static int l4, l6, u4, uc, cli, srv;
+static int l4, l6, u4, uc, uk, cli, srv;
 static int ul[2], ulc[2];	/* UDP-lite: v4, v6 */
 static struct sockaddr_in a4 = { .sin_family = AF_INET };
 static struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
-static bool est;
+static bool est, corked;
 
 static void must(int ok, const char *what) { if (!ok) t_fail("%s: %s", what, strerror(errno)); }
 
@@ -88,6 +92,11 @@ static void setup(void)
 	getsockname(u4, (struct sockaddr *)&u, &l);
 	uc = socket(AF_INET, SOCK_DGRAM, 0);
 	must(!connect(uc, (struct sockaddr *)&u, sizeof(u)), "connect udp");
+	uk = socket(AF_INET, SOCK_DGRAM, 0);
+	must(!setsockopt(uk, SOL_UDP, UDP_CORK, &one, sizeof(one)), "UDP_CORK");
+	must(!connect(uk, (struct sockaddr *)&u, sizeof(u)), "connect corked udp");
+	if (corked)
+		must(send(uk, "held", 4, 0) == 4, "send on the corked UDP socket");
 	setup_lite(0, AF_INET);
 	setup_lite(1, AF_INET6);
 	if (!est)
@@ -129,6 +138,26 @@ static void check_listen(int l, struct sockaddr *a, socklen_t al, int family)
 	close(s);
 }
 
+/* The corked socket holds "held" (corked mode) then "cork", and sends them as one once uncorked. */
+static void check_cork(void)
+{
+	char buf[16];
+	const char *want = corked ? "heldcork" : "cork";
+	int zero = 0;
+	ssize_t n;
+
+	if (opt(uk, SOL_UDP, UDP_CORK) != 1)
+		t_fail("UDP_CORK lost");
+	must(send(uk, "cork", 4, 0) == 4, "send on the corked UDP socket");
+	if (recv(u4, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		t_fail("a corked datagram was sent before the cork was pulled");
+	must(!setsockopt(uk, SOL_UDP, UDP_CORK, &zero, sizeof(zero)), "pull UDP_CORK");
+	n = recv(u4, buf, sizeof(buf), 0);
+	if (n != (ssize_t)strlen(want) || memcmp(buf, want, n))
+		t_fail("uncorked datagram: got %zd bytes '%.*s', want '%s'", n, (int)(n > 0 ? n : 0),
+		       buf, want);
+}
+
 static void check(void)
 {
 	struct sockaddr_in n4;
@@ -153,6 +182,7 @@ static void check(void)
 	must(send(uc, "udp", 3, 0) == 3, "send on the connected UDP socket");
 	if (recv(u4, buf, sizeof(buf), 0) != 3 || memcmp(buf, "udp", 3))
 		t_fail("UDP datagram not received by the bound socket");
+	check_cork();
 	check_lite(0);
 	check_lite(1);
 	if (!est)
@@ -172,6 +202,7 @@ int main(int argc, char **argv)
 {
 	t_init(argc, argv, SA_RESTART);
 	est = argc > 2 && !strcmp(argv[2], "est");
+	corked = argc > 2 && !strcmp(argv[2], "corked");
 	setup();
 	t_ready("%u %u", ntohs(a4.sin_port), ntohs(a6.sin6_port));
 	t_wait_usr1();

@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
@@ -54,6 +55,32 @@ static bool udp_queued(int copy, const struct sk_diag *s)
 static bool peer_of_unconnected(int copy, int family, struct sockaddr_storage *ss);
 
 /*
+ * Bytes of datagrams a UDP or raw socket holds and has not sent (SIOCOUTQ:
+ * the memory its send queue holds). Corked ones (UDP_CORK, MSG_MORE) stay
+ * until the process sends again, and a restore cannot put them back; a
+ * datagram on its way out is freed within moments, so a non-zero count is
+ * asked again for up to 20 ms before it counts.
+ */
+static int dgram_unsent(int copy)
+{
+	int n = 0;
+
+	for (int i = 0; i < 10; i++) {
+		if (ioctl(copy, SIOCOUTQ, &n) || n <= 0)
+			return 0;
+		usleep(2000);
+	}
+	return n;
+}
+
+static const char *unsent_why(int n, char *buf, size_t len)
+{
+	snprintf(buf, len, "it holds datagrams not sent yet (corked by UDP_CORK or MSG_MORE; %d "
+		 "bytes of send queue), which a restore cannot put back", n);
+	return buf;
+}
+
+/*
  * A socket in TCP_CLOSE that had a connection: it keeps its two names
  * (getsockname, SO_PEERNAME), and its receive queue (tcp_conn_over).
  */
@@ -75,9 +102,10 @@ static bool is_ping(int type, int proto)
  * process. Its queue: sock_diag's (raw), or, nothing pending to take, a peek
  * at the first datagram (ping sockets are in no sock_diag table).
  */
-static const char *raw_unsupported(int copy, const struct sk_diag *s)
+static const char *raw_unsupported(int copy, const struct sk_diag *s, char *buf, size_t len)
 {
 	struct pollfd p = { .fd = copy, .events = POLLIN };
+	int unsent = dgram_unsent(copy);
 	char c;
 
 	if (poll(&p, 1, 0) < 0)
@@ -85,6 +113,8 @@ static const char *raw_unsupported(int copy, const struct sk_diag *s)
 	if (p.revents & POLLERR)
 		return "an error is pending on it (sk_err or its error queue), which memdump "
 		       "cannot restore";
+	if (unsent)
+		return unsent_why(unsent, buf, len);
 	if (s)
 		return s->rqueue ? "it has datagrams queued, which memdump does not dump" : NULL;
 	if ((p.revents & POLLIN) && recv(copy, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
@@ -127,7 +157,8 @@ static bool in_thread_netns(int copy)
  * target's own saved one (the dumping thread is in it), whose range the
  * restore writes back before the sockets are made (ns/netns_sysctl.c).
  */
-static const char *ping_unsupported(int copy, int proto, const struct sk_set *set)
+static const char *ping_unsupported(int copy, int proto, const struct sk_set *set, char *buf,
+				    size_t len)
 {
 	int family = sk_int_opt(copy, SOL_SOCKET, SO_DOMAIN), fd;
 	bool home = in_home_netns(copy);
@@ -143,7 +174,7 @@ static const char *ping_unsupported(int copy, int proto, const struct sk_set *se
 			      "namespace to restore it (its net.ipv4.ping_group_range leaves "
 			      "memdump's group out)";
 	close(fd);
-	return raw_unsupported(copy, NULL);
+	return raw_unsupported(copy, NULL, buf, len);
 }
 
 /*
@@ -229,14 +260,18 @@ const char *sk_inet_unsupported(int copy, const struct sk_diag *s, const struct 
 	socklen_t l = sizeof(ti);
 
 	if (type == SOCK_DGRAM && (proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE)) {
+		int unsent = dgram_unsent(copy);
+
+		if (unsent)
+			return unsent_why(unsent, buf, len);
 		if (!udp_queued(copy, s))
 			return NULL;
 		return "it has datagrams queued, whose senders a restore could not be";
 	}
 	if (is_ping(type, proto))
-		return ping_unsupported(copy, proto, set);
+		return ping_unsupported(copy, proto, set, buf, len);
 	if (type == SOCK_RAW)
-		return raw_unsupported(copy, s);
+		return raw_unsupported(copy, s, buf, len);
 	if (type != SOCK_STREAM || proto != IPPROTO_TCP)
 		return "memdump dumps TCP, UDP, UDP-lite, ICMP and raw sockets only";
 	memset(&ti, 0, sizeof(ti));
@@ -340,6 +375,8 @@ static void read_ip_opts(int copy, struct sk_inet *in)
 		       sk_int_opt(copy, IPPROTO_IP, IP_TTL);
 	if (in->type == SOCK_RAW)
 		read_raw_opts(copy, in);
+	if (in->proto == IPPROTO_UDP || in->proto == IPPROTO_UDPLITE)
+		in->cork = sk_int_opt(copy, SOL_UDP, UDP_CORK);
 	if (in->proto == IPPROTO_UDPLITE) {
 		in->send_cscov = sk_int_opt(copy, SOL_UDPLITE, UDPLITE_SEND_CSCOV);
 		in->recv_cscov = sk_int_opt(copy, SOL_UDPLITE, UDPLITE_RECV_CSCOV);
@@ -478,6 +515,8 @@ int sk_inet_write(const struct file_desc *f, struct image *files)
 	e.ip_opts = &ip;
 	e.has_shutdown = true;
 	e.shutdown = in->shutdown;
+	if ((in->proto == IPPROTO_UDP || in->proto == IPPROTO_UDPLITE) && in->cork > 0)
+		e.has_udp_cork = e.udp_cork = true;
 	if (in->proto == IPPROTO_UDPLITE) {
 		e.has_udplite_send_cscov = e.has_udplite_recv_cscov = true;
 		e.udplite_send_cscov = in->send_cscov;

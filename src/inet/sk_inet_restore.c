@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
 
 #include "common.h"
 #include "kernel_uapi.h"
@@ -107,12 +108,15 @@ static int set_ip_opts(int fd, const InetSkEntry *e)
 	return ret;
 }
 
-static int set_udplite_opts(int fd, const InetSkEntry *e)
+/* UDP_CORK (UDP and UDP-lite), and UDP-lite's checksum coverage. */
+static int set_udp_opts(int fd, const InetSkEntry *e)
 {
 	int ret = 0;
 
-	if (e->proto != IPPROTO_UDPLITE)
-		return 0;
+	if (e->has_udp_cork && e->udp_cork)
+		ret = sk_keep_int_opt(fd, SOL_UDP, UDP_CORK, 1);
+	if (ret || e->proto != IPPROTO_UDPLITE)
+		return ret;
 	if (e->has_udplite_send_cscov)
 		ret = sk_keep_int_opt(fd, SOL_UDPLITE, UDPLITE_SEND_CSCOV, e->udplite_send_cscov);
 	if (!ret && e->has_udplite_recv_cscov)
@@ -174,11 +178,11 @@ static int set_options(int fd, const InetSkEntry *e)
 	if (!ret)
 		ret = set_tcp_opts(fd, e);
 	if (!ret)
-		ret = set_udplite_opts(fd, e);
+		ret = set_udp_opts(fd, e);
 	if (!ret)
 		ret = set_raw_opts(fd, e);
 	if (ret)
-		return inet_fail(e, ret, "cannot set its IP, TCP, UDP-lite or raw options");
+		return inet_fail(e, ret, "cannot set its IP, TCP, UDP or raw options");
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
 		return inet_fail(e, -errno, "SO_REUSEADDR");
 	return 0;
