@@ -462,10 +462,19 @@ mntnest_check() {
 	return 0
 }
 
+# the pivot mode's child: its own namespace, its root not its parent's
+mntnest_pivot_check() {
+	[[ $(readlink /proc/"$2"/ns/mnt) != "$(readlink /proc/"$1"/ns/mnt)" ]] ||
+		fail "the child is in its parent's mount namespace"
+	[[ $(stat -L -c %i /proc/"$2"/root) == "$(stat -c %i "$T/mntnest-root")" ]] ||
+		fail "the child's root is not $T/mntnest-root"
+}
+
 mntnest_run() {
 	START_WRAP=$1 start_prog t-mntnest "${@:2}"
-	local kid=${READY[2]}
-	mntnest_check "$PID" "$kid"
+	local kid=${READY[2]} check=mntnest_check
+	[[ ${2:-} == pivot ]] && check=mntnest_pivot_check
+	$check "$PID" "$kid"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	[[ -s $T/d/proc-$kid/mountpoints-2.img ]] || fail "no mountpoints-2.img in the child's set"
@@ -475,7 +484,7 @@ mntnest_run() {
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
-	mntnest_check "$PID" "$kid"
+	$check "$PID" "$kid"
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -495,6 +504,11 @@ case_mntns_nest_own() {
 # mntns_open): opened there again (root_mntns), on the parent's mount
 case_mntns_nest_open() { mntnest_run "" open; }
 
+# the child pivoted into a root of its own (a bind) holding a file its
+# parent opened and holds too (inherited stdio, zdtm mntns_pivot_root):
+# one description again, opened where the parent is
+case_mntns_nest_pivot() { mntnest_run "" pivot; }
+
 # the same file deleted: refused by name, the tree left running
 case_mntns_nest_refuse() {
 	start_prog t-mntnest opendel
@@ -508,6 +522,7 @@ case_mntns_nest_refuse() {
 add mntns-nest case_mntns_nest
 add mntns-nest-own case_mntns_nest_own
 add mntns-nest-open case_mntns_nest_open
+add mntns-nest-pivot case_mntns_nest_pivot
 add mntns-nest-refuse case_mntns_nest_refuse
 
 # mounts_same BEFORE: the restored $PID's mounts under /h (mounts_of, sorted) are BEFORE

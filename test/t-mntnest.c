@@ -8,7 +8,13 @@
  * `open`: the child also holds a file the parent opened before the fork, and
  * the parent closed its own fd (zdtm mntns_open): still on the parent's
  * mount, not one of the child's namespace, offset and content kept;
- * `opendel`: the same file, deleted (refused).
+ * `opendel`: the same file, deleted (refused);
+ * `pivot`: the child does not mount the tmpfs but pivots into a bind of
+ * DIR/mntnest-root (the old root detached), still holding the file the
+ * parent opened before the fork and holds too (its stdio likewise): on
+ * return the child finds the file's offset and content, moves the offset,
+ * and the parent sees it moved (one description, opened outside the child's
+ * root: zdtm mntns_pivot_root's inherited stdio).
  * READY <parent> <child> */
 #include "tlib.h"
 #include <fcntl.h>
@@ -144,6 +150,44 @@ static int check_held(pid_t parent)
 	return 0;
 }
 
+/* pivot: into a bind of DIR/mntnest-root, the old root gone from the namespace */
+static void pivot_child(void)
+{
+	char root[4200], old[4300];
+
+	snprintf(root, sizeof(root), "%s/mntnest-root", t_dir);
+	snprintf(old, sizeof(old), "%s/old", root);
+	if ((mkdir(root, 0700) && errno != EEXIST) || mount(root, root, NULL, MS_BIND, NULL) ||
+	    (mkdir(old, 0700) && errno != EEXIST) || chdir(root) ||
+	    syscall(SYS_pivot_root, ".", "old") || chdir("/") || umount2("/old", MNT_DETACH))
+		t_fail("pivot_root into %s: %m", root);
+}
+
+static int check_pivot(void)
+{
+	char buf[16] = { 0 };
+
+	if (lseek(held_fd, 0, SEEK_CUR) != 2 || pread(held_fd, buf, 5, 0) != 5 ||
+	    strcmp(buf, "held\n"))
+		return fprintf(stderr, "child: the held file lost its offset or content\n"), 1;
+	if (!access(t_dir, F_OK) || access("/old", F_OK))
+		return fprintf(stderr, "child: not in its own root\n"), 1;
+	return lseek(held_fd, 4, SEEK_SET) != 4;
+}
+
+static void __attribute__((noreturn)) child_pivot(int ready)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		t_fail("unshare: %m");
+	drop_transient();
+	pivot_child();
+	if (write(ready, "c", 1) != 1)
+		_exit(3);
+	t_wait_usr1();
+	_exit(check_pivot());
+}
+
 static void __attribute__((noreturn)) child(pid_t parent, bool grand, int ready)
 {
 	pid_t g = 0;
@@ -189,7 +233,8 @@ int main(int argc, char **argv)
 {
 	bool grand = argc > 2 && !strcmp(argv[2], "grand");
 	bool del = argc > 2 && !strcmp(argv[2], "opendel");
-	bool held = del || (argc > 2 && !strcmp(argv[2], "open"));
+	bool pivot = argc > 2 && !strcmp(argv[2], "pivot");
+	bool held = del || pivot || (argc > 2 && !strcmp(argv[2], "open"));
 	int p[2], st, pfd = -1;
 	char c;
 	pid_t kid;
@@ -215,10 +260,12 @@ int main(int argc, char **argv)
 	kid = fork();
 	if (kid < 0)
 		t_fail("fork: %m");
+	if (!kid && pivot)
+		child_pivot(p[1]);
 	if (!kid)
 		child(t_pid, grand, p[1]);
 	close(p[1]);
-	if (pfd >= 0)
+	if (pfd >= 0 && !pivot)
 		close(pfd);	/* the child's alone */
 	for (int n = grand ? 2 : 1; n > 0; n--)
 		if (read(p[0], &c, 1) != 1)
@@ -233,8 +280,11 @@ int main(int argc, char **argv)
 	kill(kid, SIGUSR1);
 	if (waitpid(kid, &st, 0) != kid || !WIFEXITED(st) || WEXITSTATUS(st))
 		t_fail("the child failed its checks (%#x)", st);
+	if (pivot && lseek(pfd, 0, SEEK_CUR) != 4)
+		t_fail("the child's move of the held file's offset is not the parent's: two "
+		       "descriptions");
 	if (on_tmpfs(dir) || !access(file, F_OK))
 		t_fail("the parent sees the child's tmpfs after the restore");
 	rmdir(dir);
-	t_pass(grand ? "grand" : held ? "open" : "");
+	t_pass(grand ? "grand" : pivot ? "pivot" : held ? "open" : "");
 }

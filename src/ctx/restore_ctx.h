@@ -411,6 +411,9 @@ const char *rst_reg_path(struct rst *r, uint32_t id);
 /* The same file as memdump opens it: under the restored root (rst_path) unless a ghost,
  * whose path is already where memdump made it. */
 const char *rst_reg_host_path(struct rst *r, uint32_t id, char *buf, size_t len);
+/* Opens that file (flags, O_CLOEXEC added): there, or in the tree root's mount namespace
+ * for a file of it (root_mntns: a program run before a pivot_root); an fd or -errno. */
+int rst_reg_open(struct rst *r, uint32_t id, int flags);
 /* A path of the process as memdump opens it: under the root memdump built for it (mntns.c). */
 const char *rst_path(const struct rst *r, const char *path, char *buf, size_t len);
 /* memdump holds capability cap (CAP_*) in its effective set */

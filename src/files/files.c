@@ -928,6 +928,8 @@ static void fill_reg(RegFileEntry *r, const struct file_desc *f)
 /*
  * A tree's process in another mount namespace than the root's: is desc f,
  * its own (not a copy of an earlier process's), on a mount of the root's?
+ * A file it only maps: does the root show it at its path, and its own root
+ * not?
  */
 static bool of_root_mntns(const struct dump_ctx *d, const struct file_desc *f)
 {
@@ -936,9 +938,11 @@ static bool of_root_mntns(const struct dump_ctx *d, const struct file_desc *f)
 	if (!d->mnt_ns_id || !d->tree || f->kind != FK_REG || f->ghost_id)
 		return false;
 	for (int i = 0; i < fs->nr_fds; i++)
-		if (fs->fds[i].id == f->id && !fs->fds[i].share_pid)
-			return mntns_fd_of_root(d->pid, fs->fds[i].fd, d->tree->procs[0].pid);
-	return false;
+		if (fs->fds[i].id == f->id)
+			return !fs->fds[i].share_pid &&
+			       mntns_fd_of_root(d->pid, fs->fds[i].fd, d->tree->procs[0].pid);
+	/* no fd: a mapped file (the program run before a pivot_root) */
+	return f->path && mntns_path_of_root(d->pid, f->path, &f->st, d->tree->procs[0].pid);
 }
 
 static int write_file_entry(struct image *img, const struct file_desc *f, bool root_mntns)

@@ -226,9 +226,42 @@ static int check_outside_proc(const RegFileEntry *re)
 	return 0;
 }
 
-/* A regular file (not deleted: a ghost is recreated from its image) must be the one dumped. */
+/* Is file id used by nothing of r's but fds, all copies of an earlier process's? */
+static bool copies_only(const struct rst *r, uint32_t id)
+{
+	const MmEntry *mm = r->ds.mm;
+	bool copy = false;
+
+	for (size_t i = 0; i < r->ds.nr_fds; i++)
+		if (r->ds.fds[i]->id == id) {
+			if (!r->ds.fds[i]->has_share_pid)
+				return false;
+			copy = true;
+		}
+	if (!copy || mm->exe_file_id == id ||
+	    (r->ds.fs && (r->ds.fs->cwd_id == id || r->ds.fs->root_id == id)))
+		return false;
+	for (size_t i = 0; i < mm->n_vmas; i++)
+		if ((mm->vmas[i]->status & (VMA_FILE_PRIVATE | VMA_FILE_SHARED)) &&
+		    mm->vmas[i]->shmid == id)
+			return false;
+	for (size_t i = 0; i < r->ds.nr_files; i++)
+		if (r->ds.files[i]->type == FD_TYPES__FIFO && r->ds.files[i]->fifo &&
+		    r->ds.files[i]->fifo->regf_id == id)
+			return false;
+	return true;
+}
+
+/*
+ * A regular file (not deleted: a ghost is recreated from its image) must be
+ * the one dumped. One only held as copies of an earlier process's fds is
+ * that process's to check, in its namespace: it may be outside this one's
+ * root (stdio inherited before a pivot_root).
+ */
 int reg_check(struct rst *r, const FileEntry *fe)
 {
+	if (copies_only(r, fe->id))
+		return 0;
 	if (dumpset_remap(&r->ds, fe->id))
 		return 0;	/* deleted: recreated from its ghost (ghost.c) */
 	if (reg_proc_of_set(r, fe))

@@ -92,12 +92,12 @@ static int open_blob_files_in(struct rst *r, struct rst_vma *rv, uint64_t *seen,
 			rv[i].fd = same_file_fd(mm, rv, i, fl, seen, *nseen);
 			if (rv[i].fd >= 0)
 				continue;
-			fd = open(path, fl | O_CLOEXEC);
+			fd = rst_reg_open(r, (uint32_t)v->shmid, fl);
 			if (fd < 0 && fl == O_RDWR && !(v->prot & PROT_WRITE))
-				fd = open(path, O_RDONLY | O_CLOEXEC);
+				fd = rst_reg_open(r, (uint32_t)v->shmid, O_RDONLY);
 			if (fd < 0)
-				return fail(-errno, "cannot open %s for its mapping at %#" PRIx64 ": %s",
-					    path, v->start, strerror(errno));
+				return fail(fd, "cannot open %s for its mapping at %#" PRIx64 ": %s",
+					    path, v->start, strerror(-fd));
 			ret = add_blob_fd(r, fd);
 			if (ret < 0) {
 				close(fd);
@@ -359,9 +359,9 @@ static int open_pages_exe(struct rst *r)
 
 	if (ret)
 		return ret;
-	r->exe_fd = open(exe, O_RDONLY | O_CLOEXEC);
+	r->exe_fd = rst_reg_open(r, r->ds.mm->exe_file_id, O_RDONLY);
 	if (r->exe_fd < 0)
-		return fail(-errno, "cannot open the exe file %s: %s", exe, strerror(errno));
+		return fail(r->exe_fd, "cannot open the exe file %s: %s", exe, strerror(-r->exe_fd));
 	idx = add_blob_fd(r, r->exe_fd);
 	if (idx < 0) {
 		close(r->exe_fd);

@@ -560,12 +560,22 @@ static pid_t mount_of_another_ns(pid_t pid, int fd, const struct proc_tree *tree
 	return 0;
 }
 
-/* fd of pid, on a file outside its root: named the sharper when another namespace has it. */
+static bool held_before(pid_t pid, int fd, const struct proc_tree *tree);
+
+/*
+ * fd of pid, on a file outside its root: named the sharper when another
+ * namespace has it. A description an earlier process of the tree holds too
+ * (stdio inherited before an unshare and a pivot_root: zdtm mntns_pivot_root)
+ * is opened for that one, where it is, and pid's fd is a copy.
+ */
 static void refuse_outside_root(pid_t pid, const char *fd, const char *link,
 				const struct proc_tree *tree, struct refusals *r)
 {
-	pid_t q = mount_of_another_ns(pid, atoi(fd), tree);
+	pid_t q;
 
+	if (held_before(pid, atoi(fd), tree))
+		return;
+	q = mount_of_another_ns(pid, atoi(fd), tree);
 	if (q)
 		refuse_add(r, "process %d: fd %s (%s), a file on a mount of the mount namespace of "
 			   "process %d, another than its own (memdump opens a file in its holder's "
@@ -717,6 +727,59 @@ static pid_t ns_root_proc(pid_t pid, const struct proc_tree *tree)
 	return pid;
 }
 
+/* Does pid's root show the file st at path (not deleted)? */
+static bool root_shows(pid_t pid, const char *path, const struct stat *st)
+{
+	char in[PATH_MAX + 64];
+	struct stat at;
+
+	snprintf(in, sizeof(in), "/proc/%d/root%s", pid, path);
+	return path[0] == '/' && !strstr(path, " (deleted)") && !stat(in, &at) &&
+	       at.st_dev == st->st_dev && at.st_ino == st->st_ino;
+}
+
+bool mntns_path_of_root(pid_t pid, const char *path, const struct stat *st, pid_t root)
+{
+	return pid != root && !root_shows(pid, path, st) && root_shows(root, path, st);
+}
+
+/*
+ * Files pid maps (its program too) outside its root: restore opens them at
+ * their path in the process's root, or, for a process of another namespace
+ * than the tree root's, in the root's (a program run before the pivot_root).
+ */
+static void refuse_maps_outside_root(pid_t pid, pid_t at_root, const struct proc_tree *tree,
+				     struct refusals *r)
+{
+	pid_t root = tree && tree->n ? tree->procs[0].pid : pid;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && getline(&line, &cap, f) > 0) {
+		char mf[96], *name = strchr(line, '/');
+		unsigned long s, e;
+		struct stat st;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!name || strstr(name, " (deleted)") || !strncmp(name, "/memfd:", 7) ||
+		    !strncmp(name, "/SYSV", 5) || sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%lx-%lx", pid, s, e);
+		if (stat(mf, &st) || root_shows(at_root, name, &st) ||
+		    (!same_mntns(pid, root) && root_shows(root, name, &st)))
+			continue;
+		refuse_add(r, "process %d: its mapping %lx-%lx of %s, a file outside its root", pid,
+			   s, e, name);
+		break;	/* one names the kind; a program maps its file several times */
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
 /* A root of its own: what memdump restores there only without it (rst_path). */
 static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
@@ -742,6 +805,7 @@ static void refuse_in_own_root(pid_t pid, const struct proc_tree *tree, struct r
 	}
 	if (d)
 		closedir(d);
+	refuse_maps_outside_root(pid, at_root, tree, r);
 }
 
 /* Is mount m of pid's mountinfo hidden (not the mount on top at its point, as pid sees it)? */
@@ -960,6 +1024,17 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	return NULL;
 }
 
+/* A root of its own (its first mount) restore binds from a directory of memdump's mounts. */
+static bool root_bound_from_host(const struct mnt_plan *p)
+{
+	int from = -2;
+	char *src = made_anew(p->theirs.m, 0) ? NULL : bind_source(p, 0, &from);
+	bool ok = src && from == -1;
+
+	free(src);
+	return ok;
+}
+
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
 			struct refusals *r)
 {
@@ -1020,6 +1095,10 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
 			    p->how[0] != HOW_MOUNTED))
 		refuse_add(r, "a root of its own that is not its first mount");
+	else if (p->own_root && !root_bound_from_host(p))
+		refuse_add(r, "a root of its own that is a %s mounted there, not a directory bound "
+			   "from memdump's mounts (pivot_root into a fresh mount: memdump does not make "
+			   "such a root)", p->theirs.m[0].fstype);
 	free(in);
 }
 

@@ -24,6 +24,8 @@ void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r);
 int mntns_dump(struct dump_ctx *d);
 /* Is pid's fd on a mount of root's mount namespace, not of its own? */
 bool mntns_fd_of_root(pid_t pid, int fd, pid_t root);
+/* A file pid maps (path, stat) that its root does not show there and root's does */
+bool mntns_path_of_root(pid_t pid, const char *path, const struct stat *st, pid_t root);
 /* A process of tree in another mount namespace than the tree's root: what of
  * it restore cannot make (mntns.c builds it from memdump's, as the root's). */
 void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r);

@@ -92,6 +92,27 @@ const char *rst_reg_host_path(struct rst *r, uint32_t id, char *buf, size_t len)
 	return ghost ? ghost : rst_path(r, rst_reg_path(r, id), buf, len);	/* made there */
 }
 
+int rst_reg_open(struct rst *r, uint32_t id, int flags)
+{
+	const FileEntry *fe = rst_file(r, id);
+	char buf[PATH_MAX];
+	const char *path;
+	int fd;
+
+	if (!ghost_path(r, id) && fe && fe->type == FD_TYPES__REG && fe->reg &&
+	    fe->reg->has_root_mntns && fe->reg->root_mntns) {
+		fd = mntns_root_open(r, fe->reg->name, flags);
+		if (fd < 0)
+			fail_clear();	/* the caller says it, once */
+		return fd;
+	}
+	path = rst_reg_host_path(r, id, buf, sizeof(buf));
+	if (!path)
+		return -EINVAL;
+	fd = open(path, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 void rst_close_prepared(struct rst *r)
 {
 	for (size_t i = 0; i < r->nr_descs; i++)
