@@ -462,19 +462,25 @@ mntnest_check() {
 	return 0
 }
 
-# the pivot mode's child: its own namespace, its root not its parent's
+# the pivot modes' child: its own namespace, its root not its parent's
+# (pivot: $T/mntnest-root; pivottmp: a tmpfs holding its file f)
 mntnest_pivot_check() {
 	[[ $(readlink /proc/"$2"/ns/mnt) != "$(readlink /proc/"$1"/ns/mnt)" ]] ||
 		fail "the child is in its parent's mount namespace"
-	[[ $(stat -L -c %i /proc/"$2"/root) == "$(stat -c %i "$T/mntnest-root")" ]] ||
-		fail "the child's root is not $T/mntnest-root"
+	if [[ $3 == pivottmp ]]; then
+		[[ $(stat -f -L -c %T /proc/"$2"/root) == tmpfs && $(cat /proc/"$2"/root/f) == \
+		   "nested mount namespace" ]] || fail "the child's root is not its tmpfs with f"
+	else
+		[[ $(stat -L -c %i /proc/"$2"/root) == "$(stat -c %i "$T/mntnest-root")" ]] ||
+			fail "the child's root is not $T/mntnest-root"
+	fi
 }
 
 mntnest_run() {
 	START_WRAP=$1 start_prog t-mntnest "${@:2}"
 	local kid=${READY[2]} check=mntnest_check
-	[[ ${2:-} == pivot ]] && check=mntnest_pivot_check
-	$check "$PID" "$kid"
+	[[ ${2:-} == pivot* ]] && check=mntnest_pivot_check
+	$check "$PID" "$kid" "${2:-}"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	[[ -s $T/d/proc-$kid/mountpoints-2.img ]] || fail "no mountpoints-2.img in the child's set"
@@ -484,7 +490,7 @@ mntnest_run() {
 	truncate -s "$READY_SIZE" "$OUT"
 	restore_bg "$T/d" 1
 	wait_restored "$PID"
-	$check "$PID" "$kid"
+	$check "$PID" "$kid" "${2:-}"
 	kill -USR1 "$PID"
 	get_result "$OUT"
 	wait_restore_exit
@@ -508,6 +514,12 @@ case_mntns_nest_open() { mntnest_run "" open; }
 # parent opened and holds too (inherited stdio, zdtm mntns_pivot_root):
 # one description again, opened where the parent is
 case_mntns_nest_pivot() { mntnest_run "" pivot; }
+# the same into a fresh tmpfs (zdtm mntns_pivot_root): made again in its
+# namespace under memdump's run directory, which is removed after
+case_mntns_nest_pivottmp() {
+	mntnest_run "" pivottmp
+	! compgen -G "/run/memdump/root-*" > /dev/null || fail "a stage is left in /run/memdump"
+}
 
 # the same file deleted: refused by name, the tree left running
 case_mntns_nest_refuse() {
@@ -523,6 +535,7 @@ add mntns-nest case_mntns_nest
 add mntns-nest-own case_mntns_nest_own
 add mntns-nest-open case_mntns_nest_open
 add mntns-nest-pivot case_mntns_nest_pivot
+add mntns-nest-pivottmp case_mntns_nest_pivottmp
 add mntns-nest-refuse case_mntns_nest_refuse
 
 # mounts_same BEFORE: the restored $PID's mounts under /h (mounts_of, sorted) are BEFORE

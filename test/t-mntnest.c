@@ -14,7 +14,9 @@
  * parent opened before the fork and holds too (its stdio likewise): on
  * return the child finds the file's offset and content, moves the offset,
  * and the parent sees it moved (one description, opened outside the child's
- * root: zdtm mntns_pivot_root's inherited stdio).
+ * root: zdtm mntns_pivot_root's inherited stdio); `pivottmp`: the same
+ * into a fresh tmpfs instead of a bind, a file written in it and kept open
+ * (zdtm mntns_pivot_root itself).
  * READY <parent> <child> */
 #include "tlib.h"
 #include <fcntl.h>
@@ -150,22 +152,39 @@ static int check_held(pid_t parent)
 	return 0;
 }
 
-/* pivot: into a bind of DIR/mntnest-root, the old root gone from the namespace */
+static bool fresh;	/* pivottmp */
+static int root_fd = -1;	/* pivottmp: /f, at offset 7 */
+
+/* pivot: into a bind of DIR/mntnest-root (pivottmp: a tmpfs on it), the old root gone */
 static void pivot_child(void)
 {
 	char root[4200], old[4300];
 
 	snprintf(root, sizeof(root), "%s/mntnest-root", t_dir);
 	snprintf(old, sizeof(old), "%s/old", root);
-	if ((mkdir(root, 0700) && errno != EEXIST) || mount(root, root, NULL, MS_BIND, NULL) ||
+	if ((mkdir(root, 0700) && errno != EEXIST) ||
+	    (fresh ? mount("memdump-root", root, "tmpfs", 0, "size=1m,mode=0755") :
+		     mount(root, root, NULL, MS_BIND, NULL)) ||
 	    (mkdir(old, 0700) && errno != EEXIST) || chdir(root) ||
 	    syscall(SYS_pivot_root, ".", "old") || chdir("/") || umount2("/old", MNT_DETACH))
 		t_fail("pivot_root into %s: %m", root);
+	if (!fresh)
+		return;
+	root_fd = open("/f", O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (root_fd < 0 || write(root_fd, TEXT, strlen(TEXT)) != (ssize_t)strlen(TEXT) ||
+	    lseek(root_fd, 7, SEEK_SET) != 7)
+		t_fail("write /f in the new root: %m");
 }
 
 static int check_pivot(void)
 {
-	char buf[16] = { 0 };
+	char buf[64] = { 0 };
+
+	if (fresh && (!on_tmpfs("/") || lseek(root_fd, 0, SEEK_CUR) != 7 ||
+		      pread(root_fd, buf, sizeof(buf) - 1, 0) != (ssize_t)strlen(TEXT) ||
+		      strcmp(buf, TEXT)))
+		return fprintf(stderr, "child: its tmpfs root or /f in it lost\n"), 1;
+	memset(buf, 0, sizeof(buf));
 
 	if (lseek(held_fd, 0, SEEK_CUR) != 2 || pread(held_fd, buf, 5, 0) != 5 ||
 	    strcmp(buf, "held\n"))
@@ -233,8 +252,10 @@ int main(int argc, char **argv)
 {
 	bool grand = argc > 2 && !strcmp(argv[2], "grand");
 	bool del = argc > 2 && !strcmp(argv[2], "opendel");
-	bool pivot = argc > 2 && !strcmp(argv[2], "pivot");
+	bool pivot = argc > 2 && !strncmp(argv[2], "pivot", 5);
 	bool held = del || pivot || (argc > 2 && !strcmp(argv[2], "open"));
+
+	fresh = argc > 2 && !strcmp(argv[2], "pivottmp");
 	int p[2], st, pfd = -1;
 	char c;
 	pid_t kid;
@@ -286,5 +307,5 @@ int main(int argc, char **argv)
 	if (on_tmpfs(dir) || !access(file, F_OK))
 		t_fail("the parent sees the child's tmpfs after the restore");
 	rmdir(dir);
-	t_pass(grand ? "grand" : pivot ? "pivot" : held ? "open" : "");
+	t_pass(grand ? "grand" : fresh ? "pivottmp" : pivot ? "pivot" : held ? "open" : "");
 }

@@ -1024,6 +1024,8 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	return NULL;
 }
 
+static bool made_tmpfs(const struct mnt_plan *p, size_t i);
+
 /* A root of its own (its first mount) restore binds from a directory of memdump's mounts. */
 static bool root_bound_from_host(const struct mnt_plan *p)
 {
@@ -1095,10 +1097,10 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 	if (p->own_root && (!p->theirs.n || strcmp(p->theirs.m[0].mountpoint, "/") ||
 			    p->how[0] != HOW_MOUNTED))
 		refuse_add(r, "a root of its own that is not its first mount");
-	else if (p->own_root && !root_bound_from_host(p))
+	else if (p->own_root && !root_bound_from_host(p) && !made_tmpfs(p, 0))
 		refuse_add(r, "a root of its own that is a %s mounted there, not a directory bound "
-			   "from memdump's mounts (pivot_root into a fresh mount: memdump does not make "
-			   "such a root)", p->theirs.m[0].fstype);
+			   "from memdump's mounts or a tmpfs (pivot_root into a fresh mount: memdump "
+			   "makes only a tmpfs so)", p->theirs.m[0].fstype);
 	free(in);
 }
 

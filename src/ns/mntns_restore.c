@@ -169,6 +169,16 @@ static const MntEntry *own_root(const struct rst *r)
 	return NULL;
 }
 
+/* A root of its own as restore makes it: bound from a directory of memdump's, or a fresh tmpfs. */
+#define FRESH_STAGE_DIR	"/run/memdump"
+
+static bool root_makeable(const MntEntry *root)
+{
+	return root->bind_from ? root->bind_host :
+	       root->fsname && !strcmp(root->fsname, "tmpfs") && !root->has_from_root_mnt &&
+	       !root->has_bind_mnt;
+}
+
 /* The path --external mnt[KEY]:PATH gives bind mount e (KEY: its key, or its point), or NULL. */
 static const char *ext_path(const struct rst *r, const MntEntry *e)
 {
@@ -251,7 +261,7 @@ int mntns_load(struct rst *r)
 		return r->o->root ? fail(-EINVAL, "--root %s: the dump has no mount namespace of "
 					 "its own", r->o->root) : 0;
 	ret = load_entries(r, 1);
-	if (!ret && own_root(r) && (!own_root(r)->bind_from || !own_root(r)->bind_host))
+	if (!ret && own_root(r) && !root_makeable(own_root(r)))
 		ret = fail(-EIO, "image mountpoints-1.img is corrupt: its root is bound from nowhere");
 	if (!ret && !own_root(r))
 		ret = check_kept(r, &ms, &match, &taken);
@@ -665,15 +675,42 @@ static int build_from_copy(struct rst *r)
  * mount under it; the restored init pivots into it (mntns_mount_in_child)
  * once memdump has left the namespace, which the pivot would move too.
  */
+/*
+ * Where a root that is a fresh tmpfs (pivot_root into a mount of its own:
+ * zdtm mntns_pivot_root) is made: an empty directory of memdump's run
+ * directory, which the tmpfs covers in this namespace only; removed once
+ * the restore is over (mntns_free), when the init has pivoted away from it.
+ */
+static char *fresh_stage(const struct rst *r)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s/root-%d-%u", FRESH_STAGE_DIR, (int)getpid(), r->mnt_ns_id);
+	if ((mkdir(FRESH_STAGE_DIR, 0700) && errno != EEXIST) || mkdir(path, 0700)) {
+		fail(-errno, "cannot make %s for a root of the process's own: %s", path,
+		     strerror(errno));
+		return NULL;
+	}
+	return strdup(path);
+}
+
+static bool fresh_stage_of(const char *stage)
+{
+	return stage && !strncmp(stage, FRESH_STAGE_DIR "/root-", strlen(FRESH_STAGE_DIR) + 6);
+}
+
 static int build_root(struct rst *r, const MntEntry *root)
 {
 	int *fds = malloc((r->nr_mnts + 1) * sizeof(*fds)), ret = 0;
 	char why[512];
 
-	r->mnt_stage = strdup(r->o->root ? r->o->root : root->bind_from);	/* --root */
+	if (r->o->root || root->bind_from)	/* --root, or where it is bound from */
+		r->mnt_stage = strdup(r->o->root ? r->o->root : root->bind_from);
+	else if (!(r->mnt_stage = fresh_stage(r)))
+		ret = -EIO;
 	if (!r->mnt_stage || !fds) {
 		free(fds);
-		return -ENOMEM;
+		return ret ? ret : -ENOMEM;
 	}
 	for (size_t i = 0; i < r->nr_mnts; i++)
 		fds[i] = -1;
@@ -812,10 +849,12 @@ static int check_member_entries(const struct rst *root, const struct rst *m, uin
 {
 	const MntEntry *mine = own_root(m), *theirs = own_root(root);
 
-	if (!m->nr_mnts || (mine && (!mine->bind_from || !mine->bind_host)))
+	if (!m->nr_mnts || (mine && !root_makeable(mine)))
 		return fail(-EIO, "image mountpoints-%u.img of process %d is corrupt: no mount, "
 			    "or a root bound from nowhere", id, m->pid);
-	if (mine && root->o->root && (!theirs || strcmp(theirs->bind_from, mine->bind_from)))
+	/* (a fresh tmpfs is its own whatever --root says) */
+	if (mine && mine->bind_from && root->o->root &&
+	    (!theirs || !theirs->bind_from || strcmp(theirs->bind_from, mine->bind_from)))
 		return fail(-EINVAL, "--root %s: process %d has a root of its own other than the "
 			    "tree's root's (%s)", root->o->root, m->pid, mine->bind_from);
 	for (size_t i = 0; i < m->nr_mnts; i++)
@@ -1086,6 +1125,8 @@ void mntns_free(struct rst *r)
 	r->mnt_ns_fd = -1;
 	r->mnt_ns_owner = false;
 	if (r->mnts) {		/* the root's: the tree's other processes point to them */
+		if (fresh_stage_of(r->mnt_stage) && rmdir(r->mnt_stage))
+			pr_warn("cannot remove %s: %m\n", r->mnt_stage);
 		free(r->mnt_stage);
 		free(r->mnt_devs);
 	}
