@@ -130,12 +130,18 @@ add incr-track-mem case_incr_track_mem
 
 # A final dump with --leave-running removes the tracker; so does track --stop.
 # Either way the target is as before: no fd, no registration, same mappings.
+# A record left by a tracked process that exited is removed by the next one
+# memdump writes.
 case_incr_untrack() {
-	local how=$1
+	local how=$1 gone
 	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
 	grep -v '^VmFlags' "/proc/$PID/smaps" | grep -E '^[0-9a-f]+-' > "$T/maps.before"
 	grep '^VmFlags' "/proc/$PID/smaps" > "$T/vmflags.before"
+	sleep 0 & gone=$!; wait "$gone"
+	mkdir -p /run/memdump
+	echo "$gone 1 7 -1 12345 0" > "/run/memdump/track-$gone"
 	pre_dump "$T/p1"
+	[[ ! -e /run/memdump/track-$gone ]] || { rm -f "/run/memdump/track-$gone"; fail "the record of exited process $gone is left"; }
 	expect_tracked "$PID"
 	incr_step
 	if [[ $how == stop ]]; then

@@ -6,9 +6,12 @@
  * written before the userfaultfd is created in the target (so that a memdump
  * killed meanwhile leaves nothing unknown behind) and updated as it changes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +20,7 @@
 #include "common.h"
 #include "track/track.h"
 #include "log.h"
+#include "proc.h"
 
 #define RUN_DIR	"/run/memdump"
 
@@ -48,6 +52,48 @@ int track_state_load(struct tracker *t)
 	return 0;
 }
 
+/* Is record name (track-PID) of a process gone since (exited, or its PID another's)? */
+static bool record_stale(int dir, const char *name)
+{
+	struct proc_stat st;
+	uint64_t start;
+	char *end;
+	long pid = strtol(name + 6, &end, 10);
+	int fd, ret, n = 0;
+	FILE *f;
+
+	if (strncmp(name, "track-", 6) || *end || pid <= 0)
+		return false;		/* not a record (a .tmp being written) */
+	fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (f)
+		n = fscanf(f, "%*d %" SCNu64, &start);
+	if (f)
+		fclose(f);
+	else if (fd >= 0)
+		close(fd);
+	if (n != 1)
+		return false;
+	ret = proc_read_stat((pid_t)pid, &st);
+	return ret == -ENOENT || (!ret && st.start_time != start);
+}
+
+/* The records of tracked processes that exited: nobody else removes them. */
+static void prune_records(pid_t keep)
+{
+	DIR *d = opendir(RUN_DIR);
+	struct dirent *e;
+	char name[64];
+
+	snprintf(name, sizeof(name), "track-%d", keep);
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, name) && record_stale(dirfd(d), e->d_name) &&
+		    unlinkat(dirfd(d), e->d_name, 0) == 0)
+			pr_debug("removed the record %s/%s of a process gone\n", RUN_DIR, e->d_name);
+	if (d)
+		closedir(d);
+}
+
 int track_state_save(const struct tracker *t)
 {
 	char path[64], tmp[80];
@@ -65,6 +111,8 @@ int track_state_save(const struct tracker *t)
 		t->tmp_fd, t->ino, t->base);
 	if (fclose(f) || rename(tmp, path))
 		ret = fail(-errno, "cannot write %s: %s", path, strerror(errno));
+	if (!ret)
+		prune_records(t->pid);
 	return ret;
 }
 
