@@ -929,12 +929,20 @@ lock_tables() {
 	nft list tables 2> /dev/null | awk '$3 ~ /^memdump-lock-/ { print $2 " " $3 }' | sort
 }
 
-# after_case T BEFORE: what a case must not leave behind, named in its
+# memdump's crashes the kernel logged (a case that expects memdump to fail
+# would take a crash for the failure it wants): their count so far
+kernel_crashes() {
+	dmesg 2> /dev/null | grep -cE '(\] |traps: )memdump[^ []*\[[0-9]+\]:? (segfault|general protection|trap)'
+}
+
+# after_case T BEFORE CRASHES: what a case must not leave behind, named in its
 # reason: a network-lock table in the host's namespace whose process is gone
 # (it drops that connection's traffic for every later case; removed here),
-# and a report of UndefinedBehaviorSanitizer, which recovers and goes on.
+# a report of UndefinedBehaviorSanitizer, which recovers and goes on, one of
+# AddressSanitizer (memdump's exit status alone would pass for an expected
+# error), and a crash of memdump in the kernel's log.
 after_case() {
-	local T=$1 before=$2 fam name pid ub
+	local T=$1 before=$2 crashes=$3 fam name pid ub
 	while read -r fam name; do
 		[[ -n $name ]] || continue
 		pid=${name#memdump-lock-}
@@ -946,6 +954,13 @@ after_case() {
 	if [[ -n $ub ]] && [[ ! -e $T/reason ]]; then
 		echo "UBSan: $ub" > "$T/reason"
 	fi
+	ub=$(grep -rIh -m1 "ERROR: AddressSanitizer" "$T" 2> /dev/null | head -n1)
+	if [[ -n $ub ]] && [[ ! -e $T/reason ]]; then
+		echo "ASan: $ub" > "$T/reason"
+	fi
+	if [[ -n $crashes ]] && (( $(kernel_crashes) > crashes )) && [[ ! -e $T/reason ]]; then
+		echo "memdump crashed: $(dmesg | grep -E 'memdump[^ []*\[[0-9]+\]:? (segfault|general protection|trap)' | tail -n1)" > "$T/reason"
+	fi
 }
 
 PASSED=0 FAILED=0
@@ -954,6 +969,7 @@ for c in "${CASES[@]}"; do
 	T=$ROOT/$c
 	mkdir -p "$T"
 	tables_before=$(lock_tables)
+	crashes_before=$(kernel_crashes)
 	(
 		export MDTEST_CASE=$T
 		cd "$T" || exit 1
@@ -979,7 +995,7 @@ for c in "${CASES[@]}"; do
 		echo "case timed out after ${limit}s" > "$T/reason"
 		rc=1
 	fi
-	after_case "$T" "$tables_before"
+	after_case "$T" "$tables_before" "$crashes_before"
 	if (( rc == 0 )) && [[ ! -e $T/reason ]]; then
 		echo "ok $c"
 		PASSED=$((PASSED + 1))
