@@ -20,6 +20,9 @@ int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start
 int rst_prepare(struct rst *r);
 int rst_fork_target(struct rst *r);
 int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool enter);
+/* rst_load(..., enter) with ds loaded and verified already: r borrows it (--copies) */
+int rst_load_lent(struct rst *r, const struct restore_opts *o, const struct dumpset *ds,
+		  bool own_checked);
 int rst_restore_one(struct rst *r);	/* one process, r loaded */
 
 /* fanout.c: restore --copies N */
