@@ -54,7 +54,7 @@ struct fanout {
 	void *stack;			/* the forking helper's (fork_copy), MID_STACK */
 };
 
-#define MID_STACK	(256UL << 10)
+#define MID_STACK	(1UL << 20)	/* the copy runs child_main() on its copy of it */
 
 /* The forking helper's word (fork_copy), in memdump's memory: it shares it. */
 struct mid {
@@ -198,7 +198,7 @@ static int spare_pid(pid_t copy)
 	ok = fd >= 0 && write(fd, "2", 1) == 1;
 	if (fd >= 0)
 		close(fd);
-	return ok ? 0 : -errno;
+	return ok ? 0 : -(errno ?: EIO);
 }
 
 /*
@@ -356,7 +356,7 @@ static int pidns_children(pid_t pid)
 static int fork_copy(struct rst *r)
 {
 	struct mid m = { .r = r, .copy = -1 };
-	int ret = pidns_children(r->fan_init), st;
+	int ret = pidns_children(r->fan_init), back, st;
 	pid_t mid;
 
 	if (ret)
@@ -366,10 +366,11 @@ static int fork_copy(struct rst *r)
 		    CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
 	ret = mid < 0 ? -errno : 0;
 	template_forked(r->fan, false);
-	if (pidns_children(0))	/* its own: nothing else of memdump's may go there */
-		abort();
+	back = pidns_children(0);	/* memdump's: no other child of its may go there */
 	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;	/* reaped: its children were the init's before it died */
+	if (back)	/* the fan-out stops: no fork of memdump's after it */
+		return fail(back, "cannot go back to memdump's PID namespace: %s", strerror(-back));
 	if (ret)
 		return fail(ret, "cannot create the helper that forks a copy: %s", strerror(-ret));
 	if (m.err)
