@@ -51,10 +51,14 @@
 struct fanout {
 	unsigned long base, size;	/* the premapped range, filled once; 0: none */
 	uint64_t *sums;			/* the checksums of the premapped runs, by run */
-	void *stack;			/* the forking helper's (fork_copy), MID_STACK */
 };
 
-#define MID_STACK	(1UL << 20)	/* the copy runs child_main() on its copy of it */
+/*
+ * The forking helper's stack (fork_copy): on memdump's own, which the copy
+ * goes on with (child_main(), below it as it needs: its own copy of memdump's
+ * stack, as a fork's), where memdump's sanitizers know a stack is.
+ */
+#define MID_STACK	(64UL << 10)
 
 /* The forking helper's word (fork_copy), in memdump's memory: it shares it. */
 struct mid {
@@ -355,6 +359,7 @@ static int pidns_children(pid_t pid)
  */
 static int fork_copy(struct rst *r)
 {
+	char stack[MID_STACK] __attribute__((aligned(64)));
 	struct mid m = { .r = r, .copy = -1 };
 	int ret = pidns_children(r->fan_init), back, st;
 	pid_t mid;
@@ -362,7 +367,7 @@ static int fork_copy(struct rst *r)
 	if (ret)
 		return fail(ret, "cannot enter the PID namespace of a copy: %s", strerror(-ret));
 	template_forked(r->fan, true);
-	mid = clone(mid_main, (char *)r->fan->stack + MID_STACK,
+	mid = clone(mid_main, stack + MID_STACK,
 		    CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
 	ret = mid < 0 ? -errno : 0;
 	template_forked(r->fan, false);
@@ -398,14 +403,6 @@ int fanout_fork(struct rst *r)
 	sigset_t all, old;
 	pid_t init;
 
-	if (!ret && !r->fan->stack) {
-		r->fan->stack = mmap(NULL, MID_STACK, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-		if (r->fan->stack == MAP_FAILED) {
-			r->fan->stack = NULL;
-			ret = fail(-ENOMEM, "cannot map a stack: out of memory");
-		}
-	}
 	if (ret)
 		return ret;
 	if (pipe2(up, O_CLOEXEC))
@@ -573,8 +570,6 @@ int fanout_run(const struct restore_opts *o)
 	rst_free(&r);
 	if (f.base)
 		munmap((void *)f.base, f.size);
-	if (f.stack)
-		munmap(f.stack, MID_STACK);
 	free(f.sums);
 	pr_info("--copies: %d copies in %.1f ms\n", o->copies, (now_us() - t0) / 1e3);
 	return ret;
