@@ -41,11 +41,11 @@ fanout_shared_kb() {
 }
 
 # 4 copies of t-pattern: each in its own PID namespace with the dumped PID, the
-# patterned memory shared; one copy's memory written, only that copy sees it;
+# child of that namespace's init alone, the patterned memory shared; one copy's memory written, only that copy sees it;
 # the source, left running, untouched
 case_fanout_copies() {
 	fanout_start t-pattern 4
-	local src=$PID addr=${READY[2]} len=${READY[3]} p ns kb
+	local src=$PID addr=${READY[2]} len=${READY[3]} p pp ns kb
 	dump "$src" "$T/d" --leave-running
 	md copies restore -D "$T/d" --copies 4 || fail "restore --copies failed: $(tail -n1 "$MD_ERR")"
 	fanout_copies 4
@@ -57,6 +57,12 @@ case_fanout_copies() {
 		[[ $ns != "$(readlink /proc/self/ns/pid)" && -z ${seen[$ns]:-} ]] ||
 			fail "copy $p: its PID namespace $ns is not its own"
 		seen[$ns]=1
+		# forked by a helper that went at once: its parent is its namespace's init
+		pp=$(proc_field "$p" PPid)
+		[[ $(proc_field "$pp" NSpid) =~ [[:space:]]1$ && $(readlink "/proc/$pp/ns/pid") == "$ns" ]] ||
+			fail "copy $p: its parent $pp (NSpid '$(proc_field "$pp" NSpid)') is not its namespace's init"
+		[[ $(cat "/proc/$pp/task/$pp/children") == "$p " ]] ||
+			fail "copy $p: its init has other children: $(cat "/proc/$pp/task/$pp/children")"
 		kb=$(fanout_shared_kb "$p" "$addr")
 		(( kb * 1024 >= len / 2 )) ||
 			fail "copy $p: only $kb kB of the ${len}-byte region are shared"

@@ -336,6 +336,9 @@ struct rst {
 	 * pipe (memdump's ends: from the init, to the init); r->pid is then the copy's
 	 * host PID, dumped_pid the one it has in its namespace (its threads: fan_tids) */
 	struct fanout *fan;
+	/* --copies: ds is the fan-out's, loaded and verified once (rst_load_lent(), not
+	 * freed with r); memdump's own mappings were checked for seals by the first copy */
+	bool ds_lent, own_checked;
 	pid_t fan_init, dumped_pid;
 	int fan_from, fan_to;
 	pid_t *fan_tids;	/* parked: each thread's TID here, by its index in the area */

@@ -552,19 +552,12 @@ static uint64_t fast_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* [h0, h1) in huge pages without VM_HUGEPAGE; auto: 4K pages once it runs slow (the blob's rule). */
-static void fast_collapse(struct fast_fill *f, char *h0, char *h1)
+/* [h0, h1) in huge pages without VM_HUGEPAGE. */
+static void fast_collapse(char *h0, char *h1)
 {
-	uint64_t t0 = fast_now_us(), mib = (uint64_t)(h1 - h0) >> 20;
-
 	for (char *c = h0; c < h1; c += RST_HUGE_SIZE)
 		madvise(c, PAGE_SIZE, MADV_POPULATE_WRITE);
 	madvise(h0, (size_t)(h1 - h0), MADV_COLLAPSE);
-	if (f->mode == RST_FILL_AUTO && mib >= RST_COLLAPSE_JUDGE_MIB &&
-	    fast_now_us() - t0 > mib * RST_COLLAPSE_SLOW_US) {
-		f->mode = RST_FILL_PLAIN;
-		pr_info("--copies: collapsing huge pages ran slow, 4 KiB pages from %p", (void *)h1);
-	}
 }
 
 /* Piece p present: huge pages where the VMA may have them, as the blob makes them. */
@@ -580,7 +573,7 @@ static int fast_prep(struct fast_fill *f, const struct fast_piece *p)
 		if (madv & (1UL << MADV_HUGEPAGE))	/* map_slot() set it: faulted in whole */
 			madvise(h0, (size_t)(h1 - h0), MADV_POPULATE_WRITE);
 		else
-			fast_collapse(f, h0, h1);
+			fast_collapse(h0, h1);
 	}
 	if (madvise(p->at, p->len, MADV_POPULATE_WRITE) && errno != EINVAL) {
 		fast_fail(f, -errno, "cannot populate the memory of %#" PRIx64 " of process %d: %s",
@@ -703,7 +696,13 @@ static bool any_inherited(const struct rst *r)
 
 int premap_fill_here(struct rst *r)
 {
-	struct fast_fill f = { .r = r, .dio = -1, .mode = r->a->fill_mode };
+	/*
+	 * Huge pages kept (auto is collapse here, not the blob's 4 KiB pages once
+	 * collapsing runs slow): each copy's fork copies one entry for 2 MiB of
+	 * the template instead of 512, and the fill is paid once.
+	 */
+	struct fast_fill f = { .r = r, .dio = -1, .mode = r->a->fill_mode == RST_FILL_AUTO ?
+						       RST_FILL_COLLAPSE : r->a->fill_mode };
 	uint64_t t0 = fast_now_us();
 	bool direct = false;
 	int ret;

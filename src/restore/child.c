@@ -315,8 +315,11 @@ void child_main(struct rst *r)
 
 	unregister_rseq();
 	/* memdump's code until the blob: it dies with its parent (abort.c; the blob
-	 * sets the dumped signal); a sibling's parent is not memdump */
-	if ((r->tree_parent || !r->o->sibling) && !r->via_helper)	/* else: once back (treefork.c) */
+	 * sets the dumped signal); a sibling's parent is not memdump; a copy's
+	 * (--copies) is the init of its namespace, which dies with memdump */
+	if (r->fan)
+		fanout_in_copy();
+	else if ((r->tree_parent || !r->o->sibling) && !r->via_helper)	/* else: once back (treefork.c) */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (memdump_gone(r))	/* before the prctl: nothing would take it */
 		_exit(127);

@@ -6,8 +6,11 @@
  * its blob moves them in place; only what a copy writes becomes its own.
  *
  * Each copy has a PID namespace of its own, held by a small init of
- * memdump's, which forks the copy with the dumped PID (clone3 set_tid) and
- * then only reaps; it exits with the copy. Until the copy's commit point the
+ * memdump's (forked without the template: no page table of it copied), which
+ * only reaps; it exits with the copy. The copy is the one fork of the
+ * template: a helper sharing memdump's memory (CLONE_VM, no copy) enters the
+ * namespace, forks the copy with the dumped PID (clone3 set_tid) and exits,
+ * which makes the init the copy's parent. Until the copy's commit point the
  * init dies with memdump (PR_SET_PDEATHSIG), and the namespace with it: a
  * memdump killed mid fan-out leaves the copies it released running and no
  * other. Everything else of a copy (fds, credentials, signals, registers) is
@@ -18,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +51,20 @@
 struct fanout {
 	unsigned long base, size;	/* the premapped range, filled once; 0: none */
 	uint64_t *sums;			/* the checksums of the premapped runs, by run */
+};
+
+/*
+ * The forking helper's stack (fork_copy): on memdump's own, which the copy
+ * goes on with (child_main(), below it as it needs: its own copy of memdump's
+ * stack, as a fork's), where memdump's sanitizers know a stack is.
+ */
+#define MID_STACK	(64UL << 10)
+
+/* The forking helper's word (fork_copy), in memdump's memory: it shares it. */
+struct mid {
+	struct rst *r;
+	pid_t copy;
+	int err;
 };
 
 /* ", what" onto why (the first of each kind only: one line) */
@@ -170,31 +188,42 @@ static void close_but(int a, int b)
 }
 
 /*
- * The init of a copy's PID namespace (PID 1 there): forks the copy with the
- * dumped PID, then reaps whatever comes to it; the copy gone, it goes too
- * (and every process of the namespace). Armed (until the copy's commit
- * point) it dies with memdump, or when memdump closes its pipe.
+ * The helper that forks the copy (fork_copy) takes the namespace's next PID:
+ * 2, unless that is the copy's; ns_last_pid is the namespace's own.
+ */
+static int spare_pid(pid_t copy)
+{
+	int fd;
+	bool ok;
+
+	if (copy != 2)
+		return 0;
+	fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+	ok = fd >= 0 && write(fd, "2", 1) == 1;
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -(errno ?: EIO);
+}
+
+/*
+ * The init of a copy's PID namespace (PID 1 there): armed, it tells memdump,
+ * which then forks the copy into its namespace (fork_copy); the copy comes to
+ * it as its child (the dumped PID here) when the helper that forked it exits.
+ * It reaps whatever comes; the copy gone, it goes too (and every process of
+ * the namespace). Armed (until the copy's commit point) it dies with memdump,
+ * or when memdump closes its pipe.
  */
 static void __attribute__((noreturn)) init_main(struct rst *r, int from, int to)
 {
-	int err = 0, st = 0, armed = 1;
-	pid_t copy;
+	int err, st = 0, armed = 1;
+	pid_t copy = r->pid;
 	char c;
 
 	/* memdump gone before the prctl (getppid() is 0 here): the write below fails */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	copy = rst_fork_pid_ns(r->pid, 0, 0);
-	if (copy == 0) {
-		close(from);
-		close(to);
-		child_main(r);
-	}
-	if (copy < 0)
-		err = -errno;
-	if (write(to, &err, sizeof(err)) != sizeof(err) || copy < 0)
+	err = spare_pid(copy);
+	if (write(to, &err, sizeof(err)) != sizeof(err) || err)
 		_exit(127);
-	if (r->premap_hi)	/* the copy holds the pages now */
-		munmap((void *)r->premap_lo, r->premap_hi - r->premap_lo);
 	close_but(from, to);
 	for (;;) {
 		pid_t w = waitpid(-1, &st, armed ? WNOHANG : 0);
@@ -202,6 +231,8 @@ static void __attribute__((noreturn)) init_main(struct rst *r, int from, int to)
 
 		if (w == copy)
 			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		if (w < 0 && errno == ECHILD && !armed)	/* the copy was never its child */
+			_exit(127);
 		if (!armed || w > 0 || poll(&p, 1, 100) != 1)
 			continue;
 		if (read(from, &c, 1) != 1)	/* memdump gave up on the copy */
@@ -277,19 +308,87 @@ static pid_t fork_init(void)
 	return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
-/* The init's word: the copy forked (0), or why not; then the copy's PID here. */
-static int init_reported(struct rst *r)
+/* The init's word: armed (0), or why not. */
+static int init_armed(struct rst *r)
 {
 	int err = 0;
-	pid_t host;
 
 	if (read(r->fan_from, &err, sizeof(err)) != sizeof(err))
 		return fail(-ECHILD, "the init of the PID namespace of a copy of process %d died",
 			    r->pid);
 	if (err)
-		return fail(err, "cannot create a copy of process %d in its PID namespace: %s",
+		return fail(err, "cannot make PID %d free in the PID namespace of a copy: %s",
 			    r->pid, strerror(-err));
-	host = copy_host_pid(r->fan_init);
+	return 0;
+}
+
+/* The forking helper, in memdump's memory: the copy, then gone (its child is the init's). */
+static int mid_main(void *arg)
+{
+	struct mid *m = arg;
+	pid_t copy = rst_fork_pid_ns(m->r->pid, 0, 0);
+
+	if (copy == 0)
+		child_main(m->r);
+	m->err = copy < 0 ? -errno : 0;
+	m->copy = copy;
+	return 0;
+}
+
+/* This thread's PID namespace for its children: the one of /proc/PID/ns/pid (0: its own). */
+static int pidns_children(pid_t pid)
+{
+	char path[64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid ? "" : "self");
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWPID))
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * The copy: forked by a helper that shares memdump's memory (CLONE_VM, no page
+ * table copied) in the copy's namespace, so that its exit leaves the copy to
+ * the init; memdump waits (CLONE_VFORK), the template forked this once only.
+ */
+static int fork_copy(struct rst *r)
+{
+	char stack[MID_STACK] __attribute__((aligned(64)));
+	struct mid m = { .r = r, .copy = -1 };
+	int ret = pidns_children(r->fan_init), back, st;
+	pid_t mid;
+
+	if (ret)
+		return fail(ret, "cannot enter the PID namespace of a copy: %s", strerror(-ret));
+	template_forked(r->fan, true);
+	mid = clone(mid_main, stack + MID_STACK,
+		    CLONE_VM | CLONE_VFORK | SIGCHLD, &m);
+	ret = mid < 0 ? -errno : 0;
+	template_forked(r->fan, false);
+	back = pidns_children(0);	/* memdump's: no other child of its may go there */
+	while (mid > 0 && waitpid(mid, &st, 0) < 0 && errno == EINTR)
+		;	/* reaped: its children were the init's before it died */
+	if (back)	/* the fan-out stops: no fork of memdump's after it */
+		return fail(back, "cannot go back to memdump's PID namespace: %s", strerror(-back));
+	if (ret)
+		return fail(ret, "cannot create the helper that forks a copy: %s", strerror(-ret));
+	if (m.err)
+		return fail(m.err, "cannot create a copy of process %d in its PID namespace: %s",
+			    r->pid, strerror(-m.err));
+	return 0;
+}
+
+/* The copy's PID here, the init's child. */
+static int copy_found(struct rst *r)
+{
+	pid_t host = copy_host_pid(r->fan_init);
+
 	if (host < 0)
 		return fail(-ESRCH, "the copy of process %d is gone from its PID namespace", r->pid);
 	pr_info("copy of %d: %d here, its PID namespace's init %d\n", r->pid, host, r->fan_init);
@@ -316,25 +415,33 @@ int fanout_fork(struct rst *r)
 	}
 	sigfillset(&all);	/* every signal blocked: the blob runs so (rst_fork_target) */
 	sigprocmask(SIG_SETMASK, &all, &old);
-	template_forked(r->fan, true);
-	init = fork_init();
+	init = fork_init();	/* the template MADV_DONTFORK: not copied */
 	if (init == 0) {
 		close(up[0]);
 		close(down[1]);
 		init_main(r, down[0], up[1]);
 	}
 	ret = init < 0 ? -errno : 0;
-	template_forked(r->fan, false);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(up[1]);
 	close(down[0]);
 	r->fan_from = up[0];
 	r->fan_to = down[1];
-	rst_close_prepared(r);
 	if (ret)
-		return fail(ret, "cannot create the PID namespace of a copy: %s", strerror(-ret));
-	r->fan_init = init;
-	return init_reported(r);
+		ret = fail(ret, "cannot create the PID namespace of a copy: %s", strerror(-ret));
+	else
+		r->fan_init = init;
+	if (!ret)
+		ret = init_armed(r) ?: fork_copy(r);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	rst_close_prepared(r);
+	return ret ? ret : copy_found(r);
+}
+
+/* In the copy, first: its parent is the init (the helper that forked it gone). */
+void fanout_in_copy(void)
+{
+	while (getppid() != 1)
+		usleep(50);
 }
 
 /* The NSpid line of a task's status: its TID here and in the copy's namespace. */
@@ -417,14 +524,18 @@ static void fanout_end(struct rst *r, bool failed)
 	r->fan_tids = NULL;
 }
 
-static int one_copy(const struct restore_opts *o, struct fanout *f)
+/* Copy i of the set ds, loaded and verified once: its checks, its fds, its process. */
+static int one_copy(const struct restore_opts *o, struct fanout *f, const struct dumpset *ds,
+		    int i)
 {
+	uint64_t t0 = now_us(), t1;
 	struct rst r;
 	int ret;
 
 	rst_catch_signals();
-	ret = rst_load(&r, o, true, true);
+	ret = rst_load_lent(&r, o, ds, true);	/* memdump checked by the set's load */
 	r.fan = f;
+	t1 = now_us();
 	if (!ret)
 		ret = rst_restore_one(&r);
 	if (ret)
@@ -432,6 +543,8 @@ static int one_copy(const struct restore_opts *o, struct fanout *f)
 	fanout_end(&r, ret != 0);
 	rst_free(&r);
 	rst_release_signals();
+	pr_info("--copies: copy %d in %.1f ms, its checks %.1f ms\n", i, (now_us() - t0) / 1e3,
+		(t1 - t0) / 1e3);
 	return ret;
 }
 
@@ -439,20 +552,25 @@ int fanout_run(const struct restore_opts *o)
 {
 	struct restore_opts one = *o;
 	struct fanout f = { 0 };
+	uint64_t t0 = now_us();
 	struct rst r;
 	int ret = refuse_opts(o);
 
 	if (ret)
 		return ret;
 	one.detach = true;	/* each copy's PID printed, none waited for */
-	ret = rst_load(&r, &one, false, false);
+	/* loaded and verified once for all copies; its pages' sums checked from the
+	 * template's memory, which the first copy fills (plan_memory) */
+	ret = rst_load(&r, &one, true, false);
 	if (!ret)
 		ret = refuse(&r);
-	rst_free(&r);
+	pr_info("--copies: the set loaded and checked once in %.1f ms\n", (now_us() - t0) / 1e3);
 	for (int i = 0; i < o->copies && !ret; i++)
-		ret = (i ? fault_step(RST_FAULT_COPY) : 0) ?: one_copy(&one, &f);
+		ret = (i ? fault_step(RST_FAULT_COPY) : 0) ?: one_copy(&one, &f, &r.ds, i);
+	rst_free(&r);
 	if (f.base)
 		munmap((void *)f.base, f.size);
 	free(f.sums);
+	pr_info("--copies: %d copies in %.1f ms\n", o->copies, (now_us() - t0) / 1e3);
 	return ret;
 }

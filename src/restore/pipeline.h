@@ -20,12 +20,16 @@ int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start
 int rst_prepare(struct rst *r);
 int rst_fork_target(struct rst *r);
 int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool enter);
+/* rst_load(..., enter) with ds loaded and verified already: r borrows it (--copies) */
+int rst_load_lent(struct rst *r, const struct restore_opts *o, const struct dumpset *ds,
+		  bool own_checked);
 int rst_restore_one(struct rst *r);	/* one process, r loaded */
 
 /* fanout.c: restore --copies N */
 int fanout_run(const struct restore_opts *o);
 int fanout_fork(struct rst *r);		/* the copy, in a PID namespace of its own */
 int fanout_disarm(struct rst *r);	/* before its commit point: its init outlives memdump */
+void fanout_in_copy(void);		/* in a copy, first: its parent the init */
 int rst_fire_setup_ns(const struct rst *r);	/* the hooks of its namespaces, parked */
 int rst_wait_parked(struct rst *r);
 int rst_wait_zombie_gone(pid_t id);	/* check.c: 0 free, 1 a live process has it */

@@ -601,6 +601,8 @@ int rst_check_loaded(struct rst *r)
  * goes into the process's new namespaces first (ns.c, mntns.c: nothing runs
  * in them yet), so that its files are checked where it will find them.
  */
+static int load_checked(struct rst *r, const struct restore_opts *o, bool enter);
+
 int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool enter)
 {
 	int ret;
@@ -615,8 +617,34 @@ int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool 
 		      defer_sums && (!o->lazy || lazy_check_late()) ?
 			dumpset_load_for_restore(o->dir, &r->ds, !o->lazy)
 				 : dumpset_load(o->dir, &r->ds);
-	if (ret)
-		return ret;
+	return ret ? ret : load_checked(r, o, enter);
+}
+
+/*
+ * A copy of a fan-out (fanout.c): the set was loaded and verified once; the
+ * copy reads it and never changes it (no lazy pages, no tree, no shared
+ * memory: refused there), and leaves it to the fan-out to free.
+ */
+int rst_load_lent(struct rst *r, const struct restore_opts *o, const struct dumpset *ds,
+		  bool own_checked)
+{
+	int ret;
+
+	rst_init(r, o);
+	r->ds = *ds;
+	r->ds_lent = true;
+	r->own_checked = own_checked;
+	ret = ns_check_join(o);
+	if (!ret)
+		ret = scan_inherited(r);
+	return ret ? ret : load_checked(r, o, true);
+}
+
+/* The set loaded: its mounts, the hooks and namespaces (enter), every check. */
+static int load_checked(struct rst *r, const struct restore_opts *o, bool enter)
+{
+	int ret;
+
 	r->pid = dumpset_pid(&r->ds);
 	ret = mntns_load(r);	/* the root's set holds the tree's mount namespace */
 	if (!ret && enter)
@@ -667,7 +695,8 @@ void rst_free(struct rst *r)
 	pidfd_close_all(r);
 	tcp_close_all(r);
 	sk_queue_free(r);
-	dumpset_free(&r->ds);
+	if (!r->ds_lent)
+		dumpset_free(&r->ds);
 }
 
 int restore_run(const struct restore_opts *o)

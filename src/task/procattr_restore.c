@@ -128,7 +128,7 @@ static int check_ptimers(struct rst *r, const TaskTimersEntry *tt)
 int attrs_check(struct rst *r)
 {
 	const TaskCoreEntry *tc = r->leader->tc;
-	int ret = check_oom(tc);
+	int ret = r->own_checked ? 0 : check_oom(tc);	/* memdump's floor: once a fan-out */
 
 	if (!ret && tc->has_loginuid && tc->loginuid != own_loginuid() &&
 	    !rst_capable(CAP_AUDIT_CONTROL))
