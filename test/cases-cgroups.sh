@@ -201,7 +201,8 @@ case_cgroup_thread() {
 add cgroup-thread case_cgroup_thread
 
 # The dry run: a limit the restore could not set (zdtm maps06: RLIMIT_NOFILE above memdump's
-# hard limit, no CAP_SYS_RESOURCE) refused before the kill: target running, no images
+# hard limit, no CAP_SYS_RESOURCE) refused before the kill: target running, untraced, its
+# parasite (still in until the kill) cured, no images
 case_err_dryrun_rlimit() {
 	start_prog t-pattern
 	prlimit --pid "$PID" --nofile=8192:8192 || fail "cannot set the target's RLIMIT_NOFILE"
@@ -215,6 +216,8 @@ case_err_dryrun_rlimit() {
 	) || exit 1
 	no_inventory "$T/d"
 	[[ -z $(ls "$T/d") ]] || fail "images left: $(ls "$T/d" | tr '\n' ' ')"
+	expect_untraced "$PID"
+	no_parasite_left "$PID"	# cured after the failed dry run (dump.c, cure_late)
 	check_child_pass
 }
 add err-dryrun-rlimit case_err_dryrun_rlimit

@@ -158,6 +158,36 @@ add err-worker-killed-threads case_worker_killed_remote threads-in-parasite
 add err-worker-killed-infected-splice case_worker_killed_infected splice infected
 add err-worker-killed-infected-mem case_worker_killed_infected mem infected
 add err-worker-killed-in-syscall case_worker_killed_infected read in-remote-syscall
+
+# A killing dump keeps its parasite in until the kill (dump.c, cure_late):
+# at images-written, the images all written and the dry run next, the blob
+# still waits in the leader. The worker killed there, the blob cures itself
+# and memdump's parent process unmaps the rest: t-threads runs on untraced
+# from where it was, every thread's registers its own, no fd or mapping of
+# memdump's left, no inventory.
+case_worker_killed_images() {
+	mkdir -p "$T/d"
+	start_prog t-threads
+	ls "/proc/$PID/fd" > "$T/fds.before"
+	MD_ERR=$T/md.dump.err
+	MEMDUMP_FAULT=images-written "$MEMDUMP" dump -t "$PID" -D "$T/d" -v 3 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point images-written" "$OP_TIMEOUT" ||
+		fail "the dump never reached images-written: $(tail -n1 "$MD_ERR")"
+	grep -q '/memfd: (deleted)' "/proc/$PID/maps" ||
+		fail "no parasite area in the target at images-written (cured before the kill?)"
+	kill_worker "$mdpid"
+	expect_untraced "$PID"
+	sleep 0.2
+	no_parasite_left "$PID"
+	ls "/proc/$PID/fd" > "$T/fds.after"
+	cmp -s "$T/fds.before" "$T/fds.after" ||
+		fail "the target's fds changed: $(diff "$T/fds.before" "$T/fds.after" | tr '\n' ' ')"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add err-worker-killed-images case_worker_killed_images
 for m in splice read mem; do
 	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02
 	add "err-worker-killed-$m-late" case_worker_killed_pages "$m" half

@@ -303,6 +303,8 @@ struct dump_ctx {
 	enum pages_write pages_write;
 	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
 	bool compress_late;		/* a killing dump: compressed after the kill (images.c) */
+	bool cure_late;			/* a killing dump: the parasite stays until the kill,
+					 * cured only if the dump fails (dump.c) */
 	bool pages_compressed;		/* pages-1.img is compressed: the pagemap says so */
 	uint64_t *late_sums;		/* compress_late: the runs' checksums, for the new pagemap */
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */

@@ -232,7 +232,10 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
 	if (ret == 1)
 		ret = write_pages(d);
 
-	infect_cure(&d->in);	/* every page is on disk: the parasite can go */
+	/* every page is on disk: the parasite can go, but from a process that
+	 * is killed next only if the dump fails (dump_undo) */
+	if (!d->cure_late || d->track.local >= 0)
+		infect_cure(&d->in);
 	if (!ret)
 		ret = track_finish(d);	/* remote syscalls: not while the blob runs */
 	if (!ret && d->nr_parent_runs)
@@ -535,6 +538,13 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
 	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
+	/*
+	 * A killing dump leaves the parasite in until the kill: its cure (a stop,
+	 * remote syscalls, each a turn of the target on a CPU) is off the frozen
+	 * time, done only if the dump fails and the target runs on. Meanwhile the
+	 * blob waits in ppoll, curing itself should memdump die (parasite_abi.h).
+	 */
+	d.cure_late = !leave_running;
 	/* a snapshot writes into its image at places, compression reads the plaintext back:
 	 * those go through the staging */
 	d.seal_pages = o->key && !snapshot && o->compress.algo == PZ_NONE && !o->xfer;

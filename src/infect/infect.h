@@ -100,7 +100,8 @@ int infect_preseize_wait(struct preseized *ps);
 void infect_preseized_free(struct preseized *ps);
 /* target.c: 0, or fail() when pid is no process memdump may trace. */
 int target_check(pid_t pid);
-/* SIGKILL sent: the process never runs again; infect_release(c, true) reaps it. */
+/* SIGKILL sent: the process never runs again; infect_release(c, true) reaps it.
+ * Its parasite, if still in, dies with it: nothing left for a supervisor to reclaim. */
 void infect_doom(struct infect_ctx *c);
 void infect_release(struct infect_ctx *c, bool kill_process);
 /* Not killed: neither gone nor a zombie. */
@@ -136,6 +137,9 @@ int parasite_threads_state(struct infect_ctx *c, struct parasite_thread_state *o
 /* vmsplice the ranges (page-aligned) into out_fd, SPLICE_F_GIFT. */
 int parasite_vmsplice(struct infect_ctx *c, const struct iovec *iov, size_t nr, int out_fd);
 void infect_cure(struct infect_ctx *c);
+/* The process is dead (killed with its parasite in): the dumper's side of
+ * the parasite goes, nothing is asked of the process. */
+void infect_forget(struct infect_ctx *c);
 
 /* reclaim.c: after the dumper that kept tr died, unmap what it left. */
 int infect_reclaim(const struct infect_trace *tr);

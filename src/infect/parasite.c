@@ -792,6 +792,19 @@ int parasite_vmsplice(struct infect_ctx *c, const struct iovec *runs, size_t nr,
 	return 0;
 }
 
+/* The dumper's own side of the parasite: its pipe's read end, its view of the area. */
+static void parasite_free_local(struct infect_ctx *c)
+{
+	struct parasite *p = c->parasite;
+
+	if (p->pipe_rd >= 0)
+		close(p->pipe_rd);
+	if (p->local)
+		munmap(p->local, p->len);
+	free(p);
+	c->parasite = NULL;
+}
+
 void infect_cure(struct infect_ctx *c)
 {
 	struct parasite *p = c->parasite;
@@ -816,10 +829,18 @@ void infect_cure(struct infect_ctx *c)
 	c->tramp = 0;
 	if (p->remote && !rsys(c, SYS_munmap, &ret, p->remote, p->len, 0, 0, 0, 0) && c->trace)
 		c->trace->area = 0;
-	if (p->pipe_rd >= 0)
-		close(p->pipe_rd);
-	if (p->local)
-		munmap(p->local, p->len);
-	free(p);
-	c->parasite = NULL;
+	parasite_free_local(c);
+}
+
+void infect_forget(struct infect_ctx *c)
+{
+	struct parasite *p = c->parasite;
+
+	if (!p)
+		return;
+	if (p->bell >= 0)
+		close(p->bell);
+	if (c->trace)
+		c->trace->area = 0;
+	parasite_free_local(c);
 }

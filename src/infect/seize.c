@@ -417,19 +417,23 @@ static void detach_all(struct infect_ctx *c)
 /*
  * Let the process go: put back registers we changed and detach every thread
  * (each resumes from its stop as if nothing happened), or kill the process.
- * The parasite must have been cured first.
+ * The parasite must have been cured first, unless the process is killed.
  */
 void infect_doom(struct infect_ctx *c)
 {
 	kill(c->pid, SIGKILL);
+	if (c->trace)
+		c->trace->area = 0;	/* a parasite still in dies with it */
 }
 
 void infect_release(struct infect_ctx *c, bool kill_process)
 {
-	if (kill_process)
+	if (kill_process) {
 		kill_all(c);
-	else
+		infect_forget(c);	/* a killing dump's parasite, never cured (dump.c) */
+	} else {
 		detach_all(c);
+	}
 	free(c->threads);
 	c->threads = NULL;
 	c->nr_threads = 0;

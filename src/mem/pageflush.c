@@ -109,6 +109,10 @@ void pages_flush_start(struct dump_ctx *d, int fd)
 	struct pages_flush *f;
 	bool after;
 
+	/* an image under FLUSH_MIN would be queued at its close only: the sync after
+	 * the kill or the resume does as much, with no thread started while frozen */
+	if (d->nr_pages * PAGE_SIZE < FLUSH_MIN)
+		return;
 	if (d->pages_flush || !flush_wanted(&after) || !(f = calloc(1, sizeof(*f))))
 		return;
 	f->after = after;

@@ -29,6 +29,7 @@ struct pagesum {
 	bool closed;		/* no more come */
 	pthread_t thread;	/* from_memory: reads the target */
 	bool started;
+	bool at_end;		/* PAGESUM_FILE, a small image: hashed in pagesum_finish */
 	volatile bool stop;
 	int err;
 	int rfd;		/* PAGESUM_FILE: the image, opened for reading */
