@@ -7,6 +7,9 @@
  * Modes (argv[2]):
  *   pending      one CQE left unreaped (user_data 77): CqHead != CqTail
  *   unsubmitted  one SQE queued, never submitted: SqHead != SqTail
+ *   restore      both: one CQE pending and one SQE queued (a dump restores
+ *                these three and plain: after SIGUSR1 the kernel's cached
+ *                counters in fdinfo equal the shared ones too)
  *   sqpoll       the ring has an SQPOLL thread
  *   closed       fd 10 closed, the ring still mapped
  *   inflight     a poll of an empty pipe in the kernel (completed on SIGUSR1)
@@ -234,10 +237,35 @@ static void check_counters(struct ring *r, bool pending, bool unsubmitted)
 		t_fail("CQ head/tail %u/%u, want %u/%u", ch, ct, r->cq_tail - pending, r->cq_tail);
 }
 
+/* fdinfo's CachedSqHead and CachedCqTail (the kernel's own) equal SqHead and CqTail. */
+static void check_cached(struct ring *r)
+{
+	char path[64], line[128];
+	unsigned v[4] = { 0 }, seen = 0;
+	const char *keys[4] = { "SqHead:", "CachedSqHead:", "CqTail:", "CachedCqTail:" };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", r->fd);
+	if (!(f = fopen(path, "re")))
+		t_fail("cannot read %s", path);
+	while (fgets(line, sizeof(line), f))
+		for (int i = 0; i < 4; i++)
+			if (!strncmp(line, keys[i], strlen(keys[i]))) {
+				v[i] = (unsigned)strtoul(line + strlen(keys[i]), NULL, 10);
+				seen |= 1u << i;
+			}
+	fclose(f);
+	if (seen != 15 || v[0] != v[1] || v[2] != v[3] || v[0] != r->sq_head || v[2] != r->cq_tail)
+		t_fail("fdinfo: SqHead %u CachedSqHead %u CqTail %u CachedCqTail %u, want %u and %u",
+		       v[0], v[1], v[2], v[3], r->sq_head, r->cq_tail);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "";
-	bool pending = !strcmp(mode, "pending"), unsubmitted = !strcmp(mode, "unsubmitted");
+	bool both = !strcmp(mode, "restore");
+	bool pending = both || !strcmp(mode, "pending");
+	bool unsubmitted = both || !strcmp(mode, "unsubmitted");
 	bool inflight = !strcmp(mode, "inflight"), hidden = !strcmp(mode, "hidden");
 	struct hidden h;
 	int pfd[2];
@@ -302,5 +330,7 @@ int main(int argc, char **argv)
 	}
 	write_read(&r, 2, 4096);
 	check_counters(&r, false, false);
+	if (strcmp(mode, "sqpoll"))
+		check_cached(&r);
 	t_pass(mode);
 }
