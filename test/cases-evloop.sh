@@ -73,6 +73,7 @@ iouring_refusal() {
 	case $1 in
 	sqpoll) echo "$iou, 1 SQPOLL thread, $reg: an SQPOLL thread\)$" ;;
 	inflight) echo "$iou, 1 requests armed for poll, $reg: requests armed for poll, held by the kernel\)$" ;;
+	shared) echo "$iou, $reg: the ring held by process [0-9]+ too \(each restored process would make a ring of its own\)\)$" ;;
 	hidden) echo "thread [0-9]+ of process [0-9]+ holds io_uring instances registered by index \(IORING_REGISTER_RING_FDS, indexes 0x1\), which memdump does not restore yet$" ;;
 	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
 	esac
@@ -101,7 +102,7 @@ case_evloop_iouring_refuse() {
 	expect_refused_unharmed "$want" "the ring's state" "${2-}"
 	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
-for m in sqpoll inflight closed hidden; do
+for m in sqpoll inflight shared closed hidden; do
 	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
 done
 add evloop-iouring-refuse-inflight-kill case_evloop_iouring_refuse inflight kill

@@ -11,6 +11,8 @@
  *                these three and plain: after SIGUSR1 the kernel's cached
  *                counters in fdinfo equal the shared ones too)
  *   sqpoll       the ring has an SQPOLL thread
+ *   shared       a child (forked after the NOPs, killed with the program)
+ *                holds the ring too
  *   closed       fd 10 closed, the ring still mapped
  *   inflight     a poll of an empty pipe in the kernel (completed on SIGUSR1)
  *   hidden       only a ring made with IORING_SETUP_NO_MMAP in the program's
@@ -24,6 +26,7 @@
 #include "tlib.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <linux/io_uring.h>
 
@@ -308,6 +311,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "closed"))
 		close(RING_FD);
+	if (!strcmp(mode, "shared") && fork() == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
 	t_ready("%u %u", r.sq_head, r.cq_tail);
 	t_wait_usr1();
 	t_check_common();

@@ -213,6 +213,68 @@ static bool single_issuer(pid_t pid, int fd)
 	return ret;
 }
 
+/* Does pid's fd dir hold an io_uring fd whose inode is ino? */
+static bool holds_ring(const char *pid, unsigned long ino)
+{
+	char dir[300], p[600], link[32];
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
+	if (!(d = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(d))) {
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		n = readlink(p, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		found = !strcmp(link, "anon_inode:[io_uring]") && !stat(p, &st) && st.st_ino == ino;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Another process that holds the ring by an fd (a fork's child, an fd
+ * passed): its PID, or 0. Each restored process would make a ring of its own.
+ */
+static pid_t ring_elsewhere(pid_t pid, unsigned long ino)
+{
+	struct dirent *de;
+	pid_t other = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	while (!other && (de = readdir(d))) {
+		pid_t p = (pid_t)atoi(de->d_name);
+
+		if (p > 0 && p != pid && holds_ring(de->d_name, ino))
+			other = p;
+	}
+	closedir(d);
+	return other;
+}
+
+int iouring_dry_run(pid_t pid, const IouringEntry *e)
+{
+	unsigned p[30] = { e->sq_entries, e->cq_entries,
+			   e->cq_entries != 2 * e->sq_entries ? 1u << 3 : 0 };	/* CQSIZE */
+	int fd = (int)syscall(SYS_io_uring_setup, e->sq_entries, p);
+
+	if (fd < 0)
+		return fail(-errno, "process %d's io_uring ring (fd %u, %u entries): io_uring_setup "
+			    "fails here: %s%s", pid, e->fd, e->sq_entries, strerror(errno),
+			    errno == EPERM ? " (kernel.io_uring_disabled?)" : "");
+	close(fd);
+	return 0;
+}
+
 /* The mappings of the ring (its inode) in pid's maps: count, and whether one is not ours. */
 static int count_maps(pid_t pid, unsigned long ino, IouringMapEntry **out, size_t max);
 
@@ -220,6 +282,7 @@ static int count_maps(pid_t pid, unsigned long ino, IouringMapEntry **out, size_
 static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, size_t len)
 {
 	unsigned done = in->sq_head;
+	pid_t other;
 
 	why[0] = 0;
 	if (in->sq_thread >= 0)
@@ -247,6 +310,9 @@ static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, 
 			 MAX_FILES);
 	else if (!count_maps(pid, in->ino, NULL, 0))
 		snprintf(why, len, "no mapping of its rings (IORING_SETUP_NO_MMAP, or unmapped)");
+	else if ((other = ring_elsewhere(pid, in->ino)))
+		snprintf(why, len, "the ring held by process %d too (each restored process would "
+			 "make a ring of its own)", other);
 	else if (single_issuer(pid, fd))
 		snprintf(why, len, "IORING_SETUP_SINGLE_ISSUER (a restored thread would have to make "
 			 "it itself)");

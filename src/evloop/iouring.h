@@ -26,6 +26,9 @@ struct IouringEntry;
 int iouring_collect(pid_t pid, int fd, uint32_t fd_flags, struct IouringEntry **out);
 void iouring_entry_free(struct IouringEntry *e);
 
+/* The killing dump's dry run: a ring of e's size can be set up here. */
+int iouring_dry_run(pid_t pid, const struct IouringEntry *e);
+
 /*
  * The restore (iouring_restore.c): mm_entry.iourings checked (their fds kept
  * free below the blob's, their mappings clear of the VMAs), laid out at off
