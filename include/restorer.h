@@ -3,7 +3,8 @@
  * restorer area, one memfd mapped MAP_SHARED at the same address in memdump
  * (which fills it) and in the restored process (which runs it):
  *
- *   [ blob code | struct rst_args | vmas | runs | threads | groups,
+ *   [ blob code | struct rst_args | vmas | runs | uffd spans | io_uring
+ *     rings (with their bytes) | threads | groups,
  *     auxv, fds to close, seals, xsave images, pending signals, seccomp
  *     filters and each thread's chain of them | thread stacks | the fill
  *     helpers' two stacks ]

@@ -11,6 +11,8 @@
  *      populate ahead of the reads and sum behind them (fill_pages); shared
  *      memory maps its object, which memdump created and filled, then gets
  *      its late memfd seals;
+ *      the process's userfaultfd and io_uring rings are made again once every
+ *      VMA and fd is in place (a ring's mappings placed at their addresses);
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, personality, membarrier registrations, signal
  *      actions, rlimits; last, mseal() the VMAs that were sealed;

@@ -124,6 +124,9 @@ case_evloop_iouring_restore() {
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	crit_decodes "$T/d"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -qE "^io_uring   fd 10: 8/16 entries, 30[23] requests done, 1 registered file\(s\), 1 registered buffer\(s\), mapped 0x" "$MD_OUT" ||
+		fail "show does not list the ring: $(grep io_uring "$MD_OUT")"
 	md lazy restore -D "$T/d" -d --lazy-pages
 	expect_md_error
 	grep -qF "has an io_uring ring (fd 10), which restore --lazy-pages does not restore" "$MD_ERR" ||
