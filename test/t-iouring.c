@@ -7,7 +7,9 @@
  * Modes (argv[2]):
  *   pending      one CQE left unreaped (user_data 77): CqHead != CqTail
  *   unsubmitted  one SQE queued, never submitted: SqHead != SqTail
- *   restore      both: one CQE pending and one SQE queued (a dump restores
+ *   restore      both, and a 1 MiB gap above the ring's mappings (the rings
+ *                were mapped below a mapping since removed): one CQE pending
+ *                and one SQE queued (a dump restores
  *                these three and plain: after SIGUSR1 the kernel's cached
  *                counters in fdinfo equal the shared ones too)
  *   sqpoll       the ring has an SQPOLL thread
@@ -240,6 +242,30 @@ static void check_counters(struct ring *r, bool pending, bool unsubmitted)
 		t_fail("CQ head/tail %u/%u, want %u/%u", ch, ct, r->cq_tail - pending, r->cq_tail);
 }
 
+/*
+ * A 1 MiB mapping, with every smaller gap above it filled (inaccessible
+ * pages kept), so that the next mappings (the ring's) go just below it.
+ */
+static char *above_gap(void)
+{
+	char *gap = mmap(NULL, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (gap == MAP_FAILED)
+		exit(2);
+	for (int i = 0; i < 4096; i++) {
+		char *p = mmap(NULL, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			exit(2);
+		if (p < gap) {
+			munmap(p, T_PAGE);
+			return gap;
+		}
+	}
+	t_fail("no room below the gap");
+	return NULL;
+}
+
 /* fdinfo's CachedSqHead and CachedCqTail (the kernel's own) equal SqHead and CqTail. */
 static void check_cached(struct ring *r)
 {
@@ -288,7 +314,17 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/iou", t_dir);
 	if ((file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) < 0)
 		exit(2);
-	setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL : 0);
+	if (both) {	/* a 1 MiB gap just above the ring: a restore fills it to place the ring */
+		char *gap = above_gap();
+
+		setup(&r, 0);
+		if (r.sq > gap || (char *)r.sqes > gap)
+			t_fail("the ring is not below the gap");
+		if (munmap(gap, 1 << 20))
+			exit(2);
+	} else {
+		setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL : 0);
+	}
 	register_all(&r, file);
 	write_read(&r, 1, 0);
 	nops(&r, NOPS);
