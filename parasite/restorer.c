@@ -1319,6 +1319,27 @@ static void ring_bytes(const struct rst_iouring_map *m)
 		rst_fail(ret, "cannot protect an io_uring ring again at", m->start);
 }
 
+/*
+ * The SQ index array as identity, through a mapping of the whole SQ ring: a
+ * ring made with IORING_SETUP_NO_SQARRAY (liburing's default since 2.6: no
+ * setup flag shows) reads SQE tail & mask, as the new ring, which has the
+ * array, then does; liburing fills it so once; a program that writes its
+ * array writes each slot before it submits it. Its bytes (the app's mapping)
+ * may not reach the array, or hold zeros there.
+ */
+static void ring_sq_identity(long fd, const struct uring_params *p)
+{
+	u64 rlen = p->sq.array + p->sq_entries * 4UL;
+	long ring = mmap6(0, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (ring < 0)
+		rst_fail(ring, "cannot map a new io_uring ring for its SQ array, entries",
+			 p->sq_entries);
+	for (u32 i = 0; i < p->sq_entries; i++)
+		*ring_u32(ring, p->sq.array + i * 4) = i;
+	sys_call2(__nr_munmap, ring, rlen);
+}
+
 static void ring_register(long fd, const struct rst_iouring *g)
 {
 	long ret = 0;
@@ -1354,6 +1375,7 @@ static void restore_iouring(const struct rst_iouring *g)
 		place_ring_map(fd, &m[i]);
 	for (u32 i = 0; i < g->nr_maps; i++)
 		ring_bytes(&m[i]);
+	ring_sq_identity(fd, &p);	/* after the bytes, which may cover it */
 	ring_register(fd, g);
 	if (fd != g->fd) {
 		ret = sys_call3(__nr_dup3, fd, g->fd, g->fd_flags);

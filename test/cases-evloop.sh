@@ -110,7 +110,8 @@ add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
 
 # A ring with nothing in the kernel is dumped and made again by the restorer
-# blob (issue 24): t-iouring, after the restore, reaps its pending CQE
+# blob (issue 24; nosqarray: a ring without an SQ index array, which no flag
+# shows, restored with an identity array): t-iouring, after the restore, reaps its pending CQE
 # (user_data 77), submits its queued SQE (restore, pending, unsubmitted),
 # writes and reads through the fixed file and buffer, finds every counter
 # advanced by exactly what it did and fdinfo's cached counters equal to the
@@ -143,7 +144,7 @@ case_evloop_iouring_restore() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
 	grep -qx "PASS $mode" "$OUT" || fail "t-iouring: $(grep -m1 -E 'PASS|FAIL' "$OUT")"
 }
-for m in restore plain pending unsubmitted; do
+for m in restore plain pending unsubmitted nosqarray; do
 	add "evloop-iouring-restore-$m" case_evloop_iouring_restore "$m"
 done
 

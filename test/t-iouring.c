@@ -12,6 +12,8 @@
  *                and one SQE queued (a dump restores
  *                these three and plain: after SIGUSR1 the kernel's cached
  *                counters in fdinfo equal the shared ones too)
+ *   nosqarray    the ring made with IORING_SETUP_NO_SQARRAY (liburing's
+ *                default since 2.6): no SQ index array written
  *   sqpoll       the ring has an SQPOLL thread
  *   shared       a child (forked after the NOPs, killed with the program)
  *                holds the ring too
@@ -49,6 +51,9 @@ static char buf[4096] __attribute__((aligned(4096)));
 /* The uapi headers of an older build host may lack these (6.5+). */
 #ifndef IORING_SETUP_NO_MMAP
 #define IORING_SETUP_NO_MMAP (1U << 14)
+#endif
+#ifndef IORING_SETUP_NO_SQARRAY
+#define IORING_SETUP_NO_SQARRAY (1U << 16)
 #endif
 
 /* The hidden ring: its memory is the program's (rings, then SQEs). */
@@ -145,7 +150,8 @@ static struct io_uring_sqe *queue(struct ring *r, int op, uint64_t data)
 	memset(e, 0, sizeof(*e));
 	e->opcode = (uint8_t)op;
 	e->user_data = data;
-	((unsigned *)(r->sq + r->p.sq_off.array))[idx] = idx;
+	if (!(r->p.flags & IORING_SETUP_NO_SQARRAY))
+		((unsigned *)(r->sq + r->p.sq_off.array))[idx] = idx;
 	__atomic_store_n((unsigned *)at(r, r->p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
 	return e;
 }
@@ -323,7 +329,8 @@ int main(int argc, char **argv)
 		if (munmap(gap, 1 << 20))
 			exit(2);
 	} else {
-		setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL : 0);
+		setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL :
+			  !strcmp(mode, "nosqarray") ? IORING_SETUP_NO_SQARRAY : 0);
 	}
 	register_all(&r, file);
 	write_read(&r, 1, 0);
