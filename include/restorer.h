@@ -3,7 +3,8 @@
  * restorer area, one memfd mapped MAP_SHARED at the same address in memdump
  * (which fills it) and in the restored process (which runs it):
  *
- *   [ blob code | struct rst_args | vmas | runs | threads | groups,
+ *   [ blob code | struct rst_args | vmas | runs | uffd spans | io_uring
+ *     rings (with their bytes) | threads | groups,
  *     auxv, fds to close, seals, xsave images, pending signals, seccomp
  *     filters and each thread's chain of them | thread stacks | the fill
  *     helpers' two stacks ]
@@ -70,6 +71,30 @@ struct rst_guard {
 struct rst_uffd_span {
 	unsigned long start, end;
 	unsigned int modes, pad;
+};
+
+/*
+ * An io_uring ring the blob makes again (evloop/iouring_restore.c), after
+ * the memory and the fds: io_uring_setup of sq_entries/cq_entries, done
+ * NOPs, each mapping (struct rst_iouring_map at maps_off) placed at its
+ * address, its bytes copied back, the files (fds, u32 at files_off) and
+ * buffers (struct rst_iouring_buf at bufs_off) registered, dup3 to fd.
+ */
+struct rst_iouring {
+	int fd;
+	unsigned int fd_flags;		/* O_CLOEXEC */
+	unsigned int sq_entries, cq_entries, done;
+	unsigned int nr_maps, nr_files, nr_bufs;
+	unsigned long maps_off, files_off, bufs_off;
+};
+
+struct rst_iouring_map {
+	unsigned long start, len, pgoff, prot;
+	unsigned long data_off;		/* len bytes */
+};
+
+struct rst_iouring_buf {
+	unsigned long addr, len;
 };
 
 /* A run of dumped pages: in pages-1.img, or in a parent set's pages image. */
@@ -364,6 +389,10 @@ struct rst_args {
 	unsigned int uffd_flags, uffd_nothp;
 	unsigned long uffd_features, uffd_off;
 	unsigned int nr_uffd_ranges, nr_uffd_wp, nr_uffd_zero;
+
+	/* io_uring rings (struct rst_iouring at iourings_off), after the userfaultfd */
+	unsigned long iourings_off;
+	unsigned int nr_iourings;
 };
 
 #endif

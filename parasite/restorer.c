@@ -11,6 +11,8 @@
  *      populate ahead of the reads and sum behind them (fill_pages); shared
  *      memory maps its object, which memdump created and filled, then gets
  *      its late memfd seals;
+ *      the process's userfaultfd and io_uring rings are made again once every
+ *      VMA and fd is in place (a ring's mappings placed at their addresses);
  *   3. put the vdso back where it was, set the mm fields, madvise, mlock,
  *      final protections, personality, membarrier registrations, signal
  *      actions, rlimits; last, mseal() the VMAs that were sealed;
@@ -1150,6 +1152,249 @@ static void restore_uffd(void)
 	}
 }
 
+/*
+ * io_uring rings (evloop/iouring_restore.c, docs/io_uring.md), once every
+ * VMA and fd is in place: a new ring of the old size, brought by NOPs to the
+ * requests the old one had done (the kernel's own cached counters are not in
+ * the shared memory), each mapping placed at its old address (mmap of a ring
+ * takes no address: every other gap it could choose is filled first), its
+ * bytes copied back, its files and buffers registered, its fd number.
+ */
+#define __nr_io_uring_setup	425
+#define __nr_io_uring_enter	426
+#define __nr_io_uring_register	427
+#define MAP_POPULATE		0x8000
+#define MAP_FIXED_NOREPLACE	0x100000
+#define IORING_SETUP_CQSIZE	(1U << 3)
+#define IORING_ENTER_GETEVENTS	1
+#define IORING_OFF_SQES		0x10000000UL
+#define RING_MAX_HOLES		256
+#define RING_LOW		0x10000UL
+#define RING_TOP		((1UL << 47) - 4096)
+
+struct uring_params {
+	u32 sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
+	struct { u32 head, tail, ring_mask, ring_entries, flags, dropped, array, resv1; u64 addr; } sq;
+	struct { u32 head, tail, ring_mask, ring_entries, overflow, cqes, flags, resv1; u64 addr; } cq;
+};
+
+static volatile u32 *ring_u32(long base, u32 off)
+{
+	return (volatile u32 *)(base + off);
+}
+
+/* done NOPs through fd, a ring's worth per io_uring_enter, each batch reaped. */
+static void ring_nops(long fd, const struct uring_params *p, u32 done)
+{
+	u64 rlen = p->sq.array + p->sq_entries * 4UL;
+	long ring, sqes;
+	u32 tail, left = done;
+
+	if (rlen < p->cq.cqes + p->cq_entries * 16UL)
+		rlen = p->cq.cqes + p->cq_entries * 16UL;
+	ring = mmap6(0, rlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	sqes = mmap6(0, p->sq_entries * 64UL, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+		     IORING_OFF_SQES);
+	if (ring < 0 || sqes < 0)
+		rst_fail(ring < 0 ? ring : sqes, "cannot map a new io_uring ring for its NOPs, entries",
+			 p->sq_entries);
+	tail = *ring_u32(ring, p->sq.tail);
+	while (left) {
+		u32 k = left < p->sq_entries ? left : p->sq_entries;
+		long ret;
+
+		for (u32 i = 0; i < k; i++) {
+			u32 idx = (tail + i) & (p->sq_entries - 1);
+
+			blob_memset((char *)sqes + idx * 64UL, 0, 64);	/* IORING_OP_NOP */
+			*ring_u32(ring, p->sq.array + idx * 4) = idx;
+		}
+		tail += k;
+		__atomic_store_n(ring_u32(ring, p->sq.tail), tail, __ATOMIC_RELEASE);
+		ret = sys_call6(__nr_io_uring_enter, fd, k, k, IORING_ENTER_GETEVENTS, 0, 0);
+		if (ret != (long)k)
+			rst_fail(ret < 0 ? ret : -5, "io_uring NOPs to bring a new ring to the old "
+				 "one's counters failed, done", done - left);
+		__atomic_store_n(ring_u32(ring, p->cq.head), *ring_u32(ring, p->cq.tail),
+				 __ATOMIC_RELEASE);
+		left -= k;
+	}
+	if (*ring_u32(ring, p->sq.head) != done || *ring_u32(ring, p->cq.tail) != done)
+		rst_fail(-5, "a new io_uring ring's counters did not reach", done);
+	sys_call2(__nr_munmap, ring, rlen);
+	sys_call2(__nr_munmap, sqes, p->sq_entries * 64UL);
+}
+
+/* An inaccessible placeholder at [a, a + len), where nothing is: 1, else 0. */
+static int placeholder(u64 a, u64 len)
+{
+	long r = mmap6(a, len, 0 /* PROT_NONE */, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		       MAP_FIXED_NOREPLACE, -1, 0);
+
+	if (r >= 0 && (u64)r != a)
+		sys_call2(__nr_munmap, r, len);
+	return r >= 0 && (u64)r == a;
+}
+
+/* The free range below lo, down to floor, filled with placeholders: its start. */
+static u64 fill_down(u64 lo, u64 floor)
+{
+	u64 step = 4096;
+	int grow = 1;
+
+	while (step >= 4096) {
+		if (lo >= floor + step && placeholder(lo - step, step)) {
+			lo -= step;
+			step = grow && step < (1UL << 45) ? step << 1 : step;
+		} else {
+			grow = 0;
+			step >>= 1;
+		}
+	}
+	return lo;
+}
+
+/* The free range above hi, up to ceil, filled likewise: its end. */
+static u64 fill_up(u64 hi, u64 ceil)
+{
+	u64 step = 4096;
+	int grow = 1;
+
+	while (step >= 4096) {
+		if (hi + step <= ceil && placeholder(hi, step)) {
+			hi += step;
+			step = grow && step < (1UL << 45) ? step << 1 : step;
+		} else {
+			grow = 0;
+			step >>= 1;
+		}
+	}
+	return hi;
+}
+
+/*
+ * Mapping m of ring fd at its address. The kernel picks the address of a
+ * ring's mapping itself (any address given is refused): each gap it picks
+ * instead is filled, but never the wanted range, until it picks that one;
+ * then the placeholders go.
+ */
+static void place_ring_map(long fd, const struct rst_iouring_map *m)
+{
+	struct { u64 s, e; } holes[RING_MAX_HOLES];
+	u32 n = 0;
+	long p;
+
+	for (;;) {
+		p = mmap6(0, m->len, m->prot, MAP_SHARED, fd, m->pgoff);
+		if (p < 0)
+			rst_fail(p, "cannot map an io_uring ring again at", m->start);
+		if ((u64)p == m->start)
+			break;
+		sys_call2(__nr_munmap, p, m->len);
+		if (((u64)p < m->start + m->len && m->start < (u64)p + m->len) ||
+		    n == RING_MAX_HOLES || !placeholder(p, m->len))
+			rst_fail(-16, "cannot place an io_uring ring's mapping back (its range taken, "
+				 "or too many gaps before it) at", m->start);
+		holes[n].s = fill_down(p, (u64)p > m->start ? m->start + m->len : RING_LOW);
+		holes[n].e = fill_up(p + m->len, (u64)p < m->start ? m->start : RING_TOP);
+		n++;
+	}
+	for (u32 i = 0; i < n; i++)
+		sys_call2(__nr_munmap, holes[i].s, holes[i].e - holes[i].s);
+}
+
+/* The bytes of m back in its mapping (made writable for the copy if it is not). */
+static void ring_bytes(const struct rst_iouring_map *m)
+{
+	long ret = 0;
+
+	if (!(m->prot & PROT_WRITE))
+		ret = sys_call3(__nr_mprotect, m->start, m->len, m->prot | PROT_WRITE);
+	if (ret < 0)
+		rst_fail(ret, "cannot make an io_uring ring writable for its bytes at", m->start);
+	blob_memcpy((void *)m->start, area(m->data_off), m->len);
+	if (!(m->prot & PROT_WRITE))
+		ret = sys_call3(__nr_mprotect, m->start, m->len, m->prot);
+	if (ret < 0)
+		rst_fail(ret, "cannot protect an io_uring ring again at", m->start);
+}
+
+/*
+ * The SQ index array as identity, through a mapping of the whole SQ ring: a
+ * ring made with IORING_SETUP_NO_SQARRAY (liburing's default since 2.6: no
+ * setup flag shows) reads SQE tail & mask, as the new ring, which has the
+ * array, then does; liburing fills it so once; a program that writes its
+ * array writes each slot before it submits it. Its bytes (the app's mapping)
+ * may not reach the array, or hold zeros there.
+ */
+static void ring_sq_identity(long fd, const struct uring_params *p)
+{
+	u64 rlen = p->sq.array + p->sq_entries * 4UL;
+	long ring = mmap6(0, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (ring < 0)
+		rst_fail(ring, "cannot map a new io_uring ring for its SQ array, entries",
+			 p->sq_entries);
+	for (u32 i = 0; i < p->sq_entries; i++)
+		*ring_u32(ring, p->sq.array + i * 4) = i;
+	sys_call2(__nr_munmap, ring, rlen);
+}
+
+static void ring_register(long fd, const struct rst_iouring *g)
+{
+	long ret = 0;
+
+	if (g->nr_files)
+		ret = sys_call4(__nr_io_uring_register, fd, 2 /* IORING_REGISTER_FILES */,
+				area(g->files_off), g->nr_files);
+	if (ret < 0)
+		rst_fail_n(ret, "cannot register the files of the io_uring ring of fd", g->fd);
+	if (g->nr_bufs)
+		ret = sys_call4(__nr_io_uring_register, fd, 0 /* IORING_REGISTER_BUFFERS */,
+				area(g->bufs_off), g->nr_bufs);
+	if (ret < 0)
+		rst_fail_n(ret, "cannot register the buffers of the io_uring ring of fd", g->fd);
+}
+
+static void restore_iouring(const struct rst_iouring *g)
+{
+	struct rst_iouring_map *m = (struct rst_iouring_map *)area(g->maps_off);
+	struct uring_params p;
+	long fd, ret;
+
+	blob_memset(&p, 0, sizeof(p));
+	p.cq_entries = g->cq_entries;
+	p.flags = g->cq_entries != 2 * g->sq_entries ? IORING_SETUP_CQSIZE : 0;
+	fd = sys_call2(__nr_io_uring_setup, g->sq_entries, &p);
+	if (fd < 0)
+		rst_fail_n(fd, "cannot make the io_uring ring of fd", g->fd);
+	if (p.sq_entries != g->sq_entries || p.cq_entries != g->cq_entries)
+		rst_fail_n(-22, "a new io_uring ring has not the old size, fd", g->fd);
+	ring_nops(fd, &p, g->done);
+	for (u32 i = 0; i < g->nr_maps; i++)
+		place_ring_map(fd, &m[i]);
+	for (u32 i = 0; i < g->nr_maps; i++)
+		ring_bytes(&m[i]);
+	ring_sq_identity(fd, &p);	/* after the bytes, which may cover it */
+	ring_register(fd, g);
+	if (fd != g->fd) {
+		ret = sys_call3(__nr_dup3, fd, g->fd, g->fd_flags);
+		if (ret < 0)
+			rst_fail_n(ret, "cannot move an io_uring ring to fd", g->fd);
+		sys_call1(__nr_close, fd);
+	} else if (!g->fd_flags) {
+		sys_call3(__nr_fcntl, fd, 2 /* F_SETFD */, 0);
+	}
+}
+
+static void restore_iourings(void)
+{
+	struct rst_iouring *g = (struct rst_iouring *)area(A->iourings_off);
+
+	for (u32 i = 0; i < A->nr_iourings; i++)
+		restore_iouring(&g[i]);
+}
+
 static void restore_memory(void)
 {
 	struct rst_vma *vmas = (struct rst_vma *)area(A->vmas_off);
@@ -1227,6 +1472,7 @@ static void restore_memory(void)
 	}
 	lazy_register();	/* after the madvise and mlock calls: they do not touch lazy VMAs */
 	restore_uffd();		/* likewise: a MISSING range locked is refused */
+	restore_iourings();	/* every VMA and fd in place: the gaps are the only free room */
 }
 
 #define F_ADD_SEALS	1033

@@ -36,7 +36,8 @@ case_evloop_lr() {
 add evloop-eventfd case_evloop_rst t-eventfd 'eventfd.count.5.semaphore' 'eventfd.count.4294967299'
 add evloop-eventfd-lr case_evloop_lr t-eventfd
 
-# An io_uring instance stays refused, by name, before the target is seized.
+# An io_uring instance that is not mapped (python, io_uring_setup alone) stays
+# refused, by name, before the target is seized.
 case_evloop_refuse_iouring() {
 	command -v python3 > /dev/null || { note "no python3: skipped"; return 0; }
 	python3 -c '
@@ -54,26 +55,25 @@ time.sleep(60)' > "$T/u.out" 2>&1 < /dev/null &
 	grep -q NOURING "$T/u.out" && { note "io_uring_setup refused here: skipped"; return 0; }
 	md dump dump -t "$PID" -D "$T/d" --leave-running
 	expect_md_error
-	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 0, SqTail 0, CqHead 0, CqTail 0\), whose rings memdump does not restore yet\)" "$MD_ERR" ||
+	grep -qE "fd [0-9]+ \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 0, SqTail 0, CqHead 0, CqTail 0\), which memdump does not restore: no mapping of its rings \(IORING_SETUP_NO_MMAP, or unmapped\)\)" "$MD_ERR" ||
 		fail "the error does not name the io_uring instance"
 	no_inventory "$T/d"
 	expect_untraced "$PID"
 }
 add evloop-refuse-iouring case_evloop_refuse_iouring
 
-# t-iouring's ring (fixed file and buffer, 302 requests done, MODE's state) is
-# refused with what it holds, before the seize: the program then finds its
-# counters as it left them and does more I/O through the ring (docs/io_uring.md).
-# kill: a killing dump, refused as early.
+# t-iouring's ring (fixed file and buffer, 302 requests done, MODE's state)
+# when a restore cannot make it again is refused with what it holds and why,
+# before the seize: the program then finds its counters as it left them and
+# does more I/O through the ring (docs/io_uring.md). kill: a killing dump,
+# refused as early.
 iouring_refusal() {
 	local iou='fd 10 \(anon_inode:\[io_uring\]: an io_uring instance \(SqHead 30[23], SqTail 30[23], CqHead 30[23], CqTail 30[23]'
-	local reg='1 registered files, 1 registered buffers\), whose rings memdump does not restore yet\)$'
+	local reg='1 registered files, 1 registered buffers\), which memdump does not restore'
 	case $1 in
-	plain) echo "$iou, $reg" ;;
-	pending) echo "$iou, 1 CQEs not reaped, $reg" ;;
-	unsubmitted) echo "$iou, 1 SQEs queued, not submitted, $reg" ;;
-	sqpoll) echo "$iou, 1 SQPOLL thread, $reg" ;;
-	inflight) echo "$iou, 1 requests armed for poll, $reg" ;;
+	sqpoll) echo "$iou, 1 SQPOLL thread, $reg: an SQPOLL thread\)$" ;;
+	inflight) echo "$iou, 1 requests armed for poll, $reg: requests armed for poll, held by the kernel\)$" ;;
+	shared) echo "$iou, $reg: the ring held by process [0-9]+ too \(each restored process would make a ring of its own\)\)$" ;;
 	hidden) echo "thread [0-9]+ of process [0-9]+ holds io_uring instances registered by index \(IORING_REGISTER_RING_FDS, indexes 0x1\), which memdump does not restore yet$" ;;
 	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
 	esac
@@ -92,20 +92,61 @@ expect_refused_unharmed() {
 	no_inventory "$T/d"
 	check_child_pass
 }
+iouring_enabled() {
+	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]]
+}
 case_evloop_iouring_refuse() {
 	local mode=$1 want; want=$(iouring_refusal "$1")
-	[[ $(cat /proc/sys/kernel/io_uring_disabled 2> /dev/null || echo 0) == 0 ]] ||
-		{ note "io_uring disabled here: skipped"; return 0; }
+	iouring_enabled || { note "io_uring disabled here: skipped"; return 0; }
 	start_prog t-iouring "$mode"
 	expect_refused_unharmed "$want" "the ring's state" "${2-}"
 	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
-for m in plain pending unsubmitted sqpoll inflight closed hidden; do
+for m in sqpoll inflight shared closed hidden; do
 	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
 done
-add evloop-iouring-refuse-plain-kill case_evloop_iouring_refuse plain kill
+add evloop-iouring-refuse-inflight-kill case_evloop_iouring_refuse inflight kill
 add evloop-iouring-refuse-closed-kill case_evloop_iouring_refuse closed kill
 add evloop-iouring-refuse-hidden-kill case_evloop_iouring_refuse hidden kill
+
+# A ring with nothing in the kernel is dumped and made again by the restorer
+# blob (issue 24; nosqarray: a ring without an SQ index array, which no flag
+# shows, restored with an identity array): t-iouring, after the restore, reaps its pending CQE
+# (user_data 77), submits its queued SQE (restore, pending, unsubmitted),
+# writes and reads through the fixed file and buffer, finds every counter
+# advanced by exactly what it did and fdinfo's cached counters equal to the
+# shared ones; the ring's mappings are at their addresses (maps compared).
+case_evloop_iouring_restore() {
+	local mode=$1 before after
+	iouring_enabled || { note "io_uring disabled here: skipped"; return 0; }
+	start_prog t-iouring "$mode"
+	before=$(grep -F 'anon_inode:[io_uring]' "/proc/$PID/maps" | awk '{print $1, $2, $3}')
+	[[ -n $before ]] || fail "t-iouring has no ring mapped"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
+	grep -qE "^io_uring   fd 10: 8/16 entries, 30[23] requests done, 1 registered file\(s\), 1 registered buffer\(s\), mapped 0x" "$MD_OUT" ||
+		fail "show does not list the ring: $(grep io_uring "$MD_OUT")"
+	md lazy restore -D "$T/d" -d --lazy-pages
+	expect_md_error
+	grep -qF "has an io_uring ring (fd 10), which restore --lazy-pages does not restore" "$MD_ERR" ||
+		fail "restore --lazy-pages does not refuse the ring by name"
+	alive "$PID" && fail "the refused lazy restore left pid $PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	after=$(grep -F 'anon_inode:[io_uring]' "/proc/$PID/maps" | awk '{print $1, $2, $3}')
+	[[ $after == "$before" ]] || fail "the ring's mappings moved: $before / $after"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	grep -qx "PASS $mode" "$OUT" || fail "t-iouring: $(grep -m1 -E 'PASS|FAIL' "$OUT")"
+}
+for m in restore plain pending unsubmitted nosqarray; do
+	add "evloop-iouring-restore-$m" case_evloop_iouring_restore "$m"
+done
 
 # A userfaultfd of the process's own (t-uffdserve: a handler thread serving MISSING
 # faults, page 3 with the zero page, a WP range with 2 pages protected; issue 24)

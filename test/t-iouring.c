@@ -7,7 +7,16 @@
  * Modes (argv[2]):
  *   pending      one CQE left unreaped (user_data 77): CqHead != CqTail
  *   unsubmitted  one SQE queued, never submitted: SqHead != SqTail
+ *   restore      both, and a 1 MiB gap above the ring's mappings (the rings
+ *                were mapped below a mapping since removed): one CQE pending
+ *                and one SQE queued (a dump restores
+ *                these three and plain: after SIGUSR1 the kernel's cached
+ *                counters in fdinfo equal the shared ones too)
+ *   nosqarray    the ring made with IORING_SETUP_NO_SQARRAY (liburing's
+ *                default since 2.6): no SQ index array written
  *   sqpoll       the ring has an SQPOLL thread
+ *   shared       a child (forked after the NOPs, killed with the program)
+ *                holds the ring too
  *   closed       fd 10 closed, the ring still mapped
  *   inflight     a poll of an empty pipe in the kernel (completed on SIGUSR1)
  *   hidden       only a ring made with IORING_SETUP_NO_MMAP in the program's
@@ -21,6 +30,7 @@
 #include "tlib.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <linux/io_uring.h>
 
@@ -41,6 +51,9 @@ static char buf[4096] __attribute__((aligned(4096)));
 /* The uapi headers of an older build host may lack these (6.5+). */
 #ifndef IORING_SETUP_NO_MMAP
 #define IORING_SETUP_NO_MMAP (1U << 14)
+#endif
+#ifndef IORING_SETUP_NO_SQARRAY
+#define IORING_SETUP_NO_SQARRAY (1U << 16)
 #endif
 
 /* The hidden ring: its memory is the program's (rings, then SQEs). */
@@ -137,7 +150,8 @@ static struct io_uring_sqe *queue(struct ring *r, int op, uint64_t data)
 	memset(e, 0, sizeof(*e));
 	e->opcode = (uint8_t)op;
 	e->user_data = data;
-	((unsigned *)(r->sq + r->p.sq_off.array))[idx] = idx;
+	if (!(r->p.flags & IORING_SETUP_NO_SQARRAY))
+		((unsigned *)(r->sq + r->p.sq_off.array))[idx] = idx;
 	__atomic_store_n((unsigned *)at(r, r->p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
 	return e;
 }
@@ -234,10 +248,59 @@ static void check_counters(struct ring *r, bool pending, bool unsubmitted)
 		t_fail("CQ head/tail %u/%u, want %u/%u", ch, ct, r->cq_tail - pending, r->cq_tail);
 }
 
+/*
+ * A 1 MiB mapping, with every smaller gap above it filled (inaccessible
+ * pages kept), so that the next mappings (the ring's) go just below it.
+ */
+static char *above_gap(void)
+{
+	char *gap = mmap(NULL, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (gap == MAP_FAILED)
+		exit(2);
+	for (int i = 0; i < 4096; i++) {
+		char *p = mmap(NULL, T_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			exit(2);
+		if (p < gap) {
+			munmap(p, T_PAGE);
+			return gap;
+		}
+	}
+	t_fail("no room below the gap");
+	return NULL;
+}
+
+/* fdinfo's CachedSqHead and CachedCqTail (the kernel's own) equal SqHead and CqTail. */
+static void check_cached(struct ring *r)
+{
+	char path[64], line[128];
+	unsigned v[4] = { 0 }, seen = 0;
+	const char *keys[4] = { "SqHead:", "CachedSqHead:", "CqTail:", "CachedCqTail:" };
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", r->fd);
+	if (!(f = fopen(path, "re")))
+		t_fail("cannot read %s", path);
+	while (fgets(line, sizeof(line), f))
+		for (int i = 0; i < 4; i++)
+			if (!strncmp(line, keys[i], strlen(keys[i]))) {
+				v[i] = (unsigned)strtoul(line + strlen(keys[i]), NULL, 10);
+				seen |= 1u << i;
+			}
+	fclose(f);
+	if (seen != 15 || v[0] != v[1] || v[2] != v[3] || v[0] != r->sq_head || v[2] != r->cq_tail)
+		t_fail("fdinfo: SqHead %u CachedSqHead %u CqTail %u CachedCqTail %u, want %u and %u",
+		       v[0], v[1], v[2], v[3], r->sq_head, r->cq_tail);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "";
-	bool pending = !strcmp(mode, "pending"), unsubmitted = !strcmp(mode, "unsubmitted");
+	bool both = !strcmp(mode, "restore");
+	bool pending = both || !strcmp(mode, "pending");
+	bool unsubmitted = both || !strcmp(mode, "unsubmitted");
 	bool inflight = !strcmp(mode, "inflight"), hidden = !strcmp(mode, "hidden");
 	struct hidden h;
 	int pfd[2];
@@ -257,7 +320,18 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/iou", t_dir);
 	if ((file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600)) < 0)
 		exit(2);
-	setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL : 0);
+	if (both) {	/* a 1 MiB gap just above the ring: a restore fills it to place the ring */
+		char *gap = above_gap();
+
+		setup(&r, 0);
+		if (r.sq > gap || (char *)r.sqes > gap)
+			t_fail("the ring is not below the gap");
+		if (munmap(gap, 1 << 20))
+			exit(2);
+	} else {
+		setup(&r, !strcmp(mode, "sqpoll") ? IORING_SETUP_SQPOLL :
+			  !strcmp(mode, "nosqarray") ? IORING_SETUP_NO_SQARRAY : 0);
+	}
 	register_all(&r, file);
 	write_read(&r, 1, 0);
 	nops(&r, NOPS);
@@ -280,6 +354,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "closed"))
 		close(RING_FD);
+	if (!strcmp(mode, "shared") && fork() == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
 	t_ready("%u %u", r.sq_head, r.cq_tail);
 	t_wait_usr1();
 	t_check_common();
@@ -302,5 +381,7 @@ int main(int argc, char **argv)
 	}
 	write_read(&r, 2, 4096);
 	check_counters(&r, false, false);
+	if (strcmp(mode, "sqpoll"))
+		check_cached(&r);
 	t_pass(mode);
 }

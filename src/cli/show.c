@@ -302,6 +302,12 @@ static void text_process(const struct dumpset *ds, const char *dir)
 		show_uffd(ds->mm->uffd, buf, sizeof(buf));
 		printf("userfaultfd %s\n", buf);
 	}
+	for (size_t i = 0; ds->mm && i < ds->mm->n_iourings; i++) {
+		char buf[1024];
+
+		show_iouring(ds->mm->iourings[i], buf, sizeof(buf));
+		printf("io_uring   %s\n", buf);
+	}
 	text_ptimers(ds);
 	text_locks(ds);
 	show_namespaces(ds);
@@ -455,6 +461,14 @@ static void json_process(const struct dumpset *ds)
 		show_uffd(ds->mm->uffd, buf, sizeof(buf));
 		printf(", ");
 		json_key_str("userfaultfd", buf, "");
+	}
+	for (size_t i = 0; ds->mm && i < ds->mm->n_iourings; i++) {
+		char buf[1024], key[32];
+
+		show_iouring(ds->mm->iourings[i], buf, sizeof(buf));
+		snprintf(key, sizeof(key), "io_uring_%zu", i);
+		printf(", ");
+		json_key_str(key, buf, "");
 	}
 	printf("},\n");
 }

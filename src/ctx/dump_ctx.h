@@ -345,6 +345,8 @@ struct dump_ctx {
 	struct guard_region *guards;	/* sorted */
 	size_t nr_guards;
 	struct uffd_state *uffd;	/* its own userfaultfd (evloop/uffd.h), or NULL */
+	struct IouringEntry **iourings;	/* its io_uring rings (evloop/iouring.h) */
+	size_t nr_iourings;
 	struct dump_stats stats;
 	siginfo_t *sigpending;		/* queued for the whole process */
 	int nr_sigpending;

@@ -32,6 +32,7 @@
 #include "image/image.h"
 #include "image/rstcheck.h"
 #include "mem/hugetlb.h"
+#include "evloop/iouring.h"
 #include "vma_status.h"
 #include "ns/netns.h"
 #include "task/sessions.h"
@@ -345,6 +346,9 @@ int dump_check_sessions(struct dump_ctx *d)
 int dump_dry_run(struct dump_ctx *d)
 {
 	int ret = dryrun_cgroups(d);
+
+	for (size_t i = 0; !ret && i < d->nr_iourings; i++)
+		ret = iouring_dry_run(d->pid, d->iourings[i]);
 
 	if (!ret)
 		ret = dryrun_files(d);

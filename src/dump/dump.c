@@ -31,6 +31,7 @@
 #include "infect/infect.h"
 #include "dump/images.h"
 #include "evloop/uffd.h"
+#include "evloop/iouring.h"
 #include "ns/ns.h"
 #include "ns/pidns.h"
 #include "dump/refuse.h"
@@ -346,6 +347,11 @@ void dump_ctx_free(struct dump_ctx *d)
 	if (d->uffd)
 		uffd_state_free(d->uffd);
 	free(d->uffd);
+	for (size_t i = 0; i < d->nr_iourings; i++)
+		iouring_entry_free(d->iourings[i]);
+	free(d->iourings);
+	d->iourings = NULL;
+	d->nr_iourings = 0;
 	free(d->zombies);
 	files_free(&d->files);
 	sk_set_free(&d->sockets);

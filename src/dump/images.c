@@ -447,6 +447,8 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 	ret = fill_guards(&mm, d, &ge);
 	if (!ret && d->uffd && !(ret = uffd_fill_entry(d->uffd, &ue)))
 		mm.uffd = &ue;
+	mm.n_iourings = d->nr_iourings;
+	mm.iourings = d->iourings;
 	if (!ret)
 		ret = write_one(&d->dir, IMG_MM, d->pid, &mm.base);
 	if (mm.uffd)

@@ -138,3 +138,16 @@ void show_uffd(const UffdEntry *u, char *buf, size_t len)
 		snprintf(buf + off, len - off, "; %zu page(s) write-protected, %zu zero page(s)",
 			 wp_pages(u->protected_, u->n_protected_), wp_pages(u->zero, u->n_zero));
 }
+
+void show_iouring(const IouringEntry *e, char *buf, size_t len)
+{
+	size_t off = (size_t)snprintf(buf, len, "fd %u%s: %u/%u entries, %u requests done, "
+				      "%zu registered file(s), %zu registered buffer(s), mapped",
+				      e->fd, e->fd_flags ? " (O_CLOEXEC)" : "", e->sq_entries,
+				      e->cq_entries, e->done, e->n_files, e->n_bufs);
+
+	for (size_t i = 0; i < e->n_maps && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s %#" PRIx64 "-%#" PRIx64 " (offset %#"
+					PRIx64 ")", i ? "," : "", e->maps[i]->start, e->maps[i]->end,
+					e->maps[i]->pgoff);
+}

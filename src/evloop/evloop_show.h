@@ -14,5 +14,7 @@ bool show_evloop(const FileEntry *fe, char *buf, size_t len, uint32_t *flags);
 
 /* The process's own userfaultfd (mm_entry.uffd) into buf: fd, flags, ranges, runs. */
 void show_uffd(const UffdEntry *u, char *buf, size_t len);
+/* An io_uring ring (mm_entry.iourings): fd, size, requests done, registrations, mappings. */
+void show_iouring(const IouringEntry *e, char *buf, size_t len);
 
 #endif

@@ -419,8 +419,8 @@ bool fd_unsupported_as(const struct fd_policy *p, int fd, const char *link, cons
 	if (opath && (w = opath_unsupported(link, st)))
 		;
 	else if (!strcmp(link, "anon_inode:[io_uring]")) {
-		iouring_refusal(pid, fd, why, len);	/* with what it holds (evloop/iouring.c) */
-		return true;
+		/* made again by the restorer blob, or refused with what it holds (evloop/iouring.c) */
+		return iouring_unsupported(pid, fd, why, len);
 	} else if (!strcmp(link, "anon_inode:[userfaultfd]")) {
 		/* made again by the restorer blob, or refused with what it holds (evloop/uffd.c) */
 		return uffd_unsupported(pid, fd, p->tracked, why, len);
@@ -626,6 +626,24 @@ static int collect_uffd(struct dump_ctx *d, int fd)
 	return uffd_collect(d->pid, fd, d->policy.tracked, &d->uffd);
 }
 
+/*
+ * An io_uring ring: in mm_entry.iourings, not in the fd tables (the restorer
+ * blob makes it at its number in the restored mm: evloop/iouring.c).
+ */
+static int collect_iouring(struct dump_ctx *d, int fd, uint32_t flags)
+{
+	struct IouringEntry **n = realloc(d->iourings, (d->nr_iourings + 1) * sizeof(*n));
+	int ret;
+
+	if (!n)
+		return -ENOMEM;
+	d->iourings = n;
+	ret = iouring_collect(d->pid, fd, flags, &n[d->nr_iourings]);
+	if (!ret)
+		d->nr_iourings++;
+	return ret;
+}
+
 static int collect_fd(struct dump_ctx *d, int fd)
 {
 	struct file_set *fs = &d->files;
@@ -657,6 +675,10 @@ static int collect_fd(struct dump_ctx *d, int fd)
 	if (!strcmp(link, "anon_inode:[userfaultfd]")) {
 		free(info);
 		return collect_uffd(d, fd);
+	}
+	if (!strcmp(link, "anon_inode:[io_uring]")) {
+		free(info);
+		return collect_iouring(d, fd, flags);
 	}
 	id = same_description(d, fd);
 	if (!id) {

@@ -208,7 +208,35 @@ static int cmp_pid(const void *a, const void *b)
 	return *(const pid_t *)a - *(const pid_t *)b;
 }
 
-/* TIDs of pid, the leader first, the rest in increasing order. */
+/*
+ * Is task tid of pid an io_uring worker (PF_IO_WORKER in its stat's flags:
+ * an io-wq worker, iou-wrk-PID, or an SQPOLL thread, iou-sqp-PID)? The
+ * kernel's own, made again on demand: no thread of the dump
+ * (docs/io_uring.md).
+ */
+static bool io_worker(pid_t pid, const char *tid)
+{
+	char path[320], buf[512], *p;
+	unsigned long flags = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return flags & 0x10;	/* PF_IO_WORKER */
+}
+
+/* TIDs of pid, the leader first, the rest in increasing order; io_uring's workers left out. */
 int proc_tasks(pid_t pid, pid_t **tids)
 {
 	char path[64];
@@ -222,7 +250,7 @@ int proc_tasks(pid_t pid, pid_t **tids)
 	if (!dir)
 		return -errno;
 	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || io_worker(pid, de->d_name))
 			continue;
 		if (n == cap) {
 			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));

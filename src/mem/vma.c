@@ -4,6 +4,7 @@
  * state to restore. Mappings memdump cannot restore are refused here, by
  * name.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "ctx/dump_ctx.h"
@@ -103,6 +105,8 @@ static const struct { const char *flag, *what; } refused_flags[] = {
 	{ "sf", "synchronous page faults, DAX (VmFlags sf)" },
 };
 
+#define VMA_RING	1	/* classify: an io_uring ring's mapping, not a VMA */
+
 static bool flag_in(const char *f, const char *const *set, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -123,6 +127,39 @@ static const char *iouring_region(uint64_t pgoff)
 		return "an io_uring instance's SQE array mapped, which memdump does not map again yet";
 	return "an io_uring instance's provided-buffer ring or other region mapped, which "
 	       "memdump does not map again yet";
+}
+
+/*
+ * A mapping of an io_uring ring the process holds by an fd, at the offset of
+ * its SQ ring, CQ ring or SQE array: not a VMA of the dump, dumped with its
+ * ring (mm_entry.iourings, evloop/iouring.c, which refuses the ring when it
+ * is beyond a restore) and mapped again by the restorer blob.
+ */
+static bool own_iouring_map(pid_t pid, const struct vma *v)
+{
+	char dir[64], p[336], link[32];
+	bool found = false;
+	struct dirent *de;
+	struct stat st;
+	DIR *dd;
+
+	if (v->pgoff != 0 && v->pgoff != 0x8000000 && v->pgoff != 0x10000000)
+		return false;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	if (!(dd = opendir(dir)))
+		return false;
+	while (!found && (de = readdir(dd))) {
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		n = readlink(p, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		found = !strcmp(link, "anon_inode:[io_uring]") && !stat(p, &st) && st.st_ino == v->ino;
+	}
+	closedir(dd);
+	return found;
 }
 
 /*
@@ -151,7 +188,7 @@ static int check_vmflags(struct dump_ctx *d, struct vma *v, bool tracked)
 		return refuse(pid, v, "a socket's ring mapped (a packet socket's RX/TX ring, ...), "
 			      "which memdump does not map again");
 	if (!strcmp(v->name, "anon_inode:[io_uring]"))	/* likewise (mm): which region */
-		return refuse(pid, v, iouring_region(v->pgoff));
+		return own_iouring_map(pid, v) ? VMA_RING : refuse(pid, v, iouring_region(v->pgoff));
 	if (has_flag(v, "ht") && strncmp(v->name, "/SYSV", 5) && strstr(v->name, " (deleted)") &&
 	    strcmp(v->name, ANON_HUGETLB) && strncmp(v->name, "/memfd:", 7))
 		return refuse(pid, v, "MAP_HUGETLB memory of a deleted hugetlbfs file, which "
@@ -422,6 +459,11 @@ int collect_vmas(struct dump_ctx *d)
 			cur->vmflags[strcspn(cur->vmflags, "\n")] = 0;
 			madvise_bits(cur);
 			ret = classify(d, cur, shared, ino);
+			if (ret == VMA_RING) {	/* dumped with its ring */
+				d->nr_vmas--;
+				cur = NULL;
+				ret = 0;
+			}
 			continue;
 		}
 		/* A header line starts with a hex range; field lines with "Name:". */

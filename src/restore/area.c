@@ -19,6 +19,7 @@
 #include "ctx/restore_ctx.h"
 #include "files/locks.h"
 #include "evloop/uffd.h"
+#include "evloop/iouring.h"
 #include "image/compress.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
@@ -27,7 +28,7 @@
 
 /* Where each part of the area goes, offsets from its start. */
 struct layout {
-	size_t blob, vmas, runs, guards, uffd, threads, auxv, close, seals, xsave, sigs, filters, zblocks,
+	size_t blob, vmas, runs, guards, uffd, iourings, threads, auxv, close, seals, xsave, sigs, filters, zblocks,
 	       zbuf, stacks, size;
 };
 
@@ -57,7 +58,7 @@ static int cmp_range(const void *a, const void *b)
 static struct range *used_ranges(struct rst *r, size_t *nr)
 {
 	const MmEntry *mm = r->ds.mm;
-	size_t cap = mm->n_vmas + 256, n = 0;
+	size_t cap = mm->n_vmas + 8 * mm->n_iourings + 256, n = 0;
 	struct range *rg = malloc(cap * sizeof(*rg));
 	FILE *f = fopen("/proc/self/maps", "re");
 	char line[512];
@@ -72,6 +73,11 @@ static struct range *used_ranges(struct rst *r, size_t *nr)
 		rg[n].s = mm->vmas[i]->start;
 		rg[n++].e = mm->vmas[i]->end;
 	}
+	for (size_t i = 0; i < mm->n_iourings; i++)	/* rings the blob maps back: not VMAs */
+		for (size_t k = 0; k < mm->iourings[i]->n_maps && n < cap; k++) {
+			rg[n].s = mm->iourings[i]->maps[k]->start;
+			rg[n++].e = mm->iourings[i]->maps[k]->end;
+		}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long s, e;
 
@@ -135,6 +141,8 @@ static void plan_layout(struct rst *r, struct layout *l)
 	off += ALIGN_UP(ds->mm->n_guards * sizeof(struct rst_guard), 64);
 	l->uffd = off;
 	off += ALIGN_UP(uffd_area_size(r), 64);
+	l->iourings = off;
+	off += ALIGN_UP(iouring_area_size(r), 64);
 	l->threads = off;
 	off += ALIGN_UP(nt * sizeof(struct rst_thread), 64);
 	l->auxv = off;
@@ -225,6 +233,7 @@ int build_area(struct rst *r)
 		return ret;
 	r->a->nr_seals = shm_blob_seals(r, (struct rst_seal *)(r->area + l.seals));
 	uffd_area_fill(r, l.uffd);
+	iouring_area_fill(r, l.iourings);
 	fill_process(r);
 	fill_threads(r, l.xsave, l.stacks);
 	r->a->fill_stack_top = l.size;

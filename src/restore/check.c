@@ -28,6 +28,7 @@
 #include "files/ghost.h"
 #include "files/locks.h"
 #include "evloop/uffd.h"
+#include "evloop/iouring.h"
 #include "mem/hugetlb.h"
 #include "mem/shmem.h"
 #include "mem/vma.h"
@@ -448,6 +449,8 @@ int check_images(struct rst *r)
 		ret = check_memory(r);
 	if (!ret)
 		ret = uffd_check(r);	/* after the fds: its own is kept free */
+	if (!ret)
+		ret = iouring_check(r);	/* likewise */
 	if (!ret)
 		ret = shm_check(r);
 	if (!ret)

@@ -109,6 +109,8 @@ static void refuse_vmas(const MmEntry *mm, char *why, size_t len)
 		add_why(why, len, "mlockall(MCL_FUTURE)");
 	if (mm->uffd)
 		add_why(why, len, "a userfaultfd (fd %u)", mm->uffd->fd);
+	if (mm->n_iourings)
+		add_why(why, len, "an io_uring ring (fd %u)", mm->iourings[0]->fd);
 }
 
 static bool is_socket(FdTypes t)
