@@ -242,6 +242,34 @@ case_pack_rt() {
 }
 add pack-rt case_pack_rt
 
+# pack into a pipe splices the pages image (16 MiB raw: over the 4 MiB the
+# splice starts at) while a thread hashes it: the same stream, byte for byte,
+# as pack into a file (read and written), which unpacks and restores; a reader
+# that goes away early fails pack with one line naming the stream.
+case_pack_pipe() {
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	(( $(stat -c %s "$T/d/pages-1.img") >= 4 << 20 )) || fail "pages-1.img is under 4 MiB"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/d" > "$T/s.file" 2> "$T/pack.err" ||
+		fail "pack into a file failed: $(cat "$T/pack.err")"
+	( timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/d" 2> "$T/pack.err" | cat > "$T/s.pipe" ) ||
+		fail "pack into a pipe failed: $(cat "$T/pack.err")"
+	cmp "$T/s.file" "$T/s.pipe" || fail "the stream through a pipe differs from the one into a file"
+	timeout "$OP_TIMEOUT" "$MEMDUMP" unpack "$T/u" < "$T/s.pipe" 2> "$T/unpack.err" ||
+		fail "unpack failed: $(cat "$T/unpack.err")"
+	local rc
+	timeout "$OP_TIMEOUT" "$MEMDUMP" pack "$T/d" 2> "$T/pack.err" | head -c 1000 > /dev/null
+	rc=${PIPESTATUS[0]}
+	show_file "pack into a reader that left" "$T/pack.err"
+	(( rc != 0 && rc != 124 )) || fail "pack into a reader that left exited with $rc"
+	[[ $(wc -l < "$T/pack.err") == 1 ]] || fail "not one line: $(cat "$T/pack.err")"
+	grep -q 'cannot write the stream: Broken pipe' "$T/pack.err" ||
+		fail "the error does not name the stream: $(cat "$T/pack.err")"
+	restore_and_pass "$T/u" 1
+}
+add pack-pipe case_pack_pipe
+
 # restore --stream -: from a pipe (cat), run in the background as restore_bg does
 restore_stream_bg() {
 	local label=$1; shift

@@ -203,6 +203,32 @@ case_enc_late_flip() {
 }
 add enc-late-flip case_enc_late_flip
 
+# A restore whose child calls setresgid() (peer credentials made again under
+# other ids: t-peercred euid) while its pages are fed as they are decrypted:
+# the feed's threads start only once the process is forked. Started before,
+# they were in the list of threads glibc's setresgid() signals in the child
+# (a raw clone3 copies the list, not the threads) and the child waited for one
+# of them forever (a java heap did, one restore in two). Four restores.
+case_enc_feed_setxid() {
+	enc_keys
+	start_prog t-peercred euid
+	dump "$PID" "$T/d" --encrypt "$T/key"
+	expect_killed "$PID"
+	local i
+	for i in 1 2 3 4; do
+		truncate -s "$READY_SIZE" "$OUT"
+		restore_bg "$T/d" "$i" --decrypt "$T/key" -v 3 --log-file "$T/restore.$i.log"
+		wait_restored "$PID"
+		kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+		get_result "$OUT"
+		wait_restore_exit
+		(( MD_RC == 0 )) || fail "restore $i exited with $MD_RC, want 0 (the program's status)"
+		grep -q "pages-1.img fed to the restorer as it is decrypted" "$T/restore.$i.log" ||
+			fail "restore $i did not feed the pages as they were decrypted"
+	done
+}
+add enc-feed-setxid case_enc_feed_setxid
+
 # A file from another set (same key, same process name), truncated and reordered files.
 case_enc_swap_trunc() {
 	enc_keys

@@ -33,6 +33,7 @@
 #include "cli/pack.h"
 #include "image/hash.h"
 #include "image/image.h"
+#include "image/sendfile.h"
 #include "log.h"
 #include "mem/pages.h"
 
@@ -303,28 +304,23 @@ static int put_entry_end(struct packer *p, struct hash64 *h)
 static int put_file(struct packer *p, int dirfd, const char *dir, const char *name)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	const char *what = "read";
 	struct hash64 h;
 	struct stat st;
-	uint64_t left;
+	uint64_t size;
 	int ret;
 
 	if (fd < 0 || fstat(fd, &st))
 		return fail(-errno, "cannot read %s/%s: %s", dir, name, strerror(errno));
-	left = (uint64_t)st.st_size;
-	ret = put_entry_head(p, &h, E_FILE, name, left);
-	while (!ret && left) {
-		ssize_t n = read(fd, p->buf, MIN(left, (uint64_t)COPY_BUF));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = fail(n < 0 ? -errno : -EIO, "cannot read %s/%s: %s", dir, name,
-				   n < 0 ? strerror(errno) : "it shrank while packed");
-			break;
-		}
-		hash64_update(&h, p->buf, (size_t)n);
-		ret = write_full(p->out, p->buf, (size_t)n);
-		left -= (uint64_t)n;
+	size = (uint64_t)st.st_size;
+	ret = put_entry_head(p, &h, E_FILE, name, size);
+	if (!ret) {
+		ret = img_send_file(fd, size, p->out, &h, p->buf, COPY_BUF, &what);
+		if (ret && !strcmp(what, "write"))
+			ret = fail(ret, "cannot write the stream: %s", strerror(-ret));
+		else if (ret)
+			ret = fail(ret, "cannot read %s/%s: %s", dir, name,
+				   ret == -EIO ? "it shrank while packed" : strerror(-ret));
 	}
 	close(fd);
 	return ret ? ret : put_entry_end(p, &h);
@@ -361,8 +357,10 @@ int pack_set(const char *dir, int fd)
 		ret = fail(-errno, "cannot open %s: %s", dir, strerror(errno));
 	else
 		ret = p.buf ? list_set(dirfd, dir, &l) : -ENOMEM;
-	if (!ret)
+	if (!ret) {
+		img_send_grow_pipe(fd);
 		ret = put_head(&p, dirfd, l.chain);
+	}
 	for (size_t i = 0; !ret && i < l.nr; i++) {
 		struct hash64 h;
 

@@ -776,8 +776,8 @@ struct crypt_feed {
 	dev_t dev;
 	ino_t ino;
 	bool filled;
-	/* a feed running */
-	bool running;
+	/* a feed: its pipe open (opened), its threads started (running) */
+	bool opened, running;
 	int wfd, cancel;		/* the pipe's write end (non-blocking); an eventfd */
 	int nr_threads;
 	pthread_t tid[2];
@@ -1016,10 +1016,8 @@ static int feed_pipe(struct crypt_feed *f, int *rfd)
 	return 0;
 }
 
-int crypt_feed_start(struct crypt_feed *f, int *rfd)
+int crypt_feed_open(struct crypt_feed *f, int *rfd)
 {
-	uint64_t nr = nr_chunks(f->head.size);
-	sigset_t all, old;
 	int ret = feed_pipe(f, rfd);
 
 	if (ret)
@@ -1027,11 +1025,24 @@ int crypt_feed_start(struct crypt_feed *f, int *rfd)
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->turn_cv, NULL);
 	f->turn = 0;
-	f->nr_threads = nr >= 2 ? 2 : 1;
+	f->nr_threads = 0;
+	f->opened = true;
+	return 0;
+}
+
+int crypt_feed_run(struct crypt_feed *f)
+{
+	sigset_t all, old;
+	int want, ret = 0;
+
+	if (!f || !f->opened || f->running)
+		return 0;
+	want = nr_chunks(f->head.size) >= 2 ? 2 : 1;
 	/* no signal for them: memdump's handlers run on its own thread; EPIPE, not SIGPIPE */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int t = 0; t < f->nr_threads; t++) {
+	f->nr_threads = want;	/* each thread takes every nr_threads-th chunk */
+	for (int t = 0; t < want; t++) {
 		f->w[t] = (struct feed_worker){ f, (uint64_t)t };
 		ret = -pthread_create(&f->tid[t], NULL, feed_thread, &f->w[t]);
 		if (ret) {
@@ -1043,8 +1054,6 @@ int crypt_feed_start(struct crypt_feed *f, int *rfd)
 	f->running = true;
 	if (ret) {
 		crypt_feed_end(f, true);
-		close(*rfd);
-		*rfd = -1;
 		return fail(ret, "cannot start decrypting %s: %s", f->show, strerror(-ret));
 	}
 	return 0;
@@ -1055,10 +1064,10 @@ int crypt_feed_end(struct crypt_feed *f, bool cancel)
 	uint64_t nr, one = 1;
 	int ret;
 
-	if (!f || !f->running)
+	if (!f || !f->opened)
 		return 0;
 	nr = nr_chunks(f->head.size);
-	if (cancel) {
+	if (cancel && f->running) {
 		pthread_mutex_lock(&f->lock);
 		f->stop = true;
 		pthread_cond_broadcast(&f->turn_cv);
@@ -1066,9 +1075,10 @@ int crypt_feed_end(struct crypt_feed *f, bool cancel)
 		if (write(f->cancel, &one, sizeof(one)) != sizeof(one))
 			pr_debug("cannot cancel the feed of %s: %s", f->show, strerror(errno));
 	}
-	for (int t = 0; t < f->nr_threads; t++)
+	for (int t = 0; f->running && t < f->nr_threads; t++)
 		pthread_join(f->tid[t], NULL);
-	f->running = false;
+	f->opened = false;
+	f->running = false;	/* never run and not cancelled: no chunk written, -EPIPE below */
 	if (f->wfd >= 0)
 		close(f->wfd);
 	close(f->cancel);

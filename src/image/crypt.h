@@ -88,7 +88,7 @@ void crypt_free(struct img_crypt *c);
  * feed (a restore's), not NULL: a one-process set with no parent keeps its
  * pages-1.img sealed, its head checked (key, set, size): the tmpfs holds an
  * empty file of its size, *feed (or NULL) the way to its bytes, which the
- * restore gets either fed as they are decrypted (crypt_feed_start) or
+ * restore gets either fed as they are decrypted (crypt_feed_open) or
  * decrypted into that file (crypt_feed_fill) before anything reads it.
  */
 struct crypt_feed;
@@ -100,10 +100,16 @@ struct crypt_feed *crypt_feed_find(struct crypt_feed *f, int fd);
 int crypt_feed_fill(struct crypt_feed *f);
 /*
  * Its plaintext fed into a pipe in file order by two threads, each chunk
- * authenticated before a byte of it is written: *rfd the pipe's read end
- * (the caller's). 0 or <0 after fail().
+ * authenticated before a byte of it is written. crypt_feed_open() makes
+ * the pipe: *rfd its read end (the caller's); crypt_feed_run() starts the
+ * threads (f NULL or not opened: nothing to do). A restore runs them only
+ * once the process is forked: a raw clone3 copies glibc's list of threads
+ * but not the threads, and the child's setresgid() (glibc's, which signals
+ * every thread of the list) would wait for them forever. 0 or <0 after
+ * fail().
  */
-int crypt_feed_start(struct crypt_feed *f, int *rfd);
+int crypt_feed_open(struct crypt_feed *f, int *rfd);
+int crypt_feed_run(struct crypt_feed *f);
 /*
  * The feed's threads gone (cancel: stopped first, 0): 0 when every chunk was
  * authenticated and written; -EPIPE when its reader went before the end (no

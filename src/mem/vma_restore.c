@@ -268,7 +268,7 @@ static int fed_pages(struct rst *r, int *fd)
 		pr_info("%s", "pages-1.img decrypted before the restore (not read in file order)");
 		return crypt_feed_fill(f);
 	}
-	ret = crypt_feed_start(f, fd);
+	ret = crypt_feed_open(f, fd);	/* its threads once forked: restore.c */
 	if (ret)
 		return ret;
 	r->feed = f;

@@ -513,6 +513,8 @@ int rst_restore_one(struct rst *r)
 	if (ret)
 		return ret;
 	ret = fault_step(RST_FAULT_FORKED) ?: rst_interrupted();
+	if (!ret)
+		ret = crypt_feed_run(r->feed);	/* threads only once forked: image/crypt.h */
 	if (ret)
 		return abort_parked(r, ret);	/* parked or not: it goes */
 	t1 = now_us();
