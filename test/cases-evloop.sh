@@ -74,6 +74,7 @@ iouring_refusal() {
 	sqpoll) echo "$iou, 1 SQPOLL thread, $reg: an SQPOLL thread\)$" ;;
 	inflight) echo "$iou, 1 requests armed for poll, $reg: requests armed for poll, held by the kernel\)$" ;;
 	shared) echo "$iou, $reg: the ring held by process [0-9]+ too \(each restored process would make a ring of its own\)\)$" ;;
+	small) echo "$iou, $reg: too few entries to tell 64- from 128-byte SQEs \(IORING_SETUP_SQE128\) by its mapping\)$" ;;
 	hidden) echo "thread [0-9]+ of process [0-9]+ holds io_uring instances registered by index \(IORING_REGISTER_RING_FDS, indexes 0x1\), which memdump does not restore yet$" ;;
 	closed) echo "unsupported mapping 0x[0-9a-f]+-0x[0-9a-f]+ anon_inode:\[io_uring\]: an io_uring instance's (SQE array|SQ ring \(and CQ ring\)) mapped, which memdump does not map again yet$" ;;
 	esac
@@ -102,7 +103,7 @@ case_evloop_iouring_refuse() {
 	expect_refused_unharmed "$want" "the ring's state" "${2-}"
 	grep -qx "PASS $mode.*" "$OUT" || fail "t-iouring did not check its $mode ring"
 }
-for m in sqpoll inflight shared closed hidden; do
+for m in sqpoll inflight shared closed hidden small; do
 	add "evloop-iouring-refuse-$m" case_evloop_iouring_refuse "$m"
 done
 add evloop-iouring-refuse-inflight-kill case_evloop_iouring_refuse inflight kill
@@ -126,7 +127,7 @@ case_evloop_iouring_restore() {
 	expect_killed "$PID"
 	crit_decodes "$T/d"
 	md show show -D "$T/d" || fail "show failed: $(tail -n1 "$MD_ERR")"
-	grep -qE "^io_uring   fd 10: 8/16 entries, 30[23] requests done, 1 registered file\(s\), 1 registered buffer\(s\), mapped 0x" "$MD_OUT" ||
+	grep -qE "^io_uring   fd 10: 64/128 entries, 30[23] requests done, 1 registered file\(s\), 1 registered buffer\(s\), mapped 0x" "$MD_OUT" ||
 		fail "show does not list the ring: $(grep io_uring "$MD_OUT")"
 	md lazy restore -D "$T/d" -d --lazy-pages
 	expect_md_error

@@ -1,5 +1,5 @@
 /* t-iouring: an io_uring instance driven with raw syscalls (no liburing).
- *   fd 10: a ring of 8 SQEs (16 CQEs) mapped at IORING_OFF_SQ_RING (the CQ ring
+ *   fd 10: a ring of 64 SQEs (128 CQEs) mapped at IORING_OFF_SQ_RING (the CQ ring
  *          shares it: IORING_FEAT_SINGLE_MMAP) and IORING_OFF_SQES; file DIR/iou
  *          registered as fixed file 0, a 4 KiB buffer as fixed buffer 0.
  *   Before READY: a write and a read of DIR/iou through the fixed file and
@@ -15,6 +15,8 @@
  *   nosqarray    the ring made with IORING_SETUP_NO_SQARRAY (liburing's
  *                default since 2.6): no SQ index array written
  *   sqpoll       the ring has an SQPOLL thread
+ *   small        a ring of 8 SQEs (16 CQEs): its mappings are a page each
+ *                whatever its entries' sizes (SQE128, CQE32)
  *   shared       a child (forked after the NOPs, killed with the program)
  *                holds the ring too
  *   closed       fd 10 closed, the ring still mapped
@@ -35,7 +37,7 @@
 #include <linux/io_uring.h>
 
 #define RING_FD 10
-#define ENTRIES 8
+static unsigned entries = 64;	/* small: 8 */
 #define NOPS 300
 
 struct ring {
@@ -120,7 +122,7 @@ static void setup(struct ring *r, unsigned flags)
 	memset(&r->p, 0, sizeof(r->p));
 	r->p.flags = flags;
 	r->p.sq_thread_idle = 60000;
-	fd = (int)syscall(__NR_io_uring_setup, ENTRIES, &r->p);
+	fd = (int)syscall(__NR_io_uring_setup, entries, &r->p);
 	if (fd < 0) {
 		printf("NOURING %d\n", errno);
 		fflush(stdout);
@@ -144,7 +146,7 @@ static void setup(struct ring *r, unsigned flags)
 /* The next SQE, cleared, queued at the tail (not submitted yet). */
 static struct io_uring_sqe *queue(struct ring *r, int op, uint64_t data)
 {
-	unsigned tail = *at(r, r->p.sq_off.tail), idx = tail & (ENTRIES - 1);
+	unsigned tail = *at(r, r->p.sq_off.tail), idx = tail & (r->p.sq_entries - 1);
 	struct io_uring_sqe *e = &r->sqes[idx];
 
 	memset(e, 0, sizeof(*e));
@@ -309,6 +311,8 @@ int main(int argc, char **argv)
 	int file;
 
 	t_init(argc, argv, SA_RESTART);
+	if (!strcmp(mode, "small"))
+		entries = 8;
 	if (hidden) {
 		hidden_setup(&h);
 		t_ready("0 0");

@@ -278,6 +278,75 @@ int iouring_dry_run(pid_t pid, const IouringEntry *e)
 /* The mappings of the ring (its inode) in pid's maps: count, and whether one is not ours. */
 static int count_maps(pid_t pid, unsigned long ino, IouringMapEntry **out, size_t max);
 
+#define PAGE_UP(x)	(((x) + 4095UL) & ~4095UL)
+#define RINGS_HEAD	192UL	/* struct io_rings up to its CQEs (two cache lines and the fields) */
+
+/* The pages of the rings' mapping: CQEs of 16 (cqe32: 32) bytes, with an SQ index array or not. */
+static unsigned long rings_pages(const struct iouring_info *in, bool cqe32, bool sq_array)
+{
+	unsigned long off = (RINGS_HEAD + 16UL * in->cq_entries) << cqe32;
+
+	off = (off + 63) & ~63UL;
+	return PAGE_UP(off + (sq_array ? 4UL * in->sq_entries : 0));
+}
+
+/*
+ * A ring whose entries' sizes a restore would get wrong: IORING_SETUP_SQE128
+ * and CQE32 are in no fdinfo line, only in the size of its mappings, which a
+ * small ring's pages round away (a restore makes 64- and 16-byte entries).
+ * NO_SQARRAY (liburing's default) changes the size too: either is taken.
+ */
+static const char *layout_why(pid_t pid, const struct iouring_info *in)
+{
+	IouringMapEntry m[4], *mp[4] = { &m[0], &m[1], &m[2], &m[3] };
+	int n = count_maps(pid, in->ino, mp, 4);
+	unsigned long sqes = 0, rings = 0;
+
+	for (int i = 0; i < n && i < 4; i++) {
+		if (m[i].pgoff == 0x10000000ULL)	/* IORING_OFF_SQES */
+			sqes = m[i].end - m[i].start;
+		else if (m[i].pgoff == 0)		/* IORING_OFF_SQ_RING (and the CQ ring) */
+			rings = m[i].end - m[i].start;
+	}
+	if (PAGE_UP(64UL * in->sq_entries) == PAGE_UP(128UL * in->sq_entries))
+		return "too few entries to tell 64- from 128-byte SQEs (IORING_SETUP_SQE128) "
+		       "by its mapping";
+	if (sqes && sqes != PAGE_UP(64UL * in->sq_entries))
+		return "SQEs of 128 bytes (IORING_SETUP_SQE128), or a mapping of its SQEs of "
+		       "another size";
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 2; b++)
+			if (rings_pages(in, false, a) == rings_pages(in, true, b))
+				return "too few entries to tell 16- from 32-byte CQEs "
+				       "(IORING_SETUP_CQE32) by its mapping";
+	if (rings && rings != rings_pages(in, false, true) && rings != rings_pages(in, false, false))
+		return "CQEs of 32 bytes (IORING_SETUP_CQE32), or a mapping of its rings of "
+		       "another size";
+	return NULL;
+}
+
+/*
+ * Made disabled (IORING_SETUP_R_DISABLED) and not enabled yet: a restored
+ * ring would be enabled. io_uring_enter with nothing to submit and nothing
+ * to wait for does nothing to an enabled ring and fails with EBADFD on a
+ * disabled one.
+ */
+static bool ring_disabled(pid_t pid, int fd)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), own;
+	bool ret = false;
+
+	if (pfd < 0)
+		return false;
+	own = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	if (own >= 0) {
+		ret = syscall(SYS_io_uring_enter, own, 0, 0, 0, NULL, 0) < 0 && errno == EBADFD;
+		close(own);
+	}
+	close(pfd);
+	return ret;
+}
+
 /* Why the ring in is beyond the restore, in why (empty: restorable). */
 static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, size_t len)
 {
@@ -316,6 +385,10 @@ static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, 
 	else if (single_issuer(pid, fd))
 		snprintf(why, len, "IORING_SETUP_SINGLE_ISSUER (a restored thread would have to make "
 			 "it itself)");
+	else if (layout_why(pid, in))
+		snprintf(why, len, "%s", layout_why(pid, in));
+	else if (ring_disabled(pid, fd))
+		snprintf(why, len, "made disabled (IORING_SETUP_R_DISABLED) and not enabled yet");
 	for (unsigned i = 0; !why[0] && i < in->nr_paths; i++) {
 		int f = fd_of_path(pid, in->paths[i]);
 
