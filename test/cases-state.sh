@@ -113,6 +113,24 @@ case_state_oom_lower() {
 
 add rst-t-state case_rst default t-state
 add rst-t-state-perthread case_rst default t-state perthread
+
+# t-rseq: a thread stopped inside an rseq critical section is moved to the
+# section's abort handler, as the kernel would, before memdump runs code in
+# it: the section is never finished unprotected (zdtm transition/rseq01).
+# Three --leave-running dumps (each stops it in a section, nearly surely),
+# then a killing dump and its restore.
+case_rseq() {
+	start_prog t-rseq
+	local i
+	for i in 1 2 3; do
+		dump "$PID" "$T/lr$i" --leave-running
+	done
+	expect_untraced "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-rseq-section case_rseq
 add rst-state-oom-lower case_state_oom_lower
 # a process in seccomp strict mode: suspended while traced, entered again last
 add rst-seccomp-strict case_rst default t-seccomp strict

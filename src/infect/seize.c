@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -457,6 +458,48 @@ static void save_rseq(struct infect_thread *t)
 		t->rseq = (struct infect_rseq){ rc.ptr, rc.len, rc.sig };
 }
 
+/* 8 bytes of the stopped thread tid's memory at addr, or -errno. */
+static int peek_u64(pid_t tid, uint64_t addr, uint64_t *v)
+{
+	errno = 0;
+	*v = (uint64_t)ptrace(PTRACE_PEEKDATA, tid, (void *)addr, NULL);
+	return errno ? -errno : 0;
+}
+
+/*
+ * A thread stopped inside an rseq critical section (its area's rseq_cs
+ * names a section holding its IP): the kernel aborts the section the next
+ * time the thread returns to user space after a preemption or a signal, but
+ * any code memdump runs in the thread (a remote syscall, the parasite)
+ * returns to user space outside the section, where the kernel only clears
+ * rseq_cs, and the cure would then put the thread back inside an
+ * unprotected section (zdtm transition/rseq01). Done here first, as the
+ * kernel would: the IP at the abort handler; rseq_cs is left for the
+ * kernel to clear when the thread next returns to user space, now outside
+ * the section (memory memdump writes through ptrace may be write-protected
+ * by the snapshot by now). A section with flags (the deprecated NO_RESTART
+ * ones) is left to the kernel.
+ */
+static int rseq_abort_inside(struct infect_thread *t)
+{
+	uint64_t cs, start, len, abort_ip, vflags;
+
+	if (!t->rseq.len || peek_u64(t->tid, t->rseq.ptr + 8, &cs) || !cs)
+		return 0;	/* (rseq_cs: 8 bytes into struct rseq) */
+	if (peek_u64(t->tid, cs, &vflags) || peek_u64(t->tid, cs + 8, &start) ||
+	    peek_u64(t->tid, cs + 16, &len) || peek_u64(t->tid, cs + 24, &abort_ip))
+		return 0;	/* a bad pointer: the kernel's to find */
+	if (vflags || t->regs.rip < start || t->regs.rip - start >= len)
+		return 0;
+	pr_debug("thread %d: stopped in the rseq section at %#llx, moved to its abort handler "
+		 "%#" PRIx64 "\n", t->tid, (unsigned long long)t->regs.rip, abort_ip);
+	t->regs.rip = abort_ip;
+	if (ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs))
+		return fail(-errno, "thread %d: cannot move it to its rseq abort handler: %s",
+			    t->tid, strerror(errno));
+	return 0;
+}
+
 /* Is SIGSTOP in the pending set KEY (SigPnd, ShdPnd) of a status text? */
 static bool sigstop_in(const char *status, const char *key)
 {
@@ -510,7 +553,7 @@ static int save_thread(struct infect_thread *t, bool *shared)
 		return fail(-errno, "thread %d: cannot read signal mask: %s", t->tid,
 			    strerror(errno));
 	save_rseq(t);
-	return 0;
+	return rseq_abort_inside(t);
 }
 
 static int open_process(struct infect_ctx *c)
