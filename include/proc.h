@@ -55,6 +55,8 @@ const char *proc_line_after(const char *text, const char *key);
 bool proc_fd_flag(pid_t pid, int fd, unsigned long mask);
 /* Is /proc/PID/fd/FD a link to exactly want? false if unreadable. */
 bool proc_fd_link_is(pid_t pid, int fd, const char *want);
+/* The first of pid's fds that links to want ("anon_inode:[io_uring]") with inode ino, or -1. */
+int proc_fd_of_link(pid_t pid, const char *want, unsigned long ino);
 /* How many of pid's fds link to want ("anon_inode:[userfaultfd]"), or -errno. */
 int proc_count_fd_links(pid_t pid, const char *want);
 /*

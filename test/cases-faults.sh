@@ -159,24 +159,22 @@ add err-worker-killed-infected-splice case_worker_killed_infected splice infecte
 add err-worker-killed-infected-mem case_worker_killed_infected mem infected
 add err-worker-killed-in-syscall case_worker_killed_infected read in-remote-syscall
 
-# A killing dump keeps its parasite in until the kill (dump.c, cure_late):
-# at images-written, the images all written and the dry run next, the blob
-# still waits in the leader. The worker killed there, the blob cures itself
-# and memdump's parent process unmaps the rest: t-threads runs on untraced
-# from where it was, every thread's registers its own, no fd or mapping of
-# memdump's left, no inventory.
-case_worker_killed_images() {
+# worker_killed_at POINT [CHECK]: a killing dump of t-threads held at fault
+# point POINT, its worker killed there (after CHECK, if given): the target
+# runs on untraced, no parasite mapping and no fd of memdump's left in it, no
+# inventory, and t-threads passes its own checks
+worker_killed_at() {
+	local point=$1 check=${2:-}
 	mkdir -p "$T/d"
 	start_prog t-threads
 	ls "/proc/$PID/fd" > "$T/fds.before"
 	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=images-written "$MEMDUMP" dump -t "$PID" -D "$T/d" -v 3 2> "$MD_ERR" &
+	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" -v 3 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_line "$MD_ERR" "fault point images-written" "$OP_TIMEOUT" ||
-		fail "the dump never reached images-written: $(tail -n1 "$MD_ERR")"
-	grep -q '/memfd: (deleted)' "/proc/$PID/maps" ||
-		fail "no parasite area in the target at images-written (cured before the kill?)"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" ||
+		fail "the dump never reached $point: $(tail -n1 "$MD_ERR")"
+	[[ -z $check ]] || $check
 	kill_worker "$mdpid"
 	expect_untraced "$PID"
 	sleep 0.2
@@ -187,6 +185,18 @@ case_worker_killed_images() {
 	no_inventory "$T/d"
 	check_child_pass
 }
+
+# A killing dump keeps its parasite in until the kill (dump.c, cure_late):
+# at images-written, the images all written and the dry run next, the blob
+# still waits in the leader. The worker killed there, the blob cures itself
+# and memdump's parent process unmaps the rest: t-threads runs on untraced
+# from where it was, every thread's registers its own, no fd or mapping of
+# memdump's left, no inventory.
+parasite_still_in() {
+	grep -q '/memfd: (deleted)' "/proc/$PID/maps" ||
+		fail "no parasite area in the target at images-written (cured before the kill?)"
+}
+case_worker_killed_images() { worker_killed_at images-written parasite_still_in; }
 add err-worker-killed-images case_worker_killed_images
 for m in splice read mem; do
 	add "err-worker-killed-$m-early" case_worker_killed_pages "$m" 0.02

@@ -8,26 +8,7 @@
 # and no fd of memdump's left. Uses no_parasite_left and kill_worker from
 # cases-faults.sh.
 
-case_worker_killed_remote() {
-	mkdir -p "$T/d"
-	local point=$1
-	start_prog t-threads
-	ls "/proc/$PID/fd" > "$T/fds.before"
-	MD_ERR=$T/md.dump.err
-	MEMDUMP_FAULT=$point "$MEMDUMP" dump -t "$PID" -D "$T/d" -v 3 2> "$MD_ERR" &
-	local mdpid=$!
-	track "$mdpid"
-	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the dump never reached $point"
-	kill_worker "$mdpid"
-	expect_untraced "$PID"
-	sleep 0.2
-	no_parasite_left "$PID"
-	ls "/proc/$PID/fd" > "$T/fds.after"
-	cmp -s "$T/fds.before" "$T/fds.after" ||
-		fail "the target's fds changed: $(diff "$T/fds.before" "$T/fds.after" | tr '\n' ' ')"
-	no_inventory "$T/d"
-	check_child_pass
-}
+case_worker_killed_remote() { worker_killed_at "$1"; }
 
 for nr in 319 9 3; do
 	for step in set entry exit; do

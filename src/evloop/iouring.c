@@ -190,6 +190,18 @@ static int fd_of_path(pid_t pid, const char *path)
 	return found;
 }
 
+/* A copy of pid's fd in memdump (pidfd_getfd), or -1. */
+static int borrow_fd(pid_t pid, int fd)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), own;
+
+	if (pfd < 0)
+		return -1;
+	own = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	close(pfd);
+	return own;
+}
+
 /*
  * Is the ring SINGLE_ISSUER (so DEFER_TASKRUN too may be)? io_uring_register
  * from a task that is not its submitter fails with EEXIST before it looks at
@@ -198,45 +210,14 @@ static int fd_of_path(pid_t pid, const char *path)
  */
 static bool single_issuer(pid_t pid, int fd)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), own;
-	bool ret = false;
+	int own = borrow_fd(pid, fd);
+	bool ret = own >= 0 &&
+		   syscall(SYS_io_uring_register, own, 8 /* IORING_REGISTER_PROBE */, NULL, 0) < 0 &&
+		   errno == EEXIST;
 
-	if (pfd < 0)
-		return false;
-	own = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
-	if (own >= 0) {
-		ret = syscall(SYS_io_uring_register, own, 8 /* IORING_REGISTER_PROBE */, NULL, 0) < 0 &&
-		      errno == EEXIST;
+	if (own >= 0)
 		close(own);
-	}
-	close(pfd);
 	return ret;
-}
-
-/* Does pid's fd dir hold an io_uring fd whose inode is ino? */
-static bool holds_ring(const char *pid, unsigned long ino)
-{
-	char dir[300], p[600], link[32];
-	struct dirent *de;
-	struct stat st;
-	bool found = false;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%s/fd", pid);
-	if (!(d = opendir(dir)))
-		return false;
-	while (!found && (de = readdir(d))) {
-		ssize_t n;
-
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		n = readlink(p, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = 0;
-		found = !strcmp(link, "anon_inode:[io_uring]") && !stat(p, &st) && st.st_ino == ino;
-	}
-	closedir(d);
-	return found;
 }
 
 /*
@@ -254,7 +235,7 @@ static pid_t ring_elsewhere(pid_t pid, unsigned long ino)
 	while (!other && (de = readdir(d))) {
 		pid_t p = (pid_t)atoi(de->d_name);
 
-		if (p > 0 && p != pid && holds_ring(de->d_name, ino))
+		if (p > 0 && p != pid && proc_fd_of_link((pid_t)p, "anon_inode:[io_uring]", ino) >= 0)
 			other = p;
 	}
 	closedir(d);
@@ -333,17 +314,12 @@ static const char *layout_why(pid_t pid, const struct iouring_info *in)
  */
 static bool ring_disabled(pid_t pid, int fd)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), own;
-	bool ret = false;
+	int own = borrow_fd(pid, fd);
+	bool ret = own >= 0 && syscall(SYS_io_uring_enter, own, 0, 0, 0, NULL, 0) < 0 &&
+		   errno == EBADFD;
 
-	if (pfd < 0)
-		return false;
-	own = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
-	if (own >= 0) {
-		ret = syscall(SYS_io_uring_enter, own, 0, 0, 0, NULL, 0) < 0 && errno == EBADFD;
+	if (own >= 0)
 		close(own);
-	}
-	close(pfd);
 	return ret;
 }
 

@@ -1,5 +1,6 @@
 /* Readers of /proc/PID/{stat,status,task,comm}. */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <sys/capability.h>
@@ -342,6 +343,34 @@ bool proc_fd_link_is(pid_t pid, int fd, const char *want)
 		return false;
 	link[n] = 0;
 	return !strcmp(link, want);
+}
+
+int proc_fd_of_link(pid_t pid, const char *want, unsigned long ino)
+{
+	char path[64], fdp[320], link[128];
+	struct dirent *de;
+	struct stat st;
+	int fd = -1;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	if (!(dir = opendir(path)))
+		return -1;
+	while (fd < 0 && (de = readdir(dir))) {
+		ssize_t k;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, de->d_name);
+		k = readlink(fdp, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = 0;
+		if (!strcmp(link, want) && !stat(fdp, &st) && st.st_ino == ino)
+			fd = atoi(de->d_name);
+	}
+	closedir(dir);
+	return fd;
 }
 
 int proc_count_fd_links(pid_t pid, const char *want)

@@ -137,29 +137,9 @@ static const char *iouring_region(uint64_t pgoff)
  */
 static bool own_iouring_map(pid_t pid, const struct vma *v)
 {
-	char dir[64], p[336], link[32];
-	bool found = false;
-	struct dirent *de;
-	struct stat st;
-	DIR *dd;
-
 	if (v->pgoff != 0 && v->pgoff != 0x8000000 && v->pgoff != 0x10000000)
 		return false;
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	if (!(dd = opendir(dir)))
-		return false;
-	while (!found && (de = readdir(dd))) {
-		ssize_t n;
-
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		n = readlink(p, link, sizeof(link) - 1);
-		if (n <= 0)
-			continue;
-		link[n] = 0;
-		found = !strcmp(link, "anon_inode:[io_uring]") && !stat(p, &st) && st.st_ino == v->ino;
-	}
-	closedir(dd);
-	return found;
+	return proc_fd_of_link(pid, "anon_inode:[io_uring]", v->ino) >= 0;
 }
 
 /*
