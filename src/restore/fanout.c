@@ -402,7 +402,7 @@ static int copy_found(struct rst *r)
 int fanout_fork(struct rst *r)
 {
 	int up[2], down[2], ret = plan_memory(r);
-	sigset_t all, old;
+	uint64_t old;
 	pid_t init;
 
 	if (ret)
@@ -415,8 +415,7 @@ int fanout_fork(struct rst *r)
 		close(up[1]);
 		return fail(ret, "cannot create a pipe: %s", strerror(-ret));
 	}
-	sigfillset(&all);	/* every signal blocked: the blob runs so (rst_fork_target) */
-	sigprocmask(SIG_SETMASK, &all, &old);
+	rst_block_signals(&old);	/* every signal: the blob runs so (rst_fork_target) */
 	init = fork_init();	/* the template MADV_DONTFORK: not copied */
 	if (init == 0) {
 		close(up[0]);
@@ -434,7 +433,7 @@ int fanout_fork(struct rst *r)
 		r->fan_init = init;
 	if (!ret)
 		ret = init_armed(r) ?: fork_copy(r);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	rst_unblock_signals(&old);
 	rst_close_prepared(r);
 	return ret ? ret : copy_found(r);
 }

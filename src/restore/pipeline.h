@@ -19,6 +19,9 @@ void rst_init(struct rst *r, const struct restore_opts *o);
 int rst_check_loaded(struct rst *r);	/* r->ds loaded: every check before a start */
 int rst_prepare(struct rst *r);
 int rst_fork_target(struct rst *r);
+/* every signal blocked (glibc's own two too: raw rt_sigprocmask), and back */
+void rst_block_signals(uint64_t *old);
+void rst_unblock_signals(const uint64_t *old);
 int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool enter);
 /* rst_load(..., enter) with ds loaded and verified already: r borrows it (--copies) */
 int rst_load_lent(struct rst *r, const struct restore_opts *o, const struct dumpset *ds,

@@ -364,10 +364,30 @@ pid_t rst_ns_pid(const PstreeEntry *pe)
 	return pe->n_ns_threads ? (pid_t)pe->ns_threads[0] : 0;
 }
 
+/*
+ * Every signal blocked in this thread, the old mask in *old: with the raw
+ * system call, since glibc's sigfillset() and sigprocmask() leave out its
+ * own SIGCANCEL (32) and SIGSETXID (33). A process forked so keeps them
+ * unblocked, its blob's threads too, and a signal 32 the restored process's
+ * POSIX timer sends while it is parked (glibc's SIGEV_THREAD timers use it)
+ * met the default action: the process died during the restore.
+ */
+void rst_block_signals(uint64_t *old)
+{
+	uint64_t all = ~0ULL;
+
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, sizeof(all));
+}
+
+void rst_unblock_signals(const uint64_t *old)
+{
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof(*old));
+}
+
 /* The process, with its PID: it runs child_main() (child.c). */
 int rst_fork_target(struct rst *r)
 {
-	sigset_t all, old;
+	uint64_t old;
 	pid_t child;
 	int ret;
 
@@ -376,8 +396,7 @@ int rst_fork_target(struct rst *r)
 	if (r->fan)
 		return fanout_fork(r);	/* a copy, in a PID namespace of its own */
 	/* every signal blocked: the blob runs so until the final rt_sigreturn */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
+	rst_block_signals(&old);
 	/* its PID namespace's init: a new one; --restore-sibling: memdump's parent's child */
 	child = rst_fork_pid_ns(r->pid, rst_ns_pid(r->ds.pstree),
 				(rst_ns_pid(r->ds.pstree) == 1 ? CLONE_NEWPID : 0) |
@@ -385,7 +404,7 @@ int rst_fork_target(struct rst *r)
 	if (child == 0)
 		child_main(r);
 	ret = child < 0 ? -errno : 0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	rst_unblock_signals(&old);
 	rst_close_prepared(r);
 	if (ret == -EEXIST)
 		return fail(ret, "PID %d is in use", r->pid);
