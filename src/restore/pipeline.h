@@ -113,6 +113,8 @@ int resume_threads(struct rst *r);
 /* resume_threads() in three: trace the parked threads; let them go (the commit point);
  * run each to its dumped context, the lifeline closed and the area unmapped */
 void resume_seize(struct rst *r);
+/* after a SIGKILL: its threads memdump traces waited for (their leader is reaped after) */
+void resume_reap_traced(struct rst *r);
 void resume_go(struct rst *r);
 int resume_finish(struct rst *r);
 

@@ -239,6 +239,7 @@ void rst_kill(struct rst *r)
 	int status;
 
 	kill(r->pid, SIGKILL);
+	resume_reap_traced(r);
 	if (!rst_not_child(r))
 		while (waitpid(r->pid, &status, __WALL) < 0 && errno == EINTR)
 			;

@@ -204,6 +204,23 @@ static pid_t host_tid(const struct rst *r, const struct rst_thread *rt, size_t i
 	return r->fan_tids ? r->fan_tids[i] : (pid_t)rt[i].tid;
 }
 
+/*
+ * After a SIGKILL: its threads memdump traces (resume_seize) exit to memdump,
+ * and their leader is not reaped until they are: each is waited for here,
+ * before anyone waits for the leader (a wait that never ended otherwise).
+ */
+void resume_reap_traced(struct rst *r)
+{
+	const struct rst_thread *rt;
+
+	if (!r->a || !r->area || r->untraced)
+		return;
+	rt = (const struct rst_thread *)(r->area + r->a->threads_off);
+	for (size_t i = 1; i < r->a->nr_threads; i++)
+		while (waitpid(host_tid(r, rt, i), NULL, __WALL) < 0 && errno == EINTR)
+			;
+}
+
 static void release(struct rst *r, unsigned int go)
 {
 	__atomic_store_n(&r->a->go, go, __ATOMIC_SEQ_CST);
@@ -272,6 +289,7 @@ int resume_finish(struct rst *r)
 		ret = inject_cleanup(r, host_tid(r, rt, 0));
 	if (ret) {
 		kill(r->pid, SIGKILL);
+		resume_reap_traced(r);
 		if (!rst_not_child(r))
 			waitpid(r->pid, &status, __WALL);
 		return r->a->err ? rst_area_error(r)
