@@ -327,6 +327,7 @@ static bool ring_disabled(pid_t pid, int fd)
 static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, size_t len)
 {
 	unsigned done = in->sq_head;
+	const char *layout;
 	pid_t other;
 
 	why[0] = 0;
@@ -361,8 +362,8 @@ static void beyond(pid_t pid, int fd, const struct iouring_info *in, char *why, 
 	else if (single_issuer(pid, fd))
 		snprintf(why, len, "IORING_SETUP_SINGLE_ISSUER (a restored thread would have to make "
 			 "it itself)");
-	else if (layout_why(pid, in))
-		snprintf(why, len, "%s", layout_why(pid, in));
+	else if ((layout = layout_why(pid, in)))	/* (its maps read once) */
+		snprintf(why, len, "%s", layout);
 	else if (ring_disabled(pid, fd))
 		snprintf(why, len, "made disabled (IORING_SETUP_R_DISABLED) and not enabled yet");
 	for (unsigned i = 0; !why[0] && i < in->nr_paths; i++) {
