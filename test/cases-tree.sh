@@ -77,13 +77,31 @@ time.sleep(300)' "$1" "$2" < /dev/null > /dev/null 2>&1 &
 		fail "no zombie child appeared"
 }
 
-# a zombie that left its parent's session cannot be made by the restored parent
+# a zombie that made a session and left a live member of it outside the dump
+# (its child, reparented away): the restored zombie could not lead that
+# session again while the member holds it: refused
 case_tree_refuse_zombie() {
-	zombie_parent "os.setsid()" 3
-	local z; z=$(tree_children "$PID")
-	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie in session $z, not its parent's"
+	zombie_parent "os.setsid()
+if os.fork() == 0:
+    time.sleep(300)" 3
+	local z g; z=$(tree_children "$PID")
+	wait_until 5 eval '[[ -n $(ps -o pid= -s '"$z"' | grep -vw '"$z"') ]]' ||
+		fail "no member of session $z"
+	g=$(ps -o pid= -s "$z" | tr -d ' ' | grep -vx "$z" | head -1); track "$g"
+	expect_dump_refused "$PID" "child process $z \(python3\) of $PID, a zombie leading session $z, whose member $g is not a live process of the dump"
 	tree_untouched "$PID"
 	[[ $(proc_state "$z") == Z ]] || fail "the zombie $z was reaped or changed"
+}
+
+# a zombie that leads a session of its own (t-zombiepg session): the
+# restored parent makes it there again (setsid, then its exit)
+case_tree_zombie_session() {
+	start_prog t-zombiepg session
+	local z=${READY[2]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	wait_until 5 eval '[[ ! -d /proc/'"$z"' ]]' || fail "zombie $z outlived its killed parent"
+	restore_and_pass "$T/d" 1
 }
 
 # a zombie in a group of its own, or in one whose leader is gone (zdtm
@@ -788,6 +806,38 @@ case_tree_pidns_sessions() {
 }
 add tree-pidns-sessions case_tree_pidns_sessions
 
+# tree_ids_rel PID: tree_ids, the root's group (memdump's at restore, which
+# its children share) shown as R
+tree_ids_rel() {
+	tree_ids "$1" | awk 'NR == FNR { if ($2 == "-") g = $3; next } { if ($3 == g) $3 = "R"; print }' \
+		- <(tree_ids "$1")
+}
+
+# a zombie leading the session of a live process (zdtm zombie_leader, ns
+# flavour; t-zombiepg leader as a PID namespace's init): its child A's zombie
+# Z made a session, forked G in it and exited; G fell to the init. At restore
+# A forks Z, Z forks G and exits unreaped (task/sessions.c, SK_ZOMBIE): the
+# same parents, groups and sessions, Z's status (t-zombiepg checks in A)
+case_tree_zombie_leader() {
+	pidns_prog t-zombiepg leader
+	local before; before=$(tree_ids_rel "$PID")
+	[[ $(echo "$before" | wc -l) == 4 ]] || fail "not 4 processes (init, A, its zombie, G): $before"
+	dump "$PID" "$T/d"
+	wait "$PIDNS_U" 2> /dev/null
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 3 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	[[ $(tree_ids_rel "$PID") == "$before" ]] ||
+		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tree_ids_rel "$PID" | tr '\n' ';')]"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-zombie-leader case_tree_zombie_leader
+
 # a child subreaper (no PID namespace) with a child in the session of a dead
 # process: no helper could give it that session and the root as parent again:
 # refused by name, the tree running on untouched
@@ -956,6 +1006,7 @@ os.waitpid(c, 0)'
 }
 add tree-pidns-fd-refuse case_tree_pidns_outside
 add tree-refuse-zombie case_tree_refuse_zombie
+add tree-zombie-session case_tree_zombie_session
 add tree-zombie-pg-own case_tree_zombie_pg own
 add tree-zombie-pg-dead case_tree_zombie_pg dead
 add tree-refuse-zombie-group case_tree_refuse_zombie_group

@@ -24,6 +24,7 @@
 #include "inet/tcp_states.h"
 #include "log.h"
 #include "proc.h"
+#include "ctx/proc_tree.h"
 #include "cgroup.pb-c.h"
 #include "core.pb-c.h"
 #include "files.pb-c.h"
@@ -276,12 +277,12 @@ static int dryrun_timens(const struct dump_ctx *d)
 		    "CAP_SYS_ADMIN and CAP_SYS_TIME, which memdump does not have");
 }
 
-/* pstree.img's root and, after its zombies, the tree's other live processes. */
-static int read_pstree(struct dump_ctx *d, PstreeEntry ***out, int *n)
+/* The entries of the pstree.img in dirfd: a process, its zombies (a root's: then the tree's others). */
+static int read_pstree(int dirfd, PstreeEntry ***out, int *n)
 {
 	struct image *img = NULL;
 	PstreeEntry **pe = NULL;
-	int nr = 0, ret = img_open(d->dir.fd, IMG_PSTREE, 0, &img);
+	int nr = 0, ret = img_open(dirfd, IMG_PSTREE, 0, &img);
 
 	while (!ret) {
 		PstreeEntry **x = realloc(pe, (nr + 1) * sizeof(*pe));
@@ -302,44 +303,89 @@ static int read_pstree(struct dump_ctx *d, PstreeEntry ***out, int *n)
 	}
 	if (img)
 		img_abort(img);	/* read: nothing to finish */
-	if (!ret && nr < d->nr_below + 1)
-		ret = fail(-EIO, "pstree.img lists %d processes, fewer than the tree's %d", nr,
-			   d->nr_below + 1);
 	*out = pe;
 	*n = nr;
 	return ret;
 }
 
+static void pstree_free(PstreeEntry **pe, int n)
+{
+	for (int i = 0; pe && i < n; i++)
+		img_free(&pstree_entry__descriptor, pe[i]);
+	free(pe);
+}
+
+/* The zombies in pe[from..n) that lead their own sessions, added to z (sess_zombie_of). */
+static void add_zombie_leaders(PstreeEntry *const *sel, int m, PstreeEntry *const *pe, int from,
+			       int n, struct sess_proc *z, int *nz, int cap)
+{
+	for (int i = from; i < n && *nz < cap; i++)
+		*nz += sess_zombie_of(sel, m, pe[i], &z[*nz]);
+}
+
+/* The zombies of the tree's other processes (each in its set, proc-PID) that lead sessions. */
+static int member_zombie_leaders(struct dump_ctx *d, PstreeEntry *const *sel, int m,
+				 struct sess_proc *z, int *nz, int cap)
+{
+	int ret = 0;
+
+	for (int i = 0; i < d->nr_below && !ret; i++) {
+		char sub[32];
+		PstreeEntry **pe = NULL;
+		int n = 0, fd;
+
+		snprintf(sub, sizeof(sub), "proc-%d", d->below[i].pid);
+		fd = openat(d->dir.fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return fail(-errno, "cannot open the image set %s: %s", sub, strerror(errno));
+		ret = read_pstree(fd, &pe, &n);
+		close(fd);
+		if (!ret)
+			add_zombie_leaders(sel, m, pe, 1, n, z, nz, cap);
+		pstree_free(pe, n);
+	}
+	return ret;
+}
+
+#define SESS_MAX_ZOMBIES	256
+
 int dump_check_sessions(struct dump_ctx *d)
 {
 	PstreeEntry **pe = NULL, **sel = NULL;
-	struct sess_proc *sp = NULL;
+	struct sess_proc *sp = NULL, *zs = NULL;
 	struct sess_plan plan;
-	int n = 0, m = d->nr_below + 1, ret;
+	int n = 0, nz = 0, m = d->nr_below + 1, ret;
 
 	if (d->nr_below <= 0)
 		return 0;
-	ret = read_pstree(d, &pe, &n);
+	ret = read_pstree(d->dir.fd, &pe, &n);
+	if (!ret && n < d->nr_below + 1)
+		ret = fail(-EIO, "pstree.img lists %d processes, fewer than the tree's %d", n,
+			   d->nr_below + 1);
 	if (!ret) {
 		sp = calloc(m, sizeof(*sp));
 		sel = calloc(m, sizeof(*sel));
-		ret = sp && sel ? 0 : -ENOMEM;
+		zs = calloc(SESS_MAX_ZOMBIES, sizeof(*zs));
+		ret = sp && sel && zs ? 0 : -ENOMEM;
 	}
 	if (!ret) {	/* the root, then the others after its zombies */
 		sel[0] = pe[0];
 		memcpy(sel + 1, pe + n - d->nr_below, d->nr_below * sizeof(*sel));
 		ret = sess_procs_of(sel, m, sp);
 	}
+	if (!ret) {
+		add_zombie_leaders(sel, m, pe, 1, n - d->nr_below, zs, &nz, SESS_MAX_ZOMBIES);
+		ret = member_zombie_leaders(d, sel, m, zs, &nz, SESS_MAX_ZOMBIES);
+	}
 	if (!ret)
-		ret = sess_plan_make(sp, m, sel[0]->n_ns_threads && sel[0]->ns_threads[0] == 1,
+		ret = sess_plan_make(sp, m, zs, nz, sel[0]->n_ns_threads && sel[0]->ns_threads[0] == 1,
 				     &plan);
 	if (!ret)
 		sess_plan_free(&plan);
 	free(sp);
 	free(sel);
-	for (int i = 0; pe && i < n; i++)
-		img_free(&pstree_entry__descriptor, pe[i]);
-	free(pe);
+	free(zs);
+	pstree_free(pe, n);
 	return ret;
 }
 

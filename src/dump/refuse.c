@@ -75,7 +75,7 @@ static bool refuse_descendant(const struct tree_proc *p, const struct tree_proc 
 	char extra[160] = "";
 
 	if (tree_is_zombie(p)) {
-		if (!zombie_refused(p, root, extra + 2, sizeof(extra) - 2))
+		if (!zombie_refused(p, root, tree, extra + 2, sizeof(extra) - 2))
 			return false;	/* dumped, zombies.c */
 		refuse_add(r, "child process %d (%s) of %d, a zombie %s", p->pid, p->comm,
 			   p->ppid, extra + 2);

@@ -100,12 +100,52 @@ static bool group_restorable(const struct tree_proc *z, const struct tree_proc *
 	return z->pgid == root->pgid || z->pgid == z->pid || group_of_zombies(z->pgid, root->pid);
 }
 
-bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
-		    size_t len)
+static bool live_in_tree(const struct proc_tree *tree, pid_t pid)
 {
+	for (int i = 0; tree && i < tree->n; i++)
+		if (tree->procs[i].pid == pid)
+			return !tree_is_zombie(&tree->procs[i]);
+	return false;
+}
+
+/*
+ * A zombie that leads its session (setsid, then exited): the first process of
+ * that session outside the tree (it would hold the session's number at
+ * restore), 0: none. Its members in the tree are forked by it again, which
+ * the tree's plan checks (task/sessions.c, SK_ZOMBIE).
+ */
+static pid_t session_member_outside(const struct tree_proc *z, const struct proc_tree *tree)
+{
+	struct dirent *e;
+	pid_t out = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return z->pid;
+	while (!out && (e = readdir(d))) {
+		struct proc_stat st;
+		pid_t p = atoi(e->d_name);
+
+		if (p > 0 && p != z->pid && !proc_read_stat(p, &st) && st.sid == z->pid &&
+		    !live_in_tree(tree, p))
+			out = p;
+	}
+	closedir(d);
+	return out;
+}
+
+bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root,
+		    const struct proc_tree *tree, char *why, size_t len)
+{
+	pid_t out = 0;
+
 	if (z->ppid != root->pid)
 		snprintf(why, len, "not a child of %d", root->pid);
-	else if (z->sid != root->sid && !session_of_zombies(z, root))
+	else if (z->sid == z->pid && z->sid != root->sid &&
+		 (out = session_member_outside(z, tree)))
+		snprintf(why, len, "leading session %d, whose member %d is not a live process of "
+			 "the dump", z->sid, out);
+	else if (z->sid != root->sid && z->sid != z->pid && !session_of_zombies(z, root))
 		snprintf(why, len, "in session %d, not its parent's", z->sid);
 	else if (!group_restorable(z, root))
 		snprintf(why, len, "in process group %d, not its parent's, whose other members are "
@@ -151,8 +191,8 @@ int collect_zombies_in(struct dump_ctx *d, const struct proc_tree *t)
 
 		if (d->tree && (t->procs[i].ppid != d->pid || !tree_is_zombie(&t->procs[i])))
 			continue;	/* a tree dump: the live ones are its processes */
-		if (!tree_is_zombie(&t->procs[i]) || zombie_refused(&t->procs[i], &t->procs[0], why,
-								    sizeof(why)))
+		if (!tree_is_zombie(&t->procs[i]) || zombie_refused(&t->procs[i], &t->procs[0],
+								    d->tree, why, sizeof(why)))
 			ret = fail(-EOPNOTSUPP, "child process %d (%s) of %d cannot be dumped "
 				   "once frozen", t->procs[i].pid, t->procs[i].comm, d->pid);
 		else

@@ -15,9 +15,12 @@ struct dump_ctx;
 struct image;
 struct refusals;
 struct task_state;
-/* Why zombie z, a child of root, cannot be recreated, into why; false: it can. */
-bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root, char *why,
-		    size_t len);
+/*
+ * Why zombie z, a child of root, cannot be recreated, into why; false: it can.
+ * tree: the tree dumped (NULL: one process).
+ */
+bool zombie_refused(const struct tree_proc *z, const struct tree_proc *root,
+		    const struct proc_tree *tree, char *why, size_t len);
 /* Once frozen: the target's zombie children into d. */
 int collect_zombies(struct dump_ctx *d);
 /* The same from its tree as read once frozen (refuse_check_frozen()): no second read. */

@@ -96,6 +96,13 @@ int build_area(struct rst *r);
 int zombies_check(struct rst *r);
 /* In the child, once in its session and group: 0, or -errno with why[] filled. */
 int zombies_make_in_child(struct rst *r, char *why, size_t len);
+/*
+ * A zombie that leads a session with live members of the tree (SK_ZOMBIE):
+ * in it, forked by its parent and its members forked, end as it ended
+ * (never returns); in the parent, its exit and status checked, not reaped.
+ */
+void zombie_leader_exit(const struct rst *r, pid_t host) __attribute__((noreturn));
+int zombie_leader_wait(const struct rst *r, pid_t z, pid_t host, char *why, size_t len);
 
 /* child.c */
 void __attribute__((noreturn)) child_main(struct rst *r);

@@ -205,13 +205,31 @@ static int load_member(struct rst *root, size_t i)
 	return load_shares(root, i);
 }
 
+/* The zombies of r's set (r->ds.procs[1..]) that lead their own sessions, added to z. */
+static void zombie_leaders(const struct rst *r, PstreeEntry *const *pe, int n, struct sess_proc *z,
+			   int *nz)
+{
+	for (size_t i = 1; i < r->ds.nr_procs; i++)
+		*nz += sess_zombie_of(pe, n, r->ds.procs[i], &z[*nz]);
+}
+
+static size_t tree_zombies(const struct rst *root)
+{
+	size_t nr = root->ds.nr_procs;
+
+	for (size_t i = 0; i < root->tree->n; i++)
+		nr += root->tree->m[i].ds.nr_procs;
+	return nr;
+}
+
 /* The sessions and groups of the tree, as the dump's dry run planned them too (sessions.c). */
 static int plan_sessions(struct rst *root)
 {
 	size_t n = root->tree->n + 1;
 	PstreeEntry **pe = calloc(n, sizeof(*pe));
 	struct sess_proc *sp = calloc(n, sizeof(*sp));
-	int ret = pe && sp ? 0 : -ENOMEM;
+	struct sess_proc *zs = calloc(tree_zombies(root), sizeof(*zs));
+	int ret = pe && sp && zs ? 0 : -ENOMEM, nz = 0;
 
 	if (!ret) {
 		pe[0] = root->ds.pstree;
@@ -219,13 +237,18 @@ static int plan_sessions(struct rst *root)
 			pe[i] = root->ds.members[i - 1];
 		ret = sess_procs_of(pe, (int)n, sp);
 	}
-	if (!ret)
-		ret = sess_plan_make(sp, (int)n, rst_ns_pid(root->ds.pstree) == 1,
+	if (!ret) {
+		zombie_leaders(root, pe, (int)n, zs, &nz);
+		for (size_t i = 0; i < root->tree->n; i++)
+			zombie_leaders(&root->tree->m[i], pe, (int)n, zs, &nz);
+		ret = sess_plan_make(sp, (int)n, zs, nz, rst_ns_pid(root->ds.pstree) == 1,
 				     &root->tree->plan);
+	}
 	if (ret)
 		fail_context("the tree's sessions and groups: ");
 	free(pe);
 	free(sp);
+	free(zs);
 	return ret;
 }
 

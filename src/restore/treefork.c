@@ -10,7 +10,9 @@
  * children of the PID namespace's init that were reparented to it, and exits
  * (they go back to the init); a dead group leader (its PID) makes its group
  * for its first member and exits once the member is in it. Each is reaped by
- * the process that forked it, before anything of the tree runs.
+ * the process that forked it, before anything of the tree runs, but a session
+ * leader that is a zombie of the tree: forked by its parent, it exits as it
+ * did and stays that parent's zombie.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,14 +63,16 @@ static void reap_helper(struct rst *r, pid_t h, pid_t pid, const char *what)
 				what, (unsigned)st);
 }
 
-/* A session helper or carrier: forks its kids in its session, then exits. */
+/* A session helper or carrier: forks its kids in its session, then exits (a zombie leader: as it did). */
 static void run_helper(struct rst *r, const struct sess_node *n)
 {
-	if (n->kind == SK_SESSION && setsid() < 0)
+	if (n->kind != SK_CARRIER && setsid() < 0)
 		child_exit_fail(r, -errno, "the helper %d cannot lead session %d again: %m",
 				n->pid, n->pid);
 	for (int i = 0; i < n->nr_kids; i++)
 		fork_kid(r, n->kids[i], true);
+	if (n->kind == SK_ZOMBIE)
+		zombie_leader_exit(r, n->host);
 	_exit(0);
 }
 
@@ -84,6 +88,14 @@ static void fork_session_helper(struct rst *r, int k)
 	if (h < 0)
 		child_exit_fail(r, -errno, errno == EEXIST ? "PID %d of a session helper is in use" :
 				"cannot create the helper %d of a session: %m", n->pid);
+	if (n->kind == SK_ZOMBIE) {
+		char why[160];
+		int ret = zombie_leader_wait(r, h, n->host, why, sizeof(why));
+
+		if (ret)
+			child_exit_fail(r, ret, "%s", why);
+		return;
+	}
 	reap_helper(r, h, n->pid, "session");
 }
 

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "restore/restore.h"
 #include "restore/pipeline.h"
+#include "task/sessions.h"
 #include "task/task.h"
 
 /* Signals that do not end a process by default: no zombie can hold them. */
@@ -44,10 +45,30 @@ static bool needs_stand_in(const struct rst *r, const PstreeEntry *z)
 	return z->pgid != r->ds.procs[0]->pgid && z->pgid != z->pid;
 }
 
+/* A zombie that leads a session of its own (setsid before it exited). */
+static bool leads_session(const PstreeEntry *z)
+{
+	return z->sid == z->pid;
+}
+
 /* A zombie of a session whose leader is gone, the set's root a PID namespace's init. */
 static bool in_lost_session(const struct rst *r, const PstreeEntry *z)
 {
-	return z->sid != r->ds.procs[0]->sid;
+	return z->sid != r->ds.procs[0]->sid && !leads_session(z);
+}
+
+/*
+ * A zombie session leader whose session has live members of the tree: the
+ * tree's fork makes it (sessions.c, SK_ZOMBIE; zombie_leader_exit below).
+ */
+static bool made_by_plan(struct rst *r, const PstreeEntry *z)
+{
+	const struct sess_plan *p = r->tree ? tree_plan(r) : NULL;
+
+	for (int k = p ? p->nr_procs : 0; p && k < p->nr; k++)
+		if (p->n[k].kind == SK_ZOMBIE && p->n[k].host == (pid_t)z->pid)
+			return true;
+	return false;
 }
 
 /* 0: no process has PID id (a zombie of the killing dump waited for); >0: one has */
@@ -71,6 +92,9 @@ int zombies_check(struct rst *r)
 		    (!WIFSIGNALED(code) && !WIFEXITED(code)))
 			return fail(-EINVAL, "core-%d.img: zombie %d has a wait status (%#x) no "
 				    "exit gives", z, z, (unsigned)code);
+		if (leads_session(r->ds.procs[i]) && r->ds.procs[i]->pgid != r->ds.procs[i]->pid)
+			return fail(-EINVAL, "pstree.img: zombie %d leads session %d but is in "
+				    "process group %d", z, z, r->ds.procs[i]->pgid);
 		if (in_lost_session(r, r->ds.procs[i]) && (rst_ns_pid(r->ds.procs[0]) != 1 ||
 		    r->ds.procs[i]->pgid != r->ds.procs[i]->sid || !r->ds.procs[i]->ns_sid))
 			return fail(-EINVAL, "pstree.img: zombie %d is in session %d, not its "
@@ -275,6 +299,8 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 	int hold = -1;
 	siginfo_t si;
 
+	if (made_by_plan(r, pe))
+		return 0;
 	if (in_lost_session(r, pe)) {
 		z = session_zombie(r, i);
 		if (z < 0) {
@@ -290,7 +316,8 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 		z = rst_fork_pid_ns(set_tid, rst_ns_pid(pe), 0);	/* in a PID namespace: both PIDs */
 	}
 	if (z == 0) {
-		if (pe->pgid != r->ds.procs[0]->pgid &&
+		if (leads_session(pe) && pe->sid != r->ds.procs[0]->sid ? setsid() < 0 :
+		    pe->pgid != r->ds.procs[0]->pgid &&
 		    setpgid(0, pe->pgid == pe->pid ? 0 : ns_pgid ? ns_pgid : (pid_t)pe->pgid))
 			syscall(SYS_exit_group, 126);	/* the parent sees another status: fails */
 		zombie_exit(r, r->ds.zombie_cores[i - 1]->tc,
@@ -316,6 +343,45 @@ static int make_zombie(struct rst *r, size_t i, char *why, size_t len)
 	if (status_of(&si) != (int)r->ds.zombie_cores[i - 1]->tc->exit_code) {
 		snprintf(why, len, "zombie %d could not take its group or credentials (it exited "
 			 "with %#x)", z, (unsigned)status_of(&si));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Zombie host's index in r's set (1..), 0: not there. */
+static size_t zombie_index(const struct rst *r, pid_t host)
+{
+	for (size_t i = 1; i < r->ds.nr_procs; i++)
+		if ((pid_t)r->ds.procs[i]->pid == host)
+			return i;
+	return 0;
+}
+
+void zombie_leader_exit(const struct rst *r, pid_t host)
+{
+	size_t i = zombie_index(r, host);
+
+	if (!i)
+		syscall(SYS_exit_group, 125);	/* the parent sees another status: fails */
+	zombie_exit(r, r->ds.zombie_cores[i - 1]->tc, r->ds.zombie_cores[i - 1]->thread_core);
+}
+
+int zombie_leader_wait(const struct rst *r, pid_t z, pid_t host, char *why, size_t len)
+{
+	size_t i = zombie_index(r, host);
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	while (waitid(P_PID, z, &si, WEXITED | WNOWAIT) < 0)
+		if (errno != EINTR) {
+			snprintf(why, len, "zombie %d did not exit: %m", host);
+			return -errno;
+		}
+	drop_sigchld();
+	if (!i || status_of(&si) != (int)r->ds.zombie_cores[i - 1]->tc->exit_code) {
+		snprintf(why, len, "zombie %d, the leader of its session, could not fork its "
+			 "members or take its credentials (it exited with %#x)", host,
+			 (unsigned)status_of(&si));
 		return -EPERM;
 	}
 	return 0;

@@ -30,6 +30,8 @@
 struct planner {
 	const struct sess_proc *p;
 	int np;
+	const struct sess_proc *z;	/* zombies leading their own sessions */
+	int nz;
 	bool ns_init;
 	struct sess_plan *plan;
 	int cap;
@@ -112,6 +114,25 @@ static int mark_born(struct planner *pl, int i)
 	return 0;
 }
 
+static int zombie_of(const struct planner *pl, pid_t pid)
+{
+	for (int i = 0; i < pl->nz; i++)
+		if (pl->z[i].pid == pid)
+			return i;
+	return -1;
+}
+
+/* The dead leader's node: a helper with its PID, or the zombie it is, forked by its parent. */
+static int dead_leader(struct planner *pl, int i, pid_t s)
+{
+	int z = zombie_of(pl, s), k;
+
+	k = z < 0 ? node_add(pl, SK_SESSION, s, 0) : node_add(pl, SK_ZOMBIE, s, pl->z[z].parent);
+	if (k >= 0)
+		pl->plan->n[k].host = z < 0 ? pl->p[i].host_sid : pl->z[z].host;
+	return k;
+}
+
 /* The helper forking root's child i in its session (made once per session). */
 static int session_helper(struct planner *pl, int i)
 {
@@ -129,12 +150,9 @@ static int session_helper(struct planner *pl, int i)
 			return k;
 	if (leader > 0 && pl->p[leader].sid != s)
 		return refuse_sid(pl, i, "its leader is in another session");
-	k = leader > 0 ? node_add(pl, SK_CARRIER, pl->next_free++, leader) :
-			 node_add(pl, SK_SESSION, s, 0);
+	k = leader > 0 ? node_add(pl, SK_CARRIER, pl->next_free++, leader) : dead_leader(pl, i, s);
 	if (k >= 0)
 		pl->sid[k] = s;	/* which session it carries, until played */
-	if (k >= 0 && leader <= 0)
-		pl->plan->n[k].host = pl->p[i].host_sid;
 	return k;
 }
 
@@ -253,7 +271,7 @@ static int play(struct planner *pl, int k, pid_t psid, pid_t ppgid)
 	pl->sid[k] = psid;
 	pl->pgid[k] = ppgid;
 	pl->alive[k] = true;
-	if (n->kind == SK_SESSION)
+	if (n->kind == SK_SESSION || n->kind == SK_ZOMBIE)
 		pl->sid[k] = pl->pgid[k] = n->pid;
 	else if (n->kind == SK_PROC)
 		ret = play_proc(pl, k);
@@ -302,11 +320,14 @@ static int planner_init(struct planner *pl, const struct sess_proc *p, int np, b
 	return 0;
 }
 
-int sess_plan_make(const struct sess_proc *p, int np, bool ns_init, struct sess_plan *plan)
+int sess_plan_make(const struct sess_proc *p, int np, const struct sess_proc *z, int nz,
+		   bool ns_init, struct sess_plan *plan)
 {
 	struct planner pl;
 	int ret = planner_init(&pl, p, np, ns_init, plan);
 
+	pl.z = z;
+	pl.nz = nz;
 	if (!ret)
 		ret = assign_forkers(&pl);
 	if (!ret) {
@@ -363,5 +384,23 @@ int sess_procs_of(PstreeEntry *const *pe, int n, struct sess_proc *out)
 			return fail(-EIO, "pstree.img is corrupt: process %u has no IDs in its "
 				    "PID namespace", pe[i]->pid);
 	}
+	return 0;
+}
+
+int sess_zombie_of(PstreeEntry *const *pe, int n, const PstreeEntry *z, struct sess_proc *out)
+{
+	bool ns = pe[0]->has_ns_sid;
+	pid_t pid = ns && z->n_ns_threads ? (pid_t)z->ns_threads[0] : (pid_t)z->pid;
+	pid_t sid = ns ? (pid_t)z->ns_sid : (pid_t)z->sid;
+
+	if (!pid || sid != pid)
+		return 0;
+	for (int k = 0; k < n; k++)
+		if (pe[k]->pid == z->ppid) {
+			*out = (struct sess_proc){ .pid = pid, .pgid = pid, .sid = pid,
+						   .host = (pid_t)z->pid, .host_pgid = (pid_t)z->pid,
+						   .host_sid = (pid_t)z->pid, .parent = k };
+			return 1;
+		}
 	return 0;
 }

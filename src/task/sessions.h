@@ -23,6 +23,8 @@ enum sess_kind {
 	SK_SESSION,		/* a helper with the PID of a dead session leader: setsid */
 	SK_CARRIER,		/* a helper forked by a live session leader, in its session */
 	SK_GROUP,		/* a helper with the PID of a dead group leader: its group */
+	SK_ZOMBIE,		/* a zombie session leader, forked by its parent: setsid, forks
+				 * like SK_SESSION, then exits as it did and stays a zombie */
 };
 
 /* Out: what a process (node < nr_procs, same index) or a helper does once forked. */
@@ -47,12 +49,18 @@ struct sess_plan {
 
 /*
  * The plan for procs[0..n) (the root first, every parent before its children);
+ * zombies[0..nz): the tree's zombies that lead their own sessions
+ * (sess_zombie_of): the one of a session with live members is the helper
+ * that forks them (SK_ZOMBIE, forked by its parent, zombies[i].parent);
  * ns_init: the root is the init of its own PID namespace (a helper's children
  * are reparented to it). -errno with fail() naming what cannot be rebuilt.
  */
-int sess_plan_make(const struct sess_proc *procs, int n, bool ns_init, struct sess_plan *plan);
+int sess_plan_make(const struct sess_proc *procs, int n, const struct sess_proc *zombies, int nz,
+		   bool ns_init, struct sess_plan *plan);
 void sess_plan_free(struct sess_plan *plan);
 /* pstree entries (the root, then the others, zombies left out) as the plan takes them. */
 int sess_procs_of(PstreeEntry *const *pe, int n, struct sess_proc *out);
+/* Zombie z as the plan takes it when it leads its own session (1), its parent among pe[0..n); 0: not so. */
+int sess_zombie_of(PstreeEntry *const *pe, int n, const PstreeEntry *z, struct sess_proc *out);
 
 #endif
