@@ -189,6 +189,8 @@ case_ns_net_rst() {
 case_ns_net_refuse() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
 	local setup='ip link add md-br0 type bridge && ip link add md-ifb0 type ifb'
+	setup+=' && ip link set md-ifb0 master md-br0 && ip link add md-br1 type bridge'
+	setup+=' && ip link set md-br1 up'
 	setup+=' && ip rule add pref 100 table 100 && ip route add 10.9.0.0/16 dev lo table 100'
 	command -v tc > /dev/null && setup+=' && tc qdisc add dev lo root handle 1: pfifo'
 	setup+=' && ip neigh add 127.0.0.9 lladdr 02:00:00:00:00:09 dev md-br0 nud permanent'
@@ -196,7 +198,7 @@ case_ns_net_refuse() {
 	md refuse dump -t "$PID" -D "$T/d" --tcp-established
 	expect_md_error
 	local want
-	for want in "network interface md-br0 (bridge) in its network namespace" \
+	for want in "bridge md-br1 with its carrier on and no port" \
 		    "network interface md-ifb0 (ifb) in its network namespace" \
 		    "IPv4 policy routing rule 100 (table 100)" \
 		    "route 10.9.0.0/16 in routing table 100" \
@@ -447,6 +449,43 @@ case_ns_net_veth_tree() {
 }
 
 add ns-net-rst case_ns_net_rst
+
+# br_state NAME (in PID's namespace): its MAC, MTU, flags, options and addresses
+br_state() {
+	nsenter -t "$PID" -n ip -d link show "$1" |
+		grep -oE 'mtu [0-9]+|<[A-Z_,]*>|link/ether [0-9a-f:]+|(forward_delay|hello_time|max_age|ageing_time|stp_state|priority|group_fwd_mask|mcast_snooping|mcast_router|nf_call_iptables|mcast_hash_max|multicast_hash_max) [0-9]+'
+	nsenter -t "$PID" -n ip addr show dev "$1" | awk '/inet/ { print $1, $2 }' | sort
+}
+
+# An empty bridge in the namespace: made again with its index, MAC, MTU,
+# flags (no carrier), options and addresses (one with its carrier on is
+# refused: ns-net-refuse)
+case_ns_net_bridge() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	local s='ip link add md-br0 type bridge forward_delay 700 ageing_time 12300 priority 7'
+	s+=' mcast_snooping 0 group_fwd_mask 0x8 && ip link set md-br0 address 02:11:22:33:44:55 mtu 1400'
+	s+=' && ip addr add 10.0.55.55/32 dev md-br0 && ip addr add fe80:4567::1/64 nodad dev md-br0'
+	s+=' && ip link set md-br0 up'
+	NETNS_SETUP=$s START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	local before idx
+	before=$(br_state md-br0)
+	idx=$(nsenter -t "$PID" -n cat /sys/class/net/md-br0/ifindex)
+	grep -q "forward_delay 700" <<< "$before" || fail "the bridge's options were not set: $before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	[[ $(br_state md-br0) == "$before" ]] ||
+		fail "the bridge differs: before [$(tr '\n' ';' <<< "$before")] after [$(br_state md-br0 | tr '\n' ';')]"
+	[[ $(nsenter -t "$PID" -n cat /sys/class/net/md-br0/ifindex) == "$idx" ]] ||
+		fail "the bridge's index is not $idx"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add ns-net-bridge case_ns_net_bridge
 add ns-net-rst-tcp case_ns_net_rst est
 add ns-net-refuse case_ns_net_refuse
 

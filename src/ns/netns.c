@@ -63,6 +63,7 @@ struct nslink {
 	unsigned char mac[6];
 	bool has_mac;
 	bool saved;			/* lo or a veth: its sysctls go with it */
+	bool bridge;			/* a bridge: no link-local address of the kernel's */
 };
 
 #define NS_MAX_TABLES	64
@@ -160,7 +161,118 @@ static uint32_t u32_of(const struct rtattr *a, uint32_t dflt)
 	return a && RTA_PAYLOAD(a) >= 4 ? *(const uint32_t *)RTA_DATA(a) : dflt;
 }
 
-/* What a device is to memdump: lo, a veth to memdump's namespace, or refused. */
+/* Newer than Debian 12's headers: the count of learned FDB entries and their limit (6.8). */
+#define BR_FDB_N_LEARNED	48
+#define BR_FDB_MAX_LEARNED	49
+
+int netns_bridge_opt_kind(int type)
+{
+	switch (type) {
+	case IFLA_BR_ROOT_ID: case IFLA_BR_BRIDGE_ID: case IFLA_BR_ROOT_PORT:
+	case IFLA_BR_ROOT_PATH_COST: case IFLA_BR_TOPOLOGY_CHANGE:
+	case IFLA_BR_TOPOLOGY_CHANGE_DETECTED: case IFLA_BR_HELLO_TIMER: case IFLA_BR_TCN_TIMER:
+	case IFLA_BR_TOPOLOGY_CHANGE_TIMER: case IFLA_BR_GC_TIMER: case IFLA_BR_PAD:
+	case IFLA_BR_MCAST_QUERIER_STATE: case IFLA_BR_MCAST_HASH_ELASTICITY:
+	case BR_FDB_N_LEARNED:
+		return 0;	/* state, or (elasticity) a fixed value the kernel ignores when set */
+	case IFLA_BR_FDB_FLUSH:
+		return -1;	/* an action, never dumped */
+	default:
+		return type > IFLA_BR_UNSPEC && type <= BR_FDB_MAX_LEARNED ? 1 : -1;
+	}
+}
+
+/* The IFLA_INFO_DATA of a device's IFLA_LINKINFO, or NULL. */
+static const struct rtattr *link_info_data(const struct rtattr *linkinfo)
+{
+	struct rtattr *li[IFLA_INFO_MAX + 1];
+
+	if (!linkinfo)
+		return NULL;
+	rtnl_parse(li, IFLA_INFO_MAX, RTA_DATA(linkinfo), RTA_PAYLOAD(linkinfo));
+	return li[IFLA_INFO_DATA];
+}
+
+/*
+ * A bridge made again with its settable options (netns_bridge_opt_kind):
+ * not one that filters VLANs (its VLAN table is not saved) or has an option
+ * memdump does not know. Its ports are refused as the devices they are, so
+ * it has none: its carrier is off but in a bridge that never had its MAC set
+ * (made again with its MAC, a bridge has none), nor a link-local address of
+ * the kernel's (addr_saved).
+ */
+static bool bridge_ok(struct netns_read *n, unsigned int ifi_flags, struct rtattr **tb,
+		      const char *name)
+{
+	const struct rtattr *data = link_info_data(tb[IFLA_LINKINFO]), *a;
+	size_t left = data ? RTA_PAYLOAD(data) : 0;
+	bool ok = true;
+
+	if (tb[IFLA_MASTER]) {
+		refuse_add(n->r, "bridge %s enslaved to device %u", name, u32_of(tb[IFLA_MASTER], 0));
+		return false;
+	}
+	if (ifi_flags & IFF_LOWER_UP) {
+		refuse_add(n->r, "bridge %s with its carrier on and no port (it never had its MAC "
+			   "set: one made again with its MAC has no carrier)", name);
+		return false;
+	}
+	for (a = data ? RTA_DATA(data) : NULL; a && RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		int type = a->rta_type & NLA_TYPE_MASK;
+
+		if (netns_bridge_opt_kind(type) < 0) {
+			refuse_add(n->r, "bridge %s with option %d (IFLA_BR_*), which memdump does "
+				   "not know", name, type);
+			ok = false;
+		} else if (type == IFLA_BR_VLAN_FILTERING && RTA_PAYLOAD(a) >= 1 &&
+			   *(const uint8_t *)RTA_DATA(a)) {
+			refuse_add(n->r, "bridge %s filtering VLANs (its VLAN table is not saved)",
+				   name);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
+/*
+ * VLAN filtering off, a new bridge's default: not sent, as a kernel built
+ * without VLAN filtering refuses the option even to turn it off.
+ */
+static bool vlan_filtering_off(const struct rtattr *a)
+{
+	return (a->rta_type & NLA_TYPE_MASK) == IFLA_BR_VLAN_FILTERING && RTA_PAYLOAD(a) >= 1 &&
+	       !*(const uint8_t *)RTA_DATA(a);
+}
+
+/* A bridge's settable options, as dumped, into e->bridge_opts. */
+static int save_bridge_opts(NetDeviceEntry *e, struct rtattr **tb)
+{
+	const struct rtattr *data = link_info_data(tb[IFLA_LINKINFO]), *a;
+	size_t left = data ? RTA_PAYLOAD(data) : 0, len = 0;
+	uint8_t *buf = malloc(left + 1);
+
+	if (!buf)
+		return -ENOMEM;
+	for (a = data ? RTA_DATA(data) : NULL; a && RTA_OK(a, left); a = RTA_NEXT(a, left))
+		if (netns_bridge_opt_kind(a->rta_type & NLA_TYPE_MASK) > 0 && !vlan_filtering_off(a)) {
+			memcpy(buf + len, a, RTA_ALIGN(a->rta_len));
+			len += RTA_ALIGN(a->rta_len);
+		}
+	e->has_bridge_opts = true;
+	e->bridge_opts.data = buf;
+	e->bridge_opts.len = len;
+	return 0;
+}
+
+static bool is_bridge(struct rtattr **tb)
+{
+	char kind[32];
+
+	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
+	return !strcmp(kind, "bridge");
+}
+
+/* What a device is to memdump: lo, a veth to memdump's namespace, a bridge, or refused. */
 static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rtattr **tb,
 		    const char *name)
 {
@@ -169,6 +281,8 @@ static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rt
 	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
 	if (ifi->ifi_type == ARPHRD_LOOPBACK && !strcmp(name, "lo"))
 		return true;
+	if (!strcmp(kind, "bridge"))
+		return bridge_ok(n, ifi->ifi_flags, tb, name);
 	if (strcmp(kind, "veth")) {
 		refuse_add(n->r, "network interface %s (%s) in its network namespace", name, kind);
 		return false;
@@ -304,6 +418,7 @@ static void free_entry(NetDeviceEntry *e, struct peer *p)
 	free(e->peer_name);
 	free(e->peer_master);
 	free(e->peer_address.data);
+	free(e->bridge_opts.data);
 	netns_sysctl_dev_free(e);
 	for (size_t i = 0; i < e->n_peer_ifaddr; i++)
 		free(p->addrs[i].data);
@@ -316,7 +431,11 @@ static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struc
 	struct peer p = { .e = NULL };
 	int ret = 0;
 
-	e.type = ifi->ifi_type == ARPHRD_LOOPBACK ? ND_TYPE__LOOPBACK : ND_TYPE__VETH;
+	char kind[32];
+
+	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
+	e.type = ifi->ifi_type == ARPHRD_LOOPBACK ? ND_TYPE__LOOPBACK :
+		 !strcmp(kind, "bridge") ? ND_TYPE__BRIDGE : ND_TYPE__VETH;
 	e.ifindex = ifi->ifi_index;
 	e.mtu = u32_of(tb[IFLA_MTU], 0);
 	e.flags = ifi->ifi_flags;
@@ -332,6 +451,8 @@ static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struc
 		ret = -ENOMEM;
 	if (!ret)
 		ret = netns_sysctl_dev(&e);
+	if (!ret && e.type == ND_TYPE__BRIDGE)
+		ret = save_bridge_opts(&e, tb);
 	if (!ret && e.type == ND_TYPE__VETH) {
 		e.has_peer_ifindex = e.has_peer_nsid = true;
 		e.peer_ifindex = u32_of(tb[IFLA_LINK], 0);
@@ -376,6 +497,7 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 	if (!link_ok(n, ifi, tb, name))
 		return 0;
 	l->saved = true;
+	l->bridge = is_bridge(tb);
 	if (!n->img)
 		return 0;
 	return write_device(n, ifi, tb, name);
@@ -456,10 +578,14 @@ static bool addr_saved(struct netns_read *n, const struct nlmsghdr *h)
 	if (l && !strcmp(l->name, "lo") && default_lo_addr(ifa, tb[IFA_ADDRESS]))
 		return false;
 	if (ifa->ifa_family == AF_INET6 && proto == IFAPROT_KERNEL_LL) {
-		if (is_eui64_ll(ifa, tb[IFA_ADDRESS], l))
+		if (l && l->bridge)
+			refuse_add(n->r, "IPv6 link-local address %s on bridge %s (the kernel's, "
+				   "made while it had a carrier)", a, l->name);
+		else if (is_eui64_ll(ifa, tb[IFA_ADDRESS], l))
 			return false;
-		refuse_add(n->r, "IPv6 link-local address %s on %s, not the one its MAC gives",
-			   a, link_name(n, (int)ifa->ifa_index));
+		else
+			refuse_add(n->r, "IPv6 link-local address %s on %s, not the one its MAC "
+				   "gives", a, link_name(n, (int)ifa->ifa_index));
 	} else if (proto == IFAPROT_KERNEL_RA || (ifa->ifa_family == AF_INET6 &&
 						  (flags & IFA_F_TEMPORARY))) {
 		refuse_add(n->r, "address %s on %s, made from router advertisements", a,

@@ -16,6 +16,11 @@ struct refusals;
  * cannot be saved, each by name.
  */
 void netns_refuse(int host_netns, struct refusals *r);
+/*
+ * A bridge's IFLA_BR_* attribute: 1 restore sets it (saved), 0 the kernel's
+ * own state (timers, ids: not saved), -1 one memdump does not know.
+ */
+int netns_bridge_opt_kind(int type);
 /* netdev-1.img, ifaddr-1.img, route-1.img, route6-1.img, the firewall's and netns-1.img
  * (its sysctls: netns_sysctl.c), inside, while frozen. */
 int netns_dump(struct dump_ctx *d, int host_netns);

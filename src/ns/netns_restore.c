@@ -22,6 +22,7 @@
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <linux/if_addr.h>
+#include <linux/if_bridge.h>
 #include <linux/if_link.h>
 #include <linux/veth.h>
 #include <stdio.h>
@@ -254,6 +255,121 @@ static int setup_outside(struct netns_rst *n, const NetDeviceEntry *e, const cha
 			out);
 }
 
+/*
+ * The dumped options as sent: the boolean options (IFLA_BR_MULTI_BOOLOPT)
+ * only those on, as a new bridge has every one off and a kernel without VLAN
+ * filtering refuses to touch some even to turn them off.
+ */
+static int add_bridge_opts(struct rtnl_req *q, const NetDeviceEntry *e)
+{
+	const struct rtattr *a = (const void *)e->bridge_opts.data;
+	size_t left = e->bridge_opts.len;
+	int ret = 0;
+
+	for (; !ret && RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		int type = a->rta_type & NLA_TYPE_MASK;
+		struct br_boolopt_multi bo;
+
+		if (type != IFLA_BR_MULTI_BOOLOPT || RTA_PAYLOAD(a) != sizeof(bo)) {
+			ret = rtnl_add(q, type, RTA_DATA(a), RTA_PAYLOAD(a));
+			continue;
+		}
+		memcpy(&bo, RTA_DATA(a), sizeof(bo));
+		bo.optmask = bo.optval;
+		ret = bo.optval ? rtnl_add(q, type, &bo, sizeof(bo)) : 0;
+	}
+	return ret;
+}
+
+/* A bridge with its index, name, MAC, MTU and dumped options. */
+static int create_bridge(struct netns_rst *n, const NetDeviceEntry *e)
+{
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
+					      sizeof(*ifi));
+	struct rtattr *info, *data;
+	int ret;
+
+	ifi->ifi_index = (int)e->ifindex;
+	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
+	if (!ret)
+		ret = rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
+	if (!ret && e->has_address && e->address.len == 6)
+		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
+	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
+	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "bridge", 7) : -ENOSPC;
+	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
+	ret = data ? add_bridge_opts(&q, e) : -ENOSPC;
+	if (ret)
+		return fail(ret, "bridge %s: request too large", e->name);
+	rtnl_nest_end(&q, data);
+	rtnl_nest_end(&q, info);
+	ret = rtnl_talk(&n->in, &q.h);
+	return ret ? fail(ret, "cannot create bridge %s (index %u): %s", e->name, e->ifindex,
+			  strerror(-ret)) : 0;
+}
+
+struct bridge_seen {
+	const NetDeviceEntry *e;
+	int differs;		/* the first option not as dumped, 0: none; -1: no options */
+};
+
+/* The dumped option a (IFLA_BR_*) as the made bridge has it in data? */
+static bool same_opt(const struct rtattr *a, const struct rtattr *data)
+{
+	size_t left = RTA_PAYLOAD(data);
+
+	for (const struct rtattr *b = RTA_DATA(data); RTA_OK(b, left); b = RTA_NEXT(b, left))
+		if ((b->rta_type & NLA_TYPE_MASK) == (a->rta_type & NLA_TYPE_MASK))
+			return RTA_PAYLOAD(a) == RTA_PAYLOAD(b) &&
+			       !memcmp(RTA_DATA(a), RTA_DATA(b), RTA_PAYLOAD(a));
+	return false;
+}
+
+static int on_bridge(const struct nlmsghdr *h, void *arg)
+{
+	struct bridge_seen *s = arg;
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	struct rtattr *tb[IFLA_MAX + 1], *li[IFLA_INFO_MAX + 1];
+	const struct rtattr *a;
+	size_t left = s->e->bridge_opts.len;
+
+	if (h->nlmsg_type != RTM_NEWLINK)
+		return 0;
+	rtnl_parse(tb, IFLA_MAX, IFLA_RTA(ifi), IFLA_PAYLOAD(h));
+	s->differs = -1;
+	if (!tb[IFLA_LINKINFO])
+		return 0;
+	rtnl_parse(li, IFLA_INFO_MAX, RTA_DATA(tb[IFLA_LINKINFO]), RTA_PAYLOAD(tb[IFLA_LINKINFO]));
+	if (!li[IFLA_INFO_DATA])
+		return 0;
+	s->differs = 0;
+	for (a = (const void *)s->e->bridge_opts.data; RTA_OK(a, left); a = RTA_NEXT(a, left))
+		if (!same_opt(a, li[IFLA_INFO_DATA])) {
+			s->differs = a->rta_type & NLA_TYPE_MASK;
+			break;
+		}
+	return 0;
+}
+
+/* Every dumped option of the bridge as the kernel now has it: else the restore fails. */
+static int check_bridge(struct netns_rst *n, const NetDeviceEntry *e)
+{
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_GETLINK, 0, sizeof(*ifi));
+	struct bridge_seen s = { .e = e, .differs = -1 };
+	int ret;
+
+	ifi->ifi_index = (int)e->ifindex;
+	ret = rtnl_ask(&n->in, &q.h, on_bridge, &s);
+	if (ret)
+		return fail(ret, "cannot read bridge %s back: %s", e->name, strerror(-ret));
+	if (s.differs)
+		return fail(-EIO, "bridge %s: its option %d (IFLA_BR_*) is not as dumped once made",
+			    e->name, s.differs);
+	return 0;
+}
+
 static int make_device(struct netns_rst *n, const NetDeviceEntry *e)
 {
 	const char *out = outside_name(n, e);
@@ -261,9 +377,17 @@ static int make_device(struct netns_rst *n, const NetDeviceEntry *e)
 
 	if (e->type == ND_TYPE__LOOPBACK && !strcmp(e->name, "lo"))
 		return set_link(&n->in, (int)e->ifindex, e->flags, e->mtu, 0, "lo");
+	if (e->type == ND_TYPE__BRIDGE) {
+		ret = create_bridge(n, e);
+		ret = ret ? ret : check_bridge(n, e);
+		ret = ret ? ret : set_link(&n->in, (int)e->ifindex, e->flags, 0, 0, e->name);
+		if (!ret)
+			pr_info("net namespace: bridge %s (index %u)\n", e->name, e->ifindex);
+		return ret;
+	}
 	if (e->type != ND_TYPE__VETH)
-		return fail(-EOPNOTSUPP, "netdev-1.img: device %s of type %d (memdump makes lo and "
-			    "veth devices only)", e->name, e->type);
+		return fail(-EOPNOTSUPP, "netdev-1.img: device %s of type %d (memdump makes lo, "
+			    "veth and bridge devices only)", e->name, e->type);
 	if (!out || !*out)
 		return fail(-EIO, "netdev-1.img: veth %s without its other end's name", e->name);
 	ret = create_veth(n, e, out);
