@@ -486,6 +486,48 @@ case_ns_net_bridge() {
 	wait_restore_exit
 }
 add ns-net-bridge case_ns_net_bridge
+
+# mv_state NAME (in PID's namespace): a macvlan's MAC, MTU, flags, mode and addresses
+mv_state() {
+	nsenter -t "$PID" -n ip -d link show "$1" |
+		grep -oE 'mtu [0-9]+|<[A-Z_,-]*>|link/ether [0-9a-f:]+|macvlan mode [a-z]+|bcqueuelen [0-9]+'
+	nsenter -t "$PID" -n ip -o link show dev "$1" | cut -d: -f1
+	nsenter -t "$PID" -n ip addr show dev "$1" | awk '/inet/ { print $1, $2 }' | sort
+}
+
+# A macvlan whose lower device is in memdump's namespace (zdtm macvlan): made
+# again on it (its dumped name; with --external macvlan[IN]:DEV on DEV) and
+# moved into the restored namespace, with its index, MAC, MTU, mode and
+# addresses
+case_ns_net_macvlan() {
+	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
+	local lo=mdml$$ lo2=mdmm$$ mv=mdmv$$ before
+	lo=${lo:0:15} lo2=${lo2:0:15} mv=${mv:0:15}
+	trap "ip link del $lo 2> /dev/null; ip link del $lo2 2> /dev/null; true" EXIT
+	ip link add "$lo" type bridge && ip link set "$lo" up || fail "cannot make bridge $lo"
+	ip link add "$lo2" type bridge && ip link set "$lo2" up || fail "cannot make bridge $lo2"
+	START_WRAP="$TESTSRC/netns-wrap" start_prog t-sockinet
+	ip link add "$mv" link "$lo" address 02:22:33:44:55:66 mtu 1400 type macvlan mode private &&
+		ip link set "$mv" netns "$PID" || fail "cannot put macvlan $mv into the target's namespace"
+	nsenter -t "$PID" -n sh -c "ip addr add 10.0.56.2/32 dev $mv && ip link set $mv up" ||
+		fail "cannot set up $mv"
+	before=$(mv_state "$mv")
+	grep -q "macvlan mode private" <<< "$before" || fail "$mv is not in private mode: $before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	crit_decodes "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 --external "macvlan[$mv]:$lo2"
+	wait_restored "$PID"
+	[[ $(mv_state "$mv") == "$before" ]] ||
+		fail "$mv differs: before [$(tr '\n' ';' <<< "$before")] after [$(mv_state "$mv" | tr '\n' ';')]"
+	nsenter -t "$PID" -n ip -o link show dev "$mv" | grep -q "@if$(cat "/sys/class/net/$lo2/ifindex"):" ||
+		fail "$mv is not on $lo2 (--external): $(nsenter -t "$PID" -n ip -o link show dev "$mv")"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+}
+add ns-net-macvlan case_ns_net_macvlan
 add ns-net-rst-tcp case_ns_net_rst est
 add ns-net-refuse case_ns_net_refuse
 

@@ -91,7 +91,7 @@ static const char usage[] =
 	"  restore -D DIR [-d] [--pidfile FILE] [--shell-job] [--join-ns uts|ipc|net|mnt:PATH]\n"
 	"          [--root DIR] [--restore-sibling] [--lazy-pages [--lazy-socket PATH]]\n"
 	"          [--tcp-close] [--copies N]\n"
-	"          [--external veth[IN]:OUT[@BRIDGE]]\n"
+	"          [--external veth[IN]:OUT[@BRIDGE]] [--external macvlan[IN]:LOWER]\n"
 	"          [--cgroup-root [CTRL:]PATH] [--inherit-fd fd[N]:pipe:[INO]|tty[RDEV:DEV]]\n"
 	"          [--manage-cgroups[=soft|full|strict|ignore]]\n"
 	"        recreate the process (tree) dumped in DIR with its PIDs; wait for it and\n"
@@ -102,7 +102,9 @@ static const char usage[] =
 	"        --copies N: N copies, each in a PID namespace of its own with the dumped\n"
 	"        PID, sharing the memory read once (one process; prints their PIDs);\n"
 	"        --external veth[..]: the veth IN's other end is made as OUT (attached to\n"
-	"        BRIDGE) in memdump's network namespace; --external mnt[KEY]:PATH: the\n"
+	"        BRIDGE) in memdump's network namespace; --external macvlan[..]: the\n"
+	"        macvlan IN is made on LOWER there (default: its dumped lower device);\n"
+	"        --external mnt[KEY]:PATH: the\n"
 	"        bind mount dumped with KEY (or at mount point KEY) is bound from PATH;\n"
 	"        --manage-cgroups[=soft|full|strict|ignore]: cgroups missing here are\n"
 	"        made from cgroup.img (soft: properties on the made ones only; full: on\n"
@@ -381,12 +383,29 @@ static int parse_external_tty(struct options *opts, const char *s)
 	return 0;
 }
 
-/* veth[IN]:OUT[@BRIDGE], mnt[KEY]:VALUE, net[INO]:KEY or tty[RDEV:DEV] (CRIU's --external
- * forms), split in place. */
+/* macvlan[IN]:LOWER (CRIU's form): the macvlan IN made on LOWER, split in place. */
+static int parse_external_macvlan(struct options *opts, char *s)
+{
+	char *in = s + 8, *close = strchr(s, ']');
+
+	if (!close || close == in || close[1] != ':' || !close[2] ||
+	    opts->nr_veth_ext == (int)ARRAY_SIZE(opts->veth_ext))
+		return -1;
+	*close = '\0';
+	if (strlen(in) >= IF_NAMESIZE || strlen(close + 2) >= IF_NAMESIZE)
+		return -1;
+	opts->veth_ext[opts->nr_veth_ext++] = (struct veth_ext){ in, close + 2, NULL, true };
+	return 0;
+}
+
+/* veth[IN]:OUT[@BRIDGE], macvlan[IN]:LOWER, mnt[KEY]:VALUE, net[INO]:KEY or tty[RDEV:DEV]
+ * (CRIU's --external forms), split in place. */
 static int parse_external(struct options *opts, char *s)
 {
 	char *in = s + 5, *close = strchr(s, ']'), *at;
 
+	if (!strncmp(s, "macvlan[", 8))
+		return parse_external_macvlan(opts, s);
 	if (!strncmp(s, "mnt[", 4))
 		return parse_external_mnt(opts, s);
 	if (!strncmp(s, "tty[", 4))	/* one only */
@@ -405,7 +424,7 @@ static int parse_external(struct options *opts, char *s)
 		*at = '\0';
 	if (strlen(in) >= IF_NAMESIZE || strlen(close + 2) >= IF_NAMESIZE || !close[2])
 		return -1;
-	opts->veth_ext[opts->nr_veth_ext++] = (struct veth_ext){ in, close + 2, at ? at + 1 : NULL };
+	opts->veth_ext[opts->nr_veth_ext++] = (struct veth_ext){ in, close + 2, at ? at + 1 : NULL, false };
 	return 0;
 }
 

@@ -467,7 +467,7 @@ static int map_veths(const CriuOpts *co, struct restore_opts *r)
 				    "outside one[@bridge]", co->veths[i]->if_in, out);
 		if (at)
 			*at = '\0';	/* the request's own string, alive as long as the job */
-		r->veth_ext[i] = (struct veth_ext){ co->veths[i]->if_in, out, at ? at + 1 : NULL };
+		r->veth_ext[i] = (struct veth_ext){ co->veths[i]->if_in, out, at ? at + 1 : NULL, false };
 	}
 	r->nr_veth_ext = (int)co->n_veths;
 	return 0;

@@ -38,8 +38,9 @@ struct restore_opts {
 		const char *kind, *path;
 	} join_ns[4];
 	int nr_join_ns;
-	struct veth_ext {		/* --external veth[IN]:OUT[@BRIDGE] */
+	struct veth_ext {		/* --external veth[IN]:OUT[@BRIDGE] or macvlan[IN]:LOWER */
 		const char *in, *out, *bridge;
+		bool macvlan;
 	} veth_ext[8];
 	int nr_veth_ext;
 	const char *root;		/* --root: where a dumped mount namespace's root is */

@@ -272,6 +272,86 @@ static bool is_bridge(struct rtattr **tb)
 	return !strcmp(kind, "bridge");
 }
 
+static void macvlan_attrs(struct rtattr **tb, struct rtattr **mv)
+{
+	const struct rtattr *data = link_info_data(tb[IFLA_LINKINFO]);
+
+	memset(mv, 0, (IFLA_MACVLAN_MAX + 1) * sizeof(*mv));
+	if (data)
+		rtnl_parse(mv, IFLA_MACVLAN_MAX, RTA_DATA(data), RTA_PAYLOAD(data));
+}
+
+/*
+ * A macvlan whose lower device is in memdump's namespace (made there again,
+ * on that device or the one --external macvlan[NAME]:DEV names, and moved
+ * into the namespace); not in source mode (its MAC list is not saved).
+ */
+static bool macvlan_ok(struct netns_read *n, struct rtattr **tb, const char *name)
+{
+	struct rtattr *mv[IFLA_MACVLAN_MAX + 1];
+
+	macvlan_attrs(tb, mv);
+	if (!tb[IFLA_LINK_NETNSID] || (int)u32_of(tb[IFLA_LINK_NETNSID], 0) != n->host_nsid ||
+	    n->host_nsid < 0)
+		refuse_add(n->r, "macvlan %s whose lower device is not in memdump's network "
+			   "namespace", name);
+	else if (u32_of(mv[IFLA_MACVLAN_MODE], 0) == MACVLAN_MODE_SOURCE)
+		refuse_add(n->r, "macvlan %s in source mode (its MAC list is not saved)", name);
+	else if (tb[IFLA_MASTER])
+		refuse_add(n->r, "macvlan %s enslaved to device %u", name,
+			   u32_of(tb[IFLA_MASTER], 0));
+	else
+		return true;
+	return false;
+}
+
+static int on_host_name(const struct nlmsghdr *h, void *arg)
+{
+	NetDeviceEntry *e = arg;
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	struct rtattr *tb[IFLA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWLINK || ifi->ifi_index != (int)e->peer_ifindex)
+		return 0;
+	rtnl_parse_msg(tb, IFLA_MAX, h, sizeof(*ifi));
+	if (tb[IFLA_IFNAME] && !e->peer_name)
+		e->peer_name = strndup(RTA_DATA(tb[IFLA_IFNAME]), RTA_PAYLOAD(tb[IFLA_IFNAME]));
+	return 0;
+}
+
+/* A macvlan's mode, flags, queue and its lower device's name in memdump's namespace. */
+static int save_macvlan(struct netns_read *n, NetDeviceEntry *e, struct rtattr **tb)
+{
+	struct rtattr *mv[IFLA_MACVLAN_MAX + 1];
+	struct rtnl host;
+	struct rtnl_req q;
+	struct ifinfomsg *ifi;
+	int ret;
+
+	macvlan_attrs(tb, mv);
+	e->has_macvlan_mode = true;
+	e->macvlan_mode = u32_of(mv[IFLA_MACVLAN_MODE], MACVLAN_MODE_VEPA);
+	e->has_macvlan_flags = true;
+	e->macvlan_flags = mv[IFLA_MACVLAN_FLAGS] && RTA_PAYLOAD(mv[IFLA_MACVLAN_FLAGS]) >= 2 ?
+			   *(const uint16_t *)RTA_DATA(mv[IFLA_MACVLAN_FLAGS]) : 0;
+	e->has_macvlan_bcq = mv[IFLA_MACVLAN_BC_QUEUE_LEN] != NULL;
+	e->macvlan_bcq = u32_of(mv[IFLA_MACVLAN_BC_QUEUE_LEN], 0);
+	e->has_peer_ifindex = true;
+	e->peer_ifindex = u32_of(tb[IFLA_LINK], 0);
+	ret = rtnl_open_in(&host, n->host_netns);
+	if (ret)
+		return ret;
+	ifi = rtnl_req_init(&q, RTM_GETLINK, 0, sizeof(*ifi));
+	ifi->ifi_index = (int)e->peer_ifindex;
+	ret = rtnl_ask(&host, &q.h, on_host_name, e);
+	rtnl_close(&host);
+	if (!ret && !e->peer_name)
+		ret = -ENOENT;
+	return ret ? fail(ret, "cannot read the lower device (index %u) of macvlan %s in "
+			  "memdump's network namespace: %s", e->peer_ifindex, e->name,
+			  strerror(-ret)) : 0;
+}
+
 /* What a device is to memdump: lo, a veth to memdump's namespace, a bridge, or refused. */
 static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rtattr **tb,
 		    const char *name)
@@ -283,6 +363,8 @@ static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rt
 		return true;
 	if (!strcmp(kind, "bridge"))
 		return bridge_ok(n, ifi->ifi_flags, tb, name);
+	if (!strcmp(kind, "macvlan"))
+		return macvlan_ok(n, tb, name);
 	if (strcmp(kind, "veth")) {
 		refuse_add(n->r, "network interface %s (%s) in its network namespace", name, kind);
 		return false;
@@ -435,7 +517,8 @@ static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struc
 
 	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
 	e.type = ifi->ifi_type == ARPHRD_LOOPBACK ? ND_TYPE__LOOPBACK :
-		 !strcmp(kind, "bridge") ? ND_TYPE__BRIDGE : ND_TYPE__VETH;
+		 !strcmp(kind, "bridge") ? ND_TYPE__BRIDGE :
+		 !strcmp(kind, "macvlan") ? ND_TYPE__MACVLAN : ND_TYPE__VETH;
 	e.ifindex = ifi->ifi_index;
 	e.mtu = u32_of(tb[IFLA_MTU], 0);
 	e.flags = ifi->ifi_flags;
@@ -453,6 +536,8 @@ static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struc
 		ret = netns_sysctl_dev(&e);
 	if (!ret && e.type == ND_TYPE__BRIDGE)
 		ret = save_bridge_opts(&e, tb);
+	if (!ret && e.type == ND_TYPE__MACVLAN)
+		ret = save_macvlan(n, &e, tb);
 	if (!ret && e.type == ND_TYPE__VETH) {
 		e.has_peer_ifindex = e.has_peer_nsid = true;
 		e.peer_ifindex = u32_of(tb[IFLA_LINK], 0);

@@ -370,6 +370,58 @@ static int check_bridge(struct netns_rst *n, const NetDeviceEntry *e)
 	return 0;
 }
 
+/*
+ * A macvlan: made in memdump's namespace on its lower device (the dumped
+ * one, or --external macvlan[NAME]:DEV's) straight into this namespace
+ * (IFLA_NET_NS_FD), with its index, name, MAC, MTU, mode, flags and queue.
+ */
+static int create_macvlan(struct netns_rst *n, const NetDeviceEntry *e)
+{
+	const struct veth_ext *x = external_of(n, e->name);
+	const char *lower = x && x->macvlan ? x->out : e->peer_name;
+	struct rtnl_req q;
+	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
+					      sizeof(*ifi));
+	struct rtattr *info, *data;
+	int link = 0, self, ret;
+	uint16_t flags = (uint16_t)e->macvlan_flags;
+
+	if (!lower || !*lower || !e->has_macvlan_mode)
+		return fail(-EIO, "netdev-1.img: macvlan %s without its lower device or mode",
+			    e->name);
+	ret = index_of(&n->host, lower, &link);
+	if (ret)
+		return fail(ret, "macvlan %s: no device %s in memdump's network namespace to "
+			    "make it on", e->name, lower);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return fail(-errno, "cannot open the network namespace being made: %m");
+	ifi->ifi_index = (int)e->ifindex;
+	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
+	ret = ret ?: rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
+	if (!ret && e->has_address && e->address.len == 6)
+		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
+	ret = ret ?: rtnl_add(&q, IFLA_LINK, &link, sizeof(link));
+	ret = ret ?: rtnl_add(&q, IFLA_NET_NS_FD, &self, sizeof(self));
+	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
+	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "macvlan", 8) : -ENOSPC;
+	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
+	ret = data ? rtnl_add(&q, IFLA_MACVLAN_MODE, &e->macvlan_mode, 4) : -ENOSPC;
+	ret = ret ?: rtnl_add(&q, IFLA_MACVLAN_FLAGS, &flags, sizeof(flags));
+	if (!ret && e->has_macvlan_bcq)
+		ret = rtnl_add(&q, IFLA_MACVLAN_BC_QUEUE_LEN, &e->macvlan_bcq, 4);
+	if (ret) {
+		close(self);
+		return fail(ret, "macvlan %s: request too large", e->name);
+	}
+	rtnl_nest_end(&q, data);
+	rtnl_nest_end(&q, info);
+	ret = rtnl_talk(&n->host, &q.h);
+	close(self);
+	return ret ? fail(ret, "cannot create macvlan %s (index %u) on %s: %s", e->name,
+			  e->ifindex, lower, strerror(-ret)) : 0;
+}
+
 static int make_device(struct netns_rst *n, const NetDeviceEntry *e)
 {
 	const char *out = outside_name(n, e);
@@ -385,9 +437,16 @@ static int make_device(struct netns_rst *n, const NetDeviceEntry *e)
 			pr_info("net namespace: bridge %s (index %u)\n", e->name, e->ifindex);
 		return ret;
 	}
+	if (e->type == ND_TYPE__MACVLAN) {
+		ret = create_macvlan(n, e);
+		ret = ret ? ret : set_link(&n->in, (int)e->ifindex, e->flags, 0, 0, e->name);
+		if (!ret)
+			pr_info("net namespace: macvlan %s (index %u)\n", e->name, e->ifindex);
+		return ret;
+	}
 	if (e->type != ND_TYPE__VETH)
 		return fail(-EOPNOTSUPP, "netdev-1.img: device %s of type %d (memdump makes lo, "
-			    "veth and bridge devices only)", e->name, e->type);
+			    "veth, bridge and macvlan devices only)", e->name, e->type);
 	if (!out || !*out)
 		return fail(-EIO, "netdev-1.img: veth %s without its other end's name", e->name);
 	ret = create_veth(n, e, out);
@@ -527,10 +586,14 @@ static int check_externals(const struct netns_rst *n)
 		const char *in = n->r->o->veth_ext[i].in;
 		bool found = false;
 
+		bool mv = n->r->o->veth_ext[i].macvlan;
+
 		for (int j = 0; j < n->nr_devs; j++)
-			found |= n->devs[j]->type == ND_TYPE__VETH && !strcmp(n->devs[j]->name, in);
+			found |= n->devs[j]->type == (mv ? ND_TYPE__MACVLAN : ND_TYPE__VETH) &&
+				 !strcmp(n->devs[j]->name, in);
 		if (!found)
-			return fail(-ENOENT, "--external veth[%s]: the dump has no veth %s", in, in);
+			return fail(-ENOENT, "--external %s[%s]: the dump has no %s %s",
+				    mv ? "macvlan" : "veth", in, mv ? "macvlan" : "veth", in);
 	}
 	return 0;
 }
