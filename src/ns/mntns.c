@@ -1044,9 +1044,6 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	    (!group_alone(p, ms[pi].shared) || group_elsewhere(b, ms[pi].shared)))
 		return "mounted by the restored init on a mount whose peer group has other mounts "
 		       "or slaves (it would propagate there)";
-	if (!earlier_leader(b, m->shared, &el) || !earlier_leader(b, m->master, &em))
-		return "its peer group or master is made by the restored init of another mount "
-		       "namespace of the tree";
 	if (m->shared && group_outside(p, m->shared))
 		return "its peer group has mounts outside its mount namespace";
 	if (m->master && group_outside(p, m->master) && !m->shared && host_group(p, i) == m->master)
@@ -1054,6 +1051,9 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	if (m->master && group_outside(p, m->master))
 		return "a slave of a peer group outside its mount namespace (but of the one of "
 		       "the mount it is bound from)";
+	if (!earlier_leader(b, m->shared, &el) || !earlier_leader(b, m->master, &em))
+		return "its peer group or master is made by the restored init of another mount "
+		       "namespace of the tree, or in one without a root of its own";
 	lead = mntprop_leader(ms, p->theirs.n, m->master);
 	if (m->master && !(em ? root_within(m, em) : lead >= 0 && root_within(m, &ms[lead])))
 		return "a slave of a peer group none of whose mounts in its namespace (or in the "
