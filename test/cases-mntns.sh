@@ -772,3 +772,47 @@ case_mntns_peers() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
 add mntns-peers case_mntns_peers
+
+# What stays refused: the parent made its shared tmpfs /s/x a slave once its
+# child's namespace had a copy, so the group's only mount is the child's, in a
+# namespace restore builds after the parent's (which would need it first):
+# refused by name, the tree left running
+MNT_PEERS_SLAVE_PY='
+import ctypes, os, signal, sys
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+def mnt(src, at, fs, fl):
+    if libc.mount(src, at, fs, fl, None):
+        sys.exit("mount %s: %s" % (at, os.strerror(ctypes.get_errno())))
+mnt(b"memdump-px", b"/s/x", b"tmpfs", 0)
+mnt(None, b"/s/x", None, 1 << 20)	# MS_SHARED
+r, w = os.pipe()
+kid = os.fork()
+if kid == 0:
+    if libc.unshare(0x20000):
+        sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+    os.write(w, b"x")
+    while True:
+        signal.pause()
+os.read(r, 1)
+mnt(None, b"/s/x", None, 1 << 19)	# MS_SLAVE
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), kid, flush=True)
+while not got:
+    signal.pause()
+os.kill(kid, signal.SIGKILL)
+print("PASS", flush=True)'
+
+case_mntns_peers_refuse() {
+	mkdir -p "$T/nr/s/x"
+	ROOT_PY=$MNT_PEERS_SLAVE_PY root_start private ""
+	track "$(awk '/^READY/ {print $3; exit}' "$OUT")"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the tmpfs mount at /s/x (shared:0 master:[0-9]*): a slave of a peer group none of whose mounts in its namespace (or in the tree's namespace that has it first) holds its root" "$MD_ERR" ||
+		fail "the refusal does not name /s/x: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-peers-refuse case_mntns_peers_refuse
