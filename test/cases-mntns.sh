@@ -715,6 +715,10 @@ libc = ctypes.CDLL(None, use_errno=True)
 def mnt(src, at, fs, fl):
     if libc.mount(src, at, fs, fl, None):
         sys.exit("mount %s: %s" % (at, os.strerror(ctypes.get_errno())))
+if os.path.exists("/s/tmpfs"):	# /s/a a tmpfs (shared: on the shared root)
+    mnt(b"memdump-pa", b"/s/a", b"tmpfs", 0)
+    os.mkdir("/s/a/t")
+    os.mkdir("/s/a/u")
 r, w = os.pipe()
 kid = os.fork()
 if kid == 0:
@@ -747,14 +751,16 @@ peers_of() {
 	done | awk '{ out = $1 " " $2 " " $3; for (i = 4; i <= NF; i++) { split($i, kv, ":"); if (!(kv[2] in g)) g[kv[2]] = "G" (++n); out = out " " kv[1] ":" g[kv[2]] } print out }'
 }
 
-case_mntns_peers() {
+# peers_run MODE COUNTS: COUNTS the members of groups G1 G2 ... before the dump
+peers_run() {
 	local before after kid
 	mkdir -p "$T/nr/s/a/t" "$T/nr/s/a/u" "$T/nr/s/b"
+	[[ $1 == tmpfs ]] && : > "$T/nr/s/tmpfs"
 	ROOT_PY=$MNT_PEERS_PY root_start private "mount --make-shared /"
 	kid=$(awk '/^READY/ {print $3; exit}' "$OUT")
 	track "$kid"
 	before=$(peers_of "$PID" "$kid")
-	[[ $(grep -c "shared:G1" <<< "$before") == 4 && $(grep -c "shared:G2" <<< "$before") == 4 ]] ||
+	[[ $(for g in 1 2 3; do grep -c "shared:G$g\b" <<< "$before"; done | tr '\n' ' ') == "$2" ]] ||
 		fail "the setup made other groups: $before"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
@@ -771,7 +777,14 @@ case_mntns_peers() {
 	wait_restore_exit
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
 }
+case_mntns_peers() { peers_run "" "4 4 0 "; }
+# the same with /s/a a shared tmpfs the parent mounted before the fork (zdtm
+# mntns_shared_bind02, mntns_remap): the child's namespace attaches a clone of
+# the parent's restored one, which takes no mounts of the child's while it is
+# built (they propagated back to the parent's before)
+case_mntns_peers_tmpfs() { peers_run tmpfs "2 4 4 "; }
 add mntns-peers case_mntns_peers
+add mntns-peers-tmpfs case_mntns_peers_tmpfs
 
 # What stays refused: the parent made its shared tmpfs /s/x a slave once its
 # child's namespace had a copy, so the group's only mount is the child's, in a
