@@ -699,3 +699,133 @@ case_mntns_refuse_hidden_fd() {
 	check_child_pass
 }
 add mntns-refuse-hidden-fd case_mntns_refuse_hidden_fd
+
+# Peer groups across the tree's mount namespaces and a root shared with other
+# mounts (zdtm mntns_root_bind, mntns_shared_bind, mntns_shared_vs_private):
+# the target, pivoted into a root of its own, makes it shared; its child
+# unshares its mount namespace (a copy: its root a peer of the parent's) and
+# binds /s/a at /s/b, which propagates back to the parent's; the parent then
+# mounts a tmpfs at /s/a/t, which propagates to the child's root and to both
+# /s/b (/s/b/t). Restored with the same groups across both namespaces (ids
+# renamed), and a mount on the parent's root still reaches the child's.
+MNT_PEERS_PY='
+import ctypes, os, signal, sys
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+def mnt(src, at, fs, fl):
+    if libc.mount(src, at, fs, fl, None):
+        sys.exit("mount %s: %s" % (at, os.strerror(ctypes.get_errno())))
+if os.path.exists("/s/tmpfs"):	# /s/a a tmpfs (shared: on the shared root)
+    mnt(b"memdump-pa", b"/s/a", b"tmpfs", 0)
+    os.mkdir("/s/a/t")
+    os.mkdir("/s/a/u")
+r, w = os.pipe()
+kid = os.fork()
+if kid == 0:
+    if libc.unshare(0x20000):
+        sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+    mnt(b"/s/a", b"/s/b", None, 4096)	# MS_BIND
+    os.write(w, b"x")
+    while True:
+        signal.pause()
+os.read(r, 1)
+mnt(b"memdump-peers", b"/s/a/t", b"tmpfs", 0)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), kid, flush=True)
+while not got:
+    signal.pause()
+mnt(b"memdump-peers2", b"/s/a/u", b"tmpfs", 0)
+seen = open("/proc/%d/mountinfo" % kid).read()
+libc.umount(b"/s/a/u")
+os.kill(kid, signal.SIGKILL)
+print("PASS" if " /s/a/u " in seen and " /s/b/u " in seen else "FAIL: the child got no /s/a/u, /s/b/u: " + seen, flush=True)'
+
+# peers_of PID...: the mounts under /s and at / of each (its order in the
+# list, point, root, propagation), peer group ids renamed in that order
+peers_of() {
+	local p n=0
+	for p in "$@"; do
+		n=$((n + 1))
+		awk -v ns="$n" '$5 == "/" || $5 ~ "^/s/" { t = ""; for (i = 7; $i != "-"; i++) if ($i ~ /^(shared|master):/) t = t " " $i; print ns, $5, $4 t }' /proc/"$p"/mountinfo | sort
+	done | awk '{ out = $1 " " $2 " " $3; for (i = 4; i <= NF; i++) { split($i, kv, ":"); if (!(kv[2] in g)) g[kv[2]] = "G" (++n); out = out " " kv[1] ":" g[kv[2]] } print out }'
+}
+
+# peers_run MODE COUNTS: COUNTS the members of groups G1 G2 ... before the dump
+peers_run() {
+	local before after kid
+	mkdir -p "$T/nr/s/a/t" "$T/nr/s/a/u" "$T/nr/s/b"
+	[[ $1 == tmpfs ]] && : > "$T/nr/s/tmpfs"
+	ROOT_PY=$MNT_PEERS_PY root_start private "mount --make-shared /"
+	kid=$(awk '/^READY/ {print $3; exit}' "$OUT")
+	track "$kid"
+	before=$(peers_of "$PID" "$kid")
+	[[ $(for g in 1 2 3; do grep -c "shared:G$g\b" <<< "$before"; done | tr '\n' ' ') == "$2" ]] ||
+		fail "the setup made other groups: $before"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	after=$(peers_of "$PID" "$kid")
+	[[ $after == "$before" ]] || fail "the peer groups differ after restore: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+	[[ $(readlink /proc/"$kid"/ns/mnt) != "$(readlink /proc/"$PID"/ns/mnt)" ]] ||
+		fail "the child is in its parent's mount namespace"
+	grep -q memdump-peers /proc/self/mountinfo && fail "memdump's namespace got the mounts"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+}
+case_mntns_peers() { peers_run "" "4 4 0 "; }
+# the same with /s/a a shared tmpfs the parent mounted before the fork (zdtm
+# mntns_shared_bind02, mntns_remap): the child's namespace attaches a clone of
+# the parent's restored one, which takes no mounts of the child's while it is
+# built (they propagated back to the parent's before)
+case_mntns_peers_tmpfs() { peers_run tmpfs "2 4 4 "; }
+add mntns-peers case_mntns_peers
+add mntns-peers-tmpfs case_mntns_peers_tmpfs
+
+# What stays refused: the parent made its shared tmpfs /s/x a slave once its
+# child's namespace had a copy, so the group's only mount is the child's, in a
+# namespace restore builds after the parent's (which would need it first):
+# refused by name, the tree left running
+MNT_PEERS_SLAVE_PY='
+import ctypes, os, signal, sys
+os.closerange(3, 256)
+libc = ctypes.CDLL(None, use_errno=True)
+def mnt(src, at, fs, fl):
+    if libc.mount(src, at, fs, fl, None):
+        sys.exit("mount %s: %s" % (at, os.strerror(ctypes.get_errno())))
+mnt(b"memdump-px", b"/s/x", b"tmpfs", 0)
+mnt(None, b"/s/x", None, 1 << 20)	# MS_SHARED
+r, w = os.pipe()
+kid = os.fork()
+if kid == 0:
+    if libc.unshare(0x20000):
+        sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+    os.write(w, b"x")
+    while True:
+        signal.pause()
+os.read(r, 1)
+mnt(None, b"/s/x", None, 1 << 19)	# MS_SLAVE
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+print("READY", os.getpid(), kid, flush=True)
+while not got:
+    signal.pause()
+os.kill(kid, signal.SIGKILL)
+print("PASS", flush=True)'
+
+case_mntns_peers_refuse() {
+	mkdir -p "$T/nr/s/x"
+	ROOT_PY=$MNT_PEERS_SLAVE_PY root_start private ""
+	track "$(awk '/^READY/ {print $3; exit}' "$OUT")"
+	md refuse dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "the tmpfs mount at /s/x (shared:0 master:[0-9]*): a slave of a peer group none of whose mounts in its namespace (or in the tree's namespace that has it first) holds its root" "$MD_ERR" ||
+		fail "the refusal does not name /s/x: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	check_child_pass
+}
+add mntns-peers-refuse case_mntns_peers_refuse

@@ -319,6 +319,12 @@ struct rst {
 	int mnt_ns_fd;
 	bool mnt_ns_owner;	/* it enters mnt_ns_fd once forked */
 	int *mnt_from_fds;	/* per mnts[]: a clone of the root's tmpfs (from_root_mnt), or -1 */
+	/* the tree root's: per peer group made so far (its dumped id), a detached
+	 * shared clone of its first mount, which every other mount of the group,
+	 * in any mount namespace of the tree, joins (a root after its pivot) */
+	uint32_t *mnt_anchor_ids;
+	int *mnt_anchor_fds;
+	size_t nr_mnt_anchors;
 
 	/*
 	 * premap_restore.c: memory it shares copy-on-write with its parent or its

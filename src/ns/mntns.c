@@ -988,26 +988,62 @@ static int host_group(const struct mnt_plan *p, size_t i)
 }
 
 /*
+ * The mount namespaces of a tree restore makes before the one being checked
+ * (the tree root's, then the others in tree order): a peer group one of them
+ * has, restore makes there first and anchors, and the later ones join it.
+ */
+struct mnt_before {
+	pid_t pid;			/* the process checked */
+	const struct proc_tree *tree;	/* or NULL */
+	struct mnt_plan *plans;		/* the earlier namespaces' */
+	bool **in;			/* per plan: mounted by its restored init */
+	size_t n;
+};
+
+/* Has another mount namespace of the tree than pid's a mount in peer group g (or a slave of it)? */
+static bool group_elsewhere(const struct mnt_before *b, int g);
+
+/*
+ * Peer group g's first mount in the earliest namespace before that has it:
+ * *lead (NULL if none); false if the restored init of that namespace makes
+ * it (memdump cannot anchor it).
+ */
+static bool earlier_leader(const struct mnt_before *b, int g, const struct mount **lead)
+{
+	*lead = NULL;
+	for (size_t k = 0; b && g && k < b->n; k++) {
+		int l = mntprop_leader(b->plans[k].theirs.m, b->plans[k].theirs.n, g);
+
+		if (l < 0)
+			continue;
+		*lead = &b->plans[k].theirs.m[l];
+		return !b->in[k][l] && b->plans[k].own_root;
+	}
+	return true;
+}
+
+/*
  * Why restore cannot give mount i, which the process made under a root of
  * its own, its propagation (peers and master among the namespace's own
- * mounts), or NULL; in: mounted by the restored init.
+ * mounts and those of the tree's namespaces made before, b), or NULL; in:
+ * mounted by the restored init.
  */
 static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
-				   const bool *in_before)
+				   const bool *in_before, const struct mnt_before *b)
 {
-	const struct mount *m = &p->theirs.m[i], *ms = p->theirs.m;
+	const struct mount *m = &p->theirs.m[i], *ms = p->theirs.m, *el = NULL, *em = NULL;
 	int pi = index_of(&p->theirs, m->parent), lead;
+	bool root_parent = p->own_root && pi == 0;	/* the root joins its group after */
 
-	if (in && (m->master || (m->shared && !init_can_join(p, i, in_before))))
+	if (in && (m->master || (m->shared && (!init_can_join(p, i, in_before) ||
+						group_elsewhere(b, m->shared)))))
 		return "mounted by the restored init (its PID namespace's proc), a slave or in a "
-		       "peer group it cannot join (slaves, or its first mount covered or the "
-		       "init's too)";
-	if (in && pi >= 0 && ms[pi].shared && !group_alone(p, ms[pi].shared))
+		       "peer group it cannot join (slaves, another mount namespace's mounts, or "
+		       "its first mount covered or the init's too)";
+	if (in && pi >= 0 && ms[pi].shared && !root_parent &&
+	    (!group_alone(p, ms[pi].shared) || group_elsewhere(b, ms[pi].shared)))
 		return "mounted by the restored init on a mount whose peer group has other mounts "
 		       "or slaves (it would propagate there)";
-	if (p->own_root && i == 0 && m->shared && (m->master || !group_alone(p, m->shared)))
-		return "the root, shared with other mounts or a slave too (pivot_root takes no "
-		       "shared root: the restored init makes it shared after, alone)";
 	if (m->shared && group_outside(p, m->shared))
 		return "its peer group has mounts outside its mount namespace";
 	if (m->master && group_outside(p, m->master) && !m->shared && host_group(p, i) == m->master)
@@ -1015,12 +1051,17 @@ static const char *propagation_why(const struct mnt_plan *p, size_t i, bool in,
 	if (m->master && group_outside(p, m->master))
 		return "a slave of a peer group outside its mount namespace (but of the one of "
 		       "the mount it is bound from)";
+	if (!earlier_leader(b, m->shared, &el) || !earlier_leader(b, m->master, &em))
+		return "its peer group or master is made by the restored init of another mount "
+		       "namespace of the tree, or in one without a root of its own";
 	lead = mntprop_leader(ms, p->theirs.n, m->master);
-	if (m->master && (lead < 0 || !root_within(m, &ms[lead])))
-		return "a slave of a peer group none of whose mounts in its namespace holds its root";
+	if (m->master && !(em ? root_within(m, em) : lead >= 0 && root_within(m, &ms[lead])))
+		return "a slave of a peer group none of whose mounts in its namespace (or in the "
+		       "tree's namespace that has it first) holds its root";
 	lead = mntprop_leader(ms, p->theirs.n, m->shared);
-	if (m->shared && !root_within(m, &ms[lead]))
-		return "its peer group has no mount whose root holds all of theirs";
+	if (m->shared && !root_within(m, el ? el : &ms[lead]))
+		return "its peer group has no mount whose root holds all of theirs (in its "
+		       "namespace, or the first of the tree's namespaces that has it)";
 	return NULL;
 }
 
@@ -1038,7 +1079,7 @@ static bool root_bound_from_host(const struct mnt_plan *p)
 }
 
 static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mnt_plan *p,
-			struct refusals *r)
+			const struct mnt_before *b, struct refusals *r)
 {
 	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
 
@@ -1070,9 +1111,10 @@ static void refuse_plan(pid_t pid, const struct proc_tree *tree, const struct mn
 		if ((m->shared || m->master) && !p->own_root)
 			refuse_add(r, "the %s mount at %s, made shared or slave", m->fstype,
 				   m->mountpoint);
-		else if (propagation_why(p, i, in[i], in))
+		else if (propagation_why(p, i, in[i], in, b))
 			refuse_add(r, "the %s mount at %s (shared:%d master:%d): %s", m->fstype,
-				   m->mountpoint, m->shared, m->master, propagation_why(p, i, in[i], in));
+				   m->mountpoint, m->shared, m->master,
+				   propagation_why(p, i, in[i], in, b));
 		else if (!p->own_root && propagated_copy(p, i))
 			refuse_add(r, "the %s mount at %s, a copy mount propagation made (restore "
 				   "makes mounts private, each once)", m->fstype, m->mountpoint);
@@ -1115,16 +1157,18 @@ bool mntns_own(pid_t pid)
 
 void mntns_refuse(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
+	struct mnt_before b = { .pid = pid, .tree = tree };	/* the first made */
 	struct mnt_plan p;
 	int ret;
 
 	if (!mntns_own(pid))
 		return;
 	ret = plan_make(pid, &p);
+
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else
-		refuse_plan(pid, tree, &p, r);
+		refuse_plan(pid, tree, &p, &b, r);
 	plan_free(&p);
 }
 
@@ -1300,36 +1344,102 @@ static unsigned long mnt_ns_ino(pid_t pid)
 	return stat(path, &st) ? 0 : (unsigned long)st.st_ino;
 }
 
-/*
- * Its mounts in a peer group (or slaves of one) that another mount namespace
- * of the tree has too: each namespace's groups are made anew, apart.
- */
-static void refuse_peers_elsewhere(pid_t pid, const struct mnt_plan *p,
-				   const struct proc_tree *tree, struct refusals *r)
+static bool group_elsewhere(const struct mnt_before *b, int g)
 {
-	unsigned long mine = mnt_ns_ino(pid);
+	unsigned long mine = b ? mnt_ns_ino(b->pid) : 0;
 
-	for (size_t i = 0; i < p->theirs.n; i++) {
-		const struct mount *m = &p->theirs.m[i];
+	for (int k = 0; b && b->tree && g && k < b->tree->n; k++) {
+		pid_t q = b->tree->procs[k].pid;
 
-		for (int k = 0; (m->shared || m->master) && k < tree->n; k++) {
-			pid_t q = tree->procs[k].pid;
-
-			if (tree_is_zombie(&tree->procs[k]) || mnt_ns_ino(q) == mine ||
-			    !(group_in(q, m->shared ? m->shared : m->master) ||
-			      (m->master && group_in(q, m->master))))
-				continue;
-			refuse_add(r, "the mount at %s (shared:%d master:%d), whose peer group "
-				   "process %d's mount namespace has too", m->mountpoint, m->shared,
-				   m->master, q);
-			break;
-		}
+		if (!tree_is_zombie(&b->tree->procs[k]) && mnt_ns_ino(q) != mine && group_in(q, g))
+			return true;
 	}
+	return false;
+}
+
+/* Which of p's mounts (pid's namespace) its restored init mounts: a new array, or NULL. */
+static bool *plan_by_init(pid_t pid, const struct mnt_plan *p)
+{
+	bool *in = calloc(p->theirs.n + 1, sizeof(*in)), pid_ns = pidns_own(pid);
+
+	for (size_t i = 0; in && i < p->theirs.n; i++) {
+		int from = -2;
+		char *src = NULL;
+
+		if (p->how[i] != HOW_MOUNTED)
+			continue;
+		if (!made_anew(p->theirs.m, i) && !(src = bind_source(p, i, &from)))
+			src = hidden_source(p, i, &from);
+		in[i] = by_init(p, i, in, pid_ns, from);
+		free(src);
+	}
+	return in;
+}
+
+static void before_free(struct mnt_before *b)
+{
+	for (size_t k = 0; k < b->n; k++) {
+		plan_free(&b->plans[k]);
+		free(b->in[k]);
+	}
+	free(b->plans);
+	free(b->in);
+	b->plans = NULL;
+	b->in = NULL;
+	b->n = 0;
+}
+
+/* Namespace of process q, the first of it in the tree, into b. */
+static int before_add(struct mnt_before *b, pid_t q)
+{
+	struct mnt_plan *np = realloc(b->plans, (b->n + 1) * sizeof(*np));
+	bool **ni = np ? realloc(b->in, (b->n + 1) * sizeof(*ni)) : NULL;
+	int ret;
+
+	if (np)
+		b->plans = np;
+	if (!ni)
+		return -ENOMEM;
+	b->in = ni;
+	ret = plan_make(q, &b->plans[b->n]);
+	ni[b->n] = ret ? NULL : plan_by_init(q, &b->plans[b->n]);
+	b->n++;		/* (freed with the rest) */
+	return ret ? ret : ni[b->n - 1] ? 0 : -ENOMEM;
+}
+
+/*
+ * The tree's mount namespaces restore makes before pid's (the root's, then
+ * the others in the order of their first processes).
+ */
+static int before_make(pid_t pid, const struct proc_tree *tree, struct mnt_before *b)
+{
+	unsigned long mine = mnt_ns_ino(pid), seen[tree->n + 1];
+	size_t ns = 0;
+	int ret = 0;
+
+	*b = (struct mnt_before){ .pid = pid, .tree = tree };
+	for (int k = 0; k < tree->n && !ret; k++) {
+		unsigned long ino = mnt_ns_ino(tree->procs[k].pid);
+		bool again = false;
+
+		if (tree_is_zombie(&tree->procs[k]))
+			continue;
+		if (ino == mine)
+			break;
+		for (size_t j = 0; j < ns && !again; j++)
+			again = seen[j] == ino;
+		if (again)
+			continue;
+		seen[ns++] = ino;
+		ret = before_add(b, tree->procs[k].pid);
+	}
+	return ret;
 }
 
 void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusals *r)
 {
 	pid_t root = tree && tree->n ? tree->procs[0].pid : 0;
+	struct mnt_before b = { 0 };
 	struct mnt_plan p, rp;
 	int ret = plan_make(pid, &p);
 
@@ -1337,16 +1447,18 @@ void mntns_refuse_member(pid_t pid, const struct proc_tree *tree, struct refusal
 		ret = plan_make(root, &rp);
 	else
 		memset(&rp, 0, sizeof(rp));
+	if (!ret)
+		ret = before_make(pid, tree, &b);
 	if (ret)
 		refuse_add(r, "a mount namespace memdump cannot read (%s)", strerror(-ret));
 	else {
 		struct proc_tree none = { 0 };	/* its files: the root's check names them */
 
-		refuse_plan(pid, &none, &p, r);
+		refuse_plan(pid, &none, &p, &b, r);
 		refuse_fds_elsewhere(pid, &p, tree, r);
 		refuse_tmpfs_shared(&p, &rp, r);
-		refuse_peers_elsewhere(pid, &p, tree, r);
 	}
+	before_free(&b);
 	plan_free(&p);
 	plan_free(&rp);
 }

@@ -511,13 +511,18 @@ static int join_group(int from, int to);
  * memdump made and no mount covers (mntns_load, the dump checked); private
  * first (bound from a shared mount, it is a peer of that one already).
  */
-static int init_share(const struct rst *r, size_t i, const char *at)
+static int anchor_fd(struct rst *r, uint32_t g);
+
+static int init_share(struct rst *r, size_t i, const char *at)
 {
 	int lead = group_leader(r, r->mnts[i]->shared_id), from, to, ret;
+	int a = anchor_fd(r, r->mnts[i]->shared_id);
 
 	if (lead == (int)i)
 		return mount(NULL, at, NULL, MS_SHARED, NULL) ? -errno : 0;
-	from = open(r->mnts[lead]->mountpoint, O_PATH | O_CLOEXEC);
+	/* its leader's anchor (memdump made it), or the leader by its point */
+	from = a >= 0 ? fcntl(a, F_DUPFD_CLOEXEC, 0) :
+	       open(r->mnts[lead]->mountpoint, O_PATH | O_CLOEXEC);
 	to = open(at, O_PATH | O_CLOEXEC);
 	ret = from < 0 || to < 0 ? -errno : set_prop(to, MS_PRIVATE) ?: join_group(from, to);
 	if (from >= 0)
@@ -576,35 +581,94 @@ static int join_group(int from, int to)
 		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) ? -errno : 0;
 }
 
+static struct rst *root_of(struct rst *r);
+
+/* Peer group g's anchor (made by the namespace of the tree that made g first), or -1. */
+static int anchor_fd(struct rst *r, uint32_t g)
+{
+	const struct rst *t = root_of(r);
+
+	for (size_t k = 0; g && k < t->nr_mnt_anchors; k++)
+		if (t->mnt_anchor_ids[k] == g)
+			return t->mnt_anchor_fds[k];
+	return -1;
+}
+
 /*
- * Entry i's propagation, its master's leader done (done[]): private; a
- * slave (joined to its master's group, then made a slave of it); the
- * leader of its peer group made shared (after that), another joined to it.
+ * Peer group g's anchor, kept by the tree's root: a detached clone of its
+ * first mount (fd, its propagation made: a peer of it), which every other
+ * mount of g joins, in whichever mount namespace of the tree it is (a
+ * clone's root is its mount's: it holds theirs).
  */
-static int prop_one(const struct rst *r, const int *fds, const bool *done, size_t i)
+static int anchor_add(struct rst *r, uint32_t g, int fd)
+{
+	struct rst *t = root_of(r);
+	size_t n = t->nr_mnt_anchors;
+	uint32_t *ids = realloc(t->mnt_anchor_ids, (n + 1) * sizeof(*ids));
+	int *fds = ids ? realloc(t->mnt_anchor_fds, (n + 1) * sizeof(*fds)) : NULL, a;
+
+	if (ids)
+		t->mnt_anchor_ids = ids;
+	if (!fds)
+		return -ENOMEM;
+	t->mnt_anchor_fds = fds;
+	a = (int)syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (a < 0)
+		return -errno;
+	ids[n] = g;
+	fds[n] = a;
+	t->nr_mnt_anchors = n + 1;
+	return 0;
+}
+
+/* The tree's anchors, once its processes are forked (each has its copies). */
+static void anchors_close(struct rst *r)
+{
+	for (size_t k = 0; k < r->nr_mnt_anchors; k++)
+		close(r->mnt_anchor_fds[k]);
+	free(r->mnt_anchor_ids);
+	free(r->mnt_anchor_fds);
+	r->mnt_anchor_ids = NULL;
+	r->mnt_anchor_fds = NULL;
+	r->nr_mnt_anchors = 0;
+}
+
+/*
+ * Entry i's propagation, its master's group made: private; a slave (joined
+ * to its master's group, then made a slave of it); the leader of its peer
+ * group made shared (after that) and anchored, another joined to the anchor
+ * (an earlier namespace of the tree may have made it). A root stays private
+ * through the pivot, and joins its group after (mntns_mount_in_child).
+ */
+static int prop_one(struct rst *r, const int *fds, size_t i)
 {
 	const MntEntry *e = r->mnts[i];
-	uint32_t g = e->has_shared_id && e != own_root(r) ? e->shared_id : 0;	/* mntns_mount_in_child */
+	bool root = e == own_root(r);
+	uint32_t g = e->has_shared_id ? e->shared_id : 0;
 	uint32_t m = e->has_master_id ? e->master_id : 0;
 	int lead = group_leader(r, g), mlead = group_leader(r, m), ret;
 
-	if (g && lead != (int)i && !done[lead])
+	if (g && anchor_fd(r, g) < 0 && lead != (int)i)
 		return -EAGAIN;
-	if (g && lead != (int)i)	/* a mount bound from a slave is one: private first */
-		return set_prop(fds[i], MS_PRIVATE) ?: join_group(fds[lead], fds[i]);
-	if (m && !g && mlead < 0 && e->bind_host)
+	if (g && anchor_fd(r, g) >= 0)	/* a mount bound from a slave is one: private first */
+		return set_prop(fds[i], MS_PRIVATE) ?: root ? 0 : join_group(anchor_fd(r, g), fds[i]);
+	if (m && !g && mlead < 0 && anchor_fd(r, m) < 0 && e->bind_host)
 		return 0;	/* bound from memdump's copy of its master: a slave of it already */
-	if (m && (mlead < 0 || mlead == (int)i))
-		return -EINVAL;	/* dump refuses it: a master outside the namespace */
-	if (m && !done[mlead])
+	if (m && anchor_fd(r, m) < 0 && (mlead < 0 || mlead == (int)i))
+		return -EINVAL;	/* dump refuses it: a master outside the tree's namespaces */
+	if (m && anchor_fd(r, m) < 0)
 		return -EAGAIN;
 	ret = set_prop(fds[i], MS_PRIVATE);
 	if (!ret && m)
-		ret = join_group(fds[mlead], fds[i]);
+		ret = join_group(anchor_fd(r, m), fds[i]);
 	if (!ret && m)
 		ret = set_prop(fds[i], MS_SLAVE);
 	if (!ret && g)
 		ret = set_prop(fds[i], MS_SHARED);
+	if (!ret && g)
+		ret = anchor_add(r, g, fds[i]);
+	if (!ret && g && root)	/* pivot_root takes no shared root */
+		ret = set_prop(fds[i], MS_PRIVATE);
 	if (!ret && !g && (e->flags & MS_UNBINDABLE))	/* a slave may be unbindable too */
 		ret = set_prop(fds[i], MS_UNBINDABLE);
 	return ret;
@@ -615,7 +679,7 @@ static int prop_one(const struct rst *r, const int *fds, const bool *done, size_
  * bound): peer groups and masters among them, made again from each group's
  * leader, masters' groups first.
  */
-static int set_own_propagation(const struct rst *r, const int *fds)
+static int set_own_propagation(struct rst *r, const int *fds)
 {
 	bool *done = calloc(r->nr_mnts + 1, sizeof(*done)), progress = true;
 	int ret = 0;
@@ -627,7 +691,7 @@ static int set_own_propagation(const struct rst *r, const int *fds)
 		for (size_t i = 0; i < r->nr_mnts && !ret; i++) {
 			if (done[i] || fds[i] < 0)
 				continue;
-			ret = prop_one(r, fds, done, i);
+			ret = prop_one(r, fds, i);
 			if (ret == -EAGAIN)
 				ret = 0;
 			else if (!ret)
@@ -773,6 +837,8 @@ void mntns_restore_leave(struct rst *r)
 		close(r->mnt_cwd);
 	}
 	r->mnt_back = r->mnt_cwd = -1;
+	if (!r->tree_parent)	/* its processes forked: each has its copies */
+		anchors_close(r);
 	if (r->mnt_go[1] >= 0 && write(r->mnt_go[1], &go, 1) != 1)
 		pr_warn("cannot tell the restored init to enter its root: %m\n");
 	if (r->mnt_go[1] >= 0)
@@ -804,6 +870,28 @@ static int enter_root(struct rst *r, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * In the restored process, pivoted and its own mounts made (on a private
+ * root: nothing propagated): a root in a peer group (pivot_root takes no
+ * shared root) joins it, by the anchor its copy of memdump kept.
+ */
+static int root_join(struct rst *r, char *why, size_t len)
+{
+	const MntEntry *e = own_root(r);
+	int a = e && e->has_shared_id ? anchor_fd(r, e->shared_id) : -1, fd, ret;
+
+	if (!e || !e->has_shared_id)
+		return 0;
+	fd = open("/", O_PATH | O_CLOEXEC);
+	ret = a < 0 ? -ENOENT : fd < 0 ? -errno : join_group(a, fd);
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		snprintf(why, len, "cannot give the root its peer group (shared:%u): %s",
+			 e->shared_id, strerror(-ret));
+	return ret;
+}
+
 int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 {
 	int ret = 0;
@@ -822,12 +910,9 @@ int mntns_mount_in_child(struct rst *r, char *why, size_t len)
 		return 0;
 	if (r->mnt_stage)
 		ret = enter_root(r, why, len);
-	if (!ret && own_root(r) && own_root(r)->has_shared_id &&
-	    mount(NULL, "/", NULL, MS_SHARED, NULL)) {	/* pivot_root takes no shared root */
-		ret = -errno;	/* (dump: alone in its peer group) */
-		snprintf(why, len, "cannot make the root shared: %s", strerror(errno));
-	}
-	return ret ? ret : mount_own(r, true, "", NULL, why, len);
+	if (!ret)
+		ret = mount_own(r, true, "", NULL, why, len);
+	return ret ? ret : root_join(r, why, len);
 }
 
 /* The mount namespace of an earlier process of the tree numbered id, or NULL. */
@@ -935,6 +1020,9 @@ static int clone_root_tmpfs(const struct rst *root, struct rst *m)
 			return fail(-errno, "cannot clone the tmpfs at %s of the tree's root: %s",
 				    root->mnts[k]->mountpoint, strerror(errno));
 		m->mnt_from_fds[i] = fd;
+		if (set_prop(fd, MS_PRIVATE))	/* a peer of it: nothing propagates while m's are made */
+			return fail(-errno, "cannot make the clone of the tmpfs at %s private: %s",
+				    root->mnts[k]->mountpoint, strerror(errno));
 		if (fstat(fd, &st) || !mntns_new_dev(root, st.st_dev))
 			return fail(-EIO, "the tmpfs at %s of the tree's root is covered: process "
 				    "%d's namespace cannot have it", root->mnts[k]->mountpoint, m->pid);
@@ -1114,6 +1202,8 @@ void mntns_member_leave(struct mnt_back *b)
 
 void mntns_free(struct rst *r)
 {
+	if (!r->tree_parent)
+		anchors_close(r);
 	for (size_t i = 0; r->mnt_from_fds && i < r->nr_mnts; i++)
 		if (r->mnt_from_fds[i] >= 0)
 			close(r->mnt_from_fds[i]);
