@@ -48,6 +48,23 @@ case_ghost_link_rst() {
 add ghost-link-rst case_ghost_link_rst
 add ghost-link-lr case_f2_lr t-ghostlink
 
+# The deleted name's directory was removed too, the other link is in its parent (zdtm
+# unlink_regular00): found there; the directory is made again for the open and removed after.
+case_ghost_link_dirgone() {
+	start_prog t-ghostlink dirgone
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -e $T/ghostlink-d ]] && fail "the directory made again for the deleted name is left"
+	[[ $(stat -c %h "$T/ghostlink-a.link") == 1 ]] || fail "the link has $(stat -c %h "$T/ghostlink-a.link") names after the restore"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+	[[ -e $T/ghostlink-d ]] && fail "the directory made again for the deleted name is left"
+	return 0
+}
+add ghost-link-dirgone case_ghost_link_dirgone
+
 # The deleted name was taken again before the restore: linked beside it, the new file untouched.
 case_ghost_link_name_taken() {
 	start_prog t-ghostlink renamed

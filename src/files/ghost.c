@@ -75,19 +75,46 @@ static void undeleted(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)(strlen(name) - (sizeof(deleted) - 1)), name);
 }
 
-int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len)
+/*
+ * The directory to look for another name of name in, opened (O_DIRECTORY) and its
+ * path into dir ("" for "/"): its own, or, that one removed too (zdtm
+ * unlink_regular00: a file linked into the parent of its directory, then the
+ * name and its directory removed), the nearest one still there (*own false).
+ */
+static int search_dir(pid_t pid, const char *name, char *dir, size_t len, bool *own)
 {
-	char path[PATH_MAX], *slash;
-	struct dirent *de;
-	int ret = -ENOENT, fd;
-	DIR *dir;
+	char *slash;
+	int fd, at;
 
-	undeleted(name, path, sizeof(path));
-	slash = strrchr(path, '/');
+	undeleted(name, dir, len);
+	slash = strrchr(dir, '/');
 	if (!slash)
 		return -ENOENT;
 	*slash = 0;
-	fd = proc_root_open(pid, path[0] ? path : "/", O_RDONLY | O_DIRECTORY);
+	*own = true;
+	fd = proc_root_open(pid, dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY);
+	if (fd != -ENOENT)
+		return fd;
+	*own = false;
+	if (!nearest_dir(pid, name, dir, len, &at))
+		return -ENOENT;
+	close(at);
+	fd = proc_root_open(pid, dir, O_RDONLY | O_DIRECTORY);
+	if (!strcmp(dir, "/"))
+		dir[0] = 0;
+	return fd;
+}
+
+int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len)
+{
+	char path[PATH_MAX], base[PATH_MAX];
+	struct dirent *de;
+	int ret = -ENOENT, fd;
+	bool own;
+	DIR *dir;
+
+	undeleted(name, base, sizeof(base));
+	fd = search_dir(pid, name, path, sizeof(path), &own);
 	if (fd < 0)
 		return fd;
 	dir = fdopendir(fd);
@@ -98,7 +125,7 @@ int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *o
 	while (ret && (de = readdir(dir))) {
 		struct stat ls;
 
-		if (de->d_ino != st->st_ino || !strcmp(de->d_name, slash + 1) ||
+		if (de->d_ino != st->st_ino || (own && !strcmp(de->d_name, strrchr(base, '/') + 1)) ||
 		    fstatat(dirfd(dir), de->d_name, &ls, AT_SYMLINK_NOFOLLOW) ||
 		    ls.st_dev != st->st_dev || ls.st_ino != st->st_ino)
 			continue;
@@ -106,6 +133,18 @@ int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *o
 	}
 	closedir(dir);
 	return ret;
+}
+
+/* Is the directory of the deleted name name gone too? */
+static bool own_dir_gone(pid_t pid, const char *name)
+{
+	char dir[PATH_MAX];
+	bool own = true;
+	int fd = search_dir(pid, name, dir, sizeof(dir), &own);
+
+	if (fd >= 0)
+		close(fd);
+	return !own;
 }
 
 /* A deleted name of a file still linked: another name of it in the same directory, else why. */
@@ -117,7 +156,8 @@ static bool linked_unsupported(pid_t pid, const char *name, const struct stat *s
 	if (!ghost_other_link(pid, name, st, other, sizeof(other)))
 		return false;
 	snprintf(why, len, "a deleted name of a file still linked %lu time(s) elsewhere, with no "
-		 "other name in its directory", (unsigned long)st->st_nlink);
+		 "other name in its directory%s", (unsigned long)st->st_nlink,
+		 own_dir_gone(pid, name) ? " (removed too) or the nearest one left" : "");
 	return true;
 }
 
@@ -326,7 +366,8 @@ static int attach_linked(struct dump_ctx *d, struct file_desc *f)
 	undeleted(f->path, name, sizeof(name));
 	if (ghost_other_link(d->pid, f->path, &f->st, other, sizeof(other)))
 		return fail(-EOPNOTSUPP, "process %d: %s is a deleted name of a file still linked "
-			    "elsewhere, with no other name in its directory", d->pid, f->path);
+			    "elsewhere, with no other name in its directory or the nearest one left",
+			    d->pid, f->path);
 	if (!(p = strdup(other)) || !(f->deleted_name = strdup(name))) {
 		free(p);
 		return -ENOMEM;

@@ -561,41 +561,54 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 }
 
 /*
+ * The deleted name at linked again to other (its directories removed too made
+ * again first, *top the outermost, each told to the sweeper), the sweeper told.
+ */
+static int link_again(struct rst *r, const RegFileEntry *re, const char *other,
+		      const char *at, char **top)
+{
+	struct stat st;
+	int err = stat(other, &st) ? -errno : make_parents(r, at, top);
+
+	if (!err)
+		err = ghost_sweep_tell(r, at, st.st_dev, st.st_ino);
+	if (!err && link(other, at))
+		err = fail(-errno, "cannot link %s again as its deleted name %s: %s", re->name,
+			   re->deleted_name, strerror(errno));
+	return err;
+}
+
+/*
  * A file open by a deleted name while still linked (deleted_name): linked again
- * under that name (beside it when the name is taken), opened there and the name
- * deleted again, so that the fd is on the same inode and shows "NAME (deleted)".
+ * under that name (beside it when the name is taken; in its directories made
+ * again when they were removed too), opened there and the name (and those
+ * directories) deleted again, so that the fd is on the same inode and shows
+ * "NAME (deleted)".
  */
 int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags)
 {
 	char buf[PATH_MAX], dbuf[PATH_MAX];
 	const char *other = rst_path(r, re->name, buf, sizeof(buf));
 	char *at = pick_path(rst_path(r, re->deleted_name, dbuf, sizeof(dbuf)), re->id);
-	int fd, err;
-
-	struct stat st;
+	char *top = NULL;
+	int fd = -1, err;
 
 	if (!at)
 		return -ENOMEM;
-	err = stat(other, &st) ? -errno : ghost_sweep_tell(r, at, st.st_dev, st.st_ino);
-	if (err) {
-		free(at);
-		return err;
+	err = link_again(r, re, other, at, &top);
+	if (!err) {
+		fd = open(at, flags | O_CLOEXEC);
+		err = fd < 0 ? -errno : 0;
+		if (unlink(at))
+			pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+		if (err)
+			fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
+			     strerror(-err));
 	}
-	if (link(other, at)) {
-		err = -errno;
-		free(at);
-		return fail(err, "cannot link %s again as its deleted name %s: %s", re->name,
-			    re->deleted_name, strerror(-err));
-	}
-	fd = open(at, flags | O_CLOEXEC);
-	err = fd < 0 ? -errno : 0;
-	if (unlink(at))
-		pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+	walk_parents(r, at, top, true);
+	free(top);
 	free(at);
-	if (err)
-		return fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
-			    strerror(-err));
-	return fd;
+	return err ? err : fd;
 }
 
 int ghost_create_all(struct rst *r)
