@@ -90,6 +90,35 @@ case_ghost_link_refused() {
 }
 add ghost-link-refused case_ghost_link_refused
 
+# ---- a deleted file on a read-only bind of a writable filesystem (zdtm ghost_on_rofs, the
+# host's view): made again through a writable clone of the mount, opened on the read-only one
+
+# ghost_ro_mount: a tmpfs at $T/ro, unmounted when the case ends
+ghost_ro_mount() {
+	mkdir -p "$T/ro" && mount -t tmpfs md-ghostro "$T/ro" || fail "cannot mount a tmpfs at $T/ro"
+	trap 'umount -l "'"$T/ro"'" 2>/dev/null' EXIT
+}
+
+case_ghost_ro_rst() {
+	ghost_ro_mount
+	start_prog t-ghostro ro
+	mount -o remount,ro,bind "$T/ro" || fail "cannot remount $T/ro read-only"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -z $(ls -A "$T/ro") ]] || fail "the ghost is left on the read-only mount: $(ls -A "$T/ro")"
+	grep -q " $T/ro ro," /proc/self/mountinfo || fail "the mount is no longer read-only"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+	[[ -z $(ls -A "$T/ro") ]] || fail "the ghost is left on the read-only mount: $(ls -A "$T/ro")"
+	return 0
+}
+add ghost-ro-rst case_ghost_ro_rst
+# (a filesystem read-only itself cannot hold a deleted file still open: the kernel refuses
+# to remount it read-only while one is; memdump refuses it by name all the same)
+
+
 # ---- the owner of an fd's SIGIO (F_SETOWN, F_SETOWN_EX, F_SETSIG) and O_ASYNC
 
 case_fown_rst() {

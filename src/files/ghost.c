@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
+#include <sys/statvfs.h>
+#include <sys/stat.h>
 #include <linux/magic.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "files/ghost.h"
 #include "image/image.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "proc.h"
 
 #include "ghost-file.pb-c.h"
@@ -169,11 +172,59 @@ static bool kernel_fs(int at)
 	return !fstatfs(at, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
 }
 
+/* Is the filesystem of the mount that at (a directory of pid's) is on read-only itself? Unknown: yes. */
+static bool super_ro(pid_t pid, int at)
+{
+	struct statx stx;
+	struct mounts ms = { 0 };
+	char path[64];
+	bool ro = true;
+
+	if (statx(at, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	for (size_t i = 0; !mounts_read(path, &ms) && i < ms.n; i++)
+		if ((uint64_t)ms.m[i].id == stx.stx_mnt_id)
+			ro = !strncmp(ms.m[i].super, "ro", 2) &&
+			     (!ms.m[i].super[2] || ms.m[i].super[2] == ',');
+	mounts_free(&ms);
+	return ro;
+}
+
+/*
+ * A deleted file name on a read-only mount (at: its nearest directory, dir its
+ * path): restore makes it through a writable clone of that mount, in its own
+ * directory, a file of its own; what it cannot make so, into why.
+ */
+static bool ro_unsupported(pid_t pid, const char *name, const char *dir, int at,
+			   const struct stat *st, char *why, size_t len)
+{
+	char own[PATH_MAX], *slash;
+	struct statvfs vfs;
+
+	if (fstatvfs(at, &vfs) || !(vfs.f_flag & ST_RDONLY))
+		return false;
+	undeleted(name, own, sizeof(own));
+	slash = strrchr(own, '/');
+	if (slash)
+		slash[slash == own] = 0;
+	if (super_ro(pid, at))
+		snprintf(why, len, "a deleted file on a read-only mount of a filesystem read-only "
+			 "too (or one its mountinfo does not list), where it cannot be made again");
+	else if (strcmp(own, dir))
+		snprintf(why, len, "a deleted file on a read-only mount, whose directory is gone too");
+	else if (S_ISREG(st->st_mode) && st->st_nlink > 0)
+		snprintf(why, len, "a deleted name of a file still linked, on a read-only mount");
+	else
+		return false;
+	return true;
+}
+
 bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint64_t limit,
 		       char *why, size_t len)
 {
 	char dir[PATH_MAX];
-	bool kfs;
+	bool kfs, ro;
 	int at;
 
 	if (!nearest_dir(pid, name, dir, sizeof(dir), &at)) {
@@ -182,7 +233,10 @@ bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint6
 		return true;
 	}
 	kfs = kernel_fs(at);
+	ro = !kfs && ro_unsupported(pid, name, dir, at, st, why, len);
 	close(at);
+	if (ro)
+		return true;
 	if (kfs) {
 		snprintf(why, len, "a deleted file of procfs or sysfs (of a process that exited), "
 			 "which cannot be made again");
