@@ -183,7 +183,9 @@ static bool super_ro(pid_t pid, int at)
 	if (statx(at, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
 		return true;
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
-	for (size_t i = 0; !mounts_read(path, &ms) && i < ms.n; i++)
+	if (mounts_read(path, &ms))
+		return true;
+	for (size_t i = 0; i < ms.n; i++)
 		if ((uint64_t)ms.m[i].id == stx.stx_mnt_id)
 			ro = !strncmp(ms.m[i].super, "ro", 2) &&
 			     (!ms.m[i].super[2] || ms.m[i].super[2] == ',');
