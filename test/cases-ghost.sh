@@ -118,6 +118,21 @@ add ghost-ro-rst case_ghost_ro_rst
 # (a filesystem read-only itself cannot hold a deleted file still open: the kernel refuses
 # to remount it read-only while one is; memdump refuses it by name all the same)
 
+# The read-only bind is unbindable too: no clone of it can be made, refused by name.
+case_ghost_ro_unbindable() {
+	ghost_ro_mount
+	start_prog t-ghostro ro
+	mount -o remount,ro,bind "$T/ro" && mount --make-unbindable "$T/ro" ||
+		fail "cannot make $T/ro read-only and unbindable"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd 10 \(.*/ro/ghost-ro \(deleted\): a deleted file on a read-only mount of a filesystem read-only too, or an unbindable one" "$MD_ERR" ||
+		fail "not refused by name: $(tail -n1 "$MD_ERR")"
+	[[ -e $T/d/inventory.img ]] && fail "a refused dump left an inventory"
+	check_child_pass
+}
+add ghost-ro-unbindable case_ghost_ro_unbindable
+
 
 # ---- the owner of an fd's SIGIO (F_SETOWN, F_SETOWN_EX, F_SETSIG) and O_ASYNC
 

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
@@ -172,13 +173,17 @@ static bool kernel_fs(int at)
 	return !fstatfs(at, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
 }
 
-/* Is the filesystem of the mount that at (a directory of pid's) is on read-only itself? Unknown: yes. */
-static bool super_ro(pid_t pid, int at)
+/*
+ * The mount (a read-only one) that at (a directory of pid's) is on cannot be
+ * written through a writable clone of it: its filesystem is read-only too, it
+ * is unbindable (no clone of it can be made), or its mountinfo does not list it.
+ */
+static bool no_rw_clone(pid_t pid, int at)
 {
 	struct statx stx;
 	struct mounts ms = { 0 };
 	char path[64];
-	bool ro = true;
+	bool no = true;
 
 	if (statx(at, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
 		return true;
@@ -187,10 +192,11 @@ static bool super_ro(pid_t pid, int at)
 		return true;
 	for (size_t i = 0; i < ms.n; i++)
 		if ((uint64_t)ms.m[i].id == stx.stx_mnt_id)
-			ro = !strncmp(ms.m[i].super, "ro", 2) &&
-			     (!ms.m[i].super[2] || ms.m[i].super[2] == ',');
+			no = (!strncmp(ms.m[i].super, "ro", 2) &&
+			      (!ms.m[i].super[2] || ms.m[i].super[2] == ',')) ||
+			     (ms.m[i].flags & MS_UNBINDABLE);
 	mounts_free(&ms);
-	return ro;
+	return no;
 }
 
 /*
@@ -210,9 +216,10 @@ static bool ro_unsupported(pid_t pid, const char *name, const char *dir, int at,
 	slash = strrchr(own, '/');
 	if (slash)
 		slash[slash == own] = 0;
-	if (super_ro(pid, at))
+	if (no_rw_clone(pid, at))
 		snprintf(why, len, "a deleted file on a read-only mount of a filesystem read-only "
-			 "too (or one its mountinfo does not list), where it cannot be made again");
+			 "too, or an unbindable one (or one its mountinfo does not list), where it "
+			 "cannot be made again");
 	else if (strcmp(own, dir))
 		snprintf(why, len, "a deleted file on a read-only mount, whose directory is gone too");
 	else if (S_ISREG(st->st_mode) && st->st_nlink > 0)
