@@ -39,4 +39,14 @@ void mounts_free(struct mounts *ms);
 /* The same mount: mount point, device, root, type and source alike. */
 bool mount_same(const struct mount *a, const struct mount *b);
 
+/*
+ * A clone (open_tree) of the mount dir is on, rooted at dir, detached, its
+ * read-only flag cleared: a file can be made or removed through it on a
+ * read-only bind of a writable filesystem. An O_PATH fd, or -errno (-EROFS:
+ * the filesystem itself is read-only).
+ */
+int mount_rw_clone(const char *dir);
+/* path (a file, or an empty directory) removed through such a clone of its directory's mount */
+int mount_rw_remove(const char *path);
+
 #endif

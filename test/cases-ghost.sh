@@ -48,6 +48,23 @@ case_ghost_link_rst() {
 add ghost-link-rst case_ghost_link_rst
 add ghost-link-lr case_f2_lr t-ghostlink
 
+# The deleted name's directory was removed too, the other link is in its parent (zdtm
+# unlink_regular00): found there; the directory is made again for the open and removed after.
+case_ghost_link_dirgone() {
+	start_prog t-ghostlink dirgone
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -e $T/ghostlink-d ]] && fail "the directory made again for the deleted name is left"
+	[[ $(stat -c %h "$T/ghostlink-a.link") == 1 ]] || fail "the link has $(stat -c %h "$T/ghostlink-a.link") names after the restore"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+	[[ -e $T/ghostlink-d ]] && fail "the directory made again for the deleted name is left"
+	return 0
+}
+add ghost-link-dirgone case_ghost_link_dirgone
+
 # The deleted name was taken again before the restore: linked beside it, the new file untouched.
 case_ghost_link_name_taken() {
 	start_prog t-ghostlink renamed
@@ -72,6 +89,50 @@ case_ghost_link_refused() {
 	check_child_pass
 }
 add ghost-link-refused case_ghost_link_refused
+
+# ---- a deleted file on a read-only bind of a writable filesystem (zdtm ghost_on_rofs, the
+# host's view): made again through a writable clone of the mount, opened on the read-only one
+
+# ghost_ro_mount: a tmpfs at $T/ro, unmounted when the case ends
+ghost_ro_mount() {
+	mkdir -p "$T/ro" && mount -t tmpfs md-ghostro "$T/ro" || fail "cannot mount a tmpfs at $T/ro"
+	trap 'umount -l "'"$T/ro"'" 2>/dev/null' EXIT
+}
+
+case_ghost_ro_rst() {
+	ghost_ro_mount
+	start_prog t-ghostro ro
+	mount -o remount,ro,bind "$T/ro" || fail "cannot remount $T/ro read-only"
+	state_snap "$PID"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+	[[ -z $(ls -A "$T/ro") ]] || fail "the ghost is left on the read-only mount: $(ls -A "$T/ro")"
+	grep -q " $T/ro ro," /proc/self/mountinfo || fail "the mount is no longer read-only"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+	[[ -z $(ls -A "$T/ro") ]] || fail "the ghost is left on the read-only mount: $(ls -A "$T/ro")"
+	return 0
+}
+add ghost-ro-rst case_ghost_ro_rst
+# (a filesystem read-only itself cannot hold a deleted file still open: the kernel refuses
+# to remount it read-only while one is; memdump refuses it by name all the same)
+
+# The read-only bind is unbindable too: no clone of it can be made, refused by name.
+case_ghost_ro_unbindable() {
+	ghost_ro_mount
+	start_prog t-ghostro ro
+	mount -o remount,ro,bind "$T/ro" && mount --make-unbindable "$T/ro" ||
+		fail "cannot make $T/ro read-only and unbindable"
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -qE "fd 10 \(.*/ro/ghost-ro \(deleted\): a deleted file on a read-only mount of a filesystem read-only too, or an unbindable one" "$MD_ERR" ||
+		fail "not refused by name: $(tail -n1 "$MD_ERR")"
+	[[ -e $T/d/inventory.img ]] && fail "a refused dump left an inventory"
+	check_child_pass
+}
+add ghost-ro-unbindable case_ghost_ro_unbindable
+
 
 # ---- the owner of an fd's SIGIO (F_SETOWN, F_SETOWN_EX, F_SETSIG) and O_ASYNC
 

@@ -202,8 +202,33 @@ case_rstfail_kill_ghosts() {
 	rstfail_no_ghosts
 }
 
+# The same while a ghost of a read-only bind (t-ghostro) is recreated: the sweeper
+# removes it through a writable clone of that mount (ghost_ro_mount: cases-ghost.sh)
+case_rstfail_kill_ghost_ro() {
+	ghost_ro_mount
+	start_prog t-ghostro ro
+	mount -o remount,ro,bind "$T/ro" || fail "cannot remount $T/ro read-only"
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	MEMDUMP_FAULT=rst-ghosts restore_bg "$T/d" ro.KILL
+	wait_line "$MD_ERR" "fault point rst-ghosts: " "$OP_TIMEOUT" ||
+		fail "the restore did not reach its fault point: $(cat "$MD_ERR")"
+	[[ -e $T/ro/ghost-ro ]] || fail "no deleted file recreated to leave behind: $(ls -A "$T/ro")"
+	local md_pid; md_pid=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md_pid ]] || fail "no memdump below timeout $RPID"
+	kill -KILL "$md_pid"
+	rstfail_wait_exit
+	(( MD_RC == 137 )) || fail "memdump exited $MD_RC, not killed"
+	rstfail_gone "$PID"
+	wait_until 5 eval '[[ -z $(ls -A "'"$T/ro"'") ]]' ||
+		fail "the recreated deleted file is left on the read-only mount: $(ls -A "$T/ro")"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+}
+
 add rstfail-points case_rstfail_points
 add rstfail-kill-ghosts case_rstfail_kill_ghosts
+add rstfail-kill-ghost-ro case_rstfail_kill_ghost_ro
 add rstfail-points-tree case_rstfail_points_tree
 add rstfail-kill-tree case_rstfail_kill KILL
 add rstfail-term-tree case_rstfail_kill TERM

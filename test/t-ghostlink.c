@@ -3,7 +3,10 @@
  *          deleted, then 1000 bytes written (the size changes after the unlink), offset 1000
  *   fd 11: the same inode opened O_RDONLY by the link name, offset 10
  * argv[2] "elsewhere": the other link is in DIR/ghostlink-sub/ instead (dump refuses it);
- * "renamed": the runner takes the deleted name again before the restore.
+ * "renamed": the runner takes the deleted name again before the restore;
+ * "dirgone": fd 10 is opened as DIR/ghostlink-d/ghostlink-a, the link is DIR/ghostlink-a.link
+ * (in the parent), then the name and its directory ghostlink-d are removed (zdtm
+ * unlink_regular00).
  * After SIGUSR1: fd 10 is on the very inode of the link (device, inode, one link), shows
  * "DIR/ghostlink-a (deleted)" (or a name beside it when renamed), its size, content and
  * offset; fd 11 likewise by the link's name.
@@ -14,7 +17,7 @@
 
 #define SIZE 1000
 
-static char path[512], other[600];
+static char path[600], other[700], sub[512];
 static int renamed;
 
 static void expect_link(int fd, const char *want_path, int deleted)
@@ -70,6 +73,12 @@ int main(int argc, char **argv)
 		snprintf(other, sizeof(other), "%s/ghostlink-sub", t_dir);
 		mkdir(other, 0755);
 		strcat(other, "/ghostlink-a.link");
+	} else if (!strcmp(mode, "dirgone")) {
+		snprintf(sub, sizeof(sub), "%s/ghostlink-d", t_dir);
+		snprintf(other, sizeof(other), "%s.link", path);
+		snprintf(path, sizeof(path), "%s/ghostlink-a", sub);
+		if (mkdir(sub, 0755))
+			t_fail("mkdir %s: %s", sub, strerror(errno));
 	} else {
 		snprintf(other, sizeof(other), "%s.link", path);
 	}
@@ -77,7 +86,7 @@ int main(int argc, char **argv)
 	if (fd < 0 || dup2(fd, 10) != 10)
 		t_fail("open %s: %s", path, strerror(errno));
 	close(fd);
-	if (link(path, other) || unlink(path))
+	if (link(path, other) || unlink(path) || (sub[0] && rmdir(sub)))
 		t_fail("link/unlink %s: %s", path, strerror(errno));
 	for (int i = 0; i < SIZE; i++)
 		buf[i] = 'a' + i % 26;

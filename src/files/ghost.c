@@ -13,7 +13,10 @@
 #include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
+#include <sys/statvfs.h>
+#include <sys/stat.h>
 #include <linux/magic.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include "files/ghost.h"
 #include "image/image.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "proc.h"
 
 #include "ghost-file.pb-c.h"
@@ -75,19 +79,46 @@ static void undeleted(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)(strlen(name) - (sizeof(deleted) - 1)), name);
 }
 
-int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len)
+/*
+ * The directory to look for another name of name in, opened (O_DIRECTORY) and its
+ * path into dir ("" for "/"): its own, or, that one removed too (zdtm
+ * unlink_regular00: a file linked into the parent of its directory, then the
+ * name and its directory removed), the nearest one still there (*own false).
+ */
+static int search_dir(pid_t pid, const char *name, char *dir, size_t len, bool *own)
 {
-	char path[PATH_MAX], *slash;
-	struct dirent *de;
-	int ret = -ENOENT, fd;
-	DIR *dir;
+	char *slash;
+	int fd, at;
 
-	undeleted(name, path, sizeof(path));
-	slash = strrchr(path, '/');
+	undeleted(name, dir, len);
+	slash = strrchr(dir, '/');
 	if (!slash)
 		return -ENOENT;
 	*slash = 0;
-	fd = proc_root_open(pid, path[0] ? path : "/", O_RDONLY | O_DIRECTORY);
+	*own = true;
+	fd = proc_root_open(pid, dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY);
+	if (fd != -ENOENT)
+		return fd;
+	*own = false;
+	if (!nearest_dir(pid, name, dir, len, &at))
+		return -ENOENT;
+	close(at);
+	fd = proc_root_open(pid, dir, O_RDONLY | O_DIRECTORY);
+	if (!strcmp(dir, "/"))
+		dir[0] = 0;
+	return fd;
+}
+
+int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *out, size_t len)
+{
+	char path[PATH_MAX], base[PATH_MAX];
+	struct dirent *de;
+	int ret = -ENOENT, fd;
+	bool own;
+	DIR *dir;
+
+	undeleted(name, base, sizeof(base));
+	fd = search_dir(pid, name, path, sizeof(path), &own);
 	if (fd < 0)
 		return fd;
 	dir = fdopendir(fd);
@@ -98,7 +129,7 @@ int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *o
 	while (ret && (de = readdir(dir))) {
 		struct stat ls;
 
-		if (de->d_ino != st->st_ino || !strcmp(de->d_name, slash + 1) ||
+		if (de->d_ino != st->st_ino || (own && !strcmp(de->d_name, strrchr(base, '/') + 1)) ||
 		    fstatat(dirfd(dir), de->d_name, &ls, AT_SYMLINK_NOFOLLOW) ||
 		    ls.st_dev != st->st_dev || ls.st_ino != st->st_ino)
 			continue;
@@ -106,6 +137,18 @@ int ghost_other_link(pid_t pid, const char *name, const struct stat *st, char *o
 	}
 	closedir(dir);
 	return ret;
+}
+
+/* Is the directory of the deleted name name gone too? */
+static bool own_dir_gone(pid_t pid, const char *name)
+{
+	char dir[PATH_MAX];
+	bool own = true;
+	int fd = search_dir(pid, name, dir, sizeof(dir), &own);
+
+	if (fd >= 0)
+		close(fd);
+	return !own;
 }
 
 /* A deleted name of a file still linked: another name of it in the same directory, else why. */
@@ -117,7 +160,8 @@ static bool linked_unsupported(pid_t pid, const char *name, const struct stat *s
 	if (!ghost_other_link(pid, name, st, other, sizeof(other)))
 		return false;
 	snprintf(why, len, "a deleted name of a file still linked %lu time(s) elsewhere, with no "
-		 "other name in its directory", (unsigned long)st->st_nlink);
+		 "other name in its directory%s", (unsigned long)st->st_nlink,
+		 own_dir_gone(pid, name) ? " (removed too) or the nearest one left" : "");
 	return true;
 }
 
@@ -129,11 +173,67 @@ static bool kernel_fs(int at)
 	return !fstatfs(at, &fs) && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
 }
 
+/*
+ * The mount (a read-only one) that at (a directory of pid's) is on cannot be
+ * written through a writable clone of it: its filesystem is read-only too, it
+ * is unbindable (no clone of it can be made), or its mountinfo does not list it.
+ */
+static bool no_rw_clone(pid_t pid, int at)
+{
+	struct statx stx;
+	struct mounts ms = { 0 };
+	char path[64];
+	bool no = true;
+
+	if (statx(at, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", pid);
+	if (mounts_read(path, &ms))
+		return true;
+	for (size_t i = 0; i < ms.n; i++)
+		if ((uint64_t)ms.m[i].id == stx.stx_mnt_id)
+			no = (!strncmp(ms.m[i].super, "ro", 2) &&
+			      (!ms.m[i].super[2] || ms.m[i].super[2] == ',')) ||
+			     (ms.m[i].flags & MS_UNBINDABLE);
+	mounts_free(&ms);
+	return no;
+}
+
+/*
+ * A deleted file name on a read-only mount (at: its nearest directory, dir its
+ * path): restore makes it through a writable clone of that mount, in its own
+ * directory, a file of its own; what it cannot make so, into why.
+ */
+static bool ro_unsupported(pid_t pid, const char *name, const char *dir, int at,
+			   const struct stat *st, char *why, size_t len)
+{
+	char own[PATH_MAX], *slash;
+	struct statvfs vfs;
+
+	if (fstatvfs(at, &vfs) || !(vfs.f_flag & ST_RDONLY))
+		return false;
+	undeleted(name, own, sizeof(own));
+	slash = strrchr(own, '/');
+	if (slash)
+		slash[slash == own] = 0;
+	if (no_rw_clone(pid, at))
+		snprintf(why, len, "a deleted file on a read-only mount of a filesystem read-only "
+			 "too, or an unbindable one (or one its mountinfo does not list), where it "
+			 "cannot be made again");
+	else if (strcmp(own, dir))
+		snprintf(why, len, "a deleted file on a read-only mount, whose directory is gone too");
+	else if (S_ISREG(st->st_mode) && st->st_nlink > 0)
+		snprintf(why, len, "a deleted name of a file still linked, on a read-only mount");
+	else
+		return false;
+	return true;
+}
+
 bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint64_t limit,
 		       char *why, size_t len)
 {
 	char dir[PATH_MAX];
-	bool kfs;
+	bool kfs, ro;
 	int at;
 
 	if (!nearest_dir(pid, name, dir, sizeof(dir), &at)) {
@@ -142,7 +242,10 @@ bool ghost_unsupported(pid_t pid, const char *name, const struct stat *st, uint6
 		return true;
 	}
 	kfs = kernel_fs(at);
+	ro = !kfs && ro_unsupported(pid, name, dir, at, st, why, len);
 	close(at);
+	if (ro)
+		return true;
 	if (kfs) {
 		snprintf(why, len, "a deleted file of procfs or sysfs (of a process that exited), "
 			 "which cannot be made again");
@@ -326,7 +429,8 @@ static int attach_linked(struct dump_ctx *d, struct file_desc *f)
 	undeleted(f->path, name, sizeof(name));
 	if (ghost_other_link(d->pid, f->path, &f->st, other, sizeof(other)))
 		return fail(-EOPNOTSUPP, "process %d: %s is a deleted name of a file still linked "
-			    "elsewhere, with no other name in its directory", d->pid, f->path);
+			    "elsewhere, with no other name in its directory or the nearest one left",
+			    d->pid, f->path);
 	if (!(p = strdup(other)) || !(f->deleted_name = strdup(name))) {
 		free(p);
 		return -ENOMEM;

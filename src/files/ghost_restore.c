@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "image/image.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "proc.h"
 #include "ctx/restore_ctx.h"
 
@@ -247,12 +249,19 @@ static int copy_chunks(struct image *img, int fd, uint64_t size, const char *pat
 }
 
 /* A recreated deleted file or directory deleted again. */
+/* path removed; on a read-only bind of a writable filesystem, through a writable clone of it */
 static int remove_ghost(const char *path)
 {
 	int ret = unlink(path);
 
 	if (ret && errno == EISDIR)
 		ret = rmdir(path);
+	if (ret && errno == EROFS) {
+		int err = mount_rw_remove(path);
+
+		errno = -err;
+		ret = err ? -1 : 0;
+	}
 	return ret;
 }
 
@@ -272,8 +281,8 @@ static int open_unnamed(const char *path, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
-/* The unnamed file fd named path, the sweeper told first (ghost_sweep.c). */
-static int name_unnamed(struct rst *r, int fd, const char *path)
+/* The unnamed file fd named path (made at mk), the sweeper told first (ghost_sweep.c). */
+static int name_unnamed(struct rst *r, int fd, const char *path, const char *mk)
 {
 	char proc[64];
 	struct stat st;
@@ -285,7 +294,7 @@ static int name_unnamed(struct rst *r, int fd, const char *path)
 	if (ret)
 		return ret;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW))
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, mk, AT_SYMLINK_FOLLOW))
 		return fail(-errno, "cannot recreate the deleted file %s: %s", path, strerror(errno));
 	return 0;
 }
@@ -302,9 +311,10 @@ static int make_node(const GhostFileEntry *ge, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-/* A directory, FIFO, device node, symlink or (no O_TMPFILE) regular file made at
- * path, the sweeper told. */
-static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
+/* A directory, FIFO, device node, symlink or (no O_TMPFILE) regular file named
+ * path, made at mk (path, or the same through a writable clone of its mount), the
+ * sweeper told. */
+static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path, const char *mk)
 {
 	int fd, ret = ghost_sweep_tell(r, path, 0, 0);
 	struct stat st;
@@ -312,22 +322,22 @@ static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
 	if (ret)
 		return ret;
 	if (S_ISDIR(ge->mode)) {	/* empty, as rmdir left it */
-		if (mkdir(path, ge->mode & 07777))
+		if (mkdir(mk, ge->mode & 07777))
 			return fail(-errno, "cannot recreate the deleted directory %s: %s", path,
 				    strerror(errno));
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = open(mk, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else if (S_ISFIFO(ge->mode)) {
-		if (mknod(path, S_IFIFO | (ge->mode & 07777), 0))
+		if (mknod(mk, S_IFIFO | (ge->mode & 07777), 0))
 			return fail(-errno, "cannot recreate the deleted FIFO %s: %s", path,
 				    strerror(errno));
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		fd = open(mk, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	} else if (!S_ISREG(ge->mode)) {
-		fd = make_node(ge, path);
+		fd = make_node(ge, mk);
 		if (fd < 0)
 			return fail(fd, "cannot recreate the deleted %s %s: %s", S_ISLNK(ge->mode) ?
 				    "symlink" : "device node", path, strerror(-fd));
 	} else {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		fd = open(mk, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			  ge->mode & 07777);
 	}
 	if (fd < 0)
@@ -335,7 +345,7 @@ static int open_named(struct rst *r, const GhostFileEntry *ge, const char *path)
 	ret = fstat(fd, &st) ? -errno : ghost_sweep_tell(r, path, st.st_dev, st.st_ino);
 	if (ret) {
 		close(fd);
-		remove_ghost(path);
+		remove_ghost(mk);
 		return ret;
 	}
 	return fd;
@@ -386,33 +396,33 @@ static bool inotify_watched(struct rst *r, const char *name)
  * watch is on (by_name) is made at its name, told to the sweeper first.
  */
 static int make_file(struct rst *r, struct image *img, const GhostFileEntry *ge,
-		     const char *path, bool by_name)
+		     const char *path, const char *mk, bool by_name)
 {
 	struct timespec ts[2] = {
 		{ ge->atim ? ge->atim->tv_sec : 0, ge->atim ? ge->atim->tv_usec * 1000 : UTIME_OMIT },
 		{ ge->mtim ? ge->mtim->tv_sec : 0, ge->mtim ? ge->mtim->tv_usec * 1000 : UTIME_OMIT },
 	};
 	bool reg = S_ISREG(ge->mode);
-	int fd = reg && !by_name ? open_unnamed(path, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
+	int fd = reg && !by_name ? open_unnamed(mk, ge->mode & 07777) : -EOPNOTSUPP, ret = 0;
 	bool unnamed = fd >= 0;
 
 	if (fd < 0 && fd != -EOPNOTSUPP)
 		return fail(fd, "cannot recreate the deleted file %s: %s", path, strerror(-fd));
 	if (fd == -EOPNOTSUPP)
-		fd = open_named(r, ge, path);
+		fd = open_named(r, ge, path, mk);
 	if (fd < 0)
 		return fd;
 	if (reg)
 		ret = ge->chunks ? copy_chunks(img, fd, ge->size, path)
 				 : copy_content(img, fd, ge->size, path);
-	if (!ret && set_attrs(fd, path, ge, ts))
+	if (!ret && set_attrs(fd, mk, ge, ts))
 		ret = fail(-errno, "cannot set the owner, mode or times of %s: %s", path,
 			   strerror(errno));
 	if (!ret && unnamed)
-		ret = name_unnamed(r, fd, path);
+		ret = name_unnamed(r, fd, path, mk);
 	close(fd);
 	if (ret && !unnamed)
-		remove_ghost(path);
+		remove_ghost(mk);
 	return ret;
 }
 
@@ -510,6 +520,46 @@ static int check_in_stage(const struct rst *r, const char *path)
 		    "(a symlink)", path + n, dir + n);
 }
 
+/*
+ * Where the ghost named path is made, into mk: path itself, or, its directory
+ * on a read-only bind of a writable filesystem (zdtm ghost_on_rofs, the host's
+ * view), the same name through a writable clone of that mount (*clone; the
+ * fds are opened by path after, on the read-only mount as they were).
+ */
+static int make_at(const char *path, char *mk, size_t len, int *clone)
+{
+	char dir[PATH_MAX];
+	struct statvfs vfs;
+
+	*clone = -1;
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (statvfs(dirname(dir), &vfs) || !(vfs.f_flag & ST_RDONLY)) {
+		snprintf(mk, len, "%s", path);
+		return 0;
+	}
+	*clone = mount_rw_clone(dir);
+	if (*clone < 0)
+		return fail(*clone, "deleted file %s: its read-only mount cannot be written through "
+			    "a clone of it: %s", path, strerror(-*clone));
+	if (snprintf(mk, len, "/proc/self/fd/%d/%s", *clone, strrchr(path, '/') + 1) >= (int)len)
+		return fail(-ENAMETOOLONG, "deleted file %s: its name is too long", path);
+	return 0;
+}
+
+/* The ghost made at g->path, through a writable clone of its mount when it is read-only. */
+static int make_ghost(struct rst *r, struct image *img, const GhostFileEntry *ge,
+		      const struct rghost *g, const char *name)
+{
+	char mk[PATH_MAX];
+	int clone, ret = make_at(g->path, mk, sizeof(mk), &clone);
+
+	if (!ret)
+		ret = make_file(r, img, ge, g->path, mk, inotify_watched(r, name));
+	if (clone >= 0)
+		close(clone);
+	return ret;
+}
+
 static int create_one(struct rst *r, const RemapFilePathEntry *re)
 {
 	const char *name = dumpset_file_path(rst_file(r, re->orig_id)), *made;
@@ -539,7 +589,7 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 	if (!ret && !made)
 		ret = make_parents(r, g->path, &g->top);
 	if (!ret && !made)
-		ret = make_file(r, img, ge, g->path, inotify_watched(r, name));
+		ret = make_ghost(r, img, ge, g, name);
 	if (!ret && g->top)
 		ret = walk_parents(r, g->path, g->top, false);
 	if (!ret && !made && ge->has_dev && ge->has_ino)
@@ -561,41 +611,54 @@ static int create_one(struct rst *r, const RemapFilePathEntry *re)
 }
 
 /*
+ * The deleted name at linked again to other (its directories removed too made
+ * again first, *top the outermost, each told to the sweeper), the sweeper told.
+ */
+static int link_again(struct rst *r, const RegFileEntry *re, const char *other,
+		      const char *at, char **top)
+{
+	struct stat st;
+	int err = stat(other, &st) ? -errno : make_parents(r, at, top);
+
+	if (!err)
+		err = ghost_sweep_tell(r, at, st.st_dev, st.st_ino);
+	if (!err && link(other, at))
+		err = fail(-errno, "cannot link %s again as its deleted name %s: %s", re->name,
+			   re->deleted_name, strerror(errno));
+	return err;
+}
+
+/*
  * A file open by a deleted name while still linked (deleted_name): linked again
- * under that name (beside it when the name is taken), opened there and the name
- * deleted again, so that the fd is on the same inode and shows "NAME (deleted)".
+ * under that name (beside it when the name is taken; in its directories made
+ * again when they were removed too), opened there and the name (and those
+ * directories) deleted again, so that the fd is on the same inode and shows
+ * "NAME (deleted)".
  */
 int ghost_open_linked(struct rst *r, const RegFileEntry *re, int flags)
 {
 	char buf[PATH_MAX], dbuf[PATH_MAX];
 	const char *other = rst_path(r, re->name, buf, sizeof(buf));
 	char *at = pick_path(rst_path(r, re->deleted_name, dbuf, sizeof(dbuf)), re->id);
-	int fd, err;
-
-	struct stat st;
+	char *top = NULL;
+	int fd = -1, err;
 
 	if (!at)
 		return -ENOMEM;
-	err = stat(other, &st) ? -errno : ghost_sweep_tell(r, at, st.st_dev, st.st_ino);
-	if (err) {
-		free(at);
-		return err;
+	err = link_again(r, re, other, at, &top);
+	if (!err) {
+		fd = open(at, flags | O_CLOEXEC);
+		err = fd < 0 ? -errno : 0;
+		if (unlink(at))
+			pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+		if (err)
+			fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
+			     strerror(-err));
 	}
-	if (link(other, at)) {
-		err = -errno;
-		free(at);
-		return fail(err, "cannot link %s again as its deleted name %s: %s", re->name,
-			    re->deleted_name, strerror(-err));
-	}
-	fd = open(at, flags | O_CLOEXEC);
-	err = fd < 0 ? -errno : 0;
-	if (unlink(at))
-		pr_warn("cannot delete %s again: %s\n", at, strerror(errno));
+	walk_parents(r, at, top, true);
+	free(top);
 	free(at);
-	if (err)
-		return fail(err, "cannot open %s (as %s): %s", re->name, re->deleted_name,
-			    strerror(-err));
-	return fd;
+	return err ? err : fd;
 }
 
 int ghost_create_all(struct rst *r)

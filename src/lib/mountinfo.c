@@ -4,10 +4,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/mount.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "mountinfo.h"
 #include "proc.h"
@@ -148,4 +153,45 @@ bool mount_same(const struct mount *a, const struct mount *b)
 	return a->major == b->major && a->minor == b->minor && !strcmp(a->root, b->root) &&
 	       !strcmp(a->mountpoint, b->mountpoint) && !strcmp(a->fstype, b->fstype) &&
 	       !strcmp(a->source, b->source);
+}
+
+int mount_rw_clone(const char *dir)
+{
+	struct mount_attr a = { .attr_clr = MOUNT_ATTR_RDONLY };
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	struct statvfs vfs;
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof(a)) || fstatvfs(fd, &vfs))
+		err = -errno;
+	else if (vfs.f_flag & ST_RDONLY)	/* the superblock's own flag */
+		err = -EROFS;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int mount_rw_remove(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	int fd, ret;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || !slash[1])
+		return -EINVAL;
+	*slash = 0;
+	fd = mount_rw_clone(dir[0] ? dir : "/");
+	if (fd < 0)
+		return fd;
+	ret = unlinkat(fd, slash + 1, 0);
+	if (ret && errno == EISDIR)
+		ret = unlinkat(fd, slash + 1, AT_REMOVEDIR);
+	ret = ret ? -errno : 0;
+	close(fd);
+	return ret;
 }

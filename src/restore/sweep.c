@@ -26,6 +26,7 @@
 
 #include "common.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "ctx/restore_ctx.h"
 #include "restore/pipeline.h"
 
@@ -67,7 +68,8 @@ static void sweep_one(const struct swept *s)
 	if (s->rec.ino) {
 		if (st.st_ino != s->rec.ino || st.st_dev != s->rec.dev)
 			return;
-		S_ISDIR(st.st_mode) ? rmdir(s->path) : unlink(s->path);
+		if ((S_ISDIR(st.st_mode) ? rmdir(s->path) : unlink(s->path)) && errno == EROFS)
+			mount_rw_remove(s->path);	/* a ghost of a read-only bind */
 		return;
 	}
 	if (S_ISDIR(st.st_mode))
