@@ -511,22 +511,26 @@ static bool proc_by_init(pid_t pid, pid_t at_root, const char *fd)
 	return pidns_own(at_root) && !fd_mount(pid, atoi(fd), &flags, &proc) && proc;
 }
 
+static bool held_before(pid_t pid, int fd, const struct proc_tree *tree);
+
 /*
  * A deleted file (fd, link) of pid: restore makes it again under the root it
  * builds, once every mount is there; one on a mount outside that root (or
- * not in its namespace) or on a read-only mount cannot be made so.
+ * not in its namespace) cannot be made so. One on a read-only mount is
+ * ghost.c's to judge; one an earlier process holds, that process's.
  */
 static void refuse_ghost_in_own_root(pid_t pid, const char *fd, const char *link,
-				     struct refusals *r)
+				     struct refusals *r, const struct proc_tree *tree)
 {
 	unsigned long flags = 0;
 
+	if (held_before(pid, atoi(fd), tree))
+		return;	/* an earlier process's description (inherited): opened for that one */
 	if (fd_mount_flags(pid, atoi(fd), &flags))
 		refuse_add(r, "process %d: fd %s (%s), a deleted file on a mount outside its root "
 			   "or its mount namespace", pid, fd, link);
-	else if (flags & MS_RDONLY)
-		refuse_add(r, "process %d: fd %s (%s), a deleted file on a read-only mount in a "
-			   "root of its own", pid, fd, link);
+	/* on a read-only mount: ghost.c decides (a read-only bind of a writable
+	 * filesystem is written through a writable clone of it) */
 }
 
 /* /proc/N/..., /proc/self/..., /proc/thread-self/...: opened by the restored process itself */
@@ -560,7 +564,6 @@ static pid_t mount_of_another_ns(pid_t pid, int fd, const struct proc_tree *tree
 	return 0;
 }
 
-static bool held_before(pid_t pid, int fd, const struct proc_tree *tree);
 
 /*
  * fd of pid, on a file outside its root: named the sharper when another
@@ -684,7 +687,7 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	    major(at->st_rdev) < 144)
 		return;	/* a hung-up pty slave: tty.c decides (a ptmx beside its path) */
 	if (strstr(link, " (deleted)"))
-		refuse_ghost_in_own_root(pid, fd, link, r);
+		refuse_ghost_in_own_root(pid, fd, link, r, tree);
 	else if (!strncmp(link, "/dev/pts/", 9) && !same_pty(path, at))
 		refuse_add(r, "process %d: fd %s (%s) in a root of its own", pid, fd, link);
 	else if ((S_ISLNK(at->st_mode) ? lstat(path, &in) : stat(path, &in)) ||
@@ -1964,6 +1967,9 @@ static int write_mount(const struct dump_ctx *d, struct image *img, const struct
 	e.mountpoint = m->mountpoint;
 	e.source = m->source;
 	e.options = data ? data : "";
+	e.has_sb_flags = true;	/* the superblock's read-only flag (CRIU's sb_flags) */
+	e.sb_flags = !strncmp(m->super, "ro", 2) && (!m->super[2] || m->super[2] == ',') ?
+		     MS_RDONLY : 0;
 	e.has_shared_id = m->shared != 0;
 	e.shared_id = (uint32_t)m->shared;
 	e.has_master_id = m->master != 0;

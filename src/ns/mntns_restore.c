@@ -404,6 +404,21 @@ static int attach_root_tmpfs(struct rst *r, const MntEntry *e, const char *at, c
 	return ret;
 }
 
+/* Is e's superblock read-only itself, not only the mount (sb_flags; an image without: as the mount)? */
+static bool super_ro(const MntEntry *e)
+{
+	return e->has_sb_flags ? (e->sb_flags & MS_RDONLY) != 0 : (e->flags & MS_RDONLY) != 0;
+}
+
+/*
+ * A tmpfs mounted writable and made read-only once filled: one with files,
+ * or read-only at the mount only (its superblock writable: a bind remount).
+ */
+static bool ro_later(const MntEntry *e)
+{
+	return e->fsname && !strcmp(e->fsname, "tmpfs") && (e->n_tmpfs_files || !super_ro(e));
+}
+
 /*
  * One mount the process made, at its point (under stage, where memdump
  * builds a root of the process's own; "" once the init is in it); why into
@@ -442,7 +457,7 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		if (mount(from, at, NULL, MS_BIND, NULL) ||
 		    (flags && mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
 			ret = -errno;
-	} else if (mount(e->source, at, e->fsname, e->n_tmpfs_files ? flags & ~MS_RDONLY : flags,
+	} else if (mount(e->source, at, e->fsname, ro_later(e) ? flags & ~MS_RDONLY : flags,
 			 e->options[0] ? e->options : NULL)) {
 		ret = -errno;	/* a read-only tmpfs with files: made writable, filled, then not */
 	}
@@ -452,8 +467,10 @@ static int mount_one(struct rst *r, const MntEntry *e, const char *stage, bool i
 		ret = fill_tmpfs(e, at);
 		if (ret)
 			snprintf(why, len, "%s", fail_reason());
-		else if (e->n_tmpfs_files && (flags & MS_RDONLY) &&
-			 mount(NULL, at, NULL, MS_REMOUNT | flags, e->options[0] ? e->options : NULL))
+		else if (ro_later(e) && (flags & MS_RDONLY) &&
+			 (super_ro(e) ? mount(NULL, at, NULL, MS_REMOUNT | flags,
+					      e->options[0] ? e->options : NULL)
+				      : mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | flags, NULL)))
 			snprintf(why, len, "cannot make the tmpfs at %s read-only: %s", e->mountpoint,
 				 strerror(-(ret = -errno)));
 		return ret;
