@@ -414,6 +414,15 @@ int dumpset_verify_other_pages(struct dumpset *ds)
 	return ret;
 }
 
+/* Every present run with its checksum: the image can be checked run by run. */
+static bool all_summed(const struct dump_run *runs, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (runs[i].present && !runs[i].tparent && !runs[i].has_sum)
+			return false;
+	return true;
+}
+
 static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
 		     size_t *nr, int *pages_fd)
 {
@@ -445,9 +454,14 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	if (ret < 0)
 		return ret;
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd, z);
+	if (t == IMG_PAGEMAP)
+		ds->pages_id = pages_id;
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
-		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
-	if (!ret && t == IMG_PAGEMAP && (ds->pages_sums_deferred || ds->pages_remote))
+		ds->pages_sums_deferred = false;	/* a chain: whole up front, or chain_late */
+	if (t == IMG_PAGEMAP)
+		ds->pages_late = ds->chain_late && !ds->pages_remote && all_summed(l.runs, l.nr);
+	if (!ret && t == IMG_PAGEMAP && (ds->pages_sums_deferred || ds->pages_remote ||
+					 ds->pages_late))
 		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
 	else if (!ret)
 		ret = verify_pages(ds, pages_id, *pages_fd, l.runs, l.nr);
@@ -664,6 +678,8 @@ static int load_images(struct dumpset *ds)
 				   (void **)&ds->mm);
 	if (!ret)
 		ret = check_vmas(ds->mm, ds->pstree->pid);
+	/* chain_late: a chain's only, not a tree's (its pieces are checked in their sets) */
+	ds->chain_late = ds->chain_late && !ds->nr_members && ds->inv->has_parent_inventory;
 	if (!ret)
 		ret = dumpset_load_pagemap(ds, ds->pstree->pid);
 	if (!ret)
@@ -684,7 +700,7 @@ static int load_images(struct dumpset *ds)
 }
 
 static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool blob_lz4,
-		    bool remote)
+		    bool remote, bool chain_late)
 {
 	int ret;
 
@@ -693,6 +709,7 @@ static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool b
 	ds->dirfd = -1;
 	ds->pages_sums_deferred = defer_sums && !remote;
 	ds->pages_remote = remote;
+	ds->chain_late = chain_late;
 	ds->blob_lz4 = blob_lz4;
 	ret = open_dir(dir, ds);
 	if (!ret)
@@ -759,17 +776,22 @@ int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dum
 
 int dumpset_load(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false, false, false);
+	return load_set(dir, ds, false, false, false, false);
 }
 
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4)
 {
-	return load_set(dir, ds, true, blob_lz4, false);
+	return load_set(dir, ds, true, blob_lz4, false, false);
+}
+
+int dumpset_load_lazy(const char *dir, struct dumpset *ds)
+{
+	return load_set(dir, ds, true, false, false, true);
 }
 
 int dumpset_load_remote_pages(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false, false, true);
+	return load_set(dir, ds, false, false, true, true);
 }
 
 void dumpset_free(struct dumpset *ds)
