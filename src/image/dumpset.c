@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -792,6 +793,83 @@ int dumpset_load_lazy(const char *dir, struct dumpset *ds)
 int dumpset_load_remote_pages(const char *dir, struct dumpset *ds)
 {
 	return load_set(dir, ds, false, false, true, true);
+}
+
+/* Each pagemap-PID.img of the set against its pages image (a pre-dump's: no parent followed). */
+static int verify_pagemaps(struct dumpset *ds)
+{
+	int fd = openat(ds->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int ret = 0, pid;
+	char tail;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fail(-errno, "cannot read a set's directory: %s", strerror(errno));
+	}
+	while (!ret && (e = readdir(d))) {
+		if (sscanf(e->d_name, "pagemap-%d.im%c", &pid, &tail) != 2 || tail != 'g' || pid <= 0)
+			continue;
+		ret = dumpset_load_pagemap(ds, (unsigned)pid);
+		free(ds->runs);
+		ds->runs = NULL;
+		ds->nr_runs = 0;
+		if (ds->pages_fd >= 0)
+			close(ds->pages_fd);
+		ds->pages_fd = -1;
+	}
+	closedir(d);
+	return ret;
+}
+
+/* The proc-PID/ sets of a tree's pre-dump, each verified alone. */
+static int verify_predump_subsets(const InventoryEntry *inv, int dirfd)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < inv->n_images; i++) {
+		const char *name = inv->images[i]->name;
+		int sub;
+
+		if (!name || strncmp(name, "proc-", 5) || strchr(name, '.'))
+			continue;
+		sub = img_open_subset(dirfd, name);
+		if (sub < 0)
+			return sub;
+		ret = dumpset_verify_predump(sub);
+		close(sub);
+		if (ret > 0)
+			ret = fail(-EIO, "image set %s is not a pre-dump's, as its parent is", name);
+		if (ret < 0)
+			fail_context("image set %s: ", name);
+	}
+	return ret;
+}
+
+int dumpset_verify_predump(int dirfd)
+{
+	struct dumpset ds;
+	int ret;
+
+	memset(&ds, 0, sizeof(ds));
+	ds.dirfd = dirfd;
+	ds.pages_fd = -1;
+	ret = img_read_one(dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor, (void **)&ds.inv);
+	if (!ret && !ds.inv->has_pre_dump_mode)
+		ret = 1;
+	if (!ret)
+		ret = imgset_verify(dirfd, ds.inv);
+	if (!ret)
+		ret = verify_pagemaps(&ds);
+	if (!ret)
+		ret = dumpset_verify_other_pages(&ds);
+	if (!ret)
+		ret = verify_predump_subsets(ds.inv, dirfd);
+	img_free(&inventory_entry__descriptor, ds.inv);
+	free(ds.pages_checked);
+	return ret;
 }
 
 void dumpset_free(struct dumpset *ds)

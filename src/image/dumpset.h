@@ -189,6 +189,13 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
  * (pages_remote: migrate --lazy-pages of a tree). */
 int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
+/*
+ * A pre-dump's set in dirfd, alone (migrate-receive, as each pre-copied set
+ * arrives): its inventory's images, and each process's pages image read
+ * against its pagemap's runs (a tree's in proc-PID/ too); the parent sets
+ * are not followed. 1: not a pre-dump's set (nothing read), 0: verified.
+ */
+int dumpset_verify_predump(int dirfd);
 
 pid_t dumpset_pid(const struct dumpset *ds);
 const char *dumpset_comm(const struct dumpset *ds);
