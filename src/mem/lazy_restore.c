@@ -317,13 +317,15 @@ static int build_chain_checks(struct rst *r, struct images *im, struct lazy_proc
 {
 	for (size_t level = 0; r->ds.chain_late && level <= r->ds.nr_chain; level++) {
 		struct dumpset *set = chain_set(r, level);
-		char *name = malloc(96);
+		char *name = set->pages_late ? malloc(96) : NULL;	/* the handler's till it exits */
 		int img;
 
+		if (!set->pages_late)
+			continue;
 		if (!name)
 			return -ENOMEM;
 		dumpset_chain_pages_name(set, level, name, 96);
-		for (size_t k = 0; set->pages_late && k < set->nr_runs; k++) {
+		for (size_t k = 0; k < set->nr_runs; k++) {
 			const struct dump_run *w = &set->runs[k];
 
 			if (w->lazy_use != DUMP_RUN_USED_LAZY)
