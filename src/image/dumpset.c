@@ -233,6 +233,7 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	r->off = l->off;
 	r->has_sum = pe->has_sum;
 	r->sum = pe->sum;
+	r->lazy_use = 0;
 	if (r->present)
 		l->off += nr * PAGE_SIZE;
 	return 0;

@@ -118,6 +118,12 @@ static void mark_chain_uses(struct rst *r, const struct rst_vma *rv)
 		}
 }
 
+/* A run of set's own pages image (the set's runs list the pieces of its parents' too). */
+static bool own_run(const struct dumpset *set, const struct dump_run *w)
+{
+	return w->present && !w->tparent && w->has_sum && w->fd == set->pages_fd;
+}
+
 static int plan_chain_checks(struct rst *r, const struct rst_vma *rv)
 {
 	uint64_t early = 0, late = 0;
@@ -135,6 +141,8 @@ static int plan_chain_checks(struct rst *r, const struct rst_vma *rv)
 			uint64_t pages = (w->end - w->start) / PAGE_SIZE;
 			int ret;
 
+			if (!own_run(set, w))
+				continue;
 			if (w->lazy_use & DUMP_RUN_USED_EARLY) {
 				ret = imgset_verify_run(name, set->pages_fd, w);
 				if (ret)
@@ -328,7 +336,7 @@ static int build_chain_checks(struct rst *r, struct images *im, struct lazy_proc
 		for (size_t k = 0; k < set->nr_runs; k++) {
 			const struct dump_run *w = &set->runs[k];
 
-			if (w->lazy_use != DUMP_RUN_USED_LAZY)
+			if (!own_run(set, w) || w->lazy_use != DUMP_RUN_USED_LAZY)
 				continue;
 			img = image_index(im, set->pages_fd);
 			if (img < 0)
