@@ -342,9 +342,10 @@ static int verify_precopied(struct rx *r)
 	if (faccessat(r->setfd, "inventory.img", F_OK, AT_SYMLINK_NOFOLLOW))
 		return 0;	/* the dump's COMMIT of its pages: the set's images come next */
 	ret = dumpset_verify_predump(r->setfd);
-
-	if (ret < 0)
-		return fail_context("set %s received: ", r->set), ret;
+	if (ret < 0) {
+		fail_context("set %s received: ", r->set);
+		return ret;
+	}
 	if (!ret)
 		pr_info("set %s verified as it arrived (a pre-dump's)", r->set);
 	return 0;
