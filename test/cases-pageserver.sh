@@ -507,6 +507,9 @@ case_ms_lazy_heartbeat() {
 		"$RXERR" || fail "the final set's pages went with the freeze"
 	grep -q 'set 1: [1-9][0-9]* bytes of pages received' "$RXERR" ||
 		fail "the receiver's count of the pre-dump's pages is wrong"
+	# the pre-copied sets checked as they came, before the freeze (the restore leaves them late)
+	grep -q 'set 1 verified as it arrived' "$RXERR" && grep -q 'set 2 verified as it arrived' "$RXERR" ||
+		fail "the receiver did not verify the pre-copied sets as they arrived"
 	local size
 	size=$(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
 	[[ -n $size ]] && (( size > 0 )) || fail "the final set held no pages"
