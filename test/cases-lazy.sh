@@ -772,6 +772,43 @@ case_lazy_hot_first() {
 }
 add lazy-hot-first case_lazy_hot_first
 
+# a chain (pre-dump, 1 page in 8 rewritten, dump on it) with MEMDUMP_LAZY_CHECK=late:
+# the pre-dump's pages image is not read before anything runs (the region's run is
+# used in pieces, 7 pages in 8); intact, the handler checks its runs whole and all is
+# filled; damaged in the middle of that run, restored even so, then killed with
+# verify's words naming the parent image and the run (before, refused up front)
+case_lazy_chain_late() {
+	local mb=16 stride=8
+	start_prog t-incr "$mb" "$stride" keep
+	local addr=${READY[2]}
+	pre_dump "$T/p1"
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+	MEMDUMP_LAZY_CHECK=late lazy_restore "$T/d2" good
+	local line late
+	line=$(grep -m1 "lazy-pages: the chain's runs: " "$LZ_LOG") ||
+		{ show_file "log" "$LZ_LOG"; fail "no plan of the chain's checks"; }
+	note "${line#*: lazy-pages: }"
+	late=$(sed 's/.*, \([0-9]*\) left to the page handler.*/\1/' <<< "$line")
+	(( late >= mb * 256 )) || fail "$late pages of the chain left to the handler, want the region's $(( mb * 256 ))"
+	lazy_pass
+	lazy_done $(( mb * 256 ))
+	lazy_damage "$T/p1/pages-1.img"
+	MEMDUMP_LAZY_CHECK=late MEMDUMP_LAZY_PACE_MS=5 lazy_restore "$T/d2" bad
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive with a damaged parent pages image"
+	line=$(grep -m1 "lazy-pages: image parent/pages-1.img is corrupt: the pages of the run at 0x[0-9a-f]* ([0-9]* pages) do not match their checksum: killed the restored processes $PID" "$LZ_LOG") ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the parent image and its run"; }
+	note "${line#*: lazy-pages: }"
+	local run n
+	run=$(sed 's/.*run at \(0x[0-9a-f]*\) (\([0-9]*\) pages).*/\1 \2/' <<< "$line")
+	n=${run#* }; run=${run% *}
+	(( run <= addr && run + n * 4096 >= addr + mb * 1048576 )) ||
+		fail "the run named ($run, $n pages) is not the one of the region at $addr"
+}
+add lazy-chain-late case_lazy_chain_late
+
 # CRIU's lazy migration of a tree (t-lazy tree: a child with threads, its own region and
 # 32 MiB it shares copy-on-write with its parent): the other side's pages-1.img (the
 # root's) is sparse; the memory the tree shares, which the restore premaps before the

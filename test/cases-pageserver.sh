@@ -385,6 +385,35 @@ case_ms_receiver_killed() {
 }
 add ms-receiver-killed case_ms_receiver_killed
 
+# The receiver killed during the final dump, its pages written (fault point
+# images-written): the killing dump leaves the tracker in place until the
+# source is gone (dump.c, track_drop_late), so a failure there must remove it:
+# the source runs on untracked, nothing runs on host B.
+case_ms_final_receiver_killed() {
+	ps_hosts
+	ps_target t-heartbeat 64
+	ms_receiver
+	MD_ERR=$T/md.migrate.err
+	MEMDUMP_FAULT=images-written MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
+		-t "$PID" --to "10.77.0.2:$PS_PORT" -v 3 2> "$MD_ERR" < /dev/null &
+	MDPID=$!
+	track "$MDPID"
+	wait_line "$MD_ERR" 'fault point images-written' "$OP_TIMEOUT" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the final dump never wrote its images"; }
+	pkill -9 -f "migrate-receive -D $T/B" || fail "no receiver to kill"
+	note "killed the receiver during the final dump"
+	wait "$MDPID"; MD_RC=$?
+	sed -i '/fault point images-written: stalling/d' "$MD_ERR"
+	(( MD_RC != 0 )) || fail "migrate succeeded without its receiver"
+	grep -q "process $PID: memory tracking removed" "$MD_ERR" ||
+		{ show_file "migrate" "$MD_ERR"; fail "the failed final dump did not remove the tracker"; }
+	expect_untraced "$PID"
+	expect_untracked "$PID"
+	[[ -z $(ms_dest_pid "$PID") ]] || fail "a process $PID runs on host B"
+	check_child_pass
+}
+add ms-final-receiver-killed case_ms_final_receiver_killed
+
 # A tree migrated (t-tree in a session of its own: a pipe between two processes, each its
 # own memory): two pre-dumps and the final dump, every process's set in its proc-PID on B; the source's
 # root is gone only once B's runs; every process passes its checks there.
@@ -478,6 +507,9 @@ case_ms_lazy_heartbeat() {
 		"$RXERR" || fail "the final set's pages went with the freeze"
 	grep -q 'set 1: [1-9][0-9]* bytes of pages received' "$RXERR" ||
 		fail "the receiver's count of the pre-dump's pages is wrong"
+	# the pre-copied sets checked as they came, before the freeze (the restore leaves them late)
+	grep -q 'set 1 verified as it arrived' "$RXERR" && grep -q 'set 2 verified as it arrived' "$RXERR" ||
+		fail "the receiver did not verify the pre-copied sets as they arrived"
 	local size
 	size=$(sed -n 's/.*pages-1.img of set 3 (\([0-9]*\) bytes) stays here.*/\1/p' "$MD_ERR")
 	[[ -n $size ]] && (( size > 0 )) || fail "the final set held no pages"

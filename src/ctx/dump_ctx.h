@@ -292,6 +292,14 @@ struct dump_ctx {
 	struct img_dir dir;		/* -D, and the images created in it */
 	bool pre_dump;
 	bool keep_tracking;		/* the tracker stays after this dump */
+	/*
+	 * A killing dump of one process: its tracker is not removed once the
+	 * pages are written (unregistering write-protection walks every page
+	 * table entry: ~90 ms a GiB, inside the freeze) but goes with the
+	 * killed target; only a dump that fails after (dump_undo: the target
+	 * runs on) removes it. track_dropped: track_finish() left it so.
+	 */
+	bool track_drop_late, track_dropped;
 	struct tracker track;		/* track.c */
 	struct parent_set parent;
 	bool incremental;		/* unwritten pages go to parent_runs */

@@ -145,6 +145,10 @@ static int track_finish(struct dump_ctx *d)
 
 	if (d->track.local < 0)
 		return 0;
+	if (!d->keep_tracking && d->track_drop_late) {
+		d->track_dropped = true;	/* dump_undo(), or it goes with the target */
+		return 0;
+	}
 	if (!d->keep_tracking)
 		return track_remove(&d->in, &d->track);
 	d->track.base = 0;
@@ -419,7 +423,7 @@ int dump_prepare_incremental(struct dump_ctx *d, const char *prev_dir)
 /* A failed dump leaves the target as it was: a tracker it just got goes again. */
 void dump_undo(struct dump_ctx *d)
 {
-	if (d->track.created && track_remove(&d->in, &d->track))
+	if ((d->track.created || d->track_dropped) && track_remove(&d->in, &d->track))
 		fail_clear();	/* the first error is the one reported */
 	infect_cure(&d->in);
 	if (tty_put_back(d))
@@ -543,6 +547,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		return ret;
 	}
 	d.keep_tracking = o->pre_dump || (o->track_mem && leave_running);
+	d.track_drop_late = !leave_running && !d.keep_tracking;
 	d.sums_late = leave_running && !o->hooks;	/* dump_finish_images() */
 	/*
 	 * A killing dump leaves the parasite in until the kill: its cure (a stop,
@@ -631,6 +636,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 			ret = sockets_finish(&d, true);
 		}
 		infect_release(&d.in, !leave_running);
+		if (d.track_dropped)
+			track_gone(&d.track);	/* with the target */
 		if (!leave_running)
 			fault_point("target-killed");
 		else

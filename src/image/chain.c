@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,6 +164,7 @@ static int resolve_level(struct dumpset *ds, const struct dumpset *child, size_t
 		return ret;
 	}
 	ret = open_parent(child, level, p);
+	p->chain_late = ds->chain_late;	/* its runs checked by the lazy restore */
 	if (!ret)
 		ret = dumpset_load_pagemap(p, ds->pstree->pid);
 	if (!ret)
@@ -261,4 +263,33 @@ size_t dumpset_other_pages(const struct dumpset *ds)
 			n++;	/* beyond counting: the room check refuses */
 	}
 	return MAX(n, ds->nr_chain);
+}
+
+struct dump_run *dumpset_whole_run(struct dumpset *ds, const struct dump_run *run,
+				   struct dumpset **set, size_t *level)
+{
+	struct dumpset *s = ds;
+	size_t i;
+
+	if (!run->present || run->tparent)
+		return NULL;
+	for (*level = 0; s->pages_fd != run->fd; s = ds->chain[*level - 1])
+		if (++*level > ds->nr_chain)
+			return NULL;
+	i = runs_after(s->runs, s->nr_runs, run->start);
+	if (i == s->nr_runs || s->runs[i].start > run->start || s->runs[i].end < run->end ||
+	    !s->runs[i].present)
+		return NULL;
+	*set = s;
+	return &s->runs[i];
+}
+
+void dumpset_chain_pages_name(const struct dumpset *set, size_t level, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < level && o + 8 < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "parent/");
+	snprintf(buf + o, len - o, "pages-%u.img", set->pages_id);
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -232,6 +233,7 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	r->off = l->off;
 	r->has_sum = pe->has_sum;
 	r->sum = pe->sum;
+	r->lazy_use = 0;
 	if (r->present)
 		l->off += nr * PAGE_SIZE;
 	return 0;
@@ -414,6 +416,15 @@ int dumpset_verify_other_pages(struct dumpset *ds)
 	return ret;
 }
 
+/* Every present run with its checksum: the image can be checked run by run. */
+static bool all_summed(const struct dump_run *runs, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (runs[i].present && !runs[i].tparent && !runs[i].has_sum)
+			return false;
+	return true;
+}
+
 static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
 		     size_t *nr, int *pages_fd)
 {
@@ -445,9 +456,14 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	if (ret < 0)
 		return ret;
 	ret = check_pages_size(img_name_of(t, id).s, l.off, *pages_fd, z);
+	if (t == IMG_PAGEMAP)
+		ds->pages_id = pages_id;
 	if (t == IMG_PAGEMAP && ds->inv && ds->inv->has_parent_inventory)
-		ds->pages_sums_deferred = false;	/* a chain is checked whole, up front */
-	if (!ret && t == IMG_PAGEMAP && (ds->pages_sums_deferred || ds->pages_remote))
+		ds->pages_sums_deferred = false;	/* a chain: whole up front, or chain_late */
+	if (t == IMG_PAGEMAP)
+		ds->pages_late = ds->chain_late && !ds->pages_remote && all_summed(l.runs, l.nr);
+	if (!ret && t == IMG_PAGEMAP && (ds->pages_sums_deferred || ds->pages_remote ||
+					 ds->pages_late))
 		ret = mark_pages_checked(ds, pages_id);	/* the restore's to check */
 	else if (!ret)
 		ret = verify_pages(ds, pages_id, *pages_fd, l.runs, l.nr);
@@ -664,6 +680,8 @@ static int load_images(struct dumpset *ds)
 				   (void **)&ds->mm);
 	if (!ret)
 		ret = check_vmas(ds->mm, ds->pstree->pid);
+	/* chain_late: a chain's only, not a tree's (its pieces are checked in their sets) */
+	ds->chain_late = ds->chain_late && !ds->nr_members && ds->inv->has_parent_inventory;
 	if (!ret)
 		ret = dumpset_load_pagemap(ds, ds->pstree->pid);
 	if (!ret)
@@ -684,7 +702,7 @@ static int load_images(struct dumpset *ds)
 }
 
 static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool blob_lz4,
-		    bool remote)
+		    bool remote, bool chain_late)
 {
 	int ret;
 
@@ -693,6 +711,7 @@ static int load_set(const char *dir, struct dumpset *ds, bool defer_sums, bool b
 	ds->dirfd = -1;
 	ds->pages_sums_deferred = defer_sums && !remote;
 	ds->pages_remote = remote;
+	ds->chain_late = chain_late;
 	ds->blob_lz4 = blob_lz4;
 	ret = open_dir(dir, ds);
 	if (!ret)
@@ -759,17 +778,99 @@ int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dum
 
 int dumpset_load(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false, false, false);
+	return load_set(dir, ds, false, false, false, false);
 }
 
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4)
 {
-	return load_set(dir, ds, true, blob_lz4, false);
+	return load_set(dir, ds, true, blob_lz4, false, false);
+}
+
+int dumpset_load_lazy(const char *dir, struct dumpset *ds)
+{
+	return load_set(dir, ds, true, false, false, true);
 }
 
 int dumpset_load_remote_pages(const char *dir, struct dumpset *ds)
 {
-	return load_set(dir, ds, false, false, true);
+	return load_set(dir, ds, false, false, true, true);
+}
+
+/* Each pagemap-PID.img of the set against its pages image (a pre-dump's: no parent followed). */
+static int verify_pagemaps(struct dumpset *ds)
+{
+	int fd = openat(ds->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int ret = 0, pid;
+	char tail;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fail(-errno, "cannot read a set's directory: %s", strerror(errno));
+	}
+	while (!ret && (e = readdir(d))) {
+		if (sscanf(e->d_name, "pagemap-%d.im%c", &pid, &tail) != 2 || tail != 'g' || pid <= 0)
+			continue;
+		ret = dumpset_load_pagemap(ds, (unsigned)pid);
+		free(ds->runs);
+		ds->runs = NULL;
+		ds->nr_runs = 0;
+		if (ds->pages_fd >= 0)
+			close(ds->pages_fd);
+		ds->pages_fd = -1;
+	}
+	closedir(d);
+	return ret;
+}
+
+/* The proc-PID/ sets of a tree's pre-dump, each verified alone. */
+static int verify_predump_subsets(const InventoryEntry *inv, int dirfd)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < inv->n_images; i++) {
+		const char *name = inv->images[i]->name;
+		int sub;
+
+		if (!name || strncmp(name, "proc-", 5) || strchr(name, '.'))
+			continue;
+		sub = img_open_subset(dirfd, name);
+		if (sub < 0)
+			return sub;
+		ret = dumpset_verify_predump(sub);
+		close(sub);
+		if (ret > 0)
+			ret = fail(-EIO, "image set %s is not a pre-dump's, as its parent is", name);
+		if (ret < 0)
+			fail_context("image set %s: ", name);
+	}
+	return ret;
+}
+
+int dumpset_verify_predump(int dirfd)
+{
+	struct dumpset ds;
+	int ret;
+
+	memset(&ds, 0, sizeof(ds));
+	ds.dirfd = dirfd;
+	ds.pages_fd = -1;
+	ret = img_read_one(dirfd, IMG_INVENTORY, 0, &inventory_entry__descriptor, (void **)&ds.inv);
+	if (!ret && !ds.inv->has_pre_dump_mode)
+		ret = 1;
+	if (!ret)
+		ret = imgset_verify(dirfd, ds.inv);
+	if (!ret)
+		ret = verify_pagemaps(&ds);
+	if (!ret)
+		ret = dumpset_verify_other_pages(&ds);
+	if (!ret)
+		ret = verify_predump_subsets(ds.inv, dirfd);
+	img_free(&inventory_entry__descriptor, ds.inv);
+	free(ds.pages_checked);
+	return ret;
 }
 
 void dumpset_free(struct dumpset *ds)

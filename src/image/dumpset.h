@@ -34,7 +34,12 @@ struct dump_run {
 	uint64_t sum;
 	bool tparent;		/* in_tree_parent: the tree parent's pages at these addresses,
 				 * present once tparent_resolve() found them in its set */
+	uint8_t lazy_use;	/* a lazy restore of a chain (chain_late): DUMP_RUN_USED_* */
 };
+
+/* How a lazy restore uses a run of a chain's set (dumpset_whole_run): checked then. */
+#define DUMP_RUN_USED_LAZY	1	/* a piece of it in a lazy VMA: the page handler's */
+#define DUMP_RUN_USED_EARLY	2	/* a piece read before anything runs: checked first */
 
 /*
  * A shared memory object (MAP_SHARED|MAP_ANONYMOUS, memfd): its runs from
@@ -119,6 +124,16 @@ struct dumpset {
 	 * load, its runs checked as their bytes arrive.
 	 */
 	bool pages_remote;
+	/*
+	 * dumpset_load_lazy(): a chain's (no tree) pages images, the set's own
+	 * and its parents', are not read at load (their size is checked): each
+	 * run is the lazy restore's to check whole, once, before anything runs
+	 * or in the page handler (mem/lazy_restore.c). A pages image with a
+	 * run without checksum is checked whole at load even so.
+	 */
+	bool chain_late;
+	bool pages_late;		/* chain_late, and this set's pages image was not read */
+	unsigned pages_id;		/* the N of pages-N.img the pagemap names */
 };
 
 /* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */
@@ -145,8 +160,23 @@ int dumpset_load(const char *dir, struct dumpset *ds);
  * blob_lz4: an LZ4 compressed pages image may stay compressed (pages_z).
  */
 int dumpset_load_for_restore(const char *dir, struct dumpset *ds, bool blob_lz4);
-/* migrate --lazy-pages: as dumpset_load(), pages-1.img of DIR not read (pages_remote). */
+/* migrate --lazy-pages: as dumpset_load(), pages-1.img of DIR not read (pages_remote),
+ * a chain's parents as dumpset_load_lazy(). */
 int dumpset_load_remote_pages(const char *dir, struct dumpset *ds);
+/*
+ * restore --lazy-pages with the late check: as dumpset_load_for_restore(); a
+ * chain's pages images (chain_late) left to the restore to check run by run.
+ */
+int dumpset_load_lazy(const char *dir, struct dumpset *ds);
+/*
+ * A chain's (chain_late): the run of its own set that run (one of ds->runs, a piece
+ * of it) comes from, *set that set (ds or one of ds->chain), *level its place in
+ * the chain (0: ds); NULL when it is not a present run of one of them.
+ */
+struct dump_run *dumpset_whole_run(struct dumpset *ds, const struct dump_run *run,
+				   struct dumpset **set, size_t *level);
+/* Its pages image's name as seen from ds's directory ("parent/parent/pages-1.img"). */
+void dumpset_chain_pages_name(const struct dumpset *set, size_t level, char *buf, size_t len);
 /* The raw bytes of the process's pages image (pages_z: its raw size); <0 after fail(). */
 int64_t dumpset_pages_size(const struct dumpset *ds);
 /*
@@ -159,6 +189,13 @@ int dumpset_load_member(const struct dumpset *root, pid_t pid, struct dumpset *d
  * (pages_remote: migrate --lazy-pages of a tree). */
 int dumpset_load_member_remote(const struct dumpset *root, pid_t pid, struct dumpset *ds);
 void dumpset_free(struct dumpset *ds);
+/*
+ * A pre-dump's set in dirfd, alone (migrate-receive, as each pre-copied set
+ * arrives): its inventory's images, and each process's pages image read
+ * against its pagemap's runs (a tree's in proc-PID/ too); the parent sets
+ * are not followed. 1: not a pre-dump's set (nothing read), 0: verified.
+ */
+int dumpset_verify_predump(int dirfd);
 
 pid_t dumpset_pid(const struct dumpset *ds);
 const char *dumpset_comm(const struct dumpset *ds);

@@ -185,6 +185,37 @@ int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 	return ret;
 }
 
+#define RUN_BUF	(1UL << 20)
+
+int imgset_verify_run(const char *name, int fd, const struct dump_run *run)
+{
+	uint64_t len = run->end - run->start, done = 0;
+	uint8_t *buf = malloc(RUN_BUF);
+	struct hash64 h;
+
+	if (!buf)
+		return -ENOMEM;
+	hash64_init(&h);
+	while (done < len) {
+		size_t n = len - done < RUN_BUF ? len - done : RUN_BUF;
+		ssize_t got = pread(fd, buf, n, (off_t)(run->off + done));
+
+		if (got <= 0) {
+			free(buf);
+			return fail(got < 0 ? -errno : -EIO, "cannot read %s: %s", name,
+				    got < 0 ? strerror(errno) : "it ends before its runs");
+		}
+		hash64_update(&h, buf, (size_t)got);
+		done += (uint64_t)got;
+	}
+	free(buf);
+	if (hash64_final(&h) != run->sum)
+		return fail(-EIO, "image %s is corrupt: the pages of the run at 0x%" PRIx64
+			    " (%" PRIu64 " pages) do not match their checksum", name, run->start,
+			    len / PAGE_SIZE);
+	return 0;
+}
+
 static bool listed(const InventoryEntry *inv, const char *name)
 {
 	return entry_of(inv, name) != NULL;

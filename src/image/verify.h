@@ -24,6 +24,11 @@ int imgset_verify_image(int dirfd, const InventoryEntry *inv, const char *name);
 int imgset_verify_pages(const InventoryEntry *inv, const char *name, int fd,
 			const struct dump_run *runs, size_t nr);
 /*
+ * One run of the pages image name (as the caller names it), open on fd, read
+ * whole against its checksum: verify's words for a damaged one.
+ */
+int imgset_verify_run(const char *name, int fd, const struct dump_run *run);
+/*
  * The sums of the n present runs (file order) and of the whole pages image
  * name, computed by the caller (from the restored memory: restore's
  * pagecheck.c), against the runs' checksums and the inventory. whole NULL:

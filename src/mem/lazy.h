@@ -111,11 +111,12 @@ struct lazy_seg {
 	uint64_t *pg;
 };
 
-/* A run of pages-1.img whose checksum the handler takes (lazy_check_late()). */
+/* A run whose checksum the handler takes (lazy_check_late(), a chain's parents' late). */
 struct lazy_check {
 	unsigned int img;
 	uint64_t off, len, sum, vaddr;
 	bool no_sum;		/* only read (fetched from the source), nothing to compare */
+	const char *name;	/* its image, for the message ("parent/pages-1.img": a chain's) */
 };
 
 /* One restored process as the handler first knows it. */

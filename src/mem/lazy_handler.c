@@ -792,15 +792,15 @@ static int check_step(struct handler *h)
 		fatal(h, "%s, for the pages at %#" PRIx64 " (pid %d)", h->src->why,
 		      c->vaddr + h->check_done, h->procs[h->check_proc].pid);
 	if (!src)
-		fatal(h, "the pages of the run at %#" PRIx64 " are not in pages-1.img any more",
-		      c->vaddr);
+		fatal(h, "the pages of the run at %#" PRIx64 " are not in %s any more",
+		      c->vaddr, c->name);
 	h64_update(&h->check_h, src, n);
 	h->check_done += n;
 	if (h->check_done < c->len)
 		return 1;
 	if (!c->no_sum && h64_final(&h->check_h) != c->sum)
-		fatal(h, "image pages-1.img is corrupt: the pages of the run at %#" PRIx64
-		      " (%" PRIu64 " pages) do not match their checksum", c->vaddr,
+		fatal(h, "image %s is corrupt: the pages of the run at %#" PRIx64
+		      " (%" PRIu64 " pages) do not match their checksum", c->name, c->vaddr,
 		      c->len / PAGE_SIZE);
 	h->check_run++;
 	h->check_done = 0;

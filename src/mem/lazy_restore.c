@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,11 +63,15 @@ static bool run_checkable(const struct rst *r, const struct dump_run *run)
  * dumped checksum in its place. A lazy run the handler cannot check (a
  * chain's, one without a checksum): the image is checked whole, now.
  */
+static int plan_chain_checks(struct rst *r, const struct rst_vma *rv);
+
 static int plan_checks(struct rst *r, const struct rst_vma *rv)
 {
 	struct rst_run *rr = (struct rst_run *)(r->area + r->a->runs_off);
 	bool all = true;
 
+	if (r->ds.chain_late)
+		return plan_chain_checks(r, rv);
 	if (!r->ds.pages_sums_deferred)
 		return 0;
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
@@ -80,6 +85,77 @@ static int plan_checks(struct rst *r, const struct rst_vma *rv)
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
 		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
 			rr[k].sum = r->ds.runs[k].sum;
+	return 0;
+}
+
+/* Set `level` of r's chain: r's own (0), its parent (1), ... */
+static struct dumpset *chain_set(struct rst *r, size_t level)
+{
+	return level ? r->ds.chain[level - 1] : &r->ds;
+}
+
+/*
+ * A chain's (dumpset.h, chain_late): which runs of its sets' pages images
+ * its runs are pieces of, and how each is used: in a lazy VMA only, the
+ * handler checks it whole (once, however many pieces of it are used); read
+ * before anything runs (by the blob), it is checked whole now. The runs of
+ * the source's pages-1.img (migrate --lazy-pages) are lazy_remote.c's.
+ */
+static void mark_chain_uses(struct rst *r, const struct rst_vma *rv)
+{
+	for (size_t i = 0; i < r->a->nr_vmas; i++)
+		for (size_t k = rv[i].first_run; k < rv[i].first_run + rv[i].nr_runs; k++) {
+			const struct dump_run *run = &r->ds.runs[k];
+			struct dumpset *set;
+			struct dump_run *w;
+			size_t level;
+
+			if (r->ds.pages_remote && run->fd == r->ds.pages_fd)
+				continue;
+			w = dumpset_whole_run(&r->ds, run, &set, &level);
+			if (w && set->pages_late)
+				w->lazy_use |= rv[i].lazy ? DUMP_RUN_USED_LAZY : DUMP_RUN_USED_EARLY;
+		}
+}
+
+/* A run of set's own pages image (the set's runs list the pieces of its parents' too). */
+static bool own_run(const struct dumpset *set, const struct dump_run *w)
+{
+	return w->present && !w->tparent && w->has_sum && w->fd == set->pages_fd;
+}
+
+static int plan_chain_checks(struct rst *r, const struct rst_vma *rv)
+{
+	uint64_t early = 0, late = 0;
+	char name[96];
+
+	mark_chain_uses(r, rv);
+	for (size_t level = 0; level <= r->ds.nr_chain; level++) {
+		struct dumpset *set = chain_set(r, level);
+
+		if (!set->pages_late)
+			continue;
+		dumpset_chain_pages_name(set, level, name, sizeof(name));
+		for (size_t k = 0; k < set->nr_runs; k++) {
+			struct dump_run *w = &set->runs[k];
+			uint64_t pages = (w->end - w->start) / PAGE_SIZE;
+			int ret;
+
+			if (!own_run(set, w))
+				continue;
+			if (w->lazy_use & DUMP_RUN_USED_EARLY) {
+				ret = imgset_verify_run(name, set->pages_fd, w);
+				if (ret)
+					return ret;
+				w->lazy_use = 0;	/* checked */
+				early += pages;
+			} else if (w->lazy_use) {
+				late += pages;
+			}
+		}
+	}
+	pr_info("lazy-pages: the chain's runs: %" PRIu64 " pages checked before anything runs, %"
+		PRIu64 " left to the page handler", early, late);
 	return 0;
 }
 
@@ -244,18 +320,49 @@ static int build_segs(struct rst *r, struct images *im, struct lazy_proc *p)
 	return 0;
 }
 
+/* A chain's runs the handler checks whole (plan_chain_checks()), after those of build_checks(). */
+static int build_chain_checks(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	for (size_t level = 0; r->ds.chain_late && level <= r->ds.nr_chain; level++) {
+		struct dumpset *set = chain_set(r, level);
+		char *name = set->pages_late ? malloc(96) : NULL;	/* the handler's till it exits */
+		int img;
+
+		if (!set->pages_late)
+			continue;
+		if (!name)
+			return -ENOMEM;
+		dumpset_chain_pages_name(set, level, name, 96);
+		for (size_t k = 0; k < set->nr_runs; k++) {
+			const struct dump_run *w = &set->runs[k];
+
+			if (!own_run(set, w) || w->lazy_use != DUMP_RUN_USED_LAZY)
+				continue;
+			img = image_index(im, set->pages_fd);
+			if (img < 0)
+				return img;
+			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, w->off,
+				w->end - w->start, w->sum, w->start, false, name };
+		}
+	}
+	return 0;
+}
+
 /* The lazy runs whose checksums the handler takes (plan_checks()). */
 static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
 {
 	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
 	const struct dump_run *runs = r->ds.runs;
+	size_t cap = r->ds.nr_runs + 1;
 
-	if (!r->ds.pages_sums_deferred && !r->lazy_remote)
+	if (!r->ds.pages_sums_deferred && !r->lazy_remote && !r->ds.chain_late)
 		return 0;
-	p->checks = calloc(r->ds.nr_runs + 1, sizeof(*p->checks));
+	for (size_t level = 1; r->ds.chain_late && level <= r->ds.nr_chain; level++)
+		cap += chain_set(r, level)->nr_runs;
+	p->checks = calloc(cap, sizeof(*p->checks));
 	if (!p->checks)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+	for (size_t i = 0; (r->ds.pages_sums_deferred || r->lazy_remote) && i < r->a->nr_vmas; i++) {
 		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
 			int img;
 
@@ -266,10 +373,10 @@ static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
 				return img;
 			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, runs[k].off,
 				runs[k].end - runs[k].start, runs[k].sum, runs[k].start,
-				!runs[k].has_sum };
+				!runs[k].has_sum, "pages-1.img" };
 		}
 	}
-	return 0;
+	return build_chain_checks(r, im, p);
 }
 
 static int cmp_int(const void *a, const void *b)

@@ -354,6 +354,15 @@ int track_remove(struct infect_ctx *in, struct tracker *t)
 	return 0;
 }
 
+void track_gone(struct tracker *t)
+{
+	track_close(t);
+	t->local = -1;
+	track_state_remove(t->pid);
+	pr_info("process %d: memory tracking gone with it", t->pid);
+	track_init(t, t->pid);
+}
+
 void track_close(struct tracker *t)
 {
 	if (t->local >= 0)

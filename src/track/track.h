@@ -56,6 +56,8 @@ int track_protect(struct dump_ctx *d);
 /* Frozen: remove the tracker from the target (fd closed: nothing left). */
 int track_remove(struct infect_ctx *in, struct tracker *t);
 void track_close(struct tracker *t);
+/* A killed target's tracker (dump.c, track_drop_late): memdump's copy closed, the record removed. */
+void track_gone(struct tracker *t);
 
 /* track.c: memdump track --stop -t PID */
 int track_stop_run(pid_t pid);
