@@ -160,22 +160,32 @@ static int add_peer_attrs(struct netns_rst *n, struct rtnl_req *q, const NetDevi
 	return ret;
 }
 
-static int create_veth(struct netns_rst *n, const NetDeviceEntry *e, const char *out)
+/*
+ * A request making device e of kind: its index, name, MTU and MAC, and
+ * IFLA_LINKINFO open with IFLA_INFO_KIND (*info, for rtnl_nest_end); 0 or -ENOSPC.
+ */
+static int new_link(struct rtnl_req *q, const NetDeviceEntry *e, const char *kind,
+		    struct rtattr **info)
 {
-	struct rtnl_req q;
-	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
+	struct ifinfomsg *ifi = rtnl_req_init(q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
 					      sizeof(*ifi));
-	struct rtattr *info, *data, *peer;
 	int ret;
 
 	ifi->ifi_index = (int)e->ifindex;
-	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
-	if (!ret)
-		ret = rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
+	ret = rtnl_add(q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
+	ret = ret ?: rtnl_add(q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
 	if (!ret && e->has_address && e->address.len == 6)
-		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
-	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
-	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "veth", 5) : -ENOSPC;
+		ret = rtnl_add(q, IFLA_ADDRESS, e->address.data, 6);
+	*info = ret ? NULL : rtnl_nest(q, IFLA_LINKINFO);
+	return *info ? rtnl_add(q, IFLA_INFO_KIND, kind, strlen(kind) + 1) : -ENOSPC;
+}
+
+static int create_veth(struct netns_rst *n, const NetDeviceEntry *e, const char *out)
+{
+	struct rtnl_req q;
+	struct rtattr *info, *data, *peer;
+	int ret = new_link(&q, e, "veth", &info);
+
 	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
 	peer = data ? rtnl_nest(&q, VETH_INFO_PEER) : NULL;
 	ret = peer ? add_peer_attrs(n, &q, e, out) : -ENOSPC;
@@ -285,19 +295,9 @@ static int add_bridge_opts(struct rtnl_req *q, const NetDeviceEntry *e)
 static int create_bridge(struct netns_rst *n, const NetDeviceEntry *e)
 {
 	struct rtnl_req q;
-	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
-					      sizeof(*ifi));
 	struct rtattr *info, *data;
-	int ret;
+	int ret = new_link(&q, e, "bridge", &info);
 
-	ifi->ifi_index = (int)e->ifindex;
-	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
-	if (!ret)
-		ret = rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
-	if (!ret && e->has_address && e->address.len == 6)
-		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
-	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
-	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "bridge", 7) : -ENOSPC;
 	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
 	ret = data ? add_bridge_opts(&q, e) : -ENOSPC;
 	if (ret)
@@ -380,8 +380,6 @@ static int create_macvlan(struct netns_rst *n, const NetDeviceEntry *e)
 	const struct veth_ext *x = external_of(n, e->name);
 	const char *lower = x && x->macvlan ? x->out : e->peer_name;
 	struct rtnl_req q;
-	struct ifinfomsg *ifi = rtnl_req_init(&q, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
-					      sizeof(*ifi));
 	struct rtattr *info, *data;
 	int link = 0, self, ret;
 	uint16_t flags = (uint16_t)e->macvlan_flags;
@@ -396,15 +394,7 @@ static int create_macvlan(struct netns_rst *n, const NetDeviceEntry *e)
 	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return fail(-errno, "cannot open the network namespace being made: %m");
-	ifi->ifi_index = (int)e->ifindex;
-	ret = rtnl_add(&q, IFLA_IFNAME, e->name, strlen(e->name) + 1);
-	ret = ret ?: rtnl_add(&q, IFLA_MTU, &e->mtu, sizeof(e->mtu));
-	if (!ret && e->has_address && e->address.len == 6)
-		ret = rtnl_add(&q, IFLA_ADDRESS, e->address.data, 6);
-	ret = ret ?: rtnl_add(&q, IFLA_LINK, &link, sizeof(link));
-	ret = ret ?: rtnl_add(&q, IFLA_NET_NS_FD, &self, sizeof(self));
-	info = ret ? NULL : rtnl_nest(&q, IFLA_LINKINFO);
-	ret = info ? rtnl_add(&q, IFLA_INFO_KIND, "macvlan", 8) : -ENOSPC;
+	ret = new_link(&q, e, "macvlan", &info);
 	data = ret ? NULL : rtnl_nest(&q, IFLA_INFO_DATA);
 	ret = data ? rtnl_add(&q, IFLA_MACVLAN_MODE, &e->macvlan_mode, 4) : -ENOSPC;
 	ret = ret ?: rtnl_add(&q, IFLA_MACVLAN_FLAGS, &flags, sizeof(flags));
@@ -416,7 +406,9 @@ static int create_macvlan(struct netns_rst *n, const NetDeviceEntry *e)
 	}
 	rtnl_nest_end(&q, data);
 	rtnl_nest_end(&q, info);
-	ret = rtnl_talk(&n->host, &q.h);
+	ret = rtnl_add(&q, IFLA_LINK, &link, sizeof(link));
+	ret = ret ?: rtnl_add(&q, IFLA_NET_NS_FD, &self, sizeof(self));
+	ret = ret ?: rtnl_talk(&n->host, &q.h);
 	close(self);
 	return ret ? fail(ret, "cannot create macvlan %s (index %u) on %s: %s", e->name,
 			  e->ifindex, lower, strerror(-ret)) : 0;
