@@ -729,6 +729,16 @@ print(c)
 PY
 }
 
+# lazy_chain MB STRIDE: t-incr of MB MiB pre-dumped to $T/p1, 1 page in STRIDE
+# rewritten, then dumped (killing) on it to $T/d2
+lazy_chain() {
+	start_prog t-incr "$1" "$2" keep
+	pre_dump "$T/p1"
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+}
+
 # a chain (pre-dump, a step that rewrites 1 page in 8, dump on it): the lazy
 # fill takes the pages written since the pre-dump (the dump's own pages) first,
 # then the rest in address order. The process is idle until the hot pass is
@@ -738,12 +748,8 @@ PY
 case_lazy_hot_first() {
 	local mb=16 stride=8
 	local pages=$(( mb * 256 )) hot=$(( mb * 256 / stride ))
-	start_prog t-incr "$mb" "$stride" keep
+	lazy_chain "$mb" "$stride"
 	local addr=${READY[2]}
-	pre_dump "$T/p1"
-	incr_step
-	dump "$PID" "$T/d2" --prev-images-dir ../p1
-	expect_killed "$PID"
 	expect_parent_entries "$T/d2"	# crit decodes the set: the record is the chain's own
 	md show show -D "$T/d2" || fail "show failed: $(tail -n1 "$MD_ERR")"
 	local shown; shown=$(sed -n 's/^hot  *\([0-9]*\) pages written since the parent set.*/\1/p' "$MD_OUT")
@@ -779,12 +785,8 @@ add lazy-hot-first case_lazy_hot_first
 # verify's words naming the parent image and the run (before, refused up front)
 case_lazy_chain_late() {
 	local mb=16 stride=8
-	start_prog t-incr "$mb" "$stride" keep
+	lazy_chain "$mb" "$stride"
 	local addr=${READY[2]}
-	pre_dump "$T/p1"
-	incr_step
-	dump "$PID" "$T/d2" --prev-images-dir ../p1
-	expect_killed "$PID"
 	MEMDUMP_LAZY_CHECK=late lazy_restore "$T/d2" good
 	local line late
 	line=$(grep -m1 "lazy-pages: the chain's runs: " "$LZ_LOG") ||
