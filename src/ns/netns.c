@@ -264,14 +264,6 @@ static int save_bridge_opts(NetDeviceEntry *e, struct rtattr **tb)
 	return 0;
 }
 
-static bool is_bridge(struct rtattr **tb)
-{
-	char kind[32];
-
-	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
-	return !strcmp(kind, "bridge");
-}
-
 static void macvlan_attrs(struct rtattr **tb, struct rtattr **mv)
 {
 	const struct rtattr *data = link_info_data(tb[IFLA_LINKINFO]);
@@ -352,13 +344,13 @@ static int save_macvlan(struct netns_read *n, NetDeviceEntry *e, struct rtattr *
 			  strerror(-ret)) : 0;
 }
 
-/* What a device is to memdump: lo, a veth to memdump's namespace, a bridge, or refused. */
+/*
+ * What a device (of kind, link_kind()) is to memdump: lo, a veth to
+ * memdump's namespace, a bridge, a macvlan, or refused.
+ */
 static bool link_ok(struct netns_read *n, const struct ifinfomsg *ifi, struct rtattr **tb,
-		    const char *name)
+		    const char *name, const char *kind)
 {
-	char kind[32];
-
-	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
 	if (ifi->ifi_type == ARPHRD_LOOPBACK && !strcmp(name, "lo"))
 		return true;
 	if (!strcmp(kind, "bridge"))
@@ -507,15 +499,12 @@ static void free_entry(NetDeviceEntry *e, struct peer *p)
 }
 
 static int write_device(struct netns_read *n, const struct ifinfomsg *ifi, struct rtattr **tb,
-			const char *name)
+			const char *name, const char *kind)
 {
 	NetDeviceEntry e = NET_DEVICE_ENTRY__INIT;
 	struct peer p = { .e = NULL };
 	int ret = 0;
 
-	char kind[32];
-
-	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
 	e.type = ifi->ifi_type == ARPHRD_LOOPBACK ? ND_TYPE__LOOPBACK :
 		 !strcmp(kind, "bridge") ? ND_TYPE__BRIDGE :
 		 !strcmp(kind, "macvlan") ? ND_TYPE__MACVLAN : ND_TYPE__VETH;
@@ -559,7 +548,7 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 	const struct ifinfomsg *ifi = NLMSG_DATA(h);
 	struct rtattr *tb[IFLA_MAX + 1];
 	struct nslink *l;
-	char name[IF_NAMESIZE] = "?";
+	char name[IF_NAMESIZE] = "?", kind[32];
 
 	if (h->nlmsg_type != RTM_NEWLINK)
 		return 0;
@@ -579,13 +568,14 @@ static int on_link(const struct nlmsghdr *h, void *arg)
 		memcpy(l->mac, RTA_DATA(tb[IFLA_ADDRESS]), 6);
 		l->has_mac = true;
 	}
-	if (!link_ok(n, ifi, tb, name))
+	link_kind(tb[IFLA_LINKINFO], kind, sizeof(kind));
+	if (!link_ok(n, ifi, tb, name, kind))
 		return 0;
 	l->saved = true;
-	l->bridge = is_bridge(tb);
+	l->bridge = !strcmp(kind, "bridge");
 	if (!n->img)
 		return 0;
-	return write_device(n, ifi, tb, name);
+	return write_device(n, ifi, tb, name, kind);
 }
 
 static int read_links(struct netns_read *n)
