@@ -68,6 +68,10 @@ eng_containerd_stop() {
 	done
 	grep " $T/ctd" /proc/mounts | awk '{ print $2 }' | sort -r | xargs -r -n1 umount -l 2> /dev/null
 	[[ -n $CTD_NS ]] && rm -rf "/run/containerd/runc/$CTD_NS" 2> /dev/null
+	# containerd's cgroups of the namespace's containers are /NAMESPACE/ID: the
+	# namespace's own, empty once they are gone, stays behind
+	[[ -n $CTD_NS ]] && find /sys/fs/cgroup -maxdepth 3 -depth -type d \
+		\( -path "*/$CTD_NS" -o -path "*/$CTD_NS/*" \) -exec rmdir {} \; 2> /dev/null
 	return 0
 }
 
