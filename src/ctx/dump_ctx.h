@@ -191,6 +191,8 @@ struct dump_opts {
 	uint64_t ghost_limit;		/* --ghost-limit: largest deleted file saved, bytes */
 	bool shell_job;			/* --shell-job: the job's terminal is given back */
 	enum pages_write pages_write;	/* --pages-write */
+	bool staged;			/* --stream: the set is staged for the stream, then removed:
+					 * through the page cache, never synced */
 	struct pz_opts compress;	/* --compress: pages-1.img compressed (compress.h) */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	bool no_snapshot;		/* --no-snapshot: leave_running without one */
@@ -309,6 +311,7 @@ struct dump_ctx {
 	struct file_set files;
 	enum dump_mode mode;
 	enum pages_write pages_write;
+	bool staged;			/* dump_opts.staged: no writeback thread, no sync */
 	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
 	bool compress_late;		/* a killing dump: compressed after the kill (images.c) */
 	bool cure_late;			/* a killing dump: the parasite stays until the kill,

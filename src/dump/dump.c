@@ -266,13 +266,16 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
  * Images were written into the page cache: to the disk with them, now that
  * the target runs again or is gone. For a killing dump a failure here comes
  * too late to save the process; the set loses its inventory, so that it is
- * never taken for complete.
+ * never taken for complete. A set staged for --stream is not synced: it is
+ * packed from the page cache and removed (the stream's reader keeps it).
  */
 int dump_make_durable(struct dump_ctx *d, bool leave_running)
 {
 	int ret;
 
 	pages_flush_end(d);	/* the pages image's writeback is queued: the sync waits for it */
+	if (d->staged && !d->dir.crypt)	/* encrypted: the sync is where the sealed files are written */
+		return 0;	/* --stream: the stream is the set's home, packed from the cache */
 	ret = img_sync_all(&d->dir);
 
 	if (ret && !leave_running) {
@@ -525,7 +528,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	struct dump_ctx d = { .pid = o->pid, .mode = o->mode, .progress = o->progress,
 			      .policy = { .ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 					  .pid = o->pid, .ext_tty = o->ext_tty },
-			      .pages_write = o->pages_write, .pre_dump = o->pre_dump,
+			      .pages_write = o->pages_write, .staged = o->staged,
+			      .pre_dump = o->pre_dump,
 			      .compress = o->compress,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext, .xfer = o->xfer,

@@ -111,8 +111,8 @@ void pages_flush_start(struct dump_ctx *d, int fd)
 
 	/* an image under FLUSH_MIN would be queued at its close only: the sync after
 	 * the kill or the resume does as much, with no thread started while frozen */
-	if (d->nr_pages * PAGE_SIZE < FLUSH_MIN)
-		return;
+	if (d->nr_pages * PAGE_SIZE < FLUSH_MIN || d->staged)
+		return;	/* staged for --stream: packed from the cache, never synced */
 	if (d->pages_flush || !flush_wanted(&after) || !(f = calloc(1, sizeof(*f))))
 		return;
 	f->after = after;
