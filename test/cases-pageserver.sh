@@ -573,8 +573,11 @@ case_limit ms-lazy-freeze-no-pages 300
 
 # The source's memdump SIGKILLed after the switch, mid background fill (paced): the
 # page handler on B cannot complete the memory, so it kills the restored process with
-# one line in the receiver's log; nothing hangs, the receiver fails, nothing runs.
+# one line in the receiver's log; nothing hangs, the receiver fails, nothing runs,
+# and nothing of the process's memory stays in /tmp (migrate removed its working
+# directory at the switch; its pages are served from the open files).
 case_ms_lazy_source_killed() {
+	local work_before; work_before=$(ls -d /tmp/memdump-migrate-* 2> /dev/null)
 	ms_lazy_switched
 	local dest=$DEST md=$MDW
 	kill -9 "$md"
@@ -592,6 +595,9 @@ case_ms_lazy_source_killed() {
 	grep -q '^PASS' "$OUT" && fail "the killed process passed"
 	dest=$(ms_dest_pid "$PID")	# a zombie of B's PID namespace (its init is sleep) is gone
 	[[ -z $dest ]] || ! alive "$dest" || fail "a process $PID runs on host B"
+	# its working directory (the process's pre-copied memory) went at the switch
+	[[ $(ls -d /tmp/memdump-migrate-* 2> /dev/null) == "$work_before" ]] ||
+		fail "the killed migrate left its working directory: $(ls -d /tmp/memdump-migrate-*)"
 }
 add ms-lazy-source-killed case_ms_lazy_source_killed
 case_limit ms-lazy-source-killed 300

@@ -337,10 +337,21 @@ static int one_dump(struct migration *m, bool final)
  * in (DONE), then remove them. A failure here is the destination's loss:
  * its page handler kills what it restored.
  */
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *f);
+
+/*
+ * After the switch: the final set's pages served from their open files. A
+ * working directory of memdump's own goes first, so that a memdump killed
+ * meanwhile leaves no copy of the process's memory in /tmp.
+ */
 static int serve_pages(struct migration *m)
 {
 	char path[PATH_MAX + XFER_NAME_MAX + 32];
-	int ret = serve_gets(m, false);
+	int ret;
+
+	if (m->own_work && !nftw(m->work, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+		m->own_work = false;
+	ret = serve_gets(m, false);
 
 	for (int i = 0; !ret && i < m->nr_srcs; i++) {
 		snprintf(path, sizeof(path), "%s/%d/%s%spages-1.img", m->work, m->set,
