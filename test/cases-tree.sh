@@ -771,6 +771,18 @@ tree_ids() {
 	done | sort
 }
 
+# pidns_dump_restore UNSHARE N: the tree of PID (the init of the PID namespace
+# UNSHARE made) dumped, killed with it, restored; N processes below PID again
+pidns_dump_restore() {
+	dump "$PID" "$T/d"
+	wait "$1" 2> /dev/null
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == '"$2"' ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+}
+
 # t-sessions as the init of a PID namespace: sessions whose leader is dead
 # (a child of the init in it), a child of the init in a live leader's session,
 # a process in the session its parent left by setsid, a group whose leader is
@@ -789,13 +801,7 @@ case_tree_pidns_sessions() {
 	for p in $(tree_pids "$PID"); do track "$p"; done
 	before=$(tree_ids "$PID")
 	[[ $(echo "$before" | wc -l) == 9 ]] || fail "not 9 processes: $before"
-	dump "$PID" "$T/d"
-	wait "$u" 2> /dev/null
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 8 ]]' ||
-		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	pidns_dump_restore "$u" 8
 	after=$(tree_ids "$PID")
 	[[ $before == "$after" ]] ||
 		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tr '\n' ';' <<< "$after")]"
@@ -822,13 +828,7 @@ case_tree_zombie_leader() {
 	pidns_prog t-zombiepg leader
 	local before; before=$(tree_ids_rel "$PID")
 	[[ $(echo "$before" | wc -l) == 4 ]] || fail "not 4 processes (init, A, its zombie, G): $before"
-	dump "$PID" "$T/d"
-	wait "$PIDNS_U" 2> /dev/null
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1
-	wait_restored "$PID"
-	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 3 ]]' ||
-		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	pidns_dump_restore "$PIDNS_U" 3
 	[[ $(tree_ids_rel "$PID") == "$before" ]] ||
 		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tree_ids_rel "$PID" | tr '\n' ';')]"
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
