@@ -838,6 +838,39 @@ case_tree_zombie_leader() {
 }
 add tree-zombie-leader case_tree_zombie_leader
 
+# the same tree, its restore's memdump SIGKILLed once the tree is forked (the
+# zombie leader made, its member forked by it): nothing of the tree is left,
+# and the next restore gives it back whole
+case_tree_zombie_leader_killed() {
+	pidns_prog t-zombiepg leader
+	local before md hosts; before=$(tree_ids_rel "$PID")
+	dump "$PID" "$T/d"
+	wait "$PIDNS_U" 2> /dev/null
+	MEMDUMP_FAULT=rst-forked restore_bg "$T/d" killed
+	wait_line "$MD_ERR" "fault point rst-forked: " "$OP_TIMEOUT" ||
+		fail "the restore did not reach rst-forked: $(cat "$MD_ERR")"
+	[[ $(tree_count "$PID") == 3 ]] || fail "the tree was not forked: $(tree_ids "$PID")"
+	hosts=$(tree_pids "$PID")	# the init, A, the zombie leader, its member
+	md=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md ]] || fail "no memdump below timeout $RPID"
+	kill -9 "$md"
+	rstfail_wait_exit
+	# shellcheck disable=SC2086 # one PID a word
+	rstfail_gone $hosts
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1
+	wait_restored "$PID"
+	wait_until "$OP_TIMEOUT" eval '[[ $(tree_count '"$PID"') == 3 ]]' ||
+		fail "the restored tree is not there: $(cat "$MD_ERR")"
+	[[ $(tree_ids_rel "$PID") == "$before" ]] ||
+		fail "ids differ after the second restore: $(tree_ids_rel "$PID" | tr '\n' ';')"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+}
+add tree-zombie-leader-killed case_tree_zombie_leader_killed
+
 # a child subreaper (no PID namespace) with a child in the session of a dead
 # process: no helper could give it that session and the root as parent again:
 # refused by name, the tree running on untouched
