@@ -498,7 +498,7 @@ mv_state() {
 # A macvlan whose lower device is in memdump's namespace (zdtm macvlan): made
 # again on it (its dumped name; with --external macvlan[IN]:DEV on DEV) and
 # moved into the restored namespace, with its index, MAC, MTU, mode and
-# addresses
+# addresses; a restore SIGKILLed before leaves no device behind
 case_ns_net_macvlan() {
 	command -v ip > /dev/null || fail "ip (iproute2) is not installed"
 	local lo=mdml$$ lo2=mdmm$$ mv=mdmv$$ before
@@ -517,6 +517,20 @@ case_ns_net_macvlan() {
 	expect_killed "$PID"
 	crit_decodes "$T/d"
 	truncate -s "$READY_SIZE" "$OUT"
+	# first a restore whose memdump is SIGKILLed once the namespace is made: the
+	# macvlan, made from memdump's namespace, goes with the new one
+	local md links; links=$(ip -o link | wc -l)
+	MEMDUMP_FAULT=rst-forked restore_bg "$T/d" killed --external "macvlan[$mv]:$lo2"
+	wait_line "$MD_ERR" "fault point rst-forked: " "$OP_TIMEOUT" ||
+		fail "the restore did not reach rst-forked: $(cat "$MD_ERR")"
+	md=$(pgrep -P "$RPID" -x memdump | head -n1)
+	[[ -n $md ]] || fail "no memdump below timeout $RPID"
+	kill -9 "$md"
+	rstfail_wait_exit
+	rstfail_gone "$PID"
+	wait_until 5 eval '[[ $(ip -o link | wc -l) == '"$links"' ]]' ||
+		fail "memdump's namespace has other devices: $(ip -o link | cut -d: -f2)"
+	ip -o link | grep -q "$mv" && fail "the macvlan $mv is in memdump's namespace"
 	restore_bg "$T/d" 1 --external "macvlan[$mv]:$lo2"
 	wait_restored "$PID"
 	[[ $(mv_state "$mv") == "$before" ]] ||
