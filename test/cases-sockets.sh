@@ -892,6 +892,10 @@ add sk-peercred-listen case_sk_peercred listen
 # a pair whose end the parent and its child both hold (one description): made
 # again before the fork, the child inherits the new one (nginx's channels)
 add sk-peercred-shared case_sk_peercred shared
+# a pair made by the parent whose other end its child holds with a grandchild (one
+# description), and the same for a connection to the parent's listener (zdtm
+# seccomp_filter_inheritance): made again before the fork, the grandchild's copy too
+add sk-peercred-below case_sk_peercred below
 # a pair made by the parent, one end in each process after its fork (tree)
 add sk-peercred-tree case_sk_peercred tree
 # connections to the parent's listener made by it, one end of each kept by its child

@@ -23,6 +23,11 @@
  *         description in two processes), the parent the other
  *   shared2: a stream socketpair, then two forks: both children keep one end
  *         (one description in two siblings), the parent the other (refused)
+ *   below: a connection to its listener, a stream pair (own ids), a datagram
+ *         pair (other ids), then a fork: the child keeps one end of each and
+ *         forks a grandchild keeping them too (one description in two
+ *         processes), the parent the other ends (zdtm's
+ *         seccomp_filter_inheritance); all three check theirs
  *   mgr:  python's multiprocessing Manager's shape: three children forked,
  *         E, then L, then S; L listens (after its fork) and accepts four
  *         connections: from its earlier sibling E, its parent, and two from
@@ -478,6 +483,64 @@ static void shared2(void)
 	t_pass("shared2");
 }
 
+/* a connection to a listener, a stream pair (own ids), a datagram pair (other ids), then a
+ * fork: the child keeps one end of each and forks a grandchild that keeps them too (one
+ * description in two processes), the parent the other ends; a byte queued for the child */
+static void below(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	socklen_t l = offsetof(struct sockaddr_un, sun_path) + 1 +
+		      snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "t-peercred-%d-b",
+			       (int)getpid());
+	int sv[2], dv[2], up[2], s = socket(AF_UNIX, SOCK_STREAM, 0), c, acc;
+	char b;
+	pid_t k, g;
+
+	must(s >= 0 && !bind(s, (struct sockaddr *)&a, l) && !listen(s, 4), "listen");
+	conn(s, &a, l, &c, &acc);
+	must(!socketpair(AF_UNIX, SOCK_STREAM, 0, sv) && !pipe(up), "socketpair");
+	as_other(1);
+	must(!socketpair(AF_UNIX, SOCK_DGRAM, 0, dv), "socketpair");
+	as_other(0);
+	must(write(sv[0], "p", 1) == 1, "write");
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		close(sv[0]);
+		close(dv[0]);
+		close(s);
+		close(c);
+		nr = 0;
+		keep(sv[1]);
+		keep(dv[1]);
+		keep(acc);
+		g = fork();
+		must(g >= 0, "fork");
+		if (g == 0) {
+			must(write(up[1], "g", 1) == 1, "write");
+			child_checks(0);
+		}
+		data_fd = sv[1];
+		data_want = 'p';
+		child_checks(g);
+		fflush(stdout);
+		_exit(check());
+	}
+	close(sv[1]);
+	close(dv[1]);
+	close(acc);
+	keep(sv[0]);
+	keep(dv[0]);
+	keep(c);
+	keep(s);
+	must(read(up[0], &b, 1) == 1, "the grandchild's ready");
+	t_ready("below %d", (int)k);
+	child_checks(k);
+	if (check())
+		exit(1);
+	t_pass("below");
+}
+
 static char stack[65536];
 static int sv_gone[2];
 
@@ -600,6 +663,8 @@ int main(int argc, char **argv)
 		shared();
 	else if (!strcmp(mode, "shared2"))
 		shared2();
+	else if (!strcmp(mode, "below"))
+		below();
 	else if (!strcmp(mode, "named"))
 		named(t_dir);
 	else

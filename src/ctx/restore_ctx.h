@@ -142,6 +142,7 @@ struct sk_late {
 					 * TREE_*: either may be another process's (memdump's) */
 	const UnixSkEntry *u, *p, *l;	/* PAIR, ACCEPT, TREE_* (sk_unix_cred_restore.c) */
 	struct rst *lproc;		/* FORK_CONNECT: the listener's process, waited for */
+	struct rst *uproc, *pproc;	/* TREE_*: the processes opening u and p */
 	bool made;			/* FORK_ACCEPT: a connection put on fd already */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */

@@ -24,7 +24,8 @@
  *    process to one listener are told apart by connect order (their client
  *    ends' inodes: the connector connects them in that order);
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
- *    a process it forks (or one below that) holds alone; TREE_PAIR too: a
+ *    a process it forks (or one below that) holds alone, or with processes
+ *    that one forks (their copies made anew too); TREE_PAIR too: a
  *    socketpair of its own whose ends only processes it forks (or below)
  *    hold too (a server's channels to its workers), their copies made anew.
  *
@@ -126,12 +127,27 @@ static int holder_other(const struct ucv *v, size_t r, uint32_t ino)
 	return -1;
 }
 
-/* The process forked by r or below that alone holds ino (its index), or -1. */
+/* Socket ino in x's table, opened by no other process, shared only with processes x
+ * forks (or ones below): made again before x forks them, they inherit the new one. */
+static bool alone_below(const struct ucv *v, size_t x, uint32_t ino)
+{
+	const struct ucv_sk *s = own(&v->procs[x], ino);
+
+	if (!s || s->fd < 0 || s->shared_other)
+		return false;
+	for (size_t i = 0; i < v->n; i++)
+		if (i != x && own(&v->procs[i], ino))
+			return false;
+	return true;
+}
+
+/* The process forked by r or below that holds ino, alone or with the ones it forks
+ * (its index), or -1. */
 static int holder_below(const struct ucv *v, size_t r, uint32_t ino)
 {
 	for (size_t i = 0; v->tree && i < v->n; i++)
 		if (i != r && own(&v->procs[i], ino))
-			return descends(v, i, r) && alone_in(v, i, ino) ? (int)i : -1;
+			return descends(v, i, r) && alone_below(v, i, ino) ? (int)i : -1;
 	return -1;
 }
 

@@ -18,7 +18,8 @@
  * In a tree, a process also makes again, before it forks its children, a
  * pair, or a connection accepted from its listener, it made alone (both
  * ends' credentials its own) whose other end a process it forks (or one
- * below) holds alone: that end goes on memdump's fd for it, which it inherits.
+ * below) holds alone, or with the processes that one forks: that end goes on
+ * memdump's fd for it, and on the copies kept for those, which they inherit.
  *
  * Which: unix/sk_unix_cred.c decides (sk_cred_ops), over a view of the tree
  * built here from the images; the dump refused every other socket with peer
@@ -103,15 +104,16 @@ static bool shared_out(struct rst *r, const UnixSkEntry *u, bool other)
 	return false;
 }
 
-/* Made again before the fork: the copies of u's description kept for the processes
- * that take it (they inherit them) become copies of the new one, at. */
-static int reshare(struct rst *r, const UnixSkEntry *u, int at)
+/* Made again by r before the fork: the copies of u's description (opened by process
+ * x, r or one r forks) kept for the processes that take it (they inherit them) become
+ * copies of the new one, at. */
+static int reshare(struct rst *r, struct rst *x, const UnixSkEntry *u, int at)
 {
 	struct rst *o;
 
 	for (size_t i = 0; r->tree && (o = tree_proc(r, i)); i++)
-		for (size_t k = 0; o != r && k < o->nr_shares; k++)
-			if (o->shares[k].owner == r && fd_is(r, o->shares[k].owner_fd, u->id) &&
+		for (size_t k = 0; o != x && k < o->nr_shares; k++)
+			if (o->shares[k].owner == x && fd_is(x, o->shares[k].owner_fd, u->id) &&
 			    o->shares[k].src >= 0 && dup3(at, o->shares[k].src, O_CLOEXEC) < 0)
 				return -errno;
 	return 0;
@@ -204,6 +206,8 @@ static int plan_tree(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 	pr_info("UNIX sockets %u and %u: made again by process %d with their peer credentials, "
 		"%u for process %d\n", u->ino, p->ino, r->pid, p->ino, o->pid);
 	s->fd2 = rst_desc(co, cli->id)->fd;
+	s->uproc = ao;
+	s->pproc = co;
 	late_ends(r, s, acc, cli, l);
 	return 0;
 }
@@ -616,9 +620,9 @@ int sk_cred_remake_tree(struct rst *r, char *msg, size_t len)
 			  l->op == SK_LATE_TREE_ACCEPT ? remake_accepted(l) :
 			  l->op == SK_LATE_LISTEN ? relisten(l) : 0;	/* before children connect */
 
-		if (!ret && l->op == SK_LATE_TREE_PAIR)	/* shared with processes it forks */
-			ret = reshare(r, l->u, l->fd) ?:
-			      own(r, l->p->ino) == l->p ? reshare(r, l->p, l->fd2) : 0;
+		if (!ret && (l->op == SK_LATE_TREE_PAIR || l->op == SK_LATE_TREE_ACCEPT))
+			ret = reshare(r, l->uproc, l->u, l->fd) ?:	/* shared with ones it forks */
+			      reshare(r, l->pproc, l->p, l->fd2);
 
 		if (ret) {
 			snprintf(msg, len, "UNIX sockets %u and %u: cannot make the %s again with "
