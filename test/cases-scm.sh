@@ -22,7 +22,7 @@ add scm-rst-stream case_scm_rst stream
 # a number closed since, a taken edge), an eventfd, timerfds, a signalfd; dumped
 # (killing), restored twice; the program receives each and checks it.
 case_scm_evloop() {
-	start_prog t-scmev
+	start_prog t-scmev "$@"
 	state_snap "$PID"
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
@@ -32,6 +32,9 @@ case_scm_evloop() {
 	restore_and_pass "$T/d" 2
 }
 add scm-rst-evloop case_scm_evloop
+# the same on a socketpair: made again by the process with its peer credentials, then
+# the sets in flight filled with the new ends (zdtm scm05)
+add scm-rst-evloop-pair case_scm_evloop pair
 
 # --leave-running: the queue and the files in flight are the target's still.
 case_scm_lr() {

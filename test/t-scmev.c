@@ -2,6 +2,9 @@
  *
  *   t-scmev DIR
  *
+ *   t-scmev DIR pair   the same on a socketpair(): its peer credentials (this process's)
+ *                      checked too (zdtm scm05)
+ *
  * Messages queued on sk[1], every file in them closed by the process after sending:
  *   "ep1"  an epoll set watching sk[1] (EPOLLIN, data 0x1111) and a pipe's read end
  *          (EPOLLIN|EPOLLONESHOT, data 0x3333) registered as fd N, since moved to
@@ -170,11 +173,11 @@ static int timer(int clock, int flags, long value_s, long value_ns, long interva
 }
 
 static char ep1_regs[TXT], ep2_regs[TXT], sig_mask[TXT];
+static int use_pair;	/* "pair": sk made by socketpair(), its peer credentials checked */
 static int held_efd, moved, closed_nr;
 
-/* Two datagram sockets bound to abstract names and connected to each other: a
- * socketpair's peer credentials would be memdump's after a restore while an epoll set
- * in flight watches it (refused), connect() sets none. */
+/* Two datagram sockets bound to abstract names and connected to each other
+ * (connect() sets no peer credentials). */
 static int dgram_pair(int sv[2])
 {
 	for (int i = 0; i < 2; i++) {
@@ -204,7 +207,8 @@ static void setup(void)
 	uint64_t sum;
 	sigset_t set;
 
-	if (ep1 < 0 || ep2 < 0 || pipe(p) || dgram_pair(sk))
+	if (ep1 < 0 || ep2 < 0 || pipe(p) ||
+	    (use_pair ? socketpair(AF_UNIX, SOCK_DGRAM, 0, sk) : dgram_pair(sk)))
 		t_fail("setup: %s", strerror(errno));
 	add(ep1, sk[1], EPOLLIN, 0x1111);
 	add(ep1, p[0], EPOLLIN | EPOLLONESHOT, 0x3333);
@@ -324,6 +328,7 @@ static void check_sig(void)
 int main(int argc, char **argv)
 {
 	t_init(argc, argv, 0);
+	use_pair = argc > 2 && !strcmp(argv[2], "pair");
 	setup();
 	t_ready("%d %d", closed_nr, moved);
 	t_wait_usr1();
@@ -333,5 +338,14 @@ int main(int argc, char **argv)
 	check_epolls();
 	check_ev();
 	check_sig();
+	for (int i = 0; use_pair && i < 2; i++) {
+		struct ucred c;
+		socklen_t l = sizeof(c);
+
+		if (getsockopt(sk[i], SOL_SOCKET, SO_PEERCRED, &c, &l) || c.pid != getpid() ||
+		    c.uid != getuid())
+			t_fail("the pair's end %d: peer pid %d uid %u, not this process's", i,
+			       (int)c.pid, c.uid);
+	}
 	t_pass(NULL);
 }

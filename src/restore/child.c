@@ -347,9 +347,11 @@ void child_main(struct rst *r)
 		if (ret)
 			child_exit_fail(r, ret, "%s", msg);
 	}
-	ret = epoll_fill_inflight(r, msg, sizeof(msg));	/* sets sent again next */
+	ret = sk_child_remake(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
+	if (!ret)	/* with the sockets made again; sent again next */
+		ret = epoll_fill_inflight(r, msg, sizeof(msg));
 	if (!ret)
-		ret = sk_child_finish(r, msg, sizeof(msg));	/* on memdump's fds, before they move */
+		ret = sk_child_finish(r, msg, sizeof(msg));
 	if (ret)
 		child_exit_fail(r, ret, "%s", msg);
 	/* a deleted cwd, deleted again by now: by the fd memdump kept, before it goes */

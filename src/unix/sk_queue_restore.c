@@ -247,29 +247,41 @@ static int send_all(struct rst *r, const struct sk_late *l)
 	return 0;
 }
 
-int sk_child_finish(struct rst *r, char *msg, size_t len)
+/* The steps that make sockets again with their peer credentials (planned first). */
+static bool remake_step(int op)
+{
+	return op == SK_LATE_PAIR || op == SK_LATE_ACCEPT || op == SK_LATE_LISTEN ||
+	       op == SK_LATE_FORK_ACCEPT || op == SK_LATE_FORK_CONNECT;
+}
+
+static int step(struct rst *r, const struct sk_late *l)
+{
+	if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT || l->op == SK_LATE_LISTEN)
+		return sk_cred_remake(l);
+	if (l->op == SK_LATE_FORK_ACCEPT || l->op == SK_LATE_FORK_CONNECT)
+		return sk_cred_remake_fork(r, l);
+	if (l->op == SK_LATE_SEND)
+		return send_all(r, l);
+	if (l->op == SK_LATE_SHUTDOWN)
+		return shutdown(l->fd, l->arg) ? -errno : 0;
+	if (l->op == SK_LATE_CONNECT)
+		return connect(l->fd, (const struct sockaddr *)&l->to, l->tolen) ? -errno : 0;
+	return setsockopt(l->fd, SOL_SOCKET, SO_PEEK_OFF, &l->arg, sizeof(l->arg)) ? -errno : 0;
+}
+
+/* The remakes (remakes), or every other step, in plan order. */
+static int steps(struct rst *r, bool remakes, char *msg, size_t len)
 {
 	for (size_t i = 0; i < r->nr_sk_late; i++) {
 		const struct sk_late *l = &r->sk_late[i];
-		int ret = 0;
+		int ret;
 
+		if (l->op == SK_LATE_TREE_PAIR || l->op == SK_LATE_TREE_ACCEPT ||
+		    remake_step(l->op) != remakes)
+			continue;	/* TREE_*: made before the fork (sk_cred_remake_tree) */
 		if (l->op == SK_LATE_SEND && l->msg->e->has_cred_pid)
 			sk_tree_wait_pid(r, (pid_t)l->msg->e->cred_pid);
-		if (l->op == SK_LATE_TREE_PAIR || l->op == SK_LATE_TREE_ACCEPT)
-			continue;	/* made before the fork (sk_cred_remake_tree) */
-		if (l->op == SK_LATE_PAIR || l->op == SK_LATE_ACCEPT || l->op == SK_LATE_LISTEN)
-			ret = sk_cred_remake(l);
-		else if (l->op == SK_LATE_FORK_ACCEPT || l->op == SK_LATE_FORK_CONNECT)
-			ret = sk_cred_remake_fork(r, l);
-		else if (l->op == SK_LATE_SEND)
-			ret = send_all(r, l);
-		else if (l->op == SK_LATE_SHUTDOWN)
-			ret = shutdown(l->fd, l->arg) ? -errno : 0;
-		else if (l->op == SK_LATE_CONNECT)
-			ret = connect(l->fd, (const struct sockaddr *)&l->to, l->tolen) ? -errno : 0;
-		else
-			ret = setsockopt(l->fd, SOL_SOCKET, SO_PEEK_OFF, &l->arg, sizeof(l->arg)) ?
-			      -errno : 0;
+		ret = step(r, l);
 		if (ret) {
 			snprintf(msg, len, "UNIX socket queues: cannot %s: %s",
 				 l->op == SK_LATE_SEND ? "send queued data again" :
@@ -283,6 +295,16 @@ int sk_child_finish(struct rst *r, char *msg, size_t len)
 		}
 	}
 	return 0;
+}
+
+int sk_child_remake(struct rst *r, char *msg, size_t len)
+{
+	return steps(r, true, msg, len);
+}
+
+int sk_child_finish(struct rst *r, char *msg, size_t len)
+{
+	return steps(r, false, msg, len);
 }
 
 void sk_queue_free(struct rst *r)

@@ -80,7 +80,10 @@ struct image;
 int sk_queues_open(struct rst *r, struct image **img);
 /* One more step for the child (SK_LATE_*) on memdump's fd, zeroed; NULL: no memory */
 struct sk_late *sk_late_new(struct rst *r, int op, int fd);
-/* In the child, before its fds move: the queues, shutdowns, peek offsets. */
+/* In the child, before its fds move: the sockets made again with their peer credentials
+ * (sk_child_remake), then, once the epoll sets in flight are filled with them, the
+ * queues, shutdowns, peek offsets (sk_child_finish). */
+int sk_child_remake(struct rst *r, char *msg, size_t len);
 int sk_child_finish(struct rst *r, char *msg, size_t len);
 void sk_queue_free(struct rst *r);
 void sk_helpers_close(struct rst *r);
@@ -140,7 +143,6 @@ struct ucv_proc {
 	int parent;		/* the process (index) that forks it, -1: none of the view */
 	struct ucv_sk *sks;	/* the UNIX sockets it opens (not another's copies) */
 	size_t nr_sks;
-	bool epoll_in_flight;	/* an epoll set only in flight (SCM_RIGHTS) */
 };
 struct ucv {
 	struct ucv_proc *procs;	/* the root first, pstree order */

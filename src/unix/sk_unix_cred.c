@@ -226,11 +226,11 @@ static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, si
 	int o;
 
 	if (!v->tree || unnamed(a) || a->type == SOCK_DGRAM || a->accept_pos || !a->peer_cred ||
-	    !alone_in(v, q, a->ino) || x->epoll_in_flight)
+	    !alone_in(v, q, a->ino))
 		return false;
 	o = holder_other(v, q, a->peer);
 	ls = listener_of(x, a);
-	if (o < 0 || v->procs[o].epoll_in_flight || !ls || ls->u->deleted || !mine(x, ls) ||
+	if (o < 0 || !ls || ls->u->deleted || !mine(x, ls) ||
 	    !alone_in(v, q, ls->u->ino))
 		return false;
 	*c = own(&v->procs[o], a->peer)->u;
@@ -341,10 +341,7 @@ int sk_cred_ops(const struct ucv *v, size_t r, ucv_fn fn, void *arg)
 
 		if (s->u->state != SK_ESTABLISHED)
 			continue;
-		if (!x->epoll_in_flight)
-			ret = one(v, r, s, fn, arg);
-		else if (v->tree && !own(x, s->u->peer))	/* only those made before the fork */
-			ret = tree_pair(v, r, s, fn, arg);
+		ret = one(v, r, s, fn, arg);
 	}
 	return ret;
 }
@@ -415,8 +412,6 @@ static const char *shape(const struct ucv *v, size_t r, const struct ucv_sk *s, 
 		snprintf(buf, len, "a pair or connection whose other end process %d holds, not one "
 			 "that process %d forked (or one below it) holds alone", (int)v->procs[q].pid,
 			 (int)x->pid);
-	else if (x->epoll_in_flight)
-		snprintf(buf, len, "process %d has an epoll set in flight (SCM_RIGHTS)", (int)x->pid);
 	else if (pid != (uint32_t)x->pid)
 		snprintf(buf, len, "a pair or connection made by process %u, not by process %d that "
 			 "holds both ends", pid, (int)x->pid);

@@ -80,20 +80,6 @@ static bool taken(struct dump_ctx *const *ds, size_t n, const struct dump_ctx *d
 	return false;
 }
 
-static bool epoll_in_flight(const struct dump_ctx *d)
-{
-	for (int i = 0; i < d->files.nr_descs; i++) {
-		const struct file_desc *f = &d->files.descs[i];
-		bool held = false;
-
-		for (int k = 0; f->kind == FK_EPOLL && k < d->files.nr_fds; k++)
-			held |= d->files.fds[k].id == f->id;
-		if (f->kind == FK_EPOLL && !held)
-			return true;
-	}
-	return false;
-}
-
 static int dview_proc(struct dview *w, struct dump_ctx *const *ds, size_t n, size_t k)
 {
 	const struct dump_ctx *d = ds[k];
@@ -105,7 +91,6 @@ static int dview_proc(struct dview *w, struct dump_ctx *const *ds, size_t n, siz
 	for (size_t i = 0; i < n; i++)
 		if (d->tree_parent == ds[i])
 			p->parent = (int)i;
-	p->epoll_in_flight = epoll_in_flight(d);
 	p->sks = calloc(nd + 1, sizeof(*p->sks));
 	w->ents[k] = calloc(nd + 1, sizeof(*w->ents[k]));
 	if (!p->sks || !w->ents[k])

@@ -119,17 +119,6 @@ static int reshare(struct rst *r, struct rst *x, const UnixSkEntry *u, int at)
 	return 0;
 }
 
-/* An epoll set only in flight (SCM_RIGHTS): filled on memdump's fds before the remakes.
- * (The others are filled once the fds moved, with the sockets made again.) */
-static bool epoll_in_flight(const struct rst *r)
-{
-	for (size_t i = 0; i < r->ds.nr_files; i++)
-		if (r->ds.files[i]->type == FD_TYPES__EVENTPOLL &&
-		    target_of(r, r->ds.files[i]->id) < 0)
-			return true;
-	return false;
-}
-
 /* The ends s makes again: u, its peer p, and the listener l (NULL: a pair) of r's. */
 static void late_ends(struct rst *r, struct sk_late *s, const UnixSkEntry *u,
 		      const UnixSkEntry *p, const UnixSkEntry *l)
@@ -231,7 +220,6 @@ static void view_free(struct view *w)
 static int view_proc(struct rst *x, struct ucv_proc *p)
 {
 	p->pid = x->pid;
-	p->epoll_in_flight = epoll_in_flight(x);
 	p->sks = calloc(x->ds.nr_files + 1, sizeof(*p->sks));
 	if (!p->sks)
 		return -ENOMEM;
