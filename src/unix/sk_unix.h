@@ -101,8 +101,8 @@ int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
 /* The same for the forked child (SK_LATE_*): in the root built for it, when its own. */
 socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
-/* Is u's name's file covered by a mount made since the bind (name_covered)? */
-bool sk_unix_covered(const UnixSkEntry *u);
+/* Is u's name's file covered by a mount made since the bind (name_covered), in r's root of its own? */
+bool sk_unix_covered(const struct rst *r, const UnixSkEntry *u);
 /*
  * For the forked child, a covered name: *dir, an O_PATH fd on its directory
  * through a clone of that directory's mount alone, and a, its last part.

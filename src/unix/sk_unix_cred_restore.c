@@ -136,7 +136,7 @@ static void late_ends(struct rst *r, struct sk_late *s, const UnixSkEntry *u,
 	s->p = p;
 	s->l = l;
 	s->lfd = l ? fd_of(r, l) : -1;
-	if (l && sk_unix_covered(l))	/* the child connects from under the mount on it */
+	if (l && sk_unix_covered(r, l))	/* the child connects from under the mount on it */
 		s->covered = !sk_unix_covered_addr(r, l, &s->to, &s->tolen, &s->todir);
 	else if (l)
 		s->tolen = sk_unix_late_addr(r, l, &s->to);

@@ -484,14 +484,18 @@ static int bind_name(struct rst *r, int fd, const UnixSkEntry *u)
 	return go_back(back, "memdump's", ret);
 }
 
-static bool covered(const UnixSkEntry *u)
+/*
+ * A name covered by a mount, in a root of its own (the dump checked there
+ * what restore does; without one, the name is bound as it was before).
+ */
+static bool covered(const struct rst *r, const UnixSkEntry *u)
 {
-	return u->has_name_covered && u->name_covered && !u->deleted;
+	return u->has_name_covered && u->name_covered && !u->deleted && r->mnt_stage;
 }
 
-bool sk_unix_covered(const UnixSkEntry *u)
+bool sk_unix_covered(const struct rst *r, const UnixSkEntry *u)
 {
-	return covered(u);
+	return covered(r, u);
 }
 
 /*
@@ -584,7 +588,7 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 		return 0;
 	if (!u->name.data[0])
 		return bind_name(r, fd, u);	/* abstract */
-	if (covered(u))
+	if (covered(r, u))
 		return sk_unix_bind_covered(r, fd, u);
 	ret = name_path(u, name, sizeof(name));
 	path = rst_path(r, name, buf, sizeof(buf));	/* its file as memdump finds it */
@@ -639,9 +643,6 @@ int sk_unix_bind_late(int fd, const UnixSkEntry *u)
 		return 0;
 	if (!u->name.data[0])
 		return bind_in(fd, u);	/* abstract */
-	if (covered(u))
-		return sk_fail(u, -EOPNOTSUPP, "its name's file is covered by a mount: the process "
-			       "cannot bind it again itself");
 	ret = name_path(u, path, sizeof(path));
 	back = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (!ret && back < 0)
@@ -789,7 +790,7 @@ static socklen_t listener_addr(struct rst *r, const UnixSkEntry *acc, int lfd,
 {
 	char path[64];
 
-	*pfd = covered(acc) ? ioctl(lfd, SIOCUNIXFILE) : -1;
+	*pfd = covered(r, acc) ? ioctl(lfd, SIOCUNIXFILE) : -1;
 	if (*pfd < 0)
 		return sk_unix_conn_addr(r, acc, a);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", *pfd);
