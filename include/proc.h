@@ -76,6 +76,8 @@ int self_sealed_mapping(char *what, size_t len);
  * no symlink and no magic link leads out of that root. An fd or -errno.
  */
 int proc_root_open(pid_t pid, const char *path, int flags);
+/* fd's file at rel below base of pid's root: 0; 1 there only under the mounts on base's; -ENOENT. */
+int proc_root_covered(pid_t pid, const char *base, const char *rel, int fd);
 /* The same under the directory root (an fd): path resolved as if root were "/". */
 int root_open_at(int root, const char *path, int flags);
 

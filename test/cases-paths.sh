@@ -299,10 +299,70 @@ print("PASS" if not bad else "FAIL %s" % bad, flush=True)'
 }
 add rst-root-own-unix case_root_own_unix
 
-# A UNIX socket of a process with a root of its own whose file a mount covers
-# since the bind (zdtm overmount_sock in the ns flavour): restore would bind
-# its name on the covering mount, another file. Refused by name, the target
-# unharmed.
+# UNIX listeners and the connections they accepted, their names' files
+# covered by a mount made since the bind (zdtm overmount_sock in the ns
+# flavour), one absolute name, one relative: restore once bound them on the
+# covering mount, another file; now it binds them in a clone of their
+# directory's mount alone (the file under the mount, where it was) and
+# connects through the listener's file. Checked: the names, the data both
+# ways, and, the mount gone, each name's file the socket's own, a new
+# connection by the name accepted.
+case_root_own_unix_covered_rst() {
+	root_own_start '
+import fcntl, os, signal, socket, stat, subprocess
+os.closerange(3, 256)
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+os.mkdir("/data/cov")
+def pair(name):
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(name)
+    ls.listen(1)
+    cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    cl.connect(name)
+    ac, _ = ls.accept()
+    return ls, ac, cl
+abl, ab, abc = pair("/data/cov/abs")
+os.chdir("/data")
+rll, rl, rlc = pair("cov/rel")
+os.chdir("/")
+subprocess.run(["mount", "-t", "tmpfs", "rootown-cov", "/data/cov"], check=True)
+abc.sendall(b"absolute")
+rl.sendall(b"relative")
+print("READY", os.getpid(), flush=True)
+while not got:
+    signal.pause()
+bad = []
+def check(what, ok):
+    if not ok:
+        bad.append(what)
+check("names", ab.getsockname() == "/data/cov/abs" and rl.getsockname() == "cov/rel" and
+      abc.getpeername() == "/data/cov/abs" and rlc.getpeername() == "cov/rel")
+check("data in", ab.recv(64) == b"absolute" and rlc.recv(64) == b"relative")
+ab.sendall(b"back")
+check("data out", abc.recv(64) == b"back")
+check("still covered", os.listdir("/data/cov") == [])
+subprocess.run(["umount", "/data/cov"], check=True)
+for s, path in ((ab, "/data/cov/abs"), (rl, "/data/cov/rel")):
+    f = fcntl.ioctl(s.fileno(), 0x89E0, 0)	# SIOCUNIXFILE
+    st, at = os.fstat(f), os.stat(path)
+    check("file of " + path, stat.S_ISSOCK(at.st_mode) and (st.st_dev, st.st_ino) == (at.st_dev, at.st_ino))
+for ls, path in ((abl, "/data/cov/abs"), (rll, "/data/cov/rel")):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    c.sendall(b"new")
+    check("new connection to " + path, ls.accept()[0].recv(8) == b"new")
+check("listener names", abl.getsockname() == "/data/cov/abs" and rll.getsockname() == "cov/rel")
+print("PASS" if not bad else "FAIL %s" % bad, flush=True)'
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	restore_and_pass "$T/d" 1
+}
+add rst-root-own-unix-covered case_root_own_unix_covered_rst
+
+# A UNIX datagram socket of a process with a root of its own whose file a
+# mount covers since the bind: restore would send to its name through the
+# mount on top. Refused by name, the target unharmed.
 case_root_own_unix_covered() {
 	root_own_start '
 import os, signal, socket, subprocess
@@ -320,7 +380,7 @@ print("PASS" if s.getsockname() == "/data/cov/sk" else "FAIL", flush=True)'
 	local fd; fd=$(awk '/^READY/ { print $3 }' "$OUT")
 	md dump dump -t "$PID" -D "$T/d"
 	expect_md_error
-	grep -qF "fd $fd (socket:[" "$MD_ERR" && grep -qF "a UNIX socket named /data/cov/sk) in a root of its own, its file not at that path in its root" "$MD_ERR" ||
+	grep -qF "fd $fd (socket:[" "$MD_ERR" && grep -qF "a UNIX socket named /data/cov/sk) in a root of its own, a datagram socket whose file a mount covers since" "$MD_ERR" ||
 		fail "the error does not name the covered socket: $(cat "$MD_ERR")"
 	no_inventory "$T/d"
 	expect_untraced "$PID"

@@ -150,6 +150,9 @@ struct sk_late {
 	bool bind;			/* PAIR: its ends bound to their names once made */
 	struct sockaddr_un to;		/* SEND to a name (tolen 0: connected); CONNECT to */
 	socklen_t tolen;
+	bool covered;			/* to: a name below todir, a directory under the
+					 * mount covering it (memdump's O_PATH fd, inherited) */
+	int todir;
 };
 
 /* The stand-in for the closed peer of a socket, or for a datagram's sender: sends, then goes. */

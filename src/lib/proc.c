@@ -1,8 +1,12 @@
 /* Readers of /proc/PID/{stat,status,task,comm}. */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#include <linux/mount.h>
 #include <sys/capability.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -436,6 +440,69 @@ int proc_root_open(pid_t pid, const char *path, int flags)
 	fd = root_open_at(dir, path, flags);
 	close(dir);
 	return fd;
+}
+
+/* What covered_in_ns() looks for, and its answer. */
+struct covered_req {
+	pid_t pid;
+	const char *base, *rel;
+	struct stat want;
+	int ret;
+};
+
+static bool is_want(int dir, const char *rel, const struct stat *want)
+{
+	struct stat at;
+
+	return !fstatat(dir, rel, &at, AT_SYMLINK_NOFOLLOW) && at.st_dev == want->st_dev &&
+	       at.st_ino == want->st_ino;
+}
+
+/*
+ * On a thread of its own (its fs information unshared, as setns wants): in
+ * the process's mount namespace, where its mounts can be cloned, base's
+ * mount alone (OPEN_TREE_CLONE: none of the mounts on it) shows the file.
+ */
+static void *covered_in_ns(void *arg)
+{
+	struct covered_req *q = arg;
+	char path[64];
+	int dir = proc_root_open(q->pid, q->base, O_PATH | O_DIRECTORY), ns, clone = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", q->pid);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (dir >= 0 && ns >= 0 && !unshare(CLONE_FS) && !setns(ns, CLONE_NEWNS))
+		clone = (int)syscall(SYS_open_tree, dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+				     AT_EMPTY_PATH);
+	q->ret = clone >= 0 && is_want(clone, q->rel, &q->want) ? 1 : -ENOENT;
+	if (clone >= 0)
+		close(clone);
+	if (ns >= 0)
+		close(ns);
+	if (dir >= 0)
+		close(dir);
+	return NULL;
+}
+
+/*
+ * The file of fd, at rel below directory base of pid's root: 0 there; 1
+ * covered by a mount since, but there in a clone of base's mount alone;
+ * -ENOENT neither.
+ */
+int proc_root_covered(pid_t pid, const char *base, const char *rel, int fd)
+{
+	struct covered_req q = { .pid = pid, .base = base, .rel = rel, .ret = -ENOENT };
+	int dir = proc_root_open(pid, base, O_PATH | O_DIRECTORY);
+	bool there = dir >= 0 && !fstat(fd, &q.want) && is_want(dir, rel, &q.want);
+	pthread_t t;
+
+	if (dir >= 0)
+		close(dir);
+	if (there || dir < 0)
+		return there ? 0 : -ENOENT;
+	if (!pthread_create(&t, NULL, covered_in_ns, &q))
+		pthread_join(t, NULL);
+	return q.ret;
 }
 
 int self_sealed_mapping(char *what, size_t len)

@@ -134,6 +134,7 @@ struct sk_unix {
 	bool has_perms;
 	uint32_t mode, uid, gid;	/* the file of a path name */
 	bool deleted;			/* that file removed (or replaced) since the bind */
+	bool covered;			/* that file under a mount made on its path since */
 	char *name_dir;			/* a relative name's directory (malloc'd), or NULL */
 	uint32_t accept_pos;		/* not accepted yet: its place in peer's queue (1: first) */
 	bool peer_closed;		/* datagram: connected to a socket closed since */

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -420,6 +421,71 @@ static bool unix_name_in_root(pid_t pid, const char *name, int pfd)
 }
 
 /*
+ * The directory a socket's name was bound from (base) and the name below it
+ * (rel): the root and the name less its '/', or, for a relative name, the
+ * directory its file's path (file) ends with it in. false: it does not.
+ */
+static bool name_base(const char *sun, const char *file, char *base, size_t len,
+		      const char **rel)
+{
+	size_t fl = strlen(file), nl = strlen(sun);
+
+	if (sun[0] == '/') {
+		snprintf(base, len, "/");
+		*rel = sun + 1;
+		return sun[1] != 0;
+	}
+	*rel = sun;
+	if (fl <= nl + 1 || file[fl - nl - 1] != '/' || strcmp(file + fl - nl, sun))
+		return false;
+	snprintf(base, len, "%.*s", (int)(fl - nl - 1), file);
+	if (!base[0])
+		snprintf(base, len, "/");
+	return true;
+}
+
+/* A listener (copy) with connections not accepted yet: it polls readable. */
+static bool has_pending(int copy)
+{
+	struct pollfd p = { .fd = copy, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/*
+ * A socket (copy, its file pfd) whose name's file is not at its path in
+ * pid's root. Covered by a mount since (zdtm overmount_sock), it is there in
+ * a clone of its directory's mount alone, where restore binds it again
+ * (sk_unix_restore.c) and connects an accepted connection's peer through its
+ * listener's file; connections not accepted yet (the restored child connects
+ * them by name) and datagram sockets (sent to by name) would meet the mount
+ * on top: those are refused.
+ */
+static void refuse_unix_covered(pid_t pid, const char *fd, const char *link, const char *sun,
+				const char *path, int copy, int pfd, struct refusals *r)
+{
+	char base[PATH_MAX];
+	const char *rel = NULL;
+	int type = 0, listens = 0;
+	socklen_t l = sizeof(type);
+	bool covered = name_base(sun, path, base, sizeof(base), &rel) &&
+		       proc_root_covered(pid, base, rel, pfd) == 1;
+
+	getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &l);
+	l = sizeof(listens);
+	getsockopt(copy, SOL_SOCKET, SO_ACCEPTCONN, &listens, &l);
+	if (!covered)
+		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of its own, "
+			   "its file not at that path in its root", pid, fd, link, sun);
+	else if (type == SOCK_DGRAM || (listens && has_pending(copy)))
+		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of its own, "
+			   "%s whose file a mount covers since (memdump restores stream "
+			   "listeners and their accepted connections only there)", pid, fd, link,
+			   sun, listens ? "a listener with connections not accepted yet" :
+			   "a datagram socket");
+}
+
+/*
  * A UNIX socket (fd, its link) of pid, a process with a root of its own,
  * bound to a path: restore binds it again under the root it builds, as the
  * process sees it (unix/sk_unix_restore.c), a removed name there too. Its file
@@ -444,8 +510,7 @@ static void refuse_unix_in_own_root(pid_t pid, const char *fd, const char *link,
 			   "name cannot be found", pid, fd, link, sun);
 	else if (sun[0] && !removed &&
 		 !unix_name_in_root(pid, sun[0] == '/' ? sun : path, pfd))
-		refuse_add(r, "process %d: fd %s (%s, a UNIX socket named %s) in a root of its own, "
-			   "its file not at that path in its root", pid, fd, link, sun);
+		refuse_unix_covered(pid, fd, link, sun, path, copy, pfd, r);
 	if (pfd >= 0)
 		close(pfd);
 	close(copy);

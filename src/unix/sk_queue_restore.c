@@ -314,6 +314,9 @@ void sk_queue_free(struct rst *r)
 		free(r->sk_msgs[i].data);
 	}
 	free(r->sk_msgs);
+	for (size_t i = 0; i < r->nr_sk_late; i++)
+		if (r->sk_late[i].covered)
+			close(r->sk_late[i].todir);
 	free(r->sk_late);
 	r->sk_msgs = NULL;
 	r->sk_late = NULL;

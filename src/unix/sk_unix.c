@@ -405,7 +405,22 @@ static int name_dir_of(struct sk_unix *u, const char *path)
 	return u->name_dir ? 0 : -ENOMEM;
 }
 
-static int read_name_file(struct sk_unix *u, int copy)
+/*
+ * Its name's file, covered by a mount on its path since the bind (zdtm
+ * overmount_sock): at its name in a clone of its directory's mount alone.
+ */
+static bool name_covered(pid_t pid, const struct sk_unix *u, int pfd)
+{
+	char name[sizeof(u->name) + 1];
+
+	snprintf(name, sizeof(name), "%.*s", u->name_len, u->name);
+	if (u->deleted || (name[0] != '/' && !u->name_dir))
+		return false;
+	return name[0] == '/' ? proc_root_covered(pid, "/", name + 1, pfd) == 1 :
+	       proc_root_covered(pid, u->name_dir[0] ? u->name_dir : "/", name, pfd) == 1;
+}
+
+static int read_name_file(struct sk_unix *u, int copy, pid_t pid)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -418,15 +433,20 @@ static int read_name_file(struct sk_unix *u, int copy)
 		return fail(-errno, "UNIX socket %lu: cannot open the file of its name %.*s: %s",
 			    (unsigned long)u->ino, u->name_len, u->name, strerror(errno));
 	ret = fstat(pfd, &st) ? -errno : name_file_path(pfd, path, sizeof(path), &u->deleted);
-	close(pfd);
-	if (ret)
+	if (ret) {
+		close(pfd);
 		return fail(ret, "UNIX socket %lu: cannot read the file of its name: %s",
 			    (unsigned long)u->ino, strerror(-ret));
+	}
 	u->has_perms = true;
 	u->mode = st.st_mode & 07777;
 	u->uid = st.st_uid;
 	u->gid = st.st_gid;
-	return u->name[0] == '/' ? 0 : name_dir_of(u, path);
+	ret = u->name[0] == '/' ? 0 : name_dir_of(u, path);
+	if (!ret)
+		u->covered = name_covered(pid, u, pfd);
+	close(pfd);
+	return ret;
 }
 
 /* Its peer credentials, when they name a process: restore makes them again (sk_unix_cred.c). */
@@ -463,7 +483,7 @@ int sk_unix_collect(struct dump_ctx *d, int copy, const struct sk_diag *s, struc
 	u->backlog = s->state == SK_LISTEN ? s->wqueue : 0;
 	u->name_len = s->name_len;
 	memcpy(u->name, s->name, s->name_len);
-	ret = s->has_vfs ? read_name_file(u, copy) : 0;
+	ret = s->has_vfs ? read_name_file(u, copy, d->pid) : 0;
 	if (!ret)
 		ret = read_peercred(copy, u);
 	if (ret)
@@ -518,6 +538,8 @@ void sk_unix_entry(const struct file_desc *f, UnixSkEntry *e, UnixPeerCredEntry 
 	e->name.data = (uint8_t *)u->name;
 	e->has_deleted = u->deleted;
 	e->deleted = u->deleted;
+	e->has_name_covered = u->covered;
+	e->name_covered = u->covered;
 }
 
 int sk_unix_write(const struct file_desc *f, struct image *files)

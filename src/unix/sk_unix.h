@@ -104,6 +104,14 @@ int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 socklen_t sk_unix_conn_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
 /* The same for the forked child (SK_LATE_*): in the root built for it, when its own. */
 socklen_t sk_unix_late_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a);
+/* Is u's name's file covered by a mount made since the bind (name_covered), in r's root of its own? */
+bool sk_unix_covered(const struct rst *r, const UnixSkEntry *u);
+/*
+ * For the forked child, a covered name: *dir, an O_PATH fd on its directory
+ * through a clone of that directory's mount alone, and a, its last part.
+ */
+int sk_unix_covered_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a,
+			 socklen_t *l, int *dir);
 /* In the forked child, in its root: a pair end it made again bound to u's name. */
 int sk_unix_bind_late(int fd, const UnixSkEntry *u);
 /* The aliases of names whose file the process had removed, once every socket that

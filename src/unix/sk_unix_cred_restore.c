@@ -127,8 +127,26 @@ static void late_ends(struct rst *r, struct sk_late *s, const UnixSkEntry *u,
 	s->p = p;
 	s->l = l;
 	s->lfd = l ? fd_of(r, l) : -1;
-	if (l)
+	if (l && sk_unix_covered(r, l))	/* the child connects from under the mount on it */
+		s->covered = !sk_unix_covered_addr(r, l, &s->to, &s->tolen, &s->todir);
+	else if (l)
 		s->tolen = sk_unix_late_addr(r, l, &s->to);
+}
+
+/* connect() c to l's listener: a covered name from its directory under the mount on it. */
+static int late_connect(int c, const struct sk_late *l)
+{
+	int cwd = l->covered ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1, ret = 0;
+
+	if (l->covered && (cwd < 0 || fchdir(l->todir)))
+		ret = -errno;
+	if (!ret && connect(c, (const struct sockaddr *)&l->to, l->tolen))
+		ret = -errno;
+	if (cwd >= 0 && fchdir(cwd))
+		ret = ret ?: -errno;
+	if (cwd >= 0)
+		close(cwd);
+	return ret;
 }
 
 static int plan(struct rst *r, int op, const UnixSkEntry *u, const UnixSkEntry *p,
@@ -478,8 +496,8 @@ static int remake_accepted(const struct sk_late *l)
 		ret = ids_enter(l->u->peer_cred, &s);
 	if (!ret && (c = socket(AF_UNIX, (int)l->p->type | SOCK_CLOEXEC, 0)) < 0)
 		ret = -errno;
-	if (!ret && connect(c, (const struct sockaddr *)&l->to, l->tolen))
-		ret = -errno;
+	if (!ret)
+		ret = late_connect(c, l);
 	ret = ids_leave(&s) ?: ret;
 	a = ret ? -1 : accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (!ret && a < 0)
@@ -516,8 +534,8 @@ static int fork_connect(struct rst *r, const struct sk_late *l)
 
 	if (!ret && (c = socket(AF_UNIX, (int)l->u->type | SOCK_CLOEXEC, 0)) < 0)
 		ret = -errno;
-	if (!ret && connect(c, (const struct sockaddr *)&l->to, l->tolen))
-		ret = -errno;
+	if (!ret)
+		ret = late_connect(c, l);
 	ret = ids_leave(&s) ?: ret;
 	if (ret) {
 		if (c >= 0)

@@ -28,10 +28,18 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/mount.h>
+#include <linux/sockios.h>
+
+#ifndef SIOCUNIXFILE
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)	/* linux/un.h: an O_PATH fd on the file of its name */
+#endif
 
 #include "image/image.h"
 #include "common.h"
@@ -476,6 +484,100 @@ static int bind_name(struct rst *r, int fd, const UnixSkEntry *u)
 	return go_back(back, "memdump's", ret);
 }
 
+/*
+ * A name covered by a mount, in a root of its own (the dump checked there
+ * what restore does; without one, the name is bound as it was before).
+ */
+static bool covered(const struct rst *r, const UnixSkEntry *u)
+{
+	return u->has_name_covered && u->name_covered && !u->deleted && r->mnt_stage;
+}
+
+bool sk_unix_covered(const struct rst *r, const UnixSkEntry *u)
+{
+	return covered(r, u);
+}
+
+/*
+ * A name whose file a mount made on its path covers (zdtm overmount_sock):
+ * *clone, a clone of its directory's mount alone under the root built for
+ * it (none of the mounts on it: as memdump found the file at dump), and
+ * path, the name's file through that clone.
+ */
+static int covered_dir(struct rst *r, const UnixSkEntry *u, char *path, size_t len, int *clone)
+{
+	bool abs = u->name.data[0] == '/';
+	char buf[PATH_MAX];
+	const char *at = rst_path(r, abs ? "/" : u->name_dir, buf, sizeof(buf));
+	int n;
+
+	if (!abs && !u->name_dir)
+		return sk_fail(u, -EINVAL, "a covered relative name whose directory the image lacks");
+	*clone = (int)syscall(SYS_open_tree, AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (*clone < 0)
+		return sk_fail(u, -errno, "cannot clone the mount of its name's directory, which "
+			       "a mount covers");
+	n = snprintf(path, len, "/proc/self/fd/%d/%.*s", *clone, (int)u->name.len - abs,
+		     (const char *)u->name.data + abs);
+	return n > 0 && (size_t)n < len ? 0 : sk_fail(u, -ENAMETOOLONG, "its path is too long");
+}
+
+int sk_unix_covered_addr(struct rst *r, const UnixSkEntry *u, struct sockaddr_un *a,
+			 socklen_t *l, int *dir)
+{
+	char path[PATH_MAX], *last;
+	int clone = -1, ret = covered_dir(r, u, path, sizeof(path), &clone);
+
+	last = ret ? NULL : strrchr(path, '/');
+	if (last) {
+		*last = 0;
+		*dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (*dir < 0)
+			ret = sk_fail(u, -errno, "cannot open the directory of its covered name");
+		else
+			*l = path_addr(last + 1, a);
+	}
+	if (clone >= 0)
+		close(clone);	/* the clone lives on under *dir */
+	return ret;
+}
+
+/*
+ * bind() of a covered name in clone (covered_dir()): a relative name from
+ * the clone as the directory, an absolute one with the clone as the root,
+ * so getsockname() shows the dumped name.
+ */
+static int bind_covered(int fd, const UnixSkEntry *u, int clone)
+{
+	struct sockaddr_un a;
+	socklen_t l = addr_of(u, &a);
+	bool abs = u->name.data[0] == '/';
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int root = abs ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1, ret = 0;
+
+	if (cwd < 0 || (abs && root < 0))
+		ret = fail(-errno, "cannot open memdump's directory: %s", strerror(errno));
+	else if (fchdir(clone) || (abs && chroot(".")))
+		ret = sk_fail(u, -errno, "cannot enter the clone of its directory's mount");
+	else if (bind(fd, (struct sockaddr *)&a, l))
+		ret = sk_fail(u, -errno, "cannot bind");
+	if (root >= 0)
+		ret = leave_root(root) ?: ret;
+	return go_back(cwd, "memdump's", ret);
+}
+
+static int sk_unix_bind_covered(struct rst *r, int fd, const UnixSkEntry *u)
+{
+	char path[PATH_MAX];
+	int clone = -1, ret = covered_dir(r, u, path, sizeof(path), &clone);
+
+	if (!ret)
+		ret = free_path(u, path) ?: bind_covered(fd, u, clone) ?: set_perms(u, path);
+	if (clone >= 0)
+		close(clone);
+	return ret;
+}
+
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 {
 	char name[PATH_MAX], buf[PATH_MAX];
@@ -486,6 +588,8 @@ int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u)
 		return 0;
 	if (!u->name.data[0])
 		return bind_name(r, fd, u);	/* abstract */
+	if (covered(r, u))
+		return sk_unix_bind_covered(r, fd, u);
 	ret = name_path(u, name, sizeof(name));
 	path = rst_path(r, name, buf, sizeof(buf));	/* its file as memdump finds it */
 	if (!ret && u->deleted)
@@ -677,17 +781,38 @@ static int give_peer(struct rst *r, const UnixSkEntry *u, const UnixSkEntry *p, 
 }
 
 /* acc was accepted from the listener lfd; its peer p (NULL: closed) connected to it. */
+/*
+ * The name to connect to acc's listener lfd by: its name, or, covered by a
+ * mount (name_covered), its file through memdump's fd *pfd on it.
+ */
+static socklen_t listener_addr(struct rst *r, const UnixSkEntry *acc, int lfd,
+			       struct sockaddr_un *a, int *pfd)
+{
+	char path[64];
+
+	*pfd = covered(r, acc) ? ioctl(lfd, SIOCUNIXFILE) : -1;
+	if (*pfd < 0)
+		return sk_unix_conn_addr(r, acc, a);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", *pfd);
+	return path_addr(path, a);
+}
+
 static int accept_pair(struct rst *r, const UnixSkEntry *acc, const UnixSkEntry *p, int lfd)
 {
 	struct sockaddr_un a;
-	socklen_t l = sk_unix_conn_addr(r, acc, &a);
-	int c = sk_unix_new(acc), s, ret;
+	int pfd, c = sk_unix_new(acc), s, ret;
+	socklen_t l = listener_addr(r, acc, lfd, &a, &pfd);
 
-	if (c < 0)
+	if (c < 0) {
+		if (pfd >= 0)
+			close(pfd);
 		return c;
+	}
 	ret = p ? sk_unix_bind(r, c, p) : 0;
 	if (!ret && connect(c, (struct sockaddr *)&a, l))
 		ret = sk_fail(acc, -errno, "cannot connect to its listener");
+	if (pfd >= 0)
+		close(pfd);
 	if (ret) {
 		close(c);
 		return ret;
