@@ -904,6 +904,10 @@ add sk-peercred-tree-conn case_sk_peercred tree-conn
 # forking workers): the parent listens again before the fork, the child connects
 # with its ids, the parent accepts; a byte queued each way
 add sk-peercred-forkconn case_sk_peercred forkconn
+# the same whose listeners the parent closed once it accepted (a path since removed, an
+# abstract name: zdtm deleted_unix_sock): a listener with the name stands in, listened to
+# again before the fork, the child connects to it, the parent accepts and closes it
+add sk-peercred-closed case_sk_peercred closed
 # python multiprocessing's Manager's shape: a child listens after its fork, its
 # earlier sibling, its parent and its later sibling (twice, the second under
 # other ids) connect: it listens again once forked, each connects with its ids

@@ -23,6 +23,9 @@
  *         description in two processes), the parent the other
  *   shared2: a stream socketpair, then two forks: both children keep one end
  *         (one description in two siblings), the parent the other (refused)
+ *   closed: a listener at a path and an abstract one, then a fork: the child
+ *         connects to each, the parent accepts and closes both listeners, then
+ *         removes the path (zdtm deleted_unix_sock); names and bytes checked too
  *   below: a connection to its listener, a stream pair (own ids), a datagram
  *         pair (other ids), then a fork: the child keeps one end of each and
  *         forks a grandchild keeping them too (one description in two
@@ -583,6 +586,9 @@ static socklen_t path_name(struct sockaddr_un *a, const char *dir, const char *n
 	return offsetof(struct sockaddr_un, sun_path) + strlen(a->sun_path) + 1;
 }
 
+static int named_pair;	/* named(): named_fd[0], [1] a datagram pair */
+static int check_named(void);
+
 static void named(const char *dir)
 {
 	struct sockaddr_un a;
@@ -610,6 +616,63 @@ static void named(const char *dir)
 	keep_named(accept(s, NULL, NULL));
 	keep_named(s);
 	must(write(dv[0], "a", 1) == 1, "write");	/* queued: sent again after the bind */
+	named_pair = 1;
+}
+
+/* a listener at a path (its file removed since) and an abstract one, then a fork: the child
+ * connects to each and sends a byte, the parent accepts each and closes both listeners
+ * (zdtm deleted_unix_sock) */
+static void closed(const char *dir)
+{
+	struct sockaddr_un a[2];
+	socklen_t l[2];
+	int s[2], c[2], up[2];
+	char b;
+	pid_t k;
+
+	l[0] = path_name(&a[0], dir, "cl");
+	memset(&a[1], 0, sizeof(a[1]));
+	a[1].sun_family = AF_UNIX;
+	l[1] = offsetof(struct sockaddr_un, sun_path) + 1 +
+	       snprintf(a[1].sun_path + 1, sizeof(a[1].sun_path) - 1, "t-peercred-c-%d",
+			(int)getpid());
+	for (int i = 0; i < 2; i++) {
+		s[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+		must(s[i] >= 0 && !bind(s[i], (struct sockaddr *)&a[i], l[i]) && !listen(s[i], 4),
+		     "listen");
+	}
+	must(!pipe(up), "pipe");
+	k = fork();
+	must(k >= 0, "fork");
+	if (k == 0) {
+		nr = 0;
+		for (int i = 0; i < 2; i++) {
+			close(s[i]);
+			c[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+			must(c[i] >= 0 && !connect(c[i], (struct sockaddr *)&a[i], l[i]), "connect");
+			keep(c[i]);
+			must(write(c[i], "c", 1) == 1, "write");
+		}
+		must(write(up[1], "x", 1) == 1, "write");
+		data_fd = c[0];
+		data_want = 'p';
+		child_checks(0);
+	}
+	must(read(up[0], &b, 1) == 1, "the child's connections");
+	for (int i = 0; i < 2; i++) {
+		c[i] = accept(s[i], NULL, NULL);
+		must(c[i] >= 0, "accept");
+		close(s[i]);
+		keep_named(c[i]);
+	}
+	must(!unlink(a[0].sun_path) && write(c[0], "p", 1) == 1, "unlink, write");
+	data_fd = c[1];
+	data_want = 'c';
+	t_ready("closed %d", (int)k);
+	child_checks(k);
+	if (check() | check_named())
+		exit(1);
+	t_pass("closed");
 }
 
 /* names as before, and a datagram each way on the pair */
@@ -628,7 +691,7 @@ static int check_named(void)
 			bad = 1;
 		}
 	}
-	if (nnamed && (read(named_fd[1], b, 1) != 1 || b[0] != 'a' ||
+	if (named_pair && (read(named_fd[1], b, 1) != 1 || b[0] != 'a' ||
 		       write(named_fd[1], "b", 1) != 1 || read(named_fd[0], b, 1) != 1 || b[0] != 'b')) {
 		printf("FAIL the named datagram pair does not carry data both ways\n");
 		bad = 1;
@@ -665,6 +728,8 @@ int main(int argc, char **argv)
 		shared2();
 	else if (!strcmp(mode, "below"))
 		below();
+	else if (!strcmp(mode, "closed"))
+		closed(t_dir);
 	else if (!strcmp(mode, "named"))
 		named(t_dir);
 	else

@@ -144,6 +144,7 @@ struct sk_late {
 	struct rst *lproc;		/* FORK_CONNECT: the listener's process, waited for */
 	struct rst *uproc, *pproc;	/* TREE_*: the processes opening u and p */
 	bool made;			/* FORK_ACCEPT: a connection put on fd already */
+	bool standin;			/* FORK_ACCEPT: lfd stands in for a closed listener */
 	int arg;			/* shutdown's how, the peek offset */
 	const struct sk_msg *msg;	/* SEND */
 	bool dgram;

@@ -98,6 +98,9 @@ int sk_scm_control(struct rst *r, const SkPacketEntry *e, struct msghdr *m, char
 		   size_t len);
 /* sk_unix.c, for sk_unix_tree.c: a socket of u's type; bound to u's name; listening */
 int sk_unix_new(const UnixSkEntry *u);
+/* A listener standing in for a closed one (sk_unix_cred_restore.c): memdump's fd closed with
+ * the stand-ins for closed peers (sk_helpers_close). */
+int sk_unix_keep_standin(struct rst *r, int fd);
 int sk_unix_bind(struct rst *r, int fd, const UnixSkEntry *u);
 int sk_unix_listen(struct rst *r, const UnixSkEntry *u);
 /* The address to connect or send to u's name from anywhere (a relative name: made whole). */

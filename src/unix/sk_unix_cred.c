@@ -22,7 +22,9 @@
  *    process connects with its ids once the listener is listened to again
  *    (before the fork), it accepts (fork_conn()); two connections of one
  *    process to one listener are told apart by connect order (their client
- *    ends' inodes: the connector connects them in that order);
+ *    ends' inodes: the connector connects them in that order); a listener
+ *    closed since the accept: one with its name stands in (no listener given;
+ *    not for a name a mount covers since);
  *  - TREE_PAIR, TREE_ACCEPT: the same, made before the fork, whose other end
  *    a process it forks (or one below that) holds alone, or with processes
  *    that one forks (their copies made anew too); TREE_PAIR too: a
@@ -211,8 +213,26 @@ static bool only_forks(const struct ucv *v, size_t q, const UnixSkEntry *a,
 	return true;
 }
 
+/* a (x's), accepted from a listener x has closed since, its client end c: a listener
+ * with its name stands in, listened to by x under c's copy of the closed one's ids
+ * (x's pid), for that connection only (no other end of x's has the name). */
+static bool stand_in(const struct ucv_proc *x, const UnixSkEntry *a, const UnixSkEntry *c)
+{
+	if (!c->peer_cred || c->peer_cred->pid != (uint32_t)x->pid || a->name_covered)
+		return false;	/* covered: the tree's first accept connects by name */
+	for (size_t k = 0; k < x->nr_sks; k++) {
+		const UnixSkEntry *b = x->sks[k].u;
+
+		if (b != a && b->name.len == a->name.len &&
+		    !memcmp(b->name.data, a->name.data, a->name.len))
+			return false;
+	}
+	return true;
+}
+
 /*
- * a (process q's), accepted from q's listener, whose client end another
+ * a (process q's), accepted from q's listener (or one it closed since: NULL, a
+ * stand-in), whose client end another
  * process of the tree connected and holds alone (*co, *c), the listener *l:
  * q listens again before it forks, that process connects with its ids once
  * q did, q accepts (FORK_ACCEPT, FORK_CONNECT).
@@ -230,15 +250,16 @@ static bool fork_conn(const struct ucv *v, size_t q, const struct ucv_sk *as, si
 		return false;
 	o = holder_other(v, q, a->peer);
 	ls = listener_of(x, a);
-	if (o < 0 || !ls || ls->u->deleted || !mine(x, ls) ||
-	    !alone_in(v, q, ls->u->ino))
+	if (o < 0 || (ls && (ls->u->deleted || !mine(x, ls) || !alone_in(v, q, ls->u->ino))))
 		return false;
 	*c = own(&v->procs[o], a->peer)->u;
-	*l = ls->u;
+	*l = ls ? ls->u : NULL;
 	*co = (size_t)o;
-	return (*c)->peer == a->ino && unnamed(*c) && !(*c)->accept_pos &&
-	       (*c)->type == a->type && a->peer_cred->pid == (uint32_t)v->procs[o].pid &&
-	       same_cred((*c)->peer_cred, ls->u->peer_cred) && only_forks(v, q, a, ls->u);
+	if ((*c)->peer != a->ino || !unnamed(*c) || (*c)->accept_pos || (*c)->type != a->type ||
+	    a->peer_cred->pid != (uint32_t)v->procs[o].pid)
+		return false;
+	return ls ? same_cred((*c)->peer_cred, ls->u->peer_cred) && only_forks(v, q, a, ls->u) :
+		    stand_in(x, a, *c);
 }
 
 /* s (process r's, its peer another's): an end of a connection another process made. */

@@ -317,23 +317,64 @@ static int plan_closed(struct rst *r, const UnixSkEntry *u)
 }
 
 /* A connection made after the fork: r accepts (FORK_ACCEPT) or connects (FORK_CONNECT). */
+/*
+ * The stand-in for the listener a (r's, accepted) came from, closed since: made with
+ * a's name (memdump keeps it until the restore ends), listened to again by r before
+ * it forks under c's copy of the closed listener's ids (a LISTEN step), closed by r
+ * once it accepted (fork_accept()). Its fd, or -errno.
+ */
+static int stand_in(struct rst *r, const UnixSkEntry *a, const UnixSkEntry *c)
+{
+	int fd = sk_unix_new(a), ret;
+	struct sk_late *t;
+
+	if (fd < 0)
+		return fd;
+	ret = sk_unix_bind(r, fd, a);
+	if (!ret && listen(fd, 1))
+		ret = -errno;
+	if (!ret)
+		ret = sk_unix_keep_standin(r, fd);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	sk_unix_keep_alias(r, a);	/* a removed name: its peer connects to the alias */
+	t = sk_late_new(r, SK_LATE_LISTEN, fd);
+	if (!t)
+		return -ENOMEM;
+	t->u = a;
+	t->p = t->l = c;
+	t->lfd = fd;
+	return fd;
+}
+
 static int plan_fork(struct rst *r, int op, const UnixSkEntry *u, struct rst *o,
 		     const UnixSkEntry *p, const UnixSkEntry *l)
 {
-	struct sk_late *s = sk_late_new(r, op, fd_of(r, u));
+	int lfd = op == SK_LATE_FORK_ACCEPT && !l ? stand_in(r, u, p) : -1;
+	const UnixSkEntry *to = l ? l : p;	/* FORK_CONNECT to a stand-in: the name its peer has */
+	struct sk_late *s;
 
+	if (op == SK_LATE_FORK_ACCEPT && !l && lfd < 0)
+		return lfd;
+	s = sk_late_new(r, op, fd_of(r, u));
 	if (!s)
 		return -ENOMEM;
 	pr_info("UNIX socket %u: %s again by process %d with its peer credentials (its peer %u "
-		"process %d's)\n", u->ino, op == SK_LATE_FORK_ACCEPT ? "accepted" : "connected",
-		r->pid, p->ino, o->pid);
+		"process %d's%s)\n", u->ino, op == SK_LATE_FORK_ACCEPT ? "accepted" : "connected",
+		r->pid, p->ino, o->pid, l ? "" : ", through a listener standing in for its closed one");
 	s->u = u;
 	s->p = p;
 	s->l = l;
 	if (op == SK_LATE_FORK_ACCEPT) {
-		s->lfd = rst_desc(r, l->id)->fd;
+		s->lfd = l ? rst_desc(r, l->id)->fd : lfd;
+		s->standin = !l;
 	} else {
-		s->tolen = sk_unix_late_addr(r, l, &s->to);
+		if (sk_unix_covered(r, to))	/* from under the mount on it */
+			s->covered = !sk_unix_covered_addr(r, to, &s->to, &s->tolen, &s->todir);
+		else
+			s->tolen = sk_unix_late_addr(r, to, &s->to);
 		s->lproc = o;
 	}
 	return 0;
@@ -590,6 +631,8 @@ static int fork_accept(struct rst *r, const struct sk_late *l)
 		return -ESRCH;	/* not a connection it waits for */
 	}
 	t->made = true;
+	if (t->standin)
+		close(t->lfd);	/* as the closed listener it stands in for */
 	return put(a, t->fd, t->u);
 }
 

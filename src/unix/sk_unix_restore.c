@@ -156,13 +156,14 @@ static socklen_t path_addr(const char *path, struct sockaddr_un *a)
 	return offsetof(struct sockaddr_un, sun_path) + n + 1;
 }
 
-/* u's alias: its own (a datagram socket), or its listener's (an accepted one). */
+/* u's alias: its own (a datagram socket), or its listener's (an accepted one); the
+ * latest bound (a listener standing in for a closed one is bound after the accept). */
 static const struct sk_gone *gone_of(struct rst *r, const UnixSkEntry *u)
 {
 	struct rst *p = r;
 
 	for (size_t i = 0; p; p = r->tree ? tree_proc(r, i++) : NULL) {
-		for (size_t k = 0; k < p->nr_sk_gone; k++) {
+		for (size_t k = p->nr_sk_gone; k-- > 0;) {
 			const struct sk_gone *g = &p->sk_gone[k];
 
 			if (g->ino == u->ino || (g->listens && u->state != SK_LISTEN &&
@@ -1025,6 +1026,17 @@ int sk_unix_open_all(struct rst *r)
 	if (!ret && !r->tree)
 		ret = sk_queue_plan(r);	/* a tree's: once every process's sockets are made */
 	return ret;
+}
+
+int sk_unix_keep_standin(struct rst *r, int fd)
+{
+	struct sk_helper *h = realloc(r->sk_helpers, (r->nr_sk_helpers + 1) * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	r->sk_helpers = h;
+	h[r->nr_sk_helpers++] = (struct sk_helper){ .for_id = 0, .fd = fd };	/* no socket's */
+	return 0;
 }
 
 void sk_helpers_close(struct rst *r)
