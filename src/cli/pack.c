@@ -577,7 +577,7 @@ static int get_head(struct unpacker *u)
 		return ret;
 	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || u->head.version < 1 ||
 	    u->head.version > STREAM_V_DIRECT || u->head.zero ||
-	    (direct(u) && (u->head.inv_hash || u->head.inv_size)))
+	    (direct(u) && u->head.inv_size))
 		return fail(-EIO, "not a memdump image stream (no MDSTRM01 head)");
 	hash64_init(&u->chain);
 	hash64_update(&u->chain, &u->head, sizeof(u->head));

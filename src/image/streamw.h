@@ -21,7 +21,8 @@ enum { E_FILE = 1, E_DIR = 2, E_END = 3, E_LINK = 4 };
 struct stream_head {
 	char magic[8];
 	uint32_t version, zero;
-	uint64_t inv_hash, inv_size;	/* 0 in version 3: the inventory comes last */
+	uint64_t inv_hash, inv_size;	/* version 3 (the inventory last): a random number
+					 * naming the stream, and 0 */
 };
 
 struct entry_head {

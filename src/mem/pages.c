@@ -32,6 +32,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -697,9 +698,16 @@ static int open_stream(struct dump_ctx *d, struct pages_out *o)
 	char name[64];
 	int ret;
 
+	uint64_t id;
+
 	img_name(IMG_PAGES, 1, name, sizeof(name));
 	s->started = true;
-	ret = stream_w_head(&s->w, STREAM_V_DIRECT, 0, 0);
+	/* a number of its own in the head, which the end's checksum covers: another
+	 * stream's entries after this head do not match its end */
+	ret = getrandom(&id, sizeof(id), 0) == sizeof(id) ? 0 :
+		fail(-EIO, "cannot name the stream: no random number");
+	if (!ret)
+		ret = stream_w_head(&s->w, STREAM_V_DIRECT, id, 0);
 	if (!ret)
 		ret = stream_w_entry(&s->w, &s->pages_h, E_FILE, name, d->nr_pages * PAGE_SIZE);
 	if (!ret)
