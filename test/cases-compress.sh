@@ -471,6 +471,17 @@ case_stream_direct_killed() {
 	expect_md_error
 	grep -q 'truncated' "$MD_ERR" || fail "the cut stream: $(cat "$MD_ERR")"
 	[[ -z $(ls -d "$T"/u* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/u*)"
+	note "a reader that goes away after 100 kB: the dump fails in one line, the target runs on"
+	start_prog t-compress 16
+	mkdir -p "$T/tmp2"	# the SIGKILLed one left its staged directory in tmp
+	( TMPDIR=$T/tmp2 timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - 2> "$T/gone.err" |
+		head -c 100000 > /dev/null )
+	show_file "dump into a reader that left" "$T/gone.err"
+	[[ $(wc -l < "$T/gone.err") == 1 ]] || fail "not one line: $(cat "$T/gone.err")"
+	grep -q "^memdump: dump failed: .*reader is gone" "$T/gone.err" ||
+		fail "the error does not name the reader: $(cat "$T/gone.err")"
+	[[ -z $(ls -A "$T/tmp2") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp2")"
+	check_child_pass
 }
 add stream-direct-killed case_stream_direct_killed
 

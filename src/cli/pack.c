@@ -1,8 +1,8 @@
 /*
  * An image set as one stream (pack.h). Layout, little-endian:
  *
- *   head    magic "MDSTRM01", u32 version (1), u32 0, u64 checksum and
- *           u64 size of the set's inventory.img
+ *   head    magic "MDSTRM01", u32 version (1; 2 with parents; 3 below), u32 0,
+ *           u64 checksum and u64 size of the set's inventory.img
  *   entries each: u32 "MDSE", u32 index (0, 1, ...), u16 kind (1 file,
  *           2 directory, 3 end), u16 name length, u32 0, u64 size; the name;
  *           size bytes (a file's); u64 checksum of the entry (its header,
@@ -15,6 +15,12 @@
  * inventory binds the set: unpack checks every image against it, and the
  * head names it, so a stream is of one set and entries cannot be reordered,
  * dropped, repeated or taken from another stream without it showing.
+ *
+ * Version 3 (a killing dump's pages streamed while frozen, mem/pages.c):
+ * pages-1.img is entry 0, its checksum of its head and name only (its bytes
+ * are checked against the run checksums by the verification); the others
+ * follow by name, inventory.img last; the head holds a random number in
+ * place of the inventory's checksum, and 0 for its size.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -889,7 +895,8 @@ int stream_dump_end(struct stream_job *j, int ret, bool killed_target)
 		ret = fail(-EIO, "the stream was left unfinished");
 	if (!ret && (!j->direct || !j->direct->started))
 		ret = pack_set(j->dir, j->fd);	/* staged whole: a tree, or pages never reached */
-	if (ret && killed_target && j->dir[0]) {
+	/* streamed while frozen: whole before the kill, or the target was not killed */
+	if (ret && killed_target && j->dir[0] && !(j->direct && j->direct->started)) {
 		/* the process is gone: its images must not be */
 		pr_err("the images of the killed process are kept in %s", j->dir);
 		j->dir[0] = 0;

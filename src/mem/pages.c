@@ -900,6 +900,8 @@ int write_pages(struct dump_ctx *d)
 	d->stats.bytes_written = o.written;
 	if (o.remote)
 		return ret ? page_xfer_error(d, ret) : 0;
+	if (o.stream && ret == -EPIPE)
+		fail_context("the stream's reader is gone: ");
 	if (o.stream)
 		return ret ?: close_stream(d, &o);
 	if (!ret)
