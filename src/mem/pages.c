@@ -696,9 +696,8 @@ static int open_stream(struct dump_ctx *d, struct pages_out *o)
 {
 	struct stream_direct *s = d->stream;
 	char name[64];
-	int ret;
-
 	uint64_t id;
+	int ret;
 
 	img_name(IMG_PAGES, 1, name, sizeof(name));
 	s->started = true;
