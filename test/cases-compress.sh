@@ -392,6 +392,99 @@ case_stream_bad() {
 }
 for h in trunc tail corrupt reorder other; do add "stream-bad-$h" case_stream_bad "$h"; done
 
+# A killing dump into a pipe streams its pages while frozen (version 3:
+# pages-1.img first, inventory.img last; MEMDUMP_STREAM_STAGED=1 stages the
+# set whole first, version 1). The stream restores; truncated, corrupted (in
+# the pages: their run checksums), reordered and another stream's entries
+# are refused with one line and nothing is left behind.
+case_stream_direct() {
+	mkdir -p "$T/tmp"
+	start_prog t-compress "$CZ_MB"
+	( TMPDIR=$T/tmp timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - -v 3 |
+		cat > "$T/s" ) 2> "$T/dump.err" || fail "dump --stream failed: $(tail -n1 "$T/dump.err")"
+	expect_killed "$PID"
+	grep -q 'pages-1.img: into the stream' "$T/dump.err" || fail "the pages were not streamed"
+	[[ -z $(ls -A "$T/tmp") ]] || fail "dump --stream left in TMPDIR: $(ls -A "$T/tmp")"
+	[[ $(od -An -t u4 -j 8 -N 4 "$T/s" | tr -d ' ') == 3 ]] || fail "the stream is not of version 3"
+	local keep=$PID keep_out=$OUT keep_size=$READY_SIZE
+	start_prog t-pattern 4
+	( MEMDUMP_STREAM_STAGED=1 "$MEMDUMP" dump -t "$PID" --stream - | cat > "$T/s1" ) 2> "$T/dump1.err" ||
+		fail "the staged dump --stream failed: $(tail -n1 "$T/dump1.err")"
+	[[ $(od -An -t u4 -j 8 -N 4 "$T/s1" | tr -d ' ') == 1 ]] || fail "the staged stream is not of version 1"
+	start_prog t-pattern 4
+	( "$MEMDUMP" dump -t "$PID" --stream - | cat > "$T/s2" ) 2> "$T/dump2.err" ||
+		fail "the second dump --stream failed: $(tail -n1 "$T/dump2.err")"
+	PID=$keep OUT=$keep_out READY_SIZE=$keep_size
+	local how want
+	for how in trunc tail corrupt reorder other; do
+		case $how in
+		trunc|tail) want='truncated' ;;
+		corrupt) want='pages-1.img is corrupt' ;;
+		reorder) want='reordered' ;;
+		other) want='not the ones it was written with' ;;
+		esac
+		stream_bad "$T/s" "$T/bad" "$how"
+		md_in "$T/bad" "unpack.$how" unpack "$T/u"
+		expect_md_error
+		grep -q "$want" "$MD_ERR" || fail "$how: the error does not say '$want': $(cat "$MD_ERR")"
+		[[ -z $(ls -d "$T"/u* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/u*)"
+		TMPDIR=$T/tmp md_in "$T/bad" "restore.$how" restore --stream -
+		expect_md_error
+		grep -q "$want" "$MD_ERR" || fail "$how: the error does not say '$want': $(cat "$MD_ERR")"
+		alive "$PID" && fail "a process with pid $PID is left after the failed restore"
+		[[ -z $(ls -A "$T/tmp") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp")"
+	done
+	md_in "$T/s" unpack unpack "$T/u" || fail "unpack failed: $(tail -n1 "$MD_ERR")"
+	md verify verify -D "$T/u" || fail "verify of the unpacked set failed: $(tail -n1 "$MD_ERR")"
+	note "the intact stream restores"
+	truncate -s "$READY_SIZE" "$OUT"
+	TMPDIR=$T/tmp restore_stream_bg good "$T/s"
+	wait_restored "$PID"
+	kill -USR1 "$PID"
+	get_result "$OUT"
+	wait_restore_exit
+	[[ -z $(ls -A "$T/tmp") ]] || fail "restore --stream left in TMPDIR: $(ls -A "$T/tmp")"
+}
+add stream-direct case_stream_direct
+
+# memdump SIGKILLed while the frozen target's pages go into the stream (a
+# reader that stops after 4 MB): the target runs on unharmed, and the stream
+# it left is refused as truncated.
+case_stream_direct_killed() {
+	mkdir -p "$T/tmp"
+	start_prog t-compress 64
+	( TMPDIR=$T/tmp "$MEMDUMP" dump -t "$PID" --stream - -v 3 2> "$T/dump.err" & echo $! > "$T/md.pid"
+	  wait ) | { head -c 4000000 > "$T/s"; sleep 30; } &
+	local reader=$!
+	track "$reader"
+	wait_until 20 grep -q 'pages-1.img: into the stream' "$T/dump.err" ||
+		fail "the pages never went into the stream: $(tail -n1 "$T/dump.err")"
+	wait_until 10 eval '(( $(stat -c %s "$T/s") >= 4000000 ))' || fail "the reader got no 4 MB"
+	kill -KILL "$(cat "$T/md.pid")"
+	note "memdump killed while the pages were streamed"
+	kill -KILL "$reader" 2>/dev/null
+	wait_until 10 untraced "$PID" || sleep 5
+	expect_untraced "$PID"
+	kill -USR1 "$PID" || fail "cannot signal $PID"
+	get_result "$OUT"
+	md_in "$T/s" unpack unpack "$T/u"
+	expect_md_error
+	grep -q 'truncated' "$MD_ERR" || fail "the cut stream: $(cat "$MD_ERR")"
+	[[ -z $(ls -d "$T"/u* 2>/dev/null) ]] || fail "a failed unpack left $(ls -d "$T"/u*)"
+	note "a reader that goes away after 100 kB: the dump fails in one line, the target runs on"
+	start_prog t-compress 16
+	mkdir -p "$T/tmp2"	# the SIGKILLed one left its staged directory in tmp
+	( TMPDIR=$T/tmp2 timeout -k 5 "$OP_TIMEOUT" "$MEMDUMP" dump -t "$PID" --stream - 2> "$T/gone.err" |
+		head -c 100000 > /dev/null )
+	show_file "dump into a reader that left" "$T/gone.err"
+	[[ $(wc -l < "$T/gone.err") == 1 ]] || fail "not one line: $(cat "$T/gone.err")"
+	grep -q "^memdump: dump failed: .*reader is gone" "$T/gone.err" ||
+		fail "the error does not name the reader: $(cat "$T/gone.err")"
+	[[ -z $(ls -A "$T/tmp2") ]] || fail "left in TMPDIR: $(ls -A "$T/tmp2")"
+	check_child_pass
+}
+add stream-direct-killed case_stream_direct_killed
+
 # A tree's chain in one stream: two pre-dumps (p1, p2 on it), then dump --stream
 # with --prev-images-dir p2 given relative to the current directory; the stream
 # carries p2 and p1 (parent/, parent/parent/, each proc-PID/parent made again),

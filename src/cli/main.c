@@ -145,7 +145,7 @@ static struct dump_opts dump_opts_of(const struct options *o, struct action_scri
 		.ext_unix_sk = o->ext_unix_sk,
 		.progress = o->progress, .trace = o->trace,
 		.pages_write = o->stream && o->pages_write == PAGES_AUTO ? PAGES_CACHE : o->pages_write,
-		.staged = o->stream != NULL, .compress = o->compress,
+		.staged = o->stream != NULL, .stream = o->stream_direct, .compress = o->compress,
 		.snapshot = o->snapshot, .no_snapshot = o->no_snapshot,
 		.ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 		.prev_dir = o->prev_dir, .track_mem = o->track_mem,

@@ -33,6 +33,7 @@ struct options {
 	enum pages_write pages_write;	/* --pages-write */
 	struct pz_opts compress;	/* dump --compress[=ALGO[:LEVEL]] */
 	const char *stream;		/* dump, restore --stream FD|- */
+	struct stream_direct *stream_direct;	/* dump --stream: its pages into it (pack.c) */
 	const char *key_file;		/* dump --encrypt, the readers' --decrypt KEYFILE */
 	int key_fd;			/* --encrypt-key-fd, --decrypt-key-fd N, or -1 */
 	bool encrypt, decrypt;		/* which of them was given */

@@ -1,8 +1,8 @@
 /*
  * An image set as one stream (pack.h). Layout, little-endian:
  *
- *   head    magic "MDSTRM01", u32 version (1), u32 0, u64 checksum and
- *           u64 size of the set's inventory.img
+ *   head    magic "MDSTRM01", u32 version (1; 2 with parents; 3 below), u32 0,
+ *           u64 checksum and u64 size of the set's inventory.img
  *   entries each: u32 "MDSE", u32 index (0, 1, ...), u16 kind (1 file,
  *           2 directory, 3 end), u16 name length, u32 0, u64 size; the name;
  *           size bytes (a file's); u64 checksum of the entry (its header,
@@ -15,6 +15,12 @@
  * inventory binds the set: unpack checks every image against it, and the
  * head names it, so a stream is of one set and entries cannot be reordered,
  * dropped, repeated or taken from another stream without it showing.
+ *
+ * Version 3 (a killing dump's pages streamed while frozen, mem/pages.c):
+ * pages-1.img is entry 0, its checksum of its head and name only (its bytes
+ * are checked against the run checksums by the verification); the others
+ * follow by name, inventory.img last; the head holds a random number in
+ * place of the inventory's checksum, and 0 for its size.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,32 +41,13 @@
 #include "image/hash.h"
 #include "image/image.h"
 #include "image/sendfile.h"
+#include "image/streamw.h"
 #include "log.h"
 #include "mem/pages.h"
 
-#define STREAM_MAGIC	"MDSTRM01"
-#define ENTRY_MAGIC	0x4553444du	/* "MDSE" */
 #define NAME_MAX_LEN	512	/* 64 levels of parent/, proc-PID/, a name */
 #define LEVELS_MAX	64	/* parents of a set in a stream, at most (chain.c's) */
 #define COPY_BUF	(1u << 20)
-
-enum { E_FILE = 1, E_DIR = 2, E_END = 3, E_LINK = 4 };
-
-struct stream_head {
-	char magic[8];
-	uint32_t version, zero;
-	uint64_t inv_hash, inv_size;
-};
-
-struct entry_head {
-	uint32_t magic, index;
-	uint16_t kind, name_len;
-	uint32_t zero;
-	uint64_t size;
-};
-
-_Static_assert(sizeof(struct stream_head) == 32, "stream head");
-_Static_assert(sizeof(struct entry_head) == 24, "entry head");
 
 /* ---- plain I/O ---- */
 
@@ -273,33 +261,10 @@ static int list_set(int dirfd, const char *dir, struct file_list *l)
 /* ---- pack ---- */
 
 struct packer {
-	int out;
-	uint32_t index;
-	struct hash64 chain;	/* the head and every entry's checksum */
+	struct stream_w w;
 	uint8_t *buf;
+	const char *skip;	/* a file already in the stream (version 3: pages-1.img), or NULL */
 };
-
-static int put_entry_head(struct packer *p, struct hash64 *h, uint16_t kind, const char *name,
-			  uint64_t size)
-{
-	struct entry_head e = { .magic = ENTRY_MAGIC, .index = p->index, .kind = kind,
-				.name_len = (uint16_t)strlen(name), .size = size };
-	int ret = write_full(p->out, &e, sizeof(e));
-
-	hash64_init(h);
-	hash64_update(h, &e, sizeof(e));
-	hash64_update(h, name, e.name_len);
-	return ret ? ret : write_full(p->out, name, e.name_len);
-}
-
-static int put_entry_end(struct packer *p, struct hash64 *h)
-{
-	uint64_t sum = hash64_final(h);
-
-	hash64_update(&p->chain, &sum, sizeof(sum));
-	p->index++;
-	return write_full(p->out, &sum, sizeof(sum));
-}
 
 static int put_file(struct packer *p, int dirfd, const char *dir, const char *name)
 {
@@ -313,9 +278,9 @@ static int put_file(struct packer *p, int dirfd, const char *dir, const char *na
 	if (fd < 0 || fstat(fd, &st))
 		return fail(-errno, "cannot read %s/%s: %s", dir, name, strerror(errno));
 	size = (uint64_t)st.st_size;
-	ret = put_entry_head(p, &h, E_FILE, name, size);
+	ret = stream_w_entry(&p->w, &h, E_FILE, name, size);
 	if (!ret) {
-		ret = img_send_file(fd, size, p->out, &h, p->buf, COPY_BUF, &what);
+		ret = img_send_file(fd, size, p->w.fd, &h, p->buf, COPY_BUF, &what);
 		if (ret && !strcmp(what, "write"))
 			ret = fail(ret, "cannot write the stream: %s", strerror(-ret));
 		else if (ret)
@@ -323,33 +288,34 @@ static int put_file(struct packer *p, int dirfd, const char *dir, const char *na
 				   ret == -EIO ? "it shrank while packed" : strerror(-ret));
 	}
 	close(fd);
-	return ret ? ret : put_entry_end(p, &h);
+	return ret ? ret : stream_w_entry_end(&p->w, &h);
 }
 
 static int put_head(struct packer *p, int dirfd, bool chain)
 {
-	struct stream_head s = { .version = chain ? 2 : 1 };
-	int ret = img_sum_file(dirfd, "inventory.img", &s.inv_size, &s.inv_hash);
+	uint64_t size, sum;
+	int ret = img_sum_file(dirfd, "inventory.img", &size, &sum);
 
-	memcpy(s.magic, STREAM_MAGIC, 8);
-	hash64_init(&p->chain);
-	hash64_update(&p->chain, &s, sizeof(s));
-	return ret ? ret : write_full(p->out, &s, sizeof(s));
+	return ret ? ret : stream_w_head(&p->w, chain ? 2 : 1, sum, size);
 }
 
-static int put_end(struct packer *p)
+/* One entry of l, but a skipped file. */
+static int put_one(struct packer *p, int dirfd, const char *dir, const struct set_file *f)
 {
 	struct hash64 h;
-	uint64_t sum;
-	int ret = put_entry_head(p, &h, E_END, "", p->index);
+	int ret;
 
-	sum = hash64_final(&p->chain);
-	return ret ? ret : write_full(p->out, &sum, sizeof(sum));
+	if (p->skip && !strcmp(f->name, p->skip))
+		return 0;
+	if (f->kind == E_FILE)
+		return put_file(p, dirfd, dir, f->name);
+	ret = stream_w_entry(&p->w, &h, f->kind, f->name, 0);	/* a directory, a link: a name */
+	return ret ? ret : stream_w_entry_end(&p->w, &h);
 }
 
 int pack_set(const char *dir, int fd)
 {
-	struct packer p = { .out = fd, .buf = malloc(COPY_BUF) };
+	struct packer p = { .w = { .fd = fd }, .buf = malloc(COPY_BUF) };
 	struct file_list l = { 0 };
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
 
@@ -361,18 +327,10 @@ int pack_set(const char *dir, int fd)
 		img_send_grow_pipe(fd);
 		ret = put_head(&p, dirfd, l.chain);
 	}
-	for (size_t i = 0; !ret && i < l.nr; i++) {
-		struct hash64 h;
-
-		if (l.f[i].kind != E_FILE) {	/* a directory, a link: a name only */
-			ret = put_entry_head(&p, &h, l.f[i].kind, l.f[i].name, 0);
-			ret = ret ? ret : put_entry_end(&p, &h);
-		} else {
-			ret = put_file(&p, dirfd, dir, l.f[i].name);
-		}
-	}
+	for (size_t i = 0; !ret && i < l.nr; i++)
+		ret = put_one(&p, dirfd, dir, &l.f[i]);
 	if (!ret)
-		ret = put_end(&p);
+		ret = stream_w_end(&p.w);
 	list_free(&l);
 	free(p.buf);
 	if (dirfd >= 0)
@@ -390,8 +348,15 @@ struct unpacker {
 	char prev[NAME_MAX_LEN + 1];	/* the last name, for the order */
 	char subdir[NAME_MAX_LEN + 1];	/* the last directory made */
 	int levels;			/* parent sets' directories made (version 2) */
+	bool got_inv;			/* version 3: inventory.img came, the last file */
 	uint8_t *buf;
 };
+
+/* Version 3: pages-1.img first (its bytes checked by the set's run checksums), inventory last */
+static bool direct(const struct unpacker *u)
+{
+	return u->head.version == STREAM_V_DIRECT;
+}
 
 /* name past its leading "parent/"s (a parent set's, version 2), *levels of them */
 static const char *strip_levels(const char *name, int *levels)
@@ -409,24 +374,42 @@ static int check_level(const struct unpacker *u, const char *rest, int levels, u
 {
 	if (kind != E_DIR || strcmp(rest, "parent"))
 		return 0;
-	if (u->head.version < 2 || levels != u->levels || levels >= LEVELS_MAX)
+	if (u->head.version != 2 || levels != u->levels || levels >= LEVELS_MAX)
 		return fail(-EIO, "the stream is corrupt: a parent set's directory at level %d", levels);
 	return 1;
+}
+
+/* Version 3's order: pages-1.img, the others by name, inventory.img last. */
+static int check_direct_order(struct unpacker *u, const char *name, uint16_t kind)
+{
+	if (u->index == 0 && (kind != E_FILE || strcmp(name, "pages-1.img")))
+		return fail(-EIO, "the stream is corrupt: it does not start with pages-1.img");
+	if (u->got_inv)
+		return fail(-EIO, "the stream is corrupt: %.64s after inventory.img", name);
+	u->got_inv = !strcmp(name, "inventory.img");
+	if (u->index > 1 && !u->got_inv && strcmp(name, u->prev) <= 0)
+		return fail(-EIO, "the stream is corrupt: %.64s comes after %.64s (reordered?)", name,
+			    u->prev);
+	return 0;
 }
 
 /* A name as pack writes them: inventory.img first, then in order, only a set's files. */
 static int check_name(struct unpacker *u, const char *name, uint16_t kind)
 {
-	int levels, ret;
+	int levels, ret = direct(u) ? check_direct_order(u, name, kind) : 0;
 	const char *rest = strip_levels(name, &levels), *slash = strchr(rest, '/');
 	unsigned pid;
 	char top[NAME_MAX_LEN + 1];
 
-	if (u->index == 0 && (kind != E_FILE || strcmp(name, "inventory.img")))
+	if (ret)
+		return ret;
+	if (direct(u))
+		;	/* its order checked above */
+	else if (u->index == 0 && (kind != E_FILE || strcmp(name, "inventory.img")))
 		return fail(-EIO, "the stream is corrupt: it does not start with inventory.img");
-	if (u->index && !strcmp(name, "inventory.img"))
+	else if (u->index && !strcmp(name, "inventory.img"))
 		return fail(-EIO, "the stream is corrupt: a second inventory.img");
-	if (u->index > 1 && strcmp(name, u->prev) <= 0)
+	else if (u->index > 1 && strcmp(name, u->prev) <= 0)
 		return fail(-EIO, "the stream is corrupt: %s comes after %s (reordered?)", name,
 			    u->prev);
 	if (!*rest || rest[0] == '.' || strstr(name, "..") || strchr(name, '\\') ||
@@ -434,7 +417,7 @@ static int check_name(struct unpacker *u, const char *name, uint16_t kind)
 	    (!slash && kind != E_DIR && !strcmp(rest, "parent")) ||
 	    (slash && kind == E_FILE && !strcmp(slash + 1, "parent")))
 		return fail(-EIO, "the stream is corrupt: it names a file \"%.64s\"", name);
-	if (levels > u->levels || (kind == E_LINK && (u->head.version < 2 || !slash ||
+	if (levels > u->levels || (kind == E_LINK && (u->head.version != 2 || !slash ||
 						      strcmp(slash + 1, "parent"))))
 		return fail(-EIO, "the stream is corrupt: %.64s is not in a directory it made", name);
 	ret = check_level(u, rest, levels, kind);
@@ -472,7 +455,8 @@ static int get_file_bytes(struct unpacker *u, int fd, const char *name, uint64_t
 
 		if (ret)
 			return ret;
-		hash64_update(h, u->buf, n);
+		if (h)
+			hash64_update(h, u->buf, n);
 		if (whole)
 			hash64_update(whole, u->buf, n);
 		ret = write_full(fd, u->buf, n);
@@ -495,16 +479,19 @@ static int check_inventory(struct unpacker *u, uint64_t size, struct hash64 *who
 static int get_file(struct unpacker *u, const char *name, uint64_t size, struct hash64 *h)
 {
 	int fd = openat(u->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool head_inv = !u->index && !direct(u);	/* the inventory its head names */
 	struct hash64 whole;
 	int ret;
 
 	if (fd < 0)
 		return fail(-errno, "cannot create %s: %s", name, strerror(errno));
 	hash64_init(&whole);
-	ret = get_file_bytes(u, fd, name, size, h, u->index ? NULL : &whole);
+	/* version 3's pages: in its entry's checksum by name and size only (direct()) */
+	ret = get_file_bytes(u, fd, name, size, direct(u) && !u->index ? NULL : h,
+			     head_inv ? &whole : NULL);
 	if (close(fd) && !ret)
 		ret = fail(-errno, "cannot write %s: %s", name, strerror(errno));
-	if (!ret && !u->index)
+	if (!ret && head_inv)
 		ret = check_inventory(u, size, &whole);
 	return ret;
 }
@@ -553,7 +540,7 @@ static int get_entry(struct unpacker *u)
 
 	if (ret)
 		return ret;
-	if (e.magic != ENTRY_MAGIC || e.zero || e.kind < E_FILE || e.kind > E_LINK ||
+	if (e.magic != STREAM_ENTRY_MAGIC || e.zero || e.kind < E_FILE || e.kind > E_LINK ||
 	    e.name_len > NAME_MAX_LEN)
 		return fail(-EIO, "the stream is corrupt: entry %u has a bad head", u->index);
 	if (e.index != u->index)
@@ -563,6 +550,8 @@ static int get_entry(struct unpacker *u)
 	if (ret)
 		return ret;
 	name[e.name_len] = 0;
+	if (e.kind == E_END && direct(u) && !u->got_inv)
+		return fail(-EIO, "the stream is corrupt: it ends before its inventory.img");
 	if (e.kind == E_END)
 		return e.name_len || e.size != u->index ?
 			fail(-EIO, "the stream is corrupt: its end counts %" PRIu64 " entries, %u came",
@@ -592,8 +581,9 @@ static int get_head(struct unpacker *u)
 
 	if (ret)
 		return ret;
-	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || (u->head.version != 1 && u->head.version != 2) ||
-	    u->head.zero)
+	if (memcmp(u->head.magic, STREAM_MAGIC, 8) || u->head.version < 1 ||
+	    u->head.version > STREAM_V_DIRECT || u->head.zero ||
+	    (direct(u) && u->head.inv_size))
 		return fail(-EIO, "not a memdump image stream (no MDSTRM01 head)");
 	hash64_init(&u->chain);
 	hash64_update(&u->chain, &u->head, sizeof(u->head));
@@ -820,6 +810,55 @@ static int stream_parent(struct options *o, struct stream_job *j)
 	return ret;
 }
 
+/*
+ * Version 3, the rest after the pages (dump.c, before the kill, in the
+ * dump's worker): the staged set's other files in name order, inventory.img
+ * last, then the end.
+ */
+static int pack_rest(struct stream_direct *s, int dirfd)
+{
+	struct packer p = { .w = s->w, .buf = malloc(COPY_BUF), .skip = "pages-1.img" };
+	struct file_list l = { 0 };
+	int ret = p.buf ? list_set(dirfd, "the staged set", &l) : -ENOMEM;
+
+	for (size_t i = 1; !ret && i <= l.nr; i++)	/* l.f[0], inventory.img, last */
+		ret = put_one(&p, dirfd, "the staged set", &l.f[i % l.nr]);
+	if (!ret)
+		ret = stream_w_end(&p.w);
+	s->w = p.w;
+	s->done = !ret;
+	list_free(&l);
+	free(p.buf);
+	return ret;
+}
+
+/*
+ * A killing dump of one process into a pipe, raw and unsealed, with no
+ * parent and no hooks: its pages go into the stream while it is frozen
+ * (version 3). MEMDUMP_STREAM_STAGED=1: staged whole, then packed, as any
+ * other (benchmarks: before and after).
+ */
+static int stream_direct_begin(struct options *o, struct stream_job *j)
+{
+	const char *env = getenv("MEMDUMP_STREAM_STAGED");
+	struct stat st;
+
+	if (o->leave_running || o->compress.algo != PZ_NONE || o->encrypt || o->prev_dir ||
+	    o->nr_action_scripts || o->page_server || o->track_mem || (env && *env == '1') ||
+	    fstat(j->fd, &st) || !S_ISFIFO(st.st_mode))
+		return 0;
+	j->direct = mmap(NULL, sizeof(*j->direct), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);	/* the worker tells what it wrote */
+	if (j->direct == MAP_FAILED) {
+		j->direct = NULL;
+		return fail(-errno, "cannot share the stream's state: %s", strerror(errno));
+	}
+	*j->direct = (struct stream_direct){ .w = { .fd = j->fd }, .rest = pack_rest };
+	o->stream_direct = j->direct;
+	img_send_grow_pipe(j->fd);
+	return 0;
+}
+
 int stream_dump_begin(struct options *o, struct stream_job *j)
 {
 	bool own;
@@ -847,14 +886,17 @@ int stream_dump_begin(struct options *o, struct stream_job *j)
 	if (private_dir(j))
 		return -EIO;
 	o->dir = j->dir;
-	return 0;
+	return stream_direct_begin(o, j);
 }
 
 int stream_dump_end(struct stream_job *j, int ret, bool killed_target)
 {
-	if (!ret)
-		ret = pack_set(j->dir, j->fd);
-	if (ret && killed_target && j->dir[0]) {
+	if (!ret && j->direct && j->direct->started && !j->direct->done)
+		ret = fail(-EIO, "the stream was left unfinished");
+	if (!ret && (!j->direct || !j->direct->started))
+		ret = pack_set(j->dir, j->fd);	/* staged whole: a tree, or pages never reached */
+	/* streamed while frozen: whole before the kill, or the target was not killed */
+	if (ret && killed_target && j->dir[0] && !(j->direct && j->direct->started)) {
 		/* the process is gone: its images must not be */
 		pr_err("the images of the killed process are kept in %s", j->dir);
 		j->dir[0] = 0;
@@ -905,4 +947,7 @@ void stream_end(struct stream_job *j)
 	if (j->own_fd && j->fd >= 0)
 		close(j->fd);
 	j->fd = -1;
+	if (j->direct)
+		munmap(j->direct, sizeof(*j->direct));
+	j->direct = NULL;
 }

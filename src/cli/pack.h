@@ -21,7 +21,9 @@ int unpack_set(int fd, const char *dir, const struct img_key *key);
 
 /*
  * dump --stream: the set is written into a private directory (o->dir set to
- * it), then packed to the stream. stream_dump_begin() also keeps stdout for
+ * it), then packed to the stream; a killing dump into a pipe writes its
+ * pages into the stream while frozen instead, the rest before the kill
+ * (o->stream_direct, version 3). stream_dump_begin() also keeps stdout for
  * the stream when it is "-" (memdump's own output goes to stderr then).
  */
 struct stream_job {
@@ -29,6 +31,7 @@ struct stream_job {
 	int fd;			/* the stream */
 	bool own_fd;		/* dup'ed here: closed by stream_end() */
 	char prev[PATH_MAX];	/* --prev-images-dir made absolute (pack.c) */
+	struct stream_direct *direct;	/* shared with the dump's worker, or NULL (pack.c) */
 };
 int stream_dump_begin(struct options *o, struct stream_job *j);
 /* after the dump: pack (when ret is 0) and remove the directory; the result */

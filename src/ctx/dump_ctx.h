@@ -20,6 +20,7 @@
 #include "image/compress.h"
 #include "files/locks.h"
 #include "image/image.h"
+#include "image/streamw.h"
 #include "hooks.h"
 #include "mntext.h"
 #include "infect/infect.h"
@@ -193,6 +194,8 @@ struct dump_opts {
 	enum pages_write pages_write;	/* --pages-write */
 	bool staged;			/* --stream: the set is staged for the stream, then removed:
 					 * through the page cache, never synced */
+	struct stream_direct *stream;	/* --stream of a killing dump into a pipe: the pages
+					 * spliced into it while frozen (image/streamw.h), or NULL */
 	struct pz_opts compress;	/* --compress: pages-1.img compressed (compress.h) */
 	bool snapshot;			/* --snapshot (with leave_running) */
 	bool no_snapshot;		/* --no-snapshot: leave_running without one */
@@ -312,6 +315,7 @@ struct dump_ctx {
 	enum dump_mode mode;
 	enum pages_write pages_write;
 	bool staged;			/* dump_opts.staged: no writeback thread, no sync */
+	struct stream_direct *stream;	/* dump_opts.stream: pages-1.img into it, not staged */
 	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
 	bool compress_late;		/* a killing dump: compressed after the kill (images.c) */
 	bool cure_late;			/* a killing dump: the parasite stays until the kill,

@@ -529,7 +529,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 			      .policy = { .ghost_limit = o->ghost_limit, .shell_job = o->shell_job,
 					  .pid = o->pid, .ext_tty = o->ext_tty },
 			      .pages_write = o->pages_write, .staged = o->staged,
-			      .pre_dump = o->pre_dump,
+			      .stream = o->stream, .pre_dump = o->pre_dump,
 			      .compress = o->compress,
 			      .host_netns = o->host_netns,
 			      .mnt_ext = o->mnt_ext, .nr_mnt_ext = o->nr_mnt_ext, .xfer = o->xfer,
@@ -623,6 +623,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	/* a killing dump writes the inventory first: a failure leaves the target running */
 	if (!ret)
 		ret = dump_finish_images(&d, o, leave_running, &inventory);
+	if (!ret && d.stream && d.stream->started)	/* the stream whole before the kill */
+		ret = d.stream->rest(d.stream, d.dir.fd);
 	/* killed while frozen: the images may be whole, but there is no process to run on */
 	if (!ret && leave_running && !infect_alive(&d.in))
 		ret = fail(-ESRCH, "process %d died during the dump", d.pid);

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ struct pages_out {
 	bool remote_copy;	/* ... through memdump's buffers (TLS): page_xfer_send() */
 	bool partial;		/* a piece's header sent, not all of its bytes */
 	struct crypt_pages *seal;	/* --encrypt: sealed as written (crypt.h), or NULL */
+	struct stream_direct *stream;	/* into the stream's entry (open_stream), or NULL */
 	pthread_t writer;
 	bool writer_up;		/* started at the first buffer (start_writer) */
 	pthread_mutex_t lock;
@@ -683,10 +685,55 @@ static int open_sealed(struct dump_ctx *d, struct pages_out *o)
 	return ret;
 }
 
+/*
+ * --stream of a killing dump into a pipe (image/streamw.h): the stream's head
+ * and pages-1.img's entry head, then the page pipes spliced into it (page
+ * references, no copy here, no image staged); the checksums from the frozen
+ * target's memory, as for a page server. The reader has the pages before
+ * the kill: the rest of the stream is written first (dump.c).
+ */
+static int open_stream(struct dump_ctx *d, struct pages_out *o)
+{
+	struct stream_direct *s = d->stream;
+	char name[64];
+	uint64_t id;
+	int ret;
+
+	img_name(IMG_PAGES, 1, name, sizeof(name));
+	s->started = true;
+	/* a number of its own in the head, which the end's checksum covers: another
+	 * stream's entries after this head do not match its end */
+	ret = getrandom(&id, sizeof(id), 0) == sizeof(id) ? 0 :
+		fail(-EIO, "cannot name the stream: no random number");
+	if (!ret)
+		ret = stream_w_head(&s->w, STREAM_V_DIRECT, id, 0);
+	if (!ret)
+		ret = stream_w_entry(&s->w, &s->pages_h, E_FILE, name, d->nr_pages * PAGE_SIZE);
+	if (!ret)
+		ret = img_remember_remote(&d->dir, IMG_PAGES, 1);
+	o->fd = s->w.fd;
+	o->stream = s;
+	o->cache_end = UINT64_MAX;
+	if (!ret)
+		pr_info("%s: into the stream", name);
+	return ret;
+}
+
+/* The stream's pages entry whole: its size as its head said, then its checksum. */
+static int close_stream(struct dump_ctx *d, const struct pages_out *o)
+{
+	if (o->written != d->nr_pages * PAGE_SIZE)
+		return fail(-EIO, "%" PRIu64 " bytes of pages written into the stream, %" PRIu64
+			    " due", o->written, d->nr_pages * PAGE_SIZE);
+	return stream_w_entry_end(&o->stream->w, &o->stream->pages_h);
+}
+
 static int open_pages(struct dump_ctx *d, struct pages_out *o)
 {
 	if (d->xfer)
 		return open_remote(d, o);
+	if (d->stream)
+		return open_stream(d, o);
 	if (d->seal_pages && d->dir.crypt)
 		return open_sealed(d, o);
 	o->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
@@ -788,7 +835,7 @@ static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_
 {
 	bool all_cached = !o->direct && o->cache_end == UINT64_MAX;
 
-	if (o->remote)		/* nothing to read back here */
+	if (o->remote || o->stream)	/* nothing to read back here */
 		return d->mode == MODE_SPLICE ? PAGESUM_MEMORY : PAGESUM_FED;
 	if (o->seal)		/* the image holds ciphertext */
 		return PAGESUM_FED;
@@ -801,7 +848,7 @@ static enum pagesum_src sum_source(const struct dump_ctx *d, const struct pages_
 
 static void close_pages(struct pages_out *o)
 {
-	if (!o->remote)		/* the connection is the caller's */
+	if (!o->remote && !o->stream)	/* the connection, the stream are the caller's */
 		close(o->fd);
 }
 
@@ -852,6 +899,10 @@ int write_pages(struct dump_ctx *d)
 	d->stats.bytes_written = o.written;
 	if (o.remote)
 		return ret ? page_xfer_error(d, ret) : 0;
+	if (o.stream && ret == -EPIPE)
+		fail_context("the stream's reader is gone: ");
+	if (o.stream)
+		return ret ?: close_stream(d, &o);
 	if (!ret)
 		ret = o.seal ? crypt_pages_close(o.seal) : pages_warm_trim(d, o.fd, o.written);
 	if (close(o.fd) && !ret)

@@ -66,7 +66,8 @@ static uint64_t anon_bytes(pid_t pid)
 
 bool pages_warm_wanted(const struct dump_opts *o)
 {
-	return o->pages_write != PAGES_DIRECT && !o->prev_dir && !o->xfer;
+	/* nor pages spliced into a stream: no image here to write them into */
+	return o->pages_write != PAGES_DIRECT && !o->prev_dir && !o->xfer && !o->stream;
 }
 
 /* MEMDUMP_PAGES_WARM=BYTES: that much for each process, whatever it holds (tests). */
