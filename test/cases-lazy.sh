@@ -297,6 +297,19 @@ case_lazy_block_damaged() {
 	return 0
 }
 
+# a compressed set (its raw bytes in a memfd at load): the block marks are
+# those of the raw bytes, taken before the compression; every byte exact
+case_lazy_compressed() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	lazy_restore "$T/d" z -v 4
+	grep -q "runs checked block by block as served" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "the compressed set was not checked block by block"; }
+	lazy_pass
+	lazy_done 16384
+}
+
 # a set without block marks (lazy_oldset.py: as a memdump before them wrote
 # it; crit still decodes it) restores lazily, its pages checked whole first
 case_lazy_oldset() {
@@ -759,6 +772,7 @@ add lazy-wait case_lazy_wait
 add lazy-corrupt case_lazy_corrupt
 add lazy-block-damaged case_lazy_block_damaged
 add lazy-oldset case_lazy_oldset
+add lazy-compressed case_lazy_compressed
 add lazy-check-late case_lazy_check_late
 
 # pages_present PID ADDR NPAGES STRIDE: how many of the pages ADDR + k*STRIDE*4096

@@ -917,6 +917,7 @@ int dumpset_verify_predump(int dirfd)
 		ret = verify_predump_subsets(ds.inv, dirfd);
 	img_free(&inventory_entry__descriptor, ds.inv);
 	free(ds.pages_checked);
+	free(ds.marks);
 	return ret;
 }
 
