@@ -58,10 +58,17 @@ bool lazy_check_first(void)
 	return c && !strcmp(c, "first");
 }
 
-/* The handler checks each block of r's lazy runs as it serves it (the set has block marks). */
+/*
+ * The handler checks each block of r's lazy runs as it serves it (the set has
+ * block marks, of blocks small enough that a piece's blocks fit its buffer,
+ * LAZY_BUF: 64 pages and two blocks).
+ */
+#define LAZY_BLOCK_SHIFT_MAX	19
+
 static bool check_served(const struct rst *r)
 {
-	return r->ds.pages_sums_deferred && r->ds.block_shift && !r->lazy_remote &&
+	return r->ds.pages_sums_deferred && r->ds.block_shift &&
+	       r->ds.block_shift <= LAZY_BLOCK_SHIFT_MAX && !r->lazy_remote &&
 	       !lazy_check_late() && !lazy_check_first();
 }
 
