@@ -254,18 +254,76 @@ case_lazy_wait() {
 	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
 }
 
-# a damaged pages image: refused before anything runs
+# a damaged pages image, checked whole before anything runs: refused there,
+# nothing run, with MEMDUMP_LAZY_CHECK=first, and by default for a set without
+# block marks (as a memdump before them wrote it: lazy_oldset.py)
 case_lazy_corrupt() {
 	start_prog t-pattern 32
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
 	lazy_damage "$T/d/pages-1.img"
 	truncate -s "$READY_SIZE" "$OUT"
-	md lazy.corrupt restore -D "$T/d" -d --lazy-pages && fail "restore --lazy-pages of a damaged image succeeded"
+	MEMDUMP_LAZY_CHECK=first md lazy.corrupt restore -D "$T/d" -d --lazy-pages &&
+		fail "restore --lazy-pages (check first) of a damaged image succeeded"
+	expect_md_error
+	grep -q 'pages-1.img is corrupt' "$MD_ERR" || fail "not refused as corrupt: $(cat "$MD_ERR")"
+	alive "$PID" && fail "pid $PID runs after a refused restore"
+	python3 "$TESTSRC/lazy_oldset.py" "$T/d" || fail "lazy_oldset.py failed"
+	md lazy.corrupt-old restore -D "$T/d" -d --lazy-pages &&
+		fail "restore --lazy-pages of a damaged set without block marks succeeded"
 	expect_md_error
 	grep -q 'pages-1.img is corrupt' "$MD_ERR" || fail "not refused as corrupt: $(cat "$MD_ERR")"
 	alive "$PID" && fail "pid $PID runs after a refused restore"
 	return 0
+}
+
+# by default each block of a lazy run is checked as it is served: a damaged
+# block kills the process with the block named before any byte of it is
+# given. The background fill is slowed and the program reads every byte at
+# once: had it been given the damaged page it would say FAIL; it says nothing
+case_lazy_block_damaged() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	lazy_damage "$T/d/pages-1.img"
+	MEMDUMP_LAZY_PACE_MS=200 lazy_restore "$T/d" bad
+	grep -q 'lazy-pages: done' "$LZ_LOG" && fail "the paced fill is done already"
+	kill -USR1 "$PID" 2>/dev/null
+	wait_until "$OP_TIMEOUT" eval '! alive '"$PID" ||
+		fail "pid $PID still alive with a damaged block"
+	grep -q "lazy-pages: image pages-1.img is corrupt: the pages at 0x[0-9a-f]* ([0-9]* pages, block [0-9]* of the run at 0x[0-9a-f]*, [0-9]* pages) do not match their checksum: killed the restored processes $PID" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "no message naming the damaged block"; }
+	grep -qE '^(PASS|FAIL)' "$OUT" && fail "the program read its memory: $(grep -E '^(PASS|FAIL)' "$OUT")"
+	return 0
+}
+
+# a compressed set (its raw bytes in a memfd at load): the block marks are
+# those of the raw bytes, taken before the compression; every byte exact
+case_lazy_compressed() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d" --compress
+	expect_killed "$PID"
+	lazy_restore "$T/d" z -v 4
+	grep -q "runs checked block by block as served" "$LZ_LOG" ||
+		{ show_file "log" "$LZ_LOG"; fail "the compressed set was not checked block by block"; }
+	lazy_pass
+	lazy_done 16384
+}
+
+# a set without block marks (lazy_oldset.py: as a memdump before them wrote
+# it; crit still decodes it) restores lazily, its pages checked whole first
+case_lazy_oldset() {
+	start_prog t-pattern 64
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	python3 "$TESTSRC/lazy_oldset.py" "$T/d" || fail "lazy_oldset.py failed"
+	crit_decodes "$T/d"
+	md lazy.verify verify -D "$T/d" || fail "verify of the set without block marks: $(tail -n1 "$MD_ERR")"
+	lazy_restore "$T/d" old -v 4
+	grep -q "runs checked block by block as served" "$LZ_LOG" &&
+		fail "a set without block marks was checked block by block"
+	lazy_pass
+	lazy_done 16384
 }
 
 # criu_one_line LABEL CMD...: CMD (memdump as criu) exits 1 with one line on stderr
@@ -712,6 +770,9 @@ add lazy-rstfail case_lazy_rstfail
 add lazy-image-gone case_lazy_image_gone
 add lazy-wait case_lazy_wait
 add lazy-corrupt case_lazy_corrupt
+add lazy-block-damaged case_lazy_block_damaged
+add lazy-oldset case_lazy_oldset
+add lazy-compressed case_lazy_compressed
 add lazy-check-late case_lazy_check_late
 
 # pages_present PID ADDR NPAGES STRIDE: how many of the pages ADDR + k*STRIDE*4096

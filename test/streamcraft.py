@@ -90,4 +90,5 @@ def main():
     write(dst, head, ents)
 
 
-main()
+if __name__ == '__main__':
+    main()

@@ -322,6 +322,7 @@ struct dump_ctx {
 					 * cured only if the dump fails (dump.c) */
 	bool pages_compressed;		/* pages-1.img is compressed: the pagemap says so */
 	uint64_t *late_sums;		/* compress_late: the runs' checksums, for the new pagemap */
+	uint64_t *late_marks;		/* and their block marks */
 	struct snapshot *snap;		/* --snapshot: armed (snapshot.c) */
 	struct page_scan scan;
 	struct dump_trace *trace;	/* or NULL */
@@ -346,6 +347,7 @@ struct dump_ctx {
 	struct page_run *tparent_runs;	/* sorted, none in runs */
 	size_t nr_tparent_runs;
 	uint64_t *run_sums;		/* their checksums, once written (pagesum.c) */
+	uint64_t *run_marks;		/* their block marks (image/runsum.h) */
 	bool sums_late;			/* the inventory is written once the target runs
 					 * again: the page cache is summed then (pages.c) */
 	uint64_t pages_size, pages_hash;	/* of pages-1.img, with run_sums */

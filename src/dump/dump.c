@@ -346,6 +346,8 @@ void dump_ctx_free(struct dump_ctx *d)
 	free(d->tparent_runs);
 	free(d->run_sums);
 	free(d->late_sums);
+	free(d->run_marks);
+	free(d->late_marks);
 	if (d->pages_fd >= 0)
 		close(d->pages_fd);
 	parent_free(d);

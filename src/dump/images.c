@@ -22,6 +22,7 @@
 #include "ns/ns.h"
 #include "image/compress.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "log.h"
 #include "restart.h"
 #include "task/task.h"
@@ -463,10 +464,17 @@ static int write_mm(struct dump_ctx *d, const struct task_state *ts)
 /* A run's kind in the pagemap: in pages-1.img, in the previous set, in the tree parent's. */
 enum run_kind { RUN_OWN, RUN_PREV, RUN_TPARENT };
 
+/* marks: the run's block marks (RUN_OWN of a set with them), else NULL */
 static int write_pagemap_entry(struct image *img, const struct page_run *r, enum run_kind k,
-			       uint64_t sum)
+			       uint64_t sum, const uint64_t *marks)
 {
 	PagemapEntry pe = PAGEMAP_ENTRY__INIT;
+
+	if (marks) {
+		pe.n_block_lanes = runsum_marks(r->nr_pages * PAGE_SIZE, RUNSUM_BLOCK_SHIFT) *
+				   RUNSUM_LANES;
+		pe.block_lanes = (uint64_t *)marks;
+	}
 
 	pe.vaddr = r->start;
 	pe.compat_nr_pages = r->nr_pages;
@@ -501,9 +509,14 @@ static enum run_kind next_kind(const struct dump_ctx *d, const size_t i[3])
  * of the parent set and of the tree parent's set, merged in address order as
  * CRIU lists them.
  */
-/* tmp: an unnamed file remembered as tmp, kept in *fd (dump_compress_late) */
-static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const char *tmp, int *fd)
+/*
+ * tmp: an unnamed file remembered as tmp, kept in *fd (dump_compress_late).
+ * marks: the own runs' block marks, in order (runsum.h), or NULL (none).
+ */
+static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const uint64_t *marks,
+			 const char *tmp, int *fd)
 {
+	size_t at = 0;
 	PagemapHead head = PAGEMAP_HEAD__INIT;
 	struct image *img;
 	size_t i[3] = { 0, 0, 0 };
@@ -516,16 +529,22 @@ static int write_pagemap(struct dump_ctx *d, const uint64_t *sums, const char *t
 	head.pages_id = 1;
 	head.has_compress = d->pages_compressed;
 	head.compress = d->pages_compressed ? d->compress.algo : PZ_NONE;
+	head.has_block_shift = marks != NULL;
+	head.block_shift = RUNSUM_BLOCK_SHIFT;
 	ret = img_write_msg(img, &head.base);
 	for (size_t done = 0; !ret && done < total; done++) {
 		enum run_kind k = next_kind(d, i);
 
-		if (k == RUN_OWN)
-			ret = write_pagemap_entry(img, &d->runs[i[k]], k, sums[i[k]]);
-		else if (k == RUN_PREV)
-			ret = write_pagemap_entry(img, &d->parent_runs[i[k]], k, 0);
-		else
-			ret = write_pagemap_entry(img, &d->tparent_runs[i[k]], k, 0);
+		if (k == RUN_OWN) {
+			ret = write_pagemap_entry(img, &d->runs[i[k]], k, sums[i[k]],
+						  marks ? marks + at : NULL);
+			at += runsum_marks(d->runs[i[k]].nr_pages * PAGE_SIZE,
+					   RUNSUM_BLOCK_SHIFT) * RUNSUM_LANES;
+		} else if (k == RUN_PREV) {
+			ret = write_pagemap_entry(img, &d->parent_runs[i[k]], k, 0, NULL);
+		} else {
+			ret = write_pagemap_entry(img, &d->tparent_runs[i[k]], k, 0, NULL);
+		}
 		i[k]++;
 	}
 	if (ret) {
@@ -574,27 +593,36 @@ static int sum_and_write_pagemap(struct dump_ctx *d)
 {
 	uint64_t *lens = calloc(d->nr_runs + 1, sizeof(*lens));
 	uint64_t *sums = calloc(d->nr_runs + 1, sizeof(*sums));
+	uint64_t *marks = NULL;
 	int ret = lens && sums ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !ret && i < d->nr_runs; i++)
 		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
+	if (!ret)
+		marks = calloc(runsum_marks_size(lens, d->nr_runs) + 1, sizeof(*marks));
+	if (!ret && !marks)
+		ret = -ENOMEM;
 	if (!ret && d->run_sums) {	/* taken from memory while written: no read-back */
 		memcpy(sums, d->run_sums, d->nr_runs * sizeof(*sums));
+		memcpy(marks, d->run_marks, runsum_marks_size(lens, d->nr_runs) * sizeof(*marks));
 		ret = img_set_sum(&d->dir, IMG_PAGES, 1, d->pages_size, d->pages_hash, true);
 	} else if (!ret) {
-		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums);
+		ret = img_sum_runs(&d->dir, 1, lens, d->nr_runs, sums, marks);
 	}
 	if (!ret)
 		ret = compress_pages(d);
 	if (!ret)
-		ret = write_pagemap(d, sums, NULL, NULL);
+		ret = write_pagemap(d, sums, marks, NULL, NULL);
 	free(lens);
 	if (!ret && d->compress_late) {
 		free(d->late_sums);
+		free(d->late_marks);
 		d->late_sums = sums;	/* for the pagemap of the compressed pages */
+		d->late_marks = marks;
 		return 0;
 	}
 	free(sums);
+	free(marks);
 	return ret;
 }
 
@@ -812,7 +840,7 @@ static int write_compressed_set(struct dump_ctx *d, int fds[3])
 	img_name(IMG_PAGEMAP, d->pid, pagemap, sizeof(pagemap));
 	snprintf(tmp, sizeof(tmp), ".%s.z", pagemap);
 	d->pages_compressed = true;
-	ret = write_pagemap(d, d->late_sums, tmp, &fds[1]);
+	ret = write_pagemap(d, d->late_sums, d->late_marks, tmp, &fds[1]);
 	if (!ret)
 		ret = img_adopt_created(&d->dir, tmp, pagemap);
 	if (!ret)

@@ -96,6 +96,7 @@ static int cover(struct piece_list *out, const struct dump_run *r, const struct 
 		piece.start = at;
 		piece.end = MIN(q->end, r->end);
 		piece.has_sum = false;	/* the whole run's sum was checked in its own set */
+		piece.nr_marks = 0;
 		if (q->present)
 			piece.off = q->off + (at - q->start);
 		ret = add_piece(out, &piece);
@@ -223,6 +224,7 @@ static int cover_tparent(struct piece_list *out, const struct dump_run *r,
 		piece.start = at;
 		piece.end = MIN(q->end, r->end);
 		piece.has_sum = false;	/* checked in the parent's own set */
+		piece.nr_marks = 0;
 		piece.tparent = true;
 		piece.off = q->off + (at - q->start);
 		ret = add_piece(out, &piece);

@@ -13,6 +13,7 @@
 #include "image/compress.h"
 #include "image/dumpset.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "image/verify.h"
 #include "log.h"
 #include "vma_status.h"
@@ -208,7 +209,40 @@ struct run_list {
 	struct dump_run *runs;
 	size_t nr, cap;
 	uint64_t off;		/* where the next present run's bytes start */
+	unsigned int block_shift;	/* of the marks (0: none) */
+	uint64_t *marks;
+	size_t nr_marks, cap_marks;	/* u64s */
 };
+
+/* A run's block marks, as many as its size wants, else the set has none. */
+static int add_marks(struct run_list *l, struct dump_run *r, const PagemapEntry *pe)
+{
+	uint64_t want = runsum_marks(r->end - r->start, l->block_shift);
+
+	r->nr_marks = 0;
+	r->marks_at = l->nr_marks;
+	if (!l->block_shift || !r->present || !pe->has_sum)
+		return pe->n_block_lanes ? fail(-EIO, "image corrupt: block checksums of the pagemap "
+						"run at %#" PRIx64 " without their run's", pe->vaddr) : 0;
+	if (pe->n_block_lanes != want * RUNSUM_LANES)
+		return fail(-EIO, "image corrupt: the pagemap run at %#" PRIx64 " has %zu block "
+			    "checksum words, not %" PRIu64, pe->vaddr, pe->n_block_lanes,
+			    want * RUNSUM_LANES);
+	if (l->nr_marks + pe->n_block_lanes > l->cap_marks) {
+		size_t cap = (l->nr_marks + pe->n_block_lanes) * 2;
+		uint64_t *m = realloc(l->marks, cap * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		l->marks = m;
+		l->cap_marks = cap;
+	}
+	if (pe->n_block_lanes)
+		memcpy(l->marks + l->nr_marks, pe->block_lanes, pe->n_block_lanes * sizeof(uint64_t));
+	l->nr_marks += pe->n_block_lanes;
+	r->nr_marks = want;
+	return 0;
+}
 
 static int add_run(struct run_list *l, const PagemapEntry *pe)
 {
@@ -236,7 +270,7 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 	r->lazy_use = 0;
 	if (r->present)
 		l->off += nr * PAGE_SIZE;
-	return 0;
+	return add_marks(l, r, pe);
 }
 
 /*
@@ -277,6 +311,11 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 		*pages_id = head->pages_id;
 		ret = open_pages(ds, head, pages_fd, keep, z);
 	}
+	if (ret >= 0 && head->has_block_shift &&
+	    (head->block_shift < 12 || head->block_shift > 30))
+		ret = fail(-EIO, "image %s is corrupt: block_shift %u", img->name, head->block_shift);
+	if (ret >= 0 && head->has_block_shift)
+		l->block_shift = head->block_shift;
 	while (ret >= 0 && (ret = img_read_msg(img, &pagemap_entry__descriptor, &msg)) == 1) {
 		ret = add_run(l, msg);
 		img_free(&pagemap_entry__descriptor, msg);
@@ -449,6 +488,14 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	*nr = l.nr;
 	for (size_t i = 0; i < l.nr; i++)
 		l.runs[i].fd = *pages_fd;
+	if (t == IMG_PAGEMAP && !ds->marks) {
+		ds->marks = l.marks;
+		ds->block_shift = l.block_shift;
+	} else {
+		free(l.marks);
+		for (size_t i = 0; i < l.nr; i++)
+			l.runs[i].nr_marks = 0;
+	}
 	if (t == IMG_PAGEMAP)
 		ds->pages_z = z;
 	else
@@ -870,6 +917,7 @@ int dumpset_verify_predump(int dirfd)
 		ret = verify_predump_subsets(ds.inv, dirfd);
 	img_free(&inventory_entry__descriptor, ds.inv);
 	free(ds.pages_checked);
+	free(ds.marks);
 	return ret;
 }
 
@@ -884,6 +932,7 @@ void dumpset_free(struct dumpset *ds)
 	free_all(&core_entry__descriptor, (void **)ds->cores, ds->nr_cores);
 	img_free(&mm_entry__descriptor, ds->mm);
 	free(ds->runs);
+	free(ds->marks);
 	free_layout(&ds->pages_z);
 	free_all(&file_entry__descriptor, (void **)ds->files, ds->nr_files);
 	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);

@@ -35,6 +35,9 @@ struct dump_run {
 	bool tparent;		/* in_tree_parent: the tree parent's pages at these addresses,
 				 * present once tparent_resolve() found them in its set */
 	uint8_t lazy_use;	/* a lazy restore of a chain (chain_late): DUMP_RUN_USED_* */
+	/* its block marks (pagemap_entry.block_lanes): dumpset.marks + marks_at */
+	uint64_t nr_marks;
+	size_t marks_at;
 };
 
 /* How a lazy restore uses a run of a chain's set (dumpset_whole_run): checked then. */
@@ -134,6 +137,12 @@ struct dumpset {
 	bool chain_late;
 	bool pages_late;		/* chain_late, and this set's pages image was not read */
 	unsigned pages_id;		/* the N of pages-N.img the pagemap names */
+	/*
+	 * The runs' block marks (image/runsum.h), every 1 << block_shift bytes of
+	 * a run (pagemap_head.block_shift); block_shift 0: the set has none.
+	 */
+	unsigned int block_shift;
+	uint64_t *marks;
 };
 
 /* Within image/: a set's pagemap runs and pages images, verified (dumpset.c). */

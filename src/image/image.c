@@ -437,7 +437,7 @@ int img_set_sum(struct img_dir *dir, enum img_type type, unsigned id, uint64_t s
 }
 
 int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
-		 uint64_t *sums)
+		 uint64_t *sums, uint64_t *marks)
 {
 	struct created_img *c;
 	struct hash64 whole;
@@ -450,7 +450,7 @@ int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, s
 	if (fd < 0)
 		return fd;
 	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);	/* the disk works while we hash */
-	ret = runsum_read(fd, name, lens, nr, sums, &whole, false);
+	ret = runsum_read_marks(fd, name, lens, nr, sums, &whole, marks);
 	close(fd);
 	if (!ret && c)
 		*c = (struct created_img){ c->name, true, whole.total, runsum_of_runs(sums, nr), true, false };

@@ -176,8 +176,9 @@ int img_write_inventory(struct img_dir *dir, InventoryEntry *inv);
  * of its i-th run of lens[i] bytes, and the inventory its size and the checksum
  * of those (runsum_of_runs).
  */
+/* marks: the runs' block marks too (runsum.h), or NULL */
 int img_sum_runs(struct img_dir *dir, unsigned pages_id, const uint64_t *lens, size_t nr,
-		 uint64_t *sums);
+		 uint64_t *sums, uint64_t *marks);
 /*
  * A tree dump: the set of one of its other processes, in the directory name
  * (proc-PID) of dir, is listed by dir's inventory with the size and checksum

@@ -20,6 +20,33 @@
 
 #include "image/hash.h"
 
+/*
+ * Block marks: the checksum of a run is taken in one pass, and its state
+ * (the four lanes of struct hash64) at every 1 << RUNSUM_BLOCK_SHIFT bytes
+ * inside the run is kept (pagemap_entry.block_lanes): block k of a run is
+ * then checked alone, fed from mark k-1 (block 0: a fresh hash) and
+ * compared with mark k, the last block with the run's sum. Nothing is hashed
+ * twice. 256 KiB: the page handler's background piece (lazy_handler.c), so
+ * a piece is one block's hash; 32 bytes of pagemap per 256 KiB of pages.
+ */
+#define RUNSUM_BLOCK_SHIFT	18
+#define RUNSUM_BLOCK		(1ULL << RUNSUM_BLOCK_SHIFT)
+#define RUNSUM_LANES		4
+
+/* The marks of a run of len bytes (its block boundaries inside it). */
+static inline uint64_t runsum_marks(uint64_t len, unsigned int shift)
+{
+	return len ? (len - 1) >> shift : 0;
+}
+/* The u64s of the marks of nr runs of lens[i] bytes. */
+size_t runsum_marks_size(const uint64_t *lens, size_t nr);
+/*
+ * Block k (of len bytes) of a run of sum, with the run's marks (nr_marks of
+ * them): true when its bytes are the dumped ones.
+ */
+bool runsum_block_ok(const uint64_t *marks, uint64_t nr_marks, unsigned int shift, uint64_t k,
+		     const void *buf, size_t len, uint64_t sum);
+
 /* The same, fed piece by piece: the spans' bytes in order. */
 struct runsum {
 	const uint64_t *lens;
@@ -30,11 +57,15 @@ struct runsum {
 	uint64_t total;		/* bytes fed */
 	bool with_whole;	/* whole: the file's bytes too */
 	struct hash64 whole;
+	uint64_t *marks;	/* runsum_set_marks(): the spans' marks, in order, or NULL */
+	size_t at;		/* the next mark's place in marks */
 };
 
 /* with_whole: the whole file's bytes hashed too (a set listing it so). */
 void runsum_init(struct runsum *p, const uint64_t *lens, uint64_t *sums, size_t nr,
 		 bool with_whole);
+/* Keep the spans' block marks in marks (runsum_marks_size() u64s), before any feed. */
+void runsum_set_marks(struct runsum *p, uint64_t *marks);
 void runsum_feed(struct runsum *p, const void *buf, size_t n);
 void runsum_end(struct runsum *p);
 
@@ -46,6 +77,9 @@ void runsum_end(struct runsum *p);
  */
 int runsum_read(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
 		struct hash64 *whole, bool with_whole);
+/* The same, with the block marks (marks NULL: none). */
+int runsum_read_marks(int fd, const char *name, const uint64_t *lens, size_t nr, uint64_t *sums,
+		      struct hash64 *whole, uint64_t *marks);
 /*
  * The same for a cold image about to be used once: read with O_DIRECT
  * where the file allows it, by a second thread while this one hashes

@@ -33,6 +33,11 @@ int lazy_plan(struct rst *r);
  * before anything runs (the default).
  */
 bool lazy_check_late(void);
+/*
+ * MEMDUMP_LAZY_CHECK=first: the pages images checked whole before anything
+ * runs, even where the handler could check each block as it serves it.
+ */
+bool lazy_check_first(void);
 /* before the fork of the processes: start the handler for all of them (n of them) */
 int lazy_start(struct rst *const *all, size_t n);
 
@@ -117,6 +122,10 @@ struct lazy_check {
 	uint64_t off, len, sum, vaddr;
 	bool no_sum;		/* only read (fetched from the source), nothing to compare */
 	const char *name;	/* its image, for the message ("parent/pages-1.img": a chain's) */
+	/* a run checked block by block as it is served (lazy_proc.blocks): its marks */
+	const uint64_t *marks;
+	uint64_t nr_marks;
+	unsigned int shift;
 };
 
 /* One restored process as the handler first knows it. */
@@ -127,6 +136,9 @@ struct lazy_proc {
 	size_t nr_segs;
 	struct lazy_check *checks;
 	size_t nr_checks;
+	/* the lazy runs whose blocks are checked as they are served (before UFFDIO_COPY) */
+	struct lazy_check *blocks;
+	size_t nr_blocks;
 	uint64_t hot_pages;	/* of its pages, those LAZY_HOT */
 };
 

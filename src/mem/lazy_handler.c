@@ -54,6 +54,7 @@
 
 #include "common.h"
 #include "hash64.h"
+#include "image/runsum.h"
 #include "log.h"
 #include "mem/lazy.h"
 
@@ -113,6 +114,9 @@ struct handler {
 	size_t check_proc, check_run;	/* the next run to check: procs[check_proc].checks[check_run] */
 	uint64_t check_done;		/* its bytes hashed so far */
 	struct hash64 check_h;
+	/* the runs checked block by block as served, of every process, by image and offset */
+	const struct lazy_check **blocks;
+	size_t nr_blocks;
 	/* figures */
 	uint64_t t0, filled, faults, fault_pages, zero_faults, collapsed, bg_us, bg_pages;
 	uint64_t events[4];		/* FORK, REMAP, REMOVE, UNMAP met */
@@ -470,22 +474,115 @@ static void wake(struct lz_mm *m, uint64_t addr)
 	ioctl(m->uffd, UFFDIO_WAKE, &r);
 }
 
-/*
- * Pages [i, i + n) of s (dumped, adjacent in their image) copied into the
- * process. 0, -EAGAIN (the process's mappings are changing: its event
- * first), -ESRCH (the process is gone).
- */
-static int copy_pages(struct handler *h, struct lz_mm *m, struct lazy_seg *s, uint64_t i,
-		      uint64_t n)
+static uint64_t copyable(const struct lazy_seg *s, uint64_t i, uint64_t max);
+
+/* ---- the blocks checked as served ---- */
+
+static int cmp_block(const void *a, const void *b)
 {
-	const void *src = h->src->get(h->src, LAZY_PAGE_IMG(s->pg[i]), LAZY_PAGE_OFF(s->pg[i]),
-				      n * PAGE_SIZE);
+	const struct lazy_check *x = *(const struct lazy_check *const *)a;
+	const struct lazy_check *y = *(const struct lazy_check *const *)b;
+
+	if (x->img != y->img)
+		return x->img < y->img ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int index_blocks(struct handler *h)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->nr_procs; i++)
+		n += h->procs[i].nr_blocks;
+	h->blocks = calloc(n + 1, sizeof(*h->blocks));
+	if (!h->blocks)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->nr_procs; i++)
+		for (size_t k = 0; k < h->procs[i].nr_blocks; k++)
+			h->blocks[h->nr_blocks++] = &h->procs[i].blocks[k];
+	qsort(h->blocks, h->nr_blocks, sizeof(*h->blocks), cmp_block);
+	return 0;
+}
+
+/* The run checked block by block that holds byte off of image img, or NULL. */
+static const struct lazy_check *block_run(const struct handler *h, unsigned int img, uint64_t off)
+{
+	size_t lo = 0, hi = h->nr_blocks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct lazy_check *c = h->blocks[mid];
+
+		if (c->img < img || (c->img == img && c->off + c->len <= off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < h->nr_blocks && h->blocks[lo]->img == img && h->blocks[lo]->off <= off &&
+	    off < h->blocks[lo]->off + h->blocks[lo]->len)
+		return h->blocks[lo];
+	return NULL;
+}
+
+static const void *get_bytes(struct handler *h, unsigned int img, uint64_t off, uint64_t len,
+			     uint64_t addr)
+{
+	const void *src = h->src->get(h->src, img, off, len);
 
 	if (!src && h->src->why)
-		fatal(h, "%s, for the page at %#" PRIx64, h->src->why, s->start + i * PAGE_SIZE);
+		fatal(h, "%s, for the page at %#" PRIx64, h->src->why, addr);
 	if (!src)
-		fatal(h, "the pages of %#" PRIx64 " are not in their image any more",
-		      s->start + i * PAGE_SIZE);
+		fatal(h, "the pages of %#" PRIx64 " are not in their image any more", addr);
+	return src;
+}
+
+/*
+ * The bytes of pages [i, i + *n) of s, checked: where their run has block
+ * marks, the whole blocks that hold them are read and each checked before
+ * any of it is given (a damaged one kills the processes, nothing of it
+ * copied); *n then grows to the end of those blocks (the pages there still
+ * to come), or shrinks to the run's end.
+ */
+static const void *get_checked(struct handler *h, struct lazy_seg *s, uint64_t i, uint64_t *n)
+{
+	unsigned int img = LAZY_PAGE_IMG(s->pg[i]);
+	uint64_t off = LAZY_PAGE_OFF(s->pg[i]), addr = s->start + i * PAGE_SIZE;
+	const struct lazy_check *c = block_run(h, img, off);
+	uint64_t lo, hi, bs;
+	const uint8_t *buf;
+
+	if (!c)
+		return get_bytes(h, img, off, *n * PAGE_SIZE, addr);
+	bs = 1ULL << c->shift;
+	*n = MIN(*n, (c->off + c->len - off) / PAGE_SIZE);
+	lo = (off - c->off) & ~(bs - 1);
+	hi = MIN(c->len, ((off - c->off + *n * PAGE_SIZE) + bs - 1) & ~(bs - 1));
+	buf = get_bytes(h, img, c->off + lo, hi - lo, addr);
+	for (uint64_t b = lo; b < hi; b += bs) {
+		uint64_t len = MIN(bs, hi - b);
+
+		if (!runsum_block_ok(c->marks, c->nr_marks, c->shift, b >> c->shift, buf + (b - lo),
+				     len, c->sum))
+			fatal(h, "image %s is corrupt: the pages at %#" PRIx64 " (%" PRIu64 " pages, "
+			      "block %" PRIu64 " of the run at %#" PRIx64 ", %" PRIu64 " pages) do not "
+			      "match their checksum", c->name, c->vaddr + b, len / PAGE_SIZE,
+			      b >> c->shift, c->vaddr, c->len / PAGE_SIZE);
+	}
+	*n = copyable(s, i, (c->off + hi - off) / PAGE_SIZE);
+	return buf + (off - c->off - lo);
+}
+
+/*
+ * Pages [i, i + *n) of s (dumped, adjacent in their image) copied into the
+ * process, *n as get_checked() made it. 0, -EAGAIN (the process's mappings
+ * are changing: its event first), -ESRCH (the process is gone).
+ */
+static int copy_pages(struct handler *h, struct lz_mm *m, struct lazy_seg *s, uint64_t i,
+		      uint64_t *np)
+{
+	const void *src = get_checked(h, s, i, np);
+	uint64_t n = *np;
+
 	while (n) {
 		struct uffdio_copy c = { s->start + i * PAGE_SIZE, (uint64_t)src, n * PAGE_SIZE,
 					 0, 0 };
@@ -541,7 +638,9 @@ static int serve_fault(struct handler *h, struct lz_mm *m, uint64_t addr)
 	int ret;
 
 	if (s && pending(s->pg[i])) {
-		ret = copy_pages(h, m, s, i, copyable(s, i, LAZY_FAULT_PAGES));
+		uint64_t n = copyable(s, i, LAZY_FAULT_PAGES);
+
+		ret = copy_pages(h, m, s, i, &n);
 		if (ret == -EAGAIN)
 			return ret;
 		h->fault_pages++;
@@ -687,7 +786,7 @@ static void hot_step(struct handler *h, struct lz_mm *m)
 	while (budget && next_hot(m)) {
 		struct lazy_seg *s = &m->segs[m->cur_seg];
 		uint64_t i = m->cur_pg, n = copyable(s, i, budget);
-		int ret = copy_pages(h, m, s, i, n);
+		int ret = copy_pages(h, m, s, i, &n);
 
 		if (ret == -ESRCH) {
 			mm_close(m);
@@ -697,7 +796,7 @@ static void hot_step(struct handler *h, struct lz_mm *m)
 			 s->start + i * PAGE_SIZE, n);
 		if (ret)
 			return;		/* the process's mappings are changing: its event first */
-		budget -= n;
+		budget -= MIN(n, budget);
 	}
 	if (m->cur_seg < m->nr)
 		return;
@@ -739,7 +838,7 @@ static int fill_step(struct handler *h, struct lz_mm *m)
 		}
 		room = LAZY_FILL_PAGES - ((s->start / PAGE_SIZE + i) % LAZY_FILL_PAGES);
 		n = copyable(s, i, room);
-		ret = copy_pages(h, m, s, i, n);
+		ret = copy_pages(h, m, s, i, &n);
 		pr_debug("lazy-pages: %d: fill %#" PRIx64 " %" PRIu64 " pages", m->pid,
 			 s->start + i * PAGE_SIZE, n);
 		if (ret == -ESRCH) {
@@ -995,6 +1094,10 @@ int lazy_handler_run(struct lazy_proc *procs, size_t n, struct lazy_source *src)
 	h.ks->handler = getpid();
 	for (size_t i = 0; i < n && i < sizeof(h.ks->pids) / sizeof(pid_t); i++)
 		h.ks->pids[h.ks->nr_pids++] = procs[i].pid;
+	if (index_blocks(&h)) {
+		pr_err("lazy-pages: out of memory");
+		return 1;
+	}
 	if (start_keeper(&h)) {
 		pr_err("lazy-pages: cannot start the keeper: %s", strerror(errno));
 		return 1;

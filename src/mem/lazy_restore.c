@@ -51,6 +51,27 @@ bool lazy_check_late(void)
 	return c && !strcmp(c, "late");
 }
 
+bool lazy_check_first(void)
+{
+	const char *c = getenv("MEMDUMP_LAZY_CHECK");
+
+	return c && !strcmp(c, "first");
+}
+
+/*
+ * The handler checks each block of r's lazy runs as it serves it (the set has
+ * block marks, of blocks small enough that a piece's blocks fit its buffer,
+ * LAZY_BUF: 64 pages and two blocks).
+ */
+#define LAZY_BLOCK_SHIFT_MAX	19
+
+static bool check_served(const struct rst *r)
+{
+	return r->ds.pages_sums_deferred && r->ds.block_shift &&
+	       r->ds.block_shift <= LAZY_BLOCK_SHIFT_MAX && !r->lazy_remote &&
+	       !lazy_check_late() && !lazy_check_first();
+}
+
 /* A lazy run the handler can check: of pages-1.img, with its checksum. */
 static bool run_checkable(const struct rst *r, const struct dump_run *run)
 {
@@ -77,6 +98,8 @@ static int plan_checks(struct rst *r, const struct rst_vma *rv)
 	for (size_t i = 0; i < r->a->nr_vmas; i++)
 		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++)
 			all = all && run_checkable(r, &r->ds.runs[k]);
+	/* not late: each block as it is served, or all before anything runs */
+	all = all && (lazy_check_late() || check_served(r));
 	if (!all) {
 		r->ds.pages_sums_deferred = false;
 		return imgset_verify_pages(r->ds.inv, "pages-1.img", r->ds.pages_fd, r->ds.runs,
@@ -342,9 +365,35 @@ static int build_chain_checks(struct rst *r, struct images *im, struct lazy_proc
 			if (img < 0)
 				return img;
 			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, w->off,
-				w->end - w->start, w->sum, w->start, false, name };
+				w->end - w->start, w->sum, w->start, false, name, NULL, 0, 0 };
 		}
 	}
+	return 0;
+}
+
+/* The lazy runs whose blocks the handler checks as it serves them (check_served()). */
+static int build_blocks(struct rst *r, struct images *im, struct lazy_proc *p)
+{
+	const struct rst_vma *rv = (const struct rst_vma *)(r->area + r->a->vmas_off);
+	const struct dump_run *runs = r->ds.runs;
+
+	p->blocks = calloc(r->ds.nr_runs + 1, sizeof(*p->blocks));
+	if (!p->blocks)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->a->nr_vmas; i++) {
+		for (size_t k = rv[i].first_run; rv[i].lazy && k < rv[i].first_run + rv[i].nr_runs; k++) {
+			int img = image_index(im, runs[k].fd);
+
+			if (img < 0)
+				return img;
+			p->blocks[p->nr_blocks++] = (struct lazy_check){ (unsigned int)img,
+				runs[k].off, runs[k].end - runs[k].start, runs[k].sum,
+				runs[k].start, false, "pages-1.img",
+				r->ds.marks + runs[k].marks_at, runs[k].nr_marks,
+				r->ds.block_shift };
+		}
+	}
+	pr_debug("lazy-pages: %d: %zu runs checked block by block as served", r->pid, p->nr_blocks);
 	return 0;
 }
 
@@ -355,6 +404,8 @@ static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
 	const struct dump_run *runs = r->ds.runs;
 	size_t cap = r->ds.nr_runs + 1;
 
+	if (r->ds.pages_sums_deferred && check_served(r))
+		return build_blocks(r, im, p);
 	if (!r->ds.pages_sums_deferred && !r->lazy_remote && !r->ds.chain_late)
 		return 0;
 	for (size_t level = 1; r->ds.chain_late && level <= r->ds.nr_chain; level++)
@@ -373,7 +424,7 @@ static int build_checks(struct rst *r, struct images *im, struct lazy_proc *p)
 				return img;
 			p->checks[p->nr_checks++] = (struct lazy_check){ (unsigned int)img, runs[k].off,
 				runs[k].end - runs[k].start, runs[k].sum, runs[k].start,
-				!runs[k].has_sum, "pages-1.img" };
+				!runs[k].has_sum, "pages-1.img", NULL, 0, 0 };
 		}
 	}
 	return build_chain_checks(r, im, p);

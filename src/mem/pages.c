@@ -810,9 +810,11 @@ static int keep_sums(struct dump_ctx *d, struct pagesum *ps, int ret)
 	ret = ret ?: err;
 	if (ret || ps->src == PAGESUM_LATER) {
 		free(ps->sums);
+		free(ps->marks);
 		return ret;
 	}
 	d->run_sums = ps->sums;
+	d->run_marks = ps->marks;
 	d->pages_size = ps->rs.total;
 	d->pages_hash = runsum_of_runs(ps->sums, d->nr_runs);	/* the inventory's (runsum.h) */
 	return 0;

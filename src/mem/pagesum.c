@@ -180,7 +180,11 @@ int pagesum_start(struct dump_ctx *d, struct pagesum *ps, enum pagesum_src src, 
 		return -ENOMEM;
 	for (size_t i = 0; i < d->nr_runs; i++)
 		ps->lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
+	ps->marks = calloc(runsum_marks_size(ps->lens, d->nr_runs) + 1, sizeof(*ps->marks));
+	if (!ps->marks)
+		return -ENOMEM;
 	runsum_init(&ps->rs, ps->lens, ps->sums, d->nr_runs, false);
+	runsum_set_marks(&ps->rs, ps->marks);
 	ps->src = src;
 	ps->wfd = fd;
 	ps->at_end = src == PAGESUM_FILE && d->nr_pages * PAGE_SIZE <= SUM_AT_END_MAX;

@@ -36,6 +36,7 @@ struct pagesum {
 	uint8_t *buf;		/* PAGESUM_FILE: what is read back */
 	uint64_t *lens;		/* of each run of d->runs */
 	uint64_t *sums;		/* their checksums */
+	uint64_t *marks;	/* their block marks (runsum.h) */
 	struct runsum rs;	/* rs.total: the image's size */
 };
 

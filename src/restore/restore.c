@@ -637,6 +637,10 @@ int rst_load(struct rst *r, const struct restore_opts *o, bool defer_sums, bool 
 		/* --lazy-pages: no blob reads the lazy pages to sum them; checked before */
 		ret = o->lazy && lazy_remote_fd(o) >= 0 ? dumpset_load_remote_pages(o->dir, &r->ds) :
 		      defer_sums && o->lazy && lazy_check_late() ? dumpset_load_lazy(o->dir, &r->ds) :
+		      /* checked block by block as served where the set has block marks
+		       * (lazy_restore.c), else whole before anything runs */
+		      defer_sums && o->lazy && !lazy_check_first() ?
+				 dumpset_load_for_restore(o->dir, &r->ds, false) :
 		      defer_sums && !o->lazy ? dumpset_load_for_restore(o->dir, &r->ds, true)
 				 : dumpset_load(o->dir, &r->ds);
 	return ret ? ret : load_checked(r, o, enter);
