@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -47,5 +48,20 @@ const char *proccwd_unsupported(pid_t pid, const struct stat *st)
 	    !same_as_mine(pid, "root"))
 		return "the /proc directory of a process that exited, seen from another PID or "
 		       "mount namespace or root than memdump's, which memdump cannot make again";
+	return NULL;
+}
+
+const char *proccwd_fd_unsupported(pid_t gone, const char *link)
+{
+	char task[48];
+	int n = snprintf(task, sizeof(task), "/proc/%d/task/", gone);
+	long tid;
+
+	if (strncmp(link, task, n))
+		return NULL;
+	tid = strtol(link + n, NULL, 10);
+	if (tid > 0 && tid != gone)
+		return "a /proc file of a thread of a process that exited, other than its main "
+		       "one: memdump makes such a file with a stand-in that has no threads";
 	return NULL;
 }

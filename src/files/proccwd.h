@@ -33,12 +33,33 @@ pid_t proccwd_pid(const char *name);
  */
 const char *proccwd_unsupported(pid_t pid, const struct stat *st);
 
+/*
+ * An fd on the /proc/PID directory of a process that exited, or a file in
+ * it (zdtm remap_dead_pid, remap_dead_pid_root; found by pidns_gone_proc()):
+ * its REG entry names /proc/PID or /proc/PID/FILE, remapped as PROCFS to PID.
+ * The restored process opens it itself, in its namespaces and root, while a
+ * stand-in of its own with that PID exists, then kills and reaps the
+ * stand-in (its /proc directory unhashed again) before it opens anything else.
+ * The stand-in takes the ids the file showed (a file's are its process's, a
+ * directory's root's once the process is gone). Why file link of process
+ * gone cannot be made so; NULL: it can.
+ */
+const char *proccwd_fd_unsupported(pid_t gone, const char *link);
+
 /* Restore (proccwd_restore.c) */
 
 /* remap-fpath.img's PROCFS entry re: the process's cwd, its PID free, in memdump's namespace. */
 int proccwd_check(struct rst *r, const RemapFilePathEntry *re);
 /* The cwd of PROCFS remap: a stand-in with its PID, its /proc directory open as r->cwd_fd. */
 int proccwd_open(struct rst *r);
+/* Is fe a file of a PROCFS remap other than the cwd (an fd's: opened by the process)? */
+bool proccwd_is_fd(struct rst *r, uint32_t file_id);
+/*
+ * In the restored process: a stand-in of its own with the PID of file_id's
+ * PROCFS remap (-errno: -EEXIST, the PID in use), and its end, killed and reaped.
+ */
+pid_t proccwd_fd_stand_in(struct rst *r, uint32_t file_id);
+void proccwd_fd_stand_in_end(pid_t s);
 /* The stand-in killed and reaped (its directory unhashed again); nothing when there is none. */
 void proccwd_end(struct rst *r);
 

@@ -120,6 +120,9 @@ static int proc_reg_up(struct rst *r, const RegFileEntry *re, int base)
 {
 	int fd = reg_proc_open_in_child(r, re), n;
 
+	if (fd == -EEXIST)	/* of a process that exited: its stand-in's PID (proccwd.h) */
+		child_exit_fail(r, fd, "cannot open %s: the PID of its process, which exited, is "
+				"in use", re->name);
 	if (fd < 0)
 		child_exit_fail(r, fd, "cannot open %s: %s", re->name, strerror(-fd));
 	n = move_up(r, fd, base);
