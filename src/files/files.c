@@ -86,7 +86,7 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 static int add_proc_gone(struct dump_ctx *d, const char *name, const struct stat *st)
 {
 	pid_t gone = proccwd_pid(name);
-	const char *why = proccwd_unsupported(d->pid, st);
+	const char *why = proccwd_unsupported(d->pid, name, st);
 	struct file_desc *f;
 
 	if (why)

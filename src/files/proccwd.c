@@ -10,6 +10,7 @@
 #include <linux/magic.h>
 
 #include "files/proccwd.h"
+#include "ns/pidns.h"
 
 pid_t proccwd_pid(const char *name)
 {
@@ -32,7 +33,7 @@ static bool same_as_mine(pid_t pid, const char *what)
 	return !stat(path, &a) && !stat(self, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-const char *proccwd_unsupported(pid_t pid, const struct stat *st)
+const char *proccwd_unsupported(pid_t pid, const char *name, const struct stat *st)
 {
 	struct stat mine;
 	struct statfs fs;
@@ -41,6 +42,8 @@ const char *proccwd_unsupported(pid_t pid, const struct stat *st)
 	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
 	if (!S_ISDIR(st->st_mode) || statfs(path, &fs) || fs.f_type != PROC_SUPER_MAGIC)
 		return "not a directory of procfs";
+	if (pidns_own(pid) && pidns_gone_proc_at(pid, "cwd", name))
+		return NULL;	/* its own PID namespace's: the process changes into it itself */
 	if (stat("/proc/self", &mine) || mine.st_dev != st->st_dev)
 		return "a directory of another procfs than memdump's /proc, whose PID no restore "
 		       "can make";

@@ -11,8 +11,12 @@
  * In the images the cwd's REG entry names /proc/PID and remap-fpath.img
  * remaps it as PROCFS, remap_id the PID (as CRIU writes it).
  *
- * Only in memdump's /proc, PID namespace, mount namespace and root: the PID
- * is then one of memdump's namespace and /proc/PID memdump's path to it.
+ * In memdump's /proc, PID namespace, mount namespace and root: the PID is
+ * then one of memdump's namespace and /proc/PID memdump's path to it. In a
+ * PID namespace of its own (the restore makes it new), on the /proc of that
+ * namespace its root shows: the restored process itself makes a stand-in of
+ * its own with the PID there, changes into /proc/PID, and kills and reaps it
+ * (zdtm unhashed_proc in the ns flavour). Others are refused.
  */
 #ifndef MEMDUMP_PROCCWD_H
 #define MEMDUMP_PROCCWD_H
@@ -31,7 +35,7 @@ pid_t proccwd_pid(const char *name);
  * Why process pid's cwd st, the /proc directory of a process gone, cannot be
  * made again by a restore; NULL: it can.
  */
-const char *proccwd_unsupported(pid_t pid, const struct stat *st);
+const char *proccwd_unsupported(pid_t pid, const char *name, const struct stat *st);
 
 /*
  * An fd on the /proc/PID directory of a process that exited, or a file in
@@ -60,6 +64,11 @@ bool proccwd_is_fd(struct rst *r, uint32_t file_id);
  */
 pid_t proccwd_fd_stand_in(struct rst *r, uint32_t file_id);
 void proccwd_fd_stand_in_end(pid_t s);
+/*
+ * In the restored process: its cwd, when a PROCFS remap's in a PID namespace
+ * of its own (1), else nothing (0); -errno.
+ */
+int proccwd_chdir_in_child(struct rst *r);
 /* The stand-in killed and reaped (its directory unhashed again); nothing when there is none. */
 void proccwd_end(struct rst *r);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -63,9 +64,7 @@ int proccwd_check(struct rst *r, const RemapFilePathEntry *re)
 		return fail(-EIO, "remap-fpath.img: the cwd %s is remapped to the /proc directory "
 			    "of process %u", fe->reg->name, re->remap_id);
 	if (r->ds.pstree && r->ds.pstree->n_ns_threads)
-		return fail(-EOPNOTSUPP, "the cwd %s, the /proc directory of a process that "
-			    "exited, in a PID namespace of its own: memdump cannot make it again",
-			    want);
+		return 0;	/* a PID namespace the restore makes: the process's own stand-in */
 	if (!kill((pid_t)re->remap_id, 0) || errno != ESRCH)
 		return fail(-EEXIST, "the cwd %s (deleted), the /proc directory of process %u that "
 			    "exited, needs its PID for a moment, and PID %u is in use", want,
@@ -116,8 +115,9 @@ int proccwd_open(struct rst *r)
 	char path[32];
 	pid_t s;
 
-	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS)
-		return 0;
+	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS ||
+	    (r->ds.pstree && r->ds.pstree->n_ns_threads))
+		return 0;	/* in a PID namespace of its own: proccwd_chdir_in_child() */
 	s = (pid_t)re->remap_id;
 	if (!tree_has_stand_in(r, s)) {		/* the tree's processes share one */
 		s = fork_stand_in(s);
@@ -197,11 +197,43 @@ static pid_t fork_own_stand_in(const RemapFilePathEntry *re)
 	return err ? err : s;
 }
 
+/*
+ * In a tree, two processes may want the same PID at once (each its own
+ * stand-in): the second waits a little for the first's to be reaped.
+ */
 pid_t proccwd_fd_stand_in(struct rst *r, uint32_t file_id)
 {
 	const RemapFilePathEntry *rm = dumpset_remap(&r->ds, file_id);
+	struct timespec ms = { 0, 1000000 };
+	pid_t s = -EEXIST;
 
-	return rm ? fork_own_stand_in(rm) : -EIO;
+	for (int i = 0; rm && s == -EEXIST && i < 1000; i++) {
+		s = fork_own_stand_in(rm);
+		if (s == -EEXIST && r->tree_parent == NULL && !r->tree)
+			break;	/* no other process of a tree: the PID is taken */
+		if (s == -EEXIST)
+			nanosleep(&ms, NULL);
+	}
+	return rm ? s : -EIO;
+}
+
+int proccwd_chdir_in_child(struct rst *r)
+{
+	uint32_t id = r->ds.fs ? r->ds.fs->cwd_id : 0;
+	const RemapFilePathEntry *re = id ? dumpset_remap(&r->ds, id) : NULL;
+	const FileEntry *fe = re ? rst_file(r, id) : NULL;
+	pid_t s;
+	int err;
+
+	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS || !fe ||
+	    !fe->reg || !r->ds.pstree || !r->ds.pstree->n_ns_threads)
+		return 0;
+	s = proccwd_fd_stand_in(r, id);
+	if (s < 0)
+		return s;
+	err = chdir(fe->reg->name) ? -errno : 1;
+	proccwd_fd_stand_in_end(s);	/* /proc/PID unhashed again: the cwd reads "(deleted)" */
+	return err;
 }
 
 void proccwd_fd_stand_in_end(pid_t s)

@@ -177,13 +177,21 @@ static bool root_proc_is_own(pid_t holder, dev_t dev)
 
 pid_t pidns_gone_proc(pid_t holder, int fd, const char *link)
 {
+	char what[32];
+
+	snprintf(what, sizeof(what), "fd/%d", fd);
+	return pidns_gone_proc_at(holder, what, link);
+}
+
+pid_t pidns_gone_proc_at(pid_t holder, const char *what, const char *link)
+{
 	pid_t n = gone_proc_pid(link);
 	char path[96];
 	struct stat st;
 
 	if (!n)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", holder, fd);
+	snprintf(path, sizeof(path), "/proc/%d/%s", holder, what);
 	if (stat(path, &st) || !root_proc_is_own(holder, st.st_dev))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/root/proc/%d", holder, n);

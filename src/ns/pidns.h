@@ -27,5 +27,7 @@ int pidns_ids(pid_t pid, const pid_t *tids, int n, uint32_t *ns_tids, uint32_t *
  * no N now. 0: not one (restore makes it with a stand-in of PID N, proccwd.h).
  */
 pid_t pidns_gone_proc(pid_t holder, int fd, const char *link);
+/* The same for holder's /proc/PID/WHAT link ("cwd", "fd/N"). */
+pid_t pidns_gone_proc_at(pid_t holder, const char *what, const char *link);
 
 #endif
