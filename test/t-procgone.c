@@ -8,7 +8,7 @@
  * same links ("/proc/CHILD/mountinfo", "/proc/CHILD (deleted)"), open flags, modes and
  * owners (the file's the child's 65534, the directory's root's), offset, the procfs of
  * /proc/self, the directory not listed (ENOENT) and "status" not found in it as before, the
- * mountinfo still read from the start (its first mount id as before), PID CHILD free.
+ * mountinfo still read from the start (its first mount's root and mount point as before), PID CHILD free.
  */
 #include "tlib.h"
 
@@ -19,16 +19,12 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#ifndef MIN
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#endif
-
 struct seen {
 	char file_link[128], dir_link[128];
 	int file_fl, dir_fl, lookup_errno, entries;
 	off_t pos;
 	struct stat file_st, dir_st;
-	char first[32];		/* the first field of mountinfo: the first mount's id */
+	char first[128];	/* mountinfo's first mount: its root and mount point */
 };
 
 static int mi_fd, dir_fd;
@@ -64,18 +60,23 @@ static int count_entries(int fd)
 	return n < 0 ? -errno : (int)count;
 }
 
-/* The first field of mountinfo read from the start, the offset put back. */
-static void first_field(char *out, size_t len)
+/*
+ * The first mount of mountinfo read from the start, its root and mount point
+ * (fields 4 and 5: mount ids are new in a restored mount namespace), the
+ * offset put back.
+ */
+static void first_mount(char *out, size_t len)
 {
 	off_t at = lseek(mi_fd, 0, SEEK_CUR);
-	char buf[256] = "";
+	char buf[256] = "", root[64] = "", point[64] = "";
 	ssize_t n;
 
 	if (lseek(mi_fd, 0, SEEK_SET) < 0 || (n = read(mi_fd, buf, sizeof(buf) - 1)) <= 0)
 		t_fail("mountinfo of the dead process: %s", strerror(errno));
 	buf[n] = 0;
-	buf[MIN(strcspn(buf, " "), len - 1)] = 0;
-	memcpy(out, buf, len);
+	if (sscanf(buf, "%*s %*s %*s %63s %63s", root, point) != 2)
+		t_fail("mountinfo of the dead process starts with \"%.40s\"", buf);
+	snprintf(out, len, "%.60s %.60s", root, point);
 	if (lseek(mi_fd, at, SEEK_SET) != at)
 		t_fail("lseek back to %ld: %s", (long)at, strerror(errno));
 }
@@ -94,7 +95,7 @@ static void look(struct seen *s)
 		t_fail("\"status\" opens in the dead directory");
 	s->lookup_errno = errno;
 	s->entries = count_entries(dir_fd);
-	first_field(s->first, sizeof(s->first));
+	first_mount(s->first, sizeof(s->first));
 }
 
 static void compare(const struct seen *a, const struct seen *b)
@@ -122,7 +123,7 @@ static void compare(const struct seen *a, const struct seen *b)
 		t_fail("lookup %s, %d entries; want %s, %d", strerror(b->lookup_errno), b->entries,
 		       strerror(a->lookup_errno), a->entries);
 	if (strcmp(a->first, b->first))
-		t_fail("mountinfo starts with mount %s, want %s", b->first, a->first);
+		t_fail("mountinfo starts with mount \"%s\", want \"%s\"", b->first, a->first);
 	if (!kill(gone, 0) || errno != ESRCH)
 		t_fail("PID %d, which exited, is in use", (int)gone);
 }
