@@ -25,14 +25,14 @@
 #include "files/proccwd.h"
 #include "log.h"
 
-/* Is name /proc/PID or a path in it, the REG entry of a PROCFS remap to PID? */
+/* Is name /proc/PID or a path in it (no . or .. step), the REG entry of a PROCFS remap to PID? */
 static bool names_pid_dir(const char *name, uint32_t pid)
 {
 	char want[32];
 	int n = snprintf(want, sizeof(want), "/proc/%u", pid);
 
 	return name && !strncmp(name, want, n) && (!name[n] || (name[n] == '/' && name[n + 1] &&
-							       !strstr(name, "/../")));
+							       !strstr(name + n, "/.")));
 }
 
 /* An fd's (not the cwd's): its PID free where the process is restored. */
