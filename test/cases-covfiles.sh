@@ -175,3 +175,36 @@ os.waitpid(pid, 0)' "$gone" > "$T/taker.out" 2>&1 &
 	kill -9 "$gone"
 }
 add procgone-taken case_procgone_taken
+
+# An fd on /proc/CHILD/task/TID/stat of a thread (not the main one) of a child
+# that exited: the stand-in would have no such thread, refused naming the fd
+# before the target is harmed.
+case_procgone_thread_refused() {
+	OUT=$T/thr.out
+	python3 -c '
+import os, signal, threading, time
+r, w = os.pipe()
+c = os.fork()
+if c == 0:
+    threading.Thread(target=lambda: (os.write(w, b"%d" % threading.get_native_id()), time.sleep(300)), daemon=True).start()
+    time.sleep(300)
+    os._exit(0)
+tid = int(os.read(r, 32))
+fd = os.open("/proc/%d/task/%d/stat" % (c, tid), os.O_RDONLY)
+os.kill(c, signal.SIGKILL)
+os.waitpid(c, 0)
+print("READY", os.getpid(), c, tid, fd, flush=True)
+signal.pause()' > "$OUT" 2> "$T/thr.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " 10 || { show_file err "$T/thr.err"; fail "the target did not start"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "fd ${READY[4]} (/proc/${READY[2]}/task/${READY[3]}/stat.*a thread of a process that exited" \
+		"$MD_ERR" || fail "the refusal does not name the thread's file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	alive "$PID" || fail "the target did not survive the refused dump"
+	untraced "$PID" || fail "the target is still traced or stopped"
+	kill -9 "$PID"
+}
+add procgone-thread-refused case_procgone_thread_refused
