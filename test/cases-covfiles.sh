@@ -120,23 +120,25 @@ procgone_remaps() {
 	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
 	timeout 30 crit show "$1/remap-fpath.img" > "$T/crit.remap.json" 2>&1 ||
 		fail "crit cannot decode remap-fpath.img: $(tail -n1 "$T/crit.remap.json")"
-	(( $(grep -c '"remap_type": "PROCFS"' "$T/crit.remap.json") == 2 )) &&
-		(( $(grep -c "\"remap_id\": $2\b" "$T/crit.remap.json") == 2 )) ||
-		{ sed 's/^/#   /' "$T/crit.remap.json"; fail "not two PROCFS remaps to PID $2"; }
+	(( $(grep -c '"remap_type": "PROCFS"' "$T/crit.remap.json") == $3 )) &&
+		(( $(grep -c "\"remap_id\": $2\b" "$T/crit.remap.json") == $3 )) ||
+		{ sed 's/^/#   /' "$T/crit.remap.json"; fail "not $3 PROCFS remaps to PID $2"; }
 }
 
 case_procgone_rst() {
-	start_prog t-procgone
+	start_prog t-procgone "$@"
 	local gone=${READY[2]}
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	procgone_remaps "$T/d" "$gone"
+	procgone_remaps "$T/d" "$gone" $(( $# ? 3 : 2 ))
 	restore_and_pass "$T/d" 1
 	kill -0 "$gone" 2> /dev/null && fail "PID $gone (the stand-in) is left after the restore"
 	note "second restore of the same images"
 	restore_and_pass "$T/d" 2
 }
 add procgone-rst case_procgone_rst
+# its cwd in /proc/CHILD too: the fds are opened while memdump's stand-in for the cwd lives
+add procgone-cwd-rst case_procgone_rst cwd
 
 case_procgone_lr() {
 	start_prog t-procgone

@@ -1,6 +1,6 @@
 /* t-procgone: fds on /proc files of a process that exited (zdtm remap_dead_pid, _root).
  *
- *   t-procgone DIR
+ *   t-procgone DIR [cwd]
  *
  * It forks a child, which takes uid and gid 65534 (dumpable), opens
  * /proc/CHILD/mountinfo (read one line: an offset) and /proc/CHILD (a directory), then
@@ -8,6 +8,7 @@
  * same links ("/proc/CHILD/mountinfo", "/proc/CHILD (deleted)"), open flags, modes and
  * owners (the file's the child's 65534, the directory's root's), offset, the procfs of
  * /proc/self, the directory not listed (ENOENT) and "status" not found in it as before, the
+ * `cwd`: its cwd in /proc/CHILD too, read the same. The
  * mountinfo still read from the start (its first mount's root and mount point as before), PID CHILD free.
  */
 #include "tlib.h"
@@ -28,6 +29,7 @@ struct seen {
 };
 
 static int mi_fd, dir_fd;
+static char cwd_before[128];
 static pid_t gone;
 
 static void read_link(int fd, char *buf, size_t len)
@@ -157,8 +159,13 @@ int main(int argc, char **argv)
 		t_fail("open /proc/%d: %s", (int)gone, strerror(errno));
 	if (read(mi_fd, line, 16) != 16)	/* an offset to keep */
 		t_fail("read mountinfo: %s", strerror(errno));
+	if (argc > 2 && !strcmp(argv[2], "cwd") && chdir(path))
+		t_fail("chdir %s: %s", path, strerror(errno));
 	kill(gone, SIGKILL);
 	waitpid(gone, NULL, 0);
+	if (argc > 2 && !strcmp(argv[2], "cwd") &&
+	    readlink("/proc/self/cwd", cwd_before, sizeof(cwd_before) - 1) < 0)
+		t_fail("readlink cwd: %s", strerror(errno));
 	look(&before);
 	if (before.file_st.st_uid != 65534 || before.dir_st.st_uid != 0 || before.entries > 0)
 		t_fail("before: file uid %u, dir uid %u, %d entries", before.file_st.st_uid,
@@ -168,5 +175,11 @@ int main(int argc, char **argv)
 	t_check_common();
 	look(&after);
 	compare(&before, &after);
+	if (cwd_before[0]) {
+		char now[128] = "";
+
+		if (readlink("/proc/self/cwd", now, sizeof(now) - 1) < 0 || strcmp(now, cwd_before))
+			t_fail("cwd reads \"%s\", want \"%s\"", now, cwd_before);
+	}
 	t_pass(before.dir_link);
 }

@@ -1,10 +1,10 @@
 /*
- * Restore of a cwd in the /proc directory of a process that exited
- * (proccwd.h): a stand-in with its PID (one for the processes of a tree in
- * the same one) lives from before the process is forked until every process
- * is parked; the process changes into its /proc
- * directory by the fd memdump opened (child.c), then the stand-in is killed
- * and reaped, which unhashes the directory again.
+ * Restore of a cwd in the /proc directory of a process that exited, or of an
+ * fd on it or a file in it (proccwd.h): the restored process, in its
+ * namespaces and root, makes a stand-in of its own with that PID (one after
+ * the other when processes of a tree want the same), changes into its /proc
+ * directory or opens the file, then kills and reaps it, which unhashes the
+ * directory again.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -70,79 +70,6 @@ int proccwd_check(struct rst *r, const RemapFilePathEntry *re)
 			    "exited, needs its PID for a moment, and PID %u is in use", want,
 			    re->remap_id, re->remap_id);
 	return 0;
-}
-
-/* The stand-in: nothing but its PID, until memdump kills it (or dies). */
-static void __attribute__((noreturn)) stand_in(pid_t parent)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(0);
-	syscall(SYS_close_range, 0, ~0U, 0);	/* no copy of memdump's files */
-	for (;;)
-		pause();
-}
-
-static pid_t fork_stand_in(pid_t pid)
-{
-	struct clone_args ca = { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&pid,
-				 .set_tid_size = 1 };
-	pid_t parent = getpid(), s = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-
-	if (s == 0)
-		stand_in(parent);
-	return s;
-}
-
-/* Has another process of r's tree (prepared before it) a stand-in with PID gone? */
-static bool tree_has_stand_in(struct rst *r, pid_t gone)
-{
-	struct rst *root = r;
-
-	while (root->tree_parent)
-		root = root->tree_parent;
-	if (root != r && root->cwd_standin == gone)
-		return true;
-	for (size_t i = 0; i < tree_size(root); i++)
-		if (tree_member(root, i) != r && tree_member(root, i)->cwd_standin == gone)
-			return true;
-	return false;
-}
-
-int proccwd_open(struct rst *r)
-{
-	const RemapFilePathEntry *re = r->ds.fs ? dumpset_remap(&r->ds, r->ds.fs->cwd_id) : NULL;
-	char path[32];
-	pid_t s;
-
-	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS ||
-	    (r->ds.pstree && r->ds.pstree->n_ns_threads))
-		return 0;	/* in a PID namespace of its own: proccwd_chdir_in_child() */
-	s = (pid_t)re->remap_id;
-	if (!tree_has_stand_in(r, s)) {		/* the tree's processes share one */
-		s = fork_stand_in(s);
-		if (s < 0)
-			return fail(-errno, "cannot make a stand-in with PID %u for the cwd "
-				    "/proc/%u (deleted): %s", re->remap_id, re->remap_id,
-				    strerror(errno));
-		r->cwd_standin = s;
-	}
-	snprintf(path, sizeof(path), "/proc/%d", s);
-	r->cwd_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r->cwd_fd < 0)
-		return fail(-errno, "cannot open %s, the cwd to be: %s", path, strerror(errno));
-	pr_debug("cwd %s: stand-in %d until the process is parked", path, s);
-	return 0;
-}
-
-void proccwd_end(struct rst *r)
-{
-	if (r->cwd_standin <= 0)
-		return;
-	kill(r->cwd_standin, SIGKILL);
-	while (waitpid(r->cwd_standin, NULL, 0) < 0 && errno == EINTR)
-		;
-	r->cwd_standin = 0;
 }
 
 bool proccwd_is_fd(struct rst *r, uint32_t file_id)
@@ -225,8 +152,7 @@ int proccwd_chdir_in_child(struct rst *r)
 	pid_t s;
 	int err;
 
-	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS || !fe ||
-	    !fe->reg || !r->ds.pstree || !r->ds.pstree->n_ns_threads)
+	if (!re || !re->has_remap_type || re->remap_type != REMAP_TYPE__PROCFS || !fe || !fe->reg)
 		return 0;
 	s = proccwd_fd_stand_in(r, id);
 	if (s < 0)
