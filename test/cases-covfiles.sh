@@ -110,3 +110,103 @@ add ghostlarge-rst case_ghostlarge_rst
 # with its wd, on the ghost the restore makes of that file (t-inotifydel).
 add inotifydel-rst case_f2_rst t-inotifydel
 add inotifydel-lr case_f2_lr t-inotifydel
+
+# fds on /proc/CHILD/mountinfo and /proc/CHILD of a child that exited and was
+# reaped (zdtm remap_dead_pid, remap_dead_pid_root): dumped as CRIU does (PROCFS
+# remaps to CHILD), opened again by the restored process while a stand-in of its
+# own has PID CHILD and the file's owner, gone again before it runs (t-procgone
+# checks links, flags, modes, owners, offset, the dead directory, PID CHILD free).
+procgone_remaps() {
+	command -v crit > /dev/null || { note "crit not on PATH: not decoded"; return 0; }
+	timeout 30 crit show "$1/remap-fpath.img" > "$T/crit.remap.json" 2>&1 ||
+		fail "crit cannot decode remap-fpath.img: $(tail -n1 "$T/crit.remap.json")"
+	(( $(grep -c '"remap_type": "PROCFS"' "$T/crit.remap.json") == $3 )) &&
+		(( $(grep -c "\"remap_id\": $2\b" "$T/crit.remap.json") == $3 )) ||
+		{ sed 's/^/#   /' "$T/crit.remap.json"; fail "not $3 PROCFS remaps to PID $2"; }
+}
+
+case_procgone_rst() {
+	start_prog t-procgone "$@"
+	local gone=${READY[2]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	procgone_remaps "$T/d" "$gone" $(( $# ? 3 : 2 ))
+	restore_and_pass "$T/d" 1
+	kill -0 "$gone" 2> /dev/null && fail "PID $gone (the stand-in) is left after the restore"
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add procgone-rst case_procgone_rst
+# its cwd in /proc/CHILD too: the fds are opened while memdump's stand-in for the cwd lives
+add procgone-cwd-rst case_procgone_rst cwd
+
+case_procgone_lr() {
+	start_prog t-procgone
+	dump "$PID" "$T/d" --leave-running
+	check_child_pass
+}
+add procgone-lr case_procgone_lr
+
+# PID CHILD taken by another process when the restore comes: refused before
+# anything starts, naming the PID; the other process untouched.
+case_procgone_taken() {
+	start_prog t-procgone
+	local gone=${READY[2]}
+	dump "$PID" "$T/d"
+	expect_killed "$PID"
+	python3 -c '
+import ctypes, os, signal, struct, sys
+buf = bytearray(struct.pack("QQQQQQQQQQQ", 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))
+tid = ctypes.c_int(int(sys.argv[1]))
+struct.pack_into("QQ", buf, 64, ctypes.addressof(tid), 1)	# set_tid, set_tid_size
+b = ctypes.create_string_buffer(bytes(buf), len(buf))
+pid = ctypes.CDLL(None, use_errno=True).syscall(435, b, len(buf))
+if pid == 0:
+    signal.pause()
+    os._exit(0)
+print("TOOK", pid, flush=True)
+os.waitpid(pid, 0)' "$gone" > "$T/taker.out" 2>&1 &
+	local taker=$!; track "$taker"
+	wait_line "$T/taker.out" "^TOOK $gone" 10 || { show_file taker "$T/taker.out"; fail "cannot take PID $gone"; }
+	track "$gone"
+	md restore restore -D "$T/d" -d
+	expect_md_error
+	grep -qE "PID $gone is in use" "$MD_ERR" || fail "the error does not name PID $gone"
+	alive "$PID" && fail "process $PID was restored"
+	alive "$gone" || fail "the process with PID $gone is gone"
+	kill -9 "$gone"
+}
+add procgone-taken case_procgone_taken
+
+# An fd on /proc/CHILD/task/TID/stat of a thread (not the main one) of a child
+# that exited: the stand-in would have no such thread, refused naming the fd
+# before the target is harmed.
+case_procgone_thread_refused() {
+	OUT=$T/thr.out
+	python3 -c '
+import os, signal, threading, time
+r, w = os.pipe()
+c = os.fork()
+if c == 0:
+    threading.Thread(target=lambda: (os.write(w, b"%d" % threading.get_native_id()), time.sleep(300)), daemon=True).start()
+    time.sleep(300)
+    os._exit(0)
+tid = int(os.read(r, 32))
+fd = os.open("/proc/%d/task/%d/stat" % (c, tid), os.O_RDONLY)
+os.kill(c, signal.SIGKILL)
+os.waitpid(c, 0)
+print("READY", os.getpid(), c, tid, fd, flush=True)
+signal.pause()' > "$OUT" 2> "$T/thr.err" < /dev/null &
+	PID=$!; track "$PID"
+	wait_line "$OUT" "^READY " 10 || { show_file err "$T/thr.err"; fail "the target did not start"; }
+	read -r -a READY < <(grep -m1 '^READY ' "$OUT")
+	md dump dump -t "$PID" -D "$T/d"
+	expect_md_error
+	grep -q "fd ${READY[4]} (/proc/${READY[2]}/task/${READY[3]}/stat.*a thread of a process that exited" \
+		"$MD_ERR" || fail "the refusal does not name the thread's file: $(cat "$MD_ERR")"
+	no_inventory "$T/d"
+	alive "$PID" || fail "the target did not survive the refused dump"
+	untraced "$PID" || fail "the target is still traced or stopped"
+	kill -9 "$PID"
+}
+add procgone-thread-refused case_procgone_thread_refused

@@ -761,6 +761,31 @@ case_tree_pidns_procfile() {
 }
 add tree-pidns-procfile case_tree_pidns_procfile
 
+# PROG (t-procgone, t-proccwd) as the init of a PID namespace with its own
+# /proc: fds on /proc files of its reaped child, or its cwd in the child's /proc
+# directory (zdtm remap_dead_pid, remap_dead_pid_root, unhashed_proc in the ns
+# flavour); the restored init makes a stand-in of the child's PID in the new
+# namespace while it opens them or changes into it, and reaps it: PROG checks
+# links, modes, owners and the dead directory as it sees them
+case_tree_pidns_gone() {
+	OUT=$T/gone.out
+	unshare --pid --fork --kill-child sh -c 'exec unshare --mount --mount-proc=/proc "$@"' sh \
+		"$TESTBIN/$1" "$T" "${@:2}" > "$OUT" 2> /dev/null < /dev/null &
+	local u=$!; track "$u"
+	wait_line "$OUT" "^READY " "$OP_TIMEOUT" || fail "$1 did not start"
+	READY_SIZE=$(stat -c %s "$OUT")
+	PID=$(tree_children "$u"); track "$PID"
+	dump "$PID" "$T/d"
+	wait "$u" 2> /dev/null
+	restore_and_pass "$T/d" 1
+	note "second restore of the same images"
+	restore_and_pass "$T/d" 2
+}
+add tree-pidns-procgone case_tree_pidns_gone t-procgone
+add tree-pidns-proccwd case_tree_pidns_gone t-proccwd
+# the cwd inherited by a second child: each restored process its own stand-in, in turn
+add tree-pidns-proccwd-tree case_tree_pidns_gone t-proccwd tree
+
 # host view of a tree: "pid ppid pgid sid" of each process, sorted (the root's
 # parent left out: unshare's, then memdump's)
 tree_ids() {

@@ -249,8 +249,6 @@ struct rst {
 	int exe_fd;
 	const char *cwd, *root;
 	int cwd_fd;		/* a deleted cwd: its recreated directory, for fchdir (child.c) */
-	pid_t cwd_standin;	/* a cwd in /proc of a process gone: the stand-in with its PID
-				 * (files/proccwd.h), 0: none */
 	struct CgroupEntry *cg;	/* cgroup.img, NULL: none or --manage-cgroups ignore */
 	char **cg_made;		/* cgroup directories this restore created (cgroups.c) */
 	size_t nr_cg_made;

@@ -227,7 +227,7 @@ static void check_cwd_root(const struct dump_opts *o, struct refusals *r)
 			continue;
 		if (i == 0 && proccwd_pid(target)) {	/* a /proc dir of a process gone */
 			const char *w = stat(path, &st) ? "unreachable" :
-					proccwd_unsupported(o->pid, &st);
+					proccwd_unsupported(o->pid, target, &st);
 
 			if (w)
 				refuse_add(r, "a deleted cwd (%s): %s", target, w);

@@ -86,7 +86,7 @@ int files_add_path(struct dump_ctx *d, const char *path, const struct stat *st, 
 static int add_proc_gone(struct dump_ctx *d, const char *name, const struct stat *st)
 {
 	pid_t gone = proccwd_pid(name);
-	const char *why = proccwd_unsupported(d->pid, st);
+	const char *why = proccwd_unsupported(d->pid, name, st);
 	struct file_desc *f;
 
 	if (why)
@@ -409,7 +409,7 @@ bool fd_unsupported(const struct fd_policy *p, int fd, const char *link, const s
 bool fd_unsupported_as(const struct fd_policy *p, int fd, const char *link, const struct stat *st,
 		       bool opath, char *why, size_t len)
 {
-	pid_t pid = p->pid;
+	pid_t pid = p->pid, gone;
 	const char *w = NULL;
 	char buf[256];
 	const struct fd_kind *k = opath ? NULL : fd_kind_of_fd(pid, fd, link, st);
@@ -437,6 +437,8 @@ bool fd_unsupported_as(const struct fd_policy *p, int fd, const char *link, cons
 		;
 	else if (S_ISREG(st->st_mode) && !strcmp(link, "/dev/zero (deleted)"))
 		return false;	/* shared anonymous memory, dumped as memory (shmem.c) */
+	else if ((gone = pidns_gone_proc(pid, fd, link)))
+		w = proccwd_fd_unsupported(gone, link);
 	else if (ghost_is_deleted(link))
 		return ghost_unsupported(pid, link, st, p->ghost_limit, why, len);
 	else if (is_other_proc_file(pid, link) && !proc_file_of_tree(pid, p->tree, link) &&
@@ -548,6 +550,10 @@ static int describe_fd(struct dump_ctx *d, int fd, const char *link, const struc
 		int ret = tty_collect_job(d, fd, f);
 
 		return ret ? ret : f->id;
+	}
+	if (kind == FK_REG && (f->gone_pid = pidns_gone_proc(d->pid, fd, link))) {
+		f->path[strcspn(f->path, " ")] = 0;	/* "/proc/N (deleted)": the path is /proc/N */
+		return f->id;	/* made with a stand-in of PID N (proccwd.h) */
 	}
 	if (kind == FK_REG && is_other_proc_file(d->pid, link) &&
 	    !proc_file_of_tree(d->pid, d->tree, link))

@@ -33,6 +33,7 @@
 #include "files/files.h"
 #include "files/pidfd.h"
 #include "files/ghost.h"
+#include "files/proccwd.h"
 #include "files/tty.h"
 #include "mem/shmem.h"
 #include "ns/cgroups.h"
@@ -202,6 +203,8 @@ const RegFileEntry *reg_proc_of_set(struct rst *r, const FileEntry *fe)
 
 	if (!name || fe->reg->deleted_name || strncmp(name, "/proc/", 6))
 		return NULL;
+	if (proccwd_is_fd(r, fe->id))
+		return fe->reg;	/* of a process gone: opened with a stand-in (proccwd.h) */
 	pid = strtol(name + 6, &end, 10);
 	if (end == name + 6 && strncmp(name + 6, "self/", 5) && strncmp(name + 6, "thread-self/", 12))
 		return mntns_by_init(r, name) ? fe->reg : NULL;	/* /proc/sys/..., mounted late */
@@ -688,15 +691,22 @@ int reg_proc_open_in_child(struct rst *r, const RegFileEntry *re)
 {
 	struct timespec pause_ms = { 0, 1000000 };
 	const char *path = re->name;
+	pid_t s = proccwd_is_fd(r, re->id) ? proccwd_fd_stand_in(r, re->id) : 0;
 	int fd = -1;
 
-	(void)r;
-
-	for (int waited = 0; waited < PROC_WAIT_MS; waited++) {
+	if (s < 0)
+		return s;	/* a /proc file of a process gone: its PID for a moment */
+	for (int waited = 0; waited < (s ? 1 : PROC_WAIT_MS); waited++) {
 		fd = open(path, (reopen_flags(re->flags) & ~O_ASYNC) | O_CLOEXEC);
 		if (fd >= 0 || errno != ENOENT)
 			break;
 		nanosleep(&pause_ms, NULL);	/* its process is being forked */
+	}
+	if (s > 0) {
+		int err = errno;
+
+		proccwd_fd_stand_in_end(s);	/* its /proc directory unhashed again */
+		errno = err;
 	}
 	if (fd < 0)
 		return -errno;

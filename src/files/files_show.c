@@ -12,8 +12,8 @@ void reg_show(const struct dumpset *ds, const FileEntry *fe, struct fd_show *s)
 	const RemapFilePathEntry *re = dumpset_remap(ds, fe->id);
 
 	if (re && re->has_remap_type && re->remap_type == REMAP_TYPE__PROCFS)
-		snprintf(s->path, sizeof(s->path), "%s (deleted: of a process that exited)",
-			 fe->reg->name);
+		snprintf(s->path, sizeof(s->path), "%s (of process %u, which exited)",
+			 fe->reg->name, re->remap_id);
 	else if (re)
 		snprintf(s->path, sizeof(s->path), "%s (deleted, %" PRIu64 " bytes saved)",
 			 fe->reg->name, fe->reg->size);

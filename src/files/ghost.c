@@ -543,6 +543,9 @@ static int write_remaps(struct dump_ctx *d)
 		if (fs->descs[i].gone_pid) {	/* a /proc directory of a process gone: proccwd.h */
 			re.remap_id = (uint32_t)fs->descs[i].gone_pid;
 			re.remap_type = REMAP_TYPE__PROCFS;
+			re.has_proc_uid = re.has_proc_gid = true;	/* its stand-in's */
+			re.proc_uid = fs->descs[i].st.st_uid;
+			re.proc_gid = fs->descs[i].st.st_gid;
 		} else {
 			re.remap_id = fs->descs[i].ghost_id;
 			re.remap_type = REMAP_TYPE__GHOST;

@@ -3,12 +3,14 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 
 #include "files/proccwd.h"
+#include "ns/pidns.h"
 
 pid_t proccwd_pid(const char *name)
 {
@@ -31,7 +33,7 @@ static bool same_as_mine(pid_t pid, const char *what)
 	return !stat(path, &a) && !stat(self, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-const char *proccwd_unsupported(pid_t pid, const struct stat *st)
+const char *proccwd_unsupported(pid_t pid, const char *name, const struct stat *st)
 {
 	struct stat mine;
 	struct statfs fs;
@@ -40,6 +42,8 @@ const char *proccwd_unsupported(pid_t pid, const struct stat *st)
 	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
 	if (!S_ISDIR(st->st_mode) || statfs(path, &fs) || fs.f_type != PROC_SUPER_MAGIC)
 		return "not a directory of procfs";
+	if (pidns_own(pid) && pidns_gone_proc_at(pid, "cwd", name))
+		return NULL;	/* its own PID namespace's: the process changes into it itself */
 	if (stat("/proc/self", &mine) || mine.st_dev != st->st_dev)
 		return "a directory of another procfs than memdump's /proc, whose PID no restore "
 		       "can make";
@@ -47,5 +51,20 @@ const char *proccwd_unsupported(pid_t pid, const struct stat *st)
 	    !same_as_mine(pid, "root"))
 		return "the /proc directory of a process that exited, seen from another PID or "
 		       "mount namespace or root than memdump's, which memdump cannot make again";
+	return NULL;
+}
+
+const char *proccwd_fd_unsupported(pid_t gone, const char *link)
+{
+	char task[48];
+	int n = snprintf(task, sizeof(task), "/proc/%d/task/", gone);
+	long tid;
+
+	if (strncmp(link, task, n))
+		return NULL;
+	tid = strtol(link + n, NULL, 10);
+	if (tid > 0 && tid != gone)
+		return "a /proc file of a thread of a process that exited, other than its main "
+		       "one: memdump makes such a file with a stand-in that has no threads";
 	return NULL;
 }

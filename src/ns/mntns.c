@@ -745,6 +745,8 @@ static void refuse_fd_in_own_root(pid_t pid, pid_t at_root, const char *fd, cons
 	if (!strncmp(link, "/memfd:", 7) ||
 	    (S_ISREG(at->st_mode) && !strcmp(link, "/dev/zero (deleted)")))
 		return;		/* no path: shared memory (shmem.c), anonymous or a memfd */
+	if (pidns_gone_proc(pid, atoi(fd), link))
+		return;		/* /proc of a process gone: opened by pid with a stand-in */
 	if (!strncmp(link, "/proc/", 6) && !proc_of_a_process(link))
 		refuse_proc_in_own_root(pid, at_root, fd, link, tree, r);
 	snprintf(path, sizeof(path), "/proc/%d/root%s", at_root, link);

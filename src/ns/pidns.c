@@ -144,3 +144,56 @@ int pidns_ids(pid_t pid, const pid_t *tids, int n, uint32_t *ns_tids, uint32_t *
 	*ns_sid = (uint32_t)v[1];
 	return 0;
 }
+
+/* N of "/proc/N (deleted)" or "/proc/N/FILE" (no " (deleted)" after FILE); 0: neither. */
+static pid_t gone_proc_pid(const char *link)
+{
+	int pid = 0, end = 0;
+	const char *rest;
+
+	if (sscanf(link, "/proc/%d%n", &pid, &end) != 1 || pid <= 0 || link[6] < '1' ||
+	    link[6] > '9')
+		return 0;
+	rest = link + end;
+	if (!strcmp(rest, " (deleted)"))
+		return pid;
+	return rest[0] == '/' && rest[1] && !strstr(rest, " (deleted)") ? pid : 0;
+}
+
+/* Is the /proc holder's root shows the procfs of holder's PID namespace, on device dev? */
+static bool root_proc_is_own(pid_t holder, dev_t dev)
+{
+	char path[96];
+	struct proc_stat ps, mine;
+	struct stat st;
+	pid_t inner = pidns_inner(holder);
+
+	snprintf(path, sizeof(path), "/proc/%d/root/proc", holder);
+	if (inner <= 0 || stat(path, &st) || st.st_dev != dev || proc_read_stat(holder, &mine))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/root/proc/%d/stat", holder, inner);
+	return !proc_read_stat_path(path, &ps) && ps.start_time == mine.start_time;
+}
+
+pid_t pidns_gone_proc(pid_t holder, int fd, const char *link)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "fd/%d", fd);
+	return pidns_gone_proc_at(holder, what, link);
+}
+
+pid_t pidns_gone_proc_at(pid_t holder, const char *what, const char *link)
+{
+	pid_t n = gone_proc_pid(link);
+	char path[96];
+	struct stat st;
+
+	if (!n)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/%s", holder, what);
+	if (stat(path, &st) || !root_proc_is_own(holder, st.st_dev))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root/proc/%d", holder, n);
+	return lstat(path, &st) && errno == ENOENT ? n : 0;
+}

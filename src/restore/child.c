@@ -32,6 +32,7 @@
 #include "restore/restore.h"
 #include "evloop/evloop.h"
 #include "files/files.h"
+#include "files/proccwd.h"
 #include "files/locks.h"
 #include "files/pidfd.h"
 #include "files/tty.h"
@@ -120,6 +121,9 @@ static int proc_reg_up(struct rst *r, const RegFileEntry *re, int base)
 {
 	int fd = reg_proc_open_in_child(r, re), n;
 
+	if (fd == -EEXIST)	/* of a process that exited: its stand-in's PID (proccwd.h) */
+		child_exit_fail(r, fd, "cannot open %s: the PID of its process, which exited, is "
+				"in use", re->name);
 	if (fd < 0)
 		child_exit_fail(r, fd, "cannot open %s: %s", re->name, strerror(-fd));
 	n = move_up(r, fd, base);
@@ -365,7 +369,12 @@ void child_main(struct rst *r)
 	 * keeps a cwd outside its root (zdtm chroot), which no path after the
 	 * chroot reaches.
 	 */
-	if (r->cwd && r->cwd_fd < 0 && chdir(r->cwd))
+	ret = proccwd_chdir_in_child(r);	/* /proc/PID of a process gone, in its PID namespace */
+	if (ret < 0)
+		child_exit_fail(r, ret, "cannot change directory to %s (deleted), the /proc "
+				"directory of a process that exited: %s%s", r->cwd ? r->cwd : "?",
+				strerror(-ret), ret == -EEXIST ? " (its PID is in use)" : "");
+	if (!ret && r->cwd && r->cwd_fd < 0 && chdir(r->cwd))
 		child_exit_fail(r, -errno, "cannot change directory to %s: %m", r->cwd);
 	if (r->ds.fs && r->ds.fs->has_umask)
 		umask(r->ds.fs->umask);

@@ -46,7 +46,6 @@
 #include "files/files.h"
 #include "files/ghost.h"
 #include "files/pidfd.h"
-#include "files/proccwd.h"
 #include "files/tty.h"
 #include "mem/pagesum.h"
 #include "mem/premap.h"
@@ -317,8 +316,6 @@ int rst_prepare(struct rst *r)
 	if (!ret)
 		ret = open_ghost_cwd(r);
 	if (!ret)
-		ret = proccwd_open(r);	/* a cwd in /proc of a process gone: its stand-in */
-	if (!ret)
 		ret = fault_step(RST_FAULT_GHOSTS) ?: rst_interrupted();
 	if (!ret)
 		ret = shm_create_all(r);
@@ -560,7 +557,6 @@ int rst_restore_one(struct rst *r)
 	ret = feed_finish(r, rst_wait_parked(r));
 	sk_unix_unlink_all(r);	/* aliases its child connected to (sk_unix_keep_alias) */
 	ghost_sweep_end(r);	/* the child closed its copy of the sweeper's socket by now */
-	proccwd_end(r);		/* in its cwd, which goes with the stand-in */
 	ret = pagecheck_finish(r, !ret) ?: ret;
 	t2 = now_us();
 	if (ret && r->a->stage == RST_STAGE_PARKED) {	/* damaged pages: it never runs */
@@ -703,7 +699,6 @@ void rst_free(struct rst *r)
 	pagecheck_free(r);
 	premap_free(r);
 	rst_close_prepared(r);
-	proccwd_end(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);
 	sk_unix_unlink_gone(r);

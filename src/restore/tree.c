@@ -38,7 +38,6 @@
 #include "evloop/evloop.h"
 #include "files/files.h"
 #include "files/ghost.h"
-#include "files/proccwd.h"
 #include "files/tty.h"
 #include "mem/pagesum.h"
 #include "mem/premap.h"
@@ -855,8 +854,6 @@ static int wait_all(struct rst *root)
 	for (size_t i = 0; i < n; i++)
 		sk_unix_unlink_all(all[i]);	/* aliases their children connected to */
 	ghost_sweep_end(root);	/* each child closed its copy of the sweeper's socket */
-	for (size_t i = 0; i < n; i++)
-		proccwd_end(all[i]);	/* each in its cwd, which goes with its stand-in */
 	for (size_t i = 0; i < n; i++)
 		ret = pagecheck_finish(all[i], !ret) ?: ret;
 	if (ret) {
