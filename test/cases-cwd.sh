@@ -130,27 +130,6 @@ case_cwd_proc_gone_taken() {
 	local gone=${READY[2]}
 	dump "$PID" "$T/d"
 	expect_killed "$PID"
-	python3 -c '
-import ctypes, os, signal, struct, sys
-args = struct.pack("QQQQQQQQQQQ", 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0)
-tid = ctypes.c_int(int(sys.argv[1]))
-buf = bytearray(args)
-struct.pack_into("QQ", buf, 64, ctypes.addressof(tid), 1)	# set_tid, set_tid_size
-b = ctypes.create_string_buffer(bytes(buf), len(buf))
-pid = ctypes.CDLL(None, use_errno=True).syscall(435, b, len(buf))
-if pid == 0:
-    signal.pause()
-    os._exit(0)
-print("TOOK", pid, flush=True)
-os.waitpid(pid, 0)' "$gone" > "$T/taker.out" 2>&1 &
-	local taker=$!; track "$taker"
-	wait_line "$T/taker.out" "^TOOK $gone" 10 || { show_file taker "$T/taker.out"; fail "cannot take PID $gone"; }
-	track "$gone"
-	md restore restore -D "$T/d" -d
-	expect_md_error
-	grep -qE "PID $gone is in use" "$MD_ERR" || fail "the error does not name PID $gone"
-	alive "$PID" && fail "process $PID was restored"
-	alive "$gone" || fail "the process with PID $gone is gone"
-	kill -9 "$gone"
+	restore_refused_pid_taken "$T/d" "$gone"
 }
 add cwd-proc-gone-taken case_cwd_proc_gone_taken

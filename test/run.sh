@@ -180,6 +180,33 @@ expect_md_error() {
 	(( n == 1 )) || fail "stderr has $n lines, expected one error line"
 }
 
+# restore_refused_pid_taken DIR PID: PID taken by another process (clone3 set_tid) when
+# the restore of DIR comes: refused before anything starts, naming the PID; the dumped
+# process not restored, the other one untouched (then killed).
+restore_refused_pid_taken() {
+	local gone=$2
+	python3 -c '
+import ctypes, os, signal, struct, sys
+buf = bytearray(struct.pack("QQQQQQQQQQQ", 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))
+tid = ctypes.c_int(int(sys.argv[1]))
+struct.pack_into("QQ", buf, 64, ctypes.addressof(tid), 1)	# set_tid, set_tid_size
+b = ctypes.create_string_buffer(bytes(buf), len(buf))
+pid = ctypes.CDLL(None, use_errno=True).syscall(435, b, len(buf))
+if pid == 0:
+    signal.pause()
+    os._exit(0)
+print("TOOK", pid, flush=True)
+os.waitpid(pid, 0)' "$gone" > "$T/taker.out" 2>&1 &
+	local taker=$!; track "$taker"
+	wait_line "$T/taker.out" "^TOOK $gone" 10 || { show_file taker "$T/taker.out"; fail "cannot take PID $gone"; }
+	track "$gone"
+	md restore restore -D "$1" -d
+	expect_md_error
+	grep -qE "PID $gone is in use" "$MD_ERR" || fail "the error does not name PID $gone"
+	alive "$PID" && fail "process $PID was restored"
+	alive "$gone" || fail "the process with PID $gone is gone"
+	kill -9 "$gone"
+}
 no_inventory() { [[ ! -e $1/inventory.img ]] || fail "$1/inventory.img exists after a failed dump"; }
 
 # untraced PID: running (not stopped/traced), TracerPid 0

@@ -107,17 +107,25 @@ static bool descends(const struct ucv *v, size_t d, size_t r)
 	return false;
 }
 
-/* Socket ino in x's table and nowhere else in the tree. */
-static bool alone_in(const struct ucv *v, size_t x, uint32_t ino)
+/* Socket ino in x's table, opened by no other process, and shared with no other
+ * (below: with none but processes x forks, or ones below: made again before x forks
+ * them, they inherit the new one). */
+static bool held_by(const struct ucv *v, size_t x, uint32_t ino, bool below)
 {
 	const struct ucv_sk *s = own(&v->procs[x], ino);
 
-	if (!s || s->fd < 0 || s->shared_out)
+	if (!s || s->fd < 0 || (below ? s->shared_other : s->shared_out))
 		return false;
 	for (size_t i = 0; i < v->n; i++)
 		if (i != x && own(&v->procs[i], ino))
 			return false;
 	return true;
+}
+
+/* Socket ino in x's table and nowhere else in the tree. */
+static bool alone_in(const struct ucv *v, size_t x, uint32_t ino)
+{
+	return held_by(v, x, ino, false);
 }
 
 /* The process other than r that alone holds ino (its index), or -1. */
@@ -129,27 +137,13 @@ static int holder_other(const struct ucv *v, size_t r, uint32_t ino)
 	return -1;
 }
 
-/* Socket ino in x's table, opened by no other process, shared only with processes x
- * forks (or ones below): made again before x forks them, they inherit the new one. */
-static bool alone_below(const struct ucv *v, size_t x, uint32_t ino)
-{
-	const struct ucv_sk *s = own(&v->procs[x], ino);
-
-	if (!s || s->fd < 0 || s->shared_other)
-		return false;
-	for (size_t i = 0; i < v->n; i++)
-		if (i != x && own(&v->procs[i], ino))
-			return false;
-	return true;
-}
-
 /* The process forked by r or below that holds ino, alone or with the ones it forks
  * (its index), or -1. */
 static int holder_below(const struct ucv *v, size_t r, uint32_t ino)
 {
 	for (size_t i = 0; v->tree && i < v->n; i++)
 		if (i != r && own(&v->procs[i], ino))
-			return descends(v, i, r) && alone_below(v, i, ino) ? (int)i : -1;
+			return descends(v, i, r) && held_by(v, i, ino, true) ? (int)i : -1;
 	return -1;
 }
 
