@@ -33,15 +33,20 @@
 
 static char dir[512];
 static volatile sig_atomic_t got[NFD], ghost;
+static volatile sig_atomic_t last_code[NFD], last_band[NFD], last_pid[NFD];	/* for a failure */
 
 static void on_break(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si->si_fd >= 10 && si->si_fd < NFD)
+	if (si->si_fd >= 10 && si->si_fd < NFD) {
 		got[si->si_fd]++;
-	else
+		last_code[si->si_fd] = si->si_code;
+		last_band[si->si_fd] = (sig_atomic_t)si->si_band;
+		last_pid[si->si_fd] = si->si_pid;
+	} else {
 		ghost++;
+	}
 }
 
 static void path_of(const char *name, char *p, size_t len)
@@ -163,7 +168,9 @@ static void run_one(void)
 	t_check_common();
 	for (int fd = 10; fd < NFD; fd++) {
 		if (got[fd] != 1)
-			t_fail("fd %d: %d break signals by now, want 1", fd, (int)got[fd]);
+			t_fail("fd %d: %d break signals by now, want 1 (the last: code %d band %#x "
+			       "pid %d)", fd, (int)got[fd], (int)last_code[fd],
+			       (unsigned)last_band[fd], (int)last_pid[fd]);
 		expect_breaking(fd);
 	}
 	no_ghost();
@@ -232,7 +239,8 @@ static void run_tree(bool handed)
 	t_wait_usr1();
 	t_check_common();
 	if (got[10] != 1)
-		t_fail("fd 10: %d break signals by now, want 1", (int)got[10]);
+		t_fail("fd 10: %d break signals by now, want 1 (the last: code %d band %#x pid %d)",
+		       (int)got[10], (int)last_code[10], (unsigned)last_band[10], (int)last_pid[10]);
 	no_ghost();
 	if (!handed) {
 		expect_lease(10, F_UNLCK);

@@ -903,8 +903,8 @@ int files_fown_in_child(struct rst *r, char *msg, size_t len)
 		const FownEntry *w = entry_fown(fe);
 		int fd = r->fds[i].target, err = 0;
 
-		if (!w || seen_before(r, i))
-			continue;
+		if (!w || seen_before(r, i) || rst_share_src(r, fd) >= 0 || rst_share_late(r, fd))
+			continue;	/* another's description: its owner sets them, after its lease */
 		if (entry_flags(fe) & O_ASYNC)
 			err = set_async(fd);
 		if (err) {
