@@ -830,10 +830,7 @@ case_tree_pidns_sessions() {
 	after=$(tree_ids "$PID")
 	[[ $before == "$after" ]] ||
 		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tr '\n' ';' <<< "$after")]"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pass_restored
 }
 add tree-pidns-sessions case_tree_pidns_sessions
 
@@ -856,10 +853,7 @@ case_tree_zombie_leader() {
 	pidns_dump_restore "$PIDNS_U" 3
 	[[ $(tree_ids_rel "$PID") == "$before" ]] ||
 		fail "ids differ: before [$(tr '\n' ';' <<< "$before")] after [$(tree_ids_rel "$PID" | tr '\n' ';')]"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pass_restored
 }
 add tree-zombie-leader case_tree_zombie_leader
 
@@ -889,10 +883,7 @@ case_tree_zombie_leader_killed() {
 		fail "the restored tree is not there: $(cat "$MD_ERR")"
 	[[ $(tree_ids_rel "$PID") == "$before" ]] ||
 		fail "ids differ after the second restore: $(tree_ids_rel "$PID" | tr '\n' ';')"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pass_restored
 }
 add tree-zombie-leader-killed case_tree_zombie_leader_killed
 
@@ -949,10 +940,7 @@ pidns_restore_same() {
 	wait_restored "$PID"
 	[[ $(ns_pids "$PID") == "$1" ]] ||
 		fail "PIDs differ: before [$1] after [$(ns_pids "$PID")]"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC, want 0 (the program's status)"
+	pass_restored
 }
 
 # pidfds, SIGIO owners and /proc files of processes of a PID namespace, held

@@ -329,6 +329,11 @@ restore_and_pass() {
 	wait_restored "$PID"
 	[[ -n ${STATE_BEFORE:-} ]] && state_same "$PID" "$label"
 	RESTORED_MS=$(now_ms)
+	pass_restored
+}
+
+# pass_restored: SIGUSR1 the restored $PID, expect PASS and the restore's exit status 0
+pass_restored() {
 	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
 	get_result "$OUT"
 	wait_restore_exit
