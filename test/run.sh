@@ -995,7 +995,7 @@ after_case() {
 	fi
 }
 
-PASSED=0 FAILED=0
+PASSED=0 FAILED=0 RECAP=()
 for c in "${CASES[@]}"; do
 	[[ -z $PATTERN || $c =~ $PATTERN ]] || continue
 	T=$ROOT/$c
@@ -1038,11 +1038,16 @@ for c in "${CASES[@]}"; do
 		grep -v -E "^[^ ]*run.sh: line [0-9]+: +[0-9]+ Killed " "$T/log" | tail -n 40 | sed 's/^#*/#/; s/^#\([^ ]\)/# \1/'
 		echo "# (files in $T)"
 		FAILED=$((FAILED + 1))
+		RECAP+=("not ok $c: ${reason:-case exited with status $rc}")
 	fi
 done
 
 if (( FAILED == 0 && KEEP == 0 )); then
 	rm -rf "$ROOT"
 fi
+# A recap, so that a log's tail names what failed however long the run.
+for r in "${RECAP[@]}"; do
+	echo "$r"
+done
 echo "$PASSED passed, $FAILED failed"
 (( FAILED == 0 ))
