@@ -235,6 +235,36 @@ add rstfail-term-tree case_rstfail_kill TERM
 add rstfail-kill-single case_rstfail_kill_single
 add rstfail-ghost-enospc case_rstfail_ghost_enospc
 
+# What a restore makes for a moment and must not leave: the listener standing
+# in for a closed one, bound through an alias of its removed path (t-peercred
+# closed: parent and child), and a stand-in process with the PID of a process
+# that exited (t-procgone, its /proc files). The restore failed at every point
+# and SIGKILLed at each point once forked: no process of the set, no stand-in,
+# no socket file left; then restored to its PASS.
+case_rstfail_standins() {
+	start_prog "$@"
+	local kid= gone= point
+	case $1 in
+	t-peercred)	kid=${READY[2]}; A=$PID B=$kid G=$PID;;
+	t-procgone)	gone=${READY[2]}; A=$PID B=$PID G=$PID;;
+	esac
+	[[ -n $kid ]] && track "$kid"
+	dump "$PID" "$T/d"
+	rstfail_gone "$PID" $kid
+	for point in rst-prepared rst-forked rst-child-files rst-fill rst-commit; do
+		rstfail_fail_at "$point" "$PID" $kid
+		rstfail_stop_at "$point" KILL
+		[[ -z $gone ]] || ! kill -0 "$gone" 2> /dev/null ||
+			fail "$point: the stand-in with PID $gone is left"
+		wait_until 5 eval '[[ -z $(find "'"$T"'" -maxdepth 2 -type s) ]]' ||
+			fail "$point: socket files are left: $(find "$T" -maxdepth 2 -type s)"
+	done
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_and_pass "$T/d" 1
+}
+add rstfail-standin-listener case_rstfail_standins t-peercred closed
+add rstfail-standin-pid case_rstfail_standins t-procgone
+
 # memdump's messages from a forked process once its fds are the restored ones
 # (the fault point rst-child-files logs there) go to memdump's stderr and log,
 # never to the restored program's fd 2 nor to a file that took the log's fd number.

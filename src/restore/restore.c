@@ -701,7 +701,7 @@ void rst_free(struct rst *r)
 	rst_close_prepared(r);
 	tty_close_orphans(r);
 	ghost_unlink_all(r);
-	sk_unix_unlink_gone(r);
+	sk_unix_unlink_all(r);	/* kept for a child that connects: not once the restore ended */
 	ghost_sweep_end(r);
 	if (r->area)
 		munmap(r->area, r->area_size);
