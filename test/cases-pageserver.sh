@@ -272,7 +272,9 @@ case_limit ps-tree-incr 300
 # pages of its second process (the first below the root: its proc-PID made on B)
 ps_tree_stalled_dump() {
 	ps_stalled_dump 2
-	[[ -d $T/B/proc-${READY[2]} ]] || fail "no proc-${READY[2]} on B during its pages"
+	# the page server makes it once it reads what the dump sent before its stall
+	wait_until 2 eval '[[ -d $T/B/proc-${READY[2]} ]]' ||
+		fail "no proc-${READY[2]} on B during its pages"
 }
 
 # The page server killed mid-dump of a tree: the dump fails naming it, every process runs
