@@ -26,10 +26,11 @@
  * inside the run is kept (pagemap_entry.block_lanes): block k of a run is
  * then checked alone, fed from mark k-1 (block 0: a fresh hash) and
  * compared with mark k, the last block with the run's sum. Nothing is hashed
- * twice. 256 KiB: the page handler's background piece (lazy_handler.c), so
- * a piece is one block's hash; 32 bytes of pagemap per 256 KiB of pages.
+ * twice. 64 KiB: what the page handler serves at a fault (lazy_handler.c,
+ * 16 pages), so a fault hashes one block, at most two, and the background
+ * piece (256 KiB) four; 32 bytes of pagemap per 64 KiB of pages.
  */
-#define RUNSUM_BLOCK_SHIFT	18
+#define RUNSUM_BLOCK_SHIFT	16
 #define RUNSUM_BLOCK		(1ULL << RUNSUM_BLOCK_SHIFT)
 #define RUNSUM_LANES		4
 

@@ -64,7 +64,7 @@
 
 #define LAZY_DONE		(UINT64_MAX - 1)	/* filled: present in the process */
 #define LAZY_FAULT_PAGES	16			/* served at once from a fault */
-#define LAZY_FILL_PAGES		64			/* a background piece (256 KiB) */
+#define LAZY_FILL_PAGES		64			/* a background piece (256 KiB: four blocks) */
 #define HUGE_PAGES		512
 #define MAX_RETRY		256
 #define MAX_SAMPLES		65536
