@@ -202,6 +202,7 @@ struct dead_pidfd {
 
 struct rst {
 	int log_fd;			/* in the forked process: memdump's log (child.c) */
+	uint64_t load_us;		/* rst_load(): the set read and checked (restore_run) */
 	struct dead_pidfd *dead_pidfds;	/* the root's, for the whole tree */
 	size_t nr_dead_pidfds;
 	const struct restore_opts *o;

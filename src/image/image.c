@@ -406,8 +406,7 @@ int img_sum_file(int dirfd, const char *name, uint64_t *size, uint64_t *hash)
 		}
 		hash64_update(&h, buf, n);
 	}
-	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	close(fd);
+	close(fd);	/* its pages stay cached: the reader of the set reads it again next */
 	free(buf);
 	*size = h.total;
 	*hash = hash64_final(&h);

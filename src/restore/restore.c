@@ -427,10 +427,10 @@ void rst_report(struct rst *r, uint64_t t0, uint64_t t1, uint64_t t2)
 {
 	const struct rst_args *a = r->a;
 
-	pr_info("restored %d in %.3f s: prepare %.3f s, rebuild %.3f s (memory: %lu pages, %lu as "
+	pr_info("restored %d in %.3f s: load %.3f s, prepare %.3f s, rebuild %.3f s (memory: %lu pages, %lu as "
 		"huge pages, in %.3f s, %.0f MB/s; populate %.3f s, read %.3f s, sum %.3f s; %u thread%s, "
 		"the reader waited %.3f s), resume %.3f s\n",
-		r->pid, (now_us() - t0) / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+		r->pid, (now_us() - t0 + r->load_us) / 1e6, r->load_us / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
 		a->pages_restored, a->huge_chunks * 512, a->fill_us / 1e6,
 		a->fill_us ? a->pages_restored * 4096.0 / a->fill_us : 0.0,
 		a->prep_us / 1e6, a->read_us / 1e6, a->sum_us / 1e6, a->fill_threads,
@@ -727,8 +727,11 @@ int restore_run(const struct restore_opts *o)
 
 	if (o->copies)
 		return fanout_run(o);
+	uint64_t t = now_us();
+
 	rst_catch_signals();	/* before anything is made: abort.c */
 	ret = rst_load(&r, o, true, true);
+	r.load_us = now_us() - t;
 	if (!ret)
 		ret = r.tree ? restore_tree(&r) : rst_restore_one(&r);
 	if (ret)
