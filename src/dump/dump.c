@@ -592,7 +592,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		if (h)
 			ret = h;
 	}
-	if (ret >= 0)
+	if (ret >= 0 && !snapshot)	/* a snapshot writes its pages after the thaw (snapshot.c) */
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
 	if (ret >= 0 && snapshot && snapshot_prearmable(&d, o))
 		ret = snapshot_prearm(&d);	/* so is the write-protection */

@@ -59,6 +59,7 @@
 #include "mem/snapshot.h"
 #include "fault.h"
 #include "image/image.h"
+#include "image/runsum.h"
 #include "infect/infect.h"
 #include "kernel_uapi.h"
 #include "log.h"
@@ -88,6 +89,8 @@ struct snap_range {
 struct snapshot {
 	int uffd;
 	int fd;				/* pages-1.img, through the page cache */
+	int dfd;			/* the same, O_DIRECT: the copier's (-1: through fd) */
+	int rfd;			/* the same, read back for the checksums */
 	int stop_fd;			/* eventfd: the handler ends */
 	int pm_fd;			/* /proc/PID/pagemap: huge pages (fault_span) */
 	struct snap_run *runs;
@@ -133,10 +136,10 @@ static bool coverable(const struct vma *v)
 	       !(v->status & (VMA_AREA_VDSO | VMA_AREA_VVAR | VMA_AREA_VSYSCALL));
 }
 
-static int write_at(struct snapshot *s, const void *buf, size_t len, uint64_t off)
+static int write_at(int fd, const void *buf, size_t len, uint64_t off)
 {
 	while (len) {
-		ssize_t n = pwrite(s->fd, buf, len, off);
+		ssize_t n = pwrite(fd, buf, len, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -310,34 +313,94 @@ static uint64_t chunk_end(const struct snap_run *r, uint64_t addr)
 	return MIN(r->end, (addr & ~(CHUNK_SIZE - 1)) + CHUNK_SIZE);
 }
 
-/* Copy [addr, addr + len) of run r to the image, skipping saved pages. */
+/*
+ * The copier's write of pages the handler will not save (their bits set):
+ * O_DIRECT where the file takes it, the disk's rate without a copy into
+ * fresh page-cache pages (this VM's host faults put those at ~0.3 GB/s);
+ * through the page cache where it does not.
+ */
+static int copier_write(struct snapshot *s, bool direct, const void *buf, size_t len,
+			uint64_t off)
+{
+	if (direct && s->dfd >= 0) {
+		ssize_t n = pwrite(s->dfd, buf, len, off);
+
+		if (n == (ssize_t)len)
+			return 0;
+		if (n >= 0 || errno != EINVAL)
+			return n < 0 ? write_at(s->dfd, buf, len, off) :
+			       write_at(s->fd, (const uint8_t *)buf + n, len - n, off + n);
+		pr_info("snapshot: pages-1.img takes no O_DIRECT write: through the page cache");
+		close(s->dfd);
+		s->dfd = -1;
+	}
+	return write_at(s->fd, buf, len, off);
+}
+
+/* The spans of pages [0, np) marked in mine[], written from buf to the image at off. */
+static int write_mine(struct snapshot *s, bool direct, const uint8_t *mine, uint64_t np,
+		      const uint8_t *buf, uint64_t off, uint64_t *saved)
+{
+	int err = 0;
+
+	for (uint64_t p = 0; p < np && !err; p++) {
+		uint64_t q = p;
+
+		if (!mine[p])
+			continue;
+		while (q + 1 < np && mine[q + 1])
+			q++;
+		err = copier_write(s, direct, buf + p * PAGE_SIZE, (q - p + 1) * PAGE_SIZE,
+				   off + p * PAGE_SIZE);
+		if (saved)
+			*saved += q - p + 1;
+		p = q;
+	}
+	return err;
+}
+
+/*
+ * Copy [addr, addr + len) of run r to the image, skipping saved pages. The
+ * handler's (direct false) go through the page cache under the lock: a single
+ * page costs the waiting thread least, and a page's bit is set only once its
+ * bytes are in the file. The copier's (direct: O_DIRECT where it can) get
+ * their bits under the lock and are written after it, the handler letting a
+ * write to one of them through from then on: buf holds them as they were at
+ * the freeze (still protected when read), and a target thread's fault never
+ * waits for the disk behind them. The pages the handler saved first are read
+ * back into buf from the file then: buf is the chunk as it was at the freeze,
+ * for its checksum (snapshot_copy()).
+ */
 static int copy_range(struct snapshot *s, const struct snap_run *r, uint64_t addr,
-		      uint64_t len, uint8_t *buf, uint64_t *saved)
+		      uint64_t len, uint8_t *buf, uint64_t *saved, bool direct)
 {
 	ssize_t n = read_target_mem(s->d, r->unreadable, addr, buf, len);
-	uint64_t first = r->first_bit + (addr - r->start) / PAGE_SIZE;
+	uint64_t first = r->first_bit + (addr - r->start) / PAGE_SIZE, np = len / PAGE_SIZE;
+	uint64_t off = r->off + (addr - r->start);
+	uint8_t mine[CHUNK_SIZE / PAGE_SIZE] = { 0 };
 	int err = 0;
 
 	if (n != (ssize_t)len)
 		return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
 			    s->d->pid, addr, n < 0 ? strerror(errno) : "short read");
 	pthread_mutex_lock(&s->lock);
-	for (uint64_t p = 0; p < len / PAGE_SIZE && !err; p++) {
-		uint64_t b = first + p, q = p;
-
-		if (bit(s->saved, b))
+	for (uint64_t p = 0; p < np && !err; p++) {
+		mine[p] = !bit(s->saved, first + p);
+		if (mine[p])
 			continue;
-		while (q + 1 < len / PAGE_SIZE && !bit(s->saved, first + q + 1))
-			q++;
-		err = write_at(s, buf + p * PAGE_SIZE, (q - p + 1) * PAGE_SIZE,
-			       r->off + (addr - r->start) + p * PAGE_SIZE);
-		for (uint64_t k = p; k <= q; k++)
-			set_bit(s->saved, first + k);
-		if (saved)
-			*saved += q - p + 1;
-		p = q;
+		if (direct && pread(s->rfd, buf + p * PAGE_SIZE, PAGE_SIZE,
+				    (off_t)(off + p * PAGE_SIZE)) != PAGE_SIZE)
+			err = fail(-EIO, "cannot read back a page the snapshot saved at %#lx",
+				   addr + p * PAGE_SIZE);
 	}
+	if (!direct && !err)
+		err = write_mine(s, false, mine, np, buf, off, saved);
+	for (uint64_t p = 0; p < np && !err; p++)
+		if (mine[p])
+			set_bit(s->saved, first + p);
 	pthread_mutex_unlock(&s->lock);
+	if (direct && !err)
+		err = write_mine(s, true, mine, np, buf, off, saved);
 	return err;
 }
 
@@ -351,7 +414,7 @@ static int copy_unprotected(struct snapshot *s)
 		struct snap_run *r = &s->runs[i];
 
 		for (uint64_t a = r->start; a < r->end && !err && !r->protected; a = chunk_end(r, a))
-			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL);
+			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL, false);
 	}
 	free(buf);
 	return err;
@@ -403,7 +466,7 @@ static int on_fault(struct snapshot *s, uint64_t addr, uint8_t *buf)
 	if (r && (base < r->start || base + len > r->end))
 		base = addr, len = PAGE_SIZE;
 	if (r && r->protected)
-		err = copy_range(s, r, base, len, buf, &s->faults);
+		err = copy_range(s, r, base, len, buf, &s->faults, false);
 	if (s->faults == before)
 		s->let_through++;	/* saved by the copier, which lifts nothing */
 	protect(s, base, len, false);	/* wakes the thread, whatever happened */
@@ -565,6 +628,10 @@ static void snapshot_free(struct snapshot *s)
 		close(s->pm_fd);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->rfd >= 0)
+		close(s->rfd);
 	pthread_mutex_destroy(&s->lock);
 	free(s->runs);
 	free(s->saved);
@@ -637,13 +704,29 @@ static int cover_prearmed(struct snapshot *s)
 	return 0;
 }
 
+/* fd opened again with flags (O_DIRECT: -1 where the file takes none). */
+static int reopen(int fd, int flags)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, flags | O_CLOEXEC);
+}
+
 static int start(struct dump_ctx *d, struct snapshot *s)
 {
 	int err;
 
-	s->fd = pages_image_fd(d);	/* warmed before the freeze, maybe (pagewarm.c) */
+	s->fd = pages_image_fd(d);
 	if (s->fd < 0)
 		return s->fd;
+	s->rfd = reopen(s->fd, O_RDONLY);
+	if (s->rfd < 0)
+		return fail(-errno, "cannot open the pages image again: %s", strerror(errno));
+	if (d->pages_write != PAGES_CACHE)
+		s->dfd = reopen(s->fd, O_WRONLY | O_DIRECT);
+	pr_info("snapshot: pages-1.img written by the copier %s", s->dfd >= 0 ?
+		"with O_DIRECT" : "through the page cache");
 	s->copying = true;
 	err = start_handler(s);
 	if (err)
@@ -662,7 +745,7 @@ static struct snapshot *snapshot_new(struct dump_ctx *d)
 	if (!s)
 		return NULL;
 	s->d = d;
-	s->uffd = s->fd = s->stop_fd = -1;
+	s->uffd = s->fd = s->dfd = s->rfd = s->stop_fd = -1;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", d->pid);
 	s->pm_fd = open(path, O_RDONLY | O_CLOEXEC);	/* -1: every fault lifts a page */
 	pthread_mutex_init(&s->lock, NULL);
@@ -850,19 +933,75 @@ static void lift_all(struct snapshot *s, uint64_t t0)
 		(now_us() - t1) / 1000.0);
 }
 
-int snapshot_copy(struct dump_ctx *d)
+/* The bytes of run r that were written while frozen (copy_unprotected), for its checksum. */
+static int feed_written(struct snapshot *s, const struct snap_run *r, uint8_t *buf,
+			struct runsum *rs)
 {
-	struct snapshot *s = d->snap;
-	uint8_t *buf = malloc(CHUNK_SIZE);
-	int err = buf ? 0 : -ENOMEM;
-	uint64_t t0 = now_us();
+	for (uint64_t a = r->start; a < r->end; a = chunk_end(r, a)) {
+		uint64_t len = chunk_end(r, a) - a;
 
-	fault_point("snapshot-copy");
+		if (pread(s->rfd, buf, len, (off_t)(r->off + (a - r->start))) != (ssize_t)len)
+			return fail(-EIO, "cannot read back the pages of %#lx written while frozen", a);
+		runsum_feed(rs, buf, len);
+	}
+	return 0;
+}
+
+/* Every run in the image's order, copied (the protected ones) and summed, block marks too. */
+static int copy_and_sum(struct snapshot *s, uint8_t *buf, struct runsum *rs)
+{
+	int err = 0;
+
 	for (size_t i = 0; i < s->nr_runs && !err; i++) {
 		struct snap_run *r = &s->runs[i];
 
-		for (uint64_t a = r->start; a < r->end && !err && r->protected; a = chunk_end(r, a))
-			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL);
+		if (!r->protected) {
+			err = feed_written(s, r, buf, rs);
+			continue;
+		}
+		for (uint64_t a = r->start; a < r->end && !err; a = chunk_end(r, a)) {
+			err = copy_range(s, r, a, chunk_end(r, a) - a, buf, NULL, true);
+			if (!err)
+				runsum_feed(rs, buf, chunk_end(r, a) - a);
+		}
+	}
+	return err;
+}
+
+/* The checksums taken in the copy go to d, as a frozen dump's (images.c: no read-back). */
+static int keep_sums(struct dump_ctx *d, struct runsum *rs, uint64_t *sums, uint64_t *marks)
+{
+	runsum_end(rs);
+	free(d->run_sums);
+	free(d->run_marks);
+	d->run_sums = sums;
+	d->run_marks = marks;
+	d->pages_size = rs->total;
+	d->pages_hash = runsum_of_runs(sums, d->nr_runs);
+	return 0;
+}
+
+int snapshot_copy(struct dump_ctx *d)
+{
+	struct snapshot *s = d->snap;
+	uint8_t *buf = aligned_alloc(PAGE_SIZE, CHUNK_SIZE);	/* O_DIRECT's */
+	uint64_t *lens = calloc(d->nr_runs + 1, sizeof(*lens)), *sums = NULL, *marks = NULL;
+	int err = buf && lens ? 0 : -ENOMEM;
+	uint64_t t0 = now_us();
+	struct runsum rs;
+
+	fault_point("snapshot-copy");
+	for (size_t i = 0; !err && i < d->nr_runs; i++)
+		lens[i] = d->runs[i].nr_pages * PAGE_SIZE;
+	if (!err) {
+		sums = calloc(d->nr_runs + 1, sizeof(*sums));
+		marks = calloc(runsum_marks_size(lens, d->nr_runs) + 1, sizeof(*marks));
+		err = sums && marks ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		runsum_init(&rs, lens, sums, d->nr_runs, false);
+		runsum_set_marks(&rs, marks);
+		err = copy_and_sum(s, buf, &rs);
 	}
 	free(buf);
 	err = err ?: s->handler_err;
@@ -870,6 +1009,13 @@ int snapshot_copy(struct dump_ctx *d)
 		lift_all(s, t0);
 	if (!err)
 		err = pages_warm_trim(d, s->fd, d->nr_pages * PAGE_SIZE);
+	if (!err)
+		err = keep_sums(d, &rs, sums, marks);
+	if (err) {
+		free(sums);
+		free(marks);
+	}
+	free(lens);
 	if (!err) {
 		pr_info("snapshot: %lu of %lu pages saved on a write fault, %lu writes to saved "
 			"pages let through", s->faults, d->nr_pages, s->let_through);
