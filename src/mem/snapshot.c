@@ -969,7 +969,7 @@ static int copy_and_sum(struct snapshot *s, uint8_t *buf, struct runsum *rs)
 }
 
 /* The checksums taken in the copy go to d, as a frozen dump's (images.c: no read-back). */
-static int keep_sums(struct dump_ctx *d, struct runsum *rs, uint64_t *sums, uint64_t *marks)
+static void keep_sums(struct dump_ctx *d, struct runsum *rs, uint64_t *sums, uint64_t *marks)
 {
 	runsum_end(rs);
 	free(d->run_sums);
@@ -978,7 +978,6 @@ static int keep_sums(struct dump_ctx *d, struct runsum *rs, uint64_t *sums, uint
 	d->run_marks = marks;
 	d->pages_size = rs->total;
 	d->pages_hash = runsum_of_runs(sums, d->nr_runs);
-	return 0;
 }
 
 int snapshot_copy(struct dump_ctx *d)
@@ -1005,23 +1004,18 @@ int snapshot_copy(struct dump_ctx *d)
 	}
 	free(buf);
 	err = err ?: s->handler_err;
-	if (!err)
-		lift_all(s, t0);
-	if (!err)
-		err = pages_warm_trim(d, s->fd, d->nr_pages * PAGE_SIZE);
-	if (!err)
-		err = keep_sums(d, &rs, sums, marks);
 	if (err) {
 		free(sums);
 		free(marks);
-	}
-	free(lens);
-	if (!err) {
+	} else {
+		lift_all(s, t0);
+		keep_sums(d, &rs, sums, marks);	/* its end reads lens */
 		pr_info("snapshot: %lu of %lu pages saved on a write fault, %lu writes to saved "
 			"pages let through", s->faults, d->nr_pages, s->let_through);
 		d->stats.snapshot = true;
 		d->stats.snap_fault_pages = s->faults;
 	}
+	free(lens);
 	return err;
 }
 

@@ -722,13 +722,12 @@ void rst_free(struct rst *r)
 
 int restore_run(const struct restore_opts *o)
 {
+	uint64_t t = now_us();
 	struct rst r;
 	int ret;
 
 	if (o->copies)
 		return fanout_run(o);
-	uint64_t t = now_us();
-
 	rst_catch_signals();	/* before anything is made: abort.c */
 	ret = rst_load(&r, o, true, true);
 	r.load_us = now_us() - t;
