@@ -347,7 +347,7 @@ struct rst_args {
 
 	/*
 	 * pages_feed: pages_fd is a pipe memdump writes pages-1.img into, in
-	 * file order, as it decrypts it (image/crypt.h, crypt_feed_open): its
+	 * file order, as it decrypts or decompresses it (image/feed.h): its
 	 * runs are read in address order, which is their file order, the
 	 * leader alone reading; feed_pos the bytes read so far.
 	 */

@@ -124,9 +124,9 @@ PY
 # A corrupted compressed image is refused by name before anything is restored;
 # the pristine copy still restores.
 case_compress_corrupt() {
-	local how=$1
+	local how=$1 algo=${2:-lz4}
 	start_prog t-compress "$CZ_MB"
-	dump "$PID" "$T/d" --compress
+	dump "$PID" "$T/d" --compress="$algo"
 	expect_killed "$PID"
 	cp -a "$T/d" "$T/good"
 	local s; s=$(stat -c %s "$T/d/pages-1.img")
@@ -166,6 +166,27 @@ case_compress_corrupt() {
 	restore_and_pass "$T/good" good
 }
 for h in block index trunc token stored; do add "compress-corrupt-$h" case_compress_corrupt "$h"; done
+# zstd: the blocks are decompressed by memdump as it feeds them to the blob
+for h in block token stored; do add "compress-corrupt-zstd-$h" case_compress_corrupt "$h" zstd; done
+
+# A zstd image is fed to the blob as it is decompressed (src/image/feed.c),
+# not decompressed whole into a memfd first; the content is exact.
+case_compress_zstd_fed() {
+	start_prog t-compress "$CZ_MB"
+	dump "$PID" "$T/d" --compress=zstd
+	expect_killed "$PID"
+	expect_compressed "$T/d"
+	truncate -s "$READY_SIZE" "$OUT"
+	restore_bg "$T/d" 1 -v 3
+	wait_restored "$PID"
+	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
+	get_result "$OUT"
+	wait_restore_exit
+	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	grep -q 'pages-1.img fed to the restorer as it is decompressed' "$MD_ERR" ||
+		fail "pages-1.img was not fed to the blob: $(grep -m1 pages-1 "$MD_ERR")"
+}
+add compress-zstd-fed case_compress_zstd_fed
 
 # A killing dump compresses after the kill. Its worker killed there (stalled
 # at pages-compressed: the compressed pages-1.img, its pagemap and inventory

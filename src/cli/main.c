@@ -20,6 +20,7 @@
 #include "cli/rpc.h"
 #include "dump/dump.h"
 #include "cli/worker.h"
+#include "image/feed.h"
 #include "mem/lazy.h"
 #include "restore/restore.h"
 #include "ns/cgroups.h"
@@ -815,7 +816,7 @@ static int run_sealed(const struct command *cmd, struct options *o)
 	ret = cmd->run(o);
 	o->dir = dir;
 	o->shown_dir = NULL;
-	crypt_feed_free(o->feed);
+	feed_free(o->feed);
 	o->feed = NULL;
 	close(dirfd);
 	return ret;

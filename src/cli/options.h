@@ -38,7 +38,7 @@ struct options {
 	int key_fd;			/* --encrypt-key-fd, --decrypt-key-fd N, or -1 */
 	bool encrypt, decrypt;		/* which of them was given */
 	struct img_key key;		/* loaded from either (main.c) */
-	struct crypt_feed *feed;	/* restore --decrypt: its pages image fed (crypt.h) */
+	struct page_feed *feed;	/* restore --decrypt: its pages image fed (image/feed.h) */
 	bool tcp_established;		/* --tcp-established */
 	bool skip_in_flight;		/* dump --skip-in-flight */
 	bool ext_unix_sk;		/* dump --ext-unix-sk */

@@ -70,7 +70,7 @@ struct restore_opts {
 	int lazy_remote_sock;		/* the fd + 1 of its page channel when it fetches
 					 * pages-1.img from a lazy dump's page server, 0 */
 	bool tcp_close;			/* --tcp-close: TCP connections come back closed (CRIU's) */
-	struct crypt_feed *feed;	/* --decrypt: pages-1.img kept sealed (image/crypt.h), or NULL */
+	struct page_feed *feed;	/* --decrypt: pages-1.img kept sealed (image/feed.h), or NULL */
 };
 
 
@@ -270,7 +270,7 @@ struct rst {
 	unsigned long vdso_start, vdso_len;
 	bool has_vdso;
 	struct pagecheck pagecheck;
-	struct crypt_feed *feed;	/* its sealed pages-1.img fed to the blob (o->feed), running */
+	struct page_feed *feed;	/* its pages-1.img fed to the blob (o->feed, ds.pages_feed), running */
 	int ns_back[3];		/* memdump's own uts, ipc, net namespaces while in the target's */
 	int own_oom;		/* memdump's oom_score_adj and loginuid, which it inherits */
 	uint32_t own_loginuid;

@@ -28,6 +28,7 @@
 #include "fdio.h"
 #include "common.h"
 #include "image/compress.h"
+#include "image/feed.h"
 #include "log.h"
 
 #define PZ_MAGIC	"MDPAGEZ1"
@@ -419,6 +420,13 @@ static void decompress_all(struct pz_read *r)
 		decompress_every_other(&w1);
 }
 
+static int corrupt_block(const struct pz_read *r, uint64_t b)
+{
+	return fail(-EIO, "image %s is corrupt: its block %" PRIu64 " (pages bytes %#" PRIx64
+		    "-%#" PRIx64 ") does not decompress", r->name, b, b * (uint64_t)PZ_BLOCK,
+		    MIN((b + 1) * (uint64_t)PZ_BLOCK, r->h.raw));
+}
+
 static int fill_memfd(struct pz_read *r, int mfd)
 {
 	if (ftruncate(mfd, (off_t)r->h.raw))
@@ -432,11 +440,7 @@ static int fill_memfd(struct pz_read *r, int mfd)
 	pthread_mutex_destroy(&r->lock);
 	if (r->werr)
 		return fail(r->werr, "cannot decompress %s: %s", r->name, strerror(-r->werr));
-	if (r->bad != UINT64_MAX)
-		return fail(-EIO, "image %s is corrupt: its block %" PRIu64 " (pages bytes %#" PRIx64
-			    "-%#" PRIx64 ") does not decompress", r->name, r->bad,
-			    r->bad * (uint64_t)PZ_BLOCK, MIN((r->bad + 1) * (uint64_t)PZ_BLOCK, r->h.raw));
-	return 0;
+	return r->bad != UINT64_MAX ? corrupt_block(r, r->bad) : 0;
 }
 
 static int copy_layout(const struct pz_read *r, struct pz_layout *l)
@@ -513,4 +517,185 @@ int pz_open_raw(int fd, const char *name)
 	if (ret && mfd >= 0)
 		close(mfd);
 	return ret ? ret : mfd;
+}
+
+/* ---- a restore's pages image fed as it is decompressed (image/feed.h) ---- */
+
+#define FEED_BLOCKS	4	/* blocks in a chunk of the feed: 1 MiB */
+
+/* The compressed image, mapped for the feed's life; the memfd it stands in for. */
+struct pz_feed {
+	struct pz_read r;
+	uint64_t len;		/* of the mapping */
+	char name[64];
+};
+
+static uint64_t feed_chunks(const struct pz_read *r)
+{
+	return r->h.nr_blocks ? (r->h.nr_blocks + FEED_BLOCKS - 1) / FEED_BLOCKS : 1;
+}
+
+static void zfeed_free(void *src)
+{
+	struct pz_feed *z = src;
+
+	if (z->r.src)
+		munmap((void *)z->r.src, z->len);
+	if (z->r.mfd >= 0)
+		close(z->r.mfd);
+	free(z->r.start);
+	pthread_mutex_destroy(&z->r.lock);
+	free(z);
+}
+
+static int zfeed_fill(void *src)
+{
+	struct pz_feed *z = src;
+
+	z->r.bad = UINT64_MAX;
+	z->r.werr = 0;
+	decompress_all(&z->r);
+	if (z->r.werr)
+		return fail(z->r.werr, "cannot decompress %s: %s", z->name, strerror(-z->r.werr));
+	return z->r.bad != UINT64_MAX ? corrupt_block(&z->r, z->r.bad) : 0;
+}
+
+static int zfeed_failed(void *src, int err, uint64_t bad)
+{
+	struct pz_feed *z = src;
+
+	if (err == -EIO)
+		return corrupt_block(&z->r, z->r.bad != UINT64_MAX ? z->r.bad : bad * FEED_BLOCKS);
+	return fail(err, "cannot decompress %s: %s", z->name, strerror(-err));
+}
+
+/* A feeding thread's: its decoder, its two chunk buffers in turn (feed_ops.produce). */
+struct zfeed_thread {
+	struct pz_feed *z;
+	ZSTD_DCtx *zd;
+	uint8_t *out[2];
+	size_t size;
+	unsigned turn;
+};
+
+static void zfeed_thread_free(void *ts)
+{
+	struct zfeed_thread *t = ts;
+
+	ZSTD_freeDCtx(t->zd);
+	feed_buf_free(t->out[0], t->size);
+	feed_buf_free(t->out[1], t->size);
+	free(t);
+}
+
+static void *zfeed_thread_new(void *src)
+{
+	struct pz_feed *z = src;
+	struct zfeed_thread *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->z = z;
+	t->zd = z->r.h.algo == PZ_ZSTD ? ZSTD_createDCtx() : NULL;
+	t->size = (size_t)MIN((uint64_t)FEED_BLOCKS * PZ_BLOCK, z->r.h.raw);
+	t->out[0] = feed_buf(t->size);
+	t->out[1] = feed_buf(t->size);
+	if (!t->out[0] || !t->out[1] || (z->r.h.algo == PZ_ZSTD && !t->zd)) {
+		zfeed_thread_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/* Block b's raw bytes into out: 0, or -EIO (the block noted bad). */
+static int decode_block(struct pz_read *r, ZSTD_DCtx *zd, uint64_t b, uint8_t *out)
+{
+	size_t want = (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
+	size_t clen = r->index[b] & ~PZ_RAW_BIT;
+	const uint8_t *in = r->src + r->start[b];
+	bool ok;
+
+	if (r->index[b] & PZ_RAW_BIT) {
+		ok = clen == want;
+		if (ok)
+			memcpy(out, in, want);
+	} else if (r->h.algo == PZ_ZSTD) {
+		size_t n = ZSTD_decompressDCtx(zd, out, want, in, clen);
+
+		ok = !ZSTD_isError(n) && n == want;
+	} else {
+		ok = LZ4_decompress_safe((const char *)in, (char *)out, (int)clen, (int)want) ==
+		     (int)want;
+	}
+	if (!ok)
+		note_bad(r, b, -EIO);
+	return ok ? 0 : -EIO;
+}
+
+static int zfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
+{
+	struct zfeed_thread *t = ts;
+	struct pz_read *r = &t->z->r;
+	uint64_t b0 = i * FEED_BLOCKS, b1 = MIN(b0 + FEED_BLOCKS, r->h.nr_blocks);
+	uint8_t *o = t->out[t->turn++ & 1];
+
+	*out = o;
+	*len = (size_t)(MIN(b1 * (uint64_t)PZ_BLOCK, r->h.raw) - MIN(b0 * (uint64_t)PZ_BLOCK, r->h.raw));
+	for (uint64_t b = b0; b < b1; b++) {
+		int ret = decode_block(r, t->zd, b, o + (b - b0) * PZ_BLOCK);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static const struct feed_ops pz_feed_ops = {
+	.made = "decompressed",
+	.thread_new = zfeed_thread_new,
+	.thread_free = zfeed_thread_free,
+	.produce = zfeed_produce,
+	.fill = zfeed_fill,
+	.failed = zfeed_failed,
+	.free = zfeed_free,
+};
+
+int pz_open_fed(int fd, const char *name, struct page_feed **feed)
+{
+	struct pz_feed *z = calloc(1, sizeof(*z));
+	int mfd = -1, ret;
+
+	*feed = NULL;
+	if (!z)
+		return -ENOMEM;
+	snprintf(z->name, sizeof(z->name), "%s", name);
+	z->r = (struct pz_read){ .name = z->name, .mfd = -1, .bad = UINT64_MAX };
+	pthread_mutex_init(&z->r.lock, NULL);
+	ret = map_file(fd, name, &z->r.src, &z->len);
+	if (!ret)
+		ret = check_layout(&z->r, z->len);
+	if (!ret) {
+		/* its blocks read from the disk while the restore prepares */
+		madvise((void *)z->r.src, z->len, MADV_WILLNEED);
+		mfd = memfd_create("memdump-pages", MFD_CLOEXEC);
+		if (mfd < 0 || ftruncate(mfd, (off_t)z->r.h.raw))
+			ret = fail(-errno, "cannot decompress %s: %s", name, strerror(errno));
+	}
+	if (!ret) {
+		z->r.mfd = fcntl(mfd, F_DUPFD_CLOEXEC, 3);
+		if (z->r.mfd < 0)
+			ret = fail(-errno, "cannot keep %s open: %s", name, strerror(errno));
+	}
+	if (ret) {
+		if (mfd >= 0)
+			close(mfd);
+		zfeed_free(z);
+		return ret;
+	}
+	*feed = feed_new(&pz_feed_ops, z, feed_chunks(&z->r), (size_t)FEED_BLOCKS * PZ_BLOCK, mfd);
+	if (!*feed) {
+		close(mfd);
+		return -ENOMEM;
+	}
+	return mfd;
 }

@@ -39,6 +39,13 @@ int pz_compress_fd(int dirfd, const char *name, int out, const struct pz_opts *o
  * fd stays open.
  */
 int pz_open_raw(int fd, const char *name);
+/*
+ * As pz_open_raw(), but the memfd (returned) only sized: its bytes come
+ * from *feed (image/feed.h), fed to the restorer as they are decompressed
+ * or put into the memfd by feed_fill(). fd stays open.
+ */
+struct page_feed;
+int pz_open_fed(int fd, const char *name, struct page_feed **feed);
 /* Do the len bytes a pages image starts with say it is compressed (its magic)? */
 bool pz_is_compressed(const void *start, size_t len);
 

@@ -23,9 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,6 +33,7 @@
 #include "common.h"
 #include "image/compress.h"
 #include "image/crypt.h"
+#include "image/feed.h"
 #include "log.h"
 
 #define SEAL_MAGIC	"MDSEAL01"
@@ -262,23 +260,30 @@ static void chunk_iv(const struct chunk_job *j, uint64_t i, uint8_t iv[12])
  * of it is to be used unless it returns 0 (GCM's plaintext comes before its
  * tag is checked).
  */
-static int open_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, uint8_t *in,
-		      uint8_t *out)
+/* Chunk i's ciphertext and tag, in, opened into out: 0 or -EBADMSG. */
+static int open_sealed(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i,
+		       const uint8_t *in, uint8_t *out)
 {
-	uint8_t iv[12];
+	uint8_t iv[12], tag[TAG];
 	size_t len = chunk_len(j->head, i);
-	int n, ret;
+	int n;
 
 	chunk_iv(j, i, iv);
-	ret = pread_all(j->in, in, len + TAG, sealed_off(i));
-	if (ret)
-		return ret;
+	memcpy(tag, in + len, TAG);
 	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) || !chunk_aad(ctx, false, j, i) ||
 	    !EVP_DecryptUpdate(ctx, out, &n, in, (int)len) ||
-	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, in + len) ||
+	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, tag) ||
 	    EVP_DecryptFinal_ex(ctx, out + n, &n) <= 0)
 		return -EBADMSG;
 	return 0;
+}
+
+static int open_chunk(EVP_CIPHER_CTX *ctx, const struct chunk_job *j, uint64_t i, uint8_t *in,
+		      uint8_t *out)
+{
+	int ret = pread_all(j->in, in, chunk_len(j->head, i) + TAG, sealed_off(i));
+
+	return ret ? ret : open_sealed(ctx, j, i, in, out);
 }
 
 /* Chunk i: 0, -EBADMSG when it does not authenticate, or -errno of the I/O. */
@@ -532,7 +537,7 @@ struct opening {
 	const struct img_key *key;
 	uint8_t setid[IMG_SETID_LEN];
 	char show[(CHAIN_MAX + 1) * 7 + 1];	/* prefix for messages: parent/ ... */
-	struct crypt_feed **feed;	/* pages-1.img kept sealed (crypt_feed_*), or NULL */
+	struct page_feed **feed;	/* pages-1.img kept sealed (image/feed.h), or NULL */
 	int level;			/* the set's place in the chain: set<level> */
 	char top_link[PATH_MAX];	/* the set's own parent link, "" if it has none */
 };
@@ -696,7 +701,7 @@ static void top_link(int realfd, char *buf, size_t len)
 }
 
 static int open_chain(const struct img_key *k, int realfd, int root, int level,
-		      struct crypt_feed **feed)
+		      struct page_feed **feed)
 {
 	struct opening op = { .key = k, .feed = level ? NULL : feed, .level = level };
 	char name[32], link[32];
@@ -728,7 +733,7 @@ static int open_chain(const struct img_key *k, int realfd, int root, int level,
 }
 
 int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len,
-		   struct crypt_feed **feed)
+		   struct page_feed **feed)
 {
 	int realfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), root, ret;
 
@@ -740,7 +745,7 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 	ret = root < 0 ? root : open_chain(k, realfd, root, 0, feed && one_set(realfd) ? feed : NULL);
 	close(realfd);
 	if (ret && feed) {
-		crypt_feed_free(*feed);
+		feed_free(*feed);
 		*feed = NULL;
 	}
 	if (!ret) {
@@ -754,40 +759,15 @@ int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *p
 	return ret;
 }
 
-/* ---- a restore's pages image fed as it is decrypted ---- */
+/* ---- a restore's pages image fed as it is decrypted (image/feed.h) ---- */
 
-/*
- * The sealed pages-1.img of a restore's set (crypt.h): its chunks opened on
- * two threads, each into its own buffer, and written into a pipe in their
- * order (chunk i waits for turn i), so the blob reading the pipe fills the
- * process's memory while the next chunks are decrypted; a chunk that does
- * not authenticate ends the feed before a byte of it is written.
- */
-struct feed_worker {
-	struct crypt_feed *f;
-	uint64_t first;		/* its chunks: first, first + nr_threads, ... */
-};
-
+/* The sealed pages-1.img of a restore's set: the source of its feed. */
 struct crypt_feed {
 	struct seal_head head;
 	uint8_t sk[IMG_KEY_LEN];	/* the set's key */
 	char show[sizeof("pages-1.img")];	/* its name in messages: at the top of its set */
 	int sealed, plain;		/* the sealed file; its stand-in in the tmpfs */
-	dev_t dev;
-	ino_t ino;
-	bool filled;
-	/* a feed: its pipe open (opened), its threads started (running) */
-	bool opened, running;
-	int wfd, cancel;		/* the pipe's write end (non-blocking); an eventfd */
-	int nr_threads;
-	pthread_t tid[2];
-	struct feed_worker w[2];
-	pthread_mutex_t lock;
-	pthread_cond_t turn_cv;
-	uint64_t turn;			/* the chunk to be written next */
-	bool stop;
-	int err;
-	uint64_t bad;
+	int direct;			/* the sealed file opened O_DIRECT, or -1 */
 };
 
 /* A set with no parent and no processes' sets (no directory): one process's. */
@@ -813,7 +793,11 @@ static bool one_set(int realfd)
 	return one;
 }
 
-static struct chunk_job feed_job(struct crypt_feed *f);
+static struct chunk_job feed_job(struct crypt_feed *f)
+{
+	return (struct chunk_job){ .key = f->sk, .head = &f->head, .name = "pages-1.img",
+				   .in = f->sealed, .out = f->plain, .nr = nr_chunks(f->head.size) };
+}
 
 /*
  * Is the feed's pages image compressed (its first chunk, opened, says so)?
@@ -837,6 +821,172 @@ static int feed_compressed(struct crypt_feed *f)
 	return ret < 0 ? open_failed(ret, f->show, 0, nr_chunks(f->head.size)) : ret;
 }
 
+static void cfeed_free(void *src)
+{
+	struct crypt_feed *f = src;
+
+	if (!f)
+		return;
+	if (f->sealed >= 0)
+		close(f->sealed);
+	if (f->plain >= 0)
+		close(f->plain);
+	if (f->direct >= 0)
+		close(f->direct);
+	memset(f->sk, 0, sizeof(f->sk));
+	free(f);
+}
+
+static int cfeed_fill(void *src)
+{
+	struct crypt_feed *f = src;
+	struct chunk_job j = feed_job(f);
+	uint64_t bad = 0;
+
+	return open_failed(run_chunks(&j, &bad), f->show, bad, j.nr);
+}
+
+static int cfeed_failed(void *src, int err, uint64_t bad)
+{
+	struct crypt_feed *f = src;
+
+	return open_failed(err, f->show, bad, nr_chunks(f->head.size));
+}
+
+/*
+ * A feeding thread's: its cipher, the buffer its chunks' ciphertext is read
+ * into (a copy: the file may change under a mapping; page-aligned for
+ * O_DIRECT), its two buffers of plaintext in turn (feed_ops.produce).
+ */
+struct cfeed_thread {
+	struct crypt_feed *f;
+	struct chunk_job j;
+	EVP_CIPHER_CTX *ctx;
+	uint8_t *in, *out[2];
+	size_t size, in_size;
+	unsigned turn;
+	bool cached;		/* O_DIRECT refused: through the page cache */
+};
+
+static void cfeed_thread_free(void *ts)
+{
+	struct cfeed_thread *t = ts;
+
+	/* not wiped: the pipe may still hold their pages for its reader; unmapped,
+	 * the kernel clears them before they serve anyone else */
+	for (int b = 0; b < 2; b++)
+		feed_buf_free(t->out[b], t->size);
+	feed_buf_free(t->in, t->in_size);
+	EVP_CIPHER_CTX_free(t->ctx);
+	free(t);
+}
+
+static void *cfeed_thread_new(void *src)
+{
+	struct crypt_feed *f = src;
+	struct cfeed_thread *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->f = f;
+	t->j = feed_job(f);
+	t->size = MIN((uint64_t)CHUNK, f->head.size) + TAG;
+	/* a chunk and its tag from the page before it to the page after it */
+	t->in_size = (t->size + 2 * PAGE_SIZE - 1) & PAGE_MASK;
+	t->ctx = EVP_CIPHER_CTX_new();
+	t->out[0] = feed_buf(t->size);
+	t->out[1] = feed_buf(t->size);
+	t->in = feed_buf(t->in_size);
+	t->cached = f->direct < 0;
+	if (!t->ctx || !t->in || !t->out[0] || !t->out[1] ||
+	    !EVP_DecryptInit_ex(t->ctx, EVP_aes_256_gcm(), NULL, f->sk, NULL)) {
+		cfeed_thread_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+/*
+ * Chunk i's ciphertext and tag read with O_DIRECT (the disk writes into the
+ * buffer: no page cache to fill and copy from, as the blob reads a raw
+ * image): the pages holding it, *in where it starts. 0, -EINVAL (O_DIRECT
+ * refused: read through the cache), or -errno.
+ */
+static int read_direct(struct cfeed_thread *t, uint64_t i, const uint8_t **in)
+{
+	uint64_t off = sealed_off(i), need = chunk_len(t->j.head, i) + TAG;
+	uint64_t a = off & PAGE_MASK, e = (off + need + PAGE_SIZE - 1) & PAGE_MASK, got = 0;
+
+	while (a + got < e) {
+		ssize_t n = pread(t->f->direct, t->in + got, (size_t)(e - a - got), (off_t)(a + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;	/* the file's end: its last page is short */
+		got += (uint64_t)n;
+	}
+	if (a + got < off + need)
+		return -ENODATA;
+	*in = t->in + (off - a);
+	return 0;
+}
+
+static int cfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
+{
+	struct cfeed_thread *t = ts;
+	uint8_t *o = t->out[t->turn++ & 1];
+	const uint8_t *in = t->in;
+	int ret = t->cached ? 1 : read_direct(t, i, &in);
+
+	*out = o;
+	*len = chunk_len(t->j.head, i);
+	if (ret == -EINVAL) {
+		t->cached = true;
+		pr_debug("%s", "pages-1.img: O_DIRECT refused, read through the page cache");
+	}
+	if (ret == 1 || ret == -EINVAL)
+		return open_chunk(t->ctx, &t->j, i, t->in, o);
+	return ret ? ret : open_sealed(t->ctx, &t->j, i, in, o);
+}
+
+static const struct feed_ops crypt_feed_ops = {
+	.made = "decrypted",
+	.thread_new = cfeed_thread_new,
+	.thread_free = cfeed_thread_free,
+	.produce = cfeed_produce,
+	.fill = cfeed_fill,
+	.failed = cfeed_failed,
+	.free = cfeed_free,
+};
+
+/*
+ * The sealed file opened again O_DIRECT for the feed (through memdump's own
+ * fd, /proc/self/fd), where its filesystem allows it: no page cache filled
+ * and copied from (a cold 1 GiB image reads in a fraction of the CPU).
+ * Otherwise its ciphertext is read from the disk into the page cache while
+ * the restore prepares: the feed then waits for the AES, not the disk.
+ */
+static void open_direct(struct crypt_feed *f)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->sealed);
+	f->direct = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (f->direct >= 0 && f->direct < 3) {
+		int high = fcntl(f->direct, F_DUPFD_CLOEXEC, 3);
+
+		close(f->direct);
+		f->direct = high;
+	}
+	if (f->direct >= 0)
+		return;
+	posix_fadvise(f->sealed, 0, 0, POSIX_FADV_SEQUENTIAL);
+	posix_fadvise(f->sealed, 0, 0, POSIX_FADV_WILLNEED);
+}
+
 /*
  * The sealed pages image in kept sealed, out (in the tmpfs) an empty file of
  * its size; a compressed one opened into out as ever.
@@ -844,12 +994,11 @@ static int feed_compressed(struct crypt_feed *f)
 static int defer_pages(struct opening *op, int in, int out, const char *show)
 {
 	struct crypt_feed *f = calloc(1, sizeof(*f));
-	struct stat st;
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	f->sealed = f->plain = f->wfd = f->cancel = -1;
+	f->sealed = f->plain = f->direct = -1;
 	snprintf(f->show, sizeof(f->show), "pages-1.img");
 	ret = read_head(op->key, in, show, op->setid, &f->head);
 	if (!ret)
@@ -859,252 +1008,27 @@ static int defer_pages(struct opening *op, int in, int out, const char *show)
 		ret = feed_compressed(f);
 		f->sealed = -1;
 		if (ret > 0) {
-			crypt_feed_free(f);
+			cfeed_free(f);
 			return open_file(op->key, in, out, "pages-1.img", show, op->setid, NULL);
 		}
 	}
-	if (!ret && (ftruncate(out, (off_t)f->head.size) || fstat(out, &st)))
+	if (!ret && ftruncate(out, (off_t)f->head.size))
 		ret = fail(-errno, "cannot make %s in memory: %s", show, strerror(errno));
 	if (!ret) {
-		/* the ciphertext read from the disk while the restore prepares (the page
-		 * cache holds only ciphertext): the feed then waits for the AES, not the disk */
-		posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
-		posix_fadvise(in, 0, 0, POSIX_FADV_WILLNEED);
-		f->dev = st.st_dev;
-		f->ino = st.st_ino;
 		f->sealed = fcntl(in, F_DUPFD_CLOEXEC, 3);
 		f->plain = fcntl(out, F_DUPFD_CLOEXEC, 3);
 		if (f->sealed < 0 || f->plain < 0)
 			ret = fail(-errno, "cannot keep %s open: %s", show, strerror(errno));
 	}
+	if (!ret)
+		open_direct(f);
+
 	if (ret) {
-		crypt_feed_free(f);
+		cfeed_free(f);
 		return ret;
 	}
-	*op->feed = f;
-	return 0;
-}
-
-struct crypt_feed *crypt_feed_find(struct crypt_feed *f, int fd)
-{
-	struct stat st;
-
-	if (!f || fd < 0 || fstat(fd, &st))
-		return NULL;
-	return st.st_dev == f->dev && st.st_ino == f->ino ? f : NULL;
-}
-
-static struct chunk_job feed_job(struct crypt_feed *f)
-{
-	return (struct chunk_job){ .key = f->sk, .head = &f->head, .name = "pages-1.img",
-				   .in = f->sealed, .out = f->plain, .nr = nr_chunks(f->head.size) };
-}
-
-int crypt_feed_fill(struct crypt_feed *f)
-{
-	struct chunk_job j = feed_job(f);
-	uint64_t bad = 0;
-	int ret;
-
-	if (f->filled)
-		return 0;
-	ret = open_failed(run_chunks(&j, &bad), f->show, bad, j.nr);
-	f->filled = !ret;
-	return ret;
-}
-
-/* len bytes into the pipe, waiting for room: 0, -EPIPE (no reader), -ECANCELED. */
-static int feed_write(struct crypt_feed *f, const uint8_t *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(f->wfd, buf, len);
-		struct pollfd p[2] = { { .fd = f->wfd, .events = POLLOUT },
-				       { .fd = f->cancel, .events = POLLIN } };
-
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			return -errno;
-		if (p[1].revents)
-			return -ECANCELED;
-	}
-	return 0;
-}
-
-/* Chunk i's turn to be written (the ones before it are), or the feed stopped: false. */
-static bool feed_turn(struct crypt_feed *f, uint64_t i)
-{
-	bool go;
-
-	pthread_mutex_lock(&f->lock);
-	while (!f->stop && f->turn != i)
-		pthread_cond_wait(&f->turn_cv, &f->lock);
-	go = !f->stop;
-	pthread_mutex_unlock(&f->lock);
-	return go;
-}
-
-/* Chunk i written (ret 0: the next one's turn) or the feed stopped by it. */
-static void feed_done(struct crypt_feed *f, uint64_t i, int ret)
-{
-	pthread_mutex_lock(&f->lock);
-	if (ret) {
-		f->stop = true;
-		f->err = ret;
-		f->bad = i;
-	} else {
-		f->turn = i + 1;
-	}
-	/* the reader sees the end: the turn's holder alone writes, the others see stop */
-	if ((ret || f->turn == nr_chunks(f->head.size)) && f->wfd >= 0) {
-		close(f->wfd);
-		f->wfd = -1;
-	}
-	pthread_cond_broadcast(&f->turn_cv);
-	pthread_mutex_unlock(&f->lock);
-}
-
-static void *feed_thread(void *arg)
-{
-	struct crypt_feed *f = ((struct feed_worker *)arg)->f;
-	uint64_t first = ((struct feed_worker *)arg)->first;
-	struct chunk_job j = feed_job(f);
-	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-	size_t size = MIN((uint64_t)CHUNK, f->head.size) + TAG;
-	uint8_t *in = malloc(size), *out = malloc(size);
-	int ret = ctx && in && out &&
-		  EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, f->sk, NULL) ? 0 : -ENOMEM;
-
-	for (uint64_t i = first; i < j.nr; i += (uint64_t)f->nr_threads) {
-		if (!ret)
-			ret = open_chunk(ctx, &j, i, in, out);
-		if (!feed_turn(f, i))
-			break;
-		if (!ret)
-			ret = feed_write(f, out, chunk_len(&f->head, i));
-		feed_done(f, i, ret);
-		if (ret)
-			break;
-	}
-	chunk_bufs_free(ctx, in, out, size);
-	return NULL;
-}
-
-/* The pipe (its read end blocking, its write end not) and the eventfd that cancels. */
-static int feed_pipe(struct crypt_feed *f, int *rfd)
-{
-	int p[2];
-
-	if (pipe2(p, O_CLOEXEC))
-		return fail(-errno, "cannot make a pipe for %s: %s", f->show, strerror(errno));
-	*rfd = p[0];
-	f->wfd = p[1];
-	/* a chunk at once in the pipe (best effort: pipe-max-size may be less) */
-	fcntl(p[1], F_SETPIPE_SZ, CHUNK);
-	f->cancel = eventfd(0, EFD_CLOEXEC);
-	if (f->cancel < 0 || fcntl(p[1], F_SETFL, O_NONBLOCK)) {
-		int err = -errno;
-
-		close(p[0]);
-		return fail(err, "cannot make a pipe for %s: %s", f->show, strerror(-err));
-	}
-	return 0;
-}
-
-int crypt_feed_open(struct crypt_feed *f, int *rfd)
-{
-	int ret = feed_pipe(f, rfd);
-
-	if (ret)
-		return ret;
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->turn_cv, NULL);
-	f->turn = 0;
-	f->nr_threads = 0;
-	f->opened = true;
-	return 0;
-}
-
-int crypt_feed_run(struct crypt_feed *f)
-{
-	sigset_t all, old;
-	int want, ret = 0;
-
-	if (!f || !f->opened || f->running)
-		return 0;
-	want = nr_chunks(f->head.size) >= 2 ? 2 : 1;
-	/* no signal for them: memdump's handlers run on its own thread; EPIPE, not SIGPIPE */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	f->nr_threads = want;	/* each thread takes every nr_threads-th chunk */
-	for (int t = 0; t < want; t++) {
-		f->w[t] = (struct feed_worker){ f, (uint64_t)t };
-		ret = -pthread_create(&f->tid[t], NULL, feed_thread, &f->w[t]);
-		if (ret) {
-			f->nr_threads = t;
-			break;
-		}
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	f->running = true;
-	if (ret) {
-		crypt_feed_end(f, true);
-		return fail(ret, "cannot start decrypting %s: %s", f->show, strerror(-ret));
-	}
-	return 0;
-}
-
-int crypt_feed_end(struct crypt_feed *f, bool cancel)
-{
-	uint64_t nr, one = 1;
-	int ret;
-
-	if (!f || !f->opened)
-		return 0;
-	nr = nr_chunks(f->head.size);
-	if (cancel && f->running) {
-		pthread_mutex_lock(&f->lock);
-		f->stop = true;
-		pthread_cond_broadcast(&f->turn_cv);
-		pthread_mutex_unlock(&f->lock);
-		if (write(f->cancel, &one, sizeof(one)) != sizeof(one))
-			pr_debug("cannot cancel the feed of %s: %s", f->show, strerror(errno));
-	}
-	for (int t = 0; f->running && t < f->nr_threads; t++)
-		pthread_join(f->tid[t], NULL);
-	f->opened = false;
-	f->running = false;	/* never run and not cancelled: no chunk written, -EPIPE below */
-	if (f->wfd >= 0)
-		close(f->wfd);
-	close(f->cancel);
-	f->wfd = f->cancel = -1;
-	pthread_cond_destroy(&f->turn_cv);
-	pthread_mutex_destroy(&f->lock);
-	if (cancel)
-		return 0;
-	ret = f->err ? f->err : f->turn != nr ? -EPIPE : 0;
-	if (!ret || ret == -EPIPE)	/* -EPIPE: the reader went first, the caller knows why */
-		return ret;
-	fail_clear();
-	return open_failed(ret, f->show, f->bad, nr);
-}
-
-void crypt_feed_free(struct crypt_feed *f)
-{
-	if (!f)
-		return;
-	crypt_feed_end(f, true);
-	if (f->sealed >= 0)
-		close(f->sealed);
-	if (f->plain >= 0)
-		close(f->plain);
-	memset(f->sk, 0, sizeof(f->sk));
-	free(f);
+	*op->feed = feed_new(&crypt_feed_ops, f, nr_chunks(f->head.size), CHUNK, out);
+	return *op->feed ? 0 : -ENOMEM;
 }
 
 

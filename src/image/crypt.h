@@ -87,37 +87,13 @@ void crypt_free(struct img_crypt *c);
  *
  * feed (a restore's), not NULL: a one-process set with no parent keeps its
  * pages-1.img sealed, its head checked (key, set, size): the tmpfs holds an
- * empty file of its size, *feed (or NULL) the way to its bytes, which the
- * restore gets either fed as they are decrypted (crypt_feed_open) or
- * decrypted into that file (crypt_feed_fill) before anything reads it.
+ * empty file of its size, *feed (or NULL) the way to its bytes (image/feed.h),
+ * which the restore gets either fed as they are decrypted (feed_open), every
+ * chunk authenticated before a byte of it is written, or decrypted into that
+ * file (feed_fill) before anything reads it.
  */
-struct crypt_feed;
+struct page_feed;
 int crypt_open_set(const struct img_key *k, const char *dir, int *dirfd, char *path, size_t len,
-		   struct crypt_feed **feed);
-/* The feed whose stand-in file fd is (same inode), or NULL. */
-struct crypt_feed *crypt_feed_find(struct crypt_feed *f, int fd);
-/* Its plaintext decrypted into its stand-in file, every chunk authenticated: 0 or <0 after fail(). */
-int crypt_feed_fill(struct crypt_feed *f);
-/*
- * Its plaintext fed into a pipe in file order by two threads, each chunk
- * authenticated before a byte of it is written. crypt_feed_open() makes
- * the pipe: *rfd its read end (the caller's); crypt_feed_run() starts the
- * threads (f NULL or not opened: nothing to do). A restore runs them only
- * once the process is forked: a raw clone3 copies glibc's list of threads
- * but not the threads, and the child's setresgid() (glibc's, which signals
- * every thread of the list) would wait for them forever. 0 or <0 after
- * fail().
- */
-int crypt_feed_open(struct crypt_feed *f, int *rfd);
-int crypt_feed_run(struct crypt_feed *f);
-/*
- * The feed's threads gone (cancel: stopped first, 0): 0 when every chunk was
- * authenticated and written; -EPIPE when its reader went before the end (no
- * fail(): the reader's failure says why); or <0 after fail() naming the
- * chunk that does not authenticate or cannot be read (fail_clear() first:
- * the reader's "the pages ended early" is only its echo).
- */
-int crypt_feed_end(struct crypt_feed *f, bool cancel);
-void crypt_feed_free(struct crypt_feed *f);
+		   struct page_feed **feed);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "image/compress.h"
+#include "image/feed.h"
 #include "image/dumpset.h"
 #include "image/image.h"
 #include "image/runsum.h"
@@ -275,10 +276,11 @@ static int add_run(struct run_list *l, const PagemapEntry *pe)
 
 /*
  * pages-ID.img; a compressed one (the pagemap head says so) as its raw bytes
- * in a memfd, or, keep and LZ4, as it is with its layout in *z.
+ * in a memfd, or, keep: LZ4 as it is with its layout in *z, zstd as a memfd
+ * of its size whose bytes come from *feed (image/feed.h).
  */
 static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd, bool keep,
-		      struct pz_layout **z)
+		      struct pz_layout **z, struct page_feed **feed)
 {
 	char name[64];
 	int raw;
@@ -291,7 +293,8 @@ static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd
 		*z = calloc(1, sizeof(**z));
 		return *z ? pz_read_layout(*fd, name, *z) : -ENOMEM;
 	}
-	raw = pz_open_raw(*fd, name);
+	raw = keep && head->compress == PZ_ZSTD ? pz_open_fed(*fd, name, feed) :
+					      pz_open_raw(*fd, name);
 	close(*fd);
 	*fd = raw;
 	return raw < 0 ? raw : 0;
@@ -299,7 +302,8 @@ static int open_pages(const struct dumpset *ds, const PagemapHead *head, int *fd
 
 /* A pagemap image: a head naming pages-N.img, then the runs in file order. */
 static int read_runs(const struct dumpset *ds, struct image *img, struct run_list *l,
-		     int *pages_fd, unsigned *pages_id, bool keep, struct pz_layout **z)
+		     int *pages_fd, unsigned *pages_id, bool keep, struct pz_layout **z,
+		     struct page_feed **feed)
 {
 	PagemapHead *head = NULL;
 	void *msg;
@@ -309,7 +313,7 @@ static int read_runs(const struct dumpset *ds, struct image *img, struct run_lis
 		ret = fail(-EIO, "image %s is empty", img->name);
 	if (ret > 0) {
 		*pages_id = head->pages_id;
-		ret = open_pages(ds, head, pages_fd, keep, z);
+		ret = open_pages(ds, head, pages_fd, keep, z, feed);
 	}
 	if (ret >= 0 && head->has_block_shift &&
 	    (head->block_shift < 12 || head->block_shift > 30))
@@ -332,23 +336,34 @@ static void free_layout(struct pz_layout **z)
 	*z = NULL;
 }
 
+/* Every present run with its checksum: the image can be checked run by run. */
+static bool all_summed(const struct dump_run *runs, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (runs[i].present && !runs[i].tparent && !runs[i].has_sum)
+			return false;
+	return true;
+}
+
 /*
- * A compressed image kept for the blob only when it sums every run as it
- * decodes it (RST_SUM_RUNS); otherwise its raw bytes in a memfd after all.
+ * A compressed image kept for the blob (or fed to it) only when it sums
+ * every run as it reads it (RST_SUM_RUNS); otherwise its raw bytes in a
+ * memfd after all.
  */
 static int keep_or_open_raw(const struct run_list *l, unsigned pages_id, int *fd,
-			    struct pz_layout **z)
+			    struct pz_layout **z, struct page_feed **feed)
 {
 	char name[64];
-	int raw;
+	int raw, ret;
 
-	if (!*z)
+	if (*feed && !all_summed(l->runs, l->nr)) {
+		ret = feed_fill(*feed);
+		feed_free(*feed);
+		*feed = NULL;
+		return ret;
+	}
+	if (!*z || all_summed(l->runs, l->nr))
 		return 0;
-	for (size_t i = 0; i < l->nr; i++)
-		if (l->runs[i].present && !l->runs[i].has_sum)
-			goto open_raw;
-	return 0;
-open_raw:
 	free_layout(z);
 	img_name(IMG_PAGES, pages_id, name, sizeof(name));
 	raw = pz_open_raw(*fd, name);
@@ -455,15 +470,6 @@ int dumpset_verify_other_pages(struct dumpset *ds)
 	return ret;
 }
 
-/* Every present run with its checksum: the image can be checked run by run. */
-static bool all_summed(const struct dump_run *runs, size_t nr)
-{
-	for (size_t i = 0; i < nr; i++)
-		if (runs[i].present && !runs[i].tparent && !runs[i].has_sum)
-			return false;
-	return true;
-}
-
 static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct dump_run **runs,
 		     size_t *nr, int *pages_fd)
 {
@@ -471,6 +477,7 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 	struct image *img;
 	unsigned pages_id = 0;
 	struct pz_layout *z = NULL;
+	struct page_feed *feed = NULL;
 	/* the process's own pages, read by the blob alone: a set with no parent and no tree */
 	bool keep = t == IMG_PAGEMAP && ds->blob_lz4 && ds->pages_sums_deferred && ds->inv &&
 		    !ds->inv->has_parent_inventory && !ds->nr_members;
@@ -480,10 +487,14 @@ static int load_runs(struct dumpset *ds, enum img_type t, unsigned id, struct du
 		ret = img_open(ds->dirfd, t, id, &img);
 	if (ret)
 		return ret;
-	ret = read_runs(ds, img, &l, pages_fd, &pages_id, keep, &z);
+	ret = read_runs(ds, img, &l, pages_fd, &pages_id, keep, &z, &feed);
 	img_abort(img);
 	if (ret >= 0)
-		ret = keep_or_open_raw(&l, pages_id, pages_fd, &z);
+		ret = keep_or_open_raw(&l, pages_id, pages_fd, &z, &feed);
+	if (t == IMG_PAGEMAP)
+		ds->pages_feed = feed;
+	else
+		feed_free(feed);
 	*runs = l.runs;
 	*nr = l.nr;
 	for (size_t i = 0; i < l.nr; i++)
@@ -934,6 +945,8 @@ void dumpset_free(struct dumpset *ds)
 	free(ds->runs);
 	free(ds->marks);
 	free_layout(&ds->pages_z);
+	feed_free(ds->pages_feed);
+	ds->pages_feed = NULL;
 	free_all(&file_entry__descriptor, (void **)ds->files, ds->nr_files);
 	free_all(&fdinfo_entry__descriptor, (void **)ds->fds, ds->nr_fds);
 	img_free(&fs_entry__descriptor, ds->fs);

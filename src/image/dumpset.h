@@ -23,6 +23,7 @@
 #include "stats.pb-c.h"
 
 struct pz_layout;
+struct page_feed;
 
 /* One run of pages from pagemap-PID.img. */
 struct dump_run {
@@ -121,6 +122,12 @@ struct dumpset {
 	 */
 	bool blob_lz4;
 	struct pz_layout *pages_z;
+	/*
+	 * The same for a zstd compressed one: pages_fd is a memfd of its raw
+	 * size, its bytes fed to the blob as they are decompressed, or put there
+	 * first (image/feed.h); NULL: pages_fd holds them.
+	 */
+	struct page_feed *pages_feed;
 	/*
 	 * dumpset_load_remote_pages(): the set's own pages-1.img is being
 	 * fetched from a migration's source (mem/lazy_remote.c): not read at

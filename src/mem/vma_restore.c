@@ -17,7 +17,7 @@
 #include "log.h"
 #include "ctx/restore_ctx.h"
 #include "image/compress.h"
-#include "image/crypt.h"
+#include "image/feed.h"
 #include "mem/lazy.h"
 #include "mem/pagesum.h"
 #include "vma_status.h"
@@ -227,18 +227,20 @@ static int open_pages_for_blob(int fd, bool direct, bool compressed)
 }
 
 /*
- * May the blob read pages-1.img from a pipe, as it is decrypted? When it
- * reads every byte of it once, in file order: no parent, no tree, no lazy
- * pages, not compressed, its runs in address order one after the other in
- * the file and filling it; and when the blob sums what it reads (memdump
- * then reads none of it: pagecheck.c).
+ * May the blob read pages-1.img from a pipe, as it is made (decrypted,
+ * decompressed: image/feed.h)? When it reads every byte of it once, in file
+ * order: no parent, no tree, no lazy pages, not a copy of a fan-out, not
+ * left LZ4 compressed, its runs in address order one after the other in the
+ * file and filling it; and when the blob sums what it reads (memdump then
+ * reads none of it: pagecheck.c).
  */
 static bool feedable(const struct rst *r)
 {
 	const struct dumpset *ds = &r->ds;
 	uint64_t next = 0;
 
-	if (r->tree || r->o->lazy || ds->pages_z || pagecheck_mode(ds) == RST_SUM_NONE)
+	if (r->tree || r->o->lazy || r->ds_lent || ds->pages_z ||
+	    pagecheck_mode(ds) == RST_SUM_NONE)
 		return false;
 	for (size_t i = 0; i < ds->nr_runs; i++) {
 		const struct dump_run *run = &ds->runs[i];
@@ -251,30 +253,31 @@ static bool feedable(const struct rst *r)
 }
 
 /*
- * A sealed pages-1.img kept sealed (image/crypt.h: restore --decrypt): fed
- * to the blob through a pipe as it is decrypted when it may be, else
- * decrypted into its stand-in file first. *fd the pipe's read end, or -1
- * (the file as ever).
+ * pages-1.img kept as it is on disk (sealed: restore --decrypt, image/crypt.h;
+ * zstd compressed: image/compress.h): fed to the blob through a pipe as it
+ * is made when it may be, else made into its stand-in file first. *fd the
+ * pipe's read end, or -1 (the file as ever).
  */
 static int fed_pages(struct rst *r, int *fd)
 {
-	struct crypt_feed *f = crypt_feed_find(r->o->feed, r->ds.pages_fd);
+	struct page_feed *f = feed_find(r->o->feed, r->ds.pages_fd) ?:
+			      feed_find(r->ds.pages_feed, r->ds.pages_fd);
 	int ret;
 
 	*fd = -1;
 	if (!f)
 		return 0;
 	if (!feedable(r)) {
-		pr_info("%s", "pages-1.img decrypted before the restore (not read in file order)");
-		return crypt_feed_fill(f);
+		pr_info("pages-1.img %s before the restore (not read in file order)", feed_made(f));
+		return feed_fill(f);
 	}
-	ret = crypt_feed_open(f, fd);	/* its threads once forked: restore.c */
+	ret = feed_open(f, fd);	/* its threads once forked: restore.c */
 	if (ret)
 		return ret;
 	r->feed = f;
 	r->a->pages_feed = 1;
 	r->a->feed_pos = 0;
-	pr_info("%s", "pages-1.img fed to the restorer as it is decrypted");
+	pr_info("pages-1.img fed to the restorer as it is %s", feed_made(f));
 	return 0;
 }
 

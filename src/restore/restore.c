@@ -40,7 +40,7 @@
 #include "log.h"
 #include "proc.h"
 #include "restore/restore.h"
-#include "image/crypt.h"
+#include "image/feed.h"
 #include "mem/lazy.h"
 #include "evloop/evloop.h"
 #include "files/files.h"
@@ -502,7 +502,7 @@ static int feed_finish(struct rst *r, int ret)
 
 	if (!r->feed)
 		return ret;
-	fret = crypt_feed_end(r->feed, false);
+	fret = feed_end(r->feed, false);
 	r->feed = NULL;
 	if (fret == -EPIPE && !ret)
 		return fail(-EIO, "process %d was restored without all of its pages image", r->pid);
@@ -531,7 +531,7 @@ int rst_restore_one(struct rst *r)
 		return ret;
 	ret = fault_step(RST_FAULT_FORKED) ?: rst_interrupted();
 	if (!ret)
-		ret = crypt_feed_run(r->feed);	/* threads only once forked: image/crypt.h */
+		ret = feed_run(r->feed);	/* threads only once forked: image/feed.h */
 	if (ret)
 		return abort_parked(r, ret);	/* parked or not: it goes */
 	t1 = now_us();
@@ -691,7 +691,7 @@ static int load_checked(struct rst *r, const struct restore_opts *o, bool enter)
 
 void rst_free(struct rst *r)
 {
-	crypt_feed_end(r->feed, true);	/* a restore that failed before its end */
+	feed_end(r->feed, true);	/* a restore that failed before its end */
 	tree_free_members(r);
 	mntns_restore_leave(r);
 	ns_restore_leave(r);
