@@ -954,6 +954,8 @@ static int cfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
 
 static const struct feed_ops crypt_feed_ops = {
 	.made = "decrypted",
+	.authenticated = true,
+	.threads = 4,
 	.thread_new = cfeed_thread_new,
 	.thread_free = cfeed_thread_free,
 	.produce = cfeed_produce,

@@ -36,8 +36,8 @@ struct page_feed {
 	int wfd, cancel;	/* the pipe's write end (non-blocking); an eventfd */
 	bool splice;		/* chunks handed to the pipe with vmsplice, not copied */
 	int nr_threads;
-	pthread_t tid[2];
-	struct feed_worker w[2];
+	pthread_t tid[FEED_THREADS_MAX];
+	struct feed_worker w[FEED_THREADS_MAX];
 	pthread_mutex_t lock;
 	pthread_cond_t turn_cv;
 	uint64_t turn;		/* the chunk to be written next */
@@ -69,6 +69,11 @@ struct page_feed *feed_find(struct page_feed *f, int fd)
 	if (!f || fd < 0 || fstat(fd, &st))
 		return NULL;
 	return st.st_dev == f->dev && st.st_ino == f->ino ? f : NULL;
+}
+
+bool feed_authenticated(const struct page_feed *f)
+{
+	return f && f->ops->authenticated;
 }
 
 const char *feed_made(const struct page_feed *f)
@@ -250,7 +255,8 @@ int feed_run(struct page_feed *f)
 
 	if (!f || !f->opened || f->running)
 		return 0;
-	want = f->nr >= 2 ? 2 : 1;
+	want = (int)MIN((uint64_t)(f->ops->threads ? f->ops->threads : 2), f->nr);
+	want = MAX(MIN(want, FEED_THREADS_MAX), 1);
 	/* no signal for them: memdump's handlers run on its own thread; EPIPE, not SIGPIPE */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -20,6 +20,13 @@
 
 struct feed_ops {
 	const char *made;	/* how its bytes are made: "decrypted", "decompressed" */
+	/*
+	 * every chunk is authenticated as it is made (AEAD: its bytes are those
+	 * the set was sealed with, in their place): the blob need not sum them
+	 */
+	bool authenticated;
+	/* threads making chunks at once (0: 2); more than the CPUs where they wait for the disk */
+	int threads;
 	/* a producing thread's own state (its buffers, contexts), or NULL: -ENOMEM */
 	void *(*thread_new)(void *src);
 	void (*thread_free)(void *ts);
@@ -38,6 +45,8 @@ struct feed_ops {
 	void (*free)(void *src);
 };
 
+#define FEED_THREADS_MAX	8
+
 struct page_feed;
 
 /* A buffer of len bytes for produce(): page-aligned, its own mapping; NULL: -ENOMEM. */
@@ -54,6 +63,8 @@ struct page_feed *feed_new(const struct feed_ops *ops, void *src, uint64_t nr, s
 			   int standin_fd);
 /* f when fd is its stand-in (the same inode), else NULL; f may be NULL. */
 struct page_feed *feed_find(struct page_feed *f, int fd);
+/* f not NULL and its chunks authenticated as they are made (feed_ops). */
+bool feed_authenticated(const struct page_feed *f);
 /* How its bytes are made (feed_ops.made). */
 const char *feed_made(const struct page_feed *f);
 /* Its bytes into its stand-in, once: 0 or <0 after fail(). */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "image/feed.h"
 #include "image/verify.h"
 #include "log.h"
 #include "ctx/restore_ctx.h"
@@ -84,8 +85,8 @@ int pagecheck_start(struct rst *r)
 	struct pagecheck *pc = &r->pagecheck;
 	int ret;
 
-	if (!r->ds.pages_sums_deferred)
-		return 0;
+	if (!r->ds.pages_sums_deferred || feed_authenticated(r->feed))
+		return 0;	/* checked at load, or every chunk by its tag as it is fed */
 	if (r->a->sum_pages == RST_SUM_NONE)	/* a set memdump does not write */
 		return imgset_verify_pages(r->ds.inv, "pages-1.img", r->ds.pages_fd, r->ds.runs,
 					   r->ds.nr_runs);
