@@ -176,13 +176,7 @@ case_compress_zstd_fed() {
 	dump "$PID" "$T/d" --compress=zstd
 	expect_killed "$PID"
 	expect_compressed "$T/d"
-	truncate -s "$READY_SIZE" "$OUT"
-	restore_bg "$T/d" 1 -v 3
-	wait_restored "$PID"
-	kill -USR1 "$PID" || fail "cannot signal restored pid $PID"
-	get_result "$OUT"
-	wait_restore_exit
-	(( MD_RC == 0 )) || fail "restore exited with $MD_RC"
+	restore_and_pass "$T/d" 1 -v 3
 	grep -q 'pages-1.img fed to the restorer as it is decompressed' "$MD_ERR" ||
 		fail "pages-1.img was not fed to the blob: $(grep -m1 pages-1 "$MD_ERR")"
 }

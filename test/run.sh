@@ -318,14 +318,14 @@ state_same() {
 	note "statecmp: restored state is the dumped one"
 }
 
-# restore_and_pass DIR LABEL: restore the dump of $PID (stdout going to
+# restore_and_pass DIR LABEL [OPTS...]: restore (with OPTS) the dump of $PID (stdout going to
 # $OUT, truncated back to the READY line), SIGUSR1 it, expect PASS and
 # restore exit status 0. After state_snap, the restored state must match.
 restore_and_pass() {
-	local dir=$1 label=$2
+	local dir=$1 label=$2; shift 2
 	truncate -s "$READY_SIZE" "$OUT"
 	alive "$PID" && fail "pid $PID is in use before restore"
-	restore_bg "$dir" "$label"
+	restore_bg "$dir" "$label" "$@"
 	wait_restored "$PID"
 	[[ -n ${STATE_BEFORE:-} ]] && state_same "$PID" "$label"
 	RESTORED_MS=$(now_ms)

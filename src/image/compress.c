@@ -573,9 +573,7 @@ static int zfeed_failed(void *src, int err, uint64_t bad)
 struct zfeed_thread {
 	struct pz_feed *z;
 	ZSTD_DCtx *zd;
-	uint8_t *out[2];
-	size_t size;
-	unsigned turn;
+	struct feed_bufs out;
 };
 
 static void zfeed_thread_free(void *ts)
@@ -583,8 +581,7 @@ static void zfeed_thread_free(void *ts)
 	struct zfeed_thread *t = ts;
 
 	ZSTD_freeDCtx(t->zd);
-	feed_buf_free(t->out[0], t->size);
-	feed_buf_free(t->out[1], t->size);
+	feed_bufs_free(&t->out);
 	free(t);
 }
 
@@ -597,10 +594,8 @@ static void *zfeed_thread_new(void *src)
 		return NULL;
 	t->z = z;
 	t->zd = z->r.h.algo == PZ_ZSTD ? ZSTD_createDCtx() : NULL;
-	t->size = (size_t)MIN((uint64_t)FEED_BLOCKS * PZ_BLOCK, z->r.h.raw);
-	t->out[0] = feed_buf(t->size);
-	t->out[1] = feed_buf(t->size);
-	if (!t->out[0] || !t->out[1] || (z->r.h.algo == PZ_ZSTD && !t->zd)) {
+	if (feed_bufs_init(&t->out, (size_t)MIN((uint64_t)FEED_BLOCKS * PZ_BLOCK, z->r.h.raw)) ||
+	    (z->r.h.algo == PZ_ZSTD && !t->zd)) {
 		zfeed_thread_free(t);
 		return NULL;
 	}
@@ -637,7 +632,7 @@ static int zfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
 	struct zfeed_thread *t = ts;
 	struct pz_read *r = &t->z->r;
 	uint64_t b0 = i * FEED_BLOCKS, b1 = MIN(b0 + FEED_BLOCKS, r->h.nr_blocks);
-	uint8_t *o = t->out[t->turn++ & 1];
+	uint8_t *o = feed_bufs_next(&t->out);
 
 	*out = o;
 	*len = (size_t)(MIN(b1 * (uint64_t)PZ_BLOCK, r->h.raw) - MIN(b0 * (uint64_t)PZ_BLOCK, r->h.raw));

@@ -862,9 +862,9 @@ struct cfeed_thread {
 	struct crypt_feed *f;
 	struct chunk_job j;
 	EVP_CIPHER_CTX *ctx;
-	uint8_t *in, *out[2];
+	uint8_t *in;
+	struct feed_bufs out;
 	size_t size, in_size;
-	unsigned turn;
 	bool cached;		/* O_DIRECT refused: through the page cache */
 };
 
@@ -874,8 +874,7 @@ static void cfeed_thread_free(void *ts)
 
 	/* not wiped: the pipe may still hold their pages for its reader; unmapped,
 	 * the kernel clears them before they serve anyone else */
-	for (int b = 0; b < 2; b++)
-		feed_buf_free(t->out[b], t->size);
+	feed_bufs_free(&t->out);
 	feed_buf_free(t->in, t->in_size);
 	EVP_CIPHER_CTX_free(t->ctx);
 	free(t);
@@ -894,11 +893,9 @@ static void *cfeed_thread_new(void *src)
 	/* a chunk and its tag from the page before it to the page after it */
 	t->in_size = (t->size + 2 * PAGE_SIZE - 1) & PAGE_MASK;
 	t->ctx = EVP_CIPHER_CTX_new();
-	t->out[0] = feed_buf(t->size);
-	t->out[1] = feed_buf(t->size);
 	t->in = feed_buf(t->in_size);
 	t->cached = f->direct < 0;
-	if (!t->ctx || !t->in || !t->out[0] || !t->out[1] ||
+	if (feed_bufs_init(&t->out, t->size) || !t->ctx || !t->in ||
 	    !EVP_DecryptInit_ex(t->ctx, EVP_aes_256_gcm(), NULL, f->sk, NULL)) {
 		cfeed_thread_free(t);
 		return NULL;
@@ -937,7 +934,7 @@ static int read_direct(struct cfeed_thread *t, uint64_t i, const uint8_t **in)
 static int cfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
 {
 	struct cfeed_thread *t = ts;
-	uint8_t *o = t->out[t->turn++ & 1];
+	uint8_t *o = feed_bufs_next(&t->out);
 	const uint8_t *in = t->in;
 	int ret = t->cached ? 1 : read_direct(t, i, &in);
 

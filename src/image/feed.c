@@ -106,6 +106,26 @@ void feed_buf_free(uint8_t *buf, size_t len)
 		munmap(buf, len ? len : 1);
 }
 
+int feed_bufs_init(struct feed_bufs *b, size_t size)
+{
+	*b = (struct feed_bufs){ .size = size };
+	b->buf[0] = feed_buf(size);
+	b->buf[1] = feed_buf(size);
+	return b->buf[0] && b->buf[1] ? 0 : -ENOMEM;
+}
+
+uint8_t *feed_bufs_next(struct feed_bufs *b)
+{
+	return b->buf[b->turn++ & 1];
+}
+
+void feed_bufs_free(struct feed_bufs *b)
+{
+	feed_buf_free(b->buf[0], b->size);
+	feed_buf_free(b->buf[1], b->size);
+	b->buf[0] = b->buf[1] = NULL;
+}
+
 /*
  * Some of a chunk into the pipe: its pages themselves when f->splice (no
  * copy; produce()'s buffers stay as they are until the reader has them),

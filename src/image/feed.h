@@ -34,7 +34,7 @@ struct feed_ops {
 	 * chunk i made: *out its *len bytes; 0 or -errno (-EIO, -EBADMSG: the
 	 * image's). *out is page-aligned and its bytes stay as they are until
 	 * the thread's produce() has been called twice more (two buffers in
-	 * turn, allocated with feed_buf()): the pipe may hold its pages
+	 * turn, struct feed_bufs): the pipe may hold its pages
 	 * themselves (vmsplice) until its reader has copied them.
 	 */
 	int (*produce)(void *ts, uint64_t i, const uint8_t **out, size_t *len);
@@ -53,6 +53,18 @@ struct page_feed;
 uint8_t *feed_buf(size_t len);
 /* It unmapped (the pages the pipe still holds stay theirs until read). */
 void feed_buf_free(uint8_t *buf, size_t len);
+
+/* A producing thread's two chunk buffers of size bytes, taken in turn (produce()). */
+struct feed_bufs {
+	uint8_t *buf[2];
+	size_t size;
+	unsigned turn;
+};
+/* 0, or -ENOMEM (feed_bufs_free() still to call). */
+int feed_bufs_init(struct feed_bufs *b, size_t size);
+/* The buffer for the thread's next chunk. */
+uint8_t *feed_bufs_next(struct feed_bufs *b);
+void feed_bufs_free(struct feed_bufs *b);
 
 /*
  * A feed of nr chunks of at most chunk bytes made by ops from src, whose
