@@ -527,6 +527,7 @@ int pz_open_raw(int fd, const char *name)
 struct pz_feed {
 	struct pz_read r;
 	uint64_t len;		/* of the mapping */
+	int fd;			/* the compressed file: the feed's threads pread its blocks */
 	char name[64];
 };
 
@@ -543,6 +544,8 @@ static void zfeed_free(void *src)
 		munmap((void *)z->r.src, z->len);
 	if (z->r.mfd >= 0)
 		close(z->r.mfd);
+	if (z->fd >= 0)
+		close(z->fd);
 	free(z->r.start);
 	pthread_mutex_destroy(&z->r.lock);
 	free(z);
@@ -569,10 +572,15 @@ static int zfeed_failed(void *src, int err, uint64_t bad)
 	return fail(err, "cannot decompress %s: %s", z->name, strerror(-err));
 }
 
-/* A feeding thread's: its decoder, its two chunk buffers in turn (feed_ops.produce). */
+/*
+ * A feeding thread's: its decoder, a block's compressed bytes (read, not
+ * taken from the mapping: a file cut under a mapping is a SIGBUS, under a
+ * read a short read), its two chunk buffers in turn (feed_ops.produce).
+ */
 struct zfeed_thread {
 	struct pz_feed *z;
 	ZSTD_DCtx *zd;
+	uint8_t *in;
 	struct feed_bufs out;
 };
 
@@ -582,6 +590,7 @@ static void zfeed_thread_free(void *ts)
 
 	ZSTD_freeDCtx(t->zd);
 	feed_bufs_free(&t->out);
+	free(t->in);
 	free(t);
 }
 
@@ -594,23 +603,37 @@ static void *zfeed_thread_new(void *src)
 		return NULL;
 	t->z = z;
 	t->zd = z->r.h.algo == PZ_ZSTD ? ZSTD_createDCtx() : NULL;
+	t->in = malloc(PZ_BLOCK);
 	if (feed_bufs_init(&t->out, (size_t)MIN((uint64_t)FEED_BLOCKS * PZ_BLOCK, z->r.h.raw)) ||
-	    (z->r.h.algo == PZ_ZSTD && !t->zd)) {
+	    !t->in || (z->r.h.algo == PZ_ZSTD && !t->zd)) {
 		zfeed_thread_free(t);
 		return NULL;
 	}
 	return t;
 }
 
-/* Block b's raw bytes into out: 0, or -EIO (the block noted bad). */
-static int decode_block(struct pz_read *r, ZSTD_DCtx *zd, uint64_t b, uint8_t *out)
+/*
+ * Block b's raw bytes into out, its compressed ones read into the thread's
+ * buffer first: 0, -EIO (the block noted bad), or -errno of the read.
+ */
+static int decode_block(struct zfeed_thread *t, uint64_t b, uint8_t *out)
 {
+	struct pz_read *r = &t->z->r;
+	ZSTD_DCtx *zd = t->zd;
 	size_t want = (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
 	size_t clen = r->index[b] & ~PZ_RAW_BIT;
-	const uint8_t *in = r->src + r->start[b];
+	ssize_t got = clen > PZ_BLOCK ? 0 : pread(t->z->fd, t->in, clen, (off_t)r->start[b]);
+	const uint8_t *in = t->in;
 	bool ok;
 
-	if (r->index[b] & PZ_RAW_BIT) {
+	if (got >= 0 && (size_t)got != clen && clen <= PZ_BLOCK)
+		return -ENODATA;	/* the file was cut since its check */
+	if (got < 0)
+		return -errno;
+	if (clen > PZ_BLOCK)	/* longer than its raw bytes: corrupt */
+		ok = false;
+
+	else if (r->index[b] & PZ_RAW_BIT) {
 		ok = clen == want;
 		if (ok)
 			memcpy(out, in, want);
@@ -637,7 +660,7 @@ static int zfeed_produce(void *ts, uint64_t i, const uint8_t **out, size_t *len)
 	*out = o;
 	*len = (size_t)(MIN(b1 * (uint64_t)PZ_BLOCK, r->h.raw) - MIN(b0 * (uint64_t)PZ_BLOCK, r->h.raw));
 	for (uint64_t b = b0; b < b1; b++) {
-		int ret = decode_block(r, t->zd, b, o + (b - b0) * PZ_BLOCK);
+		int ret = decode_block(t, b, o + (b - b0) * PZ_BLOCK);
 
 		if (ret)
 			return ret;
@@ -665,14 +688,16 @@ int pz_open_fed(int fd, const char *name, struct page_feed **feed)
 		return -ENOMEM;
 	snprintf(z->name, sizeof(z->name), "%s", name);
 	z->r = (struct pz_read){ .name = z->name, .mfd = -1, .bad = UINT64_MAX };
+	z->fd = -1;
 	pthread_mutex_init(&z->r.lock, NULL);
 	ret = map_file(fd, name, &z->r.src, &z->len);
 	if (!ret)
 		ret = check_layout(&z->r, z->len);
 	if (!ret) {
 		/* its blocks read from the disk while the restore prepares */
-		madvise((void *)z->r.src, z->len, MADV_WILLNEED);
-		mfd = memfd_create("memdump-pages", MFD_CLOEXEC);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+		z->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		mfd = z->fd < 0 ? -1 : memfd_create("memdump-pages", MFD_CLOEXEC);
 		if (mfd < 0 || ftruncate(mfd, (off_t)z->r.h.raw))
 			ret = fail(-errno, "cannot decompress %s: %s", name, strerror(errno));
 	}
