@@ -349,25 +349,35 @@ static int pwrite_all(int fd, const uint8_t *p, size_t len, uint64_t off)
  * allocates the memfd's pages in the kernel: a shared mapping of it would
  * take a page-table fault for every 4 KiB page (~12 us each on this VM).
  */
-/* 0, -EIO: the block does not decompress, or the -errno of the write. */
-static int decompress_block(struct pz_read *r, ZSTD_DCtx *zd, uint64_t b, uint8_t *out)
+/* How many raw bytes block b holds (the last one may be short). */
+static size_t block_raw(const struct pz_read *r, uint64_t b)
 {
-	size_t want = (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
-	size_t clen = r->index[b] & ~PZ_RAW_BIT;
-	const uint8_t *in = r->src + r->start[b];
-	bool ok;
+	return (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
+}
 
-	if (r->index[b] & PZ_RAW_BIT)
-		return clen != want ? -EIO : pwrite_all(r->mfd, in, want, b * PZ_BLOCK);
+/* A compressed block's clen bytes in decoded into out, exactly want bytes: ok? */
+static bool decode(const struct pz_read *r, ZSTD_DCtx *zd, const uint8_t *in, size_t clen,
+		   uint8_t *out, size_t want)
+{
 	if (r->h.algo == PZ_ZSTD) {
 		size_t n = ZSTD_decompressDCtx(zd, out, want, in, clen);
 
-		ok = !ZSTD_isError(n) && n == want;
-	} else {
-		ok = LZ4_decompress_safe((const char *)in, (char *)out, (int)clen, (int)want) ==
-		     (int)want;
+		return !ZSTD_isError(n) && n == want;
 	}
-	return !ok ? -EIO : pwrite_all(r->mfd, out, want, b * PZ_BLOCK);
+	return LZ4_decompress_safe((const char *)in, (char *)out, (int)clen, (int)want) ==
+	       (int)want;
+}
+
+/* 0, -EIO: the block does not decompress, or the -errno of the write. */
+static int decompress_block(struct pz_read *r, ZSTD_DCtx *zd, uint64_t b, uint8_t *out)
+{
+	size_t want = block_raw(r, b), clen = r->index[b] & ~PZ_RAW_BIT;
+	const uint8_t *in = r->src + r->start[b];
+
+	if (r->index[b] & PZ_RAW_BIT)
+		return clen != want ? -EIO : pwrite_all(r->mfd, in, want, b * PZ_BLOCK);
+	return !decode(r, zd, in, clen, out, want) ? -EIO :
+	       pwrite_all(r->mfd, out, want, b * PZ_BLOCK);
 }
 
 static void note_bad(struct pz_read *r, uint64_t b, int err)
@@ -427,6 +437,7 @@ static int corrupt_block(const struct pz_read *r, uint64_t b)
 		    MIN((b + 1) * (uint64_t)PZ_BLOCK, r->h.raw));
 }
 
+/* Its raw bytes into mfd (r->lock initialized): 0 or <0 after fail(). */
 static int fill_memfd(struct pz_read *r, int mfd)
 {
 	if (ftruncate(mfd, (off_t)r->h.raw))
@@ -435,9 +446,8 @@ static int fill_memfd(struct pz_read *r, int mfd)
 		return 0;
 	r->mfd = mfd;
 	r->bad = UINT64_MAX;
-	pthread_mutex_init(&r->lock, NULL);
+	r->werr = 0;
 	decompress_all(r);
-	pthread_mutex_destroy(&r->lock);
 	if (r->werr)
 		return fail(r->werr, "cannot decompress %s: %s", r->name, strerror(-r->werr));
 	return r->bad != UINT64_MAX ? corrupt_block(r, r->bad) : 0;
@@ -456,7 +466,7 @@ static int copy_layout(const struct pz_read *r, struct pz_layout *l)
 	if (!l->off || !l->len || !l->stored)
 		return -ENOMEM;
 	for (uint64_t b = 0; b < nb; b++) {
-		size_t want = (size_t)(b + 1 < nb ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
+		size_t want = block_raw(r, b);
 
 		l->off[b] = r->start[b];
 		l->len[b] = r->index[b] & ~PZ_RAW_BIT;
@@ -502,6 +512,7 @@ int pz_open_raw(int fd, const char *name)
 	uint64_t len = 0;
 	int mfd = -1, ret = map_file(fd, name, &r.src, &len);
 
+	pthread_mutex_init(&r.lock, NULL);
 	if (!ret)
 		ret = check_layout(&r, len);
 	if (!ret) {
@@ -511,6 +522,7 @@ int pz_open_raw(int fd, const char *name)
 	}
 	if (!ret)
 		ret = fill_memfd(&r, mfd);
+	pthread_mutex_destroy(&r.lock);
 	if (r.src)
 		munmap((void *)r.src, len);
 	free(r.start);
@@ -555,12 +567,7 @@ static int zfeed_fill(void *src)
 {
 	struct pz_feed *z = src;
 
-	z->r.bad = UINT64_MAX;
-	z->r.werr = 0;
-	decompress_all(&z->r);
-	if (z->r.werr)
-		return fail(z->r.werr, "cannot decompress %s: %s", z->name, strerror(-z->r.werr));
-	return z->r.bad != UINT64_MAX ? corrupt_block(&z->r, z->r.bad) : 0;
+	return fill_memfd(&z->r, z->r.mfd);
 }
 
 static int zfeed_failed(void *src, int err, uint64_t bad)
@@ -619,31 +626,25 @@ static void *zfeed_thread_new(void *src)
 static int decode_block(struct zfeed_thread *t, uint64_t b, uint8_t *out)
 {
 	struct pz_read *r = &t->z->r;
-	ZSTD_DCtx *zd = t->zd;
-	size_t want = (size_t)(b + 1 < r->h.nr_blocks ? PZ_BLOCK : r->h.raw - b * PZ_BLOCK);
-	size_t clen = r->index[b] & ~PZ_RAW_BIT;
-	ssize_t got = clen > PZ_BLOCK ? 0 : pread(t->z->fd, t->in, clen, (off_t)r->start[b]);
-	const uint8_t *in = t->in;
+	size_t want = block_raw(r, b), clen = r->index[b] & ~PZ_RAW_BIT;
+	ssize_t got;
 	bool ok;
 
-	if (got >= 0 && (size_t)got != clen && clen <= PZ_BLOCK)
-		return -ENODATA;	/* the file was cut since its check */
+	if (clen > PZ_BLOCK) {	/* longer than its raw bytes: corrupt */
+		note_bad(r, b, -EIO);
+		return -EIO;
+	}
+	got = pread(t->z->fd, t->in, clen, (off_t)r->start[b]);
 	if (got < 0)
 		return -errno;
-	if (clen > PZ_BLOCK)	/* longer than its raw bytes: corrupt */
-		ok = false;
-
-	else if (r->index[b] & PZ_RAW_BIT) {
+	if ((size_t)got != clen)
+		return -ENODATA;	/* the file was cut since its check */
+	if (r->index[b] & PZ_RAW_BIT) {
 		ok = clen == want;
 		if (ok)
-			memcpy(out, in, want);
-	} else if (r->h.algo == PZ_ZSTD) {
-		size_t n = ZSTD_decompressDCtx(zd, out, want, in, clen);
-
-		ok = !ZSTD_isError(n) && n == want;
+			memcpy(out, t->in, want);
 	} else {
-		ok = LZ4_decompress_safe((const char *)in, (char *)out, (int)clen, (int)want) ==
-		     (int)want;
+		ok = decode(r, t->zd, t->in, clen, out, want);
 	}
 	if (!ok)
 		note_bad(r, b, -EIO);
