@@ -26,6 +26,8 @@ int proc_read_stat_path(const char *path, struct proc_stat *st);
 pid_t proc_ppid(pid_t pid);
 pid_t proc_tgid(pid_t pid);
 pid_t proc_tracer(pid_t pid);
+/* The process of pidfd has exited (or the poll failed: taken so). */
+bool pidfd_exited(int pidfd);
 int proc_comm(pid_t pid, char *buf, size_t len);
 /* The real uid of pid (from /proc/PID/status), or -errno. */
 long proc_uid(pid_t pid);

@@ -95,6 +95,62 @@ case_incr_chain() {
 }
 for m in "${MODES[@]}"; do add "incr-chain-$m" case_incr_chain "$m"; done
 
+# A pre-dump reads its pages after the thaw: held half way through them, the
+# process runs (untraced, it does a step that rewrites and drops pages on both
+# sides of the half); the dump on it takes what the step wrote, and the chain
+# restores every byte as the process last had it.
+case_incr_late() {
+	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
+	mkdir -p "$T/p1"
+	MD_ERR=$T/md.late.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 \
+		"$MEMDUMP" pre-dump -t "$PID" -D "$T/p1" > "$T/md.late.out" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" ||
+		fail "the pre-dump never got half way: $(tail -n1 "$MD_ERR")"
+	expect_untraced "$PID"
+	incr_step
+	wait "$mdpid" || fail "the pre-dump failed: $(tail -n1 "$MD_ERR")"
+	grep -q 'its pages read after the thaw' "$T/md.late.out" ||
+		fail "the pre-dump does not say it read its pages after the thaw: $(cat "$T/md.late.out")"
+	[[ -f $T/p1/inventory.img ]] || fail "no inventory.img in the pre-dump"
+	expect_tracked "$PID"
+	incr_step
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+	expect_parent_entries "$T/d2"
+	restore_and_pass "$T/d2" 1
+}
+add incr-late case_incr_late
+
+# Mappings changed under a pre-dump reading after the thaw (t-lategone): part
+# of the unread memory unmapped (zeros in the set: 1024 pages gone), part
+# mapped again, part made PROT_NONE (read through /proc/PID/mem: the dump on
+# it takes those pages from the pre-dump); the chain restores every byte.
+case_incr_late_gone() {
+	start_prog t-lategone
+	mkdir -p "$T/p1"
+	MD_ERR=$T/md.late.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 \
+		"$MEMDUMP" pre-dump -t "$PID" -D "$T/p1" -v 3 > /dev/null 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" ||
+		fail "the pre-dump never got half way: $(tail -n1 "$MD_ERR")"
+	kill -USR2 "$PID"
+	wait_line "$OUT" '^STEP 1$' "$OP_TIMEOUT" || fail "t-lategone did not change its mappings"
+	wait "$mdpid" || fail "the pre-dump failed: $(tail -n1 "$MD_ERR")"
+	grep -q "1024 page(s) of process $PID gone after the thaw" "$MD_ERR" ||
+		fail "the pre-dump does not count the unmapped pages: $(grep -m1 'gone' "$MD_ERR")"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+	expect_parent_entries "$T/d2"
+	restore_and_pass "$T/d2" 1
+}
+add incr-late-gone case_incr_late_gone
+
 # A chain of three: pre-dump, pre-dump on it, dump on that.
 case_incr_three() {
 	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
@@ -168,22 +224,34 @@ case_incr_untrack() {
 add incr-untrack-stop case_incr_untrack stop
 add incr-untrack-dump case_incr_untrack dump
 
-# SIGKILL of the worker of a dump or pre-dump while the parasite serves: the
-# target runs on, tracked; a later track --stop (or final dump) removes it.
+# SIGKILL of the worker of a dump or pre-dump while the parasite serves (a
+# pre-dump in splice mode), or while a pre-dump reads its pages after the thaw
+# (late: its default read mode): the target runs on, tracked; a later track
+# --stop (or final dump) removes it.
 case_incr_worker_killed() {
-	local cmd=$1 then=$2 args=()
+	local cmd=$1 then=$2 point=parasite-running args=()
 	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
 	if [[ $cmd == dump ]]; then
 		pre_dump "$T/p1"
 		incr_step
 		args=(--prev-images-dir ../p1)
+	elif [[ ${3:-} == late ]]; then
+		point=pages-half
+	else
+		args=(--mode splice)
 	fi
 	mkdir -p "$T/d"
 	MD_ERR=$T/md.killed.err
-	MEMDUMP_FAULT=parasite-running "$MEMDUMP" "$cmd" -t "$PID" -D "$T/d" "${args[@]}" 2> "$MD_ERR" &
+	MEMDUMP_FAULT=$point MEMDUMP_FAULT_SECS=$(( OP_TIMEOUT * 2 )) \
+		"$MEMDUMP" "$cmd" -t "$PID" -D "$T/d" "${args[@]}" 2> "$MD_ERR" &
 	local mdpid=$!
 	track "$mdpid"
-	wait_line "$MD_ERR" 'fault point parasite-running' "$OP_TIMEOUT" || fail "the $cmd never reached the parasite"
+	wait_line "$MD_ERR" "fault point $point" "$OP_TIMEOUT" || fail "the $cmd never reached $point"
+	if [[ $point == pages-half ]]; then
+		# its pages are read from the running process: not traced, answers a step
+		expect_untraced "$PID"
+		incr_step
+	fi
 	kill_worker "$mdpid"
 	expect_untraced "$PID"
 	no_inventory "$T/d"
@@ -199,6 +267,7 @@ case_incr_worker_killed() {
 }
 add incr-worker-killed-pre-dump-stop case_incr_worker_killed pre-dump stop
 add incr-worker-killed-pre-dump-dump case_incr_worker_killed pre-dump dump
+add incr-worker-killed-late-stop case_incr_worker_killed pre-dump stop late
 add incr-worker-killed-dump-stop case_incr_worker_killed dump stop
 
 # SIGKILL of memdump itself while a pre-dump writes 1 GiB (held half way: on a

@@ -309,12 +309,19 @@ case_action_script_fail() {
 # the chain restores.
 case_rpc_predump() {
 	start_prog t-pattern 32
-	mkdir "$T/d1" "$T/d2"
+	mkdir "$T/d1" "$T/d1s" "$T/d2"
 	rpc p "$MEMDUMP" PRE_DUMP images_dir="$T/d1" pid="$PID"
 	rpc_ok
 	grep -q '^RESP type=PRE_DUMP success=True' "$RPC_OUT" || fail "no PRE_DUMP response"
 	expect_untraced "$PID"
-	rpc d "$MEMDUMP" DUMP images_dir="$T/d2" pid="$PID" parent_img=../d1
+	# its pages read after the thaw unless pre_dump_mode says SPLICE (CRIU's 1, READ 2)
+	timeout 30 crit show "$T/d1/inventory.img" | grep -q '"pre_dump_mode": 2' ||
+		fail "the pre-dump's inventory does not say read mode"
+	rpc ps "$MEMDUMP" PRE_DUMP images_dir="$T/d1s" pid="$PID" parent_img=../d1 pre_dump_mode=SPLICE
+	rpc_ok
+	timeout 30 crit show "$T/d1s/inventory.img" | grep -q '"pre_dump_mode": 1' ||
+		fail "pre_dump_mode=SPLICE: the pre-dump's inventory does not say splice mode"
+	rpc d "$MEMDUMP" DUMP images_dir="$T/d2" pid="$PID" parent_img=../d1s
 	rpc_ok
 	expect_killed "$PID"
 	local full part

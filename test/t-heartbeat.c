@@ -7,6 +7,11 @@
  * namespace, which tells the host it runs on in the tests). READY prints
  * the pattern's address and size.
  *
+ * DIR/gap holds the longest time between two beats so far, in microseconds
+ * (20000 and a little when nothing held the process up): what a freeze cost
+ * it, as it saw it, across a migration too (the file is rewritten at each
+ * new longest gap).
+ *
  * SIGUSR1: same pid, the pattern intact, and every ring page holds the
  * last beat that wrote it (the memory of one instant, beats going on from
  * there): PASS beats=K.
@@ -55,13 +60,30 @@ static void check_ring(const uint8_t *ring, uint64_t k)
 	}
 }
 
+/* The longest gap between beats so far into gap_fd, when this one is longer. */
+static void note_gap(int gap_fd)
+{
+	static uint64_t last, longest;
+	uint64_t now = (uint64_t)(t_now_mono() * 1e6), gap = last ? now - last : 0;
+	char line[32];
+	int n;
+
+	last = now;
+	if (gap <= longest)
+		return;
+	longest = gap;
+	n = snprintf(line, sizeof(line), "%" PRIu64 "\n", gap);
+	if (pwrite(gap_fd, line, (size_t)n, 0) != n || ftruncate(gap_fd, n))
+		t_fail("cannot write the gap file");
+}
+
 int main(int argc, char **argv)
 {
 	size_t len = (argc > 2 ? strtoul(argv[2], NULL, 0) : 32) << 20;
 	uint8_t *mem, *ring;
 	char path[4096];
 	uint64_t k = 0;
-	int fd;
+	int fd, gap_fd;
 
 	t_init(argc, argv, 0);
 	mem = t_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
@@ -71,9 +93,14 @@ int main(int argc, char **argv)
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		t_fail("cannot open %s", path);
+	snprintf(path, sizeof(path), "%s/gap", t_dir);
+	gap_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (gap_fd < 0)
+		t_fail("cannot open %s", path);
 	t_ready("%p %zu", (void *)mem, len);
 	while (!t_usr1) {
 		beat(ring, ++k, fd);
+		note_gap(gap_fd);
 		t_sleep_ms(20);
 	}
 	t_check_common();

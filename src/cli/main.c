@@ -70,7 +70,8 @@ static const char usage[] =
 	"        --page-server until every byte is fetched (CRIU's lazy migration)\n"
 	"  pre-dump -t PID -D DIR [--prev-images-dir PDIR] [--mode splice|read|mem]\n"
 	"        dump the memory of PID (and of the processes below it), leave it running\n"
-	"        and track the pages it writes\n"
+	"        and track the pages it writes; read (the default) and mem: its pages\n"
+	"        read after the thaw, splice: while it is frozen\n"
 	"  track --stop -t PID       end the memory tracking of PID\n"
 	"  page-server -D DIR --port P [--address A] [--status-fd FD]\n"
 	"        receive one dump's pages (dump or pre-dump --page-server --address A\n"
@@ -168,6 +169,8 @@ static int dump_with(const struct options *o, bool pre_dump)
 	int ret = 0;
 
 	d.pre_dump = pre_dump;
+	if (pre_dump && !o->mode_set)
+		d.mode = MODE_READ;	/* its pages read after the thaw (pagelate.c) */
 	if (o->decrypt)
 		return fail(-EINVAL, "--decrypt is a reader's (restore, show, verify, read-mem, "
 			    "unpack): a dump takes --encrypt KEYFILE");
@@ -283,6 +286,7 @@ static int parse_mode(struct options *opts, const char *s)
 	for (int m = MODE_SPLICE; m <= MODE_MEM; m++) {
 		if (!strcmp(s, mode_name(m))) {
 			opts->mode = m;
+			opts->mode_set = true;
 			return 0;
 		}
 	}

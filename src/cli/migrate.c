@@ -310,7 +310,9 @@ static int one_dump(struct migration *m, bool final)
 	struct hooks h = { .fire = post_dump, .arg = m };
 	char dir[PATH_MAX + 16], name[16], prev[32];
 	struct dump_opts d = {
-		.pid = o->pid, .dir = dir, .mode = o->mode, .progress = o->progress,
+		.pid = o->pid, .dir = dir, .progress = o->progress,
+		/* the pre-dumps' pages sent after the thaw (pagelate.c) */
+		.mode = final || o->mode_set ? o->mode : MODE_READ,
 		.trace = o->trace, .ghost_limit = o->ghost_limit, .no_snapshot = true,
 		.tcp_established = final && o->tcp_established, .pre_dump = !final,
 		.xfer = final && m->lazy ? NULL : &m->x, .hooks = final ? &h : NULL,

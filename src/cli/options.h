@@ -24,6 +24,7 @@ struct options {
 	const char *shown_dir;		/* what output names the set: -D, when dir is a
 					 * sealed set's opened copy (/proc/self/fd/N), or NULL */
 	enum dump_mode mode;		/* --mode */
+	bool mode_set;			/* given: else a pre-dump's is read (pagelate.c) */
 	bool leave_running;		/* --leave-running */
 	uint64_t ghost_limit;		/* --ghost-limit */
 	bool shell_job;			/* --shell-job */

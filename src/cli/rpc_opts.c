@@ -97,7 +97,7 @@ static const struct opt_rule rules[] = {
 	{ "tcp_close", K_DUMP | K_RESTORE, NULL },
 	{ "tcp_skip_in_flight", K_DUMP, "only a dump meets in-flight connections" },
 	{ "network_lock", 0, "memdump locks with nftables" },
-	{ "pre_dump_mode", 0, "memdump pre-dumps in splice mode (its --mode)" },
+	{ "pre_dump_mode", K_DUMP, "only a pre-dump reads its pages in a mode" },
 	/* what CRIU's command line takes and ignores here too (criu_cli.c) */
 	{ "timeout", K_DUMP, "only a dump freezes" },
 	{ "display_stats", K_ALL, NULL },
@@ -422,12 +422,21 @@ static int map_page_server(const CriuOpts *co, const struct rpc_conn *c, struct 
 	return 0;
 }
 
+/* A pre-dump reads its pages after the thaw (pagelate.c) unless told to splice them. */
+static enum dump_mode pre_dump_mode(const CriuOpts *co, CriuReqType type)
+{
+	if (type != CRIU_REQ_TYPE__PRE_DUMP)
+		return MODE_SPLICE;
+	return co->has_pre_dump_mode && co->pre_dump_mode == CRIU_PRE_DUMP_MODE__SPLICE ?
+	       MODE_SPLICE : MODE_READ;
+}
+
 static int map_dump(const CriuOpts *co, CriuReqType type, struct rpc_job *job)
 {
 	if (!co->has_pid || co->pid <= 0)
 		return fail(-EINVAL, "DUMP: no pid (memdump does not dump the requesting process)");
 	job->dump = (struct dump_opts){
-		.pid = co->pid, .dir = job->dir, .mode = MODE_SPLICE,
+		.pid = co->pid, .dir = job->dir, .mode = pre_dump_mode(co, type),
 		.leave_running = co->has_leave_running && co->leave_running,
 		.tcp_established = co->has_tcp_established && co->tcp_established,
 		.tcp_close = co->has_tcp_close && co->tcp_close,

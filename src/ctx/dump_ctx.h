@@ -161,6 +161,7 @@ struct dump_stats {
 	bool pages_direct_tail;		/* its head only, the rest with O_DIRECT */
 	bool snapshot;			/* the pages copied after the thaw (snapshot.c) */
 	uint64_t snap_fault_pages;	/* of them, saved while a target thread waited */
+	uint64_t pages_gone;		/* a pre-dump's read after the thaw: unmapped since */
 };
 
 enum dump_mode { MODE_SPLICE, MODE_READ, MODE_MEM };
@@ -318,6 +319,7 @@ struct dump_ctx {
 	struct stream_direct *stream;	/* dump_opts.stream: pages-1.img into it, not staged */
 	struct pz_opts compress;	/* pages-1.img compressed before the pagemap is written */
 	bool compress_late;		/* a killing dump: compressed after the kill (images.c) */
+	bool pages_late;		/* a pre-dump's pages read after the thaw (pagelate.c) */
 	bool cure_late;			/* a killing dump: the parasite stays until the kill,
 					 * cured only if the dump fails (dump.c) */
 	bool pages_compressed;		/* pages-1.img is compressed: the pagemap says so */

@@ -27,6 +27,7 @@
 #include "common.h"
 #include "dump/dump.h"
 #include "dump/dryrun.h"
+#include "dump/pagelate.h"
 #include "mem/snapshot.h"
 #include "infect/infect.h"
 #include "dump/images.h"
@@ -168,7 +169,7 @@ int dump_track_commit(struct dump_ctx *d)
 	return ret ? ret : track_state_save(&d->track);
 }
 
-/* A pre-dump reads memory only. */
+/* A pre-dump reads memory only: in read and mem modes after the thaw (pagelate.c). */
 static int collect_memory(struct dump_ctx *d)
 {
 	int ret = collect_vmas(d);
@@ -179,6 +180,8 @@ static int collect_memory(struct dump_ctx *d)
 		ret = infect_parasite(&d->in);
 	if (!ret)
 		ret = select_pages(d);
+	if (!ret)
+		d->pages_late = pages_late_wanted(d);
 	return ret;
 }
 
@@ -235,7 +238,7 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
 	int ret = snapshot ? snapshot_arm(d) : 1;
 
 	if (ret == 1)
-		ret = write_pages(d);
+		ret = d->pages_late ? 0 : write_pages(d);	/* else after the thaw */
 
 	/* every page is on disk: the parasite can go, but from a process that
 	 * is killed next only if the dump fails (dump_undo) */
@@ -246,7 +249,7 @@ int dump_write_images(struct dump_ctx *d, const struct task_state *ts, bool snap
 	if (!ret && d->nr_parent_runs)
 		ret = parent_link(d);
 	if (!ret && d->pre_dump)
-		return write_stats(d);
+		return d->pages_late ? 0 : write_stats(d);
 	if (!ret)
 		ret = write_shmem(d);	/* still frozen: one instant */
 	if (!ret)
@@ -294,6 +297,8 @@ int dump_make_durable(struct dump_ctx *d, bool leave_running)
  */
 static void snapshot_note(const struct dump_ctx *d, char *buf, size_t len)
 {
+	if (d->pages_late)
+		snprintf(buf, len, " (its pages read after the thaw)");
 	if (d->stats.snapshot)
 		snprintf(buf, len, " (snapshot: not counted, %lu page(s) the target waited for after "
 			 "the thaw, and its page-table faults after the write protection)",
@@ -540,6 +545,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	bool leave_running = o->leave_running || o->pre_dump, snapshot = wants_snapshot(o);
 	struct task_state *ts = calloc(1, sizeof(*ts));
 	struct proc_tree below = { 0 };
+	struct late_hold late = { -1, -1 };
 	uint64_t frozen_us;
 	bool inventory = false;
 	int ret;
@@ -592,7 +598,9 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		if (h)
 			ret = h;
 	}
-	if (ret >= 0 && !snapshot)	/* a snapshot writes its pages after the thaw (snapshot.c) */
+	/* a snapshot writes its pages after the thaw (snapshot.c), so does a pre-dump
+	 * in read mode (pagelate.c) */
+	if (ret >= 0 && !snapshot && !(o->pre_dump && o->mode != MODE_SPLICE))
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
 	if (ret >= 0 && snapshot && snapshot_prearmable(&d, o))
 		ret = snapshot_prearm(&d);	/* so is the write-protection */
@@ -639,6 +647,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	} else {
 		if (leave_running) {
 			sockets_finish(&d, false);	/* before it runs again */
+			if (d.pages_late)
+				pages_late_hold(&d, &late);
 		} else {
 			infect_doom(&d.in);		/* it never runs again: the lock is kept */
 			ret = sockets_finish(&d, true);
@@ -651,9 +661,12 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		else
 			network_unlocked(o, d.pid);
 	}
-	frozen_us = now_us() - d.stats.frozen_at;
+	d.stats.unfrozen_at = now_us();
+	frozen_us = d.stats.unfrozen_at - d.stats.frozen_at;
 	if (!ret && d.snap)
 		ret = snapshot_copy(&d);	/* the target runs: its other pages */
+	if (!ret && d.pages_late)
+		ret = pages_late_write(&d, &late);	/* pagelate.c */
 	snapshot_end(&d);
 	if (!ret && inventory)
 		ret = dump_compress_late(&d);	/* the target is gone: off the frozen time */
@@ -671,12 +684,15 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		ret = dump_make_durable(&d, leave_running);
 	d.stats.durable_at = now_us();
 	if (ret && leave_running) {
+		if (d.pages_late)
+			pages_late_undo(&d, &late);
 		img_remove_created(&d.dir);
 		if (d.parent.linked)
 			parent_unlink(&d);
 	} else {
 		img_forget_created(&d.dir);
 	}
+	pages_late_drop(&late);
 	if (!ret)
 		dump_summary(&d, frozen_us, o->quiet);
 	close(d.dir.fd);

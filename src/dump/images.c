@@ -793,7 +793,7 @@ int write_stats(struct dump_ctx *d)
 	const struct dump_stats *s = &d->stats;
 
 	ds.freezing_time = s->frozen_at - s->freeze_start;
-	ds.frozen_time = now_us() - s->frozen_at;
+	ds.frozen_time = (s->unfrozen_at ?: now_us()) - s->frozen_at;	/* a pre-dump's late pages after */
 	ds.memdump_time = s->mem_end - s->mem_start;
 	ds.memwrite_time = ds.memdump_time;
 	ds.pages_scanned = s->pages_scanned;

@@ -9,6 +9,7 @@
 #include <linux/mount.h>
 #include <sys/capability.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,4 +531,11 @@ int self_sealed_mapping(char *what, size_t len)
 		snprintf(what, len, "%#lx-%#lx %s", s, e, *name ? name : "(anonymous)");
 	}
 	return sealed;
+}
+
+bool pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;	/* readable once it exited */
 }

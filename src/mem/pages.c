@@ -45,6 +45,7 @@
 #include "image/crypt.h"
 #include "image/image.h"
 #include "log.h"
+#include "proc.h"
 #include "progress.h"
 
 #define BUF_SIZE	(8UL << 20)
@@ -250,6 +251,30 @@ static void copied(struct pages_out *o, uint64_t bytes)
 		fault_point("pages-half");
 }
 
+/*
+ * A pre-dump reading after the thaw (dump/pagelate.c) found no page at addr
+ * (err): it is gone from where it was listed. Through /proc/PID/mem, which
+ * reads without PROT_READ, else zeros (the next dump takes what is there
+ * then): PAGE_SIZE bytes into buf, or -1 with errno when the process is gone
+ * or err is not a page's absence.
+ */
+static ssize_t read_gone(struct dump_ctx *d, uint64_t addr, void *buf, int err)
+{
+	if (err != EFAULT && err != EIO && err != 0) {
+		errno = err;
+		return -1;
+	}
+	if (pread(d->in.mem_fd, buf, PAGE_SIZE, addr) == PAGE_SIZE)
+		return PAGE_SIZE;
+	if (pidfd_exited(d->in.pidfd)) {
+		errno = ESRCH;
+		return -1;
+	}
+	memset(buf, 0, PAGE_SIZE);
+	d->stats.pages_gone++;
+	return PAGE_SIZE;
+}
+
 /* Copy one run with a reader: process_vm_readv or pread of /proc/PID/mem. */
 static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_run *r,
 		    bool use_mem)
@@ -267,6 +292,8 @@ static int copy_run(struct dump_ctx *d, struct pages_out *o, const struct page_r
 		if (dump_interrupted)
 			return fail(-EINTR, "interrupted");
 		n = read_target_mem(d, use_mem, addr, buf, len);
+		if (n <= 0 && d->pages_late)	/* the target runs: unmapped since? */
+			n = read_gone(d, addr, buf, n < 0 ? errno : 0);
 		if (n <= 0)
 			return fail(n < 0 ? -errno : -EIO, "cannot read memory of process %d at %#lx: %s",
 				    d->pid, addr, n < 0 ? strerror(errno) : "short read");

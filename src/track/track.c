@@ -370,6 +370,22 @@ void track_close(struct tracker *t)
 	t->local = -1;
 }
 
+/*
+ * The tracker goes from a process the dump let go of already (a pre-dump
+ * whose pages failed after the thaw: pagelate.c): seized again for it.
+ */
+int track_remove_seized(struct tracker *t)
+{
+	static const volatile sig_atomic_t never;	/* not the dump's stop: it may be set */
+	struct infect_ctx in;
+	int ret = infect_prepare(&in, t->pid, &never);
+
+	if (!ret)
+		ret = track_remove(&in, t);
+	infect_release(&in, false);
+	return ret;
+}
+
 /* memdump track --stop: the tracker goes, the process runs on as before it. */
 int track_stop_run(pid_t pid)
 {

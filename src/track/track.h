@@ -55,6 +55,8 @@ int track_register(struct dump_ctx *d);
 int track_protect(struct dump_ctx *d);
 /* Frozen: remove the tracker from the target (fd closed: nothing left). */
 int track_remove(struct infect_ctx *in, struct tracker *t);
+/* The same for a process no longer seized: seized again for it. */
+int track_remove_seized(struct tracker *t);
 void track_close(struct tracker *t);
 /* A killed target's tracker (dump.c, track_drop_late): memdump's copy closed, the record removed. */
 void track_gone(struct tracker *t);
