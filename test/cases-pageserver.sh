@@ -337,7 +337,7 @@ case_ms_heartbeat() {
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	# three dumps and a restore: three times one command's time
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" ||
+		--to "10.77.0.2:$PS_PORT" --no-lazy-pages ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	expect_killed "$PID"
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -368,7 +368,7 @@ case_ms_receiver_killed() {
 	ms_receiver
 	MD_ERR=$T/md.migrate.err
 	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
-		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
+		-t "$PID" --to "10.77.0.2:$PS_PORT" --no-lazy-pages 2> "$MD_ERR" < /dev/null &
 	MDPID=$!
 	track "$MDPID"
 	wait_line "$MD_ERR" 'fault point pages-half' "$OP_TIMEOUT" ||
@@ -397,7 +397,7 @@ case_ms_final_receiver_killed() {
 	ms_receiver
 	MD_ERR=$T/md.migrate.err
 	MEMDUMP_FAULT=images-written MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
-		-t "$PID" --to "10.77.0.2:$PS_PORT" -v 3 2> "$MD_ERR" < /dev/null &
+		-t "$PID" --to "10.77.0.2:$PS_PORT" --no-lazy-pages -v 3 2> "$MD_ERR" < /dev/null &
 	MDPID=$!
 	track "$MDPID"
 	wait_line "$MD_ERR" 'fault point images-written' "$OP_TIMEOUT" ||
@@ -427,7 +427,7 @@ case_ms_tree() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" ||
+		--to "10.77.0.2:$PS_PORT" --no-lazy-pages ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	ps_tree_gone
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -461,7 +461,7 @@ case_ms_tree_receiver_killed() {
 	ms_receiver
 	MD_ERR=$T/md.migrate.err
 	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 timeout -k 5 $(( OP_TIMEOUT * 3 )) "$MDA" migrate \
-		-t "$PID" --to "10.77.0.2:$PS_PORT" 2> "$MD_ERR" < /dev/null &
+		-t "$PID" --to "10.77.0.2:$PS_PORT" --no-lazy-pages 2> "$MD_ERR" < /dev/null &
 	MDPID=$!
 	track "$MDPID"
 	wait_until "$OP_TIMEOUT" eval \
@@ -485,7 +485,8 @@ case_ms_tree_receiver_killed() {
 }
 add ms-tree-receiver-killed case_ms_tree_receiver_killed
 
-# migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
+# migrate (post-copy, its default: no --lazy-pages given): the final freeze sends no
+# pages (the receiver's count for the
 # last set), the process runs on B at once, its page handler fetches the final set's
 # pages-1.img from the source (faults first, then the rest), the source exits once
 # every page is in and removes what it kept; the beats are one sequence, the memory
@@ -497,7 +498,7 @@ case_ms_lazy_heartbeat() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
+		--to "10.77.0.2:$PS_PORT" -D "$T/A" -v 3 ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	expect_killed "$PID"
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -741,7 +742,7 @@ case_ms_lazy_tree() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
+		--to "10.77.0.2:$PS_PORT" -D "$T/A" -v 3 ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	ps_tree_gone
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"

@@ -79,8 +79,11 @@ static const char usage[] =
 	"        in the dump's -D; exits once the dump is done (as CRIU's); with\n"
 	"        --lazy-pages: serve DIR/pages-1.img to a lazy-pages --page-server\n"
 	"  migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--tcp-established]\n"
+	"          [--no-lazy-pages]\n"
 	"        move PID to a migrate-receive on HOST: N pre-dumps (default 2) while it\n"
-	"        runs, the final dump frozen, restored there; killed here once it runs there\n"
+	"        runs, the final dump frozen, restored there before its last pages came\n"
+	"        (post-copy: served from here until all are there); killed here once it\n"
+	"        runs there. --no-lazy-pages: every page there before it runs\n"
 	"  migrate-receive -D DIR --port P [--address A] [--status-fd FD] [--lazy-timeout S]\n"
 	"        receive one migration into DIR and restore it (detached); after a\n"
 	"        migrate --lazy-pages, a page the source does not send within S s\n"
@@ -487,7 +490,8 @@ static int parse_options(struct options *opts, int argc, char **argv)
 	       OPT_PAGE_SERVER, OPT_ADDRESS, OPT_PORT, OPT_STATUS_FD, OPT_TO, OPT_PRE_DUMPS,
 	       OPT_LAZY_PAGES, OPT_TCP_CLOSE, OPT_SKIP_IN_FLIGHT, OPT_EXT_UNIX_SK, OPT_ENCRYPT, OPT_ENCRYPT_FD,
 	       OPT_DECRYPT, OPT_DECRYPT_FD, OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACRL, OPT_TLS_CERT,
-	       OPT_TLS_KEY, OPT_TLS_NO_CN, OPT_LAZY_TIMEOUT, OPT_LAZY_SOCKET };
+	       OPT_TLS_KEY, OPT_TLS_NO_CN, OPT_LAZY_TIMEOUT, OPT_LAZY_SOCKET,
+	       OPT_NO_LAZY_PAGES };
 	static const struct option longopts[] = {
 		{ "tree", required_argument, NULL, 't' },
 		{ "images-dir", required_argument, NULL, 'D' },
@@ -536,6 +540,7 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		{ "restore-sibling", no_argument, NULL, OPT_SIBLING },
 		{ "copies", required_argument, NULL, OPT_COPIES },
 		{ "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
+		{ "no-lazy-pages", no_argument, NULL, OPT_NO_LAZY_PAGES },
 		{ "lazy-timeout", required_argument, NULL, OPT_LAZY_TIMEOUT },
 		{ "lazy-socket", required_argument, NULL, OPT_LAZY_SOCKET },
 		{ "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
@@ -692,6 +697,9 @@ static int parse_options(struct options *opts, int argc, char **argv)
 		case OPT_LAZY_PAGES:
 			opts->lazy_pages = true;
 			break;
+		case OPT_NO_LAZY_PAGES:
+			opts->no_lazy_pages = true;
+			break;
 		case OPT_LAZY_SOCKET:
 			opts->lazy_socket = optarg;
 			break;
@@ -830,6 +838,8 @@ static int run_plain(const struct command *cmd, struct options *o)
 {
 	if (reads_set(cmd))
 		return run_sealed(cmd, o);
+	if (o->no_lazy_pages && cmd->run != cmd_migrate)
+		return fail(-EINVAL, "--no-lazy-pages is an option of migrate, not of %s", cmd->name);
 	if ((o->decrypt && cmd->run != cmd_unpack) ||
 	    (o->encrypt && cmd->run != cmd_dump && cmd->run != cmd_pre_dump))
 		return fail(-EINVAL, "--%s is not an option of %s", o->encrypt ? "encrypt" : "decrypt",

@@ -1,14 +1,14 @@
 /*
- * memdump migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR]
+ * memdump migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--no-lazy-pages]
  *
  * Live migration to a `memdump migrate-receive` (pageserver.c), over one
  * connection (include/xfer.h):
  *
  *   1. N pre-dumps (default 2), the process running on: the first sends
  *      every page, each next one the pages written since (the dirty
- *      tracking of incremental dumps, track.c), spliced into the socket as
- *      a page server's; the other images of each set (small) follow from a
- *      local working directory.
+ *      tracking of incremental dumps, track.c), read after the thaw
+ *      (dump/pagelate.c) into the socket as to a page server; the other
+ *      images of each set (small) follow from a local working directory.
  *   2. The final dump, frozen, with the pages written since the last
  *      pre-dump; at its post-dump hook (every image written, the inventory
  *      too, the process still frozen) the rest of the set is sent and the
@@ -18,7 +18,8 @@
  *      gone, its restore failing) fails the dump: the source runs on, its
  *      tracker removed, and the receiver removes what it got.
  *
- * --lazy-pages (post-copy): the final dump writes its pages into the local
+ * Post-copy (the default; --no-lazy-pages: every page sent before the
+ * switch, inside the final freeze): the final dump writes its pages into the local
  * set (work/N/pages-1.img) instead of the connection, so the freeze sends
  * no pages; the receiver gets its size (LAZY) instead of the file and
  * restores with --lazy-pages, its page handler fetching byte ranges of it
@@ -410,12 +411,15 @@ static void untrack(pid_t pid, int err)
 
 int cmd_migrate(const struct options *o)
 {
-	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = o->lazy_pages };
+	/* post-copy unless told not to (--lazy-pages, the default, is still taken) */
+	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = !o->no_lazy_pages };
 	char host[256];
 	int port = 0, ret, pre = o->pre_dumps >= 0 ? o->pre_dumps : 2;
 
 	if (!o->pid)
 		return fail(-EINVAL, "migrate needs -t PID and --to HOST:PORT");
+	if (o->lazy_pages && o->no_lazy_pages)
+		return fail(-EINVAL, "migrate: --lazy-pages or --no-lazy-pages, not both");
 	ret = parse_to(o->to, host, sizeof(host), &port);
 	if (!ret)
 		ret = make_work(&m);

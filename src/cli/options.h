@@ -73,6 +73,7 @@ struct options {
 	int nr_inherit_fd;
 	const char *root;		/* restore --root */
 	bool lazy_pages;		/* restore --lazy-pages */
+	bool no_lazy_pages;		/* migrate --no-lazy-pages: every page before the switch */
 	const char *lazy_socket;	/* restore, lazy-pages --lazy-socket PATH */
 	int lazy_timeout;		/* migrate-receive --lazy-timeout S: a page the source does
 					 * not send in S s kills the restored process (0: default) */
