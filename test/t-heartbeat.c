@@ -1,7 +1,9 @@
 /*
- * t-heartbeat DIR [MB]: a process that goes on while it is migrated.
+ * t-heartbeat DIR [MB [WRITE_MB]]: a process that goes on while it is migrated.
  *
- * MB MiB (default 32) of pattern memory that never changes, and a ring of
+ * MB MiB (default 32) of pattern memory that never changes (WRITE_MB MiB of
+ * it a second rewritten with the same bytes, in turn, at each beat: pages
+ * written at that rate, their content the same; default 0), and a ring of
  * 256 pages: every 20 ms beat k rewrites page k % 256 with the pattern of
  * seed k and appends "k NS" to DIR/beat (NS: the inode of its PID
  * namespace, which tells the host it runs on in the tests). READY prints
@@ -80,6 +82,9 @@ static void note_gap(int gap_fd)
 int main(int argc, char **argv)
 {
 	size_t len = (argc > 2 ? strtoul(argv[2], NULL, 0) : 32) << 20;
+	/* bytes rewritten each beat (20 ms), whole pages */
+	size_t rewrite = ((argc > 3 ? strtoul(argv[3], NULL, 0) : 0) << 20) / 50 & ~(T_PAGE - 1);
+	size_t at = 0;
 	uint8_t *mem, *ring;
 	char path[4096];
 	uint64_t k = 0;
@@ -101,6 +106,13 @@ int main(int argc, char **argv)
 	while (!t_usr1) {
 		beat(ring, ++k, fd);
 		note_gap(gap_fd);
+		for (size_t n = rewrite < len ? rewrite : len; n;) {	/* the same bytes again */
+			size_t piece = n < len - at ? n : len - at;
+
+			t_fill(mem + at, piece, 0x4ea27beaULL);
+			at = (at + piece) % len;
+			n -= piece;
+		}
 		t_sleep_ms(20);
 	}
 	t_check_common();

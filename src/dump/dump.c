@@ -396,7 +396,8 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 {
 	int ret = leave_running ? tty_put_back(d) : 0;	/* the bytes queued in its ptys */
 
-	*inventory = !leave_running || o->hooks;
+	/* a pre-dump's pages come after the thaw: its post-dump hook too (dump_pipeline()) */
+	*inventory = !leave_running || (o->hooks && !d->pages_late);
 	if (!ret && !d->pre_dump)	/* a pre-dump writes no pstree.img: memory only */
 		ret = dump_check_sessions(d);	/* a tree's: what restore rebuilds */
 	if (!ret && !d->pre_dump && !d->nr_below)	/* a tree's: treedump.c, finish_all() */
@@ -409,7 +410,7 @@ int dump_finish_images(struct dump_ctx *d, const struct dump_opts *o, bool leave
 	}
 	if (!ret && *inventory)
 		ret = write_inventory(d);
-	if (!ret)
+	if (!ret && !d->pages_late)
 		ret = hook_fire(o->hooks, HOOK_POST_DUMP, d->pid);
 	return ret;
 }
@@ -600,7 +601,7 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	}
 	/* a snapshot writes its pages after the thaw (snapshot.c), so does a pre-dump
 	 * in read mode (pagelate.c) */
-	if (ret >= 0 && !snapshot && !(o->pre_dump && o->mode != MODE_SPLICE))
+	if (ret >= 0 && !snapshot && !pages_late_opts(o))
 		ret = pages_warm(&d, o);	/* while it runs: the frozen copy is faster */
 	if (ret >= 0 && snapshot && snapshot_prearmable(&d, o))
 		ret = snapshot_prearm(&d);	/* so is the write-protection */
@@ -678,6 +679,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 	 */
 	if (!ret && !inventory)
 		ret = write_inventory(&d);
+	if (!ret && d.pages_late)	/* the set complete, the process running */
+		ret = hook_fire(o->hooks, HOOK_POST_DUMP, d.pid);
 	if (!ret)
 		ret = dump_track_commit(&d);
 	if (!ret)

@@ -29,9 +29,16 @@
 #include "mem/pages.h"
 #include "track/track.h"
 
+bool pages_late_opts(const struct dump_opts *o)
+{
+	return o->pre_dump && o->mode != MODE_SPLICE;
+}
+
+/* A tree's processes too: a pre-dump lists no page as shared with a tree parent
+ * (cowpages.c), each process's pages are its own, read from it. */
 bool pages_late_wanted(const struct dump_ctx *d)
 {
-	return d->pre_dump && d->mode != MODE_SPLICE && !d->tree && d->track.local >= 0;
+	return d->pre_dump && d->mode != MODE_SPLICE && d->track.local >= 0;
 }
 
 /* Before the release: the process's pidfd and /proc/PID/mem stay with the dump. */

@@ -15,6 +15,8 @@ struct late_hold {
 	int pidfd, mem_fd;
 };
 
+/* Asked of a dump: a pre-dump in read or mem mode (no page-cache warming for it). */
+bool pages_late_opts(const struct dump_opts *o);
 bool pages_late_wanted(const struct dump_ctx *d);
 void pages_late_hold(struct dump_ctx *d, struct late_hold *h);
 int pages_late_write(struct dump_ctx *d, struct late_hold *h);

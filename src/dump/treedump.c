@@ -58,6 +58,7 @@
 #include "task/task.h"
 #include "track/track.h"
 #include "ctx/proc_tree.h"
+#include "dump/pagelate.h"
 #include "dump/zombies.h"
 #include "files/tty.h"
 #include "image/crypt.h"
@@ -80,6 +81,7 @@ struct member {
 					 * own), "": none (the root's is the option's) */
 	bool prepared;			/* infect_prepare() called: infect_release() undoes it */
 	bool seized, inventory;
+	struct late_hold late;		/* a pre-dump's pages after the thaw (pagelate.c) */
 };
 
 struct tree_dump {
@@ -139,6 +141,7 @@ static int members_init(struct tree_dump *td)
 					  .parent = { .dirfd = -1 }, .pages_fd = -1, .tree = td->t,
 					  .mnt_ext = td->o->mnt_ext, .nr_mnt_ext = td->o->nr_mnt_ext,
 					  .in = { .pidfd = -1, .mem_fd = -1 }, .dir = { .fd = -1 } };
+		m->late = (struct late_hold){ -1, -1 };
 		m->d.xfer = td->o->xfer;	/* into its proc-PID there (page_xfer.c) */
 		m->d.xfer_sub = td->o->xfer ? m->subdir : NULL;
 		track_init(&m->d.track, p->pid);
@@ -191,7 +194,7 @@ static int warm_tree(struct tree_dump *td)
 	pid_t *pids;
 	int ret;
 
-	if (!pages_warm_wanted(td->o) || tree_collect(td->o->pid, &t))
+	if (!pages_warm_wanted(td->o) || pages_late_opts(td->o) || tree_collect(td->o->pid, &t))
 		return 0;	/* a tree that cannot be read is reported at the freeze */
 	td->dirfd = dump_open_dir(td->o, &td->crypt);
 	pids = calloc(t.n, sizeof(*pids));
@@ -685,7 +688,7 @@ static int finish_member(struct tree_dump *td, struct member *m)
 
 	if (!ret && !td->leave_running)
 		ret = dump_dry_run(&m->d);	/* as dump_finish_images() does for the root */
-	m->inventory = !td->leave_running || td->o->hooks;
+	m->inventory = !td->leave_running || (td->o->hooks && !m->d.pages_late);
 	if (!ret && m->inventory)
 		ret = write_inventory(&m->d);
 	if (!ret && m->inventory)
@@ -742,11 +745,17 @@ static int release_all(struct tree_dump *td)
 		else
 			r = sockets_finish(&td->m[i].d, true);
 		ret = ret ?: r;
+		if (td->m[i].d.pages_late)
+			pages_late_hold(&td->m[i].d, &td->m[i].late);
 		infect_release(&td->m[i].d.in, !td->leave_running);
+		td->m[i].d.stats.unfrozen_at = now_us();
 		td->m[i].prepared = td->m[i].seized = false;
 		if (!td->leave_running && locked)
 			fault_point("target-killed");
 	}
+	for (int i = 0; i < td->n && !ret; i++)	/* a pre-dump's: from the running tree */
+		if (td->m[i].d.pages_late)
+			ret = pages_late_write(&td->m[i].d, &td->m[i].late);
 	for (int i = td->n - 1; i > 0 && !ret; i--) {
 		struct member *m = &td->m[i];
 
@@ -759,6 +768,8 @@ static int release_all(struct tree_dump *td)
 	}
 	if (!ret && !td->m[0].inventory)
 		ret = write_inventory(&td->m[0].d);
+	if (!ret && td->m[0].d.pages_late)	/* a pre-dump's: the sets complete, the tree running */
+		ret = hook_fire(td->o->hooks, HOOK_POST_DUMP, td->o->pid);
 	for (int i = 0; i < td->n && !ret; i++)	/* every set complete: trackers name them */
 		ret = dump_track_commit(&td->m[i].d);
 	if (!ret)
@@ -816,6 +827,7 @@ static void members_free(struct tree_dump *td)
 		free(d->below);
 		if (d->dir.fd >= 0)
 			close(d->dir.fd);
+		pages_late_drop(&td->m[i].late);
 		dump_ctx_free(d);
 	}
 	free(td->m);
@@ -839,9 +851,9 @@ static void tree_summary(const struct tree_dump *td, uint64_t frozen_us)
 		return;
 	}
 	printf("%s process tree of %d: %d processes, %d threads, %lu pages (%.1f MB) in %.3f s "
-	       "frozen, %s mode; on disk after %.3f s\n", td->o->pre_dump ? "pre-dumped" : "dumped",
-	       td->o->pid, td->n, threads,
-	       (unsigned long)pages, pages * 4096 / 1e6, frozen_us / 1e6, mode_name(td->o->mode),
+	       "frozen%s, %s mode; on disk after %.3f s\n", td->o->pre_dump ? "pre-dumped" : "dumped",
+	       td->o->pid, td->n, threads, (unsigned long)pages, pages * 4096 / 1e6, frozen_us / 1e6,
+	       td->m[0].d.pages_late ? " (its pages read after the thaw)" : "", mode_name(td->o->mode),
 	       (td->m[0].d.stats.durable_at - td->m[0].d.stats.frozen_at) / 1e6);
 	fflush(stdout);
 }
@@ -889,6 +901,9 @@ static int run(struct tree_dump *td)
 		td->m[i].d.stats.durable_at = root->stats.durable_at;
 	}
 	if (ret && td->leave_running) {
+		for (int i = 0; i < td->n; i++)
+			if (td->m[i].d.pages_late)
+				pages_late_undo(&td->m[i].d, &td->m[i].late);
 		remove_subsets(td);
 		img_remove_created(&root->dir);
 	}
