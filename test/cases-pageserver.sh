@@ -540,6 +540,37 @@ case_ms_lazy_heartbeat() {
 add ms-lazy-heartbeat case_ms_lazy_heartbeat
 case_limit ms-lazy-heartbeat 300
 
+# A process that writes while it is migrated (t-heartbeat rewriting its 256 MiB at
+# 256 MiB/s, the same bytes): pre-dumps go on while each sends less than half of the
+# one before, 2 to 8 of them; the final freeze keeps what the last one left; the
+# process runs on B with the source's memory.
+case_ms_converge() {
+	ps_hosts
+	ps_target t-heartbeat 256 256
+	ms_receiver -v 3
+	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
+		--to "10.77.0.2:$PS_PORT" -D "$T/A" -v 3 ||
+		fail "migrate failed: $(tail -n1 "$MD_ERR")"
+	expect_killed "$PID"
+	local n final sizes
+	n=$(grep -c 'pre-dumped process' "$MD_ERR")
+	sizes=$(sed -n 's/.*pre-dumped process [0-9]*: .* pages (\([0-9.]*\) MB).*/\1/p' "$MD_ERR" | tr '\n' ' ')
+	note "$n pre-dumps: $sizes MB"
+	(( n >= 2 && n <= 8 )) || fail "$n pre-dumps, expected 2 to 8"
+	final=$(sed -n 's/.*pages-1.img of set \([0-9]*\) (.*stays here.*/\1/p' "$MD_ERR")
+	[[ $final == $(( n + 1 )) ]] || fail "the final set is $final after $n pre-dumps"
+	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
+	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
+	md verify verify -D "$T/B/$final" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+add ms-converge case_ms_converge
+case_limit ms-converge 300
+
 # migrate --lazy-pages with no pre-dump: the final set is the whole memory, and the
 # freeze sends none of it (the receiver's count); the restore on B fetches only what
 # no lazy VMA takes, the page handler the rest; the source serves every byte of its

@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,11 @@ struct migration {
 	uint64_t served;	/* bytes of it sent */
 	uint64_t frozen_served;	/* ... before the process ran there */
 	bool all_in;		/* the receiver said every byte is there (DONE) */
+	/* post-copy, from the switch on: GETs served by a thread of their own
+	 * while the dump kills the source (start_serving()) */
+	pthread_t server;
+	bool serving;
+	int serve_ret;
 };
 
 /* "HOST:PORT", "[V6]:PORT" */
@@ -288,6 +294,29 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 	return ret ? ret : serve_gets(m, true);
 }
 
+static void *serve_main(void *arg)
+{
+	struct migration *m = arg;
+
+	m->serve_ret = serve_gets(m, false);
+	return NULL;
+}
+
+/*
+ * Post-copy: the process runs there and faults on the pages left here. The
+ * dump still has the source to kill (freeing its memory: ~0.3 s for 4 GiB
+ * here) and its set to finish: a thread serves the GETs meanwhile, so the
+ * process there does not wait for that (joined in serve_pages()). From here
+ * on the connection is the thread's.
+ */
+static int start_serving(struct migration *m)
+{
+	if (pthread_create(&m->server, NULL, serve_main, m))
+		return fail(-EAGAIN, "cannot start the thread that serves the pages");
+	m->serving = true;
+	return 0;
+}
+
 /* The final dump's post-dump hook: the set to the receiver, which restores it. */
 static int post_dump(void *arg, enum hook_point p, pid_t pid)
 {
@@ -302,10 +331,13 @@ static int post_dump(void *arg, enum hook_point p, pid_t pid)
 		pr_info("process %d runs at the %s after %.3f s", pid, m->x.peer,
 			(now_us() - t) / 1e6);
 	m->frozen_served = m->served;	/* the restore's, and its handler's once it ran */
+	if (!ret && m->lazy)
+		ret = start_serving(m);
 	return ret;
 }
 
-static int one_dump(struct migration *m, bool final)
+/* One dump of the migration: a pre-dump, or the final one; *pages: the pages it sent. */
+static int one_dump(struct migration *m, bool final, uint64_t *pages)
 {
 	const struct options *o = m->o;
 	struct hooks h = { .fire = post_dump, .arg = m };
@@ -317,7 +349,7 @@ static int one_dump(struct migration *m, bool final)
 		.trace = o->trace, .ghost_limit = o->ghost_limit, .no_snapshot = true,
 		.tcp_established = final && o->tcp_established, .pre_dump = !final,
 		.xfer = final && m->lazy ? NULL : &m->x, .hooks = final ? &h : NULL,
-		.quiet = true,
+		.quiet = true, .pages_written = pages,
 	};
 	int ret;
 
@@ -326,6 +358,7 @@ static int one_dump(struct migration *m, bool final)
 	snprintf(dir, sizeof(dir), "%s/%d", m->work, m->set);
 	snprintf(prev, sizeof(prev), "../%d", m->set - 1);
 	d.prev_dir = m->set > 1 ? prev : NULL;
+	*pages = 0;
 	ret = xfer_send(&m->x, XFER_SET, name, strlen(name));
 	if (!ret)
 		ret = dump_run(&d);
@@ -354,7 +387,9 @@ static int serve_pages(struct migration *m)
 
 	if (m->own_work && !nftw(m->work, rm_one, 16, FTW_DEPTH | FTW_PHYS))
 		m->own_work = false;
-	ret = serve_gets(m, false);
+	pthread_join(m->server, NULL);	/* serving since the switch (start_serving()) */
+	m->serving = false;
+	ret = m->serve_ret;
 
 	for (int i = 0; !ret && i < m->nr_srcs; i++) {
 		snprintf(path, sizeof(path), "%s/%d/%s%spages-1.img", m->work, m->set,
@@ -409,12 +444,41 @@ static void untrack(pid_t pid, int err)
 	fail(err, "%s", why);
 }
 
+/*
+ * The pre-dumps: --pre-dumps N, or until they converge. The first sends every
+ * page, each next one those written while the one before was sent; the
+ * final freeze writes those the last one leaves. So pre-dumps go on while
+ * each sends less than half of what the one before did, until one sends less
+ * than PRE_DUMP_ENOUGH (the final freeze then writes about that much or
+ * less), at most PRE_DUMPS_MAX: a process that writes faster than its pages
+ * go is migrated after those, its last dirty pages in the freeze.
+ */
+#define PRE_DUMPS_MAX		8
+#define PRE_DUMP_ENOUGH		((16UL << 20) / PAGE_SIZE)
+
+static int pre_dumps(struct migration *m)
+{
+	uint64_t pages, before = UINT64_MAX;
+	int n = m->o->pre_dumps, ret = 0;
+
+	for (int i = 0; !ret && i < (n >= 0 ? n : PRE_DUMPS_MAX); i++) {
+		ret = one_dump(m, false, &pages);
+		if (ret || n >= 0 || !i)
+			continue;	/* the first's pages say nothing of what is written */
+		if (pages < PRE_DUMP_ENOUGH || pages > before / 2)
+			break;
+		before = pages;
+	}
+	return ret;
+}
+
 int cmd_migrate(const struct options *o)
 {
 	/* post-copy unless told not to (--lazy-pages, the default, is still taken) */
 	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = !o->no_lazy_pages };
 	char host[256];
-	int port = 0, ret, pre = o->pre_dumps >= 0 ? o->pre_dumps : 2;
+	uint64_t pages;
+	int port = 0, ret;
 
 	if (!o->pid)
 		return fail(-EINVAL, "migrate needs -t PID and --to HOST:PORT");
@@ -425,15 +489,17 @@ int cmd_migrate(const struct options *o)
 		ret = make_work(&m);
 	if (!ret)
 		ret = xfer_connect(&m.x, "receiver", host, port, &o->tls);
-	for (int i = 0; i < pre && !ret; i++)
-		ret = one_dump(&m, false);
 	if (!ret)
-		ret = one_dump(&m, true);
-	if (ret && m.set)
+		ret = pre_dumps(&m);
+	if (!ret)
+		ret = one_dump(&m, true, &pages);
+	if (m.serving) {	/* past the switch: it runs there, the source is killed */
+		int r = serve_pages(&m);	/* its pages, until every one is there */
+
+		ret = ret ?: r;
+	} else if (ret && m.set) {
 		untrack(o->pid, ret);
-	if (!ret && m.lazy)
-		ret = serve_pages(&m);	/* it runs there, this one is gone: its pages */
-	else if (!ret && xfer_send(&m.x, XFER_DONE, NULL, 0)) {	/* it runs there, this one is gone */
+	} else if (!ret && xfer_send(&m.x, XFER_DONE, NULL, 0)) {	/* it runs there, this one is gone */
 		pr_warn("%s", fail_reason());
 		fail_clear();
 	}

@@ -217,6 +217,8 @@ struct dump_opts {
 	bool overwrite;			/* --overwrite, RPC: a dump dir already holds goes */
 	struct xfer *xfer;		/* --page-server: pages and pagemap go there, or NULL */
 	const struct img_key *key;	/* --encrypt: the set sealed with it (crypt.h), or NULL */
+	uint64_t *pages_written;	/* or NULL: set to the pages the dump wrote (a tree's
+					 * processes' together), for migrate's pre-dumps */
 };
 
 /*

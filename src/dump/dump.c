@@ -696,6 +696,8 @@ static int dump_pipeline(const struct dump_opts *o, bool *as_tree)
 		img_forget_created(&d.dir);
 	}
 	pages_late_drop(&late);
+	if (!ret && o->pages_written)
+		*o->pages_written = d.stats.pages_written;
 	if (!ret)
 		dump_summary(&d, frozen_us, o->quiet);
 	close(d.dir.fd);

@@ -909,6 +909,8 @@ static int run(struct tree_dump *td)
 	}
 	for (int i = 0; i < td->n; i++)
 		img_forget_created(&td->m[i].d.dir);
+	for (int i = 0; !ret && td->o->pages_written && i < td->n; i++)
+		*td->o->pages_written += td->m[i].d.stats.pages_written;
 	if (!ret)
 		tree_summary(td, frozen_us);
 	return ret;
