@@ -14,7 +14,10 @@
  *                                      from the page pipes on the sending side)
  *   LINK    "name\0target"             a symlink (an incremental set's `parent`)
  *   COMMIT  -                          every file written is synced; REPLY
- *   RESTORE -                          migrate: restore the current set; REPLY
+ *   RESTORE flags (4 bytes, or none)   migrate: restore the current set; REPLY.
+ *                                      XFER_RESTORE_LAZY: with --lazy-pages, its
+ *                                      memory filled from the images here as it
+ *                                      runs (none of it left on the source)
  *   SYNC    -                          REPLY once every byte before it is read:
  *                                      the pages spliced with SPLICE_F_GIFT into
  *                                      the socket are the target's own pages
@@ -50,7 +53,9 @@
 #include <sys/types.h>
 
 #define XFER_MAGIC	0x4d445846u	/* "FXDM" */
-#define XFER_VERSION	5	/* 2: HELLO is answered; 3: LAZY, GET; 4: SUB; 5: GET names its set */
+#define XFER_VERSION	6	/* 2: HELLO is answered; 3: LAZY, GET; 4: SUB; 5: GET names its set;
+				 * 6: RESTORE's flags */
+#define XFER_RESTORE_LAZY	1u
 #define XFER_NAME_MAX	255
 #define XFER_GET_MAX	(2ULL << 20)
 
@@ -108,6 +113,8 @@ int xfer_send(struct xfer *x, enum xfer_cmd cmd, const void *payload, uint64_t l
 int xfer_send_file(struct xfer *x, int dirfd, const char *name);
 /* Send cmd (COMMIT, RESTORE) and wait for the REPLY: 0, or <0 after fail() with its message. */
 int xfer_request(struct xfer *x, enum xfer_cmd cmd);
+/* The same with a payload (RESTORE's flags). */
+int xfer_request_with(struct xfer *x, enum xfer_cmd cmd, const void *payload, uint64_t len);
 /* The rest of a message whose header h was read: a REPLY, as xfer_request() takes it. */
 int xfer_reply_body(struct xfer *x, const struct xfer_hdr *h);
 /* After err from writing to the socket: fail() naming the peer (its connection lost). */

@@ -558,7 +558,7 @@ def send(cmd, body):
     xfer_wire.send(s, cmd, body)
 def recv():
     return xfer_wire.recv(s)
-send(HELLO, struct.pack('<I', 5))
+send(HELLO, struct.pack('<I', xfer_wire.VERSION))
 cmd, body = recv()
 assert cmd == REPLY and struct.unpack('<i', body[:4])[0] == 0, (cmd, body)
 cmd, body = recv()

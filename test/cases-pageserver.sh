@@ -485,8 +485,7 @@ case_ms_tree_receiver_killed() {
 }
 add ms-tree-receiver-killed case_ms_tree_receiver_killed
 
-# migrate (post-copy, its default: no --lazy-pages given): the final freeze sends no
-# pages (the receiver's count for the
+# migrate --lazy-pages: the final freeze sends no pages (the receiver's count for the
 # last set), the process runs on B at once, its page handler fetches the final set's
 # pages-1.img from the source (faults first, then the rest), the source exits once
 # every page is in and removes what it kept; the beats are one sequence, the memory
@@ -498,7 +497,7 @@ case_ms_lazy_heartbeat() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" -D "$T/A" -v 3 ||
+		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	expect_killed "$PID"
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -540,10 +539,12 @@ case_ms_lazy_heartbeat() {
 add ms-lazy-heartbeat case_ms_lazy_heartbeat
 case_limit ms-lazy-heartbeat 300
 
-# A process that writes while it is migrated (t-heartbeat rewriting its 256 MiB at
-# 256 MiB/s, the same bytes): pre-dumps go on while each sends less than half of the
-# one before, 2 to 8 of them; the final freeze keeps what the last one left; the
-# process runs on B with the source's memory.
+# migrate's default, a process that writes while it is migrated (t-heartbeat
+# rewriting its 256 MiB at 256 MiB/s, the same bytes): pre-dumps go on while each
+# sends less than half of the one before, 2 to 8 of them; the final freeze sends what
+# the last one left; B restores with --lazy-pages from its own sets (the source's
+# memdump gone, its page handler fills every page) and the process runs there with
+# the source's memory.
 case_ms_converge() {
 	ps_hosts
 	ps_target t-heartbeat 256 256
@@ -557,11 +558,17 @@ case_ms_converge() {
 	sizes=$(sed -n 's/.*pre-dumped process [0-9]*: .* pages (\([0-9.]*\) MB).*/\1/p' "$MD_ERR" | tr '\n' ' ')
 	note "$n pre-dumps: $sizes MB"
 	(( n >= 2 && n <= 8 )) || fail "$n pre-dumps, expected 2 to 8"
-	final=$(sed -n 's/.*pages-1.img of set \([0-9]*\) (.*stays here.*/\1/p' "$MD_ERR")
-	[[ $final == $(( n + 1 )) ]] || fail "the final set is $final after $n pre-dumps"
+	final=$(( n + 1 ))
+	[[ -f $T/B/$final/inventory.img && ! -e $T/B/$(( final + 1 )) ]] ||
+		fail "B does not hold $final sets after $n pre-dumps: $(ls "$T/B")"
 	wait_until "$OP_TIMEOUT" test -s "$T/rx.rc" || fail "the receiver did not exit"
 	[[ $(cat "$T/rx.rc") == 0 ]] || fail "the receiver failed: $(tail -n1 "$RXERR")"
 	md verify verify -D "$T/B/$final" || fail "B's final set is not complete: $(tail -n1 "$MD_ERR")"
+	grep -q "set $final: restored with --lazy-pages, its memory filled from the sets here" \
+		"$RXERR" || fail "B did not restore lazily from its own sets: $(tail -n3 "$RXERR")"
+	grep -q "pages-1.img of set .* stays here" "$MD_ERR" && fail "the source kept pages to serve"
+	wait_until "$OP_TIMEOUT" grep -q 'lazy-pages: done' "$RXERR" ||
+		fail "B's page handler did not fill every page: $(tail -n2 "$RXERR")"
 	local dest
 	dest=$(ms_dest_pid "$PID")
 	[[ -n $dest ]] || fail "no process $PID runs on host B"
@@ -773,7 +780,7 @@ case_ms_lazy_tree() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" -D "$T/A" -v 3 ||
+		--to "10.77.0.2:$PS_PORT" --lazy-pages -D "$T/A" -v 3 ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	ps_tree_gone
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"

@@ -4,6 +4,7 @@ import struct
 
 MAGIC = 0x4d445846
 HELLO, DATA, COMMIT, RESTORE, REPLY, SYNC, LAZY, GET = 1, 4, 6, 7, 9, 10, 11, 12
+VERSION = 6  # include/xfer.h XFER_VERSION
 
 
 def exact(s, n):

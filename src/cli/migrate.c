@@ -69,6 +69,8 @@ struct migration {
 	bool own_work;		/* made here: removed at the end */
 	int set;		/* the current set's number */
 	bool lazy;		/* --lazy-pages: the final set's pages-1.img stays here */
+	bool lazy_there;	/* the default: every page sent, the restore there lazy
+				 * from its own images (XFER_RESTORE_LAZY) */
 	struct lazy_src *srcs;	/* those files, open once the set is sent */
 	int nr_srcs;
 	void *buf;		/* XFER_GET_MAX: a GET's bytes */
@@ -288,6 +290,11 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 	if (!ret)
 		ret = send_files(m, dp, lazy);
 	closedir(dp);
+	if (!ret && !lazy && end == XFER_RESTORE && m->lazy_there) {
+		uint32_t flags = XFER_RESTORE_LAZY;
+
+		return xfer_request_with(&m->x, end, &flags, sizeof(flags));
+	}
 	if (ret || !lazy)
 		return ret ? ret : xfer_request(&m->x, end);
 	ret = xfer_send(&m->x, end, NULL, 0);
@@ -474,8 +481,10 @@ static int pre_dumps(struct migration *m)
 
 int cmd_migrate(const struct options *o)
 {
-	/* post-copy unless told not to (--lazy-pages, the default, is still taken) */
-	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = !o->no_lazy_pages };
+	/* post-copy: from the source with --lazy-pages (CRIU's), else from the images
+	 * there unless --no-lazy-pages */
+	struct migration m = { .o = o, .x = { .fd = -1 }, .lazy = o->lazy_pages,
+			       .lazy_there = !o->lazy_pages && !o->no_lazy_pages };
 	char host[256];
 	uint64_t pages;
 	int port = 0, ret;

@@ -17,7 +17,10 @@
  *       GET naming the set, the answers back (while the restore runs too:
  *       it fetches what no lazy VMA takes); the handler logs to this stderr
  *       (MEMDUMP_LAZY_LOG_FD). Once every channel says its set is in, DONE
- *       goes to the source and this exits.
+ *       goes to the source and this exits. A RESTORE with XFER_RESTORE_LAZY
+ *       (migrate's default) restores with --lazy-pages too, but every page
+ *       is here: the handler fills the memory from the sets received, the
+ *       source is no longer needed once the process runs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +65,8 @@ struct rx {
 	bool migrate;		/* SET, LINK, RESTORE allowed */
 	bool committed;		/* a page server: everything synced */
 	bool restored;		/* migrate-receive: the process runs here now */
+	bool lazy_here;		/* RESTORE_LAZY: restored with --lazy-pages, its pages all
+				 * here (filled by its page handler from this set's chain) */
 	bool file_pages;	/* the current file is a pages image */
 	uint64_t pages_bytes;	/* of pages images received in the current set */
 	bool lazy;		/* the current set's pages-1.img is fetched from the source */
@@ -405,17 +410,24 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, const 
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
-	if (chan >= 0) {	/* the handler logs here (not to the pipe: it outlives this) */
+	if (chan >= 0 || r->lazy_here) {	/* the handler logs here (not to the pipe: it
+						 * outlives this) */
 		int log = fcntl(STDERR_FILENO, F_DUPFD, 3);
 
 		snprintf(fd, sizeof(fd), "%d", log);
 		setenv("MEMDUMP_LAZY_LOG_FD", fd, 1);
 	}
 	dup2(err, STDERR_FILENO);
-	if (chan >= 0) {
+	if (chan >= 0) {	/* pages from the source through these channels */
 		lazy_channels_env(r, chans);
 		snprintf(fd, sizeof(fd), "%d", r->lazy_timeout + LAZY_TIMEOUT_SLACK);
 		setenv("MEMDUMP_LAZY_TIMEOUT", fd, 1);
+	}
+	/* the sets were verified as they arrived: their runs are checked again as the
+	 * handler serves them, not whole before the process runs (lazy_restore.c) */
+	if (r->lazy_here)
+		setenv("MEMDUMP_LAZY_CHECK", "late", 1);
+	if (chan >= 0 || r->lazy_here) {
 		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
 		      "-v", verb, (char *)NULL);
 	} else {
@@ -553,10 +565,23 @@ static int run_restore(struct rx *r, char *msg, size_t len)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
-static int on_restore(struct rx *r)
+static int on_restore(struct rx *r, uint64_t len)
 {
+	uint32_t flags = 0;
 	char msg[1024];
-	int ret = r->migrate ? close_file(r) : fail(-EPROTO, "RESTORE to a page server");
+	int ret = r->migrate ? 0 : fail(-EPROTO, "RESTORE to a page server");
+
+	if (!ret && len && len != sizeof(flags))
+		ret = -EPROTO;
+	if (!ret && len)
+		ret = xfer_read_exact(&r->conn, &flags, sizeof(flags));
+	if (!ret && (flags & ~XFER_RESTORE_LAZY))
+		ret = fail(-EPROTO, "RESTORE with unknown flags %#x", flags);
+	r->lazy_here = flags & XFER_RESTORE_LAZY;
+	if (!ret && r->lazy_here && r->lazy)
+		ret = fail(-EPROTO, "RESTORE_LAZY of a set left on the source (LAZY)");
+	if (!ret)
+		ret = close_file(r);
 
 	if (!ret)
 		ret = leave_sub(r);
@@ -570,6 +595,9 @@ static int on_restore(struct rx *r)
 		pr_info("set %s: pages-1.img (%llu bytes) is fetched from the source as the "
 			"process runs%s", r->set, (unsigned long long)r->lps.p[r->lps.n - 1].size,
 			r->lps.n > 1 ? ", and a tree's processes' too" : "");
+	if (!ret && r->lazy_here)
+		pr_info("set %s: restored with --lazy-pages, its memory filled from the sets here "
+			"as it runs", r->set);
 	if (!ret) {
 		ret = run_restore(r, msg, sizeof(msg));
 		if (ret)
@@ -607,7 +635,7 @@ static int serve_one(struct rx *r, const struct xfer_hdr *h)
 	case XFER_DATA:		return on_data(r, h->len);
 	case XFER_LINK:		return on_link(r, h->len);
 	case XFER_COMMIT:	return h->len ? -EPROTO : on_commit(r);
-	case XFER_RESTORE:	return h->len ? -EPROTO : on_restore(r);
+	case XFER_RESTORE:	return on_restore(r, h->len);
 	case XFER_SYNC:		return h->len ? -EPROTO : xfer_reply(&r->conn, 0, "");
 	case XFER_LAZY:		return on_lazy(r, h->len);
 	case XFER_DONE:		return 1;

@@ -247,11 +247,16 @@ int xfer_reply_body(struct xfer *x, const struct xfer_hdr *hp)
 	return 0;
 }
 
-int xfer_request(struct xfer *x, enum xfer_cmd cmd)
+int xfer_request_with(struct xfer *x, enum xfer_cmd cmd, const void *payload, uint64_t len)
 {
-	int ret = xfer_send(x, cmd, NULL, 0);
+	int ret = xfer_send(x, cmd, payload, len);
 
 	return ret ? ret : read_reply(x);
+}
+
+int xfer_request(struct xfer *x, enum xfer_cmd cmd)
+{
+	return xfer_request_with(x, cmd, NULL, 0);
 }
 
 int xfer_listen(const char *addr, int port)
