@@ -418,7 +418,8 @@ add ms-final-receiver-killed case_ms_final_receiver_killed
 
 # A tree migrated (t-tree in a session of its own: a pipe between two processes, each its
 # own memory): two pre-dumps and the final dump, every process's set in its proc-PID on B; the source's
-# root is gone only once B's runs; every process passes its checks there.
+# root is gone only once B's runs; every process passes its checks there. With
+# --no-lazy-pages, and the default (restored there with --lazy-pages from B's sets).
 case_ms_tree() {
 	ps_hosts
 	# its own session, as a container's init: B's PID namespace has no other leader
@@ -427,7 +428,7 @@ case_ms_tree() {
 	( while alive "$PID"; do sleep 0.005; done
 	  [[ -n $(ms_dest_pid "$PID") ]] && echo dest-first || echo source-first ) > "$T/order" &
 	MEMDUMP=$MDA OP_TIMEOUT=$(( OP_TIMEOUT * 3 )) md migrate migrate -t "$PID" \
-		--to "10.77.0.2:$PS_PORT" --no-lazy-pages ||
+		--to "10.77.0.2:$PS_PORT" "$@" ||
 		fail "migrate failed: $(tail -n1 "$MD_ERR")"
 	ps_tree_gone
 	wait_until "$OP_TIMEOUT" test -s "$T/order" || fail "the watcher did not see the source go"
@@ -450,7 +451,8 @@ case_ms_tree() {
 	get_result "$OUT"
 	(( $(grep -c '^ok ' "$OUT") == 3 )) || fail "not every child passed: $(grep -c '^ok ' "$OUT") ok lines"
 }
-add ms-tree case_ms_tree
+add ms-tree case_ms_tree --no-lazy-pages
+add ms-tree-default case_ms_tree
 case_limit ms-tree 300
 
 # The receiver killed while a tree's migration sends the pages of its second process:
