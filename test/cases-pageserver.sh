@@ -320,6 +320,15 @@ ms_receiver() {
 		{ show_file "receiver" "$RXERR"; fail "the receiver did not start listening"; }
 }
 
+# ms_dest_passes: the process migrated to B runs there and passes its checks (SIGUSR1)
+ms_dest_passes() {
+	local dest
+	dest=$(ms_dest_pid "$PID")
+	[[ -n $dest ]] || fail "no process $PID runs on host B"
+	kill -USR1 "$dest" || fail "cannot signal the migrated process"
+	get_result "$OUT"
+}
+
 # ms_dest_pid PID: the host's PID of the process that is PID in B's PID namespace
 ms_dest_pid() {
 	grep -l -P "^NSpid:\t[0-9]+\t$1\$" /proc/[0-9]*/status 2>/dev/null | head -n1 |
@@ -571,11 +580,7 @@ case_ms_converge() {
 	grep -q "pages-1.img of set .* stays here" "$MD_ERR" && fail "the source kept pages to serve"
 	wait_until "$OP_TIMEOUT" grep -q 'lazy-pages: done' "$RXERR" ||
 		fail "B's page handler did not fill every page: $(tail -n2 "$RXERR")"
-	local dest
-	dest=$(ms_dest_pid "$PID")
-	[[ -n $dest ]] || fail "no process $PID runs on host B"
-	kill -USR1 "$dest" || fail "cannot signal the migrated process"
-	get_result "$OUT"
+	ms_dest_passes
 }
 add ms-converge case_ms_converge
 case_limit ms-converge 300
@@ -605,11 +610,7 @@ case_ms_lazy_freeze_no_pages() {
 	[[ ! -e $T/A/1/pages-1.img ]] || fail "the source kept its pages-1.img"
 	[[ $(stat -c %s "$T/B/1/pages-1.img") == "$size" ]] || fail "B's pages-1.img has another size"
 	md verify verify -D "$T/B/1" || fail "B's set is not complete: $(tail -n1 "$MD_ERR")"
-	local dest
-	dest=$(ms_dest_pid "$PID")
-	[[ -n $dest ]] || fail "no process $PID runs on host B"
-	kill -USR1 "$dest" || fail "cannot signal the migrated process"
-	get_result "$OUT"
+	ms_dest_passes
 }
 add ms-lazy-freeze-no-pages case_ms_lazy_freeze_no_pages
 case_limit ms-lazy-freeze-no-pages 300
