@@ -1,25 +1,29 @@
 /*
- * memdump migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR] [--no-lazy-pages]
+ * memdump migrate -t PID --to HOST:PORT [--pre-dumps N] [-D WORKDIR]
+ *                 [--lazy-pages | --no-lazy-pages]
  *
  * Live migration to a `memdump migrate-receive` (pageserver.c), over one
  * connection (include/xfer.h):
  *
- *   1. N pre-dumps (default 2), the process running on: the first sends
- *      every page, each next one the pages written since (the dirty
- *      tracking of incremental dumps, track.c), read after the thaw
- *      (dump/pagelate.c) into the socket as to a page server; the other
- *      images of each set (small) follow from a local working directory.
+ *   1. Pre-dumps, the process running on (pre_dumps(): until they converge,
+ *      or --pre-dumps N): the first sends every page, each next one the
+ *      pages written since (the dirty tracking of incremental dumps,
+ *      track.c), read after the thaw (dump/pagelate.c) into the socket as
+ *      to a page server; the other images of each set (small) follow from a
+ *      local working directory.
  *   2. The final dump, frozen, with the pages written since the last
  *      pre-dump; at its post-dump hook (every image written, the inventory
  *      too, the process still frozen) the rest of the set is sent and the
- *      receiver restores it.
+ *      receiver restores it: by default with --lazy-pages from the sets it
+ *      holds (XFER_RESTORE_LAZY: the process runs before its memory is
+ *      filled, and needs nothing of the source once it runs), with
+ *      --no-lazy-pages all its memory filled first.
  *   3. Only when the receiver answers that the process runs there does the
  *      dump go on and kill the source. Any failure before (the receiver
  *      gone, its restore failing) fails the dump: the source runs on, its
  *      tracker removed, and the receiver removes what it got.
  *
- * Post-copy (the default; --no-lazy-pages: every page sent before the
- * switch, inside the final freeze): the final dump writes its pages into the local
+ * --lazy-pages (CRIU's post-copy): the final dump writes its pages into the local
  * set (work/N/pages-1.img) instead of the connection, so the freeze sends
  * no pages; the receiver gets its size (LAZY) instead of the file and
  * restores with --lazy-pages, its page handler fetching byte ranges of it
