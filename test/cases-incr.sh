@@ -151,6 +151,38 @@ case_incr_late_gone() {
 }
 add incr-late-gone case_incr_late_gone
 
+# A tree's process that exits while the pre-dump reads the tree's pages after the
+# thaw (as a shell's short-lived child does): the pre-dump goes on and leaves no set
+# of it; the dump on it (the child a zombie now) restores the tree.
+case_incr_late_tree_exit() {
+	local child
+	printf '#!/bin/sh\nsleep 600 &\nexec "$@"\n' > "$T/wrap"
+	chmod +x "$T/wrap"
+	START_WRAP=$T/wrap start_prog t-incr "$INCR_MB" "$INCR_STRIDE"
+	wait_until 5 eval '[[ -n $(pgrep -P '"$PID"' -x sleep) ]]' || fail "no sleep below t-incr"
+	child=$(pgrep -P "$PID" -x sleep)
+	mkdir -p "$T/p1"
+	MD_ERR=$T/md.late.err
+	MEMDUMP_FAULT=pages-half MEMDUMP_FAULT_SECS=3 \
+		"$MEMDUMP" pre-dump -t "$PID" -D "$T/p1" -v 3 > "$T/md.late.out" 2> "$MD_ERR" &
+	local mdpid=$!
+	track "$mdpid"
+	wait_line "$MD_ERR" "fault point pages-half" "$OP_TIMEOUT" ||
+		fail "the pre-dump never got half way: $(tail -n1 "$MD_ERR")"
+	kill -9 "$child"
+	wait "$mdpid" || fail "the pre-dump failed: $(tail -n1 "$MD_ERR")"
+	grep -q "process $child of the tree of $PID exited before its pages were read" "$MD_ERR" ||
+		fail "the pre-dump does not name the process gone: $(grep -m1 "$child" "$MD_ERR")"
+	[[ -f $T/p1/inventory.img && ! -e $T/p1/proc-$child ]] ||
+		fail "the pre-dump's set is not the root's alone: $(ls "$T/p1")"
+	READY_SIZE=$(stat -c %s "$OUT")
+	dump "$PID" "$T/d2" --prev-images-dir ../p1
+	expect_killed "$PID"
+	expect_parent_entries "$T/d2"
+	restore_and_pass "$T/d2" 1
+}
+add incr-late-tree-exit case_incr_late_tree_exit
+
 # A chain of three: pre-dump, pre-dump on it, dump on that.
 case_incr_three() {
 	start_prog t-incr "$INCR_MB" "$INCR_STRIDE"

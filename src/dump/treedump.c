@@ -82,6 +82,7 @@ struct member {
 	bool prepared;			/* infect_prepare() called: infect_release() undoes it */
 	bool seized, inventory;
 	struct late_hold late;		/* a pre-dump's pages after the thaw (pagelate.c) */
+	bool gone;			/* ... and it exited before they were read: no set */
 };
 
 struct tree_dump {
@@ -730,6 +731,28 @@ static void release_first(struct tree_dump *td)
 			infect_doom(&td->m[i].d.in);	/* it never runs again: the lock is kept */
 }
 
+/*
+ * A pre-dump's pages, read from the running tree (pagelate.c). A process
+ * other than the root that exited meanwhile (a shell's short-lived child)
+ * gets no set: the tree's next dump does not look for one. Not to a page
+ * server, which would keep the part it got.
+ */
+static int late_member(struct tree_dump *td, struct member *m, bool root)
+{
+	int ret = pages_late_write(&m->d, &m->late);
+
+	if (ret != -ESRCH || root || td->o->xfer || !pidfd_exited(m->late.pidfd))
+		return ret;
+	fail_clear();
+	pr_info("process %d of the tree of %d exited before its pages were read: no set of it",
+		m->d.pid, td->o->pid);
+	img_remove_created(&m->d.dir);
+	unlinkat(td->dirfd, m->subdir, AT_REMOVEDIR);
+	track_gone(&m->d.track);
+	m->gone = true;
+	return 0;
+}
+
 /* Resumed (or killed, children first), then what waited for that: inventories, the disk. */
 static int release_all(struct tree_dump *td)
 {
@@ -755,10 +778,12 @@ static int release_all(struct tree_dump *td)
 	}
 	for (int i = 0; i < td->n && !ret; i++)	/* a pre-dump's: from the running tree */
 		if (td->m[i].d.pages_late)
-			ret = pages_late_write(&td->m[i].d, &td->m[i].late);
+			ret = late_member(td, &td->m[i], i == 0);
 	for (int i = td->n - 1; i > 0 && !ret; i--) {
 		struct member *m = &td->m[i];
 
+		if (m->gone)
+			continue;
 		if (!m->inventory)
 			ret = write_inventory(&m->d);
 		if (!ret && !m->inventory)
