@@ -282,6 +282,8 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 	char dir[PATH_MAX + 16];
 	DIR *dp;
 	bool lazy = m->lazy && end == XFER_RESTORE;
+	/* the default's RESTORE: lazily there, from its own sets */
+	uint32_t flags = end == XFER_RESTORE && m->lazy_there ? XFER_RESTORE_LAZY : 0;
 	int ret = 0;
 
 	snprintf(dir, sizeof(dir), "%s/%d", m->work, m->set);
@@ -294,13 +296,9 @@ static int send_set(struct migration *m, enum xfer_cmd end)
 	if (!ret)
 		ret = send_files(m, dp, lazy);
 	closedir(dp);
-	if (!ret && !lazy && end == XFER_RESTORE && m->lazy_there) {
-		uint32_t flags = XFER_RESTORE_LAZY;
-
-		return xfer_request_with(&m->x, end, &flags, sizeof(flags));
-	}
 	if (ret || !lazy)
-		return ret ? ret : xfer_request(&m->x, end);
+		return ret ? ret : xfer_request_with(&m->x, end, flags ? &flags : NULL,
+						     flags ? sizeof(flags) : 0);
 	ret = xfer_send(&m->x, end, NULL, 0);
 	return ret ? ret : serve_gets(m, true);
 }

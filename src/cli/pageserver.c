@@ -407,11 +407,13 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, const 
 {
 	char path[PATH_MAX], verb[8], fd[16];
 	int chan = chans ? chans[0] : -1;
+	bool lazy = chan >= 0 || r->lazy_here;
+	const char *argv[] = { "memdump", "restore", "-D", path, "-d", "-v", verb,
+			       lazy ? "--lazy-pages" : NULL, NULL };
 
 	snprintf(path, sizeof(path), "%s/%s", r->o->dir, r->set);
 	snprintf(verb, sizeof(verb), "%d", r->o->verbosity);
-	if (chan >= 0 || r->lazy_here) {	/* the handler logs here (not to the pipe: it
-						 * outlives this) */
+	if (lazy) {	/* the handler logs here (not to the pipe: it outlives this) */
 		int log = fcntl(STDERR_FILENO, F_DUPFD, 3);
 
 		snprintf(fd, sizeof(fd), "%d", log);
@@ -427,13 +429,7 @@ static void __attribute__((noreturn)) exec_restore(struct rx *r, int err, const 
 	 * handler serves them, not whole before the process runs (lazy_restore.c) */
 	if (r->lazy_here)
 		setenv("MEMDUMP_LAZY_CHECK", "late", 1);
-	if (chan >= 0 || r->lazy_here) {
-		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "--lazy-pages",
-		      "-v", verb, (char *)NULL);
-	} else {
-		execl("/proc/self/exe", "memdump", "restore", "-D", path, "-d", "-v", verb,
-		      (char *)NULL);
-	}
+	execv("/proc/self/exe", (char **)argv);
 	_exit(127);
 }
 

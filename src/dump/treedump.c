@@ -731,6 +731,13 @@ static void release_first(struct tree_dump *td)
 			infect_doom(&td->m[i].d.in);	/* it never runs again: the lock is kept */
 }
 
+/* A process's set below the root's: its images, then its directory. */
+static void remove_subset(struct tree_dump *td, struct member *m)
+{
+	img_remove_created(&m->d.dir);
+	unlinkat(td->dirfd, m->subdir, AT_REMOVEDIR);
+}
+
 /*
  * A pre-dump's pages, read from the running tree (pagelate.c). A process
  * other than the root that exited meanwhile (a shell's short-lived child)
@@ -746,8 +753,7 @@ static int late_member(struct tree_dump *td, struct member *m, bool root)
 	fail_clear();
 	pr_info("process %d of the tree of %d exited before its pages were read: no set of it",
 		m->d.pid, td->o->pid);
-	img_remove_created(&m->d.dir);
-	unlinkat(td->dirfd, m->subdir, AT_REMOVEDIR);
+	remove_subset(td, m);
 	track_gone(&m->d.track);
 	m->gone = true;
 	return 0;
@@ -804,12 +810,8 @@ static int release_all(struct tree_dump *td)
 
 static void remove_subsets(struct tree_dump *td)
 {
-	for (int i = 1; i < td->n; i++) {
-		struct member *m = &td->m[i];
-
-		img_remove_created(&m->d.dir);
-		unlinkat(td->dirfd, m->subdir, AT_REMOVEDIR);
-	}
+	for (int i = 1; i < td->n; i++)
+		remove_subset(td, &td->m[i]);
 }
 
 /* A failure before the release: every process as it was, nothing of the set left. */
